@@ -1,0 +1,139 @@
+// Package config is the schema of dynamic-mcp's YAML file and its one
+// pipeline: Parse (strict, with file and line on every error), environment
+// substitution, defaults and validation, all before anything starts.
+package config
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Mode says how the hub exposes upstream tools to the downstream client.
+type Mode string
+
+const (
+	// ModeDynamic shows the client two meta-tools, get_dynamic_tools and
+	// call_dynamic_tool, and hands out a group's schemas on demand.
+	ModeDynamic Mode = "dynamic"
+	// ModeFlat lists every upstream tool directly, named <group>__<tool>.
+	ModeFlat Mode = "flat"
+)
+
+// Transport names how the hub reaches an upstream server.
+type Transport string
+
+const (
+	// TransportStdio starts the server as a child process (command:).
+	TransportStdio Transport = "stdio"
+	// TransportStreamableHTTP speaks Streamable HTTP to url:.
+	TransportStreamableHTTP Transport = "streamable-http"
+	// TransportSSE speaks the legacy HTTP+SSE transport to url:.
+	TransportSSE Transport = "sse"
+)
+
+// Defaults of the settings block.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultListTimeout    = 10 * time.Second
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultPageSize       = 100
+)
+
+// Config is a whole dynamic-mcp file.
+type Config struct {
+	// Path is the file the config was read from ("" for a reader).
+	Path string
+	// Mode is dynamic (the default) or flat.
+	Mode Mode
+	// Settings holds hub-wide timeouts and limits.
+	Settings Settings
+	// Groups in config order: the order the client sees.
+	Groups []*Group
+}
+
+// Settings are hub-wide knobs; every field has a default.
+type Settings struct {
+	// ConnectTimeout bounds starting and initializing one upstream. Default 10s.
+	ConnectTimeout time.Duration
+	// ListTimeout bounds one tools/prompts/resources list page. Default 10s.
+	ListTimeout time.Duration
+	// CallTimeout bounds one tool call, prompt get or resource read. Default 60s;
+	// a server's own timeout: overrides it.
+	CallTimeout time.Duration
+	// PageSize is how many prompts, resources or templates one page of a list
+	// the client gets holds. Default 100.
+	PageSize int
+}
+
+// Group is a named set of upstream servers with a description the LLM reads.
+type Group struct {
+	// Name is the group's key in the file; it prefixes tool names in flat mode.
+	Name string
+	// Description tells the LLM what the group is for. Required.
+	Description string
+	// Prefix says whether flat mode names this group's tools <group>__<tool>
+	// (true, the default) or leaves them unprefixed.
+	Prefix bool
+	// Servers in config order; a group with one inline server has one named
+	// after the group.
+	Servers []*Server
+	// Line is where the group starts in the file.
+	Line int
+}
+
+// Server is one upstream MCP server.
+type Server struct {
+	// Name is the server's key under servers:, or the group name when inline.
+	Name string
+	// Group is the name of the group the server belongs to.
+	Group string
+	// Transport is stdio when Command is set; streamable-http or sse with URL.
+	// With a URL and no transport given it is "" and the hub tries Streamable
+	// HTTP first.
+	Transport Transport
+	// Command and Args start a stdio server.
+	Command string
+	Args    []string
+	// Env is added to the hub's own environment for the child.
+	Env map[string]string
+	// Cwd is the child's working directory; default the hub's.
+	Cwd string
+	// URL of a remote server.
+	URL string
+	// Headers go on every HTTP request to a remote server.
+	Headers map[string]string
+	// Timeout bounds one call to this server; default settings.call_timeout.
+	Timeout time.Duration
+	// Disabled servers are parsed and validated but never started.
+	Disabled bool
+	// Line is where the server starts in the file.
+	Line int
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	return Parse(path, f)
+}
+
+// ID names a server uniquely across the file: "group/server", or just the
+// group when the server is inline.
+func (s *Server) ID() string {
+	if s.Name == s.Group {
+		return s.Group
+	}
+	return s.Group + "/" + s.Name
+}
+
+// CallTimeoutFor is the timeout of one call to s.
+func (c *Config) CallTimeoutFor(s *Server) time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return c.Settings.CallTimeout
+}

@@ -1,0 +1,156 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+func TestParseFullConfig(t *testing.T) {
+	t.Setenv("DMCP_TEST_KEY", "s3cret")
+	src := `
+mode: flat
+settings:
+  call_timeout: 90s
+  page_size: 5
+groups:
+  files:
+    description: Read files
+    command: npx
+    args: ["-y", "srv", "${DMCP_TEST_UNSET:-/tmp}"]
+    env: { A: "1" }
+  web:
+    description: Search
+    prefix: false
+    servers:
+      search: { url: "https://search.example/mcp", headers: { Authorization: "Bearer ${DMCP_TEST_KEY}" } }
+      browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s }
+`
+	cfg, err := Parse("c.yaml", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != ModeFlat || cfg.Settings.CallTimeout != 90*time.Second || cfg.Settings.PageSize != 5 {
+		t.Fatalf("settings: %+v mode %s", cfg.Settings, cfg.Mode)
+	}
+	if cfg.Settings.ConnectTimeout != DefaultConnectTimeout {
+		t.Errorf("connect timeout default = %v", cfg.Settings.ConnectTimeout)
+	}
+	if len(cfg.Groups) != 2 || cfg.Groups[0].Name != "files" || cfg.Groups[1].Name != "web" {
+		t.Fatalf("groups out of config order: %+v", cfg.Groups)
+	}
+	files := cfg.Groups[0]
+	if !files.Prefix || len(files.Servers) != 1 || files.Servers[0].Name != "files" || files.Servers[0].Transport != TransportStdio {
+		t.Fatalf("inline server: %+v", files.Servers[0])
+	}
+	if got := files.Servers[0].Args[2]; got != "/tmp" {
+		t.Errorf("default substitution = %q", got)
+	}
+	web := cfg.Groups[1]
+	if web.Prefix || web.Servers[0].Name != "search" || web.Servers[1].Name != "browser" {
+		t.Fatalf("servers out of order: %+v", web.Servers)
+	}
+	if got := web.Servers[0].Headers["Authorization"]; got != "Bearer s3cret" {
+		t.Errorf("header = %q", got)
+	}
+	if web.Servers[0].Transport != "" || web.Servers[0].ID() != "web/search" {
+		t.Errorf("url server: %+v", web.Servers[0])
+	}
+	if got := cfg.CallTimeoutFor(web.Servers[1]); got != 120*time.Second {
+		t.Errorf("per-server timeout = %v", got)
+	}
+}
+
+func TestParseReportsEveryErrorWithLineAndKey(t *testing.T) {
+	_, err := Load("../../testdata/config/bad.yaml")
+	var merr *multierror.Error
+	if !errors.As(err, &merr) {
+		t.Fatalf("want all errors at once, got %v", err)
+	}
+	want := []string{
+		"bad.yaml:1: mode: must be dynamic or flat",
+		"bad.yaml:3: settings.call_timeout: must be a positive duration",
+		"bad.yaml:7: groups.files.colour: unknown key",
+		"bad.yaml:5: groups.files.description: is required",
+		"bad.yaml:8: groups.web: has no server",
+		"bad.yaml:10: groups.both: has both command: and url:",
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("missing %q in:\n%s", w, msg)
+		}
+	}
+	if len(merr.Errors) != len(want) {
+		t.Errorf("got %d errors, want %d:\n%s", len(merr.Errors), len(want), msg)
+	}
+	for _, e := range merr.Errors {
+		var ce *ConfigError
+		if !errors.As(e, &ce) || ce.Line == 0 {
+			t.Errorf("error without line: %v", e)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"empty", ``, "file is empty"},
+		{"no groups", `mode: flat`, "groups: is required"},
+		{"yaml syntax", "groups:\n  a: [", "config:2"},
+		{"bad group name", "groups:\n  'a b': {description: x, command: y}", "group name must be"},
+		{"unset variable", "groups:\n  a: {description: x, command: '${DMCP_NOPE_NOPE}'}", "DMCP_NOPE_NOPE is not set"},
+		{"bad url", "groups:\n  a: {description: x, url: 'ftp://x'}", "must be an http:// or https:// URL"},
+		{"stdio with url", "groups:\n  a: {description: x, url: 'http://x', transport: stdio}", "is stdio but the server has url:"},
+		{"inline and servers", "groups:\n  a:\n    description: x\n    command: y\n    servers: {b: {command: z}}", "both an inline server and servers:"},
+		{"args not a list", "groups:\n  a: {description: x, command: y, args: z}", "groups.a.args: must be a list"},
+		{"duplicate key", "groups:\n  a: {description: x, command: y, command: z}", "appears twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("", strings.NewReader(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"A": "x", "EMPTY": ""}[k]
+		return v, ok
+	}
+	for in, want := range map[string]string{
+		"plain":         "plain",
+		"${A}/b":        "x/b",
+		"${B:-def}":     "def",
+		"${EMPTY:-def}": "def",
+		"${EMPTY}":      "",
+		"$$A":           "$A",
+		"cost $5":       "cost $5",
+		"${A}${A}":      "xx",
+	} {
+		got, err := expand(in, env)
+		if err != nil || got != want {
+			t.Errorf("expand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"${B}", "${", "${1X}"} {
+		if _, err := expand(in, env); err == nil {
+			t.Errorf("expand(%q) should fail", in)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("groups:\n  a: {description: x, command: y}")
+	f.Add("mode: flat\ngroups:\n  a:\n    description: d\n    servers: {s: {url: 'http://h'}}")
+	f.Fuzz(func(t *testing.T, src string) {
+		cfg, err := Parse("f.yaml", strings.NewReader(src))
+		if err == nil && len(cfg.Groups) == 0 {
+			t.Fatal("a config without groups passed")
+		}
+	})
+}

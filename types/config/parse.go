@@ -1,0 +1,377 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"gopkg.in/yaml.v3"
+)
+
+// ConfigError is one problem in a config file, with where it is.
+type ConfigError struct {
+	Path string // file name, "" when parsed from a reader without one
+	Line int    // 1-based; 0 when unknown
+	Key  string // dotted path of the key, e.g. groups.web.servers.search.url
+	Err  error
+}
+
+func (e *ConfigError) Error() string {
+	loc := e.Path
+	if loc == "" {
+		loc = "config"
+	}
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %v", loc, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", loc, e.Key, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// namePattern is what group and server names may hold: they become parts of
+// tool names, which the MCP spec limits to [A-Za-z0-9_.-].
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Parse reads a config from r, substitutes ${VAR} and ${VAR:-default},
+// applies defaults and validates it. Every problem is reported, each as a
+// *ConfigError, joined with go-multierror.
+func Parse(path string, r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	p := &parser{path: path, env: lookupEnv}
+	cfg := p.parse(data)
+	if p.errs != nil {
+		p.errs.ErrorFormat = listErrors
+		return nil, p.errs
+	}
+	return cfg, nil
+}
+
+func listErrors(errs []error) string {
+	s := fmt.Sprintf("%d problem(s) in config:", len(errs))
+	for _, err := range errs {
+		s += "\n  " + err.Error()
+	}
+	return s
+}
+
+type parser struct {
+	path string
+	env  func(string) (string, bool)
+	errs *multierror.Error
+}
+
+func (p *parser) fail(n *yaml.Node, key string, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = multierror.Append(p.errs, &ConfigError{Path: p.path, Line: line, Key: key, Err: fmt.Errorf(format, args...)})
+}
+
+func (p *parser) parse(data []byte) *Config {
+	cfg := &Config{
+		Path: p.path,
+		Mode: ModeDynamic,
+		Settings: Settings{
+			ConnectTimeout: DefaultConnectTimeout,
+			ListTimeout:    DefaultListTimeout,
+			CallTimeout:    DefaultCallTimeout,
+			PageSize:       DefaultPageSize,
+		},
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.errs = multierror.Append(p.errs, &ConfigError{Path: p.path, Line: yamlErrorLine(err), Err: err})
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		p.fail(nil, "", "file is empty: it needs at least one group under groups:")
+		return nil
+	}
+	root := doc.Content[0]
+	p.mapping(root, "", map[string]func(key string, v *yaml.Node){
+		"mode": func(key string, v *yaml.Node) {
+			switch m := Mode(p.str(v, key)); m {
+			case ModeDynamic, ModeFlat:
+				cfg.Mode = m
+			default:
+				p.fail(v, key, "must be dynamic or flat, not %q", m)
+			}
+		},
+		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
+		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
+	})
+	if root.Kind == yaml.MappingNode && len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
+		p.fail(root, "groups", "is required: list at least one group")
+	}
+	return cfg
+}
+
+func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
+	p.mapping(n, path, map[string]func(string, *yaml.Node){
+		"connect_timeout": func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
+		"list_timeout":    func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
+		"call_timeout":    func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
+		"page_size": func(k string, v *yaml.Node) {
+			if n := p.int(v, k); n > 0 {
+				s.PageSize = n
+			} else {
+				p.fail(v, k, "must be a positive number")
+			}
+		},
+	})
+}
+
+func (p *parser) groups(n *yaml.Node, path string) []*Group {
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, path, "must be a map of group name to group")
+		return nil
+	}
+	if len(n.Content) == 0 {
+		p.fail(n, path, "is empty: list at least one group")
+	}
+	var groups []*Group
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, v := n.Content[i].Value, n.Content[i+1]
+		key := path + "." + name
+		if !namePattern.MatchString(name) {
+			p.fail(n.Content[i], key, "group name must be 1-64 characters of A-Z a-z 0-9 _ . -")
+		}
+		groups = append(groups, p.group(name, n.Content[i], v, key))
+	}
+	return groups
+}
+
+// serverKeys are the keys of a server, which a group with one server may
+// hold inline.
+var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "timeout", "disabled"}
+
+func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
+	g := &Group{Name: name, Prefix: true, Line: at.Line}
+	inline := &Server{Name: name, Group: name, Line: at.Line}
+	hasInline, hasServers := false, false
+	fields := map[string]func(string, *yaml.Node){
+		"description": func(k string, v *yaml.Node) { g.Description = p.str(v, k) },
+		"prefix":      func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
+		"servers": func(k string, v *yaml.Node) {
+			hasServers = true
+			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+				p.fail(v, k, "must be a map of server name to server, with at least one server")
+				return
+			}
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				sname := v.Content[i].Value
+				skey := k + "." + sname
+				if !namePattern.MatchString(sname) {
+					p.fail(v.Content[i], skey, "server name must be 1-64 characters of A-Z a-z 0-9 _ . -")
+				}
+				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line}
+				p.mapping(v.Content[i+1], skey, p.serverFields(s))
+				p.checkServer(v.Content[i], skey, s)
+				g.Servers = append(g.Servers, s)
+			}
+		},
+	}
+	for k, f := range p.serverFields(inline) {
+		f := f
+		fields[k] = func(key string, v *yaml.Node) { hasInline = true; f(key, v) }
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(at, path, "must be a map with description and a server (command: or url:) or servers:")
+		return g
+	}
+	p.mapping(n, path, fields)
+	if g.Description == "" {
+		p.fail(at, path+".description", "is required: say what the group is for, the LLM reads it")
+	}
+	switch {
+	case hasInline && hasServers:
+		p.fail(at, path, "has both an inline server and servers:; use one or the other")
+	case hasInline:
+		p.checkServer(at, path, inline)
+		g.Servers = []*Server{inline}
+	case !hasServers:
+		p.fail(at, path, "has no server: give command: or url:, or a servers: map")
+	}
+	return g
+}
+
+func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
+	return map[string]func(string, *yaml.Node){
+		"command": func(k string, v *yaml.Node) { s.Command = p.str(v, k) },
+		"args":    func(k string, v *yaml.Node) { s.Args = p.strings(v, k) },
+		"env":     func(k string, v *yaml.Node) { s.Env = p.stringMap(v, k) },
+		"cwd":     func(k string, v *yaml.Node) { s.Cwd = p.str(v, k) },
+		"url":     func(k string, v *yaml.Node) { s.URL = p.str(v, k) },
+		"headers": func(k string, v *yaml.Node) { s.Headers = p.stringMap(v, k) },
+		"transport": func(k string, v *yaml.Node) {
+			switch t := Transport(p.str(v, k)); t {
+			case TransportStdio, TransportStreamableHTTP, TransportSSE:
+				s.Transport = t
+			case "http", "streamableHttp":
+				s.Transport = TransportStreamableHTTP
+			default:
+				p.fail(v, k, "must be stdio, streamable-http or sse, not %q", t)
+			}
+		},
+		"timeout":  func(k string, v *yaml.Node) { s.Timeout = p.duration(v, k) },
+		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
+	}
+}
+
+// checkServer validates one server after its fields are read.
+func (p *parser) checkServer(n *yaml.Node, path string, s *Server) {
+	switch {
+	case s.Command != "" && s.URL != "":
+		p.fail(n, path, "has both command: and url:; a server is either a process or a remote URL")
+	case s.Command == "" && s.URL == "":
+		p.fail(n, path, "needs command: (a process) or url: (a remote server)")
+	case s.Command != "":
+		if s.Transport != "" && s.Transport != TransportStdio {
+			p.fail(n, path+".transport", "is %s but the server has command:, which is stdio", s.Transport)
+		}
+		s.Transport = TransportStdio
+		if len(s.Headers) > 0 {
+			p.fail(n, path+".headers", "only applies to url: servers")
+		}
+	default:
+		if s.Transport == TransportStdio {
+			p.fail(n, path+".transport", "is stdio but the server has url:")
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.fail(n, path+".url", "must be an http:// or https:// URL, not %q", s.URL)
+		}
+		if len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
+			p.fail(n, path, "args:, env: and cwd: only apply to command: servers")
+		}
+	}
+}
+
+// mapping walks a YAML mapping, calling the handler of each known key and
+// reporting every unknown or repeated one.
+func (p *parser) mapping(n *yaml.Node, path string, fields map[string]func(key string, v *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		if n.Tag == "!!null" {
+			return
+		}
+		p.fail(n, path, "must be a map")
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if path != "" {
+			key = path + "." + k.Value
+		}
+		if seen[k.Value] {
+			p.fail(k, key, "appears twice")
+			continue
+		}
+		seen[k.Value] = true
+		f, ok := fields[k.Value]
+		if !ok {
+			p.fail(k, key, "unknown key")
+			continue
+		}
+		f(key, v)
+	}
+}
+
+func findKey(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func (p *parser) str(n *yaml.Node, key string) string {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.fail(n, key, "must be a string")
+		return ""
+	}
+	s, err := expand(n.Value, p.env)
+	if err != nil {
+		p.fail(n, key, "%v", err)
+	}
+	return s
+}
+
+func (p *parser) strings(n *yaml.Node, key string) []string {
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, key, "must be a list of strings")
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, v := range n.Content {
+		out = append(out, p.str(v, fmt.Sprintf("%s[%d]", key, i)))
+	}
+	return out
+}
+
+func (p *parser) stringMap(n *yaml.Node, key string) map[string]string {
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, key, "must be a map of strings")
+		return nil
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = p.str(n.Content[i+1], key+"."+n.Content[i].Value)
+	}
+	return out
+}
+
+func (p *parser) bool(n *yaml.Node, key string) bool {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		p.fail(n, key, "must be true or false")
+	}
+	return b
+}
+
+func (p *parser) int(n *yaml.Node, key string) int {
+	var i int
+	if n.Kind != yaml.ScalarNode || n.Decode(&i) != nil {
+		p.fail(n, key, "must be a whole number")
+	}
+	return i
+}
+
+func (p *parser) duration(n *yaml.Node, key string) time.Duration {
+	s := p.str(n, key)
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		p.fail(n, key, "must be a positive duration such as 30s or 2m, not %q", s)
+		return 0
+	}
+	return d
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+func yamlErrorLine(err error) int {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		err = errors.New(te.Errors[0])
+	}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
