@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/lmittmann/tint"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+var version = buildVersion()
+
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+func init() {
+	server.Version = version
+	upstream.ClientInfo.Version = version
+}
+
+// common are the flags every command that reads a config shares.
+type common struct {
+	config   string
+	logLevel string
+	logFile  string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "c", "", "config `file` (default $DYNAMIC_MCP_CONFIG)")
+	fs.StringVar(&c.config, "config", "", "config `file` (same as -c)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
+}
+
+// parse parses args and fills in the config path from the environment.
+func (c *common) parse(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if c.config == "" {
+		c.config = os.Getenv("DYNAMIC_MCP_CONFIG")
+	}
+	if c.config == "" {
+		return usageError{"no config: pass -c FILE or set DYNAMIC_MCP_CONFIG"}
+	}
+	return nil
+}
+
+func (c *common) load() (*config.Config, error) { return config.Load(c.config) }
+
+// logger builds the logger: tint on a terminal, plain text otherwise, JSON
+// into --log-file. Logs never go to stdout, the protocol channel.
+func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", c.logLevel)}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFile != "" {
+		f, err := os.OpenFile(c.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		return slog.New(slog.NewJSONHandler(f, opts)), func() { f.Close() }, nil
+	}
+	if isTerminal(stderr) {
+		return slog.New(tint.NewHandler(stderr, &tint.Options{Level: level})), func() {}, nil
+	}
+	return slog.New(slog.NewTextHandler(stderr, opts)), func() {}, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,82 @@
+// Command dynamic-mcp is one MCP server in front of many: an LLM client
+// starts it as its single mcpServers entry, and it serves the tools,
+// prompts and resources of the upstream groups a YAML file lists.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, the next one stops the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dynamic-mcp:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake on the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `dynamic-mcp: one MCP server in front of many.
+
+Usage:
+  dynamic-mcp serve -c FILE       serve MCP over stdio (also: dynamic-mcp FILE)
+  dynamic-mcp validate -c FILE    check a config without serving
+  dynamic-mcp tools -c FILE [GROUP]
+                                  connect and print the tools the client would get
+  dynamic-mcp version
+
+With no -c, the config path comes from $DYNAMIC_MCP_CONFIG.
+Run 'dynamic-mcp COMMAND -h' for a command's flags.
+`
+
+// run is the whole program, with its environment passed in.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		if os.Getenv("DYNAMIC_MCP_CONFIG") != "" {
+			return serveCmd(ctx, nil, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	switch args[0] {
+	case "serve":
+		return serveCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "validate":
+		return validateCmd(args[1:], stdout, stderr)
+	case "tools":
+		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "dynamic-mcp", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
+		// dynamic-mcp FILE [flags]
+		return serveCmd(ctx, append([]string{"-c", args[0]}, args[1:]...), stdin, stdout, stderr)
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command or config file %q", args[0])}
+}

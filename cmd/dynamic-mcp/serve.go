@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// serveCmd serves MCP over stdio until the client closes stdin or a signal
+// arrives, then stops every upstream by the ladder.
+func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.register(fs)
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	logger, closeLog, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	mgr := upstream.New(cfg, logger)
+	mgr.Start(ctx)
+	defer mgr.Close()
+	hub := server.New(cfg, mgr, logger)
+	hub.Run()
+	defer hub.Close()
+	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
+	return hub.ServeStdio(ctx, stdin, stdout)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// toolsCmd connects to every upstream and prints, per group, the tools the
+// client would get, and what the initial tools/list costs in each mode.
+func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	c.register(fs)
+	c.logLevel = "warn"
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	only := fs.Arg(0)
+	logger, closeLog, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	if only != "" && !hasGroup(cfg, only) {
+		return fmt.Errorf("no group %q in %s", only, cfg.Path)
+	}
+	mgr := upstream.New(cfg, logger)
+	mgr.Start(ctx)
+	defer mgr.Close()
+	mgr.WaitSettled(ctx)
+	hub := server.New(cfg, mgr, logger)
+
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	for _, g := range mgr.Groups {
+		if only != "" && g.Config.Name != only {
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\n", g.Config.Name, g.Config.Description)
+		for _, s := range g.Servers {
+			st := s.Status()
+			if st.State != upstream.StateReady {
+				fmt.Fprintf(w, "  (%s %s: %v)\n", s.Config.ID(), st.State, st.Err)
+				continue
+			}
+			for _, t := range s.Lists().Tools {
+				var def struct {
+					Description string `json:"description"`
+				}
+				_ = json.Unmarshal(t.Raw, &def)
+				name := t.Key
+				if cfg.Mode == config.ModeFlat && g.Config.Prefix {
+					name = g.Config.Name + "__" + t.Key
+				}
+				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
+			}
+		}
+	}
+	w.Flush()
+	for _, p := range hub.Problems() {
+		fmt.Fprintln(stdout, "problem:", p)
+	}
+	dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
+	fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
+	return nil
+}
+
+func hasGroup(cfg *config.Config, name string) bool {
+	for _, g := range cfg.Groups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}

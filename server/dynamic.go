@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// The meta-tools of dynamic mode; names, argument keys and descriptions
+// follow the original dynamic-mcp so that prompts written for it still work.
+const (
+	getToolsName  = "get_dynamic_tools"
+	callToolName  = "call_dynamic_tool"
+	getToolsIntro = "dynamic-mcp manages multiple MCP servers as organized groups, providing only the necessary group's tool descriptions to the LLM on demand instead of overwhelming it with all tool descriptions at once.\n\n" +
+		"Use this tool to retrieve available tools in a specific group, then use call_dynamic_tool to execute them.\n\n" +
+		"Available groups:\n"
+	callToolDescription = "Execute a tool from a specific MCP group. Proxies the call to the appropriate upstream MCP server.\n\n" +
+		"Use get_dynamic_tools first to discover available tools and their input schemas in the specified group, then use this tool to execute them.\n\n" +
+		"Example usage:\n" +
+		"  call_dynamic_tool(group=\"playwright\", name=\"browser_navigate\", args={\"url\": \"https://example.com\"})\n" +
+		"  → Executes the browser_navigate tool from the playwright group with the specified arguments"
+)
+
+// metaTools are the two tools the client sees in dynamic mode. The groups
+// appear in config order, so the text only changes when a group comes or
+// goes, which keeps the client's prompt cache warm.
+func metaTools(groups []*groupView) []json.RawMessage {
+	var b strings.Builder
+	b.WriteString(getToolsIntro)
+	enum := []string{}
+	var down []string
+	for _, g := range groups {
+		if g.state == upstream.StateReady {
+			enum = append(enum, g.name)
+			fmt.Fprintf(&b, "- %s: %s\n", g.name, g.description)
+		} else {
+			down = append(down, fmt.Sprintf("- %s: %s (unavailable: %s)", g.name, g.description, g.reason))
+		}
+	}
+	if len(enum) == 0 {
+		b.WriteString("(none yet)\n")
+	}
+	if len(down) > 0 {
+		b.WriteString("\nUnavailable groups:\n")
+		b.WriteString(strings.Join(down, "\n"))
+	}
+	get := map[string]any{
+		"name":        getToolsName,
+		"description": strings.TrimRight(b.String(), "\n"),
+		"inputSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"group": map[string]any{"type": "string", "description": "The name of the MCP group to get tools from", "enum": enum},
+			},
+			"required": []string{"group"},
+		},
+	}
+	call := map[string]any{
+		"name":        callToolName,
+		"description": callToolDescription,
+		"inputSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"group": map[string]any{"type": "string", "description": "The name of the MCP group containing the tool", "enum": enum},
+				"name":  map[string]any{"type": "string", "description": "The name of the tool to execute"},
+				"args":  map[string]any{"type": "object", "description": "Arguments to pass to the tool", "additionalProperties": true},
+			},
+			"required": []string{"group", "name"},
+		},
+	}
+	g, _ := json.Marshal(get)
+	c, _ := json.Marshal(call)
+	return []json.RawMessage{g, c}
+}
+
+// dynamicArgs are the arguments of both meta-tools.
+type dynamicArgs struct {
+	Group string          `json:"group"`
+	Name  string          `json:"name"`
+	Args  json.RawMessage `json:"args"`
+}
+
+// lookupGroup finds a group the client may use, or says why it cannot.
+func (v *view) lookupGroup(name string) (*groupView, string) {
+	if name == "" {
+		return nil, "Missing required argument: group"
+	}
+	g, ok := v.groupIndex[name]
+	if !ok {
+		var names []string
+		for _, g := range v.groups {
+			names = append(names, g.name)
+		}
+		return nil, fmt.Sprintf("Unknown group: %s (groups: %s)", name, strings.Join(names, ", "))
+	}
+	if g.state != upstream.StateReady {
+		return nil, fmt.Sprintf("Group %s is unavailable: %s", name, g.reason)
+	}
+	return g, ""
+}
+
+// getDynamicTools answers get_dynamic_tools: the group's tools (name,
+// description, input schema) as JSON text.
+func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
+	g, problem := v.lookupGroup(args.Group)
+	if g == nil {
+		return toolError(problem)
+	}
+	type summary struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	out := make([]summary, 0, len(g.tools))
+	for _, raw := range g.tools {
+		var t summary
+		if json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		t.InputSchema = withoutSchemaKeyword(t.InputSchema)
+		out = append(out, t)
+	}
+	text, _ := json.Marshal(out)
+	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": string(text)}}})
+	return result
+}
+
+// withoutSchemaKeyword drops a top-level "$schema" from a tool's input
+// schema, as the original did: it costs tokens and tells the LLM nothing.
+func withoutSchemaKeyword(schema json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(schema, &fields) != nil {
+		return schema
+	}
+	if _, ok := fields["$schema"]; !ok {
+		return schema
+	}
+	delete(fields, "$schema")
+	b, _ := json.Marshal(fields)
+	return b
+}
+
+// callDynamicTool answers call_dynamic_tool with the upstream's result,
+// unchanged.
+func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, meta json.RawMessage) (json.RawMessage, error) {
+	g, problem := v.lookupGroup(args.Group)
+	if g == nil {
+		return toolError(problem), nil
+	}
+	if args.Name == "" {
+		return toolError("Missing required argument: name"), nil
+	}
+	r, ok := g.toolRoutes[args.Name]
+	if !ok {
+		return toolError("Tool not found: " + args.Name), nil
+	}
+	arguments := args.Args
+	if len(arguments) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage("{}")
+	} else if arguments[0] != '{' {
+		return toolError("args must be an object"), nil
+	}
+	params := map[string]json.RawMessage{"arguments": arguments}
+	params["name"], _ = json.Marshal(r.name)
+	if len(meta) > 0 {
+		params["_meta"] = meta
+	}
+	return h.callTool(ctx, r, params)
+}

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Version is the hub's version, reported to clients and upstreams.
+var Version = "dev"
+
+// Hub is the MCP server the client talks to, in front of a Manager's
+// upstreams.
+type Hub struct {
+	cfg    *config.Config
+	mgr    *upstream.Manager
+	logger *slog.Logger
+	mcp    *mcpserver.MCPServer
+
+	view atomic.Pointer[view] // the current view; replaced whole on change
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// New builds the hub for cfg's upstreams in mgr. Run keeps its view current.
+func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) *Hub {
+	h := &Hub{
+		cfg:    cfg,
+		mgr:    mgr,
+		logger: logger,
+		stop:   make(chan struct{}),
+		mcp: mcpserver.NewMCPServer("dynamic-mcp", Version,
+			mcpserver.WithToolCapabilities(true),
+			mcpserver.WithPromptCapabilities(true),
+			mcpserver.WithResourceCapabilities(false, true),
+			mcpserver.WithCompletions(),
+			mcpserver.WithLogging(),
+		),
+	}
+	h.view.Store(buildView(cfg.Mode, mgr))
+	return h
+}
+
+// Run rebuilds the view whenever an upstream changes and tells the clients
+// whose lists changed, until Close. It returns at once.
+func (h *Hub) Run() {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-h.mgr.Changes():
+				h.refresh()
+			}
+		}
+	}()
+}
+
+// Close stops Run and waits for it. It does not close the upstreams.
+func (h *Hub) Close() error {
+	h.once.Do(func() { close(h.stop) })
+	h.wg.Wait()
+	return nil
+}
+
+// refresh rebuilds the view and sends list_changed for what changed.
+func (h *Hub) refresh() {
+	old := h.view.Load()
+	v := buildView(h.cfg.Mode, h.mgr)
+	h.view.Store(v)
+	for _, p := range v.problems {
+		if !slices.Contains(old.problems, p) {
+			h.logger.Error(p)
+		}
+	}
+	notify := func(method string, changed bool) {
+		if changed {
+			h.mcp.SendNotificationToAllClients(method, nil)
+		}
+	}
+	notify("notifications/tools/list_changed", !bytes.Equal(old.toolsList, v.toolsList))
+	notify("notifications/prompts/list_changed", !rawListsEqual(old.prompts, v.prompts))
+	notify("notifications/resources/list_changed",
+		!rawListsEqual(old.resources, v.resources) || !rawListsEqual(old.templates, v.templates))
+}
+
+func rawListsEqual(a, b []json.RawMessage) bool {
+	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
+}
+
+// ToolsList is the tools/list result the client gets now (for `tools`).
+func (h *Hub) ToolsList() json.RawMessage { return h.view.Load().toolsList }
+
+// ToolsListFor builds the tools/list result mode would give, for comparing
+// the modes' sizes.
+func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
+	return buildView(mode, h.mgr).toolsList
+}
+
+// Problems lists what the current view had to hide, such as colliding names.
+func (h *Hub) Problems() []string { return h.view.Load().problems }
+
+// handle answers one request. It returns the whole response message.
+func (h *Hub) handle(ctx context.Context, msg *envelope, raw json.RawMessage) []byte {
+	result, err := h.dispatch(ctx, msg, raw)
+	if errors.Is(err, errDelegated) {
+		return result
+	}
+	if err != nil {
+		return errorResponse(msg.ID, toRPCError(err))
+	}
+	if modern(msg.Params) {
+		result = decorateModern(msg.Method, result)
+	}
+	return resultResponse(msg.ID, result)
+}
+
+// errDelegated marks a response mcp-go produced whole.
+var errDelegated = errors.New("delegated")
+
+func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) (json.RawMessage, error) {
+	v := h.view.Load()
+	size := h.cfg.Settings.PageSize
+	switch msg.Method {
+	case "tools/list":
+		return v.toolsList, nil
+	case "tools/call":
+		return h.toolsCall(ctx, v, msg.Params)
+	case "prompts/list":
+		return page("prompts", v.prompts, msg.Params, size)
+	case "prompts/get":
+		return h.promptsGet(ctx, v, msg.Params)
+	case "resources/list":
+		return page("resources", v.resources, msg.Params, size)
+	case "resources/templates/list":
+		return page("resourceTemplates", v.templates, msg.Params, size)
+	case "resources/read":
+		return h.resourcesRead(ctx, v, msg.Params)
+	case "completion/complete":
+		return h.complete(ctx, v, msg.Params)
+	}
+	resp := h.mcp.HandleMessage(ctx, raw)
+	if resp == nil {
+		return nil, errDelegated
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return errorResponse(msg.ID, errorf(codeInternalError, "encode response: "+err.Error())), errDelegated
+	}
+	return b, errDelegated
+}
+
+// callTool forwards a tools/call to r and returns its result unchanged. A
+// failure of the hub or the upstream's transport is an isError result.
+func (h *Hub) callTool(ctx context.Context, r route, params map[string]json.RawMessage) (json.RawMessage, error) {
+	start := time.Now()
+	res, err := r.server.Request(ctx, "tools/call", params, h.cfg.CallTimeoutFor(r.server.Config))
+	var ue *upstream.RPCError
+	switch {
+	case err == nil:
+		h.logger.Debug("tool call", "upstream", r.server.Config.ID(), "tool", r.name, "took", time.Since(start))
+		return res, nil
+	case errors.As(err, &ue):
+		return nil, err
+	case errors.Is(err, context.Canceled):
+		return nil, err
+	default:
+		h.logger.Warn("tool call failed", "upstream", r.server.Config.ID(), "tool", r.name, "err", err)
+		return toolError(err.Error()), nil
+	}
+}
+
+func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil || p == nil {
+		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name")
+	}
+	var name string
+	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: name must be a non-empty string")
+	}
+	if h.cfg.Mode == config.ModeFlat {
+		r, ok := v.flatRoutes[name]
+		if !ok {
+			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+		}
+		p["name"], _ = json.Marshal(r.name)
+		return h.callTool(ctx, r, p)
+	}
+	var args dynamicArgs
+	if a := p["arguments"]; len(a) > 0 && string(a) != "null" {
+		if err := json.Unmarshal(a, &args); err != nil {
+			return toolError("invalid arguments: " + err.Error()), nil
+		}
+	}
+	switch name {
+	case getToolsName:
+		return v.getDynamicTools(args), nil
+	case callToolName:
+		return h.callDynamicTool(ctx, v, args, p["_meta"])
+	}
+	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+}
+
+func (h *Hub) promptsGet(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["name"], &name) != nil || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
+	}
+	r, ok := v.promptRoutes[name]
+	if !ok {
+		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
+	}
+	p["name"], _ = json.Marshal(r.name)
+	return r.server.Request(ctx, "prompts/get", p, h.cfg.CallTimeoutFor(r.server.Config))
+}
+
+func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
+	}
+	s := v.resolveResource(p.URI)
+	if s == nil {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
+	}
+	return s.Request(ctx, "resources/read", params, h.cfg.CallTimeoutFor(s.Config))
+}
+
+// complete routes completion/complete by its reference: a prompt by its
+// exposed name, a resource template by its URI template.
+func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: completion/complete needs a ref")
+	}
+	var s *upstream.Server
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := v.promptRoutes[ref.Name]
+		if !ok {
+			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
+		}
+		s = r.server
+		ref.Name = r.name
+		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.name})
+	case "ref/resource":
+		for _, t := range v.templateRoutes {
+			if t.raw == ref.URI {
+				s = t.server
+				break
+			}
+		}
+		if s == nil {
+			s = v.resolveResource(ref.URI)
+		}
+		if s == nil {
+			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
+		}
+	default:
+		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
+	}
+	return s.Request(ctx, "completion/complete", p, h.cfg.CallTimeoutFor(s.Config))
+}

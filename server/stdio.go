@@ -1,0 +1,224 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// MaxMessageSize is the largest message the hub reads from its client.
+const MaxMessageSize = 10 << 20
+
+// drainTimeout bounds how long requests still in flight may finish after
+// the client closed stdin.
+const drainTimeout = 5 * time.Second
+
+// ServeStdio serves one client on in and out until in ends or ctx is done.
+// Every request runs on its own goroutine, so a slow tool call never holds
+// up another; responses and notifications are written whole, one per line.
+func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	sess := newSession("stdio")
+	if err := h.mcp.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("register session: %w", err)
+	}
+	defer h.mcp.UnregisterSession(ctx, sess.id)
+
+	reqCtx, cancelRequests := context.WithCancel(h.mcp.WithContext(ctx, sess))
+	defer cancelRequests()
+	w := &lineWriter{w: out}
+	c := &stdioConn{hub: h, w: w, inflight: map[string]context.CancelFunc{}}
+
+	notifyDone := make(chan struct{})
+	go func() {
+		defer close(notifyDone)
+		for {
+			select {
+			case n := <-sess.notifications:
+				if b, err := json.Marshal(n); err == nil {
+					w.write(b)
+				}
+			case <-reqCtx.Done():
+				return
+			}
+		}
+	}()
+
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() { readErr <- readLines(reqCtx, in, MaxMessageSize, lines, h.tooLarge(w)) }()
+
+	var err error
+loop:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				err = <-readErr
+				break loop
+			}
+			c.receive(reqCtx, line)
+		case <-ctx.Done():
+			err = ctx.Err()
+			break loop
+		}
+	}
+	// The client is gone or we are stopping: let requests in flight finish
+	// for a moment, then cancel them.
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
+		cancelRequests()
+		<-done
+	}
+	cancelRequests()
+	<-notifyDone
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (h *Hub) tooLarge(w *lineWriter) func(n int) {
+	return func(n int) {
+		h.logger.Error("message from client too large, skipped", "bytes", n, "limit", MaxMessageSize)
+		w.write(errorResponse(nil, errorf(codeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", n, MaxMessageSize))))
+	}
+}
+
+// stdioConn is the state of one stdio client connection.
+type stdioConn struct {
+	hub *Hub
+	w   *lineWriter
+	wg  sync.WaitGroup
+
+	mu       sync.Mutex // guards inflight
+	inflight map[string]context.CancelFunc
+}
+
+// receive handles one line from the client.
+func (c *stdioConn) receive(ctx context.Context, line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if line[0] == '[' {
+		c.w.write(errorResponse(nil, errorf(codeInvalidRequest, "batch requests are not supported")))
+		return
+	}
+	var msg envelope
+	if err := json.Unmarshal(line, &msg); err != nil {
+		c.hub.logger.Warn("client sent a line that is not JSON", "err", err)
+		c.w.write(errorResponse(nil, errorf(codeParseError, "Parse error: "+err.Error())))
+		return
+	}
+	switch {
+	case msg.isRequest():
+		if msg.JSONRPC != "2.0" {
+			c.w.write(errorResponse(msg.ID, errorf(codeInvalidRequest, `jsonrpc must be "2.0"`)))
+			return
+		}
+		key := string(msg.ID)
+		rctx, cancel := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.inflight[key] = cancel
+		c.mu.Unlock()
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer c.forget(key, cancel)
+			resp := c.hub.handle(rctx, &msg, line)
+			if rctx.Err() != nil && ctx.Err() == nil {
+				return // cancelled by the client: no response, as the spec asks
+			}
+			c.w.write(resp)
+		}()
+	case msg.isNotification():
+		if msg.Method == "notifications/cancelled" {
+			c.cancel(msg.Params)
+		}
+		c.hub.mcp.HandleMessage(ctx, line)
+	case hasID(msg.ID):
+		// A response to a request the hub sent the client; the hub sends
+		// none of its own yet.
+		c.hub.logger.Debug("response from client to an unknown request", "id", string(msg.ID))
+	default:
+		c.w.write(errorResponse(nil, errorf(codeInvalidRequest, "not a JSON-RPC request, notification or response")))
+	}
+}
+
+func (c *stdioConn) forget(key string, cancel context.CancelFunc) {
+	cancel()
+	c.mu.Lock()
+	delete(c.inflight, key)
+	c.mu.Unlock()
+}
+
+// cancel cancels the request a notifications/cancelled names.
+func (c *stdioConn) cancel(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[string(p.RequestID)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// lineWriter writes whole messages, one per line, from many goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lineWriter) write(msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	_, _ = w.w.Write(buf)
+}
+
+// readLines sends each line of r to lines, and closes lines at the end. A
+// line over max bytes is discarded whole and reported to tooLarge.
+func readLines(ctx context.Context, r io.Reader, max int, lines chan<- []byte, tooLarge func(n int)) error {
+	defer close(lines)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	size := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if size <= max {
+			buf = append(buf, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if size > max {
+			tooLarge(size)
+		} else if len(buf) > 0 {
+			select {
+			case lines <- buf:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		buf, size = nil, 0
+		if err != nil {
+			return err
+		}
+	}
+}

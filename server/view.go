@@ -1,0 +1,198 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// route says where a name the client uses goes: which server, and the
+// name that server knows it by.
+type route struct {
+	server *upstream.Server
+	name   string
+}
+
+type templateRoute struct {
+	template *uritemplate.Template
+	raw      string
+	server   *upstream.Server
+}
+
+// groupView is one group as the client sees it.
+type groupView struct {
+	name, description string
+	state             upstream.State // ready if any server is
+	reason            string         // why it is not ready
+	tools             []json.RawMessage
+	toolRoutes        map[string]route // upstream tool name -> server
+}
+
+// view is everything the client sees, built from the upstreams' cached
+// lists whenever they change, then read without locks (it is immutable).
+type view struct {
+	groups     []*groupView
+	groupIndex map[string]*groupView
+
+	toolsList  json.RawMessage  // the whole tools/list result
+	flatRoutes map[string]route // flat mode: exposed tool name -> upstream
+
+	prompts      []json.RawMessage
+	promptRoutes map[string]route
+
+	resources      []json.RawMessage
+	resourceRoutes map[string]*upstream.Server
+
+	templates      []json.RawMessage
+	templateRoutes []templateRoute
+
+	// problems found while building, such as name collisions; logged once
+	// when they first appear.
+	problems []string
+}
+
+// buildView computes the client's view of mgr in mode.
+func buildView(mode config.Mode, mgr *upstream.Manager) *view {
+	v := &view{
+		groupIndex:     map[string]*groupView{},
+		flatRoutes:     map[string]route{},
+		promptRoutes:   map[string]route{},
+		resourceRoutes: map[string]*upstream.Server{},
+	}
+	var flatTools []json.RawMessage
+	owner := map[string]string{} // exposed tool name -> server id, for collision reports
+	promptOwner := map[string]string{}
+	for _, g := range mgr.Groups {
+		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
+		gv.state, gv.reason = groupState(g)
+		v.groups = append(v.groups, gv)
+		v.groupIndex[gv.name] = gv
+		for _, s := range g.Servers {
+			lists := s.Lists()
+			for _, t := range lists.Tools {
+				if prev, dup := gv.toolRoutes[t.Key]; dup {
+					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: %s in the same group has a tool of that name", t.Key, s.Config.ID(), prev.server.Config.ID()))
+					continue
+				}
+				gv.toolRoutes[t.Key] = route{server: s, name: t.Key}
+				gv.tools = append(gv.tools, t.Raw)
+				if mode != config.ModeFlat {
+					continue
+				}
+				name := exposedName(g.Config.Name, t.Key, g.Config.Prefix)
+				if prev, dup := owner[name]; dup {
+					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: its name collides with a tool of %s (set prefix: true on the group)", name, s.Config.ID(), prev))
+					continue
+				}
+				raw, err := setField(t.Raw, "name", name)
+				if err != nil {
+					continue
+				}
+				owner[name] = s.Config.ID()
+				v.flatRoutes[name] = route{server: s, name: t.Key}
+				flatTools = append(flatTools, raw)
+			}
+			for _, p := range lists.Prompts {
+				name := exposedName(g.Config.Name, p.Key, g.Config.Prefix)
+				if prev, dup := promptOwner[name]; dup {
+					v.problems = append(v.problems, fmt.Sprintf("prompt %q of %s is hidden: its name collides with a prompt of %s", name, s.Config.ID(), prev))
+					continue
+				}
+				raw, err := setField(p.Raw, "name", name)
+				if err != nil {
+					continue
+				}
+				promptOwner[name] = s.Config.ID()
+				v.promptRoutes[name] = route{server: s, name: p.Key}
+				v.prompts = append(v.prompts, raw)
+			}
+			for _, r := range lists.Resources {
+				if prev, dup := v.resourceRoutes[r.Key]; dup {
+					v.problems = append(v.problems, fmt.Sprintf("resource %q of %s is hidden: %s lists the same URI", r.Key, s.Config.ID(), prev.Config.ID()))
+					continue
+				}
+				v.resourceRoutes[r.Key] = s
+				v.resources = append(v.resources, r.Raw)
+			}
+			for _, t := range lists.Templates {
+				tmpl, err := uritemplate.New(t.Key)
+				if err != nil {
+					v.problems = append(v.problems, fmt.Sprintf("resource template %q of %s is not a valid URI template: %v", t.Key, s.Config.ID(), err))
+					continue
+				}
+				v.templateRoutes = append(v.templateRoutes, templateRoute{template: tmpl, raw: t.Key, server: s})
+				v.templates = append(v.templates, t.Raw)
+			}
+		}
+	}
+	if mode == config.ModeFlat {
+		v.toolsList = toolsListResult(flatTools)
+	} else {
+		v.toolsList = toolsListResult(metaTools(v.groups))
+	}
+	return v
+}
+
+func toolsListResult(tools []json.RawMessage) json.RawMessage {
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	b, _ := json.Marshal(map[string]any{"tools": tools})
+	return b
+}
+
+// groupState is ready if any server of the group is, starting if none is
+// ready but one is still starting, and failed otherwise, with the reasons.
+func groupState(g *upstream.Group) (upstream.State, string) {
+	var reasons []string
+	state := upstream.StateFailed
+	for _, s := range g.Servers {
+		st := s.Status()
+		switch st.State {
+		case upstream.StateReady:
+			return upstream.StateReady, ""
+		case upstream.StateStarting:
+			state = upstream.StateStarting
+		case upstream.StateFailed:
+			reasons = append(reasons, shortReason(st.Err))
+		case upstream.StateDisabled:
+			reasons = append(reasons, "disabled")
+		}
+	}
+	if state == upstream.StateStarting {
+		return state, "starting"
+	}
+	return state, strings.Join(reasons, "; ")
+}
+
+// shortReason is the first line of err, cut to a length that suits a tool
+// description.
+func shortReason(err error) string {
+	if err == nil {
+		return "unavailable"
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+// resolveResource finds the server that owns uri: the one that listed it,
+// or else the first whose template matches it, in config order.
+func (v *view) resolveResource(uri string) *upstream.Server {
+	if s, ok := v.resourceRoutes[uri]; ok {
+		return s
+	}
+	for _, t := range v.templateRoutes {
+		if t.template.Match(uri) != nil {
+			return t.server
+		}
+	}
+	return nil
+}

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package transport
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}

@@ -1,0 +1,48 @@
+//go:build unix
+
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+)
+
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+)
+
+// setProcessGroup puts the child in a process group of its own, so that the
+// whole tree it starts (npx, a shell, node) can be signalled at once, and so
+// that a Ctrl-C on the hub's terminal reaches only the hub, which then stops
+// its children by the ladder.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
+}
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+}
+
+func groupAlive(cmd *exec.Cmd) bool {
+	return syscall.Kill(-cmd.Process.Pid, 0) == nil
+}
+
+func isSignalExit(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
+func describeExit(ee *exec.ExitError) string {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %s", ws.Signal())
+	}
+	return fmt.Sprintf("exited (status %d)", ee.ExitCode())
+}

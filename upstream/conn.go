@@ -1,0 +1,192 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// ClientInfo is how the hub introduces itself to upstream servers.
+var ClientInfo = mcp.Implementation{Name: "dynamic-mcp", Version: "dev"}
+
+// RPCError is a JSON-RPC error an upstream answered with. The downstream
+// boundary passes it to the client unchanged.
+type RPCError struct {
+	Code    int
+	Message string
+	Data    any
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// firstRequestID keeps the hub's raw requests clear of the ids mcp-go's
+// client uses for initialize and ping, which count up from 1.
+const firstRequestID = 1 << 30
+
+// conn is one live session with an upstream: mcp-go's client for the
+// handshake, its transport for raw requests, and the child if there is one.
+type conn struct {
+	client *client.Client
+	tr     mcptransport.Interface
+	proc   *transport.Process // nil for remote servers
+	nextID atomic.Int64
+	init   *mcp.InitializeResult
+	meta   map[string]any // _meta every request carries on a 2026-07-28 session
+	logger *slog.Logger
+}
+
+// dial starts the server and runs the MCP handshake, bounded by ctx.
+func dial(ctx context.Context, cfg *config.Server, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
+	c := &conn{logger: logger}
+	c.nextID.Store(firstRequestID)
+	switch cfg.Transport {
+	case config.TransportStdio:
+		proc, err := transport.StartProcess(transport.ProcessSpec{
+			Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Cwd,
+		}, logger)
+		if err != nil {
+			return nil, err
+		}
+		c.proc = proc
+		c.tr = mcptransport.NewIO(proc.Stdout(), proc.Stdin(), nil)
+	default:
+		tr, err := transport.NewHTTP(ctx, cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		c.tr = tr
+	}
+	c.client = client.NewClient(c.tr)
+	if err := c.client.Start(ctx); err != nil {
+		c.close()
+		return nil, c.explain(fmt.Errorf("start: %w", err))
+	}
+	c.client.OnNotification(onNotify)
+	init, err := c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo}})
+	if err != nil {
+		c.close()
+		return nil, c.explain(fmt.Errorf("initialize: %w", err))
+	}
+	c.init = init
+	if mcp.IsModernProtocol(c.client.ProtocolVersion()) {
+		c.meta = map[string]any{
+			mcp.MetaKeyProtocolVersion:    c.client.ProtocolVersion(),
+			mcp.MetaKeyClientCapabilities: c.client.GetClientCapabilities(),
+			mcp.MetaKeyClientInfo:         ClientInfo,
+		}
+	}
+	return c, nil
+}
+
+// request sends one raw JSON-RPC request and returns the raw result. An
+// error the server answered with is an *RPCError. When ctx ends first the
+// server is told with notifications/cancelled and a late reply is dropped
+// by the transport, never handed to another request.
+func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if c.meta != nil {
+		params = withMeta(params, c.meta)
+	}
+	id := mcp.NewRequestId(c.nextID.Add(1))
+	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			c.cancel(id, ctx.Err())
+			return nil, ctx.Err()
+		}
+		return nil, c.explain(err)
+	}
+	if resp.Error != nil {
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+	}
+	return resp.Result, nil
+}
+
+// notify sends a notification to the server.
+func (c *conn) notify(ctx context.Context, method string, params map[string]any) error {
+	return c.tr.SendNotification(ctx, mcp.JSONRPCNotification{
+		JSONRPC:      mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
+	})
+}
+
+func (c *conn) cancel(id mcp.RequestId, reason error) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason.Error()})
+	}()
+}
+
+// explain turns a closed transport into how the child ended, with its last
+// stderr lines, which is what a user needs to fix it.
+func (c *conn) explain(err error) error {
+	if c.proc == nil {
+		return err
+	}
+	select {
+	case <-c.proc.Done():
+	case <-time.After(2 * time.Second):
+		return err
+	}
+	return c.proc.ExitError()
+}
+
+// exited is closed when the child exits; nil (never) for remote servers.
+func (c *conn) exited() <-chan struct{} {
+	if c.proc == nil {
+		return nil
+	}
+	return c.proc.Done()
+}
+
+// close ends the session: the transport first (for stdio it closes the
+// child's stdin), then the child by the ladder.
+func (c *conn) close() {
+	if c.client != nil {
+		_ = c.client.Close()
+	} else if c.tr != nil {
+		_ = c.tr.Close()
+	}
+	if c.proc != nil {
+		if err := c.proc.Close(); err != nil {
+			c.logger.Warn("stop child", "err", err)
+		}
+	}
+}
+
+// withMeta adds the 2026-07-28 per-request _meta to params.
+func withMeta(params any, meta map[string]any) any {
+	fields := map[string]json.RawMessage{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil || json.Unmarshal(b, &fields) != nil {
+			return params
+		}
+	}
+	merged := map[string]any{}
+	if raw, ok := fields["_meta"]; ok {
+		_ = json.Unmarshal(raw, &merged)
+	}
+	for k, v := range meta {
+		merged[k] = v
+	}
+	b, _ := json.Marshal(merged)
+	fields["_meta"] = b
+	return fields
+}
+
+// errUnavailable is wrapped by every error for a server that is not ready.
+var errUnavailable = errors.New("unavailable")

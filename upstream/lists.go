@@ -1,0 +1,106 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Item is one entry of an upstream list, kept as the raw JSON the server
+// sent, with the key the hub routes by: a tool's or prompt's name, a
+// resource's uri, a template's uriTemplate.
+type Item struct {
+	Key string
+	Raw json.RawMessage
+}
+
+// Lists are everything a server offers, each list with all its pages.
+type Lists struct {
+	Tools     []Item
+	Prompts   []Item
+	Resources []Item
+	Templates []Item
+}
+
+// listKinds are the four lists, in the order they are fetched.
+var listKinds = []struct {
+	method, field, key string
+	dst                func(*Lists) *[]Item
+}{
+	{"tools/list", "tools", "name", func(l *Lists) *[]Item { return &l.Tools }},
+	{"prompts/list", "prompts", "name", func(l *Lists) *[]Item { return &l.Prompts }},
+	{"resources/list", "resources", "uri", func(l *Lists) *[]Item { return &l.Resources }},
+	{"resources/templates/list", "resourceTemplates", "uriTemplate", func(l *Lists) *[]Item { return &l.Templates }},
+}
+
+// maxPages stops a server whose cursors never end.
+const maxPages = 1000
+
+// fetchAll reads every page of one list. request sends one raw request.
+func fetchAll(ctx context.Context, method, field, key string, request func(ctx context.Context, method string, params any) (json.RawMessage, error)) ([]Item, error) {
+	var items []Item
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("%s: more than %d pages", method, maxPages)
+		}
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		raw, err := request(ctx, method, params)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		var result map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &result); err != nil {
+			return nil, fmt.Errorf("%s: result is not an object: %w", method, err)
+		}
+		var entries []json.RawMessage
+		if r, ok := result[field]; ok && string(r) != "null" {
+			if err := json.Unmarshal(r, &entries); err != nil {
+				return nil, fmt.Errorf("%s: %s is not a list: %w", method, field, err)
+			}
+		}
+		for _, e := range entries {
+			k, err := keyOf(e, key)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", method, err)
+			}
+			items = append(items, Item{Key: k, Raw: e})
+		}
+		cursor = ""
+		if r, ok := result["nextCursor"]; ok && string(r) != "null" {
+			if err := json.Unmarshal(r, &cursor); err != nil {
+				return nil, fmt.Errorf("%s: nextCursor is not a string", method)
+			}
+		}
+		if cursor == "" {
+			return items, nil
+		}
+		if seen[cursor] {
+			return nil, fmt.Errorf("%s: server repeated cursor %q", method, cursor)
+		}
+		seen[cursor] = true
+	}
+}
+
+func keyOf(raw json.RawMessage, key string) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", fmt.Errorf("entry is not an object: %s", truncate(raw))
+	}
+	var k string
+	if err := json.Unmarshal(obj[key], &k); err != nil || k == "" {
+		return "", fmt.Errorf("entry without %s: %s", key, truncate(raw))
+	}
+	return k, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,300 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// State is where a server is in its life.
+type State int
+
+const (
+	StateStarting State = iota // connecting or fetching its lists
+	StateReady                 // serving
+	StateFailed                // could not connect, or exited
+	StateDisabled              // disabled: true in the config
+	StateStopped               // closed by the hub
+)
+
+func (s State) String() string {
+	return [...]string{"starting", "ready", "failed", "disabled", "stopped"}[s]
+}
+
+// Status is a snapshot of a server for lists, errors and `status`.
+type Status struct {
+	State           State
+	Err             error         // why it failed
+	ProtocolVersion string        // negotiated with this server
+	ServerInfo      mcp.Implementation
+	Instructions    string
+	ReadyIn         time.Duration // from start to ready
+}
+
+// Server is one supervised upstream server.
+type Server struct {
+	Config   *config.Server
+	settings config.Settings
+	logger   *slog.Logger
+	changed  func() // reports a change of state or lists; never blocks
+
+	mu      sync.Mutex // guards the fields below
+	status  Status
+	conn    *conn
+	lists   Lists
+	closing bool
+
+	refreshMu sync.Mutex // serialises list refreshes
+	wg        sync.WaitGroup
+}
+
+func newServer(cfg *config.Server, settings config.Settings, logger *slog.Logger, changed func()) *Server {
+	s := &Server{
+		Config:   cfg,
+		settings: settings,
+		logger:   logger.With("upstream", cfg.ID()),
+		changed:  changed,
+	}
+	if cfg.Disabled {
+		s.status.State = StateDisabled
+	}
+	return s
+}
+
+// Status returns the server's current status.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Lists returns the server's cached lists; empty unless it is ready.
+func (s *Server) Lists() Lists {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.State != StateReady {
+		return Lists{}
+	}
+	return s.lists
+}
+
+// start connects and fetches the lists. It reports the outcome through the
+// status and changed; it never returns an error of its own.
+func (s *Server) start(ctx context.Context) {
+	begin := time.Now()
+	s.logger.Debug("connecting", "transport", s.Config.Transport)
+	c, lists, err := s.connect(ctx)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		if c != nil {
+			c.close()
+		}
+		return
+	}
+	if err != nil {
+		s.status = Status{State: StateFailed, Err: err}
+		s.mu.Unlock()
+		s.logger.Error("upstream unavailable", "err", err)
+		s.changed()
+		return
+	}
+	s.conn, s.lists = c, lists
+	s.status = Status{
+		State:           StateReady,
+		ProtocolVersion: c.client.ProtocolVersion(),
+		ServerInfo:      c.init.ServerInfo,
+		Instructions:    c.init.Instructions,
+		ReadyIn:         time.Since(begin),
+	}
+	if done := c.exited(); done != nil {
+		s.wg.Add(1)
+		go s.watchExit(c, done)
+	}
+	s.mu.Unlock()
+	s.logger.Info("upstream ready", "protocol", s.status.ProtocolVersion, "tools", len(lists.Tools),
+		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
+		"took", s.status.ReadyIn.Round(time.Millisecond))
+	s.changed()
+}
+
+func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.settings.ConnectTimeout)
+	defer cancel()
+	cfg := s.Config
+	c, err := dial(ctx, cfg, s.logger, s.onNotification)
+	if err != nil && cfg.Transport == "" && ctx.Err() == nil {
+		// No transport given: Streamable HTTP failed, try legacy SSE as the
+		// spec's backwards-compatibility section describes.
+		sse := *cfg
+		sse.Transport = config.TransportSSE
+		if c2, err2 := dial(ctx, &sse, s.logger, s.onNotification); err2 == nil {
+			c, err = c2, nil
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s (connect timeout): %w", s.settings.ConnectTimeout, err)
+		}
+		return nil, Lists{}, err
+	}
+	lists, err := s.fetchLists(context.WithoutCancel(ctx), c)
+	if err != nil {
+		c.close()
+		return nil, Lists{}, err
+	}
+	return c, lists, nil
+}
+
+// fetchLists reads every page of every list the server's capabilities say
+// it has.
+func (s *Server) fetchLists(ctx context.Context, c *conn) (Lists, error) {
+	caps := c.init.Capabilities
+	has := map[string]bool{
+		"tools/list":               caps.Tools != nil,
+		"prompts/list":             caps.Prompts != nil,
+		"resources/list":           caps.Resources != nil,
+		"resources/templates/list": caps.Resources != nil,
+	}
+	var lists Lists
+	for _, k := range listKinds {
+		if !has[k.method] {
+			continue
+		}
+		items, err := fetchAll(ctx, k.method, k.field, k.key, func(ctx context.Context, method string, params any) (json.RawMessage, error) {
+			ctx, cancel := context.WithTimeout(ctx, s.settings.ListTimeout)
+			defer cancel()
+			return c.request(ctx, method, params)
+		})
+		if err != nil {
+			var rpcErr *RPCError
+			if k.method == "resources/templates/list" && errors.As(err, &rpcErr) {
+				// Some servers declare resources but not templates.
+				continue
+			}
+			return Lists{}, err
+		}
+		*k.dst(&lists) = items
+	}
+	return lists, nil
+}
+
+// onNotification handles notifications from the server. A list_changed
+// refreshes that server's lists.
+func (s *Server) onNotification(n mcp.JSONRPCNotification) {
+	if !strings.HasSuffix(n.Method, "/list_changed") {
+		return
+	}
+	s.mu.Lock()
+	c, closing := s.conn, s.closing
+	if !closing && c != nil {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if closing || c == nil {
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		s.refresh(c)
+	}()
+}
+
+func (s *Server) refresh(c *conn) {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*s.settings.ListTimeout)
+	defer cancel()
+	lists, err := s.fetchLists(ctx, c)
+	if err != nil {
+		s.logger.Warn("refresh lists after list_changed", "err", err)
+		return
+	}
+	s.mu.Lock()
+	if s.conn != c {
+		s.mu.Unlock()
+		return
+	}
+	s.lists = lists
+	s.mu.Unlock()
+	s.logger.Info("upstream lists changed", "tools", len(lists.Tools), "prompts", len(lists.Prompts), "resources", len(lists.Resources))
+	s.changed()
+}
+
+func (s *Server) watchExit(c *conn, done <-chan struct{}) {
+	defer s.wg.Done()
+	<-done
+	s.mu.Lock()
+	if s.conn != c || s.closing {
+		s.mu.Unlock()
+		return
+	}
+	err := c.explain(nil)
+	s.conn = nil
+	s.status = Status{State: StateFailed, Err: err}
+	s.mu.Unlock()
+	s.logger.Error("upstream exited", "err", err)
+	c.close()
+	s.changed()
+}
+
+// Request sends a raw request to the server, bounded by timeout, and returns
+// the raw result. Errors name the server.
+func (s *Server) Request(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	s.mu.Lock()
+	c, st := s.conn, s.status
+	s.mu.Unlock()
+	if c == nil {
+		return nil, s.unavailable(st)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := c.request(ctx, method, params)
+	var rpcErr *RPCError
+	switch {
+	case err == nil, errors.As(err, &rpcErr):
+		return res, err
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("upstream %s: no answer to %s within %s", s.Config.ID(), method, timeout)
+	case errors.Is(err, context.Canceled):
+		return nil, err
+	default:
+		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err)
+	}
+}
+
+func (s *Server) unavailable(st Status) error {
+	switch st.State {
+	case StateStarting:
+		return fmt.Errorf("upstream %s is still starting: %w", s.Config.ID(), errUnavailable)
+	case StateFailed:
+		return fmt.Errorf("upstream %s is unavailable: %v: %w", s.Config.ID(), st.Err, errUnavailable)
+	default:
+		return fmt.Errorf("upstream %s is %s: %w", s.Config.ID(), st.State, errUnavailable)
+	}
+}
+
+// close stops the server and waits for everything it started.
+func (s *Server) close() {
+	s.mu.Lock()
+	s.closing = true
+	c := s.conn
+	s.conn = nil
+	if s.status.State != StateDisabled {
+		s.status = Status{State: StateStopped}
+	}
+	s.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	s.wg.Wait()
+}
