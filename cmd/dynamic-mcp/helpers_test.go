@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Paths the tests share, set up once by TestMain.
+var (
+	hubBin  string // the dynamic-mcp binary under test
+	fakeBin string // testdata/fakeupstream
+	npmDir  string // testdata/npm, where the reference servers are installed
+	repoDir string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "dynamic-mcp-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	repoDir, _ = filepath.Abs("../..")
+	npmDir = filepath.Join(repoDir, "testdata", "npm")
+	hubBin = filepath.Join(dir, "dynamic-mcp")
+	fakeBin = filepath.Join(dir, "fakeupstream")
+	for bin, pkg := range map[string]string{hubBin: ".", fakeBin: "../../testdata/fakeupstream"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// referenceServer is the command line of an npm reference server.
+func referenceServer(t testing.TB, pkg string, args ...string) []string {
+	t.Helper()
+	path := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("reference server %s is not installed (run: npm ci --prefix testdata/npm): %v", pkg, err)
+	}
+	return append([]string{"node", path}, args...)
+}
+
+// yamlList renders a command line as a YAML flow list.
+func yamlList(args []string) string {
+	b, _ := json.Marshal(args)
+	return string(b)
+}
+
+// client is a raw MCP client over stdio: it keeps every byte of results,
+// which the typed client of mcp-go would not.
+type client struct {
+	t      testing.TB
+	tr     *mcptransport.Stdio
+	nextID atomic.Int64
+	stderr *lockedBuffer
+
+	mu    sync.Mutex
+	notes []mcp.JSONRPCNotification
+	noted chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startProcess starts argv as an MCP server and connects a raw client.
+func startProcess(t testing.TB, env []string, argv ...string) *client {
+	t.Helper()
+	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
+	c.tr = mcptransport.NewStdioWithOptions(argv[0], env, argv[1:], mcptransport.WithCommandStderrWriter(c.stderr))
+	// The process lives as long as the context given to Start.
+	if err := c.tr.Start(context.Background()); err != nil {
+		t.Fatalf("start %v: %v", argv, err)
+	}
+	c.tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		c.mu.Lock()
+		c.notes = append(c.notes, n)
+		c.mu.Unlock()
+		select {
+		case c.noted <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(func() {
+		c.tr.Close()
+		if t.Failed() {
+			t.Logf("stderr of %s:\n%s", filepath.Base(argv[0]), c.stderr.String())
+		}
+	})
+	return c
+}
+
+// startHub writes cfg to a file and starts the hub binary on it.
+func startHub(t testing.TB, cfg string, extraArgs ...string) *client {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startProcess(t, nil, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
+}
+
+// request sends one request and returns its raw result or error.
+func (c *client) request(method string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
+		JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)), Method: method, Params: params,
+	})
+	if err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	return resp.Result, resp.Error
+}
+
+// call sends a request that must succeed.
+func (c *client) call(method string, params any) json.RawMessage {
+	c.t.Helper()
+	res, rpcErr := c.request(method, params)
+	if rpcErr != nil {
+		c.t.Fatalf("%s %v: error %d %s", method, params, rpcErr.Code, rpcErr.Message)
+	}
+	return res
+}
+
+// initialize runs the handshake with protocol version v.
+func (c *client) initialize(v string) json.RawMessage {
+	c.t.Helper()
+	res := c.call("initialize", map[string]any{
+		"protocolVersion": v, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "dynamic-mcp-test", "version": "1"},
+	})
+	if err := c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{
+		JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/initialized"},
+	}); err != nil {
+		c.t.Fatal(err)
+	}
+	return res
+}
+
+// waitFor polls until cond holds, failing the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// notified reports whether a notification of method has arrived.
+func (c *client) notified(method string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.notes {
+		if n.Method == method {
+			return true
+		}
+	}
+	return false
+}
+
+// waitGroupsReady waits until the dynamic-mode enum lists every group.
+func (c *client) waitGroupsReady(groups ...string) {
+	c.t.Helper()
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("groups %v ready", groups), func() bool {
+		var list struct {
+			Tools []struct {
+				Name        string `json:"name"`
+				InputSchema struct {
+					Properties struct {
+						Group struct {
+							Enum []string `json:"enum"`
+						} `json:"group"`
+					} `json:"properties"`
+				} `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		mustUnmarshal(c.t, c.call("tools/list", nil), &list)
+		for _, tool := range list.Tools {
+			if tool.Name == "get_dynamic_tools" {
+				return reflect.DeepEqual(tool.InputSchema.Properties.Group.Enum, groups)
+			}
+		}
+		return false
+	})
+}
+
+// waitFlatTools waits until flat-mode tools/list holds n tools.
+func (c *client) waitFlatTools(n int) []json.RawMessage {
+	c.t.Helper()
+	var tools []json.RawMessage
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("%d tools", n), func() bool {
+		var list struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		mustUnmarshal(c.t, c.call("tools/list", nil), &list)
+		tools = list.Tools
+		return len(tools) >= n
+	})
+	return tools
+}
+
+func mustUnmarshal(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+}
+
+// canonical decodes JSON for a comparison that ignores key order and
+// whitespace but keeps every number's digits.
+func canonical(t testing.TB, b []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
+
+func assertSameJSON(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if !reflect.DeepEqual(canonical(t, got), canonical(t, want)) {
+		t.Errorf("%s differs:\n got: %s\nwant: %s", what, got, want)
+	}
+}
+
+// toolText is the text of the first content item of a tool result.
+func toolText(t testing.TB, res json.RawMessage) (string, bool) {
+	t.Helper()
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	mustUnmarshal(t, res, &r)
+	if len(r.Content) == 0 {
+		t.Fatalf("tool result without content: %s", res)
+	}
+	return r.Content[0].Text, r.IsError
+}
+
+func fakeServer(args ...string) string {
+	return fmt.Sprintf("{command: %q, args: %s}", fakeBin, yamlList(args))
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,254 @@
+// Command fakeupstream is a raw JSON-RPC MCP server over stdio for the hub's
+// tests. It sends what mcp-go's typed structs would drop (unknown fields,
+// unknown content types, $defs and anyOf in schemas), paginates every list,
+// and can be slow, late or crash on purpose. Tests build it with go build.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+var (
+	delay    = flag.Duration("delay", 0, "wait this long before answering initialize")
+	pageSize = flag.Int("page", 2, "items per list page")
+	name     = flag.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
+	prefix   = flag.Bool("prefix", false, "prefix tool names with -name")
+)
+
+var out = struct {
+	sync.Mutex
+	w *bufio.Writer
+}{w: bufio.NewWriterSize(os.Stdout, 1<<16)}
+
+func send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	out.Lock()
+	defer out.Unlock()
+	out.w.Write(b)
+	out.w.WriteByte('\n')
+	out.w.Flush()
+}
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func main() {
+	flag.Parse()
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			var req request
+			if json.Unmarshal(line, &req) == nil && req.Method != "" && len(req.ID) > 0 {
+				go handle(req)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func reply(id json.RawMessage, result any) {
+	send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func fail(id json.RawMessage, code int, msg string, data any) {
+	e := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		e["data"] = data
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+func toolName(n string) string {
+	if *prefix {
+		return *name + "_" + n
+	}
+	return n
+}
+
+// richTool has every field of a tool definition, and some no version of
+// the spec has, to prove the hub passes definitions through whole.
+func richTool() map[string]any {
+	return map[string]any{
+		"name":  toolName("rich"),
+		"title": "Rich Tool",
+		"description": "A tool with every field",
+		"inputSchema": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
+			`"properties":{"when":{"anyOf":[{"type":"string","format":"date"},{"type":"null"}]},"item":{"$ref":"#/$defs/item"}},` +
+			`"$defs":{"item":{"type":"object","properties":{"id":{"type":"integer","minimum":1}},"required":["id"]}},"additionalProperties":false}`),
+		"outputSchema": json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`),
+		"annotations":  map[string]any{"readOnlyHint": true, "idempotentHint": true, "title": "Rich"},
+		"icons":        []any{map[string]any{"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes": []string{"48x48"}}},
+		"_meta":        map[string]any{"example.com/owner": "tests"},
+		"x-vendor":     map[string]any{"unknown": []int{1, 2, 3}},
+	}
+}
+
+func simpleTool(n, desc string) map[string]any {
+	return map[string]any{"name": toolName(n), "description": desc,
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "ms": map[string]any{"type": "integer"}}}}
+}
+
+func tools() []any {
+	return []any{
+		richTool(),
+		simpleTool("echo", "Echo text back"),
+		simpleTool("sleep", "Sleep ms milliseconds, then answer"),
+		simpleTool("weird", "Answer with fields and content types no library knows"),
+		simpleTool("fail", "Answer with a JSON-RPC error"),
+		simpleTool("crash", "Exit with status 3 mid-call"),
+	}
+}
+
+func prompts() []any {
+	var ps []any
+	for i := 1; i <= 3; i++ {
+		ps = append(ps, map[string]any{"name": fmt.Sprintf("prompt-%d", i), "description": "Prompt " + strconv.Itoa(i),
+			"arguments": []any{map[string]any{"name": "topic", "required": false}}, "x-vendor": i})
+	}
+	return ps
+}
+
+func resources() []any {
+	var rs []any
+	for i := 1; i <= 3; i++ {
+		rs = append(rs, map[string]any{"uri": fmt.Sprintf("fake://%s/res/%d", *name, i), "name": fmt.Sprintf("res-%d", i), "mimeType": "text/plain", "size": 5, "annotations": map[string]any{"priority": 0.5}})
+	}
+	return rs
+}
+
+func templates() []any {
+	return []any{map[string]any{"uriTemplate": "fake://" + *name + "/item/{id}", "name": "item", "mimeType": "text/plain"}}
+}
+
+// pageOf answers a list request with one page of items.
+func pageOf(id json.RawMessage, params json.RawMessage, field string, items []any) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	_ = json.Unmarshal(params, &p)
+	start := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n > len(items) {
+			fail(id, -32602, "bad cursor", nil)
+			return
+		}
+		start = n
+	}
+	end := min(start+*pageSize, len(items))
+	res := map[string]any{field: items[start:end]}
+	if end < len(items) {
+		res["nextCursor"] = strconv.Itoa(end)
+	}
+	reply(id, res)
+}
+
+func handle(req request) {
+	switch req.Method {
+	case "initialize":
+		time.Sleep(*delay)
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		reply(req.ID, map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
+				"resources": map[string]any{}, "completions": map[string]any{}},
+			"serverInfo":   map[string]any{"name": *name, "version": "1.0.0"},
+			"instructions": "A fake server for tests.",
+		})
+	case "ping":
+		reply(req.ID, map[string]any{})
+	case "tools/list":
+		pageOf(req.ID, req.Params, "tools", tools())
+	case "prompts/list":
+		pageOf(req.ID, req.Params, "prompts", prompts())
+	case "resources/list":
+		pageOf(req.ID, req.Params, "resources", resources())
+	case "resources/templates/list":
+		pageOf(req.ID, req.Params, "resourceTemplates", templates())
+	case "resources/read":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		reply(req.ID, map[string]any{"contents": []any{map[string]any{"uri": p.URI, "mimeType": "text/plain", "text": "content of " + p.URI}}})
+	case "prompts/get":
+		var p struct {
+			Name      string            `json:"name"`
+			Arguments map[string]string `json:"arguments"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		reply(req.ID, map[string]any{"description": "got " + p.Name, "messages": []any{
+			map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": p.Name + " about " + p.Arguments["topic"]}}}})
+	case "completion/complete":
+		var p struct {
+			Ref map[string]string `json:"ref"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		reply(req.ID, map[string]any{"completion": map[string]any{"values": []string{"ref:" + p.Ref["name"] + p.Ref["uri"]}, "hasMore": false}})
+	case "tools/call":
+		call(req)
+	default:
+		fail(req.ID, -32601, "Method not found: "+req.Method, nil)
+	}
+}
+
+func call(req request) {
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Text string `json:"text"`
+			MS   int    `json:"ms"`
+		} `json:"arguments"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	text := func(s string) map[string]any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	switch p.Name {
+	case toolName("echo"):
+		reply(req.ID, text(p.Arguments.Text))
+	case toolName("sleep"):
+		time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
+		reply(req.ID, text("slept "+strconv.Itoa(p.Arguments.MS)))
+	case toolName("rich"):
+		reply(req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": `{"ok":true}`}}, "structuredContent": map[string]any{"ok": true}})
+	case toolName("weird"):
+		reply(req.ID, map[string]any{
+			"content": []any{
+				map[string]any{"type": "hologram", "frames": []int{1, 2}, "_meta": map[string]any{"k": "v"}},
+				map[string]any{"type": "text", "text": "big number", "annotations": map[string]any{"audience": []string{"user"}}},
+			},
+			"structuredContent": json.RawMessage(`{"n":12345678901234567890,"nested":{"a":[1,{"b":null}]}}`),
+			"isError":           true,
+			"_meta":             map[string]any{"example.com/trace": "abc"},
+			"x-extra":           "kept",
+		})
+	case toolName("fail"):
+		fail(req.ID, -32099, "the fake failed on purpose", map[string]any{"why": "test"})
+	case toolName("crash"):
+		fmt.Fprintln(os.Stderr, "fake: about to crash")
+		os.Exit(3)
+	default:
+		fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
+	}
+}
