@@ -112,13 +112,14 @@ func tools() []any {
 		simpleTool("weird", "Answer with fields and content types no library knows"),
 		simpleTool("fail", "Answer with a JSON-RPC error"),
 		simpleTool("crash", "Exit with status 3 mid-call"),
+		simpleTool("pid", "Answer with the process id"),
 	}
 }
 
 func prompts() []any {
 	var ps []any
 	for i := 1; i <= 3; i++ {
-		ps = append(ps, map[string]any{"name": fmt.Sprintf("prompt-%d", i), "description": "Prompt " + strconv.Itoa(i),
+		ps = append(ps, map[string]any{"name": toolName(fmt.Sprintf("prompt-%d", i)), "description": "Prompt " + strconv.Itoa(i),
 			"arguments": []any{map[string]any{"name": "topic", "required": false}}, "x-vendor": i})
 	}
 	return ps
@@ -245,6 +246,8 @@ func call(req request) {
 		})
 	case toolName("fail"):
 		fail(req.ID, -32099, "the fake failed on purpose", map[string]any{"why": "test"})
+	case toolName("pid"):
+		reply(req.ID, text(strconv.Itoa(os.Getpid())))
 	case toolName("crash"):
 		fmt.Fprintln(os.Stderr, "fake: about to crash")
 		os.Exit(3)

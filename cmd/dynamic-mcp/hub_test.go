@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestSlowUpstreamDoesNotDelayInitializeOrToolsList(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+groups:
+  quick: { description: Answers at once, command: %q }
+  slow:
+    description: Takes two seconds to start
+    command: %q
+    args: ["-delay", "2s"]
+`, fakeBin, fakeBin))
+	start := time.Now()
+	c.initialize("2025-06-18")
+	c.call("tools/list", nil)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("initialize and tools/list took %s while an upstream was starting", took)
+	}
+	// When the slow group comes up, the client hears of it and the
+	// description and enum include it.
+	waitFor(t, 10*time.Second, "tools/list_changed", func() bool { return c.notified("notifications/tools/list_changed") })
+	c.waitGroupsReady("quick", "slow")
+	list := string(c.call("tools/list", nil))
+	if !strings.Contains(list, "- slow: Takes two seconds to start") {
+		t.Errorf("description does not list the slow group: %s", list)
+	}
+}
+
+func TestFiftySlowCallsRunConcurrently(t *testing.T) {
+	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(7)
+	const calls, each = 50, time.Second
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": each.Milliseconds(), "text": strconv.Itoa(i)}}))
+			if text != "slept 1000" {
+				t.Errorf("call %d: %q", i, text)
+			}
+		})
+	}
+	wg.Wait()
+	// In series they would take 50 s; in flight together, about one.
+	if took := time.Since(start); took > 5*each {
+		t.Fatalf("%d calls of %s each took %s: they did not run concurrently", calls, each, took)
+	}
+}
+
+func TestUpstreamCrashFailsTheCallWithItsReason(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  f: { description: fake, command: %q }
+  g: { description: another, command: %q, args: ["-name", "g"] }
+`, fakeBin, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(14)
+	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "f__crash", "arguments": map[string]any{}}))
+	if !isErr || !strings.Contains(text, "upstream f exited (status 3): fake: about to crash") {
+		t.Fatalf("crash answered %q (isError %v)", text, isErr)
+	}
+	// The hub stays up, the other group keeps working, the crashed one is
+	// withdrawn from the list.
+	if text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "g__echo", "arguments": map[string]any{"text": "still here"}})); text != "still here" {
+		t.Fatalf("other group: %q", text)
+	}
+	waitFor(t, 5*time.Second, "crashed group's tools withdrawn", func() bool {
+		return !strings.Contains(string(c.call("tools/list", nil)), "f__echo")
+	})
+}
+
+func TestFlatNameCollisionsAreReportedNotShadowed(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  first:  { description: one, prefix: false, command: %q }
+  second: { description: two, prefix: false, command: %q, args: ["-name", "second"] }
+  third:  { description: three, command: %q }
+`, fakeBin, fakeBin, fakeBin))
+	c.initialize("2025-06-18")
+	tools := c.waitFlatTools(14)
+	names := map[string]int{}
+	for _, raw := range tools {
+		names[toolName(t, raw)]++
+	}
+	for name, n := range names {
+		if n > 1 {
+			t.Errorf("tool %s listed %d times", name, n)
+		}
+	}
+	if names["echo"] != 1 || names["third__echo"] != 1 {
+		t.Errorf("want echo (first group) and third__echo, got %v", names)
+	}
+	waitFor(t, 5*time.Second, "collision in the log", func() bool {
+		return strings.Contains(c.stderr.String(), `tool \"echo\" of second is hidden: its name collides with a tool of first`)
+	})
+}
+
+func TestMultiServerGroupsAggregateAllPagesInConfigOrder(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+settings: { page_size: 4 }
+groups:
+  pair:
+    description: Two servers
+    servers:
+      a: %s
+      b: %s
+  solo: { description: One server, command: %q, args: ["-name", "solo", "-page", "1"] }
+`, fakeServer("-name", "a", "-prefix"), fakeServer("-name", "b", "-prefix"), fakeBin))
+	c.initialize("2025-06-18")
+	tools := c.waitFlatTools(21)
+	if len(tools) != 21 {
+		t.Fatalf("want 21 tools, got %d", len(tools))
+	}
+	if got := toolName(t, tools[0]) + " " + toolName(t, tools[7]) + " " + toolName(t, tools[14]); got != "pair__a_rich pair__b_rich solo__rich" {
+		t.Errorf("tools not in config order: %s", got)
+	}
+	prompts := collectPages(t, c, "prompts/list", "prompts")
+	if len(prompts) != 9 {
+		t.Fatalf("want 9 prompts from three servers' pages, got %d", len(prompts))
+	}
+	var uris []string
+	for _, r := range collectPages(t, c, "resources/list", "resources") {
+		var res struct {
+			URI string `json:"uri"`
+		}
+		mustUnmarshal(t, r, &res)
+		uris = append(uris, res.URI)
+	}
+	if len(uris) != 9 || uris[0] != "fake://a/res/1" || uris[3] != "fake://b/res/1" || uris[8] != "fake://solo/res/3" {
+		t.Errorf("resources: %v", uris)
+	}
+	// Each resource, prompt and template reaches the server that owns it.
+	for _, uri := range []string{"fake://b/res/2", "fake://solo/item/9"} {
+		if got := string(c.call("resources/read", map[string]any{"uri": uri})); !strings.Contains(got, "content of "+uri) {
+			t.Errorf("read %s: %s", uri, got)
+		}
+	}
+}
+
+func TestProtocolVersionNegotiation(t *testing.T) {
+	c := startHub(t, fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	for _, v := range mcp.ValidProtocolVersions {
+		if mcp.IsModernProtocol(v) {
+			continue
+		}
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		mustUnmarshal(t, c.initialize(v), &res)
+		if res.ProtocolVersion != v {
+			t.Errorf("client asked for %s, hub answered %s", v, res.ProtocolVersion)
+		}
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	mustUnmarshal(t, c.initialize("1999-01-01"), &res)
+	if res.ProtocolVersion != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Errorf("unknown version: hub answered %s", res.ProtocolVersion)
+	}
+	c.waitGroupsReady("f")
+
+	// 2026-07-28 has no handshake: each request carries its version.
+	meta := map[string]any{"_meta": map[string]any{
+		mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728, mcp.MetaKeyClientCapabilities: map[string]any{},
+	}}
+	var modern struct {
+		ResultType string            `json:"resultType"`
+		Tools      []json.RawMessage `json:"tools"`
+	}
+	mustUnmarshal(t, c.call("tools/list", meta), &modern)
+	if modern.ResultType != "complete" || len(modern.Tools) != 2 {
+		t.Errorf("modern tools/list: %+v", modern)
+	}
+	if _, rpcErr := c.request("server/discover", meta); rpcErr != nil {
+		t.Errorf("server/discover: %+v", rpcErr)
+	}
+	c.call("ping", nil)
+}
+
+func TestMalformedInputGetsAnErrorAndNothingElseBreaks(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+	cmd := exec.Command(hubBin, "serve", "-c", cfg)
+	in := strings.Join([]string{
+		`this is not json`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+		`{"jsonrpc":"1.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":"nonsense"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+		"",
+	}, "\n")
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hub: %v", err)
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,`,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`,
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("missing %s in:\n%s", w, out)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("stdout holds a line that is not JSON-RPC: %q", line)
+		}
+	}
+}
+
+func TestNoChildOutlivesTheHub(t *testing.T) {
+	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(7)
+	text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "f__pid", "arguments": map[string]any{}}))
+	pid, err := strconv.Atoi(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.tr.Close(); err != nil { // closes the hub's stdin and waits for it
+		t.Logf("hub exit: %v", err)
+	}
+	waitFor(t, 10*time.Second, "upstream child to exit", func() bool {
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	})
+}
+
+func TestCLI(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  g: { description: gee, command: %q }\n", fakeBin, fakeBin)), 0o600)
+	bad := filepath.Join(repoDir, "testdata", "config", "bad.yaml")
+
+	run := func(env []string, args ...string) (string, string, int) {
+		cmd := exec.Command(hubBin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+
+	if out, _, code := run(nil, "validate", "-c", good); code != 0 || !strings.Contains(out, "OK (dynamic mode, 2 groups, 2 servers)") {
+		t.Errorf("validate good: %d %q", code, out)
+	}
+	_, errOut, code := run(nil, "validate", "-c", bad)
+	if code != 1 || !strings.Contains(errOut, "bad.yaml:7: groups.files.colour: unknown key") || !strings.Contains(errOut, "6 problem(s)") {
+		t.Errorf("validate bad: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := run(nil, "serve", "-c", bad); code != 1 || !strings.Contains(errOut, "unknown key") {
+		t.Errorf("serve bad config: exit %d\n%s", code, errOut)
+	}
+	if _, _, code := run(nil, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	if _, _, code := run(nil); code != 2 {
+		t.Errorf("no command: exit %d, want 2", code)
+	}
+	out, _, code := run(nil, "tools", "-c", good)
+	if code != 0 || !strings.Contains(out, "  echo") || !strings.Contains(out, "initial tools/list: dynamic mode") {
+		t.Errorf("tools: exit %d\n%s", code, out)
+	}
+	out, _, _ = run(nil, "tools", "-c", good, "g")
+	if strings.Contains(out, "fake\n") || !strings.Contains(out, "g  ") {
+		t.Errorf("tools for one group:\n%s", out)
+	}
+
+	// dynamic-mcp FILE and DYNAMIC_MCP_CONFIG both serve.
+	for name, argv := range map[string][]string{"file argument": {good}, "environment": nil} {
+		t.Run(name, func(t *testing.T) {
+			var env []string
+			if argv == nil {
+				env = []string{"DYNAMIC_MCP_CONFIG=" + good}
+			}
+			c := startProcess(t, env, append([]string{hubBin}, argv...)...)
+			c.initialize("2025-06-18")
+			c.waitGroupsReady("f", "g")
+		})
+	}
+}
