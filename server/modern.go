@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -9,7 +10,8 @@ import (
 // modern reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which carries its version in params._meta.
 func modern(params json.RawMessage) bool {
-	if len(params) == 0 {
+	// Most requests carry no protocol version at all: skip the parse.
+	if !bytes.Contains(params, metaKeyProtocolVersion) {
 		return false
 	}
 	var p struct {
@@ -22,6 +24,8 @@ func modern(params json.RawMessage) bool {
 	_ = json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &version)
 	return mcp.IsModernProtocol(version)
 }
+
+var metaKeyProtocolVersion = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)
 
 // decorateModern adds what 2026-07-28 requires of a result and a legacy
 // upstream did not send: resultType, and caching hints on lists and reads

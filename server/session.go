@@ -30,9 +30,9 @@ func newSession(id string) *session {
 	return &session{id: id, notifications: make(chan mcp.JSONRPCNotification, notificationBuffer), logLevel: mcp.LoggingLevelInfo}
 }
 
-func (s *session) SessionID() string                                  { return s.id }
-func (s *session) Initialize()                                        { s.initialized.Store(true) }
-func (s *session) Initialized() bool                                  { return s.initialized.Load() }
+func (s *session) SessionID() string                                   { return s.id }
+func (s *session) Initialize()                                         { s.initialized.Store(true) }
+func (s *session) Initialized() bool                                   { return s.initialized.Load() }
 func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
 
 func (s *session) SetClientInfo(info mcp.Implementation) {

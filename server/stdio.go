@@ -49,24 +49,17 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		}
 	}()
 
-	lines := make(chan []byte)
+	// Lines are handled on the reading goroutine itself: one goroutine
+	// hand-off fewer per request than a channel to a dispatch loop.
 	readErr := make(chan error, 1)
-	go func() { readErr <- readLines(reqCtx, in, MaxMessageSize, lines, h.tooLarge(w)) }()
-
+	go func() {
+		readErr <- readLines(in, MaxMessageSize, func(line []byte) { c.receive(reqCtx, line) }, h.tooLarge(w))
+	}()
 	var err error
-loop:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				err = <-readErr
-				break loop
-			}
-			c.receive(reqCtx, line)
-		case <-ctx.Done():
-			err = ctx.Err()
-			break loop
-		}
+	select {
+	case err = <-readErr:
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	// The client is gone or we are stopping: let requests in flight finish
 	// for a moment, then cancel them.
@@ -191,10 +184,9 @@ func (w *lineWriter) write(msg []byte) {
 	_, _ = w.w.Write(buf)
 }
 
-// readLines sends each line of r to lines, and closes lines at the end. A
-// line over max bytes is discarded whole and reported to tooLarge.
-func readLines(ctx context.Context, r io.Reader, max int, lines chan<- []byte, tooLarge func(n int)) error {
-	defer close(lines)
+// readLines calls handle with each line of r until r ends. A line over max
+// bytes is discarded whole and reported to tooLarge.
+func readLines(r io.Reader, max int, handle func([]byte), tooLarge func(n int)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	size := 0
@@ -210,11 +202,7 @@ func readLines(ctx context.Context, r io.Reader, max int, lines chan<- []byte, t
 		if size > max {
 			tooLarge(size)
 		} else if len(buf) > 0 {
-			select {
-			case lines <- buf:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			handle(buf)
 		}
 		buf, size = nil, 0
 		if err != nil {

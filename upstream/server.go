@@ -33,8 +33,8 @@ func (s State) String() string {
 // Status is a snapshot of a server for lists, errors and `status`.
 type Status struct {
 	State           State
-	Err             error         // why it failed
-	ProtocolVersion string        // negotiated with this server
+	Err             error  // why it failed
+	ProtocolVersion string // negotiated with this server
 	ServerInfo      mcp.Implementation
 	Instructions    string
 	ReadyIn         time.Duration // from start to ready

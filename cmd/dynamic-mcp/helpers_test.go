@@ -27,6 +27,9 @@ var (
 	repoDir string
 )
 
+// buildFlags are passed to go build for the binaries under test.
+var buildFlags []string
+
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
@@ -43,7 +46,8 @@ func runTests(m *testing.M) int {
 	hubBin = filepath.Join(dir, "dynamic-mcp")
 	fakeBin = filepath.Join(dir, "fakeupstream")
 	for bin, pkg := range map[string]string{hubBin: ".", fakeBin: "../../testdata/fakeupstream"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		args := append(append([]string{"build"}, buildFlags...), "-o", bin, pkg)
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
 			return 1
@@ -118,6 +122,9 @@ func startProcess(t testing.TB, env []string, argv ...string) *client {
 	})
 	t.Cleanup(func() {
 		c.tr.Close()
+		if strings.Contains(c.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("the race detector found a data race in %s", filepath.Base(argv[0]))
+		}
 		if t.Failed() {
 			t.Logf("stderr of %s:\n%s", filepath.Base(argv[0]), c.stderr.String())
 		}

@@ -85,8 +85,8 @@ func toolName(n string) string {
 // the spec has, to prove the hub passes definitions through whole.
 func richTool() map[string]any {
 	return map[string]any{
-		"name":  toolName("rich"),
-		"title": "Rich Tool",
+		"name":        toolName("rich"),
+		"title":       "Rich Tool",
 		"description": "A tool with every field",
 		"inputSchema": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
 			`"properties":{"when":{"anyOf":[{"type":"string","format":"date"},{"type":"null"}]},"item":{"$ref":"#/$defs/item"}},` +
