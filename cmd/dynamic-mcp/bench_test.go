@@ -19,7 +19,7 @@ func BenchmarkToolCallLatency(b *testing.B) {
 			direct.initialize("2025-06-18")
 			hub := startHub(b, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fast, command: %q }\n", fakeBin), "--log-level", "error")
 			hub.initialize("2025-06-18")
-			hub.waitFlatTools(7)
+			hub.waitFlatTools(fakeTools)
 			// Warm both paths up before measuring.
 			measure(b, direct, "echo", inflight, 200)
 			measure(b, hub, "f__echo", inflight, 200)

@@ -36,7 +36,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			c := startHub(t, strings.ReplaceAll(string(cfg), "${FAKE}", fakeBin))
 			c.initialize("2025-11-25")
 			if name == "flat" {
-				c.waitFlatTools(7)
+				c.waitFlatTools(fakeTools)
 			} else {
 				c.waitGroupsReady("fake")
 			}

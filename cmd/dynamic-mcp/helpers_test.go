@@ -27,6 +27,9 @@ var (
 	repoDir string
 )
 
+// fakeTools is how many tools testdata/fakeupstream offers.
+const fakeTools = 8
+
 // buildFlags are passed to go build for the binaries under test.
 var buildFlags []string
 

@@ -44,7 +44,7 @@ groups:
 func TestFiftySlowCallsRunConcurrently(t *testing.T) {
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
-	c.waitFlatTools(7)
+	c.waitFlatTools(fakeTools)
 	const calls, each = 50, time.Second
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ groups:
   g: { description: another, command: %q, args: ["-name", "g"] }
 `, fakeBin, fakeBin))
 	c.initialize("2025-06-18")
-	c.waitFlatTools(14)
+	c.waitFlatTools(2 * fakeTools)
 	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "f__crash", "arguments": map[string]any{}}))
 	if !isErr || !strings.Contains(text, "upstream f exited (status 3): fake: about to crash") {
 		t.Fatalf("crash answered %q (isError %v)", text, isErr)
@@ -95,7 +95,7 @@ groups:
   third:  { description: three, command: %q }
 `, fakeBin, fakeBin, fakeBin))
 	c.initialize("2025-06-18")
-	tools := c.waitFlatTools(14)
+	tools := c.waitFlatTools(2 * fakeTools)
 	names := map[string]int{}
 	for _, raw := range tools {
 		names[toolName(t, raw)]++
@@ -126,11 +126,11 @@ groups:
   solo: { description: One server, command: %q, args: ["-name", "solo", "-page", "1"] }
 `, fakeServer("-name", "a", "-prefix"), fakeServer("-name", "b", "-prefix"), fakeBin))
 	c.initialize("2025-06-18")
-	tools := c.waitFlatTools(21)
-	if len(tools) != 21 {
-		t.Fatalf("want 21 tools, got %d", len(tools))
+	tools := c.waitFlatTools(3 * fakeTools)
+	if len(tools) != 3*fakeTools {
+		t.Fatalf("want %d tools, got %d", 3*fakeTools, len(tools))
 	}
-	if got := toolName(t, tools[0]) + " " + toolName(t, tools[7]) + " " + toolName(t, tools[14]); got != "pair__a_rich pair__b_rich solo__rich" {
+	if got := toolName(t, tools[0]) + " " + toolName(t, tools[fakeTools]) + " " + toolName(t, tools[2*fakeTools]); got != "pair__a_rich pair__b_rich solo__rich" {
 		t.Errorf("tools not in config order: %s", got)
 	}
 	prompts := collectPages(t, c, "prompts/list", "prompts")
@@ -152,6 +152,35 @@ groups:
 	for _, uri := range []string{"fake://b/res/2", "fake://solo/item/9"} {
 		if got := string(c.call("resources/read", map[string]any{"uri": uri})); !strings.Contains(got, "content of "+uri) {
 			t.Errorf("read %s: %s", uri, got)
+		}
+	}
+}
+
+func TestUpstreamsNegotiateIndependentlyAndGetInitialized(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  old: { description: speaks 2024-11-05, command: %q, args: ["-version", "2024-11-05"] }
+  new: { description: speaks what it is asked, command: %q }
+`, fakeBin, fakeBin))
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	mustUnmarshal(t, c.initialize("2025-06-18"), &res)
+	if res.ProtocolVersion != "2025-06-18" {
+		t.Errorf("client negotiated %s", res.ProtocolVersion)
+	}
+	c.waitFlatTools(2 * fakeTools)
+	for group, want := range map[string]string{"old": "2024-11-05", "new": mcp.LATEST_LEGACY_PROTOCOL_VERSION} {
+		text, _ := toolText(t, c.call("tools/call", map[string]any{"name": group + "__state", "arguments": map[string]any{}}))
+		var st struct {
+			Initialized     bool   `json:"initialized"`
+			ProtocolVersion string `json:"protocolVersion"`
+			ClientName      string `json:"clientName"`
+		}
+		mustUnmarshal(t, []byte(text), &st)
+		if !st.Initialized || st.ProtocolVersion != want || st.ClientName != "dynamic-mcp" {
+			t.Errorf("upstream %s saw %+v, want initialized with %s", group, st, want)
 		}
 	}
 }
@@ -236,7 +265,7 @@ func TestMalformedInputGetsAnErrorAndNothingElseBreaks(t *testing.T) {
 func TestNoChildOutlivesTheHub(t *testing.T) {
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
-	c.waitFlatTools(7)
+	c.waitFlatTools(fakeTools)
 	text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "f__pid", "arguments": map[string]any{}}))
 	pid, err := strconv.Atoi(text)
 	if err != nil {

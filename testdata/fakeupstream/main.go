@@ -20,7 +20,16 @@ var (
 	pageSize = flag.Int("page", 2, "items per list page")
 	name     = flag.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
 	prefix   = flag.Bool("prefix", false, "prefix tool names with -name")
+	version  = flag.String("version", "", "answer initialize with this protocol version instead of the client's")
 )
+
+// state is what the fake has seen of its client, for the state tool.
+var state struct {
+	sync.Mutex
+	Initialized     bool   `json:"initialized"`
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientName      string `json:"clientName"`
+}
 
 var out = struct {
 	sync.Mutex
@@ -54,6 +63,10 @@ func main() {
 			var req request
 			if json.Unmarshal(line, &req) == nil && req.Method != "" && len(req.ID) > 0 {
 				go handle(req)
+			} else if req.Method == "notifications/initialized" {
+				state.Lock()
+				state.Initialized = true
+				state.Unlock()
 			}
 		}
 		if err != nil {
@@ -113,6 +126,7 @@ func tools() []any {
 		simpleTool("fail", "Answer with a JSON-RPC error"),
 		simpleTool("crash", "Exit with status 3 mid-call"),
 		simpleTool("pid", "Answer with the process id"),
+		simpleTool("state", "Answer with what the fake has seen of its client"),
 	}
 }
 
@@ -166,8 +180,17 @@ func handle(req request) {
 		time.Sleep(*delay)
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
+			ClientInfo      struct {
+				Name string `json:"name"`
+			} `json:"clientInfo"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
+		if *version != "" {
+			p.ProtocolVersion = *version
+		}
+		state.Lock()
+		state.ProtocolVersion, state.ClientName = p.ProtocolVersion, p.ClientInfo.Name
+		state.Unlock()
 		reply(req.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
@@ -246,6 +269,11 @@ func call(req request) {
 		})
 	case toolName("fail"):
 		fail(req.ID, -32099, "the fake failed on purpose", map[string]any{"why": "test"})
+	case toolName("state"):
+		state.Lock()
+		b, _ := json.Marshal(&state)
+		state.Unlock()
+		reply(req.ID, text(string(b)))
 	case toolName("pid"):
 		reply(req.ID, text(strconv.Itoa(os.Getpid())))
 	case toolName("crash"):
