@@ -101,6 +101,10 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.fail(root, "", "the file must be a map with groups: (and optionally mode: and settings:)")
+		return nil
+	}
 	p.mapping(root, "", map[string]func(key string, v *yaml.Node){
 		"mode": func(key string, v *yaml.Node) {
 			switch m := Mode(p.str(v, key)); m {
@@ -113,7 +117,7 @@ func (p *parser) parse(data []byte) *Config {
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
 	})
-	if root.Kind == yaml.MappingNode && len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
+	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
 		p.fail(root, "groups", "is required: list at least one group")
 	}
 	return cfg

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+func TestExposedName(t *testing.T) {
+	if got := exposedName("files", "read", true); got != "files__read" {
+		t.Errorf("prefixed: %q", got)
+	}
+	if got := exposedName("files", "read", false); got != "read" {
+		t.Errorf("unprefixed: %q", got)
+	}
+	long := strings.Repeat("x", 130)
+	a, b := exposedName("g", long+"a", true), exposedName("g", long+"b", true)
+	if len(a) != maxNameLen || len(b) != maxNameLen {
+		t.Errorf("shortened names are %d and %d long", len(a), len(b))
+	}
+	if a == b {
+		t.Errorf("two long names shortened to the same %q", a)
+	}
+	if a != exposedName("g", long+"a", true) {
+		t.Error("shortening is not stable")
+	}
+}
+
+func TestPage(t *testing.T) {
+	items := []json.RawMessage{[]byte(`{"n":1}`), []byte(`{"n":2}`), []byte(`{"n":3}`)}
+	first, err := page("things", items, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Things     []json.RawMessage `json:"things"`
+		NextCursor string            `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(first, &p); err != nil || len(p.Things) != 2 || p.NextCursor == "" {
+		t.Fatalf("first page %s: %v", first, err)
+	}
+	second, err := page("things", items, json.RawMessage(`{"cursor":"`+p.NextCursor+`"}`), 2)
+	if err != nil || string(second) != `{"things":[{"n":3}]}` {
+		t.Fatalf("second page %s: %v", second, err)
+	}
+	if empty, _ := page("things", nil, nil, 2); string(empty) != `{"things":[]}` {
+		t.Errorf("empty list: %s", empty)
+	}
+	for _, bad := range []string{`{"cursor":"!!"}`, `{"cursor":"OTk"}`, `{"cursor":5}`} {
+		if _, err := page("things", items, json.RawMessage(bad), 2); err == nil {
+			t.Errorf("cursor %s accepted", bad)
+		}
+	}
+}
+
+func TestDecorateModern(t *testing.T) {
+	got := decorateModern("tools/list", json.RawMessage(`{"tools":[],"ttlMs":5}`))
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["resultType"] != "complete" || m["ttlMs"] != float64(5) || m["cacheScope"] != "private" {
+		t.Errorf("decorated: %s", got)
+	}
+	if got := decorateModern("tools/call", json.RawMessage(`{"content":[],"resultType":"input_required"}`)); !bytes.Contains(got, []byte(`"input_required"`)) || bytes.Contains(got, []byte("ttlMs")) {
+		t.Errorf("tools/call decorated: %s", got)
+	}
+	if !modern(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)) ||
+		modern(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`)) || modern(nil) {
+		t.Error("modern() misjudges")
+	}
+}
+
+func TestReadLinesLimit(t *testing.T) {
+	big := strings.Repeat("a", 5<<20)
+	in := strings.NewReader("first\n" + strings.Repeat("b", 2000) + "\n" + big + "\nlast")
+	var got []string
+	var tooLarge []int
+	err := readLines(in, 1000, func(l []byte) { got = append(got, strings.TrimSpace(string(l))) }, func(n int) { tooLarge = append(tooLarge, n) })
+	if err != io.EOF {
+		t.Fatalf("err = %v", err)
+	}
+	if len(got) != 2 || got[0] != "first" || got[1] != "last" || len(tooLarge) != 2 || tooLarge[0] != 2001 {
+		t.Errorf("lines %q, too large %v", got, tooLarge)
+	}
+	// Within the limit a single 5 MiB line passes whole.
+	got = nil
+	if err := readLines(strings.NewReader(big+"\n"), MaxMessageSize, func(l []byte) { got = append(got, string(l)) }, func(int) { t.Error("5 MiB refused") }); err != io.EOF {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0]) != len(big)+1 {
+		t.Errorf("5 MiB line arrived as %d lines", len(got))
+	}
+}
+
+// newTestHub is a hub with no upstreams, for the protocol edge of the hub.
+func newTestHub(mode config.Mode) *Hub {
+	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(cfg, upstream.New(cfg, logger), logger)
+}
+
+// FuzzReceive feeds arbitrary lines to the hub: whatever arrives, it must
+// not panic, and everything it writes back must be one JSON message a line.
+func FuzzReceive(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"g","name":"t","args":[]}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"prompts/list","params":{"cursor":"MQ"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`[1,2]`, `not json`, `{"id":{}}`, `{"jsonrpc":"2.0","id":5,"result":{}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		for _, mode := range []config.Mode{config.ModeDynamic, config.ModeFlat} {
+			h := newTestHub(mode)
+			var out bytes.Buffer
+			c := &stdioConn{hub: h, w: &lineWriter{w: &out}, inflight: map[string]context.CancelFunc{}}
+			sess := newSession("fuzz")
+			c.receive(h.mcp.WithContext(context.Background(), sess), []byte(line))
+			c.wg.Wait()
+			for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
+				if len(l) > 0 && !json.Valid(l) {
+					t.Fatalf("wrote invalid JSON %q for input %q", l, line)
+				}
+			}
+		}
+	})
+}
