@@ -11,11 +11,11 @@ const maxNameLen = 128
 // separator joins group and tool in flat mode: <group>__<tool>.
 const separator = "__"
 
-// exposedName is the name the client sees for an upstream tool or prompt:
+// ExposedName is the name the client sees for an upstream tool or prompt:
 // <group>__<name>, or the bare name for a group with prefix: false. A name
 // over 128 characters is cut and given a hash of the whole, so it stays
 // unique and the same across restarts.
-func exposedName(group, name string, prefix bool) string {
+func ExposedName(group, name string, prefix bool) string {
 	full := name
 	if prefix {
 		full = group + separator + name

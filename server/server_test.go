@@ -14,21 +14,21 @@ import (
 )
 
 func TestExposedName(t *testing.T) {
-	if got := exposedName("files", "read", true); got != "files__read" {
+	if got := ExposedName("files", "read", true); got != "files__read" {
 		t.Errorf("prefixed: %q", got)
 	}
-	if got := exposedName("files", "read", false); got != "read" {
+	if got := ExposedName("files", "read", false); got != "read" {
 		t.Errorf("unprefixed: %q", got)
 	}
 	long := strings.Repeat("x", 130)
-	a, b := exposedName("g", long+"a", true), exposedName("g", long+"b", true)
+	a, b := ExposedName("g", long+"a", true), ExposedName("g", long+"b", true)
 	if len(a) != maxNameLen || len(b) != maxNameLen {
 		t.Errorf("shortened names are %d and %d long", len(a), len(b))
 	}
 	if a == b {
 		t.Errorf("two long names shortened to the same %q", a)
 	}
-	if a != exposedName("g", long+"a", true) {
+	if a != ExposedName("g", long+"a", true) {
 		t.Error("shortening is not stable")
 	}
 }

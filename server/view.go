@@ -84,7 +84,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				if mode != config.ModeFlat {
 					continue
 				}
-				name := exposedName(g.Config.Name, t.Key, g.Config.Prefix)
+				name := ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				if prev, dup := owner[name]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: its name collides with a tool of %s (set prefix: true on the group)", name, s.Config.ID(), prev))
 					continue
@@ -98,7 +98,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				flatTools = append(flatTools, raw)
 			}
 			for _, p := range lists.Prompts {
-				name := exposedName(g.Config.Name, p.Key, g.Config.Prefix)
+				name := ExposedName(g.Config.Name, p.Key, g.Config.Prefix)
 				if prev, dup := promptOwner[name]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("prompt %q of %s is hidden: its name collides with a prompt of %s", name, s.Config.ID(), prev))
 					continue

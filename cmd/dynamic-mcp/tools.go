@@ -61,8 +61,8 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 				_ = json.Unmarshal(t.Raw, &def)
 				name := t.Key
-				if cfg.Mode == config.ModeFlat && g.Config.Prefix {
-					name = g.Config.Name + "__" + t.Key
+				if cfg.Mode == config.ModeFlat {
+					name = server.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				}
 				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
 			}
