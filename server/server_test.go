@@ -78,31 +78,9 @@ func TestDecorateModern(t *testing.T) {
 	}
 }
 
-func TestReadLinesLimit(t *testing.T) {
-	big := strings.Repeat("a", 5<<20)
-	in := strings.NewReader("first\n" + strings.Repeat("b", 2000) + "\n" + big + "\nlast")
-	var got []string
-	var tooLarge []int
-	err := readLines(in, 1000, func(l []byte) { got = append(got, strings.TrimSpace(string(l))) }, func(n int) { tooLarge = append(tooLarge, n) })
-	if err != io.EOF {
-		t.Fatalf("err = %v", err)
-	}
-	if len(got) != 2 || got[0] != "first" || got[1] != "last" || len(tooLarge) != 2 || tooLarge[0] != 2001 {
-		t.Errorf("lines %q, too large %v", got, tooLarge)
-	}
-	// Within the limit a single 5 MiB line passes whole.
-	got = nil
-	if err := readLines(strings.NewReader(big+"\n"), MaxMessageSize, func(l []byte) { got = append(got, string(l)) }, func(int) { t.Error("5 MiB refused") }); err != io.EOF {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || len(got[0]) != len(big)+1 {
-		t.Errorf("5 MiB line arrived as %d lines", len(got))
-	}
-}
-
 // newTestHub is a hub with no upstreams, for the protocol edge of the hub.
 func newTestHub(mode config.Mode) *Hub {
-	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout}}
+	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	return New(cfg, upstream.New(cfg, logger), logger)
 }
@@ -118,6 +96,7 @@ func FuzzReceive(f *testing.F) {
 		`{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
 		`[1,2]`, `not json`, `{"id":{}}`, `{"jsonrpc":"2.0","id":5,"result":{}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"ping","METHOD":"x"}`, `{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}`,
 	} {
 		f.Add(s)
 	}

@@ -1,19 +1,17 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
-)
 
-// MaxMessageSize is the largest message the hub reads from its client.
-const MaxMessageSize = 10 << 20
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
 
 // drainTimeout bounds how long requests still in flight may finish after
 // the client closed stdin.
@@ -53,7 +51,7 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	// hand-off fewer per request than a channel to a dispatch loop.
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- readLines(in, MaxMessageSize, func(line []byte) { c.receive(reqCtx, line) }, h.tooLarge(w))
+		readErr <- jsonrpc.ReadLines(in, h.cfg.Settings.MaxMessageSize, func(line []byte) { c.receive(reqCtx, line) }, h.tooLarge(w))
 	}()
 	var err error
 	select {
@@ -79,10 +77,11 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	return err
 }
 
-func (h *Hub) tooLarge(w *lineWriter) func(n int) {
-	return func(n int) {
-		h.logger.Error("message from client too large, skipped", "bytes", n, "limit", MaxMessageSize)
-		w.write(errorResponse(nil, errorf(codeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", n, MaxMessageSize))))
+func (h *Hub) tooLarge(w *lineWriter) func(int, []byte) {
+	return func(n int, head []byte) {
+		limit := h.cfg.Settings.MaxMessageSize
+		h.logger.Error("message from client too large, skipped", "bytes", n, "limit", limit)
+		w.write(errorResponse(jsonrpc.IDOf(head), errorf(codeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", n, limit))))
 	}
 }
 
@@ -98,7 +97,6 @@ type stdioConn struct {
 
 // receive handles one line from the client.
 func (c *stdioConn) receive(ctx context.Context, line []byte) {
-	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return
 	}
@@ -106,10 +104,14 @@ func (c *stdioConn) receive(ctx context.Context, line []byte) {
 		c.w.write(errorResponse(nil, errorf(codeInvalidRequest, "batch requests are not supported")))
 		return
 	}
+	if err := jsonrpc.Check(line, jsonrpc.MaxDepth); err != nil {
+		c.hub.logger.Warn("refused a message from the client", "err", err)
+		c.w.write(refusal(line, err))
+		return
+	}
 	var msg envelope
 	if err := json.Unmarshal(line, &msg); err != nil {
-		c.hub.logger.Warn("client sent a line that is not JSON", "err", err)
-		c.w.write(errorResponse(nil, errorf(codeParseError, "Parse error: "+err.Error())))
+		c.w.write(errorResponse(nil, errorf(codeInvalidRequest, "Invalid Request: "+err.Error())))
 		return
 	}
 	switch {
@@ -147,6 +149,21 @@ func (c *stdioConn) receive(ctx context.Context, line []byte) {
 	}
 }
 
+// refusal answers a message that broke a framing rule: -32700 when it is
+// not JSON, -32600 when too deep or with a repeated key. The answer carries
+// the message's id where the id itself is not in doubt.
+func refusal(line []byte, err error) []byte {
+	if errors.Is(err, jsonrpc.ErrNotJSON) {
+		return errorResponse(nil, errorf(codeParseError, "Parse error: "+err.Error()))
+	}
+	var id json.RawMessage
+	var ce *jsonrpc.CheckError
+	if !errors.As(err, &ce) || ce.Depth != 1 || !strings.EqualFold(ce.Key, "id") {
+		id = jsonrpc.IDOf(line)
+	}
+	return errorResponse(id, errorf(codeInvalidRequest, "Invalid Request: "+err.Error()))
+}
+
 func (c *stdioConn) forget(key string, cancel context.CancelFunc) {
 	cancel()
 	c.mu.Lock()
@@ -182,31 +199,4 @@ func (w *lineWriter) write(msg []byte) {
 	buf := make([]byte, 0, len(msg)+1)
 	buf = append(append(buf, msg...), '\n')
 	_, _ = w.w.Write(buf)
-}
-
-// readLines calls handle with each line of r until r ends. A line over max
-// bytes is discarded whole and reported to tooLarge.
-func readLines(r io.Reader, max int, handle func([]byte), tooLarge func(n int)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var buf []byte
-	size := 0
-	for {
-		chunk, err := br.ReadSlice('\n')
-		size += len(chunk)
-		if size <= max {
-			buf = append(buf, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if size > max {
-			tooLarge(size)
-		} else if len(buf) > 0 {
-			handle(buf)
-		}
-		buf, size = nil, 0
-		if err != nil {
-			return err
-		}
-	}
 }

@@ -40,6 +40,7 @@ type conn struct {
 	client *client.Client
 	tr     mcptransport.Interface
 	proc   *transport.Process // nil for remote servers
+	stdio  *transport.Stdio   // nil for remote servers
 	nextID atomic.Int64
 	init   *mcp.InitializeResult
 	meta   map[string]any // _meta every request carries on a 2026-07-28 session
@@ -47,7 +48,7 @@ type conn struct {
 }
 
 // dial starts the server and runs the MCP handshake, bounded by ctx.
-func dial(ctx context.Context, cfg *config.Server, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
+func dial(ctx context.Context, cfg *config.Server, settings config.Settings, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
 	c := &conn{logger: logger}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {
@@ -59,7 +60,8 @@ func dial(ctx context.Context, cfg *config.Server, logger *slog.Logger, onNotify
 			return nil, err
 		}
 		c.proc = proc
-		c.tr = mcptransport.NewIO(proc.Stdout(), proc.Stdin(), nil)
+		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
+		c.tr = c.stdio
 	default:
 		tr, err := transport.NewHTTP(ctx, cfg, logger)
 		if err != nil {
@@ -106,7 +108,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 			c.cancel(id, ctx.Err())
 			return nil, ctx.Err()
 		}
-		return nil, c.explain(err)
+		return nil, err
 	}
 	if resp.Error != nil {
 		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
@@ -130,26 +132,27 @@ func (c *conn) cancel(id mcp.RequestId, reason error) {
 	}()
 }
 
-// explain turns a closed transport into how the child ended, with its last
-// stderr lines, which is what a user needs to fix it.
+// explain turns a failed handshake with a child that died into how it
+// ended, with its last stderr lines, which is what a user needs to fix it.
 func (c *conn) explain(err error) error {
 	if c.proc == nil {
 		return err
 	}
 	select {
 	case <-c.proc.Done():
+		return c.proc.ExitError()
 	case <-time.After(2 * time.Second):
 		return err
 	}
-	return c.proc.ExitError()
 }
 
-// exited is closed when the child exits; nil (never) for remote servers.
+// exited is closed when the child's stdout ends, which is when it exits;
+// nil (never) for remote servers.
 func (c *conn) exited() <-chan struct{} {
-	if c.proc == nil {
+	if c.stdio == nil {
 		return nil
 	}
-	return c.proc.Done()
+	return c.stdio.Done()
 }
 
 // close ends the session: the transport first (for stdio it closes the
@@ -164,6 +167,7 @@ func (c *conn) close() {
 		if err := c.proc.Close(); err != nil {
 			c.logger.Warn("stop child", "err", err)
 		}
+		<-c.stdio.Done()
 	}
 }
 

@@ -131,13 +131,13 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.settings.ConnectTimeout)
 	defer cancel()
 	cfg := s.Config
-	c, err := dial(ctx, cfg, s.logger, s.onNotification)
+	c, err := dial(ctx, cfg, s.settings, s.logger, s.onNotification)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil {
 		// No transport given: Streamable HTTP failed, try legacy SSE as the
 		// spec's backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.logger, s.onNotification); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, s.logger, s.onNotification); err2 == nil {
 			c, err = c2, nil
 		}
 	}
@@ -238,7 +238,7 @@ func (s *Server) watchExit(c *conn, done <-chan struct{}) {
 		s.mu.Unlock()
 		return
 	}
-	err := c.explain(nil)
+	err := c.stdio.Err()
 	s.conn = nil
 	s.status = Status{State: StateFailed, Err: err}
 	s.mu.Unlock()

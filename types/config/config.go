@@ -38,6 +38,7 @@ const (
 	DefaultListTimeout    = 10 * time.Second
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPageSize       = 100
+	DefaultMaxMessageSize = 10 << 20
 )
 
 // Config is a whole dynamic-mcp file.
@@ -64,6 +65,10 @@ type Settings struct {
 	// PageSize is how many prompts, resources or templates one page of a list
 	// the client gets holds. Default 100.
 	PageSize int
+	// MaxMessageSize is the largest message read from the client or from a
+	// stdio upstream, in bytes. Default 10 MiB; "20MiB" and "512KiB" are
+	// accepted in the file.
+	MaxMessageSize int
 }
 
 // Group is a named set of upstream servers with a description the LLM reads.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -89,6 +90,7 @@ func (p *parser) parse(data []byte) *Config {
 			ListTimeout:    DefaultListTimeout,
 			CallTimeout:    DefaultCallTimeout,
 			PageSize:       DefaultPageSize,
+			MaxMessageSize: DefaultMaxMessageSize,
 		},
 	}
 	var doc yaml.Node
@@ -125,9 +127,10 @@ func (p *parser) parse(data []byte) *Config {
 
 func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 	p.mapping(n, path, map[string]func(string, *yaml.Node){
-		"connect_timeout": func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
-		"list_timeout":    func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
-		"call_timeout":    func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
+		"connect_timeout":  func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
+		"list_timeout":     func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
+		"call_timeout":     func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
+		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n := p.int(v, k); n > 0 {
 				s.PageSize = n
@@ -364,6 +367,23 @@ func (p *parser) duration(n *yaml.Node, key string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// size reads a byte count: a number, or a number with KiB or MiB.
+func (p *parser) size(n *yaml.Node, key string) int {
+	s := strings.TrimSpace(p.str(n, key))
+	mult := 1
+	for suffix, m := range map[string]int{"KiB": 1 << 10, "MiB": 1 << 20} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, suffix)), m
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 || v > (1<<30)/mult {
+		p.fail(n, key, "must be a size such as 10MiB, 512KiB or 1048576 (at most 1024MiB)")
+		return DefaultMaxMessageSize
+	}
+	return v * mult
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
