@@ -3,6 +3,7 @@ module github.com/dynamic-mcp/dynamic-mcp
 go 1.26.8
 
 require (
+	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/lmittmann/tint v1.2.1
 	github.com/mark3labs/mcp-go v1.2.1

@@ -95,12 +95,44 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
+	live.add(p)
 	go p.readStderr(errR)
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// live is every child whose process group may still hold processes.
+var live = registry{procs: map[*Process]struct{}{}}
+
+type registry struct {
+	mu    sync.Mutex // guards procs
+	procs map[*Process]struct{}
+}
+
+func (r *registry) add(p *Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.procs[p] = struct{}{}
+}
+
+func (r *registry) remove(p *Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.procs, p)
+}
+
+// KillAll sends SIGKILL to the process group of every child still running,
+// for a hub told to stop at once (a second signal): no ladder, but no
+// process left behind either.
+func KillAll() {
+	live.mu.Lock()
+	defer live.mu.Unlock()
+	for p := range live.procs {
+		signalGroup(p.cmd, sigKill)
+	}
 }
 
 func closeAll(files ...*os.File) {
@@ -207,6 +239,7 @@ func (p *Process) Close() error {
 			}
 		}
 		p.reapGroup()
+		live.remove(p)
 		p.stdout.Close()
 		if err := p.waitErr; err != nil && !isSignalExit(err) {
 			var ee *exec.ExitError

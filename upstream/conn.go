@@ -47,7 +47,8 @@ type conn struct {
 	logger *slog.Logger
 }
 
-// dial starts the server and runs the MCP handshake, bounded by ctx.
+// dial starts the server and runs the MCP handshake, bounded by the connect
+// timeout. ctx is the connection's lifetime.
 func dial(ctx context.Context, cfg *config.Server, settings config.Settings, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
 	c := &conn{logger: logger}
 	c.nextID.Store(firstRequestID)
@@ -75,10 +76,15 @@ func dial(ctx context.Context, cfg *config.Server, settings config.Settings, log
 		return nil, c.explain(fmt.Errorf("start: %w", err))
 	}
 	c.client.OnNotification(onNotify)
-	init, err := c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo}})
+	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
+	defer cancel()
+	init, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo}})
 	if err != nil {
 		c.close()
-		return nil, c.explain(fmt.Errorf("initialize: %w", err))
+		if hctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
+		}
+		return nil, c.explain(err)
 	}
 	c.init = init
 	if mcp.IsModernProtocol(c.client.ProtocolVersion()) {

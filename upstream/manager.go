@@ -24,7 +24,6 @@ type Manager struct {
 	changes chan struct{} // coalesced: one pending signal is enough
 
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -50,11 +49,7 @@ func (m *Manager) Start(ctx context.Context) {
 			if s.Config.Disabled {
 				continue
 			}
-			m.wg.Add(1)
-			go func() {
-				defer m.wg.Done()
-				s.start(ctx)
-			}()
+			s.start(ctx)
 		}
 	}
 }
@@ -117,7 +112,6 @@ func (m *Manager) Close() error {
 			}()
 		}
 		wg.Wait()
-		m.wg.Wait()
 	})
 	return nil
 }

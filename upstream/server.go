@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -52,6 +53,7 @@ type Server struct {
 	conn    *conn
 	lists   Lists
 	closing bool
+	cancel  context.CancelFunc // stops run
 
 	refreshMu sync.Mutex // serialises list refreshes
 	wg        sync.WaitGroup
@@ -87,26 +89,67 @@ func (s *Server) Lists() Lists {
 	return s.lists
 }
 
-// start connects and fetches the lists. It reports the outcome through the
-// status and changed; it never returns an error of its own.
-func (s *Server) start(ctx context.Context) {
-	begin := time.Now()
-	s.logger.Debug("connecting", "transport", s.Config.Transport)
-	c, lists, err := s.connect(ctx)
+// start runs the server until close: connect, retrying on the server's
+// schedule; when it is up, wait for it to exit, then connect again.
+func (s *Server) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		s.run(ctx)
+	}()
+}
+
+func (s *Server) run(ctx context.Context) {
+	sched := newSchedule(s.Config.Retry)
+	for {
+		var c *conn
+		begin := time.Now()
+		err := backoff.RetryNotify(func() error {
+			var err error
+			var lists Lists
+			if c, lists, err = s.connect(ctx); err != nil {
+				return err
+			}
+			if !s.setReady(c, lists, time.Since(begin)) {
+				return backoff.Permanent(context.Canceled)
+			}
+			return nil
+		}, backoff.WithContext(sched, ctx), func(err error, wait time.Duration) {
+			s.setFailed(err)
+			s.logger.Error("upstream unavailable", "err", err, "retry_in", wait.Round(100*time.Millisecond))
+		})
+		if err != nil {
+			return // closed
+		}
+		sched.Reset()
+		select {
+		case <-c.exited():
+			s.setExited(c)
+		case <-ctx.Done():
+			return
+		}
+		// Give a crashing server a moment before the first try again.
+		select {
+		case <-time.After(jitter(s.Config.Retry.InitialInterval, 0.25)):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// setReady makes c the server's connection. It reports false, closing c,
+// when the server is being closed.
+func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		if c != nil {
-			c.close()
-		}
-		return
-	}
-	if err != nil {
-		s.status = Status{State: StateFailed, Err: err}
-		s.mu.Unlock()
-		s.logger.Error("upstream unavailable", "err", err)
-		s.changed()
-		return
+		c.close()
+		return false
 	}
 	s.conn, s.lists = c, lists
 	s.status = Status{
@@ -114,22 +157,47 @@ func (s *Server) start(ctx context.Context) {
 		ProtocolVersion: c.client.ProtocolVersion(),
 		ServerInfo:      c.init.ServerInfo,
 		Instructions:    c.init.Instructions,
-		ReadyIn:         time.Since(begin),
-	}
-	if done := c.exited(); done != nil {
-		s.wg.Add(1)
-		go s.watchExit(c, done)
+		ReadyIn:         took,
 	}
 	s.mu.Unlock()
-	s.logger.Info("upstream ready", "protocol", s.status.ProtocolVersion, "tools", len(lists.Tools),
+	s.logger.Info("upstream ready", "protocol", c.client.ProtocolVersion(), "tools", len(lists.Tools),
 		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
-		"took", s.status.ReadyIn.Round(time.Millisecond))
+		"took", took.Round(time.Millisecond))
+	s.changed()
+	return true
+}
+
+func (s *Server) setFailed(err error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.status = Status{State: StateFailed, Err: err}
+	s.mu.Unlock()
 	s.changed()
 }
 
+// setExited records that c's child exited and stops what is left of it.
+// Calls pending on it have already failed with the same reason.
+func (s *Server) setExited(c *conn) {
+	err := c.stdio.Err()
+	s.mu.Lock()
+	if s.conn != c || s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.conn = nil
+	s.status = Status{State: StateFailed, Err: err}
+	s.mu.Unlock()
+	s.logger.Error("upstream exited, reconnecting", "err", err)
+	c.close()
+	s.changed()
+}
+
+// connect starts the server and runs the handshake, bounded by the connect
+// timeout, then fetches its lists; ctx is the server's lifetime.
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.settings.ConnectTimeout)
-	defer cancel()
 	cfg := s.Config
 	c, err := dial(ctx, cfg, s.settings, s.logger, s.onNotification)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil {
@@ -142,12 +210,9 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 		}
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer within %s (connect timeout): %w", s.settings.ConnectTimeout, err)
-		}
 		return nil, Lists{}, err
 	}
-	lists, err := s.fetchLists(context.WithoutCancel(ctx), c)
+	lists, err := s.fetchLists(ctx, c)
 	if err != nil {
 		c.close()
 		return nil, Lists{}, err
@@ -230,23 +295,6 @@ func (s *Server) refresh(c *conn) {
 	s.changed()
 }
 
-func (s *Server) watchExit(c *conn, done <-chan struct{}) {
-	defer s.wg.Done()
-	<-done
-	s.mu.Lock()
-	if s.conn != c || s.closing {
-		s.mu.Unlock()
-		return
-	}
-	err := c.stdio.Err()
-	s.conn = nil
-	s.status = Status{State: StateFailed, Err: err}
-	s.mu.Unlock()
-	s.logger.Error("upstream exited", "err", err)
-	c.close()
-	s.changed()
-}
-
 // Request sends a raw request to the server, bounded by timeout, and returns
 // the raw result. Errors name the server.
 func (s *Server) Request(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
@@ -287,6 +335,9 @@ func (s *Server) unavailable(st Status) error {
 func (s *Server) close() {
 	s.mu.Lock()
 	s.closing = true
+	if s.cancel != nil {
+		s.cancel()
+	}
 	c := s.conn
 	s.conn = nil
 	if s.status.State != StateDisabled {

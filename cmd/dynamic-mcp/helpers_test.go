@@ -28,7 +28,7 @@ var (
 )
 
 // fakeTools is how many tools testdata/fakeupstream offers.
-const fakeTools = 8
+const fakeTools = 14
 
 // buildFlags are passed to go build for the binaries under test.
 var buildFlags []string
@@ -133,6 +133,37 @@ func startProcess(t testing.TB, env []string, argv ...string) *client {
 		}
 	})
 	return c
+}
+
+// startHubProcess starts the hub on cfg and connects a client over its
+// stdin and stdout without owning the process: closing the client only
+// closes the hub's stdin. It returns the running command.
+func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
+	cmd.Stderr = c.stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.tr = mcptransport.NewIO(stdout, stdin, nil)
+	if err := c.tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("stderr of the hub:\n%s", c.stderr.String())
+		}
+	})
+	return c, cmd
 }
 
 // startHub writes cfg to a file and starts the hub binary on it.

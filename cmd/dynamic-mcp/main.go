@@ -11,14 +11,22 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// After the first signal, the next one stops the process at once.
+		// The first signal starts an orderly stop; a second one stops at
+		// once, killing every child's process group on the way out.
 		<-ctx.Done()
-		stop()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		fmt.Fprintln(os.Stderr, "dynamic-mcp: second signal, stopping at once")
+		transport.KillAll()
+		os.Exit(1)
 	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

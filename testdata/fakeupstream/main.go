@@ -10,8 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,6 +25,13 @@ var (
 	name     = flag.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
 	prefix   = flag.Bool("prefix", false, "prefix tool names with -name")
 	version  = flag.String("version", "", "answer initialize with this protocol version instead of the client's")
+
+	exitAtStart = flag.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
+	failFirst   = flag.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
+	countFile   = flag.String("count-file", "", "file that counts this fake's starts, for -fail-first")
+	garbage     = flag.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
+	ignoreTerm  = flag.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
+	grandchild  = flag.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -29,6 +40,8 @@ var state struct {
 	Initialized     bool   `json:"initialized"`
 	ProtocolVersion string `json:"protocolVersion"`
 	ClientName      string `json:"clientName"`
+	GrandchildPID   int    `json:"grandchildPid,omitempty"`
+	Cancelled       []any  `json:"cancelled,omitempty"`
 }
 
 var out = struct {
@@ -41,9 +54,17 @@ func send(v any) {
 	if err != nil {
 		panic(err)
 	}
+	sendRaw(string(b))
+}
+
+// sendRaw writes one line as it is, first some garbage with -garbage.
+func sendRaw(line string) {
 	out.Lock()
 	defer out.Unlock()
-	out.w.Write(b)
+	if *garbage {
+		out.w.WriteString("DEBUG: this is not JSON-RPC\n{\"half\": \n")
+	}
+	out.w.WriteString(line)
 	out.w.WriteByte('\n')
 	out.w.Flush()
 }
@@ -56,6 +77,29 @@ type request struct {
 
 func main() {
 	flag.Parse()
+	if *exitAtStart >= 0 {
+		fmt.Fprintln(os.Stderr, "fake: cannot start: missing API key")
+		os.Exit(*exitAtStart)
+	}
+	if *countFile != "" {
+		b, _ := os.ReadFile(*countFile)
+		n, _ := strconv.Atoi(string(b))
+		n++
+		os.WriteFile(*countFile, []byte(strconv.Itoa(n)), 0o600)
+		if n <= *failFirst {
+			fmt.Fprintf(os.Stderr, "fake: start %d fails on purpose\n", n)
+			os.Exit(1)
+		}
+	}
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if *grandchild {
+		cmd := exec.Command("sleep", "1000")
+		if err := cmd.Start(); err == nil {
+			state.GrandchildPID = cmd.Process.Pid
+		}
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -63,15 +107,32 @@ func main() {
 			var req request
 			if json.Unmarshal(line, &req) == nil && req.Method != "" && len(req.ID) > 0 {
 				go handle(req)
-			} else if req.Method == "notifications/initialized" {
-				state.Lock()
-				state.Initialized = true
-				state.Unlock()
+			} else {
+				notice(req)
 			}
 		}
 		if err != nil {
+			for *ignoreTerm {
+				time.Sleep(time.Hour) // stays until SIGKILL
+			}
 			return
 		}
+	}
+}
+
+func notice(n request) {
+	state.Lock()
+	defer state.Unlock()
+	switch n.Method {
+	case "notifications/initialized":
+		state.Initialized = true
+	case "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		_ = json.Unmarshal(n.Params, &p)
+		state.Cancelled = append(state.Cancelled, p.RequestID)
+		fmt.Fprintf(os.Stderr, "fake: cancelled %v\n", p.RequestID)
 	}
 }
 
@@ -127,6 +188,12 @@ func tools() []any {
 		simpleTool("crash", "Exit with status 3 mid-call"),
 		simpleTool("pid", "Answer with the process id"),
 		simpleTool("state", "Answer with what the fake has seen of its client"),
+		simpleTool("hang", "Never answer"),
+		simpleTool("big", "Answer with a text of ms bytes"),
+		simpleTool("twice", "Answer twice"),
+		simpleTool("stray", "Send a reply to an unknown id, then answer"),
+		simpleTool("dupkeys", "Answer with a key given twice"),
+		simpleTool("deep", "Answer with a result nested 200 deep"),
 	}
 }
 
@@ -274,6 +341,19 @@ func call(req request) {
 		b, _ := json.Marshal(&state)
 		state.Unlock()
 		reply(req.ID, text(string(b)))
+	case toolName("hang"):
+	case toolName("big"):
+		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))
+	case toolName("twice"):
+		reply(req.ID, text("first"))
+		reply(req.ID, text("second"))
+	case toolName("stray"):
+		reply(json.RawMessage("987654321"), text("stray"))
+		reply(req.ID, text("after stray"))
+	case toolName("dupkeys"):
+		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"a"}],"Content":[]}}`)
+	case toolName("deep"):
+		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + strings.Repeat(`{"a":`, 200) + "1" + strings.Repeat("}", 200) + "}")
 	case toolName("pid"):
 		reply(req.ID, text(strconv.Itoa(os.Getpid())))
 	case toolName("crash"):

@@ -39,7 +39,39 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPageSize       = 100
 	DefaultMaxMessageSize = 10 << 20
+
+	DefaultRetryAttempts     = 3
+	DefaultRetryInitial      = time.Second
+	DefaultReconnectInterval = 30 * time.Second
 )
+
+// Retry says how a server that fails to connect, or exits, is tried again:
+// Attempts tries with exponential backoff and jitter from InitialInterval,
+// then one try every ReconnectInterval for as long as the hub runs.
+type Retry struct {
+	// Attempts before the server is only retried every ReconnectInterval.
+	// Default 3.
+	Attempts int
+	// InitialInterval is the wait after the first failure, doubling after
+	// each. Default 1s.
+	InitialInterval time.Duration
+	// ReconnectInterval is the wait between tries after that. Default 30s.
+	ReconnectInterval time.Duration
+}
+
+// orDefaults fills r's unset fields from d.
+func (r Retry) orDefaults(d Retry) Retry {
+	if r.Attempts == 0 {
+		r.Attempts = d.Attempts
+	}
+	if r.InitialInterval == 0 {
+		r.InitialInterval = d.InitialInterval
+	}
+	if r.ReconnectInterval == 0 {
+		r.ReconnectInterval = d.ReconnectInterval
+	}
+	return r
+}
 
 // Config is a whole dynamic-mcp file.
 type Config struct {
@@ -69,6 +101,9 @@ type Settings struct {
 	// stdio upstream, in bytes. Default 10 MiB; "20MiB" and "512KiB" are
 	// accepted in the file.
 	MaxMessageSize int
+	// Retry is how failed servers are tried again; a server's own retry:
+	// overrides it key by key.
+	Retry Retry
 }
 
 // Group is a named set of upstream servers with a description the LLM reads.
@@ -110,6 +145,8 @@ type Server struct {
 	Headers map[string]string
 	// Timeout bounds one call to this server; default settings.call_timeout.
 	Timeout time.Duration
+	// Retry is settings.retry with this server's own retry: keys applied.
+	Retry Retry
 	// Disabled servers are parsed and validated but never started.
 	Disabled bool
 	// Line is where the server starts in the file.

@@ -16,6 +16,8 @@ mode: flat
 settings:
   call_timeout: 90s
   page_size: 5
+  max_message_size: 20MiB
+  retry: { attempts: 5, reconnect_interval: 1m }
 groups:
   files:
     description: Read files
@@ -27,7 +29,7 @@ groups:
     prefix: false
     servers:
       search: { url: "https://search.example/mcp", headers: { Authorization: "Bearer ${DMCP_TEST_KEY}" } }
-      browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s }
+      browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s, retry: { attempts: 2 } }
 `
 	cfg, err := Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
@@ -61,6 +63,16 @@ groups:
 	}
 	if got := cfg.CallTimeoutFor(web.Servers[1]); got != 120*time.Second {
 		t.Errorf("per-server timeout = %v", got)
+	}
+	if cfg.Settings.MaxMessageSize != 20<<20 {
+		t.Errorf("max_message_size = %d", cfg.Settings.MaxMessageSize)
+	}
+	want := Retry{Attempts: 2, InitialInterval: time.Second, ReconnectInterval: time.Minute}
+	if got := web.Servers[1].Retry; got != want {
+		t.Errorf("server retry = %+v, want %+v", got, want)
+	}
+	if got := web.Servers[0].Retry; got.Attempts != 5 {
+		t.Errorf("settings retry not inherited: %+v", got)
 	}
 }
 
@@ -107,6 +119,8 @@ func TestParseErrors(t *testing.T) {
 		{"inline and servers", "groups:\n  a:\n    description: x\n    command: y\n    servers: {b: {command: z}}", "both an inline server and servers:"},
 		{"args not a list", "groups:\n  a: {description: x, command: y, args: z}", "groups.a.args: must be a list"},
 		{"duplicate key", "groups:\n  a: {description: x, command: y, command: z}", "appears twice"},
+		{"bad size", "settings: {max_message_size: 10GB}\ngroups:\n  a: {description: x, command: y}", "must be a size"},
+		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("", strings.NewReader(tc.src))

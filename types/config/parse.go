@@ -91,6 +91,7 @@ func (p *parser) parse(data []byte) *Config {
 			CallTimeout:    DefaultCallTimeout,
 			PageSize:       DefaultPageSize,
 			MaxMessageSize: DefaultMaxMessageSize,
+			Retry:          Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
 	var doc yaml.Node
@@ -122,6 +123,11 @@ func (p *parser) parse(data []byte) *Config {
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
 		p.fail(root, "groups", "is required: list at least one group")
 	}
+	for _, g := range cfg.Groups {
+		for _, s := range g.Servers {
+			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
+		}
+	}
 	return cfg
 }
 
@@ -131,6 +137,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"list_timeout":     func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
 		"call_timeout":     func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
+		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n := p.int(v, k); n > 0 {
 				s.PageSize = n
@@ -163,8 +170,6 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 
 // serverKeys are the keys of a server, which a group with one server may
 // hold inline.
-var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "transport", "timeout", "disabled"}
-
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	g := &Group{Name: name, Prefix: true, Line: at.Line}
 	inline := &Server{Name: name, Group: name, Line: at.Line}
@@ -234,8 +239,21 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 			}
 		},
 		"timeout":  func(k string, v *yaml.Node) { s.Timeout = p.duration(v, k) },
+		"retry":    func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
 	}
+}
+
+func (p *parser) retry(n *yaml.Node, path string, r *Retry) {
+	p.mapping(n, path, map[string]func(string, *yaml.Node){
+		"attempts": func(k string, v *yaml.Node) {
+			if r.Attempts = p.int(v, k); r.Attempts < 1 {
+				p.fail(v, k, "must be at least 1")
+			}
+		},
+		"initial_interval":   func(k string, v *yaml.Node) { r.InitialInterval = p.duration(v, k) },
+		"reconnect_interval": func(k string, v *yaml.Node) { r.ReconnectInterval = p.duration(v, k) },
+	})
 }
 
 // checkServer validates one server after its fields are read.

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// callText calls a flat-mode tool and returns its text and isError.
+func (c *client) callText(tool string, args map[string]any) (string, bool) {
+	c.t.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	return toolText(c.t, c.call("tools/call", map[string]any{"name": tool, "arguments": args}))
+}
+
+func TestFailedStartIsRetriedWithBackoff(t *testing.T) {
+	count := filepath.Join(t.TempDir(), "starts")
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  flaky:
+    description: fails twice, then starts
+    command: %q
+    args: ["-fail-first", "2", "-count-file", %q]
+    retry: { attempts: 3, initial_interval: 100ms }
+  never:
+    description: never starts
+    command: %q
+    args: ["-exit-at-start", "2"]
+    retry: { attempts: 2, initial_interval: 50ms, reconnect_interval: 200ms }
+  fine: { description: always fine, command: %q }
+`, fakeBin, count, fakeBin, fakeBin))
+	c.initialize("2025-06-18")
+	// The flaky group comes up on its third start; the client hears of it.
+	c.waitFlatTools(2 * fakeTools)
+	if b, _ := os.ReadFile(count); string(b) != "3" {
+		t.Errorf("flaky server started %s times, want 3", b)
+	}
+	if text, _ := c.callText("flaky__echo", map[string]any{"text": "up"}); text != "up" {
+		t.Errorf("flaky after retries: %q", text)
+	}
+	// The broken one is tried again and again, with its reason logged,
+	// while the others serve.
+	waitFor(t, 5*time.Second, "periodic reconnects", func() bool {
+		return strings.Count(c.stderr.String(), "fake: cannot start: missing API key") >= 4
+	})
+	if !strings.Contains(c.stderr.String(), `upstream unavailable" upstream=never err="exited (status 2): fake: cannot start: missing API key"`) {
+		t.Errorf("log does not give the reason:\n%s", c.stderr.String())
+	}
+	if text, _ := c.callText("fine__echo", map[string]any{"text": "still"}); text != "still" {
+		t.Errorf("other group: %q", text)
+	}
+}
+
+func TestCrashedUpstreamComesBack(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  f:
+    description: fake
+    command: %q
+    retry: { initial_interval: 100ms }
+`, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	before, _ := c.callText("f__pid", nil)
+	text, isErr := c.callText("f__crash", nil)
+	if !isErr || text != "upstream f exited (status 3): fake: about to crash" {
+		t.Fatalf("crash answered %q (isError %v)", text, isErr)
+	}
+	waitFor(t, 10*time.Second, "reconnected upstream", func() bool {
+		res, rpcErr := c.request("tools/call", map[string]any{"name": "f__pid", "arguments": map[string]any{}})
+		if rpcErr != nil {
+			return false
+		}
+		after, isErr := toolText(t, res)
+		return !isErr && after != before
+	})
+}
+
+func TestTimedOutCallIsCancelledAndItsLateReplyDropped(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  f: { description: fake, command: %q, timeout: 300ms }
+`, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	start := time.Now()
+	text, isErr := c.callText("f__hang", nil)
+	if !isErr || text != "upstream f: no answer to tools/call within 300ms" {
+		t.Fatalf("hang answered %q (isError %v)", text, isErr)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("timeout took %s", took)
+	}
+	// The sleep's reply comes after its timeout; the calls made meanwhile
+	// get their own answers, never that one.
+	text, isErr = c.callText("f__sleep", map[string]any{"ms": 600})
+	if !isErr {
+		t.Fatalf("slow call did not time out: %q", text)
+	}
+	for i := range 20 {
+		want := "call " + strconv.Itoa(i)
+		if got, _ := c.callText("f__echo", map[string]any{"text": want}); got != want {
+			t.Fatalf("call %d got %q", i, got)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	state, _ := c.callText("f__state", nil)
+	var st struct {
+		Cancelled []any `json:"cancelled"`
+	}
+	mustUnmarshal(t, []byte(state), &st)
+	if len(st.Cancelled) != 2 {
+		t.Errorf("upstream saw %d notifications/cancelled, want 2: %s", len(st.Cancelled), state)
+	}
+}
+
+func TestMisbehavingUpstreamReplies(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  f: { description: fake, command: %q, args: ["-garbage"], timeout: 5s }
+`, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	for _, tc := range []struct {
+		tool    string
+		args    map[string]any
+		want    string
+		wantErr bool
+	}{
+		{"f__echo", map[string]any{"text": "through garbage"}, "through garbage", false},
+		{"f__twice", nil, "first", false},
+		{"f__stray", nil, "after stray", false},
+		{"f__dupkeys", nil, `upstream f sent a message that is an object has a key twice: "Content"`, true},
+		{"f__deep", nil, "upstream f sent a message that is nested deeper than 128 levels", true},
+		{"f__big", map[string]any{"ms": 20 << 20}, "upstream f sent a message of 2097", true},
+	} {
+		start := time.Now()
+		text, isErr := c.callText(tc.tool, tc.args)
+		if isErr != tc.wantErr || !strings.HasPrefix(text, tc.want) {
+			t.Errorf("%s: got %.120q (isError %v), want %q", tc.tool, text, isErr, tc.want)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s took %s: it should be answered at once, not by the timeout", tc.tool, took)
+		}
+	}
+	text, isErr := c.callText("f__big", map[string]any{"ms": 5 << 20})
+	if isErr || len(text) != 5<<20 {
+		t.Errorf("a 5 MiB reply: %d bytes, isError %v", len(text), isErr)
+	}
+	if !strings.Contains(c.stderr.String(), "upstream wrote a line that is not JSON-RPC; skipped") {
+		t.Error("garbage on stdout was not logged")
+	}
+}
+
+func TestEveryRequestGetsExactlyOneAnswer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+	cmd := exec.Command(hubBin, "serve", "-c", cfg)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	answers := map[string]int{}
+	lines := make(chan string)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		s.Buffer(nil, 32<<20)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	send := func(id int, method string, params any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		stdin.Write(append(b, '\n'))
+	}
+	send(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	// Wait for the upstream, then fire calls that misbehave in every way.
+	deadline := time.After(20 * time.Second)
+	for ready := false; !ready; {
+		send(2, "tools/list", nil)
+		for line := range lines {
+			if strings.Contains(line, `"id":2`) {
+				ready = strings.Contains(line, "f__twice")
+				break
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatal("upstream never came up")
+		default:
+		}
+	}
+	ids := []int{}
+	for i, tool := range []string{"f__twice", "f__stray", "f__dupkeys", "f__echo", "f__twice", "f__big"} {
+		id := 100 + i
+		ids = append(ids, id)
+		send(id, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"ms": 11 << 20, "text": "x"}})
+	}
+	stdin.Write([]byte(`{"jsonrpc":"2.0","id":200,"method":"ping","params":{"a":1,"A":2}}` + "\n"))
+	stdin.Write([]byte(`{"jsonrpc":"2.0","id":201,"method":"ping","params":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "}\n"))
+	stdin.Write([]byte(`{"jsonrpc":"2.0","id":202,"method":"ping","params":{"pad":"` + strings.Repeat("p", 11<<20) + `"}}` + "\n"))
+	ids = append(ids, 200, 201, 202)
+	timeout := time.After(10 * time.Second)
+collect:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				break collect
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			json.Unmarshal([]byte(line), &m)
+			if m.Method == "" {
+				answers[string(m.ID)]++
+			}
+		case <-timeout:
+			break collect
+		}
+	}
+	for _, id := range ids {
+		if n := answers[strconv.Itoa(id)]; n != 1 {
+			t.Errorf("request %d got %d answers", id, n)
+		}
+	}
+}
+
+func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
+	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	pidText, _ := c.callText("f__pid", nil)
+	pid, _ := strconv.Atoi(pidText)
+	state, _ := c.callText("f__state", nil)
+	var st struct {
+		GrandchildPID int `json:"grandchildPid"`
+	}
+	mustUnmarshal(t, []byte(state), &st)
+	if pid == 0 || st.GrandchildPID == 0 {
+		t.Fatalf("pids: %d %s", pid, state)
+	}
+	start := time.Now()
+	c.tr.Close() // the hub's stdin closes; the ladder takes 5 s + 5 s for this child
+	if err := hub.Wait(); err != nil {
+		t.Errorf("hub exit: %v", err)
+	}
+	for _, p := range []int{pid, st.GrandchildPID} {
+		waitFor(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
+			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
+		})
+	}
+	t.Logf("hub and stubborn child stopped after %s", time.Since(start).Round(100*time.Millisecond))
+	if !strings.Contains(c.stderr.String(), "child did not exit after SIGTERM, sending SIGKILL") {
+		t.Errorf("ladder not in the log:\n%s", c.stderr.String())
+	}
+}
+
+func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
+	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	pidText, _ := c.callText("f__pid", nil)
+	pid, _ := strconv.Atoi(pidText)
+	state, _ := c.callText("f__state", nil)
+	var st struct {
+		GrandchildPID int `json:"grandchildPid"`
+	}
+	mustUnmarshal(t, []byte(state), &st)
+	start := time.Now()
+	hub.Process.Signal(syscall.SIGTERM) // an orderly stop begins: the ladder
+	time.Sleep(300 * time.Millisecond)
+	hub.Process.Signal(syscall.SIGTERM) // and this stops it at once
+	hub.Wait()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("second signal: the hub took %s to stop", took)
+	}
+	for _, p := range []int{pid, st.GrandchildPID} {
+		waitFor(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
+			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
+		})
+	}
+}
+
+// isZombie reports whether pid has exited but not been reaped by its
+// parent: for a grandchild re-parented to an init that reaps slowly.
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
