@@ -23,12 +23,13 @@ var Version = "dev"
 // Hub is the MCP server the client talks to, in front of a Manager's
 // upstreams.
 type Hub struct {
-	cfg    *config.Config
+	cfg    atomic.Pointer[config.Config] // replaced whole by SetConfig
 	mgr    *upstream.Manager
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 
-	view atomic.Pointer[view] // the current view; replaced whole on change
+	view      atomic.Pointer[view] // the current view; replaced whole on change
+	refreshMu sync.Mutex           // one rebuild at a time, so no change is lost
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -38,7 +39,6 @@ type Hub struct {
 // New builds the hub for cfg's upstreams in mgr. Run keeps its view current.
 func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) *Hub {
 	h := &Hub{
-		cfg:    cfg,
 		mgr:    mgr,
 		logger: logger,
 		stop:   make(chan struct{}),
@@ -50,9 +50,20 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) *Hub {
 			mcpserver.WithLogging(),
 		),
 	}
+	h.cfg.Store(cfg)
 	h.view.Store(buildView(cfg.Mode, mgr))
 	return h
 }
+
+// SetConfig switches the hub to cfg after a reload (mode, page size,
+// timeouts) and tells clients what changed for them. The manager is moved
+// to cfg separately, by its Apply.
+func (h *Hub) SetConfig(cfg *config.Config) {
+	h.cfg.Store(cfg)
+	h.refresh()
+}
+
+func (h *Hub) config() *config.Config { return h.cfg.Load() }
 
 // Run rebuilds the view whenever an upstream changes and tells the clients
 // whose lists changed, until Close. It returns at once.
@@ -80,8 +91,10 @@ func (h *Hub) Close() error {
 
 // refresh rebuilds the view and sends list_changed for what changed.
 func (h *Hub) refresh() {
+	h.refreshMu.Lock()
+	defer h.refreshMu.Unlock()
 	old := h.view.Load()
-	v := buildView(h.cfg.Mode, h.mgr)
+	v := buildView(h.config().Mode, h.mgr)
 	h.view.Store(v)
 	for _, p := range v.problems {
 		if !slices.Contains(old.problems, p) {
@@ -135,7 +148,7 @@ var errDelegated = errors.New("delegated")
 
 func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) (json.RawMessage, error) {
 	v := h.view.Load()
-	size := h.cfg.Settings.PageSize
+	size := h.config().Settings.PageSize
 	switch msg.Method {
 	case "tools/list":
 		return v.toolsList, nil
@@ -169,7 +182,7 @@ func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) 
 // failure of the hub or the upstream's transport is an isError result.
 func (h *Hub) callTool(ctx context.Context, r route, params map[string]json.RawMessage) (json.RawMessage, error) {
 	start := time.Now()
-	res, err := r.server.Request(ctx, "tools/call", params, h.cfg.CallTimeoutFor(r.server.Config))
+	res, err := r.server.Request(ctx, "tools/call", params, h.config().CallTimeoutFor(r.server.Config))
 	var ue *upstream.RPCError
 	switch {
 	case err == nil:
@@ -194,7 +207,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: name must be a non-empty string")
 	}
-	if h.cfg.Mode == config.ModeFlat {
+	if h.config().Mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok {
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
@@ -228,7 +241,7 @@ func (h *Hub) promptsGet(ctx context.Context, v *view, params json.RawMessage) (
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
 	p["name"], _ = json.Marshal(r.name)
-	return r.server.Request(ctx, "prompts/get", p, h.cfg.CallTimeoutFor(r.server.Config))
+	return r.server.Request(ctx, "prompts/get", p, h.config().CallTimeoutFor(r.server.Config))
 }
 
 func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
@@ -242,7 +255,7 @@ func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
-	return s.Request(ctx, "resources/read", params, h.cfg.CallTimeoutFor(s.Config))
+	return s.Request(ctx, "resources/read", params, h.config().CallTimeoutFor(s.Config))
 }
 
 // complete routes completion/complete by its reference: a prompt by its
@@ -283,5 +296,5 @@ func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (js
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	return s.Request(ctx, "completion/complete", p, h.cfg.CallTimeoutFor(s.Config))
+	return s.Request(ctx, "completion/complete", p, h.config().CallTimeoutFor(s.Config))
 }

@@ -51,7 +51,7 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	// hand-off fewer per request than a channel to a dispatch loop.
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- jsonrpc.ReadLines(in, h.cfg.Settings.MaxMessageSize, func(line []byte) { c.receive(reqCtx, line) }, h.tooLarge(w))
+		readErr <- jsonrpc.ReadLines(in, h.config().Settings.MaxMessageSize, func(line []byte) { c.receive(reqCtx, line) }, h.tooLarge(w))
 	}()
 	var err error
 	select {
@@ -79,7 +79,7 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 func (h *Hub) tooLarge(w *lineWriter) func(int, []byte) {
 	return func(n int, head []byte) {
-		limit := h.cfg.Settings.MaxMessageSize
+		limit := h.config().Settings.MaxMessageSize
 		h.logger.Error("message from client too large, skipped", "bytes", n, "limit", limit)
 		w.write(errorResponse(jsonrpc.IDOf(head), errorf(codeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", n, limit))))
 	}

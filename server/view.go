@@ -67,7 +67,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 	var flatTools []json.RawMessage
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
-	for _, g := range mgr.Groups {
+	for _, g := range mgr.Groups() {
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
 		v.groups = append(v.groups, gv)

@@ -49,7 +49,7 @@ type conn struct {
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
 // timeout. ctx is the connection's lifetime.
-func dial(ctx context.Context, cfg *config.Server, settings config.Settings, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
+func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
 	c := &conn{logger: logger}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {

@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -17,41 +19,105 @@ type Group struct {
 
 // Manager owns every upstream server of a config.
 type Manager struct {
-	Config *config.Config
-	Groups []*Group // config order
-
 	logger  *slog.Logger
 	changes chan struct{} // coalesced: one pending signal is enough
 
-	cancel    context.CancelFunc
-	closeOnce sync.Once
+	groups atomic.Pointer[[]*Group] // replaced whole by Apply
+
+	mu       sync.Mutex // guards ctx, cancel, retiring, closed
+	ctx      context.Context
+	cancel   context.CancelFunc
+	retiring sync.WaitGroup // servers Apply replaced, still stopping
+	closed   bool
 }
 
 // New builds the manager of cfg's servers without starting any.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
-	m := &Manager{Config: cfg, logger: logger, changes: make(chan struct{}, 1)}
+	m := &Manager{logger: logger, changes: make(chan struct{}, 1)}
+	groups := m.build(cfg, nil)
+	m.groups.Store(&groups)
+	return m
+}
+
+// build makes the groups of cfg, reusing from old the servers whose
+// configuration did not change.
+func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
+	var groups []*Group
 	for _, g := range cfg.Groups {
 		group := &Group{Config: g}
 		for _, sc := range g.Servers {
-			group.Servers = append(group.Servers, newServer(sc, cfg.Settings, logger, m.signal))
+			s, ok := old[sc.ID()]
+			if !ok || !sameServer(s, sc, cfg.Settings) {
+				s = newServer(sc, cfg.Settings, m.logger, m.signal)
+			}
+			group.Servers = append(group.Servers, s)
 		}
-		m.Groups = append(m.Groups, group)
+		groups = append(groups, group)
 	}
-	return m
+	return groups
 }
+
+// sameServer reports whether s runs exactly what sc and settings ask for,
+// so that a reload can leave it and its session alone.
+func sameServer(s *Server, sc *config.Server, settings config.Settings) bool {
+	a, b := *s.Config, *sc
+	a.Line, b.Line = 0, 0
+	return reflect.DeepEqual(a, b) && s.settings == settings.ForServer()
+}
+
+// Groups are the groups in config order. The slice is never modified.
+func (m *Manager) Groups() []*Group { return *m.groups.Load() }
 
 // Start connects to every enabled server in parallel and returns at once;
 // each server's outcome arrives on Changes.
 func (m *Manager) Start(ctx context.Context) {
-	ctx, m.cancel = context.WithCancel(ctx)
-	for _, g := range m.Groups {
-		for _, s := range g.Servers {
-			if s.Config.Disabled {
-				continue
-			}
-			s.start(ctx)
+	m.mu.Lock()
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.mu.Unlock()
+	for _, s := range m.Servers() {
+		if !s.Config.Disabled {
+			s.start(m.ctx)
 		}
 	}
+}
+
+// Apply moves the manager to cfg: servers whose configuration changed are
+// restarted, new ones started, removed ones stopped, and the rest keep
+// their sessions. Stopped servers finish their close ladder in the
+// background.
+func (m *Manager) Apply(cfg *config.Config) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	old := map[string]*Server{}
+	for _, s := range m.Servers() {
+		old[s.Config.ID()] = s
+	}
+	groups := m.build(cfg, old)
+	kept := map[*Server]bool{}
+	for _, g := range groups {
+		for _, s := range g.Servers {
+			if old[s.Config.ID()] == s {
+				kept[s] = true
+			} else if !s.Config.Disabled && m.ctx != nil {
+				s.start(m.ctx)
+			}
+		}
+	}
+	m.groups.Store(&groups)
+	for _, s := range old {
+		if !kept[s] {
+			m.logger.Info("stopping upstream removed or changed by reload", "upstream", s.Config.ID())
+			m.retiring.Add(1)
+			go func() {
+				defer m.retiring.Done()
+				s.close()
+			}()
+		}
+	}
+	m.signal()
 }
 
 // Changes receives a value after any server's state or lists changed.
@@ -68,7 +134,7 @@ func (m *Manager) signal() {
 // Servers lists every server of every group, in config order.
 func (m *Manager) Servers() []*Server {
 	var out []*Server
-	for _, g := range m.Groups {
+	for _, g := range m.Groups() {
 		out = append(out, g.Servers...)
 	}
 	return out
@@ -97,21 +163,24 @@ func (m *Manager) WaitSettled(ctx context.Context) {
 	}
 }
 
-// Close stops every server, in parallel, and waits for them.
+// Close stops every server, in parallel, and waits for them, including
+// those a reload retired.
 func (m *Manager) Close() error {
-	m.closeOnce.Do(func() {
-		if m.cancel != nil {
-			m.cancel()
-		}
-		var wg sync.WaitGroup
-		for _, s := range m.Servers() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.close()
-			}()
-		}
-		wg.Wait()
-	})
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range m.Servers() {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	m.retiring.Wait()
 	return nil
 }

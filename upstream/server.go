@@ -44,7 +44,7 @@ type Status struct {
 // Server is one supervised upstream server.
 type Server struct {
 	Config   *config.Server
-	settings config.Settings
+	settings config.ServerSettings
 	logger   *slog.Logger
 	changed  func() // reports a change of state or lists; never blocks
 
@@ -62,7 +62,7 @@ type Server struct {
 func newServer(cfg *config.Server, settings config.Settings, logger *slog.Logger, changed func()) *Server {
 	s := &Server{
 		Config:   cfg,
-		settings: settings,
+		settings: settings.ForServer(),
 		logger:   logger.With("upstream", cfg.ID()),
 		changed:  changed,
 	}

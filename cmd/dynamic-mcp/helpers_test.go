@@ -80,6 +80,7 @@ func yamlList(args []string) string {
 type client struct {
 	t      testing.TB
 	tr     *mcptransport.Stdio
+	cmd    *exec.Cmd // the server process, when startProcess started it
 	nextID atomic.Int64
 	stderr *lockedBuffer
 
@@ -109,7 +110,12 @@ func (l *lockedBuffer) String() string {
 func startProcess(t testing.TB, env []string, argv ...string) *client {
 	t.Helper()
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
-	c.tr = mcptransport.NewStdioWithOptions(argv[0], env, argv[1:], mcptransport.WithCommandStderrWriter(c.stderr))
+	c.tr = mcptransport.NewStdioWithOptions(argv[0], env, argv[1:], mcptransport.WithCommandStderrWriter(c.stderr),
+		mcptransport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			c.cmd = exec.CommandContext(ctx, command, args...)
+			c.cmd.Env = append(os.Environ(), env...)
+			return c.cmd, nil
+		}))
 	// The process lives as long as the context given to Start.
 	if err := c.tr.Start(context.Background()); err != nil {
 		t.Fatalf("start %v: %v", argv, err)
@@ -175,6 +181,9 @@ func startHub(t testing.TB, cfg string, extraArgs ...string) *client {
 	}
 	return startProcess(t, nil, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
 }
+
+// signalHub sends sig to the process startProcess started.
+func (c *client) signalHub(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
 
 // request sends one request and returns its raw result or error.
 func (c *client) request(method string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails) {

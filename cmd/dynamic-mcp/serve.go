@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -33,6 +34,18 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub := server.New(cfg, mgr, logger)
 	hub.Run()
 	defer hub.Close()
+
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchConfig(watchCtx, c.config, func(cfg *config.Config) {
+			mgr.Apply(cfg)
+			hub.SetConfig(cfg)
+		}, logger)
+	}()
+	defer func() { stopWatching(); <-watched }()
+
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
 }

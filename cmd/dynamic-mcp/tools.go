@@ -44,7 +44,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	hub := server.New(cfg, mgr, logger)
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	for _, g := range mgr.Groups {
+	for _, g := range mgr.Groups() {
 		if only != "" && g.Config.Name != only {
 			continue
 		}

@@ -106,6 +106,19 @@ type Settings struct {
 	Retry Retry
 }
 
+// ServerSettings are the settings that shape a running server: when one
+// changes on reload, the server is restarted.
+type ServerSettings struct {
+	ConnectTimeout time.Duration
+	ListTimeout    time.Duration
+	MaxMessageSize int
+}
+
+// ForServer picks the settings that shape a running server.
+func (s Settings) ForServer() ServerSettings {
+	return ServerSettings{ConnectTimeout: s.ConnectTimeout, ListTimeout: s.ListTimeout, MaxMessageSize: s.MaxMessageSize}
+}
+
 // Group is a named set of upstream servers with a description the LLM reads.
 type Group struct {
 	// Name is the group's key in the file; it prefixes tool names in flat mode.
