@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -323,6 +324,17 @@ func TestCLI(t *testing.T) {
 	out, _, _ = run(nil, "tools", "-c", good, "g")
 	if strings.Contains(out, "fake\n") || !strings.Contains(out, "g  ") {
 		t.Errorf("tools for one group:\n%s", out)
+	}
+
+	out, _, code = run(nil, "status", "-c", good)
+	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+14\s+\d`).MatchString(out) {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
+	broken := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(broken, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  b: { description: broken, command: %q, args: [\"-exit-at-start\", \"4\"] }\n", fakeBin, fakeBin)), 0o600)
+	out, _, code = run(nil, "status", "-c", broken)
+	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(out, "exited (status 4): fake: cannot start: missing API key") {
+		t.Errorf("status with a broken server: exit %d\n%s", code, out)
 	}
 
 	// dynamic-mcp FILE and DYNAMIC_MCP_CONFIG both serve.

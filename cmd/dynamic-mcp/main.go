@@ -52,6 +52,7 @@ Usage:
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
+  dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
   dynamic-mcp version
 
 With no -c, the config path comes from $DYNAMIC_MCP_CONFIG.
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return validateCmd(args[1:], stdout, stderr)
 	case "tools":
 		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "dynamic-mcp", version)
 		return nil

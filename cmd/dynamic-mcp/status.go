@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// errNotAllReady makes status exit 1 when a server is not ready, for use
+// in scripts; the table says which.
+var errNotAllReady = errors.New("not every upstream is ready")
+
+// statusCmd connects to every upstream in parallel and prints a table of
+// how each one is doing.
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	c.register(fs)
+	c.logLevel = "error"
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	logger, closeLog, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	mgr := upstream.New(cfg, logger)
+	mgr.Start(ctx)
+	defer mgr.Close()
+	// Each server settles on its first try: ready, or failed with a reason.
+	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout+5*time.Second)
+	defer cancel()
+	mgr.WaitSettled(wait)
+
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "GROUP\tSERVER\tTRANSPORT\tSTATE\tPROTOCOL\tTOOLS\tREADY IN\tLAST ERROR")
+	allReady := true
+	for _, g := range mgr.Groups() {
+		for _, s := range g.Servers {
+			st := s.Status()
+			transport := string(s.Config.Transport)
+			if transport == "" {
+				transport = "http (auto)"
+			}
+			tools, ready, lastErr := "-", "-", ""
+			if st.State == upstream.StateReady {
+				tools = fmt.Sprint(len(s.Lists().Tools))
+				ready = st.ReadyIn.Round(time.Millisecond).String()
+			} else if st.State != upstream.StateDisabled {
+				allReady = false
+			}
+			if st.Err != nil {
+				lastErr = strings.ReplaceAll(st.Err.Error(), "\n", " ")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Config.Name, s.Config.Name, transport, st.State,
+				orDash(st.ProtocolVersion), tools, ready, lastErr)
+		}
+	}
+	w.Flush()
+	if !allReady {
+		return errNotAllReady
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
