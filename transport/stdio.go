@@ -25,6 +25,7 @@ import (
 // once with how it ended.
 type Stdio struct {
 	proc    *Process
+	stdin   io.WriteCloser // the child's stdin
 	maxSize int
 	logger  *slog.Logger
 
@@ -58,12 +59,16 @@ var (
 // NewStdio speaks MCP over proc's stdin and stdout.
 func NewStdio(proc *Process, maxSize int, logger *slog.Logger) *Stdio {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Stdio{
+	t := &Stdio{
 		proc: proc, maxSize: maxSize, logger: logger,
 		pending: map[string]chan reply{},
 		ctx:     ctx, cancel: cancel,
 		done: make(chan struct{}),
 	}
+	if proc != nil {
+		t.stdin = proc.Stdin()
+	}
+	return t
 }
 
 // Start starts reading the child's stdout. Calling it again does nothing.
@@ -231,7 +236,7 @@ func (t *Stdio) write(v any) error {
 	b = append(b, '\n')
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
-	_, err = t.proc.Stdin().Write(b)
+	_, err = t.stdin.Write(b)
 	return err
 }
 
@@ -299,7 +304,7 @@ func (t *Stdio) SetRequestHandler(h mcptransport.RequestHandler) {
 // good is the Process's ladder. Requests the child sent us are cancelled.
 func (t *Stdio) Close() error {
 	t.cancel()
-	err := t.proc.Stdin().Close()
+	err := t.stdin.Close()
 	t.wg.Wait()
 	if errors.Is(err, os.ErrClosed) {
 		return nil
