@@ -6,6 +6,8 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"time"
 )
 
@@ -83,6 +85,87 @@ type Config struct {
 	Settings Settings
 	// Groups in config order: the order the client sees.
 	Groups []*Group
+	// Policy are global rules, evaluated after a group's own.
+	Policy []Rule
+	// PolicyDefault applies when no rule matches: allow (the default) or deny.
+	PolicyDefault Action
+	// Audit says where the audit trail goes.
+	Audit Audit
+	// StateDir holds tool pins; default $DYNAMIC_MCP_HOME or ~/.dynamic-mcp.
+	StateDir string
+}
+
+// Action is what a policy rule does with a call it matches.
+type Action string
+
+const (
+	ActionAllow  Action = "allow"  // let the call through
+	ActionDeny   Action = "deny"   // answer -32001; nothing reaches the upstream
+	ActionLog    Action = "log"    // let it through, and log it
+	ActionPrompt Action = "prompt" // ask the user through the client (elicitation)
+)
+
+// Rule is one policy rule. A rule with tool: applies to tool calls, uri: to
+// resource reads, prompt: to prompt gets; a rule with none of them applies
+// to all three.
+type Rule struct {
+	Name        string            // shown in errors and the audit trail; default group.policy[i]
+	Action      Action            // required
+	Tool        string            // glob on the tool's name (as its server calls it)
+	Args        map[string]string // dotted argument path -> glob on its value
+	Server      string            // only calls to this server of the group
+	URI         string            // glob on a resources/read URI
+	Prompt      string            // glob on a prompts/get name
+	Description string            // the message of a -32001 answer
+	Line        int
+}
+
+// Filter is a deny-list and an allow-list of RE2 patterns: a name is
+// hidden when a deny pattern matches it, or when allow patterns are given
+// and none matches.
+type Filter struct {
+	Deny  []*regexp.Regexp
+	Allow []*regexp.Regexp
+}
+
+// Hides reports whether the filter hides any of names.
+func (f Filter) Hides(names ...string) bool {
+	for _, n := range names {
+		for _, re := range f.Deny {
+			if re.MatchString(n) {
+				return true
+			}
+		}
+	}
+	if len(f.Allow) == 0 {
+		return false
+	}
+	for _, n := range names {
+		for _, re := range f.Allow {
+			if re.MatchString(n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// PinOnChange is what happens to a tool whose definition changed since it
+// was first seen.
+type PinOnChange string
+
+const (
+	PinBlock PinOnChange = "block" // withhold it until `pin accept` (default)
+	PinWarn  PinOnChange = "warn"  // serve it, and log the change
+)
+
+// Audit configures the audit trail.
+type Audit struct {
+	// Path of the JSON-lines file; default <state dir>/audit.jsonl. "off"
+	// turns the trail off.
+	Path string
+	// Arguments puts tool arguments in the trail. Default false.
+	Arguments bool
 }
 
 // Settings are hub-wide knobs; every field has a default.
@@ -131,6 +214,13 @@ type Group struct {
 	// Servers in config order; a group with one inline server has one named
 	// after the group.
 	Servers []*Server
+	// Tools, Prompts and Resources hide what their patterns say (deny:,
+	// allow:, prompts:, resources:).
+	Tools, Prompts, Resources Filter
+	// Policy are the group's rules, evaluated before the global ones.
+	Policy []Rule
+	// PinOnChange is block (default) or warn.
+	PinOnChange PinOnChange
 	// Line is where the group starts in the file.
 	Line int
 }
@@ -164,6 +254,28 @@ type Server struct {
 	Disabled bool
 	// Line is where the server starts in the file.
 	Line int
+}
+
+// Home is dynamic-mcp's directory: $DYNAMIC_MCP_HOME, or ~/.dynamic-mcp.
+func Home() string {
+	if h := os.Getenv("DYNAMIC_MCP_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".dynamic-mcp")
+	}
+	return ".dynamic-mcp"
+}
+
+// AuditPath is where the audit trail goes, "" when it is off.
+func (c *Config) AuditPath() string {
+	switch c.Audit.Path {
+	case "off":
+		return ""
+	case "":
+		return filepath.Join(c.StateDir, "audit.jsonl")
+	}
+	return c.Audit.Path
 }
 
 // Load reads and parses the file at path.

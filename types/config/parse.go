@@ -83,8 +83,10 @@ func (p *parser) fail(n *yaml.Node, key string, format string, args ...any) {
 
 func (p *parser) parse(data []byte) *Config {
 	cfg := &Config{
-		Path: p.path,
-		Mode: ModeDynamic,
+		Path:          p.path,
+		Mode:          ModeDynamic,
+		PolicyDefault: ActionAllow,
+		StateDir:      Home(),
 		Settings: Settings{
 			ConnectTimeout: DefaultConnectTimeout,
 			ListTimeout:    DefaultListTimeout,
@@ -119,6 +121,22 @@ func (p *parser) parse(data []byte) *Config {
 		},
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
+		"policy":   func(key string, v *yaml.Node) { cfg.Policy = p.rules(v, key, "policy") },
+		"policy_default": func(key string, v *yaml.Node) {
+			switch a := Action(p.str(v, key)); a {
+			case ActionAllow, ActionDeny:
+				cfg.PolicyDefault = a
+			default:
+				p.fail(v, key, "must be allow or deny, not %q", a)
+			}
+		},
+		"audit": func(key string, v *yaml.Node) {
+			p.mapping(v, key, map[string]func(string, *yaml.Node){
+				"path":      func(k string, v *yaml.Node) { cfg.Audit.Path = p.str(v, k) },
+				"arguments": func(k string, v *yaml.Node) { cfg.Audit.Arguments = p.bool(v, k) },
+			})
+		},
+		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = p.str(v, key) },
 	})
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
 		p.fail(root, "groups", "is required: list at least one group")
@@ -171,12 +189,25 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 // serverKeys are the keys of a server, which a group with one server may
 // hold inline.
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
-	g := &Group{Name: name, Prefix: true, Line: at.Line}
+	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
 	inline := &Server{Name: name, Group: name, Line: at.Line}
 	hasInline, hasServers := false, false
 	fields := map[string]func(string, *yaml.Node){
 		"description": func(k string, v *yaml.Node) { g.Description = p.str(v, k) },
 		"prefix":      func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
+		"deny":        func(k string, v *yaml.Node) { g.Tools.Deny = p.patterns(v, k) },
+		"allow":       func(k string, v *yaml.Node) { g.Tools.Allow = p.patterns(v, k) },
+		"prompts":     func(k string, v *yaml.Node) { g.Prompts = p.filter(v, k) },
+		"resources":   func(k string, v *yaml.Node) { g.Resources = p.filter(v, k) },
+		"policy":      func(k string, v *yaml.Node) { g.Policy = p.rules(v, k, name+".policy") },
+		"pin_on_change": func(k string, v *yaml.Node) {
+			switch o := PinOnChange(p.str(v, k)); o {
+			case PinBlock, PinWarn:
+				g.PinOnChange = o
+			default:
+				p.fail(v, k, "must be block or warn, not %q", o)
+			}
+		},
 		"servers": func(k string, v *yaml.Node) {
 			hasServers = true
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
@@ -254,6 +285,68 @@ func (p *parser) retry(n *yaml.Node, path string, r *Retry) {
 		"initial_interval":   func(k string, v *yaml.Node) { r.InitialInterval = p.duration(v, k) },
 		"reconnect_interval": func(k string, v *yaml.Node) { r.ReconnectInterval = p.duration(v, k) },
 	})
+}
+
+// patterns compiles a list of RE2 patterns; a bad one is reported with its
+// index and text.
+func (p *parser) patterns(n *yaml.Node, key string) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for i, s := range p.strings(n, key) {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			p.fail(n.Content[i], fmt.Sprintf("%s[%d]", key, i), "invalid pattern %q: %v", s, err)
+			continue
+		}
+		out = append(out, re)
+	}
+	return out
+}
+
+func (p *parser) filter(n *yaml.Node, key string) Filter {
+	var f Filter
+	p.mapping(n, key, map[string]func(string, *yaml.Node){
+		"deny":  func(k string, v *yaml.Node) { f.Deny = p.patterns(v, k) },
+		"allow": func(k string, v *yaml.Node) { f.Allow = p.patterns(v, k) },
+	})
+	return f
+}
+
+// rules reads a policy: a list of rules, named prefix[i] unless named.
+func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, key, "must be a list of rules")
+		return nil
+	}
+	var rules []Rule
+	for i, rn := range n.Content {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		r := Rule{Name: fmt.Sprintf("%s[%d]", prefix, i), Line: rn.Line}
+		p.mapping(rn, k, map[string]func(string, *yaml.Node){
+			"name": func(k string, v *yaml.Node) { r.Name = p.str(v, k) },
+			"action": func(k string, v *yaml.Node) {
+				switch a := Action(p.str(v, k)); a {
+				case ActionAllow, ActionDeny, ActionLog, ActionPrompt:
+					r.Action = a
+				default:
+					p.fail(v, k, "must be allow, deny, log or prompt, not %q", a)
+				}
+			},
+			"tool":        func(k string, v *yaml.Node) { r.Tool = p.str(v, k) },
+			"args":        func(k string, v *yaml.Node) { r.Args = p.stringMap(v, k) },
+			"server":      func(k string, v *yaml.Node) { r.Server = p.str(v, k) },
+			"uri":         func(k string, v *yaml.Node) { r.URI = p.str(v, k) },
+			"prompt":      func(k string, v *yaml.Node) { r.Prompt = p.str(v, k) },
+			"description": func(k string, v *yaml.Node) { r.Description = p.str(v, k) },
+		})
+		if r.Action == "" && rn.Kind == yaml.MappingNode {
+			p.fail(rn, k+".action", "is required: allow, deny, log or prompt")
+		}
+		if len(r.Args) > 0 && r.Tool == "" {
+			p.fail(rn, k+".args", "only applies to tool calls: give tool: too (\"*\" for any)")
+		}
+		rules = append(rules, r)
+	}
+	return rules
 }
 
 // checkServer validates one server after its fields are read.

@@ -1,0 +1,117 @@
+package policy
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+func TestGlob(t *testing.T) {
+	for _, tc := range []struct {
+		glob, in string
+		want     bool
+	}{
+		{"read_*", "read_file", true},
+		{"read_*", "read_dir/x", false},
+		{"/home/*/x", "/home/ann/x", true},
+		{"/home/*/x", "/home/ann/b/x", false},
+		{"/home/**", "/home/ann/b/x", true},
+		{"/home/**/x", "/home/ann/b/x", true},
+		{"file://**", "file:///etc/passwd", true},
+		{"file://**", "https://x", false},
+		{"?.txt", "a.txt", true},
+		{"?.txt", "ab.txt", false},
+		{"a.b", "axb", false},
+		{"(x)+[y]", "(x)+[y]", true},
+		{"*", "", true},
+		{"", "", true},
+		{"", "x", false},
+		{"é*", "été", true},
+		{"line*", "line1\nline2", true},
+	} {
+		if got := Glob(tc.glob).MatchString(tc.in); got != tc.want {
+			t.Errorf("Glob(%q).Match(%q) = %v, want %v", tc.glob, tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzGlob(f *testing.F) {
+	for _, s := range []string{"*", "**", "?", "a*b?c**", `\.[]()`, "é?"} {
+		f.Add(s, "abc")
+	}
+	f.Fuzz(func(t *testing.T, glob, in string) {
+		re := Glob(glob) // must not panic
+		if !strings.ContainsAny(glob, "*?") && utf8.ValidString(glob) && utf8.ValidString(in) && re.MatchString(in) != (glob == in) {
+			t.Fatalf("literal glob %q vs %q", glob, in)
+		}
+		if Glob("**").MatchString(in) != true {
+			t.Fatalf("** did not match %q", in)
+		}
+		_ = regexp.MustCompile(re.String())
+	})
+}
+
+func TestEvaluate(t *testing.T) {
+	cfg := &config.Config{
+		PolicyDefault: config.ActionAllow,
+		Groups: []*config.Group{{Name: "files", Policy: []config.Rule{
+			{Name: "no-ssh", Action: config.ActionDeny, Tool: "read_*", Args: map[string]string{"path": "**/.ssh/**"}, Description: "no SSH keys"},
+			{Name: "projects", Action: config.ActionAllow, Tool: "read_multiple_files", Args: map[string]string{"paths": "/home/me/project/**"}},
+			{Name: "ask-writes", Action: config.ActionPrompt, Tool: "write_*"},
+			{Name: "nested", Action: config.ActionDeny, Tool: "search", Args: map[string]string{"opts.scope": "global"}},
+			{Name: "backup-only", Action: config.ActionDeny, Tool: "*", Server: "backup"},
+			{Name: "env-uri", Action: config.ActionDeny, URI: "file:///etc/**"},
+			{Name: "admin-prompt", Action: config.ActionLog, Prompt: "admin-*"},
+		}}},
+		Policy: []config.Rule{
+			{Name: "global-no-delete", Action: config.ActionDeny, Tool: "delete_*", Description: "nothing is deleted"},
+		},
+	}
+	p := New(cfg)
+	call := func(tool, args string) Request {
+		return Request{Group: "files", Server: "fs", Method: MethodToolsCall, Name: tool, Args: json.RawMessage(args)}
+	}
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want config.Action
+		rule string
+	}{
+		{"glob on argument", call("read_file", `{"path":"/home/me/.ssh/id_rsa"}`), config.ActionDeny, "no-ssh"},
+		{"argument does not match", call("read_file", `{"path":"/home/me/notes"}`), config.ActionAllow, ""},
+		{"argument missing", call("read_file", `{}`), config.ActionAllow, ""},
+		{"allow rule needs every element", call("read_multiple_files", `{"paths":["/home/me/project/a","/etc/passwd"]}`), config.ActionAllow, ""},
+		{"allow rule with all elements", call("read_multiple_files", `{"paths":["/home/me/project/a","/home/me/project/b"]}`), config.ActionAllow, "projects"},
+		{"deny rule on any element", call("read_file", `{"path":["/x","/home/me/.ssh/k"]}`), config.ActionDeny, "no-ssh"},
+		{"first match wins", call("write_file", `{"path":"/home/me/.ssh/k"}`), config.ActionPrompt, "ask-writes"},
+		{"nested argument", call("search", `{"opts":{"scope":"global"}}`), config.ActionDeny, "nested"},
+		{"nested argument other value", call("search", `{"opts":{"scope":"local"}}`), config.ActionAllow, ""},
+		{"number argument", Request{Group: "g", Method: MethodToolsCall, Name: "x", Args: json.RawMessage(`{"n":5}`)}, config.ActionAllow, ""},
+		{"server limits a rule", Request{Group: "files", Server: "backup", Method: MethodToolsCall, Name: "anything"}, config.ActionDeny, "backup-only"},
+		{"global rules after the group's", call("delete_file", `{}`), config.ActionDeny, "global-no-delete"},
+		{"global rules apply to other groups", Request{Group: "web", Method: MethodToolsCall, Name: "delete_page"}, config.ActionDeny, "global-no-delete"},
+		{"uri rule", Request{Group: "files", Method: MethodResourcesRead, Name: "file:///etc/passwd"}, config.ActionDeny, "env-uri"},
+		{"uri rule does not apply to tools", call("file:///etc/passwd", `{}`), config.ActionAllow, ""},
+		{"prompt rule", Request{Group: "files", Method: MethodPromptsGet, Name: "admin-reset"}, config.ActionLog, "admin-prompt"},
+		{"fail closed on bad arguments", call("read_file", `{"path":`), config.ActionDeny, ""},
+		{"fail closed when a path crosses a non-object", call("search", `{"opts":"flat"}`), config.ActionDeny, "nested"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Evaluate(tc.req)
+			if d.Action != tc.want || d.Rule != tc.rule {
+				t.Errorf("got %+v, want %s by %q", d, tc.want, tc.rule)
+			}
+		})
+	}
+	cfg.PolicyDefault = config.ActionDeny
+	if d := New(cfg).Evaluate(call("list", `{}`)); d.Action != config.ActionDeny || d.Rule != "" {
+		t.Errorf("policy_default deny: %+v", d)
+	}
+	if d := New(&config.Config{Policy: []config.Rule{{Name: "all", Action: config.ActionLog}}}).Evaluate(Request{Method: MethodPromptsGet, Name: "p"}); d.Rule != "all" {
+		t.Errorf("a rule with no target applies to everything: %+v", d)
+	}
+}
