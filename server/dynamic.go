@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -155,6 +156,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	}
 	r, ok := g.toolRoutes[args.Name]
 	if !ok {
+		h.auditMiss(ctx, args.Name, args.Args)
 		return toolError("Tool not found: " + args.Name), nil
 	}
 	arguments := args.Args
@@ -168,5 +170,5 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	if len(meta) > 0 {
 		params["_meta"] = meta
 	}
-	return h.callTool(ctx, r, params)
+	return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params})
 }

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -28,16 +28,19 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 
-	view      atomic.Pointer[view] // the current view; replaced whole on change
-	refreshMu sync.Mutex           // one rebuild at a time, so no change is lost
+	policy    atomic.Pointer[policy.Policy]
+	audit     atomic.Pointer[auditLog] // nil when the trail is off
+	view      atomic.Pointer[view]     // the current view; replaced whole on change
+	refreshMu sync.Mutex               // one rebuild at a time, so no change is lost
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
-// New builds the hub for cfg's upstreams in mgr. Run keeps its view current.
-func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) *Hub {
+// New builds the hub for cfg's upstreams in mgr and opens its audit trail.
+// Run keeps its view current.
+func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
 	h := &Hub{
 		mgr:    mgr,
 		logger: logger,
@@ -50,16 +53,30 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) *Hub {
 			mcpserver.WithLogging(),
 		),
 	}
+	audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	h.audit.Store(audit)
 	h.cfg.Store(cfg)
+	h.policy.Store(policy.New(cfg))
 	h.view.Store(buildView(cfg.Mode, mgr))
-	return h
+	return h, nil
 }
 
 // SetConfig switches the hub to cfg after a reload (mode, page size,
 // timeouts) and tells clients what changed for them. The manager is moved
 // to cfg separately, by its Apply.
 func (h *Hub) SetConfig(cfg *config.Config) {
-	h.cfg.Store(cfg)
+	old := h.cfg.Swap(cfg)
+	h.policy.Store(policy.New(cfg))
+	if old.AuditPath() != cfg.AuditPath() || old.Audit.Arguments != cfg.Audit.Arguments {
+		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments); err != nil {
+			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
+		} else {
+			h.audit.Swap(audit).close()
+		}
+	}
 	h.refresh()
 }
 
@@ -82,11 +99,16 @@ func (h *Hub) Run() {
 	}()
 }
 
-// Close stops Run and waits for it. It does not close the upstreams.
+// Close stops Run, waits for it and closes the audit trail. It does not
+// close the upstreams.
 func (h *Hub) Close() error {
-	h.once.Do(func() { close(h.stop) })
-	h.wg.Wait()
-	return nil
+	var err error
+	h.once.Do(func() {
+		close(h.stop)
+		h.wg.Wait()
+		err = h.audit.Load().close()
+	})
+	return err
 }
 
 // refresh rebuilds the view and sends list_changed for what changed.
@@ -178,26 +200,6 @@ func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) 
 	return b, errDelegated
 }
 
-// callTool forwards a tools/call to r and returns its result unchanged. A
-// failure of the hub or the upstream's transport is an isError result.
-func (h *Hub) callTool(ctx context.Context, r route, params map[string]json.RawMessage) (json.RawMessage, error) {
-	start := time.Now()
-	res, err := r.server.Request(ctx, "tools/call", params, h.config().CallTimeoutFor(r.server.Config))
-	var ue *upstream.RPCError
-	switch {
-	case err == nil:
-		h.logger.Debug("tool call", "upstream", r.server.Config.ID(), "tool", r.name, "took", time.Since(start))
-		return res, nil
-	case errors.As(err, &ue):
-		return nil, err
-	case errors.Is(err, context.Canceled):
-		return nil, err
-	default:
-		h.logger.Warn("tool call failed", "upstream", r.server.Config.ID(), "tool", r.name, "err", err)
-		return toolError(err.Error()), nil
-	}
-}
-
 func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(params, &p); err != nil || p == nil {
@@ -210,10 +212,11 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	if h.config().Mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok {
+			h.auditMiss(ctx, name, p["arguments"])
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
 		p["name"], _ = json.Marshal(r.name)
-		return h.callTool(ctx, r, p)
+		return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: p["arguments"], params: p})
 	}
 	var args dynamicArgs
 	if a := p["arguments"]; len(a) > 0 && string(a) != "null" {
@@ -227,6 +230,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	case callToolName:
 		return h.callDynamicTool(ctx, v, args, p["_meta"])
 	}
+	h.auditMiss(ctx, name, p["arguments"])
 	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 }
 
@@ -241,7 +245,7 @@ func (h *Hub) promptsGet(ctx context.Context, v *view, params json.RawMessage) (
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
 	p["name"], _ = json.Marshal(r.name)
-	return r.server.Request(ctx, "prompts/get", p, h.config().CallTimeoutFor(r.server.Config))
+	return h.forward(ctx, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: p["arguments"], params: p})
 }
 
 func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
@@ -255,7 +259,7 @@ func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
-	return s.Request(ctx, "resources/read", params, h.config().CallTimeoutFor(s.Config))
+	return h.forward(ctx, call{method: policy.MethodResourcesRead, server: s, name: p.URI, params: params})
 }
 
 // complete routes completion/complete by its reference: a prompt by its

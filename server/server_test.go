@@ -80,9 +80,13 @@ func TestDecorateModern(t *testing.T) {
 
 // newTestHub is a hub with no upstreams, for the protocol edge of the hub.
 func newTestHub(mode config.Mode) *Hub {
-	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20}}
+	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20}, Audit: config.Audit{Path: "off"}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(cfg, upstream.New(cfg, logger), logger)
+	h, err := New(cfg, upstream.New(cfg, logger), logger)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
 // FuzzReceive feeds arbitrary lines to the hub: whatever arrives, it must
@@ -104,7 +108,7 @@ func FuzzReceive(f *testing.F) {
 		for _, mode := range []config.Mode{config.ModeDynamic, config.ModeFlat} {
 			h := newTestHub(mode)
 			var out bytes.Buffer
-			c := &stdioConn{hub: h, w: &lineWriter{w: &out}, inflight: map[string]context.CancelFunc{}}
+			c := &stdioConn{hub: h, w: &lineWriter{w: &out}, inflight: map[string]context.CancelFunc{}, outgoing: map[string]chan *envelope{}}
 			sess := newSession("fuzz")
 			c.receive(h.mcp.WithContext(context.Background(), sess), []byte(line))
 			c.wg.Wait()

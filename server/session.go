@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +14,7 @@ import (
 // client.
 type session struct {
 	id            string
+	requester     requester // sends a request to the client; nil if it cannot
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification
 
@@ -21,6 +24,9 @@ type session struct {
 	protocolVersion string
 	logLevel        mcp.LoggingLevel
 }
+
+// requester sends a request to the client and waits for its answer.
+type requester func(ctx context.Context, method string, params any) (json.RawMessage, error)
 
 // notificationBuffer is how many notifications may wait for a slow client;
 // mcp-go drops (and reports) what does not fit rather than block the hub.

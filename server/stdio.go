@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -30,7 +31,8 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	reqCtx, cancelRequests := context.WithCancel(h.mcp.WithContext(ctx, sess))
 	defer cancelRequests()
 	w := &lineWriter{w: out}
-	c := &stdioConn{hub: h, w: w, inflight: map[string]context.CancelFunc{}}
+	c := &stdioConn{hub: h, w: w, inflight: map[string]context.CancelFunc{}, outgoing: map[string]chan *envelope{}}
+	sess.requester = c.request
 
 	notifyDone := make(chan struct{})
 	go func() {
@@ -91,8 +93,40 @@ type stdioConn struct {
 	w   *lineWriter
 	wg  sync.WaitGroup
 
-	mu       sync.Mutex // guards inflight
-	inflight map[string]context.CancelFunc
+	mu       sync.Mutex                    // guards inflight and outgoing
+	inflight map[string]context.CancelFunc // requests from the client, by id
+	outgoing map[string]chan *envelope     // requests to the client, by id
+	nextID   atomic.Int64
+}
+
+// request sends the client a request and waits for its answer.
+func (c *stdioConn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := json.RawMessage(fmt.Sprintf(`"dynamic-mcp-%d"`, c.nextID.Add(1)))
+	ch := make(chan *envelope, 1)
+	c.mu.Lock()
+	c.outgoing[string(id)] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.outgoing, string(id))
+		c.mu.Unlock()
+	}()
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	c.w.write(b)
+	select {
+	case m := <-ch:
+		if len(m.Error) > 0 {
+			var e rpcError
+			_ = json.Unmarshal(m.Error, &e)
+			return nil, fmt.Errorf("client answered %s with error %d: %s", method, e.Code, e.Message)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // receive handles one line from the client.
@@ -141,9 +175,15 @@ func (c *stdioConn) receive(ctx context.Context, line []byte) {
 		}
 		c.hub.mcp.HandleMessage(ctx, line)
 	case hasID(msg.ID):
-		// A response to a request the hub sent the client; the hub sends
-		// none of its own yet.
-		c.hub.logger.Debug("response from client to an unknown request", "id", string(msg.ID))
+		c.mu.Lock()
+		ch := c.outgoing[string(msg.ID)]
+		delete(c.outgoing, string(msg.ID))
+		c.mu.Unlock()
+		if ch == nil {
+			c.hub.logger.Debug("response from client to no pending request", "id", string(msg.ID))
+			return
+		}
+		ch <- &msg
 	default:
 		c.w.write(errorResponse(nil, errorf(codeInvalidRequest, "not a JSON-RPC request, notification or response")))
 	}

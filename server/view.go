@@ -22,6 +22,7 @@ type templateRoute struct {
 	template *uritemplate.Template
 	raw      string
 	server   *upstream.Server
+	hidden   config.Filter // the group's resources filter, for the URIs it matches
 }
 
 // groupView is one group as the client sees it.
@@ -75,6 +76,9 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 		for _, s := range g.Servers {
 			lists := s.Lists()
 			for _, t := range lists.Tools {
+				if g.Config.Tools.Hides(t.Key) {
+					continue // hidden: as if the server did not have it
+				}
 				if prev, dup := gv.toolRoutes[t.Key]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: %s in the same group has a tool of that name", t.Key, s.Config.ID(), prev.server.Config.ID()))
 					continue
@@ -98,6 +102,9 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				flatTools = append(flatTools, raw)
 			}
 			for _, p := range lists.Prompts {
+				if g.Config.Prompts.Hides(p.Key) {
+					continue
+				}
 				name := ExposedName(g.Config.Name, p.Key, g.Config.Prefix)
 				if prev, dup := promptOwner[name]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("prompt %q of %s is hidden: its name collides with a prompt of %s", name, s.Config.ID(), prev))
@@ -112,6 +119,9 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				v.prompts = append(v.prompts, raw)
 			}
 			for _, r := range lists.Resources {
+				if g.Config.Resources.Hides(r.Key, r.Name) {
+					continue
+				}
 				if prev, dup := v.resourceRoutes[r.Key]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("resource %q of %s is hidden: %s lists the same URI", r.Key, s.Config.ID(), prev.Config.ID()))
 					continue
@@ -120,12 +130,15 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				v.resources = append(v.resources, r.Raw)
 			}
 			for _, t := range lists.Templates {
+				if g.Config.Resources.Hides(t.Key, t.Name) {
+					continue
+				}
 				tmpl, err := uritemplate.New(t.Key)
 				if err != nil {
 					v.problems = append(v.problems, fmt.Sprintf("resource template %q of %s is not a valid URI template: %v", t.Key, s.Config.ID(), err))
 					continue
 				}
-				v.templateRoutes = append(v.templateRoutes, templateRoute{template: tmpl, raw: t.Key, server: s})
+				v.templateRoutes = append(v.templateRoutes, templateRoute{template: tmpl, raw: t.Key, server: s, hidden: g.Config.Resources})
 				v.templates = append(v.templates, t.Raw)
 			}
 		}
@@ -191,6 +204,9 @@ func (v *view) resolveResource(uri string) *upstream.Server {
 	}
 	for _, t := range v.templateRoutes {
 		if t.template.Match(uri) != nil {
+			if t.hidden.Hides(uri) {
+				return nil
+			}
 			return t.server
 		}
 	}

@@ -10,8 +10,9 @@ import (
 // sent, with the key the hub routes by: a tool's or prompt's name, a
 // resource's uri, a template's uriTemplate.
 type Item struct {
-	Key string
-	Raw json.RawMessage
+	Key  string
+	Name string // the entry's "name", for resources and templates ("" if none)
+	Raw  json.RawMessage
 }
 
 // Lists are everything a server offers, each list with all its pages.
@@ -64,11 +65,11 @@ func fetchAll(ctx context.Context, method, field, key string, request func(ctx c
 			}
 		}
 		for _, e := range entries {
-			k, err := keyOf(e, key)
+			k, name, err := keyOf(e, key)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", method, err)
 			}
-			items = append(items, Item{Key: k, Raw: e})
+			items = append(items, Item{Key: k, Name: name, Raw: e})
 		}
 		cursor = ""
 		if r, ok := result["nextCursor"]; ok && string(r) != "null" {
@@ -86,16 +87,16 @@ func fetchAll(ctx context.Context, method, field, key string, request func(ctx c
 	}
 }
 
-func keyOf(raw json.RawMessage, key string) (string, error) {
+func keyOf(raw json.RawMessage, key string) (k, name string, err error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return "", fmt.Errorf("entry is not an object: %s", truncate(raw))
+		return "", "", fmt.Errorf("entry is not an object: %s", truncate(raw))
 	}
-	var k string
 	if err := json.Unmarshal(obj[key], &k); err != nil || k == "" {
-		return "", fmt.Errorf("entry without %s: %s", key, truncate(raw))
+		return "", "", fmt.Errorf("entry without %s: %s", key, truncate(raw))
 	}
-	return k, nil
+	_ = json.Unmarshal(obj["name"], &name)
+	return k, name, nil
 }
 
 func truncate(b []byte) string {

@@ -25,6 +25,8 @@ var (
 	fakeBin string // testdata/fakeupstream
 	npmDir  string // testdata/npm, where the reference servers are installed
 	repoDir string
+	// testHome is DYNAMIC_MCP_HOME for every hub the tests start.
+	testHome string
 )
 
 // fakeTools is how many tools testdata/fakeupstream offers.
@@ -44,6 +46,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The hubs under test keep their audit trail and pins here, not in
+	// the home directory of whoever runs the tests.
+	testHome = filepath.Join(dir, "home")
+	os.Setenv("DYNAMIC_MCP_HOME", testHome)
 	repoDir, _ = filepath.Abs("../..")
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
 	hubBin = filepath.Join(dir, "dynamic-mcp")

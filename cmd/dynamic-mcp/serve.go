@@ -31,7 +31,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	mgr := upstream.New(cfg, logger)
 	mgr.Start(ctx)
 	defer mgr.Close()
-	hub := server.New(cfg, mgr, logger)
+	hub, err := server.New(cfg, mgr, logger)
+	if err != nil {
+		return err
+	}
 	hub.Run()
 	defer hub.Close()
 

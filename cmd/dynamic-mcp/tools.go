@@ -41,7 +41,11 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mgr.Start(ctx)
 	defer mgr.Close()
 	mgr.WaitSettled(ctx)
-	hub := server.New(cfg, mgr, logger)
+	cfg.Audit.Path = "off" // listing tools is not something to audit
+	hub, err := server.New(cfg, mgr, logger)
+	if err != nil {
+		return err
+	}
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	for _, g := range mgr.Groups() {

@@ -239,6 +239,11 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	if g.Description == "" {
 		p.fail(at, path+".description", "is required: say what the group is for, the LLM reads it")
 	}
+	for i, r := range g.Policy {
+		if r.Server != "" && !hasServerNamed(g, inline, r.Server) {
+			p.fail(at, fmt.Sprintf("%s.policy[%d].server", path, i), "names %q, which is not a server of this group", r.Server)
+		}
+	}
 	switch {
 	case hasInline && hasServers:
 		p.fail(at, path, "has both an inline server and servers:; use one or the other")
@@ -249,6 +254,18 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 		p.fail(at, path, "has no server: give command: or url:, or a servers: map")
 	}
 	return g
+}
+
+func hasServerNamed(g *Group, inline *Server, name string) bool {
+	if inline.Name == name && (inline.Command != "" || inline.URL != "") {
+		return true
+	}
+	for _, s := range g.Servers {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {

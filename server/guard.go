@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// codePolicyBlocked answers a call a policy rule blocked.
+const codePolicyBlocked = -32001
+
+// promptTimeout bounds how long the user has to answer an elicitation
+// from a prompt rule before the call is denied.
+const promptTimeout = 2 * time.Minute
+
+// call is one tool call, resource read or prompt get on its way upstream.
+type call struct {
+	method string // policy.Method*
+	server *upstream.Server
+	name   string          // tool or prompt name as the server knows it, or the URI
+	args   json.RawMessage // tool arguments
+	params any             // what is sent upstream
+}
+
+// forward applies the policy to c, sends it upstream when allowed, and
+// writes the audit record. A failure of the hub or transport during a tool
+// call is an isError result.
+func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
+	start := time.Now()
+	rec := auditRecord{Time: start.UTC(), Session: sessionID(ctx), Group: c.server.Config.Group, Server: c.server.Config.Name,
+		Method: c.method, Arguments: c.args}
+	switch c.method {
+	case policy.MethodToolsCall:
+		rec.Tool = c.name
+	case policy.MethodResourcesRead:
+		rec.URI = c.name
+	case policy.MethodPromptsGet:
+		rec.Prompt = c.name
+	}
+	d := h.policy.Load().Evaluate(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
+	rec.Decision, rec.Rule = string(d.Action), d.Rule
+	var res json.RawMessage
+	err := h.decide(ctx, c, d)
+	if err == nil {
+		res, err = c.server.Request(ctx, c.method, c.params, h.config().CallTimeoutFor(c.server.Config))
+		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
+			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
+			rec.Outcome, rec.Error = "tool_error", err.Error()
+			res, err = toolError(err.Error()), nil
+		}
+	}
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	switch {
+	case rec.Outcome != "":
+	case isBlocked(err):
+		rec.Outcome, rec.Error = "blocked", err.Error()
+	case err != nil:
+		rec.Outcome, rec.Error = "error", err.Error()
+	case isToolError(res):
+		rec.Outcome = "tool_error"
+	default:
+		rec.Outcome = "ok"
+	}
+	if werr := h.audit.Load().write(rec); werr != nil {
+		h.logger.Error("write audit trail", "err", werr)
+	}
+	return res, err
+}
+
+// decide turns a policy decision into nil (go ahead) or the error the
+// client gets.
+func (h *Hub) decide(ctx context.Context, c call, d policy.Decision) error {
+	switch d.Action {
+	case config.ActionAllow:
+		return nil
+	case config.ActionLog:
+		h.logger.Info("policy: call logged", "rule", d.Rule, "upstream", c.server.Config.ID(), "method", c.method, "name", c.name)
+		return nil
+	case config.ActionPrompt:
+		if err := h.ask(ctx, c, d); err != nil {
+			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
+			return blocked(d, err.Error())
+		}
+		return nil
+	}
+	return blocked(d, "")
+}
+
+func blocked(d policy.Decision, why string) *rpcError {
+	rule := d.Rule
+	if rule == "" {
+		rule = "policy_default"
+	}
+	msg := d.Description
+	if msg == "" {
+		msg = "Blocked by policy rule " + rule
+	}
+	if why != "" {
+		msg += " (" + why + ")"
+	}
+	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]string{"rule": rule, "action": string(d.Action)}}
+}
+
+// ask puts the call to the user through the client's elicitation. Only an
+// accept lets it through; a client that cannot elicit, a decline, a cancel
+// or no answer in time all deny.
+func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
+	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
+	if !ok || sess.requester == nil {
+		return errors.New("the client cannot be asked")
+	}
+	if sess.GetClientCapabilities().Elicitation == nil {
+		return errors.New("the client does not support elicitation")
+	}
+	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
+	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)
+	if d.Description != "" {
+		msg += " " + d.Description + "."
+	}
+	if len(c.args) > 0 {
+		args := string(c.args)
+		if len(args) > 500 {
+			args = args[:500] + "..."
+		}
+		msg += " Arguments: " + args
+	}
+	ctx, cancel := context.WithTimeout(ctx, promptTimeout)
+	defer cancel()
+	res, err := sess.requester(ctx, "elicitation/create", map[string]any{
+		"message":         msg,
+		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+	})
+	if err != nil {
+		return fmt.Errorf("no answer: %w", err)
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if err := json.Unmarshal(res, &answer); err != nil {
+		return fmt.Errorf("unreadable answer: %w", err)
+	}
+	if answer.Action != "accept" {
+		return fmt.Errorf("the user chose %s", answer.Action)
+	}
+	return nil
+}
+
+// auditMiss records a tool call that named no tool the client can see.
+func (h *Hub) auditMiss(ctx context.Context, name string, args json.RawMessage) {
+	rec := auditRecord{Time: time.Now().UTC(), Session: sessionID(ctx), Method: policy.MethodToolsCall, Tool: name,
+		Decision: "not_found", Outcome: "not_found", Arguments: args}
+	if err := h.audit.Load().write(rec); err != nil {
+		h.logger.Error("write audit trail", "err", err)
+	}
+}
+
+func sessionID(ctx context.Context) string {
+	if s := mcpserver.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
+}
+
+func isUpstreamError(err error) bool {
+	var ue *upstream.RPCError
+	return errors.As(err, &ue)
+}
+
+func isBlocked(err error) bool {
+	var re *rpcError
+	return errors.As(err, &re) && re.Code == codePolicyBlocked
+}
+
+func isToolError(res json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(res, &r) == nil && r.IsError
+}
