@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type Group struct {
 // Manager owns every upstream server of a config.
 type Manager struct {
 	logger  *slog.Logger
+	pins    *Pins
 	changes chan struct{} // coalesced: one pending signal is enough
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
@@ -33,7 +35,7 @@ type Manager struct {
 
 // New builds the manager of cfg's servers without starting any.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
-	m := &Manager{logger: logger, changes: make(chan struct{}, 1)}
+	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins"))}
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
 	return m
@@ -47,8 +49,8 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 		group := &Group{Config: g}
 		for _, sc := range g.Servers {
 			s, ok := old[sc.ID()]
-			if !ok || !sameServer(s, sc, cfg.Settings) {
-				s = newServer(sc, cfg.Settings, m.logger, m.signal)
+			if !ok || !sameServer(s, sc, cfg.Settings) || s.onChange != g.PinOnChange {
+				s = newServer(sc, cfg.Settings, m.pins, g.PinOnChange, m.logger, m.signal)
 			}
 			group.Servers = append(group.Servers, s)
 		}
@@ -118,6 +120,17 @@ func (m *Manager) Apply(cfg *config.Config) {
 		}
 	}
 	m.signal()
+}
+
+// Pins are where the manager's servers pin their tools.
+func (m *Manager) Pins() *Pins { return m.pins }
+
+// RecheckPins applies the tool pins again on every server, after they were
+// accepted by another process.
+func (m *Manager) RecheckPins() {
+	for _, s := range m.Servers() {
+		s.RecheckPins()
+	}
 }
 
 // Changes receives a value after any server's state or lists changed.

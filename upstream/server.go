@@ -39,6 +39,9 @@ type Status struct {
 	ServerInfo      mcp.Implementation
 	Instructions    string
 	ReadyIn         time.Duration // from start to ready
+	// PinChanged are tools whose definition differs from the one pinned
+	// when first seen; withheld unless the group says on_change: warn.
+	PinChanged []string
 }
 
 // Server is one supervised upstream server.
@@ -47,11 +50,14 @@ type Server struct {
 	settings config.ServerSettings
 	logger   *slog.Logger
 	changed  func() // reports a change of state or lists; never blocks
+	pins     *Pins  // nil: no pinning
+	onChange config.PinOnChange
 
 	mu      sync.Mutex // guards the fields below
 	status  Status
 	conn    *conn
-	lists   Lists
+	raw     Lists // as the server sent them
+	lists   Lists // raw less the tools pinning withholds
 	closing bool
 	cancel  context.CancelFunc // stops run
 
@@ -59,12 +65,14 @@ type Server struct {
 	wg        sync.WaitGroup
 }
 
-func newServer(cfg *config.Server, settings config.Settings, logger *slog.Logger, changed func()) *Server {
+func newServer(cfg *config.Server, settings config.Settings, pins *Pins, onChange config.PinOnChange, logger *slog.Logger, changed func()) *Server {
 	s := &Server{
 		Config:   cfg,
 		settings: settings.ForServer(),
 		logger:   logger.With("upstream", cfg.ID()),
 		changed:  changed,
+		pins:     pins,
+		onChange: onChange,
 	}
 	if cfg.Disabled {
 		s.status.State = StateDisabled
@@ -151,7 +159,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		c.close()
 		return false
 	}
-	s.conn, s.lists = c, lists
+	s.conn = c
 	s.status = Status{
 		State:           StateReady,
 		ProtocolVersion: c.client.ProtocolVersion(),
@@ -159,6 +167,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		Instructions:    c.init.Instructions,
 		ReadyIn:         took,
 	}
+	s.setListsLocked(lists)
 	s.mu.Unlock()
 	s.logger.Info("upstream ready", "protocol", c.client.ProtocolVersion(), "tools", len(lists.Tools),
 		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
@@ -289,10 +298,58 @@ func (s *Server) refresh(c *conn) {
 		s.mu.Unlock()
 		return
 	}
-	s.lists = lists
+	s.setListsLocked(lists)
 	s.mu.Unlock()
 	s.logger.Info("upstream lists changed", "tools", len(lists.Tools), "prompts", len(lists.Prompts), "resources", len(lists.Resources))
 	s.changed()
+}
+
+// setListsLocked takes raw as the server's lists, withholding the tools
+// whose definition changed since they were pinned. s.mu is held.
+func (s *Server) setListsLocked(raw Lists) {
+	s.raw, s.lists = raw, raw
+	s.status.PinChanged = nil
+	if s.pins == nil || len(raw.Tools) == 0 {
+		return
+	}
+	changed, err := s.pins.Check(s.Config.ID(), raw.Tools)
+	if err != nil {
+		s.logger.Error("tool pins could not be checked or saved", "err", err)
+	}
+	s.status.PinChanged = changed
+	if len(changed) == 0 {
+		return
+	}
+	if s.onChange == config.PinWarn {
+		s.logger.Warn("tool definitions changed since first seen; serving them (pin_on_change: warn)", "tools", changed)
+		return
+	}
+	s.logger.Error("tool definitions changed since first seen; withheld until accepted",
+		"tools", changed, "accept", "dynamic-mcp pin accept "+s.Config.ID())
+	kept := make([]Item, 0, len(raw.Tools))
+	for _, t := range raw.Tools {
+		if !contains(changed, t.Key) {
+			kept = append(kept, t)
+		}
+	}
+	s.lists.Tools = kept
+}
+
+// RecheckPins applies the pins again to the lists the server last sent,
+// after `pin accept` changed them.
+func (s *Server) RecheckPins() {
+	s.mu.Lock()
+	if s.status.State != StateReady {
+		s.mu.Unlock()
+		return
+	}
+	before := len(s.lists.Tools)
+	s.setListsLocked(s.raw)
+	after := len(s.lists.Tools)
+	s.mu.Unlock()
+	if before != after {
+		s.changed()
+	}
 }
 
 // Request sends a raw request to the server, bounded by timeout, and returns

@@ -44,17 +44,28 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
 }
 
-// parse parses args and fills in the config path from the environment.
+// parse parses args, flags and arguments in any order, and fills in the
+// config path from the environment.
 func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(os.Stdout)
+				fs.PrintDefaults()
+				return err
+			}
+			return usageError{err.Error()}
 		}
-		return usageError{err.Error()}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
+	// Leave the arguments where fs.Arg finds them.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	if c.config == "" {
 		c.config = os.Getenv("DYNAMIC_MCP_CONFIG")
 	}

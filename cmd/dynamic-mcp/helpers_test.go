@@ -30,7 +30,7 @@ var (
 )
 
 // fakeTools is how many tools testdata/fakeupstream offers.
-const fakeTools = 14
+const fakeTools = 15
 
 // buildFlags are passed to go build for the binaries under test.
 var buildFlags []string

@@ -327,7 +327,7 @@ func TestCLI(t *testing.T) {
 	}
 
 	out, _, code = run(nil, "status", "-c", good)
-	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+14\s+\d`).MatchString(out) {
+	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools)+`\s+\d`).MatchString(out) {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 	broken := filepath.Join(dir, "broken.yaml")

@@ -53,6 +53,11 @@ Usage:
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
   dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
+  dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny]
+                                  evaluate policy fixtures without starting any upstream
+  dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
+  dynamic-mcp pin accept -c FILE SERVER [TOOL...]
+                                  accept changed tool definitions
   dynamic-mcp version
 
 With no -c, the config path comes from $DYNAMIC_MCP_CONFIG.
@@ -77,6 +82,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "pin":
+		return pinCmd(args[1:], stdout)
+	case "policy":
+		return policyCmd(args[1:], stdout)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "dynamic-mcp", version)
 		return nil

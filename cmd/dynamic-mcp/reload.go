@@ -22,14 +22,16 @@ const (
 
 // watchConfig reloads the config at path when the file changes, or at once
 // on SIGHUP, and hands each valid new config to apply. An invalid one is
-// logged and the old config keeps serving. It returns when ctx ends.
-func watchConfig(ctx context.Context, path string, apply func(*config.Config), logger *slog.Logger) {
+// logged and the old config keeps serving. When the pins directory changes
+// (`pin accept` ran) it calls repin. It returns when ctx ends.
+func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.Config), repin func(), logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
 	current := fileHash(path)
 	stamp, changedAt := statStamp(path), time.Time{}
+	pins := statStamp(pinsDir)
 	reload := func(reason string) {
 		cfg, err := config.Load(path)
 		current = fileHash(path)
@@ -48,7 +50,12 @@ func watchConfig(ctx context.Context, path string, apply func(*config.Config), l
 			return
 		case <-hup:
 			reload("SIGHUP")
+			repin()
 		case now := <-t.C:
+			if s := statStamp(pinsDir); s != pins {
+				pins = s
+				repin()
+			}
 			if s := statStamp(path); s != stamp {
 				stamp, changedAt = s, now
 				continue

@@ -42,10 +42,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		watchConfig(watchCtx, c.config, func(cfg *config.Config) {
+		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
-		}, logger)
+		}, mgr.RecheckPins, logger)
 	}()
 	defer func() { stopWatching(); <-watched }()
 

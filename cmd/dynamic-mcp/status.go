@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -69,6 +70,18 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	w.Flush()
+	for _, s := range mgr.Servers() {
+		if changed := s.Status().PinChanged; len(changed) > 0 {
+			what := "withheld"
+			for _, g := range cfg.Groups {
+				if g.Name == s.Config.Group && g.PinOnChange == config.PinWarn {
+					what = "served anyway (pin_on_change: warn)"
+				}
+			}
+			fmt.Fprintf(stdout, "%s: tools changed since first seen, %s: %s (accept: dynamic-mcp pin accept -c %s %s)\n",
+				s.Config.ID(), what, strings.Join(changed, ", "), cfg.Path, s.Config.ID())
+		}
+	}
 	if !allReady {
 		return errNotAllReady
 	}

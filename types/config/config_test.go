@@ -30,6 +30,15 @@ groups:
     servers:
       search: { url: "https://search.example/mcp", headers: { Authorization: "Bearer ${DMCP_TEST_KEY}" } }
       browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s, retry: { attempts: 2 } }
+    deny: ["^write_"]
+    prompts: { allow: ["^summar"] }
+    pin_on_change: warn
+    policy:
+      - { action: deny, tool: "browser_*", args: { url: "file://**" }, description: "no local files", server: browser }
+policy:
+  - { name: last, action: log }
+policy_default: deny
+audit: { path: /tmp/a.jsonl, arguments: true }
 `
 	cfg, err := Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
@@ -70,6 +79,15 @@ groups:
 	want := Retry{Attempts: 2, InitialInterval: time.Second, ReconnectInterval: time.Minute}
 	if got := web.Servers[1].Retry; got != want {
 		t.Errorf("server retry = %+v, want %+v", got, want)
+	}
+	if !web.Tools.Hides("write_x") || web.Tools.Hides("read_x") || !web.Prompts.Hides("other") || web.Prompts.Hides("summarize") {
+		t.Error("filters do not hide as configured")
+	}
+	if len(web.Policy) != 1 || web.Policy[0].Name != "web.policy[0]" || web.Policy[0].Args["url"] != "file://**" || web.PinOnChange != PinWarn {
+		t.Errorf("group policy: %+v", web.Policy)
+	}
+	if len(cfg.Policy) != 1 || cfg.Policy[0].Name != "last" || cfg.PolicyDefault != ActionDeny || cfg.AuditPath() != "/tmp/a.jsonl" || !cfg.Audit.Arguments {
+		t.Errorf("global policy: %+v %s %+v", cfg.Policy, cfg.PolicyDefault, cfg.Audit)
 	}
 	if got := web.Servers[0].Retry; got.Attempts != 5 {
 		t.Errorf("settings retry not inherited: %+v", got)
@@ -120,6 +138,12 @@ func TestParseErrors(t *testing.T) {
 		{"args not a list", "groups:\n  a: {description: x, command: y, args: z}", "groups.a.args: must be a list"},
 		{"duplicate key", "groups:\n  a: {description: x, command: y, command: z}", "appears twice"},
 		{"bad size", "settings: {max_message_size: 10GB}\ngroups:\n  a: {description: x, command: y}", "must be a size"},
+		{"bad pattern", "groups:\n  files:\n    description: x\n    command: y\n    deny: [\"^ok\", \"^write_(\"]", `config:5: groups.files.deny[1]: invalid pattern "^write_("`},
+		{"rule without action", "groups:\n  a: {description: x, command: y, policy: [{tool: x}]}", "policy[0].action: is required"},
+		{"rule with bad action", "policy: [{action: maybe}]\ngroups:\n  a: {description: x, command: y}", "must be allow, deny, log or prompt"},
+		{"rule for an unknown server", "groups:\n  a: {description: x, command: y, policy: [{action: deny, server: zz}]}", `names "zz", which is not a server of this group`},
+		{"args without tool", "groups:\n  a: {description: x, command: y, policy: [{action: deny, args: {p: x}}]}", "only applies to tool calls"},
+		{"bad policy_default", "policy_default: log\ngroups:\n  a: {description: x, command: y}", "must be allow or deny"},
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

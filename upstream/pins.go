@@ -1,0 +1,226 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Pins records, per server, a hash of every tool's definition the first
+// time it is seen, so that a server that later changes a tool (a "rug
+// pull") is noticed. One JSON file per server in the pins directory,
+// written atomically with mode 0600.
+type Pins struct {
+	dir string
+	mu  sync.Mutex // serialises read-modify-write of the files
+}
+
+// NewPins keeps pins in dir.
+func NewPins(dir string) *Pins { return &Pins{dir: dir} }
+
+// Dir is where the pin files are.
+func (p *Pins) Dir() string { return p.dir }
+
+type pinFile struct {
+	Server string          `json:"server"`
+	Tools  map[string]*pin `json:"tools"`
+}
+
+type pin struct {
+	Hash      string     `json:"hash"`
+	FirstSeen time.Time  `json:"first_seen"`
+	Changed   string     `json:"changed,omitempty"` // hash of the definition now served, when it differs
+	ChangedAt *time.Time `json:"changed_at,omitempty"`
+}
+
+// hashTool hashes what a tool does and says: name, title, description,
+// input and output schema, annotations; canonically, so key order and
+// spacing do not count.
+func hashTool(raw json.RawMessage) string {
+	var t struct {
+		Name         string          `json:"name"`
+		Title        string          `json:"title"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+		Annotations  json.RawMessage `json:"annotations"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	canon := func(b json.RawMessage) any {
+		var v any
+		_ = json.Unmarshal(b, &v)
+		return v
+	}
+	b, _ := json.Marshal([]any{t.Name, t.Title, t.Description, canon(t.InputSchema), canon(t.OutputSchema), canon(t.Annotations)})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (p *Pins) path(serverID string) string {
+	return filepath.Join(p.dir, url.PathEscape(serverID)+".json")
+}
+
+func (p *Pins) load(serverID string) (*pinFile, error) {
+	f := &pinFile{Server: serverID, Tools: map[string]*pin{}}
+	b, err := os.ReadFile(p.path(serverID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("pin file %s: %w", p.path(serverID), err)
+	}
+	if f.Tools == nil {
+		f.Tools = map[string]*pin{}
+	}
+	return f, nil
+}
+
+func (p *Pins) save(f *pinFile) error {
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(p.dir, ".pins-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p.path(f.Server))
+}
+
+// Check compares tools with their pins: a tool seen for the first time is
+// pinned; it returns the names of tools whose definition differs from
+// their pin, in order.
+func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := p.load(serverID)
+	if err != nil {
+		return nil, err
+	}
+	dirty := false
+	var changed []string
+	now := time.Now().UTC()
+	for _, t := range tools {
+		h := hashTool(t.Raw)
+		pn, ok := f.Tools[t.Key]
+		switch {
+		case !ok:
+			f.Tools[t.Key] = &pin{Hash: h, FirstSeen: now}
+			dirty = true
+		case pn.Hash == h:
+			if pn.Changed != "" { // changed back
+				pn.Changed, pn.ChangedAt = "", nil
+				dirty = true
+			}
+		default:
+			changed = append(changed, t.Key)
+			if pn.Changed != h {
+				pn.Changed, pn.ChangedAt = h, &now
+				dirty = true
+			}
+		}
+	}
+	if dirty {
+		if err := p.save(f); err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// Accept takes the changed definitions of tools (all changed tools of the
+// server when none are named) as their new pins, and returns which it
+// accepted.
+func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := p.load(serverID)
+	if err != nil {
+		return nil, err
+	}
+	var accepted []string
+	for name, pn := range f.Tools {
+		if pn.Changed == "" || (len(tools) > 0 && !contains(tools, name)) {
+			continue
+		}
+		pn.Hash, pn.Changed, pn.ChangedAt = pn.Changed, "", nil
+		accepted = append(accepted, name)
+	}
+	for _, name := range tools {
+		if pn, ok := f.Tools[name]; !ok {
+			return nil, fmt.Errorf("server %s has no pinned tool %q", serverID, name)
+		} else if pn.Changed == "" && !contains(accepted, name) {
+			return nil, fmt.Errorf("tool %q of %s has not changed", name, serverID)
+		}
+	}
+	sort.Strings(accepted)
+	if len(accepted) == 0 {
+		return nil, nil
+	}
+	return accepted, p.save(f)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PinChange is a pinned tool whose served definition differs from its pin.
+type PinChange struct {
+	Tool      string
+	FirstSeen time.Time
+	ChangedAt time.Time
+}
+
+// Changes lists serverID's tools whose definition changed since pinned.
+func (p *Pins) Changes(serverID string) ([]PinChange, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := p.load(serverID)
+	if err != nil {
+		return nil, err
+	}
+	var out []PinChange
+	for name, pn := range f.Tools {
+		if pn.Changed != "" {
+			c := PinChange{Tool: name, FirstSeen: pn.FirstSeen}
+			if pn.ChangedAt != nil {
+				c.ChangedAt = *pn.ChangedAt
+			}
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
+	return out, nil
+}
