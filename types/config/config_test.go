@@ -155,6 +155,22 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestHomePaths(t *testing.T) {
+	t.Setenv("HOME", "/home/tester")
+	cfg, err := Parse("", strings.NewReader("state_dir: ~/state\naudit: {path: ~/a.jsonl}\ngroups:\n  a: {description: x, command: y, cwd: ~/work}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != "/home/tester/state" || cfg.AuditPath() != "/home/tester/a.jsonl" || cfg.Groups[0].Servers[0].Cwd != "/home/tester/work" {
+		t.Errorf("~ not expanded: %s %s %s", cfg.StateDir, cfg.AuditPath(), cfg.Groups[0].Servers[0].Cwd)
+	}
+	t.Setenv("DYNAMIC_MCP_HOME", "/srv/dmcp")
+	cfg, _ = Parse("", strings.NewReader("groups:\n  a: {description: x, command: y}"))
+	if cfg.StateDir != "/srv/dmcp" || cfg.AuditPath() != "/srv/dmcp/audit.jsonl" {
+		t.Errorf("DYNAMIC_MCP_HOME: %s %s", cfg.StateDir, cfg.AuditPath())
+	}
+}
+
 func TestExpand(t *testing.T) {
 	env := func(k string) (string, bool) {
 		v, ok := map[string]string{"A": "x", "EMPTY": ""}[k]

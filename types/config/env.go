@@ -3,10 +3,21 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
 func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
+
+// expandHome turns a leading ~/ of a path into the user's home directory.
+func expandHome(path string) string {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return path
+}
 
 // expand substitutes ${VAR} and ${VAR:-default} in s. $$ is a literal $.
 // A ${VAR} whose variable is unset is an error rather than an empty string,

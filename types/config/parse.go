@@ -132,11 +132,11 @@ func (p *parser) parse(data []byte) *Config {
 		},
 		"audit": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
-				"path":      func(k string, v *yaml.Node) { cfg.Audit.Path = p.str(v, k) },
+				"path":      func(k string, v *yaml.Node) { cfg.Audit.Path = expandHome(p.str(v, k)) },
 				"arguments": func(k string, v *yaml.Node) { cfg.Audit.Arguments = p.bool(v, k) },
 			})
 		},
-		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = p.str(v, key) },
+		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = expandHome(p.str(v, key)) },
 	})
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
 		p.fail(root, "groups", "is required: list at least one group")
@@ -273,7 +273,7 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 		"command": func(k string, v *yaml.Node) { s.Command = p.str(v, k) },
 		"args":    func(k string, v *yaml.Node) { s.Args = p.strings(v, k) },
 		"env":     func(k string, v *yaml.Node) { s.Env = p.stringMap(v, k) },
-		"cwd":     func(k string, v *yaml.Node) { s.Cwd = p.str(v, k) },
+		"cwd":     func(k string, v *yaml.Node) { s.Cwd = expandHome(p.str(v, k)) },
 		"url":     func(k string, v *yaml.Node) { s.URL = p.str(v, k) },
 		"headers": func(k string, v *yaml.Node) { s.Headers = p.stringMap(v, k) },
 		"transport": func(k string, v *yaml.Node) {
