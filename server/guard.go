@@ -26,8 +26,8 @@ type call struct {
 	method string // policy.Method*
 	server *upstream.Server
 	name   string          // tool or prompt name as the server knows it, or the URI
-	args   json.RawMessage // tool arguments
-	params any             // what is sent upstream
+	args   json.RawMessage            // tool arguments
+	params map[string]json.RawMessage // what is sent upstream
 }
 
 // forward applies the policy to c, sends it upstream when allowed, and
@@ -50,6 +50,7 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	var res json.RawMessage
 	err := h.decide(ctx, c, d)
 	if err == nil {
+		defer h.mapProgress(ctx, c.params)()
 		res, err = c.server.Request(ctx, c.method, c.params, h.config().CallTimeoutFor(c.server.Config))
 		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
@@ -73,6 +74,26 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 		h.logger.Error("write audit trail", "err", werr)
 	}
 	return res, err
+}
+
+// mapProgress gives the call's progress token, if it has one, a token of
+// the hub's own in params, so that progress from upstream reaches this
+// call's session with the token its client chose, and two clients that
+// chose the same token never see each other's progress. The returned func
+// forgets the mapping.
+func (h *Hub) mapProgress(ctx context.Context, params map[string]json.RawMessage) func() {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(params["_meta"], &meta) != nil || len(meta["progressToken"]) == 0 {
+		return func() {}
+	}
+	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
+	if !ok {
+		return func() {}
+	}
+	tok, forget := h.trackProgress(ctx, sess, meta["progressToken"])
+	meta["progressToken"], _ = json.Marshal(tok)
+	params["_meta"], _ = json.Marshal(meta)
+	return forget
 }
 
 // decide turns a policy decision into nil (go ahead) or the error the
@@ -114,7 +135,7 @@ func blocked(d policy.Decision, why string) *rpcError {
 // or no answer in time all deny.
 func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
 	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
-	if !ok || sess.requester == nil {
+	if !ok {
 		return errors.New("the client cannot be asked")
 	}
 	if sess.GetClientCapabilities().Elicitation == nil {
@@ -134,7 +155,7 @@ func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, promptTimeout)
 	defer cancel()
-	res, err := sess.requester(ctx, "elicitation/create", map[string]any{
+	res, err := sess.request(ctx, "elicitation/create", map[string]any{
 		"message":         msg,
 		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
 	})

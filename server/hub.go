@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -28,6 +29,7 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 
+	routes    *routes
 	policy    atomic.Pointer[policy.Policy]
 	audit     atomic.Pointer[auditLog] // nil when the trail is off
 	view      atomic.Pointer[view]     // the current view; replaced whole on change
@@ -45,14 +47,23 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mgr:    mgr,
 		logger: logger,
 		stop:   make(chan struct{}),
-		mcp: mcpserver.NewMCPServer("dynamic-mcp", Version,
-			mcpserver.WithToolCapabilities(true),
-			mcpserver.WithPromptCapabilities(true),
-			mcpserver.WithResourceCapabilities(false, true),
-			mcpserver.WithCompletions(),
-			mcpserver.WithLogging(),
-		),
+		routes: newRoutes(),
 	}
+	// Upstreams are told what the client can do (sampling, elicitation,
+	// roots) once it has said so: for stdio, its one initialize.
+	hooks := &mcpserver.Hooks{}
+	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		mgr.SetClientCapabilities(req.Params.Capabilities)
+	})
+	h.mcp = mcpserver.NewMCPServer("dynamic-mcp", Version,
+		mcpserver.WithToolCapabilities(true),
+		mcpserver.WithPromptCapabilities(true),
+		mcpserver.WithResourceCapabilities(true, true),
+		mcpserver.WithCompletions(),
+		mcpserver.WithLogging(),
+		mcpserver.WithHooks(hooks),
+	)
+	mgr.SetHandler(h)
 	audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments)
 	if err != nil {
 		return nil, err
@@ -188,6 +199,14 @@ func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) 
 		return h.resourcesRead(ctx, v, msg.Params)
 	case "completion/complete":
 		return h.complete(ctx, v, msg.Params)
+	case "resources/subscribe", "resources/unsubscribe":
+		sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
+		if !ok {
+			return nil, errorf(codeInternalError, "no session")
+		}
+		return h.subscribe(ctx, sess, v, msg.Params, msg.Method == "resources/subscribe")
+	case "logging/setLevel":
+		defer h.setLogLevel()
 	}
 	resp := h.mcp.HandleMessage(ctx, raw)
 	if resp == nil {
@@ -249,17 +268,16 @@ func (h *Hub) promptsGet(ctx context.Context, v *view, params json.RawMessage) (
 }
 
 func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		URI string `json:"uri"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+	var p map[string]json.RawMessage
+	var uri string
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
 	}
-	s := v.resolveResource(p.URI)
+	s := v.resolveResource(uri)
 	if s == nil {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, call{method: policy.MethodResourcesRead, server: s, name: p.URI, params: params})
+	return h.forward(ctx, call{method: policy.MethodResourcesRead, server: s, name: uri, params: p})
 }
 
 // complete routes completion/complete by its reference: a prompt by its

@@ -89,8 +89,9 @@ func newTestHub(mode config.Mode) *Hub {
 	return h
 }
 
-// FuzzReceive feeds arbitrary lines to the hub: whatever arrives, it must
-// not panic, and everything it writes back must be one JSON message a line.
+// FuzzReceive feeds arbitrary lines to the hub's stdio face: whatever
+// arrives, it must not panic, and everything it writes back must be one
+// JSON message a line.
 func FuzzReceive(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
@@ -98,6 +99,8 @@ func FuzzReceive(f *testing.F) {
 		`{"jsonrpc":"2.0","id":2,"method":"prompts/list","params":{"cursor":"MQ"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x://y"}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"resources/subscribe","params":{"uri":"x://y"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"debug"}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
 		`[1,2]`, `not json`, `{"id":{}}`, `{"jsonrpc":"2.0","id":5,"result":{}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"ping","METHOD":"x"}`, `{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}`,
@@ -108,10 +111,9 @@ func FuzzReceive(f *testing.F) {
 		for _, mode := range []config.Mode{config.ModeDynamic, config.ModeFlat} {
 			h := newTestHub(mode)
 			var out bytes.Buffer
-			c := &stdioConn{hub: h, w: &lineWriter{w: &out}, inflight: map[string]context.CancelFunc{}, outgoing: map[string]chan *envelope{}}
-			sess := newSession("fuzz")
-			c.receive(h.mcp.WithContext(context.Background(), sess), []byte(line))
-			c.wg.Wait()
+			if err := h.ServeStdio(context.Background(), strings.NewReader(line+"\n"), &out); err != nil {
+				t.Fatal(err)
+			}
 			for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 				if len(l) > 0 && !json.Valid(l) {
 					t.Fatalf("wrote invalid JSON %q for input %q", l, line)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -49,7 +50,8 @@ type conn struct {
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
 // timeout. ctx is the connection's lifetime.
-func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, logger *slog.Logger, onNotify func(mcp.JSONRPCNotification)) (*conn, error) {
+func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, logger *slog.Logger,
+	onNotify func(mcp.JSONRPCNotification), onRequest mcptransport.RequestHandler) (*conn, error) {
 	c := &conn{logger: logger}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {
@@ -76,9 +78,14 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		return nil, c.explain(fmt.Errorf("start: %w", err))
 	}
 	c.client.OnNotification(onNotify)
+	// Requests from the server are answered raw, by the hub, not by
+	// mcp-go's typed handlers.
+	if bi, ok := c.tr.(mcptransport.BidirectionalInterface); ok {
+		bi.SetRequestHandler(onRequest)
+	}
 	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
 	defer cancel()
-	init, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo}})
+	init, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo, Capabilities: caps}})
 	if err != nil {
 		c.close()
 		if hctx.Err() != nil && ctx.Err() == nil {
@@ -90,7 +97,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	if mcp.IsModernProtocol(c.client.ProtocolVersion()) {
 		c.meta = map[string]any{
 			mcp.MetaKeyProtocolVersion:    c.client.ProtocolVersion(),
-			mcp.MetaKeyClientCapabilities: c.client.GetClientCapabilities(),
+			mcp.MetaKeyClientCapabilities: caps,
 			mcp.MetaKeyClientInfo:         ClientInfo,
 		}
 	}
@@ -106,9 +113,17 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		params = withMeta(params, c.meta)
 	}
 	id := mcp.NewRequestId(c.nextID.Add(1))
-	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
-	})
+	req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
+	if c.meta != nil && c.stdio == nil {
+		// 2026-07-28 over HTTP mirrors the method and name in headers.
+		if b, err := json.Marshal(params); err == nil {
+			req.Header = http.Header{}
+			for k, v := range mcp.StandardHeaders(c.client.ProtocolVersion(), mcp.MCPMethod(method), b) {
+				req.Header.Set(k, v)
+			}
+		}
+	}
+	resp, err := c.tr.SendRequest(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			c.cancel(id, ctx.Err())

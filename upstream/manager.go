@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -20,8 +22,11 @@ type Group struct {
 
 // Manager owns every upstream server of a config.
 type Manager struct {
-	logger  *slog.Logger
-	pins    *Pins
+	logger   *slog.Logger
+	pins     *Pins
+	handler  Handler
+	caps     *clientCaps
+	logLevel atomic.Value // mcp.LoggingLevel asked by the client, "" for none
 	changes chan struct{} // coalesced: one pending signal is enough
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
@@ -35,7 +40,8 @@ type Manager struct {
 
 // New builds the manager of cfg's servers without starting any.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
-	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins"))}
+	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins")), caps: newClientCaps()}
+	m.logLevel.Store(mcp.LoggingLevel(""))
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
 	return m
@@ -51,6 +57,7 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 			s, ok := old[sc.ID()]
 			if !ok || !sameServer(s, sc, cfg.Settings) || s.onChange != g.PinOnChange {
 				s = newServer(sc, cfg.Settings, m.pins, g.PinOnChange, m.logger, m.signal)
+				s.handler, s.caps, s.logLevel = m.handler, m.caps, m.LogLevel
 			}
 			group.Servers = append(group.Servers, s)
 		}
@@ -120,6 +127,39 @@ func (m *Manager) Apply(cfg *config.Config) {
 		}
 	}
 	m.signal()
+}
+
+// SetHandler sets who takes the servers' notifications and requests. Call
+// it before Start.
+func (m *Manager) SetHandler(h Handler) {
+	m.handler = h
+	for _, s := range m.Servers() {
+		s.handler = h
+	}
+}
+
+// SetClientCapabilities declares caps to upstreams in their handshake.
+// Servers wait a moment for it before connecting; only the first call
+// counts.
+func (m *Manager) SetClientCapabilities(caps mcp.ClientCapabilities) { m.caps.set(caps) }
+
+// LogLevel is the level the client asked upstreams to log at.
+func (m *Manager) LogLevel() mcp.LoggingLevel { return m.logLevel.Load().(mcp.LoggingLevel) }
+
+// SetLogLevel asks every ready server that logs to log at level, and
+// servers that connect later too.
+func (m *Manager) SetLogLevel(level mcp.LoggingLevel) {
+	m.logLevel.Store(level)
+	for _, s := range m.Servers() {
+		s.applyLogLevel(level)
+	}
+}
+
+// Notify sends a notification to every ready server.
+func (m *Manager) Notify(method string, params map[string]any) {
+	for _, s := range m.Servers() {
+		s.notify(method, params)
+	}
 }
 
 // Pins are where the manager's servers pin their tools.

@@ -52,6 +52,9 @@ type Server struct {
 	changed  func() // reports a change of state or lists; never blocks
 	pins     *Pins  // nil: no pinning
 	onChange config.PinOnChange
+	handler  Handler     // nil: requests from the server are refused
+	caps     *clientCaps // what to declare in the handshake
+	logLevel func() mcp.LoggingLevel
 
 	mu      sync.Mutex // guards the fields below
 	status  Status
@@ -169,6 +172,9 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 	}
 	s.setListsLocked(lists)
 	s.mu.Unlock()
+	if level := s.logLevel(); level != "" {
+		s.applyLogLevel(level)
+	}
 	s.logger.Info("upstream ready", "protocol", c.client.ProtocolVersion(), "tools", len(lists.Tools),
 		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
 		"took", took.Round(time.Millisecond))
@@ -208,13 +214,14 @@ func (s *Server) setExited(c *conn) {
 // timeout, then fetches its lists; ctx is the server's lifetime.
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
-	c, err := dial(ctx, cfg, s.settings, s.logger, s.onNotification)
+	caps := s.caps.wait(ctx)
+	c, err := dial(ctx, cfg, s.settings, caps, s.logger, s.onNotification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil {
 		// No transport given: Streamable HTTP failed, try legacy SSE as the
 		// spec's backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, s.logger, s.onNotification); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.logger, s.onNotification, s.serveRequest); err2 == nil {
 			c, err = c2, nil
 		}
 	}
@@ -266,6 +273,13 @@ func (s *Server) fetchLists(ctx context.Context, c *conn) (Lists, error) {
 // refreshes that server's lists.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
 	if !strings.HasSuffix(n.Method, "/list_changed") {
+		if s.handler != nil {
+			params, err := json.Marshal(n.Params)
+			if err != nil {
+				return
+			}
+			s.handler.UpstreamNotification(s, n.Method, params)
+		}
 		return
 	}
 	s.mu.Lock()
@@ -333,6 +347,49 @@ func (s *Server) setListsLocked(raw Lists) {
 		}
 	}
 	s.lists.Tools = kept
+}
+
+// applyLogLevel sends logging/setLevel when the server logs.
+func (s *Server) applyLogLevel(level mcp.LoggingLevel) {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil || c.init.Capabilities.Logging == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.settings.ListTimeout)
+		defer cancel()
+		if _, err := c.request(ctx, "logging/setLevel", map[string]any{"level": level}); err != nil {
+			s.logger.Debug("logging/setLevel", "err", err)
+		}
+	}()
+}
+
+// notify sends a notification to the server when it is ready.
+func (s *Server) notify(method string, params map[string]any) {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.notify(ctx, method, params); err != nil {
+		s.logger.Debug("notify upstream", "method", method, "err", err)
+	}
+}
+
+// Capabilities are what the server declared in its handshake; zero while
+// it is not ready.
+func (s *Server) Capabilities() mcp.ServerCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return mcp.ServerCapabilities{}
+	}
+	return s.conn.init.Capabilities
 }
 
 // RecheckPins applies the pins again to the lists the server last sent,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mark3labs/mcp-go/mcp"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -38,6 +40,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	mgr := upstream.New(cfg, logger)
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{}) // no client to wait for
 	mgr.Start(ctx)
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/mark3labs/mcp-go/mcp"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -38,6 +40,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("no group %q in %s", only, cfg.Path)
 	}
 	mgr := upstream.New(cfg, logger)
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{}) // no client to wait for
 	mgr.Start(ctx)
 	defer mgr.Close()
 	mgr.WaitSettled(ctx)

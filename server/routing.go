@@ -1,0 +1,277 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// routes is what the hub needs to send what upstreams say back to the
+// right client session.
+type routes struct {
+	mu       sync.Mutex                      // guards the maps
+	sessions map[string]*session             // by id
+	progress map[string]progressRoute        // hub progress token -> the call's session
+	subs     map[string]map[*session]bool    // resource URI -> subscribed sessions
+	subOwner map[string]*upstream.Server     // resource URI -> the server subscribed to
+	nextTok  uint64
+}
+
+type progressRoute struct {
+	sess  *session
+	ctx   context.Context // the call's, so progress goes down its stream
+	token json.RawMessage // as the client sent it
+}
+
+func newRoutes() *routes {
+	return &routes{
+		sessions: map[string]*session{},
+		progress: map[string]progressRoute{},
+		subs:     map[string]map[*session]bool{},
+		subOwner: map[string]*upstream.Server{},
+	}
+}
+
+// addSession registers a new client session with mcp-go and the hub.
+func (h *Hub) addSession(ctx context.Context, sess *session) error {
+	if err := h.mcp.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("register session: %w", err)
+	}
+	h.routes.mu.Lock()
+	h.routes.sessions[sess.id] = sess
+	h.routes.mu.Unlock()
+	return nil
+}
+
+// removeSession forgets a session that ended: its subscriptions go (and
+// upstreams are unsubscribed where no one else listens), the hub's
+// requests waiting on it fail, its requests in flight are cancelled.
+func (h *Hub) removeSession(ctx context.Context, sess *session) {
+	h.mcp.UnregisterSession(ctx, sess.id)
+	r := h.routes
+	r.mu.Lock()
+	delete(r.sessions, sess.id)
+	var drop []string
+	for uri, subs := range r.subs {
+		if subs[sess] {
+			delete(subs, sess)
+			if len(subs) == 0 {
+				drop = append(drop, uri)
+			}
+		}
+	}
+	owners := map[string]*upstream.Server{}
+	for _, uri := range drop {
+		owners[uri] = r.subOwner[uri]
+		delete(r.subs, uri)
+		delete(r.subOwner, uri)
+	}
+	r.mu.Unlock()
+	for uri, s := range owners {
+		h.upstreamUnsubscribe(s, uri)
+	}
+	sess.close()
+}
+
+func (h *Hub) sessionList() []*session {
+	h.routes.mu.Lock()
+	defer h.routes.mu.Unlock()
+	out := make([]*session, 0, len(h.routes.sessions))
+	for _, s := range h.routes.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// sessionFor is the client session a request from upstream belongs to: the
+// one whose call it came during, or the only client there is.
+func (h *Hub) sessionFor(ctx context.Context) *session {
+	if s, ok := mcpserver.ClientSessionFromContext(ctx).(*session); ok {
+		return s
+	}
+	if list := h.sessionList(); len(list) == 1 {
+		return list[0]
+	}
+	return nil
+}
+
+// trackProgress gives a call's progress token one of the hub's own, unique
+// across sessions, and returns it with a func that forgets it.
+func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMessage) (string, func()) {
+	r := h.routes
+	r.mu.Lock()
+	r.nextTok++
+	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", r.nextTok)
+	r.progress[hubTok] = progressRoute{sess: sess, ctx: ctx, token: token}
+	r.mu.Unlock()
+	return hubTok, func() {
+		r.mu.Lock()
+		delete(r.progress, hubTok)
+		r.mu.Unlock()
+	}
+}
+
+// UpstreamNotification routes a notification from an upstream server to
+// the clients it is for.
+func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params json.RawMessage) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil || p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	switch method {
+	case "notifications/progress":
+		var tok string
+		if json.Unmarshal(p["progressToken"], &tok) != nil {
+			return
+		}
+		h.routes.mu.Lock()
+		route, ok := h.routes.progress[tok]
+		h.routes.mu.Unlock()
+		if !ok {
+			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
+			return
+		}
+		p["progressToken"] = route.token
+		route.sess.notify(route.ctx, method, p)
+	case "notifications/message":
+		var level mcp.LoggingLevel
+		_ = json.Unmarshal(p["level"], &level)
+		var logger string
+		_ = json.Unmarshal(p["logger"], &logger)
+		name := s.Config.ID()
+		if logger != "" {
+			name += "/" + logger
+		}
+		p["logger"], _ = json.Marshal(name)
+		for _, sess := range h.sessionList() {
+			if allows(sess.GetLogLevel(), level) {
+				sess.notify(context.Background(), method, p)
+			}
+		}
+	case "notifications/resources/updated":
+		var uri string
+		_ = json.Unmarshal(p["uri"], &uri)
+		h.routes.mu.Lock()
+		var subs []*session
+		for sess := range h.routes.subs[uri] {
+			subs = append(subs, sess)
+		}
+		h.routes.mu.Unlock()
+		for _, sess := range subs {
+			sess.notify(context.Background(), method, p)
+		}
+	default:
+		h.logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)
+	}
+}
+
+// UpstreamRequest passes a request from an upstream server (sampling,
+// elicitation, roots) to the client whose call caused it, where that
+// client declared it can answer.
+func (h *Hub) UpstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+	sess := h.sessionFor(ctx)
+	if sess == nil {
+		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: no client session to pass " + method + " to"}
+	}
+	caps := sess.GetClientCapabilities()
+	var able bool
+	switch method {
+	case "sampling/createMessage":
+		able = caps.Sampling != nil
+	case "elicitation/create":
+		able = caps.Elicitation != nil
+	case "roots/list":
+		able = caps.Roots != nil
+	}
+	if !able {
+		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
+	}
+	res, err := sess.request(ctx, method, params)
+	if re, ok := err.(*rpcError); ok {
+		return nil, &upstream.RPCError{Code: re.Code, Message: re.Message, Data: re.Data}
+	}
+	return res, err
+}
+
+// subscribe subscribes sess to a resource, subscribing the owning upstream
+// when sess is the first to listen.
+func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json.RawMessage, on bool) (json.RawMessage, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
+	}
+	s := v.resolveResource(p.URI)
+	if s == nil {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
+	}
+	r := h.routes
+	r.mu.Lock()
+	subs := r.subs[p.URI]
+	first := len(subs) == 0
+	if on {
+		if subs == nil {
+			subs = map[*session]bool{}
+			r.subs[p.URI] = subs
+			r.subOwner[p.URI] = s
+		}
+		subs[sess] = true
+	} else {
+		delete(subs, sess)
+		if len(subs) == 0 {
+			delete(r.subs, p.URI)
+			delete(r.subOwner, p.URI)
+		}
+	}
+	last := len(r.subs[p.URI]) == 0
+	r.mu.Unlock()
+	switch {
+	case on && first:
+		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.config().CallTimeoutFor(s.Config)); err != nil {
+			h.subscribe(ctx, sess, v, params, false) // undo
+			return nil, err
+		}
+	case !on && last && !first:
+		h.upstreamUnsubscribe(s, p.URI)
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.config().Settings.ListTimeout)
+	defer cancel()
+	if _, err := s.Request(ctx, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout); err != nil {
+		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
+	}
+}
+
+// levels orders MCP's log levels (RFC 5424's, least severe first).
+var levels = map[mcp.LoggingLevel]int{
+	mcp.LoggingLevelDebug: 0, mcp.LoggingLevelInfo: 1, mcp.LoggingLevelNotice: 2, mcp.LoggingLevelWarning: 3,
+	mcp.LoggingLevelError: 4, mcp.LoggingLevelCritical: 5, mcp.LoggingLevelAlert: 6, mcp.LoggingLevelEmergency: 7,
+}
+
+// allows reports whether a client that set min wants a message at level.
+func allows(min, level mcp.LoggingLevel) bool { return levels[level] >= levels[min] }
+
+// setLogLevel asks upstreams to log at the most verbose level any client
+// asked for; each client then gets only what its own level allows.
+func (h *Hub) setLogLevel() {
+	var min mcp.LoggingLevel = mcp.LoggingLevelEmergency
+	for _, sess := range h.sessionList() {
+		if l := sess.GetLogLevel(); levels[l] < levels[min] {
+			min = l
+		}
+	}
+	h.mgr.SetLogLevel(min)
+}
