@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mark3labs/mcp-go/mcp"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"

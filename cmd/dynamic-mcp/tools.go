@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/mark3labs/mcp-go/mcp"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
