@@ -15,11 +15,11 @@ import (
 // routes is what the hub needs to send what upstreams say back to the
 // right client session.
 type routes struct {
-	mu       sync.Mutex                      // guards the maps
-	sessions map[string]*session             // by id
-	progress map[string]progressRoute        // hub progress token -> the call's session
-	subs     map[string]map[*session]bool    // resource URI -> subscribed sessions
-	subOwner map[string]*upstream.Server     // resource URI -> the server subscribed to
+	mu       sync.Mutex                   // guards the maps
+	sessions map[string]*session          // by id
+	progress map[string]progressRoute     // hub progress token -> the call's session
+	subs     map[string]map[*session]bool // resource URI -> subscribed sessions
+	subOwner map[string]*upstream.Server  // resource URI -> the server subscribed to
 	nextTok  uint64
 }
 
@@ -208,7 +208,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	if json.Unmarshal(params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
-	s := v.resolveResource(p.URI)
+	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
@@ -242,6 +242,33 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 		h.upstreamUnsubscribe(s, p.URI)
 	}
 	return json.RawMessage(`{}`), nil
+}
+
+// subscriptionOwner is the server to subscribe to uri at: the one that
+// lists it or has a template for it, else the only server that supports
+// subscriptions at all (a URI need not be listed to be watched).
+func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
+	if s := v.resolveResource(uri); s != nil {
+		return s
+	}
+	h.routes.mu.Lock()
+	s := h.routes.subOwner[uri]
+	h.routes.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	var only *upstream.Server
+	for _, g := range h.mgr.Groups() {
+		for _, s := range g.Servers {
+			if res := s.Capabilities().Resources; res != nil && res.Subscribe {
+				if only != nil {
+					return nil
+				}
+				only = s
+			}
+		}
+	}
+	return only
 }
 
 func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {

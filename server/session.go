@@ -53,9 +53,9 @@ func newSession(id string, out sink) *session {
 	}
 }
 
-func (s *session) SessionID() string                                  { return s.id }
-func (s *session) Initialize()                                        { s.initialized.Store(true) }
-func (s *session) Initialized() bool                                  { return s.initialized.Load() }
+func (s *session) SessionID() string                                   { return s.id }
+func (s *session) Initialize()                                         { s.initialized.Store(true) }
+func (s *session) Initialized() bool                                   { return s.initialized.Load() }
 func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
 
 // drain passes mcp-go's notifications to the client until ctx ends.

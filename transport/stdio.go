@@ -33,8 +33,6 @@ type Stdio struct {
 
 	mu        sync.Mutex // guards the fields below
 	pending   map[string]chan reply
-	calls     map[string]call // the pending requests' contexts, by id
-	seq       uint64
 	closedErr error // set once the reader has stopped
 	started   bool
 
@@ -46,12 +44,6 @@ type Stdio struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the reader has stopped
 	wg     sync.WaitGroup
-}
-
-// call is the context a pending request was sent with, and when.
-type call struct {
-	ctx context.Context
-	seq uint64
 }
 
 type reply struct {
@@ -70,7 +62,6 @@ func NewStdio(proc *Process, maxSize int, logger *slog.Logger) *Stdio {
 	t := &Stdio{
 		proc: proc, maxSize: maxSize, logger: logger,
 		pending: map[string]chan reply{},
-		calls:   map[string]call{},
 		ctx:     ctx, cancel: cancel,
 		done: make(chan struct{}),
 	}
@@ -119,7 +110,6 @@ func (t *Stdio) read() {
 	t.closedErr = err
 	pending := t.pending
 	t.pending = map[string]chan reply{}
-	t.calls = map[string]call{}
 	t.mu.Unlock()
 	for _, ch := range pending {
 		ch <- reply{err: err}
@@ -198,7 +188,6 @@ func (t *Stdio) deliver(id mcp.RequestId, r reply) {
 	t.mu.Lock()
 	ch, ok := t.pending[id.String()]
 	delete(t.pending, id.String())
-	delete(t.calls, id.String())
 	t.mu.Unlock()
 	if !ok {
 		t.logger.Debug("reply to no pending request dropped", "id", id.String())
@@ -226,7 +215,7 @@ func (t *Stdio) serve(req mcptransport.JSONRPCRequest) {
 	var resp *mcptransport.JSONRPCResponse
 	if h == nil {
 		resp = mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not found: "+req.Method, nil)
-	} else if r, err := h(t.callContext(), req); err != nil {
+	} else if r, err := h(t.ctx, req); err != nil {
 		resp = mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
 	} else {
 		resp = r
@@ -266,8 +255,6 @@ func (t *Stdio) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest
 		return nil, fmt.Errorf("request id %s is already pending", key)
 	}
 	t.pending[key] = ch
-	t.seq++
-	t.calls[key] = call{ctx: ctx, seq: t.seq}
 	t.mu.Unlock()
 	if err := t.write(req); err != nil {
 		t.forget(key)
@@ -285,26 +272,7 @@ func (t *Stdio) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest
 func (t *Stdio) forget(key string) {
 	t.mu.Lock()
 	delete(t.pending, key)
-	delete(t.calls, key)
 	t.mu.Unlock()
-}
-
-// callContext is the context for a request the child sends: stdio cannot
-// say which of our requests it belongs to, so it is taken to belong to the
-// most recent one still pending, or to none.
-func (t *Stdio) callContext() context.Context {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var latest call
-	for _, c := range t.calls {
-		if c.seq > latest.seq && c.ctx.Err() == nil {
-			latest = c
-		}
-	}
-	if latest.ctx == nil {
-		return t.ctx
-	}
-	return latest.ctx
 }
 
 // SendNotification sends n to the child.

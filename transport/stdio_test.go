@@ -31,7 +31,6 @@ func FuzzStdioReceive(f *testing.F) {
 		tr.SetNotificationHandler(func(mcp.JSONRPCNotification) {})
 		ch := make(chan reply, 2)
 		tr.pending[mcp.NewRequestId(int64(1)).String()] = ch
-		tr.calls[mcp.NewRequestId(int64(1)).String()] = call{ctx: context.Background(), seq: 1}
 		for _, l := range strings.Split(line, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				tr.receive([]byte(l))

@@ -70,7 +70,7 @@ func (s *Server) serveRequest(ctx context.Context, req mcptransport.JSONRPCReque
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.UpstreamRequest(ctx, s, req.Method, params)
+	res, err := h.UpstreamRequest(s.callContext(ctx), s, req.Method, params)
 	if err != nil {
 		var re *RPCError
 		if errors.As(err, &re) {

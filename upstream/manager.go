@@ -26,8 +26,8 @@ type Manager struct {
 	pins     *Pins
 	handler  Handler
 	caps     *clientCaps
-	logLevel atomic.Value // mcp.LoggingLevel asked by the client, "" for none
-	changes chan struct{} // coalesced: one pending signal is enough
+	logLevel atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
+	changes  chan struct{} // coalesced: one pending signal is enough
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
 

@@ -64,6 +64,10 @@ type Server struct {
 	closing bool
 	cancel  context.CancelFunc // stops run
 
+	callMu  sync.Mutex // guards calls and callSeq
+	calls   map[uint64]context.Context
+	callSeq uint64
+
 	refreshMu sync.Mutex // serialises list refreshes
 	wg        sync.WaitGroup
 }
@@ -420,6 +424,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer s.trackCall(&ctx)()
 	res, err := c.request(ctx, method, params)
 	var rpcErr *RPCError
 	switch {
@@ -432,6 +437,49 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	default:
 		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err)
 	}
+}
+
+type callKey struct{}
+
+// trackCall records a request in flight, so that a request the server
+// sends back while it runs can be tied to it (see callContext).
+func (s *Server) trackCall(ctx *context.Context) func() {
+	s.callMu.Lock()
+	s.callSeq++
+	seq := s.callSeq
+	*ctx = context.WithValue(*ctx, callKey{}, seq)
+	if s.calls == nil {
+		s.calls = map[uint64]context.Context{}
+	}
+	s.calls[seq] = *ctx
+	s.callMu.Unlock()
+	return func() {
+		s.callMu.Lock()
+		delete(s.calls, seq)
+		s.callMu.Unlock()
+	}
+}
+
+// callContext is the context a request from the server is answered in.
+// Where the transport tied it to one of our requests (a Streamable HTTP
+// response stream) that is ctx itself; otherwise (stdio, a GET stream) it
+// is taken to belong to the most recent request still in flight.
+func (s *Server) callContext(ctx context.Context) context.Context {
+	if ctx.Value(callKey{}) != nil {
+		return ctx
+	}
+	s.callMu.Lock()
+	defer s.callMu.Unlock()
+	var latest uint64
+	for seq, c := range s.calls {
+		if seq > latest && c.Err() == nil {
+			latest = seq
+		}
+	}
+	if latest == 0 {
+		return ctx
+	}
+	return s.calls[latest]
 }
 
 func (s *Server) unavailable(st Status) error {

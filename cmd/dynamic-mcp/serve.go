@@ -14,8 +14,12 @@ import (
 // arrives, then stops every upstream by the ladder.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
+	var httpAddr string
+	var noAuth bool
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c.register(fs)
+	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
+	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -49,6 +53,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}()
 	defer func() { stopWatching(); <-watched }()
 
+	if httpAddr != "" {
+		return serveHTTP(ctx, hub, cfg, httpAddr, noAuth, logger, stderr)
+	}
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
 }

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,6 +94,27 @@ type Config struct {
 	Audit Audit
 	// StateDir holds tool pins; default $DYNAMIC_MCP_HOME or ~/.dynamic-mcp.
 	StateDir string
+	// HTTP configures serving over HTTP (serve --http).
+	HTTP HTTP
+}
+
+// HTTP configures the hub's HTTP face.
+type HTTP struct {
+	// Token is the bearer token clients must send. Default
+	// $DYNAMIC_MCP_TOKEN; with neither, one is generated at start and
+	// printed to stderr.
+	Token string
+	// AllowedOrigins are browser origins allowed besides loopback ones.
+	AllowedOrigins []string
+}
+
+// LogValue keeps the token out of logs.
+func (h HTTP) LogValue() slog.Value {
+	token := ""
+	if h.Token != "" {
+		token = "REDACTED"
+	}
+	return slog.GroupValue(slog.String("token", token), slog.Any("allowed_origins", h.AllowedOrigins))
 }
 
 // Action is what a policy rule does with a call it matches.

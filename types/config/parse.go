@@ -137,6 +137,12 @@ func (p *parser) parse(data []byte) *Config {
 			})
 		},
 		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = expandHome(p.str(v, key)) },
+		"http": func(key string, v *yaml.Node) {
+			p.mapping(v, key, map[string]func(string, *yaml.Node){
+				"token":           func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },
+				"allowed_origins": func(k string, v *yaml.Node) { cfg.HTTP.AllowedOrigins = p.strings(v, k) },
+			})
+		},
 	})
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
 		p.fail(root, "groups", "is required: list at least one group")

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// listenAddr completes --http: a bare port or ":port" binds to loopback;
+// any other interface must be named.
+func listenAddr(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return net.JoinHostPort("127.0.0.1", addr)
+	}
+	if host, port, _ := net.SplitHostPort(addr); host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// bearerToken is the token clients must send: the config's, else
+// $DYNAMIC_MCP_TOKEN, else a new one printed to stderr.
+func bearerToken(cfg *config.Config, stderr io.Writer) string {
+	if cfg.HTTP.Token != "" {
+		return cfg.HTTP.Token
+	}
+	if t := os.Getenv("DYNAMIC_MCP_TOKEN"); t != "" {
+		return t
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	t := base64.RawURLEncoding.EncodeToString(b)
+	fmt.Fprintf(stderr, "dynamic-mcp: no token configured; clients must send this one for this run:\n  Authorization: Bearer %s\n", t)
+	return t
+}
+
+// serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
+// within a few seconds.
+func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", listenAddr(addr))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	loopback := tcp != nil && tcp.IP.IsLoopback()
+	if noAuth && !loopback {
+		ln.Close()
+		return usageError{"--insecure-no-auth is only allowed on a loopback address"}
+	}
+	opts := server.HTTPOptions{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback}
+	if !noAuth {
+		opts.Token = bearerToken(cfg, stderr)
+	}
+	h := hub.NewHTTPServer(opts)
+	defer h.Close()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving over HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp",
+		"sse", "http://"+ln.Addr().String()+"/sse", "auth", !noAuth)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	h.Close() // ends the sessions, and with them their open streams
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
