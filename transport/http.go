@@ -4,19 +4,27 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
+// unbounded stands for no timeout where mcp-go insists on one.
+const unbounded = 365 * 24 * time.Hour
+
 // NewHTTP builds mcp-go's transport for a remote server: Streamable HTTP or
 // legacy SSE as configured. With no transport configured it is Streamable
 // HTTP; the caller falls back to SSE when that fails.
-func NewHTTP(ctx context.Context, cfg *config.Server, logger *slog.Logger) (mcptransport.Interface, error) {
+//
+// Neither has a timeout of its own on a request: a long tool call is bounded
+// by the hub's call timeout, carried by the request's context.
+func NewHTTP(ctx context.Context, cfg *config.Server, connectTimeout time.Duration, logger *slog.Logger) (mcptransport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportSSE:
-		tr, err := mcptransport.NewSSE(cfg.URL, mcptransport.WithHeaders(cfg.Headers), mcptransport.WithSSELogger(logger))
+		tr, err := mcptransport.NewSSE(cfg.URL, mcptransport.WithHeaders(cfg.Headers), mcptransport.WithSSELogger(logger),
+			mcptransport.WithEndpointTimeout(connectTimeout), mcptransport.WithResponseTimeout(unbounded))
 		if err != nil {
 			return nil, fmt.Errorf("sse transport: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +47,20 @@ type conn struct {
 	init   *mcp.InitializeResult
 	meta   map[string]any // _meta every request carries on a 2026-07-28 session
 	logger *slog.Logger
+
+	// A remote server has no process to watch: a transport failure marks
+	// the session lost instead.
+	lost     chan struct{}
+	lostOnce sync.Once
+	lostErr  error
+	expired  bool // lost because the server ended the session (HTTP 404)
 }
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
 // timeout. ctx is the connection's lifetime.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, logger *slog.Logger,
 	onNotify func(mcp.JSONRPCNotification), onRequest mcptransport.RequestHandler) (*conn, error) {
-	c := &conn{logger: logger}
+	c := &conn{logger: logger, lost: make(chan struct{})}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {
 	case config.TransportStdio:
@@ -66,7 +74,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
 		c.tr = c.stdio
 	default:
-		tr, err := transport.NewHTTP(ctx, cfg, logger)
+		tr, err := transport.NewHTTP(ctx, cfg, settings.ConnectTimeout, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -167,13 +175,29 @@ func (c *conn) explain(err error) error {
 	}
 }
 
-// exited is closed when the child's stdout ends, which is when it exits;
-// nil (never) for remote servers.
+// exited is closed when the session is over: the child's stdout ended (it
+// exited), or a remote server's transport failed.
 func (c *conn) exited() <-chan struct{} {
 	if c.stdio == nil {
-		return nil
+		return c.lost
 	}
 	return c.stdio.Done()
+}
+
+// err says how the session ended.
+func (c *conn) err() error {
+	if c.stdio != nil {
+		return c.stdio.Err()
+	}
+	return c.lostErr
+}
+
+// lose marks a remote session as over after a transport failure.
+func (c *conn) lose(err error, expired bool) {
+	c.lostOnce.Do(func() {
+		c.lostErr, c.expired = err, expired
+		close(c.lost)
+	})
 }
 
 // close ends the session: the transport first (for stdio it closes the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -148,6 +149,9 @@ func (s *Server) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		if c.expired {
+			continue // the server forgot the session: initialize again at once
+		}
 		// Give a crashing server a moment before the first try again.
 		select {
 		case <-time.After(jitter(s.Config.Retry.InitialInterval, 0.25)):
@@ -200,7 +204,7 @@ func (s *Server) setFailed(err error) {
 // setExited records that c's child exited and stops what is left of it.
 // Calls pending on it have already failed with the same reason.
 func (s *Server) setExited(c *conn) {
-	err := c.stdio.Err()
+	err := c.err()
 	s.mu.Lock()
 	if s.conn != c || s.closing {
 		s.mu.Unlock()
@@ -209,7 +213,7 @@ func (s *Server) setExited(c *conn) {
 	s.conn = nil
 	s.status = Status{State: StateFailed, Err: err}
 	s.mu.Unlock()
-	s.logger.Error("upstream exited, reconnecting", "err", err)
+	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()
 	s.changed()
 }
@@ -426,6 +430,14 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	defer cancel()
 	defer s.trackCall(&ctx)()
 	res, err := c.request(ctx, method, params)
+	if c.stdio == nil && errors.Is(err, mcptransport.ErrSessionTerminated) {
+		// The server ended the session (HTTP 404): initialize again, once,
+		// and retry on the new session.
+		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
+		if c = s.awaitReconnect(ctx, c); c != nil {
+			res, err = c.request(ctx, method, params)
+		}
+	}
 	var rpcErr *RPCError
 	switch {
 	case err == nil, errors.As(err, &rpcErr):
@@ -435,7 +447,31 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	default:
-		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err)
+		if c != nil && c.stdio == nil {
+			// A remote server that failed to answer is reconnected.
+			c.lose(err, false)
+			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
+		}
+		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err) // "upstream f exited (status 1): ..."
+	}
+}
+
+// awaitReconnect waits, within ctx, for a connection other than old.
+func (s *Server) awaitReconnect(ctx context.Context, old *conn) *conn {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if c != nil && c != old {
+			return c
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
 	}
 }
 

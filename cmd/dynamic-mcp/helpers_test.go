@@ -30,7 +30,7 @@ var (
 )
 
 // fakeTools is how many tools testdata/fakeupstream offers.
-const fakeTools = 15
+const fakeTools = 19
 
 // buildFlags are passed to go build for the binaries under test.
 var buildFlags []string
@@ -83,9 +83,15 @@ func yamlList(args []string) string {
 
 // client is a raw MCP client over stdio: it keeps every byte of results,
 // which the typed client of mcp-go would not.
+// clientTransport is what tests need of mcp-go's client transports.
+type clientTransport interface {
+	mcptransport.Interface
+	SetRequestHandler(mcptransport.RequestHandler)
+}
+
 type client struct {
 	t      testing.TB
-	tr     *mcptransport.Stdio
+	tr     clientTransport
 	cmd    *exec.Cmd // the server process, when startProcess started it
 	nextID atomic.Int64
 	stderr *lockedBuffer
@@ -116,25 +122,18 @@ func (l *lockedBuffer) String() string {
 func startProcess(t testing.TB, env []string, argv ...string) *client {
 	t.Helper()
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
-	c.tr = mcptransport.NewStdioWithOptions(argv[0], env, argv[1:], mcptransport.WithCommandStderrWriter(c.stderr),
+	tr := mcptransport.NewStdioWithOptions(argv[0], env, argv[1:], mcptransport.WithCommandStderrWriter(c.stderr),
 		mcptransport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			c.cmd = exec.CommandContext(ctx, command, args...)
 			c.cmd.Env = append(os.Environ(), env...)
 			return c.cmd, nil
 		}))
+	c.tr = tr
 	// The process lives as long as the context given to Start.
 	if err := c.tr.Start(context.Background()); err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
-	c.tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
-		c.mu.Lock()
-		c.notes = append(c.notes, n)
-		c.mu.Unlock()
-		select {
-		case c.noted <- struct{}{}:
-		default:
-		}
-	})
+	c.listen()
 	t.Cleanup(func() {
 		c.tr.Close()
 		if strings.Contains(c.stderr.String(), "WARNING: DATA RACE") {
@@ -145,6 +144,19 @@ func startProcess(t testing.TB, env []string, argv ...string) *client {
 		}
 	})
 	return c
+}
+
+// listen collects the notifications the client gets.
+func (c *client) listen() {
+	c.tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		c.mu.Lock()
+		c.notes = append(c.notes, n)
+		c.mu.Unlock()
+		select {
+		case c.noted <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // startHubProcess starts the hub on cfg and connects a client over its
@@ -168,6 +180,7 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 	if err := c.tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	c.listen()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

@@ -107,6 +107,8 @@ func main() {
 			var req request
 			if json.Unmarshal(line, &req) == nil && req.Method != "" && len(req.ID) > 0 {
 				go handle(req)
+			} else if req.Method == "" && len(req.ID) > 0 {
+				answered(line)
 			} else {
 				notice(req)
 			}
@@ -116,6 +118,52 @@ func main() {
 				time.Sleep(time.Hour) // stays until SIGKILL
 			}
 			return
+		}
+	}
+}
+
+// asks are the fake's own requests to its client, waiting for answers.
+var asks = struct {
+	sync.Mutex
+	next    int
+	waiting map[string]chan json.RawMessage
+}{waiting: map[string]chan json.RawMessage{}}
+
+// ask sends the client a request and returns its answer, raw.
+func ask(method string, params any) json.RawMessage {
+	asks.Lock()
+	asks.next++
+	id := fmt.Sprintf(`"fake-%d"`, asks.next)
+	ch := make(chan json.RawMessage, 1)
+	asks.waiting[id] = ch
+	asks.Unlock()
+	send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	select {
+	case res := <-ch:
+		return res
+	case <-time.After(10 * time.Second):
+		return json.RawMessage(`"no answer"`)
+	}
+}
+
+func answered(line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return
+	}
+	asks.Lock()
+	ch := asks.waiting[string(m.ID)]
+	delete(asks.waiting, string(m.ID))
+	asks.Unlock()
+	if ch != nil {
+		if m.Error != nil {
+			ch <- m.Error
+		} else {
+			ch <- m.Result
 		}
 	}
 }
@@ -213,6 +261,10 @@ func tools() []any {
 		simpleTool("dupkeys", "Answer with a key given twice"),
 		simpleTool("deep", "Answer with a result nested 200 deep"),
 		simpleTool("mutate", "Change the echo tool's description and say the tool list changed"),
+		simpleTool("progress", "Report progress three times, with text as the message"),
+		simpleTool("ask", "Ask the client, by elicitation, for text"),
+		simpleTool("touch", "Say the resource whose URI is text was updated"),
+		simpleTool("log", "Send a log message with text as data"),
 	}
 }
 
@@ -280,11 +332,11 @@ func handle(req request) {
 		reply(req.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
-				"resources": map[string]any{}, "completions": map[string]any{}},
+				"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}},
 			"serverInfo":   map[string]any{"name": *name, "version": "1.0.0"},
 			"instructions": "A fake server for tests.",
 		})
-	case "ping":
+	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel":
 		reply(req.ID, map[string]any{})
 	case "tools/list":
 		pageOf(req.ID, req.Params, "tools", tools())
@@ -373,6 +425,27 @@ func call(req request) {
 		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"a"}],"Content":[]}}`)
 	case toolName("deep"):
 		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + strings.Repeat(`{"a":`, 200) + "1" + strings.Repeat("}", 200) + "}")
+	case toolName("progress"):
+		var meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		_ = json.Unmarshal(p.Meta, &meta)
+		for i := 1; len(meta.ProgressToken) > 0 && i <= 3; i++ {
+			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": meta.ProgressToken, "progress": i, "total": 3, "message": p.Arguments.Text}})
+			time.Sleep(10 * time.Millisecond)
+		}
+		reply(req.ID, text("progressed "+p.Arguments.Text))
+	case toolName("ask"):
+		answer := ask("elicitation/create", map[string]any{"message": "What is your name?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		reply(req.ID, text(string(answer)))
+	case toolName("touch"):
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})
+		reply(req.ID, text("touched"))
+	case toolName("log"):
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "logger": "fake", "data": p.Arguments.Text}})
+		reply(req.ID, text("logged"))
 	case toolName("mutate"):
 		mutated.Lock()
 		mutated.v = true

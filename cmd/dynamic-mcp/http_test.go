@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+const testToken = "test-token-0123456789"
+
+// startHTTPHub starts the hub on cfg serving HTTP on a free loopback port
+// and returns its base URL.
+func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	cmd := exec.Command(hubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Error("the HTTP hub did not stop on SIGINT")
+		}
+		if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+			t.Error("the race detector found a data race in the hub")
+		}
+		if t.Failed() {
+			t.Logf("stderr of the hub:\n%s", stderr.String())
+		}
+	})
+	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
+	var base string
+	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = "http://" + m[1]
+			return true
+		}
+		return false
+	})
+	return base, stderr
+}
+
+// httpClient connects a raw MCP client to the hub's /mcp.
+func httpClient(t *testing.T, base string, headers map[string]string) *client {
+	t.Helper()
+	if headers == nil {
+		headers = map[string]string{"Authorization": "Bearer " + testToken}
+	}
+	tr, err := mcptransport.NewStreamableHTTP(base+"/mcp", mcptransport.WithHTTPHeaders(headers), mcptransport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, tr: tr, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.listen()
+	t.Cleanup(func() { tr.Close() })
+	return c
+}
+
+func TestHTTPAccessControl(t *testing.T) {
+	base, _ := startHTTPHub(t, fmt.Sprintf(`
+groups:
+  f: { description: fake, command: %q }
+http:
+  allowed_origins: ["https://app.example"]
+`, fakeBin))
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	post := func(header map[string]string) int {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	bearer := "Bearer " + testToken
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"no token", nil, 401},
+		{"wrong token", map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"not a bearer", map[string]string{"Authorization": "Basic " + testToken}, 401},
+		{"right token", map[string]string{"Authorization": bearer}, 200},
+		{"allowed origin", map[string]string{"Authorization": bearer, "Origin": "https://app.example"}, 200},
+		{"loopback origin", map[string]string{"Authorization": bearer, "Origin": "http://localhost:5173"}, 200},
+		{"foreign origin", map[string]string{"Authorization": bearer, "Origin": "https://evil.example"}, 403},
+		{"foreign host (DNS rebinding)", map[string]string{"Authorization": bearer, "Host": "evil.example"}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.header
+			if host, ok := h["Host"]; ok {
+				req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(initialize))
+				req.Host = host
+				req.Header.Set("Authorization", h["Authorization"])
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+				}
+				return
+			}
+			if got := post(h); got != tc.want {
+				t.Errorf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz without a token: %v %v", resp, err)
+	}
+	// A request without a session, or with one that does not exist.
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	req.Header.Set("Authorization", bearer)
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 400 {
+		t.Errorf("no session: %d", resp.StatusCode)
+	}
+	req, _ = http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	req.Header.Set("Authorization", bearer)
+	req.Header.Set("Mcp-Session-Id", "gone")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 404 {
+		t.Errorf("unknown session: %d", resp.StatusCode)
+	}
+}
+
+func TestGeneratedTokenIsPrintedAndRequired(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+	stderr := &lockedBuffer{}
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0")
+	cmd.Env = os.Environ() // no DYNAMIC_MCP_TOKEN
+	for i, e := range cmd.Env {
+		if strings.HasPrefix(e, "DYNAMIC_MCP_TOKEN=") {
+			cmd.Env[i] = "DYNAMIC_MCP_TOKEN="
+		}
+	}
+	cmd.Stderr = stderr
+	cmd.Start()
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	var token, base string
+	waitFor(t, 10*time.Second, "the token and address", func() bool {
+		s := stderr.String()
+		if m := regexp.MustCompile(`Authorization: Bearer (\S+)`).FindStringSubmatch(s); m != nil {
+			token = m[1]
+		}
+		if m := regexp.MustCompile(`serving over HTTP" addr=(\S+)`).FindStringSubmatch(s); m != nil {
+			base = "http://" + m[1]
+		}
+		return token != "" && base != ""
+	})
+	c := httpClient(t, base, map[string]string{"Authorization": "Bearer " + token})
+	c.initialize("2025-06-18")
+	if _, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if cmd2 := exec.Command(hubBin, "serve", "-c", path, "--http", "0.0.0.0:0", "--insecure-no-auth"); cmd2.Run() == nil {
+		t.Error("--insecure-no-auth on a public address was accepted")
+	}
+}
+
+// recordingUpstream is a real MCP server over Streamable HTTP (mcp-go) that
+// records every request header it receives.
+func recordingUpstream(t *testing.T) (*httptest.Server, func() []http.Header) {
+	s := mcpserver.NewMCPServer("recorder", "1")
+	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("hello from upstream"), nil
+	})
+	var mu sync.Mutex
+	var seen []http.Header
+	h := mcpserver.NewStreamableHTTPServer(s)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]http.Header(nil), seen...)
+	}
+}
+
+func TestClientTokenNeverReachesAnUpstream(t *testing.T) {
+	up, seen := recordingUpstream(t)
+	base, _ := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  r:
+    description: records headers
+    url: %q
+    headers: { X-Upstream-Key: "upstream-secret" }
+`, up.URL+"/mcp"))
+	c := httpClient(t, base, nil)
+	c.initialize("2025-06-18")
+	c.waitFlatTools(1)
+	if text, _ := c.callText("r__hello", nil); text != "hello from upstream" {
+		t.Fatalf("call: %q", text)
+	}
+	headers := seen()
+	if len(headers) == 0 {
+		t.Fatal("the upstream saw no request")
+	}
+	for _, h := range headers {
+		for k, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, testToken) {
+					t.Errorf("upstream saw the client's token in %s", k)
+				}
+			}
+		}
+		if h.Get("X-Upstream-Key") != "upstream-secret" {
+			t.Errorf("upstream request without the configured header: %v", h)
+		}
+	}
+}
+
+func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
+	base, _ := startHTTPHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	var a, b *client
+	var askedA, askedB atomic.Int32
+	for i, asked := range []*atomic.Int32{&askedA, &askedB} {
+		c := httpClient(t, base, nil)
+		name := []string{"A", "B"}[i]
+		c.tr.SetRequestHandler(func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+			asked.Add(1)
+			b, _ := json.Marshal(map[string]any{"action": "accept", "content": map[string]any{"name": name}})
+			return mcptransport.NewJSONRPCResultResponse(req.ID, b), nil
+		})
+		c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": name, "version": "1"},
+			"capabilities": map[string]any{"elicitation": map[string]any{}}})
+		c.waitFlatTools(fakeTools)
+		if i == 0 {
+			a = c
+		} else {
+			b = c
+		}
+	}
+
+	// Both use progress token "p": each sees only its own progress.
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		c    *client
+		text string
+	}{{a, "A"}, {b, "B"}} {
+		wg.Go(func() {
+			x.c.call("tools/call", map[string]any{"name": "f__progress", "arguments": map[string]any{"text": x.text}, "_meta": map[string]any{"progressToken": "p"}})
+		})
+	}
+	wg.Wait()
+	for _, x := range []struct {
+		c    *client
+		text string
+	}{{a, "A"}, {b, "B"}} {
+		waitFor(t, 5*time.Second, "3 progress notifications for "+x.text, func() bool { return len(x.c.notesOf("notifications/progress")) >= 3 })
+		for _, n := range x.c.notesOf("notifications/progress") {
+			if n.Params.AdditionalFields["message"] != x.text || n.Params.AdditionalFields["progressToken"] != "p" {
+				t.Errorf("session %s got progress %v", x.text, n.Params.AdditionalFields)
+			}
+		}
+	}
+
+	// An elicitation goes to the session whose call caused it.
+	text, _ := a.callText("f__ask", nil)
+	if !strings.Contains(text, `"name":"A"`) || askedA.Load() != 1 || askedB.Load() != 0 {
+		t.Errorf("elicitation: %q, A asked %d, B asked %d", text, askedA.Load(), askedB.Load())
+	}
+
+	// Only the subscribed session hears of an update.
+	a.call("resources/subscribe", map[string]any{"uri": "fake://fake/res/1"})
+	b.callText("f__touch", map[string]any{"text": "fake://fake/res/1"})
+	waitFor(t, 5*time.Second, "resources/updated to A", func() bool { return len(a.notesOf("notifications/resources/updated")) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	if n := len(b.notesOf("notifications/resources/updated")); n != 0 {
+		t.Errorf("B, not subscribed, got %d updates", n)
+	}
+}
+
+// freePort finds a loopback port nobody listens on.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// startEverythingHTTP runs server-everything over one of its HTTP
+// transports and returns its port.
+func startEverythingHTTP(t *testing.T, transport string) string {
+	port := freePort(t)
+	argv := referenceServer(t, "server-everything", transport)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 20*time.Second, "server-everything "+transport+" to listen", func() bool {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	return port
+}
+
+func TestEverythingAsStreamableHTTPAndSSEUpstream(t *testing.T) {
+	httpPort := startEverythingHTTP(t, "streamableHttp")
+	ssePort := startEverythingHTTP(t, "sse")
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  web:
+    description: over Streamable HTTP
+    url: http://127.0.0.1:%s/mcp
+  old:
+    description: over legacy SSE
+    url: http://127.0.0.1:%s/sse
+    transport: sse
+`, httpPort, ssePort))
+	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
+		"capabilities": map[string]any{"sampling": map[string]any{}}})
+	answerClientRequests(c)
+	waitFor(t, 20*time.Second, "both upstreams", func() bool {
+		list := string(c.call("tools/list", nil))
+		return strings.Contains(list, "web__get-sum") && strings.Contains(list, "old__get-sum")
+	})
+	for _, g := range []string{"web", "old"} {
+		if text, isErr := c.callText(g+"__get-sum", map[string]any{"a": 2, "b": 40}); isErr || !strings.Contains(text, "42") {
+			t.Errorf("%s get-sum: %q", g, text)
+		}
+		res := c.call("tools/call", map[string]any{"name": g + "__trigger-long-running-operation", "arguments": map[string]any{"duration": 0.2, "steps": 2},
+			"_meta": map[string]any{"progressToken": g + "-tok"}})
+		if text, _ := toolText(t, res); !strings.Contains(text, "completed") {
+			t.Errorf("%s long running: %q", g, text)
+		}
+		waitFor(t, 5*time.Second, g+" progress", func() bool {
+			for _, n := range c.notesOf("notifications/progress") {
+				if n.Params.AdditionalFields["progressToken"] == g+"-tok" {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if text, _ := c.callText("web__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5}); !strings.Contains(text, "sampled by the test client") {
+		t.Errorf("sampling over Streamable HTTP: %q", text)
+	}
+}
+
+// swappableUpstream is an HTTP MCP server whose handler can be replaced
+// while the hub talks to it: a fresh mcp-go server forgets every session,
+// a failing handler stands for an outage.
+type swappableUpstream struct {
+	srv   *httptest.Server
+	h     atomic.Pointer[http.Handler]
+	inits atomic.Int32
+}
+
+// sessionSet issues session ids and knows only those it issued, as a real
+// server that restarted would.
+type sessionSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (s *sessionSet) Generate() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("sess-%d-%d", time.Now().UnixNano(), len(s.ids))
+	s.ids[id] = true
+	return id
+}
+
+func (s *sessionSet) Validate(id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ids[id] {
+		return false, fmt.Errorf("unknown session %s", id)
+	}
+	return false, nil
+}
+
+func (s *sessionSet) Terminate(id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ids, id)
+	return false, nil
+}
+
+func newSwappableUpstream(t *testing.T) *swappableUpstream {
+	u := &swappableUpstream{}
+	u.fresh()
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"method":"initialize"`) {
+				u.inits.Add(1)
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
+		(*u.h.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// fresh puts a new server in place, which knows no session.
+func (u *swappableUpstream) fresh() {
+	s := mcpserver.NewMCPServer("swappable", "1")
+	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("hello from upstream"), nil
+	})
+	h := http.Handler(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithSessionIdManager(&sessionSet{ids: map[string]bool{}})))
+	u.h.Store(&h)
+}
+
+func (u *swappableUpstream) fail(status int) {
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+	u.h.Store(&h)
+}
+
+func TestRemoteUpstreamSessionExpiryAndOutage(t *testing.T) {
+	u := newSwappableUpstream(t)
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  r:
+    description: remote
+    url: %q
+    transport: streamable-http
+    retry: { initial_interval: 100ms, reconnect_interval: 200ms }
+`, u.srv.URL+"/mcp"))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(1)
+	if text, _ := c.callText("r__hello", nil); text != "hello from upstream" {
+		t.Fatalf("call: %q", text)
+	}
+	// The server restarts and forgets the session: the hub initializes
+	// again, once, and the call succeeds.
+	before := u.inits.Load()
+	u.fresh()
+	if text, isErr := c.callText("r__hello", nil); isErr || text != "hello from upstream" {
+		t.Fatalf("call after the session expired: %q", text)
+	}
+	if got := u.inits.Load() - before; got != 1 {
+		t.Errorf("the hub initialized %d times after the 404, want 1", got)
+	}
+	// An outage: the call fails with a clear reason, the group goes
+	// unavailable, and comes back when the server does.
+	u.fail(http.StatusServiceUnavailable)
+	text, isErr := c.callText("r__hello", nil)
+	if !isErr || !strings.Contains(text, "upstream r") {
+		t.Errorf("call during an outage: %q (isError %v)", text, isErr)
+	}
+	waitFor(t, 10*time.Second, "the group to go", func() bool { return !strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
+	u.fresh()
+	waitFor(t, 10*time.Second, "the group to come back", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
+	if text, _ := c.callText("r__hello", nil); text != "hello from upstream" {
+		t.Errorf("after the outage: %q", text)
+	}
+}
