@@ -170,6 +170,7 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 	}
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
 	cmd.Stderr = c.stderr
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -198,7 +199,9 @@ func startHub(t testing.TB, cfg string, extraArgs ...string) *client {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startProcess(t, nil, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
+	// Each hub keeps its pins and audit trail apart: tests reuse group
+	// names for different servers, which pinning would rightly withhold.
+	return startProcess(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
 }
 
 // signalHub sends sig to the process startProcess started.

@@ -35,7 +35,7 @@ func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuf
 	}
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(hubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
-	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken)
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir())
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
