@@ -224,9 +224,10 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.caps.wait(ctx)
 	c, err := dial(ctx, cfg, s.settings, caps, s.logger, s.onNotification, s.serveRequest)
-	if err != nil && cfg.Transport == "" && ctx.Err() == nil {
-		// No transport given: Streamable HTTP failed, try legacy SSE as the
-		// spec's backwards-compatibility section describes.
+	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
+		// No transport given, and the server answered the Streamable HTTP
+		// initialize with a 4xx: try legacy SSE, as the spec's
+		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
 		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.logger, s.onNotification, s.serveRequest); err2 == nil {

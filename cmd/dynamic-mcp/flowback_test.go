@@ -182,3 +182,27 @@ func TestUpstreamListChangedReachesTheClient(t *testing.T) {
 		t.Error("the changed description did not reach the client")
 	}
 }
+
+func TestClientLogLevelAndRootsChangesReachUpstreams(t *testing.T) {
+	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
+		"capabilities": map[string]any{"roots": map[string]any{"listChanged": true}}})
+	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/initialized"}})
+	c.waitFlatTools(fakeTools)
+	c.call("logging/setLevel", map[string]any{"level": "debug"})
+	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/roots/list_changed"}})
+	waitFor(t, 5*time.Second, "the upstream to hear both", func() bool {
+		state, _ := c.callText("f__state", nil)
+		return strings.Contains(state, `"logLevel":"debug"`) && strings.Contains(state, "notifications/roots/list_changed")
+	})
+	// Upstream log messages reach the client with group and server.
+	c.callText("f__log", map[string]any{"text": "disk almost full"})
+	waitFor(t, 5*time.Second, "the log message", func() bool {
+		for _, n := range c.notesOf("notifications/message") {
+			if n.Params.AdditionalFields["logger"] == "f/fake" && n.Params.AdditionalFields["data"] == "disk almost full" {
+				return true
+			}
+		}
+		return false
+	})
+}

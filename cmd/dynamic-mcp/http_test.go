@@ -367,13 +367,16 @@ groups:
     description: over legacy SSE
     url: http://127.0.0.1:%s/sse
     transport: sse
-`, httpPort, ssePort))
+  auto:
+    description: no transport given, so Streamable HTTP first, then SSE
+    url: http://127.0.0.1:%s/sse
+`, httpPort, ssePort, ssePort))
 	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
 		"capabilities": map[string]any{"sampling": map[string]any{}}})
 	answerClientRequests(c)
 	waitFor(t, 20*time.Second, "both upstreams", func() bool {
 		list := string(c.call("tools/list", nil))
-		return strings.Contains(list, "web__get-sum") && strings.Contains(list, "old__get-sum")
+		return strings.Contains(list, "web__get-sum") && strings.Contains(list, "old__get-sum") && strings.Contains(list, "auto__get-sum")
 	})
 	for _, g := range []string{"web", "old"} {
 		if text, isErr := c.callText(g+"__get-sum", map[string]any{"a": 2, "b": 40}); isErr || !strings.Contains(text, "42") {

@@ -38,11 +38,13 @@ var (
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
 	sync.Mutex
-	Initialized     bool   `json:"initialized"`
-	ProtocolVersion string `json:"protocolVersion"`
-	ClientName      string `json:"clientName"`
-	GrandchildPID   int    `json:"grandchildPid,omitempty"`
-	Cancelled       []any  `json:"cancelled,omitempty"`
+	Initialized     bool     `json:"initialized"`
+	ProtocolVersion string   `json:"protocolVersion"`
+	ClientName      string   `json:"clientName"`
+	GrandchildPID   int      `json:"grandchildPid,omitempty"`
+	Cancelled       []any    `json:"cancelled,omitempty"`
+	Notified        []string `json:"notified,omitempty"` // other notifications, by method
+	LogLevel        string   `json:"logLevel,omitempty"`
 }
 
 var out = struct {
@@ -175,6 +177,8 @@ func notice(n request) {
 	switch n.Method {
 	case "notifications/initialized":
 		state.Initialized = true
+	default:
+		state.Notified = append(state.Notified, n.Method)
 	case "notifications/cancelled":
 		var p struct {
 			RequestID any `json:"requestId"`
@@ -349,7 +353,16 @@ func handle(req request) {
 			"serverInfo":   map[string]any{"name": *name, "version": "1.0.0"},
 			"instructions": "A fake server for tests.",
 		})
-	case "ping", "resources/subscribe", "resources/unsubscribe", "logging/setLevel":
+	case "logging/setLevel":
+		var p struct {
+			Level string `json:"level"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		state.Lock()
+		state.LogLevel = p.Level
+		state.Unlock()
+		reply(req.ID, map[string]any{})
+	case "ping", "resources/subscribe", "resources/unsubscribe":
 		reply(req.ID, map[string]any{})
 	case "tools/list":
 		pageOf(req.ID, req.Params, "tools", append(tools(), conformanceTools()...))
