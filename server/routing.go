@@ -235,7 +235,10 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	switch {
 	case on && first:
 		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.config().CallTimeoutFor(s.Config)); err != nil {
-			h.subscribe(ctx, sess, v, params, false) // undo
+			r.mu.Lock() // the upstream refused: forget the subscription
+			delete(r.subs, p.URI)
+			delete(r.subOwner, p.URI)
+			r.mu.Unlock()
 			return nil, err
 		}
 	case !on && last && !first:

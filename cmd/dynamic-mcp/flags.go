@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/lmittmann/tint"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -76,6 +78,30 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 }
 
 func (c *common) load() (*config.Config, error) { return config.Load(c.config) }
+
+// open builds the logger and loads the config; the returned func closes
+// the log file.
+func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), error) {
+	logger, closeLog, err := c.logger(stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := c.load()
+	if err != nil {
+		closeLog()
+		return nil, nil, nil, err
+	}
+	return cfg, logger, closeLog, nil
+}
+
+// connectAll starts every upstream of cfg for a command that has no client
+// of its own, so declares no client capabilities and waits for none.
+func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) *upstream.Manager {
+	mgr := upstream.New(cfg, logger)
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	mgr.Start(ctx)
+	return mgr
+}
 
 // logger builds the logger: tint on a terminal, plain text otherwise, JSON
 // into --log-file. Logs never go to stdout, the protocol channel.

@@ -249,22 +249,16 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
-	pidText, _ := c.callText("f__pid", nil)
-	pid, _ := strconv.Atoi(pidText)
-	state, _ := c.callText("f__state", nil)
-	var st struct {
-		GrandchildPID int `json:"grandchildPid"`
-	}
-	mustUnmarshal(t, []byte(state), &st)
-	if pid == 0 || st.GrandchildPID == 0 {
-		t.Fatalf("pids: %d %s", pid, state)
+	pid, grandchild := fakePIDs(t, c)
+	if pid == 0 || grandchild == 0 {
+		t.Fatalf("pids: %d %d", pid, grandchild)
 	}
 	start := time.Now()
 	c.tr.Close() // the hub's stdin closes; the ladder takes 5 s + 5 s for this child
 	if err := hub.Wait(); err != nil {
 		t.Errorf("hub exit: %v", err)
 	}
-	for _, p := range []int{pid, st.GrandchildPID} {
+	for _, p := range []int{pid, grandchild} {
 		waitFor(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
 			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
 		})
@@ -279,13 +273,7 @@ func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
-	pidText, _ := c.callText("f__pid", nil)
-	pid, _ := strconv.Atoi(pidText)
-	state, _ := c.callText("f__state", nil)
-	var st struct {
-		GrandchildPID int `json:"grandchildPid"`
-	}
-	mustUnmarshal(t, []byte(state), &st)
+	pid, grandchild := fakePIDs(t, c)
 	start := time.Now()
 	hub.Process.Signal(syscall.SIGTERM) // an orderly stop begins: the ladder
 	time.Sleep(300 * time.Millisecond)
@@ -294,11 +282,24 @@ func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("second signal: the hub took %s to stop", took)
 	}
-	for _, p := range []int{pid, st.GrandchildPID} {
+	for _, p := range []int{pid, grandchild} {
 		waitFor(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
 			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
 		})
 	}
+}
+
+// fakePIDs asks the fake upstream f for its pid and its grandchild's.
+func fakePIDs(t *testing.T, c *client) (pid, grandchild int) {
+	t.Helper()
+	pidText, _ := c.callText("f__pid", nil)
+	pid, _ = strconv.Atoi(pidText)
+	state, _ := c.callText("f__state", nil)
+	var st struct {
+		GrandchildPID int `json:"grandchildPid"`
+	}
+	mustUnmarshal(t, []byte(state), &st)
+	return pid, st.GrandchildPID
 }
 
 // isZombie reports whether pid has exited but not been reaped by its

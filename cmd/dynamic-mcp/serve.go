@@ -23,15 +23,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	logger, closeLog, err := c.logger(stderr)
+	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	cfg, err := c.load()
-	if err != nil {
-		return err
-	}
 	mgr := upstream.New(cfg, logger)
 	mgr.Start(ctx)
 	defer mgr.Close()

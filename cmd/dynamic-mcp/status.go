@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -30,18 +28,12 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	logger, closeLog, err := c.logger(stderr)
+	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	cfg, err := c.load()
-	if err != nil {
-		return err
-	}
-	mgr := upstream.New(cfg, logger)
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{}) // no client to wait for
-	mgr.Start(ctx)
+	mgr := connectAll(ctx, cfg, logger)
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.
 	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout+5*time.Second)

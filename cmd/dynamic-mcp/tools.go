@@ -9,8 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -27,21 +25,15 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	only := fs.Arg(0)
-	logger, closeLog, err := c.logger(stderr)
+	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	cfg, err := c.load()
-	if err != nil {
-		return err
-	}
 	if only != "" && !hasGroup(cfg, only) {
 		return fmt.Errorf("no group %q in %s", only, cfg.Path)
 	}
-	mgr := upstream.New(cfg, logger)
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{}) // no client to wait for
-	mgr.Start(ctx)
+	mgr := connectAll(ctx, cfg, logger)
 	defer mgr.Close()
 	mgr.WaitSettled(ctx)
 	cfg.Audit.Path = "off" // listing tools is not something to audit
