@@ -46,9 +46,9 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
 }
 
-// parse parses args, flags and arguments in any order, and fills in the
-// config path from the environment.
-func (c *common) parse(fs *flag.FlagSet, args []string) error {
+// parseArgs parses args, flags and arguments in any order, and returns
+// the arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
@@ -56,9 +56,9 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.SetOutput(os.Stdout)
 				fs.PrintDefaults()
-				return err
+				return nil, err
 			}
-			return usageError{err.Error()}
+			return nil, usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -68,6 +68,14 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	}
 	// Leave the arguments where fs.Arg finds them.
 	_ = fs.Parse(append([]string{"--"}, positional...))
+	return positional, nil
+}
+
+// parse parses args and fills in the config path from the environment.
+func (c *common) parse(fs *flag.FlagSet, args []string) error {
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
 	if c.config == "" {
 		c.config = os.Getenv("DYNAMIC_MCP_CONFIG")
 	}
@@ -124,8 +132,9 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 	return slog.New(slog.NewTextHandler(stderr, opts)), func() {}, nil
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether v (a reader or writer) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}

@@ -55,6 +55,12 @@ Usage:
   dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
   dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny]
                                   evaluate policy fixtures without starting any upstream
+  dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name="..."]
+                                  move a client's MCP servers into the YAML config
+  dynamic-mcp install <client> [--project DIR] [-c FILE] [--dry-run]
+                                  leave one dynamic-mcp entry in a client's config
+  dynamic-mcp uninstall <client> [--project DIR]
+                                  give the client its servers back
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -84,6 +90,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "pin":
 		return pinCmd(args[1:], stdout)
+	case "import":
+		return importCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "install":
+		return installCmd(args[1:], stdout, stderr)
+	case "uninstall":
+		return uninstallCmd(args[1:], stdout)
 	case "policy":
 		return policyCmd(args[1:], stdout)
 	case "version", "--version":

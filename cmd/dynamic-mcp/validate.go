@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // validateCmd checks a config without starting anything.
@@ -21,6 +22,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	servers := 0
 	for _, g := range cfg.Groups {
 		servers += len(g.Servers)
+		if strings.HasPrefix(g.Description, placeholderPrefix) {
+			fmt.Fprintf(stderr, "warning: %s: group %s has the description import left for it; say what it is for, the LLM reads it\n", cfg.Path, g.Name)
+		}
 	}
 	fmt.Fprintf(stdout, "%s: OK (%s mode, %d groups, %d servers)\n", cfg.Path, cfg.Mode, len(cfg.Groups), servers)
 	return nil

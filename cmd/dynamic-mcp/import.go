@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// placeholderPrefix starts the description import writes when it has no
+// better one; validate warns about it.
+const placeholderPrefix = "TODO: describe"
+
+// describeFlags collects --describe name="...".
+type describeFlags map[string]string
+
+func (d describeFlags) String() string { return "" }
+func (d describeFlags) Set(v string) error {
+	name, desc, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=\"description\", got %q", v)
+	}
+	d[name] = strings.Trim(desc, `"`)
+	return nil
+}
+
+// importCmd moves a client's MCP servers into the YAML config, one group
+// per server, in the client's order.
+func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var project, out string
+	var force, probe bool
+	describe := describeFlags{}
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs.StringVar(&project, "project", "", "read the client's project config in `dir`")
+	fs.StringVar(&out, "o", defaultConfigPath(), "the YAML config to write or merge into")
+	fs.BoolVar(&force, "force", false, "replace groups of the same name already in the config")
+	fs.BoolVar(&probe, "probe", false, "start each server to take its description from its instructions or name")
+	fs.Var(describe, "describe", "`name=\"description\"` of a server's group (repeatable)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"usage: dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name=\"...\"]"}
+	}
+	env := clients.CurrentEnv()
+	servers, source, notes, err := readClient(env, pos[0], project)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	if len(servers) == 0 {
+		return fmt.Errorf("%s has no MCP servers", source)
+	}
+	interactive := isTerminal(stdin)
+	reader := bufio.NewReader(stdin)
+	for i := range servers {
+		s := &servers[i]
+		switch {
+		case describe[s.Name] != "":
+			s.Description = describe[s.Name]
+		case s.Description != "":
+		case probe:
+			s.Description = probeDescription(ctx, s, stderr)
+		}
+		if s.Description == "" && interactive {
+			fmt.Fprintf(stderr, "What is %s for? (one line the LLM reads): ", s.Name)
+			line, _ := reader.ReadString('\n')
+			s.Description = strings.TrimSpace(line)
+		}
+		if s.Description == "" {
+			s.Description = fmt.Sprintf("%s what %s is for (imported from %s)", placeholderPrefix, s.Name, filepath.Base(source))
+		}
+	}
+	added, skipped, err := mergeIntoConfig(out, servers, force)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d servers imported from %s into %s", pos[0], len(added), source, out)
+	if len(skipped) > 0 {
+		fmt.Fprintf(stdout, " (already there, left alone: %s; --force replaces them)", strings.Join(skipped, ", "))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// readClient reads the servers of a client (by name) or of a file.
+func readClient(env clients.Env, name, project string) ([]clients.Server, string, []string, error) {
+	c, err := clients.Find(env, name)
+	var path string
+	switch {
+	case err == nil:
+		if path, err = c.Path(env, project); err != nil {
+			return nil, "", nil, err
+		}
+	case fileExists(name):
+		path = name
+	default:
+		return nil, "", nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("read %s config: %w", name, err)
+	}
+	if c == nil {
+		c = clients.ForFile(env, path, data)
+	}
+	servers, notes, err := c.Read(data)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Claude Code keeps a project's servers in ~/.claude.json too.
+	if c.Name == "claude-code" && project != "" {
+		abs, _ := filepath.Abs(project)
+		if user, err := os.ReadFile(filepath.Join(env.Home, ".claude.json")); err == nil {
+			more, moreNotes, err := clients.ReadAt(user, "projects", abs, "mcpServers")
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("~/.claude.json: %w", err)
+			}
+			servers, notes = append(servers, more...), append(notes, moreNotes...)
+		}
+	}
+	return servers, path, notes, nil
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// probeDescription starts a server and describes it by its instructions or
+// its name; "" when it cannot be reached.
+func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) string {
+	cfg, err := config.Parse("probe", strings.NewReader(renderGroups([]clients.Server{{Name: "probe", Command: s.Command, Args: s.Args,
+		Env: s.Env, URL: s.URL, Headers: s.Headers, Transport: s.Transport, Description: "probe"}})))
+	if err != nil {
+		fmt.Fprintf(stderr, "note: cannot probe %s: %v\n", s.Name, err)
+		return ""
+	}
+	cfg.Settings.Retry.Attempts = 1
+	for _, g := range cfg.Groups {
+		for _, srv := range g.Servers {
+			srv.Retry.Attempts = 1
+		}
+	}
+	mgr := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer mgr.Close()
+	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout)
+	defer cancel()
+	mgr.WaitSettled(wait)
+	st := mgr.Servers()[0].Status()
+	if st.State != upstream.StateReady {
+		fmt.Fprintf(stderr, "note: could not probe %s: %v\n", s.Name, st.Err)
+		return ""
+	}
+	if line, _, _ := strings.Cut(strings.TrimSpace(st.Instructions), "\n"); line != "" {
+		return line
+	}
+	if st.ServerInfo.Title != "" {
+		return st.ServerInfo.Title
+	}
+	return st.ServerInfo.Name
+}
+
+var groupName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// renderGroups writes servers as YAML groups (the groups: block).
+func renderGroups(servers []clients.Server) string {
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	groups := &yaml.Node{Kind: yaml.MappingNode}
+	doc.Content = append(doc.Content, scalar("groups"), groups)
+	for _, s := range servers {
+		groups.Content = append(groups.Content, scalar(groupKey(s.Name)), groupNode(s))
+	}
+	b, _ := yaml.Marshal(doc)
+	return string(b)
+}
+
+func groupKey(name string) string {
+	k := strings.Trim(groupName.ReplaceAllString(name, "-"), "-")
+	if k == "" {
+		k = "server"
+	}
+	if len(k) > 64 {
+		k = k[:64]
+	}
+	return k
+}
+
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func groupNode(s clients.Server) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(k string, v *yaml.Node) { n.Content = append(n.Content, scalar(k), v) }
+	list := func(items []string) *yaml.Node {
+		l := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, it := range items {
+			l.Content = append(l.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: it, Style: yaml.DoubleQuotedStyle})
+		}
+		return l
+	}
+	dict := func(m map[string]string) *yaml.Node {
+		d := &yaml.Node{Kind: yaml.MappingNode}
+		for _, k := range sortedKeys(m) {
+			d.Content = append(d.Content, scalar(k), &yaml.Node{Kind: yaml.ScalarNode, Value: m[k], Style: yaml.DoubleQuotedStyle})
+		}
+		return d
+	}
+	add("description", scalar(s.Description))
+	if s.Command != "" {
+		add("command", scalar(s.Command))
+		if len(s.Args) > 0 {
+			add("args", list(s.Args))
+		}
+		if len(s.Env) > 0 {
+			add("env", dict(s.Env))
+		}
+		if s.Cwd != "" {
+			add("cwd", scalar(s.Cwd))
+		}
+	} else {
+		add("url", scalar(s.URL))
+		if s.Transport != "" {
+			add("transport", scalar(s.Transport))
+		}
+		if len(s.Headers) > 0 {
+			add("headers", dict(s.Headers))
+		}
+	}
+	if s.Disabled {
+		add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+	}
+	return n
+}
+
+// mergeIntoConfig adds servers as groups to the YAML config at path,
+// creating it if needed, after a backup of the file it changes.
+func mergeIntoConfig(path string, servers []clients.Server, force bool) (added, skipped []string, err error) {
+	var doc yaml.Node
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		old = nil
+	case err != nil:
+		return nil, nil, err
+	}
+	if len(old) > 0 {
+		if err := yaml.Unmarshal(old, &doc); err != nil {
+			return nil, nil, fmt.Errorf("%s is not YAML, so nothing was written: %w", path, err)
+		}
+	}
+	if len(doc.Content) == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, nil, fmt.Errorf("%s is not a dynamic-mcp config (its top level is not a map)", path)
+	}
+	var groups *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "groups" {
+			groups = root.Content[i+1]
+		}
+	}
+	if groups == nil || groups.Kind != yaml.MappingNode {
+		groups = &yaml.Node{Kind: yaml.MappingNode}
+		root.Content = append(root.Content, scalar("groups"), groups)
+	}
+	for _, s := range servers {
+		key := groupKey(s.Name)
+		at := -1
+		for i := 0; i+1 < len(groups.Content); i += 2 {
+			if groups.Content[i].Value == key {
+				at = i
+			}
+		}
+		switch {
+		case at >= 0 && !force:
+			skipped = append(skipped, key)
+		case at >= 0:
+			groups.Content[at+1] = groupNode(s)
+			added = append(added, key)
+		default:
+			groups.Content = append(groups.Content, scalar(key), groupNode(s))
+			added = append(added, key)
+		}
+	}
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, nil, err
+	}
+	out := []byte(b.String())
+	if _, err := replaceFile(path, old, out); err != nil {
+		return nil, nil, err
+	}
+	return added, skipped, nil
+}
+
+// replaceFile replaces path by data atomically, after copying what was
+// there (old) to a timestamped backup beside it, with the same mode. It
+// returns the backup's path ("" when there was no file).
+func replaceFile(path string, old, data []byte) (backup string, err error) {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+		backup = fmt.Sprintf("%s.dynamic-mcp-backup-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+		if err := os.WriteFile(backup, old, mode); err != nil {
+			return "", fmt.Errorf("back up %s: %w", path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return backup, os.Rename(tmp.Name(), path)
+}
+
+func defaultConfigPath() string {
+	if p := os.Getenv("DYNAMIC_MCP_CONFIG"); p != "" {
+		return p
+	}
+	return filepath.Join(config.Home(), "config.yaml")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
+)
+
+// clientFixtures maps each client to its fixture in testdata/clients.
+var clientFixtures = map[string]string{
+	"claude-desktop":  "claude-desktop.json",
+	"claude-code":     "claude-code.json",
+	"cursor":          "cursor.json",
+	"vscode":          "vscode.json",
+	"vscode-settings": "vscode-settings.json",
+	"windsurf":        "windsurf.json",
+	"cline":           "cline.json",
+	"codex":           "codex.toml",
+	"gemini":          "gemini.json",
+	"opencode":        "opencode.json",
+	"zed":             "zed.json",
+}
+
+// runHub runs the hub binary with HOME and DYNAMIC_MCP_HOME in home.
+func runHub(t *testing.T, home string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(hubBin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"), "DYNAMIC_MCP_CONFIG=", "CODEX_HOME=")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func TestImportEveryClientFormat(t *testing.T) {
+	dir := filepath.Join(repoDir, "testdata", "clients")
+	names := append([]string{"dynamic-mcp.json"}, sortedValues(clientFixtures)...)
+	for _, fixture := range names {
+		t.Run(fixture, func(t *testing.T) {
+			home := t.TempDir()
+			out := filepath.Join(home, "imported.yaml")
+			_, notes, err := runHub(t, home, "import", filepath.Join(dir, fixture), "-o", out)
+			if err != nil {
+				t.Fatalf("import: %v\n%s", err, notes)
+			}
+			got, _ := os.ReadFile(out)
+			golden := filepath.Join(dir, strings.TrimSuffix(strings.TrimSuffix(fixture, ".json"), ".toml")+".yaml")
+			if *update {
+				os.WriteFile(golden, got, 0o644)
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("import of %s:\n%s\nwant:\n%s", fixture, got, want)
+			}
+			// What import writes is a config the hub accepts, once the
+			// variables it refers to are set.
+			if _, errOut, err := runHub(t, home, "validate", "-c", out); err != nil && !strings.Contains(errOut, "is not set") {
+				t.Errorf("validate: %v\n%s", err, errOut)
+			}
+		})
+	}
+}
+
+func sortedValues(m map[string]string) []string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+func TestImportNotesSecretsAndInputsWithoutValues(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(repoDir, "testdata", "clients")
+	_, notes, err := runHub(t, home, "import", filepath.Join(dir, "claude-desktop.json"), "-o", filepath.Join(home, "a.yaml"))
+	if err != nil || !strings.Contains(notes, "server github: env.GITHUB_PERSONAL_ACCESS_TOKEN holds a secret written literally") || strings.Contains(notes, "ghp_literal") {
+		t.Errorf("secret note: %v\n%s", err, notes)
+	}
+	_, notes, _ = runHub(t, home, "import", filepath.Join(dir, "vscode.json"), "-o", filepath.Join(home, "b.yaml"))
+	if !strings.Contains(notes, `input "perplexity-key" becomes ${PERPLEXITY_KEY}`) {
+		t.Errorf("input note:\n%s", notes)
+	}
+	// Without a terminal, import never asks: a placeholder, which validate
+	// warns about.
+	_, warn, err := runHub(t, home, "validate", "-c", filepath.Join(home, "a.yaml"))
+	if err != nil || !strings.Contains(warn, "has the description import left for it") {
+		t.Errorf("validate warning: %v\n%s", err, warn)
+	}
+	// --describe gives one, and a second import merges, leaving what is there.
+	out, _, err := runHub(t, home, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"), "--describe", `brave=Search the web with Brave`)
+	if err != nil || !strings.Contains(out, "2 servers imported") {
+		t.Errorf("merge: %v %s", err, out)
+	}
+	out, _, _ = runHub(t, home, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"))
+	if !strings.Contains(out, "0 servers imported") || !strings.Contains(out, "left alone: brave, figma") {
+		t.Errorf("second merge: %s", out)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(home, "a.yaml"))
+	if !strings.Contains(string(cfg), "description: Search the web with Brave") || strings.Count(string(cfg), "\n  filesystem:") != 1 {
+		t.Errorf("merged config:\n%s", cfg)
+	}
+}
+
+// placeFixture puts a client's fixture where that client keeps its config
+// under home, and returns the path.
+func placeFixture(t *testing.T, home, client string) (string, []byte) {
+	t.Helper()
+	env := clients.Env{Home: home, OS: "linux"}
+	c, err := clients.Find(env, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := c.Path(env, "")
+	data, err := os.ReadFile(filepath.Join(repoDir, "testdata", "clients", clientFixtures[client]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
+	for _, client := range sortedKeys(clientFixtures) {
+		t.Run(client, func(t *testing.T) {
+			home := t.TempDir()
+			path, before := placeFixture(t, home, client)
+			cfg := filepath.Join(home, "hub.yaml")
+			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+
+			out, errOut, err := runHub(t, home, "install", client, "-c", cfg, "--dry-run")
+			if err != nil || !strings.Contains(out, "+") || !strings.Contains(out, "dynamic-mcp") {
+				t.Fatalf("dry run: %v\n%s%s", err, out, errOut)
+			}
+			if now, _ := os.ReadFile(path); string(now) != string(before) {
+				t.Fatal("--dry-run wrote the file")
+			}
+			if _, errOut, err := runHub(t, home, "install", client, "-c", cfg); err != nil {
+				t.Fatalf("install: %v\n%s", err, errOut)
+			}
+			after, _ := os.ReadFile(path)
+			// The client now has one server: the hub, by absolute paths.
+			_, _, err = runHub(t, home, "import", path, "-o", filepath.Join(home, "check.yaml"))
+			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
+			if err != nil || strings.Count(string(check), "description:") != 1 || !strings.Contains(string(check), "dynamic-mcp:") ||
+				!strings.Contains(string(check), cfg) {
+				t.Errorf("installed config reads as:\n%s\n(file:\n%s)", check, after)
+			}
+			backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*")
+			if len(backups) != 1 {
+				t.Errorf("want one backup beside %s, got %v", path, backups)
+			} else if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
+				t.Error("the backup is not the file as it was")
+			}
+			if _, errOut, err := runHub(t, home, "uninstall", client); err != nil {
+				t.Fatalf("uninstall: %v\n%s", err, errOut)
+			}
+			if now, _ := os.ReadFile(path); string(now) != string(before) {
+				t.Errorf("after install and uninstall the file differs:\n%s\nwant:\n%s", now, before)
+			}
+		})
+	}
+}
+
+func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
+	for _, client := range []string{"cursor", "codex"} {
+		t.Run(client, func(t *testing.T) {
+			home := t.TempDir()
+			path, _ := placeFixture(t, home, client)
+			cfg := filepath.Join(home, "hub.yaml")
+			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+			if _, errOut, err := runHub(t, home, "install", client, "-c", cfg); err != nil {
+				t.Fatalf("install: %v\n%s", err, errOut)
+			}
+			now, _ := os.ReadFile(path)
+			edited := strings.Replace(string(now), "\n", "\n// edited by the user\n", 1)
+			if client == "codex" {
+				edited = strings.Replace(string(now), "\n", "\n# edited by the user\n", 1)
+			}
+			os.WriteFile(path, []byte(edited), 0o644)
+			if _, errOut, err := runHub(t, home, "uninstall", client); err != nil {
+				t.Fatalf("uninstall: %v\n%s", err, errOut)
+			}
+			restored, _ := os.ReadFile(path)
+			if !strings.Contains(string(restored), "edited by the user") || strings.Contains(string(restored), "dynamic-mcp") {
+				t.Errorf("restored:\n%s", restored)
+			}
+			_, _, err := runHub(t, home, "import", path, "-o", filepath.Join(home, "check.yaml"))
+			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
+			if err != nil || strings.Count(string(check), "description:") < 2 {
+				t.Errorf("the servers did not come back:\n%s", check)
+			}
+		})
+	}
+}
+
+func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
+	home := t.TempDir()
+	path, _ := placeFixture(t, home, "cursor")
+	broken := []byte(`{"mcpServers": {"a": {"command": "x"},,}`)
+	os.WriteFile(path, broken, 0o644)
+	cfg := filepath.Join(home, "hub.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+	_, errOut, err := runHub(t, home, "install", "cursor", "-c", cfg)
+	if err == nil || !strings.Contains(errOut, path) || !strings.Contains(errOut, "left as it is") {
+		t.Errorf("install over a broken config: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(broken) {
+		t.Error("a malformed config was overwritten")
+	}
+	if backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*"); len(backups) != 0 {
+		t.Errorf("backups made: %v", backups)
+	}
+}
+
+func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
+	home := t.TempDir()
+	fixture := map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": "node", "args": referenceServer(t, "server-everything", "stdio")[1:]},
+		"memory":     map[string]any{"command": "node", "args": referenceServer(t, "server-memory")[1:], "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(home, "m.jsonl")}},
+	}}
+	b, _ := json.MarshalIndent(fixture, "", "  ")
+	env := clients.Env{Home: home, OS: "linux"}
+	c, _ := clients.Find(env, "claude-desktop")
+	path, _ := c.Path(env, "")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, b, 0o600)
+	cfg := filepath.Join(home, ".dynamic-mcp", "config.yaml")
+	if _, errOut, err := runHub(t, home, "import", "claude-desktop", "-o", cfg, "--describe", "everything=The reference server", "--describe", "memory=A memory"); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	if _, errOut, err := runHub(t, home, "install", "claude-desktop", "-c", cfg); err != nil {
+		t.Fatalf("install: %v\n%s", err, errOut)
+	}
+	var installed struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	data, _ := os.ReadFile(path)
+	mustUnmarshal(t, data, &installed)
+	entry, ok := installed.MCPServers["dynamic-mcp"]
+	if !ok || len(installed.MCPServers) != 1 || !filepath.IsAbs(entry.Command) {
+		t.Fatalf("installed entry: %s", data)
+	}
+	// Start the hub exactly as the client would, and list its tools.
+	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp")}, append([]string{entry.Command}, entry.Args...)...)
+	hub.initialize("2025-06-18")
+	hub.waitGroupsReady("everything", "memory")
+	text, _ := toolText(t, hub.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "memory"}}))
+	if !strings.Contains(text, "create_entities") {
+		t.Errorf("memory tools through the installed entry: %.200s", text)
+	}
+}

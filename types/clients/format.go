@@ -1,0 +1,334 @@
+package clients
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// format reads a client's servers and rewrites its server list.
+type format interface {
+	read(data []byte) ([]Server, []string, error)
+	// replace returns data with the server list set to exactly servers,
+	// in order, every other byte kept; orig is how the list was before.
+	install(data []byte, entry Entry) (out []byte, orig []byte, err error)
+	// restore puts the list install saved back.
+	restore(data []byte, orig []byte) ([]byte, error)
+}
+
+// Entry is the one server install leaves in a client's config.
+type Entry struct {
+	Name    string // "dynamic-mcp"
+	Command string // absolute path of the binary
+	Args    []string
+}
+
+// entryShape renders an Entry as one format's server object.
+type entryShape func(Entry) map[string]any
+
+func plainEntry(e Entry) map[string]any {
+	return map[string]any{"command": e.Command, "args": e.Args}
+}
+
+func vscodeEntry(e Entry) map[string]any {
+	return map[string]any{"type": "stdio", "command": e.Command, "args": e.Args}
+}
+
+func opencodeEntry(e Entry) map[string]any {
+	return map[string]any{"type": "local", "command": append([]string{e.Command}, e.Args...), "enabled": true}
+}
+
+// jsonFormat is a JSON (with comments) file whose servers are an object
+// at path.
+type jsonFormat struct {
+	path     []string
+	entry    entryShape
+	urlIsSSE bool // Gemini CLI: url is SSE, httpUrl Streamable HTTP
+}
+
+// standard turns JSON with comments and trailing commas into JSON.
+func standard(data []byte) ([]byte, error) {
+	v, err := hujson.Parse(bytes.Clone(data))
+	if err != nil {
+		return nil, err
+	}
+	v.Standardize()
+	return v.Pack(), nil
+}
+
+func topKeys(data []byte) map[string]bool {
+	out := map[string]bool{}
+	std, err := standard(data)
+	if err != nil {
+		return out
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(std, &m)
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func hasKey(data []byte, path ...string) bool {
+	std, err := standard(data)
+	if err != nil {
+		return false
+	}
+	_, ok, _ := lookup(std, path)
+	return ok
+}
+
+// lookup finds the raw JSON at path in std.
+func lookup(std []byte, path []string) (json.RawMessage, bool, error) {
+	cur := json.RawMessage(std)
+	for _, k := range path {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &m); err != nil {
+			return nil, false, fmt.Errorf("%s is not an object", strings.Join(path, "."))
+		}
+		next, ok := m[k]
+		if !ok {
+			return nil, false, nil
+		}
+		cur = next
+	}
+	return cur, true, nil
+}
+
+func (f jsonFormat) read(data []byte) ([]Server, []string, error) {
+	std, err := standard(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	raw, ok, err := lookup(std, f.path)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	names, entries, err := orderedObject(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", strings.Join(f.path, "."), err)
+	}
+	var servers []Server
+	var notes []string
+	for i, name := range names {
+		s, n, err := parseEntry(name, entries[i])
+		if err != nil {
+			return nil, nil, fmt.Errorf("server %q: %w", name, err)
+		}
+		if f.urlIsSSE && s.URL != "" && s.Transport == "" {
+			s.Transport = "sse"
+		}
+		servers = append(servers, s)
+		notes = append(notes, n...)
+	}
+	return servers, notes, nil
+}
+
+// orderedObject splits a JSON object into its keys and values, in order.
+func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, fmt.Errorf("is not an object")
+	}
+	var names []string
+	var values []json.RawMessage
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		names = append(names, t.(string))
+		values = append(values, v)
+	}
+	return names, values, nil
+}
+
+// parseEntry reads one server, whatever the client calls its fields.
+func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
+	var e struct {
+		Type        string            `json:"type"`
+		Command     json.RawMessage   `json:"command"`
+		Args        []string          `json:"args"`
+		Env         map[string]string `json:"env"`
+		Environment map[string]string `json:"environment"`
+		Cwd         string            `json:"cwd"`
+		URL         string            `json:"url"`
+		HTTPURL     string            `json:"httpUrl"`
+		ServerURL   string            `json:"serverUrl"`
+		Headers     map[string]string `json:"headers"`
+		Disabled    bool              `json:"disabled"`
+		Enabled     *bool             `json:"enabled"`
+		Description string            `json:"description"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Server{}, nil, err
+	}
+	s := Server{Name: name, Args: e.Args, Cwd: e.Cwd, Headers: e.Headers, Description: e.Description,
+		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled)}
+	s.Env = e.Env
+	if s.Env == nil {
+		s.Env = e.Environment
+	}
+	// command: a string, an array (OpenCode), or {path, args, env} (Zed).
+	if len(e.Command) > 0 {
+		var str string
+		var arr []string
+		var obj struct {
+			Path string            `json:"path"`
+			Args []string          `json:"args"`
+			Env  map[string]string `json:"env"`
+		}
+		switch {
+		case json.Unmarshal(e.Command, &str) == nil:
+			s.Command = str
+		case json.Unmarshal(e.Command, &arr) == nil && len(arr) > 0:
+			s.Command, s.Args = arr[0], append(arr[1:], s.Args...)
+		case json.Unmarshal(e.Command, &obj) == nil:
+			s.Command, s.Args = obj.Path, obj.Args
+			if s.Env == nil {
+				s.Env = obj.Env
+			}
+		default:
+			return Server{}, nil, fmt.Errorf("command is neither a string, a list nor {path, args}")
+		}
+	}
+	switch {
+	case e.HTTPURL != "":
+		s.URL, s.Transport = e.HTTPURL, "streamable-http"
+	case e.ServerURL != "":
+		s.URL = e.ServerURL
+	case e.URL != "":
+		s.URL = e.URL
+	}
+	switch strings.ToLower(e.Type) {
+	case "sse":
+		s.Transport = "sse"
+	case "http", "streamable-http", "streamablehttp", "remote":
+		if s.Transport == "" {
+			s.Transport = ""
+		}
+	}
+	if s.Command == "" && s.URL == "" {
+		return Server{}, nil, fmt.Errorf("has neither a command nor a URL")
+	}
+	return s, nil, nil
+}
+
+// indentOf guesses the indent unit of a file and the indent of the line
+// holding key.
+func indentOf(data []byte, key string) (line, unit string) {
+	unit = "  "
+	if m := regexp.MustCompile(`(?m)^([ \t]+)"`).FindSubmatch(data); m != nil {
+		unit = string(m[1])
+	}
+	if m := regexp.MustCompile(`(?m)^([ \t]*)"` + regexp.QuoteMeta(key) + `"\s*:`).FindSubmatch(data); m != nil {
+		return string(m[1]), unit
+	}
+	return unit, unit
+}
+
+// pointer is a JSON pointer (RFC 6901) to path.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, k := range path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+	}
+	return b.String()
+}
+
+// setAt replaces (or adds) the value at path with value, written indented
+// to match its place, and returns the new file and the old value's text.
+func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
+	v, err := hujson.Parse(bytes.Clone(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	std := v.Clone()
+	std.Standardize()
+	old, exists, err := lookup(std.Pack(), path)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Create missing parents, as add needs them.
+	for i := 1; i < len(path); i++ {
+		if _, ok, _ := lookup(std.Pack(), path[:i]); !ok {
+			if err := v.Patch([]byte(fmt.Sprintf(`[{"op":"add","path":%q,"value":{}}]`, pointer(path[:i])))); err != nil {
+				return nil, nil, err
+			}
+			std = v.Clone()
+			std.Standardize()
+		}
+	}
+	line, unit := indentOf(data, path[len(path)-1])
+	text, err := json.MarshalIndent(value, line, unit)
+	if err != nil {
+		return nil, nil, err
+	}
+	op := "add"
+	if exists {
+		op = "replace"
+	}
+	patch, _ := json.Marshal([]map[string]any{{"op": op, "path": pointer(path), "value": json.RawMessage(text)}})
+	// json.Marshal compacts the RawMessage: put the indented text back.
+	patch = bytes.Replace(patch, compact(text), text, 1)
+	if err := v.Patch(patch); err != nil {
+		return nil, nil, err
+	}
+	return v.Pack(), old, nil
+}
+
+func compact(b []byte) []byte {
+	var out bytes.Buffer
+	_ = json.Compact(&out, b)
+	return out.Bytes()
+}
+
+func (f jsonFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}\n")
+	}
+	out, old, err := setAt(data, f.path, map[string]any{e.Name: f.entry(e)})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := standard(out); err != nil {
+		return nil, nil, fmt.Errorf("the rewritten config does not parse: %w", err)
+	}
+	return out, old, nil
+}
+
+func (f jsonFormat) restore(data []byte, orig []byte) ([]byte, error) {
+	var value any = json.RawMessage(orig)
+	if len(orig) == 0 {
+		value = map[string]any{}
+	} else {
+		var v any
+		if err := json.Unmarshal(orig, &v); err != nil {
+			return nil, err
+		}
+		value = v
+	}
+	out, _, err := setAt(data, f.path, value)
+	return out, err
+}
+
+// sortedKeys is for stable output of maps.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

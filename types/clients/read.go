@@ -1,0 +1,88 @@
+package clients
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Read reads the servers of a client's config, in the file's order, with
+// notes for the user: variables rewritten, secrets written literally.
+func (c *Client) Read(data []byte) ([]Server, []string, error) {
+	servers, notes, err := c.format.read(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range servers {
+		notes = append(notes, normalize(&servers[i])...)
+	}
+	return servers, notes, nil
+}
+
+// ReadAt reads the servers at a JSON path of a file, for configs that keep
+// servers in several places (Claude Code's per-project entries).
+func ReadAt(data []byte, path ...string) ([]Server, []string, error) {
+	c := &Client{format: jsonFormat{path: path, entry: plainEntry}}
+	return c.Read(data)
+}
+
+// Install rewrites data so that the client's server list holds only e. It
+// returns the new file and the server list as it was, for Restore.
+func (c *Client) Install(data []byte, e Entry) ([]byte, []byte, error) {
+	return c.format.install(data, e)
+}
+
+// Restore puts back the server list Install replaced.
+func (c *Client) Restore(data, orig []byte) ([]byte, error) { return c.format.restore(data, orig) }
+
+var (
+	envRef    = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+	inputRef  = regexp.MustCompile(`\$\{input:([^}]+)\}`)
+	bareRef   = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`)
+	secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|apikey|credential|private[_-]?key|^authorization$|^key$)`)
+)
+
+// normalize rewrites a client's variable references as the hub's
+// ${VAR}, and reports secrets written as literal values (by key and
+// server, never the value).
+func normalize(s *Server) []string {
+	var notes []string
+	fix := func(v string) string {
+		v = envRef.ReplaceAllString(v, "$${$1}")
+		return inputRef.ReplaceAllStringFunc(v, func(m string) string {
+			id := inputRef.FindStringSubmatch(m)[1]
+			name := envName(id)
+			notes = append(notes, fmt.Sprintf("server %s: input %q becomes ${%s}: set %s in the hub's environment", s.Name, id, name, name))
+			return "${" + name + "}"
+		})
+	}
+	s.Command = fix(s.Command)
+	s.URL = fix(s.URL)
+	s.Cwd = fix(s.Cwd)
+	for i := range s.Args {
+		s.Args[i] = fix(s.Args[i])
+	}
+	for what, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
+		for _, k := range sortedKeys(m) {
+			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
+			m[k] = v
+			if v != "" && !strings.Contains(v, "${") && secretKey.MatchString(k) {
+				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
+			}
+		}
+	}
+	return notes
+}
+
+// envName makes an environment variable name of an id.
+func envName(id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(id) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,151 @@
+package clients
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// tomlFormat is Codex's config.toml, servers in [mcp_servers.<name>]
+// tables. It is edited as text, table by table, so every other line and
+// comment stays as it was; go-toml checks the result.
+type tomlFormat struct{}
+
+var (
+	tableHeader      = regexp.MustCompile(`(?m)^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$`)
+	serverTableName  = regexp.MustCompile(`^mcp_servers\.("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)`)
+	inlineMCPServers = regexp.MustCompile(`(?m)^[ \t]*mcp_servers[ \t]*(=|\.)`)
+)
+
+type codexServer struct {
+	Command string            `toml:"command"`
+	Args    []string          `toml:"args"`
+	Env     map[string]string `toml:"env"`
+	Cwd     string            `toml:"cwd"`
+	URL     string            `toml:"url"`
+	Headers map[string]string `toml:"http_headers"`
+	Enabled *bool             `toml:"enabled"`
+}
+
+func (tomlFormat) read(data []byte) ([]Server, []string, error) {
+	var doc struct {
+		MCPServers map[string]codexServer `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("not valid TOML: %w", err)
+	}
+	var servers []Server
+	seen := map[string]bool{}
+	add := func(name string) {
+		c, ok := doc.MCPServers[name]
+		if !ok || seen[name] {
+			return
+		}
+		seen[name] = true
+		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL, Headers: c.Headers,
+			Disabled: c.Enabled != nil && !*c.Enabled}
+		servers = append(servers, s)
+	}
+	for _, m := range tableHeader.FindAllSubmatch(data, -1) {
+		if n := serverTableName.FindStringSubmatch(string(m[1])); n != nil {
+			add(unquoteKey(n[1]))
+		}
+	}
+	for _, name := range sortedKeys(doc.MCPServers) {
+		add(name)
+	}
+	for _, s := range servers {
+		if s.Command == "" && s.URL == "" {
+			return nil, nil, fmt.Errorf("server %q has neither a command nor a url", s.Name)
+		}
+	}
+	return servers, nil, nil
+}
+
+func unquoteKey(k string) string {
+	if strings.HasPrefix(k, `"`) {
+		if u, err := strconv.Unquote(k); err == nil {
+			return u
+		}
+	}
+	return strings.Trim(k, "'")
+}
+
+// serverTables finds the [mcp_servers...] tables of data as byte ranges,
+// each from its header to the next header.
+func serverTables(data []byte) [][2]int {
+	headers := tableHeader.FindAllSubmatchIndex(data, -1)
+	var out [][2]int
+	for i, h := range headers {
+		name := string(data[h[2]:h[3]])
+		if name != "mcp_servers" && !strings.HasPrefix(name, "mcp_servers.") {
+			continue
+		}
+		end := len(data)
+		if i+1 < len(headers) {
+			end = headers[i+1][0]
+		}
+		out = append(out, [2]int{h[0], end})
+	}
+	return out
+}
+
+func (f tomlFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
+	if inlineMCPServers.Match(data) {
+		return nil, nil, fmt.Errorf("mcp_servers is written as inline keys, which install does not edit; move the servers into [mcp_servers.<name>] tables")
+	}
+	if _, _, err := f.read(data); err != nil {
+		return nil, nil, err
+	}
+	var out, orig []byte
+	last := 0
+	for _, r := range serverTables(data) {
+		out = append(out, data[last:r[0]]...)
+		orig = append(orig, data[r[0]:r[1]]...)
+		last = r[1]
+	}
+	out = append(out, data[last:]...)
+	if len(out) > 0 && !strings.HasSuffix(string(out), "\n") {
+		out = append(out, '\n')
+	}
+	if len(strings.TrimSpace(string(out))) > 0 && !strings.HasSuffix(string(out), "\n\n") {
+		out = append(out, '\n')
+	}
+	out = append(out, renderCodex(e)...)
+	servers, _, err := f.read(out)
+	if err != nil || len(servers) != 1 || servers[0].Name != e.Name {
+		return nil, nil, fmt.Errorf("the rewritten config does not read back as one server: %v", err)
+	}
+	return out, orig, nil
+}
+
+func renderCodex(e Entry) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[mcp_servers.%s]\ncommand = %s\nargs = [", e.Name, strconv.Quote(e.Command))
+	for i, a := range e.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(a))
+	}
+	b.WriteString("]\n")
+	return []byte(b.String())
+}
+
+func (f tomlFormat) restore(data []byte, orig []byte) ([]byte, error) {
+	var out []byte
+	last := 0
+	for _, r := range serverTables(data) {
+		out = append(out, data[last:r[0]]...)
+		last = r[1]
+	}
+	out = append(out, data[last:]...)
+	out = append(out, orig...)
+	if _, _, err := f.read(out); err != nil {
+		return nil, fmt.Errorf("the restored config does not parse: %w", err)
+	}
+	return out, nil
+}
