@@ -115,8 +115,12 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 	default:
 		return nil, "", nil, err
 	}
+	perProject := c != nil && c.Name == "claude-code" && project != ""
 	data, err := os.ReadFile(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist) && perProject:
+		data = []byte("{}") // the project may keep its servers in ~/.claude.json alone
+	case err != nil:
 		return nil, "", nil, fmt.Errorf("read %s config: %w", name, err)
 	}
 	if c == nil {
@@ -127,7 +131,7 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// Claude Code keeps a project's servers in ~/.claude.json too.
-	if c.Name == "claude-code" && project != "" {
+	if perProject {
 		abs, _ := filepath.Abs(project)
 		if user, err := os.ReadFile(filepath.Join(env.Home, ".claude.json")); err == nil {
 			more, moreNotes, err := clients.ReadAt(user, "projects", abs, "mcpServers")

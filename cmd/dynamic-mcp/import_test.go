@@ -265,3 +265,25 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 		t.Errorf("memory tools through the installed entry: %.200s", text)
 	}
 }
+
+func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
+	home := t.TempDir()
+	project := filepath.Join(home, "work", "app")
+	os.MkdirAll(project, 0o700)
+	user := map[string]any{"mcpServers": map[string]any{"global": map[string]any{"command": fakeBin}},
+		"projects": map[string]any{project: map[string]any{"mcpServers": map[string]any{"proj": map[string]any{"command": fakeBin, "args": []string{"-name", "proj"}}}}}}
+	b, _ := json.Marshal(user)
+	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(fmt.Sprintf(`{"mcpServers": {"shared": {"command": %q}}}`, fakeBin)), 0o600)
+	out := filepath.Join(home, "c.yaml")
+	if _, errOut, err := runHub(t, home, "import", "claude-code", "--project", project, "-o", out, "--probe"); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	cfg, _ := os.ReadFile(out)
+	// The project's .mcp.json and its entry in ~/.claude.json, not the
+	// user's global servers; --probe took each one's instructions.
+	if !strings.Contains(string(cfg), "shared:") || !strings.Contains(string(cfg), "proj:") || strings.Contains(string(cfg), "global:") ||
+		strings.Count(string(cfg), "description: A fake server for tests.") != 2 {
+		t.Errorf("imported:\n%s", cfg)
+	}
+}
