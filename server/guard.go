@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,10 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 			res, err = toolError(err.Error()), nil
 		}
 	}
+	audit := h.audit.Load()
+	if audit == nil {
+		return res, err
+	}
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	switch {
 	case rec.Outcome != "":
@@ -70,7 +75,7 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	default:
 		rec.Outcome = "ok"
 	}
-	if werr := h.audit.Load().write(rec); werr != nil {
+	if werr := audit.write(rec); werr != nil {
 		h.logger.Error("write audit trail", "err", werr)
 	}
 	return res, err
@@ -201,6 +206,9 @@ func isBlocked(err error) bool {
 }
 
 func isToolError(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"isError"`)) {
+		return false
+	}
 	var r struct {
 		IsError bool `json:"isError"`
 	}

@@ -149,9 +149,6 @@ func rawListsEqual(a, b []json.RawMessage) bool {
 	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
 }
 
-// ToolsList is the tools/list result the client gets now (for `tools`).
-func (h *Hub) ToolsList() json.RawMessage { return h.view.Load().toolsList }
-
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {

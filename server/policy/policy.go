@@ -98,6 +98,9 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 			d = Decision{Action: config.ActionDeny, Description: fmt.Sprintf("policy evaluation failed: %v", r)}
 		}
 	}()
+	if len(p.groups[req.Group]) == 0 && len(p.global) == 0 {
+		return Decision{Action: p.def} // nothing to match: no need to read the arguments
+	}
 	var args any
 	if len(req.Args) > 0 && !bytes.Equal(req.Args, []byte("null")) {
 		dec := json.NewDecoder(bytes.NewReader(req.Args))
