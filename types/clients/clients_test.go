@@ -1,0 +1,98 @@
+package clients
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseEntryShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want       Server
+	}{
+		{"plain", `{"command":"npx","args":["-y","x"],"env":{"A":"1"}}`, Server{Command: "npx", Args: []string{"-y", "x"}}},
+		{"opencode array", `{"type":"local","command":["bun","x","srv"],"environment":{"E":"v"},"enabled":false}`, Server{Command: "bun", Args: []string{"x", "srv"}, Disabled: true}},
+		{"zed object", `{"command":{"path":"/bin/srv","args":["a"],"env":{}}}`, Server{Command: "/bin/srv", Args: []string{"a"}}},
+		{"gemini httpUrl", `{"httpUrl":"https://h/mcp"}`, Server{URL: "https://h/mcp", Transport: "streamable-http"}},
+		{"vscode sse", `{"type":"sse","url":"http://h/sse"}`, Server{URL: "http://h/sse", Transport: "sse"}},
+		{"windsurf serverUrl", `{"serverUrl":"https://h"}`, Server{URL: "https://h"}},
+		{"disabled", `{"command":"x","disabled":true}`, Server{Command: "x", Disabled: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := parseEntry("s", []byte(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Command != tc.want.Command || strings.Join(got.Args, " ") != strings.Join(tc.want.Args, " ") ||
+				got.URL != tc.want.URL || got.Transport != tc.want.Transport || got.Disabled != tc.want.Disabled {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if _, _, err := parseEntry("s", []byte(`{"args":["x"]}`)); err == nil {
+		t.Error("an entry without command or URL was accepted")
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	s := Server{Name: "web", Command: "srv", Args: []string{"--key=${env:KEY}"},
+		Env:     map[string]string{"API_TOKEN": "abc123", "PLAIN": "x", "FROM_INPUT": "${input:my-key}", "GEMINI": "$HOME_DIR"},
+		Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}}
+	notes := normalize(&s)
+	if s.Args[0] != "--key=${KEY}" || s.Env["FROM_INPUT"] != "${MY_KEY}" || s.Env["GEMINI"] != "${HOME_DIR}" || s.Env["API_TOKEN"] != "abc123" {
+		t.Errorf("normalized: %+v", s)
+	}
+	joined := strings.Join(notes, "\n")
+	if !strings.Contains(joined, "env.API_TOKEN holds a secret") || strings.Contains(joined, "abc123") || strings.Contains(joined, "Authorization") {
+		t.Errorf("notes:\n%s", joined)
+	}
+}
+
+func TestJSONInstallKeepsCommentsAndIndent(t *testing.T) {
+	src := "{\n\t// keep me\n\t\"a\": 1,\n\t\"mcpServers\": {\n\t\t\"x\": {\"command\": \"y\"},\n\t},\n}\n"
+	f := jsonFormat{path: []string{"mcpServers"}, entry: plainEntry}
+	out, orig, err := f.install([]byte(src), Entry{Name: "dynamic-mcp", Command: "/bin/d", Args: []string{"serve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "// keep me") || !strings.Contains(string(out), "\n\t\t\"dynamic-mcp\": {") || strings.Contains(string(out), `"x"`) {
+		t.Errorf("installed:\n%s", out)
+	}
+	back, err := f.restore(out, orig)
+	if err != nil || !strings.Contains(string(back), `"x"`) || strings.Contains(string(back), "dynamic-mcp") {
+		t.Errorf("restored: %v\n%s", err, back)
+	}
+	// A file without the key gets it, parents and all.
+	vs := jsonFormat{path: []string{"mcp", "servers"}, entry: vscodeEntry}
+	out, _, err = vs.install([]byte(`{"editor.fontSize": 12}`), Entry{Name: "dynamic-mcp", Command: "/bin/d"})
+	if err != nil || !strings.Contains(string(out), `"type": "stdio"`) || !strings.Contains(string(out), `"editor.fontSize": 12`) {
+		t.Errorf("added: %v\n%s", err, out)
+	}
+}
+
+func TestTOMLInstallRefusesInlineServers(t *testing.T) {
+	_, _, err := tomlFormat{}.install([]byte("mcp_servers.x.command = \"y\"\n"), Entry{Name: "dynamic-mcp", Command: "/bin/d"})
+	if err == nil || !strings.Contains(err.Error(), "inline keys") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"mcpServers": {"a": {"command": "x"}}}`))
+	f.Add([]byte("[mcp_servers.a]\ncommand = \"x\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fm := range []format{jsonFormat{path: []string{"mcpServers"}, entry: plainEntry}, tomlFormat{}} {
+			servers, _, err := fm.read(data)
+			if err != nil {
+				continue
+			}
+			out, orig, err := fm.install(data, Entry{Name: "dynamic-mcp", Command: "/bin/d", Args: []string{"serve"}})
+			if err != nil {
+				continue
+			}
+			if _, err := fm.restore(out, orig); err != nil && len(servers) > 0 {
+				t.Fatalf("restore after install failed: %v\ninput: %q", err, data)
+			}
+		}
+	})
+}
