@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -11,13 +12,24 @@ import (
 // BenchmarkToolCallLatency measures a trivial tool call (the fake's echo)
 // made directly against the upstream and made through the hub binary, with
 // 1 and with 32 calls in flight, and reports p50 and p99 of both and the
-// latency the hub adds. Run: go test ./cmd/dynamic-mcp -run '^$' -bench ToolCallLatency
+// latency the hub adds. Run: go test ./cmd/dynamic-mcp -run '^$' -bench ToolCallLatency -benchtime 20000x
+//
+// With audit=on every call also appends a line to the audit trail, as the
+// default configuration does; audit=off measures the proxying alone.
 func BenchmarkToolCallLatency(b *testing.B) {
-	for _, inflight := range []int{1, 32} {
-		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+	for _, bc := range []struct {
+		inflight int
+		audit    string
+	}{{1, "off"}, {32, "off"}, {1, "on"}, {32, "on"}} {
+		inflight := bc.inflight
+		auditPath := "off"
+		if bc.audit == "on" {
+			auditPath = filepath.Join(b.TempDir(), "audit.jsonl")
+		}
+		b.Run(fmt.Sprintf("inflight=%d/audit=%s", inflight, bc.audit), func(b *testing.B) {
 			direct := startProcess(b, nil, fakeBin)
 			direct.initialize("2025-06-18")
-			hub := startHub(b, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fast, command: %q }\n", fakeBin), "--log-level", "error")
+			hub := startHub(b, fmt.Sprintf("mode: flat\naudit: { path: %s }\ngroups:\n  f: { description: fast, command: %q }\n", auditPath, fakeBin), "--log-level", "error")
 			hub.initialize("2025-06-18")
 			hub.waitFlatTools(fakeTools)
 			// Warm both paths up before measuring.
