@@ -47,19 +47,7 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&project, "project", "", "install into the client's project config in `dir`")
 	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp `config` the entry serves")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"usage: dynamic-mcp install <client> [--project DIR] [-c CONFIG] [--dry-run]"}
-	}
-	env := clients.CurrentEnv()
-	client, err := clients.Find(env, pos[0])
-	if err != nil {
-		return err
-	}
-	target, err := client.Path(env, project)
+	client, target, err := clientTarget(fs, args, &project, "usage: dynamic-mcp install <client> [--project DIR] [-c CONFIG] [--dry-run]")
 	if err != nil {
 		return err
 	}
@@ -112,6 +100,25 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// clientTarget parses a command naming one client and finds the config
+// file it works on.
+func clientTarget(fs *flag.FlagSet, args []string, project *string, usage string) (*clients.Client, string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(pos) != 1 {
+		return nil, "", usageError{usage}
+	}
+	env := clients.CurrentEnv()
+	client, err := clients.Find(env, pos[0])
+	if err != nil {
+		return nil, "", err
+	}
+	target, err := client.Path(env, *project)
+	return client, target, err
+}
+
 func projectFlag(project string) string {
 	if project == "" {
 		return ""
@@ -125,19 +132,7 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 	var project string
 	fs := flag.NewFlagSet("uninstall", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "the client's project config in `dir`")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError{"usage: dynamic-mcp uninstall <client> [--project DIR]"}
-	}
-	env := clients.CurrentEnv()
-	client, err := clients.Find(env, pos[0])
-	if err != nil {
-		return err
-	}
-	target, err := client.Path(env, project)
+	client, target, err := clientTarget(fs, args, &project, "usage: dynamic-mcp uninstall <client> [--project DIR]")
 	if err != nil {
 		return err
 	}
