@@ -19,5 +19,6 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f // indirect
+	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

@@ -20,10 +20,25 @@ const unbounded = 365 * 24 * time.Hour
 //
 // Neither has a timeout of its own on a request: a long tool call is bounded
 // by the hub's call timeout, carried by the request's context.
-func NewHTTP(ctx context.Context, cfg *config.Server, connectTimeout time.Duration, logger *slog.Logger) (mcptransport.Interface, error) {
+//
+// authorization, when not nil, gives the Authorization header of each
+// request (an OAuth sign-in); it overrides a configured one.
+func NewHTTP(ctx context.Context, cfg *config.Server, connectTimeout time.Duration, authorization func(context.Context) (string, error), logger *slog.Logger) (mcptransport.Interface, error) {
+	headerFunc := func(ctx context.Context) map[string]string {
+		if authorization == nil {
+			return nil
+		}
+		h, err := authorization(ctx)
+		if err != nil {
+			logger.Warn("no OAuth token for the request", "err", err)
+			return nil
+		}
+		return map[string]string{"Authorization": h}
+	}
 	switch cfg.Transport {
 	case config.TransportSSE:
 		tr, err := mcptransport.NewSSE(cfg.URL, mcptransport.WithHeaders(cfg.Headers), mcptransport.WithSSELogger(logger),
+			mcptransport.WithHeaderFunc(headerFunc),
 			mcptransport.WithEndpointTimeout(connectTimeout), mcptransport.WithResponseTimeout(unbounded))
 		if err != nil {
 			return nil, fmt.Errorf("sse transport: %w", err)
@@ -32,6 +47,7 @@ func NewHTTP(ctx context.Context, cfg *config.Server, connectTimeout time.Durati
 	default:
 		tr, err := mcptransport.NewStreamableHTTP(cfg.URL,
 			mcptransport.WithHTTPHeaders(cfg.Headers),
+			mcptransport.WithHTTPHeaderFunc(headerFunc),
 			mcptransport.WithContinuousListening(),
 			mcptransport.WithHTTPLogger(logger))
 		if err != nil {

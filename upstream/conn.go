@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -43,6 +46,7 @@ type conn struct {
 	tr     mcptransport.Interface
 	proc   *transport.Process // nil for remote servers
 	stdio  *transport.Stdio   // nil for remote servers
+	auth   *auth.Source       // an OAuth sign-in; nil when the server has none
 	nextID atomic.Int64
 	init   *mcp.InitializeResult
 	meta   map[string]any // _meta every request carries on a 2026-07-28 session
@@ -58,7 +62,7 @@ type conn struct {
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
 // timeout. ctx is the connection's lifetime.
-func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, logger *slog.Logger,
+func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
 	onNotify func(mcp.JSONRPCNotification), onRequest mcptransport.RequestHandler) (*conn, error) {
 	c := &conn{logger: logger, lost: make(chan struct{})}
 	c.nextID.Store(firstRequestID)
@@ -74,7 +78,17 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
 		c.tr = c.stdio
 	default:
-		tr, err := transport.NewHTTP(ctx, cfg, settings.ConnectTimeout, logger)
+		var authorization func(context.Context) (string, error)
+		if tokens != nil {
+			src, err := auth.NewSource(tokens, cfg.ID(), cfg.URL)
+			switch {
+			case err == nil:
+				c.auth, authorization = src, src.Header
+			case !errors.Is(err, auth.ErrNoToken):
+				return nil, err
+			}
+		}
+		tr, err := transport.NewHTTP(ctx, cfg, settings.ConnectTimeout, authorization, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -98,6 +112,9 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		c.close()
 		if hctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
+		}
+		if authErr := c.authFailure(ctx, cfg, err); authErr != nil {
+			return nil, authErr
 		}
 		return nil, c.explain(err)
 	}
@@ -214,6 +231,43 @@ func (c *conn) close() {
 		}
 		<-c.stdio.Done()
 	}
+}
+
+// authFailure explains a refusal of the server to let the hub in, and
+// renews an OAuth sign-in it refused; nil when err is no such refusal.
+// The hub never waits for a browser: signing in is the user's
+// `dynamic-mcp auth login`.
+func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) error {
+	switch {
+	case unauthorized(err):
+		if c.auth == nil {
+			return fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())
+		}
+		if rerr := c.auth.Renew(ctx); rerr != nil {
+			return fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())
+		}
+		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
+	case httpStatus.FindStringSubmatch(err.Error()) != nil && httpStatus.FindStringSubmatch(err.Error())[1] == "403":
+		hint := ""
+		if strings.Contains(err.Error(), "insufficient_scope") {
+			hint = " insufficient_scope"
+		}
+		return fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", hint, cfg.ID())
+	}
+	return nil
+}
+
+// httpStatus finds the status in mcp-go's HTTP transport errors.
+var httpStatus = regexp.MustCompile(`status(?: code)?:? (\d{3})\b`)
+
+// unauthorized reports whether err is a server's 401.
+func unauthorized(err error) bool {
+	var ae *mcptransport.AuthorizationRequiredError
+	if errors.As(err, &ae) || errors.Is(err, mcptransport.ErrUnauthorized) {
+		return true
+	}
+	m := httpStatus.FindStringSubmatch(err.Error())
+	return m != nil && m[1] == "401"
 }
 
 // withMeta adds the 2026-07-28 per-request _meta to params.

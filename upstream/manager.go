@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -26,6 +27,7 @@ type Manager struct {
 	pins     *Pins
 	handler  Handler
 	caps     *clientCaps
+	tokens   *auth.Store
 	logLevel atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes  chan struct{} // coalesced: one pending signal is enough
 
@@ -40,7 +42,8 @@ type Manager struct {
 
 // New builds the manager of cfg's servers without starting any.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
-	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins")), caps: newClientCaps()}
+	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins")), caps: newClientCaps(),
+		tokens: auth.NewStore(cfg.TokenDir())}
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
@@ -57,7 +60,7 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 			s, ok := old[sc.ID()]
 			if !ok || !sameServer(s, sc, cfg.Settings) || s.onChange != g.PinOnChange {
 				s = newServer(sc, cfg.Settings, m.pins, g.PinOnChange, m.logger, m.signal)
-				s.handler, s.caps, s.logLevel = m.handler, m.caps, m.LogLevel
+				s.handler, s.caps, s.logLevel, s.tokens = m.handler, m.caps, m.LogLevel, m.tokens
 			}
 			group.Servers = append(group.Servers, s)
 		}

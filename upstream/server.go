@@ -14,6 +14,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -54,6 +55,7 @@ type Server struct {
 	pins     *Pins  // nil: no pinning
 	onChange config.PinOnChange
 	handler  Handler     // nil: requests from the server are refused
+	tokens   *auth.Store // OAuth sign-ins; nil: none
 	caps     *clientCaps // what to declare in the handshake
 	logLevel func() mcp.LoggingLevel
 
@@ -223,14 +225,14 @@ func (s *Server) setExited(c *conn) {
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.caps.wait(ctx)
-	c, err := dial(ctx, cfg, s.settings, caps, s.logger, s.onNotification, s.serveRequest)
+	c, err := dial(ctx, cfg, s.settings, caps, s.tokens, s.logger, s.onNotification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.logger, s.onNotification, s.serveRequest); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.tokens, s.logger, s.onNotification, s.serveRequest); err2 == nil {
 			c, err = c2, nil
 		}
 	}
@@ -431,6 +433,14 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	defer cancel()
 	defer s.trackCall(&ctx)()
 	res, err := c.request(ctx, method, params)
+	if c.auth != nil && err != nil && unauthorized(err) {
+		// The token was refused: renew it once and try again.
+		if rerr := c.auth.Renew(ctx); rerr == nil {
+			res, err = c.request(ctx, method, params)
+		} else {
+			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())
+		}
+	}
 	if c.stdio == nil && errors.Is(err, mcptransport.ErrSessionTerminated) {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.

@@ -61,6 +61,9 @@ Usage:
                                   leave one dynamic-mcp entry in a client's config
   dynamic-mcp uninstall <client> [--project DIR]
                                   give the client its servers back
+  dynamic-mcp auth login <server> [-c FILE] [--no-browser]
+                                  sign in to an OAuth-protected server, once
+  dynamic-mcp auth logout <server> | auth status [-c FILE]
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -90,6 +93,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "pin":
 		return pinCmd(args[1:], stdout)
+	case "auth":
+		return authCmd(ctx, args[1:], stdout, stderr)
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":

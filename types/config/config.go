@@ -272,11 +272,37 @@ type Server struct {
 	Timeout time.Duration
 	// Retry is settings.retry with this server's own retry: keys applied.
 	Retry Retry
+	// OAuth configures `auth login` for a url: server that needs it.
+	OAuth OAuth
 	// Disabled servers are parsed and validated but never started.
 	Disabled bool
 	// Line is where the server starts in the file.
 	Line int
 }
+
+// OAuth configures signing in to a protected remote server.
+type OAuth struct {
+	// ClientID of a pre-registered client; empty registers one dynamically.
+	ClientID string
+	// ClientSecret of a confidential pre-registered client.
+	ClientSecret string
+	// Scopes to ask for; default what the server says it needs.
+	Scopes []string
+	// RedirectPort is the loopback port of the redirect; default a free one.
+	RedirectPort int
+}
+
+// LogValue keeps the client secret out of logs.
+func (o OAuth) LogValue() slog.Value {
+	secret := ""
+	if o.ClientSecret != "" {
+		secret = "REDACTED"
+	}
+	return slog.GroupValue(slog.String("client_id", o.ClientID), slog.String("client_secret", secret), slog.Any("scopes", o.Scopes))
+}
+
+// TokenDir is where OAuth sign-ins are kept: <state dir>/oauth-servers.
+func (c *Config) TokenDir() string { return filepath.Join(c.StateDir, "oauth-servers") }
 
 // Home is dynamic-mcp's directory: $DYNAMIC_MCP_HOME, or ~/.dynamic-mcp.
 func Home() string {

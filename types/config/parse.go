@@ -292,8 +292,16 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				p.fail(v, k, "must be stdio, streamable-http or sse, not %q", t)
 			}
 		},
-		"timeout":  func(k string, v *yaml.Node) { s.Timeout = p.duration(v, k) },
-		"retry":    func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
+		"timeout": func(k string, v *yaml.Node) { s.Timeout = p.duration(v, k) },
+		"retry":   func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
+		"oauth": func(k string, v *yaml.Node) {
+			p.mapping(v, k, map[string]func(string, *yaml.Node){
+				"client_id":     func(k string, v *yaml.Node) { s.OAuth.ClientID = p.str(v, k) },
+				"client_secret": func(k string, v *yaml.Node) { s.OAuth.ClientSecret = p.str(v, k) },
+				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
+				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort = p.int(v, k) },
+			})
+		},
 		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
 	}
 }
@@ -380,6 +388,9 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server) {
 	case s.Command == "" && s.URL == "":
 		p.fail(n, path, "needs command: (a process) or url: (a remote server)")
 	case s.Command != "":
+		if s.OAuth.ClientID != "" || len(s.OAuth.Scopes) > 0 {
+			p.fail(n, path+".oauth", "only applies to url: servers")
+		}
 		if s.Transport != "" && s.Transport != TransportStdio {
 			p.fail(n, path+".transport", "is %s but the server has command:, which is stdio", s.Transport)
 		}
@@ -397,6 +408,9 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server) {
 		}
 		if len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
 			p.fail(n, path, "args:, env: and cwd: only apply to command: servers")
+		}
+		if s.OAuth.ClientSecret != "" && s.OAuth.ClientID == "" {
+			p.fail(n, path+".oauth.client_secret", "needs oauth.client_id")
 		}
 	}
 }

@@ -1,0 +1,294 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"golang.org/x/oauth2"
+)
+
+// LoginOptions configure a sign-in.
+type LoginOptions struct {
+	ClientID     string            // pre-registered client; "" registers one (RFC 7591)
+	ClientSecret string            // with ClientID, for a confidential client
+	Scopes       []string          // "" asks for what the server says it needs
+	RedirectPort int               // loopback port of the redirect; 0 picks one
+	Headers      map[string]string // the server's configured headers, for the first request
+	Open         func(url string) error
+	Out          io.Writer     // where the URL and the countdown go
+	Timeout      time.Duration // how long to wait for the browser; default 5 minutes
+	HTTPClient   *http.Client  // default SafeClient
+}
+
+// Login signs in to the MCP server at serverURL and returns the record to
+// store. It prints the authorization URL, opens it when it can, and waits
+// for the redirect to the loopback address.
+func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Record, error) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = SafeClient()
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if err := CheckURL(serverURL); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.RedirectPort))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the redirect: %w", err)
+	}
+	defer ln.Close()
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
+
+	handler := mcptransport.NewOAuthHandler(mcptransport.OAuthConfig{
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURI: redirect, Scopes: o.Scopes,
+		TokenStore: mcptransport.NewMemoryTokenStore(), PKCEEnabled: true, HTTPClient: o.HTTPClient,
+	})
+	handler.SetBaseURL(serverURL)
+	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers, handler)
+	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	md, err := handler.GetServerMetadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discover the authorization server: %w", err)
+	}
+	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {
+		if err := CheckURL(u); err != nil {
+			return nil, fmt.Errorf("authorization server metadata: %w", err)
+		}
+	}
+	if o.ClientID == "" {
+		if md.RegistrationEndpoint == "" {
+			return nil, errors.New("the authorization server offers no dynamic client registration: set oauth.client_id (and client_secret) for this server")
+		}
+		if err := CheckURL(md.RegistrationEndpoint); err != nil {
+			return nil, err
+		}
+		if err := handler.RegisterClient(ctx, "dynamic-mcp"); err != nil {
+			return nil, fmt.Errorf("register a client: %w", err)
+		}
+	}
+	scopes := o.Scopes
+	switch {
+	case len(scopes) > 0:
+	case challenge.scope != "":
+		scopes = strings.Fields(challenge.scope)
+	case len(prm.ScopesSupported) > 0:
+		scopes = prm.ScopesSupported
+	}
+	resource := prm.Resource
+	if resource == "" {
+		resource = strings.TrimSuffix(serverURL, "/")
+	}
+	method := handler.GetTokenEndpointAuthMethod()
+	conf := &oauth2.Config{
+		ClientID: handler.GetClientID(), ClientSecret: handler.GetClientSecret(), RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(method)},
+	}
+	state := randomString()
+	verifier := oauth2.GenerateVerifier()
+	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+
+	codes := make(chan callback, 1)
+	srv := &http.Server{Handler: callbackHandler(state, md.Issuer, codes), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	fmt.Fprintf(o.Out, "Sign in to %s in your browser:\n\n  %s\n\n", server, authURL)
+	if o.Open != nil {
+		if err := o.Open(authURL); err != nil {
+			fmt.Fprintln(o.Out, "(could not open a browser: open the URL above yourself)")
+		}
+	}
+	cb, err := waitForCallback(ctx, codes, o.Timeout, o.Out)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, o.HTTPClient)
+	tok, err := conf.Exchange(ctx, cb.code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	if err != nil {
+		return nil, fmt.Errorf("exchange the code for a token: %w", err)
+	}
+	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, TokenEndpoint: md.TokenEndpoint, Resource: resource,
+		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: method, Scopes: scopes,
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		rec.Scopes = strings.Fields(s)
+	}
+	return rec, nil
+}
+
+func authStyle(method string) oauth2.AuthStyle {
+	if method == "client_secret_basic" {
+		return oauth2.AuthStyleInHeader
+	}
+	return oauth2.AuthStyleInParams
+}
+
+func randomString() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// challenge is what a server's 401 says about signing in (RFC 6750, RFC 9728).
+type challenge struct {
+	metadataURL string
+	scope       string
+}
+
+var (
+	resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]+)"`)
+	scopeParam            = regexp.MustCompile(`scope="([^"]+)"`)
+)
+
+// probe asks the server to initialize without a token, to read its 401.
+func probe(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, handler *mcptransport.OAuthHandler) challenge {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dynamic-mcp","version":"auth"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(body))
+	if err != nil {
+		return challenge{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return challenge{}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return challenge{}
+	}
+	handler.HandleUnauthorizedResponse(resp)
+	var c challenge
+	for _, h := range resp.Header.Values("WWW-Authenticate") {
+		if m := resourceMetadataParam.FindStringSubmatch(h); m != nil {
+			c.metadataURL = m[1]
+		}
+		if m := scopeParam.FindStringSubmatch(h); m != nil {
+			c.scope = m[1]
+		}
+	}
+	return c
+}
+
+// resourceMetadata is the part of RFC 9728 protected resource metadata
+// the sign-in uses.
+type resourceMetadata struct {
+	Resource        string   `json:"resource"`
+	ScopesSupported []string `json:"scopes_supported"`
+}
+
+// fetchResourceMetadata reads the protected resource metadata the 401
+// named, else the well-known ones; a zero value when there is none.
+func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) resourceMetadata {
+	var candidates []string
+	if named != "" && CheckURL(named) == nil {
+		candidates = append(candidates, named)
+	}
+	if u, err := urlParse(serverURL); err == nil {
+		base := u.Scheme + "://" + u.Host
+		if p := strings.TrimSuffix(u.Path, "/"); p != "" {
+			candidates = append(candidates, base+"/.well-known/oauth-protected-resource"+p)
+		}
+		candidates = append(candidates, base+"/.well-known/oauth-protected-resource")
+	}
+	for _, c := range candidates {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c, nil)
+		if err != nil {
+			continue
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		var m resourceMetadata
+		ok := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m) == nil
+		resp.Body.Close()
+		if ok {
+			return m
+		}
+	}
+	return resourceMetadata{}
+}
+
+// callback is the authorization server's redirect.
+type callback struct {
+	code string
+	err  error
+}
+
+// callbackHandler takes the redirect: the state must be the one sent, and
+// an iss parameter, where present, the issuer's (RFC 9207).
+func callbackHandler(state, issuer string, out chan<- callback) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
+		q := r.URL.Query()
+		var cb callback
+		switch {
+		case q.Get("state") != state:
+			cb.err = errors.New("the redirect's state does not match the one sent: the sign-in was not completed")
+		case q.Get("iss") != "" && issuer != "" && q.Get("iss") != issuer:
+			cb.err = fmt.Errorf("the redirect comes from issuer %q, not %q: the sign-in was not completed", q.Get("iss"), issuer)
+		case q.Get("error") != "":
+			cb.err = fmt.Errorf("the authorization server said %s: %s", q.Get("error"), q.Get("error_description"))
+		case q.Get("code") == "":
+			cb.err = errors.New("the redirect carries no code")
+		default:
+			cb.code = q.Get("code")
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cb.err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "dynamic-mcp: %v\n", cb.err)
+		} else {
+			io.WriteString(w, "dynamic-mcp: signed in. You can close this window.\n")
+		}
+		select {
+		case out <- cb:
+		default:
+		}
+	})
+}
+
+// waitForCallback waits for the redirect, counting down on out.
+func waitForCallback(ctx context.Context, codes <-chan callback, timeout time.Duration, out io.Writer) (callback, error) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case cb := <-codes:
+			fmt.Fprintln(out)
+			return cb, cb.err
+		case <-ctx.Done():
+			return callback{}, ctx.Err()
+		case now := <-tick.C:
+			left := deadline.Sub(now).Round(time.Second)
+			if left <= 0 {
+				fmt.Fprintln(out)
+				return callback{}, fmt.Errorf("no sign-in within %s", timeout)
+			}
+			fmt.Fprintf(out, "\rwaiting for the sign-in: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrNoToken says there is no stored sign-in for a server (at its URL).
+var ErrNoToken = errors.New("not signed in")
+
+// Record is what the store keeps for one server: the sign-in and how to
+// renew it. Its LogValue hides the secrets.
+type Record struct {
+	Server        string    `json:"server"`
+	URL           string    `json:"url"` // the server's URL: a record for another URL is not used
+	Issuer        string    `json:"issuer,omitempty"`
+	TokenEndpoint string    `json:"token_endpoint"`
+	Resource      string    `json:"resource,omitempty"`
+	ClientID      string    `json:"client_id"`
+	ClientSecret  string    `json:"client_secret,omitempty"`
+	AuthMethod    string    `json:"token_endpoint_auth_method,omitempty"`
+	Scopes        []string  `json:"scopes,omitempty"`
+	AccessToken   string    `json:"access_token"`
+	TokenType     string    `json:"token_type,omitempty"`
+	RefreshToken  string    `json:"refresh_token,omitempty"`
+	Expiry        time.Time `json:"expiry,omitzero"`
+}
+
+// LogValue keeps tokens and secrets out of logs.
+func (r *Record) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("server", r.Server), slog.String("issuer", r.Issuer),
+		slog.String("access_token", redact(r.AccessToken)), slog.String("refresh_token", redact(r.RefreshToken)),
+		slog.String("client_secret", redact(r.ClientSecret)), slog.Time("expiry", r.Expiry))
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "REDACTED"
+}
+
+// CanRefresh reports whether the record can be renewed without the user.
+func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpoint != "" }
+
+// Store keeps one JSON file per server in a directory of mode 0700, each
+// file of mode 0600, written atomically.
+type Store struct{ dir string }
+
+// NewStore keeps records in dir.
+func NewStore(dir string) *Store { return &Store{dir: dir} }
+
+// Dir is where the records are.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) path(server string) string {
+	return filepath.Join(s.dir, url.PathEscape(server)+".json")
+}
+
+// Load returns the record of server at serverURL, or ErrNoToken.
+func (s *Store) Load(server, serverURL string) (*Record, error) {
+	b, err := os.ReadFile(s.path(server))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", s.path(server), err)
+	}
+	if r.URL != serverURL {
+		return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
+	}
+	return &r, nil
+}
+
+// Save writes r atomically.
+func (s *Store) Save(r *Record) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(s.dir, ".token-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), s.path(r.Server))
+}
+
+// Delete removes server's record; removing none is not an error.
+func (s *Store) Delete(server string) error {
+	err := os.Remove(s.path(server))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// List returns every record, by server name.
+func (s *Store) List() ([]*Record, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var r Record
+		if json.Unmarshal(b, &r) == nil {
+			out = append(out, &r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out, nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// authCmd signs in to OAuth-protected upstreams (login), signs out
+// (logout), and shows the sign-ins (status).
+func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const usageText = "usage: dynamic-mcp auth login <server> | logout <server> | status  [-c FILE]"
+	if len(args) == 0 {
+		return usageError{usageText}
+	}
+	var c common
+	var noBrowser bool
+	var timeout time.Duration
+	fs := flag.NewFlagSet("auth "+args[0], flag.ContinueOnError)
+	c.register(fs)
+	fs.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL without opening a browser")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the sign-in")
+	if err := c.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	store := auth.NewStore(cfg.TokenDir())
+	switch args[0] {
+	case "status":
+		return authStatus(store, stdout)
+	case "login", "logout":
+	default:
+		return usageError{usageText}
+	}
+	if fs.NArg() != 1 {
+		return usageError{usageText}
+	}
+	server := findServer(cfg, fs.Arg(0))
+	if server == nil {
+		return fmt.Errorf("no server %q in %s (servers are named GROUP, or GROUP/SERVER in a group of several)", fs.Arg(0), cfg.Path)
+	}
+	if server.URL == "" {
+		return fmt.Errorf("%s is started as a process (command:); only url: servers sign in", server.ID())
+	}
+	if args[0] == "logout" {
+		if err := store.Delete(server.ID()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: signed out\n", server.ID())
+		return nil
+	}
+	open := openBrowser
+	if noBrowser {
+		open = nil
+	}
+	rec, err := auth.Login(ctx, server.ID(), server.URL, auth.LoginOptions{
+		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, Scopes: server.OAuth.Scopes,
+		RedirectPort: server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
+	})
+	if err != nil {
+		return fmt.Errorf("sign in to %s: %w", server.ID(), err)
+	}
+	if err := store.Save(rec); err != nil {
+		return fmt.Errorf("save the sign-in: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s: signed in (issuer %s; %s)\n", server.ID(), rec.Issuer, expiry(rec))
+	return nil
+}
+
+func findServer(cfg *config.Config, id string) *config.Server {
+	for _, g := range cfg.Groups {
+		for _, s := range g.Servers {
+			if s.ID() == id {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+func authStatus(store *auth.Store, stdout io.Writer) error {
+	recs, err := store.List()
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(stdout, "no sign-ins")
+		return nil
+	}
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tISSUER\tSCOPES\tEXPIRES\tCAN REFRESH")
+	for _, r := range recs {
+		scopes := strings.Join(r.Scopes, " ")
+		if scopes == "" {
+			scopes = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), scopes, expiry(r), r.CanRefresh())
+	}
+	return w.Flush()
+}
+
+func expiry(r *auth.Record) string {
+	if r.Expiry.IsZero() {
+		return "no expiry"
+	}
+	if left := time.Until(r.Expiry); left < 0 {
+		return "expired " + r.Expiry.Format(time.RFC3339)
+	}
+	return "expires " + r.Expiry.Format(time.RFC3339)
+}
+
+// openBrowser opens url in the user's browser, where there is one.
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		if _, err := exec.LookPath("xdg-open"); err != nil {
+			return errors.New("no xdg-open")
+		}
+		cmd = exec.Command("xdg-open", url)
+	}
+	return cmd.Start()
+}
