@@ -1,0 +1,144 @@
+// Package authtest is an OAuth authorization server and protected MCP
+// endpoint for tests of dynamic-mcp's sign-in.
+package authtest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Server is an in-test OAuth authorization server and protected MCP
+// resource, strict about what the spec asks of clients: PKCE S256, the
+// resource parameter on every token request, refresh token rotation.
+type Server struct {
+	// URL is where the server listens; the protected resource is URL+"/mcp".
+	URL string
+	srv *httptest.Server
+	// Resource, when set, serves /mcp to requests with the current token.
+	Resource http.Handler
+
+	mu         sync.Mutex // guards the fields below
+	challenge  string     // PKCE challenge of the pending code
+	Authorize  url.Values
+	TokenForms []url.Values
+	Registered int
+	Access     string
+	Refresh    string
+	Issued     int
+	BadState   bool
+	BadIss     bool
+	NoRegister bool
+}
+
+func NewServer(t *testing.T) *Server {
+	a := &Server{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"resource": a.srv.URL + "/mcp", "authorization_servers": []string{a.srv.URL}, "scopes_supported": []string{"mcp:read", "mcp:write"}})
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		md := map[string]any{"issuer": a.srv.URL, "authorization_endpoint": a.srv.URL + "/authorize", "token_endpoint": a.srv.URL + "/token",
+			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_post"},
+			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"}}
+		if !a.NoRegister {
+			md["registration_endpoint"] = a.srv.URL + "/register"
+		}
+		json.NewEncoder(w).Encode(md)
+	})
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.Registered++
+		a.mu.Unlock()
+		var req map[string]any
+		json.NewDecoder(r.Body).Decode(&req)
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "token_endpoint_auth_method": "none", "redirect_uris": req["redirect_uris"]})
+	})
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		a.mu.Lock()
+		a.Authorize, a.challenge = q, q.Get("code_challenge")
+		a.mu.Unlock()
+		state, iss := q.Get("state"), a.srv.URL
+		if a.BadState {
+			state = "not-the-state"
+		}
+		if a.BadIss {
+			iss = "https://evil.example"
+		}
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=the-code&state="+url.QueryEscape(state)+"&iss="+url.QueryEscape(iss), http.StatusFound)
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.TokenForms = append(a.TokenForms, r.PostForm)
+		fail := func(code string) {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"error": code})
+		}
+		if r.PostForm.Get("resource") != a.srv.URL+"/mcp" {
+			fail("invalid_target")
+			return
+		}
+		switch r.PostForm.Get("grant_type") {
+		case "authorization_code":
+			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+			if r.PostForm.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != a.challenge {
+				fail("invalid_grant")
+				return
+			}
+		case "refresh_token":
+			if r.PostForm.Get("refresh_token") != a.Refresh {
+				fail("invalid_grant")
+				return
+			}
+		default:
+			fail("unsupported_grant_type")
+			return
+		}
+		a.Issued++
+		a.Access, a.Refresh = fmt.Sprintf("at-%d", a.Issued), fmt.Sprintf("rt-%d", a.Issued)
+		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": 3600, "scope": "mcp:read"})
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		ok := a.Access != "" && r.Header.Get("Authorization") == "Bearer "+a.Access
+		a.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="mcp:read"`, a.srv.URL))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if a.Resource != nil {
+			a.Resource.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	})
+	a.srv = httptest.NewServer(mux)
+	a.URL = a.srv.URL
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// Revoke makes the current access token invalid while its refresh token
+// stays good, as an expiry the client did not foresee.
+func (a *Server) Revoke() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.Access = "revoked-" + a.Access
+}
+
+// Lock and Unlock guard reading the exported fields while requests run.
+func (a *Server) Lock()   { a.mu.Lock() }
+func (a *Server) Unlock() { a.mu.Unlock() }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+)
+
+func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
+	a := authtest.NewServer(t)
+	s := mcpserver.NewMCPServer("protected", "1")
+	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("hello, signed-in hub"), nil
+	})
+	a.Resource = mcpserver.NewStreamableHTTPServer(s)
+	home := t.TempDir()
+	cfg := filepath.Join(home, "c.yaml")
+	os.WriteFile(cfg, []byte(`mode: flat
+groups:
+  r:
+    description: a protected server
+    url: `+a.URL+`/mcp
+    transport: streamable-http
+    retry: { initial_interval: 100ms, reconnect_interval: 200ms }
+`), 0o600)
+	env := append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+
+	// Before signing in, the group is unavailable with what to do.
+	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
+	c.initialize("2025-06-18")
+	waitFor(t, 10*time.Second, "the sign-in hint", func() bool {
+		return strings.Contains(c.stderr.String(), "the server requires signing in: run: dynamic-mcp auth login r")
+	})
+
+	// auth login prints the URL; the test plays the browser.
+	login := exec.Command(hubBin, "auth", "login", "r", "-c", cfg, "--no-browser", "--timeout", "20s")
+	login.Env = env
+	stderr, _ := login.StderrPipe()
+	var stdout strings.Builder
+	login.Stdout = &stdout
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
+			go visitURL(line)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if err := login.Wait(); err != nil || !strings.Contains(stdout.String(), "r: signed in") {
+		t.Fatalf("auth login: %v\n%s", err, stdout.String())
+	}
+	status := exec.Command(hubBin, "auth", "status", "-c", cfg)
+	status.Env = env
+	out, err := status.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "r  ") || !strings.Contains(string(out), a.URL) || !strings.Contains(string(out), "true") {
+		t.Errorf("auth status: %v\n%s", err, out)
+	}
+	tokenFile := filepath.Join(home, "oauth-servers", "r.json")
+	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v %v", fi, err)
+	}
+
+	// The hub picks the sign-in up (it reconnects on its schedule) and
+	// sends the token; a revoked token is renewed once and the call goes on.
+	waitFor(t, 10*time.Second, "the group after signing in", func() bool {
+		return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
+	})
+	if text, _ := c.callText("r__hello", nil); text != "hello, signed-in hub" {
+		t.Fatalf("call: %q", text)
+	}
+	before, _ := auth.NewStore(filepath.Join(home, "oauth-servers")).Load("r", a.URL+"/mcp")
+	a.Revoke()
+	if text, isErr := c.callText("r__hello", nil); isErr || text != "hello, signed-in hub" {
+		t.Fatalf("call after the token was revoked: %q", text)
+	}
+	after, _ := auth.NewStore(filepath.Join(home, "oauth-servers")).Load("r", a.URL+"/mcp")
+	if before == nil || after == nil || after.RefreshToken == before.RefreshToken {
+		t.Errorf("the rotated refresh token was not saved: before %v after %v", before, after)
+	}
+	if strings.Contains(c.stderr.String(), after.AccessToken) || strings.Contains(c.stderr.String(), after.RefreshToken) {
+		t.Error("a token shows in the hub's log")
+	}
+
+	logout := exec.Command(hubBin, "auth", "logout", "r", "-c", cfg)
+	logout.Env = env
+	if out, err := logout.CombinedOutput(); err != nil || !strings.Contains(string(out), "signed out") {
+		t.Errorf("logout: %v %s", err, out)
+	}
+	if _, err := os.Stat(tokenFile); !os.IsNotExist(err) {
+		t.Errorf("the token file is still there: %v", err)
+	}
+}
+
+// visitURL plays the browser: it follows the authorization redirect to
+// the hub's loopback callback.
+func visitURL(u string) {
+	if resp, err := http.Get(u); err == nil {
+		resp.Body.Close()
+	}
+}
