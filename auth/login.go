@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,15 +21,18 @@ import (
 
 // LoginOptions configure a sign-in.
 type LoginOptions struct {
-	ClientID     string            // pre-registered client; "" registers one (RFC 7591)
-	ClientSecret string            // with ClientID, for a confidential client
-	Scopes       []string          // "" asks for what the server says it needs
-	RedirectPort int               // loopback port of the redirect; 0 picks one
-	Headers      map[string]string // the server's configured headers, for the first request
-	Open         func(url string) error
-	Out          io.Writer     // where the URL and the countdown go
-	Timeout      time.Duration // how long to wait for the browser; default 5 minutes
-	HTTPClient   *http.Client  // default SafeClient
+	ClientID     string // pre-registered client; "" registers one (RFC 7591)
+	ClientSecret string // with ClientID, for a confidential client
+	// ClientMetadataURL is an https URL serving this client's metadata: the
+	// client ID where the server supports client ID metadata documents.
+	ClientMetadataURL string
+	Scopes            []string          // "" asks for what the server says it needs
+	RedirectPort      int               // loopback port of the redirect; 0 picks one
+	Headers           map[string]string // the server's configured headers, for the first request
+	Open              func(url string) error
+	Out               io.Writer     // where the URL and the countdown go
+	Timeout           time.Duration // how long to wait for the browser; default 5 minutes
+	HTTPClient        *http.Client  // default SafeClient
 }
 
 // Login signs in to the MCP server at serverURL and returns the record to
@@ -54,13 +58,32 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	defer ln.Close()
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
 
+	// The server's 401 and its protected resource metadata (RFC 9728: the
+	// URL the 401 names, else path-specific, else root well-known) say
+	// which authorization server to use; its metadata URL is found here
+	// (RFC 8414, then OpenID, in the spec's order) and handed to mcp-go's
+	// OAuth handler, which reads it and registers the client.
+	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers, nil)
+	prm, _ := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	asMetadata, cimd := "", false
+	for _, issuer := range prm.AuthorizationServers {
+		if CheckURL(issuer) != nil {
+			continue
+		}
+		if asMetadata, cimd = findServerMetadata(ctx, o.HTTPClient, issuer); asMetadata != "" {
+			break
+		}
+	}
+	useCIMD := o.ClientID == "" && o.ClientMetadataURL != "" && cimd
 	handler := mcptransport.NewOAuthHandler(mcptransport.OAuthConfig{
 		ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURI: redirect, Scopes: o.Scopes,
 		TokenStore: mcptransport.NewMemoryTokenStore(), PKCEEnabled: true, HTTPClient: o.HTTPClient,
+		AuthServerMetadataURL: asMetadata,
 	})
 	handler.SetBaseURL(serverURL)
-	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers, handler)
-	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	if asMetadata == "" && challenge.metadataURL != "" {
+		handler.SetProtectedResourceMetadataURL(challenge.metadataURL)
+	}
 	md, err := handler.GetServerMetadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discover the authorization server: %w", err)
@@ -70,7 +93,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 			return nil, fmt.Errorf("authorization server metadata: %w", err)
 		}
 	}
-	if o.ClientID == "" {
+	if o.ClientID == "" && !useCIMD {
 		if md.RegistrationEndpoint == "" {
 			return nil, errors.New("the authorization server offers no dynamic client registration: set oauth.client_id (and client_secret) for this server")
 		}
@@ -94,8 +117,22 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 		resource = strings.TrimSuffix(serverURL, "/")
 	}
 	method := handler.GetTokenEndpointAuthMethod()
+	if o.ClientID != "" && o.ClientSecret != "" {
+		// Pre-registered credentials: client_secret_basic, which every
+		// server must support (RFC 6749 §2.3.1), unless it lists only post.
+		method = "client_secret_basic"
+		if supported := md.TokenEndpointAuthMethodsSupported; len(supported) > 0 && !slices.Contains(supported, method) && slices.Contains(supported, "client_secret_post") {
+			method = "client_secret_post"
+		}
+	}
+	clientID, secret := handler.GetClientID(), handler.GetClientSecret()
+	if useCIMD {
+		// Client ID metadata document: the URL is the client's ID, and a
+		// public client authenticates with none.
+		clientID, secret, method = o.ClientMetadataURL, "", "none"
+	}
 	conf := &oauth2.Config{
-		ClientID: handler.GetClientID(), ClientSecret: handler.GetClientSecret(), RedirectURL: redirect, Scopes: scopes,
+		ClientID: clientID, ClientSecret: secret, RedirectURL: redirect, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(method)},
 	}
 	state := randomString()
@@ -155,9 +192,21 @@ var (
 	scopeParam            = regexp.MustCompile(`scope="([^"]+)"`)
 )
 
+// RequiredScope sends body to the server with headers (the token
+// included) and returns the scope its 401 or 403 challenge asks for: what
+// a new sign-in must request when a call fails with insufficient_scope.
+func RequiredScope(ctx context.Context, serverURL string, headers map[string]string, body string) []string {
+	return strings.Fields(send(ctx, SafeClient(), serverURL, headers, body, nil).scope)
+}
+
 // probe asks the server to initialize without a token, to read its 401.
 func probe(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, handler *mcptransport.OAuthHandler) challenge {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dynamic-mcp","version":"auth"}}}`
+	return send(ctx, client, serverURL, headers, body, handler)
+}
+
+// send posts body and reads the challenge of a 401 or 403 answer.
+func send(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, body string, handler *mcptransport.OAuthHandler) challenge {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(body))
 	if err != nil {
 		return challenge{}
@@ -172,10 +221,12 @@ func probe(ctx context.Context, client *http.Client, serverURL string, headers m
 		return challenge{}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return challenge{}
 	}
-	handler.HandleUnauthorizedResponse(resp)
+	if handler != nil && resp.StatusCode == http.StatusUnauthorized {
+		handler.HandleUnauthorizedResponse(resp)
+	}
 	var c challenge
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
 		if m := resourceMetadataParam.FindStringSubmatch(h); m != nil {
@@ -191,13 +242,51 @@ func probe(ctx context.Context, client *http.Client, serverURL string, headers m
 // resourceMetadata is the part of RFC 9728 protected resource metadata
 // the sign-in uses.
 type resourceMetadata struct {
-	Resource        string   `json:"resource"`
-	ScopesSupported []string `json:"scopes_supported"`
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorization_servers"`
+	ScopesSupported      []string `json:"scopes_supported"`
+}
+
+// findServerMetadata finds where issuer publishes its metadata: RFC 8414
+// with the path inserted, OpenID Connect with the path inserted, OpenID
+// Connect with the path appended; "" when none answers for that issuer.
+// It also says whether the server takes client ID metadata documents.
+func findServerMetadata(ctx context.Context, client *http.Client, issuer string) (string, bool) {
+	u, err := urlParse(issuer)
+	if err != nil {
+		return "", false
+	}
+	base, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
+	candidates := []string{base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path}
+	if path != "" {
+		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
+	}
+	for _, c := range candidates {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c, nil)
+		if err != nil {
+			continue
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		var md struct {
+			Issuer string `json:"issuer"`
+			CIMD   bool   `json:"client_id_metadata_document_supported"`
+		}
+		ok := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&md) == nil && md.Issuer != ""
+		resp.Body.Close()
+		if ok {
+			return c, md.CIMD
+		}
+	}
+	return "", false
 }
 
 // fetchResourceMetadata reads the protected resource metadata the 401
-// named, else the well-known ones; a zero value when there is none.
-func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) resourceMetadata {
+// named, else the well-known ones (path-specific first, then the root), and
+// says where it found it; a zero value when there is none.
+func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) (resourceMetadata, string) {
 	var candidates []string
 	if named != "" && CheckURL(named) == nil {
 		candidates = append(candidates, named)
@@ -222,10 +311,10 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, 
 		ok := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m) == nil
 		resp.Body.Close()
 		if ok {
-			return m
+			return m, c
 		}
 	}
-	return resourceMetadata{}
+	return resourceMetadata{}, ""
 }
 
 // callback is the authorization server's redirect.

@@ -68,7 +68,8 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rec, err := auth.Login(ctx, server.ID(), server.URL, auth.LoginOptions{
 		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, Scopes: server.OAuth.Scopes,
-		RedirectPort: server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
+		ClientMetadataURL: server.OAuth.ClientMetadataURL,
+		RedirectPort:      server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
 	})
 	if err != nil {
 		return fmt.Errorf("sign in to %s: %w", server.ID(), err)

