@@ -441,6 +441,9 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())
 		}
 	}
+	if c.auth != nil && err != nil && strings.Contains(err.Error(), "insufficient_scope") {
+		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())
+	}
 	if c.stdio == nil && errors.Is(err, mcptransport.ErrSessionTerminated) {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
