@@ -262,21 +262,11 @@ func findServerMetadata(ctx context.Context, client *http.Client, issuer string)
 		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
 	}
 	for _, c := range candidates {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c, nil)
-		if err != nil {
-			continue
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			continue
-		}
 		var md struct {
 			Issuer string `json:"issuer"`
 			CIMD   bool   `json:"client_id_metadata_document_supported"`
 		}
-		ok := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&md) == nil && md.Issuer != ""
-		resp.Body.Close()
-		if ok {
+		if getJSON(ctx, client, c, &md) && md.Issuer != "" {
 			return c, md.CIMD
 		}
 	}
@@ -299,22 +289,26 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, 
 		candidates = append(candidates, base+"/.well-known/oauth-protected-resource")
 	}
 	for _, c := range candidates {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c, nil)
-		if err != nil {
-			continue
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			continue
-		}
 		var m resourceMetadata
-		ok := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m) == nil
-		resp.Body.Close()
-		if ok {
+		if getJSON(ctx, client, c, &m) {
 			return m, c
 		}
 	}
 	return resourceMetadata{}, ""
+}
+
+// getJSON reads the JSON document at u into v, reporting whether it could.
+func getJSON(ctx context.Context, client *http.Client, u string, v any) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v) == nil
 }
 
 // callback is the authorization server's redirect.
