@@ -48,7 +48,9 @@ func (e usageError) Error() string { return e.msg }
 const usage = `dynamic-mcp: one MCP server in front of many.
 
 Usage:
-  dynamic-mcp serve -c FILE       serve MCP over stdio (also: dynamic-mcp FILE)
+  dynamic-mcp serve -c FILE [--http ADDR]
+                                  serve MCP over stdio, or over HTTP with --http
+                                  (also: dynamic-mcp FILE)
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
