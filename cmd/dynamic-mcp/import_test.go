@@ -287,3 +287,22 @@ func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
 		t.Errorf("imported:\n%s", cfg)
 	}
 }
+
+func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
+	}
+	home := t.TempDir()
+	out := filepath.Join(home, "asked.yaml")
+	line := fmt.Sprintf("%s import %s -o %s", hubBin, filepath.Join(repoDir, "testdata", "clients", "windsurf.json"), out)
+	cmd := exec.Command("script", "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
+	cmd.Stdin = strings.NewReader("Search the web with Brave\nRead Figma designs\n")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("import on a terminal: %v\n%s", err, b)
+	}
+	cfg, _ := os.ReadFile(out)
+	if !strings.Contains(string(cfg), "description: Search the web with Brave") || !strings.Contains(string(cfg), "description: Read Figma designs") {
+		t.Errorf("the answers did not become descriptions:\n%s", cfg)
+	}
+}
