@@ -229,3 +229,38 @@ func TestPolicyTestCommand(t *testing.T) {
 		t.Errorf("a mismatch must exit 1: %d %v\n%s", code, err, out)
 	}
 }
+
+func TestPromptAndResourceDenyListsHideAsIfAbsent(t *testing.T) {
+	c := startHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  fake:
+    description: fake
+    command: %q
+    prompts: { deny: ["^prompt-2$"] }
+    resources: { deny: ["/res/3$", "/item/9"] }
+`, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(fakeTools)
+	prompts := collectPages(t, c, "prompts/list", "prompts")
+	resources := collectPages(t, c, "resources/list", "resources")
+	if len(prompts) != 2 || len(resources) != 2 {
+		t.Fatalf("want 2 prompts and 2 resources, got %d and %d", len(prompts), len(resources))
+	}
+	for _, p := range prompts {
+		if strings.Contains(string(p), "prompt-2") {
+			t.Errorf("a denied prompt is listed: %s", p)
+		}
+	}
+	if _, rpcErr := c.request("prompts/get", map[string]any{"name": "fake__prompt-2"}); rpcErr == nil || rpcErr.Message != "Prompt not found: fake__prompt-2" {
+		t.Errorf("denied prompt: %+v", rpcErr)
+	}
+	for _, uri := range []string{"fake://fake/res/3", "fake://fake/item/9"} {
+		if _, rpcErr := c.request("resources/read", map[string]any{"uri": uri}); rpcErr == nil || rpcErr.Code != -32002 {
+			t.Errorf("denied resource %s: %+v", uri, rpcErr)
+		}
+	}
+	if got := string(c.call("resources/read", map[string]any{"uri": "fake://fake/item/8"})); !strings.Contains(got, "content of fake://fake/item/8") {
+		t.Errorf("an allowed template read: %s", got)
+	}
+}
