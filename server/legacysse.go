@@ -43,13 +43,8 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	body, ok := s.readBody(w, r)
+	msg, body, ok := s.readMessage(w, r)
 	if !ok {
-		return
-	}
-	msg, errResp := parseMessage(body)
-	if errResp != nil {
-		writeJSON(w, http.StatusBadRequest, nil, errResp)
 		return
 	}
 	ctx := s.hub.mcp.WithContext(hs.ctx, hs.session)

@@ -53,29 +53,30 @@ func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) (*httpSessi
 	return hs, true
 }
 
-// readBody reads one message, refusing one over the size limit.
-func (s *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readMessage reads and parses one message, answering the client itself
+// when the body is over the size limit or not a valid message.
+func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (*envelope, []byte, bool) {
 	limit := s.hub.config().Settings.MaxMessageSize
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, nil, errorf(codeParseError, "read body: "+err.Error()))
-		return nil, false
+		return nil, nil, false
 	}
 	if len(body) > limit {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, false
-	}
-	return body, true
-}
-
-func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
+		return nil, nil, false
 	}
 	msg, errResp := parseMessage(body)
 	if errResp != nil {
 		writeJSON(w, http.StatusBadRequest, nil, errResp)
+		return nil, nil, false
+	}
+	return msg, body, true
+}
+
+func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
+	msg, body, ok := s.readMessage(w, r)
+	if !ok {
 		return
 	}
 	var hs *httpSession

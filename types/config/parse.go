@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,24 +112,12 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	p.mapping(root, "", map[string]func(key string, v *yaml.Node){
-		"mode": func(key string, v *yaml.Node) {
-			switch m := Mode(p.str(v, key)); m {
-			case ModeDynamic, ModeFlat:
-				cfg.Mode = m
-			default:
-				p.fail(v, key, "must be dynamic or flat, not %q", m)
-			}
-		},
+		"mode":     func(key string, v *yaml.Node) { choose(p, v, key, &cfg.Mode, ModeDynamic, ModeFlat) },
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
 		"policy":   func(key string, v *yaml.Node) { cfg.Policy = p.rules(v, key, "policy") },
 		"policy_default": func(key string, v *yaml.Node) {
-			switch a := Action(p.str(v, key)); a {
-			case ActionAllow, ActionDeny:
-				cfg.PolicyDefault = a
-			default:
-				p.fail(v, key, "must be allow or deny, not %q", a)
-			}
+			choose(p, v, key, &cfg.PolicyDefault, ActionAllow, ActionDeny)
 		},
 		"audit": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
@@ -199,21 +188,14 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	inline := &Server{Name: name, Group: name, Line: at.Line}
 	hasInline, hasServers := false, false
 	fields := map[string]func(string, *yaml.Node){
-		"description": func(k string, v *yaml.Node) { g.Description = p.str(v, k) },
-		"prefix":      func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
-		"deny":        func(k string, v *yaml.Node) { g.Tools.Deny = p.patterns(v, k) },
-		"allow":       func(k string, v *yaml.Node) { g.Tools.Allow = p.patterns(v, k) },
-		"prompts":     func(k string, v *yaml.Node) { g.Prompts = p.filter(v, k) },
-		"resources":   func(k string, v *yaml.Node) { g.Resources = p.filter(v, k) },
-		"policy":      func(k string, v *yaml.Node) { g.Policy = p.rules(v, k, name+".policy") },
-		"pin_on_change": func(k string, v *yaml.Node) {
-			switch o := PinOnChange(p.str(v, k)); o {
-			case PinBlock, PinWarn:
-				g.PinOnChange = o
-			default:
-				p.fail(v, k, "must be block or warn, not %q", o)
-			}
-		},
+		"description":   func(k string, v *yaml.Node) { g.Description = p.str(v, k) },
+		"prefix":        func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
+		"deny":          func(k string, v *yaml.Node) { g.Tools.Deny = p.patterns(v, k) },
+		"allow":         func(k string, v *yaml.Node) { g.Tools.Allow = p.patterns(v, k) },
+		"prompts":       func(k string, v *yaml.Node) { g.Prompts = p.filter(v, k) },
+		"resources":     func(k string, v *yaml.Node) { g.Resources = p.filter(v, k) },
+		"policy":        func(k string, v *yaml.Node) { g.Policy = p.rules(v, k, name+".policy") },
+		"pin_on_change": func(k string, v *yaml.Node) { choose(p, v, k, &g.PinOnChange, PinBlock, PinWarn) },
 		"servers": func(k string, v *yaml.Node) {
 			hasServers = true
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
@@ -360,12 +342,7 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 		p.mapping(rn, k, map[string]func(string, *yaml.Node){
 			"name": func(k string, v *yaml.Node) { r.Name = p.str(v, k) },
 			"action": func(k string, v *yaml.Node) {
-				switch a := Action(p.str(v, k)); a {
-				case ActionAllow, ActionDeny, ActionLog, ActionPrompt:
-					r.Action = a
-				default:
-					p.fail(v, k, "must be allow, deny, log or prompt, not %q", a)
-				}
+				choose(p, v, k, &r.Action, ActionAllow, ActionDeny, ActionLog, ActionPrompt)
 			},
 			"tool":        func(k string, v *yaml.Node) { r.Tool = p.str(v, k) },
 			"args":        func(k string, v *yaml.Node) { r.Args = p.stringMap(v, k) },
@@ -470,6 +447,22 @@ func (p *parser) str(n *yaml.Node, key string) string {
 		p.fail(n, key, "%v", err)
 	}
 	return s
+}
+
+// choose sets *dst to the value of n if it is one of choices, and
+// otherwise records an error that names them.
+func choose[T ~string](p *parser, n *yaml.Node, key string, dst *T, choices ...T) {
+	v := T(p.str(n, key))
+	if slices.Contains(choices, v) {
+		*dst = v
+		return
+	}
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		names[i] = string(c)
+	}
+	last := len(names) - 1
+	p.fail(n, key, "must be %s or %s, not %q", strings.Join(names[:last], ", "), names[last], v)
 }
 
 func (p *parser) strings(n *yaml.Node, key string) []string {
