@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 )
 
 // ErrNoToken says there is no stored sign-in for a server (at its URL).
@@ -97,23 +99,7 @@ func (s *Store) Save(r *Record) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".token-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.path(r.Server))
+	return atomicfile.Write(s.path(r.Server), b, 0o600)
 }
 
 // Delete removes server's record; removing none is not an error.

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 )
 
 // Pins records, per server, a hash of every tool's definition the first
@@ -95,23 +97,7 @@ func (p *Pins) save(f *pinFile) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(p.dir, ".pins-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p.path(f.Server))
+	return atomicfile.Write(p.path(f.Server), b, 0o600)
 }
 
 // Check compares tools with their pins: a tool seen for the first time is
