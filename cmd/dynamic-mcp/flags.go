@@ -32,17 +32,25 @@ func init() {
 	upstream.ClientInfo.Version = version
 }
 
-// common are the flags every command that reads a config shares.
+// common are the flags every command that reads a config shares, and the
+// logging flags of those that connect to upstreams.
 type common struct {
 	config   string
 	logLevel string
 	logFile  string
 }
 
+// register adds -c and --config.
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "c", "", "config `file` (default $DYNAMIC_MCP_CONFIG)")
 	fs.StringVar(&c.config, "config", "", "config `file` (same as -c)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+}
+
+// registerLogging adds -c and --config, and --log-level (default level)
+// and --log-file, for a command that builds its logger with open.
+func (c *common) registerLogging(fs *flag.FlagSet, level string) {
+	c.register(fs)
+	fs.StringVar(&c.logLevel, "log-level", level, "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
 }
 

@@ -317,6 +317,17 @@ func TestCLI(t *testing.T) {
 	if _, _, code := run(nil); code != 2 {
 		t.Errorf("no command: exit %d, want 2", code)
 	}
+	// COMMAND -h prints the command's flags, with its own defaults, and
+	// succeeds; commands that do not log take no logging flags.
+	if out, errOut, code := run(nil, "tools", "-h"); code != 0 || !strings.Contains(out, `(default "warn")`) || errOut != "" {
+		t.Errorf("tools -h: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := run(nil, "validate", "-c", good, "--log-level", "debug"); code != 2 || !strings.Contains(errOut, "log-level") {
+		t.Errorf("validate --log-level: exit %d, want 2\n%s", code, errOut)
+	}
+	if _, errOut, code := run(nil, "policy", "test", "-c", good, "--fixture", good, "--expect", "maybe"); code != 2 || !strings.Contains(errOut, "use allow, deny, log or prompt") {
+		t.Errorf("policy test --expect maybe: exit %d, want 2\n%s", code, errOut)
+	}
 	out, _, code := run(nil, "tools", "-c", good)
 	if code != 0 || !strings.Contains(out, "  echo") || !strings.Contains(out, "initial tools/list: dynamic mode") {
 		t.Errorf("tools: exit %d\n%s", code, out)

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,10 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		// COMMAND -h: the flags are printed; that is all that was asked.
+		err = nil
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dynamic-mcp:", err)
 		var ue usageError
@@ -48,14 +53,14 @@ func (e usageError) Error() string { return e.msg }
 const usage = `dynamic-mcp: one MCP server in front of many.
 
 Usage:
-  dynamic-mcp serve -c FILE [--http ADDR]
+  dynamic-mcp serve -c FILE [--http ADDR [--insecure-no-auth]] [--log-level L] [--log-file F]
                                   serve MCP over stdio, or over HTTP with --http
                                   (also: dynamic-mcp FILE)
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
   dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
-  dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny]
+  dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]
                                   evaluate policy fixtures without starting any upstream
   dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
@@ -63,7 +68,7 @@ Usage:
                                   leave one dynamic-mcp entry in a client's config
   dynamic-mcp uninstall <client> [--project DIR]
                                   give the client its servers back
-  dynamic-mcp auth login <server> [-c FILE] [--no-browser]
+  dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
   dynamic-mcp auth logout <server> | auth status [-c FILE]
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed

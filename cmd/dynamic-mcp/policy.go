@@ -39,7 +39,7 @@ var errMismatch = errors.New("a decision differs from what its fixture expects")
 // any upstream, for a user's CI.
 func policyCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "test" {
-		return usageError{"usage: dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny]"}
+		return usageError{"usage: dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]"}
 	}
 	var c common
 	var fixtureFile, fixtureDir, expect string
@@ -50,6 +50,11 @@ func policyCmd(args []string, stdout io.Writer) error {
 	fs.StringVar(&expect, "expect", "", "expect this `decision` of every fixture: allow, deny, log or prompt")
 	if err := c.parse(fs, args[1:]); err != nil {
 		return err
+	}
+	switch expect {
+	case "", "allow", "deny", "log", "prompt":
+	default:
+		return usageError{fmt.Sprintf("--expect %q: use allow, deny, log or prompt", expect)}
 	}
 	if (fixtureFile == "") == (fixtureDir == "") {
 		return usageError{"policy test needs one of --fixture FILE or --fixture-dir DIR"}

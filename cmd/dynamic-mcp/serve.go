@@ -17,7 +17,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var httpAddr string
 	var noAuth bool
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c.register(fs)
+	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
 	if err := c.parse(fs, args); err != nil {

@@ -23,8 +23,7 @@ var errNotAllReady = errors.New("not every upstream is ready")
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	c.register(fs)
-	c.logLevel = "error"
+	c.registerLogging(fs, "error")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

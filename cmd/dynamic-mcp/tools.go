@@ -19,8 +19,7 @@ import (
 func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	c.register(fs)
-	c.logLevel = "warn"
+	c.registerLogging(fs, "warn")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

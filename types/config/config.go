@@ -296,6 +296,11 @@ type OAuth struct {
 	ClientMetadataURL string
 }
 
+// set reports whether any OAuth setting is given.
+func (o OAuth) set() bool {
+	return o.ClientID != "" || o.ClientSecret != "" || len(o.Scopes) > 0 || o.RedirectPort != 0 || o.ClientMetadataURL != ""
+}
+
 // LogValue keeps the client secret out of logs.
 func (o OAuth) LogValue() slog.Value {
 	secret := ""

@@ -145,6 +145,7 @@ func TestParseErrors(t *testing.T) {
 		{"args without tool", "groups:\n  a: {description: x, command: y, policy: [{action: deny, args: {p: x}}]}", "only applies to tool calls"},
 		{"bad policy_default", "policy_default: log\ngroups:\n  a: {description: x, command: y}", "must be allow or deny"},
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
+		{"oauth on a process", "groups:\n  a: {description: x, command: y, oauth: {redirect_port: 8765}}", "groups.a.oauth: only applies to url: servers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("", strings.NewReader(tc.src))
@@ -152,6 +153,14 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("want error containing %q, got %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// A value of the wrong type is one problem, reported once.
+func TestParseReportsBadNumberOnce(t *testing.T) {
+	_, err := Parse("", strings.NewReader("groups:\n  a: {description: x, command: y, retry: {attempts: many}}"))
+	if err == nil || !strings.Contains(err.Error(), "must be a whole number") || strings.Contains(err.Error(), "at least 1") {
+		t.Fatalf("want only \"must be a whole number\", got %v", err)
 	}
 }
 

@@ -152,9 +152,9 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"page_size": func(k string, v *yaml.Node) {
-			if n := p.int(v, k); n > 0 {
+			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
-			} else {
+			} else if ok {
 				p.fail(v, k, "must be a positive number")
 			}
 		},
@@ -281,7 +281,7 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				"client_id":     func(k string, v *yaml.Node) { s.OAuth.ClientID = p.str(v, k) },
 				"client_secret": func(k string, v *yaml.Node) { s.OAuth.ClientSecret = p.str(v, k) },
 				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
-				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort = p.int(v, k) },
+				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort, _ = p.int(v, k) },
 				"client_metadata_url": func(k string, v *yaml.Node) {
 					if s.OAuth.ClientMetadataURL = p.str(v, k); !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
 						p.fail(v, k, "must be an https:// URL")
@@ -296,7 +296,8 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 func (p *parser) retry(n *yaml.Node, path string, r *Retry) {
 	p.mapping(n, path, map[string]func(string, *yaml.Node){
 		"attempts": func(k string, v *yaml.Node) {
-			if r.Attempts = p.int(v, k); r.Attempts < 1 {
+			var ok bool
+			if r.Attempts, ok = p.int(v, k); ok && r.Attempts < 1 {
 				p.fail(v, k, "must be at least 1")
 			}
 		},
@@ -370,7 +371,7 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server) {
 	case s.Command == "" && s.URL == "":
 		p.fail(n, path, "needs command: (a process) or url: (a remote server)")
 	case s.Command != "":
-		if s.OAuth.ClientID != "" || len(s.OAuth.Scopes) > 0 {
+		if s.OAuth.set() {
 			p.fail(n, path+".oauth", "only applies to url: servers")
 		}
 		if s.Transport != "" && s.Transport != TransportStdio {
@@ -497,12 +498,13 @@ func (p *parser) bool(n *yaml.Node, key string) bool {
 	return b
 }
 
-func (p *parser) int(n *yaml.Node, key string) int {
-	var i int
+// int reads a whole number; ok is false when it reported that n is not one.
+func (p *parser) int(n *yaml.Node, key string) (i int, ok bool) {
 	if n.Kind != yaml.ScalarNode || n.Decode(&i) != nil {
 		p.fail(n, key, "must be a whole number")
+		return 0, false
 	}
-	return i
+	return i, true
 }
 
 func (p *parser) duration(n *yaml.Node, key string) time.Duration {
