@@ -225,7 +225,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: name must be a non-empty string")
 	}
-	if h.config().Mode == config.ModeFlat {
+	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok {
 			h.auditMiss(ctx, name, p["arguments"])
@@ -301,7 +301,7 @@ func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (js
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.name})
 	case "ref/resource":
 		for _, t := range v.templateRoutes {
-			if t.raw == ref.URI {
+			if t.template.Raw() == ref.URI {
 				s = t.server
 				break
 			}

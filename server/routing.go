@@ -15,12 +15,17 @@ import (
 // routes is what the hub needs to send what upstreams say back to the
 // right client session.
 type routes struct {
-	mu       sync.Mutex                   // guards the maps
-	sessions map[string]*session          // by id
-	progress map[string]progressRoute     // hub progress token -> the call's session
-	subs     map[string]map[*session]bool // resource URI -> subscribed sessions
-	subOwner map[string]*upstream.Server  // resource URI -> the server subscribed to
+	mu       sync.Mutex               // guards the maps
+	sessions map[string]*session      // by id
+	progress map[string]progressRoute // hub progress token -> the call's session
+	subs     map[string]*subscription // by resource URI
 	nextTok  uint64
+}
+
+// subscription is one resource URI that client sessions listen to.
+type subscription struct {
+	owner    *upstream.Server // the server subscribed to
+	sessions map[*session]bool
 }
 
 type progressRoute struct {
@@ -33,8 +38,7 @@ func newRoutes() *routes {
 	return &routes{
 		sessions: map[string]*session{},
 		progress: map[string]progressRoute{},
-		subs:     map[string]map[*session]bool{},
-		subOwner: map[string]*upstream.Server{},
+		subs:     map[string]*subscription{},
 	}
 }
 
@@ -57,20 +61,15 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	r := h.routes
 	r.mu.Lock()
 	delete(r.sessions, sess.id)
-	var drop []string
-	for uri, subs := range r.subs {
-		if subs[sess] {
-			delete(subs, sess)
-			if len(subs) == 0 {
-				drop = append(drop, uri)
+	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
+	for uri, sub := range r.subs {
+		if sub.sessions[sess] {
+			delete(sub.sessions, sess)
+			if len(sub.sessions) == 0 {
+				owners[uri] = sub.owner
+				delete(r.subs, uri)
 			}
 		}
-	}
-	owners := map[string]*upstream.Server{}
-	for _, uri := range drop {
-		owners[uri] = r.subOwner[uri]
-		delete(r.subs, uri)
-		delete(r.subOwner, uri)
 	}
 	r.mu.Unlock()
 	for uri, s := range owners {
@@ -159,8 +158,10 @@ func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params jso
 		_ = json.Unmarshal(p["uri"], &uri)
 		h.routes.mu.Lock()
 		var subs []*session
-		for sess := range h.routes.subs[uri] {
-			subs = append(subs, sess)
+		if sub := h.routes.subs[uri]; sub != nil {
+			for sess := range sub.sessions {
+				subs = append(subs, sess)
+			}
 		}
 		h.routes.mu.Unlock()
 		for _, sess := range subs {
@@ -214,30 +215,27 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	}
 	r := h.routes
 	r.mu.Lock()
-	subs := r.subs[p.URI]
-	first := len(subs) == 0
+	sub := r.subs[p.URI]
+	first := sub == nil
 	if on {
-		if subs == nil {
-			subs = map[*session]bool{}
-			r.subs[p.URI] = subs
-			r.subOwner[p.URI] = s
+		if first {
+			sub = &subscription{owner: s, sessions: map[*session]bool{}}
+			r.subs[p.URI] = sub
 		}
-		subs[sess] = true
-	} else {
-		delete(subs, sess)
-		if len(subs) == 0 {
+		sub.sessions[sess] = true
+	} else if !first {
+		delete(sub.sessions, sess)
+		if len(sub.sessions) == 0 {
 			delete(r.subs, p.URI)
-			delete(r.subOwner, p.URI)
 		}
 	}
-	last := len(r.subs[p.URI]) == 0
+	last := r.subs[p.URI] == nil
 	r.mu.Unlock()
 	switch {
 	case on && first:
 		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.config().CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
-			delete(r.subOwner, p.URI)
 			r.mu.Unlock()
 			return nil, err
 		}
@@ -255,10 +253,10 @@ func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
 		return s
 	}
 	h.routes.mu.Lock()
-	s := h.routes.subOwner[uri]
+	sub := h.routes.subs[uri]
 	h.routes.mu.Unlock()
-	if s != nil {
-		return s
+	if sub != nil {
+		return sub.owner
 	}
 	var only *upstream.Server
 	for _, g := range h.mgr.Groups() {

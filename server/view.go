@@ -20,7 +20,6 @@ type route struct {
 
 type templateRoute struct {
 	template *uritemplate.Template
-	raw      string
 	server   *upstream.Server
 	hidden   config.Filter // the group's resources filter, for the URIs it matches
 }
@@ -37,6 +36,7 @@ type groupView struct {
 // view is everything the client sees, built from the upstreams' cached
 // lists whenever they change, then read without locks (it is immutable).
 type view struct {
+	mode       config.Mode // the mode the view was built for
 	groups     []*groupView
 	groupIndex map[string]*groupView
 
@@ -60,6 +60,7 @@ type view struct {
 // buildView computes the client's view of mgr in mode.
 func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 	v := &view{
+		mode:           mode,
 		groupIndex:     map[string]*groupView{},
 		flatRoutes:     map[string]route{},
 		promptRoutes:   map[string]route{},
@@ -138,7 +139,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 					v.problems = append(v.problems, fmt.Sprintf("resource template %q of %s is not a valid URI template: %v", t.Key, s.Config.ID(), err))
 					continue
 				}
-				v.templateRoutes = append(v.templateRoutes, templateRoute{template: tmpl, raw: t.Key, server: s, hidden: g.Config.Resources})
+				v.templateRoutes = append(v.templateRoutes, templateRoute{template: tmpl, server: s, hidden: g.Config.Resources})
 				v.templates = append(v.templates, t.Raw)
 			}
 		}
