@@ -96,8 +96,9 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	}
 	c.client = client.NewClient(c.tr)
 	if err := c.client.Start(ctx); err != nil {
+		err = c.explain(fmt.Errorf("start: %w", err))
 		c.close()
-		return nil, c.explain(fmt.Errorf("start: %w", err))
+		return nil, err
 	}
 	c.client.OnNotification(onNotify)
 	// Requests from the server are answered raw, by the hub, not by
@@ -109,14 +110,16 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	defer cancel()
 	init, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo, Capabilities: caps}})
 	if err != nil {
-		c.close()
 		if hctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
+		} else {
+			err = c.explain(err)
 		}
+		c.close()
 		if authErr := c.authFailure(ctx, cfg, err); authErr != nil {
 			return nil, authErr
 		}
-		return nil, c.explain(err)
+		return nil, err
 	}
 	c.init = init
 	if mcp.IsModernProtocol(c.client.ProtocolVersion()) {
@@ -180,6 +183,9 @@ func (c *conn) cancel(id mcp.RequestId, reason error) {
 
 // explain turns a failed handshake with a child that died into how it
 // ended, with its last stderr lines, which is what a user needs to fix it.
+// It runs before close, which would stop a child still running: it waits
+// a moment for one that is dying and leaves err as it is for one that is
+// not.
 func (c *conn) explain(err error) error {
 	if c.proc == nil {
 		return err

@@ -347,6 +347,14 @@ func TestCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(out, "exited (status 4): fake: cannot start: missing API key") {
 		t.Errorf("status with a broken server: exit %d\n%s", code, out)
 	}
+	// A child that runs but never answers is reported as such, not by the
+	// signal the hub stopped it with.
+	silent := filepath.Join(dir, "silent.yaml")
+	os.WriteFile(silent, []byte("settings: { connect_timeout: 1s }\ngroups:\n  s: { description: silent, command: sleep, args: [\"60\"] }\n"), 0o600)
+	out, _, code = run(nil, "status", "-c", silent)
+	if code != 1 || !strings.Contains(out, "no answer to initialize within 1s (connect timeout)") {
+		t.Errorf("status with a silent server: exit %d\n%s", code, out)
+	}
 
 	// dynamic-mcp FILE and DYNAMIC_MCP_CONFIG both serve.
 	for name, argv := range map[string][]string{"file argument": {good}, "environment": nil} {
