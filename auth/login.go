@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -63,8 +64,8 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	// which authorization server to use; its metadata URL is found here
 	// (RFC 8414, then OpenID, in the spec's order) and handed to mcp-go's
 	// OAuth handler, which reads it and registers the client.
-	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers, nil)
-	prm, _ := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
+	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
 	asMetadata, cimd := "", false
 	for _, issuer := range prm.AuthorizationServers {
 		if CheckURL(issuer) != nil {
@@ -196,17 +197,17 @@ var (
 // included) and returns the scope its 401 or 403 challenge asks for: what
 // a new sign-in must request when a call fails with insufficient_scope.
 func RequiredScope(ctx context.Context, serverURL string, headers map[string]string, body string) []string {
-	return strings.Fields(send(ctx, SafeClient(), serverURL, headers, body, nil).scope)
+	return strings.Fields(send(ctx, SafeClient(), serverURL, headers, body).scope)
 }
 
 // probe asks the server to initialize without a token, to read its 401.
-func probe(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, handler *mcptransport.OAuthHandler) challenge {
+func probe(ctx context.Context, client *http.Client, serverURL string, headers map[string]string) challenge {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dynamic-mcp","version":"auth"}}}`
-	return send(ctx, client, serverURL, headers, body, handler)
+	return send(ctx, client, serverURL, headers, body)
 }
 
 // send posts body and reads the challenge of a 401 or 403 answer.
-func send(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, body string, handler *mcptransport.OAuthHandler) challenge {
+func send(ctx context.Context, client *http.Client, serverURL string, headers map[string]string, body string) challenge {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(body))
 	if err != nil {
 		return challenge{}
@@ -223,9 +224,6 @@ func send(ctx context.Context, client *http.Client, serverURL string, headers ma
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return challenge{}
-	}
-	if handler != nil && resp.StatusCode == http.StatusUnauthorized {
-		handler.HandleUnauthorizedResponse(resp)
 	}
 	var c challenge
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
@@ -252,7 +250,7 @@ type resourceMetadata struct {
 // Connect with the path appended; "" when none answers for that issuer.
 // It also says whether the server takes client ID metadata documents.
 func findServerMetadata(ctx context.Context, client *http.Client, issuer string) (string, bool) {
-	u, err := urlParse(issuer)
+	u, err := url.Parse(issuer)
 	if err != nil {
 		return "", false
 	}
@@ -274,14 +272,14 @@ func findServerMetadata(ctx context.Context, client *http.Client, issuer string)
 }
 
 // fetchResourceMetadata reads the protected resource metadata the 401
-// named, else the well-known ones (path-specific first, then the root), and
-// says where it found it; a zero value when there is none.
-func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) (resourceMetadata, string) {
+// named, else the well-known ones (path-specific first, then the root); a
+// zero value when there is none.
+func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) resourceMetadata {
 	var candidates []string
 	if named != "" && CheckURL(named) == nil {
 		candidates = append(candidates, named)
 	}
-	if u, err := urlParse(serverURL); err == nil {
+	if u, err := url.Parse(serverURL); err == nil {
 		base := u.Scheme + "://" + u.Host
 		if p := strings.TrimSuffix(u.Path, "/"); p != "" {
 			candidates = append(candidates, base+"/.well-known/oauth-protected-resource"+p)
@@ -291,10 +289,10 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, 
 	for _, c := range candidates {
 		var m resourceMetadata
 		if getJSON(ctx, client, c, &m) {
-			return m, c
+			return m
 		}
 	}
-	return resourceMetadata{}, ""
+	return resourceMetadata{}
 }
 
 // getJSON reads the JSON document at u into v, reporting whether it could.

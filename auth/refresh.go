@@ -13,8 +13,6 @@ import (
 	"time"
 )
 
-func urlParse(s string) (*url.URL, error) { return url.Parse(s) }
-
 // refreshAhead renews a token this long before it expires.
 const refreshAhead = time.Minute
 

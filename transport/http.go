@@ -23,7 +23,7 @@ const unbounded = 365 * 24 * time.Hour
 //
 // authorization, when not nil, gives the Authorization header of each
 // request (an OAuth sign-in); it overrides a configured one.
-func NewHTTP(ctx context.Context, cfg *config.Server, connectTimeout time.Duration, authorization func(context.Context) (string, error), logger *slog.Logger) (mcptransport.Interface, error) {
+func NewHTTP(cfg *config.Server, connectTimeout time.Duration, authorization func(context.Context) (string, error), logger *slog.Logger) (mcptransport.Interface, error) {
 	headerFunc := func(ctx context.Context) map[string]string {
 		if authorization == nil {
 			return nil

@@ -147,9 +147,6 @@ func (p *Process) Stdin() io.WriteCloser { return p.stdin }
 // Stdout is where the child's protocol messages come from.
 func (p *Process) Stdout() io.Reader { return p.stdout }
 
-// PID is the child's process id, which is also its process group id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
 // Done is closed once the child has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
@@ -241,11 +238,11 @@ func (p *Process) Close() error {
 		p.reapGroup()
 		live.remove(p)
 		p.stdout.Close()
-		if err := p.waitErr; err != nil && !isSignalExit(err) {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				p.closeErr = err
-			}
+		// How the child ended is ExitError's to say; Close reports only
+		// a failure to wait for it.
+		var ee *exec.ExitError
+		if err := p.waitErr; err != nil && !errors.As(err, &ee) {
+			p.closeErr = err
 		}
 	})
 	return p.closeErr

@@ -3,7 +3,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 	"os/exec"
 	"syscall"
@@ -29,15 +28,6 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
 
 func groupAlive(cmd *exec.Cmd) bool {
 	return syscall.Kill(-cmd.Process.Pid, 0) == nil
-}
-
-func isSignalExit(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
 }
 
 func describeExit(ee *exec.ExitError) string {

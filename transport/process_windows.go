@@ -22,8 +22,6 @@ func signalGroup(cmd *exec.Cmd, _ syscall.Signal) { _ = cmd.Process.Kill() }
 
 func groupAlive(*exec.Cmd) bool { return false }
 
-func isSignalExit(error) bool { return false }
-
 func describeExit(ee *exec.ExitError) string {
 	var errno syscall.Errno
 	if errors.As(ee, &errno) {

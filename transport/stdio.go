@@ -102,7 +102,7 @@ func (t *Stdio) read() {
 	case <-t.proc.Done():
 		err = t.proc.ExitError()
 	case <-time.After(2 * time.Second):
-		if err == nil || errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) {
 			err = errors.New("closed its stdout")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -153,7 +154,7 @@ func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
 	}
 	var accepted []string
 	for name, pn := range f.Tools {
-		if pn.Changed == "" || (len(tools) > 0 && !contains(tools, name)) {
+		if pn.Changed == "" || (len(tools) > 0 && !slices.Contains(tools, name)) {
 			continue
 		}
 		pn.Hash, pn.Changed, pn.ChangedAt = pn.Changed, "", nil
@@ -162,7 +163,7 @@ func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
 	for _, name := range tools {
 		if pn, ok := f.Tools[name]; !ok {
 			return nil, fmt.Errorf("server %s has no pinned tool %q", serverID, name)
-		} else if pn.Changed == "" && !contains(accepted, name) {
+		} else if pn.Changed == "" && !slices.Contains(accepted, name) {
 			return nil, fmt.Errorf("tool %q of %s has not changed", name, serverID)
 		}
 	}
@@ -171,15 +172,6 @@ func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
 		return nil, nil
 	}
 	return accepted, p.save(f)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // PinChange is a pinned tool whose served definition differs from its pin.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -353,7 +354,7 @@ func (s *Server) setListsLocked(raw Lists) {
 		"tools", changed, "accept", "dynamic-mcp pin accept "+s.Config.ID())
 	kept := make([]Item, 0, len(raw.Tools))
 	for _, t := range raw.Tools {
-		if !contains(changed, t.Key) {
+		if !slices.Contains(changed, t.Key) {
 			kept = append(kept, t)
 		}
 	}

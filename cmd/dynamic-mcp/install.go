@@ -40,7 +40,7 @@ func sha(b []byte) string {
 
 // installCmd rewrites a client's config so that its server list is the
 // one dynamic-mcp entry.
-func installCmd(args []string, stdout, stderr io.Writer) error {
+func installCmd(args []string, stdout io.Writer) error {
 	var project, cfgPath string
 	var dryRun bool
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)

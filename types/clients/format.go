@@ -14,8 +14,8 @@ import (
 // format reads a client's servers and rewrites its server list.
 type format interface {
 	read(data []byte) ([]Server, []string, error)
-	// replace returns data with the server list set to exactly servers,
-	// in order, every other byte kept; orig is how the list was before.
+	// install returns data with the server list set to exactly entry,
+	// every other byte kept; orig is how the list was before.
 	install(data []byte, entry Entry) (out []byte, orig []byte, err error)
 	// restore puts the list install saved back.
 	restore(data []byte, orig []byte) ([]byte, error)

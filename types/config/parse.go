@@ -181,8 +181,8 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 	return groups
 }
 
-// serverKeys are the keys of a server, which a group with one server may
-// hold inline.
+// group reads one group: its own keys, and either one server inline (a
+// server's keys beside the group's) or a servers: map.
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
 	inline := &Server{Name: name, Group: name, Line: at.Line}
