@@ -1,12 +1,13 @@
 package auth
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -35,25 +36,22 @@ func isLoopbackHost(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
+// metadataAddrs are cloud metadata services outside the link-local ranges
+// (169.254.169.254 is inside them).
+var metadataAddrs = []netip.Addr{netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+
 // forbidden are addresses no OAuth request may reach: link-local ranges
 // (where cloud metadata services live) and known metadata addresses.
 func forbidden(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
-		return true
-	}
-	for _, m := range []string{"169.254.169.254", "fd00:ec2::254", "100.100.100.200"} {
-		if ip == netip.MustParseAddr(m) {
-			return true
-		}
-	}
-	return false
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || slices.Contains(metadataAddrs, ip)
 }
 
 // SafeClient is an HTTP client for OAuth requests whose dialer refuses
 // forbidden addresses after DNS resolution, so a name cannot be pointed at
 // a metadata service, and which follows no redirect to a plain-http URL.
-func SafeClient() *http.Client {
+// It is one client, so every sign-in and refresh shares its connections.
+var SafeClient = sync.OnceValue(func() *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		host, _, err := net.SplitHostPort(address)
 		if err != nil {
@@ -69,9 +67,7 @@ func SafeClient() *http.Client {
 		return nil
 	}}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return d.DialContext(ctx, network, addr)
-	}
+	tr.DialContext = d.DialContext
 	tr.Proxy = nil
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
@@ -79,4 +75,4 @@ func SafeClient() *http.Client {
 		}
 		return CheckURL(req.URL.String())
 	}}
-}
+})

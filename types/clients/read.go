@@ -62,7 +62,12 @@ func normalize(s *Server) []string {
 	for i := range s.Args {
 		s.Args[i] = fix(s.Args[i])
 	}
-	for what, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
+	// env, then headers: the notes come out in the same order every run.
+	for _, field := range []struct {
+		what string
+		m    map[string]string
+	}{{"env", s.Env}, {"headers", s.Headers}} {
+		what, m := field.what, field.m
 		for _, k := range sortedKeys(m) {
 			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
 			m[k] = v
