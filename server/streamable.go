@@ -80,25 +80,20 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var hs *httpSession
-	switch {
-	case msg.Method == "initialize" && r.Header.Get(headerSessionID) == "":
+	initialize := msg.Method == "initialize"
+	// 2026-07-28 has no handshake: a request without a session gets one
+	// for itself alone.
+	if r.Header.Get(headerSessionID) == "" && (initialize || msg.isRequest() && modern(msg.Params)) {
 		var err error
 		if hs, err = s.newHTTPSession(); err != nil {
 			writeJSONError(w, http.StatusInternalServerError, msg.ID, errorf(codeInternalError, err.Error()))
 			return
 		}
-	case r.Header.Get(headerSessionID) == "" && msg.isRequest() && modern(msg.Params):
-		// 2026-07-28 has no handshake: a session for this request only.
-		var err error
-		if hs, err = s.newHTTPSession(); err != nil {
-			writeJSONError(w, http.StatusInternalServerError, msg.ID, errorf(codeInternalError, err.Error()))
-			return
+		if !initialize {
+			defer s.drop(hs)
 		}
-		defer s.drop(hs)
-	default:
-		if hs, ok = s.session(w, r); !ok {
-			return
-		}
+	} else if hs, ok = s.session(w, r); !ok {
+		return
 	}
 	ctx := s.hub.mcp.WithContext(hs.ctx, hs.session)
 	switch {
@@ -112,7 +107,7 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	header := http.Header{}
-	if msg.Method == "initialize" {
+	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
 	if acceptsSSE(r) && streams(msg.Method) {
