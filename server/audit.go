@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,15 +30,22 @@ type auditRecord struct {
 }
 
 // auditLog appends records to a JSON-lines file, one write per line and
-// no buffering, so a crash loses at most the line being written.
+// no buffering, so a crash loses at most the line being written. A reload
+// that moves the trail retires it: it is closed once the requests that
+// hold it (see Hub.acquire) are done, so none of their records is lost.
 type auditLog struct {
-	mu   sync.Mutex // serialises writes
-	f    *os.File
-	args bool // keep argument values
+	args   bool // keep argument values
+	logger *slog.Logger
+
+	mu      sync.Mutex // serialises writes; guards the fields below
+	f       *os.File
+	users   int  // requests holding the trail
+	retired bool // no new holders; closed when users reaches 0
+	closed  bool
 }
 
 // openAudit opens the trail at path (nil when path is "": off).
-func openAudit(path string, args bool) (*auditLog, error) {
+func openAudit(path string, args bool, logger *slog.Logger) (*auditLog, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -47,8 +56,12 @@ func openAudit(path string, args bool) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	return &auditLog{f: f, args: args}, nil
+	return &auditLog{f: f, args: args, logger: logger}, nil
 }
+
+// errAuditClosed is a write to a trail after it was closed, which holding
+// it prevents.
+var errAuditClosed = errors.New("audit trail: write after close")
 
 func (a *auditLog) write(r auditRecord) error {
 	if a == nil {
@@ -63,13 +76,63 @@ func (a *auditLog) write(r auditRecord) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return errAuditClosed
+	}
 	_, err = a.f.Write(append(b, '\n'))
 	return err
 }
 
-func (a *auditLog) close() error {
+// hold keeps the trail open for one more writer, until release. It
+// reports false when the trail was retired: the writer must take the
+// current one instead. A nil trail (off) is always held.
+func (a *auditLog) hold() bool {
+	if a == nil {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.retired {
+		return false
+	}
+	a.users++
+	return true
+}
+
+// release ends a hold; the last one closes a retired trail.
+func (a *auditLog) release() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.users--
+	if a.retired && a.users == 0 {
+		if err := a.closeLocked(); err != nil {
+			a.logger.Error("close the audit trail", "err", err)
+		}
+	}
+}
+
+// retire takes no new holders and closes the trail now, or when the last
+// holder releases it.
+func (a *auditLog) retire() error {
 	if a == nil {
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.retired = true
+	if a.users > 0 {
+		return nil
+	}
+	return a.closeLocked()
+}
+
+func (a *auditLog) closeLocked() error {
+	if a.closed {
+		return nil
+	}
+	a.closed = true
 	return a.f.Close()
 }

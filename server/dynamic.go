@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -72,8 +74,8 @@ func metaTools(groups []*groupView) []json.RawMessage {
 			"required": []string{"group", "name"},
 		},
 	}
-	g, _ := json.Marshal(get)
-	c, _ := json.Marshal(call)
+	g, _ := jsonrpc.Marshal(get)
+	c, _ := jsonrpc.Marshal(call)
 	return []json.RawMessage{g, c}
 }
 
@@ -104,43 +106,71 @@ func (v *view) lookupGroup(name string) (*groupView, string) {
 }
 
 // getDynamicTools answers get_dynamic_tools: the group's tools (name,
-// description, input schema) as JSON text.
+// description, input schema) as JSON text. The text is spliced from the
+// upstreams' own bytes, with insignificant whitespace dropped: keys stay in
+// the order the server wrote them and <, > and & stay as they are, since
+// the LLM reads this JSON as text and would see every escape.
 func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
 	g, problem := v.lookupGroup(args.Group)
 	if g == nil {
 		return toolError(problem)
 	}
-	type summary struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-	}
-	out := make([]summary, 0, len(g.tools))
+	var b bytes.Buffer
+	b.WriteByte('[')
+	n := 0
 	for _, raw := range g.tools {
-		var t summary
-		if json.Unmarshal(raw, &t) != nil {
+		name := jsonrpc.Field(raw, "name")
+		if len(name) == 0 || name[0] != '"' {
 			continue
 		}
-		t.InputSchema = withoutSchemaKeyword(t.InputSchema)
-		out = append(out, t)
+		if n++; n > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":`)
+		b.Write(name)
+		if d := jsonrpc.Field(raw, "description"); len(d) > 0 && d[0] == '"' && string(d) != `""` {
+			b.WriteString(`,"description":`)
+			b.Write(d)
+		}
+		schema := jsonrpc.Field(raw, "inputSchema")
+		if schema == nil {
+			schema = json.RawMessage("null")
+		}
+		b.WriteString(`,"inputSchema":`)
+		b.Write(withoutSchemaKeyword(schema))
+		b.WriteByte('}')
 	}
-	text, _ := json.Marshal(out)
-	result, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": string(text)}}})
-	return result
+	b.WriteByte(']')
+	var text bytes.Buffer
+	if err := json.Compact(&text, b.Bytes()); err != nil {
+		return toolError("dynamic-mcp: cannot list the tools of " + g.name + ": " + err.Error())
+	}
+	return textResult(text.String())
+}
+
+// textResult is a CallToolResult with one text, which keeps <, > and & as
+// they are.
+func textResult(text string) json.RawMessage {
+	q, _ := jsonrpc.Marshal(text)
+	var b bytes.Buffer
+	b.Grow(len(q) + 40)
+	b.WriteString(`{"content":[{"type":"text","text":`)
+	b.Write(q)
+	b.WriteString(`}]}`)
+	return b.Bytes()
 }
 
 // withoutSchemaKeyword drops a top-level "$schema" from a tool's input
 // schema, as the original did: it costs tokens and tells the LLM nothing.
+// Every other byte of the schema is kept.
 func withoutSchemaKeyword(schema json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(schema, &fields) != nil {
+	if jsonrpc.Field(schema, "$schema") == nil {
 		return schema
 	}
-	if _, ok := fields["$schema"]; !ok {
+	b, err := jsonrpc.DeleteField(schema, "$schema")
+	if err != nil {
 		return schema
 	}
-	delete(fields, "$schema")
-	b, _ := json.Marshal(fields)
 	return b
 }
 
@@ -166,7 +196,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 		return toolError("args must be an object"), nil
 	}
 	params := map[string]json.RawMessage{"arguments": arguments}
-	params["name"], _ = json.Marshal(r.name)
+	params["name"], _ = jsonrpc.Marshal(r.name)
 	if len(meta) > 0 {
 		params["_meta"] = meta
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -46,20 +47,22 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	case policy.MethodPromptsGet:
 		rec.Prompt = c.name
 	}
-	d := h.policy.Load().Evaluate(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
+	ctx, snap, release := h.acquire(ctx)
+	defer release()
+	d := snap.policy.Evaluate(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
 	rec.Decision, rec.Rule = string(d.Action), d.Rule
 	var res json.RawMessage
 	err := h.decide(ctx, c, d)
 	if err == nil {
 		defer h.mapProgress(ctx, c.params)()
-		res, err = c.server.Request(ctx, c.method, c.params, h.config().CallTimeoutFor(c.server.Config))
+		res, err = c.server.Request(ctx, c.method, c.params, snap.cfg.CallTimeoutFor(c.server.Config))
 		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
 			rec.Outcome, rec.Error = "tool_error", err.Error()
 			res, err = toolError(err.Error()), nil
 		}
 	}
-	audit := h.audit.Load()
+	audit := snap.audit
 	if audit == nil {
 		return res, err
 	}
@@ -87,17 +90,20 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 // chose the same token never see each other's progress. The returned func
 // forgets the mapping.
 func (h *Hub) mapProgress(ctx context.Context, params map[string]json.RawMessage) func() {
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || len(meta["progressToken"]) == 0 {
+	meta := params["_meta"]
+	token := jsonrpc.Field(meta, "progressToken")
+	if len(token) == 0 {
 		return func() {}
 	}
 	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
 	if !ok {
 		return func() {}
 	}
-	tok, forget := h.trackProgress(ctx, sess, meta["progressToken"])
-	meta["progressToken"], _ = json.Marshal(tok)
-	params["_meta"], _ = json.Marshal(meta)
+	tok, forget := h.trackProgress(ctx, sess, bytes.Clone(token))
+	q, _ := jsonrpc.Marshal(tok)
+	if m, err := jsonrpc.SetField(meta, "progressToken", q); err == nil {
+		params["_meta"] = m // the rest of _meta as the client sent it
+	}
 	return forget
 }
 
@@ -183,7 +189,9 @@ func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
 func (h *Hub) auditMiss(ctx context.Context, name string, args json.RawMessage) {
 	rec := auditRecord{Time: time.Now().UTC(), Session: sessionID(ctx), Method: policy.MethodToolsCall, Tool: name,
 		Decision: "not_found", Outcome: "not_found", Arguments: args}
-	if err := h.audit.Load().write(rec); err != nil {
+	_, snap, release := h.acquire(ctx)
+	defer release()
+	if err := snap.audit.write(rec); err != nil {
 		h.logger.Error("write audit trail", "err", err)
 	}
 }

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // HTTPOptions configure the hub's HTTP face.
@@ -37,6 +37,10 @@ const idleSession = 30 * time.Minute
 // keepAlive is how often an idle SSE stream gets a comment, so proxies do
 // not close it.
 const keepAlive = 25 * time.Second
+
+// httpWriteTimeout bounds one write to an HTTP client: a response, or an
+// event on a stream. A client that does not read loses that stream.
+const httpWriteTimeout = jsonrpc.DefaultWriteTimeout
 
 // HTTPServer serves the hub over Streamable HTTP at /mcp, legacy HTTP+SSE
 // at /sse and /message, and /healthz, to many clients at once, each in a
@@ -148,97 +152,6 @@ func newSessionID() string {
 	return hex.EncodeToString(b)
 }
 
-// httpSession is a client session over HTTP: the streams its messages can
-// go down.
-type httpSession struct {
-	*session
-	ctx    context.Context // the session's life: cancelled when it ends
-	cancel context.CancelFunc
-
-	mu         sync.Mutex   // guards the fields below
-	streams    []*sseStream // open POST response streams, oldest first
-	standalone *sseStream   // the GET stream, or the legacy SSE stream
-	lastSeen   time.Time
-	ended      bool
-}
-
-type streamKey struct{}
-
-// deliver sends a message the hub initiated: down the stream of the
-// request it belongs to when that is open, else the most recent open
-// request stream, else the GET stream; with none open it is dropped.
-func (hs *httpSession) deliver(ctx context.Context, msg []byte) {
-	if st, ok := ctx.Value(streamKey{}).(*sseStream); ok && st.send(msg) {
-		return
-	}
-	hs.mu.Lock()
-	candidates := make([]*sseStream, 0, len(hs.streams)+1)
-	for i := len(hs.streams) - 1; i >= 0; i-- {
-		candidates = append(candidates, hs.streams[i])
-	}
-	if hs.standalone != nil {
-		candidates = append(candidates, hs.standalone)
-	}
-	hs.mu.Unlock()
-	for _, st := range candidates {
-		if st.send(msg) {
-			return
-		}
-	}
-}
-
-func (hs *httpSession) touch() {
-	hs.mu.Lock()
-	hs.lastSeen = time.Now()
-	hs.mu.Unlock()
-}
-
-func (hs *httpSession) addStream(st *sseStream) {
-	hs.mu.Lock()
-	hs.streams = append(hs.streams, st)
-	hs.mu.Unlock()
-}
-
-func (hs *httpSession) removeStream(st *sseStream) {
-	hs.mu.Lock()
-	for i, x := range hs.streams {
-		if x == st {
-			hs.streams = append(hs.streams[:i], hs.streams[i+1:]...)
-			break
-		}
-	}
-	hs.lastSeen = time.Now()
-	hs.mu.Unlock()
-}
-
-// end closes the session for good.
-func (hs *httpSession) end(h *Hub) {
-	hs.mu.Lock()
-	if hs.ended {
-		hs.mu.Unlock()
-		return
-	}
-	hs.ended = true
-	hs.mu.Unlock()
-	hs.cancel()
-	h.removeSession(context.Background(), hs.session)
-}
-
-// newHTTPSession creates and registers a session.
-func (s *HTTPServer) newHTTPSession() (*httpSession, error) {
-	hs := &httpSession{lastSeen: time.Now()}
-	hs.session = newSession(newSessionID(), hs)
-	hs.ctx, hs.cancel = context.WithCancel(context.Background())
-	if err := s.hub.addSession(hs.ctx, hs.session); err != nil {
-		return nil, err
-	}
-	go hs.session.drain(hs.ctx)
-	s.mu.Lock()
-	s.sessions[hs.id] = hs
-	s.mu.Unlock()
-	return hs, nil
-}
-
 func (s *HTTPServer) lookup(id string) *httpSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -268,7 +181,7 @@ func (s *HTTPServer) janitor() {
 		var idle []*httpSession
 		for _, hs := range s.sessions {
 			hs.mu.Lock()
-			if len(hs.streams) == 0 && hs.standalone == nil && time.Since(hs.lastSeen) > idleSession {
+			if len(hs.streams) == 0 && hs.standalone == nil && hs.inflight.Len() == 0 && time.Since(hs.lastSeen) > idleSession {
 				idle = append(idle, hs)
 			}
 			hs.mu.Unlock()
@@ -278,86 +191,5 @@ func (s *HTTPServer) janitor() {
 			s.hub.logger.Info("closing idle HTTP session", "session", hs.id)
 			s.drop(hs)
 		}
-	}
-}
-
-// sseStream is one open text/event-stream response.
-type sseStream struct {
-	mu     sync.Mutex // guards writes and closed
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	closed bool
-}
-
-func openStream(w http.ResponseWriter, extra http.Header) *sseStream {
-	for k, v := range extra {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	st := &sseStream{w: w, rc: http.NewResponseController(w)}
-	_ = st.rc.Flush()
-	return st
-}
-
-// send writes one message as an SSE event; false when the stream is gone.
-func (st *sseStream) send(msg []byte) bool {
-	return st.event("message", msg)
-}
-
-func (st *sseStream) event(name string, data []byte) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.closed {
-		return false
-	}
-	if _, err := fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
-		st.closed = true
-		return false
-	}
-	if err := st.rc.Flush(); err != nil {
-		st.closed = true
-		return false
-	}
-	return true
-}
-
-func (st *sseStream) ping() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.closed {
-		return false
-	}
-	if _, err := io.WriteString(st.w, ": keep-alive\n\n"); err != nil || st.rc.Flush() != nil {
-		st.closed = true
-	}
-	return !st.closed
-}
-
-func (st *sseStream) close() {
-	st.mu.Lock()
-	st.closed = true
-	st.mu.Unlock()
-}
-
-// hold keeps a stream open until the client goes, the session ends or the
-// server stops, with keep-alive comments.
-func (s *HTTPServer) hold(r *http.Request, hs *httpSession, st *sseStream) {
-	t := time.NewTicker(keepAlive)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-		case <-hs.ctx.Done():
-		case <-s.stop:
-		case <-t.C:
-			if st.ping() {
-				continue
-			}
-		}
-		st.close()
-		return
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -24,31 +27,39 @@ var Version = "dev"
 // Hub is the MCP server the client talks to, in front of a Manager's
 // upstreams.
 type Hub struct {
-	cfg    atomic.Pointer[config.Config] // replaced whole by SetConfig
 	mgr    *upstream.Manager
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
+	routes *routes
 
-	routes    *routes
-	policy    atomic.Pointer[policy.Policy]
-	audit     atomic.Pointer[auditLog] // nil when the trail is off
-	view      atomic.Pointer[view]     // the current view; replaced whole on change
-	refreshMu sync.Mutex               // one rebuild at a time, so no change is lost
+	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
+	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	// ctx ends at Close: it stops the requests from upstreams that the hub
+	// is passing to clients.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup // the event loop and the requests it started
+	once   sync.Once
 }
 
 // New builds the hub for cfg's upstreams in mgr and opens its audit trail.
-// Run keeps its view current.
+// The hub is whole when New returns; nothing reaches it from upstreams
+// before Run, which keeps its view current and passes on what upstreams
+// send.
 func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
+	audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, logger)
+	if err != nil {
+		return nil, err
+	}
 	h := &Hub{
 		mgr:    mgr,
 		logger: logger,
 		stop:   make(chan struct{}),
 		routes: newRoutes(),
 	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	// Upstreams are told what the client can do (sampling, elicitation,
 	// roots) once it has said so: for stdio, its one initialize.
 	hooks := &mcpserver.Hooks{}
@@ -63,72 +74,111 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithLogging(),
 		mcpserver.WithHooks(hooks),
 	)
-	mgr.SetHandler(h)
-	audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	h.audit.Store(audit)
-	h.cfg.Store(cfg)
-	h.policy.Store(policy.New(cfg))
-	h.view.Store(buildView(cfg.Mode, mgr))
+	h.snap.Store(&snapshot{cfg: cfg, policy: policy.New(cfg), view: buildView(cfg.Mode, mgr), audit: audit})
 	return h, nil
 }
 
 // SetConfig switches the hub to cfg after a reload (mode, page size,
-// timeouts) and tells clients what changed for them. The manager is moved
-// to cfg separately, by its Apply.
+// timeouts, policy, audit trail) and tells clients what changed for them.
+// The manager is moved to cfg separately, by its Apply, first.
 func (h *Hub) SetConfig(cfg *config.Config) {
-	old := h.cfg.Swap(cfg)
-	h.policy.Store(policy.New(cfg))
-	if old.AuditPath() != cfg.AuditPath() || old.Audit.Arguments != cfg.Audit.Arguments {
-		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments); err != nil {
+	h.swapMu.Lock()
+	defer h.swapMu.Unlock()
+	cur := h.snapshot()
+	next := &snapshot{cfg: cfg, policy: policy.New(cfg), view: buildView(cfg.Mode, h.mgr), audit: cur.audit}
+	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments {
+		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, h.logger); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
 		} else {
-			h.audit.Swap(audit).close()
+			next.audit = audit
 		}
 	}
-	h.refresh()
+	h.swap(next)
+	h.announce(cur.view, next.view)
 }
 
-func (h *Hub) config() *config.Config { return h.cfg.Load() }
+// config is the current config.
+func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 
-// Run rebuilds the view whenever an upstream changes and tells the clients
-// whose lists changed, until Close. It returns at once.
+// Run starts the hub's event loop and returns at once. Until Close, the
+// loop rebuilds the view whenever an upstream changes and passes what
+// upstreams send to the client sessions it is for. It never waits for a
+// client: notifications are queued by the sessions, which drop what does
+// not fit, and each request runs on its own goroutine (the manager caps
+// them per upstream).
 func (h *Hub) Run() {
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.wg.Go(func() {
 		for {
 			select {
 			case <-h.stop:
 				return
 			case <-h.mgr.Changes():
-				h.refresh()
+				h.safely("refresh the view", h.refresh)
+			case e := <-h.mgr.Events():
+				h.safely("route an upstream "+e.Kind.String(), func() { h.route(e) })
 			}
 		}
-	}()
+	})
 }
 
-// Close stops Run, waits for it and closes the audit trail. It does not
-// close the upstreams.
+// safely runs f, logging instead of crashing on a panic, so one bad
+// message cannot stop the loop.
+func (h *Hub) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.logger.Error("panic in the hub's event loop", "while", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// route passes one event from an upstream on.
+func (h *Hub) route(e upstream.Event) {
+	switch e.Kind {
+	case upstream.EventNotification:
+		h.upstreamNotification(e.Server, e.Method, e.Params)
+	case upstream.EventFlush:
+		e.Reply(nil, nil) // everything before it is routed
+	case upstream.EventRequest:
+		h.wg.Go(func() {
+			ctx, cancel := context.WithCancel(e.Context)
+			defer cancel()
+			defer context.AfterFunc(h.ctx, cancel)()
+			res, err := json.RawMessage(nil), errors.New("dynamic-mcp: internal error")
+			h.safely("pass an upstream request on", func() { res, err = h.upstreamRequest(ctx, e.Server, e.Method, e.Params) })
+			e.Reply(res, err)
+		})
+	}
+}
+
+// Close stops Run, waits for it and for the requests it passes on, and
+// closes the audit trail once its last writer is done. It does not close
+// the upstreams.
 func (h *Hub) Close() error {
 	var err error
 	h.once.Do(func() {
 		close(h.stop)
+		h.cancel()
 		h.wg.Wait()
-		err = h.audit.Load().close()
+		err = h.snapshot().audit.retire()
 	})
 	return err
 }
 
 // refresh rebuilds the view and sends list_changed for what changed.
 func (h *Hub) refresh() {
-	h.refreshMu.Lock()
-	defer h.refreshMu.Unlock()
-	old := h.view.Load()
-	v := buildView(h.config().Mode, h.mgr)
-	h.view.Store(v)
+	h.swapMu.Lock()
+	defer h.swapMu.Unlock()
+	cur := h.snapshot()
+	next := *cur
+	next.view = buildView(cur.cfg.Mode, h.mgr)
+	h.swap(&next)
+	h.announce(cur.view, next.view)
+}
+
+// announce logs the new problems of v and tells clients which of their
+// lists differ from old.
+func (h *Hub) announce(old, v *view) {
 	for _, p := range v.problems {
 		if !slices.Contains(old.problems, p) {
 			h.logger.Error(p)
@@ -156,29 +206,32 @@ func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
 }
 
 // Problems lists what the current view had to hide, such as colliding names.
-func (h *Hub) Problems() []string { return h.view.Load().problems }
+func (h *Hub) Problems() []string { return h.snapshot().view.problems }
 
-// handle answers one request. It returns the whole response message.
-func (h *Hub) handle(ctx context.Context, msg *envelope, raw json.RawMessage) []byte {
-	result, err := h.dispatch(ctx, msg, raw)
+// handle answers one request of a client: the raw result, or the error
+// to answer with (see jsonrpc.ToError).
+func (h *Hub) handle(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {
+	result, err := h.dispatch(ctx, msg)
 	if errors.Is(err, errDelegated) {
-		return result
+		return h.delegate(ctx, msg)
 	}
 	if err != nil {
-		return errorResponse(msg.ID, toRPCError(err))
+		return nil, err
 	}
 	if modern(msg.Params) {
 		result = decorateModern(msg.Method, result)
 	}
-	return resultResponse(msg.ID, result)
+	return result, nil
 }
 
-// errDelegated marks a response mcp-go produced whole.
+// errDelegated marks a request mcp-go's MCPServer answers: initialize and
+// version negotiation, ping, logging/setLevel.
 var errDelegated = errors.New("delegated")
 
-func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) (json.RawMessage, error) {
-	v := h.view.Load()
-	size := h.config().Settings.PageSize
+func (h *Hub) dispatch(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {
+	ctx, snap, release := h.acquire(ctx)
+	defer release()
+	v, size := snap.view, snap.cfg.Settings.PageSize
 	switch msg.Method {
 	case "tools/list":
 		return v.toolsList, nil
@@ -202,18 +255,30 @@ func (h *Hub) dispatch(ctx context.Context, msg *envelope, raw json.RawMessage) 
 			return nil, errorf(codeInternalError, "no session")
 		}
 		return h.subscribe(ctx, sess, v, msg.Params, msg.Method == "resources/subscribe")
-	case "logging/setLevel":
+	}
+	return nil, errDelegated
+}
+
+// delegate has mcp-go's MCPServer answer msg and takes its result or
+// error apart; the id of the answer is the client's own bytes.
+func (h *Hub) delegate(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {
+	if msg.Method == "logging/setLevel" {
 		defer h.setLogLevel()
 	}
-	resp := h.mcp.HandleMessage(ctx, raw)
-	if resp == nil {
-		return nil, errDelegated
+	switch r := h.mcp.HandleMessage(ctx, msg.Raw).(type) {
+	case mcp.JSONRPCResponse:
+		return jsonrpc.Marshal(r.Result)
+	case *mcp.JSONRPCResponse:
+		return jsonrpc.Marshal(r.Result)
+	case mcp.JSONRPCError:
+		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
+	case *mcp.JSONRPCError:
+		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
+	case nil:
+		return nil, errorf(codeInternalError, "no answer to "+msg.Method)
+	default:
+		return nil, errorf(codeInternalError, fmt.Sprintf("unexpected answer to %s: %T", msg.Method, r))
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		return errorResponse(msg.ID, errorf(codeInternalError, "encode response: "+err.Error())), errDelegated
-	}
-	return b, errDelegated
 }
 
 func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
@@ -315,5 +380,7 @@ func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (js
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	return s.Request(ctx, "completion/complete", p, h.config().CallTimeoutFor(s.Config))
+	_, snap, release := h.acquire(ctx)
+	defer release()
+	return s.Request(ctx, "completion/complete", p, snap.cfg.CallTimeoutFor(s.Config))
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // legacyStream serves the HTTP+SSE transport of protocol 2024-11-05: GET
@@ -19,14 +21,14 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.drop(hs)
-	st := openStream(w, nil)
-	hs.mu.Lock()
-	hs.standalone = st
-	hs.mu.Unlock()
-	if !st.event("endpoint", []byte("/message?sessionId="+hs.id)) {
+	sw := newSSEWriter(w)
+	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
 		return
 	}
-	s.hold(r, hs, st)
+	st := newStream()
+	hs.setStandalone(st)
+	defer hs.clearStandalone(st)
+	s.pump(r, hs, st, sw)
 }
 
 // legacyMessage takes a client message for a legacy SSE session; the
@@ -43,22 +45,30 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	msg, body, ok := s.readMessage(w, r)
+	msg, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
-	ctx := s.hub.mcp.WithContext(hs.ctx, hs.session)
 	switch {
-	case msg.isNotification():
-		s.hub.serveNotification(ctx, hs.session, msg, body)
-	case msg.isRequest():
+	case msg.IsNotification():
+		if msg.Method == "notifications/cancelled" {
+			hs.inflight.Cancel(msg.Params)
+		}
+		s.hub.serveNotification(hs.ctx, hs.session, msg)
+	case msg.IsRequest():
+		ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
+		if refused != nil {
+			_ = hs.deliver(hs.ctx, jsonrpc.EncodeError(msg.ID, refused), true)
+			break
+		}
 		go func() {
-			if resp := s.hub.serveRequest(ctx, hs.session, msg, body); resp != nil {
-				hs.deliver(ctx, resp)
+			res, err := s.hub.serveRequest(ctx, hs.session, msg)
+			if end() {
+				_ = hs.deliver(hs.ctx, answer(msg.ID, res, err), true)
 			}
 		}()
 	default:
-		s.hub.serveResponse(hs.session, msg)
+		hs.calls.Resolve(msg)
 	}
 	w.WriteHeader(http.StatusAccepted)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // modern reports whether a request uses the stateless protocol of
@@ -14,40 +16,35 @@ func modern(params json.RawMessage) bool {
 	if !bytes.Contains(params, metaKeyProtocolVersion) {
 		return false
 	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	var version string
+	raw := jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaKeyProtocolVersion)
+	if json.Unmarshal(raw, &version) != nil {
 		return false
 	}
-	var version string
-	_ = json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &version)
 	return mcp.IsModernProtocol(version)
 }
 
 var metaKeyProtocolVersion = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)
 
+// What decorateModern adds, encoded once.
+var (
+	modernResultType = jsonrpc.Member{Key: "resultType", Value: []byte(`"` + string(mcp.ResultTypeComplete) + `"`)}
+	modernTTL        = jsonrpc.Member{Key: "ttlMs", Value: []byte(`0`)}
+	modernCacheScope = jsonrpc.Member{Key: "cacheScope", Value: []byte(`"` + string(mcp.CacheScopePrivate) + `"`)}
+)
+
 // decorateModern adds what 2026-07-28 requires of a result and a legacy
 // upstream did not send: resultType, and caching hints on lists and reads
 // (SEP-2549; zero TTL and private scope, as mcp-go's own default). Fields
-// the result already has are kept.
+// the result already has are kept, and so is every byte of it: the new
+// fields are spliced in after the last one.
 func decorateModern(method string, result json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(result, &fields) != nil || fields == nil {
-		return result
-	}
-	add := func(k, v string) {
-		if _, ok := fields[k]; !ok {
-			fields[k] = json.RawMessage(v)
-		}
-	}
-	add("resultType", `"`+string(mcp.ResultTypeComplete)+`"`)
+	add := []jsonrpc.Member{modernResultType}
 	switch method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
-		add("ttlMs", "0")
-		add("cacheScope", `"`+string(mcp.CacheScopePrivate)+`"`)
+		add = append(add, modernTTL, modernCacheScope)
 	}
-	b, err := json.Marshal(fields)
+	b, err := jsonrpc.AddMissing(result, add...)
 	if err != nil {
 		return result
 	}

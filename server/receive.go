@@ -3,79 +3,37 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// parseMessage applies the framing rules to one message from a client. It
-// returns the message, or the error answer to send instead.
-func parseMessage(line []byte) (*envelope, []byte) {
-	if len(line) > 0 && line[0] == '[' {
-		return nil, errorResponse(nil, errorf(codeInvalidRequest, "batch requests are not supported"))
-	}
-	if err := jsonrpc.Check(line, jsonrpc.MaxDepth); err != nil {
-		return nil, refusal(line, err)
-	}
-	var msg envelope
-	if err := json.Unmarshal(line, &msg); err != nil {
-		return nil, errorResponse(nil, errorf(codeInvalidRequest, "Invalid Request: "+err.Error()))
-	}
-	switch {
-	case msg.isRequest():
-		if msg.JSONRPC != "2.0" {
-			return nil, errorResponse(msg.ID, errorf(codeInvalidRequest, `jsonrpc must be "2.0"`))
-		}
-	case msg.isNotification(), hasID(msg.ID) && (len(msg.Result) > 0 || len(msg.Error) > 0):
-	default:
-		return nil, errorResponse(nil, errorf(codeInvalidRequest, "not a JSON-RPC request, notification or response"))
-	}
-	return &msg, nil
+// serveRequest answers a client's request on sess, with the session in
+// ctx for mcp-go and the routing of what upstreams send back.
+func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+	return h.handle(h.mcp.WithContext(ctx, sess), msg)
 }
 
-// refusal answers a message that broke a framing rule: -32700 when it is
-// not JSON, -32600 when too deep or with a repeated key. The answer carries
-// the message's id where the id itself is not in doubt.
-func refusal(line []byte, err error) []byte {
-	if errors.Is(err, jsonrpc.ErrNotJSON) {
-		return errorResponse(nil, errorf(codeParseError, "Parse error: "+err.Error()))
-	}
-	var id json.RawMessage
-	var ce *jsonrpc.CheckError
-	if !errors.As(err, &ce) || ce.Depth != 1 || !strings.EqualFold(ce.Key, "id") {
-		id = jsonrpc.IDOf(line)
-	}
-	return errorResponse(id, errorf(codeInvalidRequest, "Invalid Request: "+err.Error()))
-}
-
-// serveRequest answers a client's request on sess. It returns nil when the
-// client cancelled the request, which then gets no answer, as the spec asks.
-func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *envelope, raw []byte) []byte {
-	rctx, cancel := context.WithCancel(ctx)
-	forget := sess.track(msg.ID, cancel)
-	defer forget()
-	resp := h.handle(rctx, msg, raw)
-	if rctx.Err() != nil && ctx.Err() == nil {
-		return nil
-	}
-	return resp
-}
-
-// serveNotification handles a client's notification on sess.
-func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *envelope, raw []byte) {
+// serveNotification handles a client's notification on sess. It runs on
+// the reading goroutine, so nothing in it may wait on anyone.
+func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc.Message) {
 	switch msg.Method {
 	case "notifications/cancelled":
-		sess.cancel(msg.Params)
+		return // the connection cancelled the request already
 	case "notifications/roots/list_changed":
-		h.mgr.Notify(msg.Method, nil)
+		h.rootsChanged(sess)
+		return
 	}
-	h.mcp.HandleMessage(ctx, raw)
+	h.mcp.HandleMessage(h.mcp.WithContext(ctx, sess), msg.Raw)
 }
 
-// serveResponse takes a client's answer to a request the hub sent it.
-func (h *Hub) serveResponse(sess *session, msg *envelope) {
-	if !sess.resolve(msg) {
-		h.logger.Debug("response from client to no pending request", "session", sess.id, "id", string(msg.ID))
+// rootsChanged tells upstreams that the client's roots changed, off the
+// reading goroutine; however many arrive meanwhile, one more goes out.
+func (h *Hub) rootsChanged(sess *session) {
+	if sess.rootsPending.Swap(true) {
+		return
 	}
+	go func() {
+		sess.rootsPending.Store(false)
+		h.mgr.Notify("notifications/roots/list_changed", nil)
+	}()
 }

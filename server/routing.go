@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -75,7 +76,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	for uri, s := range owners {
 		h.upstreamUnsubscribe(s, uri)
 	}
-	sess.close()
+
 }
 
 func (h *Hub) sessionList() []*session {
@@ -116,17 +117,18 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 	}
 }
 
-// UpstreamNotification routes a notification from an upstream server to
-// the clients it is for.
-func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params json.RawMessage) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil || p == nil {
-		p = map[string]json.RawMessage{}
+// upstreamNotification routes a notification from an upstream server to
+// the clients it is for. Its params pass through byte for byte but for
+// the member the hub must change (the progress token, the logger's name).
+// It runs on the hub's event loop: sess.notify never blocks.
+func (h *Hub) upstreamNotification(s *upstream.Server, method string, params json.RawMessage) {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
 	}
 	switch method {
 	case "notifications/progress":
 		var tok string
-		if json.Unmarshal(p["progressToken"], &tok) != nil {
+		if json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
 			return
 		}
 		h.routes.mu.Lock()
@@ -136,18 +138,27 @@ func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params jso
 			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return
 		}
-		p["progressToken"] = route.token
+		p, err := jsonrpc.SetField(params, "progressToken", route.token)
+		if err != nil {
+			h.logger.Debug("progress with params that are no object", "upstream", s.Config.ID(), "err", err)
+			return
+		}
 		route.sess.notify(route.ctx, method, p)
 	case "notifications/message":
 		var level mcp.LoggingLevel
-		_ = json.Unmarshal(p["level"], &level)
+		_ = json.Unmarshal(jsonrpc.Field(params, "level"), &level)
 		var logger string
-		_ = json.Unmarshal(p["logger"], &logger)
+		_ = json.Unmarshal(jsonrpc.Field(params, "logger"), &logger)
 		name := s.Config.ID()
 		if logger != "" {
 			name += "/" + logger
 		}
-		p["logger"], _ = json.Marshal(name)
+		quoted, _ := jsonrpc.Marshal(name)
+		p, err := jsonrpc.SetField(params, "logger", quoted)
+		if err != nil {
+			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
+			return
+		}
 		for _, sess := range h.sessionList() {
 			if allows(sess.GetLogLevel(), level) {
 				sess.notify(context.Background(), method, p)
@@ -155,7 +166,7 @@ func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params jso
 		}
 	case "notifications/resources/updated":
 		var uri string
-		_ = json.Unmarshal(p["uri"], &uri)
+		_ = json.Unmarshal(jsonrpc.Field(params, "uri"), &uri)
 		h.routes.mu.Lock()
 		var subs []*session
 		if sub := h.routes.subs[uri]; sub != nil {
@@ -165,17 +176,19 @@ func (h *Hub) UpstreamNotification(s *upstream.Server, method string, params jso
 		}
 		h.routes.mu.Unlock()
 		for _, sess := range subs {
-			sess.notify(context.Background(), method, p)
+			sess.notify(context.Background(), method, params)
 		}
 	default:
 		h.logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)
 	}
 }
 
-// UpstreamRequest passes a request from an upstream server (sampling,
+// upstreamRequest passes a request from an upstream server (sampling,
 // elicitation, roots) to the client whose call caused it, where that
-// client declared it can answer.
-func (h *Hub) UpstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+// client declared it can answer, and returns the client's answer. ctx
+// carries the upstream's deadline; params are nil when the upstream sent
+// none, and then the client gets none either (never "params": null).
+func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
 	sess := h.sessionFor(ctx)
 	if sess == nil {
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: no client session to pass " + method + " to"}
@@ -193,7 +206,11 @@ func (h *Hub) UpstreamRequest(ctx context.Context, s *upstream.Server, method st
 	if !able {
 		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}
-	res, err := sess.request(ctx, method, params)
+	var p any // nil: no params at all
+	if len(params) > 0 {
+		p = params
+	}
+	res, err := sess.request(ctx, method, p)
 	if re, ok := err.(*rpcError); ok {
 		return nil, &upstream.RPCError{Code: re.Code, Message: re.Message, Data: re.Data}
 	}
@@ -233,7 +250,9 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	r.mu.Unlock()
 	switch {
 	case on && first:
-		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.config().CallTimeoutFor(s.Config)); err != nil {
+		_, snap, release := h.acquire(ctx)
+		defer release()
+		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()

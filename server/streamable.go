@@ -2,11 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -53,29 +54,34 @@ func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) (*httpSessi
 	return hs, true
 }
 
-// readMessage reads and parses one message, answering the client itself
+// readMessage reads and decodes one message, answering the client itself
 // when the body is over the size limit or not a valid message.
-func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (*envelope, []byte, bool) {
+func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Message, bool) {
 	limit := s.hub.config().Settings.MaxMessageSize
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, nil, errorf(codeParseError, "read body: "+err.Error()))
-		return nil, nil, false
+		writeJSONError(w, http.StatusBadRequest, nil, errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		return nil, false
 	}
 	if len(body) > limit {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, nil, false
+		return nil, false
 	}
-	msg, errResp := parseMessage(body)
-	if errResp != nil {
-		writeJSON(w, http.StatusBadRequest, nil, errResp)
-		return nil, nil, false
+	msg, err := jsonrpc.Decode(body)
+	if err != nil {
+		var de *jsonrpc.DecodeError
+		var id json.RawMessage
+		if errors.As(err, &de) {
+			id = de.ID
+		}
+		writeJSONError(w, http.StatusBadRequest, id, jsonrpc.ToError(err))
+		return nil, false
 	}
-	return msg, body, true
+	return msg, true
 }
 
 func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
-	msg, body, ok := s.readMessage(w, r)
+	msg, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
@@ -83,7 +89,7 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	initialize := msg.Method == "initialize"
 	// 2026-07-28 has no handshake: a request without a session gets one
 	// for itself alone.
-	if r.Header.Get(headerSessionID) == "" && (initialize || msg.isRequest() && modern(msg.Params)) {
+	if r.Header.Get(headerSessionID) == "" && (initialize || msg.IsRequest() && modern(msg.Params)) {
 		var err error
 		if hs, err = s.newHTTPSession(); err != nil {
 			writeJSONError(w, http.StatusInternalServerError, msg.ID, errorf(codeInternalError, err.Error()))
@@ -95,14 +101,16 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	} else if hs, ok = s.session(w, r); !ok {
 		return
 	}
-	ctx := s.hub.mcp.WithContext(hs.ctx, hs.session)
 	switch {
-	case msg.isNotification():
-		s.hub.serveNotification(ctx, hs.session, msg, body)
+	case msg.IsNotification():
+		if msg.Method == "notifications/cancelled" {
+			hs.inflight.Cancel(msg.Params)
+		}
+		s.hub.serveNotification(hs.ctx, hs.session, msg)
 		w.WriteHeader(http.StatusAccepted)
 		return
-	case !msg.isRequest():
-		s.hub.serveResponse(hs.session, msg)
+	case msg.IsResponse():
+		hs.calls.Resolve(msg)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -110,33 +118,86 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
-	if acceptsSSE(r) && streams(msg.Method) {
-		st := openStream(w, header)
-		hs.addStream(st)
-		defer hs.removeStream(st)
-		if resp := s.hub.serveRequest(context.WithValue(ctx, streamKey{}, st), hs.session, msg, body); resp != nil {
-			st.send(resp)
-		}
-		st.close()
-		return
-	}
-	resp := s.hub.serveRequest(ctx, hs.session, msg, body)
-	if resp == nil { // cancelled by the client: no answer
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	writeJSON(w, http.StatusOK, header, resp)
+	s.request(w, r, hs, msg, header)
 }
 
-// streams says which requests are answered with an SSE stream, when the
-// client accepts one: those during which the hub may send progress, log
-// messages or requests of its own.
-func streams(method string) bool {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read", "completion/complete":
-		return true
+// request answers a client request on a POST. The answer is plain JSON
+// unless something must reach the client before it (progress, a log
+// message, a request of the hub's during a tool call): then, and only
+// then, the response becomes an event stream, with the answer as its last
+// event.
+func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header) {
+	ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
+	if refused != nil {
+		writeJSON(w, http.StatusOK, header, jsonrpc.EncodeError(msg.ID, refused))
+		return
 	}
-	return false
+	var st *stream
+	if acceptsSSE(r) {
+		st = newStream()
+		hs.addStream(st)
+		defer hs.removeStream(st)
+		ctx = context.WithValue(ctx, streamKey{}, st)
+	}
+	answered := make(chan []byte, 1)
+	go func() {
+		res, err := s.hub.serveRequest(ctx, hs.session, msg)
+		if end() {
+			answered <- answer(msg.ID, res, err)
+		} else {
+			answered <- nil // cancelled by the client: no answer
+		}
+	}()
+	var sw *sseWriter
+	var ready <-chan struct{}
+	if st != nil {
+		ready = st.out.Ready()
+	}
+	for {
+		select {
+		case resp := <-answered:
+			var early [][]byte
+			if st != nil {
+				early = st.out.TakeNow()
+			}
+			switch {
+			case resp == nil && sw == nil:
+				w.WriteHeader(http.StatusAccepted)
+			case sw == nil && len(early) == 0:
+				writeJSON(w, http.StatusOK, header, resp)
+			default:
+				if sw == nil {
+					sw = newSSEWriter(w)
+					if sw.start(header) != nil {
+						return
+					}
+				}
+				if resp != nil {
+					early = append(early, resp)
+				}
+				_ = sw.events("message", early)
+			}
+			return
+		case <-ready:
+			batch := st.out.TakeNow()
+			if len(batch) == 0 {
+				continue
+			}
+			if sw == nil {
+				sw = newSSEWriter(w)
+				if sw.start(header) != nil {
+					return
+				}
+			}
+			if sw.events("message", batch) != nil {
+				return // the client stopped reading this stream
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.stop:
+			return
+		}
+	}
 }
 
 func acceptsSSE(r *http.Request) bool {
@@ -153,31 +214,12 @@ func (s *HTTPServer) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	st := openStream(w, nil)
-	hs.mu.Lock()
-	if old := hs.standalone; old != nil {
-		old.close()
+	sw := newSSEWriter(w)
+	if sw.start(nil) != nil {
+		return
 	}
-	hs.standalone = st
-	hs.mu.Unlock()
-	s.hold(r, hs, st)
-	hs.mu.Lock()
-	if hs.standalone == st {
-		hs.standalone = nil
-	}
-	hs.lastSeen = time.Now()
-	hs.mu.Unlock()
-}
-
-func writeJSON(w http.ResponseWriter, status int, header http.Header, body []byte) {
-	for k, v := range header {
-		w.Header()[k] = v
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-func writeJSONError(w http.ResponseWriter, status int, id []byte, err *rpcError) {
-	writeJSON(w, status, nil, errorResponse(id, err))
+	st := newStream()
+	hs.setStandalone(st)
+	defer hs.clearStandalone(st)
+	s.pump(r, hs, st, sw)
 }

@@ -152,12 +152,22 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 	return v
 }
 
+// toolsListResult frames the whole tools/list result around the
+// definitions, spliced as they are.
 func toolsListResult(tools []json.RawMessage) json.RawMessage {
-	if tools == nil {
-		tools = []json.RawMessage{}
+	n := 16
+	for _, t := range tools {
+		n += len(t) + 1
 	}
-	b, _ := json.Marshal(map[string]any{"tools": tools})
-	return b
+	b := make([]byte, 0, n)
+	b = append(b, `{"tools":[`...)
+	for i, t := range tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	return append(b, "]}"...)
 }
 
 // groupState is ready if any server of the group is, starting if none is

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -18,37 +17,30 @@ import (
 )
 
 // Stdio is mcp-go's transport interface over a supervised child's stdin
-// and stdout, with the framing rules of package jsonrpc that mcp-go's own
-// stdio transport lacks: a size limit, a nesting limit, no repeated keys,
-// non-JSON lines logged and skipped, replies to unknown or finished
-// requests dropped. When the child exits, every pending request fails at
-// once with how it ended.
+// and stdout, carried by a jsonrpc.Conn: the framing rules mcp-go's own
+// stdio transport lacks (size and nesting limits, no repeated keys,
+// non-JSON lines logged and skipped), replies to unknown or finished
+// requests dropped, a deadline on every write (a child that stops reading
+// its stdin ends the session, and is restarted), and at most
+// jsonrpc.DefaultMaxInflight of the child's own requests at once. When the
+// child exits, every pending request fails at once with how it ended.
 type Stdio struct {
 	proc    *Process
-	stdin   io.WriteCloser // the child's stdin
+	r       io.Reader
+	w       io.WriteCloser
 	maxSize int
 	logger  *slog.Logger
+	// writeTimeout bounds a write to the child (jsonrpc.DefaultWriteTimeout).
+	writeTimeout time.Duration
 
-	writeMu sync.Mutex // serialises whole lines on the child's stdin
-
-	mu        sync.Mutex // guards the fields below
-	pending   map[string]chan reply
-	closedErr error // set once the reader has stopped
-	started   bool
+	startOnce sync.Once
+	conn      *jsonrpc.Conn // set by Start
+	done      chan struct{} // closed once the session is over and err set
+	err       error
 
 	handlerMu sync.RWMutex // guards the handlers
 	onNotify  func(mcp.JSONRPCNotification)
 	onRequest mcptransport.RequestHandler
-
-	ctx    context.Context // for requests the child sends us
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the reader has stopped
-	wg     sync.WaitGroup
-}
-
-type reply struct {
-	resp *mcptransport.JSONRPCResponse
-	err  error
 }
 
 var (
@@ -58,235 +50,178 @@ var (
 
 // NewStdio speaks MCP over proc's stdin and stdout.
 func NewStdio(proc *Process, maxSize int, logger *slog.Logger) *Stdio {
-	ctx, cancel := context.WithCancel(context.Background())
-	t := &Stdio{
-		proc: proc, maxSize: maxSize, logger: logger,
-		pending: map[string]chan reply{},
-		ctx:     ctx, cancel: cancel,
-		done: make(chan struct{}),
-	}
-	if proc != nil {
-		t.stdin = proc.Stdin()
-	}
+	t := newStdio(proc.Stdout(), proc.Stdin(), maxSize, logger)
+	t.proc = proc
 	return t
 }
 
-// Start starts reading the child's stdout. Calling it again does nothing.
+func newStdio(r io.Reader, w io.WriteCloser, maxSize int, logger *slog.Logger) *Stdio {
+	return &Stdio{r: r, w: w, maxSize: maxSize, logger: logger, done: make(chan struct{})}
+}
+
+// Start starts the conversation. Calling it again does nothing.
 func (t *Stdio) Start(context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.started {
-		return nil
-	}
-	t.started = true
-	go t.read()
+	t.startOnce.Do(func() {
+		t.conn = jsonrpc.NewConn(t.r, t.w, jsonrpc.ConnOptions{
+			MaxMessageSize: t.maxSize,
+			WriteTimeout:   t.writeTimeout,
+			Handle:         t.serve,
+			Notify:         t.notification,
+			Refused:        t.refused,
+			CancelCalls:    true,
+			Quiet:          true,
+		})
+		t.conn.Start()
+		go t.watch()
+	})
 	return nil
 }
 
-// Done is closed once the child's stdout has ended.
+// watch waits for the session to end and says how: a child that closed
+// its stdout has almost always exited, so it waits a moment for it.
+func (t *Stdio) watch() {
+	<-t.conn.Done()
+	err := t.conn.Err()
+	switch {
+	case errors.Is(err, jsonrpc.ErrWriteTimeout):
+		err = errors.New("stopped reading its stdin (a write timed out)")
+	case t.proc != nil:
+		select {
+		case <-t.proc.Done():
+			err = t.proc.ExitError()
+		case <-time.After(2 * time.Second):
+			if errors.Is(err, io.EOF) {
+				err = errors.New("closed its stdout")
+			}
+		}
+	}
+	t.err = err
+	close(t.done)
+}
+
+// Done is closed once the session is over.
 func (t *Stdio) Done() <-chan struct{} { return t.done }
 
-// Err says why the transport closed (how the child ended); nil while open.
+// Err says why the session is over (how the child ended); nil while open.
 func (t *Stdio) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closedErr
-}
-
-func (t *Stdio) read() {
-	defer close(t.done)
-	err := jsonrpc.ReadLines(t.proc.Stdout(), t.maxSize, t.receive, t.tooLarge)
-	// The child closed its stdout, almost always by exiting: wait a moment
-	// for it so the error can say how it ended.
 	select {
-	case <-t.proc.Done():
-		err = t.proc.ExitError()
-	case <-time.After(2 * time.Second):
-		if errors.Is(err, io.EOF) {
-			err = errors.New("closed its stdout")
-		}
-	}
-	t.mu.Lock()
-	t.closedErr = err
-	pending := t.pending
-	t.pending = map[string]chan reply{}
-	t.mu.Unlock()
-	for _, ch := range pending {
-		ch <- reply{err: err}
-	}
-	t.cancel()
-}
-
-func (t *Stdio) tooLarge(size int, head []byte) {
-	err := fmt.Errorf("sent a message of %d bytes, over the %d byte limit", size, t.maxSize)
-	t.logger.Error("upstream message refused", "err", err)
-	t.failRequest(jsonrpc.IDOf(head), err)
-}
-
-// message is any JSON-RPC message from the child.
-type message struct {
-	ID     *mcp.RequestId           `json:"id"`
-	Method string                   `json:"method"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
-}
-
-func (t *Stdio) receive(line []byte) {
-	if line[0] == '[' {
-		t.logger.Warn("upstream sent a batch, which MCP does not use; skipped", "bytes", len(line))
-		return
-	}
-	if err := jsonrpc.Check(line, jsonrpc.MaxDepth); err != nil {
-		if errors.Is(err, jsonrpc.ErrNotJSON) {
-			t.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(line))
-			return
-		}
-		t.logger.Error("upstream message refused", "err", err)
-		t.failRequest(jsonrpc.IDOf(line), fmt.Errorf("sent a message that is %w", err))
-		return
-	}
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		t.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(line), "err", err)
-		return
-	}
-	switch {
-	case m.Method != "" && (m.ID == nil || m.ID.IsNil()):
-		var n mcp.JSONRPCNotification
-		if err := json.Unmarshal(line, &n); err != nil {
-			t.logger.Warn("upstream sent a malformed notification; skipped", "err", err)
-			return
-		}
-		t.handlerMu.RLock()
-		h := t.onNotify
-		t.handlerMu.RUnlock()
-		if h != nil {
-			h(n)
-		}
-	case m.Method != "":
-		var req mcptransport.JSONRPCRequest
-		if err := json.Unmarshal(line, &req); err != nil {
-			t.logger.Warn("upstream sent a malformed request; skipped", "err", err)
-			return
-		}
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			t.serve(req)
-		}()
-	case m.ID != nil && !m.ID.IsNil():
-		t.deliver(*m.ID, reply{resp: &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Result: m.Result, Error: m.Error}})
+	case <-t.done:
+		return t.err
 	default:
-		t.logger.Warn("upstream sent a message that is neither request, notification nor reply; skipped", "line", preview(line))
+		return nil
 	}
 }
 
-// deliver hands a reply to the request waiting for it. A reply nobody waits
-// for (its request timed out, was cancelled, or was answered already) is
-// dropped, never handed to another request.
-func (t *Stdio) deliver(id mcp.RequestId, r reply) {
-	t.mu.Lock()
-	ch, ok := t.pending[id.String()]
-	delete(t.pending, id.String())
-	t.mu.Unlock()
-	if !ok {
-		t.logger.Debug("reply to no pending request dropped", "id", id.String())
+func (t *Stdio) refused(err error) {
+	if errors.Is(err, jsonrpc.ErrNotJSON) {
+		t.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "err", err)
 		return
 	}
-	ch <- r
+	t.logger.Error("upstream message refused", "err", err)
 }
 
-func (t *Stdio) failRequest(id json.RawMessage, err error) {
-	if id == nil {
+func (t *Stdio) notification(m *jsonrpc.Message) {
+	t.handlerMu.RLock()
+	h := t.onNotify
+	t.handlerMu.RUnlock()
+	if h == nil {
 		return
 	}
-	var rid mcp.RequestId
-	if json.Unmarshal(id, &rid) != nil {
+	var n mcp.JSONRPCNotification
+	if err := json.Unmarshal(m.Raw, &n); err != nil {
+		t.logger.Warn("upstream sent a malformed notification; skipped", "err", err)
 		return
 	}
-	t.deliver(rid, reply{err: err})
+	h(n)
 }
 
 // serve answers a request the child sent (ping, roots/list, sampling ...).
-func (t *Stdio) serve(req mcptransport.JSONRPCRequest) {
+func (t *Stdio) serve(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
 	t.handlerMu.RLock()
 	h := t.onRequest
 	t.handlerMu.RUnlock()
-	var resp *mcptransport.JSONRPCResponse
 	if h == nil {
-		resp = mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not found: "+req.Method, nil)
-	} else if r, err := h(t.ctx, req); err != nil {
-		resp = mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
-	} else {
-		resp = r
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "method not found: "+m.Method)
 	}
-	if resp == nil {
-		return
+	var id mcp.RequestId
+	if err := json.Unmarshal(m.ID, &id); err != nil {
+		return nil, err
 	}
-	if err := t.write(resp); err != nil {
-		t.logger.Debug("answer upstream request", "method", req.Method, "err", err)
+	req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: m.Method}
+	if m.Params != nil {
+		req.Params = m.Params
 	}
-}
-
-func (t *Stdio) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+	resp, err := h(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp == nil:
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "no answer to "+m.Method)
+	case resp.Error != nil:
+		return nil, &jsonrpc.Error{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
 	}
-	b = append(b, '\n')
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
-	_, err = t.stdin.Write(b)
-	return err
+	return resp.Result, nil
 }
 
 // SendRequest sends req and waits for its reply, ctx, or the child's end.
+// The child sees an id of the connection's own; the reply carries req's.
 func (t *Stdio) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	key := req.ID.String()
-	ch := make(chan reply, 1)
-	t.mu.Lock()
-	if t.closedErr != nil {
-		err := t.closedErr
-		t.mu.Unlock()
+	if t.conn == nil {
+		return nil, errors.New("transport not started")
+	}
+	params, err := jsonrpc.Params(req.Params)
+	if err != nil {
 		return nil, err
 	}
-	if _, dup := t.pending[key]; dup {
-		t.mu.Unlock()
-		return nil, fmt.Errorf("request id %s is already pending", key)
+	res, err := t.conn.Call(ctx, req.Method, params)
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		details := &mcp.JSONRPCErrorDetails{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+		return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: details}, nil
+	case errors.Is(err, jsonrpc.ErrClosed):
+		return nil, t.endErr(ctx, err)
+	case err != nil:
+		return nil, err
 	}
-	t.pending[key] = ch
-	t.mu.Unlock()
-	if err := t.write(req); err != nil {
-		t.forget(key)
-		return nil, fmt.Errorf("write request: %w", err)
-	}
+	return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: res}, nil
+}
+
+// endErr is how the session ended, once watch knows, for a request that
+// failed because it did.
+func (t *Stdio) endErr(ctx context.Context, err error) error {
 	select {
-	case r := <-ch:
-		return r.resp, r.err
+	case <-t.done:
+		return t.err
 	case <-ctx.Done():
-		t.forget(key)
-		return nil, ctx.Err()
+		return err
 	}
 }
 
-func (t *Stdio) forget(key string) {
-	t.mu.Lock()
-	delete(t.pending, key)
-	t.mu.Unlock()
-}
-
-// SendNotification sends n to the child.
-func (t *Stdio) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
-	t.mu.Lock()
-	err := t.closedErr
-	t.mu.Unlock()
+// SendNotification sends n to the child; it never blocks (a child that
+// is behind loses notifications, counted by the connection).
+func (t *Stdio) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	if t.conn == nil {
+		return errors.New("transport not started")
+	}
+	params, err := jsonrpc.Params(n.Params)
 	if err != nil {
 		return err
 	}
-	return t.write(n)
+	if len(n.Params.AdditionalFields) == 0 && n.Params.Meta == nil {
+		params = nil
+	}
+	if err := t.conn.Notify(n.Method, params); err != nil {
+		if errors.Is(err, jsonrpc.ErrClosed) {
+			return t.endErr(ctx, err)
+		}
+		return fmt.Errorf("notify %s: %w", n.Method, err)
+	}
+	return nil
 }
 
-// SetNotificationHandler sets who hears the child's notifications.
+// SetNotificationHandler sets who hears the child's notifications; it is
+// called on the reading goroutine and must not block.
 func (t *Stdio) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
 	t.handlerMu.Lock()
 	defer t.handlerMu.Unlock()
@@ -300,24 +235,15 @@ func (t *Stdio) SetRequestHandler(h mcptransport.RequestHandler) {
 	t.onRequest = h
 }
 
-// Close closes the child's stdin, which asks it to exit; stopping it for
-// good is the Process's ladder. Requests the child sent us are cancelled.
+// Close ends the conversation and closes the child's stdin, which asks it
+// to exit; stopping it for good is the Process's ladder. Requests the child
+// sent us are cancelled.
 func (t *Stdio) Close() error {
-	t.cancel()
-	err := t.stdin.Close()
-	t.wg.Wait()
-	if errors.Is(err, os.ErrClosed) {
-		return nil
+	if t.conn == nil {
+		return t.w.Close()
 	}
-	return err
+	return t.conn.Close()
 }
 
 // GetSessionId is empty: stdio has no session id.
 func (t *Stdio) GetSessionId() string { return "" }
-
-func preview(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "..."
-	}
-	return string(b)
-}

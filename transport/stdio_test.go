@@ -13,7 +13,8 @@ import (
 )
 
 // FuzzStdioReceive feeds arbitrary lines from an upstream to the transport:
-// it must never panic, and a pending request gets at most one answer.
+// it must never panic, and a pending request gets exactly one answer or
+// fails when the child's output ends.
 func FuzzStdioReceive(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"result":{}}`,
@@ -25,23 +26,61 @@ func FuzzStdioReceive(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, line string) {
-		tr := NewStdio(nil, 1<<20, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		tr.stdin = nopCloser{io.Discard}
+	f.Fuzz(func(t *testing.T, lines string) {
+		pr, pw := io.Pipe()
+		tr := newStdio(pr, nopCloser{io.Discard}, 1<<20, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		tr.SetNotificationHandler(func(mcp.JSONRPCNotification) {})
-		ch := make(chan reply, 2)
-		tr.pending[mcp.NewRequestId(int64(1)).String()] = ch
-		for _, l := range strings.Split(line, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				tr.receive([]byte(l))
-			}
+		tr.Start(context.Background())
+		defer tr.Close()
+		answered := make(chan error, 1)
+		go func() {
+			_, err := tr.SendRequest(context.Background(), mcptransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "x"})
+			answered <- err
+		}()
+		io.WriteString(pw, lines+"\n")
+		pw.Close()
+		select {
+		case <-answered:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the request was neither answered nor failed")
 		}
-		if len(ch) > 1 {
-			t.Fatalf("one request got %d answers", len(ch))
-		}
-		tr.cancel()
-		tr.wg.Wait()
 	})
+}
+
+// A child that stops reading its stdin fails calls at their deadline and
+// ends the session at the write timeout; a notification never blocks.
+func TestStdioChildStopsReading(t *testing.T) {
+	proc, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", "sleep 30"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Close()
+	tr := NewStdio(proc, 1<<20, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tr.writeTimeout = 500 * time.Millisecond
+	tr.Start(context.Background())
+	big := map[string]any{"text": strings.Repeat("x", 100<<10)}
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := tr.SendRequest(ctx, mcptransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(i)), Method: "tools/call", Params: big})
+		cancel()
+		if err == nil || time.Since(start) > time.Second {
+			t.Fatalf("call %d: err %v after %v", i, err, time.Since(start))
+		}
+	}
+	start := time.Now()
+	_ = tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/roots/list_changed"}})
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("a notification blocked for %v", time.Since(start))
+	}
+	select {
+	case <-tr.Done():
+		if !strings.Contains(tr.Err().Error(), "stopped reading its stdin") {
+			t.Errorf("ended with %v", tr.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session is still open")
+	}
 }
 
 func TestStdioFailsPendingRequestsWhenTheChildExits(t *testing.T) {

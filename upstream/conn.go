@@ -20,20 +20,15 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // ClientInfo is how the hub introduces itself to upstream servers.
 var ClientInfo = mcp.Implementation{Name: "dynamic-mcp", Version: "dev"}
 
 // RPCError is a JSON-RPC error an upstream answered with. The downstream
-// boundary passes it to the client unchanged.
-type RPCError struct {
-	Code    int
-	Message string
-	Data    any
-}
-
-func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+// boundary passes it to the client unchanged (its data byte for byte).
+type RPCError = jsonrpc.Error
 
 // firstRequestID keeps the hub's raw requests clear of the ids mcp-go's
 // client uses for initialize and ping, which count up from 1.
@@ -154,7 +149,9 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 	resp, err := c.tr.SendRequest(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
-			c.cancel(id, ctx.Err())
+			if c.stdio == nil { // over stdio the connection tells the server itself
+				c.cancel(id, ctx.Err())
+			}
 			return nil, ctx.Err()
 		}
 		return nil, err

@@ -2,5 +2,7 @@
 // organised in groups: it connects, negotiates, caches every page of the
 // server's tool, prompt, resource and template lists as raw JSON (mcp-go's
 // typed structs drop fields a hub must pass through), forwards raw requests,
-// and reports every change of state on one channel.
+// and reports every change of state or lists on one coalescing channel
+// (Changes) and what servers send on their own initiative on another,
+// bounded one (Events).
 package upstream

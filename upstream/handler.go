@@ -4,24 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
-
-// Handler takes what upstream servers send on their own initiative: the
-// hub's downstream face implements it.
-type Handler interface {
-	// UpstreamNotification gets every notification but list_changed,
-	// which the server handles itself by fetching its lists again.
-	UpstreamNotification(s *Server, method string, params json.RawMessage)
-	// UpstreamRequest answers a request from the server (sampling,
-	// elicitation, roots). ctx carries the values of the call it came
-	// during, where the transport can tell (see README).
-	UpstreamRequest(ctx context.Context, s *Server, method string, params json.RawMessage) (json.RawMessage, error)
-}
 
 // clientCaps is what the hub declares to upstreams: the capabilities of
 // its client, known once the client has initialized.
@@ -56,21 +45,23 @@ func (c *clientCaps) wait(ctx context.Context) mcp.ClientCapabilities {
 	return mcp.ClientCapabilities{}
 }
 
-// serveRequest answers a request from the upstream: ping here, the rest by
-// the handler, raw both ways.
+// maxOutstanding caps the requests one server may have waiting for the
+// client's answer (sampling, elicitation, roots). Each holds a goroutine
+// and its params until answered or until its deadline; a client answers
+// few at a time (a user reads each elicitation), so 64 leaves honest
+// servers room while a server that floods the client costs little. Those
+// beyond it are refused at once.
+const maxOutstanding = 64
+
+// codeServerError is the JSON-RPC code of the hub's own refusals of a
+// server's requests: too many outstanding, or no answer in time
+// (JSON-RPC 2.0 section 5.1 leaves -32000 to -32099 to implementations).
+const codeServerError = -32000
+
+// serveRequest answers a request from the server: ping here, the rest by
+// the hub through Events, raw both ways.
 func (s *Server) serveRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	if req.Method == string(mcp.MethodPing) {
-		return mcptransport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
-	}
-	h := s.handler
-	if h == nil {
-		return mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not found: "+req.Method, nil), nil
-	}
-	params, err := json.Marshal(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	res, err := h.UpstreamRequest(s.callContext(ctx), s, req.Method, params)
+	res, err := s.request(ctx, req.Method, rawParams(req.Params))
 	if err != nil {
 		var re *RPCError
 		if errors.As(err, &re) {
@@ -79,4 +70,61 @@ func (s *Server) serveRequest(ctx context.Context, req mcptransport.JSONRPCReque
 		return mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil), nil
 	}
 	return mcptransport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// request answers one request from the server. ping is answered here; the
+// rest go to the hub as an EventRequest, at most maxOutstanding at a time,
+// each answered with an error when the client has not answered within the
+// server's call timeout. ctx is the transport's for the request.
+func (s *Server) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == string(mcp.MethodPing) {
+		return json.RawMessage(`{}`), nil
+	}
+	select {
+	case s.outstanding <- struct{}{}:
+		defer func() { <-s.outstanding }()
+	default:
+		return nil, &RPCError{Code: codeServerError,
+			Message: fmt.Sprintf("dynamic-mcp: too many requests outstanding (at most %d per server); %s refused", maxOutstanding, method)}
+	}
+	timeout := time.Duration(s.callTimeout.Load())
+	// The request keeps the values of the call it came during (they say
+	// which client session it is for) but not its cancellation: on stdio
+	// that call is a guess, and the server is owed an answer either way.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(s.callContext(ctx)), timeout)
+	defer cancel()
+	s.mu.Lock()
+	life := s.ctx
+	s.mu.Unlock()
+	if life != nil {
+		// Closing the server ends its requests.
+		defer context.AfterFunc(life, cancel)()
+	}
+	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
+
+	r := newReply()
+	select {
+	case s.mgr.events <- Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, reply: r}:
+		s.emitted.Add(1)
+	case <-rctx.Done():
+		return nil, s.requestFailed(rctx, method, timeout)
+	}
+	select {
+	case a := <-r.ch:
+		if a.err != nil && rctx.Err() != nil && errors.Is(a.err, rctx.Err()) {
+			return nil, s.requestFailed(rctx, method, timeout)
+		}
+		return a.result, a.err
+	case <-rctx.Done():
+		return nil, s.requestFailed(rctx, method, timeout)
+	}
+}
+
+// requestFailed is the error a request from the server gets when ctx ended
+// before the client answered.
+func (s *Server) requestFailed(ctx context.Context, method string, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &RPCError{Code: codeServerError, Message: fmt.Sprintf("dynamic-mcp: the client did not answer %s within %s", method, timeout)}
+	}
+	return &RPCError{Code: codeServerError, Message: "dynamic-mcp: " + method + " cancelled before the client answered"}
 }

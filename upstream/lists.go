@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Item is one entry of an upstream list, kept as the raw JSON the server
@@ -32,6 +33,32 @@ var listKinds = []struct {
 	{"prompts/list", "prompts", "name", func(l *Lists) *[]Item { return &l.Prompts }},
 	{"resources/list", "resources", "uri", func(l *Lists) *[]Item { return &l.Resources }},
 	{"resources/templates/list", "resourceTemplates", "uriTemplate", func(l *Lists) *[]Item { return &l.Templates }},
+}
+
+// listSet is a set of listKinds, by their index there.
+type listSet uint8
+
+// allLists are the four listKinds.
+const allLists listSet = 1<<4 - 1
+
+func (l listSet) has(i int) bool { return l&(1<<i) != 0 }
+
+// listChanged reports which lists a notification says changed, and whether
+// it is a list_changed at all. One the hub does not know, such as a
+// future kind of list, fetches them all.
+func listChanged(method string) (listSet, bool) {
+	switch method {
+	case "notifications/tools/list_changed":
+		return 1 << 0, true
+	case "notifications/prompts/list_changed":
+		return 1 << 1, true
+	case "notifications/resources/list_changed":
+		return 1<<2 | 1<<3, true // resources and their templates
+	}
+	if strings.HasPrefix(method, "notifications/") && strings.HasSuffix(method, "/list_changed") {
+		return allLists, true
+	}
+	return 0, false
 }
 
 // maxPages stops a server whose cursors never end.

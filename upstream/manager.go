@@ -21,15 +21,23 @@ type Group struct {
 	Servers []*Server
 }
 
-// Manager owns every upstream server of a config.
+// Manager owns every upstream server of a config. What the servers send
+// on their own initiative reaches the hub through Events, and changes of
+// their state or lists through Changes; both exist from New on, so nothing
+// a server sends can reach a hub that is not whole yet.
 type Manager struct {
-	logger   *slog.Logger
-	pins     *Pins
-	handler  Handler
-	caps     *clientCaps
-	tokens   *auth.Store
-	logLevel atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
-	changes  chan struct{} // coalesced: one pending signal is enough
+	logger    *slog.Logger
+	pins      *Pins
+	caps      *clientCaps
+	tokens    *auth.Store
+	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
+	changes   chan struct{} // coalesced: one pending signal is enough
+	events    chan Event    // bounded: see emit
+	flushWait time.Duration // the constant flushWait, shortened by tests
+
+	dropped      atomic.Uint64 // notifications dropped since New
+	droppedSince atomic.Uint64 // ... since they were last logged
+	dropLogged   atomic.Int64  // when they were last logged, in Unix ns
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
 
@@ -42,8 +50,15 @@ type Manager struct {
 
 // New builds the manager of cfg's servers without starting any.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
-	m := &Manager{logger: logger, changes: make(chan struct{}, 1), pins: NewPins(filepath.Join(cfg.StateDir, "pins")), caps: newClientCaps(),
-		tokens: auth.NewStore(cfg.TokenDir())}
+	m := &Manager{
+		logger:    logger,
+		changes:   make(chan struct{}, 1),
+		events:    make(chan Event, eventBuffer),
+		flushWait: flushWait,
+		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
+		caps:      newClientCaps(),
+		tokens:    auth.NewStore(cfg.TokenDir()),
+	}
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
@@ -59,9 +74,9 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 		for _, sc := range g.Servers {
 			s, ok := old[sc.ID()]
 			if !ok || !sameServer(s, sc, cfg.Settings) || s.onChange != g.PinOnChange {
-				s = newServer(sc, cfg.Settings, m.pins, g.PinOnChange, m.logger, m.signal)
-				s.handler, s.caps, s.logLevel, s.tokens = m.handler, m.caps, m.LogLevel, m.tokens
+				s = newServer(m, sc, cfg.Settings, g.PinOnChange)
 			}
+			s.callTimeout.Store(int64(cfg.CallTimeoutFor(sc)))
 			group.Servers = append(group.Servers, s)
 		}
 		groups = append(groups, group)
@@ -132,14 +147,13 @@ func (m *Manager) Apply(cfg *config.Config) {
 	m.signal()
 }
 
-// SetHandler sets who takes the servers' notifications and requests. Call
-// it before Start.
-func (m *Manager) SetHandler(h Handler) {
-	m.handler = h
-	for _, s := range m.Servers() {
-		s.handler = h
-	}
-}
+// Events receives what the servers send on their own initiative:
+// notifications, requests to the client that must be answered with
+// Event.Reply, and flushes to acknowledge with Reply (see EventFlush). The
+// channel is bounded and never closed. Notifications that find it full are
+// dropped and counted (see Dropped); requests wait for room until their
+// deadline. Its reader must never block on a client.
+func (m *Manager) Events() <-chan Event { return m.events }
 
 // SetClientCapabilities declares caps to upstreams in their handshake.
 // Servers wait a moment for it before connecting; only the first call
@@ -158,7 +172,8 @@ func (m *Manager) SetLogLevel(level mcp.LoggingLevel) {
 	}
 }
 
-// Notify sends a notification to every ready server.
+// Notify sends a notification to every ready server. It returns at once:
+// each server sends it in the background.
 func (m *Manager) Notify(method string, params map[string]any) {
 	for _, s := range m.Servers() {
 		s.notify(method, params)
@@ -238,5 +253,8 @@ func (m *Manager) Close() error {
 	}
 	wg.Wait()
 	m.retiring.Wait()
+	if n := m.droppedSince.Swap(0); n > 0 {
+		m.logger.Warn("upstream notifications dropped: the hub was not keeping up", "dropped", n)
+	}
 	return nil
 }

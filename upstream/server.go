@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -52,44 +52,57 @@ type Server struct {
 	Config   *config.Server
 	settings config.ServerSettings
 	logger   *slog.Logger
-	changed  func() // reports a change of state or lists; never blocks
-	pins     *Pins  // nil: no pinning
+	mgr      *Manager // what every server shares: pins, caps, tokens, events
 	onChange config.PinOnChange
-	handler  Handler     // nil: requests from the server are refused
-	tokens   *auth.Store // OAuth sign-ins; nil: none
-	caps     *clientCaps // what to declare in the handshake
-	logLevel func() mcp.LoggingLevel
 
-	mu      sync.Mutex // guards the fields below
-	status  Status
-	conn    *conn
-	raw     Lists // as the server sent them
-	lists   Lists // raw less the tools pinning withholds
-	closing bool
-	cancel  context.CancelFunc // stops run
+	// callTimeout (a time.Duration) bounds the requests the server sends
+	// the client; a reload may change it without restarting the server.
+	callTimeout atomic.Int64
+	// outstanding holds a token for each request of the server's still
+	// waiting for the client's answer (see maxOutstanding).
+	outstanding chan struct{}
+	notices     chan notice // to send to the server; see notify
+
+	mu           sync.Mutex // guards the fields below
+	status       Status
+	conn         *conn
+	raw          Lists // as the server sent them
+	lists        Lists // raw less the tools pinning withholds
+	closing      bool
+	ctx          context.Context    // the server's lifetime, from start; nil before
+	cancel       context.CancelFunc // stops run
+	refreshing   bool               // a refresh of lists is running
+	pendingLists listSet            // lists to fetch again once it is done
 
 	callMu  sync.Mutex // guards calls and callSeq
 	calls   map[uint64]context.Context
 	callSeq uint64
 
-	refreshMu sync.Mutex // serialises list refreshes
-	wg        sync.WaitGroup
+	refreshes atomic.Uint64 // refreshes after list_changed, ever
+	emitted   atomic.Uint64 // events put on the manager's Events, ever
+
+	wg sync.WaitGroup // run, sendNotices, refreshLoop, applyLogLevel
 }
 
-func newServer(cfg *config.Server, settings config.Settings, pins *Pins, onChange config.PinOnChange, logger *slog.Logger, changed func()) *Server {
+func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChange config.PinOnChange) *Server {
 	s := &Server{
-		Config:   cfg,
-		settings: settings.ForServer(),
-		logger:   logger.With("upstream", cfg.ID()),
-		changed:  changed,
-		pins:     pins,
-		onChange: onChange,
+		Config:      cfg,
+		settings:    settings.ForServer(),
+		logger:      m.logger.With("upstream", cfg.ID()),
+		mgr:         m,
+		onChange:    onChange,
+		outstanding: make(chan struct{}, maxOutstanding),
+		notices:     make(chan notice, noticeBuffer),
 	}
+	s.callTimeout.Store(int64(settings.CallTimeout))
 	if cfg.Disabled {
 		s.status.State = StateDisabled
 	}
 	return s
 }
+
+// changed reports a change of the server's state or lists to the hub.
+func (s *Server) changed() { s.mgr.signal() }
 
 // Status returns the server's current status.
 func (s *Server) Status() Status {
@@ -113,13 +126,17 @@ func (s *Server) Lists() Lists {
 func (s *Server) start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	s.mu.Lock()
-	s.cancel = cancel
+	s.ctx, s.cancel = ctx, cancel
 	s.mu.Unlock()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
 		s.run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.sendNotices(ctx)
 	}()
 }
 
@@ -182,8 +199,12 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		ReadyIn:         took,
 	}
 	s.setListsLocked(lists)
+	if s.pendingLists != 0 {
+		// A list_changed came while the lists were first fetched.
+		s.startRefreshLocked()
+	}
 	s.mu.Unlock()
-	if level := s.logLevel(); level != "" {
+	if level := s.mgr.LogLevel(); level != "" {
 		s.applyLogLevel(level)
 	}
 	s.logger.Info("upstream ready", "protocol", c.client.ProtocolVersion(), "tools", len(lists.Tools),
@@ -225,22 +246,22 @@ func (s *Server) setExited(c *conn) {
 // timeout, then fetches its lists; ctx is the server's lifetime.
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
-	caps := s.caps.wait(ctx)
-	c, err := dial(ctx, cfg, s.settings, caps, s.tokens, s.logger, s.onNotification, s.serveRequest)
+	caps := s.mgr.caps.wait(ctx)
+	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.tokens, s.logger, s.onNotification, s.serveRequest); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.serveRequest); err2 == nil {
 			c, err = c2, nil
 		}
 	}
 	if err != nil {
 		return nil, Lists{}, err
 	}
-	lists, err := s.fetchLists(ctx, c)
+	lists, err := s.fetchLists(ctx, c, allLists)
 	if err != nil {
 		c.close()
 		return nil, Lists{}, err
@@ -248,9 +269,9 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	return c, lists, nil
 }
 
-// fetchLists reads every page of every list the server's capabilities say
-// it has.
-func (s *Server) fetchLists(ctx context.Context, c *conn) (Lists, error) {
+// fetchLists reads every page of each list in which that the server's
+// capabilities say it has; the other lists are left empty.
+func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists, error) {
 	caps := c.init.Capabilities
 	has := map[string]bool{
 		"tools/list":               caps.Tools != nil,
@@ -259,8 +280,8 @@ func (s *Server) fetchLists(ctx context.Context, c *conn) (Lists, error) {
 		"resources/templates/list": caps.Resources != nil,
 	}
 	var lists Lists
-	for _, k := range listKinds {
-		if !has[k.method] {
+	for i, k := range listKinds {
+		if !which.has(i) || !has[k.method] {
 			continue
 		}
 		items, err := fetchAll(ctx, k.method, k.field, k.key, func(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -281,40 +302,81 @@ func (s *Server) fetchLists(ctx context.Context, c *conn) (Lists, error) {
 	return lists, nil
 }
 
-// onNotification handles notifications from the server. A list_changed
-// refreshes that server's lists.
+// onNotification takes a notification from the server: a list_changed
+// fetches that list again, anything else goes to the hub.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
-	if !strings.HasSuffix(n.Method, "/list_changed") {
-		if s.handler != nil {
-			params, err := json.Marshal(n.Params)
-			if err != nil {
-				return
-			}
-			s.handler.UpstreamNotification(s, n.Method, params)
-		}
+	var params json.RawMessage
+	if n.Params.Meta != nil || len(n.Params.AdditionalFields) > 0 {
+		params = rawParams(n.Params)
+	}
+	s.notification(n.Method, params)
+}
+
+// notification handles one notification from the server. It runs on the
+// transport's reader and never blocks.
+func (s *Server) notification(method string, params json.RawMessage) {
+	if which, ok := listChanged(method); ok {
+		s.listChanged(which)
 		return
 	}
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: context.Background()})
+}
+
+// listChanged asks for the lists in which to be fetched again. Requests
+// coalesce: at most one refresh runs at a time, and everything asked for
+// while it runs is fetched once, after it, however many list_changed the
+// server sends meanwhile.
+func (s *Server) listChanged(which listSet) {
 	s.mu.Lock()
-	c, closing := s.conn, s.closing
-	if !closing && c != nil {
-		s.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if closing || c == nil {
+	defer s.mu.Unlock()
+	if s.closing {
 		return
 	}
+	s.pendingLists |= which
+	if s.conn != nil {
+		// Without a connection, setReady starts the refresh.
+		s.startRefreshLocked()
+	}
+}
+
+// startRefreshLocked starts the refresh loop unless it runs. s.mu is held.
+func (s *Server) startRefreshLocked() {
+	if s.refreshing || s.closing {
+		return
+	}
+	s.refreshing = true
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.refresh(c)
+		s.refreshLoop()
 	}()
 }
 
-func (s *Server) refresh(c *conn) {
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*s.settings.ListTimeout)
+// refreshLoop fetches the pending lists again until none are pending. It
+// ends when nothing is pending, or the server has no connection (setReady
+// starts it again) or is closing.
+func (s *Server) refreshLoop() {
+	for {
+		s.mu.Lock()
+		which, c, ctx := s.pendingLists, s.conn, s.ctx
+		if which == 0 || c == nil || s.closing || ctx == nil {
+			s.refreshing = false
+			s.mu.Unlock()
+			return
+		}
+		s.pendingLists = 0
+		s.mu.Unlock()
+		s.refresh(ctx, c, which)
+	}
+}
+
+// refresh fetches the lists in which again from c and takes them, if c is
+// still the server's connection; the other lists stay as they are.
+func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
+	s.refreshes.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, 4*s.settings.ListTimeout)
 	defer cancel()
-	lists, err := s.fetchLists(ctx, c)
+	lists, err := s.fetchLists(ctx, c, which)
 	if err != nil {
 		s.logger.Warn("refresh lists after list_changed", "err", err)
 		return
@@ -323,6 +385,11 @@ func (s *Server) refresh(c *conn) {
 	if s.conn != c {
 		s.mu.Unlock()
 		return
+	}
+	for i, k := range listKinds {
+		if !which.has(i) {
+			*k.dst(&lists) = *k.dst(&s.raw)
+		}
 	}
 	s.setListsLocked(lists)
 	s.mu.Unlock()
@@ -335,10 +402,11 @@ func (s *Server) refresh(c *conn) {
 func (s *Server) setListsLocked(raw Lists) {
 	s.raw, s.lists = raw, raw
 	s.status.PinChanged = nil
-	if s.pins == nil || len(raw.Tools) == 0 {
+	pins := s.mgr.pins
+	if pins == nil || len(raw.Tools) == 0 {
 		return
 	}
-	changed, err := s.pins.Check(s.Config.ID(), raw.Tools)
+	changed, err := pins.Check(s.Config.ID(), raw.Tools)
 	if err != nil {
 		s.logger.Error("tool pins could not be checked or saved", "err", err)
 	}
@@ -364,13 +432,16 @@ func (s *Server) setListsLocked(raw Lists) {
 // applyLogLevel sends logging/setLevel when the server logs.
 func (s *Server) applyLogLevel(level mcp.LoggingLevel) {
 	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
-	if c == nil || c.init.Capabilities.Logging == nil {
+	c, ctx := s.conn, s.ctx
+	if c == nil || s.closing || c.init.Capabilities.Logging == nil {
+		s.mu.Unlock()
 		return
 	}
+	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.settings.ListTimeout)
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(ctx, s.settings.ListTimeout)
 		defer cancel()
 		if _, err := c.request(ctx, "logging/setLevel", map[string]any{"level": level}); err != nil {
 			s.logger.Debug("logging/setLevel", "err", err)
@@ -378,18 +449,51 @@ func (s *Server) applyLogLevel(level mcp.LoggingLevel) {
 	}()
 }
 
-// notify sends a notification to the server when it is ready.
+// notice is a notification on its way to the server.
+type notice struct {
+	method string
+	params map[string]any
+}
+
+// noticeBuffer is how many notifications may wait for a server; the client
+// sends few (roots/list_changed), and each says all there is to say.
+const noticeBuffer = 16
+
+// notifyTimeout bounds the sending of one notification to a server.
+const notifyTimeout = time.Second
+
+// notify queues a notification for the server and returns at once: the
+// hub's reader of a client must never wait for an upstream. When the
+// queue is full, the notification is dropped.
 func (s *Server) notify(method string, params map[string]any) {
-	s.mu.Lock()
-	c := s.conn
-	s.mu.Unlock()
-	if c == nil {
-		return
+	select {
+	case s.notices <- notice{method, params}:
+	default:
+		s.logger.Debug("notification to upstream dropped: too many waiting", "method", method)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := c.notify(ctx, method, params); err != nil {
-		s.logger.Debug("notify upstream", "method", method, "err", err)
+}
+
+// sendNotices sends the queued notifications to the server while it is
+// connected (those queued while it is not are dropped), until ctx ends.
+func (s *Server) sendNotices(ctx context.Context) {
+	for {
+		var n notice
+		select {
+		case <-ctx.Done():
+			return
+		case n = <-s.notices:
+		}
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+		if err := c.notify(nctx, n.method, n.params); err != nil {
+			s.logger.Debug("notify upstream", "method", n.method, "err", err)
+		}
+		cancel()
 	}
 }
 
@@ -433,6 +537,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer s.trackCall(&ctx)()
+	defer s.flushSince(ctx, s.emitted.Load())
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once and try again.
@@ -468,6 +573,15 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
 		}
 		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err) // "upstream f exited (status 1): ..."
+	}
+}
+
+// flushSince waits until the hub has routed what the server sent since
+// its count of events was emitted, if it sent anything: what a server
+// sends during a call must reach the client before the call's result.
+func (s *Server) flushSince(ctx context.Context, emitted uint64) {
+	if s.emitted.Load() != emitted {
+		s.mgr.flush(ctx)
 	}
 }
 

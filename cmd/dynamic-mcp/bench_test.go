@@ -1,80 +1,287 @@
 package main
 
+// BenchmarkToolCallLatency puts figures on what the hub costs a client,
+// the targets of issue 11, in one run:
+//
+//	go test ./cmd/dynamic-mcp -run '^$' -bench ToolCallLatency -benchtime 3000x
+//
+// -benchtime Nx is the number of calls measured per path and line; 3000x
+// takes about 15 s once the binaries are built. Its lines:
+//
+//	stdio/inflight={1,32}  the fake's echo called directly over stdio and
+//	                       through the hub binary over stdio: p50/p99 of both,
+//	                       what the hub adds, calls/s of both; at 32 in flight
+//	                       stdio-tput-ratio = hub calls/s / direct calls/s.
+//	http/inflight={1,32}   the same upstream behind the hub's Streamable HTTP
+//	                       face and behind a plain mcp-go proxy
+//	                       (testdata/mcpgoproxy, what TBXark/mcp-proxy does),
+//	                       both driven by the same net/http client loop:
+//	                       http-p50-ratio = hub p50 / proxy p50 at 1 in
+//	                       flight, http-tput-ratio = hub calls/s / proxy
+//	                       calls/s at 32.
+//	rss                    hub-rss-MB: VmRSS of a hub serving 4 fake upstreams
+//	                       after 400 calls (and hub-hwm-MB, its peak).
+//
+// ns/op is left out: each line times two paths, and the metrics above are
+// what it measures. The audit trail is off wherever the hub is compared, so
+// that both sides only proxy; the rss hub runs with the default config.
+// With -v the http line also logs whether each server answered tools/call
+// with application/json or with text/event-stream. Plain go test, without
+// -bench, runs none of this.
+
 import (
+	"bytes"
+	"context"
 	"fmt"
-	"path/filepath"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// BenchmarkToolCallLatency measures a trivial tool call (the fake's echo)
-// made directly against the upstream and made through the hub binary, with
-// 1 and with 32 calls in flight, and reports p50 and p99 of both and the
-// latency the hub adds. Run: go test ./cmd/dynamic-mcp -run '^$' -bench ToolCallLatency -benchtime 20000x
-//
-// With audit=on every call also appends a line to the audit trail, as the
-// default configuration does; audit=off measures the proxying alone.
-func BenchmarkToolCallLatency(b *testing.B) {
-	for _, bc := range []struct {
-		inflight int
-		audit    string
-	}{{1, "off"}, {32, "off"}, {1, "on"}, {32, "on"}} {
-		inflight := bc.inflight
-		auditPath := "off"
-		if bc.audit == "on" {
-			auditPath = filepath.Join(b.TempDir(), "audit.jsonl")
-		}
-		b.Run(fmt.Sprintf("inflight=%d/audit=%s", inflight, bc.audit), func(b *testing.B) {
-			direct := startProcess(b, nil, fakeBin)
-			direct.initialize("2025-06-18")
-			hub := startHub(b, fmt.Sprintf("mode: flat\naudit: { path: %s }\ngroups:\n  f: { description: fast, command: %q }\n", auditPath, fakeBin), "--log-level", "error")
-			hub.initialize("2025-06-18")
-			hub.waitFlatTools(fakeTools)
-			// Warm both paths up before measuring.
-			measure(b, direct, "echo", inflight, 200)
-			measure(b, hub, "f__echo", inflight, 200)
+// benchInflight are the numbers of calls in flight each path is measured at.
+var benchInflight = []int{1, 32}
 
-			b.ResetTimer()
-			d := measure(b, direct, "echo", inflight, b.N)
-			h := measure(b, hub, "f__echo", inflight, b.N)
-			b.StopTimer()
+// BenchmarkToolCallLatency is described, with the command that runs it, at
+// the top of this file.
+func BenchmarkToolCallLatency(b *testing.B) {
+	b.Run("stdio", benchStdio)
+	b.Run("http", benchHTTP)
+	b.Run("rss", benchRSS())
+}
+
+// flatConfig serves the fake as group f in flat mode, so that its echo is
+// f__echo, with the audit trail off.
+func flatConfig() string {
+	return fmt.Sprintf("mode: flat\naudit: { path: off }\ngroups:\n  f: { description: fast, command: %q }\n", fakeBin)
+}
+
+func benchStdio(b *testing.B) {
+	direct := startProcess(b, nil, fakeBin)
+	direct.initialize("2025-06-18")
+	hub := startHub(b, flatConfig(), "--log-level", "error")
+	hub.initialize("2025-06-18")
+	hub.waitFlatTools(fakeTools)
+	directCall, hubCall := stdioCaller(direct, "echo"), stdioCaller(hub, "f__echo")
+	warmUp(b, directCall, hubCall)
+	for _, inflight := range benchInflight {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			d, h, err := measurePair(b.N, inflight, directCall, hubCall)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d.report(b, "direct")
+			h.report(b, "hub")
 			for _, q := range []struct {
 				name string
 				p    float64
 			}{{"p50", 0.50}, {"p99", 0.99}} {
-				dq, hq := quantile(d, q.p), quantile(h, q.p)
-				b.ReportMetric(micros(dq), q.name+"-direct-µs")
-				b.ReportMetric(micros(hq), q.name+"-hub-µs")
-				b.ReportMetric(micros(hq-dq), q.name+"-added-µs")
+				b.ReportMetric(micros(h.quantile(q.p)-d.quantile(q.p)), q.name+"-added-µs")
 			}
+			if inflight > 1 {
+				b.ReportMetric(h.perSecond()/d.perSecond(), "stdio-tput-ratio")
+			}
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
-// measure makes n calls of tool on c, inflight at a time, and returns each
-// call's latency, sorted.
-func measure(b *testing.B, c *client, tool string, inflight, n int) []time.Duration {
-	lat := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range inflight {
+// benchRSS returns the rss benchmark. Its figure does not depend on b.N, so
+// it measures once per -count, in the framework's first run (b.N == 1), and
+// reports that figure again in the runs that follow.
+func benchRSS() func(*testing.B) {
+	var rss, hwm float64
+	var measured bool
+	return func(b *testing.B) {
+		if b.N == 1 || !measured {
+			rss, hwm = hubRSS(b)
+			measured = true
+		}
+		b.ReportMetric(rss, "hub-rss-MB")
+		b.ReportMetric(hwm, "hub-hwm-MB")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// hubRSS starts the hub on 4 fake upstreams, makes 400 calls spread over
+// them, 32 at a time, and reads the hub's resident and peak resident set
+// sizes, in MiB.
+func hubRSS(b *testing.B) (rss, hwm float64) {
+	const upstreams = 4
+	var cfg strings.Builder
+	cfg.WriteString("mode: flat\ngroups:\n")
+	for i := range upstreams {
+		fmt.Fprintf(&cfg, "  f%d: { description: fake %d, command: %q }\n", i, i, fakeBin)
+	}
+	hub := startHub(b, cfg.String(), "--log-level", "error")
+	hub.initialize("2025-06-18")
+	hub.waitFlatTools(upstreams * fakeTools)
+	var calls []func() error
+	for i := range upstreams {
+		calls = append(calls, stdioCaller(hub, fmt.Sprintf("f%d__echo", i)))
+	}
+	var next atomic.Int64
+	if _, err := measure(400, 32, func() error { return calls[next.Add(1)%upstreams]() }); err != nil {
+		b.Fatal(err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", hub.cmd.Process.Pid))
+	if err != nil {
+		b.Skipf("no /proc to read the hub's RSS from: %v", err)
+	}
+	return statusMiB(b, status, "VmRSS:"), statusMiB(b, status, "VmHWM:")
+}
+
+// statusMiB reads a "Key:   1234 kB" line of /proc/PID/status, in MiB.
+func statusMiB(b *testing.B, status []byte, key string) float64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			kB, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatalf("%s in /proc/PID/status: %v", key, err)
+			}
+			return kB / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/PID/status", key)
+	return 0
+}
+
+// stdioCaller returns a call of tool's echo on c that reports failures as
+// errors, for measure's goroutines, which must not call b.Fatal.
+func stdioCaller(c *client, tool string) func() error {
+	params := map[string]any{"name": tool, "arguments": map[string]any{"text": "x"}}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
+			JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)), Method: "tools/call", Params: params,
+		})
+		if err != nil {
+			return fmt.Errorf("tools/call %s: %w", tool, err)
+		}
+		if resp.Error != nil {
+			return fmt.Errorf("tools/call %s: error %d %s", tool, resp.Error.Code, resp.Error.Message)
+		}
+		return checkEcho(tool, resp.Result)
+	}
+}
+
+// checkEcho makes sure a result is the echo's, not an isError result.
+func checkEcho(tool string, result []byte) error {
+	if !bytes.Contains(result, []byte(`"x"`)) || bytes.Contains(result, []byte(`"isError":true`)) {
+		return fmt.Errorf("tools/call %s: unexpected result %s", tool, result)
+	}
+	return nil
+}
+
+// warmUp makes a few hundred calls on each path before anything is
+// measured: connections, buffers and the processes' heaps settle.
+func warmUp(b *testing.B, calls ...func() error) {
+	for _, call := range calls {
+		if _, err := measure(500, 32, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// sample is the latencies of a path's calls, sorted, and the wall time they
+// took in all.
+type sample struct {
+	lat     []time.Duration
+	elapsed time.Duration
+}
+
+func (s sample) quantile(q float64) time.Duration { return quantile(s.lat, q) }
+
+func (s sample) perSecond() float64 {
+	if s.elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.lat)) / s.elapsed.Seconds()
+}
+
+// report reports the sample's p50, p99 and calls/s, named after path.
+func (s sample) report(b *testing.B, path string) {
+	b.ReportMetric(micros(s.quantile(0.50)), "p50-"+path+"-µs")
+	b.ReportMetric(micros(s.quantile(0.99)), "p99-"+path+"-µs")
+	b.ReportMetric(s.perSecond(), path+"-calls/s")
+}
+
+// measurePair measures n calls of each of two paths, inflight at a time,
+// in alternating rounds, so that a change in the machine's load over the
+// run falls on both paths alike.
+func measurePair(n, inflight int, callA, callB func() error) (a, b sample, err error) {
+	rounds := min(4, n)
+	for r := range rounds {
+		calls := n/rounds + btoi(r < n%rounds)
+		for _, m := range []struct {
+			s    *sample
+			call func() error
+		}{{&a, callA}, {&b, callB}} {
+			s, err := measure(calls, inflight, m.call)
+			if err != nil {
+				return a, b, err
+			}
+			m.s.lat = append(m.s.lat, s.lat...)
+			m.s.elapsed += s.elapsed
+		}
+	}
+	slices.Sort(a.lat)
+	slices.Sort(b.lat)
+	return a, b, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// measure makes n calls, inflight at a time, and returns each call's
+// latency, sorted, and the wall time of them all. It stops at the first
+// error.
+func measure(n, inflight int, call func() error) (sample, error) {
+	s := sample{lat: make([]time.Duration, n)}
+	var (
+		next    atomic.Int64
+		failed  atomic.Bool
+		errOnce sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for range min(inflight, n) {
 		wg.Go(func() {
-			for i := range next {
-				start := time.Now()
-				c.call("tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": "x"}})
-				lat[i] = time.Since(start)
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t := time.Now()
+				if err := call(); err != nil {
+					errOnce.Do(func() { first = err })
+					failed.Store(true)
+					return
+				}
+				s.lat[i] = time.Since(t)
 			}
 		})
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
-	slices.Sort(lat)
-	return lat
+	s.elapsed = time.Since(start)
+	if first != nil {
+		return s, first
+	}
+	slices.Sort(s.lat)
+	return s, nil
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {

@@ -28,8 +28,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
+	// The hub is built and reading the manager's events before any
+	// upstream starts; it closes first, the upstreams after it.
 	mgr := upstream.New(cfg, logger)
-	mgr.Start(ctx)
 	defer mgr.Close()
 	hub, err := server.New(cfg, mgr, logger)
 	if err != nil {
@@ -37,6 +38,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	hub.Run()
 	defer hub.Close()
+	mgr.Start(ctx)
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})

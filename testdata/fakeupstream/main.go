@@ -33,6 +33,8 @@ var (
 	ignoreTerm  = flag.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
 	grandchild  = flag.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
 	conformance = flag.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
+	floods      = flag.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
+	exact       = flag.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -45,6 +47,13 @@ var state struct {
 	Cancelled       []any    `json:"cancelled,omitempty"`
 	Notified        []string `json:"notified,omitempty"` // other notifications, by method
 	LogLevel        string   `json:"logLevel,omitempty"`
+	// ToolLists counts tools/list requests for a first page: refetches.
+	ToolLists int `json:"toolLists"`
+	// Answers counts the replies to the fake's own requests (see flood),
+	// Refusals those that were errors, LastRefusal the last error.
+	Answers     int             `json:"answers"`
+	Refusals    int             `json:"refusals"`
+	LastRefusal json.RawMessage `json:"lastRefusal,omitempty"`
 }
 
 var out = struct {
@@ -158,6 +167,13 @@ func answered(line []byte) {
 	if json.Unmarshal(line, &m) != nil {
 		return
 	}
+	state.Lock()
+	state.Answers++
+	if m.Error != nil {
+		state.Refusals++
+		state.LastRefusal = m.Error
+	}
+	state.Unlock()
 	asks.Lock()
 	ch := asks.waiting[string(m.ID)]
 	delete(asks.waiting, string(m.ID))
@@ -306,7 +322,9 @@ func templates() []any {
 	return []any{map[string]any{"uriTemplate": "fake://" + *name + "/item/{id}", "name": "item", "mimeType": "text/plain"}}
 }
 
-// pageOf answers a list request with one page of items.
+// pageOf answers a list request with one page of items. The page is
+// spliced, so that an item given as json.RawMessage goes out as it is
+// (json.Marshal would compact it and escape <, > and &).
 func pageOf(id json.RawMessage, params json.RawMessage, field string, items []any) {
 	var p struct {
 		Cursor string `json:"cursor"`
@@ -322,12 +340,45 @@ func pageOf(id json.RawMessage, params json.RawMessage, field string, items []an
 		start = n
 	}
 	end := min(start+*pageSize, len(items))
-	res := map[string]any{field: items[start:end]}
-	if end < len(items) {
-		res["nextCursor"] = strconv.Itoa(end)
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"` + field + `":[`)
+	for i, it := range items[start:end] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		raw, ok := it.(json.RawMessage)
+		if !ok {
+			raw, _ = json.Marshal(it)
+		}
+		b.Write(raw)
 	}
-	reply(id, res)
+	b.WriteByte(']')
+	if end < len(items) {
+		b.WriteString(`,"nextCursor":"` + strconv.Itoa(end) + `"`)
+	}
+	b.WriteString("}}")
+	sendRaw(b.String())
 }
+
+// exactTool is a definition no encoder would write: keys in no sorted
+// order, <, > and & unescaped next to an escape the server chose, numbers
+// as written, whitespace between tokens. The hub must pass it on byte for
+// byte, only its name changed in flat mode and its $schema dropped from
+// get_dynamic_tools.
+func exactTool() json.RawMessage {
+	name, _ := json.Marshal(toolName("exact"))
+	return json.RawMessage(`{"name":` + string(name) + `,"title":"Bytes <as sent> & kept",` +
+		`"inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1e2,"description":"a <number> & \u003cmore\u003e"}},"$schema":"https://json-schema.org/draft/2020-12/schema"},` +
+		`"description":"Answer with a result written by hand: <b>keys</b> unsorted & numbers as written",` +
+		`"annotations":{"title":"Exact","readOnlyHint":true},"x-numbers":[1e2,9007199254740993,-0.0,1E-7], "x-space" : { "b" : 1 , "a" : [ ] }}`)
+}
+
+// exactResult is the exact tool's result, as hand-written as its definition.
+const exactResult = `{"content":[{"type":"text","text":"<b>bold</b> & \"quoted\", \u003cescaped by the server\u003e"}],` +
+	`"structuredContent":{"z":1e2,"a":9007199254740993,"m":{"y":[],"x":{}}}, "isError" : false ,"_meta":{"z":"<&>","a":1}}`
+
+// exactProgress is the progress the exact tool reports, written by hand.
+const exactProgress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"total":2,"progress":1e0,"message":"<half> & more"}}`
 
 func handle(req request) {
 	switch req.Method {
@@ -365,7 +416,20 @@ func handle(req request) {
 	case "ping", "resources/subscribe", "resources/unsubscribe":
 		reply(req.ID, map[string]any{})
 	case "tools/list":
-		pageOf(req.ID, req.Params, "tools", append(tools(), conformanceTools()...))
+		if !strings.Contains(string(req.Params), `"cursor"`) {
+			state.Lock()
+			state.ToolLists++
+			state.Unlock()
+		}
+		all := tools()
+		if *floods {
+			all = append(all, simpleTool("flood", "Send ms messages at once, then answer: notifications of method text, "+
+				"or requests of method text (without params) when text has no \"notifications/\" prefix"))
+		}
+		if *exact {
+			all = append(all, exactTool())
+		}
+		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
 		pageOf(req.ID, req.Params, "prompts", prompts())
 	case "resources/list":
@@ -462,6 +526,15 @@ func call(req request) {
 				"level": "info", "logger": "conformance-test-server", "data": msg}})
 		}
 		reply(req.ID, text("Tool with logging executed successfully"))
+	case toolName("exact"):
+		var meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		_ = json.Unmarshal(p.Meta, &meta)
+		if len(meta.ProgressToken) > 0 {
+			sendRaw(fmt.Sprintf(exactProgress, meta.ProgressToken))
+		}
+		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + exactResult + `}`)
 	case toolName("hang"):
 	case toolName("big"):
 		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))
@@ -502,6 +575,13 @@ func call(req request) {
 		mutated.Unlock()
 		reply(req.ID, text("mutated"))
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+	case toolName("flood"):
+		if !*floods {
+			fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
+			return
+		}
+		flood(p.Arguments.Text, p.Arguments.MS)
+		reply(req.ID, text("flooded"))
 	case toolName("pid"):
 		reply(req.ID, text(strconv.Itoa(os.Getpid())))
 	case toolName("crash"):
@@ -510,4 +590,26 @@ func call(req request) {
 	default:
 		fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
 	}
+}
+
+// flood sends n messages of method as fast as it can: notifications (with
+// a log message's params for notifications/message), or requests without
+// params, whose answers only count in the state.
+func flood(method string, n int) {
+	out.Lock()
+	defer out.Unlock()
+	for i := range n {
+		var line string
+		switch {
+		case method == "notifications/message":
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"params":{"level":"info","logger":"flood","data":%d}}`, method, i)
+		case strings.HasPrefix(method, "notifications/"):
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method)
+		default:
+			line = fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-%d","method":%q}`, i, method)
+		}
+		out.w.WriteString(line)
+		out.w.WriteByte('\n')
+	}
+	out.w.Flush()
 }

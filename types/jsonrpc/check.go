@@ -53,6 +53,7 @@ type checker struct {
 	b        []byte
 	i        int
 	maxDepth int
+	top      *envelope // when set, the top-level members Decode wants
 }
 
 func (c *checker) fail(err error) *CheckError { return &CheckError{Err: err, Offset: c.i} }
@@ -153,8 +154,12 @@ func (c *checker) object(depth int) error {
 		}
 		c.i++
 		c.space()
+		start := c.i
 		if err := c.value(depth); err != nil {
 			return err
+		}
+		if depth == 1 && c.top != nil {
+			c.top.set(key, c.b[start:c.i])
 		}
 		c.space()
 		if c.i >= len(c.b) {

@@ -8,33 +8,42 @@ import (
 	"io"
 )
 
-// headSize is how much of an over-long line is kept, to find its id.
-const headSize = 64 << 10
+// headSize and tailSize are how much of the start and the end of an
+// over-long line are kept, to find its id.
+const (
+	headSize = 64 << 10
+	tailSize = 256
+)
 
 // ReadLines calls handle with each line of r (without surrounding space)
 // until r ends, and returns the read error (io.EOF at a clean end). A line
-// over max bytes is not buffered whole: it is discarded and reported to
+// over limit bytes is not buffered whole: it is discarded and reported to
 // tooLarge with its size and first bytes, so the reader's memory stays
-// bounded whatever the peer sends. handle may keep the slice.
-func ReadLines(r io.Reader, max int, handle func([]byte), tooLarge func(size int, head []byte)) error {
+// bounded whatever the peer sends; its last bytes are reported too, since
+// some peers write the id last. handle may keep the slice.
+func ReadLines(r io.Reader, limit int, handle func([]byte), tooLarge func(size int, head, tail []byte)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var buf []byte
+	var buf, tail []byte
 	size := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
 		size += len(chunk)
-		if size <= max || len(buf) < headSize {
+		if size <= limit || len(buf) < headSize {
 			buf = append(buf, chunk...)
+		}
+		if size > limit {
+			tail = append(tail, chunk...)
+			tail = tail[max(0, len(tail)-tailSize):]
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if size > max {
-			tooLarge(size, buf[:min(len(buf), headSize)])
+		if size > limit {
+			tooLarge(size, buf[:min(len(buf), headSize)], bytes.TrimSpace(tail))
 		} else if line := bytes.TrimSpace(buf); len(line) > 0 {
 			handle(line)
 		}
-		buf, size = nil, 0
+		buf, tail, size = nil, nil, 0
 		if err != nil {
 			return err
 		}
@@ -64,4 +73,51 @@ func IDOf(msg []byte) json.RawMessage {
 		}
 	}
 	return nil
+}
+
+// IDOfTail finds the id of a message from its last bytes, for a message
+// too large to read whole whose id comes last (`...,"id":7}`). It accepts
+// only a number or a string without escapes followed by the closing brace
+// of the outermost object, so a nested "id" is never taken for it; nil
+// when the end has no such id.
+func IDOfTail(tail []byte) json.RawMessage {
+	b := bytes.TrimRight(tail, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return nil
+	}
+	b = bytes.TrimRight(b[:len(b)-1], " \t\r\n")
+	end := len(b)
+	i := end - 1
+	switch {
+	case i >= 0 && b[i] == '"':
+		i--
+		for i >= 0 && b[i] != '"' && b[i] != '\\' {
+			i--
+		}
+		if i < 0 || b[i] != '"' {
+			return nil
+		}
+	default:
+		for i >= 0 && (b[i] >= '0' && b[i] <= '9' || b[i] == '-') {
+			i--
+		}
+		i++
+		if i == end {
+			return nil
+		}
+	}
+	id := b[i:end]
+	rest := bytes.TrimRight(b[:i], " \t\r\n")
+	rest, ok := bytes.CutSuffix(rest, []byte(":"))
+	if !ok {
+		return nil
+	}
+	rest, ok = bytes.CutSuffix(bytes.TrimRight(rest, " \t\r\n"), []byte(`"id"`))
+	if !ok {
+		return nil
+	}
+	if rest = bytes.TrimRight(rest, " \t\r\n"); len(rest) == 0 || rest[len(rest)-1] != ',' && rest[len(rest)-1] != '{' {
+		return nil
+	}
+	return json.RawMessage(bytes.Clone(id))
 }

@@ -13,7 +13,7 @@ func TestReadLines(t *testing.T) {
 	var got []string
 	var sizes []int
 	var heads []string
-	err := ReadLines(in, 1000, func(l []byte) { got = append(got, string(l)) }, func(n int, head []byte) {
+	err := ReadLines(in, 1000, func(l []byte) { got = append(got, string(l)) }, func(n int, head, _ []byte) {
 		sizes = append(sizes, n)
 		heads = append(heads, string(head))
 	})
@@ -34,7 +34,7 @@ func TestReadLines(t *testing.T) {
 	}
 	// Within the limit a single 5 MiB line passes whole.
 	got = nil
-	if err := ReadLines(strings.NewReader(big+"\n"), DefaultMaxMessageSize, func(l []byte) { got = append(got, string(l)) }, func(int, []byte) { t.Error("5 MiB refused") }); err != io.EOF {
+	if err := ReadLines(strings.NewReader(big+"\n"), DefaultMaxMessageSize, func(l []byte) { got = append(got, string(l)) }, func(int, []byte, []byte) { t.Error("5 MiB refused") }); err != io.EOF {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || len(got[0]) != len(big) {
@@ -67,7 +67,10 @@ func FuzzReadLines(f *testing.F) {
 			if len(l) > max {
 				t.Fatalf("handed a line of %d bytes over the %d limit", len(l), max)
 			}
-		}, func(n int, head []byte) {
+		}, func(n int, head, tail []byte) {
+			if len(tail) > tailSize {
+				t.Fatalf("kept %d bytes of tail", len(tail))
+			}
 			if n <= max || len(head) > headSize {
 				t.Fatalf("tooLarge(%d, %d bytes) with limit %d", n, len(head), max)
 			}
@@ -76,4 +79,24 @@ func FuzzReadLines(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestIDOfTail(t *testing.T) {
+	for in, want := range map[string]string{
+		`...","jsonrpc":"2.0","id":42}`:   `42`,
+		`..."} , "id" : "req-7" }` + "\n": `"req-7"`,
+		`...,"id":-3}`:                    `-3`,
+		`...{"id":3}}`:                    ``, // nested
+		`...:{"x":1,"id":3}}`:             ``,
+		`...,"id":"a\"b"}`:                ``, // escapes: not trusted
+		`...,"xid":3}`:                    ``,
+		`...,"id":3]`:                     ``,
+		`...,"id":}`:                      ``,
+		`...,"id":true}`:                  ``,
+		`...tx"id":3}`:                    ``,
+	} {
+		if got := string(IDOfTail([]byte(in))); got != want {
+			t.Errorf("IDOfTail(%s) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchHTTP compares the hub's Streamable HTTP face with a plain mcp-go
+// proxy of the same upstream, both separate processes driven by the same
+// client loop (see BenchmarkToolCallLatency).
+func benchHTTP(b *testing.B) {
+	proxyURL := startMCPGoProxy(b)
+	hubURL := startHTTPHubForBench(b, flatConfig())
+	proxy := openHTTPSession(b, proxyURL)
+	hub := openHTTPSession(b, hubURL)
+	proxyCall, hubCall := proxy.caller("echo"), hub.caller("f__echo")
+	// The hub answers before its upstream is ready; wait for f__echo.
+	waitFor(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
+	warmUp(b, proxyCall, hubCall)
+	// Whether a server answers with JSON or with a stream costs it
+	// differently: say which, since the two may differ.
+	b.Logf("tools/call answered as: hub %q, proxy %q", *hub.answeredAs.Load(), *proxy.answeredAs.Load())
+	for _, inflight := range benchInflight {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			p, h, err := measurePair(b.N, inflight, proxyCall, hubCall)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.report(b, "proxy")
+			h.report(b, "hub")
+			if inflight == 1 {
+				b.ReportMetric(float64(h.quantile(0.5))/float64(p.quantile(0.5)), "http-p50-ratio")
+			} else {
+				b.ReportMetric(h.perSecond()/p.perSecond(), "http-tput-ratio")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// startHTTPHubForBench starts the hub binary serving cfg over HTTP on a
+// free loopback port without auth, and returns the URL of its /mcp once it
+// accepts connections. The port is found by binding it and letting it go,
+// rather than from the hub's log, which the benchmark keeps at level error.
+func startHTTPHubForBench(b *testing.B, cfg string) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
+	startBenchProcess(b, cmd, "the hub")
+	waitFor(b, 10*time.Second, "the hub to listen on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "http://" + addr + "/mcp"
+}
+
+// startMCPGoProxy builds testdata/mcpgoproxy, starts it on the fake and
+// returns the URL of its /mcp.
+func startMCPGoProxy(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "mcpgoproxy")
+	args := append(append([]string{"build"}, buildFlags...), "-o", bin, "../../testdata/mcpgoproxy")
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		b.Fatalf("build testdata/mcpgoproxy: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "--", fakeBin)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stderr := startBenchProcess(b, cmd, "mcpgoproxy")
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		addr <- strings.TrimPrefix(strings.TrimSpace(line), "listening on ")
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a := <-addr:
+		if a == "" {
+			b.Fatalf("mcpgoproxy did not start:\n%s", stderr)
+		}
+		return "http://" + a + "/mcp"
+	case <-time.After(30 * time.Second):
+		b.Fatalf("mcpgoproxy did not say where it listens:\n%s", stderr)
+		return ""
+	}
+}
+
+// startBenchProcess starts cmd with its stderr kept and stops it when the
+// benchmark ends: stdin closed and SIGINT, then SIGKILL after 10 s.
+func startBenchProcess(b *testing.B, cmd *exec.Cmd, what string) *lockedBuffer {
+	b.Helper()
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if b.Failed() {
+			b.Logf("stderr of %s:\n%s", what, stderr)
+		}
+	})
+	return stderr
+}
+
+// httpSession is a Streamable HTTP client reduced to what the benchmark
+// times: one POST per request, its answer read as application/json or as a
+// text/event-stream that carries the response, the body read to its end so
+// that the connection goes back to the pool. It takes no part in anything
+// else of the protocol.
+type httpSession struct {
+	url    string
+	hc     *http.Client
+	id     string // Mcp-Session-Id from initialize; none from a stateless server
+	nextID atomic.Int64
+	// answeredAs is the Content-Type of the last answer to a request.
+	answeredAs atomic.Pointer[string]
+}
+
+// openHTTPSession initializes a session with the server at url.
+func openHTTPSession(b *testing.B, url string) *httpSession {
+	b.Helper()
+	s := &httpSession{url: url, hc: &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns: 128, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+			DisableCompression: true,
+		},
+	}}
+	b.Cleanup(s.hc.CloseIdleConnections)
+	_, header, err := s.post("initialize", map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "dynamic-mcp-bench", "version": "1"},
+	})
+	if err != nil {
+		b.Fatalf("initialize %s: %v", url, err)
+	}
+	s.id = header.Get("Mcp-Session-Id")
+	if _, _, err := s.post("notifications/initialized", nil); err != nil {
+		b.Fatalf("notifications/initialized %s: %v", url, err)
+	}
+	return s
+}
+
+// caller returns a call of tool's echo in the session.
+func (s *httpSession) caller(tool string) func() error {
+	params := map[string]any{"name": tool, "arguments": map[string]any{"text": "x"}}
+	return func() error {
+		res, _, err := s.post("tools/call", params)
+		if err != nil {
+			return fmt.Errorf("tools/call %s: %w", tool, err)
+		}
+		return checkEcho(tool, res)
+	}
+}
+
+// rpcResponse is a JSON-RPC response, or another message on a stream.
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// post sends a request, or a notification when method starts with
+// "notifications/", and returns the response's result and the answer's
+// header.
+func (s *httpSession) post(method string, params any) (json.RawMessage, http.Header, error) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	var id string
+	notification := strings.HasPrefix(method, "notifications/")
+	if !notification {
+		id = strconv.FormatInt(s.nextID.Add(1), 10)
+		msg["id"] = json.Number(id)
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if method != "initialize" {
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	if s.id != "" {
+		req.Header.Set("Mcp-Session-Id", s.id)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	// Read to the end whatever happens, so that the connection is reused.
+	defer io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return nil, resp.Header, fmt.Errorf("HTTP %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	if notification {
+		return nil, resp.Header, nil
+	}
+	ct := resp.Header.Get("Content-Type")
+	s.answeredAs.Store(&ct)
+	var r *rpcResponse
+	if strings.HasPrefix(ct, "text/event-stream") {
+		r, err = readSSEResponse(resp.Body, id)
+	} else {
+		r = &rpcResponse{}
+		err = json.NewDecoder(resp.Body).Decode(r)
+	}
+	if err != nil {
+		return nil, resp.Header, err
+	}
+	if string(r.ID) != id {
+		return nil, resp.Header, fmt.Errorf("response to id %s, want %s", r.ID, id)
+	}
+	if r.Error != nil {
+		return nil, resp.Header, fmt.Errorf("error %d %s", r.Error.Code, r.Error.Message)
+	}
+	return r.Result, resp.Header, nil
+}
+
+// readSSEResponse reads events until one holds the response with id,
+// passing over notifications and requests sent on the stream before it.
+func readSSEResponse(body io.Reader, id string) (*rpcResponse, error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	var data []byte
+	// dispatch reports whether the event read so far is the response.
+	dispatch := func() (*rpcResponse, error) {
+		defer func() { data = data[:0] }()
+		if len(data) == 0 {
+			return nil, nil
+		}
+		var r rpcResponse
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("event data %q: %w", data, err)
+		}
+		if r.Method == "" && string(r.ID) == id {
+			return &r, nil
+		}
+		return nil, nil
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 { // the end of an event
+			if r, err := dispatch(); r != nil || err != nil {
+				return r, err
+			}
+			continue
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if r, err := dispatch(); r != nil || err != nil { // a last event without its blank line
+		return r, err
+	}
+	return nil, errNoResponse
+}
+
+// errNoResponse is returned when an answer ends without the response to the
+// request it answers.
+var errNoResponse = errors.New("the answer holds no response to the request")

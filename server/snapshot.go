@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// snapshot is everything a request reads that a reload or an upstream's
+// change replaces: built together, swapped whole behind one pointer, and
+// never modified, so a request that loads it once sees one consistent
+// hub from start to end.
+type snapshot struct {
+	cfg    *config.Config
+	policy *policy.Policy
+	view   *view
+	audit  *auditLog // nil when the trail is off
+}
+
+// snapshot is the current snapshot. A request that may write the audit
+// trail takes it with acquire instead.
+func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
+
+type snapshotKey struct{}
+
+// acquire loads the current snapshot for one request, unless ctx carries
+// one already, and keeps its audit trail open until release is called, so
+// that a reload moving the trail loses none of the request's records. The
+// returned ctx carries the snapshot to everything the request calls.
+func (h *Hub) acquire(ctx context.Context) (_ context.Context, _ *snapshot, release func()) {
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok {
+		return ctx, s, func() {}
+	}
+	for {
+		s := h.snap.Load()
+		if s.audit.hold() {
+			return context.WithValue(ctx, snapshotKey{}, s), s, s.audit.release
+		}
+		// The trail was retired between the load and the hold: its
+		// successor is in place already (see swap), so loading again
+		// finds it.
+	}
+}
+
+// swap makes next the current snapshot. A trail it no longer uses is
+// closed once its last writer is done. Callers hold h.swapMu.
+func (h *Hub) swap(next *snapshot) (old *snapshot) {
+	old = h.snap.Swap(next)
+	if old.audit != next.audit {
+		if err := old.audit.retire(); err != nil {
+			h.logger.Error("close the audit trail", "err", err)
+		}
+	}
+	return old
+}

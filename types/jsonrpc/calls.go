@@ -1,0 +1,195 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Calls correlates the requests a side sends with the answers it gets:
+// each waits for its own id's answer, ctx, or the end of the connection,
+// and a late or unknown answer is dropped, never handed to another call.
+type Calls struct {
+	next atomic.Int64
+
+	mu      sync.Mutex // guards pending and err
+	pending map[string]chan *Message
+	err     error // set once the connection is over
+}
+
+// NewCalls is an empty correlation table.
+func NewCalls() *Calls { return &Calls{pending: map[string]chan *Message{}} }
+
+// Start registers a new call and returns its id and the channel its
+// answer arrives on (nil message: the connection ended).
+func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
+	id := IntID(c.next.Add(1))
+	ch := make(chan *Message, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, nil, c.err
+	}
+	c.pending[string(id)] = ch
+	return id, ch, nil
+}
+
+// Forget drops a call that stopped waiting.
+func (c *Calls) Forget(id json.RawMessage) {
+	c.mu.Lock()
+	delete(c.pending, string(id))
+	c.mu.Unlock()
+}
+
+// Resolve hands m to the call waiting for its id and reports whether one
+// was.
+func (c *Calls) Resolve(m *Message) bool {
+	c.mu.Lock()
+	ch, ok := c.pending[string(m.ID)]
+	delete(c.pending, string(m.ID))
+	c.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+	return ok
+}
+
+// Fail ends the call with id with err, as if the peer had answered so.
+func (c *Calls) Fail(id json.RawMessage, err *Error) bool {
+	return c.Resolve(&Message{ID: id, Error: err})
+}
+
+// Close fails every waiting call and every later one with err.
+func (c *Calls) Close(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	pending := c.pending
+	c.pending = map[string]chan *Message{}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- nil
+	}
+}
+
+// Err is why the calls were closed; nil while open.
+func (c *Calls) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Wait waits for the answer on ch. A peer's error comes back as *Error;
+// when ctx ends first the call is forgotten and ctx's error returned.
+func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
+	select {
+	case m := <-ch:
+		if m == nil {
+			return nil, c.Err()
+		}
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		c.Forget(id)
+		return nil, ctx.Err()
+	}
+}
+
+// Inflight tracks the requests a side is answering: at most max at once,
+// each cancellable by the peer's notifications/cancelled, which also
+// means it gets no answer.
+type Inflight struct {
+	max int
+
+	mu   sync.Mutex // guards reqs
+	reqs map[string]*inflightReq
+	wg   sync.WaitGroup
+}
+
+type inflightReq struct {
+	cancel   context.CancelFunc
+	canceled atomic.Bool // by the peer
+}
+
+// NewInflight allows max requests at once.
+func NewInflight(max int) *Inflight {
+	return &Inflight{max: max, reqs: map[string]*inflightReq{}}
+}
+
+// Begin starts answering the request with id: it returns the request's
+// context and the func to call with its answer's fate (it reports whether
+// the answer is still wanted). A request over the limit, or with the id of
+// one still in flight, is refused with the error to answer.
+func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func() bool, *Error) {
+	key := string(id)
+	f.mu.Lock()
+	if _, dup := f.reqs[key]; dup {
+		f.mu.Unlock()
+		return nil, nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
+	}
+	if len(f.reqs) >= f.max {
+		f.mu.Unlock()
+		return nil, nil, Errorf(CodeServerBusy, fmt.Sprintf("too many requests in flight (%d): try again when some are answered", f.max))
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &inflightReq{cancel: cancel}
+	f.reqs[key] = r
+	f.wg.Add(1)
+	f.mu.Unlock()
+	return rctx, func() bool {
+		f.mu.Lock()
+		delete(f.reqs, key)
+		f.mu.Unlock()
+		cancel()
+		f.wg.Done()
+		return !r.canceled.Load()
+	}, nil
+}
+
+// Cancel cancels the request a notifications/cancelled names.
+func (f *Inflight) Cancel(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	f.mu.Lock()
+	r := f.reqs[string(p.RequestID)]
+	f.mu.Unlock()
+	if r != nil {
+		r.canceled.Store(true)
+		r.cancel()
+	}
+}
+
+// CancelAll cancels every request in flight (the peer is gone).
+func (f *Inflight) CancelAll() {
+	f.mu.Lock()
+	for _, r := range f.reqs {
+		r.cancel()
+	}
+	f.mu.Unlock()
+}
+
+// Len is how many requests are in flight.
+func (f *Inflight) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reqs)
+}
+
+// Wait waits until no request is in flight or ctx ends.
+func (f *Inflight) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,138 @@
+package jsonrpc
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Errors of sending.
+var (
+	// ErrClosed is returned for a message sent on a connection that has
+	// ended; Conn.Err says why it ended.
+	ErrClosed = errors.New("connection closed")
+	// ErrDropped is returned for a notification a slow peer's outbox had
+	// no room for.
+	ErrDropped = errors.New("notification dropped: the peer is not reading fast enough")
+)
+
+// DefaultOutbox is how many notifications may wait for a slow peer before
+// more are dropped.
+const DefaultOutbox = 256
+
+// Outbox is the bounded queue between everyone who sends a peer messages
+// and the one goroutine that writes them. Sending never blocks: a
+// notification that finds the queue holding limit notifications is
+// dropped and counted; responses and requests are never dropped (a
+// connection bounds them by its in-flight limits). Order is kept.
+type Outbox struct {
+	limit   int
+	dropped atomic.Uint64
+
+	mu     sync.Mutex // guards the fields below
+	queue  [][]byte
+	notes  int  // notifications in queue
+	closed bool // no more sends; Run writes what is queued and returns
+	wake   chan struct{}
+}
+
+// NewOutbox holds up to limit notifications (DefaultOutbox when 0).
+func NewOutbox(limit int) *Outbox {
+	if limit <= 0 {
+		limit = DefaultOutbox
+	}
+	return &Outbox{limit: limit, wake: make(chan struct{}, 1)}
+}
+
+// Send queues a message that must not be lost (a response or request).
+func (o *Outbox) Send(msg []byte) error { return o.put(msg, false) }
+
+// Notify queues a notification, or drops it when the peer is behind.
+func (o *Outbox) Notify(msg []byte) error { return o.put(msg, true) }
+
+func (o *Outbox) put(msg []byte, note bool) error {
+	o.mu.Lock()
+	switch {
+	case o.closed:
+		o.mu.Unlock()
+		return ErrClosed
+	case note && o.notes >= o.limit:
+		o.mu.Unlock()
+		o.dropped.Add(1)
+		return ErrDropped
+	}
+	o.queue = append(o.queue, msg)
+	if note {
+		o.notes++
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Dropped is how many notifications were dropped so far.
+func (o *Outbox) Dropped() uint64 { return o.dropped.Load() }
+
+// Len is how many messages wait.
+func (o *Outbox) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)
+}
+
+// Take waits for messages and returns all that wait, oldest first; ok is
+// false once the outbox is closed and empty. stop ends the wait early.
+func (o *Outbox) Take(stop <-chan struct{}) (batch [][]byte, ok bool) {
+	for {
+		o.mu.Lock()
+		if len(o.queue) > 0 {
+			batch, o.queue, o.notes = o.queue, nil, 0
+			o.mu.Unlock()
+			return batch, true
+		}
+		closed := o.closed
+		o.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		select {
+		case <-o.wake:
+		case <-stop:
+			return nil, false
+		}
+	}
+}
+
+// Ready is signalled when messages may wait; TakeNow takes them. It is for
+// a writer that also waits on other things (an HTTP stream's keep-alive).
+func (o *Outbox) Ready() <-chan struct{} { return o.wake }
+
+// TakeNow returns every message waiting, oldest first, without waiting.
+func (o *Outbox) TakeNow() [][]byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	batch := o.queue
+	o.queue, o.notes = nil, 0
+	return batch
+}
+
+// Closed reports whether Close was called.
+func (o *Outbox) Closed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closed
+}
+
+// Close refuses further sends; what is queued can still be taken.
+func (o *Outbox) Close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,313 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// The hub passes results and definitions through byte for byte (see
+// DESIGN.md, "Bytes pass through"): what it must change in an object it
+// splices in, leaving every other byte where it was. Decoding into a map and
+// encoding again would sort the keys, drop whitespace and turn <, > and &
+// into \u003c, \u003e and \u0026, even inside a json.RawMessage.
+
+// ErrNotObject is returned when what should be a JSON object is some other
+// value.
+var ErrNotObject = errors.New("not a JSON object")
+
+// errKeyNotUTF8 refuses a key encoding/json would have to alter to write.
+var errKeyNotUTF8 = errors.New("key is not valid UTF-8")
+
+// Member is one key of an object with its value, raw JSON.
+type Member struct {
+	Key   string
+	Value []byte
+}
+
+// Field returns the raw value of key at the top level of obj, without
+// decoding the rest. It returns nil when obj is not a valid object, has no
+// such key, or has it twice. The value shares obj's memory and must not be
+// modified.
+func Field(obj []byte, key string) []byte {
+	o, err := scanObject(obj)
+	if err != nil {
+		return nil
+	}
+	i, err := o.find(obj, key)
+	if err != nil || i < 0 {
+		return nil
+	}
+	m := o.members[i]
+	return obj[m.valStart:m.valEnd:m.valEnd]
+}
+
+// SetField returns a copy of obj in which key has value: its old value
+// replaced where it stood, or, when obj lacks key, a new member after the
+// last one. Every other byte of obj is kept. value must be valid JSON.
+func SetField(obj []byte, key string, value []byte) ([]byte, error) {
+	if !json.Valid(value) {
+		return nil, ErrNotJSON
+	}
+	value = trimSpace(value)
+	o, err := scanObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	i, err := o.find(obj, key)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		return o.appendMembers(obj, []Member{{Key: key, Value: value}})
+	}
+	m := o.members[i]
+	out := make([]byte, 0, len(obj)-(m.valEnd-m.valStart)+len(value))
+	out = append(out, obj[:m.valStart]...)
+	out = append(out, value...)
+	return append(out, obj[m.valEnd:]...), nil
+}
+
+// AddMissing returns a copy of obj with each of members that obj does not
+// already have at its top level appended after its last member, in order.
+// A key obj has keeps its value, and every byte of obj is kept. Values must
+// be valid JSON.
+func AddMissing(obj []byte, members ...Member) ([]byte, error) {
+	o, err := scanObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	var add []Member
+	for _, m := range members {
+		if !json.Valid(m.Value) {
+			return nil, ErrNotJSON
+		}
+		m.Value = trimSpace(m.Value)
+		i, err := o.find(obj, m.Key)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 && !hasKey(add, m.Key) {
+			add = append(add, m)
+		}
+	}
+	if len(add) == 0 {
+		return bytes.Clone(obj), nil
+	}
+	return o.appendMembers(obj, add)
+}
+
+// DeleteField returns a copy of obj without key at its top level, with the
+// comma that separated it; every other byte is kept.
+func DeleteField(obj []byte, key string) ([]byte, error) {
+	o, err := scanObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	i, err := o.find(obj, key)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		return bytes.Clone(obj), nil
+	}
+	m := o.members[i]
+	start, end := m.keyStart, m.valEnd
+	switch {
+	case i+1 < len(o.members): // up to the next key: the comma and the space after it
+		end = o.members[i+1].keyStart
+	case i > 0: // the last of several: from the end of the one before, with the comma
+		start = o.members[i-1].valEnd
+	}
+	out := make([]byte, 0, len(obj)-(end-start))
+	out = append(out, obj[:start]...)
+	return append(out, obj[end:]...), nil
+}
+
+// Marshal is json.Marshal without HTML escaping: <, > and & stay as they
+// are, as in the text an LLM reads. Like json.Marshal it compacts a
+// json.RawMessage inside v; splice raw bytes that must be kept whole.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// object is where the parts of a scanned object are: byte offsets into it.
+type object struct {
+	open, close int // the braces
+	members     []member
+}
+
+type member struct {
+	keyStart, keyEnd int // the key with its quotes
+	valStart, valEnd int
+}
+
+// scanObject finds the top-level members of obj, which must be one valid
+// JSON object, optionally surrounded by whitespace.
+func scanObject(obj []byte) (object, error) {
+	if !json.Valid(obj) {
+		return object{}, ErrNotJSON
+	}
+	i := skipSpace(obj, 0)
+	if obj[i] != '{' {
+		return object{}, ErrNotObject
+	}
+	o := object{open: i}
+	i = skipSpace(obj, i+1)
+	for obj[i] != '}' {
+		var m member
+		m.keyStart = i
+		i = skipString(obj, i)
+		m.keyEnd = i
+		i = skipSpace(obj, i)
+		i = skipSpace(obj, i+1) // :
+		m.valStart = i
+		i = skipValue(obj, i)
+		m.valEnd = i
+		o.members = append(o.members, m)
+		i = skipSpace(obj, i)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	o.close = i
+	return o, nil
+}
+
+// find returns the index of key's member, -1 when obj lacks it, or
+// ErrDuplicateKey when obj has it twice and a reader could take either.
+func (o *object) find(obj []byte, key string) (int, error) {
+	found := -1
+	for i, m := range o.members {
+		if !keyEquals(obj[m.keyStart:m.keyEnd], key) {
+			continue
+		}
+		if found >= 0 {
+			return -1, &CheckError{Err: ErrDuplicateKey, Offset: m.keyStart, Key: key, Depth: 1}
+		}
+		found = i
+	}
+	return found, nil
+}
+
+// appendMembers writes add after o's last member (right after its value,
+// so whitespace before the closing brace stays where it was).
+func (o *object) appendMembers(obj []byte, add []Member) ([]byte, error) {
+	at := o.open + 1
+	if n := len(o.members); n > 0 {
+		at = o.members[n-1].valEnd
+	}
+	var b bytes.Buffer
+	b.Grow(len(obj) + 16*len(add))
+	b.Write(obj[:at])
+	for i, m := range add {
+		if !utf8.ValidString(m.Key) {
+			return nil, errKeyNotUTF8
+		}
+		if i > 0 || len(o.members) > 0 {
+			b.WriteByte(',')
+		}
+		k, err := Marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.Value)
+	}
+	b.Write(obj[at:])
+	return b.Bytes(), nil
+}
+
+// keyEquals reports whether the raw key (with its quotes) decodes to key.
+func keyEquals(raw []byte, key string) bool {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner) == key
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == key
+}
+
+func hasKey(ms []Member, key string) bool {
+	for _, m := range ms {
+		if m.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// The skip functions move past one part of JSON already known to be valid
+// and return the offset just after it.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// trimSpace drops the whitespace around a valid value.
+func trimSpace(b []byte) []byte {
+	i := skipSpace(b, 0)
+	j := len(b)
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\n' || b[j-1] == '\r') {
+		j--
+	}
+	return b[i:j]
+}
+
+// skipString starts at the opening quote.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte, which may be a quote
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	default: // a number, true, false or null
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}

@@ -1,0 +1,350 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// collector reads a manager's events into a list, as the hub's loop
+// would, taking delay for each, without answering requests. It
+// acknowledges flushes.
+type collector struct {
+	delay   time.Duration
+	flushes atomic.Int64
+	mu      sync.Mutex
+	events  []Event
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func collect(t *testing.T, m *Manager) *collector { return collectSlowly(t, m, 0) }
+
+func collectSlowly(t *testing.T, m *Manager, delay time.Duration) *collector {
+	c := &collector{delay: delay, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			select {
+			case <-c.stop:
+				return
+			case e := <-m.Events():
+				if e.Kind == EventFlush {
+					c.flushes.Add(1)
+					e.Reply(nil, nil)
+					continue
+				}
+				time.Sleep(c.delay)
+				c.mu.Lock()
+				c.events = append(c.events, e)
+				c.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(c.stop); <-c.done })
+	return c
+}
+
+func (c *collector) list() []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Event(nil), c.events...)
+}
+
+func (c *collector) count() int { return len(c.list()) }
+
+// A server that sends list_changed in a flood gets its lists fetched a few
+// times, never once per notification, and no goroutine per notification.
+func TestListChangedFloodCoalesced(t *testing.T) {
+	_, s := startFake(t, fakeConfig(t, "", "-flood"))
+	before := stateOf(t, s).ToolLists
+	goroutines := runtime.NumGoroutine()
+
+	const n = 20_000
+	if got := callTool(t, s, "flood", "notifications/tools/list_changed", n); got != "flooded" {
+		t.Fatalf("flood: %q", got)
+	}
+	// The reply came after every notification was read: whatever they
+	// started is running or done by now.
+	if g := runtime.NumGoroutine(); g > goroutines+20 {
+		t.Errorf("%d goroutines after the flood, %d before", g, goroutines)
+	}
+	waitFor(t, 10*time.Second, "the refreshes to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.refreshing && s.pendingLists == 0
+	})
+	refreshes := s.refreshes.Load()
+	if refreshes == 0 || refreshes > n/100 {
+		t.Errorf("%d list_changed made %d refreshes; want at least 1 and at most %d", n, refreshes, n/100)
+	}
+	if got := stateOf(t, s).ToolLists - before; uint64(got) != refreshes {
+		t.Errorf("the fake saw %d tools/list, the server counted %d refreshes", got, refreshes)
+	}
+	t.Logf("%d list_changed: %d refreshes", n, refreshes)
+}
+
+// A list_changed fetches the list again, and the change reaches the hub.
+func TestListChangedRefetches(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	drain(m.Changes())
+	echo := func() string {
+		for _, it := range s.Lists().Tools {
+			if it.Key == "echo" {
+				var d struct{ Description string }
+				_ = json.Unmarshal(it.Raw, &d)
+				return d.Description
+			}
+		}
+		return ""
+	}
+	if got := echo(); got != "Echo text back" {
+		t.Fatalf("echo: %q", got)
+	}
+	prompts := len(s.Lists().Prompts)
+	callTool(t, s, "mutate", "", 0) // changes echo, then sends tools/list_changed
+	// The new definition differs from the pinned one: it is withheld.
+	waitFor(t, 5*time.Second, "the new echo", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
+	if got := echo(); got != "" {
+		t.Errorf("echo changed and still served: %q", got)
+	}
+	select {
+	case <-m.Changes():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change signalled")
+	}
+	if got := len(s.Lists().Prompts); got != prompts {
+		t.Errorf("prompts after a tools/list_changed: %d, want %d kept", got, prompts)
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// Requests from a server beyond maxOutstanding are refused at once; those
+// within it reach the hub, with no params when the server sent none.
+func TestRequestsCapped(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "call_timeout: 20s", "-flood"))
+	c := collect(t, m)
+	const n = 200
+	start := time.Now()
+	callTool(t, s, "flood", "roots/list", n)
+	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == n-maxOutstanding })
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("refusals took %s", took)
+	}
+	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
+	time.Sleep(50 * time.Millisecond)
+	events := c.list()
+	if len(events) != maxOutstanding {
+		t.Fatalf("%d requests reached the hub, want %d", len(events), maxOutstanding)
+	}
+	st := stateOf(t, s)
+	var refusal struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(st.LastRefusal, &refusal)
+	if refusal.Code != codeServerError || !strings.Contains(refusal.Message, "too many requests outstanding") {
+		t.Errorf("refusal: %s", st.LastRefusal)
+	}
+	for _, e := range events {
+		if e.Kind != EventRequest || e.Method != "roots/list" || e.Server != s || e.Params != nil {
+			t.Fatalf("event %+v", e)
+		}
+		if d, ok := e.Context.Deadline(); !ok || time.Until(d) < 10*time.Second {
+			t.Fatalf("request deadline %v, %v", d, ok)
+		}
+	}
+	if got := len(s.outstanding); got != maxOutstanding {
+		t.Errorf("%d outstanding, want %d", got, maxOutstanding)
+	}
+	for _, e := range events {
+		e.Reply(json.RawMessage(`{"roots":[]}`), nil)
+		e.Reply(nil, &RPCError{Code: 1, Message: "a second answer is ignored"})
+	}
+	waitFor(t, 5*time.Second, "the answers", func() bool { return stateOf(t, s).Answers == n })
+	if st := stateOf(t, s); st.Refusals != n-maxOutstanding {
+		t.Errorf("%d refusals after the answers, want %d", st.Refusals, n-maxOutstanding)
+	}
+	if got := len(s.outstanding); got != 0 {
+		t.Errorf("%d outstanding after the answers", got)
+	}
+	// The slots are free again.
+	callTool(t, s, "flood", "sampling/createMessage", 3)
+	waitFor(t, 5*time.Second, "new requests", func() bool { return c.count() == maxOutstanding+3 })
+}
+
+// A request the client never answers is answered with an error at the
+// server's call timeout; a late answer goes nowhere.
+func TestRequestDeadline(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "call_timeout: 150ms", "-flood"))
+	c := collect(t, m)
+	start := time.Now()
+	callTool(t, s, "flood", "elicitation/create", 3)
+	waitFor(t, 5*time.Second, "the requests", func() bool { return c.count() == 3 })
+	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == 3 })
+	took := time.Since(start)
+	if took < 150*time.Millisecond || took > 3*time.Second {
+		t.Errorf("answered after %s; the deadline is 150ms", took)
+	}
+	st := stateOf(t, s)
+	if !strings.Contains(string(st.LastRefusal), "did not answer elicitation/create within 150ms") {
+		t.Errorf("refusal: %s", st.LastRefusal)
+	}
+	for _, e := range c.list() {
+		select {
+		case <-e.Context.Done():
+		default:
+			t.Error("the request's context is not done after its deadline")
+		}
+		e.Reply(json.RawMessage(`{}`), nil)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if st := stateOf(t, s); st.Answers != 3 {
+		t.Errorf("%d answers, want the 3 refusals only", st.Answers)
+	}
+}
+
+// The hub's answer to ping is its own: it never reaches the client.
+func TestPingAnsweredLocally(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "", "-flood"))
+	c := collect(t, m)
+	callTool(t, s, "flood", "ping", 5)
+	waitFor(t, 5*time.Second, "the pongs", func() bool { return stateOf(t, s).Answers == 5 })
+	if st := stateOf(t, s); st.Refusals != 0 || c.count() != 0 {
+		t.Errorf("ping: %d refusals, %d events", st.Refusals, c.count())
+	}
+}
+
+// When the hub does not keep up, notifications are dropped and counted:
+// the reader of the server's messages never waits, so its replies still
+// come at once.
+func TestNotificationsDroppedWhenFull(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "", "-flood"))
+	const extra = 500
+	start := time.Now()
+	callTool(t, s, "flood", "notifications/message", eventBuffer+extra)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the flood took %s", took)
+	}
+	if got := m.Dropped(); got != extra {
+		t.Errorf("dropped %d, want %d", got, extra)
+	}
+	if got := len(m.Events()); got != eventBuffer {
+		t.Errorf("%d events waiting, want %d", got, eventBuffer)
+	}
+	e := <-m.Events()
+	var p map[string]any
+	if e.Kind != EventNotification || e.Method != "notifications/message" || e.Server != s || json.Unmarshal(e.Params, &p) != nil ||
+		p["logger"] != "flood" || p["data"] != float64(0) || e.Context == nil {
+		t.Errorf("first event: %+v (%s)", e, e.Params)
+	}
+	e.Reply(nil, nil) // does nothing on a notification
+	drainEvents(m)
+	callTool(t, s, "flood", "notifications/custom", 1)
+	if e := <-m.Events(); e.Method != "notifications/custom" || e.Params != nil {
+		t.Errorf("a notification without params: %+v (params %q)", e, e.Params)
+	}
+}
+
+func drainEvents(m *Manager) {
+	for {
+		select {
+		case <-m.Events():
+		default:
+			return
+		}
+	}
+}
+
+// A request that finds the events full waits for room, within its
+// deadline, rather than being dropped.
+func TestRequestWaitsForRoom(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "call_timeout: 5s", "-flood"))
+	callTool(t, s, "flood", "notifications/message", eventBuffer)
+	callTool(t, s, "flood", "roots/list", 1)
+	time.Sleep(20 * time.Millisecond)
+	for range eventBuffer {
+		if e := <-m.Events(); e.Kind != EventNotification {
+			t.Fatalf("event %+v before the notifications", e)
+		}
+	}
+	var e Event
+	select {
+	case e = <-m.Events():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request never came")
+	}
+	if e.Kind != EventRequest || e.Method != "roots/list" {
+		t.Fatalf("event %+v", e)
+	}
+	e.Reply(json.RawMessage(`{"roots":[]}`), nil)
+	waitFor(t, 5*time.Second, "the answer", func() bool { return stateOf(t, s).Answers == 1 })
+	if st := stateOf(t, s); st.Refusals != 0 {
+		t.Errorf("refused: %s", st.LastRefusal)
+	}
+}
+
+// A request the server sends during a call carries that call's context,
+// and the client's answer, error or not, reaches the server.
+func TestRequestDuringCall(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	type ctxKey struct{}
+	go func() {
+		e := <-m.Events()
+		defer func() { (<-m.Events()).Reply(nil, nil) }() // the flush after the call
+		if e.Kind != EventRequest || e.Method != "elicitation/create" || e.Context.Value(ctxKey{}) != "the call" {
+			e.Reply(nil, &RPCError{Code: -1, Message: "unexpected event"})
+			return
+		}
+		e.Reply(nil, &RPCError{Code: -32042, Message: "declined by the test"})
+	}()
+	ctx := context.WithValue(t.Context(), ctxKey{}, "the call")
+	res, err := s.Request(ctx, "tools/call", map[string]any{"name": "ask"}, 10*time.Second)
+	if err != nil || !strings.Contains(string(res), "declined by the test") || !strings.Contains(string(res), "-32042") {
+		t.Errorf("ask: %s, %v", res, err)
+	}
+}
+
+// What a server sends during a call reaches the hub's loop before the
+// call returns, however slow the loop; a call during which the server
+// sent nothing does not wait for the loop at all.
+func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	m.flushWait = 10 * time.Second
+	c := collectSlowly(t, m, 20*time.Millisecond)
+	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
+		"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
+	if err != nil || !strings.Contains(string(res), "progressed x") {
+		t.Fatalf("progress: %s, %v", res, err)
+	}
+	if got := c.count(); got != 3 {
+		t.Errorf("%d progress notifications routed when the call returned, want 3", got)
+	}
+	for _, e := range c.list() {
+		if e.Method != "notifications/progress" || !strings.Contains(string(e.Params), `"progressToken":"p"`) {
+			t.Errorf("event %s %s", e.Method, e.Params)
+		}
+	}
+	if got := c.flushes.Load(); got != 1 {
+		t.Errorf("%d flushes, want 1", got)
+	}
+	callTool(t, s, "echo", "quiet", 0)
+	if got := c.flushes.Load(); got != 1 {
+		t.Errorf("a call during which the server sent nothing flushed: %d flushes", got)
+	}
+}

@@ -1,0 +1,301 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+const fastRetry = "retry: {attempts: 2, initial_interval: 10ms, reconnect_interval: 50ms}"
+
+func pidOf(t *testing.T, s *Server) int {
+	t.Helper()
+	pid, err := strconv.Atoi(callTool(t, s, "pid", "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// A reload keeps the servers whose configuration did not change, with
+// their sessions, restarts the changed ones and stops the removed ones.
+func TestApply(t *testing.T) {
+	cfg := fakeConfig(t, fastRetry, "-name", "a")
+	m, s := startFake(t, cfg)
+	pid := pidOf(t, s)
+	drain(m.Changes())
+
+	same := fakeConfig(t, fastRetry+", call_timeout: 7s", "-name", "a")
+	m.Apply(same)
+	if got := m.Servers()[0]; got != s {
+		t.Fatal("an unchanged server was replaced")
+	}
+	if got := pidOf(t, s); got != pid {
+		t.Errorf("an unchanged server was restarted: pid %d, was %d", got, pid)
+	}
+	if got := time.Duration(s.callTimeout.Load()); got != 7*time.Second {
+		t.Errorf("call timeout after reload %s, want 7s", got)
+	}
+	select {
+	case <-m.Changes():
+	default:
+		t.Error("Apply signalled no change")
+	}
+
+	changed := fakeConfig(t, fastRetry, "-name", "b")
+	m.Apply(changed)
+	s2 := m.Servers()[0]
+	if s2 == s {
+		t.Fatal("a changed server was kept")
+	}
+	waitFor(t, 10*time.Second, "the changed server", func() bool { return s2.Status().State == StateReady })
+	waitFor(t, 10*time.Second, "the old server to stop", func() bool { return s.Status().State == StateStopped })
+	if got := s2.Status().ServerInfo.Name; got != "b" {
+		t.Errorf("server name %q", got)
+	}
+	if _, err := s.Request(t.Context(), "ping", nil, time.Second); !errors.Is(err, errUnavailable) {
+		t.Errorf("request to a stopped server: %v", err)
+	}
+
+	// A second group, with a disabled server.
+	two := fakeConfig(t, fastRetry, "-name", "b")
+	two.Groups = append(two.Groups, &config.Group{Name: "h", Description: "off", Servers: []*config.Server{
+		{Name: "h", Group: "h", Command: fakeBin, Transport: config.TransportStdio, Disabled: true, Retry: two.Groups[0].Servers[0].Retry}}})
+	m.Apply(two)
+	if got := len(m.Groups()); got != 2 {
+		t.Fatalf("%d groups", got)
+	}
+	if m.Servers()[0] != s2 {
+		t.Error("the kept server of group g was replaced")
+	}
+	h := m.Servers()[1]
+	if st := h.Status(); st.State != StateDisabled || st.State.String() != "disabled" {
+		t.Errorf("disabled server: %v", st.State)
+	}
+	if !m.Settled() {
+		t.Error("not settled with one ready and one disabled server")
+	}
+	if _, err := h.Request(t.Context(), "ping", nil, time.Second); err == nil || !strings.Contains(err.Error(), "disabled") {
+		t.Errorf("request to a disabled server: %v", err)
+	}
+	if m.Close() != nil || m.Close() != nil {
+		t.Error("Close failed")
+	}
+	m.Apply(cfg) // after Close: nothing happens
+	if st := s2.Status().State; st != StateStopped {
+		t.Errorf("after Close: %v", st)
+	}
+}
+
+// The client's log level reaches every server that logs, and those that
+// connect later; the client's notifications reach them too.
+func TestLogLevelAndNotify(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	if m.LogLevel() != "" {
+		t.Errorf("initial log level %q", m.LogLevel())
+	}
+	m.SetLogLevel(mcp.LoggingLevelWarning)
+	waitFor(t, 5*time.Second, "the log level", func() bool { return stateOf(t, s).LogLevel == "warning" })
+	m.Notify("notifications/roots/list_changed", nil)
+	waitFor(t, 5*time.Second, "the notification", func() bool {
+		return slices.Contains(stateOf(t, s).Notified, "notifications/roots/list_changed")
+	})
+	// A flood of notifications to the server never blocks the caller.
+	start := time.Now()
+	for range 10_000 {
+		m.Notify("notifications/roots/list_changed", nil)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("10,000 notifications took %s", took)
+	}
+	if caps := s.Capabilities(); caps.Tools == nil || caps.Logging == nil {
+		t.Errorf("capabilities %+v", caps)
+	}
+}
+
+// A server that cannot start is failed, with its reason, is tried again
+// on its schedule, and its calls fail at once.
+func TestFailedServer(t *testing.T) {
+	cfg := fakeConfig(t, fastRetry, "-exit-at-start", "2")
+	m := New(cfg, testLogger(t))
+	m.SetClientCapabilities(mcp.ClientCapabilities{})
+	m.Start(t.Context())
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	m.WaitSettled(ctx)
+	s := m.Servers()[0]
+	st := s.Status()
+	if st.State != StateFailed || st.Err == nil || !strings.Contains(st.Err.Error(), "missing API key") {
+		t.Fatalf("status %v: %v", st.State, st.Err)
+	}
+	_, err := s.Request(t.Context(), "tools/list", nil, time.Second)
+	if !errors.Is(err, errUnavailable) || !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("request: %v", err)
+	}
+	if len(s.Lists().Tools) != 0 || s.Capabilities().Tools != nil {
+		t.Error("a failed server has lists")
+	}
+}
+
+// A server that crashes is reconnected, and calls work again.
+func TestCrashReconnects(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, fastRetry))
+	pid := pidOf(t, s)
+	drain(m.Changes())
+	_, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("crash: %v", err)
+	}
+	waitFor(t, 10*time.Second, "the reconnect", func() bool { return s.Status().State == StateReady })
+	if got := pidOf(t, s); got == pid {
+		t.Error("same process after a crash")
+	}
+}
+
+// Calls pass the server's errors through, and end at their timeout or
+// when their caller gives up.
+func TestRequestErrors(t *testing.T) {
+	_, s := startFake(t, fakeConfig(t, ""))
+	_, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "fail"}, 5*time.Second)
+	var re *RPCError
+	if !errors.As(err, &re) || re.Code != -32099 || !strings.Contains(re.Error(), "failed on purpose") {
+		t.Errorf("fail: %v", err)
+	}
+	start := time.Now()
+	_, err = s.Request(t.Context(), "tools/call", map[string]any{"name": "hang"}, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "no answer to tools/call within 100ms") || time.Since(start) > 3*time.Second {
+		t.Errorf("hang: %v after %s", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err = s.Request(ctx, "tools/call", map[string]any{"name": "hang"}, 5*time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the cancellations", func() bool {
+		var st struct{ Cancelled []any }
+		_ = json.Unmarshal([]byte(callTool(t, s, "state", "", 0)), &st)
+		return len(st.Cancelled) == 2
+	})
+}
+
+// Accepting changed pins serves the tools they withheld.
+func TestRecheckPins(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	callTool(t, s, "mutate", "", 0)
+	waitFor(t, 5*time.Second, "echo withheld", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
+	n := len(s.Lists().Tools)
+	if changes, err := m.Pins().Changes(s.Config.ID()); err != nil || len(changes) != 1 || changes[0].Tool != "echo" {
+		t.Fatalf("pin changes %+v, %v", changes, err)
+	}
+	if accepted, err := m.Pins().Accept(s.Config.ID()); err != nil || !slices.Equal(accepted, []string{"echo"}) {
+		t.Fatalf("accepted %v, %v", accepted, err)
+	}
+	drain(m.Changes())
+	m.RecheckPins()
+	if got := len(s.Lists().Tools); got != n+1 {
+		t.Errorf("%d tools after accepting, want %d", got, n+1)
+	}
+	select {
+	case <-m.Changes():
+	default:
+		t.Error("no change signalled")
+	}
+}
+
+func TestListChangedKinds(t *testing.T) {
+	for method, want := range map[string]listSet{
+		"notifications/tools/list_changed":     1,
+		"notifications/prompts/list_changed":   2,
+		"notifications/resources/list_changed": 12,
+		"notifications/widgets/list_changed":   allLists,
+	} {
+		if got, ok := listChanged(method); !ok || got != want {
+			t.Errorf("%s: %b, %v", method, got, ok)
+		}
+	}
+	for _, method := range []string{"notifications/message", "notifications/progress", "list_changed"} {
+		if _, ok := listChanged(method); ok {
+			t.Errorf("%s taken for a list_changed", method)
+		}
+	}
+}
+
+func TestRawParams(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{nil, ""},
+		{json.RawMessage("null"), ""},
+		{json.RawMessage(nil), ""},
+		{json.RawMessage(`{"a":1}`), `{"a":1}`},
+		{map[string]any{"b": true}, `{"b":true}`},
+		{func() {}, ""},
+	} {
+		if got := string(rawParams(c.in)); got != c.want {
+			t.Errorf("rawParams(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if EventNotification.String() != "notification" || EventRequest.String() != "request" || EventKind(0).String() != "unknown" {
+		t.Error("EventKind.String")
+	}
+}
+
+// fetchAll reads every page and refuses servers whose lists make no sense.
+func TestFetchAll(t *testing.T) {
+	pages := func(results ...string) func(context.Context, string, any) (json.RawMessage, error) {
+		i := 0
+		return func(context.Context, string, any) (json.RawMessage, error) {
+			if i == len(results) {
+				return nil, errors.New("no more pages")
+			}
+			i++
+			return json.RawMessage(results[i-1]), nil
+		}
+	}
+	items, err := fetchAll(t.Context(), "tools/list", "tools", "name", pages(
+		`{"tools":[{"name":"a"}],"nextCursor":"1"}`, `{"tools":[{"name":"b","x":1}],"nextCursor":null}`))
+	if err != nil || len(items) != 2 || items[1].Key != "b" || string(items[1].Raw) != `{"name":"b","x":1}` {
+		t.Errorf("two pages: %+v, %v", items, err)
+	}
+	items, err = fetchAll(t.Context(), "resources/list", "resources", "uri", pages(`{"resources":[{"uri":"x://1","name":"one"}]}`))
+	if err != nil || len(items) != 1 || items[0].Name != "one" || items[0].Key != "x://1" {
+		t.Errorf("resource: %+v, %v", items, err)
+	}
+	if items, err := fetchAll(t.Context(), "tools/list", "tools", "name", pages(`{"tools":null}`)); err != nil || len(items) != 0 {
+		t.Errorf("null list: %+v, %v", items, err)
+	}
+	for name, results := range map[string][]string{
+		"repeated cursor":   {`{"tools":[],"nextCursor":"x"}`, `{"tools":[],"nextCursor":"x"}`},
+		"not an object":     {`[1]`},
+		"not a list":        {`{"tools":{}}`},
+		"entry without key": {`{"tools":[{"title":"` + strings.Repeat("t", 200) + `"}]}`},
+		"entry not object":  {`{"tools":[1]}`},
+		"bad cursor":        {`{"tools":[],"nextCursor":5}`},
+		"request fails":     {},
+	} {
+		if _, err := fetchAll(t.Context(), "tools/list", "tools", "name", pages(results...)); err == nil || !strings.HasPrefix(err.Error(), "tools/list: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	endless := func(_ context.Context, _ string, params any) (json.RawMessage, error) {
+		n := 0
+		if p, ok := params.(map[string]string); ok {
+			n, _ = strconv.Atoi(p["cursor"])
+		}
+		return json.RawMessage(`{"tools":[],"nextCursor":"` + strconv.Itoa(n+1) + `"}`), nil
+	}
+	if _, err := fetchAll(t.Context(), "tools/list", "tools", "name", endless); err == nil || !strings.Contains(err.Error(), "pages") {
+		t.Errorf("endless: %v", err)
+	}
+}
