@@ -35,8 +35,9 @@ const bootLogs = 300
 
 // loggingUpstream is an MCP server on in and out that logs bootLogs
 // messages right after its initialize answer, before the hub has even
-// said it is initialized, and whose one tool, roots, asks the client for
-// its roots (roots/list, without params) and answers with the answer.
+// said it is initialized, then one every millisecond until in ends. Its
+// one tool, roots, asks the client for its roots (roots/list, without
+// params) and answers with the answer.
 func loggingUpstream(in io.Reader, out io.Writer) {
 	w := bufio.NewWriter(out)
 	var mu sync.Mutex
@@ -46,6 +47,8 @@ func loggingUpstream(in io.Reader, out io.Writer) {
 		fmt.Fprintf(w, format+"\n", args...)
 		w.Flush()
 	}
+	done := make(chan struct{})
+	defer close(done)
 	answers := make(chan string, 1)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -64,6 +67,18 @@ func loggingUpstream(in io.Reader, out io.Writer) {
 			for i := range bootLogs {
 				send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"boot","data":%d}}`, i)
 			}
+			go func() {
+				t := time.NewTicker(time.Millisecond)
+				defer t.Stop()
+				for i := 0; ; i++ {
+					select {
+					case <-done:
+						return
+					case <-t.C:
+						send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"debug","logger":"tick","data":%d}}`, i)
+					}
+				}
+			}()
 		case m.Method == "tools/list":
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"roots","inputSchema":{"type":"object"}}]}}`, m.ID)
 		case m.Method == "tools/call":
@@ -265,4 +280,87 @@ func TestUpstreamRequestReachesClient(t *testing.T) {
 	if string(resp["id"]) != "2" || !strings.Contains(string(resp["result"]), `file:///project`) {
 		t.Errorf("tools/call: %v", resp)
 	}
+}
+
+// nextOf returns the next message with method (a notification or a
+// request), or with id (a response), skipping the others.
+func (c *stdioClient) nextOf(method, id string) map[string]json.RawMessage {
+	c.t.Helper()
+	for {
+		select {
+		case m, ok := <-c.lines:
+			if !ok {
+				c.t.Fatal("the hub closed stdout")
+			}
+			var got string
+			_ = json.Unmarshal(m["method"], &got)
+			if (method != "" && got == method) || (id != "" && got == "" && string(m["id"]) == id) {
+				return m
+			}
+		case <-time.After(10 * time.Second):
+			c.t.Fatalf("no %s%s from the hub in 10s", method, id)
+		}
+	}
+}
+
+// What an upstream sends during a call reaches the client before the
+// call's result; log messages name their upstream; params pass through.
+func TestUpstreamNotificationsReachClientInOrder(t *testing.T) {
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: %q\n    args: [\"-flood\"]\n",
+		t.TempDir(), fakeBin)
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := testLogger()
+	mgr := upstream.New(cfg, logger)
+	defer mgr.Close()
+	h, err := New(cfg, mgr, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Run()
+	defer h.Close()
+	mgr.Start(t.Context())
+	c := serveStdio(t, h)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	c.nextOf("", "1")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	waitFor(t, 10*time.Second, "the upstream in the view", func() bool {
+		g := h.snapshot().view.groupIndex["g"]
+		return g != nil && len(g.tools) > 0
+	})
+
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"g","name":"progress","args":{"text":"hi"}},"_meta":{"progressToken":"mine"}}}`)
+	for i := 1; i <= 3; i++ {
+		m := c.nextOf("notifications/progress", "2")
+		if m["params"] == nil {
+			t.Fatalf("the result came before progress %d: %v", i, m)
+		}
+		var p struct {
+			ProgressToken string `json:"progressToken"`
+			Progress      int    `json:"progress"`
+			Message       string `json:"message"`
+		}
+		if err := json.Unmarshal(m["params"], &p); err != nil || p.ProgressToken != "mine" || p.Progress != i || p.Message != "hi" {
+			t.Errorf("progress %d: %s", i, m["params"])
+		}
+	}
+	if m := c.nextOf("", "2"); !strings.Contains(string(m["result"]), "progressed hi") {
+		t.Errorf("result: %s", m["result"])
+	}
+
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"g","name":"flood","args":{"text":"notifications/message","ms":3}}}}`)
+	for i := range 3 {
+		m := c.nextOf("notifications/message", "")
+		var p struct {
+			Level  string `json:"level"`
+			Logger string `json:"logger"`
+			Data   *int   `json:"data"`
+		}
+		if err := json.Unmarshal(m["params"], &p); err != nil || p.Level != "info" || p.Logger != "g/flood" || p.Data == nil || *p.Data != i {
+			t.Errorf("log message %d: %s", i, m["params"])
+		}
+	}
+	c.nextOf("", "3")
 }

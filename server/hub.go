@@ -115,7 +115,7 @@ func (h *Hub) Run() {
 			case <-h.mgr.Changes():
 				h.safely("refresh the view", h.refresh)
 			case e := <-h.mgr.Events():
-				h.safely("route an upstream "+e.Kind.String(), func() { h.route(e) })
+				h.safely("route an upstream event", func() { h.route(e) })
 			}
 		}
 	})

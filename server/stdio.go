@@ -42,8 +42,8 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 			return h.serveRequest(ctx, sess, m)
 		},
 		Notify: func(m *jsonrpc.Message) { h.serveNotification(base, sess, m) },
-		Refused: func(err error) {
-			h.logger.Warn("refused a message from the client", "err", err)
+		Refused: func(err error, msg []byte) {
+			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
 		CancelCalls: true,
 	})

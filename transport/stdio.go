@@ -112,12 +112,19 @@ func (t *Stdio) Err() error {
 	}
 }
 
-func (t *Stdio) refused(err error) {
+func (t *Stdio) refused(err error, line []byte) {
 	if errors.Is(err, jsonrpc.ErrNotJSON) {
-		t.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "err", err)
+		t.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(line))
 		return
 	}
-	t.logger.Error("upstream message refused", "err", err)
+	t.logger.Error("upstream message refused", "err", err, "start", preview(line))
+}
+
+func preview(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
 }
 
 func (t *Stdio) notification(m *jsonrpc.Message) {

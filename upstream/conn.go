@@ -83,7 +83,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 				return nil, err
 			}
 		}
-		tr, err := transport.NewHTTP(cfg, settings.ConnectTimeout, authorization, logger)
+		tr, err := transport.NewHTTP(cfg, settings, authorization, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -156,9 +156,12 @@ func TestCrashReconnects(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Errorf("crash: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the reconnect", func() bool { return s.Status().State == StateReady })
-	if got := pidOf(t, s); got == pid {
-		t.Error("same process after a crash")
+	waitFor(t, 10*time.Second, "a new process", func() bool {
+		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "pid"}, 5*time.Second)
+		return err == nil && !strings.Contains(string(res), `"`+strconv.Itoa(pid)+`"`)
+	})
+	if st := s.Status(); st.State != StateReady {
+		t.Errorf("after the reconnect: %v", st.State)
 	}
 }
 

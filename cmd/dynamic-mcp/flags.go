@@ -135,7 +135,7 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 		return slog.New(slog.NewJSONHandler(f, opts)), func() { f.Close() }, nil
 	}
 	if isTerminal(stderr) {
-		return slog.New(tint.NewHandler(stderr, &tint.Options{Level: level})), func() {}, nil
+		return slog.New(tint.NewTextHandler(stderr, &tint.Options{Level: level})), func() {}, nil
 	}
 	return slog.New(slog.NewTextHandler(stderr, opts)), func() {}, nil
 }

@@ -357,5 +357,3 @@ func toolText(t testing.TB, res json.RawMessage) (string, bool) {
 func fakeServer(args ...string) string {
 	return fmt.Sprintf("{command: %q, args: %s}", fakeBin, yamlList(args))
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

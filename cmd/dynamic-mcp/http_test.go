@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,9 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 const testToken = "test-token-0123456789"
@@ -70,17 +74,23 @@ func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuf
 	return base, stderr
 }
 
-// httpClient connects a raw MCP client to the hub's /mcp.
+// httpClient connects a raw MCP client to the hub's /mcp, over the hub's
+// own Streamable HTTP transport: after notifications/initialized it also
+// listens on the GET stream, where the hub sends what belongs to no
+// request.
 func httpClient(t *testing.T, base string, headers map[string]string) *client {
 	t.Helper()
 	if headers == nil {
 		headers = map[string]string{"Authorization": "Bearer " + testToken}
 	}
-	tr, err := mcptransport.NewStreamableHTTP(base+"/mcp", mcptransport.WithHTTPHeaders(headers), mcptransport.WithContinuousListening())
+	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
+	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
+	tr, err := transport.NewHTTP(&config.Server{URL: base + "/mcp", Headers: headers, Transport: config.TransportStreamableHTTP},
+		config.ServerSettings{}, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, tr: tr, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
+	c.tr = tr.(clientTransport)
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +284,9 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 		})
 		c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": name, "version": "1"},
 			"capabilities": map[string]any{"elicitation": map[string]any{}}})
+		if err := c.tr.SendNotification(t.Context(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/initialized"}}); err != nil {
+			t.Fatal(err)
+		}
 		c.waitFlatTools(fakeTools)
 		if i == 0 {
 			a = c
@@ -458,13 +471,15 @@ func newSwappableUpstream(t *testing.T) *swappableUpstream {
 	return u
 }
 
-// fresh puts a new server in place, which knows no session.
+// fresh puts a new server in place, which knows no session. It offers
+// only a protocol version with sessions (2026-07-28 has none).
 func (u *swappableUpstream) fresh() {
 	s := mcpserver.NewMCPServer("swappable", "1")
 	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("hello from upstream"), nil
 	})
-	h := http.Handler(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithSessionIdManager(&sessionSet{ids: map[string]bool{}})))
+	h := http.Handler(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithSessionIdManager(&sessionSet{ids: map[string]bool{}}),
+		mcpserver.WithStreamableHTTPProtocolVersions(mcp.LATEST_LEGACY_PROTOCOL_VERSION)))
 	u.h.Store(&h)
 }
 

@@ -17,6 +17,11 @@ import (
 )
 
 func main() {
+	// A client that closes its end of our stdout must not kill the hub
+	// with SIGPIPE on the next write, leaving the children to nobody: the
+	// write fails with EPIPE instead, and the hub stops in order when its
+	// stdin closes.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// The first signal starts an orderly stop; a second one stops at

@@ -202,8 +202,9 @@ type Settings struct {
 	// PageSize is how many prompts, resources or templates one page of a list
 	// the client gets holds. Default 100.
 	PageSize int
-	// MaxMessageSize is the largest message read from the client or from a
-	// stdio upstream, in bytes. Default 10 MiB; "20MiB" and "512KiB" are
+	// MaxMessageSize is the largest message read from the client or from an
+	// upstream, in bytes: a line on stdio; over HTTP a response body, or
+	// one event of an SSE stream. Default 10 MiB; "20MiB" and "512KiB" are
 	// accepted in the file.
 	MaxMessageSize int
 	// Retry is how failed servers are tried again; a server's own retry:

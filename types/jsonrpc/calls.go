@@ -56,9 +56,10 @@ func (c *Calls) Resolve(m *Message) bool {
 	return ok
 }
 
-// Fail ends the call with id with err, as if the peer had answered so.
-func (c *Calls) Fail(id json.RawMessage, err *Error) bool {
-	return c.Resolve(&Message{ID: id, Error: err})
+// Fail ends the call with id with err (the peer's answer could not be
+// taken, say), and reports whether a call was waiting.
+func (c *Calls) Fail(id json.RawMessage, err error) bool {
+	return c.Resolve(&Message{ID: id, failed: err})
 }
 
 // Close fails every waiting call and every later one with err.
@@ -87,10 +88,12 @@ func (c *Calls) Err() error {
 func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
 	select {
 	case m := <-ch:
-		if m == nil {
+		switch {
+		case m == nil:
 			return nil, c.Err()
-		}
-		if m.Error != nil {
+		case m.failed != nil:
+			return nil, m.failed
+		case m.Error != nil:
 			return nil, m.Error
 		}
 		return m.Result, nil

@@ -47,9 +47,10 @@ type ConnOptions struct {
 	// order; it must not block. notifications/cancelled is acted on by the
 	// Conn before Notify sees it.
 	Notify func(m *Message)
-	// Refused hears of every message refused (not JSON, over the limits);
-	// the peer has been answered where it could be. May be nil.
-	Refused func(err error)
+	// Refused hears of every message refused (not JSON, over the limits),
+	// with the message or its first bytes; the peer has been answered where
+	// it could be. May be nil.
+	Refused func(err error, msg []byte)
 	// CancelCalls sends notifications/cancelled for a Call whose ctx ends
 	// before its answer arrives.
 	CancelCalls bool
@@ -210,22 +211,21 @@ func (c *Conn) read() {
 // fails at once (its id may come last, as the TypeScript SDK writes it),
 // a request gets an error.
 func (c *Conn) tooLarge(size int, head, tail []byte) {
-	err := fmt.Errorf("message of %d bytes is over the %d byte limit", size, c.opts.MaxMessageSize)
-	c.refused(err)
+	err := fmt.Errorf("sent a message of %d bytes, over the %d byte limit", size, c.opts.MaxMessageSize)
+	c.refused(err, head)
 	id := IDOf(head)
 	if id == nil {
 		id = IDOfTail(tail)
 	}
-	if id == nil {
-		return
+	if id != nil {
+		c.refuse(id, err, Errorf(CodeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", size, c.opts.MaxMessageSize)))
 	}
-	c.refuse(id, Errorf(CodeInvalidRequest, err.Error()))
 }
 
-// refuse answers a refused message with id: the call it answers fails, or
-// the peer is told.
-func (c *Conn) refuse(id json.RawMessage, e *Error) {
-	if id != nil && c.calls.Fail(id, Errorf(CodeInternalError, "the answer was refused: "+e.Message)) {
+// refuse answers a refused message with id: the call it answers fails
+// with err, or the peer is told e.
+func (c *Conn) refuse(id json.RawMessage, err error, e *Error) {
+	if id != nil && c.calls.Fail(id, err) {
 		return
 	}
 	if !c.opts.Quiet {
@@ -233,19 +233,19 @@ func (c *Conn) refuse(id json.RawMessage, e *Error) {
 	}
 }
 
-func (c *Conn) refused(err error) {
+func (c *Conn) refused(err error, msg []byte) {
 	if c.opts.Refused != nil {
-		c.opts.Refused(err)
+		c.opts.Refused(err, msg)
 	}
 }
 
 func (c *Conn) receive(line []byte) {
 	m, err := Decode(line)
 	if err != nil {
-		c.refused(err)
+		c.refused(err, line)
 		var de *DecodeError
 		errors.As(err, &de)
-		c.refuse(de.ID, ToError(err))
+		c.refuse(de.ID, fmt.Errorf("sent a message that is %w", de.Err), ToError(err))
 		return
 	}
 	switch {

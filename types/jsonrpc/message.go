@@ -20,6 +20,8 @@ type Message struct {
 	Result json.RawMessage
 	Error  *Error
 	Raw    []byte // the whole message
+
+	failed error // set by Calls.Fail: why the answer could not be taken
 }
 
 // IsRequest reports whether m expects an answer.
@@ -40,7 +42,10 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	if e.Code == CodeParseError {
+	switch {
+	case errors.Is(e.Err, ErrBatch):
+		return e.Err.Error()
+	case e.Code == CodeParseError:
 		return "Parse error: " + e.Err.Error()
 	}
 	return "Invalid Request: " + e.Err.Error()
