@@ -195,10 +195,14 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	} else if arguments[0] != '{' {
 		return toolError("args must be an object"), nil
 	}
-	params := map[string]json.RawMessage{"arguments": arguments}
-	params["name"], _ = jsonrpc.Marshal(r.name)
+	fields := map[string]json.RawMessage{"arguments": arguments}
+	fields["name"], _ = jsonrpc.Marshal(r.name)
 	if len(meta) > 0 {
-		params["_meta"] = meta
+		fields["_meta"] = meta
+	}
+	params, err := jsonrpc.Marshal(fields)
+	if err != nil {
+		return toolError("invalid arguments: " + err.Error()), nil
 	}
 	return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params})
 }

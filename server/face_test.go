@@ -20,7 +20,9 @@ import (
 
 // fakeHub runs a hub in flat mode in front of one fake upstream "f"
 // started with args, ready to serve.
-func fakeHub(t *testing.T, args ...string) *Hub {
+func fakeHub(t *testing.T, args ...string) *Hub { return fakeHubB(t, args...) }
+
+func fakeHubB(t testing.TB, args ...string) *Hub {
 	t.Helper()
 	quoted := make([]string, len(args))
 	for i, a := range args {
@@ -49,14 +51,14 @@ func fakeHub(t *testing.T, args ...string) *Hub {
 
 // pipeClient talks to ServeStdio over pipes.
 type pipeClient struct {
-	t    *testing.T
+	t    testing.TB
 	w    *io.PipeWriter
 	r    *bufio.Reader
 	pr   *io.PipeReader
 	done chan error
 }
 
-func servePipes(t *testing.T, h *Hub, opts StdioOptions) *pipeClient {
+func servePipes(t testing.TB, h *Hub, opts StdioOptions) *pipeClient {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &pipeClient{t: t, w: inW, r: bufio.NewReaderSize(outR, 1<<20), pr: outR, done: make(chan error, 1)}

@@ -29,7 +29,7 @@ type call struct {
 	server *upstream.Server
 	name   string                     // tool or prompt name as the server knows it, or the URI
 	args   json.RawMessage            // tool arguments
-	params map[string]json.RawMessage // what is sent upstream
+	params json.RawMessage // what is sent upstream
 }
 
 // forward applies the policy to c, sends it upstream when allowed, and
@@ -54,8 +54,9 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	var res json.RawMessage
 	err := h.decide(ctx, c, d)
 	if err == nil {
-		defer h.mapProgress(ctx, c.params)()
-		res, err = c.server.Request(ctx, c.method, c.params, snap.cfg.CallTimeoutFor(c.server.Config))
+		params, forget := h.mapProgress(ctx, c.params)
+		defer forget()
+		res, err = c.server.Request(ctx, c.method, params, snap.cfg.CallTimeoutFor(c.server.Config))
 		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
 			rec.Outcome, rec.Error = "tool_error", err.Error()
@@ -87,24 +88,26 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 // mapProgress gives the call's progress token, if it has one, a token of
 // the hub's own in params, so that progress from upstream reaches this
 // call's session with the token its client chose, and two clients that
-// chose the same token never see each other's progress. The returned func
-// forgets the mapping.
-func (h *Hub) mapProgress(ctx context.Context, params map[string]json.RawMessage) func() {
-	meta := params["_meta"]
+// chose the same token never see each other's progress. It returns the
+// params to send and a func that forgets the mapping.
+func (h *Hub) mapProgress(ctx context.Context, params json.RawMessage) (json.RawMessage, func()) {
+	meta := jsonrpc.Field(params, "_meta")
 	token := jsonrpc.Field(meta, "progressToken")
 	if len(token) == 0 {
-		return func() {}
+		return params, func() {}
 	}
 	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
 	if !ok {
-		return func() {}
+		return params, func() {}
 	}
 	tok, forget := h.trackProgress(ctx, sess, bytes.Clone(token))
 	q, _ := jsonrpc.Marshal(tok)
 	if m, err := jsonrpc.SetField(meta, "progressToken", q); err == nil {
-		params["_meta"] = m // the rest of _meta as the client sent it
+		if p, err := jsonrpc.SetField(params, "_meta", m); err == nil {
+			params = p // the rest of _meta and params as the client sent them
+		}
 	}
-	return forget
+	return params, forget
 }
 
 // decide turns a policy decision into nil (go ahead) or the error the

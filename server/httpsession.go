@@ -277,11 +277,3 @@ func writeJSON(w http.ResponseWriter, status int, header http.Header, body []byt
 func writeJSONError(w http.ResponseWriter, status int, id []byte, err *rpcError) {
 	writeJSON(w, status, nil, jsonrpc.EncodeError(id, err))
 }
-
-// answer encodes the answer to the request with id.
-func answer(id, result json.RawMessage, err error) []byte {
-	if err != nil {
-		return jsonrpc.EncodeError(id, jsonrpc.ToError(err))
-	}
-	return jsonrpc.EncodeResult(id, result)
-}

@@ -282,26 +282,26 @@ func (h *Hub) delegate(ctx context.Context, msg *jsonrpc.Message) (json.RawMessa
 }
 
 func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil || p == nil {
-		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name")
+	name, ok := stringField(params, "name")
+	if !ok || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name, a non-empty string")
 	}
-	var name string
-	if err := json.Unmarshal(p["name"], &name); err != nil || name == "" {
-		return nil, errorf(codeInvalidParams, "invalid params: name must be a non-empty string")
-	}
+	arguments := jsonrpc.Field(params, "arguments")
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok {
-			h.auditMiss(ctx, name, p["arguments"])
+			h.auditMiss(ctx, name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
-		p["name"], _ = json.Marshal(r.name)
-		return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: p["arguments"], params: p})
+		up, err := rename(params, "name", r.name)
+		if err != nil {
+			return nil, err
+		}
+		return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: up})
 	}
 	var args dynamicArgs
-	if a := p["arguments"]; len(a) > 0 && string(a) != "null" {
-		if err := json.Unmarshal(a, &args); err != nil {
+	if len(arguments) > 0 && string(arguments) != "null" {
+		if err := json.Unmarshal(arguments, &args); err != nil {
 			return toolError("invalid arguments: " + err.Error()), nil
 		}
 	}
@@ -309,37 +309,59 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	case getToolsName:
 		return v.getDynamicTools(args), nil
 	case callToolName:
-		return h.callDynamicTool(ctx, v, args, p["_meta"])
+		return h.callDynamicTool(ctx, v, args, jsonrpc.Field(params, "_meta"))
 	}
-	h.auditMiss(ctx, name, p["arguments"])
+	h.auditMiss(ctx, name, arguments)
 	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 }
 
+// stringField reads a top-level string of params without decoding the
+// rest; ok is false when params is no object or the value no string.
+func stringField(params json.RawMessage, key string) (string, bool) {
+	raw := jsonrpc.Field(params, key)
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// rename sets params' key to the name the upstream knows, every other
+// byte as the client sent it.
+func rename(params json.RawMessage, key, name string) (json.RawMessage, error) {
+	up, err := setField(params, key, name)
+	if err != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+	}
+	return up, nil
+}
+
 func (h *Hub) promptsGet(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	var name string
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["name"], &name) != nil || name == "" {
+	name, ok := stringField(params, "name")
+	if !ok || name == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
 	}
 	r, ok := v.promptRoutes[name]
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
-	p["name"], _ = json.Marshal(r.name)
-	return h.forward(ctx, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: p["arguments"], params: p})
+	up, err := rename(params, "name", r.name)
+	if err != nil {
+		return nil, err
+	}
+	return h.forward(ctx, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: jsonrpc.Field(params, "arguments"), params: up})
 }
 
 func (h *Hub) resourcesRead(ctx context.Context, v *view, params json.RawMessage) (json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	var uri string
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
+	uri, ok := stringField(params, "uri")
+	if !ok || uri == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
 	}
 	s := v.resolveResource(uri)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, call{method: policy.MethodResourcesRead, server: s, name: uri, params: p})
+	return h.forward(ctx, call{method: policy.MethodResourcesRead, server: s, name: uri, params: params})
 }
 
 // complete routes completion/complete by its reference: a prompt by its

@@ -64,7 +64,7 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		go func() {
 			res, err := s.hub.serveRequest(ctx, hs.session, msg)
 			if end() {
-				_ = hs.deliver(hs.ctx, answer(msg.ID, res, err), true)
+				_ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true)
 			}
 		}()
 	default:

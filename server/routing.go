@@ -76,7 +76,6 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	for uri, s := range owners {
 		h.upstreamUnsubscribe(s, uri)
 	}
-
 }
 
 func (h *Hub) sessionList() []*session {

@@ -143,7 +143,7 @@ func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSes
 	go func() {
 		res, err := s.hub.serveRequest(ctx, hs.session, msg)
 		if end() {
-			answered <- answer(msg.ID, res, err)
+			answered <- jsonrpc.Answer(msg.ID, res, err)
 		} else {
 			answered <- nil // cancelled by the client: no answer
 		}

@@ -96,6 +96,12 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		return nil, err
 	}
 	c.client.OnNotification(onNotify)
+	if c.stdio == nil {
+		// A remote stream that breaks (a legacy SSE stream cut off, or over
+		// the size limit) ends the session at once, not at the next call's
+		// timeout.
+		c.client.OnConnectionLost(func(err error) { c.lose(fmt.Errorf("connection lost: %w", err), false) })
+	}
 	// Requests from the server are answered raw, by the hub, not by
 	// mcp-go's typed handlers.
 	if bi, ok := c.tr.(mcptransport.BidirectionalInterface); ok {

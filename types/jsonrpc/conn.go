@@ -87,6 +87,7 @@ type Conn struct {
 	stopWrite chan struct{} // closed to abandon the queue
 	closeOnce sync.Once
 	startOnce sync.Once
+	wmu       sync.Mutex // held for a write: the writer's or a direct one
 }
 
 // NewConn prepares a conversation reading r and writing w; Start starts
@@ -172,7 +173,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.out.Send(EncodeRequest(id, method, params)); err != nil {
+	if err := c.send(EncodeRequest(id, method, params)); err != nil {
 		c.calls.Forget(id)
 		return nil, c.closedErr(err)
 	}
@@ -273,24 +274,27 @@ func (c *Conn) receive(line []byte) {
 				res, err = c.opts.Handle(ctx, m)
 			}
 			if end() {
-				c.reply(m.ID, res, err)
+				_ = c.send(Answer(m.ID, res, err))
 			}
 		}()
 	}
 }
 
-// reply queues the answer to a request.
+// reply queues the answer to a request, for the writer: the reader
+// answers what it refuses this way, never writing itself.
 func (c *Conn) reply(id, result json.RawMessage, err error) {
-	var msg []byte
+	_ = c.out.Send(Answer(id, result, err))
+}
+
+// Answer encodes the answer to the request with id; a nil result is {}.
+func Answer(id, result json.RawMessage, err error) []byte {
 	if err != nil {
-		msg = EncodeError(id, ToError(err))
-	} else {
-		if result == nil {
-			result = json.RawMessage("{}")
-		}
-		msg = EncodeResult(id, result)
+		return EncodeError(id, ToError(err))
 	}
-	_ = c.out.Send(msg)
+	if result == nil {
+		result = json.RawMessage("{}")
+	}
+	return EncodeResult(id, result)
 }
 
 // deadliner is a stream whose writes can time out by themselves (a pipe
@@ -301,19 +305,27 @@ func (c *Conn) write() {
 	defer close(c.writeDone)
 	var buf []byte
 	for {
-		batch, ok := c.out.Take(c.stopWrite)
-		if !ok {
+		select {
+		case <-c.out.Ready():
+		case <-c.stopWrite:
 			return
+		}
+		c.wmu.Lock()
+		batch := c.out.TakeNow()
+		if len(batch) == 0 {
+			c.wmu.Unlock()
+			if c.out.Closed() {
+				return
+			}
+			continue
 		}
 		buf = buf[:0]
 		for _, m := range batch {
 			buf = append(append(buf, m...), '\n')
 		}
-		if err := c.writeTimed(buf); err != nil {
-			if !errors.Is(err, ErrWrite) {
-				err = fmt.Errorf("%w: %w", ErrWrite, err)
-			}
-			c.fail(err)
+		err := c.writeTimed(buf)
+		c.wmu.Unlock()
+		if err != nil {
 			return
 		}
 		if cap(buf) > 1<<20 {
@@ -322,10 +334,42 @@ func (c *Conn) write() {
 	}
 }
 
+// send sends a message that must not be lost. When nothing waits before
+// it and no write is under way it is written at once, on the calling
+// goroutine (a handler or a caller, which may wait on the peer anyway;
+// never the reader), saving the hand-off to the writer; else it is
+// queued.
+func (c *Conn) send(msg []byte) error {
+	if c.wmu.TryLock() {
+		if c.out.Len() == 0 && !c.out.Closed() {
+			err := c.writeTimed(append(msg[:len(msg):len(msg)], '\n'))
+			c.wmu.Unlock()
+			if err != nil {
+				return c.closedErr(ErrClosed)
+			}
+			return nil
+		}
+		c.wmu.Unlock()
+	}
+	return c.out.Send(msg)
+}
+
 // writeTimed writes b within the write timeout: by the stream's own
 // deadline where it has one, else by a timer that fails the connection
-// (the blocked write is then abandoned with it).
+// (the blocked write is then abandoned with it). A failed write ends the
+// connection. c.wmu is held.
 func (c *Conn) writeTimed(b []byte) error {
+	err := c.writeDeadline(b)
+	if err != nil {
+		if !errors.Is(err, ErrWrite) {
+			err = fmt.Errorf("%w: %w", ErrWrite, err)
+		}
+		c.fail(err)
+	}
+	return err
+}
+
+func (c *Conn) writeDeadline(b []byte) error {
 	if d, ok := c.w.(deadliner); ok {
 		if err := d.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err == nil {
 			_, err := c.w.Write(b)

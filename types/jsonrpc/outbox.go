@@ -83,29 +83,6 @@ func (o *Outbox) Len() int {
 	return len(o.queue)
 }
 
-// Take waits for messages and returns all that wait, oldest first; ok is
-// false once the outbox is closed and empty. stop ends the wait early.
-func (o *Outbox) Take(stop <-chan struct{}) (batch [][]byte, ok bool) {
-	for {
-		o.mu.Lock()
-		if len(o.queue) > 0 {
-			batch, o.queue, o.notes = o.queue, nil, 0
-			o.mu.Unlock()
-			return batch, true
-		}
-		closed := o.closed
-		o.mu.Unlock()
-		if closed {
-			return nil, false
-		}
-		select {
-		case <-o.wake:
-		case <-stop:
-			return nil, false
-		}
-	}
-}
-
 // Ready is signalled when messages may wait; TakeNow takes them. It is for
 // a writer that also waits on other things (an HTTP stream's keep-alive).
 func (o *Outbox) Ready() <-chan struct{} { return o.wake }
