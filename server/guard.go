@@ -27,8 +27,8 @@ const promptTimeout = 2 * time.Minute
 type call struct {
 	method string // policy.Method*
 	server *upstream.Server
-	name   string                     // tool or prompt name as the server knows it, or the URI
-	args   json.RawMessage            // tool arguments
+	name   string          // tool or prompt name as the server knows it, or the URI
+	args   json.RawMessage // tool arguments
 	params json.RawMessage // what is sent upstream
 }
 
