@@ -40,6 +40,7 @@ type Stdio struct {
 
 	handlerMu sync.RWMutex // guards the handlers
 	onNotify  func(mcp.JSONRPCNotification)
+	onRaw     func(method string, params json.RawMessage)
 	onRequest mcptransport.RequestHandler
 }
 
@@ -129,8 +130,12 @@ func preview(b []byte) string {
 
 func (t *Stdio) notification(m *jsonrpc.Message) {
 	t.handlerMu.RLock()
-	h := t.onNotify
+	h, raw := t.onNotify, t.onRaw
 	t.handlerMu.RUnlock()
+	if raw != nil {
+		raw(m.Method, m.Params)
+		return
+	}
 	if h == nil {
 		return
 	}
@@ -233,6 +238,16 @@ func (t *Stdio) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
 	t.handlerMu.Lock()
 	defer t.handlerMu.Unlock()
 	t.onNotify = h
+}
+
+// SetRawNotificationHandler sets who hears the child's notifications as
+// they came, params byte for byte (nil when absent), in place of the
+// handler mcp-go's client sets. It is called on the reading goroutine and
+// must not block.
+func (t *Stdio) SetRawNotificationHandler(h func(method string, params json.RawMessage)) {
+	t.handlerMu.Lock()
+	defer t.handlerMu.Unlock()
+	t.onRaw = h
 }
 
 // SetRequestHandler sets who answers the child's requests.

@@ -58,7 +58,7 @@ type conn struct {
 // dial starts the server and runs the MCP handshake, bounded by the connect
 // timeout. ctx is the connection's lifetime.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
-	onNotify func(mcp.JSONRPCNotification), onRequest mcptransport.RequestHandler) (*conn, error) {
+	onNotify func(mcp.JSONRPCNotification), onRaw func(method string, params json.RawMessage), onRequest mcptransport.RequestHandler) (*conn, error) {
 	c := &conn{logger: logger, lost: make(chan struct{})}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {
@@ -71,6 +71,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		}
 		c.proc = proc
 		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
+		c.stdio.SetRawNotificationHandler(onRaw) // params pass through unchanged
 		c.tr = c.stdio
 	default:
 		var authorization func(context.Context) (string, error)

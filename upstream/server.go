@@ -247,14 +247,14 @@ func (s *Server) setExited(c *conn) {
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.caps.wait(ctx)
-	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.serveRequest)
+	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.notification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.serveRequest); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.notification, s.serveRequest); err2 == nil {
 			c, err = c2, nil
 		}
 	}
