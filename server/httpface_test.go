@@ -151,4 +151,3 @@ func TestLegacySSE(t *testing.T) {
 		t.Errorf("unknown session: %d", resp.StatusCode)
 	}
 }
-
