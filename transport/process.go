@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +14,10 @@ import (
 	"time"
 )
 
-// Timings of the close ladder: close stdin, wait StdinGrace, SIGTERM the
-// process group, wait TermGrace, SIGKILL the process group.
-const (
-	StdinGrace = 5 * time.Second
-	TermGrace  = 5 * time.Second
-)
+// DefaultGrace is each wait of the close ladder unless ProcessSpec.Grace
+// says otherwise: close stdin, wait, SIGTERM the process group, wait,
+// SIGKILL the process group.
+const DefaultGrace = 5 * time.Second
 
 // stderrTail is how many of a child's last stderr lines are kept for error
 // messages, and maxStderrLine how long one kept or logged line may be.
@@ -33,6 +32,7 @@ type ProcessSpec struct {
 	Args    []string
 	Env     map[string]string // added to the hub's environment
 	Dir     string
+	Grace   time.Duration // each wait of the close ladder; DefaultGrace when 0
 }
 
 // Process is a supervised child: its own process group, stdin and stdout
@@ -42,6 +42,7 @@ type Process struct {
 	stdin  *os.File
 	stdout *os.File
 	logger *slog.Logger
+	grace  time.Duration
 
 	done    chan struct{} // closed when the child has exited and been reaped
 	waitErr error         // set before done is closed
@@ -92,6 +93,7 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		stdin:      inW,
 		stdout:     outR,
 		logger:     logger,
+		grace:      cmp.Or(spec.Grace, DefaultGrace),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
@@ -218,19 +220,19 @@ func readCapped(br *bufio.Reader, max int) (string, error) {
 	}
 }
 
-// Close stops the child by the ladder: close its stdin and wait StdinGrace,
-// then SIGTERM its process group and wait TermGrace, then SIGKILL the group.
+// Close stops the child by the ladder: close its stdin and wait the grace,
+// then SIGTERM its process group and wait again, then SIGKILL the group.
 // Whatever is left of the group after the child exits is stopped too, so no
 // grandchild outlives the hub. Close is idempotent and returns once the
 // child is reaped.
 func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
 		p.stdin.Close()
-		if !p.waitFor(StdinGrace) {
-			p.logger.Warn("child did not exit after stdin closed, sending SIGTERM", "grace", StdinGrace)
+		if !p.waitFor(p.grace) {
+			p.logger.Warn("child did not exit after stdin closed, sending SIGTERM", "grace", p.grace)
 			signalGroup(p.cmd, sigTerm)
-			if !p.waitFor(TermGrace) {
-				p.logger.Warn("child did not exit after SIGTERM, sending SIGKILL", "grace", TermGrace)
+			if !p.waitFor(p.grace) {
+				p.logger.Warn("child did not exit after SIGTERM, sending SIGKILL", "grace", p.grace)
 				signalGroup(p.cmd, sigKill)
 				<-p.done
 			}
@@ -255,7 +257,7 @@ func (p *Process) reapGroup() {
 		return
 	}
 	signalGroup(p.cmd, sigTerm)
-	deadline := time.Now().Add(TermGrace)
+	deadline := time.Now().Add(p.grace)
 	for groupAlive(p.cmd) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

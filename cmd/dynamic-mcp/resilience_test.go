@@ -246,7 +246,7 @@ collect:
 }
 
 func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
-	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
+	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 300ms }\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
 	pid, grandchild := fakePIDs(t, c)
@@ -254,9 +254,12 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 		t.Fatalf("pids: %d %d", pid, grandchild)
 	}
 	start := time.Now()
-	c.tr.Close() // the hub's stdin closes; the ladder takes 5 s + 5 s for this child
+	c.tr.Close() // the hub's stdin closes; the ladder takes 300 ms + 300 ms for this child
 	if err := hub.Wait(); err != nil {
 		t.Errorf("hub exit: %v", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("the ladder took %s with stop_grace: 300ms", took)
 	}
 	for _, p := range []int{pid, grandchild} {
 		waitFor(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {

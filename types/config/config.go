@@ -39,6 +39,7 @@ const (
 const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultListTimeout    = 10 * time.Second
+	DefaultStopGrace      = 5 * time.Second
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPageSize       = 100
 	DefaultMaxMessageSize = 10 << 20
@@ -210,6 +211,10 @@ type Settings struct {
 	// Retry is how failed servers are tried again; a server's own retry:
 	// overrides it key by key.
 	Retry Retry
+	// StopGrace is each wait of the stop ladder: a child gets StopGrace to
+	// exit after its stdin is closed, then StopGrace after SIGTERM, before
+	// SIGKILL. Default 5s.
+	StopGrace time.Duration
 }
 
 // ServerSettings are the settings that shape a running server: when one
@@ -218,11 +223,12 @@ type ServerSettings struct {
 	ConnectTimeout time.Duration
 	ListTimeout    time.Duration
 	MaxMessageSize int
+	StopGrace      time.Duration
 }
 
 // ForServer picks the settings that shape a running server.
 func (s Settings) ForServer() ServerSettings {
-	return ServerSettings{ConnectTimeout: s.ConnectTimeout, ListTimeout: s.ListTimeout, MaxMessageSize: s.MaxMessageSize}
+	return ServerSettings{ConnectTimeout: s.ConnectTimeout, ListTimeout: s.ListTimeout, MaxMessageSize: s.MaxMessageSize, StopGrace: s.StopGrace}
 }
 
 // Group is a named set of upstream servers with a description the LLM reads.

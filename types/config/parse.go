@@ -94,6 +94,7 @@ func (p *parser) parse(data []byte) *Config {
 			CallTimeout:    DefaultCallTimeout,
 			PageSize:       DefaultPageSize,
 			MaxMessageSize: DefaultMaxMessageSize,
+			StopGrace:      DefaultStopGrace,
 			Retry:          Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
@@ -149,6 +150,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"connect_timeout":  func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
 		"list_timeout":     func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
 		"call_timeout":     func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
+		"stop_grace":       func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"page_size": func(k string, v *yaml.Node) {
