@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +25,39 @@ func BenchmarkStdioToolCall(b *testing.B) {
 		id := fmt.Sprint(i)
 		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
 		c.answer(id)
+	}
+}
+
+// BenchmarkDirectToolCall is the same call made to the fake upstream
+// directly, over its stdin and stdout: the floor BenchmarkStdioToolCall
+// is compared with.
+func BenchmarkDirectToolCall(b *testing.B) {
+	cmd := exec.Command(fakeBin)
+	in, _ := cmd.StdinPipe()
+	outPipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	out := bufio.NewReader(outPipe)
+	roundTrip := func(id, msg string) {
+		io.WriteString(in, msg+"\n")
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.Contains(line, `"id":`+id+`,`) {
+				return
+			}
+		}
+	}
+	roundTrip("0", initializeMsg)
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprint(i)
+		roundTrip(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
 	}
 }

@@ -71,6 +71,7 @@ type Conn struct {
 	r        io.Reader
 	w        io.Writer
 	out      *Outbox
+	workers  *Workers
 	calls    *Calls
 	inflight *Inflight
 
@@ -106,6 +107,7 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	c := &Conn{
 		opts: opts, r: r, w: w,
 		out:      NewOutbox(opts.Outbox),
+		workers:  NewWorkers(),
 		calls:    NewCalls(),
 		inflight: NewInflight(opts.MaxInflight),
 		ctx:      ctx, cancel: cancel,
@@ -265,7 +267,7 @@ func (c *Conn) receive(line []byte) {
 			c.reply(m.ID, nil, refuse)
 			return
 		}
-		go func() {
+		c.workers.Go(func() {
 			var res json.RawMessage
 			var err error
 			if c.opts.Handle == nil {
@@ -276,7 +278,7 @@ func (c *Conn) receive(line []byte) {
 			if end() {
 				_ = c.send(Answer(m.ID, res, err))
 			}
-		}()
+		})
 	}
 }
 
