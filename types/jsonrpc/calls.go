@@ -107,11 +107,11 @@ func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) 
 // each cancellable by the peer's notifications/cancelled, which also
 // means it gets no answer.
 type Inflight struct {
-	max int
+	max  int
+	done chan struct{} // signalled when a request ends
 
 	mu   sync.Mutex // guards reqs
 	reqs map[string]*inflightReq
-	wg   sync.WaitGroup
 }
 
 type inflightReq struct {
@@ -121,7 +121,7 @@ type inflightReq struct {
 
 // NewInflight allows max requests at once.
 func NewInflight(max int) *Inflight {
-	return &Inflight{max: max, reqs: map[string]*inflightReq{}}
+	return &Inflight{max: max, reqs: map[string]*inflightReq{}, done: make(chan struct{}, 1)}
 }
 
 // Begin starts answering the request with id: it returns the request's
@@ -142,14 +142,16 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 	rctx, cancel := context.WithCancel(ctx)
 	r := &inflightReq{cancel: cancel}
 	f.reqs[key] = r
-	f.wg.Add(1)
 	f.mu.Unlock()
 	return rctx, func() bool {
 		f.mu.Lock()
 		delete(f.reqs, key)
 		f.mu.Unlock()
 		cancel()
-		f.wg.Done()
+		select {
+		case f.done <- struct{}{}:
+		default:
+		}
 		return !r.canceled.Load()
 	}, nil
 }
@@ -189,10 +191,11 @@ func (f *Inflight) Len() int {
 
 // Wait waits until no request is in flight or ctx ends.
 func (f *Inflight) Wait(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { f.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	for f.Len() > 0 {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
 	}
 }

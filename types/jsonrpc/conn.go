@@ -283,8 +283,11 @@ func (c *Conn) receive(line []byte) {
 }
 
 // reply queues the answer to a request, for the writer: the reader
-// answers what it refuses this way, never writing itself.
+// answers what it refuses this way, never writing itself. While the peer
+// is not reading such answers the reader waits, so that a peer sending
+// nothing but refused messages cannot grow the queue without bound.
 func (c *Conn) reply(id, result json.RawMessage, err error) {
+	c.out.WaitRoom(c.opts.MaxInflight+DefaultOutbox, c.done)
 	_ = c.out.Send(Answer(id, result, err))
 }
 

@@ -32,8 +32,9 @@ type Outbox struct {
 	mu     sync.Mutex // guards the fields below
 	queue  [][]byte
 	notes  int  // notifications in queue
-	closed bool // no more sends; Run writes what is queued and returns
+	closed bool // no more sends; what is queued can still be taken
 	wake   chan struct{}
+	taken  chan struct{} // signalled when the writer takes what waits
 }
 
 // NewOutbox holds up to limit notifications (DefaultOutbox when 0).
@@ -41,7 +42,7 @@ func NewOutbox(limit int) *Outbox {
 	if limit <= 0 {
 		limit = DefaultOutbox
 	}
-	return &Outbox{limit: limit, wake: make(chan struct{}, 1)}
+	return &Outbox{limit: limit, wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 }
 
 // Send queues a message that must not be lost (a response or request).
@@ -90,10 +91,27 @@ func (o *Outbox) Ready() <-chan struct{} { return o.wake }
 // TakeNow returns every message waiting, oldest first, without waiting.
 func (o *Outbox) TakeNow() [][]byte {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	batch := o.queue
 	o.queue, o.notes = nil, 0
+	o.mu.Unlock()
+	select {
+	case o.taken <- struct{}{}:
+	default:
+	}
 	return batch
+}
+
+// WaitRoom waits while more than n messages wait, or until stop: a reader
+// that answers what it refuses slows down to the pace its peer reads the
+// answers, instead of queueing them without bound.
+func (o *Outbox) WaitRoom(n int, stop <-chan struct{}) {
+	for o.Len() > n {
+		select {
+		case <-o.taken:
+		case <-stop:
+			return
+		}
+	}
 }
 
 // Closed reports whether Close was called.
