@@ -28,15 +28,17 @@ const (
 )
 
 // metaTools are the two tools the client sees in dynamic mode. The groups
-// appear in config order, so the text only changes when a group comes or
-// goes, which keeps the client's prompt cache warm.
+// appear in config order, a group still starting as if it were ready (a
+// call for it waits for it), so the text is complete from the first list
+// and only changes when a group fails or comes back, which keeps the
+// client's prompt cache warm.
 func metaTools(groups []*groupView) []json.RawMessage {
 	var b strings.Builder
 	b.WriteString(getToolsIntro)
 	enum := []string{}
 	var down []string
 	for _, g := range groups {
-		if g.state == upstream.StateReady {
+		if g.state == upstream.StateReady || g.state == upstream.StateStarting {
 			enum = append(enum, g.name)
 			fmt.Fprintf(&b, "- %s: %s\n", g.name, g.description)
 		} else {

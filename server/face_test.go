@@ -76,17 +76,26 @@ func (c *pipeClient) send(s string) {
 
 // answer reads until the answer to id, skipping notifications.
 func (c *pipeClient) answer(id string) string {
+	all := c.answerAll(id)
+	return all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
+}
+
+// answerAll reads until the answer to id and returns every line read,
+// notifications included.
+func (c *pipeClient) answerAll(id string) string {
 	c.t.Helper()
 	got := make(chan string, 1)
 	go func() {
+		var all strings.Builder
 		for {
 			line, err := c.r.ReadString('\n')
 			if err != nil {
-				got <- "read: " + err.Error()
+				got <- all.String() + "read: " + err.Error() + "\n"
 				return
 			}
+			all.WriteString(line)
 			if strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"method"`) {
-				got <- line
+				got <- all.String()
 				return
 			}
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +73,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithLogging(),
 		mcpserver.WithHooks(hooks),
 	)
-	h.snap.Store(&snapshot{cfg: cfg, policy: policy.New(cfg), view: buildView(cfg.Mode, mgr), audit: audit})
+	h.snap.Store(newSnapshot(cfg, policy.New(cfg), buildView(cfg.Mode, mgr), audit))
 	return h, nil
 }
 
@@ -85,7 +84,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swapMu.Lock()
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
-	next := &snapshot{cfg: cfg, policy: policy.New(cfg), view: buildView(cfg.Mode, h.mgr), audit: cur.audit}
+	next := newSnapshot(cfg, policy.New(cfg), buildView(cfg.Mode, h.mgr), cur.audit)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments {
 		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, h.logger); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
@@ -184,19 +183,11 @@ func (h *Hub) announce(old, v *view) {
 			h.logger.Error(p)
 		}
 	}
-	notify := func(method string, changed bool) {
-		if changed {
-			h.mcp.SendNotificationToAllClients(method, nil)
+	for k := range listKinds {
+		if old.hash(k) != v.hash(k) {
+			h.listChanged(k)
 		}
 	}
-	notify("notifications/tools/list_changed", !bytes.Equal(old.toolsList, v.toolsList))
-	notify("notifications/prompts/list_changed", !rawListsEqual(old.prompts, v.prompts))
-	notify("notifications/resources/list_changed",
-		!rawListsEqual(old.resources, v.resources) || !rawListsEqual(old.templates, v.templates))
-}
-
-func rawListsEqual(a, b []json.RawMessage) bool {
-	return slices.EqualFunc(a, b, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) })
 }
 
 // ToolsListFor builds the tools/list result mode would give, for comparing
@@ -232,18 +223,36 @@ func (h *Hub) dispatch(ctx context.Context, msg *jsonrpc.Message) (json.RawMessa
 	ctx, snap, release := h.acquire(ctx)
 	defer release()
 	v, size := snap.view, snap.cfg.Settings.PageSize
+	// A first page asked while upstreams start waits for them a moment,
+	// so that a client that lists once sees them all.
+	settled := func() *view {
+		if jsonrpc.Field(msg.Params, "cursor") != nil {
+			return v
+		}
+		return h.awaitView(ctx, snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
+	}
 	switch msg.Method {
 	case "tools/list":
+		if v.mode == config.ModeFlat {
+			v = settled()
+		}
+		h.saw(ctx, listTools, v.toolsHash)
 		return v.toolsList, nil
 	case "tools/call":
 		return h.toolsCall(ctx, v, msg.Params)
 	case "prompts/list":
+		v = settled()
+		h.saw(ctx, listPrompts, v.promptsHash)
 		return page("prompts", v.prompts, msg.Params, size)
 	case "prompts/get":
 		return h.promptsGet(ctx, v, msg.Params)
 	case "resources/list":
+		v = settled()
+		h.saw(ctx, listResources, v.resourcesHash)
 		return page("resources", v.resources, msg.Params, size)
 	case "resources/templates/list":
+		v = settled()
+		h.saw(ctx, listResources, v.resourcesHash)
 		return page("resourceTemplates", v.templates, msg.Params, size)
 	case "resources/read":
 		return h.resourcesRead(ctx, v, msg.Params)
@@ -287,8 +296,17 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name, a non-empty string")
 	}
 	arguments := jsonrpc.Field(params, "arguments")
+	settings := h.config().Settings
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
+		if !ok && v.starting {
+			// Its upstream may be one still starting: wait for it.
+			v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool {
+				_, ok := v.flatRoutes[name]
+				return ok || !v.starting
+			})
+			r, ok = v.flatRoutes[name]
+		}
 		if !ok {
 			h.auditMiss(ctx, name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
@@ -304,6 +322,11 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 		if err := json.Unmarshal(arguments, &args); err != nil {
 			return toolError("invalid arguments: " + err.Error()), nil
 		}
+	}
+	if (name == getToolsName || name == callToolName) && v.groupStarting(args.Group) {
+		// The group is listed from the start; a call for it waits until it
+		// is up (or has failed), as long as connecting may take.
+		v = h.awaitView(ctx, settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
 	}
 	switch name {
 	case getToolsName:

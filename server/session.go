@@ -38,6 +38,8 @@ type session struct {
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications
 	rootsPending  atomic.Bool                  // a roots/list_changed waits to go upstream
+	seen          [listKinds]atomic.Uint64     // hash of each list as last answered, 0 before
+	listPending   [listKinds]atomic.Bool       // a list_changed waits out its window
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation

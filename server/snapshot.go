@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -16,6 +17,13 @@ type snapshot struct {
 	policy *policy.Policy
 	view   *view
 	audit  *auditLog // nil when the trail is off
+	// replaced is closed when a newer snapshot takes this one's place, so
+	// that a request waiting for upstreams to start can wait for the next.
+	replaced chan struct{}
+}
+
+func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLog) *snapshot {
+	return &snapshot{cfg: cfg, policy: pol, view: v, audit: audit, replaced: make(chan struct{})}
 }
 
 // snapshot is the current snapshot. A request that may write the audit
@@ -46,11 +54,35 @@ func (h *Hub) acquire(ctx context.Context) (_ context.Context, _ *snapshot, rele
 // swap makes next the current snapshot. A trail it no longer uses is
 // closed once its last writer is done. Callers hold h.swapMu.
 func (h *Hub) swap(next *snapshot) (old *snapshot) {
+	next.replaced = make(chan struct{})
 	old = h.snap.Swap(next)
+	close(old.replaced)
 	if old.audit != next.audit {
 		if err := old.audit.retire(); err != nil {
 			h.logger.Error("close the audit trail", "err", err)
 		}
 	}
 	return old
+}
+
+// awaitView waits until the current view satisfies done, ctx ends, or wait
+// has passed, and returns the view it stopped at.
+func (h *Hub) awaitView(ctx context.Context, wait time.Duration, done func(*view) bool) *view {
+	s := h.snapshot()
+	if done(s.view) || wait <= 0 {
+		return s.view
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for !done(s.view) {
+		select {
+		case <-s.replaced:
+			s = h.snapshot()
+		case <-t.C:
+			return s.view
+		case <-ctx.Done():
+			return s.view
+		}
+	}
+	return s.view
 }

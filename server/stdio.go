@@ -62,15 +62,17 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	var err error
 	select {
 	case <-conn.Done():
+		// The client closed its side: let requests in flight finish for
+		// a moment, then cancel them.
 		err = conn.Err()
+		drainCtx, stop := context.WithTimeout(context.Background(), drainTimeout)
+		conn.WaitIdle(drainCtx)
+		stop()
 	case <-ctx.Done():
+		// We are told to stop: requests in flight are cancelled at once
+		// (and answered with an error), new ones refused.
 		err = ctx.Err()
 	}
-	// The client is gone or we are stopping: let requests in flight finish
-	// for a moment, then cancel them.
-	drainCtx, stop := context.WithTimeout(context.Background(), drainTimeout)
-	conn.WaitIdle(drainCtx)
-	stop()
 	conn.Close()
 	cancel()
 	<-drained

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/yosida95/uritemplate/v3"
@@ -52,9 +53,22 @@ type view struct {
 	templates      []json.RawMessage
 	templateRoutes []templateRoute
 
+	// starting says some enabled server is still starting: its lists are
+	// not in the view yet.
+	starting bool
+
+	// hashes of the whole lists, to tell whether a client's view changed.
+	toolsHash, promptsHash, resourcesHash uint64
+
 	// problems found while building, such as name collisions; logged once
 	// when they first appear.
 	problems []string
+}
+
+// groupStarting reports whether the group name is still starting.
+func (v *view) groupStarting(name string) bool {
+	g := v.groupIndex[name]
+	return g != nil && g.state == upstream.StateStarting
 }
 
 // buildView computes the client's view of mgr in mode.
@@ -72,6 +86,9 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 	for _, g := range mgr.Groups() {
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
+		for _, s := range g.Servers {
+			v.starting = v.starting || s.Status().State == upstream.StateStarting && !s.Config.Disabled
+		}
 		v.groups = append(v.groups, gv)
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
@@ -149,7 +166,20 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 	} else {
 		v.toolsList = toolsListResult(metaTools(v.groups))
 	}
+	v.toolsHash = hashOf(v.toolsList)
+	v.promptsHash = hashOf(v.prompts...)
+	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
 	return v
+}
+
+// hashOf is a hash of the byte strings, in order, with their boundaries.
+func hashOf(parts ...json.RawMessage) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
 
 // toolsListResult frames the whole tools/list result around the

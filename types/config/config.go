@@ -40,6 +40,7 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultListTimeout    = 10 * time.Second
 	DefaultStopGrace      = 5 * time.Second
+	DefaultStartupWait    = 5 * time.Second
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPageSize       = 100
 	DefaultMaxMessageSize = 10 << 20
@@ -211,6 +212,10 @@ type Settings struct {
 	// Retry is how failed servers are tried again; a server's own retry:
 	// overrides it key by key.
 	Retry Retry
+	// StartupWait is how long a list asked while upstreams are still
+	// starting waits for them before it answers with what is ready (and a
+	// call to a tool not known yet, for its upstream). Default 5s.
+	StartupWait time.Duration
 	// StopGrace is each wait of the stop ladder: a child gets StopGrace to
 	// exit after its stdin is closed, then StopGrace after SIGTERM, before
 	// SIGKILL. Default 5s.
@@ -264,13 +269,24 @@ type Server struct {
 	// With a URL and no transport given it is "" and the hub tries Streamable
 	// HTTP first.
 	Transport Transport
-	// Command and Args start a stdio server.
+	// Command and Args start a stdio server. A relative Command with a
+	// slash in it (./server.sh, bin/server) is made absolute against the
+	// config file's directory by Parse; one without (npx, node) is looked
+	// up in PATH.
 	Command string
 	Args    []string
-	// Env is added to the hub's own environment for the child.
+	// Env is set over the hub's environment for the child, which gets it
+	// without the hub's DYNAMIC_MCP_* variables and without any variable
+	// that holds one of Hide's values.
 	Env map[string]string
-	// Cwd is the child's working directory; default the hub's.
+	// Cwd is the child's working directory, absolute after Parse; default
+	// the config file's directory (the hub's for a config read without a
+	// file name). A relative cwd: is relative to the config file's
+	// directory, so relative paths in args mean "next to the config".
 	Cwd string
+	// Hide are the hub's secrets that the child must not see under any
+	// name: Parse puts http.token here when it is set.
+	Hide []string
 	// URL of a remote server.
 	URL string
 	// Headers go on every HTTP request to a remote server.

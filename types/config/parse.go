@@ -1,10 +1,13 @@
 package config
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,7 +54,13 @@ func Parse(path string, r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	p := &parser{path: path, env: lookupEnv}
+	p := &parser{path: path, dir: configDir(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	p.env = func(name string) (string, bool) {
+		if name == "CONFIG_DIR" {
+			return p.dir, true
+		}
+		return lookupEnv(name)
+	}
 	cfg := p.parse(data)
 	if p.errs != nil {
 		p.errs.ErrorFormat = listErrors
@@ -70,8 +79,12 @@ func listErrors(errs []error) string {
 
 type parser struct {
 	path string
+	dir  string // the config file's directory, absolute; ${CONFIG_DIR}
 	env  func(string) (string, bool)
 	errs *multierror.Error
+	// nodes are the value nodes of each server's keys: which keys it has,
+	// and where each is, so that a problem is reported at its own line.
+	nodes map[*Server]map[string]*yaml.Node
 }
 
 func (p *parser) fail(n *yaml.Node, key string, format string, args ...any) {
@@ -95,12 +108,14 @@ func (p *parser) parse(data []byte) *Config {
 			PageSize:       DefaultPageSize,
 			MaxMessageSize: DefaultMaxMessageSize,
 			StopGrace:      DefaultStopGrace,
+			StartupWait:    DefaultStartupWait,
 			Retry:          Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.errs = multierror.Append(p.errs, &ConfigError{Path: p.path, Line: yamlErrorLine(err), Err: err})
+		line, err := syntaxError(data, err)
+		p.errs = multierror.Append(p.errs, &ConfigError{Path: p.path, Line: line, Err: err})
 		return nil
 	}
 	if len(doc.Content) == 0 {
@@ -112,7 +127,7 @@ func (p *parser) parse(data []byte) *Config {
 		p.fail(root, "", "the file must be a map with groups: (and optionally mode: and settings:)")
 		return nil
 	}
-	p.mapping(root, "", map[string]func(key string, v *yaml.Node){
+	misspelt := p.mapping(root, "", map[string]func(key string, v *yaml.Node){
 		"mode":     func(key string, v *yaml.Node) { choose(p, v, key, &cfg.Mode, ModeDynamic, ModeFlat) },
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
@@ -134,15 +149,43 @@ func (p *parser) parse(data []byte) *Config {
 			})
 		},
 	})
-	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil {
+	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil && !misspelt["groups"] {
 		p.fail(root, "groups", "is required: list at least one group")
 	}
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
+			if cfg.HTTP.Token != "" && s.Transport == TransportStdio {
+				s.Hide = []string{cfg.HTTP.Token}
+			}
 		}
 	}
 	return cfg
+}
+
+// configDir is the directory of the config file at path, absolute: where
+// a stdio server runs unless its cwd: says otherwise. It is the working
+// directory for a config read without a file name.
+func configDir(path string) string {
+	if path == "" {
+		dir, _ := os.Getwd()
+		return dir
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	return filepath.Dir(abs)
+}
+
+// resolve makes a path from the config absolute: ~/ is the home directory
+// and a relative path is relative to the config file's directory.
+func (p *parser) resolve(path string) string {
+	path = expandHome(path)
+	if path == "" || filepath.IsAbs(path) || p.dir == "" {
+		return path
+	}
+	return filepath.Join(p.dir, path)
 }
 
 func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
@@ -151,6 +194,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"list_timeout":     func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
 		"call_timeout":     func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
 		"stop_grace":       func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
+		"startup_wait":     func(k string, v *yaml.Node) { s.StartupWait = p.duration(v, k) },
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"page_size": func(k string, v *yaml.Node) {
@@ -172,9 +216,15 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 		p.fail(n, path, "is empty: list at least one group")
 	}
 	var groups []*Group
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, v := n.Content[i].Value, n.Content[i+1]
 		key := path + "." + name
+		if seen[name] {
+			p.fail(n.Content[i], key, "appears twice: group names are unique")
+			continue
+		}
+		seen[name] = true
 		if !namePattern.MatchString(name) {
 			p.fail(n.Content[i], key, "group name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 		}
@@ -188,9 +238,13 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
 	inline := &Server{Name: name, Group: name, Line: at.Line}
-	hasInline, hasServers := false, false
+	hasInline, hasServers, badDescription := false, false, false
 	fields := map[string]func(string, *yaml.Node){
-		"description":   func(k string, v *yaml.Node) { g.Description = p.str(v, k) },
+		"description": func(k string, v *yaml.Node) {
+			var ok bool
+			g.Description, ok = p.strOK(v, k)
+			badDescription = !ok
+		},
 		"prefix":        func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
 		"deny":          func(k string, v *yaml.Node) { g.Tools.Deny = p.patterns(v, k) },
 		"allow":         func(k string, v *yaml.Node) { g.Tools.Allow = p.patterns(v, k) },
@@ -204,15 +258,25 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 				p.fail(v, k, "must be a map of server name to server, with at least one server")
 				return
 			}
+			seen := map[string]bool{}
 			for i := 0; i+1 < len(v.Content); i += 2 {
 				sname := v.Content[i].Value
 				skey := k + "." + sname
+				if seen[sname] {
+					p.fail(v.Content[i], skey, "appears twice: server names are unique in a group")
+					continue
+				}
+				seen[sname] = true
 				if !namePattern.MatchString(sname) {
 					p.fail(v.Content[i], skey, "server name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 				}
 				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line}
-				p.mapping(v.Content[i+1], skey, p.serverFields(s))
-				p.checkServer(v.Content[i], skey, s)
+				if v.Content[i+1].Kind != yaml.MappingNode {
+					p.fail(v.Content[i+1], skey, "must be a map with command: or url:")
+				} else {
+					misspelt := p.mapping(v.Content[i+1], skey, p.serverFields(s))
+					p.checkServer(v.Content[i], skey, s, misspelt)
+				}
 				g.Servers = append(g.Servers, s)
 			}
 		},
@@ -225,22 +289,26 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 		p.fail(at, path, "must be a map with description and a server (command: or url:) or servers:")
 		return g
 	}
-	p.mapping(n, path, fields)
-	if g.Description == "" {
+	misspelt := p.mapping(n, path, fields)
+	if g.Description == "" && !badDescription && !misspelt["description"] {
 		p.fail(at, path+".description", "is required: say what the group is for, the LLM reads it")
 	}
 	for i, r := range g.Policy {
 		if r.Server != "" && !hasServerNamed(g, inline, r.Server) {
-			p.fail(at, fmt.Sprintf("%s.policy[%d].server", path, i), "names %q, which is not a server of this group", r.Server)
+			where := at
+			if policy := findKey(n, "policy"); policy != nil && i < len(policy.Content) {
+				where = cmp.Or(findKey(policy.Content[i], "server"), where)
+			}
+			p.fail(where, fmt.Sprintf("%s.policy[%d].server", path, i), "names %q, which is not a server of this group", r.Server)
 		}
 	}
 	switch {
 	case hasInline && hasServers:
 		p.fail(at, path, "has both an inline server and servers:; use one or the other")
 	case hasInline:
-		p.checkServer(at, path, inline)
+		p.checkServer(at, path, inline, misspelt)
 		g.Servers = []*Server{inline}
-	case !hasServers:
+	case !hasServers && !misspelt["command"] && !misspelt["url"] && !misspelt["servers"]:
 		p.fail(at, path, "has no server: give command: or url:, or a servers: map")
 	}
 	return g
@@ -258,22 +326,40 @@ func hasServerNamed(g *Group, inline *Server, name string) bool {
 	return false
 }
 
+// serverFields reads a server's keys into s, and records where each is.
 func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
-	return map[string]func(string, *yaml.Node){
-		"command": func(k string, v *yaml.Node) { s.Command = p.str(v, k) },
-		"args":    func(k string, v *yaml.Node) { s.Args = p.strings(v, k) },
-		"env":     func(k string, v *yaml.Node) { s.Env = p.stringMap(v, k) },
-		"cwd":     func(k string, v *yaml.Node) { s.Cwd = expandHome(p.str(v, k)) },
-		"url":     func(k string, v *yaml.Node) { s.URL = p.str(v, k) },
+	fields := map[string]func(string, *yaml.Node){
+		"command": func(k string, v *yaml.Node) {
+			if c, ok := p.strOK(v, k); ok && c == "" {
+				p.fail(v, k, "is empty: give the program to run")
+			} else {
+				s.Command = c
+			}
+		},
+		"args": func(k string, v *yaml.Node) { s.Args = p.strings(v, k) },
+		"env":  func(k string, v *yaml.Node) { s.Env = p.stringMap(v, k) },
+		"cwd":  func(k string, v *yaml.Node) { s.Cwd = p.resolve(p.str(v, k)) },
+		"url": func(k string, v *yaml.Node) {
+			var ok bool
+			if s.URL, ok = p.strOK(v, k); !ok {
+				return
+			}
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.fail(v, k, "must be an http:// or https:// URL, not %q", s.URL)
+			}
+		},
 		"headers": func(k string, v *yaml.Node) { s.Headers = p.stringMap(v, k) },
 		"transport": func(k string, v *yaml.Node) {
-			switch t := Transport(p.str(v, k)); t {
+			t, ok := p.strOK(v, k)
+			switch Transport(t) {
 			case TransportStdio, TransportStreamableHTTP, TransportSSE:
-				s.Transport = t
+				s.Transport = Transport(t)
 			case "http", "streamableHttp":
 				s.Transport = TransportStreamableHTTP
 			default:
-				p.fail(v, k, "must be stdio, streamable-http or sse, not %q", t)
+				if ok {
+					p.fail(v, k, "must be stdio, streamable-http or sse, not %q", t)
+				}
 			}
 		},
 		"timeout": func(k string, v *yaml.Node) { s.Timeout = p.duration(v, k) },
@@ -285,7 +371,8 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
 				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort, _ = p.int(v, k) },
 				"client_metadata_url": func(k string, v *yaml.Node) {
-					if s.OAuth.ClientMetadataURL = p.str(v, k); !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
+					var ok bool
+					if s.OAuth.ClientMetadataURL, ok = p.strOK(v, k); ok && !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
 						p.fail(v, k, "must be an https:// URL")
 					}
 				},
@@ -293,6 +380,14 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 		},
 		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
 	}
+	p.nodes[s] = map[string]*yaml.Node{}
+	for k, f := range fields {
+		fields[k] = func(key string, v *yaml.Node) {
+			p.nodes[s][k] = v
+			f(key, v)
+		}
+	}
+	return fields
 }
 
 func (p *parser) retry(n *yaml.Node, path string, r *Retry) {
@@ -342,7 +437,7 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 	for i, rn := range n.Content {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		r := Rule{Name: fmt.Sprintf("%s[%d]", prefix, i), Line: rn.Line}
-		p.mapping(rn, k, map[string]func(string, *yaml.Node){
+		misspelt := p.mapping(rn, k, map[string]func(string, *yaml.Node){
 			"name": func(k string, v *yaml.Node) { r.Name = p.str(v, k) },
 			"action": func(k string, v *yaml.Node) {
 				choose(p, v, k, &r.Action, ActionAllow, ActionDeny, ActionLog, ActionPrompt)
@@ -354,10 +449,10 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 			"prompt":      func(k string, v *yaml.Node) { r.Prompt = p.str(v, k) },
 			"description": func(k string, v *yaml.Node) { r.Description = p.str(v, k) },
 		})
-		if r.Action == "" && rn.Kind == yaml.MappingNode {
+		if rn.Kind == yaml.MappingNode && findKey(rn, "action") == nil && !misspelt["action"] {
 			p.fail(rn, k+".action", "is required: allow, deny, log or prompt")
 		}
-		if len(r.Args) > 0 && r.Tool == "" {
+		if len(r.Args) > 0 && findKey(rn, "tool") == nil && !misspelt["tool"] {
 			p.fail(rn, k+".args", "only applies to tool calls: give tool: too (\"*\" for any)")
 		}
 		rules = append(rules, r)
@@ -365,50 +460,74 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 	return rules
 }
 
-// checkServer validates one server after its fields are read.
-func (p *parser) checkServer(n *yaml.Node, path string, s *Server) {
+// checkServer validates one server after its fields are read, and
+// resolves its paths against the config file's directory. n is where the
+// server starts; misspelt are the keys that unknown keys were taken to
+// mean, already reported.
+func (p *parser) checkServer(n *yaml.Node, path string, s *Server, misspelt map[string]bool) {
+	keys := p.nodes[s]
+	at := func(key string) *yaml.Node { return cmp.Or(keys[key], n) }
+	hasCommand, hasURL := keys["command"] != nil, keys["url"] != nil
 	switch {
-	case s.Command != "" && s.URL != "":
+	case hasCommand && hasURL:
 		p.fail(n, path, "has both command: and url:; a server is either a process or a remote URL")
-	case s.Command == "" && s.URL == "":
-		p.fail(n, path, "needs command: (a process) or url: (a remote server)")
-	case s.Command != "":
-		if s.OAuth.set() {
-			p.fail(n, path+".oauth", "only applies to url: servers")
+	case !hasCommand && !hasURL:
+		if !misspelt["command"] && !misspelt["url"] {
+			p.fail(n, path, "needs command: (a process) or url: (a remote server)")
+		}
+	case hasCommand:
+		for _, k := range []string{"oauth", "headers"} {
+			if keys[k] != nil {
+				p.fail(at(k), path+"."+k, "only applies to url: servers")
+			}
 		}
 		if s.Transport != "" && s.Transport != TransportStdio {
-			p.fail(n, path+".transport", "is %s but the server has command:, which is stdio", s.Transport)
+			p.fail(at("transport"), path+".transport", "is %s but the server has command:, which is stdio", s.Transport)
 		}
 		s.Transport = TransportStdio
-		if len(s.Headers) > 0 {
-			p.fail(n, path+".headers", "only applies to url: servers")
+		s.Command = p.resolveCommand(s.Command)
+		if keys["cwd"] == nil {
+			s.Cwd = p.dir
 		}
 	default:
 		if s.Transport == TransportStdio {
-			p.fail(n, path+".transport", "is stdio but the server has url:")
+			p.fail(at("transport"), path+".transport", "is stdio but the server has url:")
 		}
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail(n, path+".url", "must be an http:// or https:// URL, not %q", s.URL)
-		}
-		if len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
-			p.fail(n, path, "args:, env: and cwd: only apply to command: servers")
+		for _, k := range []string{"args", "env", "cwd"} {
+			if keys[k] != nil {
+				p.fail(at(k), path+"."+k, "only applies to command: servers")
+			}
 		}
 		if s.OAuth.ClientSecret != "" && s.OAuth.ClientID == "" {
-			p.fail(n, path+".oauth.client_secret", "needs oauth.client_id")
+			p.fail(at("oauth"), path+".oauth.client_secret", "needs oauth.client_id")
 		}
 	}
 }
 
+// resolveCommand makes a relative command with a slash in it (./server.sh,
+// bin/server) absolute against the config file's directory, wherever cwd:
+// points. A bare name (node, npx) is left to the PATH lookup.
+func (p *parser) resolveCommand(command string) string {
+	command = expandHome(command)
+	if strings.ContainsRune(command, '/') || strings.ContainsRune(command, filepath.Separator) {
+		return p.resolve(command)
+	}
+	return command
+}
+
 // mapping walks a YAML mapping, calling the handler of each known key and
-// reporting every unknown or repeated one.
-func (p *parser) mapping(n *yaml.Node, path string, fields map[string]func(key string, v *yaml.Node)) {
+// reporting every unknown or repeated one. An unknown key that is close to
+// a known one is reported with it ("did you mean"), and returned among
+// misspelt, so that the caller does not report the known key as missing
+// too: one mistake, one message.
+func (p *parser) mapping(n *yaml.Node, path string, fields map[string]func(key string, v *yaml.Node)) (misspelt map[string]bool) {
+	misspelt = map[string]bool{}
 	if n.Kind != yaml.MappingNode {
 		if n.Tag == "!!null" {
-			return
+			return misspelt
 		}
 		p.fail(n, path, "must be a map")
-		return
+		return misspelt
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -424,11 +543,17 @@ func (p *parser) mapping(n *yaml.Node, path string, fields map[string]func(key s
 		seen[k.Value] = true
 		f, ok := fields[k.Value]
 		if !ok {
-			p.fail(k, key, "unknown key")
+			if near := nearest(k.Value, slices.Collect(maps.Keys(fields))); near != "" {
+				p.fail(k, key, "unknown key; did you mean %q?", near)
+				misspelt[near] = true
+			} else {
+				p.fail(k, key, "unknown key")
+			}
 			continue
 		}
 		f(key, v)
 	}
+	return misspelt
 }
 
 func findKey(n *yaml.Node, key string) *yaml.Node {
@@ -441,21 +566,34 @@ func findKey(n *yaml.Node, key string) *yaml.Node {
 }
 
 func (p *parser) str(n *yaml.Node, key string) string {
+	s, _ := p.strOK(n, key)
+	return s
+}
+
+// strOK reads a string with ${VAR} substituted; ok is false when it
+// reported that n is not one, or names a variable that is not set, so
+// that a caller checking the value further does not report it again.
+func (p *parser) strOK(n *yaml.Node, key string) (s string, ok bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		p.fail(n, key, "must be a string")
-		return ""
+		return "", false
 	}
 	s, err := expand(n.Value, p.env)
 	if err != nil {
 		p.fail(n, key, "%v", err)
+		return "", false
 	}
-	return s
+	return s, true
 }
 
 // choose sets *dst to the value of n if it is one of choices, and
 // otherwise records an error that names them.
 func choose[T ~string](p *parser, n *yaml.Node, key string, dst *T, choices ...T) {
-	v := T(p.str(n, key))
+	s, ok := p.strOK(n, key)
+	if !ok {
+		return
+	}
+	v := T(s)
 	if slices.Contains(choices, v) {
 		*dst = v
 		return
@@ -510,7 +648,10 @@ func (p *parser) int(n *yaml.Node, key string) (i int, ok bool) {
 }
 
 func (p *parser) duration(n *yaml.Node, key string) time.Duration {
-	s := p.str(n, key)
+	s, ok := p.strOK(n, key)
+	if !ok {
+		return 0
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		p.fail(n, key, "must be a positive duration such as 30s or 2m, not %q", s)
@@ -521,7 +662,11 @@ func (p *parser) duration(n *yaml.Node, key string) time.Duration {
 
 // size reads a byte count: a number, or a number with KiB or MiB.
 func (p *parser) size(n *yaml.Node, key string) int {
-	s := strings.TrimSpace(p.str(n, key))
+	s, ok := p.strOK(n, key)
+	if !ok {
+		return DefaultMaxMessageSize
+	}
+	s = strings.TrimSpace(s)
 	mult := 1
 	for suffix, m := range map[string]int{"KiB": 1 << 10, "MiB": 1 << 20} {
 		if strings.HasSuffix(s, suffix) {
@@ -534,18 +679,4 @@ func (p *parser) size(n *yaml.Node, key string) int {
 		return DefaultMaxMessageSize
 	}
 	return v * mult
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-func yamlErrorLine(err error) int {
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		err = errors.New(te.Errors[0])
-	}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	return 0
 }

@@ -110,8 +110,9 @@ type Inflight struct {
 	max  int
 	done chan struct{} // signalled when a request ends
 
-	mu   sync.Mutex // guards reqs
-	reqs map[string]*inflightReq
+	mu      sync.Mutex // guards reqs and stopped
+	reqs    map[string]*inflightReq
+	stopped bool
 }
 
 type inflightReq struct {
@@ -131,6 +132,10 @@ func NewInflight(max int) *Inflight {
 func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func() bool, *Error) {
 	key := string(id)
 	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil, nil, Errorf(CodeInternalError, "the server is shutting down")
+	}
 	if _, dup := f.reqs[key]; dup {
 		f.mu.Unlock()
 		return nil, nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
@@ -171,6 +176,13 @@ func (f *Inflight) Cancel(params json.RawMessage) {
 		r.canceled.Store(true)
 		r.cancel()
 	}
+}
+
+// Stop refuses every request from now on; those in flight go on.
+func (f *Inflight) Stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
 }
 
 // CancelAll cancels every request in flight (the peer is gone).

@@ -262,6 +262,7 @@ func (c *Conn) receive(line []byte) {
 			c.opts.Notify(m)
 		}
 	default:
+		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
 		ctx, end, refuse := c.inflight.Begin(c.ctx, m.ID)
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
@@ -287,7 +288,7 @@ func (c *Conn) receive(line []byte) {
 // is not reading such answers the reader waits, so that a peer sending
 // nothing but refused messages cannot grow the queue without bound.
 func (c *Conn) reply(id, result json.RawMessage, err error) {
-	c.out.WaitRoom(c.opts.MaxInflight+DefaultOutbox, c.done)
+	c.out.WaitRoom(c.opts.MaxInflight, c.done)
 	_ = c.out.Send(Answer(id, result, err))
 }
 
@@ -399,6 +400,7 @@ func (c *Conn) writeDeadline(b []byte) error {
 // blocked on a stream that cannot be interrupted.
 func (c *Conn) Close() error {
 	c.Start() // so that the goroutines Close waits for exist
+	c.inflight.Stop()
 	c.finish(ErrClosed)
 	c.cancel()
 	c.inflight.CancelAll()

@@ -32,6 +32,7 @@ type Outbox struct {
 	mu     sync.Mutex // guards the fields below
 	queue  [][]byte
 	notes  int  // notifications in queue
+	bytes  int  // bytes in queue
 	closed bool // no more sends; what is queued can still be taken
 	wake   chan struct{}
 	taken  chan struct{} // signalled when the writer takes what waits
@@ -63,6 +64,7 @@ func (o *Outbox) put(msg []byte, note bool) error {
 		return ErrDropped
 	}
 	o.queue = append(o.queue, msg)
+	o.bytes += len(msg)
 	if note {
 		o.notes++
 	}
@@ -92,7 +94,7 @@ func (o *Outbox) Ready() <-chan struct{} { return o.wake }
 func (o *Outbox) TakeNow() [][]byte {
 	o.mu.Lock()
 	batch := o.queue
-	o.queue, o.notes = nil, 0
+	o.queue, o.notes, o.bytes = nil, 0, 0
 	o.mu.Unlock()
 	select {
 	case o.taken <- struct{}{}:
@@ -101,17 +103,29 @@ func (o *Outbox) TakeNow() [][]byte {
 	return batch
 }
 
-// WaitRoom waits while more than n messages wait, or until stop: a reader
-// that answers what it refuses slows down to the pace its peer reads the
-// answers, instead of queueing them without bound.
+// maxQueuedBytes bounds what may wait for a slow peer before whoever adds
+// answers for it waits (see WaitRoom).
+const maxQueuedBytes = 32 << 20
+
+// WaitRoom waits while n or more answers and requests (not notifications),
+// or maxQueuedBytes, wait for the writer, or until stop. A reader calls it
+// before it takes another request or answers one itself, so that a peer
+// that sends and never reads slows to the pace it reads, instead of growing
+// the queue without bound.
 func (o *Outbox) WaitRoom(n int, stop <-chan struct{}) {
-	for o.Len() > n {
+	for o.full(n) {
 		select {
 		case <-o.taken:
 		case <-stop:
 			return
 		}
 	}
+}
+
+func (o *Outbox) full(n int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)-o.notes >= n || o.bytes >= maxQueuedBytes
 }
 
 // Closed reports whether Close was called.
