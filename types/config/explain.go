@@ -1,0 +1,120 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// nearest is the known key a mistyped key most likely meant, or "" when
+// none is close: the same letters but for case, '_' and '-', or within
+// an edit distance (a letter added, dropped, changed or two swapped) of
+// one, two for a key of six letters or more. Ties go to the first in sorted
+// order, so the suggestion does not depend on a map's order.
+func nearest(key string, known []string) string {
+	known = slices.Sorted(slices.Values(known))
+	norm := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+	}
+	for _, k := range known {
+		if norm(k) == norm(key) {
+			return k
+		}
+	}
+	best, bestDist := "", max(1, min(2, len(key)/3))
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), k); d <= bestDist && (best == "" || d < bestDist) {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// how many letters must be inserted, deleted, substituted or swapped with
+// their neighbour to turn one into the other.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	// d[i][j] is the distance between ra[:i] and rb[:j].
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// yamlErrorText is yaml.v3's syntax error: "yaml: line 4: mapping values
+// are not allowed in this context", with or without the line.
+var yamlErrorText = regexp.MustCompile(`^yaml: (?:line (\d+): )?`)
+
+// maxLocatedLines bounds the files whose syntax errors syntaxError locates
+// by parsing each prefix: config files are short, and an error is rare.
+const maxLocatedLines = 5000
+
+// syntaxError explains a YAML syntax error in data and finds its line.
+//
+// yaml.v3 does not always say where: it names no line for a problem on the
+// first line, an unknown anchor or a control character, and for a problem
+// inside a flow collection ([...] or {...}) it names the line before the
+// collection's start (a 0-based line). So the line is found by parsing
+// ever longer prefixes of the file: the first prefix that fails the same
+// way ends on the line where the problem is, or where the unclosed
+// collection or quote that causes it starts.
+func syntaxError(data []byte, err error) (int, error) {
+	msg := yamlErrorText.ReplaceAllString(err.Error(), "")
+	said := 0 // the line yaml.v3 named: the problem's, or just before it
+	if m := yamlErrorText.FindStringSubmatch(err.Error()); m != nil && m[1] != "" {
+		said, _ = strconv.Atoi(m[1])
+	}
+	line := 0
+	if lines := bytes.SplitAfter(data, []byte("\n")); len(lines) <= maxLocatedLines {
+		prefix := 0
+		for i, l := range lines {
+			prefix += len(l)
+			if i+1 < said-1 {
+				continue
+			}
+			var doc yaml.Node
+			perr := yaml.Unmarshal(data[:prefix], &doc)
+			if perr != nil && yamlErrorText.ReplaceAllString(perr.Error(), "") == msg {
+				line = i + 1
+				break
+			}
+		}
+	}
+	if line == 0 { // not found: take yaml.v3's word for it
+		line = said
+	}
+	text := "invalid YAML: " + msg
+	if line > 0 {
+		l := string(bytes.SplitAfter(data, []byte("\n"))[line-1])
+		switch {
+		case strings.Contains(msg, "cannot start any token") && strings.HasPrefix(strings.TrimLeft(l, " "), "\t"):
+			text += " (indent with spaces: YAML does not allow tabs there)"
+		case strings.Contains(msg, "mapping values are not allowed"):
+			text += ` (quote a value that holds ": ", or check the indentation)`
+		}
+	}
+	return line, errors.New(text)
+}
