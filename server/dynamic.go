@@ -178,7 +178,7 @@ func withoutSchemaKeyword(schema json.RawMessage) json.RawMessage {
 
 // callDynamicTool answers call_dynamic_tool with the upstream's result,
 // unchanged.
-func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, meta json.RawMessage) (json.RawMessage, error) {
+func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, meta, task json.RawMessage) (json.RawMessage, error) {
 	g, problem := v.lookupGroup(args.Group)
 	if g == nil {
 		return toolError(problem), nil
@@ -201,6 +201,9 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	fields["name"], _ = jsonrpc.Marshal(r.name)
 	if len(meta) > 0 {
 		fields["_meta"] = meta
+	}
+	if len(task) > 0 { // a task-augmented call runs as a task upstream
+		fields["task"] = task
 	}
 	params, err := jsonrpc.Marshal(fields)
 	if err != nil {

@@ -57,6 +57,9 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 		params, forget := h.mapProgress(ctx, c.params)
 		defer forget()
 		res, err = c.server.Request(ctx, c.method, params, snap.cfg.CallTimeoutFor(c.server.Config))
+		if err == nil && c.method == policy.MethodToolsCall && jsonrpc.Field(params, "task") != nil {
+			res = h.adoptTask(ctx, c.server, res)
+		}
 		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
 			rec.Outcome, rec.Error = "tool_error", err.Error()

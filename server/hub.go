@@ -70,6 +70,9 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithPromptCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithCompletions(),
+		// Tasks are passed through to the upstreams that run them; a
+		// client only asks for one where a tool's definition says so.
+		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithLogging(),
 		mcpserver.WithHooks(hooks),
 	)
@@ -258,6 +261,10 @@ func (h *Hub) dispatch(ctx context.Context, msg *jsonrpc.Message) (json.RawMessa
 		return h.resourcesRead(ctx, v, msg.Params)
 	case "completion/complete":
 		return h.complete(ctx, v, msg.Params)
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		return h.taskRequest(ctx, msg.Method, msg.Params)
+	case "tasks/list":
+		return h.tasksList(ctx)
 	case "resources/subscribe", "resources/unsubscribe":
 		sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
 		if !ok {
@@ -332,7 +339,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 	case getToolsName:
 		return v.getDynamicTools(args), nil
 	case callToolName:
-		return h.callDynamicTool(ctx, v, args, jsonrpc.Field(params, "_meta"))
+		return h.callDynamicTool(ctx, v, args, jsonrpc.Field(params, "_meta"), jsonrpc.Field(params, "task"))
 	}
 	h.auditMiss(ctx, name, arguments)
 	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)

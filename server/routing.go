@@ -20,6 +20,7 @@ type routes struct {
 	sessions map[string]*session      // by id
 	progress map[string]progressRoute // hub progress token -> the call's session
 	subs     map[string]*subscription // by resource URI
+	tasks    map[string]*taskRoute    // by the hub's task id
 	nextTok  uint64
 }
 
@@ -40,6 +41,7 @@ func newRoutes() *routes {
 		sessions: map[string]*session{},
 		progress: map[string]progressRoute{},
 		subs:     map[string]*subscription{},
+		tasks:    map[string]*taskRoute{},
 	}
 }
 
@@ -62,6 +64,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	r := h.routes
 	r.mu.Lock()
 	delete(r.sessions, sess.id)
+	r.forgetTasks(sess)
 	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
 	for uri, sub := range r.subs {
 		if sub.sessions[sess] {
@@ -163,6 +166,8 @@ func (h *Hub) upstreamNotification(s *upstream.Server, method string, params jso
 				sess.notify(context.Background(), method, p)
 			}
 		}
+	case "notifications/tasks/status":
+		h.taskStatus(s, params)
 	case "notifications/resources/updated":
 		var uri string
 		_ = json.Unmarshal(jsonrpc.Field(params, "uri"), &uri)

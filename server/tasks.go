@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Tasks (protocol 2025-11-25): a task-augmented tools/call passes through
+// to the upstream, whose task id the hub replaces by one of its own, unique
+// across upstreams; tasks/get, tasks/result, tasks/cancel and
+// notifications/tasks/status are routed by that id to the upstream and the
+// session that own the task, and tasks/list answers with the session's own
+// tasks only (upstreams are shared by every client of the hub).
+
+// taskRoute is where a task the hub handed out lives.
+type taskRoute struct {
+	server *upstream.Server
+	id     json.RawMessage // the upstream's task id, as it wrote it
+	sess   *session
+}
+
+// relatedTaskKey is the _meta key that ties a message to a task.
+const relatedTaskKey = "io.modelcontextprotocol/related-task"
+
+// adoptTask records the task a task-augmented call created and gives it
+// the hub's id in the result; a result without a task passes unchanged.
+func (h *Hub) adoptTask(ctx context.Context, s *upstream.Server, res json.RawMessage) json.RawMessage {
+	task := jsonrpc.Field(res, "task")
+	id := jsonrpc.Field(task, "taskId")
+	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
+	if len(id) == 0 || !ok {
+		return res
+	}
+	hubID := h.taskID(s, id, sess)
+	task, err := jsonrpc.SetField(task, "taskId", hubID)
+	if err != nil {
+		return res
+	}
+	if out, err := jsonrpc.SetField(res, "task", task); err == nil {
+		return out
+	}
+	return res
+}
+
+// taskID is the hub's id of s's task id, made for sess when new.
+func (h *Hub) taskID(s *upstream.Server, id json.RawMessage, sess *session) json.RawMessage {
+	var text string
+	if json.Unmarshal(id, &text) != nil {
+		text = string(id)
+	}
+	hubID, _ := jsonrpc.Marshal(s.Config.ID() + "~" + text)
+	r := h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tasks[string(hubID)]; !ok && sess != nil {
+		r.tasks[string(hubID)] = &taskRoute{server: s, id: id, sess: sess}
+	}
+	return hubID
+}
+
+// task finds the session's task named in params.
+func (h *Hub) task(ctx context.Context, params json.RawMessage) (string, *taskRoute, error) {
+	id := jsonrpc.Field(params, "taskId")
+	sess, _ := mcpserver.ClientSessionFromContext(ctx).(*session)
+	h.routes.mu.Lock()
+	r := h.routes.tasks[string(id)]
+	h.routes.mu.Unlock()
+	if r == nil || r.sess != sess {
+		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
+	}
+	return string(id), r, nil
+}
+
+// taskRequest routes tasks/get, tasks/result or tasks/cancel to the
+// upstream that owns the task, and gives what it answers the hub's id.
+func (h *Hub) taskRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	hubID, r, err := h.task(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	up, err := jsonrpc.SetField(params, "taskId", r.id)
+	if err != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+	}
+	res, err := r.server.Request(ctx, method, up, h.config().CallTimeoutFor(r.server.Config))
+	if err != nil {
+		return nil, err
+	}
+	return retask(res, r.id, json.RawMessage(hubID)), nil
+}
+
+// tasksList answers tasks/list with the session's tasks, from every
+// upstream that lists tasks.
+func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
+	sess, _ := mcpserver.ClientSessionFromContext(ctx).(*session)
+	owned := map[*upstream.Server]map[string]string{} // server -> its task id -> hub id
+	h.routes.mu.Lock()
+	for hubID, r := range h.routes.tasks {
+		if r.sess == sess {
+			if owned[r.server] == nil {
+				owned[r.server] = map[string]string{}
+			}
+			owned[r.server][string(r.id)] = hubID
+		}
+	}
+	h.routes.mu.Unlock()
+	var tasks []json.RawMessage
+	for s, ids := range owned {
+		res, err := s.Request(ctx, "tasks/list", nil, h.config().Settings.ListTimeout)
+		if err != nil {
+			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
+			continue
+		}
+		var page struct {
+			Tasks []json.RawMessage `json:"tasks"`
+		}
+		_ = json.Unmarshal(res, &page)
+		for _, t := range page.Tasks {
+			if hubID, ok := ids[string(jsonrpc.Field(t, "taskId"))]; ok {
+				if t, err := jsonrpc.SetField(t, "taskId", json.RawMessage(hubID)); err == nil {
+					tasks = append(tasks, t)
+				}
+			}
+		}
+	}
+	return toolsListResultOf("tasks", tasks), nil
+}
+
+// taskStatus passes an upstream's notifications/tasks/status to the
+// session that owns the task, with the hub's id.
+func (h *Hub) taskStatus(s *upstream.Server, params json.RawMessage) {
+	id := jsonrpc.Field(params, "taskId")
+	h.routes.mu.Lock()
+	var hubID string
+	var owner *session
+	for k, r := range h.routes.tasks {
+		if r.server == s && string(r.id) == string(id) {
+			hubID, owner = k, r.sess
+			break
+		}
+	}
+	h.routes.mu.Unlock()
+	if owner == nil {
+		h.logger.Debug("task status for no task of a client", "upstream", s.Config.ID(), "task", string(id))
+		return
+	}
+	if p, err := jsonrpc.SetField(params, "taskId", json.RawMessage(hubID)); err == nil {
+		owner.notify(context.Background(), "notifications/tasks/status", p)
+	}
+}
+
+// forgetTasks drops the tasks of a session that ended.
+func (r *routes) forgetTasks(sess *session) {
+	for id, t := range r.tasks {
+		if t.sess == sess {
+			delete(r.tasks, id)
+		}
+	}
+}
+
+// retask gives a task or a task's result the hub's id where it names the
+// upstream's: the taskId of a Task, and the related-task of its _meta.
+func retask(res, upstreamID, hubID json.RawMessage) json.RawMessage {
+	if id := jsonrpc.Field(res, "taskId"); string(id) == string(upstreamID) {
+		if out, err := jsonrpc.SetField(res, "taskId", hubID); err == nil {
+			res = out
+		}
+	}
+	meta := jsonrpc.Field(res, "_meta")
+	related := jsonrpc.Field(meta, relatedTaskKey)
+	if id := jsonrpc.Field(related, "taskId"); string(id) == string(upstreamID) {
+		if related, err := jsonrpc.SetField(related, "taskId", hubID); err == nil {
+			if meta, err := jsonrpc.SetField(meta, relatedTaskKey, related); err == nil {
+				if out, err := jsonrpc.SetField(res, "_meta", meta); err == nil {
+					res = out
+				}
+			}
+		}
+	}
+	return res
+}
+
+// toolsListResultOf frames {"<key>":[items]} from raw items.
+func toolsListResultOf(key string, items []json.RawMessage) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"` + key + `":[`)
+	for i, t := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(t)
+	}
+	b.WriteString("]}")
+	return json.RawMessage(b.String())
+}
