@@ -71,7 +71,7 @@ func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
 	// Many clients can answer sampling, elicitation and roots requests:
 	// upstreams are told so, and a client that cannot gets a clear error.
 	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
-		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}, Roots: &struct {
+		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}, Roots: &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{ListChanged: true},
 	})

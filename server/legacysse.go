@@ -58,8 +58,14 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	case msg.IsRequest():
 		ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
 		if refused != nil {
-			_ = hs.deliver(hs.ctx, jsonrpc.EncodeError(msg.ID, refused), true)
-			break
+			// Answered on the POST itself: a client that floods requests
+			// and does not read its stream cannot queue refusals there.
+			status := http.StatusBadRequest
+			if refused.Code == jsonrpc.CodeServerBusy {
+				status = http.StatusTooManyRequests
+			}
+			writeJSON(w, status, nil, jsonrpc.EncodeError(msg.ID, refused))
+			return
 		}
 		go func() {
 			res, err := s.hub.serveRequest(ctx, hs.session, msg)

@@ -253,7 +253,9 @@ func (c *Conn) receive(line []byte) {
 	}
 	switch {
 	case m.IsResponse():
-		c.calls.Resolve(m)
+		if !c.calls.Resolve(m) && m.Error != nil {
+			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", m.Error.Message), line)
+		}
 	case m.IsNotification():
 		if m.Method == "notifications/cancelled" {
 			c.inflight.Cancel(m.Params)
@@ -311,6 +313,9 @@ func (c *Conn) write() {
 	defer close(c.writeDone)
 	var buf []byte
 	for {
+		if c.out.Closed() && c.out.Len() == 0 {
+			return // Close's signal may have been taken by the last batch
+		}
 		select {
 		case <-c.out.Ready():
 		case <-c.stopWrite:
@@ -400,6 +405,7 @@ func (c *Conn) writeDeadline(b []byte) error {
 // blocked on a stream that cannot be interrupted.
 func (c *Conn) Close() error {
 	c.Start() // so that the goroutines Close waits for exist
+	defer c.workers.Stop()
 	c.inflight.Stop()
 	c.finish(ErrClosed)
 	c.cancel()

@@ -127,6 +127,11 @@ func Decode(b []byte) (*Message, error) {
 		}
 		m.Method = unquote(env.method)
 	}
+	if m.Method == "" && m.ID == nil && string(env.id) == "null" && env.err != nil {
+		// An error about a message the peer could not read: a response to
+		// no request, taken (and dropped) as such, never answered.
+		m.ID = json.RawMessage("null")
+	}
 	switch {
 	case m.Method != "" && env.id != nil && m.ID == nil:
 		return nil, &DecodeError{Code: CodeInvalidRequest, ID: id, Err: ErrNullID}

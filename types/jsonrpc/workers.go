@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // workerIdle is how long a worker waits for more work before it ends.
 const workerIdle = 10 * time.Second
@@ -12,11 +15,16 @@ const workerIdle = 10 * time.Second
 // request had a new goroutine). Workers that wait workerIdle for work end,
 // so an idle hub keeps none.
 type Workers struct {
-	jobs chan func()
+	jobs     chan func()
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // NewWorkers is a pool with no goroutine yet.
-func NewWorkers() *Workers { return &Workers{jobs: make(chan func())} }
+func NewWorkers() *Workers { return &Workers{jobs: make(chan func()), stop: make(chan struct{})} }
+
+// Stop ends the waiting workers; those running end after their func.
+func (w *Workers) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // Go runs f on a waiting worker, or on a new one when none waits.
 func (w *Workers) Go(f func()) {
@@ -36,6 +44,8 @@ func (w *Workers) run(f func()) {
 		select {
 		case f = <-w.jobs:
 		case <-t.C:
+			return
+		case <-w.stop:
 			return
 		}
 	}
