@@ -103,8 +103,8 @@ func (c *pipeClient) answerAll(id string) string {
 	select {
 	case l := <-got:
 		return l
-	case <-time.After(5 * time.Second):
-		c.t.Fatalf("no answer to %s within 5s", id)
+	case <-time.After(15 * time.Second):
+		c.t.Fatalf("no answer to %s within 15s", id)
 		return ""
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // serveRequest answers a client's request on sess, with the session in
 // ctx for mcp-go and the routing of what upstreams send back.
 func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	return h.handle(h.mcp.WithContext(ctx, sess), msg)
+	return h.handle(upstream.WithOwner(h.mcp.WithContext(ctx, sess), sess), msg)
 }
 
 // serveNotification handles a client's notification on sess. It runs on

@@ -193,6 +193,9 @@ func (h *Hub) upstreamNotification(s *upstream.Server, method string, params jso
 // carries the upstream's deadline; params are nil when the upstream sent
 // none, and then the client gets none either (never "params": null).
 func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+	if upstream.Ambiguous(ctx) {
+		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
+	}
 	sess := h.sessionFor(ctx)
 	if sess == nil {
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: no client session to pass " + method + " to"}

@@ -627,8 +627,12 @@ func (s *Server) trackCall(ctx *context.Context) func() {
 
 // callContext is the context a request from the server is answered in.
 // Where the transport tied it to one of our requests (a Streamable HTTP
-// response stream) that is ctx itself; otherwise (stdio, a GET stream) it
-// is taken to belong to the most recent request still in flight.
+// response stream) that is ctx itself. Otherwise (stdio, a GET stream) the
+// server does not say which of our requests it belongs to: when every
+// request in flight is for one owner (see WithOwner) it is that owner's
+// most recent one; when requests of several owners are in flight it is
+// ctx marked ambiguous (see Ambiguous), so that the request goes to no one
+// rather than to a guess.
 func (s *Server) callContext(ctx context.Context) context.Context {
 	if ctx.Value(callKey{}) != nil {
 		return ctx
@@ -636,16 +640,41 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	var latest uint64
+	owners := map[any]bool{}
 	for seq, c := range s.calls {
-		if seq > latest && c.Err() == nil {
+		if c.Err() != nil {
+			continue
+		}
+		if o := c.Value(ownerKey{}); o != nil {
+			owners[o] = true
+		}
+		if seq > latest {
 			latest = seq
 		}
 	}
-	if latest == 0 {
+	switch {
+	case len(owners) > 1:
+		return context.WithValue(ctx, ambiguousKey{}, true)
+	case latest == 0:
 		return ctx
 	}
 	return s.calls[latest]
 }
+
+type ownerKey struct{}
+type ambiguousKey struct{}
+
+// WithOwner marks the requests made with ctx as made for owner (a client
+// session), so that a request the server sends back while they run can be
+// told apart from one during another owner's request.
+func WithOwner(ctx context.Context, owner any) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// Ambiguous reports whether ctx is that of a server's request that came
+// while requests of several owners were in flight to it, over a transport
+// that does not say which one it belongs to.
+func Ambiguous(ctx context.Context) bool { return ctx.Value(ambiguousKey{}) != nil }
 
 func (s *Server) unavailable(st Status) error {
 	switch st.State {
