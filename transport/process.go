@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,20 +20,29 @@ import (
 // SIGKILL the process group.
 const DefaultGrace = 5 * time.Second
 
-// stderrTail is how many of a child's last stderr lines are kept for error
-// messages, and maxStderrLine how long one kept or logged line may be.
+// A child's last stderr lines are kept for the error that says how it
+// ended: stderrTailLines of them, fewer when they hold more than
+// stderrTailBytes, but never fewer than one. maxStderrLine is how long one
+// kept or logged line may be, so at least 20 lines or 4 KiB are kept:
+// enough for a Node.js or Python stack trace and the line that matters.
 const (
-	stderrTail    = 8
-	maxStderrLine = 4096
+	stderrTailLines = 20
+	stderrTailBytes = 8 << 10
+	maxStderrLine   = 4096
 )
 
 // ProcessSpec says how to start a child.
 type ProcessSpec struct {
 	Command string
 	Args    []string
-	Env     map[string]string // added to the hub's environment
-	Dir     string
-	Grace   time.Duration // each wait of the close ladder; DefaultGrace when 0
+	// Env is set over the hub's environment, which the child gets without
+	// the hub's own DYNAMIC_MCP_* variables and without those that hold
+	// one of Hide's values.
+	Env  map[string]string
+	Hide []string // secrets of the hub's, such as its HTTP token
+	Dir  string
+	// Grace is each wait of the close ladder; DefaultGrace when 0.
+	Grace time.Duration
 }
 
 // Process is a supervised child: its own process group, stdin and stdout
@@ -47,8 +57,9 @@ type Process struct {
 	done    chan struct{} // closed when the child has exited and been reaped
 	waitErr error         // set before done is closed
 
-	tailMu sync.Mutex // guards tail
-	tail   []string
+	tailMu    sync.Mutex // guards tail and tailBytes
+	tail      []string
+	tailBytes int
 
 	stderrDone chan struct{}
 	closeOnce  sync.Once
@@ -59,10 +70,7 @@ type Process struct {
 func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = os.Environ()
-	for k, v := range spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = childEnv(os.Environ(), spec.Hide, spec.Env)
 	setProcessGroup(cmd)
 
 	// Plain pipes handed to the child as files: exec then starts no copying
@@ -152,9 +160,8 @@ func (p *Process) Stdout() io.Reader { return p.stdout }
 // Done is closed once the child has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// ExitError describes how the child ended, with its last stderr lines:
-// "exited (status 1): Error: cannot find module". It is nil while the child
-// runs.
+// ExitError describes how the child ended, with its last stderr lines
+// (see ExitError). It is nil while the child runs.
 func (p *Process) ExitError() error {
 	select {
 	case <-p.done:
@@ -169,17 +176,14 @@ func (p *Process) ExitError() error {
 	} else if p.waitErr != nil {
 		status = "exited: " + p.waitErr.Error()
 	}
-	if tail := p.Tail(); tail != "" {
-		return fmt.Errorf("%s: %s", status, tail)
-	}
-	return errors.New(status)
+	return &ExitError{Status: status, Stderr: p.Tail()}
 }
 
-// Tail is the child's last stderr lines joined by " | ".
-func (p *Process) Tail() string {
+// Tail is the child's last stderr lines, oldest first.
+func (p *Process) Tail() []string {
 	p.tailMu.Lock()
 	defer p.tailMu.Unlock()
-	return strings.Join(p.tail, " | ")
+	return slices.Clone(p.tail)
 }
 
 func (p *Process) readStderr(r *os.File) {
@@ -190,17 +194,27 @@ func (p *Process) readStderr(r *os.File) {
 		line, err := readCapped(br, maxStderrLine)
 		if line = strings.TrimRight(line, "\r\n"); line != "" {
 			p.logger.Info("stderr", "line", line)
-			p.tailMu.Lock()
-			if len(p.tail) == stderrTail {
-				copy(p.tail, p.tail[1:])
-				p.tail = p.tail[:stderrTail-1]
-			}
-			p.tail = append(p.tail, line)
-			p.tailMu.Unlock()
+			p.keep(line)
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// keep adds line to the tail, dropping the oldest lines beyond its bounds.
+func (p *Process) keep(line string) {
+	p.tailMu.Lock()
+	defer p.tailMu.Unlock()
+	p.tail = append(p.tail, line)
+	p.tailBytes += len(line)
+	drop := 0
+	for len(p.tail)-drop > stderrTailLines || (p.tailBytes > stderrTailBytes && len(p.tail)-drop > 1) {
+		p.tailBytes -= len(p.tail[drop])
+		drop++
+	}
+	if drop > 0 {
+		p.tail = slices.Delete(p.tail, 0, drop)
 	}
 }
 

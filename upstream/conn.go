@@ -64,7 +64,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{
-			Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Cwd, Grace: settings.StopGrace,
+			Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Hide: cfg.Hide, Dir: cfg.Cwd, Grace: settings.StopGrace,
 		}, logger)
 		if err != nil {
 			return nil, err

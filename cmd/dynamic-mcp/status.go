@@ -14,9 +14,38 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// errNotAllReady makes status exit 1 when a server is not ready, for use
-// in scripts; the table says which.
+// errNotAllReady makes status and tools exit 1 when a server is not
+// ready, for use in scripts; what they print says why.
 var errNotAllReady = errors.New("not every upstream is ready")
+
+// notReady is errNotAllReady naming each enabled server of servers that is
+// not ready, or nil when they all are.
+func notReady(servers []*upstream.Server) error {
+	var names []string
+	for _, s := range servers {
+		if st := s.Status(); st.State != upstream.StateReady && st.State != upstream.StateDisabled {
+			names = append(names, fmt.Sprintf("%s %s", s.Config.ID(), st.State))
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (the reasons are above)", errNotAllReady, strings.Join(names, ", "))
+}
+
+// splitError is the first line of err, which says what happened, and the
+// lines after it: the last stderr lines of a child that exited, say.
+func splitError(err error) (string, []string) {
+	if err == nil {
+		return "", nil
+	}
+	first, rest, _ := strings.Cut(err.Error(), "\n")
+	if rest == "" {
+		return first, nil
+	}
+	// Tabs (in a Go stack trace, say) would shift a tabwriter's columns.
+	return first, strings.Split(strings.ReplaceAll(rest, "\t", "    "), "\n")
+}
 
 // statusCmd connects to every upstream in parallel and prints a table of
 // how each one is doing.
@@ -41,7 +70,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "GROUP\tSERVER\tTRANSPORT\tSTATE\tPROTOCOL\tTOOLS\tREADY IN\tLAST ERROR")
-	allReady := true
+	var details []string // what a server's error says beyond its first line
 	for _, g := range mgr.Groups() {
 		for _, s := range g.Servers {
 			st := s.Status()
@@ -49,21 +78,24 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if transport == "" {
 				transport = "http (auto)"
 			}
-			tools, ready, lastErr := "-", "-", ""
+			tools, ready := "-", "-"
 			if st.State == upstream.StateReady {
 				tools = fmt.Sprint(len(s.Lists().Tools))
 				ready = st.ReadyIn.Round(time.Millisecond).String()
-			} else if st.State != upstream.StateDisabled {
-				allReady = false
 			}
-			if st.Err != nil {
-				lastErr = strings.ReplaceAll(st.Err.Error(), "\n", " ")
+			lastErr, more := splitError(st.Err)
+			if len(more) > 0 {
+				details = append(details, "\n"+s.Config.ID()+": "+lastErr)
+				details = append(details, more...)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Config.Name, s.Config.Name, transport, st.State,
 				orDash(st.ProtocolVersion), tools, ready, lastErr)
 		}
 	}
 	w.Flush()
+	for _, line := range details {
+		fmt.Fprintln(stdout, line)
+	}
 	for _, s := range mgr.Servers() {
 		if changed := s.Status().PinChanged; len(changed) > 0 {
 			what := "withheld"
@@ -76,10 +108,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				s.Config.ID(), what, strings.Join(changed, ", "), cfg.Path, s.Config.ID())
 		}
 	}
-	if !allReady {
-		return errNotAllReady
-	}
-	return nil
+	return notReady(mgr.Servers())
 }
 
 func orDash(s string) string {

@@ -44,15 +44,24 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer hub.Close()
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	var shown []*upstream.Server
 	for _, g := range mgr.Groups() {
 		if only != "" && g.Config.Name != only {
 			continue
 		}
 		fmt.Fprintf(w, "%s\t%s\n", g.Config.Name, g.Config.Description)
 		for _, s := range g.Servers {
+			shown = append(shown, s)
 			st := s.Status()
 			if st.State != upstream.StateReady {
-				fmt.Fprintf(w, "  (%s %s: %v)\n", s.Config.ID(), st.State, st.Err)
+				first, more := splitError(st.Err)
+				if first != "" {
+					first = ": " + first
+				}
+				fmt.Fprintf(w, "  (%s %s%s)\n", s.Config.ID(), st.State, first)
+				for _, line := range more {
+					fmt.Fprintf(w, "    %s\n", line)
+				}
 				continue
 			}
 			for _, t := range s.Lists().Tools {
@@ -74,7 +83,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
 	fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
-	return nil
+	return notReady(shown)
 }
 
 func hasGroup(cfg *config.Config, name string) bool {

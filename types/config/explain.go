@@ -22,7 +22,7 @@ func nearest(key string, known []string) string {
 		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 	}
 	for _, k := range known {
-		if norm(k) == norm(key) {
+		if norm(k) == norm(key) || aliases[norm(key)] == k {
 			return k
 		}
 	}
@@ -33,6 +33,22 @@ func nearest(key string, known []string) string {
 		}
 	}
 	return best
+}
+
+// aliases are what other MCP configs (the clients' JSON, VS Code's, the
+// original dynamic-mcp's) call some keys, normalized as nearest does: a
+// config moved by hand gets the right name, not the nearest spelling.
+var aliases = map[string]string{
+	"cmd":              "command",
+	"environment":      "env",
+	"workingdirectory": "cwd",
+	"workingdir":       "cwd",
+	"workdir":          "cwd",
+	"type":             "transport",
+	"httpurl":          "url",
+	"serverurl":        "url",
+	"mcpservers":       "groups",
+	"desc":             "description",
 }
 
 // editDistance is the optimal string alignment distance between a and b:
@@ -87,8 +103,9 @@ func syntaxError(data []byte, err error) (int, error) {
 	if m := yamlErrorText.FindStringSubmatch(err.Error()); m != nil && m[1] != "" {
 		said, _ = strconv.Atoi(m[1])
 	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
 	line := 0
-	if lines := bytes.SplitAfter(data, []byte("\n")); len(lines) <= maxLocatedLines {
+	if len(lines) <= maxLocatedLines {
 		prefix := 0
 		for i, l := range lines {
 			prefix += len(l)
@@ -107,8 +124,8 @@ func syntaxError(data []byte, err error) (int, error) {
 		line = said
 	}
 	text := "invalid YAML: " + msg
-	if line > 0 {
-		l := string(bytes.SplitAfter(data, []byte("\n"))[line-1])
+	if line > 0 && line <= len(lines) {
+		l := string(lines[line-1])
 		switch {
 		case strings.Contains(msg, "cannot start any token") && strings.HasPrefix(strings.TrimLeft(l, " "), "\t"):
 			text += " (indent with spaces: YAML does not allow tabs there)"

@@ -476,10 +476,11 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server, misspelt map[
 			p.fail(n, path, "needs command: (a process) or url: (a remote server)")
 		}
 	case hasCommand:
-		for _, k := range []string{"oauth", "headers"} {
-			if keys[k] != nil {
-				p.fail(at(k), path+"."+k, "only applies to url: servers")
-			}
+		if s.OAuth.set() {
+			p.fail(at("oauth"), path+".oauth", "only applies to url: servers")
+		}
+		if len(s.Headers) > 0 {
+			p.fail(at("headers"), path+".headers", "only applies to url: servers")
 		}
 		if s.Transport != "" && s.Transport != TransportStdio {
 			p.fail(at("transport"), path+".transport", "is %s but the server has command:, which is stdio", s.Transport)
@@ -493,9 +494,12 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server, misspelt map[
 		if s.Transport == TransportStdio {
 			p.fail(at("transport"), path+".transport", "is stdio but the server has url:")
 		}
-		for _, k := range []string{"args", "env", "cwd"} {
-			if keys[k] != nil {
-				p.fail(at(k), path+"."+k, "only applies to command: servers")
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"args", len(s.Args) > 0}, {"env", len(s.Env) > 0}, {"cwd", s.Cwd != ""}} {
+			if k.set {
+				p.fail(at(k.key), path+"."+k.key, "only applies to command: servers")
 			}
 		}
 		if s.OAuth.ClientSecret != "" && s.OAuth.ClientID == "" {

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// runIn runs the hub binary with args in dir and returns its stdout,
+// stderr and exit status.
+func runIn(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(hubBin, args...)
+	cmd.Dir = dir
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return stdout.String(), stderr.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), 0
+}
+
+// The quickstart lists the three groups' tools wherever it is run from,
+// as it is from a client's entry.
+func TestQuickstartFromAnyDirectory(t *testing.T) {
+	for _, pkg := range []string{"server-everything", "server-filesystem", "server-memory"} {
+		referenceServer(t, pkg) // installed, or the test says how
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // the memory server's file
+	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", filepath.Join(repoDir, "examples", "quickstart.yaml"))
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"\neverything ", "\n  echo ", "\nfiles ", "\n  read_text_file ", "\nmemory ", "\n  create_entities "} {
+		if !strings.Contains("\n"+out, want) {
+			t.Errorf("no %q in:\n%s", strings.TrimSpace(want), out)
+		}
+	}
+	if strings.Contains(out, "failed") {
+		t.Errorf("a group failed:\n%s", out)
+	}
+}
+
+// A stdio server runs in its config file's directory: a relative command
+// and relative args mean "next to the config", wherever the hub is run
+// from; cwd: is relative to it too.
+func TestToolsFromAnotherDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(filepath.Join(cfgDir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fakeBin, filepath.Join(cfgDir, "fake")); err != nil {
+		t.Fatal(err)
+	}
+	for path, script := range map[string]string{
+		"run.sh":     "exec ./fake\n",  // started with cwd = the config's directory
+		"sub/run.sh": "exec ../fake\n", // started with cwd: sub
+	} {
+		if err := os.WriteFile(filepath.Join(cfgDir, path), []byte(script), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(cfgDir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+groups:
+  command:
+    description: a relative command
+    command: ./fake
+  args:
+    description: a relative argument
+    command: sh
+    args: [run.sh]
+  cwd:
+    description: a relative cwd
+    command: sh
+    args: [run.sh]
+    cwd: sub
+  config_dir:
+    description: the config's directory by name
+    command: sh
+    args: ["${CONFIG_DIR}/sub/run.sh"]
+    cwd: ${CONFIG_DIR}/sub
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ dir, config string }{
+		"absolute config path elsewhere": {t.TempDir(), cfg},
+		"relative config path":           {dir, filepath.Join("conf", "config.yaml")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runIn(t, tc.dir, "tools", "-c", tc.config)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			if n := strings.Count(out, "\n  echo "); n != 4 {
+				t.Errorf("%d of 4 groups list echo:\n%s", n, out)
+			}
+		})
+	}
+}
+
+// tools and status exit 1 when a group failed, and show why: the
+// decisive stderr line of a child that exited at start first, then its
+// last lines.
+func TestToolsAndStatusExitOneWhenAGroupFails(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+groups:
+  good:
+    description: a server that starts
+    command: `+fakeBin+`
+  broken:
+    description: a script that is not there
+    command: node
+    args: [missing.js]
+  off:
+    description: a disabled server
+    command: `+fakeBin+`
+    disabled: true
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := regexp.QuoteMeta("exited (status 1): Error: Cannot find module '" + filepath.Join(dir, "missing.js") + "'")
+
+	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", cfg)
+	if code != 1 {
+		t.Errorf("tools: exit %d, want 1", code)
+	}
+	if !strings.Contains(errOut, "not every upstream is ready: broken failed (the reasons are above)") || strings.Contains(errOut, "good") || strings.Contains(errOut, "off") {
+		t.Errorf("tools: stderr %q", errOut)
+	}
+	if !regexp.MustCompile(`(?m)^  \(broken failed: `+missing+`\)\n(      .*\n)*      Node\.js v`).MatchString(out) || !strings.Contains(out, "\n  echo ") {
+		t.Errorf("tools does not show why broken failed:\n%s", out)
+	}
+
+	out, errOut, code = runIn(t, t.TempDir(), "status", "-c", cfg)
+	if code != 1 || !strings.Contains(errOut, "not every upstream is ready: broken failed") {
+		t.Errorf("status: exit %d, want 1\n%s", code, errOut)
+	}
+	if !regexp.MustCompile(`(?m)^broken\s+broken\s+stdio\s+failed\s+-\s+-\s+-\s+`+missing+`$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^broken: `+missing+`\n(  .*\n)*  Node\.js v`).MatchString(out) {
+		t.Errorf("status does not show why broken failed:\n%s", out)
+	}
+
+	// Only the group asked for counts.
+	if out, errOut, code := runIn(t, dir, "tools", "-c", cfg, "good"); code != 0 || strings.Contains(out, "broken") {
+		t.Errorf("tools good: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
