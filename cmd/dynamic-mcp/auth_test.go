@@ -19,6 +19,7 @@ import (
 )
 
 func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
+	t.Parallel()
 	a := authtest.NewServer(t)
 	s := mcpserver.NewMCPServer("protected", "1")
 	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -26,6 +26,7 @@ var upstreamDropsNotifications = []string{"tools-call-with-logging", "tools-call
 // scenarios against the hub served over HTTP, with mcp-go's conformance
 // example server as its single upstream, flat, unprefixed.
 func TestConformanceSuite(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	if testing.Short() {
 		t.Skip("the conformance suite takes a minute; run without -short")
 	}
@@ -125,6 +126,7 @@ groups:
 // client auth scenarios against testdata/authclient, a client built from
 // the hub's own auth and upstream packages. Every scenario must pass.
 func TestConformanceClientAuthSuite(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	if testing.Short() {
 		t.Skip("the conformance suite takes a while; run without -short")
 	}

@@ -51,6 +51,7 @@ func (c *client) notesOf(method string) []mcp.JSONRPCNotification {
 }
 
 func TestEverythingFlowsBackThroughTheHub(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -144,6 +145,7 @@ groups:
 }
 
 func TestClientCancellationReachesTheUpstream(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -170,6 +172,7 @@ func TestClientCancellationReachesTheUpstream(t *testing.T) {
 }
 
 func TestUpstreamListChangedReachesTheClient(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  lc: { description: fake, command: %q, pin_on_change: warn }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -184,6 +187,7 @@ func TestUpstreamListChangedReachesTheClient(t *testing.T) {
 }
 
 func TestClientLogLevelAndRootsChangesReachUpstreams(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
 		"capabilities": map[string]any{"roots": map[string]any{"listChanged": true}}})

@@ -41,6 +41,7 @@ type exchange struct {
 // keep their digits. go test -update rewrites the golden files; read the
 // diff before committing it.
 func TestGoldenTranscripts(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"flat", "dynamic"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(repoDir, "testdata", "golden")
@@ -79,6 +80,7 @@ func TestGoldenTranscripts(t *testing.T) {
 // the fake upstream writes are the bytes the client gets, measured against
 // the fake itself rather than against a file -update could rewrite.
 func TestGoldenPassThrough(t *testing.T) {
+	t.Parallel()
 	fake := startRaw(t, nil, fakeBin, "-exact")
 	var def json.RawMessage
 	for _, tool := range rawList(t, fake, "tools") {

@@ -100,6 +100,7 @@ func httpClient(t *testing.T, base string, headers map[string]string) *client {
 }
 
 func TestHTTPAccessControl(t *testing.T) {
+	t.Parallel()
 	base, _ := startHTTPHub(t, fmt.Sprintf(`
 groups:
   f: { description: fake, command: %q }
@@ -178,6 +179,7 @@ http:
 }
 
 func TestGeneratedTokenIsPrintedAndRequired(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
 	stderr := &lockedBuffer{}
@@ -237,6 +239,7 @@ func recordingUpstream(t *testing.T) (*httptest.Server, func() []http.Header) {
 }
 
 func TestClientTokenNeverReachesAnUpstream(t *testing.T) {
+	t.Parallel()
 	up, seen := recordingUpstream(t)
 	base, _ := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
@@ -271,6 +274,7 @@ groups:
 }
 
 func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
+	t.Parallel()
 	base, _ := startHTTPHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	var a, b *client
 	var askedA, askedB atomic.Int32
@@ -368,6 +372,7 @@ func startEverythingHTTP(t *testing.T, transport string) string {
 }
 
 func TestEverythingAsStreamableHTTPAndSSEUpstream(t *testing.T) {
+	t.Parallel()
 	httpPort := startEverythingHTTP(t, "streamableHttp")
 	ssePort := startEverythingHTTP(t, "sse")
 	c := startHub(t, fmt.Sprintf(`
@@ -489,6 +494,7 @@ func (u *swappableUpstream) fail(status int) {
 }
 
 func TestRemoteUpstreamSessionExpiryAndOutage(t *testing.T) {
+	t.Parallel()
 	u := newSwappableUpstream(t)
 	c := startHub(t, fmt.Sprintf(`
 mode: flat

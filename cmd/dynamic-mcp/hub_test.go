@@ -69,6 +69,7 @@ func TestFiftySlowCallsRunConcurrently(t *testing.T) {
 }
 
 func TestUpstreamCrashFailsTheCallWithItsReason(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -92,6 +93,7 @@ groups:
 }
 
 func TestFlatNameCollisionsAreReportedNotShadowed(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -119,6 +121,7 @@ groups:
 }
 
 func TestMultiServerGroupsAggregateAllPagesInConfigOrder(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 settings: { page_size: 4 }
@@ -162,6 +165,7 @@ groups:
 }
 
 func TestUpstreamsNegotiateIndependentlyAndGetInitialized(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -191,6 +195,7 @@ groups:
 }
 
 func TestProtocolVersionNegotiation(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	for _, v := range mcp.ValidProtocolVersions {
 		if mcp.IsModernProtocol(v) {
@@ -232,6 +237,7 @@ func TestProtocolVersionNegotiation(t *testing.T) {
 }
 
 func TestMalformedInputGetsAnErrorAndNothingElseBreaks(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
 	cmd := exec.Command(hubBin, "serve", "-c", cfg)
@@ -268,6 +274,7 @@ func TestMalformedInputGetsAnErrorAndNothingElseBreaks(t *testing.T) {
 }
 
 func TestNoChildOutlivesTheHub(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -285,6 +292,7 @@ func TestNoChildOutlivesTheHub(t *testing.T) {
 }
 
 func TestCLI(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	os.WriteFile(good, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  g: { description: gee, command: %q }\n", fakeBin, fakeBin)), 0o600)

@@ -39,6 +39,7 @@ func runHub(t *testing.T, home string, args ...string) (string, string, error) {
 }
 
 func TestImportEveryClientFormat(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	dir := filepath.Join(repoDir, "testdata", "clients")
 	names := append([]string{"dynamic-mcp.json"}, sortedValues(clientFixtures)...)
 	for _, fixture := range names {
@@ -80,6 +81,7 @@ func sortedValues(m map[string]string) []string {
 }
 
 func TestImportNotesSecretsAndInputsWithoutValues(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	dir := filepath.Join(repoDir, "testdata", "clients")
 	_, notes, err := runHub(t, home, "import", filepath.Join(dir, "claude-desktop.json"), "-o", filepath.Join(home, "a.yaml"))
@@ -133,6 +135,7 @@ func placeFixture(t *testing.T, home, client string) (string, []byte) {
 }
 
 func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	for _, client := range sortedKeys(clientFixtures) {
 		t.Run(client, func(t *testing.T) {
 			home := t.TempDir()
@@ -175,6 +178,7 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 }
 
 func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
+	t.Parallel()
 	for _, client := range []string{"cursor", "codex"} {
 		t.Run(client, func(t *testing.T) {
 			home := t.TempDir()
@@ -207,6 +211,7 @@ func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
 }
 
 func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path, _ := placeFixture(t, home, "cursor")
 	broken := []byte(`{"mcpServers": {"a": {"command": "x"},,}`)
@@ -226,6 +231,7 @@ func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
 }
 
 func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	fixture := map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": "node", "args": referenceServer(t, "server-everything", "stdio")[1:]},
@@ -267,6 +273,7 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 }
 
 func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	project := filepath.Join(home, "work", "app")
 	os.MkdirAll(project, 0o700)
@@ -289,6 +296,7 @@ func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
 }
 
 func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
 	}

@@ -35,6 +35,7 @@ func readAudit(t *testing.T, path string) []map[string]any {
 }
 
 func TestDenyListPolicyAndAuditWithFilesystemServer(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "secret"), 0o700)
 	os.WriteFile(filepath.Join(root, "secret", "key.txt"), []byte("hunter2"), 0o600)
@@ -130,6 +131,7 @@ groups:
 }
 
 func TestPromptRuleAsksTheUserThroughElicitation(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -188,6 +190,7 @@ groups:
 }
 
 func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
+	t.Parallel()
 	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfgPath, []byte(fmt.Sprintf("mode: flat\ngroups:\n  rugpull: { description: changes its tools, command: %q }\n", fakeBin)), 0o600)
 	c := startProcess(t, nil, hubBin, "serve", "-c", cfgPath, "--log-level", "debug")
@@ -218,6 +221,7 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 }
 
 func TestPolicyTestCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(repoDir, "testdata", "policy")
 	out, err := exec.Command(hubBin, "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture-dir", filepath.Join(dir, "fixtures")).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "FAIL") || strings.Count(string(out), " pass\n") != 8 {
@@ -231,6 +235,7 @@ func TestPolicyTestCommand(t *testing.T) {
 }
 
 func TestPromptAndResourceDenyListsHideAsIfAbsent(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:

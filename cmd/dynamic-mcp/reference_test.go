@@ -64,6 +64,7 @@ func toolName(t testing.TB, raw json.RawMessage) string {
 }
 
 func TestEverythingThroughHubDynamicMode(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	direct, directResults := directEverything(t)
 	c := startHub(t, fmt.Sprintf(`
 groups:
@@ -129,6 +130,7 @@ func withoutSchema(t testing.TB, schema json.RawMessage) json.RawMessage {
 }
 
 func TestEverythingThroughHubFlatMode(t *testing.T) {
+	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	direct, directResults := directEverything(t)
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
@@ -226,6 +228,7 @@ func collectPages(t *testing.T, c *client, method, field string) []json.RawMessa
 }
 
 func TestFilesystemAndMemoryThroughHub(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the hub works\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReloadRestartsOnlyWhatChangedAndKeepsServingOnError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	write := func(cfg string) {
 		t.Helper()

@@ -24,6 +24,7 @@ func (c *client) callText(tool string, args map[string]any) (string, bool) {
 }
 
 func TestFailedStartIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
 	count := filepath.Join(t.TempDir(), "starts")
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
@@ -63,6 +64,7 @@ groups:
 }
 
 func TestCrashedUpstreamComesBack(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -167,6 +169,7 @@ groups:
 }
 
 func TestEveryRequestGetsExactlyOneAnswer(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
 	cmd := exec.Command(hubBin, "serve", "-c", cfg)

@@ -66,6 +66,7 @@ type sdkCheck struct {
 // gets from the everything server directly. Each check of the script is a
 // subtest here.
 func TestSDKClient(t *testing.T) {
+	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
 	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
 	direct, _ := json.Marshal(referenceServer(t, "server-everything", "stdio"))
@@ -144,6 +145,7 @@ func runSDKClient(t *testing.T, args []string) {
 // --method ...`) against the hub over stdio: each run starts the hub, lists
 // or calls once, and stops it, so the hub's first answers must be complete.
 func TestInspectorCLI(t *testing.T) {
+	t.Parallel()
 	inspector := npmTestTool(t, "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
 	// The Inspector wants Node 22 and starts its CLI with the first node
 	// on PATH.

@@ -21,6 +21,7 @@ import (
 // write fails (EPIPE); it must not die of SIGPIPE (status -13), which
 // would leave its children and their children to nobody.
 func TestClosedStdoutDoesNotKillTheHub(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-grandchild\"] }\n", fakeBin)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
