@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -89,10 +90,7 @@ func (s *Store) Load(server, serverURL string) (*Record, error) {
 
 // Save writes r atomically.
 func (s *Store) Save(r *Record) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return err
-	}
-	if err := os.Chmod(s.dir, 0o700); err != nil {
+	if err := s.privateDir(); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -100,6 +98,36 @@ func (s *Store) Save(r *Record) error {
 		return err
 	}
 	return atomicfile.Write(s.path(r.Server), b, 0o600)
+}
+
+// privateDir makes the store's directory, mode 0700. A directory of its
+// own is set to 0700; a symbolic link (a store kept in a synced folder,
+// say) is never chmodded through, as that would change a directory the
+// user chose elsewhere: its target must already be closed to others, or
+// Save refuses and says how to fix it.
+func (s *Store) privateDir() error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(s.dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		if fi.Mode().Perm() == 0o700 {
+			return nil
+		}
+		return os.Chmod(s.dir, 0o700)
+	}
+	target, err := os.Stat(s.dir)
+	if err != nil {
+		return err
+	}
+	if perm := target.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return fmt.Errorf("token directory %s is a symbolic link to a directory of mode %04o, which others can read; "+
+			"dynamic-mcp does not chmod through a link: run chmod 700 on its target", s.dir, perm)
+	}
+	return nil
 }
 
 // Delete removes server's record; removing none is not an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,5 +301,30 @@ func TestFetchAll(t *testing.T) {
 	}
 	if _, err := fetchAll(t.Context(), "tools/list", "tools", "name", endless); err == nil || !strings.Contains(err.Error(), "pages") {
 		t.Errorf("endless: %v", err)
+	}
+}
+
+// A pin file that cannot be parsed withholds every tool of its server,
+// until it is removed, instead of serving tools that may have changed.
+func TestCorruptPinsWithholdTools(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	n := len(s.Lists().Tools)
+	if n == 0 {
+		t.Fatal("the fake serves no tools")
+	}
+	path := m.Pins().path(s.Config.ID())
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.RecheckPins()
+	if got := len(s.Lists().Tools); got != 0 || len(s.Status().PinChanged) != n {
+		t.Fatalf("%d tools served, %d withheld with a corrupt pin file; want 0 and %d", got, len(s.Status().PinChanged), n)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	m.RecheckPins()
+	if got := len(s.Lists().Tools); got != n {
+		t.Errorf("%d tools after removing the pin file, want %d", got, n)
 	}
 }

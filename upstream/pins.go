@@ -18,6 +18,12 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 )
 
+// ErrPinFile says a server's pin file exists but cannot be read or parsed.
+// Check then fails closed: it reports every tool as changed, so the
+// server's tools are withheld (under pin_on_change: block) until the file
+// is repaired or removed.
+var ErrPinFile = errors.New("pin file cannot be used")
+
 // Pins records, per server, a hash of every tool's definition the first
 // time it is seen, so that a server that later changes a tool (a "rug
 // pull") is noticed. One JSON file per server in the pins directory,
@@ -78,11 +84,11 @@ func (p *Pins) load(serverID string) (*pinFile, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = json.Unmarshal(b, f)
 	}
-	if err := json.Unmarshal(b, f); err != nil {
-		return nil, fmt.Errorf("pin file %s: %w", p.path(serverID), err)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; repair it, or remove it to pin the tools %s serves now", ErrPinFile, p.path(serverID), err, serverID)
 	}
 	if f.Tools == nil {
 		f.Tools = map[string]*pin{}
@@ -103,13 +109,19 @@ func (p *Pins) save(f *pinFile) error {
 
 // Check compares tools with their pins: a tool seen for the first time is
 // pinned; it returns the names of tools whose definition differs from
-// their pin, in order.
+// their pin, in order. When the pin file cannot be read or parsed it fails
+// closed: every tool is returned as changed, with an error wrapping
+// ErrPinFile that says what to do.
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f, err := p.load(serverID)
 	if err != nil {
-		return nil, err
+		all := make([]string, 0, len(tools))
+		for _, t := range tools {
+			all = append(all, t.Key)
+		}
+		return all, err
 	}
 	dirty := false
 	var changed []string

@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +49,38 @@ func TestPins(t *testing.T) {
 	}
 	if changed, _ := p.Check("web/search", pulled); changed != nil {
 		t.Errorf("another server's pins: %v", changed)
+	}
+}
+
+// A pin file that cannot be read or parsed fails closed: every tool counts
+// as changed, and the error says which file and what to do.
+func TestPinsCorruptFileFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	p := NewPins(dir)
+	tools := []Item{
+		{Key: "read", Raw: json.RawMessage(`{"name":"read","inputSchema":{"type":"object"}}`)},
+		{Key: "write", Raw: json.RawMessage(`{"name":"write","inputSchema":{"type":"object"}}`)},
+	}
+	for name, corrupt := range map[string]func(path string) error{
+		"not JSON":   func(path string) error { return os.WriteFile(path, []byte(`{"server":"files","tools":{`), 0o600) },
+		"unreadable": func(path string) error { return os.Mkdir(path, 0o700) }, // reading a directory fails
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, "files.json")
+			os.RemoveAll(path)
+			if err := corrupt(path); err != nil {
+				t.Fatal(err)
+			}
+			changed, err := p.Check("files", tools)
+			if !errors.Is(err, ErrPinFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "remove it") {
+				t.Fatalf("err = %v; want ErrPinFile naming %s and what to do", err, path)
+			}
+			if !reflect.DeepEqual(changed, []string{"read", "write"}) {
+				t.Fatalf("changed = %v; want every tool withheld", changed)
+			}
+			if _, err := p.Accept("files"); !errors.Is(err, ErrPinFile) {
+				t.Errorf("Accept: %v; want ErrPinFile", err)
+			}
+		})
 	}
 }

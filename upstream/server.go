@@ -407,6 +407,14 @@ func (s *Server) setListsLocked(raw Lists) {
 		return
 	}
 	changed, err := pins.Check(s.Config.ID(), raw.Tools)
+	if errors.Is(err, ErrPinFile) {
+		// Fail closed whatever pin_on_change says: without the pins no
+		// tool can be told unchanged.
+		s.logger.Error("tool pins cannot be read; every tool of this server withheld", "err", err)
+		s.status.PinChanged = changed
+		s.lists.Tools = nil
+		return
+	}
 	if err != nil {
 		s.logger.Error("tool pins could not be checked or saved", "err", err)
 	}

@@ -90,16 +90,45 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			s.Description = fmt.Sprintf("%s what %s is for (imported from %s)", placeholderPrefix, s.Name, filepath.Base(source))
 		}
 	}
-	added, skipped, err := mergeIntoConfig(out, servers, force)
+	keys, renamed := groupKeys(servers)
+	for _, r := range renamed {
+		fmt.Fprintln(stderr, "note:", r)
+	}
+	added, skipped, err := mergeIntoConfig(out, servers, keys, force)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d servers imported from %s into %s", pos[0], len(added), source, out)
+	if len(renamed) > 0 {
+		fmt.Fprintf(stdout, " (%d renamed, as their names make the same group name)", len(renamed))
+	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(stdout, " (already there, left alone: %s; --force replaces them)", strings.Join(skipped, ", "))
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// groupKeys names each server's group: its name made a group name, and
+// when an earlier server of the same import already has that group name
+// ("my server" and "my/server" are both my-server), the name with -2, -3
+// ... and a note, so that no server is dropped or silently replaced.
+func groupKeys(servers []clients.Server) (keys []string, notes []string) {
+	taken := map[string]string{} // group name -> the server that has it
+	for _, s := range servers {
+		base := groupKey(s.Name)
+		key := base
+		for n := 2; has(taken, key); n++ {
+			suffix := fmt.Sprintf("-%d", n)
+			key = base[:min(len(base), maxGroupKey-len(suffix))] + suffix
+		}
+		if key != base && has(taken, base) {
+			notes = append(notes, fmt.Sprintf("server %q is imported as group %s: group %s is server %q's", s.Name, key, base, taken[base]))
+		}
+		taken[key] = s.Name
+		keys = append(keys, key)
+	}
+	return keys, notes
 }
 
 // readClient reads the servers of a client (by name) or of a file.
@@ -117,7 +146,7 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 		return nil, "", nil, err
 	}
 	perProject := c != nil && c.Name == "claude-code" && project != ""
-	data, err := os.ReadFile(path)
+	data, err := clients.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && perProject:
 		data = []byte("{}") // the project may keep its servers in ~/.claude.json alone
@@ -134,7 +163,11 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 	// Claude Code keeps a project's servers in ~/.claude.json too.
 	if perProject {
 		abs, _ := filepath.Abs(project)
-		if user, err := os.ReadFile(filepath.Join(env.Home, ".claude.json")); err == nil {
+		user, err := clients.ReadFile(filepath.Join(env.Home, ".claude.json"))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", nil, err
+		}
+		if err == nil {
 			more, moreNotes, err := clients.ReadAt(user, "projects", abs, "mcpServers")
 			if err != nil {
 				return nil, "", nil, fmt.Errorf("~/.claude.json: %w", err)
@@ -184,6 +217,11 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 	return st.ServerInfo.Name
 }
 
+func has(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+// maxGroupKey is the longest group name import writes.
+const maxGroupKey = 64
+
 var groupName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // renderGroups writes servers as YAML groups (the groups: block).
@@ -203,8 +241,8 @@ func groupKey(name string) string {
 	if k == "" {
 		k = "server"
 	}
-	if len(k) > 64 {
-		k = k[:64]
+	if len(k) > maxGroupKey {
+		k = k[:maxGroupKey]
 	}
 	return k
 }
@@ -255,9 +293,10 @@ func groupNode(s clients.Server) *yaml.Node {
 	return n
 }
 
-// mergeIntoConfig adds servers as groups to the YAML config at path,
-// creating it if needed, after a backup of the file it changes.
-func mergeIntoConfig(path string, servers []clients.Server, force bool) (added, skipped []string, err error) {
+// mergeIntoConfig adds servers as groups named keys to the YAML config at
+// path, creating it if needed, after a backup of the file it changes. A
+// group already in the file is left alone, or replaced with force.
+func mergeIntoConfig(path string, servers []clients.Server, keys []string, force bool) (added, skipped []string, err error) {
 	var doc yaml.Node
 	old, err := os.ReadFile(path)
 	switch {
@@ -288,8 +327,8 @@ func mergeIntoConfig(path string, servers []clients.Server, force bool) (added, 
 		groups = &yaml.Node{Kind: yaml.MappingNode}
 		root.Content = append(root.Content, scalar("groups"), groups)
 	}
-	for _, s := range servers {
-		key := groupKey(s.Name)
+	for i, s := range servers {
+		key := keys[i]
 		at := -1
 		for i := 0; i+1 < len(groups.Content); i += 2 {
 			if groups.Content[i].Value == key {
@@ -328,7 +367,7 @@ func replaceFile(path string, old, data []byte) (backup string, err error) {
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 		backup = fmt.Sprintf("%s.dynamic-mcp-backup-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
-		if err := os.WriteFile(backup, old, mode); err != nil {
+		if err := atomicfile.Write(backup, old, mode); err != nil {
 			return "", fmt.Errorf("back up %s: %w", path, err)
 		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

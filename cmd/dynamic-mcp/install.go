@@ -11,26 +11,58 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // installRecord is what install remembers so that uninstall can put the
-// client's servers back.
+// client's servers back. There is one per client config: installing again
+// over an install keeps the first record's servers (with any the user
+// added since), so they are never lost to a second install.
 type installRecord struct {
-	Client  string `json:"client"`
-	Path    string `json:"path"`
-	Existed bool   `json:"existed"` // the file was there before install
-	Backup  string `json:"backup,omitempty"`
-	Written string `json:"written_sha256"` // of what install wrote
-	Servers string `json:"servers"`        // the server list install replaced, as the file had it
+	Client string `json:"client"`
+	Path   string `json:"path"`
+	// Existed says uninstall must keep the file: it was there before the
+	// first install, or has gained servers of the user's since.
+	Existed bool   `json:"existed"`
+	Backup  string `json:"backup,omitempty"` // the file before the first install, while still good for a byte-exact undo
+	Written string `json:"written_sha256"`   // of what install last wrote
+	Servers string `json:"servers"`          // the servers to put back, as the file writes its server list
 }
 
 func recordPath(target string) string {
 	sum := sha256.Sum256([]byte(target))
 	return filepath.Join(config.Home(), "installs", hex.EncodeToString(sum[:8])+".json")
+}
+
+// readRecord returns the record of an install into target, nil when there
+// is none.
+func readRecord(target string) (*installRecord, error) {
+	b, err := os.ReadFile(recordPath(target))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec installRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("install record %s: %w", recordPath(target), err)
+	}
+	return &rec, nil
+}
+
+func writeRecord(rec *installRecord) error {
+	path := recordPath(rec.Path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	return atomicfile.Write(path, b, 0o600)
 }
 
 func sha(b []byte) string {
@@ -65,17 +97,32 @@ func installCmd(args []string, stdout io.Writer) error {
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
 	}
-	old, err := os.ReadFile(target)
+	old, err := clients.ReadFile(target)
 	existed := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", target, err)
 	}
+	var current []clients.Server
 	if existed {
-		if _, _, err := client.Read(old); err != nil {
+		if current, _, err = client.Read(old); err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}
 	}
-	out, orig, err := client.Install(old, clients.Entry{Name: "dynamic-mcp", Command: bin, Args: []string{"serve", "-c", absCfg}})
+	prev, err := readRecord(target)
+	if err != nil {
+		return fmt.Errorf("%w; remove it to install afresh (it says which servers uninstall would put back)", err)
+	}
+	// Installing over an install: put back the recorded servers and those
+	// added since, so that this install records them all again. A record
+	// whose entry is no longer in the file is stale: the user undid it.
+	base := old
+	reinstall := prev != nil && slices.ContainsFunc(current, func(s clients.Server) bool { return s.Name == installName })
+	if reinstall {
+		if base, err = client.Restore(old, []byte(prev.Servers), installName); err != nil {
+			return fmt.Errorf("%s: %w; it was left as it is", target, err)
+		}
+	}
+	out, orig, err := client.Install(base, clients.Entry{Name: installName, Command: bin, Args: []string{"serve", "-c", absCfg}})
 	if err != nil {
 		return fmt.Errorf("%s: %w; it was left as it is", target, err)
 	}
@@ -87,18 +134,33 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rec := installRecord{Client: client.Name, Path: target, Existed: existed, Backup: backup, Written: sha(out), Servers: string(orig)}
-	b, _ := json.MarshalIndent(rec, "", "  ")
-	if _, err := replaceFile(recordPath(target), nil, b); err != nil {
-		return fmt.Errorf("installed, but could not record how to undo it: %w", err)
+	rec := &installRecord{Client: client.Name, Path: target, Existed: existed, Backup: backup, Written: sha(out), Servers: string(orig)}
+	switch {
+	case reinstall && sha(old) == prev.Written:
+		// Untouched since the first install: its byte-exact undo holds.
+		rec.Existed, rec.Backup = prev.Existed, prev.Backup
+	case reinstall:
+		// Changed since: the first backup is out of date, undo merges.
+		rec.Existed, rec.Backup = true, ""
+	}
+	if err := writeRecord(rec); err != nil {
+		return fmt.Errorf("installed, but could not record how to undo it (the file as it was: %s): %w", backup, err)
 	}
 	fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
 	if backup != "" {
 		fmt.Fprintf(stdout, "  the file as it was: %s\n", backup)
 	}
+	if reinstall {
+		fmt.Fprintf(stdout, "  it was installed already: the servers the first install replaced, and any added since, are kept for uninstall\n")
+	} else if prev != nil {
+		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); that install's backup: %s\n", prev.Backup)
+	}
 	fmt.Fprintf(stdout, "  undo with: dynamic-mcp uninstall %s%s\n", client.Name, projectFlag(project))
 	return nil
 }
+
+// installName is the name of the one server install leaves.
+const installName = "dynamic-mcp"
 
 // clientTarget parses a command naming one client and finds the config
 // file it works on.
@@ -127,7 +189,8 @@ func projectFlag(project string) string {
 }
 
 // uninstallCmd puts back the servers install replaced: the file as it was
-// when nothing has touched it since, else its server list.
+// when nothing has touched it since, else its recorded servers together
+// with every server the user added since (all but the dynamic-mcp entry).
 func uninstallCmd(args []string, stdout io.Writer) error {
 	var project string
 	fs := flag.NewFlagSet("uninstall", flag.ContinueOnError)
@@ -136,34 +199,42 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(recordPath(target))
+	rec, err := readRecord(target)
 	if err != nil {
-		return fmt.Errorf("dynamic-mcp install did not change %s (no record of it)", target)
-	}
-	var rec installRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
 		return err
 	}
-	current, err := os.ReadFile(target)
+	if rec == nil {
+		return fmt.Errorf("dynamic-mcp install did not change %s (no record of it)", target)
+	}
+	current, err := clients.ReadFile(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	if err != nil && !rec.Existed && rec.Servers == "" {
+		// Deleted since, and nothing of the user's to put back.
+		os.Remove(recordPath(target))
+		fmt.Fprintf(stdout, "%s: %s is gone already; nothing to put back\n", client.Title, target)
+		return nil
+	}
+	untouched := err == nil && sha(current) == rec.Written
+	var prev []byte
+	if untouched && rec.Backup != "" {
+		if prev, err = os.ReadFile(rec.Backup); err != nil {
+			fmt.Fprintf(stdout, "note: the backup %s cannot be read (%v): the recorded servers are put back instead\n", rec.Backup, err)
+		}
+	}
 	switch {
-	case sha(current) == rec.Written && !rec.Existed:
+	case untouched && !rec.Existed:
 		if err := os.Remove(target); err != nil {
 			return err
 		}
-	case sha(current) == rec.Written:
+	case prev != nil:
 		// Untouched since install: the file comes back byte for byte.
-		prev, err := os.ReadFile(rec.Backup)
-		if err != nil {
-			return fmt.Errorf("read the backup %s: %w", rec.Backup, err)
-		}
 		if _, err := replaceFile(target, current, prev); err != nil {
 			return err
 		}
 	default:
-		restored, err := client.Restore(current, []byte(rec.Servers))
+		restored, err := client.Restore(current, []byte(rec.Servers), installName)
 		if err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}

@@ -1,18 +1,37 @@
 // Package atomicfile replaces a file in one step: a reader sees the old
-// contents or the new, never a part of either.
+// contents or the new, never a part of either, and once Write returns the
+// new contents survive a crash or power cut (the steps of google/renameio:
+// write a temporary file, fsync it, rename it over the file, fsync the
+// directory).
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
+// maxLinks bounds how many symbolic links Write follows, as the kernel's
+// ELOOP limit does.
+const maxLinks = 40
+
 // Write replaces path by data with mode perm. It writes a temporary file
-// beside path, sets its mode before any data goes in, and renames it over
-// path; on any error path is left as it was and the temporary file is
-// removed. The directory must exist.
+// beside path, sets its mode before any data goes in, fsyncs it, renames
+// it over path and fsyncs the directory; on any error path is left as it
+// was and the temporary file is removed. The directory must exist.
+//
+// When path is a symbolic link (a dotfiles checkout, say), the file it
+// points to is replaced and the link is kept: the temporary file is made
+// beside the link's target, so the rename stays within one directory.
 func Write(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	target, err := Resolve(path)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(target)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -25,8 +44,60 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// Resolve follows path while it is a symbolic link and returns the path
+// of the file it ends at, which need not exist yet (a dangling link is
+// written through, as a shell's > would). A path that is no link comes
+// back as it is.
+func Resolve(path string) (string, error) {
+	for range maxLinks {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+}
+
+// syncDir makes a rename in dir durable. Windows cannot open a directory
+// for fsync (and NTFS journals renames), so there it is a no-op.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
 }

@@ -151,7 +151,8 @@ func (c *Client) Path(env Env, project string) (string, error) {
 }
 
 // ForFile picks the client format of a file given by path: TOML is
-// Codex's; JSON is told apart by its top-level keys.
+// Codex's; JSON is told apart by its top-level keys. Data over the limits
+// of Read gets the default, and Read then refuses it.
 func ForFile(env Env, path string, data []byte) *Client {
 	all := All(env)
 	byName := map[string]*Client{}

@@ -58,7 +58,7 @@ func TestJSONInstallKeepsCommentsAndIndent(t *testing.T) {
 	if !strings.Contains(string(out), "// keep me") || !strings.Contains(string(out), "\n\t\t\"dynamic-mcp\": {") || strings.Contains(string(out), `"x"`) {
 		t.Errorf("installed:\n%s", out)
 	}
-	back, err := f.restore(out, orig)
+	back, err := f.restore(out, orig, "dynamic-mcp")
 	if err != nil || !strings.Contains(string(back), `"x"`) || strings.Contains(string(back), "dynamic-mcp") {
 		t.Errorf("restored: %v\n%s", err, back)
 	}
@@ -90,7 +90,7 @@ func FuzzRead(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if _, err := fm.restore(out, orig); err != nil && len(servers) > 0 {
+			if _, err := fm.restore(out, orig, "dynamic-mcp"); err != nil && len(servers) > 0 {
 				t.Fatalf("restore after install failed: %v\ninput: %q", err, data)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,8 +18,9 @@ type format interface {
 	// install returns data with the server list set to exactly entry,
 	// every other byte kept; orig is how the list was before.
 	install(data []byte, entry Entry) (out []byte, orig []byte, err error)
-	// restore puts the list install saved back.
-	restore(data []byte, orig []byte) ([]byte, error)
+	// restore puts the list install saved back, keeping the servers of
+	// data other than entry (see Client.Restore).
+	restore(data []byte, orig []byte, entry string) ([]byte, error)
 }
 
 // Entry is the one server install leaves in a client's config.
@@ -52,7 +54,11 @@ type jsonFormat struct {
 }
 
 // standard turns JSON with comments and trailing commas into JSON.
+// Data over the limits is refused before hujson's recursive parser sees it.
 func standard(data []byte) ([]byte, error) {
+	if err := checkLimits(data, false); err != nil {
+		return nil, err
+	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, err
@@ -250,6 +256,9 @@ func pointer(path []string) string {
 // setAt replaces (or adds) the value at path with value, written indented
 // to match its place, and returns the new file and the old value's text.
 func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
+	if err := checkLimits(data, false); err != nil {
+		return nil, nil, err
+	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
@@ -308,18 +317,56 @@ func (f jsonFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
 	return out, old, nil
 }
 
-func (f jsonFormat) restore(data []byte, orig []byte) ([]byte, error) {
-	var value any = json.RawMessage(orig)
-	if len(orig) == 0 {
-		value = map[string]any{}
-	} else {
-		var v any
-		if err := json.Unmarshal(orig, &v); err != nil {
-			return nil, err
-		}
-		value = v
+func (f jsonFormat) restore(data []byte, orig []byte, entry string) ([]byte, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}\n")
 	}
-	out, _, err := setAt(data, f.path, value)
+	var names []string
+	var values []json.RawMessage
+	if t := bytes.TrimSpace(orig); len(t) > 0 && string(t) != "null" {
+		var err error
+		if names, values, err = orderedObject(orig); err != nil {
+			return nil, fmt.Errorf("the recorded servers: %w", err)
+		}
+	}
+	std, err := standard(data)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	cur, ok, err := lookup(std, f.path)
+	if err != nil {
+		return nil, err
+	}
+	if ok && string(bytes.TrimSpace(cur)) != "null" {
+		curNames, curValues, err := orderedObject(cur)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strings.Join(f.path, "."), err)
+		}
+		for i, n := range curNames {
+			if n == entry {
+				continue
+			}
+			if j := slices.Index(names, n); j >= 0 {
+				values[j] = curValues[i]
+			} else {
+				names, values = append(names, n), append(values, curValues[i])
+			}
+		}
+	}
+	// An object in this order: a map would sort the servers by name.
+	var obj bytes.Buffer
+	obj.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			obj.WriteByte(',')
+		}
+		k, _ := json.Marshal(n)
+		obj.Write(k)
+		obj.WriteByte(':')
+		obj.Write(values[i])
+	}
+	obj.WriteByte('}')
+	out, _, err := setAt(data, f.path, json.RawMessage(obj.Bytes()))
 	return out, err
 }
 

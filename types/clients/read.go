@@ -8,7 +8,13 @@ import (
 
 // Read reads the servers of a client's config, in the file's order, with
 // notes for the user: variables rewritten, secrets written literally.
+//
+// A config over MaxFileSize or nested deeper than MaxDepth is refused
+// before it is parsed.
 func (c *Client) Read(data []byte) ([]Server, []string, error) {
+	if err := checkLimits(data, c.isTOML()); err != nil {
+		return nil, nil, err
+	}
 	servers, notes, err := c.format.read(data)
 	if err != nil {
 		return nil, nil, err
@@ -21,6 +27,7 @@ func (c *Client) Read(data []byte) ([]Server, []string, error) {
 
 // ReadAt reads the servers at a JSON path of a file, for configs that keep
 // servers in several places (Claude Code's per-project entries).
+// The same limits as Read apply.
 func ReadAt(data []byte, path ...string) ([]Server, []string, error) {
 	c := &Client{format: jsonFormat{path: path, entry: plainEntry}}
 	return c.Read(data)
@@ -29,11 +36,28 @@ func ReadAt(data []byte, path ...string) ([]Server, []string, error) {
 // Install rewrites data so that the client's server list holds only e. It
 // returns the new file and the server list as it was, for Restore.
 func (c *Client) Install(data []byte, e Entry) ([]byte, []byte, error) {
+	if err := checkLimits(data, c.isTOML()); err != nil {
+		return nil, nil, err
+	}
 	return c.format.install(data, e)
 }
 
-// Restore puts back the server list Install replaced.
-func (c *Client) Restore(data, orig []byte) ([]byte, error) { return c.format.restore(data, orig) }
+// Restore puts back the server list Install replaced (orig) and keeps
+// every server data holds now other than the one named entry: servers
+// the user added since install stay. A server in both takes its current
+// definition. The result is orig's servers in their order, then the
+// added ones in theirs.
+func (c *Client) Restore(data, orig []byte, entry string) ([]byte, error) {
+	if err := checkLimits(data, c.isTOML()); err != nil {
+		return nil, err
+	}
+	return c.format.restore(data, orig, entry)
+}
+
+func (c *Client) isTOML() bool {
+	_, ok := c.format.(tomlFormat)
+	return ok
+}
 
 var (
 	envRef    = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -43,7 +67,8 @@ var (
 )
 
 // normalize rewrites a client's variable references as the hub's
-// ${VAR}, and reports secrets written as literal values (by key and
+// ${VAR}, writes every other $ as the hub's literal $$ (so that pa$$word
+// reaches the server as pa$$word), and reports secrets written as literal values (by key and
 // server, never the value).
 func normalize(s *Server) []string {
 	var notes []string
@@ -56,11 +81,11 @@ func normalize(s *Server) []string {
 			return "${" + name + "}"
 		})
 	}
-	s.Command = fix(s.Command)
-	s.URL = fix(s.URL)
-	s.Cwd = fix(s.Cwd)
+	s.Command = hubLiteral(fix(s.Command))
+	s.URL = hubLiteral(fix(s.URL))
+	s.Cwd = hubLiteral(fix(s.Cwd))
 	for i := range s.Args {
-		s.Args[i] = fix(s.Args[i])
+		s.Args[i] = hubLiteral(fix(s.Args[i]))
 	}
 	// env, then headers: the notes come out in the same order every run.
 	for _, field := range []struct {
@@ -70,7 +95,7 @@ func normalize(s *Server) []string {
 		what, m := field.what, field.m
 		for _, k := range sortedKeys(m) {
 			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
-			m[k] = v
+			m[k] = hubLiteral(v)
 			if v != "" && !strings.Contains(v, "${") && secretKey.MatchString(k) {
 				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
 			}
@@ -91,3 +116,29 @@ func envName(id string) string {
 	}
 	return b.String()
 }
+
+// hubLiteral writes v for the hub's ${VAR} substitution: references
+// ${NAME} and ${NAME:-default} stay references, and every other $ is
+// doubled, the hub's escape for a literal $ (types/config expand).
+func hubLiteral(v string) string {
+	if !strings.Contains(v, "$") {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '$' {
+			b.WriteByte(v[i])
+			continue
+		}
+		if ref := hubRef.FindString(v[i:]); ref != "" {
+			b.WriteString(ref)
+			i += len(ref) - 1
+			continue
+		}
+		b.WriteString("$$")
+	}
+	return b.String()
+}
+
+// hubRef is a reference the hub substitutes, at the start of a string.
+var hubRef = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`)

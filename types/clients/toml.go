@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -135,17 +136,60 @@ func renderCodex(e Entry) []byte {
 	return []byte(b.String())
 }
 
-func (f tomlFormat) restore(data []byte, orig []byte) ([]byte, error) {
+func (f tomlFormat) restore(data []byte, orig []byte, entry string) ([]byte, error) {
+	// The tables of the servers data holds now, but entry's.
+	var kept []byte
+	keptNames := map[string]bool{}
 	var out []byte
 	last := 0
 	for _, r := range serverTables(data) {
 		out = append(out, data[last:r[0]]...)
 		last = r[1]
+		if name := tableServer(data[r[0]:r[1]]); name != "" && name != entry {
+			kept = append(kept, data[r[0]:r[1]]...)
+			keptNames[name] = true
+		}
 	}
 	out = append(out, data[last:]...)
-	out = append(out, orig...)
+	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	// The recorded tables, but those of servers data now defines.
+	for _, r := range serverTables(orig) {
+		if !keptNames[tableServer(orig[r[0]:r[1]])] {
+			out = appendTable(out, orig[r[0]:r[1]])
+		}
+	}
+	out = appendTable(out, kept)
 	if _, _, err := f.read(out); err != nil {
 		return nil, fmt.Errorf("the restored config does not parse: %w", err)
 	}
 	return out, nil
+}
+
+// tableServer is the server a [mcp_servers.<name>...] table belongs to.
+func tableServer(table []byte) string {
+	h := tableHeader.FindSubmatch(table)
+	if h == nil {
+		return ""
+	}
+	if n := serverTableName.FindStringSubmatch(string(h[1])); n != nil {
+		return unquoteKey(n[1])
+	}
+	return ""
+}
+
+// appendTable appends a table's text, on a line of its own.
+func appendTable(out, table []byte) []byte {
+	if len(table) == 0 {
+		return out
+	}
+	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	out = append(out, table...)
+	if !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	return out
 }
