@@ -3,6 +3,7 @@ module github.com/dynamic-mcp/dynamic-mcp
 go 1.26.8
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/lmittmann/tint v1.2.1

@@ -49,7 +49,9 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	}
 	ctx, snap, release := h.acquire(ctx)
 	defer release()
-	d := snap.policy.Evaluate(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
+	// The view routes only what the group does not hide; Decide checks
+	// that again, with the very function `policy test` uses.
+	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
 	rec.Decision, rec.Rule = string(d.Action), d.Rule
 	var res json.RawMessage
 	err := h.decide(ctx, c, d)

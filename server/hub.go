@@ -76,7 +76,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithLogging(),
 		mcpserver.WithHooks(hooks),
 	)
-	h.snap.Store(newSnapshot(cfg, policy.New(cfg), buildView(cfg.Mode, mgr), audit))
+	pol := policy.New(cfg)
+	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, mgr, pol), audit))
 	return h, nil
 }
 
@@ -87,7 +88,8 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swapMu.Lock()
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
-	next := newSnapshot(cfg, policy.New(cfg), buildView(cfg.Mode, h.mgr), cur.audit)
+	pol := policy.New(cfg)
+	next := newSnapshot(cfg, pol, buildView(cfg.Mode, h.mgr, pol), cur.audit)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments {
 		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, h.logger); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
@@ -173,7 +175,7 @@ func (h *Hub) refresh() {
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
 	next := *cur
-	next.view = buildView(cur.cfg.Mode, h.mgr)
+	next.view = buildView(cur.cfg.Mode, h.mgr, cur.policy)
 	h.swap(&next)
 	h.announce(cur.view, next.view)
 }
@@ -186,6 +188,11 @@ func (h *Hub) announce(old, v *view) {
 			h.logger.Error(p)
 		}
 	}
+	for _, w := range v.warnings {
+		if !slices.Contains(old.warnings, w) {
+			h.logger.Warn(w)
+		}
+	}
 	for k := range listKinds {
 		if old.hash(k) != v.hash(k) {
 			h.listChanged(k)
@@ -196,7 +203,7 @@ func (h *Hub) announce(old, v *view) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.mgr).toolsList
+	return buildView(mode, h.mgr, nil).toolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.

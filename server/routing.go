@@ -171,9 +171,13 @@ func (h *Hub) upstreamNotification(s *upstream.Server, method string, params jso
 	case "notifications/resources/updated":
 		var uri string
 		_ = json.Unmarshal(jsonrpc.Field(params, "uri"), &uri)
+		if h.snapshot().view.hidesResource(uri) {
+			h.logger.Debug("update of a hidden resource not passed on", "upstream", s.Config.ID(), "uri", uri)
+			return
+		}
 		h.routes.mu.Lock()
 		var subs []*session
-		if sub := h.routes.subs[uri]; sub != nil {
+		if sub := h.routes.subs[uri]; sub != nil && sub.owner.Config.ID() == s.Config.ID() {
 			for sess := range sub.sessions {
 				subs = append(subs, sess)
 			}
@@ -274,9 +278,15 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 // subscriptionOwner is the server to subscribe to uri at: the one that
 // lists it or has a template for it, else the only server that supports
 // subscriptions at all (a URI need not be listed to be watched).
+//
+// A URI the view hides has no owner, so subscribing to it is answered as
+// for a URI that does not exist and nothing is forwarded.
 func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
 	if s := v.resolveResource(uri); s != nil {
 		return s
+	}
+	if v.hidesResource(uri) {
+		return nil
 	}
 	h.routes.mu.Lock()
 	sub := h.routes.subs[uri]
@@ -285,15 +295,19 @@ func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
 		return sub.owner
 	}
 	var only *upstream.Server
+	var hides bool
 	for _, g := range h.mgr.Groups() {
 		for _, s := range g.Servers {
 			if res := s.Capabilities().Resources; res != nil && res.Subscribe {
 				if only != nil {
 					return nil
 				}
-				only = s
+				only, hides = s, g.Config.Resources.Hides(uri)
 			}
 		}
+	}
+	if hides {
+		return nil
 	}
 	return only
 }

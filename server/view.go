@@ -8,7 +8,9 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -53,6 +55,15 @@ type view struct {
 	templates      []json.RawMessage
 	templateRoutes []templateRoute
 
+	// hiddenURIs and hiddenTemplates are the resources and templates a
+	// group's resources filter hides. A URI they cover is answered as one
+	// that does not exist by every method (read, subscribe, complete) and
+	// its notifications/resources/updated never reach a client, even
+	// where another server's template or the subscription fallback would
+	// otherwise take it.
+	hiddenURIs      map[string]bool
+	hiddenTemplates []*uritemplate.Template
+
 	// starting says some enabled server is still starting: its lists are
 	// not in the view yet.
 	starting bool
@@ -63,6 +74,10 @@ type view struct {
 	// problems found while building, such as name collisions; logged once
 	// when they first appear.
 	problems []string
+	// warnings are what the hub serves anyway but the user should hear
+	// about, such as a policy rule naming an argument a tool does not
+	// have; logged once when they first appear.
+	warnings []string
 }
 
 // groupStarting reports whether the group name is still starting.
@@ -71,14 +86,16 @@ func (v *view) groupStarting(name string) bool {
 	return g != nil && g.state == upstream.StateStarting
 }
 
-// buildView computes the client's view of mgr in mode.
-func buildView(mode config.Mode, mgr *upstream.Manager) *view {
+// buildView computes the client's view of mgr in mode, checking the tools'
+// input schemas against pol's argument rules (pol may be nil).
+func buildView(mode config.Mode, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
 		groupIndex:     map[string]*groupView{},
 		flatRoutes:     map[string]route{},
 		promptRoutes:   map[string]route{},
 		resourceRoutes: map[string]*upstream.Server{},
+		hiddenURIs:     map[string]bool{},
 	}
 	var flatTools []json.RawMessage
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
@@ -94,8 +111,11 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 		for _, s := range g.Servers {
 			lists := s.Lists()
 			for _, t := range lists.Tools {
-				if g.Config.Tools.Hides(t.Key) {
+				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
+				}
+				if pol != nil {
+					v.warnings = append(v.warnings, pol.UnknownArgs(g.Config.Name, s.Config.Name, t.Key, jsonrpc.Field(t.Raw, "inputSchema"))...)
 				}
 				if prev, dup := gv.toolRoutes[t.Key]; dup {
 					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: %s in the same group has a tool of that name", t.Key, s.Config.ID(), prev.server.Config.ID()))
@@ -120,7 +140,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				flatTools = append(flatTools, raw)
 			}
 			for _, p := range lists.Prompts {
-				if g.Config.Prompts.Hides(p.Key) {
+				if policy.Hidden(g.Config, policy.MethodPromptsGet, p.Key) {
 					continue
 				}
 				name := ExposedName(g.Config.Name, p.Key, g.Config.Prefix)
@@ -137,7 +157,8 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				v.prompts = append(v.prompts, raw)
 			}
 			for _, r := range lists.Resources {
-				if g.Config.Resources.Hides(r.Key, r.Name) {
+				if policy.Hidden(g.Config, policy.MethodResourcesRead, r.Key, r.Name) {
+					v.hiddenURIs[r.Key] = true
 					continue
 				}
 				if prev, dup := v.resourceRoutes[r.Key]; dup {
@@ -148,7 +169,10 @@ func buildView(mode config.Mode, mgr *upstream.Manager) *view {
 				v.resources = append(v.resources, r.Raw)
 			}
 			for _, t := range lists.Templates {
-				if g.Config.Resources.Hides(t.Key, t.Name) {
+				if policy.Hidden(g.Config, policy.MethodResourcesRead, t.Key, t.Name) {
+					if tmpl, err := uritemplate.New(t.Key); err == nil {
+						v.hiddenTemplates = append(v.hiddenTemplates, tmpl)
+					}
 					continue
 				}
 				tmpl, err := uritemplate.New(t.Key)
@@ -238,18 +262,40 @@ func shortReason(err error) string {
 }
 
 // resolveResource finds the server that owns uri: the one that listed it,
-// or else the first whose template matches it, in config order.
+// or else the first whose template matches it, in config order. A URI a
+// group hides has no owner, unless another group lists it visibly.
 func (v *view) resolveResource(uri string) *upstream.Server {
 	if s, ok := v.resourceRoutes[uri]; ok {
 		return s
 	}
+	if v.hidesResource(uri) {
+		return nil
+	}
 	for _, t := range v.templateRoutes {
 		if t.template.Match(uri) != nil {
-			if t.hidden.Hides(uri) {
+			if t.hidden.Hides(uri) { // policy.Hidden's reading for a URI alone
 				return nil
 			}
 			return t.server
 		}
 	}
 	return nil
+}
+
+// hidesResource reports whether uri is one a group's resources filter
+// hides: a resource listed under that URI, or a URI of a hidden template.
+// A URI that some group lists visibly is not hidden.
+func (v *view) hidesResource(uri string) bool {
+	if _, ok := v.resourceRoutes[uri]; ok {
+		return false
+	}
+	if v.hiddenURIs[uri] {
+		return true
+	}
+	for _, t := range v.hiddenTemplates {
+		if t.Match(uri) != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "uninstall":
 		return uninstallCmd(args[1:], stdout)
 	case "policy":
-		return policyCmd(args[1:], stdout)
+		return policyCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "dynamic-mcp", version)
 		return nil

@@ -18,7 +18,10 @@ import (
 
 // fixture is one policy test case: an MCP request (tools/call,
 // resources/read or prompts/get), the group it is for, and what the policy
-// should decide.
+// should decide. Optional: resourceName, the name a resources/read's
+// resource is listed under (a group may hide it by name), and inputSchema,
+// the tool's input schema as its server lists it, against which the rules
+// on the tool's arguments are checked (policy test has no upstream to ask).
 type fixture struct {
 	Method string `json:"method"`
 	Params struct {
@@ -26,9 +29,11 @@ type fixture struct {
 		URI       string          `json:"uri"`
 		Arguments json.RawMessage `json:"arguments"`
 	} `json:"params"`
-	Group    string `json:"group"`
-	Server   string `json:"server"`
-	Expected string `json:"expected"`
+	Group        string          `json:"group"`
+	Server       string          `json:"server"`
+	Expected     string          `json:"expected"`
+	ResourceName string          `json:"resourceName"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
 }
 
 // errMismatch makes policy test exit 1 when a decision differs from what a
@@ -36,8 +41,10 @@ type fixture struct {
 var errMismatch = errors.New("a decision differs from what its fixture expects")
 
 // policyCmd evaluates fixtures against a config's policy without starting
-// any upstream, for a user's CI.
-func policyCmd(args []string, stdout io.Writer) error {
+// any upstream, for a user's CI. It decides with policy.Decide, as the hub
+// does. A rule naming an argument a fixture's inputSchema does not have is
+// a warning on stderr, not a failure.
+func policyCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "test" {
 		return usageError{"usage: dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]"}
 	}
@@ -91,6 +98,11 @@ func policyCmd(args []string, stdout io.Writer) error {
 			return fmt.Errorf("fixture %s: %w", path, err)
 		}
 		d := decideFixture(p, group, f, target)
+		if f.Method == policy.MethodToolsCall && len(f.InputSchema) > 0 {
+			for _, w := range p.UnknownArgs(group.Name, fixtureServer(group, f), target, f.InputSchema) {
+				fmt.Fprintf(stderr, "warning: %s: %s\n", filepath.Base(path), w)
+			}
+		}
 		want := f.Expected
 		if expect != "" {
 			want = expect
@@ -154,16 +166,18 @@ func (f *fixture) resolve(cfg *config.Config) (*config.Group, string, error) {
 	return nil, "", errors.New("say which group: add \"group\" to the fixture")
 }
 
-// decideFixture is what the hub would decide: a name the group's deny- or
-// allow-list hides is refused as if absent, then the policy rules apply.
+// decideFixture is what the hub would decide, by the same function: a
+// name the group's deny- or allow-list hides is refused as if absent, then
+// the policy rules apply.
 func decideFixture(p *policy.Policy, g *config.Group, f fixture, target string) policy.Decision {
-	filter := map[string]config.Filter{policy.MethodToolsCall: g.Tools, policy.MethodPromptsGet: g.Prompts, policy.MethodResourcesRead: g.Resources}[f.Method]
-	if filter.Hides(target) {
-		return policy.Decision{Action: config.ActionDeny, Rule: "hidden"}
+	return p.Decide(policy.Request{Group: g.Name, Server: fixtureServer(g, f), Method: f.Method, Name: target,
+		Args: f.Params.Arguments, ResourceName: f.ResourceName})
+}
+
+// fixtureServer is the server a fixture names, else the group's first.
+func fixtureServer(g *config.Group, f fixture) string {
+	if f.Server != "" {
+		return f.Server
 	}
-	server := f.Server
-	if server == "" {
-		server = g.Servers[0].Name
-	}
-	return p.Evaluate(policy.Request{Group: g.Name, Server: server, Method: f.Method, Name: target, Args: f.Params.Arguments})
+	return g.Servers[0].Name
 }

@@ -224,8 +224,13 @@ func TestPolicyTestCommand(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(repoDir, "testdata", "policy")
 	out, err := exec.Command(hubBin, "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture-dir", filepath.Join(dir, "fixtures")).CombinedOutput()
-	if err != nil || strings.Contains(string(out), "FAIL") || strings.Count(string(out), " pass\n") != 8 {
+	if err != nil || strings.Contains(string(out), "FAIL") || strings.Count(string(out), " pass\n") != 12 {
 		t.Errorf("policy test: %v\n%s", err, out)
+	}
+	// read-multiple-ssh.json gives the tool's schema: rule no-ssh names
+	// path, which read_multiple_files does not take.
+	if !strings.Contains(string(out), `warning: read-multiple-ssh.json: policy rule no-ssh names argument "path", which tool read_multiple_files of files/files does not have (its arguments: paths)`) {
+		t.Errorf("policy test did not report the argument the tool does not have:\n%s", out)
 	}
 	cmd := exec.Command(hubBin, "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture", filepath.Join(dir, "fixtures", "read-ssh-key.json"), "--expect", "allow")
 	out, err = cmd.CombinedOutput()

@@ -8,7 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -28,6 +28,10 @@ type Request struct {
 	Method string          // one of the Method constants
 	Name   string          // tool name (as its server calls it), URI, or prompt name
 	Args   json.RawMessage // tool arguments; nil for the other methods
+
+	// ResourceName is, for resources/read, the resource's name as its
+	// server lists it, where known: a group may hide a resource by name.
+	ResourceName string
 }
 
 // Decision is the answer.
@@ -39,30 +43,41 @@ type Decision struct {
 
 // Policy is a config's rules, compiled.
 type Policy struct {
-	groups map[string][]rule
-	global []rule
-	def    config.Action
+	configs map[string]*config.Group // by name, for their filters
+	groups  map[string][]rule
+	global  []rule
+	def     config.Action
 }
 
 type rule struct {
 	cfg               config.Rule
-	tool, uri, prompt *regexp.Regexp
+	tool, uri, prompt *Glob
 	args              []argMatch
 	anyMethod         bool
+	broken            error // a glob that does not compile: the rule denies
 }
 
+// argMatch is one entry of a rule's args: the dotted path of an argument,
+// its keys matched without regard to case, or AnyArg; and the glob on its
+// value.
 type argMatch struct {
-	path []string
-	glob *regexp.Regexp
+	key  string
+	path []string // nil for AnyArg
+	glob Glob
 }
+
+// AnyArg as the key of a rule's args matches every value of the arguments
+// at any depth, in objects and lists alike.
+const AnyArg = "*"
 
 // New compiles cfg's rules.
 func New(cfg *config.Config) *Policy {
-	p := &Policy{groups: map[string][]rule{}, def: cfg.PolicyDefault}
+	p := &Policy{configs: map[string]*config.Group{}, groups: map[string][]rule{}, def: cfg.PolicyDefault}
 	if p.def == "" {
 		p.def = config.ActionAllow
 	}
 	for _, g := range cfg.Groups {
+		p.configs[g.Name] = g
 		p.groups[g.Name] = compile(g.Policy)
 	}
 	p.global = compile(cfg.Policy)
@@ -73,17 +88,33 @@ func compile(rules []config.Rule) []rule {
 	var out []rule
 	for _, r := range rules {
 		c := rule{cfg: r, anyMethod: r.Tool == "" && r.URI == "" && r.Prompt == ""}
+		glob := func(pattern string) *Glob {
+			g, err := CompileGlob(pattern)
+			if err != nil && c.broken == nil {
+				c.broken = fmt.Errorf("glob %q: %w", pattern, err)
+			}
+			return &g
+		}
 		if r.Tool != "" {
-			c.tool = Glob(r.Tool)
+			c.tool = glob(r.Tool)
 		}
 		if r.URI != "" {
-			c.uri = Glob(r.URI)
+			c.uri = glob(r.URI)
 		}
 		if r.Prompt != "" {
-			c.prompt = Glob(r.Prompt)
+			c.prompt = glob(r.Prompt)
 		}
-		for path, g := range r.Args {
-			c.args = append(c.args, argMatch{path: strings.Split(path, "."), glob: Glob(g)})
+		keys := make([]string, 0, len(r.Args))
+		for k := range r.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the same order, and so the same errors, every time
+		for _, k := range keys {
+			a := argMatch{key: k, glob: *glob(r.Args[k])}
+			if k != AnyArg {
+				a.path = strings.Split(k, ".")
+			}
+			c.args = append(c.args, a)
 		}
 		out = append(out, c)
 	}
@@ -124,6 +155,9 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 }
 
 func (r *rule) matches(req Request, args any) (bool, error) {
+	if r.broken != nil {
+		return false, r.broken
+	}
 	if r.cfg.Server != "" && r.cfg.Server != req.Server && r.cfg.Server != req.Group+"/"+req.Server {
 		return false, nil
 	}
@@ -132,7 +166,7 @@ func (r *rule) matches(req Request, args any) (bool, error) {
 	}
 	switch req.Method {
 	case MethodToolsCall:
-		if r.tool == nil || !r.tool.MatchString(req.Name) {
+		if r.tool == nil || !r.tool.Match(req.Name) {
 			return false, nil
 		}
 		for _, a := range r.args {
@@ -143,54 +177,110 @@ func (r *rule) matches(req Request, args any) (bool, error) {
 		}
 		return true, nil
 	case MethodResourcesRead:
-		return r.uri != nil && r.uri.MatchString(req.Name), nil
+		return r.uri != nil && r.uri.Match(req.Name), nil
 	case MethodPromptsGet:
-		return r.prompt != nil && r.prompt.MatchString(req.Name), nil
+		return r.prompt != nil && r.prompt.Match(req.Name), nil
 	}
 	return false, fmt.Errorf("unknown method %q", req.Method)
 }
 
-// matches reports whether the argument at a's path matches its glob. A
-// list matches for an allow rule only if every element does, and for any
-// other rule if one does: either way, the stricter reading.
+// matches reports whether the arguments at a's path match its glob. Keys
+// match without regard to case, as Go's encoding/json and many other
+// decoders take them, so every key that folds to the one named counts.
+// Where several values count (keys differing in case, a list, AnyArg), an
+// allow rule matches only if every value does, and any other rule if one
+// does: either way, the stricter reading.
 func (a argMatch) matches(args any, all bool) (bool, error) {
-	v := args
-	for _, key := range a.path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			if v == nil {
-				return false, nil
-			}
-			return false, fmt.Errorf("argument %s is not an object", strings.Join(a.path, "."))
-		}
-		if v, ok = obj[key]; !ok {
-			return false, nil
+	var values []any
+	if a.path == nil {
+		values = leaves(args, nil)
+	} else {
+		var err error
+		if values, err = a.lookup(args); err != nil {
+			return false, err
 		}
 	}
-	if list, ok := v.([]any); ok {
-		if len(list) == 0 {
-			return false, nil
-		}
-		for _, el := range list {
-			if a.matchValue(el) != all {
-				return !all, nil
-			}
-		}
-		return all, nil
+	if len(values) == 0 {
+		return false, nil
 	}
-	return a.matchValue(v), nil
+	for _, v := range values {
+		if a.matchValue(v, all) != all {
+			return !all, nil
+		}
+	}
+	return all, nil
 }
 
-func (a argMatch) matchValue(v any) bool {
+// lookup is every value at a's path, the elements of a list counting one
+// by one.
+func (a argMatch) lookup(args any) ([]any, error) {
+	level := []any{args}
+	for _, key := range a.path {
+		var next []any
+		for len(level) > 0 {
+			v := level[0]
+			level = level[1:]
+			if list, ok := v.([]any); ok {
+				level = append(level, list...) // a list of objects: each counts
+				continue
+			}
+			obj, ok := v.(map[string]any)
+			if !ok {
+				if v == nil {
+					continue
+				}
+				return nil, fmt.Errorf("argument %s is not an object", a.key)
+			}
+			for k, x := range obj {
+				if strings.EqualFold(k, key) {
+					next = append(next, x)
+				}
+			}
+		}
+		level = next
+	}
+	var out []any
+	for _, v := range level {
+		if list, ok := v.([]any); ok {
+			out = append(out, list...)
+		} else {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// leaves appends every value in v that is not an object or a list, at any
+// depth.
+func leaves(v any, out []any) []any {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, el := range x {
+			out = leaves(el, out)
+		}
+	case []any:
+		for _, el := range x {
+			out = leaves(el, out)
+		}
+	default:
+		out = append(out, v)
+	}
+	return out
+}
+
+func (a argMatch) matchValue(v any, all bool) bool {
 	switch x := v.(type) {
 	case string:
-		return a.glob.MatchString(x)
+		if all {
+			return a.glob.MatchAll(x)
+		}
+		return a.glob.MatchAny(x)
 	case json.Number:
-		return a.glob.MatchString(x.String())
+		return a.glob.Match(x.String())
 	case bool:
-		return a.glob.MatchString(fmt.Sprint(x))
+		return a.glob.Match(fmt.Sprint(x))
 	case nil:
-		return a.glob.MatchString("null")
+		return a.glob.Match("null")
 	}
 	return false // an object has no text to match
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -21,37 +20,58 @@ func TestGlob(t *testing.T) {
 		{"/home/*/x", "/home/ann/b/x", false},
 		{"/home/**", "/home/ann/b/x", true},
 		{"/home/**/x", "/home/ann/b/x", true},
+		{"/home/**/x", "/home/x", true}, // **/ is zero or more directories
+		{"**/secret*", "secret.txt", true},
+		{"**/secret*", "/a/b/secret.txt", true},
 		{"file://**", "file:///etc/passwd", true},
 		{"file://**", "https://x", false},
 		{"?.txt", "a.txt", true},
 		{"?.txt", "ab.txt", false},
 		{"a.b", "axb", false},
-		{"(x)+[y]", "(x)+[y]", true},
+		{"{a,b}.txt", "b.txt", true},
+		{"[ab].txt", "b.txt", true},
+		{`\*`, "*", true},
+		{`\*`, "x", false},
 		{"*", "", true},
 		{"", "", true},
 		{"", "x", false},
 		{"é*", "été", true},
 		{"line*", "line1\nline2", true},
 	} {
-		if got := Glob(tc.glob).MatchString(tc.in); got != tc.want {
+		g, err := CompileGlob(tc.glob)
+		if err != nil {
+			t.Fatalf("CompileGlob(%q): %v", tc.glob, err)
+		}
+		if got := g.Match(tc.in); got != tc.want {
 			t.Errorf("Glob(%q).Match(%q) = %v, want %v", tc.glob, tc.in, got, tc.want)
 		}
+	}
+	if _, err := CompileGlob("a["); err == nil {
+		t.Error("a[ compiled")
 	}
 }
 
 func FuzzGlob(f *testing.F) {
-	for _, s := range []string{"*", "**", "?", "a*b?c**", `\.[]()`, "é?"} {
+	for _, s := range []string{"*", "**", "?", "a*b?c**", `\.[]()`, "é?", "{a,b", "**/x"} {
 		f.Add(s, "abc")
 	}
 	f.Fuzz(func(t *testing.T, glob, in string) {
-		re := Glob(glob) // must not panic
-		if !strings.ContainsAny(glob, "*?") && utf8.ValidString(glob) && utf8.ValidString(in) && re.MatchString(in) != (glob == in) {
+		g, err := CompileGlob(glob)
+		if err != nil {
+			return
+		}
+		g.Match(in) // must not panic
+		g.MatchAny(in)
+		g.MatchAll(in)
+		if !strings.ContainsAny(glob, `*?[]{}\`) && utf8.ValidString(glob) && utf8.ValidString(in) && g.Match(in) != (glob == in) {
 			t.Fatalf("literal glob %q vs %q", glob, in)
 		}
-		if Glob("**").MatchString(in) != true {
+		if all, _ := CompileGlob("**"); !all.Match(in) {
 			t.Fatalf("** did not match %q", in)
 		}
-		_ = regexp.MustCompile(re.String())
+		if g.MatchAll(in) && !g.MatchAny(in) {
+			t.Fatalf("%q: MatchAll but not MatchAny %q", glob, in)
+		}
 	})
 }
 

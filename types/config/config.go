@@ -108,7 +108,35 @@ type HTTP struct {
 	Token string
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
+	// MaxSessions caps the sessions open at once. A new session beyond
+	// it closes the least recently used idle one (no stream open, no
+	// request in flight), or is refused with 503 when none is idle.
+	// Default 1000.
+	MaxSessions int
+	// BodyTimeout bounds reading one request body. Default 30s.
+	BodyTimeout time.Duration
+	// MaxInflight caps the client requests being answered at once across
+	// all sessions (each session has its own cap of 256 too); more get
+	// 503. Default 1024.
+	MaxInflight int
+	// MaxBodyMemory caps the bytes of request bodies being read and
+	// handled at once; a body that does not fit waits, then gets 503.
+	// Default 128 MiB.
+	MaxBodyMemory int
+	// MaxAuthFailures is how many requests with a missing or wrong token
+	// one client address may make in a minute before it is answered 429
+	// until the minute is over. Default 10.
+	MaxAuthFailures int
 }
+
+// Defaults of the http block.
+const (
+	DefaultMaxSessions     = 1000
+	DefaultBodyTimeout     = 30 * time.Second
+	DefaultMaxInflight     = 1024
+	DefaultMaxBodyMemory   = 128 << 20
+	DefaultMaxAuthFailures = 10
+)
 
 // LogValue keeps the token out of logs.
 func (h HTTP) LogValue() slog.Value {
@@ -116,7 +144,9 @@ func (h HTTP) LogValue() slog.Value {
 	if h.Token != "" {
 		token = "REDACTED"
 	}
-	return slog.GroupValue(slog.String("token", token), slog.Any("allowed_origins", h.AllowedOrigins))
+	return slog.GroupValue(slog.String("token", token), slog.Any("allowed_origins", h.AllowedOrigins),
+		slog.Int("max_sessions", h.MaxSessions), slog.Duration("body_timeout", h.BodyTimeout), slog.Int("max_inflight", h.MaxInflight),
+		slog.Int("max_body_memory", h.MaxBodyMemory), slog.Int("max_auth_failures", h.MaxAuthFailures))
 }
 
 // Action is what a policy rule does with a call it matches.
@@ -136,7 +166,7 @@ type Rule struct {
 	Name        string            // shown in errors and the audit trail; default group.policy[i]
 	Action      Action            // required
 	Tool        string            // glob on the tool's name (as its server calls it)
-	Args        map[string]string // dotted argument path -> glob on its value
+	Args        map[string]string // dotted argument path (keys without regard to case; "*" for any value at any depth) -> glob on its value
 	Server      string            // only calls to this server of the group
 	URI         string            // glob on a resources/read URI
 	Prompt      string            // glob on a prompts/get name

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/hashicorp/go-multierror"
 	"gopkg.in/yaml.v3"
 )
@@ -101,6 +102,8 @@ func (p *parser) parse(data []byte) *Config {
 		Mode:          ModeDynamic,
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
+		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
+			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures},
 		Settings: Settings{
 			ConnectTimeout: DefaultConnectTimeout,
 			ListTimeout:    DefaultListTimeout,
@@ -144,8 +147,13 @@ func (p *parser) parse(data []byte) *Config {
 		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = expandHome(p.str(v, key)) },
 		"http": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
-				"token":           func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },
-				"allowed_origins": func(k string, v *yaml.Node) { cfg.HTTP.AllowedOrigins = p.strings(v, k) },
+				"token":             func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },
+				"allowed_origins":   func(k string, v *yaml.Node) { cfg.HTTP.AllowedOrigins = p.strings(v, k) },
+				"max_sessions":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxSessions) },
+				"body_timeout":      func(k string, v *yaml.Node) { cfg.HTTP.BodyTimeout = p.duration(v, k) },
+				"max_inflight":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxInflight) },
+				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
+				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 			})
 		},
 	})
@@ -455,9 +463,26 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 		if len(r.Args) > 0 && findKey(rn, "tool") == nil && !misspelt["tool"] {
 			p.fail(rn, k+".args", "only applies to tool calls: give tool: too (\"*\" for any)")
 		}
+		p.checkGlobs(rn, k, r)
 		rules = append(rules, r)
 	}
 	return rules
+}
+
+// checkGlobs reports the globs of rule r (read from n, at key) that
+// doublestar cannot match with: an unclosed [ or {, a trailing \.
+func (p *parser) checkGlobs(n *yaml.Node, key string, r Rule) {
+	bad := func(k, pattern string) {
+		if !doublestar.ValidatePattern(pattern) {
+			p.fail(n, key+"."+k, "%q is not a valid glob (an unclosed [ or {, or a trailing \\?)", pattern)
+		}
+	}
+	bad("tool", r.Tool)
+	bad("uri", r.URI)
+	bad("prompt", r.Prompt)
+	for _, a := range slices.Sorted(maps.Keys(r.Args)) {
+		bad("args."+a, r.Args[a])
+	}
 }
 
 // checkServer validates one server after its fields are read, and
@@ -649,6 +674,17 @@ func (p *parser) int(n *yaml.Node, key string) (i int, ok bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// positive reads a whole number above zero into *i.
+func (p *parser) positive(n *yaml.Node, key string, i *int) {
+	if v, ok := p.int(n, key); ok {
+		if v <= 0 {
+			p.fail(n, key, "must be above zero, not %d", v)
+			return
+		}
+		*i = v
+	}
 }
 
 func (p *parser) duration(n *yaml.Node, key string) time.Duration {

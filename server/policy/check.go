@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// RuleHidden is the Rule of a Decision for a target the group's deny- or
+// allow-list hides: the hub answers it as one that does not exist.
+const RuleHidden = "hidden"
+
+// Hidden reports whether g's filters hide a target: a tool or a prompt by
+// its name as its server calls it, a resource by its URI or its name, a
+// resource template by its URI template or its name. The hub's view and
+// `dynamic-mcp policy test` both decide with it.
+func Hidden(g *config.Group, method string, names ...string) bool {
+	switch method {
+	case MethodToolsCall:
+		return g.Tools.Hides(names...)
+	case MethodPromptsGet:
+		return g.Prompts.Hides(names...)
+	case MethodResourcesRead:
+		return g.Resources.Hides(names...)
+	}
+	return false
+}
+
+// Decide is what the hub decides for req: a target the group hides is
+// denied by RuleHidden (the hub never routes to one: it answers as for a
+// name that does not exist), anything else as Evaluate has it.
+func (p *Policy) Decide(req Request) Decision {
+	if g := p.configs[req.Group]; g != nil {
+		names := []string{req.Name}
+		if req.ResourceName != "" {
+			names = append(names, req.ResourceName)
+		}
+		if Hidden(g, req.Method, names...) {
+			return Decision{Action: config.ActionDeny, Rule: RuleHidden, Description: "hidden by the group's " + filterKey(req.Method) + " list"}
+		}
+	}
+	return p.Evaluate(req)
+}
+
+func filterKey(method string) string {
+	switch method {
+	case MethodPromptsGet:
+		return "prompts"
+	case MethodResourcesRead:
+		return "resources"
+	}
+	return "tools"
+}
+
+// UnknownArgs lists the rules that name an argument tool (of server in
+// group) does not have by its input schema, each with the names it does
+// have, so that a rule that can never match is found before it matters
+// (path on read_multiple_files, which takes paths). Keys compare without
+// regard to case, as rules match them. Rules whose tool glob is * or **
+// are left out: they name an argument for the tools that have it.
+func (p *Policy) UnknownArgs(group, server, tool string, inputSchema json.RawMessage) []string {
+	var schema any
+	if json.Unmarshal(inputSchema, &schema) != nil {
+		return nil
+	}
+	var out []string
+	for _, rules := range [][]rule{p.groups[group], p.global} {
+		for _, r := range rules {
+			if r.tool == nil || r.broken != nil || r.cfg.Tool == "*" || r.cfg.Tool == "**" || !r.tool.Match(tool) {
+				continue
+			}
+			if r.cfg.Server != "" && r.cfg.Server != server && r.cfg.Server != group+"/"+server {
+				continue
+			}
+			for _, a := range r.args {
+				if a.path == nil {
+					continue
+				}
+				if have, ok := missingArg(schema, a.path); ok {
+					out = append(out, fmt.Sprintf("policy rule %s names argument %q, which tool %s of %s/%s does not have (its arguments: %s)",
+						r.cfg.Name, a.key, tool, group, server, have))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// missingArg walks path down schema's properties (through the items of an
+// array) and reports whether an object schema on the way does not declare
+// its key, with the keys it does; ok is false when every key is there or
+// the schema does not say.
+func missingArg(schema any, path []string) (have string, ok bool) {
+	s, _ := schema.(map[string]any)
+	for _, k := range path {
+		for s != nil && s["type"] == "array" {
+			s, _ = s["items"].(map[string]any)
+		}
+		if s == nil {
+			return "", false
+		}
+		props, hasProps := s["properties"].(map[string]any)
+		if !hasProps && s["type"] != "object" {
+			return "", false // not an object schema: it does not say
+		}
+		var next any
+		found := false
+		names := make([]string, 0, len(props))
+		for name, v := range props {
+			names = append(names, name)
+			if strings.EqualFold(name, k) {
+				next, found = v, true
+			}
+		}
+		if !found {
+			sort.Strings(names)
+			if len(names) == 0 {
+				return "none", true
+			}
+			return strings.Join(names, ", "), true
+		}
+		s, _ = next.(map[string]any)
+	}
+	return "", false
+}
