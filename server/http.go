@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,6 +29,18 @@ type HTTPOptions struct {
 	// Loopback says the hub listens on loopback only, so that requests
 	// naming another Host are refused (DNS rebinding).
 	Loopback bool
+	// MaxSessions caps the sessions open at once; default
+	// config.DefaultMaxSessions. See config.HTTP for this and the rest.
+	MaxSessions int
+	// BodyTimeout bounds reading one request body.
+	BodyTimeout time.Duration
+	// MaxInflight caps the client requests in flight across sessions.
+	MaxInflight int
+	// MaxBodyMemory caps the bytes of bodies being read and handled.
+	MaxBodyMemory int
+	// MaxAuthFailures is how many failed token attempts an address may
+	// make in a minute.
+	MaxAuthFailures int
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -50,8 +63,13 @@ type HTTPServer struct {
 	opts HTTPOptions
 	mux  *http.ServeMux
 
-	mu       sync.Mutex // guards sessions
+	mu       sync.Mutex // guards sessions and pending
 	sessions map[string]*httpSession
+	pending  int // sessions being made, counted against the cap
+
+	inflight atomic.Int64 // client requests being answered, all sessions
+	bodies   *byteBudget
+	auth     *authLimiter
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -60,7 +78,9 @@ type HTTPServer struct {
 
 // NewHTTPServer builds the HTTP face of h. Close stops it.
 func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
-	s := &HTTPServer{hub: h, opts: opts, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{})}
+	opts = opts.withDefaults()
+	s := &HTTPServer{hub: h, opts: opts, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
+		bodies: newByteBudget(opts.MaxBodyMemory), auth: newAuthLimiter(opts.MaxAuthFailures)}
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
@@ -112,8 +132,17 @@ func (s *HTTPServer) guard(next http.Handler) http.Handler {
 			return
 		}
 		if !s.opts.NoAuth {
+			// An address that failed too often is not even checked, so
+			// that guessing the token is slowed to a few tries a minute.
+			addr := clientAddr(r)
+			if wait := s.auth.blocked(addr); wait > 0 {
+				w.Header().Set("Retry-After", retryAfter(wait))
+				http.Error(w, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
+				return
+			}
 			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.Token)) != 1 {
+				s.auth.fail(addr)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="dynamic-mcp"`)
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return

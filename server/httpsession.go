@@ -32,6 +32,9 @@ type httpSession struct {
 
 // newHTTPSession creates and registers a session.
 func (s *HTTPServer) newHTTPSession() (*httpSession, error) {
+	if err := s.reserveSession(); err != nil {
+		return nil, err
+	}
 	hs := &httpSession{
 		session:  newSession(newSessionID()),
 		calls:    jsonrpc.NewCalls(),
@@ -41,11 +44,16 @@ func (s *HTTPServer) newHTTPSession() (*httpSession, error) {
 	hs.peer = hs
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	if err := s.hub.addSession(hs.ctx, hs.session); err != nil {
+		hs.cancel()
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
 		return nil, err
 	}
 	go hs.session.drain(hs.ctx)
 	s.mu.Lock()
 	s.sessions[hs.id] = hs
+	s.pending--
 	s.mu.Unlock()
 	return hs, nil
 }

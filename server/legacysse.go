@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -16,6 +17,10 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs, err := s.newHTTPSession()
+	if errors.Is(err, errTooManySessions) {
+		unavailable(w, "too many sessions, none idle")
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -45,9 +50,12 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	msg, ok := s.readMessage(w, r)
+	msg, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
+	}
+	if !msg.IsRequest() {
+		defer release()
 	}
 	switch {
 	case msg.IsNotification():
@@ -56,8 +64,15 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.hub.serveNotification(hs.ctx, hs.session, msg)
 	case msg.IsRequest():
+		if !s.beginRequest() {
+			release()
+			unavailable(w, "too many requests in flight")
+			return
+		}
 		ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
 		if refused != nil {
+			s.endRequest()
+			release()
 			// Answered on the POST itself: a client that floods requests
 			// and does not read its stream cannot queue refusals there.
 			status := http.StatusBadRequest
@@ -69,6 +84,8 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		}
 		go func() {
 			res, err := s.hub.serveRequest(ctx, hs.session, msg)
+			s.endRequest()
+			release()
 			if end() {
 				_ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true)
 			}

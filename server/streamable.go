@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -55,35 +58,84 @@ func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) (*httpSessi
 }
 
 // readMessage reads and decodes one message, answering the client itself
-// when the body is over the size limit or not a valid message.
-func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (*jsonrpc.Message, bool) {
+// when the body is over the size limit, not read within the body timeout,
+// or not a valid message. The body's bytes are reserved from the budget
+// of bodies first (waiting up to the body timeout for room); release gives
+// them back once the message is handled, and must be called when ok.
+func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, release func(), ok bool) {
 	limit := s.hub.config().Settings.MaxMessageSize
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if r.ContentLength > int64(limit) {
+		// Not read: only its start, for the id of the refusal.
+		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
+		return nil, nil, false
+	}
+	want := int64(limit) + 1 // unknown length: room for the largest
+	if r.ContentLength >= 0 {
+		want = r.ContentLength
+	}
+	wait, cancel := context.WithTimeout(r.Context(), s.opts.BodyTimeout)
+	held, err := s.bodies.acquire(wait, want)
+	cancel()
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, nil, errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
-		return nil, false
+		unavailable(w, "too many request bodies being read")
+		return nil, nil, false
+	}
+	release = sync.OnceFunc(func() { s.bodies.release(held) })
+	body, err := s.readBody(w, r, limit)
+	if err != nil {
+		release()
+		status := http.StatusBadRequest
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			status = http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
+		}
+		writeJSONError(w, status, nil, errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		return nil, nil, false
 	}
 	if len(body) > limit {
+		release()
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, false
+		return nil, nil, false
 	}
-	msg, err := jsonrpc.Decode(body)
+	msg, err = jsonrpc.Decode(body)
 	if err != nil {
+		release()
 		var de *jsonrpc.DecodeError
 		var id json.RawMessage
 		if errors.As(err, &de) {
 			id = de.ID
 		}
 		writeJSONError(w, http.StatusBadRequest, id, jsonrpc.ToError(err))
-		return nil, false
+		return nil, nil, false
 	}
-	return msg, true
+	return msg, release, true
+}
+
+// readBody reads r's body, up to limit+1 bytes, within the body timeout:
+// a client that trickles its body is cut off. The deadline is lifted
+// afterwards, so that a response stream is not cut by it. A body of known
+// length is read into a buffer of that size, without the doubling of
+// io.ReadAll.
+func (s *HTTPServer) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	if r.ContentLength >= 0 {
+		body := make([]byte, r.ContentLength)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 }
 
 func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
-	msg, ok := s.readMessage(w, r)
+	msg, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
+	}
+	if !msg.IsRequest() {
+		defer release()
 	}
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
@@ -91,7 +143,12 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	// for itself alone.
 	if r.Header.Get(headerSessionID) == "" && (initialize || msg.IsRequest() && modern(msg.Params)) {
 		var err error
-		if hs, err = s.newHTTPSession(); err != nil {
+		if hs, err = s.newHTTPSession(); errors.Is(err, errTooManySessions) {
+			release()
+			unavailable(w, "too many sessions, none idle")
+			return
+		} else if err != nil {
+			release()
 			writeJSONError(w, http.StatusInternalServerError, msg.ID, errorf(codeInternalError, err.Error()))
 			return
 		}
@@ -99,6 +156,9 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 			defer s.drop(hs)
 		}
 	} else if hs, ok = s.session(w, r); !ok {
+		if msg.IsRequest() {
+			release()
+		}
 		return
 	}
 	switch {
@@ -118,7 +178,7 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
-	s.request(w, r, hs, msg, header)
+	s.request(w, r, hs, msg, header, release)
 }
 
 // request answers a client request on a POST. The answer is plain JSON
@@ -126,9 +186,19 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 // message, a request of the hub's during a tool call): then, and only
 // then, the response becomes an event stream, with the answer as its last
 // event.
-func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header) {
+//
+// release gives back the body's bytes once the request is answered; the
+// request counts against the cap in all until then.
+func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
+	if !s.beginRequest() {
+		release()
+		unavailable(w, "too many requests in flight")
+		return
+	}
 	ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
 	if refused != nil {
+		s.endRequest()
+		release()
 		writeJSON(w, http.StatusOK, header, jsonrpc.EncodeError(msg.ID, refused))
 		return
 	}
@@ -142,6 +212,8 @@ func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSes
 	answered := make(chan []byte, 1)
 	go func() {
 		res, err := s.hub.serveRequest(ctx, hs.session, msg)
+		s.endRequest()
+		release()
 		if end() {
 			answered <- jsonrpc.Answer(msg.ID, res, err)
 		} else {

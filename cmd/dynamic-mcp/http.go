@@ -58,13 +58,18 @@ func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr st
 		ln.Close()
 		return usageError{"--insecure-no-auth is only allowed on a loopback address"}
 	}
-	opts := server.HTTPOptions{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback}
+	opts := server.HTTPOptions{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
+		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
+		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 	}
 	h := hub.NewHTTPServer(opts)
 	defer h.Close()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout: it would cut GET streams; each body read has its own
+	// deadline (http.body_timeout). IdleTimeout closes kept-alive
+	// connections that send nothing more; MaxHeaderBytes bounds headers.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp",
 		"sse", "http://"+ln.Addr().String()+"/sse", "auth", !noAuth)
 	errc := make(chan error, 1)

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// The limits of the HTTP face, each so that the hub's memory stays bounded
+// whatever clients do: sessions (maxSessions, least recently used idle one
+// closed first), the time to read a body (bodyTimeout), requests in flight
+// in all (maxInflight, besides each session's own cap), the bytes of
+// bodies being read and handled (bodies), and failed token attempts per
+// client address (auth).
+
+// errTooManySessions refuses a new session when the cap is reached and
+// every session is busy.
+var errTooManySessions = errors.New("too many sessions")
+
+// authWindow is the period over which failed token attempts are counted.
+const authWindow = time.Minute
+
+// maxAuthAddrs bounds the table of client addresses with failed token
+// attempts.
+const maxAuthAddrs = 4096
+
+// withDefaults fills the limits left at zero.
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = config.DefaultMaxSessions
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = config.DefaultBodyTimeout
+	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = config.DefaultMaxInflight
+	}
+	if o.MaxBodyMemory <= 0 {
+		o.MaxBodyMemory = config.DefaultMaxBodyMemory
+	}
+	if o.MaxAuthFailures <= 0 {
+		o.MaxAuthFailures = config.DefaultMaxAuthFailures
+	}
+	return o
+}
+
+// unavailable answers 503 with Retry-After: a limit of the hub's, not the
+// client's fault, that passes.
+func unavailable(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "Service Unavailable: "+why, http.StatusServiceUnavailable)
+}
+
+// byteBudget bounds the bytes of request bodies held at once. A reader
+// reserves what it may hold before reading and gives it back when the
+// message is handled.
+type byteBudget struct {
+	max int64
+
+	mu    sync.Mutex // guards the fields below
+	used  int64
+	peak  int64
+	freed chan struct{} // closed and replaced on every release
+}
+
+func newByteBudget(max int) *byteBudget {
+	return &byteBudget{max: int64(max), freed: make(chan struct{})}
+}
+
+// acquire reserves n bytes (at most the whole budget), waiting for others
+// to release until ctx ends. It returns what it reserved.
+func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
+	n = min(n, b.max)
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.max {
+			b.used += n
+			b.peak = max(b.peak, b.used)
+			b.mu.Unlock()
+			return n, nil
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func (b *byteBudget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// high is the most bytes ever reserved at once.
+func (b *byteBudget) high() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
+// authLimiter counts failed token attempts per client address in fixed
+// windows of authWindow; an address over the limit is refused until its
+// window ends, whatever token it sends.
+type authLimiter struct {
+	max int
+	now func() time.Time
+
+	mu    sync.Mutex // guards addrs
+	addrs map[string]*authFailures
+}
+
+type authFailures struct {
+	start time.Time
+	n     int
+}
+
+func newAuthLimiter(max int) *authLimiter {
+	return &authLimiter{max: max, now: time.Now, addrs: map[string]*authFailures{}}
+}
+
+// blocked says how long addr must wait, zero when it may try.
+func (a *authLimiter) blocked(addr string) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.addrs[addr]
+	if f == nil || f.n < a.max {
+		return 0
+	}
+	left := f.start.Add(authWindow).Sub(a.now())
+	if left <= 0 {
+		delete(a.addrs, addr)
+		return 0
+	}
+	return left
+}
+
+// fail counts a failed attempt from addr. When the table is full, expired
+// windows are forgotten, then the oldest.
+func (a *authLimiter) fail(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	f := a.addrs[addr]
+	if f != nil && now.Sub(f.start) >= authWindow {
+		f = nil
+	}
+	if f == nil {
+		if len(a.addrs) >= maxAuthAddrs {
+			a.prune(now)
+		}
+		f = &authFailures{start: now}
+		a.addrs[addr] = f
+	}
+	f.n++
+}
+
+func (a *authLimiter) prune(now time.Time) {
+	var oldest string
+	for k, f := range a.addrs {
+		if now.Sub(f.start) >= authWindow {
+			delete(a.addrs, k)
+		} else if oldest == "" || f.start.Before(a.addrs[oldest].start) {
+			oldest = k
+		}
+	}
+	if len(a.addrs) >= maxAuthAddrs {
+		delete(a.addrs, oldest)
+	}
+}
+
+func (a *authLimiter) size() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.addrs)
+}
+
+// clientAddr is the key failed attempts are counted under: the client's
+// IP, an IPv6 one by its /64 (one host usually holds a whole /64).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip.String()
+}
+
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(int((d + time.Second - 1) / time.Second))
+}
+
+// reserveSession makes room for one more session: below the cap it
+// counts one pending, at the cap it closes the least recently used idle
+// session, and with none idle it fails with errTooManySessions. The
+// caller calls s.settle when the session is registered or not made.
+func (s *HTTPServer) reserveSession() error {
+	s.mu.Lock()
+	var victim *httpSession
+	var victimSeen time.Time
+	if len(s.sessions)+s.pending >= s.opts.MaxSessions {
+		for _, hs := range s.sessions {
+			hs.mu.Lock()
+			idle := len(hs.streams) == 0 && hs.standalone == nil && hs.inflight.Len() == 0
+			seen := hs.lastSeen
+			hs.mu.Unlock()
+			if idle && (victim == nil || seen.Before(victimSeen)) {
+				victim, victimSeen = hs, seen
+			}
+		}
+		if victim == nil {
+			s.mu.Unlock()
+			return errTooManySessions
+		}
+		delete(s.sessions, victim.id)
+	}
+	s.pending++
+	s.mu.Unlock()
+	if victim != nil {
+		s.hub.logger.Info("closing the least recently used idle HTTP session: at the session cap", "session", victim.id, "max_sessions", s.opts.MaxSessions)
+		victim.end(s.hub)
+	}
+	return nil
+}
+
+// beginRequest counts a client request against the cap of requests in
+// flight in all; false means the cap is reached.
+func (s *HTTPServer) beginRequest() bool {
+	if s.inflight.Add(1) > int64(s.opts.MaxInflight) {
+		s.inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *HTTPServer) endRequest() { s.inflight.Add(-1) }

@@ -1,0 +1,352 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// serveHTTPWith serves h's HTTP face with opts (no auth) on a test server.
+func serveHTTPWith(t *testing.T, h *Hub, opts HTTPOptions) (*HTTPServer, *httptest.Server) {
+	opts.NoAuth = true
+	hs := h.NewHTTPServer(opts)
+	ts := httptest.NewServer(hs)
+	t.Cleanup(func() { ts.Close(); hs.Close() })
+	return hs, ts
+}
+
+func (s *HTTPServer) sessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+func (h *Hub) sessionCount() int {
+	h.routes.mu.Lock()
+	defer h.routes.mu.Unlock()
+	return len(h.routes.sessions)
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// The 50,000 idle sessions attack, scaled down: with a cap of 100, 500
+// sessions opened one after another leave at most 100, the least recently
+// used closed first (in the face and in the hub), and memory does not
+// grow with the sessions beyond the cap.
+func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
+	h := fakeHub(t)
+	hs := h.NewHTTPServer(HTTPOptions{NoAuth: true, MaxSessions: 100})
+	defer hs.Close()
+	post := func(session, body string) (*http.Response, string) {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(headerSessionID, session)
+		}
+		w := httptest.NewRecorder()
+		hs.ServeHTTP(w, req)
+		return w.Result(), w.Body.String()
+	}
+	open := func() string {
+		resp, body := post("", initializeMsg)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+		}
+		return resp.Header.Get(headerSessionID)
+	}
+	var ids []string
+	base0 := heapInUse()
+	for range 100 {
+		ids = append(ids, open())
+	}
+	base := heapInUse()
+	// The first session is used again: the second is now the least
+	// recently used.
+	if resp, _ := post(ids[0], `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping: %d", resp.StatusCode)
+	}
+	for range 400 {
+		ids = append(ids, open())
+		if n := hs.sessionCount(); n > 100 {
+			t.Fatalf("%d sessions open, over the cap of 100", n)
+		}
+	}
+	// Without the cap, 400 more sessions would cost four times what the
+	// first 100 did.
+	first, grown := int64(base)-int64(base0), int64(heapInUse())-int64(base)
+	t.Logf("heap: %d KiB for the first 100 sessions, %d KiB more after 400 more", first/1024, grown/1024)
+	if grown > max(first, 1<<20) {
+		t.Errorf("heap grew by %d bytes with the session count capped (the first 100 took %d)", grown, first)
+	}
+	if n, m := hs.sessionCount(), h.sessionCount(); n != 100 || m != 100 {
+		t.Errorf("sessions: %d in the face, %d in the hub; want 100", n, m)
+	}
+	if resp, _ := post(ids[1], `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the least recently used session: %d, want 404", resp.StatusCode)
+	}
+	if resp, _ := post(ids[499], `{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("the newest session: %d", resp.StatusCode)
+	}
+}
+
+// At the cap with no session idle (each has its GET stream open), a new
+// session is refused with 503 and Retry-After, and no busy one is closed;
+// once a stream closes, its session is the one that makes room.
+func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
+	h := fakeHub(t)
+	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxSessions: 2})
+	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	streams := map[string]context.CancelFunc{}
+	for _, c := range []*httpClient{a, b} {
+		ctx, cancel := context.WithCancel(t.Context())
+		streams[c.session] = cancel
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		waitFor(t, 5*time.Second, "the GET stream", func() bool { return h.sessionByID(c.session).hasStandalone() })
+	}
+	resp, err := http.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("third session with none idle: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if hs.sessionCount() != 2 {
+		t.Errorf("%d sessions", hs.sessionCount())
+	}
+	streams[b.session]()
+	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !h.sessionByID(b.session).hasStandalone() })
+	c := newHTTPClient(t, ts.URL)
+	if c.session == "" {
+		t.Fatal("no session once one is idle")
+	}
+	if resp, _ := b.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("idle session b: %d, want 404", resp.StatusCode)
+	}
+	if resp, _ := a.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("busy session a: %d", resp.StatusCode)
+	}
+}
+
+// A body trickled one byte every 200 ms is cut at the body deadline with
+// 408, while a normal POST is answered, and neither a GET stream nor a
+// slow call's response is cut by that deadline.
+func TestHTTPBodyTimeout(t *testing.T) {
+	h := fakeHub(t)
+	_, ts := serveHTTPWith(t, h, HTTPOptions{BodyTimeout: time.Second})
+	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	start := time.Now()
+	fmt.Fprintf(nc, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n", len(initializeMsg))
+	go func() {
+		for i := range len(initializeMsg) {
+			if _, err := nc.Write([]byte{initializeMsg[i]}); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	c := newHTTPClient(t, ts.URL) // meanwhile, a normal client
+	if resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Errorf("a call slower than the body timeout: %d %s", resp.StatusCode, body)
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("after %v: %v", elapsed, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || elapsed > 4*time.Second {
+		t.Errorf("trickled body: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
+	}
+	// A GET stream outlives the body deadline.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	get, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	time.Sleep(1500 * time.Millisecond)
+	if !h.sessionByID(c.session).hasStandalone() {
+		t.Error("the GET stream was cut by the body deadline")
+	}
+}
+
+// Twenty concurrent 9 MiB calls hold at most the body budget at once,
+// and are all answered.
+func TestHTTPBodyMemoryBounded(t *testing.T) {
+	h := fakeHub(t)
+	const budget = 32 << 20
+	const heapBound = 400 << 20
+	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxBodyMemory: budget})
+	c := newHTTPClient(t, ts.URL)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+		}
+	}()
+	// The bodies share one 9 MiB run of bytes, so that the client's side
+	// of the test holds little of the heap measured.
+	big := []byte(strings.Repeat("a", 9<<20))
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := range 20 {
+		wg.Go(func() {
+			head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":100,"pad":"`, i)
+			tail := `"}}}`
+			var resp *http.Response
+			var b []byte
+			// A body that waited too long for room gets 503: the client
+			// tries again, as Retry-After says.
+			for try := 0; try == 0 || resp.StatusCode == http.StatusServiceUnavailable && try < 10; try++ {
+				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", io.MultiReader(strings.NewReader(head), bytes.NewReader(big), strings.NewReader(tail)))
+				req.ContentLength = int64(len(head) + len(big) + len(tail))
+				req.Header.Set("Accept", "application/json")
+				req.Header.Set(headerSessionID, c.session)
+				var err error
+				if resp, err = http.DefaultClient.Do(req); err != nil {
+					t.Error(err)
+					failed.Add(1)
+					return
+				}
+				b, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"result"`) {
+				t.Errorf("call %d: %d %.200s", i, resp.StatusCode, b)
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	t.Logf("bodies held at most %d MiB; heap in use peaked at %d MiB", hs.bodies.high()>>20, peak.Load()>>20)
+	if high := hs.bodies.high(); high > budget || high < 9<<20 {
+		t.Errorf("bodies held at most %d bytes, budget %d", high, budget)
+	}
+	if peak.Load() > heapBound {
+		t.Errorf("heap in use peaked at %d MiB (unbounded, 20 such calls took over 1 GiB)", peak.Load()>>20)
+	}
+	if hs.bodies.used != 0 {
+		t.Errorf("%d bytes still reserved after every call", hs.bodies.used)
+	}
+}
+
+// Requests in flight across sessions are capped: beyond the cap a request
+// gets 503 with Retry-After, and is served again once others finish.
+func TestHTTPInflightCap(t *testing.T) {
+	h := fakeHub(t)
+	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxInflight: 2})
+	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	var wg sync.WaitGroup
+	for _, c := range []*httpClient{a, b} {
+		wg.Go(func() {
+			c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`)
+		})
+	}
+	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.Load() == 2 })
+	resp, _ := a.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("third request in flight: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	wg.Wait()
+	if resp, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("after the calls: %d", resp.StatusCode)
+	}
+}
+
+// Token guessing is slowed: after 10 failures in a minute an address is
+// answered 429 with Retry-After, even with the right token, until the
+// minute is over; other addresses are not affected, and the table of
+// addresses stays bounded.
+func TestHTTPTokenGuessingSlowed(t *testing.T) {
+	h := fakeHub(t)
+	hs := h.NewHTTPServer(HTTPOptions{Token: "secret"})
+	defer hs.Close()
+	now := time.Now()
+	hs.auth.now = func() time.Time { return now }
+	try := func(addr, token string) *http.Response {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(initializeMsg))
+		req.RemoteAddr = addr
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "application/json")
+		w := httptest.NewRecorder()
+		hs.ServeHTTP(w, req)
+		return w.Result()
+	}
+	for i := range 10 {
+		if resp := try("192.0.2.1:1000", fmt.Sprint("guess", i)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, resp.StatusCode)
+		}
+	}
+	for _, token := range []string{"guess10", "secret"} {
+		resp := try("192.0.2.1:2000", token)
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" {
+			t.Errorf("%s after 10 failures: %d Retry-After %q", token, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if resp := try("198.51.100.7:1000", "secret"); resp.StatusCode != http.StatusOK {
+		t.Errorf("another address: %d", resp.StatusCode)
+	}
+	now = now.Add(authWindow)
+	if resp := try("192.0.2.1:1000", "secret"); resp.StatusCode != http.StatusOK {
+		t.Errorf("a minute later: %d", resp.StatusCode)
+	}
+	// IPv6 addresses count by /64.
+	for i := range 10 {
+		try(fmt.Sprintf("[2001:db8::%x]:1000", i+1), "nope")
+	}
+	if resp := try("[2001:db8::ffff]:1000", "secret"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("another host of the same /64: %d", resp.StatusCode)
+	}
+	for i := range 3 * maxAuthAddrs {
+		try(fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255), "nope")
+	}
+	if n := hs.auth.size(); n > maxAuthAddrs {
+		t.Errorf("%d addresses kept, over %d", n, maxAuthAddrs)
+	}
+}
