@@ -198,6 +198,7 @@ func (h *Hub) upstreamNotification(s *upstream.Server, method string, params jso
 // none, and then the client gets none either (never "params": null).
 func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
 	if upstream.Ambiguous(ctx) {
+		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
 	sess := h.sessionFor(ctx)
