@@ -80,9 +80,35 @@ func (c *pipeClient) answer(id string) string {
 	return all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
 }
 
+// answers reads until every id is answered, in any order, and returns
+// the answers by id; notifications are skipped.
+func (c *pipeClient) answers(ids ...string) map[string]string {
+	c.t.Helper()
+	got := map[string]string{}
+	for len(got) < len(ids) {
+		all := c.readUntil(func(line string) bool { return !strings.Contains(line, `"method"`) })
+		line := all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
+		for _, id := range ids {
+			if strings.Contains(line, `"id":`+id+`,`) {
+				got[id] = line
+			}
+		}
+	}
+	return got
+}
+
 // answerAll reads until the answer to id and returns every line read,
 // notifications included.
 func (c *pipeClient) answerAll(id string) string {
+	c.t.Helper()
+	return c.readUntil(func(line string) bool {
+		return strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"method"`)
+	})
+}
+
+// readUntil reads lines until one satisfies done and returns every line
+// read, that one last.
+func (c *pipeClient) readUntil(done func(line string) bool) string {
 	c.t.Helper()
 	got := make(chan string, 1)
 	go func() {
@@ -94,7 +120,7 @@ func (c *pipeClient) answerAll(id string) string {
 				return
 			}
 			all.WriteString(line)
-			if strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"method"`) {
+			if done(line) {
 				got <- all.String()
 				return
 			}
@@ -104,7 +130,7 @@ func (c *pipeClient) answerAll(id string) string {
 	case l := <-got:
 		return l
 	case <-time.After(15 * time.Second):
-		c.t.Fatalf("no answer to %s within 15s", id)
+		c.t.Fatal("no answer within 15s")
 		return ""
 	}
 }
