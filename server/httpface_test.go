@@ -117,8 +117,8 @@ func TestLegacySSE(t *testing.T) {
 		select {
 		case e := <-events:
 			return e
-		case <-time.After(5 * time.Second):
-			t.Fatal("no event")
+		case <-time.After(15 * time.Second):
+			t.Fatal("no event within 15s")
 			return ""
 		}
 	}

@@ -86,9 +86,7 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 			res, err := s.hub.serveRequest(ctx, hs.session, msg)
 			s.endRequest()
 			release()
-			if end() {
-				_ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true)
-			}
+			end(func() { _ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true) })
 		}()
 	default:
 		hs.calls.Resolve(msg)

@@ -214,9 +214,7 @@ func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSes
 		res, err := s.hub.serveRequest(ctx, hs.session, msg)
 		s.endRequest()
 		release()
-		if end() {
-			answered <- jsonrpc.Answer(msg.ID, res, err)
-		} else {
+		if !end(func() { answered <- jsonrpc.Answer(msg.ID, res, err) }) {
 			answered <- nil // cancelled by the client: no answer
 		}
 	}()

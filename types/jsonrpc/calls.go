@@ -126,10 +126,12 @@ func NewInflight(max int) *Inflight {
 }
 
 // Begin starts answering the request with id: it returns the request's
-// context and the func to call with its answer's fate (it reports whether
-// the answer is still wanted). A request over the limit, or with the id of
-// one still in flight, is refused with the error to answer.
-func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func() bool, *Error) {
+// context and the func that ends it, called once with what sends the
+// answer: that runs only if the answer is still wanted (the peer did not
+// cancel), and before the request stops counting as in flight, so that
+// Wait covers it; end reports whether it ran. A request over the limit, or
+// with the id of one still in flight, is refused with the error to answer.
+func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func(answer func()) bool, *Error) {
 	key := string(id)
 	f.mu.Lock()
 	if f.stopped {
@@ -148,7 +150,11 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 	r := &inflightReq{cancel: cancel}
 	f.reqs[key] = r
 	f.mu.Unlock()
-	return rctx, func() bool {
+	return rctx, func(answer func()) bool {
+		wanted := !r.canceled.Load()
+		if wanted && answer != nil {
+			answer() // before the slot is released, so Wait covers it
+		}
 		f.mu.Lock()
 		delete(f.reqs, key)
 		f.mu.Unlock()
@@ -157,7 +163,7 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 		case f.done <- struct{}{}:
 		default:
 		}
-		return !r.canceled.Load()
+		return wanted
 	}, nil
 }
 

@@ -278,9 +278,7 @@ func (c *Conn) receive(line []byte) {
 			} else {
 				res, err = c.opts.Handle(ctx, m)
 			}
-			if end() {
-				_ = c.send(Answer(m.ID, res, err))
-			}
+			end(func() { _ = c.send(Answer(m.ID, res, err)) })
 		})
 	}
 }
