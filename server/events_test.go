@@ -306,22 +306,8 @@ func (c *stdioClient) nextOf(method, id string) map[string]json.RawMessage {
 // What an upstream sends during a call reaches the client before the
 // call's result; log messages name their upstream; params pass through.
 func TestUpstreamNotificationsReachClientInOrder(t *testing.T) {
-	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: %q\n    args: [\"-flood\"]\n",
-		t.TempDir(), fakeBin)
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := testLogger()
-	mgr := upstream.New(cfg, logger)
-	defer mgr.Close()
-	h, err := New(cfg, mgr, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Run()
-	defer h.Close()
-	mgr.Start(t.Context())
+	h, _ := runHub(t, fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: %q\n    args: [\"-flood\"]\n",
+		t.TempDir(), fakeBin), false)
 	c := serveStdio(t, h)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	c.nextOf("", "1")

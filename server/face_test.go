@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -28,22 +25,8 @@ func fakeHubB(t testing.TB, args ...string) *Hub {
 	for i, a := range args {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: fake\n    command: %q\n    args: [%s]\n",
-		t.TempDir(), fakeBin, strings.Join(quoted, ", "))
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := testLogger()
-	mgr := upstream.New(cfg, logger)
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
-	h, err := New(cfg, mgr, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Run()
-	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
+	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: fake\n    command: %q\n    args: [%s]\n",
+		t.TempDir(), fakeBin, strings.Join(quoted, ", ")), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
 	return h

@@ -1,17 +1,11 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // A rule naming an argument the tool's schema does not have is a warning
@@ -43,20 +37,7 @@ groups:
       - {name: typo, action: deny, tool: "echo", args: {txt: "x"}}
       - {name: fine, action: deny, tool: "echo", args: {TEXT: "x"}}
 `, t.TempDir(), fakeBin)
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := testLogger()
-	mgr := upstream.New(cfg, logger)
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
-	h, err := New(cfg, mgr, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Run()
-	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
+	h, _ := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })
 	return h
 }

@@ -1,16 +1,10 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // startingHub is a hub in mode in front of a fast fake "f" and one "s"
@@ -22,19 +16,7 @@ func startingHub(t *testing.T, mode string, delay time.Duration) *Hub {
 		"  f:\n    description: fast\n    command: %q\n"+
 		"  s:\n    description: slow\n    command: %q\n    args: [\"-delay\", %q]\n",
 		mode, t.TempDir(), fakeBin, fakeBin, delay.String())
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := upstream.New(cfg, testLogger())
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
-	h, err := New(cfg, mgr, testLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Run()
-	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
+	h, _ := runHub(t, yaml, true)
 	return h
 }
 

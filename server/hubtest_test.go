@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// runHub runs a hub for the config yaml, built and started in serve's
+// order (hub first, then its upstreams), until the test ends. With
+// declareCaps the upstreams are told at once that the client declares no
+// capabilities, instead of waiting for a client's initialize to learn them.
+func runHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manager) {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	logger := testLogger()
+	mgr := upstream.New(cfg, logger)
+	if declareCaps {
+		mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	}
+	h, err := New(cfg, mgr, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	return h, mgr
+}
