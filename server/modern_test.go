@@ -70,11 +70,11 @@ func TestFlatRenameKeepsBytes(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("renamed\n got %s\nwant %s", got, want)
 	}
-	list := toolsListResult([]json.RawMessage{got, json.RawMessage(`{"name":"b"}`)})
+	list := listResult("tools", []json.RawMessage{got, json.RawMessage(`{"name":"b"}`)}, "")
 	if string(list) != `{"tools":[`+want+`,{"name":"b"}]}` {
 		t.Fatalf("tools/list %s", list)
 	}
-	if list := toolsListResult(nil); string(list) != `{"tools":[]}` {
+	if list := listResult("tools", nil, ""); string(list) != `{"tools":[]}` {
 		t.Fatalf("empty tools/list %s", list)
 	}
 }

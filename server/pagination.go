@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
@@ -29,22 +28,31 @@ func page(field string, items []json.RawMessage, params json.RawMessage, size in
 		start = n
 	}
 	end := min(start+size, len(items))
-	var b bytes.Buffer
-	b.WriteString(`{"`)
-	b.WriteString(field)
-	b.WriteString(`":[`)
-	for i, it := range items[start:end] {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(it)
-	}
-	b.WriteByte(']')
+	next := ""
 	if end < len(items) {
-		b.WriteString(`,"nextCursor":"`)
-		b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end))))
-		b.WriteByte('"')
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return listResult(field, items[start:end], next), nil
+}
+
+// listResult frames a list result around raw items, spliced as they are:
+// {"<field>":[...]}, with "nextCursor" when next is not empty.
+func listResult(field string, items []json.RawMessage, next string) json.RawMessage {
+	n := len(field) + len(next) + 32
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(append(append(b, `{"`...), field...), `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, ']')
+	if next != "" {
+		b = append(append(append(b, `,"nextCursor":"`...), next...), '"')
+	}
+	return append(b, '}')
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -130,7 +129,7 @@ func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
 			}
 		}
 	}
-	return toolsListResultOf("tasks", tasks), nil
+	return listResult("tasks", tasks, ""), nil
 }
 
 // taskStatus passes an upstream's notifications/tasks/status to the
@@ -185,18 +184,4 @@ func retask(res, upstreamID, hubID json.RawMessage) json.RawMessage {
 		}
 	}
 	return res
-}
-
-// toolsListResultOf frames {"<key>":[items]} from raw items.
-func toolsListResultOf(key string, items []json.RawMessage) json.RawMessage {
-	var b strings.Builder
-	b.WriteString(`{"` + key + `":[`)
-	for i, t := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t)
-	}
-	b.WriteString("]}")
-	return json.RawMessage(b.String())
 }

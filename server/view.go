@@ -186,9 +186,9 @@ func buildView(mode config.Mode, mgr *upstream.Manager, pol *policy.Policy) *vie
 		}
 	}
 	if mode == config.ModeFlat {
-		v.toolsList = toolsListResult(flatTools)
+		v.toolsList = listResult("tools", flatTools, "")
 	} else {
-		v.toolsList = toolsListResult(metaTools(v.groups))
+		v.toolsList = listResult("tools", metaTools(v.groups), "")
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)
@@ -204,24 +204,6 @@ func hashOf(parts ...json.RawMessage) uint64 {
 		h.Write([]byte{0})
 	}
 	return h.Sum64()
-}
-
-// toolsListResult frames the whole tools/list result around the
-// definitions, spliced as they are.
-func toolsListResult(tools []json.RawMessage) json.RawMessage {
-	n := 16
-	for _, t := range tools {
-		n += len(t) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"tools":[`...)
-	for i, t := range tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, t...)
-	}
-	return append(b, "]}"...)
 }
 
 // groupState is ready if any server of the group is, starting if none is
