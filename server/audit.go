@@ -37,11 +37,15 @@ type auditLog struct {
 	args   bool // keep argument values
 	logger *slog.Logger
 
-	mu      sync.Mutex // serialises writes; guards the fields below
-	f       *os.File
-	users   int  // requests holding the trail
-	retired bool // no new holders; closed when users reaches 0
-	closed  bool
+	mu     sync.Mutex // serialises writes; guards f and closed
+	f      *os.File
+	closed bool
+
+	// Holding is apart from writing, so that a request that only holds
+	// the trail (every request does) never waits behind a disk write.
+	holdMu  sync.Mutex // guards users and retired
+	users   int        // requests holding the trail
+	retired bool       // no new holders; closed when users reaches 0
 }
 
 // openAudit opens the trail at path (nil when path is "": off).
@@ -90,8 +94,8 @@ func (a *auditLog) hold() bool {
 	if a == nil {
 		return true
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.holdMu.Lock()
+	defer a.holdMu.Unlock()
 	if a.retired {
 		return false
 	}
@@ -104,11 +108,12 @@ func (a *auditLog) release() {
 	if a == nil {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.holdMu.Lock()
 	a.users--
-	if a.retired && a.users == 0 {
-		if err := a.closeLocked(); err != nil {
+	last := a.retired && a.users == 0
+	a.holdMu.Unlock()
+	if last {
+		if err := a.close(); err != nil {
 			a.logger.Error("close the audit trail", "err", err)
 		}
 	}
@@ -120,16 +125,19 @@ func (a *auditLog) retire() error {
 	if a == nil {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.holdMu.Lock()
 	a.retired = true
-	if a.users > 0 {
+	held := a.users > 0
+	a.holdMu.Unlock()
+	if held {
 		return nil
 	}
-	return a.closeLocked()
+	return a.close()
 }
 
-func (a *auditLog) closeLocked() error {
+func (a *auditLog) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.closed {
 		return nil
 	}

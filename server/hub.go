@@ -236,7 +236,7 @@ func (h *Hub) dispatch(ctx context.Context, msg *jsonrpc.Message) (json.RawMessa
 	// A first page asked while upstreams start waits for them a moment,
 	// so that a client that lists once sees them all.
 	settled := func() *view {
-		if jsonrpc.Field(msg.Params, "cursor") != nil {
+		if !v.starting || jsonrpc.Field(msg.Params, "cursor") != nil {
 			return v
 		}
 		return h.awaitView(ctx, snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
@@ -310,7 +310,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name, a non-empty string")
 	}
 	arguments := jsonrpc.Field(params, "arguments")
-	settings := h.config().Settings
+	settings := h.snapshotOf(ctx).cfg.Settings
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok && v.starting {
@@ -439,7 +439,5 @@ func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (js
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	_, snap, release := h.acquire(ctx)
-	defer release()
-	return s.Request(ctx, "completion/complete", p, snap.cfg.CallTimeoutFor(s.Config))
+	return s.Request(ctx, "completion/complete", p, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config))
 }

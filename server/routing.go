@@ -218,15 +218,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	if !able {
 		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}
-	var p any // nil: no params at all
-	if len(params) > 0 {
-		p = params
-	}
-	res, err := sess.request(ctx, method, p)
-	if re, ok := err.(*rpcError); ok {
-		return nil, &upstream.RPCError{Code: re.Code, Message: re.Message, Data: re.Data}
-	}
-	return res, err
+	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type
 }
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
@@ -262,9 +254,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	r.mu.Unlock()
 	switch {
 	case on && first:
-		_, snap, release := h.acquire(ctx)
-		defer release()
-		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, snap.cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()
@@ -317,9 +307,8 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 	if s == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.config().Settings.ListTimeout)
-	defer cancel()
-	if _, err := s.Request(ctx, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout); err != nil {
+	timeout := h.config().Settings.ListTimeout
+	if _, err := s.Request(context.Background(), "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

@@ -32,6 +32,15 @@ func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 
 type snapshotKey struct{}
 
+// snapshotOf is the snapshot the request of ctx loaded, or the current one
+// for work that belongs to no request.
+func (h *Hub) snapshotOf(ctx context.Context) *snapshot {
+	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok {
+		return s
+	}
+	return h.snapshot()
+}
+
 // acquire loads the current snapshot for one request, unless ctx carries
 // one already, and keeps its audit trail open until release is called, so
 // that a reload moving the trail loses none of the request's records. The

@@ -50,17 +50,23 @@ func (h *Hub) adoptTask(ctx context.Context, s *upstream.Server, res json.RawMes
 
 // taskID is the hub's id of s's task id, made for sess when new.
 func (h *Hub) taskID(s *upstream.Server, id json.RawMessage, sess *session) json.RawMessage {
-	var text string
-	if json.Unmarshal(id, &text) != nil {
-		text = string(id)
-	}
-	hubID, _ := jsonrpc.Marshal(s.Config.ID() + "~" + text)
+	hubID := hubTaskID(s, id)
 	r := h.routes
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.tasks[string(hubID)]; !ok && sess != nil {
 		r.tasks[string(hubID)] = &taskRoute{server: s, id: id, sess: sess}
 	}
+	return hubID
+}
+
+// hubTaskID is the id the hub gives s's task id: <server>~<id>.
+func hubTaskID(s *upstream.Server, id json.RawMessage) json.RawMessage {
+	var text string
+	if json.Unmarshal(id, &text) != nil {
+		text = string(id)
+	}
+	hubID, _ := jsonrpc.Marshal(s.Config.ID() + "~" + text)
 	return hubID
 }
 
@@ -88,7 +94,7 @@ func (h *Hub) taskRequest(ctx context.Context, method string, params json.RawMes
 	if err != nil {
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	res, err := r.server.Request(ctx, method, up, h.config().CallTimeoutFor(r.server.Config))
+	res, err := r.server.Request(ctx, method, up, h.snapshotOf(ctx).cfg.CallTimeoutFor(r.server.Config))
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +117,9 @@ func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
 	}
 	h.routes.mu.Unlock()
 	var tasks []json.RawMessage
+	timeout := h.snapshotOf(ctx).cfg.Settings.ListTimeout
 	for s, ids := range owned {
-		res, err := s.Request(ctx, "tasks/list", nil, h.config().Settings.ListTimeout)
+		res, err := s.Request(ctx, "tasks/list", nil, timeout)
 		if err != nil {
 			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
 			continue
@@ -136,21 +143,18 @@ func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
 // session that owns the task, with the hub's id.
 func (h *Hub) taskStatus(s *upstream.Server, params json.RawMessage) {
 	id := jsonrpc.Field(params, "taskId")
+	hubID := hubTaskID(s, id)
 	h.routes.mu.Lock()
-	var hubID string
 	var owner *session
-	for k, r := range h.routes.tasks {
-		if r.server == s && string(r.id) == string(id) {
-			hubID, owner = k, r.sess
-			break
-		}
+	if r := h.routes.tasks[string(hubID)]; r != nil && r.server == s {
+		owner = r.sess
 	}
 	h.routes.mu.Unlock()
 	if owner == nil {
 		h.logger.Debug("task status for no task of a client", "upstream", s.Config.ID(), "task", string(id))
 		return
 	}
-	if p, err := jsonrpc.SetField(params, "taskId", json.RawMessage(hubID)); err == nil {
+	if p, err := jsonrpc.SetField(params, "taskId", hubID); err == nil {
 		owner.notify(context.Background(), "notifications/tasks/status", p)
 	}
 }
