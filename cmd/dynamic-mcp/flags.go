@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -115,8 +116,28 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) *upstream.Manager {
 	mgr := upstream.New(cfg, logger)
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	go answerWithoutClient(ctx, mgr)
 	mgr.Start(ctx)
 	return mgr
+}
+
+// answerWithoutClient takes what upstreams send while no client is there
+// (a command that only connects): their requests are refused at once, so
+// that a server waiting for roots or sampling before it lists its tools
+// is not held up until its timeout.
+func answerWithoutClient(ctx context.Context, mgr *upstream.Manager) {
+	for {
+		select {
+		case e := <-mgr.Events():
+			if e.Kind == upstream.EventRequest {
+				e.Reply(nil, &upstream.RPCError{Code: jsonrpc.CodeMethodNotFound, Message: "dynamic-mcp: no client to pass " + e.Method + " to"})
+			} else {
+				e.Reply(nil, nil) // a flush; notifications ignore it
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // logger builds the logger: tint on a terminal, plain text otherwise, JSON

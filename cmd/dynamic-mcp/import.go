@@ -266,7 +266,7 @@ func groupNode(s clients.Server) *yaml.Node {
 		}
 		return d
 	}
-	add("description", scalar(s.Description))
+	add("description", scalar(strings.ReplaceAll(s.Description, "$", "$$"))) // literal, never a ${VAR}
 	if s.Command != "" {
 		add("command", scalar(s.Command))
 		if len(s.Args) > 0 {

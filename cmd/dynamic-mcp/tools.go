@@ -40,7 +40,6 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	hub.Run() // takes what upstreams send meanwhile; there is no client to pass it to
 	defer hub.Close()
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
