@@ -1,6 +1,10 @@
 package server
 
 import (
+	"net/http/httptest"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -240,6 +244,64 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	waitGoroutines(t, before)
 }
 
+// legacyNotReading opens a legacy SSE stream on a hub with small socket
+// buffers, reads only up to its endpoint and returns the hub, the server
+// and the endpoint; the stream is never read again.
+func legacyNotReading(t *testing.T) (*Hub, *httptest.Server, string) {
+	t.Helper()
+	h := fakeHub(t)
+	ts := serveHTTP(t, h)
+	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4096)
+	}
+	fmt.Fprintf(nc, "GET /sse HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
+	br := bufio.NewReader(nc)
+	var endpoint string
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for endpoint == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = e
+		}
+	}
+	return h, ts, endpoint
+}
+
+// Legacy SSE: a client that never reads its stream and POSTs requests with
+// ids all different: once as many answers wait as a session may have in
+// flight, more requests are refused on their POST (429), so the stream's
+// queue stays bounded.
+func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
+	h, ts, endpoint := legacyNotReading(t)
+	refused := 0
+	for i := range 1000 {
+		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, strings.Repeat("p", 2000))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	hs := h.sessionByID(strings.TrimPrefix(endpoint, "/message?sessionId="))
+	if hs == nil {
+		t.Skip("the session ended (the stream's write timed out) before the check")
+	}
+	if n := hs.standaloneLen(); refused == 0 || n > 2*jsonrpc.DefaultMaxInflight {
+		t.Errorf("%d answers queued for a client that does not read (%d refused)", n, refused)
+	}
+}
+
 // Legacy SSE: a client that opens /sse and never reads it, then POSTs
 // requests. Answers to its own requests are bounded by the in-flight
 // limit; refusals (a duplicate id, over the limit) must be too.
@@ -298,4 +360,13 @@ func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 			t.Errorf("the legacy stream's outbox holds %d refusals for a client that does not read", n)
 		}
 	}
+}
+
+func (hs *httpSession) standaloneLen() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.standalone == nil {
+		return 0
+	}
+	return hs.standalone.out.Len()
 }

@@ -121,6 +121,15 @@ func (hs *httpSession) call(ctx context.Context, method string, params json.RawM
 
 func (hs *httpSession) dropped() uint64 { return hs.lost.Load() }
 
+// answersBacklogged reports whether the session's standalone stream holds
+// as many unread answers as a session may have requests in flight.
+func (hs *httpSession) answersBacklogged() bool {
+	hs.mu.Lock()
+	st := hs.standalone
+	hs.mu.Unlock()
+	return st != nil && st.out.Full(jsonrpc.DefaultMaxInflight)
+}
+
 func (hs *httpSession) touch() {
 	hs.mu.Lock()
 	hs.lastSeen = time.Now()

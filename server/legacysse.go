@@ -64,6 +64,14 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.hub.serveNotification(hs.ctx, hs.session, msg)
 	case msg.IsRequest():
+		if hs.answersBacklogged() {
+			// Every answer goes down the one stream: a client that does not
+			// read it cannot have more queued there.
+			release()
+			writeJSON(w, http.StatusTooManyRequests, nil, jsonrpc.EncodeError(msg.ID,
+				jsonrpc.Errorf(jsonrpc.CodeServerBusy, "too many answers waiting on the SSE stream: read it")))
+			return
+		}
 		if !s.beginRequest() {
 			release()
 			unavailable(w, "too many requests in flight")

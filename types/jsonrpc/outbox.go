@@ -113,7 +113,7 @@ const maxQueuedBytes = 32 << 20
 // that sends and never reads slows to the pace it reads, instead of growing
 // the queue without bound.
 func (o *Outbox) WaitRoom(n int, stop <-chan struct{}) {
-	for o.full(n) {
+	for o.Full(n) {
 		select {
 		case <-o.taken:
 		case <-stop:
@@ -122,7 +122,9 @@ func (o *Outbox) WaitRoom(n int, stop <-chan struct{}) {
 	}
 }
 
-func (o *Outbox) full(n int) bool {
+// Full reports whether n or more answers and requests, or maxQueuedBytes,
+// wait for the writer.
+func (o *Outbox) Full(n int) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.queue)-o.notes >= n || o.bytes >= maxQueuedBytes
