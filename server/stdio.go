@@ -25,7 +25,7 @@ type StdioOptions struct {
 // ServeStdio serves one client on in and out until in ends, the client
 // stops reading, or ctx is done. Every request runs on its own goroutine,
 // so a slow tool call never holds up another; messages go out through a
-// bounded outbox written by one goroutine.
+// bounded outbox (see jsonrpc.Conn), each write with a deadline.
 func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	return h.ServeStdioWith(ctx, in, out, StdioOptions{})
 }

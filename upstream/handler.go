@@ -90,7 +90,8 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	timeout := time.Duration(s.callTimeout.Load())
 	// The request keeps the values of the call it came during (they say
 	// which client session it is for) but not its cancellation: on stdio
-	// that call is a guess, and the server is owed an answer either way.
+	// that call is only known when one client's calls are in flight (see
+	// callContext), and the server is owed an answer either way.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(s.callContext(ctx)), timeout)
 	defer cancel()
 	s.mu.Lock()

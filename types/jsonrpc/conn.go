@@ -63,9 +63,10 @@ type ConnOptions struct {
 // delimited messages: the client's stdio, a stdio upstream. It correlates
 // outgoing calls, dispatches incoming requests each on its own goroutine
 // (at most MaxInflight), handles cancellation, and writes through a
-// bounded outbox with one writer goroutine and a deadline on every write,
-// so that no reader ever writes and no party that stops reading holds up
-// anyone but itself.
+// bounded outbox with one writer goroutine (an answer with nothing queued
+// before it is written at once by its handler) and a deadline on every
+// write, so that no reader ever writes and no party that stops reading
+// holds up anyone but itself.
 type Conn struct {
 	opts     ConnOptions
 	r        io.Reader
@@ -351,7 +352,7 @@ func (c *Conn) write() {
 func (c *Conn) send(msg []byte) error {
 	if c.wmu.TryLock() {
 		if c.out.Len() == 0 && !c.out.Closed() {
-			err := c.writeTimed(append(msg[:len(msg):len(msg)], '\n'))
+			err := c.writeTimed(append(msg, '\n')) // msg is ours: the encoders leave room
 			c.wmu.Unlock()
 			if err != nil {
 				return c.closedErr(ErrClosed)

@@ -55,6 +55,7 @@ func TestDecode(t *testing.T) {
 		{in: `{"params":{"a":[1]},"method":"m\u0031","id":"x","jsonrpc":"2.0"}`, method: "m1", id: `"x"`, params: `{"a":[1]}`},
 		{in: `{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`, id: "9007199254740993"},
 		{in: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, code: CodeInvalidRequest},
+		{in: " \n" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, method: "ping", id: "1"}, // an HTTP body may begin with space
 		{in: `{"jsonrpc":"2.0","id":1,`, code: CodeParseError},
 		{in: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
 		{in: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, code: CodeInvalidRequest, id: "null"},
@@ -224,8 +225,10 @@ func TestConnCancelAndLimit(t *testing.T) {
 		t.Errorf("over the limit: %s", got)
 	}
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	for c.Inflight() != 1 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); c.Inflight() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled request still counts as in flight")
+		}
 	}
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"slow"}`)
 	<-started // 1 was cancelled, so 4 got its slot, and 1 got no answer

@@ -32,7 +32,7 @@ func ReadLines(r io.Reader, limit int, handle func([]byte), tooLarge func(size i
 			buf = append(buf, chunk...)
 		}
 		if size > limit {
-			tail = append(tail, chunk...)
+			tail = append(tail, chunk[max(0, len(chunk)-tailSize):]...)
 			tail = tail[max(0, len(tail)-tailSize):]
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {

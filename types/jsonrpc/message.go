@@ -10,7 +10,7 @@ import (
 
 // Message is one JSON-RPC message: a request (Method and ID), a
 // notification (Method, no ID) or a response (ID and Result or Error).
-// Every field but Method stays raw bytes of the message as received, so
+// ID, Params and Result stay raw bytes of the message as received, so
 // the hub answers with exactly the id it was sent and passes results on
 // without re-encoding them.
 type Message struct {
@@ -61,7 +61,6 @@ var (
 	ErrNullID      = errors.New("a request's id must be a string or a number, not null")
 	ErrBadID       = errors.New("id must be a string or a number")
 	ErrBadMethod   = errors.New("method must be a string")
-	ErrBadErrorObj = errors.New("error must be an object with a code and a message")
 )
 
 // envelope holds the spans of the top-level members Decode looks at,
@@ -91,12 +90,13 @@ func (e *envelope) set(key, value []byte) {
 // message in a single pass. The message keeps b (it is not copied). A
 // refused message comes back as a *DecodeError.
 func Decode(b []byte) (*Message, error) {
-	if len(b) > 0 && b[0] == '[' {
-		return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrBatch}
-	}
 	var env envelope
 	c := checker{b: b, maxDepth: MaxDepth, top: &env}
 	c.space()
+	start := c.i // a body may begin with white space
+	if start < len(b) && b[start] == '[' {
+		return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrBatch}
+	}
 	err := c.value(0)
 	if err == nil {
 		c.space()
@@ -107,7 +107,7 @@ func Decode(b []byte) (*Message, error) {
 	if err != nil {
 		return nil, refusal(b, err)
 	}
-	if len(b) == 0 || b[0] != '{' {
+	if start >= len(b) || b[start] != '{' {
 		return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrNotMessage}
 	}
 	m := &Message{Raw: b, Params: env.params, Result: env.result}
@@ -142,7 +142,6 @@ func Decode(b []byte) (*Message, error) {
 	case m.IsNotification():
 	case m.ID != nil && (env.result != nil || env.err != nil):
 		if env.err != nil {
-			m.Error = &Error{}
 			var e struct {
 				Code    *int            `json:"code"`
 				Message string          `json:"message"`
