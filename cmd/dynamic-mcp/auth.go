@@ -19,9 +19,9 @@ import (
 // authCmd signs in to OAuth-protected upstreams (login), signs out
 // (logout), and shows the sign-ins (status).
 func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usageText = "usage: dynamic-mcp auth login <server> | logout <server> | status  [-c FILE]"
-	if len(args) == 0 {
-		return usageError{usageText}
+	const usageText = "usage: dynamic-mcp auth login <server> | logout <server> | status [-c FILE]"
+	if len(args) == 0 || isHelp(args[0]) {
+		return helpOrUsage(args, stdout, usageText)
 	}
 	var c common
 	var noBrowser bool

@@ -50,6 +50,18 @@ func main() {
 	}
 }
 
+// helpOrUsage answers a command given no subcommand it knows: its usage
+// on stdout when help was asked for (exit 0), else a usage error (2).
+func helpOrUsage(args []string, stdout io.Writer, usageText string) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, usageText)
+		return nil
+	}
+	return usageError{usageText}
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ msg string }
 

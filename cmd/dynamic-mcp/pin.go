@@ -17,7 +17,7 @@ import (
 // accept up by itself.
 func pinCmd(args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "accept") {
-		return usageError{"usage: dynamic-mcp pin list -c FILE | dynamic-mcp pin accept -c FILE SERVER [TOOL...]"}
+		return helpOrUsage(args, stdout, "usage: dynamic-mcp pin list -c FILE | dynamic-mcp pin accept -c FILE SERVER [TOOL...]")
 	}
 	var c common
 	fs := flag.NewFlagSet("pin "+args[0], flag.ContinueOnError)

@@ -45,8 +45,9 @@ var errMismatch = errors.New("a decision differs from what its fixture expects")
 // does. A rule naming an argument a fixture's inputSchema does not have is
 // a warning on stderr, not a failure.
 func policyCmd(args []string, stdout, stderr io.Writer) error {
+	const usageText = "usage: dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]"
 	if len(args) == 0 || args[0] != "test" {
-		return usageError{"usage: dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]"}
+		return helpOrUsage(args, stdout, usageText)
 	}
 	var c common
 	var fixtureFile, fixtureDir, expect string
