@@ -60,7 +60,9 @@ func helpOrUsage(args []string, stdout io.Writer, usageText string) error {
 	return usageError{usageText}
 }
 
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
 
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ msg string }
