@@ -94,7 +94,6 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		outstanding: make(chan struct{}, maxOutstanding),
 		notices:     make(chan notice, noticeBuffer),
 	}
-	s.callTimeout.Store(int64(settings.CallTimeout))
 	if cfg.Disabled {
 		s.status.State = StateDisabled
 	}
@@ -269,8 +268,8 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	return c, lists, nil
 }
 
-// fetchLists reads every page of each list in which that the server's
-// capabilities say it has; the other lists are left empty.
+// fetchLists reads every page of each list in `which` that the server's
+// capabilities say it has (the others are left empty).
 func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists, error) {
 	caps := c.init.Capabilities
 	has := map[string]bool{

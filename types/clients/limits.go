@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // Limits on a client config, checked before it is parsed: hujson and
@@ -13,10 +15,10 @@ import (
 const (
 	// MaxFileSize is the largest client config read: 10 MiB, far above
 	// any real one, as the hub's own message limit.
-	MaxFileSize = 10 << 20
+	MaxFileSize = jsonrpc.DefaultMaxMessageSize
 	// MaxDepth is the deepest nesting of arrays, objects and tables
 	// accepted: 128, the JSON-RPC depth limit of the hub.
-	MaxDepth = 128
+	MaxDepth = jsonrpc.MaxDepth
 )
 
 var (
