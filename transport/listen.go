@@ -17,6 +17,8 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // streamable is mcp-go's Streamable HTTP transport plus the GET stream of
@@ -388,11 +390,18 @@ func (t *streamable) serve(ctx context.Context, req mcptransport.JSONRPCRequest)
 	}()
 }
 
-// respond posts the answer to a request of the GET stream.
+// respond posts the answer to a request of the GET stream, framed as the
+// stdio side frames one: the result's bytes as they are.
 func (t *streamable) respond(ctx context.Context, resp *mcptransport.JSONRPCResponse) error {
-	body, err := json.Marshal(resp)
+	id, err := json.Marshal(resp.ID)
 	if err != nil {
 		return err
+	}
+	var body []byte
+	if resp.Error != nil {
+		body = jsonrpc.EncodeError(id, &jsonrpc.Error{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data})
+	} else {
+		body = jsonrpc.Answer(id, resp.Result, nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, respondTimeout)
 	defer cancel()
