@@ -55,12 +55,12 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Errors Decode reports besides those of Check.
 var (
-	ErrBatch       = errors.New("batch requests are not supported")
-	ErrNotMessage  = errors.New("not a JSON-RPC request, notification or response")
-	ErrVersion     = errors.New(`jsonrpc must be "2.0"`)
-	ErrNullID      = errors.New("a request's id must be a string or a number, not null")
-	ErrBadID       = errors.New("id must be a string or a number")
-	ErrBadMethod   = errors.New("method must be a string")
+	ErrBatch      = errors.New("batch requests are not supported")
+	ErrNotMessage = errors.New("not a JSON-RPC request, notification or response")
+	ErrVersion    = errors.New(`jsonrpc must be "2.0"`)
+	ErrNullID     = errors.New("a request's id must be a string or a number, not null")
+	ErrBadID      = errors.New("id must be a string or a number")
+	ErrBadMethod  = errors.New("method must be a string")
 )
 
 // envelope holds the spans of the top-level members Decode looks at,
