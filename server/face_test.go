@@ -67,17 +67,24 @@ func (c *pipeClient) answer(id string) string {
 // the answers by id; notifications are skipped.
 func (c *pipeClient) answers(ids ...string) map[string]string {
 	c.t.Helper()
-	got := map[string]string{}
+	got, _ := c.answersAt(time.Now(), ids...)
+	return got
+}
+
+// answersAt is answers with how long after start each answer was read.
+func (c *pipeClient) answersAt(start time.Time, ids ...string) (map[string]string, map[string]time.Duration) {
+	c.t.Helper()
+	got, at := map[string]string{}, map[string]time.Duration{}
 	for len(got) < len(ids) {
 		all := c.readUntil(func(line string) bool { return !strings.Contains(line, `"method"`) })
 		line := all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
 		for _, id := range ids {
 			if strings.Contains(line, `"id":`+id+`,`) {
-				got[id] = line
+				got[id], at[id] = line, time.Since(start)
 			}
 		}
 	}
-	return got
+	return got, at
 }
 
 // answerAll reads until the answer to id and returns every line read,
