@@ -63,15 +63,9 @@ func (c *pipeClient) answer(id string) string {
 	return all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
 }
 
-// answers reads until every id is answered, in any order, and returns
-// the answers by id; notifications are skipped.
-func (c *pipeClient) answers(ids ...string) map[string]string {
-	c.t.Helper()
-	got, _ := c.answersAt(time.Now(), ids...)
-	return got
-}
-
-// answersAt is answers with how long after start each answer was read.
+// answersAt reads until every id is answered, in any order, and returns
+// the answers by id with how long after start each was read;
+// notifications are skipped.
 func (c *pipeClient) answersAt(start time.Time, ids ...string) (map[string]string, map[string]time.Duration) {
 	c.t.Helper()
 	got, at := map[string]string{}, map[string]time.Duration{}
