@@ -53,12 +53,13 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
 	rec.Decision, rec.Rule = string(d.Action), d.Rule
+	h.routed(ctx, c.server, c.name, d.Rule, string(d.Action))
 	var res json.RawMessage
 	err := h.decide(ctx, c, d)
 	if err == nil {
 		params, forget := h.mapProgress(ctx, c.params)
 		defer forget()
-		res, err = c.server.Request(ctx, c.method, params, snap.cfg.CallTimeoutFor(c.server.Config))
+		res, err = h.request(ctx, c.server, c.method, params, snap.cfg.CallTimeoutFor(c.server.Config))
 		if err == nil && c.method == policy.MethodToolsCall && jsonrpc.Field(params, "task") != nil {
 			res = h.adoptTask(ctx, c.server, res)
 		}
@@ -195,6 +196,7 @@ func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
 
 // auditMiss records a tool call that named no tool the client can see.
 func (h *Hub) auditMiss(ctx context.Context, name string, args json.RawMessage) {
+	h.missed(ctx, name)
 	rec := auditRecord{Time: time.Now().UTC(), Session: sessionID(ctx), Method: policy.MethodToolsCall, Tool: name,
 		Decision: "not_found", Outcome: "not_found", Arguments: args}
 	_, snap, release := h.acquire(ctx)

@@ -31,12 +31,12 @@ type httpSession struct {
 }
 
 // newHTTPSession creates and registers a session.
-func (s *HTTPServer) newHTTPSession() (*httpSession, error) {
+func (s *HTTPServer) newHTTPSession(transport string) (*httpSession, error) {
 	if err := s.reserveSession(); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
-		session:  newSession(newSessionID()),
+		session:  newSession(newSessionID(), transport),
 		calls:    jsonrpc.NewCalls(),
 		inflight: jsonrpc.NewInflight(jsonrpc.DefaultMaxInflight),
 		lastSeen: time.Now(),

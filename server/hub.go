@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -30,6 +32,7 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 	routes *routes
+	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -140,7 +143,7 @@ func (h *Hub) safely(what string, f func()) {
 func (h *Hub) route(e upstream.Event) {
 	switch e.Kind {
 	case upstream.EventNotification:
-		h.upstreamNotification(e.Server, e.Method, e.Params)
+		h.upstreamNotification(e.Context, e.Server, e.Method, e.Params)
 	case upstream.EventFlush:
 		e.Reply(nil, nil) // everything before it is routed
 	case upstream.EventRequest:
@@ -439,5 +442,6 @@ func (h *Hub) complete(ctx context.Context, v *view, params json.RawMessage) (js
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	return s.Request(ctx, "completion/complete", p, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config))
+	h.routed(ctx, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.request(ctx, s, "completion/complete", p, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config))
 }

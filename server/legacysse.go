@@ -16,7 +16,7 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newHTTPSession()
+	hs, err := s.newHTTPSession("sse")
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return

@@ -5,18 +5,26 @@ import (
 	"encoding/json"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // serveRequest answers a client's request on sess, with the session in
 // ctx for mcp-go and the routing of what upstreams send back.
 func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	return h.handle(upstream.WithOwner(h.mcp.WithContext(ctx, sess), sess), msg)
+	ctx = upstream.WithOwner(h.mcp.WithContext(ctx, sess), sess)
+	if obs := h.observer(); obs != nil {
+		return h.observed(ctx, obs, sess, msg)
+	}
+	return h.handle(ctx, msg)
 }
 
 // serveNotification handles a client's notification on sess. It runs on
 // the reading goroutine, so nothing in it may wait on anyone.
 func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc.Message) {
+	if obs := h.observer(); obs != nil {
+		obs.Message(ctx, &traffic.Message{Direction: traffic.FromClient, Session: sess.id, Method: msg.Method, Params: msg.Params})
+	}
 	switch msg.Method {
 	case "notifications/cancelled":
 		return // the connection cancelled the request already

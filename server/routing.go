@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -123,9 +125,16 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 // the clients it is for. Its params pass through byte for byte but for
 // the member the hub must change (the progress token, the logger's name).
 // It runs on the hub's event loop: sess.notify never blocks.
-func (h *Hub) upstreamNotification(s *upstream.Server, method string, params json.RawMessage) {
+func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
+	}
+	if obs := h.observer(); obs != nil {
+		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
+		if sess := h.sessionFor(ctx); sess != nil {
+			m.Session = sess.id
+		}
+		obs.Message(ctx, m)
 	}
 	switch method {
 	case "notifications/progress":
@@ -196,7 +205,18 @@ func (h *Hub) upstreamNotification(s *upstream.Server, method string, params jso
 // client declared it can answer, and returns the client's answer. ctx
 // carries the upstream's deadline; params are nil when the upstream sent
 // none, and then the client gets none either (never "params": null).
-func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (json.RawMessage, error) {
+func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	if obs := h.observer(); obs != nil {
+		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
+		start := time.Now()
+		defer func() {
+			if sess := h.sessionFor(ctx); sess != nil {
+				m.Session = sess.id
+			}
+			m.Result, m.Err, m.Duration = res, err, time.Since(start)
+			obs.Message(ctx, m)
+		}()
+	}
 	if upstream.Ambiguous(ctx) {
 		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
@@ -234,6 +254,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
+	h.routed(ctx, s, p.URI, "", "")
 	r := h.routes
 	r.mu.Lock()
 	sub := r.subs[p.URI]
@@ -254,7 +275,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	r.mu.Unlock()
 	switch {
 	case on && first:
-		if _, err := s.Request(ctx, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.request(ctx, s, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()
@@ -308,7 +329,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := s.Request(context.Background(), "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.request(context.Background(), s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

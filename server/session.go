@@ -34,6 +34,7 @@ var errClientGone = errors.New("the client has gone")
 // Its state is small and plain, so that one day it can be shared.
 type session struct {
 	id            string
+	transport     string // stdio, streamable-http or sse
 	peer          peer
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications
@@ -53,9 +54,10 @@ type session struct {
 // block the hub.
 const notificationBuffer = 256
 
-func newSession(id string) *session {
+func newSession(id, transport string) *session {
 	return &session{
 		id:            id,
+		transport:     transport,
 		notifications: make(chan mcp.JSONRPCNotification, notificationBuffer),
 		logLevel:      mcp.LoggingLevelInfo,
 	}

@@ -32,7 +32,7 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // ServeStdioWith is ServeStdio with options.
 func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, opts StdioOptions) error {
-	sess := newSession("stdio")
+	sess := newSession("stdio", "stdio")
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conn := jsonrpc.NewConn(in, out, jsonrpc.ConnOptions{

@@ -143,7 +143,7 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	// for itself alone.
 	if r.Header.Get(headerSessionID) == "" && (initialize || msg.IsRequest() && modern(msg.Params)) {
 		var err error
-		if hs, err = s.newHTTPSession(); errors.Is(err, errTooManySessions) {
+		if hs, err = s.newHTTPSession("streamable-http"); errors.Is(err, errTooManySessions) {
 			release()
 			unavailable(w, "too many sessions, none idle")
 			return

@@ -94,7 +94,7 @@ func (h *Hub) taskRequest(ctx context.Context, method string, params json.RawMes
 	if err != nil {
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	res, err := r.server.Request(ctx, method, up, h.snapshotOf(ctx).cfg.CallTimeoutFor(r.server.Config))
+	res, err := h.request(ctx, r.server, method, up, h.snapshotOf(ctx).cfg.CallTimeoutFor(r.server.Config))
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
 	var tasks []json.RawMessage
 	timeout := h.snapshotOf(ctx).cfg.Settings.ListTimeout
 	for s, ids := range owned {
-		res, err := s.Request(ctx, "tasks/list", nil, timeout)
+		res, err := h.request(ctx, s, "tasks/list", nil, timeout)
 		if err != nil {
 			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
 			continue
