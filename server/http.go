@@ -102,6 +102,11 @@ func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
 
 func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
+// Handle serves pattern (a ServeMux pattern, such as "/ui/") with next,
+// behind the same checks as /mcp: Origin, Host and the bearer token. It
+// must be called before the server serves.
+func (s *HTTPServer) Handle(pattern string, next http.Handler) { s.mux.Handle(pattern, s.guard(next)) }
+
 // Close ends every session and waits for the janitor.
 func (s *HTTPServer) Close() error {
 	s.once.Do(func() {
