@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -36,6 +37,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	// What watches the hub's traffic (the inspector, metrics, traces) is
+	// attached before anything is served.
+	var observers []traffic.Observer
+	hub.Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
 	mgr.Start(ctx)
