@@ -24,6 +24,9 @@ type routes struct {
 	subs     map[string]*subscription // by resource URI
 	tasks    map[string]*taskRoute    // by the hub's task id
 	nextTok  uint64
+	// droppedGone counts the notifications dropped for sessions that
+	// ended, so that the hub's total never goes down (see Hub.Dropped).
+	droppedGone uint64
 }
 
 // subscription is one resource URI that client sessions listen to.
@@ -66,6 +69,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	r := h.routes
 	r.mu.Lock()
 	delete(r.sessions, sess.id)
+	r.droppedGone += sess.peer.dropped()
 	r.forgetTasks(sess)
 	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
 	for uri, sub := range r.subs {
@@ -81,6 +85,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	for uri, s := range owners {
 		h.upstreamUnsubscribe(s, uri)
 	}
+	h.mgr.Release(sess) // its own connections (isolation: per-session)
 }
 
 func (h *Hub) sessionList() []*session {
@@ -94,9 +99,13 @@ func (h *Hub) sessionList() []*session {
 }
 
 // sessionFor is the client session a request from upstream belongs to: the
-// one whose call it came during, or the only client there is.
+// one whose call it came during, the one whose own connection it came on
+// (isolation: per-session), or the only client there is.
 func (h *Hub) sessionFor(ctx context.Context) *session {
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(*session); ok {
+		return s
+	}
+	if s, ok := upstream.OwnerOf(ctx).(*session); ok {
 		return s
 	}
 	if list := h.sessionList(); len(list) == 1 {

@@ -73,6 +73,7 @@ type Server struct {
 	cancel       context.CancelFunc // stops run
 	refreshing   bool               // a refresh of lists is running
 	pendingLists listSet            // lists to fetch again once it is done
+	isolated     map[any]*isolated  // isolation: per-session, by owner (see isolation.go)
 
 	callMu  sync.Mutex // guards calls and callSeq
 	calls   map[uint64]context.Context
@@ -80,6 +81,7 @@ type Server struct {
 
 	refreshes atomic.Uint64 // refreshes after list_changed, ever
 	emitted   atomic.Uint64 // events put on the manager's Events, ever
+	starts    atomic.Uint64 // tries to connect, ever; see Restarts
 
 	wg sync.WaitGroup // run, sendNotices, refreshLoop, applyLogLevel
 }
@@ -108,6 +110,16 @@ func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
+}
+
+// Restarts is how many times the server was started (or connected to)
+// again after its first try: after it exited or crashed, or after a try
+// that failed. A crash loop shows as a count that keeps rising.
+func (s *Server) Restarts() uint64 {
+	if n := s.starts.Load(); n > 1 {
+		return n - 1
+	}
+	return 0
 }
 
 // Lists returns the server's cached lists; empty unless it is ready.
@@ -246,6 +258,7 @@ func (s *Server) setExited(c *conn) {
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.caps.wait(ctx)
+	s.starts.Add(1)
 	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.notification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		// No transport given, and the server answered the Streamable HTTP
@@ -304,11 +317,15 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 // onNotification takes a notification from the server: a list_changed
 // fetches that list again, anything else goes to the hub.
 func (s *Server) onNotification(n mcp.JSONRPCNotification) {
-	var params json.RawMessage
+	s.notification(n.Method, notificationParams(n))
+}
+
+// notificationParams are n's params, nil when it has none.
+func notificationParams(n mcp.JSONRPCNotification) json.RawMessage {
 	if n.Params.Meta != nil || len(n.Params.AdditionalFields) > 0 {
-		params = rawParams(n.Params)
+		return rawParams(n.Params)
 	}
-	s.notification(n.Method, params)
+	return nil
 }
 
 // notification handles one notification from the server. It runs on the
@@ -543,6 +560,16 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	owner, isolated := s.perSession(ctx)
+	if isolated {
+		var err error
+		if c, err = s.isolatedConn(ctx, owner); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
+			}
+			return nil, err
+		}
+	}
 	defer s.trackCall(&ctx)()
 	defer s.flushSince(ctx, s.emitted.Load())
 	res, err := c.request(ctx, method, params)
@@ -557,7 +584,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	if c.auth != nil && err != nil && strings.Contains(err.Error(), "insufficient_scope") {
 		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())
 	}
-	if c.stdio == nil && errors.Is(err, mcptransport.ErrSessionTerminated) {
+	if c.stdio == nil && !isolated && errors.Is(err, mcptransport.ErrSessionTerminated) {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
@@ -644,15 +671,19 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	if ctx.Value(callKey{}) != nil {
 		return ctx
 	}
+	// A connection of one owner's own (isolation: per-session) marks what
+	// it receives with that owner: only its calls count.
+	only := ctx.Value(ownerKey{})
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	var latest uint64
 	owners := map[any]bool{}
 	for seq, c := range s.calls {
-		if c.Err() != nil {
+		o := c.Value(ownerKey{})
+		if c.Err() != nil || only != nil && o != only {
 			continue
 		}
-		if o := c.Value(ownerKey{}); o != nil {
+		if o != nil {
 			owners[o] = true
 		}
 		if seq > latest {

@@ -329,9 +329,24 @@ type Server struct {
 	OAuth OAuth
 	// Disabled servers are parsed and validated but never started.
 	Disabled bool
+	// Isolation is shared (default: one connection serves every client
+	// session) or per-session: each client session that calls the server
+	// gets a connection of its own, so that the server's sampling,
+	// elicitation and roots requests, and any state it keeps per
+	// connection, belong to one client beyond doubt.
+	Isolation Isolation
 	// Line is where the server starts in the file.
 	Line int
 }
+
+// Isolation says whether client sessions share a server's connection.
+type Isolation string
+
+// The isolations of a server.
+const (
+	IsolationShared     Isolation = "shared"
+	IsolationPerSession Isolation = "per-session"
+)
 
 // OAuth configures signing in to a protected remote server.
 type OAuth struct {

@@ -29,7 +29,7 @@ groups:
     prefix: false
     servers:
       search: { url: "https://search.example/mcp", headers: { Authorization: "Bearer ${DMCP_TEST_KEY}" } }
-      browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s, retry: { attempts: 2 } }
+      browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s, retry: { attempts: 2 }, isolation: per-session }
     deny: ["^write_"]
     prompts: { allow: ["^summar"] }
     pin_on_change: warn
@@ -54,6 +54,9 @@ audit: { path: /tmp/a.jsonl, arguments: true }
 		t.Fatalf("groups out of config order: %+v", cfg.Groups)
 	}
 	files := cfg.Groups[0]
+	if web := cfg.Groups[1].Servers; web[0].Isolation != IsolationShared || web[1].Isolation != IsolationPerSession {
+		t.Errorf("isolation: %s, %s", web[0].Isolation, web[1].Isolation)
+	}
 	if !files.Prefix || len(files.Servers) != 1 || files.Servers[0].Name != "files" || files.Servers[0].Transport != TransportStdio {
 		t.Fatalf("inline server: %+v", files.Servers[0])
 	}
@@ -144,6 +147,7 @@ func TestParseErrors(t *testing.T) {
 		{"rule for an unknown server", "groups:\n  a: {description: x, command: y, policy: [{action: deny, server: zz}]}", `names "zz", which is not a server of this group`},
 		{"args without tool", "groups:\n  a: {description: x, command: y, policy: [{action: deny, args: {p: x}}]}", "only applies to tool calls"},
 		{"bad policy_default", "policy_default: log\ngroups:\n  a: {description: x, command: y}", "must be allow or deny"},
+		{"bad isolation", "groups:\n  a: {description: x, command: y, isolation: private}", `groups.a.isolation: must be shared or per-session, not "private"`},
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
 		{"oauth on a process", "groups:\n  a: {description: x, command: y, oauth: {redirect_port: 8765}}", "groups.a.oauth: only applies to url: servers"},
 	} {

@@ -245,7 +245,7 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 // server's keys beside the group's) or a servers: map.
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
-	inline := &Server{Name: name, Group: name, Line: at.Line}
+	inline := &Server{Name: name, Group: name, Line: at.Line, Isolation: IsolationShared}
 	hasInline, hasServers, badDescription := false, false, false
 	fields := map[string]func(string, *yaml.Node){
 		"description": func(k string, v *yaml.Node) {
@@ -278,7 +278,7 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 				if !namePattern.MatchString(sname) {
 					p.fail(v.Content[i], skey, "server name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 				}
-				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line}
+				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line, Isolation: IsolationShared}
 				if v.Content[i+1].Kind != yaml.MappingNode {
 					p.fail(v.Content[i+1], skey, "must be a map with command: or url:")
 				} else {
@@ -386,7 +386,8 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				},
 			})
 		},
-		"disabled": func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
+		"disabled":  func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
+		"isolation": func(k string, v *yaml.Node) { choose(p, v, k, &s.Isolation, IsolationShared, IsolationPerSession) },
 	}
 	p.nodes[s] = map[string]*yaml.Node{}
 	for k, f := range fields {
