@@ -37,13 +37,14 @@ const (
 
 // Defaults of the settings block.
 const (
-	DefaultConnectTimeout = 10 * time.Second
-	DefaultListTimeout    = 10 * time.Second
-	DefaultStopGrace      = 5 * time.Second
-	DefaultStartupWait    = 5 * time.Second
-	DefaultCallTimeout    = 60 * time.Second
-	DefaultPageSize       = 100
-	DefaultMaxMessageSize = 10 << 20
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultListTimeout     = 10 * time.Second
+	DefaultStopGrace       = 5 * time.Second
+	DefaultStartupWait     = 5 * time.Second
+	DefaultCallTimeout     = 60 * time.Second
+	DefaultPageSize        = 100
+	DefaultMaxMessageSize  = 10 << 20
+	DefaultSessionInflight = 256
 
 	DefaultRetryAttempts     = 3
 	DefaultRetryInitial      = time.Second
@@ -116,7 +117,7 @@ type HTTP struct {
 	// BodyTimeout bounds reading one request body. Default 30s.
 	BodyTimeout time.Duration
 	// MaxInflight caps the client requests being answered at once across
-	// all sessions (each session has its own cap of 256 too); more get
+	// all sessions (each session has its own cap, settings.session_inflight); more get
 	// 503. Default 1024.
 	MaxInflight int
 	// MaxBodyMemory caps the bytes of request bodies being read and
@@ -246,6 +247,10 @@ type Settings struct {
 	// starting waits for them before it answers with what is ready (and a
 	// call to a tool not known yet, for its upstream). Default 5s.
 	StartupWait time.Duration
+	// SessionInflight caps the requests of one client session being
+	// answered at once (stdio, or one HTTP session); more are answered
+	// -32000 at once. Default 256.
+	SessionInflight int
 	// StopGrace is each wait of the stop ladder: a child gets StopGrace to
 	// exit after its stdin is closed, then StopGrace after SIGTERM, before
 	// SIGKILL. Default 5s.

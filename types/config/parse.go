@@ -105,14 +105,15 @@ func (p *parser) parse(data []byte) *Config {
 		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
 			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures},
 		Settings: Settings{
-			ConnectTimeout: DefaultConnectTimeout,
-			ListTimeout:    DefaultListTimeout,
-			CallTimeout:    DefaultCallTimeout,
-			PageSize:       DefaultPageSize,
-			MaxMessageSize: DefaultMaxMessageSize,
-			StopGrace:      DefaultStopGrace,
-			StartupWait:    DefaultStartupWait,
-			Retry:          Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
+			ConnectTimeout:  DefaultConnectTimeout,
+			ListTimeout:     DefaultListTimeout,
+			CallTimeout:     DefaultCallTimeout,
+			PageSize:        DefaultPageSize,
+			MaxMessageSize:  DefaultMaxMessageSize,
+			StopGrace:       DefaultStopGrace,
+			StartupWait:     DefaultStartupWait,
+			SessionInflight: DefaultSessionInflight,
+			Retry:           Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
 	var doc yaml.Node
@@ -205,6 +206,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"startup_wait":     func(k string, v *yaml.Node) { s.StartupWait = p.duration(v, k) },
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
+		"session_inflight": func(k string, v *yaml.Node) { p.positive(v, k, &s.SessionInflight) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// settings.session_inflight caps one session's requests in flight: the
+// request beyond it is refused at once, and the others are answered.
+func TestSessionInflightSetting(t *testing.T) {
+	h, _ := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 10s, session_inflight: 2}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
+		t.TempDir(), fakeBin), true)
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sleep"]; return ok })
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	for i := 1; i <= 3; i++ {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`, i))
+	}
+	got, _ := c.answersAt(time.Now(), "1", "2", "3")
+	refused := 0
+	for id, line := range got {
+		switch {
+		case strings.Contains(line, `"code":-32000`):
+			refused++
+		case !strings.Contains(line, "slept 1000"):
+			t.Errorf("%s: %s", id, line)
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d of 3 refused with a cap of 2: %v", refused, got)
+	}
+}
