@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // A rule naming an argument the tool's schema does not have is a warning
@@ -142,5 +144,40 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 	}
 	if strings.Join(updates, " ") != "fake://fake/res/3" {
 		t.Errorf("updates that reached the client: %q, want only fake://fake/res/3", updates)
+	}
+}
+
+// A reload that hides a resource a client is subscribed to ends the
+// subscription: the upstream is unsubscribed and the client hears no more.
+func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
+	dir := t.TempDir()
+	yaml := func(deny string) string {
+		return fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f:\n    description: fake\n    command: %q\n    resources: {deny: [%q]}\n", dir, fakeBin, deny)
+	}
+	h, mgr := runHub(t, yaml("^nothing$"), true)
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"fake://fake/res/3"}}`)
+	if got := c.answer("1"); !strings.Contains(got, `"result":{}`) {
+		t.Fatalf("subscribe: %s", got)
+	}
+	subscribed := func() bool {
+		h.routes.mu.Lock()
+		defer h.routes.mu.Unlock()
+		return h.routes.subs["fake://fake/res/3"] != nil
+	}
+	if !subscribed() {
+		t.Fatal("no subscription")
+	}
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml("res/3$")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Apply(cfg)
+	h.SetConfig(cfg)
+	if subscribed() {
+		t.Error("the subscription to a resource the reload hid is kept")
 	}
 }

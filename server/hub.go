@@ -102,6 +102,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	}
 	h.swap(next)
 	h.announce(cur.view, next.view)
+	h.unsubscribeHidden(next.view)
 }
 
 // config is the current config.
@@ -181,6 +182,7 @@ func (h *Hub) refresh() {
 	next.view = buildView(cur.cfg.Mode, h.mgr, cur.policy)
 	h.swap(&next)
 	h.announce(cur.view, next.view)
+	h.unsubscribeHidden(next.view)
 }
 
 // announce logs the new problems of v and tells clients which of their

@@ -333,6 +333,24 @@ func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
 	return only
 }
 
+// unsubscribeHidden ends the subscriptions to URIs that v hides (a reload
+// denied them): no client hears of them again, and their upstreams are
+// unsubscribed.
+func (h *Hub) unsubscribeHidden(v *view) {
+	owners := map[string]*upstream.Server{}
+	h.routes.mu.Lock()
+	for uri, sub := range h.routes.subs {
+		if v.hidesResource(uri) {
+			owners[uri] = sub.owner
+			delete(h.routes.subs, uri)
+		}
+	}
+	h.routes.mu.Unlock()
+	for uri, s := range owners {
+		h.wg.Go(func() { h.upstreamUnsubscribe(s, uri) }) // off the event loop: it waits for the upstream
+	}
+}
+
 func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 	if s == nil {
 		return
