@@ -214,6 +214,10 @@ func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
 // Problems lists what the current view had to hide, such as colliding names.
 func (h *Hub) Problems() []string { return h.snapshot().view.problems }
 
+// Warnings lists what the current view found doubtful, such as policy
+// rules naming arguments their tools do not have.
+func (h *Hub) Warnings() []string { return h.snapshot().view.warnings }
+
 // handle answers one request of a client: the raw result, or the error
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {

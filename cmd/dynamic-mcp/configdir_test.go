@@ -160,3 +160,25 @@ groups:
 		t.Errorf("tools good: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// tools, which starts the upstreams, reports policy rules that name an
+// argument their tool does not have, with the tool's real arguments
+// (validate cannot: it starts nothing).
+func TestToolsWarnsOfUnknownArguments(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+groups:
+  f:
+    description: fake
+    command: `+fakeBin+`
+    policy:
+      - {name: typo, action: deny, tool: echo, args: {txt: "x"}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", cfg)
+	want := `warning: policy rule typo names argument "txt", which tool echo of f/f does not have (its arguments: ms, text)`
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want %q in:\n%s\n%s", code, want, out, errOut)
+	}
+}

@@ -80,6 +80,9 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range hub.Problems() {
 		fmt.Fprintln(stdout, "problem:", p)
 	}
+	for _, w := range hub.Warnings() {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
 	dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
 	fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
 	return notReady(shown)
