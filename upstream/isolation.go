@@ -87,6 +87,9 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		iso.err = errors.New("the client session ended")
 	default:
 		iso.c = c
+		if level := s.mgr.LogLevel(); level != "" {
+			s.setLogLevel(life, c, level)
+		}
 	}
 	if iso.err != nil && s.isolated[owner] == iso {
 		delete(s.isolated, owner)
@@ -137,6 +140,21 @@ func (s *Server) release(owner any) {
 			iso.c.close()
 		}
 	})
+}
+
+// connsLocked are the server's live connections: the shared one and the
+// owners' own. s.mu is held.
+func (s *Server) connsLocked() []*conn {
+	var conns []*conn
+	if s.conn != nil {
+		conns = append(conns, s.conn)
+	}
+	for _, iso := range s.isolated {
+		if iso.c != nil {
+			conns = append(conns, iso.c)
+		}
+	}
+	return conns
 }
 
 // Isolated is how many client sessions have a connection of their own to

@@ -456,21 +456,28 @@ func (s *Server) setListsLocked(raw Lists) {
 // applyLogLevel sends logging/setLevel when the server logs.
 func (s *Server) applyLogLevel(level mcp.LoggingLevel) {
 	s.mu.Lock()
-	c, ctx := s.conn, s.ctx
-	if c == nil || s.closing || c.init.Capabilities.Logging == nil {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.closing {
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	for _, c := range s.connsLocked() {
+		s.setLogLevel(s.ctx, c, level)
+	}
+}
+
+// setLogLevel asks c, if it logs, for level, in the background. s.mu is
+// held, so that closing cannot begin meanwhile.
+func (s *Server) setLogLevel(ctx context.Context, c *conn, level mcp.LoggingLevel) {
+	if c.init.Capabilities.Logging == nil || ctx == nil {
+		return
+	}
+	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, s.settings.ListTimeout)
 		defer cancel()
 		if _, err := c.request(ctx, "logging/setLevel", map[string]any{"level": level}); err != nil {
 			s.logger.Debug("logging/setLevel", "err", err)
 		}
-	}()
+	})
 }
 
 // notice is a notification on its way to the server.
@@ -508,16 +515,15 @@ func (s *Server) sendNotices(ctx context.Context) {
 		case n = <-s.notices:
 		}
 		s.mu.Lock()
-		c := s.conn
+		conns := s.connsLocked()
 		s.mu.Unlock()
-		if c == nil {
-			continue
+		for _, c := range conns {
+			nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+			if err := c.notify(nctx, n.method, n.params); err != nil {
+				s.logger.Debug("notify upstream", "method", n.method, "err", err)
+			}
+			cancel()
 		}
-		nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-		if err := c.notify(nctx, n.method, n.params); err != nil {
-			s.logger.Debug("notify upstream", "method", n.method, "err", err)
-		}
-		cancel()
 	}
 }
 
