@@ -38,7 +38,7 @@ func (s *HTTPServer) newHTTPSession(transport string) (*httpSession, error) {
 	hs := &httpSession{
 		session:  newSession(newSessionID(), transport),
 		calls:    jsonrpc.NewCalls(),
-		inflight: jsonrpc.NewInflight(jsonrpc.DefaultMaxInflight),
+		inflight: jsonrpc.NewInflight(s.hub.config().Settings.SessionInflight),
 		lastSeen: time.Now(),
 	}
 	hs.peer = hs
@@ -127,7 +127,7 @@ func (hs *httpSession) answersBacklogged() bool {
 	hs.mu.Lock()
 	st := hs.standalone
 	hs.mu.Unlock()
-	return st != nil && st.out.Full(jsonrpc.DefaultMaxInflight)
+	return st != nil && st.out.Full(hs.inflight.Max())
 }
 
 func (hs *httpSession) touch() {

@@ -37,6 +37,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	defer cancel()
 	conn := jsonrpc.NewConn(in, out, jsonrpc.ConnOptions{
 		MaxMessageSize: h.config().Settings.MaxMessageSize,
+		MaxInflight:    h.config().Settings.SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
 			return h.serveRequest(ctx, sess, m)
