@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/search"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -27,27 +28,17 @@ const (
 		"  → Executes the browser_navigate tool from the playwright group with the specified arguments"
 )
 
-// metaTools are the two tools the client sees in dynamic mode. The groups
+// metaTools are the tools the client sees in dynamic mode: the two of
+// the original, and search_dynamic_tools when withSearch. The groups
 // appear in config order, a group still starting as if it were ready (a
 // call for it waits for it), so the text is complete from the first list
 // and only changes when a group fails or comes back, which keeps the
 // client's prompt cache warm.
-func metaTools(groups []*groupView) []json.RawMessage {
+func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
+	enum, listed, down := groupList(groups)
 	var b strings.Builder
 	b.WriteString(getToolsIntro)
-	enum := []string{}
-	var down []string
-	for _, g := range groups {
-		if g.state == upstream.StateReady || g.state == upstream.StateStarting {
-			enum = append(enum, g.name)
-			fmt.Fprintf(&b, "- %s: %s\n", g.name, g.description)
-		} else {
-			down = append(down, fmt.Sprintf("- %s: %s (unavailable: %s)", g.name, g.description, g.reason))
-		}
-	}
-	if len(enum) == 0 {
-		b.WriteString("(none yet)\n")
-	}
+	b.WriteString(listed)
 	if len(down) > 0 {
 		b.WriteString("\nUnavailable groups:\n")
 		b.WriteString(strings.Join(down, "\n"))
@@ -78,14 +69,40 @@ func metaTools(groups []*groupView) []json.RawMessage {
 	}
 	g, _ := jsonrpc.Marshal(get)
 	c, _ := jsonrpc.Marshal(call)
+	if withSearch {
+		return []json.RawMessage{g, c, searchTool(enum, listed)}
+	}
 	return []json.RawMessage{g, c}
 }
 
-// dynamicArgs are the arguments of both meta-tools.
+// groupList is what the meta-tools say of the groups: the names a call
+// may give (ready or starting, in config order), their lines "- name:
+// description" ("(none yet)" for none), and the lines of the groups that
+// are unavailable, with the reason.
+func groupList(groups []*groupView) (enum []string, listed string, down []string) {
+	var b strings.Builder
+	enum = []string{}
+	for _, g := range groups {
+		if g.state == upstream.StateReady || g.state == upstream.StateStarting {
+			enum = append(enum, g.name)
+			fmt.Fprintf(&b, "- %s: %s\n", g.name, g.description)
+		} else {
+			down = append(down, fmt.Sprintf("- %s: %s (unavailable: %s)", g.name, g.description, g.reason))
+		}
+	}
+	if len(enum) == 0 {
+		b.WriteString("(none yet)\n")
+	}
+	return enum, b.String(), down
+}
+
+// dynamicArgs are the arguments of the meta-tools.
 type dynamicArgs struct {
 	Group string          `json:"group"`
 	Name  string          `json:"name"`
 	Args  json.RawMessage `json:"args"`
+	Query string          `json:"query"` // search_dynamic_tools
+	Limit float64         `json:"limit"` // search_dynamic_tools; a model may write 5.0
 }
 
 // lookupGroup finds a group the client may use, or says why it cannot.
@@ -108,46 +125,23 @@ func (v *view) lookupGroup(name string) (*groupView, string) {
 }
 
 // getDynamicTools answers get_dynamic_tools: the group's tools (name,
-// description, input schema) as JSON text. The text is spliced from the
-// upstreams' own bytes, with insignificant whitespace dropped: keys stay in
-// the order the server wrote them and <, > and & stay as they are, since
-// the LLM reads this JSON as text and would see every escape.
+// description, input schema) as JSON text, spliced from the upstreams'
+// own bytes (see search.AppendEntries, which search_dynamic_tools answers
+// with too).
 func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
 	g, problem := v.lookupGroup(args.Group)
 	if g == nil {
 		return toolError(problem)
 	}
-	var b bytes.Buffer
-	b.WriteByte('[')
-	n := 0
-	for _, raw := range g.tools {
-		name := jsonrpc.Field(raw, "name")
-		if len(name) == 0 || name[0] != '"' {
-			continue
-		}
-		if n++; n > 1 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"name":`)
-		b.Write(name)
-		if d := jsonrpc.Field(raw, "description"); len(d) > 0 && d[0] == '"' && string(d) != `""` {
-			b.WriteString(`,"description":`)
-			b.Write(d)
-		}
-		schema := jsonrpc.Field(raw, "inputSchema")
-		if schema == nil {
-			schema = json.RawMessage("null")
-		}
-		b.WriteString(`,"inputSchema":`)
-		b.Write(withoutSchemaKeyword(schema))
-		b.WriteByte('}')
+	entries := make([]search.Entry, len(g.tools))
+	for i, raw := range g.tools {
+		entries[i] = search.Entry{Tool: raw}
 	}
-	b.WriteByte(']')
-	var text bytes.Buffer
-	if err := json.Compact(&text, b.Bytes()); err != nil {
+	text, err := search.AppendEntries(nil, entries)
+	if err != nil {
 		return toolError("dynamic-mcp: cannot list the tools of " + g.name + ": " + err.Error())
 	}
-	return textResult(text.String())
+	return textResult(string(text))
 }
 
 // textResult is a CallToolResult with one text, which keeps <, > and & as
@@ -160,20 +154,6 @@ func textResult(text string) json.RawMessage {
 	b.Write(q)
 	b.WriteString(`}]}`)
 	return b.Bytes()
-}
-
-// withoutSchemaKeyword drops a top-level "$schema" from a tool's input
-// schema, as the original did: it costs tokens and tells the LLM nothing.
-// Every other byte of the schema is kept.
-func withoutSchemaKeyword(schema json.RawMessage) json.RawMessage {
-	if jsonrpc.Field(schema, "$schema") == nil {
-		return schema
-	}
-	b, err := jsonrpc.DeleteField(schema, "$schema")
-	if err != nil {
-		return schema
-	}
-	return b
 }
 
 // callDynamicTool answers call_dynamic_tool with the upstream's result,

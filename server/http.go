@@ -2,25 +2,21 @@ package server
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // HTTPOptions configure the hub's HTTP face.
 type HTTPOptions struct {
-	// Token is the bearer token every request but /healthz must carry.
+	// Token is the bearer token every request but /healthz and /readyz must carry.
 	Token string
 	// NoAuth serves without a token; the caller allows it on loopback only.
 	NoAuth bool
@@ -56,8 +52,8 @@ const keepAlive = 25 * time.Second
 const httpWriteTimeout = jsonrpc.DefaultWriteTimeout
 
 // HTTPServer serves the hub over Streamable HTTP at /mcp, legacy HTTP+SSE
-// at /sse and /message, and /healthz, to many clients at once, each in a
-// session of its own.
+// at /sse and /message, and /healthz and /readyz, to many clients at once,
+// each in a session of its own.
 type HTTPServer struct {
 	hub  *Hub
 	opts HTTPOptions
@@ -69,7 +65,8 @@ type HTTPServer struct {
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	bodies   *byteBudget
-	auth     *authLimiter
+	gate     *Guard       // the checks of every endpoint but /healthz
+	auth     *authLimiter // gate's limiter of failed token attempts
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -81,10 +78,11 @@ func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
 	opts = opts.withDefaults()
 	s := &HTTPServer{hub: h, opts: opts, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
 		bodies: newByteBudget(opts.MaxBodyMemory), auth: newAuthLimiter(opts.MaxAuthFailures)}
-	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		io.WriteString(w, "ok\n")
-	})
+	s.gate = &Guard{opts: GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth, AllowedOrigins: opts.AllowedOrigins,
+		Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures}, auth: s.auth}
+	// /healthz and /readyz are public, for load balancers; why a group is
+	// down (which can name internal hosts) only to a request with the token.
+	health.Mount(s.mux, h.mgr, s.guard)
 	s.mux.Handle("/mcp", s.guard(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.guard(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard(http.HandlerFunc(s.legacyMessage)))
@@ -107,6 +105,13 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.S
 // must be called before the server serves.
 func (s *HTTPServer) Handle(pattern string, next http.Handler) { s.mux.Handle(pattern, s.guard(next)) }
 
+// HandlePage serves pattern with next behind the Origin and Host checks
+// but not the token (see Guard.CheckPage): for a page a browser navigates
+// to, such as the inspector's. It must be called before the server serves.
+func (s *HTTPServer) HandlePage(pattern string, next http.Handler) {
+	s.mux.Handle(pattern, s.gate.CheckPage(next))
+}
+
 // Close ends every session and waits for the janitor.
 func (s *HTTPServer) Close() error {
 	s.once.Do(func() {
@@ -123,62 +128,8 @@ func (s *HTTPServer) Close() error {
 	return nil
 }
 
-// guard checks what every request but /healthz must pass: an allowed
-// Origin and Host (DNS-rebinding protection) and the bearer token. The
-// token is the hub's own; it is never passed to an upstream.
-func (s *HTTPServer) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
-			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		if s.opts.Loopback && !loopbackHost(r.Host) {
-			http.Error(w, "Forbidden: host not allowed", http.StatusForbidden)
-			return
-		}
-		if !s.opts.NoAuth {
-			// An address that failed too often is not even checked, so
-			// that guessing the token is slowed to a few tries a minute.
-			addr := clientAddr(r)
-			if wait := s.auth.blocked(addr); wait > 0 {
-				w.Header().Set("Retry-After", retryAfter(wait))
-				http.Error(w, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
-				return
-			}
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.opts.Token)) != 1 {
-				s.auth.fail(addr)
-				w.Header().Set("WWW-Authenticate", `Bearer realm="dynamic-mcp"`)
-				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *HTTPServer) originAllowed(origin string) bool {
-	for _, o := range s.opts.AllowedOrigins {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && loopbackHost(u.Host)
-}
-
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// guard checks what every request but /healthz must pass (see Guard).
+func (s *HTTPServer) guard(next http.Handler) http.Handler { return s.gate.Check(next) }
 
 func newSessionID() string {
 	b := make([]byte, 16)

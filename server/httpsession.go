@@ -121,6 +121,8 @@ func (hs *httpSession) call(ctx context.Context, method string, params json.RawM
 
 func (hs *httpSession) dropped() uint64 { return hs.lost.Load() }
 
+func (hs *httpSession) answering() int { return hs.inflight.Len() }
+
 // answersBacklogged reports whether the session's standalone stream holds
 // as many unread answers as a session may have requests in flight.
 func (hs *httpSession) answersBacklogged() bool {

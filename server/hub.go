@@ -80,7 +80,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithHooks(hooks),
 	)
 	pol := policy.New(cfg)
-	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, mgr, pol), audit))
+	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, mgr, pol), audit))
 	return h, nil
 }
 
@@ -92,7 +92,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
 	pol := policy.New(cfg)
-	next := newSnapshot(cfg, pol, buildView(cfg.Mode, h.mgr, pol), cur.audit)
+	next := newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, h.mgr, pol), cur.audit)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments {
 		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, h.logger); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
@@ -179,7 +179,7 @@ func (h *Hub) refresh() {
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
 	next := *cur
-	next.view = buildView(cur.cfg.Mode, h.mgr, cur.policy)
+	next.view = buildView(cur.cfg.Mode, cur.cfg.Settings.Search, h.mgr, cur.policy)
 	h.swap(&next)
 	h.announce(cur.view, next.view)
 	h.unsubscribeHidden(next.view)
@@ -208,7 +208,7 @@ func (h *Hub) announce(old, v *view) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.mgr, nil).toolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.
@@ -334,11 +334,12 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 			h.auditMiss(ctx, name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
-		up, err := rename(params, "name", r.name)
-		if err != nil {
-			return nil, err
-		}
-		return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: up})
+		return h.callRoute(ctx, r, params, arguments)
+	}
+	if r, ok := v.flatRoutes[name]; ok {
+		// A tool its group exposes beside the meta-tools: called as in
+		// flat mode, its arguments the upstream's own.
+		return h.callRoute(ctx, r, params, arguments)
 	}
 	var args dynamicArgs
 	if len(arguments) > 0 && string(arguments) != "null" {
@@ -346,7 +347,7 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 			return toolError("invalid arguments: " + err.Error()), nil
 		}
 	}
-	if (name == getToolsName || name == callToolName) && v.groupStarting(args.Group) {
+	if (name == getToolsName || name == callToolName || name == searchToolName) && v.groupStarting(args.Group) {
 		// The group is listed from the start; a call for it waits until it
 		// is up (or has failed), as long as connecting may take.
 		v = h.awaitView(ctx, settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
@@ -356,9 +357,23 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 		return v.getDynamicTools(args), nil
 	case callToolName:
 		return h.callDynamicTool(ctx, v, args, jsonrpc.Field(params, "_meta"), jsonrpc.Field(params, "task"))
+	case searchToolName:
+		if v.search != nil {
+			return v.searchDynamicTools(args), nil
+		}
 	}
 	h.auditMiss(ctx, name, arguments)
 	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+}
+
+// callRoute calls the upstream tool r names with the client's params,
+// only the name changed to the upstream's.
+func (h *Hub) callRoute(ctx context.Context, r route, params, arguments json.RawMessage) (json.RawMessage, error) {
+	up, err := rename(params, "name", r.name)
+	if err != nil {
+		return nil, err
+	}
+	return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: up})
 }
 
 // stringField reads a top-level string of params without decoding the

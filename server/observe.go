@@ -32,7 +32,8 @@ func (h *Hub) observer() traffic.Observer {
 
 // observed answers msg like handle, telling obs about it.
 func (h *Hub) observed(ctx context.Context, obs traffic.Observer, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	c := &traffic.Call{Session: sess.id, Transport: sess.transport, ID: msg.ID, Method: msg.Method, Params: msg.Params, Start: time.Now()}
+	c := &traffic.Call{Session: sess.id, Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID, Method: msg.Method,
+		Params: msg.Params, Start: time.Now()}
 	ctx = traffic.WithCall(obs.CallStarted(ctx, c), c)
 	res, err := h.handle(ctx, msg)
 	c.Result, c.Err, c.Duration = res, err, time.Since(c.Start)

@@ -130,6 +130,24 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 	}
 }
 
+// progressCall is the context of the call a progress notification is
+// for, which its token says; ctx for any other notification. Observers
+// see the progress under its call even where the transport cannot tell
+// which call a notification came during (stdio).
+func (h *Hub) progressCall(ctx context.Context, method string, params json.RawMessage) context.Context {
+	var tok string
+	if method != "notifications/progress" || json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
+		return ctx
+	}
+	h.routes.mu.Lock()
+	route, ok := h.routes.progress[tok]
+	h.routes.mu.Unlock()
+	if !ok {
+		return ctx
+	}
+	return route.ctx
+}
+
 // upstreamNotification routes a notification from an upstream server to
 // the clients it is for. Its params pass through byte for byte but for
 // the member the hub must change (the progress token, the logger's name).
@@ -140,10 +158,11 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
-		if sess := h.sessionFor(ctx); sess != nil {
+		octx := h.progressCall(ctx, method, params)
+		if sess := h.sessionFor(octx); sess != nil {
 			m.Session = sess.id
 		}
-		obs.Message(ctx, m)
+		obs.Message(octx, m)
 	}
 	switch method {
 	case "notifications/progress":

@@ -24,6 +24,8 @@ type peer interface {
 	call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	// dropped is how many notifications were dropped.
 	dropped() uint64
+	// answering is how many of the client's requests are being answered.
+	answering() int
 }
 
 // errClientGone fails what the hub asks of a client that has left.

@@ -101,3 +101,5 @@ func (p *connPeer) call(ctx context.Context, method string, params json.RawMessa
 }
 
 func (p *connPeer) dropped() uint64 { return p.conn.Dropped() }
+
+func (p *connPeer) answering() int { return p.conn.Inflight() }

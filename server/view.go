@@ -44,7 +44,11 @@ type view struct {
 	groupIndex map[string]*groupView
 
 	toolsList  json.RawMessage  // the whole tools/list result
-	flatRoutes map[string]route // flat mode: exposed tool name -> upstream
+	flatRoutes map[string]route // flat mode, and a group's expose: in dynamic mode: exposed tool name -> upstream
+
+	// search is the index search_dynamic_tools answers from, nil when the
+	// tool is not offered (flat mode, search: off, or auto with few tools).
+	search *toolIndex
 
 	prompts      []json.RawMessage
 	promptRoutes map[string]route
@@ -87,8 +91,10 @@ func (v *view) groupStarting(name string) bool {
 }
 
 // buildView computes the client's view of mgr in mode, checking the tools'
-// input schemas against pol's argument rules (pol may be nil).
-func buildView(mode config.Mode, mgr *upstream.Manager, pol *policy.Policy) *view {
+// input schemas against pol's argument rules (pol may be nil). In dynamic
+// mode search says whether search_dynamic_tools is offered, and its index
+// is built here, on the hub's event loop, never on a request's path.
+func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
 		groupIndex:     map[string]*groupView{},
@@ -97,7 +103,7 @@ func buildView(mode config.Mode, mgr *upstream.Manager, pol *policy.Policy) *vie
 		resourceRoutes: map[string]*upstream.Server{},
 		hiddenURIs:     map[string]bool{},
 	}
-	var flatTools []json.RawMessage
+	var flatTools, exposed []json.RawMessage
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
@@ -184,11 +190,15 @@ func buildView(mode config.Mode, mgr *upstream.Manager, pol *policy.Policy) *vie
 				v.templates = append(v.templates, t.Raw)
 			}
 		}
+		if mode == config.ModeDynamic {
+			exposed = append(exposed, v.expose(g, gv, owner)...)
+		}
 	}
 	if mode == config.ModeFlat {
 		v.toolsList = listResult("tools", flatTools, "")
 	} else {
-		v.toolsList = listResult("tools", metaTools(v.groups), "")
+		v.search = buildToolIndex(v.groups, search)
+		v.toolsList = listResult("tools", append(metaTools(v.groups, v.search != nil), exposed...), "")
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)

@@ -46,8 +46,10 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 }
 
 // serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
-// within a few seconds.
-func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer) error {
+// within a few seconds. mount, if set, adds handlers (/metrics ...) to the
+// HTTP face before it serves.
+func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
+	mount func(*server.HTTPServer)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -66,6 +68,9 @@ func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr st
 	}
 	h := hub.NewHTTPServer(opts)
 	defer h.Close()
+	if mount != nil {
+		mount(h)
+	}
 	// No ReadTimeout: it would cut GET streams; each body read has its own
 	// deadline (http.body_timeout). IdleTimeout closes kept-alive
 	// connections that send nothing more; MaxHeaderBytes bounds headers.

@@ -72,8 +72,9 @@ func (e usageError) Error() string { return e.msg }
 const usage = `dynamic-mcp: one MCP server in front of many.
 
 Usage:
-  dynamic-mcp serve -c FILE [--http ADDR [--insecure-no-auth]] [--log-level L] [--log-file F]
-                                  serve MCP over stdio, or over HTTP with --http
+  dynamic-mcp serve -c FILE [--http ADDR [--insecure-no-auth]] [--ui ADDR] [--log-level L] [--log-file F]
+                                  serve MCP over stdio, or over HTTP with --http;
+                                  the inspector at /ui of --http, or alone on --ui
                                   (also: dynamic-mcp FILE)
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]

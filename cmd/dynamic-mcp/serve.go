@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -15,12 +17,13 @@ import (
 // arrives, then stops every upstream by the ladder.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	var httpAddr string
+	var httpAddr, uiAddr string
 	var noAuth bool
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
+	fs.StringVar(&uiAddr, "ui", "", "serve the inspector alone on loopback `addr` (for stdio use), with a token of its own printed to stderr")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -29,6 +32,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
+	if uiAddr != "" {
+		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
+			return err
+		}
+	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
 	mgr := upstream.New(cfg, logger)
@@ -40,10 +48,40 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// What watches the hub's traffic (the inspector, metrics, traces) is
 	// attached before anything is served.
 	var observers []traffic.Observer
+	// Metrics are kept only where something can scrape them: /metrics of
+	// the HTTP face or of the --ui address.
+	var metrics *telemetry.Metrics
+	if httpAddr != "" || uiAddr != "" {
+		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped})
+		observers = append(observers, metrics)
+	}
+	tracer, err := telemetry.NewTracerFromEnv(ctx, server.Version, logger)
+	if err != nil {
+		return err
+	}
+	if tracer != nil {
+		defer tracer.Close() // deferred before hub.Close, so run after it: the last spans are sent
+		observers = append(observers, tracer)
+		logger.Info("exporting traces over OTLP/HTTP")
+	}
+	// The inspector records only where a page can show it: /ui of the
+	// HTTP face, or the --ui address.
+	var insp *inspect.Inspector
+	if httpAddr != "" || uiAddr != "" {
+		insp = newInspector(ctx, hub, mgr, logger)
+		observers = append(observers, insp)
+	}
 	hub.Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
 	mgr.Start(ctx)
+	if uiAddr != "" {
+		stopUI, err := serveUI(uiAddr, insp, mgr, metrics.Handler(), logger, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopUI()
+	}
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
@@ -57,8 +95,23 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched }()
 
 	if httpAddr != "" {
-		return serveHTTP(ctx, hub, cfg, httpAddr, noAuth, logger, stderr)
+		return serveHTTP(ctx, hub, cfg, httpAddr, noAuth, logger, stderr, func(h *server.HTTPServer) {
+			h.Handle("/metrics", metrics.Handler())
+			mountInspector(h, insp)
+		})
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
+}
+
+// sessionCounts counts hub's open client sessions by transport, for the
+// metrics.
+func sessionCounts(hub *server.Hub) func() map[string]int {
+	return func() map[string]int {
+		n := map[string]int{}
+		for _, s := range hub.Sessions() {
+			n[s.Transport]++
+		}
+		return n
+	}
 }

@@ -35,6 +35,7 @@ var (
 	conformance = flag.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
 	floods      = flag.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
 	exact       = flag.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
+	grow        = flag.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -54,6 +55,9 @@ var state struct {
 	Answers     int             `json:"answers"`
 	Refusals    int             `json:"refusals"`
 	LastRefusal json.RawMessage `json:"lastRefusal,omitempty"`
+	// LastMeta is the _meta of the last tools/call (but state's own) that
+	// had one: where a trace context arrives.
+	LastMeta json.RawMessage `json:"lastMeta,omitempty"`
 }
 
 var out = struct {
@@ -247,6 +251,9 @@ func simpleTool(n, desc string) map[string]any {
 		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "ms": map[string]any{"type": "integer"}}}}
 }
 
+// grown is set by the grow tool: the sprout tool is then listed too.
+var grown atomicBool
+
 // mutated is set by the mutate tool: echo then describes itself otherwise,
 // as a server pulling a rug would.
 var mutated atomicBool
@@ -429,6 +436,14 @@ func handle(req request) {
 		if *exact {
 			all = append(all, exactTool())
 		}
+		if *grow {
+			all = append(all, simpleTool("grow", "Add a tool to the list and say the tool list changed"))
+			grown.Lock()
+			if grown.v {
+				all = append(all, simpleTool("sprout", "Water the garden plants on a schedule"))
+			}
+			grown.Unlock()
+		}
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
 		pageOf(req.ID, req.Params, "prompts", prompts())
@@ -473,6 +488,11 @@ func call(req request) {
 		Meta json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(req.Params, &p)
+	if len(p.Meta) > 0 && p.Name != toolName("state") {
+		state.Lock()
+		state.LastMeta = p.Meta
+		state.Unlock()
+	}
 	text := func(s string) map[string]any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
 	}
@@ -582,6 +602,14 @@ func call(req request) {
 		}
 		flood(p.Arguments.Text, p.Arguments.MS)
 		reply(req.ID, text("flooded"))
+	case toolName("grow"):
+		grown.Lock()
+		grown.v = true
+		grown.Unlock()
+		reply(req.ID, text("grown"))
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+	case toolName("sprout"):
+		reply(req.ID, text("watered "+p.Arguments.Text))
 	case toolName("pid"):
 		reply(req.ID, text(strconv.Itoa(os.Getpid())))
 	case toolName("crash"):

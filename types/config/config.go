@@ -255,7 +255,26 @@ type Settings struct {
 	// exit after its stdin is closed, then StopGrace after SIGTERM, before
 	// SIGKILL. Default 5s.
 	StopGrace time.Duration
+	// Search says whether dynamic mode offers search_dynamic_tools: auto
+	// (the default) when the ready groups hold more than SearchAutoTools
+	// tools, on, or off.
+	Search SearchMode
 }
+
+// SearchMode says when dynamic mode offers search_dynamic_tools.
+type SearchMode string
+
+const (
+	SearchAuto SearchMode = "auto" // when the ready groups hold more than SearchAutoTools tools
+	SearchOn   SearchMode = "on"
+	SearchOff  SearchMode = "off" // the client sees the two original meta-tools only
+)
+
+// SearchAutoTools is how many tools the ready groups must hold, beyond
+// which search: auto offers search_dynamic_tools. Below it a model reads a
+// group or two with get_dynamic_tools at little cost, and a third
+// meta-tool would only be one more thing in its context.
+const SearchAutoTools = 40
 
 // ServerSettings are the settings that shape a running server: when one
 // changes on reload, the server is restarted.
@@ -290,6 +309,10 @@ type Group struct {
 	Policy []Rule
 	// PinOnChange is block (default) or warn.
 	PinOnChange PinOnChange
+	// Expose are tools that dynamic mode lists directly beside its
+	// meta-tools, named as in flat mode; none by default. A name the group
+	// does not have (or hides) is a warning of the running hub.
+	Expose []string
 	// Line is where the group starts in the file.
 	Line int
 }

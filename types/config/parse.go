@@ -113,6 +113,7 @@ func (p *parser) parse(data []byte) *Config {
 			StopGrace:       DefaultStopGrace,
 			StartupWait:     DefaultStartupWait,
 			SessionInflight: DefaultSessionInflight,
+			Search:          SearchAuto,
 			Retry:           Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
@@ -207,6 +208,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"session_inflight": func(k string, v *yaml.Node) { p.positive(v, k, &s.SessionInflight) },
+		"search":           func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
@@ -262,6 +264,7 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 		"resources":     func(k string, v *yaml.Node) { g.Resources = p.filter(v, k) },
 		"policy":        func(k string, v *yaml.Node) { g.Policy = p.rules(v, k, name+".policy") },
 		"pin_on_change": func(k string, v *yaml.Node) { choose(p, v, k, &g.PinOnChange, PinBlock, PinWarn) },
+		"expose":        func(k string, v *yaml.Node) { g.Expose = p.strings(v, k) },
 		"servers": func(k string, v *yaml.Node) {
 			hasServers = true
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {

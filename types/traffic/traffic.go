@@ -37,6 +37,7 @@ const (
 type Call struct {
 	Session   string          // the client session's id
 	Transport string          // how the client is connected: "stdio", "streamable-http" or "sse"
+	Protocol  string          // the protocol version the session negotiated; "" before initialize
 	ID        json.RawMessage // the request's id, as the client sent it
 	Method    string
 	Params    json.RawMessage // as the client sent them; nil when it sent none

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium is the browser the inspector's test drives: Debian's chromium,
+// which CI installs (.ci/run). Without it the test is skipped, except in
+// CI, where it must run.
+func chromium(t *testing.T) string {
+	t.Helper()
+	const path = "/usr/bin/chromium"
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing: CI installs it in .ci/run", path)
+	}
+	t.Skipf("%s is missing (apt-get install chromium)", path)
+	return ""
+}
+
+// browse starts a headless Chromium of its own for the test: a fresh
+// profile, and nothing that reaches for the network on its own (without
+// those flags it hangs where there is no network).
+func browse(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	// The first action starts the browser, which lives as long as ctx: it
+	// gets no deadline of its own (that would stop the browser), so a
+	// browser that hangs at start fails the test here, after a minute.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start %s: %v", chromium(t), err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not start within a minute", chromium(t))
+	}
+	return ctx
+}
+
+// browserDo runs browser actions, bounded, failing the test with what was being
+// done.
+func browserDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// browserGet runs one browser action that gives a value, bounded.
+func browserGet[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+type css = chromedp.CSS
+
+// The inspector, in a real browser: it asks for the token, shows calls
+// live with their method, group, status and policy decision, opens a row
+// to its messages' JSON (secrets redacted), shows a blocked call's rule,
+// and an upstream that was killed as down with its reason.
+func TestInspectorInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx := browse(t)
+	dir := t.TempDir()
+	// The victim runs the fake upstream until the stop file exists; then
+	// it cannot start, and says why on stderr.
+	pidFile, stopFile, victim := filepath.Join(dir, "victim.pid"), filepath.Join(dir, "stop"), filepath.Join(dir, "victim.sh")
+	script := fmt.Sprintf("#!/bin/sh\nif [ -e %q ]; then echo 'victim: cannot start: the license server is unreachable' >&2; exit 1; fi\necho $$ > %q\nexec %q -name victim\n",
+		stopFile, pidFile, fakeBin)
+	if err := os.WriteFile(victim, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+groups:
+  files:
+    description: A fake file server
+    command: %q
+    args: ["-conformance"]
+    policy:
+      - {name: no-etc, action: deny, tool: echo, args: {text: "/etc/**"}, description: "nothing under /etc"}
+  victim:
+    description: A server that will be killed
+    command: %q
+    retry: {initial_interval: 100ms}
+`, fakeBin, victim))
+	c := httpClient(t, base, nil)
+	c.initialize("2025-11-25")
+	c.waitFlatTools(2 * fakeTools)
+
+	browserDo(t, ctx, "open /ui and give the token",
+		chromedp.Navigate(base+"/ui"),
+		chromedp.WaitVisible(css("#token")),
+		chromedp.SendKeys(css("#token"), testToken),
+		chromedp.Click(css("#login-form button")),
+		chromedp.WaitVisible(css("#conn.live")),
+	)
+	stored := browserGet(t, ctx, "read the token kept", chromedp.Evaluate[string](`sessionStorage.getItem("dynamic-mcp-inspector-token")`))
+	url := browserGet(t, ctx, "read the URL", chromedp.Location())
+	if stored != testToken || strings.Contains(url, testToken) {
+		t.Errorf("token kept as %q, URL %s", stored, url)
+	}
+
+	// The page is open and live: these calls must appear without a reload.
+	c.call("tools/call", map[string]any{"name": "files__echo", "arguments": map[string]any{"text": "hello from the test", "api_key": "sk-live-123"}})
+	c.call("tools/call", map[string]any{"name": "files__test_tool_with_progress", "_meta": map[string]any{"progressToken": "p1"}})
+	c.call("tools/call", map[string]any{"name": "victim__echo", "arguments": map[string]any{"text": "still up"}})
+	if _, rpcErr := c.request("tools/call", map[string]any{"name": "files__fail"}); rpcErr == nil {
+		t.Fatal("fail did not fail")
+	}
+	if _, rpcErr := c.request("tools/call", map[string]any{"name": "files__nope"}); rpcErr == nil {
+		t.Fatal("a tool that does not exist was found")
+	}
+	if _, rpcErr := c.request("tools/call", map[string]any{"name": "files__echo", "arguments": map[string]any{"text": "/etc/passwd"}}); rpcErr == nil || rpcErr.Code != -32001 {
+		t.Fatalf("the policy did not block: %+v", rpcErr)
+	}
+
+	echoRow := `tr.row[data-method="tools/call"][data-group="files"][data-status="ok"][data-target="echo"]`
+	blockedRow := `tr.row[data-method="tools/call"][data-group="files"][data-status="blocked"]`
+	browserDo(t, ctx, "wait for the rows",
+		chromedp.WaitVisible(css(echoRow)),
+		chromedp.WaitVisible(css(`tr.row[data-target="test_tool_with_progress"][data-status="ok"]`)),
+		chromedp.WaitVisible(css(`tr.row[data-group="victim"][data-status="ok"]`)),
+		chromedp.WaitVisible(css(`tr.row[data-target="fail"][data-status="error"]`)),
+		chromedp.WaitVisible(css(`tr.row[data-target="files__nope"][data-status="not_found"]`)),
+		chromedp.WaitVisible(css(blockedRow)),
+	)
+	policy := browserGet(t, ctx, "read the blocked row's policy", chromedp.Text(css(blockedRow+" td.policy")))
+	target := browserGet(t, ctx, "read the blocked row's tool", chromedp.Text(css(blockedRow+" td.target")))
+	if !strings.Contains(policy, "deny") || !strings.Contains(policy, "no-etc") || target != "echo" {
+		t.Errorf("blocked row: policy %q, tool %q", policy, target)
+	}
+	if p := browserGet(t, ctx, "read the echo's policy", chromedp.Text(css(echoRow+" td.policy"))); !strings.Contains(p, "allow") {
+		t.Errorf("allowed row: policy %q", p)
+	}
+
+	// The allowed echo opens to its messages, pretty-printed, redacted.
+	browserDo(t, ctx, "open the echo",
+		chromedp.Click(css(echoRow+" td.target")),
+		chromedp.WaitVisible(css(`tr.detail pre.json`)))
+	echoDetail := browserGet(t, ctx, "read the echo's detail", chromedp.Text(css(`tr.detail`)))
+	for _, want := range []string{`"name": "files__echo"`, `"api_key": "[redacted]"`, "Policy decision", "allow", "→ files/files",
+		"protocol 2025-11-25", `"text": "hello from the test"`} {
+		if !strings.Contains(echoDetail, want) {
+			t.Errorf("the echo's detail lacks %q:\n%s", want, echoDetail)
+		}
+	}
+	if strings.Contains(echoDetail, "sk-live-123") {
+		t.Errorf("the api_key is shown:\n%s", echoDetail)
+	}
+	// Closed again, and the blocked call opened: its rule is there.
+	browserDo(t, ctx, "open the blocked call",
+		chromedp.Click(css(echoRow+" td.target")),
+		chromedp.WaitNotPresent(css(`tr.detail`)),
+		chromedp.Click(css(blockedRow+" td.target")),
+		chromedp.WaitVisible(css(`tr.detail pre.json`)))
+	blockedDetail := browserGet(t, ctx, "read the blocked call's detail", chromedp.Text(css(`tr.detail`)))
+	for _, want := range []string{"rule no-etc", `"code": -32001`, `"message": "nothing under /etc"`, `"rule": "no-etc"`, `"action": "deny"`} {
+		if !strings.Contains(blockedDetail, want) {
+			t.Errorf("the blocked call's detail lacks %q:\n%s", want, blockedDetail)
+		}
+	}
+	screenshot(t, ctx, "inspector-blocked.png")
+
+	// Kill the victim for good: it is shown down, with the reason its
+	// stderr gave.
+	pid := readPID(t, pidFile)
+	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	down := `tr.server[data-server="victim"][data-state="failed"]`
+	browserDo(t, ctx, "see the victim down",
+		chromedp.Click(css(`#tabs button[data-tab="upstreams"]`)),
+		chromedp.WaitVisible(css(down+` .reason`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`document.querySelector('tr.server[data-server="victim"] .reason').textContent.includes("cannot start")`,
+				chromedp.WithPollingTimeout(25*time.Second))(ctx, tg)
+			return err
+		}))
+	reason := browserGet(t, ctx, "read the reason", chromedp.Text(css(down+` .reason`)))
+	files := browserGet(t, ctx, "read the files server's state", chromedp.AttributeValue(css(`tr.server[data-server="files"]`), "data-state"))
+	if !strings.Contains(reason, "victim: cannot start: the license server is unreachable") || files.Value != "ready" {
+		t.Errorf("victim down because %q; files %q", reason, files.Value)
+	}
+	screenshot(t, ctx, "inspector-upstreams.png")
+
+	browserDo(t, ctx, "see the client",
+		chromedp.Click(css(`#tabs button[data-tab="clients"]`)),
+		chromedp.WaitVisible(css(`tr.session`)))
+	client := browserGet(t, ctx, "read the client", chromedp.Text(css(`tr.session`)))
+	if !strings.Contains(client, "dynamic-mcp-test 1") || !strings.Contains(client, "streamable-http") {
+		t.Errorf("client row %q", client)
+	}
+
+	// The README's picture: the traffic, with the echo open on both legs.
+	browserDo(t, ctx, "open the echo again",
+		chromedp.Click(css(`#tabs button[data-tab="traffic"]`)),
+		chromedp.Click(css(blockedRow+" td.target")),
+		chromedp.WaitNotPresent(css(`tr.detail`)),
+		chromedp.Click(css(echoRow+" td.target")),
+		chromedp.WaitVisible(css(`tr.detail pre.json`)))
+	screenshot(t, ctx, "inspector.png")
+}
+
+// screenshot saves the page as a test artifact (go test -artifacts keeps
+// it); with -update inspector.png also becomes the README's.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png := browserGet(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if *update && name == "inspector.png" {
+		if err := os.WriteFile(filepath.Join(repoDir, "docs", name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// serve --ui serves the inspector alone, for a hub on stdio: on loopback
+// only, with a token of its own printed to stderr, the page open and its
+// API and the metrics behind the token.
+func TestServeUI(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("groups:\n  files: {description: fake, command: %q}\n", fakeBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(hubBin, "serve", "-c", path, "--ui", "0.0.0.0:0").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "loopback address only") {
+		t.Errorf("--ui on all interfaces: %v\n%s", err, out)
+	}
+
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--ui", "0")
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stderr, _ := cmd.StderrPipe()
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	at := regexp.MustCompile(`the inspector is at (http://127\.0\.0\.1:\d+/ui/)`)
+	var page, token string
+	for page == "" || token == "" {
+		if !lines.Scan() {
+			t.Fatalf("no URL and token on stderr: %v", lines.Err())
+		}
+		if m := at.FindStringSubmatch(lines.Text()); m != nil {
+			page = m[1]
+		}
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(lines.Text()), "token for this run: "); ok {
+			token = tok
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+
+	get := func(url, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	root := strings.TrimSuffix(page, "/ui/")
+	metrics := root + "/metrics"
+	for _, tc := range []struct {
+		url, token string
+		want       int
+	}{
+		{page, "", http.StatusOK},
+		{page + "app.js", "", http.StatusOK},
+		{page + "api/upstreams", "", http.StatusUnauthorized},
+		{page + "api/upstreams", "wrong", http.StatusUnauthorized},
+		{page + "api/upstreams", token, http.StatusOK},
+		{page + "api/clients", token, http.StatusOK},
+		{metrics, "", http.StatusUnauthorized},
+		{metrics, token, http.StatusOK},
+		{root + "/healthz", "", http.StatusOK},
+		{root + "/readyz", "wrong", http.StatusUnauthorized},
+	} {
+		if got := get(tc.url, tc.token); got != tc.want {
+			t.Errorf("GET %s with token %q: %d, want %d", tc.url, tc.token, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// newInspector builds the inspector of hub's traffic, wired to its
+// upstreams and sessions. It closes when ctx ends, which ends the streams
+// of the pages watching, so that shutting the HTTP server down does not
+// wait on them.
+func newInspector(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, logger *slog.Logger) *inspect.Inspector {
+	insp := inspect.New(inspect.Options{Upstreams: mgr, ToolsList: hub.ToolsListFor, Logger: logger,
+		Clients: func() []inspect.Client { return inspectorClients(hub.Sessions()) }})
+	context.AfterFunc(ctx, func() { insp.Close() })
+	return insp
+}
+
+// inspectorClients are the hub's sessions as the inspector shows them.
+func inspectorClients(sessions []server.SessionInfo) []inspect.Client {
+	out := make([]inspect.Client, 0, len(sessions))
+	for _, s := range sessions {
+		caps, _ := json.Marshal(s.Capabilities)
+		out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, Name: s.ClientName, Version: s.ClientVersion,
+			ProtocolVersion: s.ProtocolVersion, Capabilities: caps, Inflight: s.Inflight, Dropped: s.Dropped})
+	}
+	return out
+}
+
+// mounter is where the inspector is mounted: the HTTP face, or the --ui
+// listener's own mux.
+type mounter interface {
+	Handle(pattern string, h http.Handler)     // behind every check, the token included
+	HandlePage(pattern string, h http.Handler) // behind the Origin and Host checks
+}
+
+// mountInspector serves insp at /ui/: the page needs no token (a browser
+// navigating to it cannot send one), what it fetches does.
+func mountInspector(m mounter, insp *inspect.Inspector) {
+	m.HandlePage(inspect.Prefix, insp.Page())
+	m.Handle(inspect.Prefix+"api/", insp.API())
+}
+
+// uiListenAddr completes --ui like --http (a bare port or ":port" is
+// loopback) and refuses an address that is not loopback: the inspector
+// shows every message that passes, and it is for the user at this
+// machine.
+func uiListenAddr(addr string) (string, error) {
+	full := listenAddr(addr)
+	host, _, err := net.SplitHostPort(full)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("bad --ui %q: %v", addr, err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", usageError{fmt.Sprintf("--ui %s: the inspector serves on a loopback address only (PORT, 127.0.0.1:PORT, [::1]:PORT or localhost:PORT)", addr)}
+	}
+	return full, nil
+}
+
+// uiMux is the --ui listener's mux behind the HTTP face's checks, with a
+// token of its own.
+type uiMux struct {
+	mux   *http.ServeMux
+	guard *server.Guard
+}
+
+func (u uiMux) Handle(pattern string, h http.Handler) { u.mux.Handle(pattern, u.guard.Check(h)) }
+func (u uiMux) HandlePage(pattern string, h http.Handler) {
+	u.mux.Handle(pattern, u.guard.CheckPage(h))
+}
+
+// serveUI serves the inspector alone on addr (see uiListenAddr), for a
+// hub serving stdio, with a new token printed to stderr beside the page's
+// URL; /healthz and /readyz as on the HTTP face; and metrics at /metrics
+// behind the same token, unless nil. It
+// returns once listening; stop closes the inspector's streams and shuts
+// the listener down.
+func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metrics http.Handler, logger *slog.Logger, stderr io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the inspector: %w", err)
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token := base64.RawURLEncoding.EncodeToString(b)
+	m := uiMux{mux: http.NewServeMux(), guard: server.NewGuard(server.GuardOptions{Token: token, Loopback: true})}
+	mountInspector(m, insp)
+	health.Mount(m.mux, mgr, m.guard.Check)
+	if metrics != nil {
+		m.Handle("/metrics", metrics)
+	}
+	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
+	srv := &http.Server{Handler: m.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	url := "http://" + ln.Addr().String() + inspect.Prefix
+	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s\n  token for this run: %s\n", url, token)
+	logger.Info("serving the inspector", "url", url)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("the inspector stopped serving", "err", err)
+		}
+	}()
+	return func() {
+		insp.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		<-served
+	}, nil
+}

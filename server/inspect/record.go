@@ -1,0 +1,183 @@
+package inspect
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// The parts of a row are kept as the page reads them: encoding/json
+// writes them as they are, off the hub's goroutines.
+
+// body is one message body as kept: its JSON text, redacted and cut at
+// the size cap. The page pretty-prints it; nothing here decodes it.
+type body struct {
+	Text      string `json:"text"`
+	Size      int    `json:"size"`                // of the original, in bytes
+	Truncated bool   `json:"truncated,omitempty"` // Text is its first bytes only
+}
+
+// rpcError is an error answer as kept.
+type rpcError struct {
+	Code    int    `json:"code,omitempty"` // 0 for a failure with no JSON-RPC code (a transport's)
+	Message string `json:"message"`
+	Data    *body  `json:"data,omitempty"`
+}
+
+// row is one line of the traffic table: a client's request with all that
+// happened for it, or a message that came during no request.
+type row struct {
+	Seq  uint64 `json:"seq"`
+	Kind string `json:"kind"` // kindRequest or kindMessage
+
+	Session   string    `json:"session,omitempty"`
+	Transport string    `json:"transport,omitempty"`
+	Protocol  string    `json:"protocol,omitempty"` // the session's negotiated version
+	ID        string    `json:"id,omitempty"`       // the request's id as the client wrote it
+	Method    string    `json:"method"`
+	Start     time.Time `json:"start"`
+	Params    *body     `json:"params,omitempty"`
+
+	Group  string `json:"group,omitempty"`
+	Server string `json:"server,omitempty"`
+	Target string `json:"target,omitempty"` // tool, prompt or resource URI
+	Rule   string `json:"rule,omitempty"`
+	Action string `json:"action,omitempty"`
+
+	Status string    `json:"status"` // a traffic.Status, or "pending"
+	Result *body     `json:"result,omitempty"`
+	Error  *rpcError `json:"error,omitempty"`
+	MS     float64   `json:"ms"` // the duration, in milliseconds
+
+	Hops     []hop     `json:"hops,omitempty"`
+	Messages []message `json:"messages,omitempty"`
+	Omitted  int       `json:"omitted,omitempty"` // hops and messages past the caps, not kept
+
+	bytes  int  // of the bodies kept, counted against Options.MaxBytes
+	inRing bool // still in the history: its bytes count
+}
+
+// The kinds of rows.
+const (
+	kindRequest = "request"
+	kindMessage = "message"
+)
+
+// statusPending is the status of a request not answered yet.
+const statusPending = "pending"
+
+// hop is one request the hub sent an upstream for a row's request.
+type hop struct {
+	Group     string    `json:"group"`
+	Server    string    `json:"server"`
+	Transport string    `json:"transport,omitempty"`
+	Protocol  string    `json:"protocol,omitempty"`
+	Method    string    `json:"method"`
+	Start     time.Time `json:"start"`
+	Params    *body     `json:"params,omitempty"`
+	Result    *body     `json:"result,omitempty"`
+	Error     *rpcError `json:"error,omitempty"`
+	MS        float64   `json:"ms"`
+}
+
+// message is a notification, or an upstream's request to the client with
+// its answer.
+type message struct {
+	Time      time.Time `json:"time"`
+	Direction string    `json:"direction"`
+	Session   string    `json:"session,omitempty"`
+	Server    string    `json:"server,omitempty"`
+	Method    string    `json:"method"`
+	Request   bool      `json:"request,omitempty"`
+	Dropped   bool      `json:"dropped,omitempty"`
+	Params    *body     `json:"params,omitempty"`
+	Result    *body     `json:"result,omitempty"`
+	Error     *rpcError `json:"error,omitempty"`
+	MS        float64   `json:"ms,omitempty"`
+}
+
+// The caps of one row, so that a call that sends thousands of progress
+// notifications cannot take the history's memory for itself.
+const (
+	maxHops     = 16
+	maxMessages = 64
+)
+
+// keep is b as the history keeps it: redacted, cut at max bytes; nil for
+// none. It copies, for b belongs to the hub.
+func keep(b []byte, max int) *body {
+	if len(b) == 0 {
+		return nil
+	}
+	kb := &body{Size: len(b)}
+	if len(b) > max {
+		b, kb.Truncated = b[:max], true
+	}
+	kb.Text = redact(b)
+	return kb
+}
+
+// size is the bytes b holds.
+func (b *body) size() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.Text)
+}
+
+// keepError is err as the client or the hub saw it; nil for none. A
+// JSON-RPC error keeps its code and data; any other failure (a
+// transport's) only its text. asClient makes every error a JSON-RPC
+// one, as the hub answers the client with.
+func keepError(err error, max int, asClient bool) *rpcError {
+	if err == nil {
+		return nil
+	}
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) {
+		if !asClient {
+			return &rpcError{Message: err.Error()}
+		}
+		je = jsonrpc.ToError(err)
+	}
+	e := &rpcError{Code: je.Code, Message: je.Message}
+	switch d := je.Data.(type) {
+	case nil:
+	case json.RawMessage:
+		e.Data = keep(d, max)
+	default:
+		if b, err := json.Marshal(d); err == nil {
+			e.Data = keep(b, max)
+		}
+	}
+	return e
+}
+
+func (e *rpcError) size() int {
+	if e == nil {
+		return 0
+	}
+	return len(e.Message) + e.Data.size()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// snapshot is a copy of r that later changes to r do not touch: the
+// bodies are never changed once kept, and hops and messages are only
+// appended to. The caller holds the inspector's lock.
+func (r *row) snapshot() *row {
+	c := *r
+	c.Hops = r.Hops[:len(r.Hops):len(r.Hops)]
+	c.Messages = r.Messages[:len(r.Messages):len(r.Messages)]
+	return &c
+}
+
+// outcome is a snapshot of r's outcome and routing, without the hops and
+// messages the page already has.
+func (r *row) outcome() *row {
+	c := *r
+	c.Params, c.Hops, c.Messages = nil, nil, nil
+	return &c
+}

@@ -1,0 +1,146 @@
+package search
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func TestWords(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"read_text_file", []string{"read", "text", "file"}},
+		{"read-text.file", []string{"read", "text", "file"}},
+		{"readTextFile", []string{"read", "text", "file"}},
+		{"HTMLParser v2 base64", []string{"html", "parser", "v2", "base64"}},
+		{"API-get-user", []string{"api", "get", "user"}},
+		{"getURLForID", []string{"get", "url", "for", "id"}},
+		{"Ünïcode wörds", []string{"ünïcode", "wörds"}},
+		{"  ", nil},
+	} {
+		if got := words(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("words(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestTerms(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"Show me what is in the files", []string{"show", "file"}},
+		{"open a PR", []string{"open", "pull", "request"}},
+		{"error 404 on port 8080", []string{"error", "port"}},
+		{"Use this tool to list directories", []string{"list", "directori"}},
+	} {
+		if got := terms(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("terms(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+func tool(name, description string, args ...string) json.RawMessage {
+	props := map[string]any{}
+	for _, a := range args {
+		props[a] = map[string]any{"type": "string", "description": "the " + a}
+	}
+	b, _ := json.Marshal(map[string]any{"name": name, "description": description, "inputSchema": map[string]any{"type": "object", "properties": props}})
+	return b
+}
+
+// testDocs are a few tools of two groups that offer the same thing.
+func testDocs() []Doc {
+	return []Doc{
+		{Group: "files", GroupDescription: "The project's files", Tool: tool("read_file", "Read a file. DEPRECATED: use read_text_file", "path")},
+		{Group: "files", GroupDescription: "The project's files", Tool: tool("read_text_file", "Read the contents of a file as text", "path")},
+		{Group: "files", GroupDescription: "The project's files", Tool: tool("write_file", "Write text to a file, showing the diff", "path", "content")},
+		{Group: "github", GroupDescription: "GitHub issues and pull requests", Tool: tool("create_issue", "Create an issue in a repository", "title", "body")},
+		{Group: "gitlab", GroupDescription: "GitLab issues and merge requests", Tool: tool("create_issue", "Create an issue in a project", "title", "body")},
+		{Group: "broken", Tool: json.RawMessage(`{"description":"no name, never found"}`)},
+		{Group: "broken", Tool: json.RawMessage(`not json`)},
+		{Group: "odd", Tool: json.RawMessage(`{"name":"odd_args","description":"Count the sheep","inputSchema":{"properties":{"n":true,"m":{"description":7}}}}`)},
+	}
+}
+
+func TestSearch(t *testing.T) {
+	ix := New(testDocs())
+	docs := testDocs()
+	name := func(h Hit) string {
+		var d struct{ Name string }
+		_ = json.Unmarshal(docs[h.Doc].Tool, &d)
+		return docs[h.Doc].Group + "/" + d.Name
+	}
+	for _, tc := range []struct {
+		name, query, group string
+		limit              int
+		want               []string
+	}{
+		{"words of the description", "show me the contents of a file", "", 1, []string{"files/read_text_file"}},
+		{"deprecated comes after its successor", "read a file", "", 1, []string{"files/read_text_file"}},
+		{"the group's description separates groups", "open an issue on GitHub", "", 1, []string{"github/create_issue"}},
+		{"group", "open an issue", "gitlab", 5, []string{"gitlab/create_issue"}},
+		{"exact name first", "write_file contents", "", 1, []string{"files/write_file"}},
+		{"exact flat name", "`github__create_issue`", "", 1, []string{"github/create_issue"}},
+		{"exact name matching no word", "files__read_file", "", 1, []string{"files/read_file"}},
+		{"limit", "file", "", 2, []string{"files/write_file", "files/read_text_file"}},
+		{"a tool of odd arguments is still found", "count sheep", "", 5, []string{"odd/odd_args"}},
+		{"nothing", "zebra", "", 5, nil},
+		{"stop words only", "what is it", "", 5, nil},
+		{"no limit", "file", "", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, h := range ix.Search(tc.query, tc.group, tc.limit) {
+				got = append(got, name(h))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Search(%q, %q, %d) = %q, want %q", tc.query, tc.group, tc.limit, got, tc.want)
+			}
+		})
+	}
+	if New(nil).Search("file", "", 5) != nil {
+		t.Error("an empty index found something")
+	}
+}
+
+// The index is read by many requests at once (run with -race), and gives
+// the same answer every time.
+func TestSearchConcurrent(t *testing.T) {
+	ix := New(testDocs())
+	want := fmt.Sprint(ix.Search("read a file", "", 5))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if got := fmt.Sprint(ix.Search("read a file", "", 5)); got != want {
+					t.Errorf("got %s, want %s", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func FuzzSearch(f *testing.F) {
+	ix := New(testDocs())
+	for _, q := range []string{"read a file", "files__read_file", "", "ÄÖÜ", "a\x00b", "PR k8s"} {
+		f.Add(q, "")
+	}
+	f.Fuzz(func(t *testing.T, query, group string) {
+		hits := ix.Search(query, group, 3)
+		if len(hits) > 3 {
+			t.Errorf("%d hits for a limit of 3", len(hits))
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Doc == hits[i-1].Doc {
+				t.Errorf("tool %d twice", hits[i].Doc)
+			}
+		}
+	})
+}

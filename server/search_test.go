@@ -1,0 +1,349 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// searchClient runs a hub for the groups (YAML under groups:) with
+// settings, and a client over pipes that has initialized.
+func searchClient(t *testing.T, settings, groups string) (*Hub, *toolClient) {
+	t.Helper()
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\ngroups:\n%s", t.TempDir(), settings, groups)
+	h, _ := runHub(t, yaml, true)
+	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h, c
+}
+
+// toolClient numbers its requests and reads their answers.
+type toolClient struct {
+	*pipeClient
+	id int
+}
+
+// ask sends a request and returns its answer line.
+func (c *toolClient) ask(method string, params any) string {
+	c.t.Helper()
+	c.id++
+	p, _ := json.Marshal(params)
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, p))
+	return c.answer(fmt.Sprint(c.id))
+}
+
+// toolNames lists the names tools/list answers with.
+func (c *toolClient) toolNames() []string {
+	c.t.Helper()
+	var m struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	line := c.ask("tools/list", map[string]any{})
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		c.t.Fatalf("tools/list: %v: %s", err, line)
+	}
+	var names []string
+	for _, tool := range m.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// callText calls a tool and returns the text of its result, and whether
+// the result is an error.
+func (c *toolClient) callText(name string, args any) (string, bool) {
+	c.t.Helper()
+	line := c.ask("tools/call", map[string]any{"name": name, "arguments": args})
+	var m struct {
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+			IsError bool                    `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Result.Content) == 0 {
+		c.t.Fatalf("%s: no text result: %s", name, line)
+	}
+	return m.Result.Content[0].Text, m.Result.IsError
+}
+
+// found is one tool of a search_dynamic_tools answer.
+type found struct {
+	Group, Name string
+	Raw         json.RawMessage
+}
+
+// search calls search_dynamic_tools and returns the tools it found.
+func (c *toolClient) search(args map[string]any) []found {
+	c.t.Helper()
+	text, isErr := c.callText(searchToolName, args)
+	if isErr {
+		c.t.Fatalf("search %v: %s", args, text)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal([]byte(text), &raws); err != nil {
+		c.t.Fatalf("search %v answered no JSON list: %v: %s", args, err, text)
+	}
+	out := make([]found, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			c.t.Fatal(err)
+		}
+		out[i].Raw = raw
+	}
+	return out
+}
+
+func names(fs []found) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Group+"/"+f.Name)
+	}
+	return out
+}
+
+// fakeGroups are two fake upstreams: f hides crash by its deny-list, g
+// (whose tools are named g_<tool>) shows only what its allow-list names
+// and can grow a tool.
+func fakeGroups() string {
+	return fmt.Sprintf(`  f:
+    description: A fake server for tests
+    command: %q
+    deny: ["^crash$"]
+  g:
+    description: Another fake that grows plants
+    command: %q
+    args: ["-name", "g", "-prefix", "-grow"]
+    allow: ["^g_(echo|sleep|grow|sprout)$"]
+`, fakeBin, fakeBin)
+}
+
+// Search ranks what get_dynamic_tools would list, hands each tool out in
+// get_dynamic_tools' own bytes with its group, and never returns a tool a
+// deny- or allow-list hides; the group and limit arguments narrow it.
+func TestSearchDynamicTools(t *testing.T) {
+	h, c := searchClient(t, "search: on", fakeGroups())
+	waitFor(t, 15*time.Second, "both groups", func() bool {
+		v := h.snapshot().view
+		return len(v.groupIndex["f"].tools) > 0 && len(v.groupIndex["g"].tools) > 0
+	})
+	if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, searchToolName}) {
+		t.Fatalf("tools/list: %q", got)
+	}
+
+	got := c.search(map[string]any{"query": "wait a few milliseconds before answering"})
+	if len(got) == 0 || len(got) > searchLimit || got[0].Name != "sleep" && got[0].Name != "g_sleep" {
+		t.Fatalf("search for sleeping: %q", names(got))
+	}
+	// The entry is get_dynamic_tools' entry with the group in front.
+	text, _ := c.callText(getToolsName, map[string]any{"group": got[0].Group})
+	var listed []json.RawMessage
+	if err := json.Unmarshal([]byte(text), &listed); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"group":"` + got[0].Group + `",`
+	for _, raw := range listed {
+		if strings.Contains(string(raw), `"name":"`+got[0].Name+`"`) {
+			want += string(raw[1:])
+		}
+	}
+	if string(got[0].Raw) != want {
+		t.Errorf("search entry\n  %s\nget_dynamic_tools entry with its group\n  %s", got[0].Raw, want)
+	}
+
+	// Hidden tools are never found, by any words of theirs.
+	hidden := []string{"crash", "g_crash", "g_pid", "g_fail"}
+	for _, q := range []string{"Exit with status 3 mid-call", "crash", "g_crash", "Answer with the process id", "pid", "Answer with a JSON-RPC error"} {
+		for _, f := range c.search(map[string]any{"query": q, "limit": 20}) {
+			if slices.Contains(hidden, f.Name) {
+				t.Errorf("search %q found hidden tool %s/%s", q, f.Group, f.Name)
+			}
+		}
+	}
+	// ... while f's visible pid is found, so the searches above could fail.
+	if got := c.search(map[string]any{"query": "process id"}); len(got) == 0 || got[0].Name != "pid" {
+		t.Errorf("search for the process id: %q", names(got))
+	}
+
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want func([]found) bool
+	}{
+		{"group", map[string]any{"query": "echo text back", "group": "g"}, func(fs []found) bool {
+			return len(fs) > 0 && fs[0].Name == "g_echo" && !slices.ContainsFunc(fs, func(f found) bool { return f.Group != "g" })
+		}},
+		{"limit", map[string]any{"query": "answer", "limit": 2}, func(fs []found) bool { return len(fs) == 2 }},
+		{"limit over the most", map[string]any{"query": "text ms", "limit": 500}, func(fs []found) bool { return len(fs) == searchLimitMax }},
+		{"limit as a float", map[string]any{"query": "answer", "limit": 3.0}, func(fs []found) bool { return len(fs) == 3 }},
+		{"exact name first", map[string]any{"query": "use big for this"}, func(fs []found) bool { return len(fs) > 0 && fs[0].Name == "big" }},
+		{"flat name", map[string]any{"query": "f__state"}, func(fs []found) bool { return len(fs) > 0 && fs[0].Name == "state" }},
+		{"nothing matches", map[string]any{"query": "zebra xylophone"}, func(fs []found) bool { return len(fs) == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.search(tc.args); !tc.want(got) {
+				t.Errorf("search %v: %q", tc.args, names(got))
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{}, "Missing required argument: query"},
+		{map[string]any{"query": "  "}, "Missing required argument: query"},
+		{map[string]any{"query": "echo", "group": "nope"}, "Unknown group: nope (groups: f, g)"},
+	} {
+		if text, isErr := c.callText(searchToolName, tc.args); !isErr || text != tc.want {
+			t.Errorf("search %v: %q (error %v), want the error %q", tc.args, text, isErr, tc.want)
+		}
+	}
+}
+
+// A tool an upstream adds after it says its list changed is found by the
+// next search: the index is built again with the view.
+func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
+	h, c := searchClient(t, "search: on", fakeGroups())
+	waitFor(t, 15*time.Second, "group g", func() bool { return len(h.snapshot().view.groupIndex["g"].tools) > 0 })
+	query := map[string]any{"query": "water my garden plants"}
+	if got := c.search(query); slices.Contains(names(got), "g/g_sprout") {
+		t.Fatalf("found sprout before it was grown: %q", names(got))
+	}
+	if text, isErr := c.callText(callToolName, map[string]any{"group": "g", "name": "g_grow"}); isErr {
+		t.Fatalf("grow: %s", text)
+	}
+	waitFor(t, 15*time.Second, "the grown tool in the view", func() bool {
+		_, ok := h.snapshot().view.groupIndex["g"].toolRoutes["g_sprout"]
+		return ok
+	})
+	if got := c.search(query); len(got) == 0 || names(got)[0] != "g/g_sprout" {
+		t.Fatalf("search after list_changed: %q", names(got))
+	}
+	if text, _ := c.callText(callToolName, map[string]any{"group": "g", "name": "g_sprout", "args": map[string]any{"text": "roses"}}); text != "watered roses" {
+		t.Errorf("calling what search found: %q", text)
+	}
+}
+
+// search: off, and auto with few tools, leave the client the two original
+// meta-tools, byte for byte; auto offers search once the ready groups hold
+// more than config.SearchAutoTools tools, and the client hears the list
+// changed when it appears.
+func TestSearchSetting(t *testing.T) {
+	three := func(extra string) string {
+		var b strings.Builder
+		for _, g := range []string{"a", "b", "c"} {
+			fmt.Fprintf(&b, "  %s:\n    description: fake %s\n    command: %q\n    args: [%s]\n", g, g, fakeBin, extra)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, settings, groups string
+		want                   []string
+	}{
+		{"off", "search: \"off\"", three(""), []string{getToolsName, callToolName}},
+		{"auto with 20 tools", "search: auto", fmt.Sprintf("  a: {description: fake, command: %q}\n", fakeBin), []string{getToolsName, callToolName}},
+		{"on with 20 tools", "search: on", fmt.Sprintf("  a: {description: fake, command: %q}\n", fakeBin), []string{getToolsName, callToolName, searchToolName}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, c := searchClient(t, tc.settings, tc.groups)
+			waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
+			if got := c.toolNames(); !slices.Equal(got, tc.want) {
+				t.Errorf("tools: %q, want %q", got, tc.want)
+			}
+			if !slices.Contains(tc.want, searchToolName) {
+				if got := c.ask("tools/call", map[string]any{"name": searchToolName, "arguments": map[string]any{"query": "echo"}}); !strings.Contains(got, `"code":-32601,"message":"Tool not found: search_dynamic_tools"`) {
+					t.Errorf("search while not offered: %s", got)
+				}
+			}
+		})
+	}
+
+	t.Run("auto with 60 tools", func(t *testing.T) {
+		// The upstreams answer initialize late, so the client lists the
+		// tools before they are ready, then hears that the list changed.
+		h, c := searchClient(t, "search: auto", three(`"-delay", "1s"`))
+		off := c.ask("tools/list", map[string]any{})
+		if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName}) || !h.snapshot().view.starting {
+			t.Skipf("the groups were ready before the first list (tools %q); nothing to test", got)
+		}
+		c.readUntil(func(line string) bool { return strings.Contains(line, "notifications/tools/list_changed") })
+		on := c.ask("tools/list", map[string]any{})
+		if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, searchToolName}) {
+			t.Fatalf("tools after the groups are ready: %q", got)
+		}
+		// The two original tools are the same bytes either way (the
+		// group list in their descriptions is the config's from the start).
+		tools := func(line string) []json.RawMessage {
+			var m struct {
+				Result struct{ Tools []json.RawMessage } `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			return m.Result.Tools
+		}
+		before, after := tools(off), tools(on)
+		for i := range 2 {
+			if string(before[i]) != string(after[i]) {
+				t.Errorf("tool %d changed when search came:\n%s\n%s", i, before[i], after[i])
+			}
+		}
+		if got := c.search(map[string]any{"query": "echo text back", "group": "b"}); len(got) == 0 || got[0].Group != "b" || got[0].Name != "echo" {
+			t.Errorf("search: %q", names(got))
+		}
+	})
+}
+
+// A group's expose: lists those tools beside the meta-tools, named as in
+// flat mode, and a call to one is routed as in flat mode, policy
+// included; a name the group does not have, or hides, is a warning.
+func TestExposeTools(t *testing.T) {
+	groups := fmt.Sprintf(`  f:
+    description: A fake server for tests
+    command: %q
+    deny: ["^crash$"]
+    expose: [echo, nope, crash]
+    policy:
+      - {name: no-secrets, action: deny, tool: echo, args: {text: "secret*"}, description: "no secrets"}
+  g:
+    description: Another fake
+    command: %q
+    args: ["-name", "g", "-prefix"]
+    prefix: false
+    expose: [g_pid]
+`, fakeBin, fakeBin)
+	h, c := searchClient(t, "", groups)
+	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
+	if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, "f__echo", "g_pid"}) {
+		t.Fatalf("tools/list: %q", got)
+	}
+	line := c.ask("tools/list", map[string]any{})
+	if !strings.Contains(line, `{"description":"Echo text back","inputSchema":{"properties":{"ms":{"type":"integer"},"text":{"type":"string"}},"type":"object"},"name":"f__echo"}`) {
+		t.Errorf("f__echo is not echo's definition renamed: %s", line)
+	}
+	if text, isErr := c.callText("f__echo", map[string]any{"text": "through the hub"}); isErr || text != "through the hub" {
+		t.Errorf("f__echo: %q", text)
+	}
+	if text, isErr := c.callText("g_pid", map[string]any{}); isErr || text == "" {
+		t.Errorf("g_pid: %q", text)
+	}
+	if got := c.ask("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "secret plans"}}); !strings.Contains(got, `"code":-32001,"message":"no secrets"`) {
+		t.Errorf("policy on an exposed tool: %s", got)
+	}
+	// What is not exposed is not callable by its flat name.
+	if got := c.ask("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{}}); !strings.Contains(got, "Tool not found: f__sleep") {
+		t.Errorf("f__sleep: %s", got)
+	}
+	warnings := strings.Join(h.snapshot().view.warnings, "\n")
+	for _, name := range []string{"nope", "crash"} {
+		if !strings.Contains(warnings, fmt.Sprintf("group f exposes tool %q, which none of its servers lists (or the group hides it)", name)) {
+			t.Errorf("no warning for %s in %q", name, warnings)
+		}
+	}
+}

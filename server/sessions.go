@@ -1,0 +1,51 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// SessionInfo is what the hub knows of one client session: who the client
+// is, what initialize negotiated, and how busy and how far behind it is.
+type SessionInfo struct {
+	ID              string // "stdio" for the stdio client
+	Transport       string // stdio, streamable-http or sse
+	ClientName      string // from initialize; "" before it
+	ClientVersion   string
+	ProtocolVersion string // negotiated by initialize; "" before it
+	Capabilities    mcp.ClientCapabilities
+	Inflight        int    // the client's requests being answered
+	Dropped         uint64 // notifications the client had no room for
+}
+
+// Sessions lists the open client sessions, by id.
+func (h *Hub) Sessions() []SessionInfo {
+	list := h.sessionList()
+	out := make([]SessionInfo, 0, len(list))
+	for _, s := range list {
+		s.mu.Lock()
+		info := SessionInfo{ID: s.id, Transport: s.transport, ClientName: s.clientInfo.Name, ClientVersion: s.clientInfo.Version,
+			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities}
+		s.mu.Unlock()
+		info.Inflight, info.Dropped = s.peer.answering(), s.peer.dropped()
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Dropped is how many notifications the hub has dropped for clients that
+// had no room for them, since New, counting sessions that have ended: a
+// counter that never goes down.
+func (h *Hub) Dropped() uint64 {
+	r := h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.droppedGone
+	for _, s := range r.sessions {
+		n += s.peer.dropped()
+	}
+	return n
+}

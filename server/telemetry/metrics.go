@@ -1,0 +1,158 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// durationBuckets are the bucket bounds, in seconds, the conventions give
+// the MCP duration histograms.
+var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// MetricsOptions say where Metrics reads what the traffic does not tell:
+// the hub's sessions. A nil func leaves its metric out.
+type MetricsOptions struct {
+	// Sessions counts the open client sessions by transport (stdio,
+	// streamable-http, sse), at each scrape.
+	Sessions func() map[string]int
+	// Dropped is how many notifications were dropped for clients that had
+	// no room for them, ever (server.Hub.Dropped).
+	Dropped func() uint64
+}
+
+// Metrics is a traffic.Observer that keeps the hub's Prometheus metrics in
+// a registry of its own (never the global one, so that two hubs in one
+// process, as in tests, do not collide). Handler serves them.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	serverOp  *prometheus.HistogramVec // mcp_server_operation_duration_seconds
+	clientOp  *prometheus.HistogramVec // mcp_client_operation_duration_seconds
+	decisions *prometheus.CounterVec
+	received  *prometheus.CounterVec // bytes, by peer
+	sent      *prometheus.CounterVec
+	messages  *prometheus.CounterVec
+	inflight  prometheus.Gauge
+
+	// The series every call touches, resolved once.
+	fromClient, toClient, fromUpstream, toUpstream prometheus.Counter
+}
+
+// NewMetrics builds the metrics of the hub in front of mgr. Its upstream
+// and session metrics are read at each scrape; the rest is counted as the
+// traffic passes.
+func NewMetrics(mgr *upstream.Manager, opts MetricsOptions) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		serverOp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_server_operation_duration_seconds",
+			Help:    "MCP request duration as observed by the hub, from the client's request to its answer (mcp.server.operation.duration).",
+			Buckets: durationBuckets,
+		}, []string{"mcp_method_name", "gen_ai_tool_name", "gen_ai_prompt_name", "group", "status", "error_type", "network_transport"}),
+		clientOp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_client_operation_duration_seconds",
+			Help:    "MCP request duration as observed by the hub, from its request to an upstream server to the answer (mcp.client.operation.duration).",
+			Buckets: durationBuckets,
+		}, []string{"mcp_method_name", "gen_ai_tool_name", "group", "server", "error_type", "network_transport"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynamic_mcp_policy_decisions_total",
+			Help: "Policy decisions on client requests, by group, rule (empty for the default) and action.",
+		}, []string{"group", "rule", "action"}),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynamic_mcp_received_bytes_total",
+			Help: "Bytes of params and results the hub received, by peer (client or upstream); JSON-RPC envelopes are not counted.",
+		}, []string{"peer"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynamic_mcp_sent_bytes_total",
+			Help: "Bytes of params and results the hub sent, by peer (client or upstream); JSON-RPC envelopes are not counted.",
+		}, []string{"peer"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynamic_mcp_messages_total",
+			Help: "Notifications, and requests of upstreams to clients, that passed the hub, by direction and method.",
+		}, []string{"direction", "mcp_method_name"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dynamic_mcp_requests_in_flight",
+			Help: "Client requests being answered.",
+		}),
+	}
+	m.fromClient, m.toClient = m.received.WithLabelValues("client"), m.sent.WithLabelValues("client")
+	m.fromUpstream, m.toUpstream = m.received.WithLabelValues("upstream"), m.sent.WithLabelValues("upstream")
+	m.reg.MustRegister(m.serverOp, m.clientOp, m.decisions, m.received, m.sent, m.messages, m.inflight,
+		&stateCollector{mgr: mgr, opts: opts},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format (or
+// OpenMetrics, when the scraper asks for it).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+}
+
+// CallStarted counts the request in flight and its bytes.
+func (m *Metrics) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
+	m.inflight.Inc()
+	m.fromClient.Add(float64(len(c.Params)))
+	return ctx
+}
+
+// CallEnded records the request's duration, outcome and policy decision.
+func (m *Metrics) CallEnded(_ context.Context, c *traffic.Call) {
+	m.inflight.Dec()
+	m.toClient.Add(float64(len(c.Result)))
+	tool, prompt := callTarget(c)
+	group := c.Group
+	if c.Status == traffic.StatusNotFound {
+		group = "" // a group named in a call that matched nothing may be invented too
+	}
+	m.serverOp.WithLabelValues(methodName(c.Method), tool, prompt, group, string(c.Status), errorType(c.Status, c.Err),
+		networkTransport(c.Transport)).Observe(c.Duration.Seconds())
+	if c.Action != "" {
+		m.decisions.WithLabelValues(c.Group, c.Rule, c.Action).Inc()
+	}
+}
+
+// HopStarted counts the bytes sent upstream.
+func (m *Metrics) HopStarted(ctx context.Context, h *traffic.Hop) context.Context {
+	m.toUpstream.Add(float64(len(h.Params)))
+	return ctx
+}
+
+// HopEnded records the hop's duration and outcome.
+func (m *Metrics) HopEnded(ctx context.Context, h *traffic.Hop) {
+	m.fromUpstream.Add(float64(len(h.Result)))
+	var tool string
+	if h.Method == "tools/call" {
+		// The call was routed here, so its target is on this server's list.
+		if c := traffic.CallOf(ctx); c != nil && c.Group == h.Group {
+			tool = c.Target
+		}
+	}
+	m.clientOp.WithLabelValues(methodName(h.Method), tool, h.Group, h.Server, hopErrorType(h.Result, h.Err),
+		networkTransport(h.Transport)).Observe(h.Duration.Seconds())
+}
+
+// Message counts a notification or an upstream's request, and its bytes.
+func (m *Metrics) Message(_ context.Context, msg *traffic.Message) {
+	m.messages.WithLabelValues(string(msg.Direction), methodName(msg.Method)).Inc()
+	switch msg.Direction {
+	case traffic.FromClient:
+		m.fromClient.Add(float64(len(msg.Params)))
+	case traffic.ToClient:
+		m.toClient.Add(float64(len(msg.Params)))
+	case traffic.FromUpstream:
+		m.fromUpstream.Add(float64(len(msg.Params)))
+		if msg.Request { // passed to the client, whose answer went back up
+			m.toClient.Add(float64(len(msg.Params)))
+			m.fromClient.Add(float64(len(msg.Result)))
+			m.toUpstream.Add(float64(len(msg.Result)))
+		}
+	}
+}
