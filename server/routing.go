@@ -303,7 +303,11 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 	r.mu.Unlock()
 	switch {
 	case on && first:
-		if _, err := h.request(ctx, s, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
+		// Every session listening shares the subscription, so it lives on
+		// the server's shared connection (as its unsubscribe does), not on
+		// this session's own (isolation: per-session), which ends with it.
+		shared := upstream.WithOwner(ctx, nil)
+		if _, err := h.request(shared, s, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()

@@ -56,3 +56,17 @@ func TestIsolatedConnections(t *testing.T) {
 		t.Errorf("requests without an owner went to %d, not the shared child %d", got, shared)
 	}
 }
+
+// A request marked as no one's goes on the shared connection even when
+// ctx carried an owner before (a subscription every session shares).
+func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
+	cfg := fakeConfig(t, "stop_grace: 1s")
+	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
+	_, s := startFake(t, cfg)
+	shared := pidOf(t, s)
+	ctx := WithOwner(WithOwner(t.Context(), "a"), nil)
+	res, err := s.Request(ctx, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
+		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())
+	}
+}

@@ -710,7 +710,8 @@ type ambiguousKey struct{}
 
 // WithOwner marks the requests made with ctx as made for owner (a client
 // session), so that a request the server sends back while they run can be
-// told apart from one during another owner's request.
+// told apart from one during another owner's request. A nil owner marks
+// them as no one's: they go on a server's shared connection.
 func WithOwner(ctx context.Context, owner any) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
