@@ -101,8 +101,11 @@ type dynamicArgs struct {
 	Group string          `json:"group"`
 	Name  string          `json:"name"`
 	Args  json.RawMessage `json:"args"`
-	Query string          `json:"query"` // search_dynamic_tools
-	Limit float64         `json:"limit"` // search_dynamic_tools; a model may write 5.0
+	// search_dynamic_tools' own arguments, read by searchDynamicTools
+	// alone: another meta-tool's call that happens to carry them (of any
+	// type) is not refused for them.
+	Query json.RawMessage `json:"query"`
+	Limit json.RawMessage `json:"limit"`
 }
 
 // lookupGroup finds a group the client may use, or says why it cannot.

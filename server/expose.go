@@ -37,6 +37,9 @@ func (v *view) expose(g *upstream.Group, gv *groupView, owner map[string]string)
 			continue
 		}
 		if prev, dup := owner[name]; dup {
+			if v.flatRoutes[name] == r {
+				continue // named twice in the list: exposed once
+			}
 			v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is not exposed: its name collides with a tool of %s (set prefix: true on the group)", name, r.server.Config.ID(), prev))
 			continue
 		}

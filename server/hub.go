@@ -341,29 +341,45 @@ func (h *Hub) toolsCall(ctx context.Context, v *view, params json.RawMessage) (j
 		// flat mode, its arguments the upstream's own.
 		return h.callRoute(ctx, r, params, arguments)
 	}
+	if name == searchToolName && v.search == nil && v.starting && settings.Search != config.SearchOff {
+		// search: auto offers it once the groups starting hold enough
+		// tools: wait for them, as flat mode waits for a tool not known yet.
+		v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
+	}
+	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
+		// Whatever its arguments: search_dynamic_tools when it is not
+		// offered is a tool like any other the client cannot see.
+		h.auditMiss(ctx, name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
 	var args dynamicArgs
 	if len(arguments) > 0 && string(arguments) != "null" {
 		if err := json.Unmarshal(arguments, &args); err != nil {
 			return toolError("invalid arguments: " + err.Error()), nil
 		}
 	}
-	if (name == getToolsName || name == callToolName || name == searchToolName) && v.groupStarting(args.Group) {
+	switch {
+	case v.groupStarting(args.Group):
 		// The group is listed from the start; a call for it waits until it
 		// is up (or has failed), as long as connecting may take.
 		v = h.awaitView(ctx, settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
+	case name == searchToolName && args.Group == "" && v.starting:
+		// A search of every group waits for those starting as a list does,
+		// rather than answer that nothing matches while their tools are
+		// not known yet.
+		v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool { return !v.starting })
 	}
 	switch name {
 	case getToolsName:
 		return v.getDynamicTools(args), nil
 	case callToolName:
 		return h.callDynamicTool(ctx, v, args, jsonrpc.Field(params, "_meta"), jsonrpc.Field(params, "task"))
-	case searchToolName:
-		if v.search != nil {
-			return v.searchDynamicTools(args), nil
-		}
 	}
-	h.auditMiss(ctx, name, arguments)
-	return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	if v.search == nil { // gone while it waited (a reload turned it off)
+		h.auditMiss(ctx, name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
+	return v.searchDynamicTools(args), nil
 }
 
 // callRoute calls the upstream tool r names with the client's params,

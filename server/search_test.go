@@ -3,17 +3,34 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // searchClient runs a hub for the groups (YAML under groups:) with
 // settings, and a client over pipes that has initialized.
 func searchClient(t *testing.T, settings, groups string) (*Hub, *toolClient) {
 	t.Helper()
-	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\ngroups:\n%s", t.TempDir(), settings, groups)
+	return searchClientMode(t, "dynamic", settings, groups)
+}
+
+// searchClientMode is searchClient in mode.
+func searchClientMode(t *testing.T, mode, settings, groups string) (*Hub, *toolClient) {
+	t.Helper()
+	return searchClientYAML(t, fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nmode: %s\nsettings: {%s}\ngroups:\n%s", t.TempDir(), mode, settings, groups))
+}
+
+// searchClientYAML is searchClient for a whole config.
+func searchClientYAML(t *testing.T, yaml string) (*Hub, *toolClient) {
+	t.Helper()
 	h, _ := runHub(t, yaml, true)
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
 	c.send(initializeMsg)
@@ -182,6 +199,15 @@ func TestSearchDynamicTools(t *testing.T) {
 		{"limit", map[string]any{"query": "answer", "limit": 2}, func(fs []found) bool { return len(fs) == 2 }},
 		{"limit over the most", map[string]any{"query": "text ms", "limit": 500}, func(fs []found) bool { return len(fs) == searchLimitMax }},
 		{"limit as a float", map[string]any{"query": "answer", "limit": 3.0}, func(fs []found) bool { return len(fs) == 3 }},
+		// Models write numbers as strings; a limit out of range is cut to
+		// it, 1e300 included (int(1e300) is no number Go defines).
+		{"limit as a string", map[string]any{"query": "answer", "limit": " 3"}, func(fs []found) bool { return len(fs) == 3 }},
+		{"limit null", map[string]any{"query": "answer", "limit": nil}, func(fs []found) bool { return len(fs) == searchLimit }},
+		{"limit below 1", map[string]any{"query": "answer", "limit": -1}, func(fs []found) bool { return len(fs) == searchLimit }},
+		{"limit 1e300", map[string]any{"query": "text ms", "limit": 1e300}, func(fs []found) bool { return len(fs) == searchLimitMax }},
+		{"limit 1e9 as a string", map[string]any{"query": "text ms", "limit": "1e9"}, func(fs []found) bool { return len(fs) == searchLimitMax }},
+		{"control characters and emoji", map[string]any{"query": "\x00\x1b[31m📁 echo \u202e👍🏽"}, func(fs []found) bool { return len(fs) > 0 && fs[0].Name == "echo" }},
+		{"stop words only", map[string]any{"query": "what is it all about"}, func(fs []found) bool { return len(fs) == 0 }},
 		{"exact name first", map[string]any{"query": "use big for this"}, func(fs []found) bool { return len(fs) > 0 && fs[0].Name == "big" }},
 		{"flat name", map[string]any{"query": "f__state"}, func(fs []found) bool { return len(fs) > 0 && fs[0].Name == "state" }},
 		{"nothing matches", map[string]any{"query": "zebra xylophone"}, func(fs []found) bool { return len(fs) == 0 }},
@@ -192,6 +218,11 @@ func TestSearchDynamicTools(t *testing.T) {
 			}
 		})
 	}
+	// search_dynamic_tools' arguments are its own: a call_dynamic_tool
+	// that carries them, of any type, is not refused for them.
+	if text, isErr := c.callText(callToolName, map[string]any{"group": "f", "name": "echo", "args": map[string]any{"text": "hi"}, "query": 5, "limit": "x"}); isErr || text != "hi" {
+		t.Errorf("call_dynamic_tool with a stray query and limit: %q (error %v)", text, isErr)
+	}
 	for _, tc := range []struct {
 		args map[string]any
 		want string
@@ -199,6 +230,9 @@ func TestSearchDynamicTools(t *testing.T) {
 		{map[string]any{}, "Missing required argument: query"},
 		{map[string]any{"query": "  "}, "Missing required argument: query"},
 		{map[string]any{"query": "echo", "group": "nope"}, "Unknown group: nope (groups: f, g)"},
+		{map[string]any{"query": 5}, "query must be a string"},
+		{map[string]any{"query": "echo", "limit": "lots"}, "limit must be a number"},
+		{map[string]any{"query": "echo", "limit": true}, "limit must be a number"},
 	} {
 		if text, isErr := c.callText(searchToolName, tc.args); !isErr || text != tc.want {
 			t.Errorf("search %v: %q (error %v), want the error %q", tc.args, text, isErr, tc.want)
@@ -257,12 +291,19 @@ func TestSearchSetting(t *testing.T) {
 				t.Errorf("tools: %q, want %q", got, tc.want)
 			}
 			if !slices.Contains(tc.want, searchToolName) {
-				if got := c.ask("tools/call", map[string]any{"name": searchToolName, "arguments": map[string]any{"query": "echo"}}); !strings.Contains(got, `"code":-32601,"message":"Tool not found: search_dynamic_tools"`) {
-					t.Errorf("search while not offered: %s", got)
-				}
+				searchNotOffered(t, c)
 			}
 		})
 	}
+
+	t.Run("flat", func(t *testing.T) {
+		h, c := searchClientMode(t, "flat", "search: on", three(""))
+		waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
+		if got := c.toolNames(); slices.Contains(got, searchToolName) || len(got) < 50 {
+			t.Errorf("flat tools/list: %d tools %q", len(got), got)
+		}
+		searchNotOffered(t, c)
+	})
 
 	t.Run("auto with 60 tools", func(t *testing.T) {
 		// The upstreams answer initialize late, so the client lists the
@@ -300,6 +341,117 @@ func TestSearchSetting(t *testing.T) {
 	})
 }
 
+// searchNotOffered checks that search_dynamic_tools, where the view does
+// not offer it, is answered as any tool the client cannot see, whatever
+// its arguments (before, arguments of the wrong type were refused as
+// invalid first).
+func searchNotOffered(t *testing.T, c *toolClient) {
+	t.Helper()
+	for _, args := range []map[string]any{{"query": "echo"}, {"query": 5, "limit": "x", "group": 7}} {
+		if got := c.ask("tools/call", map[string]any{"name": searchToolName, "arguments": args}); !strings.Contains(got, `"error":{"code":-32601,"message":"Tool not found: search_dynamic_tools"}`) {
+			t.Errorf("search %v while not offered: %s", args, got)
+		}
+	}
+}
+
+// A search of every group asked while groups are starting waits for them
+// (as a list does) instead of answering that nothing matches, and with
+// search: auto a search asked before it is offered waits to see whether
+// the groups bring enough tools for it, as flat mode waits for a tool not
+// known yet.
+func TestSearchWhileGroupsStart(t *testing.T) {
+	delayed := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "  %c:\n    description: fake\n    command: %q\n    args: [\"-delay\", \"1s\"]\n", 'a'+i, fakeBin)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, settings string
+		groups         int
+	}{
+		{"on", "search: on", 1},
+		{"auto", "search: auto", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, c := searchClient(t, tc.settings, delayed(tc.groups))
+			if !h.snapshot().view.starting {
+				t.Skip("the groups were ready before the search; nothing to test")
+			}
+			if got := c.search(map[string]any{"query": "echo text back"}); len(got) == 0 || got[0].Name != "echo" {
+				t.Errorf("search while the groups start: %q", names(got))
+			}
+		})
+	}
+}
+
+// The index is built by the first search of a view, not with the view on
+// the hub's event loop: 1,000 tools cost about 70 ms, 5,000 about 300 ms,
+// for every change of any upstream.
+func TestSearchIndexBuiltOnFirstSearch(t *testing.T) {
+	g := &groupView{name: "g", description: "a group", state: upstream.StateReady}
+	for i := range config.SearchAutoTools + 1 {
+		g.tools = append(g.tools, json.RawMessage(fmt.Sprintf(`{"name":"tool_%d","description":"Does thing %d"}`, i, i)))
+	}
+	ti := buildToolIndex([]*groupView{g}, config.SearchAuto)
+	if ti == nil || ti.built() {
+		t.Fatalf("buildToolIndex: %v, built %v", ti, ti != nil && ti.built())
+	}
+	v := &view{search: ti}
+	var wg sync.WaitGroup
+	for range 4 { // searches that come together share one build (run with -race)
+		wg.Go(func() {
+			text := string(v.searchDynamicTools(dynamicArgs{Query: json.RawMessage(`"tool_7"`)}))
+			if !strings.Contains(text, `\"name\":\"tool_7\"`) {
+				t.Errorf("search: %s", text)
+			}
+		})
+	}
+	wg.Wait()
+	if !ti.built() {
+		t.Error("not built after a search")
+	}
+	if ti := buildToolIndex([]*groupView{g}, config.SearchOff); ti != nil {
+		t.Error("search: off gathered the tools")
+	}
+}
+
+// Searches while views are rebuilt over and over (a list_changed storm)
+// each build the index of the view they read, at most once, and answer
+// from it (run with -race).
+func TestSearchDuringRefreshes(t *testing.T) {
+	h, _ := searchClient(t, "search: on", fakeGroups())
+	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v := h.snapshot().view
+				if text := string(v.searchDynamicTools(dynamicArgs{Query: json.RawMessage(`"echo text back"`)})); !strings.Contains(text, `\"name\":\"echo\"`) || !v.search.built() {
+					t.Errorf("search: %s", text)
+					return
+				}
+			}
+		})
+	}
+	for range 50 {
+		h.refresh()
+	}
+	close(stop)
+	wg.Wait()
+	h.refresh()
+	if h.snapshot().view.search.built() {
+		t.Error("a view's index was built before anyone searched it")
+	}
+}
+
 // A group's expose: lists those tools beside the meta-tools, named as in
 // flat mode, and a call to one is routed as in flat mode, policy
 // included; a name the group does not have, or hides, is a warning.
@@ -308,7 +460,7 @@ func TestExposeTools(t *testing.T) {
     description: A fake server for tests
     command: %q
     deny: ["^crash$"]
-    expose: [echo, nope, crash]
+    expose: [echo, nope, crash, echo]
     policy:
       - {name: no-secrets, action: deny, tool: echo, args: {text: "secret*"}, description: "no secrets"}
   g:
@@ -317,10 +469,17 @@ func TestExposeTools(t *testing.T) {
     args: ["-name", "g", "-prefix"]
     prefix: false
     expose: [g_pid]
-`, fakeBin, fakeBin)
-	h, c := searchClient(t, "", groups)
+  h:
+    description: A fake whose tools are named as g's
+    command: %q
+    args: ["-name", "g", "-prefix"]
+    prefix: false
+    expose: [g_pid]
+`, fakeBin, fakeBin, fakeBin)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	h, c := searchClientYAML(t, fmt.Sprintf("state_dir: %q\naudit: {path: %q}\ngroups:\n%s", t.TempDir(), auditPath, groups))
 	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
-	if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, "f__echo", "g_pid"}) {
+	if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, searchToolName, "f__echo", "g_pid"}) {
 		t.Fatalf("tools/list: %q", got)
 	}
 	line := c.ask("tools/list", map[string]any{})
@@ -336,9 +495,30 @@ func TestExposeTools(t *testing.T) {
 	if got := c.ask("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "secret plans"}}); !strings.Contains(got, `"code":-32001,"message":"no secrets"`) {
 		t.Errorf("policy on an exposed tool: %s", got)
 	}
+	// ... and audited as in flat mode, under the upstream's own name.
+	audit, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"group":"f","server":"f","method":"tools/call","tool":"echo","decision":"allow"`, `"tool":"echo","decision":"deny","rule":"no-secrets"`} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("no audit record with %s in\n%s", want, audit)
+		}
+	}
 	// What is not exposed is not callable by its flat name.
 	if got := c.ask("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{}}); !strings.Contains(got, "Tool not found: f__sleep") {
 		t.Errorf("f__sleep: %s", got)
+	}
+	// echo, named twice, is exposed once and is no collision; h's g_pid
+	// is withheld, g's listed first.
+	var problems []string // h's prompts and resources collide with g's too
+	for _, p := range h.snapshot().view.problems {
+		if strings.Contains(p, "exposed") {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) != 1 || problems[0] != `tool "g_pid" of h is not exposed: its name collides with a tool of g (set prefix: true on the group)` {
+		t.Errorf("problems: %q", problems)
 	}
 	warnings := strings.Join(h.snapshot().view.warnings, "\n")
 	for _, name := range []string{"nope", "crash"} {
@@ -346,4 +526,44 @@ func TestExposeTools(t *testing.T) {
 			t.Errorf("no warning for %s in %q", name, warnings)
 		}
 	}
+}
+
+// BenchmarkSearchIndex5000 is what a view of 5,000 tools (the corpus of
+// testdata/search copied) costs the hub's event loop for search, built
+// again on every change of any upstream ("view"), against the first
+// search of that view, which builds the index ("first-search").
+func BenchmarkSearchIndex5000(b *testing.B) {
+	dir := filepath.Join("..", "testdata", "search")
+	var groups []struct{ Group, Description string }
+	read := func(name string, v any) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	read("groups.json", &groups)
+	var views []*groupView
+	for n, copy := 0, 0; n < 5000; copy++ {
+		for _, g := range groups {
+			var list struct{ Tools []json.RawMessage }
+			read(g.Group+".json", &list)
+			gv := &groupView{name: fmt.Sprintf("%s-%d", g.Group, copy), description: g.Description, state: upstream.StateReady}
+			gv.tools = list.Tools[:min(len(list.Tools), 5000-n)]
+			n += len(gv.tools)
+			views = append(views, gv)
+		}
+	}
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			buildToolIndex(views, config.SearchOn)
+		}
+	})
+	b.Run("first-search", func(b *testing.B) {
+		for b.Loop() {
+			buildToolIndex(views, config.SearchOn).get().Search("read a file", "", searchLimit)
+		}
+	})
 }

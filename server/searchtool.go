@@ -2,7 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -44,36 +47,67 @@ func searchTool(enum []string, listed string) json.RawMessage {
 // toolIndex is what search_dynamic_tools searches: every tool of every
 // ready group, exactly those get_dynamic_tools lists (deny- and
 // allow-lists, pins and name collisions applied by buildView already).
+//
+// The index itself is built by the first search of the view, not with
+// the view: building costs about 70 ms for 1,000 tools and 300 ms for
+// 5,000 (most of it reading their definitions), and the view is built on
+// the hub's event loop, which also passes upstream notifications on, for
+// every change of any upstream (a list_changed storm builds it again and
+// again). A view no one searches costs nothing; searches that come
+// together wait for the one build.
 type toolIndex struct {
-	index   *search.Index
+	docs    []search.Doc
 	entries []search.Entry // by the index's doc number
+	once    sync.Once
+	index   atomic.Pointer[search.Index]
 }
 
-// buildToolIndex indexes the ready groups' tools when mode offers
+// get is the index, built on the first call.
+func (t *toolIndex) get() *search.Index {
+	t.once.Do(func() {
+		t.index.Store(search.New(t.docs))
+		t.docs = nil
+	})
+	return t.index.Load()
+}
+
+// built reports whether the index has been built.
+func (t *toolIndex) built() bool { return t.index.Load() != nil }
+
+// buildToolIndex gathers the ready groups' tools when mode offers
 // search_dynamic_tools for them, and returns nil when it does not: off, or
 // auto with no more than config.SearchAutoTools tools ("" is auto).
 func buildToolIndex(groups []*groupView, mode config.SearchMode) *toolIndex {
-	var docs []search.Doc
-	var entries []search.Entry
+	n := 0
+	for _, g := range groups {
+		if g.state == upstream.StateReady {
+			n += len(g.tools)
+		}
+	}
+	if mode == config.SearchOff || mode != config.SearchOn && n <= config.SearchAutoTools {
+		return nil
+	}
+	t := &toolIndex{docs: make([]search.Doc, 0, n), entries: make([]search.Entry, 0, n)}
 	for _, g := range groups {
 		if g.state != upstream.StateReady {
 			continue
 		}
 		for _, raw := range g.tools {
-			docs = append(docs, search.Doc{Group: g.name, GroupDescription: g.description, Tool: raw})
-			entries = append(entries, search.Entry{Group: g.name, Tool: raw})
+			t.docs = append(t.docs, search.Doc{Group: g.name, GroupDescription: g.description, Tool: raw})
+			t.entries = append(t.entries, search.Entry{Group: g.name, Tool: raw})
 		}
 	}
-	if mode == config.SearchOff || mode != config.SearchOn && len(docs) <= config.SearchAutoTools {
-		return nil
-	}
-	return &toolIndex{index: search.New(docs), entries: entries}
+	return t
 }
 
 // searchDynamicTools answers search_dynamic_tools: the best matches for the
 // query, in the shape get_dynamic_tools answers with, each with its group.
 func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
-	if strings.TrimSpace(args.Query) == "" {
+	var query string
+	if len(args.Query) > 0 && string(args.Query) != "null" && json.Unmarshal(args.Query, &query) != nil {
+		return toolError("query must be a string")
+	}
+	if strings.TrimSpace(query) == "" {
 		return toolError("Missing required argument: query")
 	}
 	if args.Group != "" {
@@ -81,14 +115,11 @@ func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
 			return toolError(problem)
 		}
 	}
-	limit := int(args.Limit)
-	switch {
-	case limit <= 0:
-		limit = searchLimit
-	case limit > searchLimitMax:
-		limit = searchLimitMax
+	limit, ok := searchLimitOf(args.Limit)
+	if !ok {
+		return toolError("limit must be a number")
 	}
-	hits := v.search.index.Search(args.Query, args.Group, limit)
+	hits := v.search.get().Search(query, args.Group, limit)
 	if len(hits) == 0 {
 		return textResult("[]")
 	}
@@ -101,4 +132,32 @@ func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
 		return toolError("dynamic-mcp: cannot answer the search: " + err.Error())
 	}
 	return textResult(string(text))
+}
+
+// searchLimitOf reads search_dynamic_tools' limit: a number, or a string
+// holding one (as models write "5"), cut to a whole number from 1 to
+// searchLimitMax; searchLimit when it is missing, null or below 1. ok is
+// false for anything else.
+func searchLimitOf(raw json.RawMessage) (limit int, ok bool) {
+	var f float64
+	if len(raw) == 0 || string(raw) == "null" {
+		return searchLimit, true
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false
+		}
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return 0, false
+		}
+	}
+	switch {
+	case !(f >= 1): // NaN too
+		return searchLimit, true
+	case f > searchLimitMax: // before converting: int(1e300) is any number
+		return searchLimitMax, true
+	}
+	return int(f), true
 }

@@ -92,8 +92,8 @@ func (v *view) groupStarting(name string) bool {
 
 // buildView computes the client's view of mgr in mode, checking the tools'
 // input schemas against pol's argument rules (pol may be nil). In dynamic
-// mode search says whether search_dynamic_tools is offered, and its index
-// is built here, on the hub's event loop, never on a request's path.
+// mode search says whether search_dynamic_tools is offered; its index is
+// built by the view's first search, not here on the hub's event loop.
 func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,

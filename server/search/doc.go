@@ -4,8 +4,9 @@
 // tools out in (AppendEntries). It is pure: no I/O, no server imports.
 //
 // An Index is an immutable value built from the tools' definitions as
-// their servers listed them; the hub builds one with every view (on its
-// event loop, never on a request's path) and searches it without locks.
+// their servers listed them; the hub builds one on the first search of
+// each view (not on its event loop, which builds views) and searches it
+// without locks.
 //
 // Ranking is BM25F over a tool's name (split at _ - . and camelCase),
 // title, the first sentence of its description, the whole description,
@@ -34,7 +35,9 @@
 //     packages and megabytes for analysis chains and on-disk indexes a hub
 //     of at most a few thousand tools in memory does not need. Searching
 //     1,000 tools takes well under a millisecond; building their index
-//     some tens of milliseconds, most of it decoding the definitions.
+//     some tens of milliseconds, most of it decoding the definitions
+//     (which is why the hub builds it on the first search, not with
+//     every view).
 //   - No embeddings: they need a model at run time, which a single static
 //     binary started by a client cannot fetch or carry cheaply.
 package search

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Doc is one tool to index: its definition as its server listed it, and
@@ -158,10 +159,14 @@ func (ix *Index) Len() int { return len(ix.docs) }
 // the rest are ranked by BM25F over their text, with the query's words
 // stemmed and their synonyms counted at a lower weight. Tools that match
 // no word of the query are not returned.
+//
+// Only the first maxQueryBytes of a query are read, and of those the
+// first maxQueryConcepts concepts counted.
 func (ix *Index) Search(query, group string, limit int) []Hit {
 	if limit <= 0 || len(ix.docs) == 0 {
 		return nil
 	}
+	query = cutQuery(query)
 	scores := make([]float64, len(ix.docs))
 	action := actionOf(terms(query))
 	// Each concept of the query (a word with its synonyms) counts once for
@@ -237,6 +242,28 @@ func (ix *Index) Search(query, group string, limit int) []Hit {
 	return top
 }
 
+// maxQueryConcepts is how many concepts of a query are searched for, and
+// maxQueryBytes how much of its text is read: a model asks in a few words,
+// and a query of thousands (a pasted document, or a client that means
+// harm) would otherwise cost a pass over the postings for each.
+const (
+	maxQueryConcepts = 32
+	maxQueryBytes    = 2048
+)
+
+// cutQuery is the first maxQueryBytes of query, cut after its last space
+// there, so that no word is read cut short.
+func cutQuery(query string) string {
+	if len(query) <= maxQueryBytes {
+		return query
+	}
+	q := query[:maxQueryBytes]
+	if i := strings.LastIndexFunc(q, unicode.IsSpace); i > 0 {
+		return q[:i]
+	}
+	return strings.ToValidUTF8(q, "")
+}
+
 type queryTerm struct {
 	term   string
 	weight float64
@@ -246,24 +273,28 @@ type queryTerm struct {
 // (weight 1) with its synonyms (synonymWeight), words that are synonyms
 // of each other making one concept. Concepts and their terms are sorted,
 // so that scores are summed in the same order every time.
+// Only the first maxQueryConcepts concepts count.
 func queryConcepts(query string) [][]queryTerm {
 	var concepts []map[string]float64
+	in := map[string]int{} // term -> the concept it is in
 	for _, t := range terms(query) {
-		var into map[string]float64
-		for _, c := range concepts {
-			if c[t] > 0 {
-				into = c
-				break
+		i, ok := in[t]
+		if !ok {
+			if len(concepts) == maxQueryConcepts {
+				continue
 			}
+			i = len(concepts)
+			concepts = append(concepts, map[string]float64{})
 		}
-		if into == nil {
-			into = map[string]float64{}
-			concepts = append(concepts, into)
-		}
+		into := concepts[i]
 		into[t] = 1
+		in[t] = i
 		for _, s := range synonymOf[t] {
 			if into[s] < synonymWeight {
 				into[s] = synonymWeight
+			}
+			if j, seen := in[s]; !seen || i < j {
+				in[s] = i // the first concept that has it, as words are looked up
 			}
 		}
 	}
