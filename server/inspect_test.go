@@ -247,3 +247,55 @@ func benchToolCalls(b *testing.B, h *Hub) {
 		c.answer(id)
 	}
 }
+
+// A request an upstream sends the client during a call (here an
+// elicitation) is shown under that call, with the client's answer,
+// redacted like every body.
+func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
+	h, _, api := inspectedHub(t)
+	c := servePipes(t, h, StdioOptions{})
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`)
+	all := c.readUntil(func(line string) bool { return strings.Contains(line, `"method":"elicitation/create"`) })
+	var req struct{ ID json.RawMessage }
+	mustJSON(t, all[strings.LastIndex(all[:len(all)-1], "\n")+1:], &req)
+	c.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"name":"Ada","password":"pw-123"}}}`)
+	if got := c.answer(`"ask"`); !strings.Contains(got, "Ada") {
+		t.Fatalf("ask: %s", got)
+	}
+	resp, err := http.Get(api.URL + inspect.Prefix + "api/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var found bool
+	for line := range strings.Lines(string(export)) {
+		var r struct {
+			Method, Target string
+			Messages       []struct {
+				Direction, Method string
+				Request           bool
+				Result            *struct{ Text string }
+			}
+		}
+		mustJSON(t, line, &r)
+		if r.Target != "ask" {
+			if strings.Contains(line, "elicitation/create") {
+				t.Errorf("the elicitation is in a row of its own: %s", line)
+			}
+			continue
+		}
+		found = true
+		if len(r.Messages) != 1 || r.Messages[0].Method != "elicitation/create" || !r.Messages[0].Request ||
+			r.Messages[0].Direction != "from_upstream" || r.Messages[0].Result == nil ||
+			!strings.Contains(r.Messages[0].Result.Text, `"password":"[redacted]"`) || strings.Contains(r.Messages[0].Result.Text, "pw-123") {
+			t.Errorf("the ask's row: %s", line)
+		}
+	}
+	if !found {
+		t.Errorf("no row for the ask:\n%s", export)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -243,6 +244,43 @@ groups:
 		chromedp.Click(css(echoRow+" td.target")),
 		chromedp.WaitVisible(css(`tr.detail pre.json`)))
 	screenshot(t, ctx, "inspector.png")
+
+	// Filters: by status, the blocked call alone.
+	statuses := browserGet(t, ctx, "filter by status", chromedp.Evaluate[string](`(() => {
+		const s = document.querySelector('#f-status');
+		s.value = 'blocked';
+		s.dispatchEvent(new Event('change'));
+		const got = [...document.querySelectorAll('tr.row')].map((r) => r.dataset.status).join(',');
+		s.value = '';
+		s.dispatchEvent(new Event('change'));
+		return got;
+	})()`))
+	if statuses != "blocked" {
+		t.Errorf("rows shown with the status filter blocked: %q", statuses)
+	}
+
+	// Pause: what comes meanwhile is counted, not shown, even when a row
+	// is opened or a filter changed; Resume shows it.
+	rowCount := `document.querySelectorAll('tr.row').length`
+	before := browserGet(t, ctx, "count the rows", chromedp.Evaluate[int](rowCount))
+	browserDo(t, ctx, "pause", chromedp.Click(css(`#pause`)), chromedp.WaitVisible(css(`#paused-note`)))
+	c.call("tools/call", map[string]any{"name": "files__echo", "arguments": map[string]any{"text": "while paused"}})
+	browserDo(t, ctx, "see the call counted while paused",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](`document.querySelector('#paused-note').textContent !== '0 new'`,
+				chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
+			return err
+		}),
+		chromedp.Click(css(blockedRow+" td.target")),
+		chromedp.WaitVisible(css(`tr.detail pre.json`)))
+	if during := browserGet(t, ctx, "count the rows while paused", chromedp.Evaluate[int](rowCount)); during != before {
+		t.Errorf("%d rows shown while paused, %d before", during, before)
+	}
+	browserDo(t, ctx, "resume", chromedp.Click(css(`#pause`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Poll[bool](rowCount+` > `+strconv.Itoa(before), chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
+			return err
+		}))
 }
 
 // screenshot saves the page as a test artifact (go test -artifacts keeps
@@ -314,10 +352,17 @@ func TestServeUI(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stderr)
 
-	get := func(url, token string) int {
+	get := func(url, token string, header ...string) int {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			if header[i] == "Host" {
+				req.Host = header[i+1]
+			} else {
+				req.Header.Set(header[i], header[i+1])
+			}
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -347,5 +392,41 @@ func TestServeUI(t *testing.T) {
 		if got := get(tc.url, tc.token); got != tc.want {
 			t.Errorf("GET %s with token %q: %d, want %d", tc.url, tc.token, got, tc.want)
 		}
+	}
+	if got := get(root+"/readyz", ""); got != http.StatusOK && got != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz without a token: %d, want 200 or 503", got)
+	}
+	// A web page that rebinds its name to 127.0.0.1, or calls from its
+	// own origin, reads nothing: not the page, not its API, not even the
+	// health probes (which name the groups and servers).
+	for _, url := range []string{page, page + "api/upstreams", page + "api/events", metrics, root + "/healthz", root + "/readyz"} {
+		if got := get(url, token, "Host", "evil.example:80"); got != http.StatusForbidden {
+			t.Errorf("GET %s with Host evil.example: %d, want 403", url, got)
+		}
+		if got := get(url, token, "Origin", "https://evil.example"); got != http.StatusForbidden {
+			t.Errorf("GET %s from origin evil.example: %d, want 403", url, got)
+		}
+	}
+	// A client that sends its headers slowly (slow loris) is cut off.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(root, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /ui/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+	conn.SetReadDeadline(time.Now().Add(45 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Errorf("a connection that never finished its headers was not closed: %v", err)
+	}
+	// The page carries nothing the token guards, and is not to be framed.
+	req, _ := http.NewRequest(http.MethodGet, page, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), token) || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("the page: CSP %q, token in it: %v", resp.Header.Get("Content-Security-Policy"), strings.Contains(string(body), token))
 	}
 }

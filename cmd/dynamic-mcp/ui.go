@@ -99,7 +99,13 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metric
 	token := base64.RawURLEncoding.EncodeToString(b)
 	m := uiMux{mux: http.NewServeMux(), guard: server.NewGuard(server.GuardOptions{Token: token, Loopback: true})}
 	mountInspector(m, insp)
-	health.Mount(m.mux, mgr, m.guard.Check)
+	// /healthz and /readyz need no token, as on the HTTP face, but here
+	// no load balancer calls them: they are behind the Origin and Host
+	// checks, so that no web page can read them by DNS rebinding.
+	probes := http.NewServeMux()
+	health.Mount(probes, mgr, m.guard.Check)
+	m.HandlePage("/healthz", probes)
+	m.HandlePage("/readyz", probes)
 	if metrics != nil {
 		m.Handle("/metrics", metrics)
 	}

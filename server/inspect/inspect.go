@@ -15,7 +15,10 @@
 // proxy-authorization, cookie, set-cookie, password, passwd, passphrase,
 // secret, token, api_key, x-api-key, private_key or credentials, or ends
 // in token, secret, password, api_key or private_key (progressToken
-// excepted), becomes "[redacted]".
+// excepted), becomes "[redacted]"; and so do the secrets strings, error
+// messages and stderr lines hold in known shapes: a URL's password,
+// NAME=value and "Name: value" for such a name, and credentials after
+// Bearer or Basic (see stringSecrets).
 //
 // The package sits beside server, not under it: the hub knows only the
 // traffic.Observer it is given, and cmd wires the inspector to the hub.

@@ -122,8 +122,8 @@ func TestHistoryIsBounded(t *testing.T) {
 			sum += r.bytes
 		}
 		// Each row keeps four capped bodies: params and result, twice
-		// (the call's and the hop's).
-		if want := maxBytes / (4 * maxMessage); len(rows) != want || sum > maxBytes {
+		// (the call's and the hop's), and its method and id.
+		if want := maxBytes / (4*maxMessage + len("tools/call") + len("499")); len(rows) != want || sum > maxBytes {
 			t.Errorf("%d rows of %d bytes kept, want %d within %d", len(rows), sum, want, maxBytes)
 		}
 	})
@@ -171,5 +171,56 @@ func BenchmarkRecordCall(b *testing.B) {
 	for b.Loop() {
 		n++
 		call(i, n, params)
+	}
+}
+
+// What a client writes that no list bounds (a method, an id, a tool's
+// name) and what an upstream answers as an error's message are cut and
+// counted against the history's bytes, like bodies: a client sending
+// megabyte method names cannot make the history hold gigabytes.
+func TestNamesAndErrorsAreBounded(t *testing.T) {
+	const maxBytes, maxMessage = 1 << 20, 4 << 10
+	i := New(Options{MaxBytes: maxBytes, MaxMessage: maxMessage})
+	defer i.Close()
+	huge := strings.Repeat("m", 1<<20)
+	for n := range 50 {
+		c := &traffic.Call{Method: huge, ID: json.RawMessage(`"` + huge + `"`), Start: time.Now()}
+		ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+		i.Message(ctx, &traffic.Message{Direction: traffic.FromUpstream, Method: huge})
+		c.Target, c.Status = huge, traffic.StatusNotFound
+		c.Err = &jsonrpc.Error{Code: -32601, Message: huge + " https://u:pw@h"}
+		i.CallEnded(ctx, c)
+		i.Message(context.Background(), &traffic.Message{Direction: traffic.FromClient, Method: huge})
+		h := &traffic.Hop{Method: "tools/call", Start: time.Now()}
+		hctx := i.HopStarted(ctx, h)
+		h.Err = errors.New("dial https://user:hunter2@upstream.example: " + huge)
+		i.HopEnded(hctx, h)
+		i.mu.Lock()
+		held := i.history.bytes
+		i.mu.Unlock()
+		if held > maxBytes {
+			t.Fatalf("after %d calls the history holds %d bytes, over %d", n+1, held, maxBytes)
+		}
+	}
+	total := 0
+	for _, r := range i.rows() {
+		b, _ := json.Marshal(r)
+		total += len(b)
+		if len(r.Method) > maxName+len("…") || len(r.ID) > maxName+len("…") || len(r.Target) > maxName+len("…") {
+			t.Fatalf("kept a method of %d bytes, an id of %d, a target of %d", len(r.Method), len(r.ID), len(r.Target))
+		}
+		if r.Error != nil && len(r.Error.Message) > maxMessage+len("…") {
+			t.Fatalf("kept an error message of %d bytes", len(r.Error.Message))
+		}
+	}
+	if total > 2*maxBytes {
+		t.Errorf("the history encodes to %d bytes, for a budget of %d", total, maxBytes)
+	}
+	// An error's text is redacted as bodies are.
+	if e := keepError(errors.New("dial https://user:hunter2@upstream.example"), 100, false); strings.Contains(e.Message, "hunter2") {
+		t.Errorf("a transport error kept its password: %q", e.Message)
+	}
+	if e := keepError(&jsonrpc.Error{Code: 1, Message: "bad GITHUB_TOKEN=ghp_123"}, 100, true); strings.Contains(e.Message, "ghp_123") {
+		t.Errorf("an upstream's error kept its token: %q", e.Message)
 	}
 }

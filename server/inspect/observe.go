@@ -22,9 +22,9 @@ func rowOf(ctx context.Context) *row {
 
 // CallStarted records a client's request as a pending row.
 func (i *Inspector) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
-	r := &row{Kind: kindRequest, Session: c.Session, Transport: c.Transport, Protocol: c.Protocol, ID: string(c.ID), Method: c.Method,
-		Start: c.Start, Params: keep(c.Params, i.opts.MaxMessage), Status: statusPending}
-	r.bytes = r.Params.size()
+	r := &row{Kind: kindRequest, Session: c.Session, Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
+		Method: clip(c.Method, maxName), Start: c.Start, Params: keep(c.Params, i.opts.MaxMessage), Status: statusPending}
+	r.bytes = r.Params.size() + len(r.ID) + len(r.Method)
 	i.mu.Lock()
 	i.add(r)
 	if len(i.subs) > 0 {
@@ -44,9 +44,9 @@ func (i *Inspector) CallEnded(ctx context.Context, c *traffic.Call) {
 	res, e := keep(c.Result, i.opts.MaxMessage), keepError(c.Err, i.opts.MaxMessage, true)
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	r.Group, r.Server, r.Target, r.Rule, r.Action = c.Group, c.Server, c.Target, c.Rule, c.Action
+	r.Group, r.Server, r.Target, r.Rule, r.Action = c.Group, c.Server, clip(c.Target, maxName), c.Rule, c.Action
 	r.Status, r.Result, r.Error, r.MS = string(c.Status), res, e, ms(c.Duration)
-	i.grow(r, res.size()+e.size())
+	i.grow(r, res.size()+e.size()+len(r.Target))
 	if len(i.subs) > 0 {
 		i.publish(event{kind: evEnd, row: r.outcome()})
 	}
@@ -81,10 +81,10 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 // Message adds a notification or an upstream's request to the row of the
 // request it came during, or makes it a row of its own.
 func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
-	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: m.Session, Server: m.Server, Method: m.Method,
+	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: m.Session, Server: m.Server, Method: clip(m.Method, maxName),
 		Request: m.Request, Dropped: m.Dropped, Params: keep(m.Params, i.opts.MaxMessage),
 		Result: keep(m.Result, i.opts.MaxMessage), Error: keepError(m.Err, i.opts.MaxMessage, false), MS: ms(m.Duration)}
-	n := msg.Params.size() + msg.Result.size() + msg.Error.size()
+	n := msg.Params.size() + msg.Result.size() + msg.Error.size() + len(msg.Method)
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if r := rowOf(ctx); r != nil {
@@ -99,7 +99,7 @@ func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 		}
 		return
 	}
-	r := &row{Kind: kindMessage, Session: m.Session, Server: m.Server, Method: m.Method, Start: msg.Time,
+	r := &row{Kind: kindMessage, Session: m.Session, Server: m.Server, Method: msg.Method, Start: msg.Time,
 		Status: string(traffic.StatusOK), Messages: []message{msg}, MS: msg.MS, bytes: n}
 	switch {
 	case m.Dropped:

@@ -116,7 +116,23 @@ func keep(b []byte, max int) *body {
 		b, kb.Truncated = b[:max], true
 	}
 	kb.Text = redact(b)
+	if len(kb.Text) > max { // "[redacted]" is longer than many a secret
+		kb.Text, kb.Truncated = kb.Text[:max], true
+	}
 	return kb
+}
+
+// maxName caps what is kept of a method, a request id or a target as a
+// client wrote it, which no list bounds: a client may send one of
+// megabytes.
+const maxName = 1024
+
+// clip is s cut at max bytes, marked with an ellipsis when it was cut.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }
 
 // size is the bytes b holds.
@@ -138,11 +154,13 @@ func keepError(err error, max int, asClient bool) *rpcError {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) {
 		if !asClient {
-			return &rpcError{Message: err.Error()}
+			return &rpcError{Message: redactText(clip(err.Error(), max))}
 		}
 		je = jsonrpc.ToError(err)
 	}
-	e := &rpcError{Code: je.Code, Message: je.Message}
+	// The message, an upstream's words, may be of any size and name a
+	// URL with its credentials.
+	e := &rpcError{Code: je.Code, Message: redactText(clip(je.Message, max))}
 	switch d := je.Data.(type) {
 	case nil:
 	case json.RawMessage:

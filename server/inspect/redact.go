@@ -1,19 +1,44 @@
 package inspect
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
 
-// redacted is what a secret's value is replaced with.
-const redacted = `"[redacted]"`
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// redacted is what a secret's value is replaced with; redactedText is
+// what a secret inside a string becomes.
+const (
+	redacted     = `"[redacted]"`
+	redactedText = `[redacted]`
+)
 
 // redact is src with the value of every member whose key names a secret
-// (see secretKey) replaced by "[redacted]", at any depth. It scans the
-// text once and decodes nothing, so that recording a message costs about
-// a copy (one allocation when there is no secret). src need not be whole:
-// a message cut at the size cap is scanned as far as it goes, and a
-// secret's value the cut runs into is redacted all the same.
+// (see secretKey) replaced by "[redacted]", at any depth, and the secrets
+// strings hold (see stringSecrets) replaced by [redacted] within them. It
+// scans the text once and decodes nothing, so that recording a message
+// costs about a copy (one allocation when there is no secret). src need
+// not be whole: a message cut at the size cap is scanned as far as it
+// goes, and a secret's value the cut runs into is redacted all the same.
 func redact(src []byte) string {
 	var dst []byte // nil until there is a secret
 	last := 0      // src[last:i] is still to be copied
+	var scratch [4]span
+	// inside replaces the secrets of the string whose text starts at
+	// src[from] (after its opening quote) and ends before src[to].
+	inside := func(from, to int) {
+		for _, sp := range stringSecrets(src[from:to], scratch[:0]) {
+			if dst == nil {
+				dst = make([]byte, 0, len(src)+len(redacted))
+			}
+			dst = append(dst, src[last:from+sp.from]...)
+			dst = append(dst, redactedText...)
+			last = from + sp.to
+		}
+	}
 	for i := 0; i < len(src); i++ {
 		q := bytes.IndexByte(src[i:], '"')
 		if q < 0 {
@@ -22,11 +47,13 @@ func redact(src []byte) string {
 		i += q
 		end := stringEnd(src, i)
 		if end < 0 {
-			break // a cut string: nothing after it to hide
+			inside(i+1, len(src)) // a cut string: what it holds so far
+			break
 		}
 		key := src[i+1 : end-1]
 		j := skipSpace(src, end)
 		if j >= len(src) || src[j] != ':' || !secretKey(key) {
+			inside(i+1, end-1)
 			i = end - 1
 			continue
 		}
@@ -43,6 +70,24 @@ func redact(src []byte) string {
 		return string(src)
 	}
 	return string(append(dst, src[last:]...))
+}
+
+// redactText is s, a text such as an error's message or a line of a
+// server's stderr, with the secrets it holds replaced (see stringSecrets).
+func redactText(s string) string {
+	raw, err := jsonrpc.Marshal(s)
+	if err != nil {
+		return redactedText
+	}
+	out := redact(raw)
+	if out == string(raw) {
+		return s
+	}
+	var t string
+	if json.Unmarshal([]byte(out), &t) != nil {
+		return redactedText
+	}
+	return t
 }
 
 // stringEnd is the index just past the string that starts at src[i], a
@@ -127,8 +172,26 @@ var secretSuffixes = []string{"token", "secret", "password", "apikey", "privatek
 const maxKey = 64
 
 // secretKey says whether a member named key (as written, unquoted) holds
-// a secret. It allocates nothing: it runs for every key of every message.
+// a secret. A key written with escapes ("api\u005fkey") is read as JSON
+// reads it. It allocates nothing for a key without escapes: it runs for
+// every key of every message.
 func secretKey(key []byte) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return secretName(key)
+	}
+	if len(key) > 6*maxKey {
+		return false
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) != nil {
+		return false
+	}
+	return secretName([]byte(s))
+}
+
+// secretName says whether a member or variable named name (as read, no
+// escapes) holds a secret.
+func secretName(key []byte) bool {
 	if len(key) > maxKey || len(key) < 5 {
 		return false // "token" and "secret" are the shortest
 	}
@@ -157,4 +220,285 @@ func secretKey(key []byte) bool {
 		}
 	}
 	return false
+}
+
+// span is a part of a string's text, s[from:to].
+type span struct{ from, to int }
+
+// stringSecrets appends to out the parts of s, the text of a JSON string
+// as written (escapes and all, perhaps cut short), that are secrets:
+//
+//   - the password of a URL's user info (https://user:[redacted]@host),
+//     or the whole user info when it has none and looks like a token
+//     (see credential: https://[redacted]@github.com, not ssh://git@…);
+//   - the value of name=value where name is a secret key (see
+//     secretKey): a URL's query (?access_token=…), a form, a command's
+//     flag (--api-key=…), an environment variable (GITHUB_TOKEN=…);
+//   - the value of a line "Name: value" where Name is a secret key: a
+//     header (Authorization: …), a line of YAML (password: …);
+//   - the credentials after Bearer or Basic.
+//
+// The parts come sorted and do not overlap.
+func stringSecrets(s []byte, out []span) []span {
+	if len(s) < 7 { // "token=x"
+		return out
+	}
+	// One pass to see which kinds can be there: most strings (names,
+	// ids, words) hold none of these bytes, and are left at that.
+	var colon, equals, space bool
+	for _, c := range s {
+		switch c {
+		case ':':
+			colon = true
+		case '=':
+			equals = true
+		case ' ':
+			space = true
+		}
+	}
+	base := len(out)
+	if colon {
+		out = urlSecrets(s, out)
+		out = lineSecrets(s, out)
+	}
+	if equals {
+		out = assignSecrets(s, out)
+	}
+	if space && len(s) >= len("basic ")+8 {
+		out = schemeSecrets(s, out)
+	}
+	if len(out)-base < 2 {
+		return out
+	}
+	found := out[base:]
+	slices.SortFunc(found, func(a, b span) int { return a.from - b.from })
+	merged := found[:1]
+	for _, sp := range found[1:] {
+		if top := &merged[len(merged)-1]; sp.from <= top.to {
+			top.to = max(top.to, sp.to)
+		} else {
+			merged = append(merged, sp)
+		}
+	}
+	return out[:base+len(merged)]
+}
+
+// urlSecrets finds the user info of URLs: scheme://user:password@host.
+func urlSecrets(s []byte, out []span) []span {
+	for k := 0; ; {
+		p := bytes.Index(s[k:], []byte("://"))
+		if p < 0 {
+			return out
+		}
+		start := k + p + 3
+		end := start
+		for end < len(s) && strings.IndexByte("/?#\\ \t\"'<>", s[end]) < 0 {
+			end++
+		}
+		if at := bytes.LastIndexByte(s[start:end], '@'); at > 0 {
+			if c := bytes.IndexByte(s[start:start+at], ':'); c >= 0 {
+				if c+1 < at {
+					out = append(out, span{start + c + 1, start + at})
+				}
+			} else if credential(s[start : start+at]) { // a token as the user: not "git"
+				out = append(out, span{start, start + at})
+			}
+		}
+		k = end
+	}
+}
+
+// nameChar says whether c may be part of a name in name=value or a
+// "Name: value" line.
+func nameChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// escaped says whether s[i] is the character of an escape: after an odd
+// number of backslashes.
+func escaped(s []byte, i int) bool {
+	n := 0
+	for i-1-n >= 0 && s[i-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+// assignSecrets finds the values of name=value where name is a secret key.
+func assignSecrets(s []byte, out []span) []span {
+	for k := 0; k < len(s); {
+		e := bytes.IndexByte(s[k:], '=')
+		if e < 0 {
+			return out
+		}
+		e += k
+		k = e + 1
+		n := e
+		for n > 0 && nameChar(s[n-1]) {
+			n--
+		}
+		if n < e && escaped(s, n) {
+			n++ // the letter of an escape such as \n is no part of the name
+		}
+		if !secretName(s[n:e]) {
+			continue
+		}
+		if v, w := assignedValue(s, e+1); w > v {
+			out = append(out, span{v, w})
+			k = w
+		}
+	}
+	return out
+}
+
+// assignedValue is where the value that starts at s[v] is: up to a
+// separator (& , ; or white space), or between \" and \".
+func assignedValue(s []byte, v int) (from, to int) {
+	if v+1 < len(s) && s[v] == '\\' && s[v+1] == '"' {
+		if c := bytes.Index(s[v+2:], []byte(`\"`)); c >= 0 {
+			return v + 2, v + 2 + c
+		}
+		return v + 2, len(s)
+	}
+	w := v
+	for w < len(s) {
+		c := s[w]
+		if c == '&' || c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' {
+			break
+		}
+		if c == '\\' {
+			if w+1 < len(s) && strings.IndexByte(`nrt"`, s[w+1]) >= 0 {
+				break
+			}
+			w += 2
+			continue
+		}
+		w++
+	}
+	return v, min(w, len(s))
+}
+
+// lineSecrets finds the values of lines "Name: value" whose Name is a
+// secret key (after leading spaces): headers, YAML.
+func lineSecrets(s []byte, out []span) []span {
+	for k := 0; k < len(s); {
+		c := bytes.IndexByte(s[k:], ':')
+		if c < 0 {
+			return out
+		}
+		c += k
+		k = c + 1
+		n := c
+		for n > 0 && nameChar(s[n-1]) {
+			n--
+		}
+		if n < c && escaped(s, n) {
+			n++ // the letter of an escape such as \n is no part of the name
+		}
+		if n == c || !secretName(s[n:c]) || !lineStart(s, n) {
+			continue
+		}
+		v := c + 1
+		for v < len(s) && s[v] == ' ' {
+			v++
+		}
+		end := v // the line's: before the next \n or \r escape
+		for end < len(s) {
+			if s[end] == '\\' {
+				if end+1 < len(s) && (s[end+1] == 'n' || s[end+1] == 'r') {
+					break
+				}
+				end++
+			}
+			end++
+		}
+		end = min(end, len(s))
+		if end > v {
+			out = append(out, span{v, end})
+			k = end
+		}
+	}
+	return out
+}
+
+// lineStart says whether only spaces are between the start of a line and
+// s[i].
+func lineStart(s []byte, i int) bool {
+	for i > 0 {
+		switch {
+		case s[i-1] == ' ':
+			i--
+		case i >= 2 && s[i-2] == '\\' && !escaped(s, i-2) && (s[i-1] == 't'):
+			i -= 2
+		case i >= 2 && s[i-2] == '\\' && !escaped(s, i-2) && (s[i-1] == 'n' || s[i-1] == 'r'):
+			return true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// schemes are what may come before credentials: "bearer " and "basic ",
+// found by their tails in lower or upper case (the first letter is
+// checked apart).
+var schemes = [][]byte{[]byte("earer "), []byte("EARER "), []byte("asic "), []byte("ASIC ")}
+
+// schemeSecrets finds the credentials after Bearer or Basic that look
+// like credentials (see credential: "bearer tokens" or "basic
+// information" stay).
+func schemeSecrets(s []byte, out []span) []span {
+	for _, tail := range schemes {
+		for k := 0; k < len(s); {
+			p := bytes.Index(s[k:], tail)
+			if p < 0 {
+				break
+			}
+			b := k + p - 1 // the B
+			k += p + len(tail)
+			if b < 0 || s[b] != 'b' && s[b] != 'B' || escaped(s, b) || b > 0 && nameChar(s[b-1]) && !escaped(s, b-1) {
+				continue
+			}
+			t := k
+			for t < len(s) && s[t] == ' ' {
+				t++
+			}
+			w := t
+			for w < len(s) && tokenChar(s[w]) {
+				w++
+			}
+			if credential(s[t:w]) {
+				out = append(out, span{t, w})
+				k = w
+			}
+		}
+	}
+	return out
+}
+
+// tokenChar says whether c may be part of a token (RFC 7235's token68).
+func tokenChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0
+}
+
+// credential says whether tok looks like a credential rather than a
+// word: eight characters or more, with a digit, a symbol or both cases.
+func credential(tok []byte) bool {
+	if len(tok) < 8 {
+		return false
+	}
+	var digit, symbol, upper, lower bool
+	for _, c := range tok {
+		switch {
+		case '0' <= c && c <= '9':
+			digit = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case 'a' <= c && c <= 'z':
+			lower = true
+		default:
+			symbol = true
+		}
+	}
+	return digit || symbol || upper && lower
 }

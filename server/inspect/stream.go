@@ -30,6 +30,21 @@ type event struct {
 	msg  *message
 }
 
+// size is about the bytes e holds: what it keeps alive while it waits for
+// a page, even once the history has let go of it.
+func (e event) size() int64 {
+	n := 64
+	switch {
+	case e.row != nil:
+		n += e.row.bytes
+	case e.hop != nil:
+		n += e.hop.Params.size() + e.hop.Result.size() + e.hop.Error.size()
+	case e.msg != nil:
+		n += len(e.msg.Method) + e.msg.Params.size() + e.msg.Result.size() + e.msg.Error.size()
+	}
+	return int64(n)
+}
+
 // subscriberBuffer is how many events may wait for one page. A page
 // further behind loses what does not fit, is told how much, and catches
 // up by reloading the history; the hub never waits for it.
@@ -37,6 +52,11 @@ const subscriberBuffer = 1024
 
 // maxSubscribers bounds the pages watching at once, each with its buffer.
 const maxSubscribers = 16
+
+// maxQueued bounds the bytes of the events waiting for one page, which
+// may be rows the history no longer holds: with maxSubscribers, what
+// pages that read slowly can keep alive besides the history.
+const maxQueued = 8 << 20
 
 // keepAlive is how often an idle stream gets a comment, so that proxies
 // and the browser keep it open.
@@ -47,17 +67,30 @@ const keepAlive = 15 * time.Second
 const writeTimeout = 10 * time.Second
 
 type subscriber struct {
-	ch   chan event
-	lost atomic.Uint64 // events that did not fit, since last told
+	ch     chan event
+	lost   atomic.Uint64 // events that did not fit, since last told
+	queued atomic.Int64  // the size of the events in ch
+}
+
+// take is e, taken from s.ch: its bytes no longer wait.
+func (s *subscriber) take(e event) event {
+	s.queued.Add(-e.size())
+	return e
 }
 
 // publish gives e to every page watching, dropping it for a page with no
 // room. The caller holds i.mu, so that every page sees the events in the
 // order the hub made them.
 func (i *Inspector) publish(e event) {
+	n := e.size()
 	for s := range i.subs {
+		if s.queued.Load()+n > maxQueued {
+			s.lost.Add(1)
+			continue
+		}
 		select {
 		case s.ch <- e:
+			s.queued.Add(n)
 		default:
 			s.lost.Add(1)
 		}
@@ -121,12 +154,12 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case e := <-s.ch:
-			out.send(e)
+			out.send(s.take(e))
 			// Send what else is waiting before flushing: one write for a burst.
 			for more := true; more; {
 				select {
 				case e := <-s.ch:
-					out.send(e)
+					out.send(s.take(e))
 					more = !out.full()
 				default:
 					more = false

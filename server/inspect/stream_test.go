@@ -244,3 +244,35 @@ func waitSubscribed(t *testing.T, i *Inspector, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A page that reads slowly holds up no more than maxQueued bytes of
+// events, however big the messages: what it has not read is not a second,
+// unbounded history (events keep rows alive that the history dropped).
+func TestSlowPageHoldsBoundedBytes(t *testing.T) {
+	i := New(Options{})
+	defer i.Close()
+	s, _, err := i.subscribe() // a page that never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer i.unsubscribe(s)
+	big := []byte(`{"text":"` + strings.Repeat("x", 60<<10) + `"}`)
+	for n := range 400 { // each call: a row, a hop and an end, each with bodies of 60 KiB
+		call(i, n, big)
+	}
+	var held int64
+	for len(s.ch) > 0 {
+		held += s.take(<-s.ch).size()
+	}
+	if held > maxQueued || s.lost.Load() == 0 {
+		t.Errorf("a page that does not read holds %d bytes of events (cap %d), lost %d", held, maxQueued, s.lost.Load())
+	}
+	if q := s.queued.Load(); q != 0 {
+		t.Errorf("%d bytes still counted as queued once all was read", q)
+	}
+	// Once it has read, it gets events again.
+	call(i, 1000, []byte(`{}`))
+	if len(s.ch) == 0 {
+		t.Error("no events after the page caught up")
+	}
+}

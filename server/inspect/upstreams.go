@@ -179,10 +179,15 @@ func (i *Inspector) server(s *upstream.Server) serverView {
 		sv.ToolsBytes += len(t.Raw)
 	}
 	if st.Err != nil {
-		sv.Error, _, _ = strings.Cut(st.Err.Error(), "\n")
+		// What a server says as it fails can hold a URL with its
+		// credentials, or a variable: redacted as messages are.
+		first, _, _ := strings.Cut(st.Err.Error(), "\n")
+		sv.Error = redactText(first)
 		var exit *transport.ExitError
 		if errors.As(st.Err, &exit) {
-			sv.Stderr = exit.Stderr
+			for _, line := range exit.Stderr {
+				sv.Stderr = append(sv.Stderr, redactText(line))
+			}
 		}
 	}
 	return sv

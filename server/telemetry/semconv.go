@@ -70,7 +70,7 @@ func methodName(method string) string {
 // hubTools are the tools the hub answers itself (dynamic mode's
 // meta-tools): a tools/call of one of them is routed nowhere, yet names a
 // tool that exists.
-var hubTools = map[string]bool{"get_dynamic_tools": true, "call_dynamic_tool": true}
+var hubTools = map[string]bool{"get_dynamic_tools": true, "call_dynamic_tool": true, "search_dynamic_tools": true}
 
 // callTarget is the tool (or prompt) a call is about, as a label value:
 // the upstream's name where the call was routed, which comes from its

@@ -1,12 +1,16 @@
 package telemetry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -58,6 +62,7 @@ func TestLabelsAreBounded(t *testing.T) {
 		{traffic.Call{Method: "tools/call", Target: "g__made_up", Status: traffic.StatusNotFound}, unknownTarget, ""},
 		{traffic.Call{Method: "tools/call", Group: "g", Target: "made_up", Status: traffic.StatusNotFound}, unknownTarget, ""},
 		{traffic.Call{Method: "tools/call", Params: json.RawMessage(`{"name":"get_dynamic_tools"}`), Status: traffic.StatusOK}, "get_dynamic_tools", ""},
+		{traffic.Call{Method: "tools/call", Params: json.RawMessage(`{"name":"search_dynamic_tools"}`), Status: traffic.StatusOK}, "search_dynamic_tools", ""},
 		{traffic.Call{Method: "tools/call", Params: json.RawMessage(`{"name":"made_up"}`), Status: traffic.StatusToolError}, unknownTarget, ""},
 		{traffic.Call{Method: "prompts/get", Group: "g", Target: "p", Status: traffic.StatusOK}, "", "p"},
 		{traffic.Call{Method: "resources/read", Group: "g", Target: "file:///x", Status: traffic.StatusOK}, "", ""},
@@ -98,4 +103,38 @@ func TestRequestID(t *testing.T) {
 			t.Errorf("requestID(%s) = %q, want %q", id, got, want)
 		}
 	}
+}
+
+// A SERVER span is named after the tool or prompt only when it is known
+// to exist: a call that names an invented tool and ends before routing
+// (cancelled, refused) must not make a span name of its own.
+func TestSpanNamesAreBounded(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := NewTracer(exp, resource.Empty())
+	for _, tc := range []struct {
+		params string
+		group  string
+		status traffic.Status
+		want   string
+	}{
+		{`{"name":"f__echo"}`, "f", traffic.StatusOK, "tools/call f__echo"},
+		{`{"name":"f__echo"}`, "f", traffic.StatusBlocked, "tools/call f__echo"},
+		{`{"name":"get_dynamic_tools"}`, "", traffic.StatusOK, "tools/call get_dynamic_tools"},
+		{`{"name":"invented_1"}`, "", traffic.StatusNotFound, "tools/call"},
+		{`{"name":"invented_2"}`, "", traffic.StatusCancelled, "tools/call"},
+		{`{"name":"invented_3"}`, "", traffic.StatusError, "tools/call"},
+	} {
+		c := &traffic.Call{Transport: "stdio", Method: "tools/call", Params: json.RawMessage(tc.params), Start: time.Now()}
+		ctx := tr.CallStarted(context.Background(), c)
+		c.Group, c.Status = tc.group, tc.status
+		tr.CallEnded(ctx, c)
+		if err := tr.provider.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		spans := exp.GetSpans()
+		if got := spans[len(spans)-1].Name; got != tc.want {
+			t.Errorf("%s %s: span %q, want %q", tc.params, tc.status, got, tc.want)
+		}
+	}
+	tr.Close()
 }

@@ -157,8 +157,11 @@ func (t *Tracer) CallEnded(ctx context.Context, c *traffic.Call) {
 	}
 	name := methodName(c.Method)
 	// The tool or prompt as the client named it, once it is known to
-	// exist: an invented name would make span names unbounded.
-	if named(c.Method) && span.target != "" && c.Status != traffic.StatusNotFound {
+	// exist (routed to a group, or one of the hub's own tools): an
+	// invented name would make span names unbounded. A call cancelled or
+	// refused before it was routed names nothing known.
+	if named(c.Method) && span.target != "" && c.Status != traffic.StatusNotFound &&
+		(c.Group != "" || c.Method == "tools/call" && hubTools[span.target]) {
 		name += " " + span.target
 	}
 	span.SetName(name)

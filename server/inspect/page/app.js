@@ -15,6 +15,7 @@ const state = {
   max: 1000,           // the hub's history size, from its hello
   open: new Set(),     // seqs of the rows opened
   paused: false,
+  frozen: [],          // the rows shown while paused: those there when it paused
   unseen: 0,           // events while paused
   tab: 'traffic',
   stream: null,        // the AbortController of the event stream
@@ -141,6 +142,7 @@ function dispatch(block) {
     }
     case 'clear':
       state.rows = [];
+      state.frozen = [];
       state.bySeq.clear();
       state.open.clear();
       break;
@@ -262,15 +264,19 @@ function fillSelect(sel, values, label) {
   sel.value = want.includes(cur) ? cur : '';
 }
 
+// render draws the traffic table. While paused it draws the rows there
+// were when it paused, so that opening a row or changing a filter does
+// not bring in the rows that came since.
 function render() {
-  fillSelect($('#f-session'), new Set(state.rows.map((r) => r.session)), 'all sessions');
-  fillSelect($('#f-group'), new Set(state.rows.map(groupOf)), 'all groups');
-  fillSelect($('#f-method'), new Set(state.rows.map((r) => r.method)), 'all methods');
+  const rows = state.paused ? state.frozen : state.rows;
+  fillSelect($('#f-session'), new Set(rows.map((r) => r.session)), 'all sessions');
+  fillSelect($('#f-group'), new Set(rows.map(groupOf)), 'all groups');
+  fillSelect($('#f-method'), new Set(rows.map((r) => r.method)), 'all methods');
   const f = filters();
   const body = document.createDocumentFragment();
   let shown = 0;
-  for (let i = state.rows.length - 1; i >= 0; i--) { // newest first
-    const r = state.rows[i];
+  for (let i = rows.length - 1; i >= 0; i--) { // newest first
+    const r = rows[i];
     if (!matches(r, f)) continue;
     shown++;
     body.append(rowLine(r));
@@ -278,7 +284,7 @@ function render() {
   }
   $('#rows tbody').replaceChildren(body);
   $('#empty').hidden = shown > 0;
-  $('#count-traffic').textContent = state.rows.length;
+  $('#count-traffic').textContent = rows.length;
 }
 
 function rowLine(r) {
@@ -465,6 +471,7 @@ $('#f-text').addEventListener('input', render);
 
 $('#pause').addEventListener('click', () => {
   state.paused = !state.paused;
+  state.frozen = state.paused ? state.rows.slice() : [];
   $('#pause').textContent = state.paused ? 'Resume' : 'Pause';
   $('#paused-note').hidden = !state.paused;
   state.unseen = 0;
@@ -480,6 +487,7 @@ $('#clear').addEventListener('click', async () => {
     return;
   }
   state.rows = [];
+  state.frozen = [];
   state.bySeq.clear();
   state.open.clear();
   render();
@@ -487,7 +495,7 @@ $('#clear').addEventListener('click', async () => {
 
 $('#export').addEventListener('click', () => {
   const f = filters();
-  const lines = state.rows.filter((r) => matches(r, f)).map((r) => JSON.stringify(r)).join('\n');
+  const lines = (state.paused ? state.frozen : state.rows).filter((r) => matches(r, f)).map((r) => JSON.stringify(r)).join('\n');
   const url = URL.createObjectURL(new Blob([lines ? lines + '\n' : ''], { type: 'application/jsonl' }));
   const a = el('a');
   a.href = url;
