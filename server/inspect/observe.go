@@ -82,7 +82,7 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 // request it came during, or makes it a row of its own.
 func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: m.Session, Server: m.Server, Method: clip(m.Method, maxName),
-		Request: m.Request, Dropped: m.Dropped, Params: keep(m.Params, i.opts.MaxMessage),
+		Request: m.Request, Params: keep(m.Params, i.opts.MaxMessage),
 		Result: keep(m.Result, i.opts.MaxMessage), Error: keepError(m.Err, i.opts.MaxMessage, false), MS: ms(m.Duration)}
 	n := msg.Params.size() + msg.Result.size() + msg.Error.size() + len(msg.Method)
 	i.mu.Lock()
@@ -101,10 +101,7 @@ func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 	}
 	r := &row{Kind: kindMessage, Session: m.Session, Server: m.Server, Method: msg.Method, Start: msg.Time,
 		Status: string(traffic.StatusOK), Messages: []message{msg}, MS: msg.MS, bytes: n}
-	switch {
-	case m.Dropped:
-		r.Status = "dropped"
-	case m.Err != nil:
+	if m.Err != nil {
 		r.Status = string(traffic.StatusError)
 	}
 	i.add(r)

@@ -91,7 +91,6 @@ type message struct {
 	Server    string    `json:"server,omitempty"`
 	Method    string    `json:"method"`
 	Request   bool      `json:"request,omitempty"`
-	Dropped   bool      `json:"dropped,omitempty"`
 	Params    *body     `json:"params,omitempty"`
 	Result    *body     `json:"result,omitempty"`
 	Error     *rpcError `json:"error,omitempty"`

@@ -145,8 +145,6 @@ func (m *Metrics) Message(_ context.Context, msg *traffic.Message) {
 	switch msg.Direction {
 	case traffic.FromClient:
 		m.fromClient.Add(float64(len(msg.Params)))
-	case traffic.ToClient:
-		m.toClient.Add(float64(len(msg.Params)))
 	case traffic.FromUpstream:
 		m.fromUpstream.Add(float64(len(msg.Params)))
 		if msg.Request { // passed to the client, whose answer went back up

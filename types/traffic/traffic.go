@@ -82,7 +82,6 @@ type Direction string
 // The directions of a Message.
 const (
 	FromClient   Direction = "from_client"   // a client's notification
-	ToClient     Direction = "to_client"     // a notification or request to a client
 	FromUpstream Direction = "from_upstream" // an upstream's notification or request
 )
 
@@ -97,7 +96,6 @@ type Message struct {
 	Method    string
 	Params    json.RawMessage
 	Request   bool // a request (answered by Result or Err), not a notification
-	Dropped   bool // a notification the client had no room for
 
 	Result   json.RawMessage
 	Err      error

@@ -396,7 +396,7 @@ function detail(r) {
 function messagePart(m) {
   const d = el('div', 'msg');
   d.append(el('div', 'meta', m.direction.replace('_', ' ') + ' · ' + (m.request ? 'request ' : '') + m.method +
-    (m.server ? ' · ' + m.server : '') + (m.dropped ? ' · dropped: the client had no room' : '') +
+    (m.server ? ' · ' + m.server : '') +
     (m.request && m.ms ? ' · ' + m.ms.toFixed(1) + ' ms' : '')));
   if (m.request) {
     const pair = el('div', 'pair');
