@@ -130,22 +130,16 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 	}
 }
 
-// progressCall is the context of the call a progress notification is
-// for, which its token says; ctx for any other notification. Observers
-// see the progress under its call even where the transport cannot tell
-// which call a notification came during (stdio).
-func (h *Hub) progressCall(ctx context.Context, method string, params json.RawMessage) context.Context {
-	var tok string
-	if method != "notifications/progress" || json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
-		return ctx
+// progressOf is the call a progress notification's params are for, which
+// their token says; ok is false when no call in flight has it.
+func (h *Hub) progressOf(params json.RawMessage) (tok string, route progressRoute, ok bool) {
+	if json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
+		return "", progressRoute{}, false
 	}
 	h.routes.mu.Lock()
-	route, ok := h.routes.progress[tok]
+	route, ok = h.routes.progress[tok]
 	h.routes.mu.Unlock()
-	if !ok {
-		return ctx
-	}
-	return route.ctx
+	return tok, route, ok
 }
 
 // upstreamNotification routes a notification from an upstream server to
@@ -158,7 +152,14 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
-		octx := h.progressCall(ctx, method, params)
+		octx := ctx
+		if method == "notifications/progress" {
+			// Under its call even where the transport cannot tell which
+			// call a notification came during (stdio).
+			if _, route, ok := h.progressOf(params); ok {
+				octx = route.ctx
+			}
+		}
 		if sess := h.sessionFor(octx); sess != nil {
 			m.Session = sess.id
 		}
@@ -166,13 +167,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	}
 	switch method {
 	case "notifications/progress":
-		var tok string
-		if json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
-			return
-		}
-		h.routes.mu.Lock()
-		route, ok := h.routes.progress[tok]
-		h.routes.mu.Unlock()
+		tok, route, ok := h.progressOf(params)
 		if !ok {
 			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return
