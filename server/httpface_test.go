@@ -102,7 +102,7 @@ func TestLegacySSE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() }) // else the server's Close waits for the stream
 	events := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
@@ -113,12 +113,14 @@ func TestLegacySSE(t *testing.T) {
 		}
 		close(events)
 	}()
+	n := 0
 	next := func() string {
+		n++
 		select {
 		case e := <-events:
 			return e
 		case <-time.After(15 * time.Second):
-			t.Fatal("no event within 15s")
+			t.Fatalf("event %d: none within 15s", n)
 			return ""
 		}
 	}
@@ -149,5 +151,55 @@ func TestLegacySSE(t *testing.T) {
 	}
 	if resp, _ := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`)); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown session: %d", resp.StatusCode)
+	}
+}
+
+// A legacy SSE client that POSTs the moment it reads the endpoint gets
+// its answer: the stream is the session's before the endpoint is named
+// (it was set just after, and an answer in between was lost).
+func TestLegacySSEAnswerRightAfterEndpoint(t *testing.T) {
+	h := fakeHub(t)
+	ts := serveHTTP(t, h)
+	for i := range 30 {
+		resp, err := http.Get(ts.URL + "/sse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() }) // else the server's Close waits for the stream
+		r := bufio.NewReader(resp.Body)
+		var endpoint string
+		for endpoint == "" {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				endpoint = data
+			}
+		}
+		post, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"p","method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		post.Body.Close()
+		got := make(chan string, 1)
+		go func() {
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil || strings.Contains(line, `"id":"p"`) {
+					got <- line
+					return
+				}
+			}
+		}()
+		select {
+		case line := <-got:
+			if !strings.Contains(line, `"result":{}`) {
+				t.Errorf("try %d: %q", i, line)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("try %d: no answer to a ping POSTed right after the endpoint", i)
+		}
+		resp.Body.Close()
 	}
 }

@@ -26,13 +26,16 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.drop(hs)
+	// The stream is the session's before the client learns the endpoint:
+	// a client that POSTs at once must find its answer a place to go
+	// (what is queued meanwhile is written after the endpoint event).
+	st := newStream()
+	hs.setStandalone(st)
+	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
 		return
 	}
-	st := newStream()
-	hs.setStandalone(st)
-	defer hs.clearStandalone(st)
 	s.pump(r, hs, st, sw)
 }
 
