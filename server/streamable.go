@@ -284,12 +284,14 @@ func (s *HTTPServer) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The stream is the session's before the client sees it open, so that
+	// nothing sent once it has is sent elsewhere.
+	st := newStream()
+	hs.setStandalone(st)
+	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil {
 		return
 	}
-	st := newStream()
-	hs.setStandalone(st)
-	defer hs.clearStandalone(st)
 	s.pump(r, hs, st, sw)
 }
