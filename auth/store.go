@@ -93,11 +93,7 @@ func (s *Store) Save(r *Record) error {
 	if err := s.privateDir(); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(s.path(r.Server), b, 0o600)
+	return atomicfile.WriteJSON(s.path(r.Server), r, 0o600)
 }
 
 // privateDir makes the store's directory, mode 0700. A directory of its

@@ -56,9 +56,11 @@ type conn struct {
 }
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
-// timeout. ctx is the connection's lifetime.
+// timeout. ctx is the connection's lifetime. onNotify hears the server's
+// notifications: on stdio with their params byte for byte, over HTTP as
+// mcp-go decoded them.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
-	onNotify func(mcp.JSONRPCNotification), onRaw func(method string, params json.RawMessage), onRequest mcptransport.RequestHandler) (*conn, error) {
+	onNotify func(method string, params json.RawMessage), onRequest mcptransport.RequestHandler) (*conn, error) {
 	c := &conn{logger: logger, lost: make(chan struct{})}
 	c.nextID.Store(firstRequestID)
 	switch cfg.Transport {
@@ -71,7 +73,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		}
 		c.proc = proc
 		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
-		c.stdio.SetRawNotificationHandler(onRaw) // params pass through unchanged
+		c.stdio.SetRawNotificationHandler(onNotify) // params pass through unchanged
 		c.tr = c.stdio
 	default:
 		var authorization func(context.Context) (string, error)
@@ -96,7 +98,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		c.close()
 		return nil, err
 	}
-	c.client.OnNotification(onNotify)
+	c.client.OnNotification(func(n mcp.JSONRPCNotification) { onNotify(n.Method, notificationParams(n)) })
 	if c.stdio == nil {
 		// A remote stream that breaks (a legacy SSE stream cut off, or over
 		// the size limit) ends the session at once, not at the next call's

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // EventKind says what an Event carries.
@@ -138,21 +140,11 @@ func (m *Manager) flush(ctx context.Context) {
 // hub did not take them in time, since New.
 func (m *Manager) Dropped() uint64 { return m.dropped.Load() }
 
-// rawParams are a message's params for an Event: nil when absent or null.
+// rawParams are a message's params for an Event, encoded as
+// jsonrpc.Params does: nil when absent or null.
 func rawParams(v any) json.RawMessage {
-	var b []byte
-	switch p := v.(type) {
-	case nil:
-		return nil
-	case json.RawMessage:
-		b = p
-	default:
-		var err error
-		if b, err = json.Marshal(p); err != nil {
-			return nil
-		}
-	}
-	if len(b) == 0 || string(b) == "null" {
+	b, err := jsonrpc.Params(v)
+	if err != nil || len(b) == 0 || string(b) == "null" {
 		return nil
 	}
 	return b

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -72,12 +71,11 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	caps := s.mgr.caps.wait(life)
-	onNotify := func(n mcp.JSONRPCNotification) { s.isolatedNotification(owner, n.Method, notificationParams(n)) }
-	onRaw := func(method string, params json.RawMessage) { s.isolatedNotification(owner, method, params) }
+	onNotify := func(method string, params json.RawMessage) { s.isolatedNotification(owner, method, params) }
 	onRequest := func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 		return s.serveRequest(WithOwner(ctx, owner), req)
 	}
-	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), onNotify, onRaw, onRequest)
+	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), onNotify, onRequest)
 	s.mu.Lock()
 	switch {
 	case err != nil:

@@ -100,11 +100,7 @@ func (p *Pins) save(f *pinFile) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(p.path(f.Server), b, 0o600)
+	return atomicfile.WriteJSON(p.path(f.Server), f, 0o600)
 }
 
 // Check compares tools with their pins: a tool seen for the first time is

@@ -259,14 +259,14 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.caps.wait(ctx)
 	s.starts.Add(1)
-	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.notification, s.serveRequest)
+	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.notification, s.serveRequest)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.onNotification, s.notification, s.serveRequest); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.notification, s.serveRequest); err2 == nil {
 			c, err = c2, nil
 		}
 	}
@@ -314,12 +314,6 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 	return lists, nil
 }
 
-// onNotification takes a notification from the server: a list_changed
-// fetches that list again, anything else goes to the hub.
-func (s *Server) onNotification(n mcp.JSONRPCNotification) {
-	s.notification(n.Method, notificationParams(n))
-}
-
 // notificationParams are n's params, nil when it has none.
 func notificationParams(n mcp.JSONRPCNotification) json.RawMessage {
 	if n.Params.Meta != nil || len(n.Params.AdditionalFields) > 0 {
@@ -328,7 +322,8 @@ func notificationParams(n mcp.JSONRPCNotification) json.RawMessage {
 	return nil
 }
 
-// notification handles one notification from the server. It runs on the
+// notification handles one notification from the server: a list_changed
+// fetches that list again, anything else goes to the hub. It runs on the
 // transport's reader and never blocks.
 func (s *Server) notification(method string, params json.RawMessage) {
 	if which, ok := listChanged(method); ok {

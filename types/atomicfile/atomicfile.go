@@ -6,6 +6,7 @@
 package atomicfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,7 +27,7 @@ const maxLinks = 40
 // points to is replaced and the link is kept: the temporary file is made
 // beside the link's target, so the rename stays within one directory.
 func Write(path string, data []byte, perm os.FileMode) error {
-	target, err := Resolve(path)
+	target, err := resolve(path)
 	if err != nil {
 		return err
 	}
@@ -57,11 +58,21 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	return syncDir(dir)
 }
 
-// Resolve follows path while it is a symbolic link and returns the path
+// WriteJSON is Write of v as indented JSON: the record files of the hub
+// (tokens, pins, install records), which a user may read.
+func WriteJSON(path string, v any, perm os.FileMode) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return Write(path, b, perm)
+}
+
+// resolve follows path while it is a symbolic link and returns the path
 // of the file it ends at, which need not exist yet (a dangling link is
 // written through, as a shell's > would). A path that is no link comes
 // back as it is.
-func Resolve(path string) (string, error) {
+func resolve(path string) (string, error) {
 	for range maxLinks {
 		fi, err := os.Lstat(path)
 		if errors.Is(err, os.ErrNotExist) {

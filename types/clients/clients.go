@@ -162,6 +162,9 @@ func ForFile(env Env, path string, data []byte) *Client {
 	if strings.HasSuffix(path, ".toml") {
 		return byName["codex"]
 	}
+	if checkLimits(data, false) != nil {
+		return byName["dynamic-mcp-json"]
+	}
 	keys := topKeys(data)
 	switch {
 	case keys["mcpServers"]:

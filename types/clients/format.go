@@ -53,12 +53,10 @@ type jsonFormat struct {
 	urlIsSSE bool // Gemini CLI: url is SSE, httpUrl Streamable HTTP
 }
 
-// standard turns JSON with comments and trailing commas into JSON.
-// Data over the limits is refused before hujson's recursive parser sees it.
+// standard turns JSON with comments and trailing commas into JSON. Its
+// callers have refused data over the limits (checkLimits) before hujson's
+// recursive parser sees it: Client's methods and ForFile.
 func standard(data []byte) ([]byte, error) {
-	if err := checkLimits(data, false); err != nil {
-		return nil, err
-	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, err
@@ -255,10 +253,8 @@ func pointer(path []string) string {
 
 // setAt replaces (or adds) the value at path with value, written indented
 // to match its place, and returns the new file and the old value's text.
+// Like standard, it leaves checkLimits to its callers.
 func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
-	if err := checkLimits(data, false); err != nil {
-		return nil, nil, err
-	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %w", err)

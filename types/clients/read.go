@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // Read reads the servers of a client's config, in the file's order, with
@@ -81,11 +83,11 @@ func normalize(s *Server) []string {
 			return "${" + name + "}"
 		})
 	}
-	s.Command = hubLiteral(fix(s.Command))
-	s.URL = hubLiteral(fix(s.URL))
-	s.Cwd = hubLiteral(fix(s.Cwd))
+	s.Command = config.Escape(fix(s.Command))
+	s.URL = config.Escape(fix(s.URL))
+	s.Cwd = config.Escape(fix(s.Cwd))
 	for i := range s.Args {
-		s.Args[i] = hubLiteral(fix(s.Args[i]))
+		s.Args[i] = config.Escape(fix(s.Args[i]))
 	}
 	// env, then headers: the notes come out in the same order every run.
 	for _, field := range []struct {
@@ -95,7 +97,7 @@ func normalize(s *Server) []string {
 		what, m := field.what, field.m
 		for _, k := range sortedKeys(m) {
 			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
-			m[k] = hubLiteral(v)
+			m[k] = config.Escape(v)
 			if v != "" && !strings.Contains(v, "${") && secretKey.MatchString(k) {
 				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
 			}
@@ -116,29 +118,3 @@ func envName(id string) string {
 	}
 	return b.String()
 }
-
-// hubLiteral writes v for the hub's ${VAR} substitution: references
-// ${NAME} and ${NAME:-default} stay references, and every other $ is
-// doubled, the hub's escape for a literal $ (types/config expand).
-func hubLiteral(v string) string {
-	if !strings.Contains(v, "$") {
-		return v
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] != '$' {
-			b.WriteByte(v[i])
-			continue
-		}
-		if ref := hubRef.FindString(v[i:]); ref != "" {
-			b.WriteString(ref)
-			i += len(ref) - 1
-			continue
-		}
-		b.WriteString("$$")
-	}
-	return b.String()
-}
-
-// hubRef is a reference the hub substitutes, at the start of a string.
-var hubRef = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,14 +44,9 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 			b.WriteByte(c)
 			continue
 		}
-		end := strings.IndexByte(s[i:], '}')
-		if end < 0 {
-			return "", fmt.Errorf("unclosed ${ in %q", s)
-		}
-		expr := s[i+2 : i+end]
-		name, def, hasDef := strings.Cut(expr, ":-")
-		if !validEnvName(name) {
-			return "", fmt.Errorf("invalid variable name %q in %q", name, s)
+		name, def, hasDef, end, err := reference(s[i:])
+		if err != nil {
+			return "", fmt.Errorf("%w in %q", err, s)
 		}
 		v, ok := env(name)
 		switch {
@@ -61,9 +57,46 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 		default:
 			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-} for an empty default)", name, name)
 		}
-		i += end
+		i += end - 1
 	}
 	return b.String(), nil
+}
+
+// reference reads the ${NAME} or ${NAME:-default} that s starts with: the
+// name, the default and whether there is one, and the reference's length.
+func reference(s string) (name, def string, hasDef bool, n int, err error) {
+	end := strings.IndexByte(s, '}')
+	if !strings.HasPrefix(s, "${") || end < 0 {
+		return "", "", false, 0, errors.New("unclosed ${")
+	}
+	name, def, hasDef = strings.Cut(s[2:end], ":-")
+	if !validEnvName(name) {
+		return "", "", false, 0, fmt.Errorf("invalid variable name %q", name)
+	}
+	return name, def, hasDef, end + 1, nil
+}
+
+// Escape writes v for the substitution Parse applies: its ${NAME} and
+// ${NAME:-default} references stay references, and every other $ is
+// doubled, the escape of a literal $, so that pa$$word reads as pa$$word.
+func Escape(v string) string {
+	if !strings.Contains(v, "$") {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '$' {
+			b.WriteByte(v[i])
+			continue
+		}
+		if _, _, _, n, err := reference(v[i:]); err == nil {
+			b.WriteString(v[i : i+n])
+			i += n - 1
+			continue
+		}
+		b.WriteString("$$")
+	}
+	return b.String()
 }
 
 func validEnvName(name string) bool {

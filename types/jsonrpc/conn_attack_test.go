@@ -26,24 +26,28 @@ func queuedBytes(c *Conn) (n int, msgs int) {
 	return n, len(c.out.queue)
 }
 
+// floodUnread writes data to b again and again for 1.5 s, or until a
+// write fails: a peer that sends and never reads.
+func floodUnread(b net.Conn, data []byte) {
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		b.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := b.Write(data); err != nil {
+			return
+		}
+	}
+}
+
 // A peer that writes lines that are not JSON and never reads: every line
 // is answered with a -32700 error that goes into the outbox as a
 // "response" (never dropped), so the outbox grows with the peer's input
 // until the write timeout ends the connection (found before a59f379,
 // which makes the reader wait for room; kept as a regression test).
 func TestAttackInvalidLineFloodNotReadBoundsOutbox(t *testing.T) {
-	a, b := net.Pipe()
-	c := NewConn(a, a, ConnOptions{WriteTimeout: 3 * time.Second})
-	c.Start()
+	c, b := newPairNoCleanup(ConnOptions{WriteTimeout: 3 * time.Second})
 	defer func() { b.Close(); c.Close() }()
 	line := bytes.Repeat([]byte("x\n"), 4096)
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		b.SetWriteDeadline(time.Now().Add(time.Second))
-		if _, err := b.Write(line); err != nil {
-			break
-		}
-	}
+	floodUnread(b, line)
 	n, msgs := queuedBytes(c)
 	t.Logf("outbox holds %d answers, %d bytes, after 1.5 s of a peer that does not read", msgs, n)
 	// The outbox bounds notifications at DefaultOutbox and responses to
@@ -57,9 +61,8 @@ func TestAttackInvalidLineFloodNotReadBoundsOutbox(t *testing.T) {
 // The same with valid requests over the in-flight limit: each is refused
 // with "too many requests in flight", queued without bound.
 func TestAttackBusyRefusalsNotReadBoundOutbox(t *testing.T) {
-	a, b := net.Pipe()
 	release := make(chan struct{})
-	c := NewConn(a, a, ConnOptions{WriteTimeout: 3 * time.Second, MaxInflight: 4,
+	c, b := newPairNoCleanup(ConnOptions{WriteTimeout: 3 * time.Second, MaxInflight: 4,
 		Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
 			select {
 			case <-release:
@@ -67,19 +70,12 @@ func TestAttackBusyRefusalsNotReadBoundOutbox(t *testing.T) {
 			}
 			return nil, nil
 		}})
-	c.Start()
 	defer func() { close(release); b.Close(); c.Close() }()
 	var buf bytes.Buffer
 	for i := range 2000 {
 		fmt.Fprintf(&buf, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
 	}
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		b.SetWriteDeadline(time.Now().Add(time.Second))
-		if _, err := b.Write(buf.Bytes()); err != nil {
-			break
-		}
-	}
+	floodUnread(b, buf.Bytes())
 	n, msgs := queuedBytes(c)
 	t.Logf("outbox holds %d answers, %d bytes", msgs, n)
 	if limit := DefaultOutbox + DefaultMaxInflight + 16; msgs > limit {
@@ -323,9 +319,7 @@ func TestAttackCallPeerNeverReads(t *testing.T) {
 
 // A reply over the size limit whose id comes last fails its call at once.
 func TestAttackOversizeReplyIDLast(t *testing.T) {
-	a, b := net.Pipe()
-	c := NewConn(a, a, ConnOptions{MaxMessageSize: 1 << 16, Quiet: true})
-	c.Start()
+	c, b := newPairNoCleanup(ConnOptions{MaxMessageSize: 1 << 16, Quiet: true})
 	defer func() { b.Close(); c.Close() }()
 	br := bufio.NewReader(b)
 	go func() {
@@ -381,11 +375,9 @@ func newPairNoCleanup(opts ConnOptions) (*Conn, net.Conn) {
 // requests and never read got any number of 64 KiB answers queued (192 MiB
 // in 1.5 s); fixed in 73f8692, kept as a regression test.
 func TestAttackAnswersToNonReaderBoundedByInflight(t *testing.T) {
-	a, b := net.Pipe()
 	big := json.RawMessage(`{"text":"` + strings.Repeat("r", 64<<10) + `"}`)
-	c := NewConn(a, a, ConnOptions{WriteTimeout: 3 * time.Second, MaxInflight: 8,
+	c, b := newPairNoCleanup(ConnOptions{WriteTimeout: 3 * time.Second, MaxInflight: 8,
 		Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) { return big, nil }})
-	c.Start()
 	defer func() { b.Close(); c.Close() }()
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	for i := 0; time.Now().Before(deadline); i++ {
