@@ -14,7 +14,12 @@ import (
 // the hub adds to a call, for profiling (-cpuprofile). The end-to-end
 // figures are cmd/dynamic-mcp's BenchmarkToolCallLatency.
 func BenchmarkStdioToolCall(b *testing.B) {
-	h := fakeHubB(b)
+	benchToolCalls(b, fakeHubB(b))
+}
+
+// benchToolCalls makes BenchmarkStdioToolCall's calls to h, whatever is
+// attached to it, so the variants measure only what they attach.
+func benchToolCalls(b *testing.B, h *Hub) {
 	c := servePipes(b, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

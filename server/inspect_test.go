@@ -234,20 +234,6 @@ func BenchmarkStdioToolCallWatched(b *testing.B) {
 	benchToolCalls(b, h)
 }
 
-func benchToolCalls(b *testing.B, h *Hub) {
-	c := servePipes(b, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	i := 0
-	for b.Loop() {
-		i++
-		id := fmt.Sprint(i)
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
-		c.answer(id)
-	}
-}
-
 // A request an upstream sends the client during a call (here an
 // elicitation) is shown under that call, with the client's answer,
 // redacted like every body.

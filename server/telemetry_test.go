@@ -306,7 +306,7 @@ groups:
 func BenchmarkStdioToolCallMetrics(b *testing.B) {
 	h := fakeHubB(b)
 	h.Observe(telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{}))
-	benchObserved(b, h)
+	benchToolCalls(b, h)
 }
 
 // BenchmarkStdioToolCallTraced is BenchmarkStdioToolCall with the tracer
@@ -316,20 +316,5 @@ func BenchmarkStdioToolCallTraced(b *testing.B) {
 	tracer := telemetry.NewTracer(tracetest.NewNoopExporter(), resource.Empty())
 	b.Cleanup(func() { tracer.Close() })
 	h.Observe(tracer)
-	benchObserved(b, h)
-}
-
-// benchObserved makes BenchmarkStdioToolCall's calls to h.
-func benchObserved(b *testing.B, h *Hub) {
-	c := servePipes(b, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	i := 0
-	for b.Loop() {
-		i++
-		id := fmt.Sprint(i)
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
-		c.answer(id)
-	}
+	benchToolCalls(b, h)
 }

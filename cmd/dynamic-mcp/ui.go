@@ -86,9 +86,8 @@ func (u uiMux) HandlePage(pattern string, h http.Handler) {
 // serveUI serves the inspector alone on addr (see uiListenAddr), for a
 // hub serving stdio, with a new token printed to stderr beside the page's
 // URL; /healthz and /readyz as on the HTTP face; and metrics at /metrics
-// behind the same token, unless nil. It
-// returns once listening; stop closes the inspector's streams and shuts
-// the listener down.
+// behind the same token. It returns once listening; stop closes the
+// inspector's streams and shuts the listener down.
 func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metrics http.Handler, logger *slog.Logger, stderr io.Writer) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -106,9 +105,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metric
 	health.Mount(probes, mgr, m.guard.Check)
 	m.HandlePage("/healthz", probes)
 	m.HandlePage("/readyz", probes)
-	if metrics != nil {
-		m.Handle("/metrics", metrics)
-	}
+	m.Handle("/metrics", metrics)
 	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
 	srv := &http.Server{Handler: m.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	url := "http://" + ln.Addr().String() + inspect.Prefix

@@ -125,14 +125,14 @@ func Alive() http.Handler {
 // the inspector's own address (serve --ui) mount them so.
 func Mount(mux *http.ServeMux, m *upstream.Manager, guard func(http.Handler) http.Handler) {
 	mux.Handle("/healthz", Alive())
-	mux.Handle("/readyz", ByToken(Ready(m, false), guard(Ready(m, true))))
+	mux.Handle("/readyz", byToken(Ready(m, false), guard(Ready(m, true))))
 }
 
-// ByToken serves a request that carries an Authorization header with
+// byToken serves a request that carries an Authorization header with
 // guarded, which must check the token (so that a wrong one is refused and
 // counted like any other), and every other request with public. A
 // balancer's probe needs no token; a person who shows one sees more.
-func ByToken(public, guarded http.Handler) http.Handler {
+func byToken(public, guarded http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" {
 			guarded.ServeHTTP(w, r)

@@ -49,12 +49,12 @@ func TestReadyBeforeStart(t *testing.T) {
 	}
 }
 
-// ByToken sends a request with an Authorization header to the guarded
+// byToken sends a request with an Authorization header to the guarded
 // handler, whatever the header says, and any other to the public one.
 func TestByToken(t *testing.T) {
 	public := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("public")) })
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("guarded")) })
-	h := ByToken(public, guarded)
+	h := byToken(public, guarded)
 	for header, want := range map[string]string{"": "public", "Bearer x": "guarded", "Basic y": "guarded"} {
 		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 		if header != "" {

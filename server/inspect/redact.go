@@ -314,6 +314,20 @@ func nameChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
+// nameStart is where the name that ends before s[end] starts: back over
+// name characters, but not into an escape such as \n, whose letter is no
+// part of the name.
+func nameStart(s []byte, end int) int {
+	n := end
+	for n > 0 && nameChar(s[n-1]) {
+		n--
+	}
+	if n < end && escaped(s, n) {
+		n++
+	}
+	return n
+}
+
 // escaped says whether s[i] is the character of an escape: after an odd
 // number of backslashes.
 func escaped(s []byte, i int) bool {
@@ -333,13 +347,7 @@ func assignSecrets(s []byte, out []span) []span {
 		}
 		e += k
 		k = e + 1
-		n := e
-		for n > 0 && nameChar(s[n-1]) {
-			n--
-		}
-		if n < e && escaped(s, n) {
-			n++ // the letter of an escape such as \n is no part of the name
-		}
+		n := nameStart(s, e)
 		if !secretName(s[n:e]) {
 			continue
 		}
@@ -388,13 +396,7 @@ func lineSecrets(s []byte, out []span) []span {
 		}
 		c += k
 		k = c + 1
-		n := c
-		for n > 0 && nameChar(s[n-1]) {
-			n--
-		}
-		if n < c && escaped(s, n) {
-			n++ // the letter of an escape such as \n is no part of the name
-		}
+		n := nameStart(s, c)
 		if n == c || !secretName(s[n:c]) || !lineStart(s, n) {
 			continue
 		}

@@ -138,7 +138,7 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	out := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	out.event("hello", map[string]any{"requests": i.opts.Requests, "max_message": i.opts.MaxMessage, "history": len(history)})
+	out.event("hello", map[string]int{"requests": i.opts.Requests}) // how many rows the page keeps
 	for _, row := range history {
 		out.event(evRow, row)
 		if out.full() && out.flush() != nil {

@@ -122,7 +122,6 @@ type serverView struct {
 	Transport string     `json:"transport,omitempty"`
 	State     string     `json:"state"`
 	Since     *time.Time `json:"since,omitempty"` // in this state since, about (see samplePeriod)
-	ReadyInMS float64    `json:"ready_in_ms,omitempty"`
 	Restarts  uint64     `json:"restarts"`
 
 	Protocol      string `json:"protocol,omitempty"`
@@ -169,9 +168,6 @@ func (i *Inspector) server(s *upstream.Server) serverView {
 		PinChanged: st.PinChanged}
 	if since := i.up.since(s); !since.IsZero() {
 		sv.Since = &since
-	}
-	if st.State == upstream.StateReady {
-		sv.ReadyInMS = ms(st.ReadyIn)
 	}
 	lists := s.Lists()
 	sv.Tools, sv.Prompts, sv.Resources, sv.Templates = len(lists.Tools), len(lists.Prompts), len(lists.Resources), len(lists.Templates)
