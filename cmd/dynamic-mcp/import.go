@@ -122,7 +122,7 @@ func groupKeys(servers []clients.Server) (keys []string, notes []string) {
 			suffix := fmt.Sprintf("-%d", n)
 			key = base[:min(len(base), maxGroupKey-len(suffix))] + suffix
 		}
-		if key != base && has(taken, base) {
+		if key != base {
 			notes = append(notes, fmt.Sprintf("server %q is imported as group %s: group %s is server %q's", s.Name, key, base, taken[base]))
 		}
 		taken[key] = s.Name

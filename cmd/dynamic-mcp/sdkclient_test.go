@@ -30,14 +30,18 @@ func npmTestTool(t testing.TB, rel ...string) string {
 // everythingConfig is a hub config in mode with the everything server as
 // its one group, "everything". The everything server keeps running after
 // its stdin closes (timers of its task store), so each wait of the hub's
-// stop ladder is shortened: the clients close the hub in a second.
+// stop ladder is shortened: the clients close the hub in a second. Search
+// is on, and the group exposes echo: dynamic mode offers
+// search_dynamic_tools (which auto would not for the everything server's
+// few tools) and lists everything__echo beside the meta-tools.
 func everythingConfig(t testing.TB, mode string) string {
 	return fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s }
+settings: { stop_grace: 1s, search: on }
 groups:
   everything:
     description: The reference server
+    expose: [echo]
     command: node
     args: %s
 `, mode, yamlList(referenceServer(t, "server-everything", "stdio")[1:]))

@@ -150,9 +150,6 @@ func (ix *Index) idf(df int) float64 {
 // saturate is BM25's term frequency saturation.
 func saturate(tf float64) float64 { return tf * (k1 + 1) / (tf + k1) }
 
-// Len is the number of tools indexed.
-func (ix *Index) Len() int { return len(ix.docs) }
-
 // Search returns the best matches for query, best first: at most limit,
 // only tools of group when group is not "". A tool the query names
 // exactly (by its name, or <group>__<name>) comes before all others;

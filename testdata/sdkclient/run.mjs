@@ -51,6 +51,7 @@ const { StdioClientTransport } = await load("client/stdio.js");
 const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
 const { SSEClientTransport } = await load("client/sse.js");
 const types = await load("types.js");
+const { AjvJsonSchemaValidator } = await load("validation/ajv-provider.js");
 
 const requestTimeout = Number(opt.timeout);
 const group = opt.group;
@@ -238,6 +239,11 @@ async function allPages(fetch, field) {
   throw new Error(`${field}: more than 100 pages`);
 }
 
+// bothLists is every page of a list (method, its items in field) through
+// the hub and directly.
+const bothLists = (method, field) =>
+  Promise.all([hub.client, direct.client].map((c) => allPages((p) => c[method](p, reqOpts()), field)));
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitUntil(what, ms, cond) {
@@ -411,6 +417,41 @@ await waitUntil("the hub to list the everything server's tools", 15_000, async (
 
 await check("tools/list", async () => compareToolView(await hubToolView(await hub.client.listTools(undefined, reqOpts()))));
 
+if (!flat) {
+  await check("search_dynamic_tools", async () => {
+    // The config turns search on: the SDK takes the tool's definition, its
+    // JSON Schema validator compiles the input schema, and a search in
+    // plain words finds the everything server's echo first.
+    const list = await hub.client.listTools(undefined, reqOpts());
+    const tool = list.tools.find((t) => t.name === "search_dynamic_tools");
+    if (!tool) fail("no search_dynamic_tools in tools/list", { tools: list.tools.map((t) => t.name) });
+    const args = { query: "repeat my message back" };
+    const validate = new AjvJsonSchemaValidator().getValidator(tool.inputSchema);
+    if (!validate(args).valid) fail("its inputSchema refuses a query", { inputSchema: tool.inputSchema });
+    if (validate({}).valid) fail("its inputSchema takes a call with no query", { inputSchema: tool.inputSchema });
+    const res = await hub.client.callTool({ name: tool.name, arguments: args }, types.CallToolResultSchema, reqOpts());
+    const text = res.content?.[0]?.text ?? "";
+    if (res.isError) fail(`search_dynamic_tools failed: ${text}`);
+    const [best] = JSON.parse(text);
+    if (best?.group !== group || best?.name !== "echo") fail(`"${args.query}" finds ${best?.group}/${best?.name} first, want ${group}/echo`, { result: text });
+    return { best: `${best.group}/${best.name}` };
+  });
+
+  await check("expose", async () => {
+    // The group exposes echo: listed beside the meta-tools as flat mode
+    // lists it, and called by that name.
+    const list = await hub.client.listTools(undefined, reqOpts());
+    const tool = list.tools.find((t) => t.name === exposed("echo"));
+    if (!tool) fail(`no ${exposed("echo")} in tools/list`, { tools: list.tools.map((t) => t.name) });
+    assertSame(`definition of ${tool.name}`, tool, { ...directByName.get("echo"), name: tool.name });
+    const [got, want] = await Promise.all([
+      hub.client.callTool({ name: tool.name, arguments: argsFor("echo") }, types.CallToolResultSchema, reqOpts()),
+      directCall("echo", argsFor("echo")),
+    ]);
+    assertSame("result", got, want);
+  });
+}
+
 // hubTaskParams are the tools/call params of a task-augmented call of the
 // everything server's tool name: flat, by its exposed name; dynamic,
 // through call_dynamic_tool, which the client does not know to be a task
@@ -464,10 +505,7 @@ await check("tools/call unknown tool", async () => {
 });
 
 await check("resources/list", async () => {
-  const [got, want] = await Promise.all([
-    allPages((p) => hub.client.listResources(p, reqOpts()), "resources"),
-    allPages((p) => direct.client.listResources(p, reqOpts()), "resources"),
-  ]);
+  const [got, want] = await bothLists("listResources", "resources");
   assertSame("resources", got, want);
   return { resources: got.length };
 });
@@ -485,10 +523,7 @@ await check("resources/read", async () => {
 });
 
 await check("resources/templates/list", async () => {
-  const [got, want] = await Promise.all([
-    allPages((p) => hub.client.listResourceTemplates(p, reqOpts()), "resourceTemplates"),
-    allPages((p) => direct.client.listResourceTemplates(p, reqOpts()), "resourceTemplates"),
-  ]);
+  const [got, want] = await bothLists("listResourceTemplates", "resourceTemplates");
   assertSame("resourceTemplates", got, want);
   return { templates: got.length };
 });
@@ -520,10 +555,7 @@ const promptArgs = {
 };
 
 await check("prompts/list", async () => {
-  const [got, want] = await Promise.all([
-    allPages((p) => hub.client.listPrompts(p, reqOpts()), "prompts"),
-    allPages((p) => direct.client.listPrompts(p, reqOpts()), "prompts"),
-  ]);
+  const [got, want] = await bothLists("listPrompts", "prompts");
   assertSame("prompts", got, want.map((p) => ({ ...p, name: exposed(p.name) })));
   return { prompts: got.length };
 });
