@@ -306,30 +306,8 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 // requests. Answers to its own requests are bounded by the in-flight
 // limit; refusals (a duplicate id, over the limit) must be too.
 func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
-	h := fakeHub(t)
-	ts := serveHTTP(t, h)
-	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4096)
-	}
-	fmt.Fprintf(nc, "GET /sse HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
-	br := bufio.NewReader(nc)
-	var endpoint string
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for endpoint == "" {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
-			endpoint = e
-		}
-	}
-	// Now never read nc again. One request hangs, holding id 1; every
+	h, ts, endpoint := legacyNotReading(t)
+	// The stream is never read. One request hangs, holding id 1; every
 	// later request with id 1 is refused, on its POST (400), not onto the
 	// stream.
 	post := func(body string) {
@@ -352,13 +330,8 @@ func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 	if hs == nil {
 		t.Skip("the session ended (the stream's write timed out) before the check")
 	}
-	hs.mu.Lock()
-	st := hs.standalone
-	hs.mu.Unlock()
-	if st != nil {
-		if n := st.out.Len(); n > 600 {
-			t.Errorf("the legacy stream's outbox holds %d refusals for a client that does not read", n)
-		}
+	if n := hs.standaloneLen(); n > 600 {
+		t.Errorf("the legacy stream's outbox holds %d refusals for a client that does not read", n)
 	}
 }
 

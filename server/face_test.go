@@ -194,6 +194,21 @@ func (c *httpClient) post(body string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// stream opens the session's standalone GET stream, until ctx ends or
+// the test does.
+func (c *httpClient) stream(ctx context.Context) *http.Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 func newHTTPClient(t *testing.T, base string) *httpClient {
 	c := &httpClient{t: t, base: base}
 	c.post(initializeMsg)

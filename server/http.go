@@ -65,8 +65,7 @@ type HTTPServer struct {
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	bodies   *byteBudget
-	gate     *Guard       // the checks of every endpoint but /healthz
-	auth     *authLimiter // gate's limiter of failed token attempts
+	gate     *Guard // the checks of every endpoint but /healthz
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -77,15 +76,14 @@ type HTTPServer struct {
 func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
 	opts = opts.withDefaults()
 	s := &HTTPServer{hub: h, opts: opts, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), auth: newAuthLimiter(opts.MaxAuthFailures)}
-	s.gate = &Guard{opts: GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth, AllowedOrigins: opts.AllowedOrigins,
-		Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures}, auth: s.auth}
+		bodies: newByteBudget(opts.MaxBodyMemory), gate: NewGuard(GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth,
+			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
 	// /healthz and /readyz are public, for load balancers; why a group is
 	// down (which can name internal hosts) only to a request with the token.
-	health.Mount(s.mux, h.mgr, s.guard)
-	s.mux.Handle("/mcp", s.guard(http.HandlerFunc(s.streamable)))
-	s.mux.Handle("/sse", s.guard(http.HandlerFunc(s.legacyStream)))
-	s.mux.Handle("/message", s.guard(http.HandlerFunc(s.legacyMessage)))
+	health.Mount(s.mux, h.mgr, s.gate.Check)
+	s.mux.Handle("/mcp", s.gate.Check(http.HandlerFunc(s.streamable)))
+	s.mux.Handle("/sse", s.gate.Check(http.HandlerFunc(s.legacyStream)))
+	s.mux.Handle("/message", s.gate.Check(http.HandlerFunc(s.legacyMessage)))
 	// Many clients can answer sampling, elicitation and roots requests:
 	// upstreams are told so, and a client that cannot gets a clear error.
 	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
@@ -103,7 +101,9 @@ func (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.S
 // Handle serves pattern (a ServeMux pattern, such as "/ui/") with next,
 // behind the same checks as /mcp: Origin, Host and the bearer token. It
 // must be called before the server serves.
-func (s *HTTPServer) Handle(pattern string, next http.Handler) { s.mux.Handle(pattern, s.guard(next)) }
+func (s *HTTPServer) Handle(pattern string, next http.Handler) {
+	s.mux.Handle(pattern, s.gate.Check(next))
+}
 
 // HandlePage serves pattern with next behind the Origin and Host checks
 // but not the token (see Guard.CheckPage): for a page a browser navigates
@@ -127,9 +127,6 @@ func (s *HTTPServer) Close() error {
 	})
 	return nil
 }
-
-// guard checks what every request but /healthz must pass (see Guard).
-func (s *HTTPServer) guard(next http.Handler) http.Handler { return s.gate.Check(next) }
 
 func newSessionID() string {
 	b := make([]byte, 16)

@@ -117,14 +117,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 	for _, c := range []*httpClient{a, b} {
 		ctx, cancel := context.WithCancel(t.Context())
 		streams[c.session] = cancel
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/mcp", nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set(headerSessionID, c.session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		c.stream(ctx)
 		waitFor(t, 5*time.Second, "the GET stream", func() bool { return h.sessionByID(c.session).hasStandalone() })
 	}
 	resp, err := http.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
@@ -188,14 +181,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 		t.Errorf("trickled body: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
 	}
 	// A GET stream outlives the body deadline.
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/mcp", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(headerSessionID, c.session)
-	get, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer get.Body.Close()
+	c.stream(t.Context())
 	time.Sleep(1500 * time.Millisecond)
 	if !h.sessionByID(c.session).hasStandalone() {
 		t.Error("the GET stream was cut by the body deadline")
@@ -308,7 +294,7 @@ func TestHTTPTokenGuessingSlowed(t *testing.T) {
 	hs := h.NewHTTPServer(HTTPOptions{Token: "secret"})
 	defer hs.Close()
 	now := time.Now()
-	hs.auth.now = func() time.Time { return now }
+	hs.gate.auth.now = func() time.Time { return now }
 	try := func(addr, token string) *http.Response {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(initializeMsg))
 		req.RemoteAddr = addr
@@ -346,7 +332,7 @@ func TestHTTPTokenGuessingSlowed(t *testing.T) {
 	for i := range 3 * maxAuthAddrs {
 		try(fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255), "nope")
 	}
-	if n := hs.auth.size(); n > maxAuthAddrs {
+	if n := hs.gate.auth.size(); n > maxAuthAddrs {
 		t.Errorf("%d addresses kept, over %d", n, maxAuthAddrs)
 	}
 }

@@ -150,15 +150,21 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	var (
+		tok   string
+		route progressRoute
+		known bool // a progress notification for a call in flight
+	)
+	if method == "notifications/progress" {
+		tok, route, known = h.progressOf(params)
+	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
 		octx := ctx
-		if method == "notifications/progress" {
+		if known {
 			// Under its call even where the transport cannot tell which
 			// call a notification came during (stdio).
-			if _, route, ok := h.progressOf(params); ok {
-				octx = route.ctx
-			}
+			octx = route.ctx
 		}
 		if sess := h.sessionFor(octx); sess != nil {
 			m.Session = sess.id
@@ -167,8 +173,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	}
 	switch method {
 	case "notifications/progress":
-		tok, route, ok := h.progressOf(params)
-		if !ok {
+		if !known {
 			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return
 		}
@@ -229,13 +234,14 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 // carries the upstream's deadline; params are nil when the upstream sent
 // none, and then the client gets none either (never "params": null).
 func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	sess := h.sessionFor(ctx)
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
+		if sess != nil {
+			m.Session = sess.id
+		}
 		start := time.Now()
 		defer func() {
-			if sess := h.sessionFor(ctx); sess != nil {
-				m.Session = sess.id
-			}
 			m.Result, m.Err, m.Duration = res, err, time.Since(start)
 			obs.Message(ctx, m)
 		}()
@@ -244,7 +250,6 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
-	sess := h.sessionFor(ctx)
 	if sess == nil {
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: no client session to pass " + method + " to"}
 	}

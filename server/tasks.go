@@ -54,7 +54,7 @@ func (h *Hub) taskID(s *upstream.Server, id json.RawMessage, sess *session) json
 	r := h.routes
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.tasks[string(hubID)]; !ok && sess != nil {
+	if _, ok := r.tasks[string(hubID)]; !ok {
 		r.tasks[string(hubID)] = &taskRoute{server: s, id: id, sess: sess}
 	}
 	return hubID
