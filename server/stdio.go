@@ -46,7 +46,6 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
-		CancelCalls: true,
 	})
 	sess.peer = &connPeer{conn: conn}
 	if err := h.addSession(base, sess); err != nil {

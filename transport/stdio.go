@@ -69,7 +69,6 @@ func (t *Stdio) Start(context.Context) error {
 			Handle:         t.serve,
 			Notify:         t.notification,
 			Refused:        t.refused,
-			CancelCalls:    true,
 			Quiet:          true,
 		})
 		t.conn.Start()

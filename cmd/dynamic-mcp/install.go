@@ -152,8 +152,10 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	if reinstall {
 		fmt.Fprintf(stdout, "  it was installed already: the servers the first install replaced, and any added since, are kept for uninstall\n")
-	} else if prev != nil {
+	} else if prev != nil && prev.Backup != "" {
 		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); that install's backup: %s\n", prev.Backup)
+	} else if prev != nil {
+		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); it had no backup\n")
 	}
 	fmt.Fprintf(stdout, "  undo with: dynamic-mcp uninstall %s%s\n", client.Name, projectFlag(project))
 	return nil

@@ -51,9 +51,6 @@ type ConnOptions struct {
 	// with the message or its first bytes; the peer has been answered where
 	// it could be. May be nil.
 	Refused func(err error, msg []byte)
-	// CancelCalls sends notifications/cancelled for a Call whose ctx ends
-	// before its answer arrives.
-	CancelCalls bool
 	// Quiet leaves refused messages unanswered (an upstream's stray
 	// lines); a call whose answer was refused fails either way.
 	Quiet bool
@@ -181,7 +178,8 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 		return nil, c.closedErr(err)
 	}
 	res, err := c.calls.Wait(ctx, id, ch)
-	if err != nil && ctx.Err() != nil && c.opts.CancelCalls {
+	if err != nil && ctx.Err() != nil {
+		// The peer is told, as MCP asks, so it can stop the work.
 		reason := marshalOrNull(map[string]any{"requestId": id, "reason": ctx.Err().Error()})
 		_ = c.out.Notify(EncodeNotification("notifications/cancelled", reason))
 	}
