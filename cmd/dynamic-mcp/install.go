@@ -61,8 +61,7 @@ func writeRecord(rec *installRecord) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(rec, "", "  ")
-	return atomicfile.Write(path, b, 0o600)
+	return atomicfile.WriteJSON(path, rec, 0o600)
 }
 
 func sha(b []byte) string {
