@@ -25,8 +25,7 @@ func fakeHubB(t testing.TB, args ...string) *Hub {
 	for i, a := range args {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: fake\n    command: %q\n    args: [%s]\n",
-		t.TempDir(), fakeBin, strings.Join(quoted, ", ")), true)
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: ["+strings.Join(quoted, ", ")+"]\n"), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
 	return h

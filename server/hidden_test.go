@@ -25,21 +25,12 @@ func TestViewWarnsOfUnknownArguments(t *testing.T) {
 // prompt prompt-1.
 func hidingHub(t *testing.T) *Hub {
 	t.Helper()
-	yaml := fmt.Sprintf(`mode: flat
-state_dir: %q
-audit: {path: "off"}
-settings: {call_timeout: 5s}
-groups:
-  f:
-    description: fake
-    command: %q
-    resources: {deny: ["res/1$", "^res-2$", "^item$"]}
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    resources: {deny: ["res/1$", "^res-2$", "^item$"]}
     prompts: {deny: ["^prompt-1$"]}
     policy:
       - {name: typo, action: deny, tool: "echo", args: {txt: "x"}}
       - {name: fine, action: deny, tool: "echo", args: {TEXT: "x"}}
-`, t.TempDir(), fakeBin)
-	h, _ := runHub(t, yaml, true)
+`), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })
 	return h
 }
@@ -152,7 +143,7 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
 	dir := t.TempDir()
 	yaml := func(deny string) string {
-		return fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f:\n    description: fake\n    command: %q\n    resources: {deny: [%q]}\n", dir, fakeBin, deny)
+		return flatFakeYAML(dir, "", fmt.Sprintf("    resources: {deny: [%q]}\n", deny))
 	}
 	h, mgr := runHub(t, yaml("^nothing$"), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })

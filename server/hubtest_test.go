@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,15 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
+
+// flatFakeYAML is the config of a flat-mode hub in front of one fake
+// upstream, group "f", with its state in stateDir, no audit, settings (the
+// inside of settings: {...}) and more of the group's keys (lines indented
+// by four spaces).
+func flatFakeYAML(stateDir, settings, group string) string {
+	return fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\ngroups:\n  f:\n    description: fake\n    command: %q\n%s",
+		stateDir, settings, fakeBin, group)
+}
 
 // runHub runs a hub for the config yaml, built and started in serve's
 // order (hub first, then its upstreams), until the test ends. With

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,19 +19,10 @@ import (
 // of "x" by the rule no-x, with an inspector attached and its API served.
 func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
 	t.Helper()
-	yaml := fmt.Sprintf(`mode: flat
-state_dir: %q
-audit: {path: "off"}
-settings: {call_timeout: 5s}
-groups:
-  f:
-    description: fake
-    command: %q
-    args: ["-conformance"]
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-conformance"]
     policy:
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}, description: "no x, please"}
-`, t.TempDir(), fakeBin)
-	h, mgr := runHub(t, yaml, true)
+`), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
 	insp, api := attachInspector(t, h)

@@ -19,8 +19,7 @@ const initializeEliciting = `{"jsonrpc":"2.0","id":0,"method":"initialize","para
 // upstream with the isolation given.
 func isolationHub(t *testing.T, isolation string) (*Hub, *upstream.Manager, string) {
 	t.Helper()
-	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 10s, stop_grace: 1s}\ngroups:\n  f:\n    description: fake\n    command: %q\n    isolation: %s\n",
-		t.TempDir(), fakeBin, isolation), true)
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, stop_grace: 1s", "    isolation: "+isolation+"\n"), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
 	return h, mgr, serveHTTP(t, h).URL
 }
