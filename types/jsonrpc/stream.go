@@ -1,0 +1,49 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// A Stream carries the whole messages of one conversation, as go-sdk's
+// jsonrpc2 connections do: a line stream over stdio, the stream of one
+// downstream HTTP session, the stream of one HTTP upstream. A Conn runs
+// over any of them, so that admission, answer-once, cancellation and
+// error conversion exist once, whatever the framing.
+//
+// Read is called by one goroutine at a time, Write by one goroutine at a
+// time; Close may be called at any time, from any goroutine, more than
+// once.
+type Stream interface {
+	// Read returns the next whole message, its bytes as the peer sent
+	// them (surrounding space trimmed). The slice is the caller's.
+	//
+	// A *TooLargeError means one message was over the size limit and was
+	// skipped: reading may go on. Any other error ends the stream; io.EOF
+	// means the peer closed it cleanly.
+	Read() ([]byte, error)
+	// Write sends one whole message (no framing: the stream adds its own).
+	// ctx bounds the write: a stream that cannot finish it in time returns
+	// an error wrapping ErrWriteTimeout and is not used again. An error
+	// ends the conversation.
+	Write(ctx context.Context, msg []byte) error
+	// Close ends the stream: a Read or Write in progress returns where the
+	// stream can interrupt it.
+	Close() error
+}
+
+// TooLargeError is a message over the size limit, skipped by a Stream's
+// Read without being buffered whole. Head and Tail are its first and last
+// bytes, kept so that its id can still be found (some peers write the id
+// last); ID, when the stream knows it (an HTTP answer to a request it
+// posted), is the id of the request it answers.
+type TooLargeError struct {
+	Size, Limit int
+	Head, Tail  []byte
+	ID          json.RawMessage
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("a message of %d bytes is over the %d byte limit", e.Size, e.Limit)
+}
