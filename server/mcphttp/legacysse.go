@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 // legacyStream serves the HTTP+SSE transport of protocol 2024-11-05: GET
 // /sse opens a session whose every message from the hub goes down this
 // stream, which first names the endpoint to POST to.
-func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newHTTPSession("sse")
+	hs, err := s.newSession("sse")
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return
@@ -30,7 +30,7 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 	// a client that POSTs at once must find its answer a place to go
 	// (what is queued meanwhile is written after the endpoint event).
 	st := newStream()
-	hs.setStandalone(st)
+	hs.claimStandalone(st) // a new session's: always free
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
@@ -41,7 +41,7 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 
 // legacyMessage takes a client message for a legacy SSE session; the
 // answer goes down the session's stream.
-func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -65,7 +65,7 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		if msg.Method == "notifications/cancelled" {
 			hs.inflight.Cancel(msg.Params)
 		}
-		s.hub.serveNotification(hs.ctx, hs.session, msg)
+		hs.sess.Notification(msg)
 	case msg.IsRequest():
 		if hs.answersBacklogged() {
 			// Every answer goes down the one stream: a client that does not
@@ -93,12 +93,18 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, status, nil, jsonrpc.EncodeError(msg.ID, refused))
 			return
 		}
-		go func() {
-			res, err := s.hub.serveRequest(ctx, hs.session, msg)
+		if !s.spawn(func() {
+			res, err := s.serve(ctx, hs, msg)
 			s.endRequest()
 			release()
 			end(func() { _ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true) })
-		}()
+		}) {
+			end(nil)
+			s.endRequest()
+			release()
+			unavailable(w, "the server is shutting down")
+			return
+		}
 	default:
 		hs.calls.Resolve(msg)
 	}
