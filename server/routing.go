@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -99,12 +98,11 @@ func (h *Hub) sessionList() []*session {
 }
 
 // sessionFor is the client session a request from upstream belongs to: the
-// one whose call it came during, the one whose own connection it came on
-// (isolation: per-session), or the only client there is.
+// one whose call it came during or whose own connection it came on
+// (isolation: per-session), both of which the upstream package knows as
+// the owner serveRequest marked the call with, else the only client there
+// is.
 func (h *Hub) sessionFor(ctx context.Context) *session {
-	if s, ok := mcpserver.ClientSessionFromContext(ctx).(*session); ok {
-		return s
-	}
 	if s, ok := upstream.OwnerOf(ctx).(*session); ok {
 		return s
 	}
@@ -271,18 +269,19 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
 // when sess is the first to listen.
-func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json.RawMessage, on bool) (json.RawMessage, error) {
+func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (json.RawMessage, error) {
+	sess := req.sess
 	var p struct {
 		URI string `json:"uri"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+	if json.Unmarshal(req.msg.Params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
-	h.routed(ctx, s, p.URI, "", "")
+	h.routed(req, s, p.URI, "", "")
 	r := h.routes
 	r.mu.Lock()
 	sub := r.subs[p.URI]
@@ -307,7 +306,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 		// the server's shared connection (as its unsubscribe does), not on
 		// this session's own (isolation: per-session), which ends with it.
 		shared := upstream.WithOwner(ctx, nil)
-		if _, err := h.request(shared, s, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": p.URI}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()
@@ -379,7 +378,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := h.request(context.Background(), s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.request(context.Background(), nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }
