@@ -38,33 +38,32 @@ type call struct {
 // is known. A failure of the hub or transport during a tool call is an
 // isError result.
 func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessage, error) {
-	rec := &auditRecord{Time: time.Now().UTC(), Session: req.sessionID(), Group: c.server.Config.Group, Server: c.server.Config.Name,
-		Method: c.method, Arguments: c.args}
-	switch c.method {
-	case policy.MethodToolsCall:
-		rec.Tool = c.name
-	case policy.MethodResourcesRead:
-		rec.URI = c.name
-	case policy.MethodPromptsGet:
-		rec.Prompt = c.name
-	}
-	req.audit = rec
 	snap := req.snap
+	start := time.Now()
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
-	rec.Decision, rec.Rule = string(d.Action), d.Rule
+	if snap.audit != nil {
+		rec := &auditRecord{Time: start.UTC(), Session: req.sessionID(), Group: c.server.Config.Group, Server: c.server.Config.Name,
+			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
+		switch c.method {
+		case policy.MethodToolsCall:
+			rec.Tool = c.name
+		case policy.MethodResourcesRead:
+			rec.URI = c.name
+		case policy.MethodPromptsGet:
+			rec.Prompt = c.name
+		}
+		req.audit = rec
+	}
 	h.routed(req, c.server, c.name, d.Rule, string(d.Action))
 	if err := h.decide(ctx, req, c, d); err != nil {
 		return nil, err
 	}
-	var set []jsonrpc.Member
+	var buf [2]jsonrpc.Member
+	set := buf[:0]
 	if c.rename {
-		q, err := jsonrpc.Marshal(c.name)
-		if err != nil {
-			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
-		}
-		set = append(set, jsonrpc.Member{Key: "name", Value: q})
+		set = append(set, jsonrpc.Member{Key: "name", Value: quote(c.name)})
 	}
 	meta, forget := h.mapProgress(ctx, req, c.params.Field("_meta"))
 	defer forget()
@@ -93,11 +92,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 // writeAudit writes the request's audit record with its outcome, once it
 // is answered (err is the error it was answered with).
 func (h *Hub) writeAudit(req *request, err error) {
-	audit := req.snap.audit
-	if audit == nil {
-		return
-	}
-	rec := req.audit
+	audit, rec := req.snap.audit, req.audit
 	rec.Outcome = string(req.status)
 	switch {
 	case req.failure != "":
@@ -215,6 +210,9 @@ func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) 
 // auditMiss records a tool call that named no tool the client can see.
 func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
 	h.missed(req, name)
+	if req.snap.audit == nil {
+		return
+	}
 	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sessionID(), Method: policy.MethodToolsCall, Tool: name,
 		Decision: "not_found", Arguments: args}
 }
@@ -222,9 +220,4 @@ func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
 func isUpstreamError(err error) bool {
 	var ue *upstream.RPCError
 	return errors.As(err, &ue)
-}
-
-func isBlocked(err error) bool {
-	var re *rpcError
-	return errors.As(err, &re) && re.Code == codePolicyBlocked
 }

@@ -39,8 +39,8 @@ type request struct {
 // answer with (see jsonrpc.ToError). It builds the request value, tells
 // the observers, and writes the audit record, all from one outcome.
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	snap, release := h.acquire()
-	defer release()
+	snap := h.acquire()
+	defer snap.audit.release()
 	req := &request{sess: sess, snap: snap, msg: msg}
 	if len(msg.Params) > 0 {
 		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
@@ -74,22 +74,26 @@ func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
 // cannot see, whatever it was answered with (call_dynamic_tool answers
 // that with a tool error result).
 func outcome(ctx context.Context, missed bool, res json.RawMessage, err error) traffic.Status {
-	var re *rpcError
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return traffic.StatusCancelled
 	case missed:
 		return traffic.StatusNotFound
-	case isBlocked(err):
-		return traffic.StatusBlocked
-	case errors.As(err, &re) && (re.Code == codeResourceNotFound || re.Code == codeMethodNotFound):
-		return traffic.StatusNotFound
-	case err != nil:
-		return traffic.StatusError
-	case isToolError(res):
+	case err == nil && isToolError(res):
 		return traffic.StatusToolError
+	case err == nil:
+		return traffic.StatusOK
 	}
-	return traffic.StatusOK
+	var re *rpcError
+	if errors.As(err, &re) {
+		switch re.Code {
+		case codePolicyBlocked:
+			return traffic.StatusBlocked
+		case codeResourceNotFound, codeMethodNotFound:
+			return traffic.StatusNotFound
+		}
+	}
+	return traffic.StatusError
 }
 
 // isToolError reports whether a result has isError set: a tools/call that

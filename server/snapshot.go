@@ -31,14 +31,14 @@ func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLo
 func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 
 // acquire loads the current snapshot for one request and keeps its audit
-// trail open until release is called, so that a reload moving the trail
-// loses none of the request's records. The request carries the snapshot
-// to everything it calls (see request).
-func (h *Hub) acquire() (_ *snapshot, release func()) {
+// trail open until the request calls the snapshot's audit.release, so
+// that a reload moving the trail loses none of the request's records. The
+// request carries the snapshot to everything it calls (see request).
+func (h *Hub) acquire() *snapshot {
 	for {
 		s := h.snap.Load()
 		if s.audit.hold() {
-			return s, s.audit.release
+			return s
 		}
 		// The trail was retired between the load and the hold: its
 		// successor is in place already (see swap), so loading again

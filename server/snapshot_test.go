@@ -73,13 +73,13 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, release := h.acquire()
+	snap := h.acquire()
 	req := &request{sess: newSession("t", "stdio"), snap: snap}
 	h.SetConfig(b) // moves the trail while the request runs
 	h.auditMiss(req, "late", nil)
 	req.finish(context.Background(), nil, nil)
 	h.writeAudit(req, nil)
-	release()
+	snap.audit.release()
 	serveMiss(t, h, "after")
 	if err := h.Close(); err != nil {
 		t.Fatal(err)

@@ -125,7 +125,8 @@ type serverSpan struct {
 // CallStarted starts the request's SERVER span, continuing the trace
 // context of its params._meta if it has one.
 func (t *Tracer) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
-	params, _ := jsonrpc.ScanObject(c.Params)              // checked whole when decoded (see traffic.Call)
+	// The params were checked whole when decoded (see traffic.Call).
+	params, _ := jsonrpc.ScanObject(c.Params)
 	if bytes.Contains(c.Params, []byte(`"traceparent"`)) { // most clients send none: skip the parsing
 		if meta := params.Field("_meta"); meta != nil {
 			ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(meta))
