@@ -130,8 +130,8 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 
 // progressOf is the call a progress notification's params are for, which
 // their token says; ok is false when no call in flight has it.
-func (h *Hub) progressOf(params json.RawMessage) (tok string, route progressRoute, ok bool) {
-	if json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
+func (h *Hub) progressOf(params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
+	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
 		return "", progressRoute{}, false
 	}
 	h.routes.mu.Lock()
@@ -148,13 +148,16 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	// Checked JSON since it arrived (its connection decoded it): scanned
+	// once, its members read and replaced without validating it again.
+	fields, _ := jsonrpc.ScanObject(params) // the zero Object when no object: With refuses it
 	var (
 		tok   string
 		route progressRoute
 		known bool // a progress notification for a call in flight
 	)
 	if method == "notifications/progress" {
-		tok, route, known = h.progressOf(params)
+		tok, route, known = h.progressOf(fields)
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
@@ -175,7 +178,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return
 		}
-		p, err := jsonrpc.SetField(params, "progressToken", route.token)
+		p, err := fields.With(jsonrpc.Member{Key: "progressToken", Value: route.token})
 		if err != nil {
 			h.logger.Debug("progress with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
@@ -183,15 +186,14 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		route.sess.notify(route.ctx, method, p)
 	case "notifications/message":
 		var level mcp.LoggingLevel
-		_ = json.Unmarshal(jsonrpc.Field(params, "level"), &level)
-		var logger string
-		_ = json.Unmarshal(jsonrpc.Field(params, "logger"), &logger)
+		_ = json.Unmarshal(fields.Field("level"), &level)
+		logger, _ := stringValue(fields.Field("logger"))
 		name := s.Config.ID()
 		if logger != "" {
 			name += "/" + logger
 		}
 		quoted, _ := jsonrpc.Marshal(name)
-		p, err := jsonrpc.SetField(params, "logger", quoted)
+		p, err := fields.With(jsonrpc.Member{Key: "logger", Value: quoted})
 		if err != nil {
 			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
@@ -204,8 +206,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	case "notifications/tasks/status":
 		h.taskStatus(s, params)
 	case "notifications/resources/updated":
-		var uri string
-		_ = json.Unmarshal(jsonrpc.Field(params, "uri"), &uri)
+		uri, _ := stringValue(fields.Field("uri"))
 		if h.snapshot().view.hidesResource(uri) {
 			h.logger.Debug("update of a hidden resource not passed on", "upstream", s.Config.ID(), "uri", uri)
 			return
