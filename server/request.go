@@ -52,6 +52,9 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 		ctx = obs.CallStarted(ctx, req.call)
 	}
 	res, err := h.handle(ctx, req)
+	if req.audit == nil && req.call == nil {
+		return res, err // nobody reads the outcome
+	}
 	req.finish(ctx, res, err)
 	if req.audit != nil {
 		h.writeAudit(req, err)
