@@ -71,6 +71,9 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	res, err := s.Request(ctx, method, params, timeout)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
 	hop.ToolError = err == nil && method == "tools/call" && isToolError(res)
+	if req != nil {
+		req.hopResult, req.hopToolError = res, hop.ToolError
+	}
 	obs.HopEnded(ctx, hop)
 	return res, err
 }

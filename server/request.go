@@ -32,7 +32,12 @@ type request struct {
 	// failure is the hub's own failure that a tool error result reports,
 	// for the audit trail.
 	failure string
-	status  traffic.Status // how it ended: set once, by finish
+	// hopResult is the result of the request's last hop upstream, when an
+	// observer was told whether it is a tool error (hopToolError): the
+	// request's own result is often those very bytes, not judged twice.
+	hopResult    []byte
+	hopToolError bool
+	status       traffic.Status // how it ended: set once, by finish
 }
 
 // serve answers one request of sess: the raw result, or the error to
@@ -68,21 +73,30 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 
 // finish decides how the request ended, once.
 func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
-	r.status = outcome(ctx, r.missed, res, err)
+	toolError := false
+	if err == nil {
+		if len(res) > 0 && len(res) == len(r.hopResult) && &res[0] == &r.hopResult[0] {
+			toolError = r.hopToolError
+		} else {
+			toolError = isToolError(res)
+		}
+	}
+	r.status = outcome(ctx, r.missed, toolError, err)
 }
 
-// outcome is how a request answered with res or err ended: the one
-// decision the audit trail, the inspector, the metrics and the traces
-// read. missed is true for a request that named something the client
-// cannot see, whatever it was answered with (call_dynamic_tool answers
-// that with a tool error result).
-func outcome(ctx context.Context, missed bool, res json.RawMessage, err error) traffic.Status {
+// outcome is how a request ended that was answered with err, or with a
+// result that is a tool error or not: the one decision the audit trail,
+// the inspector, the metrics and the traces read. missed is true for a
+// request that named something the client cannot see, whatever it was
+// answered with (call_dynamic_tool answers that with a tool error
+// result).
+func outcome(ctx context.Context, missed, toolError bool, err error) traffic.Status {
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 		return traffic.StatusCancelled
 	case missed:
 		return traffic.StatusNotFound
-	case err == nil && isToolError(res):
+	case err == nil && toolError:
 		return traffic.StatusToolError
 	case err == nil:
 		return traffic.StatusOK
