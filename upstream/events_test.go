@@ -7,21 +7,20 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // collector reads a manager's events into a list, as the hub's loop
-// would, taking delay for each, without answering requests. It
-// acknowledges flushes.
+// would, taking delay for each and then marking it routed, without
+// answering requests.
 type collector struct {
-	delay   time.Duration
-	flushes atomic.Int64
-	mu      sync.Mutex
-	events  []Event
-	stop    chan struct{}
-	done    chan struct{}
+	delay  time.Duration
+	mu     sync.Mutex
+	events []Event
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 func collect(t *testing.T, m *Manager) *collector { return collectSlowly(t, m, 0) }
@@ -35,15 +34,11 @@ func collectSlowly(t *testing.T, m *Manager, delay time.Duration) *collector {
 			case <-c.stop:
 				return
 			case e := <-m.Events():
-				if e.Kind == EventFlush {
-					c.flushes.Add(1)
-					e.Reply(nil, nil)
-					continue
-				}
 				time.Sleep(c.delay)
 				c.mu.Lock()
 				c.events = append(c.events, e)
 				c.mu.Unlock()
+				e.Routed()
 			}
 		}
 	}()
@@ -306,7 +301,7 @@ func TestRequestDuringCall(t *testing.T) {
 	type ctxKey struct{}
 	go func() {
 		e := <-m.Events()
-		defer func() { (<-m.Events()).Reply(nil, nil) }() // the flush after the call
+		defer e.Routed()
 		if e.Kind != EventRequest || e.Method != "elicitation/create" || e.Context.Value(ctxKey{}) != "the call" {
 			e.Reply(nil, &RPCError{Code: -1, Message: "unexpected event"})
 			return
@@ -321,11 +316,10 @@ func TestRequestDuringCall(t *testing.T) {
 }
 
 // What a server sends during a call reaches the hub's loop before the
-// call returns, however slow the loop; a call during which the server
-// sent nothing does not wait for the loop at all.
+// call returns, however slow the loop.
 func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, ""))
-	m.flushWait = 10 * time.Second
+	m.routeWait = time.Hour
 	c := collectSlowly(t, m, 20*time.Millisecond)
 	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
 		"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
@@ -340,11 +334,134 @@ func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
 			t.Errorf("event %s %s", e.Method, e.Params)
 		}
 	}
-	if got := c.flushes.Load(); got != 1 {
-		t.Errorf("%d flushes, want 1", got)
+}
+
+// waiters is how many calls wait for s's events to be routed.
+func waiters(s *Server) int {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	return len(s.events.waiters)
+}
+
+// A call whose server sent events during it waits for those events to be
+// routed, and for nothing else: it puts nothing of its own through the
+// hub's loop (no flush), so it returns as soon as the hub marks the last
+// of them routed.
+func TestCallWaitsForItsOwnEventsOnly(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	m.routeWait = time.Hour // only Routed ends the wait
+	type outcome struct {
+		res json.RawMessage
+		err error
 	}
-	callTool(t, s, "echo", "quiet", 0)
-	if got := c.flushes.Load(); got != 1 {
-		t.Errorf("a call during which the server sent nothing flushed: %d flushes", got)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
+			"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
+		done <- outcome{res, err}
+	}()
+	var got []Event
+	for range 3 {
+		got = append(got, <-m.Events())
 	}
+	got[0].Routed()
+	got[1].Routed()
+	// The call has its result and waits for the third progress only.
+	waitFor(t, 10*time.Second, "the call to wait for its events", func() bool { return waiters(s) == 1 })
+	select {
+	case o := <-done:
+		t.Fatalf("the call returned before its last progress was routed: %s, %v", o.res, o.err)
+	default:
+	}
+	got[2].Routed()
+	got[2].Routed() // a second time does nothing
+	select {
+	case o := <-done:
+		if o.err != nil || !strings.Contains(string(o.res), "progressed x") {
+			t.Fatalf("progress: %s, %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return once its events were routed")
+	}
+	if n := len(m.Events()); n != 0 {
+		t.Errorf("%d events through the loop after the call, want none (no flush)", n)
+	}
+	if n := waiters(s); n != 0 {
+		t.Errorf("%d waiters left", n)
+	}
+}
+
+// A call during which its server sent nothing returns at once and does
+// not touch the hub's loop, even while earlier events of the server wait
+// there unrouted.
+func TestQuietCallDoesNotTouchTheLoop(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "", "-flood"))
+	m.routeWait = 0 // the flood's call does not wait for its events
+	callTool(t, s, "flood", "notifications/message", 3)
+	m.routeWait = time.Hour
+	for range 2 {
+		(<-m.Events()).Routed()
+	}
+	if n := len(m.Events()); n != 1 {
+		t.Fatalf("%d events waiting, want 1", n)
+	}
+	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "quiet"}}, 10*time.Second)
+	if err != nil || !strings.Contains(string(res), "quiet") {
+		t.Fatalf("echo: %s, %v", res, err)
+	}
+	if n := len(m.Events()); n != 1 {
+		t.Errorf("%d events waiting after a quiet call, want the 1 from before", n)
+	}
+}
+
+// The log wakes a waiter only when every event below its mark has
+// settled, whatever order they settle in, and a waiter whose context
+// ends leaves.
+func TestEventLogSettlesOutOfOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newEventLog()
+		a, b, c := l.open(), l.open(), l.open()
+		end := l.mark()
+		woke := make(chan struct{})
+		go func() {
+			l.wait(t.Context(), end, time.Hour)
+			close(woke)
+		}()
+		for _, seq := range []uint64{c, a} {
+			l.settle(seq)
+			synctest.Wait()
+			select {
+			case <-woke:
+				t.Fatalf("woken with event %d unsettled", b)
+			default:
+			}
+		}
+		l.settle(b)
+		synctest.Wait()
+		select {
+		case <-woke:
+		default:
+			t.Fatal("not woken once every event settled")
+		}
+		if l.low != end || len(l.settled) != 0 || len(l.waiters) != 0 {
+			t.Errorf("low %d (want %d), %d settled kept, %d waiters", l.low, end, len(l.settled), len(l.waiters))
+		}
+
+		d := l.open()
+		ctx, cancel := context.WithCancel(t.Context())
+		left := make(chan struct{})
+		go func() {
+			l.wait(ctx, l.mark(), time.Hour)
+			close(left)
+		}()
+		synctest.Wait()
+		cancel()
+		<-left
+		if len(l.waiters) != 0 {
+			t.Errorf("%d waiters after the wait ended", len(l.waiters))
+		}
+		l.wait(t.Context(), l.mark(), time.Minute) // the limit ends it
+		l.settle(d)
+		l.wait(t.Context(), l.mark(), time.Hour) // nothing to wait for
+	})
 }

@@ -68,7 +68,7 @@ func fakeConfig(t testing.TB, settings string, args ...string) *config.Config {
 func startFake(t testing.TB, cfg *config.Config) (*Manager, *Server) {
 	t.Helper()
 	m := New(cfg, testLogger(t))
-	m.flushWait = 50 * time.Millisecond // most tests read no events
+	m.routeWait = 50 * time.Millisecond // most tests read no events
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
 	t.Cleanup(func() { m.Close() })

@@ -79,8 +79,9 @@ type Server struct {
 	calls   map[uint64]context.Context
 	callSeq uint64
 
+	events *eventLog // what the server sent the hub, and what was routed
+
 	refreshes atomic.Uint64 // refreshes after list_changed, ever
-	emitted   atomic.Uint64 // events put on the manager's Events, ever
 	starts    atomic.Uint64 // tries to connect, ever; see Restarts
 
 	wg sync.WaitGroup // run, sendNotices, refreshLoop, applyLogLevel
@@ -95,6 +96,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		onChange:    onChange,
 		outstanding: make(chan struct{}, maxOutstanding),
 		notices:     make(chan notice, noticeBuffer),
+		events:      newEventLog(),
 	}
 	if cfg.Disabled {
 		s.status.State = StateDisabled
@@ -572,7 +574,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 		}
 	}
 	defer s.trackCall(&ctx)()
-	defer s.flushSince(ctx, s.emitted.Load())
+	defer s.awaitRouted(ctx, s.events.mark())
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once and try again.
@@ -611,12 +613,16 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	}
 }
 
-// flushSince waits until the hub has routed what the server sent since
-// its count of events was emitted, if it sent anything: what a server
-// sends during a call must reach the client before the call's result.
-func (s *Server) flushSince(ctx context.Context, emitted uint64) {
-	if s.emitted.Load() != emitted {
-		s.mgr.flush(ctx)
+// awaitRouted waits until the hub has routed what the server sent from
+// mark on, if it sent anything: what a server sends during a call
+// (progress, log messages, requests) must reach the client before the
+// call's result, as it left the server. A call during which the server
+// sent nothing, most calls, returns at once; one during which it did
+// waits for those events (and any still unrouted before them) only, never
+// for a round trip through the hub's loop (see eventLog).
+func (s *Server) awaitRouted(ctx context.Context, mark uint64) {
+	if end := s.events.mark(); end != mark {
+		s.events.wait(ctx, end, s.mgr.routeWait)
 	}
 }
 
