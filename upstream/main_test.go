@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -33,9 +34,12 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// No goroutine outlives the tests: each closes the managers it
+	// started, and Close waits for everything a manager started.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // testLogger discards, unless -v asks to see the logs.

@@ -96,11 +96,14 @@ func sameServer(s *Server, sc *config.Server, settings config.Settings) bool {
 func (m *Manager) Groups() []*Group { return *m.groups.Load() }
 
 // Start connects to every enabled server in parallel and returns at once;
-// each server's outcome arrives on Changes.
+// each server's outcome arrives on Changes. After Close it does nothing.
 func (m *Manager) Start(ctx context.Context) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.ctx != nil {
+		return
+	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
-	m.mu.Unlock()
 	for _, s := range m.Servers() {
 		if !s.Config.Disabled {
 			s.start(m.ctx)

@@ -139,21 +139,21 @@ func (s *Server) Lists() Lists {
 
 // start runs the server until close: connect, retrying on the server's
 // schedule; when it is up, wait for it to exit, then connect again.
+// Its goroutines are s.wg's: close waits for them. After close it does
+// nothing.
 func (s *Server) start(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.ctx != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(parent)
 	s.ctx, s.cancel = ctx, cancel
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		defer cancel()
 		s.run(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.sendNotices(ctx)
-	}()
+	})
+	s.wg.Go(func() { s.sendNotices(ctx) })
 }
 
 func (s *Server) run(ctx context.Context) {
