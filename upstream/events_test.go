@@ -141,8 +141,8 @@ func TestRequestsCapped(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("refusals took %s", took)
 	}
+	// The fake sent n and saw n-maxOutstanding refused: no more can come.
 	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
-	time.Sleep(50 * time.Millisecond)
 	events := c.list()
 	if len(events) != maxOutstanding {
 		t.Fatalf("%d requests reached the hub, want %d", len(events), maxOutstanding)
@@ -207,8 +207,10 @@ func TestRequestDeadline(t *testing.T) {
 			t.Error("the request's context is not done after its deadline")
 		}
 		e.Reply(json.RawMessage(`{}`), nil)
+		if len(e.reply.ch) != 1 {
+			t.Error("a late answer was taken")
+		}
 	}
-	time.Sleep(20 * time.Millisecond)
 	if st := stateOf(t, s); st.Answers != 3 {
 		t.Errorf("%d answers, want the 3 refusals only", st.Answers)
 	}
@@ -272,7 +274,11 @@ func TestRequestWaitsForRoom(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, "call_timeout: 5s", "-flood"))
 	callTool(t, s, "flood", "notifications/message", eventBuffer)
 	callTool(t, s, "flood", "roots/list", 1)
-	time.Sleep(20 * time.Millisecond)
+	// The request has its slot: it waits for room in the full Events.
+	waitFor(t, 5*time.Second, "the request", func() bool { return len(s.outstanding) == 1 })
+	if n := len(m.Events()); n != eventBuffer {
+		t.Fatalf("%d events waiting, want %d", n, eventBuffer)
+	}
 	for range eventBuffer {
 		if e := <-m.Events(); e.Kind != EventNotification {
 			t.Fatalf("event %+v before the notifications", e)

@@ -71,11 +71,16 @@ func fakeConfig(t testing.TB, settings string, args ...string) *config.Config {
 // ready and returns both; the manager is closed when the test ends.
 func startFake(t testing.TB, cfg *config.Config) (*Manager, *Server) {
 	t.Helper()
+	before := goleak.IgnoreCurrent()
 	m := New(cfg, testLogger(t))
 	m.routeWait = 50 * time.Millisecond // most tests read no events
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		m.Close()
+		// Close waited for everything the manager started.
+		goleak.VerifyNone(t, before)
+	})
 	s := m.Servers()[0]
 	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	return m, s

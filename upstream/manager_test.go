@@ -150,24 +150,6 @@ func TestFailedServer(t *testing.T) {
 	}
 }
 
-// A server that crashes is reconnected, and calls work again.
-func TestCrashReconnects(t *testing.T) {
-	m, s := startFake(t, fakeConfig(t, fastRetry))
-	pid := pidOf(t, s)
-	drain(m.Changes())
-	_, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, 5*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "exited") {
-		t.Errorf("crash: %v", err)
-	}
-	waitFor(t, 10*time.Second, "a new process", func() bool {
-		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "pid"}, 5*time.Second)
-		return err == nil && !strings.Contains(string(res), `"`+strconv.Itoa(pid)+`"`)
-	})
-	if st := s.Status(); st.State != StateReady {
-		t.Errorf("after the reconnect: %v", st.State)
-	}
-}
-
 // Calls pass the server's errors through, and end at their timeout or
 // when their caller gives up.
 func TestRequestErrors(t *testing.T) {

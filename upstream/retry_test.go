@@ -121,3 +121,40 @@ func TestStartAfterCloseStartsNothing(t *testing.T) {
 		}
 	})
 }
+
+// A server that crashed is connected again after about initial_interval,
+// not at once, and calls go to its new child. The child is real; the
+// clock is the bubble's, so the minute takes no time.
+func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := New(fakeConfig(t, "retry: {attempts: 2, initial_interval: 1m, reconnect_interval: 10m}, stop_grace: 1s"), testLogger(t))
+		m.routeWait = 0
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		m.Start(t.Context())
+		defer m.Close()
+		s := m.Servers()[0]
+		for s.Status().State != StateReady {
+			<-m.Changes()
+		}
+		pid := pidOf(t, s)
+		crashed := time.Now()
+		if _, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, time.Hour); err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Fatalf("crash: %v", err)
+		}
+		for s.Status().State == StateReady {
+			<-m.Changes()
+		}
+		for s.Status().State != StateReady {
+			<-m.Changes()
+		}
+		if took := time.Since(crashed); took < 45*time.Second || took > 75*time.Second {
+			t.Errorf("connected again %s after the crash, want about 1m", took)
+		}
+		if got := s.Restarts(); got != 1 {
+			t.Errorf("%d restarts, want 1", got)
+		}
+		if got := pidOf(t, s); got == pid {
+			t.Errorf("calls still go to the crashed child %d", pid)
+		}
+	})
+}
