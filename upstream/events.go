@@ -151,12 +151,14 @@ const routeWait = time.Second
 // and a call that did only the wait for those events, which the hub
 // routes in the order the server sent them.
 type eventLog struct {
-	next atomic.Uint64 // the number the next event gets; from 1
+	next atomic.Uint64 // the number the next event gets, from 1; written under mu
 
-	mu      sync.Mutex
-	low     uint64              // every event numbered below it is settled
-	settled map[uint64]struct{} // settled events numbered low or above
-	waiters []logWaiter
+	mu sync.Mutex // guards unsettled and waiters
+	// unsettled are the numbers of the events neither routed nor dropped
+	// yet, ascending: at most those waiting in Events and the requests
+	// waiting for room there, however many the hub drops meanwhile.
+	unsettled []uint64
+	waiters   []logWaiter
 }
 
 type logWaiter struct {
@@ -165,46 +167,55 @@ type logWaiter struct {
 }
 
 func newEventLog() *eventLog {
-	l := &eventLog{low: 1}
+	l := &eventLog{}
 	l.next.Store(1)
 	return l
 }
 
 // open numbers a new event.
-func (l *eventLog) open() uint64 { return l.next.Add(1) - 1 }
+func (l *eventLog) open() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := l.next.Load()
+	l.next.Store(seq + 1)
+	l.unsettled = append(l.unsettled, seq)
+	return seq
+}
 
 // mark is the number the next event will get: the events opened so far are
 // those below it.
 func (l *eventLog) mark() uint64 { return l.next.Load() }
 
+// lowLocked is the lowest number not settled: every event below it is.
+func (l *eventLog) lowLocked() uint64 {
+	if len(l.unsettled) > 0 {
+		return l.unsettled[0]
+	}
+	return l.next.Load()
+}
+
 // settle records that the event seq was routed or dropped. Events of
 // one server may settle out of the order they were numbered in (requests
 // are numbered before they find room in Events); a waiter is woken only
-// when every event below its mark has settled.
+// when every event below its mark has settled. Settling twice does
+// nothing.
 func (l *eventLog) settle(seq uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if seq < l.low {
-		return // settled already
-	}
-	if seq != l.low {
-		if l.settled == nil {
-			l.settled = map[uint64]struct{}{}
-		}
-		l.settled[seq] = struct{}{}
+	i, found := slices.BinarySearch(l.unsettled, seq)
+	switch {
+	case !found:
 		return
+	case i == 0:
+		l.unsettled = l.unsettled[1:]
+	default:
+		l.unsettled = slices.Delete(l.unsettled, i, i+1)
+		return // the lowest is unsettled still: no waiter can wake
 	}
-	l.low++
-	for {
-		if _, ok := l.settled[l.low]; !ok {
-			break
-		}
-		delete(l.settled, l.low)
-		l.low++
-	}
+	low := l.lowLocked()
 	kept := l.waiters[:0]
 	for _, w := range l.waiters {
-		if w.upto <= l.low {
+		if w.upto <= low {
 			close(w.ch)
 		} else {
 			kept = append(kept, w)
@@ -218,7 +229,7 @@ func (l *eventLog) settle(seq uint64) {
 // or limit passes.
 func (l *eventLog) wait(ctx context.Context, upto uint64, limit time.Duration) {
 	l.mu.Lock()
-	if upto <= l.low {
+	if upto <= l.lowLocked() {
 		l.mu.Unlock()
 		return
 	}
