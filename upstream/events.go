@@ -147,7 +147,7 @@ const routeWait = time.Second
 // Why not a flush through the hub's loop: a flush queues behind every
 // event of every server, and costs the call two hand-offs between
 // goroutines even when its own events were routed long ago. The log costs
-// a call that saw no event of its server one atomic load (most calls),
+// a call that saw no event of its server two atomic loads (most calls),
 // and a call that did only the wait for those events, which the hub
 // routes in the order the server sent them.
 type eventLog struct {
