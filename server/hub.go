@@ -121,6 +121,7 @@ func (h *Hub) Run() {
 				h.safely("refresh the view", h.refresh)
 			case e := <-h.mgr.Events():
 				h.safely("route an upstream event", func() { h.route(e) })
+				e.Routed() // the call it came during may return now
 			}
 		}
 	})
@@ -142,8 +143,6 @@ func (h *Hub) route(e upstream.Event) {
 	switch e.Kind {
 	case upstream.EventNotification:
 		h.upstreamNotification(e.Context, e.Server, e.Method, e.Params)
-	case upstream.EventFlush:
-		e.Reply(nil, nil) // everything before it is routed
 	case upstream.EventRequest:
 		h.wg.Go(func() {
 			ctx, cancel := context.WithCancel(e.Context)
