@@ -24,7 +24,7 @@ type auditRecord struct {
 	Decision   string          `json:"decision"` // allow, deny, log, prompt (answered), not_found
 	Rule       string          `json:"rule,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
-	Outcome    string          `json:"outcome"` // ok, tool_error, error, blocked, not_found
+	Outcome    string          `json:"outcome"` // a traffic.Status: ok, tool_error, error, blocked, not_found, cancelled
 	Error      string          `json:"error,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }

@@ -160,8 +160,9 @@ func textResult(text string) json.RawMessage {
 }
 
 // callDynamicTool answers call_dynamic_tool with the upstream's result,
-// unchanged.
-func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, meta, task json.RawMessage) (json.RawMessage, error) {
+// unchanged. The params sent upstream are the group tool's name, the
+// client's args byte for byte, and the call's _meta and task.
+func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args dynamicArgs) (json.RawMessage, error) {
 	g, problem := v.lookupGroup(args.Group)
 	if g == nil {
 		return toolError(problem), nil
@@ -171,7 +172,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	}
 	r, ok := g.toolRoutes[args.Name]
 	if !ok {
-		h.auditMiss(ctx, args.Name, args.Args)
+		h.auditMiss(req, args.Name, args.Args)
 		return toolError("Tool not found: " + args.Name), nil
 	}
 	arguments := args.Args
@@ -180,17 +181,27 @@ func (h *Hub) callDynamicTool(ctx context.Context, v *view, args dynamicArgs, me
 	} else if arguments[0] != '{' {
 		return toolError("args must be an object"), nil
 	}
-	fields := map[string]json.RawMessage{"arguments": arguments}
-	fields["name"], _ = jsonrpc.Marshal(r.name)
-	if len(meta) > 0 {
-		fields["_meta"] = meta
-	}
-	if len(task) > 0 { // a task-augmented call runs as a task upstream
-		fields["task"] = task
-	}
-	params, err := jsonrpc.Marshal(fields)
+	name, err := jsonrpc.Marshal(r.name)
 	if err != nil {
 		return toolError("invalid arguments: " + err.Error()), nil
 	}
-	return h.forward(ctx, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params})
+	// In the order encoding/json would write them; every value is checked
+	// JSON already: read from the client's params, or the hub's encoding.
+	meta, task := req.field("_meta"), req.field("task")
+	b := make([]byte, 0, len(meta)+len(arguments)+len(name)+len(task)+48)
+	b = append(b, '{')
+	if len(meta) > 0 {
+		b = append(append(b, `"_meta":`...), meta...)
+		b = append(b, ',')
+	}
+	b = append(append(b, `"arguments":`...), arguments...)
+	b = append(append(b, `,"name":`...), name...)
+	if len(task) > 0 { // a task-augmented call runs as a task upstream
+		b = append(append(b, `,"task":`...), task...)
+	}
+	params, err := jsonrpc.ScanObject(append(b, '}'))
+	if err != nil {
+		return toolError("invalid arguments: " + err.Error()), nil
+	}
+	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -45,7 +46,7 @@ func (v *view) expose(g *upstream.Group, gv *groupView, owner map[string]string)
 		}
 		var raw json.RawMessage
 		for _, t := range gv.tools {
-			if n, ok := stringField(t, "name"); ok && n == tool {
+			if n, ok := stringValue(jsonrpc.Field(t, "name")); ok && n == tool {
 				raw = t
 				break
 			}

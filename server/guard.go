@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	mcpserver "github.com/mark3labs/mcp-go/server"
-
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -29,96 +27,114 @@ type call struct {
 	server *upstream.Server
 	name   string          // tool or prompt name as the server knows it, or the URI
 	args   json.RawMessage // tool arguments
-	params json.RawMessage // what is sent upstream
+	// params are what is sent upstream, with the progress token the hub's
+	// own and, when rename, the name the server knows.
+	params jsonrpc.Object
+	rename bool
 }
 
 // forward applies the policy to c, sends it upstream when allowed, and
-// writes the audit record. A failure of the hub or transport during a tool
-// call is an isError result.
-func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
+// leaves the audit record for serve to write once the request's outcome
+// is known. A failure of the hub or transport during a tool call is an
+// isError result.
+func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessage, error) {
+	snap := req.snap
 	start := time.Now()
-	rec := auditRecord{Time: start.UTC(), Session: sessionID(ctx), Group: c.server.Config.Group, Server: c.server.Config.Name,
-		Method: c.method, Arguments: c.args}
-	switch c.method {
-	case policy.MethodToolsCall:
-		rec.Tool = c.name
-	case policy.MethodResourcesRead:
-		rec.URI = c.name
-	case policy.MethodPromptsGet:
-		rec.Prompt = c.name
-	}
-	ctx, snap, release := h.acquire(ctx)
-	defer release()
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
-	rec.Decision, rec.Rule = string(d.Action), d.Rule
-	h.routed(ctx, c.server, c.name, d.Rule, string(d.Action))
-	var res json.RawMessage
-	err := h.decide(ctx, c, d)
-	if err == nil {
-		params, forget := h.mapProgress(ctx, c.params)
-		defer forget()
-		res, err = h.request(ctx, c.server, c.method, params, snap.cfg.CallTimeoutFor(c.server.Config))
-		if err == nil && c.method == policy.MethodToolsCall && jsonrpc.Field(params, "task") != nil {
-			res = h.adoptTask(ctx, c.server, res)
+	if snap.audit != nil {
+		rec := &auditRecord{Time: start.UTC(), Session: req.sessionID(), Group: c.server.Config.Group, Server: c.server.Config.Name,
+			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
+		switch c.method {
+		case policy.MethodToolsCall:
+			rec.Tool = c.name
+		case policy.MethodResourcesRead:
+			rec.URI = c.name
+		case policy.MethodPromptsGet:
+			rec.Prompt = c.name
 		}
-		if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
-			h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
-			rec.Outcome, rec.Error = "tool_error", err.Error()
-			res, err = toolError(err.Error()), nil
+		req.audit = rec
+	}
+	h.routed(req, c.server, c.name, d.Rule, string(d.Action))
+	if err := h.decide(ctx, req, c, d); err != nil {
+		return nil, err
+	}
+	var buf [2]jsonrpc.Member
+	set := buf[:0]
+	if c.rename {
+		set = append(set, jsonrpc.Member{Key: "name", Value: quote(c.name)})
+	}
+	meta, forget := h.mapProgress(ctx, req, c.params.Field("_meta"))
+	defer forget()
+	if meta != nil {
+		set = append(set, jsonrpc.Member{Key: "_meta", Value: meta})
+	}
+	params := c.params.Bytes()
+	if len(set) > 0 {
+		var err error
+		if params, err = c.params.With(set...); err != nil {
+			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 		}
 	}
-	audit := snap.audit
-	if audit == nil {
-		return res, err
+	res, err := h.request(ctx, req, c.server, c.method, json.RawMessage(params), snap.cfg.CallTimeoutFor(c.server.Config))
+	if err == nil && c.method == policy.MethodToolsCall && c.params.Field("task") != nil {
+		res = h.adoptTask(req, c.server, res)
 	}
-	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	switch {
-	case rec.Outcome != "":
-	case isBlocked(err):
-		rec.Outcome, rec.Error = "blocked", err.Error()
-	case err != nil:
-		rec.Outcome, rec.Error = "error", err.Error()
-	case isToolError(res):
-		rec.Outcome = "tool_error"
-	default:
-		rec.Outcome = "ok"
-	}
-	if werr := audit.write(rec); werr != nil {
-		h.logger.Error("write audit trail", "err", werr)
+	if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
+		h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)
+		req.failure = err.Error()
+		return toolError(err.Error()), nil
 	}
 	return res, err
 }
 
-// mapProgress gives the call's progress token, if it has one, a token of
-// the hub's own in params, so that progress from upstream reaches this
+// writeAudit writes the request's audit record with its outcome, once it
+// is answered (err is the error it was answered with).
+func (h *Hub) writeAudit(req *request, err error) {
+	audit, rec := req.snap.audit, req.audit
+	rec.Outcome = string(req.status)
+	switch {
+	case req.failure != "":
+		rec.Error = req.failure
+	case err != nil && !req.missed:
+		rec.Error = err.Error()
+	}
+	if !req.missed {
+		rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
+	}
+	if werr := audit.write(*rec); werr != nil {
+		h.logger.Error("write audit trail", "err", werr)
+	}
+}
+
+// mapProgress gives the call's progress token, if its _meta has one, a
+// token of the hub's own, so that progress from upstream reaches this
 // call's session with the token its client chose, and two clients that
 // chose the same token never see each other's progress. It returns the
-// params to send and a func that forgets the mapping.
-func (h *Hub) mapProgress(ctx context.Context, params json.RawMessage) (json.RawMessage, func()) {
-	meta := jsonrpc.Field(params, "_meta")
-	token := jsonrpc.Field(meta, "progressToken")
-	if len(token) == 0 {
-		return params, func() {}
+// _meta to send instead (nil to send it as it is) and a func that forgets
+// the mapping.
+func (h *Hub) mapProgress(ctx context.Context, req *request, meta []byte) (json.RawMessage, func()) {
+	if len(meta) == 0 {
+		return nil, func() {}
 	}
-	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
-	if !ok {
-		return params, func() {}
+	m, err := jsonrpc.ScanObject(meta) // within the params the client sent: checked by Decode
+	token := m.Field("progressToken")
+	if err != nil || len(token) == 0 {
+		return nil, func() {}
 	}
-	tok, forget := h.trackProgress(ctx, sess, bytes.Clone(token))
+	tok, forget := h.trackProgress(ctx, req.sess, bytes.Clone(token))
 	q, _ := jsonrpc.Marshal(tok)
-	if m, err := jsonrpc.SetField(meta, "progressToken", q); err == nil {
-		if p, err := jsonrpc.SetField(params, "_meta", m); err == nil {
-			params = p // the rest of _meta and params as the client sent them
-		}
+	out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}) // the rest of _meta as the client sent it
+	if err != nil {
+		return nil, forget
 	}
-	return params, forget
+	return out, forget
 }
 
 // decide turns a policy decision into nil (go ahead) or the error the
 // client gets.
-func (h *Hub) decide(ctx context.Context, c call, d policy.Decision) error {
+func (h *Hub) decide(ctx context.Context, req *request, c call, d policy.Decision) error {
 	switch d.Action {
 	case config.ActionAllow:
 		return nil
@@ -126,7 +142,7 @@ func (h *Hub) decide(ctx context.Context, c call, d policy.Decision) error {
 		h.logger.Info("policy: call logged", "rule", d.Rule, "upstream", c.server.Config.ID(), "method", c.method, "name", c.name)
 		return nil
 	case config.ActionPrompt:
-		if err := h.ask(ctx, c, d); err != nil {
+		if err := h.ask(ctx, req, c, d); err != nil {
 			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
 			return blocked(d, err.Error())
 		}
@@ -153,11 +169,8 @@ func blocked(d policy.Decision, why string) *rpcError {
 // ask puts the call to the user through the client's elicitation. Only an
 // accept lets it through; a client that cannot elicit, a decline, a cancel
 // or no answer in time all deny.
-func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
-	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
-	if !ok {
-		return errors.New("the client cannot be asked")
-	}
+func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
+	sess := req.sess
 	if sess.GetClientCapabilities().Elicitation == nil {
 		return errors.New("the client does not support elicitation")
 	}
@@ -195,40 +208,16 @@ func (h *Hub) ask(ctx context.Context, c call, d policy.Decision) error {
 }
 
 // auditMiss records a tool call that named no tool the client can see.
-func (h *Hub) auditMiss(ctx context.Context, name string, args json.RawMessage) {
-	h.missed(ctx, name)
-	rec := auditRecord{Time: time.Now().UTC(), Session: sessionID(ctx), Method: policy.MethodToolsCall, Tool: name,
-		Decision: "not_found", Outcome: "not_found", Arguments: args}
-	_, snap, release := h.acquire(ctx)
-	defer release()
-	if err := snap.audit.write(rec); err != nil {
-		h.logger.Error("write audit trail", "err", err)
+func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
+	h.missed(req, name)
+	if req.snap.audit == nil {
+		return
 	}
-}
-
-func sessionID(ctx context.Context) string {
-	if s := mcpserver.ClientSessionFromContext(ctx); s != nil {
-		return s.SessionID()
-	}
-	return ""
+	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sessionID(), Method: policy.MethodToolsCall, Tool: name,
+		Decision: "not_found", Arguments: args}
 }
 
 func isUpstreamError(err error) bool {
 	var ue *upstream.RPCError
 	return errors.As(err, &ue)
-}
-
-func isBlocked(err error) bool {
-	var re *rpcError
-	return errors.As(err, &re) && re.Code == codePolicyBlocked
-}
-
-func isToolError(res json.RawMessage) bool {
-	if !bytes.Contains(res, []byte(`"isError"`)) {
-		return false
-	}
-	var r struct {
-		IsError bool `json:"isError"`
-	}
-	return json.Unmarshal(res, &r) == nil && r.IsError
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -46,4 +47,17 @@ func setField(obj json.RawMessage, key string, value any) (json.RawMessage, erro
 		obj = json.RawMessage(`{}`)
 	}
 	return jsonrpc.SetField(obj, key, v)
+}
+
+// quote is s as a JSON string, <, > and & kept as they are (see
+// jsonrpc.Marshal); a name of plain characters costs one allocation.
+func quote(s string) json.RawMessage {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := jsonrpc.Marshal(s) // a string always encodes
+			return q
+		}
+	}
+	b := make([]byte, 0, len(s)+2)
+	return append(append(append(b, '"'), s...), '"')
 }

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"time"
-
-	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // listKind is one of the lists a client is told has changed.
@@ -32,12 +30,8 @@ func (v *view) hash(k listKind) uint64 {
 	return [listKinds]uint64{v.toolsHash, v.promptsHash, v.resourcesHash}[k]
 }
 
-// saw records the list a client was just answered with.
-func (h *Hub) saw(ctx context.Context, k listKind, hash uint64) {
-	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session); ok {
-		sess.seen[k].Store(hash)
-	}
-}
+// saw records the list the client was just answered with.
+func (s *session) saw(k listKind, hash uint64) { s.seen[k].Store(hash) }
 
 // listChanged tells every client whose view of list k is no longer the
 // one it was last answered with, at most once per window. A client that

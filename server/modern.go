@@ -10,18 +10,23 @@ import (
 )
 
 // modern reports whether a request uses the stateless protocol of
-// 2026-07-28 or later, which carries its version in params._meta.
+// 2026-07-28 or later, which carries its version in params._meta. The
+// params are a decoded message's (see jsonrpc.Decode), checked already.
 func modern(params json.RawMessage) bool {
-	// Most requests carry no protocol version at all: skip the parse.
+	// Most requests carry no protocol version at all: skip the scan.
 	if !bytes.Contains(params, metaKeyProtocolVersion) {
 		return false
 	}
-	var version string
-	raw := jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaKeyProtocolVersion)
-	if json.Unmarshal(raw, &version) != nil {
+	p, err := jsonrpc.ScanObject(params)
+	if err != nil {
 		return false
 	}
-	return mcp.IsModernProtocol(version)
+	meta, err := jsonrpc.ScanObject(p.Field("_meta"))
+	if err != nil {
+		return false
+	}
+	version, ok := stringValue(meta.Field(mcp.MetaKeyProtocolVersion))
+	return ok && mcp.IsModernProtocol(version)
 }
 
 var metaKeyProtocolVersion = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -30,62 +29,27 @@ func (h *Hub) observer() traffic.Observer {
 	return nil
 }
 
-// observed answers msg like handle, telling obs about it.
-func (h *Hub) observed(ctx context.Context, obs traffic.Observer, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	c := &traffic.Call{Session: sess.id, Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID, Method: msg.Method,
-		Params: msg.Params, Start: time.Now()}
-	ctx = traffic.WithCall(obs.CallStarted(ctx, c), c)
-	res, err := h.handle(ctx, msg)
-	c.Result, c.Err, c.Duration = res, err, time.Since(c.Start)
-	if c.Status == "" {
-		c.Status = status(ctx, res, err)
-	}
-	obs.CallEnded(ctx, c)
-	return res, err
-}
-
-// status is how a request that was answered with res or err ended.
-func status(ctx context.Context, res json.RawMessage, err error) traffic.Status {
-	var re *rpcError
-	switch {
-	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return traffic.StatusCancelled
-	case isBlocked(err):
-		return traffic.StatusBlocked
-	case errors.As(err, &re) && (re.Code == codeResourceNotFound || re.Code == codeMethodNotFound):
-		return traffic.StatusNotFound
-	case err != nil:
-		return traffic.StatusError
-	case isToolError(res):
-		return traffic.StatusToolError
-	}
-	return traffic.StatusOK
-}
-
-// routed notes on ctx's call, if it is observed, where it went and what
-// the policy decided.
-func (h *Hub) routed(ctx context.Context, s *upstream.Server, target, rule, action string) {
-	if h.obs.Load() == nil {
-		return
-	}
-	if c := traffic.CallOf(ctx); c != nil {
+// routed notes on the request's call, if it is observed, where it went
+// and what the policy decided.
+func (h *Hub) routed(req *request, s *upstream.Server, target, rule, action string) {
+	if c := req.call; c != nil {
 		c.Group, c.Server, c.Target, c.Rule, c.Action = s.Config.Group, s.Config.Name, target, rule, action
 	}
 }
 
-// missed notes that ctx's call, if it is observed, named nothing there is.
-func (h *Hub) missed(ctx context.Context, target string) {
-	if h.obs.Load() == nil {
-		return
-	}
-	if c := traffic.CallOf(ctx); c != nil {
-		c.Target, c.Status = target, traffic.StatusNotFound
+// missed notes that the request named nothing the client can see: its
+// outcome is not_found, whatever it is answered with.
+func (h *Hub) missed(req *request, target string) {
+	req.missed = true
+	if c := req.call; c != nil {
+		c.Target = target
 	}
 }
 
-// request sends one request to an upstream server for ctx's call: every
-// hop to an upstream goes through here, so that observers see it.
-func (h *Hub) request(ctx context.Context, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+// request sends one request to an upstream server for req (nil for work
+// of no client's request): every hop to an upstream goes through here, so
+// that observers see it.
+func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	obs := h.observer()
 	if obs == nil {
 		return s.Request(ctx, method, params, timeout)
@@ -96,6 +60,9 @@ func (h *Hub) request(ctx context.Context, s *upstream.Server, method string, pa
 	}
 	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
 		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
+	if req != nil {
+		hop.Call = req.call
+	}
 	ctx = obs.HopStarted(ctx, hop)
 	params = nil // none sent when there are none, never "params": null
 	if hop.Params != nil {
@@ -103,6 +70,10 @@ func (h *Hub) request(ctx context.Context, s *upstream.Server, method string, pa
 	}
 	res, err := s.Request(ctx, method, params, timeout)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
+	hop.ToolError = err == nil && method == "tools/call" && isToolError(res)
+	if req != nil {
+		req.hopResult, req.hopToolError = res, hop.ToolError
+	}
 	obs.HopEnded(ctx, hop)
 	return res, err
 }

@@ -33,10 +33,10 @@ func (r *recorder) CallEnded(_ context.Context, c *traffic.Call) {
 
 func (r *recorder) HopStarted(ctx context.Context, _ *traffic.Hop) context.Context { return ctx }
 
-func (r *recorder) HopEnded(ctx context.Context, h *traffic.Hop) {
+func (r *recorder) HopEnded(_ context.Context, h *traffic.Hop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if traffic.CallOf(ctx) == nil {
+	if h.Call == nil {
 		h.Method = "no call: " + h.Method
 	}
 	r.hops = append(r.hops, *h)

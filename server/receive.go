@@ -9,14 +9,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// serveRequest answers a client's request on sess, with the session in
-// ctx for mcp-go and the routing of what upstreams send back.
+// serveRequest answers a client's request on sess (see serve), its calls
+// upstream marked as sess's for the routing of what upstreams send back.
 func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	ctx = upstream.WithOwner(h.mcp.WithContext(ctx, sess), sess)
-	if obs := h.observer(); obs != nil {
-		return h.observed(ctx, obs, sess, msg)
-	}
-	return h.handle(ctx, msg)
+	return h.serve(upstream.WithOwner(ctx, sess), sess, msg)
 }
 
 // serveNotification handles a client's notification on sess. It runs on

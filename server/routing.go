@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -99,12 +98,11 @@ func (h *Hub) sessionList() []*session {
 }
 
 // sessionFor is the client session a request from upstream belongs to: the
-// one whose call it came during, the one whose own connection it came on
-// (isolation: per-session), or the only client there is.
+// one whose call it came during or whose own connection it came on
+// (isolation: per-session), both of which the upstream package knows as
+// the owner serveRequest marked the call with, else the only client there
+// is.
 func (h *Hub) sessionFor(ctx context.Context) *session {
-	if s, ok := mcpserver.ClientSessionFromContext(ctx).(*session); ok {
-		return s
-	}
 	if s, ok := upstream.OwnerOf(ctx).(*session); ok {
 		return s
 	}
@@ -132,8 +130,8 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 
 // progressOf is the call a progress notification's params are for, which
 // their token says; ok is false when no call in flight has it.
-func (h *Hub) progressOf(params json.RawMessage) (tok string, route progressRoute, ok bool) {
-	if json.Unmarshal(jsonrpc.Field(params, "progressToken"), &tok) != nil {
+func (h *Hub) progressOf(params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
+	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
 		return "", progressRoute{}, false
 	}
 	h.routes.mu.Lock()
@@ -150,13 +148,16 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	// Checked JSON since it arrived (its connection decoded it): scanned
+	// once, its members read and replaced without validating it again.
+	fields, _ := jsonrpc.ScanObject(params) // the zero Object when no object: With refuses it
 	var (
 		tok   string
 		route progressRoute
 		known bool // a progress notification for a call in flight
 	)
 	if method == "notifications/progress" {
-		tok, route, known = h.progressOf(params)
+		tok, route, known = h.progressOf(fields)
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
@@ -177,7 +178,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			h.logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return
 		}
-		p, err := jsonrpc.SetField(params, "progressToken", route.token)
+		p, err := fields.With(jsonrpc.Member{Key: "progressToken", Value: route.token})
 		if err != nil {
 			h.logger.Debug("progress with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
@@ -185,15 +186,14 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		route.sess.notify(route.ctx, method, p)
 	case "notifications/message":
 		var level mcp.LoggingLevel
-		_ = json.Unmarshal(jsonrpc.Field(params, "level"), &level)
-		var logger string
-		_ = json.Unmarshal(jsonrpc.Field(params, "logger"), &logger)
+		_ = json.Unmarshal(fields.Field("level"), &level)
+		logger, _ := stringValue(fields.Field("logger"))
 		name := s.Config.ID()
 		if logger != "" {
 			name += "/" + logger
 		}
 		quoted, _ := jsonrpc.Marshal(name)
-		p, err := jsonrpc.SetField(params, "logger", quoted)
+		p, err := fields.With(jsonrpc.Member{Key: "logger", Value: quoted})
 		if err != nil {
 			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
@@ -206,8 +206,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	case "notifications/tasks/status":
 		h.taskStatus(s, params)
 	case "notifications/resources/updated":
-		var uri string
-		_ = json.Unmarshal(jsonrpc.Field(params, "uri"), &uri)
+		uri, _ := stringValue(fields.Field("uri"))
 		if h.snapshot().view.hidesResource(uri) {
 			h.logger.Debug("update of a hidden resource not passed on", "upstream", s.Config.ID(), "uri", uri)
 			return
@@ -271,18 +270,19 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
 // when sess is the first to listen.
-func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json.RawMessage, on bool) (json.RawMessage, error) {
+func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (json.RawMessage, error) {
+	sess := req.sess
 	var p struct {
 		URI string `json:"uri"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+	if json.Unmarshal(req.msg.Params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
 	}
-	h.routed(ctx, s, p.URI, "", "")
+	h.routed(req, s, p.URI, "", "")
 	r := h.routes
 	r.mu.Lock()
 	sub := r.subs[p.URI]
@@ -307,7 +307,7 @@ func (h *Hub) subscribe(ctx context.Context, sess *session, v *view, params json
 		// the server's shared connection (as its unsubscribe does), not on
 		// this session's own (isolation: per-session), which ends with it.
 		shared := upstream.WithOwner(ctx, nil)
-		if _, err := h.request(shared, s, "resources/subscribe", map[string]string{"uri": p.URI}, h.snapshotOf(ctx).cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": p.URI}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			delete(r.subs, p.URI)
 			r.mu.Unlock()
@@ -379,7 +379,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := h.request(context.Background(), s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.request(context.Background(), nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

@@ -30,29 +30,15 @@ func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLo
 // trail takes it with acquire instead.
 func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 
-type snapshotKey struct{}
-
-// snapshotOf is the snapshot the request of ctx loaded, or the current one
-// for work that belongs to no request.
-func (h *Hub) snapshotOf(ctx context.Context) *snapshot {
-	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok {
-		return s
-	}
-	return h.snapshot()
-}
-
-// acquire loads the current snapshot for one request, unless ctx carries
-// one already, and keeps its audit trail open until release is called, so
+// acquire loads the current snapshot for one request and keeps its audit
+// trail open until the request calls the snapshot's audit.release, so
 // that a reload moving the trail loses none of the request's records. The
-// returned ctx carries the snapshot to everything the request calls.
-func (h *Hub) acquire(ctx context.Context) (_ context.Context, _ *snapshot, release func()) {
-	if s, ok := ctx.Value(snapshotKey{}).(*snapshot); ok {
-		return ctx, s, func() {}
-	}
+// request carries the snapshot to everything it calls (see request).
+func (h *Hub) acquire() *snapshot {
 	for {
 		s := h.snap.Load()
 		if s.audit.hold() {
-			return context.WithValue(ctx, snapshotKey{}, s), s, s.audit.release
+			return s
 		}
 		// The trail was retired between the load and the hold: its
 		// successor is in place already (see swap), so loading again

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -72,14 +73,14 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, snap, release := h.acquire(context.Background())
-	if _, again, _ := h.acquire(ctx); again != snap {
-		t.Error("a request loaded a second snapshot")
-	}
+	snap := h.acquire()
+	req := &request{sess: newSession("t", "stdio"), snap: snap}
 	h.SetConfig(b) // moves the trail while the request runs
-	h.auditMiss(ctx, "late", nil)
-	release()
-	h.auditMiss(context.Background(), "after", nil)
+	h.auditMiss(req, "late", nil)
+	req.finish(context.Background(), nil, nil)
+	h.writeAudit(req, nil)
+	snap.audit.release()
+	serveMiss(t, h, "after")
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAuditReloadsLoseNoRecord(t *testing.T) {
 	for range writers {
 		wg.Go(func() {
 			for range each {
-				h.auditMiss(context.Background(), "tool", nil)
+				serveMiss(t, h, "tool")
 			}
 		})
 	}
@@ -127,5 +128,18 @@ func TestAuditReloadsLoseNoRecord(t *testing.T) {
 	}
 	if got := lines(t, pathA) + lines(t, pathB); got != writers*each {
 		t.Errorf("%d records, want %d", got, writers*each)
+	}
+}
+
+// serveMiss has h answer a tools/call of a tool that does not exist, which
+// writes an audit record.
+func serveMiss(t *testing.T, h *Hub, name string) {
+	msg, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `"}}`))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if _, err := h.serve(context.Background(), newSession("t", "stdio"), msg); jsonrpc.ToError(err).Code != codeMethodNotFound {
+		t.Errorf("a call of %s: %v", name, err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	mcpserver "github.com/mark3labs/mcp-go/server"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -30,14 +28,13 @@ const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
 // adoptTask records the task a task-augmented call created and gives it
 // the hub's id in the result; a result without a task passes unchanged.
-func (h *Hub) adoptTask(ctx context.Context, s *upstream.Server, res json.RawMessage) json.RawMessage {
+func (h *Hub) adoptTask(req *request, s *upstream.Server, res json.RawMessage) json.RawMessage {
 	task := jsonrpc.Field(res, "task")
 	id := jsonrpc.Field(task, "taskId")
-	sess, ok := mcpserver.ClientSessionFromContext(ctx).(*session)
-	if len(id) == 0 || !ok {
+	if len(id) == 0 {
 		return res
 	}
-	hubID := h.taskID(s, id, sess)
+	hubID := h.taskID(s, id, req.sess)
 	task, err := jsonrpc.SetField(task, "taskId", hubID)
 	if err != nil {
 		return res
@@ -70,14 +67,13 @@ func hubTaskID(s *upstream.Server, id json.RawMessage) json.RawMessage {
 	return hubID
 }
 
-// task finds the session's task named in params.
-func (h *Hub) task(ctx context.Context, params json.RawMessage) (string, *taskRoute, error) {
-	id := jsonrpc.Field(params, "taskId")
-	sess, _ := mcpserver.ClientSessionFromContext(ctx).(*session)
+// task finds the session's task the request names.
+func (h *Hub) task(req *request) (string, *taskRoute, error) {
+	id := req.field("taskId")
 	h.routes.mu.Lock()
 	r := h.routes.tasks[string(id)]
 	h.routes.mu.Unlock()
-	if r == nil || r.sess != sess {
+	if r == nil || r.sess != req.sess {
 		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
 	}
 	return string(id), r, nil
@@ -85,16 +81,16 @@ func (h *Hub) task(ctx context.Context, params json.RawMessage) (string, *taskRo
 
 // taskRequest routes tasks/get, tasks/result or tasks/cancel to the
 // upstream that owns the task, and gives what it answers the hub's id.
-func (h *Hub) taskRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	hubID, r, err := h.task(ctx, params)
+func (h *Hub) taskRequest(ctx context.Context, req *request) (json.RawMessage, error) {
+	hubID, r, err := h.task(req)
 	if err != nil {
 		return nil, err
 	}
-	up, err := jsonrpc.SetField(params, "taskId", r.id)
+	up, err := req.params.With(jsonrpc.Member{Key: "taskId", Value: r.id})
 	if err != nil {
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	res, err := h.request(ctx, r.server, method, up, h.snapshotOf(ctx).cfg.CallTimeoutFor(r.server.Config))
+	res, err := h.request(ctx, req, r.server, req.msg.Method, json.RawMessage(up), req.snap.cfg.CallTimeoutFor(r.server.Config))
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +99,11 @@ func (h *Hub) taskRequest(ctx context.Context, method string, params json.RawMes
 
 // tasksList answers tasks/list with the session's tasks, from every
 // upstream that lists tasks.
-func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
-	sess, _ := mcpserver.ClientSessionFromContext(ctx).(*session)
+func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, error) {
 	owned := map[*upstream.Server]map[string]string{} // server -> its task id -> hub id
 	h.routes.mu.Lock()
 	for hubID, r := range h.routes.tasks {
-		if r.sess == sess {
+		if r.sess == req.sess {
 			if owned[r.server] == nil {
 				owned[r.server] = map[string]string{}
 			}
@@ -117,9 +112,9 @@ func (h *Hub) tasksList(ctx context.Context) (json.RawMessage, error) {
 	}
 	h.routes.mu.Unlock()
 	var tasks []json.RawMessage
-	timeout := h.snapshotOf(ctx).cfg.Settings.ListTimeout
+	timeout := req.snap.cfg.Settings.ListTimeout
 	for s, ids := range owned {
-		res, err := h.request(ctx, s, "tasks/list", nil, timeout)
+		res, err := h.request(ctx, req, s, "tasks/list", nil, timeout)
 		if err != nil {
 			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
 			continue

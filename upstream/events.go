@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -21,12 +23,6 @@ const (
 	// elicitation, roots). It must be answered with Reply; the server
 	// answers it with an error itself when its deadline passes first.
 	EventRequest
-	// EventFlush is the hub's to Reply to as soon as it reads it, with
-	// nothing: every event before it has then been routed. A call whose
-	// server sent events while it ran waits for one before it returns (see
-	// Server.Request), so that the call's progress and log messages reach
-	// the client before its result, as they left the server.
-	EventFlush
 )
 
 func (k EventKind) String() string {
@@ -35,8 +31,6 @@ func (k EventKind) String() string {
 		return "notification"
 	case EventRequest:
 		return "request"
-	case EventFlush:
-		return "flush"
 	}
 	return "unknown"
 }
@@ -56,16 +50,29 @@ type Event struct {
 	// no longer waits for the answer.
 	Context context.Context
 
-	reply *reply // EventRequest and EventFlush
+	reply *reply // EventRequest
+	seq   uint64 // the event's number in Server.events; 0 for none
 }
 
-// Reply answers a request event, or acknowledges a flush. Only the first call counts; later calls,
+// Reply answers a request event. Only the first call counts; later calls,
 // calls after the deadline and calls on a notification do nothing, so
 // Reply never blocks. An error that is an *RPCError reaches the server as
 // that JSON-RPC error.
 func (e Event) Reply(result json.RawMessage, err error) {
 	if e.reply != nil {
 		e.reply.send(result, err)
+	}
+}
+
+// Routed tells the server that the hub has passed the event on (a
+// notification queued to the sessions it is for, a request handed to
+// what answers it). The hub's loop calls it after each event, in the
+// order it reads them: a call of the server waits, before it returns, for
+// the events the server sent before the call's result (see
+// Server.Request). Later calls do nothing.
+func (e Event) Routed() {
+	if e.Server != nil && e.seq != 0 {
+		e.Server.events.settle(e.seq)
 	}
 }
 
@@ -97,12 +104,13 @@ const dropLogEvery = time.Second
 // emit hands a notification to the hub without blocking: when the hub is
 // not keeping up, it is dropped and counted.
 func (m *Manager) emit(e Event) {
+	e.seq = e.Server.events.open()
 	select {
 	case m.events <- e:
-		e.Server.emitted.Add(1)
 		return
 	default:
 	}
+	e.Server.events.settle(e.seq)
 	m.dropped.Add(1)
 	m.droppedSince.Add(1)
 	now := time.Now().UnixNano()
@@ -114,26 +122,131 @@ func (m *Manager) emit(e Event) {
 		"dropped", m.droppedSince.Swap(0), "upstream", e.Server.Config.ID(), "method", e.Method)
 }
 
-// flushWait bounds how long a call waits for the hub to route the events
-// its server sent during it: only a hub that is not reading Events at all
-// takes that long.
-const flushWait = time.Second
-
-// flush waits, within ctx and m.flushWait, until the hub has read every
-// event put on Events before it.
-func (m *Manager) flush(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, m.flushWait)
-	defer cancel()
-	r := newReply()
+// put hands a request to the hub, waiting for room until ctx ends; it
+// reports whether the hub has it.
+func (m *Manager) put(ctx context.Context, e Event) bool {
+	e.seq = e.Server.events.open()
 	select {
-	case m.events <- Event{Kind: EventFlush, Context: ctx, reply: r}:
+	case m.events <- e:
+		return true
 	case <-ctx.Done():
+		e.Server.events.settle(e.seq)
+		return false
+	}
+}
+
+// routeWait bounds how long a call waits for the hub to route the events
+// its server sent before the call's result: only a hub that is not reading
+// Events at all takes that long.
+const routeWait = time.Second
+
+// eventLog numbers a server's events and knows which of them the hub has
+// routed (or which were dropped), so that a call can wait for exactly the
+// events its server sent before the call's result, and for nothing else.
+//
+// Why not a flush through the hub's loop: a flush queues behind every
+// event of every server, and costs the call two hand-offs between
+// goroutines even when its own events were routed long ago. The log costs
+// a call that saw no event of its server two atomic loads (most calls),
+// and a call that did only the wait for those events, which the hub
+// routes in the order the server sent them.
+type eventLog struct {
+	next atomic.Uint64 // the number the next event gets, from 1; written under mu
+
+	mu sync.Mutex // guards unsettled and waiters
+	// unsettled are the numbers of the events neither routed nor dropped
+	// yet, ascending: at most those waiting in Events and the requests
+	// waiting for room there, however many the hub drops meanwhile.
+	unsettled []uint64
+	waiters   []logWaiter
+}
+
+type logWaiter struct {
+	upto uint64        // wakes when every event below it is settled
+	ch   chan struct{} // closed then
+}
+
+func newEventLog() *eventLog {
+	l := &eventLog{}
+	l.next.Store(1)
+	return l
+}
+
+// open numbers a new event.
+func (l *eventLog) open() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := l.next.Load()
+	l.next.Store(seq + 1)
+	l.unsettled = append(l.unsettled, seq)
+	return seq
+}
+
+// mark is the number the next event will get: the events opened so far are
+// those below it.
+func (l *eventLog) mark() uint64 { return l.next.Load() }
+
+// lowLocked is the lowest number not settled: every event below it is.
+func (l *eventLog) lowLocked() uint64 {
+	if len(l.unsettled) > 0 {
+		return l.unsettled[0]
+	}
+	return l.next.Load()
+}
+
+// settle records that the event seq was routed or dropped. Events of
+// one server may settle out of the order they were numbered in (requests
+// are numbered before they find room in Events); a waiter is woken only
+// when every event below its mark has settled. Settling twice does
+// nothing.
+func (l *eventLog) settle(seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, found := slices.BinarySearch(l.unsettled, seq)
+	switch {
+	case !found:
+		return
+	case i == 0:
+		l.unsettled = l.unsettled[1:]
+	default:
+		l.unsettled = slices.Delete(l.unsettled, i, i+1)
+		return // the lowest is unsettled still: no waiter can wake
+	}
+	low := l.lowLocked()
+	kept := l.waiters[:0]
+	for _, w := range l.waiters {
+		if w.upto <= low {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(l.waiters[len(kept):])
+	l.waiters = kept
+}
+
+// wait waits until every event numbered below upto has settled, ctx ends
+// or limit passes.
+func (l *eventLog) wait(ctx context.Context, upto uint64, limit time.Duration) {
+	l.mu.Lock()
+	if upto <= l.lowLocked() {
+		l.mu.Unlock()
 		return
 	}
+	w := logWaiter{upto: upto, ch: make(chan struct{})}
+	l.waiters = append(l.waiters, w)
+	l.mu.Unlock()
+	t := time.NewTimer(limit)
+	defer t.Stop()
 	select {
-	case <-r.ch:
+	case <-w.ch:
+		return
 	case <-ctx.Done():
+	case <-t.C:
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waiters = slices.DeleteFunc(l.waiters, func(o logWaiter) bool { return o.ch == w.ch })
 }
 
 // Dropped is how many notifications from servers were dropped because the

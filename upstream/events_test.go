@@ -7,21 +7,20 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // collector reads a manager's events into a list, as the hub's loop
-// would, taking delay for each, without answering requests. It
-// acknowledges flushes.
+// would, taking delay for each and then marking it routed, without
+// answering requests.
 type collector struct {
-	delay   time.Duration
-	flushes atomic.Int64
-	mu      sync.Mutex
-	events  []Event
-	stop    chan struct{}
-	done    chan struct{}
+	delay  time.Duration
+	mu     sync.Mutex
+	events []Event
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 func collect(t *testing.T, m *Manager) *collector { return collectSlowly(t, m, 0) }
@@ -35,15 +34,11 @@ func collectSlowly(t *testing.T, m *Manager, delay time.Duration) *collector {
 			case <-c.stop:
 				return
 			case e := <-m.Events():
-				if e.Kind == EventFlush {
-					c.flushes.Add(1)
-					e.Reply(nil, nil)
-					continue
-				}
 				time.Sleep(c.delay)
 				c.mu.Lock()
 				c.events = append(c.events, e)
 				c.mu.Unlock()
+				e.Routed()
 			}
 		}
 	}()
@@ -146,8 +141,8 @@ func TestRequestsCapped(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("refusals took %s", took)
 	}
+	// The fake sent n and saw n-maxOutstanding refused: no more can come.
 	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
-	time.Sleep(50 * time.Millisecond)
 	events := c.list()
 	if len(events) != maxOutstanding {
 		t.Fatalf("%d requests reached the hub, want %d", len(events), maxOutstanding)
@@ -212,8 +207,10 @@ func TestRequestDeadline(t *testing.T) {
 			t.Error("the request's context is not done after its deadline")
 		}
 		e.Reply(json.RawMessage(`{}`), nil)
+		if len(e.reply.ch) != 1 {
+			t.Error("a late answer was taken")
+		}
 	}
-	time.Sleep(20 * time.Millisecond)
 	if st := stateOf(t, s); st.Answers != 3 {
 		t.Errorf("%d answers, want the 3 refusals only", st.Answers)
 	}
@@ -277,7 +274,11 @@ func TestRequestWaitsForRoom(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, "call_timeout: 5s", "-flood"))
 	callTool(t, s, "flood", "notifications/message", eventBuffer)
 	callTool(t, s, "flood", "roots/list", 1)
-	time.Sleep(20 * time.Millisecond)
+	// The request has its slot: it waits for room in the full Events.
+	waitFor(t, 5*time.Second, "the request", func() bool { return len(s.outstanding) == 1 })
+	if n := len(m.Events()); n != eventBuffer {
+		t.Fatalf("%d events waiting, want %d", n, eventBuffer)
+	}
 	for range eventBuffer {
 		if e := <-m.Events(); e.Kind != EventNotification {
 			t.Fatalf("event %+v before the notifications", e)
@@ -306,7 +307,7 @@ func TestRequestDuringCall(t *testing.T) {
 	type ctxKey struct{}
 	go func() {
 		e := <-m.Events()
-		defer func() { (<-m.Events()).Reply(nil, nil) }() // the flush after the call
+		defer e.Routed()
 		if e.Kind != EventRequest || e.Method != "elicitation/create" || e.Context.Value(ctxKey{}) != "the call" {
 			e.Reply(nil, &RPCError{Code: -1, Message: "unexpected event"})
 			return
@@ -321,11 +322,10 @@ func TestRequestDuringCall(t *testing.T) {
 }
 
 // What a server sends during a call reaches the hub's loop before the
-// call returns, however slow the loop; a call during which the server
-// sent nothing does not wait for the loop at all.
+// call returns, however slow the loop.
 func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, ""))
-	m.flushWait = 10 * time.Second
+	m.routeWait = time.Hour
 	c := collectSlowly(t, m, 20*time.Millisecond)
 	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
 		"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
@@ -340,11 +340,152 @@ func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
 			t.Errorf("event %s %s", e.Method, e.Params)
 		}
 	}
-	if got := c.flushes.Load(); got != 1 {
-		t.Errorf("%d flushes, want 1", got)
+}
+
+// waiters is how many calls wait for s's events to be routed.
+func waiters(s *Server) int {
+	s.events.mu.Lock()
+	defer s.events.mu.Unlock()
+	return len(s.events.waiters)
+}
+
+// A call whose server sent events during it waits for those events to be
+// routed, and for nothing else: it puts nothing of its own through the
+// hub's loop (no flush), so it returns as soon as the hub marks the last
+// of them routed.
+func TestCallWaitsForItsOwnEventsOnly(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, ""))
+	m.routeWait = time.Hour // only Routed ends the wait
+	type outcome struct {
+		res json.RawMessage
+		err error
 	}
-	callTool(t, s, "echo", "quiet", 0)
-	if got := c.flushes.Load(); got != 1 {
-		t.Errorf("a call during which the server sent nothing flushed: %d flushes", got)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
+			"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
+		done <- outcome{res, err}
+	}()
+	var got []Event
+	for range 3 {
+		got = append(got, <-m.Events())
+	}
+	got[0].Routed()
+	got[1].Routed()
+	// The call has its result and waits for the third progress only.
+	waitFor(t, 10*time.Second, "the call to wait for its events", func() bool { return waiters(s) == 1 })
+	select {
+	case o := <-done:
+		t.Fatalf("the call returned before its last progress was routed: %s, %v", o.res, o.err)
+	default:
+	}
+	got[2].Routed()
+	got[2].Routed() // a second time does nothing
+	select {
+	case o := <-done:
+		if o.err != nil || !strings.Contains(string(o.res), "progressed x") {
+			t.Fatalf("progress: %s, %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return once its events were routed")
+	}
+	if n := len(m.Events()); n != 0 {
+		t.Errorf("%d events through the loop after the call, want none (no flush)", n)
+	}
+	if n := waiters(s); n != 0 {
+		t.Errorf("%d waiters left", n)
+	}
+}
+
+// A call during which its server sent nothing returns at once and does
+// not touch the hub's loop, even while earlier events of the server wait
+// there unrouted.
+func TestQuietCallDoesNotTouchTheLoop(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "", "-flood"))
+	m.routeWait = 0 // the flood's call does not wait for its events
+	callTool(t, s, "flood", "notifications/message", 3)
+	m.routeWait = time.Hour
+	for range 2 {
+		(<-m.Events()).Routed()
+	}
+	if n := len(m.Events()); n != 1 {
+		t.Fatalf("%d events waiting, want 1", n)
+	}
+	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "quiet"}}, 10*time.Second)
+	if err != nil || !strings.Contains(string(res), "quiet") {
+		t.Fatalf("echo: %s, %v", res, err)
+	}
+	if n := len(m.Events()); n != 1 {
+		t.Errorf("%d events waiting after a quiet call, want the 1 from before", n)
+	}
+}
+
+// The log wakes a waiter only when every event below its mark has
+// settled, whatever order they settle in, and a waiter whose context
+// ends leaves.
+func TestEventLogSettlesOutOfOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newEventLog()
+		a, b, c := l.open(), l.open(), l.open()
+		end := l.mark()
+		woke := make(chan struct{})
+		go func() {
+			l.wait(t.Context(), end, time.Hour)
+			close(woke)
+		}()
+		for _, seq := range []uint64{c, a} {
+			l.settle(seq)
+			synctest.Wait()
+			select {
+			case <-woke:
+				t.Fatalf("woken with event %d unsettled", b)
+			default:
+			}
+		}
+		l.settle(b)
+		synctest.Wait()
+		select {
+		case <-woke:
+		default:
+			t.Fatal("not woken once every event settled")
+		}
+		if low := l.lowLocked(); low != end || len(l.unsettled) != 0 || len(l.waiters) != 0 {
+			t.Errorf("low %d (want %d), %d unsettled, %d waiters", low, end, len(l.unsettled), len(l.waiters))
+		}
+
+		d := l.open()
+		ctx, cancel := context.WithCancel(t.Context())
+		left := make(chan struct{})
+		go func() {
+			l.wait(ctx, l.mark(), time.Hour)
+			close(left)
+		}()
+		synctest.Wait()
+		cancel()
+		<-left
+		if len(l.waiters) != 0 {
+			t.Errorf("%d waiters after the wait ended", len(l.waiters))
+		}
+		l.wait(t.Context(), l.mark(), time.Minute) // the limit ends it
+		l.settle(d)
+		l.wait(t.Context(), l.mark(), time.Hour) // nothing to wait for
+	})
+}
+
+// What the log keeps is bounded by the events not settled yet, not by
+// how many settled after one that is stuck (a hub that stopped reading
+// while its server floods it with notifications, all dropped).
+func TestEventLogBoundedWhileOneIsStuck(t *testing.T) {
+	l := newEventLog()
+	stuck := l.open()
+	for range 100_000 {
+		l.settle(l.open()) // dropped at once
+	}
+	if n := len(l.unsettled); n != 1 {
+		t.Errorf("%d kept, want 1", n)
+	}
+	l.settle(stuck)
+	if n, low := len(l.unsettled), l.lowLocked(); n != 0 || low != l.mark() {
+		t.Errorf("%d kept, low %d, mark %d", n, low, l.mark())
 	}
 }

@@ -104,10 +104,7 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
 
 	r := newReply()
-	select {
-	case s.mgr.events <- Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, reply: r}:
-		s.emitted.Add(1)
-	case <-rctx.Done():
+	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, reply: r}) {
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
 	select {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -33,9 +34,12 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// No goroutine outlives the tests: each closes the managers it
+	// started, and Close waits for everything a manager started.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // testLogger discards, unless -v asks to see the logs.
@@ -67,11 +71,16 @@ func fakeConfig(t testing.TB, settings string, args ...string) *config.Config {
 // ready and returns both; the manager is closed when the test ends.
 func startFake(t testing.TB, cfg *config.Config) (*Manager, *Server) {
 	t.Helper()
+	before := goleak.IgnoreCurrent()
 	m := New(cfg, testLogger(t))
-	m.flushWait = 50 * time.Millisecond // most tests read no events
+	m.routeWait = 50 * time.Millisecond // most tests read no events
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		m.Close()
+		// Close waited for everything the manager started.
+		goleak.VerifyNone(t, before)
+	})
 	s := m.Servers()[0]
 	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	return m, s

@@ -33,7 +33,7 @@ type Manager struct {
 	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes   chan struct{} // coalesced: one pending signal is enough
 	events    chan Event    // bounded: see emit
-	flushWait time.Duration // the constant flushWait, shortened by tests
+	routeWait time.Duration // the constant routeWait, changed by tests
 
 	dropped      atomic.Uint64 // notifications dropped since New
 	droppedSince atomic.Uint64 // ... since they were last logged
@@ -54,7 +54,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		logger:    logger,
 		changes:   make(chan struct{}, 1),
 		events:    make(chan Event, eventBuffer),
-		flushWait: flushWait,
+		routeWait: routeWait,
 		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
 		caps:      newClientCaps(),
 		tokens:    auth.NewStore(cfg.TokenDir()),
@@ -96,11 +96,14 @@ func sameServer(s *Server, sc *config.Server, settings config.Settings) bool {
 func (m *Manager) Groups() []*Group { return *m.groups.Load() }
 
 // Start connects to every enabled server in parallel and returns at once;
-// each server's outcome arrives on Changes.
+// each server's outcome arrives on Changes. After Close it does nothing.
 func (m *Manager) Start(ctx context.Context) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.ctx != nil {
+		return
+	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
-	m.mu.Unlock()
 	for _, s := range m.Servers() {
 		if !s.Config.Disabled {
 			s.start(m.ctx)
@@ -148,9 +151,9 @@ func (m *Manager) Apply(cfg *config.Config) {
 }
 
 // Events receives what the servers send on their own initiative:
-// notifications, requests to the client that must be answered with
-// Event.Reply, and flushes to acknowledge with Reply (see EventFlush). The
-// channel is bounded and never closed. Notifications that find it full are
+// notifications, and requests to the client that must be answered with
+// Event.Reply. Its reader calls Event.Routed once it has passed each
+// event on. The channel is bounded and never closed. Notifications that find it full are
 // dropped and counted (see Dropped); requests wait for room until their
 // deadline. Its reader must never block on a client.
 func (m *Manager) Events() <-chan Event { return m.events }

@@ -28,13 +28,42 @@ var ErrPinFile = errors.New("pin file cannot be used")
 // time it is seen, so that a server that later changes a tool (a "rug
 // pull") is noticed. One JSON file per server in the pins directory,
 // written atomically with mode 0600.
+//
+// Reading and writing a pin file is file I/O (a write syncs to disk): a
+// Server calls Check with none of its locks held, so that a slow disk
+// never holds up its calls or lists (see Server.lockWithPins).
 type Pins struct {
 	dir string
-	mu  sync.Mutex // serialises read-modify-write of the files
+	// write stores a server's pins; atomicfile.WriteJSON, or what a test
+	// puts in its place.
+	write func(path string, v any) error
+
+	mu    sync.Mutex               // guards files
+	files map[string]chan struct{} // by server: a lock (one token) on the read-modify-write of its file
 }
 
 // NewPins keeps pins in dir.
-func NewPins(dir string) *Pins { return &Pins{dir: dir} }
+func NewPins(dir string) *Pins {
+	return &Pins{dir: dir, write: func(path string, v any) error { return atomicfile.WriteJSON(path, v, 0o600) }}
+}
+
+// lock takes the lock of serverID's file: two changes of one file never
+// interleave, so two writes of it never land out of order, while the
+// files of other servers are read and written meanwhile.
+func (p *Pins) lock(serverID string) func() {
+	p.mu.Lock()
+	token := p.files[serverID]
+	if token == nil {
+		if p.files == nil {
+			p.files = map[string]chan struct{}{}
+		}
+		token = make(chan struct{}, 1)
+		p.files[serverID] = token
+	}
+	p.mu.Unlock()
+	token <- struct{}{}
+	return func() { <-token }
+}
 
 // Dir is where the pin files are.
 func (p *Pins) Dir() string { return p.dir }
@@ -100,7 +129,7 @@ func (p *Pins) save(f *pinFile) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(p.path(f.Server), f, 0o600)
+	return p.write(p.path(f.Server), f)
 }
 
 // Check compares tools with their pins: a tool seen for the first time is
@@ -109,8 +138,7 @@ func (p *Pins) save(f *pinFile) error {
 // closed: every tool is returned as changed, with an error wrapping
 // ErrPinFile that says what to do.
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.lock(serverID)()
 	f, err := p.load(serverID)
 	if err != nil {
 		all := make([]string, 0, len(tools))
@@ -154,8 +182,7 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 // server when none are named) as their new pins, and returns which it
 // accepted.
 func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.lock(serverID)()
 	f, err := p.load(serverID)
 	if err != nil {
 		return nil, err
@@ -191,8 +218,7 @@ type PinChange struct {
 
 // Changes lists serverID's tools whose definition changed since pinned.
 func (p *Pins) Changes(serverID string) ([]PinChange, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.lock(serverID)()
 	f, err := p.load(serverID)
 	if err != nil {
 		return nil, err

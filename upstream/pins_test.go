@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 )
 
 func TestPins(t *testing.T) {
@@ -83,4 +86,64 @@ func TestPinsCorruptFileFailsClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two changes of one pin file never interleave, so its writes land in
+// the order they were made, while the files of other servers are written
+// meanwhile: a write that blocks holds up its own file only.
+func TestPinWritesOrderedPerFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPins(t.TempDir())
+		entered := make(chan string, 10)
+		release := make(chan struct{})
+		p.write = func(path string, v any) error {
+			entered <- filepath.Base(path)
+			<-release
+			return atomicfile.WriteJSON(path, v, 0o600)
+		}
+		v1 := []Item{{Key: "read", Raw: json.RawMessage(`{"name":"read","description":"Read a file"}`)}}
+		v2 := []Item{{Key: "read", Raw: json.RawMessage(`{"name":"read","description":"Read a file and send it away"}`)}}
+		type result struct {
+			changed []string
+			err     error
+		}
+		check := func(server string, tools []Item) chan result {
+			ch := make(chan result, 1)
+			go func() {
+				changed, err := p.Check(server, tools)
+				ch <- result{changed, err}
+			}()
+			return ch
+		}
+		first := check("files", v1) // pins read, then its write blocks
+		if got := <-entered; got != "files.json" {
+			t.Fatalf("first write to %s", got)
+		}
+		second := check("files", v2) // the same file: waits for the first
+		other := check("web", v1)    // another file: written meanwhile
+		if got := <-entered; got != "web.json" {
+			t.Fatalf("second write to %s, want web.json", got)
+		}
+		synctest.Wait()
+		select {
+		case got := <-entered:
+			t.Fatalf("%s written while its previous write had not landed", got)
+		default:
+		}
+		close(release)
+		if r := <-first; r.err != nil || r.changed != nil {
+			t.Errorf("first: %v, %v", r.changed, r.err)
+		}
+		if r := <-other; r.err != nil || r.changed != nil {
+			t.Errorf("other: %v, %v", r.changed, r.err)
+		}
+		// The second read what the first wrote: read is pinned, and changed.
+		if r := <-second; r.err != nil || !reflect.DeepEqual(r.changed, []string{"read"}) {
+			t.Errorf("second: %v, %v", r.changed, r.err)
+		}
+		changes, err := p.Changes("files")
+		if err != nil || len(changes) != 1 || changes[0].Tool != "read" {
+			t.Errorf("the file after both writes: %+v, %v", changes, err)
+		}
+	})
 }

@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -57,6 +60,101 @@ func TestRetryLoopWaitsOnTheSchedule(t *testing.T) {
 			if d := at[i] - want[i]; d < -want[i]/4-time.Second/2 || d > want[i]/4+time.Second/2 {
 				t.Errorf("try %d at %s, want about %s (all: %v)", i+1, at[i], want[i], at)
 			}
+		}
+	})
+}
+
+// A server that cannot start is tried at once, then on its schedule
+// (backing off from initial_interval for its attempts, then every
+// reconnect_interval for as long as the hub runs), failed meanwhile with
+// its reason, and Close ends its waiting at once. The minutes of waiting
+// take no time in a synctest bubble, and the bubble ends only when every
+// goroutine the manager started has.
+func TestServerRetriesOnTheSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fakeConfig(t, "retry: {attempts: 3, initial_interval: 1s, reconnect_interval: 30s}")
+		cfg.Groups[0].Servers[0].Command = filepath.Join(t.TempDir(), "missing")
+		m := New(cfg, testLogger(t))
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		start := time.Now()
+		m.Start(t.Context())
+		s := m.Servers()[0]
+		var at []time.Duration
+		for range 6 {
+			<-m.Changes() // each failed try says so
+			at = append(at, time.Since(start))
+		}
+		want := []time.Duration{0, time.Second, 3 * time.Second, 33 * time.Second, 63 * time.Second, 93 * time.Second}
+		for i := range want {
+			if d := at[i] - want[i]; d < -want[i]/4-time.Second/2 || d > want[i]/4+time.Second/2 {
+				t.Errorf("try %d at %s, want about %s (all: %v)", i+1, at[i], want[i], at)
+			}
+		}
+		if st := s.Status(); st.State != StateFailed || st.Err == nil || !strings.Contains(st.Err.Error(), "missing") {
+			t.Errorf("status %v: %v", st.State, st.Err)
+		}
+		if got := s.Restarts(); got != 5 {
+			t.Errorf("%d restarts after 6 tries, want 5", got)
+		}
+		closed := time.Now()
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(closed); took != 0 {
+			t.Errorf("Close took %s waiting for the retry", took)
+		}
+	})
+}
+
+// Start after Close starts nothing.
+func TestStartAfterCloseStartsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fakeConfig(t, "")
+		cfg.Groups[0].Servers[0].Command = filepath.Join(t.TempDir(), "missing")
+		m := New(cfg, testLogger(t))
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		m.Close()
+		m.Start(t.Context())
+		synctest.Wait()
+		if n := m.Servers()[0].starts.Load(); n != 0 {
+			t.Errorf("%d tries to connect after Close", n)
+		}
+	})
+}
+
+// A server that crashed is connected again after about initial_interval,
+// not at once, and calls go to its new child. The child is real; the
+// clock is the bubble's, so the minute takes no time.
+func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := New(fakeConfig(t, "retry: {attempts: 2, initial_interval: 1m, reconnect_interval: 10m}, stop_grace: 1s"), testLogger(t))
+		m.routeWait = 0
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		m.Start(t.Context())
+		defer m.Close()
+		s := m.Servers()[0]
+		for s.Status().State != StateReady {
+			<-m.Changes()
+		}
+		pid := pidOf(t, s)
+		crashed := time.Now()
+		if _, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, time.Hour); err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Fatalf("crash: %v", err)
+		}
+		for s.Status().State == StateReady {
+			<-m.Changes()
+		}
+		for s.Status().State != StateReady {
+			<-m.Changes()
+		}
+		if took := time.Since(crashed); took < 45*time.Second || took > 75*time.Second {
+			t.Errorf("connected again %s after the crash, want about 1m", took)
+		}
+		if got := s.Restarts(); got != 1 {
+			t.Errorf("%d restarts, want 1", got)
+		}
+		if got := pidOf(t, s); got == pid {
+			t.Errorf("calls still go to the crashed child %d", pid)
 		}
 	})
 }

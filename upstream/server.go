@@ -63,11 +63,14 @@ type Server struct {
 	outstanding chan struct{}
 	notices     chan notice // to send to the server; see notify
 
-	mu           sync.Mutex // guards the fields below
+	mu           sync.Mutex // guards the fields below; never held across I/O
 	status       Status
 	conn         *conn
-	raw          Lists // as the server sent them
-	lists        Lists // raw less the tools pinning withholds
+	raw          Lists      // as the server sent them
+	rawGen       uint64     // counts the changes of raw
+	pinned       pinVerdict // the pins' verdict on raw.Tools
+	pinEpoch     uint64     // counts RecheckPins (see lockWithPins)
+	lists        Lists      // raw less the tools pinning withholds
 	closing      bool
 	ctx          context.Context    // the server's lifetime, from start; nil before
 	cancel       context.CancelFunc // stops run
@@ -79,8 +82,9 @@ type Server struct {
 	calls   map[uint64]context.Context
 	callSeq uint64
 
+	events *eventLog // what the server sent the hub, and what was routed
+
 	refreshes atomic.Uint64 // refreshes after list_changed, ever
-	emitted   atomic.Uint64 // events put on the manager's Events, ever
 	starts    atomic.Uint64 // tries to connect, ever; see Restarts
 
 	wg sync.WaitGroup // run, sendNotices, refreshLoop, applyLogLevel
@@ -95,6 +99,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		onChange:    onChange,
 		outstanding: make(chan struct{}, maxOutstanding),
 		notices:     make(chan notice, noticeBuffer),
+		events:      newEventLog(),
 	}
 	if cfg.Disabled {
 		s.status.State = StateDisabled
@@ -134,21 +139,21 @@ func (s *Server) Lists() Lists {
 
 // start runs the server until close: connect, retrying on the server's
 // schedule; when it is up, wait for it to exit, then connect again.
+// Its goroutines are s.wg's: close waits for them. After close it does
+// nothing.
 func (s *Server) start(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.ctx != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(parent)
 	s.ctx, s.cancel = ctx, cancel
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		defer cancel()
 		s.run(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.sendNotices(ctx)
-	}()
+	})
+	s.wg.Go(func() { s.sendNotices(ctx) })
 }
 
 func (s *Server) run(ctx context.Context) {
@@ -195,7 +200,7 @@ func (s *Server) run(ctx context.Context) {
 // setReady makes c the server's connection. It reports false, closing c,
 // when the server is being closed.
 func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
-	s.mu.Lock()
+	pins := s.lockWithPins(lists.Tools)
 	if s.closing {
 		s.mu.Unlock()
 		c.close()
@@ -209,12 +214,13 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		Instructions:    c.init.Instructions,
 		ReadyIn:         took,
 	}
-	s.setListsLocked(lists)
+	s.setListsLocked(lists, pins)
 	if s.pendingLists != 0 {
 		// A list_changed came while the lists were first fetched.
 		s.startRefreshLocked()
 	}
 	s.mu.Unlock()
+	s.logPins(pins)
 	if level := s.mgr.LogLevel(); level != "" {
 		s.applyLogLevel(level)
 	}
@@ -392,7 +398,13 @@ func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
 		s.logger.Warn("refresh lists after list_changed", "err", err)
 		return
 	}
-	s.mu.Lock()
+	var pins pinVerdict
+	if which.has(0) { // the tools: check them against the pins
+		pins = s.lockWithPins(lists.Tools)
+	} else {
+		s.mu.Lock()
+		pins = s.pinned
+	}
 	if s.conn != c {
 		s.mu.Unlock()
 		return
@@ -402,50 +414,92 @@ func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
 			*k.dst(&lists) = *k.dst(&s.raw)
 		}
 	}
-	s.setListsLocked(lists)
+	s.setListsLocked(lists, pins)
 	s.mu.Unlock()
+	if which.has(0) {
+		s.logPins(pins)
+	}
 	s.logger.Info("upstream lists changed", "tools", len(lists.Tools), "prompts", len(lists.Prompts), "resources", len(lists.Resources))
 	s.changed()
 }
 
-// setListsLocked takes raw as the server's lists, withholding the tools
-// whose definition changed since they were pinned. s.mu is held.
-func (s *Server) setListsLocked(raw Lists) {
-	s.raw, s.lists = raw, raw
-	s.status.PinChanged = nil
-	pins := s.mgr.pins
-	if pins == nil || len(raw.Tools) == 0 {
-		return
+// pinVerdict is what the pins say of a server's tools.
+type pinVerdict struct {
+	changed []string // tools whose definition differs from their pin
+	err     error    // Check's; wraps ErrPinFile when the file cannot be used
+	epoch   uint64   // s.pinEpoch when the pins were read
+}
+
+// checkPins checks tools against the pins. It reads, and may write, the
+// server's pin file: s.mu is never held across it.
+func (s *Server) checkPins(tools []Item) pinVerdict {
+	if s.mgr.pins == nil || len(tools) == 0 {
+		return pinVerdict{}
 	}
-	changed, err := pins.Check(s.Config.ID(), raw.Tools)
-	if errors.Is(err, ErrPinFile) {
+	changed, err := s.mgr.pins.Check(s.Config.ID(), tools)
+	return pinVerdict{changed: changed, err: err}
+}
+
+// lockWithPins checks tools against the pins with s.mu not held (a call
+// or a list never waits for the disk), and returns the verdict with s.mu
+// held. A RecheckPins that began meanwhile (a `pin accept` may have
+// changed the file after it was read) makes it check again: a verdict read
+// before an accept is never taken after it.
+func (s *Server) lockWithPins(tools []Item) pinVerdict {
+	for {
+		s.mu.Lock()
+		epoch := s.pinEpoch
+		s.mu.Unlock()
+		v := s.checkPins(tools)
+		v.epoch = epoch
+		s.mu.Lock()
+		if s.pinEpoch == epoch {
+			return v
+		}
+		s.mu.Unlock()
+	}
+}
+
+// setListsLocked takes raw as the server's lists, withholding the tools
+// pins says changed since they were pinned. s.mu is held.
+func (s *Server) setListsLocked(raw Lists, pins pinVerdict) {
+	s.raw, s.lists, s.pinned = raw, raw, pins
+	s.rawGen++
+	s.status.PinChanged = pins.changed
+	switch {
+	case errors.Is(pins.err, ErrPinFile):
 		// Fail closed whatever pin_on_change says: without the pins no
 		// tool can be told unchanged.
-		s.logger.Error("tool pins cannot be read; every tool of this server withheld", "err", err)
-		s.status.PinChanged = changed
 		s.lists.Tools = nil
-		return
-	}
-	if err != nil {
-		s.logger.Error("tool pins could not be checked or saved", "err", err)
-	}
-	s.status.PinChanged = changed
-	if len(changed) == 0 {
-		return
-	}
-	if s.onChange == config.PinWarn {
-		s.logger.Warn("tool definitions changed since first seen; serving them (pin_on_change: warn)", "tools", changed)
-		return
-	}
-	s.logger.Error("tool definitions changed since first seen; withheld until accepted",
-		"tools", changed, "accept", "dynamic-mcp pin accept "+s.Config.ID())
-	kept := make([]Item, 0, len(raw.Tools))
-	for _, t := range raw.Tools {
-		if !slices.Contains(changed, t.Key) {
-			kept = append(kept, t)
+	case len(pins.changed) == 0, s.onChange == config.PinWarn:
+	default:
+		kept := make([]Item, 0, len(raw.Tools))
+		for _, t := range raw.Tools {
+			if !slices.Contains(pins.changed, t.Key) {
+				kept = append(kept, t)
+			}
 		}
+		s.lists.Tools = kept
 	}
-	s.lists.Tools = kept
+}
+
+// logPins says what the pins' verdict withholds, once s.mu is released.
+func (s *Server) logPins(pins pinVerdict) {
+	switch {
+	case errors.Is(pins.err, ErrPinFile):
+		s.logger.Error("tool pins cannot be read; every tool of this server withheld", "err", pins.err)
+		return
+	case pins.err != nil:
+		s.logger.Error("tool pins could not be checked or saved", "err", pins.err)
+	}
+	switch {
+	case len(pins.changed) == 0:
+	case s.onChange == config.PinWarn:
+		s.logger.Warn("tool definitions changed since first seen; serving them (pin_on_change: warn)", "tools", pins.changed)
+	default:
+		s.logger.Error("tool definitions changed since first seen; withheld until accepted",
+			"tools", pins.changed, "accept", "dynamic-mcp pin accept "+s.Config.ID())
+	}
 }
 
 // applyLogLevel sends logging/setLevel when the server logs.
@@ -534,19 +588,36 @@ func (s *Server) Capabilities() mcp.ServerCapabilities {
 }
 
 // RecheckPins applies the pins again to the lists the server last sent,
-// after `pin accept` changed them.
+// after `pin accept` changed them. The pin file is read with s.mu
+// released; it reads it again when the lists changed meanwhile, unless
+// they were checked after this began.
 func (s *Server) RecheckPins() {
 	s.mu.Lock()
-	if s.status.State != StateReady {
+	s.pinEpoch++ // checks under way read the pins again (see lockWithPins)
+	epoch := s.pinEpoch
+	for {
+		if s.pinEpoch != epoch || s.pinned.epoch == epoch || s.status.State != StateReady {
+			// A later RecheckPins does it, or the lists were checked after
+			// this began, or there are none to check.
+			s.mu.Unlock()
+			return
+		}
+		gen, raw := s.rawGen, s.raw
 		s.mu.Unlock()
-		return
-	}
-	before := len(s.lists.Tools)
-	s.setListsLocked(s.raw)
-	after := len(s.lists.Tools)
-	s.mu.Unlock()
-	if before != after {
-		s.changed()
+		pins := s.checkPins(raw.Tools)
+		pins.epoch = epoch
+		s.mu.Lock()
+		if s.pinEpoch == epoch && s.rawGen == gen && s.status.State == StateReady {
+			before := len(s.lists.Tools)
+			s.setListsLocked(raw, pins)
+			after := len(s.lists.Tools)
+			s.mu.Unlock()
+			s.logPins(pins)
+			if before != after {
+				s.changed()
+			}
+			return
+		}
 	}
 }
 
@@ -572,7 +643,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 		}
 	}
 	defer s.trackCall(&ctx)()
-	defer s.flushSince(ctx, s.emitted.Load())
+	defer s.awaitRouted(ctx, s.events.mark())
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once and try again.
@@ -611,12 +682,16 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	}
 }
 
-// flushSince waits until the hub has routed what the server sent since
-// its count of events was emitted, if it sent anything: what a server
-// sends during a call must reach the client before the call's result.
-func (s *Server) flushSince(ctx context.Context, emitted uint64) {
-	if s.emitted.Load() != emitted {
-		s.mgr.flush(ctx)
+// awaitRouted waits until the hub has routed what the server sent from
+// mark on, if it sent anything: what a server sends during a call
+// (progress, log messages, requests) must reach the client before the
+// call's result, as it left the server. A call during which the server
+// sent nothing, most calls, returns at once; one during which it did
+// waits for those events (and any still unrouted before them) only, never
+// for a round trip through the hub's loop (see eventLog).
+func (s *Server) awaitRouted(ctx context.Context, mark uint64) {
+	if end := s.events.mark(); end != mark {
+		s.events.wait(ctx, end, s.mgr.routeWait)
 	}
 }
 

@@ -131,9 +131,8 @@ func answerWithoutClient(ctx context.Context, mgr *upstream.Manager) {
 		case e := <-mgr.Events():
 			if e.Kind == upstream.EventRequest {
 				e.Reply(nil, &upstream.RPCError{Code: jsonrpc.CodeMethodNotFound, Message: "dynamic-mcp: no client to pass " + e.Method + " to"})
-			} else {
-				e.Reply(nil, nil) // a flush; notifications ignore it
 			}
+			e.Routed()
 		case <-ctx.Done():
 			return
 		}

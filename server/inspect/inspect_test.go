@@ -18,7 +18,7 @@ import (
 func call(i *Inspector, id int, params []byte) {
 	c := &traffic.Call{Session: "s1", Transport: "stdio", ID: json.RawMessage(fmt.Sprint(id)), Method: "tools/call",
 		Params: params, Start: time.Now()}
-	ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+	ctx := i.CallStarted(context.Background(), c)
 	h := &traffic.Hop{Group: "g", Server: "g", Transport: "stdio", Protocol: "2025-11-25", Method: "tools/call", Params: params, Start: time.Now()}
 	hctx := i.HopStarted(ctx, h)
 	h.Result, h.Duration = params, time.Millisecond
@@ -36,7 +36,7 @@ func TestRowJoinsWhatHappenedForARequest(t *testing.T) {
 	defer i.Close()
 	c := &traffic.Call{Session: "s1", Transport: "streamable-http", Protocol: "2025-11-25", ID: json.RawMessage(`"a"`),
 		Method: "tools/call", Params: json.RawMessage(`{"name":"web__fetch","arguments":{"url":"file:///etc/passwd"}}`), Start: time.Now()}
-	ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+	ctx := i.CallStarted(context.Background(), c)
 	i.Message(ctx, &traffic.Message{Direction: traffic.FromUpstream, Server: "web", Method: "notifications/progress",
 		Params: json.RawMessage(`{"progress":1}`)})
 	c.Group, c.Server, c.Target, c.Rule, c.Action = "web", "web", "fetch", "no-local-files", "deny"
@@ -131,7 +131,7 @@ func TestHistoryIsBounded(t *testing.T) {
 		i := New(Options{})
 		defer i.Close()
 		c := &traffic.Call{Method: "tools/call", Start: time.Now()}
-		ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+		ctx := i.CallStarted(context.Background(), c)
 		for range 1000 {
 			i.Message(ctx, &traffic.Message{Direction: traffic.FromUpstream, Method: "notifications/progress", Params: json.RawMessage(`{}`)})
 		}
@@ -150,7 +150,7 @@ func TestClear(t *testing.T) {
 	defer i.Close()
 	call(i, 1, []byte(`{}`))
 	c := &traffic.Call{Method: "tools/call", Start: time.Now(), Params: json.RawMessage(`{"a":1}`)}
-	ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+	ctx := i.CallStarted(context.Background(), c)
 	i.Clear()
 	c.Result = json.RawMessage(`{"big":"` + strings.Repeat("y", 1000) + `"}`)
 	i.CallEnded(ctx, c)
@@ -185,7 +185,7 @@ func TestNamesAndErrorsAreBounded(t *testing.T) {
 	huge := strings.Repeat("m", 1<<20)
 	for n := range 50 {
 		c := &traffic.Call{Method: huge, ID: json.RawMessage(`"` + huge + `"`), Start: time.Now()}
-		ctx := traffic.WithCall(i.CallStarted(context.Background(), c), c)
+		ctx := i.CallStarted(context.Background(), c)
 		i.Message(ctx, &traffic.Message{Direction: traffic.FromUpstream, Method: huge})
 		c.Target, c.Status = huge, traffic.StatusNotFound
 		c.Err = &jsonrpc.Error{Code: -32601, Message: huge + " https://u:pw@h"}

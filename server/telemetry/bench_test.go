@@ -20,9 +20,9 @@ func observeCall(obs traffic.Observer) {
 	ctx := context.Background()
 	c := &traffic.Call{Session: "stdio", Transport: "stdio", Protocol: "2025-06-18", ID: json.RawMessage(`1`), Method: "tools/call",
 		Params: json.RawMessage(`{"name":"f__echo","arguments":{"text":"x"}}`), Start: time.Now()}
-	ctx = traffic.WithCall(obs.CallStarted(ctx, c), c)
+	ctx = obs.CallStarted(ctx, c)
 	c.Group, c.Server, c.Target, c.Action = "f", "f", "echo", "allow"
-	h := &traffic.Hop{Group: "f", Server: "f", Transport: "stdio", Protocol: "2025-11-25", Method: "tools/call",
+	h := &traffic.Hop{Call: c, Group: "f", Server: "f", Transport: "stdio", Protocol: "2025-11-25", Method: "tools/call",
 		Params: json.RawMessage(`{"name":"echo","arguments":{"text":"x"}}`), Start: time.Now()}
 	hctx := obs.HopStarted(ctx, h)
 	h.Result, h.Duration = json.RawMessage(`{"content":[{"type":"text","text":"x"}]}`), time.Millisecond

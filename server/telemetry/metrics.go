@@ -126,16 +126,16 @@ func (m *Metrics) HopStarted(ctx context.Context, h *traffic.Hop) context.Contex
 }
 
 // HopEnded records the hop's duration and outcome.
-func (m *Metrics) HopEnded(ctx context.Context, h *traffic.Hop) {
+func (m *Metrics) HopEnded(_ context.Context, h *traffic.Hop) {
 	m.fromUpstream.Add(float64(len(h.Result)))
 	var tool string
 	if h.Method == "tools/call" {
 		// The call was routed here, so its target is on this server's list.
-		if c := traffic.CallOf(ctx); c != nil && c.Group == h.Group {
+		if c := h.Call; c != nil && c.Group == h.Group {
 			tool = c.Target
 		}
 	}
-	m.clientOp.WithLabelValues(methodName(h.Method), tool, h.Group, h.Server, hopErrorType(h.Result, h.Err),
+	m.clientOp.WithLabelValues(methodName(h.Method), tool, h.Group, h.Server, hopErrorType(h),
 		networkTransport(h.Transport)).Observe(h.Duration.Seconds())
 }
 

@@ -114,12 +114,12 @@ func errorType(status traffic.Status, err error) string {
 
 // hopErrorType is error.type for a hop to an upstream: its JSON-RPC
 // error's code, "timeout" or "cancelled" when it got no answer in time,
-// "tool_error" for an isError result, _OTHER for a failure of the
-// connection.
-func hopErrorType(res json.RawMessage, err error) string {
+// "tool_error" for an isError result (as the hub decided), _OTHER for a
+// failure of the connection.
+func hopErrorType(h *traffic.Hop) string {
 	var rpc *jsonrpc.Error
-	switch {
-	case err == nil && isToolError(res):
+	switch err := h.Err; {
+	case err == nil && h.ToolError:
 		return "tool_error"
 	case err == nil:
 		return ""
@@ -153,14 +153,19 @@ func networkTransport(transport string) string {
 	return "tcp"
 }
 
-// isToolError reports whether a tools/call result has isError set.
-func isToolError(res json.RawMessage) bool {
-	return string(jsonrpc.Field(res, "isError")) == "true"
+// stringField is the string at key of obj, "" when there is none. obj is
+// checked JSON already, a request's params or a part of them (see
+// traffic.Call), so it is scanned, not validated again.
+func stringField(obj json.RawMessage, key string) string {
+	o, err := jsonrpc.ScanObject(obj)
+	if err != nil {
+		return ""
+	}
+	return stringValue(o.Field(key))
 }
 
-// stringField is the string at key of obj, "" when there is none.
-func stringField(obj json.RawMessage, key string) string {
-	raw := jsonrpc.Field(obj, key)
+// stringValue is the text of a raw JSON string, "" for any other value.
+func stringValue(raw []byte) string {
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}

@@ -125,8 +125,10 @@ type serverSpan struct {
 // CallStarted starts the request's SERVER span, continuing the trace
 // context of its params._meta if it has one.
 func (t *Tracer) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
+	// The params were checked whole when decoded (see traffic.Call).
+	params, _ := jsonrpc.ScanObject(c.Params)
 	if bytes.Contains(c.Params, []byte(`"traceparent"`)) { // most clients send none: skip the parsing
-		if meta := jsonrpc.Field(c.Params, "_meta"); meta != nil {
+		if meta := params.Field("_meta"); meta != nil {
 			ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(meta))
 		}
 	}
@@ -141,7 +143,7 @@ func (t *Tracer) CallStarted(ctx context.Context, c *traffic.Call) context.Conte
 	if id := requestID(c.ID); id != "" {
 		attrs = append(attrs, attribute.String(attrRequestID, id))
 	}
-	target := targetOf(c.Method, c.Params)
+	target := targetOf(c.Method, params)
 	attrs = appendTarget(attrs, c.Method, target)
 	ctx, span := t.tracer.Start(ctx, methodName(c.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrs...), trace.WithTimestamp(c.Start))
@@ -180,7 +182,8 @@ func (t *Tracer) CallEnded(ctx context.Context, c *traffic.Call) {
 // SERVER span, and puts its trace context in the params' _meta.
 func (t *Tracer) HopStarted(ctx context.Context, h *traffic.Hop) context.Context {
 	name := methodName(h.Method)
-	target := targetOf(h.Method, h.Params)
+	params, _ := jsonrpc.ScanObject(h.Params) // the hub's, from checked bytes
+	target := targetOf(h.Method, params)
 	if named(h.Method) && target != "" {
 		name += " " + target // on the server's list: the hub routed it here
 	}
@@ -207,7 +210,7 @@ func (t *Tracer) HopEnded(ctx context.Context, h *traffic.Hop) {
 	if span == nil {
 		return
 	}
-	setOutcome(span, hopErrorType(h.Result, h.Err), h.Err)
+	setOutcome(span, hopErrorType(h), h.Err)
 	span.End(trace.WithTimestamp(h.Start.Add(h.Duration)))
 }
 
@@ -216,12 +219,12 @@ func (t *Tracer) Message(context.Context, *traffic.Message) {}
 
 // targetOf is what a request's params say it is about: the tool or
 // prompt's name, or the resource's URI; "" for other methods.
-func targetOf(method string, params []byte) string {
+func targetOf(method string, params jsonrpc.Object) string {
 	switch method {
 	case "tools/call", "prompts/get":
-		return stringField(params, "name")
+		return stringValue(params.Field("name"))
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		return stringField(params, "uri")
+		return stringValue(params.Field("uri"))
 	}
 	return ""
 }

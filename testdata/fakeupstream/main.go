@@ -58,6 +58,9 @@ var state struct {
 	// LastMeta is the _meta of the last tools/call (but state's own) that
 	// had one: where a trace context arrives.
 	LastMeta json.RawMessage `json:"lastMeta,omitempty"`
+	// LastParams are the params of the last tools/call (but state's own),
+	// as a string: the bytes as they arrived.
+	LastParams string `json:"lastParams,omitempty"`
 }
 
 var out = struct {
@@ -491,6 +494,11 @@ func call(req request) {
 	if len(p.Meta) > 0 && p.Name != toolName("state") {
 		state.Lock()
 		state.LastMeta = p.Meta
+		state.Unlock()
+	}
+	if p.Name != toolName("state") {
+		state.Lock()
+		state.LastParams = string(req.Params)
 		state.Unlock()
 	}
 	text := func(s string) map[string]any {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -24,6 +25,124 @@ var errKeyNotUTF8 = errors.New("key is not valid UTF-8")
 type Member struct {
 	Key   string
 	Value []byte
+}
+
+// Object is a JSON object whose top-level members were found in one pass,
+// so that reading or replacing them costs no further pass over its bytes.
+// Decode has checked a message's params whole (framing, depth, keys
+// unique): the hub scans them once into an Object and reads them from it,
+// where Field and SetField would check the whole object again each time.
+// The zero Object has no members.
+type Object struct {
+	b []byte
+	o object
+}
+
+// ScanObject finds the top-level members of b, which must be valid JSON
+// already, checked by Decode or Check: it does not validate b again. It
+// returns ErrNotObject when b is some other value (or nothing). Given bytes
+// that are not valid JSON it returns an error or an Object whose reads
+// are meaningless, but never reads past b. Object shares b's memory.
+func ScanObject(b []byte) (Object, error) {
+	o, err := scan(b)
+	if err != nil {
+		return Object{}, err
+	}
+	return Object{b: b, o: o}, nil
+}
+
+// ParseObject is ScanObject for bytes nobody has checked: it validates
+// them first.
+func ParseObject(b []byte) (Object, error) {
+	if !json.Valid(b) {
+		return Object{}, ErrNotJSON
+	}
+	return ScanObject(b)
+}
+
+// Bytes is the object as it was scanned.
+func (o Object) Bytes() []byte { return o.b }
+
+// Len is how many members the object has.
+func (o Object) Len() int { return len(o.o.members) }
+
+// Field is Field for a scanned object: the raw value of key, nil when the
+// object lacks it or has it twice. The value shares the object's memory
+// and must not be modified.
+func (o Object) Field(key string) []byte {
+	i, err := o.o.find(o.b, key)
+	if err != nil || i < 0 {
+		return nil
+	}
+	m := o.o.members[i]
+	return o.b[m.valStart:m.valEnd:m.valEnd]
+}
+
+// With returns a copy of the object in which each of members has its
+// value: replaced where the key stands, appended after the last member
+// where the object lacks it; every other byte is kept. The values are not
+// validated: they must be valid JSON (the hub's own encodings, or values
+// read from a checked message).
+func (o Object) With(members ...Member) ([]byte, error) {
+	if o.b == nil {
+		return nil, ErrNotObject
+	}
+	type edit struct {
+		start, end int // the bytes replaced; start == end for an insertion
+		val        []byte
+	}
+	edits := make([]edit, 0, len(members))
+	var add []Member
+	for _, m := range members {
+		i, err := o.o.find(o.b, m.Key)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			if !utf8.ValidString(m.Key) {
+				return nil, errKeyNotUTF8
+			}
+			if !hasKey(add, m.Key) {
+				add = append(add, m)
+			}
+			continue
+		}
+		edits = append(edits, edit{o.o.members[i].valStart, o.o.members[i].valEnd, trimSpace(m.Value)})
+	}
+	if len(add) > 0 {
+		at := o.o.open + 1
+		if n := len(o.o.members); n > 0 {
+			at = o.o.members[n-1].valEnd
+		}
+		var ins []byte
+		for i, m := range add {
+			if i > 0 || len(o.o.members) > 0 {
+				ins = append(ins, ',')
+			}
+			k, err := Marshal(m.Key)
+			if err != nil {
+				return nil, err
+			}
+			ins = append(append(append(ins, k...), ':'), trimSpace(m.Value)...)
+		}
+		edits = append(edits, edit{at, at, ins})
+	}
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
+	n := len(o.b)
+	for _, e := range edits {
+		n += len(e.val) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	last := 0
+	for _, e := range edits {
+		if e.start < last { // the same key twice in members: the first wins
+			continue
+		}
+		out = append(out, o.b[last:e.start]...)
+		out = append(out, e.val...)
+		last = e.end
+	}
+	return append(out, o.b[last:]...), nil
 }
 
 // Field returns the raw value of key at the top level of obj, without
@@ -155,27 +274,46 @@ func scanObject(obj []byte) (object, error) {
 	if !json.Valid(obj) {
 		return object{}, ErrNotJSON
 	}
+	return scan(obj)
+}
+
+// scan finds the top-level members of obj without validating it: one pass
+// over its bytes. Given bytes that are not valid JSON it returns an error
+// or offsets of no meaning, but never reads past obj.
+func scan(obj []byte) (object, error) {
 	i := skipSpace(obj, 0)
-	if obj[i] != '{' {
+	if i >= len(obj) || obj[i] != '{' {
 		return object{}, ErrNotObject
 	}
 	o := object{open: i}
 	i = skipSpace(obj, i+1)
-	for obj[i] != '}' {
+	for i < len(obj) && obj[i] != '}' {
 		var m member
+		if obj[i] != '"' {
+			return object{}, ErrNotJSON
+		}
 		m.keyStart = i
 		i = skipString(obj, i)
 		m.keyEnd = i
 		i = skipSpace(obj, i)
-		i = skipSpace(obj, i+1) // :
+		if i >= len(obj) || obj[i] != ':' {
+			return object{}, ErrNotJSON
+		}
+		i = skipSpace(obj, i+1)
+		if i >= len(obj) {
+			return object{}, ErrNotJSON
+		}
 		m.valStart = i
 		i = skipValue(obj, i)
 		m.valEnd = i
 		o.members = append(o.members, m)
 		i = skipSpace(obj, i)
-		if obj[i] == ',' {
+		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
+	}
+	if i >= len(obj) {
+		return object{}, ErrNotJSON
 	}
 	o.close = i
 	return o, nil

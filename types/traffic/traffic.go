@@ -9,6 +9,10 @@
 // Observers run on the request's goroutine: they must not block, and they
 // must copy what they keep, for the byte slices they are shown belong to
 // the hub and are only valid during the call.
+//
+// The hub decides how a request ended once (Call.Status) and every
+// observer reads that decision; so too whether a hop's result is a tool
+// error (Hop.ToolError).
 package traffic
 
 import (
@@ -40,8 +44,12 @@ type Call struct {
 	Protocol  string          // the protocol version the session negotiated; "" before initialize
 	ID        json.RawMessage // the request's id, as the client sent it
 	Method    string
-	Params    json.RawMessage // as the client sent them; nil when it sent none
-	Start     time.Time
+	// Params are as the client sent them, nil when it sent none: valid
+	// JSON, checked whole when the message was decoded (see
+	// jsonrpc.Decode), so an observer may read them with
+	// jsonrpc.ScanObject without validating them again.
+	Params json.RawMessage
+	Start  time.Time
 
 	// Routing, where the request went to an upstream: the group and
 	// server, and the tool, prompt or resource URI as the client named it
@@ -52,7 +60,9 @@ type Call struct {
 	// default) and its action (allow, deny, log, prompt).
 	Rule, Action string
 
-	// The outcome: the result's bytes or the error answered.
+	// The outcome: the result's bytes or the error answered, and how the
+	// request ended, decided once by the hub for the audit trail and every
+	// observer.
 	Result   json.RawMessage
 	Err      error
 	Status   Status
@@ -61,6 +71,7 @@ type Call struct {
 
 // Hop is one request the hub sends an upstream server on behalf of a Call.
 type Hop struct {
+	Call          *Call // the client's request it is made for; nil for the hub's own
 	Group, Server string
 	Transport     string // the upstream's: stdio, streamable-http or sse
 	Protocol      string // the protocol version negotiated with it
@@ -71,9 +82,10 @@ type Hop struct {
 	Params json.RawMessage
 	Start  time.Time
 
-	Result   json.RawMessage
-	Err      error
-	Duration time.Duration
+	Result    json.RawMessage
+	Err       error
+	ToolError bool // a tools/call result with isError set
+	Duration  time.Duration
 }
 
 // Direction says which way a Message went through the hub.
@@ -86,9 +98,9 @@ const (
 )
 
 // Message is a notification, or a request an upstream sends the client
-// (sampling, elicitation, roots), with its answer once there is one. The
-// Call it came during, when the hub knows it, is in the context the
-// observer is given (see CallOf).
+// (sampling, elicitation, roots), with its answer once there is one. When
+// the hub knows the Call it came during, the context the observer is given
+// derives from the one CallStarted returned for that call.
 type Message struct {
 	Direction Direction
 	Session   string // the client session, where there is one
@@ -119,19 +131,6 @@ type Observer interface {
 	// Message is called for a notification as it passes, and for a request
 	// of an upstream's once it is answered.
 	Message(ctx context.Context, m *Message)
-}
-
-type callKey struct{}
-
-// WithCall returns ctx carrying c, the call the hub is answering in it.
-func WithCall(ctx context.Context, c *Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
-
-// CallOf is the call ctx belongs to, or nil.
-func CallOf(ctx context.Context) *Call {
-	c, _ := ctx.Value(callKey{}).(*Call)
-	return c
 }
 
 // Tee is an Observer that tells each of obs in turn; nil ones are skipped.

@@ -1,0 +1,251 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// handle answers one request of a client: the raw result, or the error
+// to answer with (see jsonrpc.ToError).
+func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
+	result, err := h.dispatch(ctx, req)
+	if errors.Is(err, errDelegated) {
+		return h.delegate(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if modern(req.msg.Params) {
+		result = decorateModern(req.msg.Method, result)
+	}
+	return result, nil
+}
+
+// errDelegated marks a request mcp-go's MCPServer answers: initialize and
+// version negotiation, ping, logging/setLevel.
+var errDelegated = errors.New("delegated")
+
+func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, error) {
+	v, size := req.snap.view, req.snap.cfg.Settings.PageSize
+	// A first page asked while upstreams start waits for them a moment,
+	// so that a client that lists once sees them all.
+	settled := func() *view {
+		if !v.starting || req.field("cursor") != nil {
+			return v
+		}
+		return h.awaitView(ctx, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
+	}
+	switch req.msg.Method {
+	case "tools/list":
+		if v.mode == config.ModeFlat {
+			v = settled()
+		}
+		req.sess.saw(listTools, v.toolsHash)
+		return v.toolsList, nil
+	case "tools/call":
+		return h.toolsCall(ctx, req, v)
+	case "prompts/list":
+		v = settled()
+		req.sess.saw(listPrompts, v.promptsHash)
+		return page("prompts", v.prompts, req.msg.Params, size)
+	case "prompts/get":
+		return h.promptsGet(ctx, req, v)
+	case "resources/list":
+		v = settled()
+		req.sess.saw(listResources, v.resourcesHash)
+		return page("resources", v.resources, req.msg.Params, size)
+	case "resources/templates/list":
+		v = settled()
+		req.sess.saw(listResources, v.resourcesHash)
+		return page("resourceTemplates", v.templates, req.msg.Params, size)
+	case "resources/read":
+		return h.resourcesRead(ctx, req, v)
+	case "completion/complete":
+		return h.complete(ctx, req, v)
+	case "tasks/get", "tasks/result", "tasks/cancel":
+		return h.taskRequest(ctx, req)
+	case "tasks/list":
+		return h.tasksList(ctx, req)
+	case "resources/subscribe", "resources/unsubscribe":
+		return h.subscribe(ctx, req, v, req.msg.Method == "resources/subscribe")
+	}
+	return nil, errDelegated
+}
+
+// delegate has mcp-go's MCPServer answer the request and takes its result
+// or error apart; the id of the answer is the client's own bytes. mcp-go
+// finds the session in the context it is given: that context is made for
+// this call alone.
+func (h *Hub) delegate(ctx context.Context, req *request) (json.RawMessage, error) {
+	msg := req.msg
+	if msg.Method == "logging/setLevel" {
+		defer h.setLogLevel()
+	}
+	switch r := h.mcp.HandleMessage(h.mcp.WithContext(ctx, req.sess), msg.Raw).(type) {
+	case mcp.JSONRPCResponse:
+		return jsonrpc.Marshal(r.Result)
+	case *mcp.JSONRPCResponse:
+		return jsonrpc.Marshal(r.Result)
+	case mcp.JSONRPCError:
+		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
+	case *mcp.JSONRPCError:
+		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
+	case nil:
+		return nil, errorf(codeInternalError, "no answer to "+msg.Method)
+	default:
+		return nil, errorf(codeInternalError, fmt.Sprintf("unexpected answer to %s: %T", msg.Method, r))
+	}
+}
+
+func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	name, ok := req.stringField("name")
+	if !ok || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name, a non-empty string")
+	}
+	arguments := req.field("arguments")
+	settings := req.snap.cfg.Settings
+	if v.mode == config.ModeFlat {
+		r, ok := v.flatRoutes[name]
+		if !ok && v.starting {
+			// Its upstream may be one still starting: wait for it.
+			v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool {
+				_, ok := v.flatRoutes[name]
+				return ok || !v.starting
+			})
+			r, ok = v.flatRoutes[name]
+		}
+		if !ok {
+			h.auditMiss(req, name, arguments)
+			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+		}
+		return h.callRoute(ctx, req, r, arguments)
+	}
+	if r, ok := v.flatRoutes[name]; ok {
+		// A tool its group exposes beside the meta-tools: called as in
+		// flat mode, its arguments the upstream's own.
+		return h.callRoute(ctx, req, r, arguments)
+	}
+	if name == searchToolName && v.search == nil && v.starting && settings.Search != config.SearchOff {
+		// search: auto offers it once the groups starting hold enough
+		// tools: wait for them, as flat mode waits for a tool not known yet.
+		v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
+	}
+	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
+		// Whatever its arguments: search_dynamic_tools when it is not
+		// offered is a tool like any other the client cannot see.
+		h.auditMiss(req, name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
+	var args dynamicArgs
+	if len(arguments) > 0 && string(arguments) != "null" {
+		if err := json.Unmarshal(arguments, &args); err != nil {
+			return toolError("invalid arguments: " + err.Error()), nil
+		}
+	}
+	switch {
+	case v.groupStarting(args.Group):
+		// The group is listed from the start; a call for it waits until it
+		// is up (or has failed), as long as connecting may take.
+		v = h.awaitView(ctx, settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
+	case name == searchToolName && args.Group == "" && v.starting:
+		// A search of every group waits for those starting as a list does,
+		// rather than answer that nothing matches while their tools are
+		// not known yet.
+		v = h.awaitView(ctx, settings.StartupWait, func(v *view) bool { return !v.starting })
+	}
+	switch name {
+	case getToolsName:
+		return v.getDynamicTools(args), nil
+	case callToolName:
+		return h.callDynamicTool(ctx, req, v, args)
+	}
+	if v.search == nil { // gone while it waited (a reload turned it off)
+		h.auditMiss(req, name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
+	return v.searchDynamicTools(args), nil
+}
+
+// callRoute calls the upstream tool r names with the client's params,
+// only the name changed to the upstream's.
+func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments json.RawMessage) (json.RawMessage, error) {
+	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
+		params: req.params, rename: true})
+}
+
+func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	name, ok := req.stringField("name")
+	if !ok || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
+	}
+	r, ok := v.promptRoutes[name]
+	if !ok {
+		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
+	}
+	return h.forward(ctx, req, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
+		params: req.params, rename: true})
+}
+
+func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	uri, ok := req.stringField("uri")
+	if !ok || uri == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
+	}
+	s := v.resolveResource(uri)
+	if s == nil {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+	}
+	return h.forward(ctx, req, call{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+}
+
+// complete routes completion/complete by its reference: a prompt by its
+// exposed name, a resource template by its URI template.
+func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(req.msg.Params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: completion/complete needs a ref")
+	}
+	var s *upstream.Server
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := v.promptRoutes[ref.Name]
+		if !ok {
+			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
+		}
+		s = r.server
+		ref.Name = r.name
+		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.name})
+	case "ref/resource":
+		for _, t := range v.templateRoutes {
+			if t.template.Raw() == ref.URI {
+				s = t.server
+				break
+			}
+		}
+		if s == nil {
+			s = v.resolveResource(ref.URI)
+		}
+		if s == nil {
+			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
+		}
+	default:
+		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
+	}
+	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.request(ctx, req, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+}

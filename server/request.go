@@ -1,0 +1,158 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+)
+
+// request is one client request on its way through the hub: built once
+// where it arrives (serve) and passed down to everything that handles it.
+// The ctx beside it carries its cancellation and deadline (and the spans
+// of the observers that trace it), nothing the hub reads back.
+type request struct {
+	sess *session
+	snap *snapshot // loaded once; its audit trail is held until the request ends
+	msg  *jsonrpc.Message
+	// params are msg.Params, which Decode has checked whole, scanned once:
+	// the handlers read them without validating them again. The zero
+	// Object when the request has none or they are no object.
+	params jsonrpc.Object
+	call   *traffic.Call // what the observers are told; nil when none watches
+
+	// Filled in while the request is handled.
+	audit  *auditRecord // the audit record to write once it is answered; nil for none
+	missed bool         // it named a tool, prompt or resource the client cannot see
+	// failure is the hub's own failure that a tool error result reports,
+	// for the audit trail.
+	failure string
+	// hopResult is the result of the request's last hop upstream, when an
+	// observer was told whether it is a tool error (hopToolError): the
+	// request's own result is often those very bytes, not judged twice.
+	hopResult    []byte
+	hopToolError bool
+	status       traffic.Status // how it ended: set once, by finish
+}
+
+// serve answers one request of sess: the raw result, or the error to
+// answer with (see jsonrpc.ToError). It builds the request value, tells
+// the observers, and writes the audit record, all from one outcome.
+func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+	snap := h.acquire()
+	defer snap.audit.release()
+	req := &request{sess: sess, snap: snap, msg: msg}
+	if len(msg.Params) > 0 {
+		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
+	}
+	obs := h.observer()
+	if obs != nil {
+		req.call = &traffic.Call{Session: sess.id, Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
+			Method: msg.Method, Params: msg.Params, Start: time.Now()}
+		ctx = obs.CallStarted(ctx, req.call)
+	}
+	res, err := h.handle(ctx, req)
+	if req.audit == nil && req.call == nil {
+		return res, err // nobody reads the outcome
+	}
+	req.finish(ctx, res, err)
+	if req.audit != nil {
+		h.writeAudit(req, err)
+	}
+	if c := req.call; c != nil {
+		c.Result, c.Err, c.Status, c.Duration = res, err, req.status, time.Since(c.Start)
+		obs.CallEnded(ctx, c)
+	}
+	return res, err
+}
+
+// finish decides how the request ended, once.
+func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
+	toolError := false
+	if err == nil {
+		if len(res) > 0 && len(res) == len(r.hopResult) && &res[0] == &r.hopResult[0] {
+			toolError = r.hopToolError
+		} else {
+			toolError = isToolError(res)
+		}
+	}
+	r.status = outcome(ctx, r.missed, toolError, err)
+}
+
+// outcome is how a request ended that was answered with err, or with a
+// result that is a tool error or not: the one decision the audit trail,
+// the inspector, the metrics and the traces read. missed is true for a
+// request that named something the client cannot see, whatever it was
+// answered with (call_dynamic_tool answers that with a tool error
+// result).
+func outcome(ctx context.Context, missed, toolError bool, err error) traffic.Status {
+	switch {
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return traffic.StatusCancelled
+	case missed:
+		return traffic.StatusNotFound
+	case err == nil && toolError:
+		return traffic.StatusToolError
+	case err == nil:
+		return traffic.StatusOK
+	}
+	var re *rpcError
+	if errors.As(err, &re) {
+		switch re.Code {
+		case codePolicyBlocked:
+			return traffic.StatusBlocked
+		case codeResourceNotFound, codeMethodNotFound:
+			return traffic.StatusNotFound
+		}
+	}
+	return traffic.StatusError
+}
+
+// isToolError reports whether a result has isError set: a tools/call that
+// failed with a result the LLM reads. Results are valid JSON (an
+// upstream's, which its connection checked, or the hub's own).
+func isToolError(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"isError"`)) {
+		return false
+	}
+	o, err := jsonrpc.ScanObject(res)
+	return err == nil && string(o.Field("isError")) == "true"
+}
+
+// field is the raw value of key in the request's params, nil when absent.
+func (r *request) field(key string) []byte { return r.params.Field(key) }
+
+// stringField reads a string of the request's params; ok is false when
+// the params are no object or the value no string.
+func (r *request) stringField(key string) (string, bool) {
+	return stringValue(r.params.Field(key))
+}
+
+// stringValue decodes a raw JSON string; ok is false for any other value.
+func stringValue(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// sessionID is the id of the request's session, "" for work that belongs
+// to no request.
+func (r *request) sessionID() string {
+	if r == nil {
+		return ""
+	}
+	return r.sess.id
+}
