@@ -21,6 +21,10 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		unavailable(w, "too many sessions, none idle")
 		return
 	}
+	if errors.Is(err, errClosed) {
+		unavailable(w, "the server is shutting down")
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

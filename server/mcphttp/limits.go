@@ -216,7 +216,8 @@ func retryAfter(d time.Duration) string {
 // reserveSession makes room for one more session: below the cap it
 // counts one pending, at the cap it closes the least recently used idle
 // session, and with none idle it fails with errTooManySessions. The
-// caller calls s.settle when the session is registered or not made.
+// caller takes the pending one back once the session is registered or not
+// made (see newSession).
 func (s *Server) reserveSession() error {
 	s.mu.Lock()
 	var victim *httpSession

@@ -148,6 +148,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			release()
 			unavailable(w, "too many sessions, none idle")
 			return
+		} else if errors.Is(err, errClosed) {
+			release()
+			unavailable(w, "the server is shutting down")
+			return
 		} else if err != nil {
 			release()
 			writeJSONError(w, http.StatusInternalServerError, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, err.Error()))
