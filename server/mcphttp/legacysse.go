@@ -79,34 +79,22 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 				jsonrpc.Errorf(jsonrpc.CodeServerBusy, "too many answers waiting on the SSE stream: read it")))
 			return
 		}
-		if !s.beginRequest() {
-			release()
-			unavailable(w, "too many requests in flight")
-			return
-		}
-		ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
-		if refused != nil {
-			s.endRequest()
-			release()
-			// Answered on the POST itself: a client that floods requests
-			// and does not read its stream cannot queue refusals there.
-			status := http.StatusBadRequest
-			if refused.Code == jsonrpc.CodeServerBusy {
-				status = http.StatusTooManyRequests
+		// Refusals are answered on the POST itself: a client that floods
+		// requests and does not read its stream cannot queue them there.
+		a, ok := s.admit(w, hs, msg, nil, release, func(e *jsonrpc.Error) int {
+			if e.Code == jsonrpc.CodeServerBusy {
+				return http.StatusTooManyRequests
 			}
-			writeJSON(w, status, nil, jsonrpc.EncodeError(msg.ID, refused))
+			return http.StatusBadRequest
+		})
+		if !ok {
 			return
 		}
-		if !s.spawn(func() {
-			res, err := s.serve(ctx, hs, msg)
-			s.endRequest()
-			release()
-			end(func() { _ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true) })
+		if !s.run(w, hs, a, func(answer []byte) {
+			if answer != nil {
+				_ = hs.deliver(hs.ctx, answer, true)
+			}
 		}) {
-			end(nil)
-			s.endRequest()
-			release()
-			unavailable(w, "the server is shutting down")
 			return
 		}
 	default:

@@ -195,16 +195,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 // release gives back the body's bytes once the request is answered; the
 // request counts against the cap in all until then.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
-	if !s.beginRequest() {
-		release()
-		unavailable(w, "too many requests in flight")
-		return
-	}
-	ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
-	if refused != nil {
-		s.endRequest()
-		release()
-		writeJSON(w, http.StatusOK, header, jsonrpc.EncodeError(msg.ID, refused))
+	a, ok := s.admit(w, hs, msg, header, release, func(*jsonrpc.Error) int { return http.StatusOK })
+	if !ok {
 		return
 	}
 	var st *stream
@@ -212,21 +204,10 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 		st = newStream()
 		hs.addStream(st)
 		defer hs.removeStream(st)
-		ctx = context.WithValue(ctx, streamKey{}, st)
+		a.ctx = context.WithValue(a.ctx, streamKey{}, st)
 	}
-	answered := make(chan []byte, 1)
-	if !s.spawn(func() {
-		res, err := s.serve(ctx, hs, msg)
-		s.endRequest()
-		release()
-		if !end(func() { answered <- jsonrpc.Answer(msg.ID, res, err) }) {
-			answered <- nil // cancelled by the client: no answer
-		}
-	}) {
-		end(nil)
-		s.endRequest()
-		release()
-		unavailable(w, "the server is shutting down")
+	answered := make(chan []byte, 1) // nil: cancelled by the client, no answer
+	if !s.run(w, hs, a, func(answer []byte) { answered <- answer }) {
 		return
 	}
 	var sw *sseWriter
