@@ -97,7 +97,9 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	err = srv.Shutdown(shutdown)
+	<-errc // Serve returned as Shutdown closed the listener
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil
