@@ -32,34 +32,26 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // ServeStdioWith is ServeStdio with options.
 func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, opts StdioOptions) error {
-	sess := newSession("stdio", "stdio")
-	base, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var sess *Session // set before the conn starts, so before any message
 	conn := jsonrpc.NewConn(in, out, jsonrpc.ConnOptions{
-		MaxMessageSize: h.config().Settings.MaxMessageSize,
-		MaxInflight:    h.config().Settings.SessionInflight,
+		MaxMessageSize: h.Settings().MaxMessageSize,
+		MaxInflight:    h.Settings().SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
-			return h.serveRequest(ctx, sess, m)
+			return sess.Request(ctx, m)
 		},
-		Notify: func(m *jsonrpc.Message) { h.serveNotification(base, sess, m) },
+		Notify: func(m *jsonrpc.Message) { sess.Notification(m) },
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
 	})
-	sess.peer = &connPeer{conn: conn}
-	if err := h.addSession(base, sess); err != nil {
+	sess, err := h.Open("stdio", "stdio", &connPeer{conn: conn})
+	if err != nil {
 		return err
 	}
-	defer h.removeSession(context.Background(), sess)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sess.drain(base)
-	}()
+	defer sess.Close()
 	conn.Start()
 
-	var err error
 	select {
 	case <-conn.Done():
 		// The client closed its side: let requests in flight finish for
@@ -74,8 +66,6 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		err = ctx.Err()
 	}
 	conn.Close()
-	cancel()
-	<-drained
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -89,16 +79,16 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 // connPeer reaches a client over a jsonrpc.Conn.
 type connPeer struct{ conn *jsonrpc.Conn }
 
-func (p *connPeer) notify(_ context.Context, msg []byte) { _ = p.conn.NotifyRaw(msg) }
+func (p *connPeer) Notify(_ context.Context, msg []byte) { _ = p.conn.NotifyRaw(msg) }
 
-func (p *connPeer) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *connPeer) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	res, err := p.conn.Call(ctx, method, params)
 	if errors.Is(err, jsonrpc.ErrClosed) {
-		return nil, errClientGone
+		return nil, ErrClientGone
 	}
 	return res, err
 }
 
-func (p *connPeer) dropped() uint64 { return p.conn.Dropped() }
+func (p *connPeer) Dropped() uint64 { return p.conn.Dropped() }
 
-func (p *connPeer) answering() int { return p.conn.Inflight() }
+func (p *connPeer) Answering() int { return p.conn.Inflight() }

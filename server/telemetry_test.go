@@ -70,8 +70,9 @@ next:
 }
 
 // metricsHub is hidingHub (flat mode, group f with a deny rule "fine" for
-// echo's text "x") with the metrics observer attached, its /metrics behind
-// token on the HTTP face, and a stdio client initialized.
+// echo's text "x") with the metrics observer attached, its /metrics served
+// (behind token, as serve --http serves it: TestServeHTTPMetricsAndHealth),
+// and a stdio client initialized.
 func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 	h := hidingHub(t)
 	m := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{Dropped: h.Dropped, Sessions: func() map[string]int {
@@ -82,10 +83,10 @@ func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 		return n
 	}})
 	h.Observe(m)
-	hs := h.NewHTTPServer(HTTPOptions{Token: token, Loopback: true})
-	hs.Handle("/metrics", m.Handler())
-	ts := httptest.NewServer(hs)
-	t.Cleanup(func() { ts.Close(); hs.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", bearer(token, m.Handler()))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
@@ -221,6 +222,18 @@ func TestSessionsListsTheClient(t *testing.T) {
 	}
 }
 
+// bearer serves next to requests with token, as the HTTP face's guard
+// does (server/mcphttp), and answers every other 401.
+func bearer(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readyz GETs base/readyz, with the token when it is not "", and returns
 // the status and the report.
 func readyz(t *testing.T, base, token string) (int, health.Report) {
@@ -266,9 +279,10 @@ groups:
 	}
 	h.Run()
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	hs := h.NewHTTPServer(HTTPOptions{Token: "tok", Loopback: true})
-	ts := httptest.NewServer(hs)
-	t.Cleanup(func() { ts.Close(); hs.Close() })
+	mux := http.NewServeMux()
+	health.Mount(mux, mgr, func(next http.Handler) http.Handler { return bearer("tok", next) })
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
 
 	// Nothing started yet: every enabled server is starting.
 	if code, rep := readyz(t, ts.URL, ""); code != http.StatusServiceUnavailable || rep.Ready || len(rep.Groups) != 3 ||

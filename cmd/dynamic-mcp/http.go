@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // listenAddr completes --http: a bare port or ":port" binds to loopback;
@@ -46,10 +49,11 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 }
 
 // serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
-// within a few seconds. mount, if set, adds handlers (/metrics ...) to the
-// HTTP face before it serves.
-func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
-	mount func(*server.HTTPServer)) error {
+// within a few seconds: /mcp and the legacy SSE endpoints, /healthz and
+// /readyz of mgr's upstreams. mount, if set, adds handlers (/metrics ...)
+// to the HTTP face before it serves.
+func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
+	mount func(*mcphttp.Server)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -60,14 +64,20 @@ func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr st
 		ln.Close()
 		return usageError{"--insecure-no-auth is only allowed on a loopback address"}
 	}
-	opts := server.HTTPOptions{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
+	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 	}
-	h := hub.NewHTTPServer(opts)
+	h := mcphttp.New(hub, opts, logger)
 	defer h.Close()
+	// /healthz and /readyz are public, for load balancers; why a group is
+	// down (which can name internal hosts) only to a request with the token.
+	probes := http.NewServeMux()
+	health.Mount(probes, mgr, h.Guard().Check)
+	h.HandlePublic("/healthz", probes)
+	h.HandlePublic("/readyz", probes)
 	if mount != nil {
 		mount(h)
 	}
@@ -87,7 +97,9 @@ func serveHTTP(ctx context.Context, hub *server.Hub, cfg *config.Config, addr st
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	err = srv.Shutdown(shutdown)
+	<-errc // Serve returned as Shutdown closed the listener
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil

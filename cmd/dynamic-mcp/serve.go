@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -95,7 +96,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched }()
 
 	if httpAddr != "" {
-		return serveHTTP(ctx, hub, cfg, httpAddr, noAuth, logger, stderr, func(h *server.HTTPServer) {
+		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server) {
 			h.Handle("/metrics", metrics.Handler())
 			mountInspector(h, insp)
 		})

@@ -16,6 +16,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -75,7 +76,7 @@ func uiListenAddr(addr string) (string, error) {
 // token of its own.
 type uiMux struct {
 	mux   *http.ServeMux
-	guard *server.Guard
+	guard *mcphttp.Guard
 }
 
 func (u uiMux) Handle(pattern string, h http.Handler) { u.mux.Handle(pattern, u.guard.Check(h)) }
@@ -96,7 +97,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metric
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	token := base64.RawURLEncoding.EncodeToString(b)
-	m := uiMux{mux: http.NewServeMux(), guard: server.NewGuard(server.GuardOptions{Token: token, Loopback: true})}
+	m := uiMux{mux: http.NewServeMux(), guard: mcphttp.NewGuard(mcphttp.GuardOptions{Token: token, Loopback: true})}
 	mountInspector(m, insp)
 	// /healthz and /readyz need no token, as on the HTTP face, but here
 	// no load balancer calls them: they are behind the Origin and Host

@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"bufio"
@@ -15,28 +15,27 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
 )
 
 // serveHTTPWith serves h's HTTP face with opts (no auth) on a test server.
-func serveHTTPWith(t *testing.T, h *Hub, opts HTTPOptions) (*HTTPServer, *httptest.Server) {
+func serveHTTPWith(t *testing.T, h *server.Hub, opts Options) (*Server, *httptest.Server) {
 	opts.NoAuth = true
-	hs := h.NewHTTPServer(opts)
+	hs := New(h, opts, testLogger())
 	ts := httptest.NewServer(hs)
 	t.Cleanup(func() { ts.Close(); hs.Close() })
 	return hs, ts
 }
 
-func (s *HTTPServer) sessionCount() int {
+func (s *Server) sessionCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
 }
 
-func (h *Hub) sessionCount() int {
-	h.routes.mu.Lock()
-	defer h.routes.mu.Unlock()
-	return len(h.routes.sessions)
-}
+// hubSessions is how many sessions the hub has open.
+func hubSessions(h *server.Hub) int { return len(h.Sessions()) }
 
 // heapInUse is the live heap after a collection.
 func heapInUse() uint64 {
@@ -52,7 +51,7 @@ func heapInUse() uint64 {
 // grow with the sessions beyond the cap.
 func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 	h := fakeHub(t)
-	hs := h.NewHTTPServer(HTTPOptions{NoAuth: true, MaxSessions: 100})
+	hs := New(h, Options{NoAuth: true, MaxSessions: 100}, testLogger())
 	defer hs.Close()
 	post := func(session, body string) (*http.Response, string) {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
@@ -95,7 +94,7 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 	if grown > max(first, 1<<20) {
 		t.Errorf("heap grew by %d bytes with the session count capped (the first 100 took %d)", grown, first)
 	}
-	if n, m := hs.sessionCount(), h.sessionCount(); n != 100 || m != 100 {
+	if n, m := hs.sessionCount(), hubSessions(h); n != 100 || m != 100 {
 		t.Errorf("sessions: %d in the face, %d in the hub; want 100", n, m)
 	}
 	if resp, _ := post(ids[1], `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
@@ -111,14 +110,14 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 // once a stream closes, its session is the one that makes room.
 func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 	h := fakeHub(t)
-	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxSessions: 2})
+	hs, ts := serveHTTPWith(t, h, Options{MaxSessions: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
 	streams := map[string]context.CancelFunc{}
 	for _, c := range []*httpClient{a, b} {
 		ctx, cancel := context.WithCancel(t.Context())
 		streams[c.session] = cancel
 		c.stream(ctx)
-		waitFor(t, 5*time.Second, "the GET stream", func() bool { return h.sessionByID(c.session).hasStandalone() })
+		waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.lookup(c.session).hasStandalone() })
 	}
 	resp, err := http.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
 	if err != nil {
@@ -132,7 +131,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		t.Errorf("%d sessions", hs.sessionCount())
 	}
 	streams[b.session]()
-	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !h.sessionByID(b.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !hs.lookup(b.session).hasStandalone() })
 	c := newHTTPClient(t, ts.URL)
 	if c.session == "" {
 		t.Fatal("no session once one is idle")
@@ -150,7 +149,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 // slow call's response is cut by that deadline.
 func TestHTTPBodyTimeout(t *testing.T) {
 	h := fakeHub(t)
-	_, ts := serveHTTPWith(t, h, HTTPOptions{BodyTimeout: time.Second})
+	hs, ts := serveHTTPWith(t, h, Options{BodyTimeout: time.Second})
 	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +182,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	// A GET stream outlives the body deadline.
 	c.stream(t.Context())
 	time.Sleep(1500 * time.Millisecond)
-	if !h.sessionByID(c.session).hasStandalone() {
+	if !hs.lookup(c.session).hasStandalone() {
 		t.Error("the GET stream was cut by the body deadline")
 	}
 }
@@ -194,7 +193,7 @@ func TestHTTPBodyMemoryBounded(t *testing.T) {
 	h := fakeHub(t)
 	const budget = 32 << 20
 	const heapBound = 400 << 20
-	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxBodyMemory: budget})
+	hs, ts := serveHTTPWith(t, h, Options{MaxBodyMemory: budget})
 	c := newHTTPClient(t, ts.URL)
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -266,7 +265,7 @@ func TestHTTPBodyMemoryBounded(t *testing.T) {
 // gets 503 with Retry-After, and is served again once others finish.
 func TestHTTPInflightCap(t *testing.T) {
 	h := fakeHub(t)
-	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxInflight: 2})
+	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
 	var wg sync.WaitGroup
 	for _, c := range []*httpClient{a, b} {
@@ -291,10 +290,10 @@ func TestHTTPInflightCap(t *testing.T) {
 // addresses stays bounded.
 func TestHTTPTokenGuessingSlowed(t *testing.T) {
 	h := fakeHub(t)
-	hs := h.NewHTTPServer(HTTPOptions{Token: "secret"})
+	hs := New(h, Options{Token: "secret"}, testLogger())
 	defer hs.Close()
 	now := time.Now()
-	hs.gate.auth.now = func() time.Time { return now }
+	hs.guard.auth.now = func() time.Time { return now }
 	try := func(addr, token string) *http.Response {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(initializeMsg))
 		req.RemoteAddr = addr
@@ -332,7 +331,7 @@ func TestHTTPTokenGuessingSlowed(t *testing.T) {
 	for i := range 3 * maxAuthAddrs {
 		try(fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255), "nope")
 	}
-	if n := hs.gate.auth.size(); n > maxAuthAddrs {
+	if n := hs.guard.auth.size(); n > maxAuthAddrs {
 		t.Errorf("%d addresses kept, over %d", n, maxAuthAddrs)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"bufio"
@@ -17,11 +17,11 @@ const initializeEliciting = `{"jsonrpc":"2.0","id":0,"method":"initialize","para
 
 // isolationHub runs a flat-mode hub over HTTP in front of one fake
 // upstream with the isolation given.
-func isolationHub(t *testing.T, isolation string) (*Hub, *upstream.Manager, string) {
+func isolationHub(t *testing.T, isolation string) (*Server, *upstream.Manager, string) {
 	t.Helper()
-	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, stop_grace: 1s", "    isolation: "+isolation+"\n"), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
-	return h, mgr, serveHTTP(t, h).URL
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, stop_grace: 1s", "    isolation: "+isolation+"\n"), nil)
+	face, ts := serveHTTP(t, h)
+	return face, mgr, ts.URL
 }
 
 func newElicitingClient(t *testing.T, base string) *httpClient {
@@ -74,7 +74,7 @@ func askAnswering(t *testing.T, c *httpClient, name string) string {
 func TestIsolationPerSession(t *testing.T) {
 	for _, isolation := range []string{"per-session", "shared"} {
 		t.Run(isolation, func(t *testing.T) {
-			h, mgr, base := isolationHub(t, isolation)
+			face, mgr, base := isolationHub(t, isolation)
 			a, b := newElicitingClient(t, base), newElicitingClient(t, base)
 			pid := func(c *httpClient, id int) string {
 				_, body := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__pid","arguments":{}}}`, id))
@@ -98,7 +98,7 @@ func TestIsolationPerSession(t *testing.T) {
 				slept <- body
 			}()
 			waitFor(t, 5*time.Second, "b's call in flight", func() bool {
-				hs := h.sessionByID(b.session)
+				hs := face.lookup(b.session)
 				return hs != nil && hs.inflight.Len() > 0
 			})
 			got := askAnswering(t, a, "alice")

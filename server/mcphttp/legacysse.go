@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"errors"
@@ -10,15 +10,19 @@ import (
 // legacyStream serves the HTTP+SSE transport of protocol 2024-11-05: GET
 // /sse opens a session whose every message from the hub goes down this
 // stream, which first names the endpoint to POST to.
-func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newHTTPSession("sse")
+	hs, err := s.newSession("sse")
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
+		return
+	}
+	if errors.Is(err, errClosed) {
+		unavailable(w, "the server is shutting down")
 		return
 	}
 	if err != nil {
@@ -30,7 +34,7 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 	// a client that POSTs at once must find its answer a place to go
 	// (what is queued meanwhile is written after the endpoint event).
 	st := newStream()
-	hs.setStandalone(st)
+	hs.claimStandalone(st) // a new session's: always free
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
@@ -41,7 +45,7 @@ func (s *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 
 // legacyMessage takes a client message for a legacy SSE session; the
 // answer goes down the session's stream.
-func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -65,7 +69,7 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		if msg.Method == "notifications/cancelled" {
 			hs.inflight.Cancel(msg.Params)
 		}
-		s.hub.serveNotification(hs.ctx, hs.session, msg)
+		hs.sess.Notification(msg)
 	case msg.IsRequest():
 		if hs.answersBacklogged() {
 			// Every answer goes down the one stream: a client that does not
@@ -75,30 +79,24 @@ func (s *HTTPServer) legacyMessage(w http.ResponseWriter, r *http.Request) {
 				jsonrpc.Errorf(jsonrpc.CodeServerBusy, "too many answers waiting on the SSE stream: read it")))
 			return
 		}
-		if !s.beginRequest() {
-			release()
-			unavailable(w, "too many requests in flight")
-			return
-		}
-		ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
-		if refused != nil {
-			s.endRequest()
-			release()
-			// Answered on the POST itself: a client that floods requests
-			// and does not read its stream cannot queue refusals there.
-			status := http.StatusBadRequest
-			if refused.Code == jsonrpc.CodeServerBusy {
-				status = http.StatusTooManyRequests
+		// Refusals are answered on the POST itself: a client that floods
+		// requests and does not read its stream cannot queue them there.
+		a, ok := s.admit(w, hs, msg, nil, release, func(e *jsonrpc.Error) int {
+			if e.Code == jsonrpc.CodeServerBusy {
+				return http.StatusTooManyRequests
 			}
-			writeJSON(w, status, nil, jsonrpc.EncodeError(msg.ID, refused))
+			return http.StatusBadRequest
+		})
+		if !ok {
 			return
 		}
-		go func() {
-			res, err := s.hub.serveRequest(ctx, hs.session, msg)
-			s.endRequest()
-			release()
-			end(func() { _ = hs.deliver(hs.ctx, jsonrpc.Answer(msg.ID, res, err), true) })
-		}()
+		if !s.run(w, hs, a, func(answer []byte) {
+			if answer != nil {
+				_ = hs.deliver(hs.ctx, answer, true)
+			}
+		}) {
+			return
+		}
 	default:
 		hs.calls.Resolve(msg)
 	}

@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"bufio"
@@ -6,16 +6,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
 )
 
 // The HTTP face's guard, session rules and the requests it routes, each
 // answered as the spec and the README say.
 func TestHTTPFace(t *testing.T) {
 	h := fakeHub(t)
-	hs := h.NewHTTPServer(HTTPOptions{Token: "secret", Loopback: true, AllowedOrigins: []string{"https://app.example"}})
+	hs := New(h, Options{Token: "secret", Loopback: true, AllowedOrigins: []string{"https://app.example"}}, testLogger())
 	defer hs.Close()
 	do := func(method, path, body string, header map[string]string) (*http.Response, string) {
 		t.Helper()
@@ -88,7 +91,7 @@ func TestHTTPFace(t *testing.T) {
 			t.Errorf("%s: %d %.300s", tc.name, resp.StatusCode, body)
 		}
 	}
-	if h.sessionByID(session) != nil {
+	if hs.lookup(session) != nil || slices.ContainsFunc(h.Sessions(), func(s server.SessionInfo) bool { return s.ID == session }) {
 		t.Error("the session is still there after DELETE")
 	}
 }
@@ -97,7 +100,7 @@ func TestHTTPFace(t *testing.T) {
 // to what is POSTed there come down the stream.
 func TestLegacySSE(t *testing.T) {
 	h := fakeHub(t)
-	ts := serveHTTP(t, h)
+	_, ts := serveHTTP(t, h)
 	resp, err := http.Get(ts.URL + "/sse")
 	if err != nil {
 		t.Fatal(err)
@@ -149,8 +152,13 @@ func TestLegacySSE(t *testing.T) {
 	if e := next(); !strings.Contains(e, `"text":"legacy"`) {
 		t.Errorf("call: %s", e)
 	}
-	if resp, _ := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`)); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown session: %d", resp.StatusCode)
+	unknown, err := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown.Body.Close()
+	if unknown.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %d", unknown.StatusCode)
 	}
 }
 
@@ -159,7 +167,7 @@ func TestLegacySSE(t *testing.T) {
 // (it was set just after, and an answer in between was lost).
 func TestLegacySSEAnswerRightAfterEndpoint(t *testing.T) {
 	h := fakeHub(t)
-	ts := serveHTTP(t, h)
+	_, ts := serveHTTP(t, h)
 	for i := range 30 {
 		resp, err := http.Get(ts.URL + "/sse")
 		if err != nil {

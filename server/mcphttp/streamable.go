@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -21,7 +22,7 @@ const headerSessionID = "Mcp-Session-Id"
 // streamable serves the Streamable HTTP transport at /mcp: POST for client
 // messages, GET for the stream of messages the hub starts, DELETE to end a
 // session (MCP spec, basic/transports).
-func (s *HTTPServer) streamable(w http.ResponseWriter, r *http.Request) {
+func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		s.post(w, r)
@@ -42,15 +43,15 @@ func (s *HTTPServer) streamable(w http.ResponseWriter, r *http.Request) {
 
 // session finds the request's session, answering 400 when it names none
 // and 404 when it names one that does not exist (any more).
-func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		writeJSONError(w, http.StatusBadRequest, nil, errorf(codeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
+		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
 		return nil, false
 	}
 	hs := s.lookup(id)
 	if hs == nil {
-		writeJSONError(w, http.StatusNotFound, nil, errorf(codeInvalidRequest, "Session not found"))
+		writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
 	}
 	hs.touch()
@@ -62,12 +63,12 @@ func (s *HTTPServer) session(w http.ResponseWriter, r *http.Request) (*httpSessi
 // or not a valid message. The body's bytes are reserved from the budget
 // of bodies first (waiting up to the body timeout for room); release gives
 // them back once the message is handled, and must be called when ok.
-func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, release func(), ok bool) {
-	limit := s.hub.config().Settings.MaxMessageSize
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, release func(), ok bool) {
+	limit := s.hub.Settings().MaxMessageSize
 	if r.ContentLength > int64(limit) {
 		// Not read: only its start, for the id of the refusal.
 		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
 		return nil, nil, false
 	}
 	want := int64(limit) + 1 // unknown length: room for the largest
@@ -90,12 +91,12 @@ func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 			status = http.StatusRequestTimeout
 			w.Header().Set("Connection", "close")
 		}
-		writeJSONError(w, status, nil, errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
 		return nil, nil, false
 	}
 	if len(body) > limit {
 		release()
-		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), errorf(codeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
 		return nil, nil, false
 	}
 	msg, err = jsonrpc.Decode(body)
@@ -117,7 +118,7 @@ func (s *HTTPServer) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 // afterwards, so that a response stream is not cut by it. A body of known
 // length is read into a buffer of that size, without the doubling of
 // io.ReadAll.
-func (s *HTTPServer) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	defer rc.SetReadDeadline(time.Time{})
@@ -129,7 +130,7 @@ func (s *HTTPServer) readBody(w http.ResponseWriter, r *http.Request, limit int)
 	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 }
 
-func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	msg, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
@@ -141,15 +142,19 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	initialize := msg.Method == "initialize"
 	// 2026-07-28 has no handshake: a request without a session gets one
 	// for itself alone.
-	if r.Header.Get(headerSessionID) == "" && (initialize || msg.IsRequest() && modern(msg.Params)) {
+	if r.Header.Get(headerSessionID) == "" && (initialize || server.Stateless(msg)) {
 		var err error
-		if hs, err = s.newHTTPSession("streamable-http"); errors.Is(err, errTooManySessions) {
+		if hs, err = s.newSession("streamable-http"); errors.Is(err, errTooManySessions) {
 			release()
 			unavailable(w, "too many sessions, none idle")
 			return
+		} else if errors.Is(err, errClosed) {
+			release()
+			unavailable(w, "the server is shutting down")
+			return
 		} else if err != nil {
 			release()
-			writeJSONError(w, http.StatusInternalServerError, msg.ID, errorf(codeInternalError, err.Error()))
+			writeJSONError(w, http.StatusInternalServerError, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, err.Error()))
 			return
 		}
 		if !initialize {
@@ -166,7 +171,7 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		if msg.Method == "notifications/cancelled" {
 			hs.inflight.Cancel(msg.Params)
 		}
-		s.hub.serveNotification(hs.ctx, hs.session, msg)
+		hs.sess.Notification(msg)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.IsResponse():
@@ -189,17 +194,9 @@ func (s *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 //
 // release gives back the body's bytes once the request is answered; the
 // request counts against the cap in all until then.
-func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
-	if !s.beginRequest() {
-		release()
-		unavailable(w, "too many requests in flight")
-		return
-	}
-	ctx, end, refused := hs.inflight.Begin(hs.ctx, msg.ID)
-	if refused != nil {
-		s.endRequest()
-		release()
-		writeJSON(w, http.StatusOK, header, jsonrpc.EncodeError(msg.ID, refused))
+func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
+	a, ok := s.admit(w, hs, msg, header, release, func(*jsonrpc.Error) int { return http.StatusOK })
+	if !ok {
 		return
 	}
 	var st *stream
@@ -207,17 +204,12 @@ func (s *HTTPServer) request(w http.ResponseWriter, r *http.Request, hs *httpSes
 		st = newStream()
 		hs.addStream(st)
 		defer hs.removeStream(st)
-		ctx = context.WithValue(ctx, streamKey{}, st)
+		a.ctx = context.WithValue(a.ctx, streamKey{}, st)
 	}
-	answered := make(chan []byte, 1)
-	go func() {
-		res, err := s.hub.serveRequest(ctx, hs.session, msg)
-		s.endRequest()
-		release()
-		if !end(func() { answered <- jsonrpc.Answer(msg.ID, res, err) }) {
-			answered <- nil // cancelled by the client: no answer
-		}
-	}()
+	answered := make(chan []byte, 1) // nil: cancelled by the client, no answer
+	if !s.run(w, hs, a, func(answer []byte) { answered <- answer }) {
+		return
+	}
 	var sw *sseWriter
 	var ready <-chan struct{}
 	if st != nil {
@@ -275,7 +267,7 @@ func acceptsSSE(r *http.Request) bool {
 }
 
 // get opens the stream of messages the hub starts for a session.
-func (s *HTTPServer) get(w http.ResponseWriter, r *http.Request) {
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if !acceptsSSE(r) {
 		http.Error(w, "Not Acceptable: GET /mcp serves text/event-stream", http.StatusNotAcceptable)
 		return
@@ -285,9 +277,14 @@ func (s *HTTPServer) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The stream is the session's before the client sees it open, so that
-	// nothing sent once it has is sent elsewhere.
+	// nothing sent once it has is sent elsewhere. The spec allows one GET
+	// stream a session: a second is refused while the first is open, so
+	// that no one who learns a session id can take its stream over.
 	st := newStream()
-	hs.setStandalone(st)
+	if !hs.claimStandalone(st) {
+		http.Error(w, "Conflict: the session's GET stream is already open", http.StatusConflict)
+		return
+	}
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil {

@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"context"
@@ -23,6 +23,9 @@ import (
 // every session is busy.
 var errTooManySessions = errors.New("too many sessions")
 
+// errClosed refuses a new session once the face is closing.
+var errClosed = errors.New("the HTTP face is closed")
+
 // authWindow is the period over which failed token attempts are counted.
 const authWindow = time.Minute
 
@@ -31,7 +34,7 @@ const authWindow = time.Minute
 const maxAuthAddrs = 4096
 
 // withDefaults fills the limits left at zero.
-func (o HTTPOptions) withDefaults() HTTPOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = config.DefaultMaxSessions
 	}
@@ -213,8 +216,9 @@ func retryAfter(d time.Duration) string {
 // reserveSession makes room for one more session: below the cap it
 // counts one pending, at the cap it closes the least recently used idle
 // session, and with none idle it fails with errTooManySessions. The
-// caller calls s.settle when the session is registered or not made.
-func (s *HTTPServer) reserveSession() error {
+// caller takes the pending one back once the session is registered or not
+// made (see newSession).
+func (s *Server) reserveSession() error {
 	s.mu.Lock()
 	var victim *httpSession
 	var victimSeen time.Time
@@ -237,15 +241,15 @@ func (s *HTTPServer) reserveSession() error {
 	s.pending++
 	s.mu.Unlock()
 	if victim != nil {
-		s.hub.logger.Info("closing the least recently used idle HTTP session: at the session cap", "session", victim.id, "max_sessions", s.opts.MaxSessions)
-		victim.end(s.hub)
+		s.logger.Info("closing the least recently used idle HTTP session: at the session cap", "session", victim.id, "max_sessions", s.opts.MaxSessions)
+		victim.end()
 	}
 	return nil
 }
 
 // beginRequest counts a client request against the cap of requests in
 // flight in all; false means the cap is reached.
-func (s *HTTPServer) beginRequest() bool {
+func (s *Server) beginRequest() bool {
 	if s.inflight.Add(1) > int64(s.opts.MaxInflight) {
 		s.inflight.Add(-1)
 		return false
@@ -253,4 +257,4 @@ func (s *HTTPServer) beginRequest() bool {
 	return true
 }
 
-func (s *HTTPServer) endRequest() { s.inflight.Add(-1) }
+func (s *Server) endRequest() { s.inflight.Add(-1) }

@@ -1,4 +1,4 @@
-package server
+package mcphttp
 
 import (
 	"crypto/subtle"
@@ -9,7 +9,7 @@ import (
 )
 
 // GuardOptions say who may use an HTTP endpoint of the hub's. The fields
-// mean what HTTPOptions' fields of the same names mean.
+// mean what Options' fields of the same names mean.
 type GuardOptions struct {
 	Token           string
 	NoAuth          bool
@@ -31,7 +31,7 @@ type Guard struct {
 // NewGuard builds the checks opts describe.
 func NewGuard(opts GuardOptions) *Guard {
 	if opts.MaxAuthFailures <= 0 {
-		opts.MaxAuthFailures = HTTPOptions{}.withDefaults().MaxAuthFailures
+		opts.MaxAuthFailures = Options{}.withDefaults().MaxAuthFailures
 	}
 	return &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
 }

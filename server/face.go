@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// This file is the hub's contract with its faces, the transports clients
+// reach it by (stdio here, Streamable HTTP and legacy SSE in
+// server/mcphttp): a face opens a Session for each client with the Peer
+// that reaches the client, hands it the client's requests and
+// notifications, and closes it when the client goes. A face knows nothing
+// else of the hub.
+
+// Peer is how the hub reaches one client; each face implements it. No
+// method may block on a slow client: a notification the client has no
+// room for is dropped and counted, a request waits only for its answer,
+// within ctx.
+type Peer interface {
+	// Notify sends a notification (encoded whole). ctx is the context of
+	// the client's request it belongs to, or the session's: over HTTP it
+	// picks the stream the notification goes down.
+	Notify(ctx context.Context, msg []byte)
+	// Call sends the client a request and waits for its answer, as Notify
+	// picking the stream by ctx. The client's error answer comes back as
+	// *jsonrpc.Error; a client that has left fails it with ErrClientGone.
+	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Dropped is how many notifications were dropped for the client.
+	Dropped() uint64
+	// Answering is how many of the client's requests are being answered.
+	Answering() int
+}
+
+// ErrClientGone fails what the hub asks of a client that has left.
+var ErrClientGone = errClientGone
+
+// Session is one client's conversation with the hub, from Hub.Open to
+// Close.
+type Session struct {
+	hub  *Hub
+	sess *session
+
+	ctx     context.Context // the session's life: ends at Close
+	cancel  context.CancelFunc
+	drained chan struct{} // closed when the notification drain ends
+	once    sync.Once
+}
+
+// Open opens a session for a client that peer reaches: id names it (in
+// logs, the inspector and sessions lists; unique among open sessions) and
+// transport says how it came (stdio, streamable-http or sse). Close ends
+// it.
+func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
+	s := &Session{hub: h, sess: newSession(id, transport), drained: make(chan struct{})}
+	s.sess.peer = facePeer{peer}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := h.addSession(s.ctx, s.sess); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	go func() {
+		defer close(s.drained)
+		s.sess.drain(s.ctx)
+	}()
+	return s, nil
+}
+
+// ID is the session's id, as Open was given it.
+func (s *Session) ID() string { return s.sess.id }
+
+// Context ends when the session is closed.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Request answers one of the client's requests: the raw result, or the
+// error to answer with (see jsonrpc.ToError). ctx ends when the client
+// cancels the request or goes; the face answers once, and not at all when
+// the client cancelled.
+func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {
+	return s.hub.serveRequest(ctx, s.sess, msg)
+}
+
+// Notification takes one of the client's notifications. It never waits
+// on anyone, so a face may call it on the goroutine that reads the
+// client. The face itself acts on notifications/cancelled (it cancels the
+// request it names) before or after.
+func (s *Session) Notification(msg *jsonrpc.Message) {
+	s.hub.serveNotification(s.ctx, s.sess, msg)
+}
+
+// Close ends the session: the hub forgets it (its subscriptions, its
+// own upstream connections) and stops what it started for it. The face
+// cancels the client's requests in flight and fails the hub's requests to
+// the client itself (through its Peer). Calling it again does nothing.
+func (s *Session) Close() error {
+	s.once.Do(func() {
+		s.cancel()
+		<-s.drained
+		s.hub.removeSession(context.Background(), s.sess)
+	})
+	return nil
+}
+
+// Settings are the settings of the hub's current config a face applies
+// to what clients send: the largest message (MaxMessageSize) and how many
+// requests one session may have in flight (SessionInflight). A reload may
+// change them; a face reads them when it needs them.
+func (h *Hub) Settings() config.Settings { return h.config().Settings }
+
+// ServeMany tells the hub that it serves many clients (the HTTP face), not
+// the one client of stdio whose initialize says what it can do: upstreams
+// are told that the client side can answer sampling, elicitation and
+// roots requests, and a client that cannot gets a clear error.
+func (h *Hub) ServeMany() {
+	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
+		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}, Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true},
+	})
+}
+
+// Stateless reports whether a request uses the stateless protocol of
+// 2026-07-28 or later, which needs no session: a face opens one for that
+// request alone.
+func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && modern(msg.Params) }
+
+// facePeer is a face's Peer as the session reaches it.
+type facePeer struct{ p Peer }
+
+func (f facePeer) notify(ctx context.Context, msg []byte) { f.p.Notify(ctx, msg) }
+func (f facePeer) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return f.p.Call(ctx, method, params)
+}
+func (f facePeer) dropped() uint64 { return f.p.Dropped() }
+func (f facePeer) answering() int  { return f.p.Answering() }

@@ -1,0 +1,276 @@
+package mcphttp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// rawGET opens GET /mcp for session on a connection of its own and never
+// reads it beyond the headers.
+func rawGET(t *testing.T, base, session string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(nc, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n%s: %s\r\n\r\n", strings.TrimPrefix(base, "http://"), headerSessionID, session)
+	br := bufio.NewReader(nc)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("GET: %q %v", status, err)
+	}
+	return nc, br
+}
+
+// A second GET with the session's id while its GET stream is open is
+// refused with 409 Conflict (the spec allows one such stream), and the
+// first stream stays the session's: messages still go down it. (Before,
+// the second took the stream over, so that anyone who learnt a session id
+// could read what the hub sent that client.)
+func TestAttackSecondGETRefused(t *testing.T) {
+	h := fakeHub(t)
+	face, ts := serveHTTP(t, h)
+	c := newHTTPClient(t, ts.URL)
+	first, br1 := rawGET(t, ts.URL, c.session)
+	defer first.Close()
+	waitFor(t, 5*time.Second, "the first GET stream", func() bool { return face.lookup(c.session).hasStandalone() })
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("a second GET stream: %d, want 409", resp.StatusCode)
+	}
+	// A log message reaches the first stream.
+	c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__log","arguments":{"text":"to-first"}}}`)
+	first.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for {
+		line, err := br1.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the first stream: %v", err)
+		}
+		if strings.Contains(line, "to-first") {
+			break
+		}
+	}
+	// Once the first is closed, a new GET is the session's.
+	first.Close()
+	waitFor(t, 5*time.Second, "the first stream to end", func() bool { return !face.lookup(c.session).hasStandalone() })
+	second, _ := rawGET(t, ts.URL, c.session)
+	second.Close()
+}
+
+// A request of the hub's to the client (elicitation during a tool call)
+// when the client has no stream open: the call POSTed without accepting
+// an event stream, no GET. The tool call must fail (or the elicitation be
+// refused) at once, not hang to the call timeout.
+func TestAttackServerRequestWithNoStream(t *testing.T) {
+	h := fakeHub(t)
+	_, ts := serveHTTP(t, h)
+	c := &httpClient{t: t, base: ts.URL}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__ask"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(headerSessionID, c.session)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("answered after %v: %.300s", time.Since(start), body)
+	}
+	if !strings.Contains(string(body), `"id":1`) {
+		t.Errorf("answer: %.300s", body)
+	}
+	t.Logf("%v: %.300s", time.Since(start), body)
+}
+
+// A client that POSTs a call with an event stream accepted and
+// disconnects mid-call: the handler goroutine and the stream go away once
+// the call ends, and the session keeps working.
+func TestAttackHTTPDisconnectMidCall(t *testing.T) {
+	h := fakeHub(t)
+	face, ts := serveHTTP(t, h)
+	c := newHTTPClient(t, ts.URL)
+	before := liveGoroutines()
+	for i := range 10 {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
+			strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":300}}}`, 100+i)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+		}()
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	_, body := c.post(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`)
+	if !strings.Contains(body, `"text":"still"`) {
+		t.Errorf("after disconnects: %.300s", body)
+	}
+	hs := face.lookup(c.session)
+	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.inflight.Len() == 0 })
+	hs.mu.Lock()
+	n := len(hs.streams)
+	hs.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d POST streams still registered", n)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	waitGoroutines(t, before)
+}
+
+// legacyNotReading opens a legacy SSE stream on a hub with small socket
+// buffers, reads only up to its endpoint and returns the hub, the server
+// and the endpoint; the stream is never read again.
+func legacyNotReading(t *testing.T) (*Server, *httptest.Server, string) {
+	t.Helper()
+	h := fakeHub(t)
+	face, ts := serveHTTP(t, h)
+	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4096)
+	}
+	fmt.Fprintf(nc, "GET /sse HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
+	br := bufio.NewReader(nc)
+	var endpoint string
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for endpoint == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			endpoint = e
+		}
+	}
+	return face, ts, endpoint
+}
+
+// Legacy SSE: a client that never reads its stream and POSTs requests with
+// ids all different: once as many answers wait as a session may have in
+// flight, more requests are refused on their POST (429), so the stream's
+// queue stays bounded.
+func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
+	face, ts, endpoint := legacyNotReading(t)
+	refused := 0
+	for i := range 1000 {
+		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, strings.Repeat("p", 2000))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	hs := face.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
+	if hs == nil {
+		t.Skip("the session ended (the stream's write timed out) before the check")
+	}
+	if n := hs.standaloneLen(); refused == 0 || n > 2*jsonrpc.DefaultMaxInflight {
+		t.Errorf("%d answers queued for a client that does not read (%d refused)", n, refused)
+	}
+}
+
+// Legacy SSE: a client that opens /sse and never reads it, then POSTs
+// requests. Answers to its own requests are bounded by the in-flight
+// limit; refusals (a duplicate id, over the limit) must be too.
+func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
+	face, ts, endpoint := legacyNotReading(t)
+	// The stream is never read. One request hangs, holding id 1; every
+	// later request with id 1 is refused, on its POST (400), not onto the
+	// stream.
+	post := func(body string) {
+		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("POST: %v %v", err, resp)
+		}
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	post(initializeMsg)
+	post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__hang"}}`)
+	pad := strings.Repeat("p", 2000)
+	for range 3000 {
+		post(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"` + pad + `"}}}`)
+	}
+	hs := face.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
+	if hs == nil {
+		t.Skip("the session ended (the stream's write timed out) before the check")
+	}
+	if n := hs.standaloneLen(); n > 600 {
+		t.Errorf("the legacy stream's outbox holds %d refusals for a client that does not read", n)
+	}
+}
+
+func (hs *httpSession) standaloneLen() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.standalone == nil {
+		return 0
+	}
+	return hs.standalone.out.Len()
+}
+
+// waitGoroutines waits for the goroutine count to come back to before
+// (allowing a few of the runtime's and the pipes' own). Idle handler
+// workers of jsonrpc.Conn, which end by themselves after 10 s, are not
+// counted (see jsonrpc's TestAttackNoGoroutinesAfterClose).
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for liveGoroutines() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := liveGoroutines(); n > before+2 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("goroutines: %d before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// liveGoroutines counts goroutines but jsonrpc's idle workers.
+func liveGoroutines() int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "jsonrpc.(*Workers).run") && strings.Contains(g, "[select") {
+			continue
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,12 @@
+// Package mcphttp is the hub's HTTP face: Streamable HTTP at /mcp and the
+// legacy HTTP+SSE transport of protocol 2024-11-05 at /sse and /message
+// (MCP spec, basic/transports), for many clients at once, each in a
+// session the hub opens through its face contract (server.Hub.Open). It
+// holds the checks of who may connect (Origin, Host, bearer token: Guard)
+// and the limits that keep the hub's memory bounded whatever clients do
+// (sessions, bodies, requests in flight, failed token attempts).
+//
+// Every goroutine it starts is its own: Close ends the sessions and waits
+// for them. A request whose handling panics is answered -32603 and logged
+// with its stack; every other request and session goes on.
+package mcphttp

@@ -1,0 +1,145 @@
+package mcphttp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// fakeBin is testdata/fakeupstream, built once by TestMain.
+var fakeBin string
+
+// TestMain builds the fake upstream, runs the tests, and fails them if
+// any goroutine outlives them: every test closes what it started (the
+// face, the hub, the upstreams), so whatever is left leaked.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcphttp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeBin = filepath.Join(dir, "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", fakeBin, "../../testdata/fakeupstream").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the fake upstream: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		http.DefaultClient.CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const initializeMsg = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"t","version":"1"}}}`
+
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// fakeHub runs a hub in flat mode in front of one fake upstream "f"
+// started with args, ready to serve, until the test ends.
+func fakeHub(t *testing.T, args ...string) *server.Hub {
+	return observedHub(t, nil, args...)
+}
+
+// observedHub is fakeHub with obs (if not nil) watching the hub's traffic.
+func observedHub(t *testing.T, obs traffic.Observer, args ...string) *server.Hub {
+	t.Helper()
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: ["+strings.Join(quoted, ", ")+"]\n"), obs)
+	return h
+}
+
+// flatFakeYAML is the config of a flat-mode hub in front of one fake
+// upstream, group "f", with its state in stateDir, no audit, settings (the
+// inside of settings: {...}) and more of the group's keys (lines indented
+// by four spaces).
+func flatFakeYAML(stateDir, settings, group string) string {
+	return fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\ngroups:\n  f:\n    description: fake\n    command: %q\n%s",
+		stateDir, settings, fakeBin, group)
+}
+
+// runHub runs a hub for the config yaml, observed by obs (if not nil),
+// built and started in serve's order, until the test ends; it returns once
+// the hub lists the fake upstream's tools.
+func runHub(t *testing.T, yaml string, obs traffic.Observer) (*server.Hub, *upstream.Manager) {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	logger := testLogger()
+	mgr := upstream.New(cfg, logger)
+	h, err := server.New(cfg, mgr, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs != nil {
+		h.Observe(obs)
+	}
+	h.ServeMany() // as New of the face does, before the upstreams start
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	probe, err := h.Open("probe", "test", nopPeer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	list, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	waitFor(t, 10*time.Second, "the hub to list the upstream's tools", func() bool {
+		res, err := probe.Request(t.Context(), list)
+		return err == nil && strings.Contains(string(res), `"f__echo"`)
+	})
+	return h, mgr
+}
+
+// nopPeer is a client that takes nothing.
+type nopPeer struct{}
+
+func (nopPeer) Notify(context.Context, []byte) {}
+func (nopPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, server.ErrClientGone
+}
+func (nopPeer) Dropped() uint64 { return 0 }
+func (nopPeer) Answering() int  { return 0 }

@@ -1,0 +1,211 @@
+package mcphttp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// Options configure the HTTP face.
+type Options struct {
+	// Token is the bearer token every request but the public endpoints
+	// (see HandlePublic) must carry.
+	Token string
+	// NoAuth serves without a token; the caller allows it on loopback only.
+	NoAuth bool
+	// AllowedOrigins may send requests besides loopback origins.
+	AllowedOrigins []string
+	// Loopback says the hub listens on loopback only, so that requests
+	// naming another Host are refused (DNS rebinding).
+	Loopback bool
+	// MaxSessions caps the sessions open at once; default
+	// config.DefaultMaxSessions. See config.HTTP for this and the rest.
+	MaxSessions int
+	// BodyTimeout bounds reading one request body.
+	BodyTimeout time.Duration
+	// MaxInflight caps the client requests in flight across sessions.
+	MaxInflight int
+	// MaxBodyMemory caps the bytes of bodies being read and handled.
+	MaxBodyMemory int
+	// MaxAuthFailures is how many failed token attempts an address may
+	// make in a minute.
+	MaxAuthFailures int
+}
+
+// idleSession is how long a session with no request and no open stream
+// lives on before it is closed.
+const idleSession = 30 * time.Minute
+
+// keepAlive is how often an idle SSE stream gets a comment, so proxies do
+// not close it.
+const keepAlive = 25 * time.Second
+
+// writeTimeout bounds one write to an HTTP client: a response, or an
+// event on a stream. A client that does not read loses that stream.
+const writeTimeout = jsonrpc.DefaultWriteTimeout
+
+// Server serves a hub over Streamable HTTP at /mcp and legacy HTTP+SSE at
+// /sse and /message, to many clients at once, each in a session of its
+// own; what else it serves (health, metrics, the inspector) its owner
+// mounts with Handle, HandlePage and HandlePublic.
+type Server struct {
+	hub    *server.Hub
+	opts   Options
+	logger *slog.Logger
+	mux    *http.ServeMux
+
+	mu       sync.Mutex // guards sessions, pending and closed
+	sessions map[string]*httpSession
+	pending  int  // sessions being made, counted against the cap
+	closed   bool // no more sessions or request goroutines
+
+	inflight atomic.Int64 // client requests being answered, all sessions
+	bodies   *byteBudget
+	guard    *Guard // the checks of every endpoint but the public ones
+
+	stop chan struct{}  // closed by Close: handlers and streams return
+	wg   sync.WaitGroup // the janitor and every request goroutine
+	once sync.Once
+}
+
+// New builds the HTTP face of hub. Close stops it.
+func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
+	opts = opts.withDefaults()
+	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
+		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth,
+			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
+	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
+	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
+	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
+	hub.ServeMany()
+	s.wg.Add(1)
+	go s.janitor()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Guard is the face's checks, for a handler that picks them itself (such
+// as /readyz, whose reasons only a request with the token sees).
+func (s *Server) Guard() *Guard { return s.guard }
+
+// Handle serves pattern (a ServeMux pattern, such as "/ui/") with next,
+// behind the same checks as /mcp: Origin, Host and the bearer token. It
+// must be called before the server serves.
+func (s *Server) Handle(pattern string, next http.Handler) {
+	s.mux.Handle(pattern, s.guard.Check(next))
+}
+
+// HandlePage serves pattern with next behind the Origin and Host checks
+// but not the token (see Guard.CheckPage): for a page a browser navigates
+// to, such as the inspector's. It must be called before the server serves.
+func (s *Server) HandlePage(pattern string, next http.Handler) {
+	s.mux.Handle(pattern, s.guard.CheckPage(next))
+}
+
+// HandlePublic serves pattern with next behind no check at all: for a
+// load balancer's probes (/healthz, /readyz). It must be called before the
+// server serves.
+func (s *Server) HandlePublic(pattern string, next http.Handler) {
+	s.mux.Handle(pattern, next)
+}
+
+// Close ends every session, and with them their requests in flight and
+// open streams, and waits for every goroutine the face started. Calling it
+// again does nothing.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.mu.Lock()
+		s.closed = true
+		sessions := s.sessions
+		s.sessions = map[string]*httpSession{}
+		s.mu.Unlock()
+		for _, hs := range sessions {
+			hs.end()
+		}
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// spawn runs f on a goroutine that Close waits for; false when the face
+// is closed and f was not run.
+func (s *Server) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// serve answers one client request on hs: the panic boundary of the
+// face. A request whose handling panics is answered -32603 and logged
+// with its stack; every other request and session goes on.
+func (s *Server) serve(ctx context.Context, hs *httpSession, msg *jsonrpc.Message) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("panic answering a client request", "session", hs.id, "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
+		}
+	}()
+	return hs.sess.Request(ctx, msg)
+}
+
+func newSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Server) lookup(id string) *httpSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) drop(hs *httpSession) {
+	s.mu.Lock()
+	delete(s.sessions, hs.id)
+	s.mu.Unlock()
+	hs.end()
+}
+
+// janitor ends sessions that have been idle too long: clients that went
+// away without DELETE.
+func (s *Server) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		var idle []*httpSession
+		for _, hs := range s.sessions {
+			if hs.idleSince(time.Now().Add(-idleSession)) {
+				idle = append(idle, hs)
+			}
+		}
+		s.mu.Unlock()
+		for _, hs := range idle {
+			s.logger.Info("closing idle HTTP session", "session", hs.id)
+			s.drop(hs)
+		}
+	}
+}

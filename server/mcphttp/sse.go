@@ -1,0 +1,102 @@
+package mcphttp
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// sseWriter writes SSE events on a response, each with a write deadline.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	buf     []byte
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// start sends the headers of an event stream.
+func (sw *sseWriter) start(extra http.Header) error {
+	for k, v := range extra {
+		sw.w.Header()[k] = v
+	}
+	sw.w.Header().Set("Content-Type", "text/event-stream")
+	sw.w.Header().Set("Cache-Control", "no-cache")
+	sw.w.Header().Set("Connection", "keep-alive")
+	sw.w.WriteHeader(http.StatusOK)
+	sw.started = true
+	return sw.flush(nil)
+}
+
+// events writes messages as one "message" event each.
+func (sw *sseWriter) events(name string, msgs [][]byte) error {
+	sw.buf = sw.buf[:0]
+	for _, m := range msgs {
+		sw.buf = append(sw.buf, "event: "...)
+		sw.buf = append(sw.buf, name...)
+		sw.buf = append(sw.buf, "\ndata: "...)
+		sw.buf = append(sw.buf, m...)
+		sw.buf = append(sw.buf, "\n\n"...)
+	}
+	return sw.flush(sw.buf)
+}
+
+func (sw *sseWriter) ping() error { return sw.flush([]byte(": keep-alive\n\n")) }
+
+func (sw *sseWriter) flush(b []byte) error {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if len(b) > 0 {
+		if _, err := sw.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return sw.rc.Flush()
+}
+
+// pump writes st's messages as events until the client goes, the session
+// ends, the server stops or st is replaced, with keep-alive comments.
+func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWriter) {
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.out.Ready():
+			if batch := st.out.TakeNow(); len(batch) > 0 {
+				if sw.events("message", batch) != nil {
+					return
+				}
+			}
+			if st.out.Closed() {
+				return
+			}
+			continue
+		case <-t.C:
+			if sw.ping() == nil {
+				continue
+			}
+		case <-r.Context().Done():
+		case <-hs.ctx.Done():
+		case <-s.stop:
+		}
+		return
+	}
+}
+
+// writeJSON writes a whole JSON answer, within the write deadline.
+func writeJSON(w http.ResponseWriter, status int, header http.Header, body []byte) {
+	for k, v := range header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, id []byte, err *jsonrpc.Error) {
+	writeJSON(w, status, nil, jsonrpc.EncodeError(id, err))
+}
