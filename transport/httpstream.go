@@ -1,0 +1,235 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// errStreamClosed is what Read returns once Close was called.
+var errStreamClosed = errors.New("stream closed")
+
+// inbound is one thing for Read to return: a message, or an error about
+// one call (*jsonrpc.CallError, *jsonrpc.TooLargeError).
+type inbound struct {
+	msg []byte
+	err error
+}
+
+// httpStream is what both HTTP streams share: the client and what every
+// request carries, the queue Read takes from, and the goroutines that
+// fill it, owned by the stream and waited for by Close.
+type httpStream struct {
+	url           string
+	client        *http.Client
+	headers       map[string]string                     // from the config
+	authorization func(context.Context) (string, error) // an OAuth sign-in; may be nil
+	limit         int                                   // settings.max_message_size
+	logger        *slog.Logger
+
+	in chan inbound // to Read, from the goroutines reading answers and streams
+
+	ctx    context.Context // ends with Close or the stream's failure
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the goroutines reading answers and streams
+
+	failOnce sync.Once
+	failed   chan struct{} // closed when the stream is over, failErr set
+	failErr  error
+
+	mu      sync.Mutex // guards version and posts
+	version string     // the negotiated protocol version; "" before the handshake
+	// posts cancels the POST of each request in flight, by id, so that a
+	// call the Conn gave up on (notifications/cancelled) stops reading.
+	posts map[string]context.CancelFunc
+}
+
+func newHTTPStream(url string, headers map[string]string, authorization func(context.Context) (string, error), limit int, logger *slog.Logger) httpStream {
+	ctx, cancel := context.WithCancel(context.Background())
+	return httpStream{
+		url: url, client: newHTTPClient(), headers: headers, authorization: authorization, limit: limit, logger: logger,
+		in:     make(chan inbound),
+		ctx:    ctx,
+		cancel: cancel,
+		failed: make(chan struct{}),
+		posts:  map[string]context.CancelFunc{},
+	}
+}
+
+// Read returns the next message of the server, or an error about one
+// call; once the stream is over, why (after what came before it).
+func (s *httpStream) Read() ([]byte, error) {
+	select {
+	case m := <-s.in:
+		return m.msg, m.err
+	case <-s.failed:
+		select {
+		case m := <-s.in:
+			return m.msg, m.err
+		default:
+		}
+		return nil, s.failErr
+	}
+}
+
+// fail ends the stream with err: Read returns it, the goroutines stop.
+func (s *httpStream) fail(err error) {
+	s.failOnce.Do(func() {
+		s.failErr = err
+		close(s.failed)
+		s.cancel()
+	})
+}
+
+// deliver hands m to Read; false when the stream is over first.
+func (s *httpStream) deliver(m inbound) bool {
+	select {
+	case s.in <- m:
+		return true
+	case <-s.failed:
+		return false
+	}
+}
+
+// callFailed fails the call with id with err, unless the stream is over
+// or the call was given up (ctx ended).
+func (s *httpStream) callFailed(ctx context.Context, id json.RawMessage, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.deliver(inbound{err: &jsonrpc.CallError{ID: id, Err: err}})
+}
+
+// SetProtocolVersion records the negotiated version, which every request
+// after the handshake carries in the MCP-Protocol-Version header
+// (2025-11-25, basic/transports, "Protocol Version Header").
+func (s *httpStream) SetProtocolVersion(version string) {
+	s.mu.Lock()
+	s.version = version
+	s.mu.Unlock()
+}
+
+// newRequest is an HTTP request to url with what every request carries:
+// the protocol version, the configured headers, the OAuth token.
+func (s *httpStream) newRequest(ctx context.Context, method, url string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	s.mu.Lock()
+	version := s.version
+	s.mu.Unlock()
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	for k, v := range s.headers {
+		req.Header.Set(k, v)
+	}
+	if s.authorization != nil {
+		h, err := s.authorization(ctx)
+		if err != nil {
+			s.logger.Warn("no OAuth token for the request", "err", err)
+		} else {
+			req.Header.Set("Authorization", h)
+		}
+	}
+	return req, nil
+}
+
+// track registers the POST of the request with id; the func it returns
+// forgets it.
+func (s *httpStream) track(id json.RawMessage, cancel context.CancelFunc) func() {
+	s.mu.Lock()
+	s.posts[string(id)] = cancel
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.posts, string(id))
+		s.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancelled stops reading the answer to the request a
+// notifications/cancelled names: the Conn has given up on it.
+func (s *httpStream) cancelled(msg []byte) {
+	id := jsonrpc.Field(jsonrpc.Field(msg, "params"), "requestId")
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.posts[string(id)]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// peek returns a message's id and method without decoding the rest: it is
+// ours (the Conn encoded it), so it is valid.
+func peek(msg []byte) (id json.RawMessage, method string) {
+	id = jsonrpc.Field(msg, "id")
+	if m := jsonrpc.Field(msg, "method"); m != nil {
+		_ = json.Unmarshal(m, &method)
+	}
+	return id, method
+}
+
+// answers reports whether msg, an event of an answer stream, is the
+// answer to the request with id.
+func answers(msg []byte, id json.RawMessage) bool {
+	return jsonrpc.Field(msg, "method") == nil && bytes.Equal(jsonrpc.Field(msg, "id"), id)
+}
+
+// mediaType is resp's content type without its parameters.
+func mediaType(resp *http.Response) string {
+	t, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return t
+}
+
+// readEvents hands each event of an SSE body to Read until the body ends
+// (nil), the stream is over, or an event is over the limit (its
+// *jsonrpc.TooLargeError). fn, when not nil, sees each message first.
+func (s *httpStream) readEvents(body io.Reader, fn func(data []byte)) error {
+	r := newEventReader(body, s.limit)
+	for {
+		ev, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ev.typ != "message" {
+			continue
+		}
+		if fn != nil {
+			fn(ev.data)
+		}
+		if !s.deliver(inbound{msg: ev.data}) {
+			return s.failErr
+		}
+	}
+}
+
+// drain reads what is left of a body (bounded), so that its connection
+// can be used again.
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}
