@@ -10,10 +10,12 @@ import (
 
 // HTTPStream is the stream of a remote upstream, Streamable HTTP or
 // legacy SSE; SetProtocolVersion gives it the version the handshake
-// settled on, which its requests carry from then on.
+// settled on, which its requests carry from then on; Fail ends it at once
+// (the hub gave up on the server).
 type HTTPStream interface {
 	jsonrpc.Stream
 	SetProtocolVersion(version string)
+	Fail(err error)
 }
 
 // NewHTTP opens the stream of a remote server: Streamable HTTP or legacy

@@ -89,6 +89,10 @@ func (s *httpStream) fail(err error) {
 	})
 }
 
+// Fail ends the stream with err at once, as if it had failed: Read
+// returns err. Close still ends the session and waits for the goroutines.
+func (s *httpStream) Fail(err error) { s.fail(err) }
+
 // deliver hands m to Read; false when the stream is over first.
 func (s *httpStream) deliver(m inbound) bool {
 	select {
