@@ -63,13 +63,16 @@ func newStdio(r io.Reader, w io.WriteCloser, maxSize int, logger *slog.Logger) *
 // Start starts the conversation. Calling it again does nothing.
 func (t *Stdio) Start(context.Context) error {
 	t.startOnce.Do(func() {
-		t.conn = jsonrpc.NewConn(t.r, t.w, jsonrpc.ConnOptions{
+		t.conn = jsonrpc.NewConn(jsonrpc.NewLineStream(t.r, t.w, t.maxSize), jsonrpc.ConnOptions{
 			MaxMessageSize: t.maxSize,
 			WriteTimeout:   t.writeTimeout,
 			Handle:         t.serve,
 			Notify:         t.notification,
 			Refused:        t.refused,
-			Quiet:          true,
+			Panicked: func(method string, v any, stack []byte) {
+				t.logger.Error("handling a message of the upstream panicked", "method", method, "panic", fmt.Sprint(v), "stack", string(stack))
+			},
+			Quiet: true,
 		})
 		t.conn.Start()
 		go t.watch()
