@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -35,8 +36,9 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	sess := newSession("stdio", "stdio")
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc.NewConn(in, out, jsonrpc.ConnOptions{
-		MaxMessageSize: h.config().Settings.MaxMessageSize,
+	maxSize := h.config().Settings.MaxMessageSize
+	conn := jsonrpc.NewConn(jsonrpc.NewLineStream(in, out, maxSize), jsonrpc.ConnOptions{
+		MaxMessageSize: maxSize,
 		MaxInflight:    h.config().Settings.SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
@@ -45,6 +47,9 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		Notify: func(m *jsonrpc.Message) { h.serveNotification(base, sess, m) },
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
+		},
+		Panicked: func(method string, v any, stack []byte) {
+			h.logger.Error("a request panicked; answered with an internal error", "method", method, "panic", fmt.Sprint(v), "stack", string(stack))
 		},
 	})
 	sess.peer = &connPeer{conn: conn}

@@ -477,7 +477,6 @@ type notice struct {
 // sends few (roots/list_changed), and each says all there is to say.
 const noticeBuffer = 16
 
-
 // notify queues a notification for the server and returns at once: the
 // hub's reader of a client must never wait for an upstream. When the
 // queue is full, the notification is dropped.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +22,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/dynamic-mcp/dynamic-mcp/transport"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 const testToken = "test-token-0123456789"

@@ -22,7 +22,7 @@ type peer struct {
 func newPair(t *testing.T, opts ConnOptions) (*Conn, *peer) {
 	t.Helper()
 	a, b := net.Pipe()
-	c := NewConn(a, a, opts)
+	c := NewConn(NewLineStream(a, a, opts.MaxMessageSize), opts)
 	c.Start()
 	t.Cleanup(func() { b.Close(); c.Close() })
 	return c, &peer{t: t, nc: b, br: bufio.NewReaderSize(b, 1<<20)}
@@ -169,7 +169,7 @@ func TestConnPeerStopsReading(t *testing.T) {
 				r, w = strings.NewReader(""), pw
 				r = blockingReader{}
 			}
-			c := NewConn(r, w, ConnOptions{WriteTimeout: 200 * time.Millisecond, Outbox: 10})
+			c := NewConn(NewLineStream(r, w, 0), ConnOptions{WriteTimeout: 200 * time.Millisecond, Outbox: 10})
 			c.Start()
 			defer c.Close()
 			start := time.Now()

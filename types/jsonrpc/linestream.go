@@ -1,0 +1,190 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// headSize and tailSize are how much of the start and the end of an
+// over-long line are kept, to find its id.
+const (
+	headSize = 64 << 10
+	tailSize = 256
+)
+
+// maxKeptWriteBuf is the largest write buffer a line stream keeps between
+// writes: one large message's buffer is let go.
+const maxKeptWriteBuf = 1 << 20
+
+// lineStream is a Stream of newline-delimited messages over a byte
+// stream: the client's stdio, a stdio upstream.
+type lineStream struct {
+	r     io.Reader
+	w     io.Writer
+	br    *bufio.Reader
+	limit int
+	next  error // a read error that came with the last line: Read's next answer
+
+	wmu    sync.Mutex // held for a write; guards wbuf
+	wbuf   []byte
+	broken atomic.Bool // a write failed or timed out: the stream is not written again
+
+	closeOnce sync.Once
+}
+
+// NewLineStream is a Stream reading newline-delimited messages from r and
+// writing them to w, one a line. A line over maxSize bytes
+// (DefaultMaxMessageSize when 0) is not buffered whole: Read skips it and
+// returns a *TooLargeError with its first and last bytes. A write is
+// bounded by its ctx: by the writer's own deadline where it has one (a
+// socket, a pollable pipe), else by closing w when ctx ends. Close closes
+// r and w where they are io.Closers; a Read or Write blocked on a stream
+// that closing does not interrupt (a blocking stdin) stays blocked.
+func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxMessageSize
+	}
+	return &lineStream{r: r, w: w, br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+}
+
+// Read returns the next line that is not blank, without surrounding
+// space; a line with no newline at the end of the input counts.
+func (s *lineStream) Read() ([]byte, error) {
+	for s.next == nil {
+		var buf, tail []byte
+		size := 0
+		for {
+			chunk, err := s.br.ReadSlice('\n')
+			size += len(chunk)
+			if size <= s.limit || len(buf) < headSize {
+				buf = append(buf, chunk...)
+			}
+			if size > s.limit {
+				tail = append(tail, chunk[max(0, len(chunk)-tailSize):]...)
+				tail = tail[max(0, len(tail)-tailSize):]
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			s.next = err
+			break
+		}
+		if size > s.limit {
+			return nil, &TooLargeError{Size: size, Limit: s.limit, Head: buf[:min(len(buf), headSize)], Tail: bytes.TrimSpace(tail)}
+		}
+		if line := bytes.TrimSpace(buf); len(line) > 0 {
+			return line, nil
+		}
+	}
+	return nil, s.next
+}
+
+// Write writes msg and a newline.
+func (s *lineStream) Write(ctx context.Context, msg []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.wbuf = append(append(s.wbuf[:0], msg...), '\n')
+	return s.flush(ctx)
+}
+
+// WriteBatch writes msgs, each with a newline, in one write.
+func (s *lineStream) WriteBatch(ctx context.Context, msgs [][]byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.wbuf = s.wbuf[:0]
+	for _, m := range msgs {
+		s.wbuf = append(append(s.wbuf, m...), '\n')
+	}
+	return s.flush(ctx)
+}
+
+// flush writes wbuf within ctx. s.wmu is held.
+func (s *lineStream) flush(ctx context.Context) error {
+	if s.broken.Load() {
+		return fmt.Errorf("%w: the stream failed before", ErrWrite)
+	}
+	err := s.writeWithin(ctx, s.wbuf)
+	if cap(s.wbuf) > maxKeptWriteBuf {
+		s.wbuf = nil
+	}
+	if err != nil {
+		s.broken.Store(true)
+	}
+	return err
+}
+
+// deadliner is a writer whose writes can time out by themselves (a pipe
+// or socket the runtime polls).
+type deadliner interface{ SetWriteDeadline(time.Time) error }
+
+func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
+	if d, ok := s.w.(deadliner); ok {
+		deadline, _ := ctx.Deadline() // none: the zero time, no deadline
+		if d.SetWriteDeadline(deadline) == nil {
+			stop := func() bool { return true }
+			if ctx.Done() != nil && deadline.IsZero() {
+				stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
+			}
+			_, err := s.w.Write(b)
+			stop()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return ErrWriteTimeout
+			}
+			return err
+		}
+	}
+	if ctx.Done() == nil {
+		_, err := s.w.Write(b)
+		return err
+	}
+	// No deadline of its own: closing w is what ends a write blocked past
+	// ctx.
+	stop := afterFunc(ctx, s.closeWriter)
+	_, err := s.w.Write(b)
+	if !stop() {
+		return ErrWriteTimeout
+	}
+	return err
+}
+
+// afterFunc is context.AfterFunc whose stop, when f has started, waits
+// for f to end, so that no goroutine of a write outlives it.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	ran := make(chan struct{})
+	stopf := context.AfterFunc(ctx, func() {
+		defer close(ran)
+		f()
+	})
+	return func() bool {
+		if stopf() {
+			return true
+		}
+		<-ran
+		return false
+	}
+}
+
+func (s *lineStream) closeWriter() {
+	if c, ok := s.w.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// Close closes w, then r, where they are io.Closers.
+func (s *lineStream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeWriter()
+		if c, ok := s.r.(io.Closer); ok {
+			_ = c.Close()
+		}
+	})
+	return nil
+}
