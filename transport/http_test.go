@@ -595,3 +595,60 @@ func TestMCPGoServerNotifiesWhileIdle(t *testing.T) {
 		}
 	}
 }
+
+// streamGoroutines are the goroutines running in a stream's code.
+func streamGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "dynamic-mcp/transport.(*") && !strings.Contains(g, "testing.tRunner") {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// Close returns once every goroutine of the stream is over: a call
+// whose answer is still streaming, the GET stream, the SSE stream.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	hold := func(w http.ResponseWriter, r *http.Request, prefix string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, prefix)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	s := &legacyServer{get: func(w http.ResponseWriter, r *http.Request) { hold(w, r, ": open\n\n") }}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s)
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { hold(w, r, ": working\n\n") })
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		hold(w, r, "event: endpoint\ndata: /sse\n\n")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	streamable := openHTTP(t, srv.URL+"/mcp", config.TransportStreamableHTTP, 1<<20)
+	streamable.handshake(t)
+	waitUntil(t, "the GET stream", func() bool { return s.gets.Load() == 1 })
+	slow := openHTTP(t, srv.URL+"/slow", config.TransportStreamableHTTP, 1<<20)
+	slow.write(t, listTools) // its answer never comes
+	sse := openHTTP(t, srv.URL+"/sse", config.TransportSSE, 1<<20)
+	sse.write(t, listTools)
+	for _, ts := range []*testStream{streamable, slow, sse} {
+		ts.Close()
+	}
+	// A goroutine Close waited for may still be returning, as goleak
+	// allows for: give it a moment to be gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for g := streamGoroutines(); len(g) > 0; g = streamGoroutines() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left after Close:\n%s", len(g), strings.Join(g, "\n\n"))
+		}
+		runtime.Gosched()
+	}
+}

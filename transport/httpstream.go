@@ -45,7 +45,7 @@ type httpStream struct {
 	failed   chan struct{} // closed when the stream is over, failErr set
 	failErr  error
 
-	mu      sync.Mutex // guards version and posts
+	mu      sync.Mutex // guards version and posts, and starting goroutines (goOwned)
 	version string     // the negotiated protocol version; "" before the handshake
 	// posts cancels the POST of each request in flight, by id, so that a
 	// call the Conn gave up on (notifications/cancelled) stops reading.
@@ -80,13 +80,39 @@ func (s *httpStream) Read() ([]byte, error) {
 	}
 }
 
-// fail ends the stream with err: Read returns it, the goroutines stop.
+// fail ends the stream with err: Read returns it, the goroutines stop,
+// and no more start.
 func (s *httpStream) fail(err error) {
 	s.failOnce.Do(func() {
+		s.mu.Lock()
 		s.failErr = err
 		close(s.failed)
+		s.mu.Unlock()
 		s.cancel()
 	})
+}
+
+// goOwned runs f on a goroutine the stream owns (Close waits for it),
+// unless the stream is over; a panic in f is logged and ends only f.
+func (s *httpStream) goOwned(what string, f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.failed:
+		return false
+	default:
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				s.logger.Error("panic in an HTTP stream", "in", what, "panic", r)
+			}
+		}()
+		f()
+	}()
+	return true
 }
 
 // Fail ends the stream with err at once, as if it had failed: Read

@@ -61,12 +61,12 @@ func DialSSE(ctx context.Context, rawURL string, headers map[string]string, auth
 		return nil, fmt.Errorf("sse: GET: content type %q, not text/event-stream", resp.Header.Get("Content-Type"))
 	}
 	endpoint := make(chan string, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	if !s.goOwned("SSE stream", func() {
 		defer resp.Body.Close()
 		s.read(base, resp, endpoint)
-	}()
+	}) {
+		resp.Body.Close()
+	}
 	select {
 	case s.endpoint = <-endpoint:
 		return s, nil
@@ -143,13 +143,14 @@ func (s *SSE) Write(ctx context.Context, msg []byte) error {
 	}
 	id, method := peek(msg)
 	if id != nil && method != "" {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		ok := s.goOwned("POST "+method, func() {
 			if err := s.post(s.ctx, msg); err != nil {
 				s.callFailed(s.ctx, id, fmt.Errorf("POST %s: %w", method, err))
 			}
-		}()
+		})
+		if !ok {
+			return s.failErr
+		}
 		return nil
 	}
 	ctx, stop := context.WithCancel(ctx)

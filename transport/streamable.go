@@ -78,11 +78,9 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 	}
 	id, method := peek(msg)
 	if id != nil && method != "" {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.call(id, method, msg)
-		}()
+		if !s.goOwned("POST "+method, func() { s.call(id, method, msg) }) {
+			return s.failErr
+		}
 		return nil
 	}
 	if method == "notifications/cancelled" {
@@ -214,27 +212,23 @@ func (s *Streamable) refused(ctx context.Context, id json.RawMessage, resp *http
 	s.callFailed(ctx, id, newHTTPError(resp))
 }
 
-// listen starts the GET stream unless it runs already.
+// listen starts the GET stream unless it was started already.
 func (s *Streamable) listen() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.listening || s.ctx.Err() != nil {
+	if s.listening {
+		s.mu.Unlock()
 		return
 	}
 	s.listening = true
-	s.listenEnded = make(chan struct{})
-	ended := s.listenEnded
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	ended := make(chan struct{})
+	s.listenEnded = ended
+	s.mu.Unlock()
+	if !s.goOwned("GET stream", func() {
 		defer close(ended)
-		defer func() {
-			if r := recover(); r != nil {
-				s.logger.Error("panic on the GET stream", "panic", r)
-			}
-		}()
 		s.listenLoop()
-	}()
+	}) {
+		close(ended)
+	}
 }
 
 var (
