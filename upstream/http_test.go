@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,4 +305,43 @@ func TestHTTPServerRequestsCapped(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the refusals", func() bool { return refusals() == n-maxOutstanding })
 	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return reached.Load() == maxOutstanding })
+}
+
+// hubGoroutines are the goroutines running in the hub's code.
+func hubGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "dynamic-mcp/") && !strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "http_test.go") {
+			found = append(found, g)
+		}
+	}
+	return found
+}
+
+// Closing the manager leaves no goroutine of a connection behind, for
+// each kind of upstream.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	u, srv := newHTTPUpstream(t)
+	u.flood = 1 // a GET stream that stays open
+	for _, cfg := range []*config.Config{
+		fakeConfig(t, ""),
+		httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""),
+		httpConfig(t, srv.URL+"/sse", config.TransportSSE, ""),
+	} {
+		m := New(cfg, testLogger(t))
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		m.Start(context.Background())
+		s := m.Servers()[0]
+		waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+		m.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for g := hubGoroutines(); len(g) > 0; g = hubGoroutines() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d goroutines left after Close:\n%s", cfg.Groups[0].Servers[0].ID(), len(g), strings.Join(g, "\n\n"))
+			}
+			runtime.Gosched()
+		}
+	}
 }
