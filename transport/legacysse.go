@@ -190,6 +190,7 @@ func (s *SSE) Close() error {
 	s.closeOnce.Do(func() {
 		s.fail(errStreamClosed)
 		s.wg.Wait()
+		s.client.CloseIdleConnections()
 	})
 	return nil
 }

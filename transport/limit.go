@@ -26,12 +26,21 @@ func (e *streamTooLarge) Error() string {
 
 func (e *streamTooLarge) Is(target error) bool { return target == ErrTooLarge }
 
-// newHTTPClient is the HTTP client of one remote upstream:
-// http.DefaultTransport, with no timeout of its own (a stream must not
+// maxIdleConns is how many idle connections to one upstream are kept for
+// the next POST: as many as calls commonly run at once, where
+// http.DefaultTransport keeps 2 and so opens a new connection for nearly
+// every call once more than 2 are in flight.
+const maxIdleConns = 64
+
+// newHTTPClient is the HTTP client of one remote upstream's stream: a
+// transport of its own (closed with the stream) set as
+// http.DefaultTransport is, and no timeout of its own (a stream must not
 // have one: each request is bounded by its context). What the server
 // sends is bounded where it is read: readBody, eventReader.
 func newHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdleConns
+	return &http.Client{Transport: t}
 }
 
 // readBody reads a JSON body of at most limit bytes; a longer one is not

@@ -325,6 +325,7 @@ func (s *Streamable) Close() error {
 	s.closeOnce.Do(func() {
 		s.fail(errStreamClosed)
 		s.wg.Wait()
+		defer s.client.CloseIdleConnections()
 		s.mu.Lock()
 		sid, ended := s.sessionID, s.sessionEnded
 		s.mu.Unlock()
