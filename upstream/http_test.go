@@ -60,6 +60,8 @@ func (u *httpUpstream) answer(msg []byte) []byte {
 	}
 	res := `{}`
 	switch string(method) {
+	case `"server/discover"`:
+		return jsonrpc.EncodeError(id, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found"))
 	case `"initialize"`:
 		res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
 	case `"tools/list"`:
@@ -211,6 +213,9 @@ func TestHTTPParamsPassByteForByte(t *testing.T) {
 			}
 			var call []byte
 			for _, b := range u.bodies() {
+				if bytes.Contains(b, []byte(`"server/discover"`)) {
+					t.Errorf("an HTTP upstream was asked server/discover: %s", b)
+				}
 				if bytes.Contains(b, []byte(`"tools/call"`)) {
 					call = b
 				}
