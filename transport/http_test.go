@@ -652,3 +652,43 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// A call the Conn gave up on (it wrote notifications/cancelled) stops
+// reading its answer: the server sees the POST go.
+func TestCancelledCallStopsItsPost(t *testing.T) {
+	for _, kind := range []config.Transport{config.TransportStreamableHTTP, config.TransportSSE} {
+		t.Run(string(kind), func(t *testing.T) {
+			started, gone := make(chan struct{}), make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet { // legacy SSE's stream
+					w.Header().Set("Content-Type", "text/event-stream")
+					io.WriteString(w, "event: endpoint\ndata: /\n\n")
+					w.(http.Flusher).Flush()
+					<-r.Context().Done()
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				if !bytes.Contains(body, []byte(`"tools/call"`)) {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, ": working\n\n")
+				w.(http.Flusher).Flush()
+				close(started)
+				<-r.Context().Done()
+				close(gone)
+			}))
+			t.Cleanup(srv.Close)
+			ts := openHTTP(t, srv.URL, kind, 1<<20)
+			ts.write(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)
+			<-started
+			ts.write(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"timed out"}}`)
+			select {
+			case <-gone:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the POST of the cancelled call goes on")
+			}
+		})
+	}
+}

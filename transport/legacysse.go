@@ -143,15 +143,22 @@ func (s *SSE) Write(ctx context.Context, msg []byte) error {
 	}
 	id, method := peek(msg)
 	if id != nil && method != "" {
+		ctx, cancel := context.WithCancel(s.ctx)
+		untrack := s.track(id, cancel) // before the POST: see Streamable.Write
 		ok := s.goOwned("POST "+method, func() {
-			if err := s.post(s.ctx, msg); err != nil {
-				s.callFailed(s.ctx, id, fmt.Errorf("POST %s: %w", method, err))
+			defer untrack()
+			if err := s.post(ctx, msg); err != nil {
+				s.callFailed(ctx, id, fmt.Errorf("POST %s: %w", method, err))
 			}
 		})
 		if !ok {
+			untrack()
 			return s.failErr
 		}
 		return nil
+	}
+	if method == "notifications/cancelled" {
+		defer s.cancelled(msg)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

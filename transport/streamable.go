@@ -78,7 +78,15 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 	}
 	id, method := peek(msg)
 	if id != nil && method != "" {
-		if !s.goOwned("POST "+method, func() { s.call(id, method, msg) }) {
+		// Tracked before the POST starts, so that a cancellation written
+		// right after it finds it.
+		ctx, cancel := context.WithCancel(s.ctx)
+		untrack := s.track(id, cancel)
+		if !s.goOwned("POST "+method, func() {
+			defer untrack()
+			s.call(ctx, id, method, msg)
+		}) {
+			untrack()
 			return s.failErr
 		}
 		return nil
@@ -140,19 +148,15 @@ func (s *Streamable) expire() {
 }
 
 // call POSTs the request msg and hands its answer, and whatever the
-// server sends with it, to Read.
-func (s *Streamable) call(id json.RawMessage, method string, msg []byte) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer s.track(id, cancel)()
+// server sends with it, to Read. ctx ends when the Conn gives up on the
+// call.
+func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string, msg []byte) {
 	resp, sent, err := s.post(ctx, msg)
 	if err != nil {
 		s.callFailed(ctx, id, fmt.Errorf("POST %s: %w", method, err))
 		return
 	}
-	defer func() {
-		cancel() // before Close: an answer stream cut short must not wait
-		drain(resp.Body)
-	}()
+	defer drain(resp.Body)
 	if resp.StatusCode == http.StatusNotFound && sent != "" {
 		s.expire()
 		return
@@ -178,6 +182,8 @@ func (s *Streamable) call(id json.RawMessage, method string, msg []byte) {
 			s.deliver(inbound{err: tl})
 		case err != nil:
 			s.callFailed(ctx, id, fmt.Errorf("read the answer to %s: %w", method, err))
+		case len(body) == 0:
+			s.callFailed(ctx, id, fmt.Errorf("the server answered %s with an empty body", method))
 		default:
 			s.deliver(inbound{msg: body})
 		}
