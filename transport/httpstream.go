@@ -257,9 +257,12 @@ func (s *httpStream) readEvents(body io.Reader, fn func(data []byte)) error {
 	}
 }
 
-// drain reads what is left of a body (bounded), so that its connection
-// can be used again.
-func drain(body io.ReadCloser) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
-	_ = body.Close()
+// closeBody closes resp's body, reading what is left of a short one first
+// so that its connection can be used again; an event stream, which may
+// stay open, is closed as it is.
+func closeBody(resp *http.Response) {
+	if mediaType(resp) != "text/event-stream" && resp.ContentLength >= 0 && resp.ContentLength <= 64<<10 {
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	_ = resp.Body.Close()
 }

@@ -185,7 +185,7 @@ func (s *SSE) post(ctx context.Context, msg []byte) error {
 	if err != nil {
 		return err
 	}
-	defer drain(resp.Body)
+	defer closeBody(resp)
 	if resp.StatusCode/100 != 2 {
 		return newHTTPError(resp)
 	}

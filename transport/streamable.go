@@ -108,7 +108,7 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 		s.logger.Warn("upstream did not take a message", "method", method, "err", err)
 		return nil
 	}
-	defer drain(resp.Body)
+	defer closeBody(resp)
 	switch {
 	case resp.StatusCode == http.StatusNotFound && sent != "":
 		s.expire()
@@ -156,7 +156,7 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 		s.callFailed(ctx, id, fmt.Errorf("POST %s: %w", method, err))
 		return
 	}
-	defer drain(resp.Body)
+	defer closeBody(resp)
 	if resp.StatusCode == http.StatusNotFound && sent != "" {
 		s.expire()
 		return
@@ -297,13 +297,7 @@ func (s *Streamable) stream() (delivered bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer func() {
-		if s.ctx.Err() == nil {
-			drain(resp.Body)
-		} else {
-			resp.Body.Close()
-		}
-	}()
+	defer closeBody(resp)
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusMethodNotAllowed:
@@ -346,7 +340,7 @@ func (s *Streamable) Close() error {
 		}
 		req.Header.Set("Mcp-Session-Id", sid)
 		if resp, err := s.client.Do(req); err == nil {
-			drain(resp.Body)
+			closeBody(resp)
 		}
 	})
 	return nil
