@@ -125,7 +125,11 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 
 // refused logs what the connection refused of the server's.
 func (c *conn) refused(err error, msg []byte) {
-	if errors.Is(err, jsonrpc.ErrNotJSON) {
+	switch {
+	case errors.Is(err, jsonrpc.ErrNotJSON) && c.http != nil:
+		c.logger.Warn("upstream sent a message that is not JSON-RPC; skipped", "message", preview(msg))
+		return
+	case errors.Is(err, jsonrpc.ErrNotJSON):
 		c.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
 		return
 	}
