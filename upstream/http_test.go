@@ -33,6 +33,7 @@ type httpUpstream struct {
 	flood    int      // requests sent on the GET stream when it opens
 	sse      chan []byte
 	endSSE   bool // end the SSE stream right after the endpoint event
+	dupKeys  bool // answer tools/call with a result given twice
 }
 
 // result is what tools/call answers: < & and an escape, as a server wrote
@@ -68,6 +69,12 @@ func (u *httpUpstream) answer(msg []byte) []byte {
 		res = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
 	case `"tools/call"`:
 		res = result
+		u.mu.Lock()
+		dup := u.dupKeys
+		u.mu.Unlock()
+		if dup {
+			return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[]},"result":` + result + `}`)
+		}
 	}
 	return jsonrpc.EncodeResult(id, json.RawMessage(res))
 }
@@ -348,5 +355,18 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 			}
 			runtime.Gosched()
 		}
+	}
+}
+
+// What an HTTP upstream sends is held to the rules stdio's messages are:
+// an answer with a key twice is refused, and its call fails at once.
+func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
+	u, srv := newHTTPUpstream(t)
+	u.dupKeys = true
+	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
+	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "result") {
+		t.Fatalf("call: %s, %v", res, err)
 	}
 }
