@@ -334,7 +334,7 @@ func hubGoroutines() []string {
 
 // Closing the manager leaves no goroutine of a connection behind, for
 // each kind of upstream.
-func TestCloseLeavesNoGoroutine(t *testing.T) {
+func TestClosingEachKindOfUpstreamLeavesNoGoroutine(t *testing.T) {
 	u, srv := newHTTPUpstream(t)
 	u.flood = 1 // a GET stream that stays open
 	for _, cfg := range []*config.Config{
