@@ -191,7 +191,6 @@ func httpConfig(t *testing.T, url string, transport config.Transport, settings s
 func startHTTP(t *testing.T, cfg *config.Config) (*Manager, *Server) {
 	t.Helper()
 	m := New(cfg, testLogger(t))
-	m.flushWait = 50 * time.Millisecond
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
 	t.Cleanup(func() { m.Close() })
