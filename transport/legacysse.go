@@ -32,12 +32,14 @@ func DialSSE(ctx context.Context, rawURL string, headers map[string]string, auth
 	s := &SSE{httpStream: newHTTPStream(rawURL, headers, authorization, limit, logger)}
 	base, err := url.Parse(rawURL)
 	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("sse: %w", err)
 	}
 	// The dial gave up: so does the GET.
 	defer context.AfterFunc(ctx, func() { s.fail(fmt.Errorf("sse: %w", ctx.Err())) })()
 	req, err := s.newRequest(s.ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("sse: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
@@ -71,6 +73,12 @@ func DialSSE(ctx context.Context, rawURL string, headers map[string]string, auth
 	case s.endpoint = <-endpoint:
 		return s, nil
 	case <-s.failed:
+		select {
+		case s.endpoint = <-endpoint:
+			// Named, then over: the stream says so to its first Read.
+			return s, nil
+		default:
+		}
 		s.Close()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("sse: no endpoint event: %w", ctx.Err())
