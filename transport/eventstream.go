@@ -49,7 +49,10 @@ func (r *eventReader) next() (event, error) {
 	var line []byte
 	for {
 		chunk, err := r.br.ReadSlice('\n')
-		size += len(chunk)
+		blank := line == nil && (string(chunk) == "\n" || string(chunk) == "\r\n")
+		if !blank {
+			size += len(chunk) // the blank line that ends an event is not part of it
+		}
 		if size > r.limit {
 			head := append(line, chunk...)
 			if hasData {

@@ -407,7 +407,7 @@ func TestLegacySessionGetsTheGETStream(t *testing.T) {
 	s := &legacyServer{}
 	s.get = func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, ": a comment\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+		io.WriteString(w, "id: prime\ndata:\n\n: a comment\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
 		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":7,\r\ndata: \"method\":\"roots/list\"}\r\n\r\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()

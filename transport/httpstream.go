@@ -245,8 +245,8 @@ func (s *httpStream) readEvents(body io.Reader, fn func(data []byte)) error {
 		if err != nil {
 			return err
 		}
-		if ev.typ != "message" {
-			continue
+		if ev.typ != "message" || len(bytes.TrimSpace(ev.data)) == 0 {
+			continue // a priming event (an id and empty data) carries no message
 		}
 		if fn != nil {
 			fn(ev.data)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,6 +121,9 @@ func (s *SSE) read(base *url.URL, resp *http.Response, endpoint chan<- string) {
 			named = true
 			endpoint <- u
 		case "message":
+			if len(bytes.TrimSpace(ev.data)) == 0 {
+				continue
+			}
 			if !s.deliver(inbound{msg: ev.data}) {
 				return
 			}
