@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -11,11 +12,13 @@ import (
 // HTTPStream is the stream of a remote upstream, Streamable HTTP or
 // legacy SSE; SetProtocolVersion gives it the version the handshake
 // settled on, which its requests carry from then on; Fail ends it at once
-// (the hub gave up on the server).
+// (the hub gave up on the server); Related ties a request of the server's
+// to the request of the hub's whose answer it came in.
 type HTTPStream interface {
 	jsonrpc.Stream
 	SetProtocolVersion(version string)
 	Fail(err error)
+	Related(id json.RawMessage) json.RawMessage
 }
 
 // NewHTTP opens the stream of a remote server: Streamable HTTP or legacy

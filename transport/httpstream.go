@@ -45,12 +45,19 @@ type httpStream struct {
 	failed   chan struct{} // closed when the stream is over, failErr set
 	failErr  error
 
-	mu      sync.Mutex // guards version and posts, and starting goroutines (goOwned)
+	mu      sync.Mutex // guards version, posts, related, and starting goroutines (goOwned)
 	version string     // the negotiated protocol version; "" before the handshake
 	// posts cancels the POST of each request in flight, by id, so that a
 	// call the Conn gave up on (notifications/cancelled) stops reading.
 	posts map[string]context.CancelFunc
+	// related is, for each request of the server's that came in the answer
+	// to one of ours and is not answered yet, the id of ours (see Related).
+	related map[string]json.RawMessage
 }
+
+// maxRelated bounds related: a server that sends requests the Conn
+// refuses without an answer must not grow it.
+const maxRelated = 1024
 
 func newHTTPStream(url string, headers map[string]string, authorization func(context.Context) (string, error), limit int, logger *slog.Logger) httpStream {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,7 +67,8 @@ func newHTTPStream(url string, headers map[string]string, authorization func(con
 		ctx:    ctx,
 		cancel: cancel,
 		failed: make(chan struct{}),
-		posts:  map[string]context.CancelFunc{},
+		posts:   map[string]context.CancelFunc{},
+		related: map[string]json.RawMessage{},
 	}
 }
 
@@ -208,6 +216,38 @@ func (s *httpStream) cancelled(msg []byte) {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// Related is the id of the request of ours in whose answer the server
+// sent its request with id (2025-11-25, basic/transports: a server may
+// send requests "related to the originating client request" on its answer
+// stream); nil when it came on its own.
+func (s *httpStream) Related(id json.RawMessage) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.related[string(id)]
+}
+
+// relate records that the server's message msg, if a request, came in the
+// answer to our request with id.
+func (s *httpStream) relate(msg []byte, id json.RawMessage) {
+	theirs, method := peek(msg)
+	if theirs == nil || method == "" {
+		return
+	}
+	s.mu.Lock()
+	if len(s.related) < maxRelated {
+		s.related[string(theirs)] = id
+	}
+	s.mu.Unlock()
+}
+
+// answered forgets the relation of the server's request with id, which
+// is being answered.
+func (s *httpStream) answered(id json.RawMessage) {
+	s.mu.Lock()
+	delete(s.related, string(id))
+	s.mu.Unlock()
 }
 
 // peek returns a message's id and method without decoding the rest: it is

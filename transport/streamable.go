@@ -91,8 +91,11 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 		}
 		return nil
 	}
-	if method == "notifications/cancelled" {
+	switch {
+	case method == "notifications/cancelled":
 		defer s.cancelled(msg)
+	case id != nil && method == "":
+		s.answered(id)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -189,7 +192,13 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 		}
 	case "text/event-stream":
 		answered := false
-		err := s.readEvents(resp.Body, func(data []byte) { answered = answered || answers(data, id) })
+		err := s.readEvents(resp.Body, func(data []byte) {
+			if answers(data, id) {
+				answered = true
+			} else {
+				s.relate(data, id)
+			}
+		})
 		var tl *jsonrpc.TooLargeError
 		switch {
 		case errors.As(err, &tl):

@@ -49,6 +49,9 @@ type conn struct {
 
 	endOnce sync.Once
 	endErr  error // how the session ended, once it has (see err)
+
+	callsMu sync.Mutex                 // guards calls
+	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
 }
 
 // serverHandlers take what the server sends: its notifications, on the
@@ -64,7 +67,7 @@ type serverHandlers struct {
 // before the connection reads its first message.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
 	h serverHandlers) (*conn, error) {
-	c := &conn{logger: logger}
+	c := &conn{logger: logger, calls: map[string]context.Context{}}
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{
@@ -99,6 +102,11 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		MaxMessageSize: settings.MaxMessageSize,
 		MaxInflight:    maxOutstanding,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
+			if call := c.relatedCall(m.ID); call != nil {
+				var release context.CancelFunc
+				ctx, release = withValuesOf(ctx, call)
+				defer release()
+			}
 			return h.request(ctx, m.Method, m.Params)
 		},
 		Notify:  func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
@@ -157,7 +165,26 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 			return nil, err
 		}
 	}
-	res, err := c.rpc.Call(ctx, method, p)
+	callCtx := ctx
+	if c.http != nil {
+		// What the server asks in the answer to this request is tied to
+		// it: to the client session it is for (see relatedCall).
+		var sent json.RawMessage
+		callCtx = jsonrpc.WithSent(ctx, func(id json.RawMessage) {
+			sent = id
+			c.callsMu.Lock()
+			c.calls[string(id)] = ctx
+			c.callsMu.Unlock()
+		})
+		defer func() {
+			if sent != nil {
+				c.callsMu.Lock()
+				delete(c.calls, string(sent))
+				c.callsMu.Unlock()
+			}
+		}()
+	}
+	res, err := c.rpc.Call(callCtx, method, p)
 	switch {
 	case err == nil:
 		return res, nil
@@ -173,6 +200,34 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		}
 	}
 	return nil, err
+}
+
+// relatedCall is the ctx of the request of the hub's in whose answer a
+// remote server sent its request with id (a Streamable HTTP answer
+// stream), so that the request goes to the client session the call is
+// for; nil when it came on its own.
+func (c *conn) relatedCall(id json.RawMessage) context.Context {
+	if c.http == nil {
+		return nil
+	}
+	ours := c.http.Related(id)
+	if ours == nil {
+		return nil
+	}
+	c.callsMu.Lock()
+	defer c.callsMu.Unlock()
+	return c.calls[string(ours)]
+}
+
+// withValuesOf is ctx, cancelled as ctx is, with the values of call (the
+// client session a request is for); release ends it.
+func withValuesOf(ctx, call context.Context) (context.Context, context.CancelFunc) {
+	v, cancel := context.WithCancel(context.WithoutCancel(call))
+	stop := context.AfterFunc(ctx, cancel)
+	return v, func() {
+		stop()
+		cancel()
+	}
 }
 
 // notify sends a notification to the server; it never blocks (a server

@@ -34,6 +34,8 @@ type httpUpstream struct {
 	sse      chan []byte
 	endSSE   bool // end the SSE stream right after the endpoint event
 	dupKeys  bool // answer tools/call with a result given twice
+	// onPost, when set, may serve a POST of the session itself (true).
+	onPost func(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
 // result is what tools/call answers: < & and an escape, as a server wrote
@@ -110,6 +112,9 @@ func (u *httpUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && sid != session {
 		http.NotFound(w, r)
+		return
+	}
+	if u.onPost != nil && u.onPost(w, r, body) {
 		return
 	}
 	if answer == nil {
@@ -367,5 +372,68 @@ func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
 	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "result") {
 		t.Fatalf("call: %s, %v", res, err)
+	}
+}
+
+// A request the server sends in the answer to a call is the call's: it
+// goes to the client session the call is for, even while another
+// session's call is in flight to the same connection.
+func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
+	u, srv := newHTTPUpstream(t)
+	slowStarted, slowDone, answered := make(chan struct{}), make(chan struct{}), make(chan []byte, 1)
+	u.onPost = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if id := jsonrpc.Field(body, "id"); string(id) == `"q1"` && jsonrpc.Field(body, "method") == nil {
+			answered <- body
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		id := jsonrpc.Field(body, "id")
+		switch string(jsonrpc.Field(jsonrpc.Field(body, "params"), "name")) {
+		case `"slow"`:
+			close(slowStarted)
+			<-slowDone
+		case `"ask"`:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-answered:
+			case <-r.Context().Done():
+				return true
+			}
+		default:
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", jsonrpc.EncodeResult(id, json.RawMessage(result)))
+		return true
+	}
+	m, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
+	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+
+	calls := make(chan error, 2)
+	call := func(owner, name string) {
+		_, err := s.Request(WithOwner(t.Context(), owner), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), 10*time.Second)
+		calls <- err
+	}
+	go call("b", "slow")
+	<-slowStarted
+	go call("a", "ask")
+	var e Event
+	select {
+	case e = <-m.Events():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request from the server")
+	}
+	if e.Kind != EventRequest || e.Method != "sampling/createMessage" || Ambiguous(e.Context) || e.Context.Value(ownerKey{}) != "a" {
+		t.Errorf("event %v %s, owner %v, ambiguous %v", e.Kind, e.Method, e.Context.Value(ownerKey{}), Ambiguous(e.Context))
+	}
+	e.Reply(json.RawMessage(`{"model":"m"}`), nil)
+	if err := <-calls; err != nil {
+		t.Errorf("the call that asked: %v", err)
+	}
+	close(slowDone)
+	if err := <-calls; err != nil {
+		t.Errorf("the slow call: %v", err)
 	}
 }

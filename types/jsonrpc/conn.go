@@ -183,6 +183,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	if err != nil {
 		return nil, err
 	}
+	traceSent(ctx, id)
 	msg := EncodeRequest(id, method, params)
 	if ctx.Done() == nil {
 		err = c.send(msg) // nothing to return early for: write it here
