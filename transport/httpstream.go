@@ -63,10 +63,10 @@ func newHTTPStream(url string, headers map[string]string, authorization func(con
 	ctx, cancel := context.WithCancel(context.Background())
 	return httpStream{
 		url: url, client: newHTTPClient(), headers: headers, authorization: authorization, limit: limit, logger: logger,
-		in:     make(chan inbound),
-		ctx:    ctx,
-		cancel: cancel,
-		failed: make(chan struct{}),
+		in:      make(chan inbound),
+		ctx:     ctx,
+		cancel:  cancel,
+		failed:  make(chan struct{}),
 		posts:   map[string]context.CancelFunc{},
 		related: map[string]json.RawMessage{},
 	}
