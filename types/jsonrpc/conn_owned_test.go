@@ -1,0 +1,179 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A handler that panics answers its request -32603; the panic and its
+// stack reach Panicked; the Conn goes on, and so does another Conn.
+func TestConnPanicBoundary(t *testing.T) {
+	type report struct {
+		method string
+		v      any
+		stack  string
+	}
+	reports := make(chan report, 10)
+	opts := ConnOptions{
+		Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
+			if m.Method == "boom" {
+				panic("kaboom")
+			}
+			return json.RawMessage(`{"ok":true}`), nil
+		},
+		Panicked: func(method string, v any, stack []byte) { reports <- report{method, v, string(stack)} },
+	}
+	_, p1 := newPair(t, opts)
+	_, p2 := newPair(t, opts)
+	p1.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+	if got := p1.recv(); got != `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error"}}` {
+		t.Errorf("answer to a panicking request: %s", got)
+	}
+	r := <-reports
+	if r.method != "boom" || r.v != "kaboom" || !strings.Contains(r.stack, "TestConnPanicBoundary") {
+		t.Errorf("reported %q %v, stack:\n%s", r.method, r.v, r.stack)
+	}
+	p1.send(`{"jsonrpc":"2.0","id":2,"method":"fine"}`)
+	if got := p1.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{"ok":true}}` {
+		t.Errorf("the same Conn after a panic: %s", got)
+	}
+	p2.send(`{"jsonrpc":"2.0","id":3,"method":"fine"}`)
+	if got := p2.recv(); got != `{"jsonrpc":"2.0","id":3,"result":{"ok":true}}` {
+		t.Errorf("another Conn after a panic: %s", got)
+	}
+}
+
+// A Notify that panics is reported, and the reader goes on.
+func TestConnPanicInNotify(t *testing.T) {
+	reports := make(chan string, 1)
+	_, p := newPair(t, ConnOptions{
+		Notify:   func(m *Message) { panic(m.Method) },
+		Panicked: func(method string, v any, stack []byte) { reports <- method },
+	})
+	p.send(`{"jsonrpc":"2.0","method":"notifications/x"}`)
+	if got := <-reports; got != "notifications/x" {
+		t.Errorf("reported %q", got)
+	}
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if got := p.recv(); !strings.Contains(got, `"id":1,"error":{"code":-32601`) {
+		t.Errorf("after the panic: %s", got)
+	}
+}
+
+// A call whose request is blocked in a write (a peer that stopped
+// reading, a 100 KB argument) returns at its ctx's deadline, not at the
+// write timeout; the write goes on, and ends the connection at the write
+// timeout.
+func TestConnCallBlockedInWriteEndsAtCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := net.Pipe() // b never reads
+		defer b.Close()
+		c := NewConn(NewLineStream(a, a, 0), ConnOptions{WriteTimeout: 10 * time.Second})
+		c.Start()
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Call(ctx, "tools/call", json.RawMessage(`{"text":"`+strings.Repeat("a", 100<<10)+`"}`))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 200*time.Millisecond {
+			t.Errorf("Call returned %v after %v; want the ctx's deadline after 200ms", err, time.Since(start))
+		}
+		<-c.Done()
+		if !errors.Is(c.Err(), ErrWriteTimeout) || time.Since(start) != 10*time.Second {
+			t.Errorf("the connection ended with %v after %v; want the write timeout after 10s", c.Err(), time.Since(start))
+		}
+	})
+}
+
+// A CallError from the stream fails the call it names with its error, and
+// reading goes on; a TooLargeError that knows its id fails that call.
+func TestConnCallErrorFromStream(t *testing.T) {
+	s := newChanStream()
+	c := NewConn(s, ConnOptions{})
+	c.Start()
+	defer c.Close()
+	call := func() chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Call(t.Context(), "x", nil)
+			errc <- err
+		}()
+		return errc
+	}
+	errUnauthorized := errors.New("401 Unauthorized")
+	errc := call()
+	id := s.request(t)
+	s.in <- readResult{err: &CallError{ID: id, Err: errUnauthorized}}
+	if err := <-errc; !errors.Is(err, errUnauthorized) {
+		t.Errorf("call failed with %v", err)
+	}
+	errc = call()
+	id = s.request(t)
+	s.in <- readResult{err: &TooLargeError{Size: 20 << 20, Limit: 10 << 20, ID: id}}
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Errorf("call failed with %v", err)
+	}
+	errc = call()
+	id = s.request(t)
+	s.in <- readResult{msg: []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`)}
+	if err := <-errc; err != nil {
+		t.Errorf("the call after a CallError: %v", err)
+	}
+}
+
+type readResult struct {
+	msg []byte
+	err error
+}
+
+// chanStream is a Stream a test feeds by hand.
+type chanStream struct {
+	in        chan readResult
+	out       chan []byte
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newChanStream() *chanStream {
+	return &chanStream{in: make(chan readResult), out: make(chan []byte, 10), closed: make(chan struct{})}
+}
+
+func (s *chanStream) Read() ([]byte, error) {
+	select {
+	case r := <-s.in:
+		return r.msg, r.err
+	case <-s.closed:
+		return nil, errors.New("closed")
+	}
+}
+
+func (s *chanStream) Write(ctx context.Context, msg []byte) error {
+	select {
+	case s.out <- msg:
+		return nil
+	case <-s.closed:
+		return errors.New("closed")
+	}
+}
+
+func (s *chanStream) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	return nil
+}
+
+// request is the id of the next request written.
+func (s *chanStream) request(t *testing.T) json.RawMessage {
+	t.Helper()
+	m, err := Decode(<-s.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
