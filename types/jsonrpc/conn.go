@@ -92,6 +92,8 @@ type Conn struct {
 	closeOnce sync.Once
 	startOnce sync.Once
 	wmu       sync.Mutex // held for a write: the writer's or a direct one
+	wctx      *writeCtx  // the ctx of every write
+	wtimer    *ownedTimer
 }
 
 // NewConn prepares a conversation over s; Start starts it, once whoever
@@ -121,6 +123,8 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 		stopWrite: make(chan struct{}),
 	}
 	c.batch, _ = s.(BatchWriter)
+	c.wctx = newWriteCtx()
+	c.wtimer = newOwnedTimer(c.writeTimedOut)
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
 	return c
 }
@@ -280,5 +284,6 @@ func (c *Conn) Close() error {
 	}
 	c.workers.Stop()
 	c.workers.Wait()
+	c.wtimer.Stop()
 	return nil
 }

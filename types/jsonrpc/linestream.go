@@ -141,8 +141,11 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 			return err
 		}
 	}
-	if ctx.Done() == nil {
+	if _, ok := ctx.(streamClosingCtx); ok || ctx.Done() == nil {
 		_, err := s.w.Write(b)
+		if err != nil && ctx.Err() != nil {
+			return ErrWriteTimeout
+		}
 		return err
 	}
 	// No deadline of its own: closing w is what ends a write blocked past

@@ -1,9 +1,9 @@
 package jsonrpc
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // write is the writer: it writes what waits in the outbox, all of it in
@@ -61,20 +61,19 @@ func (c *Conn) send(msg []byte) error {
 // stream without deadlines of its own ends too. A failed write ends the
 // connection. c.wmu is held.
 func (c *Conn) writeTimed(msgs ...[]byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.WriteTimeout)
-	defer cancel()
-	stop := afterFunc(ctx, func() { c.fail(ErrWriteTimeout) })
+	c.wctx.deadline.Store(time.Now().Add(c.opts.WriteTimeout).UnixNano())
+	c.wtimer.Reset(c.opts.WriteTimeout)
 	var err error
 	if c.batch != nil && len(msgs) > 1 {
-		err = c.batch.WriteBatch(ctx, msgs)
+		err = c.batch.WriteBatch(c.wctx, msgs)
 	} else {
 		for _, m := range msgs {
-			if err = c.s.Write(ctx, m); err != nil {
+			if err = c.s.Write(c.wctx, m); err != nil {
 				break
 			}
 		}
 	}
-	if !stop() {
+	if !c.wtimer.Disarm() {
 		err = ErrWriteTimeout
 	}
 	if err != nil {
@@ -84,4 +83,11 @@ func (c *Conn) writeTimed(msgs ...[]byte) error {
 		c.fail(err)
 	}
 	return err
+}
+
+// writeTimedOut fails the connection whose write took longer than the
+// write timeout; closing the stream ends the write where it can be ended.
+func (c *Conn) writeTimedOut() {
+	c.fail(ErrWriteTimeout)
+	c.wctx.expire()
 }
