@@ -132,7 +132,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 // Start starts reading and writing. Calling it again does nothing.
 func (c *Conn) Start() {
 	c.startOnce.Do(func() {
-		go c.read()
+		c.workers.Go(c.readTurn)
 		go c.write()
 	})
 }
@@ -283,7 +283,11 @@ func (c *Conn) Close() error {
 		}
 	}
 	c.workers.Stop()
-	c.workers.Wait()
+	select {
+	case <-c.readDone:
+		c.workers.Wait() // the reader was the last that could start one
+	default: // the reader is blocked on a stream closing does not end
+	}
 	c.wtimer.Stop()
 	return nil
 }
