@@ -73,6 +73,7 @@ type Conn struct {
 	opts     ConnOptions
 	s        Stream
 	batch    BatchWriter // s, where it writes several messages at once
+	try      TryWriter   // s, where it can write without waiting
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -123,6 +124,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 		stopWrite: make(chan struct{}),
 	}
 	c.batch, _ = s.(BatchWriter)
+	c.try, _ = s.(TryWriter)
 	c.wctx = newWriteCtx()
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
@@ -188,9 +190,11 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 		return nil, err
 	}
 	msg := EncodeRequest(id, method, params)
-	if ctx.Done() == nil {
+	switch {
+	case ctx.Done() == nil:
 		err = c.send(msg) // nothing to return early for: write it here
-	} else {
+	case c.tryWrite(msg):
+	default:
 		err = c.out.Send(msg)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,8 @@ const (
 // writes: one large message's buffer is let go.
 const maxKeptWriteBuf = 1 << 20
 
+var errBroken = fmt.Errorf("%w: the stream failed before", ErrWrite)
+
 // lineStream is a Stream of newline-delimited messages over a byte
 // stream: the client's stdio, a stdio upstream.
 type lineStream struct {
@@ -33,7 +36,8 @@ type lineStream struct {
 	limit int
 	next  error // a read error that came with the last line: Read's next answer
 
-	wmu    sync.Mutex // held for a write; guards wbuf
+	raw    syscall.RawConn // w's, when it is a pipe TryWrite can use
+	wmu    sync.Mutex      // held for a write; guards wbuf
 	wbuf   []byte
 	broken atomic.Bool // a write failed or timed out: the stream is not written again
 
@@ -52,7 +56,7 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &lineStream{r: r, w: w, br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	return &lineStream{r: r, w: w, raw: rawPipe(w), br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
 }
 
 // Read returns the next line that is not blank, without surrounding
@@ -109,7 +113,7 @@ func (s *lineStream) WriteBatch(ctx context.Context, msgs [][]byte) error {
 // flush writes wbuf within ctx. s.wmu is held.
 func (s *lineStream) flush(ctx context.Context) error {
 	if s.broken.Load() {
-		return fmt.Errorf("%w: the stream failed before", ErrWrite)
+		return errBroken
 	}
 	err := s.writeWithin(ctx, s.wbuf)
 	if cap(s.wbuf) > maxKeptWriteBuf {

@@ -56,6 +56,24 @@ func (c *Conn) send(msg []byte) error {
 	return c.out.Send(msg)
 }
 
+// tryWrite writes msg at once, on the calling goroutine, when nothing
+// waits before it and the stream can take it without waiting for the
+// peer; else it writes nothing and reports false.
+func (c *Conn) tryWrite(msg []byte) bool {
+	if c.try == nil || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.out.Len() != 0 || c.out.Closed() {
+		return false
+	}
+	ok, err := c.try.TryWrite(msg)
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %w", ErrWrite, err))
+	}
+	return ok
+}
+
 // writeTimed writes msgs within the write timeout. At the timeout the
 // connection fails, which closes the stream, so that a write blocked on a
 // stream without deadlines of its own ends too. A failed write ends the
