@@ -63,12 +63,18 @@ type ConnOptions struct {
 
 // Conn is one JSON-RPC conversation over a Stream of whole messages: the
 // client's stdio, a stdio upstream. It correlates outgoing calls,
-// dispatches incoming requests each on its own goroutine (at most
-// MaxInflight), handles cancellation, and writes through a bounded outbox
-// with one writer goroutine (an answer with nothing queued before it is
-// written at once by its handler) and a deadline on every write, so that
-// no reader ever writes and no party that stops reading holds up anyone
-// but itself.
+// dispatches incoming requests (at most MaxInflight at once), handles
+// cancellation, and writes through a bounded outbox with one writer
+// goroutine and a deadline on every write, so that no reader ever writes
+// and no party that stops reading holds up anyone but itself.
+//
+// Hand-offs between goroutines are what a call costs, more than its JSON,
+// so a Conn makes few: the goroutine that reads a request answers it,
+// handing reading on to an idle worker; an answer with nothing queued
+// before it is written by its handler; a request whose Call may not wait
+// is written by the caller when the stream can take it at once
+// (TryWriter), else by the writer. A handler that panics answers -32603
+// and nothing else stops.
 type Conn struct {
 	opts     ConnOptions
 	s        Stream
@@ -95,6 +101,7 @@ type Conn struct {
 	wmu       sync.Mutex // held for a write: the writer's or a direct one
 	wctx      *writeCtx  // the ctx of every write
 	wtimer    *ownedTimer
+	turn      func() // c.readTurn, made once (a method value allocates)
 }
 
 // NewConn prepares a conversation over s; Start starts it, once whoever
@@ -127,6 +134,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	c.try, _ = s.(TryWriter)
 	c.wctx = newWriteCtx()
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
+	c.turn = c.readTurn
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
 	return c
 }
@@ -134,7 +142,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 // Start starts reading and writing. Calling it again does nothing.
 func (c *Conn) Start() {
 	c.startOnce.Do(func() {
-		c.workers.Go(c.readTurn)
+		c.workers.Go(c.turn)
 		go c.write()
 	})
 }

@@ -177,3 +177,21 @@ func (s *chanStream) request(t *testing.T) json.RawMessage {
 	}
 	return m.ID
 }
+
+// An answer is taken for a call only when its id is the call's exactly:
+// the same number written another way, or as a string, is no answer.
+func TestCallsMatchIDBytes(t *testing.T) {
+	calls := NewCalls()
+	id, ch, err := calls.Start()
+	if err != nil || string(id) != "1" {
+		t.Fatal(id, err)
+	}
+	for _, other := range []string{`"1"`, `01`, `1.0`, `1e0`, `-1`, `+1`, ``, `10`} {
+		if calls.Resolve(&Message{ID: json.RawMessage(other)}) {
+			t.Errorf("id %s taken as the answer to call 1", other)
+		}
+	}
+	if !calls.Resolve(&Message{ID: json.RawMessage(`1`), Result: json.RawMessage(`{}`)}) || (<-ch).Result == nil {
+		t.Error("the answer to call 1 was not taken")
+	}
+}

@@ -36,10 +36,14 @@ type lineStream struct {
 	limit int
 	next  error // a read error that came with the last line: Read's next answer
 
-	raw    syscall.RawConn // w's, when it is a pipe TryWrite can use
-	wmu    sync.Mutex      // held for a write; guards wbuf
-	wbuf   []byte
-	broken atomic.Bool // a write failed or timed out: the stream is not written again
+	raw syscall.RawConn // w's, when it is a pipe TryWrite can use
+	// rawWrite, rawN and rawErr are TryWrite's, guarded by wmu.
+	rawWrite func(fd uintptr) bool
+	rawN     int
+	rawErr   error
+	wmu      sync.Mutex // held for a write; guards wbuf
+	wbuf     []byte
+	broken   atomic.Bool // a write failed or timed out: the stream is not written again
 
 	closeOnce sync.Once
 }

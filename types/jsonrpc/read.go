@@ -36,7 +36,7 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 		msg, err := c.s.Read()
 		if err == nil {
 			if ctx, m, end := c.receive(msg); m != nil {
-				c.workers.Go(c.readTurn)
+				c.workers.Go(c.turn)
 				return ctx, m, end
 			}
 			continue

@@ -41,16 +41,11 @@ func (s *lineStream) TryWrite(msg []byte) (bool, error) {
 		return false, errBroken
 	}
 	s.wbuf = append(append(s.wbuf[:0], msg...), '\n')
-	var n int
-	var werr error
-	err := s.raw.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), s.wbuf)
-			if werr != syscall.EINTR {
-				return true
-			}
-		}
-	})
+	if s.rawWrite == nil {
+		s.rawWrite = s.writeRaw // once: a method value allocates
+	}
+	err := s.raw.Write(s.rawWrite)
+	n, werr := s.rawN, s.rawErr
 	switch {
 	case err != nil:
 		werr = err
@@ -63,4 +58,15 @@ func (s *lineStream) TryWrite(msg []byte) (bool, error) {
 	}
 	s.broken.Store(true)
 	return false, werr
+}
+
+// writeRaw is TryWrite's one write of wbuf, its outcome left in rawN and
+// rawErr. s.wmu is held.
+func (s *lineStream) writeRaw(fd uintptr) bool {
+	for {
+		s.rawN, s.rawErr = syscall.Write(int(fd), s.wbuf)
+		if s.rawErr != syscall.EINTR {
+			return true
+		}
+	}
 }
