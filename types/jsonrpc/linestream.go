@@ -134,11 +134,15 @@ func (s *lineStream) flush(ctx context.Context) error {
 type deadliner interface{ SetWriteDeadline(time.Time) error }
 
 func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
+	// A Conn's ctx need not be watched: the Conn closes the stream when
+	// its write times out.
+	_, closes := ctx.(streamClosingCtx)
+	watch := ctx.Done() != nil && !closes
 	if d, ok := s.w.(deadliner); ok {
 		deadline, _ := ctx.Deadline() // none: the zero time, no deadline
 		if d.SetWriteDeadline(deadline) == nil {
 			stop := func() bool { return true }
-			if ctx.Done() != nil && deadline.IsZero() {
+			if watch { // ended before its deadline
 				stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
 			}
 			_, err := s.w.Write(b)
@@ -149,7 +153,7 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 			return err
 		}
 	}
-	if _, ok := ctx.(streamClosingCtx); ok || ctx.Done() == nil {
+	if !watch {
 		_, err := s.w.Write(b)
 		if err != nil && ctx.Err() != nil {
 			return ErrWriteTimeout

@@ -73,10 +73,10 @@ func TestLineStreamWrite(t *testing.T) {
 	if w.String() != "{\"a\":1}\nb\nc\n" || w.writes != 2 {
 		t.Errorf("wrote %q in %d writes", w.String(), w.writes)
 	}
-	for _, name := range []string{"deadline", "close"} {
+	for _, name := range []string{"deadline", "close", "cancel"} {
 		t.Run(name, func(t *testing.T) {
 			var s Stream
-			if name == "deadline" {
+			if name != "close" {
 				a, b := net.Pipe() // never read
 				defer b.Close()
 				s = NewLineStream(a, a, 0)
@@ -88,6 +88,11 @@ func TestLineStreamWrite(t *testing.T) {
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
+			if name == "cancel" { // ended long before its deadline
+				ctx, cancel = context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
 			if err := s.Write(ctx, []byte("x")); !errors.Is(err, ErrWriteTimeout) {
 				t.Errorf("write to a peer that does not read: %v", err)
 			}
