@@ -195,3 +195,44 @@ func TestCallsMatchIDBytes(t *testing.T) {
 		t.Error("the answer to call 1 was not taken")
 	}
 }
+
+// A stream that panics in Read or Write ends its Conn, reported to
+// Panicked, and nothing else.
+func TestConnStreamPanicEndsOnlyItsConn(t *testing.T) {
+	for _, where := range []string{"read", "write"} {
+		t.Run(where, func(t *testing.T) {
+			s := &panickyStream{chanStream: newChanStream(), where: where}
+			reported := make(chan any, 2)
+			c := NewConn(s, ConnOptions{Panicked: func(_ string, v any, _ []byte) { reported <- v }})
+			c.Start()
+			defer c.Close()
+			_ = c.Notify("n", nil) // to the writer
+			if v := <-reported; v != where {
+				t.Errorf("reported %v", v)
+			}
+			<-c.Done()
+			if !errors.Is(c.Err(), ErrClosed) && !errors.Is(c.Err(), ErrWrite) {
+				t.Errorf("ended with %v", c.Err())
+			}
+		})
+	}
+}
+
+type panickyStream struct {
+	*chanStream
+	where string
+}
+
+func (s *panickyStream) Read() ([]byte, error) {
+	if s.where == "read" {
+		panic("read")
+	}
+	return s.chanStream.Read()
+}
+
+func (s *panickyStream) Write(ctx context.Context, msg []byte) error {
+	if s.where == "write" {
+		panic("write")
+	}
+	return s.chanStream.Write(ctx, msg)
+}

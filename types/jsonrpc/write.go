@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -11,6 +12,12 @@ import (
 // connection fails.
 func (c *Conn) write() {
 	defer close(c.writeDone)
+	defer func() {
+		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
+			c.panicked("", v, debug.Stack())
+			c.fail(fmt.Errorf("%w: writing panicked: %v", ErrWrite, v))
+		}
+	}()
 	for {
 		if c.out.Closed() && c.out.Len() == 0 {
 			return // Close's signal may have been taken by the last batch
