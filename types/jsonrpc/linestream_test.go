@@ -73,6 +73,17 @@ func TestLineStreamWrite(t *testing.T) {
 	if w.String() != "{\"a\":1}\nb\nc\n" || w.writes != 2 {
 		t.Errorf("wrote %q in %d writes", w.String(), w.writes)
 	}
+	// A large message is written from its own bytes, between the small
+	// ones before it and its newline with those after it.
+	w.Reset()
+	w.writes = 0
+	big := []byte(strings.Repeat("x", copyMax+1))
+	if err := s.(BatchWriter).WriteBatch(t.Context(), [][]byte{[]byte("a"), big, []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if w.String() != "a\n"+string(big)+"\nb\n" || w.writes != 3 {
+		t.Errorf("wrote %d bytes in %d writes", w.Len(), w.writes)
+	}
 	for _, name := range []string{"deadline", "close", "cancel"} {
 		t.Run(name, func(t *testing.T) {
 			var s Stream
