@@ -80,6 +80,7 @@ type Conn struct {
 	s        Stream
 	batch    BatchWriter // s, where it writes several messages at once
 	try      TryWriter   // s, where it can write without waiting
+	bounded  bool        // s ends its writes at their deadline: no timer needed
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -132,6 +133,9 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	}
 	c.batch, _ = s.(BatchWriter)
 	c.try, _ = s.(TryWriter)
+	if b, ok := s.(writeBounder); ok {
+		c.bounded = b.boundsWrites()
+	}
 	c.wctx = newWriteCtx()
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
 	c.turn = c.readTurn

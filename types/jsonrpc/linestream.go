@@ -36,7 +36,8 @@ type lineStream struct {
 	limit int
 	next  error // a read error that came with the last line: Read's next answer
 
-	raw syscall.RawConn // w's, when it is a pipe TryWrite can use
+	raw       syscall.RawConn // w's, when it is a pipe TryWrite can use
+	deadlines deadliner       // w, when its writes can be given a deadline
 	// rawWrite, rawN and rawErr are TryWrite's, guarded by wmu.
 	rawWrite func(fd uintptr) bool
 	rawN     int
@@ -60,8 +61,16 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &lineStream{r: r, w: w, raw: rawPipe(w), br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	s := &lineStream{r: r, w: w, raw: rawPipe(w), br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	if d, ok := w.(deadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		s.deadlines = d
+	}
+	return s
 }
+
+// boundsWrites reports whether the stream's writes time out by themselves,
+// so that a Conn need not arm a timer for each.
+func (s *lineStream) boundsWrites() bool { return s.deadlines != nil }
 
 // Read returns the next line that is not blank, without surrounding
 // space; a line with no newline at the end of the input counts.
@@ -166,20 +175,21 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 	// its write times out.
 	_, closes := ctx.(streamClosingCtx)
 	watch := ctx.Done() != nil && !closes
-	if d, ok := s.w.(deadliner); ok {
+	if d := s.deadlines; d != nil {
 		deadline, _ := ctx.Deadline() // none: the zero time, no deadline
-		if d.SetWriteDeadline(deadline) == nil {
-			stop := func() bool { return true }
-			if watch { // ended before its deadline
-				stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
-			}
-			_, err := s.w.Write(b)
-			stop()
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return ErrWriteTimeout
-			}
-			return err
+		if err := d.SetWriteDeadline(deadline); err != nil {
+			return err // closed
 		}
+		stop := func() bool { return true }
+		if watch { // ended before its deadline
+			stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
+		}
+		_, err := s.w.Write(b)
+		stop()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return ErrWriteTimeout
+		}
+		return err
 	}
 	if !watch {
 		_, err := s.w.Write(b)

@@ -87,7 +87,9 @@ func (c *Conn) tryWrite(msg []byte) bool {
 // connection. c.wmu is held.
 func (c *Conn) writeTimed(msgs ...[]byte) error {
 	c.wctx.deadline.Store(time.Now().Add(c.opts.WriteTimeout).UnixNano())
-	c.wtimer.Reset(c.opts.WriteTimeout)
+	if !c.bounded {
+		c.wtimer.Reset(c.opts.WriteTimeout)
+	}
 	var err error
 	if c.batch != nil && len(msgs) > 1 {
 		err = c.batch.WriteBatch(c.wctx, msgs)
@@ -98,7 +100,7 @@ func (c *Conn) writeTimed(msgs ...[]byte) error {
 			}
 		}
 	}
-	if !c.wtimer.Disarm() {
+	if !c.bounded && !c.wtimer.Disarm() {
 		err = ErrWriteTimeout
 	}
 	if err != nil {

@@ -42,6 +42,11 @@ func (w *writeCtx) closesStream() {}
 
 type streamClosingCtx interface{ closesStream() }
 
+// writeBounder is a stream whose writes end at their ctx's deadline by
+// themselves (a line stream over a socket or a polled pipe): a Conn
+// arms no timer for them.
+type writeBounder interface{ boundsWrites() bool }
+
 // ownedTimer runs f when it fires, on the timer's goroutine, and its Stop
 // waits for an f under way: no f runs once Stop has returned.
 type ownedTimer struct {
