@@ -32,7 +32,7 @@ var (
 
 // ConnOptions configure a Conn; zero values mean the defaults.
 type ConnOptions struct {
-	MaxMessageSize int           // DefaultMaxMessageSize
+	MaxMessageSize int           // DefaultMaxMessageSize; the Stream applies it (NewLineStream's maxSize)
 	WriteTimeout   time.Duration // DefaultWriteTimeout
 	Outbox         int           // DefaultOutbox notifications held for a slow peer
 	MaxInflight    int           // DefaultMaxInflight requests of the peer at once
