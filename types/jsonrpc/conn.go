@@ -32,7 +32,7 @@ var (
 
 // ConnOptions configure a Conn; zero values mean the defaults.
 type ConnOptions struct {
-	MaxMessageSize int           // DefaultMaxMessageSize
+	MaxMessageSize int           // DefaultMaxMessageSize; the Stream applies it (NewLineStream's maxSize)
 	WriteTimeout   time.Duration // DefaultWriteTimeout
 	Outbox         int           // DefaultOutbox notifications held for a slow peer
 	MaxInflight    int           // DefaultMaxInflight requests of the peer at once
@@ -63,16 +63,24 @@ type ConnOptions struct {
 
 // Conn is one JSON-RPC conversation over a Stream of whole messages: the
 // client's stdio, a stdio upstream. It correlates outgoing calls,
-// dispatches incoming requests each on its own goroutine (at most
-// MaxInflight), handles cancellation, and writes through a bounded outbox
-// with one writer goroutine (an answer with nothing queued before it is
-// written at once by its handler) and a deadline on every write, so that
-// no reader ever writes and no party that stops reading holds up anyone
-// but itself.
+// dispatches incoming requests (at most MaxInflight at once), handles
+// cancellation, and writes through a bounded outbox with one writer
+// goroutine and a deadline on every write, so that no reader ever writes
+// and no party that stops reading holds up anyone but itself.
+//
+// Hand-offs between goroutines are what a call costs, more than its JSON,
+// so a Conn makes few: the goroutine that reads a request answers it,
+// handing reading on to an idle worker; an answer with nothing queued
+// before it is written by its handler; a request whose Call may not wait
+// is written by the caller when the stream can take it at once
+// (TryWriter), else by the writer. A handler that panics answers -32603
+// and nothing else stops.
 type Conn struct {
 	opts     ConnOptions
 	s        Stream
 	batch    BatchWriter // s, where it writes several messages at once
+	try      TryWriter   // s, where it can write without waiting
+	bounded  bool        // s ends its writes at their deadline: no timer needed
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -92,6 +100,9 @@ type Conn struct {
 	closeOnce sync.Once
 	startOnce sync.Once
 	wmu       sync.Mutex // held for a write: the writer's or a direct one
+	wctx      *writeCtx  // the ctx of every write
+	wtimer    *ownedTimer
+	turn      func() // c.readTurn, made once (a method value allocates)
 }
 
 // NewConn prepares a conversation over s; Start starts it, once whoever
@@ -121,6 +132,13 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 		stopWrite: make(chan struct{}),
 	}
 	c.batch, _ = s.(BatchWriter)
+	c.try, _ = s.(TryWriter)
+	if b, ok := s.(writeBounder); ok {
+		c.bounded = b.boundsWrites()
+	}
+	c.wctx = newWriteCtx()
+	c.wtimer = newOwnedTimer(c.writeTimedOut)
+	c.turn = c.readTurn
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
 	return c
 }
@@ -128,7 +146,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 // Start starts reading and writing. Calling it again does nothing.
 func (c *Conn) Start() {
 	c.startOnce.Do(func() {
-		go c.read()
+		c.workers.Go(c.turn)
 		go c.write()
 	})
 }
@@ -185,9 +203,11 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	}
 	traceSent(ctx, id)
 	msg := EncodeRequest(id, method, params)
-	if ctx.Done() == nil {
+	switch {
+	case ctx.Done() == nil:
 		err = c.send(msg) // nothing to return early for: write it here
-	} else {
+	case c.tryWrite(msg):
+	default:
 		err = c.out.Send(msg)
 	}
 	if err != nil {
@@ -280,6 +300,11 @@ func (c *Conn) Close() error {
 		}
 	}
 	c.workers.Stop()
-	c.workers.Wait()
+	select {
+	case <-c.readDone:
+		c.workers.Wait() // the reader was the last that could start one
+	default: // the reader is blocked on a stream closing does not end
+	}
+	c.wtimer.Stop()
 	return nil
 }

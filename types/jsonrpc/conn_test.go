@@ -166,8 +166,8 @@ func TestConnPeerStopsReading(t *testing.T) {
 			} else {
 				pr, pw := io.Pipe() // no deadlines: the timer path
 				defer pr.Close()
-				r, w = strings.NewReader(""), pw
-				r = blockingReader{}
+				in, _ := io.Pipe() // nothing to read; closed by Close
+				r, w = in, pw
 			}
 			c := NewConn(NewLineStream(r, w, 0), ConnOptions{WriteTimeout: 200 * time.Millisecond, Outbox: 10})
 			c.Start()
@@ -204,10 +204,6 @@ func TestConnPeerStopsReading(t *testing.T) {
 		})
 	}
 }
-
-type blockingReader struct{}
-
-func (blockingReader) Read([]byte) (int, error) { select {} }
 
 func TestConnCancelAndLimit(t *testing.T) {
 	started := make(chan struct{}, 10)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -24,6 +25,8 @@ const (
 // writes: one large message's buffer is let go.
 const maxKeptWriteBuf = 1 << 20
 
+var errBroken = fmt.Errorf("%w: the stream failed before", ErrWrite)
+
 // lineStream is a Stream of newline-delimited messages over a byte
 // stream: the client's stdio, a stdio upstream.
 type lineStream struct {
@@ -33,9 +36,15 @@ type lineStream struct {
 	limit int
 	next  error // a read error that came with the last line: Read's next answer
 
-	wmu    sync.Mutex // held for a write; guards wbuf
-	wbuf   []byte
-	broken atomic.Bool // a write failed or timed out: the stream is not written again
+	raw       syscall.RawConn // w's, when it is a pipe TryWrite can use
+	deadlines deadliner       // w, when its writes can be given a deadline
+	// rawWrite, rawN and rawErr are TryWrite's, guarded by wmu.
+	rawWrite func(fd uintptr) bool
+	rawN     int
+	rawErr   error
+	wmu      sync.Mutex // held for a write; guards wbuf
+	wbuf     []byte
+	broken   atomic.Bool // a write failed or timed out: the stream is not written again
 
 	closeOnce sync.Once
 }
@@ -52,8 +61,16 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &lineStream{r: r, w: w, br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	s := &lineStream{r: r, w: w, raw: rawPipe(w), br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	if d, ok := w.(deadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		s.deadlines = d
+	}
+	return s
 }
+
+// boundsWrites reports whether the stream's writes time out by themselves,
+// so that a Conn need not arm a timer for each.
+func (s *lineStream) boundsWrites() bool { return s.deadlines != nil }
 
 // Read returns the next line that is not blank, without surrounding
 // space; a line with no newline at the end of the input counts.
@@ -87,31 +104,52 @@ func (s *lineStream) Read() ([]byte, error) {
 	return nil, s.next
 }
 
+// copyMax is the largest message a write copies to put its newline
+// after it: a larger one is written from its own bytes, its newline with
+// what follows, since one more write costs less than copying it.
+const copyMax = 64 << 10
+
 // Write writes msg and a newline.
 func (s *lineStream) Write(ctx context.Context, msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.wbuf = append(append(s.wbuf[:0], msg...), '\n')
-	return s.flush(ctx)
+	one := [1][]byte{msg}
+	return s.writeLines(ctx, one[:])
 }
 
-// WriteBatch writes msgs, each with a newline, in one write.
+// WriteBatch writes msgs, each with a newline, in one write where they
+// are small.
 func (s *lineStream) WriteBatch(ctx context.Context, msgs [][]byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.wbuf = s.wbuf[:0]
-	for _, m := range msgs {
-		s.wbuf = append(append(s.wbuf, m...), '\n')
-	}
-	return s.flush(ctx)
+	return s.writeLines(ctx, msgs)
 }
 
-// flush writes wbuf within ctx. s.wmu is held.
-func (s *lineStream) flush(ctx context.Context) error {
+// writeLines writes msgs, each followed by a newline, within ctx. s.wmu
+// is held.
+func (s *lineStream) writeLines(ctx context.Context, msgs [][]byte) error {
 	if s.broken.Load() {
-		return fmt.Errorf("%w: the stream failed before", ErrWrite)
+		return errBroken
 	}
-	err := s.writeWithin(ctx, s.wbuf)
+	s.wbuf = s.wbuf[:0]
+	var err error
+	for _, m := range msgs {
+		if len(m) <= copyMax {
+			s.wbuf = append(append(s.wbuf, m...), '\n')
+			continue
+		}
+		if err = s.writeOut(ctx, s.wbuf); err != nil {
+			break
+		}
+		if err = s.writeOut(ctx, m); err != nil {
+			break
+		}
+		s.wbuf = append(s.wbuf[:0], '\n')
+	}
+	if err == nil {
+		err = s.writeOut(ctx, s.wbuf)
+	}
+	s.wbuf = s.wbuf[:0]
 	if cap(s.wbuf) > maxKeptWriteBuf {
 		s.wbuf = nil
 	}
@@ -121,28 +159,43 @@ func (s *lineStream) flush(ctx context.Context) error {
 	return err
 }
 
+func (s *lineStream) writeOut(ctx context.Context, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return s.writeWithin(ctx, b)
+}
+
 // deadliner is a writer whose writes can time out by themselves (a pipe
 // or socket the runtime polls).
 type deadliner interface{ SetWriteDeadline(time.Time) error }
 
 func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
-	if d, ok := s.w.(deadliner); ok {
+	// A Conn's ctx need not be watched: the Conn closes the stream when
+	// its write times out.
+	_, closes := ctx.(streamClosingCtx)
+	watch := ctx.Done() != nil && !closes
+	if d := s.deadlines; d != nil {
 		deadline, _ := ctx.Deadline() // none: the zero time, no deadline
-		if d.SetWriteDeadline(deadline) == nil {
-			stop := func() bool { return true }
-			if ctx.Done() != nil && deadline.IsZero() {
-				stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
-			}
-			_, err := s.w.Write(b)
-			stop()
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return ErrWriteTimeout
-			}
-			return err
+		if err := d.SetWriteDeadline(deadline); err != nil {
+			return err // closed
 		}
-	}
-	if ctx.Done() == nil {
+		stop := func() bool { return true }
+		if watch { // ended before its deadline
+			stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
+		}
 		_, err := s.w.Write(b)
+		stop()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return ErrWriteTimeout
+		}
+		return err
+	}
+	if !watch {
+		_, err := s.w.Write(b)
+		if err != nil && ctx.Err() != nil {
+			return ErrWriteTimeout
+		}
 		return err
 	}
 	// No deadline of its own: closing w is what ends a write blocked past

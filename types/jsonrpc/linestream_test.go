@@ -73,10 +73,21 @@ func TestLineStreamWrite(t *testing.T) {
 	if w.String() != "{\"a\":1}\nb\nc\n" || w.writes != 2 {
 		t.Errorf("wrote %q in %d writes", w.String(), w.writes)
 	}
-	for _, name := range []string{"deadline", "close"} {
+	// A large message is written from its own bytes, between the small
+	// ones before it and its newline with those after it.
+	w.Reset()
+	w.writes = 0
+	big := []byte(strings.Repeat("x", copyMax+1))
+	if err := s.(BatchWriter).WriteBatch(t.Context(), [][]byte{[]byte("a"), big, []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if w.String() != "a\n"+string(big)+"\nb\n" || w.writes != 3 {
+		t.Errorf("wrote %d bytes in %d writes", w.Len(), w.writes)
+	}
+	for _, name := range []string{"deadline", "close", "cancel"} {
 		t.Run(name, func(t *testing.T) {
 			var s Stream
-			if name == "deadline" {
+			if name != "close" {
 				a, b := net.Pipe() // never read
 				defer b.Close()
 				s = NewLineStream(a, a, 0)
@@ -88,6 +99,11 @@ func TestLineStreamWrite(t *testing.T) {
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
+			if name == "cancel" { // ended long before its deadline
+				ctx, cancel = context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
 			if err := s.Write(ctx, []byte("x")); !errors.Is(err, ErrWriteTimeout) {
 				t.Errorf("write to a peer that does not read: %v", err)
 			}

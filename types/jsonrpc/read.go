@@ -8,13 +8,37 @@ import (
 	"runtime/debug"
 )
 
-// read reads the stream until it ends, dispatching each message.
-func (c *Conn) read() {
-	defer close(c.readDone)
+// readTurn is a turn at reading: the goroutine reads until a request is
+// admitted, hands reading on to another worker, and answers the request
+// itself (net/http's and go-sdk's way: the request starts at once, on the
+// goroutine that read it, instead of waiting for another to wake up).
+// Reading passes from one goroutine to the next, never two at once, so
+// messages are still taken in order.
+func (c *Conn) readTurn() {
+	if ctx, m, end := c.read(); m != nil {
+		c.serve(ctx, m, end)
+	}
+}
+
+// read reads the stream, dispatching each message, until a request is
+// admitted (returned, with reading handed on) or the stream ends (nil).
+// It never writes: what it answers itself is queued for the writer.
+func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
+	defer func() {
+		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
+			c.panicked("", v, debug.Stack())
+			c.fail(fmt.Errorf("%w: reading panicked: %v", ErrClosed, v))
+			close(c.readDone)
+			m = nil
+		}
+	}()
 	for {
 		msg, err := c.s.Read()
 		if err == nil {
-			c.receive(msg)
+			if ctx, m, end := c.receive(msg); m != nil {
+				c.workers.Go(c.turn)
+				return ctx, m, end
+			}
 			continue
 		}
 		var tooLarge *TooLargeError
@@ -28,9 +52,16 @@ func (c *Conn) read() {
 			}
 		default:
 			c.finish(err)
-			return
+			close(c.readDone)
+			return nil, nil, nil
 		}
 	}
+}
+
+// serve answers a request the reader admitted.
+func (c *Conn) serve(ctx context.Context, m *Message, end func(func()) bool) {
+	res, err := c.handle(ctx, m)
+	end(func() { _ = c.send(Answer(m.ID, res, err)) })
 }
 
 // tooLarge answers a message over the size limit: the call it answers
@@ -76,14 +107,16 @@ func (c *Conn) notified(m *Message) {
 	}
 }
 
-func (c *Conn) receive(msg []byte) {
+// receive takes one message: an answer resolves its call, a notification
+// goes to Notify, a request admitted is returned for the caller to serve.
+func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool) {
 	m, err := Decode(msg)
 	if err != nil {
 		c.refused(err, msg)
 		var de *DecodeError
 		errors.As(err, &de)
 		c.refuse(de.ID, fmt.Errorf("sent a message that is %w", de.Err), ToError(err))
-		return
+		return nil, nil, nil
 	}
 	switch {
 	case m.IsResponse():
@@ -100,13 +133,11 @@ func (c *Conn) receive(msg []byte) {
 		ctx, end, refuse := c.inflight.Begin(c.ctx, m.ID)
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
-			return
+			return nil, nil, nil
 		}
-		c.workers.Go(func() {
-			res, err := c.handle(ctx, m)
-			end(func() { _ = c.send(Answer(m.ID, res, err)) })
-		})
+		return ctx, m, end
 	}
+	return nil, nil, nil
 }
 
 // handle runs the Handle option: a panic in it is the request's internal

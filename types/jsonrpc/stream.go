@@ -68,3 +68,14 @@ type BatchWriter interface {
 	// WriteBatch writes msgs in order, as Write would one by one.
 	WriteBatch(ctx context.Context, msgs [][]byte) error
 }
+
+// A TryWriter is a Stream that can write a message only if it can do so
+// at once, whole, without waiting for the peer to read (a small message
+// to a pipe with room). A Conn's Call tries it before handing its request
+// to the writer: a caller may not wait on a write, since it must return
+// when its ctx ends.
+type TryWriter interface {
+	// TryWrite writes msg and reports true, or writes nothing and reports
+	// false. An error ends the stream, as Write's does.
+	TryWrite(msg []byte) (bool, error)
+}
