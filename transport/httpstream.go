@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -187,6 +188,73 @@ func (s *httpStream) newRequest(ctx context.Context, method, url string, body []
 		}
 	}
 	return req, nil
+}
+
+// write is both streams' Write: a request is POSTed by call on a
+// goroutine of the stream's (Write never waits for a call's answer);
+// anything else by send within ctx, on the caller's goroutine, in order.
+func (s *httpStream) write(ctx context.Context, msg []byte,
+	call func(ctx context.Context, id json.RawMessage, method string),
+	send func(ctx context.Context, method string) error) error {
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+	}
+	id, method := peek(msg)
+	if id != nil && method != "" {
+		return s.startCall(id, method, func(ctx context.Context) { call(ctx, id, method) })
+	}
+	switch {
+	case method == "notifications/cancelled":
+		defer s.cancelled(msg)
+	case id != nil:
+		s.answered(id)
+	}
+	ctx, release := s.within(ctx)
+	defer release()
+	return send(ctx, method)
+}
+
+// startCall runs post, which POSTs the request with id and hands on what
+// comes of it, on a goroutine of the stream's. The POST is tracked before
+// it starts, so that a cancellation written right after it finds it; its
+// ctx ends with the stream or the cancellation.
+func (s *httpStream) startCall(id json.RawMessage, method string, post func(ctx context.Context)) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	untrack := s.track(id, cancel)
+	if !s.goOwned("POST "+method, func() {
+		defer untrack()
+		post(ctx)
+	}) {
+		untrack()
+		return s.failErr
+	}
+	return nil
+}
+
+// within is ctx, ended also when the stream ends; release frees it.
+func (s *httpStream) within(ctx context.Context) (_ context.Context, release func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// writeFailed is the error of a POST of a notification or answer that
+// failed: the stream's end, a write timeout (ctx), or nil for a server
+// that did not take it (logged: the conversation goes on).
+func (s *httpStream) writeFailed(ctx context.Context, method string, err error) error {
+	switch {
+	case s.ctx.Err() != nil:
+		return s.failErr
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: POST %s: %w", jsonrpc.ErrWriteTimeout, method, err)
+	}
+	s.logger.Warn("upstream did not take a message", "method", method, "err", err)
+	return nil
 }
 
 // track registers the POST of the request with id; the func it returns

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,43 +149,16 @@ func endpointURL(base *url.URL, ref string) (string, error) {
 // Write POSTs msg to the endpoint. Its answer, if any, comes on the event
 // stream; a POST the server refuses fails the request's call.
 func (s *SSE) Write(ctx context.Context, msg []byte) error {
-	select {
-	case <-s.failed:
-		return s.failErr
-	default:
-	}
-	id, method := peek(msg)
-	if id != nil && method != "" {
-		ctx, cancel := context.WithCancel(s.ctx)
-		untrack := s.track(id, cancel) // before the POST: see Streamable.Write
-		ok := s.goOwned("POST "+method, func() {
-			defer untrack()
-			if err := s.post(ctx, msg); err != nil {
-				s.callFailed(ctx, id, fmt.Errorf("POST %s: %w", method, err))
-			}
-		})
-		if !ok {
-			untrack()
-			return s.failErr
+	return s.write(ctx, msg, func(ctx context.Context, id json.RawMessage, method string) {
+		if err := s.post(ctx, msg); err != nil {
+			s.callFailed(ctx, id, fmt.Errorf("POST %s: %w", method, err))
+		}
+	}, func(ctx context.Context, method string) error {
+		if err := s.post(ctx, msg); err != nil {
+			return s.writeFailed(ctx, method, err)
 		}
 		return nil
-	}
-	if method == "notifications/cancelled" {
-		defer s.cancelled(msg)
-	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	defer context.AfterFunc(s.ctx, stop)()
-	if err := s.post(ctx, msg); err != nil {
-		switch {
-		case s.ctx.Err() != nil:
-			return s.failErr
-		case ctx.Err() != nil:
-			return fmt.Errorf("%w: POST %s: %w", jsonrpc.ErrWriteTimeout, method, err)
-		}
-		s.logger.Warn("upstream did not take a message", "method", method, "err", err)
-	}
-	return nil
+	})
 }
 
 // post POSTs msg to the endpoint: nil once the server took it.

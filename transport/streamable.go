@@ -71,57 +71,25 @@ func NewStreamable(url string, headers map[string]string, authorization func(con
 // stream's; a notification or answer waits for the server's 202 within
 // ctx. notifications/initialized, once accepted, opens the GET stream.
 func (s *Streamable) Write(ctx context.Context, msg []byte) error {
-	select {
-	case <-s.failed:
-		return s.failErr
-	default:
-	}
-	id, method := peek(msg)
-	if id != nil && method != "" {
-		// Tracked before the POST starts, so that a cancellation written
-		// right after it finds it.
-		ctx, cancel := context.WithCancel(s.ctx)
-		untrack := s.track(id, cancel)
-		if !s.goOwned("POST "+method, func() {
-			defer untrack()
-			s.call(ctx, id, method, msg)
-		}) {
-			untrack()
+	return s.write(ctx, msg, func(ctx context.Context, id json.RawMessage, method string) {
+		s.call(ctx, id, method, msg)
+	}, func(ctx context.Context, method string) error {
+		resp, sent, err := s.post(ctx, msg)
+		if err != nil {
+			return s.writeFailed(ctx, method, err)
+		}
+		defer closeBody(resp)
+		switch {
+		case resp.StatusCode == http.StatusNotFound && sent != "":
+			s.expire()
 			return s.failErr
+		case resp.StatusCode/100 != 2:
+			s.logger.Warn("upstream refused a message", "method", method, "err", newHTTPError(resp))
+		case method == "notifications/initialized":
+			s.listen()
 		}
 		return nil
-	}
-	switch {
-	case method == "notifications/cancelled":
-		defer s.cancelled(msg)
-	case id != nil && method == "":
-		s.answered(id)
-	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	defer context.AfterFunc(s.ctx, stop)()
-	resp, sent, err := s.post(ctx, msg)
-	if err != nil {
-		if s.ctx.Err() != nil {
-			return s.failErr
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: POST %s: %w", jsonrpc.ErrWriteTimeout, method, err)
-		}
-		s.logger.Warn("upstream did not take a message", "method", method, "err", err)
-		return nil
-	}
-	defer closeBody(resp)
-	switch {
-	case resp.StatusCode == http.StatusNotFound && sent != "":
-		s.expire()
-		return s.failErr
-	case resp.StatusCode/100 != 2:
-		s.logger.Warn("upstream refused a message", "method", method, "err", newHTTPError(resp))
-	case method == "notifications/initialized":
-		s.listen()
-	}
-	return nil
+	})
 }
 
 // post POSTs msg to the server with the session's headers; sent is the
