@@ -111,7 +111,10 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		},
 		Notify:  func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
 		Refused: c.refused,
-		Quiet:   true,
+		Panicked: func(method string, v any, stack []byte) {
+			c.logger.Error("panic handling what the upstream sent", "method", method, "panic", v, "stack", string(stack))
+		},
+		Quiet: true,
 	})
 	c.rpc.Start()
 	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
