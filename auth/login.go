@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"golang.org/x/oauth2"
 )
 
@@ -61,31 +60,11 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 
 	// The server's 401 and its protected resource metadata (RFC 9728: the
 	// URL the 401 names, else path-specific, else root well-known) say
-	// which authorization server to use; its metadata URL is found here
-	// (RFC 8414, then OpenID, in the spec's order) and handed to mcp-go's
-	// OAuth handler, which reads it and registers the client.
+	// which authorization server to use; its metadata is found there (RFC
+	// 8414, then OpenID, in the spec's order).
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
 	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
-	asMetadata, cimd := "", false
-	for _, issuer := range prm.AuthorizationServers {
-		if CheckURL(issuer) != nil {
-			continue
-		}
-		if asMetadata, cimd = findServerMetadata(ctx, o.HTTPClient, issuer); asMetadata != "" {
-			break
-		}
-	}
-	useCIMD := o.ClientID == "" && o.ClientMetadataURL != "" && cimd
-	handler := mcptransport.NewOAuthHandler(mcptransport.OAuthConfig{
-		ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURI: redirect, Scopes: o.Scopes,
-		TokenStore: mcptransport.NewMemoryTokenStore(), PKCEEnabled: true, HTTPClient: o.HTTPClient,
-		AuthServerMetadataURL: asMetadata,
-	})
-	handler.SetBaseURL(serverURL)
-	if asMetadata == "" && challenge.metadataURL != "" {
-		handler.SetProtectedResourceMetadataURL(challenge.metadataURL)
-	}
-	md, err := handler.GetServerMetadata(ctx)
+	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "")
 	if err != nil {
 		return nil, fmt.Errorf("discover the authorization server: %w", err)
 	}
@@ -94,6 +73,8 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 			return nil, fmt.Errorf("authorization server metadata: %w", err)
 		}
 	}
+	useCIMD := o.ClientID == "" && o.ClientMetadataURL != "" && md.CIMD
+	clientID, secret, method := o.ClientID, o.ClientSecret, ""
 	if o.ClientID == "" && !useCIMD {
 		if md.RegistrationEndpoint == "" {
 			return nil, errors.New("the authorization server offers no dynamic client registration: set oauth.client_id (and client_secret) for this server")
@@ -101,9 +82,11 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 		if err := CheckURL(md.RegistrationEndpoint); err != nil {
 			return nil, err
 		}
-		if err := handler.RegisterClient(ctx, "dynamic-mcp"); err != nil {
+		reg, err := register(ctx, o.HTTPClient, md.RegistrationEndpoint, redirect, o.Scopes)
+		if err != nil {
 			return nil, fmt.Errorf("register a client: %w", err)
 		}
+		clientID, secret, method = reg.ClientID, reg.ClientSecret, reg.authMethod()
 	}
 	scopes := o.Scopes
 	switch {
@@ -117,7 +100,6 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if resource == "" {
 		resource = strings.TrimSuffix(serverURL, "/")
 	}
-	method := handler.GetTokenEndpointAuthMethod()
 	if o.ClientID != "" && o.ClientSecret != "" {
 		// Pre-registered credentials: client_secret_basic, which every
 		// server must support (RFC 6749 §2.3.1), unless it lists only post.
@@ -126,7 +108,6 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 			method = "client_secret_post"
 		}
 	}
-	clientID, secret := handler.GetClientID(), handler.GetClientSecret()
 	if useCIMD {
 		// Client ID metadata document: the URL is the client's ID, and a
 		// public client authenticates with none.
@@ -243,32 +224,6 @@ type resourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
-}
-
-// findServerMetadata finds where issuer publishes its metadata: RFC 8414
-// with the path inserted, OpenID Connect with the path inserted, OpenID
-// Connect with the path appended; "" when none answers for that issuer.
-// It also says whether the server takes client ID metadata documents.
-func findServerMetadata(ctx context.Context, client *http.Client, issuer string) (string, bool) {
-	u, err := url.Parse(issuer)
-	if err != nil {
-		return "", false
-	}
-	base, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
-	candidates := []string{base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path}
-	if path != "" {
-		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
-	}
-	for _, c := range candidates {
-		var md struct {
-			Issuer string `json:"issuer"`
-			CIMD   bool   `json:"client_id_metadata_document_supported"`
-		}
-		if getJSON(ctx, client, c, &md) && md.Issuer != "" {
-			return c, md.CIMD
-		}
-	}
-	return "", false
 }
 
 // fetchResourceMetadata reads the protected resource metadata the 401

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -33,8 +34,9 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 // ServeStdioWith is ServeStdio with options.
 func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, opts StdioOptions) error {
 	var sess *Session // set before the conn starts, so before any message
-	conn := jsonrpc.NewConn(in, out, jsonrpc.ConnOptions{
-		MaxMessageSize: h.Settings().MaxMessageSize,
+	maxSize := h.Settings().MaxMessageSize
+	conn := jsonrpc.NewConn(jsonrpc.NewLineStream(in, out, maxSize), jsonrpc.ConnOptions{
+		MaxMessageSize: maxSize,
 		MaxInflight:    h.Settings().SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
@@ -43,6 +45,9 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		Notify: func(m *jsonrpc.Message) { sess.Notification(m) },
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
+		},
+		Panicked: func(method string, v any, stack []byte) {
+			h.logger.Error("a request panicked; answered with an internal error", "method", method, "panic", fmt.Sprint(v), "stack", string(stack))
 		},
 	})
 	sess, err := h.Open("stdio", "stdio", &connPeer{conn: conn})

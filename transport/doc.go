@@ -1,7 +1,7 @@
-// Package transport holds what the MCP library lacks for talking to
-// upstream servers: supervision of stdio child processes (process groups,
-// stderr into the logger, the close ladder) and the HTTP transports' setup
-// (bounds on what a server sends, the GET stream of protocol versions
-// before 2026-07-28). The JSON-RPC framing is package jsonrpc's on stdio
-// and mcp-go's over HTTP.
+// Package transport holds how the hub reaches upstream servers below the
+// JSON-RPC connection: supervision of stdio child processes (process
+// groups, stderr into the logger, the close ladder), and the message
+// streams of remote servers on net/http (Streamable HTTP and legacy SSE,
+// one SSE reader, the size limits), each a jsonrpc.Stream that a
+// jsonrpc.Conn runs over. The stdio stream is jsonrpc's line stream.
 package transport

@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
@@ -30,39 +27,47 @@ var ClientInfo = mcp.Implementation{Name: "dynamic-mcp", Version: "dev"}
 // boundary passes it to the client unchanged (its data byte for byte).
 type RPCError = jsonrpc.Error
 
-// firstRequestID keeps the hub's raw requests clear of the ids mcp-go's
-// client uses for initialize and ping, which count up from 1.
-const firstRequestID = 1 << 30
-
-// conn is one live session with an upstream: mcp-go's client for the
-// handshake, its transport for raw requests, and the child if there is one.
+// conn is one live session with an upstream: a jsonrpc.Conn over the
+// child's pipes (a line stream) or over an HTTP stream, and the child if
+// there is one. Everything the server sends is handled raw: its
+// notifications and requests reach the hub with their params byte for
+// byte, and the hub's requests reach it with the params the client sent.
 type conn struct {
-	client *client.Client
-	tr     mcptransport.Interface
-	proc   *transport.Process // nil for remote servers
-	stdio  *transport.Stdio   // nil for remote servers
-	auth   *auth.Source       // an OAuth sign-in; nil when the server has none
-	nextID atomic.Int64
-	init   *mcp.InitializeResult
-	meta   map[string]any // _meta every request carries on a 2026-07-28 session
-	logger *slog.Logger
+	rpc     *jsonrpc.Conn
+	stream  jsonrpc.Stream       // what rpc runs over
+	http    transport.HTTPStream // the same stream, for a remote server; nil for stdio
+	proc    *transport.Process   // nil for remote servers
+	auth    *auth.Source         // an OAuth sign-in; nil when the server has none
+	init    *mcp.InitializeResult
+	version string           // the negotiated protocol version
+	meta    []jsonrpc.Member // _meta every request carries on a 2026-07-28 session
+	logger  *slog.Logger
 
-	// A remote server has no process to watch: a transport failure marks
-	// the session lost instead.
-	lost     chan struct{}
-	lostOnce sync.Once
-	lostErr  error
-	expired  bool // lost because the server ended the session (HTTP 404)
+	lostMu      sync.Mutex // guards lostErr and lostExpired
+	lostErr     error      // why the hub gave up on a remote session (lose)
+	lostExpired bool       // lose said the server ended the session
+
+	endOnce sync.Once
+	endErr  error // how the session ended, once it has (see err)
+
+	callsMu sync.Mutex                 // guards calls
+	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
+}
+
+// serverHandlers take what the server sends: its notifications, on the
+// reading goroutine (they must not block), and its requests, each on a
+// goroutine of the connection's, at most maxOutstanding at once.
+type serverHandlers struct {
+	notify  func(method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
-// timeout. ctx is the connection's lifetime. onNotify hears the server's
-// notifications: on stdio with their params byte for byte, over HTTP as
-// mcp-go decoded them.
+// timeout. ctx is the connection's lifetime. Every handler is in place
+// before the connection reads its first message.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
-	onNotify func(method string, params json.RawMessage), onRequest mcptransport.RequestHandler) (*conn, error) {
-	c := &conn{logger: logger, lost: make(chan struct{})}
-	c.nextID.Store(firstRequestID)
+	h serverHandlers) (*conn, error) {
+	c := &conn{logger: logger, calls: map[string]context.Context{}}
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{
@@ -72,9 +77,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 			return nil, err
 		}
 		c.proc = proc
-		c.stdio = transport.NewStdio(proc, settings.MaxMessageSize, logger)
-		c.stdio.SetRawNotificationHandler(onNotify) // params pass through unchanged
-		c.tr = c.stdio
+		c.stream = jsonrpc.NewLineStream(proc.Stdout(), proc.Stdin(), settings.MaxMessageSize)
 	default:
 		var authorization func(context.Context) (string, error)
 		if tokens != nil {
@@ -86,34 +89,37 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 				return nil, err
 			}
 		}
-		tr, err := transport.NewHTTP(cfg, settings, authorization, logger)
+		hs, err := transport.NewHTTP(ctx, cfg, settings, authorization, logger)
 		if err != nil {
+			if authErr := c.authFailure(ctx, cfg, err); authErr != nil {
+				return nil, authErr
+			}
 			return nil, err
 		}
-		c.tr = tr
+		c.http, c.stream = hs, hs
 	}
-	c.client = client.NewClient(c.tr)
-	if err := c.client.Start(ctx); err != nil {
-		err = c.explain(fmt.Errorf("start: %w", err))
-		c.close()
-		return nil, err
-	}
-	c.client.OnNotification(func(n mcp.JSONRPCNotification) { onNotify(n.Method, notificationParams(n)) })
-	if c.stdio == nil {
-		// A remote stream that breaks (a legacy SSE stream cut off, or over
-		// the size limit) ends the session at once, not at the next call's
-		// timeout.
-		c.client.OnConnectionLost(func(err error) { c.lose(fmt.Errorf("connection lost: %w", err), false) })
-	}
-	// Requests from the server are answered raw, by the hub, not by
-	// mcp-go's typed handlers.
-	if bi, ok := c.tr.(mcptransport.BidirectionalInterface); ok {
-		bi.SetRequestHandler(onRequest)
-	}
+	c.rpc = jsonrpc.NewConn(c.stream, jsonrpc.ConnOptions{
+		MaxMessageSize: settings.MaxMessageSize,
+		MaxInflight:    maxOutstanding,
+		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
+			if call := c.relatedCall(m.ID); call != nil {
+				var release context.CancelFunc
+				ctx, release = withValuesOf(ctx, call)
+				defer release()
+			}
+			return h.request(ctx, m.Method, m.Params)
+		},
+		Notify:  func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
+		Refused: c.refused,
+		Panicked: func(method string, v any, stack []byte) {
+			c.logger.Error("panic handling what the upstream sent", "method", method, "panic", v, "stack", string(stack))
+		},
+		Quiet: true,
+	})
+	c.rpc.Start()
 	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
 	defer cancel()
-	init, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: ClientInfo, Capabilities: caps}})
-	if err != nil {
+	if err := c.handshake(hctx, caps); err != nil {
 		if hctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
 		} else {
@@ -125,66 +131,122 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		}
 		return nil, err
 	}
-	c.init = init
-	if mcp.IsModernProtocol(c.client.ProtocolVersion()) {
-		c.meta = map[string]any{
-			mcp.MetaKeyProtocolVersion:    c.client.ProtocolVersion(),
-			mcp.MetaKeyClientCapabilities: caps,
-			mcp.MetaKeyClientInfo:         ClientInfo,
-		}
-	}
 	return c, nil
+}
+
+// refused logs what the connection refused of the server's.
+func (c *conn) refused(err error, msg []byte) {
+	switch {
+	case errors.Is(err, jsonrpc.ErrNotJSON) && c.http != nil:
+		c.logger.Warn("upstream sent a message that is not JSON-RPC; skipped", "message", preview(msg))
+		return
+	case errors.Is(err, jsonrpc.ErrNotJSON):
+		c.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
+		return
+	}
+	c.logger.Error("upstream message refused", "err", err, "start", preview(msg))
+}
+
+func preview(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
 }
 
 // request sends one raw JSON-RPC request and returns the raw result. An
 // error the server answered with is an *RPCError. When ctx ends first the
-// server is told with notifications/cancelled and a late reply is dropped
-// by the transport, never handed to another request.
+// connection tells the server with notifications/cancelled and drops a
+// late reply.
 func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if c.meta != nil {
-		params = withMeta(params, c.meta)
-	}
-	id := mcp.NewRequestId(c.nextID.Add(1))
-	req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params}
-	if c.meta != nil && c.stdio == nil {
-		// 2026-07-28 over HTTP mirrors the method and name in headers.
-		if b, err := json.Marshal(params); err == nil {
-			req.Header = http.Header{}
-			for k, v := range mcp.StandardHeaders(c.client.ProtocolVersion(), mcp.MCPMethod(method), b) {
-				req.Header.Set(k, v)
-			}
-		}
-	}
-	resp, err := c.tr.SendRequest(ctx, req)
+	p, err := jsonrpc.Params(params)
 	if err != nil {
-		if ctx.Err() != nil {
-			if c.stdio == nil { // over stdio the connection tells the server itself
-				c.cancel(id, ctx.Err())
-			}
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
-	if resp.Error != nil {
-		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+	if c.meta != nil {
+		if p, err = withMeta(p, c.meta); err != nil {
+			return nil, err
+		}
 	}
-	return resp.Result, nil
+	callCtx := ctx
+	if c.http != nil {
+		// What the server asks in the answer to this request is tied to
+		// it: to the client session it is for (see relatedCall).
+		var sent json.RawMessage
+		callCtx = jsonrpc.WithSent(ctx, func(id json.RawMessage) {
+			sent = id
+			c.callsMu.Lock()
+			c.calls[string(id)] = ctx
+			c.callsMu.Unlock()
+		})
+		defer func() {
+			if sent != nil {
+				c.callsMu.Lock()
+				delete(c.calls, string(sent))
+				c.callsMu.Unlock()
+			}
+		}()
+	}
+	res, err := c.rpc.Call(callCtx, method, p)
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, jsonrpc.ErrClosed):
+		// The connection is ending: say how, once it has.
+		select {
+		case <-c.rpc.Done():
+			return nil, c.err()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, err
 }
 
-// notify sends a notification to the server.
-func (c *conn) notify(ctx context.Context, method string, params map[string]any) error {
-	return c.tr.SendNotification(ctx, mcp.JSONRPCNotification{
-		JSONRPC:      mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
-	})
+// relatedCall is the ctx of the request of the hub's in whose answer a
+// remote server sent its request with id (a Streamable HTTP answer
+// stream), so that the request goes to the client session the call is
+// for; nil when it came on its own.
+func (c *conn) relatedCall(id json.RawMessage) context.Context {
+	if c.http == nil {
+		return nil
+	}
+	ours := c.http.Related(id)
+	if ours == nil {
+		return nil
+	}
+	c.callsMu.Lock()
+	defer c.callsMu.Unlock()
+	return c.calls[string(ours)]
 }
 
-func (c *conn) cancel(id mcp.RequestId, reason error) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason.Error()})
-	}()
+// withValuesOf is ctx, cancelled as ctx is, with the values of call (the
+// client session a request is for); release ends it.
+func withValuesOf(ctx, call context.Context) (context.Context, context.CancelFunc) {
+	v, cancel := context.WithCancel(context.WithoutCancel(call))
+	stop := context.AfterFunc(ctx, cancel)
+	return v, func() {
+		stop()
+		cancel()
+	}
+}
+
+// notify sends a notification to the server; it never blocks (a server
+// that is behind loses notifications, counted by the connection).
+func (c *conn) notify(method string, params map[string]any) error {
+	var p json.RawMessage
+	if len(params) > 0 {
+		var err error
+		if p, err = jsonrpc.Params(params); err != nil {
+			return err
+		}
+	}
+	if err := c.rpc.Notify(method, p); err != nil {
+		return fmt.Errorf("notify %s: %w", method, err)
+	}
+	return nil
 }
 
 // explain turns a failed handshake with a child that died into how it
@@ -205,43 +267,83 @@ func (c *conn) explain(err error) error {
 }
 
 // exited is closed when the session is over: the child's stdout ended (it
-// exited), or a remote server's transport failed.
-func (c *conn) exited() <-chan struct{} {
-	if c.stdio == nil {
-		return c.lost
-	}
-	return c.stdio.Done()
-}
+// exited), a remote server's stream ended or failed, or the hub gave up
+// on it (lose). It is the connection's own end, so it cannot be missed.
+func (c *conn) exited() <-chan struct{} { return c.rpc.Done() }
 
-// err says how the session ended.
+// err says how the session ended; nil while it is open. For a child that
+// closed its stdout it waits a moment for the child's exit, which says
+// more.
 func (c *conn) err() error {
-	if c.stdio != nil {
-		return c.stdio.Err()
+	select {
+	case <-c.rpc.Done():
+	default:
+		return nil
 	}
-	return c.lostErr
-}
-
-// lose marks a remote session as over after a transport failure.
-func (c *conn) lose(err error, expired bool) {
-	c.lostOnce.Do(func() {
-		c.lostErr, c.expired = err, expired
-		close(c.lost)
+	c.endOnce.Do(func() {
+		c.lostMu.Lock()
+		lost := c.lostErr
+		c.lostMu.Unlock()
+		err := c.rpc.Err()
+		switch {
+		case lost != nil:
+			err = lost
+		case c.proc == nil:
+			err = fmt.Errorf("connection lost: %w", err)
+		case errors.Is(err, jsonrpc.ErrWriteTimeout):
+			err = errors.New("stopped reading its stdin (a write timed out)")
+		default:
+			select {
+			case <-c.proc.Done():
+				err = c.proc.ExitError()
+			case <-time.After(2 * time.Second):
+				if errors.Is(err, io.EOF) {
+					err = errors.New("closed its stdout")
+				}
+			}
+		}
+		c.endErr = err
 	})
+	return c.endErr
 }
 
-// close ends the session: the transport first (for stdio it closes the
-// child's stdin), then the child by the ladder.
+// expired reports whether the server ended the session (HTTP 404): the
+// hub initializes again at once.
+func (c *conn) expired() bool {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	return c.lostExpired || errors.Is(c.rpc.Err(), transport.ErrSessionExpired)
+}
+
+// remote reports whether the server is reached over HTTP.
+func (c *conn) remote() bool { return c.http != nil }
+
+// lose ends a remote session after a transport failure: the stream fails
+// at once (its end, and its goroutines, are waited for by close).
+func (c *conn) lose(err error, expired bool) {
+	c.lostMu.Lock()
+	if c.lostErr == nil {
+		c.lostErr, c.lostExpired = err, expired
+	}
+	c.lostMu.Unlock()
+	if c.http != nil {
+		c.http.Fail(err)
+	}
+}
+
+// close ends the session: the connection first (for stdio it closes the
+// child's stdin; over HTTP it ends the session with a DELETE), then the
+// child by the ladder.
 func (c *conn) close() {
-	if c.client != nil {
-		_ = c.client.Close()
-	} else if c.tr != nil {
-		_ = c.tr.Close()
+	if c.rpc != nil {
+		_ = c.rpc.Close()
+	} else if c.stream != nil {
+		_ = c.stream.Close()
 	}
 	if c.proc != nil {
 		if err := c.proc.Close(); err != nil {
 			c.logger.Warn("stop child", "err", err)
 		}
-		<-c.stdio.Done()
 	}
 }
 
@@ -259,48 +361,46 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 			return fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())
 		}
 		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
-	case httpStatus.FindStringSubmatch(err.Error()) != nil && httpStatus.FindStringSubmatch(err.Error())[1] == "403":
+	case forbidden(err):
 		hint := ""
-		if strings.Contains(err.Error(), "insufficient_scope") {
+		if insufficientScope(err) {
 			hint = " insufficient_scope"
 		}
-		return fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", hint, cfg.ID())
+		return fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s: %w", hint, cfg.ID(), err)
 	}
 	return nil
 }
 
-// httpStatus finds the status in mcp-go's HTTP transport errors.
-var httpStatus = regexp.MustCompile(`status(?: code)?:? (\d{3})\b`)
-
-// unauthorized reports whether err is a server's 401.
-func unauthorized(err error) bool {
-	var ae *mcptransport.AuthorizationRequiredError
-	if errors.As(err, &ae) || errors.Is(err, mcptransport.ErrUnauthorized) {
-		return true
+// status is the HTTP status a remote server refused a request with; 0
+// when err is no such refusal.
+func status(err error) int {
+	var he *transport.HTTPError
+	if errors.As(err, &he) {
+		return he.Status
 	}
-	m := httpStatus.FindStringSubmatch(err.Error())
-	return m != nil && m[1] == "401"
+	return 0
 }
 
-// withMeta adds the 2026-07-28 per-request _meta to params.
-func withMeta(params any, meta map[string]any) any {
-	fields := map[string]json.RawMessage{}
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil || json.Unmarshal(b, &fields) != nil {
-			return params
-		}
-	}
-	merged := map[string]any{}
-	if raw, ok := fields["_meta"]; ok {
-		_ = json.Unmarshal(raw, &merged)
-	}
-	for k, v := range meta {
-		merged[k] = v
-	}
-	b, _ := json.Marshal(merged)
-	fields["_meta"] = b
-	return fields
+// unauthorized reports whether err is a server's 401.
+func unauthorized(err error) bool { return status(err) == http.StatusUnauthorized }
+
+// forbidden reports whether err is a server's 403.
+func forbidden(err error) bool { return status(err) == http.StatusForbidden }
+
+// insufficientScope reports whether err is a 403 whose challenge says the
+// token lacks a scope (RFC 6750 section 3.1).
+func insufficientScope(err error) bool {
+	var he *transport.HTTPError
+	return errors.As(err, &he) && he.Status == http.StatusForbidden && strings.Contains(he.WWWAuthenticate+he.Body, "insufficient_scope")
+}
+
+// legacySSE reports whether err, of a Streamable HTTP handshake, says the
+// server is a legacy SSE one: its initialize POST refused with a 4xx
+// other than 401 (2025-11-25, basic/transports, "Backwards
+// Compatibility").
+func legacySSE(err error) bool {
+	s := status(err)
+	return s >= 400 && s < 500 && s != http.StatusUnauthorized
 }
 
 // errUnavailable is wrapped by every error for a server that is not ready.

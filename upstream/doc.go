@@ -1,5 +1,6 @@
 // Package upstream keeps one supervised MCP client per configured server,
-// organised in groups: it connects, negotiates, caches every page of the
+// organised in groups: it connects (a jsonrpc.Conn over the child's pipes
+// or an HTTP stream of package transport), negotiates, caches every page of the
 // server's tool, prompt, resource and template lists as raw JSON (mcp-go's
 // typed structs drop fields a hub must pass through), forwards raw requests,
 // and reports every change of state or lists on one coalescing channel

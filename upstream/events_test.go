@@ -153,7 +153,7 @@ func TestRequestsCapped(t *testing.T) {
 		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(st.LastRefusal, &refusal)
-	if refusal.Code != codeServerError || !strings.Contains(refusal.Message, "too many requests outstanding") {
+	if refusal.Code != codeServerError || !strings.Contains(refusal.Message, "too many requests") {
 		t.Errorf("refusal: %s", st.LastRefusal)
 	}
 	for _, e := range events {

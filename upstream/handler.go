@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -58,24 +57,11 @@ const maxOutstanding = 64
 // (JSON-RPC 2.0 section 5.1 leaves -32000 to -32099 to implementations).
 const codeServerError = -32000
 
-// serveRequest answers a request from the server: ping here, the rest by
-// the hub through Events, raw both ways.
-func (s *Server) serveRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	res, err := s.request(ctx, req.Method, rawParams(req.Params))
-	if err != nil {
-		var re *RPCError
-		if errors.As(err, &re) {
-			return mcptransport.NewJSONRPCErrorResponse(req.ID, re.Code, re.Message, re.Data), nil
-		}
-		return mcptransport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil), nil
-	}
-	return mcptransport.NewJSONRPCResultResponse(req.ID, res), nil
-}
-
 // request answers one request from the server. ping is answered here; the
 // rest go to the hub as an EventRequest, at most maxOutstanding at a time,
 // each answered with an error when the client has not answered within the
-// server's call timeout. ctx is the transport's for the request.
+// server's call timeout. ctx is the connection's for the request: it
+// ends when the server cancels it or the connection closes.
 func (s *Server) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil

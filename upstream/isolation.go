@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -71,11 +69,13 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	caps := s.mgr.caps.wait(life)
-	onNotify := func(method string, params json.RawMessage) { s.isolatedNotification(owner, method, params) }
-	onRequest := func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-		return s.serveRequest(WithOwner(ctx, owner), req)
+	h := serverHandlers{
+		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, method, params) },
+		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			return s.request(WithOwner(ctx, owner), method, params)
+		},
 	}
-	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), onNotify, onRequest)
+	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), h)
 	s.mu.Lock()
 	switch {
 	case err != nil:
@@ -100,7 +100,7 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		}
 		return
 	}
-	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.client.ProtocolVersion())
+	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
 	select {
 	case <-c.exited():
 		s.logger.Warn("a client session's own connection ended", "err", c.err())

@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -185,7 +184,7 @@ func (s *Server) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		if c.expired {
+		if c.expired() {
 			continue // the server forgot the session: initialize again at once
 		}
 		// Give a crashing server a moment before the first try again.
@@ -209,7 +208,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 	s.conn = c
 	s.status = Status{
 		State:           StateReady,
-		ProtocolVersion: c.client.ProtocolVersion(),
+		ProtocolVersion: c.version,
 		ServerInfo:      c.init.ServerInfo,
 		Instructions:    c.init.Instructions,
 		ReadyIn:         took,
@@ -224,7 +223,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 	if level := s.mgr.LogLevel(); level != "" {
 		s.applyLogLevel(level)
 	}
-	s.logger.Info("upstream ready", "protocol", c.client.ProtocolVersion(), "tools", len(lists.Tools),
+	s.logger.Info("upstream ready", "protocol", c.version, "tools", len(lists.Tools),
 		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
 		"took", took.Round(time.Millisecond))
 	s.changed()
@@ -265,14 +264,15 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.caps.wait(ctx)
 	s.starts.Add(1)
-	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, s.notification, s.serveRequest)
-	if err != nil && cfg.Transport == "" && ctx.Err() == nil && errors.Is(err, mcptransport.ErrLegacySSEServer) {
+	h := serverHandlers{notify: s.notification, request: s.request}
+	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, h)
+	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, s.notification, s.serveRequest); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, h); err2 == nil {
 			c, err = c2, nil
 		}
 	}
@@ -318,14 +318,6 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 		*k.dst(&lists) = items
 	}
 	return lists, nil
-}
-
-// notificationParams are n's params, nil when it has none.
-func notificationParams(n mcp.JSONRPCNotification) json.RawMessage {
-	if n.Params.Meta != nil || len(n.Params.AdditionalFields) > 0 {
-		return rawParams(n.Params)
-	}
-	return nil
 }
 
 // notification handles one notification from the server: a list_changed
@@ -539,9 +531,6 @@ type notice struct {
 // sends few (roots/list_changed), and each says all there is to say.
 const noticeBuffer = 16
 
-// notifyTimeout bounds the sending of one notification to a server.
-const notifyTimeout = time.Second
-
 // notify queues a notification for the server and returns at once: the
 // hub's reader of a client must never wait for an upstream. When the
 // queue is full, the notification is dropped.
@@ -567,11 +556,9 @@ func (s *Server) sendNotices(ctx context.Context) {
 		conns := s.connsLocked()
 		s.mu.Unlock()
 		for _, c := range conns {
-			nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-			if err := c.notify(nctx, n.method, n.params); err != nil {
+			if err := c.notify(n.method, n.params); err != nil {
 				s.logger.Debug("notify upstream", "method", n.method, "err", err)
 			}
-			cancel()
 		}
 	}
 }
@@ -653,10 +640,10 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())
 		}
 	}
-	if c.auth != nil && err != nil && strings.Contains(err.Error(), "insufficient_scope") {
+	if c.auth != nil && err != nil && insufficientScope(err) {
 		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())
 	}
-	if c.stdio == nil && !isolated && errors.Is(err, mcptransport.ErrSessionTerminated) {
+	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
@@ -673,7 +660,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	default:
-		if c != nil && c.stdio == nil {
+		if c != nil && c.remote() {
 			// A remote server that failed to answer is reconnected.
 			c.lose(err, false)
 			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,9 +21,6 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-
-	"github.com/dynamic-mcp/dynamic-mcp/transport"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 const testToken = "test-token-0123456789"
@@ -74,23 +70,22 @@ func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuf
 	return base, stderr
 }
 
-// httpClient connects a raw MCP client to the hub's /mcp, over the hub's
-// own Streamable HTTP transport: after notifications/initialized it also
-// listens on the GET stream, where the hub sends what belongs to no
-// request.
+// httpClient connects a raw MCP client to the hub's /mcp over Streamable
+// HTTP: once initialized it also listens on the GET stream, where the hub
+// sends what belongs to no request.
 func httpClient(t *testing.T, base string, headers map[string]string) *client {
 	t.Helper()
 	if headers == nil {
 		headers = map[string]string{"Authorization": "Bearer " + testToken}
 	}
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
-	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
-	tr, err := transport.NewHTTP(&config.Server{URL: base + "/mcp", Headers: headers, Transport: config.TransportStreamableHTTP},
-		config.ServerSettings{}, nil, logger)
+	// mcp-go's client transport, which opens the GET stream once
+	// initialize is answered.
+	tr, err := mcptransport.NewStreamableHTTP(base+"/mcp", mcptransport.WithHTTPHeaders(headers), mcptransport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.tr = tr.(clientTransport)
+	c.tr = tr
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

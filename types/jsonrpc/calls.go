@@ -15,40 +15,65 @@ type Calls struct {
 	next atomic.Int64
 
 	mu      sync.Mutex // guards pending and err
-	pending map[string]chan *Message
+	pending map[int64]chan *Message
 	err     error // set once the connection is over
 }
 
 // NewCalls is an empty correlation table.
-func NewCalls() *Calls { return &Calls{pending: map[string]chan *Message{}} }
+func NewCalls() *Calls { return &Calls{pending: map[int64]chan *Message{}} }
 
 // Start registers a new call and returns its id and the channel its
 // answer arrives on (nil message: the connection ended).
 func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
-	id := IntID(c.next.Add(1))
+	n := c.next.Add(1)
 	ch := make(chan *Message, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return nil, nil, c.err
 	}
-	c.pending[string(id)] = ch
-	return id, ch, nil
+	c.pending[n] = ch
+	return IntID(n), ch, nil
 }
 
 // Forget drops a call that stopped waiting.
 func (c *Calls) Forget(id json.RawMessage) {
+	n, ok := callNumber(id)
+	if !ok {
+		return
+	}
 	c.mu.Lock()
-	delete(c.pending, string(id))
+	delete(c.pending, n)
 	c.mu.Unlock()
+}
+
+// callNumber is the number of an id as Start writes it (decimal digits,
+// no sign, no leading zero); false for any other id, which is none of
+// ours.
+func callNumber(id json.RawMessage) (int64, bool) {
+	if len(id) == 0 || len(id) > 18 || id[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, b := range id {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n, true
 }
 
 // Resolve hands m to the call waiting for its id and reports whether one
 // was.
 func (c *Calls) Resolve(m *Message) bool {
+	n, ok := callNumber(m.ID)
+	if !ok {
+		return false
+	}
 	c.mu.Lock()
-	ch, ok := c.pending[string(m.ID)]
-	delete(c.pending, string(m.ID))
+	ch, ok := c.pending[n]
+	delete(c.pending, n)
 	c.mu.Unlock()
 	if ok {
 		ch <- m
@@ -69,7 +94,7 @@ func (c *Calls) Close(err error) {
 		c.err = err
 	}
 	pending := c.pending
-	c.pending = map[string]chan *Message{}
+	c.pending = map[int64]chan *Message{}
 	c.mu.Unlock()
 	for _, ch := range pending {
 		ch <- nil

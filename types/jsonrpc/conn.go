@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -33,7 +32,7 @@ var (
 
 // ConnOptions configure a Conn; zero values mean the defaults.
 type ConnOptions struct {
-	MaxMessageSize int           // DefaultMaxMessageSize
+	MaxMessageSize int           // DefaultMaxMessageSize; the Stream applies it (NewLineStream's maxSize)
 	WriteTimeout   time.Duration // DefaultWriteTimeout
 	Outbox         int           // DefaultOutbox notifications held for a slow peer
 	MaxInflight    int           // DefaultMaxInflight requests of the peer at once
@@ -41,7 +40,9 @@ type ConnOptions struct {
 	// Handle answers one of the peer's requests, on a goroutine of its
 	// own; ctx ends when the peer cancels it or the connection closes. It
 	// returns the raw result or an error (see ToError). Nil: every request
-	// is answered "method not found".
+	// is answered "method not found". A Handle that panics answers its
+	// request -32603 ("internal error"); the Conn and every other request
+	// go on.
 	Handle func(ctx context.Context, m *Message) (json.RawMessage, error)
 	// Notify takes the peer's notifications on the reading goroutine, in
 	// order; it must not block. notifications/cancelled is acted on by the
@@ -51,23 +52,35 @@ type ConnOptions struct {
 	// with the message or its first bytes; the peer has been answered where
 	// it could be. May be nil.
 	Refused func(err error, msg []byte)
+	// Panicked hears of every panic the Conn recovered, in Handle (method
+	// is the request's), Notify or Refused, with the panic's value and
+	// stack. Nil: ignored.
+	Panicked func(method string, v any, stack []byte)
 	// Quiet leaves refused messages unanswered (an upstream's stray
 	// lines); a call whose answer was refused fails either way.
 	Quiet bool
 }
 
-// Conn is one JSON-RPC conversation over a byte stream of newline-
-// delimited messages: the client's stdio, a stdio upstream. It correlates
-// outgoing calls, dispatches incoming requests each on its own goroutine
-// (at most MaxInflight), handles cancellation, and writes through a
-// bounded outbox with one writer goroutine (an answer with nothing queued
-// before it is written at once by its handler) and a deadline on every
-// write, so that no reader ever writes and no party that stops reading
-// holds up anyone but itself.
+// Conn is one JSON-RPC conversation over a Stream of whole messages: the
+// client's stdio, a stdio upstream. It correlates outgoing calls,
+// dispatches incoming requests (at most MaxInflight at once), handles
+// cancellation, and writes through a bounded outbox with one writer
+// goroutine and a deadline on every write, so that no reader ever writes
+// and no party that stops reading holds up anyone but itself.
+//
+// Hand-offs between goroutines are what a call costs, more than its JSON,
+// so a Conn makes few: the goroutine that reads a request answers it,
+// handing reading on to an idle worker; an answer with nothing queued
+// before it is written by its handler; a request whose Call may not wait
+// is written by the caller when the stream can take it at once
+// (TryWriter), else by the writer. A handler that panics answers -32603
+// and nothing else stops.
 type Conn struct {
 	opts     ConnOptions
-	r        io.Reader
-	w        io.Writer
+	s        Stream
+	batch    BatchWriter // s, where it writes several messages at once
+	try      TryWriter   // s, where it can write without waiting
+	bounded  bool        // s ends its writes at their deadline: no timer needed
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -87,11 +100,15 @@ type Conn struct {
 	closeOnce sync.Once
 	startOnce sync.Once
 	wmu       sync.Mutex // held for a write: the writer's or a direct one
+	wctx      *writeCtx  // the ctx of every write
+	wtimer    *ownedTimer
+	turn      func() // c.readTurn, made once (a method value allocates)
 }
 
-// NewConn prepares a conversation reading r and writing w; Start starts
-// it, once whoever handles its messages is ready. Close ends it.
-func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
+// NewConn prepares a conversation over s; Start starts it, once whoever
+// handles its messages is ready. Close ends it, and closes s.
+// opts.MaxMessageSize is for the stream's constructor: s applies it.
+func NewConn(s Stream, opts ConnOptions) *Conn {
 	if opts.MaxMessageSize <= 0 {
 		opts.MaxMessageSize = DefaultMaxMessageSize
 	}
@@ -103,7 +120,7 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		opts: opts, r: r, w: w,
+		opts: opts, s: s,
 		out:      NewOutbox(opts.Outbox),
 		workers:  NewWorkers(),
 		calls:    NewCalls(),
@@ -114,13 +131,22 @@ func NewConn(r io.Reader, w io.Writer, opts ConnOptions) *Conn {
 		writeDone: make(chan struct{}),
 		stopWrite: make(chan struct{}),
 	}
+	c.batch, _ = s.(BatchWriter)
+	c.try, _ = s.(TryWriter)
+	if b, ok := s.(writeBounder); ok {
+		c.bounded = b.boundsWrites()
+	}
+	c.wctx = newWriteCtx()
+	c.wtimer = newOwnedTimer(c.writeTimedOut)
+	c.turn = c.readTurn
+	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
 	return c
 }
 
 // Start starts reading and writing. Calling it again does nothing.
 func (c *Conn) Start() {
 	c.startOnce.Do(func() {
-		go c.read()
+		c.workers.Go(c.turn)
 		go c.write()
 	})
 }
@@ -155,25 +181,36 @@ func (c *Conn) finish(err error) {
 	})
 }
 
-// fail ends a connection that cannot go on: queued messages are abandoned.
+// fail ends a connection that cannot go on: queued messages are abandoned
+// and the stream is closed.
 func (c *Conn) fail(err error) {
 	c.finish(err)
 	c.out.Close()
 	c.closeOnce.Do(func() { close(c.stopWrite) })
 	c.inflight.CancelAll()
-	if cl, ok := c.w.(io.Closer); ok {
-		_ = cl.Close()
-	}
+	_ = c.s.Close()
 }
 
 // Call sends a request and waits for its answer, ctx, or the end of the
-// connection. The peer's error answer comes back as *Error.
+// connection. The peer's error answer comes back as *Error. Call returns
+// when ctx ends even while its request is queued or being written (a
+// peer that stopped reading): the writer goes on with it, within the
+// write timeout.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id, ch, err := c.calls.Start()
 	if err != nil {
 		return nil, err
 	}
-	if err := c.send(EncodeRequest(id, method, params)); err != nil {
+	traceSent(ctx, id)
+	msg := EncodeRequest(id, method, params)
+	switch {
+	case ctx.Done() == nil:
+		err = c.send(msg) // nothing to return early for: write it here
+	case c.tryWrite(msg):
+	default:
+		err = c.out.Send(msg)
+	}
+	if err != nil {
 		c.calls.Forget(id)
 		return nil, c.closedErr(err)
 	}
@@ -203,94 +240,6 @@ func (c *Conn) closedErr(err error) error {
 	return err
 }
 
-func (c *Conn) read() {
-	defer close(c.readDone)
-	err := ReadLines(c.r, c.opts.MaxMessageSize, c.receive, c.tooLarge)
-	c.finish(err)
-}
-
-// tooLarge answers a message over the size limit: the call it answers
-// fails at once (its id may come last, as the TypeScript SDK writes it),
-// a request gets an error.
-func (c *Conn) tooLarge(size int, head, tail []byte) {
-	err := fmt.Errorf("sent a message of %d bytes, over the %d byte limit", size, c.opts.MaxMessageSize)
-	c.refused(err, head)
-	id := IDOf(head)
-	if id == nil {
-		id = IDOfTail(tail)
-	}
-	if id != nil {
-		c.refuse(id, err, Errorf(CodeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", size, c.opts.MaxMessageSize)))
-	}
-}
-
-// refuse answers a refused message with id: the call it answers fails
-// with err, or the peer is told e.
-func (c *Conn) refuse(id json.RawMessage, err error, e *Error) {
-	if id != nil && c.calls.Fail(id, err) {
-		return
-	}
-	if !c.opts.Quiet {
-		c.reply(id, nil, e)
-	}
-}
-
-func (c *Conn) refused(err error, msg []byte) {
-	if c.opts.Refused != nil {
-		c.opts.Refused(err, msg)
-	}
-}
-
-func (c *Conn) receive(line []byte) {
-	m, err := Decode(line)
-	if err != nil {
-		c.refused(err, line)
-		var de *DecodeError
-		errors.As(err, &de)
-		c.refuse(de.ID, fmt.Errorf("sent a message that is %w", de.Err), ToError(err))
-		return
-	}
-	switch {
-	case m.IsResponse():
-		if !c.calls.Resolve(m) && m.Error != nil {
-			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", m.Error.Message), line)
-		}
-	case m.IsNotification():
-		if m.Method == "notifications/cancelled" {
-			c.inflight.Cancel(m.Params)
-		}
-		if c.opts.Notify != nil {
-			c.opts.Notify(m)
-		}
-	default:
-		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
-		ctx, end, refuse := c.inflight.Begin(c.ctx, m.ID)
-		if refuse != nil {
-			c.reply(m.ID, nil, refuse)
-			return
-		}
-		c.workers.Go(func() {
-			var res json.RawMessage
-			var err error
-			if c.opts.Handle == nil {
-				err = Errorf(CodeMethodNotFound, "Method not found: "+m.Method)
-			} else {
-				res, err = c.opts.Handle(ctx, m)
-			}
-			end(func() { _ = c.send(Answer(m.ID, res, err)) })
-		})
-	}
-}
-
-// reply queues the answer to a request, for the writer: the reader
-// answers what it refuses this way, never writing itself. While the peer
-// is not reading such answers the reader waits, so that a peer sending
-// nothing but refused messages cannot grow the queue without bound.
-func (c *Conn) reply(id, result json.RawMessage, err error) {
-	c.out.WaitRoom(c.opts.MaxInflight, c.done)
-	_ = c.out.Send(Answer(id, result, err))
-}
-
 // Answer encodes the answer to the request with id; a nil result is {}.
 func Answer(id, result json.RawMessage, err error) []byte {
 	if err != nil {
@@ -302,130 +251,60 @@ func Answer(id, result json.RawMessage, err error) []byte {
 	return EncodeResult(id, result)
 }
 
-// deadliner is a stream whose writes can time out by themselves (a pipe
-// or socket the runtime polls).
-type deadliner interface{ SetWriteDeadline(time.Time) error }
-
-func (c *Conn) write() {
-	defer close(c.writeDone)
-	var buf []byte
-	for {
-		if c.out.Closed() && c.out.Len() == 0 {
-			return // Close's signal may have been taken by the last batch
-		}
-		select {
-		case <-c.out.Ready():
-		case <-c.stopWrite:
-			return
-		}
-		c.wmu.Lock()
-		batch := c.out.TakeNow()
-		if len(batch) == 0 {
-			c.wmu.Unlock()
-			if c.out.Closed() {
-				return
-			}
-			continue
-		}
-		buf = buf[:0]
-		for _, m := range batch {
-			buf = append(append(buf, m...), '\n')
-		}
-		err := c.writeTimed(buf)
-		c.wmu.Unlock()
-		if err != nil {
-			return
-		}
-		if cap(buf) > 1<<20 {
-			buf = nil // do not keep a large message's buffer
-		}
+// panicked reports a recovered panic to the Panicked hook.
+func (c *Conn) panicked(method string, v any, stack []byte) {
+	if c.opts.Panicked != nil {
+		c.opts.Panicked(method, v, stack)
 	}
 }
 
-// send sends a message that must not be lost. When nothing waits before
-// it and no write is under way it is written at once, on the calling
-// goroutine (a handler or a caller, which may wait on the peer anyway;
-// never the reader), saving the hand-off to the writer; else it is
-// queued.
-func (c *Conn) send(msg []byte) error {
-	if c.wmu.TryLock() {
-		if c.out.Len() == 0 && !c.out.Closed() {
-			err := c.writeTimed(append(msg, '\n')) // msg is ours: the encoders leave room
-			c.wmu.Unlock()
-			if err != nil {
-				return c.closedErr(ErrClosed)
-			}
-			return nil
-		}
-		c.wmu.Unlock()
+// recovered is deferred around a callback of the Conn's user: a panic in
+// it is reported, and the goroutine goes on.
+func (c *Conn) recovered(method string) {
+	if v := recover(); v != nil {
+		c.panicked(method, v, debug.Stack())
 	}
-	return c.out.Send(msg)
-}
-
-// writeTimed writes b within the write timeout: by the stream's own
-// deadline where it has one, else by a timer that fails the connection
-// (the blocked write is then abandoned with it). A failed write ends the
-// connection. c.wmu is held.
-func (c *Conn) writeTimed(b []byte) error {
-	err := c.writeDeadline(b)
-	if err != nil {
-		if !errors.Is(err, ErrWrite) {
-			err = fmt.Errorf("%w: %w", ErrWrite, err)
-		}
-		c.fail(err)
-	}
-	return err
-}
-
-func (c *Conn) writeDeadline(b []byte) error {
-	if d, ok := c.w.(deadliner); ok {
-		if err := d.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err == nil {
-			_, err := c.w.Write(b)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return ErrWriteTimeout
-			}
-			return err
-		}
-	}
-	t := time.AfterFunc(c.opts.WriteTimeout, func() { c.fail(ErrWriteTimeout) })
-	_, err := c.w.Write(b)
-	if !t.Stop() {
-		return ErrWriteTimeout
-	}
-	return err
 }
 
 // Close ends the conversation: the peer's requests in flight are
 // cancelled, calls waiting fail, what is queued is written (within the
-// write timeout), then the streams are closed where they can be. It waits
-// for every goroutine it started, but no longer than a moment for one
-// blocked on a stream that cannot be interrupted.
+// write timeout), then the stream is closed. It returns once every
+// goroutine it started has ended (the reader, the writer, the workers
+// that ran handlers, the write timeout's func), except a reader or writer
+// blocked on a stream that closing does not interrupt (a blocking stdin
+// or stdout): that one is waited for closeWait at most, and ends when the
+// stream does.
 func (c *Conn) Close() error {
 	c.Start() // so that the goroutines Close waits for exist
-	defer c.workers.Stop()
 	c.inflight.Stop()
 	c.finish(ErrClosed)
 	c.cancel()
 	c.inflight.CancelAll()
 	c.inflight.Wait(context.Background())
 	c.out.Close()
+	t := time.NewTimer(c.opts.WriteTimeout)
 	select {
 	case <-c.writeDone:
-	case <-time.After(c.opts.WriteTimeout):
+	case <-t.C:
 		c.fail(ErrWriteTimeout)
 	}
+	t.Stop()
 	c.closeOnce.Do(func() { close(c.stopWrite) })
-	if cl, ok := c.w.(io.Closer); ok {
-		_ = cl.Close()
-	}
-	if cl, ok := c.r.(io.Closer); ok {
-		_ = cl.Close()
-	}
+	_ = c.s.Close()
+	t = time.NewTimer(closeWait)
+	defer t.Stop()
 	for _, ch := range []chan struct{}{c.writeDone, c.readDone} {
 		select {
 		case <-ch:
-		case <-time.After(closeWait):
+		case <-t.C:
 		}
 	}
+	c.workers.Stop()
+	select {
+	case <-c.readDone:
+		c.workers.Wait() // the reader was the last that could start one
+	default: // the reader is blocked on a stream closing does not end
+	}
+	c.wtimer.Stop()
 	return nil
 }

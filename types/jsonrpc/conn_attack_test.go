@@ -102,8 +102,8 @@ func TestAttackNullIDErrorResponseIsNotAnswered(t *testing.T) {
 func TestAttackTwoConnsDoNotBounceErrors(t *testing.T) {
 	a, b := net.Pipe()
 	var refusedA, refusedB atomic.Int64
-	ca := NewConn(a, a, ConnOptions{Refused: func(error, []byte) { refusedA.Add(1) }})
-	cb := NewConn(b, b, ConnOptions{Refused: func(error, []byte) { refusedB.Add(1) }})
+	ca := NewConn(NewLineStream(a, a, 0), ConnOptions{Refused: func(error, []byte) { refusedA.Add(1) }})
+	cb := NewConn(NewLineStream(b, b, 0), ConnOptions{Refused: func(error, []byte) { refusedB.Add(1) }})
 	// cb sends one line that is not JSON, as a broken peer might.
 	cb.Start()
 	_ = cb.out.Send([]byte("not json"))
@@ -165,7 +165,7 @@ func TestAttackNoWriteOnReader(t *testing.T) {
 	a, b := net.Pipe()
 	w := &stackWriter{w: a}
 	release := make(chan struct{})
-	c := NewConn(a, w, ConnOptions{MaxInflight: 2, Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
+	c := NewConn(NewLineStream(a, w, 0), ConnOptions{MaxInflight: 2, Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
 		if m.Method == "hang" {
 			select {
 			case <-release:
@@ -269,7 +269,7 @@ func TestAttackDirectWriteKeepsOrder(t *testing.T) {
 func TestAttackCloseDuringRequestFlood(t *testing.T) {
 	for range 10 {
 		a, b := net.Pipe()
-		c := NewConn(a, a, ConnOptions{WriteTimeout: time.Second, Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
+		c := NewConn(NewLineStream(a, a, 0), ConnOptions{WriteTimeout: time.Second, Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
 			return nil, nil
 		}})
 		c.Start()
@@ -299,7 +299,7 @@ func TestAttackCloseDuringRequestFlood(t *testing.T) {
 func TestAttackCallPeerNeverReads(t *testing.T) {
 	pr, pw := io.Pipe() // no deadline: the timer path
 	inR, _ := io.Pipe()
-	c := NewConn(inR, pw, ConnOptions{WriteTimeout: 200 * time.Millisecond})
+	c := NewConn(NewLineStream(inR, pw, 0), ConnOptions{WriteTimeout: 200 * time.Millisecond})
 	c.Start()
 	defer c.Close()
 	_ = pr
@@ -364,7 +364,7 @@ func TestAttackNoGoroutinesAfterClose(t *testing.T) {
 
 func newPairNoCleanup(opts ConnOptions) (*Conn, net.Conn) {
 	a, b := net.Pipe()
-	c := NewConn(a, a, opts)
+	c := NewConn(NewLineStream(a, a, opts.MaxMessageSize), opts)
 	c.Start()
 	return c, b
 }
@@ -400,7 +400,7 @@ func TestAttackAnswersToNonReaderBoundedByInflight(t *testing.T) {
 // reader must not keep Close's wait for requests in flight from ending.
 func TestAttackCloseReturnsWhilePeerFloods(t *testing.T) {
 	a, b := net.Pipe()
-	c := NewConn(a, a, ConnOptions{Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
+	c := NewConn(NewLineStream(a, a, 0), ConnOptions{Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
 		time.Sleep(time.Millisecond) // a moment of work that does not look at ctx
 		return nil, nil
 	}})
@@ -443,7 +443,7 @@ func TestAttackCloseWithQueuedMessageIsPrompt(t *testing.T) {
 	for range 20 {
 		a, b := net.Pipe()
 		go io.Copy(io.Discard, b)
-		c := NewConn(a, a, ConnOptions{WriteTimeout: 2 * time.Second})
+		c := NewConn(NewLineStream(a, a, 0), ConnOptions{WriteTimeout: 2 * time.Second})
 		_ = c.Notify("n", nil) // queued before the writer runs
 		start := time.Now()
 		c.Close()

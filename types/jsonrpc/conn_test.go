@@ -22,7 +22,7 @@ type peer struct {
 func newPair(t *testing.T, opts ConnOptions) (*Conn, *peer) {
 	t.Helper()
 	a, b := net.Pipe()
-	c := NewConn(a, a, opts)
+	c := NewConn(NewLineStream(a, a, opts.MaxMessageSize), opts)
 	c.Start()
 	t.Cleanup(func() { b.Close(); c.Close() })
 	return c, &peer{t: t, nc: b, br: bufio.NewReaderSize(b, 1<<20)}
@@ -166,10 +166,10 @@ func TestConnPeerStopsReading(t *testing.T) {
 			} else {
 				pr, pw := io.Pipe() // no deadlines: the timer path
 				defer pr.Close()
-				r, w = strings.NewReader(""), pw
-				r = blockingReader{}
+				in, _ := io.Pipe() // nothing to read; closed by Close
+				r, w = in, pw
 			}
-			c := NewConn(r, w, ConnOptions{WriteTimeout: 200 * time.Millisecond, Outbox: 10})
+			c := NewConn(NewLineStream(r, w, 0), ConnOptions{WriteTimeout: 200 * time.Millisecond, Outbox: 10})
 			c.Start()
 			defer c.Close()
 			start := time.Now()
@@ -204,10 +204,6 @@ func TestConnPeerStopsReading(t *testing.T) {
 		})
 	}
 }
-
-type blockingReader struct{}
-
-func (blockingReader) Read([]byte) (int, error) { select {} }
 
 func TestConnCancelAndLimit(t *testing.T) {
 	started := make(chan struct{}, 10)

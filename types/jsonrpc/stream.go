@@ -47,3 +47,35 @@ type TooLargeError struct {
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("a message of %d bytes is over the %d byte limit", e.Size, e.Limit)
 }
+
+// CallError is a Read error about one call of ours rather than the whole
+// stream: an HTTP stream whose POST of a request failed with a status
+// says so with the request's id, so that the call fails with Err (a 401
+// recognised by errors.As at the caller) and reading goes on.
+type CallError struct {
+	ID  json.RawMessage
+	Err error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("call %s: %v", e.ID, e.Err) }
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// A BatchWriter is a Stream that can write several messages in one go (a
+// line stream: one system call for all of them). A Conn's writer hands it
+// everything that queued up while the previous write was under way.
+type BatchWriter interface {
+	// WriteBatch writes msgs in order, as Write would one by one.
+	WriteBatch(ctx context.Context, msgs [][]byte) error
+}
+
+// A TryWriter is a Stream that can write a message only if it can do so
+// at once, whole, without waiting for the peer to read (a small message
+// to a pipe with room). A Conn's Call tries it before handing its request
+// to the writer: a caller may not wait on a write, since it must return
+// when its ctx ends.
+type TryWriter interface {
+	// TryWrite writes msg and reports true, or writes nothing and reports
+	// false. An error ends the stream, as Write's does.
+	TryWrite(msg []byte) (bool, error)
+}

@@ -1,54 +1,9 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 )
-
-// headSize and tailSize are how much of the start and the end of an
-// over-long line are kept, to find its id.
-const (
-	headSize = 64 << 10
-	tailSize = 256
-)
-
-// ReadLines calls handle with each line of r (without surrounding space)
-// until r ends, and returns the read error (io.EOF at a clean end). A line
-// over limit bytes is not buffered whole: it is discarded and reported to
-// tooLarge with its size and first bytes, so the reader's memory stays
-// bounded whatever the peer sends; its last bytes are reported too, since
-// some peers write the id last. handle may keep the slice.
-func ReadLines(r io.Reader, limit int, handle func([]byte), tooLarge func(size int, head, tail []byte)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var buf, tail []byte
-	size := 0
-	for {
-		chunk, err := br.ReadSlice('\n')
-		size += len(chunk)
-		if size <= limit || len(buf) < headSize {
-			buf = append(buf, chunk...)
-		}
-		if size > limit {
-			tail = append(tail, chunk[max(0, len(chunk)-tailSize):]...)
-			tail = tail[max(0, len(tail)-tailSize):]
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if size > limit {
-			tooLarge(size, buf[:min(len(buf), headSize)], bytes.TrimSpace(tail))
-		} else if line := bytes.TrimSpace(buf); len(line) > 0 {
-			handle(line)
-		}
-		buf, tail, size = nil, nil, 0
-		if err != nil {
-			return err
-		}
-	}
-}
 
 // IDOf finds the top-level "id" of a message, which may be cut short or
 // broken further on, so that a peer can still be answered about it. It

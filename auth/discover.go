@@ -1,0 +1,145 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// serverMetadata is the part of an authorization server's metadata (RFC
+// 8414) the sign-in uses.
+type serverMetadata struct {
+	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
+	TokenEndpoint                     string   `json:"token_endpoint"`
+	RegistrationEndpoint              string   `json:"registration_endpoint"`
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	// CIMD says the server takes client ID metadata documents.
+	CIMD bool `json:"client_id_metadata_document_supported"`
+}
+
+// discoverServer finds the authorization server of the MCP server at
+// serverURL: the metadata of the first server its protected resource
+// metadata names that publishes any; without such a name, that of the MCP
+// server's own origin. Where none is published, the endpoints MCP
+// 2025-03-26 defaults to on that origin (/authorize, /token, /register),
+// as clients of that version do. named says the server's 401 named its
+// resource metadata: then no origin is guessed.
+func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool) (*serverMetadata, error) {
+	issuers := make([]string, 0, len(prm.AuthorizationServers))
+	for _, issuer := range prm.AuthorizationServers {
+		if CheckURL(issuer) == nil {
+			issuers = append(issuers, issuer)
+		}
+	}
+	if len(issuers) == 0 {
+		if named && len(prm.AuthorizationServers) > 0 {
+			return nil, errors.New("the protected resource metadata names no authorization server the hub may reach (https, or http on loopback)")
+		}
+		u, err := url.Parse(serverURL)
+		if err != nil {
+			return nil, err
+		}
+		issuers = []string{u.Scheme + "://" + u.Host}
+	}
+	for _, issuer := range issuers {
+		if md := findServerMetadata(ctx, client, issuer); md != nil {
+			return md, nil
+		}
+	}
+	u, err := url.Parse(issuers[0])
+	if err != nil {
+		return nil, err
+	}
+	origin := u.Scheme + "://" + u.Host
+	return &serverMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token", RegistrationEndpoint: origin + "/register"}, nil
+}
+
+// findServerMetadata reads the metadata issuer publishes: RFC 8414 with
+// the path inserted, OpenID Connect with the path inserted, OpenID Connect
+// with the path appended; nil when none answers for that issuer.
+func findServerMetadata(ctx context.Context, client *http.Client, issuer string) *serverMetadata {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	base, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
+	candidates := []string{base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path}
+	if path != "" {
+		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
+	}
+	for _, c := range candidates {
+		var md serverMetadata
+		if getJSON(ctx, client, c, &md) && md.Issuer != "" {
+			return &md
+		}
+	}
+	return nil
+}
+
+// registration is an authorization server's answer to dynamic client
+// registration (RFC 7591 section 3.2.1).
+type registration struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	// TokenEndpointAuthMethod is the method the server registered, which
+	// may differ from the one asked for.
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
+}
+
+// authMethod is the registered method, "" for one the hub does not know.
+func (r *registration) authMethod() string {
+	switch m := r.TokenEndpointAuthMethod; m {
+	case "client_secret_basic", "client_secret_post", "none":
+		return m
+	}
+	return ""
+}
+
+// register registers the hub as a public client with the loopback
+// redirect (RFC 7591), asking for scopes when there are any.
+func register(ctx context.Context, client *http.Client, endpoint, redirect string, scopes []string) (*registration, error) {
+	req := map[string]any{
+		"client_name":                "dynamic-mcp",
+		"redirect_uris":              []string{redirect},
+		"token_endpoint_auth_method": "none",
+		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"response_types":             []string{"code"},
+	}
+	if len(scopes) > 0 {
+		req["scope"] = strings.Join(scopes, " ")
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json")
+	resp, err := client.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("HTTP status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	var reg registration
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&reg); err != nil {
+		return nil, fmt.Errorf("the answer: %w", err)
+	}
+	if reg.ClientID == "" {
+		return nil, errors.New("the answer has no client_id")
+	}
+	return &reg, nil
+}

@@ -1,0 +1,165 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// readTurn is a turn at reading: the goroutine reads until a request is
+// admitted, hands reading on to another worker, and answers the request
+// itself (net/http's and go-sdk's way: the request starts at once, on the
+// goroutine that read it, instead of waiting for another to wake up).
+// Reading passes from one goroutine to the next, never two at once, so
+// messages are still taken in order.
+func (c *Conn) readTurn() {
+	if ctx, m, end := c.read(); m != nil {
+		c.serve(ctx, m, end)
+	}
+}
+
+// read reads the stream, dispatching each message, until a request is
+// admitted (returned, with reading handed on) or the stream ends (nil).
+// It never writes: what it answers itself is queued for the writer.
+func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
+	defer func() {
+		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
+			c.panicked("", v, debug.Stack())
+			c.fail(fmt.Errorf("%w: reading panicked: %v", ErrClosed, v))
+			close(c.readDone)
+			m = nil
+		}
+	}()
+	for {
+		msg, err := c.s.Read()
+		if err == nil {
+			if ctx, m, end := c.receive(msg); m != nil {
+				c.workers.Go(c.turn)
+				return ctx, m, end
+			}
+			continue
+		}
+		var tooLarge *TooLargeError
+		var callErr *CallError
+		switch {
+		case errors.As(err, &tooLarge):
+			c.tooLarge(tooLarge)
+		case errors.As(err, &callErr):
+			if !c.calls.Fail(callErr.ID, callErr.Err) {
+				c.refused(err, nil)
+			}
+		default:
+			c.finish(err)
+			close(c.readDone)
+			return nil, nil, nil
+		}
+	}
+}
+
+// serve answers a request the reader admitted.
+func (c *Conn) serve(ctx context.Context, m *Message, end func(func()) bool) {
+	res, err := c.handle(ctx, m)
+	end(func() { _ = c.send(Answer(m.ID, res, err)) })
+}
+
+// tooLarge answers a message over the size limit: the call it answers
+// fails at once (its id may come last, as the TypeScript SDK writes it),
+// a request gets an error.
+func (c *Conn) tooLarge(e *TooLargeError) {
+	err := fmt.Errorf("sent a message of %d bytes, over the %d byte limit", e.Size, e.Limit)
+	c.refused(err, e.Head)
+	id := e.ID
+	if id == nil {
+		id = IDOf(e.Head)
+	}
+	if id == nil {
+		id = IDOfTail(e.Tail)
+	}
+	if id != nil {
+		c.refuse(id, err, Errorf(CodeInvalidRequest, fmt.Sprintf("message of %d bytes is over the %d byte limit", e.Size, e.Limit)))
+	}
+}
+
+// refuse answers a refused message with id: the call it answers fails
+// with err, or the peer is told e.
+func (c *Conn) refuse(id json.RawMessage, err error, e *Error) {
+	if id != nil && c.calls.Fail(id, err) {
+		return
+	}
+	if !c.opts.Quiet {
+		c.reply(id, nil, e)
+	}
+}
+
+func (c *Conn) refused(err error, msg []byte) {
+	if c.opts.Refused != nil {
+		defer c.recovered("")
+		c.opts.Refused(err, msg)
+	}
+}
+
+func (c *Conn) notified(m *Message) {
+	if c.opts.Notify != nil {
+		defer c.recovered(m.Method)
+		c.opts.Notify(m)
+	}
+}
+
+// receive takes one message: an answer resolves its call, a notification
+// goes to Notify, a request admitted is returned for the caller to serve.
+func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool) {
+	m, err := Decode(msg)
+	if err != nil {
+		c.refused(err, msg)
+		var de *DecodeError
+		errors.As(err, &de)
+		c.refuse(de.ID, fmt.Errorf("sent a message that is %w", de.Err), ToError(err))
+		return nil, nil, nil
+	}
+	switch {
+	case m.IsResponse():
+		if !c.calls.Resolve(m) && m.Error != nil {
+			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", m.Error.Message), msg)
+		}
+	case m.IsNotification():
+		if m.Method == "notifications/cancelled" {
+			c.inflight.Cancel(m.Params)
+		}
+		c.notified(m)
+	default:
+		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
+		ctx, end, refuse := c.inflight.Begin(c.ctx, m.ID)
+		if refuse != nil {
+			c.reply(m.ID, nil, refuse)
+			return nil, nil, nil
+		}
+		return ctx, m, end
+	}
+	return nil, nil, nil
+}
+
+// handle runs the Handle option: a panic in it is the request's internal
+// error, reported to Panicked.
+func (c *Conn) handle(ctx context.Context, m *Message) (res json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.panicked(m.Method, v, debug.Stack())
+			res, err = nil, Errorf(CodeInternalError, "internal error")
+		}
+	}()
+	if c.opts.Handle == nil {
+		return nil, Errorf(CodeMethodNotFound, "Method not found: "+m.Method)
+	}
+	return c.opts.Handle(ctx, m)
+}
+
+// reply queues the answer to a request, for the writer: the reader
+// answers what it refuses this way, never writing itself. While the peer
+// is not reading such answers the reader waits, so that a peer sending
+// nothing but refused messages cannot grow the queue without bound.
+func (c *Conn) reply(id, result json.RawMessage, err error) {
+	c.out.WaitRoom(c.opts.MaxInflight, c.done)
+	_ = c.out.Send(Answer(id, result, err))
+}

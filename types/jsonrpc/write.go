@@ -1,0 +1,120 @@
+package jsonrpc
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// write is the writer: it writes what waits in the outbox, all of it in
+// one go where the stream can, until the outbox is closed and empty or the
+// connection fails.
+func (c *Conn) write() {
+	defer close(c.writeDone)
+	defer func() {
+		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
+			c.panicked("", v, debug.Stack())
+			c.fail(fmt.Errorf("%w: writing panicked: %v", ErrWrite, v))
+		}
+	}()
+	for {
+		if c.out.Closed() && c.out.Len() == 0 {
+			return // Close's signal may have been taken by the last batch
+		}
+		select {
+		case <-c.out.Ready():
+		case <-c.stopWrite:
+			return
+		}
+		c.wmu.Lock()
+		batch := c.out.TakeNow()
+		if len(batch) == 0 {
+			c.wmu.Unlock()
+			if c.out.Closed() {
+				return
+			}
+			continue
+		}
+		err := c.writeTimed(batch...)
+		c.wmu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// send sends a message that must not be lost. When nothing waits before
+// it and no write is under way it is written at once, on the calling
+// goroutine (a handler, which may wait on the peer anyway; never the
+// reader), saving the hand-off to the writer; else it is queued.
+func (c *Conn) send(msg []byte) error {
+	if c.wmu.TryLock() {
+		if c.out.Len() == 0 && !c.out.Closed() {
+			err := c.writeTimed(msg)
+			c.wmu.Unlock()
+			if err != nil {
+				return c.closedErr(ErrClosed)
+			}
+			return nil
+		}
+		c.wmu.Unlock()
+	}
+	return c.out.Send(msg)
+}
+
+// tryWrite writes msg at once, on the calling goroutine, when nothing
+// waits before it and the stream can take it without waiting for the
+// peer; else it writes nothing and reports false.
+func (c *Conn) tryWrite(msg []byte) bool {
+	if c.try == nil || !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.out.Len() != 0 || c.out.Closed() {
+		return false
+	}
+	ok, err := c.try.TryWrite(msg)
+	if err != nil {
+		c.fail(fmt.Errorf("%w: %w", ErrWrite, err))
+	}
+	return ok
+}
+
+// writeTimed writes msgs within the write timeout. At the timeout the
+// connection fails, which closes the stream, so that a write blocked on a
+// stream without deadlines of its own ends too. A failed write ends the
+// connection. c.wmu is held.
+func (c *Conn) writeTimed(msgs ...[]byte) error {
+	c.wctx.deadline.Store(time.Now().Add(c.opts.WriteTimeout).UnixNano())
+	if !c.bounded {
+		c.wtimer.Reset(c.opts.WriteTimeout)
+	}
+	var err error
+	if c.batch != nil && len(msgs) > 1 {
+		err = c.batch.WriteBatch(c.wctx, msgs)
+	} else {
+		for _, m := range msgs {
+			if err = c.s.Write(c.wctx, m); err != nil {
+				break
+			}
+		}
+	}
+	if !c.bounded && !c.wtimer.Disarm() {
+		err = ErrWriteTimeout
+	}
+	if err != nil {
+		if !errors.Is(err, ErrWrite) {
+			err = fmt.Errorf("%w: %w", ErrWrite, err)
+		}
+		c.fail(err)
+	}
+	return err
+}
+
+// writeTimedOut fails the connection whose write took longer than the
+// write timeout; closing the stream ends the write where it can be ended.
+func (c *Conn) writeTimedOut() {
+	c.fail(ErrWriteTimeout)
+	c.wctx.expire()
+}

@@ -1,0 +1,74 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// childConn is a conn over the pipes of sh -c script, with no handshake.
+func childConn(t *testing.T, script string, opts jsonrpc.ConnOptions) *conn {
+	t.Helper()
+	proc, err := transport.StartProcess(transport.ProcessSpec{Command: "sh", Args: []string{"-c", script}, Grace: time.Second}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{logger: testLogger(t), proc: proc, calls: map[string]context.Context{}}
+	c.stream = jsonrpc.NewLineStream(proc.Stdout(), proc.Stdin(), 1<<20)
+	c.rpc = jsonrpc.NewConn(c.stream, opts)
+	c.rpc.Start()
+	t.Cleanup(c.close)
+	return c
+}
+
+// A child that exits fails what is pending at once, with how it ended.
+func TestChildExitFailsPendingRequests(t *testing.T) {
+	c := childConn(t, "read line; echo 'boom: no config' >&2; exit 7", jsonrpc.ConnOptions{})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := c.request(ctx, "tools/list", nil); err == nil || err.Error() != "exited (status 7): boom: no config" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := c.request(ctx, "ping", nil); err == nil || ctx.Err() != nil {
+		t.Fatalf("a request after the exit: %v", err)
+	}
+	select {
+	case <-c.exited():
+	default:
+		t.Error("exited is not closed")
+	}
+}
+
+// A child that stops reading its stdin fails calls at their deadline and
+// ends the session at the write timeout; a notification never blocks.
+func TestChildThatStopsReading(t *testing.T) {
+	c := childConn(t, "sleep 30", jsonrpc.ConnOptions{WriteTimeout: 500 * time.Millisecond})
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 100<<10) + `"}`)
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		start := time.Now()
+		_, err := c.request(ctx, "tools/call", big)
+		cancel()
+		if err == nil || time.Since(start) > time.Second {
+			t.Fatalf("call %d: err %v after %v", i, err, time.Since(start))
+		}
+	}
+	start := time.Now()
+	_ = c.notify("notifications/roots/list_changed", nil)
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("a notification blocked for %v", time.Since(start))
+	}
+	select {
+	case <-c.exited():
+		if err := c.err(); err == nil || !strings.Contains(err.Error(), "stopped reading its stdin") {
+			t.Errorf("ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session is still open")
+	}
+}

@@ -1,0 +1,165 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// discoverProbe bounds server/discover, the first thing a stdio server is
+// asked: a server of a version before 2026-07-28 answers "method not
+// found", but some ignore a method they do not know.
+const discoverProbe = 5 * time.Second
+
+// handshake settles the protocol version with the server and learns its
+// capabilities. A stdio server is asked server/discover first, as
+// 2026-07-28 does (SEP-2575), and falls back to initialize when it does
+// not answer; a remote server gets initialize only, which keeps its
+// session on a version before 2026-07-28 (see legacyOnly).
+func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
+	if c.http == nil || !legacyOnly {
+		done, err := c.discover(ctx, caps)
+		if done || ctx.Err() != nil {
+			return err
+		}
+	}
+	return c.initialize(ctx, caps)
+}
+
+// legacyOnly keeps remote sessions on 2025-11-25, the newest version
+// before 2026-07-28. On 2026-07-28 a server asks the client things
+// (sampling, elicitation, roots) with input_required results (SEP-2322),
+// and sends notifications only on a subscriptions/listen request
+// (SEP-2575); the hub handles neither yet over HTTP, where a session of
+// an older version has the GET stream for them.
+const legacyOnly = true
+
+// discover tries a 2026-07-28 session: done when the server answered
+// server/discover. A server that names the versions it supports is asked
+// once more in the newest of them the hub knows.
+func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, discoverProbe)
+	defer cancel()
+	version := mcp.LATEST_PROTOCOL_VERSION
+	for range 2 {
+		meta, err := requestMeta(version, caps)
+		if err != nil {
+			return false, err
+		}
+		params, err := withMeta(nil, meta)
+		if err != nil {
+			return false, err
+		}
+		res, err := c.rpc.Call(ctx, string(mcp.MethodServerDiscover), params)
+		if err == nil {
+			var d mcp.DiscoverResult
+			if err := json.Unmarshal(res, &d); err != nil {
+				return true, fmt.Errorf("server/discover: %w", err)
+			}
+			c.version, c.meta = version, meta
+			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
+			if info := d.GetResultMeta().ServerInfo(); info != nil {
+				c.init.ServerInfo = *info
+			}
+			c.setVersion()
+			return true, nil
+		}
+		var rpcErr *RPCError
+		if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+			return false, err
+		}
+		var data mcp.UnsupportedProtocolVersionData
+		if b, err := json.Marshal(rpcErr.Data); err == nil {
+			_ = json.Unmarshal(b, &data)
+		}
+		next := mcp.NegotiateMutuallySupportedVersion(data.Supported)
+		if next == "" || !mcp.IsModernProtocol(next) || next == version {
+			return false, err
+		}
+		version = next
+	}
+	return false, nil
+}
+
+// initialize runs the handshake of the versions before 2026-07-28:
+// initialize in the newest of them, then notifications/initialized.
+func (c *conn) initialize(ctx context.Context, caps mcp.ClientCapabilities) error {
+	params, err := jsonrpc.Marshal(struct {
+		ProtocolVersion string                 `json:"protocolVersion"`
+		ClientInfo      mcp.Implementation     `json:"clientInfo"`
+		Capabilities    mcp.ClientCapabilities `json:"capabilities"`
+	}{mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo, caps})
+	if err != nil {
+		return err
+	}
+	res, err := c.rpc.Call(ctx, string(mcp.MethodInitialize), params)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var init mcp.InitializeResult
+	if err := json.Unmarshal(res, &init); err != nil {
+		return fmt.Errorf("initialize: the result: %w", err)
+	}
+	if !mcp.IsValidProtocolVersion(init.ProtocolVersion) {
+		return fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
+	}
+	c.init, c.version = &init, init.ProtocolVersion
+	c.setVersion()
+	if err := c.rpc.Notify(string(mcp.MethodNotificationInitialized), nil); err != nil {
+		return fmt.Errorf("notifications/initialized: %w", err)
+	}
+	return nil
+}
+
+// setVersion gives a remote server's stream the negotiated version, which
+// its requests carry in a header from now on.
+func (c *conn) setVersion() {
+	if c.http != nil {
+		c.http.SetProtocolVersion(c.version)
+	}
+}
+
+// requestMeta is the _meta every request of a 2026-07-28 session carries:
+// the version, the hub's capabilities and who it is.
+func requestMeta(version string, caps mcp.ClientCapabilities) ([]jsonrpc.Member, error) {
+	members := []jsonrpc.Member{{Key: mcp.MetaKeyProtocolVersion}, {Key: mcp.MetaKeyClientCapabilities}, {Key: mcp.MetaKeyClientInfo}}
+	for i, v := range []any{version, caps, ClientInfo} {
+		b, err := jsonrpc.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		members[i].Value = b
+	}
+	return members, nil
+}
+
+// withMeta splices meta into the _meta of params, each member replacing
+// one of the same key; every other byte of params is kept. Params that are
+// not an object cannot carry _meta and pass as they are.
+func withMeta(params json.RawMessage, meta []jsonrpc.Member) (json.RawMessage, error) {
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	old := jsonrpc.Field(params, "_meta")
+	if old == nil || old[0] != '{' {
+		old = []byte(`{}`)
+	}
+	merged := old
+	for _, m := range meta {
+		var err error
+		if merged, err = jsonrpc.SetField(merged, m.Key, m.Value); err != nil {
+			return nil, err
+		}
+	}
+	out, err := jsonrpc.SetField(params, "_meta", merged)
+	if errors.Is(err, jsonrpc.ErrNotObject) {
+		return params, nil
+	}
+	return out, err
+}

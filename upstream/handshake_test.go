@@ -1,0 +1,118 @@
+package upstream
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+func TestWithMeta(t *testing.T) {
+	meta := []jsonrpc.Member{{Key: "v", Value: []byte(`"2026-07-28"`)}, {Key: "c", Value: []byte(`{}`)}}
+	for _, tc := range []struct{ params, want string }{
+		{``, `{"_meta":{"v":"2026-07-28","c":{}}}`},
+		{`null`, `{"_meta":{"v":"2026-07-28","c":{}}}`},
+		// Every byte of params kept; the _meta it has keeps its keys, ours
+		// replace those of the same name.
+		{`{ "name":"<b>&", "n":1.0 }`, `{ "name":"<b>&", "n":1.0,"_meta":{"v":"2026-07-28","c":{}} }`},
+		{`{"_meta":{"progressToken":"\u00e9","v":"old"},"a":1e2}`, `{"_meta":{"progressToken":"\u00e9","v":"2026-07-28","c":{}},"a":1e2}`},
+		{`[1,2]`, `[1,2]`},
+	} {
+		got, err := withMeta(json.RawMessage(tc.params), meta)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("withMeta(%s) = %s, %v; want %s", tc.params, got, err, tc.want)
+		}
+	}
+}
+
+// peerConn is a conn whose server is the test: what the conn writes comes
+// out of lines, what the test writes to w reaches the conn.
+func peerConn(t *testing.T) (c *conn, lines *bufio.Scanner, w io.Writer) {
+	t.Helper()
+	toConn, fromTest := io.Pipe()
+	fromConn, toTest := io.Pipe()
+	c = &conn{logger: testLogger(t)}
+	c.stream = jsonrpc.NewLineStream(toConn, toTest, 1<<20)
+	c.rpc = jsonrpc.NewConn(c.stream, jsonrpc.ConnOptions{Quiet: true})
+	c.rpc.Start()
+	t.Cleanup(func() {
+		fromTest.Close()
+		fromConn.Close()
+		c.close()
+	})
+	return c, bufio.NewScanner(fromConn), fromTest
+}
+
+// expect reads the conn's next message and checks its method.
+func expect(t *testing.T, lines *bufio.Scanner, method string) []byte {
+	t.Helper()
+	if !lines.Scan() {
+		t.Fatalf("no %s: %v", method, lines.Err())
+	}
+	msg := append([]byte(nil), lines.Bytes()...)
+	if got := string(jsonrpc.Field(msg, "method")); got != `"`+method+`"` {
+		t.Fatalf("got %s, want %s", msg, method)
+	}
+	return msg
+}
+
+// A stdio server that answers server/discover gets a 2026-07-28 session:
+// every request then carries the _meta, spliced into the params.
+func TestHandshakeDiscovers(t *testing.T) {
+	c, lines, w := peerConn(t)
+	done := make(chan error, 1)
+	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+	msg := expect(t, lines, "server/discover")
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
+		json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}`)))+"\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.version != mcp.LATEST_PROTOCOL_VERSION || c.init.Capabilities.Tools == nil {
+		t.Fatalf("version %q, init %+v", c.version, c.init)
+	}
+	go func() {
+		_, err := c.request(t.Context(), "tools/call", json.RawMessage(`{"name":"<x>"}`))
+		done <- err
+	}()
+	msg = expect(t, lines, "tools/call")
+	params := string(jsonrpc.Field(msg, "params"))
+	want := `{"name":"<x>","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"dynamic-mcp","version":"dev"}}}`
+	if params != want {
+		t.Errorf("params\n got: %s\nwant: %s", params, want)
+	}
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(`{}`)))+"\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server that does not know server/discover gets initialize, in the
+// newest version that has it, then notifications/initialized.
+func TestHandshakeFallsBackToInitialize(t *testing.T) {
+	c, lines, w := peerConn(t)
+	done := make(chan error, 1)
+	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+	msg := expect(t, lines, "server/discover")
+	io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(msg, "id"), jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "no")))+"\n")
+	msg = expect(t, lines, "initialize")
+	if v := string(jsonrpc.Field(jsonrpc.Field(msg, "params"), "protocolVersion")); v != `"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`"` {
+		t.Errorf("initialize asks for %s", v)
+	}
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
+		json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+	expect(t, lines, "notifications/initialized")
+	select {
+	case err := <-done:
+		if err != nil || c.version != "2025-06-18" || c.meta != nil {
+			t.Fatalf("handshake: %v, version %q", err, c.version)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handshake did not end")
+	}
+}
