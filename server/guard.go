@@ -49,6 +49,9 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 	}
 	ctx, snap, release := h.acquire(ctx)
 	defer release()
+	if err := snap.audit.admit(); err != nil {
+		return nil, err // audit.required and the trail fails: nothing unaudited
+	}
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
@@ -86,7 +89,7 @@ func (h *Hub) forward(ctx context.Context, c call) (json.RawMessage, error) {
 		rec.Outcome = "ok"
 	}
 	if werr := audit.write(rec); werr != nil {
-		h.logger.Error("write audit trail", "err", werr)
+		return nil, werr // audit.required: no answer without its record
 	}
 	return res, err
 }
@@ -201,9 +204,7 @@ func (h *Hub) auditMiss(ctx context.Context, name string, args json.RawMessage) 
 		Decision: "not_found", Outcome: "not_found", Arguments: args}
 	_, snap, release := h.acquire(ctx)
 	defer release()
-	if err := snap.audit.write(rec); err != nil {
-		h.logger.Error("write audit trail", "err", err)
-	}
+	_ = snap.audit.write(rec) // a loss is counted and logged by the trail
 }
 
 func sessionID(ctx context.Context) string {

@@ -80,7 +80,7 @@ func (h *Hub) NewHTTPServer(opts HTTPOptions) *HTTPServer {
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
 	// /healthz and /readyz are public, for load balancers; why a group is
 	// down (which can name internal hosts) only to a request with the token.
-	health.Mount(s.mux, h.mgr, s.gate.Check)
+	health.Mount(s.mux, h.mgr, s.gate.Check, h.HealthComponents()...)
 	s.mux.Handle("/mcp", s.gate.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.gate.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.gate.Check(http.HandlerFunc(s.legacyMessage)))

@@ -149,8 +149,13 @@ func TestLegacySSE(t *testing.T) {
 	if e := next(); !strings.Contains(e, `"text":"legacy"`) {
 		t.Errorf("call: %s", e)
 	}
-	if resp, _ := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`)); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown session: %d", resp.StatusCode)
+	unknown, err := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown.Body.Close()
+	if unknown.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %d", unknown.StatusCode)
 	}
 }
 

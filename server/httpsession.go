@@ -50,7 +50,6 @@ func (s *HTTPServer) newHTTPSession(transport string) (*httpSession, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	go hs.session.drain(hs.ctx)
 	s.mu.Lock()
 	s.sessions[hs.id] = hs
 	s.pending--

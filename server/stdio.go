@@ -52,11 +52,6 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		return err
 	}
 	defer h.removeSession(context.Background(), sess)
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sess.drain(base)
-	}()
 	conn.Start()
 
 	var err error
@@ -75,7 +70,6 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	}
 	conn.Close()
 	cancel()
-	<-drained
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
