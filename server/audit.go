@@ -103,6 +103,7 @@ type auditLog struct {
 	logger   *slog.Logger
 	stats    *auditStats
 	f        *os.File // the writer's alone, once run has started
+	writes   int      // to f, so far; the writer's alone
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
@@ -145,13 +146,18 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	a := &auditLog{f: f, args: cfg.Audit.Arguments, required: cfg.Audit.Required, logger: h.logger, stats: &h.audits,
-		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{}), done: make(chan struct{})}
+	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
 	if !h.spawn(a.run) {
 		f.Close()
 		return nil, errors.New("audit trail: the hub is closed")
 	}
 	return a, nil
+}
+
+// newAuditLog is the trail that writes to f, once run is started.
+func newAuditLog(f *os.File, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
+	return &auditLog{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
+		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{}), done: make(chan struct{})}
 }
 
 // closedAudit is the trail of a hub that was closed: it holds, takes no
@@ -293,6 +299,7 @@ func (a *auditLog) run() {
 			buf = append([]byte{'\n'}, buf...)
 		}
 		n, err := a.f.Write(buf)
+		a.writes++
 		if err != nil {
 			torn = n > 0 && buf[n-1] != '\n'
 			a.lost(len(batch), fmt.Errorf("audit trail: %w", err))

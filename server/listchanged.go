@@ -61,9 +61,10 @@ func (h *Hub) tellListChanged(k listKind) {
 	select {
 	case <-t.C:
 	case <-h.stop:
+		h.listPending[k].Store(false)
 		return
 	}
-	h.listPending[k].Store(false)
+	h.listPending[k].Store(false) // a change from now on is told after another window
 	current := h.snapshot().view.hash(k)
 	for _, sess := range h.sessionList() {
 		if seen := sess.seen[k].Load(); seen != 0 && seen != current {
