@@ -263,4 +263,3 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	h.removeSession(context.Background(), late) // returns: there is no drain to wait for
 	h.removeSession(context.Background(), sess)
 }
-
