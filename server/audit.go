@@ -45,9 +45,9 @@ const (
 	auditBatchBytes = 1 << 20
 )
 
-// errAuditClosed is a write to a trail after it was closed, which holding
-// it prevents.
-var errAuditClosed = errors.New("audit trail: write after close")
+// errAuditClosed is a record for a trail that was closed: a closed hub's
+// (see closedAudit), or one written without holding the trail.
+var errAuditClosed = errors.New("audit trail: closed")
 
 // errAuditFull is a record that found no room in the writer's queue in
 // time.
@@ -107,10 +107,9 @@ type auditLog struct {
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
-	done    chan struct{} // closed when run has ended
 	closed  atomic.Bool
 	closeMu sync.Mutex // guards closeErr
-	// closeErr is why writing or closing the file failed at the end.
+	// closeErr is why closing the file failed, once run has ended.
 	closeErr error
 
 	// failure is why the trail fails (a write error, a full queue), nil
@@ -157,19 +156,18 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 // newAuditLog is the trail that writes to f, once run is started.
 func newAuditLog(f *os.File, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
 	return &auditLog{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
-		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{}), done: make(chan struct{})}
+		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{})}
 }
 
 // closedAudit is the trail of a hub that was closed: it holds, takes no
 // record and counts each as lost.
 func closedAudit(stats *auditStats, required bool) *auditLog {
 	a := &auditLog{required: required, stats: stats, logger: slog.New(slog.DiscardHandler),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{})}
 	a.closed.Store(true)
 	err := errAuditClosed
 	a.failure.Store(&err)
 	close(a.quit)
-	close(a.done)
 	return a
 }
 
@@ -195,7 +193,8 @@ func (a *auditLog) write(r auditRecord) error {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		a.lost(1, fmt.Errorf("audit trail: encode a record: %w", err))
+		return a.failed()
 	}
 	if a.closed.Load() {
 		// A closed hub's trail (see closedAudit); holding any other
@@ -284,7 +283,6 @@ func (a *auditLog) status() error {
 // time, until the trail is closed, then writes what is left, fsyncs and
 // closes the file.
 func (a *auditLog) run() {
-	defer close(a.done)
 	var (
 		buf   []byte
 		batch []auditEntry
