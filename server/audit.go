@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,12 @@ const (
 	// auditBatchLines and auditBatchBytes bound one write of the writer.
 	auditBatchLines = 256
 	auditBatchBytes = 1 << 20
+	// auditRetry is how often a failing trail tries again to write the
+	// lines a failed write left (which also tells when it works again).
+	auditRetry = time.Second
+	// auditPendingBytes bounds the lines a failing trail keeps to write
+	// again; a line beyond it is lost.
+	auditPendingBytes = 4 << 20
 )
 
 // errAuditClosed is a record for a trail that was closed: a closed hub's
@@ -84,12 +91,13 @@ func (h *Hub) HealthComponents() []health.Component {
 // auditLog is the audit trail: a JSON-lines file written by one goroutine
 // (run) from a bounded queue, several lines a write, so that no call waits
 // for the disk or for another call's write. A record is never dropped
-// silently: one that finds the queue full waits up to auditQueueWait, and
-// one that still finds no room, or whose write fails, is counted
-// (auditStats.lost), makes the trail failing (failure, shown by /readyz)
-// and is logged once per burst. With audit.required (required) a call
-// waits for its record to be written and fails closed when it cannot be,
-// and no call starts while the trail is failing.
+// silently: a write that fails makes the trail failing (failure, shown by
+// /readyz, logged once per burst) and its lines are written again until
+// the disk takes them (see run); one that finds the queue full waits up
+// to auditQueueWait. A record that still finds no room, or that a failing
+// trail has no more room to keep, is counted (auditStats.lost). With
+// audit.required (required) a call waits for its record to be written and
+// fails closed when it is not, and no call starts while the trail fails.
 //
 // A reload that moves the trail retires it: it takes no new holders (see
 // Hub.acquire), and its writer writes what is queued, then closes the
@@ -102,8 +110,8 @@ type auditLog struct {
 	required bool
 	logger   *slog.Logger
 	stats    *auditStats
-	f        *os.File // the writer's alone, once run has started
-	writes   int      // to f, so far; the writer's alone
+	f        auditFile // the writer's alone, once run has started
+	writes   int       // to f, so far; the writer's alone
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
@@ -122,6 +130,13 @@ type auditLog struct {
 	holdMu  sync.Mutex // guards users and retired
 	users   int        // requests holding the trail
 	retired bool       // no new holders; closed when users reaches 0
+}
+
+// auditFile is what the trail writes to: an *os.File, or a test's disk.
+type auditFile interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Close() error
 }
 
 // auditEntry is one line on its way to the file; done, when not nil,
@@ -154,7 +169,7 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 }
 
 // newAuditLog is the trail that writes to f, once run is started.
-func newAuditLog(f *os.File, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
+func newAuditLog(f auditFile, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
 	return &auditLog{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
 		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{})}
 }
@@ -193,7 +208,8 @@ func (a *auditLog) write(r auditRecord) error {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		a.lost(1, fmt.Errorf("audit trail: encode a record: %w", err))
+		a.lost(1, nil)
+		a.logger.Error("audit trail: a record lost", "err", err)
 		return a.failed()
 	}
 	if a.closed.Load() {
@@ -248,13 +264,21 @@ func (a *auditLog) failed() error {
 	return nil
 }
 
-// lost counts n records that did not reach the file because of err; the
-// first of a burst makes the trail failing and is logged.
+// lost counts n records that will never reach the file, and makes the
+// trail failing for err, unless err is nil.
 func (a *auditLog) lost(n int, err error) {
 	a.stats.lost.Add(uint64(n))
 	a.burst.Add(uint64(n))
+	if err != nil {
+		a.fail(err)
+	}
+}
+
+// fail makes the trail failing for err; the first failure of a burst is
+// logged.
+func (a *auditLog) fail(err error) {
 	if a.failure.CompareAndSwap(nil, &err) {
-		a.logger.Error("audit trail failing: records are lost until it works again", "err", err, "required", a.required)
+		a.logger.Error("audit trail failing: records wait or are lost until it works again", "err", err, "required", a.required)
 	}
 }
 
@@ -281,29 +305,34 @@ func (a *auditLog) status() error {
 
 // run is the trail's one writer: it writes what is queued, a batch at a
 // time, until the trail is closed, then writes what is left, fsyncs and
-// closes the file.
+// closes the file. What a failed write leaves is kept (up to
+// auditPendingBytes, whole lines, oldest first), written again every
+// auditRetry and ahead of the next batch, so that a disk that fails for a
+// while loses nothing, and the trail learns when it works again.
 func (a *auditLog) run() {
 	var (
-		buf   []byte
-		batch []auditEntry
-		torn  bool // a failed write may have left half a line
+		buf     []byte       // the lines of batch
+		batch   []auditEntry // queued, not yet written
+		pending []byte       // lines a failed write left, oldest first
+		retry   <-chan time.Time
 	)
 	flush := func() {
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(pending) == 0 {
 			return
 		}
-		if torn {
-			// Start on a line of its own, whatever a failed write left.
-			buf = append([]byte{'\n'}, buf...)
+		out := buf
+		if len(pending) > 0 {
+			out = append(pending, buf...)
 		}
-		n, err := a.f.Write(buf)
+		n, err := a.f.Write(out)
 		a.writes++
-		if err != nil {
-			torn = n > 0 && buf[n-1] != '\n'
-			a.lost(len(batch), fmt.Errorf("audit trail: %w", err))
-		} else {
-			torn = false
+		if err == nil {
+			pending, retry = nil, nil
 			a.wrote()
+		} else {
+			pending = a.keep(out[n:])
+			retry = time.After(auditRetry)
+			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
 		for _, e := range batch {
 			if e.done != nil {
@@ -334,6 +363,8 @@ func (a *auditLog) run() {
 				}
 			}
 			flush()
+		case <-retry:
+			flush()
 		case <-a.quit:
 			// No one holds the trail: nothing more is queued than is now.
 			for drained := false; !drained; {
@@ -345,10 +376,28 @@ func (a *auditLog) run() {
 				}
 			}
 			flush()
+			if len(pending) > 0 {
+				a.lost(bytes.Count(pending, []byte{'\n'}), nil)
+			}
 			a.finish()
 			return
 		}
 	}
+}
+
+// keep is what of rest, left by a failed write, is written again: a copy
+// of its first auditPendingBytes, cut after a whole line (at least one);
+// the lines beyond are lost.
+func (a *auditLog) keep(rest []byte) []byte {
+	if len(rest) > auditPendingBytes {
+		cut := bytes.LastIndexByte(rest[:auditPendingBytes], '\n') + 1
+		if cut == 0 {
+			cut = bytes.IndexByte(rest, '\n') + 1
+		}
+		a.lost(bytes.Count(rest[cut:], []byte{'\n'}), nil)
+		rest = rest[:cut]
+	}
+	return bytes.Clone(rest)
 }
 
 // finish fsyncs and closes the file and keeps why either failed.

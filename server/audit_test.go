@@ -122,6 +122,119 @@ func TestAuditQueueFull(t *testing.T) {
 	}
 }
 
+// flakyDisk is an audit file whose writes fail while full is set, having
+// written the first partial bytes of what they were given.
+type flakyDisk struct {
+	mu      sync.Mutex
+	full    bool
+	partial int
+	data    bytes.Buffer
+}
+
+func (d *flakyDisk) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.full {
+		n := min(d.partial, len(p))
+		d.data.Write(p[:n])
+		return n, errors.New("no space left on device")
+	}
+	return d.data.Write(p)
+}
+
+func (d *flakyDisk) set(full bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.full = full
+}
+
+func (d *flakyDisk) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.data.String()
+}
+
+func (d *flakyDisk) Sync() error  { return nil }
+func (d *flakyDisk) Close() error { return nil }
+
+// A disk that fails for a while loses no record: what a failed write left
+// (all but the first 10 bytes of a line here) is written again, whole, once the disk takes it, and
+// the trail then works again, by itself: with audit.required the call
+// whose record failed was refused, calls are refused while it fails, and
+// admitted again after.
+func TestAuditDiskRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{full: true, partial: 10}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{Required: true}, testLogger(), &stats)
+		go a.run()
+		a.hold()
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "first"}); err != auditUnavailable {
+			t.Fatalf("a record the disk did not take: %v", err)
+		}
+		if a.status() == nil || a.admit() != auditUnavailable {
+			t.Fatalf("failing: status %v, admit %v", a.status(), a.admit())
+		}
+		time.Sleep(3 * auditRetry) // tried again, and failed again
+		disk.set(false)
+		time.Sleep(auditRetry)
+		synctest.Wait()
+		if a.status() != nil || a.admit() != nil {
+			t.Fatalf("recovered: status %v, admit %v", a.status(), a.admit())
+		}
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "second"}); err != nil {
+			t.Fatal(err)
+		}
+		a.retire()
+		a.release()
+		synctest.Wait()
+		recs := strings.Split(strings.TrimSuffix(disk.String(), "\n"), "\n")
+		if len(recs) != 2 || !strings.Contains(recs[0], `"tool":"first"`) || !strings.Contains(recs[1], `"tool":"second"`) {
+			t.Fatalf("the trail:\n%s", disk.String())
+		}
+		for _, r := range recs {
+			if !json.Valid([]byte(r)) {
+				t.Errorf("a torn line: %s", r)
+			}
+		}
+		if n := stats.lost.Load(); n != 0 {
+			t.Errorf("%d records lost", n)
+		}
+	})
+}
+
+// A failing trail keeps what it will write again up to a bound: the lines
+// beyond it are lost, counted at once; those it kept are counted when the
+// trail closes with the disk still failing.
+func TestAuditFailingKeepsBoundedLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{full: true}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{Arguments: true}, testLogger(), &stats)
+		a.hold()
+		big := json.RawMessage(`"` + strings.Repeat("x", auditPendingBytes/3) + `"`)
+		const n = 5
+		for range n {
+			if err := a.write(auditRecord{Method: "tools/call", Arguments: big}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go a.run() // writes each line (over auditBatchBytes) apart
+		synctest.Wait()
+		if got := stats.lost.Load(); got != 3 {
+			// Two lines of a third of the bound fit it, with what else
+			// is in their records; the third does not.
+			t.Errorf("%d records lost beyond the bound, want 3", got)
+		}
+		a.retire()
+		a.release()
+		synctest.Wait()
+		if got := stats.lost.Load(); got != n {
+			t.Errorf("%d records lost at close, want %d", got, n)
+		}
+	})
+}
+
 // auditedHub runs a flat-mode hub in front of the fake upstream with its
 // audit trail at path (required or not), ready to serve.
 func auditedHub(t *testing.T, path string, required bool) (*Hub, *upstream.Manager) {
@@ -135,7 +248,7 @@ func auditedHub(t *testing.T, path string, required bool) (*Hub, *upstream.Manag
 
 // A trail whose disk fails (/dev/full: every write is ENOSPC) shows in
 // /readyz, with the reason for those who may see reasons, and in the
-// metrics as lost records. Without audit.required calls go on; with it,
+// metrics as lost records once they can wait no more. Without audit.required calls go on; with it,
 // the call whose record was not written and every call after it fail
 // closed, with a JSON-RPC error that says why.
 func TestAuditFailingDisk(t *testing.T) {
@@ -186,14 +299,23 @@ func TestAuditFailingDisk(t *testing.T) {
 				}
 			}
 
-			// Without required both records are lost (the second maybe
-			// after its answer); with it, the second call was refused
-			// before it had one.
+			// The records wait to be written again while the disk fails,
+			// and are lost when the trail closes: without required both
+			// calls', with it the first's (the second was refused before
+			// it had one).
+			if n := h.AuditLost(); n != 0 {
+				t.Errorf("%d records lost while they wait to be written again", n)
+			}
+			if err := h.Close(); err != nil {
+				t.Fatal(err)
+			}
 			lost := uint64(2)
 			if required {
 				lost = 1
 			}
-			waitFor(t, 10*time.Second, fmt.Sprintf("%d records lost", lost), func() bool { return h.AuditLost() == lost })
+			if n := h.AuditLost(); n != lost {
+				t.Errorf("%d records lost at Close, want %d", n, lost)
+			}
 			m := telemetry.NewMetrics(mgr, telemetry.MetricsOptions{AuditLost: h.AuditLost})
 			rec := httptest.NewRecorder()
 			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
