@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // auditRecord is one line of the audit trail.
@@ -29,27 +34,122 @@ type auditRecord struct {
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
 
-// auditLog appends records to a JSON-lines file, one write per line and
-// no buffering, so a crash loses at most the line being written. A reload
-// that moves the trail retires it: it is closed once the requests that
-// hold it (see Hub.acquire) are done, so none of their records is lost.
-type auditLog struct {
-	args   bool // keep argument values
-	logger *slog.Logger
+const (
+	// auditQueueLen is how many records may wait for the writer.
+	auditQueueLen = 1024
+	// auditQueueWait is how long a call waits for room in a full queue
+	// (a disk slower than the calls), and with audit.required for its
+	// record to be written, before the record counts as lost.
+	auditQueueWait = time.Second
+	// auditBatchLines and auditBatchBytes bound one write of the writer.
+	auditBatchLines = 256
+	auditBatchBytes = 1 << 20
+	// auditRetry is how often a failing trail tries again to write the
+	// lines a failed write left (which also tells when it works again).
+	auditRetry = time.Second
+	// auditPendingBytes bounds the lines a failing trail keeps to write
+	// again; a line beyond it is lost.
+	auditPendingBytes = 4 << 20
+)
 
-	mu     sync.Mutex // serialises writes; guards f and closed
-	f      *os.File
-	closed bool
+// errAuditClosed is a record for a trail that was closed: a closed hub's
+// (see closedAudit), or one written without holding the trail.
+var errAuditClosed = errors.New("audit trail: closed")
+
+// errAuditFull is a record that found no room in the writer's queue in
+// time.
+var errAuditFull = errors.New("audit trail: queue full")
+
+// auditUnavailable is the answer to a call that audit.required fails
+// closed. It names no path: why the trail fails is in the log and in
+// /readyz, for those who run the hub.
+var auditUnavailable = &rpcError{Code: codeInternalError, Message: "audit trail unavailable: the call is refused because its record cannot be written"}
+
+// auditStats are the hub's counts over every trail it opened, so that a
+// reload moving the trail does not reset them.
+type auditStats struct {
+	lost atomic.Uint64 // records that never reached the file
+}
+
+// AuditStatus is why the audit trail fails (a write error, records that
+// found no room in its queue in time), nil while it works or is off; it
+// clears once a write succeeds again. /readyz shows it (see
+// HealthComponents).
+func (h *Hub) AuditStatus() error { return h.snapshot().audit.status() }
+
+// AuditLost is how many audit records never reached the trail since New,
+// whichever trail they were for: a counter that never goes down, for
+// /metrics.
+func (h *Hub) AuditLost() uint64 { return h.audits.lost.Load() }
+
+// HealthComponents are the parts of the hub besides its upstreams that
+// /readyz reports (see health.Mount): the audit trail.
+func (h *Hub) HealthComponents() []health.Component {
+	return []health.Component{{Name: "audit", Check: h.AuditStatus}}
+}
+
+// auditLog is the audit trail: a JSON-lines file written by one goroutine
+// (run) from a bounded queue, several lines a write, so that no call waits
+// for the disk or for another call's write. A record is never dropped
+// silently: a write that fails makes the trail failing (failure, shown by
+// /readyz, logged once per burst) and its lines are written again until
+// the disk takes them (see run); one that finds the queue full waits up
+// to auditQueueWait. A record that still finds no room, or that a failing
+// trail has no more room to keep, is counted (auditStats.lost). With
+// audit.required (required) a call waits for its record to be written and
+// fails closed when it is not, and no call starts while the trail fails.
+//
+// A reload that moves the trail retires it: it takes no new holders (see
+// Hub.acquire), and its writer writes what is queued, then closes the
+// file, once the requests that hold it are done, so none of their records
+// is lost. Lines are written, not fsynced, as they come (a crash of the
+// process loses at most the records still queued); the file is fsynced
+// when the trail closes.
+type auditLog struct {
+	args     bool // keep argument values
+	required bool
+	logger   *slog.Logger
+	stats    *auditStats
+	f        auditFile // the writer's alone, once run has started
+	writes   int       // to f, so far; the writer's alone
+
+	queue   chan auditEntry
+	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
+	closed  atomic.Bool
+	closeMu sync.Mutex // guards closeErr
+	// closeErr is why closing the file failed, once run has ended.
+	closeErr error
+
+	// failure is why the trail fails (a write error, a full queue), nil
+	// while it works; burst counts the records lost since it began.
+	failure atomic.Pointer[error]
+	burst   atomic.Uint64
 
 	// Holding is apart from writing, so that a request that only holds
-	// the trail (every request does) never waits behind a disk write.
+	// the trail (every request does) never waits behind a record.
 	holdMu  sync.Mutex // guards users and retired
 	users   int        // requests holding the trail
 	retired bool       // no new holders; closed when users reaches 0
 }
 
-// openAudit opens the trail at path (nil when path is "": off).
-func openAudit(path string, args bool, logger *slog.Logger) (*auditLog, error) {
+// auditFile is what the trail writes to: an *os.File, or a test's disk.
+type auditFile interface {
+	Write(p []byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// auditEntry is one line on its way to the file; done, when not nil,
+// gets the outcome of its write.
+type auditEntry struct {
+	line []byte
+	done chan error
+}
+
+// openAudit opens the trail cfg names, with its writer started (nil when
+// the trail is off).
+func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
+	path := cfg.AuditPath()
 	if path == "" {
 		return nil, nil
 	}
@@ -60,13 +160,45 @@ func openAudit(path string, args bool, logger *slog.Logger) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	return &auditLog{f: f, args: args, logger: logger}, nil
+	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
+	if !h.spawn(a.run) {
+		f.Close()
+		return nil, errors.New("audit trail: the hub is closed")
+	}
+	return a, nil
 }
 
-// errAuditClosed is a write to a trail after it was closed, which holding
-// it prevents.
-var errAuditClosed = errors.New("audit trail: write after close")
+// newAuditLog is the trail that writes to f, once run is started.
+func newAuditLog(f auditFile, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
+	return &auditLog{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
+		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{})}
+}
 
+// closedAudit is the trail of a hub that was closed: it holds, takes no
+// record and counts each as lost.
+func closedAudit(stats *auditStats, required bool) *auditLog {
+	a := &auditLog{required: required, stats: stats, logger: slog.New(slog.DiscardHandler),
+		quit: make(chan struct{})}
+	a.closed.Store(true)
+	err := errAuditClosed
+	a.failure.Store(&err)
+	close(a.quit)
+	return a
+}
+
+// admit reports whether a call that will be audited may go ahead: with
+// audit.required, not while the trail fails.
+func (a *auditLog) admit() error {
+	if a == nil || !a.required || a.failure.Load() == nil {
+		return nil
+	}
+	return auditUnavailable
+}
+
+// write queues r for the writer. It returns an error only with
+// audit.required, when r is not in the file: the call must fail closed.
+// Without, a record that cannot be written is counted and logged here.
+// The caller holds the trail (see hold).
 func (a *auditLog) write(r auditRecord) error {
 	if a == nil {
 		return nil
@@ -76,22 +208,228 @@ func (a *auditLog) write(r auditRecord) error {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		a.lost(1, nil)
+		a.logger.Error("audit trail: a record lost", "err", err)
+		return a.failed()
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errAuditClosed
+	if a.closed.Load() {
+		// A closed hub's trail (see closedAudit); holding any other
+		// prevents this.
+		a.lost(1, errAuditClosed)
+		return a.failed()
 	}
-	_, err = a.f.Write(append(b, '\n'))
-	return err
+	e := auditEntry{line: append(b, '\n')}
+	if a.required {
+		e.done = make(chan error, 1)
+	}
+	var timer *time.Timer
+	select {
+	case a.queue <- e:
+	default:
+		// Full: the disk is slower than the calls. Wait a moment.
+		timer = time.NewTimer(auditQueueWait)
+		defer timer.Stop()
+		select {
+		case a.queue <- e:
+		case <-timer.C:
+			a.lost(1, errAuditFull)
+			return a.failed()
+		}
+	}
+	if e.done == nil {
+		return nil
+	}
+	if timer == nil {
+		timer = time.NewTimer(auditQueueWait)
+		defer timer.Stop()
+	}
+	select {
+	case err := <-e.done:
+		if err != nil {
+			return auditUnavailable
+		}
+		return nil
+	case <-timer.C:
+		// Still queued, or being written to a disk that hangs: the call
+		// fails closed; the record may yet reach the file.
+		return auditUnavailable
+	}
+}
+
+// failed is what write returns for a record that was lost.
+func (a *auditLog) failed() error {
+	if a.required {
+		return auditUnavailable
+	}
+	return nil
+}
+
+// lost counts n records that will never reach the file, and makes the
+// trail failing for err, unless err is nil.
+func (a *auditLog) lost(n int, err error) {
+	a.stats.lost.Add(uint64(n))
+	a.burst.Add(uint64(n))
+	if err != nil {
+		a.fail(err)
+	}
+}
+
+// fail makes the trail failing for err; the first failure of a burst is
+// logged.
+func (a *auditLog) fail(err error) {
+	if a.failure.CompareAndSwap(nil, &err) {
+		a.logger.Error("audit trail failing: records wait or are lost until it works again", "err", err, "required", a.required)
+	}
+}
+
+// wrote clears a failure: the trail works again.
+func (a *auditLog) wrote() {
+	if a.failure.Load() == nil {
+		return
+	}
+	if old := a.failure.Swap(nil); old != nil {
+		a.logger.Warn("audit trail working again", "lost", a.burst.Swap(0), "was", *old)
+	}
+}
+
+// status is why the trail fails, nil while it works (and when it is off).
+func (a *auditLog) status() error {
+	if a == nil {
+		return nil
+	}
+	if p := a.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// run is the trail's one writer: it writes what is queued, a batch at a
+// time, until the trail is closed, then writes what is left, fsyncs and
+// closes the file. What a failed write leaves is kept (up to
+// auditPendingBytes, whole lines, oldest first), written again every
+// auditRetry and ahead of the next batch, so that a disk that fails for a
+// while loses nothing, and the trail learns when it works again.
+func (a *auditLog) run() {
+	var (
+		buf     []byte       // the lines of batch
+		batch   []auditEntry // queued, not yet written
+		pending []byte       // lines a failed write left, oldest first
+		retry   <-chan time.Time
+	)
+	flush := func() {
+		if len(batch) == 0 && len(pending) == 0 {
+			return
+		}
+		out := buf
+		if len(pending) > 0 {
+			out = append(pending, buf...)
+		}
+		n, err := a.f.Write(out)
+		a.writes++
+		if err == nil {
+			pending, retry = nil, nil
+			a.wrote()
+		} else {
+			pending = a.keep(out[n:])
+			retry = time.After(auditRetry)
+			a.fail(fmt.Errorf("audit trail: %w", err))
+		}
+		for _, e := range batch {
+			if e.done != nil {
+				e.done <- err
+			}
+		}
+		buf, batch = buf[:0], batch[:0]
+	}
+	add := func(e auditEntry) {
+		batch = append(batch, e)
+		buf = append(buf, e.line...)
+		if len(batch) >= auditBatchLines || len(buf) >= auditBatchBytes {
+			flush()
+		}
+	}
+	for {
+		select {
+		case e := <-a.queue:
+			add(e)
+			// Take what else is queued into the same write.
+		more:
+			for {
+				select {
+				case e := <-a.queue:
+					add(e)
+				default:
+					break more
+				}
+			}
+			flush()
+		case <-retry:
+			flush()
+		case <-a.quit:
+			// No one holds the trail: nothing more is queued than is now.
+			for drained := false; !drained; {
+				select {
+				case e := <-a.queue:
+					add(e)
+				default:
+					drained = true
+				}
+			}
+			flush()
+			if len(pending) > 0 {
+				a.lost(bytes.Count(pending, []byte{'\n'}), nil)
+			}
+			a.finish()
+			return
+		}
+	}
+}
+
+// keep is what of rest, left by a failed write, is written again: a copy
+// of its first auditPendingBytes, cut after a whole line (at least one);
+// the lines beyond are lost.
+func (a *auditLog) keep(rest []byte) []byte {
+	if len(rest) > auditPendingBytes {
+		cut := bytes.LastIndexByte(rest[:auditPendingBytes], '\n') + 1
+		if cut == 0 {
+			cut = bytes.IndexByte(rest, '\n') + 1
+		}
+		a.lost(bytes.Count(rest[cut:], []byte{'\n'}), nil)
+		rest = rest[:cut]
+	}
+	return bytes.Clone(rest)
+}
+
+// finish fsyncs and closes the file and keeps why either failed.
+func (a *auditLog) finish() {
+	err := a.f.Sync()
+	if err != nil && !errors.Is(err, os.ErrInvalid) && a.failure.Load() == nil {
+		a.logger.Warn("audit trail: fsync at close", "err", err)
+	}
+	if err := a.f.Close(); err != nil {
+		a.logger.Error("close the audit trail", "err", err)
+		a.closeMu.Lock()
+		a.closeErr = fmt.Errorf("audit trail: %w", err)
+		a.closeMu.Unlock()
+	}
+}
+
+// err is why closing the trail failed, once it is closed.
+func (a *auditLog) err() error {
+	if a == nil {
+		return nil
+	}
+	a.closeMu.Lock()
+	defer a.closeMu.Unlock()
+	return a.closeErr
 }
 
 // hold keeps the trail open for one more writer, until release. It
 // reports false when the trail was retired: the writer must take the
-// current one instead. A nil trail (off) is always held.
+// current one instead. A nil trail (off) is always held, and so is a
+// closed hub's.
 func (a *auditLog) hold() bool {
-	if a == nil {
+	if a == nil || a.queue == nil {
 		return true
 	}
 	a.holdMu.Lock()
@@ -105,7 +443,7 @@ func (a *auditLog) hold() bool {
 
 // release ends a hold; the last one closes a retired trail.
 func (a *auditLog) release() {
-	if a == nil {
+	if a == nil || a.queue == nil {
 		return
 	}
 	a.holdMu.Lock()
@@ -113,34 +451,28 @@ func (a *auditLog) release() {
 	last := a.retired && a.users == 0
 	a.holdMu.Unlock()
 	if last {
-		if err := a.close(); err != nil {
-			a.logger.Error("close the audit trail", "err", err)
-		}
+		a.close()
 	}
 }
 
 // retire takes no new holders and closes the trail now, or when the last
-// holder releases it.
-func (a *auditLog) retire() error {
-	if a == nil {
-		return nil
+// holder releases it. The writer then writes what is queued and closes
+// the file; Hub.Close waits for it.
+func (a *auditLog) retire() {
+	if a == nil || a.queue == nil {
+		return
 	}
 	a.holdMu.Lock()
 	a.retired = true
 	held := a.users > 0
 	a.holdMu.Unlock()
-	if held {
-		return nil
+	if !held {
+		a.close()
 	}
-	return a.close()
 }
 
-func (a *auditLog) close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil
+func (a *auditLog) close() {
+	if a.closed.CompareAndSwap(false, true) {
+		close(a.quit)
 	}
-	a.closed = true
-	return a.f.Close()
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,10 +47,9 @@ type Session struct {
 	hub  *Hub
 	sess *session
 
-	ctx     context.Context // the session's life: ends at Close
-	cancel  context.CancelFunc
-	drained chan struct{} // closed when the notification drain ends
-	once    sync.Once
+	ctx    context.Context // the session's life: ends at Close
+	cancel context.CancelFunc
+	once   sync.Once
 }
 
 // Open opens a session for a client that peer reaches: id names it (in
@@ -57,18 +57,14 @@ type Session struct {
 // transport says how it came (stdio, streamable-http or sse). Close ends
 // it.
 func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
-	s := &Session{hub: h, sess: newSession(id, transport), drained: make(chan struct{})}
+	s := &Session{hub: h, sess: newSession(id, transport)}
 	s.sess.peer = facePeer{peer}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := h.addSession(s.ctx, s.sess); err != nil {
 		s.cancel()
 		return nil, err
 	}
-	go func() {
-		defer close(s.drained)
-		s.sess.drain(s.ctx)
-	}()
-	return s, nil
+	return s, nil // the hub drains the session's notifications (addSession)
 }
 
 // ID is the session's id, as Open was given it.
@@ -81,7 +77,17 @@ func (s *Session) Context() context.Context { return s.ctx }
 // error to answer with (see jsonrpc.ToError). ctx ends when the client
 // cancels the request or goes; the face answers once, and not at all when
 // the client cancelled.
-func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (json.RawMessage, error) {
+//
+// It is the panic boundary of every face: a request whose handling panics
+// is answered -32603, logged with its stack and counted (Hub.Recovered),
+// and every other request and session goes on.
+func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.hub.Recovered(msg.Method, p, debug.Stack())
+			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
+		}
+	}()
 	return s.hub.serveRequest(ctx, s.sess, msg)
 }
 
@@ -100,8 +106,7 @@ func (s *Session) Notification(msg *jsonrpc.Message) {
 func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.cancel()
-		<-s.drained
-		s.hub.removeSession(context.Background(), s.sess)
+		s.hub.removeSession(context.Background(), s.sess) // waits for its drain
 	})
 	return nil
 }

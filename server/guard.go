@@ -40,6 +40,9 @@ type call struct {
 func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessage, error) {
 	snap := req.snap
 	start := time.Now()
+	if err := snap.audit.admit(); err != nil {
+		return nil, err // audit.required and the trail fails: nothing unaudited
+	}
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
@@ -91,7 +94,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 
 // writeAudit writes the request's audit record with its outcome, once it
 // is answered (err is the error it was answered with).
-func (h *Hub) writeAudit(req *request, err error) {
+func (h *Hub) writeAudit(req *request, err error) error {
 	audit, rec := req.snap.audit, req.audit
 	rec.Outcome = string(req.status)
 	switch {
@@ -103,9 +106,7 @@ func (h *Hub) writeAudit(req *request, err error) {
 	if !req.missed {
 		rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	}
-	if werr := audit.write(*rec); werr != nil {
-		h.logger.Error("write audit trail", "err", werr)
-	}
+	return audit.write(*rec) // a loss is counted and logged by the trail
 }
 
 // mapProgress gives the call's progress token, if its _meta has one, a

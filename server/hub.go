@@ -34,13 +34,24 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
+	panics      atomic.Uint64          // recovered panics, ever (see Recovered)
+	listPending [listKinds]atomic.Bool // a list_changed waits out its window
+	audits      auditStats             // of every trail the hub opened
+
 	// ctx ends at Close: it stops the requests from upstreams that the hub
-	// is passing to clients.
+	// is passing to clients, and the unsubscribes it sends for sessions
+	// that ended.
 	ctx    context.Context
 	cancel context.CancelFunc
-	stop   chan struct{}
-	wg     sync.WaitGroup // the event loop and the requests it started
-	once   sync.Once
+	stop   chan struct{} // closed at Close: every goroutine of spawn ends
+	// unsubscribing holds a token for each upstream unsubscribe being
+	// sent for a session that ended: they are bounded in number.
+	unsubscribing chan struct{}
+
+	spawnMu sync.Mutex     // orders spawn against Close; guards closed
+	closed  bool           // Close has begun: spawn starts nothing
+	wg      sync.WaitGroup // every goroutine of spawn; Close waits for it
+	once    sync.Once
 }
 
 // New builds the hub for cfg's upstreams in mgr and opens its audit trail.
@@ -48,15 +59,16 @@ type Hub struct {
 // before Run, which keeps its view current and passes on what upstreams
 // send.
 func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
-	audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, logger)
+	h := &Hub{
+		mgr:           mgr,
+		logger:        logger,
+		stop:          make(chan struct{}),
+		unsubscribing: make(chan struct{}, maxUnsubscribing),
+		routes:        newRoutes(),
+	}
+	audit, err := h.openAudit(cfg)
 	if err != nil {
 		return nil, err
-	}
-	h := &Hub{
-		mgr:    mgr,
-		logger: logger,
-		stop:   make(chan struct{}),
-		routes: newRoutes(),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	// Upstreams are told what the client can do (sampling, elicitation,
@@ -87,11 +99,14 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swapMu.Lock()
 	defer h.swapMu.Unlock()
+	if h.isClosed() {
+		return // the trail is closed for good, and no client is told anything
+	}
 	cur := h.snapshot()
 	pol := policy.New(cfg)
 	next := newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, h.mgr, pol), cur.audit)
-	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments {
-		if audit, err := openAudit(cfg.AuditPath(), cfg.Audit.Arguments, h.logger); err != nil {
+	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments || cur.cfg.Audit.Required != cfg.Audit.Required {
+		if audit, err := h.openAudit(cfg); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
 		} else {
 			next.audit = audit
@@ -112,7 +127,7 @@ func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 // not fit, and each request runs on its own goroutine (the manager caps
 // them per upstream).
 func (h *Hub) Run() {
-	h.wg.Go(func() {
+	h.spawn(func() {
 		for {
 			select {
 			case <-h.stop:
@@ -127,12 +142,12 @@ func (h *Hub) Run() {
 	})
 }
 
-// safely runs f, logging instead of crashing on a panic, so one bad
-// message cannot stop the loop.
+// safely runs f, logging and counting a panic instead of crashing, so
+// one bad message cannot stop the loop.
 func (h *Hub) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.logger.Error("panic in the hub's event loop", "while", what, "panic", r, "stack", string(debug.Stack()))
+			h.Recovered(what, r, debug.Stack())
 		}
 	}()
 	f()
@@ -144,7 +159,7 @@ func (h *Hub) route(e upstream.Event) {
 	case upstream.EventNotification:
 		h.upstreamNotification(e.Context, e.Server, e.Method, e.Params)
 	case upstream.EventRequest:
-		h.wg.Go(func() {
+		h.spawn(func() {
 			ctx, cancel := context.WithCancel(e.Context)
 			defer cancel()
 			defer context.AfterFunc(h.ctx, cancel)()
@@ -155,18 +170,54 @@ func (h *Hub) route(e upstream.Event) {
 	}
 }
 
-// Close stops Run, waits for it and for the requests it passes on, and
-// closes the audit trail once its last writer is done. It does not close
-// the upstreams.
+// Close stops Run and returns once everything the hub started has ended:
+// the event loop, the requests from upstreams it passes on (cancelled),
+// each session's notifications, pending list_changed notifications, the
+// unsubscribes of ended sessions (cancelled), and the audit trail's
+// writer, once the requests that hold the trail are done and every record
+// is written (see Hub.acquire). The faces are closed before it, the
+// upstreams after it. Calls that would be audited after Close lose their
+// records, or fail with audit.required.
 func (h *Hub) Close() error {
 	var err error
 	h.once.Do(func() {
+		h.spawnMu.Lock()
+		h.closed = true
+		h.spawnMu.Unlock()
 		close(h.stop)
 		h.cancel()
+		h.swapMu.Lock()
+		cur := h.snapshot()
+		if cur.audit != nil {
+			next := *cur
+			next.audit = closedAudit(&h.audits, cur.cfg.Audit.Required)
+			h.swap(&next) // retires the trail: closed when its last holder is done
+		}
+		h.swapMu.Unlock()
 		h.wg.Wait()
-		err = h.snapshot().audit.retire()
+		err = cur.audit.err()
 	})
 	return err
+}
+
+// spawn runs f on a goroutine that Close waits for, and reports whether
+// it did: once Close has begun it starts nothing. f must end when h.stop
+// is closed or h.ctx is done.
+func (h *Hub) spawn(f func()) bool {
+	h.spawnMu.Lock()
+	defer h.spawnMu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Go(f)
+	return true
+}
+
+// isClosed reports whether Close has begun.
+func (h *Hub) isClosed() bool {
+	h.spawnMu.Lock()
+	defer h.spawnMu.Unlock()
+	return h.closed
 }
 
 // refresh rebuilds the view and sends list_changed for what changed.

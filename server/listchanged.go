@@ -34,18 +34,35 @@ func (v *view) hash(k listKind) uint64 {
 func (s *session) saw(k listKind, hash uint64) { s.seen[k].Store(hash) }
 
 // listChanged tells every client whose view of list k is no longer the
-// one it was last answered with, at most once per window. A client that
-// never asked for the list is not told: it will get the current one.
+// one it was last answered with, once the window has passed: however many
+// changes come meanwhile, each client is told at most once. A client that
+// never asked for the list is not told: it will get the current one. The
+// window is waited out on a goroutine of the hub's, which Close ends.
 func (h *Hub) listChanged(k listKind) {
+	if h.listPending[k].Swap(true) {
+		return
+	}
+	if !h.spawn(func() { h.tellListChanged(k) }) {
+		h.listPending[k].Store(false)
+	}
+}
+
+// tellListChanged waits out the window, then tells the clients whose
+// view of list k changed; nothing once the hub is closing.
+func (h *Hub) tellListChanged(k listKind) {
+	t := time.NewTimer(listChangedWindow)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-h.stop:
+		h.listPending[k].Store(false)
+		return
+	}
+	h.listPending[k].Store(false) // a change from now on is told after another window
+	current := h.snapshot().view.hash(k)
 	for _, sess := range h.sessionList() {
-		if sess.seen[k].Load() == 0 || sess.listPending[k].Swap(true) {
-			continue
+		if seen := sess.seen[k].Load(); seen != 0 && seen != current {
+			sess.notify(context.Background(), listChangedMethods[k], nil)
 		}
-		time.AfterFunc(listChangedWindow, func() {
-			sess.listPending[k].Store(false)
-			if seen := sess.seen[k].Load(); seen != h.snapshot().view.hash(k) {
-				sess.notify(context.Background(), listChangedMethods[k], nil)
-			}
-		})
 	}
 }

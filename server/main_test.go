@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // fakeBin is testdata/fakeupstream, built once by TestMain.
@@ -25,5 +27,17 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		// Every test closes what it opened: a goroutine still running
+		// once they all have is one that outlived its owner's Close.
+		if err := goleak.Find(leakIgnores...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
+
+// leakIgnores are the goroutines that outlive every test by design, each
+// with the reason.
+var leakIgnores = []goleak.Option{}

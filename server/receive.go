@@ -32,13 +32,16 @@ func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc
 }
 
 // rootsChanged tells upstreams that the client's roots changed, off the
-// reading goroutine; however many arrive meanwhile, one more goes out.
+// reading goroutine, on a goroutine of the hub's; however many arrive
+// meanwhile, one more goes out.
 func (h *Hub) rootsChanged(sess *session) {
 	if sess.rootsPending.Swap(true) {
 		return
 	}
-	go func() {
+	if !h.spawn(func() {
 		sess.rootsPending.Store(false)
 		h.mgr.Notify("notifications/roots/list_changed", nil)
-	}()
+	}) {
+		sess.rootsPending.Store(false) // closing: no one is told any more
+	}
 }

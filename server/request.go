@@ -62,7 +62,9 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	}
 	req.finish(ctx, res, err)
 	if req.audit != nil {
-		h.writeAudit(req, err)
+		if werr := h.writeAudit(req, err); werr != nil {
+			res, err = nil, werr // audit.required: no answer without its record
+		}
 	}
 	if c := req.call; c != nil {
 		c.Result, c.Err, c.Status, c.Duration = res, err, req.status, time.Since(c.Start)

@@ -57,6 +57,7 @@ func (h *Hub) addSession(ctx context.Context, sess *session) error {
 	h.routes.mu.Lock()
 	h.routes.sessions[sess.id] = sess
 	h.routes.mu.Unlock()
+	h.startDrain(ctx, sess)
 	return nil
 }
 
@@ -64,6 +65,7 @@ func (h *Hub) addSession(ctx context.Context, sess *session) error {
 // upstreams are unsubscribed where no one else listens), the hub's
 // requests waiting on it fail, its requests in flight are cancelled.
 func (h *Hub) removeSession(ctx context.Context, sess *session) {
+	sess.end()
 	h.mcp.UnregisterSession(ctx, sess.id)
 	r := h.routes
 	r.mu.Lock()
@@ -81,9 +83,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 		}
 	}
 	r.mu.Unlock()
-	for uri, s := range owners {
-		h.upstreamUnsubscribe(s, uri)
-	}
+	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 }
 
@@ -370,7 +370,7 @@ func (h *Hub) unsubscribeHidden(v *view) {
 	}
 	h.routes.mu.Unlock()
 	for uri, s := range owners {
-		h.wg.Go(func() { h.upstreamUnsubscribe(s, uri) }) // off the event loop: it waits for the upstream
+		h.spawn(func() { h.upstreamUnsubscribe(s, uri) }) // off the event loop: it waits for the upstream
 	}
 }
 
@@ -379,7 +379,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := h.request(context.Background(), nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.request(h.ctx, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

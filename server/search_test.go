@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -495,11 +496,13 @@ func TestExposeTools(t *testing.T) {
 	if got := c.ask("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "secret plans"}}); !strings.Contains(got, `"code":-32001,"message":"no secrets"`) {
 		t.Errorf("policy on an exposed tool: %s", got)
 	}
-	// ... and audited as in flat mode, under the upstream's own name.
-	audit, err := os.ReadFile(auditPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// ... and audited as in flat mode, under the upstream's own name (by
+	// the trail's writer, a moment after the answer).
+	var audit []byte
+	waitFor(t, 10*time.Second, "the audit records", func() bool {
+		audit, _ = os.ReadFile(auditPath)
+		return bytes.Count(audit, []byte("\n")) >= 3
+	})
 	for _, want := range []string{`"group":"f","server":"f","method":"tools/call","tool":"echo","decision":"allow"`, `"tool":"echo","decision":"deny","rule":"no-secrets"`} {
 		if !strings.Contains(string(audit), want) {
 			t.Errorf("no audit record with %s in\n%s", want, audit)

@@ -42,7 +42,9 @@ type session struct {
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications
 	rootsPending  atomic.Bool                  // a roots/list_changed waits to go upstream
 	seen          [listKinds]atomic.Uint64     // hash of each list as last answered, 0 before
-	listPending   [listKinds]atomic.Bool       // a list_changed waits out its window
+	gone          chan struct{}                // closed when the session ends (see end)
+	drained       chan struct{}                // closed when drain has ended
+	endOnce       sync.Once
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
@@ -62,6 +64,8 @@ func newSession(id, transport string) *session {
 		transport:     transport,
 		notifications: make(chan mcp.JSONRPCNotification, notificationBuffer),
 		logLevel:      mcp.LoggingLevelInfo,
+		gone:          make(chan struct{}),
+		drained:       make(chan struct{}),
 	}
 }
 
@@ -70,18 +74,42 @@ func (s *session) Initialize()                                         { s.initi
 func (s *session) Initialized() bool                                   { return s.initialized.Load() }
 func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
 
-// drain passes mcp-go's notifications to the client until ctx ends.
-func (s *session) drain(ctx context.Context) {
+// startDrain passes mcp-go's notifications to the client on a goroutine
+// of the hub's, until the session ends, ctx ends or the hub closes.
+func (h *Hub) startDrain(ctx context.Context, s *session) {
+	if !h.spawn(func() {
+		defer close(s.drained)
+		s.drain(ctx, h.stop)
+	}) {
+		close(s.drained)
+	}
+}
+
+// drain passes mcp-go's notifications to the client until the session
+// ends, ctx ends or stop is closed.
+func (s *session) drain(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case n := <-s.notifications:
 			if b, err := jsonrpc.Marshal(n); err == nil {
 				s.peer.notify(ctx, b)
 			}
+		case <-s.gone:
+			return
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		}
 	}
+}
+
+// end marks the session ended, which stops what the hub does for it
+// (drain, a pending list_changed), and waits for drain, once it was
+// started.
+func (s *session) end() {
+	s.endOnce.Do(func() { close(s.gone) })
+	<-s.drained
 }
 
 // notify sends the client a notification; ctx is the request it belongs

@@ -5,7 +5,13 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
+
+// maxUnsubscribing bounds how many unsubscribes the hub sends at once for
+// sessions that ended.
+const maxUnsubscribing = 4
 
 // SessionInfo is what the hub knows of one client session: who the client
 // is, what initialize negotiated, and how busy and how far behind it is.
@@ -48,4 +54,26 @@ func (h *Hub) Dropped() uint64 {
 		n += s.peer.dropped()
 	}
 	return n
+}
+
+// unsubscribeGone tells the upstreams that no session listens to their
+// URIs any more (those of a session that ended), in the background, so
+// that ending a session never waits for an upstream. Each unsubscribe is
+// bounded by list_timeout, at most maxUnsubscribing go out at once, and
+// Close cancels those not done.
+func (h *Hub) unsubscribeGone(owners map[string]*upstream.Server) {
+	if len(owners) == 0 {
+		return
+	}
+	h.spawn(func() {
+		for uri, s := range owners {
+			select {
+			case h.unsubscribing <- struct{}{}:
+			case <-h.stop:
+				return
+			}
+			h.upstreamUnsubscribe(s, uri)
+			<-h.unsubscribing
+		}
+	})
 }

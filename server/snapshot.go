@@ -53,9 +53,7 @@ func (h *Hub) swap(next *snapshot) (old *snapshot) {
 	old = h.snap.Swap(next)
 	close(old.replaced)
 	if old.audit != next.audit {
-		if err := old.audit.retire(); err != nil {
-			h.logger.Error("close the audit trail", "err", err)
-		}
+		old.audit.retire()
 	}
 	return old
 }

@@ -58,8 +58,9 @@ func TestSetConfigSwapsSnapshotWhole(t *testing.T) {
 	if h.snapshot().audit != nil {
 		t.Error("the audit trail is still on")
 	}
-	if err := before.audit.write(auditRecord{Method: "x"}); !errors.Is(err, errAuditClosed) {
-		t.Errorf("write to a retired trail: %v", err)
+	lost := h.AuditLost()
+	if err := before.audit.write(auditRecord{Method: "x"}); err != nil || h.AuditLost() != lost+1 {
+		t.Errorf("write to a retired trail: %v, lost %d (was %d)", err, h.AuditLost(), lost)
 	}
 }
 
@@ -90,8 +91,8 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	if got := lines(t, pathB); got != 1 {
 		t.Errorf("%d records in the new trail, want 1", got)
 	}
-	if err := snap.audit.write(auditRecord{}); !errors.Is(err, errAuditClosed) {
-		t.Errorf("the old trail is still open: %v", err)
+	if err := snap.audit.write(auditRecord{}); err != nil || h.AuditLost() != 1 {
+		t.Errorf("the old trail is still open: %v, lost %d", err, h.AuditLost())
 	}
 }
 

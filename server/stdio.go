@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -46,9 +45,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
-		Panicked: func(method string, v any, stack []byte) {
-			h.logger.Error("a request panicked; answered with an internal error", "method", method, "panic", fmt.Sprint(v), "stack", string(stack))
-		},
+		Panicked: h.Recovered, // beyond Session.Request's own boundary
 	})
 	sess, err := h.Open("stdio", "stdio", &connPeer{conn: conn})
 	if err != nil {

@@ -75,7 +75,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// /healthz and /readyz are public, for load balancers; why a group is
 	// down (which can name internal hosts) only to a request with the token.
 	probes := http.NewServeMux()
-	health.Mount(probes, mgr, h.Guard().Check)
+	health.Mount(probes, mgr, h.Guard().Check, hub.HealthComponents()...)
 	h.HandlePublic("/healthz", probes)
 	h.HandlePublic("/readyz", probes)
 	if mount != nil {

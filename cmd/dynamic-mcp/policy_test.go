@@ -108,7 +108,9 @@ groups:
 				t.Errorf("allowed read: %q", text)
 			}
 
-			recs := readAudit(t, audit)
+			// The trail's writer writes a record a moment after its answer.
+			var recs []map[string]any
+			waitFor(t, 10*time.Second, "3 audit records", func() bool { recs = readAudit(t, audit); return len(recs) >= 3 })
 			if len(recs) != 3 {
 				t.Fatalf("want 3 audit records, got %d: %v", len(recs), recs)
 			}

@@ -53,7 +53,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// the HTTP face or of the --ui address.
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
-		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped})
+		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
+			Panics: hub.Panics, AuditLost: hub.AuditLost})
 		observers = append(observers, metrics)
 	}
 	tracer, err := telemetry.NewTracerFromEnv(ctx, server.Version, logger)
@@ -77,7 +78,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer hub.Close()
 	mgr.Start(ctx)
 	if uiAddr != "" {
-		stopUI, err := serveUI(uiAddr, insp, mgr, metrics.Handler(), logger, stderr)
+		stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger, stderr)
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,8 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 	if echoes != 1 {
 		t.Errorf("%d echo calls in the server histogram, want 1:\n%s", echoes, body)
 	}
-	for _, name := range []string{"mcp_client_operation_duration_seconds", "dynamic_mcp_upstream_state", "dynamic_mcp_sessions", "go_goroutines"} {
+	for _, name := range []string{"mcp_client_operation_duration_seconds", "dynamic_mcp_upstream_state", "dynamic_mcp_sessions", "go_goroutines",
+		"dynamic_mcp_panics_total", "dynamic_mcp_audit_records_lost_total"} {
 		if fams[name] == nil {
 			t.Errorf("no %s", name)
 		}
@@ -79,7 +80,8 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 	if code, body := get(t, base+"/healthz", nil); code != http.StatusOK {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
-	if code, body := get(t, base+"/readyz", nil); code != http.StatusOK || !strings.Contains(body, `"ready":true`) {
+	if code, body := get(t, base+"/readyz", nil); code != http.StatusOK || !strings.Contains(body, `"ready":true`) ||
+		!strings.Contains(body, `"components":[{"name":"audit","state":"ok"}]`) {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
 }

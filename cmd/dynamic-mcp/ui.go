@@ -89,7 +89,7 @@ func (u uiMux) HandlePage(pattern string, h http.Handler) {
 // URL; /healthz and /readyz as on the HTTP face; and metrics at /metrics
 // behind the same token. It returns once listening; stop closes the
 // inspector's streams and shuts the listener down.
-func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metrics http.Handler, logger *slog.Logger, stderr io.Writer) (stop func(), err error) {
+func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes []health.Component, metrics http.Handler, logger *slog.Logger, stderr io.Writer) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the inspector: %w", err)
@@ -102,10 +102,10 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, metric
 	// /healthz and /readyz need no token, as on the HTTP face, but here
 	// no load balancer calls them: they are behind the Origin and Host
 	// checks, so that no web page can read them by DNS rebinding.
-	probes := http.NewServeMux()
-	health.Mount(probes, mgr, m.guard.Check)
-	m.HandlePage("/healthz", probes)
-	m.HandlePage("/readyz", probes)
+	probeMux := http.NewServeMux()
+	health.Mount(probeMux, mgr, m.guard.Check, probes...)
+	m.HandlePage("/healthz", probeMux)
+	m.HandlePage("/readyz", probeMux)
 	m.Handle("/metrics", metrics)
 	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
 	srv := &http.Server{Handler: m.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}

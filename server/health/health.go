@@ -1,8 +1,9 @@
 // Package health answers a load balancer's two questions: is the hub alive
 // (/healthz), and is it ready (/readyz), that is, has every enabled group
-// settled, each of its servers either ready or failed with a reason. A
-// group that keeps failing does not hold readiness back: the hub serves the
-// others, and says which is down and why.
+// settled, each of its servers either ready or failed with a reason, and
+// does every component the hub cannot serve without (the audit trail)
+// work. A group that keeps failing does not hold readiness back: the hub
+// serves the others, and says which is down and why.
 package health
 
 import (
@@ -18,6 +19,24 @@ import (
 type Report struct {
 	Ready  bool    `json:"ready"`
 	Groups []Group `json:"groups"`
+	// Components are the parts of the hub besides its upstreams that
+	// readiness depends on, such as the audit trail.
+	Components []ComponentState `json:"components,omitempty"`
+}
+
+// Component is a part of the hub that readiness depends on: while Check
+// returns an error, the hub is not ready, and the error says why.
+type Component struct {
+	Name  string
+	Check func() error
+}
+
+// ComponentState is one component's state, ok or failing, with the
+// reason it fails where the report may carry reasons.
+type ComponentState struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
 }
 
 // Group is one group's state: ready when every enabled server is,
@@ -41,10 +60,11 @@ type Server struct {
 // maxReason caps a reason's length: its first line is what says why.
 const maxReason = 300
 
-// Check reports m's readiness. With reasons, a failed server's report
-// carries its error, which can name hosts, paths and commands: give it
-// only to those who hold the hub's token.
-func Check(m *upstream.Manager, reasons bool) Report {
+// Check reports the readiness of m and of components. With reasons, a
+// failed server's or component's report carries its error, which can name
+// hosts, paths and commands: give it only to those who hold the hub's
+// token.
+func Check(m *upstream.Manager, reasons bool, components ...Component) Report {
 	r := Report{Ready: true, Groups: []Group{}}
 	for _, g := range m.Groups() {
 		gr := Group{Name: g.Config.Name, Servers: []Server{}}
@@ -83,6 +103,16 @@ func Check(m *upstream.Manager, reasons bool) Report {
 		}
 		r.Groups = append(r.Groups, gr)
 	}
+	for _, c := range components {
+		cs := ComponentState{Name: c.Name, State: "ok"}
+		if err := c.Check(); err != nil {
+			cs.State, r.Ready = "failing", false
+			if reasons {
+				cs.Error = shortReason(err)
+			}
+		}
+		r.Components = append(r.Components, cs)
+	}
 	return r
 }
 
@@ -94,12 +124,13 @@ func shortReason(err error) string {
 	return s
 }
 
-// Ready serves /readyz: 200 when every enabled group has settled, 503
-// while any is starting (or the hub is stopping), with the Report as JSON
-// either way; reasons as in Check.
-func Ready(m *upstream.Manager, reasons bool) http.Handler {
+// Ready serves /readyz: 200 when every enabled group has settled and
+// every component works, 503 while any group is starting (or the hub is
+// stopping) or a component fails, with the Report as JSON either way;
+// reasons as in Check.
+func Ready(m *upstream.Manager, reasons bool, components ...Component) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rep := Check(m, reasons)
+		rep := Check(m, reasons, components...)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if !rep.Ready {
@@ -120,12 +151,13 @@ func Alive() http.Handler {
 	})
 }
 
-// Mount serves /healthz and /readyz on mux for anyone, the reasons of
-// /readyz behind guard (the caller's token check). Both the HTTP face and
-// the inspector's own address (serve --ui) mount them so.
-func Mount(mux *http.ServeMux, m *upstream.Manager, guard func(http.Handler) http.Handler) {
+// Mount serves /healthz and /readyz (of m and components) on mux for
+// anyone, the reasons of /readyz behind guard (the caller's token check).
+// Both the HTTP face and the inspector's own address (serve --ui) mount
+// them so.
+func Mount(mux *http.ServeMux, m *upstream.Manager, guard func(http.Handler) http.Handler, components ...Component) {
 	mux.Handle("/healthz", Alive())
-	mux.Handle("/readyz", byToken(Ready(m, false), guard(Ready(m, true))))
+	mux.Handle("/readyz", byToken(Ready(m, false, components...), guard(Ready(m, true, components...))))
 }
 
 // byToken serves a request that carries an Authorization header with

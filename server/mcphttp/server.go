@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,16 +150,11 @@ func (s *Server) spawn(f func()) bool {
 	return true
 }
 
-// serve answers one client request on hs: the panic boundary of the
-// face. A request whose handling panics is answered -32603 and logged
-// with its stack; every other request and session goes on.
-func (s *Server) serve(ctx context.Context, hs *httpSession, msg *jsonrpc.Message) (res json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.logger.Error("panic answering a client request", "session", hs.id, "method", msg.Method, "panic", p, "stack", string(debug.Stack()))
-			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
-		}
-	}()
+// serve answers one client request on hs. The panic boundary is the
+// hub's (server.Session.Request): a request whose handling panics is
+// answered -32603, logged with its stack and counted; every other request
+// and session goes on.
+func (s *Server) serve(ctx context.Context, hs *httpSession, msg *jsonrpc.Message) (json.RawMessage, error) {
 	return hs.sess.Request(ctx, msg)
 }
 

@@ -25,6 +25,12 @@ type MetricsOptions struct {
 	// Dropped is how many notifications were dropped for clients that had
 	// no room for them, ever (server.Hub.Dropped).
 	Dropped func() uint64
+	// Panics is how many panics the hub and its faces recovered from,
+	// ever (server.Hub.Panics).
+	Panics func() uint64
+	// AuditLost is how many audit records never reached the trail, ever
+	// (server.Hub.AuditLost).
+	AuditLost func() uint64
 }
 
 // Metrics is a traffic.Observer that keeps the hub's Prometheus metrics in
@@ -85,7 +91,7 @@ func NewMetrics(mgr *upstream.Manager, opts MetricsOptions) *Metrics {
 	m.fromClient, m.toClient = m.received.WithLabelValues("client"), m.sent.WithLabelValues("client")
 	m.fromUpstream, m.toUpstream = m.received.WithLabelValues("upstream"), m.sent.WithLabelValues("upstream")
 	m.reg.MustRegister(m.serverOp, m.clientOp, m.decisions, m.received, m.sent, m.messages, m.inflight,
-		&stateCollector{mgr: mgr, opts: opts},
+		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -152,5 +158,34 @@ func (m *Metrics) Message(_ context.Context, msg *traffic.Message) {
 			m.fromClient.Add(float64(len(msg.Result)))
 			m.toUpstream.Add(float64(len(msg.Result)))
 		}
+	}
+}
+
+var (
+	panicsDesc = prometheus.NewDesc("dynamic_mcp_panics_total",
+		"Panics the hub recovered from (the request that panicked was answered with an error; every other went on).", nil, nil)
+	auditLostDesc = prometheus.NewDesc("dynamic_mcp_audit_records_lost_total",
+		"Audit records that never reached the audit trail: its disk failed, or its queue stayed full.", nil, nil)
+)
+
+// hubCollector reads, at each scrape, the counters the hub keeps of what
+// went wrong: panics recovered and audit records lost.
+type hubCollector struct{ opts MetricsOptions }
+
+func (c *hubCollector) Describe(ch chan<- *prometheus.Desc) {
+	if c.opts.Panics != nil {
+		ch <- panicsDesc
+	}
+	if c.opts.AuditLost != nil {
+		ch <- auditLostDesc
+	}
+}
+
+func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.opts.Panics != nil {
+		ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(c.opts.Panics()))
+	}
+	if c.opts.AuditLost != nil {
+		ch <- prometheus.MustNewConstMetric(auditLostDesc, prometheus.CounterValue, float64(c.opts.AuditLost()))
 	}
 }

@@ -221,6 +221,12 @@ type Audit struct {
 	Path string
 	// Arguments puts tool arguments in the trail. Default false.
 	Arguments bool
+	// Required makes calls that would be audited fail closed, with a
+	// JSON-RPC error, while the trail cannot take their records (a
+	// failing disk, a queue full past its wait). Default false: such
+	// records are counted as lost, logged and shown in /readyz, and the
+	// calls go on. It needs a trail: path "off" with it is an error.
+	Required bool
 }
 
 // Settings are hub-wide knobs; every field has a default.

@@ -38,7 +38,7 @@ groups:
 policy:
   - { name: last, action: log }
 policy_default: deny
-audit: { path: /tmp/a.jsonl, arguments: true }
+audit: { path: /tmp/a.jsonl, arguments: true, required: true }
 `
 	cfg, err := Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
@@ -89,7 +89,7 @@ audit: { path: /tmp/a.jsonl, arguments: true }
 	if len(web.Policy) != 1 || web.Policy[0].Name != "web.policy[0]" || web.Policy[0].Args["url"] != "file://**" || web.PinOnChange != PinWarn {
 		t.Errorf("group policy: %+v", web.Policy)
 	}
-	if len(cfg.Policy) != 1 || cfg.Policy[0].Name != "last" || cfg.PolicyDefault != ActionDeny || cfg.AuditPath() != "/tmp/a.jsonl" || !cfg.Audit.Arguments {
+	if len(cfg.Policy) != 1 || cfg.Policy[0].Name != "last" || cfg.PolicyDefault != ActionDeny || cfg.AuditPath() != "/tmp/a.jsonl" || !cfg.Audit.Arguments || !cfg.Audit.Required {
 		t.Errorf("global policy: %+v %s %+v", cfg.Policy, cfg.PolicyDefault, cfg.Audit)
 	}
 	if got := web.Servers[0].Retry; got.Attempts != 5 {
@@ -149,6 +149,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad policy_default", "policy_default: log\ngroups:\n  a: {description: x, command: y}", "must be allow or deny"},
 		{"bad isolation", "groups:\n  a: {description: x, command: y, isolation: private}", `groups.a.isolation: must be shared or per-session, not "private"`},
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
+		{"required audit off", "audit: {path: off, required: true}\ngroups:\n  a: {description: x, command: y}", `config:1: audit.required: needs an audit trail, but path is "off"`},
 		{"oauth on a process", "groups:\n  a: {description: x, command: y, oauth: {redirect_port: 8765}}", "groups.a.oauth: only applies to url: servers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -144,7 +144,11 @@ func (p *parser) parse(data []byte) *Config {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
 				"path":      func(k string, v *yaml.Node) { cfg.Audit.Path = expandHome(p.str(v, k)) },
 				"arguments": func(k string, v *yaml.Node) { cfg.Audit.Arguments = p.bool(v, k) },
+				"required":  func(k string, v *yaml.Node) { cfg.Audit.Required = p.bool(v, k) },
 			})
+			if cfg.Audit.Required && cfg.Audit.Path == "off" {
+				p.fail(findKey(v, "required"), key+".required", `needs an audit trail, but path is "off"`)
+			}
 		},
 		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = expandHome(p.str(v, key)) },
 		"http": func(key string, v *yaml.Node) {
