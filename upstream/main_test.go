@@ -7,35 +7,24 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// fakeBin is testdata/fakeupstream, built once by TestMain.
+// fakeBin is the command of the fake upstream: this test binary, which
+// TestMain turns into testdata/fakeupstream in the children it starts.
 var fakeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "upstream-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "../testdata/fakeupstream").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the fake upstream: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	fakeupstream.Run() // started as a fake upstream: serve, then exit
+	fakeBin = fakeupstream.Command()
+	os.Exit(m.Run())
 }
 
 // testLogger discards, unless -v asks to see the logs.

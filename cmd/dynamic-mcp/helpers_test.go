@@ -17,12 +17,18 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
 // Paths the tests share, set up once by TestMain.
 var (
-	hubBin  string // the dynamic-mcp binary under test
-	fakeBin string // testdata/fakeupstream
+	// hubBin is the dynamic-mcp command under test: a script that runs
+	// this test binary as the hub (see TestMain).
+	hubBin string
+	// fakeBin is the fake upstream: this test binary, which every child
+	// the tests start runs as testdata/fakeupstream (see TestMain).
+	fakeBin string
 	npmDir  string // testdata/npm, where the reference servers are installed
 	// npmTestDir is testdata/npm-test, where what only the tests need is
 	// installed: the conformance suite, Node 22, the TypeScript SDK.
@@ -35,10 +41,28 @@ var (
 // fakeTools is how many tools testdata/fakeupstream offers.
 const fakeTools = 19
 
-// buildFlags are passed to go build for the binaries under test.
+// buildFlags are passed to go build for the programs the tests build
+// (the conformance suite's auth client, the benchmark's proxy).
 var buildFlags []string
 
+// hubEnvVar, set to "1", makes this test binary run main, the hub, in
+// place of its tests. The hub keeps its DYNAMIC_MCP_* variables from its
+// children, so that a child which is this binary too runs as the fake
+// upstream (fakeupstream.EnvVar, which the tests' environment carries).
+const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
+
+// TestMain runs the tests, or, in a child the tests started, the hub or
+// the fake upstream: the test binary is the one build of both (go-sdk's
+// mcp/cmd_test.go pattern). The hub's command is a script that sets
+// hubEnvVar, so that clients which start the hub with an environment of
+// their own (the TypeScript SDK passes only a few variables on) start
+// the hub too; it execs, so the hub keeps the script's process id.
 func TestMain(m *testing.M) {
+	if os.Getenv(hubEnvVar) == "1" {
+		main()
+		os.Exit(0)
+	}
+	fakeupstream.Run()
 	os.Exit(runTests(m))
 }
 
@@ -49,6 +73,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	fakeBin = fakeupstream.Command()
 	// The hubs under test keep their audit trail and pins here, not in
 	// the home directory of whoever runs the tests.
 	testHome = filepath.Join(dir, "home")
@@ -57,17 +82,16 @@ func runTests(m *testing.M) int {
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
 	npmTestDir = filepath.Join(repoDir, "testdata", "npm-test")
 	hubBin = filepath.Join(dir, "dynamic-mcp")
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	for bin, pkg := range map[string]string{hubBin: ".", fakeBin: "../../testdata/fakeupstream"} {
-		args := append(append([]string{"build"}, buildFlags...), "-o", bin, pkg)
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			return 1
-		}
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", hubEnvVar, shellQuote(fakeBin))
+	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
 }
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // referenceServer is the command line of an npm reference server.
 func referenceServer(t testing.TB, pkg string, args ...string) []string {

@@ -262,8 +262,9 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	if !ok || len(installed.MCPServers) != 1 || !filepath.IsAbs(entry.Command) {
 		t.Fatalf("installed entry: %s", data)
 	}
-	// Start the hub exactly as the client would, and list its tools.
-	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp")}, append([]string{entry.Command}, entry.Args...)...)
+	// Start the hub exactly as the client would, and list its tools. The
+	// command is the test binary, which runs as the hub when told so.
+	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp"), hubEnvVar + "=1"}, append([]string{entry.Command}, entry.Args...)...)
 	hub.initialize("2025-06-18")
 	hub.waitGroupsReady("everything", "memory")
 	text, _ := toolText(t, hub.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "memory"}}))
