@@ -75,6 +75,11 @@ var state struct {
 	// LastMeta is the _meta of the last tools/call (but state's own) that
 	// had one: where a trace context arrives.
 	LastMeta json.RawMessage `json:"lastMeta,omitempty"`
+	// Hanging counts the calls of hang received; Slept the calls of sleep
+	// answered (counted once the answer is written): a test waits for
+	// these instead of sleeping.
+	Hanging int `json:"hanging"`
+	Slept   int `json:"slept"`
 }
 
 var out = struct {
@@ -570,6 +575,9 @@ func call(req request) {
 	case toolName("sleep"):
 		time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
 		reply(req.ID, text("slept "+strconv.Itoa(p.Arguments.MS)))
+		state.Lock()
+		state.Slept++
+		state.Unlock()
 	case toolName("rich"):
 		reply(req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": `{"ok":true}`}}, "structuredContent": map[string]any{"ok": true}})
 	case toolName("weird"):
@@ -624,6 +632,9 @@ func call(req request) {
 		}
 		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + exactResult + `}`)
 	case toolName("hang"):
+		state.Lock()
+		state.Hanging++
+		state.Unlock()
 	case toolName("big"):
 		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))
 	case toolName("twice"):
