@@ -187,10 +187,11 @@ func (c *client) listen() {
 	})
 }
 
-// startHubProcess starts the hub on cfg and connects a client over its
-// stdin and stdout without owning the process: closing the client only
-// closes the hub's stdin. It returns the running command.
-func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
+// startHubProcess starts the hub on cfg, with env added to its
+// environment, and connects a client over its stdin and stdout without
+// owning the process: closing the client only closes the hub's stdin. It
+// returns the running command.
+func startHubProcess(t testing.TB, cfg string, env ...string) (*client, *exec.Cmd) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -198,7 +199,7 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 	}
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = c.stderr
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -223,13 +224,19 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 // startHub writes cfg to a file and starts the hub binary on it.
 func startHub(t testing.TB, cfg string, extraArgs ...string) *client {
 	t.Helper()
+	return startHubEnv(t, nil, cfg, extraArgs...)
+}
+
+// startHubEnv is startHub with env added to the hub's environment.
+func startHubEnv(t testing.TB, env []string, cfg string, extraArgs ...string) *client {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Each hub keeps its pins and audit trail apart: tests reuse group
 	// names for different servers, which pinning would rightly withhold.
-	return startProcess(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
+	return startProcess(t, append([]string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, env...), append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
 }
 
 // signalHub sends sig to the process startProcess started.

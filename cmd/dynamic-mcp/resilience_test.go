@@ -91,6 +91,7 @@ groups:
 }
 
 func TestTimedOutCallIsCancelledAndItsLateReplyDropped(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -140,6 +141,7 @@ groups:
 }
 
 func TestMisbehavingUpstreamReplies(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -280,6 +282,7 @@ collect:
 }
 
 func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
+	t.Parallel()
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 300ms }\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -307,6 +310,7 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 }
 
 func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
+	t.Parallel()
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
