@@ -636,7 +636,9 @@ func call(req request) {
 		state.Hanging++
 		state.Unlock()
 	case toolName("big"):
-		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))
+		// Written by hand: json.Marshal of megabytes, in a test binary
+		// built with -race, takes seconds a test would count as the hub's.
+		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", p.Arguments.MS) + `"}]}}`)
 	case toolName("twice"):
 		reply(req.ID, text("first"))
 		reply(req.ID, text("second"))
