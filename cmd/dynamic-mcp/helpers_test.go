@@ -18,6 +18,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
@@ -51,9 +52,9 @@ var buildFlags []string
 // upstream (fakeupstream.EnvVar, which the tests' environment carries).
 const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 
-// TestMain runs the tests, or, in a child the tests started, the hub or
-// the fake upstream: the test binary is the one build of both (go-sdk's
-// mcp/cmd_test.go pattern). The hub's command is a script that sets
+// TestMain runs the tests, or, in a child the tests started, the hub, the
+// conformance suite's auth client or the fake upstream: the test binary is
+// the one build of all three (go-sdk's mcp/cmd_test.go pattern). The hub's command is a script that sets
 // hubEnvVar, so that clients which start the hub with an environment of
 // their own (the TypeScript SDK passes only a few variables on) start
 // the hub too; it execs, so the hub keeps the script's process id.
@@ -62,6 +63,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	authclient.Run()
 	fakeupstream.Run()
 	os.Exit(runTests(m))
 }
