@@ -7,6 +7,7 @@ import (
 
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -216,6 +217,21 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)
 	before := liveGoroutines()
+	sleeping := func() int {
+		_, body := c.post(`{"jsonrpc":"2.0","id":"state","method":"tools/call","params":{"name":"f__state"}}`)
+		var m struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		var st struct {
+			Sleeping int `json:"sleeping"`
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil || len(m.Result.Content) == 0 || json.Unmarshal([]byte(m.Result.Content[0].Text), &st) != nil {
+			t.Fatalf("state: %s", body)
+		}
+		return st.Sleeping
+	}
 	for i := range 10 {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
@@ -223,13 +239,17 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set(headerSessionID, c.session)
+		done := make(chan struct{})
 		go func() {
-			time.Sleep(50 * time.Millisecond)
-			cancel()
+			defer close(done)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
 		}()
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		// The client goes once the call has reached the upstream.
+		waitFor(t, 5*time.Second, "the call at the upstream", func() bool { return sleeping() == i+1 })
+		cancel()
+		<-done
 	}
 	_, body := c.post(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`)
 	if !strings.Contains(body, `"text":"still"`) {

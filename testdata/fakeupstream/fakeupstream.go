@@ -75,11 +75,12 @@ var state struct {
 	// LastMeta is the _meta of the last tools/call (but state's own) that
 	// had one: where a trace context arrives.
 	LastMeta json.RawMessage `json:"lastMeta,omitempty"`
-	// Hanging counts the calls of hang received; Slept the calls of sleep
-	// answered (counted once the answer is written): a test waits for
-	// these instead of sleeping.
-	Hanging int `json:"hanging"`
-	Slept   int `json:"slept"`
+	// Hanging counts the calls of hang received, Sleeping those of sleep,
+	// Slept the calls of sleep answered (counted once the answer is
+	// written): a test waits for these instead of sleeping.
+	Hanging  int `json:"hanging"`
+	Sleeping int `json:"sleeping"`
+	Slept    int `json:"slept"`
 }
 
 var out = struct {
@@ -573,6 +574,9 @@ func call(req request) {
 	case toolName("echo"):
 		reply(req.ID, text(p.Arguments.Text))
 	case toolName("sleep"):
+		state.Lock()
+		state.Sleeping++
+		state.Unlock()
 		time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
 		reply(req.ID, text("slept "+strconv.Itoa(p.Arguments.MS)))
 		state.Lock()
