@@ -303,6 +303,7 @@ func legacyNotReading(t *testing.T) (*Hub, *httptest.Server, string) {
 // flight, more requests are refused on their POST (429), so the stream's
 // queue stays bounded.
 func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h, ts, endpoint := legacyNotReading(t)
 	// The queue is measured after every POST while the session lives: the
 	// session may end meanwhile (its stream's write times out after 10 s,
@@ -337,6 +338,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 // requests. Answers to its own requests are bounded by the in-flight
 // limit; refusals (a duplicate id, over the limit) must be too.
 func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h, ts, endpoint := legacyNotReading(t)
 	hs := h.sessionByID(strings.TrimPrefix(endpoint, "/message?sessionId="))
 	if hs == nil {

@@ -270,6 +270,7 @@ func TestHTTPBodyMemoryBounded(t *testing.T) {
 // Requests in flight across sessions are capped: beyond the cap a request
 // gets 503 with Retry-After, and is served again once others finish.
 func TestHTTPInflightCap(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, HTTPOptions{MaxInflight: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)

@@ -296,6 +296,7 @@ func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
 // more than config.SearchAutoTools tools, and the client hears the list
 // changed when it appears.
 func TestSearchSetting(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	three := func(extra string) string {
 		var b strings.Builder
 		for _, g := range []string{"a", "b", "c"} {
@@ -390,6 +391,7 @@ func searchNotOffered(t *testing.T, c *toolClient) {
 // the groups bring enough tools for it, as flat mode waits for a tool not
 // known yet.
 func TestSearchWhileGroupsStart(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	gatedGroups := func(n int, gate string) string {
 		var b strings.Builder
 		for i := range n {
@@ -466,6 +468,7 @@ func TestSearchIndexBuiltOnFirstSearch(t *testing.T) {
 // each build the index of the view they read, at most once, and answer
 // from it (run with -race).
 func TestSearchDuringRefreshes(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h, _ := searchClient(t, "search: on", fakeGroups())
 	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
 	stop := make(chan struct{})
