@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,7 +68,22 @@ func TestMain(m *testing.M) {
 	}
 	authclient.Run()
 	fakeupstream.Run()
+	waitingParallel()
 	os.Exit(runTests(m))
+}
+
+// waitingParallel lets more tests run at once than -test.parallel's
+// default, GOMAXPROCS, unless -test.parallel is given: these tests spend
+// most of their time waiting for other processes (a hub, node, a timeout
+// the hub must keep), not running, and two at a time on a two-core
+// machine left the cores half idle.
+func waitingParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 }
 
 func runTests(m *testing.M) int {
