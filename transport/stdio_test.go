@@ -50,7 +50,8 @@ func FuzzStdioReceive(f *testing.F) {
 // A child that stops reading its stdin fails calls at their deadline and
 // ends the session at the write timeout; a notification never blocks.
 func TestStdioChildStopsReading(t *testing.T) {
-	proc, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", "sleep 30"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// sh ignores the end of its stdin: a short ladder stops it at the end.
+	proc, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", "sleep 30"}, Grace: 100 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
