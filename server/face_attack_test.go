@@ -95,7 +95,10 @@ func TestAttackStdioStopDuringRequestFlood(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the flood's requests in flight", func() bool {
+		s := h.Sessions()
+		return len(s) == 1 && s[0].Inflight > 0
+	})
 	cancel()
 	start := time.Now()
 	select {

@@ -10,6 +10,7 @@ import (
 // settings.session_inflight caps one session's requests in flight: the
 // request beyond it is refused at once, and the others are answered.
 func TestSessionInflightSetting(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 2", ""), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})

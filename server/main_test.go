@@ -3,30 +3,21 @@ package server
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
-// fakeBin is testdata/fakeupstream, built once by TestMain.
+// fakeBin is the command of the fake upstream: this test binary, which
+// TestMain turns into testdata/fakeupstream in the children it starts.
 var fakeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "server-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "../testdata/fakeupstream").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the fake upstream: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	fakeupstream.Run() // started as a fake upstream: serve, then exit
+	fakeBin = fakeupstream.Command()
 	code := m.Run()
-	os.RemoveAll(dir)
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running
 		// once they all have is one that outlived its owner's Close.

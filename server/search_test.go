@@ -100,8 +100,23 @@ type found struct {
 // search calls search_dynamic_tools and returns the tools it found.
 func (c *toolClient) search(args map[string]any) []found {
 	c.t.Helper()
-	text, isErr := c.callText(searchToolName, args)
-	if isErr {
+	return c.foundIn(args, c.ask("tools/call", map[string]any{"name": searchToolName, "arguments": args}))
+}
+
+// foundIn is the tools a search_dynamic_tools answer line lists.
+func (c *toolClient) foundIn(args map[string]any, line string) []found {
+	c.t.Helper()
+	var m struct {
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+			IsError bool                    `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Result.Content) == 0 {
+		c.t.Fatalf("search %v: no text result: %s", args, line)
+	}
+	text := m.Result.Content[0].Text
+	if m.Result.IsError {
 		c.t.Fatalf("search %v: %s", args, text)
 	}
 	var raws []json.RawMessage
@@ -116,6 +131,18 @@ func (c *toolClient) search(args map[string]any) []found {
 		out[i].Raw = raw
 	}
 	return out
+}
+
+// gated is the YAML args of a fake upstream that answers initialize only
+// once the file gate exists: until the test opens the gate (openGate),
+// its group is starting, however fast or slow the machine.
+func gated(gate string) string { return fmt.Sprintf(`"-gate", %q`, gate) }
+
+func openGate(t *testing.T, gate string) {
+	t.Helper()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func names(fs []found) []string {
@@ -270,6 +297,7 @@ func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
 // more than config.SearchAutoTools tools, and the client hears the list
 // changed when it appears.
 func TestSearchSetting(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	three := func(extra string) string {
 		var b strings.Builder
 		for _, g := range []string{"a", "b", "c"} {
@@ -307,13 +335,16 @@ func TestSearchSetting(t *testing.T) {
 	})
 
 	t.Run("auto with 60 tools", func(t *testing.T) {
-		// The upstreams answer initialize late, so the client lists the
-		// tools before they are ready, then hears that the list changed.
-		h, c := searchClient(t, "search: auto", three(`"-delay", "1s"`))
+		// The upstreams answer initialize once the test opens the gate,
+		// so the client lists the tools before they are ready, then
+		// hears that the list changed.
+		gate := filepath.Join(t.TempDir(), "gate")
+		h, c := searchClient(t, "search: auto", three(gated(gate)))
 		off := c.ask("tools/list", map[string]any{})
 		if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName}) || !h.snapshot().view.starting {
-			t.Skipf("the groups were ready before the first list (tools %q); nothing to test", got)
+			t.Fatalf("tools while the groups start: %q (starting: %v)", got, h.snapshot().view.starting)
 		}
+		openGate(t, gate)
 		c.readUntil(func(line string) bool { return strings.Contains(line, "notifications/tools/list_changed") })
 		on := c.ask("tools/list", map[string]any{})
 		if got := c.toolNames(); !slices.Equal(got, []string{getToolsName, callToolName, searchToolName}) {
@@ -361,10 +392,11 @@ func searchNotOffered(t *testing.T, c *toolClient) {
 // the groups bring enough tools for it, as flat mode waits for a tool not
 // known yet.
 func TestSearchWhileGroupsStart(t *testing.T) {
-	delayed := func(n int) string {
+	t.Parallel() // its own hub and upstreams
+	gatedGroups := func(n int, gate string) string {
 		var b strings.Builder
 		for i := range n {
-			fmt.Fprintf(&b, "  %c:\n    description: fake\n    command: %q\n    args: [\"-delay\", \"1s\"]\n", 'a'+i, fakeBin)
+			fmt.Fprintf(&b, "  %c:\n    description: fake\n    command: %q\n    args: [%s]\n", 'a'+i, fakeBin, gated(gate))
 		}
 		return b.String()
 	}
@@ -376,11 +408,26 @@ func TestSearchWhileGroupsStart(t *testing.T) {
 		{"auto", "search: auto", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, c := searchClient(t, tc.settings, delayed(tc.groups))
+			gate := filepath.Join(t.TempDir(), "gate")
+			h, c := searchClient(t, tc.settings, gatedGroups(tc.groups, gate))
+			// The search is asked while the groups are held at initialize;
+			// once the hub is answering it, the gate opens. A search that
+			// did not wait would be answered from the view of starting
+			// groups, which holds no tools.
+			args := map[string]any{"query": "echo text back"}
+			c.id++
+			id := fmt.Sprint(c.id)
+			p, _ := json.Marshal(map[string]any{"name": searchToolName, "arguments": args})
+			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}`, id, p))
+			waitFor(t, 10*time.Second, "the search to be in flight", func() bool {
+				s := h.Sessions()
+				return len(s) == 1 && s[0].Inflight == 1
+			})
 			if !h.snapshot().view.starting {
-				t.Skip("the groups were ready before the search; nothing to test")
+				t.Fatal("the groups are ready with the gate closed")
 			}
-			if got := c.search(map[string]any{"query": "echo text back"}); len(got) == 0 || got[0].Name != "echo" {
+			openGate(t, gate)
+			if got := c.foundIn(args, c.answer(id)); len(got) == 0 || got[0].Name != "echo" {
 				t.Errorf("search while the groups start: %q", names(got))
 			}
 		})
@@ -422,6 +469,7 @@ func TestSearchIndexBuiltOnFirstSearch(t *testing.T) {
 // each build the index of the view they read, at most once, and answer
 // from it (run with -race).
 func TestSearchDuringRefreshes(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	h, _ := searchClient(t, "search: on", fakeGroups())
 	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.starting })
 	stop := make(chan struct{})

@@ -143,7 +143,14 @@ func TestRequestsCapped(t *testing.T) {
 	}
 	// The fake sent n and saw n-maxOutstanding refused: no more can come.
 	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
-	events := c.list()
+	// A notification sent after the flood comes after every event the
+	// flood made: once it is here, no request is still on its way.
+	callTool(t, s, "flood", "notifications/message", 1)
+	waitFor(t, 5*time.Second, "the notification after the flood", func() bool {
+		events := c.list()
+		return len(events) > 0 && events[len(events)-1].Kind == EventNotification
+	})
+	events := slices.DeleteFunc(c.list(), func(e Event) bool { return e.Kind != EventRequest })
 	if len(events) != maxOutstanding {
 		t.Fatalf("%d requests reached the hub, want %d", len(events), maxOutstanding)
 	}
@@ -180,7 +187,7 @@ func TestRequestsCapped(t *testing.T) {
 	}
 	// The slots are free again.
 	callTool(t, s, "flood", "sampling/createMessage", 3)
-	waitFor(t, 5*time.Second, "new requests", func() bool { return c.count() == maxOutstanding+3 })
+	waitFor(t, 5*time.Second, "new requests", func() bool { return c.count() == maxOutstanding+1+3 }) // and the notification
 }
 
 // A request the client never answers is answered with an error at the
@@ -211,6 +218,8 @@ func TestRequestDeadline(t *testing.T) {
 			t.Error("a late answer was taken")
 		}
 	}
+	// A late reply would be written before the state call, which the fake
+	// reads after it.
 	if st := stateOf(t, s); st.Answers != 3 {
 		t.Errorf("%d answers, want the 3 refusals only", st.Answers)
 	}
@@ -273,6 +282,8 @@ func drainEvents(m *Manager) {
 func TestRequestWaitsForRoom(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, "call_timeout: 5s", "-flood"))
 	callTool(t, s, "flood", "notifications/message", eventBuffer)
+	// The request was read before the flood's answer came: it is
+	// waiting for room now.
 	callTool(t, s, "flood", "roots/list", 1)
 	// The request has its slot: it waits for room in the full Events.
 	waitFor(t, 5*time.Second, "the request", func() bool { return len(s.outstanding) == 1 })

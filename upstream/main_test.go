@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,30 +14,20 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// fakeBin is testdata/fakeupstream, built once by TestMain.
+// fakeBin is the command of the fake upstream: this test binary, which
+// TestMain turns into testdata/fakeupstream in the children it starts.
 var fakeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "upstream-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "../testdata/fakeupstream").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the fake upstream: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	fakeupstream.Run() // started as a fake upstream: serve, then exit
+	fakeBin = fakeupstream.Command()
 	// No goroutine outlives the tests: each closes the managers it
 	// started, and Close waits for everything a manager started.
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
+	goleak.VerifyTestMain(m)
 }
 
 // testLogger discards, unless -v asks to see the logs.

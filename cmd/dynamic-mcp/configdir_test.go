@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,22 +9,15 @@ import (
 	"testing"
 )
 
-// runIn runs the hub binary with args in dir and returns its stdout,
-// stderr and exit status.
+// runIn runs a command line in this process (see runCommand) with dir as
+// the working directory, which makes the test serial; "" leaves the
+// directory as it is.
 func runIn(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(hubBin, args...)
-	cmd.Dir = dir
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+	if dir != "" {
+		t.Chdir(dir)
 	}
-	return stdout.String(), stderr.String(), 0
+	return runCommand(t, "", args...)
 }
 
 // The quickstart lists the three groups' tools wherever it is run from,
@@ -112,6 +104,7 @@ groups:
 // decisive stderr line of a child that exited at start first, then its
 // last lines.
 func TestToolsAndStatusExitOneWhenAGroupFails(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed")
 	}
@@ -135,7 +128,7 @@ groups:
 	}
 	missing := regexp.QuoteMeta("exited (status 1): Error: Cannot find module '" + filepath.Join(dir, "missing.js") + "'")
 
-	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", cfg)
+	out, errOut, code := runIn(t, "", "tools", "-c", cfg)
 	if code != 1 {
 		t.Errorf("tools: exit %d, want 1", code)
 	}
@@ -146,7 +139,7 @@ groups:
 		t.Errorf("tools does not show why broken failed:\n%s", out)
 	}
 
-	out, errOut, code = runIn(t, t.TempDir(), "status", "-c", cfg)
+	out, errOut, code = runIn(t, "", "status", "-c", cfg)
 	if code != 1 || !strings.Contains(errOut, "not every upstream is ready: broken failed") {
 		t.Errorf("status: exit %d, want 1\n%s", code, errOut)
 	}
@@ -156,7 +149,7 @@ groups:
 	}
 
 	// Only the group asked for counts.
-	if out, errOut, code := runIn(t, dir, "tools", "-c", cfg, "good"); code != 0 || strings.Contains(out, "broken") {
+	if out, errOut, code := runIn(t, "", "tools", "-c", cfg, "good"); code != 0 || strings.Contains(out, "broken") {
 		t.Errorf("tools good: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
@@ -165,6 +158,7 @@ groups:
 // argument their tool does not have, with the tool's real arguments
 // (validate cannot: it starts nothing).
 func TestToolsWarnsOfUnknownArguments(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte(`
 groups:
@@ -176,7 +170,7 @@ groups:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", cfg)
+	out, errOut, code := runIn(t, "", "tools", "-c", cfg)
 	want := `warning: policy rule typo names argument "txt", which tool echo of f/f does not have (its arguments: ms, text)`
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, want %q in:\n%s\n%s", code, want, out, errOut)

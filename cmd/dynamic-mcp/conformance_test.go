@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 )
 
 // upstreamDropsNotifications are the scenarios in which mcp-go's
@@ -123,7 +125,7 @@ groups:
 }
 
 // TestConformanceClientAuthSuite runs the official conformance suite's
-// client auth scenarios against testdata/authclient, a client built from
+// client auth scenarios against testdata/authclient, a client made from
 // the hub's own auth and upstream packages. Every scenario must pass.
 func TestConformanceClientAuthSuite(t *testing.T) {
 	t.Parallel() // starts its own processes only; overlaps the others' waiting
@@ -135,10 +137,11 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	if _, err := os.Stat(suite); err != nil {
 		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", suite, err)
 	}
+	// The client is this test binary, told to be testdata/authclient.
 	client := filepath.Join(t.TempDir(), "authclient")
-	args := append(append([]string{"build"}, buildFlags...), "-o", client, "../../testdata/authclient")
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		t.Fatalf("build the auth client: %v\n%s", err, out)
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", authclient.EnvVar, shellQuote(fakeBin))
+	if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(suite, "client", "--command", client, "--suite", "auth")
 	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))

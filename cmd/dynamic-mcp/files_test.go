@@ -16,8 +16,8 @@ import (
 // the user added between the installs and one added after: uninstall
 // puts back the original servers and both added ones, through the link.
 func TestInstallTwiceThroughSymlinkThenUninstallKeepsEveryServer(t *testing.T) {
-	t.Parallel()
 	home := t.TempDir()
+	withHome(t, home)
 	env := clients.Env{Home: home, OS: "linux"}
 	c, _ := clients.Find(env, "cursor")
 	path, _ := c.Path(env, "")
@@ -57,7 +57,7 @@ func TestInstallTwiceThroughSymlinkThenUninstallKeepsEveryServer(t *testing.T) {
 	}
 	install := func() string {
 		t.Helper()
-		out, errOut, err := runHub(t, home, "install", "cursor", "-c", cfg)
+		out, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
 		if err != nil {
 			t.Fatalf("install: %v\n%s", err, errOut)
 		}
@@ -75,7 +75,7 @@ func TestInstallTwiceThroughSymlinkThenUninstallKeepsEveryServer(t *testing.T) {
 		t.Fatalf("after the second install: %q", got)
 	}
 	addServer("after")
-	if _, errOut, err := runHub(t, home, "uninstall", "cursor"); err != nil {
+	if _, errOut, err := runCLI(t, "uninstall", "cursor"); err != nil {
 		t.Fatalf("uninstall: %v\n%s", err, errOut)
 	}
 	if got := servers(); got != "one two between after" {
@@ -96,7 +96,7 @@ func TestImportKeepsDollarsAndCollidingNames(t *testing.T) {
 	}}`), 0o600)
 	out := filepath.Join(home, "hub.yaml")
 	os.WriteFile(out, []byte("groups:\n  my-server:\n    description: there before\n    command: old\n"), 0o600)
-	stdout, stderr, err := runHub(t, home, "import", src, "-o", out, "--force")
+	stdout, stderr, err := runCLI(t, "import", src, "-o", out, "--force")
 	if err != nil {
 		t.Fatalf("import: %v\n%s", err, stderr)
 	}
@@ -127,7 +127,7 @@ func TestImportKeepsDollarsAndCollidingNames(t *testing.T) {
 	} {
 		p := filepath.Join(home, name)
 		os.WriteFile(p, data, 0o600)
-		_, stderr, err := runHub(t, home, "import", p, "-o", filepath.Join(home, "none.yaml"))
+		_, stderr, err := runCLI(t, "import", p, "-o", filepath.Join(home, "none.yaml"))
 		if err == nil || strings.Contains(stderr, "goroutine") || !strings.Contains(stderr, map[bool]string{true: "nested too deeply", false: "too large"}[name == "deep.json"]) {
 			t.Errorf("import %s: %v\n%.300s", name, err, stderr)
 		}

@@ -158,7 +158,10 @@ func TestClientCancellationReachesTheUpstream(t *testing.T) {
 			Params: map[string]any{"name": "f__hang", "arguments": map[string]any{}}})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the call to reach the upstream", func() bool {
+		state, _ := c.callText("f__state", nil)
+		return strings.Contains(state, `"hanging":1`)
+	})
 	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{
 		Method: "notifications/cancelled", Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": 424242, "reason": "user pressed stop"}}}})
 	waitFor(t, 5*time.Second, "the upstream to hear of the cancellation", func() bool {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,12 +20,19 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
 // Paths the tests share, set up once by TestMain.
 var (
-	hubBin  string // the dynamic-mcp binary under test
-	fakeBin string // testdata/fakeupstream
+	// hubBin is the dynamic-mcp command under test: a script that runs
+	// this test binary as the hub (see TestMain).
+	hubBin string
+	// fakeBin is the fake upstream: this test binary, which every child
+	// the tests start runs as testdata/fakeupstream (see TestMain).
+	fakeBin string
 	npmDir  string // testdata/npm, where the reference servers are installed
 	// npmTestDir is testdata/npm-test, where what only the tests need is
 	// installed: the conformance suite, Node 22, the TypeScript SDK.
@@ -35,11 +45,45 @@ var (
 // fakeTools is how many tools testdata/fakeupstream offers.
 const fakeTools = 19
 
-// buildFlags are passed to go build for the binaries under test.
+// buildFlags are passed to go build for the programs the tests build
+// (the conformance suite's auth client, the benchmark's proxy).
 var buildFlags []string
 
+// hubEnvVar, set to "1", makes this test binary run main, the hub, in
+// place of its tests. The hub keeps its DYNAMIC_MCP_* variables from its
+// children, so that a child which is this binary too runs as the fake
+// upstream (fakeupstream.EnvVar, which the tests' environment carries).
+const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
+
+// TestMain runs the tests, or, in a child the tests started, the hub, the
+// conformance suite's auth client or the fake upstream: the test binary is
+// the one build of all three (go-sdk's mcp/cmd_test.go pattern). The hub's command is a script that sets
+// hubEnvVar, so that clients which start the hub with an environment of
+// their own (the TypeScript SDK passes only a few variables on) start
+// the hub too; it execs, so the hub keeps the script's process id.
 func TestMain(m *testing.M) {
+	if os.Getenv(hubEnvVar) == "1" {
+		main()
+		os.Exit(0)
+	}
+	authclient.Run()
+	fakeupstream.Run()
+	waitingParallel()
 	os.Exit(runTests(m))
+}
+
+// waitingParallel lets more tests run at once than -test.parallel's
+// default, GOMAXPROCS, unless -test.parallel is given: these tests spend
+// most of their time waiting for other processes (a hub, node, a timeout
+// the hub must keep), not running, and two at a time on a two-core
+// machine left the cores half idle.
+func waitingParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 }
 
 func runTests(m *testing.M) int {
@@ -49,6 +93,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	fakeBin = fakeupstream.Command()
 	// The hubs under test keep their audit trail and pins here, not in
 	// the home directory of whoever runs the tests.
 	testHome = filepath.Join(dir, "home")
@@ -57,17 +102,16 @@ func runTests(m *testing.M) int {
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
 	npmTestDir = filepath.Join(repoDir, "testdata", "npm-test")
 	hubBin = filepath.Join(dir, "dynamic-mcp")
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	for bin, pkg := range map[string]string{hubBin: ".", fakeBin: "../../testdata/fakeupstream"} {
-		args := append(append([]string{"build"}, buildFlags...), "-o", bin, pkg)
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			return 1
-		}
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", hubEnvVar, shellQuote(fakeBin))
+	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
 }
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // referenceServer is the command line of an npm reference server.
 func referenceServer(t testing.TB, pkg string, args ...string) []string {
@@ -163,10 +207,11 @@ func (c *client) listen() {
 	})
 }
 
-// startHubProcess starts the hub on cfg and connects a client over its
-// stdin and stdout without owning the process: closing the client only
-// closes the hub's stdin. It returns the running command.
-func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
+// startHubProcess starts the hub on cfg, with env added to its
+// environment, and connects a client over its stdin and stdout without
+// owning the process: closing the client only closes the hub's stdin. It
+// returns the running command.
+func startHubProcess(t testing.TB, cfg string, env ...string) (*client, *exec.Cmd) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -174,7 +219,7 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 	}
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = c.stderr
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -199,13 +244,19 @@ func startHubProcess(t testing.TB, cfg string) (*client, *exec.Cmd) {
 // startHub writes cfg to a file and starts the hub binary on it.
 func startHub(t testing.TB, cfg string, extraArgs ...string) *client {
 	t.Helper()
+	return startHubEnv(t, nil, cfg, extraArgs...)
+}
+
+// startHubEnv is startHub with env added to the hub's environment.
+func startHubEnv(t testing.TB, env []string, cfg string, extraArgs ...string) *client {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Each hub keeps its pins and audit trail apart: tests reuse group
 	// names for different servers, which pinning would rightly withhold.
-	return startProcess(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
+	return startProcess(t, append([]string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, env...), append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
 }
 
 // signalHub sends sig to the process startProcess started.

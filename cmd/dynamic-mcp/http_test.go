@@ -323,13 +323,20 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 		t.Errorf("elicitation: %q, A asked %d, B asked %d", text, askedA.Load(), askedB.Load())
 	}
 
-	// Only the subscribed session hears of an update.
+	// Only the subscribed session hears of an update. B, subscribed to
+	// another resource, hears of that one's update, which the upstream
+	// sends after the first: had the first gone to B too, B would have
+	// heard of it before.
 	a.call("resources/subscribe", map[string]any{"uri": "fake://fake/res/1"})
+	b.call("resources/subscribe", map[string]any{"uri": "fake://fake/res/2"})
 	b.callText("f__touch", map[string]any{"text": "fake://fake/res/1"})
+	b.callText("f__touch", map[string]any{"text": "fake://fake/res/2"})
 	waitFor(t, 5*time.Second, "resources/updated to A", func() bool { return len(a.notesOf("notifications/resources/updated")) == 1 })
-	time.Sleep(200 * time.Millisecond)
-	if n := len(b.notesOf("notifications/resources/updated")); n != 0 {
-		t.Errorf("B, not subscribed, got %d updates", n)
+	waitFor(t, 5*time.Second, "resources/updated to B", func() bool { return len(b.notesOf("notifications/resources/updated")) >= 1 })
+	for _, n := range b.notesOf("notifications/resources/updated") {
+		if uri := n.Params.AdditionalFields["uri"]; uri != "fake://fake/res/2" {
+			t.Errorf("B, not subscribed to it, heard that %v was updated", uri)
+		}
 	}
 }
 

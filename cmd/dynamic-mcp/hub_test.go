@@ -47,6 +47,7 @@ groups:
 }
 
 func TestFiftySlowCallsRunConcurrently(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -291,16 +292,81 @@ func TestNoChildOutlivesTheHub(t *testing.T) {
 	})
 }
 
+// The commands of the command line, run in this process as main runs
+// them: what each prints and the exit status main would end with.
 func TestCLI(t *testing.T) {
-	t.Parallel() // starts its own processes only; overlaps the others' waiting
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  g: { description: gee, command: %q }\n", fakeBin, fakeBin)), 0o600)
+	bad := filepath.Join(repoDir, "testdata", "config", "bad.yaml")
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCommand(t, "", args...)
+	}
+
+	if out, _, code := run("validate", "-c", good); code != 0 || !strings.Contains(out, "OK (dynamic mode, 2 groups, 2 servers)") {
+		t.Errorf("validate good: %d %q", code, out)
+	}
+	_, errOut, code := run("validate", "-c", bad)
+	if code != 1 || !strings.Contains(errOut, "bad.yaml:7: groups.files.colour: unknown key") || !strings.Contains(errOut, "6 problem(s)") {
+		t.Errorf("validate bad: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := run("serve", "-c", bad); code != 1 || !strings.Contains(errOut, "unknown key") {
+		t.Errorf("serve bad config: exit %d\n%s", code, errOut)
+	}
+	if _, _, code := run("frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	// Commands that do not log take no logging flags.
+	if _, errOut, code := run("validate", "-c", good, "--log-level", "debug"); code != 2 || !strings.Contains(errOut, "log-level") {
+		t.Errorf("validate --log-level: exit %d, want 2\n%s", code, errOut)
+	}
+	if _, errOut, code := run("policy", "test", "-c", good, "--fixture", good, "--expect", "maybe"); code != 2 || !strings.Contains(errOut, "use allow, deny, log or prompt") {
+		t.Errorf("policy test --expect maybe: exit %d, want 2\n%s", code, errOut)
+	}
+	out, _, code := run("tools", "-c", good)
+	if code != 0 || !strings.Contains(out, "  echo") || !strings.Contains(out, "initial tools/list: dynamic mode") {
+		t.Errorf("tools: exit %d\n%s", code, out)
+	}
+	out, _, _ = run("tools", "-c", good, "g")
+	if strings.Contains(out, "fake\n") || !strings.Contains(out, "g  ") {
+		t.Errorf("tools for one group:\n%s", out)
+	}
+
+	out, _, code = run("status", "-c", good)
+	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools)+`\s+\d`).MatchString(out) {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
+	broken := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(broken, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  b: { description: broken, command: %q, args: [\"-exit-at-start\", \"4\"] }\n", fakeBin, fakeBin)), 0o600)
+	out, _, code = run("status", "-c", broken)
+	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(out, "exited (status 4): fake: cannot start: missing API key") {
+		t.Errorf("status with a broken server: exit %d\n%s", code, out)
+	}
+	// A child that runs but never answers is reported as such, not by the
+	// signal the hub stopped it with (after a short ladder: sleep does not
+	// end with its stdin).
+	silent := filepath.Join(dir, "silent.yaml")
+	os.WriteFile(silent, []byte("settings: { connect_timeout: 1s, stop_grace: 100ms }\ngroups:\n  s: { description: silent, command: sleep, args: [\"60\"] }\n"), 0o600)
+	out, _, code = run("status", "-c", silent)
+	if code != 1 || !strings.Contains(out, "no answer to initialize within 1s (connect timeout)") {
+		t.Errorf("status with a silent server: exit %d\n%s", code, out)
+	}
+}
+
+// The program as a process: its exit statuses, COMMAND -h, and the two
+// ways to serve without the serve command.
+func TestCLIProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	os.WriteFile(good, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  g: { description: gee, command: %q }\n", fakeBin, fakeBin)), 0o600)
 	bad := filepath.Join(repoDir, "testdata", "config", "bad.yaml")
 
-	run := func(env []string, args ...string) (string, string, int) {
+	run := func(args ...string) (string, string, int) {
 		cmd := exec.Command(hubBin, args...)
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(os.Environ(), "DYNAMIC_MCP_CONFIG=")
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -313,64 +379,28 @@ func TestCLI(t *testing.T) {
 		return stdout.String(), stderr.String(), code
 	}
 
-	if out, _, code := run(nil, "validate", "-c", good); code != 0 || !strings.Contains(out, "OK (dynamic mode, 2 groups, 2 servers)") {
+	if out, _, code := run("validate", "-c", good); code != 0 || !strings.Contains(out, "OK (dynamic mode, 2 groups, 2 servers)") {
 		t.Errorf("validate good: %d %q", code, out)
 	}
-	_, errOut, code := run(nil, "validate", "-c", bad)
-	if code != 1 || !strings.Contains(errOut, "bad.yaml:7: groups.files.colour: unknown key") || !strings.Contains(errOut, "6 problem(s)") {
-		t.Errorf("validate bad: exit %d\n%s", code, errOut)
-	}
-	if _, errOut, code := run(nil, "serve", "-c", bad); code != 1 || !strings.Contains(errOut, "unknown key") {
+	if _, errOut, code := run("serve", "-c", bad); code != 1 || !strings.Contains(errOut, "dynamic-mcp: ") || !strings.Contains(errOut, "unknown key") {
 		t.Errorf("serve bad config: exit %d\n%s", code, errOut)
 	}
-	if _, _, code := run(nil, "frobnicate"); code != 2 {
+	if _, _, code := run("frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
 	}
-	if _, _, code := run(nil); code != 2 {
+	if _, _, code := run(); code != 2 {
 		t.Errorf("no command: exit %d, want 2", code)
 	}
 	// COMMAND -h prints the command's flags, with its own defaults, and
-	// succeeds; commands that do not log take no logging flags.
-	if out, errOut, code := run(nil, "tools", "-h"); code != 0 || !strings.Contains(out, `(default "warn")`) || errOut != "" {
+	// succeeds.
+	if out, errOut, code := run("tools", "-h"); code != 0 || !strings.Contains(out, `(default "warn")`) || errOut != "" {
 		t.Errorf("tools -h: exit %d\n%s\n%s", code, out, errOut)
-	}
-	if _, errOut, code := run(nil, "validate", "-c", good, "--log-level", "debug"); code != 2 || !strings.Contains(errOut, "log-level") {
-		t.Errorf("validate --log-level: exit %d, want 2\n%s", code, errOut)
-	}
-	if _, errOut, code := run(nil, "policy", "test", "-c", good, "--fixture", good, "--expect", "maybe"); code != 2 || !strings.Contains(errOut, "use allow, deny, log or prompt") {
-		t.Errorf("policy test --expect maybe: exit %d, want 2\n%s", code, errOut)
-	}
-	out, _, code := run(nil, "tools", "-c", good)
-	if code != 0 || !strings.Contains(out, "  echo") || !strings.Contains(out, "initial tools/list: dynamic mode") {
-		t.Errorf("tools: exit %d\n%s", code, out)
-	}
-	out, _, _ = run(nil, "tools", "-c", good, "g")
-	if strings.Contains(out, "fake\n") || !strings.Contains(out, "g  ") {
-		t.Errorf("tools for one group:\n%s", out)
-	}
-
-	out, _, code = run(nil, "status", "-c", good)
-	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools)+`\s+\d`).MatchString(out) {
-		t.Errorf("status: exit %d\n%s", code, out)
-	}
-	broken := filepath.Join(dir, "broken.yaml")
-	os.WriteFile(broken, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n  b: { description: broken, command: %q, args: [\"-exit-at-start\", \"4\"] }\n", fakeBin, fakeBin)), 0o600)
-	out, _, code = run(nil, "status", "-c", broken)
-	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(out, "exited (status 4): fake: cannot start: missing API key") {
-		t.Errorf("status with a broken server: exit %d\n%s", code, out)
-	}
-	// A child that runs but never answers is reported as such, not by the
-	// signal the hub stopped it with.
-	silent := filepath.Join(dir, "silent.yaml")
-	os.WriteFile(silent, []byte("settings: { connect_timeout: 1s }\ngroups:\n  s: { description: silent, command: sleep, args: [\"60\"] }\n"), 0o600)
-	out, _, code = run(nil, "status", "-c", silent)
-	if code != 1 || !strings.Contains(out, "no answer to initialize within 1s (connect timeout)") {
-		t.Errorf("status with a silent server: exit %d\n%s", code, out)
 	}
 
 	// dynamic-mcp FILE and DYNAMIC_MCP_CONFIG both serve.
 	for name, argv := range map[string][]string{"file argument": {good}, "environment": nil} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var env []string
 			if argv == nil {
 				env = []string{"DYNAMIC_MCP_CONFIG=" + good}

@@ -27,8 +27,21 @@ var clientFixtures = map[string]string{
 	"zed":             "zed.json",
 }
 
-// runHub runs the hub binary with HOME and DYNAMIC_MCP_HOME in home.
-func runHub(t *testing.T, home string, args ...string) (string, string, error) {
+// runCLI runs a command line in this process (see runCommand) and
+// returns its stdout, its stderr and an error for an exit status but 0.
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	stdout, stderr, code := runCommand(t, "", args...)
+	if code != 0 {
+		return stdout, stderr, fmt.Errorf("exit status %d", code)
+	}
+	return stdout, stderr, nil
+}
+
+// runBinary runs the hub's command (hubBin) with HOME and DYNAMIC_MCP_HOME
+// in home, for a test that must run in parallel with others or ends in a
+// process anyway.
+func runBinary(t *testing.T, home string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := exec.Command(hubBin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"), "DYNAMIC_MCP_CONFIG=", "CODEX_HOME=")
@@ -39,14 +52,14 @@ func runHub(t *testing.T, home string, args ...string) (string, string, error) {
 }
 
 func TestImportEveryClientFormat(t *testing.T) {
-	t.Parallel() // starts its own processes only; overlaps the others' waiting
+	t.Parallel()
 	dir := filepath.Join(repoDir, "testdata", "clients")
 	names := append([]string{"dynamic-mcp.json"}, sortedValues(clientFixtures)...)
 	for _, fixture := range names {
 		t.Run(fixture, func(t *testing.T) {
 			home := t.TempDir()
 			out := filepath.Join(home, "imported.yaml")
-			_, notes, err := runHub(t, home, "import", filepath.Join(dir, fixture), "-o", out)
+			_, notes, err := runCLI(t, "import", filepath.Join(dir, fixture), "-o", out)
 			if err != nil {
 				t.Fatalf("import: %v\n%s", err, notes)
 			}
@@ -65,7 +78,7 @@ func TestImportEveryClientFormat(t *testing.T) {
 			}
 			// What import writes is a config the hub accepts, once the
 			// variables it refers to are set.
-			if _, errOut, err := runHub(t, home, "validate", "-c", out); err != nil && !strings.Contains(errOut, "is not set") {
+			if _, errOut, err := runCLI(t, "validate", "-c", out); err != nil && !strings.Contains(errOut, "is not set") {
 				t.Errorf("validate: %v\n%s", err, errOut)
 			}
 		})
@@ -84,26 +97,26 @@ func TestImportNotesSecretsAndInputsWithoutValues(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	dir := filepath.Join(repoDir, "testdata", "clients")
-	_, notes, err := runHub(t, home, "import", filepath.Join(dir, "claude-desktop.json"), "-o", filepath.Join(home, "a.yaml"))
+	_, notes, err := runCLI(t, "import", filepath.Join(dir, "claude-desktop.json"), "-o", filepath.Join(home, "a.yaml"))
 	if err != nil || !strings.Contains(notes, "server github: env.GITHUB_PERSONAL_ACCESS_TOKEN holds a secret written literally") || strings.Contains(notes, "ghp_literal") {
 		t.Errorf("secret note: %v\n%s", err, notes)
 	}
-	_, notes, _ = runHub(t, home, "import", filepath.Join(dir, "vscode.json"), "-o", filepath.Join(home, "b.yaml"))
+	_, notes, _ = runCLI(t, "import", filepath.Join(dir, "vscode.json"), "-o", filepath.Join(home, "b.yaml"))
 	if !strings.Contains(notes, `input "perplexity-key" becomes ${PERPLEXITY_KEY}`) {
 		t.Errorf("input note:\n%s", notes)
 	}
 	// Without a terminal, import never asks: a placeholder, which validate
 	// warns about.
-	_, warn, err := runHub(t, home, "validate", "-c", filepath.Join(home, "a.yaml"))
+	_, warn, err := runCLI(t, "validate", "-c", filepath.Join(home, "a.yaml"))
 	if err != nil || !strings.Contains(warn, "has the description import left for it") {
 		t.Errorf("validate warning: %v\n%s", err, warn)
 	}
 	// --describe gives one, and a second import merges, leaving what is there.
-	out, _, err := runHub(t, home, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"), "--describe", `brave=Search the web with Brave`)
+	out, _, err := runCLI(t, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"), "--describe", `brave=Search the web with Brave`)
 	if err != nil || !strings.Contains(out, "2 servers imported") {
 		t.Errorf("merge: %v %s", err, out)
 	}
-	out, _, _ = runHub(t, home, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"))
+	out, _, _ = runCLI(t, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"))
 	if !strings.Contains(out, "0 servers imported") || !strings.Contains(out, "left alone: brave, figma") {
 		t.Errorf("second merge: %s", out)
 	}
@@ -135,27 +148,27 @@ func placeFixture(t *testing.T, home, client string) (string, []byte) {
 }
 
 func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
-	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	for _, client := range sortedKeys(clientFixtures) {
 		t.Run(client, func(t *testing.T) {
 			home := t.TempDir()
+			withHome(t, home)
 			path, before := placeFixture(t, home, client)
 			cfg := filepath.Join(home, "hub.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
 
-			out, errOut, err := runHub(t, home, "install", client, "-c", cfg, "--dry-run")
+			out, errOut, err := runCLI(t, "install", client, "-c", cfg, "--dry-run")
 			if err != nil || !strings.Contains(out, "+") || !strings.Contains(out, "dynamic-mcp") {
 				t.Fatalf("dry run: %v\n%s%s", err, out, errOut)
 			}
 			if now, _ := os.ReadFile(path); string(now) != string(before) {
 				t.Fatal("--dry-run wrote the file")
 			}
-			if _, errOut, err := runHub(t, home, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			after, _ := os.ReadFile(path)
 			// The client now has one server: the hub, by absolute paths.
-			_, _, err = runHub(t, home, "import", path, "-o", filepath.Join(home, "check.yaml"))
+			_, _, err = runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml"))
 			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
 			if err != nil || strings.Count(string(check), "description:") != 1 || !strings.Contains(string(check), "dynamic-mcp:") ||
 				!strings.Contains(string(check), cfg) {
@@ -167,7 +180,7 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			} else if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
 				t.Error("the backup is not the file as it was")
 			}
-			if _, errOut, err := runHub(t, home, "uninstall", client); err != nil {
+			if _, errOut, err := runCLI(t, "uninstall", client); err != nil {
 				t.Fatalf("uninstall: %v\n%s", err, errOut)
 			}
 			if now, _ := os.ReadFile(path); string(now) != string(before) {
@@ -178,14 +191,14 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 }
 
 func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
-	t.Parallel()
 	for _, client := range []string{"cursor", "codex"} {
 		t.Run(client, func(t *testing.T) {
 			home := t.TempDir()
+			withHome(t, home)
 			path, _ := placeFixture(t, home, client)
 			cfg := filepath.Join(home, "hub.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
-			if _, errOut, err := runHub(t, home, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			now, _ := os.ReadFile(path)
@@ -194,14 +207,14 @@ func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
 				edited = strings.Replace(string(now), "\n", "\n# edited by the user\n", 1)
 			}
 			os.WriteFile(path, []byte(edited), 0o644)
-			if _, errOut, err := runHub(t, home, "uninstall", client); err != nil {
+			if _, errOut, err := runCLI(t, "uninstall", client); err != nil {
 				t.Fatalf("uninstall: %v\n%s", err, errOut)
 			}
 			restored, _ := os.ReadFile(path)
 			if !strings.Contains(string(restored), "edited by the user") || strings.Contains(string(restored), "dynamic-mcp") {
 				t.Errorf("restored:\n%s", restored)
 			}
-			_, _, err := runHub(t, home, "import", path, "-o", filepath.Join(home, "check.yaml"))
+			_, _, err := runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml"))
 			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
 			if err != nil || strings.Count(string(check), "description:") < 2 {
 				t.Errorf("the servers did not come back:\n%s", check)
@@ -211,14 +224,14 @@ func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
 }
 
 func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
-	t.Parallel()
 	home := t.TempDir()
+	withHome(t, home)
 	path, _ := placeFixture(t, home, "cursor")
 	broken := []byte(`{"mcpServers": {"a": {"command": "x"},,}`)
 	os.WriteFile(path, broken, 0o644)
 	cfg := filepath.Join(home, "hub.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
-	_, errOut, err := runHub(t, home, "install", "cursor", "-c", cfg)
+	_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
 	if err == nil || !strings.Contains(errOut, path) || !strings.Contains(errOut, "left as it is") {
 		t.Errorf("install over a broken config: %v\n%s", err, errOut)
 	}
@@ -244,10 +257,10 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	os.MkdirAll(filepath.Dir(path), 0o700)
 	os.WriteFile(path, b, 0o600)
 	cfg := filepath.Join(home, ".dynamic-mcp", "config.yaml")
-	if _, errOut, err := runHub(t, home, "import", "claude-desktop", "-o", cfg, "--describe", "everything=The reference server", "--describe", "memory=A memory"); err != nil {
+	if _, errOut, err := runBinary(t, home, "import", "claude-desktop", "-o", cfg, "--describe", "everything=The reference server", "--describe", "memory=A memory"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
-	if _, errOut, err := runHub(t, home, "install", "claude-desktop", "-c", cfg); err != nil {
+	if _, errOut, err := runBinary(t, home, "install", "claude-desktop", "-c", cfg); err != nil {
 		t.Fatalf("install: %v\n%s", err, errOut)
 	}
 	var installed struct {
@@ -262,8 +275,9 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	if !ok || len(installed.MCPServers) != 1 || !filepath.IsAbs(entry.Command) {
 		t.Fatalf("installed entry: %s", data)
 	}
-	// Start the hub exactly as the client would, and list its tools.
-	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp")}, append([]string{entry.Command}, entry.Args...)...)
+	// Start the hub exactly as the client would, and list its tools. The
+	// command is the test binary, which runs as the hub when told so.
+	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp"), hubEnvVar + "=1"}, append([]string{entry.Command}, entry.Args...)...)
 	hub.initialize("2025-06-18")
 	hub.waitGroupsReady("everything", "memory")
 	text, _ := toolText(t, hub.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "memory"}}))
@@ -273,8 +287,8 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 }
 
 func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
-	t.Parallel()
 	home := t.TempDir()
+	withHome(t, home)
 	project := filepath.Join(home, "work", "app")
 	os.MkdirAll(project, 0o700)
 	user := map[string]any{"mcpServers": map[string]any{"global": map[string]any{"command": fakeBin}},
@@ -283,7 +297,7 @@ func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
 	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
 	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(fmt.Sprintf(`{"mcpServers": {"shared": {"command": %q}}}`, fakeBin)), 0o600)
 	out := filepath.Join(home, "c.yaml")
-	if _, errOut, err := runHub(t, home, "import", "claude-code", "--project", project, "-o", out, "--probe"); err != nil {
+	if _, errOut, err := runCLI(t, "import", "claude-code", "--project", project, "-o", out, "--probe"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
 	cfg, _ := os.ReadFile(out)

@@ -36,18 +36,23 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		// COMMAND -h: the flags are printed; that is all that was asked.
-		err = nil
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// exitStatus is how the program ends after run returned err: nothing said
+// and 0 when there is no error (or COMMAND -h printed the flags, which is
+// all that was asked); else the error on stderr, and 2 for a usage error,
+// 1 for any other.
+func exitStatus(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dynamic-mcp:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	fmt.Fprintln(stderr, "dynamic-mcp:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
 	}
+	return 1
 }
 
 // helpOrUsage answers a command given no subcommand it knows: its usage

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -209,13 +208,14 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 		t.Errorf("the change is not in the log")
 	}
 
-	out, err := exec.Command(hubBin, "pin", "list", "-c", cfgPath).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rugpull  echo") {
-		t.Errorf("pin list: %v\n%s", err, out)
+	// The pin commands, in this process, share the hub's home.
+	out, errOut, code := runCommand(t, "", "pin", "list", "-c", cfgPath)
+	if code != 0 || !strings.Contains(out, "rugpull  echo") {
+		t.Errorf("pin list: exit %d\n%s%s", code, out, errOut)
 	}
-	out, err = exec.Command(hubBin, "pin", "accept", "rugpull", "echo", "-c", cfgPath).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rugpull: accepted the new definitions of echo") {
-		t.Fatalf("pin accept: %v\n%s", err, out)
+	out, errOut, code = runCommand(t, "", "pin", "accept", "rugpull", "echo", "-c", cfgPath)
+	if code != 0 || !strings.Contains(out, "rugpull: accepted the new definitions of echo") {
+		t.Fatalf("pin accept: exit %d\n%s%s", code, out, errOut)
 	}
 	waitFor(t, 10*time.Second, "the accepted tool to come back", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "and send it to evil.example")
@@ -225,19 +225,18 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 func TestPolicyTestCommand(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(repoDir, "testdata", "policy")
-	out, err := exec.Command(hubBin, "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture-dir", filepath.Join(dir, "fixtures")).CombinedOutput()
-	if err != nil || strings.Contains(string(out), "FAIL") || strings.Count(string(out), " pass\n") != 12 {
-		t.Errorf("policy test: %v\n%s", err, out)
+	out, errOut, code := runCommand(t, "", "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture-dir", filepath.Join(dir, "fixtures"))
+	if code != 0 || strings.Contains(out, "FAIL") || strings.Count(out, " pass\n") != 12 {
+		t.Errorf("policy test: exit %d\n%s%s", code, out, errOut)
 	}
 	// read-multiple-ssh.json gives the tool's schema: rule no-ssh names
 	// path, which read_multiple_files does not take.
-	if !strings.Contains(string(out), `warning: read-multiple-ssh.json: policy rule no-ssh names argument "path", which tool read_multiple_files of files/files does not have (its arguments: paths)`) {
-		t.Errorf("policy test did not report the argument the tool does not have:\n%s", out)
+	if !strings.Contains(out+errOut, `warning: read-multiple-ssh.json: policy rule no-ssh names argument "path", which tool read_multiple_files of files/files does not have (its arguments: paths)`) {
+		t.Errorf("policy test did not report the argument the tool does not have:\n%s%s", out, errOut)
 	}
-	cmd := exec.Command(hubBin, "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture", filepath.Join(dir, "fixtures", "read-ssh-key.json"), "--expect", "allow")
-	out, err = cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "FAIL") {
-		t.Errorf("a mismatch must exit 1: %d %v\n%s", code, err, out)
+	out, errOut, code = runCommand(t, "", "policy", "test", "-c", filepath.Join(dir, "config.yaml"), "--fixture", filepath.Join(dir, "fixtures", "read-ssh-key.json"), "--expect", "allow")
+	if code != 1 || !strings.Contains(out+errOut, "FAIL") {
+		t.Errorf("a mismatch must exit 1: %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -91,6 +91,7 @@ groups:
 }
 
 func TestTimedOutCallIsCancelledAndItsLateReplyDropped(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -107,29 +108,40 @@ groups:
 		t.Errorf("timeout took %s", took)
 	}
 	// The sleep's reply comes after its timeout; the calls made meanwhile
-	// get their own answers, never that one.
+	// get their own answers, never that one. They go on until the fake
+	// has written that reply: it reaches the hub before the answer to the
+	// state call that reports it, so the hub has dropped it by then.
 	text, isErr = c.callText("f__sleep", map[string]any{"ms": 600})
 	if !isErr {
 		t.Fatalf("slow call did not time out: %q", text)
 	}
-	for i := range 20 {
+	var st struct {
+		Cancelled []any `json:"cancelled"`
+		Slept     int   `json:"slept"`
+	}
+	var state string
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; st.Slept == 0; i++ {
 		want := "call " + strconv.Itoa(i)
 		if got, _ := c.callText("f__echo", map[string]any{"text": want}); got != want {
 			t.Fatalf("call %d got %q", i, got)
 		}
-		time.Sleep(30 * time.Millisecond)
+		state, _ = c.callText("f__state", nil)
+		mustUnmarshal(t, []byte(state), &st)
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call's late reply never came")
+		}
 	}
-	state, _ := c.callText("f__state", nil)
-	var st struct {
-		Cancelled []any `json:"cancelled"`
+	if got, _ := c.callText("f__echo", map[string]any{"text": "after"}); got != "after" {
+		t.Fatalf("the call after the late reply got %q", got)
 	}
-	mustUnmarshal(t, []byte(state), &st)
 	if len(st.Cancelled) != 2 {
 		t.Errorf("upstream saw %d notifications/cancelled, want 2: %s", len(st.Cancelled), state)
 	}
 }
 
 func TestMisbehavingUpstreamReplies(t *testing.T) {
+	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -221,7 +233,21 @@ func TestEveryRequestGetsExactlyOneAnswer(t *testing.T) {
 	stdin.Write([]byte(`{"jsonrpc":"2.0","id":201,"method":"ping","params":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "}\n"))
 	stdin.Write([]byte(`{"jsonrpc":"2.0","id":202,"method":"ping","params":{"pad":"` + strings.Repeat("p", 11<<20) + `"}}` + "\n"))
 	ids = append(ids, 200, 201, 202)
-	timeout := time.After(10 * time.Second)
+	// Every request gets an answer; then a last call goes through the
+	// same upstream, after whatever second replies the fake wrote for the
+	// calls above, and the client leaves: the hub stops, and everything
+	// it wrote has been read when its stdout ends. No wait for answers
+	// that should not come.
+	answered := func() bool {
+		for _, id := range ids {
+			if answers[strconv.Itoa(id)] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	timeout := time.After(20 * time.Second)
+	marked := false
 collect:
 	for {
 		select {
@@ -237,7 +263,14 @@ collect:
 			if m.Method == "" {
 				answers[string(m.ID)]++
 			}
+			if string(m.ID) == "300" {
+				stdin.Close()
+			} else if !marked && answered() {
+				marked = true
+				send(300, "tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "last"}})
+			}
 		case <-timeout:
+			t.Error("the hub's stdout did not end after its stdin closed")
 			break collect
 		}
 	}
@@ -249,6 +282,7 @@ collect:
 }
 
 func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
+	t.Parallel()
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 300ms }\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
@@ -276,15 +310,29 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 }
 
 func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
+	t.Parallel()
 	c, hub := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\", \"-grandchild\"] }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
 	pid, grandchild := fakePIDs(t, c)
 	start := time.Now()
 	hub.Process.Signal(syscall.SIGTERM) // an orderly stop begins: the ladder
-	time.Sleep(300 * time.Millisecond)
-	hub.Process.Signal(syscall.SIGTERM) // and this stops it at once
-	hub.Wait()
+	// and a second signal stops it at once. The hub hears the second only
+	// once the first has started the stop, which nothing outside shows:
+	// signal again until it exits. (The ladder alone takes over 10 s: the
+	// child ignores stdin's end and SIGTERM, and each wait is 5 s.)
+	exited := make(chan struct{})
+	go func() { hub.Wait(); close(exited) }()
+	for again := time.NewTicker(20 * time.Millisecond); ; {
+		select {
+		case <-again.C:
+			hub.Process.Signal(syscall.SIGTERM)
+			continue
+		case <-exited:
+			again.Stop()
+		}
+		break
+	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("second signal: the hub took %s to stop", took)
 	}

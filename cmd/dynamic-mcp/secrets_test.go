@@ -11,11 +11,10 @@ import (
 // variables, nor the HTTP token under another name, and does hold the
 // rest and the server's env:.
 func TestChildrenGetNoSecretOfTheHub(t *testing.T) {
-	t.Setenv("DYNAMIC_MCP_TOKEN", "token-from-the-environment")
-	t.Setenv("DMCP_TEST_HUB_TOKEN", "token-from-the-config")
-	t.Setenv("DMCP_TEST_COPY", "token-from-the-environment")
-	t.Setenv("DMCP_TEST_PLAIN", "an ordinary value")
-	c := startHub(t, fmt.Sprintf(`
+	t.Parallel()
+	hubEnv := []string{"DYNAMIC_MCP_TOKEN=token-from-the-environment", "DMCP_TEST_HUB_TOKEN=token-from-the-config",
+		"DMCP_TEST_COPY=token-from-the-environment", "DMCP_TEST_PLAIN=an ordinary value"}
+	c := startHubEnv(t, hubEnv, fmt.Sprintf(`
 http: { token: "${DMCP_TEST_HUB_TOKEN}" }
 groups:
   everything:

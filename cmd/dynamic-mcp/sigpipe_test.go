@@ -109,7 +109,15 @@ func TestClosedStdoutDoesNotKillTheHub(t *testing.T) {
 	// request has nowhere to go. Then it closes stdin.
 	stdout.Close()
 	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1001,"method":"tools/list"}`+"\n")
-	time.Sleep(500 * time.Millisecond)
+	// The answer's write fails (EPIPE): the hub says so and stops.
+	waitFor(t, 10*time.Second, "the hub to find its stdout closed", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return strings.Contains(stderr.String(), "the client stopped reading")
+		}
+	})
 	stdin.Close()
 	select {
 	case <-done:

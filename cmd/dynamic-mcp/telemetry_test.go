@@ -89,6 +89,7 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, the hub (here over stdio) sends
 // the spans of a call to the collector, the last ones as it exits.
 func TestServeExportsTraces(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var names []string
 	traceIDs := map[string]bool{}
@@ -112,8 +113,7 @@ func TestServeExportsTraces(t *testing.T) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer collector.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	c, cmd := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	c, cmd := startHubProcess(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL)
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
 	const traceID = "0af7651916cd43dd8448eb211c80319c"

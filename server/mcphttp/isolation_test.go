@@ -72,6 +72,7 @@ func askAnswering(t *testing.T, c *httpClient, name string) string {
 // stopped when the session ends. Shared, the same elicitation goes to no
 // one (see TestCallContextNeverGuesses): the hub cannot tell whose it is.
 func TestIsolationPerSession(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
 	for _, isolation := range []string{"per-session", "shared"} {
 		t.Run(isolation, func(t *testing.T) {
 			face, mgr, base := isolationHub(t, isolation)

@@ -505,9 +505,20 @@ await check("tools/call unknown tool", async () => {
 });
 
 await check("resources/list", async () => {
-  const [got, want] = await bothLists("listResources", "resources");
-  assertSame("resources", got, want);
-  return { resources: got.length };
+  // The session resource a tool call above made reaches the hub's list
+  // once the hub has handled the upstream's list_changed and listed
+  // again: until then the lists may differ.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [got, want] = await bothLists("listResources", "resources");
+    try {
+      assertSame("resources", got, want);
+      return { resources: got.length };
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await sleep(50);
+  }
 });
 
 await check("resources/read", async () => {

@@ -1,8 +1,14 @@
-// Command fakeupstream is a raw JSON-RPC MCP server over stdio for the hub's
-// tests. It sends what mcp-go's typed structs would drop (unknown fields,
-// unknown content types, $defs and anyOf in schemas), paginates every list,
-// and can be slow, late or crash on purpose. Tests build it with go build.
-package main
+// Package fakeupstream is a raw JSON-RPC MCP server over stdio for the
+// hub's tests. It sends what mcp-go's typed structs would drop (unknown
+// fields, unknown content types, $defs and anyOf in schemas), paginates
+// every list, and can be slow, late or crash on purpose.
+//
+// Nothing builds it on its own (go-sdk's mcp/cmd_test.go pattern): a
+// test package's TestMain calls Run first, then sets EnvVar for the
+// children the tests start, whose configs name the test binary itself
+// (os.Args[0]) as the upstream command; started with EnvVar, the test
+// binary runs the fake instead of its tests.
+package fakeupstream
 
 import (
 	"bufio"
@@ -19,23 +25,34 @@ import (
 	"time"
 )
 
-var (
-	delay    = flag.Duration("delay", 0, "wait this long before answering initialize")
-	pageSize = flag.Int("page", 2, "items per list page")
-	name     = flag.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
-	prefix   = flag.Bool("prefix", false, "prefix tool names with -name")
-	version  = flag.String("version", "", "answer initialize with this protocol version instead of the client's")
+// EnvVar, set to "1", makes a test binary whose TestMain calls Run run the
+// fake upstream instead of its tests. A child inherits it from the tests
+// through any hub in between: the hub keeps from its children only its
+// own DYNAMIC_MCP_* variables, which this name does not begin with.
+const EnvVar = "TEST_FAKE_UPSTREAM"
 
-	exitAtStart = flag.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
-	failFirst   = flag.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
-	countFile   = flag.String("count-file", "", "file that counts this fake's starts, for -fail-first")
-	garbage     = flag.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
-	ignoreTerm  = flag.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
-	grandchild  = flag.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
-	conformance = flag.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
-	floods      = flag.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
-	exact       = flag.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
-	grow        = flag.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
+// flags are the fake's command line, parsed by Main from os.Args; its own
+// set, so that the flags of the test binary it runs in are not mixed in.
+var flags = flag.NewFlagSet("fakeupstream", flag.ExitOnError)
+
+var (
+	delay    = flags.Duration("delay", 0, "wait this long before answering initialize")
+	gate     = flags.String("gate", "", "answer initialize only once this file exists (a barrier the test opens)")
+	pageSize = flags.Int("page", 2, "items per list page")
+	name     = flags.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
+	prefix   = flags.Bool("prefix", false, "prefix tool names with -name")
+	version  = flags.String("version", "", "answer initialize with this protocol version instead of the client's")
+
+	exitAtStart = flags.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
+	failFirst   = flags.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
+	countFile   = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first")
+	garbage     = flags.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
+	ignoreTerm  = flags.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
+	grandchild  = flags.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
+	conformance = flags.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
+	floods      = flags.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
+	exact       = flags.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
+	grow        = flags.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -61,6 +78,12 @@ var state struct {
 	// LastParams are the params of the last tools/call (but state's own),
 	// as a string: the bytes as they arrived.
 	LastParams string `json:"lastParams,omitempty"`
+	// Hanging counts the calls of hang received, Sleeping those of sleep,
+	// Slept the calls of sleep answered (counted once the answer is
+	// written): a test waits for these instead of sleeping.
+	Hanging  int `json:"hanging"`
+	Sleeping int `json:"sleeping"`
+	Slept    int `json:"slept"`
 }
 
 var out = struct {
@@ -94,8 +117,44 @@ type request struct {
 	Params json.RawMessage `json:"params"`
 }
 
-func main() {
-	flag.Parse()
+// Run runs the fake upstream and exits, when the environment asks for it
+// (EnvVar is "1"); else it returns at once. Call it first thing in a
+// TestMain.
+func Run() {
+	if os.Getenv(EnvVar) != "1" {
+		return
+	}
+	Main()
+	os.Exit(0)
+}
+
+// Command makes every child the tests start from now on a fake upstream
+// when it is this test binary, and returns the binary's path, the command
+// for configs to name. Call it in TestMain after Run, before m.Run.
+//
+// The children are built as the tests are, with the race detector under
+// -race; a race-built program waits a second at exit for reports to
+// flush, which every test that stops a fake would pay, so Command turns
+// that wait off (the reports still reach the child's stderr, which the
+// hub logs).
+func Command() string {
+	os.Setenv(EnvVar, "1")
+	gorace := os.Getenv("GORACE")
+	if gorace != "" {
+		gorace += " "
+	}
+	os.Setenv("GORACE", gorace+"atexit_sleep_ms=0")
+	bin, err := os.Executable()
+	if err != nil {
+		bin = os.Args[0]
+	}
+	return bin
+}
+
+// Main is the fake upstream's main: it parses os.Args[1:] and serves MCP
+// on stdin and stdout until stdin ends.
+func Main() {
+	flags.Parse(os.Args[1:])
 	if *exitAtStart >= 0 {
 		fmt.Fprintln(os.Stderr, "fake: cannot start: missing API key")
 		os.Exit(*exitAtStart)
@@ -390,10 +449,25 @@ const exactResult = `{"content":[{"type":"text","text":"<b>bold</b> & \"quoted\"
 // exactProgress is the progress the exact tool reports, written by hand.
 const exactProgress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"total":2,"progress":1e0,"message":"<half> & more"}}`
 
+// waitGate waits until the -gate file exists: the test creates it when
+// what it checks while the upstream is starting has been checked.
+func waitGate() {
+	if *gate == "" {
+		return
+	}
+	for {
+		if _, err := os.Stat(*gate); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func handle(req request) {
 	switch req.Method {
 	case "initialize":
 		time.Sleep(*delay)
+		waitGate()
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 			ClientInfo      struct {
@@ -508,8 +582,14 @@ func call(req request) {
 	case toolName("echo"):
 		reply(req.ID, text(p.Arguments.Text))
 	case toolName("sleep"):
+		state.Lock()
+		state.Sleeping++
+		state.Unlock()
 		time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
 		reply(req.ID, text("slept "+strconv.Itoa(p.Arguments.MS)))
+		state.Lock()
+		state.Slept++
+		state.Unlock()
 	case toolName("rich"):
 		reply(req.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": `{"ok":true}`}}, "structuredContent": map[string]any{"ok": true}})
 	case toolName("weird"):
@@ -564,8 +644,13 @@ func call(req request) {
 		}
 		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + exactResult + `}`)
 	case toolName("hang"):
+		state.Lock()
+		state.Hanging++
+		state.Unlock()
 	case toolName("big"):
-		reply(req.ID, text(strings.Repeat("x", p.Arguments.MS)))
+		// Written by hand: json.Marshal of megabytes, in a test binary
+		// built with -race, takes seconds a test would count as the hub's.
+		sendRaw(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", p.Arguments.MS) + `"}]}}`)
 	case toolName("twice"):
 		reply(req.ID, text("first"))
 		reply(req.ID, text("second"))

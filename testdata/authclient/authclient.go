@@ -1,4 +1,4 @@
-// Command authclient is the client the MCP conformance suite's auth
+// Package authclient is the client the MCP conformance suite's auth
 // scenarios drive: it signs in with dynamic-mcp's auth package, playing the
 // browser itself, then connects with dynamic-mcp's upstream package as the
 // hub would, and lists and calls the server's tools.
@@ -7,7 +7,10 @@
 //
 // MCP_CONFORMANCE_CONTEXT may carry a pre-registered client_id and
 // client_secret.
-package main
+//
+// Nothing builds it on its own: a test binary whose TestMain calls Run
+// runs it in place of its tests when started with EnvVar set to "1".
+package authclient
 
 import (
 	"context"
@@ -28,11 +31,22 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-func main() {
+// EnvVar, set to "1", makes a test binary whose TestMain calls Run run
+// the auth client instead of its tests.
+const EnvVar = "TEST_AUTH_CLIENT"
+
+// Run runs the auth client and exits, when the environment asks for it
+// (EnvVar is "1"); else it returns at once. Call it first thing in a
+// TestMain.
+func Run() {
+	if os.Getenv(EnvVar) != "1" {
+		return
+	}
 	if err := run(os.Args[len(os.Args)-1]); err != nil {
 		fmt.Fprintln(os.Stderr, "authclient:", err)
 		os.Exit(1)
 	}
+	os.Exit(0)
 }
 
 func run(serverURL string) error {
