@@ -68,6 +68,10 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	return s
 }
 
+// moreBuffered reports whether bytes after the last line were read
+// already. Only Read's goroutine may call it.
+func (s *lineStream) moreBuffered() bool { return s.br.Buffered() > 0 }
+
 // boundsWrites reports whether the stream's writes time out by themselves,
 // so that a Conn need not arm a timer for each.
 func (s *lineStream) boundsWrites() bool { return s.deadlines != nil }
