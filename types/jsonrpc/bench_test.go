@@ -47,3 +47,21 @@ func benchPair(b *testing.B) *Conn {
 func newBenchConn(r, w *os.File, opts ConnOptions) *Conn {
 	return NewConn(NewLineStream(r, w, 0), opts)
 }
+
+// BenchmarkConnCallParallel is BenchmarkConnCall with 32 calls in flight.
+func BenchmarkConnCallParallel(b *testing.B) {
+	c := benchPair(b)
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"x"}}`)
+	b.ReportAllocs()
+	b.SetParallelism(16) // 32 callers on 2 CPUs
+	b.RunParallel(func(pb *testing.PB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for pb.Next() {
+			if _, err := c.Call(ctx, "tools/call", params); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

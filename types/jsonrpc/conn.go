@@ -78,16 +78,14 @@ type ConnOptions struct {
 type Conn struct {
 	opts     ConnOptions
 	s        Stream
-	batch    BatchWriter // s, where it writes several messages at once
-	try      TryWriter   // s, where it can write without waiting
-	bounded  bool        // s ends its writes at their deadline: no timer needed
+	batch    BatchWriter  // s, where it writes several messages at once
+	try      TryWriter    // s, where it can write without waiting
+	bounded  bool         // s ends its writes at their deadline: no timer needed
+	buffered moreBuffered // s, where it says whether more was read ahead
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
 	inflight *Inflight
-
-	ctx    context.Context // the handlers'; cancelled by Close
-	cancel context.CancelFunc
 
 	done     chan struct{} // closed when input ended or the connection failed
 	doneOnce sync.Once
@@ -118,14 +116,12 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	if opts.MaxInflight <= 0 {
 		opts.MaxInflight = DefaultMaxInflight
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		opts: opts, s: s,
-		out:      NewOutbox(opts.Outbox),
-		workers:  NewWorkers(),
-		calls:    NewCalls(),
-		inflight: NewInflight(opts.MaxInflight),
-		ctx:      ctx, cancel: cancel,
+		out:       NewOutbox(opts.Outbox),
+		workers:   NewWorkers(),
+		calls:     NewCalls(),
+		inflight:  NewInflight(opts.MaxInflight),
 		done:      make(chan struct{}),
 		readDone:  make(chan struct{}),
 		writeDone: make(chan struct{}),
@@ -133,6 +129,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	}
 	c.batch, _ = s.(BatchWriter)
 	c.try, _ = s.(TryWriter)
+	c.buffered, _ = s.(moreBuffered)
 	if b, ok := s.(writeBounder); ok {
 		c.bounded = b.boundsWrites()
 	}
@@ -278,7 +275,6 @@ func (c *Conn) Close() error {
 	c.Start() // so that the goroutines Close waits for exist
 	c.inflight.Stop()
 	c.finish(ErrClosed)
-	c.cancel()
 	c.inflight.CancelAll()
 	c.inflight.Wait(context.Background())
 	c.out.Close()

@@ -197,16 +197,25 @@ func TestCallsMatchIDBytes(t *testing.T) {
 }
 
 // A stream that panics in Read or Write ends its Conn, reported to
-// Panicked, and nothing else.
+// Panicked, and nothing else: a handler whose answer's write panicked
+// ends, so Close does not wait for it.
 func TestConnStreamPanicEndsOnlyItsConn(t *testing.T) {
-	for _, where := range []string{"read", "write"} {
+	for _, where := range []string{"read", "write", "answer"} {
 		t.Run(where, func(t *testing.T) {
+			answer := where == "answer"
+			if answer {
+				where = "write"
+			}
 			s := &panickyStream{chanStream: newChanStream(), where: where}
 			reported := make(chan any, 2)
 			c := NewConn(s, ConnOptions{Panicked: func(_ string, v any, _ []byte) { reported <- v }})
 			c.Start()
 			defer c.Close()
-			_ = c.Notify("n", nil) // to the writer
+			if answer { // written by the handler's goroutine
+				s.in <- readResult{msg: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)}
+			} else {
+				_ = c.Notify("n", nil) // to the writer
+			}
 			if v := <-reported; v != where {
 				t.Errorf("reported %v", v)
 			}

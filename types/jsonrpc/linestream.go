@@ -38,6 +38,8 @@ type lineStream struct {
 
 	raw       syscall.RawConn // w's, when it is a pipe TryWrite can use
 	deadlines deadliner       // w, when its writes can be given a deadline
+	// deadlineSet is whether a write left a deadline on w; guarded by wmu.
+	deadlineSet bool
 	// rawWrite, rawN and rawErr are TryWrite's, guarded by wmu.
 	rawWrite func(fd uintptr) bool
 	rawN     int
@@ -67,6 +69,10 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	}
 	return s
 }
+
+// moreBuffered reports whether bytes after the last line were read
+// already. Only Read's goroutine may call it.
+func (s *lineStream) moreBuffered() bool { return s.br.Buffered() > 0 }
 
 // boundsWrites reports whether the stream's writes time out by themselves,
 // so that a Conn need not arm a timer for each.
@@ -180,6 +186,7 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 		if err := d.SetWriteDeadline(deadline); err != nil {
 			return err // closed
 		}
+		s.deadlineSet = true // or the past one a cancel sets below
 		stop := func() bool { return true }
 		if watch { // ended before its deadline
 			stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })

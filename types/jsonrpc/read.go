@@ -35,7 +35,14 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 	for {
 		msg, err := c.s.Read()
 		if err == nil {
-			if ctx, m, end := c.receive(msg); m != nil {
+			ctx, m, end := c.receive(msg)
+			switch {
+			case m == nil:
+			case c.buffered != nil && c.buffered.moreBuffered():
+				// More is already here: reading goes on at once on this
+				// goroutine, and a worker answers.
+				c.workers.Go(func() { c.serve(ctx, m, end) })
+			default:
 				c.workers.Go(c.turn)
 				return ctx, m, end
 			}
@@ -130,7 +137,10 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		c.notified(m)
 	default:
 		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
-		ctx, end, refuse := c.inflight.Begin(c.ctx, m.ID)
+		// Not a child of a context of the Conn's: Close and fail cancel
+		// every request in flight themselves (CancelAll), and a request
+		// spares that parent's lock, a contended one at many in flight.
+		ctx, end, refuse := c.inflight.Begin(context.Background(), m.ID)
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil

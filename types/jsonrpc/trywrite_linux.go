@@ -40,6 +40,14 @@ func (s *lineStream) TryWrite(msg []byte) (bool, error) {
 	if s.broken.Load() {
 		return false, errBroken
 	}
+	if s.deadlineSet {
+		// An earlier write's deadline, past or not, would refuse or
+		// bound this one: it never waits anyway.
+		if err := s.deadlines.SetWriteDeadline(time.Time{}); err != nil {
+			return false, err
+		}
+		s.deadlineSet = false
+	}
 	s.wbuf = append(append(s.wbuf[:0], msg...), '\n')
 	if s.rawWrite == nil {
 		s.rawWrite = s.writeRaw // once: a method value allocates

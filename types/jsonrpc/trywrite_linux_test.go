@@ -85,3 +85,24 @@ func TestConnCallToFullPipeEndsAtCtx(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A TryWrite after a write whose deadline has passed is not refused by
+// that old deadline (it was, and the Conn took the refusal for a failed
+// stream and closed an upstream's stdin).
+func TestLineStreamTryWriteAfterADeadline(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewLineStream(r, w, 0)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+	defer cancel()
+	if err := s.Write(ctx, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done() // the write's deadline is over
+	if ok, err := s.(TryWriter).TryWrite([]byte("b")); !ok || err != nil {
+		t.Errorf("TryWrite after a deadline: %v, %v", ok, err)
+	}
+}

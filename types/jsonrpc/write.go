@@ -12,12 +12,6 @@ import (
 // connection fails.
 func (c *Conn) write() {
 	defer close(c.writeDone)
-	defer func() {
-		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
-			c.panicked("", v, debug.Stack())
-			c.fail(fmt.Errorf("%w: writing panicked: %v", ErrWrite, v))
-		}
-	}()
 	for {
 		if c.out.Closed() && c.out.Len() == 0 {
 			return // Close's signal may have been taken by the last batch
@@ -90,16 +84,7 @@ func (c *Conn) writeTimed(msgs ...[]byte) error {
 	if !c.bounded {
 		c.wtimer.Reset(c.opts.WriteTimeout)
 	}
-	var err error
-	if c.batch != nil && len(msgs) > 1 {
-		err = c.batch.WriteBatch(c.wctx, msgs)
-	} else {
-		for _, m := range msgs {
-			if err = c.s.Write(c.wctx, m); err != nil {
-				break
-			}
-		}
-	}
+	err := c.writeStream(msgs)
 	if !c.bounded && !c.wtimer.Disarm() {
 		err = ErrWriteTimeout
 	}
@@ -110,6 +95,27 @@ func (c *Conn) writeTimed(msgs ...[]byte) error {
 		c.fail(err)
 	}
 	return err
+}
+
+// writeStream writes msgs to the stream; a stream that panics has failed
+// to write them (and is reported), so that its writer, whoever it is,
+// goes on to end the connection as for any failed write.
+func (c *Conn) writeStream(msgs [][]byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.panicked("", v, debug.Stack())
+			err = fmt.Errorf("the stream panicked: %v", v)
+		}
+	}()
+	if c.batch != nil && len(msgs) > 1 {
+		return c.batch.WriteBatch(c.wctx, msgs)
+	}
+	for _, m := range msgs {
+		if err := c.s.Write(c.wctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeTimedOut fails the connection whose write took longer than the

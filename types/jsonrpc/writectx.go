@@ -47,6 +47,12 @@ type streamClosingCtx interface{ closesStream() }
 // arms no timer for them.
 type writeBounder interface{ boundsWrites() bool }
 
+// moreBuffered is a stream that can tell whether it has read ahead of
+// the message it returned last: a Conn's reader then keeps reading
+// rather than answering the request itself, so that requests sent
+// together are started together.
+type moreBuffered interface{ moreBuffered() bool }
+
 // ownedTimer runs f when it fires, on the timer's goroutine, and its Stop
 // waits for an f under way: no f runs once Stop has returned.
 type ownedTimer struct {
