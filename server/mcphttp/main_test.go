@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,32 +15,24 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// fakeBin is testdata/fakeupstream, built once by TestMain.
+// fakeBin is the command of the fake upstream: this test binary, which
+// TestMain turns into testdata/fakeupstream in the children it starts.
 var fakeBin string
 
-// TestMain builds the fake upstream, runs the tests, and fails them if
-// any goroutine outlives them: every test closes what it started (the
-// face, the hub, the upstreams), so whatever is left leaked.
+// TestMain runs the tests, and fails them if any goroutine outlives them:
+// every test closes what it started (the face, the hub, the upstreams),
+// so whatever is left leaked.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcphttp-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = filepath.Join(dir, "fakeupstream")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "../../testdata/fakeupstream").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the fake upstream: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	fakeupstream.Run() // started as a fake upstream: serve, then exit
+	fakeBin = fakeupstream.Command()
 	code := m.Run()
-	os.RemoveAll(dir)
 	if code == 0 {
 		http.DefaultClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {
