@@ -57,7 +57,7 @@ func (k *spanKeeper) serverSpans() map[string]sdktrace.ReadOnlySpan {
 func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, a := range s.Attributes() {
 		if a.Key == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
