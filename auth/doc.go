@@ -1,6 +1,6 @@
 // Package auth signs dynamic-mcp in to OAuth-protected upstream servers and
 // keeps it signed in: discovery (RFC 9728, RFC 8414, OpenID) and dynamic
-// client registration (RFC 7591) through mcp-go's OAuth handler, the
+// client registration (RFC 7591) with the hub's own code (discover.go), the
 // authorization code flow with PKCE S256 and the resource parameter (RFC
 // 8707) through golang.org/x/oauth2, a loopback redirect with state and
 // issuer (RFC 9207) checks, a token store of one file per server, and
