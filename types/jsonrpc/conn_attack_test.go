@@ -108,7 +108,15 @@ func TestAttackTwoConnsDoNotBounceErrors(t *testing.T) {
 	cb.Start()
 	_ = cb.out.Send([]byte("not json"))
 	ca.Start()
-	time.Sleep(300 * time.Millisecond)
+	// Each side's stream is ordered: once cb has ca's answer to a call
+	// sent after the bad line, ca has read the bad line and cb has read
+	// ca's refusal; once ca has cb's answer to its own call, ca has read
+	// whatever cb sent back. A ping-pong would have gone on past that.
+	for _, c := range []*Conn{cb, ca, cb} {
+		if _, err := c.Call(t.Context(), "ping", nil); err == nil || !strings.Contains(err.Error(), "Method not found") {
+			t.Fatalf("ping: %v", err)
+		}
+	}
 	ra, rb := refusedA.Load(), refusedB.Load()
 	ca.Close()
 	cb.Close()
