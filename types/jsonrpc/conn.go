@@ -62,8 +62,9 @@ type ConnOptions struct {
 }
 
 // Conn is one JSON-RPC conversation over a Stream of whole messages: the
-// client's stdio, a stdio upstream. It correlates outgoing calls,
-// dispatches incoming requests (at most MaxInflight at once), handles
+// client's stdio, a downstream HTTP session (over a Router, see
+// Relation), an upstream. It correlates outgoing calls, dispatches
+// incoming requests (at most MaxInflight at once), handles
 // cancellation, and writes through a bounded outbox with one writer
 // goroutine and a deadline on every write, so that no reader ever writes
 // and no party that stops reading holds up anyone but itself.
