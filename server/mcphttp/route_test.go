@@ -39,3 +39,36 @@ func TestElicitationDuringCallGoesDownItsPOST(t *testing.T) {
 		t.Errorf("the elicitation went down the GET stream:\n%s", seen)
 	}
 }
+
+// A call the client cancels ends its POST with 202 and no answer (the
+// session's Conn cancels it and answers nothing), and while a request is
+// unanswered another with its id is refused on its own POST, not answered
+// down the first one's.
+func TestCancelledCallEndsItsPOST(t *testing.T) {
+	t.Parallel()
+	face, _, base := isolationHub(t, "shared")
+	c := newHTTPClient(t, base)
+	type result struct {
+		status int
+		body   string
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
+		done <- result{resp.StatusCode, body}
+	}()
+	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.lookup(c.session).Answering() > 0 })
+
+	if _, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); !strings.Contains(body, "already in use") {
+		t.Errorf("a second request with id 5: %s", body)
+	}
+	if resp, _ := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`); resp.StatusCode != 202 {
+		t.Errorf("cancel: %d", resp.StatusCode)
+	}
+	if r := <-done; r.status != 202 || r.body != "" {
+		t.Errorf("the cancelled call's POST: %d %q", r.status, r.body)
+	}
+	if _, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); body != `{"jsonrpc":"2.0","id":5,"result":{}}` {
+		t.Errorf("id 5 again once cancelled: %s", body)
+	}
+}
