@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"bufio"
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,51 @@ func TestCancelledCallEndsItsPOST(t *testing.T) {
 	}
 	if _, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); body != `{"jsonrpc":"2.0","id":5,"result":{}}` {
 		t.Errorf("id 5 again once cancelled: %s", body)
+	}
+}
+
+// Legacy SSE: a request over the session's cap is refused by the
+// session's Conn as over stdio, -32000 down the session's stream, and
+// its POST accepted like any other.
+func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
+	t.Parallel()
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 1", ""), nil)
+	_, ts := serveHTTP(t, h)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	next := func() string { // the next event's data
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
+				return data
+			}
+		}
+		t.Fatalf("the stream ended: %v", events.Err())
+		return ""
+	}
+	endpoint := next()
+	post := func(body string) int {
+		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	post(initializeMsg)
+	next()
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if code := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`); code != http.StatusAccepted {
+		t.Fatalf("the hanging call: %d", code)
+	}
+	if code := post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != http.StatusAccepted {
+		t.Errorf("a request over the cap: %d", code)
+	}
+	if got := next(); !strings.Contains(got, `"id":2,"error":{"code":-32000`) {
+		t.Errorf("over the cap, on the stream: %s", got)
 	}
 }
