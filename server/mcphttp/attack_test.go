@@ -134,11 +134,8 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 		t.Errorf("after disconnects: %.300s", body)
 	}
 	hs := face.lookup(c.session)
-	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.inflight.Len() == 0 })
-	hs.mu.Lock()
-	n := len(hs.streams)
-	hs.mu.Unlock()
-	if n != 0 {
+	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.Answering() == 0 })
+	if n := hs.st.open(); n != 0 {
 		t.Errorf("%d POST streams still registered", n)
 	}
 	http.DefaultClient.CloseIdleConnections()
@@ -237,12 +234,12 @@ func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 }
 
 func (hs *httpSession) standaloneLen() int {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.standalone == nil {
+	hs.st.mu.Lock()
+	defer hs.st.mu.Unlock()
+	if hs.st.standalone == nil {
 		return 0
 	}
-	return hs.standalone.out.Len()
+	return hs.st.standalone.out.Len()
 }
 
 // waitGoroutines waits for the goroutine count to come back to before

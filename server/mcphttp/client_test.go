@@ -138,7 +138,7 @@ func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
 }
 
 func (hs *httpSession) hasStandalone() bool {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	return hs.standalone != nil
+	hs.st.mu.Lock()
+	defer hs.st.mu.Unlock()
+	return hs.st.standalone != nil
 }

@@ -6,6 +6,13 @@
 // and the limits that keep the hub's memory bounded whatever clients do
 // (sessions, bodies, requests in flight, failed token attempts).
 //
+// Each session runs on one jsonrpc.Conn, over a stream of its own
+// (sessionStream): the messages POSTed in, and each message the Conn
+// writes routed to the POST of the request it relates to, else the GET
+// (or legacy SSE) stream. Admission, answer-once, cancellation and the
+// client's answers are the Conn's; this package keeps what must be an
+// HTTP status (limits, headers, unknown sessions).
+//
 // Every goroutine it starts is its own: Close ends the sessions and waits
 // for them. A request whose handling panics is answered -32603 and logged
 // with its stack; every other request and session goes on.

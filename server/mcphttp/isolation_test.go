@@ -100,7 +100,7 @@ func TestIsolationPerSession(t *testing.T) {
 			}()
 			waitFor(t, 5*time.Second, "b's call in flight", func() bool {
 				hs := face.lookup(b.session)
-				return hs != nil && hs.inflight.Len() > 0
+				return hs != nil && hs.Answering() > 0
 			})
 			got := askAnswering(t, a, "alice")
 			switch isolation {

@@ -34,7 +34,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	// a client that POSTs at once must find its answer a place to go
 	// (what is queued meanwhile is written after the endpoint event).
 	st := newStream()
-	hs.claimStandalone(st) // a new session's: always free
+	hs.st.claimStandalone(st) // a new session's: always free
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
@@ -57,48 +57,38 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	msg, release, ok := s.readMessage(w, r)
+	msg, body, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
 	if !msg.IsRequest() {
 		defer release()
+		if !hs.st.deliver(r.Context(), body) {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
 	}
-	switch {
-	case msg.IsNotification():
-		if msg.Method == "notifications/cancelled" {
-			hs.inflight.Cancel(msg.Params)
-		}
-		hs.sess.Notification(msg)
-	case msg.IsRequest():
-		if hs.answersBacklogged() {
-			// Every answer goes down the one stream: a client that does not
-			// read it cannot have more queued there.
-			release()
-			writeJSON(w, http.StatusTooManyRequests, nil, jsonrpc.EncodeError(msg.ID,
-				jsonrpc.Errorf(jsonrpc.CodeServerBusy, "too many answers waiting on the SSE stream: read it")))
-			return
-		}
-		// Refusals are answered on the POST itself: a client that floods
-		// requests and does not read its stream cannot queue them there.
-		a, ok := s.admit(w, hs, msg, nil, release, func(e *jsonrpc.Error) int {
-			if e.Code == jsonrpc.CodeServerBusy {
-				return http.StatusTooManyRequests
-			}
-			return http.StatusBadRequest
-		})
-		if !ok {
-			return
-		}
-		if !s.run(w, hs, a, func(answer []byte) {
-			if answer != nil {
-				_ = hs.deliver(hs.ctx, answer, true)
-			}
-		}) {
-			return
-		}
-	default:
-		hs.calls.Resolve(msg)
+	if hs.st.backlogged(hs.inflight) {
+		// Every answer goes down the one stream: a client that does not
+		// read it cannot have more queued there.
+		release()
+		writeJSON(w, http.StatusTooManyRequests, nil, jsonrpc.EncodeError(msg.ID,
+			jsonrpc.Errorf(jsonrpc.CodeServerBusy, "too many answers waiting on the SSE stream: read it")))
+		return
+	}
+	// A duplicate id is refused on the POST itself: a client that floods
+	// requests and does not read its stream cannot queue them there. The
+	// answer goes down the session's stream, and releases the request.
+	p, ok := s.expect(w, hs, msg, nil, release, http.StatusBadRequest, false)
+	if !ok {
+		return
+	}
+	if !hs.st.deliver(r.Context(), body) {
+		hs.st.forget(msg.ID, p)
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
 	}
 	w.WriteHeader(http.StatusAccepted)
 }

@@ -224,10 +224,7 @@ func (s *Server) reserveSession() error {
 	var victimSeen time.Time
 	if len(s.sessions)+s.pending >= s.opts.MaxSessions {
 		for _, hs := range s.sessions {
-			hs.mu.Lock()
-			idle := len(hs.streams) == 0 && hs.standalone == nil && hs.inflight.Len() == 0
-			seen := hs.lastSeen
-			hs.mu.Unlock()
+			idle, seen := hs.idle()
 			if idle && (victim == nil || seen.Before(victimSeen)) {
 				victim, victimSeen = hs, seen
 			}

@@ -92,7 +92,7 @@ func flatFakeYAML(stateDir, settings, group string) string {
 // runHub runs a hub for the config yaml, observed by obs (if not nil),
 // built and started in serve's order, until the test ends; it returns once
 // the hub lists the fake upstream's tools.
-func runHub(t *testing.T, yaml string, obs traffic.Observer) (*server.Hub, *upstream.Manager) {
+func runHub(t testing.TB, yaml string, obs traffic.Observer) (*server.Hub, *upstream.Manager) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {

@@ -1,10 +1,8 @@
 package mcphttp
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -66,14 +64,14 @@ type Server struct {
 	mu       sync.Mutex // guards sessions, pending and closed
 	sessions map[string]*httpSession
 	pending  int  // sessions being made, counted against the cap
-	closed   bool // no more sessions or request goroutines
+	closed   bool // no more sessions
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	bodies   *byteBudget
 	guard    *Guard // the checks of every endpoint but the public ones
 
 	stop chan struct{}  // closed by Close: handlers and streams return
-	wg   sync.WaitGroup // the janitor and every request goroutine
+	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
 	once sync.Once
 }
 
@@ -136,26 +134,6 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 	})
 	return nil
-}
-
-// spawn runs f on a goroutine that Close waits for; false when the face
-// is closed and f was not run.
-func (s *Server) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Go(f)
-	return true
-}
-
-// serve answers one client request on hs. The panic boundary is the
-// hub's (server.Session.Request): a request whose handling panics is
-// answered -32603, logged with its stack and counted; every other request
-// and session goes on.
-func (s *Server) serve(ctx context.Context, hs *httpSession, msg *jsonrpc.Message) (json.RawMessage, error) {
-	return hs.sess.Request(ctx, msg)
 }
 
 func newSessionID() string {

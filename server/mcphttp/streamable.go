@@ -63,13 +63,14 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*httpSession, 
 // or not a valid message. The body's bytes are reserved from the budget
 // of bodies first (waiting up to the body timeout for room); release gives
 // them back once the message is handled, and must be called when ok.
-func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, release func(), ok bool) {
+// body is the message's bytes, for the session's Conn.
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
 	limit := s.hub.Settings().MaxMessageSize
 	if r.ContentLength > int64(limit) {
 		// Not read: only its start, for the id of the refusal.
 		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	want := int64(limit) + 1 // unknown length: room for the largest
 	if r.ContentLength >= 0 {
@@ -80,10 +81,10 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonr
 	cancel()
 	if err != nil {
 		unavailable(w, "too many request bodies being read")
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	release = sync.OnceFunc(func() { s.bodies.release(held) })
-	body, err := s.readBody(w, r, limit)
+	body, err = s.readBody(w, r, limit)
 	if err != nil {
 		release()
 		status := http.StatusBadRequest
@@ -92,12 +93,12 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonr
 			w.Header().Set("Connection", "close")
 		}
 		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	if len(body) > limit {
 		release()
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	msg, err = jsonrpc.Decode(body)
 	if err != nil {
@@ -108,9 +109,9 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonr
 			id = de.ID
 		}
 		writeJSONError(w, http.StatusBadRequest, id, jsonrpc.ToError(err))
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return msg, release, true
+	return msg, body, release, true
 }
 
 // readBody reads r's body, up to limit+1 bytes, within the body timeout:
@@ -131,12 +132,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	msg, release, ok := s.readMessage(w, r)
+	msg, body, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
-	}
-	if !msg.IsRequest() {
-		defer release()
 	}
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
@@ -161,21 +159,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			defer s.drop(hs)
 		}
 	} else if hs, ok = s.session(w, r); !ok {
-		if msg.IsRequest() {
-			release()
-		}
+		release()
 		return
 	}
-	switch {
-	case msg.IsNotification():
-		if msg.Method == "notifications/cancelled" {
-			hs.inflight.Cancel(msg.Params)
+	if !msg.IsRequest() {
+		// A notification or an answer to a request of the hub's: the
+		// session's Conn takes it (notifications/cancelled included).
+		defer release()
+		if !hs.st.deliver(r.Context(), body) {
+			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
+			return
 		}
-		hs.sess.Notification(msg)
-		w.WriteHeader(http.StatusAccepted)
-		return
-	case msg.IsResponse():
-		hs.calls.Resolve(msg)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -183,48 +177,43 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
-	s.request(w, r, hs, msg, header, release)
+	s.request(w, r, hs, msg, body, header, release)
 }
 
-// request answers a client request on a POST. The answer is plain JSON
-// unless something must reach the client before it (progress, a log
-// message, a request of the hub's during a tool call): then, and only
-// then, the response becomes an event stream, with the answer as its last
-// event.
+// request answers a client request on a POST: the session's Conn answers
+// it, and the session's stream routes the answer, and what relates to the
+// request, here. The answer is plain JSON unless something must reach the
+// client before it (progress, a log message, a request of the hub's
+// during a tool call): then, and only then, the response becomes an
+// event stream, with the answer as its last event.
 //
 // release gives back the body's bytes once the request is answered; the
 // request counts against the cap in all until then.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
-	a, ok := s.admit(w, hs, msg, header, release, func(*jsonrpc.Error) int { return http.StatusOK })
+func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
+	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
 		return
 	}
-	var st *stream
-	if acceptsSSE(r) {
-		st = newStream()
-		hs.addStream(st)
-		defer hs.removeStream(st)
-		a.ctx = context.WithValue(a.ctx, streamKey{}, st)
-	}
-	answered := make(chan []byte, 1) // nil: cancelled by the client, no answer
-	if !s.run(w, hs, a, func(answer []byte) { answered <- answer }) {
+	defer func() { hs.st.forget(msg.ID, p); hs.touch() }()
+	if !hs.st.deliver(r.Context(), body) {
+		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
 	var sw *sseWriter
 	var ready <-chan struct{}
-	if st != nil {
-		ready = st.out.Ready()
+	if p.out != nil {
+		ready = p.out.out.Ready()
 	}
 	for {
 		select {
-		case resp := <-answered:
+		case resp := <-p.answer:
 			var early [][]byte
-			if st != nil {
-				early = st.out.TakeNow()
+			if p.out != nil {
+				early = p.out.out.TakeNow()
 			}
 			switch {
 			case resp == nil && sw == nil:
-				w.WriteHeader(http.StatusAccepted)
+				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 			case sw == nil && len(early) == 0:
 				writeJSON(w, http.StatusOK, header, resp)
 			default:
@@ -241,7 +230,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			}
 			return
 		case <-ready:
-			batch := st.out.TakeNow()
+			batch := p.out.out.TakeNow()
 			if len(batch) == 0 {
 				continue
 			}
@@ -255,6 +244,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 				return // the client stopped reading this stream
 			}
 		case <-r.Context().Done():
+			return
+		case <-hs.st.Done():
 			return
 		case <-s.stop:
 			return
@@ -281,7 +272,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	// stream a session: a second is refused while the first is open, so
 	// that no one who learns a session id can take its stream over.
 	st := newStream()
-	if !hs.claimStandalone(st) {
+	if !hs.st.claimStandalone(st) {
 		http.Error(w, "Conflict: the session's GET stream is already open", http.StatusConflict)
 		return
 	}

@@ -62,8 +62,9 @@ type ConnOptions struct {
 }
 
 // Conn is one JSON-RPC conversation over a Stream of whole messages: the
-// client's stdio, a stdio upstream. It correlates outgoing calls,
-// dispatches incoming requests (at most MaxInflight at once), handles
+// client's stdio, a downstream HTTP session (over a Router, see
+// Relation), an upstream. It correlates outgoing calls, dispatches
+// incoming requests (at most MaxInflight at once), handles
 // cancellation, and writes through a bounded outbox with one writer
 // goroutine and a deadline on every write, so that no reader ever writes
 // and no party that stops reading holds up anyone but itself.
@@ -81,6 +82,7 @@ type Conn struct {
 	batch    BatchWriter  // s, where it writes several messages at once
 	try      TryWriter    // s, where it can write without waiting
 	bounded  bool         // s ends its writes at their deadline: no timer needed
+	routes   bool         // s is a Router: each write says what it relates to
 	buffered moreBuffered // s, where it says whether more was read ahead
 	out      *Outbox
 	workers  *Workers
@@ -134,6 +136,10 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 		c.bounded = b.boundsWrites()
 	}
 	c.wctx = newWriteCtx()
+	if r, ok := s.(Router); ok && r.Routes() {
+		c.routes, c.wctx.routes = true, true
+		c.batch, c.try = nil, nil // one message a Write, each with its Relation
+	}
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
 	c.turn = c.readTurn
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
@@ -200,12 +206,13 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	}
 	traceSent(ctx, id)
 	msg := EncodeRequest(id, method, params)
+	rel := c.relation(ctx, false)
 	switch {
 	case ctx.Done() == nil:
-		err = c.send(msg) // nothing to return early for: write it here
+		err = c.send(msg, rel) // nothing to return early for: write it here
 	case c.tryWrite(msg):
 	default:
-		err = c.out.Send(msg)
+		err = c.out.SendRelated(msg, rel)
 	}
 	if err != nil {
 		c.calls.Forget(id)
@@ -215,7 +222,7 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	if err != nil && ctx.Err() != nil {
 		// The peer is told, as MCP asks, so it can stop the work.
 		reason := marshalOrNull(map[string]any{"requestId": id, "reason": ctx.Err().Error()})
-		_ = c.out.Notify(EncodeNotification("notifications/cancelled", reason))
+		_ = c.out.SendRelated(EncodeNotification("notifications/cancelled", reason), c.relation(ctx, true))
 	}
 	return res, err
 }
@@ -227,6 +234,22 @@ func (c *Conn) Notify(method string, params json.RawMessage) error {
 
 // NotifyRaw sends a notification already encoded.
 func (c *Conn) NotifyRaw(msg []byte) error { return c.closedErr(c.out.Notify(msg)) }
+
+// NotifyRawContext is NotifyRaw for a notification sent with ctx: over a
+// Router, one sent with a handler's ctx relates to its request (see
+// RelatedID).
+func (c *Conn) NotifyRawContext(ctx context.Context, msg []byte) error {
+	return c.closedErr(c.out.SendRelated(msg, c.relation(ctx, true)))
+}
+
+// relation is the Relation of a message sent with ctx: none but its kind
+// unless the stream routes.
+func (c *Conn) relation(ctx context.Context, notification bool) Relation {
+	if !c.routes {
+		return Relation{Notification: notification}
+	}
+	return Relation{ID: RelatedID(ctx), Notification: notification}
+}
 
 func (c *Conn) closedErr(err error) error {
 	if errors.Is(err, ErrClosed) {

@@ -31,9 +31,10 @@ type Outbox struct {
 
 	mu     sync.Mutex // guards the fields below
 	queue  [][]byte
-	notes  int  // notifications in queue
-	bytes  int  // bytes in queue
-	closed bool // no more sends; what is queued can still be taken
+	rels   []Relation // rels[i] is queue[i]'s
+	notes  int        // notifications in queue
+	bytes  int        // bytes in queue
+	closed bool       // no more sends; what is queued can still be taken
 	wake   chan struct{}
 	taken  chan struct{} // signalled when the writer takes what waits
 }
@@ -47,12 +48,18 @@ func NewOutbox(limit int) *Outbox {
 }
 
 // Send queues a message that must not be lost (a response or request).
-func (o *Outbox) Send(msg []byte) error { return o.put(msg, false) }
+func (o *Outbox) Send(msg []byte) error { return o.put(msg, Relation{}, false) }
 
 // Notify queues a notification, or drops it when the peer is behind.
-func (o *Outbox) Notify(msg []byte) error { return o.put(msg, true) }
+func (o *Outbox) Notify(msg []byte) error { return o.put(msg, Relation{Notification: true}, true) }
 
-func (o *Outbox) put(msg []byte, note bool) error {
+// SendRelated queues msg with its Relation (see TakeRelated): a
+// notification (rel.Notification) as Notify would, else as Send.
+func (o *Outbox) SendRelated(msg []byte, rel Relation) error {
+	return o.put(msg, rel, rel.Notification)
+}
+
+func (o *Outbox) put(msg []byte, rel Relation, note bool) error {
 	o.mu.Lock()
 	switch {
 	case o.closed:
@@ -64,6 +71,7 @@ func (o *Outbox) put(msg []byte, note bool) error {
 		return ErrDropped
 	}
 	o.queue = append(o.queue, msg)
+	o.rels = append(o.rels, rel)
 	o.bytes += len(msg)
 	if note {
 		o.notes++
@@ -92,15 +100,21 @@ func (o *Outbox) Ready() <-chan struct{} { return o.wake }
 
 // TakeNow returns every message waiting, oldest first, without waiting.
 func (o *Outbox) TakeNow() [][]byte {
+	batch, _ := o.TakeRelated()
+	return batch
+}
+
+// TakeRelated is TakeNow with each message's Relation.
+func (o *Outbox) TakeRelated() ([][]byte, []Relation) {
 	o.mu.Lock()
-	batch := o.queue
-	o.queue, o.notes, o.bytes = nil, 0, 0
+	batch, rels := o.queue, o.rels
+	o.queue, o.rels, o.notes, o.bytes = nil, nil, 0, 0
 	o.mu.Unlock()
 	select {
 	case o.taken <- struct{}{}:
 	default:
 	}
-	return batch
+	return batch, rels
 }
 
 // maxQueuedBytes bounds what may wait for a slow peer before whoever adds

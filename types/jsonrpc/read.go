@@ -68,7 +68,10 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 // serve answers a request the reader admitted.
 func (c *Conn) serve(ctx context.Context, m *Message, end func(func()) bool) {
 	res, err := c.handle(ctx, m)
-	end(func() { _ = c.send(Answer(m.ID, res, err)) })
+	rel := Relation{ID: m.ID, Answer: true}
+	if !end(func() { _ = c.send(Answer(m.ID, res, err), rel) }) && c.routes {
+		_ = c.send(nil, rel) // the router closes what it kept for the answer
+	}
 }
 
 // tooLarge answers a message over the size limit: the call it answers
@@ -140,7 +143,11 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		// Not a child of a context of the Conn's: Close and fail cancel
 		// every request in flight themselves (CancelAll), and a request
 		// spares that parent's lock, a contended one at many in flight.
-		ctx, end, refuse := c.inflight.Begin(context.Background(), m.ID)
+		parent := context.Background()
+		if c.routes {
+			parent = withRequest(parent, m.ID)
+		}
+		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
@@ -171,5 +178,5 @@ func (c *Conn) handle(ctx context.Context, m *Message) (res json.RawMessage, err
 // nothing but refused messages cannot grow the queue without bound.
 func (c *Conn) reply(id, result json.RawMessage, err error) {
 	c.out.WaitRoom(c.opts.MaxInflight, c.done)
-	_ = c.out.Send(Answer(id, result, err))
+	_ = c.out.SendRelated(Answer(id, result, err), Relation{ID: id, Answer: true})
 }

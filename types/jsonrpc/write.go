@@ -22,7 +22,7 @@ func (c *Conn) write() {
 			return
 		}
 		c.wmu.Lock()
-		batch := c.out.TakeNow()
+		batch, rels := c.out.TakeRelated()
 		if len(batch) == 0 {
 			c.wmu.Unlock()
 			if c.out.Closed() {
@@ -30,7 +30,7 @@ func (c *Conn) write() {
 			}
 			continue
 		}
-		err := c.writeTimed(batch...)
+		err := c.writeTimed(rels, batch...)
 		c.wmu.Unlock()
 		if err != nil {
 			return
@@ -42,10 +42,14 @@ func (c *Conn) write() {
 // it and no write is under way it is written at once, on the calling
 // goroutine (a handler, which may wait on the peer anyway; never the
 // reader), saving the hand-off to the writer; else it is queued.
-func (c *Conn) send(msg []byte) error {
+func (c *Conn) send(msg []byte, rel Relation) error {
 	if c.wmu.TryLock() {
 		if c.out.Len() == 0 && !c.out.Closed() {
-			err := c.writeTimed(msg)
+			var rels []Relation
+			if c.routes {
+				rels = []Relation{rel}
+			}
+			err := c.writeTimed(rels, msg)
 			c.wmu.Unlock()
 			if err != nil {
 				return c.closedErr(ErrClosed)
@@ -54,7 +58,7 @@ func (c *Conn) send(msg []byte) error {
 		}
 		c.wmu.Unlock()
 	}
-	return c.out.Send(msg)
+	return c.out.SendRelated(msg, rel)
 }
 
 // tryWrite writes msg at once, on the calling goroutine, when nothing
@@ -78,13 +82,14 @@ func (c *Conn) tryWrite(msg []byte) bool {
 // writeTimed writes msgs within the write timeout. At the timeout the
 // connection fails, which closes the stream, so that a write blocked on a
 // stream without deadlines of its own ends too. A failed write ends the
-// connection. c.wmu is held.
-func (c *Conn) writeTimed(msgs ...[]byte) error {
+// connection. rels are the msgs' Relations, for a Router (nil
+// otherwise). c.wmu is held.
+func (c *Conn) writeTimed(rels []Relation, msgs ...[]byte) error {
 	c.wctx.deadline.Store(time.Now().Add(c.opts.WriteTimeout).UnixNano())
 	if !c.bounded {
 		c.wtimer.Reset(c.opts.WriteTimeout)
 	}
-	err := c.writeStream(msgs)
+	err := c.writeStream(rels, msgs)
 	if !c.bounded && !c.wtimer.Disarm() {
 		err = ErrWriteTimeout
 	}
@@ -100,7 +105,7 @@ func (c *Conn) writeTimed(msgs ...[]byte) error {
 // writeStream writes msgs to the stream; a stream that panics has failed
 // to write them (and is reported), so that its writer, whoever it is,
 // goes on to end the connection as for any failed write.
-func (c *Conn) writeStream(msgs [][]byte) (err error) {
+func (c *Conn) writeStream(rels []Relation, msgs [][]byte) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.panicked("", v, debug.Stack())
@@ -110,7 +115,10 @@ func (c *Conn) writeStream(msgs [][]byte) (err error) {
 	if c.batch != nil && len(msgs) > 1 {
 		return c.batch.WriteBatch(c.wctx, msgs)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if c.routes {
+			c.wctx.rel = rels[i]
+		}
 		if err := c.s.Write(c.wctx, m); err != nil {
 			return err
 		}

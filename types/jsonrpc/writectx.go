@@ -16,13 +16,22 @@ type writeCtx struct {
 	deadline atomic.Int64  // unix nanoseconds: the end of the write under way
 	expired  chan struct{} // closed when a write timed out
 	once     sync.Once
+	routes   bool     // the stream is a Router: Value gives rel
+	rel      Relation // the Relation of the message being written
 }
 
 func newWriteCtx() *writeCtx { return &writeCtx{expired: make(chan struct{})} }
 
 func (w *writeCtx) Deadline() (time.Time, bool) { return time.Unix(0, w.deadline.Load()), true }
 func (w *writeCtx) Done() <-chan struct{}       { return w.expired }
-func (w *writeCtx) Value(any) any               { return nil }
+
+// Value gives the Relation of the message being written, to a Router.
+func (w *writeCtx) Value(key any) any {
+	if w.routes && key == (relationKey{}) {
+		return w.rel
+	}
+	return nil
+}
 
 func (w *writeCtx) Err() error {
 	select {

@@ -1,0 +1,243 @@
+package mcphttp
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// sessionStream is the jsonrpc.Stream of one HTTP session, the one its
+// Conn runs on: Read returns the messages the client POSTs, and Write
+// routes each message the Conn writes by its jsonrpc.Relation. Over
+// Streamable HTTP a request's answer, and what is sent while it is
+// handled, go down the POST that brought it (MCP spec, basic/transports:
+// a POST's stream carries what relates to its request); the rest goes
+// down the GET stream, and a request of the hub's with nowhere else to go
+// down the POST stream opened last. Over legacy SSE everything goes down
+// the session's one SSE stream.
+//
+// Write never waits on the client: it queues on the HTTP stream's
+// bounded outbox, which the HTTP handler owning that response writes.
+type sessionStream struct {
+	legacy bool
+	in     chan []byte   // POSTed messages, to Read
+	closed chan struct{} // closed by Close
+	once   sync.Once
+	lost   atomic.Uint64 // notifications dropped or with no stream
+
+	mu         sync.Mutex       // guards posts, order and standalone
+	posts      map[string]*post // the client's requests not yet answered, by id
+	order      []*post          // posts with a stream, oldest first
+	standalone *stream          // the GET stream, or the legacy SSE stream
+}
+
+// post is one client request not yet answered: its answer is handed to
+// answer (nil: it ended unanswered) and release called once.
+type post struct {
+	out     *stream // its POST's stream; nil over legacy SSE or a JSON-only POST
+	answer  chan []byte
+	release func()
+}
+
+// stream is one place the hub's messages to a client can go: a POST's
+// response, or a GET stream. Writes put messages in its bounded outbox;
+// only the HTTP handler that owns the response writes them, each write
+// with a deadline.
+type stream struct {
+	out *jsonrpc.Outbox
+}
+
+func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
+
+func newSessionStream(legacy bool) *sessionStream {
+	return &sessionStream{legacy: legacy, in: make(chan []byte), closed: make(chan struct{}), posts: map[string]*post{}}
+}
+
+// Routes marks the stream a jsonrpc.Router.
+func (ss *sessionStream) Routes() bool { return true }
+
+// Read returns the next message POSTed; io.EOF once the stream is closed.
+func (ss *sessionStream) Read() ([]byte, error) {
+	select {
+	case b := <-ss.in:
+		return b, nil
+	case <-ss.closed:
+		return nil, io.EOF
+	}
+}
+
+// Close ends Read and the session's streams.
+func (ss *sessionStream) Close() error {
+	ss.once.Do(func() { close(ss.closed) })
+	return nil
+}
+
+// Done is closed when the stream is.
+func (ss *sessionStream) Done() <-chan struct{} { return ss.closed }
+
+// deliver hands msg, POSTed by the client, to the Conn; false when the
+// session ended or ctx did first.
+func (ss *sessionStream) deliver(ctx context.Context, msg []byte) bool {
+	select {
+	case ss.in <- msg:
+		return true
+	case <-ss.closed:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// expect registers the client's request id, POSTed with out as its stream
+// (nil: none), before it is delivered; false when a request with that id
+// is still unanswered (an HTTP session cannot route two answers by one
+// id).
+func (ss *sessionStream) expect(id []byte, p *post) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, dup := ss.posts[string(id)]; dup {
+		return false
+	}
+	ss.posts[string(id)] = p
+	if p.out != nil {
+		ss.order = append(ss.order, p)
+	}
+	return true
+}
+
+// forget drops the request id's POST (answered, or its HTTP request gone):
+// what relates to it goes to the GET stream from now on.
+func (ss *sessionStream) forget(id []byte, p *post) {
+	ss.mu.Lock()
+	if ss.posts[string(id)] == p {
+		delete(ss.posts, string(id))
+	}
+	for i, x := range ss.order {
+		if x == p {
+			ss.order = append(ss.order[:i], ss.order[i+1:]...)
+			break
+		}
+	}
+	ss.mu.Unlock()
+	if p.out != nil {
+		p.out.out.Close()
+	}
+	p.release()
+}
+
+// releaseAll releases every request still registered, once the Conn has
+// closed: none will be answered.
+func (ss *sessionStream) releaseAll() {
+	ss.mu.Lock()
+	posts := ss.posts
+	ss.posts, ss.order = map[string]*post{}, nil
+	ss.mu.Unlock()
+	for _, p := range posts {
+		p.release()
+	}
+}
+
+// Write routes msg by its Relation (see sessionStream). It never fails:
+// a message with nowhere to go is dropped (and a notification counted),
+// as the spec lets a server do when the client has no stream open.
+func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
+	rel := jsonrpc.RelationOf(ctx)
+	ss.mu.Lock()
+	p := ss.posts[string(rel.ID)]
+	if rel.Answer && p != nil {
+		delete(ss.posts, string(rel.ID))
+	}
+	to := ss.standalone
+	switch {
+	case ss.legacy:
+	case p != nil && p.out != nil:
+		to = p.out
+	case rel.Answer:
+		to = nil // an answer goes down its own POST or nowhere
+	case to == nil && !rel.Notification && len(ss.order) > 0:
+		to = ss.order[len(ss.order)-1].out // the client listens there
+	}
+	ss.mu.Unlock()
+	if rel.Answer && p != nil {
+		p.release()
+		if !ss.legacy {
+			p.answer <- msg // buffered, and the Conn answers once
+			return nil
+		}
+	}
+	switch {
+	case msg == nil:
+	case to == nil:
+		if rel.Notification {
+			ss.lost.Add(1)
+		}
+	case rel.Notification:
+		if to.out.Notify(msg) != nil {
+			ss.lost.Add(1)
+		}
+	default:
+		_ = to.out.Send(msg)
+	}
+	return nil
+}
+
+// reachable reports whether a request of the hub's sent in relation to
+// the client's request id (nil: none) has a stream to go down.
+func (ss *sessionStream) reachable(id []byte) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if p := ss.posts[string(id)]; p != nil && p.out != nil {
+		return true
+	}
+	return ss.standalone != nil || !ss.legacy && len(ss.order) > 0
+}
+
+// open is how many HTTP streams of the session are open.
+func (ss *sessionStream) open() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := len(ss.order)
+	if ss.standalone != nil {
+		n++
+	}
+	return n
+}
+
+// claimStandalone makes st the session's GET stream, unless one is open
+// or the session ended: the spec allows one, and the first stays the
+// client's (a second GET with the same session id is answered 409
+// Conflict).
+func (ss *sessionStream) claimStandalone(st *stream) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	select {
+	case <-ss.closed:
+		return false
+	default:
+	}
+	if ss.standalone != nil {
+		return false
+	}
+	ss.standalone = st
+	return true
+}
+
+func (ss *sessionStream) clearStandalone(st *stream) {
+	st.out.Close()
+	ss.mu.Lock()
+	if ss.standalone == st {
+		ss.standalone = nil
+	}
+	ss.mu.Unlock()
+}
+
+// backlogged reports whether the standalone stream holds n or more
+// unread answers.
+func (ss *sessionStream) backlogged(n int) bool {
+	ss.mu.Lock()
+	st := ss.standalone
+	ss.mu.Unlock()
+	return st != nil && st.out.Full(n)
+}
