@@ -135,9 +135,10 @@ type Inflight struct {
 	max  int
 	done chan struct{} // signalled when a request ends
 
-	mu      sync.Mutex // guards reqs and stopped
-	reqs    map[string]*inflightReq
-	stopped bool
+	mu        sync.Mutex // guards reqs, answering and stopped
+	reqs      map[string]*inflightReq
+	answering int // requests whose id is free again, their answer still being sent
+	stopped   bool
 }
 
 type inflightReq struct {
@@ -167,7 +168,7 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 		f.mu.Unlock()
 		return nil, nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
 	}
-	if len(f.reqs) >= f.max {
+	if len(f.reqs)+f.answering >= f.max {
 		f.mu.Unlock()
 		return nil, nil, Errorf(CodeServerBusy, fmt.Sprintf("too many requests in flight (%d): try again when some are answered", f.max))
 	}
@@ -177,11 +178,19 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 	f.mu.Unlock()
 	return rctx, func(answer func()) bool {
 		wanted := !r.canceled.Load()
-		if wanted && answer != nil {
-			answer() // before the slot is released, so Wait covers it
-		}
+		// The id is free before its answer goes out: a peer that reuses an
+		// id the moment it has the answer must not find it still in use.
+		// The request counts as in flight until the answer is sent, so
+		// that Wait covers it.
 		f.mu.Lock()
 		delete(f.reqs, key)
+		f.answering++
+		f.mu.Unlock()
+		if wanted && answer != nil {
+			answer()
+		}
+		f.mu.Lock()
+		f.answering--
 		f.mu.Unlock()
 		cancel()
 		select {
@@ -232,7 +241,7 @@ func (f *Inflight) Max() int { return f.max }
 func (f *Inflight) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.reqs)
+	return len(f.reqs) + f.answering
 }
 
 // Wait waits until no request is in flight or ctx ends.
