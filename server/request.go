@@ -14,8 +14,11 @@ import (
 
 // request is one client request on its way through the hub: built once
 // where it arrives (serve) and passed down to everything that handles it.
-// The ctx beside it carries its cancellation and deadline (and the spans
-// of the observers that trace it), nothing the hub reads back.
+// The ctx beside it carries its cancellation and deadline, the spans of
+// the observers that trace it, and one mark the upstream package reads:
+// the owner of the calls made for it (upstream.WithOwner, the session),
+// which picks a per-session connection and routes what an upstream sends
+// during the call back to this session.
 type request struct {
 	sess *session
 	snap *snapshot // loaded once; its audit trail is held until the request ends
