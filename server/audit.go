@@ -133,8 +133,11 @@ type auditLog struct {
 }
 
 // auditFile is what the trail writes to: an *os.File, or a test's disk.
+// Stat and Truncate cut back what a write that failed part way left.
 type auditFile interface {
 	Write(p []byte) (int, error)
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
 	Sync() error
 	Close() error
 }
@@ -330,7 +333,7 @@ func (a *auditLog) run() {
 			pending, retry = nil, nil
 			a.wrote()
 		} else {
-			pending = a.keep(out[n:])
+			pending = a.keep(out[a.untear(n):])
 			retry = time.After(auditRetry)
 			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
@@ -383,6 +386,27 @@ func (a *auditLog) run() {
 			return
 		}
 	}
+}
+
+// untear cuts back the n bytes a failed write left in the file, so that
+// no torn line stays (glued to the next), and returns where in what it
+// was given the write must start again: 0, or n when the cut failed (the
+// rest then completes the torn line when the disk takes it).
+func (a *auditLog) untear(n int) int {
+	if n == 0 {
+		return 0
+	}
+	fi, err := a.f.Stat()
+	if err == nil && fi.Size() >= int64(n) {
+		err = a.f.Truncate(fi.Size() - int64(n))
+	} else if err == nil {
+		err = fmt.Errorf("the file is %d bytes, shorter than the %d just written", fi.Size(), n)
+	}
+	if err != nil {
+		a.logger.Warn("audit trail: cannot cut back a short write; its line is completed when the disk takes it", "err", err)
+		return n
+	}
+	return 0
 }
 
 // keep is what of rest, left by a failed write, is written again: a copy

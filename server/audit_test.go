@@ -156,6 +156,66 @@ func (d *flakyDisk) String() string {
 func (d *flakyDisk) Sync() error  { return nil }
 func (d *flakyDisk) Close() error { return nil }
 
+// Stat and Truncate are the file's size, as an *os.File has them.
+func (d *flakyDisk) Stat() (os.FileInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return diskInfo{size: int64(d.data.Len())}, nil
+}
+
+func (d *flakyDisk) Truncate(size int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.data.Truncate(int(size))
+	return nil
+}
+
+// diskInfo is a flakyDisk's os.FileInfo: its size, the rest zero.
+type diskInfo struct {
+	os.FileInfo
+	size int64
+}
+
+func (i diskInfo) Size() int64 { return i.size }
+
+// A write the disk takes only part of leaves no torn line: the file is cut
+// back to the size it had before the write, so a trail that closes with the
+// disk still full holds only whole lines (here the 1 written before), and
+// the next line starts a line of its own instead of being glued to the
+// torn one's first 10 bytes.
+func TestAuditShortWriteTruncated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{partial: 10}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{}, testLogger(), &stats)
+		go a.run()
+		a.hold()
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "before"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		disk.set(true)
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "torn"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if a.status() == nil {
+			t.Fatal("the trail does not fail on a short write")
+		}
+		a.retire()
+		a.release()
+		synctest.Wait()
+		trail := disk.String()
+		recs := strings.Split(strings.TrimSuffix(trail, "\n"), "\n")
+		if !strings.HasSuffix(trail, "\n") || len(recs) != 1 || !json.Valid([]byte(recs[0])) {
+			t.Fatalf("the trail after a short write, want 1 whole line:\n%q", trail)
+		}
+		if n := stats.lost.Load(); n != 1 {
+			t.Errorf("%d records lost, want 1", n)
+		}
+	})
+}
+
 // A disk that fails for a while loses no record: what a failed write left
 // (all but the first 10 bytes of a line here) is written again, whole, once the disk takes it, and
 // the trail then works again, by itself: with audit.required the call
