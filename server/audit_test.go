@@ -44,7 +44,7 @@ func (s *syncBuffer) String() string {
 // and every one of them is written before the trail closes.
 func TestAuditWriterBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.jsonl")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +128,7 @@ type flakyDisk struct {
 	full    bool
 	partial int
 	data    bytes.Buffer
+	write   func() // another writer, once, after the next failed write (mu held)
 }
 
 func (d *flakyDisk) Write(p []byte) (int, error) {
@@ -136,6 +137,10 @@ func (d *flakyDisk) Write(p []byte) (int, error) {
 	if d.full {
 		n := min(d.partial, len(p))
 		d.data.Write(p[:n])
+		if d.write != nil {
+			d.write()
+			d.write = nil
+		}
 		return n, errors.New("no space left on device")
 	}
 	return d.data.Write(p)
@@ -156,11 +161,17 @@ func (d *flakyDisk) String() string {
 func (d *flakyDisk) Sync() error  { return nil }
 func (d *flakyDisk) Close() error { return nil }
 
-// Stat and Truncate are the file's size, as an *os.File has them.
+// Stat, ReadAt and Truncate are as an *os.File has them.
 func (d *flakyDisk) Stat() (os.FileInfo, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return diskInfo{size: int64(d.data.Len())}, nil
+}
+
+func (d *flakyDisk) ReadAt(p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return bytes.NewReader(d.data.Bytes()).ReadAt(p, off)
 }
 
 func (d *flakyDisk) Truncate(size int64) error {
@@ -255,6 +266,39 @@ func TestAuditDiskRecovers(t *testing.T) {
 			if !json.Valid([]byte(r)) {
 				t.Errorf("a torn line: %s", r)
 			}
+		}
+		if n := stats.lost.Load(); n != 0 {
+			t.Errorf("%d records lost", n)
+		}
+	})
+}
+
+// A short write is cut back only while the file ends with what it wrote:
+// another writer's line (another hub of the same config) appended after
+// the torn part is kept, and the torn line is completed, not cut, once the
+// disk takes the rest: the file then holds the 3 lines of both writers, the
+// torn one split around the other's.
+func TestAuditShortWriteKeepsOthersLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{full: true, partial: 10}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{}, testLogger(), &stats)
+		disk.write = func() { disk.data.WriteString("{\"other\":1}\n") } // right after the short write
+		go a.run()
+		a.hold()
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "torn"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		disk.set(false)
+		time.Sleep(auditRetry)
+		synctest.Wait()
+		a.retire()
+		a.release()
+		synctest.Wait()
+		trail := disk.String()
+		if !strings.Contains(trail, "{\"other\":1}\n") || strings.Count(trail, `"tool":"torn"`) != 1 || !strings.Contains(trail, "\n") {
+			t.Fatalf("another writer's line cut, or the torn line lost:\n%q", trail)
 		}
 		if n := stats.lost.Load(); n != 0 {
 			t.Errorf("%d records lost", n)
