@@ -70,6 +70,7 @@ func TestInstallInterruptedAtEachStep(t *testing.T) {
 						}
 						return nil
 					}
+					t.Cleanup(func() { installStep = func(string) error { return nil } })
 					_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
 					installStep = func(string) error { return nil }
 					if err == nil {
