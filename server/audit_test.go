@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,6 +270,58 @@ func TestAuditDiskRecovers(t *testing.T) {
 		}
 		if n := stats.lost.Load(); n != 0 {
 			t.Errorf("%d records lost", n)
+		}
+	})
+}
+
+// shortFile is a real audit file (opened as openAudit opens it) whose
+// next write stops after its first 10 bytes, as a disk that fills does.
+type shortFile struct {
+	*os.File
+	short atomic.Bool
+}
+
+func (f *shortFile) Write(p []byte) (int, error) {
+	if f.short.Swap(false) {
+		n, _ := f.File.Write(p[:min(10, len(p))])
+		return n, errors.New("no space left on device")
+	}
+	return f.File.Write(p)
+}
+
+// On a real file, opened for appending as the trail opens it, a short
+// write is cut back (the file is the size it had before it) and written
+// again whole: 2 valid lines.
+func TestAuditShortWriteRealFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "a.jsonl")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := &shortFile{File: f}
+		var stats auditStats
+		a := newAuditLog(file, config.Audit{}, testLogger(), &stats)
+		go a.run()
+		a.hold()
+		a.write(auditRecord{Method: "tools/call", Tool: "one"})
+		synctest.Wait()
+		one, _ := os.ReadFile(path)
+		file.short.Store(true)
+		a.write(auditRecord{Method: "tools/call", Tool: "two"})
+		synctest.Wait()
+		if now, _ := os.ReadFile(path); len(now) != len(one) {
+			t.Fatalf("after the short write the file is %d bytes, want %d (cut back): %q", len(now), len(one), now)
+		}
+		time.Sleep(auditRetry)
+		synctest.Wait()
+		a.retire()
+		a.release()
+		synctest.Wait()
+		b, _ := os.ReadFile(path)
+		recs := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(recs) != 2 || !json.Valid([]byte(recs[0])) || !json.Valid([]byte(recs[1])) || !strings.Contains(recs[1], `"tool":"two"`) {
+			t.Fatalf("the trail, want 2 whole lines:\n%s", b)
 		}
 	})
 }
