@@ -133,8 +133,13 @@ type auditLog struct {
 }
 
 // auditFile is what the trail writes to: an *os.File, or a test's disk.
+// Stat, ReadAt and Truncate cut back what a write that failed part way
+// left (see untear).
 type auditFile interface {
 	Write(p []byte) (int, error)
+	ReadAt(p []byte, off int64) (int, error)
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
 	Sync() error
 	Close() error
 }
@@ -156,7 +161,8 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// Read too: a short write is checked before it is cut back (untear).
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
@@ -330,7 +336,7 @@ func (a *auditLog) run() {
 			pending, retry = nil, nil
 			a.wrote()
 		} else {
-			pending = a.keep(out[n:])
+			pending = a.keep(out[a.untear(out[:n]):])
 			retry = time.After(auditRetry)
 			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
@@ -383,6 +389,54 @@ func (a *auditLog) run() {
 			return
 		}
 	}
+}
+
+// untear cuts back the part of a line that a failed write left at the end
+// of the file (written, n bytes), so that no torn line stays, glued to
+// the next; it returns where in what it was given the write must start
+// again: 0, or n when the part cannot be cut (the rest then completes the
+// torn line when the disk takes it). The file may have other writers (the
+// hubs of other clients with the same config): it is cut only when it
+// still ends with those bytes, so no one else's line is cut.
+func (a *auditLog) untear(written []byte) int {
+	n := len(written)
+	if n == 0 {
+		return 0
+	}
+	size, err := a.endsWith(written)
+	if err == nil {
+		err = a.f.Truncate(size - int64(n))
+	}
+	if err != nil {
+		a.logger.Warn("audit trail: cannot cut back a short write; its line is completed when the disk takes it", "err", err)
+		return n
+	}
+	return 0
+}
+
+// endsWith returns the file's size, and an error when it does not end
+// with b.
+func (a *auditLog) endsWith(b []byte) (int64, error) {
+	fi, err := a.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := fi.Size()
+	start := size - int64(len(b))
+	if start < 0 {
+		return 0, fmt.Errorf("the file is %d bytes, fewer than the %d just written", size, len(b))
+	}
+	buf := make([]byte, min(len(b), 64<<10))
+	for off := 0; off < len(b); off += len(buf) {
+		chunk := buf[:min(len(buf), len(b)-off)]
+		if _, err := a.f.ReadAt(chunk, start+int64(off)); err != nil {
+			return 0, err
+		}
+		if !bytes.Equal(chunk, b[off:off+len(chunk)]) {
+			return 0, errors.New("another writer appended to the file since")
+		}
+	}
+	return size, nil
 }
 
 // keep is what of rest, left by a failed write, is written again: a copy

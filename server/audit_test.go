@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,7 +45,7 @@ func (s *syncBuffer) String() string {
 // and every one of them is written before the trail closes.
 func TestAuditWriterBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.jsonl")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +129,7 @@ type flakyDisk struct {
 	full    bool
 	partial int
 	data    bytes.Buffer
+	write   func() // another writer, once, after the next failed write (mu held)
 }
 
 func (d *flakyDisk) Write(p []byte) (int, error) {
@@ -136,6 +138,10 @@ func (d *flakyDisk) Write(p []byte) (int, error) {
 	if d.full {
 		n := min(d.partial, len(p))
 		d.data.Write(p[:n])
+		if d.write != nil {
+			d.write()
+			d.write = nil
+		}
 		return n, errors.New("no space left on device")
 	}
 	return d.data.Write(p)
@@ -155,6 +161,72 @@ func (d *flakyDisk) String() string {
 
 func (d *flakyDisk) Sync() error  { return nil }
 func (d *flakyDisk) Close() error { return nil }
+
+// Stat, ReadAt and Truncate are as an *os.File has them.
+func (d *flakyDisk) Stat() (os.FileInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return diskInfo{size: int64(d.data.Len())}, nil
+}
+
+func (d *flakyDisk) ReadAt(p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return bytes.NewReader(d.data.Bytes()).ReadAt(p, off)
+}
+
+func (d *flakyDisk) Truncate(size int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.data.Truncate(int(size))
+	return nil
+}
+
+// diskInfo is a flakyDisk's os.FileInfo: its size, the rest zero.
+type diskInfo struct {
+	os.FileInfo
+	size int64
+}
+
+func (i diskInfo) Size() int64 { return i.size }
+
+// A write the disk takes only part of leaves no torn line: the file is cut
+// back to the size it had before the write, so a trail that closes with the
+// disk still full holds only whole lines (here the 1 written before), and
+// the next line starts a line of its own instead of being glued to the
+// torn one's first 10 bytes.
+func TestAuditShortWriteTruncated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{partial: 10}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{}, testLogger(), &stats)
+		go a.run()
+		a.hold()
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "before"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		disk.set(true)
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "torn"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if a.status() == nil {
+			t.Fatal("the trail does not fail on a short write")
+		}
+		a.retire()
+		a.release()
+		synctest.Wait()
+		trail := disk.String()
+		recs := strings.Split(strings.TrimSuffix(trail, "\n"), "\n")
+		if !strings.HasSuffix(trail, "\n") || len(recs) != 1 || !json.Valid([]byte(recs[0])) {
+			t.Fatalf("the trail after a short write, want 1 whole line:\n%q", trail)
+		}
+		if n := stats.lost.Load(); n != 1 {
+			t.Errorf("%d records lost, want 1", n)
+		}
+	})
+}
 
 // A disk that fails for a while loses no record: what a failed write left
 // (all but the first 10 bytes of a line here) is written again, whole, once the disk takes it, and
@@ -195,6 +267,91 @@ func TestAuditDiskRecovers(t *testing.T) {
 			if !json.Valid([]byte(r)) {
 				t.Errorf("a torn line: %s", r)
 			}
+		}
+		if n := stats.lost.Load(); n != 0 {
+			t.Errorf("%d records lost", n)
+		}
+	})
+}
+
+// shortFile is a real audit file (opened as openAudit opens it) whose
+// next write stops after its first 10 bytes, as a disk that fills does.
+type shortFile struct {
+	*os.File
+	short atomic.Bool
+}
+
+func (f *shortFile) Write(p []byte) (int, error) {
+	if f.short.Swap(false) {
+		n, _ := f.File.Write(p[:min(10, len(p))])
+		return n, errors.New("no space left on device")
+	}
+	return f.File.Write(p)
+}
+
+// On a real file, opened for appending as the trail opens it, a short
+// write is cut back (the file is the size it had before it) and written
+// again whole: 2 valid lines.
+func TestAuditShortWriteRealFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "a.jsonl")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := &shortFile{File: f}
+		var stats auditStats
+		a := newAuditLog(file, config.Audit{}, testLogger(), &stats)
+		go a.run()
+		a.hold()
+		a.write(auditRecord{Method: "tools/call", Tool: "one"})
+		synctest.Wait()
+		one, _ := os.ReadFile(path)
+		file.short.Store(true)
+		a.write(auditRecord{Method: "tools/call", Tool: "two"})
+		synctest.Wait()
+		if now, _ := os.ReadFile(path); len(now) != len(one) {
+			t.Fatalf("after the short write the file is %d bytes, want %d (cut back): %q", len(now), len(one), now)
+		}
+		time.Sleep(auditRetry)
+		synctest.Wait()
+		a.retire()
+		a.release()
+		synctest.Wait()
+		b, _ := os.ReadFile(path)
+		recs := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(recs) != 2 || !json.Valid([]byte(recs[0])) || !json.Valid([]byte(recs[1])) || !strings.Contains(recs[1], `"tool":"two"`) {
+			t.Fatalf("the trail, want 2 whole lines:\n%s", b)
+		}
+	})
+}
+
+// A short write is cut back only while the file ends with what it wrote:
+// another writer's line (another hub of the same config) appended after
+// the torn part is kept, and the torn line is completed, not cut, once the
+// disk takes the rest: the file then holds the 3 lines of both writers, the
+// torn one split around the other's.
+func TestAuditShortWriteKeepsOthersLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		disk := &flakyDisk{full: true, partial: 10}
+		var stats auditStats
+		a := newAuditLog(disk, config.Audit{}, testLogger(), &stats)
+		disk.write = func() { disk.data.WriteString("{\"other\":1}\n") } // right after the short write
+		go a.run()
+		a.hold()
+		if err := a.write(auditRecord{Method: "tools/call", Tool: "torn"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		disk.set(false)
+		time.Sleep(auditRetry)
+		synctest.Wait()
+		a.retire()
+		a.release()
+		synctest.Wait()
+		trail := disk.String()
+		if !strings.Contains(trail, "{\"other\":1}\n") || strings.Count(trail, `"tool":"torn"`) != 1 || !strings.Contains(trail, "\n") {
+			t.Fatalf("another writer's line cut, or the torn line lost:\n%q", trail)
 		}
 		if n := stats.lost.Load(); n != 0 {
 			t.Errorf("%d records lost", n)

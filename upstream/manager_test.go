@@ -313,6 +313,36 @@ func TestCorruptPinsWithholdTools(t *testing.T) {
 	}
 }
 
+// Pins that cannot be saved (a full disk) withhold the tools seen for the
+// first time: the fake's tools are all withheld while the pin file cannot
+// be written, and all served once it can.
+func TestUnsavedPinsWithholdTools(t *testing.T) {
+	m := New(fakeConfig(t, ""), testLogger(t))
+	var full atomic.Bool
+	full.Store(true)
+	write := m.pins.write
+	m.pins.write = func(path string, v any) error {
+		if full.Load() {
+			return errors.New("no space left on device")
+		}
+		return write(path, v)
+	}
+	m.SetClientCapabilities(mcp.ClientCapabilities{})
+	m.Start(t.Context())
+	t.Cleanup(func() { m.Close() })
+	s := m.Servers()[0]
+	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	n := len(s.Status().PinChanged)
+	if got := len(s.Lists().Tools); got != 0 || n == 0 {
+		t.Fatalf("%d tools served, %d withheld with pins not saved; want 0 served", got, n)
+	}
+	full.Store(false)
+	m.RecheckPins()
+	if got := len(s.Lists().Tools); got != n || len(s.Status().PinChanged) != 0 {
+		t.Errorf("%d tools served, %v withheld once the pins are saved; want %d, none", got, s.Status().PinChanged, n)
+	}
+}
+
 // A pin file write that blocks (a slow or hung disk) holds up neither
 // calls nor lists: the server's lock is never held across pin file I/O.
 func TestPinWriteDoesNotHoldUpCalls(t *testing.T) {

@@ -24,6 +24,13 @@ import (
 // is repaired or removed.
 var ErrPinFile = errors.New("pin file cannot be used")
 
+// ErrPinsNotSaved says the pins of tools seen for the first time could not
+// be written (a full disk). Check then fails closed for those tools: they
+// are reported as changed, so withheld (under pin_on_change: block), until
+// their pins are on disk: a tool is never served unpinned, so no later
+// start takes as first seen a definition an earlier one served.
+var ErrPinsNotSaved = errors.New("tool pins not saved")
+
 // Pins records, per server, a hash of every tool's definition the first
 // time it is seen, so that a server that later changes a tool (a "rug
 // pull") is noticed. One JSON file per server in the pins directory,
@@ -134,9 +141,10 @@ func (p *Pins) save(f *pinFile) error {
 
 // Check compares tools with their pins: a tool seen for the first time is
 // pinned; it returns the names of tools whose definition differs from
-// their pin, in order. When the pin file cannot be read or parsed it fails
-// closed: every tool is returned as changed, with an error wrapping
-// ErrPinFile that says what to do.
+// their pin, in order, with those seen for the first time when their pins
+// cannot be saved (and an error wrapping ErrPinsNotSaved). When the pin
+// file cannot be read or parsed it fails closed: every tool is returned
+// as changed, with an error wrapping ErrPinFile that says what to do.
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 	defer p.lock(serverID)()
 	f, err := p.load(serverID)
@@ -148,7 +156,7 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 		return all, err
 	}
 	dirty := false
-	var changed []string
+	var changed, fresh []string // fresh: seen for the first time
 	now := time.Now().UTC()
 	for _, t := range tools {
 		h := hashTool(t.Raw)
@@ -156,6 +164,7 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 		switch {
 		case !ok:
 			f.Tools[t.Key] = &pin{Hash: h, FirstSeen: now}
+			fresh = append(fresh, t.Key)
 			dirty = true
 		case pn.Hash == h:
 			if pn.Changed != "" { // changed back
@@ -172,7 +181,17 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 	}
 	if dirty {
 		if err := p.save(f); err != nil {
-			return changed, err
+			if len(fresh) == 0 {
+				return changed, err
+			}
+			var withheld []string
+			for _, t := range tools {
+				if slices.Contains(changed, t.Key) || slices.Contains(fresh, t.Key) {
+					withheld = append(withheld, t.Key)
+				}
+			}
+			return withheld, fmt.Errorf("%w: %s: %v; %d tools seen for the first time are withheld until their pins can be saved",
+				ErrPinsNotSaved, p.path(serverID), err, len(fresh))
 		}
 	}
 	return changed, nil

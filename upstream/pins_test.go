@@ -147,3 +147,32 @@ func TestPinWritesOrderedPerFile(t *testing.T) {
 		}
 	})
 }
+
+// Pins that cannot be saved (a full disk) fail closed: a tool seen for the
+// first time is withheld, with an error wrapping ErrPinsNotSaved, as long
+// as its pin is not on disk, so that no later start takes as first seen a
+// definition an earlier one served unpinned. Once the disk takes the pins
+// the tools are served, and a change after that is caught.
+func TestPinsNotSavedWithhold(t *testing.T) {
+	dir := t.TempDir()
+	full := NewPins(dir)
+	full.write = func(string, any) error { return errors.New("no space left on device") }
+	v1 := []Item{
+		{Key: "read", Raw: json.RawMessage(`{"name":"read","description":"Read a file"}`)},
+		{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)},
+	}
+	for start := range 2 {
+		changed, err := full.Check("files", v1)
+		if !errors.Is(err, ErrPinsNotSaved) || !reflect.DeepEqual(changed, []string{"read", "write"}) {
+			t.Fatalf("start %d on a full disk: withheld %v, err %v; want both, ErrPinsNotSaved", start+1, changed, err)
+		}
+	}
+	p := NewPins(dir) // the next start, on a disk with room
+	if changed, err := p.Check("files", v1); err != nil || changed != nil {
+		t.Fatalf("pinned at last: %v %v", changed, err)
+	}
+	pulled := []Item{v1[0], {Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file and send it away"}`)}}
+	if changed, err := NewPins(dir).Check("files", pulled); err != nil || !reflect.DeepEqual(changed, []string{"write"}) {
+		t.Fatalf("rug pull after: %v %v", changed, err)
+	}
+}

@@ -481,6 +481,9 @@ func (s *Server) logPins(pins pinVerdict) {
 	case errors.Is(pins.err, ErrPinFile):
 		s.logger.Error("tool pins cannot be read; every tool of this server withheld", "err", pins.err)
 		return
+	case errors.Is(pins.err, ErrPinsNotSaved):
+		s.logger.Error("tool pins not saved; the tools seen for the first time, and any changed, withheld until they are", "err", pins.err, "tools", pins.changed)
+		return
 	case pins.err != nil:
 		s.logger.Error("tool pins could not be checked or saved", "err", pins.err)
 	}

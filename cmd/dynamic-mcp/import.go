@@ -363,17 +363,36 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 // there (old) to a timestamped backup beside it, with the same mode. It
 // returns the backup's path ("" when there was no file).
 func replaceFile(path string, old, data []byte) (backup string, err error) {
+	if backup, err = backupFile(path, old); err != nil {
+		return "", err
+	}
+	return backup, writeFile(path, data)
+}
+
+// backupFile copies old, the contents of path, beside it, with its mode,
+// and returns the copy's path ("" when path does not exist).
+func backupFile(path string, old []byte) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", nil
+	}
+	backup := fmt.Sprintf("%s.dynamic-mcp-backup-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := atomicfile.Write(backup, old, fi.Mode().Perm()); err != nil {
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	return backup, nil
+}
+
+// writeFile replaces path by data, keeping its mode (0600 for a new file,
+// in a directory made if need be).
+func writeFile(path string, data []byte) error {
 	mode := os.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
-		backup = fmt.Sprintf("%s.dynamic-mcp-backup-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
-		if err := atomicfile.Write(backup, old, mode); err != nil {
-			return "", fmt.Errorf("back up %s: %w", path, err)
-		}
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", err
+		return err
 	}
-	return backup, atomicfile.Write(path, data, mode)
+	return atomicfile.Write(path, data, mode)
 }
 
 func defaultConfigPath() string {

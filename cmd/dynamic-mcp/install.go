@@ -32,7 +32,32 @@ type installRecord struct {
 	Backup  string `json:"backup,omitempty"` // the file before the first install, while still good for a byte-exact undo
 	Written string `json:"written_sha256"`   // of what install last wrote
 	Servers string `json:"servers"`          // the servers to put back, as the file writes its server list
+	// Pending says the install that wrote the record may not have written
+	// the file (it was stopped in between): the file is then as it was
+	// (Before, of what it read) or as it wrote it (Written). install and
+	// uninstall finish or undo it; either way the servers come back.
+	Pending bool   `json:"pending,omitempty"`
+	Before  string `json:"before_sha256,omitempty"`
 }
+
+// untouched reports whether the file, whose contents are b, is as the
+// install recorded left it: as written, or, while pending, as it was
+// (when it existed: a pending record's backup and servers hold for both).
+func (r *installRecord) untouched(b []byte) bool {
+	return sha(b) == r.Written || r.Pending && r.Existed && sha(b) == r.Before
+}
+
+// The steps of an install, in order. Each of its writes is one step, and
+// installStep is called before each: a test stops the install there, as a
+// kill or a failing disk would.
+const (
+	stepBackup  = "backup"  // the file as it was, copied beside it
+	stepPending = "pending" // the record, pending, naming the backup and the servers
+	stepConfig  = "config"  // the client config, with only the dynamic-mcp entry
+	stepRecord  = "record"  // the record, no longer pending
+)
+
+var installStep = func(step string) error { return nil }
 
 func recordPath(target string) string {
 	sum := sha256.Sum256([]byte(target))
@@ -129,21 +154,44 @@ func installCmd(args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, unifiedDiff(target, old, out))
 		return nil
 	}
-	backup, err := replaceFile(target, old, out)
+	// The record goes first, pending, so that whenever the install stops
+	// there is one that puts the user's servers back (see untouched).
+	rec := &installRecord{Client: client.Name, Path: target, Existed: existed, Written: sha(out), Servers: string(orig),
+		Pending: true, Before: sha(old)}
+	if err := installStep(stepBackup); err != nil {
+		return err
+	}
+	backup, err := backupFile(target, old)
 	if err != nil {
 		return err
 	}
-	rec := &installRecord{Client: client.Name, Path: target, Existed: existed, Backup: backup, Written: sha(out), Servers: string(orig)}
+	rec.Backup = backup
 	switch {
-	case reinstall && sha(old) == prev.Written:
+	case reinstall && prev.untouched(old):
 		// Untouched since the first install: its byte-exact undo holds.
 		rec.Existed, rec.Backup = prev.Existed, prev.Backup
 	case reinstall:
 		// Changed since: the first backup is out of date, undo merges.
 		rec.Existed, rec.Backup = true, ""
 	}
+	if err := installStep(stepPending); err != nil {
+		return err
+	}
 	if err := writeRecord(rec); err != nil {
-		return fmt.Errorf("installed, but could not record how to undo it (the file as it was: %s): %w", backup, err)
+		return fmt.Errorf("could not record how to undo the install, so %s was left as it is: %w", target, err)
+	}
+	if err := installStep(stepConfig); err != nil {
+		return err
+	}
+	if err := writeFile(target, out); err != nil {
+		return fmt.Errorf("%s: %w; it was left as it is (install or uninstall again to clear the pending record)", target, err)
+	}
+	if err := installStep(stepRecord); err != nil {
+		return err
+	}
+	rec.Pending, rec.Before = false, ""
+	if err := writeRecord(rec); err != nil {
+		return fmt.Errorf("installed, but its record stays pending (uninstall puts the servers back all the same): %w", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
 	if backup != "" {
@@ -151,6 +199,8 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	if reinstall {
 		fmt.Fprintf(stdout, "  it was installed already: the servers the first install replaced, and any added since, are kept for uninstall\n")
+	} else if prev != nil && prev.Pending {
+		fmt.Fprintf(stdout, "  an earlier install, stopped before it changed the file, was replaced\n")
 	} else if prev != nil && prev.Backup != "" {
 		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); that install's backup: %s\n", prev.Backup)
 	} else if prev != nil {
@@ -217,7 +267,13 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: %s is gone already; nothing to put back\n", client.Title, target)
 		return nil
 	}
-	untouched := err == nil && sha(current) == rec.Written
+	if err == nil && rec.Pending && sha(current) == rec.Before && !hasEntry(client, current) {
+		// Stopped before it wrote the file: nothing to put back.
+		os.Remove(recordPath(target))
+		fmt.Fprintf(stdout, "%s: the install into %s stopped before it changed the file; nothing to put back\n", client.Title, target)
+		return nil
+	}
+	untouched := err == nil && rec.untouched(current)
 	var prev []byte
 	if untouched && rec.Backup != "" {
 		if prev, err = os.ReadFile(rec.Backup); err != nil {
@@ -246,6 +302,13 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 	os.Remove(recordPath(target))
 	fmt.Fprintf(stdout, "%s: %s has its own servers back\n", client.Title, target)
 	return nil
+}
+
+// hasEntry reports whether the client config b holds the dynamic-mcp
+// entry (true when it cannot be read: uninstall then merges, as always).
+func hasEntry(client *clients.Client, b []byte) bool {
+	servers, _, err := client.Read(b)
+	return err != nil || slices.ContainsFunc(servers, func(s clients.Server) bool { return s.Name == installName })
 }
 
 // unifiedDiff is a minimal unified diff of two texts, for --dry-run.

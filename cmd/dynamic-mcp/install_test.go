@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// installedHome is a home with cursor's fixture config (two servers of the
+// user's) and a hub config to install; it returns the client config's
+// path, its bytes and the hub config's path.
+func installedHome(t *testing.T) (string, []byte, string) {
+	t.Helper()
+	home := t.TempDir()
+	withHome(t, home)
+	path, before := placeFixture(t, home, "cursor")
+	cfg := filepath.Join(home, "hub.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, before, cfg
+}
+
+// A record that cannot be written (its path is a link into a directory
+// that does not exist: root writes through a read-only one) leaves the
+// client config as it was:
+// install writes its record before the config, so the config never holds
+// only the dynamic-mcp entry with nothing to undo it.
+func TestInstallWithoutRecordLeavesConfig(t *testing.T) {
+	path, before, cfg := installedHome(t)
+	rec := recordPath(path)
+	os.MkdirAll(filepath.Dir(rec), 0o700)
+	if err := os.Symlink(filepath.Join(t.TempDir(), "gone", "record.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "install", "cursor", "-c", cfg); err == nil {
+		t.Fatal("install succeeded without its record")
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Fatalf("install changed the config without a record of it:\n%s", now)
+	}
+}
+
+// An install killed at any step leaves the user's servers recoverable:
+// stopped before each of its 4 writes (the kill is a hook returning an
+// error), a first install or one over an install, `uninstall` gives back
+// the file byte for byte, and so does `install` again followed by
+// `uninstall`: 16 cases.
+func TestInstallInterruptedAtEachStep(t *testing.T) {
+	for _, step := range []string{stepBackup, stepPending, stepConfig, stepRecord} {
+		for _, then := range []string{"uninstall", "install again, uninstall"} {
+			for _, over := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/over an install %v", step, then, over), func(t *testing.T) {
+					path, before, cfg := installedHome(t)
+					if over {
+						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg); err != nil {
+							t.Fatalf("first install: %v\n%s", err, errOut)
+						}
+						cfg2 := filepath.Join(filepath.Dir(cfg), "hub2.yaml")
+						data, _ := os.ReadFile(cfg)
+						os.WriteFile(cfg2, data, 0o600)
+						cfg = cfg2 // so that the second install changes the file
+					}
+					installStep = func(s string) error {
+						if s == step {
+							return errors.New("killed")
+						}
+						return nil
+					}
+					t.Cleanup(func() { installStep = func(string) error { return nil } })
+					_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
+					installStep = func(string) error { return nil }
+					if err == nil {
+						t.Fatal("install did not fail at its step")
+					}
+					if then != "uninstall" {
+						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg); err != nil {
+							t.Fatalf("install again: %v\n%s", err, errOut)
+						}
+					}
+					out, uerr, err := runCLI(t, "uninstall", "cursor")
+					now, _ := os.ReadFile(path)
+					if string(now) != string(before) {
+						t.Fatalf("after the interrupted install (%s) and uninstall (%v: %s%s) the file is:\n%s\nwant:\n%s", errOut, err, out, uerr, now, before)
+					}
+					if err != nil && (over || step != stepBackup && step != stepPending || then != "uninstall") {
+						t.Errorf("uninstall: %v\n%s", err, uerr)
+					}
+					if recs, _ := filepath.Glob(filepath.Join(os.Getenv("DYNAMIC_MCP_HOME"), "installs", "*")); len(recs) != 0 {
+						t.Errorf("records left after uninstall: %v", recs)
+					}
+					if strings.Contains(string(now), installName) {
+						t.Error("the dynamic-mcp entry stayed")
+					}
+				})
+			}
+		}
+	}
+}
