@@ -153,11 +153,14 @@ func (i *Inspector) add(r *row) {
 	i.history.push(r)
 }
 
-// grow counts n more bytes kept for r. The caller holds i.mu.
+// grow counts n more bytes kept for r against the history's budget,
+// pending or not; a row out of the history keeps nothing (see
+// row.release). The caller holds i.mu.
 func (i *Inspector) grow(r *row, n int) {
-	r.bytes += n
-	if r.inRing {
-		i.history.bytes += n
-		i.history.trim()
+	if !r.inRing {
+		return
 	}
+	r.bytes += n
+	i.history.bytes += n
+	i.history.trim()
 }
