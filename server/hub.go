@@ -75,7 +75,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 	// roots) once it has said so: for stdio, its one initialize.
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		mgr.SetClientCapabilities(req.Params.Capabilities)
+		mgr.SetClientCapabilities(boundCapabilities(req.Params.Capabilities))
 	})
 	h.mcp = mcpserver.NewMCPServer("dynamic-mcp", Version,
 		mcpserver.WithToolCapabilities(true),

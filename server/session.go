@@ -131,10 +131,11 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	return s.peer.call(ctx, method, p)
 }
 
+// SetClientInfo keeps info, bounded (see boundImplementation).
 func (s *session) SetClientInfo(info mcp.Implementation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clientInfo = info
+	s.clientInfo = boundImplementation(info)
 }
 
 func (s *session) GetClientInfo() mcp.Implementation {
@@ -143,10 +144,11 @@ func (s *session) GetClientInfo() mcp.Implementation {
 	return s.clientInfo
 }
 
+// SetClientCapabilities keeps c, bounded (see boundCapabilities).
 func (s *session) SetClientCapabilities(c mcp.ClientCapabilities) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.capabilities = c
+	s.capabilities = boundCapabilities(c)
 }
 
 func (s *session) GetClientCapabilities() mcp.ClientCapabilities {

@@ -1,12 +1,10 @@
 package inspect
 
 import (
-	"bufio"
 	"embed"
 	"encoding/json"
 	"io/fs"
 	"net/http"
-	"time"
 )
 
 // Prefix is where the inspector is served: the page at Prefix, its API
@@ -66,21 +64,4 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// serveExport writes the history as JSON Lines, one row a line, oldest
-// first: for jq, or to attach to a bug report.
-func (i *Inspector) serveExport(w http.ResponseWriter, _ *http.Request) {
-	rows := i.rows()
-	w.Header().Set("Content-Type", "application/jsonl")
-	w.Header().Set("Content-Disposition", `attachment; filename="dynamic-mcp-traffic-`+time.Now().UTC().Format("20060102-150405")+`.jsonl"`)
-	w.Header().Set("Cache-Control", "no-store")
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw) // one line each: Encode ends each with a newline
-	for _, r := range rows {
-		if enc.Encode(r) != nil {
-			return
-		}
-	}
-	_ = bw.Flush()
 }

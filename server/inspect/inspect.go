@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -90,6 +91,9 @@ type Inspector struct {
 	subs    map[*subscriber]struct{}
 	closed  bool
 
+	exports      chan struct{} // one token an export being written (see maxExports)
+	writeTimeout time.Duration // bounds each write to a page or an export
+
 	done chan struct{} // closed by Close: streams end
 	once sync.Once
 }
@@ -111,7 +115,9 @@ func New(opts Options) *Inspector {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	i := &Inspector{opts: opts, logger: logger, subs: map[*subscriber]struct{}{}, done: make(chan struct{}),
-		history: ring{rows: make([]*row, opts.Requests), maxBytes: opts.MaxBytes}}
+		history:      ring{rows: make([]*row, opts.Requests), maxBytes: opts.MaxBytes},
+		exports:      make(chan struct{}, maxExports),
+		writeTimeout: writeTimeout}
 	i.up = newUpstreamTracker(opts.Upstreams)
 	return i
 }
@@ -153,11 +159,14 @@ func (i *Inspector) add(r *row) {
 	i.history.push(r)
 }
 
-// grow counts n more bytes kept for r. The caller holds i.mu.
+// grow counts n more bytes kept for r against the history's budget,
+// pending or not; a row out of the history keeps nothing (see
+// row.release). The caller holds i.mu.
 func (i *Inspector) grow(r *row, n int) {
-	r.bytes += n
-	if r.inRing {
-		i.history.bytes += n
-		i.history.trim()
+	if !r.inRing {
+		return
 	}
+	r.bytes += n
+	i.history.bytes += n
+	i.history.trim()
 }

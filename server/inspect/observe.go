@@ -44,6 +44,9 @@ func (i *Inspector) CallEnded(ctx context.Context, c *traffic.Call) {
 	res, e := keep(c.Result, i.opts.MaxMessage), keepError(c.Err, i.opts.MaxMessage, true)
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if !r.inRing { // pushed out while pending: the page is told how it ended, nothing is kept
+		res, e = nil, nil
+	}
 	r.Group, r.Server, r.Target, r.Rule, r.Action = c.Group, c.Server, clip(c.Target, maxName), c.Rule, c.Action
 	r.Status, r.Result, r.Error, r.MS = string(c.Status), res, e, ms(c.Duration)
 	i.grow(r, res.size()+e.size()+len(r.Target))
@@ -67,7 +70,7 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 		Error: keepError(h.Err, i.opts.MaxMessage, false), MS: ms(h.Duration)}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(r.Hops) >= maxHops {
+	if !r.inRing || len(r.Hops) >= maxHops {
 		r.Omitted++
 		return
 	}
@@ -88,7 +91,7 @@ func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if r := rowOf(ctx); r != nil {
-		if len(r.Messages) >= maxMessages {
+		if !r.inRing || len(r.Messages) >= maxMessages {
 			r.Omitted++
 			return
 		}

@@ -56,7 +56,17 @@ type row struct {
 	Omitted  int       `json:"omitted,omitempty"` // hops and messages past the caps, not kept
 
 	bytes  int  // of the bodies kept, counted against Options.MaxBytes
-	inRing bool // still in the history: its bytes count
+	inRing bool // still in the history: its bytes count; once out, it keeps nothing more
+}
+
+// release lets go of what r kept, as it leaves the history: a request
+// still pending is held by its call, which may go on for long, and would
+// pin its bodies outside the history's budget. Snapshots already taken
+// keep their own copies of the slices.
+func (r *row) release() {
+	r.inRing = false
+	r.Params, r.Result, r.Error, r.Hops, r.Messages = nil, nil, nil, nil, nil
+	r.bytes = 0
 }
 
 // The kinds of rows.
@@ -196,5 +206,6 @@ func (r *row) snapshot() *row {
 func (r *row) outcome() *row {
 	c := *r
 	c.Params, c.Hops, c.Messages = nil, nil, nil
+	c.bytes = c.Result.size() + c.Error.size() + len(c.Target)
 	return &c
 }

@@ -34,8 +34,8 @@ func (g *ring) dropOldest() {
 	g.rows[g.head] = nil
 	g.head = (g.head + 1) % len(g.rows)
 	g.n--
-	r.inRing = false
 	g.bytes -= r.bytes
+	r.release()
 }
 
 func (g *ring) clear() {

@@ -62,8 +62,8 @@ const maxQueued = 8 << 20
 // and the browser keep it open.
 const keepAlive = 15 * time.Second
 
-// writeTimeout bounds one write to a page: one that stops reading loses
-// its stream.
+// writeTimeout bounds one write to a page or an export: one that stops
+// reading loses its stream (Inspector.writeTimeout, which tests shorten).
 const writeTimeout = 10 * time.Second
 
 type subscriber struct {
@@ -137,7 +137,7 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: i.writeTimeout}
 	out.event("hello", map[string]int{"requests": i.opts.Requests}) // how many rows the page keeps
 	for _, row := range history {
 		out.event(evRow, row)
@@ -187,9 +187,10 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 
 // sseWriter buffers events and writes them with a deadline.
 type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf bytes.Buffer
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     bytes.Buffer
 }
 
 func (o *sseWriter) send(e event) {
@@ -232,7 +233,7 @@ func (o *sseWriter) flush() error {
 	if o.buf.Len() == 0 {
 		return nil
 	}
-	_ = o.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
 	_, err := o.w.Write(o.buf.Bytes())
 	o.buf.Reset()
 	if err == nil {

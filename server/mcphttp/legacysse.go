@@ -85,7 +85,9 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !hs.st.deliver(r.Context(), body) {
+	delivered := hs.st.deliver(r.Context(), body)
+	release() // the Conn has the message: its bytes are the call's, not a body being read
+	if !delivered {
 		hs.st.forget(msg.ID, p)
 		http.Error(w, "session not found", http.StatusNotFound)
 		return

@@ -16,7 +16,7 @@ import (
 // whatever clients do: sessions (maxSessions, least recently used idle one
 // closed first), the time to read a body (bodyTimeout), requests in flight
 // in all (maxInflight, besides each session's own cap), the bytes of
-// bodies being read and handled (bodies), and failed token attempts per
+// bodies being read and decoded (bodies), and failed token attempts per
 // client address (auth).
 
 // errTooManySessions refuses a new session when the cap is reached and
@@ -60,9 +60,12 @@ func unavailable(w http.ResponseWriter, why string) {
 	http.Error(w, "Service Unavailable: "+why, http.StatusServiceUnavailable)
 }
 
-// byteBudget bounds the bytes of request bodies held at once. A reader
-// reserves what it may hold before reading and gives it back when the
-// message is handled.
+// byteBudget bounds the bytes of request bodies being read at once. A
+// reader reserves what it may hold before reading and gives it back once
+// the session's Conn has taken the message: a call that runs long holds
+// its params as the call's own (bounded by the caps of requests in
+// flight), not the budget, so that other clients are not refused while
+// it runs.
 type byteBudget struct {
 	max int64
 

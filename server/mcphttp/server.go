@@ -32,7 +32,7 @@ type Options struct {
 	BodyTimeout time.Duration
 	// MaxInflight caps the client requests in flight across sessions.
 	MaxInflight int
-	// MaxBodyMemory caps the bytes of bodies being read and handled.
+	// MaxBodyMemory caps the bytes of bodies being read and decoded.
 	MaxBodyMemory int
 	// MaxAuthFailures is how many failed token attempts an address may
 	// make in a minute.

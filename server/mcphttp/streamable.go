@@ -62,7 +62,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*httpSession, 
 // when the body is over the size limit, not read within the body timeout,
 // or not a valid message. The body's bytes are reserved from the budget
 // of bodies first (waiting up to the body timeout for room); release gives
-// them back once the message is handled, and must be called when ok.
+// them back once the session's Conn has taken the message (or it is
+// refused), and must be called when ok.
 // body is the message's bytes, for the session's Conn.
 func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
 	limit := s.hub.Settings().MaxMessageSize
@@ -187,15 +188,19 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 // during a tool call): then, and only then, the response becomes an
 // event stream, with the answer as its last event.
 //
-// release gives back the body's bytes once the request is answered; the
-// request counts against the cap in all until then.
+// release gives back the body's bytes once the session's Conn has taken
+// the message, not when it is answered: a long call does not hold the
+// budget of bodies being read. The request counts against the cap in all
+// until it is answered.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
 	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
 		return
 	}
 	defer func() { hs.st.forget(msg.ID, p); hs.touch() }()
-	if !hs.st.deliver(r.Context(), body) {
+	delivered := hs.st.deliver(r.Context(), body)
+	release() // the Conn has the message: its bytes are the call's, not a body being read
+	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}

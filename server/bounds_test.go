@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// facePeerStub is a Peer for sessions the test opens itself.
+type facePeerStub struct{}
+
+func (facePeerStub) Notify(context.Context, []byte) {}
+func (facePeerStub) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, ErrClientGone
+}
+func (facePeerStub) Dropped() uint64 { return 0 }
+func (facePeerStub) Answering() int  { return 0 }
+
+// hugeInitialize is an initialize of about 5 MiB, under the message
+// limit: 230,000 members in capabilities.experimental and a 512 KiB
+// client name.
+func hugeInitialize() []byte {
+	var b strings.Builder
+	b.WriteString(`{"protocolVersion":"2025-06-18","clientInfo":{"name":"`)
+	b.WriteString(strings.Repeat("n", 512<<10))
+	b.WriteString(`","version":"1"},"capabilities":{"roots":{"listChanged":true},"experimental":{`)
+	for i := range 230_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"c%06d":{"v":%d}`, i, i)
+	}
+	b.WriteString(`}}}`)
+	return []byte(b.String())
+}
+
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// What one initialize declares is kept bounded for the session's life:
+// 230,000 members of capabilities.experimental leave the hub under 256
+// KiB more per session (each kept ~100 MB before), the client's name is
+// clipped, and what is kept still says what the client can do.
+func TestInitializeKeptBounded(t *testing.T) {
+	h := newTestHub(config.ModeFlat)
+	h.Run()
+	defer h.mgr.Close()
+	defer h.Close()
+	params := hugeInitialize()
+	const sessions = 3
+	before := heapAfterGC()
+	var open []*Session
+	for i := range sessions {
+		s, err := h.Open(fmt.Sprintf("s%d", i), "streamable-http", facePeerStub{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, s)
+		raw := append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":`), params...), '}')
+		if _, err := s.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("1"), Method: "initialize", Params: params, Raw: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	growth := (int64(heapAfterGC()) - int64(before)) / sessions
+	t.Logf("heap growth per session: %d KiB", growth>>10)
+	if growth > 256<<10 {
+		t.Errorf("heap grew %d KiB per session after an initialize of %d KiB, want under 256 KiB", growth>>10, len(params)>>10)
+	}
+	for _, info := range h.Sessions() {
+		if len(info.ClientName) > maxClientText {
+			t.Errorf("client name kept as %d bytes, want at most %d", len(info.ClientName), maxClientText)
+		}
+		if info.Capabilities.Roots == nil || !info.Capabilities.Roots.ListChanged {
+			t.Errorf("roots capability lost: %+v", info.Capabilities.Roots)
+		}
+		caps, _ := json.Marshal(info.Capabilities)
+		if len(caps) > 2*maxCapabilityBytes {
+			t.Errorf("capabilities marshal to %d bytes, want at most %d", len(caps), 2*maxCapabilityBytes)
+		}
+	}
+	for _, s := range open {
+		s.Close()
+	}
+}

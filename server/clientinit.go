@@ -1,0 +1,77 @@
+package server
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// What a client declares in initialize is kept for the session's life, so
+// it is kept bounded: a client may send megabytes under the message limit,
+// and the hub holds every session's declaration (and lists them all to the
+// inspector on every poll).
+const (
+	// maxClientText bounds each string of clientInfo kept.
+	maxClientText = 256
+	// maxCapabilityBytes bounds the members of capabilities.experimental
+	// and of capabilities.extensions kept, each as encoded.
+	maxCapabilityBytes = 4 << 10
+)
+
+// boundCapabilities is caps with experimental and extensions clipped to
+// maxCapabilityBytes each: members in key order, each kept as its encoded
+// bytes, while they fit. The capabilities the hub acts on (roots,
+// sampling, elicitation, tasks) are small fixed structures, kept whole.
+func boundCapabilities(caps mcp.ClientCapabilities) mcp.ClientCapabilities {
+	caps.Experimental = clipMembers(caps.Experimental)
+	caps.Extensions = clipMembers(caps.Extensions)
+	return caps
+}
+
+// clipMembers is m with the members that fit in maxCapabilityBytes, in key
+// order, each as its encoding; nil when none fits.
+func clipMembers(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	var out map[string]any
+	size := 0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if size+len(k) > maxCapabilityBytes {
+			break
+		}
+		b, err := json.Marshal(m[k])
+		if err != nil || size+len(k)+len(b) > maxCapabilityBytes {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = json.RawMessage(b)
+		size += len(k) + len(b)
+	}
+	return out
+}
+
+// boundImplementation is info with its strings clipped to maxClientText
+// and without icons (the hub shows none).
+func boundImplementation(info mcp.Implementation) mcp.Implementation {
+	return mcp.Implementation{Name: clipText(info.Name), Version: clipText(info.Version), Title: clipText(info.Title),
+		Description: clipText(info.Description), WebsiteURL: clipText(info.WebsiteURL)}
+}
+
+// clipText is s cut to at most maxClientText bytes, on a rune boundary,
+// copied so that it does not pin the message it came from.
+func clipText(s string) string {
+	if len(s) <= maxClientText {
+		return string([]byte(s))
+	}
+	n := maxClientText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string([]byte(s[:n]))
+}

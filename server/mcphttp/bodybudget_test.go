@@ -1,0 +1,57 @@
+package mcphttp
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The body budget holds a body while it is read and decoded, not while
+// its call runs: with four long calls whose bodies sum to the budget in
+// flight, no bytes stay reserved, and another client's request is
+// answered 200, not refused 503 for as long as the calls last.
+func TestHTTPBodyBudgetReleasedOnceDecoded(t *testing.T) {
+	h := fakeHub(t)
+	const budget = 1 << 20
+	hs, ts := serveHTTPWith(t, h, Options{MaxBodyMemory: budget, BodyTimeout: time.Second})
+	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	const calls = 4
+	var wg sync.WaitGroup
+	for i := range calls {
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000,"pad":"`, 10+i)
+		tail := `"}}}`
+		body := head + strings.Repeat("a", budget/calls-len(head)-len(tail)) + tail
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set(headerSessionID, a.session)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(got), `"result"`) {
+				t.Errorf("call %d: %d %.200s", i, resp.StatusCode, got)
+			}
+		})
+	}
+	// Before the fix the budget was given back only as each call was
+	// answered, when it is no longer in flight: this never held.
+	waitFor(t, 5*time.Second, "the calls in flight with no body bytes reserved", func() bool {
+		hs.bodies.mu.Lock()
+		defer hs.bodies.mu.Unlock()
+		return hs.inflight.Load() == calls && hs.bodies.used == 0
+	})
+	resp, got := b.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	t.Logf("while %d calls of %d KiB run: 0 bytes reserved; another client's ping: %d", calls, budget/calls>>10, resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("another client's ping while the calls run: %d %.200s, want 200", resp.StatusCode, got)
+	}
+	wg.Wait()
+}
