@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,5 +47,30 @@ func TestRedirectToAnotherOriginRefused(t *testing.T) {
 				t.Fatalf("the other origin was reached %d times (X-Api-Key %q)", n, leaked.Load())
 			}
 		})
+	}
+}
+
+// A call whose answer came on an SSE stream that the server keeps open
+// after it stops reading it: the connection and the goroutine are let go,
+// not held until the upstream is closed.
+func TestAnswerStreamLetGoOnceAnswered(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(gone)
+	}))
+	t.Cleanup(srv.Close)
+	ts := openHTTP(t, srv.URL, config.TransportStreamableHTTP, 1<<20)
+	ts.write(t, listTools)
+	if r := ts.next(t); r.err != nil || !strings.Contains(string(r.msg), `"result"`) {
+		t.Fatalf("read %s %v", r.msg, r.err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer stream is still read after its answer")
 	}
 }
