@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
@@ -156,7 +157,15 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		// A named pipe no one reads would hold the open until a reader
+		// comes, a reload with it (under swapMu, which Close takes too):
+		// opened without waiting, it fails at once (ENXIO), and once
+		// open its writes still wait, in the runtime's poller.
+		flag |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
