@@ -28,6 +28,14 @@ type routes struct {
 	droppedGone uint64
 }
 
+// A client session holds at most maxSessionSubscriptions resource
+// subscriptions, each to a URI of at most maxSubscriptionURI bytes: what
+// it keeps in the hub is bounded (and so is removeSession's walk).
+const (
+	maxSessionSubscriptions = 1000
+	maxSubscriptionURI      = 8 << 10
+)
+
 // subscription is one resource URI that client sessions listen to.
 type subscription struct {
 	owner    *upstream.Server // the server subscribed to
@@ -278,6 +286,9 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	if json.Unmarshal(req.msg.Params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
+	if on && len(p.URI) > maxSubscriptionURI {
+		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
+	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
@@ -288,12 +299,20 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	sub := r.subs[p.URI]
 	first := sub == nil
 	if on {
+		if first || !sub.sessions[sess] {
+			if sess.subscriptions >= maxSessionSubscriptions {
+				r.mu.Unlock()
+				return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", maxSessionSubscriptions))
+			}
+			sess.subscriptions++
+		}
 		if first {
 			sub = &subscription{owner: s, sessions: map[*session]bool{}}
 			r.subs[p.URI] = sub
 		}
 		sub.sessions[sess] = true
-	} else if !first {
+	} else if !first && sub.sessions[sess] {
+		sess.subscriptions--
 		delete(sub.sessions, sess)
 		if len(sub.sessions) == 0 {
 			delete(r.subs, p.URI)
@@ -309,7 +328,12 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 		shared := upstream.WithOwner(ctx, nil)
 		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": p.URI}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
-			delete(r.subs, p.URI)
+			if r.subs[p.URI] == sub {
+				for other := range sub.sessions {
+					other.subscriptions--
+				}
+				delete(r.subs, p.URI)
+			}
 			r.mu.Unlock()
 			return nil, err
 		}
@@ -365,6 +389,9 @@ func (h *Hub) unsubscribeHidden(v *view) {
 	for uri, sub := range h.routes.subs {
 		if v.hidesResource(uri) {
 			owners[uri] = sub.owner
+			for sess := range sub.sessions {
+				sess.subscriptions--
+			}
 			delete(h.routes.subs, uri)
 		}
 	}
