@@ -43,9 +43,10 @@ type subscription struct {
 }
 
 type progressRoute struct {
-	sess  *session
-	ctx   context.Context // the call's, so progress goes down its stream
-	token json.RawMessage // as the client sent it
+	sess   *session
+	server *upstream.Server // the call's: only its progress is the call's
+	ctx    context.Context  // the call's, so progress goes down its stream
+	token  json.RawMessage  // as the client sent it
 }
 
 func newRoutes() *routes {
@@ -122,12 +123,12 @@ func (h *Hub) sessionFor(ctx context.Context) *session {
 
 // trackProgress gives a call's progress token one of the hub's own, unique
 // across sessions, and returns it with a func that forgets it.
-func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMessage) (string, func()) {
+func (h *Hub) trackProgress(ctx context.Context, sess *session, server *upstream.Server, token json.RawMessage) (string, func()) {
 	r := h.routes
 	r.mu.Lock()
 	r.nextTok++
 	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", r.nextTok)
-	r.progress[hubTok] = progressRoute{sess: sess, ctx: ctx, token: token}
+	r.progress[hubTok] = progressRoute{sess: sess, server: server, ctx: ctx, token: token}
 	r.mu.Unlock()
 	return hubTok, func() {
 		r.mu.Lock()
@@ -136,15 +137,20 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 	}
 }
 
-// progressOf is the call a progress notification's params are for, which
-// their token says; ok is false when no call in flight has it.
-func (h *Hub) progressOf(params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
+// progressOf is the call a progress notification of s's is for, which its
+// token says; ok is false when no call to s in flight has it. The hub's
+// tokens are counted, so guessed: another server's progress with one is
+// not the call's.
+func (h *Hub) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
 	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
 		return "", progressRoute{}, false
 	}
 	h.routes.mu.Lock()
 	route, ok = h.routes.progress[tok]
 	h.routes.mu.Unlock()
+	if ok && route.server != s {
+		return tok, progressRoute{}, false
+	}
 	return tok, route, ok
 }
 
@@ -165,7 +171,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		known bool // a progress notification for a call in flight
 	)
 	if method == "notifications/progress" {
-		tok, route, known = h.progressOf(fields)
+		tok, route, known = h.progressOf(s, fields)
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
