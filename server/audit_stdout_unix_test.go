@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,12 +32,16 @@ func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
 	if _, err := os.Stat(stdout); err != nil {
 		t.Skipf("no %s: %v", stdout, err)
 	}
-	serve := func(h *Hub) chan error {
+	// serve serves h's stdio face on w until the client leaves (the
+	// func it returns, which waits for it).
+	serve := func(h *Hub) (chan error, func()) {
 		inR, inW := io.Pipe()
-		t.Cleanup(func() { inW.Close() })
 		done := make(chan error, 1)
-		go func() { done <- h.ServeStdio(t.Context(), inR, w) }()
-		return done
+		go func() { done <- h.ServeStdio(context.Background(), inR, w) }()
+		return done, func() {
+			inW.Close()
+			<-done
+		}
 	}
 
 	cfg := auditConfig(stdout, config.ModeFlat)
@@ -44,8 +49,9 @@ func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	done, _ := serve(h)
 	select {
-	case err := <-serve(h):
+	case err := <-done:
 		if !errors.Is(err, errAuditOnStdout) {
 			t.Errorf("ServeStdio: %v", err)
 		}
@@ -61,7 +67,8 @@ func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
 	}
 	defer h.Close()
 	before := h.snapshot().audit
-	serve(h)
+	_, leave := serve(h)
+	defer leave()
 	waitFor(t, 5*time.Second, "the stdio face", func() bool { return h.stdioOut.Load() != nil })
 	h.SetConfig(auditConfig(stdout, config.ModeFlat))
 	if h.snapshot().audit != before {
