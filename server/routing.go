@@ -172,6 +172,11 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	)
 	if method == "notifications/progress" {
 		tok, route, known = h.progressOf(s, fields)
+		if owner, ok := upstream.OwnerOf(ctx).(*session); ok && known && owner != route.sess {
+			// It came on another session's own connection, or in the
+			// answer to another session's call: not this call's.
+			known = false
+		}
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
