@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
@@ -110,8 +111,9 @@ type auditLog struct {
 	required bool
 	logger   *slog.Logger
 	stats    *auditStats
-	f        auditFile // the writer's alone, once run has started
-	writes   int       // to f, so far; the writer's alone
+	f        auditFile   // the writer's alone, once run has started
+	file     os.FileInfo // f's, when it is a file; for auditOnStdout
+	writes   int         // to f, so far; the writer's alone
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
@@ -161,17 +163,53 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	// Read too: a short write is checked before it is cut back (untear).
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	// Read too, for a regular file: a short write is checked before it is
+	// cut back (untear). Anything else (a pipe, a terminal, /dev/stdout) is
+	// opened for writing only.
+	flag := os.O_CREATE | os.O_RDWR | os.O_APPEND
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		if fi.Mode()&os.ModeNamedPipe != 0 {
+			// A named pipe no one reads would hold the open until a reader
+			// comes, a reload with it (under swapMu, which Close takes too):
+			// opened without waiting, it fails at once (ENXIO), and once
+			// open its writes still wait, in the runtime's poller.
+			flag |= syscall.O_NONBLOCK
+		}
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
+	if err := h.auditOnStdout(path, f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
+	a.file, _ = f.Stat()
 	if !h.spawn(a.run) {
 		f.Close()
 		return nil, errors.New("audit trail: the hub is closed")
 	}
 	return a, nil
+}
+
+// errAuditOnStdout is an audit trail on the file that carries the stdio
+// conversation (audit.path: /dev/stdout): its lines would go to the
+// client amid the messages, which it cannot read.
+var errAuditOnStdout = errors.New("is the hub's stdout, which carries the MCP conversation over stdio: write the audit trail elsewhere")
+
+// auditOnStdout refuses a trail at path, open as f, that is the stdio
+// face's output.
+func (h *Hub) auditOnStdout(path string, f *os.File) error {
+	out := h.stdioOut.Load()
+	if out == nil {
+		return nil
+	}
+	if fi, err := f.Stat(); err == nil && os.SameFile(fi, *out) {
+		return fmt.Errorf("audit trail: %s %w", path, errAuditOnStdout)
+	}
+	return nil
 }
 
 // newAuditLog is the trail that writes to f, once run is started.

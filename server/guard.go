@@ -68,7 +68,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	if c.rename {
 		set = append(set, jsonrpc.Member{Key: "name", Value: quote(c.name)})
 	}
-	meta, forget := h.mapProgress(ctx, req, c.params.Field("_meta"))
+	meta, forget := h.mapProgress(ctx, req, c.server, c.params.Field("_meta"))
 	defer forget()
 	if meta != nil {
 		set = append(set, jsonrpc.Member{Key: "_meta", Value: meta})
@@ -114,8 +114,8 @@ func (h *Hub) writeAudit(req *request, err error) error {
 // call's session with the token its client chose, and two clients that
 // chose the same token never see each other's progress. It returns the
 // _meta to send instead (nil to send it as it is) and a func that forgets
-// the mapping.
-func (h *Hub) mapProgress(ctx context.Context, req *request, meta []byte) (json.RawMessage, func()) {
+// the mapping. Only server's progress reaches the call (see progressOf).
+func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Server, meta []byte) (json.RawMessage, func()) {
 	if len(meta) == 0 {
 		return nil, func() {}
 	}
@@ -124,7 +124,7 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, meta []byte) (json.
 	if err != nil || len(token) == 0 {
 		return nil, func() {}
 	}
-	tok, forget := h.trackProgress(ctx, req.sess, bytes.Clone(token))
+	tok, forget := h.trackProgress(ctx, req.sess, server, bytes.Clone(token))
 	q, _ := jsonrpc.Marshal(tok)
 	out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}) // the rest of _meta as the client sent it
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -37,6 +38,9 @@ type Hub struct {
 	panics      atomic.Uint64          // recovered panics, ever (see Recovered)
 	listPending [listKinds]atomic.Bool // a list_changed waits out its window
 	audits      auditStats             // of every trail the hub opened
+	// stdioOut is the file the stdio face writes the conversation to, when
+	// it is one: no audit trail may be opened on it (see auditOnStdout).
+	stdioOut atomic.Pointer[os.FileInfo]
 
 	// ctx ends at Close: it stops the requests from upstreams that the hub
 	// is passing to clients, and the unsubscribes it sends for sessions

@@ -28,6 +28,14 @@ type routes struct {
 	droppedGone uint64
 }
 
+// A client session holds at most maxSessionSubscriptions resource
+// subscriptions, each to a URI of at most maxSubscriptionURI bytes: what
+// it keeps in the hub is bounded (and so is removeSession's walk).
+const (
+	maxSessionSubscriptions = 1000
+	maxSubscriptionURI      = 8 << 10
+)
+
 // subscription is one resource URI that client sessions listen to.
 type subscription struct {
 	owner    *upstream.Server // the server subscribed to
@@ -35,9 +43,10 @@ type subscription struct {
 }
 
 type progressRoute struct {
-	sess  *session
-	ctx   context.Context // the call's, so progress goes down its stream
-	token json.RawMessage // as the client sent it
+	sess   *session
+	server *upstream.Server // the call's: only its progress is the call's
+	ctx    context.Context  // the call's, so progress goes down its stream
+	token  json.RawMessage  // as the client sent it
 }
 
 func newRoutes() *routes {
@@ -114,12 +123,12 @@ func (h *Hub) sessionFor(ctx context.Context) *session {
 
 // trackProgress gives a call's progress token one of the hub's own, unique
 // across sessions, and returns it with a func that forgets it.
-func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMessage) (string, func()) {
+func (h *Hub) trackProgress(ctx context.Context, sess *session, server *upstream.Server, token json.RawMessage) (string, func()) {
 	r := h.routes
 	r.mu.Lock()
 	r.nextTok++
 	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", r.nextTok)
-	r.progress[hubTok] = progressRoute{sess: sess, ctx: ctx, token: token}
+	r.progress[hubTok] = progressRoute{sess: sess, server: server, ctx: ctx, token: token}
 	r.mu.Unlock()
 	return hubTok, func() {
 		r.mu.Lock()
@@ -128,15 +137,20 @@ func (h *Hub) trackProgress(ctx context.Context, sess *session, token json.RawMe
 	}
 }
 
-// progressOf is the call a progress notification's params are for, which
-// their token says; ok is false when no call in flight has it.
-func (h *Hub) progressOf(params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
+// progressOf is the call a progress notification of s's is for, which its
+// token says; ok is false when no call to s in flight has it. The hub's
+// tokens are counted, so guessed: another server's progress with one is
+// not the call's.
+func (h *Hub) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string, route progressRoute, ok bool) {
 	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
 		return "", progressRoute{}, false
 	}
 	h.routes.mu.Lock()
 	route, ok = h.routes.progress[tok]
 	h.routes.mu.Unlock()
+	if ok && route.server != s {
+		return tok, progressRoute{}, false
+	}
 	return tok, route, ok
 }
 
@@ -157,7 +171,12 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		known bool // a progress notification for a call in flight
 	)
 	if method == "notifications/progress" {
-		tok, route, known = h.progressOf(fields)
+		tok, route, known = h.progressOf(s, fields)
+		if owner, ok := upstream.OwnerOf(ctx).(*session); ok && known && owner != route.sess {
+			// It came on another session's own connection, or in the
+			// answer to another session's call: not this call's.
+			known = false
+		}
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
@@ -278,6 +297,9 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	if json.Unmarshal(req.msg.Params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
+	if on && len(p.URI) > maxSubscriptionURI {
+		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
+	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
@@ -288,12 +310,20 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	sub := r.subs[p.URI]
 	first := sub == nil
 	if on {
+		if first || !sub.sessions[sess] {
+			if sess.subscriptions >= maxSessionSubscriptions {
+				r.mu.Unlock()
+				return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", maxSessionSubscriptions))
+			}
+			sess.subscriptions++
+		}
 		if first {
 			sub = &subscription{owner: s, sessions: map[*session]bool{}}
 			r.subs[p.URI] = sub
 		}
 		sub.sessions[sess] = true
-	} else if !first {
+	} else if !first && sub.sessions[sess] {
+		sess.subscriptions--
 		delete(sub.sessions, sess)
 		if len(sub.sessions) == 0 {
 			delete(r.subs, p.URI)
@@ -309,7 +339,12 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 		shared := upstream.WithOwner(ctx, nil)
 		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": p.URI}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
-			delete(r.subs, p.URI)
+			if r.subs[p.URI] == sub {
+				for other := range sub.sessions {
+					other.subscriptions--
+				}
+				delete(r.subs, p.URI)
+			}
 			r.mu.Unlock()
 			return nil, err
 		}
@@ -365,6 +400,9 @@ func (h *Hub) unsubscribeHidden(v *view) {
 	for uri, sub := range h.routes.subs {
 		if v.hidesResource(uri) {
 			owners[uri] = sub.owner
+			for sess := range sub.sessions {
+				sess.subscriptions--
+			}
 			delete(h.routes.subs, uri)
 		}
 	}

@@ -46,6 +46,10 @@ type session struct {
 	drained       chan struct{}                // closed when drain has ended
 	endOnce       sync.Once
 
+	// subscriptions counts the resource URIs the session listens to;
+	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
+	subscriptions int
+
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
 	capabilities    mcp.ClientCapabilities

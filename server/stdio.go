@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -32,6 +34,14 @@ func (h *Hub) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 
 // ServeStdioWith is ServeStdio with options.
 func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, opts StdioOptions) error {
+	if f, ok := out.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil {
+			h.stdioOut.Store(&fi)
+			if a := h.snapshot().audit; a != nil && a.file != nil && os.SameFile(a.file, fi) {
+				return fmt.Errorf("audit trail: %s %w", h.config().AuditPath(), errAuditOnStdout)
+			}
+		}
+	}
 	var sess *Session // set before the conn starts, so before any message
 	maxSize := h.Settings().MaxMessageSize
 	conn := jsonrpc.NewConn(jsonrpc.NewLineStream(in, out, maxSize), jsonrpc.ConnOptions{

@@ -342,8 +342,9 @@ func mediaType(resp *http.Response) string {
 
 // readEvents hands each event of an SSE body to Read until the body ends
 // (nil), the stream is over, or an event is over the limit (its
-// *jsonrpc.TooLargeError). fn, when not nil, sees each message first.
-func (s *httpStream) readEvents(body io.Reader, fn func(data []byte)) error {
+// *jsonrpc.TooLargeError). fn, when not nil, sees each message first; the
+// body is not read further once fn said that message is the last (nil).
+func (s *httpStream) readEvents(body io.Reader, fn func(data []byte) (last bool)) error {
 	r := newEventReader(body, s.limit)
 	for {
 		ev, err := r.next()
@@ -356,11 +357,12 @@ func (s *httpStream) readEvents(body io.Reader, fn func(data []byte)) error {
 		if ev.typ != "message" || len(bytes.TrimSpace(ev.data)) == 0 {
 			continue // a priming event (an id and empty data) carries no message
 		}
-		if fn != nil {
-			fn(ev.data)
-		}
+		last := fn != nil && fn(ev.data)
 		if !s.deliver(inbound{msg: ev.data}) {
 			return s.failErr
+		}
+		if last {
+			return nil
 		}
 	}
 }

@@ -36,11 +36,30 @@ const maxIdleConns = 64
 // transport of its own (closed with the stream) set as
 // http.DefaultTransport is, and no timeout of its own (a stream must not
 // have one: each request is bounded by its context). What the server
-// sends is bounded where it is read: readBody, eventReader.
+// sends is bounded where it is read: readBody, eventReader. A redirect is
+// followed on the origin of the request only (sameOrigin).
 func newHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = maxIdleConns
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: t, CheckRedirect: sameOrigin}
+}
+
+// maxRedirects is how many redirects a request follows, as net/http's
+// default does.
+const maxRedirects = 10
+
+// sameOrigin refuses a redirect to another origin: net/http would send
+// it the configured headers (an API key; it drops only Authorization and
+// cookies) and a 307's or 308's body, the message, as the endpoint event
+// of a legacy SSE server may not (endpointURL).
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if from := via[0].URL; req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+		return fmt.Errorf("redirect to %s refused: not on the origin of %s", req.URL.Redacted(), from.Redacted())
+	}
+	return nil
 }
 
 // readBody reads a JSON body of at most limit bytes; a longer one is not

@@ -159,13 +159,17 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 			s.deliver(inbound{msg: body})
 		}
 	case "text/event-stream":
+		// The answer is the stream's last message: the server should end
+		// the stream after it (2025-11-25, basic/transports), and one that
+		// keeps it open must not keep a connection and a goroutine per call.
 		answered := false
-		err := s.readEvents(resp.Body, func(data []byte) {
+		err := s.readEvents(resp.Body, func(data []byte) bool {
 			if answers(data, id) {
 				answered = true
-			} else {
-				s.relate(data, id)
+				return true
 			}
+			s.relate(data, id)
+			return false
 		})
 		var tl *jsonrpc.TooLargeError
 		switch {
@@ -287,7 +291,10 @@ func (s *Streamable) stream() (delivered bool, err error) {
 	if mediaType(resp) != "text/event-stream" {
 		return false, fmt.Errorf("GET stream: content type %q, not text/event-stream", resp.Header.Get("Content-Type"))
 	}
-	err = s.readEvents(resp.Body, func([]byte) { delivered = true })
+	err = s.readEvents(resp.Body, func([]byte) bool {
+		delivered = true
+		return false
+	})
 	var tl *jsonrpc.TooLargeError
 	if errors.As(err, &tl) {
 		err = &streamTooLarge{size: tl.Size, limit: tl.Limit}

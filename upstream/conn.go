@@ -381,6 +381,21 @@ func status(err error) int {
 	return 0
 }
 
+// answeredHTTP reports whether err is a remote server's HTTP refusal of
+// one call that says nothing about its session: it is up and answered
+// (a tool that crashed into a 500, a 400 for its arguments). Its other
+// calls go on; a refused token (401, 403), a server that is not there
+// (502, 503, 504: an outage behind a proxy) or one not reached at all
+// drops the session, so that the next one signs in or fails for all.
+func answeredHTTP(err error) bool {
+	switch status(err) {
+	case 0, http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return true
+}
+
 // unauthorized reports whether err is a server's 401.
 func unauthorized(err error) bool { return status(err) == http.StatusUnauthorized }
 

@@ -64,11 +64,17 @@ func listChanged(method string) (listSet, bool) {
 // maxPages stops a server whose cursors never end.
 const maxPages = 1000
 
+// maxListBytes stops a server whose pages, each within max_message_size,
+// add up to more than the hub will hold of one list (every client is sent
+// it; no real server comes near). A variable for the tests.
+var maxListBytes = 64 << 20
+
 // fetchAll reads every page of one list. request sends one raw request.
 func fetchAll(ctx context.Context, method, field, key string, request func(ctx context.Context, method string, params any) (json.RawMessage, error)) ([]Item, error) {
 	var items []Item
 	cursor := ""
 	seen := map[string]bool{}
+	size := 0
 	for page := 0; ; page++ {
 		if page == maxPages {
 			return nil, fmt.Errorf("%s: more than %d pages", method, maxPages)
@@ -80,6 +86,9 @@ func fetchAll(ctx context.Context, method, field, key string, request func(ctx c
 		raw, err := request(ctx, method, params)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		if size += len(raw); size > maxListBytes {
+			return nil, fmt.Errorf("%s: more than %d bytes in %d pages", method, maxListBytes, page+1)
 		}
 		var result map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &result); err != nil {

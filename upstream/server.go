@@ -663,7 +663,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	default:
-		if c != nil && c.remote() {
+		if c != nil && c.remote() && !answeredHTTP(err) {
 			// A remote server that failed to answer is reconnected.
 			c.lose(err, false)
 			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)

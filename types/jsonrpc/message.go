@@ -156,6 +156,11 @@ func Decode(b []byte) (*Message, error) {
 				}
 			}
 		}
+	case env.method != nil:
+		// A request with an empty method: refused with its id, which
+		// could be read (a message without a method may be a response,
+		// and keeps a null id: no error answers an error).
+		return nil, &DecodeError{Code: CodeInvalidRequest, ID: m.ID, Err: ErrNotMessage}
 	default:
 		return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrNotMessage}
 	}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// With audit.required, reloads that move the trail back and forth while
+// calls run: no call fails for the move, and every call's record is in
+// one of the files once the hub is closed.
+func TestAuditRequiredMovedUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}
+	h, _ := auditedHub(t, paths[0], true)
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const n = 400
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for i := range 40 {
+			cfg := *h.config()
+			cfg.Audit.Path = paths[(i+1)%2]
+			h.SetConfig(&cfg)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprint(i + 1)
+	}
+	go func() { // the answers are read meanwhile
+		for i := range n {
+			if _, err := io.WriteString(c.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"call %d"}}}`+"\n", i+1, i+1)); err != nil {
+				return
+			}
+		}
+	}()
+	got, _ := c.answersAt(time.Now(), ids...)
+	<-moved
+	failed := 0
+	for id, line := range got {
+		if !strings.Contains(line, `"text":"call `+id+`"`) {
+			failed++
+			if failed < 5 {
+				t.Errorf("answer %s: %s", id, line)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d calls failed while the trail moved", failed, n)
+	}
+	c.w.Close()
+	<-c.done
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if total := lines(t, paths[0]) + lines(t, paths[1]); total != n-failed {
+		t.Errorf("%d records for %d calls answered", total, n-failed)
+	}
+	if lost := h.AuditLost(); lost != 0 {
+		t.Errorf("%d records lost", lost)
+	}
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Progress for a call reaches its client from the server the call went
+// to only: another upstream that sends progress with the hub's token (the
+// tokens are counted, so guessed) cannot put its words into a call of
+// another server's, perhaps another client's.
+func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
+	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 10s", "") +
+		fmt.Sprintf("  g:\n    description: other\n    command: %q\n    args: [\"-name\", \"g\"]\n", fakeBin)
+	h, mgr := runHub(t, yaml, true)
+	servers := map[string]*upstream.Server{}
+	for _, s := range mgr.Servers() {
+		servers[s.Config.Group] = s
+	}
+	waitFor(t, 10*time.Second, "the upstreams", func() bool {
+		return servers["f"].Status().State == upstream.StateReady && servers["g"].Status().State == upstream.StateReady
+	})
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sleep"]; return ok })
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
+	var tok string
+	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
+		h.routes.mu.Lock()
+		defer h.routes.mu.Unlock()
+		for k := range h.routes.progress {
+			tok = k
+		}
+		return tok != ""
+	})
+	progress := func(message string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
+	}
+	h.upstreamNotification(context.Background(), servers["g"], "notifications/progress", progress("spoofed by g"))
+	h.upstreamNotification(context.Background(), servers["f"], "notifications/progress", progress("from f"))
+	all := c.answerAll("1")
+	if strings.Contains(all, "spoofed by g") {
+		t.Errorf("another upstream's progress reached the call:\n%s", all)
+	}
+	if !strings.Contains(all, "from f") || !strings.Contains(all, `"progressToken":"mine"`) {
+		t.Errorf("the call's own server's progress did not reach it:\n%s", all)
+	}
+}
+
+// Progress that comes on one session's own connection to a server
+// (isolation: per-session), or in the answer to its call, is not another
+// session's call's, though both calls went to that server.
+func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
+	h := fakeHub(t)
+	f := h.mgr.Servers()[0]
+	a := servePipes(t, h, StdioOptions{})
+	a.send(initializeMsg)
+	a.answer("0")
+	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
+	var tok string
+	var sessA *session
+	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
+		h.routes.mu.Lock()
+		defer h.routes.mu.Unlock()
+		for k, r := range h.routes.progress {
+			tok, sessA = k, r.sess
+		}
+		return tok != ""
+	})
+	sessB := newSession("b", "streamable-http") // another client, of the HTTP face
+	progress := func(message string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
+	}
+	h.upstreamNotification(upstream.WithOwner(context.Background(), sessB), f, "notifications/progress", progress("from b's connection"))
+	h.upstreamNotification(upstream.WithOwner(context.Background(), sessA), f, "notifications/progress", progress("from a's connection"))
+	all := a.answerAll("1")
+	if strings.Contains(all, "from b's connection") {
+		t.Errorf("progress from another session's connection reached the call:\n%s", all)
+	}
+	if !strings.Contains(all, "from a's connection") {
+		t.Errorf("the call's own progress did not reach it:\n%s", all)
+	}
+}

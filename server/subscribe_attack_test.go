@@ -1,0 +1,61 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A client that subscribes to ever new URIs (the only upstream that
+// supports subscriptions takes any) holds at most maxSessionSubscriptions
+// of them, and none of a URI longer than maxSubscriptionURI: what it keeps
+// in the hub is bounded. Unsubscribing makes room again.
+func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
+	h := fakeHub(t)
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	n := maxSessionSubscriptions + 10
+	go func() { // the answers are read meanwhile
+		for i := range n {
+			if _, err := io.WriteString(c.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"x://%d"}}`+"\n", i+1, i)); err != nil {
+				return
+			}
+		}
+	}()
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprint(i + 1)
+	}
+	got, _ := c.answersAt(time.Now(), ids...)
+	refused := 0
+	for _, line := range got {
+		if strings.Contains(line, `"error"`) {
+			refused++
+		}
+	}
+	if refused != n-maxSessionSubscriptions {
+		t.Errorf("%d of %d subscriptions refused, want %d", refused, n, n-maxSessionSubscriptions)
+	}
+	h.routes.mu.Lock()
+	held := len(h.routes.subs)
+	h.routes.mu.Unlock()
+	if held > maxSessionSubscriptions {
+		t.Errorf("the hub holds %d subscriptions of one session", held)
+	}
+	c.send(`{"jsonrpc":"2.0","id":"un","method":"resources/unsubscribe","params":{"uri":"x://0"}}`)
+	c.answer(`"un"`)
+	c.send(`{"jsonrpc":"2.0","id":"again","method":"resources/subscribe","params":{"uri":"x://new"}}`)
+	if a := c.answer(`"again"`); !strings.Contains(a, `"result"`) {
+		t.Errorf("a subscription after an unsubscribe: %s", a)
+	}
+	c.send(`{"jsonrpc":"2.0","id":"long","method":"resources/unsubscribe","params":{"uri":"x://1"}}`)
+	c.answer(`"long"`)
+	c.send(`{"jsonrpc":"2.0","id":"long2","method":"resources/subscribe","params":{"uri":"x://` + strings.Repeat("a", maxSubscriptionURI) + `"}}`)
+	if a := c.answer(`"long2"`); !strings.Contains(a, `"error"`) {
+		t.Errorf("a subscription to a URI of %d bytes: %.200s", maxSubscriptionURI, a)
+	}
+}

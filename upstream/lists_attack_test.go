@@ -1,0 +1,35 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A server whose list pages are large and never end: the hub stops
+// reading the list once it holds maxListBytes of it, not after maxPages
+// of them (1000 pages of up to max_message_size each: 10 GB held).
+func TestFetchAllBoundsWhatItHolds(t *testing.T) {
+	defer func(old int) { maxListBytes = old }(maxListBytes)
+	maxListBytes = 8 << 20
+	desc := strings.Repeat("d", 1<<20)
+	served := 0
+	errTooMuch := errors.New("the hub read 200 pages of 1 MiB")
+	huge := func(_ context.Context, _ string, params any) (json.RawMessage, error) {
+		if served == 200 {
+			return nil, errTooMuch
+		}
+		served++
+		return json.RawMessage(`{"tools":[{"name":"t` + strconv.Itoa(served) + `","description":"` + desc + `"}],"nextCursor":"` + strconv.Itoa(served) + `"}`), nil
+	}
+	_, err := fetchAll(t.Context(), "tools/list", "tools", "name", huge)
+	if err == nil || errors.Is(err, errTooMuch) || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("after %d pages of 1 MiB: %v", served, err)
+	}
+	if limit := maxListBytes>>20 + 1; served > limit {
+		t.Errorf("%d pages of 1 MiB read, the bound is %d", served, limit)
+	}
+}
