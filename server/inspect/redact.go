@@ -35,7 +35,7 @@ func redact(src []byte) string {
 				dst = make([]byte, 0, len(src)+len(redacted))
 			}
 			dst = append(dst, src[last:from+sp.from]...)
-			dst = append(dst, redactedText...)
+			dst = sp.replace(dst)
 			last = from + sp.to
 		}
 	}
@@ -159,14 +159,27 @@ func valueEnd(src []byte, i int) int {
 // secretKeys are the keys whose values are redacted, compared with case,
 // '-' and '_' ignored. Besides these, any key that ends in one of
 // secretSuffixes is (progressToken excepted: MCP's progress tokens are
-// not secrets, and the inspector shows them).
+// not secrets, and the inspector shows them; and PWD and OLDPWD as
+// written, the shell's working directories: pwd, dbPwd and oldPwd are
+// passwords).
 var secretKeys = map[string]bool{
 	"authorization": true, "proxyauthorization": true, "cookie": true, "setcookie": true,
 	"password": true, "passwd": true, "passphrase": true, "secret": true, "token": true,
 	"apikey": true, "xapikey": true, "privatekey": true, "credentials": true,
+	"pwd": true,
 }
 
-var secretSuffixes = []string{"token", "secret", "password", "apikey", "privatekey"}
+// secretSuffixes end the names of secrets: GITHUB_TOKEN, client_secret,
+// aws_secret_access_key, sessionKey, ssh_key, db_pwd. A name that merely
+// holds one of them elsewhere (tokenizer, passwordless, keyboard) and one
+// that ends in a plural (max_tokens) is no secret; neither is "key" alone
+// (sortKey, primaryKey, an idempotency key), only the kinds of key named
+// here.
+var secretSuffixes = []string{
+	"token", "secret", "password", "passwd", "pwd", "apikey", "privatekey",
+	"secretkey", "accesskey", "sessionkey", "sshkey", "signingkey", "encryptionkey",
+	"masterkey", "accountkey",
+}
 
 // maxKey bounds the keys looked at: a longer one names no secret here.
 const maxKey = 64
@@ -192,8 +205,11 @@ func secretKey(key []byte) bool {
 // secretName says whether a member or variable named name (as read, no
 // escapes) holds a secret.
 func secretName(key []byte) bool {
-	if len(key) > maxKey || len(key) < 5 {
-		return false // "token" and "secret" are the shortest
+	if len(key) > maxKey || len(key) < 3 {
+		return false // "pwd" is the shortest
+	}
+	if string(key) == "PWD" || string(key) == "OLDPWD" {
+		return false // the shell's working directories, in every environment
 	}
 	var buf [maxKey]byte
 	n := 0
@@ -222,8 +238,30 @@ func secretName(key []byte) bool {
 	return false
 }
 
-// span is a part of a string's text, s[from:to].
-type span struct{ from, to int }
+// span is a part of a string's text, s[from:to], to be redacted. It
+// becomes [redacted] when quotes is 0. Otherwise the part is a value of
+// JSON held in the string (a tool's result whose text is JSON), whose
+// quotes are written as quotes backslashes and a quote (\" once held,
+// \\\" twice), and it becomes the string "[redacted]" quoted so: the
+// JSON it was in stays JSON.
+type span struct{ from, to, quotes int }
+
+// replace appends to dst what the span becomes.
+func (sp span) replace(dst []byte) []byte {
+	if sp.quotes == 0 {
+		return append(dst, redactedText...)
+	}
+	quote := func() {
+		for range sp.quotes {
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, '"')
+	}
+	quote()
+	dst = append(dst, redactedText...)
+	quote()
+	return dst
+}
 
 // stringSecrets appends to out the parts of s, the text of a JSON string
 // as written (escapes and all, perhaps cut short), that are secrets:
@@ -236,7 +274,9 @@ type span struct{ from, to int }
 //     flag (--api-key=…), an environment variable (GITHUB_TOKEN=…);
 //   - the value of a line "Name: value" where Name is a secret key: a
 //     header (Authorization: …), a line of YAML (password: …);
-//   - the credentials after Bearer or Basic.
+//   - the credentials after Bearer or Basic;
+//   - the value of a member whose key is a secret key in JSON the
+//     string holds (see memberSecrets): {\"GITHUB_TOKEN\": \"…\"}.
 //
 // The parts come sorted and do not overlap.
 func stringSecrets(s []byte, out []span) []span {
@@ -245,9 +285,11 @@ func stringSecrets(s []byte, out []span) []span {
 	}
 	// One pass to see which kinds can be there: most strings (names,
 	// ids, words) hold none of these bytes, and are left at that.
-	var colon, equals, space bool
+	var colon, equals, space, quote bool
 	for _, c := range s {
 		switch c {
+		case '"':
+			quote = true
 		case ':':
 			colon = true
 		case '=':
@@ -260,6 +302,9 @@ func stringSecrets(s []byte, out []span) []span {
 	if colon {
 		out = urlSecrets(s, out)
 		out = lineSecrets(s, out)
+		if quote {
+			out = memberSecrets(s, out)
+		}
 	}
 	if equals {
 		out = assignSecrets(s, out)
@@ -275,12 +320,180 @@ func stringSecrets(s []byte, out []span) []span {
 	merged := found[:1]
 	for _, sp := range found[1:] {
 		if top := &merged[len(merged)-1]; sp.from <= top.to {
+			if sp.from == top.from && sp.quotes > top.quotes {
+				top.quotes = sp.quotes // a whole value: it becomes a string
+			}
 			top.to = max(top.to, sp.to)
 		} else {
 			merged = append(merged, sp)
 		}
 	}
 	return out[:base+len(merged)]
+}
+
+// memberSecrets finds, in JSON held as text in the string (its quotes
+// escaped: \"key\": \"value\"), the values of members whose key is a
+// secret key (see secretName): a string's text, or a whole number,
+// literal, object or array (which become the string "[redacted]"). JSON
+// held once, twice and three times (quotes after 1, 3 and 7 backslashes)
+// is looked into, each depth apart.
+func memberSecrets(s []byte, out []span) []span {
+	for _, q := range [...]string{`\"`, `\\\"`, `\\\\\\\"`} {
+		if !bytes.Contains(s, []byte(q)) {
+			break
+		}
+		out = heldMembers(s, len(q)-1, out)
+	}
+	return out
+}
+
+// heldMembers is memberSecrets for JSON quoted by n backslashes. It reads
+// the held JSON as a sequence of strings, each opened by a quote after n
+// backslashes and closed by one of the same depth (see heldQuoteAt); a
+// key is a string followed by a colon. A key written with escapes is not
+// looked into.
+func heldMembers(s []byte, n int, out []span) []span {
+	for k := 0; k < len(s); {
+		p := bytes.IndexByte(s[k:], '"')
+		if p < 0 {
+			return out
+		}
+		p += k
+		if backslashes(s, p) != n {
+			k = p + 1 // not a quote that opens a string of this depth
+			continue
+		}
+		end := heldQuote(s, p+1, n) // the closing quote's first backslash
+		if end < 0 {
+			return out // a cut string
+		}
+		key := s[p+1 : end]
+		k = end + n + 1
+		c := heldSpace(s, k)
+		if c >= len(s) || s[c] != ':' || bytes.IndexByte(key, '\\') >= 0 || !secretName(key) {
+			continue
+		}
+		v := heldSpace(s, c+1)
+		from, to, quotes := heldValue(s, v, n)
+		if to <= from {
+			continue // no value, or an empty string
+		}
+		out = append(out, span{from, to, quotes})
+		k = to
+		if quotes == 0 {
+			k += n + 1 // past the string's closing quote
+		}
+	}
+	return out
+}
+
+// backslashes is how many backslashes are just before s[i].
+func backslashes(s []byte, i int) int {
+	n := 0
+	for i-1-n >= 0 && s[i-1-n] == '\\' {
+		n++
+	}
+	return n
+}
+
+// heldQuote is the index of the first of the n backslashes before the
+// next quote from s[i] of held JSON quoted by n backslashes, or -1.
+func heldQuote(s []byte, i, n int) int {
+	for i < len(s) {
+		q := bytes.IndexByte(s[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		if heldQuoteAt(s, q, n) && q-n >= i {
+			return q - n
+		}
+		i = q + 1
+	}
+	return -1
+}
+
+// heldQuoteAt says whether s[q], a quote, is one of held JSON quoted by n
+// backslashes (2^depth-1): after n of them, or after n and the escaped
+// backslashes that end a held string (\"a\\\\\" holds "a\\"), but not after
+// the 2n+1 of a quote inside a held string (\"say \\\"hi\\\"\").
+func heldQuoteAt(s []byte, q, n int) bool {
+	b := backslashes(s, q)
+	return b >= n && (b-n)%(2*n+2) == 0
+}
+
+// heldSpace skips the white space of held JSON from s[i]: spaces, and the
+// escapes of new lines, returns and tabs (\n, or \\n deeper).
+func heldSpace(s []byte, i int) int {
+	for i < len(s) {
+		switch {
+		case s[i] == ' ':
+			i++
+		case s[i] == '\\':
+			j := i
+			for j < len(s) && s[j] == '\\' {
+				j++
+			}
+			if j == len(s) || (j-i)%2 == 0 || s[j] != 'n' && s[j] != 'r' && s[j] != 't' {
+				return i
+			}
+			i = j + 1
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// heldValue is the part of s to redact for the value of held JSON, quoted
+// by n backslashes, that starts at s[v]: a string's text (quotes 0), or a
+// whole other value (quotes n); to is len(s) when s ends inside it.
+func heldValue(s []byte, v, n int) (from, to, quotes int) {
+	if v >= len(s) {
+		return v, v, 0
+	}
+	if s[v] == '\\' && v+n < len(s) && s[v+n] == '"' && backslashes(s, v+n) == n {
+		if end := heldQuote(s, v+n+1, n); end >= 0 {
+			return v + n + 1, end, 0
+		}
+		return v + n + 1, len(s), 0
+	}
+	switch s[v] {
+	case '{', '[':
+		depth := 0
+		for j := v; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				if heldQuoteAt(s, j, n) {
+					end := heldQuote(s, j+1, n)
+					if end < 0 {
+						return v, len(s), n
+					}
+					j = end + n
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return v, j + 1, n
+				}
+			}
+		}
+		return v, len(s), n
+	}
+	// A number or a literal; anything else is not JSON ("password": here).
+	w := v
+	for w < len(s) && strings.IndexByte(",}] \\\"", s[w]) < 0 {
+		w++
+	}
+	switch lit := string(s[v:w]); {
+	case lit == "true" || lit == "false" || lit == "null":
+	case strings.IndexByte("-0123456789", s[v]) >= 0 && strings.Trim(lit, "-+.eE0123456789") == "":
+	default:
+		return v, v, 0
+	}
+	return v, w, n
 }
 
 // urlSecrets finds the user info of URLs: scheme://user:password@host.
@@ -298,10 +511,10 @@ func urlSecrets(s []byte, out []span) []span {
 		if at := bytes.LastIndexByte(s[start:end], '@'); at > 0 {
 			if c := bytes.IndexByte(s[start:start+at], ':'); c >= 0 {
 				if c+1 < at {
-					out = append(out, span{start + c + 1, start + at})
+					out = append(out, span{from: start + c + 1, to: start + at})
 				}
 			} else if credential(s[start : start+at]) { // a token as the user: not "git"
-				out = append(out, span{start, start + at})
+				out = append(out, span{from: start, to: start + at})
 			}
 		}
 		k = end
@@ -352,7 +565,7 @@ func assignSecrets(s []byte, out []span) []span {
 			continue
 		}
 		if v, w := assignedValue(s, e+1); w > v {
-			out = append(out, span{v, w})
+			out = append(out, span{from: v, to: w})
 			k = w
 		}
 	}
@@ -416,7 +629,7 @@ func lineSecrets(s []byte, out []span) []span {
 		}
 		end = min(end, len(s))
 		if end > v {
-			out = append(out, span{v, end})
+			out = append(out, span{from: v, to: end})
 			k = end
 		}
 	}
@@ -470,7 +683,7 @@ func schemeSecrets(s []byte, out []span) []span {
 				w++
 			}
 			if credential(s[t:w]) {
-				out = append(out, span{t, w})
+				out = append(out, span{from: t, to: w})
 				k = w
 			}
 		}

@@ -48,6 +48,25 @@ func TestRedact(t *testing.T) {
 			`{"d":"Send a bearer token. Basic information, token: see docs, max_tokens is 5"}`},
 		{"a key that is a url", `{"https://u:p@h":1}`, `{"https://u:[redacted]@h":1}`},
 		{"cut inside a string", `{"u":"https://h/?token=abcdef`, `{"u":"https://h/?token=[redacted]`},
+		// The common spellings of secrets' names.
+		{"spellings", `{"aws_secret_access_key":"a","sessionKey":"b","ssh_key":"c","pwd":"d","GITHUB_TOKEN":"e","PASSWORD":"f","db_pwd":"g","oldPwd":"h","secretKey":"i","signing-key":"j"}`,
+			`{"aws_secret_access_key":"[redacted]","sessionKey":"[redacted]","ssh_key":"[redacted]","pwd":"[redacted]","GITHUB_TOKEN":"[redacted]","PASSWORD":"[redacted]","db_pwd":"[redacted]","oldPwd":"[redacted]","secretKey":"[redacted]","signing-key":"[redacted]"}`},
+		{"words that hold a secret's name stay", `{"keyboard":"us","tokenizer":"cl100k","passwordless":"sign in with a link, no password","max_tokens":5,"sortKey":"a","key":"k","PWD":"/home/u","OLDPWD":"/"}`,
+			`{"keyboard":"us","tokenizer":"cl100k","passwordless":"sign in with a link, no password","max_tokens":5,"sortKey":"a","key":"k","PWD":"/home/u","OLDPWD":"/"}`},
+		// JSON held as text in a string: a tool's result.
+		{"json text", `{"content":[{"type":"text","text":"{\n  \"GITHUB_TOKEN\": \"ghp_abc\",\n  \"PATH\": \"/bin\",\n  \"PASSWORD\": \"hunter2\"\n}"}]}`,
+			`{"content":[{"type":"text","text":"{\n  \"GITHUB_TOKEN\": \"[redacted]\",\n  \"PATH\": \"/bin\",\n  \"PASSWORD\": \"[redacted]\"\n}"}]}`},
+		{"json text, other values", `{"text":"{\"token\":12,\"secret\":{\"a\":\"}\"},\"apiKey\":[1,2],\"n\":true}"}`,
+			`{"text":"{\"token\":\"[redacted]\",\"secret\":\"[redacted]\",\"apiKey\":\"[redacted]\",\"n\":true}"}`},
+		{"json text, nested and quoted", `{"text":"{\"a\":{\"b\":[{\"sessionKey\":\"x\\\"y\\\\\"}]},\"c\":\"d\"}"}`,
+			`{"text":"{\"a\":{\"b\":[{\"sessionKey\":\"[redacted]\"}]},\"c\":\"d\"}"}`},
+		{"json text, a value named as a key", `{"text":"[\"password\", \"token\", {\"k\": \"secret\"}]"}`,
+			`{"text":"[\"password\", \"token\", {\"k\": \"secret\"}]"}`},
+		{"json text, prose stays", `{"text":"{\"description\": \"passwordless login: a token is mailed\", \"keyboard\": \"us\", \"tokenizer\": \"bpe\", \"PWD\": \"/tmp\"}"}`,
+			`{"text":"{\"description\": \"passwordless login: a token is mailed\", \"keyboard\": \"us\", \"tokenizer\": \"bpe\", \"PWD\": \"/tmp\"}"}`},
+		{"json text held twice", `{"text":"{\"inner\": \"{\\\"password\\\": \\\"p\\\"}\"}"}`,
+			`{"text":"{\"inner\": \"{\\\"password\\\": \\\"[redacted]\\\"}\"}"}`},
+		{"json text cut", `{"text":"{\"ssh_key\": \"-----BEGIN`, `{"text":"{\"ssh_key\": \"[redacted]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := redact([]byte(tc.in)); got != tc.want {
@@ -79,6 +98,7 @@ func TestRedactText(t *testing.T) {
 		"connection refused": "connection refused",
 		`dial "postgres://app:s3cr3t@db:5432/x": refused`: `dial "postgres://app:[redacted]@db:5432/x": refused`,
 		"bad key\nAPI_KEY=abc <&>":                        "bad key\nAPI_KEY=[redacted] <&>",
+		`config: {"db_pwd": "s3cr3t", "user": "bob"}`:     `config: {"db_pwd": "[redacted]", "user": "bob"}`,
 	} {
 		if got := redactText(in); got != want {
 			t.Errorf("redactText(%q) = %q, want %q", in, got, want)
@@ -103,6 +123,7 @@ func FuzzRedact(f *testing.F) {
 		`{"token":"x"}`, `{"a":[{"Password":{"b":[1,2]}}],"c":"d"}`, `[1,"secret",{"secret":null}]`,
 		`{"x":"\"token\":1","API-KEY":"\\"}`, `{"progressToken":"p","maxTokens":3}`, `"plain"`,
 		`{"api\u005fkey":"x","u":"https://a:b@c/?token=\"d\"&e=f","h":"Authorization: Bearer abcdefgh1\nX: y"}`,
+		`{"text":"{\"token\":{\"a\":[1,\"]\"]},\"pwd\":\"x\\\\\",\"b\":2}"}`,
 	} {
 		f.Add(s)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -32,6 +33,14 @@ const DefaultServiceName = "dynamic-mcp"
 
 // shutdownTimeout bounds sending the last spans when the hub stops.
 const shutdownTimeout = 5 * time.Second
+
+// maxAttr bounds, in bytes, each string a span keeps: its attributes
+// (those a client writes, a tool's name, a resource's URI, a request's
+// id, are clipped to it; the SDK's limit is set to it for all others, or
+// to OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when smaller), its name and its
+// status's message. Spans wait in the batcher's queue (2048 of them) until
+// exported: what a client sends must not be kept whole there.
+const maxAttr = 1024
 
 // instrumentation names the spans' instrumentation scope.
 const instrumentation = "github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
@@ -97,7 +106,11 @@ func NewTracerFromEnv(ctx context.Context, version string, logger *slog.Logger) 
 // NewTracer returns a Tracer that sends its spans to exp in batches, off
 // the request path. Close flushes and stops it.
 func NewTracer(exp sdktrace.SpanExporter, res *resource.Resource) *Tracer {
-	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	limits := sdktrace.NewSpanLimits() // the OTEL_*_LIMIT variables
+	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > maxAttr {
+		limits.AttributeValueLengthLimit = maxAttr
+	}
+	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
 	return &Tracer{provider: p, tracer: p.Tracer(instrumentation)}
 }
 
@@ -135,15 +148,15 @@ func (t *Tracer) CallStarted(ctx context.Context, c *traffic.Call) context.Conte
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attribute.String(attrMethod, c.Method), attribute.String(attrTransport, networkTransport(c.Transport)))
 	if c.Transport != "stdio" { // stdio has no MCP session id; the hub's "stdio" is its own
-		attrs = append(attrs, attribute.String(attrSession, c.Session), attribute.String(attrProtocolName, "http"))
+		attrs = append(attrs, attribute.String(attrSession, clip(c.Session)), attribute.String(attrProtocolName, "http"))
 	}
 	if c.Protocol != "" {
-		attrs = append(attrs, attribute.String(attrProtocol, c.Protocol))
+		attrs = append(attrs, attribute.String(attrProtocol, clip(c.Protocol)))
 	}
 	if id := requestID(c.ID); id != "" {
-		attrs = append(attrs, attribute.String(attrRequestID, id))
+		attrs = append(attrs, attribute.String(attrRequestID, clip(id)))
 	}
-	target := targetOf(c.Method, params)
+	target := clip(targetOf(c.Method, params))
 	attrs = appendTarget(attrs, c.Method, target)
 	ctx, span := t.tracer.Start(ctx, methodName(c.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrs...), trace.WithTimestamp(c.Start))
@@ -183,7 +196,7 @@ func (t *Tracer) CallEnded(ctx context.Context, c *traffic.Call) {
 func (t *Tracer) HopStarted(ctx context.Context, h *traffic.Hop) context.Context {
 	name := methodName(h.Method)
 	params, _ := jsonrpc.ScanObject(h.Params) // the hub's, from checked bytes
-	target := targetOf(h.Method, params)
+	target := clip(targetOf(h.Method, params))
 	if named(h.Method) && target != "" {
 		name += " " + target // on the server's list: the hub routed it here
 	}
@@ -267,7 +280,19 @@ func setOutcome(span trace.Span, errType string, err error) {
 	if errors.As(err, &rpc) {
 		span.SetAttributes(attribute.String(attrStatusCode, strconv.Itoa(e.Code)))
 	}
-	span.SetStatus(codes.Error, e.Message)
+	span.SetStatus(codes.Error, clip(e.Message)) // may echo what the client sent
+}
+
+// clip is s cut to at most maxAttr bytes, on a character's boundary.
+func clip(s string) string {
+	if len(s) <= maxAttr {
+		return s
+	}
+	n := maxAttr
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // requestID is jsonrpc.request.id: a string id unquoted, a number as
