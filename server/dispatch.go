@@ -178,7 +178,13 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 
 // callRoute calls the upstream tool r names with the client's params,
 // only the name changed to the upstream's.
+// Arguments that are present must be an object (or null, for none), as
+// call_dynamic_tool's args must: the policy's argument rules read an
+// object's members, and a call they cannot read is not passed them by.
 func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments json.RawMessage) (json.RawMessage, error) {
+	if len(arguments) > 0 && arguments[0] != '{' && string(arguments) != "null" {
+		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
+	}
 	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
 		params: req.params, rename: true})
 }

@@ -80,9 +80,14 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 		}
 	}
+	task := c.method == policy.MethodToolsCall && c.params.Field("task") != nil
+	var conn upstream.ConnID // the connection a task is made on
+	if task {
+		ctx = upstream.NoteConn(ctx, &conn)
+	}
 	res, err := h.request(ctx, req, c.server, c.method, json.RawMessage(params), snap.cfg.CallTimeoutFor(c.server.Config))
-	if err == nil && c.method == policy.MethodToolsCall && c.params.Field("task") != nil {
-		res = h.adoptTask(req, c.server, res)
+	if err == nil && task {
+		res = h.adoptTask(req, c.server, conn, res)
 	}
 	if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 		h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)

@@ -22,6 +22,7 @@ type routes struct {
 	progress map[string]progressRoute // hub progress token -> the call's session
 	subs     map[string]*subscription // by resource URI
 	tasks    map[string]*taskRoute    // by the hub's task id
+	taskKeys map[taskKey]string       // the hub's task id by the upstream's, on its connection
 	nextTok  uint64
 	// droppedGone counts the notifications dropped for sessions that
 	// ended, so that the hub's total never goes down (see Hub.Dropped).
@@ -55,6 +56,7 @@ func newRoutes() *routes {
 		progress: map[string]progressRoute{},
 		subs:     map[string]*subscription{},
 		tasks:    map[string]*taskRoute{},
+		taskKeys: map[taskKey]string{},
 	}
 }
 
@@ -223,7 +225,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			}
 		}
 	case "notifications/tasks/status":
-		h.taskStatus(s, params)
+		h.taskStatus(ctx, s, params)
 	case "notifications/resources/updated":
 		uri, _ := stringValue(fields.Field("uri"))
 		if h.snapshot().view.hidesResource(uri) {

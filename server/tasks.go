@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -10,31 +13,45 @@ import (
 )
 
 // Tasks (protocol 2025-11-25): a task-augmented tools/call passes through
-// to the upstream, whose task id the hub replaces by one of its own, unique
-// across upstreams; tasks/get, tasks/result, tasks/cancel and
-// notifications/tasks/status are routed by that id to the upstream and the
-// session that own the task, and tasks/list answers with the session's own
-// tasks only (upstreams are shared by every client of the hub).
+// to the upstream, whose task id the hub replaces by one of its own: the
+// server's name and a random nonce, so that no two tasks the hub hands out
+// share an id, whichever session made them, however often an upstream
+// (per session or shared, restarted or not) numbers its tasks from 1 again.
+// An upstream's task id means something only on the connection it was
+// made on, so the hub keeps each task by its id and by (connection,
+// upstream id): tasks/get, tasks/result and tasks/cancel go to that
+// connection only (after a restart the task is gone, whatever the new
+// process calls by its id), notifications/tasks/status reach the session
+// that owns the task on the connection it came on, and tasks/list answers
+// with the session's own tasks only.
 
 // taskRoute is where a task the hub handed out lives.
 type taskRoute struct {
 	server *upstream.Server
+	conn   upstream.ConnID // the connection the task was made on
 	id     json.RawMessage // the upstream's task id, as it wrote it
 	sess   *session
+}
+
+// taskKey is an upstream's task on one connection.
+type taskKey struct {
+	conn upstream.ConnID
+	id   string // as the upstream wrote it
 }
 
 // relatedTaskKey is the _meta key that ties a message to a task.
 const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
-// adoptTask records the task a task-augmented call created and gives it
-// the hub's id in the result; a result without a task passes unchanged.
-func (h *Hub) adoptTask(req *request, s *upstream.Server, res json.RawMessage) json.RawMessage {
+// adoptTask records the task a task-augmented call created on the
+// connection conn and gives it the hub's id in the result; a result
+// without a task passes unchanged.
+func (h *Hub) adoptTask(req *request, s *upstream.Server, conn upstream.ConnID, res json.RawMessage) json.RawMessage {
 	task := jsonrpc.Field(res, "task")
 	id := jsonrpc.Field(task, "taskId")
-	if len(id) == 0 {
+	if len(id) == 0 || conn == 0 {
 		return res
 	}
-	hubID := h.taskID(s, id, req.sess)
+	hubID := h.newTask(&taskRoute{server: s, conn: conn, id: bytes.Clone(id), sess: req.sess})
 	task, err := jsonrpc.SetField(task, "taskId", hubID)
 	if err != nil {
 		return res
@@ -45,42 +62,47 @@ func (h *Hub) adoptTask(req *request, s *upstream.Server, res json.RawMessage) j
 	return res
 }
 
-// taskID is the hub's id of s's task id, made for sess when new.
-func (h *Hub) taskID(s *upstream.Server, id json.RawMessage, sess *session) json.RawMessage {
-	hubID := hubTaskID(s, id)
-	r := h.routes
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.tasks[string(hubID)]; !ok {
-		r.tasks[string(hubID)] = &taskRoute{server: s, id: id, sess: sess}
+// newTask records r under a new id of the hub's, <server>~<nonce>, and
+// returns that id. The upstream's id on r's connection names r from now
+// on: a task the connection numbered so before is forgotten (an upstream
+// that reuses an id on one connection has ended the task that had it).
+func (h *Hub) newTask(r *taskRoute) json.RawMessage {
+	rt := h.routes
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var hubID string
+	for hubID == "" || rt.tasks[hubID] != nil {
+		hubID = r.server.Config.ID() + "~" + rand.Text()
 	}
-	return hubID
-}
-
-// hubTaskID is the id the hub gives s's task id: <server>~<id>.
-func hubTaskID(s *upstream.Server, id json.RawMessage) json.RawMessage {
-	var text string
-	if json.Unmarshal(id, &text) != nil {
-		text = string(id)
+	key := taskKey{r.conn, string(r.id)}
+	if old, ok := rt.taskKeys[key]; ok {
+		delete(rt.tasks, old)
 	}
-	hubID, _ := jsonrpc.Marshal(s.Config.ID() + "~" + text)
-	return hubID
+	rt.tasks[hubID] = r
+	rt.taskKeys[key] = hubID
+	q, _ := jsonrpc.Marshal(hubID)
+	return q
 }
 
 // task finds the session's task the request names.
 func (h *Hub) task(req *request) (string, *taskRoute, error) {
 	id := req.field("taskId")
+	var hubID string
+	if json.Unmarshal(id, &hubID) != nil {
+		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
+	}
 	h.routes.mu.Lock()
-	r := h.routes.tasks[string(id)]
+	r := h.routes.tasks[hubID]
 	h.routes.mu.Unlock()
 	if r == nil || r.sess != req.sess {
 		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
 	}
-	return string(id), r, nil
+	return hubID, r, nil
 }
 
 // taskRequest routes tasks/get, tasks/result or tasks/cancel to the
-// upstream that owns the task, and gives what it answers the hub's id.
+// connection the task was made on, and gives what it answers the hub's
+// id. A task whose connection ended is not found.
 func (h *Hub) taskRequest(ctx context.Context, req *request) (json.RawMessage, error) {
 	hubID, r, err := h.task(req)
 	if err != nil {
@@ -90,31 +112,36 @@ func (h *Hub) taskRequest(ctx context.Context, req *request) (json.RawMessage, e
 	if err != nil {
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	res, err := h.request(ctx, req, r.server, req.msg.Method, json.RawMessage(up), req.snap.cfg.CallTimeoutFor(r.server.Config))
+	quoted, _ := jsonrpc.Marshal(hubID)
+	res, err := h.request(upstream.OnConn(ctx, r.conn), req, r.server, req.msg.Method, json.RawMessage(up), req.snap.cfg.CallTimeoutFor(r.server.Config))
+	if errors.Is(err, upstream.ErrConnGone) {
+		h.forgetTask(hubID)
+		return nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s (its server %s restarted since it was made)", quoted, r.server.Config.ID()))
+	}
 	if err != nil {
 		return nil, err
 	}
-	return retask(res, r.id, json.RawMessage(hubID)), nil
+	return retask(res, r.id, quoted), nil
 }
 
 // tasksList answers tasks/list with the session's tasks, from every
 // upstream that lists tasks.
 func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, error) {
-	owned := map[*upstream.Server]map[string]string{} // server -> its task id -> hub id
+	var servers []*upstream.Server
+	seen := map[*upstream.Server]bool{}
 	h.routes.mu.Lock()
-	for hubID, r := range h.routes.tasks {
-		if r.sess == req.sess {
-			if owned[r.server] == nil {
-				owned[r.server] = map[string]string{}
-			}
-			owned[r.server][string(r.id)] = hubID
+	for _, r := range h.routes.tasks {
+		if r.sess == req.sess && !seen[r.server] {
+			seen[r.server] = true
+			servers = append(servers, r.server)
 		}
 	}
 	h.routes.mu.Unlock()
 	var tasks []json.RawMessage
 	timeout := req.snap.cfg.Settings.ListTimeout
-	for s, ids := range owned {
-		res, err := h.request(ctx, req, s, "tasks/list", nil, timeout)
+	for _, s := range servers {
+		var conn upstream.ConnID
+		res, err := h.request(upstream.NoteConn(ctx, &conn), req, s, "tasks/list", nil, timeout)
 		if err != nil {
 			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
 			continue
@@ -124,24 +151,41 @@ func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, err
 		}
 		_ = json.Unmarshal(res, &page)
 		for _, t := range page.Tasks {
-			if hubID, ok := ids[string(jsonrpc.Field(t, "taskId"))]; ok {
-				if t, err := jsonrpc.SetField(t, "taskId", json.RawMessage(hubID)); err == nil {
-					tasks = append(tasks, t)
-				}
+			hubID, ok := h.ownTask(req.sess, taskKey{conn, string(jsonrpc.Field(t, "taskId"))})
+			if !ok {
+				continue // another session's, or no one's
+			}
+			q, _ := jsonrpc.Marshal(hubID)
+			if t, err := jsonrpc.SetField(t, "taskId", q); err == nil {
+				tasks = append(tasks, t)
 			}
 		}
 	}
 	return listResult("tasks", tasks, ""), nil
 }
 
-// taskStatus passes an upstream's notifications/tasks/status to the
-// session that owns the task, with the hub's id.
-func (h *Hub) taskStatus(s *upstream.Server, params json.RawMessage) {
+// ownTask is the hub's id of the upstream task key names, when sess owns
+// it.
+func (h *Hub) ownTask(sess *session, key taskKey) (string, bool) {
+	h.routes.mu.Lock()
+	defer h.routes.mu.Unlock()
+	hubID, ok := h.routes.taskKeys[key]
+	if !ok || h.routes.tasks[hubID].sess != sess {
+		return "", false
+	}
+	return hubID, true
+}
+
+// taskStatus passes an upstream's notifications/tasks/status, which came
+// on the connection ctx names (see upstream.ConnOf), to the session that
+// owns the task, with the hub's id.
+func (h *Hub) taskStatus(ctx context.Context, s *upstream.Server, params json.RawMessage) {
 	id := jsonrpc.Field(params, "taskId")
-	hubID := hubTaskID(s, id)
+	key := taskKey{upstream.ConnOf(ctx), string(id)}
 	h.routes.mu.Lock()
 	var owner *session
-	if r := h.routes.tasks[string(hubID)]; r != nil && r.server == s {
+	hubID, ok := h.routes.taskKeys[key]
+	if r := h.routes.tasks[hubID]; ok && r != nil && r.server == s {
 		owner = r.sess
 	}
 	h.routes.mu.Unlock()
@@ -149,8 +193,20 @@ func (h *Hub) taskStatus(s *upstream.Server, params json.RawMessage) {
 		h.logger.Debug("task status for no task of a client", "upstream", s.Config.ID(), "task", string(id))
 		return
 	}
-	if p, err := jsonrpc.SetField(params, "taskId", hubID); err == nil {
+	q, _ := jsonrpc.Marshal(hubID)
+	if p, err := jsonrpc.SetField(params, "taskId", q); err == nil {
 		owner.notify(context.Background(), "notifications/tasks/status", p)
+	}
+}
+
+// forgetTask drops one task.
+func (h *Hub) forgetTask(hubID string) {
+	r := h.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.tasks[hubID]; t != nil {
+		delete(r.tasks, hubID)
+		delete(r.taskKeys, taskKey{t.conn, string(t.id)})
 	}
 }
 
@@ -159,6 +215,7 @@ func (r *routes) forgetTasks(sess *session) {
 	for id, t := range r.tasks {
 		if t.sess == sess {
 			delete(r.tasks, id)
+			delete(r.taskKeys, taskKey{t.conn, string(t.id)})
 		}
 	}
 }

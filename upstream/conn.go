@@ -33,6 +33,7 @@ type RPCError = jsonrpc.Error
 // notifications and requests reach the hub with their params byte for
 // byte, and the hub's requests reach it with the params the client sent.
 type conn struct {
+	id      ConnID // this connection's, unique in the process
 	rpc     *jsonrpc.Conn
 	stream  jsonrpc.Stream       // what rpc runs over
 	http    transport.HTTPStream // the same stream, for a remote server; nil for stdio
@@ -58,6 +59,7 @@ type conn struct {
 // reading goroutine (they must not block), and its requests, each on a
 // goroutine of the connection's, at most maxOutstanding at once.
 type serverHandlers struct {
+	id      ConnID // the connection's (see newConnID), known to notify before dial returns
 	notify  func(method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
@@ -67,7 +69,7 @@ type serverHandlers struct {
 // before the connection reads its first message.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
 	h serverHandlers) (*conn, error) {
-	c := &conn{logger: logger, calls: map[string]context.Context{}}
+	c := &conn{id: h.id, logger: logger, calls: map[string]context.Context{}}
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{

@@ -45,7 +45,8 @@ type Event struct {
 	// sent none, never "null".
 	Params json.RawMessage
 	// Context is never nil. It carries the values of the hub's call the
-	// message came during, where the transport can tell (see callContext).
+	// message came during, where the transport can tell (see callContext),
+	// and a notification's carries the connection it came on (see ConnOf).
 	// For a request it also carries the deadline and ends when the server
 	// no longer waits for the answer.
 	Context context.Context

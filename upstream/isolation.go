@@ -69,8 +69,10 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	caps := s.mgr.caps.wait(life)
+	id := newConnID()
 	h := serverHandlers{
-		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, method, params) },
+		id:     id,
+		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
 		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			return s.request(WithOwner(ctx, owner), method, params)
 		},
@@ -167,11 +169,11 @@ func (s *Server) Isolated() int {
 // Its lists are not the ones clients see (the shared connection's are),
 // so a list_changed on it is not followed; anything else goes to the hub
 // marked as the owner's.
-func (s *Server) isolatedNotification(owner any, method string, params json.RawMessage) {
+func (s *Server) isolatedNotification(owner any, id ConnID, method string, params json.RawMessage) {
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: s.callContext(WithOwner(context.Background(), owner))})
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: withConn(s.callContext(WithOwner(context.Background(), owner)), id)})
 }
 
 // perSession reports whether requests of ctx's owner go on a connection

@@ -264,7 +264,8 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.caps.wait(ctx)
 	s.starts.Add(1)
-	h := serverHandlers{notify: s.notification, request: s.request}
+	id := newConnID()
+	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request}
 	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP
@@ -323,12 +324,12 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 // notification handles one notification from the server: a list_changed
 // fetches that list again, anything else goes to the hub. It runs on the
 // transport's reader and never blocks.
-func (s *Server) notification(method string, params json.RawMessage) {
+func (s *Server) notification(id ConnID, method string, params json.RawMessage) {
 	if which, ok := listChanged(method); ok {
 		s.listChanged(which)
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: context.Background()})
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: withConn(context.Background(), id)})
 }
 
 // listChanged asks for the lists in which to be fetched again. Requests
@@ -632,8 +633,12 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 			return nil, err
 		}
 	}
+	if wrongConn(ctx, c) {
+		return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
+	}
 	defer s.trackCall(&ctx)()
 	defer s.awaitRouted(ctx, s.events.mark())
+	defer func() { noteConn(ctx, c) }()
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once and try again.
@@ -646,7 +651,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	if c.auth != nil && err != nil && insufficientScope(err) {
 		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())
 	}
-	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) {
+	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && ctx.Value(connWantKey{}) == nil {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)

@@ -481,12 +481,14 @@ func handle(req request) {
 		state.Lock()
 		state.ProtocolVersion, state.ClientName = p.ProtocolVersion, p.ClientInfo.Name
 		state.Unlock()
+		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
+			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
+		taskCapability(caps)
 		reply(req.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
-			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
-				"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}},
-			"serverInfo":   map[string]any{"name": *name, "version": "1.0.0"},
-			"instructions": "A fake server for tests.",
+			"capabilities":    caps,
+			"serverInfo":      map[string]any{"name": *name, "version": "1.0.0"},
+			"instructions":    "A fake server for tests.",
 		})
 	case "logging/setLevel":
 		var p struct {
@@ -521,6 +523,7 @@ func handle(req request) {
 			}
 			grown.Unlock()
 		}
+		all = append(all, taskTools()...)
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
 		pageOf(req.ID, req.Params, "prompts", prompts())
@@ -550,6 +553,8 @@ func handle(req request) {
 		reply(req.ID, map[string]any{"completion": map[string]any{"values": []string{"ref:" + p.Ref["name"] + p.Ref["uri"]}, "hasMore": false}})
 	case "tools/call":
 		call(req)
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
+		taskRequest(req)
 	default:
 		fail(req.ID, -32601, "Method not found: "+req.Method, nil)
 	}
@@ -574,6 +579,9 @@ func call(req request) {
 		state.Lock()
 		state.LastParams = string(req.Params)
 		state.Unlock()
+	}
+	if startTask(req, p.Name, p.Arguments.Text) {
+		return
 	}
 	text := func(s string) map[string]any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}

@@ -1,0 +1,42 @@
+package upstream
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Each connection has its ConnID: Request notes the one it sent on, a
+// notification carries the one it came on, a restart makes a new one, and
+// a Request held to the old one fails with ErrConnGone instead of going
+// to the new process.
+func TestConnIDNamesTheConnection(t *testing.T) {
+	m, s := startFake(t, fakeConfig(t, "call_timeout: 10s"))
+	var first ConnID
+	if _, err := s.Request(NoteConn(t.Context(), &first), "tools/call", map[string]any{"name": "log", "arguments": map[string]any{"text": "hi"}}, 10*time.Second); err != nil || first == 0 {
+		t.Fatalf("first call: conn %d, %v", first, err)
+	}
+	select {
+	case e := <-m.Events():
+		if e.Method != "notifications/message" || ConnOf(e.Context) != first {
+			t.Errorf("event %s on conn %d, want notifications/message on %d", e.Method, ConnOf(e.Context), first)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log message event")
+	}
+	s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, 10*time.Second)
+	waitFor(t, 20*time.Second, "the restart", func() bool { return s.Restarts() >= 1 && s.Status().State == StateReady })
+	if _, err := s.Request(OnConn(t.Context(), first), "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) {
+		t.Errorf("a request held to the connection that ended: %v, want ErrConnGone", err)
+	}
+	var second ConnID
+	if _, err := s.Request(OnConn(NoteConn(t.Context(), &second), 0), "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) || second != 0 {
+		t.Errorf("held to no connection: %v, noted %d", err, second)
+	}
+	if _, err := s.Request(NoteConn(t.Context(), &second), "ping", nil, 10*time.Second); err != nil || second == 0 || second == first {
+		t.Errorf("after the restart: conn %d (before %d), %v", second, first, err)
+	}
+	if _, err := s.Request(OnConn(t.Context(), second), "ping", nil, 10*time.Second); err != nil {
+		t.Errorf("held to the live connection: %v", err)
+	}
+}
