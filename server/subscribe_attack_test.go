@@ -19,22 +19,25 @@ func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	n := maxSessionSubscriptions + 10
-	go func() { // the answers are read meanwhile
-		for i := range n {
-			if _, err := io.WriteString(c.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"x://%d"}}`+"\n", i+1, i)); err != nil {
-				return
-			}
-		}
-	}()
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = fmt.Sprint(i + 1)
-	}
-	got, _ := c.answersAt(time.Now(), ids...)
+	// Sent 100 at a time, within the session's in-flight cap, so that
+	// every refusal is the subscriptions' own.
 	refused := 0
-	for _, line := range got {
-		if strings.Contains(line, `"error"`) {
-			refused++
+	for start := 0; start < n; start += 100 {
+		var ids []string
+		for i := start; i < min(start+100, n); i++ {
+			if _, err := io.WriteString(c.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"x://%d"}}`+"\n", i+1, i)); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, fmt.Sprint(i+1))
+		}
+		got, _ := c.answersAt(time.Now(), ids...)
+		for _, line := range got {
+			switch {
+			case strings.Contains(line, "subscriptions: unsubscribe from one first"):
+				refused++
+			case strings.Contains(line, `"error"`):
+				t.Errorf("refused otherwise: %.200s", line)
+			}
 		}
 	}
 	if refused != n-maxSessionSubscriptions {
