@@ -46,7 +46,7 @@ func TestSpanStringsAreClipped(t *testing.T) {
 	for _, s := range spans {
 		total := len(s.Name) + len(s.Status.Description)
 		for _, kv := range s.Attributes {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			total += len(kv.Key) + len(v)
 			if len(v) > maxAttr || !utf8.ValidString(v) {
 				t.Errorf("span %.40q: %s is %d bytes (valid UTF-8 %v), want at most %d", s.Name, kv.Key, len(v), utf8.ValidString(v), maxAttr)
