@@ -103,15 +103,23 @@ func startHTTPHubForBench(b *testing.B, cfg string) string {
 	return "http://" + addr + "/mcp"
 }
 
+// buildForBench builds the command in dir, relative to this package,
+// into a temporary directory, and returns the binary's path.
+func buildForBench(b *testing.B, dir string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), filepath.Base(filepath.Join(repoDir, "cmd", "dynamic-mcp", dir)))
+	args := append(append([]string{"build"}, buildFlags...), "-o", bin, dir)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		b.Fatalf("build %s: %v\n%s", dir, err, out)
+	}
+	return bin
+}
+
 // startMCPGoProxy builds testdata/mcpgoproxy, starts it on the fake and
 // returns the URL of its /mcp.
 func startMCPGoProxy(b *testing.B) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "mcpgoproxy")
-	args := append(append([]string{"build"}, buildFlags...), "-o", bin, "../../testdata/mcpgoproxy")
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		b.Fatalf("build testdata/mcpgoproxy: %v\n%s", err, out)
-	}
+	bin := buildForBench(b, "../../testdata/mcpgoproxy")
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "--", fakeBin)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
