@@ -21,7 +21,8 @@ import (
 
 // benchHTTP compares the hub's Streamable HTTP face with a plain mcp-go
 // proxy of the same upstream, both separate processes driven by the same
-// client loop (see BenchmarkToolCallLatency).
+// client loop (see BenchmarkToolCallLatency), and with TBXark/mcp-proxy
+// too when tbxarkEnvVar names its binary.
 func benchHTTP(b *testing.B) {
 	proxyURL := startMCPGoProxy(b)
 	hubURL := startHTTPHubForBench(b, flatConfig())
@@ -30,22 +31,43 @@ func benchHTTP(b *testing.B) {
 	proxyCall, hubCall := proxy.caller("echo"), hub.caller("f__echo")
 	// The hub answers before its upstream is ready; wait for f__echo.
 	waitFor(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
-	warmUp(b, proxyCall, hubCall)
+	calls := []func() error{proxyCall, hubCall}
+	var tbxark *httpSession
+	if bin := os.Getenv(tbxarkEnvVar); bin != "" {
+		tbxark = openHTTPSession(b, startTBXark(b, bin))
+		calls = append(calls, tbxark.caller("echo"))
+	}
+	warmUp(b, calls...)
 	// Whether a server answers with JSON or with a stream costs it
 	// differently: say which, since the two may differ.
 	b.Logf("tools/call answered as: hub %q, proxy %q", *hub.answeredAs.Load(), *proxy.answeredAs.Load())
+	if tbxark != nil {
+		b.Logf("tools/call answered by TBXark/mcp-proxy as %q", *tbxark.answeredAs.Load())
+	}
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			p, h, err := measurePair(b.N, inflight, proxyCall, hubCall)
+			s, err := measureRounds(b.N, inflight, calls...)
 			if err != nil {
 				b.Fatal(err)
 			}
+			p, h := s[0], s[1]
 			p.report(b, "proxy")
 			h.report(b, "hub")
 			if inflight == 1 {
 				b.ReportMetric(float64(h.quantile(0.5))/float64(p.quantile(0.5)), "http-p50-ratio")
 			} else {
 				b.ReportMetric(h.perSecond()/p.perSecond(), "http-tput-ratio")
+			}
+			if tbxark != nil {
+				t := s[2]
+				t.report(b, "tbxark")
+				if inflight == 1 {
+					b.ReportMetric(float64(h.quantile(0.5))/float64(t.quantile(0.5)), "hub/tbxark-p50-ratio")
+					b.ReportMetric(float64(p.quantile(0.5))/float64(t.quantile(0.5)), "proxy/tbxark-p50-ratio")
+				} else {
+					b.ReportMetric(h.perSecond()/t.perSecond(), "hub/tbxark-tput-ratio")
+					b.ReportMetric(p.perSecond()/t.perSecond(), "proxy/tbxark-tput-ratio")
+				}
 			}
 			b.ReportMetric(0, "ns/op")
 		})
@@ -81,15 +103,23 @@ func startHTTPHubForBench(b *testing.B, cfg string) string {
 	return "http://" + addr + "/mcp"
 }
 
+// buildForBench builds the command in dir, relative to this package,
+// into a temporary directory, and returns the binary's path.
+func buildForBench(b *testing.B, dir string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), filepath.Base(filepath.Join(repoDir, "cmd", "dynamic-mcp", dir)))
+	args := append(append([]string{"build"}, buildFlags...), "-o", bin, dir)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		b.Fatalf("build %s: %v\n%s", dir, err, out)
+	}
+	return bin
+}
+
 // startMCPGoProxy builds testdata/mcpgoproxy, starts it on the fake and
 // returns the URL of its /mcp.
 func startMCPGoProxy(b *testing.B) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "mcpgoproxy")
-	args := append(append([]string{"build"}, buildFlags...), "-o", bin, "../../testdata/mcpgoproxy")
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		b.Fatalf("build testdata/mcpgoproxy: %v\n%s", err, out)
-	}
+	bin := buildForBench(b, "../../testdata/mcpgoproxy")
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "--", fakeBin)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

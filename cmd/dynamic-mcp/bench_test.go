@@ -18,7 +18,12 @@ package main
 //	                       both driven by the same net/http client loop:
 //	                       http-p50-ratio = hub p50 / proxy p50 at 1 in
 //	                       flight, http-tput-ratio = hub calls/s / proxy
-//	                       calls/s at 32.
+//	                       calls/s at 32. With DYNAMIC_MCP_BENCH_TBXARK
+//	                       naming a TBXark/mcp-proxy binary (built outside
+//	                       the repo), it measures that too, on the same
+//	                       fake: tbxark's p50 and calls/s, and the hub's
+//	                       and the stand-in's ratios to it
+//	                       (hub/tbxark-*, proxy/tbxark-*).
 //	rss                    hub-rss-MB: VmRSS of a hub serving 4 fake upstreams
 //	                       after 400 calls (and hub-hwm-MB, its peak).
 //
@@ -34,6 +39,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,7 +118,9 @@ func benchRSS() func(*testing.B) {
 
 // hubRSS starts the hub on 4 fake upstreams, makes 400 calls spread over
 // them, 32 at a time, and reads the hub's resident and peak resident set
-// sizes, in MiB.
+// sizes, in MiB. The hub is built for this: the test binary that the other
+// lines run as the hub carries the tests and what only they use, about
+// 2 MiB more resident.
 func hubRSS(b *testing.B) (rss, hwm float64) {
 	const upstreams = 4
 	var cfg strings.Builder
@@ -120,7 +128,11 @@ func hubRSS(b *testing.B) (rss, hwm float64) {
 	for i := range upstreams {
 		fmt.Fprintf(&cfg, "  f%d: { description: fake %d, command: %q }\n", i, i, fakeBin)
 	}
-	hub := startHub(b, cfg.String(), "--log-level", "error")
+	path := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	hub := startProcess(b, []string{"DYNAMIC_MCP_HOME=" + b.TempDir()}, buildForBench(b, "."), "serve", "-c", path, "--log-level", "error")
 	hub.initialize("2025-06-18")
 	hub.waitFlatTools(upstreams * fakeTools)
 	var calls []func() error
@@ -215,27 +227,36 @@ func (s sample) report(b *testing.B, path string) {
 }
 
 // measurePair measures n calls of each of two paths, inflight at a time,
-// in alternating rounds, so that a change in the machine's load over the
-// run falls on both paths alike.
+// in alternating rounds (see measureRounds).
 func measurePair(n, inflight int, callA, callB func() error) (a, b sample, err error) {
+	s, err := measureRounds(n, inflight, callA, callB)
+	if err != nil {
+		return a, b, err
+	}
+	return s[0], s[1], nil
+}
+
+// measureRounds measures n calls of each path, inflight at a time, in
+// rounds that take the paths in turn, so that a change in the machine's
+// load over the run falls on every path alike.
+func measureRounds(n, inflight int, calls ...func() error) ([]sample, error) {
+	samples := make([]sample, len(calls))
 	rounds := min(4, n)
 	for r := range rounds {
-		calls := n/rounds + btoi(r < n%rounds)
-		for _, m := range []struct {
-			s    *sample
-			call func() error
-		}{{&a, callA}, {&b, callB}} {
-			s, err := measure(calls, inflight, m.call)
+		count := n/rounds + btoi(r < n%rounds)
+		for i, call := range calls {
+			s, err := measure(count, inflight, call)
 			if err != nil {
-				return a, b, err
+				return samples, err
 			}
-			m.s.lat = append(m.s.lat, s.lat...)
-			m.s.elapsed += s.elapsed
+			samples[i].lat = append(samples[i].lat, s.lat...)
+			samples[i].elapsed += s.elapsed
 		}
 	}
-	slices.Sort(a.lat)
-	slices.Sort(b.lat)
-	return a, b, nil
+	for _, s := range samples {
+		slices.Sort(s.lat)
+	}
+	return samples, nil
 }
 
 func btoi(b bool) int {
