@@ -72,12 +72,19 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	}
 	h := mcphttp.New(hub, opts, logger)
 	defer h.Close()
-	// /healthz and /readyz are public, for load balancers; why a group is
-	// down (which can name internal hosts) only to a request with the token.
+	// /healthz and /readyz need no token, for load balancers; why a group
+	// is down (which can name internal hosts) only to a request with the
+	// token. On a loopback listener no balancer calls them, and they are
+	// behind the Origin and Host checks, as the inspector's are, so that no
+	// web page can read them by DNS rebinding.
 	probes := http.NewServeMux()
 	health.Mount(probes, mgr, h.Guard().Check, hub.HealthComponents()...)
-	h.HandlePublic("/healthz", probes)
-	h.HandlePublic("/readyz", probes)
+	mountProbe := h.HandlePublic
+	if loopback {
+		mountProbe = h.HandlePage
+	}
+	mountProbe("/healthz", probes)
+	mountProbe("/readyz", probes)
 	if mount != nil {
 		mount(h)
 	}

@@ -84,6 +84,28 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 		!strings.Contains(body, `"components":[{"name":"audit","state":"ok"}]`) {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
+	// On a loopback listener the probes are behind the Host and Origin
+	// checks: a page whose name was rebound to 127.0.0.1 cannot read them.
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		for _, bad := range []struct{ host, origin string }{{"rebind.example", ""}, {"", "http://evil.example"}} {
+			req, _ := http.NewRequest(http.MethodGet, base+probe, nil)
+			if bad.host != "" {
+				req.Host = bad.host
+			}
+			if bad.origin != "" {
+				req.Header.Set("Origin", bad.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), `"f"`) {
+				t.Errorf("%s with Host %q, Origin %q: %d %.200s", probe, bad.host, bad.origin, resp.StatusCode, body)
+			}
+		}
+	}
 }
 
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, the hub (here over stdio) sends
