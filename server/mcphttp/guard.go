@@ -49,9 +49,15 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				http.Error(w, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
 				return
 			}
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			header := r.Header.Get("Authorization")
+			token, ok := strings.CutPrefix(header, "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.opts.Token)) != 1 {
-				g.auth.fail(addr)
+				// Only a wrong token counts: a request with none (what an
+				// <img> on any web page sends) guesses nothing, and must not
+				// lock the address's real clients out.
+				if header != "" {
+					g.auth.fail(addr)
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="dynamic-mcp"`)
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return

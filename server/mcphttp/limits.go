@@ -156,7 +156,9 @@ func (a *authLimiter) blocked(addr string) time.Duration {
 }
 
 // fail counts a failed attempt from addr. When the table is full, expired
-// windows are forgotten, then the oldest.
+// windows are forgotten, then the oldest address that is not blocked: a
+// blocked address stays blocked for its whole window, however many others
+// fail meanwhile. With every entry blocked, addr is not counted.
 func (a *authLimiter) fail(addr string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -168,6 +170,9 @@ func (a *authLimiter) fail(addr string) {
 	if f == nil {
 		if len(a.addrs) >= maxAuthAddrs {
 			a.prune(now)
+			if len(a.addrs) >= maxAuthAddrs {
+				return
+			}
 		}
 		f = &authFailures{start: now}
 		a.addrs[addr] = f
@@ -178,13 +183,15 @@ func (a *authLimiter) fail(addr string) {
 func (a *authLimiter) prune(now time.Time) {
 	var oldest string
 	for k, f := range a.addrs {
-		if now.Sub(f.start) >= authWindow {
+		switch {
+		case now.Sub(f.start) >= authWindow:
 			delete(a.addrs, k)
-		} else if oldest == "" || f.start.Before(a.addrs[oldest].start) {
+		case f.n >= a.max: // blocked: kept until its window ends
+		case oldest == "" || f.start.Before(a.addrs[oldest].start):
 			oldest = k
 		}
 	}
-	if len(a.addrs) >= maxAuthAddrs {
+	if len(a.addrs) >= maxAuthAddrs && oldest != "" {
 		delete(a.addrs, oldest)
 	}
 }
@@ -196,7 +203,8 @@ func (a *authLimiter) size() int {
 }
 
 // clientAddr is the key failed attempts are counted under: the client's
-// IP, an IPv6 one by its /64 (one host usually holds a whole /64).
+// IP, an IPv6 one by its /64 (one host usually holds a whole /64), every
+// loopback address as one.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -205,6 +213,9 @@ func clientAddr(r *http.Request) string {
 	ip := net.ParseIP(host)
 	if ip == nil {
 		return host
+	}
+	if ip.IsLoopback() {
+		return "loopback" // 127.0.0.0/8 and ::1 are one host, with one budget
 	}
 	if ip.To4() == nil {
 		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
