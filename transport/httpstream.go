@@ -321,8 +321,9 @@ func (s *httpStream) answered(id json.RawMessage) {
 // peek returns a message's id and method without decoding the rest: it is
 // ours (the Conn encoded it), so it is valid.
 func peek(msg []byte) (id json.RawMessage, method string) {
-	id = jsonrpc.Field(msg, "id")
-	if m := jsonrpc.Field(msg, "method"); m != nil {
+	o, _ := jsonrpc.ScanObject(msg) // one scan, no validation again
+	id = o.Field("id")
+	if m := o.Field("method"); m != nil {
 		_ = json.Unmarshal(m, &method)
 	}
 	return id, method

@@ -234,9 +234,6 @@ func (f *Inflight) CancelAll() {
 	f.mu.Unlock()
 }
 
-// Max is how many requests may be in flight at once.
-func (f *Inflight) Max() int { return f.max }
-
 // Len is how many requests are in flight.
 func (f *Inflight) Len() int {
 	f.mu.Lock()
