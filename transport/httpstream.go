@@ -297,17 +297,22 @@ func (s *httpStream) Related(id json.RawMessage) json.RawMessage {
 }
 
 // relate records that the server's message msg, if a request, came in the
-// answer to our request with id.
-func (s *httpStream) relate(msg []byte, id json.RawMessage) {
+// answer to our request with id, and returns the request's id (nil for
+// anything else, or when none more can be recorded). The caller forgets it
+// when that call ends, answered or not (a request the Conn refused
+// quietly, or the server cancelled, is never answered).
+func (s *httpStream) relate(msg []byte, id json.RawMessage) json.RawMessage {
 	theirs, method := peek(msg)
 	if theirs == nil || method == "" {
-		return
+		return nil
 	}
 	s.mu.Lock()
-	if len(s.related) < maxRelated {
-		s.related[string(theirs)] = id
+	defer s.mu.Unlock()
+	if len(s.related) >= maxRelated {
+		return nil
 	}
-	s.mu.Unlock()
+	s.related[string(theirs)] = id
+	return theirs
 }
 
 // answered forgets the relation of the server's request with id, which

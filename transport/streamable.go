@@ -163,12 +163,20 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 		// the stream after it (2025-11-25, basic/transports), and one that
 		// keeps it open must not keep a connection and a goroutine per call.
 		answered := false
+		var theirs []json.RawMessage // the server's requests related to this call
+		defer func() {
+			for _, r := range theirs {
+				s.answered(r) // the call is over: a request the hub never answered is moot
+			}
+		}()
 		err := s.readEvents(resp.Body, func(data []byte) bool {
 			if answers(data, id) {
 				answered = true
 				return true
 			}
-			s.relate(data, id)
+			if r := s.relate(data, id); r != nil {
+				theirs = append(theirs, r)
+			}
 			return false
 		})
 		var tl *jsonrpc.TooLargeError
