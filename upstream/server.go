@@ -464,7 +464,9 @@ func (s *Server) setListsLocked(raw Lists, pins pinVerdict) {
 		// Fail closed whatever pin_on_change says: without the pins no
 		// tool can be told unchanged.
 		s.lists.Tools = nil
-	case len(pins.changed) == 0, s.onChange == config.PinWarn:
+	case len(pins.changed) == 0, s.onChange == config.PinWarn && !errors.Is(pins.err, ErrPinsNotSaved):
+		// Tools first seen whose pins could not be saved are withheld
+		// whatever pin_on_change says, as README promises.
 	default:
 		kept := make([]Item, 0, len(raw.Tools))
 		for _, t := range raw.Tools {

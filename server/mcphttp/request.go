@@ -15,8 +15,9 @@ import (
 // unanswered in the session is answered on w with dupStatus: its answer
 // could not be told from the other's. Admission in the session (its cap,
 // cancellation, answer-once) is the Conn's. release gives the body's
-// bytes back: once the request is answered, or at once when it is
-// refused. ok is false when w has been answered.
+// bytes back: the caller calls it once the session's Conn has the
+// message; it runs at once when the request is refused here. ok is false
+// when w has been answered.
 func (s *Server) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func(),
 	dupStatus int, withStream bool) (*post, bool) {
 	if !s.beginRequest() {
