@@ -49,6 +49,9 @@ type session struct {
 	// subscriptions counts the resource URIs the session listens to;
 	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
 	subscriptions int
+	// tasks are the hub's ids of the session's tasks, oldest first;
+	// guarded by the hub's routes.mu (see maxSessionTasks).
+	tasks []string
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -48,7 +49,7 @@ const relatedTaskKey = "io.modelcontextprotocol/related-task"
 func (h *Hub) adoptTask(req *request, s *upstream.Server, conn upstream.ConnID, res json.RawMessage) json.RawMessage {
 	task := jsonrpc.Field(res, "task")
 	id := jsonrpc.Field(task, "taskId")
-	if len(id) == 0 || conn == 0 {
+	if len(id) == 0 || len(id) > maxTaskID || conn == 0 {
 		return res
 	}
 	hubID := h.newTask(&taskRoute{server: s, conn: conn, id: bytes.Clone(id), sess: req.sess})
@@ -61,6 +62,16 @@ func (h *Hub) adoptTask(req *request, s *upstream.Server, conn upstream.ConnID, 
 	}
 	return res
 }
+
+// A session's task routes are kept for its maxSessionTasks most recent
+// tasks (a finished task is never announced as such, so the routes of a
+// long session would grow for its whole life); an older one is forgotten
+// and answered as not found. An upstream's task id over maxTaskID bytes
+// is not adopted: the result passes with the upstream's own id.
+const (
+	maxSessionTasks = 1000
+	maxTaskID       = 1024
+)
 
 // newTask records r under a new id of the hub's, <server>~<nonce>, and
 // returns that id. The upstream's id on r's connection names r from now
@@ -80,6 +91,13 @@ func (h *Hub) newTask(r *taskRoute) json.RawMessage {
 	}
 	rt.tasks[hubID] = r
 	rt.taskKeys[key] = hubID
+	if r.sess != nil {
+		r.sess.tasks = append(r.sess.tasks, hubID)
+		if len(r.sess.tasks) > maxSessionTasks {
+			rt.forgetTask(r.sess.tasks[0])
+			r.sess.tasks = slices.Delete(r.sess.tasks, 0, 1)
+		}
+	}
 	q, _ := jsonrpc.Marshal(hubID)
 	return q
 }
@@ -212,9 +230,18 @@ func (h *Hub) forgetTask(hubID string) {
 
 // forgetTasks drops the tasks of a session that ended.
 func (r *routes) forgetTasks(sess *session) {
-	for id, t := range r.tasks {
-		if t.sess == sess {
-			delete(r.tasks, id)
+	for _, id := range sess.tasks {
+		r.forgetTask(id)
+	}
+	sess.tasks = nil
+}
+
+// forgetTask drops the route of the task with the hub's id (gone already:
+// nothing to do).
+func (r *routes) forgetTask(id string) {
+	if t := r.tasks[id]; t != nil {
+		delete(r.tasks, id)
+		if r.taskKeys[taskKey{t.conn, string(t.id)}] == id {
 			delete(r.taskKeys, taskKey{t.conn, string(t.id)})
 		}
 	}
