@@ -88,7 +88,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	delivered := hs.st.deliver(r.Context(), body)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
-		hs.st.forget(msg.ID, p)
+		hs.st.forget(msg.ID, p, false)
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}

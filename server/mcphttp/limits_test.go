@@ -347,3 +347,37 @@ func TestHTTPTokenGuessingSlowed(t *testing.T) {
 		t.Errorf("%d addresses kept, over %d", n, maxAuthAddrs)
 	}
 }
+
+// A client that drops its POST mid-call does not free the call's place
+// under the cap: the call still runs, and counts until it is answered, so
+// dropping POSTs cannot run more calls than max_inflight.
+func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
+	h := fakeHub(t)
+	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 1})
+	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, a.session)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	sess := hs.lookup(a.session)
+	waitFor(t, 5*time.Second, "the call in flight", func() bool { return sess.Answering() == 1 })
+	cancel()
+	<-done
+	if resp, _ := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("another request while the dropped call runs: %d, want 503", resp.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the dropped call to end", func() bool { return hs.inflight.Load() == 0 })
+	if resp, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("after the dropped call ended: %d", resp.StatusCode)
+	}
+}

@@ -108,10 +108,15 @@ func (ss *sessionStream) expect(id []byte, p *post) bool {
 }
 
 // forget drops the request id's POST (answered, or its HTTP request gone):
-// what relates to it goes to the GET stream from now on.
-func (ss *sessionStream) forget(id []byte, p *post) {
+// what relates to it goes to the GET stream from now on. A request the
+// Conn has (delivered) and has not answered yet stays registered, without
+// a stream, until the Conn answers it (Write) or the session ends
+// (releaseAll): it still counts against the face's cap of requests in
+// flight, so a client that drops its POSTs cannot run more than the cap.
+func (ss *sessionStream) forget(id []byte, p *post, delivered bool) {
 	ss.mu.Lock()
-	if ss.posts[string(id)] == p {
+	pending := ss.posts[string(id)] == p
+	if pending && !delivered {
 		delete(ss.posts, string(id))
 	}
 	for i, x := range ss.order {
@@ -120,11 +125,15 @@ func (ss *sessionStream) forget(id []byte, p *post) {
 			break
 		}
 	}
+	out := p.out
+	p.out = nil
 	ss.mu.Unlock()
-	if p.out != nil {
-		p.out.out.Close()
+	if out != nil {
+		out.out.Close()
 	}
-	p.release()
+	if !pending || !delivered {
+		p.release()
+	}
 }
 
 // releaseAll releases every request still registered, once the Conn has

@@ -197,8 +197,9 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	if !ok {
 		return
 	}
-	defer func() { hs.st.forget(msg.ID, p); hs.touch() }()
-	delivered := hs.st.deliver(r.Context(), body)
+	delivered := false
+	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
+	delivered = hs.st.deliver(r.Context(), body)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
