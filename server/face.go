@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"runtime/debug"
 	"sync"
 
@@ -39,7 +40,7 @@ type Peer interface {
 }
 
 // ErrClientGone fails what the hub asks of a client that has left.
-var ErrClientGone = errClientGone
+var ErrClientGone = errors.New("the client has gone")
 
 // Session is one client's conversation with the hub, from Hub.Open to
 // Close.
@@ -58,7 +59,7 @@ type Session struct {
 // it.
 func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
 	s := &Session{hub: h, sess: newSession(id, transport)}
-	s.sess.peer = facePeer{peer}
+	s.sess.peer = peer
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := h.addSession(s.ctx, s.sess); err != nil {
 		s.cancel()
@@ -133,13 +134,3 @@ func (h *Hub) ServeMany() {
 // 2026-07-28 or later, which needs no session: a face opens one for that
 // request alone.
 func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && modern(msg.Params) }
-
-// facePeer is a face's Peer as the session reaches it.
-type facePeer struct{ p Peer }
-
-func (f facePeer) notify(ctx context.Context, msg []byte) { f.p.Notify(ctx, msg) }
-func (f facePeer) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return f.p.Call(ctx, method, params)
-}
-func (f facePeer) dropped() uint64 { return f.p.Dropped() }
-func (f facePeer) answering() int  { return f.p.Answering() }

@@ -26,18 +26,18 @@ type recordingPeer struct {
 	sent []string
 }
 
-func (p *recordingPeer) notify(_ context.Context, msg []byte) {
+func (p *recordingPeer) Notify(_ context.Context, msg []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sent = append(p.sent, string(msg))
 }
 
-func (p *recordingPeer) call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, errClientGone
+func (p *recordingPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, ErrClientGone
 }
 
-func (p *recordingPeer) dropped() uint64 { return 0 }
-func (p *recordingPeer) answering() int  { return 0 }
+func (p *recordingPeer) Dropped() uint64 { return 0 }
+func (p *recordingPeer) Answering() int  { return 0 }
 
 // count is how many messages sent to the peer contain s.
 func (p *recordingPeer) count(s string) int {

@@ -81,7 +81,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	r := h.routes
 	r.mu.Lock()
 	delete(r.sessions, sess.id)
-	r.droppedGone += sess.peer.dropped()
+	r.droppedGone += sess.peer.Dropped()
 	r.forgetTasks(sess)
 	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
 	for uri, sub := range r.subs {

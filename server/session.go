@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -12,32 +11,13 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// peer is how the hub reaches one client: over stdio a jsonrpc.Conn, over
-// HTTP the session's streams. Neither call blocks on a slow client: a
-// notification it has no room for is dropped and counted, a request
-// waits only for its answer, within ctx.
-type peer interface {
-	// notify sends a notification; ctx is the request it belongs to,
-	// which over HTTP picks the stream.
-	notify(ctx context.Context, msg []byte)
-	// call sends a request and waits for its answer.
-	call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// dropped is how many notifications were dropped.
-	dropped() uint64
-	// answering is how many of the client's requests are being answered.
-	answering() int
-}
-
-// errClientGone fails what the hub asks of a client that has left.
-var errClientGone = errors.New("the client has gone")
-
 // session is one downstream client: what initialize negotiated (kept by
 // mcp-go's MCPServer through the interfaces below) and how to reach it.
 // Its state is small and plain, so that one day it can be shared.
 type session struct {
 	id            string
 	transport     string // stdio, streamable-http or sse
-	peer          peer
+	peer          Peer
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications
 	rootsPending  atomic.Bool                  // a roots/list_changed waits to go upstream
@@ -99,7 +79,7 @@ func (s *session) drain(ctx context.Context, stop <-chan struct{}) {
 		select {
 		case n := <-s.notifications:
 			if b, err := jsonrpc.Marshal(n); err == nil {
-				s.peer.notify(ctx, b)
+				s.peer.Notify(ctx, b)
 			}
 		case <-s.gone:
 			return
@@ -124,7 +104,7 @@ func (s *session) end() {
 func (s *session) notify(ctx context.Context, method string, params any) {
 	p, err := jsonrpc.Params(params)
 	if err == nil {
-		s.peer.notify(ctx, jsonrpc.EncodeNotification(method, p))
+		s.peer.Notify(ctx, jsonrpc.EncodeNotification(method, p))
 	}
 }
 
@@ -135,7 +115,7 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	if err != nil {
 		return nil, err
 	}
-	return s.peer.call(ctx, method, p)
+	return s.peer.Call(ctx, method, p)
 }
 
 // SetClientInfo keeps info, bounded (see boundImplementation).

@@ -35,7 +35,7 @@ func (h *Hub) Sessions() []SessionInfo {
 		info := SessionInfo{ID: s.id, Transport: s.transport, ClientName: s.clientInfo.Name, ClientVersion: s.clientInfo.Version,
 			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities}
 		s.mu.Unlock()
-		info.Inflight, info.Dropped = s.peer.answering(), s.peer.dropped()
+		info.Inflight, info.Dropped = s.peer.Answering(), s.peer.Dropped()
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.ID, b.ID) })
@@ -51,7 +51,7 @@ func (h *Hub) Dropped() uint64 {
 	defer r.mu.Unlock()
 	n := r.droppedGone
 	for _, s := range r.sessions {
-		n += s.peer.dropped()
+		n += s.peer.Dropped()
 	}
 	return n
 }
