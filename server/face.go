@@ -89,7 +89,7 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()
-	return s.hub.serveRequest(ctx, s.sess, msg)
+	return s.hub.serve(ctx, s.sess, msg)
 }
 
 // Notification takes one of the client's notifications. It never waits

@@ -47,7 +47,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
 	if snap.audit != nil {
-		rec := &auditRecord{Time: start.UTC(), Session: req.sessionID(), Group: c.server.Config.Group, Server: c.server.Config.Name,
+		rec := &auditRecord{Time: start.UTC(), Session: req.sess.id, Group: c.server.Config.Group, Server: c.server.Config.Name,
 			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
 		switch c.method {
 		case policy.MethodToolsCall:
@@ -219,7 +219,7 @@ func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
 	if req.snap.audit == nil {
 		return
 	}
-	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sessionID(), Method: policy.MethodToolsCall, Tool: name,
+	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Method: policy.MethodToolsCall, Tool: name,
 		Decision: "not_found", Arguments: args}
 }
 

@@ -2,18 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
-
-// serveRequest answers a client's request on sess (see serve), its calls
-// upstream marked as sess's for the routing of what upstreams send back.
-func (h *Hub) serveRequest(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	return h.serve(upstream.WithOwner(ctx, sess), sess, msg)
-}
 
 // serveNotification handles a client's notification on sess. It runs on
 // the reading goroutine, so nothing in it may wait on anyone.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 	"time"
 	"unicode/utf8"
 
@@ -47,6 +48,7 @@ type request struct {
 // answer with (see jsonrpc.ToError). It builds the request value, tells
 // the observers, and writes the audit record, all from one outcome.
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+	ctx = upstream.WithOwner(ctx, sess) // its calls upstream are sess's, for what upstreams send back
 	snap := h.acquire()
 	defer snap.audit.release()
 	req := &request{sess: sess, snap: snap, msg: msg}
@@ -151,13 +153,4 @@ func stringValue(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// sessionID is the id of the request's session, "" for work that belongs
-// to no request.
-func (r *request) sessionID() string {
-	if r == nil {
-		return ""
-	}
-	return r.sess.id
 }
