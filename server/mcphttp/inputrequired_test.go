@@ -1,0 +1,43 @@
+package mcphttp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A 2026-07-28 client over HTTP without a session: the fake's elicitation
+// during its call comes back as the answer to its POST, input_required,
+// and the retry, another POST of a request of its own, resumes the call
+// the hub held and gets its result.
+func TestInputRequiredOverHTTPWithoutSession(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	_, ts := serveHTTP(t, h)
+	c := &httpClient{t: t, base: ts.URL}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	call := func(id, more string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__ask","arguments":{}` + more + `,` + meta + `}}`
+	}
+	type result struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+			Content       []struct{ Text string }    `json:"content"`
+		} `json:"result"`
+	}
+	_, body := c.post(call("1", ""))
+	var first result
+	if err := json.Unmarshal([]byte(body), &first); err != nil || first.Result.ResultType != "input_required" || first.Result.InputRequests["input-1"] == nil {
+		t.Fatalf("first: %v %s", err, body)
+	}
+	if c.session != "" {
+		t.Fatalf("a session was given: %s", c.session)
+	}
+	_, body = c.post(call("2", `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Eve"}}},"requestState":"`+first.Result.RequestState+`"`))
+	var final result
+	if err := json.Unmarshal([]byte(body), &final); err != nil || len(final.Result.Content) != 1 || !strings.Contains(final.Result.Content[0].Text, "Eve") {
+		t.Fatalf("final: %v %s", err, body)
+	}
+}
