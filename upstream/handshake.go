@@ -18,12 +18,17 @@ import (
 const discoverProbe = 5 * time.Second
 
 // handshake settles the protocol version with the server and learns its
-// capabilities. A stdio server is asked server/discover first, as
-// 2026-07-28 does (SEP-2575), and falls back to initialize when it does
-// not answer; a remote server gets initialize only, which keeps its
-// session on a version before 2026-07-28 (see legacyOnly).
+// capabilities. A server is asked server/discover first, as 2026-07-28
+// does (SEP-2575), and falls back to initialize when it does not answer
+// it; a legacy SSE server (a transport of 2024-11-05) gets initialize
+// only.
+//
+// A 2026-07-28 server asks the client things with input_required results
+// (SEP-2322), which the hub passes to its client or answers through it
+// (see server/inputrequired.go); over HTTP its requests carry the
+// standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*: see transport).
 func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
-	if c.http == nil || !legacyOnly {
+	if !c.sse {
 		done, err := c.discover(ctx, caps)
 		if done || ctx.Err() != nil {
 			return err
@@ -31,14 +36,6 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 	}
 	return c.initialize(ctx, caps)
 }
-
-// legacyOnly keeps remote sessions on 2025-11-25, the newest version
-// before 2026-07-28. On 2026-07-28 a server asks the client things
-// (sampling, elicitation, roots) with input_required results (SEP-2322),
-// and sends notifications only on a subscriptions/listen request
-// (SEP-2575); the hub handles neither yet over HTTP, where a session of
-// an older version has the GET stream for them.
-const legacyOnly = true
 
 // discover tries a 2026-07-28 session: done when the server answered
 // server/discover. A server that names the versions it supports is asked
@@ -55,6 +52,16 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		params, err := withMeta(nil, meta)
 		if err != nil {
 			return false, err
+		}
+		if c.http != nil {
+			// Over HTTP the version is in a header too, which must agree
+			// with _meta; initialize, if it comes to that, goes without.
+			c.http.SetProtocolVersion(version)
+			defer func() {
+				if !done {
+					c.http.SetProtocolVersion("")
+				}
+			}()
 		}
 		res, err := c.rpc.Call(ctx, string(mcp.MethodServerDiscover), params)
 		if err == nil {
