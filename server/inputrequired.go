@@ -101,9 +101,13 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.
 	}
 	if st.Round == "" {
 		// The server's own state: it goes back to that server in place
-		// of the hub's, every other byte as the client sent it.
+		// of the hub's, with the client's answers as they came (params
+		// that call_dynamic_tool made have neither yet).
 		q, _ := jsonrpc.Marshal(st.Upstream)
-		if params, err = jsonrpc.SetField(params, "requestState", q); err != nil {
+		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.field("inputResponses") != nil {
+			params, err = jsonrpc.SetField(params, "inputResponses", req.field("inputResponses"))
+		}
+		if err != nil {
 			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 		}
 		return h.relay(ctx, req, c, params, timeout, who, digest)

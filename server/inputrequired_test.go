@@ -249,3 +249,43 @@ func TestInputRequiredRelayed(t *testing.T) {
 		t.Errorf("an unsealed state: code %d", code)
 	}
 }
+
+// In dynamic mode call_dynamic_tool takes part in rounds as a tool of the
+// client's own would: the retry carries its answers and state beside the
+// same group, name and args, and the upstream gets them.
+func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
+	for _, args := range [][]string{nil, {"-modern"}} {
+		t.Run(strings.Join(append([]string{"fake"}, args...), " "), func(t *testing.T) {
+			yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: [\""+strings.Join(args, `","`)+"\"]\n"), "mode: flat", "mode: dynamic", 1)
+			if args == nil {
+				yaml = strings.Replace(yaml, "    args: [\"\"]\n", "", 1)
+			}
+			h, mgr := runHub(t, yaml, true)
+			waitFor(t, 10*time.Second, "the upstream", func() bool { return len(mgr.Servers()[0].Lists().Tools) > 0 })
+			c := servePipes(t, h, StdioOptions{})
+			caps := `{"elicitation":{},"roots":{}}`
+			call := func(id, more string) string {
+				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"ask","args":{}}` + more + `,` + modernMeta(caps) + `}}`
+			}
+			c.send(call("1", ""))
+			got := answerOf(t, reply(c, "1"))
+			for id := 2; got.ResultType == "input_required" && id < 6; id++ {
+				answers := map[string]json.RawMessage{}
+				for k, in := range got.InputRequests {
+					if in.Method == "roots/list" {
+						answers[k] = json.RawMessage(`{"roots":[{"uri":"file:///d"}]}`)
+					} else {
+						answers[k] = json.RawMessage(`{"action":"accept","content":{"name":"Flo"}}`)
+					}
+				}
+				b, _ := json.Marshal(answers)
+				sid := strings.Repeat("1", id) // ids 11, 111, ...: distinct
+				c.send(call(sid, `,"inputResponses":`+string(b)+`,"requestState":"`+got.RequestState+`"`))
+				got = answerOf(t, reply(c, sid))
+			}
+			if len(got.Content) != 1 || !strings.Contains(got.Content[0].Text, "Flo") {
+				t.Fatalf("final: %+v", got)
+			}
+		})
+	}
+}
