@@ -19,9 +19,10 @@ const discoverProbe = 5 * time.Second
 
 // handshake settles the protocol version with the server and learns its
 // capabilities. A server is asked server/discover first, as 2026-07-28
-// does (SEP-2575), and falls back to initialize when it does not answer
-// it; a legacy SSE server (a transport of 2024-11-05) gets initialize
-// only.
+// does (SEP-2575), and gets initialize when it does not answer it; a
+// legacy SSE server (a transport of 2024-11-05) gets initialize only, and
+// a remote server that offers an older version beside 2026-07-28 gets
+// initialize too (see offersLegacy).
 //
 // A 2026-07-28 server asks the client things with input_required results
 // (SEP-2322), which the hub passes to its client or answers through it
@@ -69,6 +70,9 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 			if err := json.Unmarshal(res, &d); err != nil {
 				return true, fmt.Errorf("server/discover: %w", err)
 			}
+			if c.http != nil && offersLegacy(d.SupportedVersions) {
+				return false, nil // initialize, in the newest version before 2026-07-28
+			}
 			c.version, c.meta = version, meta
 			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
 			if info := d.GetResultMeta().ServerInfo(); info != nil {
@@ -92,6 +96,26 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		version = next
 	}
 	return false, nil
+}
+
+// offersLegacy reports whether a server's supported versions include one
+// before 2026-07-28 that the hub speaks. A remote server that offers both
+// is spoken to in the older one: there it may send requests (sampling,
+// elicitation, roots) during a call, which the hub passes to clients of
+// either version (a 2026-07-28 client gets them as input_required
+// rounds), and it sends notifications on its GET stream, where on
+// 2026-07-28 many servers refuse requests of their own (mcp-go v1.2.1's
+// do, unless written for input_required) and notifications, resource
+// subscriptions and logging/setLevel need subscriptions/listen and
+// per-request _meta, which the hub does not send upstream yet. A server
+// that offers 2026-07-28 alone gets it.
+func offersLegacy(supported []string) bool {
+	for _, v := range supported {
+		if !mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // initialize runs the handshake of the versions before 2026-07-28:
