@@ -1,13 +1,21 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request from a client that
@@ -287,5 +295,49 @@ func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
 				t.Fatalf("final: %+v", got)
 			}
 		})
+	}
+}
+
+// An older server over Streamable HTTP (mcp-go's, on 2025-11-25) asks
+// during a call on the call's own response stream: a 2026-07-28 client
+// gets that as its input_required round too, and its retry resumes the
+// call.
+func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
+	srv := mcpserver.NewMCPServer("remote", "1", mcpserver.WithElicitation())
+	srv.AddTool(mcp.NewTool("ask"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "Your name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("%s %v", res.Action, res.Content)), nil
+	})
+	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: remote\n    url: %q\n",
+		t.TempDir(), ts.URL+"/mcp")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := upstream.New(cfg, testLogger())
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	h, err := New(cfg, mgr, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+
+	c := servePipes(t, h, StdioOptions{})
+	c.send(askCall("1", `{"elicitation":{}}`, ""))
+	first := answerOf(t, reply(c, "1"))
+	if first.ResultType != "input_required" || len(first.InputRequests) != 1 {
+		t.Fatalf("first: %+v", first)
+	}
+	c.send(askCall("2", `{"elicitation":{}}`, `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Gus"}}},"requestState":"`+first.RequestState+`"`))
+	if final := answerOf(t, reply(c, "2")); len(final.Content) != 1 || !strings.Contains(final.Content[0].Text, "accept map[name:Gus]") {
+		t.Fatalf("final: %+v", final)
 	}
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,4 +194,25 @@ func withMeta(params json.RawMessage, meta []jsonrpc.Member) (json.RawMessage, e
 		return params, nil
 	}
 	return out, err
+}
+
+// withoutVersionMeta takes the protocol version of a 2026-07-28 client's
+// request out of its _meta, for a session of an older version: there the
+// version was settled by initialize (and is in a header over HTTP), and a
+// server that speaks both takes a request that names 2026-07-28 for one of
+// that version, and refuses it (-32020, the header disagrees). Every other
+// byte of params is kept.
+func withoutVersionMeta(params json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(params, []byte(`"`+mcp.MetaKeyProtocolVersion+`"`)) {
+		return params, nil
+	}
+	meta := jsonrpc.Field(params, "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		return params, nil
+	}
+	stripped, err := jsonrpc.DeleteField(meta, mcp.MetaKeyProtocolVersion)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc.SetField(params, "_meta", stripped)
 }
