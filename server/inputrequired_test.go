@@ -341,3 +341,25 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 		t.Fatalf("final: %+v", final)
 	}
 }
+
+// Whatever a client sends as requestState, open refuses it without
+// panicking unless it is a state the hub sealed, byte for byte.
+func FuzzOpenState(f *testing.F) {
+	s, err := newStateSealer()
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := s.seal(sealedState{Round: "r", Caller: "c", Call: "d", Expires: time.Now().Add(time.Hour).UnixMilli()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{good, good[:len(good)-1], "", "AAAA", strings.Repeat("A", 40), "round 1 <&>", good + "A"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		st, err := s.open(token, "c", "d")
+		if err == nil && (token != good || st.Round != "r") {
+			t.Fatalf("opened %q: %+v", token, st)
+		}
+	})
+}
