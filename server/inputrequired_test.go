@@ -363,3 +363,18 @@ func FuzzOpenState(f *testing.F) {
 		}
 	})
 }
+
+// A 2026-07-28 client's own capabilities reach a 2026-07-28 server in its
+// request's _meta, in place of those the hub declared, so that the server
+// asks it only what it can answer.
+func TestModernUpstreamGetsTheClientsCapabilities(t *testing.T) {
+	h := fakeHub(t, "-modern")
+	c := servePipes(t, h, StdioOptions{})
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},` + modernMeta(`{"sampling":{"tools":{}}}`) + `}}`)
+	reply(c, "1")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__state","arguments":{}}}`)
+	got := answerOf(t, reply(c, "2"))
+	if len(got.Content) != 1 || !strings.Contains(got.Content[0].Text, `"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{\"tools\":{}}}`) {
+		t.Errorf("the server's state: %+v", got)
+	}
+}

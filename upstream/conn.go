@@ -174,7 +174,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		return nil, err
 	}
 	if c.meta != nil {
-		if p, err = withMeta(p, c.meta); err != nil {
+		if p, err = withMeta(p, ownMeta(c.meta, p)); err != nil {
 			return nil, err
 		}
 	} else if p, err = withoutVersionMeta(p); err != nil {

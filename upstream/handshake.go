@@ -216,3 +216,25 @@ func withoutVersionMeta(params json.RawMessage) (json.RawMessage, error) {
 	}
 	return jsonrpc.SetField(params, "_meta", stripped)
 }
+
+// ownMeta is the _meta a request with params carries on a 2026-07-28
+// session: the session's, but for the capabilities of a 2026-07-28 client
+// that stated its own in the request, which are kept. The server then asks
+// that client (by input_required, which the hub passes through) only what
+// it can answer, as a server it called directly would.
+func ownMeta(meta []jsonrpc.Member, params json.RawMessage) []jsonrpc.Member {
+	if !bytes.Contains(params, []byte(`"`+mcp.MetaKeyClientCapabilities+`"`)) {
+		return meta
+	}
+	m, err := jsonrpc.ScanObject(jsonrpc.Field(params, "_meta"))
+	if err != nil || m.Field(mcp.MetaKeyClientCapabilities) == nil {
+		return meta
+	}
+	own := make([]jsonrpc.Member, 0, len(meta))
+	for _, x := range meta {
+		if x.Key != mcp.MetaKeyClientCapabilities {
+			own = append(own, x)
+		}
+	}
+	return own
+}
