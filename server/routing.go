@@ -321,6 +321,11 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	if on && len(p.URI) > maxSubscriptionURI {
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
 	}
+	if on {
+		// The first subscription may come before the upstream that owns
+		// the URI is up, as a first read may.
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(p.URI) != nil })
+	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
