@@ -32,14 +32,18 @@ func listenAddr(addr string) string {
 	return addr
 }
 
-// bearerToken is the token clients must send: the config's, else
-// $DYNAMIC_MCP_TOKEN, else a new one printed to stderr.
+// bearerToken is the token of the credential named "default": the
+// config's http.token, else $DYNAMIC_MCP_TOKEN, else, when http.tokens
+// names no client either, a new one printed to stderr.
 func bearerToken(cfg *config.Config, stderr io.Writer) string {
 	if cfg.HTTP.Token != "" {
 		return cfg.HTTP.Token
 	}
 	if t := os.Getenv("DYNAMIC_MCP_TOKEN"); t != "" {
 		return t
+	}
+	if len(cfg.HTTP.Tokens) > 0 {
+		return ""
 	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -69,6 +73,13 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
+		opts.Tokens = cfg.HTTP.Tokens
+		for name, t := range opts.Tokens {
+			if t == opts.Token {
+				ln.Close()
+				return usageError{fmt.Sprintf("$DYNAMIC_MCP_TOKEN is the token of http.tokens.%s: each credential needs its own", name)}
+			}
+		}
 	}
 	h := mcphttp.New(hub, opts, logger)
 	defer h.Close()

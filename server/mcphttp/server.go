@@ -16,8 +16,12 @@ import (
 // Options configure the HTTP face.
 type Options struct {
 	// Token is the bearer token every request but the public endpoints
-	// (see HandlePublic) must carry.
+	// (see HandlePublic) may carry: the credential named
+	// DefaultCredential.
 	Token string
+	// Tokens are more credentials, by name, each a client of its own:
+	// a session belongs to the credential that made it.
+	Tokens map[string]string
 	// NoAuth serves without a token; the caller allows it on loopback only.
 	NoAuth bool
 	// AllowedOrigins may send requests besides loopback origins.
@@ -79,7 +83,7 @@ type Server struct {
 func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth,
+		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
