@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -150,6 +151,18 @@ func (s *Server) lookup(id string) *httpSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
+}
+
+// owned is the session id names when it belongs to the credential owner,
+// else nil: to any other credential a session is as unknown as an id
+// never handed out, so that one who learns its id can neither use it nor
+// tell it exists.
+func (s *Server) owned(id, owner string) *httpSession {
+	hs := s.lookup(id)
+	if hs == nil || subtle.ConstantTimeCompare([]byte(hs.owner), []byte(owner)) != 1 {
+		return nil
+	}
+	return hs
 }
 
 func (s *Server) drop(hs *httpSession) {
