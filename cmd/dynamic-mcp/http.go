@@ -55,9 +55,11 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 // serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
 // within a few seconds: /mcp and the legacy SSE endpoints, /healthz and
 // /readyz of mgr's upstreams. mount, if set, adds handlers (/metrics ...)
-// to the HTTP face before it serves.
+// to the HTTP face before it serves; it is given the face's URL
+// ("http://host:port") and the checks of its guard without the token,
+// for handlers behind a token of their own.
 func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
-	mount func(*mcphttp.Server)) error {
+	mount func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -97,7 +99,8 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	mountProbe("/healthz", probes)
 	mountProbe("/readyz", probes)
 	if mount != nil {
-		mount(h)
+		mount(h, "http://"+ln.Addr().String(), mcphttp.GuardOptions{NoAuth: noAuth, AllowedOrigins: opts.AllowedOrigins,
+			Loopback: loopback, MaxAuthFailures: opts.MaxAuthFailures})
 	}
 	// No ReadTimeout: it would cut GET streams; each body read has its own
 	// deadline (http.body_timeout). IdleTimeout closes kept-alive
