@@ -76,6 +76,10 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 		opts.Tokens = cfg.HTTP.Tokens
+		if _, ok := opts.Tokens[mcphttp.DefaultCredential]; ok && opts.Token != "" {
+			ln.Close()
+			return usageError{"$DYNAMIC_MCP_TOKEN is the credential \"default\", which http.tokens names too: rename that one, or unset the variable"}
+		}
 		for name, t := range opts.Tokens {
 			if t == opts.Token {
 				ln.Close()

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -87,5 +91,26 @@ func TestInspectorPageWithoutAuth(t *testing.T) {
 		chromedp.WaitVisible(css(`tr.session`)))
 	if open := browserGet(t, ctx, "is the token dialog open", chromedp.Evaluate[bool](`document.querySelector("#login").open`)); open {
 		t.Error("the page asks for a token the hub does not need")
+	}
+}
+
+// $DYNAMIC_MCP_TOKEN is the credential "default": serve refuses to start
+// when it is also a token of http.tokens, or http.tokens names "default"
+// too, since a request's credential would then be ambiguous.
+func TestServeHTTPCredentialsAmbiguous(t *testing.T) {
+	t.Parallel()
+	for name, tokens := range map[string]string{
+		"same token": fmt.Sprintf("{x: %s}", testToken),
+		"same name":  "{default: another-token-0123456789}",
+	} {
+		path := writeConfig(t, fmt.Sprintf("http:\n  tokens: %s\ngroups:\n  f: { description: fake, command: %q }\n", tokens, fakeBin))
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, hubBin, "serve", "-c", path, "--http", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "DYNAMIC_MCP_TOKEN") {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
 	}
 }
