@@ -68,7 +68,7 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
 // dialIsolated connects owner's connection, then watches it: when it ends
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
-	caps := s.mgr.caps.wait(life)
+	caps := s.mgr.declared(owner)
 	id := newConnID()
 	h := serverHandlers{
 		id:     id,

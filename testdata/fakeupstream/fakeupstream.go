@@ -58,13 +58,15 @@ var (
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
 	sync.Mutex
-	Initialized     bool     `json:"initialized"`
-	ProtocolVersion string   `json:"protocolVersion"`
-	ClientName      string   `json:"clientName"`
-	GrandchildPID   int      `json:"grandchildPid,omitempty"`
-	Cancelled       []any    `json:"cancelled,omitempty"`
-	Notified        []string `json:"notified,omitempty"` // other notifications, by method
-	LogLevel        string   `json:"logLevel,omitempty"`
+	Initialized     bool   `json:"initialized"`
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientName      string `json:"clientName"`
+	// Capabilities are what the client declared in initialize.
+	Capabilities  json.RawMessage `json:"capabilities,omitempty"`
+	GrandchildPID int             `json:"grandchildPid,omitempty"`
+	Cancelled     []any           `json:"cancelled,omitempty"`
+	Notified      []string        `json:"notified,omitempty"` // other notifications, by method
+	LogLevel      string          `json:"logLevel,omitempty"`
 	// ToolLists counts tools/list requests for a first page: refetches.
 	ToolLists int `json:"toolLists"`
 	// Answers counts the replies to the fake's own requests (see flood),
@@ -473,13 +475,14 @@ func handle(req request) {
 			ClientInfo      struct {
 				Name string `json:"name"`
 			} `json:"clientInfo"`
+			Capabilities json.RawMessage `json:"capabilities"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
 		if *version != "" {
 			p.ProtocolVersion = *version
 		}
 		state.Lock()
-		state.ProtocolVersion, state.ClientName = p.ProtocolVersion, p.ClientInfo.Name
+		state.ProtocolVersion, state.ClientName, state.Capabilities = p.ProtocolVersion, p.ClientInfo.Name, p.Capabilities
 		state.Unlock()
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
