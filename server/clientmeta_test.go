@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,5 +66,49 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	c.send(modernCall("4", "f__echo", ""))
 	if got := c.answer("4"); !strings.Contains(got, "-32001") {
 		t.Errorf("a prompt policy, no capabilities stated: %s", got)
+	}
+}
+
+// answeringPeer answers every request of the hub's with {} and counts them.
+type answeringPeer struct{ calls atomic.Int32 }
+
+func (p *answeringPeer) Notify(context.Context, []byte) {}
+func (p *answeringPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	p.calls.Add(1)
+	return json.RawMessage(`{}`), nil
+}
+func (p *answeringPeer) Dropped() uint64 { return 0 }
+func (p *answeringPeer) Answering() int  { return 0 }
+
+// The hub declares both elicitation modes upstream, so it passes an
+// elicitation in url mode only to a client that declared that mode; one
+// that declared elicitation without a mode answers forms alone.
+func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), false)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	s := mgr.Servers()[0]
+	for _, c := range []struct {
+		declared, params string
+		passed           bool
+	}{
+		{`{"elicitation":{}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, true},
+		{`{"elicitation":{}}`, `{"mode":"form","message":"m","requestedSchema":{"type":"object"}}`, true},
+		{`{"elicitation":{}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, false},
+		{`{"elicitation":{"form":{}}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, false},
+		{`{"elicitation":{"url":{}}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, true},
+		{`{"elicitation":{"url":{}}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, false},
+		{`{"elicitation":{"form":{},"url":{}}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, true},
+	} {
+		peer := &answeringPeer{}
+		sess, err := h.Open("url-"+c.declared+c.params, "test", peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess.sess.stated(clientStatement{modern: true, version: "2026-07-28", capabilities: []byte(c.declared)})
+		_, err = h.upstreamRequest(upstream.WithOwner(t.Context(), sess.sess), s, "elicitation/create", json.RawMessage(c.params))
+		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
+			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
+		}
+		sess.Close()
 	}
 }

@@ -279,7 +279,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	case "sampling/createMessage":
 		able = caps.Sampling != nil
 	case "elicitation/create":
-		able = caps.Elicitation != nil
+		able = canElicit(caps.Elicitation, elicitationMode(params))
 	case "roots/list":
 		able = caps.Roots != nil
 	}
@@ -287,6 +287,31 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}
 	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type
+}
+
+// canElicit reports whether a client that declared e can answer an
+// elicitation in mode ("" is form). The hub declares both modes upstream;
+// a client that declared elicitation without naming a mode answers forms
+// only (basic/elicitation, "Capabilities").
+func canElicit(e *mcp.ElicitationCapability, mode string) bool {
+	switch {
+	case e == nil:
+		return false
+	case mode == "url":
+		return e.URL != nil
+	}
+	return e.Form != nil || e.URL == nil
+}
+
+// elicitationMode is the mode an elicitation/create asks in, "" when it
+// names none (form).
+func elicitationMode(params json.RawMessage) string {
+	p, err := jsonrpc.ScanObject(params)
+	if err != nil {
+		return ""
+	}
+	mode, _ := stringValue(p.Field("mode"))
+	return mode
 }
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
