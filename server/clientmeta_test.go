@@ -80,9 +80,9 @@ func (p *answeringPeer) Call(context.Context, string, json.RawMessage) (json.Raw
 func (p *answeringPeer) Dropped() uint64 { return 0 }
 func (p *answeringPeer) Answering() int  { return 0 }
 
-// The hub declares both elicitation modes upstream, so it passes an
-// elicitation in url mode only to a client that declared that mode; one
-// that declared elicitation without a mode answers forms alone.
+// An upstream's elicitation in url mode reaches only a client that
+// declared that mode, one in form mode only a client that answers forms
+// (one that declared elicitation without a mode answers forms alone).
 func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), false)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })

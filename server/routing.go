@@ -290,9 +290,11 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 }
 
 // canElicit reports whether a client that declared e can answer an
-// elicitation in mode ("" is form). The hub declares both modes upstream;
-// a client that declared elicitation without naming a mode answers forms
-// only (basic/elicitation, "Capabilities").
+// elicitation in mode ("" is form). What the upstream was told may not
+// be what this client states (a shared connection declares for every
+// client, and a 2026-07-28 client states its capabilities anew in each
+// request); a client that declared elicitation without naming a mode
+// answers forms only (basic/elicitation, "Capabilities").
 func canElicit(e *mcp.ElicitationCapability, mode string) bool {
 	switch {
 	case e == nil:

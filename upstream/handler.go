@@ -21,13 +21,16 @@ import (
 // stated, when it has.
 
 // DeclaredCapabilities are what the hub declares to shared connections
-// unless told otherwise: it can pass on sampling, elicitation (form and
-// URL) and roots, with roots/list_changed, to the client a request
-// belongs to.
+// unless told otherwise: it can pass on sampling, elicitation in form mode
+// and roots, with roots/list_changed, to the client a request belongs to.
+// URL mode is left out: most clients do not answer it, and a server that
+// sees it offers tools (the everything server's trigger-url-elicitation)
+// those clients would list but never run; a client that does gets it
+// from a connection of its own (isolation: per-session).
 func DeclaredCapabilities() mcp.ClientCapabilities {
 	return mcp.ClientCapabilities{
 		Sampling:    &mcp.SamplingCapability{},
-		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
 		Roots: &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{ListChanged: true},
