@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -111,4 +112,34 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 		}
 		sess.Close()
 	}
+}
+
+// What a 2026-07-28 request states is the session's: its protocol
+// version and client info too, for the inspector and the traces; a
+// request of an older era changes nothing, and capabilities that do not
+// decode count as none.
+func TestStatedClientMeta(t *testing.T) {
+	s := newSession("s", "test")
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`)))
+	if _, known := s.ClientCapabilities(); known || s.ProtocolVersion() != "" {
+		t.Errorf("a 2025-11-25 request's _meta was taken: version %q", s.ProtocolVersion())
+	}
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"n","version":"2"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}}}}`)))
+	caps, known := s.ClientCapabilities()
+	if !known || caps.Sampling == nil || caps.Roots == nil || caps.Elicitation != nil || s.ProtocolVersion() != "2026-07-28" || s.GetClientInfo().Name != "n" {
+		t.Errorf("caps %+v known %v, version %q, info %+v", caps, known, s.ProtocolVersion(), s.GetClientInfo())
+	}
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":7}}}`)))
+	if caps, _ := s.ClientCapabilities(); caps.Sampling != nil || caps.Roots != nil || s.GetClientInfo().Name != "n" {
+		t.Errorf("after capabilities that do not decode: %+v, info %+v", caps, s.GetClientInfo())
+	}
+}
+
+func scan(t *testing.T, params string) (jsonrpc.Object, json.RawMessage) {
+	t.Helper()
+	o, err := jsonrpc.ScanObject([]byte(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, json.RawMessage(params)
 }
