@@ -21,16 +21,17 @@ import (
 // stated, when it has.
 
 // DeclaredCapabilities are what the hub declares to shared connections
-// unless told otherwise: it can pass on sampling, elicitation in form mode
-// and roots, with roots/list_changed, to the client a request belongs to.
-// URL mode is left out: most clients do not answer it, and a server that
-// sees it offers tools (the everything server's trigger-url-elicitation)
-// those clients would list but never run; a client that does gets it
-// from a connection of its own (isolation: per-session).
+// unless told otherwise: it can pass on sampling, elicitation (form and
+// URL mode) and roots, with roots/list_changed, to the client a request
+// belongs to, and refuses each to a client that did not state it. A
+// server may therefore offer the hub tools that a client lacking one of
+// them could not run directly (the everything server's
+// trigger-url-elicitation to a client that answers forms only): a call
+// of one gets that refusal as its error.
 func DeclaredCapabilities() mcp.ClientCapabilities {
 	return mcp.ClientCapabilities{
 		Sampling:    &mcp.SamplingCapability{},
-		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
 		Roots: &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{ListChanged: true},
