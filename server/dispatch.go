@@ -25,7 +25,7 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	if modern(req.msg.Params) {
+	if req.modern {
 		result = decorateModern(req.msg.Method, result)
 	}
 	return result, nil

@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -117,22 +115,6 @@ func (s *Session) Close() error {
 // requests one session may have in flight (SessionInflight). A reload may
 // change them; a face reads them when it needs them.
 func (h *Hub) Settings() config.Settings { return h.config().Settings }
-
-// ServeMany tells the hub that it serves many clients (the HTTP face), not
-// the one client of stdio whose initialize says what it can do: shared
-// upstream connections are told that the client side can answer sampling,
-// elicitation in form mode and roots requests, and a client that cannot
-// gets a clear error. URL mode (2025-11-25) is not declared on them: a
-// server offers tools that need it to every client of the connection, and
-// most clients cannot open a URL for it. A connection of one session's own
-// (isolation: per-session) is told what that session's client declared.
-func (h *Hub) ServeMany() {
-	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
-		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}, Roots: &struct {
-			ListChanged bool `json:"listChanged,omitempty"`
-		}{ListChanged: true},
-	})
-}
 
 // Stateless reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which needs no session: a face opens one for that

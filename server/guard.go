@@ -177,7 +177,7 @@ func blocked(d policy.Decision, why string) *rpcError {
 // or no answer in time all deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
 	sess := req.sess
-	if able, _ := canElicit(sess.GetClientCapabilities(), nil); !able {
+	if !canElicit(sess.GetClientCapabilities().Elicitation, "") { // the question is a form
 		return errors.New("the client does not support elicitation in form mode")
 	}
 	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())

@@ -280,9 +280,9 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	case "sampling/createMessage":
 		able = caps.Sampling != nil
 	case "elicitation/create":
-		var url bool
-		able, url = canElicit(caps, params)
-		if url {
+		mode := elicitationMode(params)
+		able = canElicit(caps.Elicitation, mode)
+		if mode == "url" {
 			what += " in URL mode"
 		}
 	case "roots/list":
@@ -294,18 +294,31 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type
 }
 
-// canElicit reports whether a client that declared caps can answer the
-// elicitation params ask for, and whether they ask for URL mode. A client
-// declares the modes it supports, and an empty elicitation capability
-// means form mode only (MCP 2025-11-25, client/elicitation, "Capabilities").
-func canElicit(caps mcp.ClientCapabilities, params json.RawMessage) (able, url bool) {
-	fields, _ := jsonrpc.ScanObject(params)
-	mode, _ := stringValue(fields.Field("mode")) // none, or none readable: form mode
-	e := caps.Elicitation
-	if mode == string(mcp.ElicitationModeURL) {
-		return e != nil && e.URL != nil, true
+// canElicit reports whether a client that declared e can answer an
+// elicitation in mode ("" is form). What the upstream was told may not
+// be what this client states (a shared connection declares for every
+// client, and a 2026-07-28 client states its capabilities anew in each
+// request); a client that declared elicitation without naming a mode
+// answers forms only (basic/elicitation, "Capabilities").
+func canElicit(e *mcp.ElicitationCapability, mode string) bool {
+	switch {
+	case e == nil:
+		return false
+	case mode == "url":
+		return e.URL != nil
 	}
-	return e != nil && (e.Form != nil || e.URL == nil), false
+	return e.Form != nil || e.URL == nil
+}
+
+// elicitationMode is the mode an elicitation/create asks in, "" when it
+// names none (form).
+func elicitationMode(params json.RawMessage) string {
+	p, err := jsonrpc.ScanObject(params)
+	if err != nil {
+		return ""
+	}
+	mode, _ := stringValue(p.Field("mode"))
+	return mode
 }
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream

@@ -36,6 +36,8 @@ type session struct {
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
 	capabilities    mcp.ClientCapabilities
+	capsKnown       bool   // the client stated capabilities (initialize or a request's _meta)
+	capsStated      []byte // the _meta capabilities they were decoded from, when small (see stated)
 	protocolVersion string
 	logLevel        mcp.LoggingLevel
 }
@@ -136,6 +138,16 @@ func (s *session) SetClientCapabilities(c mcp.ClientCapabilities) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.capabilities = boundCapabilities(c)
+	s.capsKnown, s.capsStated = true, nil
+}
+
+// ClientCapabilities are the capabilities the client stated last, and
+// whether it stated any yet (see upstream.CapableOwner): a per-session
+// upstream connection declares them.
+func (s *session) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.capabilities, s.capsKnown
 }
 
 func (s *session) GetClientCapabilities() mcp.ClientCapabilities {
@@ -151,7 +163,8 @@ func (s *session) SetProtocolVersion(v string) {
 	s.protocolVersion = v
 }
 
-// ProtocolVersion is the version initialize negotiated, "" before it.
+// ProtocolVersion is the version initialize negotiated or the latest
+// 2026-07-28 request stated, "" before either.
 func (s *session) ProtocolVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -70,10 +68,7 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
 // dialIsolated connects owner's connection, then watches it: when it ends
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
-	caps, ok := ownerCapabilities(owner)
-	if !ok {
-		caps = s.mgr.caps.wait(life)
-	}
+	caps := s.mgr.declared(owner)
 	id := newConnID()
 	h := serverHandlers{
 		id:     id,
@@ -114,24 +109,6 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	case <-life.Done():
 	}
 	s.forgetIsolated(owner, iso)
-}
-
-// A CapableOwner is an owner (see WithOwner) that knows what its client
-// declared it can do: a connection of the owner's own declares exactly
-// that to the server, so that the server offers that client what it can
-// use (a tool that needs URL elicitation only to a client that has it),
-// where a shared connection declares what the hub set for every client
-// (Manager.SetClientCapabilities).
-type CapableOwner interface {
-	GetClientCapabilities() mcp.ClientCapabilities
-}
-
-// ownerCapabilities are what owner's client declared, if owner says.
-func ownerCapabilities(owner any) (mcp.ClientCapabilities, bool) {
-	if o, ok := owner.(CapableOwner); ok {
-		return o.GetClientCapabilities(), true
-	}
-	return mcp.ClientCapabilities{}, false
 }
 
 // forgetIsolated closes iso's connection if it is still owner's (release

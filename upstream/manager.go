@@ -28,7 +28,7 @@ type Group struct {
 type Manager struct {
 	logger    *slog.Logger
 	pins      *Pins
-	caps      *clientCaps
+	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
 	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes   chan struct{} // coalesced: one pending signal is enough
@@ -56,10 +56,11 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		events:    make(chan Event, eventBuffer),
 		routeWait: routeWait,
 		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
-		caps:      newClientCaps(),
 		tokens:    auth.NewStore(cfg.TokenDir()),
 	}
 	m.logLevel.Store(mcp.LoggingLevel(""))
+	declared := DeclaredCapabilities()
+	m.caps.Store(&declared)
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
 	return m
@@ -158,10 +159,10 @@ func (m *Manager) Apply(cfg *config.Config) {
 // deadline. Its reader must never block on a client.
 func (m *Manager) Events() <-chan Event { return m.events }
 
-// SetClientCapabilities declares caps to upstreams in their handshake.
-// Servers wait a moment for it before connecting; only the first call
-// counts.
-func (m *Manager) SetClientCapabilities(caps mcp.ClientCapabilities) { m.caps.set(caps) }
+// SetClientCapabilities sets what shared connections declare in their
+// handshake from their next dial on (DeclaredCapabilities until then): a
+// command without a client declares none. Nothing waits for it.
+func (m *Manager) SetClientCapabilities(caps mcp.ClientCapabilities) { m.caps.Store(&caps) }
 
 // LogLevel is the level the client asked upstreams to log at.
 func (m *Manager) LogLevel() mcp.LoggingLevel { return m.logLevel.Load().(mcp.LoggingLevel) }

@@ -262,7 +262,7 @@ func (s *Server) setExited(c *conn) {
 // timeout, then fetches its lists; ctx is the server's lifetime.
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
-	caps := s.mgr.caps.wait(ctx)
+	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
 	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request}

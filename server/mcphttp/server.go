@@ -89,7 +89,6 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	hub.ServeMany()
 	s.wg.Add(1)
 	go s.janitor()
 	return s

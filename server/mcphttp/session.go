@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -28,6 +29,10 @@ type httpSession struct {
 	inflight  int             // how many requests the session may have in flight
 	ctx       context.Context // the session's life: cancelled when it ends
 	cancel    context.CancelFunc
+	// oneRequest marks the session of one 2026-07-28 request that came
+	// without Mcp-Session-Id: its client has no session to POST an answer
+	// to, so the hub's requests are refused at once (see Call).
+	oneRequest atomic.Bool
 
 	mu       sync.Mutex // guards lastSeen and ended
 	lastSeen time.Time
@@ -96,6 +101,13 @@ func (hs *httpSession) Notify(ctx context.Context, msg []byte) {
 // stream, else the POST stream opened last. With none open it fails at
 // once.
 func (hs *httpSession) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if hs.oneRequest.Load() {
+		// It would wait for an answer that cannot come (a client that
+		// tries is refused, and go-sdk's then closes its connection):
+		// 2026-07-28 asks such a client with an input_required result
+		// (SEP-2322), which the hub does not send yet.
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id); input_required is not supported yet")
+	}
 	if !hs.st.reachable(jsonrpc.RelatedID(ctx)) {
 		return nil, fmt.Errorf("cannot send %s to the client: no stream open to the client (open GET %s or call with Accept: text/event-stream)", method, "/mcp")
 	}

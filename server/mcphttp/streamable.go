@@ -158,6 +158,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !initialize {
+			hs.oneRequest.Store(true)
 			defer s.drop(hs)
 		}
 	} else if hs, ok = s.session(w, r); !ok {

@@ -58,13 +58,15 @@ var (
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
 	sync.Mutex
-	Initialized     bool     `json:"initialized"`
-	ProtocolVersion string   `json:"protocolVersion"`
-	ClientName      string   `json:"clientName"`
-	GrandchildPID   int      `json:"grandchildPid,omitempty"`
-	Cancelled       []any    `json:"cancelled,omitempty"`
-	Notified        []string `json:"notified,omitempty"` // other notifications, by method
-	LogLevel        string   `json:"logLevel,omitempty"`
+	Initialized     bool   `json:"initialized"`
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientName      string `json:"clientName"`
+	// Capabilities are what the client declared in initialize.
+	Capabilities  json.RawMessage `json:"capabilities,omitempty"`
+	GrandchildPID int             `json:"grandchildPid,omitempty"`
+	Cancelled     []any           `json:"cancelled,omitempty"`
+	Notified      []string        `json:"notified,omitempty"` // other notifications, by method
+	LogLevel      string          `json:"logLevel,omitempty"`
 	// ToolLists counts tools/list requests for a first page: refetches.
 	ToolLists int `json:"toolLists"`
 	// Answers counts the replies to the fake's own requests (see flood),
@@ -84,9 +86,6 @@ var state struct {
 	Hanging  int `json:"hanging"`
 	Sleeping int `json:"sleeping"`
 	Slept    int `json:"slept"`
-
-	// Capabilities are what the client declared in initialize, as sent.
-	Capabilities json.RawMessage `json:"capabilities,omitempty"`
 }
 
 var out = struct {
