@@ -50,6 +50,9 @@ const (
 	// servers: 64 Node servers are some 6 GB.
 	DefaultMaxSessionProcesses = 64
 	DefaultSessionProcessIdle  = 5 * time.Minute
+	// DefaultClientShare is the part of a cap one client (credential) may
+	// hold when the hub has several (http.client_share).
+	DefaultClientShare = 0.5
 
 	DefaultRetryAttempts     = 3
 	DefaultRetryInitial      = time.Second
@@ -125,6 +128,11 @@ type HTTP struct {
 	// all sessions (each session has its own cap, settings.session_inflight); more get
 	// 503. Default 1024.
 	MaxInflight int
+	// ClientShare is the part of MaxInflight, of MaxSessions and of
+	// settings.max_session_processes (and each per-session server's 32)
+	// one credential may hold, when the hub has more than one: "50%" or
+	// 0.5 in the file. Default 0.5; 1 turns shares off.
+	ClientShare float64
 	// MaxBodyMemory caps the bytes of request bodies being read and
 	// handled at once; a body that does not fit waits, then gets 503.
 	// Default 128 MiB.

@@ -103,7 +103,7 @@ func (p *parser) parse(data []byte) *Config {
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
 		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
-			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures},
+			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare},
 		Settings: Settings{
 			ConnectTimeout:      DefaultConnectTimeout,
 			ListTimeout:         DefaultListTimeout,
@@ -160,6 +160,7 @@ func (p *parser) parse(data []byte) *Config {
 				"max_sessions":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxSessions) },
 				"body_timeout":      func(k string, v *yaml.Node) { cfg.HTTP.BodyTimeout = p.duration(v, k) },
 				"max_inflight":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxInflight) },
+				"client_share":      func(k string, v *yaml.Node) { p.share(v, k, &cfg.HTTP.ClientShare) },
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 			})

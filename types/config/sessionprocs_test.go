@@ -38,3 +38,42 @@ func TestParseSessionProcessSettings(t *testing.T) {
 		})
 	}
 }
+
+// http.client_share is a fraction or a percent, 0.5 by default, above
+// zero and at most the whole.
+func TestParseClientShare(t *testing.T) {
+	const group = "\ngroups:\n  a: {description: x, command: y}"
+	for _, tc := range []struct {
+		src     string
+		want    float64
+		wantErr string
+	}{
+		{src: "http: {}", want: 0.5},
+		{src: "http: {client_share: 0.25}", want: 0.25},
+		{src: "http: {client_share: 30%}", want: 0.3},
+		{src: "http: {client_share: 1}", want: 1},
+		{src: "http: {client_share: 0}", wantErr: `http.client_share: must be a part of the whole above zero, such as 0.5 or "50%", not "0"`},
+		{src: "http: {client_share: 150%}", wantErr: "http.client_share: must be a part"},
+		{src: "http: {client_share: half}", wantErr: "http.client_share: must be a part"},
+	} {
+		cfg, err := Parse("", strings.NewReader(tc.src+group))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: want an error containing %q, got %v", tc.src, tc.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || cfg.HTTP.ClientShare != tc.want {
+			t.Errorf("%s: got %v %v, want %v", tc.src, cfg.HTTP.ClientShare, err, tc.want)
+		}
+	}
+	for _, c := range []struct {
+		limit int
+		part  float64
+		want  int
+	}{{1000, 0.5, 500}, {64, 0.5, 32}, {1, 0.5, 1}, {3, 0.5, 1}, {10, 1, 10}} {
+		if got := ShareOf(c.limit, c.part); got != c.want {
+			t.Errorf("ShareOf(%d, %v) = %d, want %d", c.limit, c.part, got, c.want)
+		}
+	}
+}
