@@ -118,6 +118,17 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	return s.peer.Call(ctx, method, p)
 }
 
+// Client is the client the session belongs to where its face tells
+// clients apart (a Peer with a method Client() string, such as an HTTP
+// session of one of several credentials), else "": upstream.ClientOf,
+// which the per-client shares of per-session connections count by.
+func (s *session) Client() string {
+	if p, ok := s.peer.(interface{ Client() string }); ok {
+		return p.Client()
+	}
+	return ""
+}
+
 // SetClientInfo keeps info, bounded (see boundImplementation).
 func (s *session) SetClientInfo(info mcp.Implementation) {
 	s.mu.Lock()

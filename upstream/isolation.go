@@ -27,11 +27,12 @@ var maxIsolated = 32
 
 // isolated is one owner's connection, or the dial that makes it.
 type isolated struct {
-	ready chan struct{} // closed when c or err is set
-	c     *conn
-	err   error
-	busy  int       // requests on c being answered; guarded by the server's mu
-	used  time.Time // when a request last began or ended; guarded likewise
+	ready  chan struct{} // closed when c or err is set
+	client string        // the owner's client (ClientOf)
+	c      *conn
+	err    error
+	busy   int       // requests on c being answered; guarded by the server's mu
+	used   time.Time // when a request last began or ended; guarded likewise
 }
 
 // isolatedConn is owner's own connection to s, dialled on first use and
@@ -45,14 +46,14 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done fun
 	}
 	iso := s.isolated[owner]
 	if iso == nil {
-		if err := s.mayDialLocked(owner); err != nil {
+		if err := s.mayDialLocked(ClientOf(owner)); err != nil {
 			s.mu.Unlock()
 			return nil, nil, err
 		}
 		if s.isolated == nil {
 			s.isolated = map[any]*isolated{}
 		}
-		iso = &isolated{ready: make(chan struct{})}
+		iso = &isolated{ready: make(chan struct{}), client: ClientOf(owner)}
 		s.isolated[owner] = iso
 		life := s.ctx
 		s.wg.Go(func() { s.dialIsolated(life, owner, iso) })
@@ -79,20 +80,32 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done fun
 	return iso.c, done, nil
 }
 
-// mayDialLocked says why owner may not have a connection of its own
-// dialled now, or nil and takes one of the hub's slots for it (given
-// back when dialIsolated returns). s.mu is held.
-func (s *Server) mayDialLocked(owner any) error {
+// mayDialLocked says why an owner of client may not have a connection of
+// its own dialled now, or nil and takes one of the hub's slots for it
+// (given back when dialIsolated returns). s.mu is held.
+func (s *Server) mayDialLocked(client string) error {
 	if len(s.isolated) >= maxIsolated {
 		return fmt.Errorf("upstream %s: %d client sessions have connections of their own to it already (isolation: per-session allows %d at once); try again when one ends: %w",
 			s.Config.ID(), maxIsolated, maxIsolated, errUnavailable)
+	}
+	if limit := s.mgr.procs.shareOf(client, maxIsolated); limit < maxIsolated {
+		n := 0
+		for _, iso := range s.isolated {
+			if iso.client == client {
+				n++
+			}
+		}
+		if n >= limit {
+			return fmt.Errorf("upstream %s: this client's sessions have %d connections of their own to it already, its share (%d of %d, http.client_share); try again when one ends: %w",
+				s.Config.ID(), n, limit, maxIsolated, errUnavailable)
+		}
 	}
 	if s.isoFail != nil {
 		if wait := s.isoRetry.Sub(s.mgr.now()); wait > 0 {
 			return fmt.Errorf("upstream %s: connect for this client session: %w (tried again in %s at the earliest)", s.Config.ID(), s.isoFail, wait.Round(time.Millisecond))
 		}
 	}
-	if err := s.mgr.procs.take(); err != nil {
+	if err := s.mgr.procs.take(client); err != nil {
 		return fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
 	}
 	return nil
@@ -113,7 +126,7 @@ func (s *Server) dialFailedLocked(err error) {
 // dialIsolated connects owner's connection, then watches it: when it ends
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
-	defer s.mgr.procs.give()
+	defer s.mgr.procs.give(iso.client)
 	caps := s.mgr.caps.wait(life)
 	id := newConnID()
 	h := serverHandlers{

@@ -65,7 +65,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		tokens:    auth.NewStore(cfg.TokenDir()),
 		now:       time.Now,
 	}
-	m.applySessionSettings(cfg.Settings)
+	m.applySessionSettings(cfg)
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
@@ -134,7 +134,7 @@ func (m *Manager) Apply(cfg *config.Config) {
 		old[s.Config.ID()] = s
 	}
 	groups := m.build(cfg, old)
-	m.applySessionSettings(cfg.Settings)
+	m.applySessionSettings(cfg)
 	kept := map[*Server]bool{}
 	for _, g := range groups {
 		for _, s := range g.Servers {

@@ -13,37 +13,81 @@ import (
 // across all servers, settings.max_session_processes: each server's own
 // cap (maxIsolated) times many servers would still start hundreds of
 // processes for one client's sessions.
+//
+// A client (see ClientOf) holds at most its share of the slots
+// (http.client_share), so that one client's sessions cannot take every
+// slot from the others.
 type procSlots struct {
-	mu   sync.Mutex // guards max and used
-	max  int
-	used int
+	mu       sync.Mutex // guards the fields below
+	max      int
+	share    float64
+	used     int
+	byClient map[string]int // slots of owners with a client, by client
 }
 
-// take reserves a slot, or says why there is none.
-func (p *procSlots) take() error {
+// take reserves a slot for an owner of client ("" for none), or says why
+// there is none.
+func (p *procSlots) take(client string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.used >= p.max {
 		return fmt.Errorf("client sessions have %d connections of their own to servers already (settings.max_session_processes allows %d at once, all servers together); try again when one ends: %w",
 			p.used, p.max, errUnavailable)
 	}
+	if client != "" {
+		if limit := config.ShareOf(p.max, p.share); p.byClient[client] >= limit {
+			return fmt.Errorf("this client's sessions have %d connections of their own to servers already, its share of settings.max_session_processes (%d of %d, http.client_share); try again when one ends: %w",
+				p.byClient[client], limit, p.max, errUnavailable)
+		}
+		if p.byClient == nil {
+			p.byClient = map[string]int{}
+		}
+		p.byClient[client]++
+	}
 	p.used++
 	return nil
 }
 
-func (p *procSlots) give() {
+func (p *procSlots) give(client string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.used--
-	p.mu.Unlock()
+	if client != "" {
+		if p.byClient[client]--; p.byClient[client] <= 0 {
+			delete(p.byClient, client)
+		}
+	}
 }
 
-func (p *procSlots) setMax(n int) {
+func (p *procSlots) set(n int, share float64) {
 	if n <= 0 {
 		n = config.DefaultMaxSessionProcesses
 	}
 	p.mu.Lock()
-	p.max = n
+	p.max, p.share = n, share
 	p.mu.Unlock()
+}
+
+// shareOf is a client's share of limit; all of it for no client.
+func (p *procSlots) shareOf(client string, limit int) int {
+	if client == "" {
+		return limit
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return config.ShareOf(limit, p.share)
+}
+
+// ClientOf is the client an owner (see WithOwner) belongs to: the
+// credential its requests came with, when it says so with a method
+// Client() string, else "". The owners of one client share the client's
+// part of each cap on per-session connections; "" is no one's client and
+// is bounded by the caps alone.
+func ClientOf(owner any) string {
+	if c, ok := owner.(interface{ Client() string }); ok {
+		return c.Client()
+	}
+	return ""
 }
 
 // SessionProcesses is how many connections servers keep for client
@@ -55,8 +99,9 @@ func (m *Manager) SessionProcesses() int {
 }
 
 // applySessionSettings takes the per-session settings of cfg.
-func (m *Manager) applySessionSettings(s config.Settings) {
-	m.procs.setMax(s.MaxSessionProcesses)
+func (m *Manager) applySessionSettings(cfg *config.Config) {
+	s := cfg.Settings
+	m.procs.set(s.MaxSessionProcesses, cfg.HTTP.ClientShare)
 	idle := s.SessionProcessIdle
 	if idle <= 0 {
 		idle = config.DefaultSessionProcessIdle

@@ -201,3 +201,60 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 		t.Errorf("a's call after its connection was released: %s %v (before %s)", again, err, a)
 	}
 }
+
+// clientOwner is an owner of a client, as an HTTP session of a named
+// credential is.
+type clientOwner struct{ name, client string }
+
+func (o *clientOwner) Client() string { return o.client }
+
+// A client holds at most its share (http.client_share, half by default)
+// of settings.max_session_processes and of each server's own cap: past it
+// its next session's call is refused with the reason, another client's
+// sessions still get theirs, and owners of no client are bounded by the
+// caps alone.
+func TestSessionProcessesClientShare(t *testing.T) {
+	defer func(n int) { maxIsolated = n }(maxIsolated)
+	maxIsolated = 4
+	cfg := perSessionConfig(t, "stop_grace: 1s, max_session_processes: 6", 2)
+	m, _ := startClocked(t, cfg)
+	one, two := m.Servers()[0], m.Servers()[1]
+	call := func(s *Server, o *clientOwner) error {
+		_, err := s.Request(WithOwner(t.Context(), o), "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+		return err
+	}
+	a1, a2, a3, a4 := &clientOwner{"a1", "A"}, &clientOwner{"a2", "A"}, &clientOwner{"a3", "A"}, &clientOwner{"a4", "A"}
+	b1, b2 := &clientOwner{"b1", "B"}, &clientOwner{"b2", "B"}
+	for _, o := range []*clientOwner{a1, a2} {
+		if err := call(one, o); err != nil {
+			t.Fatalf("%s: %v", o.name, err)
+		}
+	}
+	// A holds 2 of one's 4: its share of the server's cap.
+	if err := call(one, a3); err == nil || !strings.Contains(err.Error(), "its share (2 of 4, http.client_share)") {
+		t.Errorf("A's third session on one server of cap 4: %v", err)
+	}
+	if err := call(two, a3); err != nil {
+		t.Errorf("A's third session on the other server: %v", err)
+	}
+	// A holds 3 of the hub's 6: its share of max_session_processes.
+	if err := call(two, a4); err == nil || !strings.Contains(err.Error(), "its share of settings.max_session_processes (3 of 6") {
+		t.Errorf("A's fourth session, past its share of the hub's cap: %v", err)
+	}
+	for _, c := range []struct {
+		s *Server
+		o *clientOwner
+	}{{one, b1}, {one, b2}, {two, b1}} {
+		if err := call(c.s, c.o); err != nil {
+			t.Errorf("B's %s on %s while A holds its share: %v", c.o.name, c.s.Config.ID(), err)
+		}
+	}
+	if n := m.SessionProcesses(); n != 6 {
+		t.Errorf("%d session processes, want 6", n)
+	}
+	m.Release(a1)
+	waitFor(t, 10*time.Second, "a1's process to end", func() bool { return m.SessionProcesses() == 5 })
+	if err := call(two, a4); err != nil {
+		t.Errorf("A's fourth session once one of its others is gone: %v", err)
+	}
+}
