@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -33,6 +36,52 @@ type auditRecord struct {
 	Outcome    string          `json:"outcome"` // a traffic.Status: ok, tool_error, error, blocked, not_found, cancelled
 	Error      string          `json:"error,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	// ArgumentsBytes and ArgumentsSHA256 stand for arguments over
+	// maxAuditArguments: their size and digest, not their value.
+	ArgumentsBytes  int    `json:"arguments_bytes,omitempty"`
+	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
+	// Clipped says that a string of the record ends in clippedMark, cut,
+	// or that its arguments are only a digest.
+	Clipped bool `json:"clipped,omitempty"`
+}
+
+// What a client writes reaches a record (a tool, prompt or resource name
+// it may invent, an error that quotes one, its arguments), and a line is
+// written for every call: so each is bounded where the record is kept
+// (write), lest a client that names a tool of megabytes grow the trail by
+// megabytes a call.
+const (
+	// maxAuditText bounds each string of a record, as spans' attributes
+	// are bounded; a string cut ends in clippedMark.
+	maxAuditText = 1 << 10
+	// maxAuditArguments bounds the arguments kept (audit.arguments), as
+	// the client encoded them; larger ones are kept as their size and
+	// SHA-256 digest, which tell the same call again.
+	maxAuditArguments = 4 << 10
+)
+
+// clippedMark ends a string of a record that was cut.
+const clippedMark = "…"
+
+// clip bounds what r holds of what the client wrote (see maxAuditText
+// and maxAuditArguments), marking r clipped where it cut.
+func (r *auditRecord) clip() {
+	for _, s := range []*string{&r.Session, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
+		if len(*s) > maxAuditText {
+			n := maxAuditText
+			for n > 0 && !utf8.RuneStart((*s)[n]) {
+				n--
+			}
+			*s = (*s)[:n] + clippedMark
+			r.Clipped = true
+		}
+	}
+	if len(r.Arguments) > maxAuditArguments {
+		sum := sha256.Sum256(r.Arguments)
+		r.ArgumentsBytes, r.ArgumentsSHA256 = len(r.Arguments), hex.EncodeToString(sum[:])
+		r.Arguments = nil
+		r.Clipped = true
+	}
 }
 
 const (
@@ -250,6 +299,7 @@ func (a *auditLog) write(r auditRecord) error {
 	if !a.args {
 		r.Arguments = nil
 	}
+	r.clip()
 	b, err := json.Marshal(r)
 	if err != nil {
 		a.lost(1, nil)

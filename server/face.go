@@ -119,12 +119,16 @@ func (s *Session) Close() error {
 func (h *Hub) Settings() config.Settings { return h.config().Settings }
 
 // ServeMany tells the hub that it serves many clients (the HTTP face), not
-// the one client of stdio whose initialize says what it can do: upstreams
-// are told that the client side can answer sampling, elicitation and
-// roots requests, and a client that cannot gets a clear error.
+// the one client of stdio whose initialize says what it can do: shared
+// upstream connections are told that the client side can answer sampling,
+// elicitation in form mode and roots requests, and a client that cannot
+// gets a clear error. URL mode (2025-11-25) is not declared on them: a
+// server offers tools that need it to every client of the connection, and
+// most clients cannot open a URL for it. A connection of one session's own
+// (isolation: per-session) is told what that session's client declared.
 func (h *Hub) ServeMany() {
 	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
-		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}, Roots: &struct {
+		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}, Roots: &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{ListChanged: true},
 	})

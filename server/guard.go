@@ -177,8 +177,8 @@ func blocked(d policy.Decision, why string) *rpcError {
 // or no answer in time all deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
 	sess := req.sess
-	if sess.GetClientCapabilities().Elicitation == nil {
-		return errors.New("the client does not support elicitation")
+	if able, _ := canElicit(sess.GetClientCapabilities(), nil); !able {
+		return errors.New("the client does not support elicitation in form mode")
 	}
 	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
 	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)

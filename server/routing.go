@@ -275,18 +275,37 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	}
 	caps := sess.GetClientCapabilities()
 	var able bool
+	what := method
 	switch method {
 	case "sampling/createMessage":
 		able = caps.Sampling != nil
 	case "elicitation/create":
-		able = caps.Elicitation != nil
+		var url bool
+		able, url = canElicit(caps, params)
+		if url {
+			what += " in URL mode"
+		}
 	case "roots/list":
 		able = caps.Roots != nil
 	}
 	if !able {
-		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
+		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + what}
 	}
 	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type
+}
+
+// canElicit reports whether a client that declared caps can answer the
+// elicitation params ask for, and whether they ask for URL mode. A client
+// declares the modes it supports, and an empty elicitation capability
+// means form mode only (MCP 2025-11-25, client/elicitation, "Capabilities").
+func canElicit(caps mcp.ClientCapabilities, params json.RawMessage) (able, url bool) {
+	fields, _ := jsonrpc.ScanObject(params)
+	mode, _ := stringValue(fields.Field("mode")) // none, or none readable: form mode
+	e := caps.Elicitation
+	if mode == string(mcp.ElicitationModeURL) {
+		return e != nil && e.URL != nil, true
+	}
+	return e != nil && (e.Form != nil || e.URL == nil), false
 }
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
@@ -301,6 +320,11 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	}
 	if on && len(p.URI) > maxSubscriptionURI {
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
+	}
+	if on {
+		// The first subscription may come before the upstream that owns
+		// the URI is up, as a first read may.
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(p.URI) != nil })
 	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {

@@ -121,7 +121,8 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 // Client is the client the session belongs to where its face tells
 // clients apart (a Peer with a method Client() string, such as an HTTP
 // session of one of several credentials), else "": upstream.ClientOf,
-// which the per-client shares of per-session connections count by.
+// which the per-client shares of per-session connections count by
+// (upstream.ClientOwner).
 func (s *session) Client() string {
 	if p, ok := s.peer.(interface{ Client() string }); ok {
 		return p.Client()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -127,7 +129,10 @@ func (s *Server) dialFailedLocked(err error) {
 // it is forgotten, so that the owner's next request dials again.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	defer s.mgr.procs.give(iso.client)
-	caps := s.mgr.caps.wait(life)
+	caps, ok := ownerCapabilities(owner)
+	if !ok {
+		caps = s.mgr.caps.wait(life)
+	}
 	id := newConnID()
 	h := serverHandlers{
 		id:     id,
@@ -175,6 +180,24 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	case <-life.Done():
 	}
 	s.forgetIsolated(owner, iso)
+}
+
+// A CapableOwner is an owner (see WithOwner) that knows what its client
+// declared it can do: a connection of the owner's own declares exactly
+// that to the server, so that the server offers that client what it can
+// use (a tool that needs URL elicitation only to a client that has it),
+// where a shared connection declares what the hub set for every client
+// (Manager.SetClientCapabilities).
+type CapableOwner interface {
+	GetClientCapabilities() mcp.ClientCapabilities
+}
+
+// ownerCapabilities are what owner's client declared, if owner says.
+func ownerCapabilities(owner any) (mcp.ClientCapabilities, bool) {
+	if o, ok := owner.(CapableOwner); ok {
+		return o.GetClientCapabilities(), true
+	}
+	return mcp.ClientCapabilities{}, false
 }
 
 // forgetIsolated closes iso's connection if it is still owner's (release

@@ -78,14 +78,18 @@ func (p *procSlots) shareOf(client string, limit int) int {
 	return config.ShareOf(limit, p.share)
 }
 
-// ClientOf is the client an owner (see WithOwner) belongs to: the
-// credential its requests came with, when it says so with a method
-// Client() string, else "". The owners of one client share the client's
-// part of each cap on per-session connections; "" is no one's client and
-// is bounded by the caps alone.
+// A ClientOwner is an owner (see WithOwner) that names the client it
+// belongs to: the credential its requests came with. The owners of one
+// client share the client's part of each cap on per-session connections
+// (http.client_share); "" is no one's client, bounded by the caps alone.
+type ClientOwner interface {
+	Client() string
+}
+
+// ClientOf is the client owner belongs to, or "".
 func ClientOf(owner any) string {
-	if c, ok := owner.(interface{ Client() string }); ok {
-		return c.Client()
+	if o, ok := owner.(ClientOwner); ok {
+		return o.Client()
 	}
 	return ""
 }

@@ -85,6 +85,9 @@ var state struct {
 	Hanging  int `json:"hanging"`
 	Sleeping int `json:"sleeping"`
 	Slept    int `json:"slept"`
+
+	// Capabilities are what the client declared in initialize, as sent.
+	Capabilities json.RawMessage `json:"capabilities,omitempty"`
 }
 
 var out = struct {
@@ -353,7 +356,7 @@ func tools() []any {
 		simpleTool("deep", "Answer with a result nested 200 deep"),
 		simpleTool("mutate", "Change the echo tool's description and say the tool list changed"),
 		simpleTool("progress", "Report progress three times, with text as the message"),
-		simpleTool("ask", "Ask the client, by elicitation, for text"),
+		simpleTool("ask", "Ask the client, by elicitation, for text"), // in URL mode when text is "url"
 		simpleTool("touch", "Say the resource whose URI is text was updated"),
 		simpleTool("log", "Send a log message with text as data"),
 	}
@@ -474,13 +477,14 @@ func handle(req request) {
 			ClientInfo      struct {
 				Name string `json:"name"`
 			} `json:"clientInfo"`
+			Capabilities json.RawMessage `json:"capabilities"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
 		if *version != "" {
 			p.ProtocolVersion = *version
 		}
 		state.Lock()
-		state.ProtocolVersion, state.ClientName = p.ProtocolVersion, p.ClientInfo.Name
+		state.ProtocolVersion, state.ClientName, state.Capabilities = p.ProtocolVersion, p.ClientInfo.Name, p.Capabilities
 		state.Unlock()
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
@@ -682,8 +686,12 @@ func call(req request) {
 		}
 		reply(req.ID, text("progressed "+p.Arguments.Text))
 	case toolName("ask"):
-		answer := ask("elicitation/create", map[string]any{"message": "What is your name?",
-			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		params := map[string]any{"message": "What is your name?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+		if p.Arguments.Text == "url" {
+			params = map[string]any{"mode": "url", "message": "Sign in", "url": "https://example.com/sign-in", "elicitationId": "e1"}
+		}
+		answer := ask("elicitation/create", params)
 		reply(req.ID, text(string(answer)))
 	case toolName("touch"):
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})
