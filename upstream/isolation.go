@@ -126,9 +126,10 @@ func (s *Server) dialFailedLocked(err error) {
 }
 
 // dialIsolated connects owner's connection, then watches it: when it ends
-// it is forgotten, so that the owner's next request dials again.
+// it is forgotten, so that the owner's next request dials again. The
+// hub's slot taken for it is given back once the connection has ended, or
+// before a failed dial is reported.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
-	defer s.mgr.procs.give(iso.client)
 	caps, ok := ownerCapabilities(owner)
 	if !ok {
 		caps = s.mgr.caps.wait(life)
@@ -166,13 +167,19 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		delete(s.isolated, owner)
 	}
 	s.mu.Unlock()
-	close(iso.ready)
 	if iso.c == nil {
-		if c != nil {
-			c.close()
+		if c == nil { // failed: no process left
+			s.mgr.procs.give(iso.client)
+			close(iso.ready)
+			return
 		}
+		close(iso.ready)
+		c.close()
+		s.mgr.procs.give(iso.client)
 		return
 	}
+	defer s.mgr.procs.give(iso.client)
+	close(iso.ready)
 	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
 	select {
 	case <-c.exited():
