@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -16,8 +17,12 @@ import (
 // Options configure the HTTP face.
 type Options struct {
 	// Token is the bearer token every request but the public endpoints
-	// (see HandlePublic) must carry.
+	// (see HandlePublic) may carry: the credential named
+	// DefaultCredential.
 	Token string
+	// Tokens are more credentials, by name, each a client of its own:
+	// a session belongs to the credential that made it.
+	Tokens map[string]string
 	// NoAuth serves without a token; the caller allows it on loopback only.
 	NoAuth bool
 	// AllowedOrigins may send requests besides loopback origins.
@@ -85,7 +90,7 @@ type Server struct {
 func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth,
+		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
 	s.shares = newClientShares(opts, s.guard.credentials())
 	s.pendingBy = map[string]int{}
@@ -154,6 +159,18 @@ func (s *Server) lookup(id string) *httpSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
+}
+
+// owned is the session id names when it belongs to the credential owner,
+// else nil: to any other credential a session is as unknown as an id
+// never handed out, so that one who learns its id can neither use it nor
+// tell it exists.
+func (s *Server) owned(id, owner string) *httpSession {
+	hs := s.lookup(id)
+	if hs == nil || subtle.ConstantTimeCompare([]byte(hs.owner), []byte(owner)) != 1 {
+		return nil
+	}
+	return hs
 }
 
 func (s *Server) drop(hs *httpSession) {

@@ -20,6 +20,7 @@ import (
 // server.Peer.
 type httpSession struct {
 	id        string
+	owner     string          // the credential that made it (CredentialOf); no other reaches it
 	transport string          // streamable-http or sse
 	sess      *server.Session // the hub's side; set once Open returns
 	conn      *jsonrpc.Conn
@@ -34,15 +35,16 @@ type httpSession struct {
 	ended    bool
 }
 
-// newSession creates a session, opens it with the hub, starts its Conn
-// and registers it.
-func (s *Server) newSession(transport string) (*httpSession, error) {
-	client := s.shares.clientOf("")
+// newSession creates a session of the credential owner, opens it with the
+// hub, starts its Conn and registers it.
+func (s *Server) newSession(transport, owner string) (*httpSession, error) {
+	client := s.shares.clientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
 		id:        newSessionID(),
+		owner:     owner,
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),

@@ -70,4 +70,4 @@ func (c *clientShares) end(client string) {
 }
 
 // credentials is how many credentials the guard accepts.
-func (g *Guard) credentials() int { return 1 }
+func (g *Guard) credentials() int { return len(g.creds) }

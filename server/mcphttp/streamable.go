@@ -42,14 +42,15 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 }
 
 // session finds the request's session, answering 400 when it names none
-// and 404 when it names one that does not exist (any more).
+// and 404 when it names one that does not exist (any more) or that
+// another credential made.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
 		return nil, false
 	}
-	hs := s.lookup(id)
+	hs := s.owned(id, CredentialOf(r.Context()))
 	if hs == nil {
 		writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
@@ -143,7 +144,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	// for itself alone.
 	if r.Header.Get(headerSessionID) == "" && (initialize || server.Stateless(msg)) {
 		var err error
-		if hs, err = s.newSession("streamable-http"); errors.Is(err, errTooManySessions) {
+		if hs, err = s.newSession("streamable-http", CredentialOf(r.Context())); errors.Is(err, errTooManySessions) {
 			release()
 			unavailable(w, "too many sessions, none idle")
 			return

@@ -6,9 +6,11 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -113,8 +115,12 @@ type Config struct {
 type HTTP struct {
 	// Token is the bearer token clients must send. Default
 	// $DYNAMIC_MCP_TOKEN; with neither, one is generated at start and
-	// printed to stderr.
+	// printed to stderr. It is the credential named "default".
 	Token string
+	// Tokens are more credentials, by name: each a client of its own,
+	// whose sessions no other credential can reach. Each token is at
+	// least 16 bytes and differs from every other and from Token.
+	Tokens map[string]string
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
 	// MaxSessions caps the sessions open at once. A new session beyond
@@ -152,13 +158,33 @@ const (
 	DefaultMaxAuthFailures = 10
 )
 
-// LogValue keeps the token out of logs.
+// DefaultCredential is the name of http.token's credential.
+const DefaultCredential = "default"
+
+// MinTokenBytes is how long a token of http.tokens must be at least.
+const MinTokenBytes = 16
+
+// Credentials are the configured tokens by name: http.token as
+// "default", and http.tokens. Empty when none is configured.
+func (h HTTP) Credentials() map[string]string {
+	out := make(map[string]string, len(h.Tokens)+1)
+	for name, t := range h.Tokens {
+		out[name] = t
+	}
+	if h.Token != "" {
+		out[DefaultCredential] = h.Token
+	}
+	return out
+}
+
+// LogValue keeps the tokens out of logs: only the credentials' names.
 func (h HTTP) LogValue() slog.Value {
 	token := ""
 	if h.Token != "" {
 		token = "REDACTED"
 	}
-	return slog.GroupValue(slog.String("token", token), slog.Any("allowed_origins", h.AllowedOrigins),
+	names := slices.Sorted(maps.Keys(h.Tokens))
+	return slog.GroupValue(slog.String("token", token), slog.Any("tokens", names), slog.Any("allowed_origins", h.AllowedOrigins),
 		slog.Int("max_sessions", h.MaxSessions), slog.Duration("body_timeout", h.BodyTimeout), slog.Int("max_inflight", h.MaxInflight),
 		slog.Int("max_body_memory", h.MaxBodyMemory), slog.Int("max_auth_failures", h.MaxAuthFailures))
 }

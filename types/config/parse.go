@@ -156,6 +156,7 @@ func (p *parser) parse(data []byte) *Config {
 		"http": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
 				"token":             func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },
+				"tokens":            func(k string, v *yaml.Node) { cfg.HTTP.Tokens = p.tokens(v, k) },
 				"allowed_origins":   func(k string, v *yaml.Node) { cfg.HTTP.AllowedOrigins = p.strings(v, k) },
 				"max_sessions":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxSessions) },
 				"body_timeout":      func(k string, v *yaml.Node) { cfg.HTTP.BodyTimeout = p.duration(v, k) },
@@ -164,6 +165,7 @@ func (p *parser) parse(data []byte) *Config {
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 			})
+			p.checkTokens(v, key, cfg.HTTP)
 		},
 	})
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil && !misspelt["groups"] {
@@ -172,8 +174,11 @@ func (p *parser) parse(data []byte) *Config {
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
-			if cfg.HTTP.Token != "" && s.Transport == TransportStdio {
-				s.Hide = []string{cfg.HTTP.Token}
+			if s.Transport == TransportStdio {
+				for _, t := range cfg.HTTP.Credentials() {
+					s.Hide = append(s.Hide, t)
+				}
+				slices.Sort(s.Hide)
 			}
 		}
 	}
