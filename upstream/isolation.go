@@ -84,7 +84,7 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done fun
 
 // mayDialLocked says why an owner of client may not have a connection of
 // its own dialled now, or nil and takes one of the hub's slots for it
-// (given back when dialIsolated returns). s.mu is held.
+// (given back by dialIsolated once that connection is gone). s.mu is held.
 func (s *Server) mayDialLocked(client string) error {
 	if len(s.isolated) >= maxIsolated {
 		return fmt.Errorf("upstream %s: %d client sessions have connections of their own to it already (isolation: per-session allows %d at once); try again when one ends: %w",
