@@ -284,7 +284,7 @@ func (s *Server) reserveSession(client string) error {
 	return nil
 }
 
-// unreserveSession takes back the pending session of client that
+// unreserveSessionLocked takes back the pending session of client that
 // reserveSession counted. s.mu is held.
 func (s *Server) unreserveSessionLocked(client string) {
 	s.pending--
