@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // session is one downstream client: what initialize negotiated (kept by
@@ -118,6 +119,18 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		return nil, err
 	}
 	return s.peer.Call(ctx, method, p)
+}
+
+// Client is the client the session belongs to where its face tells
+// clients apart (a Peer that is an upstream.ClientOwner, such as an HTTP
+// session of one of several credentials), else "": the session is an
+// upstream.ClientOwner too, so that its client's share of per-session
+// connections counts it.
+func (s *session) Client() string {
+	if p, ok := s.peer.(upstream.ClientOwner); ok {
+		return p.Client()
+	}
+	return ""
 }
 
 // SetClientInfo keeps info, bounded (see boundImplementation).

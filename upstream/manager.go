@@ -41,6 +41,11 @@ type Manager struct {
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
 
+	procs    procSlots        // settings.max_session_processes
+	procIdle atomic.Int64     // settings.session_process_idle
+	now      func() time.Time // time.Now, but in tests; for backoff and idleness
+	reaper   sync.WaitGroup   // reapIdle
+
 	mu       sync.Mutex // guards ctx, cancel, retiring, closed
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -57,7 +62,9 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		routeWait: routeWait,
 		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
 		tokens:    auth.NewStore(cfg.TokenDir()),
+		now:       time.Now,
 	}
+	m.applySessionSettings(cfg)
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	declared := DeclaredCapabilities()
 	m.caps.Store(&declared)
@@ -105,6 +112,7 @@ func (m *Manager) Start(ctx context.Context) {
 		return
 	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.reaper.Go(func() { m.reapIdle(m.ctx) })
 	for _, s := range m.Servers() {
 		if !s.Config.Disabled {
 			s.start(m.ctx)
@@ -127,6 +135,7 @@ func (m *Manager) Apply(cfg *config.Config) {
 		old[s.Config.ID()] = s
 	}
 	groups := m.build(cfg, old)
+	m.applySessionSettings(cfg)
 	kept := map[*Server]bool{}
 	for _, g := range groups {
 		for _, s := range g.Servers {
@@ -257,6 +266,7 @@ func (m *Manager) Close() error {
 	}
 	wg.Wait()
 	m.retiring.Wait()
+	m.reaper.Wait()
 	if n := m.droppedSince.Swap(0); n > 0 {
 		m.logger.Warn("upstream notifications dropped: the hub was not keeping up", "dropped", n)
 	}

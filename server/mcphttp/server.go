@@ -42,6 +42,10 @@ type Options struct {
 	// MaxAuthFailures is how many failed token attempts an address may
 	// make in a minute.
 	MaxAuthFailures int
+	// ClientShare is the part of MaxSessions and of MaxInflight one
+	// credential may hold when there is more than one; default
+	// config.DefaultClientShare (see clientShares).
+	ClientShare float64
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -66,14 +70,16 @@ type Server struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 
-	mu       sync.Mutex // guards sessions, pending and closed
-	sessions map[string]*httpSession
-	pending  int  // sessions being made, counted against the cap
-	closed   bool // no more sessions
+	mu        sync.Mutex // guards sessions, pending, pendingBy and closed
+	sessions  map[string]*httpSession
+	pending   int            // sessions being made, counted against the cap
+	pendingBy map[string]int // pending by client, when clients have shares
+	closed    bool           // no more sessions
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	bodies   *byteBudget
-	guard    *Guard // the checks of every endpoint but the public ones
+	shares   *clientShares // each client's part of the caps
+	guard    *Guard        // the checks of every endpoint but the public ones
 
 	stop chan struct{}  // closed by Close: handlers and streams return
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
@@ -86,6 +92,8 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
 		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
+	s.shares = newClientShares(opts, s.guard.credentials())
+	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))

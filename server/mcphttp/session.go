@@ -27,6 +27,7 @@ type httpSession struct {
 	conn      *jsonrpc.Conn
 	st        *sessionStream
 	inflight  int             // how many requests the session may have in flight
+	client    string          // its credential when clients have shares (clientShares), else ""
 	ctx       context.Context // the session's life: cancelled when it ends
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
@@ -42,7 +43,8 @@ type httpSession struct {
 // newSession creates a session of the credential owner, opens it with the
 // hub, starts its Conn and registers it.
 func (s *Server) newSession(transport, owner string) (*httpSession, error) {
-	if err := s.reserveSession(); err != nil {
+	client := s.shares.clientOf(owner)
+	if err := s.reserveSession(client); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
@@ -51,6 +53,7 @@ func (s *Server) newSession(transport, owner string) (*httpSession, error) {
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),
+		client:    client,
 	}
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()
@@ -69,7 +72,7 @@ func (s *Server) newSession(transport, owner string) (*httpSession, error) {
 	})
 	sess, err := s.hub.Open(hs.id, transport, hs)
 	s.mu.Lock()
-	s.pending--
+	s.unreserveSessionLocked(client)
 	if err == nil && s.closed {
 		err = errClosed
 	}
@@ -120,6 +123,11 @@ func (hs *httpSession) Call(ctx context.Context, method string, params json.RawM
 
 // Dropped is how many notifications were lost for the client (server.Peer).
 func (hs *httpSession) Dropped() uint64 { return hs.conn.Dropped() + hs.st.lost.Load() }
+
+// Client is the session's client when clients have shares, else ""
+// (upstream.ClientOf, through the hub's session): the session's calls to
+// servers with isolation: per-session count against its client's share.
+func (hs *httpSession) Client() string { return hs.client }
 
 // Answering is how many of the client's requests are in flight (server.Peer).
 func (hs *httpSession) Answering() int { return hs.conn.Inflight() }

@@ -47,6 +47,14 @@ const (
 	DefaultPageSize        = 100
 	DefaultMaxMessageSize  = 10 << 20
 	DefaultSessionInflight = 256
+	// DefaultMaxSessionProcesses caps the connections of servers with
+	// isolation: per-session kept for client sessions at once, across
+	// servers: 64 Node servers are some 6 GB.
+	DefaultMaxSessionProcesses = 64
+	DefaultSessionProcessIdle  = 5 * time.Minute
+	// DefaultClientShare is the part of a cap one client (credential) may
+	// hold when the hub has several (http.client_share).
+	DefaultClientShare = 0.5
 
 	DefaultRetryAttempts     = 3
 	DefaultRetryInitial      = time.Second
@@ -126,6 +134,11 @@ type HTTP struct {
 	// all sessions (each session has its own cap, settings.session_inflight); more get
 	// 503. Default 1024.
 	MaxInflight int
+	// ClientShare is the part of MaxInflight, of MaxSessions and of
+	// settings.max_session_processes (and each per-session server's 32)
+	// one credential may hold, when the hub has more than one: "50%" or
+	// 0.5 in the file. Default 0.5; 1 turns shares off.
+	ClientShare float64
 	// MaxBodyMemory caps the bytes of request bodies being read and
 	// handled at once; a body that does not fit waits, then gets 503.
 	// Default 128 MiB.
@@ -283,6 +296,16 @@ type Settings struct {
 	// answered at once (stdio, or one HTTP session); more are answered
 	// -32000 at once. Default 256.
 	SessionInflight int
+	// MaxSessionProcesses caps the connections (each usually a child
+	// process) that servers with isolation: per-session keep for client
+	// sessions at once, all servers together; each server has its own cap
+	// of 32 besides. A session's call beyond it fails at once. Default 64.
+	MaxSessionProcesses int
+	// SessionProcessIdle is how long a client session's own connection
+	// to a server (isolation: per-session) lives without a request on it
+	// before it is closed; the session's next call starts it again.
+	// Default 5m.
+	SessionProcessIdle time.Duration
 	// StopGrace is each wait of the stop ladder: a child gets StopGrace to
 	// exit after its stdin is closed, then StopGrace after SIGTERM, before
 	// SIGKILL. Default 5s.
