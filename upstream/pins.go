@@ -66,9 +66,11 @@ func NewPins(dir string) *Pins {
 // lock takes the lock of serverID's file: two changes of one file never
 // interleave, so two writes of it never land out of order, while the
 // files of other servers are read and written meanwhile. Within the
-// process a token per file; across processes a file lock, taken second,
-// so that a process waits on the disk once per file at a time.
-func (p *Pins) lock(serverID string) (func(), error) {
+// process a token per file; across processes, for a change (write), a
+// file lock, taken second, so that a process waits on the disk once per
+// file at a time. A read alone needs no file lock: a pin file is replaced
+// whole (atomicfile), so a reader sees one version or the next.
+func (p *Pins) lock(serverID string, write bool) (func(), error) {
 	p.mu.Lock()
 	token := p.files[serverID]
 	if token == nil {
@@ -80,6 +82,9 @@ func (p *Pins) lock(serverID string) (func(), error) {
 	}
 	p.mu.Unlock()
 	token <- struct{}{}
+	if !write {
+		return func() { <-token }, nil
+	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		<-token
 		return nil, err
@@ -169,7 +174,7 @@ func (p *Pins) save(f *pinFile) error {
 // file cannot be read or parsed it fails closed: every tool is returned
 // as changed, with an error wrapping ErrPinFile that says what to do.
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
-	unlock, err := p.lock(serverID)
+	unlock, err := p.lock(serverID, true)
 	if err != nil {
 		err = fmt.Errorf("%w: %s: %v", ErrPinFile, p.path(serverID), err)
 	} else {
@@ -232,7 +237,7 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 // server when none are named) as their new pins, and returns which it
 // accepted.
 func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
-	unlock, err := p.lock(serverID)
+	unlock, err := p.lock(serverID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +277,7 @@ type PinChange struct {
 
 // Changes lists serverID's tools whose definition changed since pinned.
 func (p *Pins) Changes(serverID string) ([]PinChange, error) {
-	unlock, err := p.lock(serverID)
+	unlock, err := p.lock(serverID, false)
 	if err != nil {
 		return nil, err
 	}

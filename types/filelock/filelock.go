@@ -97,3 +97,17 @@ func (l *Lock) Unlock() error {
 	}
 	return nil
 }
+
+// control runs fn on f's descriptor, through SyscallConn rather than Fd,
+// which would switch the file to blocking mode.
+func control(f *os.File, fn func(fd uintptr) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(fd) }); err != nil {
+		return err
+	}
+	return ferr
+}
