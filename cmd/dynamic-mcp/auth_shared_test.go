@@ -31,7 +31,10 @@ func TestHubsShareOneSignInAcrossRenewals(t *testing.T) {
 		t.Skip("runs for seconds")
 	}
 	t.Parallel()
-	const runFor = 8 * time.Second
+	runFor := 8 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("DYNAMIC_MCP_TEST_SHARED_FOR")); err == nil {
+		runFor = d // the 30 s: DYNAMIC_MCP_TEST_SHARED_FOR=30s
+	}
 	a := authtest.NewServer(t)
 	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
 	s := mcpserver.NewMCPServer("protected", "1")
