@@ -12,6 +12,11 @@
 // empty file, not a lock. Waiting is bounded: Acquire gives up with
 // ErrTimeout, naming the file, rather than wedge behind a process that
 // holds the lock and does not let go (one stopped under a debugger, say).
+//
+// On NFS, Linux emulates flock with POSIX record locks, which belong to
+// the process: processes still exclude each other, two handles of one
+// process no longer do, so callers in one process also take turns by
+// their own means (a mutex), as the token store and the pins do.
 package filelock
 
 import (
