@@ -15,8 +15,8 @@
 //
 // On NFS, Linux emulates flock with POSIX record locks, which belong to
 // the process: processes still exclude each other, two handles of one
-// process no longer do, so callers in one process also take turns by
-// their own means (a mutex), as the token store and the pins do.
+// process no longer do. Acquire therefore has the callers of one process
+// take turns by the lock file's path first, whatever the filesystem.
 package filelock
 
 import (
@@ -24,6 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -32,24 +34,51 @@ var ErrTimeout = errors.New("another process holds the lock")
 
 // Lock is an exclusive lock on a file, held until Unlock.
 type Lock struct {
-	f   *os.File
-	own bool // the lock opened f, so Unlock closes it
+	f     *os.File
+	own   bool          // the lock opened f, so Unlock closes it
+	token chan struct{} // Acquire's turn in this process, given back by Unlock
 }
+
+// turns holds, by lock file path, a token (a channel of one) that the
+// callers of this process take before the file lock.
+var turns sync.Map
 
 // Acquire opens path (creating it empty, mode 0600) and locks it, waiting
 // at most wait (a wait of 0 tries once), and no longer than ctx. The
 // directory must exist.
 func Acquire(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	start := time.Now()
+	key := path
+	if abs, err := filepath.Abs(path); err == nil {
+		key = abs
+	}
+	v, _ := turns.LoadOrStore(key, make(chan struct{}, 1))
+	token := v.(chan struct{})
+	select {
+	case token <- struct{}{}:
+	default:
+		deadline := time.NewTimer(wait)
+		defer deadline.Stop()
+		select {
+		case token <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-deadline.C:
+			return nil, fmt.Errorf("lock %s: %w (waited %s, in this process)", path, ErrTimeout, time.Since(start).Round(time.Millisecond))
+		}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		<-token
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	l, err := File(ctx, f, wait)
+	l, err := File(ctx, f, max(0, wait-time.Since(start)))
 	if err != nil {
 		f.Close()
+		<-token
 		return nil, err
 	}
-	l.own = true
+	l.own, l.token = true, token
 	return l, nil
 }
 
@@ -96,6 +125,9 @@ func (l *Lock) Unlock() error {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if l.token != nil {
+		<-l.token
 	}
 	if err != nil {
 		return fmt.Errorf("unlock %s: %w", f.Name(), err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,20 +26,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Two handles of one file exclude each other, even in one process, and
-// the second gets the lock once the first lets go.
+// Two handles of one file exclude each other, even in one process (flock
+// belongs to the open file), and the second gets the lock once the first
+// lets go.
 func TestTwoHandlesExclude(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.lock")
-	a, err := Acquire(t.Context(), path, time.Second)
+	open := func() *os.File {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	f1, f2 := open(), open()
+	a, err := File(t.Context(), f1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(t.Context(), path, 0); !errors.Is(err, ErrTimeout) {
+	if _, err := File(t.Context(), f2, 0); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("second handle while the first holds it: %v, want ErrTimeout", err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		b, err := Acquire(t.Context(), path, 10*time.Second)
+		b, err := File(t.Context(), f2, 10*time.Second)
 		if err == nil {
 			err = b.Unlock()
 		}
@@ -52,6 +63,38 @@ func TestTwoHandlesExclude(t *testing.T) {
 	}
 	if err := a.Unlock(); err != nil {
 		t.Fatalf("second Unlock: %v", err)
+	}
+}
+
+// Callers of Acquire in one process take turns by path before the file
+// lock, so they exclude each other even where the file lock belongs to
+// the process (NFS); the turn is given back by Unlock.
+func TestAcquireTakesTurnsInProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	a, err := Acquire(t.Context(), path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(".", path)
+	if err != nil {
+		rel = path
+	}
+	if _, err := Acquire(t.Context(), rel, 0); !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "in this process") {
+		t.Fatalf("second Acquire while the first holds it: %v, want ErrTimeout in this process", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		b, err := Acquire(t.Context(), path, 10*time.Second)
+		if err == nil {
+			err = b.Unlock()
+		}
+		got <- err
+	}()
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiting Acquire after the first let go: %v", err)
 	}
 }
 
