@@ -75,9 +75,13 @@ func TestAcquireTakesTurnsInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := filepath.Rel(".", path)
+	cwd, err := os.Getwd()
 	if err != nil {
-		rel = path
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cwd, path) // the same file by another name
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := Acquire(t.Context(), rel, 0); !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "in this process") {
 		t.Fatalf("second Acquire while the first holds it: %v, want ErrTimeout in this process", err)
