@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 )
 
 // auditRecord is one line of the audit trail.
@@ -97,6 +99,9 @@ const (
 	// auditRetry is how often a failing trail tries again to write the
 	// lines a failed write left (which also tells when it works again).
 	auditRetry = time.Second
+	// auditLockWait bounds how long a batch waits for another hub's write
+	// to the same trail (see lock).
+	auditLockWait = 10 * time.Second
 	// auditPendingBytes bounds the lines a failing trail keeps to write
 	// again; a line beyond it is lost.
 	auditPendingBytes = 4 << 20
@@ -162,7 +167,10 @@ type auditLog struct {
 	stats    *auditStats
 	f        auditFile   // the writer's alone, once run has started
 	file     os.FileInfo // f's, when it is a file; for auditOnStdout
-	writes   int         // to f, so far; the writer's alone
+	// lockFile, for a regular file, is f: each batch is written, and a
+	// short write cut back, under its file lock (see flush in run).
+	lockFile *os.File
+	writes   int // to f, so far; the writer's alone
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
@@ -236,6 +244,9 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	}
 	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
 	a.file, _ = f.Stat()
+	if a.file != nil && a.file.Mode().IsRegular() {
+		a.lockFile = f
+	}
 	if !h.spawn(a.run) {
 		f.Close()
 		return nil, errors.New("audit trail: the hub is closed")
@@ -418,8 +429,12 @@ func (a *auditLog) run() {
 		if len(pending) > 0 {
 			out = append(pending, buf...)
 		}
-		n, err := a.f.Write(out)
-		a.writes++
+		unlock, err := a.lock()
+		n := 0
+		if err == nil {
+			n, err = a.f.Write(out)
+			a.writes++
+		}
 		if err == nil {
 			pending, retry = nil, nil
 			a.wrote()
@@ -428,6 +443,7 @@ func (a *auditLog) run() {
 			retry = time.After(auditRetry)
 			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
+		unlock()
 		for _, e := range batch {
 			if e.done != nil {
 				e.done <- err
@@ -477,6 +493,32 @@ func (a *auditLog) run() {
 			return
 		}
 	}
+}
+
+// lock takes the trail's file lock, for one batch: the hubs of other
+// clients with the same config write the same file. One write(2) of
+// O_APPEND lines is placed whole at the end on a local filesystem, but
+// that is not promised of every filesystem (NFS is not), a short write is
+// finished by a second write another writer may come before, and cutting
+// back a short write (untear) reads, then truncates: each is safe only
+// while no other writer goes between. The lock is held for one batch (a
+// write of at most auditBatchBytes and what failed writes left); a lock
+// not had within auditLockWait fails the batch as a failed write would,
+// and its lines are written again. Nothing to lock (a pipe, a test's
+// disk): unlock is a no-op.
+func (a *auditLog) lock() (unlock func(), err error) {
+	if a.lockFile == nil {
+		return func() {}, nil
+	}
+	l, err := filelock.File(context.Background(), a.lockFile, auditLockWait)
+	if err != nil {
+		return func() {}, err
+	}
+	return func() {
+		if err := l.Unlock(); err != nil {
+			a.logger.Warn("audit trail: unlock", "err", err)
+		}
+	}, nil
 }
 
 // untear cuts back the part of a line that a failed write left at the end
