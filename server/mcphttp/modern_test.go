@@ -132,3 +132,14 @@ func TestModernHTTP(t *testing.T) {
 		}
 	}
 }
+
+// Every SSE stream tells buffering proxies not to hold its events back.
+func TestSSEUnbuffered(t *testing.T) {
+	w := httptest.NewRecorder()
+	if err := newSSEWriter(w).start(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Result().Header.Get("X-Accel-Buffering"); got != "no" {
+		t.Fatalf("X-Accel-Buffering %q", got)
+	}
+}
