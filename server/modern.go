@@ -38,18 +38,14 @@ func metaVersion(params json.RawMessage) string {
 	return version
 }
 
-// SupportedVersions are the protocol versions the hub serves, newest
-// first: what server/discover lists, and what an unsupported version's
-// error names.
-func SupportedVersions() []string { return slices.Clone(mcp.ValidProtocolVersions) }
-
-// UnsupportedVersion is the error answering a request of a protocol
+// unsupportedVersion is the error answering a request of a protocol
 // version the hub does not serve (2026-07-28, basic/versioning): -32022
-// with the versions it does serve and the one asked for.
-func UnsupportedVersion(requested string) *jsonrpc.Error {
+// with the versions it serves (those server/discover lists: every version
+// mcp-go knows, newest first) and the one asked for.
+func unsupportedVersion(requested string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: codeUnsupportedVersion,
 		Message: fmt.Sprintf("Unsupported protocol version: %q", requested),
-		Data:    mcp.UnsupportedProtocolVersionData{Supported: SupportedVersions(), Requested: requested}}
+		Data:    mcp.UnsupportedProtocolVersionData{Supported: slices.Clone(mcp.ValidProtocolVersions), Requested: requested}}
 }
 
 // removedInModern are the methods 2026-07-28 removed (its changelog; tasks
@@ -73,7 +69,7 @@ func checkModern(msg *jsonrpc.Message) *jsonrpc.Error {
 		return errorf(codeInvalidParams, "Invalid params: _meta lacks "+mcp.MetaKeyClientCapabilities+", an object")
 	}
 	if v := metaVersion(msg.Params); !slices.Contains(mcp.ValidProtocolVersions, v) {
-		return UnsupportedVersion(v)
+		return unsupportedVersion(v)
 	}
 	if removedInModern[msg.Method] {
 		return errorf(codeMethodNotFound, "Method not found: "+msg.Method+" was removed in protocol version "+mcp.ProtocolVersion20260728)
