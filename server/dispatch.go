@@ -20,7 +20,7 @@ import (
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	isModern := modern(req.msg.Params)
 	if isModern {
-		if err := checkModern(req.msg); err != nil {
+		if err := checkModern(req); err != nil {
 			return nil, err
 		}
 	}

@@ -62,17 +62,16 @@ var removedInModern = map[string]bool{
 // in the order mcp-go's server checks the same: _meta without the client's
 // capabilities (-32602), a version the hub does not serve (-32022), a
 // method that version removed (-32601). nil lets it through.
-func checkModern(msg *jsonrpc.Message) *jsonrpc.Error {
-	p, _ := jsonrpc.ScanObject(msg.Params)
-	meta, _ := jsonrpc.ScanObject(p.Field("_meta"))
+func checkModern(req *request) *jsonrpc.Error {
+	meta, _ := jsonrpc.ScanObject(req.field("_meta"))
 	if caps := meta.Field(mcp.MetaKeyClientCapabilities); len(caps) == 0 || caps[0] != '{' {
 		return errorf(codeInvalidParams, "Invalid params: _meta lacks "+mcp.MetaKeyClientCapabilities+", an object")
 	}
-	if v := metaVersion(msg.Params); !slices.Contains(mcp.ValidProtocolVersions, v) {
+	if v, _ := stringValue(meta.Field(mcp.MetaKeyProtocolVersion)); !slices.Contains(mcp.ValidProtocolVersions, v) {
 		return unsupportedVersion(v)
 	}
-	if removedInModern[msg.Method] {
-		return errorf(codeMethodNotFound, "Method not found: "+msg.Method+" was removed in protocol version "+mcp.ProtocolVersion20260728)
+	if method := req.msg.Method; removedInModern[method] {
+		return errorf(codeMethodNotFound, "Method not found: "+method+" was removed in protocol version "+mcp.ProtocolVersion20260728)
 	}
 	return nil
 }
