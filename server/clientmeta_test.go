@@ -64,9 +64,14 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	if got := c.answer("3"); !strings.Contains(got, "does not support elicitation/create") {
 		t.Errorf("the upstream's elicitation, none stated: %s", got)
 	}
-	c.send(modernCall("4", "f__echo", ""))
+	c.send(modernCall("4", "f__echo", `{}`))
 	if got := c.answer("4"); !strings.Contains(got, "-32001") {
 		t.Errorf("a prompt policy, no capabilities stated: %s", got)
+	}
+	// 2026-07-28 requires the statement: a request without one is refused.
+	c.send(modernCall("5", "f__echo", ""))
+	if got := c.answer("5"); !strings.Contains(got, "-32602") {
+		t.Errorf("a request that states no capabilities: %s", got)
 	}
 }
 

@@ -18,11 +18,22 @@ import (
 // handle answers one request of a client: the raw result, or the error
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
+	if req.modern {
+		if err := checkModern(req); err != nil {
+			return nil, err
+		}
+	}
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errDelegated) {
-		return h.delegate(ctx, req)
+		result, err = h.delegate(ctx, req)
+		if err == nil {
+			return result, nil // mcp-go has decorated it
+		}
 	}
 	if err != nil {
+		if req.modern {
+			err = modernError(err)
+		}
 		return nil, err
 	}
 	if req.modern {

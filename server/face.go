@@ -120,3 +120,8 @@ func (h *Hub) Settings() config.Settings { return h.config().Settings }
 // 2026-07-28 or later, which needs no session: a face opens one for that
 // request alone.
 func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && modern(msg.Params) }
+
+// ProtocolVersion is the protocol version a request's params._meta names,
+// "" when it names none: over HTTP the face holds it against the
+// MCP-Protocol-Version header (2026-07-28, transports).
+func ProtocolVersion(msg *jsonrpc.Message) string { return metaVersion(msg.Params) }

@@ -169,6 +169,8 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		if p, err = withMeta(p, c.meta); err != nil {
 			return nil, err
 		}
+	} else if p, err = withoutModernMeta(p); err != nil {
+		return nil, err
 	}
 	callCtx := ctx
 	if c.http != nil {

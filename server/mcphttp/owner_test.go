@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,7 +91,9 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 		{http.MethodDelete, ""},
 	} {
 		code, _, body := call(t, try.method, url, tokenB, session, try.body)
-		if code != http.StatusNotFound || (try.method == http.MethodPost && body != unknownBody) {
+		// The answer names the request's id (none for a notification or an
+		// answer); otherwise it is the unknown id's, byte for byte.
+		if code != http.StatusNotFound || (try.method == http.MethodPost && errorOf(body) != errorOf(unknownBody)) {
 			t.Errorf("b's %s %.60s with a's session: %d %s; want 404 as for an unknown id (%s)", try.method, try.body, code, body, unknownBody)
 		}
 	}
@@ -139,4 +142,13 @@ func TestHTTPLegacySessionBelongsToItsCredential(t *testing.T) {
 	if code, _, got := call(t, http.MethodPost, ts.URL+endpoint, tokenA, "", initializeMsg); code != http.StatusAccepted {
 		t.Errorf("a's POST to its session: %d %s", code, got)
 	}
+}
+
+// errorOf is the error member of a JSON-RPC answer, as sent.
+func errorOf(body string) string {
+	var m struct {
+		Error json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(body), &m)
+	return string(m.Error)
 }
