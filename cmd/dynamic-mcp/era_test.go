@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 (SEP-2577) but clients still use them, and the hub must pass them on.
+
 package main
 
 import (
