@@ -128,7 +128,8 @@ func TestRefreshBeforeExpiryRotatesAndSaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := NewStore(t.TempDir())
-	rec.Expiry = time.Now().Add(30 * time.Second) // within a minute: renew first
+	rec.Expiry = time.Now().Add(30 * time.Second) // an hour token within a minute of expiry: renew first
+	rec.Issued = rec.Expiry.Add(-time.Hour)
 	store.Save(rec)
 	src, err := NewSource(store, "srv", a.URL+"/mcp")
 	if err != nil {

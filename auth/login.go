@@ -143,7 +143,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	}
 	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, TokenEndpoint: md.TokenEndpoint, Resource: resource,
 		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: method, Scopes: scopes,
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now()}
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		rec.Scopes = strings.Fields(s)
 	}

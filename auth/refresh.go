@@ -13,8 +13,24 @@ import (
 	"time"
 )
 
-// refreshAhead renews a token this long before it expires.
+// refreshAhead renews a token this long before it expires, or half its
+// lifetime before when that is shorter (see due).
 const refreshAhead = time.Minute
+
+// due reports whether r's access token is to be renewed at now: within
+// refreshAhead of its expiry, or of half its lifetime for a token that
+// lives less than two minutes (so that a token of seconds is not renewed
+// on every call).
+func due(r *Record, now time.Time) bool {
+	if r.Expiry.IsZero() {
+		return false
+	}
+	ahead := refreshAhead
+	if life := r.Expiry.Sub(r.Issued); !r.Issued.IsZero() && life > 0 && life/2 < ahead {
+		ahead = life / 2
+	}
+	return r.Expiry.Sub(now) < ahead
+}
 
 // Refresh renews r's access token with its refresh token, sending the
 // resource parameter (RFC 8707), and keeps a rotated refresh token.
@@ -70,9 +86,9 @@ func Refresh(ctx context.Context, client *http.Client, r *Record) error {
 	if t.RefreshToken != "" {
 		r.RefreshToken = t.RefreshToken // rotated
 	}
-	r.Expiry = time.Time{}
+	r.Expiry, r.Issued = time.Time{}, time.Now()
 	if t.ExpiresIn > 0 {
-		r.Expiry = time.Now().Add(time.Duration(t.ExpiresIn) * time.Second)
+		r.Expiry = r.Issued.Add(time.Duration(t.ExpiresIn) * time.Second)
 	}
 	if t.Scope != "" {
 		r.Scopes = strings.Fields(t.Scope)
@@ -82,11 +98,20 @@ func Refresh(ctx context.Context, client *http.Client, r *Record) error {
 
 // Source hands out a server's current access token, renewing it before
 // it expires and saving what renewal changes.
+//
+// Other processes may hold a Source of the same sign-in (the hubs of
+// other clients): a renewal takes the store's lock of the server, re-reads
+// the record, and renews only when the record on file is still due (or
+// still the token the server refused); when another process renewed it
+// meanwhile, that renewal is used. The new record is saved before the lock
+// is let go. So a refresh token is never used twice, which an
+// authorization server that rotates refresh tokens takes as a theft and
+// answers by revoking the grant (OAuth 2.1 §4.3.1; ory/hydra, Notion).
 type Source struct {
 	store  *Store
 	client *http.Client
 
-	mu  sync.Mutex // guards rec
+	mu  sync.Mutex // guards rec, and makes this process's renewals take turns
 	rec *Record
 }
 
@@ -101,33 +126,53 @@ func NewSource(store *Store, server, serverURL string) (*Source, error) {
 }
 
 // Header is the Authorization header to send, renewed first when the
-// token expires within a minute.
+// token is due (see due).
 func (s *Source) Header(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.rec.Expiry.IsZero() && time.Until(s.rec.Expiry) < refreshAhead && s.rec.CanRefresh() {
-		if err := s.refreshLocked(ctx); err != nil {
+	if due(s.rec, time.Now()) && s.rec.CanRefresh() {
+		if err := s.renewLocked(ctx); err != nil {
 			return "", err
 		}
 	}
 	return "Bearer " + s.rec.AccessToken, nil
 }
 
-// Renew renews the token now, after the server refused it (401).
+// Renew renews the token after the server refused it (401): unless
+// another process has renewed it since, in which case its token is taken.
 func (s *Source) Renew(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.refreshLocked(ctx)
+	return s.renewLocked(ctx)
 }
 
-func (s *Source) refreshLocked(ctx context.Context) error {
-	next := *s.rec
+// renewLocked renews the token under the store's lock, from the record
+// on file: a record on file with another access token, not due, was
+// renewed (or signed in again) by someone else since this source read it,
+// and is taken as it is.
+func (s *Source) renewLocked(ctx context.Context) error {
+	l, err := s.store.lock(ctx, s.rec.Server)
+	if err != nil {
+		return fmt.Errorf("renew the token: %w", err)
+	}
+	defer l.Unlock()
+	disk, err := s.store.Load(s.rec.Server, s.rec.URL)
+	if err != nil {
+		return fmt.Errorf("renew the token: read the sign-in again: %w", err)
+	}
+	if disk.AccessToken != s.rec.AccessToken && !due(disk, time.Now()) {
+		s.rec = disk
+		return nil
+	}
+	next := *disk
 	if err := Refresh(ctx, s.client, &next); err != nil {
 		return err
 	}
-	if err := s.store.Save(&next); err != nil {
+	// The old refresh token is spent: the new record is used even when it
+	// cannot be saved, and the error says so.
+	s.rec = &next
+	if err := s.store.write(&next); err != nil {
 		return fmt.Errorf("save the renewed token: %w", err)
 	}
-	s.rec = &next
 	return nil
 }

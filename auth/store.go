@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,14 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
+	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 )
+
+// lockWait bounds how long a change of a record waits for another
+// process's: longer than a renewal's exchange with the token endpoint may
+// take (SafeClient's 30 s), which is what the other process does under the
+// lock.
+const lockWait = 45 * time.Second
 
 // ErrNoToken says there is no stored sign-in for a server (at its URL).
 var ErrNoToken = errors.New("not signed in")
@@ -36,6 +44,9 @@ type Record struct {
 	TokenType     string    `json:"token_type,omitempty"`
 	RefreshToken  string    `json:"refresh_token,omitempty"`
 	Expiry        time.Time `json:"expiry,omitzero"`
+	// Issued is when the access token was obtained: with Expiry, its
+	// lifetime, which sets how early it is renewed (see due).
+	Issued time.Time `json:"issued,omitzero"`
 }
 
 // LogValue keeps tokens and secrets out of logs.
@@ -56,7 +67,12 @@ func redact(s string) string {
 func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpoint != "" }
 
 // Store keeps one JSON file per server in a directory of mode 0700, each
-// file of mode 0600, written atomically.
+// file of mode 0600, written atomically. Several processes share it (the
+// hubs of several clients, `auth login`, `tools`): every change of a
+// server's record is made under a file lock of that server's, so a
+// renewal re-reads the record and renews only what no one renewed since
+// (see Source), and a sign-in is never overwritten by a renewal of the
+// sign-in before it.
 type Store struct{ dir string }
 
 // NewStore keeps records in dir.
@@ -67,6 +83,24 @@ func (s *Store) Dir() string { return s.dir }
 
 func (s *Store) path(server string) string {
 	return filepath.Join(s.dir, url.PathEscape(server)+".json")
+}
+
+// lockPath is the lock file of server's record: a dot file, which List
+// skips, left in place (an unlocked file is no lock).
+func (s *Store) lockPath(server string) string {
+	return filepath.Join(s.dir, "."+url.PathEscape(server)+".lock")
+}
+
+// lock takes server's lock, waiting at most lockWait.
+func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error) {
+	if err := s.privateDir(); err != nil {
+		return nil, err
+	}
+	l, err := filelock.Acquire(ctx, s.lockPath(server), lockWait)
+	if err != nil {
+		return nil, fmt.Errorf("the token store is busy: %w", err)
+	}
+	return l, nil
 }
 
 // Load returns the record of server at serverURL, or ErrNoToken.
@@ -88,8 +122,18 @@ func (s *Store) Load(server, serverURL string) (*Record, error) {
 	return &r, nil
 }
 
-// Save writes r atomically.
+// Save writes r atomically, under its server's lock.
 func (s *Store) Save(r *Record) error {
+	l, err := s.lock(context.Background(), r.Server)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return s.write(r)
+}
+
+// write writes r atomically; the caller holds its server's lock.
+func (s *Store) write(r *Record) error {
 	if err := s.privateDir(); err != nil {
 		return err
 	}
@@ -126,9 +170,18 @@ func (s *Store) privateDir() error {
 	return nil
 }
 
-// Delete removes server's record; removing none is not an error.
+// Delete removes server's record, under its lock; removing none is not
+// an error.
 func (s *Store) Delete(server string) error {
-	err := os.Remove(s.path(server))
+	if _, err := os.Stat(s.path(server)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	l, err := s.lock(context.Background(), server)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	err = os.Remove(s.path(server))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

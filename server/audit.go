@@ -2,6 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +15,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 )
 
 // auditRecord is one line of the audit trail.
@@ -33,6 +38,52 @@ type auditRecord struct {
 	Outcome    string          `json:"outcome"` // a traffic.Status: ok, tool_error, error, blocked, not_found, cancelled
 	Error      string          `json:"error,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	// ArgumentsBytes and ArgumentsSHA256 stand for arguments over
+	// maxAuditArguments: their size and digest, not their value.
+	ArgumentsBytes  int    `json:"arguments_bytes,omitempty"`
+	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
+	// Clipped says that a string of the record ends in clippedMark, cut,
+	// or that its arguments are only a digest.
+	Clipped bool `json:"clipped,omitempty"`
+}
+
+// What a client writes reaches a record (a tool, prompt or resource name
+// it may invent, an error that quotes one, its arguments), and a line is
+// written for every call: so each is bounded where the record is kept
+// (write), lest a client that names a tool of megabytes grow the trail by
+// megabytes a call.
+const (
+	// maxAuditText bounds each string of a record, as spans' attributes
+	// are bounded; a string cut ends in clippedMark.
+	maxAuditText = 1 << 10
+	// maxAuditArguments bounds the arguments kept (audit.arguments), as
+	// the client encoded them; larger ones are kept as their size and
+	// SHA-256 digest, which tell the same call again.
+	maxAuditArguments = 4 << 10
+)
+
+// clippedMark ends a string of a record that was cut.
+const clippedMark = "…"
+
+// clip bounds what r holds of what the client wrote (see maxAuditText
+// and maxAuditArguments), marking r clipped where it cut.
+func (r *auditRecord) clip() {
+	for _, s := range []*string{&r.Session, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
+		if len(*s) > maxAuditText {
+			n := maxAuditText
+			for n > 0 && !utf8.RuneStart((*s)[n]) {
+				n--
+			}
+			*s = (*s)[:n] + clippedMark
+			r.Clipped = true
+		}
+	}
+	if len(r.Arguments) > maxAuditArguments {
+		sum := sha256.Sum256(r.Arguments)
+		r.ArgumentsBytes, r.ArgumentsSHA256 = len(r.Arguments), hex.EncodeToString(sum[:])
+		r.Arguments = nil
+		r.Clipped = true
+	}
 }
 
 const (
@@ -48,6 +99,9 @@ const (
 	// auditRetry is how often a failing trail tries again to write the
 	// lines a failed write left (which also tells when it works again).
 	auditRetry = time.Second
+	// auditLockWait bounds how long a batch waits for another hub's write
+	// to the same trail (see lock).
+	auditLockWait = 10 * time.Second
 	// auditPendingBytes bounds the lines a failing trail keeps to write
 	// again; a line beyond it is lost.
 	auditPendingBytes = 4 << 20
@@ -113,7 +167,10 @@ type auditLog struct {
 	stats    *auditStats
 	f        auditFile   // the writer's alone, once run has started
 	file     os.FileInfo // f's, when it is a file; for auditOnStdout
-	writes   int         // to f, so far; the writer's alone
+	// lockFile, for a regular file, is f: each batch is written, and a
+	// short write cut back, under its file lock (see flush in run).
+	lockFile *os.File
+	writes   int // to f, so far; the writer's alone
 
 	queue   chan auditEntry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
@@ -187,6 +244,9 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	}
 	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
 	a.file, _ = f.Stat()
+	if a.file != nil && a.file.Mode().IsRegular() {
+		a.lockFile = f
+	}
 	if !h.spawn(a.run) {
 		f.Close()
 		return nil, errors.New("audit trail: the hub is closed")
@@ -250,6 +310,7 @@ func (a *auditLog) write(r auditRecord) error {
 	if !a.args {
 		r.Arguments = nil
 	}
+	r.clip()
 	b, err := json.Marshal(r)
 	if err != nil {
 		a.lost(1, nil)
@@ -368,8 +429,12 @@ func (a *auditLog) run() {
 		if len(pending) > 0 {
 			out = append(pending, buf...)
 		}
-		n, err := a.f.Write(out)
-		a.writes++
+		unlock, err := a.lock()
+		n := 0
+		if err == nil {
+			n, err = a.f.Write(out)
+			a.writes++
+		}
 		if err == nil {
 			pending, retry = nil, nil
 			a.wrote()
@@ -378,6 +443,7 @@ func (a *auditLog) run() {
 			retry = time.After(auditRetry)
 			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
+		unlock()
 		for _, e := range batch {
 			if e.done != nil {
 				e.done <- err
@@ -427,6 +493,32 @@ func (a *auditLog) run() {
 			return
 		}
 	}
+}
+
+// lock takes the trail's file lock, for one batch: the hubs of other
+// clients with the same config write the same file. One write(2) of
+// O_APPEND lines is placed whole at the end on a local filesystem, but
+// that is not promised of every filesystem (NFS is not), a short write is
+// finished by a second write another writer may come before, and cutting
+// back a short write (untear) reads, then truncates: each is safe only
+// while no other writer goes between. The lock is held for one batch (a
+// write of at most auditBatchBytes and what failed writes left); a lock
+// not had within auditLockWait fails the batch as a failed write would,
+// and its lines are written again. Nothing to lock (a pipe, a test's
+// disk): unlock is a no-op.
+func (a *auditLog) lock() (unlock func(), err error) {
+	if a.lockFile == nil {
+		return func() {}, nil
+	}
+	l, err := filelock.File(context.Background(), a.lockFile, auditLockWait)
+	if err != nil {
+		return func() {}, err
+	}
+	return func() {
+		if err := l.Unlock(); err != nil {
+			a.logger.Warn("audit trail: unlock", "err", err)
+		}
+	}, nil
 }
 
 // untear cuts back the part of a line that a failed write left at the end

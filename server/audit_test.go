@@ -368,19 +368,25 @@ func TestAuditFailingKeepsBoundedLines(t *testing.T) {
 		var stats auditStats
 		a := newAuditLog(disk, config.Audit{Arguments: true}, testLogger(), &stats)
 		a.hold()
-		big := json.RawMessage(`"` + strings.Repeat("x", auditPendingBytes/3) + `"`)
-		const n = 5
+		// The largest arguments a record keeps, in as many records as the
+		// queue holds: more than the bound.
+		rec := auditRecord{Method: "tools/call", Arguments: json.RawMessage(`"` + strings.Repeat("x", maxAuditArguments-2) + `"`)}
+		line, _ := json.Marshal(rec)
+		const n = auditQueueLen
+		kept := auditPendingBytes / (len(line) + 1)
+		if kept >= n {
+			t.Fatalf("%d lines of %d bytes fit the bound", n, len(line)+1)
+		}
 		for range n {
-			if err := a.write(auditRecord{Method: "tools/call", Arguments: big}); err != nil {
+			if err := a.write(rec); err != nil {
 				t.Fatal(err)
 			}
 		}
-		go a.run() // writes each line (over auditBatchBytes) apart
+		go a.run() // writes them in batches, each failing
 		synctest.Wait()
-		if got := stats.lost.Load(); got != 3 {
-			// Two lines of a third of the bound fit it, with what else
-			// is in their records; the third does not.
-			t.Errorf("%d records lost beyond the bound, want 3", got)
+		if got := stats.lost.Load(); got != uint64(n-kept) {
+			// The oldest lines that fit the bound are kept.
+			t.Errorf("%d records lost beyond the bound, want %d", got, n-kept)
 		}
 		a.retire()
 		a.release()

@@ -18,14 +18,25 @@ import (
 // handle answers one request of a client: the raw result, or the error
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
+	if req.modern {
+		if err := checkModern(req); err != nil {
+			return nil, err
+		}
+	}
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errDelegated) {
-		return h.delegate(ctx, req)
+		result, err = h.delegate(ctx, req)
+		if err == nil {
+			return result, nil // mcp-go has decorated it
+		}
 	}
 	if err != nil {
+		if req.modern {
+			err = modernError(err)
+		}
 		return nil, err
 	}
-	if modern(req.msg.Params) && !isInputRequired(result) {
+	if req.modern && !isInputRequired(result) {
 		result = decorateModern(req.msg.Method, result)
 	}
 	return result, nil
@@ -194,6 +205,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	if !ok || name == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
 	}
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.promptRoutes[name]; return ok })
 	r, ok := v.promptRoutes[name]
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
@@ -207,11 +219,37 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if !ok || uri == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
 	}
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	s := v.resolveResource(uri)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
 	return h.forward(ctx, req, call{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+}
+
+// awaitRoute is the view to route a request for something found names: v
+// when found holds there or no upstream is starting; otherwise, as a call
+// to a tool not known yet waits (toolsCall), the first view within
+// startup_wait where it holds or none is starting, else the last seen. A
+// client's first request may name a prompt or a resource of an upstream
+// still starting, and "not found" would be an answer the server never
+// gives.
+func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(*view) bool) *view {
+	if !v.starting || found(v) {
+		return v
+	}
+	return h.awaitView(ctx, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.starting })
+}
+
+// completionServer is the server a completion for the resource template
+// (or resource) uri goes to, nil for none.
+func (v *view) completionServer(uri string) *upstream.Server {
+	for _, t := range v.templateRoutes {
+		if t.template.Raw() == uri {
+			return t.server
+		}
+	}
+	return v.resolveResource(uri)
 }
 
 // complete routes completion/complete by its reference: a prompt by its
@@ -229,6 +267,7 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	var s *upstream.Server
 	switch ref.Type {
 	case "ref/prompt":
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.promptRoutes[ref.Name]; return ok })
 		r, ok := v.promptRoutes[ref.Name]
 		if !ok {
 			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
@@ -237,16 +276,8 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 		ref.Name = r.name
 		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.name})
 	case "ref/resource":
-		for _, t := range v.templateRoutes {
-			if t.template.Raw() == ref.URI {
-				s = t.server
-				break
-			}
-		}
-		if s == nil {
-			s = v.resolveResource(ref.URI)
-		}
-		if s == nil {
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.completionServer(ref.URI) != nil })
+		if s = v.completionServer(ref.URI); s == nil {
 			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
 		}
 	default:

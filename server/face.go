@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -118,19 +116,12 @@ func (s *Session) Close() error {
 // change them; a face reads them when it needs them.
 func (h *Hub) Settings() config.Settings { return h.config().Settings }
 
-// ServeMany tells the hub that it serves many clients (the HTTP face), not
-// the one client of stdio whose initialize says what it can do: upstreams
-// are told that the client side can answer sampling, elicitation and
-// roots requests, and a client that cannot gets a clear error.
-func (h *Hub) ServeMany() {
-	h.mgr.SetClientCapabilities(mcp.ClientCapabilities{
-		Sampling: &mcp.SamplingCapability{}, Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}, Roots: &struct {
-			ListChanged bool `json:"listChanged,omitempty"`
-		}{ListChanged: true},
-	})
-}
-
 // Stateless reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which needs no session: a face opens one for that
 // request alone.
 func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && modern(msg.Params) }
+
+// ProtocolVersion is the protocol version a request's params._meta names,
+// "" when it names none: over HTTP the face holds it against the
+// MCP-Protocol-Version header (2026-07-28, transports).
+func ProtocolVersion(msg *jsonrpc.Message) string { return metaVersion(msg.Params) }

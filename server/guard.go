@@ -89,11 +89,11 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	var res json.RawMessage
 	var err error
 	switch {
-	case !task && inputMethod(c.method) && modern(req.msg.Params):
+	case !task && inputMethod(c.method) && req.modern:
 		res, err = h.modernCall(ctx, req, c, params, timeout)
 	default:
 		res, err = h.request(ctx, req, c.server, c.method, json.RawMessage(params), timeout)
-		if err == nil && !task && isInputRequired(res) && !modern(req.msg.Params) {
+		if err == nil && !task && isInputRequired(res) && !req.modern {
 			res, err = h.fulfil(ctx, req, c, params, res, timeout)
 		}
 	}
@@ -188,8 +188,8 @@ func blocked(d policy.Decision, why string) *rpcError {
 // or no answer in time all deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
 	sess := req.sess
-	if sess.GetClientCapabilities().Elicitation == nil {
-		return errors.New("the client does not support elicitation")
+	if !canElicit(sess.GetClientCapabilities().Elicitation, "") { // the question is a form
+		return errors.New("the client does not support elicitation in form mode")
 	}
 	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
 	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)

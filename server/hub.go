@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -82,12 +81,6 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		return nil, err
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	// Upstreams are told what the client can do (sampling, elicitation,
-	// roots) once it has said so: for stdio, its one initialize.
-	hooks := &mcpserver.Hooks{}
-	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		mgr.SetClientCapabilities(boundCapabilities(req.Params.Capabilities))
-	})
 	h.mcp = mcpserver.NewMCPServer("dynamic-mcp", Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithPromptCapabilities(true),
@@ -97,7 +90,6 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		// client only asks for one where a tool's definition says so.
 		mcpserver.WithTaskCapabilities(true, true, true),
 		mcpserver.WithLogging(),
-		mcpserver.WithHooks(hooks),
 	)
 	pol := policy.New(cfg)
 	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, mgr, pol), audit))

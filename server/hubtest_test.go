@@ -23,8 +23,8 @@ func flatFakeYAML(stateDir, settings, group string) string {
 
 // runHub runs a hub for the config yaml, built and started in serve's
 // order (hub first, then its upstreams), until the test ends. With
-// declareCaps the upstreams are told at once that the client declares no
-// capabilities, instead of waiting for a client's initialize to learn them.
+// declareCaps the upstreams are told that the client side declares no
+// capabilities, instead of the hub's default (upstream.DeclaredCapabilities).
 func runHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manager) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))

@@ -183,13 +183,14 @@ func requestCaps(req *request) mcp.ClientCapabilities {
 }
 
 // answerable reports whether a client with caps can answer a request of
-// method: the specification forbids sending one it did not declare.
-func answerable(caps mcp.ClientCapabilities, method string) bool {
+// method with params: the specification forbids sending one it did not
+// declare (an elicitation in URL mode needs that mode declared).
+func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool {
 	switch method {
 	case string(mcp.MethodSamplingCreateMessage):
 		return caps.Sampling != nil
 	case string(mcp.MethodElicitationCreate):
-		return caps.Elicitation != nil
+		return canElicit(caps.Elicitation, elicitationMode(params))
 	case string(mcp.MethodListRoots):
 		return caps.Roots != nil
 	}
@@ -386,7 +387,7 @@ func (h *Hub) park(p *inputCall, asks []*inputAsk, who, digest string) (json.Raw
 // it). A client that did not declare it can answer method is not asked.
 func (p *inputCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	p.mu.Lock()
-	if !answerable(p.caps, method) {
+	if !answerable(p.caps, method, params) {
 		p.mu.Unlock()
 		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}

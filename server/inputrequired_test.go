@@ -18,9 +18,9 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// modernMeta is the _meta of a 2026-07-28 request from a client that
+// metaWithCaps is the _meta of a 2026-07-28 request from a client that
 // declares caps.
-func modernMeta(caps string) string {
+func metaWithCaps(caps string) string {
 	return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
 }
 
@@ -80,7 +80,7 @@ func refusal(t *testing.T, line string) (int, string) {
 // askCall is a 2026-07-28 tools/call of the fake's ask tool with id, the
 // client declaring caps, and more params after the name.
 func askCall(id, caps, more string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__ask","arguments":{}` + more + `,` + modernMeta(caps) + `}}`
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__ask","arguments":{}` + more + `,` + metaWithCaps(caps) + `}}`
 }
 
 // A 2026-07-28 client in front of an older server: the server's
@@ -134,7 +134,7 @@ func TestInputRequiredStateRefused(t *testing.T) {
 	if code, msg := refusal(t, reply(a, "3")); code != codeInvalidParams || !strings.Contains(msg, errStateForged.Error()) {
 		t.Errorf("made-up state: %d %s", code, msg)
 	}
-	a.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}` + with(state) + `,` + modernMeta(`{"elicitation":{}}`) + `}}`)
+	a.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}` + with(state) + `,` + metaWithCaps(`{"elicitation":{}}`) + `}}`)
 	if code, msg := refusal(t, reply(a, "4")); code != codeInvalidParams || !strings.Contains(msg, errStateCall.Error()) {
 		t.Errorf("state of another request: %d %s", code, msg)
 	}
@@ -273,7 +273,7 @@ func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
 			c := servePipes(t, h, StdioOptions{})
 			caps := `{"elicitation":{},"roots":{}}`
 			call := func(id, more string) string {
-				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"ask","args":{}}` + more + `,` + modernMeta(caps) + `}}`
+				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"ask","args":{}}` + more + `,` + metaWithCaps(caps) + `}}`
 			}
 			c.send(call("1", ""))
 			got := answerOf(t, reply(c, "1"))
@@ -370,7 +370,7 @@ func FuzzOpenState(f *testing.F) {
 func TestModernUpstreamGetsTheClientsCapabilities(t *testing.T) {
 	h := fakeHub(t, "-modern")
 	c := servePipes(t, h, StdioOptions{})
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},` + modernMeta(`{"sampling":{"tools":{}}}`) + `}}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},` + metaWithCaps(`{"sampling":{"tools":{}}}`) + `}}`)
 	reply(c, "1")
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__state","arguments":{}}}`)
 	got := answerOf(t, reply(c, "2"))

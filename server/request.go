@@ -29,6 +29,9 @@ type request struct {
 	// Object when the request has none or they are no object.
 	params jsonrpc.Object
 	call   *traffic.Call // what the observers are told; nil when none watches
+	// modern is true for a request of 2026-07-28 or later, which states
+	// its version, and its client's capabilities, in params._meta.
+	modern bool
 
 	// Filled in while the request is handled.
 	audit  *auditRecord // the audit record to write once it is answered; nil for none
@@ -54,6 +57,9 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	req := &request{sess: sess, snap: snap, msg: msg}
 	if len(msg.Params) > 0 {
 		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
+		st := stateOf(req.params, msg.Params)
+		req.modern = st.modern
+		sess.stated(st) // before anything reads the session's capabilities
 	}
 	obs := h.observer()
 	if obs != nil {

@@ -279,18 +279,50 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 	}
 	caps := sess.GetClientCapabilities()
 	var able bool
+	what := method
 	switch method {
 	case "sampling/createMessage":
 		able = caps.Sampling != nil
 	case "elicitation/create":
-		able = caps.Elicitation != nil
+		mode := elicitationMode(params)
+		able = canElicit(caps.Elicitation, mode)
+		if mode == "url" {
+			what += " in URL mode"
+		}
 	case "roots/list":
 		able = caps.Roots != nil
 	}
 	if !able {
-		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
+		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + what}
 	}
 	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type
+}
+
+// canElicit reports whether a client that declared e can answer an
+// elicitation in mode ("" is form). What the upstream was told may not
+// be what this client states (a shared connection declares for every
+// client, and a 2026-07-28 client states its capabilities anew in each
+// request); a client that declared elicitation without naming a mode
+// answers forms only (basic/elicitation, "Capabilities").
+func canElicit(e *mcp.ElicitationCapability, mode string) bool {
+	switch {
+	case e == nil:
+		return false
+	case mode == "url":
+		return e.URL != nil
+	}
+	return e.Form != nil || e.URL == nil
+}
+
+// elicitationMode is the mode an elicitation/create asks in, "" when it
+// names none (form).
+func elicitationMode(params json.RawMessage) string {
+	p, err := jsonrpc.ScanObject(params)
+	if err != nil {
+		return ""
+	}
+	mode, _ := stringValue(p.Field("mode"))
+	return mode
 }
 
 // subscribe subscribes sess to a resource, subscribing the owning upstream
@@ -305,6 +337,11 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 	}
 	if on && len(p.URI) > maxSubscriptionURI {
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
+	}
+	if on {
+		// The first subscription may come before the upstream that owns
+		// the URI is up, as a first read may.
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(p.URI) != nil })
 	}
 	s := h.subscriptionOwner(v, p.URI)
 	if s == nil {

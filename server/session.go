@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // session is one downstream client: what initialize negotiated (kept by
@@ -36,6 +37,8 @@ type session struct {
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
 	capabilities    mcp.ClientCapabilities
+	capsKnown       bool   // the client stated capabilities (initialize or a request's _meta)
+	capsStated      []byte // the _meta capabilities they were decoded from, when small (see stated)
 	protocolVersion string
 	logLevel        mcp.LoggingLevel
 }
@@ -118,6 +121,18 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 	return s.peer.Call(ctx, method, p)
 }
 
+// Client is the client the session belongs to where its face tells
+// clients apart (a Peer that is an upstream.ClientOwner, such as an HTTP
+// session of one of several credentials), else "": the session is an
+// upstream.ClientOwner too, so that its client's share of per-session
+// connections counts it.
+func (s *session) Client() string {
+	if p, ok := s.peer.(upstream.ClientOwner); ok {
+		return p.Client()
+	}
+	return ""
+}
+
 // SetClientInfo keeps info, bounded (see boundImplementation).
 func (s *session) SetClientInfo(info mcp.Implementation) {
 	s.mu.Lock()
@@ -136,6 +151,16 @@ func (s *session) SetClientCapabilities(c mcp.ClientCapabilities) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.capabilities = boundCapabilities(c)
+	s.capsKnown, s.capsStated = true, nil
+}
+
+// ClientCapabilities are the capabilities the client stated last, and
+// whether it stated any yet (see upstream.CapableOwner): a per-session
+// upstream connection declares them.
+func (s *session) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.capabilities, s.capsKnown
 }
 
 func (s *session) GetClientCapabilities() mcp.ClientCapabilities {
@@ -151,7 +176,8 @@ func (s *session) SetProtocolVersion(v string) {
 	s.protocolVersion = v
 }
 
-// ProtocolVersion is the version initialize negotiated, "" before it.
+// ProtocolVersion is the version initialize negotiated or the latest
+// 2026-07-28 request stated, "" before either.
 func (s *session) ProtocolVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

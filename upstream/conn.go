@@ -177,7 +177,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		if p, err = withMeta(p, ownMeta(c.meta, p)); err != nil {
 			return nil, err
 		}
-	} else if p, err = withoutVersionMeta(p); err != nil {
+	} else if p, err = withoutModernMeta(p); err != nil {
 		return nil, err
 	}
 	callCtx := ctx

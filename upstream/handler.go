@@ -5,43 +5,58 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// clientCaps is what the hub declares to upstreams: the capabilities of
-// its client, known once the client has initialized.
-type clientCaps struct {
-	once  sync.Once
-	ready chan struct{}
-	caps  mcp.ClientCapabilities
-}
+// What the hub declares to an upstream in its handshake is known before
+// it dials, never waited for: a 2026-07-28 client states its capabilities
+// in every request rather than once, and a hub that serves many clients
+// has no one client's to give. A shared connection declares what the
+// manager was told (SetClientCapabilities; DeclaredCapabilities unless
+// told otherwise), and the hub refuses each request of the upstream's
+// that the client it belongs to cannot answer. A connection of one
+// client's own (isolation: per-session) declares exactly what that client
+// stated, when it has.
 
-// capsWait bounds how long an upstream's handshake waits for the client's
-// capabilities before declaring none.
-const capsWait = 3 * time.Second
-
-func newClientCaps() *clientCaps { return &clientCaps{ready: make(chan struct{})} }
-
-func (c *clientCaps) set(caps mcp.ClientCapabilities) {
-	c.once.Do(func() {
-		c.caps = caps
-		close(c.ready)
-	})
-}
-
-func (c *clientCaps) wait(ctx context.Context) mcp.ClientCapabilities {
-	t := time.NewTimer(capsWait)
-	defer t.Stop()
-	select {
-	case <-c.ready:
-		return c.caps
-	case <-t.C:
-	case <-ctx.Done():
+// DeclaredCapabilities are what the hub declares to shared connections
+// unless told otherwise: it can pass on sampling, elicitation in form mode
+// and roots, with roots/list_changed, to the client a request belongs to,
+// and refuses each to a client that did not state it. A server may
+// therefore offer the hub tools that a client lacking one of them could
+// not run directly (the everything server's trigger-sampling-request to a
+// client that does not sample): a call of one gets that refusal as its
+// error. URL mode is not declared: a server offers tools that need it to
+// every client of the connection, and most clients cannot open a URL for
+// it; a connection of one client's own declares it where the client did.
+func DeclaredCapabilities() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+		Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true},
 	}
-	return mcp.ClientCapabilities{}
+}
+
+// CapableOwner is an owner (see WithOwner) that knows what its client can
+// answer: known is false until the client has said so (in initialize, or
+// in the _meta of a 2026-07-28 request).
+type CapableOwner interface {
+	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
+}
+
+// declared is what a connection for owner declares: the owner's client's
+// capabilities when it stated them, else the manager's (owner nil: a
+// shared connection).
+func (m *Manager) declared(owner any) mcp.ClientCapabilities {
+	if o, ok := owner.(CapableOwner); ok {
+		if caps, known := o.ClientCapabilities(); known {
+			return caps
+		}
+	}
+	return *m.caps.Load()
 }
 
 // maxOutstanding caps the requests one server may have waiting for the

@@ -196,23 +196,32 @@ func withMeta(params json.RawMessage, meta []jsonrpc.Member) (json.RawMessage, e
 	return out, err
 }
 
-// withoutVersionMeta takes the protocol version of a 2026-07-28 client's
-// request out of its _meta, for a session of an older version: there the
-// version was settled by initialize (and is in a header over HTTP), and a
-// server that speaks both takes a request that names 2026-07-28 for one of
-// that version, and refuses it (-32020, the header disagrees). Every other
-// byte of params is kept.
-func withoutVersionMeta(params json.RawMessage) (json.RawMessage, error) {
-	if !bytes.Contains(params, []byte(`"`+mcp.MetaKeyProtocolVersion+`"`)) {
+// modernMetaKeys are the _meta members by which a request of 2026-07-28
+// says its version and who sent it with what capabilities: a client's,
+// forwarded to a server of an earlier version, would tell that server the
+// request is of a version the session is not (mcp-go's server answers
+// -32020 to a version in _meta that its header does not name).
+var modernMetaKeys = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo}
+
+// withoutModernMeta is params without modernMetaKeys in their _meta, every
+// other byte kept; params without them are returned as they are.
+func withoutModernMeta(params json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) {
 		return params, nil
 	}
 	meta := jsonrpc.Field(params, "_meta")
 	if len(meta) == 0 || meta[0] != '{' {
 		return params, nil
 	}
-	stripped, err := jsonrpc.DeleteField(meta, mcp.MetaKeyProtocolVersion)
-	if err != nil {
-		return nil, err
+	stripped := []byte(meta)
+	for _, k := range modernMetaKeys {
+		var err error
+		if stripped, err = jsonrpc.DeleteField(stripped, k); err != nil {
+			return nil, err
+		}
+	}
+	if len(stripped) == len(meta) {
+		return params, nil
 	}
 	return jsonrpc.SetField(params, "_meta", stripped)
 }

@@ -116,3 +116,44 @@ func TestHandshakeFallsBackToInitialize(t *testing.T) {
 		t.Fatal("the handshake did not end")
 	}
 }
+
+// A request of 2026-07-28 forwarded to a server of an earlier version
+// loses the _meta members that name that version and the client: the
+// server would take it for a request of a version the session is not.
+func TestWithoutModernMeta(t *testing.T) {
+	for _, tc := range []struct{ params, want string }{
+		{`{"name":"x"}`, `{"name":"x"}`},
+		{`{"name":"x","_meta":{"progressToken":1}}`, `{"name":"x","_meta":{"progressToken":1}}`},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"<&>","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c"}},"arguments":{"n":1e2}}`,
+			`{"_meta":{"progressToken":"<&>"},"arguments":{"n":1e2}}`},
+		{`{"_meta":{"io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+			`{"_meta":{"io.modelcontextprotocol/logLevel":"info"}}`},
+		{`{"arguments":{"io.modelcontextprotocol/protocolVersion":"kept: not _meta"}}`, `{"arguments":{"io.modelcontextprotocol/protocolVersion":"kept: not _meta"}}`},
+		{`[1]`, `[1]`},
+	} {
+		got, err := withoutModernMeta(json.RawMessage(tc.params))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("withoutModernMeta(%s) = %s, %v; want %s", tc.params, got, err, tc.want)
+		}
+	}
+}
+
+// On a session of an earlier version, what a 2026-07-28 client put in
+// _meta to say its version does not reach the server.
+func TestLegacySessionDropsModernMeta(t *testing.T) {
+	c, lines, w := peerConn(t)
+	c.version = "2025-11-25"
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.request(t.Context(), "tools/call", json.RawMessage(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`))
+		done <- err
+	}()
+	msg := expect(t, lines, "tools/call")
+	if params := string(jsonrpc.Field(msg, "params")); params != `{"name":"x","_meta":{}}` {
+		t.Errorf("params %s", params)
+	}
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(`{}`)))+"\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -20,55 +21,114 @@ import (
 // maxIsolated caps the connections of one server kept for owners at once:
 // each may be a child process, and a hub with a thousand HTTP sessions
 // must not start a thousand copies of a server. Beyond it a request fails
-// with an error that says why.
+// with an error that says why. settings.max_session_processes caps them
+// across servers besides (see procSlots).
 var maxIsolated = 32
 
 // isolated is one owner's connection, or the dial that makes it.
 type isolated struct {
-	ready chan struct{} // closed when c or err is set
-	c     *conn
-	err   error
+	ready  chan struct{} // closed when c or err is set
+	client string        // the owner's client (ClientOf)
+	c      *conn
+	err    error
+	busy   int       // requests on c being answered; guarded by the server's mu
+	used   time.Time // when a request last began or ended; guarded likewise
 }
 
 // isolatedConn is owner's own connection to s, dialled on first use and
-// waited for within ctx.
-func (s *Server) isolatedConn(ctx context.Context, owner any) (*conn, error) {
+// waited for within ctx. done, called once the request on it is
+// answered, marks the connection used (see releaseIdle).
+func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done func(), err error) {
 	s.mu.Lock()
 	if s.closing || s.ctx == nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("upstream %s is stopping: %w", s.Config.ID(), errUnavailable)
+		return nil, nil, fmt.Errorf("upstream %s is stopping: %w", s.Config.ID(), errUnavailable)
 	}
 	iso := s.isolated[owner]
 	if iso == nil {
-		if len(s.isolated) >= maxIsolated {
+		if err := s.mayDialLocked(ClientOf(owner)); err != nil {
 			s.mu.Unlock()
-			return nil, fmt.Errorf("upstream %s: %d client sessions have connections of their own to it already (isolation: per-session allows %d at once); try again when one ends: %w",
-				s.Config.ID(), maxIsolated, maxIsolated, errUnavailable)
+			return nil, nil, err
 		}
 		if s.isolated == nil {
 			s.isolated = map[any]*isolated{}
 		}
-		iso = &isolated{ready: make(chan struct{})}
+		iso = &isolated{ready: make(chan struct{}), client: ClientOf(owner)}
 		s.isolated[owner] = iso
 		life := s.ctx
 		s.wg.Go(func() { s.dialIsolated(life, owner, iso) })
 	}
+	iso.busy++
+	iso.used = s.mgr.now()
 	s.mu.Unlock()
+	done = func() {
+		s.mu.Lock()
+		iso.busy--
+		iso.used = s.mgr.now()
+		s.mu.Unlock()
+	}
 	select {
 	case <-iso.ready:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		done()
+		return nil, nil, ctx.Err()
 	}
 	if iso.err != nil {
-		return nil, fmt.Errorf("upstream %s: connect for this client session: %w", s.Config.ID(), iso.err)
+		done()
+		return nil, nil, fmt.Errorf("upstream %s: connect for this client session: %w", s.Config.ID(), iso.err)
 	}
-	return iso.c, nil
+	return iso.c, done, nil
+}
+
+// mayDialLocked says why an owner of client may not have a connection of
+// its own dialled now, or nil and takes one of the hub's slots for it
+// (given back by dialIsolated once that connection is gone). s.mu is held.
+func (s *Server) mayDialLocked(client string) error {
+	if len(s.isolated) >= maxIsolated {
+		return fmt.Errorf("upstream %s: %d client sessions have connections of their own to it already (isolation: per-session allows %d at once); try again when one ends: %w",
+			s.Config.ID(), maxIsolated, maxIsolated, errUnavailable)
+	}
+	if limit := s.mgr.procs.shareOf(client, maxIsolated); limit < maxIsolated {
+		n := 0
+		for _, iso := range s.isolated {
+			if iso.client == client {
+				n++
+			}
+		}
+		if n >= limit {
+			return fmt.Errorf("upstream %s: this client's sessions have %d connections of their own to it already, its share (%d of %d, http.client_share); try again when one ends: %w",
+				s.Config.ID(), n, limit, maxIsolated, errUnavailable)
+		}
+	}
+	if s.isoFail != nil {
+		if wait := s.isoRetry.Sub(s.mgr.now()); wait > 0 {
+			return fmt.Errorf("upstream %s: connect for this client session: %w (tried again in %s at the earliest)", s.Config.ID(), s.isoFail, wait.Round(time.Millisecond))
+		}
+	}
+	if err := s.mgr.procs.take(client); err != nil {
+		return fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
+	}
+	return nil
+}
+
+// dialFailedLocked notes that a connection of an owner's own failed to
+// start: no owner dials again before the schedule's wait has passed, and
+// their calls are answered with err meanwhile. s.mu is held.
+func (s *Server) dialFailedLocked(err error) {
+	if s.isoSched == nil {
+		s.isoSched = newSchedule(s.Config.Retry)
+	}
+	s.isoFail = err
+	s.isoRetry = s.mgr.now().Add(s.isoSched.NextBackOff())
+	s.logger.Warn("a client session's own connection failed to start (isolation: per-session); not tried again before the backoff", "err", err, "until", s.isoRetry)
 }
 
 // dialIsolated connects owner's connection, then watches it: when it ends
-// it is forgotten, so that the owner's next request dials again.
+// it is forgotten, so that the owner's next request dials again. The
+// hub's slot taken for it is given back once the connection has ended, or
+// before a failed dial is reported.
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
-	caps := s.mgr.caps.wait(life)
+	caps := s.mgr.declared(owner)
 	id := newConnID()
 	h := serverHandlers{
 		id:     id,
@@ -83,11 +143,18 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	switch {
 	case err != nil:
 		iso.err = err
+		if life.Err() == nil {
+			s.dialFailedLocked(err)
+		}
 	case s.closing || s.isolated[owner] != iso:
 		// Closed or released while dialling.
 		iso.err = errors.New("the client session ended")
 	default:
 		iso.c = c
+		if s.isoSched != nil {
+			s.isoSched.Reset()
+		}
+		s.isoFail = nil
 		if level := s.mgr.LogLevel(); level != "" {
 			s.setLogLevel(life, c, level)
 		}
@@ -96,13 +163,19 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		delete(s.isolated, owner)
 	}
 	s.mu.Unlock()
-	close(iso.ready)
 	if iso.c == nil {
-		if c != nil {
-			c.close()
+		if c == nil { // failed: no process left
+			s.mgr.procs.give(iso.client)
+			close(iso.ready)
+			return
 		}
+		close(iso.ready)
+		c.close()
+		s.mgr.procs.give(iso.client)
 		return
 	}
+	defer s.mgr.procs.give(iso.client)
+	close(iso.ready)
 	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
 	select {
 	case <-c.exited():
@@ -141,6 +214,26 @@ func (s *Server) release(owner any) {
 			iso.c.close()
 		}
 	})
+}
+
+// releaseIdle closes the owners' connections that have had no request
+// since cutoff: a session abandoned without a goodbye does not keep its
+// processes for as long as the session itself lives; its next call dials
+// again.
+func (s *Server) releaseIdle(cutoff time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	for owner, iso := range s.isolated {
+		if iso.c == nil || iso.busy > 0 || !iso.used.Before(cutoff) {
+			continue
+		}
+		delete(s.isolated, owner)
+		s.logger.Info("closing a client session's own connection: no request on it for a while", "idle", s.mgr.now().Sub(iso.used).Round(time.Second))
+		s.wg.Go(iso.c.close)
+	}
 }
 
 // connsLocked are the server's live connections: the shared one and the

@@ -112,6 +112,8 @@ type fakeState struct {
 	Answers     int             `json:"answers"`
 	Refusals    int             `json:"refusals"`
 	LastRefusal json.RawMessage `json:"lastRefusal"`
+	// Capabilities are what the hub declared in initialize.
+	Capabilities json.RawMessage `json:"capabilities"`
 }
 
 func stateOf(t testing.TB, s *Server) fakeState {

@@ -28,7 +28,7 @@ type Group struct {
 type Manager struct {
 	logger    *slog.Logger
 	pins      *Pins
-	caps      *clientCaps
+	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
 	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes   chan struct{} // coalesced: one pending signal is enough
@@ -40,6 +40,11 @@ type Manager struct {
 	dropLogged   atomic.Int64  // when they were last logged, in Unix ns
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
+
+	procs    procSlots        // settings.max_session_processes
+	procIdle atomic.Int64     // settings.session_process_idle
+	now      func() time.Time // time.Now, but in tests; for backoff and idleness
+	reaper   sync.WaitGroup   // reapIdle
 
 	mu       sync.Mutex // guards ctx, cancel, retiring, closed
 	ctx      context.Context
@@ -56,10 +61,13 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		events:    make(chan Event, eventBuffer),
 		routeWait: routeWait,
 		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
-		caps:      newClientCaps(),
 		tokens:    auth.NewStore(cfg.TokenDir()),
+		now:       time.Now,
 	}
+	m.applySessionSettings(cfg)
 	m.logLevel.Store(mcp.LoggingLevel(""))
+	declared := DeclaredCapabilities()
+	m.caps.Store(&declared)
 	groups := m.build(cfg, nil)
 	m.groups.Store(&groups)
 	return m
@@ -104,6 +112,7 @@ func (m *Manager) Start(ctx context.Context) {
 		return
 	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.reaper.Go(func() { m.reapIdle(m.ctx) })
 	for _, s := range m.Servers() {
 		if !s.Config.Disabled {
 			s.start(m.ctx)
@@ -126,6 +135,7 @@ func (m *Manager) Apply(cfg *config.Config) {
 		old[s.Config.ID()] = s
 	}
 	groups := m.build(cfg, old)
+	m.applySessionSettings(cfg)
 	kept := map[*Server]bool{}
 	for _, g := range groups {
 		for _, s := range g.Servers {
@@ -158,10 +168,10 @@ func (m *Manager) Apply(cfg *config.Config) {
 // deadline. Its reader must never block on a client.
 func (m *Manager) Events() <-chan Event { return m.events }
 
-// SetClientCapabilities declares caps to upstreams in their handshake.
-// Servers wait a moment for it before connecting; only the first call
-// counts.
-func (m *Manager) SetClientCapabilities(caps mcp.ClientCapabilities) { m.caps.set(caps) }
+// SetClientCapabilities sets what shared connections declare in their
+// handshake from their next dial on (DeclaredCapabilities until then): a
+// command without a client declares none. Nothing waits for it.
+func (m *Manager) SetClientCapabilities(caps mcp.ClientCapabilities) { m.caps.Store(&caps) }
 
 // LogLevel is the level the client asked upstreams to log at.
 func (m *Manager) LogLevel() mcp.LoggingLevel { return m.logLevel.Load().(mcp.LoggingLevel) }
@@ -256,6 +266,7 @@ func (m *Manager) Close() error {
 	}
 	wg.Wait()
 	m.retiring.Wait()
+	m.reaper.Wait()
 	if n := m.droppedSince.Swap(0); n > 0 {
 		m.logger.Warn("upstream notifications dropped: the hub was not keeping up", "dropped", n)
 	}

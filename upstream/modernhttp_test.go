@@ -61,19 +61,3 @@ func TestHTTPUpstreamOfferingBothIsSpokenToInTheOlder(t *testing.T) {
 		t.Errorf("protocol version %q, want %s", v, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	}
 }
-
-// A 2026-07-28 client's request to a server of an older session loses the
-// protocol version in its _meta, and nothing else.
-func TestWithoutVersionMeta(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1, "a" : "<&>"}}`,
-			`{"name":"x","_meta":{"progressToken":1, "a" : "<&>"}}`},
-		{`{"name":"x","_meta":{"progressToken":1}}`, `{"name":"x","_meta":{"progressToken":1}}`},
-		{`{"name":"io.modelcontextprotocol/protocolVersion"}`, `{"name":"io.modelcontextprotocol/protocolVersion"}`},
-	} {
-		got, err := withoutVersionMeta(json.RawMessage(tc.in))
-		if err != nil || string(got) != tc.want {
-			t.Errorf("withoutVersionMeta(%s)\n got: %s %v\nwant: %s", tc.in, got, err, tc.want)
-		}
-	}
-}

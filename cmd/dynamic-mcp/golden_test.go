@@ -97,7 +97,7 @@ func TestGoldenPassThrough(t *testing.T) {
 	}
 	// 2026-07-28 adds resultType: spliced in after the last field.
 	decorated := append(bytes.Clone(result[:len(result)-1]), `,"resultType":"complete"}`...)
-	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 	t.Run("flat", func(t *testing.T) {
 		c := startGoldenHub(t, "flat")

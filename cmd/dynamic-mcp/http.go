@@ -32,14 +32,18 @@ func listenAddr(addr string) string {
 	return addr
 }
 
-// bearerToken is the token clients must send: the config's, else
-// $DYNAMIC_MCP_TOKEN, else a new one printed to stderr.
+// bearerToken is the token of the credential named "default": the
+// config's http.token, else $DYNAMIC_MCP_TOKEN, else, when http.tokens
+// names no client either, a new one printed to stderr.
 func bearerToken(cfg *config.Config, stderr io.Writer) string {
 	if cfg.HTTP.Token != "" {
 		return cfg.HTTP.Token
 	}
 	if t := os.Getenv("DYNAMIC_MCP_TOKEN"); t != "" {
 		return t
+	}
+	if len(cfg.HTTP.Tokens) > 0 {
+		return ""
 	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -51,9 +55,11 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 // serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
 // within a few seconds: /mcp and the legacy SSE endpoints, /healthz and
 // /readyz of mgr's upstreams. mount, if set, adds handlers (/metrics ...)
-// to the HTTP face before it serves.
+// to the HTTP face before it serves; it is given the face's URL
+// ("http://host:port") and the checks of its guard without the token,
+// for handlers behind a token of their own.
 func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
-	mount func(*mcphttp.Server)) error {
+	mount func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -66,9 +72,20 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	}
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
-		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures}
+		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
+		opts.Tokens = cfg.HTTP.Tokens
+		if _, ok := opts.Tokens[mcphttp.DefaultCredential]; ok && opts.Token != "" {
+			ln.Close()
+			return usageError{"$DYNAMIC_MCP_TOKEN is the credential \"default\", which http.tokens names too: rename that one, or unset the variable"}
+		}
+		for name, t := range opts.Tokens {
+			if t == opts.Token {
+				ln.Close()
+				return usageError{fmt.Sprintf("$DYNAMIC_MCP_TOKEN is the token of http.tokens.%s: each credential needs its own", name)}
+			}
+		}
 	}
 	h := mcphttp.New(hub, opts, logger)
 	defer h.Close()
@@ -86,7 +103,8 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	mountProbe("/healthz", probes)
 	mountProbe("/readyz", probes)
 	if mount != nil {
-		mount(h)
+		mount(h, "http://"+ln.Addr().String(), mcphttp.GuardOptions{NoAuth: noAuth, AllowedOrigins: opts.AllowedOrigins,
+			Loopback: loopback, MaxAuthFailures: opts.MaxAuthFailures})
 	}
 	// No ReadTimeout: it would cut GET streams; each body read has its own
 	// deadline (http.body_timeout). IdleTimeout closes kept-alive

@@ -35,7 +35,7 @@ func TestInspectorRedactsGetEnv(t *testing.T) {
 	}
 	const plain = "passwordless keyboard tokenizer"
 	env = append(env, fmt.Sprintf("E2E_NOTE: %q", plain))
-	base, _ := startHTTPHub(t, fmt.Sprintf(`
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
 groups:
   everything:
@@ -51,7 +51,7 @@ groups:
 	browserDo(t, ctx, "open /ui and give the token",
 		chromedp.Navigate(base+"/ui"),
 		chromedp.WaitVisible(css("#token")),
-		chromedp.SendKeys(css("#token"), testToken),
+		chromedp.SendKeys(css("#token"), uiToken(t, stderr)),
 		chromedp.Click(css("#login-form button")),
 		chromedp.WaitVisible(css("#conn.live")),
 	)
@@ -70,7 +70,7 @@ groups:
 		chromedp.Click(css(row+" td.target")),
 		chromedp.WaitVisible(css(`tr.detail pre.json`)))
 	detail := browserGet(t, ctx, "read get-env's detail", chromedp.Text(css(`tr.detail`)))
-	export := inspectorExport(t, base)
+	export := inspectorExport(t, base, uiToken(t, stderr))
 	for what, text := range map[string]string{"the page": detail, "the export": export} {
 		if !strings.Contains(text, plain) {
 			t.Errorf("%s lacks the get-env result (%q in clear):\n%s", what, plain, text)
@@ -120,14 +120,15 @@ groups:
 	screenshot(t, ctx, "inspector-get-env.png")
 }
 
-// inspectorExport is the inspector's history as its export gives it.
-func inspectorExport(t *testing.T, base string) string {
+// inspectorExport is the inspector's history as its export gives it to
+// the inspector's token.
+func inspectorExport(t *testing.T, base, token string) string {
 	t.Helper()
 	req, err := http.NewRequest("GET", base+"/ui/api/export", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

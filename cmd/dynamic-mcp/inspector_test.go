@@ -111,7 +111,7 @@ func TestInspectorInABrowser(t *testing.T) {
 	if err := os.WriteFile(victim, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base, _ := startHTTPHub(t, fmt.Sprintf(`
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
 groups:
   files:
@@ -129,16 +129,17 @@ groups:
 	c.initialize("2025-11-25")
 	c.waitFlatTools(2 * fakeTools)
 
+	token := uiToken(t, stderr)
 	browserDo(t, ctx, "open /ui and give the token",
 		chromedp.Navigate(base+"/ui"),
 		chromedp.WaitVisible(css("#token")),
-		chromedp.SendKeys(css("#token"), testToken),
+		chromedp.SendKeys(css("#token"), token),
 		chromedp.Click(css("#login-form button")),
 		chromedp.WaitVisible(css("#conn.live")),
 	)
 	stored := browserGet(t, ctx, "read the token kept", chromedp.Evaluate[string](`sessionStorage.getItem("dynamic-mcp-inspector-token")`))
 	url := browserGet(t, ctx, "read the URL", chromedp.Location())
-	if stored != testToken || strings.Contains(url, testToken) {
+	if stored != token || strings.Contains(url, token) {
 		t.Errorf("token kept as %q, URL %s", stored, url)
 	}
 
@@ -311,6 +312,22 @@ func readPID(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// uiToken is the inspector's own token, as serve --http prints it to
+// stderr with the page's URL.
+func uiToken(t *testing.T, stderr *lockedBuffer) string {
+	t.Helper()
+	re := regexp.MustCompile(`the inspector is at http://\S+/ui/\n  token for this run: (\S+)\n`)
+	var m []string
+	waitFor(t, 10*time.Second, "the inspector's token on stderr", func() bool {
+		m = re.FindStringSubmatch(stderr.String())
+		return m != nil
+	})
+	if m[1] == testToken {
+		t.Fatal("the inspector's token is the MCP token")
+	}
+	return m[1]
 }
 
 // serve --ui serves the inspector alone, for a hub on stdio: on loopback

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,10 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 )
 
 // installRecord is what install remembers so that uninstall can put the
@@ -81,6 +84,30 @@ func readRecord(target string) (*installRecord, error) {
 	return &rec, nil
 }
 
+// installLockWait bounds how long an install or uninstall waits for
+// another of the same client config, which writes a few small files.
+const installLockWait = 30 * time.Second
+
+// lockTarget takes the lock of installs into target, held across the
+// whole install or uninstall: two at once (two terminals, a script) would
+// each read the record and the file before the other wrote them, and the
+// second would record the first's dynamic-mcp entry as the user's
+// servers, losing theirs. The lock file is kept apart from the records
+// (an unlocked file is no lock, and one left by a killed install never
+// blocks: the kernel let go of it).
+func lockTarget(target string) (*filelock.Lock, error) {
+	sum := sha256.Sum256([]byte(target))
+	dir := filepath.Join(config.Home(), "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l, err := filelock.Acquire(context.Background(), filepath.Join(dir, "install-"+hex.EncodeToString(sum[:8])+".lock"), installLockWait)
+	if err != nil {
+		return nil, fmt.Errorf("another install or uninstall of %s is under way: %w", target, err)
+	}
+	return l, nil
+}
+
 func writeRecord(rec *installRecord) error {
 	path := recordPath(rec.Path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -120,6 +147,13 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
+	}
+	if !dryRun {
+		l, err := lockTarget(target)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock()
 	}
 	old, err := clients.ReadFile(target)
 	existed := err == nil
@@ -250,6 +284,11 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	l, err := lockTarget(target)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
 	rec, err := readRecord(target)
 	if err != nil {
 		return err

@@ -100,3 +100,41 @@ func TestInstallInterruptedAtEachStep(t *testing.T) {
 		}
 	}
 }
+
+// Installs into one client config at once (two terminals, a script), each
+// its own process, take turns: each reads the record and the file the one
+// before it left, so uninstall still gives back the file as it was before
+// the first, byte for byte. Without the lock a second install read the
+// file the first had just written and recorded its dynamic-mcp entry as
+// the user's servers.
+func TestInstallsAtOnceTakeTurns(t *testing.T) {
+	path, before, cfg := installedHome(t)
+	home := os.Getenv("HOME")
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		cfgI := filepath.Join(home, fmt.Sprintf("hub%d.yaml", i))
+		data, _ := os.ReadFile(cfg)
+		if err := os.WriteFile(cfgI, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfgI)
+			if err != nil {
+				err = fmt.Errorf("install %d: %v: %s", i, err, errOut)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if out, errOut, err := runBinary(t, home, "uninstall", "cursor"); err != nil {
+		t.Fatalf("uninstall: %v\n%s%s", err, out, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Fatalf("after %d installs at once and an uninstall the file is:\n%s\nwant:\n%s", n, now, before)
+	}
+}

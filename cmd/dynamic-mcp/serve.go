@@ -97,9 +97,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched }()
 
 	if httpAddr != "" {
-		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server) {
+		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
+			// Metrics stay behind the MCP tokens (any credential): they
+			// count calls by method, tool and server, and carry nothing a
+			// client sent; a scraper is configured with a token once.
 			h.Handle("/metrics", metrics.Handler())
-			mountInspector(h, insp)
+			mountInspectorOnFace(h, insp, url, checks, stderr)
 		})
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))

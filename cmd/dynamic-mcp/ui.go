@@ -72,16 +72,42 @@ func uiListenAddr(addr string) (string, error) {
 	return full, nil
 }
 
-// uiMux is the --ui listener's mux behind the HTTP face's checks, with a
-// token of its own.
-type uiMux struct {
-	mux   *http.ServeMux
+// guarded mounts handlers behind a guard of its own: the --ui listener's
+// mux, or the inspector's part of the HTTP face, with a token other than
+// the MCP clients'.
+type guarded struct {
+	mount func(pattern string, h http.Handler)
 	guard *mcphttp.Guard
 }
 
-func (u uiMux) Handle(pattern string, h http.Handler) { u.mux.Handle(pattern, u.guard.Check(h)) }
-func (u uiMux) HandlePage(pattern string, h http.Handler) {
-	u.mux.Handle(pattern, u.guard.CheckPage(h))
+func (u guarded) Handle(pattern string, h http.Handler) { u.mount(pattern, u.guard.Check(h)) }
+func (u guarded) HandlePage(pattern string, h http.Handler) {
+	u.mount(pattern, u.guard.CheckPage(h))
+}
+
+// newUIToken is a token for the inspector alone, new each run.
+func newUIToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// mountInspectorOnFace serves insp at /ui/ of the HTTP face (url is the
+// face's, "http://host:port") behind a token of its own, not any MCP
+// client's: a new one, printed to stderr with the page's URL. Every MCP
+// client holds an MCP token; with it, it could read every other client's
+// traffic (issue 20, finding 1). With noAuth (loopback only) the
+// inspector needs no token, as /mcp does not.
+func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, stderr io.Writer) {
+	if !opts.NoAuth {
+		opts.Token = newUIToken()
+	}
+	mountInspector(guarded{mount: h.HandlePublic, guard: mcphttp.NewGuard(opts)}, insp)
+	if opts.NoAuth {
+		fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s%s (no token: --insecure-no-auth)\n", url, inspect.Prefix)
+		return
+	}
+	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s%s\n  token for this run: %s\n", url, inspect.Prefix, opts.Token)
 }
 
 // serveUI serves the inspector alone on addr (see uiListenAddr), for a
@@ -94,10 +120,9 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 	if err != nil {
 		return nil, fmt.Errorf("listen for the inspector: %w", err)
 	}
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	token := base64.RawURLEncoding.EncodeToString(b)
-	m := uiMux{mux: http.NewServeMux(), guard: mcphttp.NewGuard(mcphttp.GuardOptions{Token: token, Loopback: true})}
+	token := newUIToken()
+	mux := http.NewServeMux()
+	m := guarded{mount: mux.Handle, guard: mcphttp.NewGuard(mcphttp.GuardOptions{Token: token, Loopback: true})}
 	mountInspector(m, insp)
 	// /healthz and /readyz need no token, as on the HTTP face, but here
 	// no load balancer calls them: they are behind the Origin and Host
@@ -108,7 +133,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 	m.HandlePage("/readyz", probeMux)
 	m.Handle("/metrics", metrics)
 	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
-	srv := &http.Server{Handler: m.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	url := "http://" + ln.Addr().String() + inspect.Prefix
 	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s\n  token for this run: %s\n", url, token)
 	logger.Info("serving the inspector", "url", url)

@@ -50,6 +50,9 @@ func (i *Inspector) API() http.Handler {
 		if i.opts.Clients != nil {
 			clients = append(clients, i.opts.Clients()...)
 		}
+		for n := range clients {
+			clients[n].ID = sessionLabel(clients[n].ID)
+		}
 		writeJSON(w, clients)
 	})
 	mux.HandleFunc("GET "+Prefix+"api/export", i.serveExport)

@@ -68,7 +68,7 @@ type Options struct {
 
 // Client is one client session as the page shows it.
 type Client struct {
-	ID              string          `json:"id"`
+	ID              string          `json:"id"` // the session's id; the page is shown its label (sessionLabel)
 	Transport       string          `json:"transport"`
 	Name            string          `json:"name,omitempty"`
 	Version         string          `json:"version,omitempty"`

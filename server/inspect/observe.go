@@ -22,7 +22,7 @@ func rowOf(ctx context.Context) *row {
 
 // CallStarted records a client's request as a pending row.
 func (i *Inspector) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
-	r := &row{Kind: kindRequest, Session: c.Session, Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
+	r := &row{Kind: kindRequest, Session: sessionLabel(c.Session), Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
 		Method: clip(c.Method, maxName), Start: c.Start, Params: keep(c.Params, i.opts.MaxMessage), Status: statusPending}
 	r.bytes = r.Params.size() + len(r.ID) + len(r.Method)
 	i.mu.Lock()
@@ -84,7 +84,7 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 // Message adds a notification or an upstream's request to the row of the
 // request it came during, or makes it a row of its own.
 func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
-	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: m.Session, Server: m.Server, Method: clip(m.Method, maxName),
+	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: sessionLabel(m.Session), Server: m.Server, Method: clip(m.Method, maxName),
 		Request: m.Request, Params: keep(m.Params, i.opts.MaxMessage),
 		Result: keep(m.Result, i.opts.MaxMessage), Error: keepError(m.Err, i.opts.MaxMessage, false), MS: ms(m.Duration)}
 	n := msg.Params.size() + msg.Result.size() + msg.Error.size() + len(msg.Method)
@@ -102,7 +102,7 @@ func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 		}
 		return
 	}
-	r := &row{Kind: kindMessage, Session: m.Session, Server: m.Server, Method: msg.Method, Start: msg.Time,
+	r := &row{Kind: kindMessage, Session: msg.Session, Server: m.Server, Method: msg.Method, Start: msg.Time,
 		Status: string(traffic.StatusOK), Messages: []message{msg}, MS: msg.MS, bytes: n}
 	if m.Err != nil {
 		r.Status = string(traffic.StatusError)

@@ -2,8 +2,8 @@
 // legacy HTTP+SSE transport of protocol 2024-11-05 at /sse and /message
 // (MCP spec, basic/transports), for many clients at once, each in a
 // session the hub opens through its face contract (server.Hub.Open). It
-// holds the checks of who may connect (Origin, Host, bearer token: Guard)
-// and the limits that keep the hub's memory bounded whatever clients do
+// holds the checks of who may connect (Origin, Host, bearer token: Guard,
+// which names the caller's credential: CredentialOf) and the limits that keep the hub's memory bounded whatever clients do
 // (sessions, bodies, requests in flight, failed token attempts).
 //
 // Each session runs on one jsonrpc.Conn, over a stream of its own
@@ -12,6 +12,9 @@
 // (or legacy SSE) stream. Admission, answer-once, cancellation and the
 // client's answers are the Conn's; this package keeps what must be an
 // HTTP status (limits, headers, unknown sessions).
+//
+// A session belongs to the credential that made it: to any other, its id
+// is unknown (404), whatever the method.
 //
 // Every goroutine it starts is its own: Close ends the sessions and waits
 // for them. A request whose handling panics is answered -32603 and logged

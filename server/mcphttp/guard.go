@@ -1,6 +1,8 @@
 package mcphttp
 
 import (
+	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -11,7 +13,8 @@ import (
 // GuardOptions say who may use an HTTP endpoint of the hub's. The fields
 // mean what Options' fields of the same names mean.
 type GuardOptions struct {
-	Token           string
+	Token           string            // the credential named DefaultCredential
+	Tokens          map[string]string // more credentials: name -> token
 	NoAuth          bool
 	AllowedOrigins  []string
 	Loopback        bool
@@ -24,8 +27,38 @@ type GuardOptions struct {
 // HTTP face and for the inspector's own listener (serve --ui), so that
 // both refuse alike.
 type Guard struct {
-	opts GuardOptions
-	auth *authLimiter
+	opts  GuardOptions
+	auth  *authLimiter
+	creds []credential
+}
+
+// credential is a token the guard accepts, kept as its SHA-256 so that
+// every comparison is of the same length.
+type credential struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// DefaultCredential is the name of GuardOptions.Token's credential (the
+// config's http.token, or $DYNAMIC_MCP_TOKEN).
+const DefaultCredential = "default"
+
+// NoAuthCredential is the one credential of every caller when the guard
+// checks no token (--insecure-no-auth): they are all one client.
+const NoAuthCredential = "local"
+
+type credentialKey struct{}
+
+// CredentialOf is the name of the credential a request's token matched,
+// from its context: NoAuthCredential when no token is checked, "" for a
+// request that has not passed a Guard's Check.
+func CredentialOf(ctx context.Context) string {
+	name, _ := ctx.Value(credentialKey{}).(string)
+	return name
+}
+
+func withCredential(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, credentialKey{}, name)
 }
 
 // NewGuard builds the checks opts describe.
@@ -33,13 +66,38 @@ func NewGuard(opts GuardOptions) *Guard {
 	if opts.MaxAuthFailures <= 0 {
 		opts.MaxAuthFailures = Options{}.withDefaults().MaxAuthFailures
 	}
-	return &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
+	g := &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
+	if opts.Token != "" {
+		g.creds = append(g.creds, credential{name: DefaultCredential, sum: sha256.Sum256([]byte(opts.Token))})
+	}
+	for name, t := range opts.Tokens {
+		if t != "" {
+			g.creds = append(g.creds, credential{name: name, sum: sha256.Sum256([]byte(t))})
+		}
+	}
+	return g
+}
+
+// match is the name of the credential whose token is token, or "". Every
+// credential is compared, each in constant time, whichever matches.
+func (g *Guard) match(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	name := ""
+	for _, c := range g.creds {
+		if subtle.ConstantTimeCompare(sum[:], c.sum[:]) == 1 {
+			name = c.name
+		}
+	}
+	return name
 }
 
 // Check serves next behind every check: Origin, Host and the bearer
-// token. The token is the hub's own; it is never passed to an upstream.
+// token, which must be one of the guard's credentials; next finds the
+// credential's name with CredentialOf. The token is the hub's own; it is
+// never passed to an upstream.
 func (g *Guard) Check(next http.Handler) http.Handler {
 	return g.CheckPage(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := NoAuthCredential
 		if !g.opts.NoAuth {
 			// An address that failed too often is not even checked, so
 			// that guessing the token is slowed to a few tries a minute.
@@ -51,7 +109,10 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 			}
 			header := r.Header.Get("Authorization")
 			token, ok := strings.CutPrefix(header, "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(g.opts.Token)) != 1 {
+			if ok {
+				name = g.match(token)
+			}
+			if !ok || name == "" {
 				// Only a wrong token counts: a request with none (what an
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
@@ -63,7 +124,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), name)))
 	}))
 }
 

@@ -2,6 +2,8 @@ package mcphttp
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -14,7 +16,25 @@ func TestInputRequiredOverHTTPWithoutSession(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
-	c := &httpClient{t: t, base: ts.URL}
+	post := func(body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "f__ask")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if id := resp.Header.Get(headerSessionID); id != "" {
+			t.Errorf("a session was given: %s", id)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	call := func(id, more string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__ask","arguments":{}` + more + `,` + meta + `}}`
@@ -27,15 +47,12 @@ func TestInputRequiredOverHTTPWithoutSession(t *testing.T) {
 			Content       []struct{ Text string }    `json:"content"`
 		} `json:"result"`
 	}
-	_, body := c.post(call("1", ""))
+	body := post(call("1", ""))
 	var first result
 	if err := json.Unmarshal([]byte(body), &first); err != nil || first.Result.ResultType != "input_required" || first.Result.InputRequests["input-1"] == nil {
 		t.Fatalf("first: %v %s", err, body)
 	}
-	if c.session != "" {
-		t.Fatalf("a session was given: %s", c.session)
-	}
-	_, body = c.post(call("2", `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Eve"}}},"requestState":"`+first.Result.RequestState+`"`))
+	body = post(call("2", `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Eve"}}},"requestState":"`+first.Result.RequestState+`"`))
 	var final result
 	if err := json.Unmarshal([]byte(body), &final); err != nil || len(final.Result.Content) != 1 || !strings.Contains(final.Result.Content[0].Text, "Eve") {
 		t.Fatalf("final: %v %s", err, body)

@@ -34,7 +34,12 @@ func newElicitingClient(t *testing.T, base string) *httpClient {
 // askAnswering calls the fake's ask tool, which elicits, on c's session and
 // answers the elicitation with name; it returns the call's result line.
 func askAnswering(t *testing.T, c *httpClient, name string) string {
-	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+	return askAnsweringWith(t, c, `{}`, name)
+}
+
+// askAnsweringWith is askAnswering with the ask tool's arguments args.
+func askAnsweringWith(t *testing.T, c *httpClient, args, name string) string {
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":`+args+`}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, c.session)

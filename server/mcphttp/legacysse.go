@@ -16,7 +16,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newSession("sse")
+	hs, err := s.newSession("sse", CredentialOf(r.Context()))
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return
@@ -43,15 +43,16 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	s.pump(r, hs, st, sw)
 }
 
-// legacyMessage takes a client message for a legacy SSE session; the
-// answer goes down the session's stream.
+// legacyMessage takes a client message for a legacy SSE session of the
+// caller's credential (another's is 404, as an unknown one); the answer
+// goes down the session's stream.
 func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs := s.lookup(r.URL.Query().Get("sessionId"))
+	hs := s.owned(r.URL.Query().Get("sessionId"), CredentialOf(r.Context()))
 	if hs == nil {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return

@@ -227,16 +227,39 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(int((d + time.Second - 1) / time.Second))
 }
 
-// reserveSession makes room for one more session: below the cap it
-// counts one pending, at the cap it closes the least recently used idle
-// session, and with none idle it fails with errTooManySessions. The
-// caller takes the pending one back once the session is registered or not
-// made (see newSession).
-func (s *Server) reserveSession() error {
+// reserveSession makes room for one more session of client ("" when
+// clients have no shares): below the cap and the client's share it
+// counts one pending, at the client's share it closes the client's own
+// least recently used idle session, at the cap anyone's, and with none
+// idle it fails with errTooManySessions. The caller takes the pending one
+// back once the session is registered or not made (see newSession).
+func (s *Server) reserveSession(client string) error {
 	s.mu.Lock()
 	var victim *httpSession
-	var victimSeen time.Time
-	if len(s.sessions)+s.pending >= s.opts.MaxSessions {
+	if client != "" {
+		n := s.pendingBy[client]
+		var own *httpSession
+		var ownSeen time.Time
+		for _, hs := range s.sessions {
+			if hs.client != client {
+				continue
+			}
+			n++
+			if idle, seen := hs.idle(); idle && (own == nil || seen.Before(ownSeen)) {
+				own, ownSeen = hs, seen
+			}
+		}
+		if n >= s.shares.sessions {
+			if own == nil {
+				s.mu.Unlock()
+				return errTooManySessions
+			}
+			victim = own
+			delete(s.sessions, victim.id)
+		}
+	}
+	if victim == nil && len(s.sessions)+s.pending >= s.opts.MaxSessions {
+		var victimSeen time.Time
 		for _, hs := range s.sessions {
 			idle, seen := hs.idle()
 			if idle && (victim == nil || seen.Before(victimSeen)) {
@@ -250,22 +273,44 @@ func (s *Server) reserveSession() error {
 		delete(s.sessions, victim.id)
 	}
 	s.pending++
+	if client != "" {
+		s.pendingBy[client]++
+	}
 	s.mu.Unlock()
 	if victim != nil {
-		s.logger.Info("closing the least recently used idle HTTP session: at the session cap", "session", victim.id, "max_sessions", s.opts.MaxSessions)
+		s.logger.Info("closing the least recently used idle HTTP session: at the session cap, or its client's share of it", "session", victim.id, "max_sessions", s.opts.MaxSessions)
 		victim.end()
 	}
 	return nil
 }
 
-// beginRequest counts a client request against the cap of requests in
-// flight in all; false means the cap is reached.
-func (s *Server) beginRequest() bool {
+// unreserveSessionLocked takes back the pending session of client that
+// reserveSession counted. s.mu is held.
+func (s *Server) unreserveSessionLocked(client string) {
+	s.pending--
+	if client != "" {
+		if s.pendingBy[client]--; s.pendingBy[client] <= 0 {
+			delete(s.pendingBy, client)
+		}
+	}
+}
+
+// beginRequest counts a request of client against the cap of requests in
+// flight in all, and against the client's share of it; false means one
+// is reached.
+func (s *Server) beginRequest(client string) bool {
 	if s.inflight.Add(1) > int64(s.opts.MaxInflight) {
+		s.inflight.Add(-1)
+		return false
+	}
+	if !s.shares.begin(client) {
 		s.inflight.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (s *Server) endRequest() { s.inflight.Add(-1) }
+func (s *Server) endRequest(client string) {
+	s.shares.end(client)
+	s.inflight.Add(-1)
+}

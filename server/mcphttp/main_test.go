@@ -107,7 +107,6 @@ func runHub(t testing.TB, yaml string, obs traffic.Observer) (*server.Hub, *upst
 	if obs != nil {
 		h.Observe(obs)
 	}
-	h.ServeMany() // as New of the face does, before the upstreams start
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })

@@ -20,12 +20,12 @@ import (
 // when w has been answered.
 func (s *Server) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func(),
 	dupStatus int, withStream bool) (*post, bool) {
-	if !s.beginRequest() {
+	if !s.beginRequest(hs.client) {
 		release()
 		unavailable(w, "too many requests in flight")
 		return nil, false
 	}
-	p := &post{answer: make(chan []byte, 1), release: sync.OnceFunc(func() { s.endRequest(); release() })}
+	p := &post{answer: make(chan []byte, 1), release: sync.OnceFunc(func() { s.endRequest(hs.client); release() })}
 	if withStream {
 		p.out = newStream()
 	}

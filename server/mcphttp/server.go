@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -16,8 +17,12 @@ import (
 // Options configure the HTTP face.
 type Options struct {
 	// Token is the bearer token every request but the public endpoints
-	// (see HandlePublic) must carry.
+	// (see HandlePublic) may carry: the credential named
+	// DefaultCredential.
 	Token string
+	// Tokens are more credentials, by name, each a client of its own:
+	// a session belongs to the credential that made it.
+	Tokens map[string]string
 	// NoAuth serves without a token; the caller allows it on loopback only.
 	NoAuth bool
 	// AllowedOrigins may send requests besides loopback origins.
@@ -37,6 +42,10 @@ type Options struct {
 	// MaxAuthFailures is how many failed token attempts an address may
 	// make in a minute.
 	MaxAuthFailures int
+	// ClientShare is the part of MaxSessions and of MaxInflight one
+	// credential may hold when there is more than one; default
+	// config.DefaultClientShare (see clientShares).
+	ClientShare float64
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -61,14 +70,16 @@ type Server struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 
-	mu       sync.Mutex // guards sessions, pending and closed
-	sessions map[string]*httpSession
-	pending  int  // sessions being made, counted against the cap
-	closed   bool // no more sessions
+	mu        sync.Mutex // guards sessions, pending, pendingBy and closed
+	sessions  map[string]*httpSession
+	pending   int            // sessions being made, counted against the cap
+	pendingBy map[string]int // pending by client, when clients have shares
+	closed    bool           // no more sessions
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	bodies   *byteBudget
-	guard    *Guard // the checks of every endpoint but the public ones
+	shares   *clientShares // each client's part of the caps
+	guard    *Guard        // the checks of every endpoint but the public ones
 
 	stop chan struct{}  // closed by Close: handlers and streams return
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
@@ -79,12 +90,13 @@ type Server struct {
 func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, NoAuth: opts.NoAuth,
+		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
+	s.shares = newClientShares(opts, s.guard.credentials())
+	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	hub.ServeMany()
 	s.wg.Add(1)
 	go s.janitor()
 	return s
@@ -146,6 +158,18 @@ func (s *Server) lookup(id string) *httpSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]
+}
+
+// owned is the session id names when it belongs to the credential owner,
+// else nil: to any other credential a session is as unknown as an id
+// never handed out, so that one who learns its id can neither use it nor
+// tell it exists.
+func (s *Server) owned(id, owner string) *httpSession {
+	hs := s.lookup(id)
+	if hs == nil || subtle.ConstantTimeCompare([]byte(hs.owner), []byte(owner)) != 1 {
+		return nil
+	}
+	return hs
 }
 
 func (s *Server) drop(hs *httpSession) {

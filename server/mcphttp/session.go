@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -20,30 +21,39 @@ import (
 // server.Peer.
 type httpSession struct {
 	id        string
+	owner     string          // the credential that made it (CredentialOf); no other reaches it
 	transport string          // streamable-http or sse
 	sess      *server.Session // the hub's side; set once Open returns
 	conn      *jsonrpc.Conn
 	st        *sessionStream
 	inflight  int             // how many requests the session may have in flight
+	client    string          // its credential when clients have shares (clientShares), else ""
 	ctx       context.Context // the session's life: cancelled when it ends
 	cancel    context.CancelFunc
+	// oneRequest marks the session of one 2026-07-28 request that came
+	// without Mcp-Session-Id: its client has no session to POST an answer
+	// to, so the hub's requests are refused at once (see Call).
+	oneRequest atomic.Bool
 
 	mu       sync.Mutex // guards lastSeen and ended
 	lastSeen time.Time
 	ended    bool
 }
 
-// newSession creates a session, opens it with the hub, starts its Conn
-// and registers it.
-func (s *Server) newSession(transport string) (*httpSession, error) {
-	if err := s.reserveSession(); err != nil {
+// newSession creates a session of the credential owner, opens it with the
+// hub, starts its Conn and registers it.
+func (s *Server) newSession(transport, owner string) (*httpSession, error) {
+	client := s.shares.clientOf(owner)
+	if err := s.reserveSession(client); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
 		id:        newSessionID(),
+		owner:     owner,
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),
+		client:    client,
 	}
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()
@@ -62,7 +72,7 @@ func (s *Server) newSession(transport string) (*httpSession, error) {
 	})
 	sess, err := s.hub.Open(hs.id, transport, hs)
 	s.mu.Lock()
-	s.pending--
+	s.unreserveSessionLocked(client)
 	if err == nil && s.closed {
 		err = errClosed
 	}
@@ -94,6 +104,13 @@ func (hs *httpSession) Notify(ctx context.Context, msg []byte) {
 // stream, else the POST stream opened last. With none open it fails at
 // once.
 func (hs *httpSession) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if hs.oneRequest.Load() {
+		// It would wait for an answer that cannot come (a client that
+		// tries is refused, and go-sdk's then closes its connection):
+		// 2026-07-28 asks such a client with an input_required result
+		// (SEP-2322), which the hub does not send yet.
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id); input_required is not supported yet")
+	}
 	if !hs.st.reachable(jsonrpc.RelatedID(ctx)) {
 		return nil, fmt.Errorf("cannot send %s to the client: no stream open to the client (open GET %s or call with Accept: text/event-stream)", method, "/mcp")
 	}
@@ -106,6 +123,11 @@ func (hs *httpSession) Call(ctx context.Context, method string, params json.RawM
 
 // Dropped is how many notifications were lost for the client (server.Peer).
 func (hs *httpSession) Dropped() uint64 { return hs.conn.Dropped() + hs.st.lost.Load() }
+
+// Client is the session's client when clients have shares, else ""
+// (upstream.ClientOf, through the hub's session): the session's calls to
+// servers with isolation: per-session count against its client's share.
+func (hs *httpSession) Client() string { return hs.client }
 
 // Answering is how many of the client's requests are in flight (server.Peer).
 func (hs *httpSession) Answering() int { return hs.conn.Inflight() }

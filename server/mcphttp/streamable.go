@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -27,9 +26,15 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.post(w, r)
 	case http.MethodGet:
+		if refuseModernStream(w, r) {
+			return
+		}
 		s.get(w, r)
 	case http.MethodDelete:
-		hs, ok := s.session(w, r)
+		if refuseModernStream(w, r) {
+			return
+		}
+		hs, ok := s.session(w, r, nil)
 		if !ok {
 			return
 		}
@@ -42,16 +47,18 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 }
 
 // session finds the request's session, answering 400 when it names none
-// and 404 when it names one that does not exist (any more).
-func (s *Server) session(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+// and 404 when it names one that does not exist (any more) or that
+// another credential made; reqID is the id of the request refused so (nil
+// for none).
+func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawMessage) (*httpSession, bool) {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
+		writeJSONError(w, http.StatusBadRequest, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
 		return nil, false
 	}
-	hs := s.lookup(id)
+	hs := s.owned(id, CredentialOf(r.Context()))
 	if hs == nil {
-		writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
+		writeJSONError(w, http.StatusNotFound, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
 	}
 	hs.touch()
@@ -137,29 +144,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if modernRequest(r, msg) {
+		s.postModern(w, r, msg, body, release)
+		return
+	}
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
-	// 2026-07-28 has no handshake: a request without a session gets one
-	// for itself alone.
-	if r.Header.Get(headerSessionID) == "" && (initialize || server.Stateless(msg)) {
-		var err error
-		if hs, err = s.newSession("streamable-http"); errors.Is(err, errTooManySessions) {
-			release()
-			unavailable(w, "too many sessions, none idle")
-			return
-		} else if errors.Is(err, errClosed) {
-			release()
-			unavailable(w, "the server is shutting down")
-			return
-		} else if err != nil {
-			release()
-			writeJSONError(w, http.StatusInternalServerError, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, err.Error()))
+	if r.Header.Get(headerSessionID) == "" && initialize {
+		if hs, ok = s.oneSession(w, r, msg, release); !ok {
 			return
 		}
-		if !initialize {
-			defer s.drop(hs)
-		}
-	} else if hs, ok = s.session(w, r); !ok {
+	} else if hs, ok = s.session(w, r, msg.ID); !ok {
 		release()
 		return
 	}
@@ -181,6 +176,46 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	s.request(w, r, hs, msg, body, header, release)
 }
 
+// postModern serves a request of 2026-07-28, which has no handshake and no
+// sessions: its headers are checked against its body, and it is answered
+// in a session for itself alone, whatever Mcp-Session-Id it carries (the
+// spec has the header ignored).
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
+	if e := checkHeaders(r.Header, msg); e != nil {
+		release()
+		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	hs, ok := s.oneSession(w, r, msg, release)
+	if !ok {
+		return
+	}
+	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
+	defer s.drop(hs)
+	s.request(w, r, hs, msg, body, http.Header{}, release)
+}
+
+// oneSession opens a session for msg, a legacy initialize or a request of
+// 2026-07-28, answering w (and releasing the body) when it cannot.
+func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
+	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()))
+	switch {
+	case errors.Is(err, errTooManySessions):
+		release()
+		unavailable(w, "too many sessions, none idle")
+		return nil, false
+	case errors.Is(err, errClosed):
+		release()
+		unavailable(w, "the server is shutting down")
+		return nil, false
+	case err != nil:
+		release()
+		writeJSONError(w, http.StatusInternalServerError, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, err.Error()))
+		return nil, false
+	}
+	return hs, true
+}
+
 // request answers a client request on a POST: the session's Conn answers
 // it, and the session's stream routes the answer, and what relates to the
 // request, here. The answer is plain JSON unless something must reach the
@@ -196,6 +231,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
 		return
+	}
+	// A 2026-07-28 answer's status says what its error is.
+	status := func([]byte) int { return http.StatusOK }
+	if modernRequest(r, msg) {
+		status = modernStatus
 	}
 	delivered := false
 	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
@@ -221,7 +261,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			case resp == nil && sw == nil:
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 			case sw == nil && len(early) == 0:
-				writeJSON(w, http.StatusOK, header, resp)
+				writeJSON(w, status(resp), header, resp)
 			default:
 				if sw == nil {
 					sw = newSSEWriter(w)
@@ -269,7 +309,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not Acceptable: GET /mcp serves text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	hs, ok := s.session(w, r)
+	hs, ok := s.session(w, r, nil)
 	if !ok {
 		return
 	}

@@ -45,7 +45,8 @@ var (
 
 	exitAtStart = flags.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
 	failFirst   = flags.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
-	countFile   = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first")
+	failAfter   = flags.Int("fail-after", -1, "exit with status 1 at start once it has started N times (counted in -count-file)")
+	countFile   = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first and -fail-after")
 	garbage     = flags.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
 	ignoreTerm  = flags.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
 	grandchild  = flags.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
@@ -59,13 +60,15 @@ var (
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
 	sync.Mutex
-	Initialized     bool     `json:"initialized"`
-	ProtocolVersion string   `json:"protocolVersion"`
-	ClientName      string   `json:"clientName"`
-	GrandchildPID   int      `json:"grandchildPid,omitempty"`
-	Cancelled       []any    `json:"cancelled,omitempty"`
-	Notified        []string `json:"notified,omitempty"` // other notifications, by method
-	LogLevel        string   `json:"logLevel,omitempty"`
+	Initialized     bool   `json:"initialized"`
+	ProtocolVersion string `json:"protocolVersion"`
+	ClientName      string `json:"clientName"`
+	// Capabilities are what the client declared in initialize.
+	Capabilities  json.RawMessage `json:"capabilities,omitempty"`
+	GrandchildPID int             `json:"grandchildPid,omitempty"`
+	Cancelled     []any           `json:"cancelled,omitempty"`
+	Notified      []string        `json:"notified,omitempty"` // other notifications, by method
+	LogLevel      string          `json:"logLevel,omitempty"`
 	// ToolLists counts tools/list requests for a first page: refetches.
 	ToolLists int `json:"toolLists"`
 	// Answers counts the replies to the fake's own requests (see flood),
@@ -165,7 +168,7 @@ func Main() {
 		n, _ := strconv.Atoi(string(b))
 		n++
 		os.WriteFile(*countFile, []byte(strconv.Itoa(n)), 0o600)
-		if n <= *failFirst {
+		if n <= *failFirst || *failAfter >= 0 && n > *failAfter {
 			fmt.Fprintf(os.Stderr, "fake: start %d fails on purpose\n", n)
 			os.Exit(1)
 		}
@@ -353,7 +356,7 @@ func tools() []any {
 		simpleTool("deep", "Answer with a result nested 200 deep"),
 		simpleTool("mutate", "Change the echo tool's description and say the tool list changed"),
 		simpleTool("progress", "Report progress three times, with text as the message"),
-		simpleTool("ask", "Ask the client, by elicitation, for text"),
+		simpleTool("ask", "Ask the client, by elicitation, for text"), // in URL mode when text is "url"
 		simpleTool("touch", "Say the resource whose URI is text was updated"),
 		simpleTool("log", "Send a log message with text as data"),
 	}
@@ -474,13 +477,14 @@ func handle(req request) {
 			ClientInfo      struct {
 				Name string `json:"name"`
 			} `json:"clientInfo"`
+			Capabilities json.RawMessage `json:"capabilities"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
 		if *version != "" {
 			p.ProtocolVersion = *version
 		}
 		state.Lock()
-		state.ProtocolVersion, state.ClientName = p.ProtocolVersion, p.ClientInfo.Name
+		state.ProtocolVersion, state.ClientName, state.Capabilities = p.ProtocolVersion, p.ClientInfo.Name, p.Capabilities
 		state.Unlock()
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
@@ -698,8 +702,12 @@ func call(req request) {
 			askModern(req)
 			return
 		}
-		answer := ask("elicitation/create", map[string]any{"message": "What is your name?",
-			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		params := map[string]any{"message": "What is your name?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+		if p.Arguments.Text == "url" {
+			params = map[string]any{"mode": "url", "message": "Sign in", "url": "https://example.com/sign-in", "elicitationId": "e1"}
+		}
+		answer := ask("elicitation/create", params)
 		reply(req.ID, text(string(answer)))
 	case toolName("touch"):
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})

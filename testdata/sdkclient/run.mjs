@@ -272,6 +272,11 @@ const toolArgs = {
 };
 const argsFor = (name) => toolArgs[name] ?? {};
 
+// The hub tells a shared upstream connection that its clients can elicit
+// in form mode only (not every client can open a URL), so the everything
+// server does not offer these tools through the hub.
+const notThroughHub = new Set(["trigger-url-elicitation"]);
+
 // Tools with a check of their own, or that need a task, are not in the
 // generic comparison.
 const ownCheck = new Set(["trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation",
@@ -368,8 +373,10 @@ async function hubToolView(list) {
 // direct list: flat, every definition unchanged but for the name; dynamic,
 // name, description and input schema of each.
 function compareToolView(view) {
-  const want = directTools.map((t) => (flat ? { ...t, name: exposed(t.name) } : t));
+  const want = directTools.filter((t) => !notThroughHub.has(t.name)).map((t) => (flat ? { ...t, name: exposed(t.name) } : t));
   const got = new Map(view.map((t) => [t.name, t]));
+  const offered = [...notThroughHub].filter((n) => got.has(flat ? exposed(n) : n));
+  if (offered.length) fail("the hub offers over HTTP tools that need what it does not declare upstream", { offered });
   const missing = want.filter((t) => !got.has(t.name)).map((t) => t.name);
   if (missing.length) fail(`${missing.length} of ${want.length} tools missing`, { missing, listed: [...got.keys()] });
   for (const w of want) {
@@ -610,6 +617,7 @@ async function asked(fn) {
 
 async function flowBack(toolName, method) {
   if (!directByName.has(toolName)) throw new Skip(`the everything server did not register ${toolName} for this client`);
+  if (notThroughHub.has(toolName)) throw new Skip(`the hub declares form elicitation only upstream, so ${toolName} is not offered`);
   const want = await directCall(toolName, argsFor(toolName));
   const { res: got, requests } = await asked(() => hubCall(toolName, argsFor(toolName)));
   const mine = requests.filter((r) => r.method === method);

@@ -6,9 +6,11 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -45,6 +47,14 @@ const (
 	DefaultPageSize        = 100
 	DefaultMaxMessageSize  = 10 << 20
 	DefaultSessionInflight = 256
+	// DefaultMaxSessionProcesses caps the connections of servers with
+	// isolation: per-session kept for client sessions at once, across
+	// servers: 64 Node servers are some 6 GB.
+	DefaultMaxSessionProcesses = 64
+	DefaultSessionProcessIdle  = 5 * time.Minute
+	// DefaultClientShare is the part of a cap one client (credential) may
+	// hold when the hub has several (http.client_share).
+	DefaultClientShare = 0.5
 
 	DefaultRetryAttempts     = 3
 	DefaultRetryInitial      = time.Second
@@ -105,8 +115,12 @@ type Config struct {
 type HTTP struct {
 	// Token is the bearer token clients must send. Default
 	// $DYNAMIC_MCP_TOKEN; with neither, one is generated at start and
-	// printed to stderr.
+	// printed to stderr. It is the credential named "default".
 	Token string
+	// Tokens are more credentials, by name: each a client of its own,
+	// whose sessions no other credential can reach. Each token is at
+	// least 16 bytes and differs from every other and from Token.
+	Tokens map[string]string
 	// AllowedOrigins are browser origins allowed besides loopback ones.
 	AllowedOrigins []string
 	// MaxSessions caps the sessions open at once. A new session beyond
@@ -120,6 +134,11 @@ type HTTP struct {
 	// all sessions (each session has its own cap, settings.session_inflight); more get
 	// 503. Default 1024.
 	MaxInflight int
+	// ClientShare is the part of MaxInflight, of MaxSessions and of
+	// settings.max_session_processes (and each per-session server's 32)
+	// one credential may hold, when the hub has more than one: "50%" or
+	// 0.5 in the file. Default 0.5; 1 turns shares off.
+	ClientShare float64
 	// MaxBodyMemory caps the bytes of request bodies being read and
 	// handled at once; a body that does not fit waits, then gets 503.
 	// Default 128 MiB.
@@ -139,13 +158,33 @@ const (
 	DefaultMaxAuthFailures = 10
 )
 
-// LogValue keeps the token out of logs.
+// DefaultCredential is the name of http.token's credential.
+const DefaultCredential = "default"
+
+// MinTokenBytes is how long a token of http.tokens must be at least.
+const MinTokenBytes = 16
+
+// Credentials are the configured tokens by name: http.token as
+// "default", and http.tokens. Empty when none is configured.
+func (h HTTP) Credentials() map[string]string {
+	out := make(map[string]string, len(h.Tokens)+1)
+	for name, t := range h.Tokens {
+		out[name] = t
+	}
+	if h.Token != "" {
+		out[DefaultCredential] = h.Token
+	}
+	return out
+}
+
+// LogValue keeps the tokens out of logs: only the credentials' names.
 func (h HTTP) LogValue() slog.Value {
 	token := ""
 	if h.Token != "" {
 		token = "REDACTED"
 	}
-	return slog.GroupValue(slog.String("token", token), slog.Any("allowed_origins", h.AllowedOrigins),
+	names := slices.Sorted(maps.Keys(h.Tokens))
+	return slog.GroupValue(slog.String("token", token), slog.Any("tokens", names), slog.Any("allowed_origins", h.AllowedOrigins),
 		slog.Int("max_sessions", h.MaxSessions), slog.Duration("body_timeout", h.BodyTimeout), slog.Int("max_inflight", h.MaxInflight),
 		slog.Int("max_body_memory", h.MaxBodyMemory), slog.Int("max_auth_failures", h.MaxAuthFailures))
 }
@@ -257,6 +296,16 @@ type Settings struct {
 	// answered at once (stdio, or one HTTP session); more are answered
 	// -32000 at once. Default 256.
 	SessionInflight int
+	// MaxSessionProcesses caps the connections (each usually a child
+	// process) that servers with isolation: per-session keep for client
+	// sessions at once, all servers together; each server has its own cap
+	// of 32 besides. A session's call beyond it fails at once. Default 64.
+	MaxSessionProcesses int
+	// SessionProcessIdle is how long a client session's own connection
+	// to a server (isolation: per-session) lives without a request on it
+	// before it is closed; the session's next call starts it again.
+	// Default 5m.
+	SessionProcessIdle time.Duration
 	// StopGrace is each wait of the stop ladder: a child gets StopGrace to
 	// exit after its stdin is closed, then StopGrace after SIGTERM, before
 	// SIGKILL. Default 5s.

@@ -103,18 +103,20 @@ func (p *parser) parse(data []byte) *Config {
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
 		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
-			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures},
+			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare},
 		Settings: Settings{
-			ConnectTimeout:  DefaultConnectTimeout,
-			ListTimeout:     DefaultListTimeout,
-			CallTimeout:     DefaultCallTimeout,
-			PageSize:        DefaultPageSize,
-			MaxMessageSize:  DefaultMaxMessageSize,
-			StopGrace:       DefaultStopGrace,
-			StartupWait:     DefaultStartupWait,
-			SessionInflight: DefaultSessionInflight,
-			Search:          SearchAuto,
-			Retry:           Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
+			ConnectTimeout:      DefaultConnectTimeout,
+			ListTimeout:         DefaultListTimeout,
+			CallTimeout:         DefaultCallTimeout,
+			PageSize:            DefaultPageSize,
+			MaxMessageSize:      DefaultMaxMessageSize,
+			StopGrace:           DefaultStopGrace,
+			StartupWait:         DefaultStartupWait,
+			SessionInflight:     DefaultSessionInflight,
+			MaxSessionProcesses: DefaultMaxSessionProcesses,
+			SessionProcessIdle:  DefaultSessionProcessIdle,
+			Search:              SearchAuto,
+			Retry:               Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
 	var doc yaml.Node
@@ -154,13 +156,16 @@ func (p *parser) parse(data []byte) *Config {
 		"http": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
 				"token":             func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },
+				"tokens":            func(k string, v *yaml.Node) { cfg.HTTP.Tokens = p.tokens(v, k) },
 				"allowed_origins":   func(k string, v *yaml.Node) { cfg.HTTP.AllowedOrigins = p.strings(v, k) },
 				"max_sessions":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxSessions) },
 				"body_timeout":      func(k string, v *yaml.Node) { cfg.HTTP.BodyTimeout = p.duration(v, k) },
 				"max_inflight":      func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxInflight) },
+				"client_share":      func(k string, v *yaml.Node) { p.share(v, k, &cfg.HTTP.ClientShare) },
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 			})
+			p.checkTokens(v, key, cfg.HTTP)
 		},
 	})
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil && !misspelt["groups"] {
@@ -169,8 +174,11 @@ func (p *parser) parse(data []byte) *Config {
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
-			if cfg.HTTP.Token != "" && s.Transport == TransportStdio {
-				s.Hide = []string{cfg.HTTP.Token}
+			if s.Transport == TransportStdio {
+				for _, t := range cfg.HTTP.Credentials() {
+					s.Hide = append(s.Hide, t)
+				}
+				slices.Sort(s.Hide)
 			}
 		}
 	}
@@ -204,15 +212,21 @@ func (p *parser) resolve(path string) string {
 
 func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 	p.mapping(n, path, map[string]func(string, *yaml.Node){
-		"connect_timeout":  func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
-		"list_timeout":     func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
-		"call_timeout":     func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
-		"stop_grace":       func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
-		"startup_wait":     func(k string, v *yaml.Node) { s.StartupWait = p.duration(v, k) },
-		"max_message_size": func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
-		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
-		"session_inflight": func(k string, v *yaml.Node) { p.positive(v, k, &s.SessionInflight) },
-		"search":           func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
+		"connect_timeout":       func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
+		"list_timeout":          func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
+		"call_timeout":          func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
+		"stop_grace":            func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
+		"startup_wait":          func(k string, v *yaml.Node) { s.StartupWait = p.duration(v, k) },
+		"max_message_size":      func(k string, v *yaml.Node) { s.MaxMessageSize = p.size(v, k) },
+		"retry":                 func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
+		"session_inflight":      func(k string, v *yaml.Node) { p.positive(v, k, &s.SessionInflight) },
+		"max_session_processes": func(k string, v *yaml.Node) { p.positive(v, k, &s.MaxSessionProcesses) },
+		"session_process_idle": func(k string, v *yaml.Node) {
+			if d := p.duration(v, k); d > 0 {
+				s.SessionProcessIdle = d
+			}
+		},
+		"search": func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n

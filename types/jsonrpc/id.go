@@ -7,7 +7,8 @@ import (
 
 // IDOf finds the top-level "id" of a message, which may be cut short or
 // broken further on, so that a peer can still be answered about it. It
-// returns nil when no id comes before the message ends or breaks.
+// returns nil when no id comes before the message ends or breaks, or when
+// the id cannot be echoed (see echoable).
 func IDOf(msg []byte) json.RawMessage {
 	d := json.NewDecoder(bytes.NewReader(msg))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
@@ -24,6 +25,9 @@ func IDOf(msg []byte) json.RawMessage {
 			return nil
 		}
 		if key == "id" {
+			if !echoable(v) {
+				return nil
+			}
 			return v
 		}
 	}
@@ -34,7 +38,7 @@ func IDOf(msg []byte) json.RawMessage {
 // too large to read whole whose id comes last (`...,"id":7}`). It accepts
 // only a number or a string without escapes followed by the closing brace
 // of the outermost object, so a nested "id" is never taken for it; nil
-// when the end has no such id.
+// when the end has no such id, or one that cannot be echoed.
 func IDOfTail(tail []byte) json.RawMessage {
 	b := bytes.TrimRight(tail, " \t\r\n")
 	if len(b) == 0 || b[len(b)-1] != '}' {
@@ -62,6 +66,9 @@ func IDOfTail(tail []byte) json.RawMessage {
 		}
 	}
 	id := b[i:end]
+	if !echoable(id) {
+		return nil
+	}
 	rest := bytes.TrimRight(b[:i], " \t\r\n")
 	rest, ok := bytes.CutSuffix(rest, []byte(":"))
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Message is one JSON-RPC message: a request (Method and ID), a
@@ -60,6 +61,7 @@ var (
 	ErrVersion    = errors.New(`jsonrpc must be "2.0"`)
 	ErrNullID     = errors.New("a request's id must be a string or a number, not null")
 	ErrBadID      = errors.New("id must be a string or a number")
+	ErrIDNotUTF8  = errors.New("id must be valid UTF-8")
 	ErrBadMethod  = errors.New("method must be a string")
 )
 
@@ -119,6 +121,9 @@ func Decode(b []byte) (*Message, error) {
 		if id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
 			return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrBadID}
 		}
+		if !echoable(id) {
+			return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrIDNotUTF8}
+		}
 		m.ID = id
 	}
 	if env.method != nil {
@@ -166,6 +171,12 @@ func Decode(b []byte) (*Message, error) {
 	}
 	return m, nil
 }
+
+// echoable reports whether id can be sent back as it came: an answer is
+// valid JSON text only in UTF-8 (RFC 8259 section 8.1), and an id with its
+// invalid bytes replaced could name another request of the peer's, so
+// such an id is refused and answered as unreadable (null).
+func echoable(id []byte) bool { return utf8.Valid(id) }
 
 // unquote returns the text of a JSON string literal.
 func unquote(lit []byte) string {

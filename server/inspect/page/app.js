@@ -3,6 +3,9 @@
 // as it is. The bearer token is kept in this tab's sessionStorage and sent
 // in the Authorization header, never in a URL; EventSource cannot send
 // headers, so the event stream is read with fetch() and a ReadableStream.
+// The page first tries without a token: a hub that needs none (serve
+// --http --insecure-no-auth) is shown at once; one that does answers 401,
+// and only then is the token asked for.
 'use strict';
 
 const TOKEN_KEY = 'dynamic-mcp-inspector-token';
@@ -19,11 +22,13 @@ const state = {
   unseen: 0,           // events while paused
   tab: 'traffic',
   stream: null,        // the AbortController of the event stream
+  live: false,         // the API is being read: not waiting for a token
 };
 
 // ---- the token ----
 
 function askToken(why) {
+  state.live = false;
   state.token = '';
   sessionStorage.removeItem(TOKEN_KEY);
   const err = $('#login-error');
@@ -46,10 +51,10 @@ $('#login-form').addEventListener('submit', () => {
 async function api(path, init = {}) {
   const res = await fetch('api/' + path, {
     ...init, cache: 'no-store',
-    headers: { ...(init.headers || {}), Authorization: 'Bearer ' + state.token },
+    headers: { ...(init.headers || {}), ...(state.token ? { Authorization: 'Bearer ' + state.token } : {}) },
   });
   if (res.status === 401) {
-    askToken('The hub refused that token.');
+    askToken(state.token ? 'The hub refused that token.' : '');
     throw new Error('unauthorized');
   }
   if (res.status === 429) {
@@ -520,7 +525,7 @@ for (const b of document.querySelectorAll('#tabs button')) {
 // ---- upstreams and clients, polled ----
 
 async function poll() {
-  if (!state.token) return;
+  if (!state.live) return;
   try {
     const [up, cl] = await Promise.all([api('upstreams').then((r) => r.json()), api('clients').then((r) => r.json())]);
     renderUpstreams(up);
@@ -581,9 +586,10 @@ function renderClients(list) {
 // ---- start ----
 
 function start() {
+  state.live = true;
   stream();
   poll();
 }
 
 setInterval(poll, 2000);
-if (state.token) start(); else askToken();
+start(); // with the token kept, or none: a hub that needs one answers 401, which asks for it

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+)
+
+// Three hubs (three processes, one config each, as three clients'
+// entries) on one sign-in, against an authorization server that rotates
+// refresh tokens, lets access tokens lapse in 2 s and revokes the grant
+// when a used refresh token comes again (ory/hydra, Notion), each called
+// without pause: the renewals of the three take turns through the token
+// store's lock, so the grant stands and every call is answered. Before the
+// lock, two hubs renewed with the same refresh token and every call after
+// failed (issue 22).
+func TestHubsShareOneSignInAcrossRenewals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	t.Parallel()
+	runFor := 8 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("DYNAMIC_MCP_TEST_SHARED_FOR")); err == nil {
+		runFor = d // the issue's 30 s: DYNAMIC_MCP_TEST_SHARED_FOR=30s
+	}
+	a := authtest.NewServer(t)
+	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
+	s := mcpserver.NewMCPServer("protected", "1")
+	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("hello, signed-in hub"), nil
+	})
+	a.Resource = mcpserver.NewStreamableHTTPServer(s)
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	rec, err := auth.Login(ctx, "r", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error { go visitURL(u); return nil }, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.NewStore(filepath.Join(home, "oauth-servers")).Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	hubs := make([]*client, 3)
+	for i := range hubs {
+		cfg := filepath.Join(home, fmt.Sprintf("client%d.yaml", i))
+		os.WriteFile(cfg, []byte(`mode: flat
+groups:
+  r:
+    description: a protected server
+    url: `+a.URL+`/mcp
+    transport: streamable-http
+`), 0o600)
+		hubs[i] = startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
+		hubs[i].initialize("2025-06-18")
+	}
+	for i, c := range hubs {
+		waitFor(t, 10*time.Second, fmt.Sprintf("hub %d's tool", i), func() bool {
+			return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
+		})
+	}
+	type tally struct {
+		answered, failed int
+		first            string
+	}
+	tallies := make([]tally, len(hubs))
+	var wg sync.WaitGroup
+	for i, c := range hubs {
+		wg.Go(func() {
+			for end := time.Now().Add(runFor); time.Now().Before(end); {
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)),
+					Method: "tools/call", Params: map[string]any{"name": "r__hello", "arguments": map[string]any{}}})
+				cancel()
+				switch {
+				case err != nil:
+				case resp.Error != nil:
+					err = fmt.Errorf("error %d %s", resp.Error.Code, resp.Error.Message)
+				case !strings.Contains(string(resp.Result), "hello, signed-in hub") || strings.Contains(string(resp.Result), `"isError":true`):
+					err = fmt.Errorf("result %s", resp.Result)
+				}
+				if err != nil {
+					tallies[i].failed++
+					if tallies[i].first == "" {
+						tallies[i].first = err.Error()
+					}
+					continue
+				}
+				tallies[i].answered++
+			}
+		})
+	}
+	wg.Wait()
+	a.Lock()
+	revoked, refreshed := a.Revoked, a.Refreshed
+	a.Unlock()
+	if revoked {
+		t.Error("the authorization server revoked the grant: a refresh token was used twice")
+	}
+	for i, tl := range tallies {
+		if tl.failed > 0 || tl.answered == 0 {
+			t.Errorf("hub %d: %d calls answered, %d failed (first: %s)", i, tl.answered, tl.failed, tl.first)
+		}
+	}
+	if refreshed < int(runFor/(2*time.Second)) {
+		t.Errorf("%d renewals in %s of 2 s tokens", refreshed, runFor)
+	}
+	t.Logf("calls answered per hub: %+v; %d renewals", tallies, refreshed)
+}

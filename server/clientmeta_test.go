@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// modernCall is a 2026-07-28 tools/call of name with id, stating caps
+// (a JSON object, "" for none) in its _meta.
+func modernCall(id, name, caps string) string {
+	meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"}`
+	if caps != "" {
+		meta += `,"io.modelcontextprotocol/clientCapabilities":` + caps
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{"text":"hi"},"_meta":{` + meta + `}}}`
+}
+
+// A 2026-07-28 client sends no initialize: what it states in each
+// request's _meta is what it can do. An upstream's elicitation during a
+// call that states elicitation reaches it, a prompt policy asks it, and a
+// later request that states none is refused both, with no guess carried
+// over from the first.
+func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    policy:
+      - {action: prompt, tool: "echo"}
+      - {action: allow, tool: "*"}
+`), false)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	c := servePipes(t, h, StdioOptions{})
+
+	// answerElicitation reads until the hub's elicitation/create and
+	// accepts it with content.
+	answerElicitation := func(content string) {
+		t.Helper()
+		all := c.readUntil(func(line string) bool { return strings.Contains(line, `"method":"elicitation/create"`) })
+		var req struct{ ID json.RawMessage }
+		mustJSON(t, all[strings.LastIndex(all[:len(all)-1], "\n")+1:], &req)
+		c.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":` + content + `}}`)
+	}
+
+	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
+	answerElicitation(`{"name":"Ada"}`)
+	if got := c.answer("1"); !strings.Contains(got, "Ada") {
+		t.Errorf("the upstream's elicitation, stated in _meta: %s", got)
+	}
+	c.send(modernCall("2", "f__echo", `{"elicitation":{}}`))
+	answerElicitation(`{}`)
+	if got := c.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") {
+		t.Errorf("a prompt policy asking a client that stated elicitation: %s", got)
+	}
+	if caps, known := h.sessionList()[0].ClientCapabilities(); !known || caps.Elicitation == nil {
+		t.Errorf("session capabilities %+v, known %v", caps, known)
+	}
+
+	c.send(modernCall("3", "f__ask", `{}`))
+	if got := c.answer("3"); !strings.Contains(got, "does not support elicitation/create") {
+		t.Errorf("the upstream's elicitation, none stated: %s", got)
+	}
+	c.send(modernCall("4", "f__echo", `{}`))
+	if got := c.answer("4"); !strings.Contains(got, "-32001") {
+		t.Errorf("a prompt policy, no capabilities stated: %s", got)
+	}
+	// 2026-07-28 requires the statement: a request without one is refused.
+	c.send(modernCall("5", "f__echo", ""))
+	if got := c.answer("5"); !strings.Contains(got, "-32602") {
+		t.Errorf("a request that states no capabilities: %s", got)
+	}
+}
+
+// answeringPeer answers every request of the hub's with {} and counts them.
+type answeringPeer struct{ calls atomic.Int32 }
+
+func (p *answeringPeer) Notify(context.Context, []byte) {}
+func (p *answeringPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	p.calls.Add(1)
+	return json.RawMessage(`{}`), nil
+}
+func (p *answeringPeer) Dropped() uint64 { return 0 }
+func (p *answeringPeer) Answering() int  { return 0 }
+
+// An upstream's elicitation in url mode reaches only a client that
+// declared that mode, one in form mode only a client that answers forms
+// (one that declared elicitation without a mode answers forms alone).
+func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), false)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	s := mgr.Servers()[0]
+	for _, c := range []struct {
+		declared, params string
+		passed           bool
+	}{
+		{`{"elicitation":{}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, true},
+		{`{"elicitation":{}}`, `{"mode":"form","message":"m","requestedSchema":{"type":"object"}}`, true},
+		{`{"elicitation":{}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, false},
+		{`{"elicitation":{"form":{}}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, false},
+		{`{"elicitation":{"url":{}}}`, `{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"1"}`, true},
+		{`{"elicitation":{"url":{}}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, false},
+		{`{"elicitation":{"form":{},"url":{}}}`, `{"message":"m","requestedSchema":{"type":"object"}}`, true},
+	} {
+		peer := &answeringPeer{}
+		sess, err := h.Open("url-"+c.declared+c.params, "test", peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess.sess.stated(clientStatement{modern: true, version: "2026-07-28", capabilities: []byte(c.declared)})
+		_, err = h.upstreamRequest(upstream.WithOwner(t.Context(), sess.sess), s, "elicitation/create", json.RawMessage(c.params))
+		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
+			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
+		}
+		sess.Close()
+	}
+}
+
+// What a 2026-07-28 request states is the session's: its protocol
+// version and client info too, for the inspector and the traces; a
+// request of an older era changes nothing, and capabilities that do not
+// decode count as none.
+func TestStatedClientMeta(t *testing.T) {
+	s := newSession("s", "test")
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`)))
+	if _, known := s.ClientCapabilities(); known || s.ProtocolVersion() != "" {
+		t.Errorf("a 2025-11-25 request's _meta was taken: version %q", s.ProtocolVersion())
+	}
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"n","version":"2"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}}}}`)))
+	caps, known := s.ClientCapabilities()
+	if !known || caps.Sampling == nil || caps.Roots == nil || caps.Elicitation != nil || s.ProtocolVersion() != "2026-07-28" || s.GetClientInfo().Name != "n" {
+		t.Errorf("caps %+v known %v, version %q, info %+v", caps, known, s.ProtocolVersion(), s.GetClientInfo())
+	}
+	s.stated(stateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":7}}}`)))
+	if caps, _ := s.ClientCapabilities(); caps.Sampling != nil || caps.Roots != nil || s.GetClientInfo().Name != "n" {
+		t.Errorf("after capabilities that do not decode: %+v, info %+v", caps, s.GetClientInfo())
+	}
+}
+
+func scan(t *testing.T, params string) (jsonrpc.Object, json.RawMessage) {
+	t.Helper()
+	o, err := jsonrpc.ScanObject([]byte(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, json.RawMessage(params)
+}

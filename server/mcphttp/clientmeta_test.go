@@ -1,0 +1,50 @@
+package mcphttp
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A 2026-07-28 request without Mcp-Session-Id gets a session for itself
+// alone, whose capabilities are the ones the request states in its _meta:
+// an upstream's elicitation during the call is not refused as if the
+// client could not answer it, but as what it is, a request that such a
+// client has no session to answer (until the hub sends input_required),
+// at once: the call is not held until the upstream's timeout.
+func TestStatelessRequestCapabilitiesFromMeta(t *testing.T) {
+	t.Parallel()
+	_, _, base := isolationHub(t, "per-session")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // far below the call timeout of 10s
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "f__ask")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"method":"elicitation/create"`) {
+			t.Fatalf("an elicitation this client cannot answer: %s", sc.Text())
+		}
+		if strings.Contains(sc.Text(), `"id":"ask"`) {
+			if !strings.Contains(sc.Text(), "came without a session") {
+				t.Errorf("answered: %s", sc.Text())
+			}
+			return
+		}
+	}
+	t.Fatalf("no answer: %v", sc.Err())
+}

@@ -1,0 +1,202 @@
+package mcphttp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+)
+
+const (
+	shareTokenA = "share-token-of-client-a"
+	shareTokenB = "share-token-of-client-b"
+)
+
+// shareFace serves h's face with opts and two named credentials, a and
+// b: two clients, each with its share of the caps.
+func shareFace(t *testing.T, h *server.Hub, opts Options) (*Server, string) {
+	opts.Tokens = map[string]string{"a": shareTokenA, "b": shareTokenB}
+	face := New(h, opts, testLogger())
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+	return face, ts.URL
+}
+
+// tokenClient is a client of one credential, in one session.
+type tokenClient struct {
+	t                    *testing.T
+	base, token, session string
+}
+
+func (c *tokenClient) post(body string) (int, http.Header, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set(headerSessionID, c.session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if id := resp.Header.Get(headerSessionID); id != "" {
+		c.session = id
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// open initializes a session of token's; it returns initialize's status.
+func openAs(t *testing.T, base, token string) (*tokenClient, int) {
+	t.Helper()
+	c := &tokenClient{t: t, base: base, token: token}
+	code, _, _ := c.post(initializeMsg)
+	if code == http.StatusOK {
+		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	return c, code
+}
+
+// stream keeps the session's GET stream open until ctx ends: the session
+// is not idle meanwhile.
+func (c *tokenClient) stream(ctx context.Context, face *Server) {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET stream: %v %v", err, resp)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	waitFor(c.t, 5*time.Second, "the GET stream", func() bool { return face.lookup(c.session).hasStandalone() })
+}
+
+func (c *tokenClient) ping() int {
+	code, _, _ := c.post(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	return code
+}
+
+// With two credentials a client holds at most half of http.max_sessions:
+// with a cap of 4, a's third session is refused 503 while its two are
+// busy, b opens two sessions all the same, and once a's are idle a's next
+// session closes one of a's own, never b's.
+func TestHTTPClientShareOfSessions(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
+	face, base := shareFace(t, fakeHub(t), Options{MaxSessions: 4})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var a []*tokenClient
+	for range 2 {
+		c, code := openAs(t, base, shareTokenA)
+		if code != http.StatusOK {
+			t.Fatalf("a's session %d: %d", len(a)+1, code)
+		}
+		c.stream(ctx, face)
+		a = append(a, c)
+	}
+	if _, code := openAs(t, base, shareTokenA); code != http.StatusServiceUnavailable {
+		t.Errorf("a's third session, past its share of 2: %d, want 503", code)
+	}
+	var b []*tokenClient
+	for range 2 {
+		c, code := openAs(t, base, shareTokenB)
+		if code != http.StatusOK || c.ping() != http.StatusOK {
+			t.Fatalf("b's session %d while a holds its share: %d", len(b)+1, code)
+		}
+		b = append(b, c)
+	}
+	cancel() // a's sessions go idle
+	waitFor(t, 5*time.Second, "a's sessions to be idle", func() bool {
+		for _, c := range a {
+			if idle, _ := face.lookup(c.session).idle(); !idle {
+				return false
+			}
+		}
+		return true
+	})
+	if _, code := openAs(t, base, shareTokenA); code != http.StatusOK {
+		t.Errorf("a's session once its others are idle: %d", code)
+	}
+	gone := 0
+	for _, c := range a {
+		if c.ping() == http.StatusNotFound {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d of a's idle sessions closed for its new one, want 1", gone)
+	}
+	for i, c := range b {
+		if code := c.ping(); code != http.StatusOK {
+			t.Errorf("b's session %d after a's new one: %d", i+1, code)
+		}
+	}
+}
+
+// With two credentials a client has at most half of http.max_inflight in
+// flight: with a cap of 4, a's third request while two calls run is
+// answered 503 with Retry-After, b's requests are served meanwhile, and
+// a's are again once its calls are answered.
+func TestHTTPClientShareOfInflight(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
+	face, base := shareFace(t, fakeHub(t), Options{MaxInflight: 4})
+	a, _ := openAs(t, base, shareTokenA)
+	b, _ := openAs(t, base, shareTokenB)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`, i+1))
+		})
+	}
+	waitFor(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.Load() == 2 })
+	if code, header, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
+		t.Errorf("a's third request in flight, past its share of 2: %d Retry-After %q", code, header.Get("Retry-After"))
+	}
+	for range 2 {
+		if code := b.ping(); code != http.StatusOK {
+			t.Errorf("b's request while a holds its share: %d", code)
+		}
+	}
+	wg.Wait()
+	if code := a.ping(); code != http.StatusOK {
+		t.Errorf("a's request once its calls are answered: %d", code)
+	}
+}
+
+// With two credentials a client's sessions hold at most half of
+// settings.max_session_processes: with a cap of 2, a's second session's
+// call to a server with isolation: per-session fails with the reason
+// while its first has a process, and b's session gets one all the same.
+func TestHTTPClientShareOfSessionProcesses(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, stop_grace: 1s, max_session_processes: 2", "    isolation: per-session\n"), nil)
+	_, base := shareFace(t, h, Options{})
+	pid := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__pid","arguments":{}}}`
+	a1, _ := openAs(t, base, shareTokenA)
+	a2, _ := openAs(t, base, shareTokenA)
+	b1, _ := openAs(t, base, shareTokenB)
+	if _, _, body := a1.post(pid); !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("a's first session: %s", body)
+	}
+	if _, _, body := a2.post(pid); !strings.Contains(body, "its share of settings.max_session_processes (1 of 2") {
+		t.Errorf("a's second session, past its share of 1: %s", body)
+	}
+	if _, _, body := b1.post(pid); !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
+		t.Errorf("b's session while a holds its share: %s", body)
+	}
+	if n := mgr.SessionProcesses(); n != 2 {
+		t.Errorf("%d session processes, want 2", n)
+	}
+}
