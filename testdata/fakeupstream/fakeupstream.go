@@ -541,9 +541,16 @@ func handle(req request) {
 			grown.Unlock()
 		}
 		all = append(all, taskTools()...)
+		if *modern {
+			all = append(all, mrtrTools()...)
+		}
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
-		pageOf(req.ID, req.Params, "prompts", prompts())
+		ps := prompts()
+		if *modern {
+			ps = append(ps, mrtrPrompt)
+		}
+		pageOf(req.ID, req.Params, "prompts", ps)
 	case "resources/list":
 		pageOf(req.ID, req.Params, "resources", resources())
 	case "resources/templates/list":
@@ -555,6 +562,9 @@ func handle(req request) {
 		_ = json.Unmarshal(req.Params, &p)
 		reply(req.ID, map[string]any{"contents": []any{map[string]any{"uri": p.URI, "mimeType": "text/plain", "text": "content of " + p.URI}}})
 	case "prompts/get":
+		if *modern && mrtrCall(req) {
+			return
+		}
 		var p struct {
 			Name      string            `json:"name"`
 			Arguments map[string]string `json:"arguments"`
@@ -569,6 +579,9 @@ func handle(req request) {
 		_ = json.Unmarshal(req.Params, &p)
 		reply(req.ID, map[string]any{"completion": map[string]any{"values": []string{"ref:" + p.Ref["name"] + p.Ref["uri"]}, "hasMore": false}})
 	case "tools/call":
+		if *modern && mrtrCall(req) {
+			return
+		}
 		call(req)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
 		taskRequest(req)
