@@ -89,7 +89,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.
 		if mcp.IsModernProtocol(c.server.Status().ProtocolVersion) {
 			return h.relay(ctx, req, c, params, timeout, who, digest)
 		}
-		p, err := h.startHeld(ctx, c, params, timeout, caps)
+		p, err := h.startHeld(ctx, c, params, timeout, caps, who == callerWithoutSession)
 		if err != nil {
 			return nil, err
 		}
@@ -292,17 +292,28 @@ func inputCallOf(ctx context.Context) *inputCall {
 // the client's request (which ends with the first input_required), within
 // timeout. The goroutine keeps the outcome until a request takes it, the
 // timeout passes or the hub closes.
-func (h *Hub) startHeld(ctx context.Context, c call, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*inputCall, error) {
+//
+// A request without a session has a session that ends with its answer,
+// and with it the connections of that session's own (isolation:
+// per-session): the call is then the owner of its connections itself
+// (ownsConn), which it releases when it ends.
+func (h *Hub) startHeld(ctx context.Context, c call, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities, ownsConn bool) (*inputCall, error) {
 	p := &inputCall{deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
 	pctx = context.WithValue(pctx, inputCallKey{}, p)
+	if ownsConn {
+		pctx = upstream.WithOwner(pctx, p)
+	}
 	stopOnClose := context.AfterFunc(h.ctx, cancel)
 	if !h.spawn(func() {
 		defer stopOnClose()
 		defer cancel()
+		if ownsConn {
+			defer h.mgr.Release(p)
+		}
 		p.res, p.err = h.request(pctx, nil, c.server, c.method, params, timeout)
 		close(p.done)
 		select {
@@ -364,7 +375,11 @@ func (h *Hub) park(p *inputCall, asks []*inputAsk, who, digest string) (json.Raw
 	}
 	requests := make(map[string]inputRequest, len(asks))
 	for _, a := range asks {
-		requests[a.key] = inputRequest{Method: a.method, Params: a.params}
+		params := a.params
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(`{}`) // roots/list has none: an empty object, as the specification writes it
+		}
+		requests[a.key] = inputRequest{Method: a.method, Params: params}
 	}
 	res, err := jsonrpc.Marshal(struct {
 		ResultType    mcp.ResultType          `json:"resultType"`

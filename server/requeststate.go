@@ -158,7 +158,11 @@ func callDigest(c call) string {
 // call held for one round only, so it cannot be used twice either way.
 func caller(sess *session) string {
 	if sess.transport == "streamable-http" && !sess.Initialized() {
-		return "http"
+		return callerWithoutSession
 	}
 	return "session " + sess.id
 }
+
+// callerWithoutSession is the caller of a request over HTTP without a
+// session (see caller).
+const callerWithoutSession = "http"
