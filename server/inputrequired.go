@@ -89,7 +89,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.
 		if mcp.IsModernProtocol(c.server.Status().ProtocolVersion) {
 			return h.relay(ctx, req, c, params, timeout, who, digest)
 		}
-		p, err := h.startHeld(ctx, c, params, timeout, caps, who == callerWithoutSession)
+		p, err := h.startHeld(ctx, c, params, timeout, caps, sessionless(req.sess))
 		if err != nil {
 			return nil, err
 		}

@@ -93,7 +93,7 @@ func (s *stateSealer) seal(st sealedState) (string, error) {
 var (
 	errStateForged  = errors.New("requestState was not issued by this hub, or was altered (states do not survive a restart of the hub)")
 	errStateExpired = errors.New("requestState has expired: answer the input requests within the call timeout")
-	errStateCaller  = errors.New("requestState was issued to another session")
+	errStateCaller  = errors.New("requestState was issued to another session or credential")
 	errStateCall    = errors.New("requestState was issued for another request")
 	errStateUsed    = errors.New("requestState names a call that has ended or whose state was used already")
 )
@@ -153,16 +153,20 @@ func callDigest(c call) string {
 
 // caller is who a state is bound to: the client's session, or, for a
 // request over HTTP that came without one (2026-07-28 needs none, and
-// the face makes a session for that request alone), the holder of the
-// hub's token, the only principal the hub knows then. The state names a
-// call held for one round only, so it cannot be used twice either way.
+// the face makes a session for that request alone), the credential it
+// came with, the only principal the hub knows then (where the face tells
+// credentials apart: named tokens; else any holder of the hub's token).
+// The state names a call held for one round only, so it cannot be used
+// twice either way.
 func caller(sess *session) string {
-	if sess.transport == "streamable-http" && !sess.Initialized() {
-		return callerWithoutSession
+	if sessionless(sess) {
+		return "credential " + sess.Client()
 	}
 	return "session " + sess.id
 }
 
-// callerWithoutSession is the caller of a request over HTTP without a
-// session (see caller).
-const callerWithoutSession = "http"
+// sessionless reports whether sess is the session of one request over
+// HTTP that came without Mcp-Session-Id: it ends with that request.
+func sessionless(sess *session) bool {
+	return sess.transport == "streamable-http" && !sess.Initialized()
+}

@@ -12,13 +12,17 @@ import (
 // during its call comes back as the answer to its POST, input_required,
 // and the retry, another POST of a request of its own, resumes the call
 // the hub held and gets its result.
+//
+// The state is bound to the credential the request came with: another
+// client's token cannot resume the call.
 func TestInputRequiredOverHTTPWithoutSession(t *testing.T) {
 	t.Parallel()
-	h := fakeHub(t)
-	_, ts := serveHTTP(t, h)
+	_, ts := ownedFace(t)
+	token := tokenA
 	post := func(body string) string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
@@ -52,7 +56,13 @@ func TestInputRequiredOverHTTPWithoutSession(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &first); err != nil || first.Result.ResultType != "input_required" || first.Result.InputRequests["input-1"] == nil {
 		t.Fatalf("first: %v %s", err, body)
 	}
-	body = post(call("2", `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Eve"}}},"requestState":"`+first.Result.RequestState+`"`))
+	retry := call("2", `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Eve"}}},"requestState":"`+first.Result.RequestState+`"`)
+	token = tokenB
+	if body = post(retry); !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, "issued to another") {
+		t.Errorf("another credential's retry: %s", body)
+	}
+	token = tokenA
+	body = post(retry)
 	var final result
 	if err := json.Unmarshal([]byte(body), &final); err != nil || len(final.Result.Content) != 1 || !strings.Contains(final.Result.Content[0].Text, "Eve") {
 		t.Fatalf("final: %v %s", err, body)
