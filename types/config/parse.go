@@ -114,6 +114,8 @@ func (p *parser) parse(data []byte) *Config {
 			StartupWait:     DefaultStartupWait,
 			SessionInflight: DefaultSessionInflight,
 			Search:          SearchAuto,
+			Shared:          SharedAuto,
+			SharedIdle:      DefaultSharedIdle,
 			Retry:           Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
@@ -213,6 +215,8 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"retry":            func(k string, v *yaml.Node) { p.retry(v, k, &s.Retry) },
 		"session_inflight": func(k string, v *yaml.Node) { p.positive(v, k, &s.SessionInflight) },
 		"search":           func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
+		"shared":           func(k string, v *yaml.Node) { choose(p, v, k, &s.Shared, SharedAuto, SharedOff) },
+		"shared_idle":      func(k string, v *yaml.Node) { s.SharedIdle = p.duration(v, k) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
