@@ -11,3 +11,5 @@ import (
 func spawnDetached(string, []string, string, *os.File) (<-chan error, error) {
 	return nil, errors.New("the shared hub is not supported on this OS")
 }
+
+func processAlive(int) bool { return false }

@@ -25,3 +25,9 @@ func spawnDetached(exe string, args []string, dir string, logFile *os.File) (exi
 	go func() { ch <- cmd.Wait() }()
 	return ch, nil
 }
+
+// processAlive reports whether a process pid exists (and is not a
+// zombie we could reap: the hub is never this process's child for long).
+func processAlive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
