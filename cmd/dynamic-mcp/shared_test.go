@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -331,3 +332,46 @@ func TestSharedHubStaleSocketRecovered(t *testing.T) {
 
 // fakeGroup is a group of one fake upstream.
 func fakeGroup() string { return fmt.Sprintf("{ description: fake, command: %q }", fakeBin) }
+
+// Three clients of the official TypeScript SDK, started as a client
+// starts a server, on one config: each is a session of one shared hub
+// with its own initialize, roots, sampling, elicitation and log level
+// (every check of testdata/sdkclient/run.mjs, over stdio), while the
+// everything server they share runs once.
+func TestSharedHubSDKClients(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
+	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
+	direct, _ := json.Marshal(referenceServer(t, "server-everything", "stdio"))
+	// Each client's server->client requests reach it on a connection of
+	// its own, as over HTTP (isolation: per-session).
+	cfg := strings.Replace(everythingConfig(t, "flat"), "settings: {", "settings: { shared_idle: 1s,", 1)
+	cfg = strings.Replace(cfg, "description: The reference server\n", "description: The reference server\n    isolation: per-session\n", 1)
+	s := newShared(t, cfg)
+	hub, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			t.Run(fmt.Sprint("client-", i), func(t *testing.T) {
+				runSDKClientEnv(t, s.env, []string{script, "--transport", "stdio", "--mode", "flat", "--group", "everything",
+					"--direct", string(direct), "--hub", string(hub), "--many",
+					// On a connection of the session's own, what the
+					// everything server keeps per connection (the resource
+					// a tool adds, a subscription's updates) is not in the
+					// lists, which come from the shared connection.
+					"--skip", "^resources/(list|read|subscribe)$", "--skip-why", "isolation: per-session lists come from the shared connection"})
+			})
+		})
+	}
+	wg.Wait()
+	// One hub served them all (each run.mjs also starts the everything
+	// server directly, so children are not counted here).
+	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(paths.Log)
+	if hubs, sessions := bytes.Count(log, []byte(`"msg":"serving as the shared hub"`)), bytes.Count(log, []byte(`"msg":"client connected"`)); hubs != 1 || sessions < 3 {
+		t.Errorf("%d hubs started, %d sessions: want 1 hub, 3 sessions or more", hubs, sessions)
+	}
+}

@@ -31,6 +31,9 @@ const { values: opt } = parseArgs({
     url: { type: "string" },
     sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
     only: { type: "string" }, // a regular expression on check names
+    skip: { type: "string" }, // a regular expression on check names to skip, --skip-why saying why
+    "skip-why": { type: "string", default: "skipped by the caller" },
+    many: { type: "boolean", default: false }, // the hub serves many clients (a shared hub over stdio)
     timeout: { type: "string", default: "15000" }, // ms, one request
   },
 });
@@ -68,12 +71,17 @@ function report(check, fields) {
 }
 
 const only = opt.only ? new RegExp(opt.only) : null;
+const skipped = opt.skip ? new RegExp(opt.skip) : null;
 
 // check runs fn and reports it; fn returns extra fields for the report,
 // or throws. A thrown Skip reports a skip.
 class Skip extends Error {}
 async function check(name, fn) {
   if (only && !only.test(name) && name !== "initialize" && name !== "direct") return;
+  if (skipped && skipped.test(name)) {
+    report(name, { skip: opt["skip-why"] });
+    return;
+  }
   const start = Date.now();
   try {
     const extra = (await fn()) ?? {};
@@ -275,7 +283,8 @@ const argsFor = (name) => toolArgs[name] ?? {};
 // Over HTTP the hub tells a shared upstream connection that its clients
 // can elicit in form mode only (not every client can open a URL), so the
 // everything server does not offer these tools through the hub there.
-const notOverHTTP = opt.transport === "stdio" ? new Set() : new Set(["trigger-url-elicitation"]);
+// So does a shared hub, whose stdio clients are many (--many).
+const notOverHTTP = opt.transport === "stdio" && !opt.many ? new Set() : new Set(["trigger-url-elicitation"]);
 
 // Tools with a check of their own, or that need a task, are not in the
 // generic comparison.
