@@ -58,7 +58,12 @@ func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *sl
 		logger.Warn("no shared hub: serving in this process", "err", err)
 		return errStandalone
 	}
-	conn, br, err := joinHub(ctx, cfg, paths, logLevel, logger)
+	// A client's stdin and stdout are files (pipes): the hub is passed
+	// them and talks to the client directly, and the bridge only waits.
+	inFile, inOK := stdin.(*os.File)
+	outFile, outOK := stdout.(*os.File)
+	pass := inOK && outOK
+	conn, br, err := joinHub(ctx, cfg, paths, pass, logLevel, logger)
 	if err != nil {
 		if errors.Is(err, local.ErrVersion) {
 			logger.Warn("not joining the shared hub: serving in this process", "err", err)
@@ -67,19 +72,53 @@ func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *sl
 		}
 		return errStandalone
 	}
+	if pass {
+		return waitPassed(ctx, conn, br, inFile, outFile)
+	}
 	return copyBoth(ctx, conn, br, stdin, stdout)
+}
+
+// waitPassed passes stdin and stdout to the hub and waits for the
+// session's end: Done when the client closed stdin, errHubGone when the
+// hub went away first. A signal to the bridge ends the session (the hub
+// sees the connection close).
+func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin, stdout *os.File) error {
+	defer conn.Close()
+	if err := local.SendFiles(conn, stdin, stdout); err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() {
+		var done local.Done
+		err := local.ReadLine(br, &done)
+		if err == nil && !done.Done {
+			err = errors.New("the hub said something else")
+		}
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err != nil {
+			return fmt.Errorf("%w: %w", errHubGone, err)
+		}
+		return nil
+	case <-ctx.Done():
+		conn.Close()
+		<-ended
+		return nil
+	}
 }
 
 // joinHub connects to the hub for paths and opens a session; when none
 // runs it takes the lock, looks again, and starts one. The lock makes
 // bridges started at once start one hub; a socket file left by a hub that
 // crashed answers nobody and is replaced by the new hub.
-func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
+func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
 	var last error
 	// A hub that is stopping (idle) may take a connection and close it:
 	// then it is looked for, and started, again.
 	for range 3 {
-		conn, br, err := hello(ctx, paths, local.OpSession)
+		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
 		if err == nil || errors.Is(err, local.ErrVersion) {
 			return conn, br, err
 		}
@@ -90,7 +129,7 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLeve
 		if err != nil {
 			return nil, nil, err
 		}
-		conn, br, err = hello(ctx, paths, local.OpSession)
+		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
 		if err == nil || errors.Is(err, local.ErrVersion) {
 			unlock()
 			return conn, br, err
@@ -107,25 +146,26 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLeve
 
 // hello connects to the hub and asks op; for OpSession the connection is
 // then the session's, read through the returned reader.
-func hello(ctx context.Context, paths local.Paths, op string) (*net.UnixConn, *bufio.Reader, error) {
+func hello(ctx context.Context, paths local.Paths, h local.Hello) (*net.UnixConn, *bufio.Reader, error) {
 	c, err := local.Dial(ctx, paths)
 	if err != nil {
 		return nil, nil, err
 	}
-	reply, br, err := sayHello(c, op)
+	_, br, err := sayHello(c, h)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
-	_ = reply
 	return c, br, nil
 }
 
-// sayHello says Hello with op on c and reads the hub's Reply.
-func sayHello(c net.Conn, op string) (local.Reply, *bufio.Reader, error) {
+// sayHello says h (with this build's version) on c and reads the hub's
+// Reply.
+func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	defer c.SetDeadline(time.Time{})
-	if err := local.WriteLine(c, local.Hello{Version: version, Op: op}); err != nil {
+	h.Version = version
+	if err := local.WriteLine(c, h); err != nil {
 		return local.Reply{}, nil, fmt.Errorf("hello: %w", err)
 	}
 	br := bufio.NewReaderSize(c, 64<<10)

@@ -28,7 +28,7 @@ func askHub(ctx context.Context, cfg *config.Config, op string) (local.Reply, er
 		return local.Reply{}, err
 	}
 	defer c.Close()
-	reply, _, err := sayHello(c, op)
+	reply, _, err := sayHello(c, local.Hello{Op: op})
 	return reply, err
 }
 

@@ -3,10 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,7 +35,7 @@ type sharedSetup struct {
 	cfg  *config.Config
 }
 
-func newShared(t *testing.T, body string) *sharedSetup {
+func newShared(t testing.TB, body string) *sharedSetup {
 	t.Helper()
 	state := t.TempDir()
 	path := writeConfig(t, "state_dir: "+state+"\n"+body)
@@ -68,7 +72,7 @@ func (s *sharedSetup) hubPID() int {
 }
 
 // status is the shared hub's own account.
-func (s *sharedSetup) status(t *testing.T) local.Status {
+func (s *sharedSetup) status(t testing.TB) local.Status {
 	t.Helper()
 	reply, err := askHub(context.Background(), s.cfg, local.OpStatus)
 	if err != nil || reply.Status == nil {
@@ -79,7 +83,7 @@ func (s *sharedSetup) status(t *testing.T) local.Status {
 
 // bridge starts `serve -c` as a client starts it, with env added, and
 // initializes as name.
-func (s *sharedSetup) bridge(t *testing.T, name string, env ...string) *client {
+func (s *sharedSetup) bridge(t testing.TB, name string, env ...string) *client {
 	t.Helper()
 	c, err := s.tryBridge(t, name, env...)
 	if err != nil {
@@ -89,7 +93,7 @@ func (s *sharedSetup) bridge(t *testing.T, name string, env ...string) *client {
 }
 
 // tryBridge is bridge for a goroutine other than the test's.
-func (s *sharedSetup) tryBridge(t *testing.T, name string, env ...string) (*client, error) {
+func (s *sharedSetup) tryBridge(t testing.TB, name string, env ...string) (*client, error) {
 	c := startProcess(t, append(append([]string{}, s.env...), env...), hubBin, "serve", "-c", s.path, "--log-level", "debug")
 	_, rpcErr := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": name, "version": "1.0"}})
@@ -373,5 +377,44 @@ func TestSharedHubSDKClients(t *testing.T) {
 	log, _ := os.ReadFile(paths.Log)
 	if hubs, sessions := bytes.Count(log, []byte(`"msg":"serving as the shared hub"`)), bytes.Count(log, []byte(`"msg":"client connected"`)); hubs != 1 || sessions < 3 {
 		t.Errorf("%d hubs started, %d sessions: want 1 hub, 3 sessions or more", hubs, sessions)
+	}
+}
+
+// A bridge whose stdin and stdout are not files copies bytes both ways;
+// it ends cleanly when its client closes stdin, and with errHubGone when
+// the hub goes first.
+func TestSharedHubCopyingBridge(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	s.bridge(t, "first") // starts the hub: this test binary cannot
+	logger := slog.New(slog.DiscardHandler)
+	start := func() (io.WriteCloser, *bufio.Reader, chan error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		ended := make(chan error, 1)
+		go func() { ended <- bridge(t.Context(), s.cfg, "error", logger, inR, outW); outW.Close() }()
+		fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"copier","version":"1"}}}`)
+		out := bufio.NewReader(outR)
+		line, err := out.ReadString('\n')
+		if err != nil || !strings.Contains(line, `"protocolVersion":"2025-06-18"`) {
+			t.Fatalf("initialize through the bridge: %q, %v", line, err)
+		}
+		return inW, out, ended
+	}
+	in, out, ended := start()
+	in.Close()
+	go io.Copy(io.Discard, out)
+	if err := <-ended; err != nil {
+		t.Fatalf("the bridge ended with %v after its client closed stdin", err)
+	}
+
+	_, out, ended = start()
+	go io.Copy(io.Discard, out)
+	var buf bytes.Buffer
+	if err := stopCmd(t.Context(), []string{"-c", s.path}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; !errors.Is(err, errHubGone) {
+		t.Fatalf("the bridge ended with %v when the hub stopped, want errHubGone", err)
 	}
 }

@@ -202,8 +202,13 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		if err := local.WriteLine(c, reply); err != nil {
 			return
 		}
-		s.logger.Info("client connected", "session", id)
-		err := s.hub.ServeStdioWith(ctx, br, c, server.StdioOptions{SessionID: id})
+		s.logger.Info("client connected", "session", id, "passed", hello.Pass)
+		var err error
+		if hello.Pass {
+			err = s.servePassed(ctx, c, id)
+		} else {
+			err = s.hub.ServeStdioWith(ctx, br, c, server.StdioOptions{SessionID: id})
+		}
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			s.logger.Info("client left", "session", id, "err", err)
 			return
@@ -222,4 +227,39 @@ func (s *Server) status() *local.Status {
 		st.Sessions = append(st.Sessions, local.Client{ID: si.ID, Name: si.ClientName, Version: si.ClientVersion})
 	}
 	return st
+}
+
+// servePassed serves the client on the stdin and stdout its bridge
+// passed on c, and tells the bridge (Done) when the client closed stdin.
+// A bridge that goes away (killed with its client, or stopping on a
+// signal) ends the session: c's end is watched for that.
+func (s *Server) servePassed(ctx context.Context, c net.Conn, id string) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("files passed on a connection that is not a Unix socket")
+	}
+	files, err := local.ReceiveFiles(uc, "client-stdin", "client-stdout")
+	if err != nil {
+		return err
+	}
+	in, out := files[0], files[1]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		// The bridge sends nothing more: a read ends when it goes, or
+		// when c is closed below.
+		_, _ = c.Read(make([]byte, 1))
+		cancel()
+	}()
+	err = s.hub.ServeStdioWith(ctx, in, out, server.StdioOptions{SessionID: id})
+	in.Close()
+	out.Close()
+	if ctx.Err() == nil {
+		_ = local.WriteLine(c, local.Done{Done: true})
+	}
+	c.Close()
+	<-watched
+	return err
 }

@@ -30,6 +30,19 @@ type Hello struct {
 	// session, and the bridge runs a hub of its own.
 	Version string `json:"dynamic-mcp"`
 	Op      string `json:"op"`
+	// Pass says that, after the Reply, the bridge passes the hub its
+	// stdin and stdout (SendFiles) and the hub talks to the client on
+	// them directly: the bridge is then out of the path of every
+	// message, and only waits for the session's end (Done). Without it
+	// the bridge copies bytes both ways on the connection.
+	Pass bool `json:"pass,omitempty"`
+}
+
+// Done is the hub's last line to a bridge that passed its stdin and
+// stdout: the session ended as the client closed stdin. A connection that
+// ends without it means the hub went away.
+type Done struct {
+	Done bool `json:"done"`
 }
 
 // Reply is the hub's answer to a Hello.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"os"
 )
 
 // Supported reports whether this OS has the shared hub's transport: not
@@ -32,3 +33,9 @@ func Dial(context.Context, Paths) (*net.UnixConn, error) { return nil, ErrNotRun
 
 // Lock is not supported on this OS.
 func Lock(context.Context, Paths) (func(), error) { return nil, ErrUnsupported }
+
+// SendFiles is not supported on this OS.
+func SendFiles(*net.UnixConn, ...*os.File) error { return ErrUnsupported }
+
+// ReceiveFiles is not supported on this OS.
+func ReceiveFiles(*net.UnixConn, ...string) ([]*os.File, error) { return nil, ErrUnsupported }
