@@ -408,7 +408,8 @@ func TestSharedHubCopyingBridge(t *testing.T) {
 		t.Fatalf("the bridge ended with %v after its client closed stdin", err)
 	}
 
-	_, out, ended = start()
+	in, out, ended = start()
+	defer in.Close() // ends the bridge's read of stdin, which outlives it
 	go io.Copy(io.Discard, out)
 	var buf bytes.Buffer
 	if err := stopCmd(t.Context(), []string{"-c", s.path}, &buf); err != nil {
