@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
