@@ -58,11 +58,14 @@ func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *sl
 		logger.Warn("no shared hub: serving in this process", "err", err)
 		return errStandalone
 	}
-	// A client's stdin and stdout are files (pipes): the hub is passed
-	// them and talks to the client directly, and the bridge only waits.
+	// A client's stdin and stdout are pipes (or sockets): the hub is
+	// passed them and talks to the client directly, and the bridge only
+	// waits. A terminal is not passed (the hub makes what it is passed
+	// non-blocking, which a shell sharing the terminal would see): the
+	// bridge copies then.
 	inFile, inOK := stdin.(*os.File)
 	outFile, outOK := stdout.(*os.File)
-	pass := inOK && outOK
+	pass := inOK && outOK && isPipe(inFile) && isPipe(outFile)
 	conn, br, err := joinHub(ctx, cfg, paths, pass, logLevel, logger)
 	if err != nil {
 		if errors.Is(err, local.ErrVersion) {
@@ -141,7 +144,11 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			return nil, nil, err
 		}
 	}
-	return nil, nil, last
+	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+	if err != nil && !errors.Is(err, local.ErrVersion) {
+		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
+	}
+	return conn, br, err
 }
 
 // hello connects to the hub and asks op; for OpSession the connection is
@@ -275,4 +282,10 @@ func copyBoth(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin i
 			return nil
 		}
 	}
+}
+
+// isPipe reports whether f is a pipe or a socket.
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
 }
