@@ -419,3 +419,23 @@ func TestSharedHubCopyingBridge(t *testing.T) {
 		t.Fatalf("the bridge ended with %v when the hub stopped, want errHubGone", err)
 	}
 }
+
+// A config change reaches the running shared hub as a reload: every
+// client sees the new group.
+func TestSharedHubReloads(t *testing.T) {
+	t.Parallel()
+	body := "mode: flat\nsettings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n"
+	s := newShared(t, fmt.Sprintf(body, fakeGroup()))
+	a := s.bridge(t, "a")
+	a.waitFlatTools(fakeTools)
+	b := s.bridge(t, "b")
+	old, err := os.ReadFile(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.path, append(old, fmt.Sprintf("  two: %s\n", fakeGroup())...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.waitFlatTools(2 * fakeTools)
+	b.waitFlatTools(2 * fakeTools)
+}
