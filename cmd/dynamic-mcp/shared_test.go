@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -438,4 +439,38 @@ func TestSharedHubReloads(t *testing.T) {
 	}
 	a.waitFlatTools(2 * fakeTools)
 	b.waitFlatTools(2 * fakeTools)
+}
+
+// When the shared hub dies, each bridge exits 1, as a crashed server
+// would: the client sees its server gone.
+func TestSharedHubDiesBridgeExits(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	cmd := exec.Command(hubBin, "serve", "-c", s.path)
+	cmd.Env = append(os.Environ(), s.env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	pid := s.hubPID()
+	if pid == 0 || pid == cmd.Process.Pid {
+		t.Fatalf("hub pid %d, bridge pid %d", pid, cmd.Process.Pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, out)
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "the shared hub went away") {
+		t.Fatalf("the bridge ended with %v (status %d), stderr:\n%s", err, code, stderr.String())
+	}
 }
