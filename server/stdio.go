@@ -22,6 +22,10 @@ type StdioOptions struct {
 	// (jsonrpc.DefaultWriteTimeout); a client that stops reading stdout
 	// for longer is taken to be gone.
 	WriteTimeout time.Duration
+	// SessionID names the session (default "stdio"): the shared hub
+	// serves many stdio clients, each through its bridge, and gives each
+	// an id of its own.
+	SessionID string
 }
 
 // ServeStdio serves one client on in and out until in ends, the client
@@ -57,7 +61,11 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		},
 		Panicked: h.Recovered, // beyond Session.Request's own boundary
 	})
-	sess, err := h.Open("stdio", "stdio", &connPeer{conn: conn})
+	id := opts.SessionID
+	if id == "" {
+		id = "stdio"
+	}
+	sess, err := h.Open(id, "stdio", &connPeer{conn: conn})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -51,4 +54,28 @@ func childEnv(environ []string, hide []string, set map[string]string) []string {
 		env = append(env, k+"="+set[k])
 	}
 	return env
+}
+
+// commandPath is where command is found when the server's env sets PATH:
+// that PATH's first directory holding an executable of that name. A
+// server's PATH in the config wins over the hub's own, which (for the
+// shared hub) is the PATH of whichever client started it. command itself
+// when it names a path, when env sets no PATH, when nothing is found
+// there (exec then looks in the hub's PATH and says what is missing), and
+// on Windows, whose lookup (PATHEXT) is left to exec.
+func commandPath(command string, env map[string]string) string {
+	path, ok := env["PATH"]
+	if !ok || runtime.GOOS == "windows" || strings.ContainsRune(command, '/') {
+		return command
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // a relative entry would depend on the hub's directory
+		}
+		p := filepath.Join(dir, command)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return command
 }

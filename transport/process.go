@@ -68,7 +68,7 @@ type Process struct {
 
 // StartProcess starts spec's command in a new process group.
 func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
-	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd := exec.Command(commandPath(spec.Command, spec.Env), spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = childEnv(os.Environ(), spec.Hide, spec.Env)
 	setProcessGroup(cmd)

@@ -102,7 +102,12 @@ func runTests(m *testing.M) int {
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
 	npmTestDir = filepath.Join(repoDir, "testdata", "npm-test")
 	hubBin = filepath.Join(dir, "dynamic-mcp")
-	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", hubEnvVar, shellQuote(fakeBin))
+	// Hubs the tests start serve in their own process unless a test asks
+	// for the shared hub (DYNAMIC_MCP_SHARED=auto): none is left behind.
+	os.Setenv(sharedEnvVar, "off")
+	// A shared hub's socket is under its state_dir, which each test sets.
+	os.Setenv("XDG_RUNTIME_DIR", "")
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, shellQuote(fakeBin))
 	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -77,14 +77,17 @@ func (e usageError) Error() string { return e.msg }
 const usage = `dynamic-mcp: one MCP server in front of many.
 
 Usage:
-  dynamic-mcp serve -c FILE [--http ADDR [--insecure-no-auth]] [--ui ADDR] [--log-level L] [--log-file F]
-                                  serve MCP over stdio, or over HTTP with --http;
-                                  the inspector at /ui of --http, or alone on --ui
-                                  (also: dynamic-mcp FILE)
+  dynamic-mcp serve -c FILE [--standalone] [--http ADDR [--insecure-no-auth]] [--ui ADDR] [--log-level L] [--log-file F]
+                                  serve MCP over stdio through the config's shared hub
+                                  (started if none runs; --standalone: in this process),
+                                  or over HTTP with --http; the inspector at /ui of
+                                  --http, or alone on --ui (also: dynamic-mcp FILE)
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
-  dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
+  dynamic-mcp status -c FILE      name the running shared hub, connect to every upstream
+                                  and print how each is doing
+  dynamic-mcp stop -c FILE        stop the config's shared hub
   dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]
                                   evaluate policy fixtures without starting any upstream
   dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name="..."]
@@ -123,6 +126,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "stop":
+		return stopCmd(ctx, args[1:], stdout)
 	case "pin":
 		return pinCmd(args[1:], stdout)
 	case "auth":

@@ -98,12 +98,19 @@ func TestSDKClient(t *testing.T) {
 // line (the hub's answer, and the direct one where they differ).
 func runSDKClient(t *testing.T, args []string) {
 	t.Helper()
+	runSDKClientEnv(t, nil, args)
+}
+
+// runSDKClientEnv is runSDKClient with env added to the script's
+// environment (and so to a stdio hub's).
+func runSDKClientEnv(t *testing.T, env []string, args []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", args...)
 	// A stdio hub is the script's child and inherits this: its own home
 	// for pins and audit, and a token the hub must keep to itself.
-	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_TOKEN="+testToken)
+	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_TOKEN="+testToken), env...)
 	// Should the script be killed, its stdio hub still holds stderr open.
 	cmd.WaitDelay = 10 * time.Second
 	var stdout bytes.Buffer

@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
+	"net"
+	"os"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
+	"github.com/dynamic-mcp/dynamic-mcp/server/mcplocal"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -19,8 +25,10 @@ import (
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	var httpAddr, uiAddr string
-	var noAuth bool
+	var noAuth, standalone, hubMode bool
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.BoolVar(&standalone, "standalone", false, "serve stdio in this process, not through the config's shared hub (as settings.shared: off)")
+	fs.BoolVar(&hubMode, "hub", false, "run as the config's shared hub on its local socket (started by serve itself)")
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
@@ -33,6 +41,24 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
+	if !hubMode && httpAddr == "" && uiAddr == "" && wantShared(cfg, standalone) {
+		// The client's entry: a bridge to the one hub for this config.
+		if err := bridge(ctx, cfg, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
+			return err
+		}
+	}
+	var ln net.Listener
+	if hubMode {
+		// The socket is taken before any upstream starts: a hub that
+		// finds another one listening leaves at once.
+		if ln, err = listenShared(cfg); errors.Is(err, local.ErrRunning) {
+			logger.Info("another hub already serves this config")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 	if uiAddr != "" {
 		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
 			return err
@@ -105,6 +131,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			mountInspectorOnFace(h, insp, url, checks, stderr)
 		})
 	}
+	if hubMode {
+		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
+		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
+			Idle: func() time.Duration { return hub.Settings().SharedIdle }}, logger).Serve(ctx, ln)
+	}
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
 }
@@ -119,4 +150,13 @@ func sessionCounts(hub *server.Hub) func() map[string]int {
 		}
 		return n
 	}
+}
+
+// listenShared listens on the local socket of cfg's shared hub.
+func listenShared(cfg *config.Config) (net.Listener, error) {
+	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	return local.Listen(paths)
 }

@@ -61,6 +61,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer closeLog()
+	printHub(ctx, cfg, stdout)
 	mgr := connectAll(ctx, cfg, logger)
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.

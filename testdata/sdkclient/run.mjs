@@ -31,6 +31,8 @@ const { values: opt } = parseArgs({
     url: { type: "string" },
     sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
     only: { type: "string" }, // a regular expression on check names
+    skip: { type: "string" }, // a regular expression on check names to skip, --skip-why saying why
+    "skip-why": { type: "string", default: "skipped by the caller" },
     timeout: { type: "string", default: "15000" }, // ms, one request
   },
 });
@@ -68,12 +70,17 @@ function report(check, fields) {
 }
 
 const only = opt.only ? new RegExp(opt.only) : null;
+const skipped = opt.skip ? new RegExp(opt.skip) : null;
 
 // check runs fn and reports it; fn returns extra fields for the report,
 // or throws. A thrown Skip reports a skip.
 class Skip extends Error {}
 async function check(name, fn) {
   if (only && !only.test(name) && name !== "initialize" && name !== "direct") return;
+  if (skipped && skipped.test(name)) {
+    report(name, { skip: opt["skip-why"] });
+    return;
+  }
   const start = Date.now();
   try {
     const extra = (await fn()) ?? {};

@@ -42,6 +42,7 @@ const (
 	DefaultConnectTimeout  = 10 * time.Second
 	DefaultListTimeout     = 10 * time.Second
 	DefaultStopGrace       = 5 * time.Second
+	DefaultSharedIdle      = 30 * time.Second
 	DefaultStartupWait     = 5 * time.Second
 	DefaultCallTimeout     = 60 * time.Second
 	DefaultPageSize        = 100
@@ -314,7 +315,23 @@ type Settings struct {
 	// (the default) when the ready groups hold more than SearchAutoTools
 	// tools, on, or off.
 	Search SearchMode
+	// Shared says whether serve on stdio joins the one hub running for
+	// this config and user (a bridge to it, started if none runs): auto
+	// (the default) or off (one hub per process, as serve --standalone).
+	// Not on Windows, where it is always off.
+	Shared SharedMode
+	// SharedIdle is how long a shared hub keeps running after its last
+	// client left. Default 30s.
+	SharedIdle time.Duration
 }
+
+// SharedMode says whether serve on stdio shares one hub per config.
+type SharedMode string
+
+const (
+	SharedAuto SharedMode = "auto" // join or start the config's hub
+	SharedOff  SharedMode = "off"  // one hub per process
+)
 
 // SearchMode says when dynamic mode offers search_dynamic_tools.
 type SearchMode string

@@ -116,6 +116,8 @@ func (p *parser) parse(data []byte) *Config {
 			MaxSessionProcesses: DefaultMaxSessionProcesses,
 			SessionProcessIdle:  DefaultSessionProcessIdle,
 			Search:              SearchAuto,
+			Shared:              SharedAuto,
+			SharedIdle:          DefaultSharedIdle,
 			Retry:               Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
@@ -226,7 +228,9 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 				s.SessionProcessIdle = d
 			}
 		},
-		"search": func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
+		"search":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
+		"shared":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Shared, SharedAuto, SharedOff) },
+		"shared_idle": func(k string, v *yaml.Node) { s.SharedIdle = p.duration(v, k) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// sharedEnvVar overrides settings.shared: "off" keeps one hub per process
+// (as serve --standalone), "auto" shares one hub per config.
+const sharedEnvVar = "DYNAMIC_MCP_SHARED"
+
+// hubStartTimeout bounds how long a bridge waits for the hub it started
+// to listen (it opens no upstream before it listens).
+const hubStartTimeout = 15 * time.Second
+
+// errStandalone tells serve to run the hub in this process after all: the
+// running hub is of another version, or none could be started.
+var errStandalone = errors.New("run standalone")
+
+// errHubGone is the bridge's end when the hub went away while the client
+// was still there: the client sees its server exit non-zero, as when a
+// process crashes.
+var errHubGone = errors.New("the shared hub went away")
+
+// wantShared says whether serve on stdio joins the config's shared hub.
+func wantShared(cfg *config.Config, standalone bool) bool {
+	if standalone || !local.Supported {
+		return false
+	}
+	switch os.Getenv(sharedEnvVar) {
+	case "off":
+		return false
+	case "auto":
+		return true
+	}
+	return cfg.Settings.Shared != config.SharedOff
+}
+
+// bridge connects the client on stdin and stdout to the shared hub for
+// cfg, starting it if none runs, and copies bytes both ways until the
+// client closes stdin and the hub has answered, or the hub goes away.
+// It returns errStandalone, having read nothing of stdin, when the client
+// should be served in this process instead.
+func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
+	if err != nil {
+		logger.Warn("no shared hub: serving in this process", "err", err)
+		return errStandalone
+	}
+	// A client's stdin and stdout are pipes (or sockets): the hub is
+	// passed them and talks to the client directly, and the bridge only
+	// waits. A terminal is not passed (the hub makes what it is passed
+	// non-blocking, which a shell sharing the terminal would see): the
+	// bridge copies then.
+	inFile, inOK := stdin.(*os.File)
+	outFile, outOK := stdout.(*os.File)
+	pass := inOK && outOK && isPipe(inFile) && isPipe(outFile)
+	conn, br, err := joinHub(ctx, cfg, paths, pass, logLevel, logger)
+	if err != nil {
+		if errors.Is(err, local.ErrVersion) {
+			logger.Warn("not joining the shared hub: serving in this process", "err", err)
+		} else {
+			logger.Warn("could not reach or start the shared hub: serving in this process", "err", err)
+		}
+		return errStandalone
+	}
+	if pass {
+		return waitPassed(ctx, conn, br, inFile, outFile)
+	}
+	return copyBoth(ctx, conn, br, stdin, stdout)
+}
+
+// waitPassed passes stdin and stdout to the hub and waits for the
+// session's end: Done when the client closed stdin, errHubGone when the
+// hub went away first. A signal to the bridge ends the session (the hub
+// sees the connection close).
+func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin, stdout *os.File) error {
+	defer conn.Close()
+	if err := local.SendFiles(conn, stdin, stdout); err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() {
+		var done local.Done
+		err := local.ReadLine(br, &done)
+		if err == nil && !done.Done {
+			err = errors.New("the hub said something else")
+		}
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err != nil {
+			return fmt.Errorf("%w: %w", errHubGone, err)
+		}
+		return nil
+	case <-ctx.Done():
+		conn.Close()
+		<-ended
+		return nil
+	}
+}
+
+// joinHub connects to the hub for paths and opens a session; when none
+// runs it takes the lock, looks again, and starts one. The lock makes
+// bridges started at once start one hub; a socket file left by a hub that
+// crashed answers nobody and is replaced by the new hub.
+func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
+	var last error
+	// A hub that is stopping (idle) may take a connection and close it:
+	// then it is looked for, and started, again.
+	for range 3 {
+		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+		if err == nil || errors.Is(err, local.ErrVersion) {
+			return conn, br, err
+		}
+		last = err
+		lockCtx, cancel := context.WithTimeout(ctx, hubStartTimeout)
+		unlock, err := local.Lock(lockCtx, paths)
+		cancel()
+		if err != nil {
+			return nil, nil, err
+		}
+		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+		if err == nil || errors.Is(err, local.ErrVersion) {
+			unlock()
+			return conn, br, err
+		}
+		logger.Info("starting the shared hub", "socket", paths.Socket, "log", paths.Log)
+		err = startSharedHub(ctx, cfg, paths, logLevel)
+		unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+	if err != nil && !errors.Is(err, local.ErrVersion) {
+		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
+	}
+	return conn, br, err
+}
+
+// hello connects to the hub and asks op; for OpSession the connection is
+// then the session's, read through the returned reader.
+func hello(ctx context.Context, paths local.Paths, h local.Hello) (*net.UnixConn, *bufio.Reader, error) {
+	c, err := local.Dial(ctx, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, br, err := sayHello(c, h)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, br, nil
+}
+
+// sayHello says h (with this build's version) on c and reads the hub's
+// Reply.
+func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	h.Version = version
+	if err := local.WriteLine(c, h); err != nil {
+		return local.Reply{}, nil, fmt.Errorf("hello: %w", err)
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	var reply local.Reply
+	if err := local.ReadLine(br, &reply); err != nil {
+		return local.Reply{}, nil, fmt.Errorf("hello: %w", err)
+	}
+	if reply.Version != version {
+		return reply, nil, fmt.Errorf("%w: the hub (pid %d) is %s, this is %s", local.ErrVersion, reply.PID, reply.Version, version)
+	}
+	if reply.Error != "" {
+		return reply, nil, fmt.Errorf("the hub refused: %s", reply.Error)
+	}
+	return reply, br, nil
+}
+
+// startSharedHub starts the shared hub for cfg in the background, detached from
+// this process (its own session, its stdin and stdout /dev/null, its log
+// appended to paths.Log), and waits until it answers on the socket.
+func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLevel string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start the hub: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
+		return fmt.Errorf("start the hub: %w", err)
+	}
+	logFile, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start the hub: %w", err)
+	}
+	defer logFile.Close()
+	cfgPath, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return fmt.Errorf("start the hub: %w", err)
+	}
+	// The hub runs in the config's directory, whichever client started
+	// it, with the environment of the bridge that started it.
+	exited, err := spawnDetached(exe, []string{"serve", "--hub", "-c", cfgPath, "--log-level", logLevel, "--log-file", paths.Log},
+		filepath.Dir(cfgPath), logFile)
+	if err != nil {
+		return fmt.Errorf("start the hub: %w", err)
+	}
+	deadline := time.NewTimer(hubStartTimeout)
+	defer deadline.Stop()
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		if c, err := local.Dial(ctx, paths); err == nil {
+			c.Close()
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case err := <-exited:
+			t.Stop()
+			return fmt.Errorf("the hub exited at start (%v): see %s", err, paths.Log)
+		case <-deadline.C:
+			t.Stop()
+			return fmt.Errorf("the hub did not listen within %s: see %s", hubStartTimeout, paths.Log)
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// copyBoth copies the client's stdin to the hub and the hub's bytes
+// (buffered in br) to stdout. When stdin ends, the bridge closes its
+// write side and returns when the hub has closed the session; when the
+// hub's side ends first, the hub went away: errHubGone.
+func copyBoth(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin io.Reader, stdout io.Writer) error {
+	defer conn.Close()
+	up := make(chan error, 1)
+	// This goroutine ends when stdin ends or the socket refuses a write;
+	// when the hub goes first it may still be blocked reading stdin,
+	// which only the process's exit ends (a read of stdin cannot be
+	// cancelled), so it is not waited for then.
+	go func() {
+		_, err := io.Copy(conn, stdin)
+		_ = conn.CloseWrite()
+		up <- err
+	}()
+	down := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(stdout, br)
+		down <- err
+	}()
+	var stdinDone bool
+	for {
+		select {
+		case <-up:
+			stdinDone = true
+			up = nil
+		case err := <-down:
+			if !stdinDone {
+				if err == nil {
+					return errHubGone
+				}
+				return fmt.Errorf("%w: %w", errHubGone, err)
+			}
+			return nil
+		case <-ctx.Done():
+			// A signal: the session ends as if the client had left.
+			_ = conn.CloseWrite()
+			conn.Close()
+			<-down
+			return nil
+		}
+	}
+}
+
+// isPipe reports whether f is a pipe or a socket.
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// askHub asks the shared hub for cfg op (OpStatus or OpStop) and returns
+// its reply; the error is local.ErrNotRunning when no hub runs.
+func askHub(ctx context.Context, cfg *config.Config, op string) (local.Reply, error) {
+	if !local.Supported {
+		return local.Reply{}, local.ErrNotRunning
+	}
+	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
+	if err != nil {
+		return local.Reply{}, err
+	}
+	c, err := local.Dial(ctx, paths)
+	if err != nil {
+		return local.Reply{}, err
+	}
+	defer c.Close()
+	reply, _, err := sayHello(c, local.Hello{Op: op})
+	return reply, err
+}
+
+// printHub prints the line of status that names the running shared hub,
+// or says that none runs.
+func printHub(ctx context.Context, cfg *config.Config, w io.Writer) {
+	reply, err := askHub(ctx, cfg, local.OpStatus)
+	switch {
+	case errors.Is(err, local.ErrNotRunning):
+		fmt.Fprintln(w, "shared hub: none running")
+		return
+	case errors.Is(err, local.ErrVersion):
+		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s)\n\n", reply.PID, reply.Version, version)
+		return
+	case err != nil || reply.Status == nil:
+		fmt.Fprintf(w, "shared hub: not answering: %v\n\n", err)
+		return
+	}
+	st := reply.Status
+	var clients []string
+	for _, s := range st.Sessions {
+		name := s.Name
+		if name == "" {
+			name = "(not initialized)"
+		} else if s.Version != "" {
+			name += " " + s.Version
+		}
+		clients = append(clients, name)
+	}
+	fmt.Fprintf(w, "shared hub: pid %d, up %s, %d session(s)", reply.PID, time.Since(st.Started).Round(time.Second), len(st.Sessions))
+	if len(clients) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(clients, ", "))
+	}
+	fmt.Fprint(w, "\n\n")
+}
+
+// stopCmd stops the shared hub of a config and waits until it has gone.
+func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	var c common
+	fs := flag.NewFlagSet("stop", flag.ContinueOnError)
+	c.register(fs)
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	reply, err := askHub(ctx, cfg, local.OpStop)
+	if errors.Is(err, local.ErrNotRunning) {
+		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop the shared hub: %w", err)
+	}
+	// The hub closes its socket when it stops taking clients, then stops
+	// its upstreams by the ladder; it is gone when nothing answers.
+	deadline := time.Now().Add(3*cfg.Settings.StopGrace + 5*time.Second)
+	for time.Now().Before(deadline) {
+		if !processAlive(reply.PID) {
+			fmt.Fprintf(stdout, "stopped the shared hub (pid %d)\n", reply.PID)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the shared hub (pid %d) was asked to stop and is still running", reply.PID)
+}

@@ -1,0 +1,15 @@
+//go:build !unix
+
+package main
+
+import (
+	"errors"
+	"os"
+)
+
+// spawnDetached is not needed where there is no shared hub.
+func spawnDetached(string, []string, string, *os.File) (<-chan error, error) {
+	return nil, errors.New("the shared hub is not supported on this OS")
+}
+
+func processAlive(int) bool { return false }

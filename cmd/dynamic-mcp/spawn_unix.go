@@ -1,0 +1,33 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// spawnDetached starts exe with args in dir, in a session of its own (no
+// controlling terminal, its own process group: a Ctrl-C or a client that
+// kills the bridge's group does not reach it), stdin and stdout
+// /dev/null, stderr to logFile. exited yields the process's end; the
+// goroutine that waits for it ends with the process.
+func spawnDetached(exe string, args []string, dir string, logFile *os.File) (exited <-chan error, err error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	return ch, nil
+}
+
+// processAlive reports whether a process pid exists (and is not a
+// zombie we could reap: the hub is never this process's child for long).
+func processAlive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}

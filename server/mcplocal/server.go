@@ -1,0 +1,265 @@
+// Package mcplocal is the shared hub's face for the clients of this
+// machine: each connection on the hub's local socket (transport/local)
+// is a bridge from one client's stdio, and after the bridge's Hello it is
+// served as a stdio session of the hub (Hub.ServeStdioWith): the client's
+// own initialize, capabilities, roots, log level and subscriptions are
+// that session's. The face also answers status and stop, and ends the hub
+// when it has had no connection for its idle period.
+package mcplocal
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+)
+
+// helloTimeout bounds how long a new connection may take to say Hello.
+const helloTimeout = 5 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Version is the hub's build; a bridge of another build is refused.
+	Version string
+	// Config is the config file's path, for status.
+	Config string
+	// Idle is how long the hub runs with no connection before Serve
+	// returns; 0 means it never stops for that.
+	Idle func() time.Duration
+}
+
+// Server serves bridges on a local listener.
+type Server struct {
+	hub     *server.Hub
+	opts    Options
+	logger  *slog.Logger
+	started time.Time
+
+	stop     chan struct{} // closed by Stop
+	stopOnce sync.Once
+
+	mu     sync.Mutex // guards conns, next and idle
+	conns  map[net.Conn]struct{}
+	next   int         // numbers sessions: stdio-1, stdio-2 ...
+	idle   *time.Timer // runs while there is no connection
+	idled  chan struct{}
+	closed bool
+}
+
+// New builds a Server for hub.
+func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
+	return &Server{hub: hub, opts: opts, logger: logger, started: time.Now(), stop: make(chan struct{}),
+		conns: map[net.Conn]struct{}{}, idled: make(chan struct{})}
+}
+
+// Stop makes Serve return (what `dynamic-mcp stop` asks). Calling it
+// again does nothing.
+func (s *Server) Stop() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// Serve accepts bridges on ln until ctx is done, Stop is called, or no
+// connection has been open for the idle period. Then it closes ln, ends
+// every session (their requests in flight are cancelled) and returns when
+// each connection's goroutine has.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	s.mu.Lock()
+	s.armIdle()
+	s.mu.Unlock()
+
+	accepted := make(chan error, 1)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				accepted <- err
+				return
+			}
+			if !s.add(c) {
+				c.Close()
+				continue
+			}
+			wg.Go(func() {
+				defer s.remove(c)
+				defer c.Close()
+				s.serveConn(ctx, c)
+			})
+		}
+	})
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.stop:
+		s.logger.Info("stopping: asked to")
+	case <-s.idled:
+		s.logger.Info("stopping: no client for the idle period", "idle", s.idleFor())
+	case err = <-accepted:
+		err = fmt.Errorf("accept: %w", err)
+	}
+	s.mu.Lock()
+	s.closed = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	ln.Close()
+	cancel() // sessions end: ServeStdioWith stops on its ctx
+	return err
+}
+
+func (s *Server) idleFor() time.Duration {
+	if s.opts.Idle == nil {
+		return 0
+	}
+	return s.opts.Idle()
+}
+
+// armIdle starts the idle timer; s.mu is held.
+func (s *Server) armIdle() {
+	d := s.idleFor()
+	if d <= 0 || s.closed {
+		return
+	}
+	s.idle = time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// A connection that came as the timer fired keeps the hub.
+		if len(s.conns) == 0 && !s.closed {
+			s.closed = true
+			close(s.idled)
+		}
+	})
+}
+
+// add counts c as open; false when the server is closing.
+func (s *Server) add(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	return true
+}
+
+func (s *Server) remove(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if len(s.conns) == 0 {
+		s.armIdle()
+	}
+}
+
+// serveConn answers one bridge's Hello and serves what it asks.
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	br := bufio.NewReaderSize(c, 64<<10)
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	var hello local.Hello
+	if err := local.ReadLine(br, &hello); err != nil {
+		level := slog.LevelWarn
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			level = slog.LevelDebug // a bridge looking whether the hub listens
+		}
+		s.logger.Log(ctx, level, "a local connection said no hello", "err", err)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	reply := local.Reply{Version: s.opts.Version, PID: os.Getpid()}
+	if hello.Version != s.opts.Version {
+		reply.Error = fmt.Sprintf("%v: the hub is %s, the bridge %s", local.ErrVersion, s.opts.Version, hello.Version)
+		s.logger.Warn("refused a bridge of another version", "bridge", hello.Version)
+		_ = local.WriteLine(c, reply)
+		return
+	}
+	switch hello.Op {
+	case local.OpStatus:
+		reply.Status = s.status()
+		_ = local.WriteLine(c, reply)
+	case local.OpStop:
+		_ = local.WriteLine(c, reply)
+		s.Stop()
+	case local.OpSession:
+		s.mu.Lock()
+		s.next++
+		id := fmt.Sprintf("stdio-%d", s.next)
+		s.mu.Unlock()
+		if err := local.WriteLine(c, reply); err != nil {
+			return
+		}
+		s.logger.Info("client connected", "session", id, "passed", hello.Pass)
+		var err error
+		if hello.Pass {
+			err = s.servePassed(ctx, c, id)
+		} else {
+			err = s.hub.ServeStdioWith(ctx, br, c, server.StdioOptions{SessionID: id})
+		}
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			s.logger.Info("client left", "session", id, "err", err)
+			return
+		}
+		s.logger.Info("client left", "session", id)
+	default:
+		reply.Error = fmt.Sprintf("unknown op %q", hello.Op)
+		_ = local.WriteLine(c, reply)
+	}
+}
+
+// status is what Reply.Status says now.
+func (s *Server) status() *local.Status {
+	st := &local.Status{Config: s.opts.Config, Started: s.started, Sessions: []local.Client{}}
+	for _, si := range s.hub.Sessions() {
+		st.Sessions = append(st.Sessions, local.Client{ID: si.ID, Name: si.ClientName, Version: si.ClientVersion})
+	}
+	return st
+}
+
+// servePassed serves the client on the stdin and stdout its bridge
+// passed on c, and tells the bridge (Done) when the client closed stdin.
+// A bridge that goes away (killed with its client, or stopping on a
+// signal) ends the session: c's end is watched for that.
+func (s *Server) servePassed(ctx context.Context, c net.Conn, id string) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("files passed on a connection that is not a Unix socket")
+	}
+	files, err := local.ReceiveFiles(uc, "client-stdin", "client-stdout")
+	if err != nil {
+		return err
+	}
+	in, out := files[0], files[1]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		// The bridge sends nothing more: a read ends when it goes, or
+		// when c is closed below.
+		_, _ = c.Read(make([]byte, 1))
+		cancel()
+	}()
+	err = s.hub.ServeStdioWith(ctx, in, out, server.StdioOptions{SessionID: id})
+	in.Close()
+	out.Close()
+	if ctx.Err() == nil {
+		_ = local.WriteLine(c, local.Done{Done: true})
+	}
+	c.Close()
+	<-watched
+	return err
+}

@@ -1,0 +1,192 @@
+//go:build unix
+
+package mcplocal
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+var fakeBin string
+
+func TestMain(m *testing.M) {
+	fakeupstream.Run()
+	fakeBin = fakeupstream.Command()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// harness runs a hub in front of one fake upstream and the face on a
+// local socket until the test ends; served yields Serve's end.
+type harness struct {
+	paths  local.Paths
+	srv    *Server
+	served chan error
+}
+
+func start(t *testing.T, idle time.Duration) *harness {
+	t.Helper()
+	state := t.TempDir()
+	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f: { description: fake, command: %q }\n", state, fakeBin)
+	cfg, err := config.Parse(filepath.Join(state, "c.yaml"), strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	mgr := upstream.New(cfg, logger)
+	hub, err := server.New(cfg, mgr, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.Run()
+	mgr.Start(context.Background())
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	paths, err := local.PathsFor(cfg.Path, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := local.Listen(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{paths: paths, served: make(chan error, 1),
+		srv: New(hub, Options{Version: "v1", Config: cfg.Path, Idle: func() time.Duration { return idle }}, logger)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { h.served <- h.srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-h.served
+		hub.Close()
+		mgr.Close()
+	})
+	return h
+}
+
+// dial says hello and returns the connection and its reader.
+func (h *harness) dial(t *testing.T, hello local.Hello) (*net.UnixConn, *bufio.Reader, local.Reply) {
+	t.Helper()
+	c, err := local.Dial(context.Background(), h.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := local.WriteLine(c, hello); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var reply local.Reply
+	if err := local.ReadLine(br, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return c, br, reply
+}
+
+func initialize(name string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"` + name + `","version":"1"}}}` + "\n"
+}
+
+// Each connection is a session of its own, named in status by its
+// client's initialize; a bridge of another version is refused; the face
+// stops when its idle period passes with no connection.
+func TestSessionsStatusVersionIdle(t *testing.T) {
+	h := start(t, 300*time.Millisecond)
+	for _, name := range []string{"alpha", "beta"} {
+		c, br, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpSession})
+		if reply.Error != "" || reply.PID != os.Getpid() {
+			t.Fatalf("reply %+v", reply)
+		}
+		io.WriteString(c, initialize(name))
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.Contains(line, `"protocolVersion":"2025-06-18"`) {
+			t.Fatalf("initialize %s: %q %v", name, line, err)
+		}
+	}
+	_, _, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpStatus})
+	if reply.Status == nil || len(reply.Status.Sessions) != 2 || reply.Status.Sessions[0].Name != "alpha" || reply.Status.Sessions[1].Name != "beta" {
+		t.Fatalf("status %+v", reply.Status)
+	}
+	_, _, reply = h.dial(t, local.Hello{Version: "v2", Op: local.OpSession})
+	if !strings.Contains(reply.Error, "another version") || reply.Version != "v1" {
+		t.Fatalf("a bridge of another version: %+v", reply)
+	}
+	select {
+	case err := <-h.served:
+		t.Fatalf("Serve returned while clients were connected: %v", err)
+	default:
+	}
+	h.srv.mu.Lock()
+	for c := range h.srv.conns {
+		c.Close() // every client leaves
+	}
+	h.srv.mu.Unlock()
+	select {
+	case err := <-h.served:
+		h.served <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("the face did not stop after its idle period")
+	}
+}
+
+// A bridge that passed its stdin and stdout is out of the path: the hub
+// answers on the passed stdout, says Done when the client closes stdin,
+// and ends the session when the bridge goes even though the client's
+// pipes stay open.
+func TestPassedFiles(t *testing.T) {
+	h := start(t, 0)
+	for _, bridgeDies := range []bool{false, true} {
+		inR, inW, _ := os.Pipe()
+		outR, outW, _ := os.Pipe()
+		c, br, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpSession, Pass: true})
+		if reply.Error != "" {
+			t.Fatal(reply.Error)
+		}
+		if err := local.SendFiles(c, inR, outW); err != nil {
+			t.Fatal(err)
+		}
+		inR.Close()
+		outW.Close()
+		io.WriteString(inW, initialize("passed"))
+		out := bufio.NewReader(outR)
+		if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
+			t.Fatalf("initialize: %q %v", line, err)
+		}
+		if bridgeDies {
+			c.Close()
+		} else {
+			inW.Close()
+			var done local.Done
+			if err := local.ReadLine(br, &done); err != nil || !done.Done {
+				t.Fatalf("done: %+v %v", done, err)
+			}
+		}
+		// The hub closed its end of the client's stdout.
+		if _, err := io.Copy(io.Discard, out); err != nil {
+			t.Fatal(err)
+		}
+		inW.Close()
+		outR.Close()
+	}
+}

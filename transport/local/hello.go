@@ -1,0 +1,110 @@
+package local
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// A connection to the hub opens with one line each way: the bridge's
+// Hello, then the hub's Reply. After a Reply without Error to an
+// OpSession hello, the connection carries the client's MCP messages,
+// one per line, both ways, as stdio does.
+
+// What a Hello asks.
+const (
+	OpSession = "session" // be a session of the hub for a client
+	OpStatus  = "status"  // say how the hub is doing, then close
+	OpStop    = "stop"    // stop the hub, then close
+)
+
+// maxLine bounds a Hello or a Reply: a status lists every session.
+const maxLine = 1 << 20
+
+// Hello is the first line a bridge sends.
+type Hello struct {
+	// Version is the bridge's build: a hub of another build refuses the
+	// session, and the bridge runs a hub of its own.
+	Version string `json:"dynamic-mcp"`
+	Op      string `json:"op"`
+	// Pass says that, after the Reply, the bridge passes the hub its
+	// stdin and stdout (SendFiles) and the hub talks to the client on
+	// them directly: the bridge is then out of the path of every
+	// message, and only waits for the session's end (Done). Without it
+	// the bridge copies bytes both ways on the connection.
+	Pass bool `json:"pass,omitempty"`
+}
+
+// Done is the hub's last line to a bridge that passed its stdin and
+// stdout: the session ended as the client closed stdin. A connection that
+// ends without it means the hub went away.
+type Done struct {
+	Done bool `json:"done"`
+}
+
+// Reply is the hub's answer to a Hello.
+type Reply struct {
+	Version string `json:"dynamic-mcp"` // the hub's build
+	PID     int    `json:"pid"`
+	// Error says why the hub refused; empty when it accepted.
+	Error string `json:"error,omitempty"`
+	// Status answers OpStatus.
+	Status *Status `json:"status,omitempty"`
+}
+
+// Status is what the hub says of itself.
+type Status struct {
+	Config   string    `json:"config"`
+	Started  time.Time `json:"started"`
+	Sessions []Client  `json:"sessions"`
+}
+
+// Client is one session of the hub, by what its client said in
+// initialize.
+type Client struct {
+	ID      string `json:"id"`
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// ErrVersion is a hub's refusal of a bridge of another build.
+var ErrVersion = errors.New("the running hub is another version")
+
+// WriteLine writes v as one line of JSON.
+func WriteLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadLine reads one line of JSON from r into v, at most maxLine bytes.
+func ReadLine(r *bufio.Reader, v any) error {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxLine {
+			return fmt.Errorf("handshake line over %d bytes", maxLine)
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+//go:build unix
+
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testPaths(t *testing.T) Paths {
+	t.Helper()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	p, err := PathsFor(filepath.Join(t.TempDir(), "config.yaml"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Each config has a socket of its own; the same config, however named,
+// the same one; the directory is private.
+func TestPathsForEachConfig(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	state := t.TempDir()
+	dir := t.TempDir()
+	a, _ := PathsFor(filepath.Join(dir, "a.yaml"), state)
+	b, _ := PathsFor(filepath.Join(dir, "b.yaml"), state)
+	t.Chdir(dir)
+	a2, _ := PathsFor("a.yaml", state)
+	if a.Socket == b.Socket || a.Socket != a2.Socket {
+		t.Fatalf("sockets a %s, b %s, a by a relative path %s", a.Socket, b.Socket, a2.Socket)
+	}
+	if filepath.Dir(a.Socket) != filepath.Join(state, "run") {
+		t.Fatalf("socket %s not under the state dir's run/", a.Socket)
+	}
+	if _, err := PathsFor("a.yaml", "/"+strings.Repeat("a", 120)); !errors.Is(err, errPathTooLong) {
+		t.Fatalf("a socket path over the limit: %v", err)
+	}
+	x := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", x)
+	ax, _ := PathsFor(filepath.Join(dir, "a.yaml"), state)
+	if filepath.Dir(ax.Socket) != filepath.Join(x, "dynamic-mcp") {
+		t.Fatalf("socket %s not under $XDG_RUNTIME_DIR/dynamic-mcp", ax.Socket)
+	}
+}
+
+// Listen makes the directory private (tightening a looser one), refuses
+// to displace a hub that listens, and replaces a socket nobody answers on.
+func TestListen(t *testing.T) {
+	p := testPaths(t)
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p.Dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v, want 0700", fi.Mode().Perm())
+	}
+	if _, err := Listen(p); !errors.Is(err, ErrRunning) {
+		t.Fatalf("a second Listen: %v, want ErrRunning", err)
+	}
+	ln.(*listener).SetUnlinkOnClose(false)
+	ln.Close()
+	if _, err := Dial(context.Background(), p); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Dial of a stale socket: %v, want ErrNotRunning", err)
+	}
+	ln, err = Listen(p)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept() // a peer of our own uid is admitted
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := Dial(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if s, ok := <-accepted; !ok {
+		t.Fatal("our own connection was refused")
+	} else {
+		s.Close()
+	}
+}
+
+// The lock is held by one at a time, and given up by a waiter whose
+// context ends.
+func TestLock(t *testing.T) {
+	p := testPaths(t)
+	unlock, err := Lock(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := Lock(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Lock while held: %v", err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		u, err := Lock(context.Background(), p)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	unlock()
+	(<-got)()
+}
+
+// Files passed over the socket arrive as files of their own: what one
+// side writes to the passed pipe, the other reads.
+func TestPassFiles(t *testing.T) {
+	a, b, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if err := SendFiles(a, r, w); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ReceiveFiles(b, "r", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files[0].Close()
+	defer files[1].Close()
+	if _, err := files[1].WriteString("hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || line != "hello\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+}
+
+func socketPair() (*net.UnixConn, *net.UnixConn, error) {
+	dir, err := os.MkdirTemp("", "lt")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ln.Close()
+	a, err := net.DialUnix("unix", nil, ln.Addr().(*net.UnixAddr))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := ln.AcceptUnix()
+	return a, b, err
+}
+
+// A handshake line is bounded, and a connection that ends before its
+// newline is an unexpected EOF.
+func TestReadLine(t *testing.T) {
+	var h Hello
+	if err := ReadLine(bufio.NewReader(stringsReader(`{"dynamic-mcp":"v1","op":"session"}`+"\n")), &h); err != nil || h.Op != OpSession || h.Version != "v1" {
+		t.Fatalf("%+v, %v", h, err)
+	}
+	if err := ReadLine(bufio.NewReader(stringsReader(`{"dynamic-mcp"`)), &h); !errors.Is(err, errUnexpectedEOF()) {
+		t.Fatalf("a cut line: %v", err)
+	}
+	big := make([]byte, maxLine+10)
+	for i := range big {
+		big[i] = 'x'
+	}
+	if err := ReadLine(bufio.NewReader(stringsReader(string(big))), &h); err == nil {
+		t.Fatal("a line over the bound was read")
+	}
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+func errUnexpectedEOF() error { return io.ErrUnexpectedEOF }
