@@ -24,7 +24,8 @@ func modernCall(id, name, caps string) string {
 
 // A 2026-07-28 client sends no initialize: what it states in each
 // request's _meta is what it can do. An upstream's elicitation during a
-// call that states elicitation reaches it, a prompt policy asks it, and a
+// call that states elicitation reaches it (as an input_required round),
+// a prompt policy asks it, and a
 // later request that states none is refused both, with no guess carried
 // over from the first.
 func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
@@ -46,10 +47,18 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 		c.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":` + content + `}}`)
 	}
 
+	// The upstream's elicitation reaches a 2026-07-28 client as an
+	// input_required round (see inputrequired_test.go), not a request.
 	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
-	answerElicitation(`{"name":"Ada"}`)
-	if got := c.answer("1"); !strings.Contains(got, "Ada") {
-		t.Errorf("the upstream's elicitation, stated in _meta: %s", got)
+	round := answerOf(t, reply(c, "1"))
+	if _, ok := round.InputRequests["input-1"]; !ok {
+		t.Fatalf("the upstream's elicitation, stated in _meta: %+v", round)
+	}
+	retry := strings.Replace(modernCall("11", "f__ask", `{"elicitation":{}}`), `"_meta":`,
+		`"inputResponses":{"input-1":{"action":"accept","content":{"name":"Ada"}}},"requestState":"`+round.RequestState+`","_meta":`, 1)
+	c.send(retry)
+	if got := reply(c, "11"); !strings.Contains(got, "Ada") {
+		t.Errorf("the upstream's elicitation, answered: %s", got)
 	}
 	c.send(modernCall("2", "f__echo", `{"elicitation":{}}`))
 	answerElicitation(`{}`)

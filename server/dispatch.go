@@ -36,7 +36,7 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 		}
 		return nil, err
 	}
-	if req.modern {
+	if req.modern && !isInputRequired(result) {
 		result = decorateModern(req.msg.Method, result)
 	}
 	return result, nil

@@ -85,7 +85,18 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	if task {
 		ctx = upstream.NoteConn(ctx, &conn)
 	}
-	res, err := h.request(ctx, req, c.server, c.method, json.RawMessage(params), snap.cfg.CallTimeoutFor(c.server.Config))
+	timeout := snap.cfg.CallTimeoutFor(c.server.Config)
+	var res json.RawMessage
+	var err error
+	switch {
+	case !task && inputMethod(c.method) && req.modern:
+		res, err = h.modernCall(ctx, req, c, params, timeout)
+	default:
+		res, err = h.request(ctx, req, c.server, c.method, json.RawMessage(params), timeout)
+		if err == nil && !task && isInputRequired(res) && !req.modern {
+			res, err = h.fulfil(ctx, req, c, params, res, timeout)
+		}
+	}
 	if err == nil && task {
 		res = h.adoptTask(req, c.server, conn, res)
 	}

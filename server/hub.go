@@ -29,6 +29,8 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 	routes *routes
+	states *stateSealer                     // seals the requestState of input_required results
+	inputs *inputCalls                      // 2026-07-28 clients' calls held between rounds
 	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
@@ -68,6 +70,11 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		stop:          make(chan struct{}),
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
+		inputs:        newInputCalls(),
+	}
+	var err error
+	if h.states, err = newStateSealer(); err != nil {
+		return nil, err
 	}
 	audit, err := h.openAudit(cfg)
 	if err != nil {

@@ -266,6 +266,10 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 			obs.Message(ctx, m)
 		}()
 	}
+	if p := inputCallOf(ctx); p != nil {
+		// During a 2026-07-28 client's call: asked in its next round.
+		return p.ask(ctx, method, params)
+	}
 	if upstream.Ambiguous(ctx) {
 		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}

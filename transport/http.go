@@ -11,12 +11,14 @@ import (
 
 // HTTPStream is the stream of a remote upstream, Streamable HTTP or
 // legacy SSE; SetProtocolVersion gives it the version the handshake
-// settled on, which its requests carry from then on; Fail ends it at once
+// settled on, which its requests carry from then on (with the standard
+// headers of 2026-07-28, Mcp-Param-* named by SetParamHeaders); Fail ends it at once
 // (the hub gave up on the server); Related ties a request of the server's
 // to the request of the hub's whose answer it came in.
 type HTTPStream interface {
 	jsonrpc.Stream
 	SetProtocolVersion(version string)
+	SetParamHeaders(f func(params json.RawMessage) map[string]string)
 	Fail(err error)
 	Related(id json.RawMessage) json.RawMessage
 }

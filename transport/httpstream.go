@@ -48,6 +48,9 @@ type httpStream struct {
 
 	mu      sync.Mutex // guards version, posts, related, and starting goroutines (goOwned)
 	version string     // the negotiated protocol version; "" before the handshake
+	// paramHeaders names a tools/call's Mcp-Param-* headers (see
+	// SetParamHeaders); nil for none.
+	paramHeaders func(params json.RawMessage) map[string]string
 	// posts cancels the POST of each request in flight, by id, so that a
 	// call the Conn gave up on (notifications/cancelled) stops reading.
 	posts map[string]context.CancelFunc
@@ -171,10 +174,13 @@ func (s *httpStream) newRequest(ctx context.Context, method, url string, body []
 		req.Header.Set("Content-Type", "application/json")
 	}
 	s.mu.Lock()
-	version := s.version
+	version, paramHeaders := s.version, s.paramHeaders
 	s.mu.Unlock()
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if body != nil {
+		standardHeaders(req.Header, version, body, paramHeaders)
 	}
 	for k, v := range s.headers {
 		req.Header.Set(k, v)

@@ -37,6 +37,7 @@ type conn struct {
 	rpc     *jsonrpc.Conn
 	stream  jsonrpc.Stream       // what rpc runs over
 	http    transport.HTTPStream // the same stream, for a remote server; nil for stdio
+	sse     bool                 // http is legacy SSE
 	proc    *transport.Process   // nil for remote servers
 	auth    *auth.Source         // an OAuth sign-in; nil when the server has none
 	init    *mcp.InitializeResult
@@ -62,6 +63,9 @@ type serverHandlers struct {
 	id      ConnID // the connection's (see newConnID), known to notify before dial returns
 	notify  func(method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// paramHeaders names a tools/call's Mcp-Param-* headers, for a remote
+	// server on 2026-07-28 (see Server.paramHeaders); nil for none.
+	paramHeaders func(params json.RawMessage) map[string]string
 }
 
 // dial starts the server and runs the MCP handshake, bounded by the connect
@@ -99,6 +103,10 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 			return nil, err
 		}
 		c.http, c.stream = hs, hs
+		c.sse = cfg.Transport == config.TransportSSE
+		if h.paramHeaders != nil {
+			hs.SetParamHeaders(h.paramHeaders)
+		}
 	}
 	c.rpc = jsonrpc.NewConn(c.stream, jsonrpc.ConnOptions{
 		MaxMessageSize: settings.MaxMessageSize,
@@ -166,7 +174,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		return nil, err
 	}
 	if c.meta != nil {
-		if p, err = withMeta(p, c.meta); err != nil {
+		if p, err = withMeta(p, ownMeta(c.meta, p)); err != nil {
 			return nil, err
 		}
 	} else if p, err = withoutModernMeta(p); err != nil {

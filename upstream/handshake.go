@@ -19,12 +19,18 @@ import (
 const discoverProbe = 5 * time.Second
 
 // handshake settles the protocol version with the server and learns its
-// capabilities. A stdio server is asked server/discover first, as
-// 2026-07-28 does (SEP-2575), and falls back to initialize when it does
-// not answer; a remote server gets initialize only, which keeps its
-// session on a version before 2026-07-28 (see legacyOnly).
+// capabilities. A server is asked server/discover first, as 2026-07-28
+// does (SEP-2575), and gets initialize when it does not answer it; a
+// legacy SSE server (a transport of 2024-11-05) gets initialize only, and
+// a remote server that offers an older version beside 2026-07-28 gets
+// initialize too (see offersLegacy).
+//
+// A 2026-07-28 server asks the client things with input_required results
+// (SEP-2322), which the hub passes to its client or answers through it
+// (see server/inputrequired.go); over HTTP its requests carry the
+// standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*: see transport).
 func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
-	if c.http == nil || !legacyOnly {
+	if !c.sse {
 		done, err := c.discover(ctx, caps)
 		if done || ctx.Err() != nil {
 			return err
@@ -32,14 +38,6 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 	}
 	return c.initialize(ctx, caps)
 }
-
-// legacyOnly keeps remote sessions on 2025-11-25, the newest version
-// before 2026-07-28. On 2026-07-28 a server asks the client things
-// (sampling, elicitation, roots) with input_required results (SEP-2322),
-// and sends notifications only on a subscriptions/listen request
-// (SEP-2575); the hub handles neither yet over HTTP, where a session of
-// an older version has the GET stream for them.
-const legacyOnly = true
 
 // discover tries a 2026-07-28 session: done when the server answered
 // server/discover. A server that names the versions it supports is asked
@@ -57,11 +55,24 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		if err != nil {
 			return false, err
 		}
+		if c.http != nil {
+			// Over HTTP the version is in a header too, which must agree
+			// with _meta; initialize, if it comes to that, goes without.
+			c.http.SetProtocolVersion(version)
+			defer func() {
+				if !done {
+					c.http.SetProtocolVersion("")
+				}
+			}()
+		}
 		res, err := c.rpc.Call(ctx, string(mcp.MethodServerDiscover), params)
 		if err == nil {
 			var d mcp.DiscoverResult
 			if err := json.Unmarshal(res, &d); err != nil {
 				return true, fmt.Errorf("server/discover: %w", err)
+			}
+			if c.http != nil && offersLegacy(d.SupportedVersions) {
+				return false, nil // initialize, in the newest version before 2026-07-28
 			}
 			c.version, c.meta = version, meta
 			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
@@ -86,6 +97,26 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		version = next
 	}
 	return false, nil
+}
+
+// offersLegacy reports whether a server's supported versions include one
+// before 2026-07-28 that the hub speaks. A remote server that offers both
+// is spoken to in the older one: there it may send requests (sampling,
+// elicitation, roots) during a call, which the hub passes to clients of
+// either version (a 2026-07-28 client gets them as input_required
+// rounds), and it sends notifications on its GET stream, where on
+// 2026-07-28 many servers refuse requests of their own (mcp-go v1.2.1's
+// do, unless written for input_required) and notifications, resource
+// subscriptions and logging/setLevel need subscriptions/listen and
+// per-request _meta, which the hub does not send upstream yet. A server
+// that offers 2026-07-28 alone gets it.
+func offersLegacy(supported []string) bool {
+	for _, v := range supported {
+		if !mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // initialize runs the handshake of the versions before 2026-07-28:
@@ -193,4 +224,26 @@ func withoutModernMeta(params json.RawMessage) (json.RawMessage, error) {
 		return params, nil
 	}
 	return jsonrpc.SetField(params, "_meta", stripped)
+}
+
+// ownMeta is the _meta a request with params carries on a 2026-07-28
+// session: the session's, but for the capabilities of a 2026-07-28 client
+// that stated its own in the request, which are kept. The server then asks
+// that client (by input_required, which the hub passes through) only what
+// it can answer, as a server it called directly would.
+func ownMeta(meta []jsonrpc.Member, params json.RawMessage) []jsonrpc.Member {
+	if !bytes.Contains(params, []byte(`"`+mcp.MetaKeyClientCapabilities+`"`)) {
+		return meta
+	}
+	m, err := jsonrpc.ScanObject(jsonrpc.Field(params, "_meta"))
+	if err != nil || m.Field(mcp.MetaKeyClientCapabilities) == nil {
+		return meta
+	}
+	own := make([]jsonrpc.Member, 0, len(meta))
+	for _, x := range meta {
+		if x.Key != mcp.MetaKeyClientCapabilities {
+			own = append(own, x)
+		}
+	}
+	return own
 }

@@ -136,6 +136,7 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			return s.request(WithOwner(ctx, owner), method, params)
 		},
+		paramHeaders: s.paramHeaders,
 	}
 	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), h)
 	s.mu.Lock()

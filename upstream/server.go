@@ -268,7 +268,8 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
-	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request}
+	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request,
+		paramHeaders: s.paramHeaders}
 	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP

@@ -305,13 +305,6 @@ func TestRealClientsInEachEra(t *testing.T) {
 						t.Errorf("first tools/list through the hub:\n%v\ndirectly (prefixed):\n%v", got, wantHub)
 					}
 
-					if !legacy && transport == "streamable-http" {
-						// Each request of such a client has a session of its
-						// own that ends with it; 2026-07-28 asks the client
-						// with input_required results (SEP-2322), which are
-						// issue 21's item 4, tested with it.
-						t.Skip("2026-07-28 over HTTP: sampling, elicitation and roots need input_required")
-					}
 					t.Run("sampling", func(t *testing.T) {
 						text, isErr, err := c.callText(ctx, "ev__trigger-sampling-request", map[string]any{"prompt": "hello", "maxTokens": 10})
 						if err != nil || isErr || !strings.Contains(text, eraSampled) {

@@ -54,6 +54,7 @@ var (
 	floods      = flags.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
 	exact       = flags.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
 	grow        = flags.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
+	modern      = flags.Bool("modern", false, "speak 2026-07-28: answer server/discover, and have the ask tool ask by input_required results (see askModern)")
 )
 
 // state is what the fake has seen of its client, for the state tool.
@@ -494,6 +495,18 @@ func handle(req request) {
 			"serverInfo":      map[string]any{"name": *name, "version": "1.0.0"},
 			"instructions":    "A fake server for tests.",
 		})
+	case "server/discover":
+		if !*modern {
+			fail(req.ID, -32601, "Method not found: "+req.Method, nil)
+			return
+		}
+		state.Lock()
+		state.ProtocolVersion = "2026-07-28"
+		state.Unlock()
+		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
+			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
+		reply(req.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps,
+			"instructions": "A fake server for tests.", "_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": *name, "version": "1.0.0"}}})
 	case "logging/setLevel":
 		var p struct {
 			Level string `json:"level"`
@@ -528,9 +541,16 @@ func handle(req request) {
 			grown.Unlock()
 		}
 		all = append(all, taskTools()...)
+		if *modern {
+			all = append(all, mrtrTools()...)
+		}
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
-		pageOf(req.ID, req.Params, "prompts", prompts())
+		ps := prompts()
+		if *modern {
+			ps = append(ps, mrtrPrompt)
+		}
+		pageOf(req.ID, req.Params, "prompts", ps)
 	case "resources/list":
 		pageOf(req.ID, req.Params, "resources", resources())
 	case "resources/templates/list":
@@ -542,6 +562,9 @@ func handle(req request) {
 		_ = json.Unmarshal(req.Params, &p)
 		reply(req.ID, map[string]any{"contents": []any{map[string]any{"uri": p.URI, "mimeType": "text/plain", "text": "content of " + p.URI}}})
 	case "prompts/get":
+		if *modern && mrtrCall(req) {
+			return
+		}
 		var p struct {
 			Name      string            `json:"name"`
 			Arguments map[string]string `json:"arguments"`
@@ -556,6 +579,9 @@ func handle(req request) {
 		_ = json.Unmarshal(req.Params, &p)
 		reply(req.ID, map[string]any{"completion": map[string]any{"values": []string{"ref:" + p.Ref["name"] + p.Ref["uri"]}, "hasMore": false}})
 	case "tools/call":
+		if *modern && mrtrCall(req) {
+			return
+		}
 		call(req)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
 		taskRequest(req)
@@ -685,6 +711,10 @@ func call(req request) {
 		}
 		reply(req.ID, text("progressed "+p.Arguments.Text))
 	case toolName("ask"):
+		if *modern {
+			askModern(req)
+			return
+		}
 		params := map[string]any{"message": "What is your name?",
 			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
 		if p.Arguments.Text == "url" {
@@ -749,4 +779,32 @@ func flood(method string, n int) {
 		out.w.WriteByte('\n')
 	}
 	out.w.Flush()
+}
+
+// askModern is the ask tool of a 2026-07-28 server (-modern): two rounds
+// of input_required (an elicitation keyed "name", then roots/list keyed
+// "roots", each with a requestState that names the round and carries what
+// came before), then a result with the answers and the state they came
+// with, as received.
+func askModern(req request) {
+	var p struct {
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   string                     `json:"requestState"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	inputRequired := func(key string, in map[string]any, state string) {
+		reply(req.ID, map[string]any{"resultType": "input_required", "inputRequests": map[string]any{key: in}, "requestState": state})
+	}
+	switch {
+	case p.RequestState == "" || p.InputResponses["name"] == nil && !strings.HasPrefix(p.RequestState, "round 2 "):
+		inputRequired("name", map[string]any{"method": "elicitation/create", "params": map[string]any{"message": "What is your name?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}, "round 1 <&>")
+	case p.RequestState == "round 1 <&>":
+		inputRequired("roots", map[string]any{"method": "roots/list"}, "round 2 "+string(p.InputResponses["name"]))
+	case p.InputResponses["roots"] != nil:
+		text := "state: " + p.RequestState + "; roots: " + string(p.InputResponses["roots"])
+		reply(req.ID, map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": text}}})
+	default:
+		inputRequired("roots", map[string]any{"method": "roots/list"}, p.RequestState)
+	}
 }

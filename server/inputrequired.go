@@ -1,0 +1,542 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Multi round-trip requests (2026-07-28, "Multi Round-Trip Requests",
+// SEP-2322) both ways. A server of that version does not send the client
+// requests (elicitation, sampling, roots): it answers tools/call,
+// prompts/get or resources/read with an input_required result listing
+// them, and the client sends the request again with its answers
+// (inputResponses) and the state the server gave (requestState). The hub
+// stands between clients and servers of either kind:
+//
+//   - a 2026-07-28 client calling through an older server: the server's
+//     request during the call becomes the call's input_required answer,
+//     and the hub holds the call, and the server's request, until the
+//     client's retry brings the answer (heldCall);
+//   - a 2026-07-28 client calling through a 2026-07-28 server: the
+//     server's input_required passes through, its requestState sealed
+//     inside the hub's, so that the retry is known for what it is and
+//     goes back to that server with the server's state untouched;
+//   - an older client calling through a 2026-07-28 server: each input
+//     request reaches the client as the request it stands for, and the
+//     hub sends the call again with the answers until it completes
+//     (fulfil).
+
+// inputMethod reports whether a request of method may be answered
+// input_required (the specification's "Supported Requests").
+func inputMethod(method string) bool {
+	switch method {
+	case policy.MethodToolsCall, policy.MethodPromptsGet, policy.MethodResourcesRead:
+		return true
+	}
+	return false
+}
+
+// isInputRequired reports whether a result is input_required.
+func isInputRequired(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"`+mcp.ResultTypeInputRequired+`"`)) {
+		return false
+	}
+	o, err := jsonrpc.ScanObject(res)
+	if err != nil {
+		return false
+	}
+	t, _ := stringValue(o.Field("resultType"))
+	return t == string(mcp.ResultTypeInputRequired)
+}
+
+// relayStateTTL is how long the hub's seal on a 2026-07-28 server's own
+// requestState is valid: the hub holds nothing for such a call (the
+// server keeps what it needs in its state), so the user may take longer
+// than a call timeout to answer; the server still checks its own state.
+const relayStateTTL = 10 * time.Minute
+
+// modernCall sends the call of a 2026-07-28 client upstream: held by the
+// hub when the server is older and asks the client something, relayed
+// with its requestState sealed when the server is of 2026-07-28 too. A
+// retry carrying a requestState is checked before anything is sent: one
+// the hub did not seal, altered, expired, of another session or another
+// request is refused -32602, and so is one whose round was answered
+// already. Nothing answers a retry from a cache: it always reaches the
+// call it resumes.
+func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	who, digest := caller(req.sess), callDigest(c)
+	caps := requestCaps(req)
+	token, retry := req.stringField("requestState")
+	if !retry {
+		if req.field("requestState") != nil {
+			return nil, errorf(codeInvalidParams, "invalid params: requestState must be a string")
+		}
+		if mcp.IsModernProtocol(c.server.Status().ProtocolVersion) {
+			return h.relay(ctx, req, c, params, timeout, who, digest)
+		}
+		p, err := h.startHeld(ctx, c, params, timeout, caps, sessionless(req.sess))
+		if err != nil {
+			return nil, err
+		}
+		return h.awaitHeld(ctx, p, who, digest)
+	}
+	st, err := h.states.open(token, who, digest)
+	if err != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+	}
+	if st.Round == "" {
+		// The server's own state: it goes back to that server in place
+		// of the hub's, with the client's answers as they came (params
+		// that call_dynamic_tool made have neither yet).
+		q, _ := jsonrpc.Marshal(st.Upstream)
+		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.field("inputResponses") != nil {
+			params, err = jsonrpc.SetField(params, "inputResponses", req.field("inputResponses"))
+		}
+		if err != nil {
+			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+		}
+		return h.relay(ctx, req, c, params, timeout, who, digest)
+	}
+	answers, err := inputResponses(req.field("inputResponses"))
+	if err != nil {
+		return nil, err
+	}
+	p := h.inputs.take(st.Round)
+	if p == nil {
+		return nil, errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())
+	}
+	p.answer(answers, caps)
+	return h.awaitHeld(ctx, p, who, digest)
+}
+
+// relay sends a call to a 2026-07-28 server and seals the requestState of
+// an input_required answer inside the hub's.
+func (h *Hub) relay(ctx context.Context, req *request, c call, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
+	res, err := h.request(ctx, req, c.server, c.method, params, timeout)
+	if err != nil || !isInputRequired(res) {
+		return res, err
+	}
+	o, _ := jsonrpc.ScanObject(res) // checked by isInputRequired
+	state, ok := stringValue(o.Field("requestState"))
+	if !ok {
+		return res, nil // nothing to seal: the retry carries no state either
+	}
+	sealed, err := h.states.seal(sealedState{Server: c.server.Config.ID(), Upstream: state, Caller: who, Call: digest,
+		Expires: h.states.now().Add(relayStateTTL).UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
+	q, _ := jsonrpc.Marshal(sealed)
+	return o.With(jsonrpc.Member{Key: "requestState", Value: q})
+}
+
+// inputResponses checks a retry's inputResponses: absent, or an object
+// whose every member is a result (an object). Each is read by the key
+// of the input request it answers.
+func inputResponses(raw []byte) (jsonrpc.Object, error) {
+	if raw == nil || string(raw) == "null" {
+		return jsonrpc.Object{}, nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return jsonrpc.Object{}, errorf(codeInvalidParams, "invalid params: inputResponses must be an object")
+	}
+	for k, v := range members {
+		if len(v) == 0 || v[0] != '{' {
+			return jsonrpc.Object{}, errorf(codeInvalidParams, fmt.Sprintf("invalid params: inputResponses[%q] must be an object", k))
+		}
+	}
+	o, err := jsonrpc.ScanObject(raw)
+	if err != nil {
+		return jsonrpc.Object{}, errorf(codeInvalidParams, "invalid params: inputResponses must be an object")
+	}
+	return o, nil
+}
+
+// requestCaps are the capabilities the client states in the request's
+// _meta (2026-07-28), else those its session stated.
+func requestCaps(req *request) mcp.ClientCapabilities {
+	if meta, err := jsonrpc.ScanObject(req.field("_meta")); err == nil {
+		if raw := meta.Field(mcp.MetaKeyClientCapabilities); raw != nil {
+			var caps mcp.ClientCapabilities
+			if json.Unmarshal(raw, &caps) == nil {
+				return boundCapabilities(caps)
+			}
+		}
+	}
+	return req.sess.GetClientCapabilities()
+}
+
+// answerable reports whether a client with caps can answer a request of
+// method with params: the specification forbids sending one it did not
+// declare (an elicitation in URL mode needs that mode declared).
+func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool {
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		return caps.Sampling != nil
+	case string(mcp.MethodElicitationCreate):
+		return canElicit(caps.Elicitation, elicitationMode(params))
+	case string(mcp.MethodListRoots):
+		return caps.Roots != nil
+	}
+	return false
+}
+
+// inputCalls are the calls the hub holds for 2026-07-28 clients between
+// rounds, by the id of the round their requestState names.
+type inputCalls struct {
+	mu   sync.Mutex            // guards held and every inputCall's round
+	held map[string]*inputCall // parked until the client's retry
+}
+
+// maxHeldCalls bounds the calls held waiting for a client's retry, all
+// clients together: each holds an upstream call, and its requests, until
+// the call timeout at most. A call that would be held past it fails.
+const maxHeldCalls = 1024
+
+func newInputCalls() *inputCalls { return &inputCalls{held: map[string]*inputCall{}} }
+
+// put parks p under round; false when too many are held.
+func (ic *inputCalls) put(round string, p *inputCall) bool {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if len(ic.held) >= maxHeldCalls {
+		return false
+	}
+	ic.held[round], p.round = p, round
+	return true
+}
+
+// take unparks the call of round: a round is taken once.
+func (ic *inputCalls) take(round string) *inputCall {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	p := ic.held[round]
+	if p != nil {
+		delete(ic.held, round)
+		p.round = ""
+	}
+	return p
+}
+
+// drop forgets p, if it is parked.
+func (ic *inputCalls) drop(p *inputCall) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if p.round != "" && ic.held[p.round] == p {
+		delete(ic.held, p.round)
+	}
+	p.round = ""
+}
+
+// inputCall is a 2026-07-28 client's call the hub sends to an older
+// server and holds across the client's rounds: the server's requests to
+// the client during it wait as asks, each answered by a retry.
+//
+// While the client answers, the server waits on its request, as it would
+// on a client it asked directly; the call is bounded by its call timeout
+// from its first request, and so is everything it asks. A retry that
+// never comes leaves the asks unanswered until then: the server's
+// requests fail ("the client did not answer ... within"), the call is
+// cancelled, and its state is refused from then on.
+type inputCall struct {
+	deadline time.Time          // the call's: its states expire with it
+	cancel   context.CancelFunc // ends the upstream call
+	done     chan struct{}      // closed when the upstream answered; res and err set
+	res      json.RawMessage
+	err      error
+	wake     chan struct{} // a new ask (capacity 1)
+	consumed chan struct{} // closed once a request took the outcome or gave up on the call
+	consume  func()
+	round    string // the round it is parked under; guarded by inputCalls.mu
+
+	mu   sync.Mutex // guards the fields below
+	caps mcp.ClientCapabilities
+	asks []*inputAsk // unanswered, oldest first
+	next int         // keys handed out
+}
+
+// inputAsk is one request of the server's waiting for the client.
+type inputAsk struct {
+	key    string
+	method string
+	params json.RawMessage
+	reply  chan json.RawMessage // capacity 1
+}
+
+type inputCallKey struct{}
+
+// inputCallOf is the held call ctx was made for (a server's request
+// during it carries its values), or nil.
+func inputCallOf(ctx context.Context) *inputCall {
+	p, _ := ctx.Value(inputCallKey{}).(*inputCall)
+	return p
+}
+
+// startHeld sends c upstream on a goroutine of the hub's, detached from
+// the client's request (which ends with the first input_required), within
+// timeout. The goroutine keeps the outcome until a request takes it, the
+// timeout passes or the hub closes.
+//
+// A request without a session has a session that ends with its answer,
+// and with it the connections of that session's own (isolation:
+// per-session): the call is then the owner of its connections itself
+// (ownsConn), which it releases when it ends.
+func (h *Hub) startHeld(ctx context.Context, c call, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities, ownsConn bool) (*inputCall, error) {
+	p := &inputCall{deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
+		consumed: make(chan struct{}), caps: caps}
+	p.consume = sync.OnceFunc(func() { close(p.consumed) })
+	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
+	p.cancel = cancel
+	pctx = context.WithValue(pctx, inputCallKey{}, p)
+	if ownsConn {
+		pctx = upstream.WithOwner(pctx, p)
+	}
+	stopOnClose := context.AfterFunc(h.ctx, cancel)
+	if !h.spawn(func() {
+		defer stopOnClose()
+		defer cancel()
+		if ownsConn {
+			defer h.mgr.Release(p)
+		}
+		p.res, p.err = h.request(pctx, nil, c.server, c.method, params, timeout)
+		close(p.done)
+		select {
+		case <-p.consumed:
+		case <-pctx.Done():
+		}
+		h.inputs.drop(p)
+	}) {
+		stopOnClose()
+		cancel()
+		return nil, errorf(codeInternalError, "the hub is shutting down")
+	}
+	return p, nil
+}
+
+// awaitHeld waits for p's outcome or its next asks, whichever first, and
+// answers the client's request with it: the result, or input_required
+// with the asks and a state naming p's next round. A client that cancels
+// its request ends the call.
+func (h *Hub) awaitHeld(ctx context.Context, p *inputCall, who, digest string) (json.RawMessage, error) {
+	for {
+		select {
+		case <-p.done:
+			p.consume()
+			return p.res, p.err
+		default:
+		}
+		p.mu.Lock()
+		asks := slices.Clone(p.asks)
+		p.mu.Unlock()
+		if len(asks) > 0 {
+			return h.park(p, asks, who, digest)
+		}
+		select {
+		case <-p.done:
+		case <-p.wake:
+		case <-ctx.Done():
+			p.consume()
+			p.cancel()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// park answers with p's asks and a sealed state for its next round, and
+// holds p until the retry.
+func (h *Hub) park(p *inputCall, asks []*inputAsk, who, digest string) (json.RawMessage, error) {
+	round, err := randomID()
+	if err != nil {
+		return nil, err
+	}
+	state, err := h.states.seal(sealedState{Round: round, Caller: who, Call: digest, Expires: p.deadline.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
+	type inputRequest struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params,omitempty"`
+	}
+	requests := make(map[string]inputRequest, len(asks))
+	for _, a := range asks {
+		params := a.params
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(`{}`) // roots/list has none: an empty object, as the specification writes it
+		}
+		requests[a.key] = inputRequest{Method: a.method, Params: params}
+	}
+	res, err := jsonrpc.Marshal(struct {
+		ResultType    mcp.ResultType          `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}{mcp.ResultTypeInputRequired, requests, state})
+	if err != nil {
+		return nil, err
+	}
+	if !h.inputs.put(round, p) {
+		p.consume()
+		p.cancel()
+		return nil, errorf(codeInternalError, fmt.Sprintf("too many calls wait for their clients' input (at most %d)", maxHeldCalls))
+	}
+	return res, nil
+}
+
+// ask is a request of the server's during p: it waits for the client's
+// answer, brought by a retry, within ctx (the server's own deadline for
+// it). A client that did not declare it can answer method is not asked.
+func (p *inputCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	p.mu.Lock()
+	if !answerable(p.caps, method, params) {
+		p.mu.Unlock()
+		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
+	}
+	p.next++
+	a := &inputAsk{key: fmt.Sprintf("input-%d", p.next), method: method, params: bytes.Clone(params), reply: make(chan json.RawMessage, 1)}
+	p.asks = append(p.asks, a)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case r := <-a.reply:
+		return r, nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		p.asks = slices.DeleteFunc(p.asks, func(x *inputAsk) bool { return x == a })
+		p.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// answer hands the server the client's answers, each to the ask of its
+// key; an ask without one is asked again in the next round, as the
+// specification has a server do. caps are what the client states now.
+func (p *inputCall) answer(answers jsonrpc.Object, caps mcp.ClientCapabilities) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.caps = caps
+	p.asks = slices.DeleteFunc(p.asks, func(a *inputAsk) bool {
+		v := answers.Field(a.key)
+		if v == nil {
+			return false
+		}
+		a.reply <- bytes.Clone(v)
+		return true
+	})
+}
+
+// randomID is a round's id: 128 random bits.
+func randomID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// maxInputRounds bounds the rounds of one call to a 2026-07-28 server on
+// an older client's behalf, and maxShedRounds those in a row that asked
+// nothing (the server shedding load): as mcp-go's client does.
+const (
+	maxInputRounds = 10
+	maxShedRounds  = 3
+)
+
+// fulfil completes a call of an older client that a 2026-07-28 server
+// answered input_required (res): each input request goes to the client as
+// the request it stands for (refused, as any server's request, where the
+// client did not declare it can answer), and the call is sent again with
+// the answers and the server's requestState untouched, until a result
+// that is not input_required.
+func (h *Hub) fulfil(ctx context.Context, req *request, c call, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	shed := 0
+	for round := 1; ; round++ {
+		if round > maxInputRounds {
+			return nil, fmt.Errorf("upstream %s asked for input more than %d times in one call", c.server.Config.ID(), maxInputRounds)
+		}
+		var r struct {
+			InputRequests map[string]struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			} `json:"inputRequests"`
+		}
+		if err := json.Unmarshal(res, &r); err != nil {
+			return nil, fmt.Errorf("upstream %s: an input_required result: %w", c.server.Config.ID(), err)
+		}
+		if len(r.InputRequests) == 0 {
+			if shed++; shed > maxShedRounds {
+				return nil, fmt.Errorf("upstream %s asked %d times in a row to retry without asking anything", c.server.Config.ID(), maxShedRounds+1)
+			}
+		} else {
+			shed = 0
+		}
+		keys := make([]string, 0, len(r.InputRequests))
+		for k := range r.InputRequests {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		answers := make(map[string]json.RawMessage, len(keys))
+		for _, k := range keys {
+			in := r.InputRequests[k]
+			var p json.RawMessage
+			if len(in.Params) > 0 && string(in.Params) != "null" {
+				p = in.Params
+			}
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			a, err := h.upstreamRequest(actx, c.server, in.Method, p)
+			cancel()
+			if err != nil {
+				var re *upstream.RPCError
+				if errors.As(err, &re) {
+					// A refusal or the client's error: the call cannot go on
+					// (an input response is a result, never an error).
+					err = errors.New(re.Message)
+				}
+				return nil, fmt.Errorf("upstream %s asked the client %s (%s): %w", c.server.Config.ID(), in.Method, k, err)
+			}
+			answers[k] = a
+		}
+		retry, err := retryParams(params, res, answers)
+		if err != nil {
+			return nil, err
+		}
+		if res, err = h.request(ctx, req, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
+			return res, err
+		}
+	}
+}
+
+// retryParams are params again with the answers as inputResponses and the
+// requestState of the input_required result res, byte for byte, if it has
+// one.
+func retryParams(params, res json.RawMessage, answers map[string]json.RawMessage) (json.RawMessage, error) {
+	b, err := jsonrpc.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	out, err := jsonrpc.SetField(params, "inputResponses", b)
+	if err != nil {
+		return nil, err
+	}
+	if state := jsonrpc.Field(res, "requestState"); state != nil {
+		return jsonrpc.SetField(out, "requestState", state)
+	}
+	return jsonrpc.DeleteField(out, "requestState")
+}
