@@ -401,6 +401,12 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				"client_secret": func(k string, v *yaml.Node) { s.OAuth.ClientSecret = p.str(v, k) },
 				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
 				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort, _ = p.int(v, k) },
+				"expected_issuer": func(k string, v *yaml.Node) {
+					var ok bool
+					if s.OAuth.ExpectedIssuer, ok = p.strOK(v, k); ok && !strings.HasPrefix(s.OAuth.ExpectedIssuer, "https://") && !strings.HasPrefix(s.OAuth.ExpectedIssuer, "http://") {
+						p.fail(v, k, "must be the issuer's URL")
+					}
+				},
 				"client_metadata_url": func(k string, v *yaml.Node) {
 					var ok bool
 					if s.OAuth.ClientMetadataURL, ok = p.strOK(v, k); ok && !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
