@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -24,6 +25,10 @@ import (
 type LoginOptions struct {
 	ClientID     string // pre-registered client; "" registers one (RFC 7591)
 	ClientSecret string // with ClientID, for a confidential client
+	// AuthMethod is how the confidential client authenticates, as it was
+	// registered: client_secret_basic or client_secret_post; "" picks
+	// basic unless the server lists only post.
+	AuthMethod string
 	// ClientMetadataURL is an https URL serving this client's metadata: the
 	// client ID where the server supports client ID metadata documents.
 	ClientMetadataURL string
@@ -160,8 +165,8 @@ func chooseClient(ctx context.Context, o LoginOptions, md *serverMetadata, resou
 		if o.ClientSecret != "" {
 			// Pre-registered credentials: client_secret_basic, which every
 			// server must support (RFC 6749 §2.3.1), unless it lists only post.
-			c.method = "client_secret_basic"
-			if supported := md.TokenEndpointAuthMethodsSupported; len(supported) > 0 && !slices.Contains(supported, c.method) && slices.Contains(supported, "client_secret_post") {
+			c.method = cmp.Or(o.AuthMethod, "client_secret_basic")
+			if supported := md.TokenEndpointAuthMethodsSupported; o.AuthMethod == "" && len(supported) > 0 && !slices.Contains(supported, c.method) && slices.Contains(supported, "client_secret_post") {
 				c.method = "client_secret_post"
 			}
 		}

@@ -71,7 +71,7 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// same authorization server, replaced with another.
 	previous, _ := store.Load(server.ID(), server.URL)
 	rec, err := auth.Login(ctx, server.ID(), server.URL, auth.LoginOptions{
-		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, Scopes: server.OAuth.Scopes,
+		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, AuthMethod: server.OAuth.AuthMethod, Scopes: server.OAuth.Scopes,
 		ClientMetadataURL: server.OAuth.ClientMetadataURL, ExpectedIssuer: server.OAuth.ExpectedIssuer,
 		Previous: previous, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		RedirectPort: server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
