@@ -24,6 +24,10 @@ type serverMetadata struct {
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	// CIMD says the server takes client ID metadata documents.
 	CIMD bool `json:"client_id_metadata_document_supported"`
+	// lookedUp is the authorization server's URL as the protected
+	// resource metadata named it (or as guessed): its metadata was found
+	// there; "" for the defaults of MCP 2025-03-26.
+	lookedUp string
 }
 
 // discoverServer finds the authorization server of the MCP server at
@@ -65,6 +69,7 @@ func discoverServer(ctx context.Context, client *http.Client, serverURL string, 
 			mismatch = cmp.Or(mismatch, err)
 			continue
 		}
+		md.lookedUp = issuer
 		return md, nil
 	}
 	if mismatch != nil {

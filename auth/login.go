@@ -137,7 +137,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if err != nil {
 		return nil, fmt.Errorf("exchange the code for a token: %w", err)
 	}
-	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, TokenEndpoint: md.TokenEndpoint, Resource: resource,
+	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, AuthServer: md.lookedUp, TokenEndpoint: md.TokenEndpoint, Resource: resource,
 		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: method, Scopes: scopes,
 		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
 		Registration: c.registration, RedirectURI: redirect}

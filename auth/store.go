@@ -31,9 +31,13 @@ var ErrNoToken = errors.New("not signed in")
 // Record is what the store keeps for one server: the sign-in and how to
 // renew it. Its LogValue hides the secrets.
 type Record struct {
-	Server        string    `json:"server"`
-	URL           string    `json:"url"` // the server's URL: a record for another URL is not used
-	Issuer        string    `json:"issuer,omitempty"`
+	Server string `json:"server"`
+	URL    string `json:"url"` // the server's URL: a record for another URL is not used
+	Issuer string `json:"issuer,omitempty"`
+	// AuthServer is the authorization server as the protected resource
+	// metadata named it (the issuer, but for oauth.expected_issuer): a
+	// server that names others no longer takes this sign-in (see Moved).
+	AuthServer    string    `json:"authorization_server,omitempty"`
 	TokenEndpoint string    `json:"token_endpoint"`
 	Resource      string    `json:"resource,omitempty"`
 	ClientID      string    `json:"client_id"`

@@ -117,6 +117,12 @@ groups:
 	// again registers a new client there, and the hub takes it up.
 	h2 := startHydra(t, bin)
 	current.Store(h2)
+	if _, isErr := c.callText("dyn__hello", nil); !isErr {
+		t.Error("a call with the old sign-in went through after the move")
+	}
+	waitFor(t, 20*time.Second, "the hub to say the server moved", func() bool {
+		return strings.Contains(c.stderr.String(), "now names authorization server "+h2.public)
+	})
 	if out := hydraLogin(t, env, cfg, "dyn"); !strings.Contains(out, "client dynamic") || !strings.Contains(out, h2.public) {
 		t.Errorf("dyn with the new authorization server: %s", out)
 	}
@@ -127,10 +133,12 @@ groups:
 	if n := len(h2.clients(t)); n != 1 {
 		t.Errorf("the new authorization server has %d clients, want the one the hub registered", n)
 	}
-	waitFor(t, 20*time.Second, "a call with the new sign-in", func() bool {
-		text, isErr := c.callText("dyn__hello", nil)
-		return !isErr && text == "hello, signed-in hub"
+	waitFor(t, 20*time.Second, "the group with the new sign-in", func() bool {
+		return strings.Contains(string(c.call("tools/list", nil)), "dyn__hello")
 	})
+	if text, isErr := c.callText("dyn__hello", nil); isErr || text != "hello, signed-in hub" {
+		t.Fatalf("call with the new sign-in: %q", text)
+	}
 
 	status := exec.Command(hubBin, "auth", "status", "-c", cfg)
 	status.Env = env
