@@ -100,7 +100,6 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if err != nil {
 		return nil, err
 	}
-	clientID, secret, method := c.id, c.secret, c.method
 	scopes := o.Scopes
 	switch {
 	case len(scopes) > 0:
@@ -110,8 +109,8 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 		scopes = prm.ScopesSupported
 	}
 	conf := &oauth2.Config{
-		ClientID: clientID, ClientSecret: secret, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(method)},
+		ClientID: c.id, ClientSecret: c.secret, RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(c.method)},
 	}
 	state := randomString()
 	verifier := oauth2.GenerateVerifier()
@@ -138,7 +137,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 		return nil, fmt.Errorf("exchange the code for a token: %w", err)
 	}
 	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, AuthServer: md.lookedUp, TokenEndpoint: md.TokenEndpoint, Resource: resource,
-		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: method, Scopes: scopes,
+		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: c.method, Scopes: scopes,
 		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
 		Registration: c.registration, RedirectURI: redirect}
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
