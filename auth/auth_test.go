@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -169,4 +171,87 @@ func TestURLsMustBeSafe(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "link-local or metadata") {
 		t.Errorf("metadata address: %v", err)
 	}
+}
+
+// A dynamic registration is kept by issuer (MCP 2026-07-28): a sign-in
+// again with the same authorization server, resource and redirect reuses
+// it; one whose previous sign-in was made with another authorization
+// server registers a new client.
+func TestRegistrationKeptByIssuer(t *testing.T) {
+	a := authtest.NewServer(t)
+	port := freePort(t)
+	first, err := login(t, a, LoginOptions{RedirectPort: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Registration != RegDynamic || first.RedirectURI != fmt.Sprintf("http://127.0.0.1:%d/callback", port) || a.Registered != 1 {
+		t.Fatalf("first sign-in: %+v, registered %d", first, a.Registered)
+	}
+	again, err := login(t, a, LoginOptions{RedirectPort: port, Previous: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Registered != 1 || again.ClientID != first.ClientID || again.Registration != RegDynamic {
+		t.Errorf("same issuer: registered %d times, record %+v", a.Registered, again)
+	}
+	moved := *again
+	moved.Issuer = "https://old-as.example"
+	if _, err := login(t, a, LoginOptions{RedirectPort: port, Previous: &moved}); err != nil {
+		t.Fatal(err)
+	}
+	if a.Registered != 2 {
+		t.Errorf("another issuer: registered %d times, want a new registration", a.Registered)
+	}
+	pre, err := login(t, a, LoginOptions{ClientID: "pre-1", Previous: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pre.Registration != RegPreRegistered || pre.ClientID != "pre-1" || a.Registered != 2 {
+		t.Errorf("pre-registered: %+v, registered %d", pre, a.Registered)
+	}
+}
+
+// Without registration, the error says what to configure: the client ID,
+// and the metadata document where the server takes them.
+func TestNoRegistrationSaysWhatToConfigure(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-authorization-server" {
+			fmt.Fprintf(w, `{"issuer":"http://%s","authorization_endpoint":"http://%[1]s/a","token_endpoint":"http://%[1]s/t","client_id_metadata_document_supported":true}`, r.Host)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := Login(t.Context(), "srv", srv.URL+"/mcp", LoginOptions{})
+	if err == nil || !strings.Contains(err.Error(), "set oauth.client_id") || !strings.Contains(err.Error(), "oauth.client_metadata_url") {
+		t.Errorf("error: %v", err)
+	}
+}
+
+// A record written before records named their registration is read with
+// one inferred, and used as before.
+func TestStoreMigratesRecordsWithoutRegistration(t *testing.T) {
+	s := NewStore(t.TempDir())
+	for _, c := range []struct{ server, file, want string }{
+		{"dyn", `{"server":"dyn","url":"https://x/mcp","client_id":"c1","token_endpoint_auth_method":"none","access_token":"a"}`, RegDynamic},
+		{"pre", `{"server":"pre","url":"https://x/mcp","client_id":"c2","client_secret":"s","token_endpoint_auth_method":"client_secret_basic","access_token":"a"}`, RegPreRegistered},
+		{"doc", `{"server":"doc","url":"https://x/mcp","client_id":"https://me.example/client.json","token_endpoint_auth_method":"none","access_token":"a"}`, RegMetadataDocument},
+	} {
+		if err := os.WriteFile(filepath.Join(s.Dir(), c.server+".json"), []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Load(c.server, "https://x/mcp")
+		if err != nil || r.Registration != c.want || r.AccessToken != "a" {
+			t.Errorf("%s: %+v, %v", c.server, r, err)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

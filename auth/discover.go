@@ -2,11 +2,13 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,6 +24,10 @@ type serverMetadata struct {
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	// CIMD says the server takes client ID metadata documents.
 	CIMD bool `json:"client_id_metadata_document_supported"`
+	// lookedUp is the authorization server's URL as the protected
+	// resource metadata named it (or as guessed): its metadata was found
+	// there; "" for the defaults of MCP 2025-03-26.
+	lookedUp string
 }
 
 // discoverServer finds the authorization server of the MCP server at
@@ -31,7 +37,12 @@ type serverMetadata struct {
 // 2025-03-26 defaults to on that origin (/authorize, /token, /register),
 // as clients of that version do. named says the server's 401 named its
 // resource metadata: then no origin is guessed.
-func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool) (*serverMetadata, error) {
+//
+// The metadata must name the issuer it was looked up for (RFC 8414 §3.3,
+// OpenID Connect Discovery §4.3), or mix-up attacks go unnoticed; a
+// provider known to name another (Atlassian, Entra) is let through only
+// when the config says which: iss.expected, logged each time.
+func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool, iss issuerCheck) (*serverMetadata, error) {
 	issuers := make([]string, 0, len(prm.AuthorizationServers))
 	for _, issuer := range prm.AuthorizationServers {
 		if CheckURL(issuer) == nil {
@@ -48,10 +59,21 @@ func discoverServer(ctx context.Context, client *http.Client, serverURL string, 
 		}
 		issuers = []string{u.Scheme + "://" + u.Host}
 	}
+	var mismatch error
 	for _, issuer := range issuers {
-		if md := findServerMetadata(ctx, client, issuer); md != nil {
-			return md, nil
+		md := findServerMetadata(ctx, client, issuer)
+		if md == nil {
+			continue
 		}
+		if err := iss.check(issuer, md.Issuer); err != nil {
+			mismatch = cmp.Or(mismatch, err)
+			continue
+		}
+		md.lookedUp = issuer
+		return md, nil
+	}
+	if mismatch != nil {
+		return nil, mismatch
 	}
 	u, err := url.Parse(issuers[0])
 	if err != nil {
@@ -60,6 +82,32 @@ func discoverServer(ctx context.Context, client *http.Client, serverURL string, 
 	origin := u.Scheme + "://" + u.Host
 	return &serverMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token", RegistrationEndpoint: origin + "/register"}, nil
 }
+
+// issuerCheck holds a named issuer's metadata to naming that issuer.
+type issuerCheck struct {
+	// expected is the issuer the config accepts instead (oauth.expected_issuer).
+	expected string
+	logger   *slog.Logger
+}
+
+// check reports whether metadata looked up for issuer, naming named, may
+// be used: the same URL (a trailing slash aside), or the one expected,
+// with a warning.
+func (c issuerCheck) check(issuer, named string) error {
+	if sameIssuer(issuer, named) {
+		return nil
+	}
+	if c.expected != "" && sameIssuer(c.expected, named) {
+		c.logger.Warn("the authorization server's metadata names another issuer than the one it was looked up for; "+
+			"accepted because oauth.expected_issuer says so (RFC 8414 §3.3 forbids this: mix-up attacks go unnoticed)",
+			"looked_up", issuer, "issuer", named)
+		return nil
+	}
+	return fmt.Errorf("the authorization server's metadata for %s names issuer %s (RFC 8414 §3.3 requires the same): "+
+		"if this provider is known to do so, set oauth.expected_issuer: %s for this server", issuer, named, named)
+}
+
+func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
 // findServerMetadata reads the metadata issuer publishes: RFC 8414 with
 // the path inserted, OpenID Connect with the path inserted, OpenID Connect

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,16 +25,30 @@ import (
 type LoginOptions struct {
 	ClientID     string // pre-registered client; "" registers one (RFC 7591)
 	ClientSecret string // with ClientID, for a confidential client
+	// AuthMethod is how the confidential client authenticates, as it was
+	// registered: client_secret_basic or client_secret_post; "" picks
+	// basic unless the server lists only post.
+	AuthMethod string
 	// ClientMetadataURL is an https URL serving this client's metadata: the
 	// client ID where the server supports client ID metadata documents.
 	ClientMetadataURL string
-	Scopes            []string          // "" asks for what the server says it needs
-	RedirectPort      int               // loopback port of the redirect; 0 picks one
-	Headers           map[string]string // the server's configured headers, for the first request
-	Open              func(url string) error
-	Out               io.Writer     // where the URL and the countdown go
-	Timeout           time.Duration // how long to wait for the browser; default 5 minutes
-	HTTPClient        *http.Client  // default SafeClient
+	// ExpectedIssuer is the issuer the authorization server's metadata
+	// may name instead of the one it is looked up for (Atlassian, Entra):
+	// accepted with a warning each time; "" accepts none.
+	ExpectedIssuer string
+	// Previous is the sign-in on file, if any: its dynamic registration
+	// is reused when made with the same authorization server (issuer),
+	// for the same resource and redirect; with another, a new client is
+	// registered (MCP 2026-07-28: registrations are kept by issuer).
+	Previous     *Record
+	Logger       *slog.Logger      // default: none
+	Scopes       []string          // "" asks for what the server says it needs
+	RedirectPort int               // loopback port of the redirect; 0 picks one
+	Headers      map[string]string // the server's configured headers, for the first request
+	Open         func(url string) error
+	Out          io.Writer     // where the URL and the countdown go
+	Timeout      time.Duration // how long to wait for the browser; default 5 minutes
+	HTTPClient   *http.Client  // default SafeClient
 }
 
 // Login signs in to the MCP server at serverURL and returns the record to
@@ -47,6 +63,9 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := CheckURL(serverURL); err != nil {
 		return nil, err
@@ -64,7 +83,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	// 8414, then OpenID, in the spec's order).
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
 	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
-	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "")
+	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("discover the authorization server: %w", err)
 	}
@@ -73,20 +92,13 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 			return nil, fmt.Errorf("authorization server metadata: %w", err)
 		}
 	}
-	useCIMD := o.ClientID == "" && o.ClientMetadataURL != "" && md.CIMD
-	clientID, secret, method := o.ClientID, o.ClientSecret, ""
-	if o.ClientID == "" && !useCIMD {
-		if md.RegistrationEndpoint == "" {
-			return nil, errors.New("the authorization server offers no dynamic client registration: set oauth.client_id (and client_secret) for this server")
-		}
-		if err := CheckURL(md.RegistrationEndpoint); err != nil {
-			return nil, err
-		}
-		reg, err := register(ctx, o.HTTPClient, md.RegistrationEndpoint, redirect, o.Scopes)
-		if err != nil {
-			return nil, fmt.Errorf("register a client: %w", err)
-		}
-		clientID, secret, method = reg.ClientID, reg.ClientSecret, reg.authMethod()
+	resource := prm.Resource
+	if resource == "" {
+		resource = strings.TrimSuffix(serverURL, "/")
+	}
+	c, err := chooseClient(ctx, o, md, resource, redirect)
+	if err != nil {
+		return nil, err
 	}
 	scopes := o.Scopes
 	switch {
@@ -96,26 +108,9 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	case len(prm.ScopesSupported) > 0:
 		scopes = prm.ScopesSupported
 	}
-	resource := prm.Resource
-	if resource == "" {
-		resource = strings.TrimSuffix(serverURL, "/")
-	}
-	if o.ClientID != "" && o.ClientSecret != "" {
-		// Pre-registered credentials: client_secret_basic, which every
-		// server must support (RFC 6749 §2.3.1), unless it lists only post.
-		method = "client_secret_basic"
-		if supported := md.TokenEndpointAuthMethodsSupported; len(supported) > 0 && !slices.Contains(supported, method) && slices.Contains(supported, "client_secret_post") {
-			method = "client_secret_post"
-		}
-	}
-	if useCIMD {
-		// Client ID metadata document: the URL is the client's ID, and a
-		// public client authenticates with none.
-		clientID, secret, method = o.ClientMetadataURL, "", "none"
-	}
 	conf := &oauth2.Config{
-		ClientID: clientID, ClientSecret: secret, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(method)},
+		ClientID: c.id, ClientSecret: c.secret, RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(c.method)},
 	}
 	state := randomString()
 	verifier := oauth2.GenerateVerifier()
@@ -141,13 +136,71 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if err != nil {
 		return nil, fmt.Errorf("exchange the code for a token: %w", err)
 	}
-	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, TokenEndpoint: md.TokenEndpoint, Resource: resource,
-		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: method, Scopes: scopes,
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now()}
+	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, AuthServer: md.lookedUp, TokenEndpoint: md.TokenEndpoint, Resource: resource,
+		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: c.method, Scopes: scopes,
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
+		Registration: c.registration, RedirectURI: redirect}
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		rec.Scopes = strings.Fields(s)
 	}
 	return rec, nil
+}
+
+// client is the client a sign-in uses, and how it came to be.
+type client struct {
+	id, secret, method string
+	registration       string // RegPreRegistered, RegMetadataDocument or RegDynamic
+}
+
+// chooseClient picks the client in the order of the specification
+// (2025-11-25 and 2026-07-28, "Client Registration Approaches"): the
+// pre-registered one of the config; a client ID metadata document where
+// the server takes them; dynamic registration (RFC 7591), reusing the
+// previous sign-in's when it was made with this issuer for this resource
+// and redirect; else an error that says what to configure.
+func chooseClient(ctx context.Context, o LoginOptions, md *serverMetadata, resource, redirect string) (client, error) {
+	if o.ClientID != "" {
+		c := client{id: o.ClientID, secret: o.ClientSecret, registration: RegPreRegistered}
+		if o.ClientSecret != "" {
+			// Pre-registered credentials: client_secret_basic, which every
+			// server must support (RFC 6749 §2.3.1), unless it lists only post.
+			c.method = cmp.Or(o.AuthMethod, "client_secret_basic")
+			if supported := md.TokenEndpointAuthMethodsSupported; o.AuthMethod == "" && len(supported) > 0 && !slices.Contains(supported, c.method) && slices.Contains(supported, "client_secret_post") {
+				c.method = "client_secret_post"
+			}
+		}
+		return c, nil
+	}
+	if o.ClientMetadataURL != "" && md.CIMD {
+		// Client ID metadata document: the URL is the client's ID, and a
+		// public client authenticates with none.
+		return client{id: o.ClientMetadataURL, method: "none", registration: RegMetadataDocument}, nil
+	}
+	if p := o.Previous; p != nil && p.Registration == RegDynamic && p.ClientID != "" {
+		switch {
+		case !sameIssuer(p.Issuer, md.Issuer):
+			o.Logger.Info("the authorization server changed since the last sign-in: registering a new client",
+				"was", p.Issuer, "now", md.Issuer)
+		case p.Resource == resource && p.RedirectURI == redirect:
+			return client{id: p.ClientID, secret: p.ClientSecret, method: p.AuthMethod, registration: RegDynamic}, nil
+		}
+	}
+	if md.RegistrationEndpoint == "" {
+		hint := ""
+		if md.CIMD {
+			hint = ", or oauth.client_metadata_url (an https URL serving this client's metadata document, which it supports)"
+		}
+		return client{}, fmt.Errorf("the authorization server %s offers no dynamic client registration: "+
+			"set oauth.client_id (and oauth.client_secret for a confidential client) for this server%s", md.Issuer, hint)
+	}
+	if err := CheckURL(md.RegistrationEndpoint); err != nil {
+		return client{}, err
+	}
+	reg, err := register(ctx, o.HTTPClient, md.RegistrationEndpoint, redirect, o.Scopes)
+	if err != nil {
+		return client{}, fmt.Errorf("register a client at %s: %w (where the server registers none, set oauth.client_id for this server)", md.RegistrationEndpoint, err)
+	}
+	return client{id: reg.ClientID, secret: reg.ClientSecret, method: reg.authMethod(), registration: RegDynamic}, nil
 }
 
 func authStyle(method string) oauth2.AuthStyle {

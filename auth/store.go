@@ -31,9 +31,13 @@ var ErrNoToken = errors.New("not signed in")
 // Record is what the store keeps for one server: the sign-in and how to
 // renew it. Its LogValue hides the secrets.
 type Record struct {
-	Server        string    `json:"server"`
-	URL           string    `json:"url"` // the server's URL: a record for another URL is not used
-	Issuer        string    `json:"issuer,omitempty"`
+	Server string `json:"server"`
+	URL    string `json:"url"` // the server's URL: a record for another URL is not used
+	Issuer string `json:"issuer,omitempty"`
+	// AuthServer is the authorization server as the protected resource
+	// metadata named it (the issuer, but for oauth.expected_issuer): a
+	// server that names others no longer takes this sign-in (see Moved).
+	AuthServer    string    `json:"authorization_server,omitempty"`
 	TokenEndpoint string    `json:"token_endpoint"`
 	Resource      string    `json:"resource,omitempty"`
 	ClientID      string    `json:"client_id"`
@@ -47,6 +51,39 @@ type Record struct {
 	// Issued is when the access token was obtained: with Expiry, its
 	// lifetime, which sets how early it is renewed (see due).
 	Issued time.Time `json:"issued,omitzero"`
+	// Registration is how the client was registered with the issuer:
+	// RegPreRegistered, RegMetadataDocument or RegDynamic.
+	Registration string `json:"registration,omitempty"`
+	// RedirectURI is the redirect the client was registered with: a
+	// dynamic registration is reused only for the same one.
+	RedirectURI string `json:"redirect_uri,omitempty"`
+}
+
+// How a sign-in's client was registered (Record.Registration), in the
+// order of the specification (2025-11-25 and 2026-07-28, "Client
+// Registration Approaches").
+const (
+	RegPreRegistered    = "pre-registered"    // oauth.client_id of the config
+	RegMetadataDocument = "metadata-document" // a client ID metadata document's URL
+	RegDynamic          = "dynamic"           // dynamic client registration (RFC 7591)
+)
+
+// migrate fills in what a record written before records named their
+// registration lacks: a client ID that is an https URL is a metadata
+// document's; a public client ("none") was registered dynamically, as
+// the hub registers; any other was configured.
+func (r *Record) migrate() {
+	if r.Registration != "" {
+		return
+	}
+	switch {
+	case strings.HasPrefix(r.ClientID, "https://"):
+		r.Registration = RegMetadataDocument
+	case r.AuthMethod == "none":
+		r.Registration = RegDynamic
+	default:
+		r.Registration = RegPreRegistered
+	}
 }
 
 // LogValue keeps tokens and secrets out of logs.
@@ -116,6 +153,7 @@ func (s *Store) Load(server, serverURL string) (*Record, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("token file %s: %w", s.path(server), err)
 	}
+	r.migrate()
 	if r.URL != serverURL {
 		return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
 	}
@@ -208,6 +246,7 @@ func (s *Store) List() ([]*Record, error) {
 		}
 		var r Record
 		if json.Unmarshal(b, &r) == nil {
+			r.migrate()
 			out = append(out, &r)
 		}
 	}

@@ -369,6 +369,11 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 		if c.auth == nil {
 			return fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())
 		}
+		var he *transport.HTTPError
+		errors.As(err, &he)
+		if merr := c.auth.Moved(ctx, he.WWWAuthenticate); merr != nil {
+			return fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())
+		}
 		if rerr := c.auth.Renew(ctx); rerr != nil {
 			return fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -66,10 +67,14 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if noBrowser {
 		open = nil
 	}
+	// The sign-in on file, if any, for its registration: reused with the
+	// same authorization server, replaced with another.
+	previous, _ := store.Load(server.ID(), server.URL)
 	rec, err := auth.Login(ctx, server.ID(), server.URL, auth.LoginOptions{
-		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, Scopes: server.OAuth.Scopes,
-		ClientMetadataURL: server.OAuth.ClientMetadataURL,
-		RedirectPort:      server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
+		ClientID: server.OAuth.ClientID, ClientSecret: server.OAuth.ClientSecret, AuthMethod: server.OAuth.AuthMethod, Scopes: server.OAuth.Scopes,
+		ClientMetadataURL: server.OAuth.ClientMetadataURL, ExpectedIssuer: server.OAuth.ExpectedIssuer,
+		Previous: previous, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		RedirectPort: server.OAuth.RedirectPort, Headers: server.Headers, Open: open, Out: stderr, Timeout: timeout,
 	})
 	if err != nil {
 		return fmt.Errorf("sign in to %s: %w", server.ID(), err)
@@ -77,7 +82,7 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := store.Save(rec); err != nil {
 		return fmt.Errorf("save the sign-in: %w", err)
 	}
-	fmt.Fprintf(stdout, "%s: signed in (issuer %s; %s)\n", server.ID(), rec.Issuer, expiry(rec))
+	fmt.Fprintf(stdout, "%s: signed in (issuer %s; client %s; %s)\n", server.ID(), rec.Issuer, rec.Registration, expiry(rec))
 	return nil
 }
 
@@ -102,13 +107,13 @@ func authStatus(store *auth.Store, stdout io.Writer) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SERVER\tISSUER\tSCOPES\tEXPIRES\tCAN REFRESH")
+	fmt.Fprintln(w, "SERVER\tISSUER\tCLIENT\tSCOPES\tEXPIRES\tCAN REFRESH")
 	for _, r := range recs {
 		scopes := strings.Join(r.Scopes, " ")
 		if scopes == "" {
 			scopes = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), scopes, expiry(r), r.CanRefresh())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), orDash(r.Registration), scopes, expiry(r), r.CanRefresh())
 	}
 	return w.Flush()
 }

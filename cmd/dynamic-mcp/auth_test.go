@@ -71,7 +71,8 @@ groups:
 	status := exec.Command(hubBin, "auth", "status", "-c", cfg)
 	status.Env = env
 	out, err := status.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "r  ") || !strings.Contains(string(out), a.URL) || !strings.Contains(string(out), "true") {
+	if err != nil || !strings.Contains(string(out), "r  ") || !strings.Contains(string(out), a.URL) || !strings.Contains(string(out), "true") ||
+		!strings.Contains(string(out), " dynamic ") || !strings.Contains(string(out), "expires 20") {
 		t.Errorf("auth status: %v\n%s", err, out)
 	}
 	tokenFile := filepath.Join(home, "oauth-servers", "r.json")

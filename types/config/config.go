@@ -462,11 +462,19 @@ type OAuth struct {
 	// document for dynamic-mcp, used as the client ID where the server
 	// supports those (instead of registering a client).
 	ClientMetadataURL string
+	// ExpectedIssuer is the issuer the authorization server's metadata may
+	// name instead of the URL it was found at, for providers that do so
+	// (Atlassian, Entra); accepted with a warning each time.
+	ExpectedIssuer string
+	// AuthMethod is how a pre-registered confidential client authenticates
+	// at the token endpoint (client_secret_basic or client_secret_post),
+	// as it was registered; default basic, unless the server lists only post.
+	AuthMethod string
 }
 
 // set reports whether any OAuth setting is given.
 func (o OAuth) set() bool {
-	return o.ClientID != "" || o.ClientSecret != "" || len(o.Scopes) > 0 || o.RedirectPort != 0 || o.ClientMetadataURL != ""
+	return o.ClientID != "" || o.ClientSecret != "" || len(o.Scopes) > 0 || o.RedirectPort != 0 || o.ClientMetadataURL != "" || o.ExpectedIssuer != "" || o.AuthMethod != ""
 }
 
 // LogValue keeps the client secret out of logs.

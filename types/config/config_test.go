@@ -151,6 +151,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
 		{"required audit off", "audit: {path: off, required: true}\ngroups:\n  a: {description: x, command: y}", `config:1: audit.required: needs an audit trail, but path is "off"`},
 		{"oauth on a process", "groups:\n  a: {description: x, command: y, oauth: {redirect_port: 8765}}", "groups.a.oauth: only applies to url: servers"},
+		{"expected issuer not a URL", "groups:\n  a: {description: x, url: 'https://h', oauth: {expected_issuer: atlassian}}", "groups.a.oauth.expected_issuer: must be the issuer's URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("", strings.NewReader(tc.src))

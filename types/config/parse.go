@@ -405,6 +405,15 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 				"client_secret": func(k string, v *yaml.Node) { s.OAuth.ClientSecret = p.str(v, k) },
 				"scopes":        func(k string, v *yaml.Node) { s.OAuth.Scopes = p.strings(v, k) },
 				"redirect_port": func(k string, v *yaml.Node) { s.OAuth.RedirectPort, _ = p.int(v, k) },
+				"token_endpoint_auth_method": func(k string, v *yaml.Node) {
+					choose(p, v, k, &s.OAuth.AuthMethod, "client_secret_basic", "client_secret_post")
+				},
+				"expected_issuer": func(k string, v *yaml.Node) {
+					var ok bool
+					if s.OAuth.ExpectedIssuer, ok = p.strOK(v, k); ok && !strings.HasPrefix(s.OAuth.ExpectedIssuer, "https://") && !strings.HasPrefix(s.OAuth.ExpectedIssuer, "http://") {
+						p.fail(v, k, "must be the issuer's URL")
+					}
+				},
 				"client_metadata_url": func(k string, v *yaml.Node) {
 					var ok bool
 					if s.OAuth.ClientMetadataURL, ok = p.strOK(v, k); ok && !strings.HasPrefix(s.OAuth.ClientMetadataURL, "https://") {
