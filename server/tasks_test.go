@@ -166,3 +166,35 @@ func TestTaskOfARestartedUpstreamNotAnother(t *testing.T) {
 		t.Errorf("session a received the status of tasks %q, none of them its own", got)
 	}
 }
+
+// A task belongs to the session that made it: another session of the
+// same hub that names its id (learned however) gets the answer an unknown
+// id gets on tasks/get, tasks/result and tasks/cancel, and the owner's
+// task is neither read nor cancelled by it. (The ids are nonces, so
+// TestTaskIDsPerSessionUniqueAndOwned never names another's.)
+func TestTaskOfAnotherSessionNotFound(t *testing.T) {
+	_, _, c := taskHub(t, "", "a", "b")
+	idA := startTask(t, c["a"], "A")
+	const unknown = "f~unknown"
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		want := strings.ReplaceAll(c["b"].ask(method, map[string]any{"taskId": unknown}), unknown, idA)
+		got := c["b"].ask(method, map[string]any{"taskId": idA})
+		if !strings.Contains(got, `"code":-32602`) || stripID(got) != stripID(want) {
+			t.Errorf("b's %s of a's task %s: %s; want as for an unknown id: %s", method, idA, got, want)
+		}
+	}
+	if res := c["a"].ask("tasks/result", map[string]any{"taskId": idA}); !strings.Contains(res, "task result: A") {
+		t.Errorf("a's task after b's tries: %s", res)
+	}
+}
+
+// stripID is an answer without its id, which differs between requests.
+func stripID(line string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(line), &m) != nil {
+		return line
+	}
+	delete(m, "id")
+	b, _ := json.Marshal(m)
+	return string(b)
+}
