@@ -18,6 +18,10 @@ import (
 // handle answers one request of a client: the raw result, or the error
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
+	isModern := modern(req.msg.Params)
+	if isModern {
+		req.sess.modern.Store(true) // told of changes on its listens alone (listen.go)
+	}
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errDelegated) {
 		return h.delegate(ctx, req)
@@ -25,7 +29,7 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	if modern(req.msg.Params) {
+	if isModern {
 		result = decorateModern(req.msg.Method, result)
 	}
 	return result, nil
