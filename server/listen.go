@@ -223,9 +223,12 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 				sess.peer.Notify(ctx, n)
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			// Cancelled by the client (which gets no answer then) or by
+			// its session's end: the listen ends as the spec has a server
+			// end one, with its result.
+			return ended()
 		case <-sess.gone:
-			return nil, ErrClientGone
+			return ended()
 		case <-sess.unheard:
 			return ended()
 		case <-h.stop:

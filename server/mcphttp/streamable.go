@@ -178,6 +178,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
+	if msg.Method == methodListen {
+		s.listen(w, r, hs, msg, body, header, release)
+		return
+	}
 	s.request(w, r, hs, msg, body, header, release)
 }
 
