@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// listenConfig is a flat hub in front of the fake upstream as group
+// "keep", and as group "added" too when added.
+func listenConfig(added bool) string {
+	cfg := fmt.Sprintf("mode: flat\nsettings: { stop_grace: 1s }\ngroups:\n  keep: { description: kept, command: %q }\n", fakeBin)
+	if added {
+		cfg += fmt.Sprintf("  added: { description: added, command: %q }\n", fakeBin)
+	}
+	return cfg
+}
+
+// rewrite replaces the config at path, as an editor does (beside, then
+// renamed), for the hub to reload.
+func rewrite(t *testing.T, path, cfg string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoSDKListen connects go-sdk's client (2026-07-28 by default: no
+// initialize, a subscriptions/listen opened by Connect when a list-changed
+// handler is set) to the hub over stdio and Streamable HTTP: Connect
+// returns, and its tools handler fires once the config adds a group, with
+// the added tools listed by then.
+func TestGoSDKListen(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			rewrite(t, path, listenConfig(false))
+			var tr gosdk.Transport
+			switch transport {
+			case "stdio":
+				cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
+				cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+				stderr := &lockedBuffer{}
+				cmd.Stderr = stderr
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("stderr of the hub:\n%s", stderr.String())
+					}
+				})
+				tr = &gosdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
+			case "http":
+				base := startHTTPHubAt(t, path)
+				tr = &gosdk.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}
+			}
+
+			changed := make(chan struct{}, 100)
+			client := gosdk.NewClient(&gosdk.Implementation{Name: "listen-test", Version: "1"}, &gosdk.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *gosdk.ToolListChangedRequest) { changed <- struct{}{} },
+			})
+			// Connect waits for the listen's response headers with no
+			// deadline of its own: a hub that never answers holds it.
+			type connected struct {
+				cs  *gosdk.ClientSession
+				err error
+			}
+			got := make(chan connected, 1)
+			go func() {
+				cs, err := client.Connect(t.Context(), tr, nil)
+				got <- connected{cs, err}
+			}()
+			var c connected
+			select {
+			case c = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Connect did not return within 10s")
+			}
+			if c.err != nil {
+				t.Fatalf("Connect: %v", c.err)
+			}
+			cs := c.cs
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+				t.Fatalf("the client speaks %s, not 2026-07-28", v)
+			}
+			listed := func(name string) bool {
+				res, err := cs.ListTools(t.Context(), nil)
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				for _, tool := range res.Tools {
+					if tool.Name == name {
+						return true
+					}
+				}
+				return false
+			}
+			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
+
+			rewrite(t, path, listenConfig(true))
+			deadline := time.After(20 * time.Second)
+			for {
+				select {
+				case <-changed:
+				case <-deadline:
+					t.Fatal("no tools/list_changed that lists added's tools within 20s of the config change")
+				}
+				if listed("added__echo") {
+					return // told of the change the reload made
+				}
+			}
+		})
+	}
+}
+
+// startHTTPHubAt serves the config at path over HTTP on a free loopback
+// port without a token (loopback, as the conformance suite is served)
+// until the test ends, and returns the base URL.
+func startHTTPHubAt(t *testing.T, path string) string {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--insecure-no-auth", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Error("the HTTP hub did not stop on SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("stderr of the hub:\n%s", stderr.String())
+		}
+	})
+	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
+	var base string
+	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = "http://" + strings.TrimSpace(m[1])
+			return true
+		}
+		return false
+	})
+	return base
+}
