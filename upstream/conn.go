@@ -53,6 +53,8 @@ type conn struct {
 
 	callsMu sync.Mutex                 // guards calls
 	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
+
+	listenDone chan struct{} // closed when the session's listen has ended; nil when none was opened (see startListen)
 }
 
 // serverHandlers take what the server sends: its notifications, on the
@@ -133,6 +135,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		}
 		return nil, err
 	}
+	c.startListen(ctx)
 	return c, nil
 }
 
@@ -341,6 +344,9 @@ func (c *conn) close() {
 		_ = c.rpc.Close()
 	} else if c.stream != nil {
 		_ = c.stream.Close()
+	}
+	if c.listenDone != nil {
+		<-c.listenDone // its call failed as the connection closed
 	}
 	if c.proc != nil {
 		if err := c.proc.Close(); err != nil {
