@@ -181,6 +181,12 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 		sess.removeListen(l)
 		h.unsubscribeListen(sess, l)
 	}()
+	// A change told to the sessions between the snapshot and the
+	// listen's registration is not lost: it is the view now.
+	now := h.snapshot().view
+	for k := range listKinds {
+		l.listChanged(k, now.hash(k))
+	}
 
 	// The hub declares every list's listChanged and resource
 	// subscriptions, so it agrees to every list asked for, and to each
@@ -189,7 +195,7 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 	agreed.ResourceSubscriptions = nil
 	req := &request{sess: sess, snap: snap, msg: msg}
 	for _, uri := range want.ResourceSubscriptions {
-		if l.uris[uri] {
+		if l.names(uri) {
 			continue
 		}
 		if err := h.subscribeURI(ctx, req, snap.view, uri, true); err != nil {
