@@ -54,7 +54,7 @@ type conn struct {
 	callsMu sync.Mutex                 // guards calls
 	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
 
-	listenDone chan struct{} // closed when the session's listen has ended; nil when none was opened (see startListen)
+	listen *upstreamListen // a 2026-07-28 session's listen (see startListen); nil for older sessions
 }
 
 // serverHandlers take what the server sends: its notifications, on the
@@ -167,6 +167,9 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 	p, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
+	}
+	if c.watches(method) {
+		return c.watch(method, p) // 2026-07-28 has a listen's resources instead
 	}
 	if c.meta != nil {
 		if p, err = withMeta(p, c.meta); err != nil {
@@ -345,9 +348,7 @@ func (c *conn) close() {
 	} else if c.stream != nil {
 		_ = c.stream.Close()
 	}
-	if c.listenDone != nil {
-		<-c.listenDone // its call failed as the connection closed
-	}
+	c.endListen() // its call failed as the connection closed
 	if c.proc != nil {
 		if err := c.proc.Close(); err != nil {
 			c.logger.Warn("stop child", "err", err)
