@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,31 @@ import (
 
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// goSDKServerEnv makes the test binary, started as a child, a 2026-07-28
+// server of go-sdk's (goSDKServer).
+const goSDKServerEnv = "LISTEN_TEST_GOSDK_SERVER"
+
+func init() {
+	if os.Getenv(goSDKServerEnv) == "1" {
+		goSDKServer()
+		os.Exit(0)
+	}
+}
+
+// goSDKServer serves, over stdio, go-sdk's server with one tool, grow,
+// which adds a tool, grown: the server tells of it only on a listen.
+func goSDKServer() {
+	s := gosdk.NewServer(&gosdk.Implementation{Name: "grower", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&gosdk.Tool{Name: "grow", InputSchema: schema}, func(context.Context, *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
+		s.AddTool(&gosdk.Tool{Name: "grown", InputSchema: schema}, func(context.Context, *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
+			return &gosdk.CallToolResult{}, nil
+		})
+		return &gosdk.CallToolResult{Content: []gosdk.Content{&gosdk.TextContent{Text: "grown"}}}, nil
+	})
+	_ = s.Run(context.Background(), &gosdk.StdioTransport{})
+}
 
 // listenConfig is a flat hub in front of the fake upstream as group
 // "keep", and as group "added" too when added.
@@ -163,4 +189,61 @@ func startHTTPHubAt(t *testing.T, path string) string {
 		return false
 	})
 	return base
+}
+
+// TestGoSDKListenThroughModernUpstream puts go-sdk's server, which speaks
+// 2026-07-28 and tells of a change only on a listen, behind the hub, and
+// go-sdk's client in front of it: the client's tools handler fires when
+// the server adds a tool, which the hub hears on its own listen upstream.
+func TestGoSDKListenThroughModernUpstream(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	rewrite(t, path, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 1s }\ngroups:\n  up: { description: grows, command: %q, env: { %s: \"1\" } }\n", fakeBin, goSDKServerEnv))
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stderr of the hub:\n%s", stderr.String())
+		}
+	})
+	changed := make(chan struct{}, 100)
+	client := gosdk.NewClient(&gosdk.Implementation{Name: "listen-test", Version: "1"}, &gosdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *gosdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &gosdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer cs.Close()
+	listed := func(name string) bool {
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 10*time.Second, "the upstream's tools", func() bool { return listed("up__grow") })
+	if _, err := cs.CallTool(t.Context(), &gosdk.CallToolParams{Name: "up__grow", Arguments: map[string]any{}}); err != nil {
+		t.Fatalf("up__grow: %v", err)
+	}
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no tools/list_changed that lists up__grown within 20s of the upstream's change")
+		}
+		if listed("up__grown") {
+			return
+		}
+	}
 }
