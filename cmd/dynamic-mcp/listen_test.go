@@ -26,11 +26,23 @@ func init() {
 	}
 }
 
-// goSDKServer serves, over stdio, go-sdk's server with one tool, grow,
-// which adds a tool, grown: the server tells of it only on a listen.
+// goSDKServer serves, over stdio, go-sdk's server with a tool grow, which
+// adds a tool, grown, and a tool touch, which updates the resource
+// mem://a: the server tells of either only on a listen.
 func goSDKServer() {
-	s := gosdk.NewServer(&gosdk.Implementation{Name: "grower", Version: "1"}, nil)
+	accept := func(context.Context, any) error { return nil }
+	s := gosdk.NewServer(&gosdk.Implementation{Name: "grower", Version: "1"}, &gosdk.ServerOptions{
+		SubscribeHandler:   func(ctx context.Context, r *gosdk.SubscribeRequest) error { return accept(ctx, r) },
+		UnsubscribeHandler: func(ctx context.Context, r *gosdk.UnsubscribeRequest) error { return accept(ctx, r) },
+	})
+	s.AddResource(&gosdk.Resource{URI: "mem://a", Name: "a"}, func(context.Context, *gosdk.ReadResourceRequest) (*gosdk.ReadResourceResult, error) {
+		return &gosdk.ReadResourceResult{Contents: []*gosdk.ResourceContents{{URI: "mem://a", Text: "a"}}}, nil
+	})
 	schema := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&gosdk.Tool{Name: "touch", InputSchema: schema}, func(ctx context.Context, _ *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
+		err := s.ResourceUpdated(ctx, &gosdk.ResourceUpdatedNotificationParams{URI: "mem://a"})
+		return &gosdk.CallToolResult{}, err
+	})
 	s.AddTool(&gosdk.Tool{Name: "grow", InputSchema: schema}, func(context.Context, *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
 		s.AddTool(&gosdk.Tool{Name: "grown", InputSchema: schema}, func(context.Context, *gosdk.CallToolRequest) (*gosdk.CallToolResult, error) {
 			return &gosdk.CallToolResult{}, nil
@@ -209,8 +221,10 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 		}
 	})
 	changed := make(chan struct{}, 100)
+	updated := make(chan string, 100)
 	client := gosdk.NewClient(&gosdk.Implementation{Name: "listen-test", Version: "1"}, &gosdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *gosdk.ToolListChangedRequest) { changed <- struct{}{} },
+		ResourceUpdatedHandler: func(_ context.Context, r *gosdk.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -236,14 +250,36 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 		t.Fatalf("up__grow: %v", err)
 	}
 	deadline := time.After(20 * time.Second)
-	for {
+	for !listed("up__grown") {
 		select {
 		case <-changed:
 		case <-deadline:
 			t.Fatal("no tools/list_changed that lists up__grown within 20s of the upstream's change")
 		}
-		if listed("up__grown") {
+	}
+
+	// A resource the client subscribes to (on a listen of its own) is
+	// subscribed to upstream on the hub's listen there: an update reaches
+	// the client. The client's Subscribe does not wait for either listen:
+	// the update is made until one arrives.
+	if err := cs.Subscribe(t.Context(), &gosdk.SubscribeParams{URI: "mem://a"}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := cs.CallTool(t.Context(), &gosdk.CallToolParams{Name: "up__touch", Arguments: map[string]any{}}); err != nil {
+			t.Fatalf("up__touch: %v", err)
+		}
+		select {
+		case uri := <-updated:
+			if uri != "mem://a" {
+				t.Errorf("updated %q, want mem://a", uri)
+			}
 			return
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("no resources/updated of mem://a within 20s")
 		}
 	}
 }
