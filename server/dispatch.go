@@ -19,6 +19,7 @@ import (
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	if req.modern {
+		req.sess.modern.Store(true) // told of changes on its listens alone (listen.go)
 		if err := checkModern(req); err != nil {
 			return nil, err
 		}

@@ -87,6 +87,11 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()
+	if msg.Method == methodListen {
+		// Long-lived: served apart from the request path, which holds a
+		// snapshot (and its audit trail) until the request ends.
+		return s.hub.serveListen(ctx, s.sess, msg)
+	}
 	return s.hub.serve(ctx, s.sess, msg)
 }
 

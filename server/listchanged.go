@@ -61,6 +61,12 @@ func (h *Hub) tellListChanged(k listKind) {
 	h.listPending[k].Store(false) // a change from now on is told after another window
 	current := h.snapshot().view.hash(k)
 	for _, sess := range h.sessionList() {
+		for _, l := range sess.listenList() {
+			l.listChanged(k, current)
+		}
+		if sess.modern.Load() {
+			continue // told on its listens alone (2026-07-28: nothing unasked)
+		}
 		if seen := sess.seen[k].Load(); seen != 0 && seen != current {
 			sess.notify(context.Background(), listChangedMethods[k], nil)
 		}

@@ -241,7 +241,12 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		}
 		h.routes.mu.Unlock()
 		for _, sess := range subs {
-			sess.notify(context.Background(), method, params)
+			if !sess.modern.Load() {
+				sess.notify(context.Background(), method, params)
+			}
+			for _, l := range sess.listenList() {
+				l.updated(uri, params)
+			}
 		}
 	default:
 		h.logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)
@@ -328,51 +333,61 @@ func elicitationMode(params json.RawMessage) string {
 // subscribe subscribes sess to a resource, subscribing the owning upstream
 // when sess is the first to listen.
 func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (json.RawMessage, error) {
-	sess := req.sess
 	var p struct {
 		URI string `json:"uri"`
 	}
 	if json.Unmarshal(req.msg.Params, &p) != nil || p.URI == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: a uri is required")
 	}
-	if on && len(p.URI) > maxSubscriptionURI {
-		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
+	if err := h.subscribeURI(ctx, req, v, p.URI, on); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+// subscribeURI subscribes req's session to one resource URI, or
+// unsubscribes it (on false), as resources/subscribe does and a
+// subscriptions/listen's resourceSubscriptions do.
+func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri string, on bool) error {
+	sess := req.sess
+	if on && len(uri) > maxSubscriptionURI {
+		return errorf(codeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", maxSubscriptionURI))
 	}
 	if on {
 		// The first subscription may come before the upstream that owns
 		// the URI is up, as a first read may.
-		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(p.URI) != nil })
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	}
-	s := h.subscriptionOwner(v, p.URI)
+	s := h.subscriptionOwner(v, uri)
 	if s == nil {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": p.URI}}
+		return &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	h.routed(req, s, p.URI, "", "")
+	h.routed(req, s, uri, "", "")
 	r := h.routes
 	r.mu.Lock()
-	sub := r.subs[p.URI]
+	sub := r.subs[uri]
 	first := sub == nil
 	if on {
 		if first || !sub.sessions[sess] {
 			if sess.subscriptions >= maxSessionSubscriptions {
 				r.mu.Unlock()
-				return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", maxSessionSubscriptions))
+				return errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", maxSessionSubscriptions))
 			}
 			sess.subscriptions++
 		}
 		if first {
 			sub = &subscription{owner: s, sessions: map[*session]bool{}}
-			r.subs[p.URI] = sub
+			r.subs[uri] = sub
 		}
 		sub.sessions[sess] = true
 	} else if !first && sub.sessions[sess] {
 		sess.subscriptions--
 		delete(sub.sessions, sess)
 		if len(sub.sessions) == 0 {
-			delete(r.subs, p.URI)
+			delete(r.subs, uri)
 		}
 	}
-	last := r.subs[p.URI] == nil
+	last := r.subs[uri] == nil
 	r.mu.Unlock()
 	switch {
 	case on && first:
@@ -380,21 +395,21 @@ func (h *Hub) subscribe(ctx context.Context, req *request, v *view, on bool) (js
 		// the server's shared connection (as its unsubscribe does), not on
 		// this session's own (isolation: per-session), which ends with it.
 		shared := upstream.WithOwner(ctx, nil)
-		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": p.URI}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
-			if r.subs[p.URI] == sub {
+			if r.subs[uri] == sub {
 				for other := range sub.sessions {
 					other.subscriptions--
 				}
-				delete(r.subs, p.URI)
+				delete(r.subs, uri)
 			}
 			r.mu.Unlock()
-			return nil, err
+			return err
 		}
 	case !on && last && !first:
-		h.upstreamUnsubscribe(s, p.URI)
+		h.upstreamUnsubscribe(s, uri)
 	}
-	return json.RawMessage(`{}`), nil
+	return nil
 }
 
 // subscriptionOwner is the server to subscribe to uri at: the one that

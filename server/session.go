@@ -27,12 +27,22 @@ type session struct {
 	drained       chan struct{}                // closed when drain has ended
 	endOnce       sync.Once
 
+	// modern is set once the client has sent a request of 2026-07-28 or
+	// later: it hears of changes only on the listens it opens (see
+	// listen.go), never unasked.
+	modern atomic.Bool
+
 	// subscriptions counts the resource URIs the session listens to;
 	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
 	subscriptions int
 	// tasks are the hub's ids of the session's tasks, oldest first;
 	// guarded by the hub's routes.mu (see maxSessionTasks).
 	tasks []string
+
+	listenMu  sync.Mutex    // guards listens
+	listens   []*listen     // open subscriptions/listen, at most maxSessionListens
+	unheard   chan struct{} // closed when the client's input has ended: its listens end
+	unheardMu sync.Once
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
@@ -56,6 +66,7 @@ func newSession(id, transport string) *session {
 		logLevel:      mcp.LoggingLevelInfo,
 		gone:          make(chan struct{}),
 		drained:       make(chan struct{}),
+		unheard:       make(chan struct{}),
 	}
 }
 

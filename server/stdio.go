@@ -77,6 +77,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		// The client closed its side: let requests in flight finish for
 		// a moment, then cancel them.
 		err = conn.Err()
+		sess.endListens()
 		drainCtx, stop := context.WithTimeout(context.Background(), drainTimeout)
 		conn.WaitIdle(drainCtx)
 		stop()

@@ -54,6 +54,8 @@ type conn struct {
 
 	callsMu sync.Mutex                 // guards calls
 	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
+
+	listen *upstreamListen // a 2026-07-28 session's listen (see startListen); nil for older sessions
 }
 
 // serverHandlers take what the server sends: its notifications, on the
@@ -141,6 +143,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		}
 		return nil, err
 	}
+	c.startListen(ctx)
 	return c, nil
 }
 
@@ -172,6 +175,9 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 	p, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
+	}
+	if c.watches(method) {
+		return c.watch(method, p) // 2026-07-28 has a listen's resources instead
 	}
 	if c.meta != nil {
 		if p, err = withMeta(p, ownMeta(c.meta, p)); err != nil {
@@ -352,6 +358,7 @@ func (c *conn) close() {
 	} else if c.stream != nil {
 		_ = c.stream.Close()
 	}
+	c.endListen() // its call failed as the connection closed
 	if c.proc != nil {
 		if err := c.proc.Close(); err != nil {
 			c.logger.Warn("stop child", "err", err)

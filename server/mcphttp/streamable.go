@@ -173,6 +173,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		header.Set(headerSessionID, hs.id)
 	}
+	if msg.Method == methodListen {
+		s.listen(w, r, hs, msg, body, header, release)
+		return
+	}
 	s.request(w, r, hs, msg, body, header, release)
 }
 
@@ -192,6 +196,10 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
 	defer s.drop(hs)
+	if msg.Method == methodListen {
+		s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
+		return
+	}
 	s.request(w, r, hs, msg, body, http.Header{}, release)
 }
 

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// This file serves subscriptions/listen (2026-07-28, SEP-2575): the one
+// way a client of that protocol hears of changes. The client names the
+// notifications it wants; the hub acknowledges with
+// notifications/subscriptions/acknowledged (the first message carrying
+// the listen's id in _meta io.modelcontextprotocol/subscriptionId), sends
+// each notification it agreed to with that id, and keeps the request open
+// until the client cancels it, the session ends, or the hub shuts down,
+// when it answers with an empty result carrying the id. A listen is fed
+// from the places that feed legacy sessions: tellListChanged (the
+// session's view of a list changed, after a reload or an upstream's
+// list_changed) and upstreamNotification (resources/updated of a URI the
+// listen names).
+
+// methodListen is the request that opens a listen.
+const methodListen = "subscriptions/listen"
+
+// A session holds at most maxSessionListens listens at once, each naming
+// at most maxListenURIs resources: what the hub keeps for them is bounded.
+const (
+	maxSessionListens = 8
+	maxListenURIs     = 256
+)
+
+// listenFilter is what a listen asks for, and what the hub agreed to.
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+func (f listenFilter) lists() [listKinds]bool {
+	return [listKinds]bool{f.ToolsListChanged, f.PromptsListChanged, f.ResourcesListChanged}
+}
+
+func (f listenFilter) empty() bool {
+	return !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0
+}
+
+// listen is one open subscriptions/listen of a session. What the hub has
+// to tell it waits here, coalesced, until the listen's own goroutine (the
+// request's handler) sends it: the hub never waits on a listen, and what
+// waits is bounded by what the listen asked for (one flag a list, one
+// entry a URI).
+type listen struct {
+	meta  json.RawMessage   // {"io.modelcontextprotocol/subscriptionId": id}
+	lists [listKinds]bool   // the list_changed it gets
+	wake  chan struct{}     // signalled when something waits
+	mu    sync.Mutex        // guards the fields below
+	uris  map[string]bool   // the resources it gets updates of
+	told  [listKinds]uint64 // hash of each list as the listen last heard of it
+	due   [listKinds]bool   // a list_changed waits to be sent
+	upd   map[string]json.RawMessage
+	order []string // the URIs in upd, oldest first
+}
+
+func (l *listen) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// listChanged marks list k changed for l when its hash is not the one l
+// was last told of.
+func (l *listen) listChanged(k listKind, hash uint64) {
+	if !l.lists[k] {
+		return
+	}
+	l.mu.Lock()
+	changed := l.told[k] != hash
+	if changed {
+		l.told[k], l.due[k] = hash, true
+	}
+	l.mu.Unlock()
+	if changed {
+		l.signal()
+	}
+}
+
+// updated queues resources/updated of uri for l, when l names it; a URI
+// already waiting keeps its place and takes the newer params.
+func (l *listen) updated(uri string, params json.RawMessage) {
+	l.mu.Lock()
+	if !l.uris[uri] {
+		l.mu.Unlock()
+		return
+	}
+	if _, waiting := l.upd[uri]; !waiting {
+		l.order = append(l.order, uri)
+	}
+	l.upd[uri] = params
+	l.mu.Unlock()
+	l.signal()
+}
+
+// take returns what waits, as notifications ready to send.
+func (l *listen) take() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][]byte
+	for k := range listKinds {
+		if l.due[k] {
+			l.due[k] = false
+			out = append(out, jsonrpc.EncodeNotification(listChangedMethods[k], l.params(nil)))
+		}
+	}
+	for _, uri := range l.order {
+		out = append(out, jsonrpc.EncodeNotification("notifications/resources/updated", l.params(l.upd[uri])))
+	}
+	clear(l.upd)
+	l.order = l.order[:0]
+	return out
+}
+
+// params are p (nil: none) with the listen's id in their _meta; every
+// other byte of p is kept.
+func (l *listen) params(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 || p[0] != '{' {
+		p = json.RawMessage(`{}`)
+	}
+	meta := jsonrpc.Field(p, "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		meta = []byte(`{}`)
+	}
+	id := jsonrpc.Field(l.meta, mcp.MetaKeySubscriptionID)
+	meta, err := jsonrpc.SetField(meta, mcp.MetaKeySubscriptionID, id)
+	if err != nil {
+		return json.RawMessage(`{"_meta":` + string(l.meta) + `}`)
+	}
+	out, err := jsonrpc.SetField(p, "_meta", meta)
+	if err != nil {
+		return json.RawMessage(`{"_meta":` + string(l.meta) + `}`)
+	}
+	return out
+}
+
+// serveListen serves one subscriptions/listen of sess until the client
+// cancels it (ctx), the session ends or the hub shuts down. It holds no
+// snapshot meanwhile: a reload is seen as the changes it makes.
+func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+	sess.modern.Store(true)
+	var p struct {
+		Notifications *listenFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
+		return nil, errorf(codeInvalidParams, "invalid params: subscriptions/listen needs notifications, an object")
+	}
+	want := *p.Notifications
+	if len(want.ResourceSubscriptions) > maxListenURIs {
+		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a listen may name %d resources", maxListenURIs))
+	}
+	meta, err := jsonrpc.SetField([]byte(`{}`), mcp.MetaKeySubscriptionID, msg.ID)
+	if err != nil {
+		return nil, err
+	}
+	l := &listen{meta: meta, lists: want.lists(), wake: make(chan struct{}, 1), uris: map[string]bool{}, upd: map[string]json.RawMessage{}}
+	snap := h.snapshot()
+	for k := range listKinds {
+		l.told[k] = snap.view.hash(k) // told of a change from now on
+	}
+	if !sess.addListen(l) {
+		return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d listens: cancel one first", maxSessionListens))
+	}
+	defer func() {
+		sess.removeListen(l)
+		h.unsubscribeListen(sess, l)
+	}()
+	// A change told to the sessions between the snapshot and the
+	// listen's registration is not lost: it is the view now.
+	now := h.snapshot().view
+	for k := range listKinds {
+		l.listChanged(k, now.hash(k))
+	}
+
+	// The hub declares every list's listChanged and resource
+	// subscriptions, so it agrees to every list asked for, and to each
+	// resource it could subscribe the session to.
+	agreed := want
+	agreed.ResourceSubscriptions = nil
+	req := &request{sess: sess, snap: snap, msg: msg}
+	for _, uri := range want.ResourceSubscriptions {
+		if l.names(uri) {
+			continue
+		}
+		if err := h.subscribeURI(ctx, req, snap.view, uri, true); err != nil {
+			h.logger.Debug("listen: resource not subscribed", "session", sess.id, "uri", uri, "err", err)
+			continue
+		}
+		l.mu.Lock()
+		l.uris[uri] = true
+		l.mu.Unlock()
+		agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
+	}
+
+	ack, err := jsonrpc.Marshal(struct {
+		Meta          json.RawMessage `json:"_meta"`
+		Notifications listenFilter    `json:"notifications"`
+	}{meta, agreed})
+	if err != nil {
+		return nil, err
+	}
+	sess.peer.Notify(ctx, jsonrpc.EncodeNotification(mcp.MethodNotificationSubscriptionsAcknowledged, ack))
+	ended := func() (json.RawMessage, error) {
+		return json.RawMessage(`{"resultType":"complete","_meta":` + string(meta) + `}`), nil
+	}
+	if agreed.empty() {
+		return ended() // nothing to listen for: the stream ends at once
+	}
+	for {
+		select {
+		case <-l.wake:
+			for _, n := range l.take() {
+				sess.peer.Notify(ctx, n)
+			}
+		case <-ctx.Done():
+			// Cancelled by the client (which gets no answer then) or by
+			// its session's end: the listen ends as the spec has a server
+			// end one, with its result.
+			return ended()
+		case <-sess.gone:
+			return ended()
+		case <-sess.unheard:
+			return ended()
+		case <-h.stop:
+			return ended()
+		}
+	}
+}
+
+// endListens ends the session's listens, with their results: the
+// client's input has ended (stdin closed), and a listen, which only the
+// client ends, would hold the session's last requests open.
+func (s *Session) endListens() { s.sess.unheardMu.Do(func() { close(s.sess.unheard) }) }
+
+// addListen registers l with the session, unless it holds
+// maxSessionListens already.
+func (s *session) addListen(l *listen) bool {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	if len(s.listens) >= maxSessionListens {
+		return false
+	}
+	s.listens = append(s.listens, l)
+	return true
+}
+
+func (s *session) removeListen(l *listen) {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	if i := slices.Index(s.listens, l); i >= 0 {
+		s.listens = slices.Delete(s.listens, i, i+1)
+	}
+}
+
+// listenList is the session's open listens.
+func (s *session) listenList() []*listen {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	return slices.Clone(s.listens)
+}
+
+// unsubscribeListen ends the session's subscriptions to the resources l
+// named that no other listen of the session names, and unsubscribes the
+// upstreams where no session is left listening, in the background (see
+// unsubscribeGone): a listen's end never waits for an upstream.
+func (h *Hub) unsubscribeListen(sess *session, l *listen) {
+	l.mu.Lock()
+	uris := make([]string, 0, len(l.uris))
+	for uri := range l.uris {
+		uris = append(uris, uri)
+	}
+	l.mu.Unlock()
+	if len(uris) == 0 {
+		return
+	}
+	others := sess.listenList() // l is removed already
+	r := h.routes
+	owners := map[string]*upstream.Server{}
+	r.mu.Lock()
+	for _, uri := range uris {
+		if slices.ContainsFunc(others, func(o *listen) bool { return o.names(uri) }) {
+			continue
+		}
+		sub := r.subs[uri]
+		if sub == nil || !sub.sessions[sess] {
+			continue
+		}
+		delete(sub.sessions, sess)
+		sess.subscriptions--
+		if len(sub.sessions) == 0 {
+			owners[uri] = sub.owner
+			delete(r.subs, uri)
+		}
+	}
+	r.mu.Unlock()
+	h.unsubscribeGone(owners)
+}
+
+// names reports whether l gets updates of uri.
+func (l *listen) names(uri string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.uris[uri]
+}

@@ -1,0 +1,91 @@
+package mcphttp
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// methodListen is 2026-07-28's request for the notifications a client
+// opts in to (SEP-2575).
+const methodListen = "subscriptions/listen"
+
+// listen answers subscriptions/listen on its POST: the response is an
+// event stream from the start (its headers go out at once, so that a
+// client waiting for them to go on is not held), carrying the hub's
+// acknowledgement, then each notification of the listen, with keep-alive
+// comments between, and the listen's result when the hub ends it. It
+// ends when the client closes it, the session ends or the server stops;
+// a client that stops reading is cut off by the write deadline, and the
+// hub's side of the listen is cancelled with it. Its POST counts against
+// the requests in flight, as any request's does, until it ends.
+func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
+	if !acceptsSSE(r) {
+		release()
+		writeJSON(w, http.StatusNotAcceptable, header, jsonrpc.EncodeError(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Not Acceptable: subscriptions/listen answers with text/event-stream")))
+		return
+	}
+	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, true)
+	if !ok {
+		return
+	}
+	delivered, answered := false, false
+	defer func() {
+		if delivered && !answered {
+			s.cancelListen(hs, msg.ID)
+		}
+		hs.st.forget(msg.ID, p, delivered)
+		hs.touch()
+	}()
+	delivered = hs.st.deliver(r.Context(), body)
+	release()
+	if !delivered {
+		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
+		return
+	}
+	sw := newSSEWriter(w)
+	if sw.start(header) != nil {
+		return
+	}
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case resp := <-p.answer:
+			answered = true
+			batch := p.out.out.TakeNow()
+			if resp != nil {
+				batch = append(batch, resp)
+			}
+			_ = sw.events("message", batch)
+			return
+		case <-p.out.out.Ready():
+			if batch := p.out.out.TakeNow(); len(batch) > 0 && sw.events("message", batch) != nil {
+				return // the client stopped reading
+			}
+		case <-t.C:
+			if sw.ping() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-hs.st.Done():
+			return
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// cancelListen cancels the hub's side of a listen whose stream ended
+// before the hub answered it, as the client's notifications/cancelled
+// would: a session that goes on keeps no listen nobody hears.
+func (s *Server) cancelListen(hs *httpSession, id []byte) {
+	params := append(append([]byte(`{"requestId":`), id...), '}') // id: the request's own bytes, checked by Decode
+	ctx, cancel := context.WithTimeout(hs.ctx, writeTimeout)
+	defer cancel()
+	hs.st.deliver(ctx, jsonrpc.EncodeNotification("notifications/cancelled", params))
+}
