@@ -18,13 +18,7 @@ import (
 // yet, each with the reason; the test expects every other check that
 // passes directly to pass through the hub. Each reason names the part of
 // issue 21 that removes it.
-var notYetThroughHub = map[string]string{
-	// subscriptions/listen over Streamable HTTP is not answered yet (issue
-	// 21, item 2): remove these once it is.
-	"server-stateless/sep-2575-server-sends-subscription-ack":     "subscriptions/listen over HTTP",
-	"server-stateless/sep-2575-server-tags-subscription-id":       "subscriptions/listen over HTTP",
-	"server-stateless/sep-2575-server-honors-notification-filter": "subscriptions/listen over HTTP",
-}
+var notYetThroughHub = map[string]string{}
 
 // TestConformance20260728 runs the newest pre-release of the official
 // conformance suite with its --requirements 2026-07-28 run (the scenarios
