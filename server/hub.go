@@ -92,7 +92,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithLogging(),
 	)
 	pol := policy.New(cfg)
-	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, mgr, pol), audit))
+	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, cfg.Settings.MaxTools, mgr, pol), audit))
 	return h, nil
 }
 
@@ -107,7 +107,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	}
 	cur := h.snapshot()
 	pol := policy.New(cfg)
-	next := newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, h.mgr, pol), cur.audit)
+	next := newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, cfg.Settings.MaxTools, h.mgr, pol), cur.audit)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments || cur.cfg.Audit.Required != cfg.Audit.Required {
 		if audit, err := h.openAudit(cfg); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
@@ -229,7 +229,7 @@ func (h *Hub) refresh() {
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
 	next := *cur
-	next.view = buildView(cur.cfg.Mode, cur.cfg.Settings.Search, h.mgr, cur.policy)
+	next.view = buildView(cur.cfg.Mode, cur.cfg.Settings.Search, cur.cfg.Settings.MaxTools, h.mgr, cur.policy)
 	h.swap(&next)
 	h.announce(cur.view, next.view)
 	h.unsubscribeHidden(next.view)
@@ -258,7 +258,7 @@ func (h *Hub) announce(old, v *view) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.config().Settings.Search, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).toolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.

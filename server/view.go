@@ -94,7 +94,9 @@ func (v *view) groupStarting(name string) bool {
 // input schemas against pol's argument rules (pol may be nil). In dynamic
 // mode search says whether search_dynamic_tools is offered; its index is
 // built by the view's first search, not here on the hub's event loop.
-func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager, pol *policy.Policy) *view {
+// maxTools, when above zero, caps the tools tools/list shows (see
+// config.Settings.MaxTools).
+func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
 		groupIndex:     map[string]*groupView{},
@@ -195,15 +197,24 @@ func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager
 		}
 	}
 	if mode == config.ModeFlat {
-		v.toolsList = listResult("tools", flatTools, "")
+		v.toolsList = listResult("tools", capTools(flatTools, maxTools), "")
 	} else {
 		v.search = buildToolIndex(v.groups, search)
-		v.toolsList = listResult("tools", append(metaTools(v.groups, v.search != nil), exposed...), "")
+		v.toolsList = listResult("tools", capTools(append(metaTools(v.groups, v.search != nil), exposed...), maxTools), "")
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)
 	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
 	return v
+}
+
+// capTools is the first max of tools, or all of them when max is not
+// above zero.
+func capTools(tools []json.RawMessage, max int) []json.RawMessage {
+	if max > 0 && len(tools) > max {
+		return tools[:max]
+	}
+	return tools
 }
 
 // hashOf is a hash of the byte strings, in order, with their boundaries.
