@@ -62,7 +62,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			v = settled()
 		}
 		req.sess.saw(listTools, v.toolsHash)
-		return v.toolsList, nil
+		return v.toolsListFor(req.snap.cfg, req.sess.GetClientInfo().Name), nil
 	case "tools/call":
 		return h.toolsCall(ctx, req, v)
 	case "prompts/list":

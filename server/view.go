@@ -44,6 +44,7 @@ type view struct {
 	groupIndex map[string]*groupView
 
 	toolsList  json.RawMessage  // the whole tools/list result
+	shaped     *shapedLists     // toolsList as clients: rules shape it, built on first use
 	flatRoutes map[string]route // flat mode, and a group's expose: in dynamic mode: exposed tool name -> upstream
 
 	// search is the index search_dynamic_tools answers from, nil when the
@@ -99,6 +100,7 @@ func (v *view) groupStarting(name string) bool {
 func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
+		shaped:         &shapedLists{},
 		groupIndex:     map[string]*groupView{},
 		flatRoutes:     map[string]route{},
 		promptRoutes:   map[string]route{},

@@ -118,3 +118,70 @@ func TestServeUnknownProfile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// initializeAs runs the handshake as the client named name.
+func (c *client) initializeAs(name string) {
+	c.t.Helper()
+	c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": name, "version": "1"}})
+}
+
+// A clients: rule caps the tools listed to a client by its name (Cursor
+// reads the first 40), and leaves every other client the whole list.
+func TestClientRuleMaxTools(t *testing.T) {
+	cfg := strings.Replace(profilesConfig(), "groups:", "mode: flat\nclients:\n  - {match: 'cursor*', max_tools: 40}\ngroups:", 1)
+	for name, want := range map[string]int{"Cursor-VSCode": 40, "claude-code": 57} {
+		t.Run(name, func(t *testing.T) {
+			c := startHub(t, cfg)
+			c.initializeAs(name)
+			waitFor(t, 30*time.Second, "every group started", func() bool {
+				for _, tool := range []string{"a__a_echo", "b__b_echo", "c__c_echo"} {
+					res, rpcErr := c.request("tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": "hi"}})
+					if rpcErr != nil {
+						return false
+					}
+					if _, isErr := toolText(t, res); isErr {
+						return false
+					}
+				}
+				return true
+			})
+			if names := toolNames(t, c.call("tools/list", nil)); len(names) != want {
+				t.Fatalf("%s is shown %d tools, want %d", name, len(names), want)
+			}
+		})
+	}
+}
+
+// A clients: rule with schemas: gemini shows a Gemini client the
+// everything server's tools with schemas in Gemini's subset; another
+// client gets them as the server wrote them.
+func TestClientRuleGeminiSchemas(t *testing.T) {
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
+		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+	for name, wantClean := range map[string]bool{"gemini-cli-mcp-client": true, "claude-code": false} {
+		t.Run(name, func(t *testing.T) {
+			c := startHub(t, cfg)
+			c.initializeAs(name)
+			var list struct {
+				Tools []map[string]any `json:"tools"`
+			}
+			waitFor(t, 30*time.Second, "the everything server's tools", func() bool {
+				mustUnmarshal(t, c.call("tools/list", nil), &list)
+				return len(list.Tools) > 5
+			})
+			broken := 0
+			for _, tool := range list.Tools {
+				if bad := geminiProblem(tool["inputSchema"], "$"); bad != "" {
+					broken++
+					if wantClean {
+						t.Errorf("%s: %s", tool["name"], bad)
+					}
+				}
+			}
+			if !wantClean && broken == 0 {
+				t.Error("the unshaped schemas keep Gemini's rules already: the test proves nothing")
+			}
+		})
+	}
+}

@@ -103,6 +103,9 @@ type Config struct {
 	// Profiles are the views a client may choose (serve --profile NAME,
 	// or /mcp/p/NAME over HTTP), by name.
 	Profiles map[string]*Profile
+	// Clients are rules that shape what a client is shown by its name,
+	// first match wins.
+	Clients []ClientRule
 	// Profile is the profile this config was narrowed to by WithProfile,
 	// "" for the whole config.
 	Profile string

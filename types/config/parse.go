@@ -141,6 +141,7 @@ func (p *parser) parse(data []byte) *Config {
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
 		"profiles": func(key string, v *yaml.Node) { cfg.Profiles = p.profiles(v, key) },
+		"clients":  func(key string, v *yaml.Node) { cfg.Clients = p.clients(v, key) },
 		"policy":   func(key string, v *yaml.Node) { cfg.Policy = p.rules(v, key, "policy") },
 		"policy_default": func(key string, v *yaml.Node) {
 			choose(p, v, key, &cfg.PolicyDefault, ActionAllow, ActionDeny)

@@ -66,3 +66,29 @@ func TestParseProfileErrors(t *testing.T) {
 		})
 	}
 }
+
+// clients: rules match the client's name case-insensitively, first match
+// wins; a bad glob, a missing match or an unknown shaping is an error.
+func TestParseClients(t *testing.T) {
+	cfg, err := Parse("", strings.NewReader(profileGroups+"clients:\n  - {match: 'cursor*', max_tools: 40}\n  - {match: '*gemini*', schemas: gemini}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"Cursor-VSCode": 0, "gemini-cli-mcp-client": 1, "claude-code": -1} {
+		if i, _ := cfg.ClientRuleFor(name); i != want {
+			t.Errorf("%s: rule %d, want %d", name, i, want)
+		}
+	}
+	if cfg.Clients[0].MaxTools != 40 || cfg.Clients[1].Schemas != SchemasGemini {
+		t.Errorf("rules %+v", cfg.Clients)
+	}
+	for src, want := range map[string]string{
+		"clients:\n  - {match: '[x'}\n":               "clients[0].match: is not a valid glob",
+		"clients:\n  - {max_tools: 3}\n":              "clients[0].match: is required",
+		"clients:\n  - {match: x, schemas: openai}\n": `clients[0].schemas: must be gemini (the only shaping there is), not "openai"`,
+	} {
+		if _, err := Parse("", strings.NewReader(profileGroups+src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: want %q, got %v", src, want, err)
+		}
+	}
+}
