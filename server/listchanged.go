@@ -59,9 +59,9 @@ func (h *Hub) tellListChanged(k listKind) {
 		return
 	}
 	h.listPending[k].Store(false) // a change from now on is told after another window
-	current := h.snapshot().view.hash(k)
+	snap := h.snapshot()
 	for _, sess := range h.sessionList() {
-		if seen := sess.seen[k].Load(); seen != 0 && seen != current {
+		if seen := sess.seen[k].Load(); seen != 0 && seen != snap.viewOf(sess.profile).hash(k) {
 			sess.notify(context.Background(), listChangedMethods[k], nil)
 		}
 	}

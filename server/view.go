@@ -98,6 +98,12 @@ func (v *view) groupStarting(name string) bool {
 // maxTools, when above zero, caps the tools tools/list shows (see
 // config.Settings.MaxTools).
 func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	return buildViewOf(nil, mode, search, maxTools, mgr, pol)
+}
+
+// buildViewOf is buildView of the groups only (nil: every group), with
+// expose lists from them: a profile's view (see config.WithProfile).
+func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
 		shaped:         &shapedLists{},
@@ -111,6 +117,17 @@ func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *up
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
+		if only != nil {
+			pg := profileGroup(only, g.Config.Name)
+			if pg == nil {
+				continue // hidden from the profile: as if it did not exist
+			}
+			if pg.Expose != nil {
+				cp := *g
+				cp.Config = pg
+				g = &cp
+			}
+		}
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
 		for _, s := range g.Servers {
