@@ -21,7 +21,7 @@ type snapshot struct {
 	// the view of no group, for a session whose profile a reload removed.
 	profiles map[string]*view
 	empty    *view
-	audit  *auditLog // nil when the trail is off
+	audit    *auditLog // nil when the trail is off
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}
