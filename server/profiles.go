@@ -50,7 +50,7 @@ func (s *snapshot) viewOf(profile string) *view {
 	if v, ok := s.profiles[profile]; ok {
 		return v
 	}
-	return s.empty
+	return s.empty()
 }
 
 // HasProfile reports whether the current config has the profile name.

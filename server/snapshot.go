@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -20,8 +21,8 @@ type snapshot struct {
 	// profiles are the views of the config's profiles, by name; empty is
 	// the view of no group, for a session whose profile a reload removed.
 	profiles map[string]*view
-	empty    *view
-	audit    *auditLog // nil when the trail is off
+	empty    func() *view // built on first use: seldom needed
+	audit    *auditLog    // nil when the trail is off
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}
@@ -37,7 +38,7 @@ func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	c := s.cfg
 	s.view = buildView(c.Mode, c.Settings.Search, c.Settings.MaxTools, mgr, s.policy)
 	s.profiles = profileViews(c, mgr, s.policy)
-	s.empty = buildViewOf([]*config.Group{}, c.Mode, config.SearchOff, 0, mgr, s.policy)
+	s.empty = sync.OnceValue(func() *view { return buildViewOf([]*config.Group{}, c.Mode, config.SearchOff, 0, mgr, s.policy) })
 	return s
 }
 
