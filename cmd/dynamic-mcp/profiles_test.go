@@ -18,7 +18,7 @@ groups:
   b: {description: group b, command: %[1]q, args: ["-prefix", "-name", "b"]}
   c: {description: group c, command: %[1]q, args: ["-prefix", "-name", "c"]}
 profiles:
-  dyn: {groups: [c, a]}
+  dyn: {groups: [c, a], search: on}
   flat: {groups: [a, c], mode: flat}
   capped: {groups: [a, b, c], mode: flat, max_tools: 40}
 `, fakeBin)
@@ -63,6 +63,19 @@ func TestServeProfileDynamic(t *testing.T) {
 	}
 	if strings.Contains(string(c.call("tools/list", nil)), "group b") {
 		t.Error("tools/list names the hidden group b")
+	}
+	// Search finds the echo tools of a and c, never b's.
+	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "search_dynamic_tools", "arguments": map[string]any{"query": "echo", "limit": 20}}))
+	var found []struct{ Group, Name string }
+	if err := json.Unmarshal([]byte(text), &found); isErr || err != nil {
+		t.Fatalf("search: %q (error %v, %v)", text, isErr, err)
+	}
+	groups := map[string]bool{}
+	for _, f := range found {
+		groups[f.Group] = true
+	}
+	if groups["b"] || !groups["a"] || !groups["c"] {
+		t.Errorf("search for echo found groups %v, want a and c only: %s", groups, text)
 	}
 }
 
