@@ -125,6 +125,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
+	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if !ok && v.starting {

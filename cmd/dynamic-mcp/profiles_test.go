@@ -198,3 +198,23 @@ func TestClientRuleGeminiSchemas(t *testing.T) {
 		})
 	}
 }
+
+// schemas: gemini shows a Gemini client tool names in Gemini's character
+// set, and a call by the shown name reaches the tool.
+func TestClientRuleGeminiNames(t *testing.T) {
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  g: {description: g, command: %q, args: [\"-prefix\", \"-name\", \"x/y\"]}\n", fakeBin)
+	c := startHub(t, cfg)
+	c.initializeAs("gemini-cli-mcp-client")
+	var names []string
+	waitFor(t, 30*time.Second, "the fake's tools", func() bool {
+		names = toolNames(t, c.call("tools/list", nil))
+		return len(names) > 5
+	})
+	if !slices.Contains(names, "g__x_y_echo") || slices.Contains(names, "g__x/y_echo") {
+		t.Fatalf("names shown: %v", names)
+	}
+	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "g__x_y_echo", "arguments": map[string]any{"text": "hi"}}))
+	if isErr || !strings.Contains(text, "hi") {
+		t.Fatalf("call by the shown name: %q (error %v)", text, isErr)
+	}
+}

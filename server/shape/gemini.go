@@ -5,6 +5,7 @@ package shape
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 )
 
@@ -137,4 +138,27 @@ func gemini(s map[string]any, defs map[string]any, depth int) map[string]any {
 func describe(s map[string]any, note string) string {
 	d, _ := s["description"].(string)
 	return strings.TrimSpace(d + " " + note)
+}
+
+// GeminiName is name as a Gemini function declaration allows it: only
+// a-z A-Z 0-9 _ . - (others become _), starting with a letter or _ (else
+// _ is put in front), at most 64 characters (a longer name keeps its
+// first 55 and a hash of the whole, so two long names stay apart).
+func GeminiName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	out := string(b)
+	if out == "" || !(out[0] >= 'a' && out[0] <= 'z' || out[0] >= 'A' && out[0] <= 'Z' || out[0] == '_') {
+		out = "_" + out
+	}
+	if len(out) > 64 {
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		out = fmt.Sprintf("%s_%08x", out[:55], h.Sum32())
+	}
+	return out
 }

@@ -86,3 +86,21 @@ func TestGeminiSchema(t *testing.T) {
 		t.Errorf("required keeps a property that does not exist: %v", got["required"])
 	}
 }
+
+func TestGeminiName(t *testing.T) {
+	long := "g__a_very_long_tool_name_that_goes_on_and_on_past_sixty_four_characters_x"
+	for in, want := range map[string]string{
+		"files__read_file": "files__read_file",
+		"web__fetch/url":   "web__fetch_url",
+		"9lives":           "_9lives",
+		"ünïcode":          "__n__code",
+	} {
+		if got := GeminiName(in); got != want {
+			t.Errorf("GeminiName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	a, b := GeminiName(long+"1"), GeminiName(long+"2")
+	if len(a) != 64 || len(b) != 64 || a == b {
+		t.Errorf("long names: %q and %q", a, b)
+	}
+}
