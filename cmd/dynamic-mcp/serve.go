@@ -42,20 +42,19 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
-	if profile != "" {
-		// The shared hub serves the whole config; a profile's view is
-		// served by a hub of its own.
-		standalone = true
-		if cfg, err = cfg.WithProfile(profile); err != nil {
-			return usageError{err.Error()}
-		}
+	if _, err := cfg.WithProfile(profile); err != nil {
+		return usageError{err.Error()}
 	}
 	if !hubMode && httpAddr == "" && uiAddr == "" && wantShared(cfg, standalone) {
-		// The client's entry: a bridge to the one hub for this config.
-		if err := bridge(ctx, cfg, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
+		// The client's entry: a bridge to the one hub for this config,
+		// which shows the client its profile.
+		if err := bridge(ctx, cfg, profile, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
 			return err
 		}
 	}
+	// In this process the profile narrows the config: the groups it
+	// hides are not even started.
+	cfg, _ = cfg.WithProfile(profile)
 	var ln net.Listener
 	if hubMode {
 		// The socket is taken before any upstream starts: a hub that
