@@ -92,7 +92,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		mcpserver.WithLogging(),
 	)
 	pol := policy.New(cfg)
-	h.snap.Store(newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, mgr, pol), audit))
+	h.snap.Store(newSnapshot(cfg, pol, nil, audit).withViews(mgr))
 	return h, nil
 }
 
@@ -107,7 +107,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	}
 	cur := h.snapshot()
 	pol := policy.New(cfg)
-	next := newSnapshot(cfg, pol, buildView(cfg.Mode, cfg.Settings.Search, h.mgr, pol), cur.audit)
+	next := newSnapshot(cfg, pol, nil, cur.audit).withViews(h.mgr)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments || cur.cfg.Audit.Required != cfg.Audit.Required {
 		if audit, err := h.openAudit(cfg); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
@@ -116,7 +116,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 		}
 	}
 	h.swap(next)
-	h.announce(cur.view, next.view)
+	h.announce(cur, next)
 	h.unsubscribeHidden(next.view)
 }
 
@@ -229,15 +229,17 @@ func (h *Hub) refresh() {
 	defer h.swapMu.Unlock()
 	cur := h.snapshot()
 	next := *cur
-	next.view = buildView(cur.cfg.Mode, cur.cfg.Settings.Search, h.mgr, cur.policy)
+	next.withViews(h.mgr)
 	h.swap(&next)
-	h.announce(cur.view, next.view)
+	h.announce(cur, &next)
 	h.unsubscribeHidden(next.view)
 }
 
-// announce logs the new problems of v and tells clients which of their
-// lists differ from old.
-func (h *Hub) announce(old, v *view) {
+// announce logs the new problems of next's view and tells clients which
+// of their lists differ from cur's, in any view (the whole config's or a
+// profile's).
+func (h *Hub) announce(cur, next *snapshot) {
+	old, v := cur.view, next.view
 	for _, p := range v.problems {
 		if !slices.Contains(old.problems, p) {
 			h.logger.Error(p)
@@ -249,7 +251,11 @@ func (h *Hub) announce(old, v *view) {
 		}
 	}
 	for k := range listKinds {
-		if old.hash(k) != v.hash(k) {
+		changed := old.hash(k) != v.hash(k)
+		for name, pv := range next.profiles {
+			changed = changed || cur.viewOf(name).hash(k) != pv.hash(k)
+		}
+		if changed {
 			h.listChanged(k)
 		}
 	}
@@ -258,7 +264,7 @@ func (h *Hub) announce(old, v *view) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.config().Settings.Search, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).toolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.

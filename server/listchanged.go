@@ -59,8 +59,9 @@ func (h *Hub) tellListChanged(k listKind) {
 		return
 	}
 	h.listPending[k].Store(false) // a change from now on is told after another window
-	current := h.snapshot().view.hash(k)
+	snap := h.snapshot()
 	for _, sess := range h.sessionList() {
+		current := snap.viewOf(sess.profile).hash(k)
 		for _, l := range sess.listenList() {
 			l.listChanged(k, current)
 		}

@@ -18,6 +18,7 @@ import (
 type session struct {
 	id            string
 	transport     string // stdio, streamable-http or sse
+	profile       string // the profile the session sees, "" for the whole config (see OpenProfile)
 	peer          Peer
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // snapshot is everything a request reads that a reload or an upstream's
@@ -16,7 +18,11 @@ type snapshot struct {
 	cfg    *config.Config
 	policy *policy.Policy
 	view   *view
-	audit  *auditLog // nil when the trail is off
+	// profiles are the views of the config's profiles, by name; empty is
+	// the view of no group, for a session whose profile a reload removed.
+	profiles map[string]*view
+	empty    func() *view // built on first use: seldom needed
+	audit    *auditLog    // nil when the trail is off
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}
@@ -24,6 +30,16 @@ type snapshot struct {
 
 func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLog) *snapshot {
 	return &snapshot{cfg: cfg, policy: pol, view: v, audit: audit, replaced: make(chan struct{})}
+}
+
+// withViews is s with its views built from mgr: the whole config's and
+// each profile's.
+func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
+	c := s.cfg
+	s.view = buildView(c.Mode, c.Settings.Search, c.Settings.MaxTools, mgr, s.policy)
+	s.profiles = profileViews(c, mgr, s.policy)
+	s.empty = sync.OnceValue(func() *view { return buildViewOf([]*config.Group{}, c.Mode, config.SearchOff, 0, mgr, s.policy) })
+	return s
 }
 
 // snapshot is the current snapshot. A request that may write the audit
@@ -58,24 +74,24 @@ func (h *Hub) swap(next *snapshot) (old *snapshot) {
 	return old
 }
 
-// awaitView waits until the current view satisfies done, ctx ends, or wait
-// has passed, and returns the view it stopped at.
-func (h *Hub) awaitView(ctx context.Context, wait time.Duration, done func(*view) bool) *view {
+// awaitView waits until the current view of profile satisfies done, ctx
+// ends, or wait has passed, and returns the view it stopped at.
+func (h *Hub) awaitView(ctx context.Context, profile string, wait time.Duration, done func(*view) bool) *view {
 	s := h.snapshot()
-	if done(s.view) || wait <= 0 {
-		return s.view
+	if done(s.viewOf(profile)) || wait <= 0 {
+		return s.viewOf(profile)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	for !done(s.view) {
+	for !done(s.viewOf(profile)) {
 		select {
 		case <-s.replaced:
 			s = h.snapshot()
 		case <-t.C:
-			return s.view
+			return s.viewOf(profile)
 		case <-ctx.Done():
-			return s.view
+			return s.viewOf(profile)
 		}
 	}
-	return s.view
+	return s.viewOf(profile)
 }

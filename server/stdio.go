@@ -26,6 +26,9 @@ type StdioOptions struct {
 	// serves many stdio clients, each through its bridge, and gives each
 	// an id of its own.
 	SessionID string
+	// Profile is the config's profile the client sees, "" for the whole
+	// config (see OpenProfile).
+	Profile string
 }
 
 // ServeStdio serves one client on in and out until in ends, the client
@@ -65,7 +68,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	if id == "" {
 		id = "stdio"
 	}
-	sess, err := h.Open(id, "stdio", &connPeer{conn: conn})
+	sess, err := h.OpenProfile(id, "stdio", opts.Profile, &connPeer{conn: conn})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type view struct {
 	groupIndex map[string]*groupView
 
 	toolsList  json.RawMessage  // the whole tools/list result
+	shaped     *shapedLists     // toolsList as clients: rules shape it, built on first use
 	flatRoutes map[string]route // flat mode, and a group's expose: in dynamic mode: exposed tool name -> upstream
 
 	// search is the index search_dynamic_tools answers from, nil when the
@@ -94,9 +95,18 @@ func (v *view) groupStarting(name string) bool {
 // input schemas against pol's argument rules (pol may be nil). In dynamic
 // mode search says whether search_dynamic_tools is offered; its index is
 // built by the view's first search, not here on the hub's event loop.
-func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager, pol *policy.Policy) *view {
+// maxTools, when above zero, caps the tools tools/list shows (see
+// config.Settings.MaxTools).
+func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	return buildViewOf(nil, mode, search, maxTools, mgr, pol)
+}
+
+// buildViewOf is buildView of the groups only (nil: every group), with
+// expose lists from them: a profile's view (see config.WithProfile).
+func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
+		shaped:         &shapedLists{},
 		groupIndex:     map[string]*groupView{},
 		flatRoutes:     map[string]route{},
 		promptRoutes:   map[string]route{},
@@ -107,6 +117,17 @@ func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
+		if only != nil {
+			pg := profileGroup(only, g.Config.Name)
+			if pg == nil {
+				continue // hidden from the profile: as if it did not exist
+			}
+			if pg.Expose != nil {
+				cp := *g
+				cp.Config = pg
+				g = &cp
+			}
+		}
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
 		for _, s := range g.Servers {
@@ -195,15 +216,24 @@ func buildView(mode config.Mode, search config.SearchMode, mgr *upstream.Manager
 		}
 	}
 	if mode == config.ModeFlat {
-		v.toolsList = listResult("tools", flatTools, "")
+		v.toolsList = listResult("tools", capTools(flatTools, maxTools), "")
 	} else {
 		v.search = buildToolIndex(v.groups, search)
-		v.toolsList = listResult("tools", append(metaTools(v.groups, v.search != nil), exposed...), "")
+		v.toolsList = listResult("tools", capTools(append(metaTools(v.groups, v.search != nil), exposed...), maxTools), "")
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)
 	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
 	return v
+}
+
+// capTools is the first max of tools, or all of them when max is not
+// above zero.
+func capTools(tools []json.RawMessage, max int) []json.RawMessage {
+	if max > 0 && len(tools) > max {
+		return tools[:max]
+	}
+	return tools
 }
 
 // hashOf is a hash of the byte strings, in order, with their boundaries.

@@ -52,7 +52,7 @@ func wantShared(cfg *config.Config, standalone bool) bool {
 // client closes stdin and the hub has answered, or the hub goes away.
 // It returns errStandalone, having read nothing of stdin, when the client
 // should be served in this process instead.
-func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func bridge(ctx context.Context, cfg *config.Config, profile, logLevel string, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
 	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
 	if err != nil {
 		logger.Warn("no shared hub: serving in this process", "err", err)
@@ -66,7 +66,7 @@ func bridge(ctx context.Context, cfg *config.Config, logLevel string, logger *sl
 	inFile, inOK := stdin.(*os.File)
 	outFile, outOK := stdout.(*os.File)
 	pass := inOK && outOK && isPipe(inFile) && isPipe(outFile)
-	conn, br, err := joinHub(ctx, cfg, paths, pass, logLevel, logger)
+	conn, br, err := joinHub(ctx, cfg, paths, pass, profile, logLevel, logger)
 	if err != nil {
 		if errors.Is(err, local.ErrVersion) {
 			logger.Warn("not joining the shared hub: serving in this process", "err", err)
@@ -116,12 +116,12 @@ func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin
 // runs it takes the lock, looks again, and starts one. The lock makes
 // bridges started at once start one hub; a socket file left by a hub that
 // crashed answers nobody and is replaced by the new hub.
-func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
+func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, profile, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
 	var last error
 	// A hub that is stopping (idle) may take a connection and close it:
 	// then it is looked for, and started, again.
 	for range 3 {
-		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
 		if err == nil || errors.Is(err, local.ErrVersion) {
 			return conn, br, err
 		}
@@ -132,7 +132,7 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		if err != nil {
 			return nil, nil, err
 		}
-		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
 		if err == nil || errors.Is(err, local.ErrVersion) {
 			unlock()
 			return conn, br, err
@@ -144,7 +144,7 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			return nil, nil, err
 		}
 	}
-	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass})
+	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
 	if err != nil && !errors.Is(err, local.ErrVersion) {
 		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
 	}

@@ -24,11 +24,12 @@ import (
 // arrives, then stops every upstream by the ladder.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	var httpAddr, uiAddr string
+	var httpAddr, uiAddr, profile string
 	var noAuth, standalone, hubMode bool
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.BoolVar(&standalone, "standalone", false, "serve stdio in this process, not through the config's shared hub (as settings.shared: off)")
 	fs.BoolVar(&hubMode, "hub", false, "run as the config's shared hub on its local socket (started by serve itself)")
+	fs.StringVar(&profile, "profile", "", "show this client the config's profile `name` only (see profiles:); serves in this process, as --standalone")
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
@@ -41,12 +42,19 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
+	if _, err := cfg.WithProfile(profile); err != nil {
+		return usageError{err.Error()}
+	}
 	if !hubMode && httpAddr == "" && uiAddr == "" && wantShared(cfg, standalone) {
-		// The client's entry: a bridge to the one hub for this config.
-		if err := bridge(ctx, cfg, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
+		// The client's entry: a bridge to the one hub for this config,
+		// which shows the client its profile.
+		if err := bridge(ctx, cfg, profile, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
 			return err
 		}
 	}
+	// In this process the profile narrows the config: the groups it
+	// hides are not even started.
+	cfg, _ = cfg.WithProfile(profile)
 	var ln net.Listener
 	if hubMode {
 		// The socket is taken before any upstream starts: a hub that
@@ -116,6 +124,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
+			cfg, err := cfg.WithProfile(profile)
+			if err != nil {
+				logger.Error("config reload: still serving the previous config", "err", err)
+				return
+			}
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
 		}, mgr.RecheckPins, logger)
@@ -136,7 +149,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }}, logger).Serve(ctx, ln)
 	}
-	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
+	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
 }
 

@@ -95,6 +95,7 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	s.shares = newClientShares(opts, s.guard.credentials())
 	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
+	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
 	s.wg.Add(1)

@@ -23,6 +23,7 @@ type httpSession struct {
 	id        string
 	owner     string          // the credential that made it (CredentialOf); no other reaches it
 	transport string          // streamable-http or sse
+	profile   string          // the profile of the URL it was opened at (/mcp/p/NAME), "" for /mcp
 	sess      *server.Session // the hub's side; set once Open returns
 	conn      *jsonrpc.Conn
 	st        *sessionStream
@@ -42,7 +43,7 @@ type httpSession struct {
 
 // newSession creates a session of the credential owner, opens it with the
 // hub, starts its Conn and registers it.
-func (s *Server) newSession(transport, owner string) (*httpSession, error) {
+func (s *Server) newSession(transport, owner, profile string) (*httpSession, error) {
 	client := s.shares.clientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
@@ -50,6 +51,7 @@ func (s *Server) newSession(transport, owner string) (*httpSession, error) {
 	hs := &httpSession{
 		id:        newSessionID(),
 		owner:     owner,
+		profile:   profile,
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),
@@ -70,7 +72,7 @@ func (s *Server) newSession(transport, owner string) (*httpSession, error) {
 		},
 		Panicked: s.hub.Recovered,
 	})
-	sess, err := s.hub.Open(hs.id, transport, hs)
+	sess, err := s.hub.OpenProfile(hs.id, transport, profile, hs)
 	s.mu.Lock()
 	s.unreserveSessionLocked(client)
 	if err == nil && s.closed {

@@ -57,6 +57,9 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 		return nil, false
 	}
 	hs := s.owned(id, CredentialOf(r.Context()))
+	if hs != nil && hs.profile != profileOf(r) {
+		hs = nil // a session is found at its own profile's URL only
+	}
 	if hs == nil {
 		writeJSONError(w, http.StatusNotFound, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
@@ -206,7 +209,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()))
+	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r))
 	switch {
 	case errors.Is(err, errTooManySessions):
 		release()

@@ -195,6 +195,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		_ = local.WriteLine(c, reply)
 		s.Stop()
 	case local.OpSession:
+		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
+			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)
+			_ = local.WriteLine(c, reply)
+			return
+		}
 		s.mu.Lock()
 		s.next++
 		id := fmt.Sprintf("stdio-%d", s.next)
@@ -205,9 +210,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		s.logger.Info("client connected", "session", id, "passed", hello.Pass)
 		var err error
 		if hello.Pass {
-			err = s.servePassed(ctx, c, id)
+			err = s.servePassed(ctx, c, id, hello.Profile)
 		} else {
-			err = s.hub.ServeStdioWith(ctx, br, c, server.StdioOptions{SessionID: id})
+			err = s.hub.ServeStdioWith(ctx, br, c, server.StdioOptions{SessionID: id, Profile: hello.Profile})
 		}
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			s.logger.Info("client left", "session", id, "err", err)
@@ -233,7 +238,7 @@ func (s *Server) status() *local.Status {
 // passed on c, and tells the bridge (Done) when the client closed stdin.
 // A bridge that goes away (killed with its client, or stopping on a
 // signal) ends the session: c's end is watched for that.
-func (s *Server) servePassed(ctx context.Context, c net.Conn, id string) error {
+func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string) error {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return errors.New("files passed on a connection that is not a Unix socket")
@@ -253,7 +258,7 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id string) error {
 		_, _ = c.Read(make([]byte, 1))
 		cancel()
 	}()
-	err = s.hub.ServeStdioWith(ctx, in, out, server.StdioOptions{SessionID: id})
+	err = s.hub.ServeStdioWith(ctx, in, out, server.StdioOptions{SessionID: id, Profile: profile})
 	in.Close()
 	out.Close()
 	if ctx.Err() == nil {

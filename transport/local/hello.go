@@ -36,6 +36,9 @@ type Hello struct {
 	// message, and only waits for the session's end (Done). Without it
 	// the bridge copies bytes both ways on the connection.
 	Pass bool `json:"pass,omitempty"`
+	// Profile is the config's profile the client is shown (serve
+	// --profile), "" for the whole config.
+	Profile string `json:"profile,omitempty"`
 }
 
 // Done is the hub's last line to a bridge that passed its stdin and

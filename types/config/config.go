@@ -100,6 +100,15 @@ type Config struct {
 	Settings Settings
 	// Groups in config order: the order the client sees.
 	Groups []*Group
+	// Profiles are the views a client may choose (serve --profile NAME,
+	// or /mcp/p/NAME over HTTP), by name.
+	Profiles map[string]*Profile
+	// Clients are rules that shape what a client is shown by its name,
+	// first match wins.
+	Clients []ClientRule
+	// Profile is the profile this config was narrowed to by WithProfile,
+	// "" for the whole config.
+	Profile string
 	// Policy are global rules, evaluated after a group's own.
 	Policy []Rule
 	// PolicyDefault applies when no rule matches: allow (the default) or deny.
@@ -315,6 +324,11 @@ type Settings struct {
 	// (the default) when the ready groups hold more than SearchAutoTools
 	// tools, on, or off.
 	Search SearchMode
+	// MaxTools caps the tools tools/list shows, 0 for no cap: the first
+	// MaxTools in config order are listed. Tools past the cap stay
+	// callable by name (and findable by search in dynamic mode); the cap
+	// answers clients that read only so many (Cursor: 40).
+	MaxTools int
 	// Shared says whether serve on stdio joins the one hub running for
 	// this config and user (a bridge to it, started if none runs): auto
 	// (the default) or off (one hub per process, as serve --standalone).

@@ -140,6 +140,8 @@ func (p *parser) parse(data []byte) *Config {
 		"mode":     func(key string, v *yaml.Node) { choose(p, v, key, &cfg.Mode, ModeDynamic, ModeFlat) },
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
+		"profiles": func(key string, v *yaml.Node) { cfg.Profiles = p.profiles(v, key) },
+		"clients":  func(key string, v *yaml.Node) { cfg.Clients = p.clients(v, key) },
 		"policy":   func(key string, v *yaml.Node) { cfg.Policy = p.rules(v, key, "policy") },
 		"policy_default": func(key string, v *yaml.Node) {
 			choose(p, v, key, &cfg.PolicyDefault, ActionAllow, ActionDeny)
@@ -173,6 +175,7 @@ func (p *parser) parse(data []byte) *Config {
 	if len(cfg.Groups) == 0 && findKey(root, "groups") == nil && !misspelt["groups"] {
 		p.fail(root, "groups", "is required: list at least one group")
 	}
+	p.checkProfiles(cfg)
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
@@ -231,6 +234,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"search":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Search, SearchAuto, SearchOn, SearchOff) },
 		"shared":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Shared, SharedAuto, SharedOff) },
 		"shared_idle": func(k string, v *yaml.Node) { s.SharedIdle = p.duration(v, k) },
+		"max_tools":   func(k string, v *yaml.Node) { p.positive(v, k, &s.MaxTools) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n

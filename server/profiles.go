@@ -1,0 +1,69 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// ErrUnknownProfile is the error of a session opened in a profile the
+// config does not have.
+var ErrUnknownProfile = errors.New("no such profile")
+
+// profileViews are the views of cfg's profiles, by name, built beside the
+// whole view whenever it is: the cost per request stays one map lookup.
+func profileViews(cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy) map[string]*view {
+	if len(cfg.Profiles) == 0 {
+		return nil
+	}
+	views := make(map[string]*view, len(cfg.Profiles))
+	for name := range cfg.Profiles {
+		pcfg, err := cfg.WithProfile(name)
+		if err != nil {
+			continue // cannot happen: name is one of cfg's
+		}
+		views[name] = buildViewOf(pcfg.Groups, pcfg.Mode, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol)
+	}
+	return views
+}
+
+// profileGroup is the group of only named name, nil when there is none.
+func profileGroup(only []*config.Group, name string) *config.Group {
+	for _, g := range only {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// viewOf is the view of the profile named profile ("" is the whole
+// config). A profile a reload removed shows nothing but the meta-tools'
+// empty list: its sessions are told by list_changed.
+func (s *snapshot) viewOf(profile string) *view {
+	if profile == "" {
+		return s.view
+	}
+	if v, ok := s.profiles[profile]; ok {
+		return v
+	}
+	return s.empty()
+}
+
+// HasProfile reports whether the current config has the profile name.
+func (h *Hub) HasProfile(name string) bool {
+	_, ok := h.config().Profiles[name]
+	return ok
+}
+
+// OpenProfile is Open of a session that sees the profile named profile
+// only (see config.Profile); "" is the whole config.
+func (h *Hub) OpenProfile(id, transport, profile string, peer Peer) (*Session, error) {
+	if profile != "" && !h.HasProfile(profile) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
+	}
+	return h.open(id, transport, profile, peer)
+}
