@@ -127,6 +127,10 @@ func TestStreamHistoryThenLive(t *testing.T) {
 func TestStalledPageNeverBlocksTheHub(t *testing.T) {
 	i := New(Options{})
 	defer i.Close()
+	// The page stalls while the calls are recorded, which on a busy
+	// machine takes longer than the 10 s a write may: it must not lose
+	// its stream before it reads again.
+	i.writeTimeout = time.Minute
 	srv := httptest.NewServer(i.API())
 	defer srv.Close()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
