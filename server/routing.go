@@ -219,9 +219,19 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
 		}
+		// Every session gets it; the session whose call it came during
+		// (the only one with calls in flight on its connection, see
+		// upstream's callContext) gets it under that call, so that over
+		// HTTP it travels on the call's stream, before the answer, as
+		// from the server itself.
+		owner, _ := upstream.OwnerOf(ctx).(*session)
 		for _, sess := range h.sessionList() {
 			if allows(sess.GetLogLevel(), level) {
-				sess.notify(context.Background(), method, p)
+				nctx := context.Background()
+				if sess == owner {
+					nctx = ctx
+				}
+				sess.notify(nctx, method, p)
 			}
 		}
 	case "notifications/tasks/status":

@@ -138,8 +138,10 @@ func (m *Manager) put(ctx context.Context, e Event) bool {
 
 // routeWait bounds how long a call waits for the hub to route the events
 // its server sent before the call's result: only a hub that is not reading
-// Events at all takes that long.
-const routeWait = time.Second
+// Events at all should take that long; on a busy machine the hub's loop
+// may rebuild a view (search index included) between two events, which a
+// second need not cover, and then the answer would overtake them.
+const routeWait = 5 * time.Second
 
 // eventLog numbers a server's events and knows which of them the hub has
 // routed (or which were dropped), so that a call can wait for exactly the

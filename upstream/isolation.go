@@ -267,7 +267,7 @@ func (s *Server) isolatedNotification(owner any, id ConnID, method string, param
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: withConn(s.callContext(WithOwner(context.Background(), owner)), id)})
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: s.callContext(withConn(WithOwner(context.Background(), owner), id))})
 }
 
 // perSession reports whether requests of ctx's owner go on a connection

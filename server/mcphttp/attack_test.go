@@ -58,15 +58,18 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("a second GET stream: %d, want 409", resp.StatusCode)
 	}
-	// A log message reaches the first stream.
-	c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__log","arguments":{"text":"to-first"}}}`)
+	// A resource update (which relates to no call: a log message during
+	// the call would go down the call's own stream) reaches the first
+	// stream.
+	c.post(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://fake/res/1"}}`)
+	c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"fake://fake/res/1"}}}`)
 	first.SetReadDeadline(time.Now().Add(3 * time.Second))
 	for {
 		line, err := br1.ReadString('\n')
 		if err != nil {
 			t.Fatalf("the first stream: %v", err)
 		}
-		if strings.Contains(line, "to-first") {
+		if strings.Contains(line, `"notifications/resources/updated"`) {
 			break
 		}
 	}

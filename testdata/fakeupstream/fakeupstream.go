@@ -527,7 +527,8 @@ func handle(req request) {
 		all := tools()
 		if *floods {
 			all = append(all, simpleTool("flood", "Send ms messages at once, then answer: notifications of method text, "+
-				"or requests of method text (without params) when text has no \"notifications/\" prefix"))
+				"or requests of method text (without params) when text has no \"notifications/\" prefix"),
+				simpleTool("chatter", "Send ms log messages, each followed by progress when the call has a token, and the answer, all in one write"))
 		}
 		if *exact {
 			all = append(all, exactTool())
@@ -741,6 +742,16 @@ func call(req request) {
 		}
 		flood(p.Arguments.Text, p.Arguments.MS)
 		reply(req.ID, text("flooded"))
+	case toolName("chatter"):
+		if !*floods {
+			fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
+			return
+		}
+		var meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		_ = json.Unmarshal(p.Meta, &meta)
+		chatter(req.ID, meta.ProgressToken, p.Arguments.MS)
 	case toolName("grow"):
 		grown.Lock()
 		grown.v = true
@@ -757,6 +768,23 @@ func call(req request) {
 	default:
 		fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
 	}
+}
+
+// chatter sends n log messages, each followed by progress when token is
+// not empty, then the answer to the call id, in one write: nothing the
+// hub does between them can come before the answer but its own order.
+func chatter(id, token json.RawMessage, n int) {
+	out.Lock()
+	defer out.Unlock()
+	for i := range n {
+		fmt.Fprintf(out.w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"chatter","data":%d}}`+"\n", i)
+		if len(token) > 0 {
+			fmt.Fprintf(out.w, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":%d}}`+"\n", token, i+1, n)
+		}
+	}
+	fmt.Fprintf(out.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"chattered"}]}}`, id)
+	out.w.WriteByte('\n')
+	out.w.Flush()
 }
 
 // flood sends n messages of method as fast as it can: notifications (with
