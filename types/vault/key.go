@@ -50,8 +50,8 @@ var OS Keychain = osKeychain{}
 
 // Options says where Open looks for the key.
 type Options struct {
-	Dir      string       // the state directory: the fallback key file's
-	Keychain Keychain     // nil: OS
+	Dir      string        // the state directory: the fallback key file's
+	Keychain Keychain      // nil: OS
 	Wait     time.Duration // bound on each keychain call; 0: 3 s
 	Getenv   func(string) string
 	Logger   *slog.Logger
