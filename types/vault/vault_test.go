@@ -147,3 +147,28 @@ func TestEnvKey(t *testing.T) {
 		t.Fatalf("bad env key: %v", err)
 	}
 }
+
+func TestSecrets(t *testing.T) {
+	dir := t.TempDir()
+	v, _ := New(bytes.Repeat([]byte{2}, KeySize), "test")
+	s := NewSecrets(dir, v)
+	if err := s.Set("GITHUB_TOKEN", "ghp_value1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("B", "value2"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, SecretsFile))
+	if bytes.Contains(b, []byte("ghp_value1")) || bytes.Contains(b, []byte("GITHUB_TOKEN")) {
+		t.Fatal("the secrets file holds a secret or its name in plaintext")
+	}
+	if names, err := NewSecrets(dir, v).Names(); err != nil || strings.Join(names, ",") != "B,GITHUB_TOKEN" {
+		t.Fatalf("Names = %v, %v", names, err)
+	}
+	if had, err := s.Delete("B"); !had || err != nil {
+		t.Fatalf("Delete = %v, %v", had, err)
+	}
+	if m, err := s.All(); err != nil || len(m) != 1 || m["GITHUB_TOKEN"] != "ghp_value1" {
+		t.Fatalf("All = %v, %v", m, err)
+	}
+}
