@@ -96,6 +96,8 @@ Usage:
   dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
   dynamic-mcp auth logout <server> | auth status [-c FILE]
+  dynamic-mcp secret set NAME | secret list | secret rm NAME [-c FILE]
+                                  keep secrets for ${secret:NAME} in the vault
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -127,6 +129,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return pinCmd(args[1:], stdout)
 	case "auth":
 		return authCmd(ctx, args[1:], stdout, stderr)
+	case "secret":
+		return secretCmd(args[1:], stdin, stdout, stderr)
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":

@@ -2,6 +2,9 @@ package config
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"regexp"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -49,4 +52,55 @@ func prescanStateDir(data []byte, env func(string) (string, bool)) string {
 		return Home()
 	}
 	return expandHome(s)
+}
+
+// secretRef finds ${secret:NAME} references in raw config text.
+var secretRef = regexp.MustCompile(`\$\{secret:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+
+// ScanSecrets reads the config at path without resolving anything (so a
+// config naming a secret not yet set still reads): its state directory
+// and where it uses each ${secret:NAME} (name -> dotted keys).
+func ScanSecrets(path string) (stateDir string, uses map[string][]string, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("read config: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	uses = map[string][]string{}
+	var walk func(n *yaml.Node, key string)
+	walk = func(n *yaml.Node, key string) {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for i, c := range n.Content {
+				k := key
+				if n.Kind == yaml.SequenceNode {
+					k = fmt.Sprintf("%s[%d]", key, i)
+				}
+				walk(c, k)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if key != "" {
+					k = key + "." + k
+				}
+				walk(n.Content[i+1], k)
+			}
+		case yaml.ScalarNode:
+			for _, m := range secretRef.FindAllStringSubmatch(n.Value, -1) {
+				uses[m[1]] = append(uses[m[1]], key)
+			}
+		}
+	}
+	walk(&root, "")
+	dir := configDir(path)
+	return prescanStateDir(data, func(name string) (string, bool) {
+		if name == "CONFIG_DIR" {
+			return dir, true
+		}
+		return lookupEnv(name)
+	}), uses, nil
 }

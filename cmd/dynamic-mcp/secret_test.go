@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// secret set takes the value from stdin, never argv; list shows names and
+// where the config uses them, never values; rm removes; the config then
+// fails naming the secret.
+func TestSecretCommand(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, vault.KeySize)))
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	src := fmt.Sprintf("state_dir: %s\ngroups:\n  a: {description: x, command: srv, env: {KEY: \"${secret:API_KEY}\"}}\n", state)
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+		t.Fatalf("Load before set: %v", err)
+	}
+	run1 := func(stdin string, args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	if out, err := run1("sk-from-stdin-42\n", "secret", "set", "API_KEY", "-c", cfg); err != nil {
+		t.Fatalf("secret set: %v\n%s", err, out)
+	}
+	out, err := run1("", "secret", "list", "-c", cfg)
+	if err != nil || !strings.Contains(out, "API_KEY\tused at groups.a.env.KEY") || strings.Contains(out, "sk-from-stdin-42") {
+		t.Fatalf("secret list: %v\n%s", err, out)
+	}
+	c, err := config.Load(cfg)
+	if err != nil || c.Groups[0].Servers[0].Env["KEY"] != "sk-from-stdin-42" {
+		t.Fatalf("Load after set: %v", err)
+	}
+	if err := filepath.Walk(state, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("sk-from-stdin-42")) {
+				t.Errorf("%s holds the secret in plaintext", p)
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run1("", "secret", "rm", "API_KEY", "-c", cfg); err != nil || !strings.Contains(out, "still uses it at groups.a.env.KEY") {
+		t.Fatalf("secret rm: %v\n%s", err, out)
+	}
+	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+		t.Fatalf("Load after rm: %v", err)
+	}
+	if _, err := run1("", "secret", "set", "API_KEY", "-c", cfg); err == nil {
+		t.Fatal("secret set with nothing on stdin succeeded")
+	}
+}
+
+// ${secret:NAME} in a server's env: reaches the child (the reference
+// server's get-env shows its environment).
+func TestSecretReachesChildEnv(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{6}, vault.KeySize)
+	v, _ := vault.New(key, "test")
+	if err := vault.NewSecrets(state, v).Set("CHILD_KEY", "sk-child-secret-7"); err != nil {
+		t.Fatal(err)
+	}
+	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
+state_dir: %s
+groups:
+  everything:
+    description: The reference server
+    command: node
+    args: %s
+    env: { DMCP_TEST_VAULTED: "${secret:CHILD_KEY}" }
+`, state, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+	c.initialize("2025-06-18")
+	c.waitGroupsReady("everything")
+	res := c.call("tools/call", map[string]any{"name": "call_dynamic_tool",
+		"arguments": map[string]any{"group": "everything", "name": "get-env", "args": map[string]any{}}})
+	env, isErr := toolText(t, res)
+	if isErr || !strings.Contains(env, "DMCP_TEST_VAULTED") || !strings.Contains(env, "sk-child-secret-7") {
+		t.Fatalf("get-env through the hub:\n%s", env)
+	}
+}
