@@ -66,7 +66,8 @@ func TestSecretCommand(t *testing.T) {
 }
 
 // ${secret:NAME} in a server's env: reaches the child (the reference
-// server's get-env shows its environment).
+// server's get-env shows its environment), and the child's echo of it
+// reaches the client as [secret:NAME], not the value.
 func TestSecretReachesChildEnv(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
@@ -89,7 +90,7 @@ groups:
 	res := c.call("tools/call", map[string]any{"name": "call_dynamic_tool",
 		"arguments": map[string]any{"group": "everything", "name": "get-env", "args": map[string]any{}}})
 	env, isErr := toolText(t, res)
-	if isErr || !strings.Contains(env, "DMCP_TEST_VAULTED") || !strings.Contains(env, "sk-child-secret-7") {
+	if isErr || !strings.Contains(env, "DMCP_TEST_VAULTED") || !strings.Contains(env, "[secret:CHILD_KEY]") || strings.Contains(env, "sk-child-secret-7") {
 		t.Fatalf("get-env through the hub:\n%s", env)
 	}
 }

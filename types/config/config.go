@@ -110,6 +110,8 @@ type Config struct {
 	// SecretUses says where the config uses each ${secret:NAME}: name ->
 	// the dotted keys, in the order met.
 	SecretUses map[string][]string
+	// secretValues are what RedactSecrets replaces.
+	secretValues []secretValue
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
 }

@@ -69,6 +69,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return nil, p.errs
 	}
 	cfg.SecretUses = p.secretUses
+	cfg.setSecretValues(p.secrets, p.secretUses)
 	return cfg, nil
 }
 

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -103,4 +106,50 @@ func ScanSecrets(path string) (stateDir string, uses map[string][]string, err er
 		}
 		return lookupEnv(name)
 	}), uses, nil
+}
+
+// minRedacted is the shortest secret value redacted: a shorter one (a PIN,
+// "1") would be found in unrelated text and wreck it.
+const minRedacted = 6
+
+// RedactSecrets replaces, in text, the value of every ${secret:NAME} the
+// config uses with [secret:NAME]: a server that echoes its key does not
+// hand it on. text may be JSON: a value is also found as JSON escapes it,
+// and the replacement needs no escaping.
+func (c *Config) RedactSecrets(text []byte) []byte {
+	if c == nil || len(c.secretValues) == 0 {
+		return text
+	}
+	for _, sv := range c.secretValues {
+		for _, form := range sv.forms {
+			if bytes.Contains(text, form) {
+				text = bytes.ReplaceAll(text, form, sv.mark)
+			}
+		}
+	}
+	return text
+}
+
+// secretValue is one resolved secret as RedactSecrets looks for it.
+type secretValue struct {
+	forms [][]byte // the value, and as JSON escapes it if that differs
+	mark  []byte   // [secret:NAME]
+}
+
+// setSecretValues keeps what RedactSecrets looks for: the used secrets'
+// values, longest first, so a secret inside another is not cut apart.
+func (c *Config) setSecretValues(values map[string]string, uses map[string][]string) {
+	c.secretValues = nil
+	for name := range uses {
+		v, ok := values[name]
+		if !ok || len(v) < minRedacted {
+			continue
+		}
+		sv := secretValue{forms: [][]byte{[]byte(v)}, mark: []byte("[secret:" + name + "]")}
+		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
+			sv.forms = append(sv.forms, q[1:len(q)-1])
+		}
+		c.secretValues = append(c.secretValues, sv)
+	}
+	slices.SortFunc(c.secretValues, func(a, b secretValue) int { return len(b.forms[0]) - len(a.forms[0]) })
 }

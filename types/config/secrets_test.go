@@ -49,3 +49,20 @@ state_dir: ` + state + "\n"
 		t.Fatalf("a missing secret: %v", err)
 	}
 }
+
+// RedactSecrets replaces each used secret's value, raw or as JSON escapes
+// it, with [secret:NAME]; a value too short to be told from text is left.
+func TestRedactSecrets(t *testing.T) {
+	var c Config
+	c.setSecretValues(map[string]string{"A": `sk-"quoted"-1`, "B": "plain-secret-2", "PIN": "12", "UNUSED": "unused-value"},
+		map[string][]string{"A": {"x"}, "B": {"y"}, "PIN": {"z"}})
+	in := `{"text":"a sk-\"quoted\"-1 b plain-secret-2 12 unused-value"}`
+	want := `{"text":"a [secret:A] b [secret:B] 12 unused-value"}`
+	if got := string(c.RedactSecrets([]byte(in))); got != want {
+		t.Errorf("RedactSecrets = %s\nwant %s", got, want)
+	}
+	var none *Config
+	if got := string(none.RedactSecrets([]byte(in))); got != in {
+		t.Errorf("nil config changed text: %s", got)
+	}
+}
