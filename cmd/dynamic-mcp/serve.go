@@ -11,6 +11,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -31,6 +32,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
 		return err
+	}
+	if len(cfg.SecretUses) > 0 {
+		// Say where the vault's key is, once, at start (the config read
+		// the secrets without a logger).
+		if _, err := vault.Open(ctx, vault.Options{Dir: cfg.StateDir, Logger: logger}); err != nil {
+			logger.Warn("vault", "error", err)
+		}
 	}
 	defer closeLog()
 	if uiAddr != "" {

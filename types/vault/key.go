@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
@@ -48,6 +49,10 @@ func (osKeychain) Set(s, u, p string) error        { return keyring.Set(s, u, p)
 // OS is the platform's keychain (zalando/go-keyring).
 var OS Keychain = osKeychain{}
 
+// saidFile holds the key files this process has said it uses: the hub
+// says so once, however many times it opens the vault.
+var saidFile sync.Map
+
 // Options says where Open looks for the key.
 type Options struct {
 	Dir      string        // the state directory: the fallback key file's
@@ -73,8 +78,14 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	// say tells of a key file once per process, to the first Open that
+	// has a logger to tell.
+	say := func(file string) bool {
+		if o.Logger == nil {
+			return false
+		}
+		_, said := saidFile.LoadOrStore(file, true)
+		return !said
 	}
 	if s := strings.TrimSpace(o.Getenv(EnvKey)); s != "" {
 		k, err := base64.StdEncoding.DecodeString(s)
@@ -97,7 +108,9 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 	defer l.Unlock()
 	file := filepath.Join(dir, KeyFile)
 	if k, err := readKeyFile(file); err == nil {
-		o.Logger.Warn("vault: the data key is in a file, not the OS keychain", "file", file)
+		if say(file) {
+			o.Logger.Warn("vault: the data key is in a file, not the OS keychain", "file", file)
+		}
 		return New(k, "file")
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -122,8 +135,10 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 			return New(k, "keychain")
 		}
 	}
-	o.Logger.Warn("vault: no OS keychain answered; the data key is kept in a file (set "+EnvKey+" to supply it instead)",
-		"file", file, "error", err)
+	if say(file) {
+		o.Logger.Warn("vault: no OS keychain answered; the data key is kept in a file (set "+EnvKey+" to supply it instead)",
+			"file", file, "error", err)
+	}
 	if err := atomicfile.Write(file, []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
 		return nil, err
 	}

@@ -172,3 +172,23 @@ func TestSecrets(t *testing.T) {
 		t.Fatalf("All = %v, %v", m, err)
 	}
 }
+
+// A process says its key is in a file once, to the first Open with a
+// logger, however many Opens there are (the config's, the token store's).
+func TestFileKeySaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	kc := &memKeychain{err: errors.New("no keychain")}
+	if _, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	lg := slog.New(slog.NewTextHandler(&log, nil))
+	for range 3 {
+		if _, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv, Logger: lg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(log.String(), "the data key is in a file"); n != 1 {
+		t.Fatalf("said %d times:\n%s", n, log.String())
+	}
+}
