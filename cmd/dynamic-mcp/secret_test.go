@@ -94,3 +94,35 @@ groups:
 		t.Fatalf("get-env through the hub:\n%s", env)
 	}
 }
+
+// ${secret:NAME} in a remote server's headers: goes on every request to it.
+func TestSecretReachesUpstreamHeader(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{8}, vault.KeySize)
+	v, _ := vault.New(key, "test")
+	if err := vault.NewSecrets(state, v).Set("UP_KEY", "sk-header-secret-9"); err != nil {
+		t.Fatal(err)
+	}
+	up, seen := recordingUpstream(t)
+	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
+mode: flat
+state_dir: %s
+groups:
+  r:
+    description: records headers
+    url: %q
+    headers: { X-Upstream-Key: "Key ${secret:UP_KEY}" }
+`, state, up.URL+"/mcp"))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(1)
+	headers := seen()
+	if len(headers) == 0 {
+		t.Fatal("the upstream saw no request")
+	}
+	for _, h := range headers {
+		if got := h.Get("X-Upstream-Key"); got != "Key sk-header-secret-9" {
+			t.Errorf("upstream header %q", got)
+		}
+	}
+}
