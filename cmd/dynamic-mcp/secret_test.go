@@ -126,3 +126,51 @@ groups:
 		}
 	}
 }
+
+// A server that echoes a secret (get-env answers its environment) shows
+// [secret:NAME] to the client, in the inspector's export and in the audit
+// trail, never the value. The vault's key is in the fallback file here,
+// and the hub says so in its log.
+func TestSecretRedactedEverywhere(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{9}, vault.KeySize)
+	if err := os.WriteFile(filepath.Join(state, vault.KeyFile), []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := vault.New(key, "test")
+	const value = "sk-echoed-secret-10"
+	if err := vault.NewSecrets(state, v).Set("ECHOED", value); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+state_dir: %s
+audit: { path: %s, arguments: true }
+groups:
+  everything:
+    description: The reference server
+    command: node
+    args: %s
+    env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
+`, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+	c := httpClient(t, base, nil)
+	c.initialize("2025-11-25")
+	c.waitFlatTools(1)
+	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
+	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
+		t.Fatalf("get-env through the hub: %s", res)
+	}
+	export := inspectorExport(t, base, uiToken(t, stderr))
+	if !strings.Contains(export, "[secret:ECHOED]") || strings.Contains(export, value) {
+		t.Errorf("the inspector's export:\n%s", export)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil || !strings.Contains(string(b), "get-env") || strings.Contains(string(b), value) {
+		t.Errorf("the audit trail (%v):\n%s", err, b)
+	}
+	if log := stderr.String(); strings.Contains(log, value) || strings.Count(log, "the data key is in a file") != 1 {
+		t.Errorf("the hub's log holds the value, or does not say once where the key is:\n%s", log)
+	}
+}
