@@ -80,10 +80,9 @@ func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpo
 type Store struct {
 	dir string
 
-	once  sync.Once
+	mu    sync.Mutex // guards log and vault
 	log   *slog.Logger
 	vault *vault.Vault
-	verr  error
 }
 
 // NewStore keeps records in dir; the vault's key is looked for in dir's
@@ -92,7 +91,11 @@ func NewStore(dir string) *Store { return &Store{dir: dir} }
 
 // SetLogger sets where the store says how its vault's key is kept (once,
 // when it first opens the vault). Call it before the store is used.
-func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
+func (s *Store) SetLogger(l *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = l
+}
 
 // Dir is where the records are.
 func (s *Store) Dir() string { return s.dir }
@@ -111,15 +114,19 @@ func (s *Store) plainPath(server string) string {
 	return filepath.Join(s.dir, url.PathEscape(server)+plainExt)
 }
 
-// openVault opens the state directory's vault, once.
+// openVault opens the state directory's vault, once: a failure (the
+// vault busy, say) is tried again on the next use.
 func (s *Store) openVault() (*vault.Vault, error) {
-	s.once.Do(func() {
-		s.vault, s.verr = vault.Open(context.Background(), vault.Options{Dir: filepath.Dir(s.dir), Logger: s.log})
-		if s.verr != nil {
-			s.verr = fmt.Errorf("token store: %w", s.verr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vault == nil {
+		v, err := vault.Open(context.Background(), vault.Options{Dir: filepath.Dir(s.dir), Logger: s.log})
+		if err != nil {
+			return nil, fmt.Errorf("token store: %w", err)
 		}
-	})
-	return s.vault, s.verr
+		s.vault = v
+	}
+	return s.vault, nil
 }
 
 // lockPath is the lock file of server's record: a dot file, which List

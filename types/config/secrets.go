@@ -28,6 +28,9 @@ func (p *parser) secret(name, key string) (string, bool) {
 			p.fail(nil, key, "reading the vault's secrets: %v", p.secretsErr)
 		}
 	}
+	if p.secretsErr != nil {
+		return "", true // reported once above, not again as "not set"
+	}
 	v, ok := p.secrets[name]
 	return v, ok
 }
