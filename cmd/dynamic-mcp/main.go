@@ -87,7 +87,7 @@ Usage:
   dynamic-mcp status -c FILE      connect to every upstream and print how each is doing
   dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]
                                   evaluate policy fixtures without starting any upstream
-  dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name="..."]
+  dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
   dynamic-mcp install <client> [--project DIR] [-c FILE] [--dry-run]
                                   leave one dynamic-mcp entry in a client's config

@@ -174,3 +174,27 @@ groups:
 		t.Errorf("the hub's log holds the value, or does not say once where the key is:\n%s", log)
 	}
 }
+
+// import --vault moves a literal secret of a client's config into the
+// vault and writes the reference; the config then loads with it.
+func TestImportMovesSecretsToVault(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	out := filepath.Join(home, "a.yaml")
+	fixture := filepath.Join(repoDir, "testdata", "clients", "claude-desktop.json")
+	stdout, stderr, err := runBinary(t, home, "import", fixture, "-o", out, "--vault")
+	if err != nil || !strings.Contains(stdout, "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+		t.Fatalf("import --vault: %v\n%s%s", err, stdout, stderr)
+	}
+	cfg, _ := os.ReadFile(out)
+	if strings.Contains(string(cfg), "ghp_literalSecretValue123") || !strings.Contains(string(cfg), "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+		t.Fatalf("the config:\n%s", cfg)
+	}
+	stdout, stderr, err = runBinary(t, home, "secret", "list", "-c", out)
+	if err != nil || !strings.Contains(stdout, "GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN\tused at groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+		t.Fatalf("secret list: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, stderr, err := runBinary(t, home, "validate", "-c", out); err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr)
+	}
+}
