@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -74,9 +75,14 @@ groups:
 	if err != nil || !strings.Contains(string(out), "r  ") || !strings.Contains(string(out), a.URL) || !strings.Contains(string(out), "true") {
 		t.Errorf("auth status: %v\n%s", err, out)
 	}
-	tokenFile := filepath.Join(home, "oauth-servers", "r.json")
+	tokenFile := filepath.Join(home, "oauth-servers", "r.sealed")
 	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v %v", fi, err)
+	}
+	if rec, err := auth.NewStore(filepath.Join(home, "oauth-servers")).Load("r", a.URL+"/mcp"); err != nil {
+		t.Errorf("the sign-in on file: %v", err)
+	} else if b, _ := os.ReadFile(tokenFile); bytes.Contains(b, []byte(rec.AccessToken)) || bytes.Contains(b, []byte(rec.RefreshToken)) {
+		t.Error("the token file holds a token in plaintext")
 	}
 
 	// The hub picks the sign-in up (it reconnects on its schedule) and
