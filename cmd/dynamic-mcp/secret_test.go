@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -129,7 +130,8 @@ groups:
 
 // A server that echoes a secret (get-env answers its environment) shows
 // [secret:NAME] to the client, in the inspector's export and in the audit
-// trail, never the value. The vault's key is in the fallback file here,
+// trail, never the value; a child that prints it on stderr shows it in
+// the hub's log as [secret:ECHOED]. The vault's key is in the fallback file here,
 // and the hub says so in its log.
 func TestSecretRedactedEverywhere(t *testing.T) {
 	t.Parallel()
@@ -154,6 +156,11 @@ groups:
     command: node
     args: %s
     env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
+  leak:
+    description: prints its key on stderr
+    command: sh
+    args: ["-c", "echo leaked $$DMCP_TEST_LEAK >&2; exit 1"]
+    env: { DMCP_TEST_LEAK: "${secret:ECHOED}" }
 `, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
 	c := httpClient(t, base, nil)
 	c.initialize("2025-11-25")
@@ -170,6 +177,9 @@ groups:
 	if err != nil || !strings.Contains(string(b), "get-env") || strings.Contains(string(b), value) {
 		t.Errorf("the audit trail (%v):\n%s", err, b)
 	}
+	waitFor(t, 10*time.Second, "the leaking child's stderr in the hub's log", func() bool {
+		return strings.Contains(stderr.String(), "leaked [secret:ECHOED]")
+	})
 	if log := stderr.String(); strings.Contains(log, value) || strings.Count(log, "the data key is in a file") != 1 {
 		t.Errorf("the hub's log holds the value, or does not say once where the key is:\n%s", log)
 	}

@@ -33,6 +33,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
+	logger, setLogSecrets := redactLogs(logger, cfg)
 	if len(cfg.SecretUses) > 0 {
 		// Say where the vault's key is, once, at start (the config read
 		// the secrets without a logger).
@@ -98,6 +99,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
+			setLogSecrets(cfg)
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
 		}, mgr.RecheckPins, logger)

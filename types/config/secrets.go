@@ -156,3 +156,11 @@ func (c *Config) setSecretValues(values map[string]string, uses map[string][]str
 	}
 	slices.SortFunc(c.secretValues, func(a, b secretValue) int { return len(b.forms[0]) - len(a.forms[0]) })
 }
+
+// RedactText is RedactSecrets of a string (a log line, an error).
+func (c *Config) RedactText(s string) string {
+	if c == nil || len(c.secretValues) == 0 {
+		return s
+	}
+	return string(c.RedactSecrets([]byte(s)))
+}
