@@ -100,7 +100,7 @@ func TestStoreFilesAndLogout(t *testing.T) {
 	if err := s.Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	fi, _ := os.Stat(filepath.Join(dir, url.PathEscape("web/search")+".json"))
+	fi, _ := os.Stat(filepath.Join(dir, url.PathEscape("web/search")+".sealed"))
 	di, _ := os.Stat(dir)
 	if fi == nil || fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
 		t.Errorf("modes: file %v, dir %v", fi, di.Mode())

@@ -156,7 +156,7 @@ func (s *Source) renewLocked(ctx context.Context) error {
 		return fmt.Errorf("renew the token: %w", err)
 	}
 	defer l.Unlock()
-	disk, err := s.store.Load(s.rec.Server, s.rec.URL)
+	disk, err := s.store.load(ctx, s.rec.Server, s.rec.URL, true)
 	if err != nil {
 		return fmt.Errorf("renew the token: read the sign-in again: %w", err)
 	}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,11 +13,17 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // TestMain runs the test binary as one of the callers of
 // TestRenewalSharedAcrossProcesses when it is asked to.
 func TestMain(m *testing.M) {
+	// The tests keep their vault's key out of the OS keychain of the
+	// machine that runs them (types/vault tests the keychain).
+	if os.Getenv(vault.EnvKey) == "" {
+		os.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
+	}
 	if dir := os.Getenv("AUTH_TEST_CALLER_STORE"); dir != "" {
 		os.Exit(callerProcess(dir))
 	}

@@ -13,10 +13,12 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // lockWait bounds how long a change of a record waits for another
@@ -103,23 +105,65 @@ func redact(s string) string {
 // CanRefresh reports whether the record can be renewed without the user.
 func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpoint != "" }
 
-// Store keeps one JSON file per server in a directory of mode 0700, each
-// file of mode 0600, written atomically. Several processes share it (the
-// hubs of several clients, `auth login`, `tools`): every change of a
-// server's record is made under a file lock of that server's, so a
-// renewal re-reads the record and renews only what no one renewed since
-// (see Source), and a sign-in is never overwritten by a renewal of the
-// sign-in before it.
-type Store struct{ dir string }
+// Store keeps one sealed file per server (its record as JSON, encrypted
+// with the vault of the state directory, see types/vault) in a directory
+// of mode 0700, each file of mode 0600, written atomically. A plaintext
+// record of an older version (server.json) is sealed on first use and
+// removed. Several processes share the store (the hubs of several clients,
+// `auth login`, `tools`): every change of a server's record is made under
+// a file lock of that server's, so a renewal re-reads the record and
+// renews only what no one renewed since (see Source), and a sign-in is
+// never overwritten by a renewal of the sign-in before it.
+type Store struct {
+	dir string
 
-// NewStore keeps records in dir.
+	mu    sync.Mutex // guards log and vault
+	log   *slog.Logger
+	vault *vault.Vault
+}
+
+// NewStore keeps records in dir; the vault's key is looked for in dir's
+// parent, the state directory.
 func NewStore(dir string) *Store { return &Store{dir: dir} }
+
+// SetLogger sets where the store says how its vault's key is kept (once,
+// when it first opens the vault). Call it before the store is used.
+func (s *Store) SetLogger(l *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = l
+}
 
 // Dir is where the records are.
 func (s *Store) Dir() string { return s.dir }
 
+// sealedExt names a sealed record; plainExt one of an older version.
+const (
+	sealedExt = ".sealed"
+	plainExt  = ".json"
+)
+
 func (s *Store) path(server string) string {
-	return filepath.Join(s.dir, url.PathEscape(server)+".json")
+	return filepath.Join(s.dir, url.PathEscape(server)+sealedExt)
+}
+
+func (s *Store) plainPath(server string) string {
+	return filepath.Join(s.dir, url.PathEscape(server)+plainExt)
+}
+
+// openVault opens the state directory's vault, once: a failure (the
+// vault busy, say) is tried again on the next use.
+func (s *Store) openVault() (*vault.Vault, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vault == nil {
+		v, err := vault.Open(context.Background(), vault.Options{Dir: filepath.Dir(s.dir), Logger: s.log})
+		if err != nil {
+			return nil, fmt.Errorf("token store: %w", err)
+		}
+		s.vault = v
+	}
+	return s.vault, nil
 }
 
 // lockPath is the lock file of server's record: a dot file, which List
@@ -140,24 +184,80 @@ func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error)
 	return l, nil
 }
 
-// Load returns the record of server at serverURL, or ErrNoToken.
+// Load returns the record of server at serverURL, or ErrNoToken. A
+// plaintext record is sealed, under the server's lock, and removed.
 func (s *Store) Load(server, serverURL string) (*Record, error) {
-	b, err := os.ReadFile(s.path(server))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNoToken
-	}
+	return s.load(context.Background(), server, serverURL, false)
+}
+
+// load is Load; locked says the caller holds server's lock.
+func (s *Store) load(ctx context.Context, server, serverURL string, locked bool) (*Record, error) {
+	r, plain, err := s.read(server)
 	if err != nil {
 		return nil, err
 	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("token file %s: %w", s.path(server), err)
+	if plain {
+		if r, err = s.migrate(ctx, server, locked); err != nil {
+			return nil, err
+		}
 	}
 	r.migrate()
 	if r.URL != serverURL {
 		return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
 	}
-	return &r, nil
+	return r, nil
+}
+
+// read returns server's record, sealed or else plaintext (plain), or
+// ErrNoToken.
+func (s *Store) read(server string) (r *Record, plain bool, err error) {
+	v, err := s.openVault()
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := os.ReadFile(s.path(server))
+	if errors.Is(err, fs.ErrNotExist) {
+		plain = true
+		b, err = os.ReadFile(s.plainPath(server))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, ErrNoToken
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !plain {
+		if b, err = v.Open(b, server); err != nil {
+			return nil, false, fmt.Errorf("token file %s: %w", s.path(server), err)
+		}
+	}
+	r = new(Record)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, false, fmt.Errorf("token file %s: %w", s.path(server), err)
+	}
+	return r, plain, nil
+}
+
+// migrate seals server's plaintext record and removes the plaintext,
+// under server's lock (taken unless locked), and returns the record.
+func (s *Store) migrate(ctx context.Context, server string, locked bool) (*Record, error) {
+	if !locked {
+		l, err := s.lock(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Unlock()
+	}
+	r, plain, err := s.read(server) // another process may have sealed it since
+	if err != nil {
+		return nil, err
+	}
+	if plain {
+		if err := s.write(r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // Save writes r atomically, under its server's lock.
@@ -170,12 +270,27 @@ func (s *Store) Save(r *Record) error {
 	return s.write(r)
 }
 
-// write writes r atomically; the caller holds its server's lock.
+// write seals r and writes it atomically, then removes a plaintext
+// record of r's server; the caller holds its server's lock.
 func (s *Store) write(r *Record) error {
+	v, err := s.openVault()
+	if err != nil {
+		return err
+	}
 	if err := s.privateDir(); err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(s.path(r.Server), r, 0o600)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(s.path(r.Server), v.Seal(b, r.Server), 0o600); err != nil {
+		return err
+	}
+	if err := os.Remove(s.plainPath(r.Server)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the plaintext record of %s: %w", r.Server, err)
+	}
+	return nil
 }
 
 // privateDir makes the store's directory, mode 0700. A directory of its
@@ -211,7 +326,9 @@ func (s *Store) privateDir() error {
 // Delete removes server's record, under its lock; removing none is not
 // an error.
 func (s *Store) Delete(server string) error {
-	if _, err := os.Stat(s.path(server)); errors.Is(err, fs.ErrNotExist) {
+	_, e1 := os.Stat(s.path(server))
+	_, e2 := os.Stat(s.plainPath(server))
+	if errors.Is(e1, fs.ErrNotExist) && errors.Is(e2, fs.ErrNotExist) {
 		return nil
 	}
 	l, err := s.lock(context.Background(), server)
@@ -219,14 +336,16 @@ func (s *Store) Delete(server string) error {
 		return err
 	}
 	defer l.Unlock()
-	err = os.Remove(s.path(server))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	for _, p := range []string{s.path(server), s.plainPath(server)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
-// List returns every record, by server name.
+// List returns every record, by server name; plaintext ones are read as
+// they are (Load seals them).
 func (s *Store) List() ([]*Record, error) {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -235,20 +354,27 @@ func (s *Store) List() ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{}
 	var out []*Record
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+		name, ext := e.Name(), filepath.Ext(e.Name())
+		if strings.HasPrefix(name, ".") || ext != sealedExt && ext != plainExt {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		server, err := url.PathUnescape(strings.TrimSuffix(name, ext))
+		if err != nil || seen[server] {
+			continue
+		}
+		seen[server] = true
+		r, _, err := s.read(server)
+		if errors.Is(err, ErrNoToken) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		var r Record
-		if json.Unmarshal(b, &r) == nil {
-			r.migrate()
-			out = append(out, &r)
-		}
+		r.migrate()
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
 	return out, nil

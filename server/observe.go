@@ -50,9 +50,14 @@ func (h *Hub) missed(req *request, target string) {
 // of no client's request): every hop to an upstream goes through here, so
 // that observers see it.
 func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	cfg := h.snapshot().cfg
+	if req != nil {
+		cfg = req.snap.cfg
+	}
 	obs := h.observer()
 	if obs == nil {
-		return s.Request(ctx, method, params, timeout)
+		res, err := s.Request(ctx, method, params, timeout)
+		return cfg.RedactSecrets(res), err
 	}
 	raw, err := jsonrpc.Params(params)
 	if err != nil {
@@ -69,6 +74,9 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 		params = hop.Params
 	}
 	res, err := s.Request(ctx, method, params, timeout)
+	// A resolved ${secret:NAME} an upstream answers with goes no further:
+	// not to the client, nor to the observers (inspector, audit, traces).
+	res = cfg.RedactSecrets(res)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
 	hop.ToolError = err == nil && method == "tools/call" && isToolError(res)
 	if req != nil {

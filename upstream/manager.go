@@ -64,6 +64,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		tokens:    auth.NewStore(cfg.TokenDir()),
 		now:       time.Now,
 	}
+	m.tokens.SetLogger(logger)
 	m.applySessionSettings(cfg)
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	declared := DeclaredCapabilities()

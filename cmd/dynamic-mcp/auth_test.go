@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -75,9 +76,14 @@ groups:
 		!strings.Contains(string(out), " dynamic ") || !strings.Contains(string(out), "expires 20") {
 		t.Errorf("auth status: %v\n%s", err, out)
 	}
-	tokenFile := filepath.Join(home, "oauth-servers", "r.json")
+	tokenFile := filepath.Join(home, "oauth-servers", "r.sealed")
 	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v %v", fi, err)
+	}
+	if rec, err := auth.NewStore(filepath.Join(home, "oauth-servers")).Load("r", a.URL+"/mcp"); err != nil {
+		t.Errorf("the sign-in on file: %v", err)
+	} else if b, _ := os.ReadFile(tokenFile); bytes.Contains(b, []byte(rec.AccessToken)) || bytes.Contains(b, []byte(rec.RefreshToken)) {
+		t.Error("the token file holds a token in plaintext")
 	}
 
 	// The hub picks the sign-in up (it reconnects on its schedule) and

@@ -44,20 +44,21 @@ func (d describeFlags) Set(v string) error {
 // per server, in the client's order.
 func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var project, out string
-	var force, probe bool
+	var force, probe, toVault bool
 	describe := describeFlags{}
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "read the client's project config in `dir`")
 	fs.StringVar(&out, "o", defaultConfigPath(), "the YAML config to write or merge into")
 	fs.BoolVar(&force, "force", false, "replace groups of the same name already in the config")
 	fs.BoolVar(&probe, "probe", false, "start each server to take its description from its instructions or name")
+	fs.BoolVar(&toVault, "vault", false, "move literal secrets (env and headers named like one) into the vault, writing ${secret:NAME}")
 	fs.Var(describe, "describe", "`name=\"description\"` of a server's group (repeatable)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError{"usage: dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name=\"...\"]"}
+		return usageError{"usage: dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name=\"...\"]"}
 	}
 	env := clients.CurrentEnv()
 	servers, source, notes, err := readClient(env, pos[0], project)
@@ -93,6 +94,21 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	keys, renamed := groupKeys(servers)
 	for _, r := range renamed {
 		fmt.Fprintln(stderr, "note:", r)
+	}
+	if found := literalSecrets(servers, keys); len(found) > 0 {
+		if !toVault && interactive {
+			fmt.Fprintf(stderr, "%d literal secrets found (%s ...); move them into the vault? [y/N] ", len(found), found[0].key)
+			line, _ := reader.ReadString('\n')
+			toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
+		}
+		if toVault {
+			if err := moveSecrets(servers, found, out, stdout); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(stderr, "note: %d literal secrets are written into %s (%s of %s ...); import with --vault to keep them in the vault instead\n",
+				len(found), out, found[0].key, found[0].server)
+		}
 	}
 	added, skipped, err := mergeIntoConfig(out, servers, keys, force)
 	if err != nil {

@@ -90,7 +90,7 @@ Usage:
   dynamic-mcp stop -c FILE        stop the config's shared hub
   dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]
                                   evaluate policy fixtures without starting any upstream
-  dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--describe name="..."]
+  dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
   dynamic-mcp install <client> [--project DIR] [-c FILE] [--dry-run]
                                   leave one dynamic-mcp entry in a client's config
@@ -99,6 +99,8 @@ Usage:
   dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
   dynamic-mcp auth logout <server> | auth status [-c FILE]
+  dynamic-mcp secret set NAME | secret list | secret rm NAME [-c FILE]
+                                  keep secrets for ${secret:NAME} in the vault
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -132,6 +134,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return pinCmd(args[1:], stdout)
 	case "auth":
 		return authCmd(ctx, args[1:], stdout, stderr)
+	case "secret":
+		return secretCmd(args[1:], stdin, stdout, stderr)
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":

@@ -17,6 +17,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -40,6 +41,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
 		return err
+	}
+	logger, setLogSecrets := redactLogs(logger, cfg)
+	if len(cfg.SecretUses) > 0 {
+		// Say where the vault's key is, once, at start (the config read
+		// the secrets without a logger).
+		if _, err := vault.Open(ctx, vault.Options{Dir: cfg.StateDir, Logger: logger}); err != nil {
+			logger.Warn("vault", "error", err)
+		}
 	}
 	defer closeLog()
 	if _, err := cfg.WithProfile(profile); err != nil {
@@ -124,6 +133,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
+			setLogSecrets(cfg)
 			cfg, err := cfg.WithProfile(profile)
 			if err != nil {
 				logger.Error("config reload: still serving the previous config", "err", err)

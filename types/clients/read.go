@@ -106,6 +106,10 @@ func normalize(s *Server) []string {
 	return notes
 }
 
+// SecretName reports whether an env variable's or header's name says its
+// value is a secret (what import notes, and offers to move to the vault).
+func SecretName(name string) bool { return secretKey.MatchString(name) }
+
 // envName makes an environment variable name of an id.
 func envName(id string) string {
 	var b strings.Builder

@@ -117,6 +117,11 @@ type Config struct {
 	Audit Audit
 	// StateDir holds tool pins; default $DYNAMIC_MCP_HOME or ~/.dynamic-mcp.
 	StateDir string
+	// SecretUses says where the config uses each ${secret:NAME}: name ->
+	// the dotted keys, in the order met.
+	SecretUses map[string][]string
+	// secretValues are what RedactSecrets replaces.
+	secretValues []secretValue
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
 }

@@ -54,6 +54,9 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 			b.WriteString(v)
 		case hasDef:
 			b.WriteString(def)
+		case strings.HasPrefix(name, secretPrefix):
+			n := strings.TrimPrefix(name, secretPrefix)
+			return "", fmt.Errorf("secret %s is not set (run: dynamic-mcp secret set %s)", n, n)
 		default:
 			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-} for an empty default)", name, name)
 		}
@@ -61,6 +64,10 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// secretPrefix starts a reference to a secret of the vault:
+// ${secret:NAME}.
+const secretPrefix = "secret:"
 
 // reference reads the ${NAME} or ${NAME:-default} that s starts with: the
 // name, the default and whether there is one, and the reference's length.
@@ -70,7 +77,7 @@ func reference(s string) (name, def string, hasDef bool, n int, err error) {
 		return "", "", false, 0, errors.New("unclosed ${")
 	}
 	name, def, hasDef = strings.Cut(s[2:end], ":-")
-	if !validEnvName(name) {
+	if !validEnvName(strings.TrimPrefix(name, secretPrefix)) {
 		return "", "", false, 0, fmt.Errorf("invalid variable name %q", name)
 	}
 	return name, def, hasDef, end + 1, nil

@@ -62,11 +62,14 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		}
 		return lookupEnv(name)
 	}
+	p.stateDir = prescanStateDir(data, p.env)
 	cfg := p.parse(data)
 	if p.errs != nil {
 		p.errs.ErrorFormat = listErrors
 		return nil, p.errs
 	}
+	cfg.SecretUses = p.secretUses
+	cfg.setSecretValues(p.secrets, p.secretUses)
 	return cfg, nil
 }
 
@@ -83,6 +86,13 @@ type parser struct {
 	dir  string // the config file's directory, absolute; ${CONFIG_DIR}
 	env  func(string) (string, bool)
 	errs *multierror.Error
+	// stateDir, secrets and secretUses serve ${secret:NAME}: the vault's
+	// directory, its secrets (read on the first reference) and where
+	// each name is used.
+	stateDir   string
+	secrets    map[string]string
+	secretsErr error
+	secretUses map[string][]string
 	// nodes are the value nodes of each server's keys: which keys it has,
 	// and where each is, so that a problem is reported at its own line.
 	nodes map[*Server]map[string]*yaml.Node
@@ -648,7 +658,12 @@ func (p *parser) strOK(n *yaml.Node, key string) (s string, ok bool) {
 		p.fail(n, key, "must be a string")
 		return "", false
 	}
-	s, err := expand(n.Value, p.env)
+	s, err := expand(n.Value, func(name string) (string, bool) {
+		if secret, ok := strings.CutPrefix(name, secretPrefix); ok {
+			return p.secret(secret, key)
+		}
+		return p.env(name)
+	})
 	if err != nil {
 		p.fail(n, key, "%v", err)
 		return "", false

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// literalSecret is one literal secret an import found.
+type literalSecret struct {
+	server, where, key string // where: "env" or "headers"
+	name               string // the vault's name for it
+}
+
+// literalSecrets finds the literal values of servers' env variables and
+// headers named like secrets (a ${VAR} is already out of the file).
+func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
+	var out []literalSecret
+	for i, s := range servers {
+		for where, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
+			for _, k := range sortedKeys(m) {
+				if v := m[k]; v == "" || strings.Contains(v, "${") || !clients.SecretName(k) {
+					continue
+				}
+				name := strings.ToUpper(nonName.ReplaceAllString(keys[i]+"_"+k, "_"))
+				out = append(out, literalSecret{server: s.Name, where: where, key: k, name: name})
+			}
+		}
+	}
+	return out
+}
+
+var nonName = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// moveSecrets keeps each literal secret of servers in the vault of the
+// config at out's state directory and puts ${secret:NAME} in its place.
+func moveSecrets(servers []clients.Server, found []literalSecret, out string, stdout io.Writer) error {
+	stateDir := config.Home()
+	if _, err := os.Stat(out); err == nil {
+		if stateDir, _, err = config.ScanSecrets(out); err != nil {
+			return err
+		}
+	}
+	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir})
+	if err != nil {
+		return err
+	}
+	secrets := vault.NewSecrets(stateDir, v)
+	for _, f := range found {
+		for i := range servers {
+			s := &servers[i]
+			if s.Name != f.server {
+				continue
+			}
+			m := s.Env
+			if f.where == "headers" {
+				m = s.Headers
+			}
+			// What the import read is escaped for the config ($ as $$);
+			// the vault keeps the value itself.
+			if err := secrets.Set(f.name, strings.ReplaceAll(m[f.key], "$$", "$")); err != nil {
+				return err
+			}
+			m[f.key] = "${secret:" + f.name + "}"
+			fmt.Fprintf(stdout, "moved %s %s of %s into the vault as ${secret:%s}\n", f.where, f.key, f.server, f.name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+const secretUsage = "usage: dynamic-mcp secret set NAME [-c FILE] (value from a prompt or stdin) | secret list [-c FILE] | secret rm NAME [-c FILE]"
+
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretCmd keeps the secrets the config's ${secret:NAME} references, in
+// the vault of the config's state directory. A value is never taken from
+// the command line, where other users and shell history see it.
+func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "set" && args[0] != "list" && args[0] != "rm") {
+		return helpOrUsage(args, stdout, secretUsage)
+	}
+	var c common
+	fs := flag.NewFlagSet("secret "+args[0], flag.ContinueOnError)
+	c.register(fs)
+	if err := c.parse(fs, args[1:]); err != nil {
+		return err
+	}
+	want := 1
+	if args[0] == "list" {
+		want = 0
+	}
+	if fs.NArg() != want {
+		return usageError{secretUsage}
+	}
+	name := fs.Arg(0)
+	if want == 1 && !secretName.MatchString(name) {
+		return usageError{fmt.Sprintf("secret name %q: use letters, digits and _, not starting with a digit", name)}
+	}
+	// The config is scanned, not loaded: it may name the secret being set.
+	stateDir, uses, err := config.ScanSecrets(c.config)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir, Logger: logger})
+	if err != nil {
+		return err
+	}
+	secrets := vault.NewSecrets(stateDir, v)
+	switch args[0] {
+	case "set":
+		value, err := readSecret(name, stdin, stderr)
+		if err != nil {
+			return err
+		}
+		if err := secrets.Set(name, value); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "secret %s set (vault key in the %s)\n", name, keyPlace(v))
+		if len(uses[name]) == 0 {
+			fmt.Fprintf(stdout, "the config does not use it yet: write ${secret:%s}\n", name)
+		}
+	case "rm":
+		had, err := secrets.Delete(name)
+		if err != nil {
+			return err
+		}
+		if !had {
+			return fmt.Errorf("secret %s is not set", name)
+		}
+		fmt.Fprintf(stdout, "secret %s removed\n", name)
+		if len(uses[name]) > 0 {
+			fmt.Fprintf(stdout, "the config still uses it at %s\n", strings.Join(uses[name], ", "))
+		}
+	case "list":
+		names, err := secrets.Names()
+		if err != nil {
+			return err
+		}
+		set := map[string]bool{}
+		for _, n := range names {
+			set[n] = true
+			where := "not used by the config"
+			if len(uses[n]) > 0 {
+				where = "used at " + strings.Join(uses[n], ", ")
+			}
+			fmt.Fprintf(stdout, "%s\t%s\n", n, where)
+		}
+		for n, at := range uses {
+			if !set[n] {
+				fmt.Fprintf(stdout, "%s\tNOT SET, used at %s\n", n, strings.Join(at, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+func keyPlace(v *vault.Vault) string {
+	switch v.Source {
+	case "keychain":
+		return "OS keychain"
+	case "env":
+		return vault.EnvKey + " environment variable"
+	}
+	return vault.KeyFile + " file beside it"
+}
+
+// readSecret reads the value from the terminal without echo, or the first
+// line of stdin when it is not a terminal.
+func readSecret(name string, stdin io.Reader, stderr io.Writer) (string, error) {
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(stderr, "value of %s: ", name)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return "", fmt.Errorf("reading the secret: %w", err)
+		}
+		return string(b), nil
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the secret from stdin: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("no value on stdin: pipe it in, or run in a terminal to be asked")
+	}
+	return line, nil
+}

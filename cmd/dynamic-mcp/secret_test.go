@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// secret set takes the value from stdin, never argv; list shows names and
+// where the config uses them, never values; rm removes; the config then
+// fails naming the secret.
+func TestSecretCommand(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, vault.KeySize)))
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	src := fmt.Sprintf("state_dir: %s\ngroups:\n  a: {description: x, command: srv, env: {KEY: \"${secret:API_KEY}\"}}\n", state)
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+		t.Fatalf("Load before set: %v", err)
+	}
+	run1 := func(stdin string, args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	if out, err := run1("sk-from-stdin-42\n", "secret", "set", "API_KEY", "-c", cfg); err != nil {
+		t.Fatalf("secret set: %v\n%s", err, out)
+	}
+	out, err := run1("", "secret", "list", "-c", cfg)
+	if err != nil || !strings.Contains(out, "API_KEY\tused at groups.a.env.KEY") || strings.Contains(out, "sk-from-stdin-42") {
+		t.Fatalf("secret list: %v\n%s", err, out)
+	}
+	c, err := config.Load(cfg)
+	if err != nil || c.Groups[0].Servers[0].Env["KEY"] != "sk-from-stdin-42" {
+		t.Fatalf("Load after set: %v", err)
+	}
+	if err := filepath.Walk(state, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("sk-from-stdin-42")) {
+				t.Errorf("%s holds the secret in plaintext", p)
+			}
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run1("", "secret", "rm", "API_KEY", "-c", cfg); err != nil || !strings.Contains(out, "still uses it at groups.a.env.KEY") {
+		t.Fatalf("secret rm: %v\n%s", err, out)
+	}
+	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+		t.Fatalf("Load after rm: %v", err)
+	}
+	if _, err := run1("", "secret", "set", "API_KEY", "-c", cfg); err == nil {
+		t.Fatal("secret set with nothing on stdin succeeded")
+	}
+}
+
+// ${secret:NAME} in a server's env: reaches the child (the reference
+// server's get-env shows its environment), and the child's echo of it
+// reaches the client as [secret:NAME], not the value.
+func TestSecretReachesChildEnv(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{6}, vault.KeySize)
+	v, _ := vault.New(key, "test")
+	if err := vault.NewSecrets(state, v).Set("CHILD_KEY", "sk-child-secret-7"); err != nil {
+		t.Fatal(err)
+	}
+	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
+state_dir: %s
+groups:
+  everything:
+    description: The reference server
+    command: node
+    args: %s
+    env: { DMCP_TEST_VAULTED: "${secret:CHILD_KEY}" }
+`, state, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+	c.initialize("2025-06-18")
+	c.waitGroupsReady("everything")
+	res := c.call("tools/call", map[string]any{"name": "call_dynamic_tool",
+		"arguments": map[string]any{"group": "everything", "name": "get-env", "args": map[string]any{}}})
+	env, isErr := toolText(t, res)
+	if isErr || !strings.Contains(env, "DMCP_TEST_VAULTED") || !strings.Contains(env, "[secret:CHILD_KEY]") || strings.Contains(env, "sk-child-secret-7") {
+		t.Fatalf("get-env through the hub:\n%s", env)
+	}
+}
+
+// ${secret:NAME} in a remote server's headers: goes on every request to it.
+func TestSecretReachesUpstreamHeader(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{8}, vault.KeySize)
+	v, _ := vault.New(key, "test")
+	if err := vault.NewSecrets(state, v).Set("UP_KEY", "sk-header-secret-9"); err != nil {
+		t.Fatal(err)
+	}
+	up, seen := recordingUpstream(t)
+	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
+mode: flat
+state_dir: %s
+groups:
+  r:
+    description: records headers
+    url: %q
+    headers: { X-Upstream-Key: "Key ${secret:UP_KEY}" }
+`, state, up.URL+"/mcp"))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(1)
+	headers := seen()
+	if len(headers) == 0 {
+		t.Fatal("the upstream saw no request")
+	}
+	for _, h := range headers {
+		if got := h.Get("X-Upstream-Key"); got != "Key sk-header-secret-9" {
+			t.Errorf("upstream header %q", got)
+		}
+	}
+}
+
+// A server that echoes a secret (get-env answers its environment) shows
+// [secret:NAME] to the client, in the inspector's export and in the audit
+// trail, never the value; a child that prints it on stderr shows it in
+// the hub's log as [secret:ECHOED]. The vault's key is in the fallback file here,
+// and the hub says so in its log.
+func TestSecretRedactedEverywhere(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{9}, vault.KeySize)
+	if err := os.WriteFile(filepath.Join(state, vault.KeyFile), []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := vault.New(key, "test")
+	const value = "sk-echoed-secret-10"
+	if err := vault.NewSecrets(state, v).Set("ECHOED", value); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`
+mode: flat
+state_dir: %s
+audit: { path: %s, arguments: true }
+groups:
+  everything:
+    description: The reference server
+    command: node
+    args: %s
+    env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
+  leak:
+    description: prints its key on stderr
+    command: sh
+    args: ["-c", "echo leaked $$DMCP_TEST_LEAK >&2; exit 1"]
+    env: { DMCP_TEST_LEAK: "${secret:ECHOED}" }
+`, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+	c := httpClient(t, base, nil)
+	c.initialize("2025-11-25")
+	c.waitFlatTools(1)
+	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
+	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
+		t.Fatalf("get-env through the hub: %s", res)
+	}
+	export := inspectorExport(t, base, uiToken(t, stderr))
+	if !strings.Contains(export, "[secret:ECHOED]") || strings.Contains(export, value) {
+		t.Errorf("the inspector's export:\n%s", export)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil || !strings.Contains(string(b), "get-env") || strings.Contains(string(b), value) {
+		t.Errorf("the audit trail (%v):\n%s", err, b)
+	}
+	waitFor(t, 10*time.Second, "the leaking child's stderr in the hub's log", func() bool {
+		return strings.Contains(stderr.String(), "leaked [secret:ECHOED]")
+	})
+	if log := stderr.String(); strings.Contains(log, value) || strings.Count(log, "the data key is in a file") != 1 {
+		t.Errorf("the hub's log holds the value, or does not say once where the key is:\n%s", log)
+	}
+}
+
+// import --vault moves a literal secret of a client's config into the
+// vault and writes the reference; the config then loads with it.
+func TestImportMovesSecretsToVault(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	out := filepath.Join(home, "a.yaml")
+	fixture := filepath.Join(repoDir, "testdata", "clients", "claude-desktop.json")
+	stdout, stderr, err := runBinary(t, home, "import", fixture, "-o", out, "--vault")
+	if err != nil || !strings.Contains(stdout, "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+		t.Fatalf("import --vault: %v\n%s%s", err, stdout, stderr)
+	}
+	cfg, _ := os.ReadFile(out)
+	if strings.Contains(string(cfg), "ghp_literalSecretValue123") || !strings.Contains(string(cfg), "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+		t.Fatalf("the config:\n%s", cfg)
+	}
+	stdout, stderr, err = runBinary(t, home, "secret", "list", "-c", out)
+	if err != nil || !strings.Contains(stdout, "GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN\tused at groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+		t.Fatalf("secret list: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, stderr, err := runBinary(t, home, "validate", "-c", out); err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr)
+	}
+}

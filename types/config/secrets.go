@@ -1,0 +1,166 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+	"gopkg.in/yaml.v3"
+)
+
+// secret resolves ${secret:name} met at key from the vault of the state
+// directory, opened on the first reference; a config without one never
+// touches the vault or the keychain.
+func (p *parser) secret(name, key string) (string, bool) {
+	if p.secretUses == nil {
+		p.secretUses = map[string][]string{}
+	}
+	p.secretUses[name] = append(p.secretUses[name], key)
+	if p.secrets == nil && p.secretsErr == nil {
+		p.secrets, p.secretsErr = ReadSecrets(p.stateDir)
+		if p.secretsErr != nil {
+			p.fail(nil, key, "reading the vault's secrets: %v", p.secretsErr)
+		}
+	}
+	if p.secretsErr != nil {
+		return "", true // reported once above, not again as "not set"
+	}
+	v, ok := p.secrets[name]
+	return v, ok
+}
+
+// ReadSecrets returns the secrets of the vault of stateDir.
+func ReadSecrets(stateDir string) (map[string]string, error) {
+	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir})
+	if err != nil {
+		return nil, err
+	}
+	return vault.NewSecrets(stateDir, v).All()
+}
+
+// prescanStateDir reads the top-level state_dir before the rest, since a
+// ${secret:NAME} anywhere needs it; its problems are Parse's to report.
+func prescanStateDir(data []byte, env func(string) (string, bool)) string {
+	var top struct {
+		StateDir string `yaml:"state_dir"`
+	}
+	if yaml.Unmarshal(data, &top) != nil || strings.TrimSpace(top.StateDir) == "" {
+		return Home()
+	}
+	s, err := expand(top.StateDir, env)
+	if err != nil {
+		return Home()
+	}
+	return expandHome(s)
+}
+
+// secretRef finds ${secret:NAME} references in raw config text.
+var secretRef = regexp.MustCompile(`\$\{secret:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+
+// ScanSecrets reads the config at path without resolving anything (so a
+// config naming a secret not yet set still reads): its state directory
+// and where it uses each ${secret:NAME} (name -> dotted keys).
+func ScanSecrets(path string) (stateDir string, uses map[string][]string, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("read config: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", path, err)
+	}
+	uses = map[string][]string{}
+	var walk func(n *yaml.Node, key string)
+	walk = func(n *yaml.Node, key string) {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for i, c := range n.Content {
+				k := key
+				if n.Kind == yaml.SequenceNode {
+					k = fmt.Sprintf("%s[%d]", key, i)
+				}
+				walk(c, k)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if key != "" {
+					k = key + "." + k
+				}
+				walk(n.Content[i+1], k)
+			}
+		case yaml.ScalarNode:
+			for _, m := range secretRef.FindAllStringSubmatch(n.Value, -1) {
+				uses[m[1]] = append(uses[m[1]], key)
+			}
+		}
+	}
+	walk(&root, "")
+	dir := configDir(path)
+	return prescanStateDir(data, func(name string) (string, bool) {
+		if name == "CONFIG_DIR" {
+			return dir, true
+		}
+		return lookupEnv(name)
+	}), uses, nil
+}
+
+// minRedacted is the shortest secret value redacted: a shorter one (a PIN,
+// "1") would be found in unrelated text and wreck it.
+const minRedacted = 6
+
+// RedactSecrets replaces, in text, the value of every ${secret:NAME} the
+// config uses with [secret:NAME]: a server that echoes its key does not
+// hand it on. text may be JSON: a value is also found as JSON escapes it,
+// and the replacement needs no escaping.
+func (c *Config) RedactSecrets(text []byte) []byte {
+	if c == nil || len(c.secretValues) == 0 {
+		return text
+	}
+	for _, sv := range c.secretValues {
+		for _, form := range sv.forms {
+			if bytes.Contains(text, form) {
+				text = bytes.ReplaceAll(text, form, sv.mark)
+			}
+		}
+	}
+	return text
+}
+
+// secretValue is one resolved secret as RedactSecrets looks for it.
+type secretValue struct {
+	forms [][]byte // the value, and as JSON escapes it if that differs
+	mark  []byte   // [secret:NAME]
+}
+
+// setSecretValues keeps what RedactSecrets looks for: the used secrets'
+// values, longest first, so a secret inside another is not cut apart.
+func (c *Config) setSecretValues(values map[string]string, uses map[string][]string) {
+	c.secretValues = nil
+	for name := range uses {
+		v, ok := values[name]
+		if !ok || len(v) < minRedacted {
+			continue
+		}
+		sv := secretValue{forms: [][]byte{[]byte(v)}, mark: []byte("[secret:" + name + "]")}
+		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
+			sv.forms = append(sv.forms, q[1:len(q)-1])
+		}
+		c.secretValues = append(c.secretValues, sv)
+	}
+	slices.SortFunc(c.secretValues, func(a, b secretValue) int { return len(b.forms[0]) - len(a.forms[0]) })
+}
+
+// RedactText is RedactSecrets of a string (a log line, an error).
+func (c *Config) RedactText(s string) string {
+	if c == nil || len(c.secretValues) == 0 {
+		return s
+	}
+	return string(c.RedactSecrets([]byte(s)))
+}

@@ -1,0 +1,76 @@
+// Package vault seals what the hub keeps at rest (sign-in records,
+// secrets) with AES-256-GCM under a 32-byte data key. The key lives in the
+// OS keychain (Keychain on macOS, Credential Manager on Windows, the
+// Secret Service on Linux), so the keychain holds 32 bytes whatever the
+// size of what is sealed; where no keychain answers it lives in a 0600
+// file beside the sealed files, and DYNAMIC_MCP_VAULT_KEY (base64) can
+// supply it (containers). See key.go for the order.
+package vault
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+)
+
+// magic starts every sealed blob: a version, so the format can change.
+var magic = []byte("dmv1")
+
+// Vault seals and opens blobs under one data key.
+type Vault struct {
+	aead cipher.AEAD
+	// Source says where the key came from: "env", "keychain" or "file".
+	Source string
+}
+
+// New returns a vault under key, which must be 32 bytes.
+func New(key []byte, source string) (*Vault, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("vault key is %d bytes, want %d", len(key), KeySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Vault{aead: aead, Source: source}, nil
+}
+
+// Seal encrypts plain; label (a record's name, say) is authenticated with
+// it, so a sealed blob moved to another name does not open.
+func (v *Vault) Seal(plain []byte, label string) []byte {
+	nonce := make([]byte, v.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	out := append(append([]byte{}, magic...), nonce...)
+	return v.aead.Seal(out, nonce, plain, []byte(label))
+}
+
+// ErrNotSealed says a blob is not one Seal made (a plaintext file, say).
+var ErrNotSealed = errors.New("not a sealed blob")
+
+// Sealed reports whether b looks like a blob Seal made.
+func Sealed(b []byte) bool { return bytes.HasPrefix(b, magic) }
+
+// Open decrypts a blob Seal made under the same key and label.
+func (v *Vault) Open(sealed []byte, label string) ([]byte, error) {
+	if !Sealed(sealed) {
+		return nil, ErrNotSealed
+	}
+	rest := sealed[len(magic):]
+	if len(rest) < v.aead.NonceSize() {
+		return nil, ErrNotSealed
+	}
+	plain, err := v.aead.Open(nil, rest[:v.aead.NonceSize()], rest[v.aead.NonceSize():], []byte(label))
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s: wrong vault key or damaged file: %w", label, err)
+	}
+	return plain, nil
+}

@@ -1,0 +1,194 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type memKeychain struct {
+	mu    sync.Mutex
+	items map[string]string
+	err   error
+}
+
+func (m *memKeychain) Get(s, u string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return "", m.err
+	}
+	v, ok := m.items[s+"\x00"+u]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return v, nil
+}
+
+func (m *memKeychain) Set(s, u, p string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	if m.items == nil {
+		m.items = map[string]string{}
+	}
+	m.items[s+"\x00"+u] = p
+	return nil
+}
+
+// stuckKeychain never answers, as a keychain waiting on a dialog.
+type stuckKeychain struct{ release chan struct{} }
+
+func (k stuckKeychain) Get(string, string) (string, error) { <-k.release; return "", ErrNotFound }
+func (k stuckKeychain) Set(string, string, string) error   { <-k.release; return nil }
+
+func noEnv(string) string { return "" }
+
+func TestSealOpen(t *testing.T) {
+	v, err := New(bytes.Repeat([]byte{7}, KeySize), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := v.Seal([]byte("tok-123"), "a")
+	if bytes.Contains(b, []byte("tok-123")) || !Sealed(b) {
+		t.Fatalf("sealed blob %q", b)
+	}
+	if p, err := v.Open(b, "a"); err != nil || string(p) != "tok-123" {
+		t.Fatalf("Open = %q, %v", p, err)
+	}
+	if _, err := v.Open(b, "b"); err == nil {
+		t.Fatal("a blob opened under another label")
+	}
+	if _, err := v.Open([]byte(`{"x":1}`), "a"); !errors.Is(err, ErrNotSealed) {
+		t.Fatalf("plaintext: %v", err)
+	}
+}
+
+func TestKeyInKeychain(t *testing.T) {
+	dir := t.TempDir()
+	kc := &memKeychain{}
+	v1, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil || v1.Source != "keychain" {
+		t.Fatalf("Open = %v, %v", v1, err)
+	}
+	if len(kc.items) != 1 {
+		t.Fatalf("keychain items %v", kc.items)
+	}
+	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
+		t.Fatal("a key file was written though the keychain answered")
+	}
+	v2, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := v2.Open(v1.Seal([]byte("x"), "l"), "l"); err != nil || string(p) != "x" {
+		t.Fatalf("reopened vault: %q, %v", p, err)
+	}
+}
+
+func TestFallbackFile(t *testing.T) {
+	for name, kc := range map[string]Keychain{
+		"unreachable": &memKeychain{err: errors.New("dbus: no session bus")},
+		"stuck":       stuckKeychain{release: make(chan struct{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if s, ok := kc.(stuckKeychain); ok {
+				defer close(s.release)
+			}
+			dir := t.TempDir()
+			var log strings.Builder
+			lg := slog.New(slog.NewTextHandler(&log, nil))
+			v1, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Wait: 50 * time.Millisecond, Getenv: noEnv, Logger: lg})
+			if err != nil || v1.Source != "file" {
+				t.Fatalf("Open = %v, %v", v1, err)
+			}
+			if !strings.Contains(log.String(), "no OS keychain answered") {
+				t.Fatalf("log %q", log.String())
+			}
+			fi, err := os.Stat(filepath.Join(dir, KeyFile))
+			if err != nil || fi.Mode().Perm()&0o077 != 0 && os.PathSeparator == '/' {
+				t.Fatalf("key file: %v, %v", fi, err)
+			}
+			v2, err := Open(context.Background(), Options{Dir: dir, Keychain: &memKeychain{}, Getenv: noEnv})
+			if err != nil || v2.Source != "file" {
+				t.Fatalf("reopen = %v, %v", v2, err)
+			}
+			if p, err := v2.Open(v1.Seal([]byte("x"), "l"), "l"); err != nil || string(p) != "x" {
+				t.Fatalf("reopened vault: %q, %v", p, err)
+			}
+		})
+	}
+}
+
+func TestEnvKey(t *testing.T) {
+	k := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, KeySize))
+	env := func(n string) string {
+		if n == EnvKey {
+			return k
+		}
+		return ""
+	}
+	v, err := Open(context.Background(), Options{Dir: t.TempDir(), Keychain: stuckKeychain{}, Getenv: env})
+	if err != nil || v.Source != "env" {
+		t.Fatalf("Open = %v, %v", v, err)
+	}
+	bad := func(string) string { return "short" }
+	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), Getenv: bad}); err == nil || !strings.Contains(err.Error(), EnvKey) {
+		t.Fatalf("bad env key: %v", err)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	dir := t.TempDir()
+	v, _ := New(bytes.Repeat([]byte{2}, KeySize), "test")
+	s := NewSecrets(dir, v)
+	if err := s.Set("GITHUB_TOKEN", "ghp_value1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("B", "value2"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, SecretsFile))
+	if bytes.Contains(b, []byte("ghp_value1")) || bytes.Contains(b, []byte("GITHUB_TOKEN")) {
+		t.Fatal("the secrets file holds a secret or its name in plaintext")
+	}
+	if names, err := NewSecrets(dir, v).Names(); err != nil || strings.Join(names, ",") != "B,GITHUB_TOKEN" {
+		t.Fatalf("Names = %v, %v", names, err)
+	}
+	if had, err := s.Delete("B"); !had || err != nil {
+		t.Fatalf("Delete = %v, %v", had, err)
+	}
+	if m, err := s.All(); err != nil || len(m) != 1 || m["GITHUB_TOKEN"] != "ghp_value1" {
+		t.Fatalf("All = %v, %v", m, err)
+	}
+}
+
+// A process says its key is in a file once, to the first Open with a
+// logger, however many Opens there are (the config's, the token store's).
+func TestFileKeySaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	kc := &memKeychain{err: errors.New("no keychain")}
+	if _, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	lg := slog.New(slog.NewTextHandler(&log, nil))
+	for range 3 {
+		if _, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv, Logger: lg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(log.String(), "the data key is in a file"); n != 1 {
+		t.Fatalf("said %d times:\n%s", n, log.String())
+	}
+}
