@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -57,26 +61,26 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	obs := h.observer()
 	if obs == nil {
 		res, err := s.Request(ctx, method, params, timeout)
-		return cfg.RedactSecrets(res), err
+		return cfg.RedactSecrets(res), redactError(cfg, err)
 	}
 	raw, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
 	}
 	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
-		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
+		Protocol: s.Status().ProtocolVersion, Method: method, Params: cfg.RedactSecrets(raw), Start: time.Now()}
 	if req != nil {
 		hop.Call = req.call
 	}
 	ctx = obs.HopStarted(ctx, hop)
 	params = nil // none sent when there are none, never "params": null
-	if hop.Params != nil {
-		params = hop.Params
+	if raw != nil {
+		params = raw // as the client wrote them: only what observers see is redacted
 	}
 	res, err := s.Request(ctx, method, params, timeout)
 	// A resolved ${secret:NAME} an upstream answers with goes no further:
 	// not to the client, nor to the observers (inspector, audit, traces).
-	res = cfg.RedactSecrets(res)
+	res, err = cfg.RedactSecrets(res), redactError(cfg, err)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
 	hop.ToolError = err == nil && method == "tools/call" && isToolError(res)
 	if req != nil {
@@ -84,4 +88,32 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	}
 	obs.HopEnded(ctx, hop)
 	return res, err
+}
+
+// redactError is err with every resolved ${secret:NAME} in its message and
+// data replaced, as in a result: an upstream's error reaches the client
+// and the observers too. An error that names no secret is err itself; one
+// of the hub's own that does (a transport error quoting a URL, say) keeps
+// its text only.
+func redactError(cfg *config.Config, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *jsonrpc.Error
+	if !errors.As(err, &e) {
+		if text := cfg.RedactText(err.Error()); text != err.Error() {
+			return errors.New(text)
+		}
+		return err
+	}
+	out := &jsonrpc.Error{Code: e.Code, Message: cfg.RedactText(e.Message), Data: e.Data}
+	if b, mErr := json.Marshal(e.Data); mErr == nil && e.Data != nil {
+		if r := cfg.RedactSecrets(b); !bytes.Equal(r, b) {
+			out.Data = json.RawMessage(r)
+		}
+	}
+	if out.Message == e.Message && fmt.Sprint(out.Data) == fmt.Sprint(e.Data) {
+		return err
+	}
+	return out
 }

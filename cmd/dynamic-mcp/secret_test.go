@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,18 +157,30 @@ groups:
     command: node
     args: %s
     env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
+  fake:
+    description: answers errors that echo what they are given
+    command: %s
   leak:
     description: prints its key on stderr
     command: sh
     args: ["-c", "echo leaked $$DMCP_TEST_LEAK >&2; exit 1"]
     env: { DMCP_TEST_LEAK: "${secret:ECHOED}" }
-`, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+`, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:]), fakeBin))
 	c := httpClient(t, base, nil)
 	c.initialize("2025-11-25")
 	c.waitFlatTools(1)
 	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
 	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
 		t.Fatalf("get-env through the hub: %s", res)
+	}
+	// An upstream's error that quotes the value (what it was given, here)
+	// reaches the client with the mark too.
+	c.waitFlatTools(2)
+	res2, rpcErr := c.request("tools/call", map[string]any{"name": "fake__fail", "arguments": map[string]any{"text": value}})
+	errJSON, _ := json.Marshal(rpcErr)
+	failed := string(res2) + string(errJSON)
+	if !strings.Contains(failed, "[secret:ECHOED]") || strings.Contains(failed, value) {
+		t.Errorf("an upstream error through the hub: %s", failed)
 	}
 	export := inspectorExport(t, base, uiToken(t, stderr))
 	if !strings.Contains(export, "[secret:ECHOED]") || strings.Contains(export, value) {

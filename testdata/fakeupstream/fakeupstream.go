@@ -643,7 +643,11 @@ func call(req request) {
 			"x-extra":           "kept",
 		})
 	case toolName("fail"):
-		fail(req.ID, -32099, "the fake failed on purpose", map[string]any{"why": "test"})
+		msg := "the fake failed on purpose"
+		if p.Arguments.Text != "" {
+			msg += ": " + p.Arguments.Text // an error that echoes what it was given
+		}
+		fail(req.ID, -32099, msg, map[string]any{"why": "test", "text": p.Arguments.Text})
 	case toolName("state"):
 		state.Lock()
 		b, _ := json.Marshal(&state)
