@@ -48,7 +48,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
 	if snap.audit != nil {
 		rec := &auditRecord{Time: start.UTC(), Session: req.sess.id, Group: c.server.Config.Group, Server: c.server.Config.Name,
-			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: snap.cfg.RedactSecrets(c.args)}
+			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
 		switch c.method {
 		case policy.MethodToolsCall:
 			rec.Tool = c.name
@@ -231,7 +231,7 @@ func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
 		return
 	}
 	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Method: policy.MethodToolsCall, Tool: name,
-		Decision: "not_found", Arguments: req.snap.cfg.RedactSecrets(args)}
+		Decision: "not_found", Arguments: args}
 }
 
 func isUpstreamError(err error) bool {

@@ -68,14 +68,14 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 		return nil, err
 	}
 	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
-		Protocol: s.Status().ProtocolVersion, Method: method, Params: cfg.RedactSecrets(raw), Start: time.Now()}
+		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
 	if req != nil {
 		hop.Call = req.call
 	}
 	ctx = obs.HopStarted(ctx, hop)
 	params = nil // none sent when there are none, never "params": null
-	if raw != nil {
-		params = raw // as the client wrote them: only what observers see is redacted
+	if hop.Params != nil {
+		params = hop.Params
 	}
 	res, err := s.Request(ctx, method, params, timeout)
 	// A resolved ${secret:NAME} an upstream answers with goes no further:

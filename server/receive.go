@@ -11,7 +11,7 @@ import (
 // the reading goroutine, so nothing in it may wait on anyone.
 func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc.Message) {
 	if obs := h.observer(); obs != nil {
-		obs.Message(ctx, &traffic.Message{Direction: traffic.FromClient, Session: sess.id, Method: msg.Method, Params: h.snapshot().cfg.RedactSecrets(msg.Params)})
+		obs.Message(ctx, &traffic.Message{Direction: traffic.FromClient, Session: sess.id, Method: msg.Method, Params: msg.Params})
 	}
 	switch msg.Method {
 	case "notifications/cancelled":

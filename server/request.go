@@ -64,7 +64,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	obs := h.observer()
 	if obs != nil {
 		req.call = &traffic.Call{Session: sess.id, Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
-			Method: msg.Method, Params: snap.cfg.RedactSecrets(msg.Params), Start: time.Now()}
+			Method: msg.Method, Params: msg.Params, Start: time.Now()}
 		ctx = obs.CallStarted(ctx, req.call)
 	}
 	res, err := h.handle(ctx, req)

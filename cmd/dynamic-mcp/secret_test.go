@@ -158,8 +158,9 @@ groups:
     args: %s
     env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
   fake:
-    description: answers errors that echo what they are given
+    description: answers errors that quote its environment
     command: %s
+    env: { DMCP_TEST_ECHOED: "${secret:ECHOED}" }
   leak:
     description: prints its key on stderr
     command: sh
@@ -173,10 +174,10 @@ groups:
 	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
 		t.Fatalf("get-env through the hub: %s", res)
 	}
-	// An upstream's error that quotes the value (what it was given, here)
+	// An upstream's error that quotes the value (from its environment)
 	// reaches the client with the mark too.
 	c.waitFlatTools(2)
-	res2, rpcErr := c.request("tools/call", map[string]any{"name": "fake__fail", "arguments": map[string]any{"text": value}})
+	res2, rpcErr := c.request("tools/call", map[string]any{"name": "fake__fail", "arguments": map[string]any{"text": "env:DMCP_TEST_ECHOED"}})
 	errJSON, _ := json.Marshal(rpcErr)
 	failed := string(res2) + string(errJSON)
 	if !strings.Contains(failed, "[secret:ECHOED]") || strings.Contains(failed, value) {

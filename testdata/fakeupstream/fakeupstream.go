@@ -644,10 +644,10 @@ func call(req request) {
 		})
 	case toolName("fail"):
 		msg := "the fake failed on purpose"
-		if p.Arguments.Text != "" {
-			msg += ": " + p.Arguments.Text // an error that echoes what it was given
+		if name, ok := strings.CutPrefix(p.Arguments.Text, "env:"); ok {
+			msg += ": " + os.Getenv(name) // an error that quotes the server's environment
 		}
-		fail(req.ID, -32099, msg, map[string]any{"why": "test", "text": p.Arguments.Text})
+		fail(req.ID, -32099, msg, map[string]any{"why": "test"})
 	case toolName("state"):
 		state.Lock()
 		b, _ := json.Marshal(&state)
