@@ -41,9 +41,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeLog()
-	if !hubMode && httpAddr == "" && uiAddr == "" && wantShared(cfg, standalone) {
-		// The client's entry: a bridge to the one hub for this config.
-		if err := bridge(ctx, cfg, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
+	if uiAddr != "" {
+		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
+			return err
+		}
+	}
+	if !hubMode && httpAddr == "" && wantShared(cfg, standalone) {
+		// The client's entry: a bridge to the one hub for this config
+		// (with --ui, the hub serves its inspector there).
+		if err := bridge(ctx, cfg, c.logLevel, uiAddr, logger, stdin, stdout, stderr); !errors.Is(err, errStandalone) {
 			return err
 		}
 	}
@@ -58,11 +64,6 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer ln.Close()
-	}
-	if uiAddr != "" {
-		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
-			return err
-		}
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
@@ -104,11 +105,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer hub.Close()
 	mgr.Start(ctx)
 	if uiAddr != "" {
-		stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger, stderr)
+		url, token, stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger)
 		if err != nil {
 			return err
 		}
 		defer stopUI()
+		printUI(stderr, url, token)
 	}
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
@@ -133,8 +135,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
+		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
-			Idle: func() time.Duration { return hub.Settings().SharedIdle }}, logger).Serve(ctx, ln)
+			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
