@@ -38,7 +38,12 @@ type sharedSetup struct {
 
 func newShared(t testing.TB, body string) *sharedSetup {
 	t.Helper()
-	state := t.TempDir()
+	return newSharedIn(t, t.TempDir(), body)
+}
+
+// newSharedIn is newShared with state as the state dir.
+func newSharedIn(t testing.TB, state, body string) *sharedSetup {
+	t.Helper()
 	path := writeConfig(t, "state_dir: "+state+"\n"+body)
 	cfg, err := config.Load(path)
 	if err != nil {
