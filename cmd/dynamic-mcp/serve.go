@@ -32,7 +32,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
-	fs.StringVar(&uiAddr, "ui", "", "serve the inspector alone on loopback `addr` (for stdio use), with a token of its own printed to stderr")
+	fs.StringVar(&uiAddr, "ui", "", "serve the inspector on loopback `addr` (for stdio use: the shared hub's, of every client), with a token of its own printed to stderr")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
