@@ -150,11 +150,20 @@ func TestRefreshBeforeExpiryRotatesAndSaves(t *testing.T) {
 		t.Errorf("refresh request: %v", last)
 	}
 	// A 401 renews on demand.
-	if err := src.Renew(context.Background()); err != nil {
+	if err := src.Renew(context.Background(), "Bearer at-2"); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := src.Header(context.Background()); h != "Bearer at-3" {
 		t.Errorf("after Renew: %s", h)
+	}
+	// Another call refused at-2 too, its answer coming after the
+	// renewal: it retries with at-3, renewing nothing (a renewal would
+	// refuse at-3, which the first call is retrying with).
+	if err := src.Renew(context.Background(), "Bearer at-2"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := src.Header(context.Background()); h != "Bearer at-3" || a.Refreshed != 2 {
+		t.Errorf("after a second refusal of the same token: %s, %d renewals, want at-3 and 2", h, a.Refreshed)
 	}
 }
 

@@ -138,11 +138,18 @@ func (s *Source) Header(ctx context.Context) (string, error) {
 	return "Bearer " + s.rec.AccessToken, nil
 }
 
-// Renew renews the token after the server refused it (401): unless
-// another process has renewed it since, in which case its token is taken.
-func (s *Source) Renew(ctx context.Context) error {
+// Renew renews the token after the server refused it (401); refused is
+// the Authorization header the refused request carried ("" when not
+// known). When this source holds another token since (a call in flight
+// with the same token was refused too, and renewed it), that one is used
+// as it is: renewing again would refuse the token the other call now
+// retries with. When another process has renewed it, its token is taken.
+func (s *Source) Renew(ctx context.Context, refused string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if refused != "" && refused != "Bearer "+s.rec.AccessToken {
+		return nil
+	}
 	return s.renewLocked(ctx)
 }
 

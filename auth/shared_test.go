@@ -72,7 +72,7 @@ func callFor(ctx context.Context, store *Store, url string, d time.Duration) (ok
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		code, err := call()
 		if err == nil && code == http.StatusUnauthorized {
-			if err = src.Renew(ctx); err == nil {
+			if err = src.Renew(ctx, ""); err == nil {
 				code, err = call()
 			}
 		}
@@ -182,10 +182,10 @@ func TestRenewTakesWhatAnotherRenewed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Renew(t.Context()); err != nil {
+	if err := first.Renew(t.Context(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.Renew(t.Context()); err != nil {
+	if err := second.Renew(t.Context(), ""); err != nil {
 		t.Fatalf("second renewal: %v", err)
 	}
 	h1, _ := first.Header(t.Context())

@@ -692,3 +692,16 @@ func TestCancelledCallStopsItsPost(t *testing.T) {
 		})
 	}
 }
+
+// A refusal keeps the Authorization header the refused request carried,
+// for the token source to tell which token was refused, and does not
+// show it.
+func TestHTTPErrorKeepsTheRefusedAuthorization(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+	req.Header.Set("Authorization", "Bearer at-1")
+	he := newHTTPError(&http.Response{StatusCode: http.StatusUnauthorized, Request: req, Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader("expired"))})
+	if he.Authorization != "Bearer at-1" || strings.Contains(he.Error(), "at-1") {
+		t.Errorf("%+v: %s", he, he.Error())
+	}
+}

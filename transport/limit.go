@@ -85,6 +85,10 @@ type HTTPError struct {
 	Status          int
 	WWWAuthenticate string
 	Body            string
+	// Authorization is the header the refused request carried, for the
+	// token source to tell which token was refused (auth.Source.Renew);
+	// Error does not show it.
+	Authorization string
 }
 
 func (e *HTTPError) Error() string {
@@ -101,5 +105,9 @@ func (e *HTTPError) Error() string {
 // newHTTPError reads what it keeps of resp's body.
 func newHTTPError(resp *http.Response) *HTTPError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyKept))
-	return &HTTPError{Status: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
+	e := &HTTPError{Status: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
+	if resp.Request != nil {
+		e.Authorization = resp.Request.Header.Get("Authorization")
+	}
+	return e
 }

@@ -381,7 +381,7 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 		if merr := c.auth.Moved(ctx, he.WWWAuthenticate); merr != nil {
 			return fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())
 		}
-		if rerr := c.auth.Renew(ctx); rerr != nil {
+		if rerr := c.auth.Renew(ctx, he.Authorization); rerr != nil {
 			return fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())
 		}
 		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
@@ -422,6 +422,16 @@ func answeredHTTP(err error) bool {
 
 // unauthorized reports whether err is a server's 401.
 func unauthorized(err error) bool { return status(err) == http.StatusUnauthorized }
+
+// refusedAuthorization is the Authorization header of the request a
+// server refused with err; "" when err is no HTTP refusal.
+func refusedAuthorization(err error) string {
+	var he *transport.HTTPError
+	if errors.As(err, &he) {
+		return he.Authorization
+	}
+	return ""
+}
 
 // forbidden reports whether err is a server's 403.
 func forbidden(err error) bool { return status(err) == http.StatusForbidden }

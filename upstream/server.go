@@ -651,8 +651,9 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	defer func() { noteConn(ctx, c) }()
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
-		// The token was refused: renew it once and try again.
-		if rerr := c.auth.Renew(ctx); rerr == nil {
+		// The token was refused: renew it once (unless a call refused
+		// the same token has renewed it already) and try again.
+		if rerr := c.auth.Renew(ctx, refusedAuthorization(err)); rerr == nil {
 			res, err = c.request(ctx, method, params)
 		} else {
 			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())

@@ -31,10 +31,33 @@ func TestHubsShareOneSignInAcrossRenewals(t *testing.T) {
 		t.Skip("runs for seconds")
 	}
 	t.Parallel()
-	runFor := 8 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("DYNAMIC_MCP_TEST_SHARED_FOR")); err == nil {
-		runFor = d // the issue's 30 s: DYNAMIC_MCP_TEST_SHARED_FOR=30s
+	a, home := signedIn(t)
+	hubs := make([]*client, 3)
+	for i := range hubs {
+		cfg := filepath.Join(home, fmt.Sprintf("client%d.yaml", i))
+		os.WriteFile(cfg, []byte(protectedConfig(a)), 0o600)
+		hubs[i] = startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
+		hubs[i].initialize("2025-06-18")
 	}
+	callThroughRenewals(t, a, hubs)
+}
+
+// protectedConfig is a config of one group: a's protected server.
+func protectedConfig(a *authtest.Server) string {
+	return `mode: flat
+groups:
+  r:
+    description: a protected server
+    url: ` + a.URL + `/mcp
+    transport: streamable-http
+`
+}
+
+// signedIn is an authorization server that rotates refresh tokens, lets
+// access tokens lapse in 2 s and revokes the grant when a used refresh
+// token comes again, in front of a server with one tool (hello); and a
+// home (DYNAMIC_MCP_HOME) whose token store holds a sign-in to it.
+func signedIn(t *testing.T) (*authtest.Server, string) {
 	a := authtest.NewServer(t)
 	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
 	s := mcpserver.NewMCPServer("protected", "1")
@@ -52,21 +75,21 @@ func TestHubsShareOneSignInAcrossRenewals(t *testing.T) {
 	if err := auth.NewStore(filepath.Join(home, "oauth-servers")).Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	hubs := make([]*client, 3)
-	for i := range hubs {
-		cfg := filepath.Join(home, fmt.Sprintf("client%d.yaml", i))
-		os.WriteFile(cfg, []byte(`mode: flat
-groups:
-  r:
-    description: a protected server
-    url: `+a.URL+`/mcp
-    transport: streamable-http
-`), 0o600)
-		hubs[i] = startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
-		hubs[i].initialize("2025-06-18")
+	return a, home
+}
+
+// callThroughRenewals has each client call hello without pause for 8 s
+// (DYNAMIC_MCP_TEST_SHARED_FOR: the issue's 30 s), through the renewals
+// of a's 2 s tokens, and fails unless every call is answered, the grant
+// stands and the tokens were renewed as often as they lapsed.
+func callThroughRenewals(t *testing.T, a *authtest.Server, hubs []*client) {
+	t.Helper()
+	runFor := 8 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("DYNAMIC_MCP_TEST_SHARED_FOR")); err == nil {
+		runFor = d // the issue's 30 s: DYNAMIC_MCP_TEST_SHARED_FOR=30s
 	}
 	for i, c := range hubs {
-		waitFor(t, 10*time.Second, fmt.Sprintf("hub %d's tool", i), func() bool {
+		waitFor(t, 10*time.Second, fmt.Sprintf("client %d's tool", i), func() bool {
 			return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
 		})
 	}
@@ -110,11 +133,11 @@ groups:
 	}
 	for i, tl := range tallies {
 		if tl.failed > 0 || tl.answered == 0 {
-			t.Errorf("hub %d: %d calls answered, %d failed (first: %s)", i, tl.answered, tl.failed, tl.first)
+			t.Errorf("client %d: %d calls answered, %d failed (first: %s)", i, tl.answered, tl.failed, tl.first)
 		}
 	}
 	if refreshed < int(runFor/(2*time.Second)) {
 		t.Errorf("%d renewals in %s of 2 s tokens", refreshed, runFor)
 	}
-	t.Logf("calls answered per hub: %+v; %d renewals", tallies, refreshed)
+	t.Logf("calls answered per client: %+v; %d renewals", tallies, refreshed)
 }

@@ -51,8 +51,11 @@ func wantShared(cfg *config.Config, standalone bool) bool {
 // cfg, starting it if none runs, and copies bytes both ways until the
 // client closes stdin and the hub has answered, or the hub goes away.
 // It returns errStandalone, having read nothing of stdin, when the client
-// should be served in this process instead.
-func bridge(ctx context.Context, cfg *config.Config, profile, logLevel string, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+// should be served in this process instead; it shows the client the
+// config's profile (serve --profile, "" for the whole config). With uiAddr
+// (serve --ui), it first asks the hub to serve its inspector there and
+// prints the page's URL and token to stderr.
+func bridge(ctx context.Context, cfg *config.Config, profile, logLevel, uiAddr string, logger *slog.Logger, stdin io.Reader, stdout, stderr io.Writer) error {
 	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
 	if err != nil {
 		logger.Warn("no shared hub: serving in this process", "err", err)
@@ -74,6 +77,14 @@ func bridge(ctx context.Context, cfg *config.Config, profile, logLevel string, l
 			logger.Warn("could not reach or start the shared hub: serving in this process", "err", err)
 		}
 		return errStandalone
+	}
+	if uiAddr != "" {
+		ui, err := askUI(ctx, paths, uiAddr)
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("--ui %s: %w", uiAddr, err)
+		}
+		printUI(stderr, ui.URL, ui.Token)
 	}
 	if pass {
 		return waitPassed(ctx, conn, br, inFile, outFile)
@@ -149,6 +160,23 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
 	}
 	return conn, br, err
+}
+
+// askUI asks the hub to serve its inspector on addr.
+func askUI(ctx context.Context, paths local.Paths, addr string) (*local.UI, error) {
+	c, err := local.Dial(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	reply, _, err := sayHello(c, local.Hello{Op: local.OpUI, Addr: addr})
+	if err != nil {
+		return nil, err
+	}
+	if reply.UI == nil {
+		return nil, errors.New("the hub did not say where its inspector is")
+	}
+	return reply.UI, nil
 }
 
 // hello connects to the hub and asks op; for OpSession the connection is

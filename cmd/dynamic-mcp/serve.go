@@ -34,7 +34,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
-	fs.StringVar(&uiAddr, "ui", "", "serve the inspector alone on loopback `addr` (for stdio use), with a token of its own printed to stderr")
+	fs.StringVar(&uiAddr, "ui", "", "serve the inspector on loopback `addr` (for stdio use: the shared hub's, of every client), with a token of its own printed to stderr")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -54,10 +54,16 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if _, err := cfg.WithProfile(profile); err != nil {
 		return usageError{err.Error()}
 	}
-	if !hubMode && httpAddr == "" && uiAddr == "" && wantShared(cfg, standalone) {
+	if uiAddr != "" {
+		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
+			return err
+		}
+	}
+	if !hubMode && httpAddr == "" && wantShared(cfg, standalone) {
 		// The client's entry: a bridge to the one hub for this config,
-		// which shows the client its profile.
-		if err := bridge(ctx, cfg, profile, c.logLevel, logger, stdin, stdout); !errors.Is(err, errStandalone) {
+		// which shows the client its profile (with --ui, the hub serves
+		// its inspector there).
+		if err := bridge(ctx, cfg, profile, c.logLevel, uiAddr, logger, stdin, stdout, stderr); !errors.Is(err, errStandalone) {
 			return err
 		}
 	}
@@ -75,11 +81,6 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer ln.Close()
-	}
-	if uiAddr != "" {
-		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
-			return err
-		}
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
@@ -121,11 +122,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer hub.Close()
 	mgr.Start(ctx)
 	if uiAddr != "" {
-		stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger, stderr)
+		url, token, stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger)
 		if err != nil {
 			return err
 		}
 		defer stopUI()
+		printUI(stderr, url, token)
 	}
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
@@ -156,8 +158,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
+		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
-			Idle: func() time.Duration { return hub.Settings().SharedIdle }}, logger).Serve(ctx, ln)
+			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)

@@ -38,7 +38,12 @@ type sharedSetup struct {
 
 func newShared(t testing.TB, body string) *sharedSetup {
 	t.Helper()
-	state := t.TempDir()
+	return newSharedIn(t, t.TempDir(), body)
+}
+
+// newSharedIn is newShared with state as the state dir.
+func newSharedIn(t testing.TB, state, body string) *sharedSetup {
+	t.Helper()
 	path := writeConfig(t, "state_dir: "+state+"\n"+body)
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -393,7 +398,7 @@ func TestSharedHubCopyingBridge(t *testing.T) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		ended := make(chan error, 1)
-		go func() { ended <- bridge(t.Context(), s.cfg, "", "error", logger, inR, outW); outW.Close() }()
+		go func() { ended <- bridge(t.Context(), s.cfg, "", "error", "", logger, inR, outW, io.Discard); outW.Close() }()
 		fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"copier","version":"1"}}}`)
 		out := bufio.NewReader(outR)
 		line, err := out.ReadString('\n')

@@ -110,17 +110,24 @@ func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string
 	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s%s\n  token for this run: %s\n", url, inspect.Prefix, opts.Token)
 }
 
+// printUI prints where the inspector is, and its token, to stderr: the
+// lines serve --ui prints, whether it serves the inspector itself or the
+// shared hub does.
+func printUI(stderr io.Writer, url, token string) {
+	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s\n  token for this run: %s\n", url, token)
+}
+
 // serveUI serves the inspector alone on addr (see uiListenAddr), for a
-// hub serving stdio, with a new token printed to stderr beside the page's
-// URL; /healthz and /readyz as on the HTTP face; and metrics at /metrics
-// behind the same token. It returns once listening; stop closes the
-// inspector's streams and shuts the listener down.
-func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes []health.Component, metrics http.Handler, logger *slog.Logger, stderr io.Writer) (stop func(), err error) {
+// hub serving stdio, with a new token (returned with the page's URL, for
+// the caller to print); /healthz and /readyz as on the HTTP face; and
+// metrics at /metrics behind the same token. It returns once listening;
+// stop closes the inspector's streams and shuts the listener down.
+func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes []health.Component, metrics http.Handler, logger *slog.Logger) (url, token string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for the inspector: %w", err)
+		return "", "", nil, fmt.Errorf("listen for the inspector: %w", err)
 	}
-	token := newUIToken()
+	token = newUIToken()
 	mux := http.NewServeMux()
 	m := guarded{mount: mux.Handle, guard: mcphttp.NewGuard(mcphttp.GuardOptions{Token: token, Loopback: true})}
 	mountInspector(m, insp)
@@ -134,8 +141,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 	m.Handle("/metrics", metrics)
 	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	url := "http://" + ln.Addr().String() + inspect.Prefix
-	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s\n  token for this run: %s\n", url, token)
+	url = "http://" + ln.Addr().String() + inspect.Prefix
 	logger.Info("serving the inspector", "url", url)
 	served := make(chan struct{})
 	go func() {
@@ -144,7 +150,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 			logger.Error("the inspector stopped serving", "err", err)
 		}
 	}()
-	return func() {
+	return url, token, func() {
 		insp.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -3,7 +3,8 @@
 // is a bridge from one client's stdio, and after the bridge's Hello it is
 // served as a stdio session of the hub (Hub.ServeStdioWith): the client's
 // own initialize, capabilities, roots, log level and subscriptions are
-// that session's. The face also answers status and stop, and ends the hub
+// that session's. The face also answers status, stop and the ask to serve
+// the inspector (serve --ui), and ends the hub
 // when it has had no connection for its idle period.
 package mcplocal
 
@@ -35,6 +36,9 @@ type Options struct {
 	// Idle is how long the hub runs with no connection before Serve
 	// returns; 0 means it never stops for that.
 	Idle func() time.Duration
+	// UI serves the hub's inspector on a loopback address when a bridge
+	// asks (serve --ui): nil refuses the ask.
+	UI func(addr string) (*local.UI, error)
 }
 
 // Server serves bridges on a local listener.
@@ -194,6 +198,15 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	case local.OpStop:
 		_ = local.WriteLine(c, reply)
 		s.Stop()
+	case local.OpUI:
+		if s.opts.UI == nil {
+			reply.Error = "this hub serves no inspector"
+		} else if ui, err := s.opts.UI(hello.Addr); err != nil {
+			reply.Error = err.Error()
+		} else {
+			reply.UI = ui
+		}
+		_ = local.WriteLine(c, reply)
 	case local.OpSession:
 		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
 			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)

@@ -5,6 +5,7 @@ package mcplocal
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,6 +50,12 @@ type harness struct {
 
 func start(t *testing.T, idle time.Duration) *harness {
 	t.Helper()
+	return startWith(t, Options{Idle: func() time.Duration { return idle }})
+}
+
+// startWith is start with opts (their Version and Config set here).
+func startWith(t *testing.T, opts Options) *harness {
+	t.Helper()
 	state := t.TempDir()
 	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f: { description: fake, command: %q }\n", state, fakeBin)
 	cfg, err := config.Parse(filepath.Join(state, "c.yaml"), strings.NewReader(yaml))
@@ -68,12 +75,13 @@ func start(t *testing.T, idle time.Duration) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Version, opts.Config = "v1", cfg.Path
 	ln, err := local.Listen(paths)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{paths: paths, served: make(chan error, 1),
-		srv: New(hub, Options{Version: "v1", Config: cfg.Path, Idle: func() time.Duration { return idle }}, logger)}
+		srv: New(hub, opts, logger)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { h.served <- h.srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -188,5 +196,30 @@ func TestPassedFiles(t *testing.T) {
 		}
 		inW.Close()
 		outR.Close()
+	}
+}
+
+// The ask to serve the inspector (serve --ui) reaches Options.UI with
+// its address, and the bridge gets its answer or its refusal; a face
+// without UI refuses.
+func TestUIAsk(t *testing.T) {
+	h := start(t, 0)
+	if _, _, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpUI, Addr: "8081"}); reply.UI != nil || !strings.Contains(reply.Error, "no inspector") {
+		t.Errorf("without UI: %+v", reply)
+	}
+	asked := make(chan string, 2)
+	h = startWith(t, Options{UI: func(addr string) (*local.UI, error) {
+		asked <- addr
+		if addr == "busy" {
+			return nil, errors.New("served elsewhere")
+		}
+		return &local.UI{URL: "http://127.0.0.1:8081/ui/", Token: "tok"}, nil
+	}})
+	_, _, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpUI, Addr: "8081"})
+	if reply.Error != "" || reply.UI == nil || *reply.UI != (local.UI{URL: "http://127.0.0.1:8081/ui/", Token: "tok"}) || <-asked != "8081" {
+		t.Errorf("with UI: %+v", reply)
+	}
+	if _, _, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpUI, Addr: "busy"}); reply.UI != nil || reply.Error != "served elsewhere" {
+		t.Errorf("refused: %+v", reply)
 	}
 }

@@ -19,6 +19,10 @@ const (
 	OpSession = "session" // be a session of the hub for a client
 	OpStatus  = "status"  // say how the hub is doing, then close
 	OpStop    = "stop"    // stop the hub, then close
+	// OpUI asks the hub to serve its inspector on the loopback address
+	// Hello.Addr (once: the same address again gets the same answer,
+	// another one a refusal), then close.
+	OpUI = "ui"
 )
 
 // maxLine bounds a Hello or a Reply: a status lists every session.
@@ -39,6 +43,8 @@ type Hello struct {
 	// Profile is the config's profile the client is shown (serve
 	// --profile), "" for the whole config.
 	Profile string `json:"profile,omitempty"`
+	// Addr is where OpUI asks the inspector to be served.
+	Addr string `json:"addr,omitempty"`
 }
 
 // Done is the hub's last line to a bridge that passed its stdin and
@@ -56,6 +62,15 @@ type Reply struct {
 	Error string `json:"error,omitempty"`
 	// Status answers OpStatus.
 	Status *Status `json:"status,omitempty"`
+	// UI answers OpUI.
+	UI *UI `json:"ui,omitempty"`
+}
+
+// UI is where the hub serves its inspector, and the inspector's token
+// (the socket is the user's alone: the token may travel on it).
+type UI struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
 }
 
 // Status is what the hub says of itself.

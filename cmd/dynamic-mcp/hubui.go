@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// hubUI is the shared hub's inspector: served on the loopback address
+// the first bridge with --ui asks for, for the rest of the hub's life. It
+// lists every session of the hub and records every client's traffic from
+// that moment on; the hub records nothing until it is asked.
+type hubUI struct {
+	ctx       context.Context // the inspector's streams end with it
+	hub       *server.Hub
+	mgr       *upstream.Manager
+	observers []traffic.Observer // what watched the hub before (traces)
+	logger    *slog.Logger
+
+	mu   sync.Mutex // guards what follows
+	addr string     // as asked, completed by uiListenAddr
+	ui   *local.UI
+	stop func()
+}
+
+// serve serves the inspector on addr, or says where it is served when
+// it already is on addr; another address is refused: one inspector shows
+// every client already.
+func (u *hubUI) serve(addr string) (*local.UI, error) {
+	full, err := uiListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ui != nil {
+		if full == u.addr {
+			return u.ui, nil
+		}
+		return nil, fmt.Errorf("the shared hub serves its inspector at %s already, for every client (asked for %s): use that one, or stop the hub (dynamic-mcp stop) to move it", u.ui.URL, full)
+	}
+	hub := u.hub
+	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
+		Panics: hub.Panics, AuditLost: hub.AuditLost})
+	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
+	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)
+	if err != nil {
+		insp.Close()
+		return nil, err
+	}
+	hub.Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
+	u.addr, u.ui, u.stop = full, &local.UI{URL: url, Token: token}, stop
+	return u.ui, nil
+}
+
+// close stops serving the inspector, if it was.
+func (u *hubUI) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stop != nil {
+		u.stop()
+		u.stop = nil
+	}
+}
