@@ -398,7 +398,10 @@ func TestSharedHubCopyingBridge(t *testing.T) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		ended := make(chan error, 1)
-		go func() { ended <- bridge(t.Context(), s.cfg, "", "error", "", logger, inR, outW, io.Discard); outW.Close() }()
+		go func() {
+			ended <- bridge(t.Context(), s.cfg, "", "error", "", logger, inR, outW, io.Discard)
+			outW.Close()
+		}()
 		fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"copier","version":"1"}}}`)
 		out := bufio.NewReader(outR)
 		line, err := out.ReadString('\n')
