@@ -17,14 +17,10 @@ import (
 // that pass against the server directly and that this hub does not pass
 // yet, each with the reason; the test expects every other check that
 // passes directly to pass through the hub. Each reason names the part of
-// issue 21 that removes it.
-var notYetThroughHub = map[string]string{
-	// subscriptions/listen over Streamable HTTP is not answered yet (issue
-	// 21, item 2): remove these once it is.
-	"server-stateless/sep-2575-server-sends-subscription-ack":     "subscriptions/listen over HTTP",
-	"server-stateless/sep-2575-server-tags-subscription-id":       "subscriptions/listen over HTTP",
-	"server-stateless/sep-2575-server-honors-notification-filter": "subscriptions/listen over HTTP",
-}
+// an issue that removes it. None is left: the three subscriptions/listen
+// checks of server-stateless pass through the hub since it serves
+// subscriptions/listen over HTTP (issue 21, item 2).
+var notYetThroughHub = map[string]string{}
 
 // TestConformance20260728 runs the newest pre-release of the official
 // conformance suite with its --requirements 2026-07-28 run (the scenarios
