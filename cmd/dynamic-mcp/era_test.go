@@ -35,6 +35,8 @@ type eraClient interface {
 	toolNames(ctx context.Context) ([]string, error)
 	// callText calls a tool and returns its texts, a line each, and isError.
 	callText(ctx context.Context, name string, args map[string]any) (string, bool, error)
+	// promptText gets a prompt without arguments and returns its texts.
+	promptText(ctx context.Context, name string) (string, error)
 	close()
 }
 
@@ -111,6 +113,20 @@ func (c *goSDKClient) callText(ctx context.Context, name string, args map[string
 		}
 	}
 	return text.String(), res.IsError, nil
+}
+
+func (c *goSDKClient) promptText(ctx context.Context, name string) (string, error) {
+	res, err := c.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: name})
+	if err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	for _, m := range res.Messages {
+		if t, ok := m.Content.(*sdk.TextContent); ok {
+			text.WriteString(t.Text + "\n")
+		}
+	}
+	return text.String(), nil
 }
 
 func (c *goSDKClient) close() { _ = c.cs.Close() }
@@ -201,6 +217,22 @@ func (c *mcpGoClient) callText(ctx context.Context, name string, args map[string
 		}
 	}
 	return text.String(), res.IsError, nil
+}
+
+func (c *mcpGoClient) promptText(ctx context.Context, name string) (string, error) {
+	req := mcpgo.GetPromptRequest{}
+	req.Params.Name = name
+	res, err := c.c.GetPrompt(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	for _, m := range res.Messages {
+		if t, ok := m.Content.(mcpgo.TextContent); ok {
+			text.WriteString(t.Text + "\n")
+		}
+	}
+	return text.String(), nil
 }
 
 func (c *mcpGoClient) close() { _ = c.c.Close() }
@@ -321,6 +353,27 @@ func TestRealClientsInEachEra(t *testing.T) {
 						t.Errorf("first tools/list through the hub:\n%v\ndirectly (prefixed):\n%v", got, wantHub)
 					}
 
+					// A one-shot client's first request may be a prompt:
+					// over stdio a new hub starts the server meanwhile, and
+					// prompts/get waits for it as tools/call does (it
+					// answered "not found" before issue 21).
+					t.Run("prompts/get first", func(t *testing.T) {
+						if transport != "stdio" {
+							t.Skip("over HTTP the hub's upstream runs already")
+						}
+						// A hub of its own (not the shared one the client
+						// above started), whose upstream starts now.
+						own := eraEndpoint{argv: append(slices.Clone(ep.argv), "--standalone"), env: []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}}
+						first, err := lib.connect(ctx, own, legacy)
+						if err != nil {
+							t.Fatalf("connect through the hub: %v", err)
+						}
+						defer first.close()
+						text, err := first.promptText(ctx, "ev__simple-prompt")
+						if err != nil || strings.TrimSpace(text) == "" {
+							t.Errorf("prompts/get as the first request: %q %v", text, err)
+						}
+					})
 					t.Run("sampling", func(t *testing.T) {
 						text, isErr, err := c.callText(ctx, "ev__trigger-sampling-request", map[string]any{"prompt": "hello", "maxTokens": 10})
 						if err != nil || isErr || !strings.Contains(text, eraSampled) {
