@@ -21,7 +21,10 @@ func TestAuditRequiredMovedUnderLoad(t *testing.T) {
 	c.send(initializeMsg)
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	const n = 400
+	// Fewer than the 256 requests a client may have in flight: the calls
+	// are written without waiting, and on a loaded machine 400 of them
+	// met that cap (refused -32000), which is not what this test is about.
+	const n = 250
 	moved := make(chan struct{})
 	go func() {
 		defer close(moved)

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -281,5 +284,86 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no resources/updated of mem://a within 20s")
 		}
+	}
+}
+
+// TestMCPGoListen is TestGoSDKListen for mcp-go's client in its default
+// era (2026-07-28: server/discover, no initialize), whose listen is opened
+// by ListenAsync: over stdio and Streamable HTTP, its notification handler
+// hears tools/list_changed once the config adds a group, with the added
+// tools listed by then.
+func TestMCPGoListen(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			rewrite(t, path, listenConfig(false))
+			var tr mcptransport.Interface
+			switch transport {
+			case "stdio":
+				tr = mcptransport.NewStdio(hubBin, []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, "serve", "-c", path)
+			case "http":
+				h, err := mcptransport.NewStreamableHTTP(startHTTPHubAt(t, path) + "/mcp")
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr = h
+			}
+			c := mcpclient.NewClient(tr)
+			changed := make(chan struct{}, 100)
+			c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+				if n.Method == "notifications/tools/list_changed" {
+					changed <- struct{}{}
+				}
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			res, err := c.Initialize(ctx, mcpgo.InitializeRequest{})
+			if err != nil {
+				t.Fatalf("initialize: %v", err)
+			}
+			if res.ProtocolVersion < "2026-07-28" {
+				t.Fatalf("the client speaks %s, not 2026-07-28", res.ProtocolVersion)
+			}
+			listenErr := make(chan error, 1)
+			stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ToolsListChanged: true}, func(err error) { listenErr <- err })
+			if err != nil {
+				t.Fatalf("listen: %v", err)
+			}
+			defer stop()
+			listed := func(name string) bool {
+				res, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				for _, tool := range res.Tools {
+					if tool.Name == name {
+						return true
+					}
+				}
+				return false
+			}
+			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
+
+			rewrite(t, path, listenConfig(true))
+			deadline := time.After(20 * time.Second)
+			for {
+				select {
+				case <-changed:
+				case err := <-listenErr:
+					t.Fatalf("the listen ended: %v", err)
+				case <-deadline:
+					t.Fatal("no tools/list_changed that lists added's tools within 20s of the config change")
+				}
+				if listed("added__echo") {
+					return
+				}
+			}
+		})
 	}
 }
