@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -88,4 +89,41 @@ func (s *Server) cancelListen(hs *httpSession, id []byte) {
 	ctx, cancel := context.WithTimeout(hs.ctx, writeTimeout)
 	defer cancel()
 	hs.st.deliver(ctx, jsonrpc.EncodeNotification("notifications/cancelled", params))
+}
+
+// listenCount counts the listens open for each credential. Over HTTP a
+// listen is a request with a session of its own for as long as it is open
+// (2026-07-28 has no sessions), so listens would otherwise hold sessions
+// without end.
+type listenCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// maxListens is how many listens one credential may hold open: a quarter
+// of max_sessions, so that one client's listens leave the rest to
+// requests and to other clients.
+func (s *Server) maxListens() int { return max(1, s.opts.MaxSessions/4) }
+
+// take counts a listen of cred, unless it holds limit already.
+func (c *listenCount) take(cred string, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	if c.n[cred] >= limit {
+		return false
+	}
+	c.n[cred]++
+	return true
+}
+
+// give gives back a listen of cred that took.
+func (c *listenCount) give(cred string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[cred]--; c.n[cred] <= 0 {
+		delete(c.n, cred)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -183,4 +184,35 @@ func postModern(t *testing.T, base, tool, body string) string {
 		t.Fatalf("%s: %d %s", tool, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// One client's open listens (each a session while it lasts) may not take
+// every session: past a quarter of max_sessions its next listen gets 503,
+// and a request still finds a session.
+func TestHTTPListensCapped(t *testing.T) {
+	h := fakeHub(t)
+	_, ts := serveHTTPWith(t, h, Options{MaxSessions: 8})
+	c := &httpClient{t: t, base: ts.URL}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for i := range 2 {
+		openListen(ctx, c, fmt.Sprint(i), `"toolsListChanged":true`).next() // the ack
+	}
+	body := `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocolVersion, "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a third listen with max_sessions 8: %d, want 503", resp.StatusCode)
+	}
+	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},`+modernMeta+`}}`); !strings.Contains(got, "hi") {
+		t.Errorf("a call beside the listens: %s", got)
+	}
 }

@@ -80,6 +80,7 @@ type Server struct {
 	bodies   *byteBudget
 	shares   *clientShares // each client's part of the caps
 	guard    *Guard        // the checks of every endpoint but the public ones
+	listens  listenCount   // open listens of each credential (listen.go)
 
 	stop chan struct{}  // closed by Close: handlers and streams return
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)

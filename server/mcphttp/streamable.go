@@ -193,6 +193,17 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
+	if msg.Method == methodListen {
+		// A listen holds its session as long as it is open: one client's
+		// listens may not take every session.
+		cred := CredentialOf(r.Context())
+		if !s.listens.take(cred, s.maxListens()) {
+			release()
+			unavailable(w, "too many listens open")
+			return
+		}
+		defer s.listens.give(cred)
+	}
 	hs, ok := s.oneSession(w, r, msg, release)
 	if !ok {
 		return
