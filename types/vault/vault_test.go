@@ -192,3 +192,35 @@ func TestFileKeySaidOnce(t *testing.T) {
 		t.Fatalf("said %d times:\n%s", n, log.String())
 	}
 }
+
+// A keychain that holds the key of what is sealed but does not answer
+// (locked, a dialog nobody sees) is not taken for one with no key: Open
+// fails, within its bound, rather than make a new key in a file that
+// would leave the sealed secrets unreadable for good.
+func TestLockedKeychainKeepsSealedData(t *testing.T) {
+	dir := t.TempDir()
+	kc := &memKeychain{}
+	v1, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil || v1.Source != "keychain" {
+		t.Fatalf("Open = %v, %v", v1, err)
+	}
+	if err := NewSecrets(dir, v1).Set("TOKEN", "sealed-before-the-lock"); err != nil {
+		t.Fatal(err)
+	}
+	stuck := stuckKeychain{release: make(chan struct{})}
+	defer close(stuck.release)
+	_, err = Open(context.Background(), Options{Dir: dir, Keychain: stuck, Wait: 50 * time.Millisecond, Getenv: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "unlock") {
+		t.Fatalf("Open with the keychain locked = %v, want an error saying to unlock it", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, KeyFile)); !os.IsNotExist(err) {
+		t.Fatalf("a new key file was written: %v", err)
+	}
+	v2, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := NewSecrets(dir, v2).All(); err != nil || m["TOKEN"] != "sealed-before-the-lock" {
+		t.Fatalf("after the unlock: %v, %v", m, err)
+	}
+}
