@@ -66,3 +66,24 @@ func TestRedactSecrets(t *testing.T) {
 		t.Errorf("nil config changed text: %s", got)
 	}
 }
+
+// A value is found however a server's JSON encoder escapes it: Go's
+// (\u0026 for "&"), JavaScript's and Python's ("&" as is, "\"" escaped),
+// PHP's ("/" as "\/").
+func TestRedactSecretsAsEncodersEscape(t *testing.T) {
+	var c Config
+	secret := `tok/"a&b"+9Zq==`
+	c.setSecretValues(map[string]string{"K": secret}, map[string][]string{"K": {"x"}})
+	for name, in := range map[string]string{
+		"raw":        "echo " + secret,
+		"go":         `{"text":"tok/\"a\u0026b\"+9Zq=="}`,
+		"javascript": `{"text":"tok/\"a&b\"+9Zq=="}`,
+		"php":        `{"text":"tok\/\"a&b\"+9Zq=="}`,
+		"go, php":    `{"text":"tok\/\"a\u0026b\"+9Zq=="}`,
+	} {
+		got := string(c.RedactSecrets([]byte(in)))
+		if !strings.Contains(got, "[secret:K]") || strings.Contains(got, "9Zq") {
+			t.Errorf("%s: RedactSecrets(%s) = %s", name, in, got)
+		}
+	}
+}
