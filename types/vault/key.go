@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -188,7 +189,20 @@ func sealedFile(p string) bool {
 	return Sealed(b[:n])
 }
 
+// readKeyFile reads the key file, which must be a regular file only its
+// owner can read (as ssh asks of a private key): a key others can read
+// opens the vault for them.
 func readKeyFile(file string) ([]byte, error) {
+	fi, err := os.Lstat(file)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("vault key file %s is not a regular file (%s); it must be the key itself, mode 0600", file, fi.Mode().Type())
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("vault key file %s can be read by others (mode %04o): chmod 600 it, and take its key as known to them", file, fi.Mode().Perm())
+	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err

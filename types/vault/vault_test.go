@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -223,4 +224,37 @@ func TestLockedKeychainKeepsSealedData(t *testing.T) {
 	if m, err := NewSecrets(dir, v2).All(); err != nil || m["TOKEN"] != "sealed-before-the-lock" {
 		t.Fatalf("after the unlock: %v, %v", m, err)
 	}
+}
+
+// A key file others can read, or one that is a symlink, is refused with
+// what to do, not used: it would open the vault for whoever reads it.
+func TestKeyFileMustBeOwnersOnly(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("modes are Unix's")
+	}
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, KeySize)) + "\n"
+	t.Run("world-readable", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(dir, KeyFile), 0o644)
+		_, err := Open(context.Background(), Options{Dir: dir, Keychain: &memKeychain{}, Getenv: noEnv})
+		if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Fatalf("Open = %v, want an error saying chmod 600", err)
+		}
+	})
+	t.Run("symlink", func(t *testing.T) {
+		dir, elsewhere := t.TempDir(), filepath.Join(t.TempDir(), "k")
+		if err := os.WriteFile(elsewhere, []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Join(dir, KeyFile)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), Options{Dir: dir, Keychain: &memKeychain{}, Getenv: noEnv})
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("Open = %v, want an error saying not a regular file", err)
+		}
+	})
 }
