@@ -158,12 +158,16 @@ func (h *Hub) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string,
 
 // upstreamNotification routes a notification from an upstream server to
 // the clients it is for. Its params pass through byte for byte but for
-// the member the hub must change (the progress token, the logger's name).
+// the member the hub must change (the progress token, the logger's name)
+// and a secret's value.
 // It runs on the hub's event loop: sess.notify never blocks.
 func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	// A resolved ${secret:NAME} a server logs or reports (a log message,
+	// a progress message) goes no further, as in its answers (observe.go).
+	params = h.snapshot().cfg.RedactSecrets(params)
 	// Checked JSON since it arrived (its connection decoded it): scanned
 	// once, its members read and replaced without validating it again.
 	fields, _ := jsonrpc.ScanObject(params) // the zero Object when no object: With refuses it

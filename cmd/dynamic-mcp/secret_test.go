@@ -222,3 +222,40 @@ func TestImportMovesSecretsToVault(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, stderr)
 	}
 }
+
+// An upstream's log message (notifications/message) that quotes a secret
+// reaches the client as [secret:NAME], as its results do.
+func TestSecretRedactedInUpstreamLog(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := bytes.Repeat([]byte{5}, vault.KeySize)
+	v, _ := vault.New(key, "test")
+	const value = "sk-logged-secret-11"
+	if err := vault.NewSecrets(state, v).Set("LOGGED", value); err != nil {
+		t.Fatal(err)
+	}
+	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
+mode: flat
+state_dir: %s
+groups:
+  f: { description: fake, command: %q, env: { DMCP_TEST_LOGGED: "${secret:LOGGED}" } }
+`, state, fakeBin))
+	c.initialize("2025-06-18")
+	c.waitFlatTools(1)
+	c.call("logging/setLevel", map[string]any{"level": "debug"})
+	c.callText("f__log", map[string]any{"text": "env:DMCP_TEST_LOGGED"})
+	var got []string
+	waitFor(t, 10*time.Second, "the upstream's log message", func() bool {
+		got = got[:0]
+		for _, n := range c.notesOf("notifications/message") {
+			b, _ := json.Marshal(n.Params)
+			got = append(got, string(b))
+		}
+		return len(got) > 0
+	})
+	for _, n := range got {
+		if strings.Contains(n, value) || !strings.Contains(n, "[secret:LOGGED]") {
+			t.Errorf("the log message reached the client as %s", n)
+		}
+	}
+}

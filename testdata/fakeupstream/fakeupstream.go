@@ -731,7 +731,11 @@ func call(req request) {
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})
 		reply(req.ID, text("touched"))
 	case toolName("log"):
-		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "logger": "fake", "data": p.Arguments.Text}})
+		data := p.Arguments.Text
+		if name, ok := strings.CutPrefix(data, "env:"); ok {
+			data = "logging " + os.Getenv(name) // a log message that quotes the server's environment
+		}
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "logger": "fake", "data": data}})
 		reply(req.ID, text("logged"))
 	case toolName("mutate"):
 		mutated.Lock()

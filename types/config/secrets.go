@@ -148,13 +148,36 @@ func (c *Config) setSecretValues(values map[string]string, uses map[string][]str
 		if !ok || len(v) < minRedacted {
 			continue
 		}
-		sv := secretValue{forms: [][]byte{[]byte(v)}, mark: []byte("[secret:" + name + "]")}
-		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
-			sv.forms = append(sv.forms, q[1:len(q)-1])
-		}
+		sv := secretValue{forms: jsonForms(v), mark: []byte("[secret:" + name + "]")}
 		c.secretValues = append(c.secretValues, sv)
 	}
 	slices.SortFunc(c.secretValues, func(a, b secretValue) int { return len(b.forms[0]) - len(a.forms[0]) })
+}
+
+// jsonForms is v as it appears in text, raw and as the JSON encoders
+// servers use escape it: "\"" and "\\" always; "<>&" as \u003c (Go's) or
+// not (JavaScript's, Python's); "/" as "\/" (PHP's) or not. The raw form
+// comes first.
+func jsonForms(v string) [][]byte {
+	forms := [][]byte{[]byte(v)}
+	add := func(f string) {
+		if !slices.ContainsFunc(forms, func(b []byte) bool { return string(b) == f }) {
+			forms = append(forms, []byte(f))
+		}
+	}
+	for _, html := range []bool{false, true} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(v) != nil {
+			continue
+		}
+		q := strings.TrimSuffix(b.String(), "\n")
+		q = q[1 : len(q)-1]
+		add(q)
+		add(strings.ReplaceAll(q, "/", `\/`))
+	}
+	return forms
 }
 
 // RedactText is RedactSecrets of a string (a log line, an error).

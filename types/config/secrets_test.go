@@ -26,6 +26,7 @@ groups:
     servers:
       remote: { url: "https://h.example/mcp", headers: { Authorization: "Bearer ${secret:API_KEY}" } }
       local: { command: srv, args: ["--key", "${secret:API_KEY}"], env: { KEY: "${secret:API_KEY}" } }
+      signin: { url: "https://s.example/mcp", oauth: { client_id: hub, client_secret: "${secret:API_KEY}" } }
 state_dir: ` + state + "\n"
 	cfg, err := Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
@@ -38,11 +39,14 @@ state_dir: ` + state + "\n"
 	if got := srv[1].Args; len(got) != 2 || got[1] != "sk-vaulted-123" {
 		t.Errorf("args = %q", got)
 	}
+	if got := srv[2].OAuth; got.ClientSecret != "sk-vaulted-123" {
+		t.Errorf("oauth.client_secret = %+v", got)
+	}
 	if got := srv[1].Env["KEY"]; got != "sk-vaulted-123" {
 		t.Errorf("env = %q", got)
 	}
-	if uses := cfg.SecretUses["API_KEY"]; len(uses) != 3 {
-		t.Errorf("uses of API_KEY = %q, want its three keys", uses)
+	if uses := cfg.SecretUses["API_KEY"]; len(uses) != 4 {
+		t.Errorf("uses of API_KEY = %q, want its four keys", uses)
 	}
 	_, err = Parse("c.yaml", strings.NewReader(strings.ReplaceAll(src, "secret:API_KEY}\" }", "secret:MISSING}\" }")))
 	if err == nil || !strings.Contains(err.Error(), "secret MISSING is not set (run: dynamic-mcp secret set MISSING)") {
@@ -64,5 +68,26 @@ func TestRedactSecrets(t *testing.T) {
 	var none *Config
 	if got := string(none.RedactSecrets([]byte(in))); got != in {
 		t.Errorf("nil config changed text: %s", got)
+	}
+}
+
+// A value is found however a server's JSON encoder escapes it: Go's
+// (\u0026 for "&"), JavaScript's and Python's ("&" as is, "\"" escaped),
+// PHP's ("/" as "\/").
+func TestRedactSecretsAsEncodersEscape(t *testing.T) {
+	var c Config
+	secret := `tok/"a&b"+9Zq==`
+	c.setSecretValues(map[string]string{"K": secret}, map[string][]string{"K": {"x"}})
+	for name, in := range map[string]string{
+		"raw":        "echo " + secret,
+		"go":         `{"text":"tok/\"a\u0026b\"+9Zq=="}`,
+		"javascript": `{"text":"tok/\"a&b\"+9Zq=="}`,
+		"php":        `{"text":"tok\/\"a&b\"+9Zq=="}`,
+		"go, php":    `{"text":"tok\/\"a\u0026b\"+9Zq=="}`,
+	} {
+		got := string(c.RedactSecrets([]byte(in)))
+		if !strings.Contains(got, "[secret:K]") || strings.Contains(got, "9Zq") {
+			t.Errorf("%s: RedactSecrets(%s) = %s", name, in, got)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -66,7 +67,9 @@ type Options struct {
 // the key file if there is one (a key made while no keychain answered
 // stays the key); else the keychain's item; else a new key, kept in the
 // keychain, or in the key file (0600) when the keychain does not answer
-// within the bound, which it logs. Two processes making the first key
+// within the bound, which it logs; but not when the keychain did not
+// answer and sealed files exist (their key may be in it): that is an
+// error. Two processes making the first key
 // agree on it: the making is under a file lock.
 func Open(ctx context.Context, o Options) (*Vault, error) {
 	if o.Keychain == nil {
@@ -123,6 +126,14 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 		}
 		return New(k, "keychain")
 	}
+	if !errors.Is(err, ErrNotFound) {
+		// The keychain did not answer (locked, a dialog, no session): it
+		// may hold the key of what is sealed here. A new key would leave
+		// every sealed record and secret unreadable for good.
+		if f := sealedIn(dir); f != "" {
+			return nil, fmt.Errorf("the keychain holds the key of %s but did not answer; unlock it and try again, or set %s: %w", f, EnvKey, err)
+		}
+	}
 	k := make([]byte, KeySize)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
@@ -145,7 +156,53 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 	return New(k, "file")
 }
 
+// sealedIn names a file Seal made in dir or a directory in it (sign-in
+// records are in one), or is "" when there is none.
+func sealedIn(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			if sealedFile(p) {
+				return p
+			}
+			continue
+		}
+		sub, _ := os.ReadDir(p)
+		for _, s := range sub {
+			if q := filepath.Join(p, s.Name()); !s.IsDir() && sealedFile(q) {
+				return q
+			}
+		}
+	}
+	return ""
+}
+
+func sealedFile(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(magic))
+	n, _ := f.Read(b)
+	return Sealed(b[:n])
+}
+
+// readKeyFile reads the key file, which must be a regular file only its
+// owner can read (as ssh asks of a private key): a key others can read
+// opens the vault for them.
 func readKeyFile(file string) ([]byte, error) {
+	fi, err := os.Lstat(file)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("vault key file %s is not a regular file (%s); it must be the key itself, mode 0600", file, fi.Mode().Type())
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("vault key file %s can be read by others (mode %04o): chmod 600 it, and take its key as known to them", file, fi.Mode().Perm())
+	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -191,4 +192,69 @@ func TestFileKeySaidOnce(t *testing.T) {
 	if n := strings.Count(log.String(), "the data key is in a file"); n != 1 {
 		t.Fatalf("said %d times:\n%s", n, log.String())
 	}
+}
+
+// A keychain that holds the key of what is sealed but does not answer
+// (locked, a dialog nobody sees) is not taken for one with no key: Open
+// fails, within its bound, rather than make a new key in a file that
+// would leave the sealed secrets unreadable for good.
+func TestLockedKeychainKeepsSealedData(t *testing.T) {
+	dir := t.TempDir()
+	kc := &memKeychain{}
+	v1, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil || v1.Source != "keychain" {
+		t.Fatalf("Open = %v, %v", v1, err)
+	}
+	if err := NewSecrets(dir, v1).Set("TOKEN", "sealed-before-the-lock"); err != nil {
+		t.Fatal(err)
+	}
+	stuck := stuckKeychain{release: make(chan struct{})}
+	defer close(stuck.release)
+	_, err = Open(context.Background(), Options{Dir: dir, Keychain: stuck, Wait: 50 * time.Millisecond, Getenv: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "unlock") {
+		t.Fatalf("Open with the keychain locked = %v, want an error saying to unlock it", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, KeyFile)); !os.IsNotExist(err) {
+		t.Fatalf("a new key file was written: %v", err)
+	}
+	v2, err := Open(context.Background(), Options{Dir: dir, Keychain: kc, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := NewSecrets(dir, v2).All(); err != nil || m["TOKEN"] != "sealed-before-the-lock" {
+		t.Fatalf("after the unlock: %v, %v", m, err)
+	}
+}
+
+// A key file others can read, or one that is a symlink, is refused with
+// what to do, not used: it would open the vault for whoever reads it.
+func TestKeyFileMustBeOwnersOnly(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("modes are Unix's")
+	}
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, KeySize)) + "\n"
+	t.Run("world-readable", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(dir, KeyFile), 0o644)
+		_, err := Open(context.Background(), Options{Dir: dir, Keychain: &memKeychain{}, Getenv: noEnv})
+		if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Fatalf("Open = %v, want an error saying chmod 600", err)
+		}
+	})
+	t.Run("symlink", func(t *testing.T) {
+		dir, elsewhere := t.TempDir(), filepath.Join(t.TempDir(), "k")
+		if err := os.WriteFile(elsewhere, []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Join(dir, KeyFile)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), Options{Dir: dir, Keychain: &memKeychain{}, Getenv: noEnv})
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("Open = %v, want an error saying not a regular file", err)
+		}
+	})
 }
