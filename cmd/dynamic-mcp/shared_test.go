@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -255,29 +257,82 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // config's env PATH finds.
 func TestSharedHubPATHOfEitherClient(t *testing.T) {
 	t.Parallel()
-	bin := t.TempDir()
+	// The user's bash profile puts bin, where the server's command is,
+	// on PATH; Claude Desktop's short PATH does not have it.
+	home := t.TempDir()
+	bin := filepath.Join(home, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(fakeBin, filepath.Join(bin, "dmcp-fake-upstream")); err != nil {
 		t.Fatal(err)
+	}
+	profile := "export PATH=\"$HOME/bin:$PATH\"\nexport " + fakeupstream.EnvVar + "=1\n"
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash:", err)
 	}
 	short := "PATH=/usr/bin:/bin"
 	full := "PATH=" + bin + ":" + os.Getenv("PATH")
 	for _, order := range [][]string{{short, full}, {full, short}} {
 		t.Run(strings.Join([]string{order[0][:9], order[1][:9]}, "-then-"), func(t *testing.T) {
 			t.Parallel()
-			s := newShared(t, fmt.Sprintf(`
+			s := newShared(t, `
 mode: flat
 settings: { shared_idle: 1s, stop_grace: 1s }
 groups:
   one:
     description: fake
     command: dmcp-fake-upstream
-    env: { PATH: %q }
-`, bin+":/usr/bin:/bin"))
+`)
 			for i, env := range order {
-				c := s.bridge(t, fmt.Sprint("client-", i), env)
+				c := s.bridge(t, fmt.Sprint("client-", i), env, "SHELL="+bash, "HOME="+home)
 				c.waitFlatTools(fakeTools)
 			}
+			if n := len(childrenOf(t, s.hubPID(), "dmcp-fake-upstream")); n != 1 {
+				t.Errorf("%d upstream processes under the hub, want 1", n)
+			}
 		})
+	}
+}
+
+// A bridge whose value of a variable the config reads is not the running
+// hub's does not join it: its client gets the server configured with its
+// own value, in a hub of its own, and stderr names the variable. One with
+// the hub's value joins.
+func TestSharedHubOtherValuesNotJoined(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf(`
+mode: flat
+settings: { shared_idle: 1s, stop_grace: 1s }
+groups:
+  one:
+    description: fake
+    command: %q
+    env: { FAKE_TOKEN: "${DMCP_TEST_TOKEN:-}" }
+`, fakeBin))
+	first := s.bridge(t, "first", "DMCP_TEST_TOKEN=one")
+	first.waitFlatTools(fakeTools)
+	same := s.bridge(t, "same", "DMCP_TEST_TOKEN=one")
+	same.waitFlatTools(fakeTools)
+	other := s.bridge(t, "other", "DMCP_TEST_TOKEN=two")
+	other.waitFlatTools(fakeTools)
+	waitFor(t, 5*time.Second, "the bridge to say why", func() bool {
+		return strings.Contains(other.stderr.String(), "not joining the shared hub") && strings.Contains(other.stderr.String(), "DMCP_TEST_TOKEN")
+	})
+	if strings.Contains(same.stderr.String(), "not joining") {
+		t.Errorf("a bridge with the hub's values did not join: %s", same.stderr.String())
+	}
+	var names []string
+	for _, c := range s.status(t).Sessions {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"first", "same"}) {
+		t.Errorf("the hub's sessions are %v, want first and same", names)
 	}
 }
 

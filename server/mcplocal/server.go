@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -210,6 +211,12 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	case local.OpSession:
 		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
 			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)
+			_ = local.WriteLine(c, reply)
+			return
+		}
+		if differ := local.EnvDiffers(hello.Env, os.LookupEnv); len(differ) > 0 {
+			reply.Error = fmt.Sprintf("%v: %s", local.ErrEnv, strings.Join(differ, ", "))
+			s.logger.Warn("refused a bridge whose environment differs", "variables", differ)
 			_ = local.WriteLine(c, reply)
 			return
 		}

@@ -45,6 +45,10 @@ type Hello struct {
 	Profile string `json:"profile,omitempty"`
 	// Addr is where OpUI asks the inspector to be served.
 	Addr string `json:"addr,omitempty"`
+	// Env is EnvDigests of the variables the config reads (${VAR}), as
+	// the bridge has them: an OpSession hello whose values differ from
+	// the hub's is refused (ErrEnv).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Done is the hub's last line to a bridge that passed its stdin and

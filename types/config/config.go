@@ -117,6 +117,10 @@ type Config struct {
 	Audit Audit
 	// StateDir holds tool pins; default $DYNAMIC_MCP_HOME or ~/.dynamic-mcp.
 	StateDir string
+	// EnvUses names the environment variables the file reads (${VAR} and
+	// ${VAR:-default}; not CONFIG_DIR or secrets), sorted: the bridges of
+	// one shared hub must agree on their values.
+	EnvUses []string
 	// SecretUses says where the config uses each ${secret:NAME}: name ->
 	// the dotted keys, in the order met.
 	SecretUses map[string][]string

@@ -56,10 +56,12 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	p := &parser{path: path, dir: configDir(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
 			return p.dir, true
 		}
+		used[name] = true
 		return lookupEnv(name)
 	}
 	p.stateDir = prescanStateDir(data, p.env)
@@ -69,6 +71,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return nil, p.errs
 	}
 	cfg.SecretUses = p.secretUses
+	cfg.EnvUses = slices.Sorted(maps.Keys(used))
 	cfg.setSecretValues(p.secrets, p.secretUses)
 	return cfg, nil
 }
