@@ -143,6 +143,14 @@ func (h *Hub) askRound(req *request, c call, d policy.Decision) error {
 		// own: modernCall checks its state again and resumes it.
 		return nil
 	}
+	answers, err := inputResponses(req.field("inputResponses")) // before take: a malformed retry leaves the state good
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return &roundAnswer{err: re}
+		}
+		return err
+	}
 	if !h.prompts.take(st.Round) {
 		return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())}
 	}
@@ -150,14 +158,6 @@ func (h *Hub) askRound(req *request, c call, d policy.Decision) error {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
 		return h.putQuestion(c, d, who, digest)
-	}
-	answers, err := inputResponses(req.field("inputResponses"))
-	if err != nil {
-		var re *rpcError
-		if errors.As(err, &re) {
-			return &roundAnswer{err: re}
-		}
-		return err
 	}
 	raw := answers.Field(promptInputKey)
 	if raw == nil {

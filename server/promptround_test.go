@@ -208,6 +208,10 @@ func TestPromptRuleStateRefused(t *testing.T) {
 	if code, _ := refusal(t, reply(a, "5")); code != codeInvalidParams {
 		t.Errorf("a state that is no string: %d", code)
 	}
+	a.send(echoCall("51", "mine", caps, `,"inputResponses":{"`+key+`":"yes"},"requestState":"`+state+`"`))
+	if code, msg := refusal(t, reply(a, "51")); code != codeInvalidParams || !strings.Contains(msg, "must be an object") {
+		t.Errorf("an answer that is no object: %d %s", code, msg)
+	}
 	b, err := h.Open("other", "stdio", facePeerStub{})
 	if err != nil {
 		t.Fatal(err)
