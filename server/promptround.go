@@ -24,13 +24,16 @@ import (
 // retry through the policy, once (the state is single-use), and it goes
 // upstream as a first call would, without the hub's state and answer
 // (further rounds of the upstream's own follow as for any call); decline,
-// cancel or another answer deny it -32001, as today. A state the hub did
-// not seal, altered, expired, of another caller or call, or used already
-// is refused -32602, as every state of the hub's is (see modernCall).
+// cancel or another answer deny it -32001, as an older client's do. A
+// state the hub did not seal, altered, expired, of another caller or
+// call, or used already is refused -32602, as every state of the hub's is
+// (see modernCall).
 //
 // The retry of a later round, the upstream's own, of a call the policy
 // let through carries that round's state (see modernCall): the rule is not
-// asked again for it.
+// asked again for it. A question's state whose call no rule stops any more
+// (a reload made it allowed) reaches modernCall, which refuses it as used:
+// the client sends the call again.
 
 // promptInputKey is the key of the hub's question among a round's input
 // requests, and of its answer among the retry's inputResponses.
