@@ -61,7 +61,10 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	}
 	h.routed(req, c.server, c.name, d.Rule, string(d.Action))
 	if err := h.decide(ctx, req, c, d); err != nil {
-		return nil, err
+		return answerWith(err) // an input_required answer that asks the user is no error (promptround.go)
+	}
+	if req.promptAnswered {
+		c.params = withoutRound(c.params)
 	}
 	var buf [2]jsonrpc.Member
 	set := buf[:0]
@@ -160,6 +163,9 @@ func (h *Hub) decide(ctx context.Context, req *request, c call, d policy.Decisio
 		return nil
 	case config.ActionPrompt:
 		if err := h.ask(ctx, req, c, d); err != nil {
+			if isRoundAnswer(err) {
+				return err
+			}
 			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
 			return blocked(d, err.Error())
 		}
@@ -187,6 +193,9 @@ func blocked(d policy.Decision, why string) *rpcError {
 // accept lets it through; a client that cannot elicit, a decline, a cancel
 // or no answer in time all deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
+	if req.modern {
+		return h.askRound(req, c, d) // a 2026-07-28 client is asked in an input_required answer
+	}
 	sess := req.sess
 	if !canElicit(sess.GetClientCapabilities().Elicitation, "") { // the question is a form
 		return errors.New("the client does not support elicitation in form mode")

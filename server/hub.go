@@ -32,6 +32,9 @@ type Hub struct {
 	states *stateSealer                     // seals the requestState of input_required results
 	inputs *inputCalls                      // 2026-07-28 clients' calls held between rounds
 	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	// prompts are the prompt rules' questions put to 2026-07-28 clients
+	// in input_required answers and not answered yet (promptround.go).
+	prompts *promptRounds
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -71,6 +74,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
 		inputs:        newInputCalls(),
+		prompts:       newPromptRounds(),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
