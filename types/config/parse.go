@@ -522,6 +522,7 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 		p.checkGlobs(rn, k, r)
 		rules = append(rules, r)
 	}
+	p.checkRateNames(n, key, rules)
 	return rules
 }
 

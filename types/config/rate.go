@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,4 +111,22 @@ func (p *parser) rateLimit(n rateNodes, key string, r Rule) *RateLimit {
 		p.fail(n.rate, key+".rate", "a deny rule refuses every call it matches; rate: applies to allow, log and prompt rules")
 	}
 	return rl
+}
+
+// checkRateNames reports a rule with rate: whose name another rule of the
+// same policy list (n, at key) has too: a rule's group and name are what
+// its counters go by, across reloads.
+func (p *parser) checkRateNames(n *yaml.Node, key string, rules []Rule) {
+	first := map[string]int{}
+	for i, r := range rules {
+		j, dup := first[r.Name]
+		if !dup {
+			first[r.Name] = i
+			continue
+		}
+		if r.Rate != nil || rules[j].Rate != nil {
+			at := cmp.Or(findKey(n.Content[i], "name"), n.Content[i])
+			p.fail(at, fmt.Sprintf("%s[%d].name", key, i), "%q names %s[%d] too: a rule with rate: needs a name of its own (its counters go by it)", r.Name, key, j)
+		}
+	}
 }

@@ -86,6 +86,10 @@ func TestRuleRateErrors(t *testing.T) {
       - { action: allow, tool: g, then: prompt }
       - { action: deny, tool: h, rate: 3/minute }
       - { action: allow, tool: i, rate: [3, minute] }
+      - { name: twice, action: allow, tool: j }
+      - { name: twice, action: log, tool: k, rate: 3/minute }
+      - { name: other, action: log, tool: l }
+      - { name: other, action: log, tool: m }
 `
 	_, err := Parse("c.yaml", strings.NewReader(src))
 	if err == nil {
@@ -105,6 +109,7 @@ func TestRuleRateErrors(t *testing.T) {
 		{12, "groups.gh.policy[6].then", "only applies with rate:"},
 		{13, "groups.gh.policy[7].rate", "a deny rule"},
 		{14, "groups.gh.policy[8].rate", "must be a string"},
+		{16, "groups.gh.policy[10].name", `"twice" names groups.gh.policy[9] too`},
 	}
 	var errs []*ConfigError
 	for _, e := range unwrapAll(err) {
