@@ -389,3 +389,33 @@ func TestRateLimiterBounded(t *testing.T) {
 		t.Error("a session that ended kept its counter")
 	}
 }
+
+// A 2026-07-28 client's retry of a call (the round of an upstream's
+// elicitation answered, with the requestState the hub sealed) resumes
+// the call already counted: it is not counted again, so a 1/minute rule
+// lets the one call finish. A new call is counted.
+func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
+	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "flat",
+		"      - {name: once, action: allow, tool: ask, rate: 1/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	c := servePipes(t, h, StdioOptions{})
+
+	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
+	round := answerOf(t, reply(c, "1"))
+	if _, ok := round.InputRequests["input-1"]; !ok {
+		t.Fatalf("the upstream's elicitation: %+v", round)
+	}
+	retry := strings.Replace(modernCall("2", "f__ask", `{"elicitation":{}}`), `"_meta":`,
+		`"inputResponses":{"input-1":{"action":"accept","content":{"name":"Ada"}}},"requestState":"`+round.RequestState+`","_meta":`, 1)
+	c.send(retry)
+	if got := reply(c, "2"); !strings.Contains(got, "Ada") {
+		t.Errorf("the retry of the call counted once: %s", got)
+	}
+	c.send(modernCall("3", "f__ask", `{"elicitation":{}}`))
+	decodeRate(t, reply(c, "3")).refused(t, "a new call", "once", 60)
+	// A requestState the hub did not seal is no way around the count.
+	c.send(strings.Replace(modernCall("4", "f__ask", `{"elicitation":{}}`), `"_meta":`, `"requestState":"forged","_meta":`, 1))
+	if a := decodeRate(t, reply(c, "4")); a.Error == nil {
+		t.Errorf("a forged retry went through: %+v", a.Result)
+	}
+}
