@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +64,25 @@ groups:
 	if fams["dynamic_mcp_rate_buckets_evicted_total"] == nil {
 		t.Error("no dynamic_mcp_rate_buckets_evicted_total")
 	}
+}
+
+// The official TypeScript SDK client (testdata/sdkclient/ratelimit.mjs)
+// over stdio: the 4th call within a minute of a rate: 3/minute rule is
+// refused with retryAfter in the error's data; over a then: prompt rule's
+// rate the client is asked through its form elicitation, and its accept
+// lets the call through, its decline refuses it.
+func TestSDKClientRateLimit(t *testing.T) {
+	t.Parallel()
+	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
+	cfg := writeConfig(t, fmt.Sprintf(`mode: flat
+groups:
+  f:
+    description: fake
+    command: %q
+    policy:
+      - { name: echo-rate, action: allow, tool: echo, args: { text: "deny*" }, rate: 3/minute }
+      - { name: ask-rate, action: allow, tool: echo, args: { text: "ask*" }, rate: 1/minute, then: prompt }
+`, fakeBin))
+	hub, _ := json.Marshal([]string{hubBin, "serve", "--standalone", "-c", cfg})
+	runSDKClient(t, []string{filepath.Join(repoDir, "testdata", "sdkclient", "ratelimit.mjs"), "--hub", string(hub)})
 }
