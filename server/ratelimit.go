@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,13 +72,19 @@ func newRateLimiter() *rateLimiter {
 }
 
 // scopeKey is whose calls count together for rl: the session's own, its
-// profile's (sessions without one share ""), or the whole hub's.
+// profile's (sessions without one share ""), or the whole hub's. A
+// 2026-07-28 request over HTTP without Mcp-Session-Id has a session of
+// its own that ends with it: its "session" is its credential, as for the
+// requestState it is given (see caller), or every such request would
+// count afresh.
 func scopeKey(rl *config.RateLimit, sess *session) string {
-	switch rl.Per {
-	case config.RatePerHub:
+	switch {
+	case rl.Per == config.RatePerHub:
 		return "hub"
-	case config.RatePerProfile:
+	case rl.Per == config.RatePerProfile:
 		return "profile:" + sess.profile
+	case sessionless(sess):
+		return "caller:" + caller(sess)
 	}
 	return "session:" + sess.id
 }
@@ -107,7 +114,7 @@ func (l *rateLimiter) take(d policy.Decision, sess *session) (retryAfter time.Du
 		b = &rateBucket{key: key, calls: rl.Calls, period: rl.Period, tokens: float64(rl.Calls), last: now}
 		b.elem = l.lru.PushFront(b)
 		l.buckets[key] = b
-		if rl.Per == config.RatePerSession {
+		if rl.Per == config.RatePerSession && !sessionless(sess) { // a caller's outlives its sessions
 			b.session = sess.id
 			if l.bySession[sess.id] == nil {
 				l.bySession[sess.id] = map[rateKey]struct{}{}
@@ -184,7 +191,7 @@ func scopeOf(key string) config.RateScope {
 	switch {
 	case key == "hub":
 		return config.RatePerHub
-	case len(key) >= len("profile:") && key[:len("profile:")] == "profile:":
+	case strings.HasPrefix(key, "profile:"):
 		return config.RatePerProfile
 	}
 	return config.RatePerSession
