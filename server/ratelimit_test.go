@@ -419,3 +419,30 @@ func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
 		t.Errorf("a forged retry went through: %+v", a.Result)
 	}
 }
+
+// A global rule's rate counts the calls of every group it matches, as
+// the rule of no group: its counters and its count in /metrics have the
+// group "", and a reload keeps them too.
+func TestRateLimitGlobalRule(t *testing.T) {
+	dir := t.TempDir()
+	y := rateYAML(dir, "off", "flat", "      - {action: deny, tool: nothing}\n",
+		"policy:\n  - {name: global-rate, action: log, tool: \"*\", rate: 2/minute, per: hub}\n")
+	h, mgr, _ := rateHub(t, y)
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	c := rateSession(t, h, "s1", "", `{}`)
+	for i := 1; i <= 2; i++ {
+		if a := echo(t, c, i, "x"); !a.passed() {
+			t.Fatalf("call %d: %+v", i, a.Error)
+		}
+	}
+	cfg, err := config.Parse("test.yaml", strings.NewReader(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Apply(cfg)
+	h.SetConfig(cfg)
+	echo(t, c, 3, "x").refused(t, "the 3rd call, after a reload", "global-rate", 30)
+	if got := h.RateLimited()[""]["global-rate"]; got != 1 {
+		t.Errorf("RateLimited of the global rule: %d, want 1 (%v)", got, h.RateLimited())
+	}
+}
