@@ -143,3 +143,17 @@ func unwrapAll(err error) []error {
 	}
 	return []error{err}
 }
+
+// ParseRate never panics, and what it takes is a limit that can be
+// counted: at least one call over a positive period.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"3/minute", "10/30s", "0/m", "1/1ns", "9999999999999999999/s", "/", "3/-1h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		calls, period, err := ParseRate(s)
+		if err == nil && (calls < 1 || period <= 0) {
+			t.Errorf("ParseRate(%q) = %d, %v", s, calls, period)
+		}
+	})
+}
