@@ -46,9 +46,19 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
+	over := h.limit(req, c, d) // the rule's rate, if it has one (ratelimit.go)
+	if over == nil && d.Rate != nil && d.Rate.Then == config.ActionPrompt && h.answersQuestion(req, c) {
+		// The retry that answers the question the call's rate put: the
+		// answer is read as the question was asked (promptround.go).
+		over = &rateOver{limit: d.Rate}
+	}
+	decision := string(d.Action)
+	if over != nil {
+		decision = decisionRateLimited
+	}
 	if snap.audit != nil {
 		rec := &auditRecord{Time: start.UTC(), Session: req.sess.id, Group: c.server.Config.Group, Server: c.server.Config.Name,
-			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
+			Method: c.method, Decision: decision, Rule: d.Rule, Arguments: c.args}
 		switch c.method {
 		case policy.MethodToolsCall:
 			rec.Tool = c.name
@@ -59,7 +69,15 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 		}
 		req.audit = rec
 	}
-	h.routed(req, c.server, c.name, d.Rule, string(d.Action))
+	h.routed(req, c.server, c.name, d.Rule, decision)
+	if over != nil {
+		if err := h.overLimit(ctx, req, c, d, over); err != nil {
+			return answerWith(err)
+		}
+		if d.Action == config.ActionPrompt {
+			d.Action = config.ActionAllow // approved just now: not asked twice
+		}
+	}
 	if err := h.decide(ctx, req, c, d); err != nil {
 		return answerWith(err) // an input_required answer that asks the user is no error (promptround.go)
 	}

@@ -31,6 +31,7 @@ type Hub struct {
 	routes *routes
 	states *stateSealer                     // seals the requestState of input_required results
 	inputs *inputCalls                      // 2026-07-28 clients' calls held between rounds
+	rates  *rateLimiter                     // the loop guards' counters (policy rate:), kept across reloads
 	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
@@ -75,6 +76,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		routes:        newRoutes(),
 		inputs:        newInputCalls(),
 		prompts:       newPromptRounds(),
+		rates:         newRateLimiter(),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
@@ -120,6 +122,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 		}
 	}
 	h.swap(next)
+	h.rates.retain(cfg)
 	h.announce(cur, next)
 	h.unsubscribeHidden(next.view)
 }

@@ -42,35 +42,57 @@ const promptInputKey = "dynamic-mcp-policy-prompt"
 // maxPromptRounds bounds the questions the hub has put in input_required
 // answers, all clients together, whose retry has not come yet: each is
 // kept until it is answered or expires (promptTimeout). A call that would
-// ask past it is denied.
-const maxPromptRounds = 1024
+// ask past it is denied. maxPromptRoundsPerCaller is one caller's share
+// (a session, or a credential without one), so that a client that leaves
+// its questions unanswered cannot keep the others from being asked.
+const (
+	maxPromptRounds          = 1024
+	maxPromptRoundsPerCaller = 64
+)
 
 // promptRounds are the questions asked in input_required answers and not
-// answered yet, by the id their state names, with when each expires: a
-// state is good for one retry.
+// answered yet, by the id their state names, with whose each is and when
+// it expires: a state is good for one retry.
 type promptRounds struct {
-	mu   sync.Mutex           // guards open
-	open map[string]time.Time // id -> expiry
+	mu   sync.Mutex            // guards open
+	open map[string]openRound // id -> the round
 }
 
-func newPromptRounds() *promptRounds { return &promptRounds{open: map[string]time.Time{}} }
+type openRound struct {
+	caller string
+	exp    time.Time
+}
 
-// put keeps id until exp; false when too many are open, those expired at
-// now forgotten first.
-func (r *promptRounds) put(id string, exp, now time.Time) bool {
+func newPromptRounds() *promptRounds { return &promptRounds{open: map[string]openRound{}} }
+
+// put keeps id, caller's, until exp; false when too many are open, in all
+// or of caller, those expired at now forgotten first.
+func (r *promptRounds) put(id, caller string, exp, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.open) >= maxPromptRounds {
-		for k, e := range r.open {
-			if now.After(e) {
+	full := func() bool {
+		if len(r.open) >= maxPromptRounds {
+			return true
+		}
+		n := 0
+		for _, o := range r.open {
+			if o.caller == caller {
+				n++
+			}
+		}
+		return n >= maxPromptRoundsPerCaller
+	}
+	if full() {
+		for k, o := range r.open {
+			if now.After(o.exp) {
 				delete(r.open, k)
 			}
 		}
-		if len(r.open) >= maxPromptRounds {
+		if full() {
 			return false
 		}
 	}
-	r.open[id] = exp
+	r.open[id] = openRound{caller: caller, exp: exp}
 	return true
 }
 
@@ -184,6 +206,17 @@ func (h *Hub) askRound(req *request, c call, d policy.Decision) error {
 	return nil
 }
 
+// answersQuestion reports whether req is the retry of c that answers a
+// question the hub put about it (its requestState names a rule).
+func (h *Hub) answersQuestion(req *request, c call) bool {
+	token, ok := req.stringField("requestState")
+	if !ok || !req.modern {
+		return false
+	}
+	st, err := h.states.open(token, caller(req.sess), callDigest(c))
+	return err == nil && st.Prompt != ""
+}
+
 // putQuestion is the input_required answer that asks the user about c,
 // with a state for one retry within promptTimeout.
 func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string) error {
@@ -215,8 +248,8 @@ func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string) error {
 	if err != nil {
 		return err
 	}
-	if !h.prompts.put(id, exp, h.states.now()) {
-		return fmt.Errorf("too many questions wait for an answer (at most %d)", maxPromptRounds)
+	if !h.prompts.put(id, who, exp, h.states.now()) {
+		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d in all)", maxPromptRoundsPerCaller, maxPromptRounds)
 	}
 	return &roundAnswer{res: res}
 }

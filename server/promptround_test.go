@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -287,20 +288,29 @@ func TestPromptRuleRoundInEveryMethod(t *testing.T) {
 	}
 }
 
-// Questions waiting for their answer are bounded: past maxPromptRounds a
-// call is denied, and those expired make room.
+// Questions waiting for their answer are bounded: past a caller's share
+// its call is denied while another caller is still asked; past
+// maxPromptRounds every call is denied; those expired make room.
 func TestPromptRoundsBounded(t *testing.T) {
 	r := newPromptRounds()
 	now := time.Now()
-	for i := range maxPromptRounds {
-		if !r.put(string(rune(i)), now.Add(time.Minute), now) {
+	for i := range maxPromptRoundsPerCaller {
+		if !r.put(fmt.Sprint("flood-", i), "flooder", now.Add(time.Minute), now) {
 			t.Fatalf("refused at %d", i)
 		}
 	}
-	if r.put("one more", now.Add(time.Minute), now) {
+	if r.put("flood-more", "flooder", now.Add(time.Minute), now) {
+		t.Fatal("one caller took more than its share")
+	}
+	for i := maxPromptRoundsPerCaller; i < maxPromptRounds; i++ {
+		if !r.put(fmt.Sprint("other-", i), fmt.Sprint("caller-", i%32), now.Add(time.Minute), now) {
+			t.Fatalf("another caller refused at %d", i)
+		}
+	}
+	if r.put("one more", "newcomer", now.Add(time.Minute), now) {
 		t.Fatal("took one more than maxPromptRounds")
 	}
-	if !r.put("later", now.Add(3*time.Minute), now.Add(2*time.Minute)) {
+	if !r.put("later", "newcomer", now.Add(3*time.Minute), now.Add(2*time.Minute)) {
 		t.Fatal("the expired ones made no room")
 	}
 	if !r.take("later") || r.take("later") {

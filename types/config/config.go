@@ -230,6 +230,7 @@ type Rule struct {
 	URI         string            // glob on a resources/read URI
 	Prompt      string            // glob on a prompts/get name
 	Description string            // the message of a -32001 answer
+	Rate        *RateLimit        // rate: N/period with per: and then:; nil (the default) for no limit
 	Line        int
 }
 
