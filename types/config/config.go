@@ -166,6 +166,10 @@ type HTTP struct {
 	// one client address may make in a minute before it is answered 429
 	// until the minute is over. Default 10.
 	MaxAuthFailures int
+	// Auth, when set, lets callers in with JWT access tokens of an
+	// authorization server besides the static tokens (http.auth; see
+	// HTTPAuth). nil when the file has none.
+	Auth *HTTPAuth
 }
 
 // Defaults of the http block.

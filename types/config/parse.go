@@ -181,6 +181,7 @@ func (p *parser) parse(data []byte) *Config {
 				"client_share":      func(k string, v *yaml.Node) { p.share(v, k, &cfg.HTTP.ClientShare) },
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
+				"auth":              func(k string, v *yaml.Node) { cfg.HTTP.Auth = p.httpAuth(v, k) },
 			})
 			p.checkTokens(v, key, cfg.HTTP)
 		},
@@ -189,6 +190,9 @@ func (p *parser) parse(data []byte) *Config {
 		p.fail(root, "groups", "is required: list at least one group")
 	}
 	p.checkProfiles(cfg)
+	if h := findKey(root, "http"); h != nil && cfg.HTTP.Auth != nil {
+		p.checkHTTPAuth(cfg, findKey(h, "auth"))
+	}
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
