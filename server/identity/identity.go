@@ -1,0 +1,131 @@
+// Package identity is who calls the hub over HTTP: the Identity of a
+// caller, read from a JWT access token of the authorization server
+// http.auth names (Verifier), or the name of the static token it sent.
+// The hub keeps it on the caller's session, for the profile its claims
+// choose, per-user rate limits, the audit trail, the inspector and traces.
+package identity
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind is how a caller proved who it is.
+type Kind string
+
+const (
+	KindJWT   Kind = "jwt"   // a JWT access token of http.auth's issuer
+	KindToken Kind = "token" // a static token of http.token or http.tokens
+	KindNone  Kind = "none"  // no token checked (--insecure-no-auth)
+)
+
+// Identity is who a caller is. It is small and plain, kept on the
+// caller's session, and bounded where it is made (see Bound): what a
+// token says is the issuer's, but its size is not trusted.
+type Identity struct {
+	Kind Kind
+	// Subject is the token's subject claim, or the static token's name.
+	Subject string
+	// Name is the name claim, "" when the token has none.
+	Name string
+	// Groups are the groups claim's values.
+	Groups []string
+	// Claims are the values of the claims http.auth.profiles read, by
+	// claim name (a list claim's strings, a string claim's one string).
+	Claims map[string][]string
+}
+
+// Bounds of what an Identity keeps of a token (STYLE 15).
+const (
+	MaxText   = 256 // bytes of each string; longer ones are cut
+	MaxValues = 64  // values of a list claim; more are dropped
+	MaxClaims = 16  // claims kept for profiles
+)
+
+// Key is the caller's key among all callers: the same person twice has
+// the same key, and a token's subject never equals a static token's name.
+func (id *Identity) Key() string {
+	if id == nil {
+		return ""
+	}
+	return string(id.Kind) + ":" + id.Subject
+}
+
+// User is how the caller is shown: the name, else the subject.
+func (id *Identity) User() string {
+	if id == nil {
+		return ""
+	}
+	if id.Name != "" {
+		return id.Name
+	}
+	return id.Subject
+}
+
+// Has reports whether the caller's claim holds value.
+func (id *Identity) Has(claim, value string) bool {
+	if id == nil {
+		return false
+	}
+	for _, v := range id.Claims[claim] {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
+
+// clip cuts s to MaxText bytes, at a rune boundary, without control
+// characters (which would forge lines in a log).
+func clip(s string) string {
+	if len(s) > MaxText {
+		n := MaxText
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// values is a claim's strings: a string's one, a list's strings (other
+// elements skipped), at most MaxValues, each clipped.
+func values(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{clip(v)}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				if out = append(out, clip(s)); len(out) == MaxValues {
+					break
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// claim is the value at path (dotted: ext.groups) in claims, nil when
+// there is none.
+func claim(claims map[string]any, path string) any {
+	if v, ok := claims[path]; ok {
+		return v
+	}
+	head, rest, ok := strings.Cut(path, ".")
+	if !ok {
+		return nil
+	}
+	inner, _ := claims[head].(map[string]any)
+	if inner == nil {
+		return nil
+	}
+	return claim(inner, rest)
+}

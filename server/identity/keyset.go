@@ -1,0 +1,148 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// keySet is the issuer's signing keys (its JWKS), an oidc.KeySet. It
+// closes two gaps of go-oidc's RemoteKeySet: that fetches the keys again
+// for every token its cached keys do not verify, so each forged token
+// costs the issuer a request; and it keeps a key for ever once fetched,
+// so a key the issuer withdrew goes on verifying. Here the keys are
+// fetched again when a token names a key id not among them (a rotation),
+// at most once every minRefetch (MinKeyRefetch), and whenever they are older than
+// refresh; a bad signature by a known key fetches nothing.
+type keySet struct {
+	url        string
+	client     *http.Client
+	refresh    time.Duration
+	minRefetch time.Duration
+	now        func() time.Time
+
+	fetchMu sync.Mutex // held by the one fetch under way; never while verifying
+
+	mu      sync.Mutex // guards keys, fetched and tried
+	keys    []jose.JSONWebKey
+	fetched time.Time // when keys were fetched
+	tried   time.Time // when a fetch was last tried, successful or not
+}
+
+// maxJWKS bounds the key set document read.
+const maxJWKS = 1 << 20
+
+// errKeysUnavailable is the error of a token that cannot be checked
+// because the issuer's keys cannot be fetched. go-oidc passes it on only
+// as text (see tokenError).
+var errKeysUnavailable = errors.New("identity: the issuer's keys cannot be fetched")
+
+// VerifySignature verifies jwt's signature by the issuer's keys.
+func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	jws, err := jose.ParseSigned(jwt, signingAlgs)
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, fmt.Errorf("malformed jwt")
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	keys, fetched, tried := k.snapshot()
+	due := fetched.IsZero() || k.now().Sub(fetched) > k.refresh || !hasKey(keys, kid)
+	if due && (tried.IsZero() || k.now().Sub(tried) >= k.minRefetch) {
+		var err error
+		if keys, err = k.fetch(ctx, tried); err != nil && keys == nil {
+			return nil, err
+		}
+	}
+	if keys == nil {
+		return nil, errKeysUnavailable
+	}
+	for i := range keys {
+		if kid == "" || keys[i].KeyID == kid {
+			if payload, err := jws.Verify(&keys[i]); err == nil {
+				return payload, nil
+			}
+		}
+	}
+	if !hasKey(keys, kid) {
+		return nil, fmt.Errorf("unknown signing key %q", clip(kid))
+	}
+	return nil, errors.New("bad signature")
+}
+
+func hasKey(keys []jose.JSONWebKey, kid string) bool {
+	if kid == "" {
+		return len(keys) > 0
+	}
+	for _, key := range keys {
+		if key.KeyID == kid {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *keySet) snapshot() ([]jose.JSONWebKey, time.Time, time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys, k.fetched, k.tried
+}
+
+// fetch fetches the keys, unless another fetch has since it was decided
+// (tried moved on): then that one's keys are the answer. On failure the
+// keys held before stay, and are returned with the error.
+func (k *keySet) fetch(ctx context.Context, tried time.Time) ([]jose.JSONWebKey, error) {
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	if keys, _, now := k.snapshot(); now.After(tried) {
+		return keys, nil
+	}
+	keys, err := k.get(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.tried = k.now()
+	if err != nil {
+		return k.keys, fmt.Errorf("%w: %v", errKeysUnavailable, err)
+	}
+	k.keys, k.fetched = keys, k.tried
+	return keys, nil
+}
+
+// get reads the JWKS document; keys of no use for signing are dropped.
+func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKS))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", k.url, resp.Status)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, fmt.Errorf("GET %s: %v", k.url, err)
+	}
+	keys := make([]jose.JSONWebKey, 0, len(set.Keys))
+	for _, key := range set.Keys {
+		if key.Use == "" || key.Use == "sig" {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
+}
