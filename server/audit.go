@@ -26,6 +26,8 @@ import (
 type auditRecord struct {
 	Time       time.Time       `json:"time"`
 	Session    string          `json:"session"`
+	User       string          `json:"user,omitempty"`    // the caller's name, else subject (see identity.Identity.User)
+	Subject    string          `json:"subject,omitempty"` // the caller's key: jwt:SUBJECT, token:NAME (see identity.Identity.Key)
 	Group      string          `json:"group,omitempty"`
 	Server     string          `json:"server,omitempty"`
 	Method     string          `json:"method"`
@@ -68,7 +70,7 @@ const clippedMark = "…"
 // clip bounds what r holds of what the client wrote (see maxAuditText
 // and maxAuditArguments), marking r clipped where it cut.
 func (r *auditRecord) clip() {
-	for _, s := range []*string{&r.Session, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
+	for _, s := range []*string{&r.Session, &r.User, &r.Subject, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
 		if len(*s) > maxAuditText {
 			n := maxAuditText
 			for n > 0 && !utf8.RuneStart((*s)[n]) {

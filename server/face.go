@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -56,15 +57,16 @@ type Session struct {
 // transport says how it came (stdio, streamable-http or sse). Close ends
 // it.
 func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
-	return h.open(id, transport, "", peer)
+	return h.open(id, transport, "", nil, peer)
 }
 
 // open is Open of a session that sees profile's view ("" the whole
 // config's), set before the session is known to anything that reads it.
-func (h *Hub) open(id, transport, profile string, peer Peer) (*Session, error) {
+func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer Peer) (*Session, error) {
 	s := &Session{hub: h, sess: newSession(id, transport)}
 	s.sess.peer = peer
 	s.sess.profile = profile
+	s.sess.who = who
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := h.addSession(s.ctx, s.sess); err != nil {
 		s.cancel()

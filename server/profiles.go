@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -65,5 +66,15 @@ func (h *Hub) OpenProfile(id, transport, profile string, peer Peer) (*Session, e
 	if profile != "" && !h.HasProfile(profile) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
 	}
-	return h.open(id, transport, profile, peer)
+	return h.open(id, transport, profile, nil, peer)
+}
+
+// OpenAs is OpenProfile of a session whose caller is who (nil: unknown):
+// the caller is on the session for per-user rate limits, the audit
+// trail, the inspector and traces.
+func (h *Hub) OpenAs(id, transport, profile string, who *identity.Identity, peer Peer) (*Session, error) {
+	if profile != "" && !h.HasProfile(profile) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
+	}
+	return h.open(id, transport, profile, who, peer)
 }

@@ -83,6 +83,8 @@ func scopeKey(rl *config.RateLimit, sess *session) string {
 		return "hub"
 	case rl.Per == config.RatePerProfile:
 		return "profile:" + sess.profile
+	case rl.Per == config.RatePerUser:
+		return "user:" + sess.who.Key()
 	case sessionless(sess):
 		return "caller:" + caller(sess)
 	}
@@ -193,6 +195,8 @@ func scopeOf(key string) config.RateScope {
 		return config.RatePerHub
 	case strings.HasPrefix(key, "profile:"):
 		return config.RatePerProfile
+	case strings.HasPrefix(key, "user:"):
+		return config.RatePerUser
 	}
 	return config.RatePerSession
 }

@@ -68,7 +68,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	}
 	obs := h.observer()
 	if obs != nil {
-		req.call = &traffic.Call{Session: sess.id, Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
+		req.call = &traffic.Call{Session: sess.id, User: sess.who.Key(), Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
 			Method: msg.Method, Params: msg.Params, Start: time.Now()}
 		ctx = obs.CallStarted(ctx, req.call)
 	}
@@ -78,6 +78,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	}
 	req.finish(ctx, res, err)
 	if req.audit != nil {
+		req.audit.User, req.audit.Subject = sess.who.User(), sess.who.Key()
 		if werr := h.writeAudit(req, err); werr != nil {
 			res, err = nil, werr // audit.required: no answer without its record
 		}

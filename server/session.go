@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -17,8 +18,9 @@ import (
 // Its state is small and plain, so that one day it can be shared.
 type session struct {
 	id            string
-	transport     string // stdio, streamable-http or sse
-	profile       string // the profile the session sees, "" for the whole config (see OpenProfile)
+	transport     string             // stdio, streamable-http or sse
+	profile       string             // the profile the session sees, "" for the whole config (see OpenProfile)
+	who           *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
 	peer          Peer
 	initialized   atomic.Bool
 	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications

@@ -18,6 +18,9 @@ const maxUnsubscribing = 4
 type SessionInfo struct {
 	ID              string // "stdio" for the stdio client
 	Transport       string // stdio, streamable-http or sse
+	User            string // the caller's name, else subject; "" where the face knows none
+	Subject         string // the caller's key: jwt:SUBJECT, token:NAME, none:local
+	Profile         string // the profile the session sees, "" for the whole config
 	ClientName      string // from initialize; "" before it
 	ClientVersion   string
 	ProtocolVersion string // negotiated by initialize; "" before it
@@ -33,7 +36,7 @@ func (h *Hub) Sessions() []SessionInfo {
 	for _, s := range list {
 		s.mu.Lock()
 		info := SessionInfo{ID: s.id, Transport: s.transport, ClientName: s.clientInfo.Name, ClientVersion: s.clientInfo.Version,
-			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities}
+			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities, User: s.who.User(), Subject: s.who.Key(), Profile: s.profile}
 		s.mu.Unlock()
 		info.Inflight, info.Dropped = s.peer.Answering(), s.peer.Dropped()
 		out = append(out, info)

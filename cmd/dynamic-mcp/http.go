@@ -33,8 +33,8 @@ func listenAddr(addr string) string {
 }
 
 // bearerToken is the token of the credential named "default": the
-// config's http.token, else $DYNAMIC_MCP_TOKEN, else, when http.tokens
-// names no client either, a new one printed to stderr.
+// config's http.token, else $DYNAMIC_MCP_TOKEN, else, when neither
+// http.tokens nor http.auth names a client, a new one printed to stderr.
 func bearerToken(cfg *config.Config, stderr io.Writer) string {
 	if cfg.HTTP.Token != "" {
 		return cfg.HTTP.Token
@@ -42,8 +42,8 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 	if t := os.Getenv("DYNAMIC_MCP_TOKEN"); t != "" {
 		return t
 	}
-	if len(cfg.HTTP.Tokens) > 0 {
-		return ""
+	if len(cfg.HTTP.Tokens) > 0 || cfg.HTTP.Auth.Enabled() {
+		return "" // the callers have credentials of their own
 	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -72,7 +72,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	}
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
-		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare}
+		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 		opts.Tokens = cfg.HTTP.Tokens
@@ -111,7 +111,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// connections that send nothing more; MaxHeaderBytes bounds headers.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp",
-		"sse", "http://"+ln.Addr().String()+"/sse", "auth", !noAuth)
+		"sse", "http://"+ln.Addr().String()+"/sse", "auth", !noAuth, "issuer", authIssuer(cfg))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -128,4 +128,12 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	}
 	return nil
+}
+
+// authIssuer is http.auth's issuer, "" when callers cannot sign in.
+func authIssuer(cfg *config.Config) string {
+	if cfg.HTTP.Auth.Enabled() {
+		return cfg.HTTP.Auth.Issuer
+	}
+	return ""
 }

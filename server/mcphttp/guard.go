@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // GuardOptions say who may use an HTTP endpoint of the hub's. The fields
@@ -19,6 +22,9 @@ type GuardOptions struct {
 	AllowedOrigins  []string
 	Loopback        bool
 	MaxAuthFailures int // per client address a minute; default config.DefaultMaxAuthFailures
+	// Auth, when enabled, lets in JWT access tokens of its issuer too
+	// (identity.go).
+	Auth *config.HTTPAuth
 }
 
 // Guard checks who may use an HTTP endpoint: an allowed Origin and Host
@@ -30,6 +36,9 @@ type Guard struct {
 	opts  GuardOptions
 	auth  *authLimiter
 	creds []credential
+
+	verifier    *identity.Verifier // checks JWTs when http.auth is on, else nil
+	metadataURL string             // of the protected resource metadata, with verifier
 }
 
 // credential is a token the guard accepts, kept as its SHA-256 so that
@@ -67,6 +76,10 @@ func NewGuard(opts GuardOptions) *Guard {
 		opts.MaxAuthFailures = Options{}.withDefaults().MaxAuthFailures
 	}
 	g := &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
+	if opts.Auth.Enabled() {
+		g.verifier = identity.NewVerifier(*opts.Auth, nil, nil)
+		g.metadataURL = ResourceMetadataURL(opts.Auth.Audience)
+	}
 	if opts.Token != "" {
 		g.creds = append(g.creds, credential{name: DefaultCredential, sum: sha256.Sum256([]byte(opts.Token))})
 	}
@@ -98,6 +111,7 @@ func (g *Guard) match(token string) string {
 func (g *Guard) Check(next http.Handler) http.Handler {
 	return g.CheckPage(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := NoAuthCredential
+		var who *identity.Identity
 		if !g.opts.NoAuth {
 			// An address that failed too often is not even checked, so
 			// that guessing the token is slowed to a few tries a minute.
@@ -109,8 +123,17 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 			}
 			header := r.Header.Get("Authorization")
 			token, ok := strings.CutPrefix(header, "Bearer ")
+			var refused error
 			if ok {
 				name = g.match(token)
+			}
+			if ok && name == "" && token != "" && g.verifier != nil {
+				if who, refused, ok = g.authenticate(w, r, token); !ok {
+					return
+				}
+				if who != nil {
+					name = who.Key()
+				}
 			}
 			if !ok || name == "" {
 				// Only a wrong token counts: a request with none (what an
@@ -119,12 +142,18 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				if header != "" {
 					g.auth.fail(addr)
 				}
-				w.Header().Set("WWW-Authenticate", `Bearer realm="dynamic-mcp"`)
+				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), name)))
+		if who == nil {
+			who = &identity.Identity{Kind: identity.KindToken, Subject: name}
+			if g.opts.NoAuth {
+				who.Kind = identity.KindNone
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(withIdentity(withCredential(r.Context(), name), who)))
 	}))
 }
 

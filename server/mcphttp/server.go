@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -46,6 +47,11 @@ type Options struct {
 	// credential may hold when there is more than one; default
 	// config.DefaultClientShare (see clientShares).
 	ClientShare float64
+	// Auth, when enabled, makes the face an OAuth 2.1 resource server:
+	// JWT access tokens of its issuer for its audience are let in besides
+	// the tokens, each caller a client of its own, in the profile its
+	// claims choose (identity.go).
+	Auth *config.HTTPAuth
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -92,13 +98,17 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
 		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
-			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures})}
+			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth})}
 	s.shares = newClientShares(opts, s.guard.credentials())
 	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
+	if opts.Auth.Enabled() {
+		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
+		s.mux.Handle(wellKnownResource+"/{path...}", resourceMetadata(opts.Auth))
+	}
 	s.wg.Add(1)
 	go s.janitor()
 	return s

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -21,10 +22,11 @@ import (
 // server.Peer.
 type httpSession struct {
 	id        string
-	owner     string          // the credential that made it (CredentialOf); no other reaches it
-	transport string          // streamable-http or sse
-	profile   string          // the profile of the URL it was opened at (/mcp/p/NAME), "" for /mcp
-	sess      *server.Session // the hub's side; set once Open returns
+	owner     string             // the credential that made it (CredentialOf); no other reaches it
+	transport string             // streamable-http or sse
+	profile   string             // the profile of the URL it was opened at (/mcp/p/NAME), "" for /mcp
+	who       *identity.Identity // the caller (IdentityOf); the hub's session shows it
+	sess      *server.Session    // the hub's side; set once Open returns
 	conn      *jsonrpc.Conn
 	st        *sessionStream
 	inflight  int             // how many requests the session may have in flight
@@ -41,9 +43,15 @@ type httpSession struct {
 	ended    bool
 }
 
-// newSession creates a session of the credential owner, opens it with the
-// hub, starts its Conn and registers it.
-func (s *Server) newSession(transport, owner, profile string) (*httpSession, error) {
+// newSession creates a session of the credential owner, the caller who,
+// at the URL of profile, opens it with the hub in the profile who's claims
+// choose there (errProfileNotAllowed when they allow none), starts its
+// Conn and registers it.
+func (s *Server) newSession(transport, owner, profile string, who *identity.Identity) (*httpSession, error) {
+	seen, err := identity.ChooseProfile(s.opts.Auth, who, profile)
+	if err != nil {
+		return nil, err
+	}
 	client := s.shares.clientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
@@ -52,6 +60,7 @@ func (s *Server) newSession(transport, owner, profile string) (*httpSession, err
 		id:        newSessionID(),
 		owner:     owner,
 		profile:   profile,
+		who:       who,
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),
@@ -72,7 +81,7 @@ func (s *Server) newSession(transport, owner, profile string) (*httpSession, err
 		},
 		Panicked: s.hub.Recovered,
 	})
-	sess, err := s.hub.OpenProfile(hs.id, transport, profile, hs)
+	sess, err := s.hub.OpenAs(hs.id, transport, seen, who, hs)
 	s.mu.Lock()
 	s.unreserveSessionLocked(client)
 	if err == nil && s.closed {

@@ -69,5 +69,11 @@ func (c *clientShares) end(client string) {
 	}
 }
 
-// credentials is how many credentials the guard accepts.
-func (g *Guard) credentials() int { return len(g.creds) }
+// credentials is how many credentials the guard accepts: with http.auth,
+// every user a JWT names is a client of its own, so at least two.
+func (g *Guard) credentials() int {
+	if g.verifier != nil {
+		return max(len(g.creds), 2)
+	}
+	return len(g.creds)
+}

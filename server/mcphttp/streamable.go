@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -220,8 +221,12 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r))
+	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), IdentityOf(r.Context()))
 	switch {
+	case errors.Is(err, identity.ErrProfileNotAllowed):
+		release()
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return nil, false
 	case errors.Is(err, errTooManySessions):
 		release()
 		unavailable(w, "too many sessions, none idle")

@@ -18,6 +18,7 @@ const (
 	RatePerSession RateScope = "session" // each client session on its own (the default)
 	RatePerProfile RateScope = "profile" // all sessions of one profile; sessions without one share one count
 	RatePerHub     RateScope = "hub"     // every session of the hub together
+	RatePerUser    RateScope = "user"    // all sessions of one caller (identity: JWT subject or static token name); callers the face knows not share one count
 )
 
 // RateLimit is a policy rule's loop guard (rate: N/period): the calls the
@@ -28,8 +29,8 @@ type RateLimit struct {
 	Calls  int           // N: at least 1
 	Period time.Duration // over which Calls calls are allowed
 	Text   string        // as written, e.g. "3/minute", for messages
-	// Per is whose calls count together: session (the default), profile
-	// or hub.
+	// Per is whose calls count together: session (the default), profile,
+	// user or hub.
 	Per RateScope
 	// Then is what happens to a call over the limit: ActionDeny (the
 	// default) refuses it -32001 with retryAfter; ActionPrompt asks for
@@ -102,7 +103,7 @@ func (p *parser) rateLimit(n rateNodes, key string, r Rule) *RateLimit {
 	}
 	rl := &RateLimit{Calls: calls, Period: period, Text: strings.TrimSpace(s), Per: RatePerSession, Then: ActionDeny}
 	if n.per != nil {
-		choose(p, n.per, key+".per", &rl.Per, RatePerSession, RatePerProfile, RatePerHub)
+		choose(p, n.per, key+".per", &rl.Per, RatePerSession, RatePerProfile, RatePerHub, RatePerUser)
 	}
 	if n.then != nil {
 		choose(p, n.then, key+".then", &rl.Then, ActionDeny, ActionPrompt)

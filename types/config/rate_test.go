@@ -80,7 +80,7 @@ func TestRuleRateErrors(t *testing.T) {
       - { action: allow, tool: a, rate: 3 }
       - { action: allow, tool: b, rate: 0/minute }
       - { action: allow, tool: c, rate: 3/week }
-      - { action: allow, tool: d, rate: 3/minute, per: user }
+      - { action: allow, tool: d, rate: 3/minute, per: team }
       - { action: allow, tool: e, rate: 3/minute, then: log }
       - { action: allow, tool: f, per: hub }
       - { action: allow, tool: g, then: prompt }
@@ -103,7 +103,7 @@ func TestRuleRateErrors(t *testing.T) {
 		{6, "groups.gh.policy[0].rate", "N/period"},
 		{7, "groups.gh.policy[1].rate", "at least 1"},
 		{8, "groups.gh.policy[2].rate", "period must be"},
-		{9, "groups.gh.policy[3].per", `session, profile or hub, not "user"`},
+		{9, "groups.gh.policy[3].per", `session, profile, hub or user, not "team"`},
 		{10, "groups.gh.policy[4].then", `deny or prompt, not "log"`},
 		{11, "groups.gh.policy[5].per", "only applies with rate:"},
 		{12, "groups.gh.policy[6].then", "only applies with rate:"},

@@ -26,6 +26,9 @@ func (p *parser) tokens(n *yaml.Node, key string) map[string]string {
 		case strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }):
 			p.fail(k, key, "a credential's name must not contain control characters")
 			continue
+		case strings.HasPrefix(name, "jwt:"):
+			p.fail(k, key, "a credential's name must not begin with jwt:, which names the callers of http.auth")
+			continue
 		}
 		if _, dup := out[name]; dup {
 			p.fail(k, key+"."+name, "appears twice")

@@ -40,6 +40,7 @@ const (
 // it is answered.
 type Call struct {
 	Session   string          // the client session's id
+	User      string          // the caller's key (jwt:SUBJECT, token:NAME), "" where the face knows none
 	Transport string          // how the client is connected: "stdio", "streamable-http" or "sse"
 	Protocol  string          // the protocol version the session negotiated; "" before initialize
 	ID        json.RawMessage // the request's id, as the client sent it

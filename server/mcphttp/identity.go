@@ -1,0 +1,113 @@
+package mcphttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// This file is the HTTP face as an OAuth 2.1 resource server (MCP spec
+// 2025-06-18 and later, basic/authorization): with http.auth, a caller
+// may present a JWT access token of the configured issuer for the hub's
+// audience besides a static token; the hub publishes its protected
+// resource metadata (RFC 9728) and says where to find it in every 401's
+// WWW-Authenticate, so that a client can discover the authorization
+// server and sign its user in.
+
+type identityKey struct{}
+
+// IdentityOf is the caller of a request that passed a Guard's Check: the
+// JWT's identity, the static token's name (Kind token), or the one
+// caller of a guard that checks no token (Kind none); nil before Check.
+func IdentityOf(ctx context.Context) *identity.Identity {
+	who, _ := ctx.Value(identityKey{}).(*identity.Identity)
+	return who
+}
+
+func withIdentity(ctx context.Context, who *identity.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, who)
+}
+
+// wellKnownResource is where protected resource metadata is (RFC 9728
+// section 3).
+const wellKnownResource = "/.well-known/oauth-protected-resource"
+
+// ResourceMetadataURL is the URL of the protected resource metadata of
+// resource (RFC 9728 section 3.1: the well-known path inserted between
+// the host and the resource's path), e.g. https://hub.example/mcp ->
+// https://hub.example/.well-known/oauth-protected-resource/mcp.
+func ResourceMetadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return ""
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	return u.Scheme + "://" + u.Host + wellKnownResource + path
+}
+
+// authenticate checks a bearer token that is none of the static ones as
+// a JWT of http.auth's issuer. ok false: w has been answered (503 when
+// the issuer cannot be reached); else who is the caller, or nil with err
+// the reason the token is refused.
+func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token string) (who *identity.Identity, err error, ok bool) {
+	who, err = g.verifier.Verify(r.Context(), token)
+	if errors.Is(err, identity.ErrUnavailable) {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "Service Unavailable: "+identity.ErrUnavailable.Error(), http.StatusServiceUnavailable)
+		return nil, err, false
+	}
+	return who, err, true
+}
+
+// challenge is the WWW-Authenticate of a request refused 401 (RFC 6750
+// section 3; MCP authorization: resource_metadata, RFC 9728 section
+// 5.1). given says a token came; err is why it was refused.
+func (g *Guard) challenge(given bool, err error) string {
+	if g.verifier == nil {
+		return `Bearer realm="dynamic-mcp"`
+	}
+	c := `Bearer resource_metadata="` + g.metadataURL + `"`
+	if given {
+		desc := "the token is none of the hub's"
+		var te *identity.TokenError
+		if errors.As(err, &te) {
+			desc = te.Description
+		}
+		// A quoted-string: no quote or backslash (the descriptions are
+		// the hub's own words, but a claim name may be quoted in one).
+		desc = strings.NewReplacer(`"`, "'", `\`, "/").Replace(desc)
+		c += `, error="invalid_token", error_description="` + desc + `"`
+	}
+	return c
+}
+
+// resourceMetadata serves the hub's protected resource metadata (RFC
+// 9728 section 3.2): the resource is http.auth.audience, its one
+// authorization server http.auth.issuer. It is public, as a client reads
+// it before it has a token, and any origin may read it (a browser-based
+// client asks from its own).
+func resourceMetadata(auth *config.HTTPAuth) http.Handler {
+	body, _ := json.Marshal(map[string]any{
+		"resource":                 auth.Audience,
+		"authorization_servers":    []string{auth.Issuer},
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "dynamic-mcp",
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Cache-Control", "max-age=300")
+		w.Write(body)
+	})
+}
