@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -97,7 +98,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// the HTTP face or of the --ui address.
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
-		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
+		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
 			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets})
 		observers = append(observers, metrics)
 	}
@@ -176,6 +177,25 @@ func sessionCounts(hub *server.Hub) func() map[string]int {
 			n[s.Transport]++
 		}
 		return n
+	}
+}
+
+// callerCounts counts hub's sessions by how their caller signed in, and
+// the distinct callers among them, for /metrics.
+func callerCounts(hub *server.Hub) func() (map[string]int, int) {
+	return func() (map[string]int, int) {
+		n, users := map[string]int{}, map[string]struct{}{}
+		for _, s := range hub.Sessions() {
+			kind, _, ok := strings.Cut(s.Subject, ":")
+			if !ok {
+				kind = "local"
+			}
+			n[kind]++
+			if kind == "jwt" || kind == "token" {
+				users[s.Subject] = struct{}{}
+			}
+		}
+		return n, len(users)
 	}
 }
 

@@ -36,7 +36,7 @@ func inspectorClients(sessions []server.SessionInfo) []inspect.Client {
 	out := make([]inspect.Client, 0, len(sessions))
 	for _, s := range sessions {
 		caps, _ := json.Marshal(s.Capabilities)
-		out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, Name: s.ClientName, Version: s.ClientVersion,
+		out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, User: s.User, Subject: s.Subject, Profile: s.Profile, Name: s.ClientName, Version: s.ClientVersion,
 			ProtocolVersion: s.ProtocolVersion, Capabilities: caps, Inflight: s.Inflight, Dropped: s.Dropped})
 	}
 	return out

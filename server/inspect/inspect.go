@@ -70,6 +70,9 @@ type Options struct {
 type Client struct {
 	ID              string          `json:"id"` // the session's id; the page is shown its label (sessionLabel)
 	Transport       string          `json:"transport"`
+	User            string          `json:"user,omitempty"`    // the caller's name, else subject (server.SessionInfo.User)
+	Subject         string          `json:"subject,omitempty"` // the caller's key: jwt:SUBJECT, token:NAME
+	Profile         string          `json:"profile,omitempty"` // the profile the session sees
 	Name            string          `json:"name,omitempty"`
 	Version         string          `json:"version,omitempty"`
 	ProtocolVersion string          `json:"protocol_version,omitempty"`

@@ -16,6 +16,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -67,7 +68,7 @@ func (is *testIssuer) token(t *testing.T, sub, name, aud string, groups ...strin
 // the static token "static-token-0123456789" is the credential ci. Calls
 // to echo are limited to 1 a minute per user. It returns the face's URL
 // and the audit trail's path.
-func identityHub(t *testing.T, is *testIssuer) (string, string) {
+func identityHub(t *testing.T, is *testIssuer) (string, string, *server.Hub) {
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	yaml := fmt.Sprintf(`mode: flat
@@ -99,7 +100,7 @@ groups:
 	face := New(h, Options{Tokens: map[string]string{"ci": "static-token-0123456789"}, Auth: cfg.HTTP.Auth}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
-	return ts.URL, auditPath
+	return ts.URL, auditPath, h
 }
 
 // bearerClient is an MCP client over HTTP with a bearer token.
@@ -145,7 +146,7 @@ func (c *bearerClient) initialize() int {
 func TestCallersWithIdentities(t *testing.T) {
 	t.Parallel()
 	is := newTestIssuer(t)
-	base, auditPath := identityHub(t, is)
+	base, auditPath, h := identityHub(t, is)
 	alice := &bearerClient{t: t, url: base + "/mcp", token: is.token(t, "alice", "Alice", testAudience, "admins")}
 	bob := &bearerClient{t: t, url: base + "/mcp", token: is.token(t, "bob", "Bob", testAudience, "docs")}
 	for _, c := range []*bearerClient{alice, bob} {
@@ -195,6 +196,16 @@ func TestCallersWithIdentities(t *testing.T) {
 	if resp, _ := (&bearerClient{t: t, url: base + "/mcp", token: bob.token, session: alice.session}).post(echo); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("bob with alice's session: %d, want 404", resp.StatusCode)
 	}
+	// The hub's sessions (the inspector's list, /metrics) name the callers.
+	seen := map[string]string{}
+	for _, s := range h.Sessions() {
+		if s.ID == alice.session || s.ID == bob.session || s.ID == ci.session {
+			seen[s.User+"/"+s.Subject] = s.Profile
+		}
+	}
+	if p, ok := seen["Alice/jwt:alice"]; !ok || p != "admin" || seen["Bob/jwt:bob"] != "reader" || len(seen) != 3 {
+		t.Errorf("sessions: %v", seen)
+	}
 	var trail string
 	waitFor(t, 5*time.Second, "the audit lines", func() bool {
 		b, _ := os.ReadFile(auditPath)
@@ -214,7 +225,7 @@ func TestCallersWithIdentities(t *testing.T) {
 func TestResourceServerChallenge(t *testing.T) {
 	t.Parallel()
 	is := newTestIssuer(t)
-	base, _ := identityHub(t, is)
+	base, _, _ := identityHub(t, is)
 	meta := `resource_metadata="https://hub.example/.well-known/oauth-protected-resource/mcp"`
 	good := is.token(t, "alice", "Alice", testAudience, "admins")
 	parts := strings.Split(good, ".")

@@ -22,6 +22,10 @@ type MetricsOptions struct {
 	// Sessions counts the open client sessions by transport (stdio,
 	// streamable-http, sse), at each scrape.
 	Sessions func() map[string]int
+	// Callers counts the open client sessions by how their caller signed
+	// in (jwt, token, none, local), and the distinct callers among them
+	// (see callers.go: never a series per user).
+	Callers func() (byKind map[string]int, distinct int)
 	// Dropped is how many notifications were dropped for clients that had
 	// no room for them, ever (server.Hub.Dropped).
 	Dropped func() uint64

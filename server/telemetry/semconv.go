@@ -24,6 +24,7 @@ const (
 	attrErrorType    = "error.type"
 	attrTransport    = "network.transport"
 	attrProtocolName = "network.protocol.name"
+	attrUser         = "user.id" // the caller's key: jwt:SUBJECT, token:NAME
 
 	attrGroup  = "dynamic_mcp.group"
 	attrServer = "dynamic_mcp.server"

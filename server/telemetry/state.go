@@ -41,6 +41,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- upstreamStateDesc
 	ch <- upstreamRestartsDesc
 	ch <- upstreamDroppedDesc
+	if c.opts.Callers != nil {
+		ch <- callerSessionsDesc
+		ch <- callersDesc
+	}
 	if c.opts.Sessions != nil {
 		ch <- sessionsDesc
 	}
@@ -63,6 +67,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamRestartsDesc, prometheus.CounterValue, float64(s.Restarts()), group, name)
 	}
 	ch <- prometheus.MustNewConstMetric(upstreamDroppedDesc, prometheus.CounterValue, float64(c.mgr.Dropped()))
+	if c.opts.Callers != nil {
+		byKind, distinct := c.opts.Callers()
+		collectCallers(ch, byKind, distinct)
+	}
 	if c.opts.Sessions != nil {
 		counts := c.opts.Sessions()
 		transports := slices.Clone(sessionTransports)

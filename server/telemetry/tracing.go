@@ -150,6 +150,9 @@ func (t *Tracer) CallStarted(ctx context.Context, c *traffic.Call) context.Conte
 	if c.Transport != "stdio" { // stdio has no MCP session id; the hub's "stdio" is its own
 		attrs = append(attrs, attribute.String(attrSession, clip(c.Session)), attribute.String(attrProtocolName, "http"))
 	}
+	if c.User != "" {
+		attrs = append(attrs, attribute.String(attrUser, clip(c.User)))
+	}
 	if c.Protocol != "" {
 		attrs = append(attrs, attribute.String(attrProtocol, clip(c.Protocol)))
 	}

@@ -574,7 +574,9 @@ function renderClients(list) {
     tr.dataset.session = c.id;
     const caps = el('td', 'caps');
     for (const k of Object.keys(c.capabilities || {})) caps.append(el('span', 'cap', k));
-    tr.append(el('td', null, c.id), el('td', null, c.transport),
+    tr.append(el('td', null, c.id),
+      // Who: the caller http.auth or a static token names, and the profile it sees.
+      el('td', null, c.transport + (c.user ? ' · ' + c.user : '') + (c.profile ? ' · profile ' + c.profile : '')),
       el('td', null, c.name ? c.name + ' ' + (c.version || '') : '(not initialized)'),
       el('td', null, c.protocol_version || ''), caps, el('td', 'num', c.inflight), el('td', 'num', c.dropped));
     body.append(tr);
