@@ -18,15 +18,17 @@ import (
 // for every token its cached keys do not verify, so each forged token
 // costs the issuer a request; and it keeps a key for ever once fetched,
 // so a key the issuer withdrew goes on verifying. Here the keys are
-// fetched again when a token names a key id not among them (a rotation),
-// at most once every minRefetch (MinKeyRefetch), and whenever they are older than
-// refresh; a bad signature by a known key fetches nothing.
+// fetched again when a token names a key id not among them (a rotation:
+// the token waits for the next fetch allowed, at most once every
+// minRefetch, MinKeyRefetch), and whenever they are older than refresh; a
+// bad signature by a known key fetches nothing.
 type keySet struct {
 	url        string
 	client     *http.Client
 	refresh    time.Duration
 	minRefetch time.Duration
 	now        func() time.Time
+	sleep      func(ctx context.Context, d time.Duration) error // waits d or until ctx ends
 
 	fetchMu sync.Mutex // held by the one fetch under way; never while verifying
 
@@ -34,6 +36,18 @@ type keySet struct {
 	keys    []jose.JSONWebKey
 	fetched time.Time // when keys were fetched
 	tried   time.Time // when a fetch was last tried, successful or not
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // maxJWKS bounds the key set document read.
@@ -52,7 +66,17 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, fetched, tried := k.snapshot()
-	due := fetched.IsZero() || k.now().Sub(fetched) > k.refresh || !hasKey(keys, kid)
+	unknown := !hasKey(keys, kid)
+	due := fetched.IsZero() || k.now().Sub(fetched) > k.refresh || unknown
+	if wait := k.minRefetch - k.now().Sub(tried); due && unknown && !tried.IsZero() && wait > 0 {
+		// A key the issuer may have just rotated to: wait for the next
+		// fetch allowed rather than refuse the token (a caller is held at
+		// most minRefetch; forged tokens still cost one fetch a
+		// minRefetch).
+		if err := k.sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
 	if due && (tried.IsZero() || k.now().Sub(tried) >= k.minRefetch) {
 		var err error
 		if keys, err = k.fetch(ctx, tried); err != nil && keys == nil {

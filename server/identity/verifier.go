@@ -58,6 +58,7 @@ type Verifier struct {
 	auth   config.HTTPAuth
 	client *http.Client
 	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
 	discoverMu sync.Mutex // one discovery at a time; guards the fields below
 	verifier   *oidc.IDTokenVerifier
@@ -79,7 +80,7 @@ func NewVerifier(auth config.HTTPAuth, client *http.Client, now func() time.Time
 	if auth.JWKSRefresh <= 0 {
 		auth.JWKSRefresh = config.DefaultJWKSRefresh
 	}
-	return &Verifier{auth: auth, client: client, now: now}
+	return &Verifier{auth: auth, client: client, now: now, sleep: sleep}
 }
 
 // Verify checks raw and returns its caller's identity: a *TokenError for
@@ -158,7 +159,7 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 		v.tried, v.triedErr = v.now(), err
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	keys := &keySet{url: doc.JWKSURL, client: v.client, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now}
+	keys := &keySet{url: doc.JWKSURL, client: v.client, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
 	algs := make([]string, len(signingAlgs))
 	for i, a := range signingAlgs {
 		algs[i] = string(a)

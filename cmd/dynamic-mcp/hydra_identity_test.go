@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCallersSignedInWithHydra serves the hub over HTTP as an OAuth 2.1
+// resource server of an authorization server nobody here wrote, ory/hydra
+// v2.3.0, issuing JWT access tokens (strategies.access_token: jwt) with
+// the groups a login and consent app grants two users: each sees the
+// profile their claims choose, their calls are theirs in the audit trail,
+// a token for another audience and one with a bad signature are refused
+// 401 with WWW-Authenticate naming the resource metadata and
+// invalid_token, and after hydra's signing key is rotated a new token is
+// accepted by the running hub.
+func TestCallersSignedInWithHydra(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ory/hydra")
+	}
+	bin := buildHydra(t)
+	hubPort := hydraFreePort(t)
+	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	audience := hubURL + "/mcp"
+	const other = "https://other.example/mcp"
+	h := startHydraJWT(t, bin, map[string]jwtUser{
+		"alice": {name: "Alice", groups: []string{"admins"}},
+		"bob":   {name: "Bob", groups: []string{"docs"}},
+	})
+	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
+	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
+		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
+		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
+		"audience": []string{audience, other}, "token_endpoint_auth_method": "client_secret_post",
+	}, nil)
+
+	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
+audit: { path: %q }
+profiles:
+  admin: { groups: [f], mode: flat }
+  reader: { groups: [f], mode: dynamic }
+http:
+  auth:
+    issuer: %s/
+    audience: %s
+    profiles:
+      - { claim: groups, value: admins, profile: admin }
+    default_profile: reader
+groups:
+  f: { description: fake, command: %q }
+`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	if base != hubURL {
+		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
+	}
+
+	alice := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", audience)
+	bob := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	if kid(t, alice) == "" || claimsOf(t, alice)["groups"] == nil {
+		t.Fatalf("hydra's token is not a JWT with groups: %v", claimsOf(t, alice))
+	}
+	ac, bc := &bearerSession{t: t, url: audience, token: alice}, &bearerSession{t: t, url: audience, token: bob}
+	for _, c := range []*bearerSession{ac, bc} {
+		if code, body := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize with hydra's token: %d %s\n%s", code, body, stderr.String())
+		}
+	}
+	if _, tools := ac.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("alice (admins) sees %s, want the flat profile admin", tools)
+	}
+	if _, tools := bc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") || strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("bob sees %s, want the dynamic profile reader", tools)
+	}
+	if _, got := ac.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"from alice"}}}`); !strings.Contains(got, "from alice") {
+		t.Errorf("alice's call: %s", got)
+	}
+	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
+		t.Errorf("bob's call: %s", got)
+	}
+	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
+	})
+
+	// Refused: a token for another resource, one with a bad signature.
+	meta := `Bearer resource_metadata="` + hubURL + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
+	forOther := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", other)
+	parts := strings.Split(alice, ".")
+	sig := []byte(parts[2])
+	sig[len(sig)/2] ^= 1 // still base64url: one letter for another
+	for name, token := range map[string]string{"another audience": forOther, "bad signature": parts[0] + "." + parts[1] + "." + string(sig)} {
+		code, header := (&bearerSession{t: t, url: audience, token: token}).refused()
+		if code != http.StatusUnauthorized || !strings.HasPrefix(header, meta) {
+			t.Errorf("%s: %d %q, want 401 %q", name, code, header, meta)
+		}
+	}
+	var m struct {
+		Resource string   `json:"resource"`
+		Servers  []string `json:"authorization_servers"`
+	}
+	getJSON(t, hubURL+"/.well-known/oauth-protected-resource/mcp", &m)
+	if m.Resource != audience || len(m.Servers) != 1 || m.Servers[0] != h.public+"/" {
+		t.Errorf("protected resource metadata: %+v", m)
+	}
+
+	// Hydra's signing key is rotated: the new key signs, and the running
+	// hub fetches it when a token names it.
+	h.admin(t, http.MethodPost, "/admin/keys/hydra.jwt.access-token", map[string]any{"alg": "RS256", "use": "sig", "kid": "rotated-key"}, nil)
+	rotated := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	if kid(t, rotated) == kid(t, bob) {
+		t.Fatalf("hydra signs with the same key (%s) after the rotation", kid(t, rotated))
+	}
+	rc := &bearerSession{t: t, url: audience, token: rotated}
+	if code, body := rc.initialize(); code != http.StatusOK {
+		var jwks any
+		getJSON(t, h.public+"/.well-known/jwks.json", &jwks)
+		_, header := rc.refused()
+		t.Fatalf("a token of the rotated key %s: %d %s (%s); hydra's keys: %v", kid(t, rotated), code, body, header, jwks)
+	}
+	if _, tools := rc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") {
+		t.Errorf("bob with the rotated key's token sees %s", tools)
+	}
+}
+
+// jwtUser is what the consent app grants a user: its name and groups go
+// into the access token (allowed as top-level claims).
+type jwtUser struct {
+	name   string
+	groups []string
+}
+
+// startHydraJWT runs hydra as startHydra does, issuing JWT access tokens,
+// with a login app that signs in the user the authorization request
+// names by login_hint, and a consent app that puts its name and groups
+// into the access token.
+func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser) *hydra {
+	h := &hydra{}
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var next struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		switch r.URL.Path {
+		case "/login":
+			ch := url.QueryEscape(r.URL.Query().Get("login_challenge"))
+			var req struct {
+				OIDC struct {
+					LoginHint string `json:"login_hint"`
+				} `json:"oidc_context"`
+			}
+			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/login?login_challenge="+ch, nil, &req)
+			h.admin(t, http.MethodPut, "/admin/oauth2/auth/requests/login/accept?login_challenge="+ch, map[string]any{"subject": req.OIDC.LoginHint}, &next)
+		case "/consent":
+			ch := url.QueryEscape(r.URL.Query().Get("consent_challenge"))
+			var req struct {
+				Subject  string   `json:"subject"`
+				Scope    []string `json:"requested_scope"`
+				Audience []string `json:"requested_access_token_audience"`
+			}
+			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/consent?consent_challenge="+ch, nil, &req)
+			u := users[req.Subject]
+			h.admin(t, http.MethodPut, "/admin/oauth2/auth/requests/consent/accept?consent_challenge="+ch,
+				map[string]any{"grant_scope": req.Scope, "grant_access_token_audience": req.Audience,
+					"session": map[string]any{"access_token": map[string]any{"name": u.name, "groups": u.groups}}}, &next)
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, next.RedirectTo, http.StatusFound)
+	}))
+	t.Cleanup(app.Close)
+	publicPort, adminPort := hydraFreePort(t), hydraFreePort(t)
+	h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
+	h.adminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+	conf := filepath.Join(t.TempDir(), "hydra.yml")
+	os.WriteFile(conf, []byte(fmt.Sprintf(`dsn: memory
+serve:
+  public: { host: 127.0.0.1, port: %d }
+  admin: { host: 127.0.0.1, port: %d }
+urls:
+  self: { issuer: %s/ }
+  login: %s/login
+  consent: %s/consent
+secrets: { system: [a-system-secret-for-the-test-only] }
+oauth2:
+  allowed_top_level_claims: [name, groups]
+  mirror_top_level_claims: false
+log: { level: warn }
+`, publicPort, adminPort, h.public, app.URL, app.URL)), 0o600)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// The JWT strategy by environment, as an operator would set it.
+	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN=jwt")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("hydra %s:\n%s", h.public, logs.String())
+		}
+	})
+	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
+		resp, err := http.Get(h.public + "/health/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return h
+}
+
+// signIn runs the authorization code flow for user as a browser would,
+// through hydra and its login and consent app, and returns the access
+// token for audience.
+func (h *hydra) signIn(t *testing.T, clientID, secret, redirect, user, audience string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	var code string
+	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirect) {
+			code = req.URL.Query().Get("code")
+			if code == "" {
+				t.Errorf("sign-in of %s: redirected without a code: %s", user, req.URL)
+			}
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	auth := h.public + "/oauth2/auth?" + url.Values{"client_id": {clientID}, "response_type": {"code"}, "scope": {"openid"},
+		"redirect_uri": {redirect}, "state": {"state-of-the-test"}, "audience": {audience}, "login_hint": {user}}.Encode()
+	resp, err := browser.Get(auth)
+	if err != nil {
+		t.Fatalf("sign-in of %s: %v", user, err)
+	}
+	resp.Body.Close()
+	if code == "" {
+		t.Fatalf("sign-in of %s: no code (%s)", user, resp.Status)
+	}
+	resp, err = http.PostForm(h.public+"/oauth2/token", url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"redirect_uri": {redirect}, "client_id": {clientID}, "client_secret": {secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if json.Unmarshal(body, &tok); tok.AccessToken == "" {
+		t.Fatalf("token of %s: %s %s", user, resp.Status, body)
+	}
+	return tok.AccessToken
+}
+
+// claimsOf is a JWT's claims, unverified.
+func claimsOf(t *testing.T, jwt string) map[string]any {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", jwt)
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+// kid is a JWT's key id.
+func kid(t *testing.T, jwt string) string {
+	b, _ := base64.RawURLEncoding.DecodeString(strings.Split(jwt, ".")[0])
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	json.Unmarshal(b, &h)
+	return h.Kid
+}
+
+func getJSON(t *testing.T, u string, out any) {
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(out)
+}
+
+// bearerSession is a raw Streamable HTTP client with a bearer token.
+type bearerSession struct {
+	t                   *testing.T
+	url, token, session string
+}
+
+func (c *bearerSession) do(body string) (*http.Response, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		c.session = id
+	}
+	return resp, string(b)
+}
+
+func (c *bearerSession) post(body string) (int, string) {
+	resp, b := c.do(body)
+	return resp.StatusCode, b
+}
+
+func (c *bearerSession) initialize() (int, string) {
+	code, body := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code == http.StatusOK {
+		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	return code, body
+}
+
+// refused is the status and WWW-Authenticate of an initialize.
+func (c *bearerSession) refused() (int, string) {
+	resp, _ := c.do(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
