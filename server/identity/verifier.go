@@ -43,8 +43,13 @@ const (
 var ErrUnavailable = errors.New("the authorization server cannot be reached to check the token")
 
 // TokenError is a token refused: Description says why, fit for
-// WWW-Authenticate's error_description (RFC 6750 section 3).
-type TokenError struct{ Description string }
+// WWW-Authenticate's error_description (RFC 6750 section 3). Signed says
+// the issuer signed it (it is expired, or for another audience, ...):
+// not a guess, as a forged or malformed token may be.
+type TokenError struct {
+	Description string
+	Signed      bool
+}
 
 func (e *TokenError) Error() string { return "invalid token: " + e.Description }
 
@@ -87,7 +92,7 @@ func NewVerifier(auth config.HTTPAuth, client *http.Client, now func() time.Time
 // a token refused, ErrUnavailable when the issuer cannot be reached.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if strings.Count(raw, ".") != 2 {
-		return nil, &TokenError{"not a JWT"}
+		return nil, &TokenError{Description: "not a JWT"}
 	}
 	verifier, err := v.discover(ctx)
 	if err != nil {
@@ -99,10 +104,10 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
-		return nil, &TokenError{"the claims are not a JSON object"}
+		return nil, &TokenError{Description: "the claims are not a JSON object", Signed: true}
 	}
 	if nbf, ok := claims["nbf"].(float64); ok && v.now().Add(nbfLeeway).Before(time.Unix(int64(nbf), 0)) {
-		return nil, &TokenError{"the token is not valid yet"}
+		return nil, &TokenError{Description: "the token is not valid yet", Signed: true}
 	}
 	return v.identity(claims)
 }
@@ -114,7 +119,7 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		id.Subject = clip(s)
 	}
 	if id.Subject == "" {
-		return nil, &TokenError{"the token has no subject (" + v.auth.Claims.Subject + ")"}
+		return nil, &TokenError{Description: "the token has no subject (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
 	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
 		id.Name = clip(s)
@@ -176,21 +181,21 @@ func tokenError(err error) error {
 	msg := err.Error()
 	switch {
 	case errors.As(err, &expired):
-		return &TokenError{"the token has expired"}
+		return &TokenError{Description: "the token has expired", Signed: true}
 	case strings.Contains(msg, errKeysUnavailable.Error()):
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	case strings.Contains(msg, "expected audience"):
-		return &TokenError{"the token is not for this resource (aud)"}
+		return &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
 	case strings.Contains(msg, "issued by a different provider"):
-		return &TokenError{"the token is of another issuer"}
+		return &TokenError{Description: "the token is of another issuer", Signed: true}
 	case strings.Contains(msg, "before the nbf"):
-		return &TokenError{"the token is not valid yet"}
+		return &TokenError{Description: "the token is not valid yet", Signed: true}
 	case strings.Contains(msg, "unknown signing key"):
-		return &TokenError{"the token is signed by an unknown key"}
+		return &TokenError{Description: "the token is signed by an unknown key"}
 	case strings.Contains(msg, "failed to verify signature"):
-		return &TokenError{"the token's signature does not verify"}
+		return &TokenError{Description: "the token's signature does not verify"}
 	case strings.Contains(msg, "malformed"), strings.Contains(msg, "unmarshal"), strings.Contains(msg, "signature"):
-		return &TokenError{"the token is malformed"}
+		return &TokenError{Description: "the token is malformed"}
 	}
-	return &TokenError{"the token is refused"}
+	return &TokenError{Description: "the token is refused"}
 }

@@ -139,7 +139,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// Only a wrong token counts: a request with none (what an
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
-				if header != "" {
+				if header != "" && !signed(refused) {
 					g.auth.fail(addr)
 				}
 				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))

@@ -65,6 +65,14 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token strin
 	return who, err, true
 }
 
+// signed reports whether err refused a token its issuer signed (expired,
+// for another audience): that is no guess, and does not count against
+// the address (a team behind one NAT renews expired tokens all day).
+func signed(err error) bool {
+	var te *identity.TokenError
+	return errors.As(err, &te) && te.Signed
+}
+
 // challenge is the WWW-Authenticate of a request refused 401 (RFC 6750
 // section 3; MCP authorization: resource_metadata, RFC 9728 section
 // 5.1). given says a token came; err is why it was refused.

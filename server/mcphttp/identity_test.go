@@ -273,3 +273,36 @@ func TestResourceServerChallenge(t *testing.T) {
 		}
 	}
 }
+
+// A token the issuer signed but that is refused (for another audience,
+// expired) is no guess: it does not count against the address, which a
+// team behind one NAT shares; a forged one does.
+func TestSignedTokensAreNoGuesses(t *testing.T) {
+	t.Parallel()
+	is := newTestIssuer(t)
+	g := NewGuard(GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}, MaxAuthFailures: 2})
+	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	try := func(token string) int {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	other := is.token(t, "alice", "Alice", "https://other.example/mcp")
+	for i := range 5 {
+		if code := try(other); code != http.StatusUnauthorized {
+			t.Fatalf("token for another audience, try %d: %d, want 401", i, code)
+		}
+	}
+	if code := try(is.token(t, "alice", "Alice", testAudience)); code != http.StatusOK {
+		t.Fatalf("a good token after 5 signed but refused: %d", code)
+	}
+	parts := strings.Split(other, ".")
+	forged := parts[0] + "." + parts[1] + ".AAAA" + parts[2][4:]
+	codes := []int{try(forged), try(forged), try(forged)}
+	if codes[2] != http.StatusTooManyRequests {
+		t.Errorf("forged tokens: %v, want 429 after 2", codes)
+	}
+}

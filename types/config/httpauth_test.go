@@ -65,3 +65,12 @@ groups:
 		}
 	}
 }
+
+// A static token may not be named like the callers of http.auth, whose
+// credential is jwt:SUBJECT: it would reach their sessions.
+func TestTokenNameNotJWT(t *testing.T) {
+	_, err := Parse("c.yaml", strings.NewReader("http:\n  tokens: { \"jwt:alice\": token-of-mallory-0123 }\ngroups:\n  g: { description: d, command: echo }\n"))
+	if err == nil || !strings.Contains(err.Error(), "must not begin with jwt:") {
+		t.Errorf("a token named jwt:alice: %v", err)
+	}
+}
