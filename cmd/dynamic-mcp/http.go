@@ -95,7 +95,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// behind the Origin and Host checks, as the inspector's are, so that no
 	// web page can read them by DNS rebinding.
 	probes := http.NewServeMux()
-	health.Mount(probes, mgr, h.Guard().Check, hub.HealthComponents()...)
+	health.Mount(probes, mgr, h.Guard().CheckOperator, hub.HealthComponents()...)
 	mountProbe := h.HandlePublic
 	if loopback {
 		mountProbe = h.HandlePage

@@ -119,3 +119,17 @@ func resourceMetadata(auth *config.HTTPAuth) http.Handler {
 		w.Write(body)
 	})
 }
+
+// CheckOperator is Check for what is the operator's, not a caller's:
+// /metrics, the reasons of /readyz. A caller signed in with a JWT (a
+// member of the team, not its operator) is refused 403; the static tokens
+// pass as with Check.
+func (g *Guard) CheckOperator(next http.Handler) http.Handler {
+	return g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if who := IdentityOf(r.Context()); who != nil && who.Kind == identity.KindJWT {
+			http.Error(w, "Forbidden: for the hub's static tokens only, not a signed-in caller's", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+}

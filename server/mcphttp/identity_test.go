@@ -98,6 +98,7 @@ groups:
 		t.Fatal(err)
 	}
 	face := New(h, Options{Tokens: map[string]string{"ci": "static-token-0123456789"}, Auth: cfg.HTTP.Auth}, testLogger())
+	face.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") }))
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 	return ts.URL, auditPath, h
@@ -191,6 +192,20 @@ func TestCallersWithIdentities(t *testing.T) {
 	}
 	if _, got := ci.post(echo); !strings.Contains(got, `"text":"hi"`) {
 		t.Errorf("static token's call: %s", got)
+	}
+	// /metrics is the operator's: a static token reads it, a signed-in
+	// caller does not.
+	for token, want := range map[string]int{ci.token: http.StatusOK, alice.token: http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/metrics: %d, want %d", resp.StatusCode, want)
+		}
 	}
 	// A session is its caller's: Bob cannot use Alice's.
 	if resp, _ := (&bearerClient{t: t, url: base + "/mcp", token: bob.token, session: alice.session}).post(echo); resp.StatusCode != http.StatusNotFound {

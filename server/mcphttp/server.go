@@ -120,11 +120,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // as /readyz, whose reasons only a request with the token sees).
 func (s *Server) Guard() *Guard { return s.guard }
 
-// Handle serves pattern (a ServeMux pattern, such as "/ui/") with next,
-// behind the same checks as /mcp: Origin, Host and the bearer token. It
-// must be called before the server serves.
+// Handle serves pattern (a ServeMux pattern, such as "/metrics") with
+// next, behind the same checks as /mcp: Origin, Host and the bearer
+// token, a static one (Guard.CheckOperator: a caller signed in by
+// http.auth is refused). It must be called before the server serves.
 func (s *Server) Handle(pattern string, next http.Handler) {
-	s.mux.Handle(pattern, s.guard.Check(next))
+	s.mux.Handle(pattern, s.guard.CheckOperator(next))
 }
 
 // HandlePage serves pattern with next behind the Origin and Host checks
