@@ -30,7 +30,7 @@ type issuer struct {
 	keys      []jose.JSONWebKey // private; the first signs
 }
 
-func newIssuer(t *testing.T) *issuer {
+func newIssuer(t testing.TB) *issuer {
 	is := &issuer{}
 	is.rotate(t, "k1")
 	mux := http.NewServeMux()
@@ -55,7 +55,7 @@ func newIssuer(t *testing.T) *issuer {
 
 // rotate makes a new signing key, kid, the one that signs from now on;
 // the old ones stay published unless drop.
-func (is *issuer) rotate(t *testing.T, kid string, drop ...bool) {
+func (is *issuer) rotate(t testing.TB, kid string, drop ...bool) {
 	pk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func (is *issuer) rotate(t *testing.T, kid string, drop ...bool) {
 func (is *issuer) url() string { return is.srv.URL + "/" }
 
 // sign signs claims with key (nil: the issuer's current key).
-func sign(t *testing.T, key *jose.JSONWebKey, claims map[string]any) string {
+func sign(t testing.TB, key *jose.JSONWebKey, claims map[string]any) string {
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm), Key: key}, (&jose.SignerOptions{}).WithType("at+jwt"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func sign(t *testing.T, key *jose.JSONWebKey, claims map[string]any) string {
 	return out
 }
 
-func (is *issuer) token(t *testing.T, claims map[string]any) string {
+func (is *issuer) token(t testing.TB, claims map[string]any) string {
 	is.mu.Lock()
 	k := is.keys[0]
 	is.mu.Unlock()
