@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -320,4 +321,52 @@ func TestSignedTokensAreNoGuesses(t *testing.T) {
 	if codes[2] != http.StatusTooManyRequests {
 		t.Errorf("forged tokens: %v, want 429 after 2", codes)
 	}
+}
+
+// A 2026-07-28 request, which opens no session, and a legacy SSE session
+// are in the profile their caller's claims choose too.
+func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
+	t.Parallel()
+	is := newTestIssuer(t)
+	base, _, h := identityHub(t, is)
+	bob := is.token(t, "bob", "Bob", testAudience, "docs")
+	body := `{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Authorization", "Bearer "+bob)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(got), "call_dynamic_tool") || strings.Contains(string(got), `"f__echo"`) {
+		t.Errorf("bob's 2026-07-28 tools/list: %d %s, want the profile reader", resp.StatusCode, got)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
+	sreq.Header.Set("Accept", "text/event-stream")
+	sreq.Header.Set("Authorization", "Bearer "+is.token(t, "alice", "Alice", testAudience, "admins"))
+	sresp, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sresp.Body.Close()
+	if sresp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /sse with alice's token: %d", sresp.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "alice's legacy SSE session in the profile admin", func() bool {
+		for _, s := range h.Sessions() {
+			if s.Transport == "sse" && s.Subject == "jwt:alice" && s.Profile == "admin" {
+				return true
+			}
+		}
+		return false
+	})
 }
