@@ -346,8 +346,11 @@ func fakeGroup() string { return fmt.Sprintf("{ description: fake, command: %q }
 // Three clients of the official TypeScript SDK, started as a client
 // starts a server, on one config: each is a session of one shared hub
 // with its own initialize, roots, sampling, elicitation and log level
-// (every check of testdata/sdkclient/run.mjs, over stdio), while the
-// everything server they share runs once.
+// (every check of testdata/sdkclient/run.mjs, over stdio). Each client
+// has a root and a log level of its own, so a roots answer that reached
+// another client's server differs from the direct one, and a message
+// below a client's level fails its logging checks.
+// TestSharedHubThreeSDKClientsThreeGroups counts the children.
 func TestSharedHubSDKClients(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
@@ -360,11 +363,12 @@ func TestSharedHubSDKClients(t *testing.T) {
 	s := newShared(t, cfg)
 	hub, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i, level := range []string{"debug", "info", "notice"} {
 		wg.Go(func() {
-			t.Run(fmt.Sprint("client-", i), func(t *testing.T) {
+			name := fmt.Sprint("client-", i)
+			t.Run(name, func(t *testing.T) {
 				runSDKClientEnv(t, s.env, []string{script, "--transport", "stdio", "--mode", "flat", "--group", "everything",
-					"--direct", string(direct), "--hub", string(hub),
+					"--direct", string(direct), "--hub", string(hub), "--client-name", name, "--log-level", level,
 					// On a connection of the session's own, what the
 					// everything server keeps per connection (the resource
 					// a tool adds, a subscription's updates) is not in the
