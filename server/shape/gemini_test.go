@@ -104,3 +104,27 @@ func TestGeminiName(t *testing.T) {
 		t.Errorf("long names: %q and %q", a, b)
 	}
 }
+
+// Gemini's Schema takes enum values as strings only ("enum[] string",
+// even for an INTEGER: {type:INTEGER, format:enum, enum:["101","201"]}):
+// numbers and booleans become their JSON text, a null makes the schema
+// nullable, and an enum of objects or lists, which no string list can
+// say, is dropped.
+func TestGeminiSchemaEnumsAreStrings(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"integer","enum":[1,2,30]}`:          `{"enum":["1","2","30"],"format":"enum","type":"integer"}`,
+		`{"type":"string","enum":["a",null]}`:         `{"enum":["a"],"nullable":true,"type":"string"}`,
+		`{"type":"boolean","const":true}`:             `{"enum":["true"],"format":"enum","type":"boolean"}`,
+		`{"type":"object","enum":[{"a":1}]}`:          `{"type":"object"}`,
+		`{"type":"string","enum":["x","y"]}`:          `{"enum":["x","y"],"type":"string"}`,
+		`{"type":"number","enum":[1.5],"format":"x"}`: `{"enum":["1.5"],"format":"x","type":"number"}`,
+	} {
+		out, err := GeminiSchema(json.RawMessage(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != want {
+			t.Errorf("GeminiSchema(%s) = %s, want %s", in, out, want)
+		}
+	}
+}
