@@ -486,3 +486,42 @@ func TestSharedHubDiesBridgeExits(t *testing.T) {
 		t.Fatalf("the bridge ended with %v (status %d), stderr:\n%s", err, code, stderr.String())
 	}
 }
+
+// `dynamic-mcp status` names the shared hub first: its pid, its uptime
+// and its sessions by the names and versions their clients gave; with no
+// hub running it says so.
+func TestSharedHubStatusNamesIt(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	status := func() string {
+		cmd := exec.Command(hubBin, "status", "-c", s.path)
+		cmd.Env = append(os.Environ(), s.env...)
+		out, _ := cmd.Output() // exit 1 while an upstream is not ready is not this test's concern
+		first, _, _ := strings.Cut(string(out), "\n")
+		return first
+	}
+	if got := status(); got != "shared hub: none running" {
+		t.Fatalf("status before any client: %q", got)
+	}
+	before := time.Now()
+	s.bridge(t, "alpha")
+	s.bridge(t, "beta")
+	time.Sleep(1500 * time.Millisecond)
+	got := status()
+	var pid, n int
+	var up, clients string
+	if _, err := fmt.Sscanf(got, "shared hub: pid %d, up %s %d session(s): ", &pid, &up, &n); err != nil {
+		t.Fatalf("status: %q: %v", got, err)
+	}
+	uptime, err := time.ParseDuration(strings.TrimSuffix(up, ","))
+	if err != nil {
+		t.Fatalf("status: uptime %q in %q: %v", up, got, err)
+	}
+	_, clients, _ = strings.Cut(got, "session(s): ")
+	if pid != s.hubPID() || pid == 0 || n != 2 || clients != "alpha 1.0, beta 1.0" {
+		t.Fatalf("status: %q; want pid %d, 2 sessions: alpha 1.0, beta 1.0", got, s.hubPID())
+	}
+	if uptime < time.Second || uptime > time.Since(before)+time.Second {
+		t.Fatalf("status: up %s, want between 1s and %s", uptime, time.Since(before).Round(time.Second))
+	}
+}
