@@ -154,10 +154,14 @@ groups:
 	for i, name := range names {
 		clients[i] = startSDKDriver(t, s, name)
 	}
-	// Every group's tools listed (the everything server takes a moment).
+	// Every group's tools listed (the node servers take a moment).
 	waitFor(t, 30*time.Second, "every group to be listed", func() bool {
-		raw, err := clients[0].do(map[string]any{"op": "call", "name": "everything__echo", "arguments": map[string]any{"message": "up?"}})
-		return err == nil && raw != nil
+		for _, tool := range []string{"everything__echo", "memory__read_graph", "fake__echo"} {
+			if _, err := clients[0].callText(tool, map[string]any{"message": "up?", "text": "up?"}); err != nil {
+				return false
+			}
+		}
+		return true
 	})
 
 	hub := s.hubPID()
