@@ -237,16 +237,16 @@ groups:
 		if err := json.Unmarshal(raw, &seen); err != nil {
 			t.Fatal(err)
 		}
-		min := slices.Index(logLevels, levels[c.name])
+		floor := slices.Index(logLevels, levels[c.name])
 		got := map[string]bool{}
 		for _, l := range seen.Logs {
-			if slices.Index(logLevels, l.Level) < min {
+			if slices.Index(logLevels, l.Level) < floor {
 				t.Errorf("%s (at %s) was sent a %s message: %v", c.name, levels[c.name], l.Level, l.Data)
 			}
 			got[fmt.Sprint(l.Data)] = true
 		}
 		for _, level := range []string{"debug", "warning", "error"} {
-			want := slices.Index(logLevels, level) >= min
+			want := slices.Index(logLevels, level) >= floor
 			if msg := c.name + " at " + level; got[msg] != want {
 				t.Errorf("%s (at %s): got its own %s message %v, want %v", c.name, levels[c.name], level, got[msg], want)
 			}
