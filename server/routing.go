@@ -224,13 +224,19 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
 		}
-		// Every session gets it; the session whose call it came during
+		// Every session gets one from a shared connection; the session whose call it came during
 		// (the only one with calls in flight on its connection, see
 		// upstream's callContext) gets it under that call, so that over
 		// HTTP it travels on the call's stream, before the answer, as
 		// from the server itself.
+		// One that came on a session's own connection (isolation:
+		// per-session) is that session's alone.
 		owner, _ := upstream.OwnerOf(ctx).(*session)
+		own := upstream.OnOwnConnection(ctx)
 		for _, sess := range h.sessionList() {
+			if own && sess != owner {
+				continue
+			}
 			if allows(sess.GetLogLevel(), level) {
 				nctx := context.Background()
 				if sess == owner {
