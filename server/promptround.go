@@ -54,7 +54,7 @@ const (
 // answered yet, by the id their state names, with whose each is and when
 // it expires: a state is good for one retry.
 type promptRounds struct {
-	mu   sync.Mutex            // guards open
+	mu   sync.Mutex           // guards open
 	open map[string]openRound // id -> the round
 }
 
