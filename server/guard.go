@@ -17,10 +17,6 @@ import (
 // codePolicyBlocked answers a call a policy rule blocked.
 const codePolicyBlocked = -32001
 
-// promptTimeout bounds how long the user has to answer an elicitation
-// from a prompt rule before the call is denied.
-const promptTimeout = 2 * time.Minute
-
 // call is one tool call, resource read or prompt get on its way upstream.
 type call struct {
 	method string // policy.Method*
@@ -183,14 +179,27 @@ func blocked(d policy.Decision, why string) *rpcError {
 	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]string{"rule": rule, "action": string(d.Action)}}
 }
 
-// ask puts the call to the user through the client's elicitation. Only an
-// accept lets it through; a client that cannot elicit, a decline, a cancel
-// or no answer in time all deny.
+// ask puts the call to a person. In order: a grant that covers the call
+// lets it through at once; the client's form elicitation, where it
+// declared one and no clients: rule sends it to the inbox; else the
+// approval inbox (waitApproval). Only an accept or an approval lets it
+// through; a decline, a cancel, a denial or no answer in time deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
-	sess := req.sess
-	if !canElicit(sess.GetClientCapabilities().Elicitation, "") { // the question is a form
-		return errors.New("the client does not support elicitation in form mode")
+	if h.granted(req, c) {
+		return nil
 	}
+	// (The 2026-07-28 client's input_required round goes here: after
+	// grants, before elicitation and the inbox.)
+	sess := req.sess
+	if canElicit(sess.GetClientCapabilities().Elicitation, "") && !inboxFor(req.snap.cfg, sess) { // the question is a form
+		return h.elicit(ctx, req, c, d)
+	}
+	return h.waitApproval(ctx, req, c, d)
+}
+
+// elicit asks the client's user through form elicitation.
+func (h *Hub) elicit(ctx context.Context, req *request, c call, d policy.Decision) error {
+	sess := req.sess
 	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
 	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)
 	if d.Description != "" {
@@ -203,7 +212,11 @@ func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) 
 		}
 		msg += " Arguments: " + args
 	}
-	ctx, cancel := context.WithTimeout(ctx, promptTimeout)
+	timeout := req.snap.cfg.Settings.PromptTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultPromptTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sess.request(ctx, "elicitation/create", map[string]any{
 		"message":         msg,

@@ -29,9 +29,13 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 	routes *routes
-	states *stateSealer                     // seals the requestState of input_required results
-	inputs *inputCalls                      // 2026-07-28 clients' calls held between rounds
-	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	states *stateSealer // seals the requestState of input_required results
+	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
+	// approvals are the calls waiting for a person and the grants made:
+	// kept across reloads, not in the snapshot.
+	approvals *approvals
+	notifying chan struct{}                    // a token per desktop notification being shown
+	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -71,6 +75,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
 		inputs:        newInputCalls(),
+		approvals:     newApprovals(),
+		notifying:     make(chan struct{}, maxNotifying),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {

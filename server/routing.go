@@ -96,6 +96,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	r.mu.Unlock()
 	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
+	h.approvals.endSession(sess.id)
 }
 
 func (h *Hub) sessionList() []*session {
