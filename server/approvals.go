@@ -38,12 +38,6 @@ const (
 	maxApprovalArgs = 4 << 10
 )
 
-// Errors of the inbox's answers.
-var (
-	ErrNoApproval = errors.New("no call waits for approval with that id")
-	ErrNoGrant    = errors.New("no grant with that id")
-)
-
 // approvals are the hub's pending calls and grants.
 type approvals struct {
 	now func() time.Time // the clock of grants' expiry; tests set it
@@ -174,7 +168,7 @@ func (a *approvals) decide(id string, v verdict) (*pendingCall, error) {
 	defer a.mu.Unlock()
 	p, ok := a.takeLocked(id)
 	if !ok {
-		return nil, ErrNoApproval
+		return nil, approval.ErrNoPending
 	}
 	p.answer <- v
 	return p, nil
@@ -232,7 +226,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	defer a.mu.Unlock()
 	p, ok := a.pending[id]
 	if !ok {
-		return nil, ErrNoApproval
+		return nil, approval.ErrNoPending
 	}
 	if o.Once() {
 		a.takeLocked(id)
@@ -292,7 +286,7 @@ func (h *Hub) Revoke(id, by string) error {
 	n := len(a.grants)
 	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.ID == id })
 	if len(a.grants) == n {
-		return ErrNoGrant
+		return approval.ErrNoGrant
 	}
 	h.logger.Info("approval: grant revoked", "grant", id, "by", by)
 	return nil

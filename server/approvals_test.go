@@ -105,7 +105,7 @@ func TestApprovalInbox(t *testing.T) {
 	if rec := audited(); rec.ApprovedBy != "test" || rec.Grant != "" || rec.Outcome != "ok" {
 		t.Errorf("audit of a call approved once: %+v", rec)
 	}
-	if _, err := h.Approve(p.ID, "test", approval.Options{}); err != ErrNoApproval {
+	if _, err := h.Approve(p.ID, "test", approval.Options{}); err != approval.ErrNoPending {
 		t.Errorf("approved twice: %v", err)
 	}
 
@@ -168,7 +168,7 @@ func TestApprovalInbox(t *testing.T) {
 	if err := h.Revoke(sg.ID, "ui"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Revoke(sg.ID, "ui"); err != ErrNoGrant {
+	if err := h.Revoke(sg.ID, "ui"); err != approval.ErrNoGrant {
 		t.Errorf("revoked twice: %v", err)
 	}
 	c.send(echoCall(9, `{"text":"hi"}`))

@@ -8,8 +8,16 @@ package approval
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+)
+
+// What an answer names that is not there (answered already, timed out,
+// cancelled; revoked, expired, used up).
+var (
+	ErrNoPending = errors.New("no call waits for approval with that id")
+	ErrNoGrant   = errors.New("no grant with that id")
 )
 
 // Pending is one call waiting for a person's answer.
