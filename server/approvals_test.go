@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -296,4 +297,32 @@ func TestApprovalBounds(t *testing.T) {
 	if v := <-p.answer; !v.ok || v.grant != g.ID {
 		t.Errorf("verdict %+v", v)
 	}
+}
+
+// With settings.notify, a call that comes to the inbox shows a desktop
+// notification (notify-send on Linux) naming the tool and the approval's
+// id; the call waits all the same.
+func TestApprovalNotifies(t *testing.T) {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		t.Skip("notify-send is the Linux notifier")
+	}
+	bin, out := t.TempDir(), filepath.Join(t.TempDir(), "notified")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + out + ".tmp && mv " + out + ".tmp " + out + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "notify-send"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	h := inboxHub(t, "off", "prompt_timeout: 20s, notify: true", "")
+	c := inboxClient(t, h)
+	c.send(echoCall(1, `{"text":"hi"}`))
+	p := pendingOne(t, h)
+	var got []byte
+	waitFor(t, 5*time.Second, "the notification", func() bool { got, _ = os.ReadFile(out); return len(got) > 0 })
+	if !strings.Contains(string(got), "approve echo?") || !strings.Contains(string(got), p.ID) {
+		t.Errorf("notified: %s", got)
+	}
+	if err := h.Deny(p.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	c.answer("1")
 }
