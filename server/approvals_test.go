@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// inboxHub runs a flat-mode hub in front of the fake upstream whose echo
-// tool a prompt rule guards, its audit trail at audit, with settings (the
-// inside of settings: {...}) and a clients: block (YAML, "" for none).
-func inboxHub(t *testing.T, audit, settings, clients string) *Hub {
-	t.Helper()
-	h, mgr := runHub(t, fmt.Sprintf(`mode: flat
+// inboxYAML is the config of a flat-mode hub in front of the fake upstream
+// whose echo tool a prompt rule guards, its audit trail at audit, with
+// settings (the inside of settings: {...}) and a clients: block (YAML, ""
+// for none).
+func inboxYAML(stateDir, audit, settings, clients string) string {
+	return fmt.Sprintf(`mode: flat
 state_dir: %q
 audit: {path: %q}
 settings: {call_timeout: 5s, %s}
@@ -31,7 +32,13 @@ groups:
     policy:
       - {name: writes, action: prompt, tool: "echo", description: "echo needs a person"}
       - {action: allow, tool: "*"}
-`, t.TempDir(), audit, settings, clients, fakeBin), true)
+`, stateDir, audit, settings, clients, fakeBin)
+}
+
+// inboxHub runs the hub of inboxYAML, ready to serve.
+func inboxHub(t *testing.T, audit, settings, clients string) *Hub {
+	t.Helper()
+	h, mgr := runHub(t, inboxYAML(t.TempDir(), audit, settings, clients), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
 	return h
@@ -325,4 +332,33 @@ func TestApprovalNotifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.answer("1")
+}
+
+// A config reload keeps the calls waiting and the grants: they live on
+// the hub, not in the config's snapshot.
+func TestApprovalsSurviveReload(t *testing.T) {
+	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	c := inboxClient(t, h)
+	reload := func(settings string) {
+		t.Helper()
+		cfg, err := config.Parse("test.yaml", strings.NewReader(inboxYAML(t.TempDir(), "off", settings, "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetConfig(cfg)
+	}
+	c.send(echoCall(1, `{"text":"hi"}`))
+	p := pendingOne(t, h)
+	reload("prompt_timeout: 30s")
+	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
+		t.Fatalf("approve after a reload: %v", err)
+	}
+	if got := c.answer("1"); !strings.Contains(got, `"result"`) {
+		t.Errorf("approved after a reload: %s", got)
+	}
+	reload("prompt_timeout: 40s")
+	c.send(echoCall(2, `{"text":"hi"}`))
+	if got := c.answer("2"); !strings.Contains(got, `"result"`) {
+		t.Errorf("the grant after a reload: %s", got)
+	}
 }
