@@ -36,6 +36,9 @@ const (
 	maxGrants = 1024
 	// maxApprovalArgs bounds the arguments a pending call shows.
 	maxApprovalArgs = 4 << 10
+	// maxGrantName bounds the name (a URI may be long) a pending call
+	// shows and a grant keeps.
+	maxGrantName = 1 << 10
 )
 
 // approvals are the hub's pending calls and grants.
@@ -55,6 +58,7 @@ func newApprovals() *approvals {
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
 	approval.Pending
+	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
 	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
 	answer chan verdict    // buffered: answered once, under approvals.mu
 }
@@ -234,8 +238,11 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 		h.logger.Info("approval: call approved", "id", id, "by", by, "tool", p.Tool)
 		return nil, nil
 	}
+	if len(p.name) > maxGrantName {
+		return nil, fmt.Errorf("a grant is for a name of at most %d bytes: approve this call alone", maxGrantName)
+	}
 	now := a.now()
-	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.Tool,
+	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
 		Group: p.Group, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
 	if o.Session {
 		g.Session = p.Session
@@ -259,7 +266,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
 	// The calls of a loop that came while this one waited go too.
 	for oid, q := range a.pending {
-		if gid, gby, ok := a.useLocked(q.Session, q.Group, q.Method, q.Tool, q.args); ok {
+		if gid, gby, ok := a.useLocked(q.Session, q.Group, q.Method, q.name, q.args); ok {
 			a.takeLocked(oid)
 			q.answer <- verdict{ok: true, by: gby, grant: gid}
 		}
@@ -339,11 +346,11 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 		timeout = config.DefaultPromptTimeout
 	}
 	now := time.Now()
-	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: c.name,
+	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
 		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		args: c.args, answer: make(chan verdict, 1)}
+		name: c.name, args: c.args, answer: make(chan verdict, 1)}
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}
@@ -370,6 +377,14 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 	}
 	req.approved(v.grant, v.by)
 	return nil
+}
+
+// clipName is a name or URI as a pending call shows it.
+func clipName(name string) string {
+	if len(name) > maxGrantName {
+		return name[:maxGrantName] + clippedMark
+	}
+	return name
 }
 
 // approvalArgs are args as a pending call shows them: the config's

@@ -218,9 +218,10 @@ func TestApprovalGrantScope(t *testing.T) {
 	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"2", "5"} {
-		if got := c.answer(id); !strings.Contains(got, `"result"`) {
-			t.Errorf("call %s released by the grant: %s", id, got)
+	got, _ := c.answersAt(time.Now(), "2", "5") // in either order
+	for id, line := range got {
+		if !strings.Contains(line, `"result"`) {
+			t.Errorf("call %s released by the grant: %s", id, line)
 		}
 	}
 }
@@ -289,7 +290,7 @@ func TestApprovalBounds(t *testing.T) {
 	for i := range maxGrants {
 		a.grants = append(a.grants, &grant{Grant: approval.Grant{ID: fmt.Sprint("old-", i)}})
 	}
-	p := &pendingCall{Pending: approval.Pending{ID: "p", Session: "s", Tool: "t"}, answer: make(chan verdict, 1)}
+	p := &pendingCall{Pending: approval.Pending{ID: "p", Session: "s", Tool: "t"}, name: "t", answer: make(chan verdict, 1)}
 	if err := a.add(p); err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +304,18 @@ func TestApprovalBounds(t *testing.T) {
 	}
 	if v := <-p.answer; !v.ok || v.grant != g.ID {
 		t.Errorf("verdict %+v", v)
+	}
+	// A grant keeps no name over maxGrantName (a URI may be megabytes).
+	long := strings.Repeat("x", maxGrantName+1)
+	p = &pendingCall{Pending: approval.Pending{ID: "q", Session: "s", Tool: clipName(long)}, name: long, answer: make(chan verdict, 1)}
+	if err := a.add(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Approve("q", "ui", approval.Options{Calls: 3}); err == nil || len(p.Tool) > maxGrantName+len(clippedMark) {
+		t.Errorf("a grant for a long name: %v; shown %d bytes", err, len(p.Tool))
+	}
+	if _, err := h.Approve("q", "ui", approval.Options{}); err != nil {
+		t.Errorf("the call alone: %v", err)
 	}
 }
 
