@@ -53,7 +53,7 @@ func inboxClient(t *testing.T, h *Hub) *pipeClient {
 	return c
 }
 
-func echoCall(id int, args string) string {
+func inboxCall(id int, args string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":%s}}`, id, args)
 }
 
@@ -95,7 +95,7 @@ func TestApprovalInbox(t *testing.T) {
 	records := 0
 	audited := func() auditRecord { records++; return lastAudit(t, audit, records) }
 
-	c.send(echoCall(1, `{"text":"hi","api_key":"sk-live-123456"}`))
+	c.send(inboxCall(1, `{"text":"hi","api_key":"sk-live-123456"}`))
 	p := pendingOne(t, h)
 	if p.Tool != "echo" || p.Group != "f" || p.Server != "f" || p.Method != "tools/call" || p.Client != "t" ||
 		p.Rule != "writes" || p.Description != "echo needs a person" || p.Session == "" || len(p.ID) < 10 {
@@ -117,7 +117,7 @@ func TestApprovalInbox(t *testing.T) {
 		t.Errorf("approved twice: %v", err)
 	}
 
-	c.send(echoCall(2, `{"text":"hi"}`))
+	c.send(inboxCall(2, `{"text":"hi"}`))
 	p = pendingOne(t, h)
 	if err := h.Deny(p.ID, "ui"); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestApprovalInbox(t *testing.T) {
 	audited()
 
 	// A grant for one minute.
-	c.send(echoCall(3, `{"text":"hi"}`))
+	c.send(inboxCall(3, `{"text":"hi"}`))
 	p = pendingOne(t, h)
 	g, err := h.Approve(p.ID, "cli:ada", approval.Options{For: approval.Duration(time.Minute)})
 	if err != nil || g == nil || g.Tool != "echo" || g.Group != "f" || g.Expires.IsZero() {
@@ -141,7 +141,7 @@ func TestApprovalInbox(t *testing.T) {
 		t.Errorf("audit of the approved call: %+v", rec)
 	}
 	for id := 4; id <= 6; id++ {
-		c.send(echoCall(id, `{"text":"again"}`))
+		c.send(inboxCall(id, `{"text":"again"}`))
 		if got := c.answer(fmt.Sprint(id)); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
 			t.Errorf("call %d under the grant: %s", id, got)
 		}
@@ -155,7 +155,7 @@ func TestApprovalInbox(t *testing.T) {
 
 	// Past the minute it asks again.
 	skew.Store(int64(61 * time.Second))
-	c.send(echoCall(7, `{"text":"hi"}`))
+	c.send(inboxCall(7, `{"text":"hi"}`))
 	p = pendingOne(t, h)
 	if l := h.Approvals(); len(l.Grants) != 0 {
 		t.Errorf("an expired grant listed: %+v", l.Grants)
@@ -166,7 +166,7 @@ func TestApprovalInbox(t *testing.T) {
 	}
 	c.answer("7")
 	audited()
-	c.send(echoCall(8, `{"text":"hi"}`))
+	c.send(inboxCall(8, `{"text":"hi"}`))
 	if got := c.answer("8"); !strings.Contains(got, `"result"`) {
 		t.Errorf("under the session grant: %s", got)
 	}
@@ -179,7 +179,7 @@ func TestApprovalInbox(t *testing.T) {
 	if err := h.Revoke(sg.ID, "ui"); err != approval.ErrNoGrant {
 		t.Errorf("revoked twice: %v", err)
 	}
-	c.send(echoCall(9, `{"text":"hi"}`))
+	c.send(inboxCall(9, `{"text":"hi"}`))
 	pendingOne(t, h)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
 	waitFor(t, 5*time.Second, "the cancelled call to leave the inbox", func() bool { return len(h.Approvals().Pending) == 0 })
@@ -191,7 +191,7 @@ func TestApprovalInbox(t *testing.T) {
 func TestApprovalGrantScope(t *testing.T) {
 	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
 	c := inboxClient(t, h)
-	c.send(echoCall(1, `{"text":"/tmp/a"}`))
+	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
 	p := pendingOne(t, h)
 	if _, err := h.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "/etc/**"}}); err == nil {
 		t.Error("a grant whose args do not match the call approved")
@@ -200,20 +200,20 @@ func TestApprovalGrantScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.answer("1")
-	c.send(echoCall(2, `{"text":"/etc/passwd"}`))
+	c.send(inboxCall(2, `{"text":"/etc/passwd"}`))
 	p = pendingOne(t, h)
-	c.send(echoCall(3, `{"text":"/tmp/b"}`))
+	c.send(inboxCall(3, `{"text":"/tmp/b"}`))
 	if got := c.answer("3"); !strings.Contains(got, `"result"`) {
 		t.Errorf("a matching call under the grant: %s", got)
 	}
-	c.send(echoCall(4, `{"text":"/tmp/c"}`))
+	c.send(inboxCall(4, `{"text":"/tmp/c"}`))
 	if got := c.answer("4"); !strings.Contains(got, `"result"`) {
 		t.Errorf("the grant's second call: %s", got)
 	}
 	if l := h.Approvals(); len(l.Grants) != 0 || len(l.Pending) != 1 {
 		t.Errorf("after its calls the grant is gone, the other call waits: %+v", l)
 	}
-	c.send(echoCall(5, `{"text":"/etc/group"}`))
+	c.send(inboxCall(5, `{"text":"/etc/group"}`))
 	waitFor(t, 5*time.Second, "two waiting", func() bool { return len(h.Approvals().Pending) == 2 })
 	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestApprovalGrantScope(t *testing.T) {
 func TestApprovalTimeout(t *testing.T) {
 	h := inboxHub(t, "off", "prompt_timeout: 300ms", "")
 	c := inboxClient(t, h)
-	c.send(echoCall(1, `{"text":"hi"}`))
+	c.send(inboxCall(1, `{"text":"hi"}`))
 	if got := c.answer("1"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, "no answer within 300ms") {
 		t.Errorf("timed out: %s", got)
 	}
@@ -248,7 +248,7 @@ func TestApprovalInboxForMarkedClient(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}`)
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(echoCall(1, `{"text":"hi"}`))
+	c.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, h)
 	if p.Client != "codex-mcp-client" {
 		t.Errorf("pending %+v", p)
@@ -258,6 +258,16 @@ func TestApprovalInboxForMarkedClient(t *testing.T) {
 	}
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "elicitation/create") {
 		t.Errorf("approved in the inbox: %s", got)
+	}
+	// A 2026-07-28 client so marked is not asked in an input_required
+	// round either.
+	c.send(strings.Replace(modernCall("2", "f__echo", `{"elicitation":{}}`), `"name":"modern"`, `"name":"codex-mcp-client"`, 1))
+	p = pendingOne(t, h)
+	if _, err := h.Approve(p.ID, "ui", approval.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "input_required") {
+		t.Errorf("a 2026-07-28 client, approved in the inbox: %s", got)
 	}
 }
 
@@ -334,7 +344,7 @@ func TestApprovalNotifies(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	h := inboxHub(t, "off", "prompt_timeout: 20s, notify: true", "")
 	c := inboxClient(t, h)
-	c.send(echoCall(1, `{"text":"hi"}`))
+	c.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, h)
 	var got []byte
 	waitFor(t, 5*time.Second, "the notification", func() bool { got, _ = os.ReadFile(out); return len(got) > 0 })
@@ -360,7 +370,7 @@ func TestApprovalsSurviveReload(t *testing.T) {
 		}
 		h.SetConfig(cfg)
 	}
-	c.send(echoCall(1, `{"text":"hi"}`))
+	c.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, h)
 	reload("prompt_timeout: 30s")
 	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
@@ -370,7 +380,7 @@ func TestApprovalsSurviveReload(t *testing.T) {
 		t.Errorf("approved after a reload: %s", got)
 	}
 	reload("prompt_timeout: 40s")
-	c.send(echoCall(2, `{"text":"hi"}`))
+	c.send(inboxCall(2, `{"text":"hi"}`))
 	if got := c.answer("2"); !strings.Contains(got, `"result"`) {
 		t.Errorf("the grant after a reload: %s", got)
 	}

@@ -32,7 +32,7 @@ type auditRecord struct {
 	Tool       string          `json:"tool,omitempty"`
 	URI        string          `json:"uri,omitempty"`
 	Prompt     string          `json:"prompt,omitempty"`
-	Decision   string          `json:"decision"` // allow, deny, log, prompt (answered), not_found
+	Decision   string          `json:"decision"` // allow, deny, log, prompt (answered), not_found, rate_limited (over a rule's rate:)
 	Rule       string          `json:"rule,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Outcome    string          `json:"outcome"` // a traffic.Status: ok, tool_error, error, blocked, not_found, cancelled

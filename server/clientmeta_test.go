@@ -37,16 +37,6 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
-	// answerElicitation reads until the hub's elicitation/create and
-	// accepts it with content.
-	answerElicitation := func(content string) {
-		t.Helper()
-		all := c.readUntil(func(line string) bool { return strings.Contains(line, `"method":"elicitation/create"`) })
-		var req struct{ ID json.RawMessage }
-		mustJSON(t, all[strings.LastIndex(all[:len(all)-1], "\n")+1:], &req)
-		c.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":` + content + `}}`)
-	}
-
 	// The upstream's elicitation reaches a 2026-07-28 client as an
 	// input_required round (see inputrequired_test.go), not a request.
 	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
@@ -60,10 +50,17 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	if got := reply(c, "11"); !strings.Contains(got, "Ada") {
 		t.Errorf("the upstream's elicitation, answered: %s", got)
 	}
+	// A prompt policy asks it in an input_required round too (see
+	// promptround_test.go).
 	c.send(modernCall("2", "f__echo", `{"elicitation":{}}`))
-	answerElicitation(`{}`)
-	if got := c.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") {
-		t.Errorf("a prompt policy asking a client that stated elicitation: %s", got)
+	question := answerOf(t, reply(c, "2"))
+	if _, ok := question.InputRequests[promptInputKey]; !ok {
+		t.Fatalf("a prompt policy asking a client that stated elicitation: %+v", question)
+	}
+	c.send(strings.Replace(modernCall("12", "f__echo", `{"elicitation":{}}`), `"_meta":`,
+		`"inputResponses":{"`+promptInputKey+`":{"action":"accept","content":{}}},"requestState":"`+question.RequestState+`","_meta":`, 1))
+	if got := c.answer("12"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") || strings.Contains(got, "input_required") {
+		t.Errorf("a prompt policy's question, answered: %s", got)
 	}
 	if caps, known := h.sessionList()[0].ClientCapabilities(); !known || caps.Elicitation == nil {
 		t.Errorf("session capabilities %+v, known %v", caps, known)

@@ -17,6 +17,11 @@ import (
 // codePolicyBlocked answers a call a policy rule blocked.
 const codePolicyBlocked = -32001
 
+// promptTimeout bounds the state of a 2026-07-28 client's input_required
+// round (promptround.go); an elicitation and the approval inbox wait
+// settings.prompt_timeout, whose default this is.
+const promptTimeout = config.DefaultPromptTimeout
+
 // call is one tool call, resource read or prompt get on its way upstream.
 type call struct {
 	method string // policy.Method*
@@ -42,9 +47,19 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	// The view routes only what the group does not hide; Decide checks
 	// that again, with the very function `policy test` uses.
 	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
+	over := h.limit(req, c, d) // the rule's rate, if it has one (ratelimit.go)
+	if over == nil && d.Rate != nil && d.Rate.Then == config.ActionPrompt && h.answersQuestion(req, c) {
+		// The retry that answers the question the call's rate put: the
+		// answer is read as the question was asked (promptround.go).
+		over = &rateOver{limit: d.Rate}
+	}
+	decision := string(d.Action)
+	if over != nil {
+		decision = decisionRateLimited
+	}
 	if snap.audit != nil {
 		rec := &auditRecord{Time: start.UTC(), Session: req.sess.id, Group: c.server.Config.Group, Server: c.server.Config.Name,
-			Method: c.method, Decision: string(d.Action), Rule: d.Rule, Arguments: c.args}
+			Method: c.method, Decision: decision, Rule: d.Rule, Arguments: c.args}
 		switch c.method {
 		case policy.MethodToolsCall:
 			rec.Tool = c.name
@@ -55,9 +70,20 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 		}
 		req.audit = rec
 	}
-	h.routed(req, c.server, c.name, d.Rule, string(d.Action))
+	h.routed(req, c.server, c.name, d.Rule, decision)
+	if over != nil {
+		if err := h.overLimit(ctx, req, c, d, over); err != nil {
+			return answerWith(err)
+		}
+		if d.Action == config.ActionPrompt {
+			d.Action = config.ActionAllow // approved just now: not asked twice
+		}
+	}
 	if err := h.decide(ctx, req, c, d); err != nil {
-		return nil, err
+		return answerWith(err) // an input_required answer that asks the user is no error (promptround.go)
+	}
+	if req.promptAnswered {
+		c.params = withoutRound(c.params)
 	}
 	var buf [2]jsonrpc.Member
 	set := buf[:0]
@@ -156,6 +182,9 @@ func (h *Hub) decide(ctx context.Context, req *request, c call, d policy.Decisio
 		return nil
 	case config.ActionPrompt:
 		if err := h.ask(ctx, req, c, d); err != nil {
+			if isRoundAnswer(err) {
+				return err
+			}
 			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
 			return blocked(d, err.Error())
 		}
@@ -180,16 +209,20 @@ func blocked(d policy.Decision, why string) *rpcError {
 }
 
 // ask puts the call to a person. In order: a grant that covers the call
-// lets it through at once; the client's form elicitation, where it
-// declared one and no clients: rule sends it to the inbox; else the
-// approval inbox (waitApproval). Only an accept or an approval lets it
-// through; a decline, a cancel, a denial or no answer in time deny.
+// lets it through at once; a 2026-07-28 client's input_required round
+// (askRound); the client's form elicitation, where it declared one; else,
+// or where a clients: rule says approvals: inbox, the approval inbox
+// (waitApproval). Only an accept or an approval lets it through; a
+// decline, a cancel, a denial or no answer in time deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
 	if h.granted(req, c) {
 		return nil
 	}
-	// (The 2026-07-28 client's input_required round goes here: after
-	// grants, before elicitation and the inbox.)
+	if req.modern {
+		// A 2026-07-28 client is asked in an input_required answer, or,
+		// when it cannot be, through the inbox (askRound).
+		return h.askRound(ctx, req, c, d)
+	}
 	sess := req.sess
 	if canElicit(sess.GetClientCapabilities().Elicitation, "") && !inboxFor(req.snap.cfg, sess) { // the question is a form
 		return h.elicit(ctx, req, c, d)

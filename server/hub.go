@@ -35,7 +35,11 @@ type Hub struct {
 	// kept across reloads, not in the snapshot.
 	approvals *approvals
 	notifying chan struct{}                    // a token per desktop notification being shown
+	rates     *rateLimiter                     // the loop guards' counters (policy rate:), kept across reloads
 	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	// prompts are the prompt rules' questions put to 2026-07-28 clients
+	// in input_required answers and not answered yet (promptround.go).
+	prompts *promptRounds
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -77,6 +81,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		inputs:        newInputCalls(),
 		approvals:     newApprovals(),
 		notifying:     make(chan struct{}, maxNotifying),
+		prompts:       newPromptRounds(),
+		rates:         newRateLimiter(),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
@@ -122,6 +128,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 		}
 	}
 	h.swap(next)
+	h.rates.retain(cfg)
 	h.announce(cur, next)
 	h.unsubscribeHidden(next.view)
 }

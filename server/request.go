@@ -45,6 +45,11 @@ type request struct {
 	hopResult    []byte
 	hopToolError bool
 	status       traffic.Status // how it ended: set once, by finish
+
+	// promptAnswered is set when the request is the retry that answered a
+	// prompt rule's question accept (askRound): it goes upstream as a
+	// first call, without the round's requestState and inputResponses.
+	promptAnswered bool
 }
 
 // serve answers one request of sess: the raw result, or the error to

@@ -35,6 +35,9 @@ type sealedState struct {
 	// and the server that sent it: the retry goes there with it.
 	Server   string `json:"s,omitempty"`
 	Upstream string `json:"u,omitempty"`
+	// Prompt is the policy rule whose question Round put to the user
+	// (see askRound): the retry brings the answer. Empty for a call.
+	Prompt string `json:"p,omitempty"`
 	// Caller is the session (or, for requests without one, the holder of
 	// the hub's token) it was issued to.
 	Caller string `json:"b"`

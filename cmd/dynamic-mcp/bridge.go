@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
@@ -71,7 +73,7 @@ func bridge(ctx context.Context, cfg *config.Config, profile, logLevel, uiAddr s
 	pass := inOK && outOK && isPipe(inFile) && isPipe(outFile)
 	conn, br, err := joinHub(ctx, cfg, paths, pass, profile, logLevel, logger)
 	if err != nil {
-		if errors.Is(err, local.ErrVersion) {
+		if notJoinable(err) {
 			logger.Warn("not joining the shared hub: serving in this process", "err", err)
 		} else {
 			logger.Warn("could not reach or start the shared hub: serving in this process", "err", err)
@@ -128,12 +130,13 @@ func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin
 // bridges started at once start one hub; a socket file left by a hub that
 // crashed answers nobody and is replaced by the new hub.
 func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, profile, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
+	env := local.EnvDigests(cfg.EnvUses, os.LookupEnv)
 	var last error
 	// A hub that is stopping (idle) may take a connection and close it:
 	// then it is looked for, and started, again.
 	for range 3 {
-		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
-		if err == nil || errors.Is(err, local.ErrVersion) {
+		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+		if err == nil || notJoinable(err) {
 			return conn, br, err
 		}
 		last = err
@@ -143,23 +146,30 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		if err != nil {
 			return nil, nil, err
 		}
-		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
-		if err == nil || errors.Is(err, local.ErrVersion) {
+		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+		if err == nil || notJoinable(err) {
 			unlock()
 			return conn, br, err
 		}
 		logger.Info("starting the shared hub", "socket", paths.Socket, "log", paths.Log)
-		err = startSharedHub(ctx, cfg, paths, logLevel)
+		err = startSharedHub(ctx, cfg, paths, logLevel, logger)
 		unlock()
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile})
-	if err != nil && !errors.Is(err, local.ErrVersion) {
+	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+	if err != nil && !notJoinable(err) {
 		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
 	}
 	return conn, br, err
+}
+
+// notJoinable reports whether err is a running hub's refusal that
+// another try would get again: a hub of another version, or of other
+// values of the config's variables. The bridge serves in its own process.
+func notJoinable(err error) bool {
+	return errors.Is(err, local.ErrVersion) || errors.Is(err, local.ErrEnv)
 }
 
 // askUI asks the hub to serve its inspector on addr.
@@ -211,6 +221,9 @@ func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
 	if reply.Version != version {
 		return reply, nil, fmt.Errorf("%w: the hub (pid %d) is %s, this is %s", local.ErrVersion, reply.PID, reply.Version, version)
 	}
+	if rest, ok := strings.CutPrefix(reply.Error, local.ErrEnv.Error()); ok {
+		return reply, nil, fmt.Errorf("%w%s", local.ErrEnv, rest)
+	}
 	if reply.Error != "" {
 		return reply, nil, fmt.Errorf("the hub refused: %s", reply.Error)
 	}
@@ -220,7 +233,7 @@ func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
 // startSharedHub starts the shared hub for cfg in the background, detached from
 // this process (its own session, its stdin and stdout /dev/null, its log
 // appended to paths.Log), and waits until it answers on the socket.
-func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLevel string) error {
+func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, logLevel string, logger *slog.Logger) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start the hub: %w", err)
@@ -237,10 +250,11 @@ func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, 
 	if err != nil {
 		return fmt.Errorf("start the hub: %w", err)
 	}
-	// The hub runs in the config's directory, whichever client started
-	// it, with the environment of the bridge that started it.
+	// The hub runs in the config's directory and the user's login
+	// environment, whichever client started it (see hubEnv).
+	env := hubEnv(ctx, exe, os.Environ(), cfg.EnvUses, logger)
 	exited, err := spawnDetached(exe, []string{"serve", "--hub", "-c", cfgPath, "--log-level", logLevel, "--log-file", paths.Log},
-		filepath.Dir(cfgPath), logFile)
+		filepath.Dir(cfgPath), env, logFile)
 	if err != nil {
 		return fmt.Errorf("start the hub: %w", err)
 	}
@@ -278,8 +292,12 @@ func copyBoth(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin i
 	// when the hub goes first it may still be blocked reading stdin,
 	// which only the process's exit ends (a read of stdin cannot be
 	// cancelled), so it is not waited for then.
+	// stdinEnded is set before the hub can see the end, so that the
+	// hub's close that answers it is never taken for the hub going away.
+	var stdinEnded atomic.Bool
 	go func() {
 		_, err := io.Copy(conn, stdin)
+		stdinEnded.Store(true)
 		_ = conn.CloseWrite()
 		up <- err
 	}()
@@ -295,7 +313,7 @@ func copyBoth(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin i
 			stdinDone = true
 			up = nil
 		case err := <-down:
-			if !stdinDone {
+			if !stdinDone && !stdinEnded.Load() {
 				if err == nil {
 					return errHubGone
 				}

@@ -107,12 +107,35 @@ func runTests(m *testing.M) int {
 	os.Setenv(sharedEnvVar, "off")
 	// A shared hub's socket is under its state_dir, which each test sets.
 	os.Setenv("XDG_RUNTIME_DIR", "")
+	// The login shell of the shared hubs the tests start (see hubEnv):
+	// the environment it gives is the tests' PATH and the switches that
+	// make this binary a fake upstream or auth client.
+	shell := filepath.Join(dir, "login-shell")
+	if err := os.WriteFile(shell, []byte(loginShellScript(os.Getenv("PATH"))), 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("SHELL", shell)
 	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, shellQuote(fakeBin))
 	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
+}
+
+// loginShellScript is a login shell, for hubEnv, whose environment has
+// path as its PATH and the tests' switches (fakeupstream.EnvVar,
+// authclient.EnvVar) as the test process has them.
+func loginShellScript(path string) string {
+	script := "#!/bin/sh\nexport PATH=" + shellQuote(path) + "\n"
+	for _, name := range []string{fakeupstream.EnvVar, authclient.EnvVar} {
+		if v, ok := os.LookupEnv(name); ok {
+			script += "export " + name + "=" + shellQuote(v) + "\n"
+		}
+	}
+	// -l -i -c COMMAND: the command alone, not /etc/profile's PATH.
+	return script + "while [ $# -gt 1 ]; do shift; done\nexec /bin/sh -c \"$1\"\n"
 }
 
 // shellQuote quotes s for sh.

@@ -158,6 +158,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return uninstallCmd(args[1:], stdout)
 	case "policy":
 		return policyCmd(args[1:], stdout, stderr)
+	case envDumpCommand: // hidden: the shared hub's login environment (hubenv.go)
+		return envDump(os.Stdout)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "dynamic-mcp", version)
 		return nil

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -255,29 +257,82 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // config's env PATH finds.
 func TestSharedHubPATHOfEitherClient(t *testing.T) {
 	t.Parallel()
-	bin := t.TempDir()
+	// The user's bash profile puts bin, where the server's command is,
+	// on PATH; Claude Desktop's short PATH does not have it.
+	home := t.TempDir()
+	bin := filepath.Join(home, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(fakeBin, filepath.Join(bin, "dmcp-fake-upstream")); err != nil {
 		t.Fatal(err)
+	}
+	profile := "export PATH=\"$HOME/bin:$PATH\"\nexport " + fakeupstream.EnvVar + "=1\n"
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash:", err)
 	}
 	short := "PATH=/usr/bin:/bin"
 	full := "PATH=" + bin + ":" + os.Getenv("PATH")
 	for _, order := range [][]string{{short, full}, {full, short}} {
 		t.Run(strings.Join([]string{order[0][:9], order[1][:9]}, "-then-"), func(t *testing.T) {
 			t.Parallel()
-			s := newShared(t, fmt.Sprintf(`
+			s := newShared(t, `
 mode: flat
 settings: { shared_idle: 1s, stop_grace: 1s }
 groups:
   one:
     description: fake
     command: dmcp-fake-upstream
-    env: { PATH: %q }
-`, bin+":/usr/bin:/bin"))
+`)
 			for i, env := range order {
-				c := s.bridge(t, fmt.Sprint("client-", i), env)
+				c := s.bridge(t, fmt.Sprint("client-", i), env, "SHELL="+bash, "HOME="+home)
 				c.waitFlatTools(fakeTools)
 			}
+			if n := len(childrenOf(t, s.hubPID(), "dmcp-fake-upstream")); n != 1 {
+				t.Errorf("%d upstream processes under the hub, want 1", n)
+			}
 		})
+	}
+}
+
+// A bridge whose value of a variable the config reads is not the running
+// hub's does not join it: its client gets the server configured with its
+// own value, in a hub of its own, and stderr names the variable. One with
+// the hub's value joins.
+func TestSharedHubOtherValuesNotJoined(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf(`
+mode: flat
+settings: { shared_idle: 1s, stop_grace: 1s }
+groups:
+  one:
+    description: fake
+    command: %q
+    env: { FAKE_TOKEN: "${DMCP_TEST_TOKEN:-}" }
+`, fakeBin))
+	first := s.bridge(t, "first", "DMCP_TEST_TOKEN=one")
+	first.waitFlatTools(fakeTools)
+	same := s.bridge(t, "same", "DMCP_TEST_TOKEN=one")
+	same.waitFlatTools(fakeTools)
+	other := s.bridge(t, "other", "DMCP_TEST_TOKEN=two")
+	other.waitFlatTools(fakeTools)
+	waitFor(t, 5*time.Second, "the bridge to say why", func() bool {
+		return strings.Contains(other.stderr.String(), "not joining the shared hub") && strings.Contains(other.stderr.String(), "DMCP_TEST_TOKEN")
+	})
+	if strings.Contains(same.stderr.String(), "not joining") {
+		t.Errorf("a bridge with the hub's values did not join: %s", same.stderr.String())
+	}
+	var names []string
+	for _, c := range s.status(t).Sessions {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"first", "same"}) {
+		t.Errorf("the hub's sessions are %v, want first and same", names)
 	}
 }
 
@@ -346,8 +401,11 @@ func fakeGroup() string { return fmt.Sprintf("{ description: fake, command: %q }
 // Three clients of the official TypeScript SDK, started as a client
 // starts a server, on one config: each is a session of one shared hub
 // with its own initialize, roots, sampling, elicitation and log level
-// (every check of testdata/sdkclient/run.mjs, over stdio), while the
-// everything server they share runs once.
+// (every check of testdata/sdkclient/run.mjs, over stdio). Each client
+// has a root and a log level of its own, so a roots answer that reached
+// another client's server differs from the direct one, and a message
+// below a client's level fails its logging checks.
+// TestSharedHubThreeSDKClientsThreeGroups counts the children.
 func TestSharedHubSDKClients(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
@@ -360,11 +418,12 @@ func TestSharedHubSDKClients(t *testing.T) {
 	s := newShared(t, cfg)
 	hub, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i, level := range []string{"debug", "info", "notice"} {
 		wg.Go(func() {
-			t.Run(fmt.Sprint("client-", i), func(t *testing.T) {
+			name := fmt.Sprint("client-", i)
+			t.Run(name, func(t *testing.T) {
 				runSDKClientEnv(t, s.env, []string{script, "--transport", "stdio", "--mode", "flat", "--group", "everything",
-					"--direct", string(direct), "--hub", string(hub),
+					"--direct", string(direct), "--hub", string(hub), "--client-name", name, "--log-level", level,
 					// On a connection of the session's own, what the
 					// everything server keeps per connection (the resource
 					// a tool adds, a subscription's updates) is not in the
@@ -480,5 +539,44 @@ func TestSharedHubDiesBridgeExits(t *testing.T) {
 	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "the shared hub went away") {
 		t.Fatalf("the bridge ended with %v (status %d), stderr:\n%s", err, code, stderr.String())
+	}
+}
+
+// `dynamic-mcp status` names the shared hub first: its pid, its uptime
+// and its sessions by the names and versions their clients gave; with no
+// hub running it says so.
+func TestSharedHubStatusNamesIt(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	status := func() string {
+		cmd := exec.Command(hubBin, "status", "-c", s.path)
+		cmd.Env = append(os.Environ(), s.env...)
+		out, _ := cmd.Output() // exit 1 while an upstream is not ready is not this test's concern
+		first, _, _ := strings.Cut(string(out), "\n")
+		return first
+	}
+	if got := status(); got != "shared hub: none running" {
+		t.Fatalf("status before any client: %q", got)
+	}
+	before := time.Now()
+	s.bridge(t, "alpha")
+	s.bridge(t, "beta")
+	time.Sleep(1500 * time.Millisecond)
+	got := status()
+	var pid, n int
+	var up, clients string
+	if _, err := fmt.Sscanf(got, "shared hub: pid %d, up %s %d session(s): ", &pid, &up, &n); err != nil {
+		t.Fatalf("status: %q: %v", got, err)
+	}
+	uptime, err := time.ParseDuration(strings.TrimSuffix(up, ","))
+	if err != nil {
+		t.Fatalf("status: uptime %q in %q: %v", up, got, err)
+	}
+	_, clients, _ = strings.Cut(got, "session(s): ")
+	if pid != s.hubPID() || pid == 0 || n != 2 || clients != "alpha 1.0, beta 1.0" {
+		t.Fatalf("status: %q; want pid %d, 2 sessions: alpha 1.0, beta 1.0", got, s.hubPID())
+	}
+	if uptime < time.Second || uptime > time.Since(before)+time.Second {
+		t.Fatalf("status: up %s, want between 1s and %s", uptime, time.Since(before).Round(time.Second))
 	}
 }

@@ -5,11 +5,15 @@ package main
 import (
 	"errors"
 	"os"
+	"os/exec"
 )
 
 // spawnDetached is not needed where there is no shared hub.
-func spawnDetached(string, []string, string, *os.File) (<-chan error, error) {
+func spawnDetached(string, []string, string, []string, *os.File) (<-chan error, error) {
 	return nil, errors.New("the shared hub is not supported on this OS")
 }
 
 func processAlive(int) bool { return false }
+
+// ownSession leaves cmd as it is: nothing runs a login shell here.
+func ownSession(*exec.Cmd) {}

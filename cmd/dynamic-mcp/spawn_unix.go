@@ -8,14 +8,15 @@ import (
 	"syscall"
 )
 
-// spawnDetached starts exe with args in dir, in a session of its own (no
+// spawnDetached starts exe with args in dir with env, in a session of its own (no
 // controlling terminal, its own process group: a Ctrl-C or a client that
 // kills the bridge's group does not reach it), stdin and stdout
 // /dev/null, stderr to logFile. exited yields the process's end; the
 // goroutine that waits for it ends with the process.
-func spawnDetached(exe string, args []string, dir string, logFile *os.File) (exited <-chan error, err error) {
+func spawnDetached(exe string, args []string, dir string, env []string, logFile *os.File) (exited <-chan error, err error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -30,4 +31,12 @@ func spawnDetached(exe string, args []string, dir string, logFile *os.File) (exi
 // zombie we could reap: the hub is never this process's child for long).
 func processAlive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
+}
+
+// ownSession makes cmd start in a session of its own (it can take no
+// terminal) and be killed with its whole process group when its context
+// ends.
+func ownSession(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }

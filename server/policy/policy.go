@@ -39,6 +39,13 @@ type Decision struct {
 	Action      config.Action
 	Rule        string // the rule that matched; "" when the default applied
 	Description string // the rule's description, or why evaluation failed
+
+	// Rate is the matched rule's loop guard (rate: N/period), nil when it
+	// has none; RuleGroup is the group whose policy holds that rule, ""
+	// for a global one. The two name the rule's counters (see the hub's
+	// rate limiter): the policy itself keeps no state.
+	Rate      *config.RateLimit
+	RuleGroup string
 }
 
 // Policy is a config's rules, compiled.
@@ -140,14 +147,18 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 			return Decision{Action: config.ActionDeny, Description: "policy evaluation failed: arguments are not JSON: " + err.Error()}
 		}
 	}
-	for _, rules := range [][]rule{p.groups[req.Group], p.global} {
+	for i, rules := range [][]rule{p.groups[req.Group], p.global} {
 		for _, r := range rules {
 			ok, err := r.matches(req, args)
 			if err != nil {
 				return Decision{Action: config.ActionDeny, Rule: r.cfg.Name, Description: fmt.Sprintf("policy evaluation failed in rule %s: %v", r.cfg.Name, err)}
 			}
 			if ok {
-				return Decision{Action: r.cfg.Action, Rule: r.cfg.Name, Description: r.cfg.Description}
+				d := Decision{Action: r.cfg.Action, Rule: r.cfg.Name, Description: r.cfg.Description, Rate: r.cfg.Rate}
+				if i == 0 {
+					d.RuleGroup = req.Group
+				}
+				return d
 			}
 		}
 	}

@@ -31,6 +31,12 @@ type MetricsOptions struct {
 	// AuditLost is how many audit records never reached the trail, ever
 	// (server.Hub.AuditLost).
 	AuditLost func() uint64
+	// RateLimited is how many calls each policy rule's rate limit found
+	// over it, ever, by the rule's group ("" for a global rule) and name
+	// (server.Hub.RateLimited); RateBuckets the loop guards' counters kept
+	// now and those dropped to make room, ever (server.Hub.RateBuckets).
+	RateLimited func() map[string]map[string]uint64
+	RateBuckets func() (buckets int, evictions uint64)
 }
 
 // Metrics is a traffic.Observer that keeps the hub's Prometheus metrics in
@@ -91,7 +97,7 @@ func NewMetrics(mgr *upstream.Manager, opts MetricsOptions) *Metrics {
 	m.fromClient, m.toClient = m.received.WithLabelValues("client"), m.sent.WithLabelValues("client")
 	m.fromUpstream, m.toUpstream = m.received.WithLabelValues("upstream"), m.sent.WithLabelValues("upstream")
 	m.reg.MustRegister(m.serverOp, m.clientOp, m.decisions, m.received, m.sent, m.messages, m.inflight,
-		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts},
+		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts}, &rateCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -55,6 +55,10 @@ type Hello struct {
 	Profile string `json:"profile,omitempty"`
 	// Addr is where OpUI asks the inspector to be served.
 	Addr string `json:"addr,omitempty"`
+	// Env is EnvDigests of the variables the config reads (${VAR}), as
+	// the bridge has them: an OpSession hello whose values differ from
+	// the hub's is refused (ErrEnv).
+	Env map[string]string `json:"env,omitempty"`
 	// ID is the pending call (OpApprove, OpDeny) or grant (OpRevoke).
 	ID string `json:"id,omitempty"`
 	// By is who answers, as the audit trail records it ("cli:USER").

@@ -118,6 +118,10 @@ type Config struct {
 	Audit Audit
 	// StateDir holds tool pins; default $DYNAMIC_MCP_HOME or ~/.dynamic-mcp.
 	StateDir string
+	// EnvUses names the environment variables the file reads (${VAR} and
+	// ${VAR:-default}; not CONFIG_DIR or secrets), sorted: the bridges of
+	// one shared hub must agree on their values.
+	EnvUses []string
 	// SecretUses says where the config uses each ${secret:NAME}: name ->
 	// the dotted keys, in the order met.
 	SecretUses map[string][]string
@@ -227,6 +231,7 @@ type Rule struct {
 	URI         string            // glob on a resources/read URI
 	Prompt      string            // glob on a prompts/get name
 	Description string            // the message of a -32001 answer
+	Rate        *RateLimit        // rate: N/period with per: and then:; nil (the default) for no limit
 	Line        int
 }
 

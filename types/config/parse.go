@@ -56,10 +56,12 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	p := &parser{path: path, dir: configDir(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
 			return p.dir, true
 		}
+		used[name] = true
 		return lookupEnv(name)
 	}
 	p.stateDir = prescanStateDir(data, p.env)
@@ -69,6 +71,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return nil, p.errs
 	}
 	cfg.SecretUses = p.secretUses
+	cfg.EnvUses = slices.Sorted(maps.Keys(used))
 	cfg.setSecretValues(p.secrets, p.secretUses)
 	return cfg, nil
 }
@@ -503,6 +506,7 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 	for i, rn := range n.Content {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		r := Rule{Name: fmt.Sprintf("%s[%d]", prefix, i), Line: rn.Line}
+		var rate rateNodes // read once the action is known (see rateLimit)
 		misspelt := p.mapping(rn, k, map[string]func(string, *yaml.Node){
 			"name": func(k string, v *yaml.Node) { r.Name = p.str(v, k) },
 			"action": func(k string, v *yaml.Node) {
@@ -514,7 +518,11 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 			"uri":         func(k string, v *yaml.Node) { r.URI = p.str(v, k) },
 			"prompt":      func(k string, v *yaml.Node) { r.Prompt = p.str(v, k) },
 			"description": func(k string, v *yaml.Node) { r.Description = p.str(v, k) },
+			"rate":        func(_ string, v *yaml.Node) { rate.rate = v },
+			"per":         func(_ string, v *yaml.Node) { rate.per = v },
+			"then":        func(_ string, v *yaml.Node) { rate.then = v },
 		})
+		r.Rate = p.rateLimit(rate, k, r)
 		if rn.Kind == yaml.MappingNode && findKey(rn, "action") == nil && !misspelt["action"] {
 			p.fail(rn, k+".action", "is required: allow, deny, log or prompt")
 		}
@@ -524,6 +532,7 @@ func (p *parser) rules(n *yaml.Node, key, prefix string) []Rule {
 		p.checkGlobs(rn, k, r)
 		rules = append(rules, r)
 	}
+	p.checkRateNames(n, key, rules)
 	return rules
 }
 

@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// A prompt policy rule asks a 2026-07-28 client's user in an
+// input_required answer ("Multi Round-Trip Requests", SEP-2322): a server
+// of that version sends the client no requests, so the hub cannot send it
+// elicitation/create as it does an older client. The call is answered
+// input_required with the question as its one input request and a sealed
+// requestState of the hub's that names the rule, the caller and the call
+// (callDigest); nothing is sent upstream and nothing is held. The retry
+// that brings the answer with that state is the call: accept lets that
+// retry through the policy, once (the state is single-use), and it goes
+// upstream as a first call would, without the hub's state and answer
+// (further rounds of the upstream's own follow as for any call); decline,
+// cancel or another answer deny it -32001, as an older client's do. A
+// state the hub did not seal, altered, expired, of another caller or
+// call, or used already is refused -32602, as every state of the hub's is
+// (see modernCall).
+//
+// The retry of a later round, the upstream's own, of a call the policy
+// let through carries that round's state (see modernCall): the rule is not
+// asked again for it. A question's state whose call no rule stops any more
+// (a reload made it allowed) reaches modernCall, which refuses it as used:
+// the client sends the call again.
+
+// promptInputKey is the key of the hub's question among a round's input
+// requests, and of its answer among the retry's inputResponses.
+const promptInputKey = "dynamic-mcp-policy-prompt"
+
+// maxPromptRounds bounds the questions the hub has put in input_required
+// answers, all clients together, whose retry has not come yet: each is
+// kept until it is answered or expires (promptTimeout). A call that would
+// ask past it is denied. maxPromptRoundsPerCaller is one caller's share
+// (a session, or a credential without one), so that a client that leaves
+// its questions unanswered cannot keep the others from being asked.
+const (
+	maxPromptRounds          = 1024
+	maxPromptRoundsPerCaller = 64
+)
+
+// promptRounds are the questions asked in input_required answers and not
+// answered yet, by the id their state names, with whose each is and when
+// it expires: a state is good for one retry.
+type promptRounds struct {
+	mu   sync.Mutex           // guards open
+	open map[string]openRound // id -> the round
+}
+
+type openRound struct {
+	caller string
+	exp    time.Time
+}
+
+func newPromptRounds() *promptRounds { return &promptRounds{open: map[string]openRound{}} }
+
+// put keeps id, caller's, until exp; false when too many are open, in all
+// or of caller, those expired at now forgotten first.
+func (r *promptRounds) put(id, caller string, exp, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := func() bool {
+		if len(r.open) >= maxPromptRounds {
+			return true
+		}
+		n := 0
+		for _, o := range r.open {
+			if o.caller == caller {
+				n++
+			}
+		}
+		return n >= maxPromptRoundsPerCaller
+	}
+	if full() {
+		for k, o := range r.open {
+			if now.After(o.exp) {
+				delete(r.open, k)
+			}
+		}
+		if full() {
+			return false
+		}
+	}
+	r.open[id] = openRound{caller: caller, exp: exp}
+	return true
+}
+
+// take forgets id, and reports whether it was open: a round is taken once.
+func (r *promptRounds) take(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.open[id]
+	delete(r.open, id)
+	return ok
+}
+
+// roundAnswer is what ask answers a 2026-07-28 request with instead of a
+// decision: the input_required result that puts the question (res), or
+// the refusal of the state the retry came with (err). forward answers the
+// request with it as it is; it is no policy block.
+type roundAnswer struct {
+	res json.RawMessage
+	err *rpcError
+}
+
+func (a *roundAnswer) Error() string {
+	if a.err != nil {
+		return a.err.Error()
+	}
+	return "the question is put to the client in an input_required answer"
+}
+
+// isRoundAnswer reports whether ask's err is a roundAnswer, which decide
+// passes on as it is.
+func isRoundAnswer(err error) bool {
+	var a *roundAnswer
+	return errors.As(err, &a)
+}
+
+// answerWith is what forward answers when decide refused the call with
+// err: the result of a roundAnswer, or err.
+func answerWith(err error) (json.RawMessage, error) {
+	var a *roundAnswer
+	if !errors.As(err, &a) {
+		return nil, err
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	return a.res, nil
+}
+
+// askRound asks a 2026-07-28 client's user about c, which rule d stops,
+// in an input_required answer, or reads the answer its retry brings: nil
+// lets the call through; a roundAnswer answers the request; any other
+// error denies the call with that reason.
+func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decision) error {
+	who, digest := caller(req.sess), callDigest(c)
+	token, retry := req.stringField("requestState")
+	if !retry {
+		if req.field("requestState") != nil {
+			return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
+		}
+		if !canElicit(requestCaps(req).Elicitation, "") || inboxFor(req.snap.cfg, req.sess) { // the question is a form
+			// The approval inbox takes such a client's question, as an
+			// older client's (issue 24).
+			return h.waitApproval(ctx, req, c, d)
+		}
+		return h.putQuestion(c, d, who, digest)
+	}
+	st, err := h.states.open(token, who, digest)
+	if err != nil {
+		return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: "+err.Error())}
+	}
+	if st.Prompt == "" {
+		// A later round of a call the policy let through, the upstream's
+		// own: modernCall checks its state again and resumes it.
+		return nil
+	}
+	answers, err := inputResponses(req.field("inputResponses")) // before take: a malformed retry leaves the state good
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return &roundAnswer{err: re}
+		}
+		return err
+	}
+	if !h.prompts.take(st.Round) {
+		return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())}
+	}
+	if st.Prompt != ruleName(d) {
+		// The config changed since the question: the rule that stops the
+		// call now asks its own.
+		return h.putQuestion(c, d, who, digest)
+	}
+	raw := answers.Field(promptInputKey)
+	if raw == nil {
+		// Not answered: asked again, as the specification has a server
+		// do with an input request its retry leaves unanswered.
+		return h.putQuestion(c, d, who, digest)
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return fmt.Errorf("unreadable answer: %w", err)
+	}
+	if answer.Action != "accept" {
+		return fmt.Errorf("the user chose %s", answer.Action)
+	}
+	// The retry is the call: it goes upstream as the first call would
+	// have, without the hub's state and the answer to its question.
+	req.params = withoutRound(req.params)
+	req.promptAnswered = true
+	return nil
+}
+
+// answersQuestion reports whether req is the retry of c that answers a
+// question the hub put about it (its requestState names a rule).
+func (h *Hub) answersQuestion(req *request, c call) bool {
+	token, ok := req.stringField("requestState")
+	if !ok || !req.modern {
+		return false
+	}
+	st, err := h.states.open(token, caller(req.sess), callDigest(c))
+	return err == nil && st.Prompt != ""
+}
+
+// putQuestion is the input_required answer that asks the user about c,
+// with a state for one retry within promptTimeout.
+func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string) error {
+	id, err := randomID()
+	if err != nil {
+		return err
+	}
+	exp := h.states.now().Add(promptTimeout)
+	state, err := h.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	type question struct {
+		Mode            string `json:"mode"`
+		Message         string `json:"message"`
+		RequestedSchema any    `json:"requestedSchema"`
+	}
+	type inputRequest struct {
+		Method string   `json:"method"`
+		Params question `json:"params"`
+	}
+	res, err := jsonrpc.Marshal(struct {
+		ResultType    mcp.ResultType          `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}{mcp.ResultTypeInputRequired, map[string]inputRequest{promptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
+		Mode: "form", Message: promptMessage(c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+	}}}, state})
+	if err != nil {
+		return err
+	}
+	if !h.prompts.put(id, who, exp, h.states.now()) {
+		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d in all)", maxPromptRoundsPerCaller, maxPromptRounds)
+	}
+	return &roundAnswer{res: res}
+}
+
+// promptMessage is the question a prompt rule puts to the user about c.
+func promptMessage(c call, d policy.Decision) string {
+	msg := fmt.Sprintf("dynamic-mcp: allow %s %q on %s?", c.method, c.name, c.server.Config.ID())
+	if d.Description != "" {
+		msg += " " + d.Description + "."
+	}
+	if len(c.args) > 0 {
+		args := string(c.args)
+		if len(args) > 500 {
+			args = args[:500] + "..."
+		}
+		msg += " Arguments: " + args
+	}
+	return msg
+}
+
+// ruleName is the rule a decision names, as a block names it.
+func ruleName(d policy.Decision) string {
+	if d.Rule == "" {
+		return "policy_default"
+	}
+	return d.Rule
+}
+
+// withoutRound are params without the requestState and inputResponses of
+// a round: what a first call carries.
+func withoutRound(params jsonrpc.Object) jsonrpc.Object {
+	if params.Field("requestState") == nil && params.Field("inputResponses") == nil {
+		return params
+	}
+	b := params.Bytes()
+	for _, k := range []string{"requestState", "inputResponses"} {
+		if out, err := jsonrpc.DeleteField(b, k); err == nil {
+			b = out
+		}
+	}
+	o, err := jsonrpc.ScanObject(b)
+	if err != nil {
+		return params
+	}
+	return o
+}
