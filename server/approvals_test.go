@@ -385,3 +385,48 @@ func TestApprovalsSurviveReload(t *testing.T) {
 		t.Errorf("the grant after a reload: %s", got)
 	}
 }
+
+// A rate: rule's then: prompt, for a client that declares no
+// elicitation, goes to the inbox with the limit's message; a grant made
+// there lets the loop's next calls through.
+func TestApprovalRateThenPrompt(t *testing.T) {
+	h, mgr := runHub(t, fmt.Sprintf(`mode: flat
+state_dir: %q
+audit: {path: "off"}
+settings: {call_timeout: 5s, prompt_timeout: 20s}
+groups:
+  f:
+    description: fake
+    command: %q
+    policy:
+      - {name: writes, action: allow, tool: "echo", rate: 1/minute, then: prompt}
+`, t.TempDir(), fakeBin), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	c := inboxClient(t, h)
+	c.send(inboxCall(1, `{"text":"hi"}`))
+	if got := c.answer("1"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("within the rate: %s", got)
+	}
+	c.send(inboxCall(2, `{"text":"hi"}`))
+	p := pendingOne(t, h)
+	if !strings.Contains(p.Description, "Rate limit 1/minute") {
+		t.Errorf("pending over the rate: %+v", p)
+	}
+	if err := h.Deny(p.ID, "ui"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.answer("2"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, "Rate limit 1/minute") || !strings.Contains(got, "denied by ui") {
+		t.Errorf("denied over the rate: %s", got)
+	}
+	c.send(inboxCall(3, `{"text":"hi"}`))
+	p = pendingOne(t, h)
+	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	c.answer("3")
+	c.send(inboxCall(4, `{"text":"hi"}`))
+	if got := c.answer("4"); !strings.Contains(got, `"result"`) {
+		t.Errorf("over the rate, under the grant: %s", got)
+	}
+}
