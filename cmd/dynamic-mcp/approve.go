@@ -32,7 +32,7 @@ func approveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
 	c.register(fs)
 	session := fs.Bool("session", false, "also let this tool through for the rest of the call's client session")
-	forTime := fs.Duration("for", 0, "also let this tool through, in every session, for this `long` (10m)")
+	forTime := fs.Duration("for", 0, "also let this tool through, in every session, for this `duration` (10m)")
 	calls := fs.Int("calls", 0, "also let this tool through, in every session, for `N` more calls")
 	globs := argGlobs{}
 	fs.Var(globs, "args", "narrow the grant to calls whose argument matches: `key=glob` (path=/tmp/**); repeatable")
