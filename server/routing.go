@@ -97,6 +97,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 	h.rates.forgetSession(sess.id)
+	h.approvals.endSession(sess.id)
 }
 
 func (h *Hub) sessionList() []*session {

@@ -3,9 +3,11 @@
 // is a bridge from one client's stdio, and after the bridge's Hello it is
 // served as a stdio session of the hub (Hub.ServeStdioWith): the client's
 // own initialize, capabilities, roots, log level and subscriptions are
-// that session's. The face also answers status, stop and the ask to serve
-// the inspector (serve --ui), and ends the hub when it has had no session
-// for its idle period: those asks are no client, and do not keep it.
+// that session's. The face also answers status, stop, the ask to serve
+// the inspector (serve --ui) and the approval inbox's ops (the CLI's
+// approvals, approve, deny, revoke), and ends the hub when it has had no
+// session for its idle period: those asks are no client, and do not keep
+// it.
 package mcplocal
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
 // helloTimeout bounds how long a new connection may take to say Hello.
@@ -261,6 +264,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			reply.UI = ui
 		}
 		_ = local.WriteLine(c, reply)
+	case local.OpApprovals, local.OpApprove, local.OpDeny, local.OpRevoke:
+		s.answerInbox(hello, &reply)
+		_ = local.WriteLine(c, reply)
 	case local.OpSession:
 		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
 			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)
@@ -298,6 +304,34 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	default:
 		reply.Error = fmt.Sprintf("unknown op %q", hello.Op)
 		_ = local.WriteLine(c, reply)
+	}
+}
+
+// answerInbox answers the approval inbox's ops (the CLI's approvals,
+// approve, deny and revoke) in reply.
+func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
+	by := hello.By
+	if by == "" {
+		by = "cli"
+	}
+	var err error
+	switch hello.Op {
+	case local.OpApprovals:
+		l := s.hub.Approvals()
+		reply.Approvals = &l
+	case local.OpApprove:
+		var o approval.Options
+		if hello.Grant != nil {
+			o = *hello.Grant
+		}
+		reply.Grant, err = s.hub.Approve(hello.ID, by, o)
+	case local.OpDeny:
+		err = s.hub.Deny(hello.ID, by)
+	case local.OpRevoke:
+		err = s.hub.Revoke(hello.ID, by)
+	}
+	if err != nil {
+		reply.Error = err.Error()
 	}
 }
 

@@ -43,6 +43,7 @@ const (
 	DefaultListTimeout     = 10 * time.Second
 	DefaultStopGrace       = 5 * time.Second
 	DefaultSharedIdle      = 30 * time.Second
+	DefaultPromptTimeout   = 2 * time.Minute
 	DefaultStartupWait     = 5 * time.Second
 	DefaultCallTimeout     = 60 * time.Second
 	DefaultPageSize        = 100
@@ -347,6 +348,13 @@ type Settings struct {
 	// SharedIdle is how long a shared hub keeps running after its last
 	// client left. Default 30s.
 	SharedIdle time.Duration
+	// PromptTimeout bounds how long a `prompt` rule's call waits for a
+	// person's answer (the client's elicitation, or the approval inbox)
+	// before it is denied. Default 2m.
+	PromptTimeout time.Duration
+	// Notify shows a desktop notification (notify-send, osascript) for
+	// each call that comes to the approval inbox. Default false.
+	Notify bool
 }
 
 // SharedMode says whether serve on stdio shares one hub per config.
