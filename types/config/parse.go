@@ -248,6 +248,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"shared":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Shared, SharedAuto, SharedOff) },
 		"shared_idle": func(k string, v *yaml.Node) { s.SharedIdle = p.duration(v, k) },
 		"max_tools":   func(k string, v *yaml.Node) { p.positive(v, k, &s.MaxTools) },
+		"max_result":  func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
