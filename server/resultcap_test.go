@@ -221,6 +221,10 @@ func TestMaxResultCutAndPages(t *testing.T) {
 				}
 			}
 
+			if a := c.rpc(120, "resources/subscribe", fmt.Sprintf(`{"uri":%q}`, r.link())); a.Error == nil || a.Error.Code != codeResourceNotFound {
+				t.Errorf("subscribe to a kept result: %s", a.line)
+			}
+
 			// Under the cap: untouched, byte for byte.
 			small := c.callLarge(2, mode, "small", 5000)
 			if string(small.Result) != fakeupstream.LargeResult("small", 5000) {
