@@ -75,4 +75,3 @@ func TestMaxResultEverythingServer(t *testing.T) {
 		}
 	}
 }
-
