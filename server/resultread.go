@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -35,9 +36,9 @@ func (h *Hub) capResult(req *request, res json.RawMessage) json.RawMessage {
 	if limit <= 0 || len(res) <= limit || isInputRequired(res) {
 		return res
 	}
-	target := limit - resultEnvelope - len(req.msg.ID)
+	target := max(limit-resultEnvelope-len(req.msg.ID), limit/2) // an id of kilobytes makes its own answer long
 	r := &storedResult{caller: caller(req.sess), data: res, group: c.server.Config.Group, server: c.server.Config.Name,
-		tool: c.name, args: c.args}
+		tool: c.name, args: bytes.Clone(c.args)} // not a slice of the request's params, kept whole
 	room := target - pageOverhead
 	r.pages, r.blob = paginate(res, room)
 	link := resultLink{tool: c.name, pageSize: room, cap: limit}
@@ -50,7 +51,9 @@ func (h *Hub) capResult(req *request, res json.RawMessage) json.RawMessage {
 	} else {
 		link.uri, link.pages = resultScheme+r.id, len(r.pages)
 	}
-	return fitResult(res, target, link)
+	out := fitResult(res, target, link)
+	h.logger.Debug("tool result cut to fit max_result", "upstream", c.server.Config.ID(), "tool", c.name, "bytes", len(res), "cut_to", len(out), "max_result", limit, "uri", link.uri)
+	return out
 }
 
 // isResultURI reports whether uri names a kept result (or claims to).
