@@ -162,9 +162,11 @@ func (b *block) shrinkable() bool { return b.raw != nil && b.kind != "resource_l
 // fitBlocks makes blocks fit budget bytes (with a comma between two):
 // first blocks that are no text and larger than half the budget become
 // notes; then texts are cut, each to at most a level that fits them all;
-// when that level would be under minTextKeep, the largest blocks that
-// are no text become notes, then blocks from the middle are left out
-// whole, until they fit.
+// when that level would be under minTextKeep, other blocks larger than a
+// note become notes, largest first, and texts are cut again; last, blocks
+// from the middle are left out whole until the rest fits. Each step is a
+// pass or a sort over the blocks: an upstream's answer of a million tiny
+// blocks costs no more than its size.
 func fitBlocks(blocks []*block, budget int, uri string) {
 	size := func() int {
 		n := 0
@@ -183,37 +185,51 @@ func fitBlocks(blocks []*block, budget int, uri string) {
 			b.replace(uri)
 		}
 	}
-	for range len(blocks) + 2 { // each round cuts, replaces or leaves out a block, or returns
-		if size() <= budget {
-			return
-		}
-		level, ok := waterLevel(blocks, budget)
-		if ok && level >= minTextKeep {
+	cutTexts := func() bool {
+		for range 3 { // a text whose escapes outgrew its share is fitted again
+			if size() <= budget {
+				return true
+			}
+			level, ok := waterLevel(blocks, budget)
+			if !ok || level < minTextKeep {
+				return false
+			}
 			for _, b := range blocks {
 				if b.raw != nil && b.kind == "text" && !b.cut && len(b.raw) > level {
 					b.cutTo(level, uri)
 				}
 			}
-			continue // fits now, or a text whose escapes outgrew its share: fit again
 		}
-		// Too many blocks for their texts to be cut usefully: the largest
-		// other block becomes a note, else blocks from the middle go.
-		var largest *block
-		for _, b := range blocks {
-			if b.shrinkable() && b.kind != "text" && !b.cut && (largest == nil || len(b.raw) > len(largest.raw)) {
-				largest = b
-			}
-		}
-		if largest != nil {
-			largest.replace(uri)
-			continue
-		}
-		break
+		return size() <= budget
 	}
-	if size() > budget {
-		leaveOutMiddle(blocks, budget)
+	if cutTexts() {
+		return
 	}
+	var others []*block
+	for _, b := range blocks {
+		if b.shrinkable() && b.kind != "text" && len(b.raw) > minNoteGain {
+			others = append(others, b)
+		}
+	}
+	slices.SortStableFunc(others, func(a, b *block) int { return len(b.raw) - len(a.raw) })
+	over := size() - budget
+	for _, b := range others {
+		if over <= 0 {
+			break
+		}
+		was := len(b.raw)
+		b.replace(uri)
+		over -= was - len(b.raw)
+	}
+	if cutTexts() {
+		return
+	}
+	leaveOutMiddle(blocks, budget)
 }
+
+// minNoteGain is the size past which a block that is no text is worth
+// replacing by a note (which takes about 200 bytes).
+const minNoteGain = 400
 
 // waterLevel is the largest size L such that the blocks, each text block
 // over L counted as L, fit budget; ok is false when even L = 0 does not

@@ -343,3 +343,36 @@ func TestMaxResultKinds(t *testing.T) {
 		})
 	}
 }
+
+// Through the hub: a session's oldest kept result goes when it has its
+// number of them, and every result after its time; the answer that named
+// it stays what it was, and the read is told it does not exist.
+func TestMaxResultStoreEvicts(t *testing.T) {
+	h, _ := largeHub(t, config.ModeFlat, "max_result: 20KB", "", "off")
+	h.results.perCaller = 2
+	now := time.Now()
+	h.results.mu.Lock()
+	h.results.now = func() time.Time { return now }
+	h.results.mu.Unlock()
+	c := largeClient(t, h, "a", "t", "")
+	var links []string
+	for i := range 3 {
+		links = append(links, cut(t, c.callLarge(i+1, config.ModeFlat, "text", 100000), 20000).link())
+	}
+	read := func(id int, uri string) rpcAnswer { return c.rpc(id, "resources/read", fmt.Sprintf(`{"uri":%q}`, uri)) }
+	if a := read(10, links[0]); a.Error == nil || a.Error.Code != codeResourceNotFound {
+		t.Errorf("the oldest of three, kept two: %s", a.line)
+	}
+	if a := read(11, links[1]); a.Error != nil {
+		t.Errorf("the second of three: %s", a.line)
+	}
+	h.results.mu.Lock()
+	now = now.Add(resultTTL)
+	h.results.mu.Unlock()
+	if a := read(12, links[2]); a.Error == nil || a.Error.Code != codeResourceNotFound {
+		t.Errorf("a result past its time: %s", a.line)
+	}
+	if n, bytes, evicted := h.results.stats(); n != 0 || bytes != 0 || evicted != 1 {
+		t.Errorf("%d results of %d bytes kept, %d evicted", n, bytes, evicted)
+	}
+}

@@ -114,3 +114,35 @@ func TestFitResultWithinLimit(t *testing.T) {
 		}
 	}
 }
+
+// Whatever JSON an upstream answers with, the cut answer is valid JSON
+// within the cap.
+func FuzzFitResult(f *testing.F) {
+	for _, kind := range []string{"text", "structured", "image", "mixed", "blocks"} {
+		f.Add([]byte(fakeupstream.LargeResult(kind, 5000)), 2000)
+	}
+	f.Add([]byte(`{"content":[{"type":"text","text":"\u2028\u0000\ud800"}],"x":[1,2,3]}`), 1500)
+	f.Add([]byte(`{"content":[{"type":"resource_link","uri":"`+strings.Repeat("u", 5000)+`"}]}`), 1500)
+	f.Fuzz(func(t *testing.T, res []byte, limit int) {
+		if !json.Valid(res) || limit < 1500 || limit > 1<<20 {
+			return
+		}
+		out := fitResult(res, limit, resultLink{uri: resultScheme + "id", pages: 3, pageSize: 100, tool: "t", cap: limit})
+		if len(out) > limit || !json.Valid(out) {
+			t.Fatalf("%d bytes (limit %d), valid %v: %.300s", len(out), limit, json.Valid(out), out)
+		}
+	})
+}
+
+// An upstream's answer of many tiny blocks costs the cut about its size,
+// not its square (which took minutes for 100,000 blocks).
+func TestFitResultManyBlocksQuickly(t *testing.T) {
+	for _, block := range []string{`{}`, `{"type":"text","text":"a"}`, `{"type":"resource_link","uri":"x","name":"x"}`, `{"type":"image","data":"` + strings.Repeat("x", 60) + `"}`} {
+		res := []byte(`{"content":[` + strings.Repeat(block+",", 30000) + block + `]}`)
+		start := time.Now()
+		out := fitResult(res, 20000, resultLink{uri: resultScheme + "id", pages: 2})
+		if d := time.Since(start); d > 10*time.Second || len(out) > 20000 || !strings.Contains(string(out), "content blocks (") {
+			t.Errorf("%s: %v, %d bytes: %.300s", block, d, len(out), out)
+		}
+	}
+}
