@@ -94,7 +94,11 @@ func fitResult(result []byte, limit int, link resultLink) []byte {
 		kept = slices.DeleteFunc(kept, func(m jsonrpc.Member) bool {
 			drop := m.Key != "content" && m.Key != "isError" && m.Key != "structuredContent" && (m.Key != "_meta" || len(m.Value) > limit/8)
 			if drop {
-				dropped = append(dropped, fmt.Sprintf("%s (%s bytes)", m.Key, commas(len(m.Value))))
+				key := m.Key
+				if len(key) > 64 {
+					key = strings.ToValidUTF8(key[:64], "") + "…"
+				}
+				dropped = append(dropped, fmt.Sprintf("%s (%s bytes)", key, commas(len(m.Value))))
 			}
 			return drop
 		})
@@ -443,6 +447,9 @@ func runeJSONLen(r rune, rest string) int {
 func summary(size, cutTo, limit int, link resultLink, dropped []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[dynamic-mcp: this result of %s bytes was cut to %s to fit this client's max_result of %s bytes", commas(size), commas(cutTo), commas(max(link.cap, limit)))
+	if len(dropped) > 4 {
+		dropped = append(dropped[:3:3], commas(len(dropped)-3) + " more members")
+	}
 	if len(dropped) > 0 {
 		fmt.Fprintf(&b, "; left out: %s", strings.Join(dropped, ", "))
 	}
@@ -482,15 +489,17 @@ func textBlock(text string) json.RawMessage {
 
 // noteOnly is the answer when nothing of the result fits beside the note.
 func noteOnly(size, limit int, link resultLink, dropped []string) []byte {
-	for _, l := range []resultLink{link, {why: link.why}} {
-		blocks := []json.RawMessage{textBlock(summary(size, limit, limit, l, dropped))}
-		if lb := linkBlock(size, l); lb != nil {
+	for _, try := range []struct {
+		link    resultLink
+		dropped []string
+	}{{link, dropped}, {link, nil}, {resultLink{why: "its note is too long for the cap"}, nil}} {
+		blocks := []json.RawMessage{textBlock(summary(size, limit, limit, try.link, try.dropped))}
+		if lb := linkBlock(size, try.link); lb != nil {
 			blocks = append(blocks, lb)
 		}
 		if out := assemble([]jsonrpc.Member{{Key: "content"}}, nil, blocks); len(out) <= limit {
 			return out
 		}
-		dropped = nil
 	}
 	return []byte(`{"content":[]}`)
 }

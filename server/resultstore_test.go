@@ -146,3 +146,25 @@ func TestFitResultManyBlocksQuickly(t *testing.T) {
 		}
 	}
 }
+
+// Members of megabytes beside content go (isError and a small _meta
+// stay), named in the note, however many and however long their names.
+func TestFitResultOtherMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"content":[{"type":"text","text":"hi"}],"isError":true,"_meta":{"k":"v"}`)
+	for i := range 2000 {
+		fmt.Fprintf(&b, `,"%s%d":"%s"`, strings.Repeat("k", 100), i, strings.Repeat("v", 50))
+	}
+	b.WriteString(`}`)
+	link := resultLink{uri: resultScheme + "id", pages: 2, cap: 5000}
+	out := fitResult([]byte(b.String()), 5000, link)
+	var r struct {
+		Content []struct{ Type, Text, URI string }
+		IsError bool
+		Meta    map[string]string `json:"_meta"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(out) > 5000 || !r.IsError || r.Meta["k"] != "v" || r.Content[0].Text != "hi" ||
+		!strings.Contains(string(out), "1,997 more members") || !strings.Contains(string(out), `"uri":"`+link.uri+`"`) {
+		t.Errorf("%v: %s", err, out)
+	}
+}
