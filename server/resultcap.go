@@ -448,7 +448,7 @@ func summary(size, cutTo, limit int, link resultLink, dropped []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[dynamic-mcp: this result of %s bytes was cut to %s to fit this client's max_result of %s bytes", commas(size), commas(cutTo), commas(max(link.cap, limit)))
 	if len(dropped) > 4 {
-		dropped = append(dropped[:3:3], commas(len(dropped)-3) + " more members")
+		dropped = append(dropped[:3:3], commas(len(dropped)-3)+" more members")
 	}
 	if len(dropped) > 0 {
 		fmt.Fprintf(&b, "; left out: %s", strings.Join(dropped, ", "))
