@@ -372,7 +372,7 @@ func TestMaxResultStoreEvicts(t *testing.T) {
 	if a := read(12, links[2]); a.Error == nil || a.Error.Code != codeResourceNotFound {
 		t.Errorf("a result past its time: %s", a.line)
 	}
-	if n, bytes, evicted := h.results.stats(); n != 0 || bytes != 0 || evicted != 1 {
-		t.Errorf("%d results of %d bytes kept, %d evicted", n, bytes, evicted)
+	if cuts, n, bytes, evicted := h.ResultStats(); cuts != 3 || n != 0 || bytes != 0 || evicted != 1 {
+		t.Errorf("%d results cut, %d of %d bytes kept, %d evicted", cuts, n, bytes, evicted)
 	}
 }
