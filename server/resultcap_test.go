@@ -239,13 +239,25 @@ func TestMaxResultCutAndPages(t *testing.T) {
 				t.Fatalf("another session's read: %s\nunknown: %s", theirs.line, unknown.line)
 			}
 
-			// The policy now denies the call: its pages are refused.
-			cfg, err := config.Parse("test.yaml", strings.NewReader(strings.Replace(yaml, `    args: ["-large"]`,
-				"    args: [\"-large\"]\n    policy:\n      - {action: deny, tool: large, description: no large}", 1)))
-			if err != nil {
-				t.Fatal(err)
+			// The policy now asks before the call: its pages are read
+			// without asking again (this client cannot be asked). It
+			// denies the call: its pages are refused.
+			withRule := func(rule string) *config.Config {
+				cfg, err := config.Parse("test.yaml", strings.NewReader(strings.Replace(yaml, `    args: ["-large"]`,
+					"    args: [\"-large\"]\n    policy:\n      - "+rule, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cfg
 			}
-			h.SetConfig(cfg)
+			h.SetConfig(withRule("{action: prompt, tool: large}"))
+			if a := c.rpc(199, "resources/read", fmt.Sprintf(`{"uri":%q}`, r.link())); a.Error != nil {
+				t.Errorf("read of a result whose call a prompt rule asks about: %s", a.line)
+			}
+			if a := c.callLarge(198, mode, "text", 300000); !strings.Contains(a.line, "Blocked by policy") && !strings.Contains(a.line, "elicitation") {
+				t.Errorf("the call itself under the prompt rule: %.300s", a.line)
+			}
+			h.SetConfig(withRule("{action: deny, tool: large, description: no large}"))
 			if a := c.rpc(200, "resources/read", fmt.Sprintf(`{"uri":%q}`, r.link())); a.Error == nil || a.Error.Code != codePolicyBlocked || !strings.Contains(a.Error.Message, "no large") {
 				t.Errorf("read of a denied call's result: %s", a.line)
 			}
