@@ -388,3 +388,23 @@ func TestMaxResultStoreEvicts(t *testing.T) {
 		t.Errorf("%d results cut, %d of %d bytes kept, %d evicted", cuts, n, bytes, evicted)
 	}
 }
+
+// A session whose profile no longer shows the call's group (a reload
+// changed it) is told its kept result does not exist.
+func TestMaxResultProfileLosesGroup(t *testing.T) {
+	groupG := fmt.Sprintf("  g:\n    description: other\n    command: %q\n", fakeBin)
+	h, yaml := largeHub(t, config.ModeFlat, "max_result: 20KB", groupG+"profiles:\n  p: {groups: [f, g]}\n", "off")
+	c := largeClient(t, h, "a", "t", "p")
+	link := cut(t, c.callLarge(1, config.ModeFlat, "text", 100000), 20000).link()
+	if a := c.rpc(2, "resources/read", fmt.Sprintf(`{"uri":%q}`, link)); a.Error != nil {
+		t.Fatalf("read: %s", a.line)
+	}
+	cfg, err := config.Parse("test.yaml", strings.NewReader(strings.Replace(yaml, "p: {groups: [f, g]}", "p: {groups: [g]}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetConfig(cfg)
+	if a := c.rpc(3, "resources/read", fmt.Sprintf(`{"uri":%q}`, link)); a.Error == nil || a.Error.Code != codeResourceNotFound {
+		t.Errorf("read once the profile hides the group: %.300s", a.line)
+	}
+}
