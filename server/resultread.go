@@ -72,7 +72,7 @@ func (h *Hub) readResult(req *request, uri string) (json.RawMessage, error) {
 		return nil, notFound
 	}
 	r := h.results.get(id, caller(req.sess))
-	if r == nil {
+	if r == nil || req.snap.viewOf(req.sess.profile).groupIndex[r.group] == nil { // none, or its group is no longer the session's to see
 		h.missed(req, uri)
 		return nil, notFound
 	}
@@ -95,10 +95,6 @@ func (h *Hub) readResult(req *request, uri string) (json.RawMessage, error) {
 	}
 	if c := req.call; c != nil {
 		c.Group, c.Server, c.Target, c.Rule, c.Action = r.group, r.server, uri, d.Rule, string(d.Action)
-	}
-	if req.snap.viewOf(req.sess.profile).groupIndex[r.group] == nil {
-		h.missed(req, uri) // its group is no longer the session's to see
-		return nil, notFound
 	}
 	if d.Action == config.ActionDeny {
 		// A prompt rule is not asked again: the person let the call
