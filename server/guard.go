@@ -103,6 +103,9 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 		}
 	}
 	task := c.method == policy.MethodToolsCall && c.params.Field("task") != nil
+	if c.method == policy.MethodToolsCall && !task {
+		req.tool = &c // its result fits max_result (resultread.go)
+	}
 	var conn upstream.ConnID // the connection a task is made on
 	if task {
 		ctx = upstream.NoteConn(ctx, &conn)

@@ -40,6 +40,9 @@ type Hub struct {
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
+	// results are the tool results cut to fit max_result, kept whole
+	// for their sessions to read (resultstore.go).
+	results *resultStore
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -83,6 +86,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		notifying:     make(chan struct{}, maxNotifying),
 		prompts:       newPromptRounds(),
 		rates:         newRateLimiter(),
+		results:       newResultStore(),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {

@@ -381,7 +381,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	}
 	s := h.subscriptionOwner(v, uri)
-	if s == nil {
+	if s == nil || isResultURI(uri) { // a kept result never changes: nothing to watch (resultread.go)
 		return &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
 	h.routed(req, s, uri, "", "")

@@ -98,7 +98,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
-			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets})
+			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+			Results: hub.ResultStats})
 		observers = append(observers, metrics)
 	}
 	tracer, err := telemetry.NewTracerFromEnv(ctx, server.Version, logger)

@@ -542,6 +542,7 @@ func handle(req request) {
 			grown.Unlock()
 		}
 		all = append(all, taskTools()...)
+		all = append(all, largeTools()...)
 		if *modern {
 			all = append(all, mrtrTools()...)
 		}
@@ -612,7 +613,7 @@ func call(req request) {
 		state.LastParams = string(req.Params)
 		state.Unlock()
 	}
-	if startTask(req, p.Name, p.Arguments.Text) {
+	if startTask(req, p.Name, p.Arguments.Text) || largeCall(req, p.Name, p.Arguments.Text, p.Arguments.MS) {
 		return
 	}
 	text := func(s string) map[string]any {

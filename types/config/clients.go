@@ -23,6 +23,10 @@ type ClientRule struct {
 	// MaxTools, when above zero, caps the tools tools/list shows this
 	// client (as settings.max_tools does for every client).
 	MaxTools int
+	// MaxResult, when not zero, replaces settings.max_result for this
+	// client (and its profile's): a cap in bytes, or MaxResultOff for
+	// none.
+	MaxResult int
 	// Schemas is "gemini" to rewrite tool schemas to what a Gemini model
 	// accepts, "" to leave them as the servers wrote them.
 	Schemas string
@@ -69,7 +73,8 @@ func (p *parser) clients(n *yaml.Node, key string) []ClientRule {
 					p.fail(v, k, "is not a valid glob: %v", err)
 				}
 			},
-			"max_tools": func(k string, v *yaml.Node) { p.positive(v, k, &r.MaxTools) },
+			"max_tools":  func(k string, v *yaml.Node) { p.positive(v, k, &r.MaxTools) },
+			"max_result": func(k string, v *yaml.Node) { r.MaxResult = p.maxResult(v, k, true) },
 			"schemas": func(k string, v *yaml.Node) {
 				if r.Schemas = p.str(v, k); r.Schemas != SchemasGemini {
 					p.fail(v, k, "must be gemini (the only shaping there is), not %q", r.Schemas)

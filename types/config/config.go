@@ -355,6 +355,15 @@ type Settings struct {
 	// Notify shows a desktop notification (notify-send, osascript) for
 	// each call that comes to the approval inbox. Default false.
 	Notify bool
+	// MaxResult caps the bytes of a tool call's result the client is
+	// answered with, 0 (the default) for no cap. A result over it is cut
+	// (head and tail of its texts, with a note of the sizes) and kept
+	// whole for the session, which reads it in pages at
+	// dynamic-mcp://results/<id> (see server/resultcap.go). "20KB" (20,000
+	// bytes), "20KiB", "25k tokens" (BytesPerToken bytes each) are
+	// accepted; at least MinMaxResult bytes. A clients: rule's or a
+	// profile's max_result replaces it for those clients.
+	MaxResult int
 }
 
 // SharedMode says whether serve on stdio shares one hub per config.

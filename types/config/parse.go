@@ -254,7 +254,8 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 				s.PromptTimeout = d
 			}
 		},
-		"notify": func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
+		"notify":     func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
+		"max_result": func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
