@@ -47,6 +47,11 @@ type auditRecord struct {
 	// Clipped says that a string of the record ends in clippedMark, cut,
 	// or that its arguments are only a digest.
 	Clipped bool `json:"clipped,omitempty"`
+	// Grant is the approval grant that let a prompt rule's call through
+	// (issue 24); ApprovedBy who approved it ("ui", "cli:USER"), by that
+	// grant or for this call alone.
+	Grant      string `json:"grant,omitempty"`
+	ApprovedBy string `json:"approved_by,omitempty"`
 }
 
 // What a client writes reaches a record (a tool, prompt or resource name

@@ -70,7 +70,13 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	if got := c.answer("3"); !strings.Contains(got, "does not support elicitation/create") {
 		t.Errorf("the upstream's elicitation, none stated: %s", got)
 	}
+	// A prompt policy for a client that states no elicitation waits in
+	// the approval inbox (approvals_test.go): denied there, -32001.
 	c.send(modernCall("4", "f__echo", `{}`))
+	waitFor(t, 5*time.Second, "the approval inbox", func() bool { return len(h.Approvals().Pending) == 1 })
+	if err := h.Deny(h.Approvals().Pending[0].ID, "test"); err != nil {
+		t.Fatal(err)
+	}
 	if got := c.answer("4"); !strings.Contains(got, "-32001") {
 		t.Errorf("a prompt policy, no capabilities stated: %s", got)
 	}

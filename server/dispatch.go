@@ -40,7 +40,7 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	if req.modern && !isInputRequired(result) {
 		result = decorateModern(req.msg.Method, result)
 	}
-	return result, nil
+	return h.capResult(req, result), nil
 }
 
 // errDelegated marks a request mcp-go's MCPServer answers: initialize and
@@ -220,6 +220,9 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	uri, ok := req.stringField("uri")
 	if !ok || uri == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
+	}
+	if isResultURI(uri) {
+		return h.readResult(req, uri) // a result cut to fit max_result (resultread.go)
 	}
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	s := v.resolveResource(uri)

@@ -17,9 +17,10 @@ import (
 // codePolicyBlocked answers a call a policy rule blocked.
 const codePolicyBlocked = -32001
 
-// promptTimeout bounds how long the user has to answer an elicitation
-// from a prompt rule before the call is denied.
-const promptTimeout = 2 * time.Minute
+// promptTimeout bounds the state of a 2026-07-28 client's input_required
+// round (promptround.go); an elicitation and the approval inbox wait
+// settings.prompt_timeout, whose default this is.
+const promptTimeout = config.DefaultPromptTimeout
 
 // call is one tool call, resource read or prompt get on its way upstream.
 type call struct {
@@ -102,6 +103,9 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 		}
 	}
 	task := c.method == policy.MethodToolsCall && c.params.Field("task") != nil
+	if c.method == policy.MethodToolsCall && !task {
+		req.tool = &c // its result fits max_result (resultread.go)
+	}
 	var conn upstream.ConnID // the connection a task is made on
 	if task {
 		ctx = upstream.NoteConn(ctx, &conn)
@@ -207,17 +211,31 @@ func blocked(d policy.Decision, why string) *rpcError {
 	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]string{"rule": rule, "action": string(d.Action)}}
 }
 
-// ask puts the call to the user through the client's elicitation. Only an
-// accept lets it through; a client that cannot elicit, a decline, a cancel
-// or no answer in time all deny.
+// ask puts the call to a person. In order: a grant that covers the call
+// lets it through at once; a 2026-07-28 client's input_required round
+// (askRound); the client's form elicitation, where it declared one; else,
+// or where a clients: rule says approvals: inbox, the approval inbox
+// (waitApproval). Only an accept or an approval lets it through; a
+// decline, a cancel, a denial or no answer in time deny.
 func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
+	if h.granted(req, c) {
+		return nil
+	}
 	if req.modern {
-		return h.askRound(req, c, d) // a 2026-07-28 client is asked in an input_required answer
+		// A 2026-07-28 client is asked in an input_required answer, or,
+		// when it cannot be, through the inbox (askRound).
+		return h.askRound(ctx, req, c, d)
 	}
 	sess := req.sess
-	if !canElicit(sess.GetClientCapabilities().Elicitation, "") { // the question is a form
-		return errors.New("the client does not support elicitation in form mode")
+	if canElicit(sess.GetClientCapabilities().Elicitation, "") && !inboxFor(req.snap.cfg, sess) { // the question is a form
+		return h.elicit(ctx, req, c, d)
 	}
+	return h.waitApproval(ctx, req, c, d)
+}
+
+// elicit asks the client's user through form elicitation.
+func (h *Hub) elicit(ctx context.Context, req *request, c call, d policy.Decision) error {
+	sess := req.sess
 	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
 	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)
 	if d.Description != "" {
@@ -230,7 +248,11 @@ func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) 
 		}
 		msg += " Arguments: " + args
 	}
-	ctx, cancel := context.WithTimeout(ctx, promptTimeout)
+	timeout := req.snap.cfg.Settings.PromptTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultPromptTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sess.request(ctx, "elicitation/create", map[string]any{
 		"message":         msg,

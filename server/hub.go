@@ -29,13 +29,20 @@ type Hub struct {
 	logger *slog.Logger
 	mcp    *mcpserver.MCPServer
 	routes *routes
-	states *stateSealer                     // seals the requestState of input_required results
-	inputs *inputCalls                      // 2026-07-28 clients' calls held between rounds
-	rates  *rateLimiter                     // the loop guards' counters (policy rate:), kept across reloads
-	obs    atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	states *stateSealer // seals the requestState of input_required results
+	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
+	// approvals are the calls waiting for a person and the grants made:
+	// kept across reloads, not in the snapshot.
+	approvals *approvals
+	notifying chan struct{}                    // a token per desktop notification being shown
+	rates     *rateLimiter                     // the loop guards' counters (policy rate:), kept across reloads
+	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
+	// results are the tool results cut to fit max_result, kept whole
+	// for their sessions to read (resultstore.go).
+	results *resultStore
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -75,8 +82,11 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
 		inputs:        newInputCalls(),
+		approvals:     newApprovals(),
+		notifying:     make(chan struct{}, maxNotifying),
 		prompts:       newPromptRounds(),
 		rates:         newRateLimiter(),
+		results:       newResultStore(),
 	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ const (
 // answered yet, by the id their state names, with whose each is and when
 // it expires: a state is good for one retry.
 type promptRounds struct {
-	mu   sync.Mutex            // guards open
+	mu   sync.Mutex           // guards open
 	open map[string]openRound // id -> the round
 }
 
@@ -145,17 +146,17 @@ func answerWith(err error) (json.RawMessage, error) {
 // in an input_required answer, or reads the answer its retry brings: nil
 // lets the call through; a roundAnswer answers the request; any other
 // error denies the call with that reason.
-func (h *Hub) askRound(req *request, c call, d policy.Decision) error {
+func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decision) error {
 	who, digest := caller(req.sess), callDigest(c)
 	token, retry := req.stringField("requestState")
 	if !retry {
 		if req.field("requestState") != nil {
 			return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !canElicit(requestCaps(req).Elicitation, "") { // the question is a form
-			// The approval inbox will take such a client's question here,
-			// as an older client's (issue 24).
-			return errors.New("the client does not support elicitation in form mode")
+		if !canElicit(requestCaps(req).Elicitation, "") || inboxFor(req.snap.cfg, req.sess) { // the question is a form
+			// The approval inbox takes such a client's question, as an
+			// older client's (issue 24).
+			return h.waitApproval(ctx, req, c, d)
 		}
 		return h.putQuestion(c, d, who, digest)
 	}

@@ -118,14 +118,19 @@ func TestPromptRuleThroughInputRequired(t *testing.T) {
 }
 
 // A 2026-07-28 client that does not declare elicitation in form mode is
-// not asked: the call is denied, as for an older client.
+// not asked: the call waits in the approval inbox, as an older client's
+// (approvals_test.go), here denied there.
 func TestPromptRuleWithoutElicitation(t *testing.T) {
 	h := promptRuleHub(t, "flat")
 	c := servePipes(t, h, StdioOptions{})
 	for i, caps := range []string{`{}`, `{"elicitation":{"url":{}}}`} {
 		id := string(rune('1' + i))
 		c.send(echoCall(id, "x", caps, ""))
-		if code, msg := refusal(t, reply(c, id)); code != codePolicyBlocked || !strings.Contains(msg, "the client does not support elicitation in form mode") {
+		p := pendingOne(t, h)
+		if err := h.Deny(p.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if code, msg := refusal(t, reply(c, id)); code != codePolicyBlocked || !strings.Contains(msg, "denied by test") {
 			t.Errorf("caps %s: %d %s", caps, code, msg)
 		}
 	}

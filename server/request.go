@@ -50,6 +50,11 @@ type request struct {
 	// prompt rule's question accept (askRound): it goes upstream as a
 	// first call, without the round's requestState and inputResponses.
 	promptAnswered bool
+
+	// tool is the tools/call forwarded upstream for the request (no task),
+	// nil for none: its result is fitted to the client's max_result
+	// (resultread.go's capResult).
+	tool *call
 }
 
 // serve answers one request of sess: the raw result, or the error to

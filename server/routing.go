@@ -97,6 +97,7 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 	h.rates.forgetSession(sess.id)
+	h.approvals.endSession(sess.id)
 }
 
 func (h *Hub) sessionList() []*session {
@@ -224,13 +225,19 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 			h.logger.Debug("log message with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
 		}
-		// Every session gets it; the session whose call it came during
+		// Every session gets one from a shared connection; the session whose call it came during
 		// (the only one with calls in flight on its connection, see
 		// upstream's callContext) gets it under that call, so that over
 		// HTTP it travels on the call's stream, before the answer, as
 		// from the server itself.
+		// One that came on a session's own connection (isolation:
+		// per-session) is that session's alone.
 		owner, _ := upstream.OwnerOf(ctx).(*session)
+		own := upstream.OnOwnConnection(ctx)
 		for _, sess := range h.sessionList() {
+			if own && sess != owner {
+				continue
+			}
 			if allows(sess.GetLogLevel(), level) {
 				nctx := context.Background()
 				if sess == owner {
@@ -374,7 +381,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	}
 	s := h.subscriptionOwner(v, uri)
-	if s == nil {
+	if s == nil || isResultURI(uri) { // a kept result never changes: nothing to watch (resultread.go)
 		return &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
 	h.routed(req, s, uri, "", "")

@@ -267,7 +267,18 @@ func (s *Server) isolatedNotification(owner any, id ConnID, method string, param
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: s.callContext(withConn(WithOwner(context.Background(), owner), id))})
+	ctx := s.callContext(withConn(WithOwner(context.Background(), owner), id))
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: context.WithValue(ctx, ownConnKey{}, true)})
+}
+
+type ownConnKey struct{}
+
+// OnOwnConnection reports whether ctx's notification came on a connection
+// of its owner's own (isolation: per-session): it is that owner's alone,
+// whoever else the server's shared connection serves.
+func OnOwnConnection(ctx context.Context) bool {
+	own, _ := ctx.Value(ownConnKey{}).(bool)
+	return own
 }
 
 // perSession reports whether requests of ctx's owner go on a connection

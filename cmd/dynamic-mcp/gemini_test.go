@@ -1,95 +1,246 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dynamic-mcp/dynamic-mcp/server/shape"
 )
 
-// geminiProblem is the first key of schema (walked through properties,
-// items and anyOf) that a Gemini function declaration refuses, or a type
-// that is not one Gemini names; "" when there is none.
-func geminiProblem(s any, at string) string {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return at + ": not an object"
-	}
-	for k, v := range m {
-		if !shape.GeminiKeywords[k] || strings.HasPrefix(k, "$") {
-			return at + ": keyword " + k
-		}
-		switch k {
-		case "type":
-			if t, _ := v.(string); !strings.Contains(" string number integer boolean array object ", " "+t+" ") {
-				return fmt.Sprintf("%s: type %v", at, v)
-			}
-		case "properties":
-			for name, p := range v.(map[string]any) {
-				if bad := geminiProblem(p, at+".properties."+name); bad != "" {
-					return bad
-				}
-			}
-		case "items":
-			if bad := geminiProblem(v, at+".items"); bad != "" {
-				return bad
-			}
-		case "anyOf":
-			for i, a := range v.([]any) {
-				if bad := geminiProblem(a, fmt.Sprintf("%s.anyOf[%d]", at, i)); bad != "" {
-					return bad
-				}
-			}
-		}
-	}
-	return ""
+// The rules a Gemini function declaration is held to here are written out
+// from Google's reference, not taken from server/shape, so that the shaper
+// is checked against the documented rules and not against its own list:
+//
+//   - the fields of the Schema object, with their types: the Gemini API's
+//     google.ai.generativelanguage.v1beta.Schema (anyOf, default,
+//     description, enum, example, format, items, maximum, maxItems,
+//     maxLength, maxProperties, minimum, minItems, minLength, minProperties,
+//     nullable, pattern, properties, propertyOrdering, required, title,
+//     type), https://ai.google.dev/api/caching#Schema and
+//     https://docs.cloud.google.com/nodejs/docs/reference/generativelanguage/latest/generativelanguage/protos.google.ai.generativelanguage.v1beta.ischema;
+//     Vertex AI's Schema names the same ("enum[] string": enum values are
+//     strings, even for an INTEGER), https://cloud.google.com/vertex-ai/docs/reference/rest/v1/Schema.
+//     Anything else ($ref, $defs, $schema, additionalProperties, oneOf,
+//     allOf, not, const, exclusiveMinimum, examples, ...) is an unknown
+//     field of the Gemini API's Schema, which it answers with 400.
+//   - Type: TYPE_UNSPECIFIED, STRING, NUMBER, INTEGER, BOOLEAN, ARRAY,
+//     OBJECT, NULL (https://ai.google.dev/api/caching#Type); the API takes
+//     the OpenAPI spellings in lower case too, which is what the shaper
+//     writes.
+//   - a function's name: "Must start with a letter or an underscore. Must
+//     be a-z, A-Z, 0-9, or contain underscores, dots and dashes, with a
+//     maximum length of 64" (Vertex AI's FunctionDeclaration,
+//     https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration;
+//     the Gemini API allows colons too).
+//
+// Not checked: Vertex AI's rule that parameter (property) names be
+// [A-Za-z_][A-Za-z0-9_]{0,63}, which the shaper does not enforce (the hub
+// would have to rename a call's arguments back).
+var geminiSchemaFields = map[string]string{
+	"type": "type", "format": "string", "title": "string", "description": "string",
+	"nullable": "bool", "enum": "strings", "maxItems": "int64", "minItems": "int64",
+	"properties": "schema map", "required": "property names", "minProperties": "int64",
+	"maxProperties": "int64", "minLength": "int64", "maxLength": "int64", "pattern": "string",
+	"example": "value", "anyOf": "schema list", "propertyOrdering": "strings",
+	"default": "value", "items": "schema", "minimum": "number", "maximum": "number",
 }
 
-// Every input and output schema of the everything server's tools, shaped
-// for Gemini, keeps to Gemini's keywords and has no reference left; at
-// least one of them broke a rule before (so the test is not vacuous).
-func TestGeminiSchemasOfEverythingServer(t *testing.T) {
-	c := startHub(t, fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
-		yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
-	c.initialize("2025-11-25")
-	var tools []map[string]json.RawMessage
-	waitFor(t, 30*time.Second, "the everything server's tools", func() bool {
-		var list struct {
-			Tools []map[string]json.RawMessage `json:"tools"`
+var geminiTypes = []string{"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+
+var geminiFunctionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
+
+// geminiSchemaProblems lists what in schema (at path at) a Gemini
+// function declaration refuses under the rules above.
+func geminiSchemaProblems(s any, at string) []string {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return []string{at + ": not an object"}
+	}
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, at+"."+fmt.Sprintf(format, args...)) }
+	for k, v := range m {
+		kind, known := geminiSchemaFields[k]
+		if !known {
+			add("%s: no field of Gemini's Schema", k)
+			continue
 		}
-		mustUnmarshal(t, c.call("tools/list", nil), &list)
-		tools = list.Tools
-		return len(tools) > 5
-	})
-	var schemas, changed int
-	for _, tool := range tools {
-		for _, field := range []string{"inputSchema", "outputSchema"} {
-			raw := tool[field]
-			if raw == nil {
-				continue
+		switch kind {
+		case "type":
+			if t, ok := v.(string); !ok || !slices.Contains(geminiTypes, strings.ToUpper(t)) {
+				add("type: %v is not one of %v", v, geminiTypes)
 			}
-			schemas++
-			out, err := shape.GeminiSchema(raw)
-			if err != nil {
-				t.Fatalf("%s %s: %v", tool["name"], field, err)
+		case "string":
+			if _, ok := v.(string); !ok {
+				add("%s: %v is not a string", k, v)
 			}
-			var v any
-			mustUnmarshal(t, out, &v)
-			if bad := geminiProblem(v, "$"); bad != "" {
-				t.Errorf("%s %s: %s in %s", tool["name"], field, bad, out)
+		case "bool":
+			if _, ok := v.(bool); !ok {
+				add("%s: %v is not a boolean", k, v)
 			}
-			var before any
-			mustUnmarshal(t, raw, &before)
-			if geminiProblem(before, "$") != "" {
-				changed++ // the server's own schema breaks a rule
+		case "number":
+			if _, ok := v.(float64); !ok {
+				add("%s: %v is not a number", k, v)
+			}
+		case "int64": // a number, or the decimal string of one
+			switch n := v.(type) {
+			case float64:
+				if n != float64(int64(n)) || n < 0 {
+					add("%s: %v is not a count", k, v)
+				}
+			case string:
+				if _, err := fmt.Sscan(n, new(int64)); err != nil {
+					add("%s: %q is not an int64", k, n)
+				}
+			default:
+				add("%s: %v is not an int64", k, v)
+			}
+		case "strings":
+			list, ok := v.([]any)
+			if !ok {
+				add("%s: %v is not a list", k, v)
+				break
+			}
+			for i, e := range list {
+				if _, ok := e.(string); !ok {
+					add("%s[%d]: %v (%T) is not a string", k, i, e, e)
+				}
+			}
+		case "property names":
+			list, ok := v.([]any)
+			if !ok {
+				add("%s: %v is not a list", k, v)
+				break
+			}
+			props, _ := m["properties"].(map[string]any)
+			for i, e := range list {
+				if name, ok := e.(string); !ok || props[name] == nil {
+					add("%s[%d]: %v is not a key of properties", k, i, e)
+				}
+			}
+		case "schema":
+			bad = append(bad, geminiSchemaProblems(v, at+"."+k)...)
+		case "schema map":
+			props, ok := v.(map[string]any)
+			if !ok {
+				add("%s: %v is not an object", k, v)
+				break
+			}
+			for name, p := range props {
+				bad = append(bad, geminiSchemaProblems(p, at+"."+k+"."+name)...)
+			}
+		case "schema list":
+			list, ok := v.([]any)
+			if !ok {
+				add("%s: %v is not a list", k, v)
+				break
+			}
+			for i, a := range list {
+				bad = append(bad, geminiSchemaProblems(a, fmt.Sprintf("%s.%s[%d]", at, k, i))...)
 			}
 		}
 	}
-	t.Logf("%d schemas of %d tools, %d broke a rule before shaping", schemas, len(tools), changed)
-	if changed == 0 {
-		t.Fatal("no schema of the everything server broke a rule: the test proves nothing")
+	return bad
+}
+
+// geminiDeclarationProblems lists what a Gemini function declaration made
+// of tool (an entry of tools/list) would be refused for: its name, its
+// parameters (inputSchema, an object) and its response (outputSchema).
+func geminiDeclarationProblems(tool map[string]any) []string {
+	name, _ := tool["name"].(string)
+	var bad []string
+	if !geminiFunctionName.MatchString(name) {
+		bad = append(bad, fmt.Sprintf("name %q", name))
+	}
+	for _, field := range []string{"inputSchema", "outputSchema"} {
+		schema, ok := tool[field]
+		if !ok {
+			continue
+		}
+		if m, _ := schema.(map[string]any); m == nil || !strings.EqualFold(fmt.Sprint(m["type"]), "object") {
+			bad = append(bad, field+": not a schema of type object")
+		}
+		bad = append(bad, geminiSchemaProblems(schema, field)...)
+	}
+	return bad
+}
+
+// The validator refuses what the documents refuse: a test of a test, so
+// that a validator that passes everything cannot pass here.
+func TestGeminiValidatorRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		tool string
+		want string // in the problem found; "" for none
+	}{
+		{`{"name":"ok_name.v1-x","inputSchema":{"type":"object","properties":{"a":{"type":"STRING","enum":["x"]}},"required":["a"]}}`, ""},
+		{`{"name":"1bad","inputSchema":{"type":"object"}}`, `name "1bad"`},
+		{`{"name":"a/b","inputSchema":{"type":"object"}}`, `name "a/b"`},
+		{`{"name":"` + strings.Repeat("a", 65) + `","inputSchema":{"type":"object"}}`, "name"},
+		{`{"name":"t","inputSchema":{"type":"object","$schema":"x"}}`, "$schema: no field"},
+		{`{"name":"t","inputSchema":{"type":"object","additionalProperties":false}}`, "additionalProperties: no field"},
+		{`{"name":"t","inputSchema":{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}}}}`, "$ref: no field"},
+		{`{"name":"t","inputSchema":{"type":"object","properties":{"a":{"oneOf":[]}}}}`, "oneOf: no field"},
+		{`{"name":"t","inputSchema":{"type":"object","properties":{"a":{"type":"integer","enum":[1,2]}}}}`, "is not a string"},
+		{`{"name":"t","inputSchema":{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}}`, "not a key of properties"},
+		{`{"name":"t","inputSchema":{"type":["string","null"]}}`, "type"},
+		{`{"name":"t","inputSchema":{"type":"object","properties":{"a":{"type":"array","items":[{"type":"string"}]}}}}`, "not an object"},
+		{`{"name":"t","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0}}}}`, "outputSchema.properties.n.exclusiveMinimum"},
+	} {
+		var tool map[string]any
+		mustUnmarshal(t, []byte(tc.tool), &tool)
+		got := strings.Join(geminiDeclarationProblems(tool), "; ")
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: problems %q, want %q", tc.tool, got, tc.want)
+		}
+	}
+}
+
+// Every tool of the everything server, listed by the hub to a client a
+// clients: rule gives schemas: gemini, is a function declaration Gemini
+// takes: its name, its inputSchema and its outputSchema under the rules
+// above. The same hub lists another client the server's own definitions,
+// of which some break those rules, so the test is not vacuous.
+func TestGeminiSchemasOfEverythingServer(t *testing.T) {
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
+		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+	lists := map[string][]map[string]any{}
+	for _, name := range []string{"gemini-cli-mcp-client", "claude-code"} {
+		c := startHub(t, cfg)
+		c.initializeAs(name)
+		var list struct {
+			Tools []map[string]any `json:"tools"`
+		}
+		waitFor(t, 30*time.Second, "the everything server's tools", func() bool {
+			mustUnmarshal(t, c.call("tools/list", nil), &list)
+			return len(list.Tools) > 5
+		})
+		lists[name] = list.Tools
+	}
+	var schemas, outputs int
+	for _, tool := range lists["gemini-cli-mcp-client"] {
+		for _, bad := range geminiDeclarationProblems(tool) {
+			t.Errorf("%s: %s", tool["name"], bad)
+		}
+		schemas++
+		if tool["outputSchema"] != nil {
+			outputs++
+		}
+	}
+	broken := 0
+	for _, tool := range lists["claude-code"] {
+		if bad := geminiDeclarationProblems(tool); len(bad) > 0 {
+			broken++
+			if broken == 1 {
+				t.Logf("e.g. %s as the server wrote it: %s", tool["name"], bad[0])
+			}
+		}
+	}
+	t.Logf("%d tools shaped for Gemini (%d with an outputSchema); %d of %d as the server wrote them break a rule", schemas, outputs, broken, len(lists["claude-code"]))
+	if broken == 0 || outputs == 0 {
+		t.Fatal("no definition of the everything server broke a rule, or none has an outputSchema: the test proves nothing")
+	}
+	if len(lists["gemini-cli-mcp-client"]) != len(lists["claude-code"]) {
+		t.Errorf("Gemini is shown %d tools, another client %d", len(lists["gemini-cli-mcp-client"]), len(lists["claude-code"]))
 	}
 }

@@ -48,7 +48,8 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	}
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
-		Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets})
+		Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+		Results: hub.ResultStats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
 	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)
 	if err != nil {

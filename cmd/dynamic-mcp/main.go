@@ -104,6 +104,12 @@ Usage:
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
+  dynamic-mcp approvals -c FILE   list the calls waiting for approval in the running
+                                  shared hub, and the grants in force
+  dynamic-mcp approve ID [--session | --for 10m | --calls N] [--args key=glob] -c FILE
+  dynamic-mcp deny ID -c FILE     answer a waiting call
+  dynamic-mcp revoke GRANT -c FILE
+                                  end a grant: its tool asks again
   dynamic-mcp version
 
 With no -c, the config path comes from $DYNAMIC_MCP_CONFIG.
@@ -132,6 +138,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return stopCmd(ctx, args[1:], stdout)
 	case "pin":
 		return pinCmd(args[1:], stdout)
+	case "approvals":
+		return approvalsCmd(ctx, args[1:], stdout)
+	case "approve":
+		return approveCmd(ctx, args[1:], stdout)
+	case "deny":
+		return denyCmd(ctx, args[1:], stdout)
+	case "revoke":
+		return revokeCmd(ctx, args[1:], stdout)
 	case "auth":
 		return authCmd(ctx, args[1:], stdout, stderr)
 	case "secret":

@@ -173,9 +173,11 @@ groups:
 		t.Error("pid")
 	}
 
-	// A client that cannot elicit is never asked: the call is denied.
+	// A client that cannot elicit is never asked: the call waits in the
+	// approval inbox (approvals_test.go), here denied when no one answers.
 	plain := startHub(t, fmt.Sprintf(`
 mode: flat
+settings: { prompt_timeout: 500ms }
 groups:
   f:
     description: fake
@@ -185,7 +187,7 @@ groups:
 	plain.initialize("2025-06-18")
 	plain.waitFlatTools(fakeTools)
 	_, rpcErr = plain.request("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "x"}})
-	if rpcErr == nil || rpcErr.Code != -32001 || !strings.Contains(rpcErr.Message, "does not support elicitation") {
+	if rpcErr == nil || rpcErr.Code != -32001 || !strings.Contains(rpcErr.Message, "no answer within 500ms") {
 		t.Errorf("client without elicitation: %+v", rpcErr)
 	}
 }

@@ -185,10 +185,10 @@ func TestClientRuleGeminiSchemas(t *testing.T) {
 			})
 			broken := 0
 			for _, tool := range list.Tools {
-				if bad := geminiProblem(tool["inputSchema"], "$"); bad != "" {
+				if bad := geminiDeclarationProblems(tool); len(bad) > 0 {
 					broken++
 					if wantClean {
-						t.Errorf("%s: %s", tool["name"], bad)
+						t.Errorf("%s: %s", tool["name"], strings.Join(bad, "; "))
 					}
 				}
 			}

@@ -31,7 +31,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.BoolVar(&standalone, "standalone", false, "serve stdio in this process, not through the config's shared hub (as settings.shared: off)")
 	fs.BoolVar(&hubMode, "hub", false, "run as the config's shared hub on its local socket (started by serve itself)")
-	fs.StringVar(&profile, "profile", "", "show this client the config's profile `name` only (see profiles:); serves in this process, as --standalone")
+	fs.StringVar(&profile, "profile", "", "show this client the config's profile `name` only (see profiles:): its session of the shared hub, or of this process with --standalone, lists only that profile's groups")
 	c.registerLogging(fs, "info")
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
@@ -99,7 +99,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
-			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets})
+			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+			Results: hub.ResultStats})
 		observers = append(observers, metrics)
 	}
 	tracer, err := telemetry.NewTracerFromEnv(ctx, server.Version, logger)

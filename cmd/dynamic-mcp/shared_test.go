@@ -401,8 +401,11 @@ func fakeGroup() string { return fmt.Sprintf("{ description: fake, command: %q }
 // Three clients of the official TypeScript SDK, started as a client
 // starts a server, on one config: each is a session of one shared hub
 // with its own initialize, roots, sampling, elicitation and log level
-// (every check of testdata/sdkclient/run.mjs, over stdio), while the
-// everything server they share runs once.
+// (every check of testdata/sdkclient/run.mjs, over stdio). Each client
+// has a root and a log level of its own, so a roots answer that reached
+// another client's server differs from the direct one, and a message
+// below a client's level fails its logging checks.
+// TestSharedHubThreeSDKClientsThreeGroups counts the children.
 func TestSharedHubSDKClients(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "run.mjs")
@@ -415,11 +418,12 @@ func TestSharedHubSDKClients(t *testing.T) {
 	s := newShared(t, cfg)
 	hub, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i, level := range []string{"debug", "info", "notice"} {
 		wg.Go(func() {
-			t.Run(fmt.Sprint("client-", i), func(t *testing.T) {
+			name := fmt.Sprint("client-", i)
+			t.Run(name, func(t *testing.T) {
 				runSDKClientEnv(t, s.env, []string{script, "--transport", "stdio", "--mode", "flat", "--group", "everything",
-					"--direct", string(direct), "--hub", string(hub),
+					"--direct", string(direct), "--hub", string(hub), "--client-name", name, "--log-level", level,
 					// On a connection of the session's own, what the
 					// everything server keeps per connection (the resource
 					// a tool adds, a subscription's updates) is not in the
@@ -535,5 +539,44 @@ func TestSharedHubDiesBridgeExits(t *testing.T) {
 	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "the shared hub went away") {
 		t.Fatalf("the bridge ended with %v (status %d), stderr:\n%s", err, code, stderr.String())
+	}
+}
+
+// `dynamic-mcp status` names the shared hub first: its pid, its uptime
+// and its sessions by the names and versions their clients gave; with no
+// hub running it says so.
+func TestSharedHubStatusNamesIt(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	status := func() string {
+		cmd := exec.Command(hubBin, "status", "-c", s.path)
+		cmd.Env = append(os.Environ(), s.env...)
+		out, _ := cmd.Output() // exit 1 while an upstream is not ready is not this test's concern
+		first, _, _ := strings.Cut(string(out), "\n")
+		return first
+	}
+	if got := status(); got != "shared hub: none running" {
+		t.Fatalf("status before any client: %q", got)
+	}
+	before := time.Now()
+	s.bridge(t, "alpha")
+	s.bridge(t, "beta")
+	time.Sleep(1500 * time.Millisecond)
+	got := status()
+	var pid, n int
+	var up, clients string
+	if _, err := fmt.Sscanf(got, "shared hub: pid %d, up %s %d session(s): ", &pid, &up, &n); err != nil {
+		t.Fatalf("status: %q: %v", got, err)
+	}
+	uptime, err := time.ParseDuration(strings.TrimSuffix(up, ","))
+	if err != nil {
+		t.Fatalf("status: uptime %q in %q: %v", up, got, err)
+	}
+	_, clients, _ = strings.Cut(got, "session(s): ")
+	if pid != s.hubPID() || pid == 0 || n != 2 || clients != "alpha 1.0, beta 1.0" {
+		t.Fatalf("status: %q; want pid %d, 2 sessions: alpha 1.0, beta 1.0", got, s.hubPID())
+	}
+	if uptime < time.Second || uptime > time.Since(before)+time.Second {
+		t.Fatalf("status: up %s, want between 1s and %s", uptime, time.Since(before).Round(time.Second))
 	}
 }

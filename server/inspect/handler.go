@@ -56,6 +56,7 @@ func (i *Inspector) API() http.Handler {
 		writeJSON(w, clients)
 	})
 	mux.HandleFunc("GET "+Prefix+"api/export", i.serveExport)
+	i.mountApprovals(mux)
 	mux.HandleFunc("POST "+Prefix+"api/clear", func(w http.ResponseWriter, _ *http.Request) {
 		i.Clear()
 		w.WriteHeader(http.StatusNoContent)

@@ -62,6 +62,9 @@ type Options struct {
 	// (server.Hub.ToolsListFor), to show what each mode costs the client;
 	// nil shows nothing.
 	ToolsList func(config.Mode) json.RawMessage
+	// Approvals is the hub's approval inbox, which the page shows and
+	// answers; nil shows none.
+	Approvals Approver
 	// Logger gets what the inspector has to say; nil discards it.
 	Logger *slog.Logger
 }

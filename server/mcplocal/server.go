@@ -3,9 +3,11 @@
 // is a bridge from one client's stdio, and after the bridge's Hello it is
 // served as a stdio session of the hub (Hub.ServeStdioWith): the client's
 // own initialize, capabilities, roots, log level and subscriptions are
-// that session's. The face also answers status, stop and the ask to serve
-// the inspector (serve --ui), and ends the hub
-// when it has had no connection for its idle period.
+// that session's. The face also answers status, stop, the ask to serve
+// the inspector (serve --ui) and the approval inbox's ops (the CLI's
+// approvals, approve, deny, revoke), and ends the hub when it has had no
+// session for its idle period: those asks are no client, and do not keep
+// it.
 package mcplocal
 
 import (
@@ -23,10 +25,25 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
 // helloTimeout bounds how long a new connection may take to say Hello.
 const helloTimeout = 5 * time.Second
+
+// idleRecheck is how soon the idle timer looks again when it ran out
+// while a connection had not yet said what it is (a bridge joining must
+// not find the hub gone).
+const idleRecheck = 100 * time.Millisecond
+
+// connKind is what a connection is, once its Hello says.
+type connKind int
+
+const (
+	connPending connKind = iota // accepted, Hello not yet read
+	connControl                 // status, stop, the inspector's ask, a refusal
+	connSession                 // a client's session
+)
 
 // Options configure a Server.
 type Options struct {
@@ -53,9 +70,9 @@ type Server struct {
 	stopOnce sync.Once
 
 	mu     sync.Mutex // guards conns, next and idle
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]connKind
 	next   int         // numbers sessions: stdio-1, stdio-2 ...
-	idle   *time.Timer // runs while there is no connection
+	idle   *time.Timer // runs while there is no session
 	idled  chan struct{}
 	closed bool
 }
@@ -63,7 +80,7 @@ type Server struct {
 // New builds a Server for hub.
 func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	return &Server{hub: hub, opts: opts, logger: logger, started: time.Now(), stop: make(chan struct{}),
-		conns: map[net.Conn]struct{}{}, idled: make(chan struct{})}
+		conns: map[net.Conn]connKind{}, idled: make(chan struct{})}
 }
 
 // Stop makes Serve return (what `dynamic-mcp stop` asks). Calling it
@@ -108,7 +125,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-s.stop:
 		s.logger.Info("stopping: asked to")
 	case <-s.idled:
-		s.logger.Info("stopping: no client for the idle period", "idle", s.idleFor())
+		s.logger.Info("stopping: no client session for the idle period", "idle", s.idleFor())
 	case err = <-accepted:
 		err = fmt.Errorf("accept: %w", err)
 	}
@@ -130,32 +147,66 @@ func (s *Server) idleFor() time.Duration {
 	return s.opts.Idle()
 }
 
-// armIdle starts the idle timer; s.mu is held.
-func (s *Server) armIdle() {
-	d := s.idleFor()
+// armIdle starts the idle timer for the whole idle period; s.mu is held.
+func (s *Server) armIdle() { s.armIdleFor(s.idleFor()) }
+
+// armIdleFor starts the idle timer for d; s.mu is held. Only sessions
+// keep the hub: a status, stop or inspector ask neither stops nor
+// restarts the timer (`dynamic-mcp status` in a loop must not keep a hub
+// nobody uses). A connection whose Hello is not read yet holds the hub
+// a moment longer: it may be a bridge joining.
+func (s *Server) armIdleFor(d time.Duration) {
 	if d <= 0 || s.closed {
 		return
 	}
 	s.idle = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		// A connection that came as the timer fired keeps the hub.
-		if len(s.conns) == 0 && !s.closed {
-			s.closed = true
-			close(s.idled)
+		if s.closed || s.count(connSession) > 0 {
+			return // a session came as the timer fired: it keeps the hub
 		}
+		if s.count(connPending) > 0 {
+			s.armIdleFor(idleRecheck)
+			return
+		}
+		s.closed = true
+		close(s.idled)
 	})
 }
 
-// add counts c as open; false when the server is closing.
+// count is the number of connections of kind k; s.mu is held.
+func (s *Server) count(k connKind) int {
+	n := 0
+	for _, kind := range s.conns {
+		if kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// add counts c as open, its Hello pending; false when the server is
+// closing.
 func (s *Server) add(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.conns[c] = struct{}{}
-	if s.idle != nil {
+	s.conns[c] = connPending
+	return true
+}
+
+// mark records what c is. A session stops the idle timer; false when the
+// server is closing (the session is then not served).
+func (s *Server) mark(c net.Conn, k connKind) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = k
+	if k == connSession && s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
 	}
@@ -165,8 +216,9 @@ func (s *Server) add(c net.Conn) bool {
 func (s *Server) remove(c net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	kind := s.conns[c]
 	delete(s.conns, c)
-	if len(s.conns) == 0 {
+	if kind == connSession && s.count(connSession) == 0 {
 		s.armIdle()
 	}
 }
@@ -177,6 +229,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	var hello local.Hello
 	if err := local.ReadLine(br, &hello); err != nil {
+		s.mark(c, connControl)
 		level := slog.LevelWarn
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			level = slog.LevelDebug // a bridge looking whether the hub listens
@@ -186,6 +239,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	reply := local.Reply{Version: s.opts.Version, PID: os.Getpid()}
+	if hello.Op != local.OpSession || hello.Version != s.opts.Version || hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
+		s.mark(c, connControl)
+	}
 	if hello.Version != s.opts.Version {
 		reply.Error = fmt.Sprintf("%v: the hub is %s, the bridge %s", local.ErrVersion, s.opts.Version, hello.Version)
 		s.logger.Warn("refused a bridge of another version", "bridge", hello.Version)
@@ -208,6 +264,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			reply.UI = ui
 		}
 		_ = local.WriteLine(c, reply)
+	case local.OpApprovals, local.OpApprove, local.OpDeny, local.OpRevoke:
+		s.answerInbox(hello, &reply)
+		_ = local.WriteLine(c, reply)
 	case local.OpSession:
 		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
 			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)
@@ -219,6 +278,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			s.logger.Warn("refused a bridge whose environment differs", "variables", differ)
 			_ = local.WriteLine(c, reply)
 			return
+		}
+		if !s.mark(c, connSession) {
+			return // the hub is stopping: the bridge starts another
 		}
 		s.mu.Lock()
 		s.next++
@@ -242,6 +304,34 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	default:
 		reply.Error = fmt.Sprintf("unknown op %q", hello.Op)
 		_ = local.WriteLine(c, reply)
+	}
+}
+
+// answerInbox answers the approval inbox's ops (the CLI's approvals,
+// approve, deny and revoke) in reply.
+func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
+	by := hello.By
+	if by == "" {
+		by = "cli"
+	}
+	var err error
+	switch hello.Op {
+	case local.OpApprovals:
+		l := s.hub.Approvals()
+		reply.Approvals = &l
+	case local.OpApprove:
+		var o approval.Options
+		if hello.Grant != nil {
+			o = *hello.Grant
+		}
+		reply.Grant, err = s.hub.Approve(hello.ID, by, o)
+	case local.OpDeny:
+		err = s.hub.Deny(hello.ID, by)
+	case local.OpRevoke:
+		err = s.hub.Revoke(hello.ID, by)
+	}
+	if err != nil {
+		reply.Error = err.Error()
 	}
 }
 

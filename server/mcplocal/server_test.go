@@ -223,3 +223,80 @@ func TestUIAsk(t *testing.T) {
 		t.Errorf("refused: %+v", reply)
 	}
 }
+
+// Asking the hub's status (or to stop, or for its inspector) is no client:
+// a loop of `dynamic-mcp status` neither keeps nor restarts the idle
+// period, which runs from the last session's end.
+func TestControlsAreNoActivity(t *testing.T) {
+	const idle = 600 * time.Millisecond
+	h := start(t, idle)
+	c, br, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpSession})
+	if reply.Error != "" {
+		t.Fatal(reply.Error)
+	}
+	io.WriteString(c, initialize("only"))
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	c.Close()
+	left := time.Now()
+	asks := 0
+	for {
+		select {
+		case err := <-h.served:
+			h.served <- err // for the cleanup
+			took := time.Since(left)
+			if took < idle || took > idle+500*time.Millisecond {
+				t.Fatalf("Serve returned %s after the last session left, %d status asks in between; want the idle period, %s", took, asks, idle)
+			}
+			if asks < 5 {
+				t.Fatalf("only %d status asks in the idle period: the test shows nothing", asks)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Since(left) > 5*time.Second {
+			t.Fatalf("the face still serves 5 s after its last session left, with status asked every 50 ms (idle %s)", idle)
+		}
+		conn, err := local.Dial(context.Background(), h.paths)
+		if err != nil {
+			continue // closing
+		}
+		if local.WriteLine(conn, local.Hello{Version: "v1", Op: local.OpStatus}) == nil {
+			var r local.Reply
+			if local.ReadLine(bufio.NewReader(conn), &r) == nil && r.Status != nil {
+				asks++
+			}
+		}
+		conn.Close()
+	}
+}
+
+// A connection that has not said Hello when the idle period ends holds
+// the hub until it has: a bridge that joins then is served.
+func TestIdleWaitsForHello(t *testing.T) {
+	h := start(t, 300*time.Millisecond)
+	c, err := local.Dial(context.Background(), h.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(600 * time.Millisecond) // past the idle period, Hello unsaid
+	select {
+	case err := <-h.served:
+		t.Fatalf("Serve returned while a connection was still to say Hello: %v", err)
+	default:
+	}
+	if err := local.WriteLine(c, local.Hello{Version: "v1", Op: local.OpSession}); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var reply local.Reply
+	if err := local.ReadLine(br, &reply); err != nil || reply.Error != "" {
+		t.Fatalf("hello: %+v %v", reply, err)
+	}
+	io.WriteString(c, initialize("late"))
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+}

@@ -33,7 +33,8 @@ const maxRefDepth = 8
 
 // GeminiSchema is schema as a Gemini model accepts it: references to
 // #/$defs/NAME or #/definitions/NAME inlined, keywords outside
-// GeminiKeywords dropped, type lists made nullable types.
+// GeminiKeywords dropped, type lists made nullable types, enum values
+// made strings.
 func GeminiSchema(schema json.RawMessage) (json.RawMessage, error) {
 	var root map[string]any
 	if err := json.Unmarshal(schema, &root); err != nil {
@@ -118,6 +119,9 @@ func gemini(s map[string]any, defs map[string]any, depth int) map[string]any {
 			}
 		}
 	}
+	if list, ok := out["enum"].([]any); ok {
+		geminiEnum(out, list)
+	}
 	if req, ok := out["required"].([]any); ok {
 		props, _ := out["properties"].(map[string]any)
 		var kept []any
@@ -133,6 +137,39 @@ func gemini(s map[string]any, defs map[string]any, depth int) map[string]any {
 		}
 	}
 	return out
+}
+
+// geminiEnum sets out's enum to list as Gemini takes it: strings only
+// ("enum[] string" in Google's Schema, even for an INTEGER, with format
+// enum): a number or boolean becomes its JSON text, a null makes out
+// nullable, and a list holding an object or a list, which no string can
+// stand for, is dropped with its enum.
+func geminiEnum(out map[string]any, list []any) {
+	var kept []any
+	converted := false
+	for _, v := range list {
+		switch x := v.(type) {
+		case string:
+			kept = append(kept, x)
+		case nil:
+			out["nullable"] = true
+		case float64, bool:
+			b, _ := json.Marshal(x)
+			kept = append(kept, string(b))
+			converted = true
+		default:
+			delete(out, "enum")
+			return
+		}
+	}
+	if len(kept) == 0 {
+		delete(out, "enum")
+		return
+	}
+	out["enum"] = kept
+	if converted && out["format"] == nil {
+		out["format"] = "enum"
+	}
 }
 
 func describe(s map[string]any, note string) string {

@@ -5,6 +5,19 @@ import (
 	"testing"
 )
 
+// schemaFields are the fields of Google's Schema object
+// (https://ai.google.dev/api/caching#Schema), written out here rather than
+// taken from GeminiKeywords, so that the test does not check the shaper
+// against its own list (cmd/dynamic-mcp/gemini_test.go holds the hub's
+// output to the same, with the sources).
+var schemaFields = map[string]bool{
+	"anyOf": true, "default": true, "description": true, "enum": true, "example": true,
+	"format": true, "items": true, "maximum": true, "maxItems": true, "maxLength": true,
+	"maxProperties": true, "minimum": true, "minItems": true, "minLength": true,
+	"minProperties": true, "nullable": true, "pattern": true, "properties": true,
+	"propertyOrdering": true, "required": true, "title": true, "type": true,
+}
+
 // ValidGemini reports the first place where schema breaks the rules
 // GeminiSchema promises, "" when it keeps them all.
 func validGemini(s any, at string) string {
@@ -13,7 +26,7 @@ func validGemini(s any, at string) string {
 		return at + ": not an object"
 	}
 	for k, v := range m {
-		if !GeminiKeywords[k] {
+		if !schemaFields[k] {
 			return at + ": keyword " + k
 		}
 		switch k {
@@ -102,5 +115,29 @@ func TestGeminiName(t *testing.T) {
 	a, b := GeminiName(long+"1"), GeminiName(long+"2")
 	if len(a) != 64 || len(b) != 64 || a == b {
 		t.Errorf("long names: %q and %q", a, b)
+	}
+}
+
+// Gemini's Schema takes enum values as strings only ("enum[] string",
+// even for an INTEGER: {type:INTEGER, format:enum, enum:["101","201"]}):
+// numbers and booleans become their JSON text, a null makes the schema
+// nullable, and an enum of objects or lists, which no string list can
+// say, is dropped.
+func TestGeminiSchemaEnumsAreStrings(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"integer","enum":[1,2,30]}`:          `{"enum":["1","2","30"],"format":"enum","type":"integer"}`,
+		`{"type":"string","enum":["a",null]}`:         `{"enum":["a"],"nullable":true,"type":"string"}`,
+		`{"type":"boolean","const":true}`:             `{"enum":["true"],"format":"enum","type":"boolean"}`,
+		`{"type":"object","enum":[{"a":1}]}`:          `{"type":"object"}`,
+		`{"type":"string","enum":["x","y"]}`:          `{"enum":["x","y"],"type":"string"}`,
+		`{"type":"number","enum":[1.5],"format":"x"}`: `{"enum":["1.5"],"format":"x","type":"number"}`,
+	} {
+		out, err := GeminiSchema(json.RawMessage(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != want {
+			t.Errorf("GeminiSchema(%s) = %s, want %s", in, out, want)
+		}
 	}
 }

@@ -41,6 +41,10 @@ type MetricsOptions struct {
 	// now and those dropped to make room, ever (server.Hub.RateBuckets).
 	RateLimited func() map[string]map[string]uint64
 	RateBuckets func() (buckets int, evictions uint64)
+	// Results are the tool results cut to fit max_result, ever, and of
+	// those kept whole the number and bytes now and those evicted early,
+	// ever (server.Hub.ResultStats).
+	Results func() (cut uint64, kept, bytes int, evicted uint64)
 }
 
 // Metrics is a traffic.Observer that keeps the hub's Prometheus metrics in
@@ -101,7 +105,7 @@ func NewMetrics(mgr *upstream.Manager, opts MetricsOptions) *Metrics {
 	m.fromClient, m.toClient = m.received.WithLabelValues("client"), m.sent.WithLabelValues("client")
 	m.fromUpstream, m.toUpstream = m.received.WithLabelValues("upstream"), m.sent.WithLabelValues("upstream")
 	m.reg.MustRegister(m.serverOp, m.clientOp, m.decisions, m.received, m.sent, m.messages, m.inflight,
-		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts}, &rateCollector{opts: opts},
+		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts}, &rateCollector{opts: opts}, &resultsCollector{opts: opts},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

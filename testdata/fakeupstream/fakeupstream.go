@@ -356,9 +356,9 @@ func tools() []any {
 		simpleTool("deep", "Answer with a result nested 200 deep"),
 		simpleTool("mutate", "Change the echo tool's description and say the tool list changed"),
 		simpleTool("progress", "Report progress three times, with text as the message"),
-		simpleTool("ask", "Ask the client, by elicitation, for text"), // in URL mode when text is "url"
+		simpleTool("ask", "Ask the client, by elicitation, for text"), // in URL mode when text is "url", roots/list when "roots"
 		simpleTool("touch", "Say the resource whose URI is text was updated"),
-		simpleTool("log", "Send a log message with text as data"),
+		simpleTool("log", "Send a log message with text as data"), // at level (warning when not given)
 	}
 }
 
@@ -542,6 +542,7 @@ func handle(req request) {
 			grown.Unlock()
 		}
 		all = append(all, taskTools()...)
+		all = append(all, largeTools()...)
 		if *modern {
 			all = append(all, mrtrTools()...)
 		}
@@ -595,8 +596,9 @@ func call(req request) {
 	var p struct {
 		Name      string `json:"name"`
 		Arguments struct {
-			Text string `json:"text"`
-			MS   int    `json:"ms"`
+			Text  string `json:"text"`
+			MS    int    `json:"ms"`
+			Level string `json:"level"` // of the log tool's message, warning when empty
 		} `json:"arguments"`
 		Meta json.RawMessage `json:"_meta"`
 	}
@@ -611,7 +613,7 @@ func call(req request) {
 		state.LastParams = string(req.Params)
 		state.Unlock()
 	}
-	if startTask(req, p.Name, p.Arguments.Text) {
+	if startTask(req, p.Name, p.Arguments.Text) || largeCall(req, p.Name, p.Arguments.Text, p.Arguments.MS) {
 		return
 	}
 	text := func(s string) map[string]any {
@@ -722,10 +724,14 @@ func call(req request) {
 		}
 		params := map[string]any{"message": "What is your name?",
 			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
-		if p.Arguments.Text == "url" {
+		method := "elicitation/create"
+		switch p.Arguments.Text {
+		case "url":
 			params = map[string]any{"mode": "url", "message": "Sign in", "url": "https://example.com/sign-in", "elicitationId": "e1"}
+		case "roots":
+			method, params = "roots/list", map[string]any{}
 		}
-		answer := ask("elicitation/create", params)
+		answer := ask(method, params)
 		reply(req.ID, text(string(answer)))
 	case toolName("touch"):
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})
@@ -735,7 +741,11 @@ func call(req request) {
 		if name, ok := strings.CutPrefix(data, "env:"); ok {
 			data = "logging " + os.Getenv(name) // a log message that quotes the server's environment
 		}
-		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "logger": "fake", "data": data}})
+		level := p.Arguments.Level
+		if level == "" {
+			level = "warning"
+		}
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": level, "logger": "fake", "data": data}})
 		reply(req.ID, text("logged"))
 	case toolName("mutate"):
 		mutated.Lock()

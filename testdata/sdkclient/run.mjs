@@ -10,6 +10,11 @@
 //   node run.mjs --transport http|sse --mode dynamic --group everything \
 //     --direct '[...]' --url http://127.0.0.1:8080
 //
+// --client-name NAME names the client (NAME-hub, NAME-direct) and its root
+// (file:///NAME/project), and --log-level the level the logging check asks
+// for: several runs against one shared hub each give their own, so an
+// answer that reaches the wrong client differs from the direct one.
+//
 // The hub's config has one group (--group) with the everything server as
 // its only server. Each check prints one JSON line on stdout:
 // {"check": ..., "ok": true|false, ...} or {"check": ..., "skip": reason}.
@@ -34,6 +39,8 @@ const { values: opt } = parseArgs({
     skip: { type: "string" }, // a regular expression on check names to skip, --skip-why saying why
     "skip-why": { type: "string", default: "skipped by the caller" },
     timeout: { type: "string", default: "15000" }, // ms, one request
+    "client-name": { type: "string", default: "sdkclient" },
+    "log-level": { type: "string", default: "debug" },
   },
 });
 
@@ -165,7 +172,8 @@ function assertSame(what, got, want) {
 
 // ---- the clients ----
 
-const roots = [{ uri: "file:///sdkclient/project", name: "sdkclient project" }];
+const clientName = opt["client-name"];
+const roots = [{ uri: `file:///${clientName}/project`, name: `${clientName} project` }];
 const clientCapabilities = {
   sampling: {},
   elicitation: { form: {}, url: {} },
@@ -292,8 +300,8 @@ const ownCheck = new Set(["trigger-sampling-request", "trigger-elicitation-reque
 
 // ---- connect ----
 
-const direct = newClient("sdkclient-direct");
-const hub = newClient("sdkclient-hub");
+const direct = newClient(`${clientName}-direct`);
+const hub = newClient(`${clientName}-hub`);
 // What the SDK finds wrong without failing a request goes to stderr.
 hub.client.onerror = (err) => process.stderr.write(`sdkclient: hub client: ${describe(err)}\n`);
 direct.client.onerror = (err) => process.stderr.write(`sdkclient: direct client: ${describe(err)}\n`);
@@ -670,15 +678,28 @@ await check("progress", async () => {
   return { progress };
 });
 
+let levelSince = -1; // the first note after the logging check set the level
+const logLevels = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 await check("logging", async () => {
-  await hub.client.setLoggingLevel("debug", reqOpts());
+  // The everything server logs at a random level every 5 s, from the
+  // first at once: at a level above debug a message may be filtered, so
+  // the wait covers four of them.
+  const level = opt["log-level"];
+  const min = logLevels.indexOf(level);
+  if (min < 0) usage(`--log-level: ${level} is no level`);
+  await hub.client.setLoggingLevel(level, reqOpts());
+  levelSince = hub.seen.notes.length;
   const before = hub.seen.notes.length;
   const isLog = (n) => n.method === "notifications/message" && /[Ll]evel[- ]message/.test(String(n.params?.data));
   await hubCall("toggle-simulated-logging", {});
   try {
-    const note = await waitUntil("a simulated log message", 5000, () => hub.seen.notes.slice(before).find(isLog));
+    const note = await waitUntil("a simulated log message", level === "debug" ? 5000 : 16_000, () => hub.seen.notes.slice(before).find(isLog));
     // The hub names the group the message comes from.
     if (!String(note.params.logger).startsWith(group)) fail(`the log message's logger is ${note.params.logger}, want ${group}[/...]`, { message: note.params });
+    // Nothing below the level this client asked for reached it, whoever
+    // else shares the hub at a lower level.
+    const below = hub.seen.notes.slice(before).filter((n) => n.method === "notifications/message" && logLevels.indexOf(n.params?.level) < min);
+    if (below.length) fail(`the client asked for ${level} and was sent ${below.length} messages below it`, { below: below.map((n) => n.params) });
     return { message: note.params };
   } finally {
     await hubCall("toggle-simulated-logging", {});
@@ -773,6 +794,17 @@ await check("get-env has no hub secrets", async () => {
 
 await check("ping", async () => {
   await hub.client.ping(reqOpts());
+});
+
+await check("logging level held", async () => {
+  // From the logging check to the end of the run, no message below the
+  // level this client set reached it (other clients of a shared hub set
+  // lower ones).
+  if (levelSince < 0) throw new Skip("the logging check did not set a level");
+  const min = logLevels.indexOf(opt["log-level"]);
+  const below = hub.seen.notes.slice(levelSince).filter((n) => n.method === "notifications/message" && logLevels.indexOf(n.params?.level) < min);
+  if (below.length) fail(`the client asked for ${opt["log-level"]} and was sent ${below.length} messages below it`, { below: below.map((n) => n.params) });
+  return { messages: hub.seen.notes.slice(levelSince).filter((n) => n.method === "notifications/message").length };
 });
 
 clearTimeout(watchdog);

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
 // A connection to the hub opens with one line each way: the bridge's
@@ -23,6 +25,14 @@ const (
 	// Hello.Addr (once: the same address again gets the same answer,
 	// another one a refusal), then close.
 	OpUI = "ui"
+	// The approval inbox (issue 24): list the calls waiting and the
+	// grants (OpApprovals); approve the call Hello.ID, with the grant
+	// Hello.Grant asks for (OpApprove); deny it (OpDeny); end the grant
+	// Hello.ID (OpRevoke). Hello.By is who answers. Then close.
+	OpApprovals = "approvals"
+	OpApprove   = "approve"
+	OpDeny      = "deny"
+	OpRevoke    = "revoke"
 )
 
 // maxLine bounds a Hello or a Reply: a status lists every session.
@@ -49,6 +59,12 @@ type Hello struct {
 	// the bridge has them: an OpSession hello whose values differ from
 	// the hub's is refused (ErrEnv).
 	Env map[string]string `json:"env,omitempty"`
+	// ID is the pending call (OpApprove, OpDeny) or grant (OpRevoke).
+	ID string `json:"id,omitempty"`
+	// By is who answers, as the audit trail records it ("cli:USER").
+	By string `json:"by,omitempty"`
+	// Grant is what OpApprove grants beyond the call; nil for it alone.
+	Grant *approval.Options `json:"grant,omitempty"`
 }
 
 // Done is the hub's last line to a bridge that passed its stdin and
@@ -68,6 +84,10 @@ type Reply struct {
 	Status *Status `json:"status,omitempty"`
 	// UI answers OpUI.
 	UI *UI `json:"ui,omitempty"`
+	// Approvals answers OpApprovals.
+	Approvals *approval.List `json:"approvals,omitempty"`
+	// Grant is the grant OpApprove made, if any.
+	Grant *approval.Grant `json:"grant,omitempty"`
 }
 
 // UI is where the hub serves its inspector, and the inspector's token

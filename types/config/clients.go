@@ -11,6 +11,9 @@ import (
 // SchemasGemini shapes tool schemas for a Gemini model (see server/shape).
 const SchemasGemini = "gemini"
 
+// ApprovalsInbox sends a client's `prompt` calls to the approval inbox.
+const ApprovalsInbox = "inbox"
+
 // ClientRule shapes what one kind of client is shown, chosen by the name
 // the client gives in clientInfo (on 2026-07-28, in each request's _meta).
 type ClientRule struct {
@@ -20,9 +23,19 @@ type ClientRule struct {
 	// MaxTools, when above zero, caps the tools tools/list shows this
 	// client (as settings.max_tools does for every client).
 	MaxTools int
+	// MaxResult, when not zero, replaces settings.max_result for this
+	// client (and its profile's): a cap in bytes, or MaxResultOff for
+	// none.
+	MaxResult int
 	// Schemas is "gemini" to rewrite tool schemas to what a Gemini model
 	// accepts, "" to leave them as the servers wrote them.
 	Schemas string
+	// Approvals is "inbox" to put this client's `prompt` calls to the
+	// approval inbox even when it declares elicitation, "" to ask it by
+	// elicitation where it can. It answers clients that decline every
+	// elicitation on their own, with no person asked (Codex declines
+	// within 50 ms).
+	Approvals string
 	// Line is where the rule is in the file.
 	Line int
 }
@@ -60,10 +73,16 @@ func (p *parser) clients(n *yaml.Node, key string) []ClientRule {
 					p.fail(v, k, "is not a valid glob: %v", err)
 				}
 			},
-			"max_tools": func(k string, v *yaml.Node) { p.positive(v, k, &r.MaxTools) },
+			"max_tools":  func(k string, v *yaml.Node) { p.positive(v, k, &r.MaxTools) },
+			"max_result": func(k string, v *yaml.Node) { r.MaxResult = p.maxResult(v, k, true) },
 			"schemas": func(k string, v *yaml.Node) {
 				if r.Schemas = p.str(v, k); r.Schemas != SchemasGemini {
 					p.fail(v, k, "must be gemini (the only shaping there is), not %q", r.Schemas)
+				}
+			},
+			"approvals": func(k string, v *yaml.Node) {
+				if r.Approvals = p.str(v, k); r.Approvals != ApprovalsInbox {
+					p.fail(v, k, "must be inbox (ask through the approval inbox, not the client), not %q", r.Approvals)
 				}
 			},
 		})

@@ -43,6 +43,7 @@ const (
 	DefaultListTimeout     = 10 * time.Second
 	DefaultStopGrace       = 5 * time.Second
 	DefaultSharedIdle      = 30 * time.Second
+	DefaultPromptTimeout   = 2 * time.Minute
 	DefaultStartupWait     = 5 * time.Second
 	DefaultCallTimeout     = 60 * time.Second
 	DefaultPageSize        = 100
@@ -351,6 +352,22 @@ type Settings struct {
 	// SharedIdle is how long a shared hub keeps running after its last
 	// client left. Default 30s.
 	SharedIdle time.Duration
+	// PromptTimeout bounds how long a `prompt` rule's call waits for a
+	// person's answer (the client's elicitation, or the approval inbox)
+	// before it is denied. Default 2m.
+	PromptTimeout time.Duration
+	// Notify shows a desktop notification (notify-send, osascript) for
+	// each call that comes to the approval inbox. Default false.
+	Notify bool
+	// MaxResult caps the bytes of a tool call's result the client is
+	// answered with, 0 (the default) for no cap. A result over it is cut
+	// (head and tail of its texts, with a note of the sizes) and kept
+	// whole for the session, which reads it in pages at
+	// dynamic-mcp://results/<id> (see server/resultcap.go). "20KB" (20,000
+	// bytes), "20KiB", "25k tokens" (BytesPerToken bytes each) are
+	// accepted; at least MinMaxResult bytes. A clients: rule's or a
+	// profile's max_result replaces it for those clients.
+	MaxResult int
 }
 
 // SharedMode says whether serve on stdio shares one hub per config.

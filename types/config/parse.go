@@ -131,6 +131,7 @@ func (p *parser) parse(data []byte) *Config {
 			Search:              SearchAuto,
 			Shared:              SharedAuto,
 			SharedIdle:          DefaultSharedIdle,
+			PromptTimeout:       DefaultPromptTimeout,
 			Retry:               Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
 		},
 	}
@@ -252,6 +253,13 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		"shared":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Shared, SharedAuto, SharedOff) },
 		"shared_idle": func(k string, v *yaml.Node) { s.SharedIdle = p.duration(v, k) },
 		"max_tools":   func(k string, v *yaml.Node) { p.positive(v, k, &s.MaxTools) },
+		"prompt_timeout": func(k string, v *yaml.Node) {
+			if d := p.duration(v, k); d > 0 {
+				s.PromptTimeout = d
+			}
+		},
+		"notify":     func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
+		"max_result": func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n

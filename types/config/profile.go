@@ -24,6 +24,10 @@ type Profile struct {
 	Expose map[string][]string
 	// MaxTools, when above zero, replaces settings.max_tools.
 	MaxTools int
+	// MaxResult, when not zero, replaces settings.max_result (a clients:
+	// rule's replaces it in turn): a cap in bytes, or MaxResultOff for
+	// none.
+	MaxResult int
 	// Line is where the profile starts in the file.
 	Line int
 }
@@ -60,7 +64,8 @@ func (p *parser) profiles(n *yaml.Node, path string) map[string]*Profile {
 					pr.Expose[v.Content[j].Value] = p.strings(v.Content[j+1], k+"."+v.Content[j].Value)
 				}
 			},
-			"max_tools": func(k string, v *yaml.Node) { p.positive(v, k, &pr.MaxTools) },
+			"max_tools":  func(k string, v *yaml.Node) { p.positive(v, k, &pr.MaxTools) },
+			"max_result": func(k string, v *yaml.Node) { pr.MaxResult = p.maxResult(v, k, true) },
 		})
 		if findKey(v, "groups") == nil {
 			p.fail(n.Content[i], key+".groups", "is required: list the groups this profile shows")
@@ -156,6 +161,9 @@ func (c *Config) WithProfile(name string) (*Config, error) {
 	}
 	if pr.MaxTools > 0 {
 		out.Settings.MaxTools = pr.MaxTools
+	}
+	if pr.MaxResult != 0 {
+		out.Settings.MaxResult = max(pr.MaxResult, 0)
 	}
 	return &out, nil
 }

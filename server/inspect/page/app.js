@@ -585,13 +585,150 @@ function renderClients(list) {
   $('#count-clients').textContent = list.length;
 }
 
+// ---- approvals, polled every second ----
+
+const pendingRows = new Map(); // id -> tr, kept so that an answer being chosen survives a poll
+
+async function pollApprovals() {
+  if (!state.live) return;
+  let v;
+  try {
+    v = await api('approvals').then((r) => r.json());
+  } catch (e) {
+    return; // shown by the connection badge; polled again
+  }
+  renderPending(v.pending || []);
+  renderGrants(v.grants || []);
+}
+
+function renderPending(list) {
+  const seen = new Set();
+  const body = $('#pending tbody');
+  for (const p of list) {
+    seen.add(p.id);
+    let tr = pendingRows.get(p.id);
+    if (!tr) {
+      tr = pendingRow(p);
+      pendingRows.set(p.id, tr);
+      body.append(tr);
+    }
+    tr.querySelector('.left').textContent = fmtLeft(p.deadline);
+  }
+  for (const [id, tr] of pendingRows) {
+    if (!seen.has(id)) {
+      tr.remove();
+      pendingRows.delete(id);
+    }
+  }
+  const n = list.length;
+  $('#count-approvals').textContent = n;
+  $('#count-approvals').classList.toggle('attn', n > 0);
+  $('#pending-empty').hidden = n > 0;
+  document.title = (n ? '(' + n + ') ' : '') + 'dynamic-mcp inspector';
+}
+
+function fmtLeft(t) {
+  const s = Math.max(0, Math.round((new Date(t) - Date.now()) / 1000));
+  return s >= 60 ? Math.floor(s / 60) + 'm ' + (s % 60) + 's' : s + 's';
+}
+
+function pendingRow(p) {
+  const tr = el('tr', 'approval');
+  tr.dataset.id = p.id;
+  const args = el('td', 'args', p.arguments === undefined ? '' : JSON.stringify(p.arguments));
+  const rule = el('td', null, p.rule || '(default)');
+  if (p.description) rule.title = p.description;
+  const answer = el('td', 'answer');
+  const scope = el('select', 'scope');
+  scope.title = 'what the approval grants';
+  for (const [value, label] of [['once', 'this call'], ['session', 'this session'], ['1m', 'for 1 minute'],
+    ['10m', 'for 10 minutes'], ['1h', 'for 1 hour'], ['calls:10', 'and 10 more calls']]) {
+    const o = el('option', null, label);
+    o.value = value;
+    scope.append(o);
+  }
+  const argGlob = el('input', 'arg-glob');
+  argGlob.placeholder = 'key=glob (optional)';
+  argGlob.title = 'narrow the grant to calls whose argument matches, e.g. path=/tmp/**';
+  argGlob.spellcheck = false;
+  const approve = el('button', 'approve', 'Approve');
+  approve.type = 'button';
+  const deny = el('button', 'deny', 'Deny');
+  deny.type = 'button';
+  const note = el('span', 'error');
+  approve.addEventListener('click', () => answerCall(p.id, 'approve', grantOptions(scope.value, argGlob.value), note));
+  deny.addEventListener('click', () => answerCall(p.id, 'deny', null, note));
+  answer.append(scope, ' ', argGlob, ' ', approve, ' ', deny, ' ', note);
+  tr.append(el('td', null, fmtTime(p.time)), el('td', null, p.id),
+    el('td', null, (p.client || '(unnamed)') + ' / ' + shortSession(p.session)),
+    el('td', null, p.group + ' / ' + p.server), el('td', null, p.tool), args, rule, el('td', 'left'), answer);
+  return tr;
+}
+
+function grantOptions(scope, glob) {
+  const o = {};
+  if (scope === 'session') o.session = true;
+  else if (scope.startsWith('calls:')) o.calls = Number(scope.slice(6));
+  else if (scope !== 'once') o.for = scope;
+  const eq = glob.indexOf('=');
+  if (eq > 0) o.args = { [glob.slice(0, eq).trim()]: glob.slice(eq + 1).trim() };
+  return o;
+}
+
+async function answerCall(id, what, options, note) {
+  note.textContent = '';
+  try {
+    const init = { method: 'POST' };
+    if (options) {
+      init.body = JSON.stringify(options);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    await api('approvals/' + encodeURIComponent(id) + '/' + what, init);
+  } catch (e) {
+    note.textContent = e.message;
+  }
+  pollApprovals();
+}
+
+function renderGrants(list) {
+  const body = document.createDocumentFragment();
+  for (const g of list) {
+    const tr = el('tr', 'grant');
+    tr.dataset.id = g.id;
+    const scope = [];
+    if (g.session) scope.push('session ' + shortSession(g.session));
+    if (g.expires) scope.push('until ' + new Date(g.expires).toLocaleTimeString([], { hour12: false }));
+    if (g.calls_left) scope.push(g.calls_left + ' more calls');
+    const revoke = el('button', 'revoke', 'Revoke');
+    revoke.type = 'button';
+    revoke.addEventListener('click', async () => {
+      try {
+        await api('grants/' + encodeURIComponent(g.id) + '/revoke', { method: 'POST' });
+      } catch (e) {
+        // gone already: the next poll shows it
+      }
+      pollApprovals();
+    });
+    const cell = el('td', 'answer');
+    cell.append(revoke);
+    tr.append(el('td', null, g.id), el('td', null, g.group), el('td', null, g.tool), el('td', null, scope.join(', ') || 'all sessions'),
+      el('td', 'args', g.args ? Object.entries(g.args).map(([k, v]) => k + '=' + v).join(' ') : ''),
+      el('td', null, g.approved_by), el('td', 'num', g.used), cell);
+    body.append(tr);
+  }
+  $('#grants tbody').replaceChildren(body);
+  $('#grants-empty').hidden = list.length > 0;
+}
+
 // ---- start ----
 
 function start() {
   state.live = true;
   stream();
   poll();
+  pollApprovals();
 }
 
 setInterval(poll, 2000);
+setInterval(pollApprovals, 1000);
 start(); // with the token kept, or none: a hub that needs one answers 401, which asks for it

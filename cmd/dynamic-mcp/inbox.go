@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// askInbox sends hello (one of the approval inbox's ops) to the shared hub
+// of cfg and returns its reply. The inbox lives in the running hub: with
+// none running there is nothing waiting, which the error says.
+func askInbox(ctx context.Context, cfg *config.Config, hello local.Hello) (local.Reply, error) {
+	if !local.Supported {
+		return local.Reply{}, errors.New("the approval commands reach a shared hub, which this system does not have: use the inspector (serve --ui)")
+	}
+	paths, err := local.PathsFor(cfg.Path, cfg.StateDir)
+	if err != nil {
+		return local.Reply{}, err
+	}
+	c, err := local.Dial(ctx, paths)
+	if errors.Is(err, local.ErrNotRunning) {
+		return local.Reply{}, fmt.Errorf("no shared hub is running for %s (a hub serving --http or --standalone answers approvals in its inspector, /ui)", cfg.Path)
+	}
+	if err != nil {
+		return local.Reply{}, err
+	}
+	defer c.Close()
+	hello.By = cliApprover()
+	reply, _, err := sayHello(c, hello)
+	return reply, err
+}
+
+// cliApprover is who approves from this command line, as grants and the
+// audit trail record it: "cli:" and the user's name.
+func cliApprover() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return "cli:" + name
+	}
+	return "cli"
+}
+
+// inboxArg is the one argument of approve, deny or revoke: an id.
+func inboxArg(fs *flag.FlagSet, what string) (string, error) {
+	if fs.NArg() != 1 {
+		return "", usageError{"give one " + what}
+	}
+	return fs.Arg(0), nil
+}

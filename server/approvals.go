@@ -1,0 +1,406 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// The approval inbox: a `prompt` rule's call that no client can put to a
+// person (no form elicitation, or a clients: rule with approvals: inbox)
+// waits on the hub until someone approves or denies it in the inspector
+// or on the command line, the client cancels it, or settings.prompt_timeout
+// passes. An approval may leave a grant that lets later calls of the same
+// tool through without asking. Both live on the Hub, not in the snapshot,
+// so that a reload keeps them; both are bounded.
+const (
+	// maxPending bounds the calls waiting in all; maxPendingPerSession
+	// those of one client session. A call over either is denied at once.
+	maxPending           = 256
+	maxPendingPerSession = 16
+	// maxGrants bounds the grants kept; a new one past it pushes out the
+	// oldest (which then asks again: the safe side).
+	maxGrants = 1024
+	// maxApprovalArgs bounds the arguments a pending call shows.
+	maxApprovalArgs = 4 << 10
+	// maxGrantName bounds the name (a URI may be long) a pending call
+	// shows and a grant keeps.
+	maxGrantName = 1 << 10
+)
+
+// approvals are the hub's pending calls and grants.
+type approvals struct {
+	now func() time.Time // the clock of grants' expiry; tests set it
+
+	mu         sync.Mutex // guards pending, perSession and grants
+	pending    map[string]*pendingCall
+	perSession map[string]int
+	grants     []*grant // oldest first
+}
+
+func newApprovals() *approvals {
+	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}}
+}
+
+// pendingCall is a call waiting in the inbox.
+type pendingCall struct {
+	approval.Pending
+	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
+	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
+	answer chan verdict    // buffered: answered once, under approvals.mu
+}
+
+// verdict is a person's answer to a pending call.
+type verdict struct {
+	ok    bool
+	by    string
+	grant string // the grant the approval made, or that covered the call
+}
+
+// grant is a Grant with its argument globs compiled.
+type grant struct {
+	approval.Grant
+	args *policy.ArgsMatcher
+}
+
+// covers reports whether g lets the call through at now, without using it.
+func (g *grant) covers(now time.Time, session, group, method, name string, args json.RawMessage) bool {
+	if g.Group != group || g.Method != method || g.Tool != name {
+		return false
+	}
+	if g.Session != "" && g.Session != session {
+		return false
+	}
+	if !g.Expires.IsZero() && !now.Before(g.Expires) {
+		return false
+	}
+	return g.args.Match(args)
+}
+
+// newID is a short random id: 50 bits, unguessable.
+func newID(prefix string) string {
+	b := make([]byte, 7)
+	_, _ = rand.Read(b)
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))[:10]
+}
+
+// use finds a grant that covers the call and counts the call against it:
+// its id and who approved it; ok false when none covers it.
+func (a *approvals) use(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.useLocked(session, group, method, name, args)
+}
+
+func (a *approvals) useLocked(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+	now := a.now()
+	a.expireLocked(now)
+	for i, g := range a.grants {
+		if !g.covers(now, session, group, method, name, args) {
+			continue
+		}
+		g.Used++
+		if g.CallsLeft > 0 {
+			if g.CallsLeft--; g.CallsLeft == 0 {
+				a.grants = slices.Delete(a.grants, i, i+1)
+			}
+		}
+		return g.ID, g.ApprovedBy, true
+	}
+	return "", "", false
+}
+
+// expireLocked drops the grants past their time.
+func (a *approvals) expireLocked(now time.Time) {
+	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return !g.Expires.IsZero() && !now.Before(g.Expires) })
+}
+
+// add puts p in the inbox, or says why it cannot wait there.
+func (a *approvals) add(p *pendingCall) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case len(a.pending) >= maxPending:
+		return fmt.Errorf("%d calls wait for approval already", maxPending)
+	case a.perSession[p.Session] >= maxPendingPerSession:
+		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
+	}
+	a.pending[p.ID] = p
+	a.perSession[p.Session]++
+	return nil
+}
+
+// takeLocked removes the pending call id, reporting whether it was there.
+func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
+	p, ok := a.pending[id]
+	if !ok {
+		return nil, false
+	}
+	delete(a.pending, id)
+	if a.perSession[p.Session]--; a.perSession[p.Session] <= 0 {
+		delete(a.perSession, p.Session)
+	}
+	return p, true
+}
+
+// withdraw takes p out of the inbox when its call stops waiting (timed
+// out, cancelled): false when an answer came first, which is then in
+// p.answer.
+func (a *approvals) withdraw(p *pendingCall) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.takeLocked(p.ID)
+	return ok
+}
+
+// decide answers the pending call id with v, once.
+func (a *approvals) decide(id string, v verdict) (*pendingCall, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.takeLocked(id)
+	if !ok {
+		return nil, approval.ErrNoPending
+	}
+	p.answer <- v
+	return p, nil
+}
+
+// list is the inbox, oldest call and grant first.
+func (a *approvals) list() approval.List {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.expireLocked(a.now())
+	l := approval.List{Pending: []approval.Pending{}, Grants: []approval.Grant{}}
+	for _, p := range a.pending {
+		l.Pending = append(l.Pending, p.Pending)
+	}
+	slices.SortFunc(l.Pending, func(x, y approval.Pending) int { return x.Time.Compare(y.Time) })
+	for _, g := range a.grants {
+		c := g.Grant
+		c.Args = maps.Clone(g.Args)
+		l.Grants = append(l.Grants, c)
+	}
+	return l
+}
+
+// endSession forgets the grants for session alone, when it ends.
+func (a *approvals) endSession(session string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.Session == session })
+}
+
+// Approvals lists the calls waiting for approval and the grants in force.
+// Arguments are shown with secrets redacted.
+func (h *Hub) Approvals() approval.List { return h.approvals.list() }
+
+// Approve lets the pending call id go ahead, recording by as who
+// approved it. Unless o is once, it also makes a grant for the call's
+// tool (and, with o.Args, its argument pattern) that lets later calls
+// through without asking, and releases the other waiting calls it
+// covers; the grant is returned (nil for once).
+func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
+	var matcher *policy.ArgsMatcher
+	if len(o.Args) > 0 {
+		m, err := policy.NewArgsMatcher(o.Args)
+		if err != nil {
+			return nil, fmt.Errorf("grant args: %w", err)
+		}
+		matcher = m
+	}
+	if o.Calls < 0 || o.For < 0 {
+		return nil, errors.New("a grant's calls and time are positive")
+	}
+	by = clipBy(by)
+	a := h.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.pending[id]
+	if !ok {
+		return nil, approval.ErrNoPending
+	}
+	if o.Once() {
+		a.takeLocked(id)
+		p.answer <- verdict{ok: true, by: by}
+		h.logger.Info("approval: call approved", "id", id, "by", by, "tool", p.Tool)
+		return nil, nil
+	}
+	if len(p.name) > maxGrantName {
+		return nil, fmt.Errorf("a grant is for a name of at most %d bytes: approve this call alone", maxGrantName)
+	}
+	now := a.now()
+	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
+		Group: p.Group, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
+	if o.Session {
+		g.Session = p.Session
+	}
+	if o.For > 0 {
+		g.Expires = now.Add(time.Duration(o.For))
+	}
+	if !g.args.Match(p.args) {
+		return nil, errors.New("the grant's args do not match the call being approved")
+	}
+	a.expireLocked(now)
+	if len(a.grants) >= maxGrants {
+		a.grants = slices.Delete(a.grants, 0, len(a.grants)-maxGrants+1)
+	}
+	a.grants = append(a.grants, g)
+	out := g.Grant
+	out.Args = maps.Clone(g.Args)
+	a.takeLocked(id)
+	g.Used++ // the approved call is the grant's first
+	p.answer <- verdict{ok: true, by: by, grant: g.ID}
+	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
+	// The calls of a loop that came while this one waited go too.
+	for oid, q := range a.pending {
+		if gid, gby, ok := a.useLocked(q.Session, q.Group, q.Method, q.name, q.args); ok {
+			a.takeLocked(oid)
+			q.answer <- verdict{ok: true, by: gby, grant: gid}
+		}
+	}
+	return &out, nil
+}
+
+// Deny refuses the pending call id: it is answered -32001, "denied by
+// <by>".
+func (h *Hub) Deny(id, by string) error {
+	by = clipBy(by)
+	p, err := h.approvals.decide(id, verdict{by: by})
+	if err == nil {
+		h.logger.Info("approval: call denied", "id", id, "by", by, "tool", p.Tool)
+	}
+	return err
+}
+
+// Revoke ends the grant id: the calls it covered ask again.
+func (h *Hub) Revoke(id, by string) error {
+	a := h.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.grants)
+	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.ID == id })
+	if len(a.grants) == n {
+		return approval.ErrNoGrant
+	}
+	h.logger.Info("approval: grant revoked", "grant", id, "by", by)
+	return nil
+}
+
+// clipBy bounds who approved, as it is kept in grants and audit records.
+func clipBy(by string) string {
+	if by == "" {
+		return "unknown"
+	}
+	if len(by) > 64 {
+		return by[:64] + clippedMark
+	}
+	return by
+}
+
+// granted lets c through at once when a grant covers it, noting the grant
+// in the audit record.
+func (h *Hub) granted(req *request, c call) bool {
+	id, by, ok := h.approvals.use(req.sess.id, c.server.Config.Group, c.method, c.name, c.args)
+	if !ok {
+		return false
+	}
+	req.approved(id, by)
+	h.logger.Info("policy: call let through by a grant", "grant", id, "name", c.name)
+	return true
+}
+
+// approved notes in the audit record who approved the call and by which
+// grant ("" for an approval of this call alone).
+func (req *request) approved(grantID, by string) {
+	if req.audit != nil {
+		req.audit.Grant, req.audit.ApprovedBy = grantID, by
+	}
+}
+
+// inboxFor reports whether sess's prompt calls go to the inbox even where
+// it declared elicitation (a clients: rule with approvals: inbox).
+func inboxFor(cfg *config.Config, sess *session) bool {
+	_, rule := cfg.ClientRuleFor(sess.GetClientInfo().Name)
+	return rule != nil && rule.Approvals == config.ApprovalsInbox
+}
+
+// waitApproval puts c in the inbox and waits for a person's answer, the
+// client's cancel, or the prompt timeout. nil lets the call go ahead.
+func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.Decision) error {
+	cfg := req.snap.cfg
+	timeout := cfg.Settings.PromptTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultPromptTimeout
+	}
+	now := time.Now()
+	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
+		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
+		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
+		Description: d.Description, Deadline: now.Add(timeout).UTC()},
+		name: c.name, args: c.args, answer: make(chan verdict, 1)}
+	if err := h.approvals.add(p); err != nil {
+		return err
+	}
+	h.logger.Info("policy: call waits for approval", "id", p.ID, "name", c.name, "session", req.sess.id, "timeout", timeout)
+	h.notifyApproval(cfg, p.Pending)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var v verdict
+	select {
+	case v = <-p.answer:
+	case <-timer.C:
+		if h.approvals.withdraw(p) {
+			return fmt.Errorf("no answer within %s", timeout)
+		}
+		v = <-p.answer
+	case <-ctx.Done():
+		if h.approvals.withdraw(p) {
+			return fmt.Errorf("cancelled while waiting for approval: %w", context.Cause(ctx))
+		}
+		v = <-p.answer
+	}
+	if !v.ok {
+		return fmt.Errorf("denied by %s", v.by)
+	}
+	req.approved(v.grant, v.by)
+	return nil
+}
+
+// clipName is a name or URI as a pending call shows it.
+func clipName(name string) string {
+	if len(name) > maxGrantName {
+		return name[:maxGrantName] + clippedMark
+	}
+	return name
+}
+
+// approvalArgs are args as a pending call shows them: the config's
+// ${secret:} values and secret-named members redacted, as the inspector
+// redacts them, and cut at maxApprovalArgs.
+func approvalArgs(cfg *config.Config, args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return nil
+	}
+	text := inspect.Redact(cfg.RedactSecrets(args))
+	if len(text) > maxApprovalArgs || !json.Valid([]byte(text)) {
+		if len(text) > maxApprovalArgs {
+			text = text[:maxApprovalArgs] + clippedMark
+		}
+		q, _ := json.Marshal(text) // shown as text: cut JSON is not JSON
+		return q
+	}
+	return json.RawMessage(text)
+}

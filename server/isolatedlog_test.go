@@ -1,0 +1,43 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// A log message a server sends on one session's own connection
+// (isolation: per-session) reaches that session alone; one on the shared
+// connection of a server without isolation reaches every session.
+func TestLogOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
+	for _, tc := range []struct {
+		isolation string
+		otherSees bool
+	}{{"per-session", false}, {"shared", true}} {
+		t.Run(tc.isolation, func(t *testing.T) {
+			h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+tc.isolation+"\n"), true)
+			waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__log"]; return ok })
+			a, b := servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
+			for _, c := range []*pipeClient{a, b} {
+				c.send(initializeMsg)
+				c.answer("0")
+				c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				c.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"debug"}}`)
+				c.answer(`"lvl"`)
+			}
+			a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__log","arguments":{"text":"secret of a"}}}`)
+			if all := a.answerAll("1"); !strings.Contains(all, "secret of a") {
+				t.Fatalf("a did not get its own log message:\n%s", all)
+			}
+			// b's own call, answered after anything sent to it before.
+			b.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__log","arguments":{"text":"of b"}}}`)
+			all := b.answerAll("2")
+			if got := strings.Contains(all, "secret of a"); got != tc.otherSees {
+				t.Errorf("b got a's log message: %v, want %v:\n%s", got, tc.otherSees, all)
+			}
+		})
+	}
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// Desktop notifications of calls that come to the approval inbox
+// (settings.notify): notify-send where it is on PATH, osascript on macOS.
+// Each runs as a child of its own, bounded in time and in number; one
+// that cannot start, or is over the bound, is skipped: a notification
+// never holds up a call.
+const (
+	maxNotifying  = 4
+	notifyTimeout = 5 * time.Second
+)
+
+// notifyCommand is the command that shows title and body, nil when this
+// machine has none.
+func notifyCommand(ctx context.Context, title, body string) *exec.Cmd {
+	if runtime.GOOS == "darwin" {
+		if p, err := exec.LookPath("osascript"); err == nil {
+			return exec.CommandContext(ctx, p, "-e", "on run argv\ndisplay notification (item 2 of argv) with title (item 1 of argv)\nend run", title, body)
+		}
+		return nil
+	}
+	if p, err := exec.LookPath("notify-send"); err == nil {
+		return exec.CommandContext(ctx, p, "--app-name=dynamic-mcp", "--", title, body)
+	}
+	return nil
+}
+
+// notifyApproval shows a desktop notification of p when the config asks.
+func (h *Hub) notifyApproval(cfg *config.Config, p approval.Pending) {
+	if !cfg.Settings.Notify {
+		return
+	}
+	select {
+	case h.notifying <- struct{}{}:
+	default:
+		h.logger.Debug("approval: notification skipped, others are being shown", "id", p.ID)
+		return
+	}
+	title := "dynamic-mcp: approve " + p.Tool + "?"
+	body := fmt.Sprintf("%s/%s wants %s %s (approval %s). dynamic-mcp approve %s, or deny it, in the inspector or the CLI.",
+		p.Group, p.Server, p.Method, p.Tool, p.ID, p.ID)
+	if p.Client != "" {
+		body = p.Client + ": " + body
+	}
+	if !h.spawn(func() {
+		defer func() { <-h.notifying }()
+		ctx, cancel := context.WithTimeout(h.ctx, notifyTimeout)
+		defer cancel()
+		cmd := notifyCommand(ctx, title, body)
+		if cmd == nil {
+			return
+		}
+		if err := cmd.Run(); err != nil {
+			h.logger.Debug("approval: notification failed", "err", err)
+		}
+	}) {
+		<-h.notifying
+	}
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
+)
+
+// The store stays within its bounds: a caller's oldest result goes when
+// it has its number, the oldest of all when the bytes are full, every
+// result after its time, and one larger than the whole store is refused.
+func TestResultStoreBounded(t *testing.T) {
+	s := newResultStore()
+	s.maxBytes, s.perCaller = 10*(1000+resultEntryCost), 3
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	put := func(caller string, n int) *storedResult {
+		t.Helper()
+		r := &storedResult{caller: caller, data: make([]byte, n)}
+		if err := s.put(r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := []*storedResult{put("a", 1000), put("a", 1000), put("a", 1000)}
+	a = append(a, put("a", 1000)) // a's fourth: its first goes
+	if s.get(a[0].id, "a") != nil || s.get(a[1].id, "a") == nil {
+		t.Error("a's oldest result is kept past its number")
+	}
+	if s.get(a[1].id, "b") != nil {
+		t.Error("b reads a's result")
+	}
+	var b []*storedResult
+	for range 3 {
+		b = append(b, put("b", 1000))
+	}
+	c := []*storedResult{put("c", 1000), put("c", 1000), put("c", 1000)}
+	if n, bytes, _ := s.stats(); n != 9 || bytes != 9*(1000+resultEntryCost) {
+		t.Fatalf("%d results of %d bytes", n, bytes)
+	}
+	put("d", 3000) // needs two entries' room: the two oldest of all go
+	if s.get(a[1].id, "a") != nil || s.get(a[2].id, "a") != nil || s.get(a[3].id, "a") == nil || s.get(b[0].id, "b") == nil {
+		t.Error("the oldest results of all were not the ones evicted")
+	}
+	if _, bytes, evicted := s.stats(); bytes > s.maxBytes || evicted != 3 {
+		t.Errorf("%d bytes kept of %d, %d evicted", bytes, s.maxBytes, evicted)
+	}
+	if err := s.put(&storedResult{caller: "e", data: make([]byte, s.maxBytes)}); err == nil || !strings.Contains(err.Error(), "larger than the hub keeps") {
+		t.Errorf("a result larger than the store: %v", err)
+	}
+	now = now.Add(resultTTL)
+	if s.get(c[2].id, "c") != nil {
+		t.Error("a result is read after its time")
+	}
+	if n, bytes, _ := s.stats(); n != 0 || bytes != 0 {
+		t.Errorf("%d results of %d bytes kept past their time", n, bytes)
+	}
+	if r := put("a", 10); len(r.id) < 20 || r.id == a[0].id {
+		t.Errorf("id %q", r.id)
+	}
+}
+
+// Pages break at rune boundaries, each within its room once encoded, and
+// together are the data; data that is no UTF-8 is paged as blobs.
+func TestPaginate(t *testing.T) {
+	data := []byte(fakeupstream.LargeResult("mixed", 50000))
+	starts, blob := paginate(data, 1000)
+	if blob || len(starts) < 50 {
+		t.Fatalf("%d pages, blob %v", len(starts), blob)
+	}
+	r := &storedResult{data: data, pages: starts}
+	var whole []byte
+	for p := 1; p <= len(starts); p++ {
+		page := r.page(p)
+		q, _ := json.Marshal(string(page))
+		if !utf8.Valid(page) || jsonStringLen(string(page)) > 1000 || len(strings.ReplaceAll(string(q), `\u0026`, "&")) != jsonStringLen(string(page)) {
+			t.Fatalf("page %d: valid %v, %d bytes encoded (counted %d)", p, utf8.Valid(page), len(q), jsonStringLen(string(page)))
+		}
+		whole = append(whole, page...)
+	}
+	if string(whole) != string(data) {
+		t.Error("the pages are not the data")
+	}
+	if starts, blob := paginate([]byte("ab\xffcd"), 64); !blob || len(starts) != 1 {
+		t.Errorf("invalid UTF-8: %v %v", starts, blob)
+	}
+}
+
+// Whatever the result and the cap, the cut answer is valid JSON within
+// the cap, and says where the whole is.
+func TestFitResultWithinLimit(t *testing.T) {
+	for _, kind := range []string{"text", "structured", "image", "mixed", "blocks", "small"} {
+		for _, limit := range []int{1500, 2000, 5000, 20000, 100000} {
+			res := []byte(fakeupstream.LargeResult(kind, 300000))
+			link := resultLink{uri: resultScheme + strings.Repeat("x", 22), pages: 99, pageSize: limit, tool: "large", cap: limit}
+			out := fitResult(res, limit, link)
+			if len(out) > limit || !json.Valid(out) || !strings.Contains(string(out), `"uri":"`+link.uri+`"`) {
+				t.Errorf("%s under %d: %d bytes, valid %v: %.500s", kind, limit, len(out), json.Valid(out), out)
+			}
+			if want := fmt.Sprintf("was cut to %s ", commas(len(out))); !strings.Contains(string(out), want) {
+				t.Errorf("%s under %d: the note does not say %q", kind, limit, want)
+			}
+		}
+	}
+	for _, bad := range []string{`[1,2]`, `"text"`, `{"content":"no list"}`} {
+		out := fitResult([]byte(bad+strings.Repeat(" ", 3000)), 2000, resultLink{why: "test"})
+		if len(out) > 2000 || !json.Valid(out) || !strings.Contains(string(out), "could not be kept: test") {
+			t.Errorf("%s: %s", bad, out)
+		}
+	}
+}
+
+// Whatever JSON an upstream answers with, the cut answer is valid JSON
+// within the cap.
+func FuzzFitResult(f *testing.F) {
+	for _, kind := range []string{"text", "structured", "image", "mixed", "blocks"} {
+		f.Add([]byte(fakeupstream.LargeResult(kind, 5000)), 2000)
+	}
+	f.Add([]byte(`{"content":[{"type":"text","text":"\u2028\u0000\ud800"}],"x":[1,2,3]}`), 1500)
+	f.Add([]byte(`{"content":[{"type":"resource_link","uri":"`+strings.Repeat("u", 5000)+`"}]}`), 1500)
+	f.Fuzz(func(t *testing.T, res []byte, limit int) {
+		if !json.Valid(res) || limit < 1500 || limit > 1<<20 {
+			return
+		}
+		out := fitResult(res, limit, resultLink{uri: resultScheme + "id", pages: 3, pageSize: 100, tool: "t", cap: limit})
+		if len(out) > limit || !json.Valid(out) {
+			t.Fatalf("%d bytes (limit %d), valid %v: %.300s", len(out), limit, json.Valid(out), out)
+		}
+	})
+}
+
+// An upstream's answer of many tiny blocks costs the cut about its size,
+// not its square (which took minutes for 100,000 blocks).
+func TestFitResultManyBlocksQuickly(t *testing.T) {
+	for _, block := range []string{`{}`, `{"type":"text","text":"a"}`, `{"type":"resource_link","uri":"x","name":"x"}`, `{"type":"image","data":"` + strings.Repeat("x", 60) + `"}`} {
+		res := []byte(`{"content":[` + strings.Repeat(block+",", 30000) + block + `]}`)
+		start := time.Now()
+		out := fitResult(res, 20000, resultLink{uri: resultScheme + "id", pages: 2})
+		if d := time.Since(start); d > 10*time.Second || len(out) > 20000 || !strings.Contains(string(out), "content blocks (") {
+			t.Errorf("%s: %v, %d bytes: %.300s", block, d, len(out), out)
+		}
+	}
+}
+
+// Members of megabytes beside content go (isError and a small _meta
+// stay), named in the note, however many and however long their names.
+func TestFitResultOtherMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"content":[{"type":"text","text":"hi"}],"isError":true,"_meta":{"k":"v"}`)
+	for i := range 2000 {
+		fmt.Fprintf(&b, `,"%s%d":"%s"`, strings.Repeat("k", 100), i, strings.Repeat("v", 50))
+	}
+	b.WriteString(`}`)
+	link := resultLink{uri: resultScheme + "id", pages: 2, cap: 5000}
+	out := fitResult([]byte(b.String()), 5000, link)
+	var r struct {
+		Content []struct{ Type, Text, URI string }
+		IsError bool
+		Meta    map[string]string `json:"_meta"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(out) > 5000 || !r.IsError || r.Meta["k"] != "v" || r.Content[0].Text != "hi" ||
+		!strings.Contains(string(out), "1,997 more members") || !strings.Contains(string(out), `"uri":"`+link.uri+`"`) {
+		t.Errorf("%v: %s", err, out)
+	}
+}
