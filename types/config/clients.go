@@ -86,7 +86,7 @@ func (p *parser) clients(n *yaml.Node, key string) []ClientRule {
 					p.fail(v, k, "must be gemini (the only shaping there is), not %q", r.Schemas)
 				}
 			},
-			"profile":   func(k string, v *yaml.Node) { r.Profile = p.str(v, k) },
+			"profile": func(k string, v *yaml.Node) { r.Profile = p.str(v, k) },
 			"approvals": func(k string, v *yaml.Node) {
 				if r.Approvals = p.str(v, k); r.Approvals != ApprovalsInbox {
 					p.fail(v, k, "must be inbox (ask through the approval inbox, not the client), not %q", r.Approvals)
