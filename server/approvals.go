@@ -58,6 +58,7 @@ func newApprovals() *approvals {
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
 	approval.Pending
+	owner  string          // its caller (see caller): a session, or a credential without one
 	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
 	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
 	answer chan verdict    // buffered: answered once, under approvals.mu
@@ -73,15 +74,16 @@ type verdict struct {
 // grant is a Grant with its argument globs compiled.
 type grant struct {
 	approval.Grant
-	args *policy.ArgsMatcher
+	args  *policy.ArgsMatcher
+	owner string // for a session's grant: its caller (see caller), "" for every session
 }
 
 // covers reports whether g lets the call through at now, without using it.
-func (g *grant) covers(now time.Time, session, group, method, name string, args json.RawMessage) bool {
+func (g *grant) covers(now time.Time, owner, group, method, name string, args json.RawMessage) bool {
 	if g.Group != group || g.Method != method || g.Tool != name {
 		return false
 	}
-	if g.Session != "" && g.Session != session {
+	if g.owner != "" && g.owner != owner {
 		return false
 	}
 	if !g.Expires.IsZero() && !now.Before(g.Expires) {
@@ -135,11 +137,11 @@ func (a *approvals) add(p *pendingCall) error {
 	switch {
 	case len(a.pending) >= maxPending:
 		return fmt.Errorf("%d calls wait for approval already", maxPending)
-	case a.perSession[p.Session] >= maxPendingPerSession:
+	case a.perSession[p.owner] >= maxPendingPerSession:
 		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
 	}
 	a.pending[p.ID] = p
-	a.perSession[p.Session]++
+	a.perSession[p.owner]++
 	return nil
 }
 
@@ -150,8 +152,8 @@ func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
 		return nil, false
 	}
 	delete(a.pending, id)
-	if a.perSession[p.Session]--; a.perSession[p.Session] <= 0 {
-		delete(a.perSession, p.Session)
+	if a.perSession[p.owner]--; a.perSession[p.owner] <= 0 {
+		delete(a.perSession, p.owner)
 	}
 	return p, true
 }
@@ -200,7 +202,7 @@ func (a *approvals) list() approval.List {
 func (a *approvals) endSession(session string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.Session == session })
+	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.owner == session })
 }
 
 // Approvals lists the calls waiting for approval and the grants in force.
@@ -245,7 +247,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
 		Group: p.Group, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
 	if o.Session {
-		g.Session = p.Session
+		g.Session, g.owner = p.Session, p.owner
 	}
 	if o.For > 0 {
 		g.Expires = now.Add(time.Duration(o.For))
@@ -266,7 +268,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
 	// The calls of a loop that came while this one waited go too.
 	for oid, q := range a.pending {
-		if gid, gby, ok := a.useLocked(q.Session, q.Group, q.Method, q.name, q.args); ok {
+		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Method, q.name, q.args); ok {
 			a.takeLocked(oid)
 			q.answer <- verdict{ok: true, by: gby, grant: gid}
 		}
@@ -313,7 +315,7 @@ func clipBy(by string) string {
 // granted lets c through at once when a grant covers it, noting the grant
 // in the audit record.
 func (h *Hub) granted(req *request, c call) bool {
-	id, by, ok := h.approvals.use(req.sess.id, c.server.Config.Group, c.method, c.name, c.args)
+	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.method, c.name, c.args)
 	if !ok {
 		return false
 	}
@@ -341,16 +343,13 @@ func inboxFor(cfg *config.Config, sess *session) bool {
 // client's cancel, or the prompt timeout. nil lets the call go ahead.
 func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.Decision) error {
 	cfg := req.snap.cfg
-	timeout := cfg.Settings.PromptTimeout
-	if timeout <= 0 {
-		timeout = config.DefaultPromptTimeout
-	}
+	timeout := promptTimeoutOf(cfg)
 	now := time.Now()
 	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
 		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		name: c.name, args: c.args, answer: make(chan verdict, 1)}
+		owner: caller(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}

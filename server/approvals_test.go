@@ -275,15 +275,18 @@ func TestApprovalInboxForMarkedClient(t *testing.T) {
 // denied at once, saying why.
 func TestApprovalBounds(t *testing.T) {
 	a := newApprovals()
-	add := func(session string) error {
-		return a.add(&pendingCall{Pending: approval.Pending{ID: newID(""), Session: session}, answer: make(chan verdict, 1)})
+	add := func(owner string) error {
+		return a.add(&pendingCall{Pending: approval.Pending{ID: newID(""), Session: newID("")}, owner: owner, answer: make(chan verdict, 1)})
 	}
+	// The bound is the caller's: a credential whose every request is a
+	// session of its own (2026-07-28 over HTTP without Mcp-Session-Id)
+	// is held to it as one session is.
 	for i := range maxPendingPerSession {
-		if err := add("s"); err != nil {
+		if err := add("credential c"); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	if err := add("s"); err == nil || !strings.Contains(err.Error(), "of this session") {
+	if err := add("credential c"); err == nil || !strings.Contains(err.Error(), "of this session") {
 		t.Errorf("over the session's bound: %v", err)
 	}
 	for i := maxPendingPerSession; i < maxPending; i++ {

@@ -48,14 +48,14 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 var errDelegated = errors.New("delegated")
 
 func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, error) {
-	v, size := req.snap.viewOf(req.sess.profile), req.snap.cfg.Settings.PageSize
+	v, size := req.snap.viewOf(req.sess.profileIn(req.snap.cfg)), req.snap.cfg.Settings.PageSize
 	// A first page asked while upstreams start waits for them a moment,
 	// so that a client that lists once sees them all.
 	settled := func() *view {
 		if !v.starting || req.field("cursor") != nil {
 			return v
 		}
-		return h.awaitView(ctx, req.sess.profile, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
+		return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
 	}
 	switch req.msg.Method {
 	case "tools/list":
@@ -131,7 +131,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		r, ok := v.flatRoutes[name]
 		if !ok && v.starting {
 			// Its upstream may be one still starting: wait for it.
-			v = h.awaitView(ctx, req.sess.profile, settings.StartupWait, func(v *view) bool {
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool {
 				_, ok := v.flatRoutes[name]
 				return ok || !v.starting
 			})
@@ -151,7 +151,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	if name == searchToolName && v.search == nil && v.starting && settings.Search != config.SearchOff {
 		// search: auto offers it once the groups starting hold enough
 		// tools: wait for them, as flat mode waits for a tool not known yet.
-		v = h.awaitView(ctx, req.sess.profile, settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
 	}
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
@@ -169,12 +169,12 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	case v.groupStarting(args.Group):
 		// The group is listed from the start; a call for it waits until it
 		// is up (or has failed), as long as connecting may take.
-		v = h.awaitView(ctx, req.sess.profile, settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
 	case name == searchToolName && args.Group == "" && v.starting:
 		// A search of every group waits for those starting as a list does,
 		// rather than answer that nothing matches while their tools are
 		// not known yet.
-		v = h.awaitView(ctx, req.sess.profile, settings.StartupWait, func(v *view) bool { return !v.starting })
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return !v.starting })
 	}
 	switch name {
 	case getToolsName:
@@ -243,7 +243,7 @@ func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(
 	if !v.starting || found(v) {
 		return v
 	}
-	return h.awaitView(ctx, req.sess.profile, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.starting })
+	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.starting })
 }
 
 // completionServer is the server a completion for the resource template

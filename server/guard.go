@@ -17,10 +17,16 @@ import (
 // codePolicyBlocked answers a call a policy rule blocked.
 const codePolicyBlocked = -32001
 
-// promptTimeout bounds the state of a 2026-07-28 client's input_required
-// round (promptround.go); an elicitation and the approval inbox wait
-// settings.prompt_timeout, whose default this is.
-const promptTimeout = config.DefaultPromptTimeout
+// promptTimeoutOf is how long a person has to answer a prompt rule's
+// question (settings.prompt_timeout): the client's elicitation, the
+// approval inbox, or the state of a 2026-07-28 client's input_required
+// round.
+func promptTimeoutOf(cfg *config.Config) time.Duration {
+	if t := cfg.Settings.PromptTimeout; t > 0 {
+		return t
+	}
+	return config.DefaultPromptTimeout
+}
 
 // call is one tool call, resource read or prompt get on its way upstream.
 type call struct {
@@ -248,11 +254,7 @@ func (h *Hub) elicit(ctx context.Context, req *request, c call, d policy.Decisio
 		}
 		msg += " Arguments: " + args
 	}
-	timeout := req.snap.cfg.Settings.PromptTimeout
-	if timeout <= 0 {
-		timeout = config.DefaultPromptTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, promptTimeoutOf(req.snap.cfg))
 	defer cancel()
 	res, err := sess.request(ctx, "elicitation/create", map[string]any{
 		"message":         msg,

@@ -61,7 +61,7 @@ func (h *Hub) tellListChanged(k listKind) {
 	h.listPending[k].Store(false) // a change from now on is told after another window
 	snap := h.snapshot()
 	for _, sess := range h.sessionList() {
-		current := snap.viewOf(sess.profile).hash(k)
+		current := snap.viewOf(sess.profileIn(snap.cfg)).hash(k)
 		for _, l := range sess.listenList() {
 			l.listChanged(k, current)
 		}

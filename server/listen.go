@@ -172,7 +172,7 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 	l := &listen{meta: meta, lists: want.lists(), wake: make(chan struct{}, 1), uris: map[string]bool{}, upd: map[string]json.RawMessage{}}
 	snap := h.snapshot()
 	for k := range listKinds {
-		l.told[k] = snap.viewOf(sess.profile).hash(k) // told of a change from now on
+		l.told[k] = snap.viewOf(sess.profileIn(snap.cfg)).hash(k) // told of a change from now on
 	}
 	if !sess.addListen(l) {
 		return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d listens: cancel one first", maxSessionListens))
@@ -183,7 +183,8 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 	}()
 	// A change told to the sessions between the snapshot and the
 	// listen's registration is not lost: it is the view now.
-	now := h.snapshot().viewOf(sess.profile)
+	snap = h.snapshot()
+	now := snap.viewOf(sess.profileIn(snap.cfg))
 	for k := range listKinds {
 		l.listChanged(k, now.hash(k))
 	}
@@ -198,7 +199,7 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 		if l.names(uri) {
 			continue
 		}
-		if err := h.subscribeURI(ctx, req, snap.viewOf(sess.profile), uri, true); err != nil {
+		if err := h.subscribeURI(ctx, req, snap.viewOf(sess.profileIn(snap.cfg)), uri, true); err != nil {
 			h.logger.Debug("listen: resource not subscribed", "session", sess.id, "uri", uri, "err", err)
 			continue
 		}

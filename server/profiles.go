@@ -78,3 +78,15 @@ func (h *Hub) OpenAs(id, transport, profile string, who *identity.Identity, peer
 	}
 	return h.open(id, transport, profile, who, peer)
 }
+
+// profileIn is the profile the session sees under cfg: the one it was
+// opened in (serve --profile, /mcp/p/NAME), else on stdio the one a
+// clients: rule gives its client's name, else "" (the whole config). A
+// client's name picks its view only where the connection is the client's
+// alone: over HTTP the URL does (see config.ClientRule.Profile).
+func (s *session) profileIn(cfg *config.Config) string {
+	if s.profile != "" || s.transport != "stdio" || len(cfg.Clients) == 0 {
+		return s.profile
+	}
+	return cfg.ProfileForClient(s.GetClientInfo().Name)
+}

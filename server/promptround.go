@@ -42,7 +42,7 @@ const promptInputKey = "dynamic-mcp-policy-prompt"
 
 // maxPromptRounds bounds the questions the hub has put in input_required
 // answers, all clients together, whose retry has not come yet: each is
-// kept until it is answered or expires (promptTimeout). A call that would
+// kept until it is answered or expires (settings.prompt_timeout). A call that would
 // ask past it is denied. maxPromptRoundsPerCaller is one caller's share
 // (a session, or a credential without one), so that a client that leaves
 // its questions unanswered cannot keep the others from being asked.
@@ -158,7 +158,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 			// older client's (issue 24).
 			return h.waitApproval(ctx, req, c, d)
 		}
-		return h.putQuestion(c, d, who, digest)
+		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
 	}
 	st, err := h.states.open(token, who, digest)
 	if err != nil {
@@ -183,13 +183,13 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return h.putQuestion(c, d, who, digest)
+		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
 	}
 	raw := answers.Field(promptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return h.putQuestion(c, d, who, digest)
+		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -219,13 +219,13 @@ func (h *Hub) answersQuestion(req *request, c call) bool {
 }
 
 // putQuestion is the input_required answer that asks the user about c,
-// with a state for one retry within promptTimeout.
-func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string) error {
+// with a state for one retry within ttl (settings.prompt_timeout).
+func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string, ttl time.Duration) error {
 	id, err := randomID()
 	if err != nil {
 		return err
 	}
-	exp := h.states.now().Add(promptTimeout)
+	exp := h.states.now().Add(ttl)
 	state, err := h.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
 	if err != nil {
 		return err

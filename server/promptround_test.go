@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -246,10 +247,10 @@ func TestPromptRuleStateRefused(t *testing.T) {
 	if got := answerOf(t, reply(a, "9")); len(got.Content) != 1 || got.Content[0].Text != "mine" {
 		t.Errorf("accepted: %+v", got)
 	}
-	// A state past promptTimeout is refused.
+	// A state past settings.prompt_timeout (2m by default) is refused.
 	a.send(echoCall("10", "late", caps, ""))
 	late := answerOf(t, reply(a, "10"))
-	h.states.now = func() time.Time { return time.Now().Add(promptTimeout + time.Second) }
+	h.states.now = func() time.Time { return time.Now().Add(config.DefaultPromptTimeout + time.Second) }
 	a.send(echoCall("11", "late", caps, retryWith(key, "accept", late.RequestState)))
 	if code, msg := refusal(t, reply(a, "11")); code != codeInvalidParams || !strings.Contains(msg, errStateExpired.Error()) {
 		t.Errorf("expired: %d %s", code, msg)

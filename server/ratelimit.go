@@ -77,12 +77,12 @@ func newRateLimiter() *rateLimiter {
 // its own that ends with it: its "session" is its credential, as for the
 // requestState it is given (see caller), or every such request would
 // count afresh.
-func scopeKey(rl *config.RateLimit, sess *session) string {
+func scopeKey(rl *config.RateLimit, sess *session, profile string) string {
 	switch {
 	case rl.Per == config.RatePerHub:
 		return "hub"
 	case rl.Per == config.RatePerProfile:
-		return "profile:" + sess.profile
+		return "profile:" + profile
 	case rl.Per == config.RatePerUser:
 		return "user:" + sess.who.Key()
 	case sessionless(sess):
@@ -91,15 +91,15 @@ func scopeKey(rl *config.RateLimit, sess *session) string {
 	return "session:" + sess.id
 }
 
-// take charges the call d decided, by sess, to its rule's bucket. ok is
+// take charges the call d decided, by sess seeing profile, to its rule's bucket. ok is
 // false when the bucket is empty: the call is over the limit, and
 // retryAfter is when the next token comes.
-func (l *rateLimiter) take(d policy.Decision, sess *session) (retryAfter time.Duration, ok bool) {
+func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (retryAfter time.Duration, ok bool) {
 	rl := d.Rate
 	if rl == nil {
 		return 0, true
 	}
-	key := rateKey{group: d.RuleGroup, rule: d.Rule, scope: scopeKey(rl, sess)}
+	key := rateKey{group: d.RuleGroup, rule: d.Rule, scope: scopeKey(rl, sess, profile)}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -252,7 +252,7 @@ func (h *Hub) limit(req *request, c call, d policy.Decision) *rateOver {
 	if d.Rate == nil || resumes(req, c) {
 		return nil
 	}
-	after, ok := h.rates.take(d, req.sess)
+	after, ok := h.rates.take(d, req.sess, req.sess.profileIn(req.snap.cfg))
 	if ok {
 		return nil
 	}

@@ -371,17 +371,17 @@ func TestRateLimiterBounded(t *testing.T) {
 	sessions := make([]*session, 5)
 	for i := range sessions {
 		sessions[i] = newSession(fmt.Sprint("s", i), "test")
-		if _, ok := l.take(d, sessions[i]); !ok {
+		if _, ok := l.take(d, sessions[i], ""); !ok {
 			t.Fatalf("session %d's first call refused", i)
 		}
 	}
 	if len(l.buckets) != 3 || l.evictions != 2 || len(l.bySession) != 3 {
 		t.Fatalf("%d buckets, %d evictions, %d sessions indexed; want 3, 2, 3", len(l.buckets), l.evictions, len(l.bySession))
 	}
-	if _, ok := l.take(d, sessions[4]); ok {
+	if _, ok := l.take(d, sessions[4], ""); ok {
 		t.Error("the most recent session's counter was evicted")
 	}
-	if _, ok := l.take(d, sessions[0]); !ok {
+	if _, ok := l.take(d, sessions[0], ""); !ok {
 		t.Error("an evicted counter was not dropped") // it counts afresh
 	}
 	l.forgetSession("s4")

@@ -248,13 +248,14 @@ func TestMaxResultCutAndPages(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				cfg.Settings.PromptTimeout = 300 * time.Millisecond // this client waits in the inbox: no one answers
 				return cfg
 			}
 			h.SetConfig(withRule("{action: prompt, tool: large}"))
 			if a := c.rpc(199, "resources/read", fmt.Sprintf(`{"uri":%q}`, r.link())); a.Error != nil {
 				t.Errorf("read of a result whose call a prompt rule asks about: %s", a.line)
 			}
-			if a := c.callLarge(198, mode, "text", 300000); !strings.Contains(a.line, "Blocked by policy") && !strings.Contains(a.line, "elicitation") {
+			if a := c.callLarge(198, mode, "text", 300000); !strings.Contains(a.line, "Blocked by policy") || !strings.Contains(a.line, "no answer within") {
 				t.Errorf("the call itself under the prompt rule: %.300s", a.line)
 			}
 			h.SetConfig(withRule("{action: deny, tool: large, description: no large}"))

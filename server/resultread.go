@@ -32,7 +32,7 @@ func (h *Hub) capResult(req *request, res json.RawMessage) json.RawMessage {
 	if c == nil || len(res) == 0 {
 		return res
 	}
-	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profile)
+	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileIn(req.snap.cfg))
 	if limit <= 0 || len(res) <= limit || isInputRequired(res) {
 		return res
 	}
@@ -72,7 +72,7 @@ func (h *Hub) readResult(req *request, uri string) (json.RawMessage, error) {
 		return nil, notFound
 	}
 	r := h.results.get(id, caller(req.sess))
-	if r == nil || req.snap.viewOf(req.sess.profile).groupIndex[r.group] == nil { // none, or its group is no longer the session's to see
+	if r == nil || req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).groupIndex[r.group] == nil { // none, or its group is no longer the session's to see
 		h.missed(req, uri)
 		return nil, notFound
 	}

@@ -97,7 +97,9 @@ func (h *Hub) removeSession(ctx context.Context, sess *session) {
 	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 	h.rates.forgetSession(sess.id)
-	h.approvals.endSession(sess.id)
+	if !sessionless(sess) { // a credential's grants outlive each of its requests
+		h.approvals.endSession(caller(sess))
+	}
 }
 
 func (h *Hub) sessionList() []*session {

@@ -33,3 +33,36 @@ func TestSharedHubProfiles(t *testing.T) {
 		t.Errorf("the shared hub has %d sessions, want 2 (one hub for both profiles)", n)
 	}
 }
+
+// A clients: rule's profile is the view of a client of that name on one
+// shared hub, without --profile: Cursor sees the flat profile's groups, a
+// client the rule does not match the whole config (dynamic mode's two
+// tools), and --profile wins over the rule.
+func TestSharedHubProfileByClientName(t *testing.T) {
+	body := strings.Replace(profilesConfig(), `settings: {shared: "off"}`, "settings: { shared_idle: 1s, stop_grace: 1s }", 1) +
+		"clients:\n  - { match: \"cursor*\", profile: flat }\n"
+	s := newShared(t, body)
+	cursor := s.bridge(t, "cursor-vscode")
+	var names []string
+	waitFor(t, 30*time.Second, "a and c listed", func() bool {
+		names = toolNames(t, cursor.call("tools/list", nil))
+		return slices.Contains(names, "a__a_echo") && slices.Contains(names, "c__c_echo")
+	})
+	for _, n := range names {
+		if !strings.HasPrefix(n, "a__") && !strings.HasPrefix(n, "c__") {
+			t.Errorf("cursor's profile lists %q", n)
+		}
+	}
+	other := s.bridge(t, "claude-code")
+	if names := toolNames(t, other.call("tools/list", nil)); !slices.Contains(names, "get_dynamic_tools") || slices.Contains(names, "a__a_echo") {
+		t.Errorf("a client no rule names lists %v, want the whole config's meta-tools", names)
+	}
+	chosen := startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--profile", "dyn")
+	chosen.initializeAs("cursor-vscode")
+	if names := toolNames(t, chosen.call("tools/list", nil)); slices.Contains(names, "a__a_echo") {
+		t.Errorf("--profile dyn lost to the clients: rule: %v", names)
+	}
+	if n := len(s.status(t).Sessions); n != 3 {
+		t.Errorf("the shared hub has %d sessions, want 3", n)
+	}
+}

@@ -36,6 +36,12 @@ type ClientRule struct {
 	// elicitation on their own, with no person asked (Codex declines
 	// within 50 ms).
 	Approvals string
+	// Profile, when set, is the profile (see Profile) a client that
+	// matches is shown on stdio, where it started the hub (or joined the
+	// shared one) without --profile. Over HTTP a profile is chosen by the
+	// URL only (/mcp/p/NAME): under 2026-07-28 the lists of one endpoint
+	// must not vary per connection.
+	Profile string
 	// Line is where the rule is in the file.
 	Line int
 }
@@ -80,6 +86,7 @@ func (p *parser) clients(n *yaml.Node, key string) []ClientRule {
 					p.fail(v, k, "must be gemini (the only shaping there is), not %q", r.Schemas)
 				}
 			},
+			"profile": func(k string, v *yaml.Node) { r.Profile = p.str(v, k) },
 			"approvals": func(k string, v *yaml.Node) {
 				if r.Approvals = p.str(v, k); r.Approvals != ApprovalsInbox {
 					p.fail(v, k, "must be inbox (ask through the approval inbox, not the client), not %q", r.Approvals)

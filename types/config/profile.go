@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -92,6 +93,21 @@ func (p *parser) checkProfiles(cfg *Config) {
 			}
 		}
 	}
+	for i, r := range cfg.Clients {
+		if r.Profile != "" && cfg.Profiles[r.Profile] == nil {
+			p.fail(&yaml.Node{Line: r.Line}, fmt.Sprintf("clients[%d].profile", i), "names profile %q, which the config does not have (profiles: %s)",
+				r.Profile, strings.Join(cfg.ProfileNames(), ", "))
+		}
+	}
+}
+
+// ProfileForClient is the profile a clients: rule gives the client named
+// name on stdio ("" for none).
+func (c *Config) ProfileForClient(name string) string {
+	if _, r := c.ClientRuleFor(name); r != nil {
+		return r.Profile
+	}
+	return ""
 }
 
 // ProfileNames are the config's profiles, sorted.

@@ -19,6 +19,13 @@ func TestParseProfiles(t *testing.T) {
 	if got := cfg.ProfileNames(); !slices.Equal(got, []string{"all", "cursor"}) {
 		t.Fatalf("profiles %v", got)
 	}
+	withRule, err := Parse("", strings.NewReader(src+"clients:\n  - {match: 'Cursor*', profile: cursor}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, none := withRule.ProfileForClient("cursor-vscode"), withRule.ProfileForClient("claude-code"); got != "cursor" || none != "" {
+		t.Errorf("ProfileForClient: %q and %q, want cursor and none", got, none)
+	}
 	v, err := cfg.WithProfile("cursor")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +64,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{"expose of a hidden group", "profiles:\n  p: {groups: [a], expose: {b: [t]}}\n", "profiles.p.expose.b: names a group the profile does not show"},
 		{"misspelt", "profiles:\n  p: {group: [a]}\n", `profiles.p.group: unknown key; did you mean "groups"?`},
 		{"bad cap in settings", "settings: {max_tools: -1}\n", "settings.max_tools: must be above zero"},
+		{"client rule of an unknown profile", "profiles:\n  p: {groups: [a]}\nclients:\n  - {match: 'cursor*', profile: q}\n", `clients[0].profile: names profile "q", which the config does not have (profiles: p)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("", strings.NewReader(profileGroups+tc.src))
