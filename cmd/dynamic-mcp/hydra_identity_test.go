@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestCallersSignedInWithHydra serves the hub over HTTP as an OAuth 2.1
@@ -39,7 +42,7 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 	h := startHydraJWT(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
 		"bob":   {name: "Bob", groups: []string{"docs"}},
-	})
+	}, "")
 	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
 	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
 		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
@@ -145,9 +148,12 @@ type jwtUser struct {
 
 // startHydraJWT runs hydra as startHydra does, issuing JWT access tokens,
 // with a login app that signs in the user the authorization request
-// names by login_hint, and a consent app that puts its name and groups
-// into the access token.
-func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser) *hydra {
+// names by login_hint ("carol" when it names none), and a consent app
+// that puts its name and groups into the access token, and grants the
+// audience requested, or audience when set (for a client that asks by
+// RFC 8707's resource, which hydra does not read: the consent app grants
+// the hub's audience, as an operator's would).
+func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser, audience string) *hydra {
 	h := &hydra{}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var next struct {
@@ -162,7 +168,11 @@ func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser) *hydra {
 				} `json:"oidc_context"`
 			}
 			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/login?login_challenge="+ch, nil, &req)
-			h.admin(t, http.MethodPut, "/admin/oauth2/auth/requests/login/accept?login_challenge="+ch, map[string]any{"subject": req.OIDC.LoginHint}, &next)
+			user := req.OIDC.LoginHint
+			if user == "" {
+				user = "carol"
+			}
+			h.admin(t, http.MethodPut, "/admin/oauth2/auth/requests/login/accept?login_challenge="+ch, map[string]any{"subject": user}, &next)
 		case "/consent":
 			ch := url.QueryEscape(r.URL.Query().Get("consent_challenge"))
 			var req struct {
@@ -172,6 +182,9 @@ func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser) *hydra {
 			}
 			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/consent?consent_challenge="+ch, nil, &req)
 			u := users[req.Subject]
+			if audience != "" {
+				req.Audience = []string{audience}
+			}
 			h.admin(t, http.MethodPut, "/admin/oauth2/auth/requests/consent/accept?consent_challenge="+ch,
 				map[string]any{"grant_scope": req.Scope, "grant_access_token_audience": req.Audience,
 					"session": map[string]any{"access_token": map[string]any{"name": u.name, "groups": u.groups}}}, &next)
@@ -198,8 +211,12 @@ secrets: { system: [a-system-secret-for-the-test-only] }
 oauth2:
   allowed_top_level_claims: [name, groups]
   mirror_top_level_claims: false
+oidc:
+  dynamic_client_registration: { enabled: true }
+webfinger:
+  oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
-`, publicPort, adminPort, h.public, app.URL, app.URL)), 0o600)
+`, publicPort, adminPort, h.public, app.URL, app.URL, h.public)), 0o600)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -345,4 +362,121 @@ func (c *bearerSession) initialize() (int, string) {
 func (c *bearerSession) refused() (int, string) {
 	resp, _ := c.do(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+// TestMCPClientSignsInThroughTheHub: an MCP client nobody here wrote
+// (mcp-go's, with its OAuth support) finds the hub's authorization
+// server from the 401's resource_metadata and the protected resource
+// metadata, registers itself with ory/hydra dynamically, signs its user
+// in by the authorization code flow with PKCE, and calls the hub with
+// the JWT it gets, in the profile the user's groups choose.
+func TestMCPClientSignsInThroughTheHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ory/hydra")
+	}
+	bin := buildHydra(t)
+	hubPort := hydraFreePort(t)
+	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	audience := hubURL + "/mcp"
+	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
+	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	startHTTPHub(t, fmt.Sprintf(`mode: flat
+audit: { path: %q }
+profiles:
+  admin: { groups: [f], mode: flat }
+  reader: { groups: [f], mode: dynamic }
+http:
+  auth:
+    issuer: %s/
+    audience: %s
+    profiles:
+      - { claim: groups, value: admins, profile: admin }
+    default_profile: reader
+groups:
+  f: { description: fake, command: %q }
+`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+
+	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
+	c, err := mcpclient.NewOAuthStreamableHttpClient(audience, mcpclient.OAuthConfig{
+		RedirectURI: redirect, Scopes: []string{"openid"}, TokenStore: mcpclient.NewMemoryTokenStore(), PKCEEnabled: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-06-18"
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-go", Version: "1"}
+	_, err = c.Initialize(ctx, init)
+	if !mcpclient.IsOAuthAuthorizationRequiredError(err) {
+		t.Fatalf("initialize without a token: %v, want the client to be asked to sign in", err)
+	}
+	handler := mcpclient.GetOAuthHandler(err)
+	if err := handler.RegisterClient(ctx, "mcp-go-test"); err != nil {
+		t.Fatalf("dynamic registration with hydra: %v", err)
+	}
+	verifier, _ := mcpclient.GenerateCodeVerifier()
+	state, _ := mcpclient.GenerateState()
+	authURL, err := handler.GetAuthorizationURL(ctx, state, mcpclient.GenerateCodeChallenge(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := browseToCode(t, authURL, redirect)
+	if err := handler.ProcessAuthorizationResponse(ctx, code, state, verifier); err != nil {
+		t.Fatalf("token exchange: %v", err)
+	}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize signed in: %v", err)
+	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "f__echo") {
+		t.Errorf("carol (admins) sees %v, want the flat profile admin", names)
+	}
+	waitFor(t, 10*time.Second, "carol in the audit trail", func() bool {
+		if _, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "f__echo", Arguments: map[string]any{"text": "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(auditPath)
+		return strings.Contains(string(b), `"user":"Carol","subject":"jwt:carol"`)
+	})
+}
+
+// browseToCode follows authURL as a browser would, through hydra and its login
+// and consent app, up to the redirect, and returns the code it carries.
+func browseToCode(t *testing.T, authURL, redirect string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	var code string
+	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirect) {
+			code = req.URL.Query().Get("code")
+			if code == "" {
+				t.Errorf("redirected without a code: %s", req.URL)
+			}
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := browser.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if code == "" {
+		t.Fatalf("no code: %s %s", resp.Status, body)
+	}
+	return code
 }
