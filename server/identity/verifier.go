@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -65,9 +66,10 @@ type Verifier struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
-	discoverMu sync.Mutex // one discovery at a time; guards the fields below
-	verifier   *oidc.IDTokenVerifier
-	tried      time.Time // last failed discovery
+	verifier atomic.Pointer[oidc.IDTokenVerifier] // once discovered; read without a lock
+
+	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
+	tried      time.Time  // last failed discovery
 	triedErr   error
 }
 
@@ -141,10 +143,13 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 // document, fetched once; a failure is answered for MinRefetch before it
 // is tried again.
 func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	if verifier := v.verifier.Load(); verifier != nil {
+		return verifier, nil
+	}
 	v.discoverMu.Lock()
 	defer v.discoverMu.Unlock()
-	if v.verifier != nil {
-		return v.verifier, nil
+	if verifier := v.verifier.Load(); verifier != nil {
+		return verifier, nil // discovered while this call waited
 	}
 	if !v.tried.IsZero() && v.now().Sub(v.tried) < MinRefetch {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, v.triedErr)
@@ -169,8 +174,9 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 	for i, a := range signingAlgs {
 		algs[i] = string(a)
 	}
-	v.verifier = oidc.NewVerifier(v.auth.Issuer, keys, &oidc.Config{ClientID: v.auth.Audience, SupportedSigningAlgs: algs, Now: v.now})
-	return v.verifier, nil
+	verifier := oidc.NewVerifier(v.auth.Issuer, keys, &oidc.Config{ClientID: v.auth.Audience, SupportedSigningAlgs: algs, Now: v.now})
+	v.verifier.Store(verifier)
+	return verifier, nil
 }
 
 // tokenError is what go-oidc's refusal means, in words for the caller.

@@ -128,7 +128,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				name = g.match(token)
 			}
 			if ok && name == "" && token != "" && g.verifier != nil {
-				if who, refused, ok = g.authenticate(w, r, token); !ok {
+				if who, ok, refused = g.authenticate(w, r, token); !ok {
 					return
 				}
 				if who != nil {

@@ -53,16 +53,16 @@ func ResourceMetadataURL(resource string) string {
 
 // authenticate checks a bearer token that is none of the static ones as
 // a JWT of http.auth's issuer. ok false: w has been answered (503 when
-// the issuer cannot be reached); else who is the caller, or nil with err
-// the reason the token is refused.
-func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token string) (who *identity.Identity, err error, ok bool) {
-	who, err = g.verifier.Verify(r.Context(), token)
+// the issuer cannot be reached); else who is the caller, or nil with
+// refused the reason the token is refused.
+func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token string) (who *identity.Identity, ok bool, refused error) {
+	who, err := g.verifier.Verify(r.Context(), token)
 	if errors.Is(err, identity.ErrUnavailable) {
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "Service Unavailable: "+identity.ErrUnavailable.Error(), http.StatusServiceUnavailable)
-		return nil, err, false
+		return nil, false, err
 	}
-	return who, err, true
+	return who, true, err
 }
 
 // signed reports whether err refused a token its issuer signed (expired,
