@@ -370,3 +370,30 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 		return false
 	})
 }
+
+// An issuer that cannot be reached is the hub's trouble: a JWT is
+// answered 503 with Retry-After, not 401 (the client's token may be
+// good), and counts nothing; static tokens go on working.
+func TestIssuerDown(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	g := NewGuard(GuardOptions{Token: "static-token-0123456789", MaxAuthFailures: 1,
+		Auth: &config.HTTPAuth{Issuer: down.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}})
+	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	try := func(token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	for range 3 {
+		if w := try("aaa.bbb.ccc"); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+			t.Fatalf("a JWT with the issuer down: %d %q", w.Code, w.Header().Get("Retry-After"))
+		}
+	}
+	if w := try("static-token-0123456789"); w.Code != http.StatusOK {
+		t.Errorf("the static token with the issuer down: %d", w.Code)
+	}
+}
