@@ -54,6 +54,14 @@ type TokenError struct {
 
 func (e *TokenError) Error() string { return "invalid token: " + e.Description }
 
+// ScopeError is a token its issuer signed for the hub that lacks a scope
+// http.auth.scopes asks for (RFC 6750 section 3.1, insufficient_scope).
+type ScopeError struct{ Need []string }
+
+func (e *ScopeError) Error() string {
+	return "insufficient scope: the token needs " + strings.Join(e.Need, " ")
+}
+
 // Verifier checks JWT access tokens of http.auth's issuer (RFC 9068
 // shaped, as the MCP authorization spec has them): the signature by the
 // issuer's keys (discovered by OpenID Connect discovery, fetched again on
@@ -111,7 +119,39 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if nbf, ok := claims["nbf"].(float64); ok && v.now().Add(nbfLeeway).Before(time.Unix(int64(nbf), 0)) {
 		return nil, &TokenError{Description: "the token is not valid yet", Signed: true}
 	}
+	if missing := v.missingScopes(claims); len(missing) > 0 {
+		return nil, &ScopeError{Need: v.auth.Scopes}
+	}
 	return v.identity(claims)
+}
+
+// missingScopes are the scopes of http.auth.scopes claims does not grant:
+// scope, space-separated (RFC 9068, RFC 8693), or scp, a list (ory/hydra,
+// Entra ID).
+func (v *Verifier) missingScopes(claims map[string]any) []string {
+	if len(v.auth.Scopes) == 0 {
+		return nil
+	}
+	granted := map[string]bool{}
+	if s, ok := claims["scope"].(string); ok {
+		for _, w := range strings.Fields(s) {
+			granted[w] = true
+		}
+	}
+	if list, ok := claims["scp"].([]any); ok {
+		for _, e := range list {
+			if s, ok := e.(string); ok {
+				granted[s] = true
+			}
+		}
+	}
+	var missing []string
+	for _, s := range v.auth.Scopes {
+		if !granted[s] {
+			missing = append(missing, s)
+		}
+	}
+	return missing
 }
 
 // identity reads the caller's identity from claims, bounded.

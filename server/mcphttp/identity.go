@@ -57,6 +57,15 @@ func ResourceMetadataURL(resource string) string {
 // refused the reason the token is refused.
 func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token string) (who *identity.Identity, ok bool, refused error) {
 	who, err := g.verifier.Verify(r.Context(), token)
+	var scope *identity.ScopeError
+	if errors.As(err, &scope) {
+		// 403, not 401: the caller is known, its grant too small; the
+		// scope says what to ask for when it signs in again.
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(scope.Need, " ")+
+			`", resource_metadata="`+g.metadataURL+`", error_description="the token lacks a scope the hub requires"`)
+		http.Error(w, "Forbidden: insufficient scope", http.StatusForbidden)
+		return nil, false, err
+	}
 	if errors.Is(err, identity.ErrUnavailable) {
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "Service Unavailable: "+identity.ErrUnavailable.Error(), http.StatusServiceUnavailable)
@@ -101,12 +110,16 @@ func (g *Guard) challenge(given bool, err error) string {
 // it before it has a token, and any origin may read it (a browser-based
 // client asks from its own).
 func resourceMetadata(auth *config.HTTPAuth) http.Handler {
-	body, _ := json.Marshal(map[string]any{
+	meta := map[string]any{
 		"resource":                 auth.Audience,
 		"authorization_servers":    []string{auth.Issuer},
 		"bearer_methods_supported": []string{"header"},
 		"resource_name":            "dynamic-mcp",
-	})
+	}
+	if len(auth.Scopes) > 0 {
+		meta["scopes_supported"] = auth.Scopes
+	}
+	body, _ := json.Marshal(meta)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -50,12 +50,17 @@ const testAudience = "https://hub.example/mcp"
 
 // token is a token of the issuer for sub, with groups, for aud.
 func (is *testIssuer) token(t *testing.T, sub, name, aud string, groups ...string) string {
+	return is.tokenWith(t, map[string]any{"sub": sub, "name": name, "aud": aud, "groups": groups})
+}
+
+// tokenWith is a token of the issuer with claims, besides iss, exp and iat.
+func (is *testIssuer) tokenWith(t *testing.T, claims map[string]any) string {
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]any{"iss": is.srv.URL, "sub": sub, "name": name, "aud": aud, "groups": groups,
-		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()})
+	claims["iss"], claims["exp"], claims["iat"] = is.srv.URL, time.Now().Add(time.Hour).Unix(), time.Now().Unix()
+	b, _ := json.Marshal(claims)
 	obj, err := s.Sign(b)
 	if err != nil {
 		t.Fatal(err)
@@ -395,5 +400,43 @@ func TestIssuerDown(t *testing.T) {
 	}
 	if w := try("static-token-0123456789"); w.Code != http.StatusOK {
 		t.Errorf("the static token with the issuer down: %d", w.Code)
+	}
+}
+
+// With http.auth.scopes, a token without them is 403 insufficient_scope,
+// saying which (RFC 6750 section 3.1); scope (a string) and scp (a list)
+// both grant; the metadata lists them.
+func TestRequiredScopes(t *testing.T) {
+	t.Parallel()
+	is := newTestIssuer(t)
+	g := NewGuard(GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}, Scopes: []string{"mcp", "tools"}}})
+	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, c := range []struct {
+		name  string
+		scope map[string]any
+		want  int
+	}{
+		{"none", map[string]any{}, http.StatusForbidden},
+		{"one of two", map[string]any{"scope": "mcp openid"}, http.StatusForbidden},
+		{"scope", map[string]any{"scope": "openid tools mcp"}, http.StatusOK},
+		{"scp", map[string]any{"scp": []string{"mcp", "tools"}}, http.StatusOK},
+	} {
+		claims := map[string]any{"sub": "alice", "aud": testAudience}
+		for k, v := range c.scope {
+			claims[k] = v
+		}
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+is.tokenWith(t, claims))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		got := w.Header().Get("WWW-Authenticate")
+		if w.Code != c.want || (c.want == http.StatusForbidden && !strings.HasPrefix(got, `Bearer error="insufficient_scope", scope="mcp tools", resource_metadata="https://hub.example/.well-known/oauth-protected-resource/mcp"`)) {
+			t.Errorf("%s: %d %q, want %d", c.name, w.Code, got, c.want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	resourceMetadata(&config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Scopes: []string{"mcp", "tools"}}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+	if !strings.Contains(rec.Body.String(), `"scopes_supported":["mcp","tools"]`) {
+		t.Errorf("metadata: %s", rec.Body.String())
 	}
 }

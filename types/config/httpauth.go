@@ -35,6 +35,11 @@ type HTTPAuth struct {
 	// DefaultProfile is the profile of a caller no entry of Profiles
 	// matches; "" (the default) is the whole config.
 	DefaultProfile string
+	// Scopes, when set, must all be granted to a token (its scope claim,
+	// space-separated, or scp, a list): a token without one is refused
+	// 403 insufficient_scope. They are the metadata's scopes_supported.
+	// Default none.
+	Scopes []string
 	// JWKSRefresh is how often the issuer's keys are fetched anew even
 	// when every token names a key already known (so that a key the
 	// issuer withdrew stops working); a token that names an unknown key
@@ -122,6 +127,15 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 			}
 		},
 		"default_profile": func(k string, v *yaml.Node) { a.DefaultProfile = p.str(v, k) },
+		"scopes": func(k string, v *yaml.Node) {
+			for _, s := range p.strings(v, k) {
+				if s == "" || strings.ContainsAny(s, " \t\"\\") {
+					p.fail(v, k, "a scope is a word without spaces, quotes or backslashes, not %q", s)
+					continue
+				}
+				a.Scopes = append(a.Scopes, s)
+			}
+		},
 		"jwks_refresh":    func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
 	})
 	if a.Issuer == "" && findKey(n, "issuer") == nil {

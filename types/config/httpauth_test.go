@@ -35,12 +35,12 @@ groups:
 		t.Errorf("parsed: %+v", a)
 	}
 	cfg, err = Parse("c.yaml", strings.NewReader(`http:
-  auth: { issuer: "http://127.0.0.1:4444/", audience: "http://localhost:8080/mcp", claims: { subject: email, groups: ext.groups }, default_profile: reader, jwks_refresh: 1m }
+  auth: { issuer: "http://127.0.0.1:4444/", audience: "http://localhost:8080/mcp", claims: { subject: email, groups: ext.groups }, default_profile: reader, jwks_refresh: 1m, scopes: [mcp] }
 `+rest))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := cfg.HTTP.Auth; a.Claims.Subject != "email" || a.Claims.Groups != "ext.groups" || a.Claims.Name != "name" || a.DefaultProfile != "reader" || a.JWKSRefresh != time.Minute {
+	if a := cfg.HTTP.Auth; a.Claims.Subject != "email" || a.Claims.Groups != "ext.groups" || a.Claims.Name != "name" || a.DefaultProfile != "reader" || a.JWKSRefresh != time.Minute || len(a.Scopes) != 1 {
 		t.Errorf("parsed: %+v", a)
 	}
 	if cfg, _ := Parse("c.yaml", strings.NewReader(rest)); cfg.HTTP.Auth.Enabled() {
@@ -58,6 +58,7 @@ groups:
 		{`{ issuer: "https://id.example/", audience: "https://hub.example/mcp", default_profile: nope }`, `http.auth.default_profile: names profile "nope"`},
 		{`{ issuer: "https://id.example/", audience: "https://hub.example/mcp", claims: { groups: "ext..g" } }`, `http.auth.claims.groups: must be a claim name`},
 		{`{ issuer: "https://id.example/", audience: "https://hub.example/mcp", jwks_refresh: 0s }`, `http.auth.jwks_refresh: must be a positive duration`},
+		{`{ issuer: "https://id.example/", audience: "https://hub.example/mcp", scopes: ["a b"] }`, `http.auth.scopes: a scope is a word`},
 	} {
 		_, err := Parse("c.yaml", strings.NewReader("http:\n  auth: "+c.auth+"\n"+rest))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
