@@ -136,7 +136,7 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 				a.Scopes = append(a.Scopes, s)
 			}
 		},
-		"jwks_refresh":    func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
+		"jwks_refresh": func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
 	})
 	if a.Issuer == "" && findKey(n, "issuer") == nil {
 		p.fail(n, key+".issuer", "is required: the authorization server's issuer URL")
