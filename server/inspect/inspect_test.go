@@ -34,7 +34,7 @@ func call(i *Inspector, id int, params []byte) {
 func TestRowJoinsWhatHappenedForARequest(t *testing.T) {
 	i := New(Options{})
 	defer i.Close()
-	c := &traffic.Call{Session: "s1", Transport: "streamable-http", Protocol: "2025-11-25", ID: json.RawMessage(`"a"`),
+	c := &traffic.Call{Session: "s1", User: "jwt:alice", Transport: "streamable-http", Protocol: "2025-11-25", ID: json.RawMessage(`"a"`),
 		Method: "tools/call", Params: json.RawMessage(`{"name":"web__fetch","arguments":{"url":"file:///etc/passwd"}}`), Start: time.Now()}
 	ctx := i.CallStarted(context.Background(), c)
 	i.Message(ctx, &traffic.Message{Direction: traffic.FromUpstream, Server: "web", Method: "notifications/progress",
@@ -50,7 +50,7 @@ func TestRowJoinsWhatHappenedForARequest(t *testing.T) {
 		t.Fatalf("%d rows, want 2", len(rows))
 	}
 	r := rows[0]
-	if r.Kind != kindRequest || r.ID != `"a"` || r.Group != "web" || r.Target != "fetch" || r.Rule != "no-local-files" ||
+	if r.Kind != kindRequest || r.ID != `"a"` || r.User != "jwt:alice" || r.Group != "web" || r.Target != "fetch" || r.Rule != "no-local-files" ||
 		r.Action != "deny" || r.Status != "blocked" || r.Protocol != "2025-11-25" || r.Error == nil || r.Error.Code != -32001 ||
 		r.Error.Data == nil || r.Error.Data.Text != `{"action":"deny","rule":"no-local-files"}` {
 		t.Errorf("blocked call kept as %+v (error %+v)", r, r.Error)

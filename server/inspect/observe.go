@@ -22,9 +22,9 @@ func rowOf(ctx context.Context) *row {
 
 // CallStarted records a client's request as a pending row.
 func (i *Inspector) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
-	r := &row{Kind: kindRequest, Session: sessionLabel(c.Session), Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
+	r := &row{Kind: kindRequest, Session: sessionLabel(c.Session), User: clip(c.User, maxName), Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
 		Method: clip(c.Method, maxName), Start: c.Start, Params: keep(c.Params, i.opts.MaxMessage), Status: statusPending}
-	r.bytes = r.Params.size() + len(r.ID) + len(r.Method)
+	r.bytes = r.Params.size() + len(r.ID) + len(r.Method) + len(r.User)
 	i.mu.Lock()
 	i.add(r)
 	if len(i.subs) > 0 {

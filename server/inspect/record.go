@@ -33,6 +33,7 @@ type row struct {
 	Kind string `json:"kind"` // kindRequest or kindMessage
 
 	Session   string    `json:"session,omitempty"`
+	User      string    `json:"user,omitempty"` // the caller (traffic.Call.User: jwt:SUBJECT, token:NAME)
 	Transport string    `json:"transport,omitempty"`
 	Protocol  string    `json:"protocol,omitempty"` // the session's negotiated version
 	ID        string    `json:"id,omitempty"`       // the request's id as the client wrote it

@@ -371,7 +371,7 @@ function detail(r) {
     for (const m of r.messages) td.append(messagePart(m));
     return tr;
   }
-  const req = part('Request', 'id ' + (r.id || '–') + ' · session ' + (r.session || '–') + ' · ' + (r.transport || '') +
+  const req = part('Request', 'id ' + (r.id || '–') + ' · session ' + (r.session || '–') + (r.user ? ' · user ' + r.user : '') + ' · ' + (r.transport || '') +
     (r.protocol ? ' · protocol ' + r.protocol : ''));
   req.append(jsonBlock(r.params, 'params'));
   td.append(req);
