@@ -30,8 +30,9 @@ type Identity struct {
 	Name string
 	// Groups are the groups claim's values.
 	Groups []string
-	// Claims are the values of the claims http.auth.profiles read, by
-	// claim name (a list claim's strings, a string claim's one string).
+	// Claims are, of the claims http.auth.profiles read, the values some
+	// entry names that the token holds, by claim name: enough to choose a
+	// profile (see ChooseProfile), bounded by the entries.
 	Claims map[string][]string
 }
 

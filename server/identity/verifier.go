@@ -167,14 +167,22 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		id.Name = clip(s)
 	}
 	id.Groups = values(claim(claims, v.auth.Claims.Groups))
+	// Of the claims the profiles entries read, only the values some entry
+	// names are kept: all that choosing a profile asks, and no more than
+	// the entries, whatever the token holds.
 	for _, p := range v.auth.Profiles {
-		if _, done := id.Claims[p.Claim]; done || len(id.Claims) == MaxClaims {
+		if id.Has(p.Claim, p.Value) || len(id.Claims) == MaxClaims && id.Claims[p.Claim] == nil {
 			continue
 		}
-		if id.Claims == nil {
-			id.Claims = map[string][]string{}
+		for _, got := range values(claim(claims, p.Claim)) {
+			if got == p.Value {
+				if id.Claims == nil {
+					id.Claims = map[string][]string{}
+				}
+				id.Claims[p.Claim] = append(id.Claims[p.Claim], p.Value)
+				break
+			}
 		}
-		id.Claims[p.Claim] = values(claim(claims, p.Claim))
 	}
 	return id, nil
 }

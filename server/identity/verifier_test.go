@@ -251,7 +251,7 @@ func TestUnavailableAndBounds(t *testing.T) {
 	}
 
 	is := newIssuer(t)
-	v = newTestVerifier(is, config.HTTPAuth{})
+	v = newTestVerifier(is, config.HTTPAuth{Profiles: []config.AuthProfile{{Claim: "groups", Value: strings.Repeat("g", 300)[:MaxText], Profile: "p"}, {Claim: "groups", Value: "nope", Profile: "q"}}})
 	many := make([]string, 1000)
 	for i := range many {
 		many[i] = strings.Repeat("g", 300)
@@ -262,5 +262,8 @@ func TestUnavailableAndBounds(t *testing.T) {
 	}
 	if len(id.Subject) > MaxText || len(id.Name) > MaxText || len(id.Groups) != MaxValues || len(id.Groups[0]) > MaxText || strings.ContainsAny(id.Name, "\n\x00") {
 		t.Errorf("unbounded identity: subject %d, name %q, %d groups", len(id.Subject), id.Name, len(id.Groups))
+	}
+	if len(id.Claims) != 1 || len(id.Claims["groups"]) != 1 || !id.Has("groups", strings.Repeat("g", MaxText)) {
+		t.Errorf("the claims kept for profiles: %d claims, %d values; want the one value an entry names", len(id.Claims), len(id.Claims["groups"]))
 	}
 }
