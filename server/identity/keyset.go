@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ import (
 type keySet struct {
 	url        string
 	client     *http.Client
+	logger     *slog.Logger
 	refresh    time.Duration
 	minRefetch time.Duration
 	now        func() time.Time
@@ -131,8 +133,10 @@ func (k *keySet) fetch(ctx context.Context, tried time.Time) ([]jose.JSONWebKey,
 	defer k.mu.Unlock()
 	k.tried = k.now()
 	if err != nil {
+		k.logger.Warn("http.auth: cannot fetch the issuer's keys", "jwks_uri", k.url, "err", err, "keys_held", len(k.keys))
 		return k.keys, fmt.Errorf("%w: %v", errKeysUnavailable, err)
 	}
+	k.logger.Info("http.auth: fetched the issuer's signing keys", "jwks_uri", k.url, "keys", len(keys))
 	k.keys, k.fetched = keys, k.tried
 	return keys, nil
 }

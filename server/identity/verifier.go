@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -70,6 +71,7 @@ func (e *ScopeError) Error() string {
 // use and starts no goroutine.
 type Verifier struct {
 	auth   config.HTTPAuth
+	logger *slog.Logger
 	client *http.Client
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
@@ -81,11 +83,15 @@ type Verifier struct {
 	triedErr   error
 }
 
-// NewVerifier checks tokens as auth says. client makes the requests to
-// the issuer (nil: http.DefaultClient); now is the clock (nil: time.Now).
+// NewVerifier checks tokens as auth says, logging to logger (nil:
+// nowhere) what it learns of the issuer. client makes the requests to the
+// issuer (nil: http.DefaultClient); now is the clock (nil: time.Now).
 // Nothing is fetched until the first token comes: a hub whose issuer is
 // down starts, and its static tokens work.
-func NewVerifier(auth config.HTTPAuth, client *http.Client, now func() time.Time) *Verifier {
+func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client, now func() time.Time) *Verifier {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -95,7 +101,7 @@ func NewVerifier(auth config.HTTPAuth, client *http.Client, now func() time.Time
 	if auth.JWKSRefresh <= 0 {
 		auth.JWKSRefresh = config.DefaultJWKSRefresh
 	}
-	return &Verifier{auth: auth, client: client, now: now, sleep: sleep}
+	return &Verifier{auth: auth, logger: logger, client: client, now: now, sleep: sleep}
 }
 
 // Verify checks raw and returns its caller's identity: a *TokenError for
@@ -215,9 +221,11 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 	}
 	if err != nil {
 		v.tried, v.triedErr = v.now(), err
+		v.logger.Warn("http.auth: cannot read the issuer's discovery document; JWTs are answered 503", "issuer", v.auth.Issuer, "err", err)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	keys := &keySet{url: doc.JWKSURL, client: v.client, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
+	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "jwks_uri", doc.JWKSURL)
+	keys := &keySet{url: doc.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
 	algs := make([]string, len(signingAlgs))
 	for i, a := range signingAlgs {
 		algs[i] = string(a)

@@ -113,7 +113,7 @@ func newTestVerifier(is *issuer, auth config.HTTPAuth) *Verifier {
 	if auth.Claims.Subject == "" {
 		auth.Claims = config.AuthClaims{Subject: "sub", Name: "name", Groups: "groups"}
 	}
-	return NewVerifier(auth, is.srv.Client(), nil)
+	return NewVerifier(auth, nil, is.srv.Client(), nil)
 }
 
 // A token of the issuer for the hub gives its caller's identity; every
@@ -184,7 +184,7 @@ func TestKeyRotation(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
 	auth := config.HTTPAuth{Issuer: is.url(), Audience: audience, Claims: config.AuthClaims{Subject: "sub"}, JWKSRefresh: time.Hour}
-	v := NewVerifier(auth, is.srv.Client(), func() time.Time { return time.Unix(0, clock.Load()) })
+	v := NewVerifier(auth, nil, is.srv.Client(), func() time.Time { return time.Unix(0, clock.Load()) })
 	v.sleep = func(_ context.Context, d time.Duration) error { clock.Add(int64(d)); return nil }
 	ctx := context.Background()
 	claims := func() map[string]any {
@@ -240,7 +240,7 @@ func TestUnavailableAndBounds(t *testing.T) {
 	calls := atomic.Int64{}
 	dead.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1); http.NotFound(w, r) })
 	defer dead.Close()
-	v := NewVerifier(config.HTTPAuth{Issuer: dead.URL + "/", Audience: audience}, nil, nil)
+	v := NewVerifier(config.HTTPAuth{Issuer: dead.URL + "/", Audience: audience}, nil, nil, nil)
 	for range 5 {
 		if _, err := v.Verify(context.Background(), "a.b.c"); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("dead issuer: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,7 +22,8 @@ type GuardOptions struct {
 	NoAuth          bool
 	AllowedOrigins  []string
 	Loopback        bool
-	MaxAuthFailures int // per client address a minute; default config.DefaultMaxAuthFailures
+	MaxAuthFailures int          // per client address a minute; default config.DefaultMaxAuthFailures
+	Logger          *slog.Logger // for what the guard learns of http.auth's issuer, and tokens refused; nil: nowhere
 	// Auth, when enabled, lets in JWT access tokens of its issuer too
 	// (identity.go).
 	Auth *config.HTTPAuth
@@ -77,7 +79,7 @@ func NewGuard(opts GuardOptions) *Guard {
 	}
 	g := &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
 	if opts.Auth.Enabled() {
-		g.verifier = identity.NewVerifier(*opts.Auth, nil, nil)
+		g.verifier = identity.NewVerifier(*opts.Auth, opts.Logger, nil, nil)
 		g.metadataURL = ResourceMetadataURL(opts.Auth.Audience)
 	}
 	if opts.Token != "" {
@@ -141,6 +143,9 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// lock the address's real clients out.
 				if header != "" && !signed(refused) {
 					g.auth.fail(addr)
+				}
+				if refused != nil && g.opts.Logger != nil {
+					g.opts.Logger.Debug("refused a bearer token", "addr", addr, "reason", refused)
 				}
 				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)

@@ -98,7 +98,7 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
 		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
-			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth})}
+			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = newClientShares(opts, s.guard.credentials())
 	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
