@@ -137,6 +137,9 @@ groups:
 	if _, tools := rc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") {
 		t.Errorf("bob with the rotated key's token sees %s", tools)
 	}
+	if n := strings.Count(stderr.String(), "fetched the issuer's signing keys"); n != 2 {
+		t.Errorf("the hub fetched hydra's keys %d times, want twice: at the first token and at the rotated key's", n)
+	}
 }
 
 // jwtUser is what the consent app grants a user: its name and groups go
