@@ -16,6 +16,12 @@
 // A session belongs to the credential that made it: to any other, its id
 // is unknown (404), whatever the method.
 //
+// With http.auth it is an OAuth 2.1 resource server (MCP spec,
+// basic/authorization; identity.go): JWT access tokens of the configured
+// issuer are let in beside the static tokens, each caller's identity
+// (IdentityOf) goes with its session to the hub, and the profile its
+// claims choose is the one it sees.
+//
 // Every goroutine it starts is its own: Close ends the sessions and waits
 // for them. A request whose handling panics is answered -32603 and logged
 // with its stack; every other request and session goes on.
