@@ -53,7 +53,7 @@ func (c *common) registerLogging(fs *flag.FlagSet, level string) {
 	c.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", level, "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
-	fs.StringVar(&c.logFormat, "log-format", defaultLogFormat(), "`format` of logs on stderr: json, text, or auto (tint on a terminal, JSON otherwise); default $"+logFormatEnvVar+" or auto")
+	fs.StringVar(&c.logFormat, "log-format", defaultLogFormat(), "`format` of logs on stderr: json, text, or auto (tint on a terminal, JSON otherwise); $"+logFormatEnvVar+" sets the default")
 }
 
 // parseArgs parses args, flags and arguments in any order, and returns
