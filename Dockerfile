@@ -10,9 +10,10 @@
 # The default image has no shell, no package manager and no Node: its
 # upstreams are remote (url:) servers, or static binaries copied into a
 # derived image. A config whose groups start `npx ...` needs with-node.
-# Neither image has a HEALTHCHECK: distroless has no curl and the hub has
-# no probe command; the balancer (nginx, a Kubernetes readinessProbe)
-# asks GET /readyz itself. cmd/dynamic-mcp/dockerfile_test.go runs this
+# The default image has no HEALTHCHECK: distroless has no curl and the
+# hub no probe command; the balancer (a Kubernetes readinessProbe, a
+# cloud load balancer) asks GET /readyz itself. with-node asks it with
+# node. cmd/dynamic-mcp/dockerfile_test.go runs this
 # file's build command and CMD, so that they cannot rot unseen.
 
 FROM golang:1.26-bookworm AS build
@@ -34,6 +35,9 @@ COPY --from=build --chown=node:node /out/state /var/lib/dynamic-mcp
 ENV DYNAMIC_MCP_HOME=/var/lib/dynamic-mcp DYNAMIC_MCP_LOG_FORMAT=json
 USER node
 EXPOSE 8080
+# Node is here, so Docker can ask /readyz itself (no curl in either image).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 VOLUME /var/lib/dynamic-mcp
 ENTRYPOINT ["dynamic-mcp"]
 CMD ["serve", "--http", "0.0.0.0:8080", "-c", "/etc/dynamic-mcp/config.yaml"]

@@ -215,6 +215,7 @@ func TestDockerfile(t *testing.T) {
 			if host, port, _ := strings.Cut(args[i+1], ":"); host != "0.0.0.0" || !slices.Contains(s.get("EXPOSE"), port) {
 				t.Errorf("Dockerfile: CMD listens on %q, want 0.0.0.0 and a port EXPOSE names (%q)", args[i+1], s.get("EXPOSE"))
 			}
+			listen := args[i+1]
 			args = slices.Clone(args)
 			args[i+1] = "127.0.0.1:0"
 			args[slices.Index(args, "-c")+1] = cfg
@@ -268,6 +269,22 @@ func TestDockerfile(t *testing.T) {
 				resp.Body.Close()
 				return resp.StatusCode == http.StatusOK
 			})
+			// A HEALTHCHECK's command (exec form, the port swapped for the
+			// hub's) must succeed now that /readyz says ready.
+			for _, h := range s.get("HEALTHCHECK") {
+				_, form, ok := strings.Cut(h, "CMD ")
+				if !ok {
+					t.Fatalf("Dockerfile: HEALTHCHECK %s has no CMD", h)
+				}
+				argv := execForm(t, "HEALTHCHECK CMD", form)
+				_, port, _ := strings.Cut(listen, ":")
+				for j := range argv {
+					argv[j] = strings.ReplaceAll(argv[j], "127.0.0.1:"+port, rec.Addr)
+				}
+				if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+					t.Errorf("HEALTHCHECK %q: %v\n%s", argv, err, out)
+				}
+			}
 		})
 	}
 }
