@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/lmittmann/tint"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -36,9 +35,10 @@ func init() {
 // common are the flags every command that reads a config shares, and the
 // logging flags of those that connect to upstreams.
 type common struct {
-	config   string
-	logLevel string
-	logFile  string
+	config    string
+	logLevel  string
+	logFile   string
+	logFormat string
 }
 
 // register adds -c and --config.
@@ -53,6 +53,7 @@ func (c *common) registerLogging(fs *flag.FlagSet, level string) {
 	c.register(fs)
 	fs.StringVar(&c.logLevel, "log-level", level, "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFile, "log-file", "", "append logs to `file` as JSON instead of stderr")
+	fs.StringVar(&c.logFormat, "log-format", defaultLogFormat(), "`format` of logs on stderr: json, text, or auto (tint on a terminal, JSON otherwise); $"+logFormatEnvVar+" sets the default")
 }
 
 // parseArgs parses args, flags and arguments in any order, and returns
@@ -139,12 +140,21 @@ func answerWithoutClient(ctx context.Context, mgr *upstream.Manager) {
 	}
 }
 
-// logger builds the logger: tint on a terminal, plain text otherwise, JSON
-// into --log-file. Logs never go to stdout, the protocol channel.
+// logger builds the logger: on stderr as --log-format says (auto: tint
+// on a terminal, JSON otherwise, for a log collector), JSON into
+// --log-file. Logs never go to stdout, the protocol channel.
 func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", c.logLevel)}
+	}
+	format := c.logFormat
+	switch format {
+	case "":
+		format = logFormatAuto
+	case logFormatAuto, logFormatJSON, logFormatText:
+	default:
+		return nil, nil, usageError{fmt.Sprintf("bad --log-format %q: use json, text or auto", c.logFormat)}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if c.logFile != "" {
@@ -154,10 +164,7 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 		}
 		return slog.New(slog.NewJSONHandler(f, opts)), func() { f.Close() }, nil
 	}
-	if isTerminal(stderr) {
-		return slog.New(tint.NewTextHandler(stderr, &tint.Options{Level: level})), func() {}, nil
-	}
-	return slog.New(slog.NewTextHandler(stderr, opts)), func() {}, nil
+	return slog.New(logHandler(format, stderr, opts)), func() {}, nil
 }
 
 // isTerminal reports whether v (a reader or writer) is a terminal.

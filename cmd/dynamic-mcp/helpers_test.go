@@ -105,6 +105,10 @@ func runTests(m *testing.M) int {
 	// Hubs the tests start serve in their own process unless a test asks
 	// for the shared hub (DYNAMIC_MCP_SHARED=auto): none is left behind.
 	os.Setenv(sharedEnvVar, "off")
+	// The tests read the hubs' logs on stderr as slog's text (key=value),
+	// which --log-format auto writes as JSON off a terminal; the tests of
+	// the format itself set it (set and empty: auto, the default).
+	os.Setenv(logFormatEnvVar, logFormatText)
 	// A shared hub's socket is under its state_dir, which each test sets.
 	os.Setenv("XDG_RUNTIME_DIR", "")
 	// The login shell of the shared hubs the tests start (see hubEnv):
@@ -116,7 +120,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	os.Setenv("SHELL", shell)
-	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, shellQuote(fakeBin))
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexport %s=\"${%s-text}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, logFormatEnvVar, logFormatEnvVar, shellQuote(fakeBin))
 	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

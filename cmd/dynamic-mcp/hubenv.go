@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -23,9 +24,10 @@ import (
 // must agree on or not join (see local.EnvDiffers): the variables the
 // config reads (${VAR}), DYNAMIC_MCP_* and OTEL_* (the hub's settings),
 // HOME and XDG_RUNTIME_DIR (where the state and the socket are), and
-// GORACE (read only by a race-enabled build: the tests'). Where the login
-// shell cannot be read within loginEnvTimeout, the hub keeps the bridge's
-// environment, and the bridge logs why.
+// GORACE (read only by a race-enabled build: the tests'), each present or
+// absent as the bridge has it. Where the login shell cannot be read within
+// loginEnvTimeout, the hub gets who the user is (loginBase) and the
+// bridge's PATH, with that overlay, and the bridge logs why.
 
 // loginEnvTimeout bounds reading the login shell's environment (a shell
 // profile that loads nvm, pyenv and the like takes a second or two).
@@ -36,8 +38,12 @@ const loginEnvTimeout = 5 * time.Second
 // newlines in values matters.
 const envDumpCommand = "__env"
 
-// envMarker starts the dump, after anything a shell profile prints.
-const envMarker = "\x00dynamic-mcp-env\x00"
+// envMarker starts the dump, after anything a shell profile prints, and
+// envEndMarker ends it, before anything the shell prints as it exits.
+const (
+	envMarker    = "\x00dynamic-mcp-env\x00"
+	envEndMarker = "\x00dynamic-mcp-env-end\x00"
+)
 
 // loginBase is what the login shell starts from: who and where the user
 // is, their session's buses and agents, and a PATH the profile extends.
@@ -65,40 +71,56 @@ func fromBridge(name string, uses map[string]bool) bool {
 // bridge's environ and the variables the config reads.
 func hubEnv(ctx context.Context, exe string, environ, configVars []string, logger *slog.Logger) []string {
 	bridge := envMap(environ)
-	var base []string
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
+	base := map[string]string{}
+	for name, v := range bridge {
 		if inBase(name) {
-			base = append(base, kv)
+			base[name] = v
 		}
 	}
-	base = append(base, "PATH="+basePATH)
 	shell := bridge["SHELL"]
 	if shell == "" {
 		shell = "/bin/sh"
 	}
 	ctx, cancel := context.WithTimeout(ctx, loginEnvTimeout)
 	defer cancel()
-	login, err := loginEnv(ctx, shell, exe, base)
+	login, err := loginEnv(ctx, shell, exe, envList(base, "PATH="+basePATH))
 	if err != nil {
-		logger.Warn("the shared hub keeps this client's environment: the login shell's could not be read", "shell", shell, "err", err)
-		return environ
+		// Not the client's whole environment: who the user is, and its
+		// PATH, which is better than none to find commands by.
+		logger.Warn("the shared hub gets this client's PATH: the login shell's environment could not be read", "shell", shell, "err", err)
+		login = base
+		if path, ok := bridge["PATH"]; ok {
+			login["PATH"] = path
+		}
 	}
 	uses := map[string]bool{}
 	for _, name := range configVars {
 		uses[name] = true
-		delete(login, name) // the bridge's, or unset as the bridge has it
+	}
+	// What is the bridge's is the bridge's, present or absent: a profile
+	// that sets DYNAMIC_MCP_HOME or a variable the config reads where the
+	// client has none would give the hub another state dir, or other
+	// values than the bridges that join it.
+	for name := range login {
+		if fromBridge(name, uses) {
+			delete(login, name)
+		}
 	}
 	for name, v := range bridge {
 		if fromBridge(name, uses) {
 			login[name] = v
 		}
 	}
-	out := make([]string, 0, len(login))
-	for name, v := range login {
+	return envList(login)
+}
+
+// envList is env as KEY=value lines, with more after them.
+func envList(env map[string]string, more ...string) []string {
+	out := make([]string, 0, len(env)+len(more))
+	for name, v := range env {
 		out = append(out, name+"="+v)
 	}
-	return out
+	return append(out, more...)
 }
 
 func inBase(name string) bool {
@@ -118,19 +140,30 @@ func inBase(name string) bool {
 // loginEnv runs the user's shell as a login, interactive shell (the
 // profile and rc files a terminal reads) in a session of its own, so that
 // it can take no terminal, and returns the environment it ends up with.
+// A dump read whole counts, whatever the shell did after it (an exit
+// status of its own, a background job holding its stdout, an EXIT trap
+// that prints).
 func loginEnv(ctx context.Context, shell, exe string, base []string) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, shell, "-l", "-i", "-c", `"$DYNAMIC_MCP_SELF" `+envDumpCommand)
+	flags := []string{"-l", "-i", "-c"}
+	switch filepath.Base(shell) {
+	case "csh", "tcsh":
+		flags = []string{"-i", "-c"} // -l must be their only flag
+	}
+	cmd := exec.CommandContext(ctx, shell, append(flags, `"$DYNAMIC_MCP_SELF" `+envDumpCommand)...)
 	cmd.Env = append(base, "DYNAMIC_MCP_SELF="+exe)
 	cmd.Dir = os.TempDir()
 	ownSession(cmd)
 	cmd.WaitDelay = time.Second // a background job of the profile may hold stdout
 	var stdout bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: 4 << 20}
-	if err := cmd.Run(); err != nil {
-		return nil, err
-	}
-	_, dump, ok := bytes.Cut(stdout.Bytes(), []byte(envMarker))
-	if !ok {
+	runErr := cmd.Run()
+	killGroup(cmd) // the profile's background jobs: none outlives the read
+	_, rest, ok := bytes.Cut(stdout.Bytes(), []byte(envMarker))
+	dump, _, closed := bytes.Cut(rest, []byte(envEndMarker))
+	if !ok || !closed {
+		if runErr != nil {
+			return nil, runErr
+		}
 		return nil, errors.New("the shell did not run " + envDumpCommand)
 	}
 	var environ []string
@@ -148,7 +181,7 @@ func envDump(w *os.File) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append([]byte(envMarker), b...))
+	_, err = w.Write(append(append([]byte(envMarker), b...), envEndMarker...))
 	return err
 }
 

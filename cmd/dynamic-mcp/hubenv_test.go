@@ -4,8 +4,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The shared hub's environment is the login shell's, with the config's
@@ -35,9 +36,54 @@ func TestHubEnv(t *testing.T) {
 		}
 	}
 
-	// A shell that fails: the bridge's environment, as it is.
+	// A shell that fails: who the user is and the bridge's PATH, with
+	// the overlay, and nothing else of the client's.
 	bridgeEnv[0] = "SHELL=/bin/false"
-	if got := hubEnv(t.Context(), fakeBin, bridgeEnv, nil, slog.New(slog.DiscardHandler)); !slices.Equal(got, bridgeEnv) {
-		t.Errorf("with a failing shell: %v, want the bridge's %v", got, bridgeEnv)
+	env = envMap(hubEnv(t.Context(), fakeBin, bridgeEnv, []string{"TOKEN"}, slog.New(slog.DiscardHandler)))
+	want = map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/home/u", "TOKEN": "bridge", "SHELL": "/bin/false", "DYNAMIC_MCP_STATE": "x"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("failing shell: %s=%q, want %q", k, env[k], v)
+		}
+	}
+	if v, ok := env["CLAUDECODE"]; ok {
+		t.Errorf("failing shell: CLAUDECODE=%q reached the hub", v)
+	}
+}
+
+// A profile that ends oddly still gives its environment: a background
+// job that holds stdout, an exit status of its own after the dump, an EXIT
+// trap that prints after it. What the bridge says of the hub's own
+// variables holds even where the profile sets them and the bridge has
+// none.
+func TestHubEnvOddProfiles(t *testing.T) {
+	t.Parallel()
+	for name, profile := range map[string]string{
+		"background job": "sleep 30 &\n",
+		"exit status":    "trap 'exit 3' EXIT\n",
+		"trap prints":    "trap 'echo bye' EXIT\n",
+		"own state dir":  "export DYNAMIC_MCP_HOME=/elsewhere XDG_RUNTIME_DIR=/elsewhere/run\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			shell := filepath.Join(t.TempDir(), "shell")
+			script := "#!/bin/sh\nwhile [ $# -gt 1 ]; do shift; done\nexec /bin/sh -c \"export FROM_PROFILE=yes\n" + strings.ReplaceAll(profile, `"`, `\"`) + "$1\"\n"
+			if err := os.WriteFile(shell, []byte(script), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			env := envMap(hubEnv(t.Context(), fakeBin, []string{"SHELL=" + shell, "HOME=/home/u", hubEnvVar + "=1"}, nil, slog.New(slog.DiscardHandler)))
+			if env["FROM_PROFILE"] != "yes" {
+				t.Errorf("the profile's environment was not read: %v", env)
+			}
+			for _, k := range []string{"DYNAMIC_MCP_HOME", "XDG_RUNTIME_DIR"} {
+				if v, ok := env[k]; ok {
+					t.Errorf("%s=%q, which the bridge does not have, reached the hub", k, v)
+				}
+			}
+			if d := time.Since(start); d > loginEnvTimeout {
+				t.Errorf("took %s", d)
+			}
+		})
 	}
 }

@@ -44,11 +44,18 @@ func TestPathsForEachConfig(t *testing.T) {
 	if _, err := PathsFor("a.yaml", "/"+strings.Repeat("a", 120)); !errors.Is(err, errPathTooLong) {
 		t.Fatalf("a socket path over the limit: %v", err)
 	}
+	// A client with $XDG_RUNTIME_DIR and one without (an SDK's default
+	// environment) find one hub; only a state dir too long for a socket
+	// sends it to $XDG_RUNTIME_DIR.
 	x := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", x)
-	ax, _ := PathsFor(filepath.Join(dir, "a.yaml"), state)
-	if filepath.Dir(ax.Socket) != filepath.Join(x, "dynamic-mcp") {
-		t.Fatalf("socket %s not under $XDG_RUNTIME_DIR/dynamic-mcp", ax.Socket)
+	if ax, _ := PathsFor(filepath.Join(dir, "a.yaml"), state); ax != a {
+		t.Fatalf("with $XDG_RUNTIME_DIR: %+v, without: %+v", ax, a)
+	}
+	long := filepath.Join(state, strings.Repeat("s", 90))
+	lx, err := PathsFor(filepath.Join(dir, "a.yaml"), long)
+	if err != nil || filepath.Dir(lx.Socket) != filepath.Join(x, "dynamic-mcp") {
+		t.Fatalf("a long state dir: socket %s (%v), want it under $XDG_RUNTIME_DIR/dynamic-mcp", lx.Socket, err)
 	}
 }
 

@@ -27,10 +27,14 @@ type Paths struct {
 }
 
 // PathsFor are the paths of the hub for the config at configPath (made
-// absolute): the directory is $XDG_RUNTIME_DIR/dynamic-mcp when that is
-// set, else stateDir/run; the names end in a hash of the config's
-// absolute path and the user's id, so that each config has its own hub
-// and two users never meet. The log goes to stateDir/logs.
+// absolute): the directory is stateDir/run, whatever the client's
+// environment says (the TypeScript and Python SDKs start a server with
+// HOME, PATH and little else: a directory taken from $XDG_RUNTIME_DIR
+// would give a client without it a hub of its own); only where that path
+// is too long for a socket is $XDG_RUNTIME_DIR/dynamic-mcp used. The
+// names end in a hash of the config's absolute path and the user's id, so
+// that each config has its own hub and two users never meet. The log goes
+// to stateDir/logs.
 func PathsFor(configPath, stateDir string) (Paths, error) {
 	abs, err := filepath.Abs(configPath)
 	if err != nil {
@@ -38,22 +42,24 @@ func PathsFor(configPath, stateDir string) (Paths, error) {
 	}
 	sum := sha256.Sum256([]byte(abs + "\x00" + strconv.Itoa(os.Getuid())))
 	name := "hub-" + hex.EncodeToString(sum[:8])
-	dir := filepath.Join(stateDir, "run")
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		dir = filepath.Join(x, "dynamic-mcp")
+	paths := func(dir string) Paths {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		return Paths{Dir: dir, Socket: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock"),
+			Log: filepath.Join(stateDir, "logs", name+".log")}
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
+	p := paths(filepath.Join(stateDir, "run"))
+	if x := os.Getenv("XDG_RUNTIME_DIR"); len(p.Socket) > maxSocketPath && x != "" && filepath.IsAbs(x) {
+		p = paths(filepath.Join(x, "dynamic-mcp"))
 	}
-	p := Paths{Dir: dir, Socket: filepath.Join(dir, name+".sock"), Lock: filepath.Join(dir, name+".lock"),
-		Log: filepath.Join(stateDir, "logs", name+".log")}
 	if len(p.Socket) > maxSocketPath {
 		return Paths{}, fmt.Errorf("socket path %s: %w", p.Socket, errPathTooLong)
 	}
 	return p, nil
 }
 
-var errPathTooLong = errors.New("is too long for a Unix socket: set XDG_RUNTIME_DIR or a shorter state_dir")
+var errPathTooLong = errors.New("is too long for a Unix socket: set a shorter state_dir (or XDG_RUNTIME_DIR)")
 
 // privateDir makes dir (and its parents) and checks that only this user
 // can open it: owned by us and mode 0700, tightened when it is ours and
