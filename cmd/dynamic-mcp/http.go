@@ -110,8 +110,8 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// deadline (http.body_timeout). IdleTimeout closes kept-alive
 	// connections that send nothing more; MaxHeaderBytes bounds headers.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	logger.Info("serving over HTTP", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp",
-		"sse", "http://"+ln.Addr().String()+"/sse", "auth", !noAuth, "issuer", authIssuer(cfg))
+	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
+		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, authAttrs(cfg)...)...)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -130,10 +130,11 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	return nil
 }
 
-// authIssuer is http.auth's issuer, "" when callers cannot sign in.
-func authIssuer(cfg *config.Config) string {
-	if cfg.HTTP.Auth.Enabled() {
-		return cfg.HTTP.Auth.Issuer
+// authAttrs are the log attributes of http.auth: its issuer and
+// audience, none when callers cannot sign in.
+func authAttrs(cfg *config.Config) []any {
+	if !cfg.HTTP.Auth.Enabled() {
+		return nil
 	}
-	return ""
+	return []any{"issuer", cfg.HTTP.Auth.Issuer, "audience", cfg.HTTP.Auth.Audience}
 }
