@@ -28,9 +28,13 @@ import (
 // so that a reload keeps them; both are bounded.
 const (
 	// maxPending bounds the calls waiting in all; maxPendingPerSession
-	// those of one client session. A call over either is denied at once.
-	maxPending           = 256
-	maxPendingPerSession = 16
+	// those of one client session (its caller), maxPendingPerCredential
+	// those of all the sessions of one HTTP credential, so that one
+	// credential with many sessions cannot fill the inbox for the others.
+	// A call over any is denied at once.
+	maxPending              = 256
+	maxPendingPerSession    = 16
+	maxPendingPerCredential = 64
 	// maxGrants bounds the grants kept; a new one past it pushes out the
 	// oldest (which then asks again: the safe side).
 	maxGrants = 1024
@@ -45,20 +49,22 @@ const (
 type approvals struct {
 	now func() time.Time // the clock of grants' expiry; tests set it
 
-	mu         sync.Mutex // guards pending, perSession and grants
-	pending    map[string]*pendingCall
-	perSession map[string]int
-	grants     []*grant // oldest first
+	mu            sync.Mutex // guards pending, perSession, perCredential and grants
+	pending       map[string]*pendingCall
+	perSession    map[string]int // by owner
+	perCredential map[string]int // by credential, "" not counted
+	grants        []*grant       // oldest first
 }
 
 func newApprovals() *approvals {
-	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}}
+	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{}}
 }
 
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
 	approval.Pending
 	owner  string          // its caller (see caller): a session, or a credential without one
+	cred   string          // the HTTP credential it came with (session.Client), "" for none
 	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
 	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
 	answer chan verdict    // buffered: answered once, under approvals.mu
@@ -139,9 +145,14 @@ func (a *approvals) add(p *pendingCall) error {
 		return fmt.Errorf("%d calls wait for approval already", maxPending)
 	case a.perSession[p.owner] >= maxPendingPerSession:
 		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
+	case p.cred != "" && a.perCredential[p.cred] >= maxPendingPerCredential:
+		return fmt.Errorf("%d calls of this credential wait for approval already", maxPendingPerCredential)
 	}
 	a.pending[p.ID] = p
 	a.perSession[p.owner]++
+	if p.cred != "" {
+		a.perCredential[p.cred]++
+	}
 	return nil
 }
 
@@ -154,6 +165,11 @@ func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
 	delete(a.pending, id)
 	if a.perSession[p.owner]--; a.perSession[p.owner] <= 0 {
 		delete(a.perSession, p.owner)
+	}
+	if p.cred != "" {
+		if a.perCredential[p.cred]--; a.perCredential[p.cred] <= 0 {
+			delete(a.perCredential, p.cred)
+		}
 	}
 	return p, true
 }
@@ -349,7 +365,7 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
 		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		owner: caller(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
+		owner: caller(req.sess), cred: req.sess.Client(), name: c.name, args: c.args, answer: make(chan verdict, 1)}
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}

@@ -433,3 +433,36 @@ groups:
 		t.Errorf("over the rate, under the grant: %s", got)
 	}
 }
+
+// The sessions of one HTTP credential together wait at most
+// maxPendingPerCredential calls: past it a new session of that
+// credential is denied while another credential's calls, and those of a
+// client without one (stdio), still wait; an answer makes room.
+func TestApprovalBoundsPerCredential(t *testing.T) {
+	a := newApprovals()
+	add := func(id, owner, cred string) error {
+		return a.add(&pendingCall{Pending: approval.Pending{ID: id}, owner: owner, cred: cred, answer: make(chan verdict, 1)})
+	}
+	for i := range maxPendingPerCredential {
+		if err := add(fmt.Sprint("a-", i), fmt.Sprint("session a-", i/maxPendingPerSession), "alice"); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if err := add("a-more", "session a-new", "alice"); err == nil || !strings.Contains(err.Error(), "of this credential") {
+		t.Errorf("over the credential's bound: %v", err)
+	}
+	if err := add("b-1", "session b-1", "bob"); err != nil {
+		t.Errorf("another credential: %v", err)
+	}
+	for i := range maxPendingPerSession {
+		if err := add(fmt.Sprint("s-", i), fmt.Sprint("session s-", i%2), ""); err != nil {
+			t.Errorf("a client without a credential: %v", err)
+		}
+	}
+	if _, err := a.decide("a-0", verdict{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("a-more", "session a-new", "alice"); err != nil {
+		t.Errorf("after an answer: %v", err)
+	}
+}
