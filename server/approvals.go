@@ -63,11 +63,14 @@ func newApprovals() *approvals {
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
 	approval.Pending
-	owner  string          // its caller (see caller): a session, or a credential without one
-	cred   string          // the HTTP credential it came with (session.Client), "" for none
-	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
-	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
-	answer chan verdict    // buffered: answered once, under approvals.mu
+	owner string // its caller (see caller): a session, or a credential without one
+	cred  string // the HTTP credential it came with (session.Client), "" for none
+	// sessionless: the call came without a session (see sessionless),
+	// so a session grant could not end.
+	sessionless bool
+	name        string          // the tool or prompt name, or URI, whole (Tool may be cut)
+	args        json.RawMessage // as the client sent them, to match a grant made meanwhile
+	answer      chan verdict    // buffered: answered once, under approvals.mu
 }
 
 // verdict is a person's answer to a pending call.
@@ -239,8 +242,8 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 		}
 		matcher = m
 	}
-	if o.Calls < 0 || o.For < 0 {
-		return nil, errors.New("a grant's calls and time are positive")
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
 	by = clipBy(by)
 	a := h.approvals
@@ -249,6 +252,9 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	p, ok := a.pending[id]
 	if !ok {
 		return nil, approval.ErrNoPending
+	}
+	if o.Session && p.sessionless {
+		return nil, approval.ErrNoSession
 	}
 	if o.Once() {
 		a.takeLocked(id)
@@ -365,7 +371,7 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
 		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		owner: caller(req.sess), cred: req.sess.Client(), name: c.name, args: c.args, answer: make(chan verdict, 1)}
+		owner: caller(req.sess), cred: req.sess.Client(), sessionless: sessionless(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}

@@ -18,6 +18,10 @@ import (
 var (
 	ErrNoPending = errors.New("no call waits for approval with that id")
 	ErrNoGrant   = errors.New("no grant with that id")
+	// ErrNoSession refuses a session grant for a call that came without
+	// a session (2026-07-28 over HTTP without Mcp-Session-Id): its caller
+	// is the credential, and the grant would never end.
+	ErrNoSession = errors.New("this call came without a session: approve it with --for or --calls")
 )
 
 // Pending is one call waiting for a person's answer.
@@ -74,6 +78,18 @@ type Options struct {
 	Calls int `json:"calls,omitempty"`
 	// Args narrows the grant to calls whose arguments match these globs.
 	Args map[string]string `json:"args,omitempty"`
+}
+
+// Check reports options no approval takes: negative calls or time, or
+// args without a grant for them to narrow.
+func (o Options) Check() error {
+	if o.Calls < 0 || o.For < 0 {
+		return errors.New("a grant's calls and time are positive")
+	}
+	if len(o.Args) > 0 && o.Once() {
+		return errors.New("args narrows a grant: give session, for or calls with it")
+	}
+	return nil
 }
 
 // Once reports whether o creates no grant.
