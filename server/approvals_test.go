@@ -193,6 +193,9 @@ func TestApprovalGrantScope(t *testing.T) {
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
 	p := pendingOne(t, h)
+	if _, err := h.Approve(p.ID, "ui", approval.Options{Args: map[string]string{"text": "/tmp/**"}}); err == nil || !strings.Contains(err.Error(), "narrows a grant") {
+		t.Errorf("args without a grant to narrow: %v", err)
+	}
 	if _, err := h.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "/etc/**"}}); err == nil {
 		t.Error("a grant whose args do not match the call approved")
 	}

@@ -101,6 +101,8 @@ func TestApprovalsAPI(t *testing.T) {
 	}{
 		{"approvals/nope/approve", "", 404},
 		{"approvals/p1/approve", `{"for":"soon"}`, 400},
+		{"approvals/p1/approve", `{"args":{"path":"/tmp/**"}}`, 400},
+		{"approvals/p1/approve", `{"calls":-1}`, 400},
 		{"approvals/p1/approve", strings.Repeat(" ", maxApproveBody+1), 400},
 		{"approvals/p1/deny", "", 204},
 		{"approvals/nope/deny", "", 404},
