@@ -88,8 +88,8 @@ type grant struct {
 }
 
 // covers reports whether g lets the call through at now, without using it.
-func (g *grant) covers(now time.Time, owner, group, method, name string, args json.RawMessage) bool {
-	if g.Group != group || g.Method != method || g.Tool != name {
+func (g *grant) covers(now time.Time, owner, group, server, method, name string, args json.RawMessage) bool {
+	if g.Group != group || g.Server != server || g.Method != method || g.Tool != name {
 		return false
 	}
 	if g.owner != "" && g.owner != owner {
@@ -110,17 +110,17 @@ func newID(prefix string) string {
 
 // use finds a grant that covers the call and counts the call against it:
 // its id and who approved it; ok false when none covers it.
-func (a *approvals) use(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *approvals) use(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.useLocked(session, group, method, name, args)
+	return a.useLocked(session, group, server, method, name, args)
 }
 
-func (a *approvals) useLocked(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *approvals) useLocked(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	now := a.now()
 	a.expireLocked(now)
 	for i, g := range a.grants {
-		if !g.covers(now, session, group, method, name, args) {
+		if !g.covers(now, session, group, server, method, name, args) {
 			continue
 		}
 		g.Used++
@@ -267,7 +267,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	}
 	now := a.now()
 	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
-		Group: p.Group, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
+		Group: p.Group, Server: p.Server, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
 	if o.Session {
 		g.Session, g.owner = p.Session, p.owner
 	}
@@ -290,7 +290,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
 	// The calls of a loop that came while this one waited go too.
 	for oid, q := range a.pending {
-		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Method, q.name, q.args); ok {
+		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Server, q.Method, q.name, q.args); ok {
 			a.takeLocked(oid)
 			q.answer <- verdict{ok: true, by: gby, grant: gid}
 		}
@@ -337,7 +337,7 @@ func clipBy(by string) string {
 // granted lets c through at once when a grant covers it, noting the grant
 // in the audit record.
 func (h *Hub) granted(req *request, c call) bool {
-	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.method, c.name, c.args)
+	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.server.Config.Name, c.method, c.name, c.args)
 	if !ok {
 		return false
 	}

@@ -469,3 +469,34 @@ func TestApprovalBoundsPerCredential(t *testing.T) {
 		t.Errorf("after an answer: %v", err)
 	}
 }
+
+// A grant names the server whose tool it lets through: a tool of the same
+// name that another server of the group serves still asks, and a waiting
+// call of that other server is not released by it.
+func TestApprovalGrantNamesServer(t *testing.T) {
+	a := newApprovals()
+	h := &Hub{approvals: a, logger: testLogger()}
+	pend := func(id, server string) *pendingCall {
+		p := &pendingCall{Pending: approval.Pending{ID: id, Method: "tools/call", Tool: "echo", Group: "g", Server: server},
+			owner: "session s", name: "echo", answer: make(chan verdict, 1)}
+		if err := a.add(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pend("p1", "one")
+	other := pend("p2", "two")
+	g, err := h.Approve("p1", "ui", approval.Options{For: approval.Duration(time.Minute)})
+	if err != nil || g.Server != "one" {
+		t.Fatalf("grant %+v, %v", g, err)
+	}
+	if l := a.list(); len(l.Pending) != 1 || l.Pending[0].ID != "p2" || len(other.answer) != 0 {
+		t.Errorf("the other server's call was released by the grant: %+v", l.Pending)
+	}
+	if _, _, ok := a.use("session s", "g", "two", "tools/call", "echo", nil); ok {
+		t.Error("the grant covers another server's tool of the same name")
+	}
+	if id, _, ok := a.use("session s", "g", "one", "tools/call", "echo", nil); !ok || id != g.ID {
+		t.Error("the grant does not cover its own server's tool")
+	}
+}

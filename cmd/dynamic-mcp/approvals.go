@@ -71,9 +71,9 @@ func printApprovals(w io.Writer, l approval.List, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRANT\tGROUP\tTOOL\tSCOPE\tARGS\tAPPROVED BY\tUSED")
+	fmt.Fprintln(tw, "GRANT\tGROUP/SERVER\tTOOL\tSCOPE\tARGS\tAPPROVED BY\tUSED")
 	for _, g := range l.Grants {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", g.ID, g.Group, g.Tool, grantScope(g, now), orDash(grantArgs(g.Args)), g.ApprovedBy, g.Used)
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\n", g.ID, g.Group, g.Server, g.Tool, grantScope(g, now), orDash(grantArgs(g.Args)), g.ApprovedBy, g.Used)
 	}
 	tw.Flush()
 }

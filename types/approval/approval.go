@@ -42,8 +42,9 @@ type Pending struct {
 	Deadline time.Time `json:"deadline"`
 }
 
-// Grant lets calls of one tool (method and name) of one group through a
-// `prompt` rule without asking.
+// Grant lets calls of one tool (method and name) of one server of one
+// group through a `prompt` rule without asking: a tool of the same name
+// that another server of the group serves is not covered.
 type Grant struct {
 	ID      string    `json:"id"`
 	Created time.Time `json:"created"`
@@ -52,6 +53,7 @@ type Grant struct {
 	Method     string `json:"method"`
 	Tool       string `json:"tool"`
 	Group      string `json:"group"`
+	Server     string `json:"server"`
 	// Session, when set, limits the grant to that client session.
 	Session string `json:"session,omitempty"`
 	// Args, when set, limits the grant to calls whose arguments match:

@@ -709,7 +709,7 @@ function renderGrants(list) {
     });
     const cell = el('td', 'answer');
     cell.append(revoke);
-    tr.append(el('td', null, g.id), el('td', null, g.group), el('td', null, g.tool), el('td', null, scope.join(', ') || 'all sessions'),
+    tr.append(el('td', null, g.id), el('td', null, g.group + ' / ' + g.server), el('td', null, g.tool), el('td', null, scope.join(', ') || 'all sessions'),
       el('td', 'args', g.args ? Object.entries(g.args).map(([k, v]) => k + '=' + v).join(' ') : ''),
       el('td', null, g.approved_by), el('td', 'num', g.used), cell);
     body.append(tr);
