@@ -369,9 +369,10 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 	now := time.Now()
 	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
-		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
+		Client: req.sess.GetClientInfo().Name, ArgumentsSize: len(c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
 		owner: caller(req.sess), cred: req.sess.Client(), sessionless: sessionless(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
+	p.Arguments, p.Clipped = approvalArgs(cfg, c.args)
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}
@@ -410,18 +411,18 @@ func clipName(name string) string {
 
 // approvalArgs are args as a pending call shows them: the config's
 // ${secret:} values and secret-named members redacted, as the inspector
-// redacts them, and cut at maxApprovalArgs.
-func approvalArgs(cfg *config.Config, args json.RawMessage) json.RawMessage {
+// redacts them, and cut at maxApprovalArgs (clipped then true).
+func approvalArgs(cfg *config.Config, args json.RawMessage) (shown json.RawMessage, clipped bool) {
 	if len(args) == 0 {
-		return nil
+		return nil, false
 	}
 	text := inspect.Redact(cfg.RedactSecrets(args))
 	if len(text) > maxApprovalArgs || !json.Valid([]byte(text)) {
 		if len(text) > maxApprovalArgs {
-			text = text[:maxApprovalArgs] + clippedMark
+			text, clipped = text[:maxApprovalArgs]+clippedMark, true
 		}
 		q, _ := json.Marshal(text) // shown as text: cut JSON is not JSON
-		return q
+		return q, clipped
 	}
-	return json.RawMessage(text)
+	return json.RawMessage(text), false
 }

@@ -500,3 +500,23 @@ func TestApprovalGrantNamesServer(t *testing.T) {
 		t.Error("the grant does not cover its own server's tool")
 	}
 }
+
+// A pending call shows its arguments cut at maxApprovalArgs: it says so
+// (Clipped) and gives the whole arguments' size; a call whose arguments
+// fit is not marked.
+func TestApprovalClippedArguments(t *testing.T) {
+	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	c := inboxClient(t, h)
+	for i, args := range []string{`{"text":"hi"}`, `{"text":"` + strings.Repeat("x", 2*maxApprovalArgs) + `"}`} {
+		c.send(inboxCall(i+1, args))
+		p := pendingOne(t, h)
+		if clipped := len(args) > maxApprovalArgs; p.Clipped != clipped || p.ArgumentsSize != len(args) ||
+			len(p.Arguments) > maxApprovalArgs+64 {
+			t.Errorf("arguments of %d bytes: clipped %v, size %d, shown %d bytes", len(args), p.Clipped, p.ArgumentsSize, len(p.Arguments))
+		}
+		if err := h.Deny(p.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		c.answer(fmt.Sprint(i + 1))
+	}
+}

@@ -34,10 +34,16 @@ type Pending struct {
 	Server  string    `json:"server"`
 	Session string    `json:"session"`
 	Client  string    `json:"client,omitempty"` // the client's clientInfo name
-	// Arguments are the call's, secrets redacted, cut at a bound.
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	Rule        string          `json:"rule,omitempty"`
-	Description string          `json:"description,omitempty"`
+	// Arguments are the call's, secrets redacted, cut at a bound (then
+	// shown as a JSON string, Clipped set).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// ArgumentsSize is the size of the call's arguments in bytes, whole,
+	// as the client sent them.
+	ArgumentsSize int `json:"arguments_size,omitempty"`
+	// Clipped says Arguments were cut: they show less than the call has.
+	Clipped     bool   `json:"clipped,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Deadline is when the call is denied unless answered.
 	Deadline time.Time `json:"deadline"`
 }

@@ -634,6 +634,7 @@ function pendingRow(p) {
   const tr = el('tr', 'approval');
   tr.dataset.id = p.id;
   const args = el('td', 'args', p.arguments === undefined ? '' : JSON.stringify(p.arguments));
+  if (p.clipped) args.append(' ', el('span', 'note', '(cut, ' + p.arguments_size + ' bytes)'));
   const rule = el('td', null, p.rule || '(default)');
   if (p.description) rule.title = p.description;
   const answer = el('td', 'answer');
