@@ -2,10 +2,12 @@ package mcphttp
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,4 +61,70 @@ func TestApprovalSessionlessGrant(t *testing.T) {
 	if got := <-done; !strings.Contains(got, `"result"`) || strings.Contains(got, `"error"`) {
 		t.Errorf("approved: %s", got)
 	}
+}
+
+// One credential's sessions together wait at most 64 calls in the inbox
+// (16 each): a fifth session of that credential is denied at once, saying
+// why, while another credential's call still waits for a person.
+func TestApprovalInboxSharedByCredentials(t *testing.T) {
+	t.Parallel()
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, prompt_timeout: 20s", promptPolicy), nil)
+	face := New(h, Options{Tokens: map[string]string{"a": tokenA, "b": tokenB}}, testLogger())
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+	url := ts.URL + "/mcp"
+	post := func(token, session, body string) (string, string, error) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(headerSessionID, session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Header.Get(headerSessionID), string(b), nil
+	}
+	open := func(token string) string {
+		t.Helper()
+		session, body, err := post(token, "", initializeMsg)
+		if err != nil || session == "" {
+			t.Fatalf("initialize: %v %s", err, body)
+		}
+		if _, _, err := post(token, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+			t.Fatal(err)
+		}
+		return session
+	}
+	echo := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"}}}`, id)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // after the calls are denied below
+	wait := func(token, session string, id int) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _, _ = post(token, session, echo(id)) }()
+	}
+	for s := range 4 {
+		session := open(tokenA)
+		for i := range 16 {
+			wait(tokenA, session, s*16+i)
+		}
+	}
+	waitFor(t, 10*time.Second, "64 of a's calls in the inbox", func() bool { return len(h.Approvals().Pending) == 64 })
+	defer func() {
+		for _, p := range h.Approvals().Pending {
+			_ = h.Deny(p.ID, "test")
+		}
+	}()
+	if _, body, err := post(tokenA, open(tokenA), echo(100)); err != nil || !strings.Contains(body, "-32001") ||
+		!strings.Contains(body, "64 calls of this credential wait for approval already") {
+		t.Errorf("a fifth session of a: %v %s", err, body)
+	}
+	wait(tokenB, open(tokenB), 200)
+	waitFor(t, 5*time.Second, "b's call in the inbox", func() bool { return len(h.Approvals().Pending) == 65 })
 }
