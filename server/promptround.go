@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -167,7 +169,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 			// older client's (issue 24).
 			return h.waitApproval(ctx, req, c, d)
 		}
-		return h.putQuestion(c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	st, err := h.states.open(token, who, digest)
 	if err != nil {
@@ -192,13 +194,13 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return h.putQuestion(c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	raw := answers.Field(promptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return h.putQuestion(c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -230,7 +232,7 @@ func (h *Hub) answersQuestion(req *request, c call) bool {
 // putQuestion is the input_required answer that asks the user about c,
 // with a state for one retry within ttl (settings.prompt_timeout); who is
 // the caller, cred its HTTP credential ("" for none).
-func (h *Hub) putQuestion(c call, d policy.Decision, who, cred, digest string, ttl time.Duration) error {
+func (h *Hub) putQuestion(cfg *config.Config, c call, d policy.Decision, who, cred, digest string, ttl time.Duration) error {
 	id, err := randomID()
 	if err != nil {
 		return err
@@ -254,7 +256,7 @@ func (h *Hub) putQuestion(c call, d policy.Decision, who, cred, digest string, t
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
 	}{mcp.ResultTypeInputRequired, map[string]inputRequest{promptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
-		Mode: "form", Message: promptMessage(c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		Mode: "form", Message: promptMessage(cfg, c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}}}, state})
 	if err != nil {
 		return err
@@ -266,16 +268,22 @@ func (h *Hub) putQuestion(c call, d policy.Decision, who, cred, digest string, t
 	return &roundAnswer{res: res}
 }
 
-// promptMessage is the question a prompt rule puts to the user about c.
-func promptMessage(c call, d policy.Decision) string {
+// maxQuestionArgs is how much of a call's arguments a question quotes.
+const maxQuestionArgs = 500
+
+// promptMessage is the question a prompt rule puts to the user about c
+// (through the client's elicitation or an input_required round): its
+// arguments with the config's secrets redacted, and where they are cut,
+// their whole size, so that a harmless start does not pass for the whole.
+func promptMessage(cfg *config.Config, c call, d policy.Decision) string {
 	msg := fmt.Sprintf("dynamic-mcp: allow %s %q on %s?", c.method, c.name, c.server.Config.ID())
 	if d.Description != "" {
 		msg += " " + d.Description + "."
 	}
 	if len(c.args) > 0 {
-		args := string(c.args)
-		if len(args) > 500 {
-			args = args[:500] + "..."
+		args := string(cfg.RedactSecrets(c.args))
+		if len(args) > maxQuestionArgs {
+			args = strings.ToValidUTF8(args[:maxQuestionArgs], "") + fmt.Sprintf("... (cut: %d bytes in all)", len(c.args))
 		}
 		msg += " Arguments: " + args
 	}
