@@ -1,0 +1,189 @@
+package mcphttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// seenCall is a tools/call the protected upstream received: the caller
+// its arguments name and the token it carried.
+type seenCall struct{ who, token string }
+
+// protectedUpstream is an authorization server (authtest) in front of an
+// MCP server with one tool, whoami, that records each call's token.
+func protectedUpstream(t *testing.T) (*authtest.Server, func() []seenCall) {
+	a := authtest.NewServer(t)
+	a.KeepTokens = true
+	s := mcpserver.NewMCPServer("protected", "1")
+	s.AddTool(mcp.NewTool("whoami", mcp.WithString("who")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("hello " + req.GetString("who", "")), nil
+	})
+	inner := mcpserver.NewStreamableHTTPServer(s)
+	var mu sync.Mutex
+	var seen []seenCall
+	a.Resource = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Arguments struct {
+					Who string `json:"who"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+			mu.Lock()
+			seen = append(seen, seenCall{m.Params.Arguments.Who, r.Header.Get("Authorization")})
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	})
+	return a, func() []seenCall {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]seenCall(nil), seen...)
+	}
+}
+
+var signInLink = regexp.MustCompile(`http://[^ "\\]+/auth/start\?server=docs&state=[A-Za-z0-9_-]+`)
+
+// A server with auth: per-user: Alice signs in through the hub's own
+// /auth/start link and her calls carry her token; Bob's call asks Bob to
+// sign in (-32042 with a link of his own) and never reaches the server
+// with Alice's token; once Bob signs in his calls carry his own; a link
+// works once; the shared sign-in (the hub's, for the lists) is no one's.
+func TestPerUserSignIn(t *testing.T) {
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
+	a, seen := protectedUpstream(t)
+	dir := t.TempDir()
+	// The hub's own sign-in, for the server's lists.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	visit := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	browse := func(u string) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}
+	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error { go browse(u); return nil }, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	operator := "Bearer " + rec.AccessToken
+
+	yaml := flatFakeYAML(dir, "call_timeout: 5s", "    args: []\n") + fmt.Sprintf(`  docs:
+    description: a protected server, each user signed in for themselves
+    url: %s/mcp
+    transport: streamable-http
+    auth: per-user
+`, a.URL)
+	h, _ := runHub(t, yaml, nil)
+	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}}, testLogger())
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+
+	alice := &bearerClient{t: t, url: ts.URL + "/mcp", token: "alice-token-0123456789"}
+	bob := &bearerClient{t: t, url: ts.URL + "/mcp", token: "bob-token-0123456789"}
+	for _, c := range []*bearerClient{alice, bob} {
+		if code := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize: %d", code)
+		}
+	}
+	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+		_, got := alice.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		return strings.Contains(got, `"docs__whoami"`)
+	})
+	call := func(c *bearerClient, who string) string {
+		_, got := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"docs__whoami","arguments":{"who":"` + who + `"}}}`)
+		return strings.ReplaceAll(got, `\u0026`, "&")
+	}
+	needsSignIn := func(who, got string) string {
+		t.Helper()
+		link := signInLink.FindString(got)
+		if !strings.Contains(got, `"code":-32042`) || !strings.Contains(got, `"mode":"url"`) || link == "" || !strings.HasPrefix(link, ts.URL) {
+			t.Fatalf("%s's call before signing in: %s; want -32042 with a URL elicitation of a link to %s/auth/start", who, got, ts.URL)
+		}
+		return link
+	}
+
+	// Alice has not signed in: her call is not made with the hub's token.
+	aliceLink := needsSignIn("alice", call(alice, "alice"))
+	if code, body := visit(aliceLink); code != http.StatusOK || !strings.Contains(body, "alice is signed in to docs") {
+		t.Fatalf("alice's sign-in: %d %s", code, body)
+	}
+	if code, _ := visit(aliceLink); code != http.StatusBadRequest {
+		t.Errorf("alice's link used twice: %d, want 400", code)
+	}
+	if got := call(alice, "alice"); !strings.Contains(got, "hello alice") {
+		t.Fatalf("alice's call after signing in: %s", got)
+	}
+	// Bob has not: he is asked to sign in, with a link of his own.
+	bobLink := needsSignIn("bob", call(bob, "bob"))
+	if bobLink == aliceLink {
+		t.Fatal("bob got alice's link")
+	}
+	// A second session of Alice's shares her sign-in.
+	alice2 := &bearerClient{t: t, url: ts.URL + "/mcp", token: alice.token}
+	alice2.initialize()
+	if got := call(alice2, "alice"); !strings.Contains(got, "hello alice") {
+		t.Fatalf("alice's second session: %s", got)
+	}
+	if code, body := visit(bobLink); code != http.StatusOK || !strings.Contains(body, "bob is signed in to docs") {
+		t.Fatalf("bob's sign-in: %d %s", code, body)
+	}
+	if got := call(bob, "bob"); !strings.Contains(got, "hello bob") {
+		t.Fatalf("bob's call after signing in: %s", got)
+	}
+
+	tokens := map[string]map[string]bool{}
+	for _, c := range seen() {
+		if tokens[c.who] == nil {
+			tokens[c.who] = map[string]bool{}
+		}
+		tokens[c.who][c.token] = true
+	}
+	if len(tokens["alice"]) != 1 || len(tokens["bob"]) != 1 {
+		t.Fatalf("each user's calls should carry one token of their own: %v", tokens)
+	}
+	for tok := range tokens["bob"] {
+		if tokens["alice"][tok] || tok == operator {
+			t.Errorf("bob's call carried %s, alice's or the hub's token (alice: %v, hub: %s)", tok, tokens["alice"], operator)
+		}
+	}
+	for tok := range tokens["alice"] {
+		if tok == operator {
+			t.Errorf("alice's call carried the hub's own token %s", tok)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Per-user sign-ins (a server's auth: per-user, see upstream/peruser.go):
+// the session tells the upstream layer whose calls it makes (UserKey), and
+// a call of a user who has not signed in is answered with a
+// URLElicitationRequiredError (-32042, MCP 2025-11-25) whose message and
+// URL elicitation carry a link to the hub's own sign-in page for that
+// user, minted by the face the session came through (SignInLinker).
+
+// codeURLElicitationRequired is URLElicitationRequiredError.
+const codeURLElicitationRequired = -32042
+
+// SignInLinker is a Peer that can send its caller to sign in to a server
+// through the hub: SignInLink is a URL, single use and short-lived, bound
+// to the caller, that runs the server's OAuth flow and keeps the token for
+// that caller alone. The HTTP face's sessions are.
+type SignInLinker interface {
+	SignInLink(server string) (string, error)
+}
+
+// UserKey is the session's caller's key among all callers (see
+// identity.Identity.Key), "" when the face knows no caller or checked no
+// token: a server's auth: per-user then behaves as shared (stdio is one
+// user). It makes the session an upstream.UserOwner.
+func (s *session) UserKey() string {
+	if s.who == nil || s.who.Kind == identity.KindNone || s.who.Subject == "" {
+		return ""
+	}
+	return s.who.Key()
+}
+
+// signInError is err, when it says the caller must sign in to a per-user
+// server, as the error the client is answered with: -32042 with a link to
+// sign in (in its message too, for clients without URL elicitation).
+func (h *Hub) signInError(ctx context.Context, err error) error {
+	var need *upstream.SignInRequired
+	if !errors.As(err, &need) {
+		return err
+	}
+	sess, _ := upstream.OwnerOf(ctx).(*session)
+	var linker SignInLinker
+	if sess != nil {
+		linker, _ = sess.peer.(SignInLinker)
+	}
+	if linker == nil {
+		return fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
+	}
+	link, lerr := linker.SignInLink(need.Server)
+	if lerr != nil {
+		return fmt.Errorf("%v; no sign-in link: %v", need, lerr)
+	}
+	msg := fmt.Sprintf("%v. Sign in at %s (the link is yours alone and works once, for 10 minutes), then call again.", need, link)
+	return &jsonrpc.Error{Code: codeURLElicitationRequired, Message: msg, Data: map[string]any{
+		"elicitations": []map[string]any{{
+			"mode": "url", "elicitationId": "sign-in:" + need.Server, "url": link,
+			"message": "Sign in to " + need.Server + " to let the hub call it for you",
+		}},
+	}}
+}
+
+// BeginUserSignIn starts a sign-in to the per-user server with id, whose
+// redirect is the face's callback URL.
+func (h *Hub) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
+	cfg := h.mgr.PerUserServer(id)
+	if cfg == nil {
+		return nil, fmt.Errorf("no server %q with auth: per-user", id)
+	}
+	prev, _ := h.mgr.UserTokens(user).Load(id, cfg.URL)
+	return auth.BeginWeb(ctx, id, cfg.URL, redirect, auth.LoginOptions{
+		ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret, AuthMethod: cfg.OAuth.AuthMethod,
+		ClientMetadataURL: cfg.OAuth.ClientMetadataURL, ExpectedIssuer: cfg.OAuth.ExpectedIssuer,
+		Scopes: cfg.OAuth.Scopes, Headers: cfg.Headers, Previous: prev, Logger: h.logger,
+	})
+}
+
+// SaveUserSignIn keeps rec as user's own sign-in (never the shared one).
+func (h *Hub) SaveUserSignIn(user string, rec *auth.Record) error {
+	return h.mgr.UserTokens(user).Save(rec)
+}
