@@ -48,10 +48,12 @@ func (h *Hub) signInError(ctx context.Context, err error) error {
 	if !errors.As(err, &need) {
 		return err
 	}
-	sess, _ := upstream.OwnerOf(ctx).(*session)
 	var linker SignInLinker
-	if sess != nil {
-		linker, _ = sess.peer.(SignInLinker)
+	switch o := upstream.OwnerOf(ctx).(type) {
+	case *session:
+		_, linker = callerOf(ctx)
+	case *inputCall:
+		linker = o.linker
 	}
 	if linker == nil {
 		return fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
@@ -87,4 +89,20 @@ func (h *Hub) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*
 // SaveUserSignIn keeps rec as user's own sign-in (never the shared one).
 func (h *Hub) SaveUserSignIn(user string, rec *auth.Record) error {
 	return h.mgr.UserTokens(user).Save(rec)
+}
+
+// UserKey is the key of the caller of a call that owns its connections
+// (a request without a session, see startHeld): an upstream.UserOwner, so
+// that its calls to a per-user server are its caller's.
+func (p *inputCall) UserKey() string { return p.user }
+
+// callerOf is the key and the face of the caller whose session ctx's
+// requests are owned by, if any.
+func callerOf(ctx context.Context) (string, SignInLinker) {
+	sess, ok := upstream.OwnerOf(ctx).(*session)
+	if !ok || sess == nil {
+		return "", nil
+	}
+	linker, _ := sess.peer.(SignInLinker)
+	return sess.UserKey(), linker
 }

@@ -109,7 +109,7 @@ func TestPerUserSignIn(t *testing.T) {
     auth: per-user
 `, a.URL)
 	h, _ := runHub(t, yaml, nil)
-	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}}, testLogger())
+	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789"}}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 
@@ -166,6 +166,29 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Fatalf("bob's call after signing in: %s", got)
 	}
 
+	// A 2026-07-28 request without a session is its caller's likewise.
+	modern := func(token, who string) string {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"docs__whoami","arguments":{"who":"`+who+`"},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "docs__whoami")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.ReplaceAll(string(b), `\u0026`, "&")
+	}
+	needsSignIn("carol (2026-07-28, no session)", modern("carol-token-0123456789", "carol"))
+	if got := modern(alice.token, "alice"); !strings.Contains(got, "hello alice") {
+		t.Errorf("alice's 2026-07-28 call without a session: %s", got)
+	}
+
 	tokens := map[string]map[string]bool{}
 	for _, c := range seen() {
 		if tokens[c.who] == nil {
@@ -175,6 +198,9 @@ func TestPerUserSignIn(t *testing.T) {
 	}
 	if len(tokens["alice"]) != 1 || len(tokens["bob"]) != 1 {
 		t.Fatalf("each user's calls should carry one token of their own: %v", tokens)
+	}
+	if len(tokens["carol"]) != 0 {
+		t.Errorf("carol's call reached the server without her signing in: %v", tokens["carol"])
 	}
 	for tok := range tokens["bob"] {
 		if tokens["alice"][tok] || tok == operator {
