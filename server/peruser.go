@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
@@ -26,7 +29,9 @@ const codeURLElicitationRequired = -32042
 // to the caller, that runs the server's OAuth flow and keeps the token for
 // that caller alone. The HTTP face's sessions are.
 type SignInLinker interface {
-	SignInLink(server string) (string, error)
+	// SignInLink is the link, and a channel closed once the caller has
+	// signed in through it.
+	SignInLink(server string) (link string, done <-chan struct{}, err error)
 }
 
 // UserKey is the session's caller's key among all callers (see
@@ -40,13 +45,16 @@ func (s *session) UserKey() string {
 	return s.who.Key()
 }
 
-// signInError is err, when it says the caller must sign in to a per-user
-// server, as the error the client is answered with: -32042 with a link to
-// sign in (in its message too, for clients without URL elicitation).
-func (h *Hub) signInError(ctx context.Context, err error) error {
+// signIn is res and err, unless err says the caller must sign in to s (a
+// per-user server): then a client that can answer an elicitation in URL
+// mode is sent one with a link to sign in, and once it accepted and the
+// sign-in is done (within timeout) the request is sent again; otherwise,
+// or when it declines, the answer is the error -32042 with the link (in
+// its message too, for clients without URL elicitation).
+func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, params any, timeout time.Duration, res json.RawMessage, err error) (json.RawMessage, error) {
 	var need *upstream.SignInRequired
 	if !errors.As(err, &need) {
-		return err
+		return res, err
 	}
 	var linker SignInLinker
 	switch o := upstream.OwnerOf(ctx).(type) {
@@ -56,19 +64,38 @@ func (h *Hub) signInError(ctx context.Context, err error) error {
 		linker = o.linker
 	}
 	if linker == nil {
-		return fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
+		return nil, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
 	}
-	link, lerr := linker.SignInLink(need.Server)
+	link, done, lerr := linker.SignInLink(need.Server)
 	if lerr != nil {
-		return fmt.Errorf("%v; no sign-in link: %v", need, lerr)
+		return nil, fmt.Errorf("%v; no sign-in link: %v", need, lerr)
+	}
+	elicit := map[string]any{
+		"mode": "url", "elicitationId": "sign-in-" + rand.Text(), "url": link,
+		"message": "Sign in to " + need.Server + " to let the hub call it for you",
+	}
+	b, _ := json.Marshal(elicit)
+	if answer, aerr := h.upstreamRequest(ctx, s, "elicitation/create", b); aerr == nil && accepted(answer) {
+		wait := time.NewTimer(timeout)
+		defer wait.Stop()
+		select {
+		case <-done:
+			return s.Request(ctx, method, params, timeout)
+		case <-wait.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	msg := fmt.Sprintf("%v. Sign in at %s (the link is yours alone and works once, for 10 minutes), then call again.", need, link)
-	return &jsonrpc.Error{Code: codeURLElicitationRequired, Message: msg, Data: map[string]any{
-		"elicitations": []map[string]any{{
-			"mode": "url", "elicitationId": "sign-in:" + need.Server, "url": link,
-			"message": "Sign in to " + need.Server + " to let the hub call it for you",
-		}},
-	}}
+	return nil, &jsonrpc.Error{Code: codeURLElicitationRequired, Message: msg, Data: map[string]any{"elicitations": []map[string]any{elicit}}}
+}
+
+// accepted reports whether an elicitation's answer is accept.
+func accepted(answer json.RawMessage) bool {
+	var a struct {
+		Action string `json:"action"`
+	}
+	return json.Unmarshal(answer, &a) == nil && a.Action == "accept"
 }
 
 // BeginUserSignIn starts a sign-in to the per-user server with id, whose

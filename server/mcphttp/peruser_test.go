@@ -18,6 +18,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
@@ -109,7 +110,7 @@ func TestPerUserSignIn(t *testing.T) {
     auth: per-user
 `, a.URL)
 	h, _ := runHub(t, yaml, nil)
-	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789"}}, testLogger())
+	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789", "dave": "dave-token-0123456789"}}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 
@@ -189,6 +190,36 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Errorf("alice's 2026-07-28 call without a session: %s", got)
 	}
 
+	// A client that answers URL elicitations (go-sdk's, 2026-07-28) is
+	// sent the link during the call: once it has signed in, the call
+	// goes on with dave's token and succeeds.
+	var asked []string
+	dc := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-url", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked = append(asked, req.Params.Mode+" "+req.Params.URL)
+			if req.Params.Mode != "url" || !signInLink.MatchString(req.Params.URL) {
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			}
+			if code, body := visit(req.Params.URL); code != http.StatusOK {
+				return nil, fmt.Errorf("sign-in: %d %s", code, body)
+			}
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	cs, err := dc.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer("dave-token-0123456789")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "docs__whoami", Arguments: map[string]any{"who": "dave"}})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "hello dave" {
+		t.Fatalf("dave's call, signing in by URL elicitation: %+v %v (asked %q)", res, err, asked)
+	}
+	if len(asked) != 1 || !strings.HasPrefix(asked[0], "url ") {
+		t.Errorf("dave was asked %q; want one URL elicitation", asked)
+	}
+
 	tokens := map[string]map[string]bool{}
 	for _, c := range seen() {
 		if tokens[c.who] == nil {
@@ -198,6 +229,9 @@ func TestPerUserSignIn(t *testing.T) {
 	}
 	if len(tokens["alice"]) != 1 || len(tokens["bob"]) != 1 {
 		t.Fatalf("each user's calls should carry one token of their own: %v", tokens)
+	}
+	if len(tokens["dave"]) != 1 || tokens["dave"][operator] || len(tokens["alice"]) == 1 && tokens["dave"][firstKey(tokens["alice"])] {
+		t.Errorf("dave's calls should carry one token of his own: %v", tokens)
 	}
 	if len(tokens["carol"]) != 0 {
 		t.Errorf("carol's call reached the server without her signing in: %v", tokens["carol"])
@@ -212,4 +246,11 @@ func TestPerUserSignIn(t *testing.T) {
 			t.Errorf("alice's call carried the hub's own token %s", tok)
 		}
 	}
+}
+
+func firstKey(m map[string]bool) string {
+	for k := range m {
+		return k
+	}
+	return ""
 }

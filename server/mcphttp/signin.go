@@ -39,6 +39,7 @@ type signInEntry struct {
 	user, server, name string // name: how the user is shown
 	expires            time.Time
 	flow               *auth.WebFlow
+	done               chan struct{} // closed once signed in
 }
 
 // signIns are the pending links and flows, bounded (STYLE 15).
@@ -94,14 +95,15 @@ func newState() string {
 
 // SignInLink is a link for the session's caller to sign in to server
 // (server.SignInLinker).
-func (hs *httpSession) SignInLink(server string) (string, error) {
+func (hs *httpSession) SignInLink(server string) (string, <-chan struct{}, error) {
 	if hs.who == nil || hs.who.Kind == identity.KindNone || hs.who.Subject == "" || hs.face == nil {
-		return "", errors.New("this session's caller has no identity")
+		return "", nil, errors.New("this session's caller has no identity")
 	}
 	user := hs.who.Key() // as the hub's session's UserKey
 	state := newState()
-	hs.face.signIns.put(state, &signInEntry{user: user, server: server, name: hs.who.User(), expires: time.Now().Add(signInTTL)})
-	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, nil
+	e := &signInEntry{user: user, server: server, name: hs.who.User(), expires: time.Now().Add(signInTTL), done: make(chan struct{})}
+	hs.face.signIns.put(state, e)
+	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, e.done, nil
 }
 
 // publicBase is the face's URL as the client reached it: scheme and
@@ -159,5 +161,6 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
+	close(e.done) // an entry is taken once, so closed once
 	fmt.Fprintf(w, "<p>dynamic-mcp: %s is signed in to %s. You can close this window and call again.</p>\n", html.EscapeString(e.name), html.EscapeString(e.server))
 }
