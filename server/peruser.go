@@ -30,8 +30,9 @@ const codeURLElicitationRequired = -32042
 // that caller alone. The HTTP face's sessions are.
 type SignInLinker interface {
 	// SignInLink is the link, and a channel closed once the caller has
-	// signed in through it.
-	SignInLink(server string) (link string, done <-chan struct{}, err error)
+	// signed in through it; then the client is told that the URL
+	// elicitation elicitationID is complete (notifications/elicitation/complete).
+	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
 }
 
 // UserKey is the session's caller's key among all callers (see
@@ -66,12 +67,13 @@ func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, par
 	if linker == nil {
 		return nil, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
 	}
-	link, done, lerr := linker.SignInLink(need.Server)
+	elicitationID := "sign-in-" + rand.Text()
+	link, done, lerr := linker.SignInLink(need.Server, elicitationID)
 	if lerr != nil {
 		return nil, fmt.Errorf("%v; no sign-in link: %v", need, lerr)
 	}
 	elicit := map[string]any{
-		"mode": "url", "elicitationId": "sign-in-" + rand.Text(), "url": link,
+		"mode": "url", "elicitationId": elicitationID, "url": link,
 		"message": "Sign in to " + need.Server + " to let the hub call it for you",
 	}
 	b, _ := json.Marshal(elicit)

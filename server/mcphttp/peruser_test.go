@@ -150,7 +150,42 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Fatalf("alice's call after signing in: %s", got)
 	}
 	// Bob has not: he is asked to sign in, with a link of his own.
-	bobLink := needsSignIn("bob", call(bob, "bob"))
+	bobGot := call(bob, "bob")
+	bobLink := needsSignIn("bob", bobGot)
+	elicitation := regexp.MustCompile(`"elicitationId":"(sign-in-[A-Z2-7]+)"`).FindStringSubmatch(bobGot)
+	if elicitation == nil {
+		t.Fatalf("no elicitationId in %s", bobGot)
+	}
+	// His GET stream hears when the sign-in is complete.
+	sctx, scancel := context.WithCancel(t.Context())
+	defer scancel()
+	greq, _ := http.NewRequestWithContext(sctx, http.MethodGet, ts.URL+"/mcp", nil)
+	greq.Header.Set("Accept", "text/event-stream")
+	greq.Header.Set("Authorization", "Bearer "+bob.token)
+	greq.Header.Set(headerSessionID, bob.session)
+	gresp, err := http.DefaultClient.Do(greq)
+	if err != nil || gresp.StatusCode != http.StatusOK {
+		t.Fatalf("bob's GET stream: %v %v", gresp, err)
+	}
+	defer gresp.Body.Close()
+	completed := make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := gresp.Body.Read(buf)
+			all.Write(buf[:n])
+			if strings.Contains(all.String(), "notifications/elicitation/complete") || err != nil {
+				completed <- all.String()
+				return
+			}
+		}
+	}()
+	waitFor(t, 5*time.Second, "bob's GET stream to be open", func() bool {
+		face.mu.Lock()
+		defer face.mu.Unlock()
+		return face.sessions[bob.session] != nil && face.sessions[bob.session].hasStandalone()
+	})
 	if bobLink == aliceLink {
 		t.Fatal("bob got alice's link")
 	}
@@ -163,6 +198,15 @@ func TestPerUserSignIn(t *testing.T) {
 	if code, body := visit(bobLink); code != http.StatusOK || !strings.Contains(body, "bob is signed in to docs") {
 		t.Fatalf("bob's sign-in: %d %s", code, body)
 	}
+	select {
+	case got := <-completed:
+		if !strings.Contains(got, `"elicitationId":"`+elicitation[1]+`"`) {
+			t.Errorf("bob's stream: %s; want elicitation/complete of %s", got, elicitation[1])
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("bob's stream heard no notifications/elicitation/complete")
+	}
+	scancel()
 	if got := call(bob, "bob"); !strings.Contains(got, "hello bob") {
 		t.Fatalf("bob's call after signing in: %s", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -40,6 +41,8 @@ type signInEntry struct {
 	expires            time.Time
 	flow               *auth.WebFlow
 	done               chan struct{} // closed once signed in
+	hs                 *httpSession  // told when signed in, under elicitation
+	elicitation        string
 }
 
 // signIns are the pending links and flows, bounded (STYLE 15).
@@ -95,13 +98,14 @@ func newState() string {
 
 // SignInLink is a link for the session's caller to sign in to server
 // (server.SignInLinker).
-func (hs *httpSession) SignInLink(server string) (string, <-chan struct{}, error) {
+func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan struct{}, error) {
 	if hs.who == nil || hs.who.Kind == identity.KindNone || hs.who.Subject == "" || hs.face == nil {
 		return "", nil, errors.New("this session's caller has no identity")
 	}
 	user := hs.who.Key() // as the hub's session's UserKey
 	state := newState()
-	e := &signInEntry{user: user, server: server, name: hs.who.User(), expires: time.Now().Add(signInTTL), done: make(chan struct{})}
+	e := &signInEntry{user: user, server: server, name: hs.who.User(), expires: time.Now().Add(signInTTL), done: make(chan struct{}),
+		hs: hs, elicitation: elicitation}
 	hs.face.signIns.put(state, e)
 	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, e.done, nil
 }
@@ -162,5 +166,9 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
 	close(e.done) // an entry is taken once, so closed once
+	if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+		"params": map[string]string{"elicitationId": e.elicitation}}); err == nil {
+		e.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+	}
 	fmt.Fprintf(w, "<p>dynamic-mcp: %s is signed in to %s. You can close this window and call again.</p>\n", html.EscapeString(e.name), html.EscapeString(e.server))
 }
