@@ -22,6 +22,8 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -109,8 +111,15 @@ func TestPerUserSignIn(t *testing.T) {
     transport: streamable-http
     auth: per-user
 `, a.URL)
+	is := newTestIssuer(t)
+	yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s } }\ngroups:\n", is.srv.URL, testAudience), 1)
 	h, _ := runHub(t, yaml, nil)
-	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789", "dave": "dave-token-0123456789"}}, testLogger())
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789", "dave": "dave-token-0123456789"},
+		Auth: cfg.HTTP.Auth}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 
@@ -264,6 +273,29 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Errorf("dave was asked %q; want one URL elicitation", asked)
 	}
 
+	// A caller signed in by http.auth (a JWT) is a user likewise.
+	erin := &bearerClient{t: t, url: ts.URL + "/mcp", token: is.token(t, "erin", "Erin", testAudience)}
+	if code := erin.initialize(); code != http.StatusOK {
+		t.Fatalf("erin's initialize: %d", code)
+	}
+	if code, body := visit(needsSignIn("erin", call(erin, "erin"))); code != http.StatusOK || !strings.Contains(body, "Erin is signed in to docs") {
+		t.Fatalf("erin's sign-in: %d %s", code, body)
+	}
+	if got := call(erin, "erin"); !strings.Contains(got, "hello erin") {
+		t.Errorf("erin's call after signing in: %s", got)
+	}
+	// A session without a caller (stdio: one user) is served by the
+	// shared connection, with the hub's own sign-in, as auth: shared.
+	local, err := h.Open("local", "stdio", nopPeer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	msg, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"docs__whoami","arguments":{"who":"stdio"}}}`))
+	if res, err := local.Request(t.Context(), msg); err != nil || !strings.Contains(string(res), "hello stdio") {
+		t.Errorf("a stdio session's call: %s %v", res, err)
+	}
+
 	tokens := map[string]map[string]bool{}
 	for _, c := range seen() {
 		if tokens[c.who] == nil {
@@ -276,6 +308,14 @@ func TestPerUserSignIn(t *testing.T) {
 	}
 	if len(tokens["dave"]) != 1 || tokens["dave"][operator] || len(tokens["alice"]) == 1 && tokens["dave"][firstKey(tokens["alice"])] {
 		t.Errorf("dave's calls should carry one token of his own: %v", tokens)
+	}
+	if !tokens["stdio"][operator] || len(tokens["stdio"]) != 1 {
+		t.Errorf("the stdio session's call should carry the hub's own token %s: %v", operator, tokens["stdio"])
+	}
+	for tok := range tokens["erin"] {
+		if tok == operator || tokens["alice"][tok] || tokens["bob"][tok] {
+			t.Errorf("erin's call carried another's token: %v", tokens)
+		}
 	}
 	if len(tokens["carol"]) != 0 {
 		t.Errorf("carol's call reached the server without her signing in: %v", tokens["carol"])
