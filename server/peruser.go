@@ -77,15 +77,18 @@ func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, par
 		"message": "Sign in to " + need.Server + " to let the hub call it for you",
 	}
 	b, _ := json.Marshal(elicit)
-	if answer, aerr := h.upstreamRequest(ctx, s, "elicitation/create", b); aerr == nil && accepted(answer) {
-		wait := time.NewTimer(timeout)
-		defer wait.Stop()
+	// The question and the sign-in together take at most the call's
+	// timeout; then the call is answered with the link.
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if answer, aerr := h.upstreamRequest(ectx, s, "elicitation/create", b); aerr == nil && accepted(answer) {
 		select {
 		case <-done:
 			return s.Request(ctx, method, params, timeout)
-		case <-wait.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-ectx.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 		}
 	}
 	msg := fmt.Sprintf("%v. Sign in at %s (the link is yours alone and works once, for 10 minutes), then call again.", need, link)
