@@ -181,7 +181,11 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	}
 	defer s.mgr.procs.give(iso.client)
 	close(iso.ready)
-	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
+	if forUser {
+		s.logger.Info("connected for one user (auth: per-user)", "protocol", c.version)
+	} else {
+		s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
+	}
 	select {
 	case <-c.exited():
 		s.logger.Warn("a client session's own connection ended", "err", c.err())
