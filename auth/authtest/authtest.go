@@ -178,6 +178,13 @@ func (a *Server) Revoke() {
 	a.Access = "revoked-" + a.Access
 }
 
+// RevokeToken makes an access token kept by KeepTokens invalid.
+func (a *Server) RevokeToken(access string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.issued, "Bearer "+access)
+}
+
 // Lock and Unlock guard reading the exported fields while requests run.
 func (a *Server) Lock()   { a.mu.Lock() }
 func (a *Server) Unlock() { a.mu.Unlock() }

@@ -296,6 +296,19 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Errorf("a stdio session's call: %s %v", res, err)
 	}
 
+	// A sign-in the server stops taking, and that cannot be renewed (its
+	// refresh token is not the server's latest), asks alice again.
+	aliceTokens := map[string]bool{}
+	for _, c := range seen() {
+		if c.who == "alice" {
+			aliceTokens[c.token] = true
+		}
+	}
+	for tok := range aliceTokens {
+		a.RevokeToken(strings.TrimPrefix(tok, "Bearer "))
+	}
+	needsSignIn("alice, her token revoked", call(alice, "alice"))
+
 	tokens := map[string]map[string]bool{}
 	for _, c := range seen() {
 		if tokens[c.who] == nil {
