@@ -204,12 +204,12 @@ func (v *Verifier) missingScopes(claims map[string]any) []string {
 // identity reads the caller's identity from claims, bounded.
 func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	id := &Identity{Kind: KindJWT}
-	if s, ok := claim(claims, v.auth.Claims.Subject).(string); ok {
-		id.Subject = clip(s)
+	raw, _ := claim(claims, v.auth.Claims.Subject).(string)
+	sub, sum, refused := subject(raw)
+	if refused != "" {
+		return nil, &TokenError{Description: "the token " + refused + " (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
-	if id.Subject == "" {
-		return nil, &TokenError{Description: "the token has no subject (" + v.auth.Claims.Subject + ")", Signed: true}
-	}
+	id.Subject, id.Sum = sub, sum
 	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
 		id.Name = clip(s)
 	}
@@ -221,7 +221,7 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		if id.Has(p.Claim, p.Value) || len(id.Claims) == MaxClaims && id.Claims[p.Claim] == nil {
 			continue
 		}
-		for _, got := range values(claim(claims, p.Claim)) {
+		for _, got := range exact(claim(claims, p.Claim)) {
 			if got == p.Value {
 				if id.Claims == nil {
 					id.Claims = map[string][]string{}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,26 @@ func TestForgedKidsAreCounted(t *testing.T) {
 			}
 		} else if code != want {
 			t.Fatalf("forged tokens: %v, want 3 401s then 429", codes)
+		}
+	}
+}
+
+// A token whose subject differs from Alice's only by a control character
+// (or by what lies past what is shown of a long one) is not Alice: it
+// cannot use her session, and is refused as the issuer's own token.
+func TestLookalikeSubjectsAreNotTheUser(t *testing.T) {
+	t.Parallel()
+	is := newTestIssuer(t)
+	base, _, _ := identityHub(t, is)
+	long := strings.Repeat("a", 300)
+	for _, c := range []struct{ victim, intruder string }{{"alice", "alice\x01"}, {long, long[:299] + "b"}} {
+		victim := &bearerClient{t: t, url: base + "/mcp", token: is.token(t, c.victim, "", testAudience)}
+		if code := victim.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize %q: %d", c.victim, code)
+		}
+		intruder := &bearerClient{t: t, url: base + "/mcp", token: is.token(t, c.intruder, "", testAudience), session: victim.session}
+		if resp, got := intruder.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode == http.StatusOK {
+			t.Errorf("sub %q used the session of %q: %d %s", c.intruder, c.victim, resp.StatusCode, got)
 		}
 	}
 }
