@@ -14,7 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// keySet is the issuer's signing keys (its JWKS), an oidc.KeySet. It
+// keySet is the issuer's signing keys (its JWKS), shaped as an oidc.KeySet. It
 // closes two gaps of go-oidc's RemoteKeySet: that fetches the keys again
 // for every token its cached keys do not verify, so each forged token
 // costs the issuer a request; and it keeps a key for ever once fetched,

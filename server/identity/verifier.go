@@ -35,7 +35,7 @@ const (
 	// within it, and forged tokens cost the issuer one request a
 	// MinKeyRefetch at most.
 	MinKeyRefetch = time.Second
-	// nbfLeeway is the clock skew allowed a token's nbf (go-oidc allows
+	// nbfLeeway is the clock skew allowed a token's nbf (go-oidc would allow
 	// five minutes; that much early use is too much for an access token).
 	nbfLeeway = 30 * time.Second
 )
