@@ -116,7 +116,7 @@ func (p *parser) parse(data []byte) *Config {
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
 		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
-			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare},
+			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare, DrainTimeout: DefaultDrainTimeout},
 		Settings: Settings{
 			ConnectTimeout:      DefaultConnectTimeout,
 			ListTimeout:         DefaultListTimeout,
@@ -183,6 +183,8 @@ func (p *parser) parse(data []byte) *Config {
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 				"auth":              func(k string, v *yaml.Node) { cfg.HTTP.Auth = p.httpAuth(v, k) },
+				"session_keys":      func(k string, v *yaml.Node) { cfg.HTTP.SessionKeys = p.sessionKeys(v, k) },
+				"drain_timeout":     func(k string, v *yaml.Node) { cfg.HTTP.DrainTimeout = p.duration(v, k) },
 			})
 			p.checkTokens(v, key, cfg.HTTP)
 		},
