@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -72,7 +73,8 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	}
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
-		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth}
+		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
+		SessionKeys: cfg.HTTP.SessionKeys}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 		opts.Tokens = cfg.HTTP.Tokens
@@ -95,7 +97,10 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// behind the Origin and Host checks, as the inspector's are, so that no
 	// web page can read them by DNS rebinding.
 	probes := http.NewServeMux()
-	health.Mount(probes, mgr, h.Guard().CheckOperator, hub.HealthComponents()...)
+	// A replica that drains is not ready: the balancer stops sending it
+	// new clients.
+	components := append(slices.Clip(hub.HealthComponents()), health.Component{Name: "http", Check: h.Ready})
+	health.Mount(probes, mgr, h.Guard().CheckOperator, components...)
 	mountProbe := h.HandlePublic
 	if loopback {
 		mountProbe = h.HandlePage
@@ -119,6 +124,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	case <-ctx.Done():
 	}
+	drainHTTP(h, cfg.HTTP.DrainTimeout, logger)
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -128,6 +134,24 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	}
 	return nil
+}
+
+// drainHTTP drains h (see mcphttp.Server.Drain) for at most timeout:
+// /readyz turns 503, new sessions are refused, GET streams close so that
+// their clients reconnect elsewhere, and the calls in flight finish.
+func drainHTTP(h *mcphttp.Server, timeout time.Duration, logger *slog.Logger) {
+	if timeout <= 0 {
+		timeout = config.DefaultDrainTimeout
+	}
+	logger.Info("draining: finishing the calls in flight", "drain_timeout", timeout)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := h.Drain(ctx); err != nil {
+		logger.Warn("drain timed out: ending the calls still in flight", "drain_timeout", timeout)
+		return
+	}
+	logger.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // authAttrs are the log attributes of http.auth: its issuer and
