@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -117,6 +119,11 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
 		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, authAttrs(cfg)...)...)
+	// SIGTERM (a balancer's orchestrator, systemd, docker stop) drains
+	// first; SIGINT (Ctrl-C) stops at once, as does the end of ctx.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -124,7 +131,11 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	case <-ctx.Done():
 	}
-	drainHTTP(h, cfg.HTTP.DrainTimeout, logger)
+	select {
+	case <-term:
+		drainHTTP(h, cfg.HTTP.DrainTimeout, logger)
+	case <-time.After(50 * time.Millisecond): // the signal reaches term and ctx apart
+	}
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

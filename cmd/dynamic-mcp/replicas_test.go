@@ -224,3 +224,87 @@ type sdkReplicaCheck struct {
 	Attempts int    `json:"attempts"`
 	Line     string `json:"-"`
 }
+
+// A replica told to stop (SIGTERM) drains: /readyz turns 503 at once,
+// a new session is refused 503, its GET stream closes (so that the client
+// reconnects, through the balancer, elsewhere), and the call in flight
+// finishes and is answered; then the process exits 0.
+func TestReplicaDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, replicaConfig(t, "  drain_timeout: 20s\n"))
+	waitFor(t, 20*time.Second, "the replica to be ready", r.ready)
+	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
+	s := &httpSession{url: "http://" + r.addr + "/mcp", hc: hc}
+	initialize := func() (http.Header, error) {
+		_, header, err := s.post("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		return header, err
+	}
+	header, err := initialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.id = header.Get("Mcp-Session-Id")
+	if _, _, err := s.post("notifications/initialized", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "f__echo", func() bool { return s.caller("f__echo")() == nil })
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.id)
+	stream, err := hc.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	streamEnded := make(chan struct{})
+	go func() { io.Copy(io.Discard, stream.Body); close(streamEnded) }()
+
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	slow := make(chan answer, 1)
+	go func() {
+		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 1500}})
+		slow <- answer{res, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the call is at the upstream
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	waitFor(t, 2*time.Second, "/readyz to turn 503", func() bool {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	fresh := &httpSession{url: s.url, hc: hc}
+	if _, _, err := fresh.post("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("a new session while draining: %v, want 503", err)
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Error("the GET stream stayed open while draining")
+	}
+	a := <-slow
+	if a.err != nil || !strings.Contains(string(a.res), "slept 1500") {
+		t.Errorf("the call in flight: %s %v", a.res, a.err)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the replica did not exit after draining")
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	if !strings.Contains(r.stderr.String(), "drained") {
+		t.Errorf("no drained line in the log")
+	}
+	t.Logf("exited %s after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+}

@@ -53,3 +53,14 @@ func (s *Server) isDraining() bool {
 		return false
 	}
 }
+
+// drainingStream is closed when a stream of hs is to close because the
+// Server drains: a Streamable HTTP session's GET stream, which its client
+// opens again (at another replica, with sealed ids). A legacy SSE stream
+// is its session and carries its answers: it stays until Close.
+func (s *Server) drainingStream(hs *httpSession) <-chan struct{} {
+	if hs.transport == "sse" {
+		return nil
+	}
+	return s.draining
+}
