@@ -86,9 +86,12 @@ func listErrors(errs []error) string {
 
 type parser struct {
 	path string
-	dir  string // the config file's directory, absolute; ${CONFIG_DIR}
-	env  func(string) (string, bool)
-	errs *multierror.Error
+	// sessionKeyTexts are http.session_keys as written (after ${VAR}):
+	// hidden from stdio servers as the tokens are.
+	sessionKeyTexts []string
+	dir             string // the config file's directory, absolute; ${CONFIG_DIR}
+	env             func(string) (string, bool)
+	errs            *multierror.Error
 	// stateDir, secrets and secretUses serve ${secret:NAME}: the vault's
 	// directory, its secrets (read on the first reference) and where
 	// each name is used.
@@ -203,6 +206,7 @@ func (p *parser) parse(data []byte) *Config {
 				for _, t := range cfg.HTTP.Credentials() {
 					s.Hide = append(s.Hide, t)
 				}
+				s.Hide = append(s.Hide, p.sessionKeyTexts...)
 				slices.Sort(s.Hide)
 			}
 		}

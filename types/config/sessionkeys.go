@@ -22,7 +22,8 @@ const DefaultDrainTimeout = 30 * time.Second
 // usually as a ${VAR} or ${secret:NAME} reference. The first seals new
 // session ids; every one opens them, so that a key is rotated by putting
 // the new one first and dropping the old one once the ids it sealed have
-// expired. No key may appear twice.
+// expired. No key may appear twice. Like the tokens, no stdio server sees
+// a key in its environment.
 func (p *parser) sessionKeys(n *yaml.Node, key string) [][]byte {
 	if n.Kind != yaml.SequenceNode {
 		p.fail(n, key, "must be a list of keys (32 bytes each, base64 or hex)")
@@ -51,6 +52,7 @@ func (p *parser) sessionKeys(n *yaml.Node, key string) [][]byte {
 		}
 		seen[string(b)] = i
 		out = append(out, b)
+		p.sessionKeyTexts = append(p.sessionKeyTexts, s)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 
 // http.session_keys reads 32-byte keys in base64 or hex, from ${VAR}
 // references, in order; a key of another size, not a list, or a key
-// listed twice is an error naming its line.
+// listed twice is an error naming its line. Stdio servers do not see the
+// keys in their environment.
 func TestSessionKeys(t *testing.T) {
 	const groups = "groups:\n  g: { description: d, command: echo }\n"
 	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
@@ -25,6 +27,9 @@ func TestSessionKeys(t *testing.T) {
 	}
 	if cfg.HTTP.DrainTimeout != 5*time.Second {
 		t.Errorf("drain_timeout %v", cfg.HTTP.DrainTimeout)
+	}
+	if hide := cfg.Groups[0].Servers[0].Hide; !slices.Contains(hide, base64.StdEncoding.EncodeToString(k1)) || !slices.Contains(hide, hex.EncodeToString(k2)) {
+		t.Errorf("keys not hidden from stdio servers: %q", hide)
 	}
 	cfg, err = Parse("c.yaml", strings.NewReader(groups))
 	if err != nil || cfg.HTTP.SessionKeys != nil || cfg.HTTP.DrainTimeout != DefaultDrainTimeout {
