@@ -91,3 +91,34 @@ func TestDrainTimeout(t *testing.T) {
 	face.Close()
 	<-done
 }
+
+// A listen (2026-07-28) is a request in flight for as long as it is open:
+// a replica that drains closes it, as it does a GET stream (the client
+// listens again elsewhere), and so does not wait its drain timeout for it.
+func TestDrainClosesListens(t *testing.T) {
+	face, ts := serveHTTP(t, fakeHub(t))
+	c := &httpClient{t: t, base: ts.URL}
+	ls := openListen(t.Context(), c, `"L"`, `"toolsListChanged":true`)
+	if m := ls.next(); m == nil {
+		t.Fatal("no acknowledgement")
+	}
+	waitFor(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := face.Drain(ctx); err != nil || time.Since(start) > 2*time.Second {
+		t.Errorf("Drain with a listen open: %v after %v", err, time.Since(start))
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, open := <-ls.events:
+			if open {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("the listen's stream stayed open")
+		}
+		return
+	}
+}
