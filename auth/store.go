@@ -116,6 +116,10 @@ func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpo
 // never overwritten by a renewal of the sign-in before it.
 type Store struct {
 	dir string
+	// user, for a store of one user's sign-ins (see ForUser), is the
+	// hash of the user's key; shared is the store whose vault seals them.
+	user   string
+	shared *Store
 
 	mu    sync.Mutex // guards log and vault
 	log   *slog.Logger
@@ -144,16 +148,25 @@ const (
 )
 
 func (s *Store) path(server string) string {
+	if s.user != "" {
+		return s.userPath(server, sealedExt)
+	}
 	return filepath.Join(s.dir, url.PathEscape(server)+sealedExt)
 }
 
 func (s *Store) plainPath(server string) string {
+	if s.user != "" {
+		return s.userPath(server, plainExt)
+	}
 	return filepath.Join(s.dir, url.PathEscape(server)+plainExt)
 }
 
 // openVault opens the state directory's vault, once: a failure (the
 // vault busy, say) is tried again on the next use.
 func (s *Store) openVault() (*vault.Vault, error) {
+	if s.shared != nil {
+		return s.shared.openVault()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.vault == nil {
@@ -169,12 +182,18 @@ func (s *Store) openVault() (*vault.Vault, error) {
 // lockPath is the lock file of server's record: a dot file, which List
 // skips, left in place (an unlocked file is no lock).
 func (s *Store) lockPath(server string) string {
+	if s.user != "" {
+		return s.userPath(server, ".lock")
+	}
 	return filepath.Join(s.dir, "."+url.PathEscape(server)+".lock")
 }
 
 // lock takes server's lock, waiting at most lockWait.
 func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error) {
 	if err := s.privateDir(); err != nil {
+		return nil, err
+	}
+	if err := s.userDir(server); err != nil {
 		return nil, err
 	}
 	l, err := filelock.Acquire(ctx, s.lockPath(server), lockWait)
@@ -227,7 +246,7 @@ func (s *Store) read(server string) (r *Record, plain bool, err error) {
 		return nil, false, err
 	}
 	if !plain {
-		if b, err = v.Open(b, server); err != nil {
+		if b, err = v.Open(b, s.sealedFor(server)); err != nil {
 			return nil, false, fmt.Errorf("token file %s: %w", s.path(server), err)
 		}
 	}
@@ -280,11 +299,14 @@ func (s *Store) write(r *Record) error {
 	if err := s.privateDir(); err != nil {
 		return err
 	}
+	if err := s.userDir(r.Server); err != nil {
+		return err
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(s.path(r.Server), v.Seal(b, r.Server), 0o600); err != nil {
+	if err := atomicfile.Write(s.path(r.Server), v.Seal(b, s.sealedFor(r.Server)), 0o600); err != nil {
 		return err
 	}
 	if err := os.Remove(s.plainPath(r.Server)); err != nil && !errors.Is(err, fs.ErrNotExist) {
