@@ -269,7 +269,16 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 1500}})
 		slow <- answer{res, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the call is at the upstream
+	inFlight := regexp.MustCompile(`(?m)^dynamic_mcp_requests_in_flight(\{[^}]*\})? [1-9]`)
+	waitFor(t, 10*time.Second, "the call in flight", func() bool {
+		resp, err := hc.Get("http://" + r.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return inFlight.Match(b)
+	})
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
