@@ -118,7 +118,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// connections that send nothing more; MaxHeaderBytes bounds headers.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
-		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, authAttrs(cfg)...)...)
+		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, append(authAttrs(cfg), sealAttrs(cfg)...)...)...)
 	// SIGTERM (a balancer's orchestrator, systemd, docker stop) drains
 	// first; SIGINT (Ctrl-C) stops at once, as does the end of ctx.
 	term := make(chan os.Signal, 1)
@@ -163,6 +163,15 @@ func drainHTTP(h *mcphttp.Server, timeout time.Duration, logger *slog.Logger) {
 		return
 	}
 	logger.Info("drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// sealAttrs are the log attributes of http.session_keys: how many keys
+// open session ids (never the keys), none when ids are not sealed.
+func sealAttrs(cfg *config.Config) []any {
+	if len(cfg.HTTP.SessionKeys) == 0 {
+		return nil
+	}
+	return []any{"session_keys", len(cfg.HTTP.SessionKeys)}
 }
 
 // authAttrs are the log attributes of http.auth: its issuer and

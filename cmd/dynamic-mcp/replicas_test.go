@@ -76,6 +76,9 @@ func startReplica(t testing.TB, path string) *hubReplica {
 	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
 	waitFor(t, 10*time.Second, "a replica to listen", func() bool {
 		if m := addr.FindStringSubmatch(r.stderr.String()); m != nil {
+			if !strings.Contains(r.stderr.String(), "session_keys=1") {
+				t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
+			}
 			r.addr = m[1]
 			return true
 		}
