@@ -122,7 +122,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub.Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
-	mgr.Start(ctx)
+	if httpAddr != "" {
+		// Over HTTP a signal drains first (serveHTTP): the upstreams serve
+		// the calls in flight until the drain is over, and close after.
+		mgr.Start(context.WithoutCancel(ctx))
+	} else {
+		mgr.Start(ctx)
+	}
 	if uiAddr != "" {
 		url, token, stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger)
 		if err != nil {
