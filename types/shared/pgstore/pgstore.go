@@ -1,0 +1,200 @@
+// Package pgstore keeps the hub's shared state in PostgreSQL
+// (`store: postgres://...`), through a bounded pgx connection pool: one
+// table of values by namespace and key, and transaction-scoped advisory
+// locks (pg_advisory_xact_lock on a hash of the key) for what must happen
+// once across replicas.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+)
+
+// SchemaVersion is the version of the tables this build makes and reads.
+const SchemaVersion = 1
+
+// connectWait bounds how long Open waits for the database to answer.
+const connectWait = 10 * time.Second
+
+// schemaLock is the advisory lock that makes replicas starting together
+// create the tables one at a time.
+const schemaLock = 0x646d6370 // "dmcp"
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_schema (version integer NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_state (
+		ns text NOT NULL,
+		key text NOT NULL,
+		value bytea NOT NULL,
+		updated timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (ns, key))`,
+}
+
+// Store is the shared state in one PostgreSQL database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ shared.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres://user@host/db?...;
+// pool_max_conns bounds the pool, by default the larger of 4 and the
+// number of CPUs), checks that it answers within connectWait, and creates
+// the tables when they are missing. A database whose tables a newer
+// version made is refused.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password and all.
+		return nil, errors.New("store: not a PostgreSQL connection URL")
+	}
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	ctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
+	}
+	s := &Store{pool: pool}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: cannot reach the database at %s: %w", where, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// migrate creates the tables and the schema version row, under
+// schemaLock so that replicas starting together do not race.
+func (s *Store) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+			return err
+		}
+		for _, q := range schema {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("create the tables: %w", err)
+			}
+		}
+		var v *int // NULL: no row yet
+		if err := tx.QueryRow(ctx, `SELECT max(version) FROM dynamic_mcp_schema`).Scan(&v); err != nil {
+			return err
+		}
+		switch {
+		case v == nil:
+			_, err := tx.Exec(ctx, `INSERT INTO dynamic_mcp_schema (version) VALUES ($1)`, SchemaVersion)
+			return err
+		case *v > SchemaVersion:
+			return fmt.Errorf("its tables are of schema version %d, made by a newer dynamic-mcp (this one knows %d)", *v, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close lets go of the pool's connections.
+func (s *Store) Close() { s.pool.Close() }
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func get(ctx context.Context, q querier, ns, key string) ([]byte, error) {
+	var v []byte
+	err := q.QueryRow(ctx, `SELECT value FROM dynamic_mcp_state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, shared.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read %s/%s: %w", ns, key, err)
+	}
+	return v, nil
+}
+
+func put(ctx context.Context, q querier, ns, key string, value []byte) error {
+	_, err := q.Exec(ctx, `INSERT INTO dynamic_mcp_state (ns, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, updated = now()`, ns, key, value)
+	if err != nil {
+		return fmt.Errorf("store: write %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+func del(ctx context.Context, q querier, ns, key string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM dynamic_mcp_state WHERE ns = $1 AND key = $2`, ns, key); err != nil {
+		return fmt.Errorf("store: delete %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+// Get returns the value of ns/key, or shared.ErrNotFound.
+func (s *Store) Get(ctx context.Context, ns, key string) ([]byte, error) {
+	return get(ctx, s.pool, ns, key)
+}
+
+// Put sets the value of ns/key.
+func (s *Store) Put(ctx context.Context, ns, key string, value []byte) error {
+	return put(ctx, s.pool, ns, key, value)
+}
+
+// Delete removes ns/key.
+func (s *Store) Delete(ctx context.Context, ns, key string) error {
+	return del(ctx, s.pool, ns, key)
+}
+
+// Keys are ns's keys, in byte order.
+func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM dynamic_mcp_state WHERE ns = $1 ORDER BY key COLLATE "C"`, ns)
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", ns, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", ns, err)
+	}
+	return keys, nil
+}
+
+// Locked runs fn in a transaction that first takes the advisory lock of
+// ns/key (pg_advisory_xact_lock of its 64-bit hash), waiting at most wait
+// (lock_timeout); the lock goes with the transaction's end.
+func (s *Store) Locked(ctx context.Context, ns, key string, wait time.Duration, fn func(tx shared.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if wait > 0 {
+			ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+			if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, ms); err != nil {
+				return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, ns+"/"+key); err != nil {
+			return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+		}
+		return fn(txStore{tx})
+	})
+}
+
+// txStore is a shared.Tx in one PostgreSQL transaction.
+type txStore struct{ tx pgx.Tx }
+
+func (t txStore) Get(ctx context.Context, ns, key string) ([]byte, error) {
+	return get(ctx, t.tx, ns, key)
+}
+
+func (t txStore) Put(ctx context.Context, ns, key string, value []byte) error {
+	return put(ctx, t.tx, ns, key, value)
+}
+
+func (t txStore) Delete(ctx context.Context, ns, key string) error { return del(ctx, t.tx, ns, key) }

@@ -1,0 +1,161 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+func open(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Two replicas on one database: what one writes the other reads; the
+// tables are made once, whoever starts first.
+func TestValuesSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	a, b := open(t, url), open(t, url)
+	ctx := t.Context()
+	if _, err := b.Get(ctx, "token", "srv"); !errors.Is(err, shared.ErrNotFound) {
+		t.Fatalf("get of nothing: %v", err)
+	}
+	if err := a.Put(ctx, "token", "srv", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Put(ctx, "token", "srv", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Put(ctx, "token", "Other", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Put(ctx, "pin", "srv", []byte("not a token")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.Get(ctx, "token", "srv"); err != nil || string(v) != "two" {
+		t.Fatalf("b reads %q, %v", v, err)
+	}
+	if keys, err := b.Keys(ctx, "token"); err != nil || !slices.Equal(keys, []string{"Other", "srv"}) {
+		t.Fatalf("keys %q, %v", keys, err)
+	}
+	if err := b.Delete(ctx, "token", "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ctx, "token", "srv"); !errors.Is(err, shared.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if v, err := a.Get(ctx, "pin", "srv"); err != nil || string(v) != "not a token" {
+		t.Fatalf("another namespace's value: %q, %v", v, err)
+	}
+}
+
+// Locked takes turns across replicas: increments made by read, wait,
+// write under the lock from two pools are never lost; a failing fn
+// writes nothing.
+func TestLockedTakesTurnsAcrossReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	stores := []*Store{open(t, url), open(t, url)}
+	ctx := t.Context()
+	const each = 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for _, s := range stores {
+		for range each {
+			wg.Go(func() {
+				errs <- s.Locked(ctx, "count", "n", 30*time.Second, func(tx shared.Tx) error {
+					n := 0
+					if v, err := tx.Get(ctx, "count", "n"); err == nil {
+						fmt.Sscan(string(v), &n)
+					} else if !errors.Is(err, shared.ErrNotFound) {
+						return err
+					}
+					time.Sleep(5 * time.Millisecond) // a lost update shows
+					return tx.Put(ctx, "count", "n", []byte(fmt.Sprint(n+1)))
+				})
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := stores[1].Get(ctx, "count", "n"); string(v) != fmt.Sprint(2*each) {
+		t.Fatalf("count %s, want %d", v, 2*each)
+	}
+	failed := errors.New("renewal failed")
+	err := stores[0].Locked(ctx, "count", "n", time.Second, func(tx shared.Tx) error {
+		if err := tx.Put(ctx, "count", "n", []byte("0")); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatal(err)
+	}
+	if v, _ := stores[1].Get(ctx, "count", "n"); string(v) != fmt.Sprint(2*each) {
+		t.Fatalf("a failed fn's write was kept: %s", v)
+	}
+}
+
+// The wait for a lock another replica holds is bounded.
+func TestLockedWaitIsBounded(t *testing.T) {
+	url := pgtest.Start(t)
+	a, b := open(t, url), open(t, url)
+	ctx := t.Context()
+	held, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = a.Locked(ctx, "token", "srv", time.Second, func(shared.Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	})
+	<-held
+	start := time.Now()
+	err := b.Locked(ctx, "token", "srv", 200*time.Millisecond, func(shared.Tx) error { return nil })
+	close(release)
+	wg.Wait()
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("waited %s: %v", time.Since(start), err)
+	}
+	if err := b.Locked(ctx, "token", "srv", time.Second, func(shared.Tx) error { return nil }); err != nil {
+		t.Fatalf("after the holder let go: %v", err)
+	}
+}
+
+// A database that does not answer fails Open with the place it tried,
+// never the password; a database of a newer schema is refused.
+func TestOpenFailsClearly(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://hub:hunter2@127.0.0.1:1/state?connect_timeout=2")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the database at 127.0.0.1:1/state") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("unreachable: %v", err)
+	}
+	if _, err := Open(context.Background(), "postgres://hub:hunter2@host:notaport/db"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("bad URL: %v", err)
+	}
+	url := pgtest.Start(t)
+	s := open(t, url)
+	if _, err := s.pool.Exec(t.Context(), `UPDATE dynamic_mcp_schema SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), url); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+		t.Fatalf("newer schema: %v", err)
+	}
+}
