@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -115,7 +116,8 @@ func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpo
 // renews only what no one renewed since (see Source), and a sign-in is
 // never overwritten by a renewal of the sign-in before it.
 type Store struct {
-	dir string
+	dir    string
+	shared shared.Store // nil: the files of dir (see NewSharedStore)
 
 	mu    sync.Mutex // guards log and vault
 	log   *slog.Logger
@@ -187,6 +189,13 @@ func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error)
 // Load returns the record of server at serverURL, or ErrNoToken. A
 // plaintext record is sealed, under the server's lock, and removed.
 func (s *Store) Load(server, serverURL string) (*Record, error) {
+	if s.shared != nil {
+		r, err := s.sharedRead(context.Background(), s.shared, server)
+		if err == nil && r.URL != serverURL {
+			return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
+		}
+		return r, err
+	}
 	return s.load(context.Background(), server, serverURL, false)
 }
 
@@ -262,6 +271,9 @@ func (s *Store) migrate(ctx context.Context, server string, locked bool) (*Recor
 
 // Save writes r atomically, under its server's lock.
 func (s *Store) Save(r *Record) error {
+	if s.shared != nil {
+		return s.withLock(context.Background(), r.Server, func(l lockedRecord) error { return l.write(r) })
+	}
 	l, err := s.lock(context.Background(), r.Server)
 	if err != nil {
 		return err
@@ -326,6 +338,11 @@ func (s *Store) privateDir() error {
 // Delete removes server's record, under its lock; removing none is not
 // an error.
 func (s *Store) Delete(server string) error {
+	if s.shared != nil {
+		return s.shared.Locked(context.Background(), tokenNS, server, lockWait, func(tx shared.Tx) error {
+			return tx.Delete(context.Background(), tokenNS, server)
+		})
+	}
 	_, e1 := os.Stat(s.path(server))
 	_, e2 := os.Stat(s.plainPath(server))
 	if errors.Is(e1, fs.ErrNotExist) && errors.Is(e2, fs.ErrNotExist) {
@@ -347,6 +364,9 @@ func (s *Store) Delete(server string) error {
 // List returns every record, by server name; plaintext ones are read as
 // they are (Load seals them).
 func (s *Store) List() ([]*Record, error) {
+	if s.shared != nil {
+		return s.sharedList(context.Background())
+	}
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
