@@ -19,7 +19,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // serveCmd serves MCP over stdio until the client closes stdin or a signal
@@ -85,7 +84,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
-	mgr := upstream.New(cfg, logger)
+	mgr, err := newManager(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
 	defer mgr.Close()
 	hub, err := server.New(cfg, mgr, logger)
 	if err != nil {

@@ -129,6 +129,9 @@ type Config struct {
 	secretValues []secretValue
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
+	// Store is the PostgreSQL URL of the state every replica shares
+	// (sign-ins); "" (the default) keeps it in StateDir.
+	Store string
 }
 
 // HTTP configures the hub's HTTP face.
