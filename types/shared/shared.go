@@ -36,6 +36,11 @@ type Store interface {
 	// before the lock is let go, and rolled back when fn fails. The wait
 	// for the lock is bounded by wait.
 	Locked(ctx context.Context, ns, key string, wait time.Duration, fn func(tx Tx) error) error
+	// Lock takes the lock of ns/key (the lock Locked takes) and holds it
+	// until unlock, for a change made through the store's own Get and Put,
+	// which are committed as they are made: before unlock. The wait is
+	// bounded by wait.
+	Lock(ctx context.Context, ns, key string, wait time.Duration) (unlock func(), err error)
 	// Close lets go of the store's connections.
 	Close()
 }

@@ -173,17 +173,44 @@ func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
 // (lock_timeout); the lock goes with the transaction's end.
 func (s *Store) Locked(ctx context.Context, ns, key string, wait time.Duration, fn func(tx shared.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if wait > 0 {
-			ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
-			if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, ms); err != nil {
-				return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, ns+"/"+key); err != nil {
-			return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+		if err := lockTx(ctx, tx, ns, key, wait); err != nil {
+			return err
 		}
 		return fn(txStore{tx})
 	})
+}
+
+// Lock takes the advisory lock of ns/key in a transaction of its own,
+// which unlock ends (rolls back: it wrote nothing). A connection that
+// breaks lets go of the lock with it.
+func (s *Store) Lock(ctx context.Context, ns, key string, wait time.Duration) (func(), error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+	}
+	if err := lockTx(ctx, tx, ns, key, wait); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectWait)
+		defer cancel()
+		_ = tx.Rollback(ctx)
+	}, nil
+}
+
+// lockTx takes the advisory lock of ns/key in tx, waiting at most wait.
+func lockTx(ctx context.Context, tx pgx.Tx, ns, key string, wait time.Duration) error {
+	if wait > 0 {
+		ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, ms); err != nil {
+			return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, ns+"/"+key); err != nil {
+		return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+	}
+	return nil
 }
 
 // txStore is a shared.Tx in one PostgreSQL transaction.

@@ -159,3 +159,35 @@ func TestOpenFailsClearly(t *testing.T) {
 		t.Fatalf("newer schema: %v", err)
 	}
 }
+
+// Lock holds the lock Locked takes, across replicas, until unlock; what
+// is written through the store meanwhile is there before unlock.
+func TestLockHoldsUntilUnlock(t *testing.T) {
+	url := pgtest.Start(t)
+	a, b := open(t, url), open(t, url)
+	ctx := t.Context()
+	unlock, err := a.Lock(ctx, "pin", "srv", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Put(ctx, "pin", "srv", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Locked(ctx, "pin", "srv", 200*time.Millisecond, func(shared.Tx) error { return nil }); err == nil {
+		t.Fatal("another replica took the lock while it was held")
+	}
+	if _, err := b.Lock(ctx, "pin", "srv", 200*time.Millisecond); err == nil {
+		t.Fatal("another replica's Lock took the lock while it was held")
+	}
+	unlock()
+	err = b.Locked(ctx, "pin", "srv", time.Second, func(tx shared.Tx) error {
+		v, err := tx.Get(ctx, "pin", "srv")
+		if err == nil && string(v) != "v1" {
+			err = fmt.Errorf("read %q", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+}
