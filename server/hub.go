@@ -88,6 +88,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		rates:         newRateLimiter(),
 		results:       newResultStore(),
 	}
+	h.approvals.shared = mgr.SharedStore() // nil without store:
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err

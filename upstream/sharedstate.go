@@ -60,3 +60,12 @@ func (p *Pins) where(serverID string) string {
 	}
 	return "the store's pins of " + serverID
 }
+
+// SharedStore is the store every replica shares, given by
+// UseSharedStore; nil when there is none.
+func (m *Manager) SharedStore() shared.Store {
+	if m == nil {
+		return nil
+	}
+	return m.shared
+}

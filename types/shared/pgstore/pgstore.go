@@ -168,6 +168,28 @@ func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
 	return keys, nil
 }
 
+// All are ns's keys and values.
+func (s *Store) All(ctx context.Context, ns string) (map[string][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM dynamic_mcp_state WHERE ns = $1`, ns)
+	if err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", ns, err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("store: read %s: %w", ns, err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", ns, err)
+	}
+	return out, nil
+}
+
 // Locked runs fn in a transaction that first takes the advisory lock of
 // ns/key (pg_advisory_xact_lock of its 64-bit hash), waiting at most wait
 // (lock_timeout); the lock goes with the transaction's end.

@@ -51,6 +51,9 @@ func TestValuesSharedByReplicas(t *testing.T) {
 	if keys, err := b.Keys(ctx, "token"); err != nil || !slices.Equal(keys, []string{"Other", "srv"}) {
 		t.Fatalf("keys %q, %v", keys, err)
 	}
+	if all, err := b.All(ctx, "token"); err != nil || len(all) != 2 || string(all["srv"]) != "two" || string(all["Other"]) != "x" {
+		t.Fatalf("all: %q, %v", all, err)
+	}
 	if err := b.Delete(ctx, "token", "srv"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// replicaHub is a hub of inboxYAML on the shared store at url (a replica
+// of a team's hub), with a state directory and audit trail of its own,
+// ready to serve.
+func replicaHub(t *testing.T, url, audit string) *Hub {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", strings.NewReader(inboxYAML(t.TempDir(), audit, "prompt_timeout: 20s", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := testLogger()
+	mgr := upstream.New(cfg, logger)
+	mgr.UseSharedStore(db) // the manager closes it
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	h, err := New(cfg, mgr, logger)
+	if err != nil {
+		mgr.Close()
+		t.Fatal(err)
+	}
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	return h
+}
+
+// With store:, a grant for every session made on one replica lets the
+// calls it covers through on another, counted once for all: a grant of
+// two calls lets one through on each replica, then the next call asks
+// again; a grant revoked on one replica no longer lets calls through on
+// the other. The audit of the replica that used it names the grant.
+func TestGrantsSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	auditB := filepath.Join(t.TempDir(), "audit.jsonl")
+	a, b := replicaHub(t, url, "off"), replicaHub(t, url, auditB)
+	ca, cb := inboxClient(t, a), inboxClient(t, b)
+
+	ca.send(inboxCall(1, `{"text":"hi"}`))
+	p := pendingOne(t, a)
+	g, err := a.Approve(p.ID, "cli:ada", approval.Options{Calls: 2})
+	if err != nil || g == nil {
+		t.Fatalf("grant %+v, %v", g, err)
+	}
+	if got := ca.answer("1"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("approved on a: %s", got)
+	}
+	if l := b.Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 {
+		t.Fatalf("the grant as b lists it: %+v", l.Grants)
+	}
+	cb.send(inboxCall(2, `{"text":"on b"}`))
+	if got := cb.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("b's call under a's grant: %s", got)
+	}
+	if rec := lastAudit(t, auditB, 1); rec.Grant != g.ID || rec.ApprovedBy != "cli:ada" {
+		t.Errorf("b's audit of the call: %+v", rec)
+	}
+	ca.send(inboxCall(3, `{"text":"on a"}`))
+	if got := ca.answer("3"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("a's call, the grant's last: %s", got)
+	}
+	cb.send(inboxCall(4, `{"text":"on b again"}`))
+	p = pendingOne(t, b) // the grant's calls are used up, on every replica
+	if l := a.Approvals(); len(l.Grants) != 0 {
+		t.Errorf("a used-up grant listed on a: %+v", l.Grants)
+	}
+
+	g, err = b.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb.answer("4")
+	ca.send(inboxCall(5, `{"text":"hi"}`))
+	if got := ca.answer("5"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("a's call under b's grant: %s", got)
+	}
+	if err := a.Revoke(g.ID, "ui"); err != nil {
+		t.Fatalf("revoke on a of b's grant: %v", err)
+	}
+	if err := b.Revoke(g.ID, "ui"); err != approval.ErrNoGrant {
+		t.Errorf("revoked twice: %v", err)
+	}
+	cb.send(inboxCall(6, `{"text":"hi"}`))
+	pendingOne(t, b)
+}
