@@ -89,6 +89,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		results:       newResultStore(),
 	}
 	h.approvals.shared = mgr.SharedStore() // nil without store:
+	h.rates.shared = mgr.SharedStore()
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err

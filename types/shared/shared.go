@@ -43,6 +43,12 @@ type Store interface {
 	// which are committed as they are made: before unlock. The wait is
 	// bounded by wait.
 	Lock(ctx context.Context, ns, key string, wait time.Duration) (unlock func(), err error)
+	// Take takes a token from the bucket key, which holds up to calls
+	// tokens, refilled continuously at calls per period (a rate limit
+	// every replica counts against), in one atomic step: ok is false when
+	// the bucket is empty, and tokens is what it holds then (below 1). A
+	// bucket whose calls or period changed starts full.
+	Take(ctx context.Context, key string, calls int, period time.Duration) (tokens float64, ok bool, err error)
 	// Close lets go of the store's connections.
 	Close()
 }

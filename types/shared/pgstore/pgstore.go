@@ -37,6 +37,13 @@ var schema = []string{
 		value bytea NOT NULL,
 		updated timestamptz NOT NULL DEFAULT now(),
 		PRIMARY KEY (ns, key))`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_rate (
+		key text PRIMARY KEY,
+		calls integer NOT NULL,
+		period_us bigint NOT NULL,
+		tokens double precision NOT NULL,
+		took boolean NOT NULL,
+		last timestamptz NOT NULL)`,
 }
 
 // Store is the shared state in one PostgreSQL database.
@@ -188,6 +195,36 @@ func (s *Store) All(ctx context.Context, ns string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("store: read %s: %w", ns, err)
 	}
 	return out, nil
+}
+
+// refill is a bucket's tokens brought up to the statement's time: full
+// when its rate changed.
+const refill = `(CASE WHEN r.calls = $2::integer AND r.period_us = $3::bigint
+	THEN least($2::integer::float8, r.tokens +
+		greatest(0::float8, extract(epoch FROM now() - r.last)::float8) * 1e6::float8 * $2::integer::float8 / $3::bigint::float8)
+	ELSE $2::integer::float8 END)`
+
+// takeSQL refills and takes from a bucket in one statement: the row's
+// lock orders the replicas' takes, the database's clock the refill.
+const takeSQL = `INSERT INTO dynamic_mcp_rate AS r (key, calls, period_us, tokens, took, last)
+	VALUES ($1, $2::integer, $3::bigint, $2::integer::float8 - 1, true, now())
+	ON CONFLICT (key) DO UPDATE SET
+		tokens = CASE WHEN ` + refill + ` >= 1 THEN ` + refill + ` - 1 ELSE ` + refill + ` END,
+		took = ` + refill + ` >= 1,
+		calls = $2::integer, period_us = $3::bigint, last = now()
+	RETURNING tokens, took`
+
+// Take takes a token from the bucket key (a row of dynamic_mcp_rate).
+func (s *Store) Take(ctx context.Context, key string, calls int, period time.Duration) (float64, bool, error) {
+	if calls < 1 || period <= 0 {
+		return 0, false, fmt.Errorf("store: bucket %s: a rate is at least 1 call per positive period", key)
+	}
+	var tokens float64
+	var ok bool
+	if err := s.pool.QueryRow(ctx, takeSQL, key, calls, period.Microseconds()).Scan(&tokens, &ok); err != nil {
+		return 0, false, fmt.Errorf("store: bucket %s: %w", key, err)
+	}
+	return tokens, ok, nil
 }
 
 // Locked runs fn in a transaction that first takes the advisory lock of

@@ -194,3 +194,54 @@ func TestLockHoldsUntilUnlock(t *testing.T) {
 		t.Fatalf("after unlock: %v", err)
 	}
 }
+
+// A bucket shared by two replicas lets through its calls in all, taken
+// at once from both, then refuses until it refills; a new rate starts
+// full.
+func TestTakeSharedBucket(t *testing.T) {
+	url := pgtest.Start(t)
+	stores := []*Store{open(t, url), open(t, url)}
+	ctx := t.Context()
+	const calls = 10
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	took, refused := 0, 0
+	for i := range 2 * calls {
+		wg.Go(func() {
+			_, ok, err := stores[i%2].Take(ctx, "g/r/hub", calls, time.Hour)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Error(err)
+			case ok:
+				took++
+			default:
+				refused++
+			}
+		})
+	}
+	wg.Wait()
+	if took != calls || refused != calls {
+		t.Fatalf("took %d, refused %d of %d calls a hour", took, refused, calls)
+	}
+	if tokens, ok, err := stores[0].Take(ctx, "g/r/hub", calls, time.Hour); ok || err != nil || tokens >= 1 || tokens < 0 {
+		t.Fatalf("an empty bucket: %v %v %v", tokens, ok, err)
+	}
+	// 5 calls per 500 ms: refilled within a second.
+	for range 5 {
+		if _, ok, err := stores[1].Take(ctx, "fast", 5, 500*time.Millisecond); !ok || err != nil {
+			t.Fatalf("a full bucket: %v %v", ok, err)
+		}
+	}
+	if _, ok, _ := stores[0].Take(ctx, "fast", 5, 500*time.Millisecond); ok {
+		t.Fatal("an empty bucket let a call through")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, ok, err := stores[0].Take(ctx, "fast", 5, 500*time.Millisecond); !ok || err != nil {
+		t.Fatalf("after a refill: %v %v", ok, err)
+	}
+	if _, ok, err := stores[0].Take(ctx, "g/r/hub", calls+1, time.Hour); !ok || err != nil {
+		t.Fatalf("a new rate starts full: %v %v", ok, err)
+	}
+}

@@ -16,12 +16,11 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// replicaHub is a hub of inboxYAML on the shared store at url (a replica
-// of a team's hub), with a state directory and audit trail of its own,
-// ready to serve.
-func replicaHub(t *testing.T, url, audit string) *Hub {
+// replicaHub is a hub of yaml on the shared store at url (a replica of a
+// team's hub), ready to serve.
+func replicaHub(t *testing.T, url, yaml string) *Hub {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", strings.NewReader(inboxYAML(t.TempDir(), audit, "prompt_timeout: 20s", "")))
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +53,8 @@ func replicaHub(t *testing.T, url, audit string) *Hub {
 func TestGrantsSharedByReplicas(t *testing.T) {
 	url := pgtest.Start(t)
 	auditB := filepath.Join(t.TempDir(), "audit.jsonl")
-	a, b := replicaHub(t, url, "off"), replicaHub(t, url, auditB)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), auditB, "prompt_timeout: 20s", ""))
 	ca, cb := inboxClient(t, a), inboxClient(t, b)
 
 	ca.send(inboxCall(1, `{"text":"hi"}`))
@@ -103,4 +103,36 @@ func TestGrantsSharedByReplicas(t *testing.T) {
 	}
 	cb.send(inboxCall(6, `{"text":"hi"}`))
 	pendingOne(t, b)
+}
+
+// With store:, a rate per hub is counted across replicas: 2/minute lets
+// one call through on each of two replicas, and the next, on either, is
+// refused with the time until a token comes back; a rate per session
+// stays with the replica that holds the session.
+func TestRateLimitSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	rules := `      - {name: hub, action: allow, tool: echo, args: {text: "hub"}, rate: 2/minute, per: hub}
+      - {name: session, action: allow, tool: echo, args: {text: "session"}, rate: 1/minute}
+      - {action: allow, tool: "*"}
+`
+	a := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
+	b := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
+	ca, cb := rateSession(t, a, "s", "", `{}`), rateSession(t, b, "s", "", `{}`)
+	if got := echo(t, ca, 1, "hub"); !got.passed() {
+		t.Fatalf("per: hub, on a: %+v", got.Error)
+	}
+	if got := echo(t, cb, 1, "hub"); !got.passed() {
+		t.Fatalf("per: hub, on b: %+v", got.Error)
+	}
+	echo(t, ca, 2, "hub").refused(t, "per: hub, the 3rd call, on a", "hub", 30)
+	echo(t, cb, 2, "hub").refused(t, "per: hub, the 4th call, on b", "hub", 30)
+	if n := b.RateLimited()["f"]["hub"]; n != 1 {
+		t.Errorf("b counted %d calls over the limit, want 1", n)
+	}
+	for _, c := range []*pipeClient{ca, cb} {
+		if got := echo(t, c, 3, "session"); !got.passed() {
+			t.Fatalf("per: session, each replica's own: %+v", got.Error)
+		}
+		echo(t, c, 4, "session").refused(t, "per: session, the 2nd", "session", 60)
+	}
 }
