@@ -136,10 +136,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
+	storeAtStart := cfg.Store
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
 			setLogSecrets(cfg)
+			if cfg.Store != storeAtStart {
+				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
+			}
 			cfg, err := cfg.WithProfile(profile)
 			if err != nil {
 				logger.Error("config reload: still serving the previous config", "err", err)

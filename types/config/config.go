@@ -130,7 +130,8 @@ type Config struct {
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
 	// Store is the PostgreSQL URL of the state every replica shares
-	// (sign-ins); "" (the default) keeps it in StateDir.
+	// (sign-ins, tool pins, grants, rate counters); "" (the default)
+	// keeps it in StateDir.
 	Store string
 }
 
