@@ -190,7 +190,9 @@ func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error)
 // plaintext record is sealed, under the server's lock, and removed.
 func (s *Store) Load(server, serverURL string) (*Record, error) {
 	if s.shared != nil {
-		r, err := s.sharedRead(context.Background(), s.shared, server)
+		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		defer cancel()
+		r, err := s.sharedRead(ctx, s.shared, server)
 		if err == nil && r.URL != serverURL {
 			return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
 		}
@@ -272,7 +274,9 @@ func (s *Store) migrate(ctx context.Context, server string, locked bool) (*Recor
 // Save writes r atomically, under its server's lock.
 func (s *Store) Save(r *Record) error {
 	if s.shared != nil {
-		return s.withLock(context.Background(), r.Server, func(l lockedRecord) error { return l.write(r) })
+		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
+		defer cancel()
+		return s.withLock(ctx, r.Server, func(l lockedRecord) error { return l.write(r) })
 	}
 	l, err := s.lock(context.Background(), r.Server)
 	if err != nil {
@@ -339,8 +343,10 @@ func (s *Store) privateDir() error {
 // an error.
 func (s *Store) Delete(server string) error {
 	if s.shared != nil {
-		return s.shared.Locked(context.Background(), tokenNS, server, lockWait, func(tx shared.Tx) error {
-			return tx.Delete(context.Background(), tokenNS, server)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
+		defer cancel()
+		return s.shared.Locked(ctx, tokenNS, server, lockWait, func(tx shared.Tx) error {
+			return tx.Delete(ctx, tokenNS, server)
 		})
 	}
 	_, e1 := os.Stat(s.path(server))
@@ -365,7 +371,9 @@ func (s *Store) Delete(server string) error {
 // they are (Load seals them).
 func (s *Store) List() ([]*Record, error) {
 	if s.shared != nil {
-		return s.sharedList(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		defer cancel()
+		return s.sharedList(ctx)
 	}
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {

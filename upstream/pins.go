@@ -90,7 +90,9 @@ func (p *Pins) lock(serverID string, write bool) (func(), error) {
 		return func() { <-token }, nil
 	}
 	if p.shared != nil {
-		unlock, err := p.shared.Lock(context.Background(), pinNS, serverID, pinLockWait)
+		ctx, cancel := context.WithTimeout(context.Background(), pinLockWait)
+		unlock, err := p.shared.Lock(ctx, pinNS, serverID, pinLockWait)
+		cancel() // bounds the wait; the lock's transaction outlives it
 		if err != nil {
 			<-token
 			return nil, err

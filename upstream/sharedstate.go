@@ -36,7 +36,9 @@ func (p *Pins) read(serverID string) ([]byte, error) {
 	if p.shared == nil {
 		return os.ReadFile(p.path(serverID))
 	}
-	b, err := p.shared.Get(context.Background(), pinNS, serverID)
+	ctx, cancel := context.WithTimeout(context.Background(), pinLockWait)
+	defer cancel()
+	b, err := p.shared.Get(ctx, pinNS, serverID)
 	if errors.Is(err, shared.ErrNotFound) {
 		return nil, fs.ErrNotExist
 	}
@@ -49,7 +51,9 @@ func (p *Pins) sharedSave(f *pinFile) error {
 	if err != nil {
 		return err
 	}
-	return p.shared.Put(context.Background(), pinNS, f.Server, b)
+	ctx, cancel := context.WithTimeout(context.Background(), pinLockWait)
+	defer cancel()
+	return p.shared.Put(ctx, pinNS, f.Server, b)
 }
 
 // where names serverID's pins in a message: its file, or the shared
