@@ -245,3 +245,32 @@ func TestTakeSharedBucket(t *testing.T) {
 		t.Fatalf("a new rate starts full: %v %v", ok, err)
 	}
 }
+
+// Replicas starting together on a new database make its tables once,
+// without a failure on any of them.
+func TestOpenTogether(t *testing.T) {
+	url := pgtest.Start(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Go(func() {
+			s, err := Open(t.Context(), url)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	s := open(t, url)
+	var rows int
+	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM dynamic_mcp_schema`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("schema version rows: %d, %v", rows, err)
+	}
+}
