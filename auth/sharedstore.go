@@ -21,7 +21,16 @@ const tokenNS = "token"
 // other replica can open. Changes of a record are made under db's lock of
 // its server (a PostgreSQL advisory lock), so a renewal is single-flight
 // across replicas as it is across processes with the state directory.
-func NewSharedStore(dir string, db shared.Store) *Store { return &Store{dir: dir, shared: db} }
+func NewSharedStore(dir string, db shared.Store) *Store { return &Store{dir: dir, db: db} }
+
+// ns is the namespace of the store's records in db: tokenNS, or a user's
+// own (ForUser) for the records of that user alone.
+func (s *Store) ns() string {
+	if s.user != "" {
+		return tokenNS + ":user:" + s.user
+	}
+	return tokenNS
+}
 
 // sharedVault opens the vault for a shared store: its key must be the
 // one every replica has.
@@ -42,14 +51,14 @@ func (s *Store) sharedRead(ctx context.Context, tx shared.Tx, server string) (*R
 	if err != nil {
 		return nil, err
 	}
-	b, err := tx.Get(ctx, tokenNS, server)
+	b, err := tx.Get(ctx, s.ns(), server)
 	if errors.Is(err, shared.ErrNotFound) {
 		return nil, ErrNoToken
 	}
 	if err != nil {
 		return nil, err
 	}
-	if b, err = v.Open(b, server); err != nil {
+	if b, err = v.Open(b, s.sealedFor(server)); err != nil {
 		return nil, fmt.Errorf("the shared store's sign-in of %s: %w", server, err)
 	}
 	r := new(Record)
@@ -70,18 +79,18 @@ func (s *Store) sharedWrite(ctx context.Context, tx shared.Tx, r *Record) error 
 	if err != nil {
 		return err
 	}
-	return tx.Put(ctx, tokenNS, r.Server, v.Seal(b, r.Server))
+	return tx.Put(ctx, s.ns(), r.Server, v.Seal(b, s.sealedFor(r.Server)))
 }
 
 // sharedList returns every record of the shared store.
 func (s *Store) sharedList(ctx context.Context) ([]*Record, error) {
-	servers, err := s.shared.Keys(ctx, tokenNS)
+	servers, err := s.db.Keys(ctx, s.ns())
 	if err != nil {
 		return nil, err
 	}
 	var out []*Record
 	for _, server := range servers {
-		r, err := s.sharedRead(ctx, s.shared, server)
+		r, err := s.sharedRead(ctx, s.db, server)
 		if errors.Is(err, ErrNoToken) {
 			continue // deleted since
 		}
@@ -103,8 +112,8 @@ type lockedRecord struct {
 // lock, or the shared store's advisory lock, whose transaction commits
 // what fn wrote when fn returns nil. Both wait at most lockWait.
 func (s *Store) withLock(ctx context.Context, server string, fn func(l lockedRecord) error) error {
-	if s.shared != nil {
-		err := s.shared.Locked(ctx, tokenNS, server, lockWait, func(tx shared.Tx) error {
+	if s.db != nil {
+		err := s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
 			return fn(lockedRecord{
 				load: func(serverURL string) (*Record, error) {
 					r, err := s.sharedRead(ctx, tx, server)

@@ -148,3 +148,29 @@ func TestSharedStoreRenewalSingleFlightAcrossReplicas(t *testing.T) {
 	}
 	t.Logf("in-process replica answered %d; %d renewals; processes: %s", ok, refreshed, outs[0].String()+outs[1].String())
 }
+
+// A user's own sign-in (auth: per-user) is kept on the database too,
+// apart from the shared one and from every other user's, and read by
+// that user on any replica.
+func TestSharedStorePerUserRecords(t *testing.T) {
+	url := pgtest.Start(t)
+	one, two := replica(t, url), replica(t, url)
+	base := Record{Server: "srv", URL: "https://srv.example/mcp", TokenEndpoint: "https://id.example/token", ClientID: "hub"}
+	shared, alice := base, base
+	shared.AccessToken, alice.AccessToken = "shared-token", "alice-token"
+	if err := one.Save(&shared); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.ForUser("jwt:alice").Save(&alice); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := two.ForUser("jwt:alice").Load("srv", base.URL); err != nil || r.AccessToken != "alice-token" {
+		t.Fatalf("alice's own sign-in on another replica: %v, %v", r, err)
+	}
+	if r, err := two.Load("srv", base.URL); err != nil || r.AccessToken != "shared-token" {
+		t.Fatalf("the shared sign-in: %v, %v", r, err)
+	}
+	if _, err := two.ForUser("jwt:bob").Load("srv", base.URL); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("bob has no sign-in of his own: %v", err)
+	}
+}

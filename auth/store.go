@@ -116,8 +116,14 @@ func (r *Record) CanRefresh() bool { return r.RefreshToken != "" && r.TokenEndpo
 // renews only what no one renewed since (see Source), and a sign-in is
 // never overwritten by a renewal of the sign-in before it.
 type Store struct {
-	dir    string
-	shared shared.Store // nil: the files of dir (see NewSharedStore)
+	dir string
+	// user, for a store of one user's sign-ins (see ForUser), is the
+	// hash of the user's key; shared is the store whose vault seals them.
+	user   string
+	shared *Store
+	// db keeps the records in the store every replica shares in place of
+	// dir's files (see NewSharedStore); nil: the files.
+	db shared.Store
 
 	mu    sync.Mutex // guards log and vault
 	log   *slog.Logger
@@ -146,16 +152,25 @@ const (
 )
 
 func (s *Store) path(server string) string {
+	if s.user != "" {
+		return s.userPath(server, sealedExt)
+	}
 	return filepath.Join(s.dir, url.PathEscape(server)+sealedExt)
 }
 
 func (s *Store) plainPath(server string) string {
+	if s.user != "" {
+		return s.userPath(server, plainExt)
+	}
 	return filepath.Join(s.dir, url.PathEscape(server)+plainExt)
 }
 
 // openVault opens the state directory's vault, once: a failure (the
 // vault busy, say) is tried again on the next use.
 func (s *Store) openVault() (*vault.Vault, error) {
+	if s.shared != nil {
+		return s.shared.openVault()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.vault == nil {
@@ -171,12 +186,18 @@ func (s *Store) openVault() (*vault.Vault, error) {
 // lockPath is the lock file of server's record: a dot file, which List
 // skips, left in place (an unlocked file is no lock).
 func (s *Store) lockPath(server string) string {
+	if s.user != "" {
+		return s.userPath(server, ".lock")
+	}
 	return filepath.Join(s.dir, "."+url.PathEscape(server)+".lock")
 }
 
 // lock takes server's lock, waiting at most lockWait.
 func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error) {
 	if err := s.privateDir(); err != nil {
+		return nil, err
+	}
+	if err := s.userDir(server); err != nil {
 		return nil, err
 	}
 	l, err := filelock.Acquire(ctx, s.lockPath(server), lockWait)
@@ -189,10 +210,10 @@ func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error)
 // Load returns the record of server at serverURL, or ErrNoToken. A
 // plaintext record is sealed, under the server's lock, and removed.
 func (s *Store) Load(server, serverURL string) (*Record, error) {
-	if s.shared != nil {
+	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 		defer cancel()
-		r, err := s.sharedRead(ctx, s.shared, server)
+		r, err := s.sharedRead(ctx, s.db, server)
 		if err == nil && r.URL != serverURL {
 			return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
 		}
@@ -238,7 +259,7 @@ func (s *Store) read(server string) (r *Record, plain bool, err error) {
 		return nil, false, err
 	}
 	if !plain {
-		if b, err = v.Open(b, server); err != nil {
+		if b, err = v.Open(b, s.sealedFor(server)); err != nil {
 			return nil, false, fmt.Errorf("token file %s: %w", s.path(server), err)
 		}
 	}
@@ -273,7 +294,7 @@ func (s *Store) migrate(ctx context.Context, server string, locked bool) (*Recor
 
 // Save writes r atomically, under its server's lock.
 func (s *Store) Save(r *Record) error {
-	if s.shared != nil {
+	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
 		defer cancel()
 		return s.withLock(ctx, r.Server, func(l lockedRecord) error { return l.write(r) })
@@ -296,11 +317,14 @@ func (s *Store) write(r *Record) error {
 	if err := s.privateDir(); err != nil {
 		return err
 	}
+	if err := s.userDir(r.Server); err != nil {
+		return err
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(s.path(r.Server), v.Seal(b, r.Server), 0o600); err != nil {
+	if err := atomicfile.Write(s.path(r.Server), v.Seal(b, s.sealedFor(r.Server)), 0o600); err != nil {
 		return err
 	}
 	if err := os.Remove(s.plainPath(r.Server)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -342,11 +366,11 @@ func (s *Store) privateDir() error {
 // Delete removes server's record, under its lock; removing none is not
 // an error.
 func (s *Store) Delete(server string) error {
-	if s.shared != nil {
+	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
 		defer cancel()
-		return s.shared.Locked(ctx, tokenNS, server, lockWait, func(tx shared.Tx) error {
-			return tx.Delete(ctx, tokenNS, server)
+		return s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
+			return tx.Delete(ctx, s.ns(), server)
 		})
 	}
 	_, e1 := os.Stat(s.path(server))
@@ -370,7 +394,7 @@ func (s *Store) Delete(server string) error {
 // List returns every record, by server name; plaintext ones are read as
 // they are (Load seals them).
 func (s *Store) List() ([]*Record, error) {
-	if s.shared != nil {
+	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 		defer cancel()
 		return s.sharedList(ctx)

@@ -29,9 +29,13 @@ import (
 // so that a reload keeps them; both are bounded.
 const (
 	// maxPending bounds the calls waiting in all; maxPendingPerSession
-	// those of one client session. A call over either is denied at once.
-	maxPending           = 256
-	maxPendingPerSession = 16
+	// those of one client session (its caller), maxPendingPerCredential
+	// those of all the sessions of one HTTP credential, so that one
+	// credential with many sessions cannot fill the inbox for the others.
+	// A call over any is denied at once.
+	maxPending              = 256
+	maxPendingPerSession    = 16
+	maxPendingPerCredential = 64
 	// maxGrants bounds the grants kept; a new one past it pushes out the
 	// oldest (which then asks again: the safe side).
 	maxGrants = 1024
@@ -49,23 +53,28 @@ type approvals struct {
 	// replica shares (sharedgrants.go); nil: here.
 	shared shared.Store
 
-	mu         sync.Mutex // guards pending, perSession and grants
-	pending    map[string]*pendingCall
-	perSession map[string]int
-	grants     []*grant // oldest first
+	mu            sync.Mutex // guards pending, perSession, perCredential and grants
+	pending       map[string]*pendingCall
+	perSession    map[string]int // by owner
+	perCredential map[string]int // by credential, "" not counted
+	grants        []*grant       // oldest first
 }
 
 func newApprovals() *approvals {
-	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}}
+	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{}}
 }
 
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
 	approval.Pending
-	owner  string          // its caller (see caller): a session, or a credential without one
-	name   string          // the tool or prompt name, or URI, whole (Tool may be cut)
-	args   json.RawMessage // as the client sent them, to match a grant made meanwhile
-	answer chan verdict    // buffered: answered once, under approvals.mu
+	owner string // its caller (see caller): a session, or a credential without one
+	cred  string // the HTTP credential it came with (session.Client), "" for none
+	// sessionless: the call came without a session (see sessionless),
+	// so a session grant could not end.
+	sessionless bool
+	name        string          // the tool or prompt name, or URI, whole (Tool may be cut)
+	args        json.RawMessage // as the client sent them, to match a grant made meanwhile
+	answer      chan verdict    // buffered: answered once, under approvals.mu
 }
 
 // verdict is a person's answer to a pending call.
@@ -83,8 +92,8 @@ type grant struct {
 }
 
 // covers reports whether g lets the call through at now, without using it.
-func (g *grant) covers(now time.Time, owner, group, method, name string, args json.RawMessage) bool {
-	if g.Group != group || g.Method != method || g.Tool != name {
+func (g *grant) covers(now time.Time, owner, group, server, method, name string, args json.RawMessage) bool {
+	if g.Group != group || g.Server != server || g.Method != method || g.Tool != name {
 		return false
 	}
 	if g.owner != "" && g.owner != owner {
@@ -105,21 +114,21 @@ func newID(prefix string) string {
 
 // use finds a grant that covers the call and counts the call against it:
 // its id and who approved it; ok false when none covers it.
-func (a *approvals) use(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *approvals) use(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	a.mu.Lock()
-	id, by, ok = a.useLocked(session, group, method, name, args)
+	id, by, ok = a.useLocked(session, group, server, method, name, args)
 	a.mu.Unlock()
 	if !ok && a.shared != nil {
-		return a.sharedUse(session, group, method, name, args)
+		return a.sharedUse(session, group, server, method, name, args)
 	}
 	return id, by, ok
 }
 
-func (a *approvals) useLocked(session, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *approvals) useLocked(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	now := a.now()
 	a.expireLocked(now)
 	for i, g := range a.grants {
-		if !g.covers(now, session, group, method, name, args) {
+		if !g.covers(now, session, group, server, method, name, args) {
 			continue
 		}
 		g.Used++
@@ -147,9 +156,14 @@ func (a *approvals) add(p *pendingCall) error {
 		return fmt.Errorf("%d calls wait for approval already", maxPending)
 	case a.perSession[p.owner] >= maxPendingPerSession:
 		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
+	case p.cred != "" && a.perCredential[p.cred] >= maxPendingPerCredential:
+		return fmt.Errorf("%d calls of this credential wait for approval already", maxPendingPerCredential)
 	}
 	a.pending[p.ID] = p
 	a.perSession[p.owner]++
+	if p.cred != "" {
+		a.perCredential[p.cred]++
+	}
 	return nil
 }
 
@@ -162,6 +176,11 @@ func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
 	delete(a.pending, id)
 	if a.perSession[p.owner]--; a.perSession[p.owner] <= 0 {
 		delete(a.perSession, p.owner)
+	}
+	if p.cred != "" {
+		if a.perCredential[p.cred]--; a.perCredential[p.cred] <= 0 {
+			delete(a.perCredential, p.cred)
+		}
 	}
 	return p, true
 }
@@ -237,8 +256,8 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 		}
 		matcher = m
 	}
-	if o.Calls < 0 || o.For < 0 {
-		return nil, errors.New("a grant's calls and time are positive")
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
 	by = clipBy(by)
 	a := h.approvals
@@ -258,6 +277,9 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 	if !ok {
 		return nil, approval.ErrNoPending
 	}
+	if o.Session && p.sessionless {
+		return nil, approval.ErrNoSession
+	}
 	if o.Once() {
 		a.takeLocked(id)
 		p.answer <- verdict{ok: true, by: by}
@@ -269,7 +291,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 	}
 	now := a.now()
 	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
-		Group: p.Group, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
+		Group: p.Group, Server: p.Server, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
 	if o.Session {
 		g.Session, g.owner = p.Session, p.owner
 	}
@@ -292,7 +314,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
 	// The calls of a loop that came while this one waited go too.
 	for oid, q := range a.pending {
-		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Method, q.name, q.args); ok {
+		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Server, q.Method, q.name, q.args); ok {
 			a.takeLocked(oid)
 			q.answer <- verdict{ok: true, by: gby, grant: gid}
 		}
@@ -349,7 +371,7 @@ func clipBy(by string) string {
 // granted lets c through at once when a grant covers it, noting the grant
 // in the audit record.
 func (h *Hub) granted(req *request, c call) bool {
-	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.method, c.name, c.args)
+	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.server.Config.Name, c.method, c.name, c.args)
 	if !ok {
 		return false
 	}
@@ -381,9 +403,10 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 	now := time.Now()
 	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
 		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
-		Client: req.sess.GetClientInfo().Name, Arguments: approvalArgs(cfg, c.args), Rule: d.Rule,
+		Client: req.sess.GetClientInfo().Name, ArgumentsSize: len(c.args), Rule: d.Rule,
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		owner: caller(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
+		owner: caller(req.sess), cred: req.sess.Client(), sessionless: sessionless(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
+	p.Arguments, p.Clipped = approvalArgs(cfg, c.args)
 	if err := h.approvals.add(p); err != nil {
 		return err
 	}
@@ -422,18 +445,18 @@ func clipName(name string) string {
 
 // approvalArgs are args as a pending call shows them: the config's
 // ${secret:} values and secret-named members redacted, as the inspector
-// redacts them, and cut at maxApprovalArgs.
-func approvalArgs(cfg *config.Config, args json.RawMessage) json.RawMessage {
+// redacts them, and cut at maxApprovalArgs (clipped then true).
+func approvalArgs(cfg *config.Config, args json.RawMessage) (shown json.RawMessage, clipped bool) {
 	if len(args) == 0 {
-		return nil
+		return nil, false
 	}
 	text := inspect.Redact(cfg.RedactSecrets(args))
 	if len(text) > maxApprovalArgs || !json.Valid([]byte(text)) {
 		if len(text) > maxApprovalArgs {
-			text = text[:maxApprovalArgs] + clippedMark
+			text, clipped = text[:maxApprovalArgs]+clippedMark, true
 		}
 		q, _ := json.Marshal(text) // shown as text: cut JSON is not JSON
-		return q
+		return q, clipped
 	}
-	return json.RawMessage(text)
+	return json.RawMessage(text), false
 }

@@ -193,6 +193,9 @@ func TestApprovalGrantScope(t *testing.T) {
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
 	p := pendingOne(t, h)
+	if _, err := h.Approve(p.ID, "ui", approval.Options{Args: map[string]string{"text": "/tmp/**"}}); err == nil || !strings.Contains(err.Error(), "narrows a grant") {
+		t.Errorf("args without a grant to narrow: %v", err)
+	}
 	if _, err := h.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "/etc/**"}}); err == nil {
 		t.Error("a grant whose args do not match the call approved")
 	}
@@ -431,5 +434,89 @@ groups:
 	c.send(inboxCall(4, `{"text":"hi"}`))
 	if got := c.answer("4"); !strings.Contains(got, `"result"`) {
 		t.Errorf("over the rate, under the grant: %s", got)
+	}
+}
+
+// The sessions of one HTTP credential together wait at most
+// maxPendingPerCredential calls: past it a new session of that
+// credential is denied while another credential's calls, and those of a
+// client without one (stdio), still wait; an answer makes room.
+func TestApprovalBoundsPerCredential(t *testing.T) {
+	a := newApprovals()
+	add := func(id, owner, cred string) error {
+		return a.add(&pendingCall{Pending: approval.Pending{ID: id}, owner: owner, cred: cred, answer: make(chan verdict, 1)})
+	}
+	for i := range maxPendingPerCredential {
+		if err := add(fmt.Sprint("a-", i), fmt.Sprint("session a-", i/maxPendingPerSession), "alice"); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if err := add("a-more", "session a-new", "alice"); err == nil || !strings.Contains(err.Error(), "of this credential") {
+		t.Errorf("over the credential's bound: %v", err)
+	}
+	if err := add("b-1", "session b-1", "bob"); err != nil {
+		t.Errorf("another credential: %v", err)
+	}
+	for i := range maxPendingPerSession {
+		if err := add(fmt.Sprint("s-", i), fmt.Sprint("session s-", i%2), ""); err != nil {
+			t.Errorf("a client without a credential: %v", err)
+		}
+	}
+	if _, err := a.decide("a-0", verdict{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("a-more", "session a-new", "alice"); err != nil {
+		t.Errorf("after an answer: %v", err)
+	}
+}
+
+// A grant names the server whose tool it lets through: a tool of the same
+// name that another server of the group serves still asks, and a waiting
+// call of that other server is not released by it.
+func TestApprovalGrantNamesServer(t *testing.T) {
+	a := newApprovals()
+	h := &Hub{approvals: a, logger: testLogger()}
+	pend := func(id, server string) *pendingCall {
+		p := &pendingCall{Pending: approval.Pending{ID: id, Method: "tools/call", Tool: "echo", Group: "g", Server: server},
+			owner: "session s", name: "echo", answer: make(chan verdict, 1)}
+		if err := a.add(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pend("p1", "one")
+	other := pend("p2", "two")
+	g, err := h.Approve("p1", "ui", approval.Options{For: approval.Duration(time.Minute)})
+	if err != nil || g.Server != "one" {
+		t.Fatalf("grant %+v, %v", g, err)
+	}
+	if l := a.list(); len(l.Pending) != 1 || l.Pending[0].ID != "p2" || len(other.answer) != 0 {
+		t.Errorf("the other server's call was released by the grant: %+v", l.Pending)
+	}
+	if _, _, ok := a.use("session s", "g", "two", "tools/call", "echo", nil); ok {
+		t.Error("the grant covers another server's tool of the same name")
+	}
+	if id, _, ok := a.use("session s", "g", "one", "tools/call", "echo", nil); !ok || id != g.ID {
+		t.Error("the grant does not cover its own server's tool")
+	}
+}
+
+// A pending call shows its arguments cut at maxApprovalArgs: it says so
+// (Clipped) and gives the whole arguments' size; a call whose arguments
+// fit is not marked.
+func TestApprovalClippedArguments(t *testing.T) {
+	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	c := inboxClient(t, h)
+	for i, args := range []string{`{"text":"hi"}`, `{"text":"` + strings.Repeat("x", 2*maxApprovalArgs) + `"}`} {
+		c.send(inboxCall(i+1, args))
+		p := pendingOne(t, h)
+		if clipped := len(args) > maxApprovalArgs; p.Clipped != clipped || p.ArgumentsSize != len(args) ||
+			len(p.Arguments) > maxApprovalArgs+64 {
+			t.Errorf("arguments of %d bytes: clipped %v, size %d, shown %d bytes", len(args), p.Clipped, p.ArgumentsSize, len(p.Arguments))
+		}
+		if err := h.Deny(p.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		c.answer(fmt.Sprint(i + 1))
 	}
 }

@@ -242,18 +242,7 @@ func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) 
 // elicit asks the client's user through form elicitation.
 func (h *Hub) elicit(ctx context.Context, req *request, c call, d policy.Decision) error {
 	sess := req.sess
-	what := fmt.Sprintf("%s %q on %s", c.method, c.name, c.server.Config.ID())
-	msg := fmt.Sprintf("dynamic-mcp: allow %s?", what)
-	if d.Description != "" {
-		msg += " " + d.Description + "."
-	}
-	if len(c.args) > 0 {
-		args := string(c.args)
-		if len(args) > 500 {
-			args = args[:500] + "..."
-		}
-		msg += " Arguments: " + args
-	}
+	msg := promptMessage(req.snap.cfg, c, d)
 	ctx, cancel := context.WithTimeout(ctx, promptTimeoutOf(req.snap.cfg))
 	defer cancel()
 	res, err := sess.request(ctx, "elicitation/create", map[string]any{

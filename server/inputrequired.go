@@ -263,7 +263,9 @@ type inputCall struct {
 	wake     chan struct{} // a new ask (capacity 1)
 	consumed chan struct{} // closed once a request took the outcome or gave up on the call
 	consume  func()
-	round    string // the round it is parked under; guarded by inputCalls.mu
+	round    string       // the round it is parked under; guarded by inputCalls.mu
+	user     string       // its caller's key, when it owns its connections (see peruser.go)
+	linker   SignInLinker // its caller's face, likewise
 
 	mu   sync.Mutex // guards the fields below
 	caps mcp.ClientCapabilities
@@ -305,6 +307,7 @@ func (h *Hub) startHeld(ctx context.Context, c call, params json.RawMessage, tim
 	p.cancel = cancel
 	pctx = context.WithValue(pctx, inputCallKey{}, p)
 	if ownsConn {
+		p.user, p.linker = callerOf(ctx) // auth: per-user servers: the call is its caller's
 		pctx = upstream.WithOwner(pctx, p)
 	}
 	stopOnClose := context.AfterFunc(h.ctx, cancel)

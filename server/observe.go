@@ -61,6 +61,7 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	obs := h.observer()
 	if obs == nil {
 		res, err := s.Request(ctx, method, params, timeout)
+		res, err = h.signIn(ctx, s, method, params, timeout, res, err)
 		return cfg.RedactSecrets(res), redactError(cfg, err)
 	}
 	raw, err := jsonrpc.Params(params)
@@ -78,6 +79,7 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 		params = hop.Params
 	}
 	res, err := s.Request(ctx, method, params, timeout)
+	res, err = h.signIn(ctx, s, method, params, timeout, res, err)
 	// A resolved ${secret:NAME} an upstream answers with goes no further:
 	// not to the client, nor to the observers (inspector, audit, traces).
 	res, err = cfg.RedactSecrets(res), redactError(cfg, err)

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -45,10 +47,14 @@ const promptInputKey = "dynamic-mcp-policy-prompt"
 // kept until it is answered or expires (settings.prompt_timeout). A call that would
 // ask past it is denied. maxPromptRoundsPerCaller is one caller's share
 // (a session, or a credential without one), so that a client that leaves
-// its questions unanswered cannot keep the others from being asked.
+// its questions unanswered cannot keep the others from being asked;
+// maxPromptRoundsPerCredential that of all the callers of one HTTP
+// credential (session.Client; "" has none), so that one credential with
+// many sessions cannot either.
 const (
-	maxPromptRounds          = 1024
-	maxPromptRoundsPerCaller = 64
+	maxPromptRounds              = 1024
+	maxPromptRoundsPerCaller     = 64
+	maxPromptRoundsPerCredential = 256
 )
 
 // promptRounds are the questions asked in input_required answers and not
@@ -61,27 +67,32 @@ type promptRounds struct {
 
 type openRound struct {
 	caller string
+	cred   string // the HTTP credential, "" for none
 	exp    time.Time
 }
 
 func newPromptRounds() *promptRounds { return &promptRounds{open: map[string]openRound{}} }
 
-// put keeps id, caller's, until exp; false when too many are open, in all
-// or of caller, those expired at now forgotten first.
-func (r *promptRounds) put(id, caller string, exp, now time.Time) bool {
+// put keeps id, caller's of credential cred, until exp; false when too
+// many are open, in all, of caller or of cred, those expired at now
+// forgotten first.
+func (r *promptRounds) put(id, caller, cred string, exp, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	full := func() bool {
 		if len(r.open) >= maxPromptRounds {
 			return true
 		}
-		n := 0
+		n, nc := 0, 0
 		for _, o := range r.open {
 			if o.caller == caller {
 				n++
 			}
+			if cred != "" && o.cred == cred {
+				nc++
+			}
 		}
-		return n >= maxPromptRoundsPerCaller
+		return n >= maxPromptRoundsPerCaller || nc >= maxPromptRoundsPerCredential
 	}
 	if full() {
 		for k, o := range r.open {
@@ -93,7 +104,7 @@ func (r *promptRounds) put(id, caller string, exp, now time.Time) bool {
 			return false
 		}
 	}
-	r.open[id] = openRound{caller: caller, exp: exp}
+	r.open[id] = openRound{caller: caller, cred: cred, exp: exp}
 	return true
 }
 
@@ -158,7 +169,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 			// older client's (issue 24).
 			return h.waitApproval(ctx, req, c, d)
 		}
-		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	st, err := h.states.open(token, who, digest)
 	if err != nil {
@@ -183,13 +194,13 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	raw := answers.Field(promptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return h.putQuestion(c, d, who, digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -219,8 +230,9 @@ func (h *Hub) answersQuestion(req *request, c call) bool {
 }
 
 // putQuestion is the input_required answer that asks the user about c,
-// with a state for one retry within ttl (settings.prompt_timeout).
-func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string, ttl time.Duration) error {
+// with a state for one retry within ttl (settings.prompt_timeout); who is
+// the caller, cred its HTTP credential ("" for none).
+func (h *Hub) putQuestion(cfg *config.Config, c call, d policy.Decision, who, cred, digest string, ttl time.Duration) error {
 	id, err := randomID()
 	if err != nil {
 		return err
@@ -244,27 +256,34 @@ func (h *Hub) putQuestion(c call, d policy.Decision, who, digest string, ttl tim
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
 	}{mcp.ResultTypeInputRequired, map[string]inputRequest{promptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
-		Mode: "form", Message: promptMessage(c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		Mode: "form", Message: promptMessage(cfg, c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}}}, state})
 	if err != nil {
 		return err
 	}
-	if !h.prompts.put(id, who, exp, h.states.now()) {
-		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d in all)", maxPromptRoundsPerCaller, maxPromptRounds)
+	if !h.prompts.put(id, who, cred, exp, h.states.now()) {
+		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d of one credential, %d in all)",
+			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}
 	return &roundAnswer{res: res}
 }
 
-// promptMessage is the question a prompt rule puts to the user about c.
-func promptMessage(c call, d policy.Decision) string {
+// maxQuestionArgs is how much of a call's arguments a question quotes.
+const maxQuestionArgs = 500
+
+// promptMessage is the question a prompt rule puts to the user about c
+// (through the client's elicitation or an input_required round): its
+// arguments with the config's secrets redacted, and where they are cut,
+// their whole size, so that a harmless start does not pass for the whole.
+func promptMessage(cfg *config.Config, c call, d policy.Decision) string {
 	msg := fmt.Sprintf("dynamic-mcp: allow %s %q on %s?", c.method, c.name, c.server.Config.ID())
 	if d.Description != "" {
 		msg += " " + d.Description + "."
 	}
 	if len(c.args) > 0 {
-		args := string(c.args)
-		if len(args) > 500 {
-			args = args[:500] + "..."
+		args := string(cfg.RedactSecrets(c.args))
+		if len(args) > maxQuestionArgs {
+			args = strings.ToValidUTF8(args[:maxQuestionArgs], "") + fmt.Sprintf("... (cut: %d bytes in all)", len(c.args))
 		}
 		msg += " Arguments: " + args
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -301,25 +303,71 @@ func TestPromptRoundsBounded(t *testing.T) {
 	r := newPromptRounds()
 	now := time.Now()
 	for i := range maxPromptRoundsPerCaller {
-		if !r.put(fmt.Sprint("flood-", i), "flooder", now.Add(time.Minute), now) {
+		if !r.put(fmt.Sprint("flood-", i), "flooder", "", now.Add(time.Minute), now) {
 			t.Fatalf("refused at %d", i)
 		}
 	}
-	if r.put("flood-more", "flooder", now.Add(time.Minute), now) {
+	if r.put("flood-more", "flooder", "", now.Add(time.Minute), now) {
 		t.Fatal("one caller took more than its share")
 	}
 	for i := maxPromptRoundsPerCaller; i < maxPromptRounds; i++ {
-		if !r.put(fmt.Sprint("other-", i), fmt.Sprint("caller-", i%32), now.Add(time.Minute), now) {
+		if !r.put(fmt.Sprint("other-", i), fmt.Sprint("caller-", i%32), "", now.Add(time.Minute), now) {
 			t.Fatalf("another caller refused at %d", i)
 		}
 	}
-	if r.put("one more", "newcomer", now.Add(time.Minute), now) {
+	if r.put("one more", "newcomer", "", now.Add(time.Minute), now) {
 		t.Fatal("took one more than maxPromptRounds")
 	}
-	if !r.put("later", "newcomer", now.Add(3*time.Minute), now.Add(2*time.Minute)) {
+	if !r.put("later", "newcomer", "", now.Add(3*time.Minute), now.Add(2*time.Minute)) {
 		t.Fatal("the expired ones made no room")
 	}
 	if !r.take("later") || r.take("later") {
 		t.Error("take is not once")
+	}
+}
+
+// One HTTP credential's sessions together get a share of the open
+// questions: past it a new session of that credential is refused while
+// another credential, and a client without one, is still asked.
+func TestPromptRoundsPerCredential(t *testing.T) {
+	r := newPromptRounds()
+	now, exp := time.Now(), time.Now().Add(time.Minute)
+	for i := range maxPromptRoundsPerCredential {
+		who := fmt.Sprint("session a-", i/maxPromptRoundsPerCaller)
+		if !r.put(fmt.Sprint("a-", i), who, "alice", exp, now) {
+			t.Fatalf("refused at %d", i)
+		}
+	}
+	if r.put("a-more", "session a-new", "alice", exp, now) {
+		t.Error("a new session of a credential took more than the credential's share")
+	}
+	if !r.put("b-1", "session b-1", "bob", exp, now) {
+		t.Error("another credential refused")
+	}
+	if !r.put("s-1", "session s-1", "", exp, now) {
+		t.Error("a client without a credential refused")
+	}
+	if !r.take("a-0") || !r.put("a-more", "session a-new", "alice", exp, now) {
+		t.Error("a question answered makes room in the credential's share")
+	}
+}
+
+// A question quotes at most maxQuestionArgs of the arguments, cut on a
+// character and saying their whole size, so that a harmless start does
+// not pass for the whole.
+func TestPromptMessageSaysArgumentsAreCut(t *testing.T) {
+	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
+	args := `{"path":"` + strings.Repeat("é", 400) + `"}`
+	msg := promptMessage(&config.Config{}, call{method: "tools/call", name: "write", server: srv, args: json.RawMessage(args)},
+		policy.Decision{Description: "writes need a yes"})
+	if want := fmt.Sprintf("... (cut: %d bytes in all)", len(args)); !strings.HasSuffix(msg, want) {
+		t.Errorf("the question does not say the arguments are cut: %q", msg)
+	}
+	if !utf8.ValidString(msg) || !strings.Contains(msg, "writes need a yes") {
+		t.Errorf("question %q", msg)
+	}
+	short := promptMessage(&config.Config{}, call{method: "tools/call", name: "write", server: srv, args: json.RawMessage(`{"a":1}`)}, policy.Decision{})
+	if !strings.HasSuffix(short, `Arguments: {"a":1}`) {
+		t.Errorf("short arguments: %q", short)
 	}
 }

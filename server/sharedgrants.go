@@ -71,7 +71,7 @@ func (a *approvals) sharedGrants(ctx context.Context) ([]*grant, error) {
 // sharedUse is use for the store's grants: the first that covers the
 // call is counted against, under the store's lock of it, after reading
 // it again (another replica may have used its last call meanwhile).
-func (a *approvals) sharedUse(owner, group, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *approvals) sharedUse(owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	grants, err := a.sharedGrants(ctx)
@@ -79,7 +79,7 @@ func (a *approvals) sharedUse(owner, group, method, name string, args json.RawMe
 		return "", "", false
 	}
 	for _, g := range grants {
-		if !g.covers(a.now(), owner, group, method, name, args) {
+		if !g.covers(a.now(), owner, group, server, method, name, args) {
 			continue
 		}
 		err := a.shared.Locked(ctx, grantNS, g.ID, sharedWait, func(tx shared.Tx) error {
@@ -91,7 +91,7 @@ func (a *approvals) sharedUse(owner, group, method, name string, args json.RawMe
 			if err != nil {
 				return err
 			}
-			if !cur.covers(a.now(), owner, group, method, name, args) {
+			if !cur.covers(a.now(), owner, group, server, method, name, args) {
 				return shared.ErrNotFound
 			}
 			cur.Used++

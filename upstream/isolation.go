@@ -130,6 +130,7 @@ func (s *Server) dialFailedLocked(err error) {
 func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
+	_, forUser := owner.(userConn)
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
@@ -138,12 +139,16 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		},
 		paramHeaders: s.paramHeaders,
 	}
-	c, err := dial(life, s.Config, s.settings, caps, s.mgr.tokens, s.logger.With("isolated", true), h)
+	if forUser { // shared by the user's sessions: routed as the shared connection's
+		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
+		h.request = s.request
+	}
+	c, err := dial(life, s.Config, s.settings, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
 	switch {
 	case err != nil:
-		iso.err = err
-		if life.Err() == nil {
+		iso.err = userAuthError(owner, s, err)
+		if life.Err() == nil && !forUser { // one user's sign-in is no one else's wait
 			s.dialFailedLocked(err)
 		}
 	case s.closing || s.isolated[owner] != iso:
@@ -176,7 +181,11 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 	}
 	defer s.mgr.procs.give(iso.client)
 	close(iso.ready)
-	s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
+	if forUser {
+		s.logger.Info("connected for one user (auth: per-user)", "protocol", c.version)
+	} else {
+		s.logger.Info("connected for one client session (isolation: per-session)", "protocol", c.version)
+	}
 	select {
 	case <-c.exited():
 		s.logger.Warn("a client session's own connection ended", "err", c.err())
@@ -284,6 +293,9 @@ func OnOwnConnection(ctx context.Context) bool {
 // perSession reports whether requests of ctx's owner go on a connection
 // of their own, and whose.
 func (s *Server) perSession(ctx context.Context) (any, bool) {
+	if u, ok := s.perUser(ctx); ok {
+		return u, true
+	}
 	if s.Config.Isolation != config.IsolationPerSession {
 		return nil, false
 	}

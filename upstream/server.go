@@ -630,6 +630,9 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	owner, isolated := s.perSession(ctx)
+	if err := s.userSignedIn(owner); err != nil {
+		return nil, err
+	}
 	if isolated {
 		var (
 			err  error
@@ -658,6 +661,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 		} else {
 			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())
 		}
+		err = userAuthError(owner, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
 		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())

@@ -49,6 +49,10 @@ type Server struct {
 	Refreshed      int // renewals granted
 	expires        time.Time
 	used           map[string]bool // refresh tokens used up
+	// KeepTokens keeps every access token it issued good, not only the
+	// latest: several users signed in at once, each with their own.
+	KeepTokens bool
+	issued     map[string]bool
 }
 
 func NewServer(t *testing.T) *Server {
@@ -130,6 +134,12 @@ func NewServer(t *testing.T) *Server {
 		}
 		a.Issued++
 		a.Access, a.Refresh = fmt.Sprintf("at-%d", a.Issued), fmt.Sprintf("rt-%d", a.Issued)
+		if a.KeepTokens {
+			if a.issued == nil {
+				a.issued = map[string]bool{}
+			}
+			a.issued["Bearer "+a.Access] = true
+		}
 		ttl := time.Hour
 		if a.AccessTTL > 0 {
 			ttl = a.AccessTTL
@@ -140,6 +150,7 @@ func NewServer(t *testing.T) *Server {
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		ok := a.Access != "" && r.Header.Get("Authorization") == "Bearer "+a.Access && (a.expires.IsZero() || time.Now().Before(a.expires))
+		ok = ok || a.KeepTokens && a.issued[r.Header.Get("Authorization")]
 		a.mu.Unlock()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="mcp:read"`, a.srv.URL))
@@ -165,6 +176,13 @@ func (a *Server) Revoke() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.Access = "revoked-" + a.Access
+}
+
+// RevokeToken makes an access token kept by KeepTokens invalid.
+func (a *Server) RevokeToken(access string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.issued, "Bearer "+access)
 }
 
 // Lock and Unlock guard reading the exported fields while requests run.

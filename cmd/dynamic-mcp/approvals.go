@@ -60,7 +60,7 @@ func printApprovals(w io.Writer, l approval.List, now time.Time) {
 		for _, p := range l.Pending {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", p.ID, now.Sub(p.Time).Round(time.Second),
 				max(p.Deadline.Sub(now), 0).Round(time.Second), orDash(p.Client), p.Session, p.Group, p.Server, p.Tool,
-				orDash(p.Rule), clipText(string(p.Arguments), 80))
+				orDash(p.Rule), pendingArgs(p, 80))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "\nanswer with: dynamic-mcp approve ID [--session | --for 10m | --calls N] [--args key=glob], or dynamic-mcp deny ID")
@@ -71,9 +71,9 @@ func printApprovals(w io.Writer, l approval.List, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRANT\tGROUP\tTOOL\tSCOPE\tARGS\tAPPROVED BY\tUSED")
+	fmt.Fprintln(tw, "GRANT\tGROUP/SERVER\tTOOL\tSCOPE\tARGS\tAPPROVED BY\tUSED")
 	for _, g := range l.Grants {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", g.ID, g.Group, g.Tool, grantScope(g, now), orDash(grantArgs(g.Args)), g.ApprovedBy, g.Used)
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\n", g.ID, g.Group, g.Server, g.Tool, grantScope(g, now), orDash(grantArgs(g.Args)), g.ApprovedBy, g.Used)
 	}
 	tw.Flush()
 }
@@ -101,6 +101,21 @@ func grantArgs(args map[string]string) string {
 		out = append(out, k+"="+args[k])
 	}
 	return strings.Join(out, " ")
+}
+
+// pendingArgs are p's arguments as the table shows them, cut at n bytes;
+// a cut row (here or in the hub's inbox) says so and gives the whole
+// arguments' size.
+func pendingArgs(p approval.Pending, n int) string {
+	args := string(p.Arguments)
+	if !p.Clipped && len(args) <= n {
+		return args
+	}
+	size := p.ArgumentsSize
+	if size == 0 {
+		size = len(args)
+	}
+	return fmt.Sprintf("%s (%d bytes, cut)", clipText(args, n), size)
 }
 
 func clipText(s string, n int) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestApprovalInboxInABrowser(t *testing.T) {
 		t.Errorf("the approved call: %s %+v", r.res, r.rpcErr)
 	}
 	grant := browserGet(t, ctx, "read the grant", chromedp.Text(css("#grants tr.grant")))
-	if !strings.Contains(grant, "echo") || !strings.Contains(grant, "ui") || !strings.Contains(grant, "until") {
+	if !strings.Contains(grant, "echo") || !strings.Contains(grant, "f / f") || !strings.Contains(grant, "ui") || !strings.Contains(grant, "until") {
 		t.Errorf("the grant row: %s", grant)
 	}
 	if r := waitResult(t, callAsync(c, "under the grant")); r.rpcErr != nil {
@@ -72,9 +73,15 @@ func TestApprovalInboxInABrowser(t *testing.T) {
 		chromedp.Click(css("#grants tr.grant button.revoke")),
 		chromedp.WaitNotPresent(css("#grants tr.grant")),
 	)
-	denied := callAsync(c, "asks again")
+	// Its arguments over the inbox's 4 KiB: the row says they are cut,
+	// and their whole size ({"text":"..."}).
+	long := strings.Repeat("y", 5000)
+	denied := callAsync(c, long)
+	browserDo(t, ctx, "wait for the next call", chromedp.WaitVisible(css(row)))
+	if text := browserGet(t, ctx, "read its arguments", chromedp.Text(css(row+" td.args"))); !strings.Contains(text, fmt.Sprintf("(cut, %d bytes)", len(long)+11)) {
+		t.Errorf("the cut arguments' row: %.100s...%s", text, text[max(len(text)-60, 0):])
+	}
 	browserDo(t, ctx, "deny the next call",
-		chromedp.WaitVisible(css(row)),
 		chromedp.Click(css(row+" button.deny")),
 		chromedp.WaitNotPresent(css(row)),
 	)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -124,10 +125,8 @@ func envList(env map[string]string, more ...string) []string {
 }
 
 func inBase(name string) bool {
-	for _, b := range loginBase {
-		if name == b {
-			return true
-		}
+	if slices.Contains(loginBase, name) {
+		return true
 	}
 	for _, p := range loginBasePrefixes {
 		if strings.HasPrefix(name, p) {

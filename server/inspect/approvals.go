@@ -49,6 +49,9 @@ func (i *Inspector) mountApprovals(mux *http.ServeMux) {
 		if err == nil && len(body) > 0 {
 			err = json.Unmarshal(body, &o)
 		}
+		if err == nil {
+			err = o.Check() // args without for, calls or session: as the CLI refuses them
+		}
 		if err != nil {
 			http.Error(w, "bad grant options: "+err.Error(), http.StatusBadRequest)
 			return

@@ -23,6 +23,9 @@ type fakeInbox struct {
 
 func (f *fakeInbox) Approvals() approval.List { return f.list }
 func (f *fakeInbox) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
+	if id == "p2" && o.Session { // a call that came without a session
+		return nil, approval.ErrNoSession
+	}
 	if id != "p1" {
 		return nil, approval.ErrNoPending
 	}
@@ -89,12 +92,17 @@ func TestApprovalsAPI(t *testing.T) {
 	if code, body := do("POST", "approvals/p1/approve", ""); code != 200 || !strings.Contains(body, `"grant":null`) {
 		t.Errorf("approve once: %d %s", code, body)
 	}
+	if code, body := do("POST", "approvals/p2/approve", `{"session":true}`); code != 400 || !strings.Contains(body, "--for or --calls") {
+		t.Errorf("a session grant for a call without a session: %d %s", code, body)
+	}
 	for _, tc := range []struct {
 		path, body string
 		want       int
 	}{
 		{"approvals/nope/approve", "", 404},
 		{"approvals/p1/approve", `{"for":"soon"}`, 400},
+		{"approvals/p1/approve", `{"args":{"path":"/tmp/**"}}`, 400},
+		{"approvals/p1/approve", `{"calls":-1}`, 400},
 		{"approvals/p1/approve", strings.Repeat(" ", maxApproveBody+1), 400},
 		{"approvals/p1/deny", "", 204},
 		{"approvals/nope/deny", "", 404},

@@ -17,6 +17,9 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", IdentityOf(r.Context()))
+	if hs != nil {
+		hs.base = publicBase(r)
+	}
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return

@@ -87,6 +87,7 @@ type Server struct {
 	shares   *clientShares // each client's part of the caps
 	guard    *Guard        // the checks of every endpoint but the public ones
 	listens  listenCount   // open listens of each credential (listen.go)
+	signIns  signIns       // per-user sign-ins pending (signin.go)
 
 	stop chan struct{}  // closed by Close: handlers and streams return
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
@@ -105,6 +106,8 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
+	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInStart)))
+	s.mux.Handle("GET /auth/callback", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
 	if opts.Auth.Enabled() {
 		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
 		s.mux.Handle(wellKnownResource+"/{path...}", resourceMetadata(opts.Auth))

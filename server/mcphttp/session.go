@@ -32,6 +32,8 @@ type httpSession struct {
 	inflight  int             // how many requests the session may have in flight
 	client    string          // its credential when clients have shares (clientShares), else ""
 	ctx       context.Context // the session's life: cancelled when it ends
+	face      *Server         // the face it came through (per-user sign-in links)
+	base      string          // the face's URL as the client reached it (publicBase)
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
 	// without Mcp-Session-Id: its client has no session to POST an answer
@@ -65,6 +67,7 @@ func (s *Server) newSession(transport, owner, profile string, who *identity.Iden
 		st:        newSessionStream(transport == "sse"),
 		lastSeen:  time.Now(),
 		client:    client,
+		face:      s,
 	}
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()

@@ -18,6 +18,10 @@ import (
 var (
 	ErrNoPending = errors.New("no call waits for approval with that id")
 	ErrNoGrant   = errors.New("no grant with that id")
+	// ErrNoSession refuses a session grant for a call that came without
+	// a session (2026-07-28 over HTTP without Mcp-Session-Id): its caller
+	// is the credential, and the grant would never end.
+	ErrNoSession = errors.New("this call came without a session: approve it with --for or --calls")
 )
 
 // Pending is one call waiting for a person's answer.
@@ -30,16 +34,23 @@ type Pending struct {
 	Server  string    `json:"server"`
 	Session string    `json:"session"`
 	Client  string    `json:"client,omitempty"` // the client's clientInfo name
-	// Arguments are the call's, secrets redacted, cut at a bound.
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	Rule        string          `json:"rule,omitempty"`
-	Description string          `json:"description,omitempty"`
+	// Arguments are the call's, secrets redacted, cut at a bound (then
+	// shown as a JSON string, Clipped set).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// ArgumentsSize is the size of the call's arguments in bytes, whole,
+	// as the client sent them.
+	ArgumentsSize int `json:"arguments_size,omitempty"`
+	// Clipped says Arguments were cut: they show less than the call has.
+	Clipped     bool   `json:"clipped,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Deadline is when the call is denied unless answered.
 	Deadline time.Time `json:"deadline"`
 }
 
-// Grant lets calls of one tool (method and name) of one group through a
-// `prompt` rule without asking.
+// Grant lets calls of one tool (method and name) of one server of one
+// group through a `prompt` rule without asking: a tool of the same name
+// that another server of the group serves is not covered.
 type Grant struct {
 	ID      string    `json:"id"`
 	Created time.Time `json:"created"`
@@ -48,6 +59,7 @@ type Grant struct {
 	Method     string `json:"method"`
 	Tool       string `json:"tool"`
 	Group      string `json:"group"`
+	Server     string `json:"server"`
 	// Session, when set, limits the grant to that client session.
 	Session string `json:"session,omitempty"`
 	// Args, when set, limits the grant to calls whose arguments match:
@@ -74,6 +86,18 @@ type Options struct {
 	Calls int `json:"calls,omitempty"`
 	// Args narrows the grant to calls whose arguments match these globs.
 	Args map[string]string `json:"args,omitempty"`
+}
+
+// Check reports options no approval takes: negative calls or time, or
+// args without a grant for them to narrow.
+func (o Options) Check() error {
+	if o.Calls < 0 || o.For < 0 {
+		return errors.New("a grant's calls and time are positive")
+	}
+	if len(o.Args) > 0 && o.Once() {
+		return errors.New("args narrows a grant: give session, for or calls with it")
+	}
+	return nil
 }
 
 // Once reports whether o creates no grant.

@@ -484,6 +484,9 @@ type Server struct {
 	// elicitation and roots requests, and any state it keeps per
 	// connection, belong to one client beyond doubt.
 	Isolation Isolation
+	// Auth is whose sign-in the server's calls carry: shared (default)
+	// or per-user (see ServerAuth).
+	Auth ServerAuth
 	// Line is where the server starts in the file.
 	Line int
 }

@@ -454,6 +454,7 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 		},
 		"disabled":  func(k string, v *yaml.Node) { s.Disabled = p.bool(v, k) },
 		"isolation": func(k string, v *yaml.Node) { choose(p, v, k, &s.Isolation, IsolationShared, IsolationPerSession) },
+		"auth":      func(k string, v *yaml.Node) { choose(p, v, k, &s.Auth, AuthShared, AuthPerUser) },
 	}
 	p.nodes[s] = map[string]*yaml.Node{}
 	for k, f := range fields {
@@ -576,6 +577,9 @@ func (p *parser) checkServer(n *yaml.Node, path string, s *Server, misspelt map[
 	case hasCommand:
 		if s.OAuth.set() {
 			p.fail(at("oauth"), path+".oauth", "only applies to url: servers")
+		}
+		if s.PerUser() {
+			p.fail(at("auth"), path+".auth", "per-user only applies to url: servers (a sign-in is for a remote server)")
 		}
 		if len(s.Headers) > 0 {
 			p.fail(at("headers"), path+".headers", "only applies to url: servers")

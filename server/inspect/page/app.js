@@ -636,6 +636,7 @@ function pendingRow(p) {
   const tr = el('tr', 'approval');
   tr.dataset.id = p.id;
   const args = el('td', 'args', p.arguments === undefined ? '' : JSON.stringify(p.arguments));
+  if (p.clipped) args.append(' ', el('span', 'note', '(cut, ' + p.arguments_size + ' bytes)'));
   const rule = el('td', null, p.rule || '(default)');
   if (p.description) rule.title = p.description;
   const answer = el('td', 'answer');
@@ -711,7 +712,7 @@ function renderGrants(list) {
     });
     const cell = el('td', 'answer');
     cell.append(revoke);
-    tr.append(el('td', null, g.id), el('td', null, g.group), el('td', null, g.tool), el('td', null, scope.join(', ') || 'all sessions'),
+    tr.append(el('td', null, g.id), el('td', null, g.group + ' / ' + g.server), el('td', null, g.tool), el('td', null, scope.join(', ') || 'all sessions'),
       el('td', 'args', g.args ? Object.entries(g.args).map(([k, v]) => k + '=' + v).join(' ') : ''),
       el('td', null, g.approved_by), el('td', 'num', g.used), cell);
     body.append(tr);

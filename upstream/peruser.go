@@ -1,0 +1,132 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// A server with auth: per-user gives each calling user (an owner that is a
+// UserOwner with a key) a connection of their own, made with their own
+// sign-in from the token store (auth.Store.ForUser) and never with the
+// shared one or another user's. It reuses the connections of isolation:
+// per-session (isolation.go), keyed by the user instead of the session, so
+// it is bounded by maxIsolated and closed when idle likewise; the user's
+// sessions share it. A user with no sign-in is answered with a
+// *SignInRequired before anything is dialled. The server's shared
+// connection (the hub's own sign-in) fetches the lists and serves owners
+// without a user (stdio: one user).
+
+// UserOwner is an owner (see WithOwner) that knows its caller: UserKey is
+// the caller's key among all callers ("" for none).
+type UserOwner interface {
+	UserKey() string
+}
+
+// userConn is the key of a user's own connection among a server's
+// isolated ones.
+type userConn string
+
+// SignInRequired says a per-user server has no usable sign-in of the
+// calling user's: the user must sign in (through the hub's HTTP face).
+type SignInRequired struct {
+	Server string // the server's ID (group/name, or group)
+	User   string // the caller's key
+	Reason string // why, when a sign-in on file was refused
+}
+
+func (e *SignInRequired) Error() string {
+	msg := "upstream " + e.Server + " needs you to sign in to it (auth: per-user)"
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// perUser reports whether ctx's requests go on the calling user's own
+// connection to s, and that user's key.
+func (s *Server) perUser(ctx context.Context) (userConn, bool) {
+	if !s.Config.PerUser() {
+		return "", false
+	}
+	o, ok := ctx.Value(ownerKey{}).(UserOwner)
+	if !ok {
+		return "", false
+	}
+	k := o.UserKey()
+	return userConn(k), k != ""
+}
+
+// userSignedIn is nil when user has a connection to s or a sign-in on
+// file to make one with, else a *SignInRequired. It reads the store
+// outside s.mu.
+func (s *Server) userSignedIn(owner any) error {
+	u, ok := owner.(userConn)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	_, connected := s.isolated[u]
+	s.mu.Unlock()
+	if connected {
+		return nil
+	}
+	_, err := s.mgr.tokens.ForUser(string(u)).Load(s.Config.ID(), s.Config.URL)
+	if errors.Is(err, auth.ErrNoToken) {
+		return &SignInRequired{Server: s.Config.ID(), User: string(u)}
+	}
+	return err
+}
+
+// userAuthError is err, for a user's own connection whose sign-in the
+// server refused (and that could not be renewed), a *SignInRequired.
+func userAuthError(owner any, s *Server, err error) error {
+	u, ok := owner.(userConn)
+	if !ok || err == nil {
+		return err
+	}
+	var rpc *RPCError
+	if errors.As(err, &rpc) {
+		return err
+	}
+	if msg := err.Error(); strings.Contains(msg, "auth login") {
+		return &SignInRequired{Server: s.Config.ID(), User: string(u), Reason: fmt.Sprintf("the server refused your sign-in (%s)", firstClause(msg))}
+	}
+	return err
+}
+
+// firstClause is msg up to its first ": run:" hint, which names a command
+// for the shared sign-in, not the user's.
+func firstClause(msg string) string {
+	if i := strings.Index(msg, ": run:"); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// tokensFor is the token store owner's connection is made with: the
+// user's own records for a user's connection, else the shared ones.
+func (s *Server) tokensFor(owner any) *auth.Store {
+	if u, ok := owner.(userConn); ok && s.mgr.tokens != nil {
+		return s.mgr.tokens.ForUser(string(u))
+	}
+	return s.mgr.tokens
+}
+
+// PerUserServer is the config of the server with id that has auth:
+// per-user, or nil.
+func (m *Manager) PerUserServer(id string) *config.Server {
+	for _, s := range m.Servers() {
+		if s.Config.ID() == id && s.Config.PerUser() {
+			return s.Config
+		}
+	}
+	return nil
+}
+
+// UserTokens is the token store of user's own sign-ins.
+func (m *Manager) UserTokens(user string) *auth.Store { return m.tokens.ForUser(user) }
