@@ -285,7 +285,13 @@ func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
 	if len(accepted) == 0 {
 		return nil, nil
 	}
-	return accepted, p.save(f)
+	if err := p.save(f); err != nil {
+		return nil, err
+	}
+	if p.shared != nil {
+		return accepted, p.notifyAccepted()
+	}
+	return accepted, nil
 }
 
 // PinChange is a pinned tool whose served definition differs from its pin.

@@ -73,3 +73,25 @@ func (m *Manager) SharedStore() shared.Store {
 	}
 	return m.shared
 }
+
+// pinsChannel is the shared store's notification of a pin accepted (or
+// changed) by another replica or `pin accept`.
+const pinsChannel = "dynamic_mcp_pins"
+
+// WatchSharedPins re-checks every server's tools against the pins each
+// time another replica or `pin accept` changes them on the shared store,
+// until ctx ends: what the state dir's file watch does on one machine.
+// Without a shared store it returns at once.
+func (m *Manager) WatchSharedPins(ctx context.Context) {
+	if m.shared == nil {
+		return
+	}
+	m.shared.Watch(ctx, pinsChannel, m.RecheckPins)
+}
+
+// notifyAccepted tells the replicas that serverID's pins were accepted.
+func (p *Pins) notifyAccepted() error {
+	ctx, cancel := context.WithTimeout(context.Background(), pinLockWait)
+	defer cancel()
+	return p.shared.Notify(ctx, pinsChannel)
+}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -76,5 +78,55 @@ func TestPinsOnASharedStore(t *testing.T) {
 	}
 	if len(f.Tools) != 2*n {
 		t.Errorf("%d pins in the store, want %d: writes were lost", len(f.Tools), 2*n)
+	}
+}
+
+// A pin accepted on one replica (or by `pin accept`) is announced to the
+// others, whose WatchSharedPins re-checks their servers' tools, as the
+// state dir's file watch does on one machine.
+func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	a := sharedPins(t, url)
+	watcher, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	heard := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	wg.Go(func() { watcher.Watch(ctx, pinsChannel, func() { heard <- struct{}{} }) })
+	defer func() { cancel(); wg.Wait() }()
+	deadline := time.After(10 * time.Second)
+	for listening := false; !listening; { // until the watch listens
+		if err := a.notifyAccepted(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+			listening = true
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the watch heard nothing")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	for len(heard) > 0 {
+		<-heard
+	}
+	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
+	pulled := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file, and more"}`)}}
+	a.Check("files", v1)
+	a.Check("files", pulled)
+	if len(heard) != 0 {
+		t.Fatal("a check announced itself")
+	}
+	if accepted, err := a.Accept("files"); err != nil || len(accepted) != 1 {
+		t.Fatalf("accept: %v %v", accepted, err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the accept was not announced")
 	}
 }

@@ -153,7 +153,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			hub.SetConfig(cfg)
 		}, mgr.RecheckPins, logger)
 	}()
-	defer func() { stopWatching(); <-watched }()
+	// With store:, a pin accepted elsewhere arrives as a notification.
+	pinsWatched := make(chan struct{})
+	go func() {
+		defer close(pinsWatched)
+		mgr.WatchSharedPins(watchCtx)
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched }()
 
 	if httpAddr != "" {
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {

@@ -49,6 +49,13 @@ type Store interface {
 	// the bucket is empty, and tokens is what it holds then (below 1). A
 	// bucket whose calls or period changed starts full.
 	Take(ctx context.Context, key string, calls int, period time.Duration) (tokens float64, ok bool, err error)
+	// Notify tells every replica's Watch of channel that something
+	// changed.
+	Notify(ctx context.Context, channel string) error
+	// Watch calls fn each time a replica notifies channel, and once after
+	// each reconnection (a notice may have been missed meanwhile), until
+	// ctx ends; then it returns. It holds one connection while it runs.
+	Watch(ctx context.Context, channel string, fn func())
 	// Close lets go of the store's connections.
 	Close()
 }

@@ -227,6 +227,55 @@ func (s *Store) Take(ctx context.Context, key string, calls int, period time.Dur
 	return tokens, ok, nil
 }
 
+// Notify sends a notification on channel (pg_notify).
+func (s *Store) Notify(ctx context.Context, channel string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, channel); err != nil {
+		return fmt.Errorf("store: notify %s: %w", channel, err)
+	}
+	return nil
+}
+
+// watchRetry is how long Watch waits before it connects again.
+const watchRetry = time.Second
+
+// Watch LISTENs on channel on a connection of its own, taken from the
+// pool and closed when it is done, and calls fn for each notification.
+func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(watchRetry):
+			}
+		}
+		s.listen(ctx, channel, fn, !first)
+	}
+}
+
+// listen is one connection of Watch: it returns when the connection
+// fails or ctx ends.
+func (s *Store) listen(ctx context.Context, channel string, fn func(), again bool) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	conn := pc.Hijack() // never back to the pool: it listens
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return
+	}
+	if again {
+		fn()
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return
+		}
+		fn()
+	}
+}
+
 // Locked runs fn in a transaction that first takes the advisory lock of
 // ns/key (pg_advisory_xact_lock of its 64-bit hash), waiting at most wait
 // (lock_timeout); the lock goes with the transaction's end.

@@ -274,3 +274,55 @@ func TestOpenTogether(t *testing.T) {
 		t.Errorf("schema version rows: %d, %v", rows, err)
 	}
 }
+
+// Watch hears what another replica notifies, on its channel only, and
+// returns when its context ends.
+func TestWatchHearsNotify(t *testing.T) {
+	url := pgtest.Start(t)
+	a, b := open(t, url), open(t, url)
+	ctx, cancel := context.WithCancel(t.Context())
+	heard := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Watch(ctx, "dynamic_mcp_pins", func() { heard <- struct{}{} })
+	}()
+	// Notify until the watch listens (LISTEN takes a moment).
+	deadline := time.After(10 * time.Second)
+	for listening := false; !listening; {
+		if err := a.Notify(t.Context(), "dynamic_mcp_pins"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+			listening = true
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the watch heard nothing")
+		}
+	}
+	for len(heard) > 0 {
+		<-heard
+	}
+	if err := a.Notify(t.Context(), "another_channel"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Notify(t.Context(), "dynamic_mcp_pins"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a notification was not heard")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(heard) != 0 {
+		t.Errorf("%d notifications heard from another channel", len(heard))
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch did not return when its context ended")
+	}
+}
