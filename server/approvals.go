@@ -269,6 +269,8 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 		if perr := a.sharedPut(share); perr != nil {
 			h.logger.Error("approval: the grant could not be saved to the store", "grant", share.ID, "err", perr)
 			err = fmt.Errorf("the call went ahead, but its grant could not be saved to the store for every replica: %w", perr)
+		} else if perr := a.announceGrant(); perr != nil {
+			h.logger.Warn("approval: the grant could not be announced to the other replicas; calls waiting there ask on", "grant", share.ID, "err", perr)
 		}
 	}()
 	a.mu.Lock()

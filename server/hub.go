@@ -149,6 +149,9 @@ func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 // not fit, and each request runs on its own goroutine (the manager caps
 // them per upstream).
 func (h *Hub) Run() {
+	if h.approvals.shared != nil {
+		h.spawn(h.watchSharedGrants)
+	}
 	h.spawn(func() {
 		for {
 			select {

@@ -136,3 +136,27 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 		echo(t, c, 4, "session").refused(t, "per: session, the 2nd", "session", 60)
 	}
 }
+
+// A grant made on one replica releases the calls it covers that wait on
+// another (announced with NOTIFY), counted against it once each.
+func TestSharedGrantReleasesCallsWaitingElsewhere(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	ca, cb := inboxClient(t, a), inboxClient(t, b)
+	cb.send(inboxCall(1, `{"text":"waits on b"}`))
+	pendingOne(t, b)
+	ca.send(inboxCall(1, `{"text":"on a"}`))
+	p := pendingOne(t, a)
+	g, err := a.Approve(p.ID, "ui", approval.Options{Calls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.answer("1")
+	if got := cb.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("b's waiting call after a's grant: %s", got)
+	}
+	if l := b.Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 || l.Grants[0].Used != 2 {
+		t.Errorf("after the release: %+v", l)
+	}
+}

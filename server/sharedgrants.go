@@ -169,3 +169,42 @@ func (a *approvals) sharedRevoke(id string) error {
 	}
 	return err
 }
+
+// grantsChannel announces a grant made on one replica to the others,
+// whose calls waiting for approval it may cover.
+const grantsChannel = "dynamic_mcp_grants"
+
+// watchSharedGrants releases, each time a replica announces a grant, the
+// calls waiting here that it covers, until the hub closes.
+func (h *Hub) watchSharedGrants() {
+	h.approvals.shared.Watch(h.ctx, grantsChannel, func() { h.safely("release calls a shared grant covers", h.releaseShared) })
+}
+
+// releaseShared lets through the calls waiting here that a grant on the
+// shared store covers, each counted against it. A call that stopped
+// waiting meanwhile (timed out) has still used its count: the safe side.
+func (h *Hub) releaseShared() {
+	a := h.approvals
+	a.mu.Lock()
+	waiting := slices.Collect(maps.Values(a.pending))
+	a.mu.Unlock()
+	for _, q := range waiting {
+		id, by, ok := a.sharedUse(q.owner, q.Group, q.Server, q.Method, q.name, q.args)
+		if !ok {
+			continue
+		}
+		a.mu.Lock()
+		if _, still := a.takeLocked(q.ID); still {
+			q.answer <- verdict{ok: true, by: by, grant: id}
+			h.logger.Info("approval: call released by a grant of another replica", "id", q.ID, "grant", id, "tool", q.Tool)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// announceGrant tells the other replicas a grant was made.
+func (a *approvals) announceGrant() error {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	defer cancel()
+	return a.shared.Notify(ctx, grantsChannel)
+}
