@@ -23,7 +23,7 @@ func newManager(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*
 	}
 	mgr := upstream.New(cfg, logger)
 	mgr.UseSharedStore(db)
-	logger.Info("state shared through the store's database: sign-ins, tool pins, grants, rate counters")
+	logger.Info("state shared through the store's database: sign-ins, tool pins, grants, rate counters", "store", db.Where())
 	return mgr, nil
 }
 

@@ -48,7 +48,8 @@ var schema = []string{
 
 // Store is the shared state in one PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	where string // host:port/database, for messages: never the password
 }
 
 var _ shared.Store = (*Store)(nil)
@@ -71,7 +72,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, where: where}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: cannot reach the database at %s: %w", where, err)
@@ -109,6 +110,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		return nil
 	})
 }
+
+// Where names the database (host:port/database) without credentials.
+func (s *Store) Where() string { return s.where }
 
 // Close lets go of the pool's connections.
 func (s *Store) Close() { s.pool.Close() }
