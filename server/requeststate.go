@@ -156,13 +156,19 @@ func callDigest(c call) string {
 
 // caller is who a state is bound to: the client's session, or, for a
 // request over HTTP that came without one (2026-07-28 needs none, and
-// the face makes a session for that request alone), the credential it
-// came with, the only principal the hub knows then (where the face tells
-// credentials apart: named tokens; else any holder of the hub's token).
-// The state names a call held for one round only, so it cannot be used
-// twice either way.
+// the face makes a session for that request alone), the caller the face
+// knows it came from: its identity (the JWT's user, the static token's
+// name; see OpenAs), else the credential it came with (where the face
+// tells credentials apart: named tokens; else any holder of the hub's
+// token). The identity first, as the credential is "" for every caller
+// where the face gives clients no shares (http.client_share: 100%), and
+// signed-in users would be one caller. The state names a call held for
+// one round only, so it cannot be used twice either way.
 func caller(sess *session) string {
 	if sessionless(sess) {
+		if key := sess.who.Key(); key != "" {
+			return "identity " + key
+		}
 		return "credential " + sess.Client()
 	}
 	return "session " + sess.id

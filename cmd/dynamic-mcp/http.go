@@ -11,6 +11,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"slices"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -72,7 +75,8 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	}
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
-		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth}
+		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
+		SessionKeys: cfg.HTTP.SessionKeys}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 		opts.Tokens = cfg.HTTP.Tokens
@@ -95,7 +99,10 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// behind the Origin and Host checks, as the inspector's are, so that no
 	// web page can read them by DNS rebinding.
 	probes := http.NewServeMux()
-	health.Mount(probes, mgr, h.Guard().CheckOperator, hub.HealthComponents()...)
+	// A replica that drains is not ready: the balancer stops sending it
+	// new clients.
+	components := append(slices.Clip(hub.HealthComponents()), health.Component{Name: "http", Check: h.Ready})
+	health.Mount(probes, mgr, h.Guard().CheckOperator, components...)
 	mountProbe := h.HandlePublic
 	if loopback {
 		mountProbe = h.HandlePage
@@ -111,13 +118,23 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	// connections that send nothing more; MaxHeaderBytes bounds headers.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
-		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, authAttrs(cfg)...)...)
+		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, append(authAttrs(cfg), sealAttrs(cfg)...)...)...)
+	// SIGTERM (a balancer's orchestrator, systemd, docker stop) drains
+	// first; SIGINT (Ctrl-C) stops at once, as does the end of ctx.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	select {
+	case <-term:
+		drainHTTP(h, cfg.HTTP.DrainTimeout, logger)
+	case <-time.After(50 * time.Millisecond): // the signal reaches term and ctx apart
 	}
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -128,6 +145,33 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	}
 	return nil
+}
+
+// drainHTTP drains h (see mcphttp.Server.Drain) for at most timeout:
+// /readyz turns 503, new sessions are refused, GET streams close so that
+// their clients reconnect elsewhere, and the calls in flight finish.
+func drainHTTP(h *mcphttp.Server, timeout time.Duration, logger *slog.Logger) {
+	if timeout <= 0 {
+		timeout = config.DefaultDrainTimeout
+	}
+	logger.Info("draining: finishing the calls in flight", "drain_timeout", timeout)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := h.Drain(ctx); err != nil {
+		logger.Warn("drain timed out: ending the calls still in flight", "drain_timeout", timeout)
+		return
+	}
+	logger.Info("drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// sealAttrs are the log attributes of http.session_keys: how many keys
+// open session ids (never the keys), none when ids are not sealed.
+func sealAttrs(cfg *config.Config) []any {
+	if len(cfg.HTTP.SessionKeys) == 0 {
+		return nil
+	}
+	return []any{"session_keys", len(cfg.HTTP.SessionKeys)}
 }
 
 // authAttrs are the log attributes of http.auth: its issuer and

@@ -104,7 +104,11 @@ groups:
 	forOther := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", other)
 	parts := strings.Split(alice, ".")
 	sig := []byte(parts[2])
-	sig[len(sig)/2] ^= 1 // still base64url: one letter for another
+	if i := len(sig) / 2; sig[i] == 'A' { // still base64url: one letter for another
+		sig[i] = 'B'
+	} else {
+		sig[i] = 'A'
+	}
 	for name, token := range map[string]string{"another audience": forOther, "bad signature": parts[0] + "." + parts[1] + "." + string(sig)} {
 		code, header := (&bearerSession{t: t, url: audience, token: token}).refused()
 		if code != http.StatusUnauthorized || !strings.HasPrefix(header, meta) {

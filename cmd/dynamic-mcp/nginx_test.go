@@ -59,6 +59,15 @@ type nginx struct {
 // when the test ends.
 func startNginx(t testing.TB, hubAddr string) *nginx {
 	t.Helper()
+	return startNginxReplicas(t, []string{hubAddr}, false)
+}
+
+// startNginxReplicas is startNginx in front of the replicas at hubAddrs,
+// each a server of the example's upstream block as its one server is;
+// roundRobin drops the example's least_conn, so that nginx sends each
+// request to the next replica in turn.
+func startNginxReplicas(t testing.TB, hubAddrs []string, roundRobin bool) *nginx {
+	t.Helper()
 	bin := nginxBinary(t)
 	dir := t.TempDir()
 	certFile, keyFile, pool := testCertificate(t, dir)
@@ -71,7 +80,7 @@ func startNginx(t testing.TB, hubAddr string) *nginx {
 	for _, r := range [][2]string{
 		{"listen 443 ssl;", fmt.Sprintf("listen 127.0.0.1:%d ssl;", httpsPort)},
 		{"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", httpPort)},
-		{"server 127.0.0.1:8080 ", "server " + hubAddr + " "},
+		{"server 127.0.0.1:8080 max_fails=3 fail_timeout=10s;", upstreamServers(hubAddrs)},
 		{"/etc/letsencrypt/live/mcp.example.com/fullchain.pem", certFile},
 		{"/etc/letsencrypt/live/mcp.example.com/privkey.pem", keyFile},
 	} {
@@ -79,6 +88,12 @@ func startNginx(t testing.TB, hubAddr string) *nginx {
 			t.Fatalf("examples/nginx/dynamic-mcp.conf has %q %d times, want once: update this test with the example", r[0], n)
 		}
 		conf = strings.Replace(conf, r[0], r[1], 1)
+	}
+	if roundRobin {
+		if n := strings.Count(conf, "    least_conn;\n"); n != 1 {
+			t.Fatalf("examples/nginx/dynamic-mcp.conf has least_conn %d times, want once: update this test with the example", n)
+		}
+		conf = strings.Replace(conf, "    least_conn;\n", "", 1)
 	}
 	user := ""
 	if os.Geteuid() == 0 { // else nginx's workers would run as nobody, who cannot read dir
@@ -148,6 +163,17 @@ http {
 	}
 	t.Cleanup(n.client.CloseIdleConnections)
 	return n
+}
+
+// upstreamServers are the server lines of an upstream block for addrs
+// (each "host:port", and parameters such as backup), with the example's
+// failure settings.
+func upstreamServers(addrs []string) string {
+	lines := make([]string, len(addrs))
+	for i, a := range addrs {
+		lines[i] = "server " + a + " max_fails=3 fail_timeout=10s;"
+	}
+	return strings.Join(lines, "\n    ")
 }
 
 // loopbackPort is a loopback TCP port that was free a moment ago.

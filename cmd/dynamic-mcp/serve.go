@@ -84,6 +84,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
+	if httpAddr != "" && cfg.Store != "" && len(cfg.HTTP.SessionKeys) == 0 {
+		// Replicas that share state but not sessions would need sticky
+		// routing after all (issue 25).
+		return errors.New("store: is for replicas, which resume each other's sessions only with http.session_keys: set them (the same keys on every replica)")
+	}
 	mgr, err := newManager(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -124,7 +129,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub.Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
-	mgr.Start(ctx)
+	if httpAddr != "" {
+		// Over HTTP a signal drains first (serveHTTP): the upstreams serve
+		// the calls in flight until the drain is over, and close after.
+		mgr.Start(context.WithoutCancel(ctx))
+	} else {
+		mgr.Start(ctx)
+	}
 	if uiAddr != "" {
 		url, token, stopUI, err := serveUI(uiAddr, insp, mgr, hub.HealthComponents(), metrics.Handler(), logger)
 		if err != nil {

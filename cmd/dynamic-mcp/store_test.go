@@ -99,3 +99,21 @@ func TestServeFailsWhenTheStoreIsDown(t *testing.T) {
 		t.Fatalf("serve with a store that is down: %v\n%s", err, out)
 	}
 }
+
+// serve --http with a store: and no http.session_keys refuses to start:
+// replicas that share state but not sessions would need sticky routing.
+func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "hub.yaml")
+	os.WriteFile(cfg, []byte("store: postgres://hub@127.0.0.1:1/team\nhttp: { token: a-token-of-sixteen-bytes }\ngroups:\n  g: { description: d, command: echo }\n"), 0o600)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hubBin, "serve", "--http", "127.0.0.1:0", "-c", cfg)
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "resume each other's sessions only with http.session_keys") {
+		t.Fatalf("serve --http with a store and no session keys: %v\n%s", err, out)
+	}
+}

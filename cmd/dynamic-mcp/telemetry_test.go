@@ -81,7 +81,7 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
 	if code, body := get(t, base+"/readyz", nil); code != http.StatusOK || !strings.Contains(body, `"ready":true`) ||
-		!strings.Contains(body, `"components":[{"name":"audit","state":"ok"}]`) {
+		!strings.Contains(body, `"components":[{"name":"audit","state":"ok"},{"name":"http","state":"ok"}]`) {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
 	// On a loopback listener the probes are behind the Host and Origin

@@ -6,7 +6,10 @@
 package identity
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -24,8 +27,13 @@ const (
 // token says is the issuer's, but its size is not trusted.
 type Identity struct {
 	Kind Kind
-	// Subject is the token's subject claim, or the static token's name.
+	// Subject is the token's subject claim, or the static token's name;
+	// a subject longer than MaxText is cut here, for display, and Sum
+	// tells it apart.
 	Subject string
+	// Sum is the SHA-256 (hex) of a subject longer than MaxText, ""
+	// for one that fits: the caller's key is made of it (see Key).
+	Sum string
 	// Name is the name claim, "" when the token has none.
 	Name string
 	// Groups are the groups claim's values.
@@ -44,10 +52,17 @@ const (
 )
 
 // Key is the caller's key among all callers: the same person twice has
-// the same key, and a token's subject never equals a static token's name.
+// the same key, two subjects two keys, and a token's subject never
+// equals a static token's name. It decides whose a session is, per-user
+// rate limits and the audit trail's subject. A subject longer than
+// MaxText is keyed on its cut text and its Sum: longer than any key of
+// a subject that fits, so never one.
 func (id *Identity) Key() string {
 	if id == nil {
 		return ""
+	}
+	if id.Sum != "" {
+		return string(id.Kind) + ":" + id.Subject + " sha256:" + id.Sum
 	}
 	return string(id.Kind) + ":" + id.Subject
 }
@@ -92,6 +107,48 @@ func clip(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// subject reads a token's subject: "" with a reason for one refused.
+// One with a control character, a line or paragraph separator, or
+// U+FFFD (what JSON decoding makes of bytes that are not UTF-8) is
+// refused rather than cleaned, as two subjects cleaned may be one; one
+// longer than MaxText is cut for display and keyed on its SHA-256.
+func subject(raw string) (sub, sum, refused string) {
+	if raw == "" {
+		return "", "", "has no subject"
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || r == utf8.RuneError
+	}) {
+		return "", "", "has a subject with a control character or invalid UTF-8"
+	}
+	if len(raw) <= MaxText {
+		return raw, "", ""
+	}
+	h := sha256.Sum256([]byte(raw))
+	return clip(raw), hex.EncodeToString(h[:]), ""
+}
+
+// exact is a claim's strings as they are, at most MaxValues, for
+// comparing with a profiles entry's value: never clipped, so that no
+// value is made to match by what is cut from it.
+func exact(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				if out = append(out, s); len(out) == MaxValues {
+					break
+				}
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // values is a claim's strings: a string's one, a list's strings (other

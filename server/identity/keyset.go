@@ -14,7 +14,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// keySet is the issuer's signing keys (its JWKS), an oidc.KeySet. It
+// keySet is the issuer's signing keys (its JWKS), shaped as an oidc.KeySet. It
 // closes two gaps of go-oidc's RemoteKeySet: that fetches the keys again
 // for every token its cached keys do not verify, so each forged token
 // costs the issuer a request; and it keeps a key for ever once fetched,
@@ -55,16 +55,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 // maxJWKS bounds the key set document read.
 const maxJWKS = 1 << 20
 
-// errKeysUnavailable is the error of a token that cannot be checked
-// because the issuer's keys cannot be fetched. go-oidc passes it on only
-// as text (see tokenError).
-var errKeysUnavailable = errors.New("identity: the issuer's keys cannot be fetched")
+// The key set's refusals, which signatureError tells apart (errors.Is,
+// never their text, which may quote the token's kid).
+var (
+	// errKeysUnavailable: the issuer's keys cannot be fetched.
+	errKeysUnavailable = errors.New("identity: the issuer's keys cannot be fetched")
+	errUnknownKey      = errors.New("unknown signing key")
+	errBadSignature    = errors.New("bad signature")
+	errMalformed       = errors.New("malformed jwt")
+)
 
 // VerifySignature verifies jwt's signature by the issuer's keys.
 func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
 	jws, err := jose.ParseSigned(jwt, signingAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return nil, fmt.Errorf("malformed jwt")
+		return nil, errMalformed
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, fetched, tried := k.snapshot()
@@ -96,9 +101,9 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		}
 	}
 	if !hasKey(keys, kid) {
-		return nil, fmt.Errorf("unknown signing key %q", clip(kid))
+		return nil, fmt.Errorf("%w %q", errUnknownKey, clip(kid))
 	}
-	return nil, errors.New("bad signature")
+	return nil, errBadSignature
 }
 
 func hasKey(keys []jose.JSONWebKey, kid string) bool {
@@ -142,8 +147,11 @@ func (k *keySet) fetch(ctx context.Context, tried time.Time) ([]jose.JSONWebKey,
 }
 
 // get reads the JWKS document; keys of no use for signing are dropped.
+// It is read apart from ctx (its values, not its end), bounded by
+// fetchTimeout: the caller's going away is no failure of the issuer's,
+// to be remembered for minRefetch.
 func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
 	if err != nil {

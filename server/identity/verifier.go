@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +35,7 @@ const (
 	// within it, and forged tokens cost the issuer one request a
 	// MinKeyRefetch at most.
 	MinKeyRefetch = time.Second
-	// nbfLeeway is the clock skew allowed a token's nbf (go-oidc allows
+	// nbfLeeway is the clock skew allowed a token's nbf (go-oidc would allow
 	// five minutes; that much early use is too much for an access token).
 	nbfLeeway = 30 * time.Second
 )
@@ -76,7 +77,7 @@ type Verifier struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
-	verifier atomic.Pointer[oidc.IDTokenVerifier] // once discovered; read without a lock
+	keys atomic.Pointer[keySet] // once discovered; read without a lock
 
 	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
 	tried      time.Time  // last failed discovery
@@ -106,29 +107,69 @@ func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client,
 
 // Verify checks raw and returns its caller's identity: a *TokenError for
 // a token refused, ErrUnavailable when the issuer cannot be reached.
+// What it asks of the issuer is asked apart from ctx (see discover): a
+// caller that goes away does not make the issuer seem down.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if strings.Count(raw, ".") != 2 {
 		return nil, &TokenError{Description: "not a JWT"}
 	}
-	verifier, err := v.discover(ctx)
+	keys, err := v.discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := verifier.Verify(ctx, raw)
+	payload, err := keys.VerifySignature(ctx, raw)
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, signatureError(err)
 	}
+	// The issuer signed it: from here every refusal is Signed.
 	var claims map[string]any
-	if err := tok.Claims(&claims); err != nil {
+	if err := json.Unmarshal(payload, &claims); err != nil || claims == nil {
 		return nil, &TokenError{Description: "the claims are not a JSON object", Signed: true}
 	}
-	if nbf, ok := claims["nbf"].(float64); ok && v.now().Add(nbfLeeway).Before(time.Unix(int64(nbf), 0)) {
-		return nil, &TokenError{Description: "the token is not valid yet", Signed: true}
+	if err := v.checkClaims(claims); err != nil {
+		return nil, err
 	}
 	if missing := v.missingScopes(claims); len(missing) > 0 {
 		return nil, &ScopeError{Need: v.auth.Scopes}
 	}
 	return v.identity(claims)
+}
+
+// checkClaims checks the registered claims of a token the issuer signed
+// (RFC 9068 section 4): iss is http.auth.issuer, aud names the hub, exp
+// is to come and nbf has passed. The hub checks them itself, so that
+// what a refusal is never depends on an error's text.
+func (v *Verifier) checkClaims(claims map[string]any) error {
+	if iss, _ := claims["iss"].(string); iss != v.auth.Issuer {
+		return &TokenError{Description: "the token is of another issuer", Signed: true}
+	}
+	if !hasAudience(claims["aud"], v.auth.Audience) {
+		return &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
+	}
+	now := v.now()
+	if exp, ok := claims["exp"].(float64); !ok || !now.Before(time.Unix(int64(exp), 0)) {
+		return &TokenError{Description: "the token has expired", Signed: true}
+	}
+	if nbf, ok := claims["nbf"].(float64); ok && now.Add(nbfLeeway).Before(time.Unix(int64(nbf), 0)) {
+		return &TokenError{Description: "the token is not valid yet", Signed: true}
+	}
+	return nil
+}
+
+// hasAudience reports whether aud, a string or a list of them, names
+// audience.
+func hasAudience(aud any, audience string) bool {
+	switch aud := aud.(type) {
+	case string:
+		return aud == audience
+	case []any:
+		for _, a := range aud {
+			if a == audience {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // missingScopes are the scopes of http.auth.scopes claims does not grant:
@@ -163,12 +204,12 @@ func (v *Verifier) missingScopes(claims map[string]any) []string {
 // identity reads the caller's identity from claims, bounded.
 func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	id := &Identity{Kind: KindJWT}
-	if s, ok := claim(claims, v.auth.Claims.Subject).(string); ok {
-		id.Subject = clip(s)
+	raw, _ := claim(claims, v.auth.Claims.Subject).(string)
+	sub, sum, refused := subject(raw)
+	if refused != "" {
+		return nil, &TokenError{Description: "the token " + refused + " (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
-	if id.Subject == "" {
-		return nil, &TokenError{Description: "the token has no subject (" + v.auth.Claims.Subject + ")", Signed: true}
-	}
+	id.Subject, id.Sum = sub, sum
 	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
 		id.Name = clip(s)
 	}
@@ -180,7 +221,7 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		if id.Has(p.Claim, p.Value) || len(id.Claims) == MaxClaims && id.Claims[p.Claim] == nil {
 			continue
 		}
-		for _, got := range values(claim(claims, p.Claim)) {
+		for _, got := range exact(claim(claims, p.Claim)) {
 			if got == p.Value {
 				if id.Claims == nil {
 					id.Claims = map[string][]string{}
@@ -193,30 +234,32 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	return id, nil
 }
 
-// discover is the verifier of the issuer's tokens, from its discovery
-// document, fetched once; a failure is answered for MinRefetch before it
-// is tried again.
-func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) {
-	if verifier := v.verifier.Load(); verifier != nil {
-		return verifier, nil
+// discover is the issuer's keys, from its discovery document, fetched
+// once; a failure is answered for MinRefetch before it is tried again.
+// The document is fetched apart from ctx (its values, not its end): one
+// discovery at a time, bounded by fetchTimeout, and a caller that goes
+// away neither ends it nor has its end taken for the issuer's failure.
+func (v *Verifier) discover(ctx context.Context) (*keySet, error) {
+	if keys := v.keys.Load(); keys != nil {
+		return keys, nil
 	}
 	v.discoverMu.Lock()
 	defer v.discoverMu.Unlock()
-	if verifier := v.verifier.Load(); verifier != nil {
-		return verifier, nil // discovered while this call waited
+	if keys := v.keys.Load(); keys != nil {
+		return keys, nil // discovered while this call waited
 	}
 	if !v.tried.IsZero() && v.now().Sub(v.tried) < MinRefetch {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, v.triedErr)
 	}
-	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.client), fetchTimeout)
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), v.client), fetchTimeout)
 	defer cancel()
 	provider, err := oidc.NewProvider(dctx, v.auth.Issuer)
 	var doc struct {
 		JWKSURL string `json:"jwks_uri"`
 	}
 	if err == nil {
-		if err = provider.Claims(&doc); err == nil && doc.JWKSURL == "" {
-			err = errors.New("its discovery document names no jwks_uri")
+		if err = provider.Claims(&doc); err == nil {
+			err = checkJWKSURL(doc.JWKSURL)
 		}
 	}
 	if err != nil {
@@ -226,37 +269,22 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 	}
 	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "jwks_uri", doc.JWKSURL)
 	keys := &keySet{url: doc.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
-	algs := make([]string, len(signingAlgs))
-	for i, a := range signingAlgs {
-		algs[i] = string(a)
-	}
-	verifier := oidc.NewVerifier(v.auth.Issuer, keys, &oidc.Config{ClientID: v.auth.Audience, SupportedSigningAlgs: algs, Now: v.now})
-	v.verifier.Store(verifier)
-	return verifier, nil
+	v.keys.Store(keys)
+	return keys, nil
 }
 
-// tokenError is what go-oidc's refusal means, in words for the caller.
-// go-oidc's errors are text only (its own and the key set's), so they
-// are told apart by it, here alone.
-func tokenError(err error) error {
-	var expired *oidc.TokenExpiredError
-	msg := err.Error()
+// signatureError is what the key set's refusal means, in words for the
+// caller. It is told apart by the key set's sentinels alone, never by
+// text: an error may quote the token's kid, which is the caller's.
+func signatureError(err error) error {
 	switch {
-	case errors.As(err, &expired):
-		return &TokenError{Description: "the token has expired", Signed: true}
-	case strings.Contains(msg, errKeysUnavailable.Error()):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	case strings.Contains(msg, "expected audience"):
-		return &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
-	case strings.Contains(msg, "issued by a different provider"):
-		return &TokenError{Description: "the token is of another issuer", Signed: true}
-	case strings.Contains(msg, "before the nbf"):
-		return &TokenError{Description: "the token is not valid yet", Signed: true}
-	case strings.Contains(msg, "unknown signing key"):
+	case errors.Is(err, errKeysUnavailable):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case errors.Is(err, errUnknownKey):
 		return &TokenError{Description: "the token is signed by an unknown key"}
-	case strings.Contains(msg, "failed to verify signature"):
+	case errors.Is(err, errBadSignature):
 		return &TokenError{Description: "the token's signature does not verify"}
-	case strings.Contains(msg, "malformed"), strings.Contains(msg, "unmarshal"), strings.Contains(msg, "signature"):
+	case errors.Is(err, errMalformed):
 		return &TokenError{Description: "the token is malformed"}
 	}
 	return &TokenError{Description: "the token is refused"}

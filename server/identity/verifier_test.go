@@ -256,6 +256,7 @@ func TestUnavailableAndBounds(t *testing.T) {
 	for i := range many {
 		many[i] = strings.Repeat("g", 300)
 	}
+	many[5] = strings.Repeat("g", MaxText) // the one an entry names, exactly
 	id, err := v.Verify(context.Background(), is.token(t, is.claims(map[string]any{"sub": strings.Repeat("s", 5000), "name": "Eve\nforged line\x00" + strings.Repeat("é", 300), "groups": many})))
 	if err != nil {
 		t.Fatal(err)

@@ -251,7 +251,13 @@ func TestResourceServerChallenge(t *testing.T) {
 	good := is.token(t, "alice", "Alice", testAudience, "admins")
 	parts := strings.Split(good, ".")
 	sig := []byte(parts[2])
-	sig[10] ^= 1
+	// Another letter of the base64url alphabet (a flipped bit may leave
+	// it, and then the token is malformed, not badly signed).
+	if sig[10] == 'A' {
+		sig[10] = 'B'
+	} else {
+		sig[10] = 'A'
+	}
 	for _, c := range []struct{ name, token, want string }{
 		{"no token", "", meta},
 		{"another audience", is.token(t, "alice", "Alice", "https://other.example/mcp"), meta + `, error="invalid_token", error_description="the token is not for this resource (aud)"`},

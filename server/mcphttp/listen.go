@@ -77,6 +77,8 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			return
 		case <-s.stop:
 			return
+		case <-s.draining: // the client listens again, at another replica
+			return
 		}
 	}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// the tokens, each caller a client of its own, in the profile its
 	// claims choose (identity.go).
 	Auth *config.HTTPAuth
+	// SessionKeys, when set, seal each Streamable HTTP session's state
+	// into its Mcp-Session-Id, so that a Server with the same keys (another
+	// replica, or this one restarted) resumes the session from its id
+	// (seal.go, resume.go). Each is 32 bytes; the first seals, all open.
+	SessionKeys [][]byte
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -89,6 +94,13 @@ type Server struct {
 	listens  listenCount   // open listens of each credential (listen.go)
 	signIns  signIns       // per-user sign-ins pending (signin.go)
 
+	sealer    *sealer          // nil without session keys
+	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
+	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
+	now       func() time.Time // the clock of sealed ids' expiry; tests set it
+	draining  chan struct{}    // closed by Drain: no new sessions, GET streams close (drain.go)
+	drainOnce sync.Once
+
 	stop chan struct{}  // closed by Close: handlers and streams return
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
 	once sync.Once
@@ -101,6 +113,11 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = newClientShares(opts, s.guard.credentials())
+	sl, err := newSealer(opts.SessionKeys)
+	if err != nil {
+		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
+	}
+	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
 	s.pendingBy = map[string]int{}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))

@@ -54,12 +54,24 @@ func (s *Server) newSession(transport, owner, profile string, who *identity.Iden
 	if err != nil {
 		return nil, err
 	}
+	if s.isDraining() {
+		return nil, errDraining // a replica that drains takes no new clients
+	}
+	return s.startSession(newSessionID(), transport, owner, profile, who, func(hs *httpSession) (*server.Session, error) {
+		return s.hub.OpenAs(hs.id, transport, seen, who, hs)
+	})
+}
+
+// startSession makes the session id of the credential owner at the URL
+// of profile, opened with the hub by open, starts its Conn and registers
+// it.
+func (s *Server) startSession(id, transport, owner, profile string, who *identity.Identity, open func(*httpSession) (*server.Session, error)) (*httpSession, error) {
 	client := s.shares.clientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
-		id:        newSessionID(),
+		id:        id,
 		owner:     owner,
 		profile:   profile,
 		who:       who,
@@ -84,7 +96,7 @@ func (s *Server) newSession(transport, owner, profile string, who *identity.Iden
 		},
 		Panicked: s.hub.Recovered,
 	})
-	sess, err := s.hub.OpenAs(hs.id, transport, seen, who, hs)
+	sess, err := open(hs)
 	s.mu.Lock()
 	s.unreserveSessionLocked(client)
 	if err == nil && s.closed {

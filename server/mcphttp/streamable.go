@@ -39,6 +39,7 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		s.forgetSealed(hs)
 		s.drop(hs)
 		w.WriteHeader(http.StatusOK)
 	default:
@@ -57,8 +58,14 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 		writeJSONError(w, http.StatusBadRequest, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Bad Request: "+headerSessionID+" header is required"))
 		return nil, false
 	}
-	hs := s.owned(id, CredentialOf(r.Context()))
-	if hs != nil && hs.profile != profileOf(r) {
+	var hs *httpSession
+	if s.sealer != nil {
+		var status int
+		if hs, status = s.sealedSession(r, id); status == http.StatusServiceUnavailable {
+			unavailable(w, "cannot resume the session here now")
+			return nil, false
+		}
+	} else if hs = s.owned(id, CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
 	if hs == nil {
@@ -291,11 +298,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			case resp == nil && sw == nil:
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 			case sw == nil && len(early) == 0:
-				writeJSON(w, status(resp), header, resp)
+				writeJSON(w, status(resp), s.sessionHeader(hs, header), resp)
 			default:
 				if sw == nil {
 					sw = newSSEWriter(w)
-					if sw.start(header) != nil {
+					if sw.start(s.sessionHeader(hs, header)) != nil {
 						return
 					}
 				}
@@ -312,7 +319,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			}
 			if sw == nil {
 				sw = newSSEWriter(w)
-				if sw.start(header) != nil {
+				if sw.start(s.sessionHeader(hs, header)) != nil {
 					return
 				}
 			}

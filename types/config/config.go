@@ -175,6 +175,15 @@ type HTTP struct {
 	// authorization server besides the static tokens (http.auth; see
 	// HTTPAuth). nil when the file has none.
 	Auth *HTTPAuth
+	// SessionKeys, when set, seal each session's small state into its
+	// Mcp-Session-Id (AES-256-GCM), so that any replica with the same
+	// keys resumes it: the first key seals, every key opens (rotation).
+	// Each is 32 bytes. Default none: session ids are random and a session
+	// lives in the process that made it.
+	SessionKeys [][]byte
+	// DrainTimeout bounds how long a replica told to stop (SIGTERM) lets
+	// the calls in flight finish. Default 30s.
+	DrainTimeout time.Duration
 }
 
 // Defaults of the http block.

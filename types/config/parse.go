@@ -86,9 +86,12 @@ func listErrors(errs []error) string {
 
 type parser struct {
 	path string
-	dir  string // the config file's directory, absolute; ${CONFIG_DIR}
-	env  func(string) (string, bool)
-	errs *multierror.Error
+	// sessionKeyTexts are http.session_keys as written (after ${VAR}):
+	// hidden from stdio servers as the tokens are.
+	sessionKeyTexts []string
+	dir             string // the config file's directory, absolute; ${CONFIG_DIR}
+	env             func(string) (string, bool)
+	errs            *multierror.Error
 	// stateDir, secrets and secretUses serve ${secret:NAME}: the vault's
 	// directory, its secrets (read on the first reference) and where
 	// each name is used.
@@ -116,7 +119,7 @@ func (p *parser) parse(data []byte) *Config {
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
 		HTTP: HTTP{MaxSessions: DefaultMaxSessions, BodyTimeout: DefaultBodyTimeout, MaxInflight: DefaultMaxInflight,
-			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare},
+			MaxBodyMemory: DefaultMaxBodyMemory, MaxAuthFailures: DefaultMaxAuthFailures, ClientShare: DefaultClientShare, DrainTimeout: DefaultDrainTimeout},
 		Settings: Settings{
 			ConnectTimeout:      DefaultConnectTimeout,
 			ListTimeout:         DefaultListTimeout,
@@ -184,6 +187,8 @@ func (p *parser) parse(data []byte) *Config {
 				"max_body_memory":   func(k string, v *yaml.Node) { cfg.HTTP.MaxBodyMemory = p.size(v, k) },
 				"max_auth_failures": func(k string, v *yaml.Node) { p.positive(v, k, &cfg.HTTP.MaxAuthFailures) },
 				"auth":              func(k string, v *yaml.Node) { cfg.HTTP.Auth = p.httpAuth(v, k) },
+				"session_keys":      func(k string, v *yaml.Node) { cfg.HTTP.SessionKeys = p.sessionKeys(v, k) },
+				"drain_timeout":     func(k string, v *yaml.Node) { cfg.HTTP.DrainTimeout = p.duration(v, k) },
 			})
 			p.checkTokens(v, key, cfg.HTTP)
 		},
@@ -202,6 +207,7 @@ func (p *parser) parse(data []byte) *Config {
 				for _, t := range cfg.HTTP.Credentials() {
 					s.Hide = append(s.Hide, t)
 				}
+				s.Hide = append(s.Hide, p.sessionKeyTexts...)
 				slices.Sort(s.Hide)
 			}
 		}

@@ -1,0 +1,51 @@
+package main
+
+// BenchmarkNginxReplicas puts figures on replicas behind the balancer of
+// examples/nginx: calls/s of tools/call through nginx (TLS ended there,
+// round-robin) to one replica and to three, each with http.session_keys
+// (so that with three, each request goes to the next replica, which
+// serves the session from its sealed id), on the fake's echo, in one run:
+//
+//	go test ./cmd/dynamic-mcp -run '^$' -bench NginxReplicas -benchtime 3000x
+//
+// Lines inflight={1,32}: p50/p99 and calls/s of each, and
+// 3/1-tput-ratio. On one machine the replicas, nginx and the client share
+// its cores: the figure is the cost of the hops, not a capacity. It needs
+// nginx (skipped without it, but not in CI).
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func BenchmarkNginxReplicas(b *testing.B) {
+	nginxBinary(b)
+	path := replicaConfig(b, "")
+	replicas := []*hubReplica{startReplica(b, path), startReplica(b, path), startReplica(b, path)}
+	addrs := make([]string, len(replicas))
+	for i, r := range replicas {
+		addrs[i] = r.addr
+		waitFor(b, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+	}
+	one := startNginxReplicas(b, addrs[:1], true)
+	three := startNginxReplicas(b, addrs, true)
+	oneSession := openHTTPSessionWith(b, one.https+"/mcp", &http.Client{Transport: authorized{one.client.Transport}})
+	threeSession := openHTTPSessionWith(b, three.https+"/mcp", &http.Client{Transport: authorized{three.client.Transport}})
+	oneCall, threeCall := oneSession.caller("f__echo"), threeSession.caller("f__echo")
+	waitFor(b, 30*time.Second, "f__echo through nginx", func() bool { return oneCall() == nil && threeCall() == nil })
+	warmUp(b, oneCall, threeCall)
+	for _, inflight := range benchInflight {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			s, err := measureRounds(b.N, inflight, oneCall, threeCall)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s[0].report(b, "1-replica")
+			s[1].report(b, "3-replicas")
+			b.ReportMetric(s[1].perSecond()/s[0].perSecond(), "3/1-tput-ratio")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

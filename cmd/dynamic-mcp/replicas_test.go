@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testSessionKey is the replicas' http.session_keys entry, as the
+// environment gives it.
+var testSessionKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+
+// replicaConfig is the config every replica of a test serves: the fake
+// upstream in flat mode, session ids sealed under $DYNAMIC_MCP_SESSION_KEY,
+// and extra lines of the http block.
+func replicaConfig(t testing.TB, httpExtra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\n%sgroups:\n  f: { description: fake, command: %q }\n", httpExtra, fakeBin)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hubReplica is one serve --http process of a test.
+type hubReplica struct {
+	addr   string // host:port it listens on
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	exited chan struct{}
+}
+
+// startReplica starts serve --http of the config at path on a free
+// loopback port, with the tests' token and session key, until the test
+// ends, and returns once it listens.
+func startReplica(t testing.TB, path string) *hubReplica {
+	t.Helper()
+	r := &hubReplica{stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
+	r.cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_SESSION_KEY="+testSessionKey)
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-r.exited:
+		case <-time.After(45 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.exited
+			t.Error("a replica did not stop on SIGINT")
+		}
+		if strings.Contains(r.stderr.String(), "WARNING: DATA RACE") {
+			t.Error("the race detector found a data race in a replica")
+		}
+		if t.Failed() {
+			t.Logf("stderr of the replica at %s:\n%s", r.addr, r.stderr.String())
+		}
+	})
+	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
+	waitFor(t, 10*time.Second, "a replica to listen", func() bool {
+		if m := addr.FindStringSubmatch(r.stderr.String()); m != nil {
+			if !strings.Contains(r.stderr.String(), "session_keys=1") {
+				t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
+			}
+			r.addr = m[1]
+			return true
+		}
+		return false
+	})
+	return r
+}
+
+// ready reports whether the replica's /readyz answers 200.
+func (r *hubReplica) ready() bool {
+	resp, err := http.Get("http://" + r.addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Three replicas of the hub with the same session_keys behind Debian's
+// nginx: the official TypeScript SDK client initializes once and makes
+// calls; then a replica that served its session is killed (SIGKILL), and
+// the client's next call succeeds at another, without a new initialize.
+// Two layouts: round-robin, where each request goes to the next replica
+// (each resumes the session from its id at its first request), and one
+// primary with two backups, where every request goes to the primary until
+// it dies and the backups, which have never seen the session, resume it
+// then. The time to the first successful call is logged (the README's
+// figure).
+func TestReplicasResumeASessionWhoseReplicaDied(t *testing.T) {
+	t.Parallel()
+	nginxBinary(t)
+	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
+	t.Run("round-robin", func(t *testing.T) { testReplicaDies(t, false) })
+	t.Run("primary and backups", func(t *testing.T) { testReplicaDies(t, true) })
+}
+
+// testReplicaDies runs TestReplicasResumeASessionWhoseReplicaDied's
+// client through three replicas: round-robin, or with backups the first
+// replica the primary and the other two its backups.
+func testReplicaDies(t *testing.T, backups bool) {
+	path := replicaConfig(t, "")
+	replicas := []*hubReplica{startReplica(t, path), startReplica(t, path), startReplica(t, path)}
+	addrs := make([]string, len(replicas))
+	for i, r := range replicas {
+		addrs[i] = r.addr
+		if backups && i > 0 {
+			addrs[i] += " backup"
+		}
+		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+	}
+	n := startNginxReplicas(t, addrs, true)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "replicas.mjs"),
+		"--url", n.https+"/mcp", "--token", testToken, "--group", "f")
+	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+n.caFile)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeErr := &lockedBuffer{}
+	cmd.Stderr = nodeErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	checks := make(chan sdkReplicaCheck, 8)
+	wg.Add(1)
+	go func() { // ends when node exits and its stdout closes
+		defer wg.Done()
+		defer close(checks)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var c sdkReplicaCheck
+			if json.Unmarshal(sc.Bytes(), &c) != nil {
+				c = sdkReplicaCheck{Check: "unreadable", Line: sc.Text()}
+			}
+			c.Line = sc.Text()
+			checks <- c
+		}
+	}()
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+		wg.Wait()
+		if t.Failed() {
+			t.Logf("stderr of replicas.mjs:\n%s", nodeErr)
+		}
+	}()
+	next := func(want string) sdkReplicaCheck {
+		t.Helper()
+		c, ok := <-checks
+		if !ok || c.Check != want || !c.OK {
+			t.Fatalf("want %q ok, got %s", want, c.Line)
+		}
+		t.Log(c.Line)
+		return c
+	}
+	next("before kill")
+
+	// Round-robin: the replica that initialized the session is the one
+	// that did not resume it; each other one has. With backups: the
+	// primary, and no backup has seen the session yet.
+	victim := replicas[0]
+	resumed := 0
+	for _, r := range replicas {
+		if strings.Contains(r.stderr.String(), "resumed an HTTP session from its id") {
+			resumed++
+		} else if !backups {
+			victim = r
+		}
+	}
+	if want := map[bool]int{false: 2, true: 0}[backups]; resumed != want {
+		t.Fatalf("%d replicas resumed the session before the kill, want %d", resumed, want)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.exited
+	killed := time.Now()
+	io.WriteString(stdin, "killed\n")
+	after := next("after kill")
+	next("calls after kill")
+	if backups {
+		for _, r := range replicas[1:] {
+			if !strings.Contains(r.stderr.String(), "resumed an HTTP session from its id") {
+				t.Errorf("backup %s did not resume the session", r.addr)
+			}
+		}
+	}
+	t.Logf("the first call after the kill succeeded %d ms after it (%d attempts; %s since the kill as the test saw it)",
+		after.ResumeMS, after.Attempts, time.Since(killed).Round(time.Millisecond))
+}
+
+// sdkReplicaCheck is a line replicas.mjs prints.
+type sdkReplicaCheck struct {
+	Check    string `json:"check"`
+	OK       bool   `json:"ok"`
+	ResumeMS int    `json:"resumeMs"`
+	Attempts int    `json:"attempts"`
+	Line     string `json:"-"`
+}
+
+// A replica told to stop (SIGTERM) drains: /readyz turns 503 at once,
+// a new session is refused 503, its GET stream closes (so that the client
+// reconnects, through the balancer, elsewhere), and the call in flight
+// finishes and is answered; then the process exits 0.
+func TestReplicaDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	r := startReplica(t, replicaConfig(t, "  drain_timeout: 20s\n"))
+	waitFor(t, 20*time.Second, "the replica to be ready", r.ready)
+	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
+	s := &httpSession{url: "http://" + r.addr + "/mcp", hc: hc}
+	initialize := func() (http.Header, error) {
+		_, header, err := s.post("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		return header, err
+	}
+	header, err := initialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.id = header.Get("Mcp-Session-Id")
+	if _, _, err := s.post("notifications/initialized", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "f__echo", func() bool { return s.caller("f__echo")() == nil })
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.id)
+	stream, err := hc.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	streamEnded := make(chan struct{})
+	go func() { io.Copy(io.Discard, stream.Body); close(streamEnded) }()
+
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	slow := make(chan answer, 1)
+	go func() {
+		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 1500}})
+		slow <- answer{res, err}
+	}()
+	inFlight := regexp.MustCompile(`(?m)^dynamic_mcp_requests_in_flight(\{[^}]*\})? [1-9]`)
+	waitFor(t, 10*time.Second, "the call in flight", func() bool {
+		resp, err := hc.Get("http://" + r.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return inFlight.Match(b)
+	})
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	waitFor(t, 2*time.Second, "/readyz to turn 503", func() bool {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	fresh := &httpSession{url: s.url, hc: hc}
+	if _, _, err := fresh.post("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("a new session while draining: %v, want 503", err)
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Error("the GET stream stayed open while draining")
+	}
+	a := <-slow
+	if a.err != nil || !strings.Contains(string(a.res), "slept 1500") {
+		t.Errorf("the call in flight: %s %v", a.res, a.err)
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the replica did not exit after draining")
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	if !strings.Contains(r.stderr.String(), "drained") {
+		t.Errorf("no drained line in the log")
+	}
+	t.Logf("exited %s after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+}

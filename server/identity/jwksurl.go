@@ -1,0 +1,38 @@
+package identity
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// checkJWKSURL refuses a discovery document's jwks_uri that is not
+// https (http only on a loopback host), as http.auth.issuer must be: the
+// keys that decide who a caller is are not fetched in the clear. The
+// host may differ from the issuer's (Google's keys are at
+// www.googleapis.com, its issuer accounts.google.com): the document
+// naming it came from the issuer over TLS.
+func checkJWKSURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("its discovery document names no jwks_uri")
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || u.Host == "":
+		return fmt.Errorf("its discovery document's jwks_uri %q is not an absolute URL", s)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("its discovery document's jwks_uri %q is not https:// (http:// only on a loopback host)", s)
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,131 @@
+package mcphttp
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+)
+
+// Sessions any replica resumes (http.session_keys). A sealed session's
+// Mcp-Session-Id is its small state (seal.go); a request bearing one that
+// this process has no live session for (another replica made it, or this
+// one restarted) opens the session again from it, as initialize left it,
+// and the client does not notice. What is not in the id is not resumed:
+// requests in flight on the replica that made it, the notifications
+// queued for its GET stream (the client opens its GET stream again),
+// resource subscriptions and a log level set after initialize (these are
+// per replica: the spec does not let a session's id change, so the id
+// cannot follow them).
+
+// maxEnded bounds the sealed sessions remembered as ended by DELETE.
+const maxEnded = 4096
+
+// endedSessions are the nonces of sealed sessions ended by DELETE here,
+// until their ids expire, so that such an id is 404 here as the spec
+// asks, instead of being resumed. Another replica does not know of it: it
+// would resume the session (there is no session table to tell it).
+type endedSessions struct {
+	mu    sync.Mutex // guards until and order
+	until map[string]time.Time
+	order []string // oldest first; the oldest is forgotten when full
+}
+
+func (e *endedSessions) add(nonce string, until time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.until == nil {
+		e.until = map[string]time.Time{}
+	}
+	if len(e.order) >= maxEnded {
+		delete(e.until, e.order[0])
+		e.order = e.order[1:]
+	}
+	e.until[nonce] = until
+	e.order = append(e.order, nonce)
+}
+
+func (e *endedSessions) has(nonce string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.until[nonce]
+	return ok && now.Before(t)
+}
+
+// sealedSession is the session a sealed id names for the request's
+// credential at its URL: the live one, else one resumed from the id.
+// status is the HTTP status to refuse with when there is none: 404 for an
+// id that does not open (tampered, another credential's, expired, its key
+// dropped) or a session ended here, 503 when no session can be made now.
+func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, status int) {
+	owner := CredentialOf(r.Context())
+	st, err := s.sealer.open(id, owner, s.now())
+	if err != nil {
+		// Not sealed: a session whose id could not be sealed, or a legacy
+		// SSE one, is found by its plain id, as without keys.
+		if hs := s.owned(id, owner); hs != nil && hs.profile == profileOf(r) {
+			return hs, 0
+		}
+		return nil, http.StatusNotFound
+	}
+	if st.URLProfile != profileOf(r) {
+		return nil, http.StatusNotFound
+	}
+	if hs := s.owned(st.Nonce, owner); hs != nil {
+		return hs, 0
+	}
+	s.resumeMu.Lock()
+	defer s.resumeMu.Unlock()
+	if hs := s.owned(st.Nonce, owner); hs != nil {
+		return hs, 0 // resumed by a request of the same session meanwhile
+	}
+	if s.ended.has(st.Nonce, s.now()) {
+		return nil, http.StatusNotFound
+	}
+	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, st.State.Identity, func(hs *httpSession) (*server.Session, error) {
+		hs.base = publicBase(r) // for its per-user sign-in links, as initialize's request sets it
+		return s.hub.Resume(hs.id, "streamable-http", st.State, hs)
+	})
+	if err != nil {
+		s.logger.Warn("could not resume an HTTP session", "session", st.Nonce, "err", err)
+		if errors.Is(err, errTooManySessions) || errors.Is(err, errClosed) {
+			return nil, http.StatusServiceUnavailable
+		}
+		return nil, http.StatusNotFound
+	}
+	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name)
+	return hs, 0
+}
+
+// sealedID is the Mcp-Session-Id of hs, a session of owner that
+// initialize has just set up: its state sealed.
+func (s *Server) sealedID(hs *httpSession) (string, error) {
+	return s.sealer.sealWithin(sealedState{Nonce: hs.id, Expires: s.now().Add(sealedLifetime).Unix(), URLProfile: hs.profile,
+		State: hs.sess.State()}, hs.owner)
+}
+
+// sessionHeader is header with the session's id in it, sealed once
+// initialize has set the state up, when ids are sealed (header is that of
+// an initialize's answer).
+func (s *Server) sessionHeader(hs *httpSession, header http.Header) http.Header {
+	if s.sealer == nil || header.Get(headerSessionID) == "" {
+		return header
+	}
+	id, err := s.sealedID(hs)
+	if err != nil {
+		s.logger.Error("could not seal a session id; the session stays on this replica", "session", hs.id, "err", err)
+		return header
+	}
+	header.Set(headerSessionID, id)
+	return header
+}
+
+// forgetSealed remembers hs, a session ended by its client, as ended
+// until any id of it has expired.
+func (s *Server) forgetSealed(hs *httpSession) {
+	if s.sealer != nil && hs.transport == "streamable-http" {
+		s.ended.add(hs.id, s.now().Add(sealedLifetime))
+	}
+}

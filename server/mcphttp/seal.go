@@ -1,0 +1,153 @@
+package mcphttp
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+)
+
+// A sealed session id (http.session_keys) is the session's small state,
+// encrypted and authenticated with AES-256-GCM, so that any replica with
+// the same keys can resume the session without a session table and
+// without sticky routing, and no one without a key can read or forge one:
+//
+//	base64url( keyID(1) | nonce(12) | seal(json(sealedState)) )
+//
+// keyID is the first byte of the SHA-256 of the key that sealed it, so
+// that opening tries that key first (and any other of the same id byte).
+// The associated data is the credential the session belongs to
+// (CredentialOf): an id is opened only for the caller that made it, and
+// for anyone else it is as unknown as an id never handed out.
+
+// sealedLifetime is how long a sealed id opens after it was sealed. A
+// session in use longer gets 404, and its client starts a new one (the
+// MCP spec's answer to a session that is gone).
+const sealedLifetime = 24 * time.Hour
+
+// maxSealedID bounds a sealed id's length, well under the 8 KiB a header
+// line may have at nginx and most proxies: a state larger than that is
+// sealed without the parts a resumed session can do without (see shrink).
+const maxSealedID = 4096
+
+// sealedState is what a sealed id holds.
+type sealedState struct {
+	// Nonce is the session's random id on every replica (the hub's
+	// session id): the replicas that resume a session agree on its name.
+	Nonce string `json:"n"`
+	// Expires is when the id stops opening, in Unix seconds.
+	Expires int64 `json:"e"`
+	// URLProfile is the profile of the URL it was opened at (/mcp/p/NAME),
+	// "" for /mcp: the session is found there only.
+	URLProfile string              `json:"u,omitempty"`
+	State      server.SessionState `json:"s"`
+}
+
+// errUnsealed is an id that is not one of ours, or no longer opens.
+var errUnsealed = errors.New("session id does not open")
+
+// sealer seals and opens session ids under a list of keys.
+type sealer struct {
+	aeads []cipher.AEAD
+	ids   []byte // ids[i] is the key id byte of aeads[i]
+}
+
+// newSealer is a sealer of keys, each 32 bytes (config.SessionKeyBytes):
+// the first seals, every one opens. No keys: nil, ids are not sealed.
+func newSealer(keys [][]byte) (*sealer, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	s := &sealer{}
+	for _, k := range keys {
+		block, err := aes.NewCipher(k)
+		if err != nil {
+			return nil, err
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(k)
+		s.aeads, s.ids = append(s.aeads, aead), append(s.ids, sum[0])
+	}
+	return s, nil
+}
+
+// associated binds an id to the credential owner.
+func associated(owner string) []byte { return []byte("dynamic-mcp session\x00" + owner) }
+
+// seal is st as an id for owner's eyes only, under the first key.
+func (s *sealer) seal(st sealedState, owner string) (string, error) {
+	plain, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	aead := s.aeads[0]
+	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
+	out[0] = s.ids[0]
+	if _, err := rand.Read(out[1:]); err != nil {
+		return "", err
+	}
+	out = aead.Seal(out, out[1:], plain, associated(owner))
+	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// open is the state id holds, when one of the keys sealed it for owner
+// and it has not expired at now; errUnsealed else, for whatever reason
+// (tampered, another caller's, expired, its key dropped, not sealed).
+func (s *sealer) open(id, owner string, now time.Time) (sealedState, error) {
+	var st sealedState
+	if len(id) > 4*maxSealedID { // over the soft bound only when shrinking could not make it fit
+		return st, errUnsealed
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(raw) < 1+12+16 {
+		return st, errUnsealed
+	}
+	ad := associated(owner)
+	for i, aead := range s.aeads {
+		if s.ids[i] != raw[0] {
+			continue
+		}
+		n := 1 + aead.NonceSize()
+		plain, err := aead.Open(nil, raw[1:n], raw[n:], ad)
+		if err != nil {
+			continue
+		}
+		if json.Unmarshal(plain, &st) != nil || st.Nonce == "" || now.Unix() >= st.Expires {
+			return sealedState{}, errUnsealed
+		}
+		return st, nil
+	}
+	return st, errUnsealed
+}
+
+// sealWithin seals st for owner, dropping what a resumed session can do
+// without until the id fits in maxSealedID: the experimental and
+// extension capabilities first, then the caller's groups and claims (the
+// profile they chose is kept).
+func (s *sealer) sealWithin(st sealedState, owner string) (string, error) {
+	for step := 0; ; step++ {
+		id, err := s.seal(st, owner)
+		if err != nil || len(id) <= maxSealedID || step == 2 {
+			return id, err
+		}
+		switch step {
+		case 0:
+			st.State.Capabilities.Experimental, st.State.Capabilities.Extensions = nil, nil
+		case 1:
+			if who := st.State.Identity; who != nil {
+				slim := *who
+				slim.Groups, slim.Claims = nil, nil
+				st.State.Identity = &slim
+			}
+		}
+	}
+}

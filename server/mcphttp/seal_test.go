@@ -1,0 +1,74 @@
+package mcphttp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+)
+
+// Whatever a client sends as Mcp-Session-Id, a sealer opens only an id it
+// sealed, for the credential it sealed it for, and never panics. (Its
+// seeds run with the tests; the fuzzing engine cannot run in this package,
+// whose TestMain makes every child of the test binary a fake upstream.)
+func FuzzOpenSealedID(f *testing.F) {
+	sl, err := newSealer([][]byte{sealKey1, sealKey2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := sl.seal(sealedState{Nonce: "n", Expires: time.Now().Add(time.Hour).Unix()}, "a")
+	if err != nil {
+		f.Fatal(err)
+	}
+	goodRaw, _ := base64.RawURLEncoding.DecodeString(good)
+	f.Add(good)
+	f.Add(good[:len(good)-2])
+	f.Add("")
+	f.Add("00000000000000000000000000000000")
+	f.Add(strings.Repeat("A", 5000))
+	f.Fuzz(func(t *testing.T, id string) {
+		st, err := sl.open(id, "a", time.Now())
+		if err != nil {
+			return
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(id)
+		if !bytes.Equal(raw, goodRaw) || st.Nonce != "n" {
+			t.Fatalf("opened %q as %+v", id, st)
+		}
+		if _, err := sl.open(id, "b", time.Now()); err == nil {
+			t.Fatalf("%q opened for another credential", id)
+		}
+	})
+}
+
+// A state too large for a header is sealed without what a resumed
+// session can do without, first the experimental capabilities, then the
+// caller's groups, and still opens.
+func TestSealedIDShrinks(t *testing.T) {
+	sl, _ := newSealer([][]byte{sealKey1})
+	big := strings.Repeat("x", 3000)
+	st := sealedState{Nonce: "n", Expires: time.Now().Add(time.Hour).Unix(), State: server.SessionState{
+		ClientInfo:   mcp.Implementation{Name: "t"},
+		Capabilities: mcp.ClientCapabilities{Experimental: map[string]any{"big": big}},
+		Identity:     &identity.Identity{Kind: identity.KindJWT, Subject: "alice", Groups: []string{big}},
+	}}
+	id, err := sl.sealWithin(st, "a")
+	if err != nil || len(id) > maxSealedID {
+		t.Fatalf("%d bytes: %v", len(id), err)
+	}
+	got, err := sl.open(id, "a", time.Now())
+	if err != nil || got.State.Capabilities.Experimental != nil || got.State.Identity == nil || got.State.Identity.Subject != "alice" ||
+		got.State.Identity.Groups != nil || got.State.ClientInfo.Name != "t" {
+		t.Errorf("opened %+v, %v", got, err)
+	}
+	small, _ := sl.sealWithin(sealedState{Nonce: "n", Expires: st.Expires, State: server.SessionState{Identity: &identity.Identity{Subject: "bob", Groups: []string{"g"}}}}, "a")
+	if got, err := sl.open(small, "a", time.Now()); err != nil || len(got.State.Identity.Groups) != 1 {
+		t.Errorf("a small state lost its groups: %+v %v", got, err)
+	}
+}
