@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,7 +50,8 @@ var schema = []string{
 // Store is the shared state in one PostgreSQL database.
 type Store struct {
 	pool  *pgxpool.Pool
-	where string // host:port/database, for messages: never the password
+	where string       // host:port/database, for messages: never the password
+	takes atomic.Int64 // Take's calls, to prune every pruneEvery
 }
 
 var _ shared.Store = (*Store)(nil)
@@ -218,10 +220,24 @@ const takeSQL = `INSERT INTO dynamic_mcp_rate AS r (key, calls, period_us, token
 		calls = $2::integer, period_us = $3::bigint, last = now()
 	RETURNING tokens, took`
 
+// pruneEvery is how many takes of a replica go between two prunes.
+const pruneEvery = 256
+
+// prune deletes the buckets untouched for longer than their period: they
+// have refilled, and a missing bucket starts full, so nothing changes for
+// anyone but the table's size (a row per rule and caller ever seen).
+func (s *Store) prune(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM dynamic_mcp_rate WHERE last < now() - period_us * interval '1 microsecond'`)
+	return err
+}
+
 // Take takes a token from the bucket key (a row of dynamic_mcp_rate).
 func (s *Store) Take(ctx context.Context, key string, calls int, period time.Duration) (float64, bool, error) {
 	if calls < 1 || period <= 0 {
 		return 0, false, fmt.Errorf("store: bucket %s: a rate is at least 1 call per positive period", key)
+	}
+	if s.takes.Add(1)%pruneEvery == 0 {
+		_ = s.prune(ctx) // best effort: the next round tries again
 	}
 	var tokens float64
 	var ok bool

@@ -326,3 +326,42 @@ func TestWatchHearsNotify(t *testing.T) {
 		t.Fatal("Watch did not return when its context ended")
 	}
 }
+
+// A bucket untouched for longer than its period is pruned (it is full,
+// as a missing one starts); one within its period is kept.
+func TestPruneFullBuckets(t *testing.T) {
+	url := pgtest.Start(t)
+	s := open(t, url)
+	ctx := t.Context()
+	if _, _, err := s.Take(ctx, "fast", 5, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Take(ctx, "slow", 5, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := s.prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pgxCollectKeys(s)
+	if err != nil || !slices.Equal(keys, []string{"slow"}) {
+		t.Fatalf("buckets after the prune: %q, %v", keys, err)
+	}
+}
+
+func pgxCollectKeys(s *Store) ([]string, error) {
+	rows, err := s.pool.Query(context.Background(), `SELECT key FROM dynamic_mcp_rate ORDER BY key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
