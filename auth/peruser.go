@@ -25,7 +25,7 @@ func (s *Store) ForUser(user string) *Store {
 	if s.shared != nil {
 		shared = s.shared
 	}
-	return &Store{dir: s.dir, user: hex.EncodeToString(sum[:16]), shared: shared}
+	return &Store{dir: s.dir, user: hex.EncodeToString(sum[:16]), shared: shared, db: s.db}
 }
 
 // userPath is the file of server's record of the store's user, with ext.

@@ -153,33 +153,31 @@ func (s *Source) Renew(ctx context.Context, refused string) error {
 	return s.renewLocked(ctx)
 }
 
-// renewLocked renews the token under the store's lock, from the record
+// renewLocked renews the token under the store's lock of the server
+// (a file lock, or the shared store's advisory lock), from the record
 // on file: a record on file with another access token, not due, was
 // renewed (or signed in again) by someone else since this source read it,
 // and is taken as it is.
 func (s *Source) renewLocked(ctx context.Context) error {
-	l, err := s.store.lock(ctx, s.rec.Server)
-	if err != nil {
-		return fmt.Errorf("renew the token: %w", err)
-	}
-	defer l.Unlock()
-	disk, err := s.store.load(ctx, s.rec.Server, s.rec.URL, true)
-	if err != nil {
-		return fmt.Errorf("renew the token: read the sign-in again: %w", err)
-	}
-	if disk.AccessToken != s.rec.AccessToken && !due(disk, time.Now()) {
-		s.rec = disk
+	return s.store.withLock(ctx, s.rec.Server, func(l lockedRecord) error {
+		disk, err := l.load(s.rec.URL)
+		if err != nil {
+			return fmt.Errorf("renew the token: read the sign-in again: %w", err)
+		}
+		if disk.AccessToken != s.rec.AccessToken && !due(disk, time.Now()) {
+			s.rec = disk
+			return nil
+		}
+		next := *disk
+		if err := Refresh(ctx, s.client, &next); err != nil {
+			return err
+		}
+		// The old refresh token is spent: the new record is used even when
+		// it cannot be saved, and the error says so.
+		s.rec = &next
+		if err := l.write(&next); err != nil {
+			return fmt.Errorf("save the renewed token: %w", err)
+		}
 		return nil
-	}
-	next := *disk
-	if err := Refresh(ctx, s.client, &next); err != nil {
-		return err
-	}
-	// The old refresh token is spent: the new record is used even when it
-	// cannot be saved, and the error says so.
-	s.rec = &next
-	if err := s.store.write(&next); err != nil {
-		return fmt.Errorf("save the renewed token: %w", err)
-	}
-	return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -38,7 +39,17 @@ func callerProcess(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ok, failed, err := callFor(context.Background(), NewStore(dir), os.Getenv("AUTH_TEST_CALLER_URL"), d)
+	store := NewStore(dir)
+	if url := os.Getenv("AUTH_TEST_CALLER_DB"); url != "" { // a replica on a shared store
+		db, err := pgstore.Open(context.Background(), url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer db.Close()
+		store = NewSharedStore(dir, db)
+	}
+	ok, failed, err := callFor(context.Background(), store, os.Getenv("AUTH_TEST_CALLER_URL"), d)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}

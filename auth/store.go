@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -120,6 +121,9 @@ type Store struct {
 	// hash of the user's key; shared is the store whose vault seals them.
 	user   string
 	shared *Store
+	// db keeps the records in the store every replica shares in place of
+	// dir's files (see NewSharedStore); nil: the files.
+	db shared.Store
 
 	mu    sync.Mutex // guards log and vault
 	log   *slog.Logger
@@ -206,6 +210,15 @@ func (s *Store) lock(ctx context.Context, server string) (*filelock.Lock, error)
 // Load returns the record of server at serverURL, or ErrNoToken. A
 // plaintext record is sealed, under the server's lock, and removed.
 func (s *Store) Load(server, serverURL string) (*Record, error) {
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		defer cancel()
+		r, err := s.sharedRead(ctx, s.db, server)
+		if err == nil && r.URL != serverURL {
+			return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
+		}
+		return r, err
+	}
 	return s.load(context.Background(), server, serverURL, false)
 }
 
@@ -281,6 +294,11 @@ func (s *Store) migrate(ctx context.Context, server string, locked bool) (*Recor
 
 // Save writes r atomically, under its server's lock.
 func (s *Store) Save(r *Record) error {
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
+		defer cancel()
+		return s.withLock(ctx, r.Server, func(l lockedRecord) error { return l.write(r) })
+	}
 	l, err := s.lock(context.Background(), r.Server)
 	if err != nil {
 		return err
@@ -348,6 +366,13 @@ func (s *Store) privateDir() error {
 // Delete removes server's record, under its lock; removing none is not
 // an error.
 func (s *Store) Delete(server string) error {
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*lockWait)
+		defer cancel()
+		return s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
+			return tx.Delete(ctx, s.ns(), server)
+		})
+	}
 	_, e1 := os.Stat(s.path(server))
 	_, e2 := os.Stat(s.plainPath(server))
 	if errors.Is(e1, fs.ErrNotExist) && errors.Is(e2, fs.ErrNotExist) {
@@ -369,6 +394,11 @@ func (s *Store) Delete(server string) error {
 // List returns every record, by server name; plaintext ones are read as
 // they are (Load seals them).
 func (s *Store) List() ([]*Record, error) {
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		defer cancel()
+		return s.sharedList(ctx)
+	}
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

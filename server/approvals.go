@@ -17,6 +17,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // The approval inbox: a `prompt` rule's call that no client can put to a
@@ -48,6 +49,9 @@ const (
 // approvals are the hub's pending calls and grants.
 type approvals struct {
 	now func() time.Time // the clock of grants' expiry; tests set it
+	// shared keeps the grants for every session in the store every
+	// replica shares (sharedgrants.go); nil: here.
+	shared shared.Store
 
 	mu            sync.Mutex // guards pending, perSession, perCredential and grants
 	pending       map[string]*pendingCall
@@ -112,8 +116,12 @@ func newID(prefix string) string {
 // its id and who approved it; ok false when none covers it.
 func (a *approvals) use(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.useLocked(session, group, server, method, name, args)
+	id, by, ok = a.useLocked(session, group, server, method, name, args)
+	a.mu.Unlock()
+	if !ok && a.shared != nil {
+		return a.sharedUse(session, group, server, method, name, args)
+	}
+	return id, by, ok
 }
 
 func (a *approvals) useLocked(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
@@ -226,14 +234,20 @@ func (a *approvals) endSession(session string) {
 
 // Approvals lists the calls waiting for approval and the grants in force.
 // Arguments are shown with secrets redacted.
-func (h *Hub) Approvals() approval.List { return h.approvals.list() }
+func (h *Hub) Approvals() approval.List {
+	l := h.approvals.list()
+	if h.approvals.shared != nil {
+		l.Grants = append(l.Grants, h.approvals.sharedList()...)
+	}
+	return l
+}
 
 // Approve lets the pending call id go ahead, recording by as who
 // approved it. Unless o is once, it also makes a grant for the call's
 // tool (and, with o.Args, its argument pattern) that lets later calls
 // through without asking, and releases the other waiting calls it
 // covers; the grant is returned (nil for once).
-func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
+func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err error) {
 	var matcher *policy.ArgsMatcher
 	if len(o.Args) > 0 {
 		m, err := policy.NewArgsMatcher(o.Args)
@@ -247,6 +261,18 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 	}
 	by = clipBy(by)
 	a := h.approvals
+	var share *grant // with a store, a grant for every session: kept there once a.mu is let go
+	defer func() {
+		if share == nil {
+			return
+		}
+		if perr := a.sharedPut(share); perr != nil {
+			h.logger.Error("approval: the grant could not be saved to the store", "grant", share.ID, "err", perr)
+			err = fmt.Errorf("the call went ahead, but its grant could not be saved to the store for every replica: %w", perr)
+		} else if perr := a.announceGrant(); perr != nil {
+			h.logger.Warn("approval: the grant could not be announced to the other replicas; calls waiting there ask on", "grant", share.ID, "err", perr)
+		}
+	}()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p, ok := a.pending[id]
@@ -295,6 +321,10 @@ func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error
 			q.answer <- verdict{ok: true, by: gby, grant: gid}
 		}
 	}
+	if a.shared != nil && g.owner == "" && slices.Contains(a.grants, g) {
+		a.grants = slices.DeleteFunc(a.grants, func(x *grant) bool { return x == g })
+		share = g
+	}
 	return &out, nil
 }
 
@@ -313,11 +343,17 @@ func (h *Hub) Deny(id, by string) error {
 func (h *Hub) Revoke(id, by string) error {
 	a := h.approvals
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	n := len(a.grants)
 	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.ID == id })
-	if len(a.grants) == n {
+	found := len(a.grants) < n
+	a.mu.Unlock()
+	switch {
+	case !found && a.shared == nil:
 		return approval.ErrNoGrant
+	case !found:
+		if err := a.sharedRevoke(id); err != nil {
+			return err
+		}
 	}
 	h.logger.Info("approval: grant revoked", "grant", id, "by", by)
 	return nil

@@ -88,6 +88,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		rates:         newRateLimiter(),
 		results:       newResultStore(),
 	}
+	h.approvals.shared = mgr.SharedStore() // nil without store:
+	h.rates.shared = mgr.SharedStore()
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err
@@ -147,6 +149,9 @@ func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 // not fit, and each request runs on its own goroutine (the manager caps
 // them per upstream).
 func (h *Hub) Run() {
+	if h.approvals.shared != nil {
+		h.spawn(h.watchSharedGrants)
+	}
 	h.spawn(func() {
 		for {
 			select {

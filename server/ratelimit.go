@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // maxRateBuckets bounds the counters the loop guards keep: one per rule
@@ -57,6 +58,9 @@ func (b *rateBucket) refill(now time.Time) {
 type rateLimiter struct {
 	now func() time.Time // time.Now; tests move it
 	max int              // maxRateBuckets; tests lower it
+	// shared counts every scope but a session's in the store every
+	// replica shares (sharedrate.go); nil: here.
+	shared shared.Store
 
 	mu        sync.Mutex // guards the fields below
 	buckets   map[rateKey]*rateBucket
@@ -100,6 +104,9 @@ func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (re
 		return 0, true
 	}
 	key := rateKey{group: d.RuleGroup, rule: d.Rule, scope: scopeKey(rl, sess, profile)}
+	if after, ok, handled := l.sharedTake(key, rl); handled {
+		return after, ok
+	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // Group is a configured group with its servers, in config order.
@@ -30,6 +31,7 @@ type Manager struct {
 	pins      *Pins
 	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
+	shared    shared.Store  // nil: none; set by UseSharedStore, closed by Close
 	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes   chan struct{} // coalesced: one pending signal is enough
 	events    chan Event    // bounded: see emit
@@ -270,6 +272,9 @@ func (m *Manager) Close() error {
 	m.reaper.Wait()
 	if n := m.droppedSince.Swap(0); n > 0 {
 		m.logger.Warn("upstream notifications dropped: the hub was not keeping up", "dropped", n)
+	}
+	if m.shared != nil {
+		m.shared.Close()
 	}
 	return nil
 }

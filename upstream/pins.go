@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // pinLockWait bounds how long a change of a pin file waits for another
@@ -53,6 +54,9 @@ type Pins struct {
 	// write stores a server's pins; atomicfile.WriteJSON, or what a test
 	// puts in its place.
 	write func(path string, v any) error
+	// shared keeps the pins in the store every replica shares in place
+	// of dir's files (see UseSharedStore); nil: the files.
+	shared shared.Store
 
 	mu    sync.Mutex               // guards files
 	files map[string]chan struct{} // by server: a lock (one token) on the read-modify-write of its file
@@ -84,6 +88,19 @@ func (p *Pins) lock(serverID string, write bool) (func(), error) {
 	token <- struct{}{}
 	if !write {
 		return func() { <-token }, nil
+	}
+	if p.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), pinLockWait)
+		unlock, err := p.shared.Lock(ctx, pinNS, serverID, pinLockWait)
+		cancel() // bounds the wait; the lock's transaction outlives it
+		if err != nil {
+			<-token
+			return nil, err
+		}
+		return func() {
+			unlock()
+			<-token
+		}, nil
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		<-token
@@ -144,7 +161,7 @@ func (p *Pins) path(serverID string) string {
 
 func (p *Pins) load(serverID string) (*pinFile, error) {
 	f := &pinFile{Server: serverID, Tools: map[string]*pin{}}
-	b, err := os.ReadFile(p.path(serverID))
+	b, err := p.read(serverID)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
@@ -152,7 +169,7 @@ func (p *Pins) load(serverID string) (*pinFile, error) {
 		err = json.Unmarshal(b, f)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; repair it, or remove it to pin the tools %s serves now", ErrPinFile, p.path(serverID), err, serverID)
+		return nil, fmt.Errorf("%w: %s: %v; repair it, or remove it to pin the tools %s serves now", ErrPinFile, p.where(serverID), err, serverID)
 	}
 	if f.Tools == nil {
 		f.Tools = map[string]*pin{}
@@ -161,6 +178,9 @@ func (p *Pins) load(serverID string) (*pinFile, error) {
 }
 
 func (p *Pins) save(f *pinFile) error {
+	if p.shared != nil {
+		return p.sharedSave(f)
+	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
@@ -176,7 +196,7 @@ func (p *Pins) save(f *pinFile) error {
 func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 	unlock, err := p.lock(serverID, true)
 	if err != nil {
-		err = fmt.Errorf("%w: %s: %v", ErrPinFile, p.path(serverID), err)
+		err = fmt.Errorf("%w: %s: %v", ErrPinFile, p.where(serverID), err)
 	} else {
 		defer unlock()
 	}
@@ -227,7 +247,7 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 				}
 			}
 			return withheld, fmt.Errorf("%w: %s: %v; %d tools seen for the first time are withheld until their pins can be saved",
-				ErrPinsNotSaved, p.path(serverID), err, len(fresh))
+				ErrPinsNotSaved, p.where(serverID), err, len(fresh))
 		}
 	}
 	return changed, nil
@@ -265,7 +285,13 @@ func (p *Pins) Accept(serverID string, tools ...string) ([]string, error) {
 	if len(accepted) == 0 {
 		return nil, nil
 	}
-	return accepted, p.save(f)
+	if err := p.save(f); err != nil {
+		return nil, err
+	}
+	if p.shared != nil {
+		return accepted, p.notifyAccepted()
+	}
+	return accepted, nil
 }
 
 // PinChange is a pinned tool whose served definition differs from its pin.

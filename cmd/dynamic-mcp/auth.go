@@ -38,7 +38,11 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	store := auth.NewStore(cfg.TokenDir())
+	store, closeStore, err := tokenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	switch args[0] {
 	case "status":
 		return authStatus(store, stdout)

@@ -114,12 +114,15 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 
 // connectAll starts every upstream of cfg for a command that has no client
 // of its own, so declares no client capabilities.
-func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) *upstream.Manager {
-	mgr := upstream.New(cfg, logger)
+func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*upstream.Manager, error) {
+	mgr, err := newManager(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
 	go answerWithoutClient(ctx, mgr)
 	mgr.Start(ctx)
-	return mgr
+	return mgr, nil
 }
 
 // answerWithoutClient takes what upstreams send while no client is there

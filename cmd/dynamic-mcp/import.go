@@ -214,7 +214,10 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 			srv.Retry.Attempts = 1
 		}
 	}
-	mgr := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	mgr, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
+	if err != nil {
+		return ""
+	}
 	defer mgr.Close()
 	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -30,6 +32,14 @@ func pinCmd(args []string, stdout io.Writer) error {
 		return err
 	}
 	pins := upstream.NewPins(filepath.Join(cfg.StateDir, "pins"))
+	if cfg.Store != "" {
+		db, err := pgstore.Open(context.Background(), cfg.Store)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		pins.UseSharedStore(db)
+	}
 	if args[0] == "list" {
 		return listPins(cfg, pins, stdout)
 	}

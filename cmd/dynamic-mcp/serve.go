@@ -19,7 +19,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // serveCmd serves MCP over stdio until the client closes stdin or a signal
@@ -85,7 +84,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
-	mgr := upstream.New(cfg, logger)
+	if httpAddr != "" && cfg.Store != "" && len(cfg.HTTP.SessionKeys) == 0 {
+		// Replicas that share state but not sessions would need sticky
+		// routing after all (issue 25).
+		return errors.New("store: is for replicas, which resume each other's sessions only with http.session_keys: set them (the same keys on every replica)")
+	}
+	mgr, err := newManager(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
 	defer mgr.Close()
 	hub, err := server.New(cfg, mgr, logger)
 	if err != nil {
@@ -140,10 +147,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
+	storeAtStart := cfg.Store
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
 			setLogSecrets(cfg)
+			if cfg.Store != storeAtStart {
+				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
+			}
 			cfg, err := cfg.WithProfile(profile)
 			if err != nil {
 				logger.Error("config reload: still serving the previous config", "err", err)
@@ -153,7 +164,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			hub.SetConfig(cfg)
 		}, mgr.RecheckPins, logger)
 	}()
-	defer func() { stopWatching(); <-watched }()
+	// With store:, a pin accepted elsewhere arrives as a notification.
+	pinsWatched := make(chan struct{})
+	go func() {
+		defer close(pinsWatched)
+		mgr.WatchSharedPins(watchCtx)
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched }()
 
 	if httpAddr != "" {
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {

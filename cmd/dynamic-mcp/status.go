@@ -62,7 +62,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer closeLog()
 	printHub(ctx, cfg, stdout)
-	mgr := connectAll(ctx, cfg, logger)
+	mgr, err := connectAll(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.
 	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout+5*time.Second)

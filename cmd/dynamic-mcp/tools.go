@@ -32,7 +32,10 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if only != "" && !hasGroup(cfg, only) {
 		return fmt.Errorf("no group %q in %s", only, cfg.Path)
 	}
-	mgr := connectAll(ctx, cfg, logger)
+	mgr, err := connectAll(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
 	defer mgr.Close()
 	mgr.WaitSettled(ctx)
 	cfg.Audit.Path = "off" // listing tools is not something to audit

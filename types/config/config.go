@@ -129,6 +129,10 @@ type Config struct {
 	secretValues []secretValue
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
+	// Store is the PostgreSQL URL of the state every replica shares
+	// (sign-ins, tool pins, grants, rate counters); "" (the default)
+	// keeps it in StateDir.
+	Store string
 }
 
 // HTTP configures the hub's HTTP face.

@@ -174,6 +174,7 @@ func (p *parser) parse(data []byte) *Config {
 			}
 		},
 		"state_dir": func(key string, v *yaml.Node) { cfg.StateDir = expandHome(p.str(v, key)) },
+		"store":     func(key string, v *yaml.Node) { cfg.Store = p.storeURL(v, key) },
 		"http": func(key string, v *yaml.Node) {
 			p.mapping(v, key, map[string]func(string, *yaml.Node){
 				"token":             func(k string, v *yaml.Node) { cfg.HTTP.Token = p.str(v, k) },

@@ -1,0 +1,176 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// replica is one hub's token store on the database at url, with a state
+// directory of its own (the vault's key comes from DYNAMIC_MCP_VAULT_KEY,
+// set by TestMain, as on every replica).
+func replica(t *testing.T, url string) *Store {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return NewSharedStore(filepath.Join(t.TempDir(), "oauth-servers"), db)
+}
+
+// A sign-in saved by one replica is read by another, sealed in the
+// database exactly as in a .sealed file (and nothing is written to
+// either replica's state directory); a logout on one is seen by the other.
+func TestSharedStoreSignInSeenByEveryReplica(t *testing.T) {
+	url := pgtest.Start(t)
+	a := authtest.NewServer(t)
+	rec, err := login(t, a, LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := replica(t, url), replica(t, url)
+	if _, err := two.Load("srv", a.URL+"/mcp"); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("before the sign-in: %v", err)
+	}
+	if err := one.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := two.Load("srv", a.URL+"/mcp")
+	if err != nil || got.AccessToken != rec.AccessToken || got.RefreshToken != rec.RefreshToken {
+		t.Fatalf("the other replica reads %v, %v", got, err)
+	}
+	if _, err := two.Load("srv", "https://elsewhere.example/mcp"); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("a sign-in for another URL was taken: %v", err)
+	}
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	raw, err := db.Get(t.Context(), tokenNS, "srv")
+	if err != nil || !strings.HasPrefix(string(raw), "dmv1") || strings.Contains(string(raw), rec.AccessToken) {
+		t.Fatalf("the database holds %q, %v: want a sealed record", raw, err)
+	}
+	for _, s := range []*Store{one, two} {
+		if entries, _ := os.ReadDir(s.Dir()); len(entries) != 0 {
+			t.Errorf("files in a replica's token directory: %v", entries)
+		}
+	}
+	if list, err := two.List(); err != nil || len(list) != 1 || list[0].Server != "srv" {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+	if err := two.Delete("srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Load("srv", a.URL+"/mcp"); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("after the logout on the other replica: %v", err)
+	}
+}
+
+// Three hubs on one database, two of them other processes, call a
+// resource against an authorization server that rotates refresh tokens,
+// lets access tokens lapse in 2 s and revokes the grant when a used
+// refresh token comes again: the renewals take turns under the database's
+// advisory lock and re-read the record, so each token is renewed once,
+// the grant stands and every call is answered.
+func TestSharedStoreRenewalSingleFlightAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	const runFor = 6 * time.Second
+	url := pgtest.Start(t)
+	a := authtest.NewServer(t)
+	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
+	rec, err := login(t, a, LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := replica(t, url)
+	if err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	resource := a.URL + "/mcp"
+	outs := make([]strings.Builder, 2)
+	cmds := make([]*exec.Cmd, 2)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AUTH_TEST_CALLER_STORE="+filepath.Join(t.TempDir(), "oauth-servers"),
+			"AUTH_TEST_CALLER_DB="+url, "AUTH_TEST_CALLER_URL="+resource, "AUTH_TEST_CALLER_FOR="+runFor.String())
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	var wg sync.WaitGroup
+	var ok, failed int
+	var first error
+	wg.Go(func() { ok, failed, first = callFor(t.Context(), store, resource, runFor) })
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("replica process %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	wg.Wait()
+	a.Lock()
+	revoked, refreshed := a.Revoked, a.Refreshed
+	a.Unlock()
+	if revoked {
+		t.Error("the authorization server revoked the grant: a refresh token was used twice")
+	}
+	if failed > 0 || ok == 0 {
+		t.Errorf("in-process replica: %d answered, %d failed (first: %v)", ok, failed, first)
+	}
+	for i := range outs {
+		var pok, pfailed int
+		out := outs[i].String()
+		if j := strings.LastIndex(out, "answered "); j < 0 {
+			t.Errorf("replica process %d: %s", i, out)
+		} else if _, err := fmt.Sscanf(out[j:], "answered %d failed %d", &pok, &pfailed); err != nil || pfailed > 0 || pok == 0 {
+			t.Errorf("replica process %d: %s", i, out)
+		}
+	}
+	// A 2 s token is renewed in the second half of its life: about once a
+	// second for the three of them together, not once per replica.
+	if most := int(runFor/time.Second) + 1; refreshed < int(runFor/(2*time.Second)) || refreshed > most {
+		t.Errorf("%d renewals in %s of 2 s tokens by three replicas; want at most %d", refreshed, runFor, most)
+	}
+	t.Logf("in-process replica answered %d; %d renewals; processes: %s", ok, refreshed, outs[0].String()+outs[1].String())
+}
+
+// A user's own sign-in (auth: per-user) is kept on the database too,
+// apart from the shared one and from every other user's, and read by
+// that user on any replica.
+func TestSharedStorePerUserRecords(t *testing.T) {
+	url := pgtest.Start(t)
+	one, two := replica(t, url), replica(t, url)
+	base := Record{Server: "srv", URL: "https://srv.example/mcp", TokenEndpoint: "https://id.example/token", ClientID: "hub"}
+	shared, alice := base, base
+	shared.AccessToken, alice.AccessToken = "shared-token", "alice-token"
+	if err := one.Save(&shared); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.ForUser("jwt:alice").Save(&alice); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := two.ForUser("jwt:alice").Load("srv", base.URL); err != nil || r.AccessToken != "alice-token" {
+		t.Fatalf("alice's own sign-in on another replica: %v, %v", r, err)
+	}
+	if r, err := two.Load("srv", base.URL); err != nil || r.AccessToken != "shared-token" {
+		t.Fatalf("the shared sign-in: %v, %v", r, err)
+	}
+	if _, err := two.ForUser("jwt:bob").Load("srv", base.URL); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("bob has no sign-in of his own: %v", err)
+	}
+}

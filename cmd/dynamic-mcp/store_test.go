@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// Three replicas of a team's hub (three processes, each with a state
+// directory of its own, as on three machines) on one database (store:),
+// one sign-in saved there, against an authorization server that rotates
+// refresh tokens, lets access tokens lapse in 2 s and revokes the grant
+// when a used refresh token comes again: the renewals take turns under
+// the database's advisory lock, so each token is renewed once, the grant
+// stands and every call is answered. `auth status` of any replica shows
+// the sign-in; nothing is written to a replica's state directory.
+func TestReplicasShareOneSignInThroughTheStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	url := pgtest.Start(t)
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	t.Setenv(vault.EnvKey, key)
+	a, signInHome := signedIn(t) // a sign-in, as `auth login` on one replica made it
+	rec, err := auth.NewStore(filepath.Join(signInHome, "oauth-servers")).Load("r", a.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := auth.NewSharedStore(filepath.Join(t.TempDir(), "oauth-servers"), db).Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	hubs := make([]*client, 3)
+	homes := make([]string, 3)
+	for i := range hubs {
+		homes[i] = t.TempDir()
+		cfg := filepath.Join(homes[i], "hub.yaml")
+		os.WriteFile(cfg, []byte("store: ${TEAM_DB}\n"+protectedConfig(a)), 0o600)
+		hubs[i] = startProcess(t, []string{"DYNAMIC_MCP_HOME=" + homes[i], "TEAM_DB=" + url, vault.EnvKey + "=" + key}, hubBin, "serve", "--standalone", "-c", cfg)
+		hubs[i].initialize("2025-06-18")
+	}
+	start := time.Now()
+	callThroughRenewals(t, a, hubs)
+	a.Lock()
+	refreshed := a.Refreshed
+	a.Unlock()
+	// A 2 s token is renewed in the second half of its life: about once a
+	// second for the three together (and the wait for the tools), not once
+	// per replica.
+	if most := int(time.Since(start)/time.Second) + 2; refreshed > most {
+		t.Errorf("%d renewals in %s by three replicas: want at most %d", refreshed, time.Since(start).Round(time.Second), most)
+	}
+	if logs := hubs[0].stderr.String(); !strings.Contains(logs, "state shared through the store's database") || !strings.Contains(logs, strings.TrimPrefix(strings.SplitN(url, "/postgres?", 2)[0], "postgres://postgres@")) {
+		t.Errorf("the hub does not say where its state is:\n%s", logs)
+	}
+	status := exec.Command(hubBin, "auth", "status", "-c", filepath.Join(homes[1], "hub.yaml"))
+	status.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+homes[1], "TEAM_DB="+url)
+	if out, err := status.CombinedOutput(); err != nil || !strings.Contains(string(out), a.URL) {
+		t.Errorf("auth status on another replica: %v\n%s", err, out)
+	}
+	for _, home := range homes {
+		if entries, _ := os.ReadDir(filepath.Join(home, "oauth-servers")); len(entries) > 0 {
+			t.Errorf("a replica wrote sign-ins to its state directory: %v", entries)
+		}
+	}
+}
+
+// A hub whose store: does not answer fails at start, before serving,
+// saying which database; the URL's password is not printed.
+func TestServeFailsWhenTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "hub.yaml")
+	os.WriteFile(cfg, []byte("store: postgres://hub:hunter2@127.0.0.1:1/team?connect_timeout=2\ngroups:\n  g: { description: d, command: echo }\n"), 0o600)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hubBin, "serve", "--standalone", "-c", cfg)
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+		!strings.Contains(string(out), "cannot reach the database at 127.0.0.1:1/team") || strings.Contains(string(out), "hunter2") {
+		t.Fatalf("serve with a store that is down: %v\n%s", err, out)
+	}
+}
+
+// serve --http with a store: and no http.session_keys refuses to start:
+// replicas that share state but not sessions would need sticky routing.
+func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "hub.yaml")
+	os.WriteFile(cfg, []byte("store: postgres://hub@127.0.0.1:1/team\nhttp: { token: a-token-of-sixteen-bytes }\ngroups:\n  g: { description: d, command: echo }\n"), 0o600)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hubBin, "serve", "--http", "127.0.0.1:0", "-c", cfg)
+	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "resume each other's sessions only with http.session_keys") {
+		t.Fatalf("serve --http with a store and no session keys: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// replicaHub is a hub of yaml on the shared store at url (a replica of a
+// team's hub), ready to serve.
+func replicaHub(t *testing.T, url, yaml string) *Hub {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := testLogger()
+	mgr := upstream.New(cfg, logger)
+	mgr.UseSharedStore(db) // the manager closes it
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	h, err := New(cfg, mgr, logger)
+	if err != nil {
+		mgr.Close()
+		t.Fatal(err)
+	}
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	return h
+}
+
+// With store:, a grant for every session made on one replica lets the
+// calls it covers through on another, counted once for all: a grant of
+// two calls lets one through on each replica, then the next call asks
+// again; a grant revoked on one replica no longer lets calls through on
+// the other. The audit of the replica that used it names the grant.
+func TestGrantsSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	auditB := filepath.Join(t.TempDir(), "audit.jsonl")
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), auditB, "prompt_timeout: 20s", ""))
+	ca, cb := inboxClient(t, a), inboxClient(t, b)
+
+	ca.send(inboxCall(1, `{"text":"hi"}`))
+	p := pendingOne(t, a)
+	g, err := a.Approve(p.ID, "cli:ada", approval.Options{Calls: 2})
+	if err != nil || g == nil {
+		t.Fatalf("grant %+v, %v", g, err)
+	}
+	if got := ca.answer("1"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("approved on a: %s", got)
+	}
+	if l := b.Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 {
+		t.Fatalf("the grant as b lists it: %+v", l.Grants)
+	}
+	cb.send(inboxCall(2, `{"text":"on b"}`))
+	if got := cb.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("b's call under a's grant: %s", got)
+	}
+	if rec := lastAudit(t, auditB, 1); rec.Grant != g.ID || rec.ApprovedBy != "cli:ada" {
+		t.Errorf("b's audit of the call: %+v", rec)
+	}
+	ca.send(inboxCall(3, `{"text":"on a"}`))
+	if got := ca.answer("3"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("a's call, the grant's last: %s", got)
+	}
+	cb.send(inboxCall(4, `{"text":"on b again"}`))
+	p = pendingOne(t, b) // the grant's calls are used up, on every replica
+	if l := a.Approvals(); len(l.Grants) != 0 {
+		t.Errorf("a used-up grant listed on a: %+v", l.Grants)
+	}
+
+	g, err = b.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb.answer("4")
+	ca.send(inboxCall(5, `{"text":"hi"}`))
+	if got := ca.answer("5"); !strings.Contains(got, `"result"`) {
+		t.Fatalf("a's call under b's grant: %s", got)
+	}
+	if err := a.Revoke(g.ID, "ui"); err != nil {
+		t.Fatalf("revoke on a of b's grant: %v", err)
+	}
+	if err := b.Revoke(g.ID, "ui"); err != approval.ErrNoGrant {
+		t.Errorf("revoked twice: %v", err)
+	}
+	cb.send(inboxCall(6, `{"text":"hi"}`))
+	pendingOne(t, b)
+}
+
+// With store:, a rate per hub is counted across replicas: 2/minute lets
+// one call through on each of two replicas, and the next, on either, is
+// refused with the time until a token comes back; a rate per session
+// stays with the replica that holds the session.
+func TestRateLimitSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	rules := `      - {name: hub, action: allow, tool: echo, args: {text: "hub"}, rate: 2/minute, per: hub}
+      - {name: session, action: allow, tool: echo, args: {text: "session"}, rate: 1/minute}
+      - {action: allow, tool: "*"}
+`
+	a := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
+	b := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
+	ca, cb := rateSession(t, a, "s", "", `{}`), rateSession(t, b, "s", "", `{}`)
+	if got := echo(t, ca, 1, "hub"); !got.passed() {
+		t.Fatalf("per: hub, on a: %+v", got.Error)
+	}
+	if got := echo(t, cb, 1, "hub"); !got.passed() {
+		t.Fatalf("per: hub, on b: %+v", got.Error)
+	}
+	echo(t, ca, 2, "hub").refused(t, "per: hub, the 3rd call, on a", "hub", 30)
+	echo(t, cb, 2, "hub").refused(t, "per: hub, the 4th call, on b", "hub", 30)
+	if n := b.RateLimited()["f"]["hub"]; n != 1 {
+		t.Errorf("b counted %d calls over the limit, want 1", n)
+	}
+	for _, c := range []*pipeClient{ca, cb} {
+		if got := echo(t, c, 3, "session"); !got.passed() {
+			t.Fatalf("per: session, each replica's own: %+v", got.Error)
+		}
+		echo(t, c, 4, "session").refused(t, "per: session, the 2nd", "session", 60)
+	}
+}
+
+// A grant made on one replica releases the calls it covers that wait on
+// another (announced with NOTIFY), counted against it once each.
+func TestSharedGrantReleasesCallsWaitingElsewhere(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	ca, cb := inboxClient(t, a), inboxClient(t, b)
+	cb.send(inboxCall(1, `{"text":"waits on b"}`))
+	pendingOne(t, b)
+	ca.send(inboxCall(1, `{"text":"on a"}`))
+	p := pendingOne(t, a)
+	g, err := a.Approve(p.ID, "ui", approval.Options{Calls: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.answer("1")
+	if got := cb.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("b's waiting call after a's grant: %s", got)
+	}
+	if l := b.Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 || l.Grants[0].Used != 2 {
+		t.Errorf("after the release: %+v", l)
+	}
+}

@@ -1,0 +1,355 @@
+// Package pgstore keeps the hub's shared state in PostgreSQL
+// (`store: postgres://...`), through a bounded pgx connection pool: one
+// table of values by namespace and key, and transaction-scoped advisory
+// locks (pg_advisory_xact_lock on a hash of the key) for what must happen
+// once across replicas.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+)
+
+// SchemaVersion is the version of the tables this build makes and reads.
+const SchemaVersion = 1
+
+// connectWait bounds how long Open waits for the database to answer.
+const connectWait = 10 * time.Second
+
+// schemaLock is the advisory lock that makes replicas starting together
+// create the tables one at a time.
+const schemaLock = 0x646d6370 // "dmcp"
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_schema (version integer NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_state (
+		ns text NOT NULL,
+		key text NOT NULL,
+		value bytea NOT NULL,
+		updated timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (ns, key))`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_rate (
+		key text PRIMARY KEY,
+		calls integer NOT NULL,
+		period_us bigint NOT NULL,
+		tokens double precision NOT NULL,
+		took boolean NOT NULL,
+		last timestamptz NOT NULL)`,
+}
+
+// Store is the shared state in one PostgreSQL database.
+type Store struct {
+	pool  *pgxpool.Pool
+	where string       // host:port/database, for messages: never the password
+	takes atomic.Int64 // Take's calls, to prune every pruneEvery
+}
+
+var _ shared.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres://user@host/db?...;
+// pool_max_conns bounds the pool, by default the larger of 4 and the
+// number of CPUs), checks that it answers within connectWait, and creates
+// the tables when they are missing. A database whose tables a newer
+// version made is refused.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password and all.
+		return nil, errors.New("store: not a PostgreSQL connection URL")
+	}
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	ctx, cancel := context.WithTimeout(ctx, connectWait)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
+	}
+	s := &Store{pool: pool, where: where}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: cannot reach the database at %s: %w", where, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// migrate creates the tables and the schema version row, under
+// schemaLock so that replicas starting together do not race.
+func (s *Store) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+			return err
+		}
+		for _, q := range schema {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("create the tables: %w", err)
+			}
+		}
+		var v *int // NULL: no row yet
+		if err := tx.QueryRow(ctx, `SELECT max(version) FROM dynamic_mcp_schema`).Scan(&v); err != nil {
+			return err
+		}
+		switch {
+		case v == nil:
+			_, err := tx.Exec(ctx, `INSERT INTO dynamic_mcp_schema (version) VALUES ($1)`, SchemaVersion)
+			return err
+		case *v > SchemaVersion:
+			return fmt.Errorf("its tables are of schema version %d, made by a newer dynamic-mcp (this one knows %d)", *v, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Where names the database (host:port/database) without credentials.
+func (s *Store) Where() string { return s.where }
+
+// Close lets go of the pool's connections.
+func (s *Store) Close() { s.pool.Close() }
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func get(ctx context.Context, q querier, ns, key string) ([]byte, error) {
+	var v []byte
+	err := q.QueryRow(ctx, `SELECT value FROM dynamic_mcp_state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, shared.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read %s/%s: %w", ns, key, err)
+	}
+	return v, nil
+}
+
+func put(ctx context.Context, q querier, ns, key string, value []byte) error {
+	_, err := q.Exec(ctx, `INSERT INTO dynamic_mcp_state (ns, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, updated = now()`, ns, key, value)
+	if err != nil {
+		return fmt.Errorf("store: write %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+func del(ctx context.Context, q querier, ns, key string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM dynamic_mcp_state WHERE ns = $1 AND key = $2`, ns, key); err != nil {
+		return fmt.Errorf("store: delete %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+// Get returns the value of ns/key, or shared.ErrNotFound.
+func (s *Store) Get(ctx context.Context, ns, key string) ([]byte, error) {
+	return get(ctx, s.pool, ns, key)
+}
+
+// Put sets the value of ns/key.
+func (s *Store) Put(ctx context.Context, ns, key string, value []byte) error {
+	return put(ctx, s.pool, ns, key, value)
+}
+
+// Delete removes ns/key.
+func (s *Store) Delete(ctx context.Context, ns, key string) error {
+	return del(ctx, s.pool, ns, key)
+}
+
+// Keys are ns's keys, in byte order.
+func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM dynamic_mcp_state WHERE ns = $1 ORDER BY key COLLATE "C"`, ns)
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", ns, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", ns, err)
+	}
+	return keys, nil
+}
+
+// All are ns's keys and values.
+func (s *Store) All(ctx context.Context, ns string) (map[string][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM dynamic_mcp_state WHERE ns = $1`, ns)
+	if err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", ns, err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("store: read %s: %w", ns, err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", ns, err)
+	}
+	return out, nil
+}
+
+// refill is a bucket's tokens brought up to the statement's time: full
+// when its rate changed.
+const refill = `(CASE WHEN r.calls = $2::integer AND r.period_us = $3::bigint
+	THEN least($2::integer::float8, r.tokens +
+		greatest(0::float8, extract(epoch FROM now() - r.last)::float8) * 1e6::float8 * $2::integer::float8 / $3::bigint::float8)
+	ELSE $2::integer::float8 END)`
+
+// takeSQL refills and takes from a bucket in one statement: the row's
+// lock orders the replicas' takes, the database's clock the refill.
+const takeSQL = `INSERT INTO dynamic_mcp_rate AS r (key, calls, period_us, tokens, took, last)
+	VALUES ($1, $2::integer, $3::bigint, $2::integer::float8 - 1, true, now())
+	ON CONFLICT (key) DO UPDATE SET
+		tokens = CASE WHEN ` + refill + ` >= 1 THEN ` + refill + ` - 1 ELSE ` + refill + ` END,
+		took = ` + refill + ` >= 1,
+		calls = $2::integer, period_us = $3::bigint, last = now()
+	RETURNING tokens, took`
+
+// pruneEvery is how many takes of a replica go between two prunes.
+const pruneEvery = 256
+
+// prune deletes the buckets untouched for longer than their period: they
+// have refilled, and a missing bucket starts full, so nothing changes for
+// anyone but the table's size (a row per rule and caller ever seen).
+func (s *Store) prune(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM dynamic_mcp_rate WHERE last < now() - period_us * interval '1 microsecond'`)
+	return err
+}
+
+// Take takes a token from the bucket key (a row of dynamic_mcp_rate).
+func (s *Store) Take(ctx context.Context, key string, calls int, period time.Duration) (float64, bool, error) {
+	if calls < 1 || period <= 0 {
+		return 0, false, fmt.Errorf("store: bucket %s: a rate is at least 1 call per positive period", key)
+	}
+	if s.takes.Add(1)%pruneEvery == 0 {
+		_ = s.prune(ctx) // best effort: the next round tries again
+	}
+	var tokens float64
+	var ok bool
+	if err := s.pool.QueryRow(ctx, takeSQL, key, calls, period.Microseconds()).Scan(&tokens, &ok); err != nil {
+		return 0, false, fmt.Errorf("store: bucket %s: %w", key, err)
+	}
+	return tokens, ok, nil
+}
+
+// Notify sends a notification on channel (pg_notify).
+func (s *Store) Notify(ctx context.Context, channel string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, channel); err != nil {
+		return fmt.Errorf("store: notify %s: %w", channel, err)
+	}
+	return nil
+}
+
+// watchRetry is how long Watch waits before it connects again.
+const watchRetry = time.Second
+
+// Watch LISTENs on channel on a connection of its own, taken from the
+// pool and closed when it is done, and calls fn for each notification.
+func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(watchRetry):
+			}
+		}
+		s.listen(ctx, channel, fn, !first)
+	}
+}
+
+// listen is one connection of Watch: it returns when the connection
+// fails or ctx ends.
+func (s *Store) listen(ctx context.Context, channel string, fn func(), again bool) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	conn := pc.Hijack() // never back to the pool: it listens
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return
+	}
+	if again {
+		fn()
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return
+		}
+		fn()
+	}
+}
+
+// Locked runs fn in a transaction that first takes the advisory lock of
+// ns/key (pg_advisory_xact_lock of its 64-bit hash), waiting at most wait
+// (lock_timeout); the lock goes with the transaction's end.
+func (s *Store) Locked(ctx context.Context, ns, key string, wait time.Duration, fn func(tx shared.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockTx(ctx, tx, ns, key, wait); err != nil {
+			return err
+		}
+		return fn(txStore{tx})
+	})
+}
+
+// Lock takes the advisory lock of ns/key in a transaction of its own,
+// which unlock ends (rolls back: it wrote nothing). A connection that
+// breaks lets go of the lock with it.
+func (s *Store) Lock(ctx context.Context, ns, key string, wait time.Duration) (func(), error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+	}
+	if err := lockTx(ctx, tx, ns, key, wait); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectWait)
+		defer cancel()
+		_ = tx.Rollback(ctx)
+	}, nil
+}
+
+// lockTx takes the advisory lock of ns/key in tx, waiting at most wait.
+func lockTx(ctx context.Context, tx pgx.Tx, ns, key string, wait time.Duration) error {
+	if wait > 0 {
+		ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, ms); err != nil {
+			return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, ns+"/"+key); err != nil {
+		return fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
+	}
+	return nil
+}
+
+// txStore is a shared.Tx in one PostgreSQL transaction.
+type txStore struct{ tx pgx.Tx }
+
+func (t txStore) Get(ctx context.Context, ns, key string) ([]byte, error) {
+	return get(ctx, t.tx, ns, key)
+}
+
+func (t txStore) Put(ctx context.Context, ns, key string, value []byte) error {
+	return put(ctx, t.tx, ns, key, value)
+}
+
+func (t txStore) Delete(ctx context.Context, ns, key string) error { return del(ctx, t.tx, ns, key) }
