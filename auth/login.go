@@ -77,37 +77,11 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	defer ln.Close()
 	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", ln.Addr().(*net.TCPAddr).Port)
 
-	// The server's 401 and its protected resource metadata (RFC 9728: the
-	// URL the 401 names, else path-specific, else root well-known) say
-	// which authorization server to use; its metadata is found there (RFC
-	// 8414, then OpenID, in the spec's order).
-	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
-	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
-	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("discover the authorization server: %w", err)
-	}
-	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {
-		if err := CheckURL(u); err != nil {
-			return nil, fmt.Errorf("authorization server metadata: %w", err)
-		}
-	}
-	resource := prm.Resource
-	if resource == "" {
-		resource = strings.TrimSuffix(serverURL, "/")
-	}
-	c, err := chooseClient(ctx, o, md, resource, redirect)
+	pl, err := planLogin(ctx, o, serverURL, redirect)
 	if err != nil {
 		return nil, err
 	}
-	scopes := o.Scopes
-	switch {
-	case len(scopes) > 0:
-	case challenge.scope != "":
-		scopes = strings.Fields(challenge.scope)
-	case len(prm.ScopesSupported) > 0:
-		scopes = prm.ScopesSupported
-	}
+	md, c, scopes, resource := pl.md, pl.c, pl.scopes, pl.resource
 	conf := &oauth2.Config{
 		ClientID: c.id, ClientSecret: c.secret, RedirectURL: redirect, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(c.method)},
@@ -380,4 +354,51 @@ func waitForCallback(ctx context.Context, codes <-chan callback, timeout time.Du
 			fmt.Fprintf(out, "\rwaiting for the sign-in: %d:%02d left ", int(left.Minutes()), int(left.Seconds())%60)
 		}
 	}
+}
+
+// loginPlan is what a sign-in needs before the browser: the authorization
+// server's metadata, the client to sign in as, the scopes to ask for and
+// the resource (RFC 8707) the token is for.
+type loginPlan struct {
+	md       *serverMetadata
+	c        client
+	scopes   []string
+	resource string
+}
+
+// planLogin finds, for the server at serverURL, where and as whom to sign
+// in: the server's 401 and its protected resource metadata (RFC 9728: the
+// URL the 401 names, else path-specific, else root well-known) say which
+// authorization server to use; its metadata is found there (RFC 8414,
+// then OpenID, in the spec's order); the client is registered or given
+// for redirect.
+func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) (loginPlan, error) {
+	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
+	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
+	if err != nil {
+		return loginPlan{}, fmt.Errorf("discover the authorization server: %w", err)
+	}
+	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {
+		if err := CheckURL(u); err != nil {
+			return loginPlan{}, fmt.Errorf("authorization server metadata: %w", err)
+		}
+	}
+	resource := prm.Resource
+	if resource == "" {
+		resource = strings.TrimSuffix(serverURL, "/")
+	}
+	c, err := chooseClient(ctx, o, md, resource, redirect)
+	if err != nil {
+		return loginPlan{}, err
+	}
+	scopes := o.Scopes
+	switch {
+	case len(scopes) > 0:
+	case challenge.scope != "":
+		scopes = strings.Fields(challenge.scope)
+	case len(prm.ScopesSupported) > 0:
+		scopes = prm.ScopesSupported
+	}
+	return loginPlan{md: md, c: c, scopes: scopes, resource: resource}, nil
 }

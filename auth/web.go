@@ -47,33 +47,11 @@ func BeginWeb(ctx context.Context, server, serverURL, redirect string, o LoginOp
 	if err := CheckURL(serverURL); err != nil {
 		return nil, err
 	}
-	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
-	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
-	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("discover the authorization server: %w", err)
-	}
-	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {
-		if err := CheckURL(u); err != nil {
-			return nil, fmt.Errorf("authorization server metadata: %w", err)
-		}
-	}
-	resource := prm.Resource
-	if resource == "" {
-		resource = strings.TrimSuffix(serverURL, "/")
-	}
-	c, err := chooseClient(ctx, o, md, resource, redirect)
+	pl, err := planLogin(ctx, o, serverURL, redirect)
 	if err != nil {
 		return nil, err
 	}
-	scopes := o.Scopes
-	switch {
-	case len(scopes) > 0:
-	case challenge.scope != "":
-		scopes = strings.Fields(challenge.scope)
-	case len(prm.ScopesSupported) > 0:
-		scopes = prm.ScopesSupported
-	}
+	md, c, scopes, resource := pl.md, pl.c, pl.scopes, pl.resource
 	f := &WebFlow{server: server, serverURL: serverURL, state: randomString(), verifier: oauth2.GenerateVerifier(), md: md,
 		resource: resource, c: c, scopes: scopes, o: o}
 	f.conf = &oauth2.Config{
