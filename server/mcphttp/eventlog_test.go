@@ -127,12 +127,24 @@ func TestGETStreamResumes(t *testing.T) {
 	events = resumeStream(t.Context(), a, last)
 	expect(events, 4)
 	flood(2)
-	expect(events, 2)
+	last = expect(events, 2)
 	select {
 	case e := <-events:
 		t.Fatalf("more than was sent: %+v", e)
 	case <-time.After(100 * time.Millisecond):
 	}
+
+	// Resuming while the old stream is still open (its connection dead,
+	// say, and not yet noticed) takes the stream over: the old one ends.
+	again := resumeStream(t.Context(), a, last)
+	for e := range events {
+		t.Fatalf("the old stream after it was taken over: %+v", e)
+	}
+	if e := nextEvent(t, again); e.id != last || e.data != "" {
+		t.Fatalf("resumed with nothing missed: %+v, want a priming event with id %s", e, last)
+	}
+	flood(2)
+	expect(again, 2)
 
 	// c, given a's id, gets only what is sent from then on.
 	c := newHTTPClient(t, ts.URL)

@@ -243,7 +243,7 @@ func (ss *sessionStream) open() int {
 // claimStandalone makes st the session's GET stream, unless one is open
 // or the session ended: the spec allows one, and the first stays the
 // client's (a second GET with the same session id is answered 409
-// Conflict). Over Streamable HTTP, st starts with the kept events after
+// Conflict), unless the second resumes with an id of its events. Over Streamable HTTP, st starts with the kept events after
 // lastID (the client's Last-Event-ID; "" for none), and last is the id of
 // the last event sent so far when none was queued (for a priming event).
 func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string, ok bool) {
@@ -254,18 +254,26 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 		return "", false
 	default:
 	}
+	var replay []keptEvent
+	resumes := false
+	if !ss.legacy && lastID != "" {
+		replay, resumes = ss.log.after(lastID)
+	}
 	if ss.standalone != nil {
-		return "", false
+		if !resumes {
+			return "", false
+		}
+		// A client resuming with an id of this session's stream (which only
+		// that stream carried) takes it over: its old connection is most
+		// likely dead and not yet noticed. The old stream ends; what it had
+		// not sent is replayed here.
+		ss.standalone.out.Close()
 	}
 	ss.standalone = st
 	if ss.legacy {
 		return "", true
 	}
 	st.ids = true
-	var replay []keptEvent
-	if lastID != "" {
-		replay, _ = ss.log.after(lastID)
-	}
 	for _, e := range replay {
 		b := framed(ss.log.id(e.seq), e.msg)
 		if e.note {
