@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // The events of a session's GET stream, kept for the client to resume
@@ -15,7 +16,7 @@ import (
 // cannot be guessed) and seq counts up from 1. A notification sent while
 // the session has no GET stream open is kept too. The hub keeps the last
 // maxKeptEvents events or maxKeptBytes of them, whichever is reached
-// first, in memory; a GET with Last-Event-ID gets the kept events after
+// first, in memory (and maxKeptTotal for all sessions); a GET with Last-Event-ID gets the kept events after
 // that id, then the live ones. An id older than what is kept gets what is
 // kept (the events between are lost, and the client is not told: the
 // spec has no way to say so); an id the session did not give gets only
@@ -29,6 +30,10 @@ const (
 	maxKeptEvents = 256
 	// maxKeptBytes is how many bytes of them are kept.
 	maxKeptBytes = 1 << 20
+	// maxKeptTotal is how many bytes of events are kept for all the
+	// sessions of a face together: a session whose event would go beyond
+	// it forgets what it kept, and keeps nothing until there is room.
+	maxKeptTotal = 64 << 20
 )
 
 // keptEvent is one event of a GET stream, as sent.
@@ -41,10 +46,11 @@ type keptEvent struct {
 // eventLog is the kept events of a session's GET stream; its
 // sessionStream's mu guards it.
 type eventLog struct {
-	stream string      // random, the "<stream>" of every id
-	seq    uint64      // the last seq given
-	kept   []keptEvent // oldest first
-	bytes  int         // sum of len(msg) over kept
+	stream string        // random, the "<stream>" of every id
+	seq    uint64        // the last seq given
+	kept   []keptEvent   // oldest first
+	bytes  int           // sum of len(msg) over kept
+	total  *atomic.Int64 // bytes kept by every session of the face (maxKeptTotal); nil: not counted
 }
 
 func newEventLog() eventLog {
@@ -63,7 +69,15 @@ func (l *eventLog) id(seq uint64) string {
 // returns its id.
 func (l *eventLog) add(msg []byte, note bool) string {
 	l.seq++
-	if len(msg) <= maxKeptBytes {
+	before := l.bytes
+	keep := len(msg) <= maxKeptBytes
+	if keep && l.total != nil && l.total.Load()+int64(len(msg)) > maxKeptTotal {
+		// What is kept stays the events after some id, with no gap:
+		// forget all, keep nothing of this one.
+		l.clear()
+		before, keep = 0, false
+	}
+	if keep {
 		l.kept = append(l.kept, keptEvent{seq: l.seq, msg: msg, note: note})
 		l.bytes += len(msg)
 	}
@@ -76,7 +90,18 @@ func (l *eventLog) add(msg []byte, note bool) string {
 	if n > 0 {
 		l.kept = append(l.kept[:0], l.kept[n:]...)
 	}
+	if l.total != nil {
+		l.total.Add(int64(l.bytes - before))
+	}
 	return l.id(l.seq)
+}
+
+// clear forgets every kept event (the ids given stay given).
+func (l *eventLog) clear() {
+	if l.total != nil {
+		l.total.Add(-int64(l.bytes))
+	}
+	l.kept, l.bytes = nil, 0
 }
 
 // after is the kept events after lastID; ok is false when lastID is not

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -156,6 +157,21 @@ func TestGETStreamResumes(t *testing.T) {
 	if e := nextEvent(t, cev); floodData(t, e) != 0 || strings.HasPrefix(e.id, strings.Split(last, "-")[0]) {
 		t.Fatalf("c's first event: %+v (a's ids: %s)", e, last)
 	}
+
+	// Sessions that end give back what they kept.
+	if face.kept.Load() == 0 {
+		t.Fatal("no bytes counted as kept")
+	}
+	for _, x := range []*httpClient{a, b, c} {
+		req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+		req.Header.Set(headerSessionID, x.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	waitFor(t, 5*time.Second, "the kept bytes to be given back", func() bool { return face.kept.Load() == 0 })
 }
 
 // The kept events are bounded by count and by bytes; an id older than
@@ -196,5 +212,28 @@ func TestEventLogBounds(t *testing.T) {
 	}
 	if other.stream == l.stream || len(l.stream) < 24 {
 		t.Errorf("streams %q and %q", l.stream, other.stream)
+	}
+
+	// All the sessions of a face together keep at most maxKeptTotal: one
+	// whose event would go beyond forgets what it kept (no gap), and gives
+	// back its bytes when it ends.
+	var total atomic.Int64
+	a, b := newEventLog(), newEventLog()
+	a.total, b.total = &total, &total
+	a.add([]byte("aaaa"), true)
+	b.add([]byte("bbbbbb"), true)
+	if total.Load() != 10 {
+		t.Fatalf("total %d, want 10", total.Load())
+	}
+	total.Add(maxKeptTotal - 12) // as if other sessions kept the rest
+	last := b.id(b.seq)
+	b.add([]byte("ccc"), true)
+	if got, ok := b.after(last); !ok || len(got) != 0 || len(b.kept) != 0 || total.Load() != maxKeptTotal-8 {
+		t.Fatalf("over the total: kept %d, %d after the last id; total %d", len(b.kept), len(got), total.Load()-(maxKeptTotal-12))
+	}
+	total.Add(-(maxKeptTotal - 12))
+	a.clear()
+	if total.Load() != 0 {
+		t.Fatalf("total %d once cleared", total.Load())
 	}
 }

@@ -142,6 +142,13 @@ func (ss *sessionStream) forget(id []byte, p *post, delivered bool) {
 	}
 }
 
+// forgetEvents forgets the kept events of a session that ended.
+func (ss *sessionStream) forgetEvents() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.log.clear()
+}
+
 // releaseAll releases every request still registered, once the Conn has
 // closed: none will be answered.
 func (ss *sessionStream) releaseAll() {
