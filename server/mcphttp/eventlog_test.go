@@ -237,3 +237,24 @@ func TestEventLogBounds(t *testing.T) {
 		t.Fatalf("total %d once cleared", total.Load())
 	}
 }
+
+// Last-Event-ID is the client's: after never panics, and gives events
+// only for an id of the log, those after it.
+func FuzzEventLogAfter(f *testing.F) {
+	l := newEventLog()
+	for i := range 300 {
+		l.add(fmt.Appendf(nil, "m%d", i), true)
+	}
+	for _, s := range []string{l.id(100), l.id(0), l.id(299), l.stream + "-", l.stream + "-18446744073709551616", "", "x-1", l.stream + "--1", l.stream + "-+5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		got, ok := l.after(id)
+		if !ok && len(got) != 0 {
+			t.Fatalf("%q: %d events for an id not known", id, len(got))
+		}
+		if ok && len(got) > 0 && l.id(got[0].seq-1) != id && got[0].seq != l.kept[0].seq {
+			t.Fatalf("%q: replay starts at %d", id, got[0].seq)
+		}
+	})
+}

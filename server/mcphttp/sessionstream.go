@@ -147,6 +147,7 @@ func (ss *sessionStream) forgetEvents() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.log.clear()
+	ss.log.total = nil // a late write is not counted against other sessions
 }
 
 // releaseAll releases every request still registered, once the Conn has
@@ -253,12 +254,12 @@ func (ss *sessionStream) open() int {
 // Conflict), unless the second resumes with an id of its events. Over Streamable HTTP, st starts with the kept events after
 // lastID (the client's Last-Event-ID; "" for none), and last is the id of
 // the last event sent so far when none was queued (for a priming event).
-func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string, ok bool) {
+func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string, replayed int, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	select {
 	case <-ss.closed:
-		return "", false
+		return "", 0, false
 	default:
 	}
 	var replay []keptEvent
@@ -268,7 +269,7 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 	}
 	if ss.standalone != nil {
 		if !resumes {
-			return "", false
+			return "", 0, false
 		}
 		// A client resuming with an id of this session's stream (which only
 		// that stream carried) takes it over: its old connection is most
@@ -278,7 +279,7 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 	}
 	ss.standalone = st
 	if ss.legacy {
-		return "", true
+		return "", 0, true
 	}
 	st.ids = true
 	for _, e := range replay {
@@ -290,9 +291,9 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 		}
 	}
 	if len(replay) > 0 {
-		return "", true
+		return "", len(replay), true
 	}
-	return ss.log.id(ss.log.seq), true
+	return ss.log.id(ss.log.seq), 0, true
 }
 
 func (ss *sessionStream) clearStandalone(st *stream) {

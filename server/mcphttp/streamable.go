@@ -357,10 +357,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	// A client that resumes (Last-Event-ID) gets the events it missed
 	// first (eventlog.go).
 	st := newStream()
-	last, ok := hs.st.claimStandalone(st, r.Header.Get("Last-Event-ID"))
+	lastID := r.Header.Get("Last-Event-ID")
+	last, replayed, ok := hs.st.claimStandalone(st, lastID)
 	if !ok {
 		http.Error(w, "Conflict: the session's GET stream is already open", http.StatusConflict)
 		return
+	}
+	if lastID != "" {
+		s.logger.Debug("a GET stream resumed", "session", hs.id, "replayed", replayed, "known_id", replayed > 0 || last == lastID)
 	}
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
