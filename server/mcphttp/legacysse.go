@@ -37,7 +37,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	// a client that POSTs at once must find its answer a place to go
 	// (what is queued meanwhile is written after the endpoint event).
 	st := newStream()
-	hs.st.claimStandalone(st) // a new session's: always free
+	_, _, _ = hs.st.claimStandalone(st, "") // a new session's: always free
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {

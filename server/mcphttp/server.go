@@ -88,6 +88,7 @@ type Server struct {
 	closed    bool           // no more sessions
 
 	inflight atomic.Int64 // client requests being answered, all sessions
+	kept     atomic.Int64 // bytes of GET stream events kept, all sessions (eventlog.go)
 	bodies   *byteBudget
 	shares   *clientShares // each client's part of the caps
 	guard    *Guard        // the checks of every endpoint but the public ones

@@ -81,6 +81,7 @@ func (s *Server) startSession(id, transport, owner, profile string, who *identit
 		client:    client,
 		face:      s,
 	}
+	hs.st.log.total = &s.kept
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()
 	hs.inflight = settings.SessionInflight
@@ -200,5 +201,6 @@ func (hs *httpSession) end() {
 	hs.cancel()
 	hs.conn.Close() // closes hs.st
 	hs.st.releaseAll()
+	hs.st.forgetEvents()
 	hs.sess.Close()
 }

@@ -28,10 +28,11 @@ type sessionStream struct {
 	once   sync.Once
 	lost   atomic.Uint64 // notifications dropped or with no stream
 
-	mu         sync.Mutex       // guards posts, order and standalone
+	mu         sync.Mutex       // guards posts, order, standalone and log
 	posts      map[string]*post // the client's requests not yet answered, by id
 	order      []*post          // posts with a stream, oldest first
 	standalone *stream          // the GET stream, or the legacy SSE stream
+	log        eventLog         // the GET stream's events, kept to resume (eventlog.go); not over legacy SSE
 }
 
 // post is one client request not yet answered: its answer is handed to
@@ -48,12 +49,17 @@ type post struct {
 // with a deadline.
 type stream struct {
 	out *jsonrpc.Outbox
+	ids bool // a GET stream: each message is framed with its event id (eventlog.go)
 }
 
 func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
 
 func newSessionStream(legacy bool) *sessionStream {
-	return &sessionStream{legacy: legacy, in: make(chan []byte), closed: make(chan struct{}), posts: map[string]*post{}}
+	ss := &sessionStream{legacy: legacy, in: make(chan []byte), closed: make(chan struct{}), posts: map[string]*post{}}
+	if !legacy {
+		ss.log = newEventLog()
+	}
+	return ss
 }
 
 // Routes marks the stream a jsonrpc.Router.
@@ -136,6 +142,14 @@ func (ss *sessionStream) forget(id []byte, p *post, delivered bool) {
 	}
 }
 
+// forgetEvents forgets the kept events of a session that ended.
+func (ss *sessionStream) forgetEvents() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.log.clear()
+	ss.log.total = nil // a late write is not counted against other sessions
+}
+
 // releaseAll releases every request still registered, once the Conn has
 // closed: none will be answered.
 func (ss *sessionStream) releaseAll() {
@@ -167,6 +181,26 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		to = nil // an answer goes down its own POST or nowhere
 	case to == nil && !rel.Notification && len(ss.order) > 0:
 		to = ss.order[len(ss.order)-1].out // the client listens there
+	}
+	if !ss.legacy && !rel.Answer && msg != nil && to == ss.standalone && (to != nil || rel.Notification) {
+		// Down the GET stream, or kept for it while none is open: numbered
+		// and kept for a client that resumes (eventlog.go), and queued
+		// under mu, so that a GET that resumes gets each event once, in
+		// order, either from the log or live.
+		b := framed(ss.log.add(msg, rel.Notification), msg)
+		var err error
+		switch {
+		case to == nil:
+		case rel.Notification:
+			err = to.out.Notify(b)
+		default:
+			err = to.out.Send(b)
+		}
+		ss.mu.Unlock()
+		if err != nil && rel.Notification {
+			ss.lost.Add(1)
+		}
+		return nil
 	}
 	ss.mu.Unlock()
 	if rel.Answer && p != nil {
@@ -217,20 +251,49 @@ func (ss *sessionStream) open() int {
 // claimStandalone makes st the session's GET stream, unless one is open
 // or the session ended: the spec allows one, and the first stays the
 // client's (a second GET with the same session id is answered 409
-// Conflict).
-func (ss *sessionStream) claimStandalone(st *stream) bool {
+// Conflict), unless the second resumes with an id of its events. Over Streamable HTTP, st starts with the kept events after
+// lastID (the client's Last-Event-ID; "" for none), and last is the id of
+// the last event sent so far when none was queued (for a priming event).
+func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string, replayed int, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	select {
 	case <-ss.closed:
-		return false
+		return "", 0, false
 	default:
 	}
+	var replay []keptEvent
+	resumes := false
+	if !ss.legacy && lastID != "" {
+		replay, resumes = ss.log.after(lastID)
+	}
 	if ss.standalone != nil {
-		return false
+		if !resumes {
+			return "", 0, false
+		}
+		// A client resuming with an id of this session's stream (which only
+		// that stream carried) takes it over: its old connection is most
+		// likely dead and not yet noticed. The old stream ends; what it had
+		// not sent is replayed here.
+		ss.standalone.out.Close()
 	}
 	ss.standalone = st
-	return true
+	if ss.legacy {
+		return "", 0, true
+	}
+	st.ids = true
+	for _, e := range replay {
+		b := framed(ss.log.id(e.seq), e.msg)
+		if e.note {
+			_ = st.out.Notify(b) // the outbox holds as many as are kept
+		} else {
+			_ = st.out.Send(b)
+		}
+	}
+	if len(replay) > 0 {
+		return "", len(replay), true
+	}
+	return ss.log.id(ss.log.seq), 0, true
 }
 
 func (ss *sessionStream) clearStandalone(st *stream) {

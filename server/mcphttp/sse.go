@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 
@@ -48,6 +49,28 @@ func (sw *sseWriter) events(name string, msgs [][]byte) error {
 	return sw.flush(sw.buf)
 }
 
+// idEvents writes messages framed "<id>\n<msg>" (eventlog.go) as one
+// "message" event each, with its id.
+func (sw *sseWriter) idEvents(msgs [][]byte) error {
+	sw.buf = sw.buf[:0]
+	for _, m := range msgs {
+		id, msg, _ := bytes.Cut(m, []byte{'\n'})
+		sw.buf = append(sw.buf, "id: "...)
+		sw.buf = append(sw.buf, id...)
+		sw.buf = append(sw.buf, "\nevent: message\ndata: "...)
+		sw.buf = append(sw.buf, msg...)
+		sw.buf = append(sw.buf, "\n\n"...)
+	}
+	return sw.flush(sw.buf)
+}
+
+// prime writes an event with id and no message, so that a client cut off
+// before the next event resumes from here (MCP 2025-11-25,
+// basic/transports: the priming event).
+func (sw *sseWriter) prime(id string) error {
+	return sw.flush([]byte("id: " + id + "\ndata: \n\n"))
+}
+
 func (sw *sseWriter) ping() error { return sw.flush([]byte(": keep-alive\n\n")) }
 
 func (sw *sseWriter) flush(b []byte) error {
@@ -69,7 +92,11 @@ func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWrite
 		select {
 		case <-st.out.Ready():
 			if batch := st.out.TakeNow(); len(batch) > 0 {
-				if sw.events("message", batch) != nil {
+				write := sw.events
+				if st.ids {
+					write = func(_ string, b [][]byte) error { return sw.idEvents(b) }
+				}
+				if write("message", batch) != nil {
 					return
 				}
 			}

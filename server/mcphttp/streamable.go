@@ -354,14 +354,26 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	// nothing sent once it has is sent elsewhere. The spec allows one GET
 	// stream a session: a second is refused while the first is open, so
 	// that no one who learns a session id can take its stream over.
+	// A client that resumes (Last-Event-ID) gets the events it missed
+	// first (eventlog.go).
 	st := newStream()
-	if !hs.st.claimStandalone(st) {
+	lastID := r.Header.Get("Last-Event-ID")
+	last, replayed, ok := hs.st.claimStandalone(st, lastID)
+	if !ok {
 		http.Error(w, "Conflict: the session's GET stream is already open", http.StatusConflict)
 		return
+	}
+	if lastID != "" {
+		s.logger.Debug("a GET stream resumed", "session", hs.id, "replayed", replayed, "known_id", replayed > 0 || last == lastID)
 	}
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
 	if sw.start(nil) != nil {
+		return
+	}
+	// The priming event is 2025-11-25's: an older client may not take an
+	// event without a message.
+	if v := r.Header.Get(headerProtocolVersion); last != "" && v >= "2025-11-25" && sw.prime(last) != nil {
 		return
 	}
 	s.pump(r, hs, st, sw)

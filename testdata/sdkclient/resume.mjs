@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// resume.mjs shows that the official TypeScript SDK client
+// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// loses no notification when its GET stream is cut: client A connects
+// through --url (a proxy the test cuts), client B directly at --direct and
+// calls the fake's flood tool, whose log messages reach every session.
+//
+//   node resume.mjs --url http://127.0.0.1:P/mcp --direct http://127.0.0.1:Q/mcp --token T
+//
+// A gets B's first flood (3 messages) live and prints {"check":"live"};
+// it prints {"check":"cut me"} and waits for a line on stdin (the test cut
+// A's connections and holds new ones); B floods 4 more and prints
+// {"check":"flooded"}; after the next line on stdin (the test lets A's
+// connections through again) A must get exactly those 4, in order (its
+// SDK resumes its GET stream with Last-Event-ID), then B's last 2 live:
+// {"check":"resumed"}. The exit status is 1 when a check failed.
+
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: "string" },
+    direct: { type: "string" },
+    token: { type: "string" },
+    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
+  },
+});
+if (!opt.url || !opt.direct || !opt.token) {
+  process.stderr.write("resume.mjs: --url, --direct and --token are required\n");
+  process.exit(2);
+}
+const esm = path.join(opt.sdk, "dist", "esm");
+const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
+const { Client } = await load("client/index.js");
+const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+const types = await load("types.js");
+
+let failed = 0;
+function report(check, fields) {
+  if (fields.ok === false) failed++;
+  process.stdout.write(JSON.stringify({ check, ...fields }) + "\n");
+}
+const lines = readline.createInterface({ input: process.stdin });
+const stdinLines = [];
+let waiter = null;
+lines.on("line", (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else stdinLines.push(l); });
+const nextLine = () => stdinLines.length ? Promise.resolve(stdinLines.shift()) : new Promise((r) => { waiter = r; });
+
+const headers = { Authorization: `Bearer ${opt.token}` };
+const a = new Client({ name: "resume-a", version: "1.0.0" }, { capabilities: {} });
+const b = new Client({ name: "resume-b", version: "1.0.0" }, { capabilities: {} });
+const got = []; // the data of every flood log message A gets
+let onGot = () => {};
+a.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => {
+  if (String(n.params.logger).endsWith("flood")) { got.push(n.params.data); onGot(); }
+});
+a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
+a.fallbackNotificationHandler = async (n) => process.stderr.write(`client a: ${JSON.stringify(n)}\n`);
+const ta = new StreamableHTTPClientTransport(new URL(opt.url), {
+  requestInit: { headers },
+  reconnectionOptions: { initialReconnectionDelay: 200, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 50 },
+});
+await a.connect(ta, { timeout: 15000 });
+await a.setLoggingLevel("debug").catch((err) => process.stderr.write(`setLoggingLevel: ${err}\n`));
+await b.connect(new StreamableHTTPClientTransport(new URL(opt.direct), { requestInit: { headers } }), { timeout: 15000 });
+
+async function waitGot(n, ms) {
+  const deadline = Date.now() + ms;
+  while (got.length < n) {
+    if (Date.now() > deadline) throw new Error(`got ${JSON.stringify(got)}, want ${n} messages`);
+    await new Promise((r) => { onGot = r; setTimeout(r, 50); });
+  }
+}
+async function flood(n) {
+  const res = await b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 });
+  if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
+}
+async function check(name, fn) {
+  try {
+    report(name, { ok: true, ...((await fn()) ?? {}) });
+    return true;
+  } catch (err) {
+    report(name, { ok: false, error: String(err?.message ?? err), got });
+    return false;
+  }
+}
+
+// A's GET stream opens after initialize: wait until a flood reaches it.
+const live = await check("live", async () => {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    got.length = 0;
+    await flood(3);
+    try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
+  }
+  if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
+});
+if (live) {
+  report("cut me", { ok: true });
+  await nextLine();
+  await check("flooded", () => flood(4));
+  await nextLine();
+  await check("resumed", async () => {
+    await waitGot(7, 20000);
+    await flood(2);
+    await waitGot(9, 10000);
+    await new Promise((r) => setTimeout(r, 200));
+    if (JSON.stringify(got) !== "[0,1,2,0,1,2,3,0,1]") throw new Error(`got ${JSON.stringify(got)}`);
+  });
+}
+lines.close();
+await a.close().catch(() => {});
+await b.close().catch(() => {});
+process.exit(failed > 0 ? 1 : 0);
