@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// pendingOn waits until h lists n waiting calls and returns them.
+func pendingOn(t *testing.T, h *Hub, n int) []approval.Pending {
+	t.Helper()
+	var l approval.List
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool { l = h.Approvals(); return len(l.Pending) == n })
+	return l.Pending
+}
+
+// With store:, a call waiting for approval on one replica is listed on
+// every replica, with the replica that holds it; approved on another
+// replica, it completes where it waits; denied there, it is answered
+// -32001 where it waits; answered, it is listed nowhere.
+func TestPendingApprovalsSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	ca := inboxClient(t, a)
+
+	ca.send(inboxCall(1, `{"text":"approve me on b"}`))
+	p := pendingOne(t, a)
+	onB := pendingOn(t, b, 1)[0]
+	if onB.ID != p.ID || onB.Tool != "echo" || onB.Group != "f" || onB.Session != p.Session ||
+		onB.Replica == "" || onB.Replica != p.Replica || onB.Deadline.IsZero() || !strings.Contains(string(onB.Arguments), "approve me on b") {
+		t.Fatalf("a's call as b lists it: %+v (a lists %+v)", onB, p)
+	}
+	if _, err := b.Approve(p.ID, "ui", approval.Options{}); err != nil {
+		t.Fatalf("approve on b: %v", err)
+	}
+	if got := ca.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("a's call approved on b: %s", got)
+	}
+	pendingOn(t, a, 0)
+	pendingOn(t, b, 0)
+	if _, err := b.Approve(p.ID, "ui", approval.Options{}); err != approval.ErrNoPending {
+		t.Errorf("approved again on b: %v", err)
+	}
+
+	ca.send(inboxCall(2, `{"text":"deny me on b"}`))
+	p = pendingOn(t, b, 1)[0]
+	if err := b.Deny(p.ID, "cli:bob"); err != nil {
+		t.Fatalf("deny on b: %v", err)
+	}
+	if got := ca.answer("2"); !strings.Contains(got, `-32001`) || !strings.Contains(got, "denied by cli:bob") {
+		t.Fatalf("a's call denied on b: %s", got)
+	}
+	pendingOn(t, b, 0)
+	if err := b.Deny(p.ID, "ui"); err != approval.ErrNoPending {
+		t.Errorf("denied again on b: %v", err)
+	}
+
+	// A call cancelled by its client is listed nowhere.
+	ca.send(inboxCall(3, `{"text":"cancel me"}`))
+	pendingOn(t, b, 1)
+	ca.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
+	pendingOn(t, b, 0)
+}
+
+// With store:, the inbox's bounds hold: a session's calls past
+// maxPendingPerSession are refused at once on the replica that holds it,
+// and those waiting are all listed on the other.
+func TestPendingSharedBounds(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	ca := inboxClient(t, a)
+	for i := 1; i <= maxPendingPerSession; i++ {
+		ca.send(inboxCall(i, `{"text":"hi"}`))
+	}
+	pendingOn(t, b, maxPendingPerSession)
+	ca.send(inboxCall(100, `{"text":"one too many"}`))
+	if got := ca.answer("100"); !strings.Contains(got, "-32001") || !strings.Contains(got, "wait for approval already") {
+		t.Fatalf("past the session's bound: %s", got)
+	}
+	for _, p := range pendingOn(t, b, maxPendingPerSession) {
+		if err := b.Deny(p.ID, "ui"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pendingOn(t, a, 0)
+}
+
+// The rows of a replica that died go at their deadline: listed until
+// then, neither listed nor answerable after.
+func TestPendingSharedRowsExpire(t *testing.T) {
+	url := pgtest.Start(t)
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	put := func(id string, deadline time.Time) {
+		row, _ := json.Marshal(sharedPending{Pending: approval.Pending{ID: id, Time: time.Now().UTC(), Method: "tools/call",
+			Tool: "echo", Group: "f", Server: "f", Replica: "r-gone", Deadline: deadline}})
+		if err := b.approvals.shared.Put(context.Background(), pendingNS, id, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("live", time.Now().Add(time.Minute))
+	put("dead", time.Now().Add(-time.Second))
+	if l := pendingOn(t, b, 1); l[0].ID != "live" {
+		t.Fatalf("listed: %+v", l)
+	}
+	if keys, _ := b.approvals.shared.Keys(context.Background(), pendingNS); len(keys) != 1 || keys[0] != "live" {
+		t.Errorf("rows past their deadline kept: %v", keys)
+	}
+	if err := b.Deny("dead", "ui"); err != approval.ErrNoPending {
+		t.Errorf("deny of a row past its deadline: %v", err)
+	}
+}
