@@ -62,6 +62,24 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 		t.Errorf("denied again on b: %v", err)
 	}
 
+	// An approval with a grant made on b: a makes the grant, which lets
+	// a's next call through without asking.
+	ca.send(inboxCall(4, `{"text":"grant me on b"}`))
+	p = pendingOn(t, b, 1)[0]
+	if g, err := b.Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "grant*"}}); err != nil || g != nil {
+		t.Fatalf("approve with a grant on b: %+v, %v", g, err)
+	}
+	if got := ca.answer("4"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("a's call approved with a grant on b: %s", got)
+	}
+	ca.send(inboxCall(5, `{"text":"granted"}`))
+	if got := ca.answer("5"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
+		t.Fatalf("a's call under the grant made for b's approval: %s", got)
+	}
+	if l := b.Approvals(); len(l.Grants) != 1 || l.Grants[0].CallsLeft != 1 || l.Grants[0].Used != 2 {
+		t.Errorf("the grant as b lists it: %+v", l.Grants)
+	}
+
 	// A call cancelled by its client is listed nowhere.
 	ca.send(inboxCall(3, `{"text":"cancel me"}`))
 	pendingOn(t, b, 1)
