@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -133,5 +136,35 @@ func TestPendingSharedRowsExpire(t *testing.T) {
 	}
 	if err := b.Deny("dead", "ui"); err != approval.ErrNoPending {
 		t.Errorf("deny of a row past its deadline: %v", err)
+	}
+}
+
+// With store:, the inspector of one replica lists the calls waiting on
+// another (with the replica they wait on) and denies them there.
+func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	insp := inspect.New(inspect.Options{Upstreams: b.mgr, Approvals: b})
+	api := httptest.NewServer(insp.API())
+	t.Cleanup(func() { insp.Close(); api.Close() })
+	ca := inboxClient(t, a)
+	ca.send(inboxCall(1, `{"text":"hi"}`))
+	p := pendingOne(t, a)
+	var l approval.List
+	getJSON(t, api.URL+inspect.Prefix+"api/approvals", &l)
+	if len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != a.approvals.replica || l.Pending[0].Tool != "echo" {
+		t.Fatalf("b's inspector lists %+v, a has %+v", l.Pending, p)
+	}
+	resp, err := http.Post(api.URL+inspect.Prefix+"api/approvals/"+p.ID+"/deny", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("deny on b's inspector: %s", resp.Status)
+	}
+	if got := ca.answer("1"); !strings.Contains(got, "-32001") || !strings.Contains(got, "denied by ui") {
+		t.Fatalf("a's call denied in b's inspector: %s", got)
 	}
 }
