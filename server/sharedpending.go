@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -140,7 +141,43 @@ func (h *Hub) answerElsewhere(id string, ans sharedAnswer) error {
 		h.logger.Warn("approval: an answer could not be announced to the other replicas; it is read at the next announcement", "id", id, "err", err)
 	}
 	h.logger.Info("approval: answer sent to the replica where the call waits", "id", id, "ok", ans.OK, "by", ans.By)
-	return nil
+	return h.awaitApplied(ctx, id)
+}
+
+// appliedPoll is how often answerElsewhere looks whether the replica
+// where the call waits applied the answer, for at most appliedWait.
+const (
+	appliedPoll = 50 * time.Millisecond
+	appliedWait = 2 * time.Second
+)
+
+// awaitApplied waits, within appliedWait, until the row of the call id
+// is gone (the call was answered): an error when the replica where it
+// waits cleared the answer instead (it could not apply it). Still
+// unapplied after appliedWait, the answer stays for that replica to
+// apply (it may be slow, or its listener reconnecting): nil.
+func (h *Hub) awaitApplied(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, appliedWait)
+	defer cancel()
+	t := time.NewTicker(appliedPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		b, err := h.approvals.shared.Get(ctx, pendingNS, id)
+		if errors.Is(err, shared.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			continue
+		}
+		if r, ok := decodePending(b); ok && r.Answer == nil {
+			return errors.New("the replica where the call waits could not apply the answer (see its log); the call waits on")
+		}
+	}
 }
 
 // watchSharedPending answers, each time a replica announces an answer,

@@ -83,6 +83,21 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 		t.Errorf("the grant as b lists it: %+v", l.Grants)
 	}
 
+	// An approval the replica where the call waits cannot apply (a grant
+	// whose args do not match the call) is refused on b; the call waits
+	// on, and can be answered again.
+	ca.send(inboxCall(6, `{"text":"other"}`))
+	p = pendingOn(t, b, 1)[0]
+	if _, err := b.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "nomatch"}}); err == nil || !strings.Contains(err.Error(), "could not apply") {
+		t.Fatalf("an approval a cannot apply, on b: %v", err)
+	}
+	if err := b.Deny(p.ID, "ui"); err != nil {
+		t.Fatalf("deny after a failed approval: %v", err)
+	}
+	if got := ca.answer("6"); !strings.Contains(got, "-32001") {
+		t.Fatalf("a's call denied after a failed approval: %s", got)
+	}
+
 	// A call cancelled by its client is listed nowhere.
 	ca.send(inboxCall(3, `{"text":"cancel me"}`))
 	pendingOn(t, b, 1)
