@@ -59,11 +59,16 @@ func (h *Hub) sharedAdd(p *pendingCall) {
 	}
 }
 
-// sharedRemove removes the row of the pending call id, once it stopped waiting.
+// sharedRemove removes the row of the pending call id, once it stopped
+// waiting, under the row's lock: an answer being written on another
+// replica meanwhile cannot put it back.
 func (h *Hub) sharedRemove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
-	if err := h.approvals.shared.Delete(ctx, pendingNS, id); err != nil {
+	err := h.approvals.shared.Locked(ctx, pendingNS, id, sharedWait, func(tx shared.Tx) error {
+		return tx.Delete(ctx, pendingNS, id)
+	})
+	if err != nil {
 		h.logger.Warn("approval: the row of an answered call could not be removed from the store; it goes at its deadline", "id", id, "err", err)
 	}
 }
