@@ -431,7 +431,10 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 		return err
 	}
 	if h.approvals.shared != nil {
-		h.sharedAdd(p)
+		if err := h.sharedAdd(p); err != nil {
+			h.approvals.withdraw(p)
+			return err
+		}
 		defer h.sharedRemove(p.ID)
 	}
 	h.logger.Info("policy: call waits for approval", "id", p.ID, "name", c.name, "session", req.sess.id, "timeout", timeout)

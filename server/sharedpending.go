@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,6 +33,9 @@ type sharedPending struct {
 	approval.Pending
 	// Sessionless: the call has no session a session grant could end with.
 	Sessionless bool `json:"sessionless,omitempty"`
+	// Credential is the HTTP credential the call came with ("" none),
+	// for the bound of a credential's calls on all replicas.
+	Credential string `json:"credential,omitempty"`
 	// Answer is a person's answer given on another replica, for the
 	// replica where the call waits; nil until then.
 	Answer *sharedAnswer `json:"answer,omitempty"`
@@ -44,20 +48,59 @@ type sharedAnswer struct {
 	Options approval.Options `json:"options"`
 }
 
-// sharedAdd records p in the store. Failing, the call waits all the same,
-// listed and answerable on this replica alone.
-func (h *Hub) sharedAdd(p *pendingCall) {
+// boundsKey is the lock under which a replica counts the store's pending
+// calls and adds one.
+const boundsKey = "bounds"
+
+// sharedAdd records p in the store, or says why it cannot wait: the
+// bounds of all calls waiting (maxPending) and of one credential's
+// (maxPendingPerCredential) hold on all replicas together. When the
+// store fails, the call waits all the same, listed and answerable on
+// this replica alone.
+func (h *Hub) sharedAdd(p *pendingCall) error {
 	a := h.approvals
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
-	b, err := json.Marshal(sharedPending{Pending: p.Pending, Sessionless: p.sessionless})
-	if err == nil {
-		err = a.shared.Put(ctx, pendingNS, p.ID, b)
+	err := a.shared.Locked(ctx, pendingNS, boundsKey, sharedWait, func(tx shared.Tx) error {
+		all, err := tx.All(ctx, pendingNS)
+		if err != nil {
+			return err
+		}
+		now, n, ofCred := a.now(), 0, 0
+		for _, b := range all {
+			if r, ok := decodePending(b); ok && now.Before(r.Deadline) {
+				n++
+				if p.cred != "" && r.Credential == p.cred {
+					ofCred++
+				}
+			}
+		}
+		switch {
+		case n >= maxPending:
+			return errBound(fmt.Sprintf("%d calls wait for approval already, on all replicas", maxPending))
+		case p.cred != "" && ofCred >= maxPendingPerCredential:
+			return errBound(fmt.Sprintf("%d calls of this credential wait for approval already, on all replicas", maxPendingPerCredential))
+		}
+		b, err := json.Marshal(sharedPending{Pending: p.Pending, Sessionless: p.sessionless, Credential: p.cred})
+		if err != nil {
+			return err
+		}
+		return tx.Put(ctx, pendingNS, p.ID, b)
+	})
+	var bound errBound
+	if errors.As(err, &bound) {
+		return err
 	}
 	if err != nil {
 		h.logger.Warn("approval: the pending call could not be recorded in the store; it is listed on this replica alone", "id", p.ID, "err", err)
 	}
+	return nil
 }
+
+// errBound is a bound of the inbox that a call would pass.
+type errBound string
+
+func (e errBound) Error() string { return string(e) }
 
 // sharedRemove removes the row of the pending call id, once it stopped
 // waiting, under the row's lock: an answer being written on another

@@ -183,3 +183,44 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 		t.Fatalf("a's call denied in b's inspector: %s", got)
 	}
 }
+
+// With store:, the bounds of all waiting calls and of one credential's
+// hold on all replicas together: calls waiting elsewhere count, and a
+// call past a bound is refused at once; rows past their deadline do not
+// count.
+func TestPendingSharedBoundsOnAllReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	put := func(id, cred string, deadline time.Time) {
+		row, _ := json.Marshal(sharedPending{Pending: approval.Pending{ID: id, Time: time.Now().UTC(), Method: "tools/call",
+			Tool: "echo", Group: "f", Server: "f", Replica: "r-other", Deadline: deadline}, Credential: cred})
+		if err := a.approvals.shared.Put(context.Background(), pendingNS, id, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := time.Now().Add(time.Minute)
+	for i := range maxPendingPerCredential {
+		put(fmt.Sprint("alice-", i), "alice", live)
+	}
+	add := func(id, cred string) error {
+		return a.sharedAdd(&pendingCall{Pending: approval.Pending{ID: id, Deadline: live}, owner: "session " + id, cred: cred})
+	}
+	if err := add("alice-more", "alice"); err == nil || !strings.Contains(err.Error(), "of this credential wait for approval already, on all replicas") {
+		t.Errorf("past the credential's bound on all replicas: %v", err)
+	}
+	if err := add("bob-1", "bob"); err != nil {
+		t.Errorf("another credential: %v", err)
+	}
+	for i := maxPendingPerCredential + 1; i < maxPending; i++ {
+		put(fmt.Sprint("other-", i), "", live)
+	}
+	put("dead", "", time.Now().Add(-time.Second)) // past its deadline: not counted
+	ca := inboxClient(t, a)
+	ca.send(inboxCall(1, `{"text":"one too many"}`))
+	if got := ca.answer("1"); !strings.Contains(got, "-32001") || !strings.Contains(got, "wait for approval already, on all replicas") {
+		t.Fatalf("past the bound of all calls on all replicas: %s", got)
+	}
+	if l := a.approvals.list(); len(l.Pending) != 0 {
+		t.Errorf("a refused call waits here: %+v", l.Pending)
+	}
+}
