@@ -57,6 +57,9 @@ groups:
 	if p.Replica == "" || p.Client != "alpha" || p.Tool != "echo" {
 		t.Errorf("a's call as b lists it: %+v", p)
 	}
+	if out := cliB("approvals"); !strings.Contains(out, p.ID) || !strings.Contains(out, "@ "+p.Replica) {
+		t.Errorf("approvals on b does not show the replica a's call waits on:\n%s", out)
+	}
 	if out := cliB("approve", p.ID); !strings.Contains(out, "approved "+p.ID) {
 		t.Errorf("approve on b: %s", out)
 	}
