@@ -61,25 +61,33 @@ func (h *Hub) sharedAdd(p *pendingCall) error {
 	a := h.approvals
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
+	var refused error // committed all the same: the dead rows' deletion
 	err := a.shared.Locked(ctx, pendingNS, boundsKey, sharedWait, func(tx shared.Tx) error {
 		all, err := tx.All(ctx, pendingNS)
 		if err != nil {
 			return err
 		}
 		now, n, ofCred := a.now(), 0, 0
-		for _, b := range all {
-			if r, ok := decodePending(b); ok && now.Before(r.Deadline) {
-				n++
-				if p.cred != "" && r.Credential == p.cred {
-					ofCred++
+		for id, b := range all {
+			r, ok := decodePending(b)
+			if !ok || !now.Before(r.Deadline) {
+				if err := tx.Delete(ctx, pendingNS, id); err != nil { // a dead replica's
+					return err
 				}
+				continue
+			}
+			n++
+			if p.cred != "" && r.Credential == p.cred {
+				ofCred++
 			}
 		}
 		switch {
 		case n >= maxPending:
-			return errBound(fmt.Sprintf("%d calls wait for approval already, on all replicas", maxPending))
+			refused = fmt.Errorf("%d calls wait for approval already, on all replicas", maxPending)
+			return nil
 		case p.cred != "" && ofCred >= maxPendingPerCredential:
-			return errBound(fmt.Sprintf("%d calls of this credential wait for approval already, on all replicas", maxPendingPerCredential))
+			refused = fmt.Errorf("%d calls of this credential wait for approval already, on all replicas", maxPendingPerCredential)
+			return nil
 		}
 		b, err := json.Marshal(sharedPending{Pending: p.Pending, Sessionless: p.sessionless, Credential: p.cred})
 		if err != nil {
@@ -87,20 +95,14 @@ func (h *Hub) sharedAdd(p *pendingCall) error {
 		}
 		return tx.Put(ctx, pendingNS, p.ID, b)
 	})
-	var bound errBound
-	if errors.As(err, &bound) {
-		return err
+	if err == nil && refused != nil {
+		return refused
 	}
 	if err != nil {
 		h.logger.Warn("approval: the pending call could not be recorded in the store; it is listed on this replica alone", "id", p.ID, "err", err)
 	}
 	return nil
 }
-
-// errBound is a bound of the inbox that a call would pass.
-type errBound string
-
-func (e errBound) Error() string { return string(e) }
 
 // sharedRemove removes the row of the pending call id, once it stopped
 // waiting, under the row's lock: an answer being written on another

@@ -223,4 +223,7 @@ func TestPendingSharedBoundsOnAllReplicas(t *testing.T) {
 	if l := a.approvals.list(); len(l.Pending) != 0 {
 		t.Errorf("a refused call waits here: %+v", l.Pending)
 	}
+	if _, err := a.approvals.shared.Get(context.Background(), pendingNS, "dead"); err == nil {
+		t.Errorf("a row past its deadline is kept")
+	}
 }
