@@ -52,6 +52,9 @@ type approvals struct {
 	// shared keeps the grants for every session in the store every
 	// replica shares (sharedgrants.go); nil: here.
 	shared shared.Store
+	// replica names this hub among the replicas of a shared store, in
+	// the rows of the calls waiting here (sharedpending.go).
+	replica string
 
 	mu            sync.Mutex // guards pending, perSession, perCredential and grants
 	pending       map[string]*pendingCall
@@ -61,7 +64,7 @@ type approvals struct {
 }
 
 func newApprovals() *approvals {
-	return &approvals{now: time.Now, pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{}}
+	return &approvals{now: time.Now, replica: newID("r-"), pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{}}
 }
 
 // pendingCall is a call waiting in the inbox.
@@ -237,6 +240,12 @@ func (a *approvals) endSession(session string) {
 func (h *Hub) Approvals() approval.List {
 	l := h.approvals.list()
 	if h.approvals.shared != nil {
+		here := make(map[string]bool, len(l.Pending))
+		for _, p := range l.Pending {
+			here[p.ID] = true
+		}
+		l.Pending = append(l.Pending, h.approvals.sharedPendingList(here)...)
+		slices.SortFunc(l.Pending, func(x, y approval.Pending) int { return x.Time.Compare(y.Time) })
 		l.Grants = append(l.Grants, h.approvals.sharedList()...)
 	}
 	return l
@@ -261,6 +270,9 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 	}
 	by = clipBy(by)
 	a := h.approvals
+	if a.shared != nil && !a.has(id) {
+		return nil, h.answerElsewhere(id, sharedAnswer{OK: true, By: by, Options: o})
+	}
 	var share *grant // with a store, a grant for every session: kept there once a.mu is let go
 	defer func() {
 		if share == nil {
@@ -333,6 +345,9 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 func (h *Hub) Deny(id, by string) error {
 	by = clipBy(by)
 	p, err := h.approvals.decide(id, verdict{by: by})
+	if errors.Is(err, approval.ErrNoPending) && h.approvals.shared != nil {
+		return h.answerElsewhere(id, sharedAnswer{By: by})
+	}
 	if err == nil {
 		h.logger.Info("approval: call denied", "id", id, "by", by, "tool", p.Tool)
 	}
@@ -409,8 +424,18 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 		Description: d.Description, Deadline: now.Add(timeout).UTC()},
 		owner: caller(req.sess), cred: req.sess.Client(), sessionless: sessionless(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
 	p.Arguments, p.Clipped = approvalArgs(cfg, c.args)
+	if h.approvals.shared != nil {
+		p.Replica = h.approvals.replica
+	}
 	if err := h.approvals.add(p); err != nil {
 		return err
+	}
+	if h.approvals.shared != nil {
+		if err := h.sharedAdd(p); err != nil {
+			h.approvals.withdraw(p)
+			return err
+		}
+		defer h.sharedRemove(p.ID)
 	}
 	h.logger.Info("policy: call waits for approval", "id", p.ID, "name", c.name, "session", req.sess.id, "timeout", timeout)
 	h.notifyApproval(cfg, p.Pending)

@@ -151,6 +151,7 @@ func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 func (h *Hub) Run() {
 	if h.approvals.shared != nil {
 		h.spawn(h.watchSharedGrants)
+		h.spawn(h.watchSharedPending)
 	}
 	h.spawn(func() {
 		for {

@@ -59,7 +59,7 @@ func printApprovals(w io.Writer, l approval.List, now time.Time) {
 		fmt.Fprintln(tw, "ID\tWAITING\tLEFT\tCLIENT\tSESSION\tGROUP/SERVER\tTOOL\tRULE\tARGUMENTS")
 		for _, p := range l.Pending {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", p.ID, now.Sub(p.Time).Round(time.Second),
-				max(p.Deadline.Sub(now), 0).Round(time.Second), orDash(p.Client), p.Session, p.Group, p.Server, p.Tool,
+				max(p.Deadline.Sub(now), 0).Round(time.Second), orDash(p.Client), sessionAt(p), p.Group, p.Server, p.Tool,
 				orDash(p.Rule), pendingArgs(p, 80))
 		}
 		tw.Flush()
@@ -116,6 +116,15 @@ func pendingArgs(p approval.Pending, n int) string {
 		size = len(args)
 	}
 	return fmt.Sprintf("%s (%d bytes, cut)", clipText(args, n), size)
+}
+
+// sessionAt is a pending call's session, with the replica it waits on
+// when the hub shares a store.
+func sessionAt(p approval.Pending) string {
+	if p.Replica == "" {
+		return p.Session
+	}
+	return p.Session + " @ " + p.Replica
 }
 
 func clipText(s string, n int) string {

@@ -46,6 +46,9 @@ type Pending struct {
 	Description string `json:"description,omitempty"`
 	// Deadline is when the call is denied unless answered.
 	Deadline time.Time `json:"deadline"`
+	// Replica is the replica of the hub where the call waits, with a
+	// shared store (store:); "" without.
+	Replica string `json:"replica,omitempty"`
 }
 
 // Grant lets calls of one tool (method and name) of one server of one

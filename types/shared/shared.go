@@ -23,6 +23,8 @@ type Tx interface {
 	Put(ctx context.Context, ns, key string, value []byte) error
 	// Delete removes ns/key; removing none is not an error.
 	Delete(ctx context.Context, ns, key string) error
+	// All are ns's keys and values, by key.
+	All(ctx context.Context, ns string) (map[string][]byte, error)
 }
 
 // Store is state shared by every replica.
@@ -30,8 +32,6 @@ type Store interface {
 	Tx
 	// Keys are ns's keys, sorted.
 	Keys(ctx context.Context, ns string) ([]string, error)
-	// All are ns's keys and values, by key.
-	All(ctx context.Context, ns string) (map[string][]byte, error)
 	// Locked runs fn holding the lock of ns/key, which every replica's
 	// Locked of the same ns/key waits for: what fn reads and writes
 	// through tx is one transaction, committed (when fn returns nil)

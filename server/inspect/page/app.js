@@ -661,7 +661,7 @@ function pendingRow(p) {
   deny.addEventListener('click', () => answerCall(p.id, 'deny', null, note));
   answer.append(scope, ' ', argGlob, ' ', approve, ' ', deny, ' ', note);
   tr.append(el('td', null, fmtTime(p.time)), el('td', null, p.id),
-    el('td', null, (p.client || '(unnamed)') + ' / ' + shortSession(p.session)),
+    el('td', null, (p.client || '(unnamed)') + ' / ' + shortSession(p.session) + (p.replica ? ' @ ' + p.replica : '')),
     el('td', null, p.group + ' / ' + p.server), el('td', null, p.tool), args, rule, el('td', 'left'), answer);
   return tr;
 }

@@ -183,7 +183,14 @@ func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
 
 // All are ns's keys and values.
 func (s *Store) All(ctx context.Context, ns string) (map[string][]byte, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM dynamic_mcp_state WHERE ns = $1`, ns)
+	return all(ctx, s.pool, ns)
+}
+
+// all are ns's keys and values, read through q (the pool or a transaction).
+func all(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, ns string) (map[string][]byte, error) {
+	rows, err := q.Query(ctx, `SELECT key, value FROM dynamic_mcp_state WHERE ns = $1`, ns)
 	if err != nil {
 		return nil, fmt.Errorf("store: read %s: %w", ns, err)
 	}
@@ -353,3 +360,7 @@ func (t txStore) Put(ctx context.Context, ns, key string, value []byte) error {
 }
 
 func (t txStore) Delete(ctx context.Context, ns, key string) error { return del(ctx, t.tx, ns, key) }
+
+func (t txStore) All(ctx context.Context, ns string) (map[string][]byte, error) {
+	return all(ctx, t.tx, ns)
+}

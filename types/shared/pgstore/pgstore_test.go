@@ -365,3 +365,34 @@ func pgxCollectKeys(s *Store) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// A transaction's All sees what the transaction wrote and what others
+// committed, and nothing of a transaction rolled back.
+func TestLockedAllReadsTheTransaction(t *testing.T) {
+	url := pgtest.Start(t)
+	s := open(t, url)
+	ctx := t.Context()
+	if err := s.Put(ctx, "ns", "before", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := s.Locked(ctx, "ns", "lock", time.Second, func(tx shared.Tx) error {
+		if err := tx.Put(ctx, "ns", "inside", []byte("2")); err != nil {
+			return err
+		}
+		all, err := tx.All(ctx, "ns")
+		if err != nil {
+			return err
+		}
+		if len(all) != 2 || string(all["before"]) != "1" || string(all["inside"]) != "2" {
+			t.Errorf("All in the transaction: %q", all)
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Locked: %v", err)
+	}
+	if all, err := s.All(ctx, "ns"); err != nil || len(all) != 1 {
+		t.Errorf("after the rollback: %q, %v", all, err)
+	}
+}
