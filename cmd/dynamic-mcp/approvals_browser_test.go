@@ -69,10 +69,14 @@ func TestApprovalInboxInABrowser(t *testing.T) {
 		t.Errorf("the call under the grant: %+v", r.rpcErr)
 	}
 
-	browserDo(t, ctx, "revoke the grant",
-		chromedp.Click(css("#grants tr.grant button.revoke")),
-		chromedp.WaitNotPresent(css("#grants tr.grant")),
-	)
+	// Clicked in the page in one step: a poll may redraw the row (its
+	// use count changed) between finding the button and clicking it.
+	browserDo(t, ctx, "wait for Revoke", chromedp.WaitVisible(css("#grants tr.grant button.revoke")))
+	if !browserGet(t, ctx, "revoke the grant", chromedp.Evaluate[bool](
+		`(() => { const b = document.querySelector('#grants tr.grant button.revoke'); if (!b) return false; b.click(); return true })()`)) {
+		t.Error("no Revoke button to click")
+	}
+	browserDo(t, ctx, "wait for the grant to go", chromedp.WaitNotPresent(css("#grants tr.grant")))
 	// Its arguments over the inbox's 4 KiB: the row says they are cut,
 	// and their whole size ({"text":"..."}).
 	long := strings.Repeat("y", 5000)

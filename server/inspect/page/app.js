@@ -691,7 +691,14 @@ async function answerCall(id, what, options, note) {
   pollApprovals();
 }
 
+// grantsShown is the grants list the table shows, so that a poll that
+// finds it unchanged leaves the rows (and a click on one) alone.
+let grantsShown = '';
+
 function renderGrants(list) {
+  const shown = JSON.stringify(list);
+  if (shown === grantsShown) return;
+  grantsShown = shown;
   const body = document.createDocumentFragment();
   for (const g of list) {
     const tr = el('tr', 'grant');
