@@ -94,6 +94,14 @@ type grant struct {
 	owner string // for a session's grant: its caller (see caller), "" for every session
 }
 
+// public is g as the inbox lists it, its args copied: the caller may
+// keep it past a.mu.
+func (g *grant) public() approval.Grant {
+	c := g.Grant
+	c.Args = maps.Clone(g.Args)
+	return c
+}
+
 // covers reports whether g lets the call through at now, without using it.
 func (g *grant) covers(now time.Time, owner, group, server, method, name string, args json.RawMessage) bool {
 	if g.Group != group || g.Server != server || g.Method != method || g.Tool != name {
@@ -221,9 +229,7 @@ func (a *approvals) list() approval.List {
 	}
 	slices.SortFunc(l.Pending, func(x, y approval.Pending) int { return x.Time.Compare(y.Time) })
 	for _, g := range a.grants {
-		c := g.Grant
-		c.Args = maps.Clone(g.Args)
-		l.Grants = append(l.Grants, c)
+		l.Grants = append(l.Grants, g.public())
 	}
 	return l
 }
@@ -320,8 +326,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 		a.grants = slices.Delete(a.grants, 0, len(a.grants)-maxGrants+1)
 	}
 	a.grants = append(a.grants, g)
-	out := g.Grant
-	out.Args = maps.Clone(g.Args)
+	out := g.public()
 	a.takeLocked(id)
 	g.Used++ // the approved call is the grant's first
 	p.answer <- verdict{ok: true, by: by, grant: g.ID}

@@ -146,9 +146,7 @@ func (a *approvals) sharedList() []approval.Grant {
 	}
 	out := make([]approval.Grant, 0, len(grants))
 	for _, g := range grants {
-		c := g.Grant
-		c.Args = maps.Clone(g.Args)
-		out = append(out, c)
+		out = append(out, g.public())
 	}
 	return out
 }
