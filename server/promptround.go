@@ -169,7 +169,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 			// older client's (issue 24).
 			return h.waitApproval(ctx, req, c, d)
 		}
-		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req, c, d, who, digest)
 	}
 	st, err := h.states.open(token, who, digest)
 	if err != nil {
@@ -194,13 +194,13 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req, c, d, who, digest)
 	}
 	raw := answers.Field(promptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return h.putQuestion(req.snap.cfg, c, d, who, req.sess.Client(), digest, promptTimeoutOf(req.snap.cfg))
+		return h.putQuestion(req, c, d, who, digest)
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -229,15 +229,16 @@ func (h *Hub) answersQuestion(req *request, c call) bool {
 	return err == nil && st.Prompt != ""
 }
 
-// putQuestion is the input_required answer that asks the user about c,
-// with a state for one retry within ttl (settings.prompt_timeout); who is
-// the caller, cred its HTTP credential ("" for none).
-func (h *Hub) putQuestion(cfg *config.Config, c call, d policy.Decision, who, cred, digest string, ttl time.Duration) error {
+// putQuestion is the input_required answer that asks req's user about c,
+// with a state for one retry within settings.prompt_timeout; who is the
+// caller (see caller), digest c's (see callDigest).
+func (h *Hub) putQuestion(req *request, c call, d policy.Decision, who, digest string) error {
+	cfg := req.snap.cfg
 	id, err := randomID()
 	if err != nil {
 		return err
 	}
-	exp := h.states.now().Add(ttl)
+	exp := h.states.now().Add(promptTimeoutOf(cfg))
 	state, err := h.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
 	if err != nil {
 		return err
@@ -261,7 +262,7 @@ func (h *Hub) putQuestion(cfg *config.Config, c call, d policy.Decision, who, cr
 	if err != nil {
 		return err
 	}
-	if !h.prompts.put(id, who, cred, exp, h.states.now()) {
+	if !h.prompts.put(id, who, req.sess.Client(), exp, h.states.now()) {
 		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d of one credential, %d in all)",
 			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}
