@@ -51,7 +51,7 @@ func (h *Hub) capResult(req *request, res json.RawMessage) json.RawMessage {
 	} else {
 		link.uri, link.pages = resultScheme+r.id, len(r.pages)
 	}
-	h.results.noteCut()
+	h.results.cut.Add(1)
 	out := fitResult(res, target, link)
 	h.logger.Debug("tool result cut to fit max_result", "upstream", c.server.Config.ID(), "tool", c.name, "bytes", len(res), "cut_to", len(out), "max_result", limit, "uri", link.uri)
 	return out

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -57,6 +58,7 @@ type resultStore struct {
 	perCaller int
 	ttl       time.Duration
 	now       func() time.Time
+	cut       atomic.Uint64 // results cut to fit max_result, kept or not
 
 	mu       sync.Mutex // guards the fields below
 	byID     map[string]*storedResult
@@ -64,7 +66,6 @@ type resultStore struct {
 	perCount map[string]int // results by caller
 	bytes    int            // the cost of the results kept
 	evicted  uint64         // results dropped before their time to stay in bounds
-	cut      uint64         // results cut to fit max_result (see noteCut)
 }
 
 func newResultStore() *resultStore {
@@ -143,21 +144,12 @@ func (s *resultStore) drop(r *storedResult) {
 	s.bytes -= r.cost()
 }
 
-// noteCut counts a result cut to fit max_result, kept or not.
-func (s *resultStore) noteCut() {
-	s.mu.Lock()
-	s.cut++
-	s.mu.Unlock()
-}
-
 // ResultStats are the tool results the hub cut to fit max_result since
 // New, and of those it keeps whole the number and bytes now and the ones
 // evicted early to stay within its bounds since New, for /metrics.
 func (h *Hub) ResultStats() (cut uint64, kept, bytes int, evicted uint64) {
-	s := h.results
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cut, s.order.Len(), s.bytes, s.evicted
+	kept, bytes, evicted = h.results.stats()
+	return h.results.cut.Load(), kept, bytes, evicted
 }
 
 // stats are the results kept, their cost in bytes, and how many were

@@ -1,6 +1,10 @@
 package telemetry
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The callers of the hub, bounded: never a series per user (a team's
 // users would be as many series, and a user's name is the issuer's, not
@@ -23,11 +27,7 @@ var callerKinds = []string{"jwt", "token", "none", "local"}
 func collectCallers(ch chan<- prometheus.Metric, counts map[string]int, distinct int) {
 	other := 0
 	for k, n := range counts {
-		known := false
-		for _, c := range callerKinds {
-			known = known || c == k
-		}
-		if !known {
+		if !slices.Contains(callerKinds, k) {
 			other += n
 		}
 	}

@@ -75,15 +75,6 @@ const (
 // Enabled reports whether http.auth is configured.
 func (a *HTTPAuth) Enabled() bool { return a != nil && a.Issuer != "" }
 
-// ProfileClaims are the claim names the profiles entries read.
-func (a *HTTPAuth) ProfileClaims() []string {
-	var out []string
-	for _, p := range a.Profiles {
-		out = append(out, p.Claim)
-	}
-	return out
-}
-
 // httpAuth reads http.auth.
 func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 	a := &HTTPAuth{Claims: AuthClaims{Subject: "sub", Name: "name", Groups: "groups"}, JWKSRefresh: DefaultJWKSRefresh, Line: n.Line}
