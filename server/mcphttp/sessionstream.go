@@ -26,7 +26,7 @@ type sessionStream struct {
 	in     chan []byte   // POSTed messages, to Read
 	closed chan struct{} // closed by Close
 	once   sync.Once
-	lost   atomic.Uint64 // notifications dropped or with no stream
+	lost   atomic.Uint64 // notifications dropped, or with no stream to go down (one kept for the GET stream is not lost)
 
 	mu         sync.Mutex       // guards posts, order, standalone and log
 	posts      map[string]*post // the client's requests not yet answered, by id
