@@ -154,21 +154,11 @@ func exact(v any) []string {
 // values is a claim's strings: a string's one, a list's strings (other
 // elements skipped), at most MaxValues, each clipped.
 func values(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{clip(v)}
-	case []any:
-		var out []string
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				if out = append(out, clip(s)); len(out) == MaxValues {
-					break
-				}
-			}
-		}
-		return out
+	out := exact(v) // a new slice: clipped in place
+	for i, s := range out {
+		out[i] = clip(s)
 	}
-	return nil
+	return out
 }
 
 // claim is the value at path (dotted: ext.groups) in claims, nil when

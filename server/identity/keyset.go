@@ -75,7 +75,7 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 	keys, fetched, tried := k.snapshot()
 	unknown := !hasKey(keys, kid)
 	due := fetched.IsZero() || k.now().Sub(fetched) > k.refresh || unknown
-	if wait := k.minRefetch - k.now().Sub(tried); due && unknown && !tried.IsZero() && wait > 0 {
+	if wait := k.minRefetch - k.now().Sub(tried); unknown && !tried.IsZero() && wait > 0 {
 		// A key the issuer may have just rotated to: wait for the next
 		// fetch allowed rather than refuse the token (a caller is held at
 		// most minRefetch; forged tokens still cost one fetch a

@@ -129,8 +129,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if err := v.checkClaims(claims); err != nil {
 		return nil, err
 	}
-	if missing := v.missingScopes(claims); len(missing) > 0 {
-		return nil, &ScopeError{Need: v.auth.Scopes}
+	if !v.grantsScopes(claims) {
+		return nil, &ScopeError{Need: v.auth.Scopes} // all of them: what to ask for when signing in again
 	}
 	return v.identity(claims)
 }
@@ -172,12 +172,12 @@ func hasAudience(aud any, audience string) bool {
 	return false
 }
 
-// missingScopes are the scopes of http.auth.scopes claims does not grant:
-// scope, space-separated (RFC 9068, RFC 8693), or scp, a list (ory/hydra,
-// Entra ID).
-func (v *Verifier) missingScopes(claims map[string]any) []string {
+// grantsScopes reports whether claims grant every scope of
+// http.auth.scopes: in scope, space-separated (RFC 9068, RFC 8693), or
+// scp, a list (ory/hydra, Entra ID).
+func (v *Verifier) grantsScopes(claims map[string]any) bool {
 	if len(v.auth.Scopes) == 0 {
-		return nil
+		return true
 	}
 	granted := map[string]bool{}
 	if s, ok := claims["scope"].(string); ok {
@@ -192,13 +192,12 @@ func (v *Verifier) missingScopes(claims map[string]any) []string {
 			}
 		}
 	}
-	var missing []string
 	for _, s := range v.auth.Scopes {
 		if !granted[s] {
-			missing = append(missing, s)
+			return false
 		}
 	}
-	return missing
+	return true
 }
 
 // identity reads the caller's identity from claims, bounded.

@@ -16,10 +16,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", IdentityOf(r.Context()))
-	if hs != nil {
-		hs.base = publicBase(r)
-	}
+	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", publicBase(r), IdentityOf(r.Context()))
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return

@@ -84,8 +84,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if s.ended.has(st.Nonce, s.now()) {
 		return nil, http.StatusNotFound
 	}
-	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, st.State.Identity, func(hs *httpSession) (*server.Session, error) {
-		hs.base = publicBase(r) // for its per-user sign-in links, as initialize's request sets it
+	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
 		return s.hub.Resume(hs.id, "streamable-http", st.State, hs)
 	})
 	if err != nil {

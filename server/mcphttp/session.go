@@ -46,10 +46,10 @@ type httpSession struct {
 }
 
 // newSession creates a session of the credential owner, the caller who,
-// at the URL of profile, opens it with the hub in the profile who's claims
-// choose there (errProfileNotAllowed when they allow none), starts its
-// Conn and registers it.
-func (s *Server) newSession(transport, owner, profile string, who *identity.Identity) (*httpSession, error) {
+// at the URL of profile reached at base (publicBase), opens it with the
+// hub in the profile who's claims choose there (errProfileNotAllowed when
+// they allow none), starts its Conn and registers it.
+func (s *Server) newSession(transport, owner, profile, base string, who *identity.Identity) (*httpSession, error) {
 	seen, err := identity.ChooseProfile(s.opts.Auth, who, profile)
 	if err != nil {
 		return nil, err
@@ -57,15 +57,15 @@ func (s *Server) newSession(transport, owner, profile string, who *identity.Iden
 	if s.isDraining() {
 		return nil, errDraining // a replica that drains takes no new clients
 	}
-	return s.startSession(newSessionID(), transport, owner, profile, who, func(hs *httpSession) (*server.Session, error) {
+	return s.startSession(newSessionID(), transport, owner, profile, base, who, func(hs *httpSession) (*server.Session, error) {
 		return s.hub.OpenAs(hs.id, transport, seen, who, hs)
 	})
 }
 
 // startSession makes the session id of the credential owner at the URL
-// of profile, opened with the hub by open, starts its Conn and registers
+// of profile reached at base, opened with the hub by open, starts its Conn and registers
 // it.
-func (s *Server) startSession(id, transport, owner, profile string, who *identity.Identity, open func(*httpSession) (*server.Session, error)) (*httpSession, error) {
+func (s *Server) startSession(id, transport, owner, profile, base string, who *identity.Identity, open func(*httpSession) (*server.Session, error)) (*httpSession, error) {
 	client := s.shares.clientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
@@ -80,6 +80,7 @@ func (s *Server) startSession(id, transport, owner, profile string, who *identit
 		lastSeen:  time.Now(),
 		client:    client,
 		face:      s,
+		base:      base,
 	}
 	hs.st.log.total = &s.kept
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())

@@ -26,7 +26,7 @@ type sessionStream struct {
 	in     chan []byte   // POSTed messages, to Read
 	closed chan struct{} // closed by Close
 	once   sync.Once
-	lost   atomic.Uint64 // notifications dropped or with no stream
+	lost   atomic.Uint64 // notifications dropped, or with no stream to go down (one kept for the GET stream is not lost)
 
 	mu         sync.Mutex       // guards posts, order, standalone and log
 	posts      map[string]*post // the client's requests not yet answered, by id
@@ -53,6 +53,15 @@ type stream struct {
 }
 
 func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
+
+// put queues msg: a notification as Outbox.Notify (dropped when the
+// client is behind), anything else as Outbox.Send (never dropped).
+func (st *stream) put(msg []byte, note bool) error {
+	if note {
+		return st.out.Notify(msg)
+	}
+	return st.out.Send(msg)
+}
 
 func newSessionStream(legacy bool) *sessionStream {
 	ss := &sessionStream{legacy: legacy, in: make(chan []byte), closed: make(chan struct{}), posts: map[string]*post{}}
@@ -189,12 +198,8 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		// order, either from the log or live.
 		b := framed(ss.log.add(msg, rel.Notification), msg)
 		var err error
-		switch {
-		case to == nil:
-		case rel.Notification:
-			err = to.out.Notify(b)
-		default:
-			err = to.out.Send(b)
+		if to != nil {
+			err = to.put(b, rel.Notification)
 		}
 		ss.mu.Unlock()
 		if err != nil && rel.Notification {
@@ -216,12 +221,8 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		if rel.Notification {
 			ss.lost.Add(1)
 		}
-	case rel.Notification:
-		if to.out.Notify(msg) != nil {
-			ss.lost.Add(1)
-		}
-	default:
-		_ = to.out.Send(msg)
+	case to.put(msg, rel.Notification) != nil && rel.Notification:
+		ss.lost.Add(1)
 	}
 	return nil
 }
@@ -283,12 +284,7 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 	}
 	st.ids = true
 	for _, e := range replay {
-		b := framed(ss.log.id(e.seq), e.msg)
-		if e.note {
-			_ = st.out.Notify(b) // the outbox holds as many as are kept
-		} else {
-			_ = st.out.Send(b)
-		}
+		_ = st.put(framed(ss.log.id(e.seq), e.msg), e.note) // the outbox holds as many as are kept
 	}
 	if len(replay) > 0 {
 		return "", len(replay), true

@@ -51,8 +51,8 @@ type signIns struct {
 	entries map[string]*signInEntry
 }
 
-// put keeps e under a new random key and returns it, dropping the
-// expired and, beyond maxSignIns, the one closest to expiry.
+// put keeps e under key (a random state), dropping the expired and,
+// beyond maxSignIns, the one closest to expiry.
 func (p *signIns) put(key string, e *signInEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -92,11 +92,13 @@ func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWrite
 		select {
 		case <-st.out.Ready():
 			if batch := st.out.TakeNow(); len(batch) > 0 {
-				write := sw.events
+				var err error
 				if st.ids {
-					write = func(_ string, b [][]byte) error { return sw.idEvents(b) }
+					err = sw.idEvents(batch)
+				} else {
+					err = sw.events("message", batch)
 				}
-				if write("message", batch) != nil {
+				if err != nil {
 					return
 				}
 			}

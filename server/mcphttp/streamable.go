@@ -228,10 +228,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), IdentityOf(r.Context()))
-	if hs != nil {
-		hs.base = publicBase(r)
-	}
+	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), publicBase(r), IdentityOf(r.Context()))
 	switch {
 	case errors.Is(err, identity.ErrProfileNotAllowed):
 		release()
