@@ -113,7 +113,7 @@ type lockedRecord struct {
 // what fn wrote when fn returns nil. Both wait at most lockWait.
 func (s *Store) withLock(ctx context.Context, server string, fn func(l lockedRecord) error) error {
 	if s.db != nil {
-		err := s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
+		return s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
 			return fn(lockedRecord{
 				load: func(serverURL string) (*Record, error) {
 					r, err := s.sharedRead(ctx, tx, server)
@@ -125,7 +125,6 @@ func (s *Store) withLock(ctx context.Context, server string, fn func(l lockedRec
 				write: func(r *Record) error { return s.sharedWrite(ctx, tx, r) },
 			})
 		})
-		return err
 	}
 	l, err := s.lock(ctx, server)
 	if err != nil {
