@@ -69,6 +69,16 @@ func (s *Store) sharedRead(ctx context.Context, tx shared.Tx, server string) (*R
 	return r, nil
 }
 
+// sharedLoad is sharedRead's record when it is the sign-in of
+// serverURL; ErrNoToken otherwise.
+func (s *Store) sharedLoad(ctx context.Context, tx shared.Tx, server, serverURL string) (*Record, error) {
+	r, err := s.sharedRead(ctx, tx, server)
+	if err == nil && r.URL != serverURL {
+		return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
+	}
+	return r, err
+}
+
 // sharedWrite seals r and writes it to tx.
 func (s *Store) sharedWrite(ctx context.Context, tx shared.Tx, r *Record) error {
 	v, err := s.sharedVault()
@@ -115,13 +125,7 @@ func (s *Store) withLock(ctx context.Context, server string, fn func(l lockedRec
 	if s.db != nil {
 		return s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
 			return fn(lockedRecord{
-				load: func(serverURL string) (*Record, error) {
-					r, err := s.sharedRead(ctx, tx, server)
-					if err == nil && r.URL != serverURL {
-						return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
-					}
-					return r, err
-				},
+				load:  func(serverURL string) (*Record, error) { return s.sharedLoad(ctx, tx, server, serverURL) },
 				write: func(r *Record) error { return s.sharedWrite(ctx, tx, r) },
 			})
 		})
