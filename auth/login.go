@@ -81,17 +81,13 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if err != nil {
 		return nil, err
 	}
-	md, c, scopes, resource := pl.md, pl.c, pl.scopes, pl.resource
-	conf := &oauth2.Config{
-		ClientID: c.id, ClientSecret: c.secret, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(c.method)},
-	}
+	conf := pl.oauthConfig(redirect)
 	state := randomString()
 	verifier := oauth2.GenerateVerifier()
-	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", pl.resource))
 
 	codes := make(chan callback, 1)
-	srv := &http.Server{Handler: callbackHandler(state, md.Issuer, codes), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: callbackHandler(state, pl.md.Issuer, codes), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -105,19 +101,7 @@ func Login(ctx context.Context, server, serverURL string, o LoginOptions) (*Reco
 	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, o.HTTPClient)
-	tok, err := conf.Exchange(ctx, cb.code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		return nil, fmt.Errorf("exchange the code for a token: %w", err)
-	}
-	rec := &Record{Server: server, URL: serverURL, Issuer: md.Issuer, AuthServer: md.lookedUp, TokenEndpoint: md.TokenEndpoint, Resource: resource,
-		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: c.method, Scopes: scopes,
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
-		Registration: c.registration, RedirectURI: redirect}
-	if s, ok := tok.Extra("scope").(string); ok && s != "" {
-		rec.Scopes = strings.Fields(s)
-	}
-	return rec, nil
+	return pl.exchange(ctx, o.HTTPClient, conf, cb.code, verifier, server, serverURL)
 }
 
 // client is the client a sign-in uses, and how it came to be.
@@ -401,4 +385,30 @@ func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) 
 		scopes = prm.ScopesSupported
 	}
 	return loginPlan{md: md, c: c, scopes: scopes, resource: resource}, nil
+}
+
+// oauthConfig is the OAuth client of pl, redirected to redirect.
+func (pl loginPlan) oauthConfig(redirect string) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: pl.c.id, ClientSecret: pl.c.secret, RedirectURL: redirect, Scopes: pl.scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: pl.md.AuthorizationEndpoint, TokenURL: pl.md.TokenEndpoint, AuthStyle: authStyle(pl.c.method)},
+	}
+}
+
+// exchange trades the redirect's code (with the PKCE verifier) for a
+// token, through hc, and makes the record of server at serverURL to store.
+func (pl loginPlan) exchange(ctx context.Context, hc *http.Client, conf *oauth2.Config, code, verifier, server, serverURL string) (*Record, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, hc)
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", pl.resource))
+	if err != nil {
+		return nil, fmt.Errorf("exchange the code for a token: %w", err)
+	}
+	rec := &Record{Server: server, URL: serverURL, Issuer: pl.md.Issuer, AuthServer: pl.md.lookedUp, TokenEndpoint: pl.md.TokenEndpoint, Resource: pl.resource,
+		ClientID: conf.ClientID, ClientSecret: conf.ClientSecret, AuthMethod: pl.c.method, Scopes: pl.scopes,
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
+		Registration: pl.c.registration, RedirectURI: conf.RedirectURL}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		rec.Scopes = strings.Fields(s)
+	}
+	return rec, nil
 }

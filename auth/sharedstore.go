@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -58,7 +60,13 @@ func (s *Store) sharedRead(ctx context.Context, tx shared.Tx, server string) (*R
 	if err != nil {
 		return nil, err
 	}
-	if b, err = v.Open(b, s.sealedFor(server)); err != nil {
+	return s.sharedOpen(v, server, b)
+}
+
+// sharedOpen opens b, server's sealed record in the shared store.
+func (s *Store) sharedOpen(v *vault.Vault, server string, b []byte) (*Record, error) {
+	b, err := v.Open(b, s.sealedFor(server))
+	if err != nil {
 		return nil, fmt.Errorf("the shared store's sign-in of %s: %w", server, err)
 	}
 	r := new(Record)
@@ -67,6 +75,16 @@ func (s *Store) sharedRead(ctx context.Context, tx shared.Tx, server string) (*R
 	}
 	r.migrate()
 	return r, nil
+}
+
+// sharedLoad is sharedRead's record when it is the sign-in of
+// serverURL; ErrNoToken otherwise.
+func (s *Store) sharedLoad(ctx context.Context, tx shared.Tx, server, serverURL string) (*Record, error) {
+	r, err := s.sharedRead(ctx, tx, server)
+	if err == nil && r.URL != serverURL {
+		return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
+	}
+	return r, err
 }
 
 // sharedWrite seals r and writes it to tx.
@@ -82,18 +100,20 @@ func (s *Store) sharedWrite(ctx context.Context, tx shared.Tx, r *Record) error 
 	return tx.Put(ctx, s.ns(), r.Server, v.Seal(b, s.sealedFor(r.Server)))
 }
 
-// sharedList returns every record of the shared store.
+// sharedList returns every record of the shared store, by server, read
+// in one query.
 func (s *Store) sharedList(ctx context.Context) ([]*Record, error) {
-	servers, err := s.db.Keys(ctx, s.ns())
+	all, err := s.db.All(ctx, s.ns())
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	v, err := s.sharedVault()
 	if err != nil {
 		return nil, err
 	}
 	var out []*Record
-	for _, server := range servers {
-		r, err := s.sharedRead(ctx, s.db, server)
-		if errors.Is(err, ErrNoToken) {
-			continue // deleted since
-		}
+	for _, server := range slices.Sorted(maps.Keys(all)) {
+		r, err := s.sharedOpen(v, server, all[server])
 		if err != nil {
 			return nil, err
 		}
@@ -113,19 +133,12 @@ type lockedRecord struct {
 // what fn wrote when fn returns nil. Both wait at most lockWait.
 func (s *Store) withLock(ctx context.Context, server string, fn func(l lockedRecord) error) error {
 	if s.db != nil {
-		err := s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
+		return s.db.Locked(ctx, s.ns(), server, lockWait, func(tx shared.Tx) error {
 			return fn(lockedRecord{
-				load: func(serverURL string) (*Record, error) {
-					r, err := s.sharedRead(ctx, tx, server)
-					if err == nil && r.URL != serverURL {
-						return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
-					}
-					return r, err
-				},
+				load:  func(serverURL string) (*Record, error) { return s.sharedLoad(ctx, tx, server, serverURL) },
 				write: func(r *Record) error { return s.sharedWrite(ctx, tx, r) },
 			})
 		})
-		return err
 	}
 	l, err := s.lock(ctx, server)
 	if err != nil {

@@ -213,11 +213,7 @@ func (s *Store) Load(server, serverURL string) (*Record, error) {
 	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
 		defer cancel()
-		r, err := s.sharedRead(ctx, s.db, server)
-		if err == nil && r.URL != serverURL {
-			return nil, fmt.Errorf("%w (the sign-in on file is for %s)", ErrNoToken, r.URL)
-		}
-		return r, err
+		return s.sharedLoad(ctx, s.db, server, serverURL)
 	}
 	return s.load(context.Background(), server, serverURL, false)
 }

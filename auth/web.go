@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strings"
-	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -22,10 +20,7 @@ type WebFlow struct {
 	server, serverURL string
 	state, verifier   string
 	conf              *oauth2.Config
-	md                *serverMetadata
-	resource          string
-	c                 client
-	scopes            []string
+	pl                loginPlan
 	o                 LoginOptions
 	// AuthURL is where the user's browser is sent.
 	AuthURL string
@@ -51,14 +46,9 @@ func BeginWeb(ctx context.Context, server, serverURL, redirect string, o LoginOp
 	if err != nil {
 		return nil, err
 	}
-	md, c, scopes, resource := pl.md, pl.c, pl.scopes, pl.resource
-	f := &WebFlow{server: server, serverURL: serverURL, state: randomString(), verifier: oauth2.GenerateVerifier(), md: md,
-		resource: resource, c: c, scopes: scopes, o: o}
-	f.conf = &oauth2.Config{
-		ClientID: c.id, ClientSecret: c.secret, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: authStyle(c.method)},
-	}
-	f.AuthURL = f.conf.AuthCodeURL(f.state, oauth2.S256ChallengeOption(f.verifier), oauth2.SetAuthURLParam("resource", resource))
+	f := &WebFlow{server: server, serverURL: serverURL, state: randomString(), verifier: oauth2.GenerateVerifier(),
+		conf: pl.oauthConfig(redirect), pl: pl, o: o}
+	f.AuthURL = f.conf.AuthCodeURL(f.state, oauth2.S256ChallengeOption(f.verifier), oauth2.SetAuthURLParam("resource", pl.resource))
 	return f, nil
 }
 
@@ -68,24 +58,12 @@ func (f *WebFlow) Finish(ctx context.Context, q url.Values) (*Record, error) {
 	switch {
 	case q.Get("state") != f.state:
 		return nil, errors.New("the redirect's state does not match the one sent: the sign-in was not completed")
-	case q.Get("iss") != "" && f.md.Issuer != "" && q.Get("iss") != f.md.Issuer:
-		return nil, fmt.Errorf("the redirect comes from issuer %q, not %q: the sign-in was not completed", q.Get("iss"), f.md.Issuer)
+	case q.Get("iss") != "" && f.pl.md.Issuer != "" && q.Get("iss") != f.pl.md.Issuer:
+		return nil, fmt.Errorf("the redirect comes from issuer %q, not %q: the sign-in was not completed", q.Get("iss"), f.pl.md.Issuer)
 	case q.Get("error") != "":
 		return nil, fmt.Errorf("the authorization server said %s: %s", q.Get("error"), q.Get("error_description"))
 	case q.Get("code") == "":
 		return nil, errors.New("the redirect carries no code")
 	}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, f.o.HTTPClient)
-	tok, err := f.conf.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(f.verifier), oauth2.SetAuthURLParam("resource", f.resource))
-	if err != nil {
-		return nil, fmt.Errorf("exchange the code for a token: %w", err)
-	}
-	rec := &Record{Server: f.server, URL: f.serverURL, Issuer: f.md.Issuer, AuthServer: f.md.lookedUp, TokenEndpoint: f.md.TokenEndpoint, Resource: f.resource,
-		ClientID: f.conf.ClientID, ClientSecret: f.conf.ClientSecret, AuthMethod: f.c.method, Scopes: f.scopes,
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: time.Now(),
-		Registration: f.c.registration, RedirectURI: f.conf.RedirectURL}
-	if s, ok := tok.Extra("scope").(string); ok && s != "" {
-		rec.Scopes = strings.Fields(s)
-	}
-	return rec, nil
+	return f.pl.exchange(ctx, f.o.HTTPClient, f.conf, q.Get("code"), f.verifier, f.server, f.serverURL)
 }

@@ -130,12 +130,12 @@ func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin
 // bridges started at once start one hub; a socket file left by a hub that
 // crashed answers nobody and is replaced by the new hub.
 func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, profile, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
-	env := local.EnvDigests(cfg.EnvUses, os.LookupEnv)
+	h := local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: local.EnvDigests(cfg.EnvUses, os.LookupEnv)}
 	var last error
 	// A hub that is stopping (idle) may take a connection and close it:
 	// then it is looked for, and started, again.
 	for range 3 {
-		conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+		conn, br, err := hello(ctx, paths, h)
 		if err == nil || notJoinable(err) {
 			return conn, br, err
 		}
@@ -146,7 +146,7 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		if err != nil {
 			return nil, nil, err
 		}
-		conn, br, err = hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+		conn, br, err = hello(ctx, paths, h)
 		if err == nil || notJoinable(err) {
 			unlock()
 			return conn, br, err
@@ -158,7 +158,7 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			return nil, nil, err
 		}
 	}
-	conn, br, err := hello(ctx, paths, local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: env})
+	conn, br, err := hello(ctx, paths, h)
 	if err != nil && !notJoinable(err) {
 		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
 	}

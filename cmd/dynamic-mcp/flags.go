@@ -157,7 +157,7 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 		format = logFormatAuto
 	case logFormatAuto, logFormatJSON, logFormatText:
 	default:
-		return nil, nil, usageError{fmt.Sprintf("bad --log-format %q: use json, text or auto", c.logFormat)}
+		return nil, nil, usageError{fmt.Sprintf("bad --log-format %q: use json, text or auto (its default is $%s, when set)", c.logFormat, logFormatEnvVar)}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if c.logFile != "" {

@@ -77,7 +77,7 @@ func (e usageError) Error() string { return e.msg }
 const usage = `dynamic-mcp: one MCP server in front of many.
 
 Usage:
-  dynamic-mcp serve -c FILE [--standalone] [--http ADDR [--insecure-no-auth]] [--ui ADDR] [--log-level L] [--log-format json|text|auto] [--log-file F]
+  dynamic-mcp serve -c FILE [--standalone] [--profile NAME] [--http ADDR [--insecure-no-auth]] [--ui ADDR] [--log-level L] [--log-format json|text|auto] [--log-file F]
                                   serve MCP over stdio through the config's shared hub
                                   (started if none runs; --standalone: in this process),
                                   or over HTTP with --http; the inspector at /ui of

@@ -123,6 +123,7 @@ func (s *Store) Close() { s.pool.Close() }
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 func get(ctx context.Context, q querier, ns, key string) ([]byte, error) {
@@ -187,9 +188,7 @@ func (s *Store) All(ctx context.Context, ns string) (map[string][]byte, error) {
 }
 
 // all are ns's keys and values, read through q (the pool or a transaction).
-func all(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, ns string) (map[string][]byte, error) {
+func all(ctx context.Context, q querier, ns string) (map[string][]byte, error) {
 	rows, err := q.Query(ctx, `SELECT key, value FROM dynamic_mcp_state WHERE ns = $1`, ns)
 	if err != nil {
 		return nil, fmt.Errorf("store: read %s: %w", ns, err)
