@@ -2,9 +2,9 @@ package identity
 
 import (
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // checkJWKSURL refuses a discovery document's jwks_uri that is not
@@ -23,16 +23,8 @@ func checkJWKSURL(s string) error {
 		return fmt.Errorf("its discovery document's jwks_uri %q is not an absolute URL", s)
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && config.LoopbackHost(u.Hostname()):
 		return nil
 	}
 	return fmt.Errorf("its discovery document's jwks_uri %q is not https:// (http:// only on a loopback host)", s)
-}
-
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

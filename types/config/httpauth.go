@@ -152,7 +152,7 @@ func (p *parser) authURL(n *yaml.Node, key string) string {
 		p.fail(n, key, "must be an absolute https:// URL without query, fragment or user, not %q", s)
 		return ""
 	case u.Scheme == "https":
-	case u.Scheme == "http" && loopbackURLHost(u.Hostname()):
+	case u.Scheme == "http" && LoopbackHost(u.Hostname()):
 	default:
 		p.fail(n, key, "must be https:// (http:// only on a loopback host), not %q", s)
 		return ""
@@ -160,7 +160,9 @@ func (p *parser) authURL(n *yaml.Node, key string) string {
 	return s
 }
 
-func loopbackURLHost(host string) bool {
+// LoopbackHost reports whether host (a URL's Hostname) names this
+// machine: localhost, or a loopback address.
+func LoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
