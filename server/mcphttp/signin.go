@@ -33,6 +33,9 @@ import (
 const (
 	signInTTL  = 10 * time.Minute
 	maxSignIns = 256 // links and flows pending at once; the oldest go first
+	// maxUserSignIns is one user's share: a user whose calls keep asking
+	// pushes out their own oldest links, never another user's.
+	maxUserSignIns = 8
 )
 
 // signInEntry is a pending link (flow nil) or a started flow.
@@ -51,8 +54,9 @@ type signIns struct {
 	entries map[string]*signInEntry
 }
 
-// put keeps e under key (a random state), dropping the expired and,
-// beyond maxSignIns, the one closest to expiry.
+// put keeps e under key (a random state), dropping the expired; beyond
+// maxUserSignIns of e's user, that user's one closest to expiry; beyond
+// maxSignIns, the one closest to expiry.
 func (p *signIns) put(key string, e *signInEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -60,15 +64,27 @@ func (p *signIns) put(key string, e *signInEntry) {
 		p.entries = map[string]*signInEntry{}
 	}
 	now := time.Now()
-	var oldest string
+	var oldest, userOldest string
+	users := 0
 	for k, v := range p.entries {
 		if now.After(v.expires) {
 			delete(p.entries, k)
-		} else if oldest == "" || v.expires.Before(p.entries[oldest].expires) {
+			continue
+		}
+		if oldest == "" || v.expires.Before(p.entries[oldest].expires) {
 			oldest = k
 		}
+		if v.user == e.user {
+			users++
+			if userOldest == "" || v.expires.Before(p.entries[userOldest].expires) {
+				userOldest = k
+			}
+		}
 	}
-	if len(p.entries) >= maxSignIns && oldest != "" {
+	switch {
+	case users >= maxUserSignIns:
+		delete(p.entries, userOldest)
+	case len(p.entries) >= maxSignIns && oldest != "":
 		delete(p.entries, oldest)
 	}
 	p.entries[key] = e
