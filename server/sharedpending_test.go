@@ -166,8 +166,13 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 	ca := inboxClient(t, a)
 	ca.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, a)
+	// a lists its call as it writes the call's row: b sees it once written.
 	var l approval.List
-	getJSON(t, api.URL+inspect.Prefix+"api/approvals", &l)
+	waitFor(t, 5*time.Second, "b's inspector to list a's call", func() bool {
+		l = approval.List{}
+		getJSON(t, api.URL+inspect.Prefix+"api/approvals", &l)
+		return len(l.Pending) > 0
+	})
 	if len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != a.approvals.replica || l.Pending[0].Tool != "echo" {
 		t.Fatalf("b's inspector lists %+v, a has %+v", l.Pending, p)
 	}
