@@ -80,7 +80,7 @@ type Verifier struct {
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
 	found atomic.Pointer[discovered] // once discovered; read without a lock
-	in    *introspector               // with http.auth.introspection, else nil
+	in    *introspector              // with http.auth.introspection, else nil
 
 	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
 	tried      time.Time  // last failed discovery

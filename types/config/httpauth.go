@@ -131,7 +131,7 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 				a.Scopes = append(a.Scopes, s)
 			}
 		},
-		"jwks_refresh": func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
+		"jwks_refresh":  func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
 		"introspection": func(k string, v *yaml.Node) { a.Introspection = p.introspection(v, k) },
 	})
 	if a.Issuer == "" && findKey(n, "issuer") == nil {
