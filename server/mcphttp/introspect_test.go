@@ -41,7 +41,9 @@ func TestOpaqueTokensByIntrospection(t *testing.T) {
 		Claims:        config.AuthClaims{Subject: "sub", Name: "ext.name"},
 		Introspection: &config.AuthIntrospection{URL: srv.URL + "/introspect", CacheTTL: time.Nanosecond}}})
 	var who string
-	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { who = IdentityOf(r.Context()).Key() + " " + IdentityOf(r.Context()).User() }))
+	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who = IdentityOf(r.Context()).Key() + " " + IdentityOf(r.Context()).User()
+	}))
 	try := func(token string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
 		req.RemoteAddr = "192.0.2.1:1234"
