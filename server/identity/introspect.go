@@ -37,11 +37,14 @@ type introspector struct {
 }
 
 // answer is what introspecting a token decided: its identity, or why it
-// is refused; kept until until (zero: not kept).
+// is refused; used until until (zero: not kept). exp is an active
+// token's exp (zero: none): past it the token is refused as expired
+// without asking, and not counted as a guess, until expiredGrace later.
 type answer struct {
 	id    *Identity
 	err   error
 	until time.Time
+	exp   time.Time
 }
 
 // flight is one introspection under way; done is closed when its answer
@@ -56,6 +59,11 @@ const (
 	// is full the expired ones are dropped, then any, so that many
 	// tokens cost requests to the issuer, never memory.
 	MaxIntrospectionCache = 1024
+	// expiredGrace is how long past its exp a token seen active is still
+	// known: refused as expired (Signed, as a JWT's would be) without a
+	// request, rather than as inactive, which counts against the address
+	// (a team behind one NAT renews expired tokens all day).
+	expiredGrace = time.Hour
 	// maxIntrospections bounds the requests under way to the endpoint.
 	maxIntrospections = 8
 	// maxIntrospectionBody bounds an introspection response read.
@@ -75,9 +83,14 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 	sum := sha256.Sum256([]byte(raw))
 	in.mu.Lock()
 	if a, ok := in.cache[sum]; ok {
-		if in.v.now().Before(a.until) {
+		now := in.v.now()
+		switch {
+		case now.Before(a.until):
 			in.mu.Unlock()
 			return a.id, a.err
+		case a.id != nil && !a.exp.IsZero() && !now.Before(a.exp) && now.Before(a.exp.Add(expiredGrace)):
+			in.mu.Unlock()
+			return nil, &TokenError{Description: "the token has expired", Signed: true}
 		}
 		delete(in.cache, sum)
 	}
@@ -113,7 +126,7 @@ func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 	if len(in.cache) >= MaxIntrospectionCache {
 		now := in.v.now()
 		for k, e := range in.cache {
-			if !now.Before(e.until) {
+			if !now.Before(e.until) && (e.exp.IsZero() || !now.Before(e.exp.Add(expiredGrace))) {
 				delete(in.cache, k)
 			}
 		}
@@ -152,11 +165,14 @@ func (in *introspector) ask(ctx context.Context, raw string) answer {
 		// expired or guessed, so it counts against the address.
 		return answer{err: &TokenError{Description: "the token is not active (revoked, expired, or not the issuer's)"}, until: until}
 	}
-	if exp, ok := claims["exp"].(float64); ok && time.Unix(int64(exp), 0).Before(until) {
-		until = time.Unix(int64(exp), 0)
+	var expires time.Time
+	if exp, ok := claims["exp"].(float64); ok {
+		if expires = time.Unix(int64(exp), 0); expires.Before(until) {
+			until = expires
+		}
 	}
 	id, err := in.check(claims, now)
-	return answer{id: id, err: err, until: until}
+	return answer{id: id, err: err, until: until, exp: expires}
 }
 
 // check checks an active token's introspection (RFC 7662 section 2.2):

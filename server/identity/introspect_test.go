@@ -253,15 +253,26 @@ func TestIntrospectionCache(t *testing.T) {
 		t.Error("a refused token was introspected again within the TTL")
 	}
 
-	// Never past exp: a token expiring in 2s is asked about again then.
+	// Never past exp: a token seen active that expires in 2s is refused
+	// then as expired, without asking, and not as a guess (Signed: it
+	// does not count against the address).
 	is.issue("short", "bob", map[string]any{"exp": clk.now().Add(2 * time.Second).Unix()})
 	if _, err := v.Verify(ctx, "short"); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(2 * time.Second)
 	n = is.calls.Load()
-	if _, err := v.Verify(ctx, "short"); !errors.As(err, &te) || !strings.Contains(te.Description, "expired") || is.calls.Load() != n+1 {
-		t.Errorf("past exp: %v, %d introspections", err, is.calls.Load()-n)
+	if _, err := v.Verify(ctx, "short"); !errors.As(err, &te) || !strings.Contains(te.Description, "expired") || !te.Signed || is.calls.Load() != n {
+		t.Errorf("past exp: %v, %d introspections, want expired (signed) and none", err, is.calls.Load()-n)
+	}
+	// A token seen active whose answer expired before its exp is asked
+	// about again (it may have been revoked).
+	is.issue("long", "bob", nil)
+	v.Verify(ctx, "long")
+	clk.add(5 * time.Second)
+	n = is.calls.Load()
+	if _, err := v.Verify(ctx, "long"); err != nil || is.calls.Load() != n+1 {
+		t.Errorf("after the TTL, before exp: %v, %d introspections, want 1", err, is.calls.Load()-n)
 	}
 
 	// Callers with one token at once: one request.
