@@ -27,9 +27,10 @@ import (
 // hub's trouble, answered 503: a 401 would tell the client to drop a
 // token that may be good), and is not kept.
 type introspector struct {
-	v     *Verifier
-	conf  config.AuthIntrospection
-	slots chan struct{} // one per request under way to the endpoint
+	v      *Verifier
+	conf   config.AuthIntrospection
+	client *http.Client  // the Verifier's, following no redirect
+	slots  chan struct{} // one per request under way to the endpoint
 
 	mu      sync.Mutex // guards cache and flights
 	cache   map[[sha256.Size]byte]answer
@@ -74,7 +75,12 @@ func newIntrospector(v *Verifier, conf config.AuthIntrospection) *introspector {
 	if conf.CacheTTL <= 0 {
 		conf.CacheTTL = config.DefaultIntrospectionTTL
 	}
-	return &introspector{v: v, conf: conf, slots: make(chan struct{}, maxIntrospections),
+	// A redirect is not followed: it would send the caller's token, and
+	// the hub's secret, to a URL nobody configured (a 3xx is answered as
+	// any status but 200 is, ErrUnavailable).
+	client := *v.client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &introspector{v: v, conf: conf, client: &client, slots: make(chan struct{}, maxIntrospections),
 		cache: map[[sha256.Size]byte]answer{}, flights: map[[sha256.Size]byte]*flight{}}
 }
 
@@ -231,7 +237,7 @@ func (in *introspector) post(ctx context.Context, endpoint, raw string) (map[str
 		// RFC 6749 section 2.3.1: each form-urlencoded first.
 		req.SetBasicAuth(url.QueryEscape(in.conf.ClientID), url.QueryEscape(in.conf.ClientSecret))
 	}
-	resp, err := in.v.client.Do(req)
+	resp, err := in.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

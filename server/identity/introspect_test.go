@@ -31,7 +31,7 @@ type introspectingIssuer struct {
 	noInMeta bool // the metadata names no introspection_endpoint
 }
 
-func newIntrospectingIssuer(t *testing.T) *introspectingIssuer {
+func newIntrospectingIssuer(t testing.TB) *introspectingIssuer {
 	is := &introspectingIssuer{active: map[string]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -343,6 +343,21 @@ func TestIntrospectionUnavailable(t *testing.T) {
 	v := newIntrospectingVerifier(is, config.AuthIntrospection{URL: dead.URL + "/introspect"}, nil)
 	if _, err := v.Verify(ctx, "alice-token"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("endpoint down: %v", err)
+	}
+	// A redirect is not followed: the token goes nowhere else.
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		json.NewEncoder(w).Encode(map[string]any{"active": true})
+	}))
+	defer other.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/introspect", http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	v = newIntrospectingVerifier(is, config.AuthIntrospection{URL: redirecting.URL + "/introspect"}, nil)
+	if _, err := v.Verify(ctx, "alice-token"); !errors.Is(err, ErrUnavailable) || elsewhere.Load() != 0 {
+		t.Errorf("a redirecting endpoint: %v, the token sent elsewhere %d times", err, elsewhere.Load())
 	}
 	// Without introspection an opaque token is refused as before.
 	plain := NewVerifier(config.HTTPAuth{Issuer: is.srv.URL + "/", Audience: audience}, nil, is.srv.Client(), nil)
