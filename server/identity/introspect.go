@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -31,6 +32,7 @@ type introspector struct {
 	conf   config.AuthIntrospection
 	client *http.Client  // the Verifier's, following no redirect
 	slots  chan struct{} // one per request under way to the endpoint
+	down   atomic.Bool   // the last request failed: logged once, until one succeeds
 
 	mu      sync.Mutex // guards cache and flights
 	cache   map[[sha256.Size]byte]answer
@@ -161,8 +163,13 @@ func (in *introspector) ask(ctx context.Context, raw string) answer {
 	}
 	claims, err := in.post(ctx, endpoint, raw)
 	if err != nil {
-		in.v.logger.Warn("http.auth: cannot introspect a token; opaque tokens are answered 503", "introspection_endpoint", endpoint, "err", err)
+		if !in.down.Swap(true) {
+			in.v.logger.Warn("http.auth: cannot introspect tokens; opaque tokens are answered 503 until it can", "introspection_endpoint", endpoint, "err", err)
+		}
 		return answer{err: fmt.Errorf("%w: %v", ErrUnavailable, err)}
+	}
+	if in.down.Swap(false) {
+		in.v.logger.Info("http.auth: introspecting tokens again", "introspection_endpoint", endpoint)
 	}
 	now := in.v.now()
 	until := now.Add(in.conf.CacheTTL)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -366,3 +367,38 @@ func TestIntrospectionUnavailable(t *testing.T) {
 		t.Errorf("no introspection: %v", err)
 	}
 }
+
+// An outage of the endpoint is logged once when it begins and once when
+// it ends, not per token.
+func TestIntrospectionOutageLoggedOnce(t *testing.T) {
+	is := newIntrospectingIssuer(t)
+	is.issue("alice-token", "alice", nil)
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(b)
+	}), nil))
+	in := config.AuthIntrospection{URL: is.srv.URL + "/introspect", ClientID: "hub", ClientSecret: "hub-secret"}
+	v := NewVerifier(config.HTTPAuth{Issuer: is.srv.URL + "/", Audience: audience, Claims: config.AuthClaims{Subject: "sub"}, Introspection: &in}, logger, is.srv.Client(), nil)
+	is.setMode("down")
+	for i := range 5 {
+		v.Verify(context.Background(), fmt.Sprint("token-", i))
+	}
+	is.setMode("")
+	for range 3 {
+		if _, err := v.Verify(context.Background(), "alice-token"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if w, i := strings.Count(logs.String(), "cannot introspect tokens"), strings.Count(logs.String(), "introspecting tokens again"); w != 1 || i != 1 {
+		t.Errorf("logged %d warnings and %d recoveries, want 1 and 1:\n%s", w, i, logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
