@@ -199,6 +199,15 @@ func TestIntrospectionDiscovered(t *testing.T) {
 	if id, err := v.Verify(context.Background(), "ory_at_alice.sig"); err != nil || id.Subject != "alice" {
 		t.Fatalf("%+v %v", id, err)
 	}
+	// Its metadata names no jwks_uri: a JWT is introspected too.
+	const jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkYXZlIn0.c2ln"
+	is.issue(jwt, "dave", nil)
+	if id, err := v.Verify(context.Background(), jwt); err != nil || id.Subject != "dave" {
+		t.Errorf("a JWT of an issuer without keys: %+v %v", id, err)
+	}
+	if _, err := NewVerifier(config.HTTPAuth{Issuer: is.srv.URL + "/", Audience: audience}, nil, is.srv.Client(), nil).Verify(context.Background(), jwt); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no jwks_uri") {
+		t.Errorf("a JWT of an issuer without keys, no introspection: %v", err)
+	}
 	is.mu.Lock()
 	is.noInMeta = true
 	is.mu.Unlock()
