@@ -18,7 +18,7 @@ import (
 type Kind string
 
 const (
-	KindJWT   Kind = "jwt"   // a JWT access token of http.auth's issuer
+	KindJWT   Kind = "jwt"   // an access token of http.auth's issuer: a JWT, or an opaque token introspected (one person either way)
 	KindToken Kind = "token" // a static token of http.token or http.tokens
 	KindNone  Kind = "none"  // no token checked (--insecure-no-auth)
 )
