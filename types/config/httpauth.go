@@ -138,7 +138,7 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 				a.Scopes = append(a.Scopes, s)
 			}
 		},
-		"jwks_refresh": func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
+		"jwks_refresh":  func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
 		"client_id":     func(k string, v *yaml.Node) { a.ClientID = p.str(v, k) },
 		"client_secret": func(k string, v *yaml.Node) { a.ClientSecret = p.str(v, k) },
 	})
