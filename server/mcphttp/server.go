@@ -99,6 +99,8 @@ type Server struct {
 	// a link made here, by link id (signin.go).
 	signInWaiters signIns
 	confirmer     *identity.Confirmer // nil without http.auth.client_id (confirm.go)
+	// signInWatching says the loop of watchSignIns runs; guarded by mu.
+	signInWatching bool
 
 	sealer    *sealer          // nil without session keys
 	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once

@@ -137,6 +137,36 @@ func (p *signIns) peek(key string, kind entryKind) *signInEntry {
 	return e
 }
 
+// keys are the keys of the live entries.
+func (p *signIns) keys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	out := make([]string, 0, len(p.entries))
+	for k, e := range p.entries {
+		if now.Before(e.expires) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// signedIn tells the call and session waiting for link's sign-in, if
+// they are on this replica: reports whether they are (a waiter is taken
+// once, so closed once).
+func (s *Server) signedIn(link string) bool {
+	wt := s.signInWaiters.take(link, kindWaiter)
+	if wt == nil {
+		return false
+	}
+	close(wt.done)
+	if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+		"params": map[string]string{"elicitationId": wt.elicitation}}); err == nil {
+		wt.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+	}
+	return true
+}
+
 // pendingSignIns keep the pending states: this replica's memory
 // (localSignIns), or the store every replica reads (sharedSignIns).
 type pendingSignIns interface {
@@ -188,8 +218,12 @@ func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan st
 	e := &signInEntry{kind: kindLink, user: user, server: server, name: hs.who.User(), expires: expires, link: link}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := hs.face.pendingSignIns().put(ctx, state, e); err != nil {
+	pending := hs.face.pendingSignIns()
+	if err := pending.put(ctx, state, e); err != nil {
 		return "", nil, fmt.Errorf("keep the sign-in link: %w", err)
+	}
+	if sp, ok := pending.(sharedSignIns); ok {
+		hs.face.watchSignIns(sp.db)
 	}
 	w := &signInEntry{kind: kindWaiter, user: user, server: server, expires: expires, done: make(chan struct{}), hs: hs, elicitation: elicitation}
 	hs.face.signInWaiters.put(link, w)
@@ -322,13 +356,13 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
-	// The call waiting for it, and its session, when they are on this
-	// replica (a waiter is taken once, so closed once).
-	if wt := s.signInWaiters.take(e.link, kindWaiter); wt != nil {
-		close(wt.done)
-		if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-			"params": map[string]string{"elicitationId": wt.elicitation}}); err == nil {
-			wt.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+	// The call waiting for it, and its session: on this replica, or
+	// told by a mark in the store (signinshared.go).
+	if !s.signedIn(e.link) {
+		if sp, ok := s.pendingSignIns().(sharedSignIns); ok {
+			if err := sp.markDone(ctx, e.link, time.Now().Add(signInTTL)); err != nil {
+				s.logger.Warn("per-user sign-in: cannot tell the other replicas", "err", err)
+			}
 		}
 	}
 	page(w, http.StatusOK, "Signed in", fmt.Sprintf("<p>dynamic-mcp: %s is signed in to %s. You can close this window and call again.</p>", html.EscapeString(e.name), html.EscapeString(e.server)))

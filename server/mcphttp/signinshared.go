@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
@@ -225,4 +226,88 @@ func sameOrigin(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// A call that waits for a sign-in (its client accepted the URL
+// elicitation) waits on the replica that made the link, but the
+// browser's redirect may come back at another (the balancer routes
+// sessions, not browsers). The replica that finishes the sign-in leaves
+// a mark under the link's id in signInDoneNS; a replica with calls
+// waiting looks for the marks of its links every signInPollEvery (and
+// only then: no waiter, no query), tells the call and session, and
+// removes the mark. A mark no replica took is removed once it is past
+// its link's expiry.
+
+const (
+	signInDoneNS    = "signin-done"
+	signInPollEvery = time.Second
+)
+
+// markDone leaves the mark of link, good until expires.
+func (p sharedSignIns) markDone(ctx context.Context, link string, expires time.Time) error {
+	return p.db.Put(ctx, signInDoneNS, rowKey(link), []byte(strconv.FormatInt(expires.UnixMilli(), 10)))
+}
+
+// watchSignIns starts, once, the loop that looks for the marks of this
+// replica's waiters in db; Close stops it.
+func (s *Server) watchSignIns(db shared.Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.signInWatching {
+		return
+	}
+	s.signInWatching = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(signInPollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			s.takeSignInMarks(db)
+		}
+	}()
+}
+
+// takeSignInMarks tells the waiters whose marks are in db, and removes
+// those marks and the expired.
+func (s *Server) takeSignInMarks(db shared.Store) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.logger.Error("per-user sign-in: panic looking for finished sign-ins", "panic", v)
+		}
+	}()
+	links := s.signInWaiters.keys()
+	if len(links) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	marks, err := db.All(ctx, signInDoneNS)
+	if err != nil {
+		s.logger.Warn("per-user sign-in: cannot read the finished sign-ins", "err", err)
+		return
+	}
+	if len(marks) == 0 {
+		return
+	}
+	byKey := make(map[string]string, len(links))
+	for _, l := range links {
+		byKey[rowKey(l)] = l
+	}
+	now := time.Now()
+	for k, v := range marks {
+		if l, ok := byKey[k]; ok {
+			s.signedIn(l)
+		} else if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil && now.Before(time.UnixMilli(ms)) {
+			continue // another replica's
+		}
+		if err := db.Delete(ctx, signInDoneNS, k); err != nil {
+			s.logger.Warn("per-user sign-in: cannot remove a finished sign-in's mark", "err", err)
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package mcphttp
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -50,13 +52,18 @@ func replicaOf(t *testing.T, yaml, dbURL string) *server.Hub {
 	return h
 }
 
-// With store:, a sign-in link made by one replica is opened, pressed and
-// called back at the others behind a round-robin balancer (every step
-// on another replica than the one before), and the user's next call, on
-// any replica, runs with the token. With client_id, the identity
-// provider's redirect comes back at another replica too, and a person
-// who is not the link's user is refused there as on one replica.
-func TestSignInAcrossReplicas(t *testing.T) {
+// twoReplicas are two replicas of a hub on one store, with a per-user
+// server docs (the test authorization server, the hub signed in to it),
+// callers of li's JWTs, http.auth.client_id set; and the hub's own
+// sign-in, rec.
+type twoReplicas struct {
+	faces []*httptest.Server
+	li    *loginIssuer
+	seen  func() []seenCall
+	rec   *auth.Record
+}
+
+func newTwoReplicas(t *testing.T) *twoReplicas {
 	dbURL := pgtest.Start(t)
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
 	a, seen := protectedUpstream(t)
@@ -101,6 +108,18 @@ func TestSignInAcrossReplicas(t *testing.T) {
 		t.Cleanup(func() { ts.Close(); face.Close() })
 		faces = append(faces, ts)
 	}
+	return &twoReplicas{faces: faces, li: li, seen: seen, rec: rec}
+}
+
+// With store:, a sign-in link made by one replica is opened, pressed and
+// called back at the others behind a round-robin balancer (every step
+// on another replica than the one before), and the user's next call, on
+// any replica, runs with the token. With client_id, the identity
+// provider's redirect comes back at another replica too, and a person
+// who is not the link's user is refused there as on one replica.
+func TestSignInAcrossReplicas(t *testing.T) {
+	r := newTwoReplicas(t)
+	faces, li, seen, rec := r.faces, r.li, r.seen, r.rec
 	// The balancer: round robin, the Host kept (links are made of it).
 	var next atomic.Int64
 	var mu sync.Mutex
@@ -139,6 +158,9 @@ func TestSignInAcrossReplicas(t *testing.T) {
 				t.Fatalf("%s's call after signing in: %s", user, got)
 			}
 		}
+	}
+	if !strings.Contains(fmt.Sprint(li.signedIn()), "alice") {
+		t.Errorf("the identity provider signed in %v", li.signedIn())
 	}
 	mu.Lock()
 	t.Logf("replicas by step: %v", served)
@@ -230,5 +252,109 @@ func TestSharedSignInsBounded(t *testing.T) {
 	}
 	if rows, _ := db.All(ctx, signInNS); len(rows) != maxSignIns {
 		t.Errorf("%d rows, want %d", len(rows), maxSignIns)
+	}
+}
+
+// With store: and a balancer that keeps each MCP session on one replica
+// (nginx's hash of Mcp-Session-Id) but sends browsers anywhere, a
+// client that accepts the URL elicitation waits on its replica while the
+// sign-in finishes at another: the call is told, and goes on with the
+// user's token within its timeout.
+func TestSignInWaitAcrossReplicas(t *testing.T) {
+	r := newTwoReplicas(t)
+	var next atomic.Int64
+	var mu sync.Mutex
+	sticky := map[string]int{} // session id -> replica
+	callbacks := map[int]int{} // replica -> callbacks served
+	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		i := int(next.Add(1)) % len(r.faces)
+		mu.Lock()
+		if s, ok := sticky[pr.In.Header.Get(headerSessionID)]; ok {
+			i = s
+		}
+		if pr.In.URL.Path == "/auth/callback" {
+			for _, home := range sticky { // the one session's: the callback at the other replica
+				i = 1 - home
+			}
+			callbacks[i]++
+		}
+		mu.Unlock()
+		u, _ := url.Parse(r.faces[i].URL)
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host
+		pr.Out.Header.Set("X-Test-Replica", fmt.Sprint(i))
+	}, ModifyResponse: func(resp *http.Response) error {
+		if id := resp.Header.Get(headerSessionID); id != "" {
+			var i int
+			fmt.Sscan(resp.Request.Header.Get("X-Test-Replica"), &i)
+			mu.Lock()
+			if _, ok := sticky[id]; !ok {
+				sticky[id] = i
+			}
+			mu.Unlock()
+		}
+		return nil
+	}})
+	defer lb.Close()
+
+	// A 2025-11-25 client with URL elicitation, in a session.
+	bob := &bearerClient{t: t, url: lb.URL + "/mcp", token: r.li.token(t, "bob", "Bob", testAudience)}
+	if resp, got := bob.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"t","version":"1"}}}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, got)
+	}
+	bob.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+		_, got := bob.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		return strings.Contains(got, `"docs__whoami"`)
+	})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, bob.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"docs__whoami","arguments":{"who":"bob"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+bob.token)
+	req.Header.Set(headerSessionID, bob.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var asked []string
+	var result string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for result == "" && sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Mode string `json:"mode"`
+				URL  string `json:"url"`
+			} `json:"params"`
+		}
+		json.Unmarshal([]byte(data), &m)
+		switch {
+		case m.Method == "elicitation/create":
+			asked = append(asked, m.Params.Mode+" "+m.Params.URL)
+			// Accepted at once; the person signs in meanwhile.
+			bob.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept"}}`)
+			go newBrowser("bob").open(t, strings.ReplaceAll(m.Params.URL, `\u0026`, "&"))
+		case string(m.ID) == "2":
+			result = data
+		}
+	}
+	if !strings.Contains(result, `"text":"hello bob"`) || len(asked) != 1 || !strings.HasPrefix(asked[0], "url ") {
+		t.Fatalf("bob's call, signing in by URL elicitation: %s (asked %q)", result, asked)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var home int
+	for _, i := range sticky {
+		home = i
+	}
+	if len(sticky) != 1 || callbacks[1-home] != 1 {
+		t.Errorf("the session's replica %d (%v); callbacks by replica %v: want the callback at the other", home, sticky, callbacks)
 	}
 }
