@@ -44,6 +44,22 @@ func (s *Store) sharedVault() (*vault.Vault, error) {
 	if v.Source != "env" {
 		return nil, fmt.Errorf("token store: with store:, every replica seals sign-ins with the same key: set %s (base64 of 32 bytes) to the same value on each", vault.EnvKey)
 	}
+	root := s
+	if s.shared != nil {
+		root = s.shared
+	}
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if !root.keyChecked {
+		// A key that is not the replicas' is said at once, naming its
+		// source, not as each record failing to open.
+		ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		defer cancel()
+		if err := vault.CheckShared(ctx, s.db, v); err != nil {
+			return nil, fmt.Errorf("token store: %w", err)
+		}
+		root.keyChecked = true
+	}
 	return v, nil
 }
 

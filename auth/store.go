@@ -125,9 +125,11 @@ type Store struct {
 	// dir's files (see NewSharedStore); nil: the files.
 	db shared.Store
 
-	mu    sync.Mutex // guards log and vault
+	mu    sync.Mutex // guards log, vault and keyChecked
 	log   *slog.Logger
 	vault *vault.Vault
+	// keyChecked says the vault's key was checked against db's.
+	keyChecked bool
 }
 
 // NewStore keeps records in dir; the vault's key is looked for in dir's
