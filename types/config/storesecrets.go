@@ -71,6 +71,7 @@ func ScanStore(path string) (string, error) {
 	}
 	dir := configDir(path)
 	var file map[string]string
+	var fileErr error
 	url, broken := prescanStore(data, func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
 			return dir, true
@@ -78,13 +79,16 @@ func ScanStore(path string) (string, error) {
 		return lookupEnv(name)
 	}, func(name string) (string, bool) {
 		if file == nil {
-			if file, err = ReadSecrets(stateDir); err != nil {
+			if file, fileErr = ReadSecrets(stateDir); fileErr != nil {
 				file = map[string]string{}
 			}
 		}
 		v, ok := file[name]
 		return v, ok
 	})
+	if broken && fileErr != nil {
+		return "", fmt.Errorf("%s: store: reading the vault's secrets: %w", path, fileErr)
+	}
 	if broken {
 		return "", fmt.Errorf("%s: store: cannot be read (dynamic-mcp validate -c %s says why)", path, path)
 	}
