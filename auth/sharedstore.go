@@ -109,6 +109,7 @@ func (s *Store) sharedWrite(ctx context.Context, tx shared.Tx, r *Record) error 
 	if err != nil {
 		return err
 	}
+	s.stamp(r)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
