@@ -202,3 +202,31 @@ func (s *Secrets) sharedDelete(name string) (bool, error) {
 	}
 	return true, s.db.Notify(ctx, SecretsChannel)
 }
+
+// Import copies from, a state directory's secrets (its Entries), into s,
+// a shared store's: a secret the store does not have is copied, an older
+// one updated, the same value left; one set in the store after the state
+// directory's file was written is kept unless force. With dryRun nothing
+// is written.
+func (s *Secrets) Import(from map[string]Entry, force, dryRun bool) (map[string]shared.Outcome, error) {
+	if s.db == nil {
+		return nil, errors.New("secrets: import is into a shared store")
+	}
+	cur, err := s.sharedEntries()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]shared.Outcome, len(from))
+	for _, name := range slices.Sorted(maps.Keys(from)) {
+		e, c := from[name], cur[name]
+		_, exists := cur[name]
+		o := shared.Decide(exists, exists && c.Value == e.Value, exists && c.Set.After(e.Set), force)
+		if o.Writes() && !dryRun {
+			if err := s.sharedPut(name, e); err != nil {
+				return out, err
+			}
+		}
+		out[name] = o
+	}
+	return out, nil
+}
