@@ -86,6 +86,11 @@ func CheckShared(ctx context.Context, db shared.Store, v *Vault) error {
 	return db.Locked(ctx, checkNS, checkKey, sharedWait, func(tx shared.Tx) error {
 		b, err := tx.Get(ctx, checkNS, checkKey)
 		if errors.Is(err, shared.ErrNotFound) {
+			// A store sealed into before there was a check value: its
+			// first sealed value says whether this is its key.
+			if err := probeSealed(ctx, tx, v); err != nil {
+				return err
+			}
 			return tx.Put(ctx, checkNS, checkKey, v.Seal([]byte(checkLabel), checkLabel))
 		}
 		if err != nil {
@@ -96,6 +101,32 @@ func CheckShared(ctx context.Context, db shared.Store, v *Vault) error {
 		}
 		return nil
 	})
+}
+
+// sealedLabels are namespaces of sealed values and what each value's key
+// is sealed for: the secrets, and auth's sign-in records ("token", sealed
+// for the server's name).
+var sealedLabels = map[string]func(key string) string{
+	SecretNS: secretLabel,
+	"token":  func(key string) string { return key },
+}
+
+// probeSealed fails when a sealed value the store holds does not open
+// under v.
+func probeSealed(ctx context.Context, tx shared.Tx, v *Vault) error {
+	for _, ns := range slices.Sorted(maps.Keys(sealedLabels)) {
+		all, err := tx.All(ctx, ns)
+		if err != nil {
+			return err
+		}
+		for key, b := range all {
+			if _, err := v.Open(b, sealedLabels[ns](key)); err != nil {
+				return fmt.Errorf("the vault key from %s is %w (its %s/%s does not open): every replica needs the same %s", v.KeySource(), ErrWrongKey, ns, key, EnvKey)
+			}
+			break // one is enough
+		}
+	}
+	return nil
 }
 
 // secretLabel is what the secret name is sealed for in a shared store.

@@ -101,8 +101,23 @@ func TestSharedVaultWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{1}, KeySize))}); err != nil {
+	v1shared, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{1}, KeySize))})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// A store sealed into before it had a check value: the first key
+	// to check it is tried on what it holds before it leaves its own.
+	if err := NewSharedSecrets(db, v1shared).Set("OLD", "sealed-before-the-check"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete(t.Context(), checkNS, checkKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{2}, KeySize))}); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("another key on a store without a check value: %v", err)
+	}
+	if _, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{1}, KeySize))}); err != nil {
+		t.Fatalf("the store's key on a store without a check value: %v", err)
 	}
 	_, err = OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{2}, KeySize))})
 	if !errors.Is(err, ErrWrongKey) || !strings.Contains(err.Error(), "the "+EnvKey+" environment variable") {
