@@ -189,10 +189,10 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 		t.Fatalf("call after a renewal: %q", text)
 	}
 	a.Lock()
-	last := a.TokenForms[len(a.TokenForms)-1]
+	last, registered := a.TokenForms[len(a.TokenForms)-1], a.Registered
 	a.Unlock()
-	if last.Get("grant_type") != "refresh_token" || last.Get("client_id") != signIn.ClientID {
-		t.Errorf("the renewal was %v, want a refresh with the imported client %s", last, signIn.ClientID)
+	if last.Get("grant_type") != "refresh_token" || last.Get("client_id") != signIn.ClientID || registered != 1 {
+		t.Errorf("the renewal was %v after %d registrations, want a refresh with the imported client %s, registered once (by auth login)", last, registered, signIn.ClientID)
 	}
 	status := exec.Command(hubBin, "auth", "status", "--user", "alice", "-c", teamCfg)
 	status.Env = teamEnv
