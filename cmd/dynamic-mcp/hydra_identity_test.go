@@ -161,6 +161,12 @@ type jwtUser struct {
 // RFC 8707's resource, which hydra does not read: the consent app grants
 // the hub's audience, as an operator's would).
 func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser, audience string) *hydra {
+	return startHydraTokens(t, bin, users, audience, "jwt")
+}
+
+// startHydraTokens is startHydraJWT with hydra's access token strategy
+// strategy: jwt, or opaque (hydra's default, checked by introspection).
+func startHydraTokens(t *testing.T, bin string, users map[string]jwtUser, audience, strategy string) *hydra {
 	h := &hydra{}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var next struct {
@@ -227,8 +233,8 @@ log: { level: warn }
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	// The JWT strategy by environment, as an operator would set it.
-	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN=jwt")
+	// The strategy by environment, as an operator would set it.
+	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN="+strategy)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ type HTTPAuth struct {
 	// issuer withdrew stops working); a token that names an unknown key
 	// fetches them at once, at most once a JWKSMinRefetch. Default 10m.
 	JWKSRefresh time.Duration
+	// Introspection, when set, lets in opaque access tokens too (tokens
+	// that are not JWTs), checked by the issuer's RFC 7662 introspection
+	// endpoint (see AuthIntrospection). nil (the default): only JWTs.
+	Introspection *AuthIntrospection
 	// Line is where http.auth is in the file.
 	Line int
 }
@@ -127,7 +131,8 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 				a.Scopes = append(a.Scopes, s)
 			}
 		},
-		"jwks_refresh": func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
+		"jwks_refresh":  func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
+		"introspection": func(k string, v *yaml.Node) { a.Introspection = p.introspection(v, k) },
 	})
 	if a.Issuer == "" && findKey(n, "issuer") == nil {
 		p.fail(n, key+".issuer", "is required: the authorization server's issuer URL")
