@@ -20,7 +20,7 @@ import (
 // records of that user alone. Listing it lists the shared records (List
 // reads only the top of the directory).
 func (s *Store) ForUser(user string) *Store {
-	us := s.forHash(UserHash(user))
+	us := s.ForUserHash(UserHash(user))
 	us.userKey = user
 	return us
 }
@@ -30,15 +30,6 @@ func (s *Store) ForUser(user string) *Store {
 func UserHash(user string) string {
 	sum := sha256.Sum256([]byte(user))
 	return hex.EncodeToString(sum[:16])
-}
-
-// forHash is the store of the sign-ins of the user whose UserHash is hash.
-func (s *Store) forHash(hash string) *Store {
-	shared := s
-	if s.shared != nil {
-		shared = s.shared
-	}
-	return &Store{dir: s.dir, user: hash, shared: shared, db: s.db}
 }
 
 // userPath is the file of server's record of the store's user, with ext.

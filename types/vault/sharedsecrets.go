@@ -67,7 +67,11 @@ func OpenShared(ctx context.Context, db shared.Store, o Options) (*Vault, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckShared(ctx, db, v); err != nil {
+	// Under the check value's lock, so that two keys starting on an
+	// empty store do not both leave theirs.
+	ctx, cancel := context.WithTimeout(ctx, sharedWait)
+	defer cancel()
+	if err := db.Locked(ctx, checkNS, checkKey, sharedWait, func(tx shared.Tx) error { return CheckShared(ctx, tx, v) }); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -77,30 +81,27 @@ func OpenShared(ctx context.Context, db shared.Store, o Options) (*Vault, error)
 // sealed with.
 var ErrWrongKey = errors.New("not the key the store's data is sealed with")
 
-// CheckShared checks v's key against db: the first key to use a store
-// leaves a sealed blob there, which any other key fails to open (an
-// error naming where the key came from, not garbage later).
-func CheckShared(ctx context.Context, db shared.Store, v *Vault) error {
-	ctx, cancel := context.WithTimeout(ctx, sharedWait)
-	defer cancel()
-	return db.Locked(ctx, checkNS, checkKey, sharedWait, func(tx shared.Tx) error {
-		b, err := tx.Get(ctx, checkNS, checkKey)
-		if errors.Is(err, shared.ErrNotFound) {
-			// A store sealed into before there was a check value: its
-			// first sealed value says whether this is its key.
-			if err := probeSealed(ctx, tx, v); err != nil {
-				return err
-			}
-			return tx.Put(ctx, checkNS, checkKey, v.Seal([]byte(checkLabel), checkLabel))
-		}
-		if err != nil {
+// CheckShared checks v's key against the store tx reads (the store
+// itself, or a transaction of it): the first key to use a store leaves a
+// sealed blob there, which any other key fails to open (an error naming
+// where the key came from, not garbage later).
+func CheckShared(ctx context.Context, tx shared.Tx, v *Vault) error {
+	b, err := tx.Get(ctx, checkNS, checkKey)
+	if errors.Is(err, shared.ErrNotFound) {
+		// A store sealed into before there was a check value: its
+		// first sealed value says whether this is its key.
+		if err := probeSealed(ctx, tx, v); err != nil {
 			return err
 		}
-		if _, err := v.Open(b, checkLabel); err != nil {
-			return fmt.Errorf("the vault key from %s is %w (another replica's, or a new one): every replica needs the same %s", v.KeySource(), ErrWrongKey, EnvKey)
-		}
-		return nil
-	})
+		return tx.Put(ctx, checkNS, checkKey, v.Seal([]byte(checkLabel), checkLabel))
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := v.Open(b, checkLabel); err != nil {
+		return fmt.Errorf("the vault key from %s is %w (another replica's, or a new one): every replica needs the same %s", v.KeySource(), ErrWrongKey, EnvKey)
+	}
+	return nil
 }
 
 // sealedLabels are namespaces of sealed values and what each value's key
