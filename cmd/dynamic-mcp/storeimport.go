@@ -46,7 +46,7 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	url, err := config.ScanStore(c.config)
+	url, err := config.ScanStore(c.config, stateDir)
 	if err != nil {
 		return err
 	}

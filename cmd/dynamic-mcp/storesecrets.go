@@ -20,7 +20,7 @@ func openSecrets(configPath, stateDir, name string, uses map[string][]string, lo
 	url := ""
 	if name == "" || !slices.Equal(uses[name], []string{"store"}) {
 		var err error
-		if url, err = config.ScanStore(configPath); err != nil {
+		if url, err = config.ScanStore(configPath, stateDir); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -59,12 +59,9 @@ func ReadStoreSecrets(ctx context.Context, url, stateDir string) (map[string]str
 }
 
 // ScanStore reads the config at path without resolving anything but
-// store: itself: its store URL, "" when it has none.
-func ScanStore(path string) (string, error) {
-	stateDir, _, err := ScanSecrets(path)
-	if err != nil {
-		return "", err
-	}
+// store: itself (its ${secret:NAME} from stateDir, the config's, which
+// ScanSecrets returns): its store URL, "" when it has none.
+func ScanStore(path, stateDir string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
