@@ -61,7 +61,7 @@ func OpenShared(ctx context.Context, db shared.Store, o Options) (*Vault, error)
 		getenv = os.Getenv
 	}
 	if strings.TrimSpace(getenv(EnvKey)) == "" {
-		return nil, fmt.Errorf("with store:, every replica seals secrets and sign-ins with the same key: set %s (base64 of 32 bytes: openssl rand -base64 32) to the same value on each replica and wherever dynamic-mcp secret runs", EnvKey)
+		return nil, fmt.Errorf("with store:, every replica seals secrets and sign-ins with the same key: set %s (base64 of 32 bytes: openssl rand -base64 32) to the same value on each replica and wherever dynamic-mcp secret, auth or store import runs against the store", EnvKey)
 	}
 	v, err := Open(ctx, o)
 	if err != nil {
