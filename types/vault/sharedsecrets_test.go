@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -50,7 +51,18 @@ func TestSharedSecretsAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer watchDB.Close()
-	go watchDB.Watch(t.Context(), SecretsChannel, func() { notified <- struct{}{} })
+	watchCtx, stopWatch := context.WithCancel(t.Context())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchDB.Watch(watchCtx, SecretsChannel, func() {
+			select {
+			case notified <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	defer func() { stopWatch(); <-watched }()
 	time.Sleep(300 * time.Millisecond) // LISTEN before the first change
 
 	if err := a.Set("API_KEY", "sk-shared-value-123"); err != nil {
