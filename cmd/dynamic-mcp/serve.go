@@ -148,6 +148,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
+	secretsChanged := make(chan struct{}, 1)
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
@@ -165,7 +166,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
-		}, mgr.RecheckPins, logger)
+		}, mgr.RecheckPins, secretsChanged, logger)
 	}()
 	// With store:, a pin accepted elsewhere arrives as a notification.
 	pinsWatched := make(chan struct{})
@@ -173,7 +174,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(pinsWatched)
 		mgr.WatchSharedPins(watchCtx)
 	}()
-	defer func() { stopWatching(); <-watched; <-pinsWatched }()
+	// With store:, a secret set or removed elsewhere reloads the config.
+	secretsWatched := make(chan struct{})
+	go func() {
+		defer close(secretsWatched)
+		watchSharedSecrets(watchCtx, mgr.SharedStore(), secretsChanged)
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
 
 	if httpAddr != "" {
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {

@@ -363,3 +363,19 @@ func (t txStore) Delete(ctx context.Context, ns, key string) error { return del(
 func (t txStore) All(ctx context.Context, ns string) (map[string][]byte, error) {
 	return all(ctx, t.tx, ns)
 }
+
+var _ shared.Namespaces = (*Store)(nil)
+
+// Namespaces are the namespaces that start with prefix and hold a value,
+// in byte order.
+func (s *Store) Namespaces(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ns COLLATE "C" FROM dynamic_mcp_state WHERE left(ns, length($1)) = $1 ORDER BY 1`, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	return out, nil
+}
