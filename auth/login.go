@@ -40,7 +40,12 @@ type LoginOptions struct {
 	// is reused when made with the same authorization server (issuer),
 	// for the same resource and redirect; with another, a new client is
 	// registered (MCP 2026-07-28: registrations are kept by issuer).
-	Previous     *Record
+	Previous *Record
+	// Clients, where set, keeps the dynamic registration that every
+	// user's sign-in to this server shares (a server's auth: per-user,
+	// see clients.go): registered at the first and used by the others in
+	// place of Previous's; nil registers for this sign-in alone.
+	Clients      *Clients
 	Logger       *slog.Logger      // default: none
 	Scopes       []string          // "" asks for what the server says it needs
 	RedirectPort int               // loopback port of the redirect; 0 picks one
@@ -134,6 +139,10 @@ func chooseClient(ctx context.Context, o LoginOptions, md *serverMetadata, resou
 		// public client authenticates with none.
 		return client{id: o.ClientMetadataURL, method: "none", registration: RegMetadataDocument}, nil
 	}
+	if o.Clients != nil && md.RegistrationEndpoint != "" {
+		known := func(c client) bool { return clientKnown(ctx, o.HTTPClient, md, c, redirect, resource) }
+		return o.Clients.get(ctx, o.Logger, md.Issuer, redirect, known, func() (client, error) { return registerClient(ctx, o, md, redirect) })
+	}
 	if p := o.Previous; p != nil && p.Registration == RegDynamic && p.ClientID != "" {
 		switch {
 		case !sameIssuer(p.Issuer, md.Issuer):
@@ -151,6 +160,12 @@ func chooseClient(ctx context.Context, o LoginOptions, md *serverMetadata, resou
 		return client{}, fmt.Errorf("the authorization server %s offers no dynamic client registration: "+
 			"set oauth.client_id (and oauth.client_secret for a confidential client) for this server%s", md.Issuer, hint)
 	}
+	return registerClient(ctx, o, md, redirect)
+}
+
+// registerClient registers a client at md's registration endpoint
+// (RFC 7591) for redirect.
+func registerClient(ctx context.Context, o LoginOptions, md *serverMetadata, redirect string) (client, error) {
 	if err := CheckURL(md.RegistrationEndpoint); err != nil {
 		return client{}, err
 	}

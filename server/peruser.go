@@ -104,7 +104,8 @@ func accepted(answer json.RawMessage) bool {
 }
 
 // BeginUserSignIn starts a sign-in to the per-user server with id, whose
-// redirect is the face's callback URL.
+// redirect is the face's callback URL. A client the hub registers for it
+// is registered once and shared by every user's sign-in (auth.Clients).
 func (h *Hub) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
 	cfg := h.mgr.PerUserServer(id)
 	if cfg == nil {
@@ -114,7 +115,7 @@ func (h *Hub) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*
 	return auth.BeginWeb(ctx, id, cfg.URL, redirect, auth.LoginOptions{
 		ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret, AuthMethod: cfg.OAuth.AuthMethod,
 		ClientMetadataURL: cfg.OAuth.ClientMetadataURL, ExpectedIssuer: cfg.OAuth.ExpectedIssuer,
-		Scopes: cfg.OAuth.Scopes, Headers: cfg.Headers, Previous: prev, Logger: h.logger,
+		Scopes: cfg.OAuth.Scopes, Headers: cfg.Headers, Previous: prev, Clients: h.mgr.UserTokens(user).Clients(id), Logger: h.logger,
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,8 +26,8 @@ type Server struct {
 	// Resource, when set, serves /mcp to requests with the current token.
 	Resource http.Handler
 
-	mu         sync.Mutex // guards the fields below
-	challenge  string     // PKCE challenge of the pending code
+	mu         sync.Mutex        // guards the fields below
+	challenges map[string]string // PKCE challenge of each code issued (sign-ins may run at once)
 	Authorize  url.Values
 	TokenForms []url.Values
 	Registered int
@@ -53,6 +54,15 @@ type Server struct {
 	// latest: several users signed in at once, each with their own.
 	KeepTokens bool
 	issued     map[string]bool
+	// clients are the client IDs registered (dyn-1, dyn-2, ...) and not
+	// forgotten (Forget): the authorization endpoint shows an error page
+	// for another dyn- client, as a server does for a client it does not
+	// know (RFC 6749 §4.1.2.1: no redirect), and the token endpoint
+	// answers invalid_client (§5.2).
+	clients map[string]bool
+	// RegisterDelay is how long a registration takes: sign-ins at once
+	// then overlap in it.
+	RegisterDelay time.Duration
 }
 
 func NewServer(t *testing.T) *Server {
@@ -72,17 +82,36 @@ func NewServer(t *testing.T) *Server {
 	})
 	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
+		delay := a.RegisterDelay
+		a.mu.Unlock()
+		time.Sleep(delay)
+		a.mu.Lock()
 		a.Registered++
+		id := fmt.Sprintf("dyn-%d", a.Registered)
+		if a.clients == nil {
+			a.clients = map[string]bool{}
+		}
+		a.clients[id] = true
 		a.mu.Unlock()
 		var req map[string]any
 		json.NewDecoder(r.Body).Decode(&req)
 		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "token_endpoint_auth_method": "none", "redirect_uris": req["redirect_uris"]})
+		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "token_endpoint_auth_method": "none", "redirect_uris": req["redirect_uris"]})
 	})
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		a.mu.Lock()
-		a.Authorize, a.challenge = q, q.Get("code_challenge")
+		if !a.knows(q.Get("client_id")) {
+			a.mu.Unlock()
+			http.Error(w, "unknown client", http.StatusBadRequest)
+			return
+		}
+		a.Authorize = q
+		if a.challenges == nil {
+			a.challenges = map[string]string{}
+		}
+		code := fmt.Sprintf("the-code-%d", len(a.challenges)+1)
+		a.challenges[code] = q.Get("code_challenge")
 		a.mu.Unlock()
 		state, iss := q.Get("state"), a.srv.URL
 		if a.BadState {
@@ -91,7 +120,7 @@ func NewServer(t *testing.T) *Server {
 		if a.BadIss {
 			iss = "https://evil.example"
 		}
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code=the-code&state="+url.QueryEscape(state)+"&iss="+url.QueryEscape(iss), http.StatusFound)
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(state)+"&iss="+url.QueryEscape(iss), http.StatusFound)
 	})
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
@@ -103,6 +132,11 @@ func NewServer(t *testing.T) *Server {
 			w.WriteHeader(http.StatusBadRequest)
 			json.NewEncoder(w).Encode(map[string]string{"error": code})
 		}
+		if !a.knows(r.PostForm.Get("client_id")) {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client"})
+			return
+		}
 		if r.PostForm.Get("resource") != a.srv.URL+"/mcp" {
 			fail("invalid_target")
 			return
@@ -110,7 +144,8 @@ func NewServer(t *testing.T) *Server {
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-			if r.PostForm.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != a.challenge {
+			challenge, ok := a.challenges[r.PostForm.Get("code")]
+			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge {
 				fail("invalid_grant")
 				return
 			}
@@ -183,6 +218,20 @@ func (a *Server) RevokeToken(access string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.issued, "Bearer "+access)
+}
+
+// Forget forgets every client registered so far, as an authorization
+// server that dropped its registrations (a reset, an expiry).
+func (a *Server) Forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.clients)
+}
+
+// knows reports whether the server takes client id: any but a dyn- one
+// it did not register or forgot. Called with a.mu held.
+func (a *Server) knows(id string) bool {
+	return !strings.HasPrefix(id, "dyn-") || a.clients[id]
 }
 
 // Lock and Unlock guard reading the exported fields while requests run.

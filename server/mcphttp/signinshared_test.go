@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
@@ -61,6 +62,7 @@ type twoReplicas struct {
 	li    *loginIssuer
 	seen  func() []seenCall
 	rec   *auth.Record
+	as    *authtest.Server
 }
 
 func newTwoReplicas(t *testing.T) *twoReplicas {
@@ -108,7 +110,7 @@ func newTwoReplicas(t *testing.T) *twoReplicas {
 		t.Cleanup(func() { ts.Close(); face.Close() })
 		faces = append(faces, ts)
 	}
-	return &twoReplicas{faces: faces, li: li, seen: seen, rec: rec}
+	return &twoReplicas{faces: faces, li: li, seen: seen, rec: rec, as: a}
 }
 
 // With store:, a sign-in link made by one replica is opened, pressed and
