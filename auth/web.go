@@ -22,9 +22,25 @@ type WebFlow struct {
 	conf              *oauth2.Config
 	pl                loginPlan
 	o                 LoginOptions
+	// retried says the flow is a sign-in's second try, after its client
+	// was rejected (ErrClientRejected): there is no third.
+	retried bool
 	// AuthURL is where the user's browser is sent.
 	AuthURL string
 }
+
+// ErrClientRejected says the authorization server rejected the client
+// the sign-in used (invalid_client, RFC 6749 §5.2), as a server does
+// that forgot a registration: a new sign-in checks the client it would
+// use again, and registers another (see Clients).
+var ErrClientRejected = errors.New("the authorization server does not know the hub's client")
+
+// Retry marks f as the second try of a sign-in whose first was refused
+// with ErrClientRejected.
+func (f *WebFlow) Retry() { f.retried = true }
+
+// Retried reports whether f is a second try (Retry).
+func (f *WebFlow) Retried() bool { return f.retried }
 
 // State is the OAuth state the authorization URL carries: the redirect
 // must bring it back.
@@ -65,5 +81,9 @@ func (f *WebFlow) Finish(ctx context.Context, q url.Values) (*Record, error) {
 	case q.Get("code") == "":
 		return nil, errors.New("the redirect carries no code")
 	}
-	return f.pl.exchange(ctx, f.o.HTTPClient, f.conf, q.Get("code"), f.verifier, f.server, f.serverURL)
+	rec, err := f.pl.exchange(ctx, f.o.HTTPClient, f.conf, q.Get("code"), f.verifier, f.server, f.serverURL)
+	if re := (*oauth2.RetrieveError)(nil); errors.As(err, &re) && re.ErrorCode == "invalid_client" {
+		return nil, fmt.Errorf("%w: %w", ErrClientRejected, err)
+	}
+	return rec, err
 }

@@ -26,6 +26,7 @@ type WebFlowState struct {
 	Scopes       []string `json:"scopes,omitempty"`
 	Resource     string   `json:"resource,omitempty"`
 	Redirect     string   `json:"redirect"`
+	Retried      bool     `json:"retried,omitempty"`
 }
 
 // Export is f as plain data (ResumeWeb makes it a flow again).
@@ -33,7 +34,7 @@ func (f *WebFlow) Export() WebFlowState {
 	return WebFlowState{Server: f.server, ServerURL: f.serverURL, State: f.state, Verifier: f.verifier,
 		Issuer: f.pl.md.Issuer, AuthServer: f.pl.md.lookedUp, AuthURL: f.pl.md.AuthorizationEndpoint, TokenURL: f.pl.md.TokenEndpoint,
 		ClientID: f.pl.c.id, ClientSecret: f.pl.c.secret, AuthMethod: f.pl.c.method, Registration: f.pl.c.registration,
-		Scopes: f.pl.scopes, Resource: f.pl.resource, Redirect: f.conf.RedirectURL}
+		Scopes: f.pl.scopes, Resource: f.pl.resource, Redirect: f.conf.RedirectURL, Retried: f.retried}
 }
 
 // ResumeWeb is the flow st was exported from, ready to Finish; o gives
@@ -57,5 +58,5 @@ func ResumeWeb(st WebFlowState, o LoginOptions) (*WebFlow, error) {
 	pl := loginPlan{md: &serverMetadata{Issuer: st.Issuer, AuthorizationEndpoint: st.AuthURL, TokenEndpoint: st.TokenURL, lookedUp: st.AuthServer},
 		c: client{id: st.ClientID, secret: st.ClientSecret, method: st.AuthMethod, registration: st.Registration}, scopes: st.Scopes, resource: st.Resource}
 	return &WebFlow{server: st.Server, serverURL: st.ServerURL, state: st.State, verifier: st.Verifier,
-		conf: pl.oauthConfig(st.Redirect), pl: pl, o: o}, nil
+		conf: pl.oauthConfig(st.Redirect), pl: pl, o: o, retried: st.Retried}, nil
 }

@@ -63,6 +63,10 @@ type Server struct {
 	// RegisterDelay is how long a registration takes: sign-ins at once
 	// then overlap in it.
 	RegisterDelay time.Duration
+	// ForgetAtAuthorize is how many of the next authorizations forget
+	// every client (Forget) once granted, before their code is
+	// exchanged: a reset in the middle of a sign-in.
+	ForgetAtAuthorize int
 }
 
 func NewServer(t *testing.T) *Server {
@@ -112,6 +116,10 @@ func NewServer(t *testing.T) *Server {
 		}
 		code := fmt.Sprintf("the-code-%d", len(a.challenges)+1)
 		a.challenges[code] = q.Get("code_challenge")
+		if a.ForgetAtAuthorize > 0 {
+			a.ForgetAtAuthorize--
+			clear(a.clients)
+		}
 		a.mu.Unlock()
 		state, iss := q.Get("state"), a.srv.URL
 		if a.BadState {

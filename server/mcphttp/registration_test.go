@@ -146,3 +146,39 @@ func TestPerUserRegistrationAcrossReplicas(t *testing.T) {
 		t.Errorf("two users signed in at once through two replicas, %d client registrations; want 1", n)
 	}
 }
+
+// The authorization server forgets the hub's client in the middle of a
+// sign-in, between the authorization and the code's exchange: the
+// callback starts the sign-in once more, which registers again, and the
+// user's one visit signs them in.
+func TestPerUserSignInClientForgottenMidway(t *testing.T) {
+	p, a, registered := perUserWithAS(t)
+	a.Lock()
+	a.ForgetAtAuthorize = 1
+	a.Unlock()
+	p.signInAs("alice")
+	if n := registered(); n != 2 {
+		t.Errorf("a client forgotten during the sign-in: %d registrations; want 2", n)
+	}
+	p.signInAs("bob")
+	if n := registered(); n != 2 {
+		t.Errorf("the next user's sign-in: %d registrations in all; want still 2", n)
+	}
+}
+
+// A client rejected at the exchange of a sign-in's second try too ends
+// the sign-in, with a message: a sign-in is tried again once, never in
+// a loop through the user's browser.
+func TestPerUserSignInClientRejectedTwice(t *testing.T) {
+	p, a, registered := perUserWithAS(t)
+	a.Lock()
+	a.ForgetAtAuthorize = 3
+	a.Unlock()
+	code, got := newBrowser("alice").open(t, p.link("alice"))
+	if code != http.StatusBadRequest || !strings.Contains(got, "does not know the hub&#39;s client") {
+		t.Errorf("a client rejected at both tries: %d %s; want 400 saying the client is not known", code, got)
+	}
+	if n := registered(); n != 2 {
+		t.Errorf("%d registrations; want 2 (the first try's, the second's)", n)
+	}
+}

@@ -322,6 +322,9 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(err.Error())+"</p>")
 		return
 	}
+	if e.flow != nil { // the callback's second try: there is no third
+		flow.Retry()
+	}
 	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow}
 	if err := pending.put(ctx, flow.State(), next); err != nil {
 		s.logger.Warn("per-user sign-in: the store could not be written", "err", err)
@@ -347,6 +350,14 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	rec, err := e.flow.Finish(ctx, r.URL.Query())
+	if errors.Is(err, auth.ErrClientRejected) && !e.flow.Retried() {
+		// The authorization server forgot the hub's client since the
+		// start: once more, where the client is checked and registered
+		// again (auth.Clients).
+		s.logger.Info("per-user sign-in: the authorization server rejected the hub's client: starting again", "server", e.server)
+		s.upstreamStart(w, r, s.pendingSignIns(), e)
+		return
+	}
 	if err == nil {
 		err = s.hub.SaveUserSignIn(e.user, rec)
 	}
