@@ -20,6 +20,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // Shared client registrations (a server's auth: per-user): every user's
@@ -173,41 +174,34 @@ func (c *Clients) locked(ctx context.Context, key string, fn func(rw clientRW) e
 	})
 }
 
-// read returns key's registration from tx (with a shared store) or its
-// file, or ErrNoToken.
+// read returns key's registration from tx (with a shared store; nil:
+// the store itself) or its file, or ErrNoToken.
 func (c *Clients) read(ctx context.Context, tx shared.Tx, key string) (*hubClient, error) {
+	var v *vault.Vault
 	var b []byte
 	var err error
-	open := func(b []byte) ([]byte, error) {
-		v, err := c.s.openVault()
-		if err != nil {
+	if db := c.s.db; db != nil {
+		if tx == nil {
+			tx = db
+		}
+		if v, err = c.s.sharedVault(ctx, tx); err != nil {
 			return nil, err
 		}
-		return v.Open(b, c.sealedFor(key))
-	}
-	if c.s.db != nil {
-		if tx == nil {
-			tx = c.s.db
-		}
-		v, verr := c.s.sharedVault(ctx, tx)
-		if verr != nil {
-			return nil, verr
-		}
-		open = func(b []byte) ([]byte, error) { return v.Open(b, c.sealedFor(key)) }
-		b, err = tx.Get(ctx, clientNS, c.dbKey(key))
-		if errors.Is(err, shared.ErrNotFound) {
+		if b, err = tx.Get(ctx, clientNS, c.dbKey(key)); errors.Is(err, shared.ErrNotFound) {
 			return nil, ErrNoToken
 		}
 	} else {
-		b, err = os.ReadFile(c.path(key, sealedExt))
-		if errors.Is(err, fs.ErrNotExist) {
+		if v, err = c.s.openVault(); err != nil {
+			return nil, err
+		}
+		if b, err = os.ReadFile(c.path(key, sealedExt)); errors.Is(err, fs.ErrNotExist) {
 			return nil, ErrNoToken
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if b, err = open(b); err != nil {
+	if b, err = v.Open(b, c.sealedFor(key)); err != nil {
 		return nil, fmt.Errorf("the hub's client registration for %s: %w", c.server, err)
 	}
 	h := new(hubClient)
