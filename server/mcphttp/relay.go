@@ -374,6 +374,8 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) bool 
 	defer cancel()
 	if err := r.store.Publish(ctx, relayChannel, relayAnswer+" "+tag+" "+hs.stream+" "+string(body)); err != nil {
 		r.s.logger.Warn("relay: could not publish an answer to another replica's request", "session", hs.id, "err", err)
+	} else {
+		r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
 	}
 	return true
 }

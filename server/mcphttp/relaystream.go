@@ -102,6 +102,7 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	l.delivered = from
 	l.gen++
 	ss.mu.Unlock()
+	s.logger.Debug("relay: a GET stream opened here", "session", hs.id, "after", from, "resumes", resumes)
 	s.relay.schedule(hs)
 	return l.id(from), true
 }
