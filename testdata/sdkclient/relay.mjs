@@ -53,6 +53,7 @@ const lines = readline.createInterface({ input: process.stdin });
 const stdinLines = [];
 let waiter = null;
 lines.on("line", (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else stdinLines.push(l); });
+lines.on("close", () => { if (waiter) { const w = waiter; waiter = null; w(""); } });
 const nextLine = () => stdinLines.length ? Promise.resolve(stdinLines.shift()) : new Promise((r) => { waiter = r; });
 
 const headers = { Authorization: `Bearer ${opt.token}` };
