@@ -53,8 +53,10 @@ const (
 	// appended to the store, for every session of the face together.
 	maxQueuedEvents = 4096
 	maxQueuedBytes  = 32 << 20
-	// maxInbox bounds the payloads heard and not yet dispatched.
-	maxInbox = 4096
+	// maxInbox and maxInboxBytes bound the payloads heard and not yet
+	// dispatched.
+	maxInbox      = 4096
+	maxInboxBytes = 32 << 20
 	// relayWait bounds one round trip to the store.
 	relayWait = 5 * time.Second
 	// pullers is how many goroutines read events from the store for the
@@ -87,6 +89,7 @@ type relay struct {
 	appendQ chan struct{}             // wakes the appender (1)
 	pullQ   chan struct{}             // wakes the pullers (1)
 	inbox   chan string               // payloads heard
+	inboxed atomic.Int64              // bytes in inbox
 
 	lost atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
 }
@@ -106,9 +109,15 @@ func newRelay(s *Server, store shared.Store) *relay {
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.wg.Go(func() {
 		store.Subscribe(r.ctx, relayChannel, func(p string) {
+			if r.inboxed.Load()+int64(len(p)) > maxInboxBytes { // the one producer: exact
+				r.lost.Add(1)
+				return
+			}
+			r.inboxed.Add(int64(len(p)))
 			select {
 			case r.inbox <- p:
 			default:
+				r.inboxed.Add(-int64(len(p)))
 				r.lost.Add(1)
 			}
 		})
@@ -297,6 +306,7 @@ func (r *relay) dispatch() {
 		case <-r.ctx.Done():
 			return
 		case p = <-r.inbox:
+			r.inboxed.Add(-int64(len(p)))
 		}
 		if p == "" {
 			// Reconnected: notices may have been missed.

@@ -49,8 +49,9 @@ const (
 	// relayRowAge is how long a large payload's row is kept: its
 	// listeners read it as soon as they hear of it.
 	relayRowAge = time.Minute
-	// relayRows bounds the rows of large payloads kept.
-	relayRows = 4096
+	// relayRows bounds the rows of large payloads kept (each up to a
+	// message's size, 10 MiB by default).
+	relayRows = 256
 	// streamAge is how long a stream's counter and events outlive the
 	// last event: longer than a sealed session id opens (24 hours), so
 	// that a live session's numbers never start again.
@@ -66,7 +67,7 @@ func (s *Store) Publish(ctx context.Context, channel, payload string) error {
 	} else {
 		_, err = s.pool.Exec(ctx, `WITH r AS (INSERT INTO dynamic_mcp_relay (payload) VALUES ($2) RETURNING id)
 			SELECT pg_notify($1, '@' || id) FROM r`, channel, payload)
-		if err == nil && s.published.Add(1)%64 == 0 {
+		if err == nil && s.published.Add(1)%16 == 0 {
 			s.pruneRelay(ctx)
 		}
 	}
