@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,15 +203,15 @@ func (r *relay) appender() {
 				events[i] = q.ev
 			}
 			ctx, cancel := context.WithTimeout(r.ctx, relayWait)
-			_, err := r.store.AppendEvents(ctx, relayChannel, events)
+			seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
 			cancel()
 			if err != nil {
 				r.lost.Add(uint64(len(batch)))
 				r.s.logger.Warn("relay: GET stream events lost: the store did not keep them", "events", len(batch), "err", err)
 				continue
 			}
-			for _, q := range batch {
-				r.schedule(q.hs)
+			for i, q := range batch {
+				r.delivered(q.hs, seqs[i], q.ev.Msg, q.ev.Note)
 			}
 		}
 	}
@@ -226,6 +227,23 @@ func (r *relay) schedule(hs *httpSession) {
 	r.pulls[hs] = struct{}{}
 	r.mu.Unlock()
 	wake(r.pullQ)
+}
+
+// delivered puts the event seq of hs's stream, msg, just appended here,
+// on hs's GET stream when that is open here and has had every event
+// before it: no need to read it back from the store. Else the GET
+// stream, wherever it is, reads the store (woken by the notice).
+func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
+	ss := hs.st
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.standalone == nil || ss.relayed.delivered+1 != seq {
+		return
+	}
+	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
+		ss.lost.Add(1)
+	}
+	ss.relayed.delivered = seq
 }
 
 // puller delivers the store's events to the GET streams scheduled.
@@ -324,7 +342,15 @@ func (r *relay) dispatch() {
 		}
 		switch kind {
 		case relayEvent:
-			r.schedule(hs)
+			// body is the stream's last number: nothing to read when
+			// the GET stream here has had it (appended here, say).
+			last, err := strconv.ParseUint(body, 10, 64)
+			hs.st.mu.Lock()
+			behind := err != nil || hs.st.relayed.delivered < last
+			hs.st.mu.Unlock()
+			if behind {
+				r.schedule(hs)
+			}
 		case relayAnswer:
 			if tag == r.tag { // the tag of an answer is its addressee's
 				r.deliver(hs, body)

@@ -17,7 +17,7 @@ import (
 
 // relayReplica serves a hub of yaml as a replica on the store at url,
 // with sealed session ids, and returns its face and base URL.
-func relayReplica(t *testing.T, url, yaml string) (*Server, string) {
+func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
 	t.Helper()
 	db, err := pgstore.Open(t.Context(), url)
 	if err != nil {

@@ -25,8 +25,9 @@ type Relay interface {
 	// by the store (so that the numbers of a stream go up whichever
 	// replica appends), forgets the oldest of a stream beyond MaxEvents or
 	// MaxEventBytes and of all streams beyond MaxEventsTotal, and then
-	// publishes each event's Notice on channel (once for equal notices of
-	// one call), all in one transaction. It returns the numbers given, in
+	// publishes each event's Notice on channel, followed by a space and
+	// the last number of its stream (once for equal notices of one
+	// call), all in one transaction. It returns the numbers given, in
 	// order. An event over MaxEventBytes is numbered, not kept.
 	AppendEvents(ctx context.Context, channel string, events []NewEvent) ([]uint64, error)
 	// Events are the kept events of stream numbered after seq, oldest
@@ -56,7 +57,7 @@ type NewEvent struct {
 	Msg    []byte
 	// Note marks a notification (a client that is behind may lose it).
 	Note bool
-	// Notice is published once the event is kept.
+	// Notice is published once the event is kept (see AppendEvents).
 	Notice string
 }
 

@@ -173,22 +173,24 @@ func (s *Store) AppendEvents(ctx context.Context, channel string, events []share
 	for _, e := range events {
 		if e.Notice != "" && !noticed[e.Notice] {
 			noticed[e.Notice] = true
-			b.Queue(`SELECT pg_notify($1, $2)`, channel, "="+e.Notice)
+			b.Queue(`SELECT pg_notify($1, '=' || $2 || ' ' || (SELECT seq FROM dynamic_mcp_streams WHERE stream = $3))`, channel, e.Notice, e.Stream)
 		}
 	}
+	// One round trip: a batch runs in one implicit transaction, and its
+	// notices go out when it commits.
 	seqs := make([]uint64, len(events))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		br := tx.SendBatch(ctx, b)
-		for i := range events {
-			var n int64
-			if err := br.QueryRow().Scan(&n); err != nil {
-				br.Close()
-				return err
-			}
-			seqs[i] = uint64(n)
+	br := s.pool.SendBatch(ctx, b)
+	var err error
+	for i := range events {
+		var n int64
+		if err = br.QueryRow().Scan(&n); err != nil {
+			break
 		}
-		return br.Close()
-	})
+		seqs[i] = uint64(n)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: append events: %w", err)
 	}

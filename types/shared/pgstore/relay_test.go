@@ -60,7 +60,7 @@ func TestRelayBetweenReplicas(t *testing.T) {
 	if err != nil || len(seqs) != 2 || seqs[0] != 1 || seqs[1] != 2 {
 		t.Fatalf("append on a: %v, %v", seqs, err)
 	}
-	if got := <-heard; got != "e s1" {
+	if got := <-heard; got != "e s1 2" {
 		t.Fatalf("notice: %q", got)
 	}
 	seqs, err = b.AppendEvents(ctx, "relay_test", []shared.NewEvent{{Stream: "s1", Msg: []byte("three")}})
