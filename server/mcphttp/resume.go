@@ -27,8 +27,9 @@ const maxEnded = 4096
 
 // endedSessions are the nonces of sealed sessions ended by DELETE here,
 // until their ids expire, so that such an id is 404 here as the spec
-// asks, instead of being resumed. Another replica does not know of it: it
-// would resume the session (there is no session table to tell it).
+// asks, instead of being resumed. Without a store, another replica does
+// not know of it: it would resume the session (there is no session table
+// to tell it); with one, the store tells it (relay.go).
 type endedSessions struct {
 	mu    sync.Mutex // guards until and order
 	until map[string]time.Time
