@@ -242,3 +242,84 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 		return faceA.relayedSessions()[0].sess.State().LogLevel == "error"
 	})
 }
+
+// An answer relayed goes to its own session only: another session (of
+// the same credential) that POSTs an answer with the id of a request the
+// hub sent the first, at another replica, answers nothing; the first
+// session's own answer, at that replica too, does.
+func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string {
+		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	}
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	eliciting := func(base string) *httpClient {
+		c := &httpClient{t: t, base: base}
+		c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return c
+	}
+	victim, other := eliciting(baseA), eliciting(baseA)
+	other.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`) // live on A too
+	other.at(baseB).post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+
+	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	result := ""
+	for sc.Scan() && result == "" {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if strings.Contains(line, `"method":"elicitation/create"`) {
+			id := line[strings.Index(line, `"id":`)+5:]
+			id = id[:strings.IndexAny(id, ",}")]
+			answer := `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`
+			other.at(baseB).post(fmt.Sprintf(answer, id, "mallory"))
+			other.post(fmt.Sprintf(answer, id, "mallory"))
+			time.Sleep(300 * time.Millisecond) // what would be taken is taken by now
+			victim.at(baseB).post(fmt.Sprintf(answer, id, "ada"))
+			continue
+		}
+		if strings.Contains(line, `"id":"ask"`) {
+			result = line
+		}
+	}
+	if !strings.Contains(result, "ada") || strings.Contains(result, "mallory") {
+		t.Fatalf("the call's result: %s", result)
+	}
+}
+
+// A stream's name is the same for every replica with the key that
+// sealed the session's id, another for another key, and not the nonce.
+func TestRelayStreamName(t *testing.T) {
+	one, _ := newSealer([][]byte{sealKey1, sealKey2})
+	again, _ := newSealer([][]byte{sealKey1})
+	const nonce = "0123456789abcdef0123456789abcdef"
+	a, b := one.streamName(0, nonce), again.streamName(0, nonce)
+	if a != b || len(a) != 24 || strings.Contains(a, nonce[:8]) {
+		t.Fatalf("names of one nonce under one key: %q %q", a, b)
+	}
+	if c := one.streamName(1, nonce); c == a {
+		t.Fatal("the same name under another key")
+	}
+	if d := one.streamName(0, nonce[:31]+"0"); d == a {
+		t.Fatal("the same name for another nonce")
+	}
+	id, err := one.seal(sealedState{Nonce: nonce, Expires: time.Now().Add(time.Hour).Unix()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := again.open(id, "", time.Now()); err != nil || st.key != 0 || again.streamName(st.key, st.Nonce) != a {
+		t.Fatalf("opened at another replica: %+v %v", st, err)
+	}
+}
