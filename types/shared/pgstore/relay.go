@@ -254,6 +254,7 @@ func (s *Store) End(ctx context.Context, key string, until time.Time) error {
 	b.Queue(`INSERT INTO dynamic_mcp_ended (key, until) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET until = greatest(dynamic_mcp_ended.until, excluded.until)`, key, until)
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE stream = $1`, key)
+	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`) // the table stays as small as the ids that open
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: end a session: %w", err)
 	}
