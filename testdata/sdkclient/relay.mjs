@@ -78,8 +78,22 @@ async function waitGot(n, ms) {
     await new Promise((r) => { onGot = r; setTimeout(r, 50); });
   }
 }
+// retrying runs fn again when the balancer answered for a replica just
+// killed (its kept-alive connection to it broken): the request did not
+// run there.
+async function retrying(fn) {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i >= 4 || !/\b50[234]\b|fetch failed|ECONNRESET|socket/i.test(String(err?.message ?? err))) throw err;
+      process.stderr.write(`retrying after: ${err}\n`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+}
 async function flood(n) {
-  const res = await b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 });
+  const res = await retrying(() => b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 }));
   if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
 }
 async function check(name, fn) {
@@ -119,7 +133,7 @@ if (live) {
   });
   await check("elicited", async () => {
     for (let i = 0; i < 3; i++) {
-      const res = await a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: 8000 });
+      const res = await retrying(() => a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: 8000 }));
       const text = res.content?.[0]?.text ?? "";
       if (res.isError || !text.includes("ada")) throw new Error(`ask ${i}: ${JSON.stringify(res)}`);
     }
