@@ -323,3 +323,27 @@ func TestRelayStreamName(t *testing.T) {
 		t.Fatalf("opened at another replica: %+v %v", st, err)
 	}
 }
+
+// The events waiting to be appended are bounded, in count and in bytes,
+// for all sessions together: beyond, an event is lost (and counted), the
+// queue does not grow.
+func TestRelayQueueBounded(t *testing.T) {
+	r := &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}} // no appender: nothing leaves
+	hs := &httpSession{stream: "s"}
+	for i := range maxQueuedEvents {
+		if !r.enqueue(hs, []byte("x"), true) {
+			t.Fatalf("event %d refused", i)
+		}
+	}
+	if r.enqueue(hs, []byte("x"), true) || r.lost.Load() != 1 || len(r.queue) != maxQueuedEvents {
+		t.Fatalf("over the count: queue %d, lost %d", len(r.queue), r.lost.Load())
+	}
+	r = &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}}
+	big := make([]byte, 1<<20)
+	for range maxQueuedBytes >> 20 {
+		r.enqueue(hs, big, true)
+	}
+	if r.enqueue(hs, []byte("x"), false) || r.queued != maxQueuedBytes {
+		t.Fatalf("over the bytes: %d queued", r.queued)
+	}
+}
