@@ -77,11 +77,11 @@ func startDebugReplica(t testing.TB, path string) *hubReplica {
 // Three replicas on one database (store:) behind Debian's nginx in
 // ROUND ROBIN, no sticky sessions: the official TypeScript SDK client's
 // GET stream gets the notifications whichever replica's hub sends them;
-// the replica holding the stream is killed (SIGKILL), the SDK reconnects
-// with Last-Event-ID at another, and gets every notification sent
-// meanwhile, none twice, from the store; then tool calls that elicit
-// complete though the SDK's answers reach other replicas than the one
-// that asked.
+// the replica holding the stream is killed (SIGKILL) while another sends
+// notifications, the SDK reconnects with Last-Event-ID at another, and
+// gets every notification sent, none twice, from the store; then tool
+// calls that elicit complete though the SDK's answers reach other
+// replicas than the one that asked.
 func TestRelayRoundRobinReplicas(t *testing.T) {
 	t.Parallel()
 	nginxBinary(t)
@@ -159,11 +159,17 @@ func TestRelayRoundRobinReplicas(t *testing.T) {
 	if holder == nil {
 		t.Fatal("no replica says it holds the GET stream")
 	}
-	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	for _, r := range replicas {
+		if r != holder {
+			io.WriteString(stdin, "http://"+r.addr+"/mcp\n") // where client C floods
+			break
+		}
+	}
+	next("flooding")
+	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil { // while C floods
 		t.Fatal(err)
 	}
 	<-holder.exited
-	io.WriteString(stdin, "killed\n")
 	next("flooded")
 	next("resumed")
 	next("elicited")

@@ -12,11 +12,13 @@
 // log messages reach every session of the replica that runs it; A gets
 // the first flood (3 messages) on its GET stream, wherever that is
 // open, and prints {"check":"live"}; then {"check":"kill me"}, and waits
-// for a line on stdin (the test killed the replica holding A's GET
-// stream); B floods 4 more ({"check":"flooded"}); A's SDK reconnects its
-// GET stream with Last-Event-ID, through the balancer, to another
-// replica, and must get exactly those 4, in order, then B's last 2 live
-// ({"check":"resumed"}). Then A calls the ask tool of group g three
+// for a line on stdin: the URL of a replica that lives on, where client C
+// floods (2 messages each time) in a loop, {"check":"flooding"} after the
+// first, while the test kills the replica holding A's GET stream;
+// {"check":"flooded"} after 20 more. A's SDK reconnects its GET stream
+// with Last-Event-ID, through the balancer, to another replica, and must
+// get every message of every flood, in order, none twice, then one more
+// flood live ({"check":"resumed"}). Then A calls the ask tool of group g three
 // times: each elicits, A's SDK answers (a POST the balancer sends where
 // it likes), and each call must come back with A's answer within its
 // time ({"check":"elicited"}). The exit status is 1 when a check failed.
@@ -122,15 +124,36 @@ const live = await check("live", async () => {
 });
 if (live) {
   report("kill me", { ok: true });
-  await nextLine();
-  await check("flooded", () => flood(4));
-  await check("resumed", async () => {
-    await waitGot(7, 20000);
-    await flood(2);
-    await waitGot(9, 10000);
-    await new Promise((r) => setTimeout(r, 300));
-    if (JSON.stringify(got) !== "[0,1,2,0,1,2,3,0,1]") throw new Error(`got ${JSON.stringify(got)}`);
+  // The test names a replica that will live: client C floods there (so
+  // that no flood runs on the replica killed), in a loop, while the
+  // test kills the replica holding A's GET stream.
+  const direct = await nextLine();
+  const c = new Client({ name: "relay-c", version: "1.0.0" }, { capabilities: {} });
+  await c.connect(new StreamableHTTPClientTransport(new URL(direct), { requestInit: { headers } }), { timeout: 15000 });
+  let floods = 0;
+  const floodC = async () => {
+    const res = await c.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: 2 } }, undefined, { timeout: 15000 });
+    if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
+    floods++;
+  };
+  await check("flooding", floodC);
+  await check("flooded", async () => {
+    for (let i = 0; i < 20; i++) {
+      await floodC();
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return { floods };
   });
+  await check("resumed", async () => {
+    await waitGot(3 + 2 * floods, 20000);
+    await floodC(); // live, on the GET stream reopened
+    await waitGot(3 + 2 * floods, 10000);
+    await new Promise((r) => setTimeout(r, 300));
+    const want = [0, 1, 2, ...Array(floods).fill([0, 1]).flat()];
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    return { floods };
+  });
+  await c.close().catch(() => {});
   await check("elicited", async () => {
     for (let i = 0; i < 3; i++) {
       const res = await retrying(() => a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: 8000 }));
