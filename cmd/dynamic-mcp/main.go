@@ -22,20 +22,21 @@ func main() {
 	// write fails with EPIPE instead, and the hub stops in order when its
 	// stdin closes.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// The first signal starts an orderly stop; a second one stops at
-		// once, killing every child's process group on the way out.
-		<-ctx.Done()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
+		// The first signal starts an orderly stop (its cause says which,
+		// see terminated); a second one stops at once, killing every
+		// child's process group on the way out.
+		stop(stopSignal{<-signals})
+		<-signals
 		fmt.Fprintln(os.Stderr, "dynamic-mcp: second signal, stopping at once")
 		transport.KillAll()
 		os.Exit(1)
 	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	stop(nil)
 	os.Exit(exitStatus(err, os.Stderr))
 }
 

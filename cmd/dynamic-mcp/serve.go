@@ -147,13 +147,16 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	storeAtStart := cfg.Store
+	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
 			setLogSecrets(cfg)
 			if cfg.Store != storeAtStart {
 				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
+			}
+			if httpAddr != "" && httpAuthChanged(authAtStart, cfg.HTTP.Auth) {
+				logger.Warn("config reload: http.auth changed; it is read at start, restart to use the new one")
 			}
 			cfg, err := cfg.WithProfile(profile)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -102,6 +103,12 @@ type Server struct {
 	guard    *Guard        // the checks of every endpoint but the public ones
 	listens  listenCount   // open listens of each credential (listen.go)
 	signIns  signIns       // per-user sign-ins pending (signin.go)
+	// signInWaiters are the calls and sessions waiting for a sign-in of
+	// a link made here, by link id (signin.go).
+	signInWaiters signIns
+	confirmer     *identity.Confirmer // nil without http.auth.client_id (confirm.go)
+	// signInWatching says the loop of watchSignIns runs; guarded by mu.
+	signInWatching bool
 
 	sealer    *sealer          // nil without session keys
 	relay     *relay           // nil without a store and session keys (relay.go)
@@ -136,7 +143,12 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInStart)))
+	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInPage)))
+	s.mux.Handle("POST /auth/start", sameOrigin(s.guard.CheckPage(http.HandlerFunc(s.signInStart))))
+	s.mux.Handle("GET /auth/confirm", s.guard.CheckPage(http.HandlerFunc(s.signInConfirm)))
+	if opts.Auth.Enabled() && opts.Auth.ClientID != "" {
+		s.confirmer = identity.NewConfirmer(*opts.Auth, nil)
+	}
 	s.mux.Handle("GET /auth/callback", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
 	if opts.Auth.Enabled() {
 		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
