@@ -57,6 +57,9 @@ type Store struct {
 
 	published atomic.Int64 // large payloads published, to prune dynamic_mcp_relay (relay.go)
 	appended  atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
+	// eventsTotal is the bound of all streams' events in bytes;
+	// 0: shared.MaxEventsTotal (tests set less).
+	eventsTotal int64
 }
 
 var _ shared.Store = (*Store)(nil)

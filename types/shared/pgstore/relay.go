@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,7 +214,7 @@ func (s *Store) pruneEvents(ctx context.Context) {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE (stream, seq) IN (
 		SELECT stream, seq FROM (SELECT stream, seq, sum(length(msg)) OVER (ORDER BY at DESC, seq DESC) AS b FROM dynamic_mcp_events) x
-		WHERE b > $1)`, shared.MaxEventsTotal)
+		WHERE b > $1)`, cmp.Or(s.eventsTotal, shared.MaxEventsTotal))
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
 	b.Queue(`DELETE FROM dynamic_mcp_streams WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
 	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`)

@@ -128,3 +128,31 @@ func TestRelayBetweenReplicas(t *testing.T) {
 		t.Fatalf("the upgraded database: %v", err)
 	}
 }
+
+// Beyond the bound of all streams' events, the oldest go, whichever
+// stream's; and an ended session's row goes once its time is over.
+func TestRelayEventsTotalBound(t *testing.T) {
+	s := open(t, pgtest.Start(t))
+	ctx := t.Context()
+	s.eventsTotal = 1000
+	for i := range 6 {
+		stream := "s" + strconv.Itoa(i%2)
+		if _, err := s.AppendEvents(ctx, "relay_test", []shared.NewEvent{{Stream: stream, Msg: make([]byte, 300)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.pruneEvents(ctx)
+	var n, bytes int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(length(msg)), 0) FROM dynamic_mcp_events`).Scan(&n, &bytes); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || bytes > 1000 {
+		t.Fatalf("kept %d events, %d bytes", n, bytes)
+	}
+	for _, stream := range []string{"s0", "s1"} {
+		evs, last, _ := s.Events(ctx, stream, 0)
+		if last != 3 || len(evs) == 0 || evs[len(evs)-1].Seq != 3 {
+			t.Errorf("%s: the newest kept? %+v, last %d", stream, evs, last)
+		}
+	}
+}
