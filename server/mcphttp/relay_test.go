@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -345,5 +346,58 @@ func TestRelayQueueBounded(t *testing.T) {
 	}
 	if r.enqueue(hs, []byte("x"), false) || r.queued != maxQueuedBytes {
 		t.Fatalf("over the bytes: %d queued", r.queued)
+	}
+}
+
+// A request of the hub's with no POST stream to go down at its replica
+// (the call's POST takes JSON only) goes down the session's GET stream,
+// open at another replica, through the store; the client's answer,
+// POSTed there, comes back to the replica that asked, and the call
+// completes.
+func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string {
+		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	}
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	c := &httpClient{t: t, base: baseA}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	onB := c.at(baseB)
+	events := resumeStream(t.Context(), onB, "") // the GET stream, at B
+	nextEvent(t, events)                         // its priming event
+
+	answered := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json") // no stream for the hub's request here
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- string(b)
+	}()
+	e := nextEvent(t, events)
+	if !strings.Contains(e.data, `"method":"elicitation/create"`) {
+		t.Fatalf("on the GET stream at B: %+v", e)
+	}
+	id := e.data[strings.Index(e.data, `"id":`)+5:]
+	id = id[:strings.IndexAny(id, ",}")]
+	if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
+	}
+	select {
+	case got := <-answered:
+		if !strings.Contains(got, "ada") {
+			t.Fatalf("the call's answer: %s", got)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the call did not complete")
 	}
 }
