@@ -63,6 +63,7 @@ type signInEntry struct {
 	link               string // the id of the link it came from, its waiter's key
 	flow               *auth.WebFlow
 	verifier, nonce    string // kindConfirm: PKCE verifier and ID token nonce
+	browser            string // kindFlow: the hash of its browser's cookie (signinbrowser.go)
 
 	done        chan struct{} // kindWaiter: closed once signed in
 	hs          *httpSession  // kindWaiter: told when signed in, under elicitation
@@ -322,7 +323,8 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(err.Error())+"</p>")
 		return
 	}
-	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow}
+	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow,
+		browser: bindBrowser(w, r, flow.State())}
 	if err := pending.put(ctx, flow.State(), next); err != nil {
 		s.logger.Warn("per-user sign-in: the store could not be written", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be kept now: call the tool again for a new link.</p>")
@@ -334,7 +336,8 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 // signInCallback takes the authorization server's redirect, exchanges the
 // code and keeps the token for the user the flow was started for.
 func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
-	e, err := s.pendingSignIns().take(r.Context(), r.URL.Query().Get("state"), kindFlow)
+	state := r.URL.Query().Get("state")
+	e, err := s.pendingSignIns().take(r.Context(), state, kindFlow)
 	if err != nil {
 		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: call the tool again for a new link.</p>")
@@ -342,6 +345,14 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if e == nil {
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>")
+		return
+	}
+	if !sameBrowser(w, r, state, e.browser) {
+		s.logger.Warn("per-user sign-in: a callback came from another browser than the one that started it; refused", "server", e.server, "user", e.name)
+		page(w, http.StatusForbidden, "Not this browser's sign-in", fmt.Sprintf(`<h1>This sign-in was started in another browser</h1>
+<p>It signs <b>%s</b> in to %s, and was not started in this browser. Nothing was signed in, and the sign-in is used up.</p>
+<p>If someone sent you a link to sign in, do not follow it. To sign in to %s yourself, call its tool through the hub: you will get a link of your own.</p>`,
+			html.EscapeString(e.name), html.EscapeString(e.server), html.EscapeString(e.server)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)

@@ -1,0 +1,82 @@
+package mcphttp
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// Attacks on per-user sign-ins by another user of the team (issue 25).
+
+// startUntilUpstream opens link in b and presses its button, following
+// the redirects (through the hub's identity provider, when it confirms)
+// until the one that would leave for the upstream's authorization
+// server: that URL, not visited.
+func (b *browser) startUntilUpstream(t *testing.T, p *perUser, link string) string {
+	t.Helper()
+	c := *b.client
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Path == "/authorize" && !strings.HasPrefix(req.URL.String(), p.li.srv.URL) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	resp, body := b.page(t, link)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the link's page: %d %s", resp.StatusCode, body)
+	}
+	m := signInForm.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no sign-in form in %s", body)
+	}
+	u, _ := url.Parse(link)
+	req, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/auth/start",
+		strings.NewReader(url.Values{"server": {html.UnescapeString(m[1])}, "state": {html.UnescapeString(m[2])}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	to := resp.Header.Get("Location")
+	if resp.StatusCode/100 != 3 || !strings.Contains(to, "/authorize") {
+		t.Fatalf("pressing the button: %d, to %q; want a redirect to the upstream's authorization endpoint", resp.StatusCode, to)
+	}
+	return to
+}
+
+// Mallory starts a sign-in of his own (his link, confirmed at the hub's
+// identity provider as himself where it confirms) and, instead of going
+// on to the upstream's authorization server, sends that URL to alice:
+// it is the upstream's own page, and where alice has signed in there
+// before it may not even ask her. Her browser coming back to
+// /auth/callback must not finish mallory's sign-in, which would keep
+// alice's upstream account as mallory's (his calls running as alice
+// upstream). The callback is bound to the browser that was sent away,
+// by a cookie; mallory's own browser still finishes his own sign-in.
+func TestSignInCallbackBoundToBrowser(t *testing.T) {
+	p := newPerUser(t, ", client_id: hub-sign-in")
+	for _, mallory := range []string{"mallory", "ci"} { // confirmed at the identity provider, and by its page alone
+		authURL := newBrowser(mallory).startUntilUpstream(t, p, p.link(mallory))
+		alice := newBrowser("alice")
+		resp, body := alice.page(t, authURL)
+		if resp.StatusCode == http.StatusOK || strings.Contains(body, "is signed in to docs") {
+			t.Errorf("%s's authorization URL opened in alice's browser: %d %s; want refused", mallory, resp.StatusCode, body)
+		}
+		if got := p.call(mallory); !strings.Contains(got, `"code":-32042`) {
+			t.Errorf("%s's call after alice's browser finished his sign-in: %s; want -32042 (nothing signed in)", mallory, got)
+		}
+
+		b := newBrowser(mallory)
+		authURL = b.startUntilUpstream(t, p, p.link(mallory))
+		if resp, body := b.page(t, authURL); resp.StatusCode != http.StatusOK || !strings.Contains(body, "is signed in to docs") {
+			t.Fatalf("%s's own browser finishing his sign-in: %d %s", mallory, resp.StatusCode, body)
+		}
+		if got := p.call(mallory); !strings.Contains(got, "hello "+mallory) {
+			t.Errorf("%s's call after signing in: %s", mallory, got)
+		}
+	}
+}
