@@ -274,15 +274,29 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server, user := html.EscapeString(e.server), html.EscapeString(e.name)
+	as := "<b>" + user + "</b>"
+	if a := account(e.user); a != "" && a != e.name {
+		as += " (account " + html.EscapeString(a) + ")"
+	}
 	how := "This link is " + user + "'s alone: whoever uses it signs in for " + user + ". If you are not " + user + ", or did not ask to sign in, close this page."
 	if s.confirms(e.user) {
 		how = "You will first sign in to the hub's identity provider, to show that you are " + user + "; the sign-in goes on only if you are."
 	}
 	page(w, http.StatusOK, "Sign in to "+e.server, fmt.Sprintf(`<h1>Sign in to %s</h1>
-<p>You are signing in to <b>%s</b> as <b>%s</b>, for the hub to call it for you.</p>
+<p>You are signing in to <b>%s</b> as %s, for the hub to call it for you.</p>
 <p>%s</p>
 <form method="post" action="/auth/start"><input type="hidden" name="server" value="%s"><input type="hidden" name="state" value="%s"><button type="submit">Sign in to %s as %s</button></form>`,
-		server, server, user, how, server, html.EscapeString(q.Get("state")), server, user))
+		server, server, as, how, server, html.EscapeString(q.Get("state")), server, user))
+}
+
+// account is the account of user (a caller's key) as the page shows it:
+// the subject of a JWT caller, the name of a static token. The name a
+// page shows besides it is a claim its caller may choose, at some
+// identity providers, to read as another's.
+func account(user string) string {
+	_, a, _ := strings.Cut(user, ":")
+	a, _, _ = strings.Cut(a, " sha256:")
+	return a
 }
 
 // signInStart uses a link up (the page's POST) and sends the browser on:

@@ -80,3 +80,26 @@ func TestSignInCallbackBoundToBrowser(t *testing.T) {
 		}
 	}
 }
+
+// A caller's name is a claim of their token, which an identity provider
+// may let its user choose: mallory, named "Alice" there, sends alice his
+// link. Its page must not read as hers: it names the account the link
+// signs in (the token's subject) besides the name, wherever the two
+// differ. (With http.auth.client_id the identity provider refuses her
+// anyway; without it the page is all she has to go by.)
+func TestSignInPageNamesTheAccount(t *testing.T) {
+	p := newPerUser(t, "")
+	c := &bearerClient{t: t, url: p.url + "/mcp", token: p.li.token(t, "mallory", "Alice", testAudience)}
+	if code := c.initialize(); code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	p.clients["mallory"] = c
+	resp, body := newBrowser("alice").page(t, p.link("mallory"))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "mallory") {
+		t.Errorf("the page of mallory's link, named Alice: %d %s; want it to name the account mallory", resp.StatusCode, body)
+	}
+	// Alice's own link: her name, and her account.
+	if _, body := newBrowser("alice").page(t, p.link("alice")); !strings.Contains(body, "as <b>Alice</b> (account alice)") {
+		t.Errorf("the page of alice's link: %s", body)
+	}
+}
