@@ -334,7 +334,7 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+"/auth/callback")
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
-		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(err.Error())+"</p>")
+		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
 	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow,
@@ -377,7 +377,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
-		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(err.Error())))
+		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(briefly(err))))
 		return
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)

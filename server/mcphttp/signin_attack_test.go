@@ -1,11 +1,20 @@
 package mcphttp
 
 import (
+	"context"
+	"encoding/base64"
+	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // Attacks on per-user sign-ins by another user of the team (issue 25).
@@ -101,5 +110,59 @@ func TestSignInPageNamesTheAccount(t *testing.T) {
 	// Alice's own link: her name, and her account.
 	if _, body := newBrowser("alice").page(t, p.link("alice")); !strings.Contains(body, "as <b>Alice</b> (account alice)") {
 		t.Errorf("the page of alice's link: %s", body)
+	}
+}
+
+// A per-user server's authorization server names, as its token
+// endpoint, a service inside the hub's network (https, or loopback as
+// here: auth.CheckURL lets both through, and the hub's network is where
+// upstreams live). The hub posts the code there; whatever it answers
+// must not come back to the browser on the callback's page, nor its
+// registration endpoint's answer on the start's: the sign-in's page is
+// not a window onto the hub's network for whoever runs an upstream and
+// signs in to it. The page says what failed, briefly; the log has the
+// rest.
+func TestSignInPagesShowNoEndpointBody(t *testing.T) {
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
+	a, seen := protectedUpstream(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
+		go func() {
+			if resp, err := http.Get(u); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil
+	}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	p := startPerUser(t, a, seen, dir, "", nil)
+	const secret = "internal-service-secret-0123"
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "%s\n%s", strings.Repeat("x", 300), secret)
+	}))
+	defer internal.Close()
+	a.Lock()
+	a.TokenEndpoint = internal.URL + "/token"
+	a.Unlock()
+	code, body := newBrowser("alice").open(t, p.link("alice"))
+	if code != http.StatusBadRequest || strings.Contains(body, secret) || strings.Contains(body, "xxxx") || !strings.Contains(body, "the sign-in to docs failed") {
+		t.Errorf("the callback's page with the token endpoint's answer: %d %s; want 400 without its body", code, body)
+	}
+
+	a.Lock()
+	a.TokenEndpoint, a.RegistrationEndpoint = "", internal.URL+"/register"
+	a.Unlock()
+	code, body = newBrowser("bob").open(t, p.link("bob"))
+	if code != http.StatusBadGateway || strings.Contains(body, secret) || strings.Contains(body, "xxxx") || !strings.Contains(body, "HTTP status 404") {
+		t.Errorf("the start's page with the registration endpoint's answer: %d %s; want 502 without its body", code, body)
 	}
 }
