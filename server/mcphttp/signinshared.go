@@ -171,13 +171,20 @@ func (p sharedSignIns) take(ctx context.Context, state string, kind entryKind) (
 		return nil, nil
 	}
 	key := rowKey(state)
-	// A state with no row (a guess, a link used) costs one read, not the
-	// lock every replica's sign-ins take.
-	if _, err := p.db.Get(ctx, signInNS, key); errors.Is(err, shared.ErrNotFound) {
+	// A state with no row (a guess, a link used), or of another step
+	// (left for its own), costs one read, not the lock every replica's
+	// sign-ins take.
+	v, err := p.db.Get(ctx, signInNS, key)
+	if errors.Is(err, shared.ErrNotFound) {
 		return nil, nil
 	}
+	if err == nil {
+		if got, err := p.open(key, v); err == nil && got.kind != kind {
+			return nil, nil
+		}
+	}
 	var e *signInEntry
-	err := p.db.Locked(ctx, signInNS, signInLock, signInWait, func(tx shared.Tx) error {
+	err = p.db.Locked(ctx, signInNS, signInLock, signInWait, func(tx shared.Tx) error {
 		v, err := tx.Get(ctx, signInNS, key)
 		if errors.Is(err, shared.ErrNotFound) {
 			return nil
