@@ -17,12 +17,22 @@ import (
 // Alice (the upstream's own page, which may not even ask her again) had
 // Alice's upstream account kept as his. The cookie is HttpOnly,
 // SameSite=Lax (the callback is a top-level navigation from the
-// authorization server), Secure behind https, for /auth/callback alone,
-// and lives as long as the flow; one per flow, so that two sign-ins of
-// one browser at once do not undo each other.
+// authorization server), a __Host- cookie behind https, and lives as
+// long as the flow; one per flow, so that two sign-ins of one browser at
+// once do not undo each other.
 
-// browserCookie is the name of the cookie of the flow with state.
-func browserCookie(state string) string { return "dynamic-mcp-signin-" + rowKey(state)[:16] }
+// browserCookie is the cookie of the flow with state, as r reached the
+// face, without its value: behind https a __Host- cookie (Secure, Path
+// /, no Domain), which a page of a sibling domain cannot set for the
+// face's (cookie tossing: Mallory setting his own flow's cookie in
+// Alice's browser); over plain http, for /auth/callback alone.
+func browserCookie(r *http.Request, state string) *http.Cookie {
+	c := &http.Cookie{Name: "dynamic-mcp-signin-" + rowKey(state)[:16], Path: "/auth/callback", HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	if strings.HasPrefix(publicBase(r), "https:") {
+		c.Name, c.Path, c.Secure = "__Host-"+c.Name, "/", true
+	}
+	return c
+}
 
 func browserSum(v string) string {
 	sum := sha256.Sum256([]byte("dynamic-mcp sign-in browser\x00" + v))
@@ -32,17 +42,18 @@ func browserSum(v string) string {
 // bindBrowser sets the cookie of the flow with state on w, and returns
 // what the flow keeps to check it.
 func bindBrowser(w http.ResponseWriter, r *http.Request, state string) string {
-	v := newState()
-	http.SetCookie(w, &http.Cookie{Name: browserCookie(state), Value: v, Path: "/auth/callback", MaxAge: int(signInTTL.Seconds()),
-		HttpOnly: true, Secure: strings.HasPrefix(publicBase(r), "https:"), SameSite: http.SameSiteLaxMode})
-	return browserSum(v)
+	c := browserCookie(r, state)
+	c.Value, c.MaxAge = newState(), int(signInTTL.Seconds())
+	http.SetCookie(w, c)
+	return browserSum(c.Value)
 }
 
 // sameBrowser reports whether r comes from the browser bound to the flow
 // with state (its hash sum), and clears the flow's cookie.
 func sameBrowser(w http.ResponseWriter, r *http.Request, state, sum string) bool {
-	c, err := r.Cookie(browserCookie(state))
-	http.SetCookie(w, &http.Cookie{Name: browserCookie(state), Value: "", Path: "/auth/callback", MaxAge: -1,
-		HttpOnly: true, Secure: strings.HasPrefix(publicBase(r), "https:"), SameSite: http.SameSiteLaxMode})
-	return err == nil && sum != "" && subtle.ConstantTimeCompare([]byte(browserSum(c.Value)), []byte(sum)) == 1
+	c := browserCookie(r, state)
+	got, err := r.Cookie(c.Name)
+	c.MaxAge = -1
+	http.SetCookie(w, c)
+	return err == nil && sum != "" && subtle.ConstantTimeCompare([]byte(browserSum(got.Value)), []byte(sum)) == 1
 }
