@@ -331,7 +331,7 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+"/auth/callback")
+	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
@@ -359,6 +359,13 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if e == nil {
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>")
+		return
+	}
+	if r.PathValue("server") != e.server {
+		// Another server's redirect with this flow's state: a mix-up
+		// (signinbrowser.go).
+		s.logger.Warn("per-user sign-in: a callback for another server carried a flow's state; refused", "server", e.server, "at", r.PathValue("server"))
+		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in came back from another server than the one it was sent to. Nothing was signed in: call the tool again for a new link.</p>")
 		return
 	}
 	if !sameBrowser(w, r, state, e.browser) {

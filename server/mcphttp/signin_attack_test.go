@@ -206,3 +206,39 @@ func TestSignInBrowserCookie(t *testing.T) {
 		}
 	}
 }
+
+// Mix-up (RFC 9700 §4.4): a per-user server's authorization server X,
+// malicious, sends alice's browser on from its authorization endpoint to
+// that of another server's, Y, with the hub's client there (a
+// pre-registered one, which alice approved before), the hub's redirect
+// and X's flow's state. Y sends her back with a code for Y; if Y does not
+// name itself (iss, RFC 9207) the hub took the redirect as X's and sent
+// Y's code to X's token endpoint. Each server's flow has a redirect of
+// its own, /auth/callback/<server>, which is what Y's client is
+// registered with: a redirect to one server's callback carrying another
+// server's state is refused, and nothing is kept.
+func TestSignInCallbackOfEachServer(t *testing.T) {
+	p := newPerUser(t, "")
+	b := newBrowser("alice")
+	authURL, err := url.Parse(b.startUntilUpstream(t, p, p.link("alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := authURL.Query().Get("redirect_uri"); got != p.url+"/auth/callback/docs" {
+		t.Errorf("the redirect sent to docs' authorization server: %s; want %s/auth/callback/docs", got, p.url)
+	}
+	state := url.QueryEscape(authURL.Query().Get("state"))
+	for _, other := range []string{"/auth/callback/other", "/auth/callback/other/docs", "/auth/callback"} {
+		resp, body := b.page(t, p.url+other+"?code=the-code&state="+state)
+		if resp.StatusCode == http.StatusOK || strings.Contains(body, "is signed in") {
+			t.Errorf("docs' state at %s: %d %s; want refused", other, resp.StatusCode, body)
+		}
+	}
+	if got := p.call("alice"); !strings.Contains(got, `"code":-32042`) {
+		t.Errorf("alice's call after another server's redirect: %s; want -32042 (nothing signed in)", got)
+	}
+	// Her own sign-in, all the way, comes back at docs' callback.
+	if code, body := b.open(t, p.link("alice")); code != http.StatusOK || !strings.Contains(body, "Alice is signed in to docs") {
+		t.Fatalf("alice's sign-in: %d %s", code, body)
+	}
+}

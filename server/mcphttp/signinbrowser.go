@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -20,6 +21,23 @@ import (
 // authorization server), a __Host- cookie behind https, and lives as
 // long as the flow; one per flow, so that two sign-ins of one browser at
 // once do not undo each other.
+
+// Each server's flows have a redirect of their own, callbackPath: a
+// server's authorization server that sends the browser on to another's
+// (a mix-up, RFC 9700 §4.4), with the hub's client there and its own
+// flow's state, gets the browser back at the other's callback, where
+// that state is refused, rather than the other's code sent to its own
+// token endpoint. (The issuer, where the redirect names it, RFC 9207,
+// is checked besides.)
+
+// callbackPath is the path of server's (its ID) redirect.
+func callbackPath(server string) string {
+	parts := strings.Split(server, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return "/auth/callback/" + strings.Join(parts, "/")
+}
 
 // browserCookie is the cookie of the flow with state, as r reached the
 // face, without its value: behind https a __Host- cookie (Secure, Path
