@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -303,11 +305,25 @@ func account(user string) string {
 // to the hub's identity provider first, where the link's user must be
 // confirmed, else to the upstream's authorization server.
 func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+	// Anyone may post here (the state is the credential): the form is
+	// read within the body timeout, as /mcp's bodies are, so that a
+	// trickled one holds no connection for long.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
+	err := r.ParseForm()
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			w.Header().Set("Connection", "close") // the rest of the body is not waited for
+			page(w, http.StatusRequestTimeout, "Sign-in", "<p>dynamic-mcp: the sign-in form came too slowly.</p>")
+			return
+		}
+		w.Header().Set("Connection", "close")
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: not a sign-in form.</p>")
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	pending := s.pendingSignIns()
 	e, err := pending.take(r.Context(), r.PostForm.Get("state"), kindLink)
 	if err != nil {

@@ -1,10 +1,12 @@
 package mcphttp
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -240,5 +242,40 @@ func TestSignInCallbackOfEachServer(t *testing.T) {
 	// Her own sign-in, all the way, comes back at docs' callback.
 	if code, body := b.open(t, p.link("alice")); code != http.StatusOK || !strings.Contains(body, "Alice is signed in to docs") {
 		t.Fatalf("alice's sign-in: %d %s", code, body)
+	}
+}
+
+// /auth/start takes a POST from anyone (the state is the credential), so
+// an outsider may trickle its body: each such request would hold its
+// connection and goroutine for as long as the trickle goes on, without
+// bound. Its body is read within the body timeout, as /mcp's: cut with
+// 408 about then.
+func TestSignInStartBodyTimeout(t *testing.T) {
+	h := fakeHub(t)
+	_, ts := serveHTTPWith(t, h, Options{BodyTimeout: time.Second})
+	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	start := time.Now()
+	fmt.Fprintf(nc, "POST /auth/start HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4000\r\n\r\n")
+	go func() {
+		for range 4000 {
+			if _, err := nc.Write([]byte("a")); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("a trickled sign-in form, after %v: %v; want 408 after about 1s", elapsed, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || elapsed > 4*time.Second {
+		t.Errorf("a trickled sign-in form: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
 	}
 }
