@@ -149,7 +149,7 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	if opts.Auth.Enabled() && opts.Auth.ClientID != "" {
 		s.confirmer = identity.NewConfirmer(*opts.Auth, nil)
 	}
-	s.mux.Handle("GET /auth/callback", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
+	s.mux.Handle("GET /auth/callback/{server...}", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
 	if opts.Auth.Enabled() {
 		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
 		s.mux.Handle(wellKnownResource+"/{path...}", resourceMetadata(opts.Auth))
