@@ -76,7 +76,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
-		SessionKeys: cfg.HTTP.SessionKeys}
+		SessionKeys: cfg.HTTP.SessionKeys, TrustedProxies: cfg.HTTP.TrustedProxies}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr)
 		opts.Tokens = cfg.HTTP.Tokens
