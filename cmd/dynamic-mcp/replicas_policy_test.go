@@ -177,14 +177,16 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		third := c.start(t, "ask three")
 		p, at = pending("ask three")
 		other = (at + 1) % len(replicas)
-		if code, b := api(other, "POST", "approvals/"+p.ID+"/approve", `{"for":"1m"}`); code != http.StatusOK {
+		code, b := api(other, "POST", "approvals/"+p.ID+"/approve", `{"for":"1m"}`)
+		var approved struct{ Grant approval.Grant }
+		if code != http.StatusOK || json.Unmarshal(b, &approved) != nil || approved.Grant.ID == "" {
 			t.Fatalf("approve with a grant on replica %d: %d %s", other, code, b)
 		}
 		if a := c.wait(t, third); a.Text != "ask three" {
 			t.Errorf("the call approved with a grant: %+v", a)
 		}
-		// The grant is made where the call waited (the answer to approve
-		// on another replica does not carry it): every replica lists it.
+		// The grant is made where the call waited, under the id the
+		// answer named: every replica lists it.
 		var grant approval.Grant
 		for i := range replicas {
 			waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to list the grant", i), func() bool {
@@ -197,8 +199,8 @@ func TestReplicasSharePolicyState(t *testing.T) {
 				return true
 			})
 		}
-		if grant.Tool != "echo" || grant.ApprovedBy != "ui" {
-			t.Errorf("the grant: %+v", grant)
+		if grant.ID != approved.Grant.ID || grant.Tool != "echo" || grant.ApprovedBy != "ui" || approved.Grant.Tool != "echo" {
+			t.Errorf("the grant listed %+v, the answer to approve %+v", grant, approved.Grant)
 		}
 		// The next calls, one on each replica, pass under the grant.
 		for i := 4; i <= 6; i++ {
