@@ -2,9 +2,12 @@ package mcphttp
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +154,43 @@ func FuzzClientIP(f *testing.F) {
 			t.Error("no RemoteAddr")
 		}
 	})
+}
+
+// Over real connections, behind Go's httputil.ReverseProxy (which
+// appends the address it got each request from to X-Forwarded-For, as
+// nginx's $proxy_add_x_forwarded_for does) on a trusted address, in turn
+// behind an outer balancer that said who each client is: the client
+// whose tokens are wrong gets 429, the one next to it does not.
+func TestTokenLockoutThroughReverseProxy(t *testing.T) {
+	h := fakeHub(t)
+	hs := New(h, Options{Token: "secret", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, testLogger())
+	defer hs.Close()
+	hub := httptest.NewServer(hs)
+	defer hub.Close()
+	target, _ := url.Parse(hub.URL)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+	defer proxy.Close()
+	try := func(client, token string) int {
+		req, _ := http.NewRequest(http.MethodPost, proxy.URL+"/mcp", strings.NewReader(initializeMsg))
+		req.Header.Set("X-Forwarded-For", client) // the outer balancer's word
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range maxAuthFailuresDefault(hs) {
+		try("198.51.100.66", "guess")
+	}
+	if code := try("198.51.100.66", "secret"); code != http.StatusTooManyRequests {
+		t.Errorf("the client with wrong tokens: %d, want 429", code)
+	}
+	if code := try("198.51.100.77", "secret"); code != http.StatusOK {
+		t.Errorf("another client through the same proxy: %d, want 200", code)
+	}
 }
