@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,6 +89,11 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			if a := c.call(t, fmt.Sprintf("rate %d", i)); a.Text != fmt.Sprintf("rate %d", i) || a.IsError {
 				t.Fatalf("call %d of 3/minute: %+v", i, a)
 			}
+		}
+		allowed := metricByReplica(t, replicas, `dynamic_mcp_policy_decisions_total\{action="allow",group="f",rule="echo-rate"\}`)
+		t.Logf("the three calls within the rate, by replica: %v", allowed)
+		if spread := len(slices.DeleteFunc(slices.Clone(allowed), func(n int) bool { return n == 0 })); spread < 2 {
+			t.Errorf("the calls within the rate reached %d replica(s): %v", spread, allowed)
 		}
 		// Round-robin: three calls in a row reach the three replicas.
 		for i := 4; i <= 12 && !allRefused(t, replicas); i++ {
@@ -219,28 +225,33 @@ func TestReplicasSharePolicyState(t *testing.T) {
 	t.Logf("the whole test took %s", time.Since(began).Round(time.Millisecond))
 }
 
-// allRefused reports whether every replica's /metrics counts a call of
-// rule echo-rate refused.
-func allRefused(t *testing.T, replicas []*hubReplica) bool {
+// metricByReplica is, for each replica, the value of the first series of
+// its /metrics that series (a regexp of the name and labels) matches, 0
+// when none does.
+func metricByReplica(t *testing.T, replicas []*hubReplica, series string) []int {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^dynamic_mcp_rate_limited_total\{[^}]*rule="echo-rate"[^}]*\} (\d+)`)
+	re := regexp.MustCompile(`(?m)^` + series + ` (\d+)`)
 	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
-	for _, r := range replicas {
+	out := make([]int, len(replicas))
+	for i, r := range replicas {
 		resp, err := hc.Get("http://" + r.addr + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		m := re.FindSubmatch(b)
-		if m == nil {
-			return false
-		}
-		if n, _ := strconv.Atoi(string(m[1])); n < 1 {
-			return false
+		if m := re.FindSubmatch(b); m != nil {
+			out[i], _ = strconv.Atoi(string(m[1]))
 		}
 	}
-	return true
+	return out
+}
+
+// allRefused reports whether every replica's /metrics counts a call of
+// rule echo-rate refused.
+func allRefused(t *testing.T, replicas []*hubReplica) bool {
+	t.Helper()
+	return !slices.Contains(metricByReplica(t, replicas, `dynamic_mcp_rate_limited_total\{[^}]*rule="echo-rate"[^}]*\}`), 0)
 }
 
 // sdkCalls is calls.mjs, running until the test ends.
