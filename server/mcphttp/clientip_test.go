@@ -1,14 +1,17 @@
 package mcphttp
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -85,7 +88,8 @@ func TestClientIP(t *testing.T) {
 // nothing: each new claimed address is the same peer, locked out.
 func TestTokenLockoutBehindTrustedProxy(t *testing.T) {
 	h := fakeHub(t)
-	hs := New(h, Options{Token: "secret", TrustedProxies: testProxies}, testLogger())
+	var logs syncBuffer
+	hs := New(h, Options{Token: "secret", TrustedProxies: testProxies}, slog.New(slog.NewTextHandler(&logs, nil)))
 	defer hs.Close()
 	try := func(peer, xff, authorization string) int {
 		req := httptest.NewRequest(http.MethodPost, "http://hub.example/mcp", strings.NewReader(initializeMsg))
@@ -111,6 +115,9 @@ func TestTokenLockoutBehindTrustedProxy(t *testing.T) {
 	}
 	if code := try("10.0.0.1:5002", "198.51.100.77", "Bearer secret"); code != http.StatusOK {
 		t.Errorf("another client behind the same balancer: %d, want 200", code)
+	}
+	if l := logs.String(); !strings.Contains(l, "addr=198.51.100.66") || strings.Contains(l, "10.0.0.1") || strings.Contains(l, "203.0.113.") {
+		t.Errorf("the log of the lockout names another address than the client's:\n%s", l)
 	}
 	if code := try("[fd00::2]:5003", "2001:db8::9", "Bearer secret"); code != http.StatusOK {
 		t.Errorf("another client behind an IPv6 balancer: %d, want 200", code)
@@ -193,4 +200,22 @@ func TestTokenLockoutThroughReverseProxy(t *testing.T) {
 	if code := try("198.51.100.77", "secret"); code != http.StatusOK {
 		t.Errorf("another client through the same proxy: %d, want 200", code)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
