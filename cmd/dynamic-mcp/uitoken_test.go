@@ -154,7 +154,9 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 		uiTokenHub(t, pts)
 		pts.Close()
 		lines := make(chan string, 64)
-		go func() { // ends when the hub exits and the terminal closes
+		read := make(chan struct{})
+		go func() { // ends when ptm is closed, below
+			defer close(read)
 			sc := bufio.NewScanner(ptm)
 			for sc.Scan() {
 				select {
@@ -164,7 +166,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 			}
 			close(lines)
 		}()
-		t.Cleanup(func() { ptm.Close() })
+		t.Cleanup(func() { ptm.Close(); <-read })
 		deadline := time.After(10 * time.Second)
 		for {
 			select {
