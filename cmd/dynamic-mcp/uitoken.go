@@ -75,6 +75,28 @@ func announceUIToken(stderr io.Writer, logger *slog.Logger, stateDir, page, toke
 	}
 }
 
+// httpTokenFile is the file under the state dir a generated MCP bearer
+// token of serve --http is written to when stderr is not a terminal.
+const httpTokenFile = "http-token"
+
+// announceGeneratedToken tells the clients' token serve --http made up
+// for this run (none configured) as announceUIToken tells the
+// inspector's: printed on a terminal, else written to a 0600 file under
+// stateDir whose path is logged.
+func announceGeneratedToken(stderr io.Writer, logger *slog.Logger, stateDir, token string) {
+	if isTerminal(stderr) {
+		fmt.Fprintf(stderr, "dynamic-mcp: no token configured; clients must send this one for this run:\n  Authorization: Bearer %s\n", token)
+		return
+	}
+	path := filepath.Join(stateDir, httpTokenFile)
+	if err := writeSecretFile(path, []byte(token+"\n")); err != nil {
+		logger.Error("no token configured, and the one made for this run could not be written to a file: no client can connect; set http.token or $DYNAMIC_MCP_TOKEN",
+			"file", path, "err", err)
+		return
+	}
+	logger.Warn("no token configured: clients must send the one in the file for this run (set http.token or $DYNAMIC_MCP_TOKEN)", "file", path)
+}
+
 // writeSecretFile writes b to path, readable by its owner alone, whole or
 // not at all: a new file beside it, renamed over it.
 func writeSecretFile(path string, b []byte) error {

@@ -83,7 +83,8 @@ func uiStatus(t *testing.T, base, token string) int {
 // dir that holds the token (0600), and that token opens the inspector.
 // $DYNAMIC_MCP_UI_TOKEN sets the token instead (the same on every
 // replica): no file, nothing printed; one too short, or an MCP token, is
-// refused at start. On a terminal the token is printed, as before.
+// refused at start. On a terminal the token is printed, as before. A
+// generated MCP token (none configured) is kept off the logs the same way.
 func TestInspectorTokenOffTheLogs(t *testing.T) {
 	t.Parallel()
 	t.Run("file", func(t *testing.T) {
@@ -119,6 +120,41 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 		}
 		if strings.Contains(stderr.String(), token) {
 			t.Error("the inspector's token is on stderr")
+		}
+	})
+	t.Run("generated MCP token", func(t *testing.T) {
+		base, stderr, home := uiTokenHub(t, nil, logFormatEnvVar+"=json", "DYNAMIC_MCP_TOKEN=")
+		path := filepath.Join(home, "http-token")
+		waitFor(t, 10*time.Second, "the record of the MCP token's file", func() bool {
+			return strings.Contains(stderr.String(), `"file":"`+path+`"`) && strings.Contains(stderr.String(), "clients must send the one in the file")
+		})
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", path, fi, err)
+		}
+		b, _ := os.ReadFile(path)
+		token := strings.TrimSpace(string(b))
+		if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), "Authorization: Bearer") {
+			t.Error("the generated MCP token is on stderr")
+		}
+		post := func(token string) int {
+			req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if code := post(token); code != http.StatusOK {
+			t.Errorf("initialize with the file's token: %d", code)
+		}
+		if code := post(testToken); code != http.StatusUnauthorized {
+			t.Errorf("initialize with another token: %d", code)
 		}
 	})
 	t.Run("environment", func(t *testing.T) {
