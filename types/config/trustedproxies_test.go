@@ -38,3 +38,21 @@ func TestTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+// ParseTrustedProxy never panics, and what it accepts is a valid prefix
+// without host bits, zone or IPv4-mapped form, which contains the
+// address it was written with.
+func FuzzParseTrustedProxy(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/8", "::ffff:1.2.3.0/120", "fe80::1%eth0", "1.2.3.4", "2001:db8::/32", "x", "/", "1.2.3.4/-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseTrustedProxy(s)
+		if err != nil {
+			return
+		}
+		if !p.IsValid() || p.Masked() != p || p.Addr().Zone() != "" || p.Addr().Is4In6() {
+			t.Fatalf("%q parsed as %v", s, p)
+		}
+	})
+}
