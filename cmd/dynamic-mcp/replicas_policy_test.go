@@ -127,15 +127,20 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			t.Helper()
 			var p approval.Pending
 			for i := range replicas {
+				var q approval.Pending
 				waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to list the call %q waiting", i, text), func() bool {
 					var l approval.List
 					code, b := api(i, "GET", "approvals", "")
 					if code != http.StatusOK || json.Unmarshal(b, &l) != nil || len(l.Pending) != 1 {
 						return false
 					}
-					p = l.Pending[0]
-					return strings.Contains(string(p.Arguments), text)
+					q = l.Pending[0]
+					return strings.Contains(string(q.Arguments), text)
 				})
+				if i > 0 && (q.ID != p.ID || q.Replica != p.Replica) {
+					t.Errorf("replica %d lists %s at %s, replica 0 %s at %s", i, q.ID, q.Replica, p.ID, p.Replica)
+				}
+				p = q
 			}
 			waits := regexp.MustCompile(`msg="policy: call waits for approval" id=` + regexp.QuoteMeta(p.ID) + ` `)
 			for i, r := range replicas {
