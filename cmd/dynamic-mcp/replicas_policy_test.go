@@ -185,6 +185,34 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		}
 		answeredElsewhere(other, p.ID)
 
+		// The approval commands on a machine where no hub of the config
+		// runs (a state dir of their own) reach the inbox on the store.
+		cli := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(hubBin, append(args, "-c", path)...)
+			cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_SESSION_KEY="+testSessionKey)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("dynamic-mcp %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		fourth := c.start(t, "ask four")
+		p, _ = pending("ask four")
+		var l approval.List
+		if out := cli("approvals", "--json"); json.Unmarshal([]byte(out), &l) != nil || len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != p.Replica {
+			t.Fatalf("dynamic-mcp approvals --json on the store: %s, want %s at %s", out, p.ID, p.Replica)
+		}
+		if out := cli("approvals"); !strings.Contains(out, p.ID) || !strings.Contains(out, "@ "+p.Replica) {
+			t.Errorf("dynamic-mcp approvals on the store:\n%s", out)
+		}
+		if out := cli("approve", p.ID); !strings.Contains(out, "approved "+p.ID) {
+			t.Errorf("dynamic-mcp approve on the store: %s", out)
+		}
+		if a := c.wait(t, fourth); a.Text != "ask four" || a.IsError {
+			t.Errorf("the call approved by dynamic-mcp approve: %+v", a)
+		}
+
 		third := c.start(t, "ask three")
 		p, at = pending("ask three")
 		other = (at + 1) % len(replicas)
