@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"maps"
 	"slices"
 	"strings"
@@ -393,10 +394,7 @@ func clipBy(by string) string {
 	if by == "" {
 		return "unknown"
 	}
-	if len(by) > 64 {
-		return by[:64] + clippedMark
-	}
-	return by
+	return clip.Marked(by, 64, clippedMark)
 }
 
 // granted lets c through at once when a grant covers it, noting the grant
@@ -478,10 +476,7 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 
 // clipName is a name or URI as a pending call shows it.
 func clipName(name string) string {
-	if len(name) > maxGrantName {
-		return name[:maxGrantName] + clippedMark
-	}
-	return name
+	return clip.Marked(name, maxGrantName, clippedMark)
 }
 
 // approvalArgs are args as a pending call shows them: the config's
@@ -494,7 +489,7 @@ func approvalArgs(cfg *config.Config, args json.RawMessage) (shown json.RawMessa
 	text := inspect.Redact(cfg.RedactSecrets(args))
 	if len(text) > maxApprovalArgs || !json.Valid([]byte(text)) {
 		if len(text) > maxApprovalArgs {
-			text, clipped = text[:maxApprovalArgs]+clippedMark, true
+			text, clipped = clip.Marked(text, maxApprovalArgs, clippedMark), true
 		}
 		q, _ := json.Marshal(text) // shown as text: cut JSON is not JSON
 		return q, clipped

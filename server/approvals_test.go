@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -332,6 +333,14 @@ func TestApprovalBounds(t *testing.T) {
 	}
 	if _, err := h.Approve("q", "ui", approval.Options{}); err != nil {
 		t.Errorf("the call alone: %v", err)
+	}
+	// Names and approvers are cut on a character's boundary: what the
+	// inspector and CLI show stays valid UTF-8.
+	if got := clipName("x" + strings.Repeat("ж", maxGrantName)); !utf8.ValidString(got) {
+		t.Errorf("a cut name is not valid UTF-8: %q", got[len(got)-8:])
+	}
+	if got := clipBy("cli:x" + strings.Repeat("é", 40)); !utf8.ValidString(got) {
+		t.Errorf("a cut approver is not valid UTF-8: %q", got)
 	}
 }
 

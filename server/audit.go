@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -77,11 +77,7 @@ const clippedMark = "…"
 func (r *auditRecord) clip() {
 	for _, s := range []*string{&r.Session, &r.User, &r.Subject, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
 		if len(*s) > maxAuditText {
-			n := maxAuditText
-			for n > 0 && !utf8.RuneStart((*s)[n]) {
-				n--
-			}
-			*s = (*s)[:n] + clippedMark
+			*s = clip.Marked(*s, maxAuditText, clippedMark)
 			r.Clipped = true
 		}
 	}

@@ -78,6 +78,12 @@ func (a *approvals) sharedUse(owner, group, server, method, name string, args js
 	if err != nil {
 		return "", "", false
 	}
+	return a.sharedUseOf(ctx, grants, owner, group, server, method, name, args)
+}
+
+// sharedUseOf is sharedUse among grants, as read from the store (each is
+// read again under its lock before it is counted against).
+func (a *approvals) sharedUseOf(ctx context.Context, grants []*grant, owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	for _, g := range grants {
 		if !g.covers(a.now(), owner, group, server, method, name, args) {
 			continue
@@ -181,13 +187,26 @@ func (h *Hub) watchSharedGrants() {
 // releaseShared lets through the calls waiting here that a grant on the
 // shared store covers, each counted against it. A call that stopped
 // waiting meanwhile (timed out) has still used its count: the safe side.
+// The grants are read once for all the waiting calls.
 func (h *Hub) releaseShared() {
 	a := h.approvals
 	a.mu.Lock()
 	waiting := slices.Collect(maps.Values(a.pending))
 	a.mu.Unlock()
+	if len(waiting) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	grants, err := a.sharedGrants(ctx)
+	cancel()
+	if err != nil {
+		h.logger.Warn("approval: could not read the shared grants", "err", err)
+		return
+	}
 	for _, q := range waiting {
-		id, by, ok := a.sharedUse(q.owner, q.Group, q.Server, q.Method, q.name, q.args)
+		ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+		id, by, ok := a.sharedUseOf(ctx, grants, q.owner, q.Group, q.Server, q.Method, q.name, q.args)
+		cancel()
 		if !ok {
 			continue
 		}

@@ -374,15 +374,15 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 	switch {
 	case unauthorized(err):
 		if c.auth == nil {
-			return fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())
+			return signInError{fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())}
 		}
 		var he *transport.HTTPError
 		errors.As(err, &he)
 		if merr := c.auth.Moved(ctx, he.WWWAuthenticate); merr != nil {
-			return fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())
+			return signInError{fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())}
 		}
 		if rerr := c.auth.Renew(ctx, he.Authorization); rerr != nil {
-			return fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())
+			return signInError{fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())}
 		}
 		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
 	case forbidden(err):
@@ -390,7 +390,7 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 		if insufficientScope(err) {
 			hint = " insufficient_scope"
 		}
-		return fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s: %w", hint, cfg.ID(), err)
+		return signInError{fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s: %w", hint, cfg.ID(), err)}
 	}
 	return nil
 }

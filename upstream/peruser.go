@@ -93,11 +93,19 @@ func userAuthError(owner any, s *Server, err error) error {
 	if errors.As(err, &rpc) {
 		return err
 	}
-	if msg := err.Error(); strings.Contains(msg, "auth login") {
-		return &SignInRequired{Server: s.Config.ID(), User: string(u), Reason: fmt.Sprintf("the server refused your sign-in (%s)", firstClause(msg))}
+	var si signInError
+	if errors.As(err, &si) {
+		return &SignInRequired{Server: s.Config.ID(), User: string(u), Reason: fmt.Sprintf("the server refused your sign-in (%s)", firstClause(si.Error()))}
 	}
 	return err
 }
+
+// signInError is a refusal the user ends by signing in (again): its text
+// names `dynamic-mcp auth login` for the shared sign-in, and a user's own
+// connection turns it into a *SignInRequired (userAuthError).
+type signInError struct{ error }
+
+func (e signInError) Unwrap() error { return e.error }
 
 // firstClause is msg up to its first ": run:" hint, which names a command
 // for the shared sign-in, not the user's.

@@ -659,12 +659,12 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 		if rerr := c.auth.Renew(ctx, refusedAuthorization(err)); rerr == nil {
 			res, err = c.request(ctx, method, params)
 		} else {
-			err = fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())
+			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())}
 		}
 		err = userAuthError(owner, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
-		err = fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())
+		err = signInError{fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())}
 	}
 	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && ctx.Value(connWantKey{}) == nil {
 		// The server ended the session (HTTP 404): initialize again, once,

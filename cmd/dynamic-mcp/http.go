@@ -11,9 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -77,7 +75,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
-		SessionKeys: cfg.HTTP.SessionKeys, TrustedProxies: cfg.HTTP.TrustedProxies}
+		SessionKeys: cfg.HTTP.SessionKeys, Store: mgr.SharedStore(), TrustedProxies: cfg.HTTP.TrustedProxies}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr, logger)
 		opts.Tokens = cfg.HTTP.Tokens
@@ -120,11 +118,6 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
 		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, append(authAttrs(cfg), sealAttrs(cfg)...)...)...)
-	// SIGTERM (a balancer's orchestrator, systemd, docker stop) drains
-	// first; SIGINT (Ctrl-C) stops at once, as does the end of ctx.
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -132,10 +125,10 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 		return err
 	case <-ctx.Done():
 	}
-	select {
-	case <-term:
+	// SIGTERM (a balancer's orchestrator, systemd, docker stop) drains
+	// first; SIGINT (Ctrl-C) stops at once, as does any other end of ctx.
+	if terminated(ctx) {
 		drainHTTP(h, cfg.HTTP.DrainTimeout, logger)
-	case <-time.After(50 * time.Millisecond): // the signal reaches term and ctx apart
 	}
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -155,12 +155,19 @@ type jwtUser struct {
 
 // startHydraJWT runs hydra as startHydra does, issuing JWT access tokens,
 // with a login app that signs in the user the authorization request
-// names by login_hint ("carol" when it names none), and a consent app
+// names by login_hint, or the person at the browser (X-Test-Person),
+// ("carol" when it names none), and a consent app
 // that puts its name and groups into the access token, and grants the
 // audience requested, or audience when set (for a client that asks by
 // RFC 8707's resource, which hydra does not read: the consent app grants
 // the hub's audience, as an operator's would).
 func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser, audience string) *hydra {
+	return startHydraTokens(t, bin, users, audience, "jwt")
+}
+
+// startHydraTokens is startHydraJWT with hydra's access token strategy
+// strategy: jwt, or opaque (hydra's default, checked by introspection).
+func startHydraTokens(t *testing.T, bin string, users map[string]jwtUser, audience, strategy string) *hydra {
 	h := &hydra{}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var next struct {
@@ -176,6 +183,9 @@ func startHydraJWT(t *testing.T, bin string, users map[string]jwtUser, audience 
 			}
 			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/login?login_challenge="+ch, nil, &req)
 			user := req.OIDC.LoginHint
+			if p := r.Header.Get("X-Test-Person"); p != "" {
+				user = p // the person at the browser (hydra_peruser_test.go)
+			}
 			if user == "" {
 				user = "carol"
 			}
@@ -227,8 +237,8 @@ log: { level: warn }
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	// The JWT strategy by environment, as an operator would set it.
-	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN=jwt")
+	// The strategy by environment, as an operator would set it.
+	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN="+strategy)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,20 +22,21 @@ func main() {
 	// write fails with EPIPE instead, and the hub stops in order when its
 	// stdin closes.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// The first signal starts an orderly stop; a second one stops at
-		// once, killing every child's process group on the way out.
-		<-ctx.Done()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
+		// The first signal starts an orderly stop (its cause says which,
+		// see terminated); a second one stops at once, killing every
+		// child's process group on the way out.
+		stop(stopSignal{<-signals})
+		<-signals
 		fmt.Fprintln(os.Stderr, "dynamic-mcp: second signal, stopping at once")
 		transport.KillAll()
 		os.Exit(1)
 	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	stop(nil)
 	os.Exit(exitStatus(err, os.Stderr))
 }
 
@@ -99,8 +100,14 @@ Usage:
   dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
   dynamic-mcp auth logout <server> | auth status [-c FILE]
+  dynamic-mcp auth status|logout [<server>] --user SUBJECT [-c FILE]
+                                  users' own sign-ins (auth: per-user)
   dynamic-mcp secret set NAME | secret list | secret rm NAME [-c FILE]
                                   keep secrets for ${secret:NAME} in the vault
+                                  (with store:, in the store)
+  dynamic-mcp store import -c FILE [--from STATE_DIR] [--dry-run] [--force]
+                                  copy a state directory's sign-ins, secrets
+                                  and pins into the config's store:
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -150,6 +157,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return authCmd(ctx, args[1:], stdout, stderr)
 	case "secret":
 		return secretCmd(args[1:], stdin, stdout, stderr)
+	case "store":
+		return storeCmd(ctx, args[1:], stdout, stderr)
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":

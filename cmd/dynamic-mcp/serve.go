@@ -154,13 +154,17 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	storeAtStart := cfg.Store
+	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
+	secretsChanged := make(chan struct{}, 1)
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
 			setLogSecrets(cfg)
 			if cfg.Store != storeAtStart {
 				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
+			}
+			if httpAddr != "" && httpAuthChanged(authAtStart, cfg.HTTP.Auth) {
+				logger.Warn("config reload: http.auth changed; it is read at start, restart to use the new one")
 			}
 			cfg, err := cfg.WithProfile(profile)
 			if err != nil {
@@ -169,7 +173,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
-		}, mgr.RecheckPins, logger)
+		}, mgr.RecheckPins, secretsChanged, logger)
 	}()
 	// With store:, a pin accepted elsewhere arrives as a notification.
 	pinsWatched := make(chan struct{})
@@ -177,7 +181,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(pinsWatched)
 		mgr.WatchSharedPins(watchCtx)
 	}()
-	defer func() { stopWatching(); <-watched; <-pinsWatched }()
+	// With store:, a secret set or removed elsewhere reloads the config.
+	secretsWatched := make(chan struct{})
+	go func() {
+		defer close(secretsWatched)
+		watchSharedSecrets(watchCtx, mgr.SharedStore(), secretsChanged)
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
 
 	if httpAddr != "" {
 		announceUI := func(page, token string) {

@@ -8,6 +8,7 @@ package identity
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,7 +18,7 @@ import (
 type Kind string
 
 const (
-	KindJWT   Kind = "jwt"   // a JWT access token of http.auth's issuer
+	KindJWT   Kind = "jwt"   // an access token of http.auth's issuer: a JWT, or an opaque token introspected (one person either way)
 	KindToken Kind = "token" // a static token of http.token or http.tokens
 	KindNone  Kind = "none"  // no token checked (--insecure-no-auth)
 )
@@ -94,19 +95,12 @@ func (id *Identity) Has(claim, value string) bool {
 // clip cuts s to MaxText bytes, at a rune boundary, without control
 // characters (which would forge lines in a log).
 func clip(s string) string {
-	if len(s) > MaxText {
-		n := MaxText
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
 	return strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
 			return -1
 		}
 		return r
-	}, s)
+	}, clipText.String(s, MaxText))
 }
 
 // subject reads a token's subject: "" with a reason for one refused.

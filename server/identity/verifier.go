@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -66,9 +66,11 @@ func (e *ScopeError) Error() string {
 
 // Verifier checks JWT access tokens of http.auth's issuer (RFC 9068
 // shaped, as the MCP authorization spec has them): the signature by the
-// issuer's keys (discovered by OpenID Connect discovery, fetched again on
-// rotation), iss, exp, nbf, and an aud that names the hub (RFC 8707:
-// a token for another resource is refused). It is safe for concurrent
+// issuer's keys (found by its metadata, RFC 8414 or OpenID Connect
+// discovery, and fetched again on rotation), iss, exp, nbf, and an aud
+// that names the hub (RFC 8707: a token for another resource is
+// refused); with http.auth.introspection, opaque tokens too, by the
+// issuer's introspection endpoint (RFC 7662). It is safe for concurrent
 // use and starts no goroutine.
 type Verifier struct {
 	auth   config.HTTPAuth
@@ -77,7 +79,8 @@ type Verifier struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
-	keys atomic.Pointer[keySet] // once discovered; read without a lock
+	found atomic.Pointer[discovered] // once discovered; read without a lock
+	in    *introspector              // with http.auth.introspection, else nil
 
 	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
 	tried      time.Time  // last failed discovery
@@ -102,22 +105,38 @@ func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client,
 	if auth.JWKSRefresh <= 0 {
 		auth.JWKSRefresh = config.DefaultJWKSRefresh
 	}
-	return &Verifier{auth: auth, logger: logger, client: client, now: now, sleep: sleep}
+	v := &Verifier{auth: auth, logger: logger, client: client, now: now, sleep: sleep}
+	if auth.Introspection != nil {
+		v.in = newIntrospector(v, *auth.Introspection)
+	}
+	return v
 }
 
 // Verify checks raw and returns its caller's identity: a *TokenError for
 // a token refused, ErrUnavailable when the issuer cannot be reached.
-// What it asks of the issuer is asked apart from ctx (see discover): a
-// caller that goes away does not make the issuer seem down.
+// A JWT is checked by the issuer's keys; any other token, with
+// http.auth.introspection, by introspection (introspect.go), as is a JWT
+// of an issuer whose metadata names no keys. What it asks of the issuer
+// is asked apart from ctx (see discover): a caller that goes away does
+// not make the issuer seem down.
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
+	if v.in != nil && !looksJWT(raw) {
+		return v.in.verify(ctx, raw)
+	}
 	if strings.Count(raw, ".") != 2 {
 		return nil, &TokenError{Description: "not a JWT"}
 	}
-	keys, err := v.discover(ctx)
+	found, err := v.discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	payload, err := keys.VerifySignature(ctx, raw)
+	if found.keys == nil {
+		if v.in != nil {
+			return v.in.verify(ctx, raw)
+		}
+		return nil, fmt.Errorf("%w: its metadata names no jwks_uri", ErrUnavailable)
+	}
+	payload, err := found.keys.VerifySignature(ctx, raw)
 	if err != nil {
 		return nil, signatureError(err)
 	}
@@ -133,6 +152,24 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 		return nil, &ScopeError{Need: v.auth.Scopes} // all of them: what to ask for when signing in again
 	}
 	return v.identity(claims)
+}
+
+// looksJWT reports whether raw is shaped as a JWS compact serialization
+// (RFC 7515 section 7.1): three parts, the first a JSON object with alg.
+// An opaque token, even one with two dots, is not.
+func looksJWT(raw string) bool {
+	head, _, ok := strings.Cut(raw, ".")
+	if !ok || strings.Count(raw, ".") != 2 || len(head) > 4096 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Alg *string `json:"alg"`
+	}
+	return json.Unmarshal(b, &h) == nil && h.Alg != nil
 }
 
 // checkClaims checks the registered claims of a token the issuer signed
@@ -233,43 +270,51 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	return id, nil
 }
 
-// discover is the issuer's keys, from its discovery document, fetched
-// once; a failure is answered for MinRefetch before it is tried again.
-// The document is fetched apart from ctx (its values, not its end): one
-// discovery at a time, bounded by fetchTimeout, and a caller that goes
-// away neither ends it nor has its end taken for the issuer's failure.
-func (v *Verifier) discover(ctx context.Context) (*keySet, error) {
-	if keys := v.keys.Load(); keys != nil {
-		return keys, nil
+// discovered is what the hub learnt of the issuer from its metadata.
+type discovered struct {
+	keys          *keySet // nil when the metadata names no jwks_uri
+	introspection string  // its introspection_endpoint, checked; "" for none
+}
+
+// discover is the issuer's metadata (discovery.go), fetched once; a
+// failure is answered for MinRefetch before it is tried again. It is
+// fetched apart from ctx (its values, not its end): one discovery at a
+// time, bounded by fetchTimeout, and a caller that goes away neither
+// ends it nor has its end taken for the issuer's failure.
+func (v *Verifier) discover(ctx context.Context) (*discovered, error) {
+	if found := v.found.Load(); found != nil {
+		return found, nil
 	}
 	v.discoverMu.Lock()
 	defer v.discoverMu.Unlock()
-	if keys := v.keys.Load(); keys != nil {
-		return keys, nil // discovered while this call waited
+	if found := v.found.Load(); found != nil {
+		return found, nil // discovered while this call waited
 	}
 	if !v.tried.IsZero() && v.now().Sub(v.tried) < MinRefetch {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, v.triedErr)
 	}
-	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), v.client), fetchTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 	defer cancel()
-	provider, err := oidc.NewProvider(dctx, v.auth.Issuer)
-	var doc struct {
-		JWKSURL string `json:"jwks_uri"`
+	md, at, err := fetchMetadata(dctx, v.client, v.auth.Issuer)
+	if err == nil && md.JWKSURL != "" {
+		err = checkJWKSURL(md.JWKSURL)
 	}
-	if err == nil {
-		if err = provider.Claims(&doc); err == nil {
-			err = checkJWKSURL(doc.JWKSURL)
-		}
+	if err == nil && md.Introspection != "" && v.in != nil && v.in.conf.URL == "" {
+		err = checkMetadataURL("introspection_endpoint", md.Introspection)
 	}
 	if err != nil {
 		v.tried, v.triedErr = v.now(), err
-		v.logger.Warn("http.auth: cannot read the issuer's discovery document; JWTs are answered 503", "issuer", v.auth.Issuer, "err", err)
+		v.logger.Warn("http.auth: cannot read the issuer's metadata; its tokens are answered 503", "issuer", v.auth.Issuer, "err", err)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "jwks_uri", doc.JWKSURL)
-	keys := &keySet{url: doc.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
-	v.keys.Store(keys)
-	return keys, nil
+	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "metadata", at, "jwks_uri", md.JWKSURL,
+		"introspection_endpoint", md.Introspection)
+	found := &discovered{introspection: md.Introspection}
+	if md.JWKSURL != "" {
+		found.keys = &keySet{url: md.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
+	}
+	v.found.Store(found)
+	return found, nil
 }
 
 // signatureError is what the key set's refusal means, in words for the

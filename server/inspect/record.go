@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/json"
 	"errors"
+	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -139,10 +140,7 @@ const maxName = 1024
 
 // clip is s cut at max bytes, marked with an ellipsis when it was cut.
 func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
+	return clipText.Marked(s, max, "…")
 }
 
 // size is the bytes b holds.

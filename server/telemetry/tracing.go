@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -288,14 +288,7 @@ func setOutcome(span trace.Span, errType string, err error) {
 
 // clip is s cut to at most maxAttr bytes, on a character's boundary.
 func clip(s string) string {
-	if len(s) <= maxAttr {
-		return s
-	}
-	n := maxAttr
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return clipText.String(s, maxAttr)
 }
 
 // requestID is jsonrpc.request.id: a string id unquoted, a number as

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOpaqueCallersSignedInWithHydra serves the hub over HTTP as an
+// OAuth 2.1 resource server of ory/hydra v2.3.0 with its default, opaque,
+// access tokens, which the hub checks at hydra's introspection endpoint
+// (RFC 7662, http.auth.introspection): two users each see the profile
+// their claims (ext.groups, where hydra's introspection puts a session's
+// claims) choose, their calls are theirs in the audit trail, a token for
+// another audience is refused 401 invalid_token, and a token revoked at
+// hydra stops working once the hub's cached answer expires (cache_ttl).
+func TestOpaqueCallersSignedInWithHydra(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ory/hydra")
+	}
+	bin := buildHydra(t)
+	hubPort := hydraFreePort(t)
+	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	audience := hubURL + "/mcp"
+	const other = "https://other.example/mcp"
+	h := startHydraTokens(t, bin, map[string]jwtUser{
+		"alice": {name: "Alice", groups: []string{"admins"}},
+		"bob":   {name: "Bob", groups: []string{"docs"}},
+	}, "", "opaque")
+	redirect := "http://127.0.0.1:1/callback"
+	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
+		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
+		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
+		"audience": []string{audience, other}, "token_endpoint_auth_method": "client_secret_post",
+	}, nil)
+
+	const ttl = 2 * time.Second
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
+audit: { path: %q }
+profiles:
+  admin: { groups: [f], mode: flat }
+  reader: { groups: [f], mode: dynamic }
+http:
+  auth:
+    issuer: %s/
+    audience: %s
+    claims: { name: ext.name, groups: ext.groups }
+    introspection: { url: %s/admin/oauth2/introspect, cache_ttl: %s }
+    profiles:
+      - { claim: ext.groups, value: admins, profile: admin }
+    default_profile: reader
+groups:
+  f: { description: fake, command: %q }
+`, auditPath, h.public, audience, h.adminURL, ttl, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	if base != hubURL {
+		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
+	}
+
+	alice := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", audience)
+	bob := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	if strings.Count(alice, ".") == 2 {
+		t.Fatalf("hydra's token is a JWT, want an opaque one: %s", alice)
+	}
+	ac, bc := &bearerSession{t: t, url: audience, token: alice}, &bearerSession{t: t, url: audience, token: bob}
+	for _, c := range []*bearerSession{ac, bc} {
+		if code, body := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize with hydra's opaque token: %d %s\n%s", code, body, stderr.String())
+		}
+	}
+	if _, tools := ac.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("alice (admins) sees %s, want the flat profile admin", tools)
+	}
+	if _, tools := bc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") || strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("bob sees %s, want the dynamic profile reader", tools)
+	}
+	if _, got := ac.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"from alice"}}}`); !strings.Contains(got, "from alice") {
+		t.Errorf("alice's call: %s", got)
+	}
+	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
+		t.Errorf("bob's call: %s", got)
+	}
+	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
+	})
+
+	meta := `Bearer resource_metadata="` + hubURL + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
+	forOther := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", other)
+	if code, header := (&bearerSession{t: t, url: audience, token: forOther}).refused(); code != http.StatusUnauthorized ||
+		!strings.HasPrefix(header, meta) || !strings.Contains(header, "not for this resource") {
+		t.Errorf("a token for another audience: %d %q, want 401 %q", code, header, meta)
+	}
+
+	// Alice's token is revoked at hydra (RFC 7009): within the TTL of the
+	// hub's last answer about it, it is refused.
+	resp, err := http.PostForm(h.public+"/oauth2/revoke", url.Values{"token": {alice}, "client_id": {"team-app"}, "client_secret": {"team-app-secret-0123"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke at hydra: %s", resp.Status)
+	}
+	revoked := time.Now()
+	var header string
+	waitFor(t, ttl+3*time.Second, "alice's revoked token refused", func() bool {
+		var code int
+		code, header = (&bearerSession{t: t, url: audience, token: alice}).refused()
+		return code == http.StatusUnauthorized
+	})
+	if took := time.Since(revoked); took > ttl+time.Second || !strings.Contains(header, "not active") {
+		t.Errorf("the revoked token refused after %s with %q, want within the TTL %s, not active", took, header, ttl)
+	}
+	if _, got := bc.post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); !strings.Contains(got, "call_dynamic_tool") {
+		t.Errorf("bob after alice's revocation: %s", got)
+	}
+}

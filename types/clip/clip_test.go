@@ -1,0 +1,45 @@
+package clip
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestString(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abc", 2, "ab"},
+		{"abc", 0, ""},
+		{"abc", -1, ""},
+		{"aé", 2, "a"},  // é is two bytes: not split
+		{"a€b", 3, "a"}, // € is three bytes
+		{"a€b", 4, "a€"},
+		{"😀😀", 5, "😀"},
+		{"\xff\xfe", 1, "\xff"}, // invalid bytes are each their own start
+	} {
+		if got := String(c.s, c.max); got != c.want {
+			t.Errorf("String(%q, %d) = %q, want %q", c.s, c.max, got, c.want)
+		}
+	}
+	long := strings.Repeat("ж", 100)
+	for max := 0; max < len(long); max++ {
+		got := String(long, max)
+		if len(got) > max || !utf8.ValidString(got) || len(got) < max-1 {
+			t.Fatalf("String(ж*100, %d) = %d bytes, valid %v", max, len(got), utf8.ValidString(got))
+		}
+	}
+}
+
+func TestMarked(t *testing.T) {
+	if got := Marked("abc", 3, "…"); got != "abc" {
+		t.Errorf("a string that fits was marked: %q", got)
+	}
+	if got := Marked("aéé", 2, "…"); got != "a…" {
+		t.Errorf("Marked = %q", got)
+	}
+}
