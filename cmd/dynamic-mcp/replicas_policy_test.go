@@ -197,8 +197,8 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			}
 			return string(out)
 		}
-		fourth := c.start(t, "ask four")
-		p, _ = pending("ask four")
+		viaCLI := c.start(t, "ask cli")
+		p, _ = pending("ask cli")
 		var l approval.List
 		if out := cli("approvals", "--json"); json.Unmarshal([]byte(out), &l) != nil || len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != p.Replica {
 			t.Fatalf("dynamic-mcp approvals --json on the store: %s, want %s at %s", out, p.ID, p.Replica)
@@ -209,7 +209,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		if out := cli("approve", p.ID); !strings.Contains(out, "approved "+p.ID) {
 			t.Errorf("dynamic-mcp approve on the store: %s", out)
 		}
-		if a := c.wait(t, fourth); a.Text != "ask four" || a.IsError {
+		if a := c.wait(t, viaCLI); a.Text != "ask cli" || a.IsError {
 			t.Errorf("the call approved by dynamic-mcp approve: %+v", a)
 		}
 
