@@ -98,7 +98,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 		}
 		return nil, http.StatusNotFound
 	}
-	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name)
+	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)
 	return hs, 0
 }
 

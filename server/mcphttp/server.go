@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,10 @@ type Options struct {
 	// through it to whichever replica needs them (relay.go). Nil: none,
 	// and each replica keeps these to itself.
 	Store shared.Store
+	// TrustedProxies are the balancers whose X-Forwarded-For (or
+	// Forwarded) header names the client (clientip.go); nil: the peer is
+	// the client.
+	TrustedProxies []netip.Prefix
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -159,7 +164,9 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, withClientAddr(r, s.opts.TrustedProxies))
+}
 
 // Guard is the face's checks, for a handler that picks them itself (such
 // as /readyz, whose reasons only a request with the token sees).
