@@ -89,6 +89,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// routing after all (issue 25).
 		return errors.New("store: is for replicas, which resume each other's sessions only with http.session_keys: set them (the same keys on every replica)")
 	}
+	var uiToken string // the HTTP face's inspector's (uitoken.go)
+	var uiFromEnv bool
+	if httpAddr != "" && !noAuth {
+		if uiToken, uiFromEnv, err = faceUIToken(cfg); err != nil {
+			return err
+		}
+	}
 	mgr, err := newManager(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -183,12 +190,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
 
 	if httpAddr != "" {
+		announceUI := func(page, token string) {
+			announceUIToken(stderr, logger, cfg.StateDir, page, token, noAuth, uiFromEnv)
+		}
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.
 			h.Handle("/metrics", metrics.Handler())
-			mountInspectorOnFace(h, insp, url, checks, stderr)
+			mountInspectorOnFace(h, insp, url, checks, uiToken, announceUI)
 		})
 	}
 	if hubMode {

@@ -43,7 +43,7 @@ func (s *Server) confirmStart(w http.ResponseWriter, r *http.Request, pending pe
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in: cannot send the browser to the hub's identity provider", "server", e.server, "err", err)
-		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(err.Error())+"</p>")
+		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -74,7 +74,7 @@ func (s *Server) signInConfirm(w http.ResponseWriter, r *http.Request) {
 	who, err := s.confirmer.Exchange(ctx, publicBase(r)+"/auth/confirm", q.Get("code"), e.verifier, e.nonce)
 	if err != nil {
 		s.logger.Warn("per-user sign-in: the identity provider's sign-in failed", "server", e.server, "err", err)
-		page(w, http.StatusBadRequest, "Sign-in failed", "<p>dynamic-mcp: the sign-in to the hub's identity provider failed: "+html.EscapeString(err.Error())+". Nothing was signed in.</p>")
+		page(w, http.StatusBadRequest, "Sign-in failed", "<p>dynamic-mcp: the sign-in to the hub's identity provider failed: "+html.EscapeString(briefly(err))+". Nothing was signed in.</p>")
 		return
 	}
 	if who.Key() != e.user {

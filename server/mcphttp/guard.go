@@ -141,8 +141,8 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// Only a wrong token counts: a request with none (what an
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
-				if header != "" && !signed(refused) {
-					g.auth.fail(addr)
+				if header != "" && !signed(refused) && g.auth.fail(addr) && g.opts.Logger != nil {
+					g.opts.Logger.Warn("too many wrong bearer tokens: the client address is refused until its minute is over", "addr", addr)
 				}
 				if refused != nil && g.opts.Logger != nil {
 					g.opts.Logger.Debug("refused a bearer token", "addr", addr, "reason", refused)

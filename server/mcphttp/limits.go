@@ -155,11 +155,12 @@ func (a *authLimiter) blocked(addr string) time.Duration {
 	return left
 }
 
-// fail counts a failed attempt from addr. When the table is full, expired
+// fail counts a failed attempt from addr, and reports whether it was the
+// one that blocked addr. When the table is full, expired
 // windows are forgotten, then the oldest address that is not blocked: a
 // blocked address stays blocked for its whole window, however many others
 // fail meanwhile. With every entry blocked, addr is not counted.
-func (a *authLimiter) fail(addr string) {
+func (a *authLimiter) fail(addr string) (blocked bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
@@ -171,13 +172,14 @@ func (a *authLimiter) fail(addr string) {
 		if len(a.addrs) >= maxAuthAddrs {
 			a.prune(now)
 			if len(a.addrs) >= maxAuthAddrs {
-				return
+				return false
 			}
 		}
 		f = &authFailures{start: now}
 		a.addrs[addr] = f
 	}
 	f.n++
+	return f.n == a.max
 }
 
 func (a *authLimiter) prune(now time.Time) {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +65,7 @@ type signInEntry struct {
 	link               string // the id of the link it came from, its waiter's key
 	flow               *auth.WebFlow
 	verifier, nonce    string // kindConfirm: PKCE verifier and ID token nonce
+	browser            string // kindFlow: the hash of its browser's cookie (signinbrowser.go)
 
 	done        chan struct{} // kindWaiter: closed once signed in
 	hs          *httpSession  // kindWaiter: told when signed in, under elicitation
@@ -273,26 +276,54 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server, user := html.EscapeString(e.server), html.EscapeString(e.name)
+	as := "<b>" + user + "</b>"
+	if a := account(e.user); a != "" && a != e.name {
+		as += " (account " + html.EscapeString(a) + ")"
+	}
 	how := "This link is " + user + "'s alone: whoever uses it signs in for " + user + ". If you are not " + user + ", or did not ask to sign in, close this page."
 	if s.confirms(e.user) {
 		how = "You will first sign in to the hub's identity provider, to show that you are " + user + "; the sign-in goes on only if you are."
 	}
 	page(w, http.StatusOK, "Sign in to "+e.server, fmt.Sprintf(`<h1>Sign in to %s</h1>
-<p>You are signing in to <b>%s</b> as <b>%s</b>, for the hub to call it for you.</p>
+<p>You are signing in to <b>%s</b> as %s, for the hub to call it for you.</p>
 <p>%s</p>
 <form method="post" action="/auth/start"><input type="hidden" name="server" value="%s"><input type="hidden" name="state" value="%s"><button type="submit">Sign in to %s as %s</button></form>`,
-		server, server, user, how, server, html.EscapeString(q.Get("state")), server, user))
+		server, server, as, how, server, html.EscapeString(q.Get("state")), server, user))
+}
+
+// account is the account of user (a caller's key) as the page shows it:
+// the subject of a JWT caller, the name of a static token. The name a
+// page shows besides it is a claim its caller may choose, at some
+// identity providers, to read as another's.
+func account(user string) string {
+	_, a, _ := strings.Cut(user, ":")
+	a, _, _ = strings.Cut(a, " sha256:")
+	return a
 }
 
 // signInStart uses a link up (the page's POST) and sends the browser on:
 // to the hub's identity provider first, where the link's user must be
 // confirmed, else to the upstream's authorization server.
 func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+	// Anyone may post here (the state is the credential): the form is
+	// read within the body timeout, as /mcp's bodies are, so that a
+	// trickled one holds no connection for long.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
+	err := r.ParseForm()
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			w.Header().Set("Connection", "close") // the rest of the body is not waited for
+			page(w, http.StatusRequestTimeout, "Sign-in", "<p>dynamic-mcp: the sign-in form came too slowly.</p>")
+			return
+		}
+		w.Header().Set("Connection", "close")
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: not a sign-in form.</p>")
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	pending := s.pendingSignIns()
 	e, err := pending.take(r.Context(), r.PostForm.Get("state"), kindLink)
 	if err != nil {
@@ -316,16 +347,17 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+"/auth/callback")
+	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
-		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(err.Error())+"</p>")
+		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
 	if e.flow != nil { // the callback's second try: there is no third
 		flow.Retry()
 	}
-	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow}
+	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow,
+		browser: bindBrowser(w, r, flow.State())}
 	if err := pending.put(ctx, flow.State(), next); err != nil {
 		s.logger.Warn("per-user sign-in: the store could not be written", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be kept now: call the tool again for a new link.</p>")
@@ -337,7 +369,8 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 // signInCallback takes the authorization server's redirect, exchanges the
 // code and keeps the token for the user the flow was started for.
 func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
-	e, err := s.pendingSignIns().take(r.Context(), r.URL.Query().Get("state"), kindFlow)
+	state := r.URL.Query().Get("state")
+	e, err := s.pendingSignIns().take(r.Context(), state, kindFlow)
 	if err != nil {
 		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: call the tool again for a new link.</p>")
@@ -345,6 +378,21 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if e == nil {
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>")
+		return
+	}
+	if r.PathValue("server") != e.server {
+		// Another server's redirect with this flow's state: a mix-up
+		// (signinbrowser.go).
+		s.logger.Warn("per-user sign-in: a callback for another server carried a flow's state; refused", "server", e.server, "at", r.PathValue("server"))
+		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in came back from another server than the one it was sent to. Nothing was signed in: call the tool again for a new link.</p>")
+		return
+	}
+	if !sameBrowser(w, r, state, e.browser) {
+		s.logger.Warn("per-user sign-in: a callback came from another browser than the one that started it; refused", "server", e.server, "user", e.name)
+		page(w, http.StatusForbidden, "Not this browser's sign-in", fmt.Sprintf(`<h1>This sign-in was started in another browser</h1>
+<p>It signs <b>%s</b> in to %s, and was not started in this browser. Nothing was signed in, and the sign-in is used up.</p>
+<p>If someone sent you a link to sign in, do not follow it. To sign in to %s yourself, call its tool through the hub: you will get a link of your own.</p>`,
+			html.EscapeString(e.name), html.EscapeString(e.server), html.EscapeString(e.server)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
@@ -363,7 +411,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
-		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(err.Error())))
+		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(briefly(err))))
 		return
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)

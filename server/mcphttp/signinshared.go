@@ -50,6 +50,7 @@ type signInRecord struct {
 	Flow     *auth.WebFlowState `json:"f,omitempty"`
 	Verifier string             `json:"v,omitempty"`
 	Nonce    string             `json:"o,omitempty"`
+	Browser  string             `json:"b,omitempty"`
 }
 
 // rowKey is the row of state.
@@ -62,7 +63,7 @@ func signInAD(key string) []byte { return []byte("dynamic-mcp sign-in\x00" + key
 
 func (p sharedSignIns) seal(key string, e *signInEntry) ([]byte, error) {
 	r := signInRecord{Kind: e.kind, User: e.user, Server: e.server, Name: e.name, Expires: e.expires.UnixMilli(), Link: e.link,
-		Verifier: e.verifier, Nonce: e.nonce}
+		Verifier: e.verifier, Nonce: e.nonce, Browser: e.browser}
 	if e.flow != nil {
 		st := e.flow.Export()
 		r.Flow = &st
@@ -102,7 +103,7 @@ func (p sharedSignIns) open(key string, value []byte) (*signInEntry, error) {
 			return nil, errSignInRow
 		}
 		e := &signInEntry{kind: r.Kind, user: r.User, server: r.Server, name: r.Name, expires: time.UnixMilli(r.Expires), link: r.Link,
-			verifier: r.Verifier, nonce: r.Nonce}
+			verifier: r.Verifier, nonce: r.Nonce, browser: r.Browser}
 		if r.Flow != nil {
 			if e.flow, err = auth.ResumeWeb(*r.Flow, auth.LoginOptions{}); err != nil {
 				return nil, err
@@ -170,13 +171,20 @@ func (p sharedSignIns) take(ctx context.Context, state string, kind entryKind) (
 		return nil, nil
 	}
 	key := rowKey(state)
-	// A state with no row (a guess, a link used) costs one read, not the
-	// lock every replica's sign-ins take.
-	if _, err := p.db.Get(ctx, signInNS, key); errors.Is(err, shared.ErrNotFound) {
+	// A state with no row (a guess, a link used), or of another step
+	// (left for its own), costs one read, not the lock every replica's
+	// sign-ins take.
+	v, err := p.db.Get(ctx, signInNS, key)
+	if errors.Is(err, shared.ErrNotFound) {
 		return nil, nil
 	}
+	if err == nil {
+		if got, err := p.open(key, v); err == nil && got.kind != kind {
+			return nil, nil
+		}
+	}
 	var e *signInEntry
-	err := p.db.Locked(ctx, signInNS, signInLock, signInWait, func(tx shared.Tx) error {
+	err = p.db.Locked(ctx, signInNS, signInLock, signInWait, func(tx shared.Tx) error {
 		v, err := tx.Get(ctx, signInNS, key)
 		if errors.Is(err, shared.ErrNotFound) {
 			return nil

@@ -166,7 +166,7 @@ func TestSignInAcrossReplicas(t *testing.T) {
 	}
 	mu.Lock()
 	t.Logf("replicas by step: %v", served)
-	steps := [][]int{served["GET /auth/start"], served["POST /auth/start"], served["GET /auth/confirm"], served["GET /auth/callback"]}
+	steps := [][]int{served["GET /auth/start"], served["POST /auth/start"], served["GET /auth/confirm"], served["GET /auth/callback/docs"]}
 	mu.Unlock()
 	other := false
 	for i := range steps[0] {
@@ -274,7 +274,7 @@ func TestSignInWaitAcrossReplicas(t *testing.T) {
 		if s, ok := sticky[pr.In.Header.Get(headerSessionID)]; ok {
 			i = s
 		}
-		if pr.In.URL.Path == "/auth/callback" {
+		if strings.HasPrefix(pr.In.URL.Path, "/auth/callback/") {
 			for _, home := range sticky { // the one session's: the callback at the other replica
 				i = 1 - home
 			}

@@ -197,6 +197,7 @@ func (p *parser) parse(data []byte) *Config {
 				"auth":              func(k string, v *yaml.Node) { cfg.HTTP.Auth = p.httpAuth(v, k) },
 				"session_keys":      func(k string, v *yaml.Node) { cfg.HTTP.SessionKeys = p.sessionKeys(v, k) },
 				"drain_timeout":     func(k string, v *yaml.Node) { cfg.HTTP.DrainTimeout = p.duration(v, k) },
+				"trusted_proxies":   func(k string, v *yaml.Node) { cfg.HTTP.TrustedProxies = p.trustedProxies(v, k) },
 			})
 			p.checkTokens(v, key, cfg.HTTP)
 		},
