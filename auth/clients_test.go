@@ -57,3 +57,24 @@ func TestClientsRegisterOnceAcrossProcesses(t *testing.T) {
 		t.Errorf("a sign-in with another redirect: %d registrations in all; want 2", a.Registered)
 	}
 }
+
+// A flow's second try (after ErrClientRejected) stays one when it is
+// kept as data and resumed on another replica: there is no third.
+func TestWebFlowRetriedSurvivesExport(t *testing.T) {
+	a := authtest.NewServer(t)
+	f, err := BeginWeb(t.Context(), "docs", a.URL+"/mcp", "https://hub.example/auth/callback/docs", LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Retried() {
+		t.Fatal("a new flow is a retry")
+	}
+	f.Retry()
+	g, err := ResumeWeb(f.Export(), LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Retried() {
+		t.Error("the resumed flow forgot it is a second try")
+	}
+}
