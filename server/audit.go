@@ -587,11 +587,14 @@ func (a *auditLog) keep(rest []byte) []byte {
 	return bytes.Clone(rest)
 }
 
-// finish fsyncs and closes the file and keeps why either failed.
+// finish fsyncs and closes the file and keeps why either failed. A
+// trail that is not a regular file (audit.path: /dev/stdout in a
+// container, a pipe to a collector) has nothing to fsync.
 func (a *auditLog) finish() {
-	err := a.f.Sync()
-	if err != nil && !errors.Is(err, os.ErrInvalid) && a.failure.Load() == nil {
-		a.logger.Warn("audit trail: fsync at close", "err", err)
+	if fi, err := a.f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if err := a.f.Sync(); err != nil && a.failure.Load() == nil {
+			a.logger.Warn("audit trail: fsync at close", "err", err)
+		}
 	}
 	if err := a.f.Close(); err != nil {
 		a.logger.Error("close the audit trail", "err", err)
