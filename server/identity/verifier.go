@@ -89,7 +89,8 @@ type Verifier struct {
 
 // NewVerifier checks tokens as auth says, logging to logger (nil:
 // nowhere) what it learns of the issuer. client makes the requests to the
-// issuer (nil: http.DefaultClient); now is the clock (nil: time.Now).
+// issuer (nil: http.DefaultClient), following a redirect only to https
+// (http on a loopback host); now is the clock (nil: time.Now).
 // Nothing is fetched until the first token comes: a hub whose issuer is
 // down starts, and its static tokens work.
 func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client, now func() time.Time) *Verifier {
@@ -99,6 +100,7 @@ func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client,
 	if client == nil {
 		client = http.DefaultClient
 	}
+	client = secureRedirects(client)
 	if now == nil {
 		now = time.Now
 	}
