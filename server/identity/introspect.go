@@ -59,8 +59,9 @@ type flight struct {
 
 const (
 	// MaxIntrospectionCache bounds the answers kept (STYLE 15): when it
-	// is full the expired ones are dropped, then any, so that many
-	// tokens cost requests to the issuer, never memory.
+	// is full the expired ones are dropped, then refusals, then (for an
+	// identity) any, so that many tokens cost requests to the issuer,
+	// never memory, and guessed ones never push out the team's.
 	MaxIntrospectionCache = 1024
 	// expiredGrace is how long past its exp a token seen active is still
 	// known: refused as expired (Signed, as a JWT's would be) without a
@@ -128,8 +129,10 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 	}
 }
 
-// put keeps a under sum, making room first when the cache is full.
-// in.mu is held.
+// put keeps a under sum, making room first when the cache is full: the
+// expired answers are dropped, then a refusal; a refusal is not kept in
+// place of an identity, so that a flood of guessed tokens pushes out
+// only its own refusals, never the team's answers. in.mu is held.
 func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 	if len(in.cache) >= MaxIntrospectionCache {
 		now := in.v.now()
@@ -138,11 +141,22 @@ func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 				delete(in.cache, k)
 			}
 		}
-		for k := range in.cache {
+		for k, e := range in.cache {
 			if len(in.cache) < MaxIntrospectionCache {
 				break
 			}
+			if e.id == nil {
+				delete(in.cache, k)
+			}
+		}
+		for k := range in.cache {
+			if len(in.cache) < MaxIntrospectionCache || a.id == nil {
+				break
+			}
 			delete(in.cache, k)
+		}
+		if len(in.cache) >= MaxIntrospectionCache {
+			return // a refusal, and every answer kept an identity
 		}
 	}
 	in.cache[sum] = a
