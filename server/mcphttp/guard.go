@@ -129,8 +129,12 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 			if ok {
 				name = g.match(token)
 			}
+			checking := false // the token is counted by begin until end
 			if ok && name == "" && token != "" && g.verifier != nil {
+				g.auth.begin(addr)
+				checking = true
 				if who, ok, refused = g.authenticate(w, r, token); !ok {
+					g.auth.end(addr, false)
 					return
 				}
 				if who != nil {
@@ -141,7 +145,11 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// Only a wrong token counts: a request with none (what an
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
-				if header != "" && !signed(refused) {
+				failed := header != "" && !signed(refused)
+				switch {
+				case checking:
+					g.auth.end(addr, failed)
+				case failed:
 					g.auth.fail(addr)
 				}
 				if refused != nil && g.opts.Logger != nil {
@@ -150,6 +158,9 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return
+			}
+			if checking {
+				g.auth.end(addr, false)
 			}
 		}
 		if who == nil {

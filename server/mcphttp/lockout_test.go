@@ -1,0 +1,68 @@
+package mcphttp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// lockoutGuard is a guard with the static token "letmein" and opaque
+// tokens introspected at an endpoint that answers after delay, every
+// token inactive (status 502 when down).
+func lockoutGuard(t *testing.T, max int, delay time.Duration) (http.Handler, *atomic.Bool) {
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		if down.Load() {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"active": false})
+	}))
+	t.Cleanup(srv.Close)
+	g := NewGuard(GuardOptions{Token: "letmein", MaxAuthFailures: max, Auth: &config.HTTPAuth{Issuer: srv.URL, Audience: testAudience,
+		Claims: config.AuthClaims{Subject: "sub"}, Introspection: &config.AuthIntrospection{URL: srv.URL + "/introspect", CacheTTL: time.Minute}}})
+	return g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), &down
+}
+
+func tryToken(h http.Handler, ctx context.Context, token string) int {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", nil)
+	req.RemoteAddr = "192.0.2.7:1234"
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Code
+}
+
+// Wrong tokens sent all at once, while the issuer is slow to answer for
+// them, are counted as they come, not once each is answered: an address
+// gets max_auth_failures tries a minute however many it sends at once
+// (each wrong token is also a wrong guess of the static tokens).
+func TestLockoutCountsTokensBeingChecked(t *testing.T) {
+	t.Parallel()
+	h, _ := lockoutGuard(t, 3, 300*time.Millisecond)
+	var wg sync.WaitGroup
+	var tried atomic.Int64
+	for i := range 20 {
+		wg.Go(func() {
+			if code := tryToken(h, context.Background(), fmt.Sprint("guess-", i)); code != http.StatusTooManyRequests {
+				tried.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := tried.Load(); n > 3 {
+		t.Errorf("20 wrong tokens at once: %d checked, want at most max_auth_failures (3)", n)
+	}
+	if code := tryToken(h, context.Background(), "letmein"); code != http.StatusTooManyRequests {
+		t.Errorf("after the burst: %d, want 429", code)
+	}
+}
