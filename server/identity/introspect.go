@@ -110,8 +110,9 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 	}
 	in.mu.Unlock()
 	if !joined {
-		// This caller asks; it is held at most fetchTimeout (ask's
-		// request is apart from ctx's end, as the others wait for it).
+		// This caller asks; it is held at most as long as ask takes
+		// (its requests are apart from ctx's end, as the others wait for
+		// it; each is bounded by fetchTimeout).
 		f.answer = in.ask(ctx, raw)
 		in.mu.Lock()
 		delete(in.flights, sum)
@@ -121,12 +122,11 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 		in.mu.Unlock()
 		close(f.done)
 	}
-	select {
-	case <-f.done:
-		return f.id, f.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
-	}
+	// Waited for even when ctx ends (at most as long as ask takes): a
+	// caller that hangs up gets the token's answer, so that hanging up
+	// is no way to try tokens without a refusal counted against it.
+	<-f.done
+	return f.id, f.err
 }
 
 // put keeps a under sum, making room first when the cache is full: the

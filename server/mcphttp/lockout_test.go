@@ -66,3 +66,18 @@ func TestLockoutCountsTokensBeingChecked(t *testing.T) {
 		t.Errorf("after the burst: %d, want 429", code)
 	}
 }
+
+// A caller that hangs up while its token is introspected is counted as
+// any wrong token: hanging up is no way to try tokens uncounted.
+func TestLockoutCountsCallersThatHangUp(t *testing.T) {
+	t.Parallel()
+	h, _ := lockoutGuard(t, 10, 20*time.Millisecond)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 10 {
+		tryToken(h, gone, fmt.Sprint("guess-", i))
+	}
+	if code := tryToken(h, context.Background(), "letmein"); code != http.StatusTooManyRequests {
+		t.Errorf("after 10 wrong tokens whose callers hung up: %d, want 429", code)
+	}
+}
