@@ -128,6 +128,11 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	if strings.Count(raw, ".") != 2 {
 		return nil, &TokenError{Description: "not a JWT"}
 	}
+	if head, _, _ := strings.Cut(raw, "."); len(head) > maxJWTHeader {
+		// Its header is parsed before the signature is checked, by a
+		// decoder without a nesting limit: refused before it is read.
+		return nil, &TokenError{Description: "the token is malformed"}
+	}
 	found, err := v.discover(ctx)
 	if err != nil {
 		return nil, err
@@ -156,12 +161,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	return v.identity(claims)
 }
 
+// maxJWTHeader bounds a JWT's header (base64url, as sent): an access
+// token's is a hundred bytes or so (alg, kid, typ), a few thousand with
+// a certificate chain (x5c).
+const maxJWTHeader = 4096
+
 // looksJWT reports whether raw is shaped as a JWS compact serialization
 // (RFC 7515 section 7.1): three parts, the first a JSON object with alg.
 // An opaque token, even one with two dots, is not.
 func looksJWT(raw string) bool {
 	head, _, ok := strings.Cut(raw, ".")
-	if !ok || strings.Count(raw, ".") != 2 || len(head) > 4096 {
+	if !ok || strings.Count(raw, ".") != 2 || len(head) > maxJWTHeader {
 		return false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(head)
