@@ -124,9 +124,26 @@ func subject(raw string) (sub, sum, refused string) {
 	return clip(raw), hex.EncodeToString(h[:]), ""
 }
 
-// exact is a claim's strings as they are, at most MaxValues, for
-// comparing with a profiles entry's value: never clipped, so that no
-// value is made to match by what is cut from it.
+// holds reports whether v, a claim's string or list of strings, holds
+// value exactly (never clipped, so that no value is made to match by
+// what is cut from it). Every element is compared, however many (the
+// token's size bounds them): a profiles entry that narrows what a group
+// sees is not escaped by a member with more groups than MaxValues.
+func holds(v any, value string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == value
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exact is a claim's strings as they are, at most MaxValues.
 func exact(v any) []string {
 	switch v := v.(type) {
 	case string:

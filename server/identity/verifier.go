@@ -269,14 +269,11 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		if id.Has(p.Claim, p.Value) || len(id.Claims) == MaxClaims && id.Claims[p.Claim] == nil {
 			continue
 		}
-		for _, got := range exact(claim(claims, p.Claim)) {
-			if got == p.Value {
-				if id.Claims == nil {
-					id.Claims = map[string][]string{}
-				}
-				id.Claims[p.Claim] = append(id.Claims[p.Claim], p.Value)
-				break
+		if holds(claim(claims, p.Claim), p.Value) {
+			if id.Claims == nil {
+				id.Claims = map[string][]string{}
 			}
+			id.Claims[p.Claim] = append(id.Claims[p.Claim], p.Value)
 		}
 	}
 	return id, nil
