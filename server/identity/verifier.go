@@ -79,7 +79,7 @@ type Verifier struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
-	found atomic.Pointer[discovered] // once discovered; read without a lock
+	found atomic.Pointer[discovered] // the metadata read last; read without a lock
 	in    *introspector              // with http.auth.introspection, else nil
 
 	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
@@ -281,25 +281,39 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 
 // discovered is what the hub learnt of the issuer from its metadata.
 type discovered struct {
-	keys          *keySet // nil when the metadata names no jwks_uri
-	introspection string  // its introspection_endpoint, checked; "" for none
+	keys          *keySet   // nil when the metadata names no jwks_uri
+	introspection string    // its introspection_endpoint, checked; "" for none
+	at            time.Time // when it was read
 }
 
-// discover is the issuer's metadata (discovery.go), fetched once; a
-// failure is answered for MinRefetch before it is tried again. It is
+// discover is the issuer's metadata (discovery.go), fetched at the first
+// token and again once it is older than jwks_refresh, so that keys moved
+// to a new jwks_uri are taken from there, not from the old URL, whoever
+// holds it now. A first discovery that fails is answered ErrUnavailable
+// for MinRefetch before it is tried again; a later one that fails leaves
+// the metadata held in use, and is tried again after MinRefetch. It is
 // fetched apart from ctx (its values, not its end): one discovery at a
-// time, bounded by fetchTimeout, and a caller that goes away neither
-// ends it nor has its end taken for the issuer's failure.
+// time, bounded by fetchTimeout (a later one holds only the caller that
+// makes it; the others go on with what is held), and a caller that goes
+// away neither ends it nor has its end taken for the issuer's failure.
 func (v *Verifier) discover(ctx context.Context) (*discovered, error) {
-	if found := v.found.Load(); found != nil {
+	found := v.found.Load()
+	if found != nil && v.now().Sub(found.at) < v.auth.JWKSRefresh {
 		return found, nil
 	}
-	v.discoverMu.Lock()
+	if found == nil {
+		v.discoverMu.Lock()
+	} else if !v.discoverMu.TryLock() {
+		return found, nil // being read again
+	}
 	defer v.discoverMu.Unlock()
-	if found := v.found.Load(); found != nil {
-		return found, nil // discovered while this call waited
+	if now := v.found.Load(); now != found {
+		return now, nil // read while this call waited
 	}
 	if !v.tried.IsZero() && v.now().Sub(v.tried) < MinRefetch {
+		if found != nil {
+			return found, nil
+		}
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, v.triedErr)
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
@@ -313,17 +327,27 @@ func (v *Verifier) discover(ctx context.Context) (*discovered, error) {
 	}
 	if err != nil {
 		v.tried, v.triedErr = v.now(), err
+		if found != nil {
+			v.logger.Warn("http.auth: cannot read the issuer's metadata again; using what was read before", "issuer", v.auth.Issuer, "err", err)
+			return found, nil
+		}
 		v.logger.Warn("http.auth: cannot read the issuer's metadata; its tokens are answered 503", "issuer", v.auth.Issuer, "err", err)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "metadata", at, "jwks_uri", md.JWKSURL,
-		"introspection_endpoint", md.Introspection)
-	found := &discovered{introspection: md.Introspection}
-	if md.JWKSURL != "" {
-		found.keys = &keySet{url: md.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
+	next := &discovered{introspection: md.Introspection, at: v.now()}
+	switch {
+	case md.JWKSURL == "":
+	case found != nil && found.keys != nil && found.keys.url == md.JWKSURL:
+		next.keys = found.keys // the keys held, still theirs
+	default:
+		next.keys = &keySet{url: md.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
 	}
-	v.found.Store(found)
-	return found, nil
+	if found == nil || next.keys != found.keys || next.introspection != found.introspection {
+		v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "metadata", at, "jwks_uri", md.JWKSURL,
+			"introspection_endpoint", md.Introspection)
+	}
+	v.found.Store(next)
+	return next, nil
 }
 
 // signatureError is what the key set's refusal means, in words for the
