@@ -257,6 +257,13 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	if refused != "" {
 		return nil, &TokenError{Description: "the token " + refused + " (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
+	if sub, _ := claims["sub"].(string); sub != "" && claims["client_id"] == sub {
+		// A token no user signed in for: the client credentials grant
+		// gives the client's own id as its subject (RFC 9068 section
+		// 2.2; ory/hydra). With dynamic client registration open, anyone
+		// could get one for the hub's audience.
+		return nil, &TokenError{Description: "the token is a client's own (client credentials), not a user's", Signed: true}
+	}
 	id.Subject, id.Sum = sub, sum
 	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
 		id.Name = clip(s)
