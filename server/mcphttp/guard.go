@@ -124,7 +124,8 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				return
 			}
 			header := r.Header.Get("Authorization")
-			token, ok := strings.CutPrefix(header, "Bearer ")
+			scheme, token, ok := strings.Cut(header, " ")
+			ok = ok && strings.EqualFold(scheme, "Bearer") // case-insensitive (RFC 9110 section 11.1)
 			var refused error
 			if ok {
 				name = g.match(token)

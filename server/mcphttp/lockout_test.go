@@ -81,3 +81,22 @@ func TestLockoutCountsCallersThatHangUp(t *testing.T) {
 		t.Errorf("after 10 wrong tokens whose callers hung up: %d, want 429", code)
 	}
 }
+
+// The auth scheme is case-insensitive (RFC 9110 section 11.1): a client
+// that sends its good token as "bearer" is let in, not refused and
+// counted as a wrong guess against its address.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(GuardOptions{Token: "letmein", MaxAuthFailures: 2})
+	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		req.RemoteAddr = "192.0.2.8:1234"
+		req.Header.Set("Authorization", scheme+" letmein")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			t.Errorf("%q scheme with the right token: %d, want 200", scheme, w.Code)
+		}
+	}
+}
