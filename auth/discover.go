@@ -180,7 +180,7 @@ func register(ctx context.Context, client *http.Client, endpoint, redirect strin
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("HTTP status %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		return nil, &AnswerError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(msg))}
 	}
 	var reg registration
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&reg); err != nil {
@@ -191,3 +191,14 @@ func register(ctx context.Context, client *http.Client, endpoint, redirect strin
 	}
 	return &reg, nil
 }
+
+// AnswerError is an endpoint's refusal and what it answered (the first
+// 4 KiB). A page shown to someone else than the operator shows the
+// status alone: the endpoint was named by a server's metadata, and may
+// be a service of the hub's own network.
+type AnswerError struct {
+	Status int
+	Body   string
+}
+
+func (e *AnswerError) Error() string { return fmt.Sprintf("HTTP status %d: %s", e.Status, e.Body) }

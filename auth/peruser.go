@@ -20,12 +20,16 @@ import (
 // records of that user alone. Listing it lists the shared records (List
 // reads only the top of the directory).
 func (s *Store) ForUser(user string) *Store {
+	us := s.ForUserHash(UserHash(user))
+	us.userKey = user
+	return us
+}
+
+// UserHash is what a user's records are kept under: a hash of the
+// user's key, so that file names and namespaces carry no subject.
+func UserHash(user string) string {
 	sum := sha256.Sum256([]byte(user))
-	shared := s
-	if s.shared != nil {
-		shared = s.shared
-	}
-	return &Store{dir: s.dir, user: hex.EncodeToString(sum[:16]), shared: shared, db: s.db}
+	return hex.EncodeToString(sum[:16])
 }
 
 // userPath is the file of server's record of the store's user, with ext.

@@ -36,7 +36,7 @@ func (s *Store) ns() string {
 
 // sharedVault opens the vault for a shared store: its key must be the
 // one every replica has.
-func (s *Store) sharedVault() (*vault.Vault, error) {
+func (s *Store) sharedVault(ctx context.Context, tx shared.Tx) (*vault.Vault, error) {
 	v, err := s.openVault()
 	if err != nil {
 		return nil, err
@@ -44,12 +44,27 @@ func (s *Store) sharedVault() (*vault.Vault, error) {
 	if v.Source != "env" {
 		return nil, fmt.Errorf("token store: with store:, every replica seals sign-ins with the same key: set %s (base64 of 32 bytes) to the same value on each", vault.EnvKey)
 	}
+	root := s
+	if s.shared != nil {
+		root = s.shared
+	}
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if !root.keyChecked {
+		// A key that is not the replicas' is said at once, naming its
+		// source, not as each record failing to open; in tx, so that a
+		// first use inside a transaction takes no second connection.
+		if err := vault.CheckShared(ctx, tx, v); err != nil {
+			return nil, fmt.Errorf("token store: %w", err)
+		}
+		root.keyChecked = true
+	}
 	return v, nil
 }
 
 // sharedRead returns server's record from tx, or ErrNoToken.
 func (s *Store) sharedRead(ctx context.Context, tx shared.Tx, server string) (*Record, error) {
-	v, err := s.sharedVault()
+	v, err := s.sharedVault(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,10 +104,11 @@ func (s *Store) sharedLoad(ctx context.Context, tx shared.Tx, server, serverURL 
 
 // sharedWrite seals r and writes it to tx.
 func (s *Store) sharedWrite(ctx context.Context, tx shared.Tx, r *Record) error {
-	v, err := s.sharedVault()
+	v, err := s.sharedVault(ctx, tx)
 	if err != nil {
 		return err
 	}
+	s.stamp(r)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -107,7 +123,7 @@ func (s *Store) sharedList(ctx context.Context) ([]*Record, error) {
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	v, err := s.sharedVault()
+	v, err := s.sharedVault(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,10 @@ type Record struct {
 	// RedirectURI is the redirect the client was registered with: a
 	// dynamic registration is reused only for the same one.
 	RedirectURI string `json:"redirect_uri,omitempty"`
+	// User is, in a user's own record (a server's auth: per-user), the
+	// user's key ("jwt:SUBJECT", "token:NAME"); records saved before it
+	// was kept lack it (see UserRecord.Hash).
+	User string `json:"user,omitempty"`
 }
 
 // How a sign-in's client was registered (Record.Registration), in the
@@ -121,13 +125,18 @@ type Store struct {
 	// hash of the user's key; shared is the store whose vault seals them.
 	user   string
 	shared *Store
+	// userKey is the user's key itself (ForUser's), written into the
+	// records it saves so that they can be listed by user.
+	userKey string
 	// db keeps the records in the store every replica shares in place of
 	// dir's files (see NewSharedStore); nil: the files.
 	db shared.Store
 
-	mu    sync.Mutex // guards log and vault
+	mu    sync.Mutex // guards log, vault and keyChecked
 	log   *slog.Logger
 	vault *vault.Vault
+	// keyChecked says the vault's key was checked against db's.
+	keyChecked bool
 }
 
 // NewStore keeps records in dir; the vault's key is looked for in dir's
@@ -316,6 +325,7 @@ func (s *Store) write(r *Record) error {
 	if err := s.userDir(r.Server); err != nil {
 		return err
 	}
+	s.stamp(r)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err

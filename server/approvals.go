@@ -263,7 +263,13 @@ func (h *Hub) Approvals() approval.List {
 // tool (and, with o.Args, its argument pattern) that lets later calls
 // through without asking, and releases the other waiting calls it
 // covers; the grant is returned (nil for once).
-func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err error) {
+func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
+	return h.approve(id, by, o, "")
+}
+
+// approve is Approve, the grant it makes (if any) named grantID when set
+// (an answer from another replica names the grant it announced).
+func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *approval.Grant, err error) {
 	var matcher *policy.ArgsMatcher
 	if len(o.Args) > 0 {
 		m, err := policy.NewArgsMatcher(o.Args)
@@ -278,7 +284,7 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 	by = clipBy(by)
 	a := h.approvals
 	if a.shared != nil && !a.has(id) {
-		return nil, h.answerElsewhere(id, sharedAnswer{OK: true, By: by, Options: o})
+		return h.approveElsewhere(id, by, o)
 	}
 	var share *grant // with a store, a grant for every session: kept there once a.mu is let go
 	defer func() {
@@ -311,7 +317,10 @@ func (h *Hub) Approve(id, by string, o approval.Options) (_ *approval.Grant, err
 		return nil, fmt.Errorf("a grant is for a name of at most %d bytes: approve this call alone", maxGrantName)
 	}
 	now := a.now()
-	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
+	if grantID == "" {
+		grantID = newID("g-")
+	}
+	g := &grant{Grant: approval.Grant{ID: grantID, Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
 		Group: p.Group, Server: p.Server, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
 	if o.Session {
 		g.Session, g.owner = p.Session, p.owner

@@ -58,8 +58,9 @@ func (b *rateBucket) refill(now time.Time) {
 type rateLimiter struct {
 	now func() time.Time // time.Now; tests move it
 	max int              // maxRateBuckets; tests lower it
-	// shared counts every scope but a session's in the store every
-	// replica shares (sharedrate.go); nil: here.
+	// shared counts every scope but the session's of a session that
+	// lives on one replica in the store every replica shares
+	// (sharedrate.go); nil: here.
 	shared shared.Store
 
 	mu        sync.Mutex // guards the fields below
@@ -104,7 +105,7 @@ func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (re
 		return 0, true
 	}
 	key := rateKey{group: d.RuleGroup, rule: d.Rule, scope: scopeKey(rl, sess, profile)}
-	if after, ok, handled := l.sharedTake(key, rl); handled {
+	if after, ok, handled := l.sharedTake(key, rl, sess.transport == "streamable-http"); handled {
 		return after, ok
 	}
 	now := l.now()

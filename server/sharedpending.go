@@ -46,6 +46,10 @@ type sharedAnswer struct {
 	OK      bool             `json:"ok"`
 	By      string           `json:"by"`
 	Options approval.Options `json:"options"`
+	// Grant is the id of the grant an approval that is not once makes,
+	// chosen by the replica that took the answer, so that it can tell
+	// its caller which grant was made.
+	Grant string `json:"grant,omitempty"`
 }
 
 // boundsKey is the lock under which a replica counts the store's pending
@@ -194,6 +198,39 @@ func (h *Hub) answerElsewhere(id string, ans sharedAnswer) error {
 	return h.awaitApplied(ctx, id)
 }
 
+// approveElsewhere answers the call id that waits on another replica
+// with an approval with o, and returns the grant it makes (nil for once):
+// as every replica lists it once the replica where the call waits has
+// made it, or, not listed yet (a grant for one session stays on that
+// replica; an answer not applied within appliedWait), its id and what
+// this replica knows of it.
+func (h *Hub) approveElsewhere(id, by string, o approval.Options) (*approval.Grant, error) {
+	ans := sharedAnswer{OK: true, By: by, Options: o}
+	if !o.Once() {
+		ans.Grant = newID("g-")
+	}
+	if err := h.answerElsewhere(id, ans); err != nil || ans.Grant == "" {
+		return nil, err
+	}
+	// The call's row goes as the call is answered; the grant is saved
+	// just after.
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(appliedPoll) {
+		for _, g := range h.approvals.sharedList() {
+			if g.ID == ans.Grant {
+				return &g, nil
+			}
+		}
+		if o.Session || time.Now().After(deadline) {
+			break
+		}
+	}
+	g := &approval.Grant{ID: ans.Grant, Created: h.approvals.now(), ApprovedBy: by, Args: o.Args, CallsLeft: o.Calls}
+	if o.For > 0 {
+		g.Expires = g.Created.Add(time.Duration(o.For))
+	}
+	return g, nil
+}
+
 // appliedPoll is how often answerElsewhere looks whether the replica
 // where the call waits applied the answer, for at most appliedWait.
 const (
@@ -260,7 +297,7 @@ func (h *Hub) applySharedAnswers() {
 			continue
 		}
 		if r.Answer.OK {
-			_, err = h.Approve(id, r.Answer.By, r.Answer.Options)
+			_, err = h.approve(id, r.Answer.By, r.Answer.Options, r.Answer.Grant)
 		} else {
 			err = h.Deny(id, r.Answer.By)
 		}

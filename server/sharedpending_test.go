@@ -65,11 +65,11 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 		t.Errorf("denied again on b: %v", err)
 	}
 
-	// An approval with a grant made on b: a makes the grant, which lets
-	// a's next call through without asking.
+	// An approval with a grant made on b: a makes the grant (b answers
+	// with it), which lets a's next call through without asking.
 	ca.send(inboxCall(4, `{"text":"grant me on b"}`))
 	p = pendingOn(t, b, 1)[0]
-	if g, err := b.Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "grant*"}}); err != nil || g != nil {
+	if g, err := b.Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "grant*"}}); err != nil || g == nil || g.CallsLeft != 2 {
 		t.Fatalf("approve with a grant on b: %+v, %v", g, err)
 	}
 	if got := ca.answer("4"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {

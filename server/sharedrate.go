@@ -13,11 +13,16 @@ import (
 // sharedTake charges a call to the bucket key in the store every replica
 // shares (store: postgres://...), so that a rule's rate per hub, profile,
 // user or caller holds across replicas: one atomic statement per call.
-// handled is false for a per-session bucket (a session lives on one
-// replica) and when the store does not answer within sharedWait: the
-// call is then counted by this replica alone.
-func (l *rateLimiter) sharedTake(key rateKey, rl *config.RateLimit) (retryAfter time.Duration, ok, handled bool) {
-	if l.shared == nil || strings.HasPrefix(key.scope, "session:") {
+// A per-session bucket is in the store too when the session is a
+// Streamable HTTP one: its sealed Mcp-Session-Id lets any replica serve
+// its next request (behind a round-robin balancer, each request another
+// replica), so a rate counted per replica would let a session make
+// replicas times the calls. handled is false for a session that lives on
+// one replica (stdio, the shared hub's socket, legacy SSE), and when the
+// store does not answer within sharedWait: the call is then counted by
+// this replica alone.
+func (l *rateLimiter) sharedTake(key rateKey, rl *config.RateLimit, anyReplica bool) (retryAfter time.Duration, ok, handled bool) {
+	if l.shared == nil || (strings.HasPrefix(key.scope, "session:") && !anyReplica) {
 		return 0, false, false
 	}
 	name, _ := json.Marshal([]string{key.group, key.rule, key.scope}) // unambiguous

@@ -36,6 +36,12 @@ type Server struct {
 	BadState   bool
 	BadIss     bool
 	NoRegister bool
+	// TokenEndpoint, when set, is the token endpoint its metadata names
+	// instead of its own (a server that points it elsewhere).
+	TokenEndpoint string
+	// RegistrationEndpoint, likewise, is the registration endpoint its
+	// metadata names instead of its own.
+	RegistrationEndpoint string
 	// AccessTTL, when set, is how long an access token is good for (and
 	// its expires_in, in whole seconds); by default an hour, and the token
 	// never lapses.
@@ -65,9 +71,17 @@ func NewServer(t *testing.T) *Server {
 		md := map[string]any{"issuer": a.srv.URL, "authorization_endpoint": a.srv.URL + "/authorize", "token_endpoint": a.srv.URL + "/token",
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_post"},
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"}}
+		a.mu.Lock()
 		if !a.NoRegister {
 			md["registration_endpoint"] = a.srv.URL + "/register"
 		}
+		if a.RegistrationEndpoint != "" {
+			md["registration_endpoint"] = a.RegistrationEndpoint
+		}
+		if a.TokenEndpoint != "" {
+			md["token_endpoint"] = a.TokenEndpoint
+		}
+		a.mu.Unlock()
 		json.NewEncoder(w).Encode(md)
 	})
 	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {

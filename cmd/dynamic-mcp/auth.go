@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,7 +21,7 @@ import (
 // authCmd signs in to OAuth-protected upstreams (login), signs out
 // (logout), and shows the sign-ins (status).
 func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usageText = "usage: dynamic-mcp auth login <server> | logout <server> | status [-c FILE]"
+	const usageText = "usage: dynamic-mcp auth login <server> | logout <server> [--user SUBJECT] | logout --user SUBJECT | status [--user SUBJECT] [-c FILE]"
 	if len(args) == 0 || isHelp(args[0]) {
 		return helpOrUsage(args, stdout, usageText)
 	}
@@ -31,6 +32,8 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	c.register(fs)
 	fs.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL without opening a browser")
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the sign-in")
+	var user string
+	fs.StringVar(&user, "user", "", "status, logout: the per-user sign-ins (auth: per-user) of this user only: a subject, a static token's name, or a caller's key (jwt:SUBJECT)")
 	if err := c.parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -45,8 +48,15 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer closeStore()
 	switch args[0] {
 	case "status":
-		return authStatus(store, stdout)
-	case "login", "logout":
+		return authStatus(store, user, stdout)
+	case "logout":
+		if user != "" {
+			return userLogout(cfg, store, user, fs.Args(), stdout)
+		}
+	case "login":
+		if user != "" {
+			return usageError{"auth login signs in the hub's shared sign-in; a user signs in through the hub (auth: per-user)"}
+		}
 	default:
 		return usageError{usageText}
 	}
@@ -101,14 +111,31 @@ func findServer(cfg *config.Config, id string) *config.Server {
 	return nil
 }
 
-func authStatus(store *auth.Store, stdout io.Writer) error {
-	recs, err := store.List()
+func authStatus(store *auth.Store, user string, stdout io.Writer) error {
+	var recs []*auth.Record
+	if user == "" {
+		var err error
+		if recs, err = store.List(); err != nil {
+			return err
+		}
+	}
+	users, err := store.ListUsers()
 	if err != nil {
 		return err
 	}
-	if len(recs) == 0 {
+	if user != "" {
+		users = slices.DeleteFunc(users, func(u auth.UserRecord) bool { return !u.MatchUser(user) })
+	}
+	if len(recs) == 0 && len(users) == 0 {
+		if user != "" {
+			fmt.Fprintf(stdout, "no sign-ins of user %s\n", user)
+			return nil
+		}
 		fmt.Fprintln(stdout, "no sign-ins")
 		return nil
+	}
+	if len(recs) == 0 {
+		return userStatus(users, stdout)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tISSUER\tCLIENT\tSCOPES\tEXPIRES\tCAN REFRESH")
@@ -119,7 +146,10 @@ func authStatus(store *auth.Store, stdout io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), orDash(r.Registration), scopes, expiry(r), r.CanRefresh())
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return userStatus(users, stdout)
 }
 
 func expiry(r *auth.Record) string {

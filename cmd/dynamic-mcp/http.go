@@ -35,8 +35,9 @@ func listenAddr(addr string) string {
 
 // bearerToken is the token of the credential named "default": the
 // config's http.token, else $DYNAMIC_MCP_TOKEN, else, when neither
-// http.tokens nor http.auth names a client, a new one printed to stderr.
-func bearerToken(cfg *config.Config, stderr io.Writer) string {
+// http.tokens nor http.auth names a client, a new one, printed to stderr
+// when it is a terminal and else written to a file (announceGeneratedToken).
+func bearerToken(cfg *config.Config, stderr io.Writer, logger *slog.Logger) string {
 	if cfg.HTTP.Token != "" {
 		return cfg.HTTP.Token
 	}
@@ -49,7 +50,7 @@ func bearerToken(cfg *config.Config, stderr io.Writer) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	t := base64.RawURLEncoding.EncodeToString(b)
-	fmt.Fprintf(stderr, "dynamic-mcp: no token configured; clients must send this one for this run:\n  Authorization: Bearer %s\n", t)
+	announceGeneratedToken(stderr, logger, cfg.StateDir, t)
 	return t
 }
 
@@ -74,9 +75,9 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
-		SessionKeys: cfg.HTTP.SessionKeys}
+		SessionKeys: cfg.HTTP.SessionKeys, Store: mgr.SharedStore(), TrustedProxies: cfg.HTTP.TrustedProxies}
 	if !noAuth {
-		opts.Token = bearerToken(cfg, stderr)
+		opts.Token = bearerToken(cfg, stderr, logger)
 		opts.Tokens = cfg.HTTP.Tokens
 		if _, ok := opts.Tokens[mcphttp.DefaultCredential]; ok && opts.Token != "" {
 			ln.Close()

@@ -155,7 +155,8 @@ type jwtUser struct {
 
 // startHydraJWT runs hydra as startHydra does, issuing JWT access tokens,
 // with a login app that signs in the user the authorization request
-// names by login_hint ("carol" when it names none), and a consent app
+// names by login_hint, or the person at the browser (X-Test-Person),
+// ("carol" when it names none), and a consent app
 // that puts its name and groups into the access token, and grants the
 // audience requested, or audience when set (for a client that asks by
 // RFC 8707's resource, which hydra does not read: the consent app grants
@@ -182,6 +183,9 @@ func startHydraTokens(t *testing.T, bin string, users map[string]jwtUser, audien
 			}
 			h.admin(t, http.MethodGet, "/admin/oauth2/auth/requests/login?login_challenge="+ch, nil, &req)
 			user := req.OIDC.LoginHint
+			if p := r.Header.Get("X-Test-Person"); p != "" {
+				user = p // the person at the browser (hydra_peruser_test.go)
+			}
 			if user == "" {
 				user = "carol"
 			}

@@ -42,17 +42,26 @@ var nonName = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 // moveSecrets keeps each literal secret of servers in the vault of the
 // config at out's state directory and puts ${secret:NAME} in its place.
 func moveSecrets(servers []clients.Server, found []literalSecret, out string, stdout io.Writer) error {
-	stateDir := config.Home()
+	var secrets *vault.Secrets
 	if _, err := os.Stat(out); err == nil {
-		if stateDir, _, err = config.ScanSecrets(out); err != nil {
+		// The config's vault: with store:, the store's.
+		stateDir, uses, err := config.ScanSecrets(out)
+		if err != nil {
 			return err
 		}
+		s, _, closeStore, err := openSecrets(out, stateDir, "", uses, nil)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		secrets = s
+	} else {
+		v, err := vault.Open(context.Background(), vault.Options{Dir: config.Home()})
+		if err != nil {
+			return err
+		}
+		secrets = vault.NewSecrets(config.Home(), v)
 	}
-	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir})
-	if err != nil {
-		return err
-	}
-	secrets := vault.NewSecrets(stateDir, v)
 	for _, f := range found {
 		for i := range servers {
 			s := &servers[i]

@@ -22,7 +22,7 @@ func TestInspectorOwnTokenOnHTTP(t *testing.T) {
 	t.Parallel()
 	base, stderr := startHTTPHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	ui := uiToken(t, stderr)
-	if !strings.Contains(stderr.String(), "the inspector is at "+base+"/ui/") {
+	if !strings.Contains(stderr.String(), "url="+base+"/ui/") {
 		t.Errorf("the page's URL is not on stderr:\n%s", stderr.String())
 	}
 	mcp := map[string]string{"Authorization": "Bearer " + testToken}

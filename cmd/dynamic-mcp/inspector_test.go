@@ -314,20 +314,36 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
-// uiToken is the inspector's own token, as serve --http prints it to
-// stderr with the page's URL.
+// uiToken is the inspector's own token, as serve --http gives it where
+// stderr is not a terminal: in the file a log record names, with the
+// page's URL (uitoken.go).
 func uiToken(t *testing.T, stderr *lockedBuffer) string {
 	t.Helper()
-	re := regexp.MustCompile(`the inspector is at http://\S+/ui/\n  token for this run: (\S+)\n`)
+	re := regexp.MustCompile(`its token for this run is in the file" url=http://\S+/ui/ file=(\S+)\n`)
 	var m []string
-	waitFor(t, 10*time.Second, "the inspector's token on stderr", func() bool {
+	waitFor(t, 10*time.Second, "the inspector's token file on stderr", func() bool {
 		m = re.FindStringSubmatch(stderr.String())
 		return m != nil
 	})
-	if m[1] == testToken {
-		t.Fatal("the inspector's token is the MCP token")
+	if strings.Contains(stderr.String(), "token for this run:") {
+		t.Fatalf("the inspector's token printed to stderr, which is no terminal:\n%s", stderr)
 	}
-	return m[1]
+	fi, err := os.Stat(m[1])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the inspector's token file %s: %v %v, want mode 0600", m[1], fi.Mode(), err)
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == testToken || len(token) < 32 {
+		t.Fatalf("the inspector's token %q", token)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Fatal("the inspector's token is on stderr")
+	}
+	return token
 }
 
 // serve --ui serves the inspector alone, for a hub on stdio: on loopback

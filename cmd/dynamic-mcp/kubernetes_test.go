@@ -118,7 +118,7 @@ func TestKubernetesExample(t *testing.T) {
 	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("probes: readiness %q, liveness %q, want /readyz and /healthz", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
 	}
-	known := []string{"DYNAMIC_MCP_TOKEN", vault.EnvKey, logFormatEnvVar}
+	known := []string{"DYNAMIC_MCP_TOKEN", vault.EnvKey, logFormatEnvVar, uiTokenEnvVar}
 	for _, e := range c.Env {
 		if !slices.Contains(known, e.Name) {
 			t.Errorf("env %s is not a variable the hub reads (%q)", e.Name, known)

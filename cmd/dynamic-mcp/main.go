@@ -100,8 +100,14 @@ Usage:
   dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
   dynamic-mcp auth logout <server> | auth status [-c FILE]
+  dynamic-mcp auth status|logout [<server>] --user SUBJECT [-c FILE]
+                                  users' own sign-ins (auth: per-user)
   dynamic-mcp secret set NAME | secret list | secret rm NAME [-c FILE]
                                   keep secrets for ${secret:NAME} in the vault
+                                  (with store:, in the store)
+  dynamic-mcp store import -c FILE [--from STATE_DIR] [--dry-run] [--force]
+                                  copy a state directory's sign-ins, secrets
+                                  and pins into the config's store:
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
@@ -151,6 +157,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return authCmd(ctx, args[1:], stdout, stderr)
 	case "secret":
 		return secretCmd(args[1:], stdin, stdout, stderr)
+	case "store":
+		return storeCmd(ctx, args[1:], stdout, stderr)
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":

@@ -23,8 +23,9 @@ const (
 // watchConfig reloads the config at path when the file changes, or at once
 // on SIGHUP, and hands each valid new config to apply. An invalid one is
 // logged and the old config keeps serving. When the pins directory changes
-// (`pin accept` ran) it calls repin. It returns when ctx ends.
-func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.Config), repin func(), logger *slog.Logger) {
+// (`pin accept` ran) it calls repin. A value on secrets (a secret changed
+// in the store) reloads too. It returns when ctx ends.
+func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -51,6 +52,8 @@ func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.C
 		case <-hup:
 			reload("SIGHUP")
 			repin()
+		case <-secrets:
+			reload("a secret changed in the store")
 		case now := <-t.C:
 			if s := statStamp(pinsDir); s != pins {
 				pins = s

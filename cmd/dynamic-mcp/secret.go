@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -52,11 +52,11 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir, Logger: logger})
+	secrets, v, closeStore, err := openSecrets(c.config, stateDir, name, uses, logger)
 	if err != nil {
 		return err
 	}
-	secrets := vault.NewSecrets(stateDir, v)
+	defer closeStore()
 	switch args[0] {
 	case "set":
 		value, err := readSecret(name, stdin, stderr)
@@ -66,7 +66,7 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err := secrets.Set(name, value); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "secret %s set (vault key in the %s)\n", name, keyPlace(v))
+		fmt.Fprintf(stdout, "secret %s set%s (vault key in the %s)\n", name, inStore(secrets), keyPlace(v))
 		if len(uses[name]) == 0 {
 			fmt.Fprintf(stdout, "the config does not use it yet: write ${secret:%s}\n", name)
 		}
@@ -78,7 +78,7 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if !had {
 			return fmt.Errorf("secret %s is not set", name)
 		}
-		fmt.Fprintf(stdout, "secret %s removed\n", name)
+		fmt.Fprintf(stdout, "secret %s removed%s\n", name, inStore(secrets))
 		if len(uses[name]) > 0 {
 			fmt.Fprintf(stdout, "the config still uses it at %s\n", strings.Join(uses[name], ", "))
 		}
@@ -97,7 +97,9 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s\t%s\n", n, where)
 		}
 		for n, at := range uses {
-			if !set[n] {
+			if !set[n] && inStore(secrets) != "" && slices.Equal(at, []string{"store"}) {
+				fmt.Fprintf(stdout, "%s\tkept in the state directory (store: itself uses it)\n", n)
+			} else if !set[n] {
 				fmt.Fprintf(stdout, "%s\tNOT SET, used at %s\n", n, strings.Join(at, ", "))
 			}
 		}

@@ -89,6 +89,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// routing after all (issue 25).
 		return errors.New("store: is for replicas, which resume each other's sessions only with http.session_keys: set them (the same keys on every replica)")
 	}
+	var uiToken string // the HTTP face's inspector's (uitoken.go)
+	var uiFromEnv bool
+	if httpAddr != "" && !noAuth {
+		if uiToken, uiFromEnv, err = faceUIToken(cfg); err != nil {
+			return err
+		}
+	}
 	mgr, err := newManager(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -148,6 +155,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
+	secretsChanged := make(chan struct{}, 1)
 	go func() {
 		defer close(watched)
 		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
@@ -165,7 +173,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			mgr.Apply(cfg)
 			hub.SetConfig(cfg)
-		}, mgr.RecheckPins, logger)
+		}, mgr.RecheckPins, secretsChanged, logger)
 	}()
 	// With store:, a pin accepted elsewhere arrives as a notification.
 	pinsWatched := make(chan struct{})
@@ -173,15 +181,24 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(pinsWatched)
 		mgr.WatchSharedPins(watchCtx)
 	}()
-	defer func() { stopWatching(); <-watched; <-pinsWatched }()
+	// With store:, a secret set or removed elsewhere reloads the config.
+	secretsWatched := make(chan struct{})
+	go func() {
+		defer close(secretsWatched)
+		watchSharedSecrets(watchCtx, mgr.SharedStore(), secretsChanged)
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
 
 	if httpAddr != "" {
+		announceUI := func(page, token string) {
+			announceUIToken(stderr, logger, cfg.StateDir, page, token, noAuth, uiFromEnv)
+		}
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.
 			h.Handle("/metrics", metrics.Handler())
-			mountInspectorOnFace(h, insp, url, checks, stderr)
+			mountInspectorOnFace(h, insp, url, checks, uiToken, announceUI)
 		})
 	}
 	if hubMode {

@@ -94,20 +94,16 @@ func newUIToken() string {
 
 // mountInspectorOnFace serves insp at /ui/ of the HTTP face (url is the
 // face's, "http://host:port") behind a token of its own, not any MCP
-// client's: a new one, printed to stderr with the page's URL. Every MCP
-// client holds an MCP token; with it, it could read every other client's
-// traffic (issue 20, finding 1). With noAuth (loopback only) the
+// client's: token (see faceUIToken), announced by announceUIToken. Every
+// MCP client holds an MCP token; with it, it could read every other
+// client's traffic (issue 20, finding 1). With noAuth (loopback only) the
 // inspector needs no token, as /mcp does not.
-func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, stderr io.Writer) {
+func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, token string, announce func(page, token string)) {
 	if !opts.NoAuth {
-		opts.Token = newUIToken()
+		opts.Token = token
 	}
 	mountInspector(guarded{mount: h.HandlePublic, guard: mcphttp.NewGuard(opts)}, insp)
-	if opts.NoAuth {
-		fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s%s (no token: --insecure-no-auth)\n", url, inspect.Prefix)
-		return
-	}
-	fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s%s\n  token for this run: %s\n", url, inspect.Prefix, opts.Token)
+	announce(inspectorPage(url), opts.Token)
 }
 
 // printUI prints where the inspector is, and its token, to stderr: the

@@ -126,7 +126,7 @@ func subject(raw string) (sub, sum, refused string) {
 		return "", "", "has no subject"
 	}
 	if strings.ContainsFunc(raw, func(r rune) bool { return unseen(r) || r == utf8.RuneError }) {
-		return "", "", "has a subject with a control, invisible or format character, or invalid UTF-8"
+		return "", "", "has a subject with a control character, an invisible or format one, or invalid UTF-8"
 	}
 	if len(raw) <= MaxText {
 		return raw, "", ""

@@ -23,7 +23,9 @@ import (
 // the live ones. 2026-07-28 has no GET stream and no resumption
 // (SEP-2575). The events are kept by the replica that sent them: a
 // client that resumes a sealed session at another replica gets the live
-// events there, not the ones it missed.
+// events there, not the ones it missed; with a store (Options.Store),
+// they are kept in the store instead, with the same bounds, for every
+// replica (relay.go).
 
 const (
 	// maxKeptEvents is how many events of a session's GET stream are kept.

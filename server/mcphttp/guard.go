@@ -147,11 +147,15 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
 				failed := header != "" && !signed(refused)
+				nowBlocked := false
 				switch {
 				case checking:
-					g.auth.end(addr, failed)
+					nowBlocked = g.auth.end(addr, failed)
 				case failed:
-					g.auth.fail(addr)
+					nowBlocked = g.auth.fail(addr)
+				}
+				if nowBlocked && g.opts.Logger != nil {
+					g.opts.Logger.Warn("too many wrong bearer tokens: the client address is refused until its minute is over", "addr", addr)
 				}
 				if refused != nil && g.opts.Logger != nil {
 					g.opts.Logger.Debug("refused a bearer token", "addr", addr, "reason", refused)

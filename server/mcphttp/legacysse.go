@@ -16,7 +16,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", publicBase(r), IdentityOf(r.Context()))
+	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", publicBase(r), IdentityOf(r.Context()), false)
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return

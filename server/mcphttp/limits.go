@@ -168,16 +168,26 @@ func (a *authLimiter) blocked(addr string) time.Duration {
 	return left
 }
 
-// fail counts a failed attempt from addr. When the table is full, expired
+// fail counts a failed attempt from addr, and reports whether it was the
+// one that blocked addr. When the table is full, expired
 // windows are forgotten, then the oldest address that is not blocked: a
 // blocked address stays blocked for its whole window, however many others
 // fail meanwhile. With every entry blocked, addr is not counted.
-func (a *authLimiter) fail(addr string) {
+func (a *authLimiter) fail(addr string) (blocked bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if f := a.entry(addr, a.now()); f != nil {
-		f.n++
+	return a.count(addr)
+}
+
+// count counts a failed attempt from addr, reporting whether it was the
+// one that blocked addr. a.mu is held.
+func (a *authLimiter) count(addr string) (blocked bool) {
+	f := a.entry(addr, a.now())
+	if f == nil {
+		return false
 	}
+	f.n++
+	return f.n == a.max
 }
 
 // entry is addr's count, made, or its window begun anew once over, as
@@ -212,8 +222,9 @@ func (a *authLimiter) begin(addr string) {
 	}
 }
 
-// end ends what begin began: failed counts the token as a failure.
-func (a *authLimiter) end(addr string, failed bool) {
+// end ends what begin began: failed counts the token as a failure (as
+// fail, reporting whether it blocked addr).
+func (a *authLimiter) end(addr string, failed bool) (blocked bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.addrs[addr]
@@ -222,12 +233,11 @@ func (a *authLimiter) end(addr string, failed bool) {
 	}
 	switch {
 	case failed:
-		if f = a.entry(addr, a.now()); f != nil {
-			f.n++
-		}
+		return a.count(addr)
 	case f != nil && f.n == 0 && f.checking == 0:
 		delete(a.addrs, addr) // a good token leaves nothing behind
 	}
+	return false
 }
 
 func (a *authLimiter) prune(now time.Time) {

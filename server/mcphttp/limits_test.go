@@ -356,9 +356,13 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 1})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	sess := hs.lookup(a.session)
+	// initialize's answer reaches the client a moment before the face
+	// counts it done: wait for that, so that what answers below is the call.
+	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.Load() == 0 })
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`))
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, a.session)
@@ -369,14 +373,13 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	sess := hs.lookup(a.session)
 	waitFor(t, 5*time.Second, "the call in flight", func() bool { return sess.Answering() == 1 })
 	cancel()
 	<-done
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("another request while the dropped call runs: %d, want 503", resp.StatusCode)
 	}
-	waitFor(t, 5*time.Second, "the dropped call to end", func() bool { return hs.inflight.Load() == 0 })
+	waitFor(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.Load() == 0 })
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the dropped call ended: %d", resp.StatusCode)
 	}

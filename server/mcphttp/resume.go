@@ -18,15 +18,18 @@ import (
 // queued for its GET stream (the client opens its GET stream again),
 // resource subscriptions and a log level set after initialize (these are
 // per replica: the spec does not let a session's id change, so the id
-// cannot follow them).
+// cannot follow them). With a store (Options.Store), the GET stream's
+// events, the client's answers to the hub's requests, its cancellations
+// and log level, and DELETE reach every replica (relay.go).
 
 // maxEnded bounds the sealed sessions remembered as ended by DELETE.
 const maxEnded = 4096
 
 // endedSessions are the nonces of sealed sessions ended by DELETE here,
 // until their ids expire, so that such an id is 404 here as the spec
-// asks, instead of being resumed. Another replica does not know of it: it
-// would resume the session (there is no session table to tell it).
+// asks, instead of being resumed. Without a store, another replica does
+// not know of it: it would resume the session (there is no session table
+// to tell it); with one, the store tells it (relay.go).
 type endedSessions struct {
 	mu    sync.Mutex // guards until and order
 	until map[string]time.Time
@@ -81,10 +84,11 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
-	if s.ended.has(st.Nonce, s.now()) {
+	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
+		s.relayTo(hs, st.key)
 		return s.hub.Resume(hs.id, "streamable-http", st.State, hs)
 	})
 	if err != nil {
@@ -94,7 +98,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 		}
 		return nil, http.StatusNotFound
 	}
-	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name)
+	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)
 	return hs, 0
 }
 

@@ -54,6 +54,10 @@ func TestCancelledCallEndsItsPOST(t *testing.T) {
 		body   string
 	}
 	done := make(chan result, 1)
+	// initialize's answer reaches the client a moment before the face
+	// counts it done: wait for that, so that what is answering below is
+	// the call.
+	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return face.lookup(c.session).Answering() == 0 })
 	go func() {
 		resp, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
 		done <- result{resp.StatusCode, body}

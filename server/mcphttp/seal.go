@@ -3,9 +3,11 @@ package mcphttp
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -47,6 +49,8 @@ type sealedState struct {
 	// "" for /mcp: the session is found there only.
 	URLProfile string              `json:"u,omitempty"`
 	State      server.SessionState `json:"s"`
+
+	key int // the index of the key that opened it (open); not sealed
 }
 
 // errUnsealed is an id that is not one of ours, or no longer opens.
@@ -55,7 +59,8 @@ var errUnsealed = errors.New("session id does not open")
 // sealer seals and opens session ids under a list of keys.
 type sealer struct {
 	aeads []cipher.AEAD
-	ids   []byte // ids[i] is the key id byte of aeads[i]
+	ids   []byte   // ids[i] is the key id byte of aeads[i]
+	names [][]byte // names[i] is the key, derived from the i-th, of stream names (streamName)
 }
 
 // newSealer is a sealer of keys, each 32 bytes (config.SessionKeyBytes):
@@ -76,6 +81,8 @@ func newSealer(keys [][]byte) (*sealer, error) {
 		}
 		sum := sha256.Sum256(k)
 		s.aeads, s.ids = append(s.aeads, aead), append(s.ids, sum[0])
+		name := sha256.Sum256(append([]byte("dynamic-mcp stream name\x00"), k...))
+		s.names = append(s.names, name[:])
 	}
 	return s, nil
 }
@@ -124,6 +131,7 @@ func (s *sealer) open(id, owner string, now time.Time) (sealedState, error) {
 		if json.Unmarshal(plain, &st) != nil || st.Nonce == "" || now.Unix() >= st.Expires {
 			return sealedState{}, errUnsealed
 		}
+		st.key = i
 		return st, nil
 	}
 	return st, errUnsealed
@@ -150,4 +158,16 @@ func (s *sealer) sealWithin(st sealedState, owner string) (string, error) {
 			}
 		}
 	}
+}
+
+// streamName is the name of the session nonce's GET stream on every
+// replica (relay.go): the "<stream>" of its event ids, and its name in
+// the store. It is a keyed hash (HMAC-SHA-256 under a key derived from
+// the session key key, the one that sealed the session's id: every
+// replica that opens the id has it), so that it is the same everywhere
+// and nobody without the key can tell it from a nonce, or guess it.
+func (s *sealer) streamName(key int, nonce string) string {
+	m := hmac.New(sha256.New, s.names[key])
+	m.Write([]byte(nonce))
+	return hex.EncodeToString(m.Sum(nil)[:12])
 }

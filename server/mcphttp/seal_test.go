@@ -1,8 +1,6 @@
 package mcphttp
 
 import (
-	"bytes"
-	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +20,14 @@ func FuzzOpenSealedID(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	good, err := sl.seal(sealedState{Nonce: "n", Expires: time.Now().Add(time.Hour).Unix()}, "a")
+	// The one state ever sealed: an id that opens must be a sealing of
+	// it (fuzzing workers seal it each with a random GCM nonce, so the
+	// bytes differ between processes; the state must not).
+	want := sealedState{Nonce: "n", Expires: 4102444800} // 2100
+	good, err := sl.seal(want, "a")
 	if err != nil {
 		f.Fatal(err)
 	}
-	goodRaw, _ := base64.RawURLEncoding.DecodeString(good)
 	f.Add(good)
 	f.Add(good[:len(good)-2])
 	f.Add("")
@@ -37,8 +38,7 @@ func FuzzOpenSealedID(f *testing.F) {
 		if err != nil {
 			return
 		}
-		raw, _ := base64.RawURLEncoding.DecodeString(id)
-		if !bytes.Equal(raw, goodRaw) || st.Nonce != "n" {
+		if st.Nonce != want.Nonce || st.Expires != want.Expires || st.URLProfile != "" {
 			t.Fatalf("opened %q as %+v", id, st)
 		}
 		if _, err := sl.open(id, "b", time.Now()); err == nil {

@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // Options configure the HTTP face.
@@ -57,6 +60,16 @@ type Options struct {
 	// replica, or this one restarted) resumes the session from its id
 	// (seal.go, resume.go). Each is 32 bytes; the first seals, all open.
 	SessionKeys [][]byte
+	// Store, with SessionKeys, is the store every replica shares: a
+	// sealed session's GET stream events, the client's answers to the
+	// hub's requests, its cancellations and log level, and its DELETE go
+	// through it to whichever replica needs them (relay.go). Nil: none,
+	// and each replica keeps these to itself.
+	Store shared.Store
+	// TrustedProxies are the balancers whose X-Forwarded-For (or
+	// Forwarded) header names the client (clientip.go); nil: the peer is
+	// the client.
+	TrustedProxies []netip.Prefix
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -83,9 +96,10 @@ type Server struct {
 
 	mu        sync.Mutex // guards sessions, pending, pendingBy and closed
 	sessions  map[string]*httpSession
-	pending   int            // sessions being made, counted against the cap
-	pendingBy map[string]int // pending by client, when clients have shares
-	closed    bool           // no more sessions
+	streams   map[string]*httpSession // the relayed sessions, by stream name (relay.go)
+	pending   int                     // sessions being made, counted against the cap
+	pendingBy map[string]int          // pending by client, when clients have shares
+	closed    bool                    // no more sessions
 
 	inflight atomic.Int64 // client requests being answered, all sessions
 	kept     atomic.Int64 // bytes of GET stream events kept, all sessions (eventlog.go)
@@ -94,8 +108,15 @@ type Server struct {
 	guard    *Guard        // the checks of every endpoint but the public ones
 	listens  listenCount   // open listens of each credential (listen.go)
 	signIns  signIns       // per-user sign-ins pending (signin.go)
+	// signInWaiters are the calls and sessions waiting for a sign-in of
+	// a link made here, by link id (signin.go).
+	signInWaiters signIns
+	confirmer     *identity.Confirmer // nil without http.auth.client_id (confirm.go)
+	// signInWatching says the loop of watchSignIns runs; guarded by mu.
+	signInWatching bool
 
 	sealer    *sealer          // nil without session keys
+	relay     *relay           // nil without a store and session keys (relay.go)
 	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
 	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
 	now       func() time.Time // the clock of sealed ids' expiry; tests set it
@@ -119,13 +140,21 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
 	}
 	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
-	s.pendingBy = map[string]int{}
+	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
+	if sl != nil && opts.Store != nil {
+		s.relay = newRelay(s, opts.Store)
+	}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInStart)))
-	s.mux.Handle("GET /auth/callback", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
+	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInPage)))
+	s.mux.Handle("POST /auth/start", sameOrigin(s.guard.CheckPage(http.HandlerFunc(s.signInStart))))
+	s.mux.Handle("GET /auth/confirm", s.guard.CheckPage(http.HandlerFunc(s.signInConfirm)))
+	if opts.Auth.Enabled() && opts.Auth.ClientID != "" {
+		s.confirmer = identity.NewConfirmer(*opts.Auth, nil)
+	}
+	s.mux.Handle("GET /auth/callback/{server...}", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
 	if opts.Auth.Enabled() {
 		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
 		s.mux.Handle(wellKnownResource+"/{path...}", resourceMetadata(opts.Auth))
@@ -135,7 +164,9 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, withClientAddr(r, s.opts.TrustedProxies))
+}
 
 // Guard is the face's checks, for a handler that picks them itself (such
 // as /readyz, whose reasons only a request with the token sees).
@@ -172,12 +203,15 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		sessions := s.sessions
-		s.sessions = map[string]*httpSession{}
+		s.sessions, s.streams = map[string]*httpSession{}, map[string]*httpSession{}
 		s.mu.Unlock()
 		for _, hs := range sessions {
 			hs.end()
 		}
 		s.wg.Wait()
+		if s.relay != nil {
+			s.relay.close()
+		}
 	})
 	return nil
 }
@@ -208,7 +242,12 @@ func (s *Server) owned(id, owner string) *httpSession {
 
 func (s *Server) drop(hs *httpSession) {
 	s.mu.Lock()
-	delete(s.sessions, hs.id)
+	if s.sessions[hs.id] == hs {
+		delete(s.sessions, hs.id)
+	}
+	if hs.stream != "" && s.streams[hs.stream] == hs {
+		delete(s.streams, hs.stream)
+	}
 	s.mu.Unlock()
 	hs.end()
 }

@@ -33,6 +33,7 @@ type httpSession struct {
 	client    string          // its credential when clients have shares (clientShares), else ""
 	ctx       context.Context // the session's life: cancelled when it ends
 	face      *Server         // the face it came through (per-user sign-in links)
+	stream    string          // its GET stream's name on every replica, when relayed (relay.go); set before it is registered
 	base      string          // the face's URL as the client reached it (publicBase)
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
@@ -49,7 +50,9 @@ type httpSession struct {
 // at the URL of profile reached at base (publicBase), opens it with the
 // hub in the profile who's claims choose there (errProfileNotAllowed when
 // they allow none), starts its Conn and registers it.
-func (s *Server) newSession(transport, owner, profile, base string, who *identity.Identity) (*httpSession, error) {
+// relayed marks a session whose id will be sealed (an initialize's): with a
+// store, its GET stream goes through the relay (relay.go).
+func (s *Server) newSession(transport, owner, profile, base string, who *identity.Identity, relayed bool) (*httpSession, error) {
 	seen, err := identity.ChooseProfile(s.opts.Auth, who, profile)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,9 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 		return nil, errDraining // a replica that drains takes no new clients
 	}
 	return s.startSession(newSessionID(), transport, owner, profile, base, who, func(hs *httpSession) (*server.Session, error) {
+		if relayed {
+			s.relayTo(hs, 0) // sealed under the first key
+		}
 		return s.hub.OpenAs(hs.id, transport, seen, who, hs)
 	})
 }
@@ -96,7 +102,8 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		Refused: func(err error, msg []byte) {
 			s.logger.Warn("refused a message from an HTTP client", "session", hs.id, "err", err, "bytes", len(msg))
 		},
-		Panicked: s.hub.Recovered,
+		Panicked:     s.hub.Recovered,
+		CallIDPrefix: s.callPrefix(),
 	})
 	sess, err := open(hs)
 	s.mu.Lock()
@@ -116,6 +123,9 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 	hs.sess = sess
 	hs.conn.Start()
 	s.sessions[hs.id] = hs
+	if hs.stream != "" {
+		s.streams[hs.stream] = hs
+	}
 	s.mu.Unlock()
 	return hs, nil
 }

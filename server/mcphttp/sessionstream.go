@@ -33,6 +33,8 @@ type sessionStream struct {
 	order      []*post          // posts with a stream, oldest first
 	standalone *stream          // the GET stream, or the legacy SSE stream
 	log        eventLog         // the GET stream's events, kept to resume (eventlog.go); not over legacy SSE
+	relayed    *relayedLog      // set before the session serves when the events go through the store instead (relay.go)
+	pulling    sync.Mutex       // held by the one pull of the store's events at a time (relay.go)
 }
 
 // post is one client request not yet answered: its answer is handed to
@@ -191,6 +193,17 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 	case to == nil && !rel.Notification && len(ss.order) > 0:
 		to = ss.order[len(ss.order)-1].out // the client listens there
 	}
+	if l := ss.relayed; l != nil && !rel.Answer && msg != nil && to == ss.standalone {
+		// Through the store, numbered there, to whichever replica holds
+		// the GET stream (this one's included): relay.go. A request of
+		// the hub's too, when no POST stream is open here: the client's
+		// GET stream may be open at another replica.
+		ss.mu.Unlock()
+		if !l.r.enqueue(l.hs, msg, rel.Notification) && rel.Notification {
+			ss.lost.Add(1)
+		}
+		return nil
+	}
 	if !ss.legacy && !rel.Answer && msg != nil && to == ss.standalone && (to != nil || rel.Notification) {
 		// Down the GET stream, or kept for it while none is open: numbered
 		// and kept for a client that resumes (eventlog.go), and queued
@@ -234,6 +247,9 @@ func (ss *sessionStream) reachable(id []byte) bool {
 	defer ss.mu.Unlock()
 	if p := ss.posts[string(id)]; p != nil && p.out != nil {
 		return true
+	}
+	if ss.relayed != nil {
+		return true // a GET stream at any replica takes it (relay.go)
 	}
 	return ss.standalone != nil || !ss.legacy && len(ss.order) > 0
 }
@@ -290,6 +306,13 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 		return "", len(replay), true
 	}
 	return ss.log.id(ss.log.seq), 0, true
+}
+
+// standaloneOpen reports whether the session's GET stream is open here.
+func (ss *sessionStream) standaloneOpen() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.standalone != nil
 }
 
 func (ss *sessionStream) clearStandalone(st *stream) {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -22,13 +24,20 @@ import (
 // of a user who has not signed in to such a server is answered with a
 // link the session mints (SignInLink): /auth/start?server=NAME&state=S,
 // where S is unguessable, bound to the user and the server, good once and
-// for signInTTL. /auth/start runs the server's OAuth discovery and
-// registration and sends the browser to its authorization endpoint (PKCE,
-// the resource parameter) with this face's /auth/callback as the
-// redirect; the callback exchanges the code and keeps the token for that
-// user alone. Both pages are behind the Origin and Host checks only (a
-// browser navigates to them with no bearer token): the state is the
-// credential.
+// for signInTTL. Opening it (GET) only shows a page naming the server and
+// the user it signs in, with a button: link previewers of chat apps and
+// mail scanners that fetch the link neither use it up nor start a
+// sign-in. The button POSTs to /auth/start, which uses the link up and
+// runs the server's OAuth discovery and registration and sends the
+// browser to its authorization endpoint (PKCE, the resource parameter)
+// with this face's /auth/callback as the redirect; the callback exchanges
+// the code and keeps the token for that user alone. With
+// http.auth.client_id, the link of a JWT caller first sends the browser
+// to the hub's identity provider (confirm.go): the sign-in goes on only
+// for the caller the link was made for. The pages are behind the Origin
+// and Host checks only (a browser navigates to them with no bearer
+// token): the state is the credential. Where the hub has a store, the
+// pending states are kept there (signinshared.go), for any replica.
 
 const (
 	signInTTL  = 10 * time.Minute
@@ -38,17 +47,32 @@ const (
 	maxUserSignIns = 8
 )
 
-// signInEntry is a pending link (flow nil) or a started flow.
+// entryKind is what a pending state stands for.
+type entryKind string
+
+const (
+	kindLink    entryKind = "link"    // a link not yet used
+	kindConfirm entryKind = "confirm" // sent to the hub's identity provider (confirm.go)
+	kindFlow    entryKind = "flow"    // sent to the upstream's authorization server
+	kindWaiter  entryKind = "waiter"  // the call and session told when it is done (this replica's)
+)
+
+// signInEntry is a pending link, confirmation or flow, or a waiter.
 type signInEntry struct {
+	kind               entryKind
 	user, server, name string // name: how the user is shown
 	expires            time.Time
+	link               string // the id of the link it came from, its waiter's key
 	flow               *auth.WebFlow
-	done               chan struct{} // closed once signed in
-	hs                 *httpSession  // told when signed in, under elicitation
-	elicitation        string
+	verifier, nonce    string // kindConfirm: PKCE verifier and ID token nonce
+	browser            string // kindFlow: the hash of its browser's cookie (signinbrowser.go)
+
+	done        chan struct{} // kindWaiter: closed once signed in
+	hs          *httpSession  // kindWaiter: told when signed in, under elicitation
+	elicitation string
 }
 
-// signIns are the pending links and flows, bounded (STYLE 15).
+// signIns are pending entries by key, bounded (STYLE 15).
 type signIns struct {
 	mu      sync.Mutex
 	entries map[string]*signInEntry
@@ -90,13 +114,12 @@ func (p *signIns) put(key string, e *signInEntry) {
 	p.entries[key] = e
 }
 
-// take removes and returns the live entry under key, of the kind asked
-// (a flow or a link), or nil.
-func (p *signIns) take(key string, flow bool) *signInEntry {
+// take removes and returns the live entry under key, of kind, or nil.
+func (p *signIns) take(key string, kind entryKind) *signInEntry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entries[key]
-	if e == nil || (e.flow != nil) != flow {
+	if e == nil || e.kind != kind {
 		return nil
 	}
 	delete(p.entries, key)
@@ -104,6 +127,80 @@ func (p *signIns) take(key string, flow bool) *signInEntry {
 		return nil
 	}
 	return e
+}
+
+// peek is the live entry under key, of kind, left in place; or nil.
+func (p *signIns) peek(key string, kind entryKind) *signInEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entries[key]
+	if e == nil || e.kind != kind || time.Now().After(e.expires) {
+		return nil
+	}
+	return e
+}
+
+// keys are the keys of the live entries.
+func (p *signIns) keys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	out := make([]string, 0, len(p.entries))
+	for k, e := range p.entries {
+		if now.Before(e.expires) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// signedIn tells the call and session waiting for link's sign-in, if
+// they are on this replica: reports whether they are (a waiter is taken
+// once, so closed once).
+func (s *Server) signedIn(link string) bool {
+	wt := s.signInWaiters.take(link, kindWaiter)
+	if wt == nil {
+		return false
+	}
+	close(wt.done)
+	if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+		"params": map[string]string{"elicitationId": wt.elicitation}}); err == nil {
+		wt.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+	}
+	return true
+}
+
+// pendingSignIns keep the pending states: this replica's memory
+// (localSignIns), or the store every replica reads (sharedSignIns).
+type pendingSignIns interface {
+	put(ctx context.Context, key string, e *signInEntry) error
+	take(ctx context.Context, key string, kind entryKind) (*signInEntry, error)
+	peek(ctx context.Context, key string, kind entryKind) (*signInEntry, error)
+}
+
+type localSignIns struct{ p *signIns }
+
+func (l localSignIns) put(_ context.Context, key string, e *signInEntry) error {
+	l.p.put(key, e)
+	return nil
+}
+
+func (l localSignIns) take(_ context.Context, key string, kind entryKind) (*signInEntry, error) {
+	return l.p.take(key, kind), nil
+}
+
+func (l localSignIns) peek(_ context.Context, key string, kind entryKind) (*signInEntry, error) {
+	return l.p.peek(key, kind), nil
+}
+
+// pendingSignIns is where the face keeps its pending states: the hub's
+// store when it has one and the face can seal (session keys), so that
+// any replica serves any step; else this replica's memory.
+func (s *Server) pendingSignIns() pendingSignIns {
+	if db := s.hub.SharedStore(); db != nil && s.sealer != nil {
+		return sharedSignIns{db: db, sealer: s.sealer}
+	}
+	return localSignIns{&s.signIns}
 }
 
 func newState() string {
@@ -119,11 +216,21 @@ func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan st
 		return "", nil, errors.New("this session's caller has no identity")
 	}
 	user := hs.who.Key() // as the hub's session's UserKey
-	state := newState()
-	e := &signInEntry{user: user, server: server, name: hs.who.User(), expires: time.Now().Add(signInTTL), done: make(chan struct{}),
-		hs: hs, elicitation: elicitation}
-	hs.face.signIns.put(state, e)
-	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, e.done, nil
+	state, link := newState(), newState()
+	expires := time.Now().Add(signInTTL)
+	e := &signInEntry{kind: kindLink, user: user, server: server, name: hs.who.User(), expires: expires, link: link}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pending := hs.face.pendingSignIns()
+	if err := pending.put(ctx, state, e); err != nil {
+		return "", nil, fmt.Errorf("keep the sign-in link: %w", err)
+	}
+	if sp, ok := pending.(sharedSignIns); ok {
+		hs.face.watchSignIns(sp.db)
+	}
+	w := &signInEntry{kind: kindWaiter, user: user, server: server, expires: expires, done: make(chan struct{}), hs: hs, elicitation: elicitation}
+	hs.face.signInWaiters.put(link, w)
+	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, w.done, nil
 }
 
 // publicBase is the face's URL as the client reached it: scheme and
@@ -136,36 +243,153 @@ func publicBase(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// signInStart takes a link's state and sends the browser to the
-// authorization server.
-func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+// page writes a short HTML page with status code; body is HTML.
+func page(w http.ResponseWriter, code int, title, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// Not framed (a page that names a user must not be dressed up as
+	// another's), and the state in the URL not sent on as a Referer; a
+	// same-origin form still carries its Origin.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https: http:; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "<!doctype html><html><head><meta charset=\"utf-8\"><title>%s</title></head><body style=\"font-family:sans-serif;max-width:40em;margin:2em auto\">\n%s\n</body></html>\n",
+		html.EscapeString(title), body)
+}
+
+const unknownLink = "<p>dynamic-mcp: this sign-in link is unknown, used or expired: call the tool again for a new one.</p>"
+
+// signInPage shows what a link signs in to, and as whom, with the button
+// that starts it (a POST: fetching the link starts nothing).
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	e := s.signIns.take(q.Get("state"), false)
-	if e == nil || e.server != q.Get("server") {
-		http.Error(w, "dynamic-mcp: this sign-in link is unknown, used or expired: call the tool again for a new one", http.StatusBadRequest)
+	e, err := s.pendingSignIns().peek(r.Context(), q.Get("state"), kindLink)
+	if err != nil {
+		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: try again in a moment.</p>")
 		return
 	}
+	if e == nil || e.server != q.Get("server") {
+		page(w, http.StatusBadRequest, "Sign-in", unknownLink)
+		return
+	}
+	server, user := html.EscapeString(e.server), html.EscapeString(e.name)
+	as := "<b>" + user + "</b>"
+	if a := account(e.user); a != "" && a != e.name {
+		as += " (account " + html.EscapeString(a) + ")"
+	}
+	how := "This link is " + user + "'s alone: whoever uses it signs in for " + user + ". If you are not " + user + ", or did not ask to sign in, close this page."
+	if s.confirms(e.user) {
+		how = "You will first sign in to the hub's identity provider, to show that you are " + user + "; the sign-in goes on only if you are."
+	}
+	page(w, http.StatusOK, "Sign in to "+e.server, fmt.Sprintf(`<h1>Sign in to %s</h1>
+<p>You are signing in to <b>%s</b> as %s, for the hub to call it for you.</p>
+<p>%s</p>
+<form method="post" action="/auth/start"><input type="hidden" name="server" value="%s"><input type="hidden" name="state" value="%s"><button type="submit">Sign in to %s as %s</button></form>`,
+		server, server, as, how, server, html.EscapeString(q.Get("state")), server, user))
+}
+
+// account is the account of user (a caller's key) as the page shows it:
+// the subject of a JWT caller, the name of a static token. The name a
+// page shows besides it is a claim its caller may choose, at some
+// identity providers, to read as another's.
+func account(user string) string {
+	_, a, _ := strings.Cut(user, ":")
+	a, _, _ = strings.Cut(a, " sha256:")
+	return a
+}
+
+// signInStart uses a link up (the page's POST) and sends the browser on:
+// to the hub's identity provider first, where the link's user must be
+// confirmed, else to the upstream's authorization server.
+func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+	// Anyone may post here (the state is the credential): the form is
+	// read within the body timeout, as /mcp's bodies are, so that a
+	// trickled one holds no connection for long.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	err := r.ParseForm()
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			w.Header().Set("Connection", "close") // the rest of the body is not waited for
+			page(w, http.StatusRequestTimeout, "Sign-in", "<p>dynamic-mcp: the sign-in form came too slowly.</p>")
+			return
+		}
+		w.Header().Set("Connection", "close")
+		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: not a sign-in form.</p>")
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	pending := s.pendingSignIns()
+	e, err := pending.take(r.Context(), r.PostForm.Get("state"), kindLink)
+	if err != nil {
+		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: try again in a moment.</p>")
+		return
+	}
+	if e == nil || e.server != r.PostForm.Get("server") {
+		page(w, http.StatusBadRequest, "Sign-in", unknownLink)
+		return
+	}
+	if s.confirms(e.user) {
+		s.confirmStart(w, r, pending, e)
+		return
+	}
+	s.upstreamStart(w, r, pending, e)
+}
+
+// upstreamStart sends the browser to the authorization server of e's
+// server, the flow kept for the callback.
+func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+"/auth/callback")
+	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
-		http.Error(w, "dynamic-mcp: the sign-in could not start: "+err.Error(), http.StatusBadGateway)
+		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
-	e.flow, e.expires = flow, time.Now().Add(signInTTL)
-	s.signIns.put(flow.State(), e)
-	http.Redirect(w, r, flow.AuthURL, http.StatusFound)
+	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow,
+		browser: bindBrowser(w, r, flow.State())}
+	if err := pending.put(ctx, flow.State(), next); err != nil {
+		s.logger.Warn("per-user sign-in: the store could not be written", "err", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be kept now: call the tool again for a new link.</p>")
+		return
+	}
+	http.Redirect(w, r, flow.AuthURL, http.StatusSeeOther)
 }
 
 // signInCallback takes the authorization server's redirect, exchanges the
 // code and keeps the token for the user the flow was started for.
 func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
-	e := s.signIns.take(r.URL.Query().Get("state"), true)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	state := r.URL.Query().Get("state")
+	e, err := s.pendingSignIns().take(r.Context(), state, kindFlow)
+	if err != nil {
+		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: call the tool again for a new link.</p>")
+		return
+	}
 	if e == nil {
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprint(w, "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>\n")
+		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>")
+		return
+	}
+	if r.PathValue("server") != e.server {
+		// Another server's redirect with this flow's state: a mix-up
+		// (signinbrowser.go).
+		s.logger.Warn("per-user sign-in: a callback for another server carried a flow's state; refused", "server", e.server, "at", r.PathValue("server"))
+		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in came back from another server than the one it was sent to. Nothing was signed in: call the tool again for a new link.</p>")
+		return
+	}
+	if !sameBrowser(w, r, state, e.browser) {
+		s.logger.Warn("per-user sign-in: a callback came from another browser than the one that started it; refused", "server", e.server, "user", e.name)
+		page(w, http.StatusForbidden, "Not this browser's sign-in", fmt.Sprintf(`<h1>This sign-in was started in another browser</h1>
+<p>It signs <b>%s</b> in to %s, and was not started in this browser. Nothing was signed in, and the sign-in is used up.</p>
+<p>If someone sent you a link to sign in, do not follow it. To sign in to %s yourself, call its tool through the hub: you will get a link of your own.</p>`,
+			html.EscapeString(e.name), html.EscapeString(e.server), html.EscapeString(e.server)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
@@ -176,15 +400,18 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, "<p>dynamic-mcp: the sign-in to %s failed: %s</p>\n", html.EscapeString(e.server), html.EscapeString(err.Error()))
+		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(briefly(err))))
 		return
 	}
 	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
-	close(e.done) // an entry is taken once, so closed once
-	if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-		"params": map[string]string{"elicitationId": e.elicitation}}); err == nil {
-		e.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+	// The call waiting for it, and its session: on this replica, or
+	// told by a mark in the store (signinshared.go).
+	if !s.signedIn(e.link) {
+		if sp, ok := s.pendingSignIns().(sharedSignIns); ok {
+			if err := sp.markDone(ctx, e.link, time.Now().Add(signInTTL)); err != nil {
+				s.logger.Warn("per-user sign-in: cannot tell the other replicas", "err", err)
+			}
+		}
 	}
-	fmt.Fprintf(w, "<p>dynamic-mcp: %s is signed in to %s. You can close this window and call again.</p>\n", html.EscapeString(e.name), html.EscapeString(e.server))
+	page(w, http.StatusOK, "Signed in", fmt.Sprintf("<p>dynamic-mcp: %s is signed in to %s. You can close this window and call again.</p>", html.EscapeString(e.name), html.EscapeString(e.server)))
 }

@@ -40,6 +40,9 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.forgetSealed(hs)
+		if hs.stream != "" {
+			s.relay.end(hs)
+		}
 		s.drop(hs)
 		w.WriteHeader(http.StatusOK)
 	default:
@@ -171,8 +174,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 	if !msg.IsRequest() {
 		// A notification or an answer to a request of the hub's: the
-		// session's Conn takes it (notifications/cancelled included).
+		// session's Conn takes it (notifications/cancelled included),
+		// unless it is another replica's (relay.go).
 		defer release()
+		if hs.stream != "" && s.relay.relays(hs, msg, body) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		if !hs.st.deliver(r.Context(), body) {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 			return
@@ -187,6 +195,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if msg.Method == methodListen {
 		s.listen(w, r, hs, msg, body, header, release)
 		return
+	}
+	if msg.Method == "logging/setLevel" && hs.stream != "" {
+		_ = s.relay.publish(relayLevel, hs, body) // every replica that holds the session logs at it
 	}
 	s.request(w, r, hs, msg, body, header, release)
 }
@@ -228,7 +239,8 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), publicBase(r), IdentityOf(r.Context()))
+	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), publicBase(r), IdentityOf(r.Context()),
+		msg.Method == "initialize" && r.Header.Get(headerSessionID) == "")
 	switch {
 	case errors.Is(err, identity.ErrProfileNotAllowed):
 		release()
@@ -355,7 +367,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	// first (eventlog.go).
 	st := newStream()
 	lastID := r.Header.Get("Last-Event-ID")
-	last, replayed, ok := hs.st.claimStandalone(st, lastID)
+	var last string
+	var replayed int
+	if hs.stream != "" {
+		last, ok = s.claimRelayed(hs, st, lastID)
+	} else {
+		last, replayed, ok = hs.st.claimStandalone(st, lastID)
+	}
 	if !ok {
 		http.Error(w, "Conflict: the session's GET stream is already open", http.StatusConflict)
 		return

@@ -123,10 +123,16 @@ type request struct {
 
 // Run runs the fake upstream and exits, when the environment asks for it
 // (EnvVar is "1"); else it returns at once. Call it first thing in a
-// TestMain.
+// TestMain. A fuzzing worker (go test -fuzz starts the test binary again,
+// with the environment Command set) is not a fake: it returns.
 func Run() {
 	if os.Getenv(EnvVar) != "1" {
 		return
+	}
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.fuzzworker") {
+			return
+		}
 	}
 	Main()
 	os.Exit(0)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,6 +185,12 @@ type HTTP struct {
 	// DrainTimeout bounds how long a replica told to stop (SIGTERM) lets
 	// the calls in flight finish. Default 30s.
 	DrainTimeout time.Duration
+	// TrustedProxies are the balancers in front of the hub (CIDR
+	// prefixes): a request from one of them is taken to come from the
+	// client its X-Forwarded-For (or Forwarded) header names, for the
+	// failed-token lockout and the logs. Default none: every request's
+	// client is its direct peer, and the headers are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of the http block.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -50,6 +51,16 @@ type HTTPAuth struct {
 	// that are not JWTs), checked by the issuer's RFC 7662 introspection
 	// endpoint (see AuthIntrospection). nil (the default): only JWTs.
 	Introspection *AuthIntrospection
+	// ClientID, when set, is the hub's own OpenID Connect client at
+	// Issuer (authorization code with PKCE; redirect URI the hub's
+	// /auth/confirm): a per-user sign-in link of a JWT caller then
+	// first has its opener sign in there, and goes on to the upstream
+	// only if the ID token's subject is the caller the link was made
+	// for. Default none: the link is a bearer secret (see README).
+	ClientID string
+	// ClientSecret is ClientID's secret, for a confidential client;
+	// default none (a public client, PKCE alone).
+	ClientSecret string
 	// Line is where http.auth is in the file.
 	Line int
 }
@@ -134,9 +145,14 @@ func (p *parser) httpAuth(n *yaml.Node, key string) *HTTPAuth {
 		},
 		"jwks_refresh":  func(k string, v *yaml.Node) { a.JWKSRefresh = p.duration(v, k) },
 		"introspection": func(k string, v *yaml.Node) { a.Introspection = p.introspection(v, k) },
+		"client_id":     func(k string, v *yaml.Node) { a.ClientID = p.str(v, k) },
+		"client_secret": func(k string, v *yaml.Node) { a.ClientSecret = p.str(v, k) },
 	})
 	if a.Issuer == "" && findKey(n, "issuer") == nil {
 		p.fail(n, key+".issuer", "is required: the authorization server's issuer URL")
+	}
+	if a.ClientSecret != "" && a.ClientID == "" {
+		p.fail(findKey(n, "client_secret"), key+".client_secret", "needs client_id")
 	}
 	if a.Audience == "" && findKey(n, "audience") == nil {
 		p.fail(n, key+".audience", "is required: the URL clients reach the hub's /mcp at, e.g. https://hub.example/mcp")
@@ -192,4 +208,14 @@ func (p *parser) checkHTTPAuth(cfg *Config, n *yaml.Node) {
 			p.fail(findKey(n, "default_profile"), "http.auth.default_profile", "names profile %q, which profiles: does not have", a.DefaultProfile)
 		}
 	}
+}
+
+// LogValue keeps the client secret out of logs.
+func (a HTTPAuth) LogValue() slog.Value {
+	secret := ""
+	if a.ClientSecret != "" {
+		secret = "REDACTED"
+	}
+	return slog.GroupValue(slog.String("issuer", a.Issuer), slog.String("audience", a.Audience),
+		slog.String("client_id", a.ClientID), slog.String("client_secret", secret))
 }

@@ -65,6 +65,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 		return lookupEnv(name)
 	}
 	p.stateDir = prescanStateDir(data, p.env)
+	p.storeAt, p.storeBroken = prescanStore(data, p.env, func(name string) (string, bool) { return p.fileSecret(name, "store") })
 	cfg := p.parse(data)
 	if p.errs != nil {
 		p.errs.ErrorFormat = listErrors
@@ -72,7 +73,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 	}
 	cfg.SecretUses = p.secretUses
 	cfg.EnvUses = slices.Sorted(maps.Keys(used))
-	cfg.setSecretValues(p.secrets, p.secretUses)
+	cfg.setSecretValues(p.allSecrets(), p.secretUses)
 	return cfg, nil
 }
 
@@ -99,6 +100,13 @@ type parser struct {
 	secrets    map[string]string
 	secretsErr error
 	secretUses map[string][]string
+	// storeAt is store: (prescanned), whose secrets ${secret:NAME}
+	// are, but for store:'s own (see storesecrets.go); storeBroken says
+	// store: cannot be read.
+	storeAt         string
+	storeBroken     bool
+	storeSecrets    map[string]string
+	storeSecretsErr error
 	// nodes are the value nodes of each server's keys: which keys it has,
 	// and where each is, so that a problem is reported at its own line.
 	nodes map[*Server]map[string]*yaml.Node
@@ -189,6 +197,7 @@ func (p *parser) parse(data []byte) *Config {
 				"auth":              func(k string, v *yaml.Node) { cfg.HTTP.Auth = p.httpAuth(v, k) },
 				"session_keys":      func(k string, v *yaml.Node) { cfg.HTTP.SessionKeys = p.sessionKeys(v, k) },
 				"drain_timeout":     func(k string, v *yaml.Node) { cfg.HTTP.DrainTimeout = p.duration(v, k) },
+				"trusted_proxies":   func(k string, v *yaml.Node) { cfg.HTTP.TrustedProxies = p.trustedProxies(v, k) },
 			})
 			p.checkTokens(v, key, cfg.HTTP)
 		},

@@ -24,7 +24,8 @@ const (
 // RateLimit is a policy rule's loop guard (rate: N/period): the calls the
 // rule matches are counted in a token bucket that holds Calls tokens and
 // refills Calls every Period, continuously; a call that finds no token is
-// over the limit. Counters are kept in the hub's memory, per replica.
+// over the limit. Counters are kept in the hub's memory, per replica, or
+// with store: on the database for every replica (server/sharedrate.go).
 type RateLimit struct {
 	Calls  int           // N: at least 1
 	Period time.Duration // over which Calls calls are allowed

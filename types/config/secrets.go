@@ -15,13 +15,23 @@ import (
 )
 
 // secret resolves ${secret:name} met at key from the vault of the state
-// directory, opened on the first reference; a config without one never
-// touches the vault or the keychain.
+// directory, or with store: from the store (storesecrets.go), opened on
+// the first reference; a config without one never touches the vault or
+// the keychain.
 func (p *parser) secret(name, key string) (string, bool) {
 	if p.secretUses == nil {
 		p.secretUses = map[string][]string{}
 	}
 	p.secretUses[name] = append(p.secretUses[name], key)
+	if key != "store" && (p.storeAt != "" || p.storeBroken) {
+		return p.storeSecret(name, key)
+	}
+	return p.fileSecret(name, key)
+}
+
+// fileSecret is the secret name of the state directory's vault, opened
+// on the first reference.
+func (p *parser) fileSecret(name, key string) (string, bool) {
 	if p.secrets == nil && p.secretsErr == nil {
 		p.secrets, p.secretsErr = ReadSecrets(p.stateDir)
 		if p.secretsErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -12,7 +13,8 @@ import (
 // each waits for its own id's answer, ctx, or the end of the connection,
 // and a late or unknown answer is dropped, never handed to another call.
 type Calls struct {
-	next atomic.Int64
+	next   atomic.Int64
+	prefix string // ConnOptions.CallIDPrefix: ids are the strings prefix+n; "": the numbers n
 
 	mu      sync.Mutex // guards pending and err
 	pending map[int64]chan *Message
@@ -21,6 +23,15 @@ type Calls struct {
 
 // NewCalls is an empty correlation table.
 func NewCalls() *Calls { return &Calls{pending: map[int64]chan *Message{}} }
+
+// NewCallsPrefixed is an empty correlation table whose ids are JSON
+// strings, prefix followed by the call's number (see
+// ConnOptions.CallIDPrefix); "" is NewCalls.
+func NewCallsPrefixed(prefix string) *Calls {
+	c := NewCalls()
+	c.prefix = prefix
+	return c
+}
 
 // Start registers a new call and returns its id and the channel its
 // answer arrives on (nil message: the connection ended).
@@ -33,18 +44,33 @@ func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
 		return nil, nil, c.err
 	}
 	c.pending[n] = ch
+	if c.prefix != "" {
+		return json.RawMessage(`"` + c.prefix + strconv.FormatInt(n, 10) + `"`), ch, nil
+	}
 	return IntID(n), ch, nil
 }
 
 // Forget drops a call that stopped waiting.
 func (c *Calls) Forget(id json.RawMessage) {
-	n, ok := callNumber(id)
+	n, ok := c.number(id)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
 	delete(c.pending, n)
 	c.mu.Unlock()
+}
+
+// number is the number of an id as Start writes it, false for any other.
+func (c *Calls) number(id json.RawMessage) (int64, bool) {
+	if c.prefix == "" {
+		return callNumber(id)
+	}
+	n := len(c.prefix)
+	if len(id) < n+3 || id[0] != '"' || id[len(id)-1] != '"' || string(id[1:1+n]) != c.prefix {
+		return 0, false
+	}
+	return callNumber(id[1+n : len(id)-1])
 }
 
 // callNumber is the number of an id as Start writes it (decimal digits,
@@ -67,7 +93,7 @@ func callNumber(id json.RawMessage) (int64, bool) {
 // Resolve hands m to the call waiting for its id and reports whether one
 // was.
 func (c *Calls) Resolve(m *Message) bool {
-	n, ok := callNumber(m.ID)
+	n, ok := c.number(m.ID)
 	if !ok {
 		return false
 	}

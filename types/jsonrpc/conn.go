@@ -56,6 +56,13 @@ type ConnOptions struct {
 	// is the request's), Notify or Refused, with the panic's value and
 	// stack. Nil: ignored.
 	Panicked func(method string, v any, stack []byte)
+	// CallIDPrefix, when set, makes the ids of the Conn's own requests
+	// JSON strings, the prefix followed by a number, instead of numbers:
+	// replicas that each send requests in one client session (an HTTP
+	// session any replica serves) give each a prefix of its own, so that
+	// their ids never collide and an answer names the replica it is for.
+	// Only ASCII letters, digits, '-' and '_' (no escaping needed).
+	CallIDPrefix string
 	// Quiet leaves refused messages unanswered (an upstream's stray
 	// lines); a call whose answer was refused fails either way.
 	Quiet bool
@@ -122,7 +129,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 		opts: opts, s: s,
 		out:       NewOutbox(opts.Outbox),
 		workers:   NewWorkers(),
-		calls:     NewCalls(),
+		calls:     NewCallsPrefixed(opts.CallIDPrefix),
 		inflight:  NewInflight(opts.MaxInflight),
 		done:      make(chan struct{}),
 		readDone:  make(chan struct{}),

@@ -56,6 +56,8 @@ type Store interface {
 	// each reconnection (a notice may have been missed meanwhile), until
 	// ctx ends; then it returns. It holds one connection while it runs.
 	Watch(ctx context.Context, channel string, fn func())
+	// Relay carries an HTTP session between replicas (relay.go).
+	Relay
 	// Close lets go of the store's connections.
 	Close()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // SecretsFile holds the secrets, sealed, in the state directory.
@@ -23,6 +24,9 @@ const SecretsFile = "secrets.sealed"
 type Secrets struct {
 	dir   string
 	vault *Vault
+	// db keeps the secrets in the store every replica shares in place of
+	// dir's file (see NewSharedSecrets); nil: the file.
+	db shared.Store
 }
 
 // NewSecrets keeps secrets in dir (the state directory) under v.
@@ -32,6 +36,9 @@ func (s *Secrets) path() string { return filepath.Join(s.dir, SecretsFile) }
 
 // All returns every secret by name.
 func (s *Secrets) All() (map[string]string, error) {
+	if s.db != nil {
+		return s.sharedAll()
+	}
 	b, err := os.ReadFile(s.path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
@@ -66,11 +73,17 @@ func (s *Secrets) Names() ([]string, error) {
 
 // Set sets name to value.
 func (s *Secrets) Set(name, value string) error {
+	if s.db != nil {
+		return s.sharedPut(name, Entry{Value: value, Set: time.Now()})
+	}
 	return s.change(func(m map[string]string) { m[name] = value })
 }
 
 // Delete removes name; it reports whether there was one.
 func (s *Secrets) Delete(name string) (bool, error) {
+	if s.db != nil {
+		return s.sharedDelete(name)
+	}
 	var had bool
 	err := s.change(func(m map[string]string) { _, had = m[name]; delete(m, name) })
 	return had, err

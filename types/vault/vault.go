@@ -59,6 +59,19 @@ var ErrNotSealed = errors.New("not a sealed blob")
 // Sealed reports whether b looks like a blob Seal made.
 func Sealed(b []byte) bool { return bytes.HasPrefix(b, magic) }
 
+// KeySource names where the key came from, for messages.
+func (v *Vault) KeySource() string {
+	switch v.Source {
+	case "env":
+		return "the " + EnvKey + " environment variable"
+	case "keychain":
+		return "the OS keychain"
+	case "file":
+		return "the " + KeyFile + " file"
+	}
+	return v.Source
+}
+
 // Open decrypts a blob Seal made under the same key and label.
 func (v *Vault) Open(sealed []byte, label string) ([]byte, error) {
 	if !Sealed(sealed) {
@@ -70,7 +83,7 @@ func (v *Vault) Open(sealed []byte, label string) ([]byte, error) {
 	}
 	plain, err := v.aead.Open(nil, rest[:v.aead.NonceSize()], rest[v.aead.NonceSize():], []byte(label))
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s: wrong vault key or damaged file: %w", label, err)
+		return nil, fmt.Errorf("cannot open %s: wrong vault key (the key from %s) or damaged data: %w", label, v.KeySource(), err)
 	}
 	return plain, nil
 }

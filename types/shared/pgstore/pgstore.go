@@ -20,8 +20,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
-// SchemaVersion is the version of the tables this build makes and reads.
-const SchemaVersion = 1
+// SchemaVersion is the version of the tables this build makes and reads:
+// 2 added the relay's tables (relay.go), which a database of version 1
+// gets when a replica of this build starts on it.
+const SchemaVersion = 2
 
 // connectWait bounds how long Open waits for the database to answer.
 const connectWait = 10 * time.Second
@@ -52,6 +54,12 @@ type Store struct {
 	pool  *pgxpool.Pool
 	where string       // host:port/database, for messages: never the password
 	takes atomic.Int64 // Take's calls, to prune every pruneEvery
+
+	published atomic.Int64 // large payloads published, to prune dynamic_mcp_relay (relay.go)
+	appended  atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
+	// eventsTotal is the bound of all streams' events in bytes;
+	// 0: shared.MaxEventsTotal (tests set less).
+	eventsTotal int64
 }
 
 var _ shared.Store = (*Store)(nil)
@@ -93,7 +101,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
 			return err
 		}
-		for _, q := range schema {
+		for _, q := range append(schema[:len(schema):len(schema)], relaySchema...) {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return fmt.Errorf("create the tables: %w", err)
 			}
@@ -108,6 +116,10 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		case *v > SchemaVersion:
 			return fmt.Errorf("its tables are of schema version %d, made by a newer dynamic-mcp (this one knows %d)", *v, SchemaVersion)
+		case *v < SchemaVersion:
+			// The tables this version added were just created.
+			_, err := tx.Exec(ctx, `UPDATE dynamic_mcp_schema SET version = $1`, SchemaVersion)
+			return err
 		}
 		return nil
 	})
@@ -362,4 +374,20 @@ func (t txStore) Delete(ctx context.Context, ns, key string) error { return del(
 
 func (t txStore) All(ctx context.Context, ns string) (map[string][]byte, error) {
 	return all(ctx, t.tx, ns)
+}
+
+var _ shared.Namespaces = (*Store)(nil)
+
+// Namespaces are the namespaces that start with prefix and hold a value,
+// in byte order.
+func (s *Store) Namespaces(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ns COLLATE "C" FROM dynamic_mcp_state WHERE left(ns, length($1)) = $1 ORDER BY 1`, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	return out, nil
 }

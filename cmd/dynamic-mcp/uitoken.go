@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// The inspector's token of serve --http. Printed on stderr, it would land
+// in a container's collected logs (readable by whoever reads the logs,
+// not JSON under --log-format json), so it is printed only where a person
+// reads stderr, a terminal; elsewhere it is written to a file only its
+// owner reads, whose path is logged, or set from the environment, the
+// same on every replica behind a balancer.
+
+// uiTokenEnvVar, when set, is the inspector's token of serve --http:
+// neither printed nor written anywhere.
+const uiTokenEnvVar = "DYNAMIC_MCP_UI_TOKEN"
+
+// uiTokenFile is the file under the state dir the inspector's token of
+// serve --http is written to when stderr is not a terminal.
+const uiTokenFile = "inspector-token"
+
+// minUITokenLen is the least length of $DYNAMIC_MCP_UI_TOKEN: a token a
+// person types from memory is one someone else guesses.
+const minUITokenLen = 16
+
+// faceUIToken is the inspector's token of serve --http: from
+// $DYNAMIC_MCP_UI_TOKEN (fromEnv), else a new one. A token from the
+// environment that is too short is an error, before anything serves.
+func faceUIToken(cfg *config.Config) (token string, fromEnv bool, err error) {
+	if t := os.Getenv(uiTokenEnvVar); t != "" {
+		if len(t) < minUITokenLen {
+			return "", false, fmt.Errorf("$%s: the inspector's token must be at least %d characters (openssl rand -base64 32)", uiTokenEnvVar, minUITokenLen)
+		}
+		mcp := append([]string{cfg.HTTP.Token, os.Getenv("DYNAMIC_MCP_TOKEN")}, slices.Collect(maps.Values(cfg.HTTP.Tokens))...)
+		if slices.Contains(mcp, t) {
+			return "", false, fmt.Errorf("$%s is an MCP token: the inspector needs a token of its own (an MCP client with it could read every client's traffic)", uiTokenEnvVar)
+		}
+		return t, true, nil
+	}
+	return newUIToken(), false, nil
+}
+
+// announceUIToken says where the inspector of the HTTP face is (page, its
+// URL) and how to get its token: nothing but the URL for a token from the
+// environment (or none needed, with noAuth); on a terminal, the token itself, as serve --ui prints it;
+// elsewhere (a container's log, a journal, a file) the path of the file
+// under stateDir it is written to, 0600, in a log record, so that the
+// token never reaches the logs. A file that cannot be written is logged
+// as such, with the way out: the token is then nowhere to be read.
+func announceUIToken(stderr io.Writer, logger *slog.Logger, stateDir, page, token string, noAuth, fromEnv bool) {
+	switch {
+	case noAuth:
+		fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s (no token: --insecure-no-auth)\n", page)
+	case fromEnv:
+		logger.Info("serving the inspector; its token is $"+uiTokenEnvVar, "url", page)
+	case isTerminal(stderr):
+		printUI(stderr, page, token)
+	default:
+		path := filepath.Join(stateDir, uiTokenFile)
+		if err := writeSecretFile(path, []byte(token+"\n")); err != nil {
+			logger.Error("serving the inspector, but its token could not be written to a file; set $"+uiTokenEnvVar+" to reach it",
+				"url", page, "file", path, "err", err)
+			return
+		}
+		logger.Info("serving the inspector; its token for this run is in the file", "url", page, "file", path)
+	}
+}
+
+// httpTokenFile is the file under the state dir a generated MCP bearer
+// token of serve --http is written to when stderr is not a terminal.
+const httpTokenFile = "http-token"
+
+// announceGeneratedToken tells the clients' token serve --http made up
+// for this run (none configured) as announceUIToken tells the
+// inspector's: printed on a terminal, else written to a 0600 file under
+// stateDir whose path is logged.
+func announceGeneratedToken(stderr io.Writer, logger *slog.Logger, stateDir, token string) {
+	if isTerminal(stderr) {
+		fmt.Fprintf(stderr, "dynamic-mcp: no token configured; clients must send this one for this run:\n  Authorization: Bearer %s\n", token)
+		return
+	}
+	path := filepath.Join(stateDir, httpTokenFile)
+	if err := writeSecretFile(path, []byte(token+"\n")); err != nil {
+		logger.Error("no token configured, and the one made for this run could not be written to a file: no client can connect; set http.token or $DYNAMIC_MCP_TOKEN",
+			"file", path, "err", err)
+		return
+	}
+	logger.Warn("no token configured: clients must send the one in the file for this run (set http.token or $DYNAMIC_MCP_TOKEN)", "file", path)
+}
+
+// writeSecretFile writes b to path, readable by its owner alone, whole or
+// not at all: a new file beside it, renamed over it.
+func writeSecretFile(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails once renamed
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// inspectorPage is the inspector's URL on the face at url.
+func inspectorPage(url string) string { return url + inspect.Prefix }

@@ -1,0 +1,403 @@
+package mcphttp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// relayReplica serves a hub of yaml as a replica on the store at url,
+// with sealed session ids, and returns its face and base URL.
+func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close) // after the face: cleanups run last first
+	h, _ := runHub(t, yaml, nil)
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: db}, testLogger())
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+	return face, ts.URL
+}
+
+// at is c's session as seen through another replica's base URL.
+func (c *httpClient) at(base string) *httpClient {
+	return &httpClient{t: c.t, base: base, session: c.session}
+}
+
+// seqOf is the number of an event id "<stream>-<seq>".
+func seqOf(t *testing.T, id string) (string, uint64) {
+	t.Helper()
+	i := strings.LastIndexByte(id, '-')
+	n, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if i < 0 || err != nil {
+		t.Fatalf("not an event id: %q", id)
+	}
+	return id[:i], n
+}
+
+// With a store, a session's GET stream gets the notifications a hub of
+// another replica sends it (round robin: the session is live on both),
+// numbered by the store; cut, it opens again with Last-Event-ID at the
+// other replica and gets every notification sent meanwhile from the
+// store, once each, in order, then the live ones; the ids go up through
+// it all, with one stream name on both replicas.
+func TestRelayGETStreamAcrossReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	faceB, baseB := relayReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA) // made on A, live there
+	flooder := newHTTPClient(t, baseA)
+	flood := func(n int) {
+		t.Helper()
+		if _, body := flooder.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":%d}}}`, n)); !strings.Contains(body, "flooded") {
+			t.Fatalf("flood: %s", body)
+		}
+	}
+	var stream string
+	var seq uint64
+	expect := func(events <-chan sseEvent, n int) (last string) {
+		t.Helper()
+		for i := range n {
+			e := nextEvent(t, events)
+			if d := floodData(t, e); d != i {
+				t.Fatalf("event %d of %d: data %d (%+v)", i, n, d, e)
+			}
+			s, q := seqOf(t, e.id)
+			if s != stream || q <= seq {
+				t.Fatalf("event id %s after %s-%d", e.id, stream, seq)
+			}
+			seq, last = q, e.id
+		}
+		return last
+	}
+
+	ctx, cut := context.WithCancel(t.Context())
+	events := resumeStream(ctx, a.at(baseB), "") // the GET stream on B
+	prime := nextEvent(t, events)
+	if prime.data != "" {
+		t.Fatalf("not a priming event: %+v", prime)
+	}
+	stream, seq = seqOf(t, prime.id)
+	flood(3) // A's hub sends them to the session's copy on A
+	last := expect(events, 3)
+	cut()
+	waitFor(t, 5*time.Second, "B's stream to close", func() bool {
+		hs := faceB.sessionByStream(stream)
+		return hs != nil && !hs.hasStandalone()
+	})
+
+	flood(4)                                    // while the client is away
+	events = resumeStream(t.Context(), a, last) // at A, from the store
+	if e := nextEvent(t, events); e.data != "" || e.id != last {
+		t.Fatalf("resumed: %+v, want a priming event %s", e, last)
+	}
+	expect(events, 4)
+	flood(2)
+	expect(events, 2)
+	select {
+	case e := <-events:
+		t.Fatalf("more than was sent: %+v", e)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// sessionByStream is the session whose GET stream is named stream.
+func (s *Server) sessionByStream(stream string) *httpSession { return s.byStream(stream) }
+
+// With a store, DELETE at one replica ends the session everywhere: the
+// replica that had it live ends its copy, and none resumes it (404).
+func TestRelayDeleteEndsEverywhere(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	faceB, baseB := relayReplica(t, url, yaml())
+	_, baseC := relayReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA)
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	if resp, body := a.at(baseB).post(ping); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping at B: %d %s", resp.StatusCode, body)
+	}
+	if n := faceB.sessionCount(); n != 1 {
+		t.Fatalf("B holds %d sessions", n)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, a.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE at A: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	waitFor(t, 5*time.Second, "B to end its copy", func() bool { return faceB.sessionCount() == 0 })
+	for name, base := range map[string]string{"B": baseB, "C": baseC, "A": baseA} {
+		if resp, body := a.at(base).post(ping); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("ping at %s after DELETE: %d %s", name, resp.StatusCode, body)
+		}
+	}
+}
+
+// With a store, the client's answer to an elicitation that a call on
+// replica A sent reaches A though the client POSTs it to B; a
+// notifications/cancelled POSTed to B cancels a call in flight on A; a
+// log level set at B holds at A.
+func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string {
+		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	}
+	faceA, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	c := &httpClient{t: t, base: baseA}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	onB := c.at(baseB)
+
+	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	result := ""
+	for sc.Scan() && result == "" {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok && strings.HasPrefix(sc.Text(), "{") {
+			line, ok = sc.Text(), true // a plain JSON answer
+		}
+		if !ok {
+			continue
+		}
+		if strings.Contains(line, `"method":"elicitation/create"`) {
+			id := line[strings.Index(line, `"id":`)+5:]
+			id = id[:strings.IndexAny(id, ",}")]
+			if !strings.HasPrefix(id, `"dm-`) {
+				t.Errorf("the hub's request id %s names no replica", id)
+			}
+			if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
+				t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
+			}
+			continue
+		}
+		if strings.Contains(line, `"id":"ask"`) {
+			result = line
+		}
+	}
+	if !strings.Contains(result, "ada") || time.Since(start) > 5*time.Second {
+		t.Fatalf("the call's result after %s: %s", time.Since(start), result)
+	}
+
+	// A call in flight on A, cancelled at B.
+	hung := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			hung <- 0
+			return
+		}
+		resp.Body.Close()
+		hung <- resp.StatusCode
+	}()
+	waitFor(t, 5*time.Second, "the call in flight on A", func() bool {
+		hs := faceA.relayedSessions()
+		return len(hs) == 1 && hs[0].conn.Inflight() == 1
+	})
+	if r, body := onB.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel at B: %d %s", r.StatusCode, body)
+	}
+	select {
+	case code := <-hung:
+		if code != http.StatusAccepted {
+			t.Errorf("the cancelled call's POST: %d, want 202", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call on A was not cancelled by the cancellation POSTed to B")
+	}
+
+	// A log level set at B.
+	if r, body := onB.post(`{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"error"}}`); r.StatusCode != http.StatusOK {
+		t.Fatalf("setLevel at B: %d %s", r.StatusCode, body)
+	}
+	waitFor(t, 5*time.Second, "A's copy of the session to log at error", func() bool {
+		return faceA.relayedSessions()[0].sess.State().LogLevel == "error"
+	})
+}
+
+// An answer relayed goes to its own session only: another session (of
+// the same credential) that POSTs an answer with the id of a request the
+// hub sent the first, at another replica, answers nothing; the first
+// session's own answer, at that replica too, does.
+func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string {
+		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	}
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	eliciting := func(base string) *httpClient {
+		c := &httpClient{t: t, base: base}
+		c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return c
+	}
+	victim, other := eliciting(baseA), eliciting(baseA)
+	other.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`) // live on A too
+	other.at(baseB).post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+
+	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	result := ""
+	for sc.Scan() && result == "" {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if strings.Contains(line, `"method":"elicitation/create"`) {
+			id := line[strings.Index(line, `"id":`)+5:]
+			id = id[:strings.IndexAny(id, ",}")]
+			answer := `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`
+			other.at(baseB).post(fmt.Sprintf(answer, id, "mallory"))
+			other.post(fmt.Sprintf(answer, id, "mallory"))
+			time.Sleep(300 * time.Millisecond) // what would be taken is taken by now
+			victim.at(baseB).post(fmt.Sprintf(answer, id, "ada"))
+			continue
+		}
+		if strings.Contains(line, `"id":"ask"`) {
+			result = line
+		}
+	}
+	if !strings.Contains(result, "ada") || strings.Contains(result, "mallory") {
+		t.Fatalf("the call's result: %s", result)
+	}
+}
+
+// A stream's name is the same for every replica with the key that
+// sealed the session's id, another for another key, and not the nonce.
+func TestRelayStreamName(t *testing.T) {
+	one, _ := newSealer([][]byte{sealKey1, sealKey2})
+	again, _ := newSealer([][]byte{sealKey1})
+	const nonce = "0123456789abcdef0123456789abcdef"
+	a, b := one.streamName(0, nonce), again.streamName(0, nonce)
+	if a != b || len(a) != 24 || strings.Contains(a, nonce[:8]) {
+		t.Fatalf("names of one nonce under one key: %q %q", a, b)
+	}
+	if c := one.streamName(1, nonce); c == a {
+		t.Fatal("the same name under another key")
+	}
+	if d := one.streamName(0, nonce[:31]+"0"); d == a {
+		t.Fatal("the same name for another nonce")
+	}
+	id, err := one.seal(sealedState{Nonce: nonce, Expires: time.Now().Add(time.Hour).Unix()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := again.open(id, "", time.Now()); err != nil || st.key != 0 || again.streamName(st.key, st.Nonce) != a {
+		t.Fatalf("opened at another replica: %+v %v", st, err)
+	}
+}
+
+// The events waiting to be appended are bounded, in count and in bytes,
+// for all sessions together: beyond, an event is lost (and counted), the
+// queue does not grow.
+func TestRelayQueueBounded(t *testing.T) {
+	r := &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}} // no appender: nothing leaves
+	hs := &httpSession{stream: "s"}
+	for i := range maxQueuedEvents {
+		if !r.enqueue(hs, []byte("x"), true) {
+			t.Fatalf("event %d refused", i)
+		}
+	}
+	if r.enqueue(hs, []byte("x"), true) || r.lost.Load() != 1 || len(r.queue) != maxQueuedEvents {
+		t.Fatalf("over the count: queue %d, lost %d", len(r.queue), r.lost.Load())
+	}
+	r = &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}}
+	big := make([]byte, 1<<20)
+	for range maxQueuedBytes >> 20 {
+		r.enqueue(hs, big, true)
+	}
+	if r.enqueue(hs, []byte("x"), false) || r.queued != maxQueuedBytes {
+		t.Fatalf("over the bytes: %d queued", r.queued)
+	}
+}
+
+// A request of the hub's with no POST stream to go down at its replica
+// (the call's POST takes JSON only) goes down the session's GET stream,
+// open at another replica, through the store; the client's answer,
+// POSTed there, comes back to the replica that asked, and the call
+// completes.
+func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string {
+		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	}
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	c := &httpClient{t: t, base: baseA}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	onB := c.at(baseB)
+	events := resumeStream(t.Context(), onB, "") // the GET stream, at B
+	nextEvent(t, events)                         // its priming event
+
+	answered := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json") // no stream for the hub's request here
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- string(b)
+	}()
+	e := nextEvent(t, events)
+	if !strings.Contains(e.data, `"method":"elicitation/create"`) {
+		t.Fatalf("on the GET stream at B: %+v", e)
+	}
+	id := e.data[strings.Index(e.data, `"id":`)+5:]
+	id = id[:strings.IndexAny(id, ",}")]
+	if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
+	}
+	select {
+	case got := <-answered:
+		if !strings.Contains(got, "ada") {
+			t.Fatalf("the call's answer: %s", got)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the call did not complete")
+	}
+}

@@ -1,0 +1,108 @@
+package mcphttp
+
+import (
+	"strconv"
+	"strings"
+)
+
+// relayedLog is what a session's stream knows of its GET stream's events
+// when they go through the store (relay.go) instead of its eventLog:
+// their stream's name, and how far its GET stream here has had them.
+// Its sessionStream's mu guards delivered and gen.
+type relayedLog struct {
+	r         *relay
+	hs        *httpSession
+	stream    string // hs.stream
+	delivered uint64 // the last number put on the GET stream open here
+	gen       uint64 // counts the claims of the GET stream (a pull of an older claim is dropped)
+}
+
+// id is the event id of seq: "<stream>-<seq>", as the eventLog's.
+func (l *relayedLog) id(seq uint64) string { return l.stream + "-" + strconv.FormatUint(seq, 10) }
+
+// parse is the number of an event id of this stream; false for any other.
+func (l *relayedLog) parse(id string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(id, l.stream+"-")
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(rest, 10, 64)
+	return seq, err == nil
+}
+
+// relayTo has hs, a sealed session whose id was sealed under the key
+// numbered key, go through the relay, when there is one: its GET stream
+// named for it on every replica. Called before hs is registered.
+func (s *Server) relayTo(hs *httpSession, key int) {
+	if s.relay == nil {
+		return
+	}
+	hs.stream = s.sealer.streamName(key, hs.id)
+	hs.st.relayed = &relayedLog{r: s.relay, hs: hs, stream: hs.stream}
+}
+
+// callPrefix is the prefix of the ids of the hub's requests to the
+// clients of this replica (jsonrpc.ConnOptions.CallIDPrefix): "" without
+// a relay.
+func (s *Server) callPrefix() string {
+	if s.relay == nil {
+		return ""
+	}
+	return s.relay.callPrefix()
+}
+
+// byStream is the session here whose stream is named stream, or nil.
+func (s *Server) byStream(stream string) *httpSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[stream]
+}
+
+// relayedSessions are the sessions here that go through the relay.
+func (s *Server) relayedSessions() []*httpSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*httpSession, 0, len(s.streams))
+	for _, hs := range s.streams {
+		out = append(out, hs)
+	}
+	return out
+}
+
+// claimRelayed makes st the GET stream of hs, a relayed session, as
+// claimStandalone does for one that is not: it starts after the event
+// lastID names when that is an event of this session's the store gave,
+// else after the last event the store gave (live events only); a second
+// GET is refused unless it resumes. The events are put on st by the
+// relay's pullers. last is the id of the event it starts after, for the
+// priming event.
+func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last string, ok bool) {
+	l := hs.st.relayed
+	top := s.relay.last(hs.stream)
+	from, resumes := l.parse(lastID)
+	if !resumes || from > top {
+		from, resumes = top, false
+	}
+	ss := hs.st
+	ss.mu.Lock()
+	select {
+	case <-ss.closed:
+		ss.mu.Unlock()
+		return "", false
+	default:
+	}
+	if ss.standalone != nil {
+		if !resumes {
+			ss.mu.Unlock()
+			return "", false
+		}
+		ss.standalone.out.Close() // taken over, as claimStandalone does
+	}
+	ss.standalone, st.ids = st, true
+	l.delivered = from
+	l.gen++
+	ss.mu.Unlock()
+	s.logger.Debug("relay: a GET stream opened here", "session", hs.id, "after", from, "resumes", resumes)
+	s.relay.schedule(hs)
+	return l.id(from), true
+}

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// With store:, a Streamable HTTP session's own rate (per: session) is
+// counted on the database: behind a round-robin balancer each of its
+// requests may reach another replica, and counted per replica it would
+// let the session make replicas times the calls. A session that lives on
+// one replica (stdio, the shared hub's socket) is counted there alone.
+func TestSessionRateOfHTTPSessionSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	replica := func() *rateLimiter {
+		db, err := pgstore.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		l := newRateLimiter()
+		l.shared = db
+		return l
+	}
+	a, b := replica(), replica()
+	d := policy.Decision{RuleGroup: "g", Rule: "r", Rate: &config.RateLimit{Calls: 2, Period: time.Minute, Text: "2/minute", Per: config.RatePerSession}}
+
+	hs := newSession("sealed-nonce", "streamable-http")
+	hs.Initialize()
+	for i, l := range []*rateLimiter{a, b} {
+		if _, ok := l.take(d, hs, ""); !ok {
+			t.Fatalf("the HTTP session's call %d: refused", i+1)
+		}
+	}
+	for i, l := range []*rateLimiter{a, b} {
+		after, ok := l.take(d, hs, "")
+		if ok || after <= 0 || after > time.Minute {
+			t.Errorf("the HTTP session's call %d over 2/minute on replica %d: ok %v, retry after %v", 3+i, i, ok, after)
+		}
+	}
+
+	ss := newSession("stdio-1", "stdio")
+	ss.Initialize()
+	for _, l := range []*rateLimiter{a, a, b, b} { // each replica's own 2
+		if _, ok := l.take(d, ss, ""); !ok {
+			t.Fatal("a stdio session's call within its replica's count: refused")
+		}
+	}
+	if _, ok := a.take(d, ss, ""); ok {
+		t.Error("a stdio session's third call on one replica: let through")
+	}
+}

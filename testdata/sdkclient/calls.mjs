@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// calls.mjs is the official TypeScript SDK client (@modelcontextprotocol/sdk,
+// installed by `npm ci --prefix testdata/npm-test`) over Streamable HTTP,
+// making the tool calls a test asks for, as they are asked, without waiting
+// for one to be answered before starting the next (a call may wait for a
+// person's approval meanwhile). It declares no elicitation: a `prompt`
+// rule sends its calls to the hub's approval inbox.
+//
+//   NODE_EXTRA_CA_CERTS=ca.pem node calls.mjs --url https://127.0.0.1:8443/mcp --token TOKEN
+//
+// It initializes once, waits until the tool --tool is listed three times in
+// a row (behind a round-robin balancer, by three replicas), and prints
+// {"ready":true,"session":...}. Then each line on stdin, {"id":"x","text":"..."},
+// calls --tool with {"text": ...}; its answer is printed as one JSON line:
+// {"id":"x","text":...,"isError":...} or {"id":"x","code":...,"message":...,"data":...},
+// with "sameSession" false should the session have changed. It exits when
+// stdin closes and every call is answered; the exit status is 2 on a usage
+// error, 1 when it could not get ready.
+
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: "string" },
+    token: { type: "string" },
+    tool: { type: "string", default: "f__echo" },
+    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
+    timeout: { type: "string", default: "60000" }, // ms, one call
+  },
+});
+if (!opt.url || !opt.token) {
+  process.stderr.write("calls.mjs: --url and --token are required\n");
+  process.exit(2);
+}
+const esm = path.join(opt.sdk, "dist", "esm");
+const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
+const { Client } = await load("client/index.js");
+const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+const types = await load("types.js");
+
+const timeout = Number(opt.timeout);
+const print = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+
+const transport = new StreamableHTTPClientTransport(new URL(opt.url), {
+  requestInit: { headers: { Authorization: `Bearer ${opt.token}` } },
+});
+const client = new Client({ name: "calls.mjs", version: "1.0.0" }, { capabilities: {} });
+let session = "";
+try {
+  await client.connect(transport, { timeout: 15000 });
+  session = transport.sessionId;
+  if (!session) throw new Error("no Mcp-Session-Id in the answer to initialize");
+  const deadline = Date.now() + 30000;
+  for (let seen = 0; seen < 3; ) {
+    const { tools } = await client.listTools(undefined, { timeout: 15000 });
+    seen = tools.some((t) => t.name === opt.tool) ? seen + 1 : 0;
+    if (Date.now() > deadline) throw new Error(`no ${opt.tool} in ${JSON.stringify(tools.map((t) => t.name))}`);
+    if (seen < 3) await new Promise((r) => setTimeout(r, 50));
+  }
+} catch (err) {
+  print({ ready: false, error: String(err?.message ?? err) });
+  process.exit(1);
+}
+print({ ready: true, session });
+
+const calls = [];
+const lines = readline.createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  const { id, text } = JSON.parse(line);
+  calls.push(
+    (async () => {
+      const out = { id };
+      try {
+        const res = await client.callTool({ name: opt.tool, arguments: { text } }, undefined, { timeout });
+        out.text = res.content?.[0]?.text;
+        out.isError = !!res.isError;
+      } catch (err) {
+        if (err instanceof types.McpError) Object.assign(out, { code: err.code, message: err.message, data: err.data });
+        else out.message = String(err?.message ?? err);
+      }
+      out.sameSession = transport.sessionId === session;
+      print(out);
+    })(),
+  );
+}
+await Promise.all(calls);
+await client.close().catch(() => {});
+process.exit(0);

@@ -1,0 +1,279 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+)
+
+// The relay between replicas (shared.Relay) in PostgreSQL: messages are
+// NOTIFY payloads, and one too large for a NOTIFY (the server takes under
+// 8000 bytes) is a row of dynamic_mcp_relay whose id the NOTIFY carries,
+// read by every listener at once and pruned after relayRowAge or beyond
+// relayRows rows. A GET stream's events are rows of dynamic_mcp_events,
+// numbered by a counter row of dynamic_mcp_streams (the row's lock
+// orders two replicas' appends to one stream); sessions ended by DELETE
+// are rows of dynamic_mcp_ended until their ids expire.
+
+var relaySchema = []string{
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_relay (
+		id bigserial PRIMARY KEY,
+		payload text NOT NULL,
+		at timestamptz NOT NULL DEFAULT now())`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_streams (
+		stream text PRIMARY KEY,
+		seq bigint NOT NULL,
+		at timestamptz NOT NULL DEFAULT now())`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_events (
+		stream text NOT NULL,
+		seq bigint NOT NULL,
+		msg bytea NOT NULL,
+		note boolean NOT NULL,
+		at timestamptz NOT NULL DEFAULT clock_timestamp(),
+		PRIMARY KEY (stream, seq))`,
+	`CREATE TABLE IF NOT EXISTS dynamic_mcp_ended (
+		key text PRIMARY KEY,
+		until timestamptz NOT NULL)`,
+}
+
+const (
+	// maxNotify is the largest payload sent in the NOTIFY itself.
+	maxNotify = 7900
+	// relayRowAge is how long a large payload's row is kept: its
+	// listeners read it as soon as they hear of it.
+	relayRowAge = time.Minute
+	// relayRows bounds the rows of large payloads kept (each up to a
+	// message's size, 10 MiB by default).
+	relayRows = 256
+	// streamAge is how long a stream's counter and events outlive the
+	// last event: longer than a sealed session id opens (24 hours), so
+	// that a live session's numbers never start again.
+	streamAge = 25 * time.Hour
+)
+
+// Publish notifies channel with payload: "=payload" in the NOTIFY, or,
+// when too large, "@id" of its row.
+func (s *Store) Publish(ctx context.Context, channel, payload string) error {
+	var err error
+	if len(payload) < maxNotify {
+		_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, "="+payload)
+	} else {
+		_, err = s.pool.Exec(ctx, `WITH r AS (INSERT INTO dynamic_mcp_relay (payload) VALUES ($2) RETURNING id)
+			SELECT pg_notify($1, '@' || id) FROM r`, channel, payload)
+		if err == nil && s.published.Add(1)%16 == 0 {
+			s.pruneRelay(ctx)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store: publish on %s: %w", channel, err)
+	}
+	return nil
+}
+
+// pruneRelay deletes the rows of large payloads that are old, or beyond
+// the newest relayRows; best effort.
+func (s *Store) pruneRelay(ctx context.Context) {
+	_, _ = s.pool.Exec(ctx, `DELETE FROM dynamic_mcp_relay WHERE at < now() - $1::bigint * interval '1 microsecond'
+		OR id <= (SELECT max(id) FROM dynamic_mcp_relay) - $2`, relayRowAge.Microseconds(), relayRows)
+}
+
+// Subscribe listens on channel, as Watch does, and hands fn each payload.
+func (s *Store) Subscribe(ctx context.Context, channel string, fn func(payload string)) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(watchRetry):
+			}
+		}
+		s.subscribe(ctx, channel, fn, !first)
+	}
+}
+
+// subscribe is one connection of Subscribe.
+func (s *Store) subscribe(ctx context.Context, channel string, fn func(string), again bool) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	conn := pc.Hijack() // never back to the pool: it listens
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return
+	}
+	if again {
+		fn("")
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return
+		}
+		payload, ok := strings.CutPrefix(n.Payload, "=")
+		if !ok {
+			id, err := strconv.ParseInt(strings.TrimPrefix(n.Payload, "@"), 10, 64)
+			if err != nil {
+				continue // not ours
+			}
+			err = conn.QueryRow(ctx, `SELECT payload FROM dynamic_mcp_relay WHERE id = $1`, id).Scan(&payload)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // pruned already: lost, as a notice during a reconnection is
+			}
+			if err != nil {
+				return
+			}
+		}
+		fn(payload)
+	}
+}
+
+// appendSQL numbers one event under its stream's counter row and keeps it
+// when $4 (not over MaxEventBytes).
+const appendSQL = `WITH s AS (INSERT INTO dynamic_mcp_streams AS t (stream, seq) VALUES ($1, 1)
+		ON CONFLICT (stream) DO UPDATE SET seq = t.seq + 1, at = now() RETURNING seq),
+	e AS (INSERT INTO dynamic_mcp_events (stream, seq, msg, note) SELECT $1, seq, $2, $3 FROM s WHERE $4 RETURNING 1)
+	SELECT seq FROM s`
+
+// trimSQL forgets a stream's oldest events beyond MaxEvents or
+// MaxEventBytes.
+const trimSQL = `DELETE FROM dynamic_mcp_events WHERE stream = $1 AND seq <= (
+	SELECT coalesce(max(seq), 0) FROM (
+		SELECT seq, row_number() OVER w AS n, sum(length(msg)) OVER w AS b
+		FROM dynamic_mcp_events WHERE stream = $1 WINDOW w AS (ORDER BY seq DESC)) x
+	WHERE n > $2 OR b > $3)`
+
+// pruneEventsEvery is how many events a replica appends between two
+// prunes of all streams (MaxEventsTotal, streamAge, ended sessions).
+const pruneEventsEvery = 256
+
+// AppendEvents appends events in one transaction of one round trip.
+func (s *Store) AppendEvents(ctx context.Context, channel string, events []shared.NewEvent) ([]uint64, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	b := &pgx.Batch{}
+	// The events are a cache of what was sent, not a record: a commit that
+	// does not wait for the disk (a crash of the database may lose the
+	// last ones, never order them wrongly) makes an append about as fast
+	// as a NOTIFY.
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	for _, e := range events {
+		b.Queue(appendSQL, e.Stream, e.Msg, e.Note, len(e.Msg) <= shared.MaxEventBytes)
+	}
+	trimmed, noticed := map[string]bool{}, map[string]bool{}
+	for _, e := range events {
+		if !trimmed[e.Stream] {
+			trimmed[e.Stream] = true
+			b.Queue(trimSQL, e.Stream, shared.MaxEvents, shared.MaxEventBytes)
+		}
+	}
+	for _, e := range events {
+		if e.Notice != "" && !noticed[e.Notice] {
+			noticed[e.Notice] = true
+			b.Queue(`SELECT pg_notify($1, '=' || $2 || ' ' || (SELECT seq FROM dynamic_mcp_streams WHERE stream = $3))`, channel, e.Notice, e.Stream)
+		}
+	}
+	// One round trip: a batch runs in one implicit transaction, and its
+	// notices go out when it commits.
+	seqs := make([]uint64, len(events))
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	for i := range events {
+		if err != nil {
+			break
+		}
+		var n int64
+		err = br.QueryRow().Scan(&n)
+		seqs[i] = uint64(n)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: append events: %w", err)
+	}
+	if n := s.appended.Add(int64(len(events))); n/pruneEventsEvery != (n-int64(len(events)))/pruneEventsEvery {
+		s.pruneEvents(ctx)
+	}
+	return seqs, nil
+}
+
+// pruneEvents forgets the oldest events of all streams beyond
+// MaxEventsTotal, the streams untouched for streamAge and the ended
+// sessions whose ids have expired; best effort.
+func (s *Store) pruneEvents(ctx context.Context) {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM dynamic_mcp_events WHERE (stream, seq) IN (
+		SELECT stream, seq FROM (SELECT stream, seq, sum(length(msg)) OVER (ORDER BY at DESC, seq DESC) AS b FROM dynamic_mcp_events) x
+		WHERE b > $1)`, cmp.Or(s.eventsTotal, shared.MaxEventsTotal))
+	b.Queue(`DELETE FROM dynamic_mcp_events WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
+	b.Queue(`DELETE FROM dynamic_mcp_streams WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
+	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`)
+	_ = s.pool.SendBatch(ctx, b).Close()
+}
+
+// Events reads stream's kept events after seq, and its counter.
+func (s *Store) Events(ctx context.Context, stream string, after uint64) ([]shared.Event, uint64, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT coalesce((SELECT seq FROM dynamic_mcp_streams WHERE stream = $1), 0)`, stream)
+	b.Queue(`SELECT seq, msg, note FROM dynamic_mcp_events WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		stream, int64(min(after, 1<<62)), shared.MaxEvents)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var last int64
+	if err := br.QueryRow().Scan(&last); err != nil {
+		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
+	}
+	var out []shared.Event
+	for rows.Next() {
+		var e shared.Event
+		var seq int64
+		if err := rows.Scan(&seq, &e.Msg, &e.Note); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
+		}
+		e.Seq = uint64(seq)
+		out = append(out, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
+	}
+	return out, uint64(last), nil
+}
+
+// End records key as ended until until and forgets its events.
+func (s *Store) End(ctx context.Context, key string, until time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO dynamic_mcp_ended (key, until) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET until = greatest(dynamic_mcp_ended.until, excluded.until)`, key, until)
+	b.Queue(`DELETE FROM dynamic_mcp_events WHERE stream = $1`, key)
+	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`) // the table stays as small as the ids that open
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: end a session: %w", err)
+	}
+	return nil
+}
+
+// Ended reports whether key was ended and its time is not over.
+func (s *Store) Ended(ctx context.Context, key string) (bool, error) {
+	var ended bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM dynamic_mcp_ended WHERE key = $1 AND until > now())`, key).Scan(&ended)
+	if err != nil {
+		return false, fmt.Errorf("store: is a session ended: %w", err)
+	}
+	return ended, nil
+}
