@@ -32,12 +32,13 @@ type Confirmer struct {
 }
 
 // NewConfirmer is a Confirmer of auth (whose ClientID is set), asking the
-// issuer through client (nil: http.DefaultClient).
+// issuer through client (nil: http.DefaultClient), following a redirect
+// only to https (http on a loopback host).
 func NewConfirmer(auth config.HTTPAuth, client *http.Client) *Confirmer {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &Confirmer{auth: auth, client: client}
+	return &Confirmer{auth: auth, client: secureRedirects(client)}
 }
 
 // discoverProvider is the issuer's OpenID configuration, fetched once; a
@@ -54,6 +55,9 @@ func (c *Confirmer) discoverProvider(ctx context.Context) (*oidc.Provider, error
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), c.client), fetchTimeout)
 	defer cancel()
 	p, err := oidc.NewProvider(dctx, c.auth.Issuer)
+	if err == nil {
+		err = checkProvider(p)
+	}
 	if err != nil {
 		c.tried = time.Now()
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -115,4 +119,24 @@ func (c *Confirmer) Exchange(ctx context.Context, redirect, code, verifier, nonc
 		id.Name = clip(s)
 	}
 	return id, nil
+}
+
+// checkProvider refuses an issuer's OpenID configuration whose endpoints
+// are not https (http only on a loopback host), as the Verifier refuses
+// its jwks_uri: the hub's client secret and the ID token that says who
+// a browser is never cross the network in the clear.
+func checkProvider(p *oidc.Provider) error {
+	var md struct {
+		JWKSURL string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&md); err != nil {
+		return err
+	}
+	for _, u := range []struct{ field, url string }{{"jwks_uri", md.JWKSURL}, {"token_endpoint", p.Endpoint().TokenURL},
+		{"authorization_endpoint", p.Endpoint().AuthURL}} {
+		if err := checkMetadataURL(u.field, u.url); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -93,29 +93,40 @@ func (id *Identity) Has(claim, value string) bool {
 }
 
 // clip cuts s to MaxText bytes, at a rune boundary, without control
-// characters (which would forge lines in a log).
+// characters (which would forge lines in a log) or invisible ones (see
+// unseen).
 func clip(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if unseen(r) {
 			return -1
 		}
 		return r
 	}, clipText.String(s, MaxText))
 }
 
+// unseen reports whether r is a character a reader does not see as one:
+// a control (C0, DEL, C1), a line or paragraph separator, or a format
+// character (zero-width space and joiners, a BOM, bidirectional
+// overrides that show what follows reversed), by which one text can be
+// made to look like another.
+func unseen(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Cf)
+}
+
 // subject reads a token's subject: "" with a reason for one refused.
-// One with a control character, a line or paragraph separator, or
-// U+FFFD (what JSON decoding makes of bytes that are not UTF-8) is
-// refused rather than cleaned, as two subjects cleaned may be one; one
-// longer than MaxText is cut for display and keyed on its SHA-256.
+// One with a character a reader does not see (unseen: a control, a line
+// or paragraph separator, a zero-width or bidirectional format
+// character) or U+FFFD (what JSON decoding makes of bytes that are not
+// UTF-8) is refused rather than cleaned, as two subjects cleaned may be
+// one, and one that looks like another's would read as theirs in the
+// audit trail; one longer than MaxText is cut for display and keyed on
+// its SHA-256.
 func subject(raw string) (sub, sum, refused string) {
 	if raw == "" {
 		return "", "", "has no subject"
 	}
-	if strings.ContainsFunc(raw, func(r rune) bool {
-		return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || r == utf8.RuneError
-	}) {
-		return "", "", "has a subject with a control character or invalid UTF-8"
+	if strings.ContainsFunc(raw, func(r rune) bool { return unseen(r) || r == utf8.RuneError }) {
+		return "", "", "has a subject with a control character, an invisible or format one, or invalid UTF-8"
 	}
 	if len(raw) <= MaxText {
 		return raw, "", ""
@@ -124,9 +135,26 @@ func subject(raw string) (sub, sum, refused string) {
 	return clip(raw), hex.EncodeToString(h[:]), ""
 }
 
-// exact is a claim's strings as they are, at most MaxValues, for
-// comparing with a profiles entry's value: never clipped, so that no
-// value is made to match by what is cut from it.
+// holds reports whether v, a claim's string or list of strings, holds
+// value exactly (never clipped, so that no value is made to match by
+// what is cut from it). Every element is compared, however many (the
+// token's size bounds them): a profiles entry that narrows what a group
+// sees is not escaped by a member with more groups than MaxValues.
+func holds(v any, value string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == value
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exact is a claim's strings as they are, at most MaxValues.
 func exact(v any) []string {
 	switch v := v.(type) {
 	case string:

@@ -59,8 +59,9 @@ type flight struct {
 
 const (
 	// MaxIntrospectionCache bounds the answers kept (STYLE 15): when it
-	// is full the expired ones are dropped, then any, so that many
-	// tokens cost requests to the issuer, never memory.
+	// is full the expired ones are dropped, then refusals, then (for an
+	// identity) any, so that many tokens cost requests to the issuer,
+	// never memory, and guessed ones never push out the team's.
 	MaxIntrospectionCache = 1024
 	// expiredGrace is how long past its exp a token seen active is still
 	// known: refused as expired (Signed, as a JWT's would be) without a
@@ -109,8 +110,9 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 	}
 	in.mu.Unlock()
 	if !joined {
-		// This caller asks; it is held at most fetchTimeout (ask's
-		// request is apart from ctx's end, as the others wait for it).
+		// This caller asks; it is held at most as long as ask takes
+		// (its requests are apart from ctx's end, as the others wait for
+		// it; each is bounded by fetchTimeout).
 		f.answer = in.ask(ctx, raw)
 		in.mu.Lock()
 		delete(in.flights, sum)
@@ -120,16 +122,17 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 		in.mu.Unlock()
 		close(f.done)
 	}
-	select {
-	case <-f.done:
-		return f.id, f.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
-	}
+	// Waited for even when ctx ends (at most as long as ask takes): a
+	// caller that hangs up gets the token's answer, so that hanging up
+	// is no way to try tokens without a refusal counted against it.
+	<-f.done
+	return f.id, f.err
 }
 
-// put keeps a under sum, making room first when the cache is full.
-// in.mu is held.
+// put keeps a under sum, making room first when the cache is full: the
+// expired answers are dropped, then a refusal; a refusal is not kept in
+// place of an identity, so that a flood of guessed tokens pushes out
+// only its own refusals, never the team's answers. in.mu is held.
 func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 	if len(in.cache) >= MaxIntrospectionCache {
 		now := in.v.now()
@@ -138,11 +141,22 @@ func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 				delete(in.cache, k)
 			}
 		}
-		for k := range in.cache {
+		for k, e := range in.cache {
 			if len(in.cache) < MaxIntrospectionCache {
 				break
 			}
+			if e.id == nil {
+				delete(in.cache, k)
+			}
+		}
+		for k := range in.cache {
+			if len(in.cache) < MaxIntrospectionCache || a.id == nil {
+				break
+			}
 			delete(in.cache, k)
+		}
+		if len(in.cache) >= MaxIntrospectionCache {
+			return // a refusal, and every answer kept an identity
 		}
 	}
 	in.cache[sum] = a

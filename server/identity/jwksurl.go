@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -25,10 +26,39 @@ func checkMetadataURL(field, s string) error {
 	switch {
 	case err != nil || u.Host == "":
 		return fmt.Errorf("its discovery document's %s %q is not an absolute URL", field, s)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && config.LoopbackHost(u.Hostname()):
+	case secure(u):
 		return nil
 	}
 	return fmt.Errorf("its discovery document's %s %q is not https:// (http:// only on a loopback host)", field, s)
+}
+
+// secure reports whether u may be fetched for the issuer: https, or
+// http on a loopback host.
+func secure(u *url.URL) bool {
+	return u.Scheme == "https" || u.Scheme == "http" && config.LoopbackHost(u.Hostname())
+}
+
+// maxRedirects is as many redirects as Go's default client follows.
+const maxRedirects = 10
+
+// secureRedirects is client, following a redirect only to a URL that is
+// secure, as the issuer's and its metadata's URLs must be: the metadata
+// and keys that decide who a caller is are never fetched in the clear,
+// whatever the issuer (or a proxy before it) redirects to.
+func secureRedirects(client *http.Client) *http.Client {
+	c := *client
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !secure(req.URL) {
+			return fmt.Errorf("redirected to %s: not https:// (http:// only on a loopback host)", req.URL.Redacted())
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+	return &c
 }

@@ -34,10 +34,11 @@ type keySet struct {
 
 	fetchMu sync.Mutex // held by the one fetch under way; never while verifying
 
-	mu      sync.Mutex // guards keys, fetched and tried
+	mu      sync.Mutex // guards keys, fetched, tried and failed
 	keys    []jose.JSONWebKey
 	fetched time.Time // when keys were fetched
 	tried   time.Time // when a fetch was last tried, successful or not
+	failed  error     // why the fetch last tried failed; nil when it did not
 }
 
 // sleep waits d, or until ctx ends.
@@ -84,10 +85,10 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 			return nil, err
 		}
 	}
+	var fetchErr error
 	if due && (tried.IsZero() || k.now().Sub(tried) >= k.minRefetch) {
-		var err error
-		if keys, err = k.fetch(ctx, tried); err != nil && keys == nil {
-			return nil, err
+		if keys, fetchErr = k.fetch(ctx, tried); fetchErr != nil && keys == nil {
+			return nil, fetchErr
 		}
 	}
 	if keys == nil {
@@ -101,6 +102,11 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		}
 	}
 	if !hasKey(keys, kid) {
+		if fetchErr != nil {
+			// A key the issuer may have rotated to, and its keys cannot be
+			// fetched now: the hub's trouble, not a forged token.
+			return nil, fetchErr
+		}
 		return nil, fmt.Errorf("%w %q", errUnknownKey, clip(kid))
 	}
 	return nil, errBadSignature
@@ -125,24 +131,29 @@ func (k *keySet) snapshot() ([]jose.JSONWebKey, time.Time, time.Time) {
 }
 
 // fetch fetches the keys, unless another fetch has since it was decided
-// (tried moved on): then that one's keys are the answer. On failure the
-// keys held before stay, and are returned with the error.
+// (tried moved on): then that one's keys, and its failure, are the
+// answer. On failure the keys held before stay, and are returned with
+// the error.
 func (k *keySet) fetch(ctx context.Context, tried time.Time) ([]jose.JSONWebKey, error) {
 	k.fetchMu.Lock()
 	defer k.fetchMu.Unlock()
-	if keys, _, now := k.snapshot(); now.After(tried) {
-		return keys, nil
+	k.mu.Lock()
+	if k.tried.After(tried) {
+		defer k.mu.Unlock()
+		return k.keys, k.failed
 	}
+	k.mu.Unlock()
 	keys, err := k.get(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.tried = k.now()
 	if err != nil {
 		k.logger.Warn("http.auth: cannot fetch the issuer's keys", "jwks_uri", k.url, "err", err, "keys_held", len(k.keys))
-		return k.keys, fmt.Errorf("%w: %v", errKeysUnavailable, err)
+		k.failed = fmt.Errorf("%w: %v", errKeysUnavailable, err)
+		return k.keys, k.failed
 	}
 	k.logger.Info("http.auth: fetched the issuer's signing keys", "jwks_uri", k.url, "keys", len(keys))
-	k.keys, k.fetched = keys, k.tried
+	k.keys, k.fetched, k.failed = keys, k.tried, nil
 	return keys, nil
 }
 

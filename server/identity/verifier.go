@@ -79,7 +79,7 @@ type Verifier struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error // the keys' wait (keySet.sleep); tests make it move their clock
 
-	found atomic.Pointer[discovered] // once discovered; read without a lock
+	found atomic.Pointer[discovered] // the metadata read last; read without a lock
 	in    *introspector              // with http.auth.introspection, else nil
 
 	discoverMu sync.Mutex // held by the one discovery under way; guards tried and triedErr
@@ -89,7 +89,8 @@ type Verifier struct {
 
 // NewVerifier checks tokens as auth says, logging to logger (nil:
 // nowhere) what it learns of the issuer. client makes the requests to the
-// issuer (nil: http.DefaultClient); now is the clock (nil: time.Now).
+// issuer (nil: http.DefaultClient), following a redirect only to https
+// (http on a loopback host); now is the clock (nil: time.Now).
 // Nothing is fetched until the first token comes: a hub whose issuer is
 // down starts, and its static tokens work.
 func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client, now func() time.Time) *Verifier {
@@ -99,6 +100,7 @@ func NewVerifier(auth config.HTTPAuth, logger *slog.Logger, client *http.Client,
 	if client == nil {
 		client = http.DefaultClient
 	}
+	client = secureRedirects(client)
 	if now == nil {
 		now = time.Now
 	}
@@ -125,6 +127,11 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	}
 	if strings.Count(raw, ".") != 2 {
 		return nil, &TokenError{Description: "not a JWT"}
+	}
+	if head, _, _ := strings.Cut(raw, "."); len(head) > maxJWTHeader {
+		// Its header is parsed before the signature is checked, by a
+		// decoder without a nesting limit: refused before it is read.
+		return nil, &TokenError{Description: "the token is malformed"}
 	}
 	found, err := v.discover(ctx)
 	if err != nil {
@@ -154,12 +161,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Identity, error) {
 	return v.identity(claims)
 }
 
+// maxJWTHeader bounds a JWT's header (base64url, as sent): an access
+// token's is a hundred bytes or so (alg, kid, typ), a few thousand with
+// a certificate chain (x5c).
+const maxJWTHeader = 4096
+
 // looksJWT reports whether raw is shaped as a JWS compact serialization
 // (RFC 7515 section 7.1): three parts, the first a JSON object with alg.
 // An opaque token, even one with two dots, is not.
 func looksJWT(raw string) bool {
 	head, _, ok := strings.Cut(raw, ".")
-	if !ok || strings.Count(raw, ".") != 2 || len(head) > 4096 {
+	if !ok || strings.Count(raw, ".") != 2 || len(head) > maxJWTHeader {
 		return false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(head)
@@ -245,6 +257,13 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 	if refused != "" {
 		return nil, &TokenError{Description: "the token " + refused + " (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
+	if sub, _ := claims["sub"].(string); sub != "" && claims["client_id"] == sub {
+		// A token no user signed in for: the client credentials grant
+		// gives the client's own id as its subject (RFC 9068 section
+		// 2.2; ory/hydra). With dynamic client registration open, anyone
+		// could get one for the hub's audience.
+		return nil, &TokenError{Description: "the token is a client's own (client credentials), not a user's", Signed: true}
+	}
 	id.Subject, id.Sum = sub, sum
 	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
 		id.Name = clip(s)
@@ -257,14 +276,11 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		if id.Has(p.Claim, p.Value) || len(id.Claims) == MaxClaims && id.Claims[p.Claim] == nil {
 			continue
 		}
-		for _, got := range exact(claim(claims, p.Claim)) {
-			if got == p.Value {
-				if id.Claims == nil {
-					id.Claims = map[string][]string{}
-				}
-				id.Claims[p.Claim] = append(id.Claims[p.Claim], p.Value)
-				break
+		if holds(claim(claims, p.Claim), p.Value) {
+			if id.Claims == nil {
+				id.Claims = map[string][]string{}
 			}
+			id.Claims[p.Claim] = append(id.Claims[p.Claim], p.Value)
 		}
 	}
 	return id, nil
@@ -272,25 +288,39 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 
 // discovered is what the hub learnt of the issuer from its metadata.
 type discovered struct {
-	keys          *keySet // nil when the metadata names no jwks_uri
-	introspection string  // its introspection_endpoint, checked; "" for none
+	keys          *keySet   // nil when the metadata names no jwks_uri
+	introspection string    // its introspection_endpoint, checked; "" for none
+	at            time.Time // when it was read
 }
 
-// discover is the issuer's metadata (discovery.go), fetched once; a
-// failure is answered for MinRefetch before it is tried again. It is
+// discover is the issuer's metadata (discovery.go), fetched at the first
+// token and again once it is older than jwks_refresh, so that keys moved
+// to a new jwks_uri are taken from there, not from the old URL, whoever
+// holds it now. A first discovery that fails is answered ErrUnavailable
+// for MinRefetch before it is tried again; a later one that fails leaves
+// the metadata held in use, and is tried again after MinRefetch. It is
 // fetched apart from ctx (its values, not its end): one discovery at a
-// time, bounded by fetchTimeout, and a caller that goes away neither
-// ends it nor has its end taken for the issuer's failure.
+// time, bounded by fetchTimeout (a later one holds only the caller that
+// makes it; the others go on with what is held), and a caller that goes
+// away neither ends it nor has its end taken for the issuer's failure.
 func (v *Verifier) discover(ctx context.Context) (*discovered, error) {
-	if found := v.found.Load(); found != nil {
+	found := v.found.Load()
+	if found != nil && v.now().Sub(found.at) < v.auth.JWKSRefresh {
 		return found, nil
 	}
-	v.discoverMu.Lock()
+	if found == nil {
+		v.discoverMu.Lock()
+	} else if !v.discoverMu.TryLock() {
+		return found, nil // being read again
+	}
 	defer v.discoverMu.Unlock()
-	if found := v.found.Load(); found != nil {
-		return found, nil // discovered while this call waited
+	if now := v.found.Load(); now != found {
+		return now, nil // read while this call waited
 	}
 	if !v.tried.IsZero() && v.now().Sub(v.tried) < MinRefetch {
+		if found != nil {
+			return found, nil
+		}
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, v.triedErr)
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
@@ -304,17 +334,27 @@ func (v *Verifier) discover(ctx context.Context) (*discovered, error) {
 	}
 	if err != nil {
 		v.tried, v.triedErr = v.now(), err
+		if found != nil {
+			v.logger.Warn("http.auth: cannot read the issuer's metadata again; using what was read before", "issuer", v.auth.Issuer, "err", err)
+			return found, nil
+		}
 		v.logger.Warn("http.auth: cannot read the issuer's metadata; its tokens are answered 503", "issuer", v.auth.Issuer, "err", err)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "metadata", at, "jwks_uri", md.JWKSURL,
-		"introspection_endpoint", md.Introspection)
-	found := &discovered{introspection: md.Introspection}
-	if md.JWKSURL != "" {
-		found.keys = &keySet{url: md.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
+	next := &discovered{introspection: md.Introspection, at: v.now()}
+	switch {
+	case md.JWKSURL == "":
+	case found != nil && found.keys != nil && found.keys.url == md.JWKSURL:
+		next.keys = found.keys // the keys held, still theirs
+	default:
+		next.keys = &keySet{url: md.JWKSURL, client: v.client, logger: v.logger, refresh: v.auth.JWKSRefresh, minRefetch: MinKeyRefetch, now: v.now, sleep: v.sleep}
 	}
-	v.found.Store(found)
-	return found, nil
+	if found == nil || next.keys != found.keys || next.introspection != found.introspection {
+		v.logger.Info("http.auth: discovered the issuer", "issuer", v.auth.Issuer, "metadata", at, "jwks_uri", md.JWKSURL,
+			"introspection_endpoint", md.Introspection)
+	}
+	v.found.Store(next)
+	return next, nil
 }
 
 // signatureError is what the key set's refusal means, in words for the

@@ -26,6 +26,7 @@ import (
 type issuer struct {
 	srv       *httptest.Server
 	jwksCalls atomic.Int64
+	jwksDown  atomic.Bool // /jwks answers 503
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey // private; the first signs
 	path      string            // the issuer's path; "" is "/"
@@ -41,6 +42,10 @@ func newIssuer(t testing.TB) *issuer {
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.jwksCalls.Add(1)
+		if is.jwksDown.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		var set jose.JSONWebKeySet

@@ -124,13 +124,18 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				return
 			}
 			header := r.Header.Get("Authorization")
-			token, ok := strings.CutPrefix(header, "Bearer ")
+			scheme, token, ok := strings.Cut(header, " ")
+			ok = ok && strings.EqualFold(scheme, "Bearer") // case-insensitive (RFC 9110 section 11.1)
 			var refused error
 			if ok {
 				name = g.match(token)
 			}
+			checking := false // the token is counted by begin until end
 			if ok && name == "" && token != "" && g.verifier != nil {
+				g.auth.begin(addr)
+				checking = true
 				if who, ok, refused = g.authenticate(w, r, token); !ok {
+					g.auth.end(addr, false)
 					return
 				}
 				if who != nil {
@@ -141,7 +146,15 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				// Only a wrong token counts: a request with none (what an
 				// <img> on any web page sends) guesses nothing, and must not
 				// lock the address's real clients out.
-				if header != "" && !signed(refused) && g.auth.fail(addr) && g.opts.Logger != nil {
+				failed := header != "" && !signed(refused)
+				nowBlocked := false
+				switch {
+				case checking:
+					nowBlocked = g.auth.end(addr, failed)
+				case failed:
+					nowBlocked = g.auth.fail(addr)
+				}
+				if nowBlocked && g.opts.Logger != nil {
 					g.opts.Logger.Warn("too many wrong bearer tokens: the client address is refused until its minute is over", "addr", addr)
 				}
 				if refused != nil && g.opts.Logger != nil {
@@ -150,6 +163,9 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))
 				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return
+			}
+			if checking {
+				g.auth.end(addr, false)
 			}
 		}
 		if who == nil {

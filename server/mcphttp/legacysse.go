@@ -53,7 +53,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs := s.owned(r.URL.Query().Get("sessionId"), CredentialOf(r.Context()))
-	if hs == nil {
+	if hs == nil || s.profileStale(hs, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}

@@ -133,24 +133,37 @@ type authLimiter struct {
 type authFailures struct {
 	start time.Time
 	n     int
+	// checking is the address's tokens being checked now (begin to end),
+	// which blocked counts as failures until they are known.
+	checking int
 }
 
 func newAuthLimiter(max int) *authLimiter {
 	return &authLimiter{max: max, now: time.Now, addrs: map[string]*authFailures{}}
 }
 
-// blocked says how long addr must wait, zero when it may try.
+// blocked says how long addr must wait, zero when it may try. Its
+// tokens being checked count as failures until they are known (see
+// begin): an address that sends many at once gets no more tries than
+// one that sends them one by one.
 func (a *authLimiter) blocked(addr string) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.addrs[addr]
-	if f == nil || f.n < a.max {
+	if f == nil || f.n+f.checking < a.max {
 		return 0
 	}
-	left := f.start.Add(authWindow).Sub(a.now())
+	now := a.now()
+	left := f.start.Add(authWindow).Sub(now)
 	if left <= 0 {
-		delete(a.addrs, addr)
-		return 0
+		if f.checking == 0 {
+			delete(a.addrs, addr)
+			return 0
+		}
+		f.start, f.n, left = now, 0, authWindow
+	}
+	if f.n < a.max {
+		return time.Second // until a token being checked is known
 	}
 	return left
 }
@@ -163,23 +176,68 @@ func (a *authLimiter) blocked(addr string) time.Duration {
 func (a *authLimiter) fail(addr string) (blocked bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.now()
+	return a.count(addr)
+}
+
+// count counts a failed attempt from addr, reporting whether it was the
+// one that blocked addr. a.mu is held.
+func (a *authLimiter) count(addr string) (blocked bool) {
+	f := a.entry(addr, a.now())
+	if f == nil {
+		return false
+	}
+	f.n++
+	return f.n == a.max
+}
+
+// entry is addr's count, made, or its window begun anew once over, as
+// needed; nil when the table is full (see fail). a.mu is held.
+func (a *authLimiter) entry(addr string, now time.Time) *authFailures {
 	f := a.addrs[addr]
 	if f != nil && now.Sub(f.start) >= authWindow {
-		f = nil
+		f.start, f.n = now, 0 // its tokens being checked stay counted
 	}
 	if f == nil {
 		if len(a.addrs) >= maxAuthAddrs {
 			a.prune(now)
 			if len(a.addrs) >= maxAuthAddrs {
-				return false
+				return nil
 			}
 		}
 		f = &authFailures{start: now}
 		a.addrs[addr] = f
 	}
-	f.n++
-	return f.n == a.max
+	return f
+}
+
+// begin counts a token of addr's that is being checked (by the issuer,
+// which may take seconds) as a failure until end says whether it was
+// one: a wrong token is also a wrong guess of the static tokens, and many
+// sent at once must not all be tried before the first is counted.
+func (a *authLimiter) begin(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f := a.entry(addr, a.now()); f != nil {
+		f.checking++
+	}
+}
+
+// end ends what begin began: failed counts the token as a failure (as
+// fail, reporting whether it blocked addr).
+func (a *authLimiter) end(addr string, failed bool) (blocked bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.addrs[addr]
+	if f != nil && f.checking > 0 {
+		f.checking--
+	}
+	switch {
+	case failed:
+		return a.count(addr)
+	case f != nil && f.n == 0 && f.checking == 0:
+		delete(a.addrs, addr) // a good token leaves nothing behind
+	}
+	return false
 }
 
 func (a *authLimiter) prune(now time.Time) {

@@ -71,7 +71,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 	} else if hs = s.owned(id, CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
-	if hs == nil {
+	if hs == nil || s.profileStale(hs, r) {
 		writeJSONError(w, http.StatusNotFound, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
 	}

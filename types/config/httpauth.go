@@ -41,9 +41,10 @@ type HTTPAuth struct {
 	// 403 insufficient_scope. They are the metadata's scopes_supported.
 	// Default none.
 	Scopes []string
-	// JWKSRefresh is how often the issuer's keys are fetched anew even
-	// when every token names a key already known (so that a key the
-	// issuer withdrew stops working); a token that names an unknown key
+	// JWKSRefresh is how often the issuer's keys (and its metadata,
+	// which names where they are) are fetched anew even when every token
+	// names a key already known (so that a key the issuer withdrew, or
+	// moved to a new jwks_uri, stops working at the old one); a token that names an unknown key
 	// fetches them at once, at most once a JWKSMinRefetch. Default 10m.
 	JWKSRefresh time.Duration
 	// Introspection, when set, lets in opaque access tokens too (tokens

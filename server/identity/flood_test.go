@@ -1,0 +1,42 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// A flood of guessed opaque tokens (refused, each kept for cache_ttl)
+// does not push out the answers of the team's real tokens: a refusal
+// makes room by dropping another refusal, never an identity, so a user's
+// next call costs the issuer no request.
+func TestIntrospectionFloodKeepsIdentities(t *testing.T) {
+	is := newIntrospectingIssuer(t)
+	v := newIntrospectingVerifier(is, config.AuthIntrospection{URL: is.srv.URL + "/introspect"}, nil)
+	ctx := context.Background()
+	for i := range 20 {
+		is.issue(fmt.Sprint("user-token-", i), fmt.Sprint("user", i), nil)
+		if _, err := v.Verify(ctx, fmt.Sprint("user-token-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 * MaxIntrospectionCache {
+		v.Verify(ctx, fmt.Sprint("guess-", i))
+	}
+	before := is.calls.Load()
+	for i := range 20 {
+		if _, err := v.Verify(ctx, fmt.Sprint("user-token-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := is.calls.Load() - before; n != 0 {
+		t.Errorf("after a flood of %d guesses, 20 users' tokens were introspected %d times again, want 0", 3*MaxIntrospectionCache, n)
+	}
+	v.in.mu.Lock()
+	defer v.in.mu.Unlock()
+	if len(v.in.cache) > MaxIntrospectionCache {
+		t.Errorf("%d answers kept, want at most %d", len(v.in.cache), MaxIntrospectionCache)
+	}
+}
