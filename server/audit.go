@@ -589,12 +589,12 @@ func (a *auditLog) keep(rest []byte) []byte {
 
 // finish fsyncs and closes the file and keeps why either failed. A
 // trail that is not a regular file (audit.path: /dev/stdout in a
-// container, a pipe to a collector) has nothing to fsync.
+// container, a pipe to a collector) cannot be fsynced (EINVAL): not a
+// failure.
 func (a *auditLog) finish() {
-	if fi, err := a.f.Stat(); err == nil && fi.Mode().IsRegular() {
-		if err := a.f.Sync(); err != nil && a.failure.Load() == nil {
-			a.logger.Warn("audit trail: fsync at close", "err", err)
-		}
+	err := a.f.Sync()
+	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) && a.failure.Load() == nil {
+		a.logger.Warn("audit trail: fsync at close", "err", err)
 	}
 	if err := a.f.Close(); err != nil {
 		a.logger.Error("close the audit trail", "err", err)
