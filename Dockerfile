@@ -1,7 +1,7 @@
 # The hub as a container image, for serving a team over HTTP
 # (README: "Running for a team"). Two targets:
 #
-#   docker build -t dynamic-mcp .                      # default: static binary on distroless, ~15 MB
+#   docker build -t dynamic-mcp .                      # default: static binary on distroless (a 26 MB binary)
 #   docker build --target with-node -t dynamic-mcp:node .  # Debian slim with Node 22, for npx stdio servers
 #
 #   docker run -p 127.0.0.1:8080:8080 -e DYNAMIC_MCP_TOKEN=... \
