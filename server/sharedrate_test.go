@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
@@ -53,5 +54,50 @@ func TestSessionRateOfHTTPSessionSharedByReplicas(t *testing.T) {
 	}
 	if _, ok := a.take(d, ss, ""); ok {
 		t.Error("a stdio session's third call on one replica: let through")
+	}
+}
+
+// With store:, a per: user rate counts the user's calls on every replica
+// together, whichever of their sessions (and transports) makes them:
+// alice's two calls on two replicas use up her 2/minute on both, and
+// bob's count is his own.
+func TestUserRateSharedByReplicas(t *testing.T) {
+	url := pgtest.Start(t)
+	replica := func() *rateLimiter {
+		db, err := pgstore.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		l := newRateLimiter()
+		l.shared = db
+		return l
+	}
+	a, b := replica(), replica()
+	d := policy.Decision{RuleGroup: "g", Rule: "r", Rate: &config.RateLimit{Calls: 2, Period: time.Minute, Text: "2/minute", Per: config.RatePerUser}}
+	caller := func(id, transport, subject string) *session {
+		s := newSession(id, transport)
+		s.who = &identity.Identity{Kind: identity.KindJWT, Subject: subject}
+		s.Initialize()
+		return s
+	}
+	alice1, alice2 := caller("alice-on-a", "streamable-http", "alice"), caller("alice-on-b", "sse", "alice")
+	if _, ok := a.take(d, alice1, ""); !ok {
+		t.Fatal("alice's first call, on a: refused")
+	}
+	if _, ok := b.take(d, alice2, ""); !ok {
+		t.Fatal("alice's second call, on b in another session: refused")
+	}
+	for i, c := range []struct {
+		l *rateLimiter
+		s *session
+	}{{a, alice2}, {b, alice1}} {
+		if after, ok := c.l.take(d, c.s, ""); ok || after <= 0 || after > time.Minute {
+			t.Errorf("alice's call %d over 2/minute: ok %v, retry after %v", 3+i, ok, after)
+		}
+	}
+	bob := caller("bob-on-b", "streamable-http", "bob")
+	if _, ok := b.take(d, bob, ""); !ok {
+		t.Error("bob's first call: refused (alice's count is not his)")
 	}
 }
