@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,7 +107,9 @@ func TestPerUserSignIn(t *testing.T) {
 `, a.URL)
 	is := newTestIssuer(t)
 	yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s } }\ngroups:\n", is.srv.URL, testAudience), 1)
-	h, _ := runHub(t, yaml, nil)
+	insp := inspect.New(inspect.Options{})
+	t.Cleanup(func() { insp.Close() })
+	h, _ := runHub(t, yaml, insp)
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +145,13 @@ func TestPerUserSignIn(t *testing.T) {
 
 	// Alice has not signed in: her call is not made with the hub's token.
 	aliceLink := needsSignIn("alice", call(alice, "alice"))
+	// The link is in the call's error in the inspector too, for a client
+	// that shows neither the elicitation nor the error's message.
+	waitFor(t, 5*time.Second, "the inspector to show alice's link", func() bool {
+		rec := httptest.NewRecorder()
+		insp.API().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, inspect.Prefix+"api/export", nil))
+		return strings.Contains(strings.ReplaceAll(rec.Body.String(), `\u0026`, "&"), aliceLink)
+	})
 	if code, body := visit(aliceLink); code != http.StatusOK || !strings.Contains(body, "alice is signed in to docs") {
 		t.Fatalf("alice's sign-in: %d %s", code, body)
 	}
