@@ -109,8 +109,8 @@ func (c *pipeClient) readUntil(done func(line string) bool) string {
 	select {
 	case l := <-got:
 		return l
-	case <-time.After(15 * time.Second):
-		c.t.Fatal("no answer within 15s")
+	case <-time.After(30 * time.Second):
+		c.t.Fatal("no answer within 30s")
 		return ""
 	}
 }

@@ -267,7 +267,7 @@ func (h *hydra) signIn(t *testing.T, clientID, secret, redirect, user, audience 
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	var code string
-	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, Transport: oneShotTransport(), CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if strings.HasPrefix(req.URL.String(), redirect) {
 			code = req.URL.Query().Get("code")
 			if code == "" {
@@ -476,7 +476,7 @@ func browseToCode(t *testing.T, authURL, redirect string) string {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	var code string
-	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second, Transport: oneShotTransport(), CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if strings.HasPrefix(req.URL.String(), redirect) {
 			code = req.URL.Query().Get("code")
 			if code == "" {
@@ -496,4 +496,15 @@ func browseToCode(t *testing.T, authURL, redirect string) string {
 		t.Fatalf("no code: %s %s", resp.Status, body)
 	}
 	return code
+}
+
+// oneShotTransport is a browser's transport for hydra's flows: a
+// connection each request, because Go's transport sends an idempotent
+// request again on a kept-alive connection that broke before any answer
+// (hydra under load), and hydra's login and consent verifiers are good
+// once ("The consent verifier has already been used").
+func oneShotTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return tr
 }
