@@ -79,12 +79,17 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0
 	}
+	// The store is asked before resumeMu is taken: a store that is slow
+	// to answer holds up this session's request, not every resume here.
+	if s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
+		return nil, http.StatusNotFound
+	}
 	s.resumeMu.Lock()
 	defer s.resumeMu.Unlock()
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
-	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
+	if s.ended.has(st.Nonce, s.now()) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {

@@ -1,0 +1,119 @@
+package mcphttp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// troubledStore is a store whose relay calls a test can slow down or
+// fail, as a database that hangs or is gone would.
+type troubledStore struct {
+	shared.Store
+	mu       sync.Mutex
+	ended    func(ctx context.Context) // called first by Ended, when set
+	appendOK bool                      // AppendEvents fails unless set
+	failing  bool                      // AppendEvents fails when set
+	publish  int                       // Publish calls
+}
+
+func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	f := s.ended
+	s.mu.Unlock()
+	if f != nil {
+		f(ctx)
+	}
+	return s.Store.Ended(ctx, key)
+}
+
+func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events []shared.NewEvent) ([]uint64, error) {
+	s.mu.Lock()
+	failing := s.failing
+	s.mu.Unlock()
+	if failing {
+		return nil, context.DeadlineExceeded
+	}
+	return s.Store.AppendEvents(ctx, channel, events)
+}
+
+func (s *troubledStore) Publish(ctx context.Context, channel, payload string) error {
+	s.mu.Lock()
+	s.publish++
+	s.mu.Unlock()
+	return s.Store.Publish(ctx, channel, payload)
+}
+
+// troubledReplica is relayReplica with its store wrapped in a
+// troubledStore.
+func troubledReplica(t testing.TB, url, yaml string) (*Server, string, *troubledStore) {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	ts := &troubledStore{Store: db}
+	h, _ := runHub(t, yaml, nil)
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: ts}, testLogger())
+	srv := httptest.NewServer(face)
+	t.Cleanup(func() { srv.Close(); face.Close() })
+	return face, srv.URL, ts
+}
+
+// A store that hangs while one session resumes at a replica holds up
+// that session's request alone: another session resumes there at once.
+func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB, store := troubledReplica(t, url, yaml())
+	slow, quick := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
+
+	entered := make(chan struct{})
+	var once sync.Once
+	store.mu.Lock()
+	store.ended = func(ctx context.Context) {
+		first := false
+		once.Do(func() { first = true })
+		if first { // the first resume's round trip hangs until it times out
+			close(entered)
+			<-ctx.Done()
+		}
+	}
+	store.mu.Unlock()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, slow.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered
+	start := time.Now()
+	if resp, body := quick.at(baseB).post(ping); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping at B: %d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("another session's resume at B waited %s for the store's answer about the first", d)
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("the session whose store round trip hung: %d", code)
+	}
+}
