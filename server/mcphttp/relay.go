@@ -206,8 +206,14 @@ func (r *relay) appender() {
 			seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
 			cancel()
 			if err != nil {
-				r.lost.Add(uint64(len(batch)))
-				r.s.logger.Warn("relay: GET stream events lost: the store did not keep them", "events", len(batch), "err", err)
+				lost := 0
+				for _, q := range batch {
+					if !r.unkept(q.hs, q.ev.Msg, q.ev.Note) {
+						lost++
+					}
+				}
+				r.lost.Add(uint64(lost))
+				r.s.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
 				continue
 			}
 			for i, q := range batch {
@@ -244,6 +250,25 @@ func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
 		ss.lost.Add(1)
 	}
 	ss.relayed.delivered = seq
+}
+
+// unkept puts msg, which the store did not keep (it failed), on hs's GET
+// stream when that is open here, so that a session whose client reaches
+// this replica is served without the store. Unnumbered: it bears the id
+// of the last event the stream had, so that a client that resumes with
+// it gets what the store kept after that. False when there is no GET
+// stream here (msg is lost).
+func (r *relay) unkept(hs *httpSession, msg []byte, note bool) bool {
+	ss := hs.st
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.standalone == nil {
+		return false
+	}
+	if ss.standalone.put(framed(ss.relayed.id(ss.relayed.delivered), msg), note) != nil && note {
+		ss.lost.Add(1)
+	}
+	return true
 }
 
 // puller delivers the store's events to the GET streams scheduled.

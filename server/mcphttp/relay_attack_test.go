@@ -117,3 +117,28 @@ func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
 		t.Errorf("the session whose store round trip hung: %d", code)
 	}
 }
+
+// A store that fails (the database is down) does not cost a session its
+// GET stream's notifications while that stream is open at the replica
+// whose hub sends them: they go down it, unnumbered by the store (each
+// bears the id of the last event the store numbered).
+func TestRelayStoreDownGETStreamHereStillServed(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
+	_, baseA, store := troubledReplica(t, url, yaml)
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a, "")
+	prime := nextEvent(t, events)
+	store.mu.Lock()
+	store.failing = true
+	store.mu.Unlock()
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		e := nextEvent(t, events)
+		if d := floodData(t, e); d != i || e.id != prime.id {
+			t.Fatalf("event %d: %+v, want data %d with id %s", i, e, i, prime.id)
+		}
+	}
+}
