@@ -140,8 +140,24 @@ func (r *relay) close() {
 // callPrefix is the prefix of the ids of the hub's requests sent here.
 func (r *relay) callPrefix() string { return "dm-" + r.tag + "-" }
 
-// publish sends a payload of kind about hs's session.
+// allowed takes the room for body from hs's relay budget
+// (relaybudget.go); false when there is none: body is not relayed (and
+// counted lost).
+func (r *relay) allowed(hs *httpSession, body []byte) bool {
+	if hs.st.relayed.budget.take(r.s.now(), len(body), r.s.hub.Settings().MaxMessageSize) {
+		return true
+	}
+	r.lost.Add(1)
+	r.s.logger.Debug("relay: a message over its session's budget not relayed", "session", hs.id, "bytes", len(body))
+	return false
+}
+
+// publish sends a payload of kind about hs's session, a message the
+// client sent (body) within its budget.
 func (r *relay) publish(kind string, hs *httpSession, body []byte) error {
+	if kind != relayDeleted && !r.allowed(hs, body) {
+		return errRelayBudget
+	}
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	err := r.store.Publish(ctx, relayChannel, kind+" "+r.tag+" "+hs.stream+" "+string(body))
@@ -410,25 +426,29 @@ func (r *relay) deliver(hs *httpSession, body string) {
 
 // relays takes msg, a notification or an answer POSTed to hs's session,
 // when another replica must have it: an answer to another replica's
-// request is published for it alone (true: not for here); a
+// request is published for it alone (true: not for here), or refused
+// with errRelayBudget (true too) when over the session's budget; a
 // notifications/cancelled is published for every replica, and taken here
 // too (false).
-func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) bool {
+func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool, error) {
 	if msg.Method == "notifications/cancelled" {
 		_ = r.publish(relayCancelled, hs, body)
-		return false
+		return false, nil
 	}
 	if msg.Method != "" {
-		return false
+		return false, nil
 	}
 	var id string
 	if json.Unmarshal(msg.ID, &id) != nil {
-		return false
+		return false, nil
 	}
 	rest, ok := strings.CutPrefix(id, "dm-")
 	tag, _, _ := strings.Cut(rest, "-")
 	if !ok || tag == r.tag || len(tag) != len(r.tag) {
-		return false // this replica's, or none's: the Conn takes it (or drops it)
+		return false, nil // this replica's, or none's: the Conn takes it (or drops it)
+	}
+	if !r.allowed(hs, body) {
+		return true, errRelayBudget
 	}
 	// Published with the other replica's tag, so that only it takes it.
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
@@ -438,7 +458,7 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) bool 
 	} else {
 		r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
 	}
-	return true
+	return true, nil
 }
 
 // end records hs's session as ended on every replica (DELETE).

@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -140,5 +141,44 @@ func TestRelayStoreDownGETStreamHereStillServed(t *testing.T) {
 		if d := floodData(t, e); d != i || e.id != prime.id {
 			t.Fatalf("event %d: %+v, want data %d with id %s", i, e, i, prime.id)
 		}
+	}
+}
+
+// A client that POSTs answers to requests the hub never sent, with ids
+// that name another replica (dm-<tag>-<n>), or a storm of cancellations,
+// gets a bounded number of them published to the other replicas (each
+// is a NOTIFY every replica reads, a large one a row of the store): the
+// rest of its answers are refused 429, its cancellations taken here
+// only.
+func TestRelayFloodOfForgedAnswersBounded(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	refused := 0
+	const n = 300
+	for i := range n {
+		resp, _ := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":"dm-0badf00d-%d","result":{}}`, i))
+		switch resp.StatusCode {
+		case http.StatusAccepted:
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Fatalf("answer %d: %d", i, resp.StatusCode)
+		}
+	}
+	for i := range n {
+		if resp, _ := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("cancellation %d: %d", i, resp.StatusCode)
+		}
+	}
+	store.mu.Lock()
+	published := store.publish
+	store.mu.Unlock()
+	if published > 2*300 || refused == 0 {
+		t.Fatalf("%d answers and %d cancellations made %d publishes (%d answers refused)", n, n, published, refused)
+	}
+	// The session still works, and once its budget refills relays again.
+	if resp, body := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping: %d %s", resp.StatusCode, body)
 	}
 }

@@ -12,9 +12,10 @@ import (
 type relayedLog struct {
 	r         *relay
 	hs        *httpSession
-	stream    string // hs.stream
-	delivered uint64 // the last number put on the GET stream open here
-	gen       uint64 // counts the claims of the GET stream (a pull of an older claim is dropped)
+	stream    string      // hs.stream
+	delivered uint64      // the last number put on the GET stream open here
+	gen       uint64      // counts the claims of the GET stream (a pull of an older claim is dropped)
+	budget    relayBudget // what the session may publish to the other replicas (relaybudget.go)
 }
 
 // id is the event id of seq: "<stream>-<seq>", as the eventLog's.

@@ -177,9 +177,15 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// session's Conn takes it (notifications/cancelled included),
 		// unless it is another replica's (relay.go).
 		defer release()
-		if hs.stream != "" && s.relay.relays(hs, msg, body) {
-			w.WriteHeader(http.StatusAccepted)
-			return
+		if hs.stream != "" {
+			if relayed, err := s.relay.relays(hs, msg, body); err != nil {
+				w.Header().Set("Retry-After", "1")
+				writeJSONError(w, http.StatusTooManyRequests, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Too Many Requests: "+err.Error()))
+				return
+			} else if relayed {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 		}
 		if !hs.st.deliver(r.Context(), body) {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
