@@ -24,6 +24,7 @@ type troubledStore struct {
 	appendOK bool                      // AppendEvents fails unless set
 	failing  bool                      // AppendEvents fails when set
 	publish  int                       // Publish calls
+	reads    int                       // Events calls
 }
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
@@ -180,5 +181,51 @@ func TestRelayFloodOfForgedAnswersBounded(t *testing.T) {
 	// The session still works, and once its budget refills relays again.
 	if resp, body := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("ping: %d %s", resp.StatusCode, body)
+	}
+}
+
+func (s *troubledStore) Events(ctx context.Context, stream string, after uint64) ([]shared.Event, uint64, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.Events(ctx, stream, after)
+}
+
+// A client that opens its GET stream again and again, resuming from its
+// first event (each GET takes the stream over, and has the replica read
+// up to a megabyte of events from the database), gets a bounded number
+// of them: the rest are refused 429.
+func TestRelayGETStormBounded(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	ctx, cancel := context.WithCancel(t.Context())
+	first := nextEvent(t, resumeStream(ctx, a, ""))
+	cancel()
+	stream, _ := seqOf(t, first.id)
+	refused := 0
+	const n = 100
+	for range n {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, baseA+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(headerSessionID, a.session)
+		req.Header.Set("Last-Event-ID", stream+"-0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	store.mu.Lock()
+	reads := store.reads
+	store.mu.Unlock()
+	t.Logf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
+	if refused < n/2 || reads > n/2 {
+		t.Fatalf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // What one session may publish to the other replicas (relay.go): its
@@ -15,7 +17,11 @@ import (
 // other clients' answers wait. A session gets relayBurst messages, then
 // relayRate a second; in bytes, twice the largest message, then
 // relayBytesRate a second. A legitimate client answers the hub's
-// requests, a few at a time.
+// requests, a few at a time. Each GET of the session's stream counts as
+// a message too (it asks the store for the stream's last number), and one
+// that resumes as shared.MaxEventBytes (what it may read back): a client
+// that opens its stream again and again does not have the database read
+// its events each time.
 const (
 	relayBurst     = 64
 	relayRate      = 16
@@ -52,4 +58,18 @@ func (b *relayBudget) take(now time.Time, n, maxBytes int) bool {
 	b.msgs--
 	b.bytes -= float64(n)
 	return true
+}
+
+// allowedGET takes the room for a GET of hs's stream from its relay
+// budget; resumes: it has a Last-Event-ID.
+func (r *relay) allowedGET(hs *httpSession, resumes bool) bool {
+	n := 0
+	if resumes {
+		n = shared.MaxEventBytes
+	}
+	if hs.st.relayed.budget.take(r.s.now(), n, r.s.hub.Settings().MaxMessageSize) {
+		return true
+	}
+	r.s.logger.Debug("relay: a GET over its session's budget refused", "session", hs.id)
+	return false
 }

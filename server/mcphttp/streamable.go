@@ -376,6 +376,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	var last string
 	var replayed int
 	if hs.stream != "" {
+		if !s.relay.allowedGET(hs, lastID != "") {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too Many Requests: "+errRelayBudget.Error(), http.StatusTooManyRequests)
+			return
+		}
 		last, ok = s.claimRelayed(hs, st, lastID)
 	} else {
 		last, replayed, ok = hs.st.claimStandalone(st, lastID)
