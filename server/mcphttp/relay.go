@@ -485,12 +485,12 @@ func (r *relay) ended(stream string) bool {
 }
 
 // last is the last number the store gave an event of stream.
-func (r *relay) last(stream string) uint64 {
+func (r *relay) last(stream string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	_, last, err := r.store.Events(ctx, stream, 1<<62)
 	if err != nil {
 		r.s.logger.Warn("relay: could not read a GET stream's last event number", "err", err)
 	}
-	return last
+	return last, err
 }

@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -25,6 +26,7 @@ type troubledStore struct {
 	failing  bool                      // AppendEvents fails when set
 	publish  int                       // Publish calls
 	reads    int                       // Events calls
+	failRead int                       // the next Events calls that fail
 }
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
@@ -187,7 +189,14 @@ func TestRelayFloodOfForgedAnswersBounded(t *testing.T) {
 func (s *troubledStore) Events(ctx context.Context, stream string, after uint64) ([]shared.Event, uint64, error) {
 	s.mu.Lock()
 	s.reads++
+	fail := s.failRead > 0
+	if fail {
+		s.failRead--
+	}
 	s.mu.Unlock()
+	if fail {
+		return nil, 0, context.DeadlineExceeded
+	}
 	return s.Store.Events(ctx, stream, after)
 }
 
@@ -227,5 +236,70 @@ func TestRelayGETStormBounded(t *testing.T) {
 	t.Logf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
 	if refused < n/2 || reads > n/2 {
 		t.Fatalf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
+	}
+}
+
+// A GET that resumes while the store cannot tell the stream's last
+// number does not start the stream over: the client does not get again
+// the events it had (it is refused 503, and resumes when the store
+// answers).
+func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
+	faceA, baseA, store := troubledReplica(t, url, yaml)
+	a := newHTTPClient(t, baseA)
+	ctx, cut := context.WithCancel(t.Context())
+	events := resumeStream(ctx, a, "")
+	nextEvent(t, events) // priming
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	var last string
+	for range 3 {
+		last = nextEvent(t, events).id
+	}
+	cut()
+	stream, _ := seqOf(t, last)
+	waitFor(t, 5*time.Second, "the stream to close", func() bool {
+		hs := faceA.sessionByStream(stream)
+		return hs != nil && !hs.hasStandalone()
+	})
+	store.mu.Lock()
+	store.failRead = 1
+	store.mu.Unlock()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, baseA+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, a.session)
+	req.Header.Set(headerProtocolVersion, "2025-11-25")
+	req.Header.Set("Last-Event-ID", last)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		sc := bufio.NewScanner(resp.Body)
+		got := make(chan string, 1)
+		go func() {
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "" {
+					got <- d
+					return
+				}
+			}
+		}()
+		select {
+		case d := <-got:
+			t.Fatalf("resumed after %s while the store failed, and got again: %s", last, d)
+		case <-time.After(time.Second):
+		}
+		return
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("GET while the store failed: %d", resp.StatusCode)
+	}
+	events = resumeStream(t.Context(), a, last) // the store answers again
+	if e := nextEvent(t, events); e.data != "" || e.id != last {
+		t.Fatalf("resumed: %+v, want a priming event %s", e, last)
 	}
 }

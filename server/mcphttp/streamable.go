@@ -381,7 +381,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Too Many Requests: "+errRelayBudget.Error(), http.StatusTooManyRequests)
 			return
 		}
-		last, ok = s.claimRelayed(hs, st, lastID)
+		var status int
+		if last, status = s.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
+			unavailable(w, "the store does not answer")
+			return
+		}
+		ok = status == 0
 	} else {
 		last, replayed, ok = hs.st.claimStandalone(st, lastID)
 	}
