@@ -63,6 +63,9 @@ const (
 	// pullers is how many goroutines read events from the store for the
 	// GET streams open here.
 	pullers = 4
+	// pullRetry is how long a puller waits before it reads the store
+	// again after a failed read.
+	pullRetry = time.Second
 )
 
 // Kinds of payloads: "<kind> <tag> <stream> <body>".
@@ -333,8 +336,15 @@ func (r *relay) pull(hs *httpSession) {
 		events, _, err := r.store.Events(ctx, hs.stream, from)
 		cancel()
 		if err != nil {
-			r.s.logger.Warn("relay: could not read a GET stream's events from the store", "session", hs.id, "err", err)
-			return
+			// Tried again while the stream is open here: no notice may
+			// come to wake it for these events.
+			r.s.logger.Warn("relay: could not read a GET stream's events from the store; trying again", "session", hs.id, "err", err)
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(pullRetry):
+			}
+			continue
 		}
 		ss.mu.Lock()
 		if ss.relayed.gen != gen {

@@ -303,3 +303,28 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 		t.Fatalf("resumed: %+v, want a priming event %s", e, last)
 	}
 }
+
+// A GET stream whose replica fails once to read the store's new events
+// (a blip of the database) gets them all the same, once the store
+// answers again, without waiting for another event to wake it.
+func TestRelayFailedPullRetried(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB, storeB := troubledReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a.at(baseB), "")
+	nextEvent(t, events)               // priming
+	time.Sleep(300 * time.Millisecond) // the first pull is done
+	storeB.mu.Lock()
+	storeB.failRead = 1
+	storeB.mu.Unlock()
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		if d := floodData(t, nextEvent(t, events)); d != i {
+			t.Fatalf("event %d: data %d", i, d)
+		}
+	}
+}
