@@ -79,12 +79,15 @@ const (
 
 // relay is a face's link to the other replicas.
 type relay struct {
-	s     *Server
-	store shared.Store
-	tag   string // this replica's, random
-	ctx   context.Context
-	stop  context.CancelFunc
-	wg    sync.WaitGroup // the loops below
+	s          *Server
+	store      shared.Store
+	tag        string // this replica's, random
+	ctx        context.Context
+	stop       context.CancelFunc
+	closing    chan struct{}   // closed by close: the appender appends what is queued, and returns
+	appends    context.Context // of every append: ends relayWait after close
+	endAppends context.CancelFunc
+	wg         sync.WaitGroup // the loops below
 
 	mu      sync.Mutex // guards queue, queued and pulls
 	queue   []queuedEvent
@@ -109,8 +112,9 @@ func newRelay(s *Server, store shared.Store) *relay {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r := &relay{s: s, store: store, tag: hex.EncodeToString(b), pulls: map[*httpSession]struct{}{},
-		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox)}
+		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
 	r.ctx, r.stop = context.WithCancel(context.Background())
+	r.appends, r.endAppends = context.WithCancel(context.Background())
 	r.wg.Go(func() {
 		store.Subscribe(r.ctx, relayChannel, func(p string) {
 			if r.inboxed.Load()+int64(len(p)) > maxInboxBytes { // the one producer: exact
@@ -134,10 +138,16 @@ func newRelay(s *Server, store shared.Store) *relay {
 	return r
 }
 
-// close stops the relay's goroutines and waits for them.
+// close stops the relay's goroutines and waits for them: the events
+// queued are appended first, within relayWait (a replica that stops
+// after draining does not lose the last events of its calls).
 func (r *relay) close() {
+	close(r.closing)
+	t := time.AfterFunc(relayWait, r.endAppends)
 	r.stop()
 	r.wg.Wait()
+	t.Stop()
+	r.endAppends()
 }
 
 // callPrefix is the prefix of the ids of the hub's requests sent here.
@@ -199,45 +209,54 @@ func wake(c chan struct{}) {
 func (r *relay) appender() {
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-r.closing:
+			// Under r.appends, not r.ctx: the last appends outlive
+			// r.ctx, for relayWait.
+			r.appendQueued(r.appends)
 			return
 		case <-r.appendQ:
 		}
-		for {
-			r.mu.Lock()
-			batch := r.queue[:min(len(r.queue), shared.MaxEvents)]
-			r.queue = r.queue[len(batch):]
+		r.appendQueued(r.appends)
+	}
+}
+
+// appendQueued appends what is queued, batch by batch, each within
+// relayWait and parent.
+func (r *relay) appendQueued(parent context.Context) {
+	for {
+		r.mu.Lock()
+		batch := r.queue[:min(len(r.queue), shared.MaxEvents)]
+		r.queue = r.queue[len(batch):]
+		for _, q := range batch {
+			r.queued -= len(q.ev.Msg)
+		}
+		if len(r.queue) == 0 {
+			r.queue = nil
+		}
+		r.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		events := make([]shared.NewEvent, len(batch))
+		for i, q := range batch {
+			events[i] = q.ev
+		}
+		ctx, cancel := context.WithTimeout(parent, relayWait)
+		seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
+		cancel()
+		if err != nil {
+			lost := 0
 			for _, q := range batch {
-				r.queued -= len(q.ev.Msg)
-			}
-			if len(r.queue) == 0 {
-				r.queue = nil
-			}
-			r.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			events := make([]shared.NewEvent, len(batch))
-			for i, q := range batch {
-				events[i] = q.ev
-			}
-			ctx, cancel := context.WithTimeout(r.ctx, relayWait)
-			seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
-			cancel()
-			if err != nil {
-				lost := 0
-				for _, q := range batch {
-					if !r.unkept(q.hs, q.ev.Msg, q.ev.Note) {
-						lost++
-					}
+				if !r.unkept(q.hs, q.ev.Msg, q.ev.Note) {
+					lost++
 				}
-				r.lost.Add(uint64(lost))
-				r.s.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
-				continue
 			}
-			for i, q := range batch {
-				r.delivered(q.hs, seqs[i], q.ev.Msg, q.ev.Note)
-			}
+			r.lost.Add(uint64(lost))
+			r.s.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
+			continue
+		}
+		for i, q := range batch {
+			r.delivered(q.hs, seqs[i], q.ev.Msg, q.ev.Note)
 		}
 	}
 }

@@ -20,13 +20,14 @@ import (
 // fail, as a database that hangs or is gone would.
 type troubledStore struct {
 	shared.Store
-	mu       sync.Mutex
-	ended    func(ctx context.Context) // called first by Ended, when set
-	appendOK bool                      // AppendEvents fails unless set
-	failing  bool                      // AppendEvents fails when set
-	publish  int                       // Publish calls
-	reads    int                       // Events calls
-	failRead int                       // the next Events calls that fail
+	mu          sync.Mutex
+	ended       func(ctx context.Context) // called first by Ended, when set
+	appendOK    bool                      // AppendEvents fails unless set
+	failing     bool                      // AppendEvents fails when set
+	publish     int                       // Publish calls
+	reads       int                       // Events calls
+	failRead    int                       // the next Events calls that fail
+	appendDelay time.Duration             // AppendEvents waits this long first
 }
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
@@ -41,8 +42,13 @@ func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
 
 func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events []shared.NewEvent) ([]uint64, error) {
 	s.mu.Lock()
-	failing := s.failing
+	failing, delay := s.failing, s.appendDelay
 	s.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if failing {
 		return nil, context.DeadlineExceeded
 	}
@@ -326,5 +332,37 @@ func TestRelayFailedPullRetried(t *testing.T) {
 		if d := floodData(t, nextEvent(t, events)); d != i {
 			t.Fatalf("event %d: data %d", i, d)
 		}
+	}
+}
+
+// A replica that closes (it stops, after draining) appends the GET stream
+// events still waiting in its queue before it lets go of the store: the
+// client that resumes at another replica gets them.
+func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
+	url := pgtest.Start(t)
+	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	newHTTPClient(t, baseA)
+	hs := faceA.relayedSessions()[0]
+	store.mu.Lock()
+	store.appendDelay = 300 * time.Millisecond // a store a little slow
+	store.mu.Unlock()
+	const n = 20
+	for i := range n {
+		if !faceA.relay.enqueue(hs, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
+			t.Fatal("queue full")
+		}
+		if i == 0 {
+			time.Sleep(50 * time.Millisecond) // the first is being appended
+		}
+	}
+	faceA.Close()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	events, last, err := db.Events(t.Context(), hs.stream, 0)
+	if err != nil || len(events) != n || last != n {
+		t.Fatalf("kept after close: %d events, last %d, %v; want %d", len(events), last, err, n)
 	}
 }
