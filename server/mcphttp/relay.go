@@ -98,7 +98,8 @@ type relay struct {
 	inbox   chan string               // payloads heard
 	inboxed atomic.Int64              // bytes in inbox
 
-	lost atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
+	lost   atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
+	missed atomic.Bool   // a payload was dropped by a full inbox since dispatch last looked
 }
 
 type queuedEvent struct {
@@ -115,27 +116,30 @@ func newRelay(s *Server, store shared.Store) *relay {
 		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.appends, r.endAppends = context.WithCancel(context.Background())
-	r.wg.Go(func() {
-		store.Subscribe(r.ctx, relayChannel, func(p string) {
-			if r.inboxed.Load()+int64(len(p)) > maxInboxBytes { // the one producer: exact
-				r.lost.Add(1)
-				return
-			}
-			r.inboxed.Add(int64(len(p)))
-			select {
-			case r.inbox <- p:
-			default:
-				r.inboxed.Add(-int64(len(p)))
-				r.lost.Add(1)
-			}
-		})
-	})
+	r.wg.Go(func() { store.Subscribe(r.ctx, relayChannel, r.heard) })
 	r.wg.Go(r.dispatch)
 	r.wg.Go(r.appender)
 	for range pullers {
 		r.wg.Go(r.puller)
 	}
 	return r
+}
+
+// heard puts p, a payload heard, in the inbox; one that does not fit is
+// lost, and the dispatcher told (missed), so that the GET streams here
+// read the store even though a notice of their new events was lost.
+func (r *relay) heard(p string) {
+	if r.inboxed.Load()+int64(len(p)) <= maxInboxBytes { // the one producer: exact
+		r.inboxed.Add(int64(len(p)))
+		select {
+		case r.inbox <- p:
+			return
+		default:
+			r.inboxed.Add(-int64(len(p)))
+		}
+	}
+	r.lost.Add(1)
+	r.missed.Store(true)
 }
 
 // close stops the relay's goroutines and waits for them: the events
@@ -396,11 +400,14 @@ func (r *relay) dispatch() {
 		case p = <-r.inbox:
 			r.inboxed.Add(-int64(len(p)))
 		}
-		if p == "" {
-			// Reconnected: notices may have been missed.
+		if p == "" || r.missed.Swap(false) {
+			// Reconnected, or the inbox was full: notices may have been
+			// missed.
 			for _, hs := range r.s.relayedSessions() {
 				r.schedule(hs)
 			}
+		}
+		if p == "" {
 			continue
 		}
 		kind, rest, _ := strings.Cut(p, " ")
