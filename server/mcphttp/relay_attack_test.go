@@ -395,3 +395,59 @@ func TestRelayFullInboxRereads(t *testing.T) {
 		t.Fatalf("lost %d", r.lost.Load())
 	}
 }
+
+// What held, kept as tests: a session DELETEd at one replica ends its
+// GET stream open at another; a GET that resumes with an event id of
+// another session (or an absurd number) gets live events only, none of
+// the other session's.
+func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	victim, mallory := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
+	vEvents := resumeStream(t.Context(), victim, "")
+	vPrime := nextEvent(t, vEvents)
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":2}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	nextEvent(t, vEvents)
+	nextEvent(t, vEvents)
+	vStream, _ := seqOf(t, vPrime.id)
+	for _, lastID := range []string{vStream + "-0", vStream + "-1", "x-99999999999999999999", vStream + "-18446744073709551615"} {
+		ctx, cut := context.WithCancel(t.Context())
+		events := resumeStream(ctx, mallory.at(baseB), lastID)
+		prime := nextEvent(t, events)
+		if s, _ := seqOf(t, prime.id); s == vStream || prime.data != "" {
+			t.Fatalf("Last-Event-ID %s: %+v", lastID, prime)
+		}
+		select {
+		case e := <-events:
+			t.Fatalf("Last-Event-ID %s replayed %+v", lastID, e)
+		case <-time.After(200 * time.Millisecond):
+		}
+		cut()
+		time.Sleep(100 * time.Millisecond) // B lets the stream go
+	}
+
+	onB := resumeStream(t.Context(), victim.at(baseB), vPrime.id)
+	nextEvent(t, onB) // priming
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-onB:
+			if !ok {
+				return // ended
+			}
+		case <-deadline:
+			t.Fatal("the GET stream at B outlived the session's DELETE at A")
+		}
+	}
+}
