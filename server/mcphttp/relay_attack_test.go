@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -449,5 +451,52 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the GET stream at B outlived the session's DELETE at A")
 		}
+	}
+}
+
+// The connection a replica LISTENs on, cut by the database (a restart, a
+// proxy's idle timeout), comes back, and the GET stream open there gets
+// the events appended meanwhile at another replica, once each, in order.
+func TestRelayListenDropReplaysEvents(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a.at(baseB), "")
+	nextEvent(t, events) // priming
+	db, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	// Every LISTENing backend is cut (A's too); the flood follows at once.
+	cutListeners := func() int {
+		n := 0
+		rows, err := db.Query(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		return n
+	}
+	if n := cutListeners(); n < 2 {
+		t.Fatalf("cut %d listeners", n)
+	}
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		if d := floodData(t, nextEvent(t, events)); d != i {
+			t.Fatalf("event %d: data %d", i, d)
+		}
+	}
+	select {
+	case e := <-events:
+		t.Fatalf("more than was sent: %+v", e)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
