@@ -17,7 +17,8 @@ import (
 // other clients' answers wait. A session gets relayBurst messages, then
 // relayRate a second; in bytes, twice the largest message, then
 // relayBytesRate a second. A legitimate client answers the hub's
-// requests, a few at a time. Each GET of the session's stream counts as
+// requests, a few at a time. (The burst of bytes is at least twice
+// shared.MaxEventBytes.) Each GET of the session's stream counts as
 // a message too (it asks the store for the stream's last number), and one
 // that resumes as shared.MaxEventBytes (what it may read back): a client
 // that opens its stream again and again does not have the database read
@@ -44,7 +45,7 @@ type relayBudget struct {
 func (b *relayBudget) take(now time.Time, n, maxBytes int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	burstBytes := 2 * float64(maxBytes)
+	burstBytes := 2 * float64(max(maxBytes, shared.MaxEventBytes)) // room for a resuming GET whatever the largest message
 	if b.last.IsZero() {
 		b.msgs, b.bytes = relayBurst, burstBytes
 	} else if d := now.Sub(b.last).Seconds(); d > 0 {
