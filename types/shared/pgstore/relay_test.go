@@ -156,3 +156,33 @@ func TestRelayEventsTotalBound(t *testing.T) {
 		}
 	}
 }
+
+// The rows of large payloads are bounded in bytes, not only in count: a
+// client relaying answers of megabytes does not fill the database with
+// relayRows of them; the newest is kept whatever its size.
+func TestRelayRowsBytesBound(t *testing.T) {
+	s := open(t, pgtest.Start(t))
+	ctx := t.Context()
+	s.relayTotal = 100_000
+	big := strings.Repeat("x", 30_000)
+	for range 20 {
+		if err := s.Publish(ctx, "relay_test", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n, bytes int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(length(payload)), 0) FROM dynamic_mcp_relay`).Scan(&n, &bytes); err != nil {
+		t.Fatal(err)
+	}
+	if bytes > 100_000 || n == 0 {
+		t.Fatalf("kept %d rows, %d bytes", n, bytes)
+	}
+	huge := strings.Repeat("y", 200_000)
+	if err := s.Publish(ctx, "relay_test", huge); err != nil {
+		t.Fatal(err)
+	}
+	var newest int
+	if err := s.pool.QueryRow(ctx, `SELECT length(payload) FROM dynamic_mcp_relay ORDER BY id DESC LIMIT 1`).Scan(&newest); err != nil || newest != len(huge) {
+		t.Fatalf("the newest row: %d bytes, %v", newest, err)
+	}
+}
