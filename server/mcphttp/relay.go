@@ -98,8 +98,12 @@ type relay struct {
 	inbox   chan string               // payloads heard
 	inboxed atomic.Int64              // bytes in inbox
 
-	lost   atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
-	missed atomic.Bool   // a payload was dropped by a full inbox since dispatch last looked
+	lost atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
+	// deleted are the streams of the sessions ended by DELETE at other
+	// replicas, heard here: a resume that asked the store just before
+	// the DELETE was recorded ends the session it made (resume.go).
+	deleted endedSessions
+	missed  atomic.Bool // a payload was dropped by a full inbox since dispatch last looked
 }
 
 type queuedEvent struct {
@@ -413,6 +417,9 @@ func (r *relay) dispatch() {
 		kind, rest, _ := strings.Cut(p, " ")
 		tag, rest, _ := strings.Cut(rest, " ")
 		stream, body, _ := strings.Cut(rest, " ")
+		if kind == relayDeleted && tag != r.tag {
+			r.deleted.add(stream, r.s.now().Add(sealedLifetime))
+		}
 		hs := r.s.byStream(stream)
 		if hs == nil {
 			continue // not a session of this replica

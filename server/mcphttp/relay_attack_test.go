@@ -24,7 +24,7 @@ type troubledStore struct {
 	shared.Store
 	mu          sync.Mutex
 	ended       func(ctx context.Context) // called first by Ended, when set
-	appendOK    bool                      // AppendEvents fails unless set
+	endedFirst  bool                      // ended is called after the store answered, instead of before
 	failing     bool                      // AppendEvents fails when set
 	publish     int                       // Publish calls
 	reads       int                       // Events calls
@@ -34,8 +34,15 @@ type troubledStore struct {
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
 	s.mu.Lock()
-	f := s.ended
+	f, first := s.ended, s.endedFirst
 	s.mu.Unlock()
+	if first {
+		ended, err := s.Store.Ended(ctx, key)
+		if f != nil {
+			f(ctx)
+		}
+		return ended, err
+	}
 	if f != nil {
 		f(ctx)
 	}
@@ -499,4 +506,57 @@ func TestRelayListenDropReplaysEvents(t *testing.T) {
 		t.Fatalf("more than was sent: %+v", e)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// A session DELETEd at one replica while another is resuming it (the
+// store told that one "not ended" a moment before the DELETE was
+// recorded) is not left live there: the notice of the DELETE, heard
+// while the session was not yet registered, ends it once it is.
+func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	faceB, baseB, storeB := troubledReplica(t, url, yaml())
+	victim := newHTTPClient(t, baseA)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	storeB.mu.Lock()
+	storeB.ended = func(ctx context.Context) {
+		once.Do(func() { // the store has answered "not ended"; then the DELETE
+			close(entered)
+			<-release
+		})
+	}
+	storeB.endedFirst = true
+	storeB.mu.Unlock()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, victim.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE at A: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	time.Sleep(500 * time.Millisecond) // B hears of it
+	close(release)
+	<-done
+	if resp, body := victim.at(baseB).post(ping); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("ping at B after DELETE: %d %s", resp.StatusCode, body)
+	}
+	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return faceB.sessionCount() == 0 })
 }
