@@ -470,14 +470,11 @@ func (r *relay) deliver(hs *httpSession, body string) {
 // relays takes msg, a notification or an answer POSTed to hs's session,
 // when another replica must have it: an answer to another replica's
 // request is published for it alone (true: not for here), or refused
-// with errRelayBudget (true too) when over the session's budget; a
-// notifications/cancelled is published for every replica, and taken here
-// too (false).
+// with errRelayBudget (true too) when over the session's budget. A
+// notifications/cancelled is taken here (false), and published for every
+// replica once it has been (cancelled), so that a store slow to answer
+// does not hold up the cancellation here.
 func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool, error) {
-	if msg.Method == "notifications/cancelled" {
-		_ = r.publish(relayCancelled, hs, body)
-		return false, nil
-	}
 	if msg.Method != "" {
 		return false, nil
 	}
@@ -502,6 +499,12 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool
 		r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
 	}
 	return true, nil
+}
+
+// cancelled publishes body, a notifications/cancelled the client POSTed
+// here and this replica took, for every other replica holding hs.
+func (r *relay) cancelled(hs *httpSession, body []byte) {
+	_ = r.publish(relayCancelled, hs, body)
 }
 
 // end records hs's session as ended on every replica (DELETE).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,14 +23,15 @@ import (
 // fail, as a database that hangs or is gone would.
 type troubledStore struct {
 	shared.Store
-	mu          sync.Mutex
-	ended       func(ctx context.Context) // called first by Ended, when set
-	endedFirst  bool                      // ended is called after the store answered, instead of before
-	failing     bool                      // AppendEvents fails when set
-	publish     int                       // Publish calls
-	reads       int                       // Events calls
-	failRead    int                       // the next Events calls that fail
-	appendDelay time.Duration             // AppendEvents waits this long first
+	mu           sync.Mutex
+	ended        func(ctx context.Context) // called first by Ended, when set
+	endedFirst   bool                      // ended is called after the store answered, instead of before
+	failing      bool                      // AppendEvents fails when set
+	publish      int                       // Publish calls
+	publishHangs bool                      // Publish waits for its ctx to end, and fails
+	reads        int                       // Events calls
+	failRead     int                       // the next Events calls that fail
+	appendDelay  time.Duration             // AppendEvents waits this long first
 }
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
@@ -67,7 +69,12 @@ func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events
 func (s *troubledStore) Publish(ctx context.Context, channel, payload string) error {
 	s.mu.Lock()
 	s.publish++
+	hang := s.publishHangs
 	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return s.Store.Publish(ctx, channel, payload)
 }
 
@@ -559,4 +566,41 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 		t.Fatalf("ping at B after DELETE: %d %s", resp.StatusCode, body)
 	}
 	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return faceB.sessionCount() == 0 })
+}
+
+// A cancellation POSTed to the replica where its call runs cancels it at
+// once, however slow the store is to pass it on to the other replicas.
+func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
+	url := pgtest.Start(t)
+	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 10s", ""))
+	c := newHTTPClient(t, baseA)
+	hung := make(chan time.Time, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		hung <- time.Now()
+	}()
+	waitFor(t, 5*time.Second, "the call in flight", func() bool {
+		hs := faceA.relayedSessions()
+		return len(hs) == 1 && hs[0].conn.Inflight() == 1
+	})
+	store.mu.Lock()
+	store.publishHangs = true
+	store.mu.Unlock()
+	start := time.Now()
+	go c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	select {
+	case end := <-hung:
+		if d := end.Sub(start); d > 2*time.Second {
+			t.Fatalf("the call ended %s after its cancellation", d)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the call was not cancelled")
+	}
 }

@@ -191,6 +191,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 			return
 		}
+		if hs.stream != "" && msg.Method == "notifications/cancelled" {
+			s.relay.cancelled(hs, body) // after: the request may run here
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
