@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ import (
 // queue (a message beyond it is lost, and counted), the payloads heard
 // in a bounded inbox (the same), and the sessions to pull are a set of
 // the sessions open here.
+
+// errRelayDown is an answer for another replica the store did not take.
+var errRelayDown = errors.New("the store shared by the replicas does not answer: the answer could not reach the replica that asked")
 
 // relayChannel is the store's channel of the relay.
 const relayChannel = "dynamic_mcp_relay"
@@ -470,7 +474,8 @@ func (r *relay) deliver(hs *httpSession, body string) {
 // relays takes msg, a notification or an answer POSTed to hs's session,
 // when another replica must have it: an answer to another replica's
 // request is published for it alone (true: not for here), or refused
-// with errRelayBudget (true too) when over the session's budget. A
+// with errRelayBudget (true too) when over the session's budget, or
+// errRelayDown when the store did not take it. A
 // notifications/cancelled is taken here (false), and published for every
 // replica once it has been (cancelled), so that a store slow to answer
 // does not hold up the cancellation here.
@@ -495,9 +500,9 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool
 	defer cancel()
 	if err := r.store.Publish(ctx, relayChannel, relayAnswer+" "+tag+" "+hs.stream+" "+string(body)); err != nil {
 		r.s.logger.Warn("relay: could not publish an answer to another replica's request", "session", hs.id, "err", err)
-	} else {
-		r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
+		return true, errRelayDown
 	}
+	r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
 	return true, nil
 }
 

@@ -28,6 +28,7 @@ type troubledStore struct {
 	endedFirst   bool                      // ended is called after the store answered, instead of before
 	failing      bool                      // AppendEvents fails when set
 	publish      int                       // Publish calls
+	publishFails bool                      // Publish fails at once
 	publishHangs bool                      // Publish waits for its ctx to end, and fails
 	reads        int                       // Events calls
 	failRead     int                       // the next Events calls that fail
@@ -69,8 +70,11 @@ func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events
 func (s *troubledStore) Publish(ctx context.Context, channel, payload string) error {
 	s.mu.Lock()
 	s.publish++
-	hang := s.publishHangs
+	hang, fail := s.publishHangs, s.publishFails
 	s.mu.Unlock()
+	if fail {
+		return context.DeadlineExceeded
+	}
 	if hang {
 		<-ctx.Done()
 		return ctx.Err()
@@ -602,5 +606,20 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 		}
 	case <-time.After(8 * time.Second):
 		t.Fatal("the call was not cancelled")
+	}
+}
+
+// An answer for another replica that the store could not pass on (the
+// database is down) is not acknowledged 202 as if it had been: the client
+// is told 503, and may send it again.
+func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	store.mu.Lock()
+	store.publishFails = true
+	store.mu.Unlock()
+	if resp, body := a.post(`{"jsonrpc":"2.0","id":"dm-0badf00d-1","result":{}}`); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an answer the store could not pass on: %d %s", resp.StatusCode, body)
 	}
 }

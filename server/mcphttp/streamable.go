@@ -178,7 +178,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// unless it is another replica's (relay.go).
 		defer release()
 		if hs.stream != "" {
-			if relayed, err := s.relay.relays(hs, msg, body); err != nil {
+			if relayed, err := s.relay.relays(hs, msg, body); errors.Is(err, errRelayDown) {
+				unavailable(w, err.Error())
+				return
+			} else if err != nil {
 				w.Header().Set("Retry-After", "1")
 				writeJSONError(w, http.StatusTooManyRequests, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Too Many Requests: "+err.Error()))
 				return
