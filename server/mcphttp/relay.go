@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ import (
 // in a bounded inbox (the same), and the sessions to pull are a set of
 // the sessions open here.
 
+// errRelayDown is an answer for another replica the store did not take.
+var errRelayDown = errors.New("the store shared by the replicas does not answer: the answer could not reach the replica that asked")
+
 // relayChannel is the store's channel of the relay.
 const relayChannel = "dynamic_mcp_relay"
 
@@ -63,6 +67,9 @@ const (
 	// pullers is how many goroutines read events from the store for the
 	// GET streams open here.
 	pullers = 4
+	// pullRetry is how long a puller waits before it reads the store
+	// again after a failed read.
+	pullRetry = time.Second
 )
 
 // Kinds of payloads: "<kind> <tag> <stream> <body>".
@@ -76,12 +83,15 @@ const (
 
 // relay is a face's link to the other replicas.
 type relay struct {
-	s     *Server
-	store shared.Store
-	tag   string // this replica's, random
-	ctx   context.Context
-	stop  context.CancelFunc
-	wg    sync.WaitGroup // the loops below
+	s          *Server
+	store      shared.Store
+	tag        string // this replica's, random
+	ctx        context.Context
+	stop       context.CancelFunc
+	closing    chan struct{}   // closed by close: the appender appends what is queued, and returns
+	appends    context.Context // of every append: ends relayWait after close
+	endAppends context.CancelFunc
+	wg         sync.WaitGroup // the loops below
 
 	mu      sync.Mutex // guards queue, queued and pulls
 	queue   []queuedEvent
@@ -93,6 +103,11 @@ type relay struct {
 	inboxed atomic.Int64              // bytes in inbox
 
 	lost atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
+	// deleted are the streams of the sessions ended by DELETE at other
+	// replicas, heard here: a resume that asked the store just before
+	// the DELETE was recorded ends the session it made (resume.go).
+	deleted endedSessions
+	missed  atomic.Bool // a payload was dropped by a full inbox since dispatch last looked
 }
 
 type queuedEvent struct {
@@ -106,23 +121,10 @@ func newRelay(s *Server, store shared.Store) *relay {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r := &relay{s: s, store: store, tag: hex.EncodeToString(b), pulls: map[*httpSession]struct{}{},
-		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox)}
+		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
 	r.ctx, r.stop = context.WithCancel(context.Background())
-	r.wg.Go(func() {
-		store.Subscribe(r.ctx, relayChannel, func(p string) {
-			if r.inboxed.Load()+int64(len(p)) > maxInboxBytes { // the one producer: exact
-				r.lost.Add(1)
-				return
-			}
-			r.inboxed.Add(int64(len(p)))
-			select {
-			case r.inbox <- p:
-			default:
-				r.inboxed.Add(-int64(len(p)))
-				r.lost.Add(1)
-			}
-		})
-	})
+	r.appends, r.endAppends = context.WithCancel(context.Background())
+	r.wg.Go(func() { store.Subscribe(r.ctx, relayChannel, r.heard) })
 	r.wg.Go(r.dispatch)
 	r.wg.Go(r.appender)
 	for range pullers {
@@ -131,17 +133,56 @@ func newRelay(s *Server, store shared.Store) *relay {
 	return r
 }
 
-// close stops the relay's goroutines and waits for them.
+// heard puts p, a payload heard, in the inbox; one that does not fit is
+// lost, and the dispatcher told (missed), so that the GET streams here
+// read the store even though a notice of their new events was lost.
+func (r *relay) heard(p string) {
+	if r.inboxed.Load()+int64(len(p)) <= maxInboxBytes { // the one producer: exact
+		r.inboxed.Add(int64(len(p)))
+		select {
+		case r.inbox <- p:
+			return
+		default:
+			r.inboxed.Add(-int64(len(p)))
+		}
+	}
+	r.lost.Add(1)
+	r.missed.Store(true)
+}
+
+// close stops the relay's goroutines and waits for them: the events
+// queued are appended first, within relayWait (a replica that stops
+// after draining does not lose the last events of its calls).
 func (r *relay) close() {
+	close(r.closing)
+	t := time.AfterFunc(relayWait, r.endAppends)
 	r.stop()
 	r.wg.Wait()
+	t.Stop()
+	r.endAppends()
 }
 
 // callPrefix is the prefix of the ids of the hub's requests sent here.
 func (r *relay) callPrefix() string { return "dm-" + r.tag + "-" }
 
-// publish sends a payload of kind about hs's session.
+// allowed takes the room for body from hs's relay budget
+// (relaybudget.go); false when there is none: body is not relayed (and
+// counted lost).
+func (r *relay) allowed(hs *httpSession, body []byte) bool {
+	if hs.st.relayed.budget.take(r.s.now(), len(body), r.s.hub.Settings().MaxMessageSize) {
+		return true
+	}
+	r.lost.Add(1)
+	r.s.logger.Debug("relay: a message over its session's budget not relayed", "session", hs.id, "bytes", len(body))
+	return false
+}
+
+// publish sends a payload of kind about hs's session, a message the
+// client sent (body) within its budget.
 func (r *relay) publish(kind string, hs *httpSession, body []byte) error {
+	if kind != relayDeleted && !r.allowed(hs, body) {
+		return errRelayBudget
+	}
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	err := r.store.Publish(ctx, relayChannel, kind+" "+r.tag+" "+hs.stream+" "+string(body))
@@ -180,39 +221,54 @@ func wake(c chan struct{}) {
 func (r *relay) appender() {
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-r.closing:
+			// Under r.appends, not r.ctx: the last appends outlive
+			// r.ctx, for relayWait.
+			r.appendQueued(r.appends)
 			return
 		case <-r.appendQ:
 		}
-		for {
-			r.mu.Lock()
-			batch := r.queue[:min(len(r.queue), shared.MaxEvents)]
-			r.queue = r.queue[len(batch):]
+		r.appendQueued(r.appends)
+	}
+}
+
+// appendQueued appends what is queued, batch by batch, each within
+// relayWait and parent.
+func (r *relay) appendQueued(parent context.Context) {
+	for {
+		r.mu.Lock()
+		batch := r.queue[:min(len(r.queue), shared.MaxEvents)]
+		r.queue = r.queue[len(batch):]
+		for _, q := range batch {
+			r.queued -= len(q.ev.Msg)
+		}
+		if len(r.queue) == 0 {
+			r.queue = nil
+		}
+		r.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		events := make([]shared.NewEvent, len(batch))
+		for i, q := range batch {
+			events[i] = q.ev
+		}
+		ctx, cancel := context.WithTimeout(parent, relayWait)
+		seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
+		cancel()
+		if err != nil {
+			lost := 0
 			for _, q := range batch {
-				r.queued -= len(q.ev.Msg)
+				if !r.unkept(q.hs, q.ev.Msg, q.ev.Note) {
+					lost++
+				}
 			}
-			if len(r.queue) == 0 {
-				r.queue = nil
-			}
-			r.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			events := make([]shared.NewEvent, len(batch))
-			for i, q := range batch {
-				events[i] = q.ev
-			}
-			ctx, cancel := context.WithTimeout(r.ctx, relayWait)
-			seqs, err := r.store.AppendEvents(ctx, relayChannel, events)
-			cancel()
-			if err != nil {
-				r.lost.Add(uint64(len(batch)))
-				r.s.logger.Warn("relay: GET stream events lost: the store did not keep them", "events", len(batch), "err", err)
-				continue
-			}
-			for i, q := range batch {
-				r.delivered(q.hs, seqs[i], q.ev.Msg, q.ev.Note)
-			}
+			r.lost.Add(uint64(lost))
+			r.s.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
+			continue
+		}
+		for i, q := range batch {
+			r.delivered(q.hs, seqs[i], q.ev.Msg, q.ev.Note)
 		}
 	}
 }
@@ -244,6 +300,25 @@ func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
 		ss.lost.Add(1)
 	}
 	ss.relayed.delivered = seq
+}
+
+// unkept puts msg, which the store did not keep (it failed), on hs's GET
+// stream when that is open here, so that a session whose client reaches
+// this replica is served without the store. Unnumbered: it bears the id
+// of the last event the stream had, so that a client that resumes with
+// it gets what the store kept after that. False when there is no GET
+// stream here (msg is lost).
+func (r *relay) unkept(hs *httpSession, msg []byte, note bool) bool {
+	ss := hs.st
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.standalone == nil {
+		return false
+	}
+	if ss.standalone.put(framed(ss.relayed.id(ss.relayed.delivered), msg), note) != nil && note {
+		ss.lost.Add(1)
+	}
+	return true
 }
 
 // puller delivers the store's events to the GET streams scheduled.
@@ -292,8 +367,15 @@ func (r *relay) pull(hs *httpSession) {
 		events, _, err := r.store.Events(ctx, hs.stream, from)
 		cancel()
 		if err != nil {
-			r.s.logger.Warn("relay: could not read a GET stream's events from the store", "session", hs.id, "err", err)
-			return
+			// Tried again while the stream is open here: no notice may
+			// come to wake it for these events.
+			r.s.logger.Warn("relay: could not read a GET stream's events from the store; trying again", "session", hs.id, "err", err)
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(pullRetry):
+			}
+			continue
 		}
 		ss.mu.Lock()
 		if ss.relayed.gen != gen {
@@ -326,16 +408,22 @@ func (r *relay) dispatch() {
 		case p = <-r.inbox:
 			r.inboxed.Add(-int64(len(p)))
 		}
-		if p == "" {
-			// Reconnected: notices may have been missed.
+		if p == "" || r.missed.Swap(false) {
+			// Reconnected, or the inbox was full: notices may have been
+			// missed.
 			for _, hs := range r.s.relayedSessions() {
 				r.schedule(hs)
 			}
+		}
+		if p == "" {
 			continue
 		}
 		kind, rest, _ := strings.Cut(p, " ")
 		tag, rest, _ := strings.Cut(rest, " ")
 		stream, body, _ := strings.Cut(rest, " ")
+		if kind == relayDeleted && tag != r.tag {
+			r.deleted.add(stream, r.s.now().Add(sealedLifetime))
+		}
 		hs := r.s.byStream(stream)
 		if hs == nil {
 			continue // not a session of this replica
@@ -385,35 +473,43 @@ func (r *relay) deliver(hs *httpSession, body string) {
 
 // relays takes msg, a notification or an answer POSTed to hs's session,
 // when another replica must have it: an answer to another replica's
-// request is published for it alone (true: not for here); a
-// notifications/cancelled is published for every replica, and taken here
-// too (false).
-func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) bool {
-	if msg.Method == "notifications/cancelled" {
-		_ = r.publish(relayCancelled, hs, body)
-		return false
-	}
+// request is published for it alone (true: not for here), or refused
+// with errRelayBudget (true too) when over the session's budget, or
+// errRelayDown when the store did not take it. A
+// notifications/cancelled is taken here (false), and published for every
+// replica once it has been (cancelled), so that a store slow to answer
+// does not hold up the cancellation here.
+func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool, error) {
 	if msg.Method != "" {
-		return false
+		return false, nil
 	}
 	var id string
 	if json.Unmarshal(msg.ID, &id) != nil {
-		return false
+		return false, nil
 	}
 	rest, ok := strings.CutPrefix(id, "dm-")
 	tag, _, _ := strings.Cut(rest, "-")
 	if !ok || tag == r.tag || len(tag) != len(r.tag) {
-		return false // this replica's, or none's: the Conn takes it (or drops it)
+		return false, nil // this replica's, or none's: the Conn takes it (or drops it)
+	}
+	if !r.allowed(hs, body) {
+		return true, errRelayBudget
 	}
 	// Published with the other replica's tag, so that only it takes it.
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	if err := r.store.Publish(ctx, relayChannel, relayAnswer+" "+tag+" "+hs.stream+" "+string(body)); err != nil {
 		r.s.logger.Warn("relay: could not publish an answer to another replica's request", "session", hs.id, "err", err)
-	} else {
-		r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
+		return true, errRelayDown
 	}
-	return true
+	r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
+	return true, nil
+}
+
+// cancelled publishes body, a notifications/cancelled the client POSTed
+// here and this replica took, for every other replica holding hs.
+func (r *relay) cancelled(hs *httpSession, body []byte) {
+	_ = r.publish(relayCancelled, hs, body)
 }
 
 // end records hs's session as ended on every replica (DELETE).
@@ -440,12 +536,12 @@ func (r *relay) ended(stream string) bool {
 }
 
 // last is the last number the store gave an event of stream.
-func (r *relay) last(stream string) uint64 {
+func (r *relay) last(stream string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	_, last, err := r.store.Events(ctx, stream, 1<<62)
 	if err != nil {
 		r.s.logger.Warn("relay: could not read a GET stream's last event number", "err", err)
 	}
-	return last
+	return last, err
 }

@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -12,9 +13,10 @@ import (
 type relayedLog struct {
 	r         *relay
 	hs        *httpSession
-	stream    string // hs.stream
-	delivered uint64 // the last number put on the GET stream open here
-	gen       uint64 // counts the claims of the GET stream (a pull of an older claim is dropped)
+	stream    string      // hs.stream
+	delivered uint64      // the last number put on the GET stream open here
+	gen       uint64      // counts the claims of the GET stream (a pull of an older claim is dropped)
+	budget    relayBudget // what the session may publish to the other replicas (relaybudget.go)
 }
 
 // id is the event id of seq: "<stream>-<seq>", as the eventLog's.
@@ -75,10 +77,15 @@ func (s *Server) relayedSessions() []*httpSession {
 // else after the last event the store gave (live events only); a second
 // GET is refused unless it resumes. The events are put on st by the
 // relay's pullers. last is the id of the event it starts after, for the
-// priming event.
-func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last string, ok bool) {
+// priming event. status is the HTTP status of a refusal: 409 for a
+// second GET, 503 when the store cannot tell the stream's last number
+// (the stream would start over, from its first event kept).
+func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last string, status int) {
 	l := hs.st.relayed
-	top := s.relay.last(hs.stream)
+	top, err := s.relay.last(hs.stream)
+	if err != nil {
+		return "", http.StatusServiceUnavailable
+	}
 	from, resumes := l.parse(lastID)
 	if !resumes || from > top {
 		from, resumes = top, false
@@ -88,13 +95,13 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	select {
 	case <-ss.closed:
 		ss.mu.Unlock()
-		return "", false
+		return "", http.StatusConflict
 	default:
 	}
 	if ss.standalone != nil {
 		if !resumes {
 			ss.mu.Unlock()
-			return "", false
+			return "", http.StatusConflict
 		}
 		ss.standalone.out.Close() // taken over, as claimStandalone does
 	}
@@ -104,5 +111,5 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	ss.mu.Unlock()
 	s.logger.Debug("relay: a GET stream opened here", "session", hs.id, "after", from, "resumes", resumes)
 	s.relay.schedule(hs)
-	return l.id(from), true
+	return l.id(from), 0
 }

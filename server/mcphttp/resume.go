@@ -79,12 +79,18 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0
 	}
+	// The store is asked before resumeMu is taken: a store that is slow
+	// to answer holds up this session's request, not every resume here.
+	if s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
+		return nil, http.StatusNotFound
+	}
 	s.resumeMu.Lock()
 	defer s.resumeMu.Unlock()
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
-	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
+	stream := s.sealer.streamName(st.key, st.Nonce)
+	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
@@ -96,6 +102,12 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 		if errors.Is(err, errTooManySessions) || errors.Is(err, errClosed) {
 			return nil, http.StatusServiceUnavailable
 		}
+		return nil, http.StatusNotFound
+	}
+	if s.relay != nil && s.relay.deleted.has(stream, s.now()) {
+		// DELETEd at another replica while it resumed here: the notice
+		// came before the session was registered, to be ended by it.
+		s.drop(hs)
 		return nil, http.StatusNotFound
 	}
 	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)

@@ -177,13 +177,25 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		// session's Conn takes it (notifications/cancelled included),
 		// unless it is another replica's (relay.go).
 		defer release()
-		if hs.stream != "" && s.relay.relays(hs, msg, body) {
-			w.WriteHeader(http.StatusAccepted)
-			return
+		if hs.stream != "" {
+			if relayed, err := s.relay.relays(hs, msg, body); errors.Is(err, errRelayDown) {
+				unavailable(w, err.Error())
+				return
+			} else if err != nil {
+				w.Header().Set("Retry-After", "1")
+				writeJSONError(w, http.StatusTooManyRequests, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Too Many Requests: "+err.Error()))
+				return
+			} else if relayed {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 		}
 		if !hs.st.deliver(r.Context(), body) {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 			return
+		}
+		if hs.stream != "" && msg.Method == "notifications/cancelled" {
+			s.relay.cancelled(hs, body) // after: the request may run here
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -370,7 +382,17 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	var last string
 	var replayed int
 	if hs.stream != "" {
-		last, ok = s.claimRelayed(hs, st, lastID)
+		if !s.relay.allowedGET(hs, lastID != "") {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too Many Requests: "+errRelayBudget.Error(), http.StatusTooManyRequests)
+			return
+		}
+		var status int
+		if last, status = s.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
+			unavailable(w, "the store does not answer")
+			return
+		}
+		ok = status == 0
 	} else {
 		last, replayed, ok = hs.st.claimStandalone(st, lastID)
 	}

@@ -55,11 +55,13 @@ type Store struct {
 	where string       // host:port/database, for messages: never the password
 	takes atomic.Int64 // Take's calls, to prune every pruneEvery
 
-	published atomic.Int64 // large payloads published, to prune dynamic_mcp_relay (relay.go)
-	appended  atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
+	appended atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
 	// eventsTotal is the bound of all streams' events in bytes;
 	// 0: shared.MaxEventsTotal (tests set less).
 	eventsTotal int64
+	// relayTotal is the bound of the rows of large payloads in bytes;
+	// 0: relayBytes (tests set less).
+	relayTotal int64
 }
 
 var _ shared.Store = (*Store)(nil)

@@ -51,8 +51,10 @@ const (
 	// listeners read it as soon as they hear of it.
 	relayRowAge = time.Minute
 	// relayRows bounds the rows of large payloads kept (each up to a
-	// message's size, 10 MiB by default).
-	relayRows = 256
+	// message's size, 10 MiB by default), and relayBytes their bytes
+	// (the newest is kept whatever its size).
+	relayRows  = 256
+	relayBytes = 64 << 20
 	// streamAge is how long a stream's counter and events outlive the
 	// last event: longer than a sealed session id opens (24 hours), so
 	// that a live session's numbers never start again.
@@ -68,8 +70,8 @@ func (s *Store) Publish(ctx context.Context, channel, payload string) error {
 	} else {
 		_, err = s.pool.Exec(ctx, `WITH r AS (INSERT INTO dynamic_mcp_relay (payload) VALUES ($2) RETURNING id)
 			SELECT pg_notify($1, '@' || id) FROM r`, channel, payload)
-		if err == nil && s.published.Add(1)%16 == 0 {
-			s.pruneRelay(ctx)
+		if err == nil {
+			s.pruneRelay(ctx) // each time: a row may be megabytes
 		}
 	}
 	if err != nil {
@@ -79,10 +81,13 @@ func (s *Store) Publish(ctx context.Context, channel, payload string) error {
 }
 
 // pruneRelay deletes the rows of large payloads that are old, or beyond
-// the newest relayRows; best effort.
+// the newest relayRows, or beyond relayBytes of the newest (but the
+// newest); best effort.
 func (s *Store) pruneRelay(ctx context.Context) {
 	_, _ = s.pool.Exec(ctx, `DELETE FROM dynamic_mcp_relay WHERE at < now() - $1::bigint * interval '1 microsecond'
-		OR id <= (SELECT max(id) FROM dynamic_mcp_relay) - $2`, relayRowAge.Microseconds(), relayRows)
+		OR id <= (SELECT max(id) FROM dynamic_mcp_relay) - $2
+		OR id IN (SELECT id FROM (SELECT id, sum(octet_length(payload)) OVER (ORDER BY id DESC) AS b, row_number() OVER (ORDER BY id DESC) AS n
+			FROM dynamic_mcp_relay) x WHERE b > $3 AND n > 1)`, relayRowAge.Microseconds(), relayRows, cmp.Or(s.relayTotal, relayBytes))
 }
 
 // Subscribe listens on channel, as Watch does, and hands fn each payload.

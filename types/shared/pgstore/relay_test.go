@@ -156,3 +156,71 @@ func TestRelayEventsTotalBound(t *testing.T) {
 		}
 	}
 }
+
+// The rows of large payloads are bounded in bytes, not only in count: a
+// client relaying answers of megabytes does not fill the database with
+// relayRows of them; the newest is kept whatever its size.
+func TestRelayRowsBytesBound(t *testing.T) {
+	s := open(t, pgtest.Start(t))
+	ctx := t.Context()
+	s.relayTotal = 100_000
+	big := strings.Repeat("x", 30_000)
+	for range 20 {
+		if err := s.Publish(ctx, "relay_test", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n, bytes int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(length(payload)), 0) FROM dynamic_mcp_relay`).Scan(&n, &bytes); err != nil {
+		t.Fatal(err)
+	}
+	if bytes > 100_000 || n == 0 {
+		t.Fatalf("kept %d rows, %d bytes", n, bytes)
+	}
+	huge := strings.Repeat("y", 200_000)
+	if err := s.Publish(ctx, "relay_test", huge); err != nil {
+		t.Fatal(err)
+	}
+	var newest int
+	if err := s.pool.QueryRow(ctx, `SELECT length(payload) FROM dynamic_mcp_relay ORDER BY id DESC LIMIT 1`).Scan(&newest); err != nil || newest != len(huge) {
+		t.Fatalf("the newest row: %d bytes, %v", newest, err)
+	}
+}
+
+// Two replicas appending to one stream at once: the numbers go 1, 2, ...
+// with no gap and none twice, and each replica's events keep its order.
+func TestRelayConcurrentAppendsOrdered(t *testing.T) {
+	url := pgtest.Start(t)
+	a, b := open(t, url), open(t, url)
+	ctx := t.Context()
+	const n = 60
+	var wg sync.WaitGroup
+	for _, st := range []struct {
+		s    *Store
+		name string
+	}{{a, "a"}, {b, "b"}} {
+		wg.Go(func() {
+			for i := range n {
+				if _, err := st.s.AppendEvents(ctx, "relay_test", []shared.NewEvent{{Stream: "s", Msg: []byte(st.name + strconv.Itoa(i)), Notice: "e s"}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	events, last, err := a.Events(ctx, "s", 0)
+	if err != nil || last != 2*n || len(events) != 2*n {
+		t.Fatalf("%d events, last %d, %v", len(events), last, err)
+	}
+	next := map[byte]int{}
+	for i, e := range events {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d numbered %d", i, e.Seq)
+		}
+		if want := string(e.Msg[0]) + strconv.Itoa(next[e.Msg[0]]); string(e.Msg) != want {
+			t.Fatalf("event %d: %s, want %s", e.Seq, e.Msg, want)
+		}
+		next[e.Msg[0]]++
+	}
+}

@@ -1,0 +1,625 @@
+package mcphttp
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+)
+
+// troubledStore is a store whose relay calls a test can slow down or
+// fail, as a database that hangs or is gone would.
+type troubledStore struct {
+	shared.Store
+	mu           sync.Mutex
+	ended        func(ctx context.Context) // called first by Ended, when set
+	endedFirst   bool                      // ended is called after the store answered, instead of before
+	failing      bool                      // AppendEvents fails when set
+	publish      int                       // Publish calls
+	publishFails bool                      // Publish fails at once
+	publishHangs bool                      // Publish waits for its ctx to end, and fails
+	reads        int                       // Events calls
+	failRead     int                       // the next Events calls that fail
+	appendDelay  time.Duration             // AppendEvents waits this long first
+}
+
+func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	f, first := s.ended, s.endedFirst
+	s.mu.Unlock()
+	if first {
+		ended, err := s.Store.Ended(ctx, key)
+		if f != nil {
+			f(ctx)
+		}
+		return ended, err
+	}
+	if f != nil {
+		f(ctx)
+	}
+	return s.Store.Ended(ctx, key)
+}
+
+func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events []shared.NewEvent) ([]uint64, error) {
+	s.mu.Lock()
+	failing, delay := s.failing, s.appendDelay
+	s.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if failing {
+		return nil, context.DeadlineExceeded
+	}
+	return s.Store.AppendEvents(ctx, channel, events)
+}
+
+func (s *troubledStore) Publish(ctx context.Context, channel, payload string) error {
+	s.mu.Lock()
+	s.publish++
+	hang, fail := s.publishHangs, s.publishFails
+	s.mu.Unlock()
+	if fail {
+		return context.DeadlineExceeded
+	}
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.Publish(ctx, channel, payload)
+}
+
+// troubledReplica is relayReplica with its store wrapped in a
+// troubledStore.
+func troubledReplica(t testing.TB, url, yaml string) (*Server, string, *troubledStore) {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	ts := &troubledStore{Store: db}
+	h, _ := runHub(t, yaml, nil)
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: ts}, testLogger())
+	srv := httptest.NewServer(face)
+	t.Cleanup(func() { srv.Close(); face.Close() })
+	return face, srv.URL, ts
+}
+
+// A store that hangs while one session resumes at a replica holds up
+// that session's request alone: another session resumes there at once.
+func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB, store := troubledReplica(t, url, yaml())
+	slow, quick := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
+
+	entered := make(chan struct{})
+	var once sync.Once
+	store.mu.Lock()
+	store.ended = func(ctx context.Context) {
+		first := false
+		once.Do(func() { first = true })
+		if first { // the first resume's round trip hangs until it times out
+			close(entered)
+			<-ctx.Done()
+		}
+	}
+	store.mu.Unlock()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, slow.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered
+	start := time.Now()
+	if resp, body := quick.at(baseB).post(ping); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping at B: %d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("another session's resume at B waited %s for the store's answer about the first", d)
+	}
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("the session whose store round trip hung: %d", code)
+	}
+}
+
+// A store that fails (the database is down) does not cost a session its
+// GET stream's notifications while that stream is open at the replica
+// whose hub sends them: they go down it, unnumbered by the store (each
+// bears the id of the last event the store numbered).
+func TestRelayStoreDownGETStreamHereStillServed(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
+	_, baseA, store := troubledReplica(t, url, yaml)
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a, "")
+	prime := nextEvent(t, events)
+	store.mu.Lock()
+	store.failing = true
+	store.mu.Unlock()
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		e := nextEvent(t, events)
+		if d := floodData(t, e); d != i || e.id != prime.id {
+			t.Fatalf("event %d: %+v, want data %d with id %s", i, e, i, prime.id)
+		}
+	}
+}
+
+// A client that POSTs answers to requests the hub never sent, with ids
+// that name another replica (dm-<tag>-<n>), or a storm of cancellations,
+// gets a bounded number of them published to the other replicas (each
+// is a NOTIFY every replica reads, a large one a row of the store): the
+// rest of its answers are refused 429, its cancellations taken here
+// only.
+func TestRelayFloodOfForgedAnswersBounded(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	refused := 0
+	const n = 300
+	for i := range n {
+		resp, _ := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":"dm-0badf00d-%d","result":{}}`, i))
+		switch resp.StatusCode {
+		case http.StatusAccepted:
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Fatalf("answer %d: %d", i, resp.StatusCode)
+		}
+	}
+	for i := range n {
+		if resp, _ := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("cancellation %d: %d", i, resp.StatusCode)
+		}
+	}
+	store.mu.Lock()
+	published := store.publish
+	store.mu.Unlock()
+	if published > 2*300 || refused == 0 {
+		t.Fatalf("%d answers and %d cancellations made %d publishes (%d answers refused)", n, n, published, refused)
+	}
+	// The session still works, and once its budget refills relays again.
+	if resp, body := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping: %d %s", resp.StatusCode, body)
+	}
+}
+
+func (s *troubledStore) Events(ctx context.Context, stream string, after uint64) ([]shared.Event, uint64, error) {
+	s.mu.Lock()
+	s.reads++
+	fail := s.failRead > 0
+	if fail {
+		s.failRead--
+	}
+	s.mu.Unlock()
+	if fail {
+		return nil, 0, context.DeadlineExceeded
+	}
+	return s.Store.Events(ctx, stream, after)
+}
+
+// A client that opens its GET stream again and again, resuming from its
+// first event (each GET takes the stream over, and has the replica read
+// up to a megabyte of events from the database), gets a bounded number
+// of them: the rest are refused 429.
+func TestRelayGETStormBounded(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	ctx, cancel := context.WithCancel(t.Context())
+	first := nextEvent(t, resumeStream(ctx, a, ""))
+	cancel()
+	stream, _ := seqOf(t, first.id)
+	refused := 0
+	const n = 100
+	for range n {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, baseA+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(headerSessionID, a.session)
+		req.Header.Set("Last-Event-ID", stream+"-0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+		}
+		resp.Body.Close()
+		cancel()
+	}
+	store.mu.Lock()
+	reads := store.reads
+	store.mu.Unlock()
+	t.Logf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
+	if refused < n/2 || reads > n/2 {
+		t.Fatalf("%d GETs resuming: %d reads of the store, %d refused", n, reads, refused)
+	}
+}
+
+// A GET that resumes while the store cannot tell the stream's last
+// number does not start the stream over: the client does not get again
+// the events it had (it is refused 503, and resumes when the store
+// answers).
+func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
+	faceA, baseA, store := troubledReplica(t, url, yaml)
+	a := newHTTPClient(t, baseA)
+	ctx, cut := context.WithCancel(t.Context())
+	events := resumeStream(ctx, a, "")
+	nextEvent(t, events) // priming
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	var last string
+	for range 3 {
+		last = nextEvent(t, events).id
+	}
+	cut()
+	stream, _ := seqOf(t, last)
+	waitFor(t, 5*time.Second, "the stream to close", func() bool {
+		hs := faceA.sessionByStream(stream)
+		return hs != nil && !hs.hasStandalone()
+	})
+	store.mu.Lock()
+	store.failRead = 1
+	store.mu.Unlock()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, baseA+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerSessionID, a.session)
+	req.Header.Set(headerProtocolVersion, "2025-11-25")
+	req.Header.Set("Last-Event-ID", last)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		sc := bufio.NewScanner(resp.Body)
+		got := make(chan string, 1)
+		go func() {
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "" {
+					got <- d
+					return
+				}
+			}
+		}()
+		select {
+		case d := <-got:
+			t.Fatalf("resumed after %s while the store failed, and got again: %s", last, d)
+		case <-time.After(time.Second):
+		}
+		return
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("GET while the store failed: %d", resp.StatusCode)
+	}
+	events = resumeStream(t.Context(), a, last) // the store answers again
+	if e := nextEvent(t, events); e.data != "" || e.id != last {
+		t.Fatalf("resumed: %+v, want a priming event %s", e, last)
+	}
+}
+
+// A GET stream whose replica fails once to read the store's new events
+// (a blip of the database) gets them all the same, once the store
+// answers again, without waiting for another event to wake it.
+func TestRelayFailedPullRetried(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB, storeB := troubledReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a.at(baseB), "")
+	nextEvent(t, events)               // priming
+	time.Sleep(300 * time.Millisecond) // the first pull is done
+	storeB.mu.Lock()
+	storeB.failRead = 1
+	storeB.mu.Unlock()
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		if d := floodData(t, nextEvent(t, events)); d != i {
+			t.Fatalf("event %d: data %d", i, d)
+		}
+	}
+}
+
+// A replica that closes (it stops, after draining) appends the GET stream
+// events still waiting in its queue before it lets go of the store: the
+// client that resumes at another replica gets them.
+func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
+	url := pgtest.Start(t)
+	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	newHTTPClient(t, baseA)
+	hs := faceA.relayedSessions()[0]
+	store.mu.Lock()
+	store.appendDelay = 300 * time.Millisecond // a store a little slow
+	store.mu.Unlock()
+	const n = 20
+	for i := range n {
+		if !faceA.relay.enqueue(hs, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
+			t.Fatal("queue full")
+		}
+		if i == 0 {
+			time.Sleep(50 * time.Millisecond) // the first is being appended
+		}
+	}
+	faceA.Close()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	events, last, err := db.Events(t.Context(), hs.stream, 0)
+	if err != nil || len(events) != n || last != n {
+		t.Fatalf("kept after close: %d events, last %d, %v; want %d", len(events), last, err, n)
+	}
+}
+
+// A notice lost to a full inbox (a flood of payloads at the replica) does
+// not leave a GET stream open here without its new events: the
+// dispatcher, told, has every GET stream here read the store, as after a
+// reconnection.
+func TestRelayFullInboxRereads(t *testing.T) {
+	url := pgtest.Start(t)
+	faceA, baseA := relayReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	nextEvent(t, resumeStream(t.Context(), a, "")) // its GET stream is open here
+	hs := faceA.relayedSessions()[0]
+	// A relay of the face's that nothing else runs: its inbox holds one.
+	ctx, stop := context.WithCancel(t.Context())
+	r := &relay{s: faceA, ctx: ctx, pulls: map[*httpSession]struct{}{}, pullQ: make(chan struct{}, 1), inbox: make(chan string, 1)}
+	r.heard("e - another-stream 1")
+	r.heard("e - " + hs.stream + " 2") // lost: the inbox is full
+	var wg sync.WaitGroup
+	wg.Go(r.dispatch)
+	defer func() { stop(); wg.Wait() }()
+	waitFor(t, 5*time.Second, "the GET stream to be scheduled for a read", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.pulls[hs]
+		return ok
+	})
+	if r.lost.Load() != 1 {
+		t.Fatalf("lost %d", r.lost.Load())
+	}
+}
+
+// What held, kept as tests: a session DELETEd at one replica ends its
+// GET stream open at another; a GET that resumes with an event id of
+// another session (or an absurd number) gets live events only, none of
+// the other session's.
+func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	victim, mallory := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
+	vEvents := resumeStream(t.Context(), victim, "")
+	vPrime := nextEvent(t, vEvents)
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":2}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	nextEvent(t, vEvents)
+	nextEvent(t, vEvents)
+	vStream, _ := seqOf(t, vPrime.id)
+	for _, lastID := range []string{vStream + "-0", vStream + "-1", "x-99999999999999999999", vStream + "-18446744073709551615"} {
+		ctx, cut := context.WithCancel(t.Context())
+		events := resumeStream(ctx, mallory.at(baseB), lastID)
+		prime := nextEvent(t, events)
+		if s, _ := seqOf(t, prime.id); s == vStream || prime.data != "" {
+			t.Fatalf("Last-Event-ID %s: %+v", lastID, prime)
+		}
+		select {
+		case e := <-events:
+			t.Fatalf("Last-Event-ID %s replayed %+v", lastID, e)
+		case <-time.After(200 * time.Millisecond):
+		}
+		cut()
+		time.Sleep(100 * time.Millisecond) // B lets the stream go
+	}
+
+	onB := resumeStream(t.Context(), victim.at(baseB), vPrime.id)
+	nextEvent(t, onB) // priming
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-onB:
+			if !ok {
+				return // ended
+			}
+		case <-deadline:
+			t.Fatal("the GET stream at B outlived the session's DELETE at A")
+		}
+	}
+}
+
+// The connection a replica LISTENs on, cut by the database (a restart, a
+// proxy's idle timeout), comes back, and the GET stream open there gets
+// the events appended meanwhile at another replica, once each, in order.
+func TestRelayListenDropReplaysEvents(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
+	_, baseA := relayReplica(t, url, yaml())
+	_, baseB := relayReplica(t, url, yaml())
+	a := newHTTPClient(t, baseA)
+	events := resumeStream(t.Context(), a.at(baseB), "")
+	nextEvent(t, events) // priming
+	db, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	// Every LISTENing backend is cut (A's too); the flood follows at once.
+	cutListeners := func() int {
+		n := 0
+		rows, err := db.Query(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		return n
+	}
+	if n := cutListeners(); n < 2 {
+		t.Fatalf("cut %d listeners", n)
+	}
+	if _, body := newHTTPClient(t, baseA).post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":3}}}`); !strings.Contains(body, "flooded") {
+		t.Fatalf("flood: %s", body)
+	}
+	for i := range 3 {
+		if d := floodData(t, nextEvent(t, events)); d != i {
+			t.Fatalf("event %d: data %d", i, d)
+		}
+	}
+	select {
+	case e := <-events:
+		t.Fatalf("more than was sent: %+v", e)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// A session DELETEd at one replica while another is resuming it (the
+// store told that one "not ended" a moment before the DELETE was
+// recorded) is not left live there: the notice of the DELETE, heard
+// while the session was not yet registered, ends it once it is.
+func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	faceB, baseB, storeB := troubledReplica(t, url, yaml())
+	victim := newHTTPClient(t, baseA)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	storeB.mu.Lock()
+	storeB.ended = func(ctx context.Context) {
+		once.Do(func() { // the store has answered "not ended"; then the DELETE
+			close(entered)
+			<-release
+		})
+	}
+	storeB.endedFirst = true
+	storeB.mu.Unlock()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, victim.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE at A: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	time.Sleep(500 * time.Millisecond) // B hears of it
+	close(release)
+	<-done
+	if resp, body := victim.at(baseB).post(ping); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("ping at B after DELETE: %d %s", resp.StatusCode, body)
+	}
+	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return faceB.sessionCount() == 0 })
+}
+
+// A cancellation POSTed to the replica where its call runs cancels it at
+// once, however slow the store is to pass it on to the other replicas.
+func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
+	url := pgtest.Start(t)
+	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 10s", ""))
+	c := newHTTPClient(t, baseA)
+	hung := make(chan time.Time, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		hung <- time.Now()
+	}()
+	waitFor(t, 5*time.Second, "the call in flight", func() bool {
+		hs := faceA.relayedSessions()
+		return len(hs) == 1 && hs[0].conn.Inflight() == 1
+	})
+	store.mu.Lock()
+	store.publishHangs = true
+	store.mu.Unlock()
+	start := time.Now()
+	go c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	select {
+	case end := <-hung:
+		if d := end.Sub(start); d > 2*time.Second {
+			t.Fatalf("the call ended %s after its cancellation", d)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the call was not cancelled")
+	}
+}
+
+// An answer for another replica that the store could not pass on (the
+// database is down) is not acknowledged 202 as if it had been: the client
+// is told 503, and may send it again.
+func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
+	url := pgtest.Start(t)
+	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
+	a := newHTTPClient(t, baseA)
+	store.mu.Lock()
+	store.publishFails = true
+	store.mu.Unlock()
+	if resp, body := a.post(`{"jsonrpc":"2.0","id":"dm-0badf00d-1","result":{}}`); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an answer the store could not pass on: %d %s", resp.StatusCode, body)
+	}
+}
