@@ -22,6 +22,7 @@ func TestGrantMadeOnAnotherReplicaIsAnswered(t *testing.T) {
 
 	ca.send(inboxCall(1, `{"text":"grant on b"}`))
 	p := pendingOne(t, a)
+	pendingOn(t, b, 1) // a lists its call as it writes its row: b sees it once written
 	g, err := b.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
 	if err != nil || g == nil {
 		t.Fatalf("approve with a grant on b: %+v %v", g, err)
@@ -43,6 +44,7 @@ func TestGrantMadeOnAnotherReplicaIsAnswered(t *testing.T) {
 
 	ca.send(inboxCall(2, `{"text":"session grant on b"}`))
 	p = pendingOne(t, a)
+	pendingOn(t, b, 1)
 	g, err = b.Approve(p.ID, "ui", approval.Options{Session: true})
 	if err != nil || g == nil || g.ID == "" {
 		t.Fatalf("approve with a session grant on b: %+v %v", g, err)

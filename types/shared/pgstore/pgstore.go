@@ -281,6 +281,15 @@ const watchRetry = time.Second
 // Watch LISTENs on channel on a connection of its own, taken from the
 // pool and closed when it is done, and calls fn for each notification.
 func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
+	s.listen(ctx, channel, fn, func(*pgx.Conn, string) error { fn(); return nil })
+}
+
+// listen LISTENs on channel, connecting again (after watchRetry) when
+// its connection fails, until ctx ends: each notification's payload goes
+// to note (with the connection, for a read; an error ends the
+// connection), and again is called after each reconnection, since a
+// notification may have been missed meanwhile.
+func (s *Store) listen(ctx context.Context, channel string, again func(), note func(conn *pgx.Conn, payload string) error) {
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
 			select {
@@ -289,13 +298,13 @@ func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
 			case <-time.After(watchRetry):
 			}
 		}
-		s.listen(ctx, channel, fn, !first)
+		s.listenOnce(ctx, channel, first, again, note)
 	}
 }
 
-// listen is one connection of Watch: it returns when the connection
-// fails or ctx ends.
-func (s *Store) listen(ctx context.Context, channel string, fn func(), again bool) {
+// listenOnce is one connection of listen: it returns when the
+// connection fails or ctx ends.
+func (s *Store) listenOnce(ctx context.Context, channel string, first bool, again func(), note func(*pgx.Conn, string) error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return
@@ -305,14 +314,17 @@ func (s *Store) listen(ctx context.Context, channel string, fn func(), again boo
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return
 	}
-	if again {
-		fn()
+	if !first {
+		again()
 	}
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return
 		}
-		fn()
+		if note(conn, n.Payload) != nil {
+			return
+		}
 	}
 }
 

@@ -90,55 +90,28 @@ func (s *Store) pruneRelay(ctx context.Context) {
 			FROM dynamic_mcp_relay) x WHERE b > $3 AND n > 1)`, relayRowAge.Microseconds(), relayRows, cmp.Or(s.relayTotal, relayBytes))
 }
 
-// Subscribe listens on channel, as Watch does, and hands fn each payload.
+// Subscribe listens on channel, as Watch does, and hands fn each payload
+// (and "" after each reconnection): one sent inline ("=..."), or read
+// from its row ("@id") for one too large for a notification.
 func (s *Store) Subscribe(ctx context.Context, channel string, fn func(payload string)) {
-	for first := true; ctx.Err() == nil; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(watchRetry):
-			}
-		}
-		s.subscribe(ctx, channel, fn, !first)
-	}
-}
-
-// subscribe is one connection of Subscribe.
-func (s *Store) subscribe(ctx context.Context, channel string, fn func(string), again bool) {
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return
-	}
-	conn := pc.Hijack() // never back to the pool: it listens
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return
-	}
-	if again {
-		fn("")
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return
-		}
-		payload, ok := strings.CutPrefix(n.Payload, "=")
+	s.listen(ctx, channel, func() { fn("") }, func(conn *pgx.Conn, note string) error {
+		payload, ok := strings.CutPrefix(note, "=")
 		if !ok {
-			id, err := strconv.ParseInt(strings.TrimPrefix(n.Payload, "@"), 10, 64)
+			id, err := strconv.ParseInt(strings.TrimPrefix(note, "@"), 10, 64)
 			if err != nil {
-				continue // not ours
+				return nil // not ours
 			}
 			err = conn.QueryRow(ctx, `SELECT payload FROM dynamic_mcp_relay WHERE id = $1`, id).Scan(&payload)
 			if errors.Is(err, pgx.ErrNoRows) {
-				continue // pruned already: lost, as a notice during a reconnection is
+				return nil // pruned already: lost, as a notice during a reconnection is
 			}
 			if err != nil {
-				return
+				return err
 			}
 		}
 		fn(payload)
-	}
+		return nil
+	})
 }
 
 // appendSQL numbers one event under its stream's counter row and keeps it
