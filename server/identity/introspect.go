@@ -219,7 +219,7 @@ func (in *introspector) check(claims map[string]any, now time.Time) (*Identity, 
 	if iss, ok := claims["iss"]; ok && iss != in.v.auth.Issuer {
 		return nil, &TokenError{Description: "the token is of another issuer", Signed: true}
 	}
-	if !hasAudience(claims["aud"], in.v.auth.Audience) {
+	if !holds(claims["aud"], in.v.auth.Audience) {
 		return nil, &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
 	}
 	if exp, ok := claims["exp"].(float64); ok && !now.Before(time.Unix(int64(exp), 0)) {
