@@ -53,10 +53,7 @@ type Clients struct {
 // Clients is where the registration every user's sign-in to server
 // shares is kept: s's directory or shared store, whoever's store s is.
 func (s *Store) Clients(server string) *Clients {
-	if s.shared != nil {
-		s = s.shared
-	}
-	return &Clients{s: s, server: server}
+	return &Clients{s: s.root(), server: server}
 }
 
 // clientNS is the namespace of shared registrations in a shared store.
