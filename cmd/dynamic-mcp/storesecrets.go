@@ -45,7 +45,7 @@ func openSecrets(configPath, stateDir, name string, uses map[string][]string, lo
 
 // inStore says, after what was done, that it was done in the store.
 func inStore(s *vault.Secrets) string {
-	if s.Where() == "the store" {
+	if s.Shared() {
 		return " in the store"
 	}
 	return ""
