@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
@@ -54,10 +53,7 @@ type Clients struct {
 // Clients is where the registration every user's sign-in to server
 // shares is kept: s's directory or shared store, whoever's store s is.
 func (s *Store) Clients(server string) *Clients {
-	if s.shared != nil {
-		s = s.shared
-	}
-	return &Clients{s: s, server: server}
+	return &Clients{s: s.root(), server: server}
 }
 
 // clientNS is the namespace of shared registrations in a shared store.
@@ -239,25 +235,11 @@ func (c *Clients) write(ctx context.Context, tx shared.Tx, key string, h *hubCli
 func clientKnown(ctx context.Context, hc *http.Client, md *serverMetadata, c client, redirect, resource string) bool {
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {"dynamic-mcp-client-check-" + randomString()},
 		"redirect_uri": {redirect}, "code_verifier": {randomString() + randomString()}}
-	if resource != "" {
-		form.Set("resource", resource)
-	}
-	if c.method != "client_secret_basic" {
-		form.Set("client_id", c.id)
-		if c.secret != "" && c.method != "none" {
-			form.Set("client_secret", c.secret)
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, md.TokenEndpoint, strings.NewReader(form.Encode()))
+	req, err := tokenRequest(ctx, md.TokenEndpoint, form, resource, c)
 	if err != nil {
 		return true
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if c.method == "client_secret_basic" {
-		req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

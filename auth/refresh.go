@@ -34,7 +34,7 @@ func due(r *Record, now time.Time) bool {
 
 // Refresh renews r's access token with its refresh token, sending the
 // resource parameter (RFC 8707), and keeps a rotated refresh token.
-func Refresh(ctx context.Context, client *http.Client, r *Record) error {
+func Refresh(ctx context.Context, hc *http.Client, r *Record) error {
 	if !r.CanRefresh() {
 		return errors.New("the sign-in cannot be renewed (no refresh token)")
 	}
@@ -42,25 +42,11 @@ func Refresh(ctx context.Context, client *http.Client, r *Record) error {
 		return err
 	}
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.RefreshToken}}
-	if r.Resource != "" {
-		form.Set("resource", r.Resource)
-	}
-	if r.AuthMethod != "client_secret_basic" {
-		form.Set("client_id", r.ClientID)
-		if r.ClientSecret != "" && r.AuthMethod != "none" {
-			form.Set("client_secret", r.ClientSecret)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.TokenEndpoint, strings.NewReader(form.Encode()))
+	req, err := tokenRequest(ctx, r.TokenEndpoint, form, r.Resource, client{id: r.ClientID, secret: r.ClientSecret, method: r.AuthMethod})
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if r.AuthMethod == "client_secret_basic" {
-		req.SetBasicAuth(url.QueryEscape(r.ClientID), url.QueryEscape(r.ClientSecret))
-	}
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("refresh the token: %w", err)
 	}
@@ -94,6 +80,33 @@ func Refresh(ctx context.Context, client *http.Client, r *Record) error {
 		r.Scopes = strings.Fields(t.Scope)
 	}
 	return nil
+}
+
+// tokenRequest is a POST of form to a token endpoint (RFC 6749 section
+// 3.2), with resource when there is one (RFC 8707), authenticated as c:
+// by HTTP Basic for client_secret_basic (each part form-urlencoded
+// first, section 2.3.1), else by client_id, and client_secret unless the
+// method is none, in the form.
+func tokenRequest(ctx context.Context, endpoint string, form url.Values, resource string, c client) (*http.Request, error) {
+	if resource != "" {
+		form.Set("resource", resource)
+	}
+	if c.method != "client_secret_basic" {
+		form.Set("client_id", c.id)
+		if c.secret != "" && c.method != "none" {
+			form.Set("client_secret", c.secret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if c.method == "client_secret_basic" {
+		req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
+	}
+	return req, nil
 }
 
 // Source hands out a server's current access token, renewing it before

@@ -44,10 +44,7 @@ func (s *Store) sharedVault(ctx context.Context, tx shared.Tx) (*vault.Vault, er
 	if v.Source != "env" {
 		return nil, fmt.Errorf("token store: with store:, every replica seals sign-ins with the same key: set %s (base64 of 32 bytes) to the same value on each", vault.EnvKey)
 	}
-	root := s
-	if s.shared != nil {
-		root = s.shared
-	}
+	root := s.root()
 	root.mu.Lock()
 	defer root.mu.Unlock()
 	if !root.keyChecked {

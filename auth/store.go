@@ -174,6 +174,15 @@ func (s *Store) plainPath(server string) string {
 	return filepath.Join(s.dir, url.PathEscape(server)+plainExt)
 }
 
+// root is the store of the state directory: s, or the one a user's
+// store (ForUser) shares its vault and registrations with.
+func (s *Store) root() *Store {
+	if s.shared != nil {
+		return s.shared
+	}
+	return s
+}
+
 // openVault opens the state directory's vault, once: a failure (the
 // vault busy, say) is tried again on the next use.
 func (s *Store) openVault() (*vault.Vault, error) {

@@ -32,11 +32,7 @@ func (s *Store) stamp(r *Record) {
 // ForUserHash is the store of the sign-ins of the user whose UserHash is
 // hash (a user known only by a record ListUsers listed).
 func (s *Store) ForUserHash(hash string) *Store {
-	shared := s
-	if s.shared != nil {
-		shared = s.shared
-	}
-	return &Store{dir: s.dir, user: hash, shared: shared, db: s.db}
+	return &Store{dir: s.dir, user: hash, shared: s.root(), db: s.db}
 }
 
 // userNS is the prefix of the users' namespaces in a shared store.

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"unicode/utf8"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // What a client declares in initialize is kept for the session's life, so
@@ -66,12 +68,5 @@ func boundImplementation(info mcp.Implementation) mcp.Implementation {
 // clipText is s cut to at most maxClientText bytes, on a rune boundary,
 // copied so that it does not pin the message it came from.
 func clipText(s string) string {
-	if len(s) <= maxClientText {
-		return string([]byte(s))
-	}
-	n := maxClientText
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return string([]byte(s[:n]))
+	return strings.Clone(clip.String(s, maxClientText))
 }

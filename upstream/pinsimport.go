@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -89,8 +87,7 @@ func (p *Pins) importOne(src *pinFile, force, dryRun bool) (shared.Outcome, erro
 // changed.
 func latest(f *pinFile) time.Time {
 	var t time.Time
-	for _, name := range slices.Sorted(maps.Keys(f.Tools)) {
-		pn := f.Tools[name]
+	for _, pn := range f.Tools {
 		if pn.FirstSeen.After(t) {
 			t = pn.FirstSeen
 		}

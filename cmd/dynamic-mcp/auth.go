@@ -140,11 +140,7 @@ func authStatus(store *auth.Store, user string, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tISSUER\tCLIENT\tSCOPES\tEXPIRES\tCAN REFRESH")
 	for _, r := range recs {
-		scopes := strings.Join(r.Scopes, " ")
-		if scopes == "" {
-			scopes = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), orDash(r.Registration), scopes, expiry(r), r.CanRefresh())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\n", r.Server, orDash(r.Issuer), orDash(r.Registration), orDash(strings.Join(r.Scopes, " ")), expiry(r), r.CanRefresh())
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -20,11 +20,8 @@ func userStatus(users []auth.UserRecord, stdout io.Writer) error {
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SERVER\tUSER\tISSUER\tCLIENT\tSCOPES\tEXPIRES\tCAN REFRESH")
 	for _, u := range users {
-		scopes := strings.Join(u.Scopes, " ")
-		if scopes == "" {
-			scopes = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", u.Server, userName(u), orDash(u.Issuer), orDash(u.Registration), scopes, expiry(u.Record), u.CanRefresh())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", u.Server, userName(u), orDash(u.Issuer), orDash(u.Registration),
+			orDash(strings.Join(u.Scopes, " ")), expiry(u.Record), u.CanRefresh())
 	}
 	return w.Flush()
 }

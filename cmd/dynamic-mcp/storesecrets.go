@@ -7,7 +7,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -31,21 +30,12 @@ func openSecrets(configPath, stateDir, name string, uses map[string][]string, lo
 		}
 		return vault.NewSecrets(stateDir, v), v, func() {}, nil
 	}
-	db, err := pgstore.Open(context.Background(), url)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	v, err := vault.OpenShared(context.Background(), db, vault.Options{Dir: stateDir, Logger: logger})
-	if err != nil {
-		db.Close()
-		return nil, nil, nil, err
-	}
-	return vault.NewSharedSecrets(db, v), v, db.Close, nil
+	return config.OpenStoreSecrets(context.Background(), url, stateDir, logger)
 }
 
 // inStore says, after what was done, that it was done in the store.
 func inStore(s *vault.Secrets) string {
-	if s.Where() == "the store" {
+	if s.Shared() {
 		return " in the store"
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -98,29 +99,12 @@ func announceGeneratedToken(stderr io.Writer, logger *slog.Logger, stateDir, tok
 }
 
 // writeSecretFile writes b to path, readable by its owner alone, whole or
-// not at all: a new file beside it, renamed over it.
+// not at all (atomicfile.Write), making its directory if need be.
 func writeSecretFile(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails once renamed
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // inspectorPage is the inspector's URL on the face at url.

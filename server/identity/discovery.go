@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -89,13 +88,7 @@ func getMetadata(ctx context.Context, client *http.Client, u string) (*metadata,
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	resp, body, err := send(client, req, maxMetadata)
 	if err != nil {
 		return nil, err
 	}

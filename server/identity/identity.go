@@ -8,10 +8,11 @@ package identity
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // Kind is how a caller proved who it is.

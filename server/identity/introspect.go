@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -219,7 +218,7 @@ func (in *introspector) check(claims map[string]any, now time.Time) (*Identity, 
 	if iss, ok := claims["iss"]; ok && iss != in.v.auth.Issuer {
 		return nil, &TokenError{Description: "the token is of another issuer", Signed: true}
 	}
-	if !hasAudience(claims["aud"], in.v.auth.Audience) {
+	if !holds(claims["aud"], in.v.auth.Audience) {
 		return nil, &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
 	}
 	if exp, ok := claims["exp"].(float64); ok && !now.Before(time.Unix(int64(exp), 0)) {
@@ -253,17 +252,11 @@ func (in *introspector) post(ctx context.Context, endpoint, raw string) (map[str
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
 	if in.conf.ClientID != "" {
 		// RFC 6749 section 2.3.1: each form-urlencoded first.
 		req.SetBasicAuth(url.QueryEscape(in.conf.ClientID), url.QueryEscape(in.conf.ClientSecret))
 	}
-	resp, err := in.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIntrospectionBody))
+	resp, body, err := send(in.client, req, maxIntrospectionBody)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,9 @@ import (
 // naming it came from the issuer over TLS.
 func checkJWKSURL(s string) error { return checkMetadataURL("jwks_uri", s) }
 
-// checkMetadataURL is checkJWKSURL for any URL of the metadata's, field
-// (the introspection_endpoint, to which the hub sends callers' tokens).
+// checkMetadataURL is checkJWKSURL for the metadata's URL field: the
+// introspection_endpoint, to which the hub sends callers' tokens, and
+// (Confirmer) the token and authorization endpoints.
 func checkMetadataURL(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("its discovery document names no %s", field)

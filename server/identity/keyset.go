@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -168,13 +167,7 @@ func (k *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := k.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKS))
+	resp, body, err := send(k.client, req, maxJWKS)
 	if err != nil {
 		return nil, err
 	}

@@ -192,7 +192,7 @@ func (v *Verifier) checkClaims(claims map[string]any) error {
 	if iss, _ := claims["iss"].(string); iss != v.auth.Issuer {
 		return &TokenError{Description: "the token is of another issuer", Signed: true}
 	}
-	if !hasAudience(claims["aud"], v.auth.Audience) {
+	if !holds(claims["aud"], v.auth.Audience) {
 		return &TokenError{Description: "the token is not for this resource (aud)", Signed: true}
 	}
 	now := v.now()
@@ -203,22 +203,6 @@ func (v *Verifier) checkClaims(claims map[string]any) error {
 		return &TokenError{Description: "the token is not valid yet", Signed: true}
 	}
 	return nil
-}
-
-// hasAudience reports whether aud, a string or a list of them, names
-// audience.
-func hasAudience(aud any, audience string) bool {
-	switch aud := aud.(type) {
-	case string:
-		return aud == audience
-	case []any:
-		for _, a := range aud {
-			if a == audience {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // grantsScopes reports whether claims grant every scope of

@@ -3,9 +3,9 @@ package inspect
 import (
 	"encoding/json"
 	"errors"
-	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"time"
 
+	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 

@@ -206,15 +206,12 @@ func (g *Guard) originAllowed(origin string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && loopbackHost(u.Host)
 }
 
+// loopbackHost is config.LoopbackHost for a Host header's or URL's
+// host[:port].
 func loopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return config.LoopbackHost(strings.Trim(host, "[]"))
 }

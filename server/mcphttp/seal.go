@@ -96,14 +96,39 @@ func (s *sealer) seal(st sealedState, owner string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return s.sealBytes(plain, associated(owner))
+}
+
+// sealBytes seals plain with the associated data ad under the first key:
+// base64url( keyID(1) | nonce(12) | seal(plain) ).
+func (s *sealer) sealBytes(plain, ad []byte) (string, error) {
 	aead := s.aeads[0]
 	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
 	out[0] = s.ids[0]
 	if _, err := rand.Read(out[1:]); err != nil {
 		return "", err
 	}
-	out = aead.Seal(out, out[1:], plain, associated(owner))
+	out = aead.Seal(out, out[1:], plain, ad)
 	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// openBytes is what sealBytes sealed with ad under one of the keys, and
+// that key's index; errUnsealed when none opens it.
+func (s *sealer) openBytes(sealed string, ad []byte) ([]byte, int, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	if err != nil || len(raw) < 1+12+16 {
+		return nil, 0, errUnsealed
+	}
+	for i, aead := range s.aeads {
+		if s.ids[i] != raw[0] {
+			continue
+		}
+		n := 1 + aead.NonceSize()
+		if plain, err := aead.Open(nil, raw[1:n], raw[n:], ad); err == nil {
+			return plain, i, nil
+		}
+	}
+	return nil, 0, errUnsealed
 }
 
 // open is the state id holds, when one of the keys sealed it for owner
@@ -114,27 +139,15 @@ func (s *sealer) open(id, owner string, now time.Time) (sealedState, error) {
 	if len(id) > 4*maxSealedID { // over the soft bound only when shrinking could not make it fit
 		return st, errUnsealed
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(id)
-	if err != nil || len(raw) < 1+12+16 {
-		return st, errUnsealed
+	plain, key, err := s.openBytes(id, associated(owner))
+	if err != nil {
+		return st, err
 	}
-	ad := associated(owner)
-	for i, aead := range s.aeads {
-		if s.ids[i] != raw[0] {
-			continue
-		}
-		n := 1 + aead.NonceSize()
-		plain, err := aead.Open(nil, raw[1:n], raw[n:], ad)
-		if err != nil {
-			continue
-		}
-		if json.Unmarshal(plain, &st) != nil || st.Nonce == "" || now.Unix() >= st.Expires {
-			return sealedState{}, errUnsealed
-		}
-		st.key = i
-		return st, nil
+	if json.Unmarshal(plain, &st) != nil || st.Nonce == "" || now.Unix() >= st.Expires {
+		return sealedState{}, errUnsealed
 	}
-	return st, errUnsealed
+	st.key = key
+	return st, nil
 }
 
 // sealWithin seals st for owner, dropping what a resumed session can do

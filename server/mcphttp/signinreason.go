@@ -4,11 +4,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/oauth2"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // maxReason caps the reason a sign-in's page gives for a failure.
@@ -41,12 +41,5 @@ func briefly(err error) string {
 		msg = strings.Replace(msg, ae.Error(), "HTTP status "+strconv.Itoa(ae.Status), 1)
 	}
 	msg, _, _ = strings.Cut(msg, "\n")
-	if len(msg) > maxReason {
-		msg = msg[:maxReason]
-		for !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
-		}
-		msg += "…"
-	}
-	return msg
+	return clip.Marked(msg, maxReason, "…")
 }

@@ -2,9 +2,7 @@ package mcphttp
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -72,46 +70,32 @@ func (p sharedSignIns) seal(key string, e *signInEntry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead := p.sealer.aeads[0]
-	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
-	out[0] = p.sealer.ids[0]
-	if _, err := rand.Read(out[1:]); err != nil {
+	sealed, err := p.sealer.sealBytes(plain, signInAD(key))
+	if err != nil {
 		return nil, err
 	}
-	out = aead.Seal(out, out[1:], plain, signInAD(key))
-	return []byte(base64.RawURLEncoding.EncodeToString(out)), nil
+	return []byte(sealed), nil
 }
 
 var errSignInRow = errors.New("a pending sign-in does not open")
 
 func (p sharedSignIns) open(key string, value []byte) (*signInEntry, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(string(value))
-	if err != nil || len(raw) < 1+12+16 {
+	plain, _, err := p.sealer.openBytes(string(value), signInAD(key))
+	if err != nil {
 		return nil, errSignInRow
 	}
-	for i, aead := range p.sealer.aeads {
-		if p.sealer.ids[i] != raw[0] {
-			continue
-		}
-		n := 1 + aead.NonceSize()
-		plain, err := aead.Open(nil, raw[1:n], raw[n:], signInAD(key))
-		if err != nil {
-			continue
-		}
-		var r signInRecord
-		if json.Unmarshal(plain, &r) != nil {
-			return nil, errSignInRow
-		}
-		e := &signInEntry{kind: r.Kind, user: r.User, server: r.Server, name: r.Name, expires: time.UnixMilli(r.Expires), link: r.Link,
-			verifier: r.Verifier, nonce: r.Nonce, browser: r.Browser}
-		if r.Flow != nil {
-			if e.flow, err = auth.ResumeWeb(*r.Flow, auth.LoginOptions{}); err != nil {
-				return nil, err
-			}
-		}
-		return e, nil
+	var r signInRecord
+	if json.Unmarshal(plain, &r) != nil {
+		return nil, errSignInRow
 	}
-	return nil, errSignInRow
+	e := &signInEntry{kind: r.Kind, user: r.User, server: r.Server, name: r.Name, expires: time.UnixMilli(r.Expires), link: r.Link,
+		verifier: r.Verifier, nonce: r.Nonce, browser: r.Browser}
+	if r.Flow != nil {
+		if e.flow, err = auth.ResumeWeb(*r.Flow, auth.LoginOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // put keeps e under state, dropping the expired (and rows no key opens);

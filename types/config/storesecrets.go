@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -43,19 +44,31 @@ func prescanStore(data []byte, env func(string) (string, bool), fileSecret func(
 	return s, false
 }
 
-// ReadStoreSecrets returns the secrets of the store at url, opened with
-// the vault key of DYNAMIC_MCP_VAULT_KEY (checked against the store's).
+// ReadStoreSecrets returns the secrets of the store at url (see
+// OpenStoreSecrets).
 func ReadStoreSecrets(ctx context.Context, url, stateDir string) (map[string]string, error) {
+	s, _, closeStore, err := OpenStoreSecrets(ctx, url, stateDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore()
+	return s.All()
+}
+
+// OpenStoreSecrets opens the secrets of the store at url, sealed with
+// the vault key of DYNAMIC_MCP_VAULT_KEY (checked against the store's),
+// and that vault; closeStore lets go of the store.
+func OpenStoreSecrets(ctx context.Context, url, stateDir string, logger *slog.Logger) (_ *vault.Secrets, _ *vault.Vault, closeStore func(), _ error) {
 	db, err := pgstore.Open(ctx, url)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer db.Close()
-	v, err := vault.OpenShared(ctx, db, vault.Options{Dir: stateDir})
+	v, err := vault.OpenShared(ctx, db, vault.Options{Dir: stateDir, Logger: logger})
 	if err != nil {
-		return nil, err
+		db.Close()
+		return nil, nil, nil, err
 	}
-	return vault.NewSharedSecrets(db, v).All()
+	return vault.NewSharedSecrets(db, v), v, db.Close, nil
 }
 
 // ScanStore reads the config at path without resolving anything but

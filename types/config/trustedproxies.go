@@ -50,11 +50,8 @@ func (p *parser) trustedProxies(n *yaml.Node, key string) []netip.Prefix {
 func ParseTrustedProxy(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if strings.Contains(s, "/") {
-		pfx, err := netip.ParsePrefix(s)
+		pfx, err := netip.ParsePrefix(s) // a zone is refused here
 		if err != nil {
-			return netip.Prefix{}, errTrustedProxy(s)
-		}
-		if pfx.Addr().Zone() != "" {
 			return netip.Prefix{}, errTrustedProxy(s)
 		}
 		if pfx.Masked() != pfx {

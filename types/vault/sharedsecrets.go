@@ -133,13 +133,9 @@ func probeSealed(ctx context.Context, tx shared.Tx, v *Vault) error {
 // secretLabel is what the secret name is sealed for in a shared store.
 func secretLabel(name string) string { return "secret:" + name }
 
-// Where names where the secrets are kept, for messages.
-func (s *Secrets) Where() string {
-	if s.db != nil {
-		return "the store"
-	}
-	return s.path()
-}
+// Shared reports whether the secrets are kept in a shared store
+// (NewSharedSecrets), not a state directory's file.
+func (s *Secrets) Shared() bool { return s.db != nil }
 
 // Entries returns every secret by name, with when it was set.
 func (s *Secrets) Entries() (map[string]Entry, error) {
