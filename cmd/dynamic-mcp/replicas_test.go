@@ -49,8 +49,14 @@ type hubReplica struct {
 // ends, and returns once it listens.
 func startReplica(t testing.TB, path string) *hubReplica {
 	t.Helper()
+	return startReplicaAt(t, path, "info")
+}
+
+// startReplicaAt is startReplica at the given --log-level.
+func startReplicaAt(t testing.TB, path, level string) *hubReplica {
+	t.Helper()
 	r := &hubReplica{stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
+	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", level)
 	r.cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_SESSION_KEY="+testSessionKey)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -98,6 +104,90 @@ func (r *hubReplica) ready() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// startReadyReplicas starts n replicas with start on the config at path
+// and returns them, and their addresses, once every /readyz answers 200.
+func startReadyReplicas(t testing.TB, n int, start func() *hubReplica) ([]*hubReplica, []string) {
+	t.Helper()
+	replicas := make([]*hubReplica, n)
+	for i := range replicas {
+		replicas[i] = start()
+	}
+	addrs := make([]string, n)
+	for i, r := range replicas {
+		addrs[i] = r.addr
+		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+	}
+	return replicas, addrs
+}
+
+// nodeScript is a testdata/sdkclient script a test drives: lines to its
+// stdin, the lines of its stdout on lines.
+type nodeScript struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *lockedBuffer
+	wg     sync.WaitGroup
+}
+
+// startNodeScript starts node on testdata/sdkclient/script with args,
+// trusting caFile's certificates if it is not empty, until ctx ends; the
+// test defers stop.
+func startNodeScript(t testing.TB, ctx context.Context, caFile, script string, args ...string) *nodeScript {
+	t.Helper()
+	s := &nodeScript{name: script, lines: make(chan string, 8), stderr: &lockedBuffer{}}
+	s.cmd = exec.CommandContext(ctx, "node", append([]string{filepath.Join(repoDir, "testdata", "sdkclient", script)}, args...)...)
+	if caFile != "" {
+		s.cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile)
+	}
+	stdin, err := s.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stdin = stdin
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Go(func() { // ends when node exits and its stdout closes
+		defer close(s.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	})
+	return s
+}
+
+// stop closes the script's stdin and waits for it, and logs its stderr
+// if the test failed.
+func (s *nodeScript) stop(t testing.TB) {
+	s.stdin.Close()
+	s.cmd.Wait()
+	s.wg.Wait()
+	if t.Failed() {
+		t.Logf("stderr of %s:\n%s", s.name, s.stderr)
+	}
+}
+
+// next reads the script's next line, a check that must be want and ok.
+func (s *nodeScript) next(t testing.TB, want string) sdkReplicaCheck {
+	t.Helper()
+	line, ok := <-s.lines
+	var c sdkReplicaCheck
+	if !ok || json.Unmarshal([]byte(line), &c) != nil || c.Check != want || !c.OK {
+		t.Fatalf("want %q ok, got %q", want, line)
+	}
+	t.Log(line)
+	return c
+}
+
 // Three replicas of the hub with the same session_keys behind Debian's
 // nginx: the official TypeScript SDK client initializes once and makes
 // calls; then a replica that served its session is killed (SIGKILL), and
@@ -121,67 +211,21 @@ func TestReplicasResumeASessionWhoseReplicaDied(t *testing.T) {
 // replica the primary and the other two its backups.
 func testReplicaDies(t *testing.T, backups bool) {
 	path := replicaConfig(t, "")
-	replicas := []*hubReplica{startReplica(t, path), startReplica(t, path), startReplica(t, path)}
-	addrs := make([]string, len(replicas))
-	for i, r := range replicas {
-		addrs[i] = r.addr
-		if backups && i > 0 {
-			addrs[i] += " backup"
+	replicas, addrs := startReadyReplicas(t, 3, func() *hubReplica { return startReplica(t, path) })
+	if backups {
+		for i := range addrs[1:] {
+			addrs[i+1] += " backup"
 		}
-		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
 	}
 	n := startNginxReplicas(t, addrs, true)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "replicas.mjs"),
-		"--url", n.https+"/mcp", "--token", testToken, "--group", "f")
-	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+n.caFile)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeErr := &lockedBuffer{}
-	cmd.Stderr = nodeErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	checks := make(chan sdkReplicaCheck, 8)
-	wg.Add(1)
-	go func() { // ends when node exits and its stdout closes
-		defer wg.Done()
-		defer close(checks)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var c sdkReplicaCheck
-			if json.Unmarshal(sc.Bytes(), &c) != nil {
-				c = sdkReplicaCheck{Check: "unreadable", Line: sc.Text()}
-			}
-			c.Line = sc.Text()
-			checks <- c
-		}
-	}()
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("stderr of replicas.mjs:\n%s", nodeErr)
-		}
-	}()
+	node := startNodeScript(t, ctx, n.caFile, "replicas.mjs", "--url", n.https+"/mcp", "--token", testToken, "--group", "f")
+	defer node.stop(t)
 	next := func(want string) sdkReplicaCheck {
 		t.Helper()
-		c, ok := <-checks
-		if !ok || c.Check != want || !c.OK {
-			t.Fatalf("want %q ok, got %s", want, c.Line)
-		}
-		t.Log(c.Line)
-		return c
+		return node.next(t, want)
 	}
 	next("before kill")
 
@@ -205,7 +249,7 @@ func testReplicaDies(t *testing.T, backups bool) {
 	}
 	<-victim.exited
 	killed := time.Now()
-	io.WriteString(stdin, "killed\n")
+	io.WriteString(node.stdin, "killed\n")
 	after := next("after kill")
 	next("calls after kill")
 	if backups {
@@ -219,7 +263,7 @@ func testReplicaDies(t *testing.T, backups bool) {
 		after.ResumeMS, after.Attempts, time.Since(killed).Round(time.Millisecond))
 }
 
-// sdkReplicaCheck is a line replicas.mjs prints.
+// sdkReplicaCheck is a line replicas.mjs (relay.mjs, resume.mjs) prints.
 type sdkReplicaCheck struct {
 	Check    string `json:"check"`
 	OK       bool   `json:"ok"`

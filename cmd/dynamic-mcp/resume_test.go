@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -116,58 +113,19 @@ func TestSDKClientResumesGETStream(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "resume.mjs"),
+	node := startNodeScript(t, ctx, "", "resume.mjs",
 		"--url", "http://"+proxy.ln.Addr().String()+"/mcp", "--direct", "http://"+r.addr+"/mcp", "--token", testToken)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeErr := &lockedBuffer{}
-	cmd.Stderr = nodeErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 8)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // ends when node exits and its stdout closes
-		defer wg.Done()
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("stderr of resume.mjs:\n%s", nodeErr)
-		}
-	}()
+	defer node.stop(t)
 	next := func(want string) {
 		t.Helper()
-		line, ok := <-lines
-		var c struct {
-			Check string `json:"check"`
-			OK    bool   `json:"ok"`
-		}
-		if !ok || json.Unmarshal([]byte(line), &c) != nil || c.Check != want || !c.OK {
-			t.Fatalf("want %q ok, got %q", want, line)
-		}
-		t.Log(line)
+		node.next(t, want)
 	}
 	next("live")
 	next("cut me")
 	proxy.cut()
-	io.WriteString(stdin, "cut\n")
+	io.WriteString(node.stdin, "cut\n")
 	next("flooded")
 	proxy.let()
-	io.WriteString(stdin, "let\n")
+	io.WriteString(node.stdin, "let\n")
 	next("resumed")
 }
