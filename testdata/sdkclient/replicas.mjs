@@ -17,33 +17,20 @@
 // on stdout, as run.mjs's do. The exit status is 1 when a check failed, 2
 // on a usage error.
 
-import path from "node:path";
 import readline from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { openSDK } from "./sdk.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-
-const { values: opt } = parseArgs({
-  options: {
+const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
+  "replicas.mjs",
+  {
     url: { type: "string" },
     token: { type: "string" },
     group: { type: "string", default: "f" },
     calls: { type: "string", default: "10" },
-    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
     timeout: { type: "string", default: "15000" }, // ms, one request
   },
-});
-if (!opt.url || !opt.token) {
-  process.stderr.write("replicas.mjs: --url and --token are required\n");
-  process.exit(2);
-}
-
-const esm = path.join(opt.sdk, "dist", "esm");
-const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
-const { Client } = await load("client/index.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+  ["url", "token"],
+);
 
 const timeout = Number(opt.timeout);
 const calls = Number(opt.calls);

@@ -15,29 +15,18 @@
 // SDK resumes its GET stream with Last-Event-ID), then B's last 2 live:
 // {"check":"resumed"}. The exit status is 1 when a check failed.
 
-import path from "node:path";
 import readline from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { openSDK } from "./sdk.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { values: opt } = parseArgs({
-  options: {
+const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
+  "resume.mjs",
+  {
     url: { type: "string" },
     direct: { type: "string" },
     token: { type: "string" },
-    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
   },
-});
-if (!opt.url || !opt.direct || !opt.token) {
-  process.stderr.write("resume.mjs: --url, --direct and --token are required\n");
-  process.exit(2);
-}
-const esm = path.join(opt.sdk, "dist", "esm");
-const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
-const { Client } = await load("client/index.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+  ["url", "direct", "token"],
+);
 
 let failed = 0;
 function report(check, fields) {
