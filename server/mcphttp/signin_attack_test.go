@@ -2,21 +2,15 @@ package mcphttp
 
 import (
 	"bufio"
-	"context"
-	"encoding/base64"
 	"fmt"
 	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // Attacks on per-user sign-ins by another user of the team (issue 25).
@@ -125,25 +119,7 @@ func TestSignInPageNamesTheAccount(t *testing.T) {
 // signs in to it. The page says what failed, briefly; the log has the
 // rest.
 func TestSignInPagesShowNoEndpointBody(t *testing.T) {
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	a, seen, dir := savedUpstream(t)
 	p := startPerUser(t, a, seen, dir, "", nil)
 	const secret = "internal-service-secret-0123"
 	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

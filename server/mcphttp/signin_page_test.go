@@ -1,7 +1,6 @@
 package mcphttp
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -14,7 +13,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,10 +21,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // browser is a person's browser: its cookies, and who sits at it (the
@@ -196,25 +192,7 @@ type perUser struct {
 const ciToken = "ci-token-0123456789"
 
 func newPerUser(t *testing.T, authExtra string) *perUser {
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	a, seen, dir := savedUpstream(t)
 	return startPerUser(t, a, seen, dir, authExtra, nil)
 }
 
