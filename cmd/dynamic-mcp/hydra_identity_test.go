@@ -31,13 +31,7 @@ import (
 // invalid_token, and after hydra's signing key is rotated a new token is
 // accepted by the running hub.
 func TestCallersSignedInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraJWT(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
@@ -234,6 +228,20 @@ log: { level: warn }
 	return h
 }
 
+// hydraAndHubPort skips the test in -short mode; else it builds hydra
+// (bin) and picks the port the hub will serve at: its URL, and the MCP
+// endpoint's, audience.
+func hydraAndHubPort(t *testing.T) (bin string, hubPort int, hubURL, audience string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs ory/hydra")
+	}
+	bin = buildHydra(t)
+	hubPort = hydraFreePort(t)
+	hubURL = fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	return bin, hubPort, hubURL, hubURL + "/mcp"
+}
+
 // teamAppRedirect is the redirect of team-app, the MCP clients' app the
 // hydra tests register: never reached, the browser stops at it.
 const teamAppRedirect = "http://127.0.0.1:1/callback"
@@ -415,13 +423,7 @@ func (c *bearerSession) refused() (int, string) {
 // in by the authorization code flow with PKCE, and calls the hub with
 // the JWT it gets, in the profile the user's groups choose.
 func TestMCPClientSignsInThroughTheHub(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, _, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")

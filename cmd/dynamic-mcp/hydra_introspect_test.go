@@ -19,13 +19,7 @@ import (
 // another audience is refused 401 invalid_token, and a token revoked at
 // hydra stops working once the hub's cached answer expires (cache_ttl).
 func TestOpaqueCallersSignedInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraTokens(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},

@@ -38,13 +38,7 @@ import (
 // bob to sign in and never runs with alice's token; once bob signed in
 // himself, his calls carry his own.
 func TestPerUserSignInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"alice": {name: "Alice"}, "bob": {name: "Bob"}}, "")
 	h.addTeamApp(t, audience)
 	// The hub's own client, confidential, redirected to its /auth/confirm.
