@@ -79,17 +79,10 @@ func startReplicaAt(t testing.TB, path, level string) *hubReplica {
 			t.Logf("stderr of the replica at %s:\n%s", r.addr, r.stderr.String())
 		}
 	})
-	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
-	waitFor(t, 10*time.Second, "a replica to listen", func() bool {
-		if m := addr.FindStringSubmatch(r.stderr.String()); m != nil {
-			if !strings.Contains(r.stderr.String(), "session_keys=1") {
-				t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
-			}
-			r.addr = m[1]
-			return true
-		}
-		return false
-	})
+	r.addr = servingAddr(t, "a replica", r.stderr)
+	if !strings.Contains(r.stderr.String(), "session_keys=1") {
+		t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
+	}
 	return r
 }
 

@@ -63,6 +63,26 @@ func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, 
 	return base, stderr, home
 }
 
+// initializeStatus is the status of an initialize POSTed to base's /mcp
+// with token, and X-Forwarded-For forwarded unless it is empty.
+func initializeStatus(t *testing.T, base, token, forwarded string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if forwarded != "" {
+		req.Header.Set("X-Forwarded-For", forwarded)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // uiStatus is the status of GET /ui/api/clients with token.
 func uiStatus(t *testing.T, base, token string) int {
 	t.Helper()
@@ -137,19 +157,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 		if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), "Authorization: Bearer") {
 			t.Error("the generated MCP token is on stderr")
 		}
-		post := func(token string) int {
-			req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
-		}
+		post := func(token string) int { return initializeStatus(t, base, token, "") }
 		if code := post(token); code != http.StatusOK {
 			t.Errorf("initialize with the file's token: %d", code)
 		}
