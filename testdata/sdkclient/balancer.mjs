@@ -13,7 +13,7 @@
 // line on stdout, as run.mjs's do: {"check": ..., "ok": true|false, ...}.
 // The exit status is 1 when a check failed, 2 on a usage error.
 
-import { openSDK } from "./sdk.mjs";
+import { exitWithChecks, openSDK, report } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "balancer.mjs",
@@ -29,11 +29,6 @@ const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
 const timeout = Number(opt.timeout);
 const tool = (name) => `${opt.group}__${name}`;
 
-let failed = 0;
-function report(check, fields) {
-  if (fields.ok === false) failed++;
-  process.stdout.write(JSON.stringify({ check, ...fields }) + "\n");
-}
 async function check(name, fn) {
   const start = Date.now();
   try {
@@ -105,4 +100,4 @@ if (connected) {
 }
 
 await client.close().catch(() => {});
-process.exit(failed > 0 ? 1 : 0);
+exitWithChecks();

@@ -18,7 +18,7 @@
 // on a usage error.
 
 import readline from "node:readline";
-import { openSDK } from "./sdk.mjs";
+import { exitWithChecks, openSDK, report } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "replicas.mjs",
@@ -36,11 +36,6 @@ const timeout = Number(opt.timeout);
 const calls = Number(opt.calls);
 const echo = `${opt.group}__echo`;
 
-let failed = 0;
-function report(check, fields) {
-  if (fields.ok === false) failed++;
-  process.stdout.write(JSON.stringify({ check, ...fields }) + "\n");
-}
 async function check(name, fn) {
   const start = Date.now();
   try {
@@ -109,4 +104,4 @@ if (ready) {
 }
 
 await client.close().catch(() => {});
-process.exit(failed > 0 ? 1 : 0);
+exitWithChecks();
