@@ -3,7 +3,6 @@ package mcphttp
 import (
 	"bufio"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,16 +31,8 @@ func (b *browser) startUntilUpstream(t *testing.T, p *perUser, link string) stri
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the link's page: %d %s", resp.StatusCode, body)
 	}
-	m := signInForm.FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no sign-in form in %s", body)
-	}
 	u, _ := url.Parse(link)
-	req, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/auth/start",
-		strings.NewReader(url.Values{"server": {html.UnescapeString(m[1])}, "state": {html.UnescapeString(m[2])}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
-	resp, err := c.Do(req)
+	resp, err := c.Do(startRequest(t, link, body, u.Scheme+"://"+u.Host))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,10 +62,10 @@ func (b *browser) page(t *testing.T, u string) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// submit POSTs the sign-in page's form of link from origin (as a browser
-// does, Origin set) and follows the redirects: the last page's status
-// and body.
-func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, string) {
+// startRequest is the POST of the sign-in page's form of link (the
+// page's body), from origin (as a browser does, Origin set; none when
+// empty).
+func startRequest(t *testing.T, link, pageBody, origin string) *http.Request {
 	t.Helper()
 	m := signInForm.FindStringSubmatch(pageBody)
 	if m == nil {
@@ -78,7 +78,14 @@ func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, stri
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	resp, err := b.client.Do(req)
+	return req
+}
+
+// submit POSTs the sign-in page's form of link from origin and follows
+// the redirects: the last page's status and body.
+func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, string) {
+	t.Helper()
+	resp, err := b.client.Do(startRequest(t, link, pageBody, origin))
 	if err != nil {
 		t.Fatal(err)
 	}
