@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,14 +18,10 @@ import (
 // session that called it).
 func relayConfig(t testing.TB, url string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf("mode: flat\nstore: %q\nsettings: {call_timeout: 30s}\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n"+
 		"  f: { description: fake, command: %q, args: [\"-flood\"] }\n"+
 		"  g: { description: asks, command: %q, isolation: per-session }\n", url, fakeBin, fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, cfg)
 }
 
 // Three replicas on one database (store:) behind Debian's nginx in

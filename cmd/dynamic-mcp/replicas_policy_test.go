@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,7 +27,6 @@ import (
 // text "ask*".
 func policyReplicaConfig(t testing.TB, storeURL string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`store: %q
 mode: flat
 http:
@@ -43,10 +41,7 @@ groups:
       - { name: ask-echo, action: prompt, tool: echo, args: { text: "ask*" }, description: "echo needs a person" }
       - { action: allow, tool: "*" }
 `, storeURL, fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, cfg)
 }
 
 // Three replicas of the hub on one PostgreSQL store (store:) with the same

@@ -28,12 +28,8 @@ var testSessionKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0
 // and extra lines of the http block.
 func replicaConfig(t testing.TB, httpExtra string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\n%sgroups:\n  f: { description: fake, command: %q }\n", httpExtra, fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, cfg)
 }
 
 // hubReplica is one serve --http process of a test.

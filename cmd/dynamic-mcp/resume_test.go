@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -102,11 +100,7 @@ func (p *cutProxy) let() {
 func TestSDKClientResumesGETStream(t *testing.T) {
 	t.Parallel()
 	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n  f: { description: fake, command: %q, args: [\"-flood\"] }\n", fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n  f: { description: fake, command: %q, args: [\"-flood\"] }\n", fakeBin))
 	r := startReplica(t, path)
 	waitFor(t, 20*time.Second, "the hub to be ready", r.ready)
 	proxy := startCutProxy(t, r.addr)

@@ -74,6 +74,12 @@ func initializeStatus(t *testing.T, base, token, forwarded string) int {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
+	return statusOf(t, req)
+}
+
+// statusOf is the status of req, its body read and closed.
+func statusOf(t *testing.T, req *http.Request) int {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -88,13 +94,7 @@ func uiStatus(t *testing.T, base, token string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/ui/api/clients", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	return statusOf(t, req)
 }
 
 // In a container (stderr no terminal, --log-format json as the image
