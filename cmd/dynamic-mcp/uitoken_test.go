@@ -20,10 +20,7 @@ import (
 // state dir; it is stopped when the test ends.
 func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, stderr *lockedBuffer, home string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	home = t.TempDir()
 	stderr = &lockedBuffer{}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
@@ -183,8 +180,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		for _, v := range []string{"short", testToken} {
-			path := filepath.Join(t.TempDir(), "config.yaml")
-			os.WriteFile(path, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+			path := writeConfig(t, fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin))
 			cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0")
 			cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), uiTokenEnvVar+"="+v)
 			out, err := cmd.CombinedOutput()
