@@ -40,7 +40,7 @@ const headers = { Authorization: `Bearer ${opt.token}` };
 const reconnectionOptions = { initialReconnectionDelay: 200, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 50 };
 const a = new Client({ name: "relay-a", version: "1.0.0" }, { capabilities: { elicitation: {} } });
 const b = new Client({ name: "relay-b", version: "1.0.0" }, { capabilities: {} });
-const { got, waitGot } = watchFloods(a, types); // the data of every flood log message A gets
+const { got, waitGot, untilLive } = watchFloods(a, types); // the data of every flood log message A gets
 let asked = 0;
 a.setRequestHandler(types.ElicitRequestSchema, async () => { asked++; return { action: "accept", content: { name: "ada" } }; });
 a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
@@ -72,15 +72,7 @@ const checkGot = (name, fn) => check(name, fn, { got });
 for (let i = 0; i < 6; i++) await a.listTools(undefined, { timeout: 15000 });
 
 // A's GET stream opens after initialize: wait until a flood reaches it.
-const live = await checkGot("live", async () => {
-  const deadline = Date.now() + 15000;
-  for (;;) {
-    got.length = 0;
-    await flood(3);
-    try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
-  }
-  if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
-});
+const live = await checkGot("live", () => untilLive(flood));
 if (live) {
   report("kill me", { ok: true });
   // The test names a replica that will live: client C floods there (so

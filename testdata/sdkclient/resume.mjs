@@ -32,7 +32,7 @@ const nextLine = stdinLines();
 const headers = { Authorization: `Bearer ${opt.token}` };
 const a = new Client({ name: "resume-a", version: "1.0.0" }, { capabilities: {} });
 const b = new Client({ name: "resume-b", version: "1.0.0" }, { capabilities: {} });
-const { got, waitGot } = watchFloods(a, types); // the data of every flood log message A gets
+const { got, waitGot, untilLive } = watchFloods(a, types); // the data of every flood log message A gets
 a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
 a.fallbackNotificationHandler = async (n) => process.stderr.write(`client a: ${JSON.stringify(n)}\n`);
 const ta = new StreamableHTTPClientTransport(new URL(opt.url), {
@@ -50,15 +50,7 @@ async function flood(n) {
 const checkGot = (name, fn) => check(name, fn, { got });
 
 // A's GET stream opens after initialize: wait until a flood reaches it.
-const live = await checkGot("live", async () => {
-  const deadline = Date.now() + 15000;
-  for (;;) {
-    got.length = 0;
-    await flood(3);
-    try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
-  }
-  if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
-});
+const live = await checkGot("live", () => untilLive(flood));
 if (live) {
   report("cut me", { ok: true });
   await nextLine();

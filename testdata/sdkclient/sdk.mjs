@@ -69,7 +69,9 @@ export function stdinLines() {
 }
 
 // watchFloods collects in got the data of every log message of the fake's
-// flood tool client gets; waitGot(n, ms) waits until there are n.
+// flood tool client gets; waitGot(n, ms) waits until there are n;
+// untilLive(flood) calls flood(3) until the three reach the client (its
+// GET stream opens after initialize), within 15 s.
 export function watchFloods(client, types) {
   const got = [];
   let onGot = () => {};
@@ -83,5 +85,14 @@ export function watchFloods(client, types) {
       await new Promise((r) => { onGot = r; setTimeout(r, 50); });
     }
   }
-  return { got, waitGot };
+  async function untilLive(flood) {
+    const deadline = Date.now() + 15000;
+    for (;;) {
+      got.length = 0;
+      await flood(3);
+      try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
+    }
+    if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
+  }
+  return { got, waitGot, untilLive };
 }
