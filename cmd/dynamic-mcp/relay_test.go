@@ -44,12 +44,8 @@ func TestRelayRoundRobinReplicas(t *testing.T) {
 	defer cancel()
 	node := startNodeScript(t, ctx, n.caFile, "relay.mjs", "--url", n.https+"/mcp", "--token", testToken)
 	defer node.stop(t)
-	next := func(want string) {
-		t.Helper()
-		node.next(t, want)
-	}
-	next("live")
-	next("kill me")
+	node.next(t, "live")
+	node.next(t, "kill me")
 
 	const opened = "relay: a GET stream opened here"
 	var holder *hubReplica
@@ -70,14 +66,14 @@ func TestRelayRoundRobinReplicas(t *testing.T) {
 			break
 		}
 	}
-	next("flooding")
+	node.next(t, "flooding")
 	if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil { // while C floods
 		t.Fatal(err)
 	}
 	<-holder.exited
-	next("flooded")
-	next("resumed")
-	next("elicited")
+	node.next(t, "flooded")
+	node.next(t, "resumed")
+	node.next(t, "elicited")
 	reopened, passed := false, false
 	for _, r := range replicas {
 		if r == holder {

@@ -212,11 +212,7 @@ func testReplicaDies(t *testing.T, backups bool) {
 	defer cancel()
 	node := startNodeScript(t, ctx, n.caFile, "replicas.mjs", "--url", n.https+"/mcp", "--token", testToken, "--group", "f")
 	defer node.stop(t)
-	next := func(want string) sdkReplicaCheck {
-		t.Helper()
-		return node.next(t, want)
-	}
-	next("before kill")
+	node.next(t, "before kill")
 
 	// Round-robin: the replica that initialized the session is the one
 	// that did not resume it; each other one has. With backups: the
@@ -239,8 +235,8 @@ func testReplicaDies(t *testing.T, backups bool) {
 	<-victim.exited
 	killed := time.Now()
 	io.WriteString(node.stdin, "killed\n")
-	after := next("after kill")
-	next("calls after kill")
+	after := node.next(t, "after kill")
+	node.next(t, "calls after kill")
 	if backups {
 		for _, r := range replicas[1:] {
 			if !strings.Contains(r.stderr.String(), "resumed an HTTP session from its id") {

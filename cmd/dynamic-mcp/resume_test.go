@@ -110,16 +110,12 @@ func TestSDKClientResumesGETStream(t *testing.T) {
 	node := startNodeScript(t, ctx, "", "resume.mjs",
 		"--url", "http://"+proxy.ln.Addr().String()+"/mcp", "--direct", "http://"+r.addr+"/mcp", "--token", testToken)
 	defer node.stop(t)
-	next := func(want string) {
-		t.Helper()
-		node.next(t, want)
-	}
-	next("live")
-	next("cut me")
+	node.next(t, "live")
+	node.next(t, "cut me")
 	proxy.cut()
 	io.WriteString(node.stdin, "cut\n")
-	next("flooded")
+	node.next(t, "flooded")
 	proxy.let()
 	io.WriteString(node.stdin, "let\n")
-	next("resumed")
+	node.next(t, "resumed")
 }
