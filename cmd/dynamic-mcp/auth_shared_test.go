@@ -12,7 +12,6 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
@@ -60,11 +59,7 @@ groups:
 func signedIn(t *testing.T) (*authtest.Server, string) {
 	a := authtest.NewServer(t)
 	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
-	s := mcpserver.NewMCPServer("protected", "1")
-	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("hello, signed-in hub"), nil
-	})
-	a.Resource = mcpserver.NewStreamableHTTPServer(s)
+	a.Resource = helloMCP("hello, signed-in hub")
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -19,14 +19,20 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 )
 
+// helloMCP is an MCP server over Streamable HTTP with one tool, hello,
+// whose answer is text.
+func helloMCP(text string) *mcpserver.StreamableHTTPServer {
+	s := mcpserver.NewMCPServer("protected", "1")
+	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(text), nil
+	})
+	return mcpserver.NewStreamableHTTPServer(s)
+}
+
 func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
 	t.Parallel()
 	a := authtest.NewServer(t)
-	s := mcpserver.NewMCPServer("protected", "1")
-	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("hello, signed-in hub"), nil
-	})
-	a.Resource = mcpserver.NewStreamableHTTPServer(s)
+	a.Resource = helloMCP("hello, signed-in hub")
 	home := t.TempDir()
 	cfg := filepath.Join(home, "c.yaml")
 	os.WriteFile(cfg, []byte(`mode: flat

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,15 +66,7 @@ func TestReloadOfHTTPAuthWarns(t *testing.T) {
 			t.Logf("stderr of the hub:\n%s", stderr.String())
 		}
 	})
-	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
-	var base string
-	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
-		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base = "http://" + m[1]
-			return true
-		}
-		return false
-	})
+	base := "http://" + servingAddr(t, "the hub", stderr)
 	if err := os.WriteFile(path, conf("https://id2.example/"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -58,16 +58,23 @@ func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuf
 			t.Logf("stderr of the hub:\n%s", stderr.String())
 		}
 	})
-	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
-	var base string
-	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
-		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base = "http://" + m[1]
+	return "http://" + servingAddr(t, "the hub", stderr), stderr
+}
+
+// servingAddr waits for the serving line on stderr of what (a hub, a
+// replica) and returns the address it names, host:port.
+func servingAddr(t testing.TB, what string, stderr *lockedBuffer) string {
+	t.Helper()
+	re := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
+	var addr string
+	waitFor(t, 10*time.Second, what+" to listen", func() bool {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
 			return true
 		}
 		return false
 	})
-	return base, stderr
+	return addr
 }
 
 // httpClient connects a raw MCP client to the hub's /mcp over Streamable

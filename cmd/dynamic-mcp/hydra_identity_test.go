@@ -31,24 +31,13 @@ import (
 // invalid_token, and after hydra's signing key is rotated a new token is
 // accepted by the running hub.
 func TestCallersSignedInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraJWT(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
 		"bob":   {name: "Bob", groups: []string{"docs"}},
 	}, "")
-	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
-	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
-		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
-		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
-		"audience": []string{audience, other}, "token_endpoint_auth_method": "client_secret_post",
-	}, nil)
+	h.addTeamApp(t, audience, other)
 
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
@@ -71,37 +60,16 @@ groups:
 		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
 	}
 
-	alice := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", audience)
-	bob := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	alice := h.teamToken(t, "alice", audience)
+	bob := h.teamToken(t, "bob", audience)
 	if kid(t, alice) == "" || claimsOf(t, alice)["groups"] == nil {
 		t.Fatalf("hydra's token is not a JWT with groups: %v", claimsOf(t, alice))
 	}
-	ac, bc := &bearerSession{t: t, url: audience, token: alice}, &bearerSession{t: t, url: audience, token: bob}
-	for _, c := range []*bearerSession{ac, bc} {
-		if code, body := c.initialize(); code != http.StatusOK {
-			t.Fatalf("initialize with hydra's token: %d %s\n%s", code, body, stderr.String())
-		}
-	}
-	if _, tools := ac.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, `"f__echo"`) {
-		t.Errorf("alice (admins) sees %s, want the flat profile admin", tools)
-	}
-	if _, tools := bc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") || strings.Contains(tools, `"f__echo"`) {
-		t.Errorf("bob sees %s, want the dynamic profile reader", tools)
-	}
-	if _, got := ac.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"from alice"}}}`); !strings.Contains(got, "from alice") {
-		t.Errorf("alice's call: %s", got)
-	}
-	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
-		t.Errorf("bob's call: %s", got)
-	}
-	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
-		b, _ := os.ReadFile(auditPath)
-		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
-	})
+	checkTeamCallers(t, audience, "token", alice, bob, auditPath, stderr)
 
 	// Refused: a token for another resource, one with a bad signature.
 	meta := `Bearer resource_metadata="` + hubURL + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
-	forOther := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", other)
+	forOther := h.teamToken(t, "alice", other)
 	parts := strings.Split(alice, ".")
 	sig := []byte(parts[2])
 	if i := len(sig) / 2; sig[i] == 'A' { // still base64url: one letter for another
@@ -127,7 +95,7 @@ groups:
 	// Hydra's signing key is rotated: the new key signs, and the running
 	// hub fetches it when a token names it.
 	h.admin(t, http.MethodPost, "/admin/keys/hydra.jwt.access-token", map[string]any{"alg": "RS256", "use": "sig", "kid": "rotated-key"}, nil)
-	rotated := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	rotated := h.teamToken(t, "bob", audience)
 	if kid(t, rotated) == kid(t, bob) {
 		t.Fatalf("hydra signs with the same key (%s) after the rotation", kid(t, rotated))
 	}
@@ -260,6 +228,73 @@ log: { level: warn }
 	return h
 }
 
+// hydraAndHubPort skips the test in -short mode; else it builds hydra
+// (bin) and picks the port the hub will serve at: its URL, and the MCP
+// endpoint's, audience.
+func hydraAndHubPort(t *testing.T) (bin string, hubPort int, hubURL, audience string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs ory/hydra")
+	}
+	bin = buildHydra(t)
+	hubPort = hydraFreePort(t)
+	hubURL = fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	return bin, hubPort, hubURL, hubURL + "/mcp"
+}
+
+// teamAppRedirect is the redirect of team-app, the MCP clients' app the
+// hydra tests register: never reached, the browser stops at it.
+const teamAppRedirect = "http://127.0.0.1:1/callback"
+
+// addTeamApp registers team-app at hydra, confidential, for audiences.
+func (h *hydra) addTeamApp(t *testing.T, audiences ...string) {
+	t.Helper()
+	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
+		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{teamAppRedirect},
+		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
+		"audience": audiences, "token_endpoint_auth_method": "client_secret_post",
+	}, nil)
+}
+
+// teamToken signs user in through team-app and returns the access token
+// for audience.
+func (h *hydra) teamToken(t *testing.T, user, audience string) string {
+	t.Helper()
+	return h.signIn(t, "team-app", "team-app-secret-0123", teamAppRedirect, user, audience)
+}
+
+// checkTeamCallers initializes a session at audience for alice (an admin)
+// and bob (not) with their tokens (kind: "token", "opaque token"), and
+// checks that each sees the profile their claims choose (admin, flat;
+// reader, dynamic), that their calls succeed and that the audit trail at
+// auditPath names them. It returns their sessions.
+func checkTeamCallers(t *testing.T, audience, kind, alice, bob, auditPath string, stderr *lockedBuffer) (ac, bc *bearerSession) {
+	t.Helper()
+	ac, bc = &bearerSession{t: t, url: audience, token: alice}, &bearerSession{t: t, url: audience, token: bob}
+	for _, c := range []*bearerSession{ac, bc} {
+		if code, body := c.initialize(); code != http.StatusOK {
+			t.Fatalf("initialize with hydra's %s: %d %s\n%s", kind, code, body, stderr.String())
+		}
+	}
+	if _, tools := ac.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("alice (admins) sees %s, want the flat profile admin", tools)
+	}
+	if _, tools := bc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") || strings.Contains(tools, `"f__echo"`) {
+		t.Errorf("bob sees %s, want the dynamic profile reader", tools)
+	}
+	if _, got := ac.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"from alice"}}}`); !strings.Contains(got, "from alice") {
+		t.Errorf("alice's call: %s", got)
+	}
+	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
+		t.Errorf("bob's call: %s", got)
+	}
+	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
+	})
+	return ac, bc
+}
+
 // signIn runs the authorization code flow for user as a browser would,
 // through hydra and its login and consent app, and returns the access
 // token for audience.
@@ -388,13 +423,7 @@ func (c *bearerSession) refused() (int, string) {
 // in by the authorization code flow with PKCE, and calls the hub with
 // the JWT it gets, in the profile the user's groups choose.
 func TestMCPClientSignsInThroughTheHub(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, _, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,24 +19,13 @@ import (
 // another audience is refused 401 invalid_token, and a token revoked at
 // hydra stops working once the hub's cached answer expires (cache_ttl).
 func TestOpaqueCallersSignedInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraTokens(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
 		"bob":   {name: "Bob", groups: []string{"docs"}},
 	}, "", "opaque")
-	redirect := "http://127.0.0.1:1/callback"
-	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
-		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
-		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
-		"audience": []string{audience, other}, "token_endpoint_auth_method": "client_secret_post",
-	}, nil)
+	h.addTeamApp(t, audience, other)
 
 	const ttl = 2 * time.Second
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -62,36 +50,15 @@ groups:
 		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
 	}
 
-	alice := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", audience)
-	bob := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "bob", audience)
+	alice := h.teamToken(t, "alice", audience)
+	bob := h.teamToken(t, "bob", audience)
 	if strings.Count(alice, ".") == 2 {
 		t.Fatalf("hydra's token is a JWT, want an opaque one: %s", alice)
 	}
-	ac, bc := &bearerSession{t: t, url: audience, token: alice}, &bearerSession{t: t, url: audience, token: bob}
-	for _, c := range []*bearerSession{ac, bc} {
-		if code, body := c.initialize(); code != http.StatusOK {
-			t.Fatalf("initialize with hydra's opaque token: %d %s\n%s", code, body, stderr.String())
-		}
-	}
-	if _, tools := ac.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, `"f__echo"`) {
-		t.Errorf("alice (admins) sees %s, want the flat profile admin", tools)
-	}
-	if _, tools := bc.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); !strings.Contains(tools, "call_dynamic_tool") || strings.Contains(tools, `"f__echo"`) {
-		t.Errorf("bob sees %s, want the dynamic profile reader", tools)
-	}
-	if _, got := ac.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"from alice"}}}`); !strings.Contains(got, "from alice") {
-		t.Errorf("alice's call: %s", got)
-	}
-	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
-		t.Errorf("bob's call: %s", got)
-	}
-	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
-		b, _ := os.ReadFile(auditPath)
-		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
-	})
+	_, bc := checkTeamCallers(t, audience, "opaque token", alice, bob, auditPath, stderr)
 
 	meta := `Bearer resource_metadata="` + hubURL + `/.well-known/oauth-protected-resource/mcp", error="invalid_token"`
-	forOther := h.signIn(t, "team-app", "team-app-secret-0123", redirect, "alice", other)
+	forOther := h.teamToken(t, "alice", other)
 	if code, header := (&bearerSession{t: t, url: audience, token: forOther}).refused(); code != http.StatusUnauthorized ||
 		!strings.HasPrefix(header, meta) || !strings.Contains(header, "not for this resource") {
 		t.Errorf("a token for another audience: %d %q, want 401 %q", code, header, meta)

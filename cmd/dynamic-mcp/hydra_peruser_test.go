@@ -38,20 +38,9 @@ import (
 // bob to sign in and never runs with alice's token; once bob signed in
 // himself, his calls carry his own.
 func TestPerUserSignInWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	audience := hubURL + "/mcp"
+	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"alice": {name: "Alice"}, "bob": {name: "Bob"}}, "")
-	redirect := "http://127.0.0.1:1/callback" // the MCP clients' app: the browser stops at it
-	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
-		"client_id": "team-app", "client_secret": "team-app-secret-0123", "redirect_uris": []string{redirect},
-		"grant_types": []string{"authorization_code"}, "response_types": []string{"code"}, "scope": "openid",
-		"audience": []string{audience}, "token_endpoint_auth_method": "client_secret_post",
-	}, nil)
+	h.addTeamApp(t, audience)
 	// The hub's own client, confidential, redirected to its /auth/confirm.
 	h.admin(t, http.MethodPost, "/admin/clients", map[string]any{
 		"client_id": "hub-sign-in", "client_secret": "hub-sign-in-secret-0123", "redirect_uris": []string{hubURL + "/auth/confirm"},
@@ -94,7 +83,7 @@ groups:
 	}
 	users := map[string]*bearerSession{}
 	for _, u := range []string{"alice", "bob"} {
-		users[u] = &bearerSession{t: t, url: audience, token: h.signIn(t, "team-app", "team-app-secret-0123", redirect, u, audience)}
+		users[u] = &bearerSession{t: t, url: audience, token: h.teamToken(t, u, audience)}
 		if code, body := users[u].initialize(); code != http.StatusOK {
 			t.Fatalf("%s's initialize: %d %s\n%s", u, code, body, stderr.String())
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,8 +19,6 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
-	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // hydraTTL is how long hydra's access tokens live in the test: short, so
@@ -286,11 +283,7 @@ func (h *hydra) clients(t *testing.T) []map[string]any {
 // requests whose token the current hydra says is active (RFC 7662); its
 // protected resource metadata names the current hydra.
 func startIntrospectedMCP(t *testing.T, current *atomic.Pointer[hydra]) string {
-	s := mcpserver.NewMCPServer("protected", "1")
-	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("hello, signed-in hub"), nil
-	})
-	streamable := mcpserver.NewStreamableHTTPServer(s)
+	streamable := helloMCP("hello, signed-in hub")
 	var srv *httptest.Server
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {

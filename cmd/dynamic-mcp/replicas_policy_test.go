@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,7 +27,6 @@ import (
 // text "ask*".
 func policyReplicaConfig(t testing.TB, storeURL string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`store: %q
 mode: flat
 http:
@@ -44,10 +41,7 @@ groups:
       - { name: ask-echo, action: prompt, tool: echo, args: { text: "ask*" }, description: "echo needs a person" }
       - { action: allow, tool: "*" }
 `, storeURL, fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, cfg)
 }
 
 // Three replicas of the hub on one PostgreSQL store (store:) with the same
@@ -72,13 +66,10 @@ func TestReplicasSharePolicyState(t *testing.T) {
 	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
 	began := time.Now()
 	path := policyReplicaConfig(t, pgtest.Start(t))
-	replicas := []*hubReplica{startReplica(t, path), startReplica(t, path), startReplica(t, path)}
-	addrs := make([]string, len(replicas))
+	replicas, addrs := startReadyReplicas(t, 3, func() *hubReplica { return startReplica(t, path) })
 	uiTokens := make([]string, len(replicas))
 	for i, r := range replicas {
-		addrs[i] = r.addr
 		uiTokens[i] = uiToken(t, r.stderr)
-		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
 	}
 	n := startNginxReplicas(t, addrs, true)
 	c := startSDKCalls(t, n)
@@ -315,43 +306,26 @@ type sdkAnswer struct {
 func startSDKCalls(t *testing.T, n *nginx) *sdkCalls {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "calls.mjs"),
-		"--url", n.https+"/mcp", "--token", testToken)
-	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+n.caFile)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeErr := &lockedBuffer{}
-	cmd.Stderr = nodeErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &sdkCalls{stdin: stdin, answers: map[string]chan sdkAnswer{}}
+	node := startNodeScript(t, ctx, n.caFile, "calls.mjs", "--url", n.https+"/mcp", "--token", testToken)
+	c := &sdkCalls{stdin: node.stdin, answers: map[string]chan sdkAnswer{}}
 	ready := make(chan string, 1)
 	done := make(chan struct{})
 	go func() { // ends when node exits and its stdout closes
 		defer close(done)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		for line := range node.lines {
 			var head struct {
 				Ready *bool
 				ID    string
 			}
-			if json.Unmarshal(sc.Bytes(), &head) != nil {
+			if json.Unmarshal([]byte(line), &head) != nil {
 				continue
 			}
 			if head.Ready != nil {
-				ready <- sc.Text()
+				ready <- line
 				continue
 			}
 			var a sdkAnswer
-			json.Unmarshal(sc.Bytes(), &a)
+			json.Unmarshal([]byte(line), &a)
 			c.mu.Lock()
 			ch := c.answers[a.ID]
 			c.mu.Unlock()
@@ -361,18 +335,15 @@ func startSDKCalls(t *testing.T, n *nginx) *sdkCalls {
 		}
 	}()
 	t.Cleanup(func() {
-		stdin.Close()
+		node.stdin.Close()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
 			cancel()
 			<-done
 		}
-		cmd.Wait()
+		node.stop(t)
 		cancel()
-		if t.Failed() {
-			t.Logf("stderr of calls.mjs:\n%s", nodeErr)
-		}
 	})
 	select {
 	case line := <-ready:
@@ -380,7 +351,7 @@ func startSDKCalls(t *testing.T, n *nginx) *sdkCalls {
 			t.Fatalf("calls.mjs: %s", line)
 		}
 	case <-done:
-		t.Fatalf("calls.mjs exited: %s", nodeErr)
+		t.Fatalf("calls.mjs exited: %s", node.stderr)
 	case <-time.After(60 * time.Second):
 		t.Fatal("calls.mjs did not get ready")
 	}

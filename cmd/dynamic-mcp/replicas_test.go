@@ -28,12 +28,8 @@ var testSessionKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0
 // and extra lines of the http block.
 func replicaConfig(t testing.TB, httpExtra string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\n%sgroups:\n  f: { description: fake, command: %q }\n", httpExtra, fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfig(t, cfg)
 }
 
 // hubReplica is one serve --http process of a test.
@@ -49,8 +45,14 @@ type hubReplica struct {
 // ends, and returns once it listens.
 func startReplica(t testing.TB, path string) *hubReplica {
 	t.Helper()
+	return startReplicaAt(t, path, "info")
+}
+
+// startReplicaAt is startReplica at the given --log-level.
+func startReplicaAt(t testing.TB, path, level string) *hubReplica {
+	t.Helper()
 	r := &hubReplica{stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
+	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", level)
 	r.cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_SESSION_KEY="+testSessionKey)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -73,17 +75,10 @@ func startReplica(t testing.TB, path string) *hubReplica {
 			t.Logf("stderr of the replica at %s:\n%s", r.addr, r.stderr.String())
 		}
 	})
-	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
-	waitFor(t, 10*time.Second, "a replica to listen", func() bool {
-		if m := addr.FindStringSubmatch(r.stderr.String()); m != nil {
-			if !strings.Contains(r.stderr.String(), "session_keys=1") {
-				t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
-			}
-			r.addr = m[1]
-			return true
-		}
-		return false
-	})
+	r.addr = servingAddr(t, "a replica", r.stderr)
+	if !strings.Contains(r.stderr.String(), "session_keys=1") {
+		t.Fatalf("the serving line does not say that ids are sealed:\n%s", r.stderr)
+	}
 	return r
 }
 
@@ -96,6 +91,90 @@ func (r *hubReplica) ready() bool {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// startReadyReplicas starts n replicas with start on the config at path
+// and returns them, and their addresses, once every /readyz answers 200.
+func startReadyReplicas(t testing.TB, n int, start func() *hubReplica) ([]*hubReplica, []string) {
+	t.Helper()
+	replicas := make([]*hubReplica, n)
+	for i := range replicas {
+		replicas[i] = start()
+	}
+	addrs := make([]string, n)
+	for i, r := range replicas {
+		addrs[i] = r.addr
+		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+	}
+	return replicas, addrs
+}
+
+// nodeScript is a testdata/sdkclient script a test drives: lines to its
+// stdin, the lines of its stdout on lines.
+type nodeScript struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *lockedBuffer
+	wg     sync.WaitGroup
+}
+
+// startNodeScript starts node on testdata/sdkclient/script with args,
+// trusting caFile's certificates if it is not empty, until ctx ends; the
+// test defers stop.
+func startNodeScript(t testing.TB, ctx context.Context, caFile, script string, args ...string) *nodeScript {
+	t.Helper()
+	s := &nodeScript{name: script, lines: make(chan string, 8), stderr: &lockedBuffer{}}
+	s.cmd = exec.CommandContext(ctx, "node", append([]string{filepath.Join(repoDir, "testdata", "sdkclient", script)}, args...)...)
+	if caFile != "" {
+		s.cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile)
+	}
+	stdin, err := s.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stdin = stdin
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Go(func() { // ends when node exits and its stdout closes
+		defer close(s.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	})
+	return s
+}
+
+// stop closes the script's stdin and waits for it, and logs its stderr
+// if the test failed.
+func (s *nodeScript) stop(t testing.TB) {
+	s.stdin.Close()
+	s.cmd.Wait()
+	s.wg.Wait()
+	if t.Failed() {
+		t.Logf("stderr of %s:\n%s", s.name, s.stderr)
+	}
+}
+
+// next reads the script's next line, a check that must be want and ok.
+func (s *nodeScript) next(t testing.TB, want string) sdkReplicaCheck {
+	t.Helper()
+	line, ok := <-s.lines
+	var c sdkReplicaCheck
+	if !ok || json.Unmarshal([]byte(line), &c) != nil || c.Check != want || !c.OK {
+		t.Fatalf("want %q ok, got %q", want, line)
+	}
+	t.Log(line)
+	return c
 }
 
 // Three replicas of the hub with the same session_keys behind Debian's
@@ -121,69 +200,19 @@ func TestReplicasResumeASessionWhoseReplicaDied(t *testing.T) {
 // replica the primary and the other two its backups.
 func testReplicaDies(t *testing.T, backups bool) {
 	path := replicaConfig(t, "")
-	replicas := []*hubReplica{startReplica(t, path), startReplica(t, path), startReplica(t, path)}
-	addrs := make([]string, len(replicas))
-	for i, r := range replicas {
-		addrs[i] = r.addr
-		if backups && i > 0 {
-			addrs[i] += " backup"
+	replicas, addrs := startReadyReplicas(t, 3, func() *hubReplica { return startReplica(t, path) })
+	if backups {
+		for i := range addrs[1:] {
+			addrs[i+1] += " backup"
 		}
-		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
 	}
 	n := startNginxReplicas(t, addrs, true)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "replicas.mjs"),
-		"--url", n.https+"/mcp", "--token", testToken, "--group", "f")
-	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+n.caFile)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeErr := &lockedBuffer{}
-	cmd.Stderr = nodeErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	checks := make(chan sdkReplicaCheck, 8)
-	wg.Add(1)
-	go func() { // ends when node exits and its stdout closes
-		defer wg.Done()
-		defer close(checks)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var c sdkReplicaCheck
-			if json.Unmarshal(sc.Bytes(), &c) != nil {
-				c = sdkReplicaCheck{Check: "unreadable", Line: sc.Text()}
-			}
-			c.Line = sc.Text()
-			checks <- c
-		}
-	}()
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("stderr of replicas.mjs:\n%s", nodeErr)
-		}
-	}()
-	next := func(want string) sdkReplicaCheck {
-		t.Helper()
-		c, ok := <-checks
-		if !ok || c.Check != want || !c.OK {
-			t.Fatalf("want %q ok, got %s", want, c.Line)
-		}
-		t.Log(c.Line)
-		return c
-	}
-	next("before kill")
+	node := startNodeScript(t, ctx, n.caFile, "replicas.mjs", "--url", n.https+"/mcp", "--token", testToken, "--group", "f")
+	defer node.stop(t)
+	node.next(t, "before kill")
 
 	// Round-robin: the replica that initialized the session is the one
 	// that did not resume it; each other one has. With backups: the
@@ -205,9 +234,9 @@ func testReplicaDies(t *testing.T, backups bool) {
 	}
 	<-victim.exited
 	killed := time.Now()
-	io.WriteString(stdin, "killed\n")
-	after := next("after kill")
-	next("calls after kill")
+	io.WriteString(node.stdin, "killed\n")
+	after := node.next(t, "after kill")
+	node.next(t, "calls after kill")
 	if backups {
 		for _, r := range replicas[1:] {
 			if !strings.Contains(r.stderr.String(), "resumed an HTTP session from its id") {
@@ -219,7 +248,7 @@ func testReplicaDies(t *testing.T, backups bool) {
 		after.ResumeMS, after.Attempts, time.Since(killed).Round(time.Millisecond))
 }
 
-// sdkReplicaCheck is a line replicas.mjs prints.
+// sdkReplicaCheck is a line replicas.mjs (relay.mjs, resume.mjs) prints.
 type sdkReplicaCheck struct {
 	Check    string `json:"check"`
 	OK       bool   `json:"ok"`

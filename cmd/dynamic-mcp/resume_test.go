@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -105,69 +100,22 @@ func (p *cutProxy) let() {
 func TestSDKClientResumesGETStream(t *testing.T) {
 	t.Parallel()
 	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n  f: { description: fake, command: %q, args: [\"-flood\"] }\n", fakeBin)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n  f: { description: fake, command: %q, args: [\"-flood\"] }\n", fakeBin))
 	r := startReplica(t, path)
 	waitFor(t, 20*time.Second, "the hub to be ready", r.ready)
 	proxy := startCutProxy(t, r.addr)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(repoDir, "testdata", "sdkclient", "resume.mjs"),
+	node := startNodeScript(t, ctx, "", "resume.mjs",
 		"--url", "http://"+proxy.ln.Addr().String()+"/mcp", "--direct", "http://"+r.addr+"/mcp", "--token", testToken)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeErr := &lockedBuffer{}
-	cmd.Stderr = nodeErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 8)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // ends when node exits and its stdout closes
-		defer wg.Done()
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("stderr of resume.mjs:\n%s", nodeErr)
-		}
-	}()
-	next := func(want string) {
-		t.Helper()
-		line, ok := <-lines
-		var c struct {
-			Check string `json:"check"`
-			OK    bool   `json:"ok"`
-		}
-		if !ok || json.Unmarshal([]byte(line), &c) != nil || c.Check != want || !c.OK {
-			t.Fatalf("want %q ok, got %q", want, line)
-		}
-		t.Log(line)
-	}
-	next("live")
-	next("cut me")
+	defer node.stop(t)
+	node.next(t, "live")
+	node.next(t, "cut me")
 	proxy.cut()
-	io.WriteString(stdin, "cut\n")
-	next("flooded")
+	io.WriteString(node.stdin, "cut\n")
+	node.next(t, "flooded")
 	proxy.let()
-	io.WriteString(stdin, "let\n")
-	next("resumed")
+	io.WriteString(node.stdin, "let\n")
+	node.next(t, "resumed")
 }

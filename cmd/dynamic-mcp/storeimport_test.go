@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"net/http"
 	"os"
@@ -11,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
@@ -38,11 +34,7 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 	}
 	url := pgtest.Start(t)
 	a := authtest.NewServer(t)
-	s := mcpserver.NewMCPServer("protected", "1")
-	s.AddTool(mcp.NewTool("hello", mcp.WithDescription("says hello")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("hello, keyed and signed-in hub"), nil
-	})
-	mcpHandler := mcpserver.NewStreamableHTTPServer(s)
+	mcpHandler := helloMCP("hello, keyed and signed-in hub")
 	const apiKey = "sk-upstream-key-31337"
 	a.Resource = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Api-Key") != apiKey {

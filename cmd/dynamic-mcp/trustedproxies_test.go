@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,18 +22,7 @@ func TestServeTrustedProxies(t *testing.T) {
 			}
 			base, _ := startHTTPHub(t, cfg)
 			try := func(client, token string) int {
-				req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-				req.Header.Set("X-Forwarded-For", "203.0.113.9, "+client) // the first, the client's own claim
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode
+				return initializeStatus(t, base, token, "203.0.113.9, "+client) // the first, the client's own claim
 			}
 			for range 3 {
 				try("198.51.100.66", "wrong")

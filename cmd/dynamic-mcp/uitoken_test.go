@@ -20,10 +20,7 @@ import (
 // state dir; it is stopped when the test ends.
 func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, stderr *lockedBuffer, home string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	home = t.TempDir()
 	stderr = &lockedBuffer{}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
@@ -63,11 +60,23 @@ func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, 
 	return base, stderr, home
 }
 
-// uiStatus is the status of GET /ui/api/clients with token.
-func uiStatus(t *testing.T, base, token string) int {
+// initializeStatus is the status of an initialize POSTed to base's /mcp
+// with token, and X-Forwarded-For forwarded unless it is empty.
+func initializeStatus(t *testing.T, base, token, forwarded string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+"/ui/api/clients", nil)
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if forwarded != "" {
+		req.Header.Set("X-Forwarded-For", forwarded)
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	return statusOf(t, req)
+}
+
+// statusOf is the status of req, its body read and closed.
+func statusOf(t *testing.T, req *http.Request) int {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +84,14 @@ func uiStatus(t *testing.T, base, token string) int {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// uiStatus is the status of GET /ui/api/clients with token.
+func uiStatus(t *testing.T, base, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/ui/api/clients", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return statusOf(t, req)
 }
 
 // In a container (stderr no terminal, --log-format json as the image
@@ -137,19 +154,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 		if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), "Authorization: Bearer") {
 			t.Error("the generated MCP token is on stderr")
 		}
-		post := func(token string) int {
-			req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
-		}
+		post := func(token string) int { return initializeStatus(t, base, token, "") }
 		if code := post(token); code != http.StatusOK {
 			t.Errorf("initialize with the file's token: %d", code)
 		}
@@ -175,8 +180,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		for _, v := range []string{"short", testToken} {
-			path := filepath.Join(t.TempDir(), "config.yaml")
-			os.WriteFile(path, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
+			path := writeConfig(t, fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin))
 			cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0")
 			cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), uiTokenEnvVar+"="+v)
 			out, err := cmd.CombinedOutput()

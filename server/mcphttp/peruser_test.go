@@ -69,6 +69,38 @@ func protectedUpstream(t *testing.T) (*authtest.Server, func() []seenCall) {
 	}
 }
 
+// signedInUpstream is protectedUpstream, with the vault's key set, and
+// the record of the hub's own sign-in to it (for the server's lists).
+func signedInUpstream(t *testing.T) (*authtest.Server, func() []seenCall, *auth.Record) {
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
+	a, seen := protectedUpstream(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
+		go func() {
+			if resp, err := http.Get(u); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil
+	}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, seen, rec
+}
+
+// savedUpstream is signedInUpstream with the record saved in a new state
+// directory, dir.
+func savedUpstream(t *testing.T) (a *authtest.Server, seen func() []seenCall, dir string) {
+	a, seen, rec := signedInUpstream(t)
+	dir = t.TempDir()
+	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	return a, seen, dir
+}
+
 var signInLink = regexp.MustCompile(`http://[^ "\\]+/auth/start\?server=docs&state=[A-Za-z0-9_-]+`)
 
 // A server with auth: per-user: Alice signs in through the hub's own

@@ -1,47 +1,24 @@
 package mcphttp
 
 import (
-	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // perUserWithAS is newPerUser's hub, with the authorization server, whose
 // registrations are counted: registered is how many the hub made itself,
 // for the users (its own sign-in, at a loopback redirect, is not one).
 func perUserWithAS(t *testing.T) (*perUser, *authtest.Server, func() int) {
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	a, seen, dir := savedUpstream(t)
 	return startPerUser(t, a, seen, dir, "", nil), a, registrations(a)
 }
 

@@ -2,21 +2,14 @@ package mcphttp
 
 import (
 	"bufio"
-	"context"
-	"encoding/base64"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // Attacks on per-user sign-ins by another user of the team (issue 25).
@@ -38,16 +31,8 @@ func (b *browser) startUntilUpstream(t *testing.T, p *perUser, link string) stri
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the link's page: %d %s", resp.StatusCode, body)
 	}
-	m := signInForm.FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no sign-in form in %s", body)
-	}
 	u, _ := url.Parse(link)
-	req, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/auth/start",
-		strings.NewReader(url.Values{"server": {html.UnescapeString(m[1])}, "state": {html.UnescapeString(m[2])}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
-	resp, err := c.Do(req)
+	resp, err := c.Do(startRequest(t, link, body, u.Scheme+"://"+u.Host))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,25 +110,7 @@ func TestSignInPageNamesTheAccount(t *testing.T) {
 // signs in to it. The page says what failed, briefly; the log has the
 // rest.
 func TestSignInPagesShowNoEndpointBody(t *testing.T) {
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	a, seen, dir := savedUpstream(t)
 	p := startPerUser(t, a, seen, dir, "", nil)
 	const secret = "internal-service-secret-0123"
 	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

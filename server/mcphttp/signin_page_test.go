@@ -1,7 +1,6 @@
 package mcphttp
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -14,7 +13,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,10 +21,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // browser is a person's browser: its cookies, and who sits at it (the
@@ -66,10 +62,10 @@ func (b *browser) page(t *testing.T, u string) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// submit POSTs the sign-in page's form of link from origin (as a browser
-// does, Origin set) and follows the redirects: the last page's status
-// and body.
-func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, string) {
+// startRequest is the POST of the sign-in page's form of link (the
+// page's body), from origin (as a browser does, Origin set; none when
+// empty).
+func startRequest(t *testing.T, link, pageBody, origin string) *http.Request {
 	t.Helper()
 	m := signInForm.FindStringSubmatch(pageBody)
 	if m == nil {
@@ -82,7 +78,14 @@ func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, stri
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	resp, err := b.client.Do(req)
+	return req
+}
+
+// submit POSTs the sign-in page's form of link from origin and follows
+// the redirects: the last page's status and body.
+func (b *browser) submit(t *testing.T, link, pageBody, origin string) (int, string) {
+	t.Helper()
+	resp, err := b.client.Do(startRequest(t, link, pageBody, origin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,25 +199,7 @@ type perUser struct {
 const ciToken = "ci-token-0123456789"
 
 func newPerUser(t *testing.T, authExtra string) *perUser {
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(dir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	a, seen, dir := savedUpstream(t)
 	return startPerUser(t, a, seen, dir, authExtra, nil)
 }
 

@@ -3,7 +3,6 @@ package mcphttp
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,7 +22,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -67,21 +65,7 @@ type twoReplicas struct {
 
 func newTwoReplicas(t *testing.T) *twoReplicas {
 	dbURL := pgtest.Start(t)
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	a, seen := protectedUpstream(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
-		go func() {
-			if resp, err := http.Get(u); err == nil {
-				resp.Body.Close()
-			}
-		}()
-		return nil
-	}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, seen, rec := signedInUpstream(t)
 	db, err := pgstore.Open(t.Context(), dbURL)
 	if err != nil {
 		t.Fatal(err)

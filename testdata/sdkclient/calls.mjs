@@ -17,30 +17,19 @@
 // stdin closes and every call is answered; the exit status is 2 on a usage
 // error, 1 when it could not get ready.
 
-import path from "node:path";
 import readline from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { openSDK } from "./sdk.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { values: opt } = parseArgs({
-  options: {
+const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
+  "calls.mjs",
+  {
     url: { type: "string" },
     token: { type: "string" },
     tool: { type: "string", default: "f__echo" },
-    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
     timeout: { type: "string", default: "60000" }, // ms, one call
   },
-});
-if (!opt.url || !opt.token) {
-  process.stderr.write("calls.mjs: --url and --token are required\n");
-  process.exit(2);
-}
-const esm = path.join(opt.sdk, "dist", "esm");
-const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
-const { Client } = await load("client/index.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+  ["url", "token"],
+);
 
 const timeout = Number(opt.timeout);
 const print = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");

@@ -23,63 +23,30 @@
 // it likes), and each call must come back with A's answer within its
 // time ({"check":"elicited"}). The exit status is 1 when a check failed.
 
-import path from "node:path";
-import readline from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { check, exitWithChecks, openSDK, report, stdinLines, watchFloods } from "./sdk.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { values: opt } = parseArgs({
-  options: {
+const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
+  "relay.mjs",
+  {
     url: { type: "string" },
     token: { type: "string" },
-    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
   },
-});
-if (!opt.url || !opt.token) {
-  process.stderr.write("relay.mjs: --url and --token are required\n");
-  process.exit(2);
-}
-const esm = path.join(opt.sdk, "dist", "esm");
-const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
-const { Client } = await load("client/index.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+  ["url", "token"],
+);
 
-let failed = 0;
-function report(check, fields) {
-  if (fields.ok === false) failed++;
-  process.stdout.write(JSON.stringify({ check, ...fields }) + "\n");
-}
-const lines = readline.createInterface({ input: process.stdin });
-const stdinLines = [];
-let waiter = null;
-lines.on("line", (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else stdinLines.push(l); });
-lines.on("close", () => { if (waiter) { const w = waiter; waiter = null; w(""); } });
-const nextLine = () => stdinLines.length ? Promise.resolve(stdinLines.shift()) : new Promise((r) => { waiter = r; });
+const nextLine = stdinLines();
 
 const headers = { Authorization: `Bearer ${opt.token}` };
 const reconnectionOptions = { initialReconnectionDelay: 200, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 50 };
 const a = new Client({ name: "relay-a", version: "1.0.0" }, { capabilities: { elicitation: {} } });
 const b = new Client({ name: "relay-b", version: "1.0.0" }, { capabilities: {} });
-const got = []; // the data of every flood log message A gets
-let onGot = () => {};
-a.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => {
-  if (String(n.params.logger).endsWith("flood")) { got.push(n.params.data); onGot(); }
-});
+const { got, waitGot, untilLive } = watchFloods(a, types); // the data of every flood log message A gets
 let asked = 0;
 a.setRequestHandler(types.ElicitRequestSchema, async () => { asked++; return { action: "accept", content: { name: "ada" } }; });
 a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
 await a.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: 15000 });
 await b.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: 15000 });
 
-async function waitGot(n, ms) {
-  const deadline = Date.now() + ms;
-  while (got.length < n) {
-    if (Date.now() > deadline) throw new Error(`got ${JSON.stringify(got)}, want ${n} messages`);
-    await new Promise((r) => { onGot = r; setTimeout(r, 50); });
-  }
-}
 // retrying runs fn again when the balancer answered for a replica just
 // killed (its kept-alive connection to it broken): the request did not
 // run there.
@@ -98,30 +65,14 @@ async function flood(n) {
   const res = await retrying(() => b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 }));
   if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
 }
-async function check(name, fn) {
-  try {
-    report(name, { ok: true, ...((await fn()) ?? {}) });
-    return true;
-  } catch (err) {
-    report(name, { ok: false, error: String(err?.message ?? err), got });
-    return false;
-  }
-}
+const checkGot = (name, fn) => check(name, fn, { got });
 
 // Round robin: a few requests reach every replica, each of which then
 // holds A's session (and runs B's floods into it).
 for (let i = 0; i < 6; i++) await a.listTools(undefined, { timeout: 15000 });
 
 // A's GET stream opens after initialize: wait until a flood reaches it.
-const live = await check("live", async () => {
-  const deadline = Date.now() + 15000;
-  for (;;) {
-    got.length = 0;
-    await flood(3);
-    try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
-  }
-  if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
-});
+const live = await checkGot("live", () => untilLive(flood));
 if (live) {
   report("kill me", { ok: true });
   // The test names a replica that will live: client C floods there (so
@@ -136,15 +87,15 @@ if (live) {
     if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
     floods++;
   };
-  await check("flooding", floodC);
-  await check("flooded", async () => {
+  await checkGot("flooding", floodC);
+  await checkGot("flooded", async () => {
     for (let i = 0; i < 20; i++) {
       await floodC();
       await new Promise((r) => setTimeout(r, 25));
     }
     return { floods };
   });
-  await check("resumed", async () => {
+  await checkGot("resumed", async () => {
     await waitGot(3 + 2 * floods, 20000);
     await floodC(); // live, on the GET stream reopened
     await waitGot(3 + 2 * floods, 10000);
@@ -154,7 +105,7 @@ if (live) {
     return { floods };
   });
   await c.close().catch(() => {});
-  await check("elicited", async () => {
+  await checkGot("elicited", async () => {
     for (let i = 0; i < 3; i++) {
       const res = await retrying(() => a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: 8000 }));
       const text = res.content?.[0]?.text ?? "";
@@ -166,4 +117,4 @@ if (live) {
 lines.close();
 await a.close().catch(() => {});
 await b.close().catch(() => {});
-process.exit(failed > 0 ? 1 : 0);
+exitWithChecks();

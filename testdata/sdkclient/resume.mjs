@@ -15,49 +15,24 @@
 // SDK resumes its GET stream with Last-Event-ID), then B's last 2 live:
 // {"check":"resumed"}. The exit status is 1 when a check failed.
 
-import path from "node:path";
-import readline from "node:readline";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
+import { check, exitWithChecks, openSDK, report, stdinLines, watchFloods } from "./sdk.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { values: opt } = parseArgs({
-  options: {
+const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
+  "resume.mjs",
+  {
     url: { type: "string" },
     direct: { type: "string" },
     token: { type: "string" },
-    sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
   },
-});
-if (!opt.url || !opt.direct || !opt.token) {
-  process.stderr.write("resume.mjs: --url, --direct and --token are required\n");
-  process.exit(2);
-}
-const esm = path.join(opt.sdk, "dist", "esm");
-const load = (p) => import(pathToFileURL(path.join(esm, p)).href);
-const { Client } = await load("client/index.js");
-const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
-const types = await load("types.js");
+  ["url", "direct", "token"],
+);
 
-let failed = 0;
-function report(check, fields) {
-  if (fields.ok === false) failed++;
-  process.stdout.write(JSON.stringify({ check, ...fields }) + "\n");
-}
-const lines = readline.createInterface({ input: process.stdin });
-const stdinLines = [];
-let waiter = null;
-lines.on("line", (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else stdinLines.push(l); });
-const nextLine = () => stdinLines.length ? Promise.resolve(stdinLines.shift()) : new Promise((r) => { waiter = r; });
+const nextLine = stdinLines();
 
 const headers = { Authorization: `Bearer ${opt.token}` };
 const a = new Client({ name: "resume-a", version: "1.0.0" }, { capabilities: {} });
 const b = new Client({ name: "resume-b", version: "1.0.0" }, { capabilities: {} });
-const got = []; // the data of every flood log message A gets
-let onGot = () => {};
-a.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => {
-  if (String(n.params.logger).endsWith("flood")) { got.push(n.params.data); onGot(); }
-});
+const { got, waitGot, untilLive } = watchFloods(a, types); // the data of every flood log message A gets
 a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
 a.fallbackNotificationHandler = async (n) => process.stderr.write(`client a: ${JSON.stringify(n)}\n`);
 const ta = new StreamableHTTPClientTransport(new URL(opt.url), {
@@ -68,43 +43,20 @@ await a.connect(ta, { timeout: 15000 });
 await a.setLoggingLevel("debug").catch((err) => process.stderr.write(`setLoggingLevel: ${err}\n`));
 await b.connect(new StreamableHTTPClientTransport(new URL(opt.direct), { requestInit: { headers } }), { timeout: 15000 });
 
-async function waitGot(n, ms) {
-  const deadline = Date.now() + ms;
-  while (got.length < n) {
-    if (Date.now() > deadline) throw new Error(`got ${JSON.stringify(got)}, want ${n} messages`);
-    await new Promise((r) => { onGot = r; setTimeout(r, 50); });
-  }
-}
 async function flood(n) {
   const res = await b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 });
   if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
 }
-async function check(name, fn) {
-  try {
-    report(name, { ok: true, ...((await fn()) ?? {}) });
-    return true;
-  } catch (err) {
-    report(name, { ok: false, error: String(err?.message ?? err), got });
-    return false;
-  }
-}
+const checkGot = (name, fn) => check(name, fn, { got });
 
 // A's GET stream opens after initialize: wait until a flood reaches it.
-const live = await check("live", async () => {
-  const deadline = Date.now() + 15000;
-  for (;;) {
-    got.length = 0;
-    await flood(3);
-    try { await waitGot(3, 1000); break; } catch (err) { if (Date.now() > deadline) throw err; }
-  }
-  if (JSON.stringify(got) !== "[0,1,2]") throw new Error(`live: ${JSON.stringify(got)}`);
-});
+const live = await checkGot("live", () => untilLive(flood));
 if (live) {
   report("cut me", { ok: true });
   await nextLine();
-  await check("flooded", () => flood(4));
+  await checkGot("flooded", () => flood(4));
   await nextLine();
-  await check("resumed", async () => {
+  await checkGot("resumed", async () => {
     await waitGot(7, 20000);
     await flood(2);
     await waitGot(9, 10000);
@@ -115,4 +67,4 @@ if (live) {
 lines.close();
 await a.close().catch(() => {});
 await b.close().catch(() => {});
-process.exit(failed > 0 ? 1 : 0);
+exitWithChecks();
