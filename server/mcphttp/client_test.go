@@ -41,6 +41,23 @@ func (c *httpClient) post(body string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// send POSTs body in c's session and reads the answer, from any
+// goroutine (post may stop the test, which only the test's own may): its
+// error, if the POST failed.
+func (c *httpClient) send(body string) error {
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
 // stream opens the session's standalone GET stream, until ctx ends or
 // the test does.
 func (c *httpClient) stream(ctx context.Context) *http.Response {

@@ -598,7 +598,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 	store.publishHangs = true
 	store.mu.Unlock()
 	start := time.Now()
-	go c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	go c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
 	select {
 	case end := <-hung:
 		if d := end.Sub(start); d > 2*time.Second {
