@@ -120,7 +120,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 			addr := clientAddr(r)
 			if wait := g.auth.blocked(addr); wait > 0 {
 				w.Header().Set("Retry-After", retryAfter(wait))
-				http.Error(w, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
+				refuse(w, r, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
 				return
 			}
 			header := r.Header.Get("Authorization")
@@ -161,7 +161,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 					g.opts.Logger.Debug("refused a bearer token", "addr", addr, "reason", refused)
 				}
 				w.Header().Set("WWW-Authenticate", g.challenge(header != "", refused))
-				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+				refuse(w, r, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
 				return
 			}
 			if checking {
@@ -185,11 +185,11 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 func (g *Guard) CheckPage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
-			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
+			refuse(w, r, "Forbidden: origin not allowed", http.StatusForbidden)
 			return
 		}
 		if g.opts.Loopback && !loopbackHost(r.Host) {
-			http.Error(w, "Forbidden: host not allowed", http.StatusForbidden)
+			refuse(w, r, "Forbidden: host not allowed", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -214,4 +214,16 @@ func loopbackHost(hostport string) bool {
 		host = h
 	}
 	return config.LoopbackHost(strings.Trim(host, "[]"))
+}
+
+// refuse answers r, refused before its body was read, with code and msg,
+// closing the connection after the answer when r has a body: else Go's
+// server would read up to 256 KiB of it before answering (to keep the
+// connection), and a client that trickles its body would hold the
+// refusal, and the connection, as long as it likes.
+func refuse(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	http.Error(w, msg, code)
 }

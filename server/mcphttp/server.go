@@ -165,7 +165,12 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, withClientAddr(r, s.opts.TrustedProxies))
+	r = withClientAddr(r, s.opts.TrustedProxies)
+	if _, pattern := s.mux.Handler(r); pattern == "" && r.ContentLength != 0 {
+		// No route (404, 405): the body is never read; see refuse.
+		w.Header().Set("Connection", "close")
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 // Guard is the face's checks, for a handler that picks them itself (such
