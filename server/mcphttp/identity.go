@@ -63,12 +63,12 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, token strin
 		// scope says what to ask for when it signs in again.
 		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(scope.Need, " ")+
 			`", resource_metadata="`+g.metadataURL+`", error_description="the token lacks a scope the hub requires"`)
-		http.Error(w, "Forbidden: insufficient scope", http.StatusForbidden)
+		refuse(w, r, "Forbidden: insufficient scope", http.StatusForbidden)
 		return nil, false, err
 	}
 	if errors.Is(err, identity.ErrUnavailable) {
 		w.Header().Set("Retry-After", "10")
-		http.Error(w, "Service Unavailable: "+identity.ErrUnavailable.Error(), http.StatusServiceUnavailable)
+		refuse(w, r, "Service Unavailable: "+identity.ErrUnavailable.Error(), http.StatusServiceUnavailable)
 		return nil, false, err
 	}
 	return who, true, err
@@ -123,7 +123,7 @@ func resourceMetadata(auth *config.HTTPAuth) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			refuse(w, r, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -140,7 +140,7 @@ func resourceMetadata(auth *config.HTTPAuth) http.Handler {
 func (g *Guard) CheckOperator(next http.Handler) http.Handler {
 	return g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if who := IdentityOf(r.Context()); who != nil && who.Kind == identity.KindJWT {
-			http.Error(w, "Forbidden: for the hub's static tokens only, not a signed-in caller's", http.StatusForbidden)
+			refuse(w, r, "Forbidden: for the hub's static tokens only, not a signed-in caller's", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
