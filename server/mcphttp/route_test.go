@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestCancelledCallEndsItsPOST(t *testing.T) {
 func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 1", ""), nil)
-	_, ts := serveHTTP(t, h)
+	face, ts := serveHTTP(t, h)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -113,6 +114,16 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	post(initializeMsg)
 	next()
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// initialize's answer reaches the stream a moment before the session
+	// counts it done: wait, so that the one request in flight is the call.
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "initialize to be done", func() bool {
+		hs := face.lookup(u.Query().Get("sessionId"))
+		return hs != nil && hs.Answering() == 0
+	})
 	if code := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`); code != http.StatusAccepted {
 		t.Fatalf("the hanging call: %d", code)
 	}
