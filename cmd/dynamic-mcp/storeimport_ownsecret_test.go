@@ -36,7 +36,9 @@ func TestStoreImportLeavesStoresOwnSecret(t *testing.T) {
 		}
 		return out.String() + errb.String()
 	}
-	run1(strings.TrimPrefix(url, "postgres://")+"\n", "secret", "set", "DB_ADDR", "-c", cfg)
+	if out := run1(strings.TrimPrefix(url, "postgres://")+"\n", "secret", "set", "DB_ADDR", "-c", cfg); !strings.Contains(out, "secret DB_ADDR set in the state directory (store: itself uses it)") {
+		t.Fatalf("secret set of store:'s own secret does not say where it went:\n%s", out)
+	}
 	out := run1("", "store", "import", "-c", cfg)
 	if !strings.Contains(out, "secret DB_ADDR: left in the state directory (store: itself uses it)") || !strings.Contains(out, "0 copied") {
 		t.Fatalf("store import:\n%s", out)
