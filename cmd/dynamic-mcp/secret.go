@@ -66,7 +66,11 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err := secrets.Set(name, value); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "secret %s set%s (vault key in the %s)\n", name, inStore(secrets), keyPlace(v))
+		where := inStore(secrets)
+		if where == "" && slices.Equal(uses[name], []string{"store"}) {
+			where = " in the state directory (store: itself uses it)"
+		}
+		fmt.Fprintf(stdout, "secret %s set%s (vault key in the %s)\n", name, where, keyPlace(v))
 		if len(uses[name]) == 0 {
 			fmt.Fprintf(stdout, "the config does not use it yet: write ${secret:%s}\n", name)
 		}

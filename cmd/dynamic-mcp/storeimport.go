@@ -42,9 +42,14 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The config is scanned, not loaded: its ${secret:NAME} are to be
 	// read from the store, which may not hold them yet.
-	stateDir, _, err := config.ScanSecrets(c.config)
+	stateDir, uses, err := config.ScanSecrets(c.config)
 	if err != nil {
 		return err
+	}
+	for name, at := range uses {
+		if slices.Equal(at, []string{"store"}) {
+			o.storeOwn = append(o.storeOwn, name)
+		}
 	}
 	url, err := config.ScanStore(c.config, stateDir)
 	if err != nil {
@@ -74,6 +79,10 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type importOptions struct {
 	from          string
 	dryRun, force bool
+	// storeOwn are the secrets only store: itself uses (the database's
+	// password): they stay in the state directory, which is where store:
+	// reads them from, since the store cannot hold what opens it.
+	storeOwn []string
 }
 
 // stateSnapshot is what a state directory holds that the store keeps.
@@ -155,6 +164,12 @@ func storeImport(ctx context.Context, db shared.Store, o importOptions, stdout i
 			return fmt.Errorf("sign-in %s of %s: %w", u.Server, userName(u), err)
 		}
 		say("sign-in "+u.Server+" of "+userName(u), out)
+	}
+	for _, name := range slices.Sorted(slices.Values(o.storeOwn)) {
+		if _, ok := src.secrets[name]; ok {
+			delete(src.secrets, name)
+			fmt.Fprintf(stdout, "secret %s: left in the state directory (store: itself uses it)\n", name)
+		}
 	}
 	secrets, err := vault.NewSharedSecrets(db, v).Import(src.secrets, o.force, o.dryRun)
 	if err != nil {

@@ -131,7 +131,7 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 		// may hold the key of what is sealed here. A new key would leave
 		// every sealed record and secret unreadable for good.
 		if f := sealedIn(dir); f != "" {
-			return nil, fmt.Errorf("the keychain holds the key of %s but did not answer; unlock it and try again, or set %s: %w", f, EnvKey, err)
+			return nil, fmt.Errorf("no key opens %s here: %s is not set, there is no %s, and the keychain, which may hold it, did not answer; set %s to the key it was sealed with, or unlock the keychain and try again: %w", f, EnvKey, KeyFile, EnvKey, err)
 		}
 	}
 	k := make([]byte, KeySize)
