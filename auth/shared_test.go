@@ -126,24 +126,42 @@ func TestRenewalSharedAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := a.URL + "/mcp"
-	outs := make([]strings.Builder, 2)
+	ok, refreshed, outs := renewInProcesses(t, a, store, url, runFor, "caller", "AUTH_TEST_CALLER_STORE="+dir)
+	// The tokens lapsed every 2 s: the callers renewed them, a few times,
+	// not on every call.
+	if refreshed < int(runFor/(2*time.Second)) || refreshed > 4*int(runFor/time.Second) {
+		t.Errorf("%d renewals in %s of 2 s tokens", refreshed, runFor)
+	}
+	t.Logf("in-process caller answered %d; %d renewals; processes: %s", ok, refreshed, outs)
+}
+
+// renewInProcesses calls url for runFor from store here and from two
+// other processes of this test binary (callerMain, with env added),
+// against a, whose grant a refresh token used twice revokes; each is
+// a "<who> process" or the "in-process <who>" in what it reports. It
+// fails t when the grant was revoked or any of the three had a call
+// fail or none answered, and returns how many calls here were answered,
+// how many renewals a saw, and the processes' output.
+func renewInProcesses(t *testing.T, a *authtest.Server, store *Store, url string, runFor time.Duration, who string, env ...string) (ok, refreshed int, outs string) {
+	t.Helper()
+	out := make([]strings.Builder, 2)
 	cmds := make([]*exec.Cmd, 2)
 	for i := range cmds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "AUTH_TEST_CALLER_STORE="+dir, "AUTH_TEST_CALLER_URL="+url, "AUTH_TEST_CALLER_FOR="+runFor.String())
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		cmd.Env = append(append(os.Environ(), env...), "AUTH_TEST_CALLER_URL="+url, "AUTH_TEST_CALLER_FOR="+runFor.String())
+		cmd.Stdout, cmd.Stderr = &out[i], &out[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		cmds[i] = cmd
 	}
 	var wg sync.WaitGroup
-	var ok, failed int
+	var failed int
 	var first error
 	wg.Go(func() { ok, failed, first = callFor(t.Context(), store, url, runFor) })
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
-			t.Errorf("caller process %d: %v\n%s", i, err, outs[i].String())
+			t.Errorf("%s process %d: %v\n%s", who, i, err, out[i].String())
 		}
 	}
 	wg.Wait()
@@ -154,21 +172,18 @@ func TestRenewalSharedAcrossProcesses(t *testing.T) {
 		t.Error("the authorization server revoked the grant: a refresh token was used twice")
 	}
 	if failed > 0 || ok == 0 {
-		t.Errorf("in-process caller: %d answered, %d failed (first: %v)", ok, failed, first)
+		t.Errorf("in-process %s: %d answered, %d failed (first: %v)", who, ok, failed, first)
 	}
-	for i := range outs {
+	for i := range out {
 		var pok, pfailed int
-		out := outs[i].String()
-		if _, err := fmt.Sscanf(out[strings.LastIndex(out, "answered "):], "answered %d failed %d", &pok, &pfailed); err != nil || pfailed > 0 || pok == 0 {
-			t.Errorf("caller process %d: %s", i, out)
+		o := out[i].String()
+		if j := strings.LastIndex(o, "answered "); j < 0 {
+			t.Errorf("%s process %d: %s", who, i, o)
+		} else if _, err := fmt.Sscanf(o[j:], "answered %d failed %d", &pok, &pfailed); err != nil || pfailed > 0 || pok == 0 {
+			t.Errorf("%s process %d: %s", who, i, o)
 		}
 	}
-	// The tokens lapsed every 2 s: the callers renewed them, a few times,
-	// not on every call.
-	if refreshed < int(runFor/(2*time.Second)) || refreshed > 4*int(runFor/time.Second) {
-		t.Errorf("%d renewals in %s of 2 s tokens", refreshed, runFor)
-	}
-	t.Logf("in-process caller answered %d; %d renewals; processes: %s", ok, refreshed, strings.Join([]string{outs[0].String(), outs[1].String()}, ""))
+	return ok, refreshed, out[0].String() + out[1].String()
 }
 
 // A source whose token was refused re-reads the record before renewing:

@@ -2,12 +2,9 @@ package auth
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,53 +97,14 @@ func TestSharedStoreRenewalSingleFlightAcrossReplicas(t *testing.T) {
 	if err := store.Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	resource := a.URL + "/mcp"
-	outs := make([]strings.Builder, 2)
-	cmds := make([]*exec.Cmd, 2)
-	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "AUTH_TEST_CALLER_STORE="+filepath.Join(t.TempDir(), "oauth-servers"),
-			"AUTH_TEST_CALLER_DB="+url, "AUTH_TEST_CALLER_URL="+resource, "AUTH_TEST_CALLER_FOR="+runFor.String())
-		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[i] = cmd
-	}
-	var wg sync.WaitGroup
-	var ok, failed int
-	var first error
-	wg.Go(func() { ok, failed, first = callFor(t.Context(), store, resource, runFor) })
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("replica process %d: %v\n%s", i, err, outs[i].String())
-		}
-	}
-	wg.Wait()
-	a.Lock()
-	revoked, refreshed := a.Revoked, a.Refreshed
-	a.Unlock()
-	if revoked {
-		t.Error("the authorization server revoked the grant: a refresh token was used twice")
-	}
-	if failed > 0 || ok == 0 {
-		t.Errorf("in-process replica: %d answered, %d failed (first: %v)", ok, failed, first)
-	}
-	for i := range outs {
-		var pok, pfailed int
-		out := outs[i].String()
-		if j := strings.LastIndex(out, "answered "); j < 0 {
-			t.Errorf("replica process %d: %s", i, out)
-		} else if _, err := fmt.Sscanf(out[j:], "answered %d failed %d", &pok, &pfailed); err != nil || pfailed > 0 || pok == 0 {
-			t.Errorf("replica process %d: %s", i, out)
-		}
-	}
+	ok, refreshed, outs := renewInProcesses(t, a, store, a.URL+"/mcp", runFor, "replica",
+		"AUTH_TEST_CALLER_STORE="+filepath.Join(t.TempDir(), "oauth-servers"), "AUTH_TEST_CALLER_DB="+url)
 	// A 2 s token is renewed in the second half of its life: about once a
 	// second for the three of them together, not once per replica.
 	if most := int(runFor/time.Second) + 1; refreshed < int(runFor/(2*time.Second)) || refreshed > most {
 		t.Errorf("%d renewals in %s of 2 s tokens by three replicas; want at most %d", refreshed, runFor, most)
 	}
-	t.Logf("in-process replica answered %d; %d renewals; processes: %s", ok, refreshed, outs[0].String()+outs[1].String())
+	t.Logf("in-process replica answered %d; %d renewals; processes: %s", ok, refreshed, outs)
 }
 
 // A user's own sign-in (auth: per-user) is kept on the database too,
