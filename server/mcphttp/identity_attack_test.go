@@ -93,20 +93,7 @@ func TestSessionlessUsersApartWithoutShares(t *testing.T) {
 	alice, bob := is.token(t, "alice", "Alice", testAudience), is.token(t, "bob", "Bob", testAudience)
 	post := func(token, body string) string {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "f__ask")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return postSessionless(t, ts.URL, token, "tools/call", "f__ask", body)
 	}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	call := func(id, more string) string {
@@ -144,20 +131,7 @@ func TestSessionlessUsersStoredResultsApart(t *testing.T) {
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	post := func(token, method, name, body string) string {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", method)
-		req.Header.Set("Mcp-Name", name)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return postSessionless(t, ts.URL, token, method, name, body)
 	}
 	alice, bob := is.token(t, "alice", "Alice", testAudience), is.token(t, "bob", "Bob", testAudience)
 	body := post(alice, "tools/call", "f__large", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__large","arguments":{"text":"text","ms":300000},`+meta+`}}`)
@@ -174,4 +148,25 @@ func TestSessionlessUsersStoredResultsApart(t *testing.T) {
 	if got := read(bob); !strings.Contains(got, `"error"`) || strings.Contains(got, `"contents"`) {
 		t.Errorf("bob read alice's result: %.300s", got)
 	}
+}
+
+// postSessionless posts body, a 2026-07-28 request (no session) of
+// method on name, to base's /mcp with token, and returns the answer's
+// body, whatever its status.
+func postSessionless(t *testing.T, base, token, method, name, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
