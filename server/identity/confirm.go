@@ -109,14 +109,9 @@ func (c *Confirmer) Exchange(ctx context.Context, redirect, code, verifier, nonc
 	if err := idt.Claims(&claims); err != nil {
 		return nil, fmt.Errorf("the ID token's claims: %w", err)
 	}
-	rawSub, _ := claim(claims, c.auth.Claims.Subject).(string)
-	sub, sum, refused := subject(rawSub)
+	id, refused := person(claims, c.auth.Claims)
 	if refused != "" {
 		return nil, fmt.Errorf("the ID token %s (%s)", refused, c.auth.Claims.Subject)
-	}
-	id := &Identity{Kind: KindJWT, Subject: sub, Sum: sum}
-	if s, ok := claim(claims, c.auth.Claims.Name).(string); ok {
-		id.Name = clip(s)
 	}
 	return id, nil
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // Kind is how a caller proved who it is.
@@ -134,6 +135,22 @@ func subject(raw string) (sub, sum, refused string) {
 	}
 	h := sha256.Sum256([]byte(raw))
 	return clip(raw), hex.EncodeToString(h[:]), ""
+}
+
+// person is who claims say the caller is, by the subject and name claims of
+// c: an Identity of KindJWT with its Subject, Sum and Name; nil with the
+// reason (see subject) for a subject refused.
+func person(claims map[string]any, c config.AuthClaims) (*Identity, string) {
+	raw, _ := claim(claims, c.Subject).(string)
+	sub, sum, refused := subject(raw)
+	if refused != "" {
+		return nil, refused
+	}
+	id := &Identity{Kind: KindJWT, Subject: sub, Sum: sum}
+	if s, ok := claim(claims, c.Name).(string); ok {
+		id.Name = clip(s)
+	}
+	return id, ""
 }
 
 // holds reports whether v, a claim's string or list of strings, holds

@@ -235,9 +235,7 @@ func (v *Verifier) grantsScopes(claims map[string]any) bool {
 
 // identity reads the caller's identity from claims, bounded.
 func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
-	id := &Identity{Kind: KindJWT}
-	raw, _ := claim(claims, v.auth.Claims.Subject).(string)
-	sub, sum, refused := subject(raw)
+	id, refused := person(claims, v.auth.Claims)
 	if refused != "" {
 		return nil, &TokenError{Description: "the token " + refused + " (" + v.auth.Claims.Subject + ")", Signed: true}
 	}
@@ -247,10 +245,6 @@ func (v *Verifier) identity(claims map[string]any) (*Identity, error) {
 		// 2.2; ory/hydra). With dynamic client registration open, anyone
 		// could get one for the hub's audience.
 		return nil, &TokenError{Description: "the token is a client's own (client credentials), not a user's", Signed: true}
-	}
-	id.Subject, id.Sum = sub, sum
-	if s, ok := claim(claims, v.auth.Claims.Name).(string); ok {
-		id.Name = clip(s)
 	}
 	id.Groups = values(claim(claims, v.auth.Claims.Groups))
 	// Of the claims the profiles entries read, only the values some entry
