@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
@@ -129,10 +130,48 @@ func (c *Clients) get(ctx context.Context, log *slog.Logger, issuer, redirect st
 		if out, err = reg(); err != nil {
 			return err
 		}
+		if h == nil && c.kept(ctx) >= maxKeptClients {
+			// The redirect is made of the Host a caller reached the hub
+			// at: a caller who varies it must not fill the store.
+			log.Warn("the hub keeps no more registrations for this server: this one is used once", "server", c.server, "issuer", issuer, "redirect", redirect, "kept", maxKeptClients)
+			return nil
+		}
 		return rw.write(&hubClient{Server: c.server, Issuer: issuer, RedirectURI: redirect,
 			ClientID: out.id, ClientSecret: out.secret, AuthMethod: out.method, Registered: time.Now()})
 	})
 	return out, err
+}
+
+// maxKeptClients bounds the registrations kept for one server: one per
+// issuer and redirect, and a redirect is made of the Host the caller
+// reached the hub at, which a caller behind a balancer that passes Host
+// on may vary at will. Beyond it a sign-in registers a client it does
+// not keep.
+const maxKeptClients = 16
+
+// kept is how many registrations are kept for c's server.
+func (c *Clients) kept(ctx context.Context) int {
+	if db := c.s.db; db != nil {
+		keys, err := db.Keys(ctx, clientNS)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for _, k := range keys {
+			if strings.HasPrefix(k, c.dbKey("")) {
+				n++
+			}
+		}
+		return n
+	}
+	entries, _ := os.ReadDir(filepath.Dir(c.path("x", sealedExt)))
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), sealedExt) {
+			n++
+		}
+	}
+	return n
 }
 
 // clientRW reads and writes a registration under its lock.

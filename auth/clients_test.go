@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -76,5 +77,23 @@ func TestWebFlowRetriedSurvivesExport(t *testing.T) {
 	}
 	if !g.Retried() {
 		t.Error("the resumed flow forgot it is a second try")
+	}
+}
+
+// The registrations kept for a server are bounded: a caller who reaches
+// the hub at ever other Hosts (each a redirect of its own) gets its
+// sign-ins, but past maxKeptClients their clients are not kept.
+func TestClientsKeptBounded(t *testing.T) {
+	a := authtest.NewServer(t)
+	dir := filepath.Join(t.TempDir(), "oauth-servers")
+	for i := range maxKeptClients + 4 {
+		redirect := fmt.Sprintf("https://host-%d.example/auth/callback/docs", i)
+		if _, err := BeginWeb(t.Context(), "docs", a.URL+"/mcp", redirect, LoginOptions{Clients: NewStore(dir).Clients("docs")}); err != nil {
+			t.Fatalf("sign-in %d: %v", i, err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "docs", "clients", "*.sealed"))
+	if len(files) != maxKeptClients {
+		t.Errorf("%d registrations kept for %d redirects; want %d", len(files), maxKeptClients+4, maxKeptClients)
 	}
 }
