@@ -172,7 +172,9 @@ func (s *Source) Renew(ctx context.Context, refused string) error {
 // renewed (or signed in again) by someone else since this source read it,
 // and is taken as it is.
 func (s *Source) renewLocked(ctx context.Context) error {
-	return s.store.withLock(ctx, s.rec.Server, func(l lockedRecord) error {
+	locked := false
+	err := s.store.withLock(ctx, s.rec.Server, func(l lockedRecord) error {
+		locked = true
 		disk, err := l.load(s.rec.URL)
 		if err != nil {
 			return fmt.Errorf("renew the token: read the sign-in again: %w", err)
@@ -193,4 +195,8 @@ func (s *Source) renewLocked(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil && !locked {
+		return fmt.Errorf("renew the token: %w", err) // the lock was not had: "the token store is busy"
+	}
+	return err
 }
