@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,29 +200,8 @@ webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
 `, publicPort, adminPort, h.public, app.URL, app.URL, h.public)), 0o600)
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// The strategy by environment, as an operator would set it.
-	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN="+strategy)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("hydra %s:\n%s", h.public, logs.String())
-		}
-	})
-	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
-		resp, err := http.Get(h.public + "/health/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	h.run(t, bin, conf, "STRATEGIES_ACCESS_TOKEN="+strategy)
 	return h
 }
 
