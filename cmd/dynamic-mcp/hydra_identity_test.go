@@ -19,6 +19,24 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
+// jwtTeamHub configures a hub (audit path, issuer, audience, command) as
+// a resource server of hydra's JWTs, whose groups claim picks the profile.
+const jwtTeamHub = `mode: flat
+audit: { path: %q }
+profiles:
+  admin: { groups: [f], mode: flat }
+  reader: { groups: [f], mode: dynamic }
+http:
+  auth:
+    issuer: %s/
+    audience: %s
+    profiles:
+      - { claim: groups, value: admins, profile: admin }
+    default_profile: reader
+groups:
+  f: { description: fake, command: %q }
+`
+
 // TestCallersSignedInWithHydra serves the hub over HTTP as an OAuth 2.1
 // resource server of an authorization server nobody here wrote, ory/hydra
 // v2.3.0, issuing JWT access tokens (strategies.access_token: jwt) with
@@ -39,21 +57,7 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
-audit: { path: %q }
-profiles:
-  admin: { groups: [f], mode: flat }
-  reader: { groups: [f], mode: dynamic }
-http:
-  auth:
-    issuer: %s/
-    audience: %s
-    profiles:
-      - { claim: groups, value: admins, profile: admin }
-    default_profile: reader
-groups:
-  f: { description: fake, command: %q }
-`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	base, stderr := startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
 	if base != hubURL {
 		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
 	}
@@ -404,21 +408,7 @@ func TestMCPClientSignsInThroughTheHub(t *testing.T) {
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	startHTTPHub(t, fmt.Sprintf(`mode: flat
-audit: { path: %q }
-profiles:
-  admin: { groups: [f], mode: flat }
-  reader: { groups: [f], mode: dynamic }
-http:
-  auth:
-    issuer: %s/
-    audience: %s
-    profiles:
-      - { claim: groups, value: admins, profile: admin }
-    default_profile: reader
-groups:
-  f: { description: fake, command: %q }
-`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
 
 	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
 	c, err := mcpclient.NewOAuthStreamableHttpClient(audience, mcpclient.OAuthConfig{
