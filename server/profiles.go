@@ -63,10 +63,7 @@ func (h *Hub) HasProfile(name string) bool {
 // OpenProfile is Open of a session that sees the profile named profile
 // only (see config.Profile); "" is the whole config.
 func (h *Hub) OpenProfile(id, transport, profile string, peer Peer) (*Session, error) {
-	if profile != "" && !h.HasProfile(profile) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
-	}
-	return h.open(id, transport, profile, nil, peer)
+	return h.OpenAs(id, transport, profile, nil, peer)
 }
 
 // OpenAs is OpenProfile of a session whose caller is who (nil: unknown):

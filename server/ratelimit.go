@@ -140,7 +140,13 @@ func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (re
 		return 0, true
 	}
 	l.limited[rateRule{d.RuleGroup, d.Rule}]++
-	return time.Duration(math.Ceil((1 - b.tokens) * float64(b.period) / float64(b.calls))), false
+	return refillWait(b.tokens, b.calls, b.period), false
+}
+
+// refillWait is how long a bucket of calls per period that holds tokens
+// (fewer than one) takes to hold one.
+func refillWait(tokens float64, calls int, period time.Duration) time.Duration {
+	return time.Duration(math.Ceil((1 - tokens) * float64(period) / float64(calls)))
 }
 
 // remove forgets b; l.mu is held.

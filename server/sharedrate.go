@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"strings"
 	"time"
 
@@ -38,5 +37,5 @@ func (l *rateLimiter) sharedTake(key rateKey, rl *config.RateLimit, anyReplica b
 	l.mu.Lock()
 	l.limited[rateRule{key.group, key.rule}]++
 	l.mu.Unlock()
-	return time.Duration(math.Ceil((1 - tokens) * float64(rl.Period) / float64(rl.Calls))), false, true
+	return refillWait(tokens, rl.Calls, rl.Period), false, true
 }

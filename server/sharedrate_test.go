@@ -17,18 +17,7 @@ import (
 // let the session make replicas times the calls. A session that lives on
 // one replica (stdio, the shared hub's socket) is counted there alone.
 func TestSessionRateOfHTTPSessionSharedByReplicas(t *testing.T) {
-	url := pgtest.Start(t)
-	replica := func() *rateLimiter {
-		db, err := pgstore.Open(t.Context(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		l := newRateLimiter()
-		l.shared = db
-		return l
-	}
-	a, b := replica(), replica()
+	a, b := sharedRateReplicas(t)
 	d := policy.Decision{RuleGroup: "g", Rule: "r", Rate: &config.RateLimit{Calls: 2, Period: time.Minute, Text: "2/minute", Per: config.RatePerSession}}
 
 	hs := newSession("sealed-nonce", "streamable-http")
@@ -62,18 +51,7 @@ func TestSessionRateOfHTTPSessionSharedByReplicas(t *testing.T) {
 // alice's two calls on two replicas use up her 2/minute on both, and
 // bob's count is his own.
 func TestUserRateSharedByReplicas(t *testing.T) {
-	url := pgtest.Start(t)
-	replica := func() *rateLimiter {
-		db, err := pgstore.Open(t.Context(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		l := newRateLimiter()
-		l.shared = db
-		return l
-	}
-	a, b := replica(), replica()
+	a, b := sharedRateReplicas(t)
 	d := policy.Decision{RuleGroup: "g", Rule: "r", Rate: &config.RateLimit{Calls: 2, Period: time.Minute, Text: "2/minute", Per: config.RatePerUser}}
 	caller := func(id, transport, subject string) *session {
 		s := newSession(id, transport)
@@ -100,4 +78,21 @@ func TestUserRateSharedByReplicas(t *testing.T) {
 	if _, ok := b.take(d, bob, ""); !ok {
 		t.Error("bob's first call: refused (alice's count is not his)")
 	}
+}
+
+// sharedRateReplicas are the rate limiters of two replicas on one store,
+// a test cluster of its own.
+func sharedRateReplicas(t *testing.T) (a, b *rateLimiter) {
+	url := pgtest.Start(t)
+	replica := func() *rateLimiter {
+		db, err := pgstore.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		l := newRateLimiter()
+		l.shared = db
+		return l
+	}
+	return replica(), replica()
 }

@@ -53,27 +53,8 @@ groups:
 	})
 
 	// auth login prints the URL; the test plays the browser.
-	login := exec.Command(hubBin, "auth", "login", "r", "-c", cfg, "--no-browser", "--timeout", "20s")
-	login.Env = env
-	stderr, _ := login.StderrPipe()
-	var stdout strings.Builder
-	login.Stdout = &stdout
-	if err := login.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
-			go visitURL(line)
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	if err := login.Wait(); err != nil || !strings.Contains(stdout.String(), "r: signed in") {
-		t.Fatalf("auth login: %v\n%s", err, stdout.String())
+	if out, err := authLoginR(t, env, cfg); err != nil || !strings.Contains(out, "r: signed in") {
+		t.Fatalf("auth login: %v\n%s", err, out)
 	}
 	status := exec.Command(hubBin, "auth", "status", "-c", cfg)
 	status.Env = env
@@ -121,6 +102,33 @@ groups:
 	if _, err := os.Stat(tokenFile); !os.IsNotExist(err) {
 		t.Errorf("the token file is still there: %v", err)
 	}
+}
+
+// authLoginR runs `auth login r` of cfg with env, playing the browser
+// (visitURL) on the URL it prints: its stdout, and how it exited.
+func authLoginR(t *testing.T, env []string, cfg string) (string, error) {
+	t.Helper()
+	login := exec.Command(hubBin, "auth", "login", "r", "-c", cfg, "--no-browser", "--timeout", "20s")
+	login.Env = env
+	stderr, _ := login.StderrPipe()
+	var stdout strings.Builder
+	login.Stdout = &stdout
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
+			go visitURL(line)
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := login.Wait()
+	return stdout.String(), err
 }
 
 // visitURL plays the browser: it follows the authorization redirect to

@@ -192,26 +192,15 @@ type httpSession struct {
 // openHTTPSession initializes a session with the server at url.
 func openHTTPSession(b *testing.B, url string) *httpSession {
 	b.Helper()
-	s := &httpSession{url: url, hc: &http.Client{
+	hc := &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
 			MaxIdleConns: 128, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
 			DisableCompression: true,
 		},
-	}}
-	b.Cleanup(s.hc.CloseIdleConnections)
-	_, header, err := s.post("initialize", map[string]any{
-		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "dynamic-mcp-bench", "version": "1"},
-	})
-	if err != nil {
-		b.Fatalf("initialize %s: %v", url, err)
 	}
-	s.id = header.Get("Mcp-Session-Id")
-	if _, _, err := s.post("notifications/initialized", nil); err != nil {
-		b.Fatalf("notifications/initialized %s: %v", url, err)
-	}
-	return s
+	b.Cleanup(hc.CloseIdleConnections)
+	return openHTTPSessionWith(b, url, hc)
 }
 
 // caller returns a call of tool's echo in the session.

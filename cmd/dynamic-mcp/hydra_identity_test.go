@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +18,24 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
+
+// jwtTeamHub configures a hub (audit path, issuer, audience, command) as
+// a resource server of hydra's JWTs, whose groups claim picks the profile.
+const jwtTeamHub = `mode: flat
+audit: { path: %q }
+profiles:
+  admin: { groups: [f], mode: flat }
+  reader: { groups: [f], mode: dynamic }
+http:
+  auth:
+    issuer: %s/
+    audience: %s
+    profiles:
+      - { claim: groups, value: admins, profile: admin }
+    default_profile: reader
+groups:
+  f: { description: fake, command: %q }
+`
 
 // TestCallersSignedInWithHydra serves the hub over HTTP as an OAuth 2.1
 // resource server of an authorization server nobody here wrote, ory/hydra
@@ -41,21 +57,7 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
-audit: { path: %q }
-profiles:
-  admin: { groups: [f], mode: flat }
-  reader: { groups: [f], mode: dynamic }
-http:
-  auth:
-    issuer: %s/
-    audience: %s
-    profiles:
-      - { claim: groups, value: admins, profile: admin }
-    default_profile: reader
-groups:
-  f: { description: fake, command: %q }
-`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	base, stderr := startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
 	if base != hubURL {
 		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
 	}
@@ -202,29 +204,8 @@ webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
 `, publicPort, adminPort, h.public, app.URL, app.URL, h.public)), 0o600)
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// The strategy by environment, as an operator would set it.
-	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true", "STRATEGIES_ACCESS_TOKEN="+strategy)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("hydra %s:\n%s", h.public, logs.String())
-		}
-	})
-	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
-		resp, err := http.Get(h.public + "/health/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	h.run(t, bin, conf, "STRATEGIES_ACCESS_TOKEN="+strategy)
 	return h
 }
 
@@ -427,21 +408,7 @@ func TestMCPClientSignsInThroughTheHub(t *testing.T) {
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	startHTTPHub(t, fmt.Sprintf(`mode: flat
-audit: { path: %q }
-profiles:
-  admin: { groups: [f], mode: flat }
-  reader: { groups: [f], mode: dynamic }
-http:
-  auth:
-    issuer: %s/
-    audience: %s
-    profiles:
-      - { claim: groups, value: admins, profile: admin }
-    default_profile: reader
-groups:
-  f: { description: fake, command: %q }
-`, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
 
 	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
 	c, err := mcpclient.NewOAuthStreamableHttpClient(audience, mcpclient.OAuthConfig{

@@ -218,10 +218,17 @@ webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
 `, publicPort, adminPort, h.public, app.URL, app.URL, hydraTTL, h.public)), 0o600)
+	h.run(t, bin, conf)
+	return h
+}
+
+// run starts hydra (bin) on conf, with env added to the environment, and
+// waits until it is ready; the test's cleanup stops it.
+func (h *hydra) run(t *testing.T, bin, conf string, env ...string) {
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.Env = append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true")
+	cmd.Env = append(append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true"), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +247,6 @@ log: { level: warn }
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return h
 }
 
 // admin calls hydra's admin API with body as JSON, decoding the answer

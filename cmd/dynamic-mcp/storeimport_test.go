@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/base64"
 	"net/http"
 	"os"
@@ -63,24 +62,7 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 		return string(out)
 	}
 	oldRun(apiKey+"\n", "secret", "set", "UP_KEY", "-c", oldCfg)
-	login := exec.Command(hubBin, "auth", "login", "r", "-c", oldCfg, "--no-browser", "--timeout", "20s")
-	login.Env = oldEnv
-	stderr, _ := login.StderrPipe()
-	if err := login.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "http") {
-			go visitURL(line)
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	if err := login.Wait(); err != nil {
+	if _, err := authLoginR(t, oldEnv, oldCfg); err != nil {
 		t.Fatalf("auth login: %v", err)
 	}
 	if out := oldRun("", "tools", "-c", oldCfg); !strings.Contains(out, "hello") {

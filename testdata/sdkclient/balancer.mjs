@@ -13,7 +13,7 @@
 // line on stdout, as run.mjs's do: {"check": ..., "ok": true|false, ...}.
 // The exit status is 1 when a check failed, 2 on a usage error.
 
-import { exitWithChecks, openSDK, report } from "./sdk.mjs";
+import { exitWithChecks, openSDK, timedCheck } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "balancer.mjs",
@@ -29,18 +29,7 @@ const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
 const timeout = Number(opt.timeout);
 const tool = (name) => `${opt.group}__${name}`;
 
-async function check(name, fn) {
-  const start = Date.now();
-  try {
-    const extra = (await fn()) ?? {};
-    report(name, { ok: true, ms: Date.now() - start, ...extra });
-    return true;
-  } catch (err) {
-    const error = err instanceof types.McpError ? `MCP error ${err.code}: ${err.message}` : String(err?.message ?? err);
-    report(name, { ok: false, ms: Date.now() - start, error });
-    return false;
-  }
-}
+const check = (name, fn) => timedCheck(name, fn, types);
 
 const transport = new StreamableHTTPClientTransport(new URL(opt.url), {
   requestInit: { headers: { Authorization: `Bearer ${opt.token}` } },

@@ -18,7 +18,7 @@
 // on a usage error.
 
 import readline from "node:readline";
-import { exitWithChecks, openSDK, report } from "./sdk.mjs";
+import { exitWithChecks, openSDK, timedCheck } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "replicas.mjs",
@@ -36,18 +36,7 @@ const timeout = Number(opt.timeout);
 const calls = Number(opt.calls);
 const echo = `${opt.group}__echo`;
 
-async function check(name, fn) {
-  const start = Date.now();
-  try {
-    const extra = (await fn()) ?? {};
-    report(name, { ok: true, ms: Date.now() - start, ...extra });
-    return true;
-  } catch (err) {
-    const error = err instanceof types.McpError ? `MCP error ${err.code}: ${err.message}` : String(err?.message ?? err);
-    report(name, { ok: false, ms: Date.now() - start, error });
-    return false;
-  }
-}
+const check = (name, fn) => timedCheck(name, fn, types);
 
 const transport = new StreamableHTTPClientTransport(new URL(opt.url), {
   requestInit: { headers: { Authorization: `Bearer ${opt.token}` } },

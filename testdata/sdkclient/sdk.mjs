@@ -57,6 +57,21 @@ export async function check(name, fn, failFields = {}) {
   }
 }
 
+// timedCheck is check with the time fn took (ms), ok or not, and an
+// McpError (of the SDK's types) named with its code.
+export async function timedCheck(name, fn, types) {
+  const start = Date.now();
+  try {
+    const extra = (await fn()) ?? {};
+    report(name, { ok: true, ms: Date.now() - start, ...extra });
+    return true;
+  } catch (err) {
+    const error = err instanceof types.McpError ? `MCP error ${err.code}: ${err.message}` : String(err?.message ?? err);
+    report(name, { ok: false, ms: Date.now() - start, error });
+    return false;
+  }
+}
+
 // stdinLines returns nextLine, which resolves to the next line the test
 // writes to stdin ("" once stdin is closed).
 export function stdinLines() {
