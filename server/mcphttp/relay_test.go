@@ -37,6 +37,26 @@ func (c *httpClient) at(base string) *httpClient {
 	return &httpClient{t: c.t, base: base, session: c.session}
 }
 
+// postAside POSTs body in c's session from a goroutine of its own; the
+// channel gets the answer's status, or 0 if the POST failed.
+func (c *httpClient) postAside(body string) <-chan int {
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	return status
+}
+
 // seqOf is the number of an event id "<stream>-<seq>".
 func seqOf(t *testing.T, id string) (string, uint64) {
 	t.Helper()
@@ -205,20 +225,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	}
 
 	// A call in flight on A, cancelled at B.
-	hung := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(headerSessionID, c.session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			hung <- 0
-			return
-		}
-		resp.Body.Close()
-		hung <- resp.StatusCode
-	}()
+	hung := c.postAside(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
 	waitFor(t, 5*time.Second, "the call in flight on A", func() bool {
 		hs := faceA.relayedSessions()
 		return len(hs) == 1 && hs[0].conn.Inflight() == 1
