@@ -37,6 +37,15 @@ func (c *httpClient) at(base string) *httpClient {
 	return &httpClient{t: c.t, base: base, session: c.session}
 }
 
+// elicitingClient is a new session at base of a client that can answer
+// elicitations, speaking protocol version.
+func elicitingClient(t *testing.T, base, version string) *httpClient {
+	c := &httpClient{t: t, base: base}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
 // postAside POSTs body in c's session from a goroutine of its own; the
 // channel gets the answer's status, or 0 if the POST failed.
 func (c *httpClient) postAside(body string) <-chan int {
@@ -180,9 +189,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	}
 	faceA, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	c := &httpClient{t: t, base: baseA}
-	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := elicitingClient(t, baseA, "2025-06-18")
 	onB := c.at(baseB)
 
 	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
@@ -262,13 +269,7 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 	}
 	_, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	eliciting := func(base string) *httpClient {
-		c := &httpClient{t: t, base: base}
-		c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		return c
-	}
-	victim, other := eliciting(baseA), eliciting(baseA)
+	victim, other := elicitingClient(t, baseA, "2025-06-18"), elicitingClient(t, baseA, "2025-06-18")
 	other.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`) // live on A too
 	other.at(baseB).post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 
@@ -368,9 +369,7 @@ func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
 	}
 	_, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	c := &httpClient{t: t, base: baseA}
-	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := elicitingClient(t, baseA, "2025-11-25")
 	onB := c.at(baseB)
 	events := resumeStream(t.Context(), onB, "") // the GET stream, at B
 	nextEvent(t, events)                         // its priming event
