@@ -296,9 +296,7 @@ func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
 	if ss.standalone == nil || ss.relayed.delivered+1 != seq {
 		return
 	}
-	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
-		ss.lost.Add(1)
-	}
+	ss.putRelayed(seq, msg, note)
 	ss.relayed.delivered = seq
 }
 
@@ -315,10 +313,16 @@ func (r *relay) unkept(hs *httpSession, msg []byte, note bool) bool {
 	if ss.standalone == nil {
 		return false
 	}
-	if ss.standalone.put(framed(ss.relayed.id(ss.relayed.delivered), msg), note) != nil && note {
+	ss.putRelayed(ss.relayed.delivered, msg, note)
+	return true
+}
+
+// putRelayed puts msg, with the id of event seq, on the GET stream open
+// here, counting a notification its outbox dropped as lost; ss.mu is held.
+func (ss *sessionStream) putRelayed(seq uint64, msg []byte, note bool) {
+	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
 		ss.lost.Add(1)
 	}
-	return true
 }
 
 // puller delivers the store's events to the GET streams scheduled.
@@ -386,9 +390,7 @@ func (r *relay) pull(hs *httpSession) {
 			if e.Seq <= ss.relayed.delivered || ss.standalone == nil {
 				continue
 			}
-			if ss.standalone.put(framed(ss.relayed.id(e.Seq), e.Msg), e.Note) != nil && e.Note {
-				ss.lost.Add(1)
-			}
+			ss.putRelayed(e.Seq, e.Msg, e.Note)
 			ss.relayed.delivered = e.Seq
 		}
 		ss.mu.Unlock()
