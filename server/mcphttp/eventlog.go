@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // The events of a session's GET stream, kept for the client to resume
@@ -27,15 +29,17 @@ import (
 // they are kept in the store instead, with the same bounds, for every
 // replica (relay.go).
 
+// The bounds are the store's (shared.MaxEvents and the rest), so that a
+// relayed session keeps what one that is not does.
 const (
 	// maxKeptEvents is how many events of a session's GET stream are kept.
-	maxKeptEvents = 256
+	maxKeptEvents = shared.MaxEvents
 	// maxKeptBytes is how many bytes of them are kept.
-	maxKeptBytes = 1 << 20
+	maxKeptBytes = shared.MaxEventBytes
 	// maxKeptTotal is how many bytes of events are kept for all the
 	// sessions of a face together: a session whose event would go beyond
 	// it forgets what it kept, and keeps nothing until there is room.
-	maxKeptTotal = 64 << 20
+	maxKeptTotal = shared.MaxEventsTotal
 )
 
 // keptEvent is one event of a GET stream, as sent.
