@@ -80,20 +80,11 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	}
 	ss := hs.st
 	ss.mu.Lock()
-	select {
-	case <-ss.closed:
+	if !ss.takeStandalone(st, resumes) {
 		ss.mu.Unlock()
 		return "", http.StatusConflict
-	default:
 	}
-	if ss.standalone != nil {
-		if !resumes {
-			ss.mu.Unlock()
-			return "", http.StatusConflict
-		}
-		ss.standalone.out.Close() // taken over, as claimStandalone does
-	}
-	ss.standalone, st.ids = st, true
+	st.ids = true
 	l.delivered = from
 	l.gen++
 	ss.mu.Unlock()
