@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // The events of a session's GET stream, kept for the client to resume
@@ -27,15 +29,17 @@ import (
 // they are kept in the store instead, with the same bounds, for every
 // replica (relay.go).
 
+// The bounds are the store's (shared.MaxEvents and the rest), so that a
+// relayed session keeps what one that is not does.
 const (
 	// maxKeptEvents is how many events of a session's GET stream are kept.
-	maxKeptEvents = 256
+	maxKeptEvents = shared.MaxEvents
 	// maxKeptBytes is how many bytes of them are kept.
-	maxKeptBytes = 1 << 20
+	maxKeptBytes = shared.MaxEventBytes
 	// maxKeptTotal is how many bytes of events are kept for all the
 	// sessions of a face together: a session whose event would go beyond
 	// it forgets what it kept, and keeps nothing until there is room.
-	maxKeptTotal = 64 << 20
+	maxKeptTotal = shared.MaxEventsTotal
 )
 
 // keptEvent is one event of a GET stream, as sent.
@@ -62,8 +66,22 @@ func newEventLog() eventLog {
 }
 
 // id is the event id of seq.
-func (l *eventLog) id(seq uint64) string {
-	return l.stream + "-" + strconv.FormatUint(seq, 10)
+func (l *eventLog) id(seq uint64) string { return eventID(l.stream, seq) }
+
+// eventID is the id of event seq of stream: "<stream>-<seq>".
+func eventID(stream string, seq uint64) string {
+	return stream + "-" + strconv.FormatUint(seq, 10)
+}
+
+// eventSeq is the seq of id, an event id of stream; false for an id of
+// any other stream, or not an id.
+func eventSeq(stream, id string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(id, stream+"-")
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(rest, 10, 64)
+	return seq, err == nil
 }
 
 // add numbers msg and keeps it, forgetting the oldest beyond the bounds
@@ -109,12 +127,8 @@ func (l *eventLog) clear() {
 // after is the kept events after lastID; ok is false when lastID is not
 // an id of this log (another session's, or not an id).
 func (l *eventLog) after(lastID string) (events []keptEvent, ok bool) {
-	rest, found := strings.CutPrefix(lastID, l.stream+"-")
-	if !found {
-		return nil, false
-	}
-	seq, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil || seq > l.seq {
+	seq, found := eventSeq(l.stream, lastID)
+	if !found || seq > l.seq {
 		return nil, false
 	}
 	for i, e := range l.kept {

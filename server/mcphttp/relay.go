@@ -178,14 +178,20 @@ func (r *relay) allowed(hs *httpSession, body []byte) bool {
 }
 
 // publish sends a payload of kind about hs's session, a message the
-// client sent (body) within its budget.
+// client sent (body) within its budget, tagged with this replica.
 func (r *relay) publish(kind string, hs *httpSession, body []byte) error {
+	return r.publishTagged(kind, r.tag, hs, body)
+}
+
+// publishTagged is publish with the tag of a payload of kind: the
+// sender's, or for an answer its addressee's.
+func (r *relay) publishTagged(kind, tag string, hs *httpSession, body []byte) error {
 	if kind != relayDeleted && !r.allowed(hs, body) {
 		return errRelayBudget
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
-	err := r.store.Publish(ctx, relayChannel, kind+" "+r.tag+" "+hs.stream+" "+string(body))
+	err := r.store.Publish(ctx, relayChannel, kind+" "+tag+" "+hs.stream+" "+string(body))
 	if err != nil {
 		r.s.logger.Warn("relay: could not publish to the other replicas", "kind", kind, "session", hs.id, "err", err)
 	}
@@ -296,9 +302,7 @@ func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
 	if ss.standalone == nil || ss.relayed.delivered+1 != seq {
 		return
 	}
-	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
-		ss.lost.Add(1)
-	}
+	ss.putRelayed(seq, msg, note)
 	ss.relayed.delivered = seq
 }
 
@@ -315,10 +319,16 @@ func (r *relay) unkept(hs *httpSession, msg []byte, note bool) bool {
 	if ss.standalone == nil {
 		return false
 	}
-	if ss.standalone.put(framed(ss.relayed.id(ss.relayed.delivered), msg), note) != nil && note {
+	ss.putRelayed(ss.relayed.delivered, msg, note)
+	return true
+}
+
+// putRelayed puts msg, with the id of event seq, on the GET stream open
+// here, counting a notification its outbox dropped as lost; ss.mu is held.
+func (ss *sessionStream) putRelayed(seq uint64, msg []byte, note bool) {
+	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
 		ss.lost.Add(1)
 	}
-	return true
 }
 
 // puller delivers the store's events to the GET streams scheduled.
@@ -386,9 +396,7 @@ func (r *relay) pull(hs *httpSession) {
 			if e.Seq <= ss.relayed.delivered || ss.standalone == nil {
 				continue
 			}
-			if ss.standalone.put(framed(ss.relayed.id(e.Seq), e.Msg), e.Note) != nil && e.Note {
-				ss.lost.Add(1)
-			}
+			ss.putRelayed(e.Seq, e.Msg, e.Note)
 			ss.relayed.delivered = e.Seq
 		}
 		ss.mu.Unlock()
@@ -492,14 +500,10 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool
 	if !ok || tag == r.tag || len(tag) != len(r.tag) {
 		return false, nil // this replica's, or none's: the Conn takes it (or drops it)
 	}
-	if !r.allowed(hs, body) {
-		return true, errRelayBudget
-	}
 	// Published with the other replica's tag, so that only it takes it.
-	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
-	defer cancel()
-	if err := r.store.Publish(ctx, relayChannel, relayAnswer+" "+tag+" "+hs.stream+" "+string(body)); err != nil {
-		r.s.logger.Warn("relay: could not publish an answer to another replica's request", "session", hs.id, "err", err)
+	if err := r.publishTagged(relayAnswer, tag, hs, body); errors.Is(err, errRelayBudget) {
+		return true, err
+	} else if err != nil {
 		return true, errRelayDown
 	}
 	r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)

@@ -121,20 +121,7 @@ func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
 	}
 	store.mu.Unlock()
 	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
-	done := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(headerSessionID, slow.session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
+	done := slow.at(baseB).postAside(ping)
 	<-entered
 	start := time.Now()
 	if resp, body := quick.at(baseB).post(ping); resp.StatusCode != http.StatusOK {
@@ -541,20 +528,7 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	storeB.endedFirst = true
 	storeB.mu.Unlock()
 	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
-	done := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, baseB+"/mcp", strings.NewReader(ping))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(headerSessionID, victim.session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
+	done := victim.at(baseB).postAside(ping)
 	<-entered
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
 	req.Header.Set(headerSessionID, victim.session)

@@ -37,6 +37,72 @@ func (c *httpClient) at(base string) *httpClient {
 	return &httpClient{t: c.t, base: base, session: c.session}
 }
 
+// elicitingClient is a new session at base of a client that can answer
+// elicitations, speaking protocol version.
+func elicitingClient(t *testing.T, base, version string) *httpClient {
+	c := &httpClient{t: t, base: base}
+	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+// ask POSTs a call of f__ask in c's session at c.base and reads its
+// answer, handing answer the id of each elicitation that comes down its
+// stream: the call's result line, "" when none came.
+func (c *httpClient) ask(answer func(id string)) string {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerSessionID, c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok && strings.HasPrefix(sc.Text(), "{") {
+			line, ok = sc.Text(), true // a plain JSON answer
+		}
+		switch {
+		case !ok:
+		case strings.Contains(line, `"method":"elicitation/create"`):
+			answer(requestID(line))
+		case strings.Contains(line, `"id":"ask"`):
+			return line
+		}
+	}
+	return ""
+}
+
+// requestID is the id of msg, a request of the hub's, as JSON.
+func requestID(msg string) string {
+	id := msg[strings.Index(msg, `"id":`)+5:]
+	return id[:strings.IndexAny(id, ",}")]
+}
+
+// postAside POSTs body in c's session from a goroutine of its own; the
+// channel gets the answer's status, or 0 if the POST failed.
+func (c *httpClient) postAside(body string) <-chan int {
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerSessionID, c.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	return status
+}
+
 // seqOf is the number of an event id "<stream>-<seq>".
 func seqOf(t *testing.T, id string) (string, uint64) {
 	t.Helper()
@@ -160,65 +226,24 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	}
 	faceA, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	c := &httpClient{t: t, base: baseA}
-	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := elicitingClient(t, baseA, "2025-06-18")
 	onB := c.at(baseB)
 
-	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, c.session)
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	result := ""
-	for sc.Scan() && result == "" {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok && strings.HasPrefix(sc.Text(), "{") {
-			line, ok = sc.Text(), true // a plain JSON answer
+	result := c.ask(func(id string) {
+		if !strings.HasPrefix(id, `"dm-`) {
+			t.Errorf("the hub's request id %s names no replica", id)
 		}
-		if !ok {
-			continue
+		if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
+			t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
 		}
-		if strings.Contains(line, `"method":"elicitation/create"`) {
-			id := line[strings.Index(line, `"id":`)+5:]
-			id = id[:strings.IndexAny(id, ",}")]
-			if !strings.HasPrefix(id, `"dm-`) {
-				t.Errorf("the hub's request id %s names no replica", id)
-			}
-			if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
-				t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
-			}
-			continue
-		}
-		if strings.Contains(line, `"id":"ask"`) {
-			result = line
-		}
-	}
+	})
 	if !strings.Contains(result, "ada") || time.Since(start) > 5*time.Second {
 		t.Fatalf("the call's result after %s: %s", time.Since(start), result)
 	}
 
 	// A call in flight on A, cancelled at B.
-	hung := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(headerSessionID, c.session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			hung <- 0
-			return
-		}
-		resp.Body.Close()
-		hung <- resp.StatusCode
-	}()
+	hung := c.postAside(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
 	waitFor(t, 5*time.Second, "the call in flight on A", func() bool {
 		hs := faceA.relayedSessions()
 		return len(hs) == 1 && hs[0].conn.Inflight() == 1
@@ -255,46 +280,17 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 	}
 	_, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	eliciting := func(base string) *httpClient {
-		c := &httpClient{t: t, base: base}
-		c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-		c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		return c
-	}
-	victim, other := eliciting(baseA), eliciting(baseA)
+	victim, other := elicitingClient(t, baseA, "2025-06-18"), elicitingClient(t, baseA, "2025-06-18")
 	other.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`) // live on A too
 	other.at(baseB).post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 
-	req, _ := http.NewRequest(http.MethodPost, baseA+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerSessionID, victim.session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	result := ""
-	for sc.Scan() && result == "" {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if strings.Contains(line, `"method":"elicitation/create"`) {
-			id := line[strings.Index(line, `"id":`)+5:]
-			id = id[:strings.IndexAny(id, ",}")]
-			answer := `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`
-			other.at(baseB).post(fmt.Sprintf(answer, id, "mallory"))
-			other.post(fmt.Sprintf(answer, id, "mallory"))
-			time.Sleep(300 * time.Millisecond) // what would be taken is taken by now
-			victim.at(baseB).post(fmt.Sprintf(answer, id, "ada"))
-			continue
-		}
-		if strings.Contains(line, `"id":"ask"`) {
-			result = line
-		}
-	}
+	result := victim.ask(func(id string) {
+		answer := `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`
+		other.at(baseB).post(fmt.Sprintf(answer, id, "mallory"))
+		other.post(fmt.Sprintf(answer, id, "mallory"))
+		time.Sleep(300 * time.Millisecond) // what would be taken is taken by now
+		victim.at(baseB).post(fmt.Sprintf(answer, id, "ada"))
+	})
 	if !strings.Contains(result, "ada") || strings.Contains(result, "mallory") {
 		t.Fatalf("the call's result: %s", result)
 	}
@@ -361,9 +357,7 @@ func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
 	}
 	_, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
-	c := &httpClient{t: t, base: baseA}
-	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := elicitingClient(t, baseA, "2025-11-25")
 	onB := c.at(baseB)
 	events := resumeStream(t.Context(), onB, "") // the GET stream, at B
 	nextEvent(t, events)                         // its priming event
@@ -387,8 +381,7 @@ func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
 	if !strings.Contains(e.data, `"method":"elicitation/create"`) {
 		t.Fatalf("on the GET stream at B: %+v", e)
 	}
-	id := e.data[strings.Index(e.data, `"id":`)+5:]
-	id = id[:strings.IndexAny(id, ",}")]
+	id := requestID(e.data)
 	if r, body := onB.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"ada"}}}`, id)); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
 	}

@@ -1,36 +1,24 @@
 package mcphttp
 
-import (
-	"net/http"
-	"strconv"
-	"strings"
-)
+import "net/http"
 
 // relayedLog is what a session's stream knows of its GET stream's events
 // when they go through the store (relay.go) instead of its eventLog:
-// their stream's name, and how far its GET stream here has had them.
+// how far its GET stream here has had them.
 // Its sessionStream's mu guards delivered and gen.
 type relayedLog struct {
 	r         *relay
-	hs        *httpSession
-	stream    string      // hs.stream
-	delivered uint64      // the last number put on the GET stream open here
-	gen       uint64      // counts the claims of the GET stream (a pull of an older claim is dropped)
-	budget    relayBudget // what the session may publish to the other replicas (relaybudget.go)
+	hs        *httpSession // its stream is hs.stream
+	delivered uint64       // the last number put on the GET stream open here
+	gen       uint64       // counts the claims of the GET stream (a pull of an older claim is dropped)
+	budget    relayBudget  // what the session may publish to the other replicas (relaybudget.go)
 }
 
-// id is the event id of seq: "<stream>-<seq>", as the eventLog's.
-func (l *relayedLog) id(seq uint64) string { return l.stream + "-" + strconv.FormatUint(seq, 10) }
+// id is the event id of seq, as the eventLog's.
+func (l *relayedLog) id(seq uint64) string { return eventID(l.hs.stream, seq) }
 
 // parse is the number of an event id of this stream; false for any other.
-func (l *relayedLog) parse(id string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(id, l.stream+"-")
-	if !ok {
-		return 0, false
-	}
-	seq, err := strconv.ParseUint(rest, 10, 64)
-	return seq, err == nil
-}
+func (l *relayedLog) parse(id string) (uint64, bool) { return eventSeq(l.hs.stream, id) }
 
 // relayTo has hs, a sealed session whose id was sealed under the key
 // numbered key, go through the relay, when there is one: its GET stream
@@ -40,7 +28,7 @@ func (s *Server) relayTo(hs *httpSession, key int) {
 		return
 	}
 	hs.stream = s.sealer.streamName(key, hs.id)
-	hs.st.relayed = &relayedLog{r: s.relay, hs: hs, stream: hs.stream}
+	hs.st.relayed = &relayedLog{r: s.relay, hs: hs}
 }
 
 // callPrefix is the prefix of the ids of the hub's requests to the
@@ -92,20 +80,11 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	}
 	ss := hs.st
 	ss.mu.Lock()
-	select {
-	case <-ss.closed:
+	if !ss.takeStandalone(st, resumes) {
 		ss.mu.Unlock()
 		return "", http.StatusConflict
-	default:
 	}
-	if ss.standalone != nil {
-		if !resumes {
-			ss.mu.Unlock()
-			return "", http.StatusConflict
-		}
-		ss.standalone.out.Close() // taken over, as claimStandalone does
-	}
-	ss.standalone, st.ids = st, true
+	st.ids = true
 	l.delivered = from
 	l.gen++
 	ss.mu.Unlock()

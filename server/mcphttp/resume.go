@@ -79,9 +79,10 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0
 	}
+	stream := s.sealer.streamName(st.key, st.Nonce)
 	// The store is asked before resumeMu is taken: a store that is slow
 	// to answer holds up this session's request, not every resume here.
-	if s.relay != nil && s.relay.ended(s.sealer.streamName(st.key, st.Nonce)) {
+	if s.relay != nil && s.relay.ended(stream) {
 		return nil, http.StatusNotFound
 	}
 	s.resumeMu.Lock()
@@ -89,7 +90,6 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
-	stream := s.sealer.streamName(st.key, st.Nonce)
 	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}

@@ -166,9 +166,11 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = withClientAddr(r, s.opts.TrustedProxies)
-	if _, pattern := s.mux.Handler(r); pattern == "" && r.ContentLength != 0 {
-		// No route (404, 405): the body is never read; see refuse.
-		w.Header().Set("Connection", "close")
+	if r.ContentLength != 0 { // a GET or DELETE skips the second lookup of its route
+		if _, pattern := s.mux.Handler(r); pattern == "" {
+			// No route (404, 405): the body is never read; see refuse.
+			w.Header().Set("Connection", "close")
+		}
 	}
 	s.mux.ServeHTTP(w, r)
 }

@@ -274,27 +274,14 @@ func (ss *sessionStream) open() int {
 func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string, replayed int, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	select {
-	case <-ss.closed:
-		return "", 0, false
-	default:
-	}
 	var replay []keptEvent
 	resumes := false
 	if !ss.legacy && lastID != "" {
 		replay, resumes = ss.log.after(lastID)
 	}
-	if ss.standalone != nil {
-		if !resumes {
-			return "", 0, false
-		}
-		// A client resuming with an id of this session's stream (which only
-		// that stream carried) takes it over: its old connection is most
-		// likely dead and not yet noticed. The old stream ends; what it had
-		// not sent is replayed here.
-		ss.standalone.out.Close()
+	if !ss.takeStandalone(st, resumes) {
+		return "", 0, false
 	}
-	ss.standalone = st
 	if ss.legacy {
 		return "", 0, true
 	}
@@ -306,6 +293,27 @@ func (ss *sessionStream) claimStandalone(st *stream, lastID string) (last string
 		return "", len(replay), true
 	}
 	return ss.log.id(ss.log.seq), 0, true
+}
+
+// takeStandalone makes st the session's GET stream, unless the session
+// ended, or one is open and st does not resume it: a client resuming with
+// an id of this session's stream (which only that stream carried) takes
+// it over, its old connection most likely dead and not yet noticed. The
+// old stream ends; what it had not sent is replayed on st. ss.mu is held.
+func (ss *sessionStream) takeStandalone(st *stream, resumes bool) bool {
+	select {
+	case <-ss.closed:
+		return false
+	default:
+	}
+	if ss.standalone != nil {
+		if !resumes {
+			return false
+		}
+		ss.standalone.out.Close()
+	}
+	ss.standalone = st
+	return true
 }
 
 // standaloneOpen reports whether the session's GET stream is open here.
