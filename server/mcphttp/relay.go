@@ -108,6 +108,51 @@ type relay struct {
 	// the DELETE was recorded ends the session it made (resume.go).
 	deleted endedSessions
 	missed  atomic.Bool // a payload was dropped by a full inbox since dispatch last looked
+
+	asideMu sync.Mutex           // guards asides
+	asides  map[*httpSession]int // deliveries under way off the dispatcher, by session (see aside)
+	asideN  int                  // their sum
+}
+
+// Bounds of the deliveries a replica makes off its dispatcher (aside):
+// a session's answers and cancellations wait for its Conn to take them
+// (up to relayWait), which must not hold up another session's.
+const (
+	maxAsidePerSession = 4
+	maxAsides          = 256
+)
+
+// aside runs deliver, which waits on hs alone, on a goroutine of its
+// own, so that the dispatcher goes on with other sessions' messages; at
+// most maxAsidePerSession for hs and maxAsides in all. Beyond them the
+// message is dropped and counted lost: a session that cannot take its
+// answers as fast as they come (its client floods it) loses its own, not
+// another's.
+func (r *relay) aside(hs *httpSession, deliver func()) bool {
+	r.asideMu.Lock()
+	if r.asides[hs] >= maxAsidePerSession || r.asideN >= maxAsides {
+		r.asideMu.Unlock()
+		r.lost.Add(1)
+		return false
+	}
+	if r.asides == nil {
+		r.asides = map[*httpSession]int{}
+	}
+	r.asides[hs]++
+	r.asideN++
+	r.asideMu.Unlock()
+	r.wg.Go(func() {
+		defer func() {
+			r.asideMu.Lock()
+			if r.asides[hs]--; r.asides[hs] == 0 {
+				delete(r.asides, hs)
+			}
+			r.asideN--
+			r.asideMu.Unlock()
+		}()
+		deliver()
+	})
+	return true
 }
 
 type queuedEvent struct {
@@ -449,7 +494,7 @@ func (r *relay) dispatch() {
 			}
 		case relayAnswer:
 			if tag == r.tag { // the tag of an answer is its addressee's
-				r.deliver(hs, body)
+				r.aside(hs, func() { r.deliver(hs, body) })
 			}
 		case relayCancelled, relayLevel, relayDeleted:
 			if tag == r.tag {
@@ -457,7 +502,7 @@ func (r *relay) dispatch() {
 			}
 			switch kind {
 			case relayCancelled:
-				r.deliver(hs, body)
+				r.aside(hs, func() { r.deliver(hs, body) })
 			case relayLevel:
 				if m, err := jsonrpc.Decode([]byte(body)); err == nil {
 					ctx, cancel := context.WithTimeout(hs.ctx, relayWait)
