@@ -119,6 +119,10 @@ func testLogger() *slog.Logger {
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	// The deadline scales with a slow machine (a waiter returns as soon as
+	// cond holds, so a long one costs a passing test nothing): a busy
+	// machine must not fail a test that waits for an event.
+	d *= slowMachine
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -127,6 +131,9 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// slowMachine scales the deadlines of waitFor.
+const slowMachine = 5
 
 // The hub is whole before anything from an upstream can reach it, in
 // either order of starting: `dynamic-mcp tools` starts the upstreams

@@ -77,6 +77,10 @@ func startFake(t testing.TB, cfg *config.Config) (*Manager, *Server) {
 // waitFor polls cond until it holds, failing the test after d.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	// The deadline scales with a slow machine (a waiter returns as soon as
+	// cond holds, so a long one costs a passing test nothing): a busy
+	// machine must not fail a test that waits for an event.
+	d *= slowMachine
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -85,6 +89,9 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// slowMachine scales the deadlines of waitFor.
+const slowMachine = 5
 
 // callTool calls a tool of the fake and returns the text of its result.
 func callTool(t testing.TB, s *Server, name, text string, n int) string {

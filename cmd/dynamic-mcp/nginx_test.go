@@ -75,7 +75,11 @@ func startNginxReplicas(t testing.TB, hubAddrs []string, roundRobin bool) *nginx
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpsPort, httpPort := loopbackPort(t), loopbackPort(t)
+	// The test keeps both listeners and hands them to nginx (below), so
+	// no other process can take a port between its choice and nginx's
+	// start, and the two can never be the same.
+	httpsLn, httpsPort := loopbackListener(t)
+	httpLn, httpPort := loopbackListener(t)
 	conf := string(example)
 	for _, r := range [][2]string{
 		{"listen 443 ssl;", fmt.Sprintf("listen 127.0.0.1:%d ssl;", httpsPort)},
@@ -120,11 +124,18 @@ http {
 	errorLog := filepath.Join(dir, "error.log")
 	cmd := exec.Command(bin, "-p", dir+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", errorLog,
 		"-g", fmt.Sprintf("daemon off; master_process on; pid %s/nginx.pid; error_log %s info;", dir, errorLog))
+	// nginx takes listening sockets from its parent as its binary upgrade
+	// does: their fds in the NGINX variable, each used for the listen
+	// directive of its address.
+	cmd.ExtraFiles = []*os.File{httpsLn, httpLn}
+	cmd.Env = append(os.Environ(), "NGINX=3;4;")
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	httpsLn.Close() // nginx holds them now
+	httpLn.Close()
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
@@ -176,15 +187,21 @@ func upstreamServers(addrs []string) string {
 	return strings.Join(lines, "\n    ")
 }
 
-// loopbackPort is a loopback TCP port that was free a moment ago.
-func loopbackPort(t testing.TB) int {
+// loopbackListener is a listening loopback TCP socket, as a file to hand
+// to a child process, and its port. The socket is closed when the test ends.
+func loopbackListener(t testing.TB) (*os.File, int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, ln.Addr().(*net.TCPAddr).Port
 }
 
 // testCertificate writes a self-signed certificate for 127.0.0.1 and

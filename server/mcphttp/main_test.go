@@ -54,6 +54,10 @@ func testLogger() *slog.Logger {
 
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	// The deadline scales with a slow machine (a waiter returns as soon as
+	// cond holds, so a long one costs a passing test nothing): a busy
+	// machine must not fail a test that waits for an event.
+	d *= slowMachine
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -62,6 +66,9 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// slowMachine scales the deadlines of waitFor.
+const slowMachine = 5
 
 // fakeHub runs a hub in flat mode in front of one fake upstream "f"
 // started with args, ready to serve, until the test ends.
