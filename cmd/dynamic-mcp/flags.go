@@ -43,7 +43,7 @@ type common struct {
 
 // register adds -c and --config.
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.config, "c", "", "config `file` (default $DYNAMIC_MCP_CONFIG)")
+	fs.StringVar(&c.config, "c", "", "config `file` (default $DYNAMIC_MCP_CONFIG, else ~/.dynamic-mcp/config.yaml)")
 	fs.StringVar(&c.config, "config", "", "config `file` (same as -c)")
 }
 
@@ -86,16 +86,35 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	if c.config == "" {
-		c.config = os.Getenv("DYNAMIC_MCP_CONFIG")
+	if c.config != "" {
+		return nil
 	}
-	if c.config == "" {
-		return usageError{"no config: pass -c FILE or set DYNAMIC_MCP_CONFIG"}
+	// As import and install: -c, then $DYNAMIC_MCP_CONFIG, then the
+	// default path, so that what import wrote is found without -c.
+	c.config = defaultConfigPath()
+	if os.Getenv("DYNAMIC_MCP_CONFIG") == "" && !fileExists(c.config) {
+		return usageError{fmt.Sprintf("no config: pass -c FILE, set DYNAMIC_MCP_CONFIG, or write %s (dynamic-mcp import CLIENT does)", c.config)}
 	}
 	return nil
 }
 
-func (c *common) load() (*config.Config, error) { return config.Load(c.config) }
+// load reads the config, and refuses one with a group that runs
+// dynamic-mcp on this same config (the hub would start itself as its
+// own upstream, again and again, or be its own client).
+func (c *common) load() (*config.Config, error) {
+	cfg, err := config.Load(c.config)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range cfg.Groups {
+		for _, srv := range g.Servers {
+			if servesConfig(srv.Command, srv.Args, cfg.Path) {
+				return nil, fmt.Errorf("%s: group %s runs dynamic-mcp on this same config, so the hub would be its own client: remove the group", cfg.Path, g.Name)
+			}
+		}
+	}
+	return cfg, nil
+}
 
 // open builds the logger and loads the config; the returned func closes
 // the log file.

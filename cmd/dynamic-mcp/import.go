@@ -68,6 +68,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, n := range notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
+	servers = withoutHub(servers, stderr)
 	if len(servers) == 0 {
 		return fmt.Errorf("%s has no MCP servers", source)
 	}
@@ -192,6 +193,21 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 		}
 	}
 	return servers, path, notes, nil
+}
+
+// withoutHub drops the entries that run dynamic-mcp itself (install's
+// own, or any other), naming each: imported, the hub would be its own
+// client.
+func withoutHub(servers []clients.Server, stderr io.Writer) []clients.Server {
+	kept := servers[:0]
+	for _, s := range servers {
+		if s.Command != "" && runsHub(s.Command, s.Args) {
+			fmt.Fprintf(stderr, "note: %s runs dynamic-mcp itself, so it is not imported\n", s.Name)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept
 }
 
 func fileExists(p string) bool {

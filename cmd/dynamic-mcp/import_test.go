@@ -260,6 +260,10 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	if _, errOut, err := runBinary(t, home, "import", "claude-desktop", "-o", cfg, "--describe", "everything=The reference server", "--describe", "memory=A memory"); err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
+	// Every command finds the config import wrote without -c.
+	if out, errOut, err := runBinary(t, home, "validate"); err != nil || !strings.Contains(out, cfg+": OK") {
+		t.Errorf("validate with no -c after import: %v\n%s%s", err, out, errOut)
+	}
 	if _, errOut, err := runBinary(t, home, "install", "claude-desktop", "-c", cfg); err != nil {
 		t.Fatalf("install: %v\n%s", err, errOut)
 	}
@@ -274,6 +278,15 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	entry, ok := installed.MCPServers["dynamic-mcp"]
 	if !ok || len(installed.MCPServers) != 1 || !filepath.IsAbs(entry.Command) {
 		t.Fatalf("installed entry: %s", data)
+	}
+	// Imported again, the client's config has only the hub's own entry:
+	// it is named and skipped, and the config keeps its two groups.
+	before, _ := os.ReadFile(cfg)
+	if _, errOut, err := runBinary(t, home, "import", "claude-desktop", "-o", cfg); err == nil || !strings.Contains(errOut, "dynamic-mcp runs dynamic-mcp itself, so it is not imported") {
+		t.Errorf("import after install: %v\n%s", err, errOut)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("import after install changed the config:\n%s", after)
 	}
 	// Start the hub exactly as the client would, and list its tools. The
 	// command is the test binary, which runs as the hub when told so.
@@ -326,5 +339,27 @@ func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
 	cfg, _ := os.ReadFile(out)
 	if !strings.Contains(string(cfg), "description: Search the web with Brave") || !strings.Contains(string(cfg), "description: Read Figma designs") {
 		t.Errorf("the answers did not become descriptions:\n%s", cfg)
+	}
+}
+
+// A group that runs dynamic-mcp on its own config is refused, by any
+// spelling of the config's path: the hub would be its own client.
+func TestConfigServingItselfIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	for _, args := range []string{
+		`["serve", "-c", "` + cfg + `"]`,
+		`["serve", "--config=` + dir + `/./config.yaml"]`,
+	} {
+		os.WriteFile(cfg, []byte("groups:\n  me:\n    description: the hub again\n    command: /usr/local/bin/dynamic-mcp\n    args: "+args+"\n"), 0o600)
+		_, errOut, err := runCLI(t, "validate", "-c", cfg)
+		if err == nil || !strings.Contains(errOut, "group me runs dynamic-mcp on this same config") {
+			t.Errorf("validate of %s: %v\n%s", args, err, errOut)
+		}
+	}
+	// Another config is a hub in front of another hub: allowed.
+	os.WriteFile(cfg, []byte("groups:\n  team:\n    description: the team's hub\n    command: dynamic-mcp\n    args: [\"serve\", \"-c\", \"/etc/team.yaml\"]\n"), 0o600)
+	if _, errOut, err := runCLI(t, "validate", "-c", cfg); err != nil {
+		t.Errorf("a hub of another config: %v\n%s", err, errOut)
 	}
 }

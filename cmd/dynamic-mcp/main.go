@@ -119,7 +119,8 @@ Usage:
                                   end a grant: its tool asks again
   dynamic-mcp version
 
-With no -c, the config path comes from $DYNAMIC_MCP_CONFIG.
+With no -c, the config is $DYNAMIC_MCP_CONFIG, else ~/.dynamic-mcp/config.yaml
+(where import writes it; $DYNAMIC_MCP_HOME moves that directory).
 Run 'dynamic-mcp COMMAND -h' for a command's flags.
 `
 
