@@ -333,6 +333,18 @@ func TestCLI(t *testing.T) {
 	if strings.Contains(out, "fake\n") || !strings.Contains(out, "g  ") {
 		t.Errorf("tools for one group:\n%s", out)
 	}
+	// What a deny-list hides is not printed as a tool the client gets, by
+	// tools or status: it is counted apart.
+	denied := filepath.Join(dir, "denied.yaml")
+	os.WriteFile(denied, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q, deny: [\"^echo$\"] }\n", fakeBin)), 0o600)
+	out, _, _ = run("tools", "-c", denied)
+	if strings.Contains(out, "  echo") || !strings.Contains(out, "(1 more of f hidden by the group's deny/allow lists)") {
+		t.Errorf("tools with echo denied:\n%s", out)
+	}
+	out, _, _ = run("status", "-c", denied)
+	if !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools-1)+`\+1 hidden\s+\d`).MatchString(out) {
+		t.Errorf("status with echo denied:\n%s", out)
+	}
 
 	out, _, code = run("status", "-c", good)
 	if code != 0 || !strings.Contains(out, "GROUP  SERVER  TRANSPORT  STATE") || !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools)+`\s+\d`).MatchString(out) {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -84,7 +85,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			tools, ready := "-", "-"
 			if st.State == upstream.StateReady {
-				tools = fmt.Sprint(len(s.Lists().Tools))
+				tools = visibleTools(g.Config, s)
 				ready = st.ReadyIn.Round(time.Millisecond).String()
 			}
 			lastErr, more := splitError(st.Err)
@@ -113,6 +114,24 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return notReady(mgr.Servers())
+}
+
+// visibleTools is the count of s's tools the client gets (after the
+// group's deny and allow lists), with the hidden ones after a plus:
+// "12", or "9+3 hidden".
+func visibleTools(g *config.Group, s *upstream.Server) string {
+	shown, hidden := 0, 0
+	for _, t := range s.Lists().Tools {
+		if policy.Hidden(g, policy.MethodToolsCall, t.Key) {
+			hidden++
+		} else {
+			shown++
+		}
+	}
+	if hidden == 0 {
+		return fmt.Sprint(shown)
+	}
+	return fmt.Sprintf("%d+%d hidden", shown, hidden)
 }
 
 func orDash(s string) string {

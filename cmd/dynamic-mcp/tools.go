@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -66,7 +67,12 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 				continue
 			}
+			hidden := 0
 			for _, t := range s.Lists().Tools {
+				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
+					hidden++ // the client never sees it: not listed as if it did
+					continue
+				}
 				var def struct {
 					Description string `json:"description"`
 				}
@@ -76,6 +82,9 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					name = server.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				}
 				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
+			}
+			if hidden > 0 {
+				fmt.Fprintf(w, "  (%d more of %s hidden by the group's deny/allow lists)\n", hidden, s.Config.ID())
 			}
 		}
 	}
