@@ -142,6 +142,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "groups:\n  a: {description: x, command: y, command: z}", "appears twice"},
 		{"bad size", "settings: {max_message_size: 10GB}\ngroups:\n  a: {description: x, command: y}", "must be a size"},
 		{"bad pattern", "groups:\n  files:\n    description: x\n    command: y\n    deny: [\"^ok\", \"^write_(\"]", `config:5: groups.files.deny[1]: invalid pattern "^write_("`},
+		{"glob in deny", "groups:\n  files:\n    description: x\n    command: y\n    deny: [\"*_file\"]", `(deny takes RE2 regular expressions, not globs as policy: does: for the glob "*_file" write "^.*_file$")`},
 		{"rule without action", "groups:\n  a: {description: x, command: y, policy: [{tool: x}]}", "policy[0].action: is required"},
 		{"rule with bad action", "policy: [{action: maybe}]\ngroups:\n  a: {description: x, command: y}", "must be allow, deny, log or prompt"},
 		{"rule for an unknown server", "groups:\n  a: {description: x, command: y, policy: [{action: deny, server: zz}]}", `names "zz", which is not a server of this group`},

@@ -501,12 +501,36 @@ func (p *parser) patterns(n *yaml.Node, key string) []*regexp.Regexp {
 	for i, s := range p.strings(n, key) {
 		re, err := regexp.Compile(s)
 		if err != nil {
-			p.fail(n.Content[i], fmt.Sprintf("%s[%d]", key, i), "invalid pattern %q: %v", s, err)
+			hint := ""
+			if strings.ContainsAny(s, "*?") {
+				// policy: takes globs, deny: and allow: take RE2: a glob
+				// written here is the likeliest mistake.
+				hint = fmt.Sprintf(" (%s takes RE2 regular expressions, not globs as policy: does: for the glob %q write %q)", key[strings.LastIndex(key, ".")+1:], s, globToRE2(s))
+			}
+			p.fail(n.Content[i], fmt.Sprintf("%s[%d]", key, i), "invalid pattern %q: %v%s", s, err, hint)
 			continue
 		}
 		out = append(out, re)
 	}
 	return out
+}
+
+// globToRE2 is the anchored RE2 of a glob of * and ?, for a hint.
+func globToRE2(glob string) string {
+	var b strings.Builder
+	b.WriteString("^")
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	return b.String()
 }
 
 func (p *parser) filter(n *yaml.Node, key string) Filter {
