@@ -155,7 +155,7 @@ func expiry(r *auth.Record) string {
 	if left := time.Until(r.Expiry); left < 0 {
 		return "expired " + r.Expiry.Format(time.RFC3339)
 	}
-	return "expires " + r.Expiry.Format(time.RFC3339)
+	return r.Expiry.Format(time.RFC3339) // under EXPIRES
 }
 
 // openBrowser opens url in the user's browser, where there is one.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ groups:
 	status.Env = env
 	out, err := status.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "r  ") || !strings.Contains(string(out), a.URL) || !strings.Contains(string(out), "true") ||
-		!strings.Contains(string(out), " dynamic ") || !strings.Contains(string(out), "expires 20") {
+		!strings.Contains(string(out), " dynamic ") || !regexp.MustCompile(`  20\d\d-\d\d-\d\dT`).Match(out) || strings.Contains(string(out), "expires") {
 		t.Errorf("auth status: %v\n%s", err, out)
 	}
 	tokenFile := filepath.Join(home, "oauth-servers", "r.sealed")

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/term"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -189,12 +190,9 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, func(), error) {
 	return slog.New(logHandler(format, stderr, opts)), func() {}, nil
 }
 
-// isTerminal reports whether v (a reader or writer) is a terminal.
+// isTerminal reports whether v (a reader or writer) is a terminal: not
+// merely a character device, which /dev/null is too.
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -342,7 +342,7 @@ func TestCLI(t *testing.T) {
 		t.Errorf("tools with echo denied:\n%s", out)
 	}
 	out, _, _ = run("status", "-c", denied)
-	if !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+`+strconv.Itoa(fakeTools-1)+`\+1 hidden\s+\d`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^f\s+f\s+stdio\s+ready\s+2025-11-25\s+` + strconv.Itoa(fakeTools-1) + `\+1 hidden\s+\d`).MatchString(out) {
 		t.Errorf("status with echo denied:\n%s", out)
 	}
 

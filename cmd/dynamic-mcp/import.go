@@ -115,7 +115,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d servers imported from %s into %s", pos[0], len(added), source, out)
+	fmt.Fprintf(stdout, "%s: %s imported from %s into %s", pos[0], plural(len(added), "server"), source, out)
 	if len(renamed) > 0 {
 		fmt.Fprintf(stdout, " (%d renamed, as their names make the same group name)", len(renamed))
 	}
@@ -250,6 +250,14 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 		return st.ServerInfo.Title
 	}
 	return st.ServerInfo.Name
+}
+
+// plural is "1 server", "2 servers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func has(m map[string]string, k string) bool { _, ok := m[k]; return ok }

@@ -363,3 +363,21 @@ func TestConfigServingItselfIsRefused(t *testing.T) {
 		t.Errorf("a hub of another config: %v\n%s", err, errOut)
 	}
 }
+
+// With stdin not a terminal (/dev/null, as a script or a client has it),
+// import asks nothing: the placeholder description goes in, and one
+// server is "1 server".
+func TestImportWithoutTerminalAsksNothing(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"one":{"command":"node","args":["x.js"]}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || strings.Contains(errOut, "What is") || !strings.Contains(out, ": 1 server imported") {
+		t.Errorf("import with stdin from /dev/null: %v\n%s%s", err, out, errOut)
+	}
+	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), placeholderPrefix) {
+		t.Errorf("config:\n%s", b)
+	}
+}

@@ -8,12 +8,22 @@ import (
 
 // runsHub reports whether a client's server entry (command and args) runs
 // dynamic-mcp itself: a command named dynamic-mcp, any path to this very
-// executable, or a runner (npx, go run ...) whose arguments name it.
-// Imported as a group, such an entry makes the hub its own client: it
-// never idles out, and its own meta-tools come back as a group's tools.
+// executable serving (serve, or a config file: install's entry), or a
+// runner (npx, go run ...) whose arguments name it. Imported as a group,
+// such an entry makes the hub its own client: it never idles out, and its
+// own meta-tools come back as a group's tools.
 func runsHub(command string, args []string) bool {
-	if isHubName(command) || sameFile(command, executable()) {
+	if isHubName(command) {
 		return true
+	}
+	if len(args) > 0 && sameFile(command, executable()) {
+		switch strings.ToLower(filepath.Ext(args[0])) {
+		case ".yaml", ".yml", ".json":
+			return true
+		}
+		if args[0] == "serve" {
+			return true
+		}
 	}
 	for _, a := range args {
 		if isHubName(a) || strings.HasSuffix(filepath.ToSlash(a), "/cmd/dynamic-mcp") {
