@@ -470,7 +470,7 @@ func (s *Server) setListsLocked(raw Lists, pins pinVerdict) {
 		s.lists.Tools = nil
 	case len(pins.changed) == 0, s.onChange == config.PinWarn && !errors.Is(pins.err, ErrPinsNotSaved):
 		// Tools first seen whose pins could not be saved are withheld
-		// whatever pin_on_change says, as README promises.
+		// whatever pin_on_change says, as docs/policy.md promises.
 	default:
 		kept := make([]Item, 0, len(raw.Tools))
 		for _, t := range raw.Tools {

@@ -248,7 +248,7 @@ func TestDockerfile(t *testing.T) {
 				lines := strings.Split(stderr.String(), "\n")
 				for _, l := range lines[:len(lines)-1] { // whole lines
 					// Besides its logs the hub prints where the inspector is,
-					// with its token (README: Running for a team).
+					// with its token (docs/teams.md).
 					if strings.HasPrefix(l, "dynamic-mcp: the inspector is at ") || strings.HasPrefix(l, "  token for this run: ") {
 						continue
 					}

@@ -97,7 +97,7 @@ func TestInspector2CLI(t *testing.T) {
 			t.Errorf("want the everything server's echo, got %s", hub.call)
 		}
 		// The hub's shared upstream connection declares sampling,
-		// elicitation and roots whatever this client declared (README,
+		// elicitation and roots whatever this client declared (docs/protocol.md,
 		// capabilities), so it may list the everything server's tools
 		// for them beside every tool the server lists directly.
 		var missing, extra []string

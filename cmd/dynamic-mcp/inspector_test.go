@@ -237,7 +237,7 @@ groups:
 		t.Errorf("client row %q", client)
 	}
 
-	// The README's picture: the traffic, with the echo open on both legs.
+	// docs/inspector.md's picture: the traffic, with the echo open on both legs.
 	browserDo(t, ctx, "open the echo again",
 		chromedp.Click(css(`#tabs button[data-tab="traffic"]`)),
 		chromedp.Click(css(blockedRow+" td.target")),
@@ -285,7 +285,7 @@ groups:
 }
 
 // screenshot saves the page as a test artifact (go test -artifacts keeps
-// it); with -update inspector.png also becomes the README's.
+// it); with -update inspector.png also becomes docs/inspector.md's.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png := browserGet(t, ctx, "screenshot", chromedp.FullScreenshot(100))

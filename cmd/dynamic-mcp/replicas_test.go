@@ -185,7 +185,7 @@ func (s *nodeScript) next(t testing.TB, want string) sdkReplicaCheck {
 // (each resumes the session from its id at its first request), and one
 // primary with two backups, where every request goes to the primary until
 // it dies and the backups, which have never seen the session, resume it
-// then. The time to the first successful call is logged (the README's
+// then. The time to the first successful call is logged (docs/performance.md's
 // figure).
 func TestReplicasResumeASessionWhoseReplicaDied(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,7 @@ import (
 )
 
 // The HTTP face's guard, session rules and the requests it routes, each
-// answered as the spec and the README say.
+// answered as the spec and docs/http.md say.
 func TestHTTPFace(t *testing.T) {
 	h := fakeHub(t)
 	hs := New(h, Options{Token: "secret", Loopback: true, AllowedOrigins: []string{"https://app.example"}}, testLogger())

@@ -17,7 +17,7 @@ import (
 // one at a time: "memory" is a face without a store (the event log in
 // memory), "store" one with a store (appended to PostgreSQL, on a local
 // cluster, and delivered on the notice); their difference is what the
-// relay costs a notification (the README's figure).
+// relay costs a notification (docs/performance.md's figure).
 func BenchmarkGETStreamNotification(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
 		h, _ := runHub(b, flatFakeYAML(b.TempDir(), "", ""), nil)

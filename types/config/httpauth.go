@@ -56,7 +56,7 @@ type HTTPAuth struct {
 	// /auth/confirm): a per-user sign-in link of a JWT caller then
 	// first has its opener sign in there, and goes on to the upstream
 	// only if the ID token's subject is the caller the link was made
-	// for. Default none: the link is a bearer secret (see README).
+	// for. Default none: the link is a bearer secret (see docs/identities.md).
 	ClientID string
 	// ClientSecret is ClientID's secret, for a confidential client;
 	// default none (a public client, PKCE alone).
