@@ -30,10 +30,13 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var timeout time.Duration
 	fs := flag.NewFlagSet("auth "+args[0], flag.ContinueOnError)
 	c.register(fs)
-	fs.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL without opening a browser")
-	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the sign-in")
 	var user string
-	fs.StringVar(&user, "user", "", "status, logout: the per-user sign-ins (auth: per-user) of this user only: a subject, a static token's name, or a caller's key (jwt:SUBJECT)")
+	if args[0] == "login" { // each subcommand has only its own flags, in its -h too
+		fs.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL without opening a browser")
+		fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the sign-in")
+	} else {
+		fs.StringVar(&user, "user", "", "the per-user sign-ins (auth: per-user) of this user only: a `subject`, a static token's name, or a caller's key (jwt:SUBJECT)")
+	}
 	if err := c.parse(fs, args[1:]); err != nil {
 		return err
 	}

@@ -65,8 +65,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(os.Stdout)
-				fs.PrintDefaults()
+				printHelp(fs, os.Stdout)
 				return nil, err
 			}
 			return nil, usageError{err.Error()}

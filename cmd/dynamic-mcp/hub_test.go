@@ -423,3 +423,24 @@ func TestCLIProcess(t *testing.T) {
 		})
 	}
 }
+
+// Every command's -h prints its synopsis, its own flags as they are typed
+// (two dashes; -c and --config as one line) and an example, and succeeds.
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for name, h := range commandHelp {
+		out, errOut, err := runBinary(t, home, append(strings.Fields(name), "-h")...)
+		if err != nil || !strings.HasPrefix(out, "usage: "+h.synopsis+"\n") || !strings.Contains(out, "\nexample:\n  "+h.example+"\n") {
+			t.Errorf("%s -h: %v\n%s%s", name, err, out, errOut)
+			continue
+		}
+		if regexp.MustCompile(`(?m)^  -[a-z][a-z]|^  --config|^  --[a-z] `).MatchString(out) {
+			t.Errorf("%s -h: flags not as typed:\n%s", name, out)
+		}
+	}
+	// auth status has no login flags, and auth login no --user.
+	if out, _, _ := runBinary(t, home, "auth", "status", "-h"); strings.Contains(out, "--no-browser") || !strings.Contains(out, "--user SUBJECT") {
+		t.Errorf("auth status -h:\n%s", out)
+	}
+}

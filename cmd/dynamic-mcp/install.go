@@ -128,7 +128,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	var dryRun bool
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "install into the client's project config in `dir`")
-	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp `config` the entry serves")
+	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
 	client, target, err := clientTarget(fs, args, &project, "usage: dynamic-mcp install <client> [--project DIR] [-c CONFIG] [--dry-run]")
 	if err != nil {
