@@ -410,8 +410,13 @@ func status(err error) int {
 // (a tool that crashed into a 500, a 400 for its arguments). Its other
 // calls go on; a refused token (401, 403), a server that is not there
 // (502, 503, 504: an outage behind a proxy) or one not reached at all
-// drops the session, so that the next one signs in or fails for all.
+// drops the session, so that the next one signs in or fails for all. A
+// 2xx whose JSON body is not the call's answer (transport.ErrNotAnswer)
+// came from a server that is up too.
 func answeredHTTP(err error) bool {
+	if errors.Is(err, transport.ErrNotAnswer) {
+		return true
+	}
 	switch status(err) {
 	case 0, http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
