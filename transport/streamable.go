@@ -156,6 +156,10 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 		case len(body) == 0:
 			s.callFailed(ctx, id, fmt.Errorf("the server answered %s with an empty body", method))
 		default:
+			if err := jsonAnswer(body, id); err != nil {
+				s.callFailed(ctx, id, fmt.Errorf("answered %s with %w", method, err))
+				return
+			}
 			s.deliver(inbound{msg: body})
 		}
 	case "text/event-stream":

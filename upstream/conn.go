@@ -121,8 +121,9 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 			}
 			return h.request(ctx, m.Method, m.Params)
 		},
-		Notify:  func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
-		Refused: c.refused,
+		Notify:       func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
+		Refused:      c.refused,
+		CancelParams: cancelParams,
 		Panicked: func(method string, v any, stack []byte) {
 			c.logger.Error("panic handling what the upstream sent", "method", method, "panic", v, "stack", string(stack))
 		},
@@ -258,6 +259,14 @@ func (c *conn) notify(method string, params map[string]any) error {
 	if len(params) > 0 {
 		var err error
 		if p, err = jsonrpc.Params(params); err != nil {
+			return err
+		}
+	}
+	if c.meta != nil {
+		// On 2026-07-28 a notification says its version and sender in
+		// _meta as a request does (see cancelParams).
+		var err error
+		if p, err = withMeta(p, c.meta); err != nil {
 			return err
 		}
 	}
@@ -410,8 +419,13 @@ func status(err error) int {
 // (a tool that crashed into a 500, a 400 for its arguments). Its other
 // calls go on; a refused token (401, 403), a server that is not there
 // (502, 503, 504: an outage behind a proxy) or one not reached at all
-// drops the session, so that the next one signs in or fails for all.
+// drops the session, so that the next one signs in or fails for all. A
+// 2xx whose JSON body is not the call's answer (transport.ErrNotAnswer)
+// came from a server that is up too.
 func answeredHTTP(err error) bool {
+	if errors.Is(err, transport.ErrNotAnswer) {
+		return true
+	}
 	switch status(err) {
 	case 0, http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

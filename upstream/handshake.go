@@ -247,3 +247,34 @@ func ownMeta(meta []jsonrpc.Member, params json.RawMessage) []jsonrpc.Member {
 	}
 	return own
 }
+
+// cancelParams is the params of the notifications/cancelled for a call
+// whose params were call, from those the Conn made (cancel): on a
+// 2026-07-28 session every message says its version and who sent it in
+// _meta, and over HTTP the server checks that _meta against the
+// MCP-Protocol-Version header (basic/transports/streamable-http, "Protocol
+// Version Header"), so the cancel carries the call's own (the conformance
+// suite's server refuses one without). A call of an older session has
+// none, and its cancel goes as made.
+func cancelParams(call, cancel json.RawMessage) json.RawMessage {
+	if !bytes.Contains(call, []byte(`"io.modelcontextprotocol/`)) {
+		return cancel
+	}
+	meta, err := jsonrpc.ScanObject(jsonrpc.Field(call, "_meta"))
+	if err != nil {
+		return cancel
+	}
+	var members []jsonrpc.Member
+	for _, k := range modernMetaKeys {
+		if v := meta.Field(k); v != nil {
+			members = append(members, jsonrpc.Member{Key: k, Value: v})
+		}
+	}
+	if len(members) == 0 {
+		return cancel
+	}
+	if p, err := withMeta(cancel, members); err == nil {
+		return p
+	}
+	return cancel
+}

@@ -107,6 +107,7 @@ type Server struct {
 	shares   *clientShares // each client's part of the caps
 	guard    *Guard        // the checks of every endpoint but the public ones
 	listens  listenCount   // open listens of each credential (listen.go)
+	modern   modernCalls   // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
 	signIns  signIns       // per-user sign-ins pending (signin.go)
 	// signInWaiters are the calls and sessions waiting for a sign-in of
 	// a link made here, by link id (signin.go).

@@ -162,6 +162,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.postModern(w, r, msg, body, release)
 		return
 	}
+	if modernNotification(r, msg) {
+		s.notifyModern(w, r, msg, body, release)
+		return
+	}
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
 	if r.Header.Get(headerSessionID) == "" && initialize {
@@ -241,6 +245,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
 	defer s.drop(hs)
+	defer s.modern.track(CredentialOf(r.Context()), msg.ID, hs)() // for its cancellation (modernnotify.go)
 	if msg.Method == methodListen {
 		s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
 		return

@@ -66,6 +66,12 @@ type ConnOptions struct {
 	// Quiet leaves refused messages unanswered (an upstream's stray
 	// lines); a call whose answer was refused fails either way.
 	Quiet bool
+	// CancelParams, when set, makes the params of the
+	// notifications/cancelled a Call sends when its ctx ends, from the
+	// call's params and those the Conn made ({"requestId", "reason"}):
+	// an MCP peer of 2026-07-28 wants the call's _meta on it too. Nil:
+	// they go as made.
+	CancelParams func(call, cancel json.RawMessage) json.RawMessage
 }
 
 // Conn is one JSON-RPC conversation over a Stream of whole messages: the
@@ -229,6 +235,9 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	if err != nil && ctx.Err() != nil {
 		// The peer is told, as MCP asks, so it can stop the work.
 		reason := marshalOrNull(map[string]any{"requestId": id, "reason": ctx.Err().Error()})
+		if c.opts.CancelParams != nil {
+			reason = c.opts.CancelParams(params, reason)
+		}
 		_ = c.out.SendRelated(EncodeNotification("notifications/cancelled", reason), c.relation(ctx, true))
 	}
 	return res, err
