@@ -29,7 +29,7 @@ type Group struct {
 type Manager struct {
 	logger    *slog.Logger
 	pins      *Pins
-	lists     *toolCache // the tools each server listed last (toolcache.go)
+	lists     *toolCache                             // the tools each server listed last (toolcache.go)
 	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
 	shared    shared.Store  // nil: none; set by UseSharedStore, closed by Close
