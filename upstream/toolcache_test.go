@@ -116,8 +116,8 @@ type recorded struct {
 }
 
 func (r *recorded) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorded) WithAttrs([]slog.Attr) slog.Handler        { return r }
-func (r *recorded) WithGroup(string) slog.Handler             { return r }
+func (r *recorded) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorded) WithGroup(string) slog.Handler            { return r }
 func (r *recorded) Handle(_ context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
