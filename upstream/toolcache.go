@@ -255,9 +255,10 @@ func (s *Server) pinnedLast(tools []Item) ([]Item, error) {
 	return kept, nil
 }
 
-// saveLast stores the tools s lists now as those of its last run, if it is
-// ready. Saves are one at a time, each of the lists as they are when it
-// begins, so that the last one stored is the latest.
+// saveLast stores the tools s listed last as those of its last run. Saves
+// are one at a time, each of the lists as they are when it begins, so that
+// the last one stored is the latest; one that begins as s closes (its
+// state is stopped by then) still stores them.
 func (s *Server) saveLast() {
 	if s.mgr.lists == nil {
 		return
@@ -265,9 +266,9 @@ func (s *Server) saveLast() {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	s.mu.Lock()
-	tools, ready := s.raw.Tools, s.status.State == StateReady
+	tools, listed := s.raw.Tools, s.rawGen > 0
 	s.mu.Unlock()
-	if !ready {
+	if !listed {
 		return
 	}
 	sum, err := s.mgr.lists.save(s.Config, tools, s.cacheSum)
