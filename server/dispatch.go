@@ -59,8 +59,11 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	}
 	switch req.msg.Method {
 	case "tools/list":
-		if v.mode == config.ModeFlat {
-			v = settled()
+		if v.mode == config.ModeFlat && v.unknown && req.field("cursor") == nil {
+			// Servers whose tools are known from their last run need not
+			// be waited for: their tools are listed now, and the clients
+			// told of any change once they are ready (listchanged.go).
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.unknown })
 		}
 		req.sess.saw(listTools, v.toolsHash)
 		return v.toolsListFor(req.snap.cfg, req.sess.GetClientInfo().Name), nil
@@ -129,11 +132,12 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
-		if !ok && v.starting {
-			// Its upstream may be one still starting: wait for it.
+		if (!ok || r.cached) && v.starting {
+			// Its upstream may be one still starting, or it is known from
+			// its last run only: wait for the upstream.
 			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool {
-				_, ok := v.flatRoutes[name]
-				return ok || !v.starting
+				r, ok := v.flatRoutes[name]
+				return ok && !r.cached || !v.starting
 			})
 			r, ok = v.flatRoutes[name]
 		}

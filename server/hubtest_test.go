@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,6 +28,15 @@ func flatFakeYAML(stateDir, settings, group string) string {
 // capabilities, instead of the hub's default (upstream.DeclaredCapabilities).
 func runHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manager) {
 	t.Helper()
+	h, mgr, _ := startHub(t, yaml, declareCaps)
+	return h, mgr
+}
+
+// startHub is runHub that also returns stop, which closes the hub and its
+// upstreams before the test ends (so that another may start on the same
+// state); the test's end calls it too.
+func startHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manager, func()) {
+	t.Helper()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -42,6 +52,7 @@ func runHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manage
 	}
 	h.Run()
 	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
-	return h, mgr
+	stop := sync.OnceFunc(func() { h.Close(); mgr.Close() })
+	t.Cleanup(stop)
+	return h, mgr, stop
 }

@@ -19,6 +19,9 @@ import (
 type route struct {
 	server *upstream.Server
 	name   string
+	// cached says the tool is known from the server's last run only: the
+	// server is still starting (see upstream.Server.LastTools).
+	cached bool
 }
 
 type templateRoute struct {
@@ -72,6 +75,9 @@ type view struct {
 	// starting says some enabled server is still starting: its lists are
 	// not in the view yet.
 	starting bool
+	// unknown says some enabled server is still starting and its tools
+	// are not known from its last run either (a flat view lists those).
+	unknown bool
 
 	// hashes of the whole lists, to tell whether a client's view changed.
 	toolsHash, promptsHash, resourcesHash uint64
@@ -130,13 +136,10 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		}
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
-		for _, s := range g.Servers {
-			v.starting = v.starting || s.Status().State == upstream.StateStarting && !s.Config.Disabled
-		}
 		v.groups = append(v.groups, gv)
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
-			lists := s.Lists()
+			lists, cached := v.listsOf(s)
 			for _, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
@@ -148,7 +151,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: %s in the same group has a tool of that name", t.Key, s.Config.ID(), prev.server.Config.ID()))
 					continue
 				}
-				gv.toolRoutes[t.Key] = route{server: s, name: t.Key}
+				gv.toolRoutes[t.Key] = route{server: s, name: t.Key, cached: cached}
 				gv.tools = append(gv.tools, t.Raw)
 				if mode != config.ModeFlat {
 					continue
@@ -163,7 +166,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					continue
 				}
 				owner[name] = s.Config.ID()
-				v.flatRoutes[name] = route{server: s, name: t.Key}
+				v.flatRoutes[name] = route{server: s, name: t.Key, cached: cached}
 				flatTools = append(flatTools, raw)
 			}
 			for _, p := range lists.Prompts {
@@ -225,6 +228,25 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 	v.promptsHash = hashOf(v.prompts...)
 	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
 	return v
+}
+
+// listsOf are the lists of s the view shows, and notes whether s is
+// starting. While it starts, a flat view shows the tools of its last run,
+// if they are known (cached), so that a client that lists tools once,
+// right after it starts the hub, gets them (see upstream.Server.LastTools);
+// a dynamic view shows the groups alone until they are ready, as before.
+func (v *view) listsOf(s *upstream.Server) (lists upstream.Lists, cached bool) {
+	if s.Status().State != upstream.StateStarting || s.Config.Disabled {
+		return s.Lists(), false
+	}
+	v.starting = true
+	if v.mode == config.ModeFlat {
+		if tools, ok := s.LastTools(); ok {
+			return upstream.Lists{Tools: tools}, true
+		}
+	}
+	v.unknown = true
+	return upstream.Lists{}, false
 }
 
 // capTools is the first max of tools, or all of them when max is not

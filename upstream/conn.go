@@ -157,6 +157,12 @@ func (c *conn) refused(err error, msg []byte) {
 	case errors.Is(err, jsonrpc.ErrNotJSON):
 		c.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
 		return
+	case errors.Is(err, jsonrpc.ErrLateAnswer):
+		// The answer to a request whose deadline passed, such as the
+		// server/discover probe of a server that does not speak
+		// 2026-07-28 and answered after discoverProbe: expected, harmless.
+		c.logger.Debug("upstream answered late; dropped", "err", err, "start", preview(msg))
+		return
 	}
 	c.logger.Error("upstream message refused", "err", err, "start", preview(msg))
 }

@@ -15,8 +15,10 @@ import (
 
 // discoverProbe bounds server/discover, the first thing a stdio server is
 // asked: a server of a version before 2026-07-28 answers "method not
-// found", but some ignore a method they do not know.
-const discoverProbe = 5 * time.Second
+// found", but some ignore a method they do not know; and one that is
+// slow to start may answer it after the probe gave up (logged at debug: see
+// conn.refused). A variable for the tests.
+var discoverProbe = 5 * time.Second
 
 // handshake settles the protocol version with the server and learns its
 // capabilities. A server is asked server/discover first, as 2026-07-28

@@ -29,6 +29,7 @@ type Group struct {
 type Manager struct {
 	logger    *slog.Logger
 	pins      *Pins
+	lists     *toolCache                             // the tools each server listed last (toolcache.go)
 	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
 	shared    shared.Store  // nil: none; set by UseSharedStore, closed by Close
@@ -63,6 +64,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		events:    make(chan Event, eventBuffer),
 		routeWait: routeWait,
 		pins:      NewPins(filepath.Join(cfg.StateDir, "pins")),
+		lists:     &toolCache{dir: filepath.Join(cfg.StateDir, "tools")},
 		tokens:    auth.NewStore(cfg.TokenDir()),
 		now:       time.Now,
 	}

@@ -253,6 +253,31 @@ func (p *Pins) Check(serverID string, tools []Item) ([]string, error) {
 	return changed, nil
 }
 
+// Verify compares tools with their pins without changing them: changed
+// are the tools whose definition differs from their pin, unpinned those
+// that have none. It serves tools listed from a cache (see toolcache.go),
+// which must neither pin a tool nor record a change: only a live list does.
+func (p *Pins) Verify(serverID string, tools []Item) (changed, unpinned []string, err error) {
+	unlock, err := p.lock(serverID, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	f, err := p.load(serverID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range tools {
+		switch pn, ok := f.Tools[t.Key]; {
+		case !ok:
+			unpinned = append(unpinned, t.Key)
+		case pn.Hash != hashTool(t.Raw):
+			changed = append(changed, t.Key)
+		}
+	}
+	return changed, unpinned, nil
+}
+
 // Accept takes the changed definitions of tools (all changed tools of the
 // server when none are named) as their new pins, and returns which it
 // accepted.

@@ -79,6 +79,11 @@ type Server struct {
 	isoSched     *schedule          // backoff of owners' connections failing to start; nil before one did
 	isoFail      error              // why the last one failed, nil once one started
 	isoRetry     time.Time          // no owner's connection is dialled before, while isoFail
+	last         []Item             // the tools of the last run, offered while starting (toolcache.go)
+	lastKnown    bool               // last was read: a list need not wait for the server
+
+	cacheMu  sync.Mutex // orders the reads and writes of the server's cached tools; guards cacheSum
+	cacheSum [32]byte   // hash of the record cached now
 
 	callMu  sync.Mutex // guards calls and callSeq
 	calls   map[uint64]trackedCall
@@ -156,6 +161,7 @@ func (s *Server) start(parent context.Context) {
 		s.run(ctx)
 	})
 	s.wg.Go(func() { s.sendNotices(ctx) })
+	s.wg.Go(s.loadLast)
 }
 
 func (s *Server) run(ctx context.Context) {
@@ -217,6 +223,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		ReadyIn:         took,
 	}
 	s.setListsLocked(lists, pins)
+	s.last, s.lastKnown = nil, false
 	if s.pendingLists != 0 {
 		// A list_changed came while the lists were first fetched.
 		s.startRefreshLocked()
@@ -230,6 +237,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		"prompts", len(lists.Prompts), "resources", len(lists.Resources), "templates", len(lists.Templates),
 		"took", took.Round(time.Millisecond))
 	s.changed()
+	s.saveLast()
 	return true
 }
 
@@ -418,6 +426,9 @@ func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
 	}
 	s.logger.Info("upstream lists changed", "tools", len(lists.Tools), "prompts", len(lists.Prompts), "resources", len(lists.Resources))
 	s.changed()
+	if which.has(0) {
+		s.saveLast()
+	}
 }
 
 // pinVerdict is what the pins say of a server's tools.

@@ -38,6 +38,7 @@ var flags = flag.NewFlagSet("fakeupstream", flag.ExitOnError)
 var (
 	delay    = flags.Duration("delay", 0, "wait this long before answering initialize")
 	gate     = flags.String("gate", "", "answer initialize only once this file exists (a barrier the test opens)")
+	lateDisc = flags.String("discover-gate", "", "answer server/discover only once this file exists: late, after the client's probe gave up")
 	pageSize = flags.Int("page", 2, "items per list page")
 	name     = flags.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
 	prefix   = flags.Bool("prefix", false, "prefix tool names with -name")
@@ -461,12 +462,15 @@ const exactProgress = `{"jsonrpc":"2.0","method":"notifications/progress","param
 
 // waitGate waits until the -gate file exists: the test creates it when
 // what it checks while the upstream is starting has been checked.
-func waitGate() {
-	if *gate == "" {
+func waitGate() { waitFile(*gate) }
+
+// waitFile waits until the file path exists; "" is no wait.
+func waitFile(path string) {
+	if path == "" {
 		return
 	}
 	for {
-		if _, err := os.Stat(*gate); err == nil {
+		if _, err := os.Stat(path); err == nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -502,6 +506,7 @@ func handle(req request) {
 			"instructions":    "A fake server for tests.",
 		})
 	case "server/discover":
+		waitFile(*lateDisc)
 		if !*modern {
 			fail(req.ID, -32601, "Method not found: "+req.Method, nil)
 			return

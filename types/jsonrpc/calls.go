@@ -3,7 +3,9 @@ package jsonrpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,10 +18,23 @@ type Calls struct {
 	next   atomic.Int64
 	prefix string // ConnOptions.CallIDPrefix: ids are the strings prefix+n; "": the numbers n
 
-	mu      sync.Mutex // guards pending and err
+	mu      sync.Mutex // guards pending, abandoned and err
 	pending map[int64]chan *Message
-	err     error // set once the connection is over
+	// abandoned are the last calls that stopped waiting before their
+	// answer came (a ring of maxAbandoned): a late answer to one of them
+	// is expected, not a peer's mistake (see Abandoned).
+	abandoned [maxAbandoned]int64
+	nextGone  int
+	err       error // set once the connection is over
 }
+
+// maxAbandoned bounds the record of calls given up on: a late answer
+// comes soon after its call's deadline, or not at all.
+const maxAbandoned = 32
+
+// ErrLateAnswer says the peer answered a call that had stopped waiting
+// (its deadline passed, or it was cancelled): the peer is slow, not wrong.
+var ErrLateAnswer = errors.New("the peer answered a request given up on")
 
 // NewCalls is an empty correlation table.
 func NewCalls() *Calls { return &Calls{pending: map[int64]chan *Message{}} }
@@ -149,9 +164,43 @@ func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) 
 		}
 		return m.Result, nil
 	case <-ctx.Done():
-		c.Forget(id)
+		c.abandon(id)
 		return nil, ctx.Err()
 	}
+}
+
+// abandon forgets a call that stopped waiting for its answer, and records
+// it as given up on.
+func (c *Calls) abandon(id json.RawMessage) {
+	n, ok := c.number(id)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, pending := c.pending[n]; !pending {
+		return // answered meanwhile
+	}
+	delete(c.pending, n)
+	c.abandoned[c.nextGone] = n
+	c.nextGone = (c.nextGone + 1) % maxAbandoned
+}
+
+// Abandoned reports whether id is that of one of the last calls that
+// stopped waiting before their answer came, and takes it off the record:
+// a call is answered once.
+func (c *Calls) Abandoned(id json.RawMessage) bool {
+	n, ok := c.number(id)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.abandoned[:], n); i >= 0 {
+		c.abandoned[i] = 0
+		return true
+	}
+	return false
 }
 
 // Inflight tracks the requests a side is answering: at most max at once,

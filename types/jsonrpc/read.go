@@ -130,7 +130,13 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 	}
 	switch {
 	case m.IsResponse():
-		if !c.calls.Resolve(m) && m.Error != nil {
+		switch {
+		case c.calls.Resolve(m):
+		case c.calls.Abandoned(m.ID):
+			if m.Error != nil {
+				c.refused(fmt.Errorf("%w: %s", ErrLateAnswer, m.Error.Message), msg)
+			}
+		case m.Error != nil:
 			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", m.Error.Message), msg)
 		}
 	case m.IsNotification():
