@@ -36,7 +36,7 @@ func (s State) String() string {
 // Status is a snapshot of a server for lists, errors and `status`.
 type Status struct {
 	State           State
-	Err             error  // why it failed
+	Err             error  // why it failed, the config's secrets redacted (a client reads it)
 	ProtocolVersion string // negotiated with this server
 	ServerInfo      mcp.Implementation
 	Instructions    string
@@ -239,7 +239,7 @@ func (s *Server) setFailed(err error) {
 		s.mu.Unlock()
 		return
 	}
-	s.status = Status{State: StateFailed, Err: err}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
 	s.mu.Unlock()
 	s.changed()
 }
@@ -254,7 +254,7 @@ func (s *Server) setExited(c *conn) {
 		return
 	}
 	s.conn = nil
-	s.status = Status{State: StateFailed, Err: err}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
 	s.mu.Unlock()
 	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()
