@@ -60,6 +60,8 @@ type Server struct {
 	// outstanding holds a token for each request of the server's still
 	// waiting for the client's answer (see maxOutstanding).
 	outstanding chan struct{}
+	ownersMu    sync.Mutex  // guards owners
+	owners      map[any]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
 	notices     chan notice // to send to the server; see notify
 
 	mu           sync.Mutex // guards the fields below; never held across I/O
@@ -100,6 +102,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		mgr:         m,
 		onChange:    onChange,
 		outstanding: make(chan struct{}, maxOutstanding),
+		owners:      map[any]int{},
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 	}
