@@ -1,14 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -52,7 +48,13 @@ func (h *Hub) missed(req *request, target string) {
 
 // request sends one request to an upstream server for req (nil for work
 // of no client's request): every hop to an upstream goes through here, so
-// that observers see it.
+// that observers see it, and so that no resolved ${secret:NAME} in what an
+// upstream answers goes further: not to the client, nor to the observers
+// (inspector, audit, traces). Results are redacted too, decided here for
+// every hop: a tool that echoes its key, raw or in JSON-in-text at any
+// depth (config.RedactSecrets), would otherwise hand it to the client's
+// model; a value of six bytes or more is rare enough in a result by
+// chance.
 func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	cfg := h.snapshot().cfg
 	if req != nil {
@@ -62,7 +64,7 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	if obs == nil {
 		res, err := s.Request(ctx, method, params, timeout)
 		res, err = h.signIn(ctx, s, method, params, timeout, res, err)
-		return cfg.RedactSecrets(res), redactError(cfg, err)
+		return cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
 	}
 	raw, err := jsonrpc.Params(params)
 	if err != nil {
@@ -80,9 +82,8 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	}
 	res, err := s.Request(ctx, method, params, timeout)
 	res, err = h.signIn(ctx, s, method, params, timeout, res, err)
-	// A resolved ${secret:NAME} an upstream answers with goes no further:
-	// not to the client, nor to the observers (inspector, audit, traces).
-	res, err = cfg.RedactSecrets(res), redactError(cfg, err)
+	// Redacted before the observers see it.
+	res, err = cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
 	hop.ToolError = err == nil && method == "tools/call" && isToolError(res)
 	if req != nil {
@@ -90,32 +91,4 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	}
 	obs.HopEnded(ctx, hop)
 	return res, err
-}
-
-// redactError is err with every resolved ${secret:NAME} in its message and
-// data replaced, as in a result: an upstream's error reaches the client
-// and the observers too. An error that names no secret is err itself; one
-// of the hub's own that does (a transport error quoting a URL, say) keeps
-// its text only.
-func redactError(cfg *config.Config, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *jsonrpc.Error
-	if !errors.As(err, &e) {
-		if text := cfg.RedactText(err.Error()); text != err.Error() {
-			return errors.New(text)
-		}
-		return err
-	}
-	out := &jsonrpc.Error{Code: e.Code, Message: cfg.RedactText(e.Message), Data: e.Data}
-	if b, mErr := json.Marshal(e.Data); mErr == nil && e.Data != nil {
-		if r := cfg.RedactSecrets(b); !bytes.Equal(r, b) {
-			out.Data = json.RawMessage(r)
-		}
-	}
-	if out.Message == e.Message && fmt.Sprint(out.Data) == fmt.Sprint(e.Data) {
-		return err
-	}
-	return out
 }

@@ -283,6 +283,12 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 // carries the upstream's deadline; params are nil when the upstream sent
 // none, and then the client gets none either (never "params": null).
 func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	// A resolved ${secret:NAME} a server asks the client about (a sampling
+	// prompt, an elicitation's message) goes no further, as in its
+	// answers (observe.go) and notifications.
+	if params != nil {
+		params = h.snapshot().cfg.RedactSecrets(params)
+	}
 	sess := h.sessionFor(ctx)
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}

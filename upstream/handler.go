@@ -67,6 +67,16 @@ func (m *Manager) declared(owner any) mcp.ClientCapabilities {
 // beyond it are refused at once.
 const maxOutstanding = 64
 
+// maxOutstandingPerOwner is each client session's share of those: one
+// that holds its questions open (a 2026-07-28 client that never sends the
+// next round, a user away from an elicitation) fills its own share and
+// no one else's, so four such sessions are needed to fill the server's
+// slots rather than one. A fixed share, not 64/N of the sessions there
+// are: a session never loses slots it holds to one that comes later.
+// Requests of no known owner are bounded by maxOutstanding alone: the
+// hub passes them only to a hub's single session.
+const maxOutstandingPerOwner = 16
+
 // codeServerError is the JSON-RPC code of the hub's own refusals of a
 // server's requests: too many outstanding, or no answer in time
 // (JSON-RPC 2.0 section 5.1 leaves -32000 to -32099 to implementations).
@@ -81,19 +91,18 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil
 	}
-	select {
-	case s.outstanding <- struct{}{}:
-		defer func() { <-s.outstanding }()
-	default:
-		return nil, &RPCError{Code: codeServerError,
-			Message: fmt.Sprintf("dynamic-mcp: too many requests outstanding (at most %d per server); %s refused", maxOutstanding, method)}
-	}
-	timeout := time.Duration(s.callTimeout.Load())
 	// The request keeps the values of the call it came during (they say
 	// which client session it is for) but not its cancellation: on stdio
 	// that call is only known when one client's calls are in flight (see
 	// callContext), and the server is owed an answer either way.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(s.callContext(ctx)), timeout)
+	cctx := s.callContext(ctx)
+	release, err := s.takeOutstanding(OwnerOf(cctx), method)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	timeout := time.Duration(s.callTimeout.Load())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(cctx), timeout)
 	defer cancel()
 	s.mu.Lock()
 	life := s.ctx
@@ -126,4 +135,38 @@ func (s *Server) requestFailed(ctx context.Context, method string, timeout time.
 		return &RPCError{Code: codeServerError, Message: fmt.Sprintf("dynamic-mcp: the client did not answer %s within %s", method, timeout)}
 	}
 	return &RPCError{Code: codeServerError, Message: "dynamic-mcp: " + method + " cancelled before the client answered"}
+}
+
+// takeOutstanding takes a slot for a request of the server's for owner
+// (nil: no known owner), within maxOutstanding and the owner's share;
+// release gives it back. Those beyond either are refused at once.
+func (s *Server) takeOutstanding(owner any, method string) (release func(), err error) {
+	if owner != nil {
+		s.ownersMu.Lock()
+		if s.owners[owner] >= maxOutstandingPerOwner {
+			s.ownersMu.Unlock()
+			return nil, &RPCError{Code: codeServerError,
+				Message: fmt.Sprintf("dynamic-mcp: too many requests outstanding for this client session (at most %d of the %d per server); %s refused", maxOutstandingPerOwner, maxOutstanding, method)}
+		}
+		s.owners[owner]++
+		s.ownersMu.Unlock()
+	}
+	untake := func() {
+		if owner == nil {
+			return
+		}
+		s.ownersMu.Lock()
+		if s.owners[owner]--; s.owners[owner] == 0 {
+			delete(s.owners, owner)
+		}
+		s.ownersMu.Unlock()
+	}
+	select {
+	case s.outstanding <- struct{}{}:
+		return func() { <-s.outstanding; untake() }, nil
+	default:
+		untake()
+		return nil, &RPCError{Code: codeServerError,
+			Message: fmt.Sprintf("dynamic-mcp: too many requests outstanding (at most %d per server); %s refused", maxOutstanding, method)}
+	}
 }

@@ -43,6 +43,9 @@ type Manager struct {
 	dropLogged   atomic.Int64  // when they were last logged, in Unix ns
 
 	groups atomic.Pointer[[]*Group] // replaced whole by Apply
+	// cfg is the config applied last: its secrets are redacted from why a
+	// server failed (see redact), which clients and the inspector read.
+	cfg atomic.Pointer[config.Config]
 
 	procs    procSlots        // settings.max_session_processes
 	procIdle atomic.Int64     // settings.session_process_idle
@@ -69,6 +72,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		now:       time.Now,
 	}
 	m.tokens.SetLogger(logger)
+	m.cfg.Store(cfg)
 	m.applySessionSettings(cfg)
 	m.logLevel.Store(mcp.LoggingLevel(""))
 	declared := DeclaredCapabilities()
@@ -139,6 +143,7 @@ func (m *Manager) Apply(cfg *config.Config) {
 	for _, s := range m.Servers() {
 		old[s.Config.ID()] = s
 	}
+	m.cfg.Store(cfg)
 	groups := m.build(cfg, old)
 	m.applySessionSettings(cfg)
 	kept := map[*Server]bool{}

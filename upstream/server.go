@@ -36,7 +36,7 @@ func (s State) String() string {
 // Status is a snapshot of a server for lists, errors and `status`.
 type Status struct {
 	State           State
-	Err             error  // why it failed
+	Err             error  // why it failed, the config's secrets redacted (a client reads it)
 	ProtocolVersion string // negotiated with this server
 	ServerInfo      mcp.Implementation
 	Instructions    string
@@ -60,6 +60,8 @@ type Server struct {
 	// outstanding holds a token for each request of the server's still
 	// waiting for the client's answer (see maxOutstanding).
 	outstanding chan struct{}
+	ownersMu    sync.Mutex  // guards owners
+	owners      map[any]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
 	notices     chan notice // to send to the server; see notify
 
 	mu           sync.Mutex // guards the fields below; never held across I/O
@@ -105,6 +107,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		mgr:         m,
 		onChange:    onChange,
 		outstanding: make(chan struct{}, maxOutstanding),
+		owners:      map[any]int{},
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 	}
@@ -247,7 +250,7 @@ func (s *Server) setFailed(err error) {
 		s.mu.Unlock()
 		return
 	}
-	s.status = Status{State: StateFailed, Err: err}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
 	s.mu.Unlock()
 	s.changed()
 }
@@ -262,7 +265,7 @@ func (s *Server) setExited(c *conn) {
 		return
 	}
 	s.conn = nil
-	s.status = Status{State: StateFailed, Err: err}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
 	s.mu.Unlock()
 	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()

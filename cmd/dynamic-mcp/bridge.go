@@ -167,9 +167,11 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 
 // notJoinable reports whether err is a running hub's refusal that
 // another try would get again: a hub of another version, or of other
-// values of the config's variables. The bridge serves in its own process.
+// values of the config's variables; or a socket that may be another
+// user's, which gets no Hello and no message of the client's. The bridge
+// serves in its own process.
 func notJoinable(err error) bool {
-	return errors.Is(err, local.ErrVersion) || errors.Is(err, local.ErrEnv)
+	return errors.Is(err, local.ErrVersion) || errors.Is(err, local.ErrEnv) || errors.Is(err, local.ErrNotTrusted)
 }
 
 // askUI asks the hub to serve its inspector on addr.

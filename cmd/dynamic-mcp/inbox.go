@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/user"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
@@ -45,21 +43,8 @@ func askInbox(ctx context.Context, cfg *config.Config, hello local.Hello) (local
 		return local.Reply{}, err
 	}
 	defer c.Close()
-	hello.By = cliApprover()
 	reply, _, err := sayHello(c, hello)
 	return reply, err
-}
-
-// cliApprover is who approves from this command line, as grants and the
-// audit trail record it: "cli:" and the user's name.
-func cliApprover() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return "cli:" + u.Username
-	}
-	if name := os.Getenv("USER"); name != "" {
-		return "cli:" + name
-	}
-	return "cli"
 }
 
 // inboxArg is the one argument of approve, deny or revoke: an id.
@@ -79,7 +64,7 @@ func askStoreInbox(ctx context.Context, cfg *config.Config, hello local.Hello) (
 	}
 	defer db.Close()
 	inbox := server.NewStoreInbox(db, slog.New(slog.DiscardHandler))
-	by := cliApprover()
+	by := local.Approver()
 	var reply local.Reply
 	switch hello.Op {
 	case local.OpApprovals:

@@ -308,12 +308,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 }
 
 // answerInbox answers the approval inbox's ops (the CLI's approvals,
-// approve, deny and revoke) in reply.
+// approve, deny and revoke) in reply. Who answers is the user the socket
+// admits (local.Approver), whatever the Hello says: an approval is never
+// taken in another's name ("ui") from a Hello.
 func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
-	by := hello.By
-	if by == "" {
-		by = "cli"
-	}
+	by := local.Approver()
 	var err error
 	switch hello.Op {
 	case local.OpApprovals:

@@ -54,10 +54,17 @@ func start(t *testing.T, idle time.Duration) *harness {
 }
 
 // startWith is start with opts (their Version and Config set here).
-func startWith(t *testing.T, opts Options) *harness {
+func startWith(t *testing.T, opts Options) *harness { return startGroup(t, opts, "") }
+
+// startGroup is startWith of a group f with more keys (a flow mapping's
+// inside: "policy: [...]").
+func startGroup(t *testing.T, opts Options, more string) *harness {
 	t.Helper()
 	state := t.TempDir()
-	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f: { description: fake, command: %q }\n", state, fakeBin)
+	if more != "" {
+		more = ", " + more
+	}
+	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {prompt_timeout: 30s}\ngroups:\n  f: { description: fake, command: %q%s }\n", state, fakeBin, more)
 	cfg, err := config.Parse(filepath.Join(state, "c.yaml"), strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)

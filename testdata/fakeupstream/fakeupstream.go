@@ -742,6 +742,15 @@ func call(req request) {
 		case "roots":
 			method, params = "roots/list", map[string]any{}
 		}
+		// A question that quotes the server's environment: "env:NAME" in
+		// an elicitation's message, "sample:NAME" in a sampling prompt.
+		if name, ok := strings.CutPrefix(p.Arguments.Text, "env:"); ok {
+			params["message"] = "What is your name? The key is " + os.Getenv(name)
+		}
+		if name, ok := strings.CutPrefix(p.Arguments.Text, "sample:"); ok {
+			method, params = "sampling/createMessage", map[string]any{"maxTokens": 10, "messages": []any{
+				map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "The key is " + os.Getenv(name)}}}}
+		}
 		answer := ask(method, params)
 		reply(req.ID, text(string(answer)))
 	case toolName("touch"):

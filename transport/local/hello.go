@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
@@ -28,7 +30,8 @@ const (
 	// The approval inbox (issue 24): list the calls waiting and the
 	// grants (OpApprovals); approve the call Hello.ID, with the grant
 	// Hello.Grant asks for (OpApprove); deny it (OpDeny); end the grant
-	// Hello.ID (OpRevoke). Hello.By is who answers. Then close.
+	// Hello.ID (OpRevoke). Then close. Who answers is the hub's to say
+	// (Approver), never the Hello's: a connection may claim anything.
 	OpApprovals = "approvals"
 	OpApprove   = "approve"
 	OpDeny      = "deny"
@@ -61,8 +64,6 @@ type Hello struct {
 	Env map[string]string `json:"env,omitempty"`
 	// ID is the pending call (OpApprove, OpDeny) or grant (OpRevoke).
 	ID string `json:"id,omitempty"`
-	// By is who answers, as the audit trail records it ("cli:USER").
-	By string `json:"by,omitempty"`
 	// Grant is what OpApprove grants beyond the call; nil for it alone.
 	Grant *approval.Options `json:"grant,omitempty"`
 }
@@ -149,4 +150,19 @@ func ReadLine(r *bufio.Reader, v any) error {
 		return fmt.Errorf("handshake: %w", err)
 	}
 	return nil
+}
+
+// Approver is who answers the approval inbox over the socket, as grants
+// and the audit trail record it: "cli:" and the user's name. The socket
+// admits only this user (its private directory, and the peer's uid where
+// the OS tells it), so the hub says it of every connection itself: a
+// name a Hello gave ("ui", say) would be the connection's claim.
+func Approver() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return "cli:" + name
+	}
+	return "cli"
 }

@@ -75,7 +75,7 @@ func privateDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("socket directory %s: not a directory", dir)
 	}
-	if err := checkOwner(dir, fi); err != nil {
+	if err := checkOwner(dir, fi, os.Getuid()); err != nil {
 		return err
 	}
 	if fi.Mode().Perm() != 0o700 {

@@ -23,7 +23,10 @@ var ErrRunning = errors.New("a hub is already running for this config")
 // ErrNotRunning is Dial's answer when no hub listens on the socket.
 var ErrNotRunning = errors.New("no hub is running for this config")
 
-func checkOwner(string, fs.FileInfo) error { return nil }
+// ErrNotTrusted is Dial's answer when the socket may be another user's.
+var ErrNotTrusted = errors.New("the hub's socket is not this user's alone")
+
+func checkOwner(string, fs.FileInfo, int) error { return nil }
 
 // Listen is not supported on this OS.
 func Listen(Paths) (net.Listener, error) { return nil, ErrUnsupported }
