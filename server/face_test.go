@@ -109,8 +109,8 @@ func (c *pipeClient) readUntil(done func(line string) bool) string {
 	select {
 	case l := <-got:
 		return l
-	case <-time.After(30 * time.Second):
-		c.t.Fatal("no answer within 30s")
+	case <-time.After(2 * time.Minute): // a deadline for a hung hub, not a timing: a busy machine must not fail this
+		c.t.Fatal("no answer within 2m")
 		return ""
 	}
 }
