@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,12 +168,15 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			after, _ := os.ReadFile(path)
-			// The client now has one server: the hub, by absolute paths.
-			_, _, err = runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml"))
-			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
-			if err != nil || strings.Count(string(check), "description:") != 1 || !strings.Contains(string(check), "dynamic-mcp:") ||
-				!strings.Contains(string(check), cfg) {
-				t.Errorf("installed config reads as:\n%s\n(file:\n%s)", check, after)
+			// The client now has one server: the hub, by absolute paths;
+			// import names it and takes nothing.
+			env := clients.Env{Home: home, OS: "linux"}
+			servers, _, err := clients.ForFile(env, path, after).Read(after)
+			if err != nil || len(servers) != 1 || servers[0].Name != "dynamic-mcp" || !filepath.IsAbs(servers[0].Command) || !slices.Contains(servers[0].Args, cfg) {
+				t.Errorf("installed config reads as %+v (%v)\n(file:\n%s)", servers, err, after)
+			}
+			if _, errOut, err := runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml")); err == nil || !strings.Contains(errOut, "dynamic-mcp runs dynamic-mcp itself") {
+				t.Errorf("import of the installed config: %v\n%s", err, errOut)
 			}
 			backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*")
 			if len(backups) != 1 {
