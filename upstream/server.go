@@ -103,8 +103,14 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 	}
-	if cfg.Disabled {
+	switch {
+	case cfg.Disabled:
 		s.status.State = StateDisabled
+	case !cfg.Startable():
+		// An unset variable or missing secret: unavailable, with the
+		// fix, as any failure is; a reload that finds it set replaces
+		// the server (its config differs) and starts it.
+		s.status = Status{State: StateFailed, Err: cfg.Unavailable()}
 	}
 	return s
 }

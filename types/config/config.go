@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,6 +98,9 @@ func (r Retry) orDefaults(d Retry) Retry {
 type Config struct {
 	// Path is the file the config was read from ("" for a reader).
 	Path string
+	// CLI writes the dynamic-mcp commands hints tell the user to run,
+	// with -c Path when a command would not find this config without it.
+	CLI CLI
 	// Mode is dynamic (the default) or flat.
 	Mode Mode
 	// Settings holds hub-wide timeouts and limits.
@@ -505,7 +510,44 @@ type Server struct {
 	Auth ServerAuth
 	// Line is where the server starts in the file.
 	Line int
+	// Unresolved are the ${VAR} and ${secret:NAME} of the server's keys,
+	// or of its group's, that are not set (each an *UnsetError): the
+	// server is not started, and shows as unavailable with the fix (see
+	// Unavailable), while the rest of the config serves. A reload that
+	// finds them set starts it. A variable outside groups: (settings:,
+	// http:, store: ...) is no server's: unset, it fails the config.
+	Unresolved []*ConfigError
+	// CLI writes the commands of the hints about the server (auth login,
+	// pin accept), with -c when the config needs it.
+	CLI CLI
 }
+
+// Unavailable is why the server cannot start, with what fixes it, while
+// it has Unresolved references; nil otherwise.
+func (s *Server) Unavailable() error {
+	var reasons []string
+	seen := map[string]bool{}
+	for _, ce := range s.Unresolved {
+		var u *UnsetError
+		if !errors.As(ce, &u) || seen[u.Name] {
+			continue
+		}
+		seen[u.Name] = true
+		what := "environment variable "
+		if u.Secret {
+			what = "secret "
+		}
+		reasons = append(reasons, fmt.Sprintf("%s%s is not set (%s)", what, u.Name, u.Fix()))
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "; "))
+}
+
+// Startable reports whether the hub starts the server: it is not
+// disabled, and every variable and secret it uses is set.
+func (s *Server) Startable() bool { return !s.Disabled && len(s.Unresolved) == 0 }
 
 // Isolation says whether client sessions share a server's connection.
 type Isolation string
