@@ -374,15 +374,15 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 	switch {
 	case unauthorized(err):
 		if c.auth == nil {
-			return signInError{fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())}
+			return signInError{fmt.Errorf("the server requires signing in: run: %s", cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		var he *transport.HTTPError
 		errors.As(err, &he)
 		if merr := c.auth.Moved(ctx, he.WWWAuthenticate); merr != nil {
-			return signInError{fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())}
+			return signInError{fmt.Errorf("%v: run: %s", merr, cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		if rerr := c.auth.Renew(ctx, he.Authorization); rerr != nil {
-			return signInError{fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())}
+			return signInError{fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: %s", rerr, cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
 	case forbidden(err):
@@ -390,7 +390,7 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 		if insufficientScope(err) {
 			hint = " insufficient_scope"
 		}
-		return signInError{fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s: %w", hint, cfg.ID(), err)}
+		return signInError{fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: %s: %w", hint, cfg.CLI.Command("auth", "login", cfg.ID()), err)}
 	}
 	return nil
 }
