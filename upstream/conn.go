@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,11 +130,12 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		Quiet: true,
 	})
 	c.rpc.Start()
-	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
+	connect := cmp.Or(cfg.ConnectTimeout, settings.ConnectTimeout)
+	hctx, cancel := context.WithTimeout(ctx, connect)
 	defer cancel()
 	if err := c.handshake(hctx, caps); err != nil {
 		if hctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
+			err = connectTimeoutError(cfg, connect)
 		} else {
 			err = c.explain(err)
 		}
@@ -454,3 +456,18 @@ func legacySSE(err error) bool {
 
 // errUnavailable is wrapped by every error for a server that is not ready.
 var errUnavailable = errors.New("unavailable")
+
+// connectTimeoutError says that cfg did not answer initialize within d.
+// A package runner's first start downloads the package first: the error
+// says so, that the hub tries again on its own, and what waits longer.
+func connectTimeoutError(cfg *config.Server, d time.Duration) error {
+	runner := cfg.PackageRunner()
+	switch {
+	case runner == "":
+		return fmt.Errorf("no answer to initialize within %s (connect timeout)", d)
+	case cfg.ConnectTimeout != 0:
+		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise the server's timeout: or settings.connect_timeout)", d, runner)
+	default:
+		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise settings.connect_timeout)", d, runner)
+	}
+}

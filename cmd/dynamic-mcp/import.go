@@ -253,7 +253,7 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 		return ""
 	}
 	defer mgr.Close()
-	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout)
+	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout)
 	defer cancel()
 	mgr.WaitSettled(wait)
 	st := mgr.Servers()[0].Status()

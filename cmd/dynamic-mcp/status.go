@@ -69,7 +69,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.
-	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout+5*time.Second)
+	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout+5*time.Second)
 	defer cancel()
 	mgr.WaitSettled(wait)
 

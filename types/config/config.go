@@ -320,7 +320,10 @@ type Audit struct {
 
 // Settings are hub-wide knobs; every field has a default.
 type Settings struct {
-	// ConnectTimeout bounds starting and initializing one upstream. Default 10s.
+	// ConnectTimeout bounds starting and initializing one upstream. Default
+	// 10s; 2m for a server a package runner starts (npx, uvx, bunx, pnpm
+	// dlx, pipx run, docker run), unless the file sets it (see
+	// Server.ConnectTimeout).
 	ConnectTimeout time.Duration
 	// ListTimeout bounds one tools/prompts/resources list page. Default 10s.
 	ListTimeout time.Duration
@@ -493,6 +496,13 @@ type Server struct {
 	Headers map[string]string
 	// Timeout bounds one call to this server; default settings.call_timeout.
 	Timeout time.Duration
+	// ConnectTimeout bounds starting and initializing this server, 0 for
+	// settings.connect_timeout. Parse sets it for a server a package
+	// runner starts (npx, uvx, docker run ...; see PackageRunner) while
+	// settings.connect_timeout is not in the file: the longer of
+	// DefaultRunnerConnectTimeout (2m) and the server's timeout:, as its
+	// first start downloads the package.
+	ConnectTimeout time.Duration
 	// Retry is settings.retry with this server's own retry: keys applied.
 	Retry Retry
 	// OAuth configures `auth login` for a url: server that needs it.

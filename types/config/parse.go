@@ -94,7 +94,10 @@ type parser struct {
 	dir             string // the config file's directory, absolute; ${CONFIG_DIR}
 	env             func(string) (string, bool)
 	cli             CLI // the hints' commands
-	errs            *multierror.Error
+	// connectTimeoutSet says settings.connect_timeout is in the file: it
+	// then bounds package runners' starts too.
+	connectTimeoutSet bool
+	errs              *multierror.Error
 	// unresolved, while a group is read, collects the references to
 	// variables and secrets that are not set: they make a server
 	// unavailable (Server.Unresolved) instead of failing the config. nil
@@ -220,6 +223,9 @@ func (p *parser) parse(data []byte) *Config {
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
+			if s.PackageRunner() != "" && !p.connectTimeoutSet {
+				s.ConnectTimeout = s.runnerConnectTimeout()
+			}
 			if s.Transport == TransportStdio {
 				for _, t := range cfg.HTTP.Credentials() {
 					s.Hide = append(s.Hide, t)
@@ -259,7 +265,10 @@ func (p *parser) resolve(path string) string {
 
 func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 	p.mapping(n, path, map[string]func(string, *yaml.Node){
-		"connect_timeout":       func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
+		"connect_timeout": func(k string, v *yaml.Node) {
+			s.ConnectTimeout = p.duration(v, k)
+			p.connectTimeoutSet = true
+		},
 		"list_timeout":          func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
 		"call_timeout":          func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
 		"stop_grace":            func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
