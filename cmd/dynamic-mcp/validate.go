@@ -33,6 +33,16 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	for _, u := range unresolvedOf(cfg) {
 		fmt.Fprintln(stderr, u.warning())
 	}
+	for _, w := range commandWarnings(cfg) {
+		fmt.Fprintln(stderr, w)
+	}
+	secrets, err := secretWarnings(cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range secrets {
+		fmt.Fprintln(stderr, w)
+	}
 	fmt.Fprintf(stdout, "%s: OK (%s mode, %d groups, %d servers)\n", cfg.Path, cfg.Mode, len(cfg.Groups), servers)
 	return nil
 }
