@@ -91,3 +91,25 @@ func dynamicDescription(t *testing.T, c *client) string {
 	t.Fatal("no get_dynamic_tools")
 	return ""
 }
+
+// import lists the variables the config it wrote needs, with how to set
+// each; install takes that config (the hub serves the groups that need
+// nothing) and says what waits, where it refused it before.
+func TestImportAndInstallAConfigWaitingForAVariable(t *testing.T) {
+	home := t.TempDir()
+	withHome(t, home)
+	t.Setenv("EXAMPLE_KEY", "")
+	os.Unsetenv("EXAMPLE_KEY")
+	placeFixture(t, home, "cursor")
+	cfg := filepath.Join(home, ".dynamic-mcp", "config.yaml")
+	out, errOut, err := runCLI(t, "import", "cursor")
+	want := "set these before the groups that use them can start:\n" +
+		"  environment variable EXAMPLE_KEY (group remote): export EXAMPLE_KEY=... where the hub starts, or run: dynamic-mcp secret set EXAMPLE_KEY and write ${secret:EXAMPLE_KEY}\n"
+	if err != nil || !strings.Contains(out, want) {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+	out, errOut, err = runCLI(t, "install", "cursor")
+	if err != nil || !strings.Contains(out, "warning: "+cfg+":") || !strings.Contains(out, "groups.remote.headers.X-Api-Key: environment variable EXAMPLE_KEY is not set, so group remote is unavailable until it is") {
+		t.Fatalf("install: %v\n%s%s", err, out, errOut)
+	}
+}
