@@ -204,7 +204,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)
