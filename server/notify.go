@@ -48,8 +48,8 @@ func (h *Hub) notifyApproval(cfg *config.Config, p approval.Pending) {
 		return
 	}
 	title := "dynamic-mcp: approve " + p.Tool + "?"
-	body := fmt.Sprintf("%s/%s wants %s %s (approval %s). dynamic-mcp approve %s, or deny it, in the inspector or the CLI.",
-		p.Group, p.Server, p.Method, p.Tool, p.ID, p.ID)
+	body := fmt.Sprintf("%s/%s wants %s %s (approval %s). %s, or deny it, in the inspector or the CLI.",
+		p.Group, p.Server, p.Method, p.Tool, p.ID, cfg.Command("approve", p.ID))
 	if p.Client != "" {
 		body = p.Client + ": " + body
 	}

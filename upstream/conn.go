@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,11 +131,12 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		Quiet: true,
 	})
 	c.rpc.Start()
-	hctx, cancel := context.WithTimeout(ctx, settings.ConnectTimeout)
+	connect := cmp.Or(cfg.ConnectTimeout, settings.ConnectTimeout)
+	hctx, cancel := context.WithTimeout(ctx, connect)
 	defer cancel()
 	if err := c.handshake(hctx, caps); err != nil {
 		if hctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("no answer to initialize within %s (connect timeout)", settings.ConnectTimeout)
+			err = connectTimeoutError(cfg, connect)
 		} else {
 			err = c.explain(err)
 		}
@@ -389,15 +391,15 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 	switch {
 	case unauthorized(err):
 		if c.auth == nil {
-			return signInError{fmt.Errorf("the server requires signing in: run: dynamic-mcp auth login %s", cfg.ID())}
+			return signInError{fmt.Errorf("the server requires signing in: run: %s", cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		var he *transport.HTTPError
 		errors.As(err, &he)
 		if merr := c.auth.Moved(ctx, he.WWWAuthenticate); merr != nil {
-			return signInError{fmt.Errorf("%v: run: dynamic-mcp auth login %s", merr, cfg.ID())}
+			return signInError{fmt.Errorf("%v: run: %s", merr, cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		if rerr := c.auth.Renew(ctx, he.Authorization); rerr != nil {
-			return signInError{fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, cfg.ID())}
+			return signInError{fmt.Errorf("the server refused the sign-in and it could not be renewed (%v): run: %s", rerr, cfg.CLI.Command("auth", "login", cfg.ID()))}
 		}
 		return fmt.Errorf("the server refused the token; it was renewed, and the hub connects again")
 	case forbidden(err):
@@ -405,7 +407,7 @@ func (c *conn) authFailure(ctx context.Context, cfg *config.Server, err error) e
 		if insufficientScope(err) {
 			hint = " insufficient_scope"
 		}
-		return signInError{fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s: %w", hint, cfg.ID(), err)}
+		return signInError{fmt.Errorf("the server refused the token (403%s): it needs a scope the sign-in lacks; sign in again with: %s: %w", hint, cfg.CLI.Command("auth", "login", cfg.ID()), err)}
 	}
 	return nil
 }
@@ -474,3 +476,18 @@ func legacySSE(err error) bool {
 
 // errUnavailable is wrapped by every error for a server that is not ready.
 var errUnavailable = errors.New("unavailable")
+
+// connectTimeoutError says that cfg did not answer initialize within d.
+// A package runner's first start downloads the package first: the error
+// says so, that the hub tries again on its own, and what waits longer.
+func connectTimeoutError(cfg *config.Server, d time.Duration) error {
+	runner := cfg.PackageRunner()
+	switch {
+	case runner == "":
+		return fmt.Errorf("no answer to initialize within %s (connect timeout)", d)
+	case cfg.ConnectTimeout != 0:
+		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise the server's timeout: or settings.connect_timeout)", d, runner)
+	default:
+		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise settings.connect_timeout)", d, runner)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -264,7 +265,8 @@ func TestHTTPUnauthorizedAsksForSignIn(t *testing.T) {
 	u.status = http.StatusUnauthorized
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", "", fastRetry))
 	waitFor(t, 10*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
-	if err := s.Status().Err; err == nil || err.Error() != "the server requires signing in: run: dynamic-mcp auth login g" {
+	abs, _ := filepath.Abs("test.yaml") // the config's, named since it is not the default one
+	if err := s.Status().Err; err == nil || err.Error() != "the server requires signing in: run: dynamic-mcp auth login g -c "+abs {
 		t.Errorf("status: %v", err)
 	}
 }

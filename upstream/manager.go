@@ -123,7 +123,7 @@ func (m *Manager) Start(ctx context.Context) {
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	m.reaper.Go(func() { m.reapIdle(m.ctx) })
 	for _, s := range m.Servers() {
-		if !s.Config.Disabled {
+		if s.Config.Startable() {
 			s.start(m.ctx)
 		}
 	}
@@ -151,7 +151,7 @@ func (m *Manager) Apply(cfg *config.Config) {
 		for _, s := range g.Servers {
 			if old[s.Config.ID()] == s {
 				kept[s] = true
-			} else if !s.Config.Disabled && m.ctx != nil {
+			} else if s.Config.Startable() && m.ctx != nil {
 				s.start(m.ctx)
 			}
 		}
@@ -237,7 +237,7 @@ func (m *Manager) Servers() []*Server {
 // Settled reports whether no server is still starting.
 func (m *Manager) Settled() bool {
 	for _, s := range m.Servers() {
-		if s.Status().State == StateStarting && !s.Config.Disabled {
+		if s.Status().State == StateStarting && s.Config.Startable() {
 			return false
 		}
 	}

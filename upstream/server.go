@@ -111,8 +111,14 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 	}
-	if cfg.Disabled {
+	switch {
+	case cfg.Disabled:
 		s.status.State = StateDisabled
+	case !cfg.Startable():
+		// An unset variable or missing secret: unavailable, with the
+		// fix, as any failure is; a reload that finds it set replaces
+		// the server (its config differs) and starts it.
+		s.status = Status{State: StateFailed, Err: cfg.Unavailable()}
 	}
 	return s
 }
@@ -514,7 +520,7 @@ func (s *Server) logPins(pins pinVerdict) {
 		s.logger.Warn("tool definitions changed since first seen; serving them (pin_on_change: warn)", "tools", pins.changed)
 	default:
 		s.logger.Error("tool definitions changed since first seen; withheld until accepted",
-			"tools", pins.changed, "accept", "dynamic-mcp pin accept "+s.Config.ID())
+			"tools", pins.changed, "accept", s.Config.CLI.Command("pin", "accept", s.Config.ID()))
 	}
 }
 
@@ -673,12 +679,12 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 		if rerr := c.auth.Renew(ctx, refusedAuthorization(err)); rerr == nil {
 			res, err = c.request(ctx, method, params)
 		} else {
-			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: dynamic-mcp auth login %s", rerr, s.Config.ID())}
+			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: %s", rerr, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 		}
 		err = userAuthError(owner, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
-		err = signInError{fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: dynamic-mcp auth login %s", method, s.Config.ID())}
+		err = signInError{fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: %s", method, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 	}
 	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && ctx.Value(connWantKey{}) == nil {
 		// The server ended the session (HTTP 404): initialize again, once,

@@ -62,8 +62,8 @@ func approveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if g := reply.Grant; g != nil {
-		fmt.Fprintf(stdout, "approved %s, and granted %s/%s %s (%s) as %s; dynamic-mcp revoke %s ends it\n",
-			id, g.Group, g.Server, g.Tool, grantScope(*g, time.Now()), g.ID, g.ID)
+		fmt.Fprintf(stdout, "approved %s, and granted %s/%s %s (%s) as %s; %s ends it\n",
+			id, g.Group, g.Server, g.Tool, grantScope(*g, time.Now()), g.ID, cfg.Command("revoke", g.ID))
 		return nil
 	}
 	fmt.Fprintf(stdout, "approved %s\n", id)

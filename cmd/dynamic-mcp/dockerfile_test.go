@@ -91,41 +91,6 @@ func execForm(t *testing.T, what, arg string) []string {
 	return v
 }
 
-// shellWords splits a shell command of words, single- and double-quoted
-// strings (no escapes, no expansions: the build command has none).
-func shellWords(t *testing.T, s string) []string {
-	t.Helper()
-	var words []string
-	var w strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-			w.WriteByte(c)
-		case c == '\'' || c == '"':
-			quote, in = c, true
-		case c == ' ' || c == '\t':
-			if in {
-				words = append(words, w.String())
-				w.Reset()
-				in = false
-			}
-		case c == '\\' || c == '$' || c == '`' || c == '&' || c == '|' || c == ';':
-			t.Fatalf("Dockerfile: the build command %q has shell syntax this test does not read", s)
-		default:
-			w.WriteByte(c)
-			in = true
-		}
-	}
-	if in {
-		words = append(words, w.String())
-	}
-	return words
-}
-
 // TestDockerfile reads the Dockerfile (no container engine runs where
 // these tests do) and runs what it says outside a container: its build
 // stage's go build, as written but for the output path, must build a

@@ -9,6 +9,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -23,6 +24,7 @@ type hubUI struct {
 	mgr       *upstream.Manager
 	observers []traffic.Observer // what watched the hub before (traces)
 	logger    *slog.Logger
+	cli       config.CLI // the commands its hints name
 
 	mu   sync.Mutex // guards what follows
 	addr string     // as asked, completed by uiListenAddr
@@ -44,7 +46,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 		if full == u.addr {
 			return u.ui, nil
 		}
-		return nil, fmt.Errorf("the shared hub serves its inspector at %s already, for every client (asked for %s): use that one, or stop the hub (dynamic-mcp stop) to move it", u.ui.URL, full)
+		return nil, fmt.Errorf("the shared hub serves its inspector at %s already, for every client (asked for %s): use that one, or stop the hub (%s) to move it", u.ui.URL, full, u.cli.Command("stop"))
 	}
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,

@@ -123,7 +123,25 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, " (already there, left alone: %s; --force replaces them)", strings.Join(skipped, ", "))
 	}
 	fmt.Fprintln(stdout)
+	printNeeds(out, stdout, stderr)
 	return nil
+}
+
+// printNeeds lists the variables and secrets the config at path uses and
+// are not set, with how to set each: until they are, the groups that use
+// them are unavailable.
+func printNeeds(path string, stdout, stderr io.Writer) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "note: the hub would not start on %s yet:\n%v\n", path, err)
+		return
+	}
+	if n := needs(cfg); len(n) > 0 {
+		fmt.Fprintln(stdout, "set these before the groups that use them can start:")
+		for _, line := range n {
+			fmt.Fprintln(stdout, "  "+line)
+		}
+	}
 }
 
 // groupKeys names each server's group: its name made a group name, and
@@ -235,7 +253,7 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 		return ""
 	}
 	defer mgr.Close()
-	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout)
+	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout)
 	defer cancel()
 	mgr.WaitSettled(wait)
 	st := mgr.Servers()[0].Status()

@@ -19,14 +19,15 @@ type literalSecret struct {
 	name               string // the vault's name for it
 }
 
-// literalSecrets finds the literal values of servers' env variables and
-// headers named like secrets (a ${VAR} is already out of the file).
+// literalSecrets finds the literal secrets of servers' env variables and
+// headers (clients.LiteralSecret: named like one, or looking like a
+// token; a ${VAR} is already out of the file).
 func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
 	var out []literalSecret
 	for i, s := range servers {
 		for where, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
 			for _, k := range sortedKeys(m) {
-				if v := m[k]; v == "" || strings.Contains(v, "${") || !clients.SecretName(k) {
+				if !clients.LiteralSecret(k, m[k]) {
 					continue
 				}
 				name := strings.ToUpper(nonName.ReplaceAllString(keys[i]+"_"+k, "_"))

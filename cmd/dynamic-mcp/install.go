@@ -138,7 +138,10 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := config.Load(absCfg); err != nil {
+	// A config whose groups wait for a variable or a secret installs: the
+	// hub serves the rest, and says what each waits for.
+	cfg, err := config.Load(absCfg)
+	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}
 	bin, err := os.Executable()
@@ -241,6 +244,9 @@ func installCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); it had no backup\n")
 	}
 	fmt.Fprintf(stdout, "  undo with: dynamic-mcp uninstall %s%s\n", client.Name, projectFlag(project))
+	for _, u := range unresolvedOf(cfg) {
+		fmt.Fprintln(stdout, "  "+u.warning())
+	}
 	return nil
 }
 

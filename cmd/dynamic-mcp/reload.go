@@ -24,15 +24,17 @@ const (
 // on SIGHUP, and hands each valid new config to apply. An invalid one is
 // logged and the old config keeps serving. When the pins directory changes
 // (`pin accept` ran) it calls repin. A value on secrets (a secret changed
-// in the store) reloads too. It returns when ctx ends.
-func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
+// in the store) reloads too, and so does a change of the vault's secrets
+// file, vaultFile (`secret set` ran): a server waiting for a secret starts
+// once it is set. It returns when ctx ends.
+func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
 	current := fileHash(path)
 	stamp, changedAt := statStamp(path), time.Time{}
-	pins := statStamp(pinsDir)
+	pins, vaulted := statStamp(pinsDir), statStamp(vaultFile)
 	reload := func(reason string) {
 		cfg, err := config.Load(path)
 		current = fileHash(path)
@@ -58,6 +60,11 @@ func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.C
 			if s := statStamp(pinsDir); s != pins {
 				pins = s
 				repin()
+			}
+			if s := statStamp(vaultFile); s != vaulted {
+				vaulted = s
+				reload("a secret changed in the vault")
+				continue
 			}
 			if s := statStamp(path); s != stamp {
 				stamp, changedAt = s, now

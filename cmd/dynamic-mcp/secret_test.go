@@ -27,7 +27,7 @@ func TestSecretCommand(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+	if err := loadProblem(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
 		t.Fatalf("Load before set: %v", err)
 	}
 	run1 := func(stdin string, args ...string) (string, error) {
@@ -59,12 +59,23 @@ func TestSecretCommand(t *testing.T) {
 	if out, err := run1("", "secret", "rm", "API_KEY", "-c", cfg); err != nil || !strings.Contains(out, "still uses it at groups.a.env.KEY") {
 		t.Fatalf("secret rm: %v\n%s", err, out)
 	}
-	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+	if err := loadProblem(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
 		t.Fatalf("Load after rm: %v", err)
 	}
 	if _, err := run1("", "secret", "set", "API_KEY", "-c", cfg); err == nil {
 		t.Fatal("secret set with nothing on stdin succeeded")
 	}
+}
+
+// loadProblem is the error of loading the config at path, or else why its
+// first server is unavailable (an unset variable or missing secret),
+// or nil.
+func loadProblem(path string) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	return cfg.Groups[0].Servers[0].Unavailable()
 }
 
 // ${secret:NAME} in a server's env: reaches the child (the reference

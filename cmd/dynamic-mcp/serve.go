@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -158,7 +159,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	secretsChanged := make(chan struct{}, 1)
 	go func() {
 		defer close(watched)
-		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
+		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), filepath.Join(cfg.StateDir, vault.SecretsFile), func(cfg *config.Config) {
 			setLogSecrets(cfg)
 			if cfg.Store != storeAtStart {
 				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
@@ -203,7 +204,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)

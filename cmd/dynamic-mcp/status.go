@@ -69,7 +69,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.
-	wait, cancel := context.WithTimeout(ctx, cfg.Settings.ConnectTimeout+cfg.Settings.ListTimeout+5*time.Second)
+	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout+5*time.Second)
 	defer cancel()
 	mgr.WaitSettled(wait)
 
@@ -109,8 +109,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 					what = "served anyway (pin_on_change: warn)"
 				}
 			}
-			fmt.Fprintf(stdout, "%s: tools changed since first seen, %s: %s (accept: dynamic-mcp pin accept -c %s %s)\n",
-				s.Config.ID(), what, strings.Join(changed, ", "), cfg.Path, s.Config.ID())
+			fmt.Fprintf(stdout, "%s: tools changed since first seen, %s: %s (accept: %s)\n",
+				s.Config.ID(), what, strings.Join(changed, ", "), cfg.Command("pin", "accept", s.Config.ID()))
 		}
 	}
 	return notReady(mgr.Servers())

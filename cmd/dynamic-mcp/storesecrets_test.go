@@ -72,7 +72,7 @@ func TestSecretCommandWithStore(t *testing.T) {
 	if out, err := run1("", "secret", "rm", "API_KEY", "-c", cfg); err != nil || !strings.Contains(out, "secret API_KEY removed in the store") {
 		t.Fatalf("secret rm: %v\n%s", err, out)
 	}
-	if _, err := config.Load(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+	if err := loadProblem(cfg); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
 		t.Fatalf("Load after rm: %v", err)
 	}
 }

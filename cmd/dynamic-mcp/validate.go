@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// validateCmd checks a config without starting anything.
+// validateCmd checks a config without starting anything. It exits 1 for a
+// config the hub would not start on, and 0 with warnings for what only
+// holds up a group (an unset variable, a missing secret).
 func validateCmd(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
@@ -25,6 +27,21 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if strings.HasPrefix(g.Description, placeholderPrefix) {
 			fmt.Fprintf(stderr, "warning: %s: group %s has the description import left for it; say what it is for, the LLM reads it\n", cfg.Path, g.Name)
 		}
+	}
+	// An unset variable or missing secret in a group holds up that group
+	// alone (the hub serves the rest): a warning, not a failure.
+	for _, u := range unresolvedOf(cfg) {
+		fmt.Fprintln(stderr, u.warning())
+	}
+	for _, w := range commandWarnings(cfg) {
+		fmt.Fprintln(stderr, w)
+	}
+	secrets, err := secretWarnings(cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range secrets {
+		fmt.Fprintln(stderr, w)
 	}
 	fmt.Fprintf(stdout, "%s: OK (%s mode, %d groups, %d servers)\n", cfg.Path, cfg.Mode, len(cfg.Groups), servers)
 	return nil

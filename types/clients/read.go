@@ -98,7 +98,7 @@ func normalize(s *Server) []string {
 		for _, k := range sortedKeys(m) {
 			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
 			m[k] = config.Escape(v)
-			if v != "" && !strings.Contains(v, "${") && secretKey.MatchString(k) {
+			if LiteralSecret(k, v) {
 				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
 			}
 		}

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,6 +98,9 @@ func (r Retry) orDefaults(d Retry) Retry {
 type Config struct {
 	// Path is the file the config was read from ("" for a reader).
 	Path string
+	// CLI writes the dynamic-mcp commands hints tell the user to run,
+	// with -c Path when a command would not find this config without it.
+	CLI CLI
 	// Mode is dynamic (the default) or flat.
 	Mode Mode
 	// Settings holds hub-wide timeouts and limits.
@@ -315,7 +320,10 @@ type Audit struct {
 
 // Settings are hub-wide knobs; every field has a default.
 type Settings struct {
-	// ConnectTimeout bounds starting and initializing one upstream. Default 10s.
+	// ConnectTimeout bounds starting and initializing one upstream. Default
+	// 10s; 2m for a server a package runner starts (npx, uvx, bunx, pnpm
+	// dlx, pipx run, docker run), unless the file sets it (see
+	// Server.ConnectTimeout).
 	ConnectTimeout time.Duration
 	// ListTimeout bounds one tools/prompts/resources list page. Default 10s.
 	ListTimeout time.Duration
@@ -488,6 +496,13 @@ type Server struct {
 	Headers map[string]string
 	// Timeout bounds one call to this server; default settings.call_timeout.
 	Timeout time.Duration
+	// ConnectTimeout bounds starting and initializing this server, 0 for
+	// settings.connect_timeout. Parse sets it for a server a package
+	// runner starts (npx, uvx, docker run ...; see PackageRunner) while
+	// settings.connect_timeout is not in the file: the longer of
+	// DefaultRunnerConnectTimeout (2m) and the server's timeout:, as its
+	// first start downloads the package.
+	ConnectTimeout time.Duration
 	// Retry is settings.retry with this server's own retry: keys applied.
 	Retry Retry
 	// OAuth configures `auth login` for a url: server that needs it.
@@ -505,7 +520,44 @@ type Server struct {
 	Auth ServerAuth
 	// Line is where the server starts in the file.
 	Line int
+	// Unresolved are the ${VAR} and ${secret:NAME} of the server's keys,
+	// or of its group's, that are not set (each an *UnsetError): the
+	// server is not started, and shows as unavailable with the fix (see
+	// Unavailable), while the rest of the config serves. A reload that
+	// finds them set starts it. A variable outside groups: (settings:,
+	// http:, store: ...) is no server's: unset, it fails the config.
+	Unresolved []*ConfigError
+	// CLI writes the commands of the hints about the server (auth login,
+	// pin accept), with -c when the config needs it.
+	CLI CLI
 }
+
+// Unavailable is why the server cannot start, with what fixes it, while
+// it has Unresolved references; nil otherwise.
+func (s *Server) Unavailable() error {
+	var reasons []string
+	seen := map[string]bool{}
+	for _, ce := range s.Unresolved {
+		var u *UnsetError
+		if !errors.As(ce, &u) || seen[u.Name] {
+			continue
+		}
+		seen[u.Name] = true
+		what := "environment variable "
+		if u.Secret {
+			what = "secret "
+		}
+		reasons = append(reasons, fmt.Sprintf("%s%s is not set (%s)", what, u.Name, u.Fix()))
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "; "))
+}
+
+// Startable reports whether the hub starts the server: it is not
+// disabled, and every variable and secret it uses is set.
+func (s *Server) Startable() bool { return !s.Disabled && len(s.Unresolved) == 0 }
 
 // Isolation says whether client sessions share a server's connection.
 type Isolation string

@@ -134,7 +134,7 @@ func TestParseErrors(t *testing.T) {
 		{"no groups", `mode: flat`, "groups: is required"},
 		{"yaml syntax", "groups:\n  a: [", "config:2"},
 		{"bad group name", "groups:\n  'a b': {description: x, command: y}", "group name must be"},
-		{"unset variable", "groups:\n  a: {description: x, command: '${DMCP_NOPE_NOPE}'}", "DMCP_NOPE_NOPE is not set"},
+		{"unset variable outside groups", "settings: {call_timeout: '${DMCP_NOPE_NOPE}'}\ngroups:\n  a: {description: x, command: y}", "config:1: settings.call_timeout: environment variable DMCP_NOPE_NOPE is not set"},
 		{"bad url", "groups:\n  a: {description: x, url: 'ftp://x'}", "must be an http:// or https:// URL"},
 		{"stdio with url", "groups:\n  a: {description: x, url: 'http://x', transport: stdio}", "is stdio but the server has url:"},
 		{"inline and servers", "groups:\n  a:\n    description: x\n    command: y\n    servers: {b: {command: z}}", "both an inline server and servers:"},

@@ -55,14 +55,39 @@ func expand(s string, env func(string) (string, bool)) (string, error) {
 		case hasDef:
 			b.WriteString(def)
 		case strings.HasPrefix(name, secretPrefix):
-			n := strings.TrimPrefix(name, secretPrefix)
-			return "", fmt.Errorf("secret %s is not set (run: dynamic-mcp secret set %s)", n, n)
+			return "", &UnsetError{Name: strings.TrimPrefix(name, secretPrefix), Secret: true}
 		default:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-} for an empty default)", name, name)
+			return "", &UnsetError{Name: name}
 		}
 		i += end - 1
 	}
 	return b.String(), nil
+}
+
+// UnsetError is a ${VAR} whose variable is not set, or a ${secret:NAME}
+// whose secret is not in the vault.
+type UnsetError struct {
+	Name   string
+	Secret bool // ${secret:NAME}
+	// CLI writes the command of the fix; the zero CLI names no -c.
+	CLI CLI
+}
+
+func (e *UnsetError) Error() string {
+	if e.Secret {
+		return fmt.Sprintf("secret %s is not set (run: %s)", e.Name, e.CLI.Command("secret", "set", e.Name))
+	}
+	return fmt.Sprintf("environment variable %s is not set (write ${%s:-} for an empty default)", e.Name, e.Name)
+}
+
+// Fix says how to set what e names, for a server that stays unavailable
+// until it is: a command to run, or an export in the hub's environment.
+func (e *UnsetError) Fix() string {
+	set := e.CLI.Command("secret", "set", e.Name)
+	if e.Secret {
+		return "run: " + set
+	}
+	return fmt.Sprintf("export %s=... where the hub starts, or run: %s and write ${secret:%s}", e.Name, set, e.Name)
 }
 
 // secretPrefix starts a reference to a secret of the vault:

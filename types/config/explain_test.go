@@ -48,11 +48,10 @@ func TestParseExplainsMistakes(t *testing.T) {
 		{"description not a string", "groups:\n  a: {description: [x], command: y}", "groups.a.description: must be a string"},
 		{"command not a string", "groups:\n  a: {description: x, command: [y]}", "groups.a.command: must be a string"},
 		{"empty command", "groups:\n  a: {description: x, command: ''}", "groups.a.command: is empty"},
-		{"unset variable in a url", "groups:\n  a: {description: x, url: '${DMCP_TEST_UNSET}'}", "DMCP_TEST_UNSET is not set"},
+		{"unset variable in http", "http: {token: '${DMCP_TEST_UNSET}'}\ngroups:\n  a: {description: x, url: 'https://h'}", "DMCP_TEST_UNSET is not set"},
 		{"transport not a string", "groups:\n  a: {description: x, url: 'http://h', transport: [sse]}", "groups.a.transport: must be a string"},
 		{"server not a map", "groups:\n  a:\n    description: x\n    servers: {s: npx}\n", "config:4: groups.a.servers.s: must be a map with command: or url:"},
 		{"tool not a string", "groups:\n  a: {description: x, command: y, policy: [{action: deny, tool: [t], args: {p: x}}]}", "policy[0].tool: must be a string"},
-		{"metadata url unset", "groups:\n  a: {description: x, url: 'https://h', oauth: {client_metadata_url: '${DMCP_TEST_UNSET}'}}", "DMCP_TEST_UNSET is not set"},
 		{"group twice", "groups:\n  a: {description: x, command: y}\n  a: {description: z, command: y}\n", "config:3: groups.a: appears twice"},
 		{"server twice", "groups:\n  a:\n    description: x\n    servers:\n      s: {command: y}\n      s: {command: z}\n", "config:6: groups.a.servers.s: appears twice"},
 	} {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -55,7 +56,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	p := &parser{path: path, dir: configDir(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	p := &parser{path: path, dir: configDir(path), cli: cliFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
 	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
@@ -92,7 +93,16 @@ type parser struct {
 	sessionKeyTexts []string
 	dir             string // the config file's directory, absolute; ${CONFIG_DIR}
 	env             func(string) (string, bool)
-	errs            *multierror.Error
+	cli             CLI // the hints' commands
+	// connectTimeoutSet says settings.connect_timeout is in the file: it
+	// then bounds package runners' starts too.
+	connectTimeoutSet bool
+	errs              *multierror.Error
+	// unresolved, while a group is read, collects the references to
+	// variables and secrets that are not set: they make a server
+	// unavailable (Server.Unresolved) instead of failing the config. nil
+	// outside groups, where they are errors.
+	unresolved *[]*ConfigError
 	// stateDir, secrets and secretUses serve ${secret:NAME}: the vault's
 	// directory, its secrets (read on the first reference) and where
 	// each name is used.
@@ -123,6 +133,7 @@ func (p *parser) fail(n *yaml.Node, key string, format string, args ...any) {
 func (p *parser) parse(data []byte) *Config {
 	cfg := &Config{
 		Path:          p.path,
+		CLI:           p.cli,
 		Mode:          ModeDynamic,
 		PolicyDefault: ActionAllow,
 		StateDir:      Home(),
@@ -212,6 +223,9 @@ func (p *parser) parse(data []byte) *Config {
 	for _, g := range cfg.Groups {
 		for _, s := range g.Servers {
 			s.Retry = s.Retry.orDefaults(cfg.Settings.Retry)
+			if s.PackageRunner() != "" && !p.connectTimeoutSet {
+				s.ConnectTimeout = s.runnerConnectTimeout()
+			}
 			if s.Transport == TransportStdio {
 				for _, t := range cfg.HTTP.Credentials() {
 					s.Hide = append(s.Hide, t)
@@ -251,7 +265,10 @@ func (p *parser) resolve(path string) string {
 
 func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 	p.mapping(n, path, map[string]func(string, *yaml.Node){
-		"connect_timeout":       func(k string, v *yaml.Node) { s.ConnectTimeout = p.duration(v, k) },
+		"connect_timeout": func(k string, v *yaml.Node) {
+			s.ConnectTimeout = p.duration(v, k)
+			p.connectTimeoutSet = true
+		},
 		"list_timeout":          func(k string, v *yaml.Node) { s.ListTimeout = p.duration(v, k) },
 		"call_timeout":          func(k string, v *yaml.Node) { s.CallTimeout = p.duration(v, k) },
 		"stop_grace":            func(k string, v *yaml.Node) { s.StopGrace = p.duration(v, k) },
@@ -316,7 +333,18 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 // server's keys beside the group's) or a servers: map.
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
-	inline := &Server{Name: name, Group: name, Line: at.Line, Isolation: IsolationShared}
+	inline := &Server{Name: name, Group: name, Line: at.Line, Isolation: IsolationShared, CLI: p.cli}
+	// What a group's own keys (and an inline server's) leave unresolved
+	// holds up each of its servers; what a server's keys do, that server.
+	var unresolved []*ConfigError
+	p.unresolved = &unresolved
+	defer func() {
+		p.unresolved = nil
+		for _, s := range g.Servers {
+			s.Unresolved = append(s.Unresolved, unresolved...)
+			slices.SortStableFunc(s.Unresolved, func(a, b *ConfigError) int { return a.Line - b.Line })
+		}
+	}()
 	hasInline, hasServers, badDescription := false, false, false
 	fields := map[string]func(string, *yaml.Node){
 		"description": func(k string, v *yaml.Node) {
@@ -350,11 +378,13 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 				if !namePattern.MatchString(sname) {
 					p.fail(v.Content[i], skey, "server name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 				}
-				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line, Isolation: IsolationShared}
+				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line, Isolation: IsolationShared, CLI: p.cli}
 				if v.Content[i+1].Kind != yaml.MappingNode {
 					p.fail(v.Content[i+1], skey, "must be a map with command: or url:")
 				} else {
+					p.unresolved = &s.Unresolved
 					misspelt := p.mapping(v.Content[i+1], skey, p.serverFields(s))
+					p.unresolved = &unresolved
 					p.checkServer(v.Content[i], skey, s, misspelt)
 				}
 				g.Servers = append(g.Servers, s)
@@ -729,6 +759,14 @@ func (p *parser) strOK(n *yaml.Node, key string) (s string, ok bool) {
 		}
 		return p.env(name)
 	})
+	var unset *UnsetError
+	if errors.As(err, &unset) {
+		unset.CLI = p.cli
+		if p.unresolved != nil {
+			*p.unresolved = append(*p.unresolved, &ConfigError{Path: p.path, Line: n.Line, Key: key, Err: err})
+			return "", false
+		}
+	}
 	if err != nil {
 		p.fail(n, key, "%v", err)
 		return "", false

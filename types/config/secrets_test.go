@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,9 +51,18 @@ state_dir: ` + state + "\n"
 	if uses := cfg.SecretUses["API_KEY"]; len(uses) != 4 {
 		t.Errorf("uses of API_KEY = %q, want its four keys", uses)
 	}
-	_, err = Parse("c.yaml", strings.NewReader(strings.ReplaceAll(src, "secret:API_KEY}\" }", "secret:MISSING}\" }")))
-	if err == nil || !strings.Contains(err.Error(), "secret MISSING is not set (run: dynamic-mcp secret set MISSING)") {
-		t.Fatalf("a missing secret: %v", err)
+	// A missing secret holds up its server alone, with the command that
+	// sets it.
+	cfg, err = Parse("c.yaml", strings.NewReader(strings.Replace(src, "Bearer ${secret:API_KEY}", "Bearer ${secret:MISSING}", 1)))
+	if err != nil {
+		t.Fatalf("a missing secret failed the config: %v", err)
+	}
+	abs, _ := filepath.Abs("c.yaml")
+	want := "secret MISSING is not set (run: dynamic-mcp secret set MISSING -c " + abs + ")"
+	for i, s := range cfg.Groups[0].Servers {
+		if got := s.Unavailable(); (i == 0) != (got != nil) || got != nil && got.Error() != want {
+			t.Errorf("server %d unavailable: %v, want %q on the first only", i, got, want)
+		}
 	}
 }
 

@@ -46,7 +46,8 @@ groups:
     headers: { Authorization: "Bearer ${secret:API_KEY}" }
 store: ${secret:DB_URL}
 state_dir: ` + state + "\n"
-	if _, err := Parse("c.yaml", strings.NewReader(src)); err == nil || !strings.Contains(err.Error(), "secret API_KEY is not set") {
+	if cfg, err := Parse("c.yaml", strings.NewReader(src)); err != nil || cfg.Groups[0].Servers[0].Unavailable() == nil ||
+		!strings.Contains(cfg.Groups[0].Servers[0].Unavailable().Error(), "secret API_KEY is not set") {
 		t.Fatalf("a secret only on file, with store: %v", err)
 	}
 	if err := vault.NewSharedSecrets(db, v).Set("API_KEY", "sk-from-the-store-42"); err != nil {
