@@ -34,6 +34,9 @@ type groupView struct {
 	reason            string         // why it is not ready
 	tools             []json.RawMessage
 	toolRoutes        map[string]route // upstream tool name -> server
+	// instructions are the ready servers' own (see groupInstructions),
+	// "" when the group says instructions: false.
+	instructions string
 }
 
 // view is everything the client sees, built from the upstreams' cached
@@ -130,6 +133,9 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		}
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
+		if g.Config.Instructions {
+			gv.instructions = groupInstructions(g)
+		}
 		for _, s := range g.Servers {
 			v.starting = v.starting || s.Status().State == upstream.StateStarting && !s.Config.Disabled
 		}
