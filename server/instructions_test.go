@@ -142,7 +142,12 @@ func TestInstructionsReachTheClient(t *testing.T) {
 // checking that its text and its structuredContent are that same object.
 func (c *toolClient) metaObject(name string, args any) json.RawMessage {
 	c.t.Helper()
-	line := c.ask("tools/call", map[string]any{"name": name, "arguments": args})
+	return c.metaObjectIn(name, args, c.ask("tools/call", map[string]any{"name": name, "arguments": args}))
+}
+
+// metaObjectIn is metaObject of the answer line of a call already made.
+func (c *toolClient) metaObjectIn(name string, args any, line string) json.RawMessage {
+	c.t.Helper()
 	var m struct {
 		Result struct {
 			Content           []struct{ Type, Text string } `json:"content"`

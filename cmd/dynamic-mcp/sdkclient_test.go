@@ -98,6 +98,29 @@ func TestSDKClient(t *testing.T) {
 	}
 }
 
+// TestGeminiCLITransport connects to the hub over stdio with Gemini CLI's
+// own client code (testdata/sdkclient/gemini.mjs: gemini-cli-core's
+// connectToMcpServer, its McpComplianceTransport around the SDK's stdio
+// transport, the SDK version it pins) and calls the meta-tools: a text
+// that parses as JSON becomes the result's structuredContent there, which
+// the SDK refuses unless it is an object. Once as Gemini CLI is served by
+// default, once under a clients: rule that shapes its schemas.
+func TestGeminiCLITransport(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(repoDir, "testdata", "sdkclient", "gemini.mjs")
+	npmTestTool(t, "@google", "gemini-cli-core", "package.json")
+	for name, more := range map[string]string{
+		"default":        "",
+		"gemini schemas": "clients:\n  - { match: \"gemini-cli*\", schemas: gemini }\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hub, _ := json.Marshal([]string{hubBin, "serve", "-c", writeConfig(t, everythingConfig(t, "dynamic")+more)})
+			runSDKClient(t, []string{script, "--hub", string(hub), "--group", "everything"})
+		})
+	}
+}
+
 // runSDKClient runs the script and turns each check it prints into a
 // subtest: passed, skipped with the script's reason, or failed with its
 // line (the hub's answer, and the direct one where they differ).
@@ -245,9 +268,8 @@ func TestInspectorCLI(t *testing.T) {
 		})
 		t.Run("get_dynamic_tools", func(t *testing.T) {
 			out := inspect(t, config, "--method", "tools/call", "--tool-name", "get_dynamic_tools", "--tool-arg", "group=everything")
-			text, isErr := toolText(t, out)
 			var tools []tool
-			if isErr || json.Unmarshal([]byte(text), &tools) != nil || !slices.ContainsFunc(tools, func(t tool) bool { return t.Name == "echo" }) {
+			if json.Unmarshal(metaTools(t, out), &tools) != nil || !slices.ContainsFunc(tools, func(t tool) bool { return t.Name == "echo" }) {
 				t.Errorf("get_dynamic_tools {group: everything} at once: %s", out)
 			}
 		})
