@@ -97,24 +97,16 @@ func (v *view) instructions(own string) string {
 const maxLeftOut = 512
 
 // withInstructions is an initialize or server/discover result of mcp-go's
-// with text in place of its instructions; any other result is returned as
-// it is.
+// (which answers with values, not pointers) with text in place of its
+// instructions; any other result is returned as it is.
 func withInstructions(result any, text func(own string) string) any {
 	switch r := result.(type) {
 	case mcp.InitializeResult:
 		r.Instructions = text(r.Instructions)
 		return r
-	case *mcp.InitializeResult:
-		cp := *r
-		cp.Instructions = text(r.Instructions)
-		return &cp
 	case mcp.DiscoverResult:
 		r.Instructions = text(r.Instructions)
 		return r
-	case *mcp.DiscoverResult:
-		cp := *r
-		cp.Instructions = text(r.Instructions)
-		return &cp
 	}
 	return result
 }
