@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,29 @@ func (c *toolClient) metaObjectIn(name string, args any, line string) json.RawMe
 		c.t.Fatalf("%s %v: structuredContent\n  %.300s\ndiffers from the text\n  %.300s", name, args, obj, text)
 	}
 	return obj
+}
+
+// initialize does not wait for a group still starting: its instructions
+// are left out, and a session that comes once it is up gets them.
+func TestInstructionsOfAStartingGroup(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n"+
+		"  a: {description: fake, command: %q, args: [\"-instructions\", \"A.\"]}\n"+
+		"  late: {description: fake, command: %q, args: [\"-instructions\", \"Late.\", %s]}\n", t.TempDir(), fakeBin, fakeBin, gated(gate))
+	h, _ := runHub(t, yaml, true)
+	waitFor(t, 20*time.Second, "group a", func() bool { return h.snapshot().view.groupIndex["a"].state == upstream.StateReady })
+	initialize := func(id string) string {
+		c := servePipes(t, h, StdioOptions{SessionID: id})
+		c.send(initializeMsg)
+		return instructionsOf(t, c.answer("0"))
+	}
+	if got := initialize("first"); got != "## group: a\nA." {
+		t.Errorf("while late starts: %q", got)
+	}
+	openGate(t, gate)
+	waitFor(t, 20*time.Second, "group late", func() bool { return h.snapshot().view.groupIndex["late"].state == upstream.StateReady })
+	if got := initialize("second"); got != "## group: a\nA.\n\n## group: late\nLate." {
+		t.Errorf("once late is up: %q", got)
+	}
 }
