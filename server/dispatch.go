@@ -106,11 +106,15 @@ func (h *Hub) delegate(ctx context.Context, req *request) (json.RawMessage, erro
 	if msg.Method == "logging/setLevel" {
 		defer h.setLogLevel()
 	}
+	// The upstreams' instructions, for the groups of the client's view.
+	instructions := func(own string) string {
+		return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).instructions(own)
+	}
 	switch r := h.mcp.HandleMessage(h.mcp.WithContext(ctx, req.sess), msg.Raw).(type) {
 	case mcp.JSONRPCResponse:
-		return jsonrpc.Marshal(r.Result)
+		return jsonrpc.Marshal(withInstructions(r.Result, instructions))
 	case *mcp.JSONRPCResponse:
-		return jsonrpc.Marshal(r.Result)
+		return jsonrpc.Marshal(withInstructions(r.Result, instructions))
 	case mcp.JSONRPCError:
 		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
 	case *mcp.JSONRPCError:

@@ -1,10 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -67,6 +67,9 @@ func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
 			"required": []string{"group", "name"},
 		},
 	}
+	get["outputSchema"] = answerSchema("group", "The group asked for", map[string]any{
+		"instructions": map[string]any{"type": "string", "description": "The group's servers' own instructions on how to use their tools, whole"},
+	})
 	g, _ := jsonrpc.Marshal(get)
 	c, _ := jsonrpc.Marshal(call)
 	if withSearch {
@@ -127,10 +130,11 @@ func (v *view) lookupGroup(name string) (*groupView, string) {
 	return g, ""
 }
 
-// getDynamicTools answers get_dynamic_tools: the group's tools (name,
-// description, input schema) as JSON text, spliced from the upstreams'
-// own bytes (see search.AppendEntries, which search_dynamic_tools answers
-// with too).
+// getDynamicTools answers get_dynamic_tools: an object with the group's
+// name, its servers' instructions (when it has any and config lets them
+// through) and its tools (name, description, input schema), spliced from
+// the upstreams' own bytes (see search.AppendEntries, which
+// search_dynamic_tools answers with too).
 func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
 	g, problem := v.lookupGroup(args.Group)
 	if g == nil {
@@ -140,23 +144,59 @@ func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
 	for i, raw := range g.tools {
 		entries[i] = search.Entry{Tool: raw}
 	}
-	text, err := search.AppendEntries(nil, entries)
+	name, _ := jsonrpc.Marshal(g.name)
+	obj := append([]byte(`{"group":`), name...)
+	if g.instructions != "" {
+		text, _ := jsonrpc.Marshal(g.instructions)
+		obj = append(append(obj, `,"instructions":`...), text...)
+	}
+	obj, err := search.AppendEntries(append(obj, `,"tools":`...), entries)
 	if err != nil {
 		return toolError("dynamic-mcp: cannot list the tools of " + g.name + ": " + err.Error())
 	}
-	return textResult(string(text))
+	return objectResult(append(obj, '}'))
 }
 
-// textResult is a CallToolResult with one text, which keeps <, > and & as
-// they are.
-func textResult(text string) json.RawMessage {
-	q, _ := jsonrpc.Marshal(text)
-	var b bytes.Buffer
-	b.Grow(len(q) + 40)
-	b.WriteString(`{"content":[{"type":"text","text":`)
-	b.Write(q)
-	b.WriteString(`}]}`)
-	return b.Bytes()
+// objectResult is the CallToolResult of a meta-tool that answers the JSON
+// object obj: obj as structuredContent, which the meta-tool's
+// outputSchema describes, and as the text, which a client without
+// structured content gives the model (MCP 2025-06-18, server/tools,
+// "Structured Content": a tool that returns structured content SHOULD
+// also return it serialized in a text block). An object and not a bare
+// array: Gemini CLI stores a text that parses as JSON as the
+// structuredContent of a result that has none, which the TypeScript SDK
+// refuses unless it is an object.
+func objectResult(obj []byte) json.RawMessage {
+	q, _ := jsonrpc.Marshal(string(obj))
+	b := make([]byte, 0, len(q)+len(obj)+64)
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = append(b, q...)
+	b = append(b, `}],"structuredContent":`...)
+	b = append(b, obj...)
+	return append(b, '}')
+}
+
+// answerSchema is the outputSchema of a meta-tool that answers an object
+// with key (a string, described by about), tools (the entries
+// search.AppendEntries writes) and the optional more. The entries' input
+// schemas are left unconstrained: they are the servers' own, whatever
+// they wrote.
+func answerSchema(key, about string, more map[string]any) map[string]any {
+	props := map[string]any{
+		key: map[string]any{"type": "string", "description": about},
+		"tools": map[string]any{"type": "array", "items": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"group":       map[string]any{"type": "string"},
+				"name":        map[string]any{"type": "string"},
+				"description": map[string]any{"type": "string"},
+				"inputSchema": map[string]any{"description": "The tool's input schema, as its server wrote it"},
+			},
+			"required": []string{"name", "inputSchema"},
+		}},
+	}
+	maps.Copy(props, more)
+	return map[string]any{"type": "object", "properties": props, "required": []string{key, "tools"}}
 }
 
 // callDynamicTool answers call_dynamic_tool with the upstream's result,

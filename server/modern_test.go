@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -95,12 +96,16 @@ func TestGetDynamicToolsText(t *testing.T) {
 	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 {
 		t.Fatalf("result %s: %v", res, err)
 	}
-	// The text the LLM reads: the upstream's bytes, keys in its order,
-	// <, > and & as they are, $schema and whitespace gone.
-	want := `[{"name":"search","description":"Search <things> & more","inputSchema":{"type":"object","properties":{"q":{"type":"string","description":"a & b <i>"},"n":{"type":"integer","maximum":1e2}}}},` +
-		`{"name":"bare","inputSchema":{"type":"object"}}]`
+	// The text the LLM reads: an object with the group and its tools in
+	// the upstream's bytes, keys in its order, <, > and & as they are,
+	// $schema and whitespace gone; the same bytes as structuredContent.
+	want := `{"group":"web","tools":[{"name":"search","description":"Search <things> & more","inputSchema":{"type":"object","properties":{"q":{"type":"string","description":"a & b <i>"},"n":{"type":"integer","maximum":1e2}}}},` +
+		`{"name":"bare","inputSchema":{"type":"object"}}]}`
 	if r.Content[0].Text != want {
 		t.Fatalf("text\n got %s\nwant %s", r.Content[0].Text, want)
+	}
+	if sc := jsonrpc.Field(res, "structuredContent"); string(sc) != want {
+		t.Fatalf("structuredContent\n got %s\nwant %s", sc, want)
 	}
 	if !json.Valid([]byte(r.Content[0].Text)) {
 		t.Fatal("the text is not JSON")

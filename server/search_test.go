@@ -103,26 +103,21 @@ func (c *toolClient) search(args map[string]any) []found {
 	return c.foundIn(args, c.ask("tools/call", map[string]any{"name": searchToolName, "arguments": args}))
 }
 
-// foundIn is the tools a search_dynamic_tools answer line lists.
+// foundIn is the tools a search_dynamic_tools answer line lists, in an
+// object that names the query.
 func (c *toolClient) foundIn(args map[string]any, line string) []found {
 	c.t.Helper()
-	var m struct {
-		Result struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
-		} `json:"result"`
+	var answer struct {
+		Query *string           `json:"query"`
+		Tools []json.RawMessage `json:"tools"`
 	}
-	if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Result.Content) == 0 {
-		c.t.Fatalf("search %v: no text result: %s", args, line)
+	if err := json.Unmarshal(c.metaObjectIn(searchToolName, args, line), &answer); err != nil || answer.Tools == nil {
+		c.t.Fatalf("search %v answered no object with tools (%v): %s", args, err, line)
 	}
-	text := m.Result.Content[0].Text
-	if m.Result.IsError {
-		c.t.Fatalf("search %v: %s", args, text)
+	if q, _ := args["query"].(string); answer.Query == nil || *answer.Query != q {
+		c.t.Errorf("search %v: the answer's query is %v", args, answer.Query)
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal([]byte(text), &raws); err != nil {
-		c.t.Fatalf("search %v answered no JSON list: %v: %s", args, err, text)
-	}
+	raws := answer.Tools
 	out := make([]found, len(raws))
 	for i, raw := range raws {
 		if err := json.Unmarshal(raw, &out[i]); err != nil {
@@ -187,13 +182,12 @@ func TestSearchDynamicTools(t *testing.T) {
 		t.Fatalf("search for sleeping: %q", names(got))
 	}
 	// The entry is get_dynamic_tools' entry with the group in front.
-	text, _ := c.callText(getToolsName, map[string]any{"group": got[0].Group})
-	var listed []json.RawMessage
-	if err := json.Unmarshal([]byte(text), &listed); err != nil {
+	var listed struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(c.metaObject(getToolsName, map[string]any{"group": got[0].Group}), &listed); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"group":"` + got[0].Group + `",`
-	for _, raw := range listed {
+	for _, raw := range listed.Tools {
 		if strings.Contains(string(raw), `"name":"`+got[0].Name+`"`) {
 			want += string(raw[1:])
 		}

@@ -39,6 +39,7 @@ func searchTool(enum []string, listed string) json.RawMessage {
 			},
 			"required": []string{"query"},
 		},
+		"outputSchema": answerSchema("query", "The query searched for", nil),
 	}
 	b, _ := jsonrpc.Marshal(def)
 	return b
@@ -100,8 +101,9 @@ func buildToolIndex(groups []*groupView, mode config.SearchMode) *toolIndex {
 	return t
 }
 
-// searchDynamicTools answers search_dynamic_tools: the best matches for the
-// query, in the shape get_dynamic_tools answers with, each with its group.
+// searchDynamicTools answers search_dynamic_tools: an object with the
+// query and its best matches, best first, each in the shape
+// get_dynamic_tools lists its tools in, with its group.
 func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
 	var query string
 	if len(args.Query) > 0 && string(args.Query) != "null" && json.Unmarshal(args.Query, &query) != nil {
@@ -120,18 +122,16 @@ func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
 		return toolError("limit must be a number")
 	}
 	hits := v.search.get().Search(query, args.Group, limit)
-	if len(hits) == 0 {
-		return textResult("[]")
-	}
 	entries := make([]search.Entry, len(hits))
 	for i, h := range hits {
 		entries[i] = v.search.entries[h.Doc]
 	}
-	text, err := search.AppendEntries(nil, entries)
+	q, _ := jsonrpc.Marshal(query)
+	obj, err := search.AppendEntries(append(append([]byte(`{"query":`), q...), `,"tools":`...), entries)
 	if err != nil {
 		return toolError("dynamic-mcp: cannot answer the search: " + err.Error())
 	}
-	return textResult(string(text))
+	return objectResult(append(obj, '}'))
 }
 
 // searchLimitOf reads search_dynamic_tools' limit: a number, or a string

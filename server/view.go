@@ -37,6 +37,9 @@ type groupView struct {
 	reason            string         // why it is not ready
 	tools             []json.RawMessage
 	toolRoutes        map[string]route // upstream tool name -> server
+	// instructions are the ready servers' own (see groupInstructions),
+	// "" when the group says instructions: false.
+	instructions string
 }
 
 // view is everything the client sees, built from the upstreams' cached
@@ -136,6 +139,9 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		}
 		gv := &groupView{name: g.Config.Name, description: g.Config.Description, toolRoutes: map[string]route{}}
 		gv.state, gv.reason = groupState(g)
+		if g.Config.Instructions {
+			gv.instructions = groupInstructions(g)
+		}
 		v.groups = append(v.groups, gv)
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -77,7 +78,7 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 				return false, nil // initialize, in the newest version before 2026-07-28
 			}
 			c.version, c.meta = version, meta
-			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
+			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: boundInstructions(d.Instructions)}
 			if info := d.GetResultMeta().ServerInfo(); info != nil {
 				c.init.ServerInfo = *info
 			}
@@ -99,6 +100,17 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		version = next
 	}
 	return false, nil
+}
+
+// MaxInstructions bounds the instructions kept of a server: text from
+// outside, held for as long as the connection lasts and handed to every
+// client (STYLE 15). Real servers write a few kilobytes at most.
+const MaxInstructions = 16 << 10
+
+// boundInstructions is s cut to MaxInstructions bytes, with a mark that
+// says so; a copy when cut, so that it holds nothing of the message.
+func boundInstructions(s string) string {
+	return clip.Marked(s, MaxInstructions, "\n… (cut by dynamic-mcp: the server's instructions are longer than 16 KiB)")
 }
 
 // offersLegacy reports whether a server's supported versions include one
@@ -143,6 +155,7 @@ func (c *conn) initialize(ctx context.Context, caps mcp.ClientCapabilities) erro
 	if !mcp.IsValidProtocolVersion(init.ProtocolVersion) {
 		return fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
 	}
+	init.Instructions = boundInstructions(init.Instructions)
 	c.init, c.version = &init, init.ProtocolVersion
 	c.setVersion()
 	if err := c.rpc.Notify(string(mcp.MethodNotificationInitialized), nil); err != nil {

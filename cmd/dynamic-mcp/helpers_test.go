@@ -23,6 +23,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // Paths the tests share, set up once by TestMain.
@@ -446,6 +447,32 @@ func toolText(t testing.TB, res json.RawMessage) (string, bool) {
 		t.Fatalf("tool result without content: %s", res)
 	}
 	return r.Content[0].Text, r.IsError
+}
+
+// metaTools is the "tools" of a get_dynamic_tools or search_dynamic_tools
+// answer's text, after checking that the text is a JSON object and that
+// the result's structuredContent is the same object (what a client
+// without structured content, and Gemini CLI's transport, read).
+func metaTools(t testing.TB, res json.RawMessage) []byte {
+	t.Helper()
+	text, isErr := toolText(t, res)
+	if isErr {
+		t.Fatalf("meta-tool failed: %s", text)
+	}
+	var obj struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(text), &obj); err != nil || len(obj.Tools) == 0 || obj.Tools[0] != '[' {
+		t.Fatalf("meta-tool answered no object with tools (%v): %.300s", err, text)
+	}
+	// The same object, compared by value: a client (the Inspector) may
+	// print the result indented.
+	var sc, fromText any
+	mustUnmarshal(t, []byte(text), &fromText)
+	if raw := jsonrpc.Field(res, "structuredContent"); raw == nil || json.Unmarshal(raw, &sc) != nil || !reflect.DeepEqual(sc, fromText) {
+		t.Fatalf("structuredContent %.300s differs from the text %.300s", raw, text)
+	}
+	return obj.Tools
 }
 
 func fakeServer(args ...string) string {

@@ -65,11 +65,9 @@ func TestServeProfileDynamic(t *testing.T) {
 		t.Error("tools/list names the hidden group b")
 	}
 	// Search finds the echo tools of a and c, never b's.
-	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "search_dynamic_tools", "arguments": map[string]any{"query": "echo", "limit": 20}}))
+	text := metaTools(t, c.call("tools/call", map[string]any{"name": "search_dynamic_tools", "arguments": map[string]any{"query": "echo", "limit": 20}}))
 	var found []struct{ Group, Name string }
-	if err := json.Unmarshal([]byte(text), &found); isErr || err != nil {
-		t.Fatalf("search: %q (error %v, %v)", text, isErr, err)
-	}
+	mustUnmarshal(t, text, &found)
 	groups := map[string]bool{}
 	for _, f := range found {
 		groups[f.Group] = true

@@ -98,12 +98,8 @@ groups:
 
 	// get_dynamic_tools hands out name, description and input schema of
 	// every tool, as the upstream defined them.
-	text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "everything"}}))
-	if isErr {
-		t.Fatalf("get_dynamic_tools failed: %s", text)
-	}
 	var got []map[string]json.RawMessage
-	mustUnmarshal(t, []byte(text), &got)
+	mustUnmarshal(t, metaTools(t, c.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "everything"}})), &got)
 	if len(got) != len(direct) {
 		t.Fatalf("get_dynamic_tools returned %d tools, upstream has %d", len(got), len(direct))
 	}

@@ -54,12 +54,8 @@ groups:
 	}
 	search := func(query string, limit int) []found {
 		t.Helper()
-		text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "search_dynamic_tools", "arguments": map[string]any{"query": query, "limit": limit}}))
-		if isErr {
-			t.Fatalf("search %q: %s", query, text)
-		}
 		var got []found
-		mustUnmarshal(t, []byte(text), &got)
+		mustUnmarshal(t, metaTools(t, c.call("tools/call", map[string]any{"name": "search_dynamic_tools", "arguments": map[string]any{"query": query, "limit": limit}})), &got)
 		return got
 	}
 	for _, tc := range []struct{ query, group, tool string }{

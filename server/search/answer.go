@@ -16,8 +16,8 @@ type Entry struct {
 	Tool  json.RawMessage
 }
 
-// AppendEntries appends the JSON text of a list of tools, as
-// get_dynamic_tools and search_dynamic_tools answer: an array of
+// AppendEntries appends the JSON text of a list of tools, as the "tools"
+// of get_dynamic_tools' and search_dynamic_tools' answers: an array of
 // {"group", "name", "description", "inputSchema"}, spliced from the
 // definitions' own bytes with insignificant whitespace dropped. Keys stay
 // in the order the server wrote them and <, > and & stay as they are,

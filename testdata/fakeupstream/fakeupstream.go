@@ -44,19 +44,27 @@ var (
 	prefix   = flags.Bool("prefix", false, "prefix tool names with -name")
 	version  = flags.String("version", "", "answer initialize with this protocol version instead of the client's")
 
-	exitAtStart = flags.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
-	failFirst   = flags.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
-	failAfter   = flags.Int("fail-after", -1, "exit with status 1 at start once it has started N times (counted in -count-file)")
-	countFile   = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first and -fail-after")
-	garbage     = flags.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
-	ignoreTerm  = flags.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
-	grandchild  = flags.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
-	conformance = flags.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
-	floods      = flags.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
-	exact       = flags.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
-	grow        = flags.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
-	modern      = flags.Bool("modern", false, "speak 2026-07-28: answer server/discover, and have the ask tool ask by input_required results (see askModern)")
+	exitAtStart     = flags.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
+	failFirst       = flags.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
+	failAfter       = flags.Int("fail-after", -1, "exit with status 1 at start once it has started N times (counted in -count-file)")
+	countFile       = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first and -fail-after")
+	garbage         = flags.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
+	ignoreTerm      = flags.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
+	grandchild      = flags.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
+	conformance     = flags.Bool("conformance", false, "also offer the conformance suite's notification tools (test_tool_with_progress, test_tool_with_logging)")
+	floods          = flags.Bool("flood", false, "also offer the flood tool, which sends the hub many notifications or requests at once")
+	exact           = flags.Bool("exact", false, "also offer the exact tool, whose definition, result and progress are written by hand to test byte-exact pass-through")
+	grow            = flags.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
+	instructions    = flags.String("instructions", "A fake server for tests.", "the instructions of the initialize (or server/discover) result; none when empty")
+	instructionsPad = flags.Int("instructions-pad", 0, "append this many bytes of filler words to -instructions")
+	modern          = flags.Bool("modern", false, "speak 2026-07-28: answer server/discover, and have the ask tool ask by input_required results (see askModern)")
 )
+
+// instructionsText is -instructions with -instructions-pad bytes of
+// filler ("" is as good as none to a client).
+func instructionsText() string {
+	return *instructions + strings.Repeat(" filler", *instructionsPad/7+1)[:*instructionsPad]
+}
 
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
@@ -503,7 +511,7 @@ func handle(req request) {
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    caps,
 			"serverInfo":      map[string]any{"name": *name, "version": "1.0.0"},
-			"instructions":    "A fake server for tests.",
+			"instructions":    instructionsText(),
 		})
 	case "server/discover":
 		waitFile(*lateDisc)
@@ -517,7 +525,7 @@ func handle(req request) {
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
 		reply(req.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps,
-			"instructions": "A fake server for tests.", "_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": *name, "version": "1.0.0"}}})
+			"instructions": instructionsText(), "_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": *name, "version": "1.0.0"}}})
 	case "logging/setLevel":
 		var p struct {
 			Level string `json:"level"`

@@ -381,7 +381,12 @@ async function hubToolView(list) {
   const res = await hub.client.callTool({ name: "get_dynamic_tools", arguments: { group } }, types.CallToolResultSchema, reqOpts());
   const text = res.content?.[0]?.text ?? "";
   if (res.isError) fail(`get_dynamic_tools {group: ${group}} failed: ${text}`);
-  return JSON.parse(text);
+  // An object, the same as text and as structuredContent, which the SDK
+  // has checked against the tool's outputSchema.
+  const answer = JSON.parse(text);
+  assertSame("get_dynamic_tools' structuredContent", res.structuredContent, answer);
+  if (answer.group !== group || !Array.isArray(answer.tools)) fail("get_dynamic_tools answered no {group, tools}", { keys: Object.keys(answer) });
+  return answer.tools;
 }
 
 // compareToolView checks the hub's view of the upstream's tools against the
@@ -439,6 +444,31 @@ await waitUntil("the hub to list the everything server's tools", 15_000, async (
 
 await check("tools/list", async () => compareToolView(await hubToolView(await hub.client.listTools(undefined, reqOpts()))));
 
+await check("instructions", async () => {
+  // The everything server's instructions reach a client in the hub's
+  // initialize result, under the group's heading, once the group is up
+  // (the list above waited for it; a client that comes first is answered
+  // at once, without them), and get_dynamic_tools hands out the whole text.
+  if (opt.transport === "stdio") throw new Skip("a second stdio client starts a hub of its own (the tests run no shared hub), which answers initialize before its group is up");
+  const want = direct.client.getInstructions()?.trim();
+  if (!want) fail("the everything server sent no instructions");
+  const second = newClient(`${clientName}-second`);
+  await second.client.connect(hubTransport(), reqOpts());
+  let got;
+  try {
+    got = second.client.getInstructions() ?? "";
+  } finally {
+    await second.client.close();
+  }
+  const section = `## group: ${group}\n${want}`;
+  if (!got.includes(section)) fail("the hub's instructions lack the group's", { got, want: section });
+  if (!flat) {
+    const res = await hub.client.callTool({ name: "get_dynamic_tools", arguments: { group } }, types.CallToolResultSchema, reqOpts());
+    if (res.structuredContent?.instructions !== want) fail("get_dynamic_tools' instructions differ", { got: res.structuredContent?.instructions, want });
+  }
+  return { bytes: got.length };
+});
+
 if (!flat) {
   await check("search_dynamic_tools", async () => {
     // The config turns search on: the SDK takes the tool's definition, its
@@ -454,7 +484,10 @@ if (!flat) {
     const res = await hub.client.callTool({ name: tool.name, arguments: args }, types.CallToolResultSchema, reqOpts());
     const text = res.content?.[0]?.text ?? "";
     if (res.isError) fail(`search_dynamic_tools failed: ${text}`);
-    const [best] = JSON.parse(text);
+    const answer = JSON.parse(text);
+    assertSame("search_dynamic_tools' structuredContent", res.structuredContent, answer);
+    if (answer.query !== args.query || !Array.isArray(answer.tools)) fail("search_dynamic_tools answered no {query, tools}", { result: text });
+    const [best] = answer.tools;
     if (best?.group !== group || best?.name !== "echo") fail(`"${args.query}" finds ${best?.group}/${best?.name} first, want ${group}/echo`, { result: text });
     return { best: `${best.group}/${best.name}` };
   });

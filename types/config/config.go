@@ -444,6 +444,12 @@ type Group struct {
 	// Prefix says whether flat mode names this group's tools <group>__<tool>
 	// (true, the default) or leaves them unprefixed.
 	Prefix bool
+	// Instructions says whether the instructions the group's servers give
+	// in their initialize (or server/discover) result reach the client:
+	// in the hub's own initialize result, headed by the group and cut to
+	// a bound, and whole in get_dynamic_tools' answer for the group (true,
+	// the default). false leaves them out of both.
+	Instructions bool
 	// Servers in config order; a group with one inline server has one named
 	// after the group.
 	Servers []*Server

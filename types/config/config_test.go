@@ -27,6 +27,7 @@ groups:
   web:
     description: Search
     prefix: false
+    instructions: false
     servers:
       search: { url: "https://search.example/mcp", headers: { Authorization: "Bearer ${DMCP_TEST_KEY}" } }
       browser: { command: npx, args: ["-y", "@playwright/mcp"], timeout: 120s, retry: { attempts: 2 }, isolation: per-session }
@@ -64,6 +65,9 @@ audit: { path: /tmp/a.jsonl, arguments: true, required: true }
 		t.Errorf("default substitution = %q", got)
 	}
 	web := cfg.Groups[1]
+	if !files.Instructions || web.Instructions {
+		t.Errorf("instructions: files %v (default true), web %v (false in the file)", files.Instructions, web.Instructions)
+	}
 	if web.Prefix || web.Servers[0].Name != "search" || web.Servers[1].Name != "browser" {
 		t.Fatalf("servers out of order: %+v", web.Servers)
 	}
@@ -149,6 +153,7 @@ func TestParseErrors(t *testing.T) {
 		{"args without tool", "groups:\n  a: {description: x, command: y, policy: [{action: deny, args: {p: x}}]}", "only applies to tool calls"},
 		{"bad policy_default", "policy_default: log\ngroups:\n  a: {description: x, command: y}", "must be allow or deny"},
 		{"bad isolation", "groups:\n  a: {description: x, command: y, isolation: private}", `groups.a.isolation: must be shared or per-session, not "private"`},
+		{"instructions not a bool", "groups:\n  a:\n    description: x\n    command: y\n    instructions: none", "config:5: groups.a.instructions: must be true or false"},
 		{"bad retry", "groups:\n  a: {description: x, command: y, retry: {attempts: 0}}", "must be at least 1"},
 		{"required audit off", "audit: {path: off, required: true}\ngroups:\n  a: {description: x, command: y}", `config:1: audit.required: needs an audit trail, but path is "off"`},
 		{"oauth on a process", "groups:\n  a: {description: x, command: y, oauth: {redirect_port: 8765}}", "groups.a.oauth: only applies to url: servers"},

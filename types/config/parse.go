@@ -332,7 +332,7 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 // group reads one group: its own keys, and either one server inline (a
 // server's keys beside the group's) or a servers: map.
 func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
-	g := &Group{Name: name, Prefix: true, Line: at.Line, PinOnChange: PinBlock}
+	g := &Group{Name: name, Prefix: true, Instructions: true, Line: at.Line, PinOnChange: PinBlock}
 	inline := &Server{Name: name, Group: name, Line: at.Line, Isolation: IsolationShared, CLI: p.cli}
 	// What a group's own keys (and an inline server's) leave unresolved
 	// holds up each of its servers; what a server's keys do, that server.
@@ -353,6 +353,7 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 			badDescription = !ok
 		},
 		"prefix":        func(k string, v *yaml.Node) { g.Prefix = p.bool(v, k) },
+		"instructions":  func(k string, v *yaml.Node) { g.Instructions = p.bool(v, k) },
 		"deny":          func(k string, v *yaml.Node) { g.Tools.Deny = p.patterns(v, k) },
 		"allow":         func(k string, v *yaml.Node) { g.Tools.Allow = p.patterns(v, k) },
 		"prompts":       func(k string, v *yaml.Node) { g.Prompts = p.filter(v, k) },

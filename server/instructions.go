@@ -1,0 +1,112 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// The upstreams' instructions (MCP 2025-06-18, lifecycle: "instructions"
+// in the initialize result, which clients put in the model's system
+// prompt) reach the client in the hub's own initialize result, or its
+// server/discover result in 2026-07-28, headed by their group. Each
+// client pays for them in every prompt, so they are bounded: each group's
+// to maxGroupInstructions, all of them to maxInstructions. In dynamic mode
+// get_dynamic_tools hands out a group's whole text.
+const (
+	maxInstructions      = 8 << 10
+	maxGroupInstructions = 2 << 10
+	// cutMark ends a group's text cut to maxGroupInstructions; cutMarkFlat
+	// in flat mode, which has no get_dynamic_tools.
+	cutMark     = "\n… (cut; get_dynamic_tools returns the whole text)"
+	cutMarkFlat = "\n… (cut)"
+)
+
+// groupInstructions are the instructions of g's ready servers, in config
+// order; each headed by its server's name when the group has several. A
+// server not connected yet has none here: the hub answers initialize at
+// once rather than wait for its upstreams (a slow one must not hold up a
+// client's start, and clients that start their turn a second after launch
+// would miss the hub), and MCP has no notification that instructions
+// changed, so a session that initialized before a group was up sees that
+// group's text in get_dynamic_tools alone. What is kept is bounded where
+// the upstream's answer is read (upstream.MaxInstructions).
+func groupInstructions(g *upstream.Group) string {
+	var parts []string
+	for _, s := range g.Servers {
+		st := s.Status()
+		text := strings.TrimSpace(st.Instructions)
+		if st.State != upstream.StateReady || text == "" {
+			continue
+		}
+		if len(g.Servers) > 1 {
+			text = "### server: " + s.Config.Name + "\n" + text
+		}
+		parts = append(parts, text)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// instructions is the text of the hub's initialize (or server/discover)
+// result for a client of v: own (the hub's own, if any), then each
+// group's of v that may be called, in config order, headed "## group:
+// NAME" and cut to maxGroupInstructions. The groups that no longer fit in
+// maxInstructions are named in a last line instead.
+func (v *view) instructions(own string) string {
+	mark := cutMark
+	if v.mode == config.ModeFlat {
+		mark = cutMarkFlat
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(own))
+	var left []string
+	for _, g := range v.groups {
+		if g.instructions == "" || g.state != upstream.StateReady {
+			continue
+		}
+		text := g.instructions
+		if len(text) > maxGroupInstructions {
+			text = clip.String(text, maxGroupInstructions-len(mark)) + mark
+		}
+		section := "## group: " + g.name + "\n" + text
+		if b.Len()+len(section)+2 > maxInstructions-maxLeftOut {
+			left = append(left, g.name)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(section)
+	}
+	if len(left) > 0 {
+		line := "… (left out, over 8 KiB: the instructions of " + strings.Join(left, ", ")
+		if v.mode != config.ModeFlat {
+			line += "; get_dynamic_tools returns them"
+		}
+		b.WriteString("\n\n" + clip.String(line, maxLeftOut-8) + ")")
+	}
+	return b.String()
+}
+
+// maxLeftOut is the room kept in maxInstructions for the line that names
+// the groups left out.
+const maxLeftOut = 512
+
+// withInstructions is an initialize or server/discover result of mcp-go's
+// (which answers with values, not pointers) with text in place of its
+// instructions; any other result is returned as it is.
+func withInstructions(result any, text func(own string) string) any {
+	switch r := result.(type) {
+	case mcp.InitializeResult:
+		r.Instructions = text(r.Instructions)
+		return r
+	case mcp.DiscoverResult:
+		r.Instructions = text(r.Instructions)
+		return r
+	}
+	return result
+}
