@@ -1,0 +1,354 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// modelServer is a model API of the test's own on loopback, for the agent
+// clients of agents_test.go: it speaks just enough of the Anthropic
+// Messages API, the Gemini API and the OpenAI Responses API to stream a
+// tool call or a text answer, records every request, and plays a fixed
+// script (modelScript) that it reads off each request's conversation, so
+// that requests a client makes beside the turn (a title, a check of who
+// speaks next) are answered too and do not move the script on.
+type modelServer struct {
+	t      testing.TB
+	script modelScript
+	URL    string
+
+	mu       sync.Mutex // guards requests and nextID
+	requests []modelRequest
+	nextID   int
+}
+
+// modelRequest is what the model server saw of one request.
+type modelRequest struct {
+	Path string
+	// Tools are the names of the tools the request offers the model,
+	// ToolBytes the bytes of their definitions (the request's tools
+	// array as sent).
+	Tools     []string
+	ToolBytes int
+	// Results are the tool results in the request's conversation, in
+	// order, each as the client sent it (JSON).
+	Results []string
+}
+
+// modelScript is what the model does: in dynamic mode it asks for the
+// group's tools with get_dynamic_tools, calls its echo tool with
+// call_dynamic_tool, then answers; in flat mode it calls <group>__echo,
+// then answers. Which step comes is the number of tool results in the
+// conversation so far.
+type modelScript struct {
+	group, message string
+	flat           bool
+}
+
+// finalAnswer is the model's last answer, which the client prints.
+func (s modelScript) finalAnswer() string { return "FINAL ANSWER after echoing " + s.message }
+
+// modelStep is one answer of the model: a call of Tool with Args, or Text.
+type modelStep struct {
+	Tool string
+	Args map[string]any
+	Text string
+}
+
+// next is the model's answer to a request that offers tools and carries
+// results tool results. A request without tools is one a client makes
+// beside the turn: it gets text (JSON, for a client that asked for JSON).
+func (s modelScript) next(tools []string, results int, wantsJSON bool) modelStep {
+	if len(tools) == 0 {
+		if wantsJSON {
+			// Gemini CLI's checks (who speaks next, which model to
+			// route to) each read their field of one object.
+			return modelStep{Text: `{"reasoning":"the script is done","next_speaker":"user","model_choice":"flash","complexity_score":1}`}
+		}
+		return modelStep{Text: "ok"}
+	}
+	type call struct {
+		tool string
+		args map[string]any
+	}
+	echo := map[string]any{"message": s.message}
+	steps := []call{{s.group + "__echo", echo}}
+	if !s.flat {
+		steps = []call{
+			{"get_dynamic_tools", map[string]any{"group": s.group}},
+			{"call_dynamic_tool", map[string]any{"group": s.group, "name": "echo", "args": echo}},
+		}
+	}
+	if results >= len(steps) {
+		return modelStep{Text: s.finalAnswer()}
+	}
+	want := steps[results]
+	for _, name := range tools {
+		// Clients name an MCP server's tools with a prefix of their own
+		// (mcp__hub__ in Claude Code and Codex).
+		if name == want.tool || strings.HasSuffix(name, "_"+want.tool) {
+			return modelStep{Tool: name, Args: want.args}
+		}
+	}
+	return modelStep{Text: fmt.Sprintf("the script's model found no tool %s among %v", want.tool, tools)}
+}
+
+// startModelServer starts a model server playing script until the test
+// ends.
+func startModelServer(t testing.TB, script modelScript) *modelServer {
+	m := &modelServer{t: t, script: script}
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	m.URL = srv.URL
+	return m
+}
+
+// Requests is every request the model server was asked to answer.
+func (m *modelServer) Requests() []modelRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]modelRequest(nil), m.requests...)
+}
+
+func (m *modelServer) id() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nextID++
+	return m.nextID
+}
+
+func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	path := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages"):
+		m.anthropic(w, path, body)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
+		writeJSON(w, map[string]any{"input_tokens": 1})
+	case r.Method == http.MethodPost && strings.Contains(path, ":") && strings.HasSuffix(path, "GenerateContent") ||
+		strings.HasSuffix(path, ":generateContent"):
+		m.gemini(w, path, body, r.URL.Query().Get("alt") == "sse")
+	case r.Method == http.MethodPost && strings.HasSuffix(path, ":countTokens"):
+		writeJSON(w, map[string]any{"totalTokens": 1})
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		m.responses(w, path, body)
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
+		writeJSON(w, map[string]any{"data": []any{}, "models": []any{}})
+	default:
+		m.t.Logf("model server: %s %s: not part of the script", r.Method, r.URL)
+		http.NotFound(w, r)
+	}
+}
+
+// record keeps what a request offered and carried, and returns the
+// script's answer to it.
+func (m *modelServer) record(path string, tools []string, toolBytes int, results []string, wantsJSON bool) modelStep {
+	m.mu.Lock()
+	m.requests = append(m.requests, modelRequest{Path: path, Tools: tools, ToolBytes: toolBytes, Results: results})
+	m.mu.Unlock()
+	return m.script.next(tools, len(results), wantsJSON)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// sse writes one server-sent event (no event name when event is "").
+func sse(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	w.(http.Flusher).Flush()
+}
+
+func startSSE(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+}
+
+// anthropic answers the Anthropic Messages API (POST /v1/messages),
+// streamed as its SSE events when asked to.
+func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte) {
+	var req struct {
+		Tools    []struct{ Name string } `json:"tools"`
+		Stream   bool                    `json:"stream"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
+		http.Error(w, "not a Messages request", http.StatusBadRequest)
+		return
+	}
+	var results []string
+	for _, msg := range req.Messages {
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(msg.Content, &blocks) != nil {
+			continue // a plain string
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				results = append(results, string(b.Content))
+			}
+		}
+	}
+	var tools []string
+	for _, tool := range req.Tools {
+		tools = append(tools, tool.Name)
+	}
+	step := m.record(path, tools, len(raw.Tools), results, false)
+	id := m.id()
+	block := map[string]any{"type": "text", "text": step.Text}
+	stop := "end_turn"
+	if step.Tool != "" {
+		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%04d", id), "name": step.Tool, "input": step.Args}
+		stop = "tool_use"
+	}
+	message := map[string]any{
+		"id": fmt.Sprintf("msg_%04d", id), "type": "message", "role": "assistant", "model": "script",
+		"content": []any{block}, "stop_reason": stop, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+	}
+	if !req.Stream {
+		writeJSON(w, message)
+		return
+	}
+	startSSE(w)
+	message["content"], message["stop_reason"] = []any{}, nil
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": message})
+	start, delta := map[string]any{"type": "text", "text": ""}, map[string]any{"type": "text_delta", "text": step.Text}
+	if step.Tool != "" {
+		args, _ := json.Marshal(step.Args)
+		start = map[string]any{"type": "tool_use", "id": block["id"], "name": step.Tool, "input": map[string]any{}}
+		delta = map[string]any{"type": "input_json_delta", "partial_json": string(args)}
+	}
+	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
+	sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": delta})
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// gemini answers the Gemini API's generateContent and
+// streamGenerateContent (as SSE with alt=sse).
+func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, stream bool) {
+	var req struct {
+		Contents []struct {
+			Parts []struct {
+				FunctionResponse json.RawMessage `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct{ Name string } `json:"functionDeclarations"`
+		} `json:"tools"`
+		GenerationConfig struct {
+			ResponseMimeType string `json:"responseMimeType"`
+		} `json:"generationConfig"`
+	}
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
+		http.Error(w, "not a generateContent request", http.StatusBadRequest)
+		return
+	}
+	var results, tools []string
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			if p.FunctionResponse != nil {
+				results = append(results, string(p.FunctionResponse))
+			}
+		}
+	}
+	for _, t := range req.Tools {
+		for _, f := range t.FunctionDeclarations {
+			tools = append(tools, f.Name)
+		}
+	}
+	step := m.record(path, tools, len(raw.Tools), results, req.GenerationConfig.ResponseMimeType == "application/json")
+	part := map[string]any{"text": step.Text}
+	if step.Tool != "" {
+		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Args}}
+	}
+	answer := map[string]any{
+		"candidates": []any{map[string]any{
+			"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+		"modelVersion":  "script",
+	}
+	if !stream {
+		writeJSON(w, answer)
+		return
+	}
+	startSSE(w)
+	sse(w, "", answer)
+}
+
+// responses answers the OpenAI Responses API (POST /v1/responses) with
+// its SSE events.
+func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte) {
+	var req struct {
+		Tools []struct{ Name string } `json:"tools"`
+		Input []struct {
+			Type   string          `json:"type"`
+			Output json.RawMessage `json:"output"`
+		} `json:"input"`
+	}
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
+		http.Error(w, "not a Responses request", http.StatusBadRequest)
+		return
+	}
+	var results, tools []string
+	for _, item := range req.Input {
+		if item.Type == "function_call_output" {
+			results = append(results, string(item.Output))
+		}
+	}
+	for _, t := range req.Tools {
+		tools = append(tools, t.Name)
+	}
+	step := m.record(path, tools, len(raw.Tools), results, false)
+	id := m.id()
+	item := map[string]any{
+		"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%04d", id), "status": "completed",
+		"content": []any{map[string]any{"type": "output_text", "text": step.Text, "annotations": []any{}}},
+	}
+	if step.Tool != "" {
+		args, _ := json.Marshal(step.Args)
+		item = map[string]any{
+			"type": "function_call", "id": fmt.Sprintf("fc_%04d", id), "call_id": fmt.Sprintf("call_%04d", id),
+			"name": step.Tool, "arguments": string(args), "status": "completed",
+		}
+	}
+	response := map[string]any{"id": fmt.Sprintf("resp_%04d", id), "object": "response", "model": "script", "status": "in_progress", "output": []any{}}
+	startSSE(w)
+	sse(w, "response.created", map[string]any{"type": "response.created", "response": response})
+	sse(w, "response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	response["status"], response["output"] = "completed", []any{item}
+	response["usage"] = map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": response})
+}
