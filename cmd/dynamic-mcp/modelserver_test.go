@@ -31,14 +31,31 @@ type modelServer struct {
 // modelRequest is what the model server saw of one request.
 type modelRequest struct {
 	Path string
-	// Tools are the names of the tools the request offers the model,
-	// ToolBytes the bytes of their definitions (the request's tools
-	// array as sent).
-	Tools     []string
+	// Tools are the tools the request offers the model, ToolBytes the
+	// bytes of their definitions (the request's tools array as sent).
+	Tools     []modelTool
 	ToolBytes int
 	// Results are the tool results in the request's conversation, in
 	// order, each as the client sent it (JSON).
 	Results []string
+}
+
+// modelTool is one tool a request offers: its name (and namespace, in
+// the Responses API) and the bytes of its definition as sent.
+type modelTool struct {
+	Name, Namespace string
+	Bytes           int
+}
+
+// toolsOf is the tools of definitions, each a JSON object with a name.
+func toolsOf(definitions []json.RawMessage) []modelTool {
+	tools := make([]modelTool, 0, len(definitions))
+	for _, d := range definitions {
+		var tool struct{ Name string }
+		json.Unmarshal(d, &tool)
+		tools = append(tools, modelTool{Name: tool.Name, Bytes: len(d)})
+	}
+	return tools
 }
 
 // modelScript is what the model does: in dynamic mode it asks for the
@@ -54,17 +71,18 @@ type modelScript struct {
 // finalAnswer is the model's last answer, which the client prints.
 func (s modelScript) finalAnswer() string { return "FINAL ANSWER after echoing " + s.message }
 
-// modelStep is one answer of the model: a call of Tool with Args, or Text.
+// modelStep is one answer of the model: a call of Tool (in Namespace)
+// with Args, or Text.
 type modelStep struct {
-	Tool string
-	Args map[string]any
-	Text string
+	Tool, Namespace string
+	Args            map[string]any
+	Text            string
 }
 
 // next is the model's answer to a request that offers tools and carries
 // results tool results. A request without tools is one a client makes
 // beside the turn: it gets text (JSON, for a client that asked for JSON).
-func (s modelScript) next(tools []string, results int, wantsJSON bool) modelStep {
+func (s modelScript) next(tools []modelTool, results int, wantsJSON bool) modelStep {
 	if len(tools) == 0 {
 		if wantsJSON {
 			// Gemini CLI's checks (who speaks next, which model to
@@ -89,14 +107,22 @@ func (s modelScript) next(tools []string, results int, wantsJSON bool) modelStep
 		return modelStep{Text: s.finalAnswer()}
 	}
 	want := steps[results]
-	for _, name := range tools {
-		// Clients name an MCP server's tools with a prefix of their own
-		// (mcp__hub__ in Claude Code and Codex).
-		if name == want.tool || strings.HasSuffix(name, "_"+want.tool) {
-			return modelStep{Tool: name, Args: want.args}
-		}
+	if tool, found := findTool(tools, want.tool); found {
+		return modelStep{Tool: tool.Name, Namespace: tool.Namespace, Args: want.args}
 	}
 	return modelStep{Text: fmt.Sprintf("the script's model found no tool %s among %v", want.tool, tools)}
+}
+
+// findTool finds the hub's tool name among tools, under the prefix the
+// client gives an MCP server's tools (mcp__hub__ in Claude Code, mcp_hub_
+// in Gemini CLI; Codex puts them in a namespace, mcp__hub).
+func findTool(tools []modelTool, name string) (modelTool, bool) {
+	for _, tool := range tools {
+		if tool.Name == name || strings.HasSuffix(tool.Name, "_"+name) {
+			return tool, true
+		}
+	}
+	return modelTool{}, false
 }
 
 // startModelServer starts a model server playing script until the test
@@ -152,7 +178,7 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record keeps what a request offered and carried, and returns the
 // script's answer to it.
-func (m *modelServer) record(path string, tools []string, toolBytes int, results []string, wantsJSON bool) modelStep {
+func (m *modelServer) record(path string, tools []modelTool, toolBytes int, results []string, wantsJSON bool) modelStep {
 	m.mu.Lock()
 	m.requests = append(m.requests, modelRequest{Path: path, Tools: tools, ToolBytes: toolBytes, Results: results})
 	m.mu.Unlock()
@@ -183,8 +209,8 @@ func startSSE(w http.ResponseWriter) {
 // streamed as its SSE events when asked to.
 func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte) {
 	var req struct {
-		Tools    []struct{ Name string } `json:"tools"`
-		Stream   bool                    `json:"stream"`
+		Tools    []json.RawMessage `json:"tools"`
+		Stream   bool              `json:"stream"`
 		Messages []struct {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
@@ -211,11 +237,7 @@ func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte)
 			}
 		}
 	}
-	var tools []string
-	for _, tool := range req.Tools {
-		tools = append(tools, tool.Name)
-	}
-	step := m.record(path, tools, len(raw.Tools), results, false)
+	step := m.record(path, toolsOf(req.Tools), len(raw.Tools), results, false)
 	id := m.id()
 	block := map[string]any{"type": "text", "text": step.Text}
 	stop := "end_turn"
@@ -258,7 +280,7 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 			} `json:"parts"`
 		} `json:"contents"`
 		Tools []struct {
-			FunctionDeclarations []struct{ Name string } `json:"functionDeclarations"`
+			FunctionDeclarations []json.RawMessage `json:"functionDeclarations"`
 		} `json:"tools"`
 		GenerationConfig struct {
 			ResponseMimeType string `json:"responseMimeType"`
@@ -271,7 +293,8 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 		http.Error(w, "not a generateContent request", http.StatusBadRequest)
 		return
 	}
-	var results, tools []string
+	var results []string
+	var definitions []json.RawMessage
 	for _, c := range req.Contents {
 		for _, p := range c.Parts {
 			if p.FunctionResponse != nil {
@@ -280,11 +303,9 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 		}
 	}
 	for _, t := range req.Tools {
-		for _, f := range t.FunctionDeclarations {
-			tools = append(tools, f.Name)
-		}
+		definitions = append(definitions, t.FunctionDeclarations...)
 	}
-	step := m.record(path, tools, len(raw.Tools), results, req.GenerationConfig.ResponseMimeType == "application/json")
+	step := m.record(path, toolsOf(definitions), len(raw.Tools), results, req.GenerationConfig.ResponseMimeType == "application/json")
 	part := map[string]any{"text": step.Text}
 	if step.Tool != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Args}}
@@ -308,7 +329,7 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 // its SSE events.
 func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte) {
 	var req struct {
-		Tools []struct{ Name string } `json:"tools"`
+		Tools []json.RawMessage `json:"tools"`
 		Input []struct {
 			Type   string          `json:"type"`
 			Output json.RawMessage `json:"output"`
@@ -321,14 +342,29 @@ func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte)
 		http.Error(w, "not a Responses request", http.StatusBadRequest)
 		return
 	}
-	var results, tools []string
+	var results []string
 	for _, item := range req.Input {
 		if item.Type == "function_call_output" {
 			results = append(results, string(item.Output))
 		}
 	}
-	for _, t := range req.Tools {
-		tools = append(tools, t.Name)
+	// Codex offers each MCP server's tools in a namespace (mcp__hub),
+	// which a call names beside the tool.
+	var tools []modelTool
+	for _, definition := range req.Tools {
+		var namespace struct {
+			Type, Name string
+			Tools      []json.RawMessage
+		}
+		json.Unmarshal(definition, &namespace)
+		if namespace.Type != "namespace" {
+			tools = append(tools, toolsOf([]json.RawMessage{definition})...)
+			continue
+		}
+		for _, tool := range toolsOf(namespace.Tools) {
+			tool.Namespace = namespace.Name
+			tools = append(tools, tool)
+		}
 	}
 	step := m.record(path, tools, len(raw.Tools), results, false)
 	id := m.id()
@@ -341,6 +377,9 @@ func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte)
 		item = map[string]any{
 			"type": "function_call", "id": fmt.Sprintf("fc_%04d", id), "call_id": fmt.Sprintf("call_%04d", id),
 			"name": step.Tool, "arguments": string(args), "status": "completed",
+		}
+		if step.Namespace != "" {
+			item["namespace"] = step.Namespace
 		}
 	}
 	response := map[string]any{"id": fmt.Sprintf("resp_%04d", id), "object": "response", "model": "script", "status": "in_progress", "output": []any{}}
