@@ -20,7 +20,7 @@ import (
 // installed (npm ci --prefix testdata/npm-agents).
 func npmAgentsDir() string { return filepath.Join(repoDir, "testdata", "npm-agents") }
 
-// agentClient is an agent client from npm that agentsTest runs
+// agentClient is an agent client from npm that TestAgentClients runs
 // non-interactively in front of the model server, with the hub as its
 // only MCP server, named hub.
 type agentClient struct {
@@ -70,6 +70,79 @@ var claudeCode = agentClient{
 			"ENABLE_TOOL_SEARCH=false",
 		}
 		return args, env
+	},
+}
+
+// geminiCLI is Gemini CLI (gemini -p), its one MCP server in the
+// settings.json of its HOME, trusted so that its tools run without a
+// question, the model at GOOGLE_GEMINI_BASE_URL with an API key.
+var geminiCLI = agentClient{
+	name: "gemini",
+	bin:  "gemini",
+	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
+		settings, _ := json.MarshalIndent(map[string]any{
+			"mcpServers": map[string]any{
+				"hub": map[string]any{"command": hub[0], "args": hub[1:], "env": hubEnv, "trust": true},
+			},
+			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
+			"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+			"privacy":   map[string]any{"usageStatisticsEnabled": false},
+			"telemetry": map[string]any{"enabled": false},
+		}, "", "  ")
+		writeAgentFile(t, filepath.Join(home, ".gemini", "settings.json"), settings)
+		args := []string{"-p", prompt, "--model", "gemini-2.5-flash", "--allowed-mcp-server-names", "hub"}
+		env := []string{
+			"GOOGLE_GEMINI_BASE_URL=" + modelURL, "GEMINI_API_KEY=test-dummy-key",
+			// No question about trusting the folder, and no second node
+			// process with a larger heap.
+			"GEMINI_CLI_TRUST_WORKSPACE=true", "GEMINI_CLI_NO_RELAUNCH=true",
+		}
+		return args, env
+	},
+}
+
+// codex is Codex (codex exec), its one MCP server and a model provider
+// at the model server (the Responses API) in the config.toml of its
+// CODEX_HOME, with an API key from the environment.
+var codex = agentClient{
+	name:      "codex",
+	bin:       "codex",
+	listsOnce: true,
+	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
+		var env []string
+		for k, v := range hubEnv {
+			env = append(env, k+" = "+tomlString(v))
+		}
+		var args []string
+		for _, a := range hub[1:] {
+			args = append(args, tomlString(a))
+		}
+		config := fmt.Sprintf(`model = "gpt-5-script"
+model_provider = "script"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.script]
+name = "script"
+base_url = %s
+wire_api = "responses"
+env_key = "SCRIPT_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[mcp_servers.hub]
+command = %s
+args = [%s]
+env = { %s }
+startup_timeout_sec = 30
+default_tools_approval_mode = "approve"
+`, tomlString(modelURL+"/v1"), tomlString(hub[0]), strings.Join(args, ", "), strings.Join(env, ", "))
+		codexHome := filepath.Join(home, ".codex")
+		writeAgentFile(t, filepath.Join(codexHome, "config.toml"), []byte(config))
+		return []string{"exec", "--skip-git-repo-check", "--sandbox", "read-only", prompt},
+			[]string{"CODEX_HOME=" + codexHome, "SCRIPT_API_KEY=test-dummy-key"}
 	},
 }
 
@@ -234,7 +307,7 @@ func turns(requests []modelRequest) []modelRequest {
 // model the tool of the hub the script calls first.
 func offersHubTools(script modelScript, requests []modelRequest) bool {
 	t := turns(requests)
-	return len(t) > 0 && script.next(t[0].Tools, 0, false).Tool != ""
+	return len(t) > 0 && script.next(t[0].Tools, 0).Tool != ""
 }
 
 // checkModelSaw checks the requests a client made of the model in one
@@ -284,79 +357,6 @@ func checkModelSaw(t *testing.T, script modelScript, requests []modelRequest) bo
 		}
 	}
 	return ok
-}
-
-// geminiCLI is Gemini CLI (gemini -p), its one MCP server in the
-// settings.json of its HOME, trusted so that its tools run without a
-// question, the model at GOOGLE_GEMINI_BASE_URL with an API key.
-var geminiCLI = agentClient{
-	name: "gemini",
-	bin:  "gemini",
-	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
-		settings, _ := json.MarshalIndent(map[string]any{
-			"mcpServers": map[string]any{
-				"hub": map[string]any{"command": hub[0], "args": hub[1:], "env": hubEnv, "trust": true},
-			},
-			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
-			"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-			"privacy":   map[string]any{"usageStatisticsEnabled": false},
-			"telemetry": map[string]any{"enabled": false},
-		}, "", "  ")
-		writeAgentFile(t, filepath.Join(home, ".gemini", "settings.json"), settings)
-		args := []string{"-p", prompt, "--model", "gemini-2.5-flash", "--allowed-mcp-server-names", "hub"}
-		env := []string{
-			"GOOGLE_GEMINI_BASE_URL=" + modelURL, "GEMINI_API_KEY=test-dummy-key",
-			// No question about trusting the folder, and no second node
-			// process with a larger heap.
-			"GEMINI_CLI_TRUST_WORKSPACE=true", "GEMINI_CLI_NO_RELAUNCH=true",
-		}
-		return args, env
-	},
-}
-
-// codex is Codex (codex exec), its one MCP server and a model provider
-// at the model server (the Responses API) in the config.toml of its
-// CODEX_HOME, with an API key from the environment.
-var codex = agentClient{
-	name:      "codex",
-	bin:       "codex",
-	listsOnce: true,
-	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
-		var env []string
-		for k, v := range hubEnv {
-			env = append(env, k+" = "+tomlString(v))
-		}
-		var args []string
-		for _, a := range hub[1:] {
-			args = append(args, tomlString(a))
-		}
-		config := fmt.Sprintf(`model = "gpt-5-script"
-model_provider = "script"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[model_providers.script]
-name = "script"
-base_url = %s
-wire_api = "responses"
-env_key = "SCRIPT_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[mcp_servers.hub]
-command = %s
-args = [%s]
-env = { %s }
-startup_timeout_sec = 30
-default_tools_approval_mode = "approve"
-`, tomlString(modelURL+"/v1"), tomlString(hub[0]), strings.Join(args, ", "), strings.Join(env, ", "))
-		codexHome := filepath.Join(home, ".codex")
-		writeAgentFile(t, filepath.Join(codexHome, "config.toml"), []byte(config))
-		return []string{"exec", "--skip-git-repo-check", "--sandbox", "read-only", prompt},
-			[]string{"CODEX_HOME=" + codexHome, "SCRIPT_API_KEY=test-dummy-key"}
-	},
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are TOML's).

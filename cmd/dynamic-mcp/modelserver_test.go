@@ -15,9 +15,9 @@ import (
 // clients of agents_test.go: it speaks just enough of the Anthropic
 // Messages API, the Gemini API and the OpenAI Responses API to stream a
 // tool call or a text answer, records every request, and plays a fixed
-// script (modelScript) that it reads off each request's conversation, so
-// that requests a client makes beside the turn (a title, a check of who
-// speaks next) are answered too and do not move the script on.
+// script (modelScript) that it reads off each request's conversation.
+// What the clients here do not ask (a request not streamed, counting
+// tokens) it answers 404 and logs.
 type modelServer struct {
 	t      testing.TB
 	script modelScript
@@ -30,7 +30,6 @@ type modelServer struct {
 
 // modelRequest is what the model server saw of one request.
 type modelRequest struct {
-	Path string
 	// Tools are the tools the request offers the model, ToolBytes the
 	// bytes of their definitions (the request's tools array as sent).
 	Tools     []modelTool
@@ -80,17 +79,8 @@ type modelStep struct {
 }
 
 // next is the model's answer to a request that offers tools and carries
-// results tool results. A request without tools is one a client makes
-// beside the turn: it gets text (JSON, for a client that asked for JSON).
-func (s modelScript) next(tools []modelTool, results int, wantsJSON bool) modelStep {
-	if len(tools) == 0 {
-		if wantsJSON {
-			// Gemini CLI's checks (who speaks next, which model to
-			// route to) each read their field of one object.
-			return modelStep{Text: `{"reasoning":"the script is done","next_speaker":"user","model_choice":"flash","complexity_score":1}`}
-		}
-		return modelStep{Text: "ok"}
-	}
+// results tool results.
+func (s modelScript) next(tools []modelTool, results int) modelStep {
 	type call struct {
 		tool string
 		args map[string]any
@@ -158,18 +148,11 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages"):
-		m.anthropic(w, path, body)
-	case r.Method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
-		writeJSON(w, map[string]any{"input_tokens": 1})
-	case r.Method == http.MethodPost && strings.Contains(path, ":") && strings.HasSuffix(path, "GenerateContent") ||
-		strings.HasSuffix(path, ":generateContent"):
-		m.gemini(w, path, body, r.URL.Query().Get("alt") == "sse")
-	case r.Method == http.MethodPost && strings.HasSuffix(path, ":countTokens"):
-		writeJSON(w, map[string]any{"totalTokens": 1})
+		m.anthropic(w, body)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, ":streamGenerateContent") && r.URL.Query().Get("alt") == "sse":
+		m.gemini(w, body)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
-		m.responses(w, path, body)
-	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
-		writeJSON(w, map[string]any{"data": []any{}, "models": []any{}})
+		m.responses(w, body)
 	default:
 		m.t.Logf("model server: %s %s: not part of the script", r.Method, r.URL)
 		http.NotFound(w, r)
@@ -178,16 +161,24 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record keeps what a request offered and carried, and returns the
 // script's answer to it.
-func (m *modelServer) record(path string, tools []modelTool, toolBytes int, results []string, wantsJSON bool) modelStep {
+func (m *modelServer) record(tools []modelTool, toolBytes int, results []string) modelStep {
 	m.mu.Lock()
-	m.requests = append(m.requests, modelRequest{Path: path, Tools: tools, ToolBytes: toolBytes, Results: results})
+	m.requests = append(m.requests, modelRequest{Tools: tools, ToolBytes: toolBytes, Results: results})
 	m.mu.Unlock()
-	return m.script.next(tools, len(results), wantsJSON)
+	return m.script.next(tools, len(results))
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+// decodeRequest decodes body into req and says how many bytes its tools
+// array has; it answers 400 to a body that is not a request of api.
+func decodeRequest(w http.ResponseWriter, body []byte, req any, api string) (toolBytes int, ok bool) {
+	var raw struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, req) != nil || json.Unmarshal(body, &raw) != nil {
+		http.Error(w, "not a "+api+" request", http.StatusBadRequest)
+		return 0, false
+	}
+	return len(raw.Tools), true
 }
 
 // sse writes one server-sent event (no event name when event is "").
@@ -206,20 +197,16 @@ func startSSE(w http.ResponseWriter) {
 }
 
 // anthropic answers the Anthropic Messages API (POST /v1/messages),
-// streamed as its SSE events when asked to.
-func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte) {
+// streamed as its SSE events.
+func (m *modelServer) anthropic(w http.ResponseWriter, body []byte) {
 	var req struct {
 		Tools    []json.RawMessage `json:"tools"`
-		Stream   bool              `json:"stream"`
 		Messages []struct {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	var raw struct {
-		Tools json.RawMessage `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
-		http.Error(w, "not a Messages request", http.StatusBadRequest)
+	toolBytes, ok := decodeRequest(w, body, &req, "Messages")
+	if !ok {
 		return
 	}
 	var results []string
@@ -237,30 +224,20 @@ func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte)
 			}
 		}
 	}
-	step := m.record(path, toolsOf(req.Tools), len(raw.Tools), results, false)
+	step := m.record(toolsOf(req.Tools), toolBytes, results)
 	id := m.id()
-	block := map[string]any{"type": "text", "text": step.Text}
-	stop := "end_turn"
-	if step.Tool != "" {
-		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%04d", id), "name": step.Tool, "input": step.Args}
-		stop = "tool_use"
-	}
-	message := map[string]any{
-		"id": fmt.Sprintf("msg_%04d", id), "type": "message", "role": "assistant", "model": "script",
-		"content": []any{block}, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
-	}
-	if !req.Stream {
-		writeJSON(w, message)
-		return
-	}
 	startSSE(w)
-	message["content"], message["stop_reason"] = []any{}, nil
-	sse(w, "message_start", map[string]any{"type": "message_start", "message": message})
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": fmt.Sprintf("msg_%04d", id), "type": "message", "role": "assistant", "model": "script",
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+	}})
+	stop := "end_turn"
 	start, delta := map[string]any{"type": "text", "text": ""}, map[string]any{"type": "text_delta", "text": step.Text}
 	if step.Tool != "" {
 		args, _ := json.Marshal(step.Args)
-		start = map[string]any{"type": "tool_use", "id": block["id"], "name": step.Tool, "input": map[string]any{}}
+		stop = "tool_use"
+		start = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%04d", id), "name": step.Tool, "input": map[string]any{}}
 		delta = map[string]any{"type": "input_json_delta", "partial_json": string(args)}
 	}
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": start})
@@ -270,9 +247,9 @@ func (m *modelServer) anthropic(w http.ResponseWriter, path string, body []byte)
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }
 
-// gemini answers the Gemini API's generateContent and
-// streamGenerateContent (as SSE with alt=sse).
-func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, stream bool) {
+// gemini answers the Gemini API's streamGenerateContent, as SSE
+// (alt=sse).
+func (m *modelServer) gemini(w http.ResponseWriter, body []byte) {
 	var req struct {
 		Contents []struct {
 			Parts []struct {
@@ -282,15 +259,9 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 		Tools []struct {
 			FunctionDeclarations []json.RawMessage `json:"functionDeclarations"`
 		} `json:"tools"`
-		GenerationConfig struct {
-			ResponseMimeType string `json:"responseMimeType"`
-		} `json:"generationConfig"`
 	}
-	var raw struct {
-		Tools json.RawMessage `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
-		http.Error(w, "not a generateContent request", http.StatusBadRequest)
+	toolBytes, ok := decodeRequest(w, body, &req, "generateContent")
+	if !ok {
 		return
 	}
 	var results []string
@@ -305,7 +276,7 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 	for _, t := range req.Tools {
 		definitions = append(definitions, t.FunctionDeclarations...)
 	}
-	step := m.record(path, toolsOf(definitions), len(raw.Tools), results, req.GenerationConfig.ResponseMimeType == "application/json")
+	step := m.record(toolsOf(definitions), toolBytes, results)
 	part := map[string]any{"text": step.Text}
 	if step.Tool != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Args}}
@@ -317,17 +288,13 @@ func (m *modelServer) gemini(w http.ResponseWriter, path string, body []byte, st
 		"usageMetadata": map[string]any{"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
 		"modelVersion":  "script",
 	}
-	if !stream {
-		writeJSON(w, answer)
-		return
-	}
 	startSSE(w)
 	sse(w, "", answer)
 }
 
 // responses answers the OpenAI Responses API (POST /v1/responses) with
 // its SSE events.
-func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte) {
+func (m *modelServer) responses(w http.ResponseWriter, body []byte) {
 	var req struct {
 		Tools []json.RawMessage `json:"tools"`
 		Input []struct {
@@ -335,11 +302,8 @@ func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte)
 			Output json.RawMessage `json:"output"`
 		} `json:"input"`
 	}
-	var raw struct {
-		Tools json.RawMessage `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
-		http.Error(w, "not a Responses request", http.StatusBadRequest)
+	toolBytes, ok := decodeRequest(w, body, &req, "Responses")
+	if !ok {
 		return
 	}
 	var results []string
@@ -366,7 +330,7 @@ func (m *modelServer) responses(w http.ResponseWriter, path string, body []byte)
 			tools = append(tools, tool)
 		}
 	}
-	step := m.record(path, tools, len(raw.Tools), results, false)
+	step := m.record(tools, toolBytes, results)
 	id := m.id()
 	item := map[string]any{
 		"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%04d", id), "status": "completed",
