@@ -166,7 +166,8 @@ const (
 	// empty state dir), its upstream starting with it.
 	startFirst = "first"
 	// startCold: a hub of its own, its upstream starting with it, on a
-	// state dir a hub of this config ran with before.
+	// state dir a hub of this config ran with before, up to its
+	// upstream's list of tools.
 	startCold = "cold"
 	// startWarm: the shared hub of this config, already running with
 	// its upstream up; the client's entry is a bridge to it.
@@ -232,8 +233,18 @@ func runAgent(t *testing.T, run agentRun) {
 	home := t.TempDir()
 	hub := []string{hubBin, "serve", "-c", run.shared.path}
 	hubEnv := map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")}
-	if run.start == startWarm {
-		warmSharedHub(t, run.shared, run.mode)
+	switch run.start {
+	case startCold:
+		// The first run may have ended before the hub heard its
+		// upstream's tools (a client that gave up on them at once).
+		c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + run.state}, hubBin, "serve", "-c", run.shared.path)
+		c.initialize("2025-06-18")
+		waitEverythingUp(t, c, run.mode)
+		c.tr.Close()
+	case startWarm:
+		// A bridge of the test's own starts the shared hub and stays
+		// until the test ends.
+		waitEverythingUp(t, run.shared.bridge(t, "warm-up"), run.mode)
 		for _, kv := range run.shared.env {
 			k, v, _ := strings.Cut(kv, "=")
 			hubEnv[k] = v
@@ -276,12 +287,10 @@ func runAgent(t *testing.T, run agentRun) {
 	}
 }
 
-// warmSharedHub starts the shared hub of s with a bridge of the test's
-// own, which stays until the test ends, and waits until its upstream is
-// up: the hub answers its group's tools.
-func warmSharedHub(t *testing.T, s *sharedSetup, mode string) {
+// waitEverythingUp waits until the hub c is a client of, in mode, has
+// its upstream up: it answers the everything group's tools.
+func waitEverythingUp(t *testing.T, c *client, mode string) {
 	t.Helper()
-	c := s.bridge(t, "warm-up")
 	waitFor(t, 60*time.Second, "the shared hub's everything group up", func() bool {
 		if mode == "flat" {
 			return strings.Contains(string(c.call("tools/list", nil)), `"everything__echo"`)
