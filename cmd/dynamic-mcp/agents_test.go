@@ -175,6 +175,11 @@ const (
 	startWarm = "warm"
 )
 
+// agentSlots bounds the client runs at once: each is a client, a hub
+// and a node server, and the package's other tests need their share of a
+// small machine.
+var agentSlots = make(chan struct{}, 2)
+
 // TestAgentClients runs each agent client with the hub as its only MCP
 // server, in dynamic and flat mode, in front of the model server, whose
 // script has the model find the everything server's echo tool through
@@ -189,6 +194,8 @@ func TestAgentClients(t *testing.T) {
 			t.Run(client.name+"/"+mode, func(t *testing.T) {
 				t.Parallel()
 				bin := agentBinary(t, client)
+				agentSlots <- struct{}{}
+				defer func() { <-agentSlots }()
 				state := t.TempDir()
 				shared := newSharedIn(t, state, agentsConfig(t, mode))
 				for _, start := range []string{startFirst, startCold, startWarm} {
