@@ -210,7 +210,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 	if hs == nil {
 		t.Fatal("no session for the stream")
 	}
-	refused, peak := 0, 0
+	refused, peak, ended := 0, 0, false
 	for i := range 1000 {
 		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, strings.Repeat("p", 2000))))
 		if err != nil {
@@ -223,10 +223,11 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 		}
 		peak = max(peak, hs.standaloneLen())
 		if resp.StatusCode == http.StatusNotFound {
-			break // the session ended
+			ended = true // the session ended: a slow machine reached the stream's write timeout first
+			break
 		}
 	}
-	if refused == 0 || peak > 2*jsonrpc.DefaultMaxInflight {
+	if peak > 2*jsonrpc.DefaultMaxInflight || refused == 0 && !ended {
 		t.Errorf("up to %d answers queued for a client that does not read (%d refused)", peak, refused)
 	}
 }
