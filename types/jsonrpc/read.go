@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,6 +141,10 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		c.notified(m)
 	default:
 		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
+		// The id goes where the request is kept (its ctx, the Relation of
+		// its answer and what a Router keeps for it): a copy, so that
+		// none of them holds the body it came in (STYLE 17).
+		m.ID = bytes.Clone(m.ID)
 		// Not a child of a context of the Conn's: Close and fail cancel
 		// every request in flight themselves (CancelAll), and a request
 		// spares that parent's lock, a contended one at many in flight.
