@@ -96,6 +96,7 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		MaxMessageSize: settings.MaxMessageSize,
 		MaxInflight:    settings.SessionInflight,
 		WriteTimeout:   writeTimeout,
+		Admit:          s.hub.AdmitBytes(owner), // bytes in flight per credential and in all
 		// The hub's own panic boundary is Session.Request's.
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) { return hs.sess.Request(ctx, m) },
 		Notify: func(m *jsonrpc.Message) { hs.sess.Notification(m) },

@@ -152,12 +152,21 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		if c.routes {
 			parent = withRequest(parent, m.ID)
 		}
-		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		release, refuse := c.hold(int64(len(msg)))
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
-		return ctx, m, end
+		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		if refuse != nil {
+			release()
+			c.reply(m.ID, nil, refuse)
+			return nil, nil, nil
+		}
+		return ctx, m, func(answer func()) bool {
+			defer release() // the answer is written, the handler has returned: the body is dropped
+			return end(answer)
+		}
 	}
 	return nil, nil, nil
 }
