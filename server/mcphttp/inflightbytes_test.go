@@ -11,10 +11,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // One session's many big slow calls hold at most its budget of bytes in
-// flight (64 MiB): of twelve 8 MiB calls that each wait seconds (at a
+// flight (64 MiB; scaled down here by 8, so that the test runs under
+// -race on a busy machine): of twelve 8 MiB calls that each wait seconds (at a
 // policy prompt the client leaves unanswered, so that no upstream need
 // read them), those past the budget are refused at once with a
 // JSON-RPC error saying why, another session's call is answered
@@ -23,9 +26,10 @@ import (
 // were counted).
 func TestManyBigCallsBoundedPerSession(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, prompt_timeout: 30s", promptPolicy), nil)
-	_, ts := serveHTTPWith(t, h, Options{})
+	const scale = 8 // bodies of 1 MiB, a budget of 8 MiB
+	_, ts := serveHTTPWith(t, h, Options{sessionBytes: jsonrpc.DefaultMaxInflightBytes / scale})
 	a, b := elicitingClient(t, ts.URL, "2025-06-18"), newHTTPClient(t, ts.URL)
-	const calls, bodySize = 12, 8 << 20
+	const calls, bodySize = 12, 8 << 20 / scale
 	before := heapAfterGC()
 	var peak atomic.Uint64
 	stop, sampled := make(chan struct{}), make(chan struct{})
@@ -79,7 +83,7 @@ func TestManyBigCallsBoundedPerSession(t *testing.T) {
 	// last is read seconds after the first), and another session's call
 	// goes through meanwhile.
 	head := len(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"` + `"}}}`)
-	held := int32((64 << 20) / (bodySize + head))
+	held := int32((jsonrpc.DefaultMaxInflightBytes / scale) / (bodySize + head))
 	waitFor(t, 60*time.Second, "the calls past the budget refused", func() bool { return refused.Load() == calls-held })
 	resp, got := b.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1}}}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(got, `"result"`) {
@@ -93,12 +97,12 @@ func TestManyBigCallsBoundedPerSession(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-sampled
-	t.Logf("%d calls of 8 MiB: %d held at the prompt, %d refused; heap in use %d MiB before, peak %d MiB; other session answered after %v",
-		calls, answered.Load(), refused.Load(), before>>20, peak.Load()>>20, during.Round(time.Millisecond))
+	t.Logf("%d calls of %d KiB: %d held at the prompt, %d refused; heap in use %d MiB before, peak %d MiB; other session answered after %v",
+		calls, bodySize>>10, answered.Load(), refused.Load(), before>>20, peak.Load()>>20, during.Round(time.Millisecond))
 	if answered.Load() != held {
-		t.Errorf("%d calls held, want %d (64 MiB of them)", answered.Load(), held)
+		t.Errorf("%d calls held, want %d (the budget's worth)", answered.Load(), held)
 	}
-	if bound := before + 5*64<<20 + 32<<20; peak.Load() > bound {
+	if bound := before + 5*jsonrpc.DefaultMaxInflightBytes/scale + 32<<20; peak.Load() > bound {
 		t.Errorf("peak heap in use %d MiB, over %d MiB", peak.Load()>>20, bound>>20)
 	}
 }
