@@ -18,6 +18,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
@@ -37,6 +38,12 @@ const (
 	maxPending              = 256
 	maxPendingPerSession    = 16
 	maxPendingPerCredential = 64
+	// maxPendingBytes bounds the arguments the calls waiting hold in all,
+	// and maxPendingBytesPerCredential those of one caller's (an HTTP
+	// credential, or the local user's sessions): a count of calls bounds
+	// nothing when each may hold 10 MiB (64 calls of 8 MiB held 1.3 GB).
+	maxPendingBytes              = 64 << 20
+	maxPendingBytesPerCredential = 32 << 20
 	// maxGrants bounds the grants kept; a new one past it pushes out the
 	// oldest (which then asks again: the safe side).
 	maxGrants = 1024
@@ -61,11 +68,16 @@ type approvals struct {
 	pending       map[string]*pendingCall
 	perSession    map[string]int // by owner
 	perCredential map[string]int // by credential, "" not counted
-	grants        []*grant       // oldest first
+	// bytes and bytesPerCredential are the arguments' bytes the calls
+	// waiting hold, in all and by credential ("" the local user's).
+	bytes              int
+	bytesPerCredential map[string]int
+	grants             []*grant // oldest first
 }
 
 func newApprovals() *approvals {
-	return &approvals{now: time.Now, replica: newID("r-"), pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{}}
+	return &approvals{now: time.Now, replica: newID("r-"), pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{},
+		bytesPerCredential: map[string]int{}}
 }
 
 // pendingCall is a call waiting in the inbox.
@@ -170,12 +182,20 @@ func (a *approvals) add(p *pendingCall) error {
 		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
 	case p.cred != "" && a.perCredential[p.cred] >= maxPendingPerCredential:
 		return fmt.Errorf("%d calls of this credential wait for approval already", maxPendingPerCredential)
+	case a.bytesPerCredential[p.cred] > 0 && a.bytesPerCredential[p.cred]+len(p.args) > maxPendingBytesPerCredential:
+		return fmt.Errorf("the calls of this credential waiting for approval hold %s of arguments already, and this one %s (at most %s)",
+			jsonrpc.ByteSize(int64(a.bytesPerCredential[p.cred])), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(maxPendingBytesPerCredential))
+	case a.bytes > 0 && a.bytes+len(p.args) > maxPendingBytes:
+		return fmt.Errorf("the calls waiting for approval hold %s of arguments already, and this one %s (at most %s)",
+			jsonrpc.ByteSize(int64(a.bytes)), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(maxPendingBytes))
 	}
 	a.pending[p.ID] = p
 	a.perSession[p.owner]++
 	if p.cred != "" {
 		a.perCredential[p.cred]++
 	}
+	a.bytes += len(p.args)
+	a.bytesPerCredential[p.cred] += len(p.args)
 	return nil
 }
 
@@ -193,6 +213,10 @@ func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
 		if a.perCredential[p.cred]--; a.perCredential[p.cred] <= 0 {
 			delete(a.perCredential, p.cred)
 		}
+	}
+	a.bytes -= len(p.args)
+	if a.bytesPerCredential[p.cred] -= len(p.args); a.bytesPerCredential[p.cred] <= 0 {
+		delete(a.bytesPerCredential, p.cred)
 	}
 	return p, true
 }

@@ -43,6 +43,9 @@ type Hub struct {
 	// results are the tool results cut to fit max_result, kept whole
 	// for their sessions to read (resultstore.go).
 	results *resultStore
+	// inflight are the budgets of bytes of client requests in flight,
+	// per caller and in all (inflightbytes.go).
+	inflight *inflightBytes
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -87,6 +90,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		prompts:       newPromptRounds(),
 		rates:         newRateLimiter(),
 		results:       newResultStore(),
+		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
 	h.approvals.shared = mgr.SharedStore() // nil without store:
 	h.rates.shared = mgr.SharedStore()

@@ -55,6 +55,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		MaxMessageSize: maxSize,
 		MaxInflight:    h.Settings().SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
+		Admit:          h.AdmitBytes(""), // the local user's: every stdio session is theirs
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
 			return sess.Request(ctx, m)
 		},

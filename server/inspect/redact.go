@@ -181,7 +181,12 @@ var secretSuffixes = []string{
 	"masterkey", "accountkey",
 }
 
-// maxKey bounds the keys looked at: a longer one names no secret here.
+// maxKey is how much of a key is looked at: its last maxKey bytes. A
+// longer key is judged by its end, as the suffix rule judges every key
+// (a 200-byte name ending in _api_key is a secret, as api_key is), so
+// that no key is too long to be redacted; its end cannot be one of the
+// exact names of secretKeys, which are all shorter. The bound keeps the
+// look at a key free of allocation.
 const maxKey = 64
 
 // secretKey says whether a member named key (as written, unquoted) holds
@@ -192,10 +197,7 @@ func secretKey(key []byte) bool {
 	if bytes.IndexByte(key, '\\') < 0 {
 		return secretName(key)
 	}
-	if len(key) > 6*maxKey {
-		return false
-	}
-	var s string
+	var s string // decoded whole, however long: the look is at its end
 	if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) != nil {
 		return false
 	}
@@ -205,8 +207,11 @@ func secretKey(key []byte) bool {
 // secretName says whether a member or variable named name (as read, no
 // escapes) holds a secret.
 func secretName(key []byte) bool {
-	if len(key) > maxKey || len(key) < 3 {
+	if len(key) < 3 {
 		return false // "pwd" is the shortest
+	}
+	if len(key) > maxKey {
+		key = key[len(key)-maxKey:] // see maxKey
 	}
 	if string(key) == "PWD" || string(key) == "OLDPWD" {
 		return false // the shell's working directories, in every environment

@@ -161,3 +161,24 @@ func FuzzRedact(f *testing.F) {
 		walk(v)
 	})
 }
+
+// A key longer than 64 bytes is judged by its end, as any key is by the
+// suffix rule: no key is too long to be redacted (they were never looked
+// at), and a long key whose end names no secret stays.
+func TestRedactLongKeys(t *testing.T) {
+	long := strings.Repeat("very_long_prefix_", 10)
+	escaped := strings.Repeat(`\u0078`, 100)
+	for _, tc := range []struct{ name, in, want string }{
+		{"member", `{"` + long + `api_key":"k1","n":1}`, `{"` + long + `api_key":"[redacted]","n":1}`},
+		{"escaped member", `{"` + escaped + `_password":"p"}`, `{"` + escaped + `_password":"[redacted]"}`},
+		{"assignment", `["` + long + `TOKEN=abc def"]`, `["` + long + `TOKEN=[redacted] def"]`},
+		{"held JSON", `{"text":"{\"` + long + `secret\": \"s\"}"}`, `{"text":"{\"` + long + `secret\": \"[redacted]\"}"}`},
+		{"not a secret", `{"` + long + `name":"x","` + long + `max_tokens":2}`, `{"` + long + `name":"x","` + long + `max_tokens":2}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := redact([]byte(tc.in)); got != tc.want {
+				t.Errorf("redact\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -70,6 +70,10 @@ type Options struct {
 	// Forwarded) header names the client (clientip.go); nil: the peer is
 	// the client.
 	TrustedProxies []netip.Prefix
+
+	// sessionBytes bounds the bytes of one session's requests in flight;
+	// 0: jsonrpc.DefaultMaxInflightBytes. Tests scale it down.
+	sessionBytes int64
 }
 
 // idleSession is how long a session with no request and no open stream

@@ -93,9 +93,11 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 	settings := s.hub.Settings()
 	hs.inflight = settings.SessionInflight
 	hs.conn = jsonrpc.NewConn(hs.st, jsonrpc.ConnOptions{
-		MaxMessageSize: settings.MaxMessageSize,
-		MaxInflight:    settings.SessionInflight,
-		WriteTimeout:   writeTimeout,
+		MaxMessageSize:   settings.MaxMessageSize,
+		MaxInflight:      settings.SessionInflight,
+		WriteTimeout:     writeTimeout,
+		MaxInflightBytes: s.opts.sessionBytes,
+		Admit:            s.hub.AdmitBytes(owner), // bytes in flight per credential and in all
 		// The hub's own panic boundary is Session.Request's.
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) { return hs.sess.Request(ctx, m) },
 		Notify: func(m *jsonrpc.Message) { hs.sess.Notification(m) },

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,48 @@ func TestSpanLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A span waiting for the collector keeps the 1 KiB of a client's 4 MiB
+// URI it shows, not the whole URI: eight such calls' spans, held by the
+// exporter, leave the heap within 2 MiB of where it was (32 MiB before
+// clip copied what it cut).
+func TestSpanKeepsNoMoreThanItShows(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := NewTracer(exp, resource.Empty())
+	defer tr.Close()
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	call := func(i int) {
+		params := json.RawMessage(`{"uri":"file:///` + strings.Repeat(string(rune('a'+i)), 4<<20) + `"}`)
+		c := &traffic.Call{Transport: "stdio", Session: "s", ID: json.RawMessage("1"), Method: "resources/read", Params: params, Start: time.Now()}
+		ctx := tr.CallStarted(context.Background(), c)
+		c.Group, c.Status = "g", traffic.StatusOK
+		tr.CallEnded(ctx, c)
+	}
+	call(0) // the tracer's own first allocations
+	if err := tr.provider.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := heap()
+	for i := range 8 {
+		call(i)
+	}
+	if err := tr.provider.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := heap()
+	if n := len(exp.GetSpans()); n != 9 {
+		t.Fatalf("%d spans, want 9", n)
+	}
+	t.Logf("heap in use: %d KiB before, %d KiB with 8 more spans of 4 MiB URIs", before>>10, after>>10)
+	if growth := int64(after) - int64(before); growth > 2<<20 {
+		t.Errorf("8 spans keep %.1f MiB: each keeps its call's whole URI", float64(growth)/(1<<20))
+	}
+	runtime.KeepAlive(exp)
 }

@@ -3,10 +3,16 @@
 // before keeping or showing it.
 package clip
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // String is s cut to at most max bytes, at a rune boundary: whole when
-// it fits, else its longest prefix of whole characters within max.
+// it fits, else a copy of its longest prefix of whole characters within
+// max. The copy is what lets a cut string be kept: a prefix that shared
+// s's bytes would keep all of s (a client's 4 MiB URI for a 1 KiB span
+// attribute).
 func String(s string, max int) string {
 	if len(s) <= max {
 		return s
@@ -18,7 +24,7 @@ func String(s string, max int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }
 
 // Marked is String(s, max) followed by mark when s was cut.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func TestString(t *testing.T) {
@@ -41,5 +42,20 @@ func TestMarked(t *testing.T) {
 	}
 	if got := Marked("aéé", 2, "…"); got != "a…" {
 		t.Errorf("Marked = %q", got)
+	}
+}
+
+// A cut string shares no byte with the one it was cut from, so that
+// keeping it does not keep the whole (a 4 MiB URI behind a 1 KiB span
+// attribute).
+func TestStringCutIsACopy(t *testing.T) {
+	s := strings.Repeat("u", 4<<20)
+	got := String(s, 1<<10)
+	if len(got) != 1<<10 {
+		t.Fatalf("len %d", len(got))
+	}
+	start, end := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(s)))+uintptr(len(s))
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(got))); p >= start && p < end {
+		t.Error("the cut string points into the original: it keeps all 4 MiB alive")
 	}
 }

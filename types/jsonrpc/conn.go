@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of a Conn.
@@ -18,6 +20,14 @@ const (
 	// DefaultMaxInflight is how many of the peer's requests are answered
 	// at once; more are refused with CodeServerBusy.
 	DefaultMaxInflight = 256
+	// DefaultMaxInflightBytes bounds the bytes of the peer's requests
+	// being answered at once, each counted from when it is read until
+	// its answer is written: a count of requests bounds nothing when a
+	// request may be 10 MiB (STYLE 17). A request over it is refused with
+	// CodeServerBusy. What a request costs the hub is a small multiple of
+	// its bytes (its body, and the call it becomes upstream: about four
+	// times in all for a tools/call).
+	DefaultMaxInflightBytes = 64 << 20
 	// closeWait bounds how long Close waits for a reader or writer blocked
 	// on a stream that cannot be interrupted (a blocking stdin or stdout).
 	closeWait = time.Second
@@ -36,6 +46,16 @@ type ConnOptions struct {
 	WriteTimeout   time.Duration // DefaultWriteTimeout
 	Outbox         int           // DefaultOutbox notifications held for a slow peer
 	MaxInflight    int           // DefaultMaxInflight requests of the peer at once
+	// MaxInflightBytes bounds the bytes of the peer's requests being
+	// answered at once (DefaultMaxInflightBytes); a request larger than
+	// the whole bound is taken when nothing else is in flight.
+	MaxInflightBytes int64
+	// Admit counts a request of n bytes against budgets beyond the
+	// connection's own (its caller's, the process's), when it is read;
+	// it returns what gives them back, called once the request is
+	// answered, or the error to refuse it with. It must not block. Nil:
+	// none.
+	Admit func(n int64) (release func(), refuse *Error)
 
 	// Handle answers one of the peer's requests, on a goroutine of its
 	// own; ctx ends when the peer cancels it or the connection closes. It
@@ -101,6 +121,7 @@ type Conn struct {
 	workers  *Workers
 	calls    *Calls
 	inflight *Inflight
+	held     *semaphore.Weighted // bytes of the peer's requests in flight (MaxInflightBytes)
 
 	done     chan struct{} // closed when input ended or the connection failed
 	doneOnce sync.Once
@@ -131,12 +152,16 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	if opts.MaxInflight <= 0 {
 		opts.MaxInflight = DefaultMaxInflight
 	}
+	if opts.MaxInflightBytes <= 0 {
+		opts.MaxInflightBytes = DefaultMaxInflightBytes
+	}
 	c := &Conn{
 		opts: opts, s: s,
 		out:       NewOutbox(opts.Outbox),
 		workers:   NewWorkers(),
 		calls:     NewCallsPrefixed(opts.CallIDPrefix),
 		inflight:  NewInflight(opts.MaxInflight),
+		held:      semaphore.NewWeighted(opts.MaxInflightBytes),
 		done:      make(chan struct{}),
 		readDone:  make(chan struct{}),
 		writeDone: make(chan struct{}),

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,6 +147,10 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		c.notified(m)
 	default:
 		c.out.WaitRoom(c.opts.MaxInflight, c.done) // answers not yet read count against the limit
+		// The id goes where the request is kept (its ctx, the Relation of
+		// its answer and what a Router keeps for it): a copy, so that
+		// none of them holds the body it came in (STYLE 17).
+		m.ID = bytes.Clone(m.ID)
 		// Not a child of a context of the Conn's: Close and fail cancel
 		// every request in flight themselves (CancelAll), and a request
 		// spares that parent's lock, a contended one at many in flight.
@@ -153,12 +158,21 @@ func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool
 		if c.routes {
 			parent = withRequest(parent, m.ID)
 		}
-		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		release, refuse := c.hold(int64(len(msg)))
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
-		return ctx, m, end
+		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		if refuse != nil {
+			release()
+			c.reply(m.ID, nil, refuse)
+			return nil, nil, nil
+		}
+		return ctx, m, func(answer func()) bool {
+			defer release() // the answer is written, the handler has returned: the body is dropped
+			return end(answer)
+		}
 	}
 	return nil, nil, nil
 }

@@ -115,6 +115,12 @@ func (c *Conn) writeStream(rels []Relation, msgs [][]byte) (err error) {
 	if c.batch != nil && len(msgs) > 1 {
 		return c.batch.WriteBatch(c.wctx, msgs)
 	}
+	if c.routes {
+		// The Relation holds the id of the peer's request, which may be a
+		// slice of that request's whole body: kept past its write it
+		// would keep the body until the next message (STYLE 17).
+		defer func() { c.wctx.rel = Relation{} }()
+	}
 	for i, m := range msgs {
 		if c.routes {
 			c.wctx.rel = rels[i]

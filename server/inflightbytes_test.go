@@ -1,0 +1,78 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// One caller's sessions together hold at most the caller's budget of
+// bytes in flight, and the hub's sessions at most the hub's: past them a
+// request is refused at once (-32000, saying why) while the calls in
+// flight go on; a small request of another session still fits, and a
+// request of another caller finds its own budget. (Budgets scaled down:
+// 2.5 MiB a caller, 3.5 MiB in all.)
+func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
+	h := fakeHub(t)
+	h.inflight = newInflightBytes(5<<19, 7<<19)
+	a, b := servePipes(t, h, StdioOptions{}), servePipes(t, h, StdioOptions{SessionID: "b"})
+	for _, c := range []*pipeClient{a, b} {
+		c.send(initializeMsg)
+		c.answer("0")
+	}
+	pad := strings.Repeat("x", 1<<20)
+	slow := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000,"pad":"%s"}}}`, id, pad)
+	}
+	a.send(slow(1))
+	a.send(slow(2))
+	waitFor(t, 10*time.Second, "two calls of 1 MiB in flight", func() bool { return h.inflight.held("") > 2<<20 })
+	start := time.Now()
+	b.send(slow(3)) // another session of the same caller: over the caller's budget
+	if got := b.answer("3"); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "this caller's") {
+		t.Errorf("a third 1 MiB call of the caller: %.300s", got)
+	}
+	b.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if got := b.answer("4"); !strings.Contains(got, `"result"`) {
+		t.Errorf("a ping of another session: %.300s", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("answered after %v, not at once", d)
+	}
+	// Another caller: its own budget, and the hub's room left (1.5 MiB).
+	other := h.AdmitBytes("someone else")
+	release, refuse := other(1 << 20)
+	if refuse != nil {
+		t.Fatalf("another caller's 1 MiB: %v", refuse)
+	}
+	if _, refuse := other(1 << 20); refuse == nil || !strings.Contains(refuse.Message, "the hub's") {
+		t.Errorf("another caller's second 1 MiB, over the hub's budget: %v", refuse)
+	}
+	release()
+	for _, id := range []string{"1", "2"} {
+		if got := a.answer(id); !strings.Contains(got, `"result"`) {
+			t.Errorf("call %s in flight: %.300s", id, got)
+		}
+	}
+	waitFor(t, 5*time.Second, "the budget given back", func() bool { return h.inflight.held("") == 0 })
+}
+
+// The approval inbox holds at most 32 MiB of arguments of one caller's
+// waiting calls: past that a call is refused at once, saying why, and
+// one that fits still waits (64 calls of 8 MiB held 1.3 GB).
+func TestApprovalInboxBytesBounded(t *testing.T) {
+	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	c := inboxClient(t, h)
+	pad := strings.Repeat("y", 6<<20)
+	for i := range 5 { // 30 MiB waiting
+		c.send(inboxCall(10+i, `{"text":"`+pad+`"}`))
+	}
+	waitFor(t, 20*time.Second, "five calls in the inbox", func() bool { return len(h.Approvals().Pending) == 5 })
+	c.send(inboxCall(20, `{"text":"`+pad+`"}`))
+	if got := c.answer("20"); !strings.Contains(got, "of arguments already") {
+		t.Errorf("a sixth call of 6 MiB: %.300s", got)
+	}
+	c.send(inboxCall(21, `{"text":"small"}`))
+	waitFor(t, 5*time.Second, "a small call in the inbox", func() bool { return len(h.Approvals().Pending) == 6 })
+}
