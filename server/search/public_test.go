@@ -169,7 +169,7 @@ func loadSteps(t testing.TB) *publicSet {
 		byName[p.Tool] = append(byName[p.Tool], s.ids[i])
 	}
 	var tasks []struct {
-		ID   string `json:"task_id"`
+		ID   string                        `json:"task_id"`
 		Meta struct{ Steps, Tools string } `json:"Annotator Metadata"`
 	}
 	readJSON(t, "livemcpbench/all_annotations.json", &tasks)
