@@ -180,3 +180,38 @@ func TestLongQuery(t *testing.T) {
 		t.Errorf("the long query found %v", hits)
 	}
 }
+
+// A query word that is also a one-word tool name (search, fetch,
+// calculate) does not put that tool first when the rest of the query asks
+// for something else; the query that is just the name still does, and a
+// name of several words still comes first wherever it is written.
+func TestOneWordNames(t *testing.T) {
+	docs := []Doc{
+		{Group: "web", Tool: tool("fetch", "Fetches a URL from the internet and returns its contents", "url")},
+		{Group: "web", Tool: tool("search", "Search the web", "query")},
+		{Group: "weather", Tool: tool("get_forecast", "Get the weather forecast for a city", "city")},
+		{Group: "travel", Tool: tool("find_flights", "Find flights between two airports on a date", "from", "to", "date")},
+		{Group: "math", Tool: tool("calculate", "Evaluate an arithmetic expression", "expression")},
+		{Group: "health", Tool: tool("bmi", "Body mass index from a weight and a height", "weight", "height")},
+	}
+	ix := New(docs)
+	for _, tc := range []struct{ query, want string }{
+		{"fetch the weather forecast for Paris", "weather/get_forecast"},
+		{"search for flights from Paris to Rome", "travel/find_flights"},
+		{"calculate my body mass index from weight and height", "health/bmi"},
+		{"fetch", "web/fetch"},
+		{"use search", "web/search"},
+		{"calculate 2+2", "math/calculate"},
+		{"find_flights weather", "travel/find_flights"},
+	} {
+		got := ""
+		if hits := ix.Search(tc.query, "", 1); len(hits) > 0 {
+			var d struct{ Name string }
+			_ = json.Unmarshal(docs[hits[0].Doc].Tool, &d)
+			got = docs[hits[0].Doc].Group + "/" + d.Name
+		}
+		if got != tc.want {
+			t.Errorf("Search(%q) first = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
