@@ -250,3 +250,19 @@ func TestSearchCJK(t *testing.T) {
 		}
 	}
 }
+
+// A word whose Porter stem is another word's finds only its own: "news"
+// is not "new" (and so not "create"), a customer is not custom.
+func TestSearchKeepsWholeWords(t *testing.T) {
+	docs := []Doc{
+		{Group: "pages", Tool: tool("create_page", "Create a new page")},
+		{Group: "shop", Tool: tool("set_theme", "Apply a custom theme to the shop")},
+		{Group: "files", Tool: tool("grep", "Tell which lines a text contains")},
+	}
+	ix := New(docs)
+	for _, q := range []string{"news", "customers", "containers"} {
+		if hits := ix.Search(q, "", 5); len(hits) != 0 {
+			t.Errorf("Search(%q) = %v, want nothing", q, hits)
+		}
+	}
+}
