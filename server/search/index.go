@@ -152,7 +152,7 @@ func saturate(tf float64) float64 { return tf * (k1 + 1) / (tf + k1) }
 
 // Search returns the best matches for query, best first: at most limit,
 // only tools of group when group is not "". A tool the query names
-// exactly (by its name, or <group>__<name>) comes before all others;
+// exactly (by its name, or <group>__<name>; see named) comes before all others;
 // the rest are ranked by BM25F over their text, with the query's words
 // stemmed and their synonyms counted at a lower weight. Tools that match
 // no word of the query are not returned.

@@ -210,18 +210,20 @@ func numbered(list string) []string {
 	return out
 }
 
-// publicSets are the sets the figures are published for.
-func publicSets(t testing.TB) []struct {
-	name string
-	set  *publicSet
-} {
-	return []struct {
-		name string
-		set  *publicSet
-	}{
-		{"golden", loadPublic(t, false)},
-		{"golden+LiveMCPBench", loadPublic(t, true)},
-		{"LiveMCPBench-steps", loadSteps(t)},
+// publicSets are the sets the figures are published for, each with the
+// floor under its recall@1 and recall@5 where the ranking stands, so that
+// a change that makes it worse fails here.
+type publicCase struct {
+	name           string
+	set            *publicSet
+	floor1, floor5 float64
+}
+
+func publicSets(t testing.TB) []publicCase {
+	return []publicCase{
+		{"golden", loadPublic(t, false), 0.66, 0.88},
+		{"golden+LiveMCPBench", loadPublic(t, true), 0.55, 0.84},
+		{"LiveMCPBench-steps", loadSteps(t), 0.48, 0.65},
 	}
 }
 
@@ -233,6 +235,27 @@ func TestPublicRecall(t *testing.T) {
 			for _, m := range q.misses {
 				t.Log("miss:", m)
 			}
+			if q.recall1 < ps.floor1 || q.recall5 < ps.floor5 {
+				t.Errorf("recall@1 %.3f, recall@5 %.3f; want at least %.2f and %.2f", q.recall1, q.recall5, ps.floor1, ps.floor5)
+			}
+		})
+	}
+}
+
+// BenchmarkPublic reports the figures of each public set
+// (go test -run - -bench Public ./server/search/).
+func BenchmarkPublic(b *testing.B) {
+	for _, ps := range publicSets(b) {
+		b.Run(ps.name, func(b *testing.B) {
+			ix := New(ps.set.docs)
+			var q publicQuality
+			for b.Loop() {
+				q = evaluatePublic(ix, ps.set)
+			}
+			b.ReportMetric(q.recall1, "recall@1")
+			b.ReportMetric(q.recall5, "recall@5")
+			b.ReportMetric(q.mrr, "MRR")
+			b.ReportMetric(float64(len(ps.set.docs)), "tools")
 		})
 	}
 }
