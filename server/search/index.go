@@ -152,7 +152,7 @@ func saturate(tf float64) float64 { return tf * (k1 + 1) / (tf + k1) }
 
 // Search returns the best matches for query, best first: at most limit,
 // only tools of group when group is not "". A tool the query names
-// exactly (by its name, or <group>__<name>) comes before all others;
+// exactly (by its name, or <group>__<name>; see named) comes before all others;
 // the rest are ranked by BM25F over their text, with the query's words
 // stemmed and their synonyms counted at a lower weight. Tools that match
 // no word of the query are not returned.
@@ -198,12 +198,7 @@ func (ix *Index) Search(query, group string, limit int) []Hit {
 		}
 		touched = touched[:0]
 	}
-	exact := map[int32]bool{}
-	for _, w := range strings.Fields(strings.ToLower(query)) {
-		for _, d := range ix.names[strings.Trim(w, "`'\"“”‘’.,:;!?()[]{}<>")] {
-			exact[d] = true
-		}
-	}
+	exact := ix.named(query)
 	top := make([]Hit, 0, limit+1)
 	better := func(a, b Hit) bool {
 		if ea, eb := exact[int32(a.Doc)], exact[int32(b.Doc)]; ea != eb {
@@ -237,6 +232,38 @@ func (ix *Index) Search(query, group string, limit int) []Hit {
 		}
 	}
 	return top
+}
+
+// named are the tools a query names exactly, which come before all
+// others. A name of several words (read_text_file, github__create_issue,
+// createIssue) is named wherever the query writes it: nobody writes one
+// by chance. A name of one word (search, fetch, calculate) is an
+// ordinary word too, so it names its tool only when the query says
+// nothing else ("fetch", "use calculate"); in "fetch the weather
+// forecast" it is one word among others, ranked like them, where the
+// name field's weight already favours the tool.
+func (ix *Index) named(query string) map[int32]bool {
+	exact := map[int32]bool{}
+	var rest []string // the query's terms, once a one-word name is found
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		w = strings.Trim(w, "`'\"“”‘’.,:;!?()[]{}<>")
+		docs := ix.names[w]
+		if len(docs) == 0 {
+			continue
+		}
+		if len(words(w)) == 1 {
+			if rest == nil {
+				rest = terms(query)
+			}
+			if slices.ContainsFunc(rest, func(t string) bool { return !slices.Contains(terms(w), t) }) {
+				continue
+			}
+		}
+		for _, d := range docs {
+			exact[d] = true
+		}
+	}
+	return exact
 }
 
 // maxQueryConcepts is how many concepts of a query are searched for, and

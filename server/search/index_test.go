@@ -21,6 +21,7 @@ func TestWords(t *testing.T) {
 		{"HTMLParser v2 base64", []string{"html", "parser", "v2", "base64"}},
 		{"API-get-user", []string{"api", "get", "user"}},
 		{"getURLForID", []string{"get", "url", "for", "id"}},
+		{"MCP搜索v2", []string{"mcp", "搜索", "v2"}},
 		{"Ünïcode wörds", []string{"ünïcode", "wörds"}},
 		{"  ", nil},
 	} {
@@ -39,6 +40,12 @@ func TestTerms(t *testing.T) {
 		{"open a PR", []string{"open", "pull", "request"}},
 		{"error 404 on port 8080", []string{"error", "port"}},
 		{"Use this tool to list directories", []string{"list", "directori"}},
+		// CJK runs are split into overlapping bigrams, a lone character kept.
+		{"使用必应搜索", []string{"使用", "用必", "必应", "应搜", "搜索"}},
+		{"MCP搜索工具，天", []string{"mcp", "搜索", "索工", "工具", "天"}},
+		{"查询12306余票", []string{"查询", "余票"}},
+		{"ファイルを読む", []string{"ファ", "ァイ", "イル", "ルを", "を読", "読む"}},
+		{"날씨 예보", []string{"날씨", "예보"}},
 	} {
 		if got := terms(tc.text); !slices.Equal(got, tc.want) {
 			t.Errorf("terms(%q) = %q, want %q", tc.text, got, tc.want)
@@ -178,5 +185,84 @@ func TestLongQuery(t *testing.T) {
 	ix := New(testDocs())
 	if hits := ix.Search(q, "", 1); len(hits) != 1 || testDocs()[hits[0].Doc].Group != "files" {
 		t.Errorf("the long query found %v", hits)
+	}
+}
+
+// A query word that is also a one-word tool name (search, fetch,
+// calculate) does not put that tool first when the rest of the query asks
+// for something else; the query that is just the name still does, and a
+// name of several words still comes first wherever it is written.
+func TestOneWordNames(t *testing.T) {
+	docs := []Doc{
+		{Group: "web", Tool: tool("fetch", "Fetches a URL from the internet and returns its contents", "url")},
+		{Group: "web", Tool: tool("search", "Search the web", "query")},
+		{Group: "weather", Tool: tool("get_forecast", "Get the weather forecast for a city", "city")},
+		{Group: "travel", Tool: tool("find_flights", "Find flights between two airports on a date", "from", "to", "date")},
+		{Group: "math", Tool: tool("calculate", "Evaluate an arithmetic expression", "expression")},
+		{Group: "health", Tool: tool("bmi", "Body mass index from a weight and a height", "weight", "height")},
+	}
+	ix := New(docs)
+	for _, tc := range []struct{ query, want string }{
+		{"fetch the weather forecast for Paris", "weather/get_forecast"},
+		{"search for flights from Paris to Rome", "travel/find_flights"},
+		{"calculate my body mass index from weight and height", "health/bmi"},
+		{"fetch", "web/fetch"},
+		{"use search", "web/search"},
+		{"calculate 2+2", "math/calculate"},
+		{"find_flights weather", "travel/find_flights"},
+	} {
+		got := ""
+		if hits := ix.Search(tc.query, "", 1); len(hits) > 0 {
+			var d struct{ Name string }
+			_ = json.Unmarshal(docs[hits[0].Doc].Tool, &d)
+			got = docs[hits[0].Doc].Group + "/" + d.Name
+		}
+		if got != tc.want {
+			t.Errorf("Search(%q) first = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+// Tools described only in Chinese or Japanese are found by a query in
+// that language, and the one it asks for comes first.
+func TestSearchCJK(t *testing.T) {
+	docs := []Doc{
+		{Group: "12306", Tool: tool("get-tickets", "查询12306余票信息。", "date")},
+		{Group: "12306", Tool: tool("get-current-date", "获取当前日期，以上海时区为准", "")},
+		{Group: "bing", Tool: tool("bing_search", "使用必应搜索指定的关键词，并返回搜索结果列表", "query")},
+		{Group: "files", Tool: tool("read_file", "ファイルの内容を読み込みます", "path")},
+	}
+	ix := New(docs)
+	for _, tc := range []struct{ query, want string }{
+		{"查询明天的火车余票", "get-tickets"},
+		{"今天的日期", "get-current-date"},
+		{"用必应搜索新闻", "bing_search"},
+		{"ファイルを読む", "read_file"},
+	} {
+		got := ""
+		if hits := ix.Search(tc.query, "", 1); len(hits) > 0 {
+			var d struct{ Name string }
+			_ = json.Unmarshal(docs[hits[0].Doc].Tool, &d)
+			got = d.Name
+		}
+		if got != tc.want {
+			t.Errorf("Search(%q) first = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+// A word whose Porter stem is another word's finds only its own: "news"
+// is not "new" (and so not "create"), a customer is not custom.
+func TestSearchKeepsWholeWords(t *testing.T) {
+	docs := []Doc{
+		{Group: "pages", Tool: tool("create_page", "Create a new page")},
+		{Group: "shop", Tool: tool("set_theme", "Apply a custom theme to the shop")},
+		{Group: "files", Tool: tool("grep", "Tell which lines a text contains")},
+	}
+	ix := New(docs)
+	for _, q := range []string{"news", "customers", "containers"} {
+		if hits := ix.Search(q, "", 5); len(hits) != 0 {
+			t.Errorf("Search(%q) = %v, want nothing", q, hits)
+		}
 	}
 }

@@ -36,6 +36,13 @@ func TestStem(t *testing.T) {
 		{"files", "file"}, {"reading", "read"}, {"reads", "read"}, {"directories", "directori"},
 		{"directory", "directori"}, {"messages", "messag"}, {"message", "messag"}, {"echoes", "echo"},
 		{"echo", "echo"}, {"screenshots", "screenshot"}, {"repositories", "repositori"}, {"repository", "repositori"},
+		// Kept whole, with their plurals: their stems would be another
+		// word's (keepWhole).
+		{"customer", "customer"}, {"customers", "customer"}, {"custom", "custom"}, {"customize", "custom"},
+		{"container", "container"}, {"containers", "container"}, {"contains", "contain"},
+		{"provider", "provider"}, {"provides", "provid"}, {"news", "news"}, {"new", "new"},
+		{"generate", "gener"}, {"generation", "gener"},
+		{"organizations", "organization"}, {"organize", "organ"}, {"community", "community"},
 		// Left alone: short words, and anything that is not a-z.
 		{"go", "go"}, {"is", "is"}, {"v2", "v2"}, {"über", "über"}, {"", ""},
 	} {

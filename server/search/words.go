@@ -7,9 +7,10 @@ import (
 )
 
 // words splits text into lower-case words: at every character that is no
-// letter or digit, and inside camelCase ("readTextFile", "HTMLParser"), so
-// that read_text_file, read-text-file, read.text.file and readTextFile give
-// the same words. Letters and digits stay together ("base64", "v2").
+// letter or digit, inside camelCase ("readTextFile", "HTMLParser"), and
+// where a run of CJK script begins or ends, so that read_text_file,
+// read-text-file, read.text.file and readTextFile give the same words.
+// Letters and digits stay together ("base64", "v2").
 func words(text string) []string {
 	var out []string
 	eachWord(text, func(w string) { out = append(out, strings.ToLower(w)) })
@@ -29,7 +30,12 @@ func eachWord(text string, f func(word string)) {
 			start, prev = -1, r
 			continue
 		}
-		if start >= 0 && unicode.IsUpper(r) {
+		if start >= 0 && isCJK(r) != isCJK(prev) {
+			// A run of Chinese, Japanese or Korean script is a word of
+			// its own ("MCP搜索" -> MCP 搜索), split into bigrams later.
+			f(text[start:i])
+			start = -1
+		} else if start >= 0 && unicode.IsUpper(r) {
 			// A new word begins at lower->Upper ("readText"), and at the
 			// last capital of a run followed by a lower-case letter
 			// ("HTMLParser" -> HTML Parser).
@@ -75,9 +81,12 @@ func (c *termCache) terms(text string) []string {
 }
 
 // wordTerms are the terms of one lower-case word: none for a stop word
-// or number, an abbreviation's words written out, or its stem.
+// or number, an abbreviation's words written out, a CJK run's bigrams,
+// or its stem.
 func wordTerms(w string) []string {
 	switch {
+	case isCJK(firstRune(w)):
+		return bigrams(w)
 	case len(w) < 2 || stopWords[w] || isNumber(w):
 		return nil
 	case abbreviations[w] != nil:
@@ -104,6 +113,37 @@ var abbreviations = func() map[string][]string {
 	}
 	return m
 }()
+
+// isCJK reports whether r is written in Chinese, Japanese or Korean
+// script (Han, Hiragana, Katakana with its prolonged sound mark, Hangul),
+// which puts no spaces between words.
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 'ー'
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
+}
+
+// bigrams are the terms of a run of CJK script: its overlapping pairs of
+// characters ("必应搜索" -> 必应 应搜 搜索), or the one character of a run of
+// one. Without a dictionary of words (which a static binary would carry
+// for a few languages at megabytes each), the pairs of a query meet the
+// pairs of a description wherever they share a word of two characters or
+// more, as Lucene's CJKAnalyzer has it; the stray pairs across two words
+// are rare enough to count little.
+func bigrams(run string) []string {
+	rs := []rune(run)
+	if len(rs) == 1 {
+		return []string{run}
+	}
+	out := make([]string, 0, len(rs)-1)
+	for i := range len(rs) - 1 {
+		out = append(out, string(rs[i:i+2]))
+	}
+	return out
+}
 
 func isNumber(w string) bool {
 	for _, r := range w {
