@@ -94,11 +94,12 @@ type ConnOptions struct {
 type Conn struct {
 	opts     ConnOptions
 	s        Stream
-	batch    BatchWriter  // s, where it writes several messages at once
-	try      TryWriter    // s, where it can write without waiting
-	bounded  bool         // s ends its writes at their deadline: no timer needed
-	routes   bool         // s is a Router: each write says what it relates to
-	buffered moreBuffered // s, where it says whether more was read ahead
+	batch    BatchWriter   // s, where it writes several messages at once
+	try      TryWriter     // s, where it can write without waiting
+	bounded  bool          // s ends its writes at their deadline: no timer needed
+	routes   bool          // s is a Router: each write says what it relates to
+	buffered moreBuffered  // s, where it says whether more was read ahead
+	decoded  MessageReader // s, where it hands over messages decoded already
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -154,6 +155,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	c.batch, _ = s.(BatchWriter)
 	c.try, _ = s.(TryWriter)
 	c.buffered, _ = s.(moreBuffered)
+	c.decoded, _ = s.(MessageReader)
 	if b, ok := s.(writeBounder); ok {
 		c.bounded = b.boundsWrites()
 	}

@@ -89,9 +89,9 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 		}
 	}()
 	for {
-		msg, err := c.s.Read()
+		msg, decoded, err := c.readMessage()
 		if err == nil {
-			ctx, m, end := c.receive(msg)
+			ctx, m, end := c.receive(msg, decoded)
 			switch {
 			case m == nil:
 			case c.buffered != nil && c.buffered.moreBuffered():
@@ -172,10 +172,24 @@ func (c *Conn) notified(m *Message) {
 	}
 }
 
-// receive takes one message: an answer resolves its call, a notification
-// goes to Notify, a request admitted is returned for the caller to serve.
-func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool) {
-	m, err := Decode(msg)
+// readMessage reads the next message, and the stream's decoding of it
+// where it has one (MessageReader).
+func (c *Conn) readMessage() ([]byte, *Message, error) {
+	if c.decoded != nil {
+		return c.decoded.ReadMessage()
+	}
+	msg, err := c.s.Read()
+	return msg, nil, err
+}
+
+// receive takes one message, decoding it unless the stream did (m): an
+// answer resolves its call, a notification goes to Notify, a request
+// admitted is returned for the caller to serve.
+func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(func()) bool) {
+	var err error
+	if m == nil {
+		m, err = Decode(msg)
+	}
 	if err != nil {
 		c.refused(err, msg)
 		var de *DecodeError
