@@ -168,7 +168,12 @@ func statusMiB(b *testing.B, status []byte, key string) float64 {
 // stdioCaller returns a call of tool's echo on c that reports failures as
 // errors, for measure's goroutines, which must not call b.Fatal.
 func stdioCaller(c *client, tool string) func() error {
-	params := map[string]any{"name": tool, "arguments": map[string]any{"text": "x"}}
+	return stdioToolCaller(c, tool, map[string]any{"text": "x"})
+}
+
+// stdioToolCaller is stdioCaller with the tool's arguments.
+func stdioToolCaller(c *client, tool string, args map[string]any) func() error {
+	params := map[string]any{"name": tool, "arguments": args}
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -58,13 +58,13 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	msg, body, release, ok := s.readMessage(w, r)
+	msg, _, release, ok := s.readMessage(w, r)
 	if !ok {
 		return
 	}
 	if !msg.IsRequest() {
 		defer release()
-		if !hs.st.deliver(r.Context(), body) {
+		if !hs.st.deliverDecoded(r.Context(), msg) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
@@ -86,7 +86,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	delivered := hs.st.deliver(r.Context(), body)
+	delivered := hs.st.deliverDecoded(r.Context(), msg)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		hs.st.forget(msg.ID, p, false)

@@ -23,7 +23,7 @@ import (
 // bounded outbox, which the HTTP handler owning that response writes.
 type sessionStream struct {
 	legacy bool
-	in     chan []byte   // POSTed messages, to Read
+	in     chan inbound  // POSTed messages, to Read
 	closed chan struct{} // closed by Close
 	once   sync.Once
 	lost   atomic.Uint64 // notifications dropped, or with no stream to go down (one kept for the GET stream is not lost)
@@ -54,6 +54,12 @@ type stream struct {
 	ids bool // a GET stream: each message is framed with its event id (eventlog.go)
 }
 
+// inbound is a message POSTed, with its decoding where the face made one.
+type inbound struct {
+	raw []byte
+	m   *jsonrpc.Message // nil: the Conn decodes raw
+}
+
 func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
 
 // put queues msg: a notification as Outbox.Notify (dropped when the
@@ -66,7 +72,7 @@ func (st *stream) put(msg []byte, note bool) error {
 }
 
 func newSessionStream(legacy bool) *sessionStream {
-	ss := &sessionStream{legacy: legacy, in: make(chan []byte), closed: make(chan struct{}), posts: map[string]*post{}}
+	ss := &sessionStream{legacy: legacy, in: make(chan inbound), closed: make(chan struct{}), posts: map[string]*post{}}
 	if !legacy {
 		ss.log = newEventLog()
 	}
@@ -78,11 +84,18 @@ func (ss *sessionStream) Routes() bool { return true }
 
 // Read returns the next message POSTed; io.EOF once the stream is closed.
 func (ss *sessionStream) Read() ([]byte, error) {
+	raw, _, err := ss.ReadMessage()
+	return raw, err
+}
+
+// ReadMessage is Read with the face's decoding of the message, when it
+// was delivered decoded: the body is decoded once (jsonrpc.MessageReader).
+func (ss *sessionStream) ReadMessage() ([]byte, *jsonrpc.Message, error) {
 	select {
-	case b := <-ss.in:
-		return b, nil
+	case in := <-ss.in:
+		return in.raw, in.m, nil
 	case <-ss.closed:
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
 }
 
@@ -98,8 +111,18 @@ func (ss *sessionStream) Done() <-chan struct{} { return ss.closed }
 // deliver hands msg, POSTed by the client, to the Conn; false when the
 // session ended or ctx did first.
 func (ss *sessionStream) deliver(ctx context.Context, msg []byte) bool {
+	return ss.deliverInbound(ctx, inbound{raw: msg})
+}
+
+// deliverDecoded is deliver for a message the face decoded (with
+// jsonrpc.Decode) from its body, m.Raw: the Conn takes it as it is.
+func (ss *sessionStream) deliverDecoded(ctx context.Context, m *jsonrpc.Message) bool {
+	return ss.deliverInbound(ctx, inbound{raw: m.Raw, m: m})
+}
+
+func (ss *sessionStream) deliverInbound(ctx context.Context, in inbound) bool {
 	select {
-	case ss.in <- msg:
+	case ss.in <- in:
 		return true
 	case <-ss.closed:
 	case <-ctx.Done():

@@ -194,7 +194,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if !hs.st.deliver(r.Context(), body) {
+		if !hs.st.deliverDecoded(r.Context(), msg) {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 			return
 		}
@@ -302,7 +302,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	}
 	delivered := false
 	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
-	delivered = hs.st.deliver(r.Context(), body)
+	delivered = hs.st.deliverDecoded(r.Context(), msg)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))

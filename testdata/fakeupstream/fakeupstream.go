@@ -174,6 +174,10 @@ func Command() string {
 // on stdin and stdout until stdin ends.
 func Main() {
 	flags.Parse(os.Args[1:])
+	if *minimal {
+		serveMinimal()
+		return
+	}
 	if *exitAtStart >= 0 {
 		fmt.Fprintln(os.Stderr, "fake: cannot start: missing API key")
 		os.Exit(*exitAtStart)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -104,7 +105,8 @@ type ConnOptions struct {
 //
 // Hand-offs between goroutines are what a call costs, more than its JSON,
 // so a Conn makes few: the goroutine that reads a request answers it,
-// handing reading on to an idle worker; an answer with nothing queued
+// and reads on after it, handing reading on to an idle worker only when
+// the request takes longer than inlineFor; an answer with nothing queued
 // before it is written by its handler; a request whose Call may not wait
 // is written by the caller when the stream can take it at once
 // (TryWriter), else by the writer. A handler that panics answers -32603
@@ -112,11 +114,12 @@ type ConnOptions struct {
 type Conn struct {
 	opts     ConnOptions
 	s        Stream
-	batch    BatchWriter  // s, where it writes several messages at once
-	try      TryWriter    // s, where it can write without waiting
-	bounded  bool         // s ends its writes at their deadline: no timer needed
-	routes   bool         // s is a Router: each write says what it relates to
-	buffered moreBuffered // s, where it says whether more was read ahead
+	batch    BatchWriter   // s, where it writes several messages at once
+	try      TryWriter     // s, where it can write without waiting
+	bounded  bool          // s ends its writes at their deadline: no timer needed
+	routes   bool          // s is a Router: each write says what it relates to
+	buffered moreBuffered  // s, where it says whether more was read ahead
+	decoded  MessageReader // s, where it hands over messages decoded already
 	out      *Outbox
 	workers  *Workers
 	calls    *Calls
@@ -137,6 +140,13 @@ type Conn struct {
 	wctx      *writeCtx  // the ctx of every write
 	wtimer    *ownedTimer
 	turn      func() // c.readTurn, made once (a method value allocates)
+	// inline is set while the holder of the turn at reading answers a
+	// request; whoever clears it (the holder when done, or itimer's
+	// handTurnOn) decides who reads next.
+	inline   atomic.Bool
+	inlineAt atomic.Int64 // unix nanoseconds: when the request answered inline was read
+	armed    atomic.Bool  // itimer is armed
+	itimer   *ownedTimer  // hands the turn on from a request slower than inlineFor
 }
 
 // NewConn prepares a conversation over s; Start starts it, once whoever
@@ -170,6 +180,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	c.batch, _ = s.(BatchWriter)
 	c.try, _ = s.(TryWriter)
 	c.buffered, _ = s.(moreBuffered)
+	c.decoded, _ = s.(MessageReader)
 	if b, ok := s.(writeBounder); ok {
 		c.bounded = b.boundsWrites()
 	}
@@ -180,6 +191,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	}
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
 	c.turn = c.readTurn
+	c.itimer = newOwnedTimer(c.handTurnOn)
 	c.workers.Panicked = func(v any, stack []byte) { c.panicked("", v, stack) }
 	return c
 }
@@ -359,6 +371,7 @@ func (c *Conn) Close() error {
 		case <-t.C:
 		}
 	}
+	c.itimer.Stop() // no turn handed on once the workers are waited for
 	c.workers.Stop()
 	select {
 	case <-c.readDone:

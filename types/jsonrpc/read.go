@@ -7,22 +7,78 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
+// inlineFor is how long the goroutine holding the turn at reading may
+// answer a request before the turn passes to another: a request answered
+// within it costs no hand-off at all, one that takes longer delays the
+// next message (a cancellation, another request) by at most this much.
+const inlineFor = 200 * time.Microsecond
+
 // readTurn is a turn at reading: the goroutine reads until a request is
-// admitted, hands reading on to another worker, and answers the request
-// itself (net/http's and go-sdk's way: the request starts at once, on the
-// goroutine that read it, instead of waiting for another to wake up).
-// Reading passes from one goroutine to the next, never two at once, so
-// messages are still taken in order.
+// admitted and answers it itself (net/http's and go-sdk's way: the
+// request starts at once, on the goroutine that read it, instead of
+// waiting for another to wake up), still holding the turn, and reads on
+// once it has answered. A request that takes longer than inlineFor has
+// the turn handed on to an idle worker (handTurnOn), and this goroutine
+// ends once it has answered. Waking a worker for every request, to read
+// what usually is not there yet, cost a fast upstream's call a quarter of
+// its time through the hub (issue 33). Reading passes from one goroutine
+// to the next, never two at once, so messages are still taken in order.
 func (c *Conn) readTurn() {
-	if ctx, m, end := c.read(); m != nil {
+	defer func() {
+		// Serving panicked (a stream's bug): reading goes on elsewhere.
+		if c.inline.CompareAndSwap(true, false) {
+			c.workers.Go(c.turn)
+		}
+	}()
+	for {
+		ctx, m, end := c.read()
+		if m == nil {
+			return
+		}
+		c.inlineAt.Store(time.Now().UnixNano())
+		c.inline.Store(true)
+		c.armTurnTimer()
 		c.serve(ctx, m, end)
+		if !c.inline.CompareAndSwap(true, false) {
+			return // handTurnOn passed reading on
+		}
+	}
+}
+
+// armTurnTimer arms the timer that watches requests answered inline,
+// unless it is armed already: one timer for a run of requests, not one
+// each, since arming a timer wakes a thread of the runtime's.
+func (c *Conn) armTurnTimer() {
+	if c.armed.CompareAndSwap(false, true) {
+		c.itimer.Reset(inlineFor)
+	}
+}
+
+// handTurnOn is the timer's: it passes the turn at reading to another
+// worker when the request answered inline has taken inlineFor, waits the
+// rest for one that has not, and disarms when none is answered inline.
+func (c *Conn) handTurnOn() {
+	if c.inline.Load() {
+		if left := inlineFor - time.Duration(time.Now().UnixNano()-c.inlineAt.Load()); left > 0 {
+			c.itimer.Reset(left)
+			return
+		}
+		if c.inline.CompareAndSwap(true, false) {
+			c.workers.Go(c.turn)
+		}
+	}
+	c.armed.Store(false)
+	if c.inline.Load() { // one began as the timer was disarming
+		c.armTurnTimer()
 	}
 }
 
 // read reads the stream, dispatching each message, until a request is
-// admitted (returned, with reading handed on) or the stream ends (nil).
+// admitted (returned, for the caller to answer with the turn) or the
+// stream ends (nil).
 // It never writes: what it answers itself is queued for the writer.
 func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 	defer func() {
@@ -34,9 +90,9 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 		}
 	}()
 	for {
-		msg, err := c.s.Read()
+		msg, decoded, err := c.readMessage()
 		if err == nil {
-			ctx, m, end := c.receive(msg)
+			ctx, m, end := c.receive(msg, decoded)
 			switch {
 			case m == nil:
 			case c.buffered != nil && c.buffered.moreBuffered():
@@ -44,7 +100,6 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 				// goroutine, and a worker answers.
 				c.workers.Go(func() { c.serve(ctx, m, end) })
 			default:
-				c.workers.Go(c.turn)
 				return ctx, m, end
 			}
 			continue
@@ -118,10 +173,24 @@ func (c *Conn) notified(m *Message) {
 	}
 }
 
-// receive takes one message: an answer resolves its call, a notification
-// goes to Notify, a request admitted is returned for the caller to serve.
-func (c *Conn) receive(msg []byte) (context.Context, *Message, func(func()) bool) {
-	m, err := Decode(msg)
+// readMessage reads the next message, and the stream's decoding of it
+// where it has one (MessageReader).
+func (c *Conn) readMessage() ([]byte, *Message, error) {
+	if c.decoded != nil {
+		return c.decoded.ReadMessage()
+	}
+	msg, err := c.s.Read()
+	return msg, nil, err
+}
+
+// receive takes one message, decoding it unless the stream did (m): an
+// answer resolves its call, a notification goes to Notify, a request
+// admitted is returned for the caller to serve.
+func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(func()) bool) {
+	var err error
+	if m == nil {
+		m, err = Decode(msg)
+	}
 	if err != nil {
 		c.refused(err, msg)
 		var de *DecodeError

@@ -79,3 +79,11 @@ type TryWriter interface {
 	// false. An error ends the stream, as Write's does.
 	TryWrite(msg []byte) (bool, error)
 }
+
+// A MessageReader is a Stream whose writer may have decoded a message
+// already, with Decode (an HTTP face decodes a POST's body to route it):
+// ReadMessage returns it with its bytes, so that a Conn does not decode
+// it again, or a nil m for the Conn to decode raw as Read's.
+type MessageReader interface {
+	ReadMessage() (raw []byte, m *Message, err error)
+}
