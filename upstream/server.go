@@ -683,8 +683,10 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	default:
-		if c != nil && c.remote() && !answeredHTTP(err) {
-			// A remote server that failed to answer is reconnected.
+		if c != nil && c.remote() && sessionLost(err) {
+			// A remote server not reached, or refusing the session, is
+			// reconnected; a failure of this call alone leaves the
+			// session to the others.
 			c.lose(err, false)
 			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
 		}
