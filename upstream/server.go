@@ -44,12 +44,12 @@ type Status struct {
 	// PinChanged are tools whose definition differs from the one pinned
 	// when first seen; withheld unless the group says on_change: warn.
 	PinChanged []string
-	// Reconnecting says the session of a ready server ended (Err says
-	// why) and the first try to connect again is under way: its lists stay
-	// served, and a request waits for the new session within startup_wait
-	// (see Request), so that a client is never told that a tool of a group
-	// that blinked does not exist. Should that try fail, the server is
-	// StateFailed.
+	// Reconnecting says the session of a ready server ended (State is
+	// StateFailed, Err says why) and the first try to connect again is
+	// under way: its lists stay served (see Lists), and a request waits for
+	// the new session within startup_wait (see Request), so that a client
+	// is never told that a tool of a group that blinked does not exist.
+	// Should that try fail, the lists go with it.
 	Reconnecting bool
 }
 
@@ -139,11 +139,12 @@ func (s *Server) Restarts() uint64 {
 	return 0
 }
 
-// Lists returns the server's cached lists; empty unless it is ready.
+// Lists returns the server's cached lists; empty unless it is ready or
+// reconnecting (see Status.Reconnecting).
 func (s *Server) Lists() Lists {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.status.State != StateReady {
+	if s.status.State != StateReady && !s.status.Reconnecting {
 		return Lists{}
 	}
 	return s.lists
@@ -264,7 +265,7 @@ func (s *Server) setExited(c *conn) {
 		return
 	}
 	s.conn = nil
-	s.status.Reconnecting, s.status.Err = true, err // its lists stay: see Status.Reconnecting
+	s.status = Status{State: StateFailed, Err: err, Reconnecting: true} // its lists stay: see Status.Reconnecting
 	s.mu.Unlock()
 	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()
