@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -23,14 +25,23 @@ type event struct {
 // eventReader reads the events of an SSE stream (the WHATWG HTML
 // "event stream" format), the one reader of every HTTP upstream's stream:
 // a Streamable HTTP answer, its GET stream, a legacy SSE stream. Lines end
-// in LF or CRLF; comments, id and retry fields are skipped (no stream is
-// resumed). Each event is bounded by limit bytes of lines, not the stream:
+// in LF or CRLF; comments are skipped; id and retry fields are kept as the
+// standard keeps them, for a stream that ends early to be resumed from
+// (see resume.go). Each event is bounded by limit bytes of lines, not the stream:
 // a stream may run for days, its events may not grow without end. The
 // data is handed on as the server wrote it; Decode's rules apply where
 // the message is read (the Conn).
 type eventReader struct {
 	br    *bufio.Reader
 	limit int
+
+	// lastID is the stream's last event ID: the id field in force when
+	// the last event ended, an event of no data (a priming event) too;
+	// "" when the server gave none. idBuf is the id field in force now.
+	lastID, idBuf string
+	// retry is the reconnection time the server last asked for with a
+	// retry field; 0 when it asked for none.
+	retry time.Duration
 }
 
 func newEventReader(r io.Reader, limit int) *eventReader {
@@ -76,6 +87,7 @@ func (r *eventReader) next() (event, error) {
 		}
 		chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
 		if len(chunk) == 0 {
+			r.lastID = r.idBuf // at each event's end, dispatched or not (WHATWG HTML, 9.2.6)
 			if hasData {
 				if ev.typ == "" {
 					ev.typ = "message"
@@ -95,6 +107,14 @@ func (r *eventReader) next() (event, error) {
 			ev.data, hasData = append(ev.data, value...), true
 		case "event":
 			ev.typ = string(value)
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				r.idBuf = string(value)
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil {
+				r.retry = time.Duration(ms) * time.Millisecond
+			}
 		}
 	}
 }

@@ -357,7 +357,12 @@ func mediaType(resp *http.Response) string {
 // *jsonrpc.TooLargeError). fn, when not nil, sees each message first; the
 // body is not read further once fn said that message is the last (nil).
 func (s *httpStream) readEvents(body io.Reader, fn func(data []byte) (last bool)) error {
-	r := newEventReader(body, s.limit)
+	return s.readEventsFrom(newEventReader(body, s.limit), fn)
+}
+
+// readEventsFrom is readEvents of the events r reads, which keeps the
+// stream's last event id and retry time for a resume.
+func (s *httpStream) readEventsFrom(r *eventReader, fn func(data []byte) (last bool)) error {
 	for {
 		ev, err := r.next()
 		if errors.Is(err, io.EOF) {

@@ -48,6 +48,7 @@ type Streamable struct {
 	httpStream
 
 	retryMin, retryMax time.Duration // the GET stream's backoff
+	resumeRules        resumeRules   // of an answer stream that ends early (resume.go)
 
 	sessionID    string        // guarded by mu: from the answer to initialize
 	sessionEnded bool          // guarded by mu: a 404 said so; no DELETE
@@ -173,7 +174,8 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 				s.answered(r) // the call is over: a request the hub never answered is moot
 			}
 		}()
-		err := s.readEvents(resp.Body, func(data []byte) bool {
+		events := newEventReader(resp.Body, s.limit)
+		onEvent := func(data []byte) bool {
 			if answers(data, id) {
 				answered = true
 				return true
@@ -182,7 +184,11 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 				theirs = append(theirs, r)
 			}
 			return false
-		})
+		}
+		err := s.readEventsFrom(events, onEvent)
+		if !answered {
+			err = s.resume(ctx, method, events, err, onEvent) // a stream the server ended early (resume.go)
+		}
 		var tl *jsonrpc.TooLargeError
 		switch {
 		case errors.As(err, &tl):
@@ -192,7 +198,7 @@ func (s *Streamable) call(ctx context.Context, id json.RawMessage, method string
 		case err != nil:
 			s.callFailed(ctx, id, fmt.Errorf("read the answer stream of %s: %w", method, err))
 		case !answered:
-			s.callFailed(ctx, id, fmt.Errorf("the server ended the answer stream of %s without answering", method))
+			s.callFailed(ctx, id, fmt.Errorf("the server ended the answer stream of %s without answering, and without an event id to resume it from", method))
 		}
 	default:
 		s.callFailed(ctx, id, fmt.Errorf("the answer to %s: HTTP status %d with content type %q", method, resp.StatusCode, resp.Header.Get("Content-Type")))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -422,24 +423,29 @@ func status(err error) int {
 	return 0
 }
 
-// answeredHTTP reports whether err is a remote server's HTTP refusal of
-// one call that says nothing about its session: it is up and answered
-// (a tool that crashed into a 500, a 400 for its arguments). Its other
-// calls go on; a refused token (401, 403), a server that is not there
-// (502, 503, 504: an outage behind a proxy) or one not reached at all
-// drops the session, so that the next one signs in or fails for all. A
-// 2xx whose JSON body is not the call's answer (transport.ErrNotAnswer)
-// came from a server that is up too.
-func answeredHTTP(err error) bool {
-	if errors.Is(err, transport.ErrNotAnswer) {
+// sessionLost reports whether err, a remote call's failure, says the
+// session is unusable for every call, not only this one: the request got
+// no HTTP answer at all (the server not reached: refused, reset, DNS, TLS,
+// a redirect loop), or one that refuses the session: a token refused
+// (401, 403), so that the next session signs in or fails for all, or a
+// server that is not there (502, 503, 504: an outage behind a proxy). A 404
+// on the session ends the stream by itself (transport.ErrSessionExpired).
+// Anything else is that call's alone, and its other calls go on: an HTTP
+// error for it (a tool that crashed into a 500, a 400 for its arguments),
+// an answer stream that ended or broke off before the answer and could
+// not be resumed, an answer of the wrong kind, a JSON body that is not the
+// call's answer (transport.ErrNotAnswer).
+func sessionLost(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) {
 		return true
 	}
 	switch status(err) {
-	case 0, http.StatusUnauthorized, http.StatusForbidden,
+	case http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return false
+		return true
 	}
-	return true
+	return false
 }
 
 // unauthorized reports whether err is a server's 401.

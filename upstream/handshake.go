@@ -69,6 +69,12 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 			}()
 		}
 		res, err := c.rpc.Call(ctx, string(mcp.MethodServerDiscover), params)
+		if err == nil && jsonrpc.Field(res, "supportedVersions") == nil && jsonrpc.Field(res, "capabilities") == nil {
+			// An answer that says nothing of a session (a lax server's {}
+			// to any method, as the conformance suite's test servers give)
+			// is not a 2026-07-28 server's: initialize.
+			return false, nil
+		}
 		if err == nil {
 			var d mcp.DiscoverResult
 			if err := json.Unmarshal(res, &d); err != nil {

@@ -37,6 +37,8 @@ type httpUpstream struct {
 	dupKeys  bool // answer tools/call with a result given twice
 	// onPost, when set, may serve a POST of the session itself (true).
 	onPost func(w http.ResponseWriter, r *http.Request, body []byte) bool
+	// onGet, when set, may serve a GET of the session itself (true).
+	onGet func(w http.ResponseWriter, r *http.Request) bool
 }
 
 // result is what tools/call answers: < & and an escape, as a server wrote
@@ -140,8 +142,11 @@ func (u *httpUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // nothing until the hub goes.
 func (u *httpUpstream) serveGET(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
-	flood := u.flood
+	flood, onGet := u.flood, u.onGet
 	u.mu.Unlock()
+	if onGet != nil && onGet(w, r) {
+		return
+	}
 	if flood == 0 {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return

@@ -94,6 +94,7 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 				s = newServer(m, sc, cfg.Settings, g.PinOnChange)
 			}
 			s.callTimeout.Store(int64(cfg.CallTimeoutFor(sc)))
+			s.reconnectWait.Store(int64(cfg.Settings.StartupWait))
 			group.Servers = append(group.Servers, s)
 		}
 		groups = append(groups, group)

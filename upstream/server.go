@@ -44,6 +44,13 @@ type Status struct {
 	// PinChanged are tools whose definition differs from the one pinned
 	// when first seen; withheld unless the group says on_change: warn.
 	PinChanged []string
+	// Reconnecting says the session of a ready server ended (State is
+	// StateFailed, Err says why) and the first try to connect again is
+	// under way: its lists stay served (see Lists), and a request waits for
+	// the new session within startup_wait (see Request), so that a client
+	// is never told that a tool of a group that blinked does not exist.
+	// Should that try fail, the lists go with it.
+	Reconnecting bool
 }
 
 // Server is one supervised upstream server.
@@ -57,6 +64,9 @@ type Server struct {
 	// callTimeout (a time.Duration) bounds the requests the server sends
 	// the client; a reload may change it without restarting the server.
 	callTimeout atomic.Int64
+	// reconnectWait (a time.Duration, settings.startup_wait) is how long a
+	// request waits for a server that is reconnecting.
+	reconnectWait atomic.Int64
 	// outstanding holds a token for each request of the server's still
 	// waiting for the client's answer (see maxOutstanding).
 	outstanding chan struct{}
@@ -143,11 +153,12 @@ func (s *Server) Restarts() uint64 {
 	return 0
 }
 
-// Lists returns the server's cached lists; empty unless it is ready.
+// Lists returns the server's cached lists; empty unless it is ready or
+// reconnecting (see Status.Reconnecting).
 func (s *Server) Lists() Lists {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.status.State != StateReady {
+	if s.status.State != StateReady && !s.status.Reconnecting {
 		return Lists{}
 	}
 	return s.lists
@@ -271,7 +282,7 @@ func (s *Server) setExited(c *conn) {
 		return
 	}
 	s.conn = nil
-	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Reconnecting: true} // its lists stay: see Status.Reconnecting
 	s.mu.Unlock()
 	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()
@@ -641,14 +652,12 @@ func (s *Server) RecheckPins() {
 // Request sends a raw request to the server, bounded by timeout, and returns
 // the raw result. Errors name the server.
 func (s *Server) Request(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
-	s.mu.Lock()
-	c, st := s.conn, s.status
-	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, st := s.awaitSession(ctx)
 	if c == nil {
 		return nil, s.unavailable(st)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	owner, isolated := s.perSession(ctx)
 	if err := s.userSignedIn(owner); err != nil {
 		return nil, err
@@ -703,8 +712,10 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	default:
-		if c != nil && c.remote() && !answeredHTTP(err) {
-			// A remote server that failed to answer is reconnected.
+		if c != nil && c.remote() && sessionLost(err) {
+			// A remote server not reached, or refusing the session, is
+			// reconnected; a failure of this call alone leaves the
+			// session to the others.
 			c.lose(err, false)
 			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
 		}
@@ -727,18 +738,43 @@ func (s *Server) awaitRouted(ctx context.Context, mark uint64) {
 
 // awaitReconnect waits, within ctx, for a connection other than old.
 func (s *Server) awaitReconnect(ctx context.Context, old *conn) *conn {
+	c, _ := s.awaitConn(ctx, old, func(Status) bool { return true })
+	return c
+}
+
+// awaitSession is the server's connection, waited for within ctx and
+// reconnectWait while the server is reconnecting; nil, with the status
+// that says why, when there is none.
+func (s *Server) awaitSession(ctx context.Context) (*conn, Status) {
+	s.mu.Lock()
+	c, st := s.conn, s.status
+	s.mu.Unlock()
+	if c != nil || !st.Reconnecting {
+		return c, st
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.reconnectWait.Load()))
+	defer cancel()
+	return s.awaitConn(ctx, nil, func(st Status) bool { return st.Reconnecting })
+}
+
+// awaitConn waits, within ctx, for a connection other than old, while
+// the status is one worth waiting in (while); nil when none came.
+func (s *Server) awaitConn(ctx context.Context, old *conn, while func(Status) bool) (*conn, Status) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		c := s.conn
+		c, st := s.conn, s.status
 		s.mu.Unlock()
-		if c != nil && c != old {
-			return c
+		switch {
+		case c != nil && c != old:
+			return c, st
+		case !while(st):
+			return nil, st
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return nil, st
 		case <-t.C:
 		}
 	}
@@ -834,6 +870,9 @@ func WithOwner(ctx context.Context, owner any) context.Context {
 func Ambiguous(ctx context.Context) bool { return ctx.Value(ambiguousKey{}) != nil }
 
 func (s *Server) unavailable(st Status) error {
+	if st.Reconnecting {
+		return fmt.Errorf("upstream %s is unavailable: reconnecting (its session ended: %v): %w", s.Config.ID(), st.Err, errUnavailable)
+	}
 	switch st.State {
 	case StateStarting:
 		return fmt.Errorf("upstream %s is still starting: %w", s.Config.ID(), errUnavailable)
