@@ -206,6 +206,10 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	if len(arguments) > 0 && arguments[0] != '{' && string(arguments) != "null" {
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
+	name, _ := req.stringField("name") // as the client called it
+	if bad := h.checkArgs(req, r, name, arguments); bad != nil {
+		return bad, nil
+	}
 	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
 		params: req.params, rename: true})
 }

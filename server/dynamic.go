@@ -104,6 +104,10 @@ type dynamicArgs struct {
 	Group string          `json:"group"`
 	Name  string          `json:"name"`
 	Args  json.RawMessage `json:"args"`
+	// Arguments is the key of a plain tools/call, which a model may give
+	// call_dynamic_tool instead of args: answered with an error that says
+	// so, never passed on as no arguments.
+	Arguments json.RawMessage `json:"arguments"`
 	// search_dynamic_tools' own arguments, read by searchDynamicTools
 	// alone: another meta-tool's call that happens to carry them (of any
 	// type) is not refused for them.
@@ -199,6 +203,9 @@ func answerSchema(key, about string, more map[string]any) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": []string{key, "tools"}}
 }
 
+// given says a meta-tool's argument is there: present and not null.
+func given(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
+
 // callDynamicTool answers call_dynamic_tool with the upstream's result,
 // unchanged. The params sent upstream are the group tool's name, the
 // client's args byte for byte, and the call's _meta and task.
@@ -215,7 +222,17 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 		h.auditMiss(req, args.Name, args.Args)
 		return toolError("Tool not found: " + args.Name), nil
 	}
+	if given(args.Arguments) {
+		msg := "call_dynamic_tool takes the tool's arguments in args, not arguments: call again with args"
+		if given(args.Args) {
+			msg = "call_dynamic_tool was given both args and arguments: give the tool's arguments in args only"
+		}
+		return argsError(msg+".", nil, r.inputSchema()), nil
+	}
 	arguments := args.Args
+	if bad := h.checkArgs(req, r, r.name, arguments); bad != nil {
+		return bad, nil
+	}
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	} else if arguments[0] != '{' {

@@ -46,6 +46,9 @@ type Hub struct {
 	// inflight are the budgets of bytes of client requests in flight,
 	// per caller and in all (inflightbytes.go).
 	inflight *inflightBytes
+	// argSchemas are the tools' input schemas, compiled on first use
+	// (validateargs.go).
+	argSchemas argSchemas
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost

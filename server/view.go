@@ -22,6 +22,9 @@ type route struct {
 	// cached says the tool is known from the server's last run only: the
 	// server is still starting (see upstream.Server.LastTools).
 	cached bool
+	// tool is the tool's definition as its server listed it (nil for a
+	// prompt): its inputSchema checks a call's arguments (validateargs.go).
+	tool *upstream.Item
 }
 
 type templateRoute struct {
@@ -146,7 +149,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
-			for _, t := range lists.Tools {
+			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
 				}
@@ -157,7 +160,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: %s in the same group has a tool of that name", t.Key, s.Config.ID(), prev.server.Config.ID()))
 					continue
 				}
-				gv.toolRoutes[t.Key] = route{server: s, name: t.Key, cached: cached}
+				gv.toolRoutes[t.Key] = route{server: s, name: t.Key, cached: cached, tool: &lists.Tools[i]}
 				gv.tools = append(gv.tools, t.Raw)
 				if mode != config.ModeFlat {
 					continue
@@ -172,7 +175,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					continue
 				}
 				owner[name] = s.Config.ID()
-				v.flatRoutes[name] = route{server: s, name: t.Key, cached: cached}
+				v.flatRoutes[name] = gv.toolRoutes[t.Key]
 				flatTools = append(flatTools, raw)
 			}
 			for _, p := range lists.Prompts {

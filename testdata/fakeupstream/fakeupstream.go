@@ -566,6 +566,7 @@ func handle(req request) {
 		}
 		all = append(all, taskTools()...)
 		all = append(all, largeTools()...)
+		all = append(all, schemaTools()...)
 		if *modern {
 			all = append(all, mrtrTools()...)
 		}
@@ -636,7 +637,7 @@ func call(req request) {
 		state.LastParams = string(req.Params)
 		state.Unlock()
 	}
-	if startTask(req, p.Name, p.Arguments.Text) || largeCall(req, p.Name, p.Arguments.Text, p.Arguments.MS) {
+	if startTask(req, p.Name, p.Arguments.Text) || largeCall(req, p.Name, p.Arguments.Text, p.Arguments.MS) || schemaCall(req, p.Name) {
 		return
 	}
 	text := func(s string) map[string]any {

@@ -396,6 +396,28 @@ type Settings struct {
 	// accepted; at least MinMaxResult bytes. A clients: rule's or a
 	// profile's max_result replaces it for those clients.
 	MaxResult int
+	// ValidateArgs says whether a tools/call's arguments are checked
+	// against the tool's inputSchema before the call leaves the hub: on
+	// (the default) or off. A group's own validate_args overrides it.
+	ValidateArgs Switch
+}
+
+// Switch is a setting that is on or off.
+type Switch string
+
+const (
+	SwitchOn  Switch = "on"
+	SwitchOff Switch = "off"
+)
+
+// ValidatesArgs says whether calls to g's tools have their arguments
+// checked against the tool's inputSchema: g's validate_args when it sets
+// one, else settings.validate_args.
+func (s Settings) ValidatesArgs(g *Group) bool {
+	if g != nil && g.ValidateArgs != "" {
+		return g.ValidateArgs != SwitchOff
+	}
+	return s.ValidateArgs != SwitchOff
 }
 
 // SharedMode says whether serve on stdio shares one hub per config.
@@ -464,6 +486,9 @@ type Group struct {
 	// meta-tools, named as in flat mode; none by default. A name the group
 	// does not have (or hides) is a warning of the running hub.
 	Expose []string
+	// ValidateArgs is on or off to override settings.validate_args for
+	// this group's tools; "" (the default) follows the setting.
+	ValidateArgs Switch
 	// Line is where the group starts in the file.
 	Line int
 }

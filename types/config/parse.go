@@ -152,6 +152,7 @@ func (p *parser) parse(data []byte) *Config {
 			SessionProcessIdle:  DefaultSessionProcessIdle,
 			Search:              SearchAuto,
 			Shared:              SharedAuto,
+			ValidateArgs:        SwitchOn,
 			SharedIdle:          DefaultSharedIdle,
 			PromptTimeout:       DefaultPromptTimeout,
 			Retry:               Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
@@ -291,8 +292,9 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 				s.PromptTimeout = d
 			}
 		},
-		"notify":     func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
-		"max_result": func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
+		"notify":        func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
+		"validate_args": func(k string, v *yaml.Node) { choose(p, v, k, &s.ValidateArgs, SwitchOn, SwitchOff) },
+		"max_result":    func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {
 				s.PageSize = n
@@ -361,6 +363,7 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 		"policy":        func(k string, v *yaml.Node) { g.Policy = p.rules(v, k, name+".policy") },
 		"pin_on_change": func(k string, v *yaml.Node) { choose(p, v, k, &g.PinOnChange, PinBlock, PinWarn) },
 		"expose":        func(k string, v *yaml.Node) { g.Expose = p.strings(v, k) },
+		"validate_args": func(k string, v *yaml.Node) { choose(p, v, k, &g.ValidateArgs, SwitchOn, SwitchOff) },
 		"servers": func(k string, v *yaml.Node) {
 			hasServers = true
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {

@@ -1,0 +1,227 @@
+package server
+
+// Arguments checked before they leave: a tools/call's arguments are
+// validated against the tool's inputSchema before the call goes upstream,
+// and a call that does not fit is answered with an isError result naming
+// each violated path and carrying the schema, so that the model corrects
+// itself in one turn (as mcpproxy-go and ContextForge do).
+//
+// checkArgs is called where a call is routed (callRoute for flat mode and
+// expose:, callDynamicTool for call_dynamic_tool's args), before policy.
+// When the call pipeline becomes a chain of stages (issue 32), it is the
+// stage between routing and policy.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+const (
+	// maxSchemaInError bounds the bytes of the tool's inputSchema an
+	// invalid-arguments answer carries.
+	maxSchemaInError = 4 << 10
+	// maxArgProblems bounds the violations an answer lists.
+	maxArgProblems = 20
+	// maxArgSchemas bounds the compiled schemas kept; past it the cache
+	// starts again (a list change leaves old definitions behind).
+	maxArgSchemas = 1024
+	// schemaURL is where a tool's inputSchema is placed for the compiler:
+	// a URL nothing can fetch, so that only its own local $refs resolve.
+	schemaURL = "urn:dynamic-mcp:inputSchema"
+)
+
+// argSchemas are the tools' input schemas compiled on first use, by the
+// hash of the schema's bytes: a definition that did not change across a
+// list change is not compiled again, one that changed is compiled anew.
+// Nothing is compiled at start-up.
+type argSchemas struct {
+	mu     sync.Mutex // guards byHash
+	byHash map[[sha256.Size]byte]*argSchema
+}
+
+// argSchema is one compiled inputSchema; schema is nil when it could not
+// be compiled, and calls pass unchecked.
+type argSchema struct {
+	once   sync.Once
+	schema *jsonschema.Schema
+}
+
+// get is the compiled schema of raw, compiled on first use (logged once
+// when it cannot be, with the tool that has it).
+func (a *argSchemas) get(raw json.RawMessage, tool, server string, logger *slog.Logger) *jsonschema.Schema {
+	key := sha256.Sum256(raw)
+	a.mu.Lock()
+	if a.byHash == nil || len(a.byHash) >= maxArgSchemas {
+		a.byHash = map[[sha256.Size]byte]*argSchema{}
+	}
+	e := a.byHash[key]
+	if e == nil {
+		e = &argSchema{}
+		a.byHash[key] = e
+	}
+	a.mu.Unlock()
+	e.once.Do(func() {
+		start := time.Now()
+		s, err := compileArgSchema(raw)
+		if err != nil {
+			logger.Warn("tool's inputSchema cannot be compiled: its calls' arguments pass unchecked",
+				"tool", tool, "server", server, "err", err)
+			return
+		}
+		e.schema = s
+		logger.Debug("compiled a tool's inputSchema", "tool", tool, "server", server, "took", time.Since(start))
+	})
+	return e.schema
+}
+
+// errRemoteRef refuses every schema the compiler would load: a tool's
+// schema is checked with what it holds, never with what a $ref fetches.
+var errRemoteRef = errors.New("remote $ref not fetched")
+
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) { return nil, fmt.Errorf("%s: %w", url, errRemoteRef) }
+
+// compileArgSchema compiles an inputSchema: 2020-12 unless its $schema
+// says another draft (draft-07 included, whose meta-schemas are built in),
+// no $ref outside the schema, and patterns in Go's regexp (RE2: linear in
+// time, whatever the pattern).
+func compileArgSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(schemaURL)
+}
+
+// checkArgs checks the arguments of a call to the tool r routes to (shown
+// to the client as name) against its inputSchema: nil when they fit, when
+// checking is off for its group, or when the schema is absent or cannot
+// be compiled; otherwise the isError result to answer with.
+func (h *Hub) checkArgs(req *request, r route, name string, arguments json.RawMessage) json.RawMessage {
+	raw := r.inputSchema()
+	if len(raw) == 0 || raw[0] != '{' || !req.snap.cfg.Settings.ValidatesArgs(groupConfig(req.snap.cfg, r.server.Config.Group)) {
+		return nil
+	}
+	schema := h.argSchemas.get(raw, r.name, r.server.Config.ID(), h.logger)
+	if schema == nil {
+		return nil
+	}
+	if len(arguments) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
+	if err != nil {
+		return nil // not JSON the hub can read: the upstream answers it
+	}
+	var ve *jsonschema.ValidationError
+	if err := schema.Validate(inst); !errors.As(err, &ve) {
+		return nil
+	}
+	if req.snap.audit != nil {
+		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.server.Config.Group, Server: r.server.Config.Name,
+			Method: policy.MethodToolsCall, Tool: r.name, Decision: "invalid_args", Arguments: arguments}
+	}
+	return argsError("Invalid arguments for tool "+name+":", argProblems(ve), raw)
+}
+
+// inputSchema is the inputSchema of the tool r routes to, nil if none.
+func (r route) inputSchema() json.RawMessage {
+	if r.tool == nil {
+		return nil
+	}
+	return jsonrpc.Field(r.tool.Raw, "inputSchema")
+}
+
+// groupConfig is the group of cfg named name, nil if none.
+func groupConfig(cfg *config.Config, name string) *config.Group {
+	for _, g := range cfg.Groups {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// english prints the library's messages for the kinds argProblems does
+// not word itself.
+var english = message.NewPrinter(language.English)
+
+// argProblems are the violations of a failed validation, one line each:
+// the JSON pointer of the value at fault and what is wrong with it.
+func argProblems(ve *jsonschema.ValidationError) []string {
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		at := "/" + strings.Join(e.InstanceLocation, "/")
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, m := range k.Missing {
+				out = append(out, fmt.Sprintf("%s: missing property '%s'", strings.TrimSuffix(at, "/")+"/"+m, m))
+			}
+		case *kind.Type:
+			out = append(out, fmt.Sprintf("%s: expected %s, got %s", at, strings.Join(k.Want, " or "), k.Got))
+		case *kind.AdditionalProperties:
+			for _, p := range k.Properties {
+				out = append(out, fmt.Sprintf("%s: property '%s' is not allowed", strings.TrimSuffix(at, "/")+"/"+p, p))
+			}
+		default:
+			out = append(out, at+": "+e.ErrorKind.LocalizedString(english))
+		}
+	}
+	walk(ve)
+	if len(out) > maxArgProblems {
+		out = append(out[:maxArgProblems], fmt.Sprintf("(and %d more)", len(out)-maxArgProblems))
+	}
+	return out
+}
+
+// argsError is the isError result of a call whose arguments do not fit:
+// the heading, the problems one a line, and the tool's input schema, cut
+// to maxSchemaInError bytes.
+func argsError(heading string, problems []string, schema json.RawMessage) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(heading)
+	for _, p := range problems {
+		b.WriteString("\n- ")
+		b.WriteString(p)
+	}
+	if len(schema) > 0 {
+		b.WriteString("\nThe tool's input schema:\n")
+		if len(schema) <= maxSchemaInError {
+			b.Write(schema)
+		} else {
+			b.Write(schema[:maxSchemaInError])
+			fmt.Fprintf(&b, "\n... (cut: %d bytes in all)", len(schema))
+		}
+	}
+	return toolError(b.String())
+}
