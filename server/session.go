@@ -22,7 +22,7 @@ type session struct {
 	profile      string             // the profile the session sees, "" for the whole config (see OpenProfile)
 	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
 	peer         Peer
-	initialized  atomic.Bool              // initialize was answered (or the session resumed)
+	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
 	rootsPending atomic.Bool              // a roots/list_changed waits to go upstream
 	seen         [listKinds]atomic.Uint64 // hash of each list as last answered, 0 before
 	gone         chan struct{}            // closed when the session ends (see end)
@@ -64,7 +64,8 @@ func newSession(id, transport string) *session {
 	}
 }
 
-// Initialize marks the session initialized: it may set its log level.
+// Initialize marks the session initialized: it may set its log level,
+// and over HTTP it is no request's alone (see sessionless).
 func (s *session) Initialize() { s.initialized.Store(true) }
 
 // Initialized reports whether the session has been initialized.
