@@ -5,13 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -25,10 +21,10 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 		}
 	}
 	result, err := h.dispatch(ctx, req)
-	if errors.Is(err, errDelegated) {
-		result, err = h.delegate(ctx, req)
+	if errors.Is(err, errProtocol) {
+		result, err = h.answerProtocol(req)
 		if err == nil {
-			return result, nil // mcp-go has decorated it
+			return result, nil // final as it is (handshake.go)
 		}
 	}
 	if err != nil {
@@ -43,9 +39,10 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	return h.capResult(req, result), nil
 }
 
-// errDelegated marks a request mcp-go's MCPServer answers: initialize and
-// version negotiation, ping, logging/setLevel.
-var errDelegated = errors.New("delegated")
+// errProtocol marks a request that no method of the hub's own answers:
+// the handshake, ping, logging/setLevel, or a method that does not exist
+// (answerProtocol).
+var errProtocol = errors.New("not a method of the hub's own")
 
 func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, error) {
 	v, size := req.snap.viewOf(req.sess.profileIn(req.snap.cfg)), req.snap.cfg.Settings.PageSize
@@ -94,36 +91,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.subscribe(ctx, req, v, req.msg.Method == "resources/subscribe")
 	}
-	return nil, errDelegated
-}
-
-// delegate has mcp-go's MCPServer answer the request and takes its result
-// or error apart; the id of the answer is the client's own bytes. mcp-go
-// finds the session in the context it is given: that context is made for
-// this call alone.
-func (h *Hub) delegate(ctx context.Context, req *request) (json.RawMessage, error) {
-	msg := req.msg
-	if msg.Method == "logging/setLevel" {
-		defer h.setLogLevel()
-	}
-	// The upstreams' instructions, for the groups of the client's view.
-	instructions := func(own string) string {
-		return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).instructions(own)
-	}
-	switch r := h.mcp.HandleMessage(h.mcp.WithContext(ctx, req.sess), msg.Raw).(type) {
-	case mcp.JSONRPCResponse:
-		return jsonrpc.Marshal(withInstructions(r.Result, instructions))
-	case *mcp.JSONRPCResponse:
-		return jsonrpc.Marshal(withInstructions(r.Result, instructions))
-	case mcp.JSONRPCError:
-		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
-	case *mcp.JSONRPCError:
-		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
-	case nil:
-		return nil, errorf(codeInternalError, "no answer to "+msg.Method)
-	default:
-		return nil, errorf(codeInternalError, fmt.Sprintf("unexpected answer to %s: %T", msg.Method, r))
-	}
+	return nil, errProtocol
 }
 
 func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMessage, error) {

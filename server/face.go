@@ -68,11 +68,11 @@ func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer P
 	s.sess.profile = profile
 	s.sess.who = who
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := h.addSession(s.ctx, s.sess); err != nil {
+	if err := h.addSession(s.sess); err != nil {
 		s.cancel()
 		return nil, err
 	}
-	return s, nil // the hub drains the session's notifications (addSession)
+	return s, nil
 }
 
 // ID is the session's id, as Open was given it.
@@ -119,7 +119,7 @@ func (s *Session) Notification(msg *jsonrpc.Message) {
 func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.cancel()
-		s.hub.removeSession(context.Background(), s.sess) // waits for its drain
+		s.hub.removeSession(s.sess)
 	})
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -27,7 +27,7 @@ var Version = "dev"
 type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
-	mcp    *mcpserver.MCPServer
+	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
 	routes *routes
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
@@ -106,16 +106,7 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		return nil, err
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.mcp = mcpserver.NewMCPServer("dynamic-mcp", Version,
-		mcpserver.WithToolCapabilities(true),
-		mcpserver.WithPromptCapabilities(true),
-		mcpserver.WithResourceCapabilities(true, true),
-		mcpserver.WithCompletions(),
-		// Tasks are passed through to the upstreams that run them; a
-		// client only asks for one where a tool's definition says so.
-		mcpserver.WithTaskCapabilities(true, true, true),
-		mcpserver.WithLogging(),
-	)
+	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)
 	h.snap.Store(newSnapshot(cfg, pol, nil, audit).withViews(mgr))
 	return h, nil

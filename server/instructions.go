@@ -3,8 +3,6 @@ package server
 import (
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -95,18 +93,3 @@ func (v *view) instructions(own string) string {
 // maxLeftOut is the room kept in maxInstructions for the line that names
 // the groups left out.
 const maxLeftOut = 512
-
-// withInstructions is an initialize or server/discover result of mcp-go's
-// (which answers with values, not pointers) with text in place of its
-// instructions; any other result is returned as it is.
-func withInstructions(result any, text func(own string) string) any {
-	switch r := result.(type) {
-	case mcp.InitializeResult:
-		r.Instructions = text(r.Instructions)
-		return r
-	case mcp.DiscoverResult:
-		r.Instructions = text(r.Instructions)
-		return r
-	}
-	return result
-}

@@ -108,7 +108,7 @@ func TestListenRefusalsAndBounds(t *testing.T) {
 	p := &recordingPeer{}
 	sess := newSession("a", "stdio")
 	sess.peer = p
-	if err := h.addSession(context.Background(), sess); err != nil {
+	if err := h.addSession(sess); err != nil {
 		t.Fatal(err)
 	}
 	listenReq := func(id int, notifications string) *jsonrpc.Message {

@@ -64,7 +64,7 @@ func TestModernRequestChecks(t *testing.T) {
 		}
 	}
 
-	// The methods 2026-07-28 removed, whether the hub or mcp-go answers them.
+	// The methods 2026-07-28 removed, those of the handshake among them.
 	for _, m := range []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/list", "tasks/result"} {
 		wantCode(m, `{"uri":"file:///x","taskId":"t","level":"info",`+modernMeta("2026-07-28")+`}`, mcp.METHOD_NOT_FOUND)
 	}

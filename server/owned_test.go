@@ -62,7 +62,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 		p := &recordingPeer{}
 		sess := newSession("a", "stdio")
 		sess.peer = p
-		if err := h.addSession(context.Background(), sess); err != nil {
+		if err := h.addSession(sess); err != nil {
 			t.Fatal(err)
 		}
 		sess.seen[listTools].Store(1) // answered a list that is not the current one
@@ -75,7 +75,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 			t.Fatalf("%d list_changed after 5 changes in one window, want 1", n)
 		}
 		h.listChanged(listTools)
-		h.removeSession(context.Background(), sess)
+		h.removeSession(sess)
 		if err := h.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -230,13 +230,13 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 
 // Close returns only when everything the hub started has ended, and once
 // it has begun the hub starts nothing more: a late roots/list_changed or
-// list change is dropped, a late session's drain ends at once.
+// list change is dropped, a late session is forgotten at once.
 func TestHubStartsNothingAfterClose(t *testing.T) {
 	h := newTestHub(config.ModeFlat)
 	defer h.mgr.Close()
 	sess := newSession("a", "stdio")
 	sess.peer = &recordingPeer{}
-	if err := h.addSession(context.Background(), sess); err != nil {
+	if err := h.addSession(sess); err != nil {
 		t.Fatal(err)
 	}
 	sess.seen[listTools].Store(1)
@@ -244,11 +244,6 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	h.Run()
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case <-sess.drained:
-	default:
-		t.Error("the session's drain outlived Close")
 	}
 	if h.spawn(func() {}) {
 		t.Error("spawn started a goroutine after Close")
@@ -260,9 +255,9 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	}
 	late := newSession("b", "stdio")
 	late.peer = &recordingPeer{}
-	if err := h.addSession(context.Background(), late); err != nil {
+	if err := h.addSession(late); err != nil {
 		t.Fatal(err)
 	}
-	h.removeSession(context.Background(), late) // returns: there is no drain to wait for
-	h.removeSession(context.Background(), sess)
+	h.removeSession(late)
+	h.removeSession(sess)
 }

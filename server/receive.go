@@ -18,9 +18,10 @@ func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc
 		return // the connection cancelled the request already
 	case "notifications/roots/list_changed":
 		h.rootsChanged(sess)
-		return
 	}
-	h.mcp.HandleMessage(h.mcp.WithContext(ctx, sess), msg.Raw)
+	// Nothing else a client notifies changes what the hub keeps:
+	// notifications/initialized ends a handshake that initialize has
+	// already recorded (handshake.go).
 }
 
 // rootsChanged tells upstreams that the client's roots changed, off the

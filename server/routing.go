@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -60,24 +61,25 @@ func newRoutes() *routes {
 	}
 }
 
-// addSession registers a new client session with mcp-go and the hub.
-func (h *Hub) addSession(ctx context.Context, sess *session) error {
-	if err := h.mcp.RegisterSession(ctx, sess); err != nil {
-		return fmt.Errorf("register session: %w", err)
-	}
+// errSessionExists refuses a session whose id an open session has.
+var errSessionExists = errors.New("session already exists")
+
+// addSession registers a new client session with the hub.
+func (h *Hub) addSession(sess *session) error {
 	h.routes.mu.Lock()
+	defer h.routes.mu.Unlock()
+	if _, ok := h.routes.sessions[sess.id]; ok {
+		return fmt.Errorf("register session: %w", errSessionExists)
+	}
 	h.routes.sessions[sess.id] = sess
-	h.routes.mu.Unlock()
-	h.startDrain(ctx, sess)
 	return nil
 }
 
 // removeSession forgets a session that ended: its subscriptions go (and
 // upstreams are unsubscribed where no one else listens), the hub's
 // requests waiting on it fail, its requests in flight are cancelled.
-func (h *Hub) removeSession(ctx context.Context, sess *session) {
+func (h *Hub) removeSession(sess *session) {
 	sess.end()
-	h.mcp.UnregisterSession(ctx, sess.id)
 	r := h.routes
 	r.mu.Lock()
 	delete(r.sessions, sess.id)

@@ -13,22 +13,20 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// session is one downstream client: what initialize negotiated (kept by
-// mcp-go's MCPServer through the interfaces below) and how to reach it.
+// session is one downstream client: what initialize negotiated
+// (handshake.go) and how to reach it.
 // Its state is small and plain, so that one day it can be shared.
 type session struct {
-	id            string
-	transport     string             // stdio, streamable-http or sse
-	profile       string             // the profile the session sees, "" for the whole config (see OpenProfile)
-	who           *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
-	peer          Peer
-	initialized   atomic.Bool
-	notifications chan mcp.JSONRPCNotification // for mcp-go's own notifications
-	rootsPending  atomic.Bool                  // a roots/list_changed waits to go upstream
-	seen          [listKinds]atomic.Uint64     // hash of each list as last answered, 0 before
-	gone          chan struct{}                // closed when the session ends (see end)
-	drained       chan struct{}                // closed when drain has ended
-	endOnce       sync.Once
+	id           string
+	transport    string             // stdio, streamable-http or sse
+	profile      string             // the profile the session sees, "" for the whole config (see OpenProfile)
+	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
+	peer         Peer
+	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
+	rootsPending atomic.Bool              // a roots/list_changed waits to go upstream
+	seen         [listKinds]atomic.Uint64 // hash of each list as last answered, 0 before
+	gone         chan struct{}            // closed when the session ends (see end)
+	endOnce      sync.Once
 
 	// modern is set once the client has sent a request of 2026-07-28 or
 	// later: it hears of changes only on the listens it opens (see
@@ -56,65 +54,26 @@ type session struct {
 	logLevel        mcp.LoggingLevel
 }
 
-// notificationBuffer is how many of mcp-go's notifications may wait for a
-// slow client; mcp-go drops (and reports) what does not fit rather than
-// block the hub.
-const notificationBuffer = 256
-
 func newSession(id, transport string) *session {
 	return &session{
-		id:            id,
-		transport:     transport,
-		notifications: make(chan mcp.JSONRPCNotification, notificationBuffer),
-		logLevel:      mcp.LoggingLevelInfo,
-		gone:          make(chan struct{}),
-		drained:       make(chan struct{}),
-		unheard:       make(chan struct{}),
+		id:        id,
+		transport: transport,
+		logLevel:  mcp.LoggingLevelInfo,
+		gone:      make(chan struct{}),
+		unheard:   make(chan struct{}),
 	}
 }
 
-func (s *session) SessionID() string                                   { return s.id }
-func (s *session) Initialize()                                         { s.initialized.Store(true) }
-func (s *session) Initialized() bool                                   { return s.initialized.Load() }
-func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notifications }
+// Initialize marks the session initialized: it may set its log level,
+// and over HTTP it is no request's alone (see sessionless).
+func (s *session) Initialize() { s.initialized.Store(true) }
 
-// startDrain passes mcp-go's notifications to the client on a goroutine
-// of the hub's, until the session ends, ctx ends or the hub closes.
-func (h *Hub) startDrain(ctx context.Context, s *session) {
-	if !h.spawn(func() {
-		defer close(s.drained)
-		s.drain(ctx, h.stop)
-	}) {
-		close(s.drained)
-	}
-}
+// Initialized reports whether the session has been initialized.
+func (s *session) Initialized() bool { return s.initialized.Load() }
 
-// drain passes mcp-go's notifications to the client until the session
-// ends, ctx ends or stop is closed.
-func (s *session) drain(ctx context.Context, stop <-chan struct{}) {
-	for {
-		select {
-		case n := <-s.notifications:
-			if b, err := jsonrpc.Marshal(n); err == nil {
-				s.peer.Notify(ctx, b)
-			}
-		case <-s.gone:
-			return
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		}
-	}
-}
-
-// end marks the session ended, which stops what the hub does for it
-// (drain, a pending list_changed), and waits for drain, once it was
-// started.
-func (s *session) end() {
-	s.endOnce.Do(func() { close(s.gone) })
-	<-s.drained
-}
+// end marks the session ended, which stops what the hub does for it (a
+// pending list_changed).
+func (s *session) end() { s.endOnce.Do(func() { close(s.gone) }) }
 
 // notify sends the client a notification; ctx is the request it belongs
 // to. It never blocks.
