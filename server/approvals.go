@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
@@ -505,12 +505,12 @@ func clipName(name string) string {
 
 // approvalArgs are args as a pending call shows them: the config's
 // ${secret:} values and secret-named members redacted, as the inspector
-// redacts them, and cut at maxApprovalArgs (clipped then true).
+// redacts them (redact.JSON), and cut at maxApprovalArgs (clipped then true).
 func approvalArgs(cfg *config.Config, args json.RawMessage) (shown json.RawMessage, clipped bool) {
 	if len(args) == 0 {
 		return nil, false
 	}
-	text := inspect.Redact(cfg.RedactSecrets(args))
+	text := redact.JSON(cfg.RedactSecrets(args))
 	if len(text) > maxApprovalArgs || !json.Valid([]byte(text)) {
 		if len(text) > maxApprovalArgs {
 			text, clipped = clip.Marked(text, maxApprovalArgs, clippedMark), true

@@ -1,17 +1,16 @@
 package server
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 )
 
 // The requestState the hub hands a 2026-07-28 client in an input_required
@@ -21,9 +20,10 @@ import (
 // Requests", server requirements 4 and 5). The hub's says which call it
 // holds (or carries the upstream's own state), so it matters.
 //
-// A state is AES-256-GCM under a key drawn at random when the hub starts:
-// no state outlives the hub (the calls it names do not either), and none
-// is valid at another hub.
+// A state is AES-256-GCM (types/seal) under a key drawn at random when
+// the hub starts: no state outlives the hub (the calls it names do not
+// either), and none is valid at another hub. So its layout is free to
+// change from one version to the next.
 
 // sealedState is what a requestState carries, encrypted and
 // authenticated.
@@ -43,8 +43,10 @@ type sealedState struct {
 	Caller string `json:"b"`
 	// Call digests the request it was issued for (see callDigest).
 	Call string `json:"c"`
-	// Expires is when it lapses, in Unix milliseconds.
-	Expires int64 `json:"e"`
+	// Expires is when it lapses, in Unix milliseconds: sealed as the
+	// value's expiry (seal.Format.Expiry), not in its JSON, so it is 0 in
+	// a state open returns.
+	Expires int64 `json:"-"`
 }
 
 // stateAD is the associated data of every sealed state: a state is valid
@@ -56,39 +58,41 @@ var stateAD = []byte("dynamic-mcp requestState v1")
 // size; past this it is not one the hub issued.
 const maxSealedState = 1 << 20
 
+// stateFormat is a requestState: base64url( nonce(12) | seal(expiry(8) | json(sealedState)) ).
+var stateFormat = seal.Format{Expiry: true, Text: true}
+
 // stateSealer seals and opens the hub's request states.
 type stateSealer struct {
-	aead cipher.AEAD
-	now  func() time.Time
+	key *seal.Sealer
+	now func() time.Time
 }
 
 func newStateSealer() (*stateSealer, error) {
-	key := make([]byte, 32)
+	key := make([]byte, seal.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("request state key: %w", err)
 	}
-	block, err := aes.NewCipher(key)
+	sl, err := seal.New([][]byte{key}, stateFormat)
 	if err != nil {
 		return nil, fmt.Errorf("request state key: %w", err)
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("request state key: %w", err)
-	}
-	return &stateSealer{aead: aead, now: time.Now}, nil
+	return &stateSealer{key: sl, now: time.Now}, nil
 }
 
 // seal encrypts st: the requestState a client echoes.
 func (s *stateSealer) seal(st sealedState) (string, error) {
+	if st.Expires <= 0 {
+		return "", errors.New("request state without an expiry")
+	}
 	plain, err := json.Marshal(st)
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", fmt.Errorf("request state nonce: %w", err)
+	sealed, err := s.key.Seal(plain, stateAD, time.UnixMilli(st.Expires))
+	if err != nil {
+		return "", fmt.Errorf("request state: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, stateAD)), nil
+	return string(sealed), nil
 }
 
 // Why a requestState is refused. Each is answered -32602 (invalid params:
@@ -108,12 +112,10 @@ func (s *stateSealer) open(token, caller, call string) (sealedState, error) {
 	if len(token) > maxSealedState {
 		return sealedState{}, errStateForged
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) < s.aead.NonceSize() {
-		return sealedState{}, errStateForged
+	plain, _, err := s.key.Open([]byte(token), stateAD, s.now())
+	if errors.Is(err, seal.ErrExpired) {
+		return sealedState{}, errStateExpired
 	}
-	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:n], raw[n:], stateAD)
 	if err != nil {
 		return sealedState{}, errStateForged
 	}
@@ -122,8 +124,6 @@ func (s *stateSealer) open(token, caller, call string) (sealedState, error) {
 		return sealedState{}, errStateForged
 	}
 	switch {
-	case s.now().UnixMilli() > st.Expires:
-		return sealedState{}, errStateExpired
 	case subtle.ConstantTimeCompare([]byte(st.Caller), []byte(caller)) != 1:
 		return sealedState{}, errStateCaller
 	case st.Call != call:

@@ -18,7 +18,7 @@
 // excepted), becomes "[redacted]"; and so do the secrets strings, error
 // messages and stderr lines hold in known shapes: a URL's password,
 // NAME=value and "Name: value" for such a name, and credentials after
-// Bearer or Basic (see stringSecrets).
+// Bearer or Basic (types/redact, whose JSON and Text it uses).
 //
 // The package sits beside server, not under it: the hub knows only the
 // traffic.Observer it is given, and cmd wires the inspector to the hub.

@@ -7,6 +7,7 @@ import (
 
 	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 )
 
 // The parts of a row are kept as the page reads them: encoding/json
@@ -126,7 +127,7 @@ func keep(b []byte, max int) *body {
 	if len(b) > max {
 		b, kb.Truncated = b[:max], true
 	}
-	kb.Text = redact(b)
+	kb.Text = redact.JSON(b)
 	if len(kb.Text) > max { // "[redacted]" is longer than many a secret
 		kb.Text, kb.Truncated = kb.Text[:max], true
 	}
@@ -162,13 +163,13 @@ func keepError(err error, max int, asClient bool) *rpcError {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) {
 		if !asClient {
-			return &rpcError{Message: redactText(clip(err.Error(), max))}
+			return &rpcError{Message: redact.Text(clip(err.Error(), max))}
 		}
 		je = jsonrpc.ToError(err)
 	}
 	// The message, an upstream's words, may be of any size and name a
 	// URL with its credentials.
-	e := &rpcError{Code: je.Code, Message: redactText(clip(je.Message, max))}
+	e := &rpcError{Code: je.Code, Message: redact.Text(clip(je.Message, max))}
 	switch d := je.Data.(type) {
 	case nil:
 	case json.RawMessage:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -178,11 +179,11 @@ func (i *Inspector) server(s *upstream.Server) serverView {
 		// What a server says as it fails can hold a URL with its
 		// credentials, or a variable: redacted as messages are.
 		first, _, _ := strings.Cut(st.Err.Error(), "\n")
-		sv.Error = redactText(first)
+		sv.Error = redact.Text(first)
 		var exit *transport.ExitError
 		if errors.As(st.Err, &exit) {
 			for _, line := range exit.Stderr {
-				sv.Stderr = append(sv.Stderr, redactText(line))
+				sv.Stderr = append(sv.Stderr, redact.Text(line))
 			}
 		}
 	}

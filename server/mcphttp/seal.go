@@ -1,18 +1,15 @@
 package mcphttp
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 )
 
 // A sealed session id (http.session_keys) is the session's small state,
@@ -56,10 +53,13 @@ type sealedState struct {
 // errUnsealed is an id that is not one of ours, or no longer opens.
 var errUnsealed = errors.New("session id does not open")
 
+// idFormat is the layout of a sealed id (and of a sign-in row in the
+// shared store, signinshared.go): the key id byte, the nonce, in base64url.
+var idFormat = seal.Format{KeyID: true, Text: true}
+
 // sealer seals and opens session ids under a list of keys.
 type sealer struct {
-	aeads []cipher.AEAD
-	ids   []byte   // ids[i] is the key id byte of aeads[i]
+	keys  *seal.Sealer
 	names [][]byte // names[i] is the key, derived from the i-th, of stream names (streamName)
 }
 
@@ -69,18 +69,12 @@ func newSealer(keys [][]byte) (*sealer, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	s := &sealer{}
+	sl, err := seal.New(keys, idFormat)
+	if err != nil {
+		return nil, err
+	}
+	s := &sealer{keys: sl}
 	for _, k := range keys {
-		block, err := aes.NewCipher(k)
-		if err != nil {
-			return nil, err
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(k)
-		s.aeads, s.ids = append(s.aeads, aead), append(s.ids, sum[0])
 		name := sha256.Sum256(append([]byte("dynamic-mcp stream name\x00"), k...))
 		s.names = append(s.names, name[:])
 	}
@@ -102,33 +96,18 @@ func (s *sealer) seal(st sealedState, owner string) (string, error) {
 // sealBytes seals plain with the associated data ad under the first key:
 // base64url( keyID(1) | nonce(12) | seal(plain) ).
 func (s *sealer) sealBytes(plain, ad []byte) (string, error) {
-	aead := s.aeads[0]
-	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
-	out[0] = s.ids[0]
-	if _, err := rand.Read(out[1:]); err != nil {
-		return "", err
-	}
-	out = aead.Seal(out, out[1:], plain, ad)
-	return base64.RawURLEncoding.EncodeToString(out), nil
+	sealed, err := s.keys.Seal(plain, ad, time.Time{})
+	return string(sealed), err
 }
 
 // openBytes is what sealBytes sealed with ad under one of the keys, and
 // that key's index; errUnsealed when none opens it.
 func (s *sealer) openBytes(sealed string, ad []byte) ([]byte, int, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(sealed)
-	if err != nil || len(raw) < 1+12+16 {
+	plain, key, err := s.keys.Open([]byte(sealed), ad, time.Time{})
+	if err != nil {
 		return nil, 0, errUnsealed
 	}
-	for i, aead := range s.aeads {
-		if s.ids[i] != raw[0] {
-			continue
-		}
-		n := 1 + aead.NonceSize()
-		if plain, err := aead.Open(nil, raw[1:n], raw[n:], ad); err == nil {
-			return plain, i, nil
-		}
-	}
-	return nil, 0, errUnsealed
+	return plain, key, nil
 }
 
 // open is the state id holds, when one of the keys sealed it for owner

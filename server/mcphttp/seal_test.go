@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,23 @@ func TestSealedIDShrinks(t *testing.T) {
 	small, _ := sl.sealWithin(sealedState{Nonce: "n", Expires: st.Expires, State: server.SessionState{Identity: &identity.Identity{Subject: "bob", Groups: []string{"g"}}}}, "a")
 	if got, err := sl.open(small, "a", time.Now()); err != nil || len(got.State.Identity.Groups) != 1 {
 		t.Errorf("a small state lost its groups: %+v %v", got, err)
+	}
+}
+
+// An id sealed before the sealer sealed through types/seal (kept as the
+// bytes it was) still opens, with its key found by its id byte among
+// others: sessions survive the upgrade of a replica.
+func TestSealedIDFromBefore(t *testing.T) {
+	const old = "ctF2msEZmY0nGQY_5xtuXJfVQNxn275WT6C5WGuinVMS3cd1amkpHLun0d43ElG0GNunQyHwQQ"
+	sl, err := newSealer([][]byte{sealKey1, bytes.Repeat([]byte{1}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sl.open(old, "alice", time.Now())
+	if err != nil || st.Nonce != "abc" || st.Expires != 4102444800 || st.key != 1 {
+		t.Fatalf("opened %+v, %v", st, err)
+	}
+	if _, err := sl.open(old, "bob", time.Now()); err != errUnsealed {
+		t.Fatalf("opened for another credential: %v", err)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 )
 
 // Mode says how the hub exposes upstream tools to the downstream client.
@@ -132,7 +134,7 @@ type Config struct {
 	// the dotted keys, in the order met.
 	SecretUses map[string][]string
 	// secretValues are what RedactSecrets replaces.
-	secretValues []secretValue
+	secretValues *redact.Secrets
 	// HTTP configures serving over HTTP (serve --http).
 	HTTP HTTP
 	// Store is the PostgreSQL URL of the state every replica shares

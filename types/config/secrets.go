@@ -1,16 +1,13 @@
 package config
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"gopkg.in/yaml.v3"
 )
@@ -122,132 +119,35 @@ func ScanSecrets(path string) (stateDir string, uses map[string][]string, err er
 	}), uses, nil
 }
 
-// minRedacted is the shortest secret value redacted: a shorter one (a PIN,
-// "1") would be found in unrelated text and wreck it.
-const minRedacted = 6
-
 // RedactSecrets replaces, in text, the value of every ${secret:NAME} the
-// config uses with [secret:NAME]: a server that echoes its key does not
-// hand it on. text may be JSON, with JSON inside it: a value is also found
-// as JSON escapes it, at any depth up to maxEscapeDepth, and as a URL's
-// query escapes it; the replacement needs no escaping at any depth.
+// config uses with [secret:NAME] (see redact.Secrets): a server that
+// echoes its key does not hand it on, however deep in JSON it quotes it.
 //
 // It is the hub's one redactor of secrets: its log (cmd's redactlog), what
 // upstreams answer and send (server), and why a server failed (upstream)
 // all go through it.
-func (c *Config) RedactSecrets(text []byte) []byte {
-	if c == nil || len(c.secretValues) == 0 {
-		return text
-	}
-	for _, sv := range c.secretValues {
-		for _, form := range sv.forms {
-			if bytes.Contains(text, form) {
-				text = bytes.ReplaceAll(text, form, sv.mark)
-			}
-		}
-	}
-	return text
-}
-
-// secretValue is one resolved secret as RedactSecrets looks for it.
-type secretValue struct {
-	raw   int      // the value's length, which orders secrets
-	forms [][]byte // the value as it may appear (secretForms), longest first
-	mark  []byte   // [secret:NAME]
-}
-
-// setSecretValues keeps what RedactSecrets looks for: the used secrets'
-// values, longest first, so a secret inside another is not cut apart.
-func (c *Config) setSecretValues(values map[string]string, uses map[string][]string) {
-	c.secretValues = nil
-	for name := range uses {
-		v, ok := values[name]
-		if !ok || len(v) < minRedacted {
-			continue
-		}
-		sv := secretValue{raw: len(v), forms: secretForms(v), mark: []byte("[secret:" + name + "]")}
-		c.secretValues = append(c.secretValues, sv)
-	}
-	slices.SortFunc(c.secretValues, func(a, b secretValue) int { return b.raw - a.raw })
-}
-
-// maxEscapeDepth is how many times over a value is looked for as JSON
-// escapes it. Once is a server's answer quoting it; twice a tool's
-// JSON-in-text result (the tool encodes it, then the server its text);
-// three and four times such text quoted again (a tool passing on another
-// tool's result, a log of it). Each depth doubles the backslashes, so a
-// form deeper than this is longer than any text that holds it by chance.
-const maxEscapeDepth = 4
-
-// maxForms bounds the forms of one value, each looked for in every text:
-// a value with both kinds of character that encoders escape their own way
-// (one of <>&, and /) has up to four ways at each depth, 129 forms over
-// four depths for `tok/"a&b"\+9Zq==`; a base64 value (with / alone) has
-// 16, a value with neither one a depth. The shallower are kept first.
-const maxForms = 160
-
-// secretForms is v as it appears in text: raw; as the JSON encoders
-// servers use escape it, once and again at each depth until escaping
-// changes nothing more or maxEscapeDepth; and as a URL's query or path
-// escapes it (a url: with the key in its query, quoted by an error).
-// Longest first, so a deeper form is replaced whole rather than a
-// shallower one inside it.
-func secretForms(v string) [][]byte {
-	seen := map[string]bool{v: true}
-	forms := []string{v}
-	add := func(f string) bool {
-		if seen[f] || len(forms) >= maxForms {
-			return false
-		}
-		seen[f] = true
-		forms = append(forms, f)
-		return true
-	}
-	add(url.QueryEscape(v))
-	add(url.PathEscape(v))
-	level := []string{v}
-	for depth := 0; depth < maxEscapeDepth && len(level) > 0; depth++ {
-		var next []string
-		for _, f := range level {
-			for _, e := range jsonEscapes(f) {
-				if add(e) {
-					next = append(next, e)
-				}
-			}
-		}
-		level = next
-	}
-	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	out := make([][]byte, len(forms))
-	for i, f := range forms {
-		out[i] = []byte(f)
-	}
-	return out
-}
-
-// jsonEscapes are v as the JSON encoders servers use write it inside a
-// string, without the quotes: "\"" and "\\" always; "<>&" as \u003c (Go's)
-// or not (JavaScript's, Python's); "/" as "\/" (PHP's) or not.
-func jsonEscapes(v string) []string {
-	var out []string
-	for _, html := range []bool{false, true} {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(html)
-		if enc.Encode(v) != nil {
-			continue
-		}
-		q := strings.TrimSuffix(b.String(), "\n")
-		q = q[1 : len(q)-1]
-		out = append(out, q, strings.ReplaceAll(q, "/", `\/`))
-	}
-	return out
-}
+func (c *Config) RedactSecrets(text []byte) []byte { return c.Secrets().Bytes(text) }
 
 // RedactText is RedactSecrets of a string (a log line, an error).
-func (c *Config) RedactText(s string) string {
-	if c == nil || len(c.secretValues) == 0 {
-		return s
+func (c *Config) RedactText(s string) string { return c.Secrets().Text(s) }
+
+// Secrets is the redactor of the values of the secrets c uses; nil (which
+// redacts nothing) for a nil config or one that uses none.
+func (c *Config) Secrets() *redact.Secrets {
+	if c == nil {
+		return nil
 	}
-	return string(c.RedactSecrets([]byte(s)))
+	return c.secretValues
+}
+
+// setSecretValues keeps what RedactSecrets looks for: the values of the
+// secrets the config uses.
+func (c *Config) setSecretValues(values map[string]string, uses map[string][]string) {
+	used := make(map[string]string, len(uses))
+	for name := range uses {
+		if v, ok := values[name]; ok {
+			used[name] = v
+		}
+	}
+	c.secretValues = redact.NewSecrets(used)
 }

@@ -9,19 +9,23 @@ package vault
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 )
 
 // magic starts every sealed blob: a version, so the format can change.
 var magic = []byte("dmv1")
 
+// format is a sealed blob: magic | nonce(12) | AES-256-GCM(plain), the
+// label as associated data.
+var format = seal.Format{Magic: string(magic)}
+
 // Vault seals and opens blobs under one data key.
 type Vault struct {
-	aead cipher.AEAD
+	sealer *seal.Sealer
 	// Source says where the key came from: "env", "keychain" or "file".
 	Source string
 }
@@ -31,27 +35,27 @@ func New(key []byte, source string) (*Vault, error) {
 	if len(key) != KeySize {
 		return nil, fmt.Errorf("vault key is %d bytes, want %d", len(key), KeySize)
 	}
-	block, err := aes.NewCipher(key)
+	sealer, err := seal.New([][]byte{key}, format)
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Vault{aead: aead, Source: source}, nil
+	return &Vault{sealer: sealer, Source: source}, nil
 }
 
 // Seal encrypts plain; label (a record's name, say) is authenticated with
 // it, so a sealed blob moved to another name does not open.
 func (v *Vault) Seal(plain []byte, label string) []byte {
-	nonce := make([]byte, v.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
+	sealed, err := v.sealer.Seal(plain, []byte(label), time.Time{})
+	if err != nil {
+		panic(err) // only crypto/rand fails here, and not on supported platforms
 	}
-	out := append(append([]byte{}, magic...), nonce...)
-	return v.aead.Seal(out, nonce, plain, []byte(label))
+	return sealed
 }
+
+// nonceSize is GCM's: a blob shorter than the magic and a nonce is not
+// one Seal made; a longer one that does not open is damaged or under
+// another key.
+const nonceSize = 12
 
 // ErrNotSealed says a blob is not one Seal made (a plaintext file, say).
 var ErrNotSealed = errors.New("not a sealed blob")
@@ -77,11 +81,10 @@ func (v *Vault) Open(sealed []byte, label string) ([]byte, error) {
 	if !Sealed(sealed) {
 		return nil, ErrNotSealed
 	}
-	rest := sealed[len(magic):]
-	if len(rest) < v.aead.NonceSize() {
+	if len(sealed) < len(magic)+nonceSize {
 		return nil, ErrNotSealed
 	}
-	plain, err := v.aead.Open(nil, rest[:v.aead.NonceSize()], rest[v.aead.NonceSize():], []byte(label))
+	plain, _, err := v.sealer.Open(sealed, []byte(label), time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s: wrong vault key (the key from %s) or damaged data: %w", label, v.KeySource(), err)
 	}

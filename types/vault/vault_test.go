@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
@@ -257,4 +258,20 @@ func TestKeyFileMustBeOwnersOnly(t *testing.T) {
 			t.Fatalf("Open = %v, want an error saying not a regular file", err)
 		}
 	})
+}
+
+// TestOpensOldBlobs opens a record sealed by the vault before it sealed
+// through types/seal: what is in users' state dirs still opens.
+func TestOpensOldBlobs(t *testing.T) {
+	old, _ := hex.DecodeString("646d7631ea9aa6ed772ab91e4ee0e2f07f9cfa74137d65b5bfc1a6adc28b2b9614163421ee0d256cfb57642272")
+	v, err := New(bytes.Repeat([]byte{3}, KeySize), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := v.Open(old, "signin/github"); err != nil || string(got) != `{"token":"x"}` {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+	if _, err := v.Open(old, "signin/other"); err == nil || !strings.Contains(err.Error(), "wrong vault key") {
+		t.Fatalf("under another label: %v", err)
+	}
 }

@@ -1,4 +1,11 @@
-package inspect
+// Package redact is the hub's one place for hiding secrets from what it
+// shows and keeps: by key (keys.go: the value of any member named like a
+// secret, and the secrets strings hold, as the inspector, the approval
+// inbox and the audit show a message), by value (values.go: every
+// resolved ${secret:NAME} of the config, at any depth of JSON, in what
+// upstreams answer, why they failed and the hub's log), and the log
+// handler that applies the second to every record (log.go).
+package redact
 
 import (
 	"bytes"
@@ -16,14 +23,14 @@ const (
 	redactedText = `[redacted]`
 )
 
-// redact is src with the value of every member whose key names a secret
+// JSON is src with the value of every member whose key names a secret
 // (see secretKey) replaced by "[redacted]", at any depth, and the secrets
 // strings hold (see stringSecrets) replaced by [redacted] within them. It
 // scans the text once and decodes nothing, so that recording a message
 // costs about a copy (one allocation when there is no secret). src need
 // not be whole: a message cut at the size cap is scanned as far as it
 // goes, and a secret's value the cut runs into is redacted all the same.
-func redact(src []byte) string {
+func JSON(src []byte) string {
 	var dst []byte // nil until there is a secret
 	last := 0      // src[last:i] is still to be copied
 	var scratch [4]span
@@ -72,14 +79,14 @@ func redact(src []byte) string {
 	return string(append(dst, src[last:]...))
 }
 
-// redactText is s, a text such as an error's message or a line of a
+// Text is s, a text such as an error's message or a line of a
 // server's stderr, with the secrets it holds replaced (see stringSecrets).
-func redactText(s string) string {
+func Text(s string) string {
 	raw, err := jsonrpc.Marshal(s)
 	if err != nil {
 		return redactedText
 	}
-	out := redact(raw)
+	out := JSON(raw)
 	if out == string(raw) {
 		return s
 	}
@@ -722,8 +729,3 @@ func credential(tok []byte) bool {
 	}
 	return digit || symbol || upper && lower
 }
-
-// Redact is src, JSON, with its secrets redacted as the inspector keeps
-// messages (see redact): the hub's approval inbox shows a waiting call's
-// arguments so.
-func Redact(src []byte) string { return redact(src) }
