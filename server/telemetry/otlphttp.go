@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -58,8 +59,11 @@ func otlpEnv(name string) (value, key string) {
 	return "", ""
 }
 
-// newOTLPHTTPFromEnv returns the client the environment configures.
-func newOTLPHTTPFromEnv() (*otlpHTTP, error) {
+// newOTLPHTTPFromEnv returns the client the environment configures. An
+// endpoint that is not an http(s) URL is an error; a timeout, compression
+// or TLS file it cannot use is logged and left at its default, as the
+// SDK's exporter did, so that the hub still starts.
+func newOTLPHTTPFromEnv(logger *slog.Logger) (*otlpHTTP, error) {
 	c := &otlpHTTP{headers: http.Header{}, timeout: 10 * time.Second, retry: 5 * time.Second, maxRetry: time.Minute}
 	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the URL as it is (with "/" for
 	// an empty path); OTEL_EXPORTER_OTLP_ENDPOINT is a base to which
@@ -98,11 +102,11 @@ func newOTLPHTTPFromEnv() (*otlpHTTP, error) {
 		}
 	}
 	if v, k := otlpEnv("TIMEOUT"); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 0 {
-			return nil, fmt.Errorf("%s: %q is not a number of milliseconds", k, v)
+		if ms, err := strconv.Atoi(v); err != nil || ms < 0 {
+			logger.Warn("OTLP: not a number of milliseconds, the timeout stays 10s", "env", k, "value", v)
+		} else {
+			c.timeout = time.Duration(ms) * time.Millisecond
 		}
-		c.timeout = time.Duration(ms) * time.Millisecond
 	}
 	if v, k := otlpEnv("COMPRESSION"); v != "" {
 		switch strings.ToLower(v) {
@@ -110,12 +114,12 @@ func newOTLPHTTPFromEnv() (*otlpHTTP, error) {
 			c.gzip = true
 		case "none":
 		default:
-			return nil, fmt.Errorf("%s: %q is neither gzip nor none", k, v)
+			logger.Warn("OTLP: compression is gzip or none; sending uncompressed", "env", k, "value", v)
 		}
 	}
 	tlsConfig, err := otlpTLS()
 	if err != nil {
-		return nil, err
+		logger.Warn("OTLP: TLS files not used", "err", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone() // proxies from the environment, as the SDK's
 	transport.TLSClientConfig = tlsConfig

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"compress/gzip"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -51,7 +52,7 @@ func TestOTLPHTTPExportsFromEnv(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL+"/base")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20a%20b, broken")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")
-	c, err := newOTLPHTTPFromEnv()
+	c, err := newOTLPHTTPFromEnv(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestOTLPHTTPTracesEndpointAndPermanentError(t *testing.T) {
 	defer collector.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/x")
-	c, err := newOTLPHTTPFromEnv()
+	c, err := newOTLPHTTPFromEnv(slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,11 @@ func TestOTLPHTTPTracesEndpointAndPermanentError(t *testing.T) {
 		t.Fatalf("err %v after %d attempts", err, attempts)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")
-	if _, err := newOTLPHTTPFromEnv(); err == nil {
-		t.Fatal("a timeout that is not a number was taken")
+	if c, err := newOTLPHTTPFromEnv(slog.New(slog.DiscardHandler)); err != nil || c.timeout != 10*time.Second {
+		t.Fatalf("a timeout that is not a number: %v", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "localhost:4318")
+	if _, err := newOTLPHTTPFromEnv(slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("an endpoint without http:// was taken")
 	}
 }

@@ -85,7 +85,7 @@ func NewTracerFromEnv(ctx context.Context, version string, logger *slog.Logger) 
 			break
 		}
 	}
-	client, err := newOTLPHTTPFromEnv()
+	client, err := newOTLPHTTPFromEnv(logger)
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}
