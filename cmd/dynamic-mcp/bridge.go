@@ -88,6 +88,10 @@ func bridge(ctx context.Context, cfg *config.Config, profile, logLevel, uiAddr s
 		}
 		printUI(stderr, ui.URL, ui.Token)
 	}
+	// From here the bridge only waits (or copies bytes): what the start
+	// touched, the config's parse and every package's initialiser, is not
+	// needed again.
+	releaseMemory()
 	if pass {
 		return waitPassed(ctx, conn, br, inFile, outFile)
 	}

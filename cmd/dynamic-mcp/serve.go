@@ -188,7 +188,18 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(secretsWatched)
 		watchSharedSecrets(watchCtx, mgr.SharedStore(), secretsChanged)
 	}()
-	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
+	// Once every upstream has started (or failed to), what the start
+	// touched (initialisers, the config's parse, the upstreams' first
+	// lists) is given back: see releaseMemory.
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		mgr.WaitSettled(watchCtx)
+		if watchCtx.Err() == nil {
+			releaseMemory()
+		}
+	}()
+	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched; <-released }()
 
 	if httpAddr != "" {
 		announceUI := func(page, token string) {

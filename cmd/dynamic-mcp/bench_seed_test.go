@@ -1,0 +1,179 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// BenchmarkSeedContract prints, in one run, the figures of the contract
+// the seed states for a tool filter proxy ("Performance Requirements"),
+// each beside its target, and what memory the hub and each client's
+// bridge hold (issue 33):
+//
+//	go test ./cmd/dynamic-mcp -run '^$' -bench SeedContract -benchtime 1x
+//
+// It builds the hub as a user would (go build) and runs it on one fake
+// upstream over stdio, in flat mode with a policy that denies one tool.
+// Its lines, one metric each, then a log line per figure saying met or
+// missed:
+//
+//	tools-list-p50-µs     tools/list answered from the hub's lists (< 1000)
+//	call-added-p50-µs     an allowed call through the hub minus the same
+//	                      call made directly to the upstream (< 5000)
+//	denied-p50-µs         a call the policy denies, answered without the
+//	                      upstream (< 1000)
+//	startup-ms            from exec to the answer to initialize (< 500);
+//	                      startup-tools-ms until tools/list holds the
+//	                      upstream's tools (the upstream's own start included)
+//	hub-rss-MB            the standalone hub after 1,000 calls (< 10), and
+//	                      its hub-pss-MB, hub-private-MB (Private_Clean +
+//	                      Private_Dirty) and hub-anon-MB
+//	bridge-private-MB     the bridge (serve -c FILE with a shared hub) after
+//	                      1,000 calls through it (< 3): its private memory is
+//	                      what each more client costs; bridge-rss-MB and
+//	                      bridge-pss-MB beside it
+//
+// The latencies are 1,000 calls each, one at a time, p50; on a busy
+// machine they are not worth much, the memory figures are.
+func BenchmarkSeedContract(b *testing.B) {
+	const calls = 1000
+	bin := buildForBench(b, ".")
+	cfg := fmt.Sprintf("mode: flat\naudit: { path: off }\ngroups:\n  f:\n    description: fake\n    command: %q\n    policy:\n      - { action: deny, tool: fail, description: \"not this one\" }\n      - { action: allow, tool: \"*\" }\n", fakeBin)
+	path := writeConfig(b, cfg)
+	home := b.TempDir()
+	type figure struct {
+		name   string
+		value  float64
+		target float64 // met when value < target; 0: no target
+	}
+	var figures []figure
+	add := func(name string, value, target float64) { figures = append(figures, figure{name, value, target}) }
+
+	// Startup, five times, the median.
+	var starts, startsTools []time.Duration
+	for range 5 {
+		t0 := time.Now()
+		c := startProcess(b, []string{"DYNAMIC_MCP_HOME=" + home}, bin, "serve", "--standalone", "-c", path, "--log-level", "error")
+		c.initialize("2025-06-18")
+		starts = append(starts, time.Since(t0))
+		c.waitFlatTools(fakeTools)
+		startsTools = append(startsTools, time.Since(t0))
+		c.tr.Close()
+	}
+	add("startup-ms", float64(median(starts))/float64(time.Millisecond), 500)
+	add("startup-tools-ms", float64(median(startsTools))/float64(time.Millisecond), 0)
+
+	// Latencies and the standalone hub's memory after the calls.
+	direct := startProcess(b, nil, fakeBin)
+	direct.initialize("2025-06-18")
+	hub := startProcess(b, []string{"DYNAMIC_MCP_HOME=" + home}, bin, "serve", "--standalone", "-c", path, "--log-level", "error")
+	hub.initialize("2025-06-18")
+	hub.waitFlatTools(fakeTools)
+	list := func() error {
+		_, err := rawRequest(hub, "tools/list", map[string]any{})
+		return err
+	}
+	denied := func() error {
+		_, err := rawRequest(hub, "tools/call", map[string]any{"name": "f__fail", "arguments": map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "-32001") {
+			return fmt.Errorf("the denied call was answered %v", err)
+		}
+		return nil
+	}
+	samples, err := measureRounds(calls, 1, stdioCaller(direct, "echo"), stdioCaller(hub, "f__echo"), list, denied)
+	if err != nil {
+		b.Fatal(err)
+	}
+	add("tools-list-p50-µs", micros(samples[2].quantile(0.5)), 1000)
+	add("call-added-p50-µs", micros(samples[1].quantile(0.5)-samples[0].quantile(0.5)), 5000)
+	add("denied-p50-µs", micros(samples[3].quantile(0.5)), 1000)
+	m := smapsRollup(b, hub.cmd.Process.Pid)
+	add("hub-rss-MB", m.mb("Rss"), 10)
+	add("hub-pss-MB", m.mb("Pss"), 0)
+	add("hub-private-MB", m.mb("Private_Clean")+m.mb("Private_Dirty"), 0)
+	add("hub-anon-MB", m.mb("Anonymous"), 0)
+
+	// A bridge to the shared hub, after as many calls through it.
+	s := newShared(b, cfg)
+	bridged := startProcess(b, append(s.env, "DYNAMIC_MCP_HOME="+home), bin, "serve", "-c", s.path, "--log-level", "error")
+	bridged.initialize("2025-06-18")
+	bridged.waitFlatTools(fakeTools)
+	if _, err := measure(calls, 1, stdioCaller(bridged, "f__echo")); err != nil {
+		b.Fatal(err)
+	}
+	m = smapsRollup(b, bridged.cmd.Process.Pid)
+	add("bridge-private-MB", m.mb("Private_Clean")+m.mb("Private_Dirty"), 3)
+	add("bridge-rss-MB", m.mb("Rss"), 0)
+	add("bridge-pss-MB", m.mb("Pss"), 0)
+
+	for _, f := range figures {
+		b.ReportMetric(f.value, f.name)
+		switch {
+		case f.target == 0:
+		case f.value < f.target:
+			b.Logf("%-18s %10.1f  met (< %g)", f.name, f.value, f.target)
+		default:
+			b.Logf("%-18s %10.1f  MISSED (target < %g)", f.name, f.value, f.target)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawRequest sends method with params on c and returns the result, or the
+// JSON-RPC error as an error that names its code.
+func rawRequest(c *client, method string, params any) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)), Method: method, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%s: error %d %s", method, resp.Error.Code, resp.Error.Message)
+	}
+	return resp.Result, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// rollup is /proc/PID/smaps_rollup: kB by field.
+type rollup map[string]float64
+
+func (r rollup) mb(field string) float64 { return r[field] / 1024 }
+
+// smapsRollup reads the process's memory by kind.
+func smapsRollup(b *testing.B, pid int) rollup {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Skipf("no smaps_rollup: %v", err)
+	}
+	defer f.Close()
+	r := rollup{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 && fields[2] == "kB" {
+			if v, err := strconv.ParseFloat(fields[1], 64); err == nil {
+				r[strings.TrimSuffix(fields[0], ":")] = v
+			}
+		}
+	}
+	return r
+}
