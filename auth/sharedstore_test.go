@@ -100,8 +100,12 @@ func TestSharedStoreRenewalSingleFlightAcrossReplicas(t *testing.T) {
 	ok, refreshed, outs := renewInProcesses(t, a, store, a.URL+"/mcp", runFor, "replica",
 		"AUTH_TEST_CALLER_STORE="+filepath.Join(t.TempDir(), "oauth-servers"), "AUTH_TEST_CALLER_DB="+url)
 	// A 2 s token is renewed in the second half of its life: about once a
-	// second for the three of them together, not once per replica.
-	if most := int(runFor/time.Second) + 1; refreshed < int(runFor/(2*time.Second)) || refreshed > most {
+	// second for the three of them together, not once per replica (about
+	// three a second). A busy machine delivers a token late in its life,
+	// which renews sooner: twice the quiet figure is allowed, below what
+	// one renewal per replica gives; the replays the authorization server
+	// would punish are what shows single flight beyond doubt.
+	if most := 2*int(runFor/time.Second) + 1; refreshed < int(runFor/(2*time.Second)) || refreshed > most {
 		t.Errorf("%d renewals in %s of 2 s tokens by three replicas; want at most %d", refreshed, runFor, most)
 	}
 	t.Logf("in-process replica answered %d; %d renewals; processes: %s", ok, refreshed, outs)
