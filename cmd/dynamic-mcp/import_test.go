@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,15 +169,17 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			}
 			after, _ := os.ReadFile(path)
 			// The client now has one server: the hub, by absolute paths.
-			_, _, err = runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml"))
-			check, _ := os.ReadFile(filepath.Join(home, "check.yaml"))
-			if err != nil || strings.Count(string(check), "description:") != 1 || !strings.Contains(string(check), "dynamic-mcp:") ||
-				!strings.Contains(string(check), cfg) {
-				t.Errorf("installed config reads as:\n%s\n(file:\n%s)", check, after)
+			c, err := clients.Find(clients.CurrentEnv(), client)
+			if err != nil {
+				t.Fatal(err)
 			}
-			backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*")
+			servers, _, err := c.Read(after)
+			if err != nil || len(servers) != 1 || servers[0].Name != "dynamic-mcp" || !slices.Contains(servers[0].Args, cfg) {
+				t.Errorf("installed config reads as %+v (%v)\n(file:\n%s)", servers, err, after)
+			}
+			backups := backupsOf(path)
 			if len(backups) != 1 {
-				t.Errorf("want one backup beside %s, got %v", path, backups)
+				t.Errorf("want one backup of %s, got %v", path, backups)
 			} else if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
 				t.Error("the backup is not the file as it was")
 			}
@@ -238,7 +241,7 @@ func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
 	if now, _ := os.ReadFile(path); string(now) != string(broken) {
 		t.Error("a malformed config was overwritten")
 	}
-	if backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*"); len(backups) != 0 {
+	if backups := backupsOf(path); len(backups) != 0 {
 		t.Errorf("backups made: %v", backups)
 	}
 }

@@ -54,7 +54,7 @@ func (r *installRecord) untouched(b []byte) bool {
 // installStep is called before each: a test stops the install there, as a
 // kill or a failing disk would.
 const (
-	stepBackup  = "backup"  // the file as it was, copied beside it
+	stepBackup  = "backup"  // the file as it was, copied into the state dir
 	stepPending = "pending" // the record, pending, naming the backup and the servers
 	stepConfig  = "config"  // the client config, with only the dynamic-mcp entry
 	stepRecord  = "record"  // the record, no longer pending
@@ -314,6 +314,7 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 	}
 	untouched := err == nil && rec.untouched(current)
 	var prev []byte
+	var backup string
 	if untouched && rec.Backup != "" {
 		if prev, err = os.ReadFile(rec.Backup); err != nil {
 			fmt.Fprintf(stdout, "note: the backup %s cannot be read (%v): the recorded servers are put back instead\n", rec.Backup, err)
@@ -326,7 +327,7 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 		}
 	case prev != nil:
 		// Untouched since install: the file comes back byte for byte.
-		if _, err := replaceFile(target, current, prev); err != nil {
+		if backup, err = replaceFile(target, current, prev); err != nil {
 			return err
 		}
 	default:
@@ -334,12 +335,16 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}
-		if _, err := replaceFile(target, current, restored); err != nil {
+		if backup, err = replaceFile(target, current, restored); err != nil {
 			return err
 		}
 	}
 	os.Remove(recordPath(target))
+	pruneBackups(target) // the install's backup is no longer needed
 	fmt.Fprintf(stdout, "%s: %s has its own servers back\n", client.Title, target)
+	if backup != "" {
+		fmt.Fprintf(stdout, "  the file as it was with dynamic-mcp installed: %s\n", backup)
+	}
 	return nil
 }
 
