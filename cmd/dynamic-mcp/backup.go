@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,8 +16,8 @@ import (
 )
 
 // keepBackups is how many backups of one file are kept; older ones are
-// removed when a new one is made (the one an install record names is
-// always kept: uninstall puts the file back from it).
+// removed when a new one is made (those install records name are always
+// kept: uninstall puts a file back from them).
 const keepBackups = 5
 
 // backupDir is where the backups of the files install, uninstall and
@@ -64,7 +65,7 @@ func backupFile(path string, old []byte) (string, error) {
 }
 
 // pruneBackups removes all but the newest keepBackups backups of path,
-// never the one its install record names. Best effort: a backup left
+// never one an install record names. Best effort: a backup left
 // behind is only a file too many.
 func pruneBackups(path string) {
 	entries, err := os.ReadDir(backupDir())
@@ -79,13 +80,31 @@ func pruneBackups(path string) {
 		}
 	}
 	slices.Sort(mine) // the times sort as text
-	var keep string
-	if rec, err := readRecord(path); err == nil && rec != nil {
-		keep = rec.Backup
+	old := mine[:max(0, len(mine)-keepBackups)]
+	if len(old) == 0 {
+		return
 	}
-	for _, name := range mine[:max(0, len(mine)-keepBackups)] {
-		if full := filepath.Join(backupDir(), name); full != keep {
+	keep := recordedBackups()
+	for _, name := range old {
+		if full := filepath.Join(backupDir(), name); !keep[full] {
 			os.Remove(full)
 		}
 	}
+}
+
+// recordedBackups are the backups install records name: uninstall puts a
+// file back from them.
+func recordedBackups() map[string]bool {
+	keep := map[string]bool{}
+	paths, _ := filepath.Glob(filepath.Join(config.Home(), "installs", "*.json"))
+	for _, p := range paths {
+		var rec installRecord
+		if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &rec) == nil {
+			keep[rec.Backup] = true
+			if rec.Settings != nil {
+				keep[rec.Settings.Backup] = true
+			}
+		}
+	}
+	return keep
 }
