@@ -61,6 +61,14 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	return u.ui, nil
 }
 
+// info is where the inspector is served, with its token; nil when it
+// is not.
+func (u *hubUI) info() *local.UI {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ui
+}
+
 // close stops serving the inspector, if it was.
 func (u *hubUI) close() {
 	u.mu.Lock()

@@ -24,8 +24,9 @@ const (
 // on SIGHUP, and hands each valid new config to apply. An invalid one is
 // logged and the old config keeps serving. When the pins directory changes
 // (`pin accept` ran) it calls repin. A value on secrets (a secret changed
-// in the store) reloads too. It returns when ctx ends.
-func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
+// in the store) reloads too. Each reload's outcome goes to noted (for
+// status). It returns when ctx ends.
+func watchConfig(ctx context.Context, path, pinsDir string, noted func(reason string, err error), apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -36,6 +37,7 @@ func watchConfig(ctx context.Context, path, pinsDir string, apply func(*config.C
 	reload := func(reason string) {
 		cfg, err := config.Load(path)
 		current = fileHash(path)
+		noted(reason, err)
 		if err != nil {
 			logger.Error("config reload failed, still serving the previous config", "reason", reason, "err", err)
 			return

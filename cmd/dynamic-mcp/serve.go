@@ -156,9 +156,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watched := make(chan struct{})
 	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
 	secretsChanged := make(chan struct{}, 1)
+	reloads := &reloadLog{}
 	go func() {
 		defer close(watched)
-		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), func(cfg *config.Config) {
+		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), reloads.note, func(cfg *config.Config) {
 			setLogSecrets(cfg)
 			if cfg.Store != storeAtStart {
 				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
@@ -206,7 +207,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
-			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)
+			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,
+			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)
