@@ -54,7 +54,7 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	if strings.Contains(out, "starting each server") || !strings.HasPrefix(out, "shared hub: pid") || !strings.Contains(out, "alpha 1.0") {
 		t.Errorf("status beside a hub:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^one\s+one\s+stdio\s+ready\s+\S+\s+` + strconv.Itoa(fakeTools-2) + `\+2 hidden\s`).MatchString(out) ||
+	if !regexp.MustCompile(`(?m)^one\s+one\s+stdio\s+ready\s+\S+\s+`+strconv.Itoa(fakeTools-2)+`\+2 hidden\s`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^broken\s+broken\s+stdio\s+failed\s+-\s+-\s+-\s+\S`).MatchString(out) {
 		t.Errorf("status's table is not the hub's:\n%s", out)
 	}
