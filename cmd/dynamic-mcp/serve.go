@@ -150,6 +150,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer stopUI()
 		printUI(stderr, url, token)
+		insp.SetTokenHint("The inspector's own token (not an MCP client's token) was printed with this page's URL on the stderr of `dynamic-mcp serve --ui`: on the terminal it runs in, or, when an MCP client started it, in that client's MCP server log.")
 	}
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
@@ -191,8 +192,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched }()
 
 	if httpAddr != "" {
-		announceUI := func(page, token string) {
-			announceUIToken(stderr, logger, cfg.StateDir, page, token, noAuth, uiFromEnv)
+		announceUI := func(page, token string) string {
+			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
@@ -204,7 +205,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger}
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cfgPath: cfg.Path}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,
