@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -102,5 +103,46 @@ func TestHTTPUITokenHintAndUICommand(t *testing.T) {
 	out, err := uiCommand(t, []string{"DYNAMIC_MCP_HOME=" + home}, "-c", cfg)
 	if err != nil || !strings.Contains(out, "token for its last run: "+token) {
 		t.Errorf("ui: %v\n%s", err, out)
+	}
+}
+
+// The reference filesystem server asks for roots/list as it starts, when
+// the shared hub has no client yet: the hub answers for the client, as it
+// must, and the inspector shows those rows as no_client, not as red
+// errors that a newcomer takes for failures.
+func TestInspectorRootsListAtStartIsNoFailure(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1m, stop_grace: 1s }\ngroups:\n  files:\n    description: files\n    command: node\n    args: %s\n",
+		yamlList(referenceServer(t, "server-filesystem", root)[1:])))
+	_, page, token := s.uiBridge(t, "alpha", "127.0.0.1:0")
+	waitFor(t, time.Minute, "the filesystem server", func() bool {
+		st := s.status(t)
+		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
+	})
+	var statuses []string
+	waitFor(t, 30*time.Second, "a roots/list row", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, page+"api/export", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		statuses = nil
+		for line := range strings.Lines(string(b)) {
+			var r struct{ Method, Status string }
+			if json.Unmarshal([]byte(line), &r) == nil && r.Method == "roots/list" {
+				statuses = append(statuses, r.Status)
+			}
+		}
+		return len(statuses) > 0
+	})
+	for _, st := range statuses {
+		if st != "no_client" {
+			t.Errorf("roots/list rows: %v, want no_client", statuses)
+			break
+		}
 	}
 }
