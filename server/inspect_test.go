@@ -322,3 +322,27 @@ func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
 		}
 	}
 }
+
+// An inspector attached to a hub whose server has been up a while (the
+// shared hub serves its inspector when a client's --ui asks, maybe hours
+// after start) shows the server up since it came up, not since the
+// inspector started.
+func TestInspectorUptimeIsTheServersOwn(t *testing.T) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	ready := mgr.Servers()[0].Status().Since
+	attached := time.Now()
+	_, api := attachInspector(t, h)
+	var ups struct {
+		Groups []struct {
+			Servers []struct{ Since *time.Time }
+		}
+	}
+	getJSON(t, api.URL+inspect.Prefix+"api/upstreams", &ups)
+	if len(ups.Groups) != 1 || len(ups.Groups[0].Servers) != 1 || ups.Groups[0].Servers[0].Since == nil {
+		t.Fatalf("upstreams: %+v", ups)
+	}
+	if since := *ups.Groups[0].Servers[0].Since; ready.IsZero() || !since.Equal(ready) || !since.Before(attached) {
+		t.Errorf("up since %s, want the server's own %s (before the inspector, %s)", since, ready, attached)
+	}
+}
