@@ -48,7 +48,7 @@ func describeHub(mgr *upstream.Manager, reloads *reloadLog, ui *hubUI) func(*loc
 			for _, s := range g.Servers {
 				ss := s.Status()
 				u := local.Upstream{Group: g.Config.Name, Server: s.Config.Name, Transport: transportName(s), State: ss.State.String(),
-					Protocol: ss.ProtocolVersion, PinChanged: ss.PinChanged}
+					Protocol: ss.ProtocolVersion, PinChanged: ss.PinChanged, Since: ss.Since}
 				if ss.State == upstream.StateReady {
 					u.Tools, u.Hidden = toolCounts(g.Config, s)
 					u.ReadyIn = ss.ReadyIn
