@@ -271,7 +271,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	if p.local != nil {
 		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s) in your local scope of %s\n", client.Title, target, absCfg, p.local.dir)
-		reportLocal(stdout, p.local, settings, cfg, absCfg)
+		reportLocal(stdout, p.local, settings, current, cfg, absCfg)
 	} else {
 		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
 	}

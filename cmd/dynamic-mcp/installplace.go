@@ -233,17 +233,23 @@ func undoSettings(s *settingsRecord) error {
 }
 
 // reportLocal tells what an install into a project's local scope did and
-// names the .mcp.json servers that the config does not serve: they are
-// turned off all the same, and import brings them in.
-func reportLocal(w io.Writer, l *localScope, ch *settingsChange, cfg *config.Config, cfgPath string) {
+// names the servers it replaced (the local scope's, replaced; the
+// .mcp.json's, turned off) that the config does not serve: import brings
+// them in.
+func reportLocal(w io.Writer, l *localScope, ch *settingsChange, replaced []clients.Server, cfg *config.Config, cfgPath string) {
 	fmt.Fprintf(w, "  %s is left as it is (it has no path of this machine in it)\n", l.mcpJSON)
-	if len(ch.servers) == 0 {
-		return
+	if len(ch.servers) > 0 {
+		fmt.Fprintf(w, "  its servers (%s) are turned off for you alone in %s (disabledMcpjsonServers): the hub serves them\n",
+			strings.Join(ch.servers, ", "), l.settings)
 	}
-	fmt.Fprintf(w, "  its servers (%s) are turned off for you alone in %s (disabledMcpjsonServers): the hub serves them\n",
-		strings.Join(ch.servers, ", "), l.settings)
+	names := slices.Clone(ch.servers)
+	for _, s := range replaced {
+		if s.Name != installName {
+			names = append(names, s.Name)
+		}
+	}
 	var missing []string
-	for _, s := range ch.servers {
+	for _, s := range names {
 		if !slices.ContainsFunc(cfg.Groups, func(g *config.Group) bool { return g.Name == groupKey(s) }) {
 			missing = append(missing, s)
 		}
