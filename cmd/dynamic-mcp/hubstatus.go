@@ -59,10 +59,7 @@ func describeHub(mgr *upstream.Manager, reloads *reloadLog, ui *hubUI) func(*loc
 				st.Upstreams = append(st.Upstreams, u)
 			}
 		}
-		st.Reload = reloads.get()
-		if st.UI = ui.info(); st.UI != nil {
-			st.TokenAt = "printed on the stderr of the serve --ui that asked for the inspector: the MCP log of the client whose entry has --ui"
-		}
+		st.Reload, st.UI = reloads.get(), ui.info()
 	}
 }
 

@@ -108,11 +108,9 @@ type Status struct {
 	Upstreams []Upstream `json:"upstreams,omitempty"`
 	// Reload is the hub's last config reload, nil before the first.
 	Reload *Reload `json:"reload,omitempty"`
-	// UI is where the hub serves its inspector, nil when it does not.
+	// UI is where the hub serves its inspector and its token (the socket
+	// is the user's alone, as for OpUI), nil when it serves none.
 	UI *UI `json:"ui,omitempty"`
-	// TokenAt says where the inspector's token was given (the client
-	// whose entry asked for it, and so the MCP log of that client).
-	TokenAt string `json:"token_at,omitempty"`
 }
 
 // Upstream is one server of the hub as its status shows it.
