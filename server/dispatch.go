@@ -154,6 +154,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	switch name {
 	case getToolsName:
+		h.askedGroup(req, v, args.Group)
 		return v.getDynamicTools(args), nil
 	case callToolName:
 		return h.callDynamicTool(ctx, req, v, args)
@@ -162,6 +163,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		h.auditMiss(req, name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
+	h.askedGroup(req, v, args.Group)
 	return v.searchDynamicTools(args), nil
 }
 

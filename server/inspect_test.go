@@ -275,3 +275,74 @@ func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
 		t.Errorf("no row for the ask:\n%s", export)
 	}
 }
+
+// get_dynamic_tools is answered by the hub itself, with no hop upstream:
+// its row names the group it was asked about all the same (one the
+// client cannot see leaves it empty), so the inspector's group filter
+// finds it.
+func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
+	h, mgr := runHub(t, strings.Replace(flatFakeYAML(t.TempDir(), "", ""), "mode: flat", "mode: dynamic", 1), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	_, api := attachInspector(t, h)
+	c := servePipes(t, h, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":"g","method":"tools/call","params":{"name":"get_dynamic_tools","arguments":{"group":"f"}}}`)
+	c.answer(`"g"`)
+	c.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"get_dynamic_tools","arguments":{"group":"nope"}}}`)
+	c.answer(`"n"`)
+	resp, err := http.Get(api.URL + inspect.Prefix + "api/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	groups := map[string]string{}
+	for line := range strings.Lines(string(export)) {
+		var r struct {
+			Method, Group string
+			Params        *struct{ Text string }
+		}
+		mustJSON(t, line, &r)
+		if r.Method == "tools/call" && r.Params != nil {
+			groups[r.Params.Text] = r.Group
+		}
+	}
+	if len(groups) != 2 {
+		t.Fatalf("rows: %v\n%s", groups, export)
+	}
+	for params, group := range groups {
+		want := "f"
+		if strings.Contains(params, "nope") {
+			want = ""
+		}
+		if group != want {
+			t.Errorf("the row of %s names group %q, want %q", params, group, want)
+		}
+	}
+}
+
+// An inspector attached to a hub whose server has been up a while (the
+// shared hub serves its inspector when a client's --ui asks, maybe hours
+// after start) shows the server up since it came up, not since the
+// inspector started.
+func TestInspectorUptimeIsTheServersOwn(t *testing.T) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	ready := mgr.Servers()[0].Status().Since
+	attached := time.Now()
+	_, api := attachInspector(t, h)
+	var ups struct {
+		Groups []struct {
+			Servers []struct{ Since *time.Time }
+		}
+	}
+	getJSON(t, api.URL+inspect.Prefix+"api/upstreams", &ups)
+	if len(ups.Groups) != 1 || len(ups.Groups[0].Servers) != 1 || ups.Groups[0].Servers[0].Since == nil {
+		t.Fatalf("upstreams: %+v", ups)
+	}
+	if since := *ups.Groups[0].Servers[0].Since; ready.IsZero() || !since.Equal(ready) || !since.Before(attached) {
+		t.Errorf("up since %s, want the server's own %s (before the inspector, %s)", since, ready, attached)
+	}
+}

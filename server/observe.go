@@ -37,6 +37,18 @@ func (h *Hub) routed(req *request, s *upstream.Server, target, rule, action stri
 	}
 }
 
+// askedGroup notes on the request's call, if it is observed, the group a
+// meta-tool the hub answers itself (get_dynamic_tools, a search of one
+// group) was asked about, when the client can see it: its row in the
+// inspector and its audit line then name the group, as a call's do.
+func (h *Hub) askedGroup(req *request, v *view, group string) {
+	if c := req.call; c != nil && group != "" {
+		if g, _ := v.lookupGroup(group); g != nil {
+			c.Group = g.name
+		}
+	}
+}
+
 // missed notes that the request named nothing the client can see: its
 // outcome is not_found, whatever it is answered with.
 func (h *Hub) missed(req *request, target string) {

@@ -292,6 +292,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		params = h.snapshot().cfg.RedactSecrets(params)
 	}
 	sess := h.sessionFor(ctx)
+	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
 		if sess != nil {
@@ -299,7 +300,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		}
 		start := time.Now()
 		defer func() {
-			m.Result, m.Err, m.Duration = res, err, time.Since(start)
+			m.Result, m.Err, m.Duration, m.NoClient = res, err, time.Since(start), noClient
 			obs.Message(ctx, m)
 		}()
 	}
@@ -312,6 +313,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
 	if sess == nil {
+		noClient = true
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: no client session to pass " + method + " to"}
 	}
 	caps := sess.GetClientCapabilities()
@@ -330,6 +332,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		able = caps.Roots != nil
 	}
 	if !able {
+		noClient = true
 		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + what}
 	}
 	return sess.request(ctx, method, params) // a client's error is already the upstream's RPCError type

@@ -41,6 +41,10 @@ type Status struct {
 	ServerInfo      mcp.Implementation
 	Instructions    string
 	ReadyIn         time.Duration // from start to ready
+	// Since is when the server came to this state (a server failing
+	// again and again is down since it first failed); zero while it
+	// starts for the first time.
+	Since time.Time
 	// PinChanged are tools whose definition differs from the one pinned
 	// when first seen; withheld unless the group says on_change: warn.
 	PinChanged []string
@@ -241,6 +245,7 @@ func (s *Server) setReady(c *conn, lists Lists, took time.Duration) bool {
 		ServerInfo:      c.init.ServerInfo,
 		Instructions:    c.init.Instructions,
 		ReadyIn:         took,
+		Since:           time.Now(),
 	}
 	s.setListsLocked(lists, pins)
 	s.last, s.lastKnown = nil, false
@@ -267,9 +272,17 @@ func (s *Server) setFailed(err error) {
 		s.mu.Unlock()
 		return
 	}
-	s.status = Status{State: StateFailed, Err: s.mgr.redact(err)}
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince()}
 	s.mu.Unlock()
 	s.changed()
+}
+
+// failedSince is Status.Since of a server that fails now, s.mu held.
+func (s *Server) failedSince() time.Time {
+	if s.status.State == StateFailed && !s.status.Since.IsZero() {
+		return s.status.Since
+	}
+	return time.Now()
 }
 
 // setExited records that c's child exited and stops what is left of it.
@@ -282,7 +295,7 @@ func (s *Server) setExited(c *conn) {
 		return
 	}
 	s.conn = nil
-	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Reconnecting: true} // its lists stay: see Status.Reconnecting
+	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince(), Reconnecting: true} // its lists stay: see Status.Reconnecting
 	s.mu.Unlock()
 	s.logger.Error("upstream session over, reconnecting", "err", err)
 	c.close()

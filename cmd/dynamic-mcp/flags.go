@@ -19,7 +19,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-var version = buildVersion()
+// version is what `dynamic-mcp version` prints: stamped by a release build
+// (.goreleaser.yaml: -ldflags "-X main.version=1.2.3"), else the module's
+// version from the build info (`go install ...@v1.2.3`), else "dev".
+var version string
 
 func buildVersion() string {
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
@@ -29,6 +32,9 @@ func buildVersion() string {
 }
 
 func init() {
+	if version == "" {
+		version = buildVersion()
+	}
 	server.Version = version
 	upstream.ClientInfo.Version = version
 }

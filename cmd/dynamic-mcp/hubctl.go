@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,21 +33,58 @@ func askHub(ctx context.Context, cfg *config.Config, op string) (local.Reply, er
 	return reply, err
 }
 
+// probing is what status says before it starts every server itself.
+const probing = "starting each server to check it"
+
 // printHub prints the line of status that names the running shared hub,
-// or says that none runs.
-func printHub(ctx context.Context, cfg *config.Config, w io.Writer) {
+// or says that none runs, and returns what the hub said of itself (nil
+// when no hub of this build answered: status then checks on its own).
+func printHub(ctx context.Context, cfg *config.Config, w io.Writer) *local.Status {
 	reply, err := askHub(ctx, cfg, local.OpStatus)
 	switch {
 	case errors.Is(err, local.ErrNotRunning):
-		fmt.Fprintln(w, "shared hub: none running")
-		return
+		fmt.Fprintf(w, "no hub runs for this config: %s\n\n", probing)
+		return nil
 	case errors.Is(err, local.ErrVersion):
-		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s)\n\n", reply.PID, reply.Version, version)
-		return
+		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s): %s\n\n", reply.PID, reply.Version, version, probing)
+		return nil
 	case err != nil || reply.Status == nil:
-		fmt.Fprintf(w, "shared hub: not answering: %v\n\n", err)
-		return
+		fmt.Fprintf(w, "shared hub: not answering (%v): %s\n\n", err, probing)
+		return nil
 	}
+	printHubLine(w, reply)
+	return reply.Status
+}
+
+// askStatus is the running hub's reply to status, nil when none of this
+// build answers.
+func askStatus(ctx context.Context, cfg *config.Config) *local.Reply {
+	reply, err := askHub(ctx, cfg, local.OpStatus)
+	if err != nil || reply.Status == nil {
+		return nil
+	}
+	return &reply
+}
+
+// looseConfig is as much of the config at path as finds its hub (the
+// path and the state dir), for a file that does not read as a whole: a
+// hub that runs serves the config it read before. nil when not even
+// that reads.
+func looseConfig(path string) *config.Config {
+	stateDir, _, err := config.ScanSecrets(path)
+	if err != nil {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	return &config.Config{Path: abs, StateDir: stateDir}
+}
+
+// printHubLine prints the line that names the hub: its pid, its uptime
+// and its clients.
+func printHubLine(w io.Writer, reply local.Reply) {
 	st := reply.Status
 	var clients []string
 	for _, s := range st.Sessions {
@@ -75,7 +113,12 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cfg, err := c.load()
 	if err != nil {
-		return err
+		// The hub of a config broken since it started is stopped all
+		// the same.
+		if cfg = looseConfig(c.config); cfg == nil || askStatus(ctx, cfg) == nil {
+			return err
+		}
+		cfg.Settings.StopGrace = config.DefaultStopGrace
 	}
 	reply, err := askHub(ctx, cfg, local.OpStop)
 	if errors.Is(err, local.ErrNotRunning) {

@@ -25,6 +25,7 @@ type hubUI struct {
 	observers []traffic.Observer // what watched the hub before (traces)
 	logger    *slog.Logger
 	cli       config.CLI // the commands its hints name
+	cfgPath   string
 
 	mu   sync.Mutex // guards what follows
 	addr string     // as asked, completed by uiListenAddr
@@ -58,9 +59,18 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 		insp.Close()
 		return nil, err
 	}
+	insp.SetTokenHint(sharedTokenHint(u.cfgPath))
 	hub.Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
 	u.addr, u.ui, u.stop = full, &local.UI{URL: url, Token: token}, stop
 	return u.ui, nil
+}
+
+// info is where the inspector is served, with its token; nil when it
+// is not.
+func (u *hubUI) info() *local.UI {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ui
 }
 
 // close stops serving the inspector, if it was.
@@ -71,4 +81,13 @@ func (u *hubUI) close() {
 		u.stop()
 		u.stop = nil
 	}
+}
+
+// sharedTokenHint is what the shared hub's login dialog says of where the
+// token is: the bridge that asked for the inspector printed it on its
+// stderr, which its client keeps in its MCP server log, and `dynamic-mcp
+// ui` asks the hub for it on its socket (the user's alone).
+func sharedTokenHint(cfgPath string) string {
+	return "The inspector's own token (not an MCP client's token): run `dynamic-mcp ui" + configArg(cfgPath) +
+		"` in a terminal, which prints it. It was also printed in the MCP server log of the client whose entry has --ui."
 }

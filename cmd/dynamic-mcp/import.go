@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -111,7 +110,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				len(found), out, found[0].key, found[0].server)
 		}
 	}
-	added, skipped, err := mergeIntoConfig(out, servers, keys, force)
+	added, skipped, backup, err := mergeIntoConfig(out, servers, keys, force)
 	if err != nil {
 		return err
 	}
@@ -123,6 +122,9 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, " (already there, left alone: %s; --force replaces them)", strings.Join(skipped, ", "))
 	}
 	fmt.Fprintln(stdout)
+	if backup != "" {
+		fmt.Fprintf(stdout, "  the file as it was: %s\n", backup)
+	}
 	printNeeds(out, stdout, stderr)
 	return nil
 }
@@ -357,18 +359,18 @@ func groupNode(s clients.Server) *yaml.Node {
 // mergeIntoConfig adds servers as groups named keys to the YAML config at
 // path, creating it if needed, after a backup of the file it changes. A
 // group already in the file is left alone, or replaced with force.
-func mergeIntoConfig(path string, servers []clients.Server, keys []string, force bool) (added, skipped []string, err error) {
+func mergeIntoConfig(path string, servers []clients.Server, keys []string, force bool) (added, skipped []string, backup string, err error) {
 	var doc yaml.Node
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		old = nil
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if len(old) > 0 {
 		if err := yaml.Unmarshal(old, &doc); err != nil {
-			return nil, nil, fmt.Errorf("%s is not YAML, so nothing was written: %w", path, err)
+			return nil, nil, "", fmt.Errorf("%s is not YAML, so nothing was written: %w", path, err)
 		}
 	}
 	if len(doc.Content) == 0 {
@@ -376,7 +378,7 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, nil, fmt.Errorf("%s is not a dynamic-mcp config (its top level is not a map)", path)
+		return nil, nil, "", fmt.Errorf("%s is not a dynamic-mcp config (its top level is not a map)", path)
 	}
 	var groups *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -411,37 +413,23 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	out := []byte(b.String())
-	if _, err := replaceFile(path, old, out); err != nil {
-		return nil, nil, err
+	if backup, err = replaceFile(path, old, out); err != nil {
+		return nil, nil, "", err
 	}
-	return added, skipped, nil
+	return added, skipped, backup, nil
 }
 
 // replaceFile replaces path by data atomically, after copying what was
-// there (old) to a timestamped backup beside it, with the same mode. It
-// returns the backup's path ("" when there was no file).
+// there (old) to a timestamped backup in the state dir (see backupFile).
+// It returns the backup's path ("" when there was no file).
 func replaceFile(path string, old, data []byte) (backup string, err error) {
 	if backup, err = backupFile(path, old); err != nil {
 		return "", err
 	}
 	return backup, writeFile(path, data)
-}
-
-// backupFile copies old, the contents of path, beside it, with its mode,
-// and returns the copy's path ("" when path does not exist).
-func backupFile(path string, old []byte) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", nil
-	}
-	backup := fmt.Sprintf("%s.dynamic-mcp-backup-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := atomicfile.Write(backup, old, fi.Mode().Perm()); err != nil {
-		return "", fmt.Errorf("back up %s: %w", path, err)
-	}
-	return backup, nil
 }
 
 // writeFile replaces path by data, keeping its mode (0600 for a new file,

@@ -178,9 +178,9 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			if _, errOut, err := runCLI(t, "import", path, "-o", filepath.Join(home, "check.yaml")); err == nil || !strings.Contains(errOut, "dynamic-mcp runs dynamic-mcp itself") {
 				t.Errorf("import of the installed config: %v\n%s", err, errOut)
 			}
-			backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*")
+			backups := backupsOf(path)
 			if len(backups) != 1 {
-				t.Errorf("want one backup beside %s, got %v", path, backups)
+				t.Errorf("want one backup of %s, got %v", path, backups)
 			} else if b, _ := os.ReadFile(backups[0]); string(b) != string(before) {
 				t.Error("the backup is not the file as it was")
 			}
@@ -242,7 +242,7 @@ func TestMalformedClientConfigIsNeverOverwritten(t *testing.T) {
 	if now, _ := os.ReadFile(path); string(now) != string(broken) {
 		t.Error("a malformed config was overwritten")
 	}
-	if backups, _ := filepath.Glob(path + ".dynamic-mcp-backup-*"); len(backups) != 0 {
+	if backups := backupsOf(path); len(backups) != 0 {
 		t.Errorf("backups made: %v", backups)
 	}
 }

@@ -41,6 +41,10 @@ type installRecord struct {
 	// uninstall finish or undo it; either way the servers come back.
 	Pending bool   `json:"pending,omitempty"`
 	Before  string `json:"before_sha256,omitempty"`
+	// Scope names the server list in Path (see place.scope); Settings
+	// what install changed in the project's local settings besides.
+	Scope    string          `json:"scope,omitempty"`
+	Settings *settingsRecord `json:"settings,omitempty"`
 }
 
 // untouched reports whether the file, whose contents are b, is as the
@@ -54,23 +58,26 @@ func (r *installRecord) untouched(b []byte) bool {
 // installStep is called before each: a test stops the install there, as a
 // kill or a failing disk would.
 const (
-	stepBackup  = "backup"  // the file as it was, copied beside it
-	stepPending = "pending" // the record, pending, naming the backup and the servers
-	stepConfig  = "config"  // the client config, with only the dynamic-mcp entry
-	stepRecord  = "record"  // the record, no longer pending
+	stepBackup   = "backup"   // the file as it was, copied into the state dir
+	stepPending  = "pending"  // the record, pending, naming the backup and the servers
+	stepConfig   = "config"   // the client config, with only the dynamic-mcp entry
+	stepSettings = "settings" // a project's local settings (Claude Code's local scope)
+	stepRecord   = "record"   // the record, no longer pending
 )
 
 var installStep = func(step string) error { return nil }
 
-func recordPath(target string) string {
-	sum := sha256.Sum256([]byte(target))
+// recordPath is where the record of an install goes, by its key (see
+// place.key).
+func recordPath(key string) string {
+	sum := sha256.Sum256([]byte(key))
 	return filepath.Join(config.Home(), "installs", hex.EncodeToString(sum[:8])+".json")
 }
 
-// readRecord returns the record of an install into target, nil when there
+// readRecord returns the record of an install by its key, nil when there
 // is none.
-func readRecord(target string) (*installRecord, error) {
-	b, err := os.ReadFile(recordPath(target))
+func readRecord(key string) (*installRecord, error) {
+	b, err := os.ReadFile(recordPath(key))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -79,7 +86,7 @@ func readRecord(target string) (*installRecord, error) {
 	}
 	var rec installRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("install record %s: %w", recordPath(target), err)
+		return nil, fmt.Errorf("install record %s: %w", recordPath(key), err)
 	}
 	return &rec, nil
 }
@@ -109,7 +116,7 @@ func lockTarget(target string) (*filelock.Lock, error) {
 }
 
 func writeRecord(rec *installRecord) error {
-	path := recordPath(rec.Path)
+	path := recordPath(recordKey(rec.Path, rec.Scope))
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -125,14 +132,24 @@ func sha(b []byte) string {
 // one dynamic-mcp entry.
 func installCmd(args []string, stdout io.Writer) error {
 	var project, cfgPath string
-	var dryRun bool
+	var dryRun, forceProject bool
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
-	fs.StringVar(&project, "project", "", "install into the client's project config in `dir`")
+	fs.StringVar(&project, "project", "", "install for the project in `dir` (Claude Code: in your local scope of it; others: into its project config)")
 	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
-	client, target, err := clientTarget(fs, args, &project, "usage: dynamic-mcp install <client> [--project DIR] [-c CONFIG] [--dry-run]")
+	fs.BoolVar(&forceProject, "force-project", false, "write the project's own config file even inside a git work tree, with this machine's absolute paths")
+	client, err := parseClient(fs, args, "usage: dynamic-mcp install <client> [--project DIR [--force-project]] [-c CONFIG] [--dry-run]")
 	if err != nil {
 		return err
+	}
+	p, err := installPlace(client, project, forceProject)
+	if err != nil {
+		return err
+	}
+	if project != "" && p.local == nil && !forceProject {
+		if err := refuseCommitted(client, project, p.file); err != nil {
+			return err
+		}
 	}
 	absCfg, err := filepath.Abs(cfgPath)
 	if err != nil {
@@ -151,6 +168,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
 	}
+	target := p.file
 	if !dryRun {
 		l, err := lockTarget(target)
 		if err != nil {
@@ -165,11 +183,11 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	var current []clients.Server
 	if existed {
-		if current, _, err = client.Read(old); err != nil {
+		if current, _, err = p.client.Read(old); err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}
 	}
-	prev, err := readRecord(target)
+	prev, err := readRecord(p.key())
 	if err != nil {
 		return fmt.Errorf("%w; remove it to install afresh (it says which servers uninstall would put back)", err)
 	}
@@ -179,21 +197,30 @@ func installCmd(args []string, stdout io.Writer) error {
 	base := old
 	reinstall := prev != nil && slices.ContainsFunc(current, func(s clients.Server) bool { return s.Name == installName })
 	if reinstall {
-		if base, err = client.Restore(old, []byte(prev.Servers), installName); err != nil {
+		if base, err = p.client.Restore(old, []byte(prev.Servers), installName); err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}
 	}
-	out, orig, err := client.Install(base, clients.Entry{Name: installName, Command: bin, Args: []string{"serve", "-c", absCfg}})
+	out, orig, err := p.client.Install(base, clients.Entry{Name: installName, Command: bin, Args: []string{"serve", "-c", absCfg}})
 	if err != nil {
 		return fmt.Errorf("%s: %w; it was left as it is", target, err)
 	}
+	var settings *settingsChange
+	if p.local != nil {
+		if settings, err = p.local.plan(prev); err != nil {
+			return err
+		}
+	}
 	if dryRun {
 		fmt.Fprint(stdout, unifiedDiff(target, old, out))
+		if settings != nil && string(settings.out) != string(settings.old) {
+			fmt.Fprint(stdout, unifiedDiff(settings.rec.Path, settings.old, settings.out))
+		}
 		return nil
 	}
 	// The record goes first, pending, so that whenever the install stops
 	// there is one that puts the user's servers back (see untouched).
-	rec := &installRecord{Client: client.Name, Path: target, Existed: existed, Written: sha(out), Servers: string(orig),
+	rec := &installRecord{Client: client.Name, Path: target, Scope: p.scope, Existed: existed, Written: sha(out), Servers: string(orig),
 		Pending: true, Before: sha(old)}
 	if err := installStep(stepBackup); err != nil {
 		return err
@@ -201,6 +228,12 @@ func installCmd(args []string, stdout io.Writer) error {
 	backup, err := backupFile(target, old)
 	if err != nil {
 		return err
+	}
+	if settings != nil {
+		if err := settings.backup(); err != nil {
+			return err
+		}
+		rec.Settings = settings.rec
 	}
 	rec.Backup = backup
 	switch {
@@ -223,6 +256,14 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err := writeFile(target, out); err != nil {
 		return fmt.Errorf("%s: %w; it was left as it is (install or uninstall again to clear the pending record)", target, err)
 	}
+	if settings != nil {
+		if err := installStep(stepSettings); err != nil {
+			return err
+		}
+		if err := settings.write(); err != nil {
+			return fmt.Errorf("%s: %w (uninstall puts everything back)", settings.rec.Path, err)
+		}
+	}
 	if err := installStep(stepRecord); err != nil {
 		return err
 	}
@@ -230,7 +271,12 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err := writeRecord(rec); err != nil {
 		return fmt.Errorf("installed, but its record stays pending (uninstall puts the servers back all the same): %w", err)
 	}
-	fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
+	if p.local != nil {
+		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s) in your local scope of %s\n", client.Title, target, absCfg, p.local.dir)
+		reportLocal(stdout, p.local, settings, current, cfg, absCfg)
+	} else {
+		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
+	}
 	if backup != "" {
 		fmt.Fprintf(stdout, "  the file as it was: %s\n", backup)
 	}
@@ -243,7 +289,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	} else if prev != nil {
 		fmt.Fprintf(stdout, "  an earlier install record was replaced (its entry was gone from the file); it had no backup\n")
 	}
-	fmt.Fprintf(stdout, "  undo with: dynamic-mcp uninstall %s%s\n", client.Name, projectFlag(project))
+	fmt.Fprintf(stdout, "  undo with: dynamic-mcp uninstall %s%s%s\n", client.Name, projectFlag(project), map[bool]string{true: " --force-project"}[forceProject && project != ""])
 	for _, u := range unresolvedOf(cfg) {
 		fmt.Fprintln(stdout, "  "+u.warning())
 	}
@@ -253,23 +299,16 @@ func installCmd(args []string, stdout io.Writer) error {
 // installName is the name of the one server install leaves.
 const installName = "dynamic-mcp"
 
-// clientTarget parses a command naming one client and finds the config
-// file it works on.
-func clientTarget(fs *flag.FlagSet, args []string, project *string, usage string) (*clients.Client, string, error) {
+// parseClient parses a command naming one client.
+func parseClient(fs *flag.FlagSet, args []string, usage string) (*clients.Client, error) {
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if len(pos) != 1 {
-		return nil, "", usageError{usage}
+		return nil, usageError{usage}
 	}
-	env := clients.CurrentEnv()
-	client, err := clients.Find(env, pos[0])
-	if err != nil {
-		return nil, "", err
-	}
-	target, err := client.Path(env, *project)
-	return client, target, err
+	return clients.Find(clients.CurrentEnv(), pos[0])
 }
 
 func projectFlag(project string) string {
@@ -281,45 +320,75 @@ func projectFlag(project string) string {
 
 // uninstallCmd puts back the servers install replaced: the file as it was
 // when nothing has touched it since, else its recorded servers together
-// with every server the user added since (all but the dynamic-mcp entry).
-func uninstallCmd(args []string, stdout io.Writer) error {
+// with every server the user added since (all but the dynamic-mcp entry),
+// and for a project's local scope the project's local settings too.
+func uninstallCmd(args []string, stdout io.Writer) (err error) {
 	var project string
+	var forceProject bool
 	fs := flag.NewFlagSet("uninstall", flag.ContinueOnError)
-	fs.StringVar(&project, "project", "", "the client's project config in `dir`")
-	client, target, err := clientTarget(fs, args, &project, "usage: dynamic-mcp uninstall <client> [--project DIR]")
+	fs.StringVar(&project, "project", "", "the project in `dir` install was given")
+	fs.BoolVar(&forceProject, "force-project", false, "undo an install --force-project (found without it when there is no other)")
+	client, err := parseClient(fs, args, "usage: dynamic-mcp uninstall <client> [--project DIR [--force-project]]")
 	if err != nil {
 		return err
 	}
+	p, err := installPlace(client, project, forceProject)
+	if err != nil {
+		return err
+	}
+	if p.local != nil {
+		// Not installed in the local scope: an install --force-project
+		// into the project's .mcp.json, when there is one.
+		if rec, _ := readRecord(p.key()); rec == nil {
+			if fp, err := installPlace(client, project, true); err == nil {
+				if rec, _ := readRecord(fp.key()); rec != nil {
+					p = fp
+				}
+			}
+		}
+	}
+	target := p.file
 	l, err := lockTarget(target)
 	if err != nil {
 		return err
 	}
 	defer l.Unlock()
-	rec, err := readRecord(target)
+	rec, err := readRecord(p.key())
 	if err != nil {
 		return err
 	}
 	if rec == nil {
 		return fmt.Errorf("dynamic-mcp install did not change %s (no record of it)", target)
 	}
+	// The project's local settings last, once the server list is back
+	// and the record gone: a failure here names what to do by hand.
+	defer func() {
+		if s := rec.Settings; s != nil && len(s.Disabled) > 0 && err == nil {
+			if err = undoSettings(s); err == nil {
+				pruneBackups(s.Path)
+				fmt.Fprintf(stdout, "  %s no longer turns off %s of the project's .mcp.json\n", s.Path, strings.Join(s.Disabled, ", "))
+			}
+		}
+	}()
 	current, err := clients.ReadFile(target)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if err != nil && !rec.Existed && rec.Servers == "" {
 		// Deleted since, and nothing of the user's to put back.
-		os.Remove(recordPath(target))
+		os.Remove(recordPath(p.key()))
 		fmt.Fprintf(stdout, "%s: %s is gone already; nothing to put back\n", client.Title, target)
 		return nil
 	}
-	if err == nil && rec.Pending && sha(current) == rec.Before && !hasEntry(client, current) {
+	if err == nil && rec.Pending && sha(current) == rec.Before && !hasEntry(p.client, current) {
 		// Stopped before it wrote the file: nothing to put back.
-		os.Remove(recordPath(target))
+		os.Remove(recordPath(p.key()))
 		fmt.Fprintf(stdout, "%s: the install into %s stopped before it changed the file; nothing to put back\n", client.Title, target)
 		return nil
 	}
 	untouched := err == nil && rec.untouched(current)
 	var prev []byte
+	var backup string
 	if untouched && rec.Backup != "" {
 		if prev, err = os.ReadFile(rec.Backup); err != nil {
 			fmt.Fprintf(stdout, "note: the backup %s cannot be read (%v): the recorded servers are put back instead\n", rec.Backup, err)
@@ -332,20 +401,24 @@ func uninstallCmd(args []string, stdout io.Writer) error {
 		}
 	case prev != nil:
 		// Untouched since install: the file comes back byte for byte.
-		if _, err := replaceFile(target, current, prev); err != nil {
+		if backup, err = replaceFile(target, current, prev); err != nil {
 			return err
 		}
 	default:
-		restored, err := client.Restore(current, []byte(rec.Servers), installName)
+		restored, err := p.client.Restore(current, []byte(rec.Servers), installName)
 		if err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
 		}
-		if _, err := replaceFile(target, current, restored); err != nil {
+		if backup, err = replaceFile(target, current, restored); err != nil {
 			return err
 		}
 	}
-	os.Remove(recordPath(target))
+	os.Remove(recordPath(p.key()))
+	pruneBackups(target) // the install's backup is no longer needed
 	fmt.Fprintf(stdout, "%s: %s has its own servers back\n", client.Title, target)
+	if backup != "" {
+		fmt.Fprintf(stdout, "  the file as it was with dynamic-mcp installed: %s\n", backup)
+	}
 	return nil
 }
 

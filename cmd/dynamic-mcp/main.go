@@ -86,16 +86,19 @@ Usage:
   dynamic-mcp validate -c FILE    check a config without serving
   dynamic-mcp tools -c FILE [GROUP]
                                   connect and print the tools the client would get
-  dynamic-mcp status -c FILE      name the running shared hub, connect to every upstream
-                                  and print how each is doing
+  dynamic-mcp status -c FILE      how each upstream is doing, as the running shared hub
+                                  sees it (with no hub: connect to each and check)
   dynamic-mcp stop -c FILE        stop the config's shared hub
+  dynamic-mcp ui -c FILE [--addr ADDR]
+                                  print the inspector's URL and token (--addr: have the
+                                  shared hub serve it there)
   dynamic-mcp policy test -c FILE --fixture F | --fixture-dir D [--expect allow|deny|log|prompt]
                                   evaluate policy fixtures without starting any upstream
   dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
-  dynamic-mcp install <client> [--project DIR] [-c FILE] [--dry-run]
+  dynamic-mcp install <client> [--project DIR [--force-project]] [-c FILE] [--dry-run]
                                   leave one dynamic-mcp entry in a client's config
-  dynamic-mcp uninstall <client> [--project DIR]
+  dynamic-mcp uninstall <client> [--project DIR [--force-project]]
                                   give the client its servers back
   dynamic-mcp auth login <server> [-c FILE] [--no-browser] [--timeout 5m]
                                   sign in to an OAuth-protected server, once
@@ -144,6 +147,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "stop":
 		return stopCmd(ctx, args[1:], stdout)
+	case "ui":
+		return uiCmd(ctx, args[1:], stdout)
 	case "pin":
 		return pinCmd(args[1:], stdout)
 	case "approvals":

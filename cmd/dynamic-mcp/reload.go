@@ -26,8 +26,9 @@ const (
 // (`pin accept` ran) it calls repin. A value on secrets (a secret changed
 // in the store) reloads too, and so does a change of the vault's secrets
 // file, vaultFile (`secret set` ran): a server waiting for a secret starts
-// once it is set. It returns when ctx ends.
-func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
+// once it is set. Each reload's outcome goes to noted (for status). It
+// returns when ctx ends.
+func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, noted func(reason string, err error), apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -38,6 +39,7 @@ func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, apply fun
 	reload := func(reason string) {
 		cfg, err := config.Load(path)
 		current = fileHash(path)
+		noted(reason, err)
 		if err != nil {
 			logger.Error("config reload failed, still serving the previous config", "reason", reason, "err", err)
 			return

@@ -151,15 +151,17 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer stopUI()
 		printUI(stderr, url, token)
+		insp.SetTokenHint("The inspector's own token (not an MCP client's token) was printed with this page's URL on the stderr of `dynamic-mcp serve --ui`: on the terminal it runs in, or, when an MCP client started it, in that client's MCP server log.")
 	}
 
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
 	secretsChanged := make(chan struct{}, 1)
+	reloads := &reloadLog{}
 	go func() {
 		defer close(watched)
-		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), filepath.Join(cfg.StateDir, vault.SecretsFile), func(cfg *config.Config) {
+		watchConfig(watchCtx, c.config, mgr.Pins().Dir(), filepath.Join(cfg.StateDir, vault.SecretsFile), reloads.note, func(cfg *config.Config) {
 			setLogSecrets(cfg)
 			if cfg.Store != storeAtStart {
 				logger.Warn("config reload: store: changed; it is read at start, restart to use the new one")
@@ -202,8 +204,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched; <-released }()
 
 	if httpAddr != "" {
-		announceUI := func(page, token string) {
-			announceUIToken(stderr, logger, cfg.StateDir, page, token, noAuth, uiFromEnv)
+		announceUI := func(page, token string) string {
+			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
 		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
@@ -215,10 +217,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI}
+		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
-			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve}, logger).Serve(ctx, ln)
+			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,
+			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	return hub.ServeStdio(ctx, stdin, stdout)

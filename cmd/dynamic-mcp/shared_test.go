@@ -544,7 +544,7 @@ func TestSharedHubDiesBridgeExits(t *testing.T) {
 
 // `dynamic-mcp status` names the shared hub first: its pid, its uptime
 // and its sessions by the names and versions their clients gave; with no
-// hub running it says so.
+// hub running it says so, and that it checks each server itself.
 func TestSharedHubStatusNamesIt(t *testing.T) {
 	t.Parallel()
 	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
@@ -555,7 +555,7 @@ func TestSharedHubStatusNamesIt(t *testing.T) {
 		first, _, _ := strings.Cut(string(out), "\n")
 		return first
 	}
-	if got := status(); got != "shared hub: none running" {
+	if got := status(); got != "no hub runs for this config: starting each server to check it" {
 		t.Fatalf("status before any client: %q", got)
 	}
 	before := time.Now()

@@ -48,8 +48,10 @@ func splitError(err error) (string, []string) {
 	return first, strings.Split(strings.ReplaceAll(rest, "\t", "    "), "\n")
 }
 
-// statusCmd connects to every upstream in parallel and prints a table of
-// how each one is doing.
+// statusCmd prints how each upstream is doing: as the config's running
+// shared hub sees them, with its clients, its last reload and its
+// inspector; only when no hub runs (or one of another build) does it
+// connect to every upstream itself, in parallel, and it says so.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
@@ -59,10 +61,21 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
+		// A hub that runs serves the config it read before: say how it
+		// is doing, then why the file does not read now.
+		if loose := looseConfig(c.config); loose != nil {
+			if reply := askStatus(ctx, loose); reply != nil && reply.Status.Upstreams != nil {
+				printHubLine(stdout, *reply)
+				printHubStatus(stdout, reply.Status, loose.Path)
+				return fmt.Errorf("the config does not read now (the hub serves the one it read before):\n%w", err)
+			}
+		}
 		return err
 	}
 	defer closeLog()
-	printHub(ctx, cfg, stdout)
+	if st := printHub(ctx, cfg, stdout); st != nil && st.Upstreams != nil {
+		return printHubStatus(stdout, st, cfg.Path)
+	}
 	mgr, err := connectAll(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -79,13 +92,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, g := range mgr.Groups() {
 		for _, s := range g.Servers {
 			st := s.Status()
-			transport := string(s.Config.Transport)
-			if transport == "" {
-				transport = "http (auto)"
-			}
+			transport := transportName(s)
 			tools, ready := "-", "-"
 			if st.State == upstream.StateReady {
-				tools = visibleTools(g.Config, s)
+				tools = toolsColumn(toolCounts(g.Config, s))
 				ready = st.ReadyIn.Round(time.Millisecond).String()
 			}
 			lastErr, more := splitError(st.Err)
@@ -116,11 +126,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return notReady(mgr.Servers())
 }
 
-// visibleTools is the count of s's tools the client gets (after the
-// group's deny and allow lists), with the hidden ones after a plus:
-// "12", or "9+3 hidden".
-func visibleTools(g *config.Group, s *upstream.Server) string {
-	shown, hidden := 0, 0
+// toolCounts counts s's tools the client gets (after the group's deny
+// and allow lists) and those the lists hide.
+func toolCounts(g *config.Group, s *upstream.Server) (shown, hidden int) {
 	for _, t := range s.Lists().Tools {
 		if policy.Hidden(g, policy.MethodToolsCall, t.Key) {
 			hidden++
@@ -128,10 +136,7 @@ func visibleTools(g *config.Group, s *upstream.Server) string {
 			shown++
 		}
 	}
-	if hidden == 0 {
-		return fmt.Sprint(shown)
-	}
-	return fmt.Sprintf("%d+%d hidden", shown, hidden)
+	return shown, hidden
 }
 
 func orDash(s string) string {

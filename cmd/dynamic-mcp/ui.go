@@ -98,12 +98,12 @@ func newUIToken() string {
 // MCP client holds an MCP token; with it, it could read every other
 // client's traffic (issue 20, finding 1). With noAuth (loopback only) the
 // inspector needs no token, as /mcp does not.
-func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, token string, announce func(page, token string)) {
+func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, token string, announce func(page, token string) (hint string)) {
 	if !opts.NoAuth {
 		opts.Token = token
 	}
 	mountInspector(guarded{mount: h.HandlePublic, guard: mcphttp.NewGuard(opts)}, insp)
-	announce(inspectorPage(url), opts.Token)
+	insp.SetTokenHint(announce(inspectorPage(url), opts.Token))
 }
 
 // printUI prints where the inspector is, and its token, to stderr: the

@@ -56,23 +56,30 @@ func faceUIToken(cfg *config.Config) (token string, fromEnv bool, err error) {
 // elsewhere (a container's log, a journal, a file) the path of the file
 // under stateDir it is written to, 0600, in a log record, so that the
 // token never reaches the logs. A file that cannot be written is logged
-// as such, with the way out: the token is then nowhere to be read.
-func announceUIToken(stderr io.Writer, logger *slog.Logger, stateDir, page, token string, noAuth, fromEnv bool) {
+// as such, with the way out: the token is then nowhere to be read. It
+// returns what the page's login dialog says of where the token is (no
+// path of the machine: the page may be reached from elsewhere).
+func announceUIToken(stderr io.Writer, logger *slog.Logger, stateDir, cfgPath, page, token string, noAuth, fromEnv bool) (hint string) {
 	switch {
 	case noAuth:
 		fmt.Fprintf(stderr, "dynamic-mcp: the inspector is at %s (no token: --insecure-no-auth)\n", page)
+		return ""
 	case fromEnv:
 		logger.Info("serving the inspector; its token is $"+uiTokenEnvVar, "url", page)
+		return "The inspector's own token is the value of $" + uiTokenEnvVar + " the hub was started with (not an MCP client's token)."
 	case isTerminal(stderr):
 		printUI(stderr, page, token)
+		return "The inspector's own token (not an MCP client's token) was printed with this page's URL on the terminal where `dynamic-mcp serve --http` started."
 	default:
 		path := filepath.Join(stateDir, uiTokenFile)
 		if err := writeSecretFile(path, []byte(token+"\n")); err != nil {
 			logger.Error("serving the inspector, but its token could not be written to a file; set $"+uiTokenEnvVar+" to reach it",
 				"url", page, "file", path, "err", err)
-			return
+			return "The hub could not write this run's token to its file (its log says why): restart it with $" + uiTokenEnvVar + " set."
 		}
 		logger.Info("serving the inspector; its token for this run is in the file", "url", page, "file", path)
+		return "The inspector's own token for this run (not an MCP client's token) is in the file " + uiTokenFile +
+			" in the hub's state directory: on the hub's machine, `dynamic-mcp ui" + configArg(cfgPath) + "` prints it."
 	}
 }
 

@@ -30,6 +30,10 @@ func (i *Inspector) Page() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path == Prefix+"token-hint" {
+			i.serveTokenHint(w, r)
+			return
+		}
 		files.ServeHTTP(w, r)
 	})
 }

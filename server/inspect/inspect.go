@@ -102,6 +102,8 @@ type Inspector struct {
 
 	done chan struct{} // closed by Close: streams end
 	once sync.Once
+
+	hint tokenHint // where the login dialog says the token is
 }
 
 // New builds an inspector. It starts watching opts.Upstreams at once;

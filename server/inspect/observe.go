@@ -104,7 +104,10 @@ func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
 	}
 	r := &row{Kind: kindMessage, Session: msg.Session, Server: m.Server, Method: msg.Method, Start: msg.Time,
 		Status: string(traffic.StatusOK), Messages: []message{msg}, MS: msg.MS, bytes: n}
-	if m.Err != nil {
+	switch {
+	case m.NoClient:
+		r.Status = string(traffic.StatusNoClient) // answered by the hub, as it must be: no failure
+	case m.Err != nil:
 		r.Status = string(traffic.StatusError)
 	}
 	i.add(r)

@@ -74,10 +74,18 @@ func (t *upstreamTracker) sample() {
 	live := map[*upstream.Server]bool{}
 	for _, s := range t.mgr.Servers() {
 		live[s] = true
-		st, restarts := s.Status().State, s.Restarts()
+		status, restarts := s.Status(), s.Restarts()
+		st := status.State
 		switch seen := t.seen[s]; {
 		case seen == nil || seen.state != st || st == upstream.StateReady && seen.restarts != restarts:
-			t.seen[s] = &seenState{state: st, restarts: restarts, since: now}
+			// The server's own time, where it says: an inspector started
+			// after the server (the shared hub's, at a client's --ui)
+			// would otherwise count its uptime from its own start.
+			since := now
+			if !status.Since.IsZero() {
+				since = status.Since
+			}
+			t.seen[s] = &seenState{state: st, restarts: restarts, since: since}
 		default:
 			seen.restarts = restarts
 		}

@@ -57,6 +57,9 @@ type Options struct {
 	// UI serves the hub's inspector on a loopback address when a bridge
 	// asks (serve --ui): nil refuses the ask.
 	UI func(addr string) (*local.UI, error)
+	// Describe adds what the hub's owner knows to a status: the
+	// upstreams, the last reload, the inspector. nil adds nothing.
+	Describe func(*local.Status)
 }
 
 // Server serves bridges on a local listener.
@@ -339,6 +342,9 @@ func (s *Server) status() *local.Status {
 	st := &local.Status{Config: s.opts.Config, Started: s.started, Sessions: []local.Client{}}
 	for _, si := range s.hub.Sessions() {
 		st.Sessions = append(st.Sessions, local.Client{ID: si.ID, Name: si.ClientName, Version: si.ClientVersion})
+	}
+	if s.opts.Describe != nil {
+		s.opts.Describe(st)
 	}
 	return st
 }

@@ -103,6 +103,42 @@ type Status struct {
 	Config   string    `json:"config"`
 	Started  time.Time `json:"started"`
 	Sessions []Client  `json:"sessions"`
+	// Upstreams are the hub's servers as it sees them, in config order;
+	// nil from a hub that does not say (status then checks on its own).
+	Upstreams []Upstream `json:"upstreams,omitempty"`
+	// Reload is the hub's last config reload, nil before the first.
+	Reload *Reload `json:"reload,omitempty"`
+	// UI is where the hub serves its inspector and its token (the socket
+	// is the user's alone, as for OpUI), nil when it serves none.
+	UI *UI `json:"ui,omitempty"`
+}
+
+// Upstream is one server of the hub as its status shows it.
+type Upstream struct {
+	Group     string `json:"group"`
+	Server    string `json:"server"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	Protocol  string `json:"protocol,omitempty"`
+	// Tools the client gets (after the group's deny and allow lists),
+	// and those the lists hide.
+	Tools  int `json:"tools"`
+	Hidden int `json:"hidden,omitempty"`
+	// ReadyIn is how long its last connect took; Since when it has been
+	// in its state.
+	ReadyIn    time.Duration `json:"ready_in,omitempty"`
+	Since      time.Time     `json:"since,omitzero"`
+	Error      string        `json:"error,omitempty"`
+	PinChanged []string      `json:"pin_changed,omitempty"`
+}
+
+// Reload is the outcome of the hub's last config reload.
+type Reload struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	// Error is why the config was refused (the hub kept serving the one
+	// before it), "" when it was applied.
+	Error string `json:"error,omitempty"`
 }
 
 // Client is one session of the hub, by what its client said in

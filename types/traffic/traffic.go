@@ -32,6 +32,10 @@ const (
 	StatusBlocked   Status = "blocked"    // a policy rule denied it
 	StatusNotFound  Status = "not_found"  // no such tool, prompt or resource
 	StatusCancelled Status = "cancelled"  // the client cancelled or left
+	// StatusNoClient is a server's request to the client (roots/list at
+	// start, say) that the hub answered itself, as no client could: none
+	// connected, or it does not support the method. Not a failure.
+	StatusNoClient Status = "no_client"
 )
 
 // Call is one request of a client, from its arrival to its answer. The hub
@@ -113,6 +117,9 @@ type Message struct {
 	Result   json.RawMessage
 	Err      error
 	Duration time.Duration
+	// NoClient says the hub answered Err itself: no client could take the
+	// request (see StatusNoClient).
+	NoClient bool
 }
 
 // Observer is told about the hub's traffic. Each Started is followed by

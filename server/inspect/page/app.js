@@ -37,6 +37,17 @@ function askToken(why) {
   const dlg = $('#login');
   if (!dlg.open) dlg.showModal();
   $('#token').focus();
+  showTokenHint();
+}
+
+// showTokenHint puts where the token is, for the way this hub was
+// started, in the login dialog (the hub's own words; no token needed).
+async function showTokenHint() {
+  try {
+    const res = await fetch('token-hint', { cache: 'no-store' });
+    const text = res.ok ? (await res.text()).trim() : '';
+    if (text) $('#login-hint').textContent = text;
+  } catch (e) { /* the default text stays */ }
 }
 
 $('#login-form').addEventListener('submit', () => {
