@@ -230,13 +230,14 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 		return argsError(msg+".", nil, r.inputSchema()), nil
 	}
 	arguments := args.Args
+	if len(arguments) > 0 && string(arguments) != "null" && arguments[0] != '{' {
+		return toolError("args must be an object"), nil // as before the schema check, which would say the same at more length
+	}
 	if bad := h.checkArgs(req, r, r.name, arguments); bad != nil {
 		return bad, nil
 	}
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
-	} else if arguments[0] != '{' {
-		return toolError("args must be an object"), nil
 	}
 	name, err := jsonrpc.Marshal(r.name)
 	if err != nil {

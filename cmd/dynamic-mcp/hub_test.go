@@ -83,13 +83,18 @@ groups:
 	if !isErr || !strings.Contains(text, "upstream f exited (status 3): fake: about to crash") {
 		t.Fatalf("crash answered %q (isError %v)", text, isErr)
 	}
-	// The hub stays up, the other group keeps working, the crashed one is
-	// withdrawn from the list.
+	// The hub stays up, the other group keeps working, and the crashed one
+	// stays listed while it reconnects: a call to it waits for the new
+	// child (up to startup_wait), never "not found".
 	if text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "g__echo", "arguments": map[string]any{"text": "still here"}})); text != "still here" {
 		t.Fatalf("other group: %q", text)
 	}
-	waitFor(t, 5*time.Second, "crashed group's tools withdrawn", func() bool {
-		return !strings.Contains(string(c.call("tools/list", nil)), "f__echo")
+	waitFor(t, 30*time.Second, "the crashed group back", func() bool {
+		text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "back"}}))
+		if strings.Contains(text, "Tool not found") {
+			t.Fatalf("a reconnecting group's tool answered %q", text)
+		}
+		return !isErr && text == "back"
 	})
 }
 
