@@ -20,6 +20,7 @@ import (
 func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
 	t.Helper()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-conformance"]
+    deny: ["^crash$"]
     policy:
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}, description: "no x, please"}
 `), true)
@@ -165,6 +166,7 @@ func TestInspectorSeesTheHubsTraffic(t *testing.T) {
 			Servers []struct {
 				ID, State, Protocol string
 				Tools               int
+				Hidden              int `json:"hidden_tools"`
 				Since               *time.Time
 			}
 		}
@@ -176,8 +178,8 @@ func TestInspectorSeesTheHubsTraffic(t *testing.T) {
 	if len(ups.Groups) != 1 || len(ups.Groups[0].Servers) != 1 {
 		t.Fatalf("upstreams: %+v", ups)
 	}
-	if s := ups.Groups[0].Servers[0]; s.ID != "f" || s.State != "ready" || s.Protocol != "2025-11-25" || s.Tools == 0 || s.Since == nil {
-		t.Errorf("server: %+v", s)
+	if s := ups.Groups[0].Servers[0]; s.ID != "f" || s.State != "ready" || s.Protocol != "2025-11-25" || s.Tools == 0 || s.Hidden != 1 || s.Since == nil {
+		t.Errorf("server (crash denied, so one tool hidden and counted apart): %+v", s)
 	}
 	var clients []inspect.Client
 	getJSON(t, api.URL+inspect.Prefix+"api/clients", &clients)

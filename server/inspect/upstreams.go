@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
@@ -137,7 +138,8 @@ type serverView struct {
 	ServerName    string `json:"server_name,omitempty"`
 	ServerVersion string `json:"server_version,omitempty"`
 
-	Tools      int `json:"tools"`
+	Tools      int `json:"tools"`        // the tools the client gets: the group's deny/allow lists applied
+	Hidden     int `json:"hidden_tools"` // the tools those lists hide
 	Prompts    int `json:"prompts"`
 	Resources  int `json:"resources"`
 	Templates  int `json:"templates"`
@@ -163,14 +165,14 @@ func (i *Inspector) upstreams() upstreamsView {
 	for _, g := range mgr.Groups() {
 		gv := groupView{Name: g.Config.Name, Description: g.Config.Description, Servers: []serverView{}}
 		for _, s := range g.Servers {
-			gv.Servers = append(gv.Servers, i.server(s))
+			gv.Servers = append(gv.Servers, i.server(g.Config, s))
 		}
 		v.Groups = append(v.Groups, gv)
 	}
 	return v
 }
 
-func (i *Inspector) server(s *upstream.Server) serverView {
+func (i *Inspector) server(g *config.Group, s *upstream.Server) serverView {
 	st := s.Status()
 	sv := serverView{ID: s.Config.ID(), Name: s.Config.Name, Transport: string(s.Config.Transport), State: st.State.String(),
 		Restarts: s.Restarts(), Protocol: st.ProtocolVersion, ServerName: st.ServerInfo.Name, ServerVersion: st.ServerInfo.Version,
@@ -179,8 +181,13 @@ func (i *Inspector) server(s *upstream.Server) serverView {
 		sv.Since = &since
 	}
 	lists := s.Lists()
-	sv.Tools, sv.Prompts, sv.Resources, sv.Templates = len(lists.Tools), len(lists.Prompts), len(lists.Resources), len(lists.Templates)
+	sv.Prompts, sv.Resources, sv.Templates = len(lists.Prompts), len(lists.Resources), len(lists.Templates)
 	for _, t := range lists.Tools {
+		if policy.Hidden(g, policy.MethodToolsCall, t.Key) {
+			sv.Hidden++ // counted apart: a user checking a deny-list sees it hold
+			continue
+		}
+		sv.Tools++
 		sv.ToolsBytes += len(t.Raw)
 	}
 	if st.Err != nil {

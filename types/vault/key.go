@@ -112,7 +112,10 @@ func Open(ctx context.Context, o Options) (*Vault, error) {
 	file := filepath.Join(dir, KeyFile)
 	if k, err := readKeyFile(file); err == nil {
 		if say(file) {
-			o.Logger.Warn("vault: the data key is in a file, not the OS keychain", "file", file)
+			// Warned when the file was written (below); each later start
+			// says so at info, so that every secret command does not warn
+			// again of what the user was told once.
+			o.Logger.Info("vault: the data key is in a file, not the OS keychain", "file", file)
 		}
 		return New(k, "file")
 	} else if !errors.Is(err, fs.ErrNotExist) {

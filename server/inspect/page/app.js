@@ -566,7 +566,7 @@ function renderUpstreams(v) {
         if (s.stderr && s.stderr.length > 1) err.append(el('div', 'stderr', s.stderr.join('\n')));
       }
       tr.append(name, el('td', null), el('td', null, s.protocol || ''),
-        el('td', 'num', s.tools + (s.tools_bytes ? ' (' + fmtSize(s.tools_bytes) + ')' : '')),
+        el('td', 'num', s.tools + (s.tools_bytes ? ' (' + fmtSize(s.tools_bytes) + ')' : '') + (s.hidden_tools ? ' +' + s.hidden_tools + ' hidden' : '')),
         el('td', 'num', s.prompts), el('td', 'num', s.resources + s.templates),
         el('td', null, fmtAgo(s.since)), el('td', 'num', s.restarts), err,
         el('td', null, (s.pin_changed || []).join(', ')));
