@@ -257,6 +257,11 @@ func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 		switch resp.StatusCode {
 		case http.StatusAccepted, http.StatusBadRequest:
 			return true
+		case http.StatusTooManyRequests:
+			// On a busy machine the pings can come before the hanging call
+			// holds id 1: answered onto the unread stream, until 256 wait
+			// and the POSTs are refused. Bounded all the same.
+			return true
 		case http.StatusNotFound:
 			return false // the session ended
 		}
