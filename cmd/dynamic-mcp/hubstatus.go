@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -131,10 +132,11 @@ func printHubStatus(w io.Writer, st *local.Status, cfgPath string) error {
 
 // configArg is " -c PATH" for a hint, "" for the default config.
 func configArg(path string) string {
-	if path == "" || path == defaultConfigPath() {
+	c := config.CLIFor(path) // the rule every hint follows (see config.CLI)
+	if c.Config == "" {
 		return ""
 	}
-	return " -c " + path
+	return " -c " + config.ShellQuote(c.Config)
 }
 
 func errorOf(s string) error {

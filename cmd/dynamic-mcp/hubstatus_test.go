@@ -39,17 +39,10 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	os.Remove(count)
 	_, page, _ := s.uiBridge(t, "alpha", "127.0.0.1:0")
 	// The hub's first tries settle: one ready, broken failed.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitFor(t, time.Minute, "the hub's upstreams to settle (one ready, broken failed)", func() bool {
 		st := s.status(t)
-		if len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "failed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the hub's upstreams did not settle: %+v", st.Upstreams)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "failed"
+	})
 	out := s.runStatus(t)
 	if strings.Contains(out, "starting each server") || !strings.HasPrefix(out, "shared hub: pid") || !strings.Contains(out, "alpha 1.0") {
 		t.Errorf("status beside a hub:\n%s", out)
@@ -70,12 +63,7 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	if err := os.WriteFile(s.path, []byte(strings.Replace(string(cfg), "description: fake", "descripton: fake", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for s.status(t).Reload == nil {
-		if time.Now().After(deadline.Add(time.Minute)) {
-			t.Fatal("the hub did not try to reload")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, time.Minute, "the hub to try to reload", func() bool { return s.status(t).Reload != nil })
 	out = s.runStatus(t)
 	if !strings.Contains(out, "was REFUSED; the hub still serves the config before it") || !strings.Contains(out, "descripton") {
 		t.Errorf("status after a refused reload:\n%s", out)

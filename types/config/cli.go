@@ -32,12 +32,12 @@ type CLI struct {
 	Config string
 }
 
-// cliFor is the CLI of the config read from path. -c is left out only
+// CLIFor is the CLI of the config read from path. -c is left out only
 // for ~/.dynamic-mcp/config.yaml (Home()'s) while $DYNAMIC_MCP_CONFIG
 // names no other file: the hub's environment (a client's entry) may set
 // that variable when the shell the hint is pasted into does not, so a
 // config found through it is still named.
-func cliFor(path string) CLI {
+func CLIFor(path string) CLI {
 	if path == "" {
 		return CLI{}
 	}

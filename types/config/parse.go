@@ -56,7 +56,7 @@ func Parse(path string, r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	p := &parser{path: path, dir: configDir(path), cli: cliFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	p := &parser{path: path, dir: configDir(path), cli: CLIFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
 	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
