@@ -132,7 +132,11 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 			}
 			checking := false // the token is counted by begin until end
 			if ok && name == "" && token != "" && g.verifier != nil {
-				g.auth.begin(addr)
+				if wait := g.auth.begin(addr); wait > 0 {
+					w.Header().Set("Retry-After", retryAfter(wait))
+					refuse(w, r, "Too Many Requests: too many failed token attempts", http.StatusTooManyRequests)
+					return
+				}
 				checking = true
 				if who, ok, refused = g.authenticate(w, r, token); !ok {
 					g.auth.end(addr, false)

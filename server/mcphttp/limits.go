@@ -213,13 +213,23 @@ func (a *authLimiter) entry(addr string, now time.Time) *authFailures {
 // begin counts a token of addr's that is being checked (by the issuer,
 // which may take seconds) as a failure until end says whether it was
 // one: a wrong token is also a wrong guess of the static tokens, and many
-// sent at once must not all be tried before the first is counted.
-func (a *authLimiter) begin(addr string) {
+// sent at once must not all be tried before the first is counted. It
+// checks and counts under one lock, so that of many sent at once no more
+// than the limit pass: a non-zero wait means addr is blocked and nothing
+// was counted.
+func (a *authLimiter) begin(addr string) (wait time.Duration) {
+	if wait = a.blocked(addr); wait > 0 {
+		return wait
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if f := a.addrs[addr]; f != nil && f.n+f.checking >= a.max {
+		return time.Second // another got in first: until its token is known
+	}
 	if f := a.entry(addr, a.now()); f != nil {
 		f.checking++
 	}
+	return 0
 }
 
 // end ends what begin began: failed counts the token as a failure (as
