@@ -182,11 +182,8 @@ func startHydraTokens(t *testing.T, bin string, users map[string]jwtUser, audien
 		http.Redirect(w, r, next.RedirectTo, http.StatusFound)
 	}))
 	t.Cleanup(app.Close)
-	publicPort, adminPort := hydraFreePort(t), hydraFreePort(t)
-	h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
-	h.adminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
-	conf := filepath.Join(t.TempDir(), "hydra.yml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`dsn: memory
+	h.run(t, bin, func(publicPort, adminPort int) string {
+		return fmt.Sprintf(`dsn: memory
 serve:
   public: { host: 127.0.0.1, port: %d }
   admin: { host: 127.0.0.1, port: %d }
@@ -203,9 +200,8 @@ oidc:
 webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
-`, publicPort, adminPort, h.public, app.URL, app.URL, h.public)), 0o600)
-	// The strategy by environment, as an operator would set it.
-	h.run(t, bin, conf, "STRATEGIES_ACCESS_TOKEN="+strategy)
+`, publicPort, adminPort, h.public, app.URL, app.URL, h.public)
+	}, "STRATEGIES_ACCESS_TOKEN="+strategy) // by environment, as an operator would set it
 	return h
 }
 

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,20 +147,32 @@ groups:
 }
 
 // buildHydra builds ory/hydra from tools/hydra (with -tags sqlite, for
-// its in-memory store); the test is skipped when it cannot be built,
-// except in CI.
+// its in-memory store) once for the test binary; the test is skipped
+// when it cannot be built, except in CI. Once: go build links hydra anew
+// each time (no cache for -o), 5 s of CPU, and seven tests start hydra.
 func buildHydra(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "hydra")
-	cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", bin, "github.com/ory/hydra/v2")
-	cmd.Dir = filepath.Join("..", "..", "tools", "hydra")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	hydraBuild.once.Do(func() {
+		hydraBuild.bin = filepath.Join(filepath.Dir(testHome), "hydra")
+		cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", hydraBuild.bin, "github.com/ory/hydra/v2")
+		cmd.Dir = filepath.Join("..", "..", "tools", "hydra")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		hydraBuild.out, hydraBuild.err = cmd.CombinedOutput()
+	})
+	if err := hydraBuild.err; err != nil {
 		if os.Getenv("CI") == "" {
-			t.Skipf("ory/hydra could not be built (needs the Go module proxy, or its modules cached, and cgo): %v\n%s", err, out)
+			t.Skipf("ory/hydra could not be built (needs the Go module proxy, or its modules cached, and cgo): %v\n%s", err, hydraBuild.out)
 		}
-		t.Fatalf("build ory/hydra: %v\n%s", err, out)
+		t.Fatalf("build ory/hydra: %v\n%s", err, hydraBuild.out)
 	}
-	return bin
+	return hydraBuild.bin
+}
+
+// hydraBuild is buildHydra's one build, in the tests' directory.
+var hydraBuild struct {
+	once sync.Once
+	bin  string
+	out  []byte
+	err  error
 }
 
 // hydra is a running ory/hydra and its login and consent app.
@@ -196,12 +209,8 @@ func startHydra(t *testing.T, bin string) *hydra {
 		http.Redirect(w, r, next.RedirectTo, http.StatusFound)
 	}))
 	t.Cleanup(app.Close)
-	publicPort, adminPort := hydraFreePort(t), hydraFreePort(t)
-	h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
-	h.adminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "hydra.yml")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`dsn: memory
+	h.run(t, bin, func(publicPort, adminPort int) string {
+		return fmt.Sprintf(`dsn: memory
 serve:
   public: { host: 127.0.0.1, port: %d }
   admin: { host: 127.0.0.1, port: %d }
@@ -217,36 +226,64 @@ oidc:
 webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
-`, publicPort, adminPort, h.public, app.URL, app.URL, hydraTTL, h.public)), 0o600)
-	h.run(t, bin, conf)
+`, publicPort, adminPort, h.public, app.URL, app.URL, hydraTTL, h.public)
+	})
 	return h
 }
 
-// run starts hydra (bin) on conf, with env added to the environment, and
-// waits until it is ready; the test's cleanup stops it.
-func (h *hydra) run(t *testing.T, bin, conf string, env ...string) {
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", conf)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.Env = append(append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true"), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+// run starts hydra (bin) on the config conf writes for its two ports,
+// with env added to the environment, and waits until it is ready; the
+// test's cleanup stops it. The ports are picked free and bound by hydra,
+// another process: when anyone took one in between, hydra exits, and it
+// is started again on two others.
+func (h *hydra) run(t *testing.T, bin string, conf func(publicPort, adminPort int) string, env ...string) {
+	for attempt := 1; ; attempt++ {
+		publicPort, adminPort := hydraFreePort(t), hydraFreePort(t)
+		h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
+		h.adminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+		path := filepath.Join(t.TempDir(), "hydra.yml")
+		if err := os.WriteFile(path, []byte(conf(publicPort, adminPort)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logs := &lockedBuffer{}
+		cmd := exec.Command(bin, "serve", "all", "--dev", "--config", path)
+		cmd.Stdout, cmd.Stderr = logs, logs
+		cmd.Env = append(append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true"), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		public := h.public
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("hydra %s:\n%s", public, logs.String())
+			}
+		})
+		gone := false
+		waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
+			select {
+			case <-exited:
+				gone = true
+				return true
+			default:
+			}
+			resp, err := http.Get(public + "/health/ready")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		if !gone {
+			return
+		}
+		if attempt == 3 || !strings.Contains(logs.String(), "address already in use") {
+			t.Fatalf("hydra exited before it was ready (attempt %d):\n%s", attempt, logs)
+		}
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("hydra %s:\n%s", h.public, logs.String())
-		}
-	})
-	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
-		resp, err := http.Get(h.public + "/health/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
 }
 
 // admin calls hydra's admin API with body as JSON, decoding the answer

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,17 +96,38 @@ func Start(t testing.TB) string {
 	if out, err := command("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
+	// The port is picked free and then bound by postgres, another
+	// process: anyone (a test beside this one, another copy of the
+	// suite) may bind it in between. postgres then exits saying so, and
+	// the cluster is started again on another port.
+	for attempt := 1; ; attempt++ {
+		url, log, err := serve(t, command, data, dir)
+		if err == nil {
+			return url
+		}
+		if !strings.Contains(log, "could not bind") || attempt == 5 {
+			t.Fatalf("%v\n%s", err, log)
+		}
+	}
+}
+
+// serve starts postgres on the cluster in data, on a free loopback port
+// and with its socket in dir, and waits until it answers. It returns the
+// URL of the server, or an error and the server's output when it exited
+// first or did not answer in time; a server that answers is stopped when
+// the test ends.
+func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (url, log string, err error) {
 	port := freePort(t)
-	var log syncBuffer
+	var out syncBuffer
 	srv := command("postgres", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "fsync=off", "-c", "max_connections=50")
-	srv.Stdout, srv.Stderr = &log, &log
+	srv.Stdout, srv.Stderr = &out, &out
 	if err := srv.Start(); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- srv.Wait() }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = srv.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
 		case <-exited:
@@ -113,25 +135,28 @@ func Start(t testing.TB) string {
 			_ = srv.Process.Kill()
 			<-exited
 		}
-	})
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	deadline := time.Now().Add(30 * time.Second)
+	}
+	url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	// A bound for a server that never answers; a loaded machine may take
+	// many seconds to start one, and this costs a passing test nothing.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c, err := pgx.Connect(ctx, url)
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
-			return url
+			t.Cleanup(stop)
+			return url, "", nil
 		}
 		select {
 		case err := <-exited:
-			exited <- err
-			t.Fatalf("postgres exited: %v\n%s", err, log.String())
+			return "", out.String(), fmt.Errorf("postgres exited: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("postgres did not answer in 30 s: %v\n%s", err, log.String())
+			stop()
+			return "", out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
