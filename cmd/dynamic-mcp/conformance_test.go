@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,24 +160,62 @@ func conformanceSuite(t *testing.T, pkg string) (node22, script string) {
 	return node22, script
 }
 
-// startConformanceUpstream builds and starts mcp-go's conformance example
-// server, the server the suite's scenarios expect, until the test ends,
-// and returns its address.
+// startConformanceUpstream builds (once for the test binary) and starts
+// mcp-go's conformance example server, the server the suite's scenarios
+// expect, until the test ends, and returns its address. The port is
+// picked free and bound by the server, another process: when anyone took
+// it in between, the server exits, and it is started again on another.
 func startConformanceUpstream(t *testing.T) string {
 	t.Helper()
-	upstreamBin := filepath.Join(t.TempDir(), "conformance-upstream")
-	if out, err := exec.Command("go", "build", "-o", upstreamBin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput(); err != nil {
-		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, out)
+	conformanceBuild.once.Do(func() {
+		conformanceBuild.bin = filepath.Join(filepath.Dir(testHome), "conformance-upstream")
+		conformanceBuild.out, conformanceBuild.err = exec.Command("go", "build", "-o", conformanceBuild.bin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput()
+	})
+	if err := conformanceBuild.err; err != nil {
+		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, conformanceBuild.out)
 	}
-	upAddr := "127.0.0.1:" + freePort(t)
-	up := exec.Command(upstreamBin)
-	up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
-	upOut := &lockedBuffer{}
-	up.Stdout, up.Stderr = upOut, upOut
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		upAddr := "127.0.0.1:" + freePort(t)
+		up := exec.Command(conformanceBuild.bin)
+		up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
+		upOut := &lockedBuffer{}
+		up.Stdout, up.Stderr = upOut, upOut
+		if err := up.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { up.Wait(); close(exited) }()
+		t.Cleanup(func() { up.Process.Kill(); <-exited })
+		gone := false
+		waitFor(t, 10*time.Second, "the conformance upstream", func() bool {
+			select {
+			case <-exited:
+				gone = true
+				return true
+			default:
+			}
+			// It says it listens before it binds: ready is its /health
+			// answering (another's listener on the port would not).
+			resp, err := http.Get("http://" + upAddr + "/health")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		if !gone {
+			return upAddr
+		}
+		if attempt == 3 {
+			t.Fatalf("the conformance upstream exited, 3 times; last on %s: %s", upAddr, upOut)
+		}
 	}
-	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
-	waitFor(t, 10*time.Second, "the conformance upstream", func() bool { return strings.Contains(upOut.String(), "listening") })
-	return upAddr
+}
+
+// conformanceBuild is startConformanceUpstream's one build.
+var conformanceBuild struct {
+	once sync.Once
+	bin  string
+	out  []byte
+	err  error
 }
