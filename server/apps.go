@@ -168,7 +168,12 @@ func (h *Hub) readUI(ctx context.Context, req *request, v *view, uri string) (re
 	if !strings.HasPrefix(uri, uiScheme) {
 		return nil, false, nil
 	}
-	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.uiRoutes[uri]; return ok })
+	// A route from the tools of a server's last run (flat mode, while it
+	// starts) waits for the server, as a call of such a tool does.
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool {
+		r, ok := v.uiRoutes[uri]
+		return ok && r.server.Status().State != upstream.StateStarting
+	})
 	r, ok := v.uiRoutes[uri]
 	if !ok {
 		return nil, false, nil
@@ -229,6 +234,14 @@ func jsonArray(items []json.RawMessage) json.RawMessage {
 		b = append(b, it...)
 	}
 	return append(b, ']')
+}
+
+// appTool is the route of a view's call of its server's tool name, which
+// waits as a call of any tool does while upstreams start.
+func (h *Hub) appTool(ctx context.Context, req *request, v *view, name string) (route, bool) {
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.appTools[name]; return ok })
+	r, ok := v.appTools[name]
+	return r, ok
 }
 
 // routeAppTools routes the tools of the servers that serve ui:// resources

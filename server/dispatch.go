@@ -114,7 +114,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = v.flatRoutes[name]
 		}
 		if !ok {
-			r, ok = v.appTools[name] // an MCP App's call by its server's name (apps.go)
+			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
 		}
 		if !ok {
 			h.auditMiss(req, name, arguments)
@@ -132,8 +132,10 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		// tools: wait for them, as flat mode waits for a tool not known yet.
 		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
 	}
-	if r, ok := v.appTools[name]; ok {
-		return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (apps.go)
+	if name != getToolsName && name != callToolName && name != searchToolName {
+		if r, ok := h.appTool(ctx, req, v, name); ok {
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (apps.go)
+		}
 	}
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
