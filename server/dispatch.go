@@ -114,6 +114,9 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = v.flatRoutes[name]
 		}
 		if !ok {
+			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
+		}
+		if !ok {
 			h.auditMiss(req, name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
@@ -128,6 +131,11 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		// search: auto offers it once the groups starting hold enough
 		// tools: wait for them, as flat mode waits for a tool not known yet.
 		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
+	}
+	if name != getToolsName && name != callToolName && name != searchToolName {
+		if r, ok := h.appTool(ctx, req, v, name); ok {
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (apps.go)
+		}
 	}
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
@@ -205,6 +213,9 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	}
 	if isResultURI(uri) {
 		return h.readResult(req, uri) // a result cut to fit max_result (resultread.go)
+	}
+	if res, ok, err := h.readUI(ctx, req, v, uri); ok {
+		return res, err // an MCP App's ui:// resource (apps.go)
 	}
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
 	s := v.resolveResource(uri)

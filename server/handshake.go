@@ -97,7 +97,7 @@ func (h *Hub) initialize(req *request, r mcp.InitializeRequest) (json.RawMessage
 	return jsonrpc.Marshal(mcp.InitializeResult{
 		ProtocolVersion: version,
 		ServerInfo:      h.info,
-		Capabilities:    hubCapabilities,
+		Capabilities:    appsCapabilities(hubCapabilities, req.snap.viewOf(sess.profileIn(req.snap.cfg))),
 		Instructions:    req.instructions(),
 	})
 }
@@ -140,7 +140,7 @@ func (h *Hub) answerModern(req *request) (json.RawMessage, error) {
 	}
 	res := mcp.DiscoverResult{
 		SupportedVersions: mcp.ValidProtocolVersions,
-		Capabilities:      hubCapabilities,
+		Capabilities:      appsCapabilities(hubCapabilities, req.snap.viewOf(req.sess.profileIn(req.snap.cfg))),
 		Instructions:      req.instructions(),
 	}
 	// What 2026-07-28 asks of every result, and of a cacheable one: the

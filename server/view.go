@@ -69,6 +69,15 @@ type view struct {
 	templates      []json.RawMessage
 	templateRoutes []templateRoute
 
+	// uiRoutes route the ui:// URIs of MCP Apps, as the client sees them
+	// (ui://<group>/...), to their servers (apps.go); appTools route the
+	// tools of those servers by their own names, for the views' calls.
+	uiRoutes map[string]uiRoute
+	appTools map[string]route
+	// apps is the MCP Apps extension's settings to declare to clients,
+	// nil when no upstream behind the view offers it.
+	apps json.RawMessage
+
 	// hiddenURIs and hiddenTemplates are the resources and templates a
 	// group's resources filter hides. A URI they cover is answered as one
 	// that does not exist by every method (read, subscribe, complete) and
@@ -124,6 +133,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		promptRoutes:   map[string]route{},
 		resourceRoutes: map[string]*upstream.Server{},
 		hiddenURIs:     map[string]bool{},
+		uiRoutes:       map[string]uiRoute{},
 	}
 	var flatTools, exposed []json.RawMessage
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
@@ -149,6 +159,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
+			v.noteApps(s)
 			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
@@ -161,6 +172,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					continue
 				}
 				gv.toolRoutes[t.Key] = route{server: s, name: t.Key, cached: cached, tool: &lists.Tools[i]}
+				t.Raw = v.uiTool(g, s, t.Raw)
 				gv.tools = append(gv.tools, t.Raw)
 				if mode != config.ModeFlat {
 					continue
@@ -196,6 +208,12 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 				v.prompts = append(v.prompts, raw)
 			}
 			for _, r := range lists.Resources {
+				if strings.HasPrefix(r.Key, uiScheme) {
+					if raw, ok := v.uiResource(g, s, r); ok {
+						v.resources = append(v.resources, raw)
+					}
+					continue
+				}
 				if policy.Hidden(g.Config, policy.MethodResourcesRead, r.Key, r.Name) {
 					v.hiddenURIs[r.Key] = true
 					continue
@@ -227,6 +245,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 			exposed = append(exposed, v.expose(g, gv, owner)...)
 		}
 	}
+	v.routeAppTools()
 	if mode == config.ModeFlat {
 		v.toolsList = listResult("tools", capTools(flatTools, maxTools), "")
 	} else {

@@ -32,6 +32,11 @@ import (
 // it; a connection of one client's own declares it where the client did.
 func DeclaredCapabilities() mcp.ClientCapabilities {
 	return mcp.ClientCapabilities{
+		// MCP Apps (ext-apps "Capability Negotiation"): a server that
+		// offers its tools' views only to a host that renders them offers
+		// them to the hub, which passes them on with their ui:// resources;
+		// a tool with a view answers every client in text as well.
+		Extensions:  map[string]any{"io.modelcontextprotocol/ui": map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}},
 		Sampling:    &mcp.SamplingCapability{},
 		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
 		Roots: &struct {

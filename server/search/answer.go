@@ -18,13 +18,14 @@ type Entry struct {
 
 // AppendEntries appends the JSON text of a list of tools, as the "tools"
 // of get_dynamic_tools' and search_dynamic_tools' answers: an array of
-// {"group", "name", "description", "inputSchema"}, spliced from the
+// {"group", "name", "description", "inputSchema", "_meta"}, spliced from the
 // definitions' own bytes with insignificant whitespace dropped. Keys stay
 // in the order the server wrote them and <, > and & stay as they are,
 // since the model reads this JSON as text and would see every escape. A
 // definition with no string name is left out; an empty description is
 // too, and the schema's top-level "$schema", which costs tokens and tells
-// the model nothing (the original dynamic-mcp dropped it as well).
+// the model nothing (the original dynamic-mcp dropped it as well). Of
+// _meta only ui is kept, for a tool that has it.
 func AppendEntries(dst []byte, entries []Entry) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -56,6 +57,14 @@ func AppendEntries(dst []byte, entries []Entry) ([]byte, error) {
 		}
 		b.WriteString(`,"inputSchema":`)
 		b.Write(withoutSchemaKeyword(schema))
+		if ui := jsonrpc.Field(jsonrpc.Field(e.Tool, "_meta"), "ui"); len(ui) > 0 && ui[0] == '{' {
+			// An MCP App's link to its view (ext-apps _meta.ui): what a
+			// host needs to render the tool's result, and nothing else
+			// of _meta, which would cost every answer tokens.
+			b.WriteString(`,"_meta":{"ui":`)
+			b.Write(ui)
+			b.WriteByte('}')
+		}
 		b.WriteByte('}')
 	}
 	b.WriteByte(']')

@@ -511,6 +511,7 @@ func handle(req request) {
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
 		taskCapability(caps)
+		declareApps(caps)
 		reply(req.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    caps,
@@ -528,6 +529,7 @@ func handle(req request) {
 		state.Unlock()
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
+		declareApps(caps)
 		reply(req.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps,
 			"instructions": instructionsText(), "_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": *name, "version": "1.0.0"}}})
 	case "logging/setLevel":
@@ -565,6 +567,7 @@ func handle(req request) {
 			grown.Unlock()
 		}
 		all = append(all, taskTools()...)
+		all = append(all, appTools()...)
 		all = append(all, largeTools()...)
 		all = append(all, schemaTools()...)
 		if *modern {
@@ -578,10 +581,13 @@ func handle(req request) {
 		}
 		pageOf(req.ID, req.Params, "prompts", ps)
 	case "resources/list":
-		pageOf(req.ID, req.Params, "resources", resources())
+		pageOf(req.ID, req.Params, "resources", append(resources(), appResources()...))
 	case "resources/templates/list":
 		pageOf(req.ID, req.Params, "resourceTemplates", templates())
 	case "resources/read":
+		if readApp(req) {
+			return
+		}
 		var p struct {
 			URI string `json:"uri"`
 		}
