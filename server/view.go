@@ -9,6 +9,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -69,6 +70,10 @@ type view struct {
 	templates      []json.RawMessage
 	templateRoutes []templateRoute
 
+	// skills are the Skills extension's skills of the view's servers,
+	// namespaced per group, with their routes (skills.go).
+	skills *skillTable
+
 	// hiddenURIs and hiddenTemplates are the resources and templates a
 	// group's resources filter hides. A URI they cover is answered as one
 	// that does not exist by every method (read, subscribe, complete) and
@@ -126,6 +131,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		hiddenURIs:     map[string]bool{},
 	}
 	var flatTools, exposed []json.RawMessage
+	skillsIn := skills.New[*upstream.Server]()
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
@@ -149,6 +155,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
+			lists = v.addSkills(skillsIn, g, s, lists)
 			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
@@ -227,6 +234,8 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 			exposed = append(exposed, v.expose(g, gv, owner)...)
 		}
 	}
+	v.skills = skillsIn
+	v.problems = append(v.problems, skillsIn.Problems...)
 	if mode == config.ModeFlat {
 		v.toolsList = listResult("tools", capTools(flatTools, maxTools), "")
 	} else {
@@ -235,7 +244,10 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)
-	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
+	// Skills change with the resources their files are: a client hears
+	// of both by notifications/resources/list_changed, as from the server.
+	v.resourcesHash = hashOf(append(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...),
+		append([]json.RawMessage{json.RawMessage("|")}, v.skills.Entries()...)...)...)
 	return v
 }
 
