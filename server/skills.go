@@ -76,16 +76,18 @@ func (v *view) addSkills(t *skillTable, g *upstream.Group, s *upstream.Server, l
 }
 
 // extensions are the view's capabilities.extensions: the Skills
-// extension's when a server of the view serves it, or may (it is still
-// starting, its capabilities not known yet: a client that connects with
-// the hub sees the skills it brings, skills/list waiting for it as the
-// first page of every list does); nil otherwise.
+// extension's when a server of the view serves it, or may: one is still
+// starting, its capabilities not known yet, and a client that connects
+// with the hub (a desktop client starts it) is to see the skills it
+// brings, skills/list waiting for it as the first page of every list
+// does. What such a server turns out not to serve is answered as for a
+// skill or directory that does not exist. nil when no server serves it.
 func (v *view) extensions() map[string]any {
 	switch {
+	case v.starting:
+		return map[string]any{skills.ExtensionID: map[string]any{"directoryRead": true}}
 	case v.skills.Offered():
 		return map[string]any{skills.ExtensionID: v.skills.Capability()}
-	case v.starting:
-		return map[string]any{skills.ExtensionID: map[string]any{}}
 	}
 	return nil
 }

@@ -38,7 +38,9 @@ const client = new Client(
   { name: "skills-client.mjs", version: "1.0.0" },
   opt.era === "modern" ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : {},
 );
-const transport = new StdioClientTransport({ command: positionals[0], args: positionals.slice(1), stderr: "inherit" });
+// The server inherits this environment whole (the SDK passes a few
+// variables only by default): a hub's home comes with it.
+const transport = new StdioClientTransport({ command: positionals[0], args: positionals.slice(1), env: { ...process.env }, stderr: "inherit" });
 try {
   await client.connect(transport);
   const sk = new SkillsClient(client);
