@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -126,7 +125,7 @@ func (v *view) offersApps(s *upstream.Server, settings json.RawMessage) {
 // noteApps notes whether s offers MCP Apps by what it declared or, while
 // it starts and its lists are not in the view, by the tools of its last
 // run: the handshake of a client that comes as the hub starts reflects
-// it (see appsCapabilities).
+// it (see view.extensions in skills.go).
 func (v *view) noteApps(s *upstream.Server) {
 	if settings, ok := s.Capabilities().Extensions[appsExtension]; ok {
 		if raw, err := jsonrpc.Marshal(settings); err == nil && len(raw) > 0 && raw[0] == '{' {
@@ -144,20 +143,6 @@ func (v *view) noteApps(s *upstream.Server) {
 			}
 		}
 	}
-}
-
-// appsCapabilities are caps with the MCP Apps extension declared when an
-// upstream behind v offers it (in capabilities.extensions, ext-apps
-// "Capability Negotiation"), and caps as they are otherwise. A view
-// that gains its first app after a client's handshake cannot tell that
-// client (capabilities are stated once); its tools and their
-// _meta.ui are listed all the same.
-func appsCapabilities(caps mcp.ServerCapabilities, v *view) mcp.ServerCapabilities {
-	if v == nil || v.apps == nil {
-		return caps
-	}
-	caps.Extensions = map[string]any{appsExtension: v.apps}
-	return caps
 }
 
 // readUI reads a ui:// resource through the URI the client sees: from its

@@ -82,6 +82,14 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		return page("resourceTemplates", v.templates, req.msg.Params, size)
 	case "resources/read":
 		return h.resourcesRead(ctx, req, v)
+	case "skills/list":
+		v = settled()
+		req.sess.saw(listResources, v.resourcesHash)
+		return page("skills", v.skills.Entries(), req.msg.Params, size)
+	case "skills/get":
+		return h.skillsGet(ctx, req, v)
+	case "resources/directory/read":
+		return h.directoryRead(ctx, req, v)
 	case "completion/complete":
 		return h.complete(ctx, req, v)
 	case "tasks/get", "tasks/result", "tasks/cancel":
@@ -217,7 +225,10 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if res, ok, err := h.readUI(ctx, req, v, uri); ok {
 		return res, err // an MCP App's ui:// resource (apps.go)
 	}
-	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.resolveResource(uri) != nil })
+	if r := v.skills.File(uri); r != nil {
+		return h.readSkillFile(ctx, req, r, uri) // skills.go
+	}
 	s := v.resolveResource(uri)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}

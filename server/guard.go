@@ -69,7 +69,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 		switch c.method {
 		case policy.MethodToolsCall:
 			rec.Tool = c.name
-		case policy.MethodResourcesRead:
+		case policy.MethodResourcesRead, policy.MethodSkillsGet, policy.MethodDirectoryRead:
 			rec.URI = c.name
 		case policy.MethodPromptsGet:
 			rec.Prompt = c.name

@@ -97,7 +97,7 @@ func (h *Hub) initialize(req *request, r mcp.InitializeRequest) (json.RawMessage
 	return jsonrpc.Marshal(mcp.InitializeResult{
 		ProtocolVersion: version,
 		ServerInfo:      h.info,
-		Capabilities:    appsCapabilities(hubCapabilities, req.snap.viewOf(sess.profileIn(req.snap.cfg))),
+		Capabilities:    req.capabilities(),
 		Instructions:    req.instructions(),
 	})
 }
@@ -140,7 +140,7 @@ func (h *Hub) answerModern(req *request) (json.RawMessage, error) {
 	}
 	res := mcp.DiscoverResult{
 		SupportedVersions: mcp.ValidProtocolVersions,
-		Capabilities:      appsCapabilities(hubCapabilities, req.snap.viewOf(req.sess.profileIn(req.snap.cfg))),
+		Capabilities:      req.capabilities(),
 		Instructions:      req.instructions(),
 	}
 	// What 2026-07-28 asks of every result, and of a cacheable one: the
@@ -149,6 +149,14 @@ func (h *Hub) answerModern(req *request) (json.RawMessage, error) {
 	res.EnsureResultMeta().SetServerInfo(h.info)
 	res.SetCacheHints(0, mcp.CacheScopePrivate)
 	return jsonrpc.Marshal(res)
+}
+
+// capabilities are what the hub declares to req's client: hubCapabilities,
+// and the extensions the upstreams of its view serve (skills, apps).
+func (req *request) capabilities() mcp.ServerCapabilities {
+	caps := hubCapabilities
+	caps.Extensions = req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).extensions()
+	return caps
 }
 
 // instructions is the text of the handshake's answer to req: the

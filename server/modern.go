@@ -104,7 +104,8 @@ var (
 func decorateModern(method string, result json.RawMessage) json.RawMessage {
 	add := []jsonrpc.Member{modernResultType}
 	switch method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
+		"skills/list", "skills/get", "resources/directory/read": // SEP-2640's are cacheable results too
 		add = append(add, modernTTL, modernCacheScope)
 	}
 	b, err := jsonrpc.AddMissing(result, add...)

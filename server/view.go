@@ -9,6 +9,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -77,6 +78,9 @@ type view struct {
 	// apps is the MCP Apps extension's settings to declare to clients,
 	// nil when no upstream behind the view offers it.
 	apps json.RawMessage
+	// skills are the Skills extension's skills of the view's servers,
+	// namespaced per group, with their routes (skills.go).
+	skills *skillTable
 
 	// hiddenURIs and hiddenTemplates are the resources and templates a
 	// group's resources filter hides. A URI they cover is answered as one
@@ -136,6 +140,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		uiRoutes:       map[string]uiRoute{},
 	}
 	var flatTools, exposed []json.RawMessage
+	skillsIn := skills.New[*upstream.Server]()
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
@@ -160,6 +165,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
 			v.noteApps(s)
+			lists = v.addSkills(skillsIn, g, s, lists)
 			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
@@ -246,6 +252,8 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		}
 	}
 	v.routeAppTools()
+	v.skills = skillsIn
+	v.problems = append(v.problems, skillsIn.Problems...)
 	if mode == config.ModeFlat {
 		v.toolsList = listResult("tools", capTools(flatTools, maxTools), "")
 	} else {
@@ -254,7 +262,10 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 	}
 	v.toolsHash = hashOf(v.toolsList)
 	v.promptsHash = hashOf(v.prompts...)
-	v.resourcesHash = hashOf(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...)...)
+	// Skills change with the resources their files are: a client hears
+	// of both by notifications/resources/list_changed, as from the server.
+	v.resourcesHash = hashOf(append(append(append([]json.RawMessage{}, v.resources...), append([]json.RawMessage{json.RawMessage("|")}, v.templates...)...),
+		append([]json.RawMessage{json.RawMessage("|")}, v.skills.Entries()...)...)...)
 	return v
 }
 

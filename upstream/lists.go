@@ -22,9 +22,17 @@ type Lists struct {
 	Prompts   []Item
 	Resources []Item
 	Templates []Item
+	// Skills are the entries of skills/list, keyed by their SKILL.md
+	// URI, of a server that declares the Skills extension (SEP-2640).
+	Skills []Item
 }
 
-// listKinds are the four lists, in the order they are fetched.
+// SkillsExtension is the Skills extension's key in a server's
+// capabilities.extensions (SEP-2640): a server that declares it is asked
+// for skills/list.
+const SkillsExtension = "io.modelcontextprotocol/skills"
+
+// listKinds are the lists, in the order they are fetched.
 var listKinds = []struct {
 	method, field, key string
 	dst                func(*Lists) *[]Item
@@ -33,13 +41,14 @@ var listKinds = []struct {
 	{"prompts/list", "prompts", "name", func(l *Lists) *[]Item { return &l.Prompts }},
 	{"resources/list", "resources", "uri", func(l *Lists) *[]Item { return &l.Resources }},
 	{"resources/templates/list", "resourceTemplates", "uriTemplate", func(l *Lists) *[]Item { return &l.Templates }},
+	{"skills/list", "skills", "uri", func(l *Lists) *[]Item { return &l.Skills }},
 }
 
 // listSet is a set of listKinds, by their index there.
 type listSet uint8
 
-// allLists are the four listKinds.
-const allLists listSet = 1<<4 - 1
+// allLists are all the listKinds.
+const allLists listSet = 1<<5 - 1
 
 func (l listSet) has(i int) bool { return l&(1<<i) != 0 }
 
@@ -53,7 +62,9 @@ func listChanged(method string) (listSet, bool) {
 	case "notifications/prompts/list_changed":
 		return 1 << 1, true
 	case "notifications/resources/list_changed":
-		return 1<<2 | 1<<3, true // resources and their templates
+		// Resources, their templates and the skills, whose files are
+		// resources: a skills server tells of a change to its skills so.
+		return 1<<2 | 1<<3 | 1<<4, true
 	}
 	if strings.HasPrefix(method, "notifications/") && strings.HasSuffix(method, "/list_changed") {
 		return allLists, true

@@ -204,7 +204,7 @@ func TestListChangedKinds(t *testing.T) {
 	for method, want := range map[string]listSet{
 		"notifications/tools/list_changed":     1,
 		"notifications/prompts/list_changed":   2,
-		"notifications/resources/list_changed": 12,
+		"notifications/resources/list_changed": 28, // resources, templates and skills
 		"notifications/widgets/list_changed":   allLists,
 	} {
 		if got, ok := listChanged(method); !ok || got != want {

@@ -342,6 +342,7 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 		"prompts/list":             caps.Prompts != nil,
 		"resources/list":           caps.Resources != nil,
 		"resources/templates/list": caps.Resources != nil,
+		"skills/list":              caps.Extensions[SkillsExtension] != nil,
 	}
 	var lists Lists
 	for i, k := range listKinds {
@@ -355,8 +356,9 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 		})
 		if err != nil {
 			var rpcErr *RPCError
-			if k.method == "resources/templates/list" && errors.As(err, &rpcErr) {
-				// Some servers declare resources but not templates.
+			if (k.method == "resources/templates/list" || k.method == "skills/list") && errors.As(err, &rpcErr) {
+				// Some servers declare resources but not templates; a
+				// skills server that refuses its list serves no skills.
 				continue
 			}
 			return Lists{}, err

@@ -23,7 +23,7 @@ func Hidden(g *config.Group, method string, names ...string) bool {
 		return g.Tools.Hides(names...)
 	case MethodPromptsGet:
 		return g.Prompts.Hides(names...)
-	case MethodResourcesRead:
+	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
 		return g.Resources.Hides(names...)
 	}
 	return false
@@ -49,7 +49,7 @@ func filterKey(method string) string {
 	switch method {
 	case MethodPromptsGet:
 		return "prompts"
-	case MethodResourcesRead:
+	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
 		return "resources"
 	}
 	return "tools"

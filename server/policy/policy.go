@@ -19,6 +19,11 @@ const (
 	MethodToolsCall     = "tools/call"
 	MethodResourcesRead = "resources/read"
 	MethodPromptsGet    = "prompts/get"
+	// The Skills extension's (SEP-2640) are reads of resources to the
+	// policy, named by URI as resources/read is: a skill by its SKILL.md's,
+	// a directory by its own.
+	MethodSkillsGet     = "skills/get"
+	MethodDirectoryRead = "resources/directory/read"
 )
 
 // Request is what is asked.
@@ -187,7 +192,7 @@ func (r *rule) matches(req Request, args any) (bool, error) {
 			}
 		}
 		return true, nil
-	case MethodResourcesRead:
+	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
 		return r.uri != nil && r.uri.Match(req.Name), nil
 	case MethodPromptsGet:
 		return r.prompt != nil && r.prompt.Match(req.Name), nil
