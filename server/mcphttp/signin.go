@@ -197,7 +197,10 @@ func (l localSignIns) peek(_ context.Context, key string, kind entryKind) (*sign
 // store when it has one and the face can seal (session keys), so that
 // any replica serves any step; else this replica's memory.
 func (s *Server) pendingSignIns() pendingSignIns {
-	if db := s.hub.SharedStore(); db != nil && s.sealer != nil {
+	if s.opts.SignIns == nil || s.sealer == nil {
+		return localSignIns{&s.signIns}
+	}
+	if db := s.opts.SignIns.SharedStore(); db != nil {
 		return sharedSignIns{db: db, sealer: s.sealer}
 	}
 	return localSignIns{&s.signIns}
@@ -342,12 +345,20 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 	s.upstreamStart(w, r, pending, e)
 }
 
+// beginUserSignIn is SignIns' BeginUserSignIn, or an error without them.
+func (s *Server) beginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
+	if s.opts.SignIns == nil {
+		return nil, errors.New("this hub runs no per-user sign-ins")
+	}
+	return s.opts.SignIns.BeginUserSignIn(ctx, id, user, redirect)
+}
+
 // upstreamStart sends the browser to the authorization server of e's
 // server, the flow kept for the callback.
 func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	flow, err := s.beginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
@@ -407,7 +418,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		err = s.hub.SaveUserSignIn(e.user, rec)
+		err = s.opts.SignIns.SaveUserSignIn(e.user, rec)
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
