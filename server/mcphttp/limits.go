@@ -1,10 +1,12 @@
 package mcphttp
 
 import (
+	"sync/atomic"
+
 	"context"
 	"errors"
+	"golang.org/x/sync/semaphore"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -57,37 +59,33 @@ func unavailable(w http.ResponseWriter, why string) {
 // its params as the call's own (bounded by the caps of requests in
 // flight), not the budget, so that other clients are not refused while
 // it runs.
+//
+// The waiting is x/sync/semaphore's, first come first served: a large
+// body waiting for room is not passed over for ever by small ones. Its
+// peak is counted beside it, for the tests and the logs.
 type byteBudget struct {
-	max int64
-
-	mu    sync.Mutex // guards the fields below
-	used  int64
-	peak  int64
-	freed chan struct{} // closed and replaced on every release
+	max  int64
+	sem  *semaphore.Weighted
+	used atomic.Int64 // bytes reserved now
+	peak atomic.Int64 // the most ever reserved at once
 }
 
 func newByteBudget(max int) *byteBudget {
-	return &byteBudget{max: int64(max), freed: make(chan struct{})}
+	return &byteBudget{max: int64(max), sem: semaphore.NewWeighted(int64(max))}
 }
 
 // acquire reserves n bytes (at most the whole budget), waiting for others
 // to release until ctx ends. It returns what it reserved.
 func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
 	n = min(n, b.max)
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return 0, err
+	}
+	used := b.used.Add(n)
 	for {
-		b.mu.Lock()
-		if b.used+n <= b.max {
-			b.used += n
-			b.peak = max(b.peak, b.used)
-			b.mu.Unlock()
+		peak := b.peak.Load()
+		if used <= peak || b.peak.CompareAndSwap(peak, used) {
 			return n, nil
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return 0, ctx.Err()
 		}
 	}
 }
@@ -96,19 +94,12 @@ func (b *byteBudget) release(n int64) {
 	if n == 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
-	b.mu.Unlock()
+	b.used.Add(-n)
+	b.sem.Release(n)
 }
 
 // high is the most bytes ever reserved at once.
-func (b *byteBudget) high() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peak
-}
+func (b *byteBudget) high() int64 { return b.peak.Load() }
 
 // reserveSession makes room for one more session of client ("" when
 // clients have no shares): below the cap and the client's share it

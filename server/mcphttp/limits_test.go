@@ -267,8 +267,8 @@ func TestHTTPBodyMemoryBounded(t *testing.T) {
 	if peak.Load() > heapBound {
 		t.Errorf("heap in use peaked at %d MiB, want at most %d (unbounded, 20 such calls of 9 MiB took over 1 GiB)", peak.Load()>>20, heapBound>>20)
 	}
-	if hs.bodies.used != 0 {
-		t.Errorf("%d bytes still reserved after every call", hs.bodies.used)
+	if used := hs.bodies.used.Load(); used != 0 {
+		t.Errorf("%d bytes still reserved after every call", used)
 	}
 }
 
