@@ -336,7 +336,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 				if resp != nil {
 					early = append(early, resp)
 				}
-				_ = sw.events("message", early)
+				_ = sw.events("message", early, false)
 			}
 			return
 		case <-ready:
@@ -350,7 +350,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 					return
 				}
 			}
-			if sw.events("message", batch) != nil {
+			if sw.events("message", batch, false) != nil {
 				return // the client stopped reading this stream
 			}
 		case <-r.Context().Done():
