@@ -345,20 +345,16 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 	s.upstreamStart(w, r, pending, e)
 }
 
-// beginUserSignIn is SignIns' BeginUserSignIn, or an error without them.
-func (s *Server) beginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
-	if s.opts.SignIns == nil {
-		return nil, errors.New("this hub runs no per-user sign-ins")
-	}
-	return s.opts.SignIns.BeginUserSignIn(ctx, id, user, redirect)
-}
-
 // upstreamStart sends the browser to the authorization server of e's
 // server, the flow kept for the callback.
 func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.beginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	var flow *auth.WebFlow
+	err := errors.New("this hub runs no per-user sign-ins")
+	if s.opts.SignIns != nil {
+		flow, err = s.opts.SignIns.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
