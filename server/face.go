@@ -38,6 +38,63 @@ type Peer interface {
 	Answering() int
 }
 
+// Host is the hub as a face that serves many callers is given it
+// (server/mcphttp); *Hub implements it. The face needs nothing else of the
+// hub: what it asks beyond these, it is handed by whoever builds it.
+type Host interface {
+	// OpenSession opens a session as o says (see Hub.Open).
+	OpenSession(o SessionOptions) (*Session, error)
+	// Settings are the settings of the hub's current config (see
+	// Hub.Settings).
+	Settings() config.Settings
+	// HasProfile reports whether the current config has the profile name.
+	HasProfile(name string) bool
+	// AdmitBytes is the jsonrpc.ConnOptions.Admit of a session of caller:
+	// its requests' bytes count against caller's budget and the hub's.
+	AdmitBytes(caller string) func(n int64) (func(), *jsonrpc.Error)
+	// Recovered reports a panic the face recovered from (see
+	// Hub.Recovered).
+	Recovered(method string, value any, stack []byte)
+}
+
+// SessionOptions say how to open a session (Host.OpenSession).
+type SessionOptions struct {
+	// ID names it (see Open); Transport says how it came.
+	ID, Transport string
+	// Profile is the view it sees ("" the whole config's): an unknown one
+	// fails with ErrUnknownProfile.
+	Profile string
+	// Who is its caller, nil when the face knows none.
+	Who *identity.Identity
+	// State, when set, resumes a session initialized elsewhere (see
+	// Hub.Resume): its Profile and Identity stand for Profile and Who.
+	State *SessionState
+	// Peer reaches the client.
+	Peer Peer
+	// SignIn, when set, sends the session's caller to sign in to a
+	// per-user server (see SignInLinker); nil: the face cannot.
+	SignIn SignInLinker
+}
+
+// OpenSession opens a session as o says: Open, OpenAs or Resume with the
+// face's sign-in links (SessionOptions.SignIn).
+func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
+	var s *Session
+	var err error
+	if o.State != nil {
+		s, err = h.Resume(o.ID, o.Transport, *o.State, o.Peer)
+	} else {
+		s, err = h.OpenAs(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Before the face starts the session's connection: no request reads
+	// it before this write.
+	s.sess.linker = o.SignIn
+	return s, nil
+}
+
 // ErrClientGone fails what the hub asks of a client that has left.
 var ErrClientGone = errors.New("the client has gone")
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -24,8 +23,8 @@ import (
 // codeURLElicitationRequired is URLElicitationRequiredError.
 const codeURLElicitationRequired = -32042
 
-// SignInLinker is a Peer that can send its caller to sign in to a server
-// through the hub: SignInLink is a URL, single use and short-lived, bound
+// SignInLinker is how a face sends its caller to sign in to a server
+// through the hub (SessionOptions.SignIn): SignInLink is a URL, single use and short-lived, bound
 // to the caller, that runs the server's OAuth flow and keeps the token for
 // that caller alone. The HTTP face's sessions are.
 type SignInLinker interface {
@@ -103,27 +102,6 @@ func accepted(answer json.RawMessage) bool {
 	return json.Unmarshal(answer, &a) == nil && a.Action == "accept"
 }
 
-// BeginUserSignIn starts a sign-in to the per-user server with id, whose
-// redirect is the face's callback URL. A client the hub registers for it
-// is registered once and shared by every user's sign-in (auth.Clients).
-func (h *Hub) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
-	cfg := h.mgr.PerUserServer(id)
-	if cfg == nil {
-		return nil, fmt.Errorf("no server %q with auth: per-user", id)
-	}
-	prev, _ := h.mgr.UserTokens(user).Load(id, cfg.URL)
-	return auth.BeginWeb(ctx, id, cfg.URL, redirect, auth.LoginOptions{
-		ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret, AuthMethod: cfg.OAuth.AuthMethod,
-		ClientMetadataURL: cfg.OAuth.ClientMetadataURL, ExpectedIssuer: cfg.OAuth.ExpectedIssuer,
-		Scopes: cfg.OAuth.Scopes, Headers: cfg.Headers, Previous: prev, Clients: h.mgr.UserTokens(user).Clients(id), Logger: h.logger,
-	})
-}
-
-// SaveUserSignIn keeps rec as user's own sign-in (never the shared one).
-func (h *Hub) SaveUserSignIn(user string, rec *auth.Record) error {
-	return h.mgr.UserTokens(user).Save(rec)
-}
-
 // UserKey is the key of the caller of a call that owns its connections
 // (a request without a session, see startHeld): an upstream.UserOwner, so
 // that its calls to a per-user server are its caller's.
@@ -136,6 +114,5 @@ func callerOf(ctx context.Context) (string, SignInLinker) {
 	if !ok || sess == nil {
 		return "", nil
 	}
-	linker, _ := sess.peer.(SignInLinker)
-	return sess.UserKey(), linker
+	return sess.UserKey(), sess.linker
 }

@@ -33,6 +33,10 @@ type session struct {
 	// listen.go), never unasked.
 	modern atomic.Bool
 
+	// linker makes the face's sign-in links for the session's caller
+	// (SessionOptions.SignIn); nil: the face has none.
+	linker SignInLinker
+
 	// subscriptions counts the resource URIs the session listens to;
 	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
 	subscriptions int

@@ -138,3 +138,25 @@ func (m *Manager) PerUserServer(id string) *config.Server {
 
 // UserTokens is the token store of user's own sign-ins.
 func (m *Manager) UserTokens(user string) *auth.Store { return m.tokens.ForUser(user) }
+
+// BeginUserSignIn starts a sign-in of user to the per-user server with id,
+// whose redirect is the HTTP face's callback URL. A client the hub
+// registers for it is registered once and shared by every user's sign-in
+// (auth.Clients).
+func (m *Manager) BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error) {
+	cfg := m.PerUserServer(id)
+	if cfg == nil {
+		return nil, fmt.Errorf("no server %q with auth: per-user", id)
+	}
+	prev, _ := m.UserTokens(user).Load(id, cfg.URL)
+	return auth.BeginWeb(ctx, id, cfg.URL, redirect, auth.LoginOptions{
+		ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret, AuthMethod: cfg.OAuth.AuthMethod,
+		ClientMetadataURL: cfg.OAuth.ClientMetadataURL, ExpectedIssuer: cfg.OAuth.ExpectedIssuer,
+		Scopes: cfg.OAuth.Scopes, Headers: cfg.Headers, Previous: prev, Clients: m.UserTokens(user).Clients(id), Logger: m.logger,
+	})
+}
+
+// SaveUserSignIn keeps rec as user's own sign-in (never the shared one).
+func (m *Manager) SaveUserSignIn(user string, rec *auth.Record) error {
+	return m.UserTokens(user).Save(rec)
+}

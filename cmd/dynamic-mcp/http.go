@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -61,7 +62,7 @@ func bearerToken(cfg *config.Config, stderr io.Writer, logger *slog.Logger) stri
 // ("http://host:port") and the checks of its guard without the token,
 // for handlers behind a token of their own.
 func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
-	mount func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions)) error {
+	mount func(h *mcphttp.Server, url string, checks httpguard.GuardOptions)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -75,11 +76,11 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
-		SessionKeys: cfg.HTTP.SessionKeys, Store: mgr.SharedStore(), TrustedProxies: cfg.HTTP.TrustedProxies}
+		SessionKeys: cfg.HTTP.SessionKeys, Store: mgr.SharedStore(), SignIns: mgr, TrustedProxies: cfg.HTTP.TrustedProxies}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr, logger)
 		opts.Tokens = cfg.HTTP.Tokens
-		if _, ok := opts.Tokens[mcphttp.DefaultCredential]; ok && opts.Token != "" {
+		if _, ok := opts.Tokens[httpguard.DefaultCredential]; ok && opts.Token != "" {
 			ln.Close()
 			return usageError{"$DYNAMIC_MCP_TOKEN is the credential \"default\", which http.tokens names too: rename that one, or unset the variable"}
 		}
@@ -109,7 +110,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	mountProbe("/healthz", probes)
 	mountProbe("/readyz", probes)
 	if mount != nil {
-		mount(h, "http://"+ln.Addr().String(), mcphttp.GuardOptions{NoAuth: noAuth, AllowedOrigins: opts.AllowedOrigins,
+		mount(h, "http://"+ln.Addr().String(), httpguard.GuardOptions{NoAuth: noAuth, AllowedOrigins: opts.AllowedOrigins,
 			Loopback: loopback, MaxAuthFailures: opts.MaxAuthFailures})
 	}
 	// No ReadTimeout: it would cut GET streams; each body read has its own

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcplocal"
@@ -207,7 +208,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		announceUI := func(page, token string) string {
 			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
-		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks mcphttp.GuardOptions) {
+		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.

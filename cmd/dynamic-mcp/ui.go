@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -77,7 +78,7 @@ func uiListenAddr(addr string) (string, error) {
 // the MCP clients'.
 type guarded struct {
 	mount func(pattern string, h http.Handler)
-	guard *mcphttp.Guard
+	guard *httpguard.Guard
 }
 
 func (u guarded) Handle(pattern string, h http.Handler) { u.mount(pattern, u.guard.Check(h)) }
@@ -98,11 +99,11 @@ func newUIToken() string {
 // MCP client holds an MCP token; with it, it could read every other
 // client's traffic (issue 20, finding 1). With noAuth (loopback only) the
 // inspector needs no token, as /mcp does not.
-func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts mcphttp.GuardOptions, token string, announce func(page, token string) (hint string)) {
+func mountInspectorOnFace(h *mcphttp.Server, insp *inspect.Inspector, url string, opts httpguard.GuardOptions, token string, announce func(page, token string) (hint string)) {
 	if !opts.NoAuth {
 		opts.Token = token
 	}
-	mountInspector(guarded{mount: h.HandlePublic, guard: mcphttp.NewGuard(opts)}, insp)
+	mountInspector(guarded{mount: h.HandlePublic, guard: httpguard.NewGuard(opts)}, insp)
 	insp.SetTokenHint(announce(inspectorPage(url), opts.Token))
 }
 
@@ -125,7 +126,7 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 	}
 	token = newUIToken()
 	mux := http.NewServeMux()
-	m := guarded{mount: mux.Handle, guard: mcphttp.NewGuard(mcphttp.GuardOptions{Token: token, Loopback: true})}
+	m := guarded{mount: mux.Handle, guard: httpguard.NewGuard(httpguard.GuardOptions{Token: token, Loopback: true})}
 	mountInspector(m, insp)
 	// /healthz and /readyz need no token, as on the HTTP face, but here
 	// no load balancer calls them: they are behind the Origin and Host

@@ -17,7 +17,7 @@ var pageFiles embed.FS
 // Page serves the page itself: HTML, CSS and JavaScript, embedded, with
 // no data in them, so that a browser can load them by navigating to
 // Prefix without a token. Mount it at Prefix behind the Origin and Host
-// checks (mcphttp.Guard.CheckPage); everything the page shows it fetches
+// checks (httpguard.Guard.CheckPage); everything the page shows it fetches
 // from API with the token.
 func (i *Inspector) Page() http.Handler {
 	sub, _ := fs.Sub(pageFiles, "page")
@@ -42,7 +42,7 @@ func (i *Inspector) Page() http.Handler {
 // server-sent events (history, then live), the upstreams, the client
 // sessions, the history as JSONL, and clearing it. Mount it at
 // Prefix+"api/" behind every check, the token included
-// (mcphttp.Guard.Check).
+// (httpguard.Guard.Check).
 func (i *Inspector) API() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"api/events", i.serveEvents)

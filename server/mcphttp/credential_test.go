@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -9,10 +10,10 @@ import (
 // The guard accepts every named token and tells the handler behind it
 // whose it is; with no token checked every caller is one credential.
 func TestGuardNamesTheCredential(t *testing.T) {
-	g := NewGuard(GuardOptions{Token: "main-token", Tokens: map[string]string{"a": "token-of-a-0123456", "b": "token-of-b-0123456"}})
+	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "main-token", Tokens: map[string]string{"a": "token-of-a-0123456", "b": "token-of-b-0123456"}})
 	var got string
-	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = CredentialOf(r.Context()) }))
-	for token, want := range map[string]string{"main-token": DefaultCredential, "token-of-a-0123456": "a", "token-of-b-0123456": "b", "token-of-c-0123456": "", "": ""} {
+	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = httpguard.CredentialOf(r.Context()) }))
+	for token, want := range map[string]string{"main-token": httpguard.DefaultCredential, "token-of-a-0123456": "a", "token-of-b-0123456": "b", "token-of-c-0123456": "", "": ""} {
 		got = ""
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil)
 		if token != "" {
@@ -25,7 +26,7 @@ func TestGuardNamesTheCredential(t *testing.T) {
 		}
 	}
 	// A guard with no token at all refuses everyone, an empty bearer too.
-	none := NewGuard(GuardOptions{}).Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	none := httpguard.NewGuard(httpguard.GuardOptions{}).Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil)
 	req.Header.Set("Authorization", "Bearer ")
 	w := httptest.NewRecorder()
@@ -33,11 +34,11 @@ func TestGuardNamesTheCredential(t *testing.T) {
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("no credentials, empty bearer: %d, want 401", w.Code)
 	}
-	// No auth: every caller is NoAuthCredential.
+	// No auth: every caller is httpguard.NoAuthCredential.
 	got = ""
-	open := NewGuard(GuardOptions{NoAuth: true}).Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = CredentialOf(r.Context()) }))
+	open := httpguard.NewGuard(httpguard.GuardOptions{NoAuth: true}).Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = httpguard.CredentialOf(r.Context()) }))
 	open.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "http://127.0.0.1/x", nil))
-	if got != NoAuthCredential {
-		t.Errorf("no auth: credential %q, want %q", got, NoAuthCredential)
+	if got != httpguard.NoAuthCredential {
+		t.Errorf("no auth: credential %q, want %q", got, httpguard.NoAuthCredential)
 	}
 }

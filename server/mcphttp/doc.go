@@ -3,7 +3,7 @@
 // (MCP spec, basic/transports), for many clients at once, each in a
 // session the hub opens through its face contract (server.Hub.Open). It
 // holds the checks of who may connect (Origin, Host, bearer token: Guard,
-// which names the caller's credential: CredentialOf) and the limits that keep the hub's memory bounded whatever clients do
+// which names the caller's credential: httpguard.CredentialOf) and the limits that keep the hub's memory bounded whatever clients do
 // (sessions, bodies, requests in flight, failed token attempts).
 //
 // Each session runs on one jsonrpc.Conn, over a stream of its own
@@ -19,7 +19,7 @@
 // With http.auth it is an OAuth 2.1 resource server (MCP spec,
 // basic/authorization; identity.go): JWT access tokens of the configured
 // issuer are let in beside the static tokens, each caller's identity
-// (IdentityOf) goes with its session to the hub, and the profile its
+// (httpguard.IdentityOf) goes with its session to the hub, and the profile its
 // claims choose is the one it sees.
 //
 // Every goroutine it starts is its own: Close ends the sessions and waits

@@ -140,7 +140,7 @@ func (l *eventLog) after(lastID string) (events []keptEvent, ok bool) {
 }
 
 // framed is msg as an outbox of an id'd stream holds it: "<id>\n<msg>"
-// (see sseWriter.idEvents).
+// (see sseWriter.events).
 func framed(id string, msg []byte) []byte {
 	b := make([]byte, 0, len(id)+1+len(msg))
 	b = append(b, id...)

@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,7 @@ import (
 func TestForgedKidsAreCounted(t *testing.T) {
 	t.Parallel()
 	is := newTestIssuer(t)
-	g := NewGuard(GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}, MaxAuthFailures: 3})
+	g := httpguard.NewGuard(httpguard.GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}, MaxAuthFailures: 3})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	forge := func(kid string) string {

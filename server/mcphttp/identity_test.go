@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -307,7 +308,7 @@ func TestResourceServerChallenge(t *testing.T) {
 func TestSignedTokensAreNoGuesses(t *testing.T) {
 	t.Parallel()
 	is := newTestIssuer(t)
-	g := NewGuard(GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}, MaxAuthFailures: 2})
+	g := httpguard.NewGuard(httpguard.GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}, MaxAuthFailures: 2})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	try := func(token string) int {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
@@ -389,7 +390,7 @@ func TestIssuerDown(t *testing.T) {
 	t.Parallel()
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	g := NewGuard(GuardOptions{Token: "static-token-0123456789", MaxAuthFailures: 1,
+	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "static-token-0123456789", MaxAuthFailures: 1,
 		Auth: &config.HTTPAuth{Issuer: down.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	try := func(token string) *httptest.ResponseRecorder {
@@ -415,7 +416,7 @@ func TestIssuerDown(t *testing.T) {
 func TestRequiredScopes(t *testing.T) {
 	t.Parallel()
 	is := newTestIssuer(t)
-	g := NewGuard(GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}, Scopes: []string{"mcp", "tools"}}})
+	g := httpguard.NewGuard(httpguard.GuardOptions{Auth: &config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}, Scopes: []string{"mcp", "tools"}}})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for _, c := range []struct {
 		name  string
@@ -441,7 +442,7 @@ func TestRequiredScopes(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	resourceMetadata(&config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Scopes: []string{"mcp", "tools"}}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+	httpguard.ResourceMetadata(&config.HTTPAuth{Issuer: is.srv.URL, Audience: testAudience, Scopes: []string{"mcp", "tools"}}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if !strings.Contains(rec.Body.String(), `"scopes_supported":["mcp","tools"]`) {
 		t.Errorf("metadata: %s", rec.Body.String())
 	}

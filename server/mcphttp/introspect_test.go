@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"encoding/json"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,12 +38,12 @@ func TestOpaqueTokensByIntrospection(t *testing.T) {
 		json.NewEncoder(w).Encode(resp)
 	}))
 	defer srv.Close()
-	g := NewGuard(GuardOptions{MaxAuthFailures: 2, Auth: &config.HTTPAuth{Issuer: srv.URL, Audience: testAudience,
+	g := httpguard.NewGuard(httpguard.GuardOptions{MaxAuthFailures: 2, Auth: &config.HTTPAuth{Issuer: srv.URL, Audience: testAudience,
 		Claims:        config.AuthClaims{Subject: "sub", Name: "ext.name"},
 		Introspection: &config.AuthIntrospection{URL: srv.URL + "/introspect", CacheTTL: time.Nanosecond}}})
 	var who string
 	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who = IdentityOf(r.Context()).Key() + " " + IdentityOf(r.Context()).User()
+		who = httpguard.IdentityOf(r.Context()).Key() + " " + httpguard.IdentityOf(r.Context()).User()
 	}))
 	try := func(token string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)

@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"errors"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -16,7 +17,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newSession("sse", CredentialOf(r.Context()), "", publicBase(r), IdentityOf(r.Context()), false)
+	hs, err := s.newSession("sse", httpguard.CredentialOf(r.Context()), "", publicBase(r), httpguard.IdentityOf(r.Context()), false)
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return
@@ -37,7 +38,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	_, _, _ = hs.st.claimStandalone(st, "") // a new session's: always free
 	defer hs.clearStandalone(st)
 	sw := newSSEWriter(w)
-	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}) != nil {
+	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}, false) != nil {
 		return
 	}
 	s.pump(r, hs, st, sw)
@@ -52,7 +53,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs := s.owned(r.URL.Query().Get("sessionId"), CredentialOf(r.Context()))
+	hs := s.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
 	if hs == nil || s.profileStale(hs, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return

@@ -1,12 +1,12 @@
 package mcphttp
 
 import (
+	"sync/atomic"
+
 	"context"
 	"errors"
-	"net"
+	"golang.org/x/sync/semaphore"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -25,13 +25,6 @@ var errTooManySessions = errors.New("too many sessions")
 
 // errClosed refuses a new session once the face is closing.
 var errClosed = errors.New("the HTTP face is closed")
-
-// authWindow is the period over which failed token attempts are counted.
-const authWindow = time.Minute
-
-// maxAuthAddrs bounds the table of client addresses with failed token
-// attempts.
-const maxAuthAddrs = 4096
 
 // withDefaults fills the limits left at zero.
 func (o Options) withDefaults() Options {
@@ -66,37 +59,33 @@ func unavailable(w http.ResponseWriter, why string) {
 // its params as the call's own (bounded by the caps of requests in
 // flight), not the budget, so that other clients are not refused while
 // it runs.
+//
+// The waiting is x/sync/semaphore's, first come first served: a large
+// body waiting for room is not passed over for ever by small ones. Its
+// peak is counted beside it, for the tests and the logs.
 type byteBudget struct {
-	max int64
-
-	mu    sync.Mutex // guards the fields below
-	used  int64
-	peak  int64
-	freed chan struct{} // closed and replaced on every release
+	max  int64
+	sem  *semaphore.Weighted
+	used atomic.Int64 // bytes reserved now
+	peak atomic.Int64 // the most ever reserved at once
 }
 
 func newByteBudget(max int) *byteBudget {
-	return &byteBudget{max: int64(max), freed: make(chan struct{})}
+	return &byteBudget{max: int64(max), sem: semaphore.NewWeighted(int64(max))}
 }
 
 // acquire reserves n bytes (at most the whole budget), waiting for others
 // to release until ctx ends. It returns what it reserved.
 func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
 	n = min(n, b.max)
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return 0, err
+	}
+	used := b.used.Add(n)
 	for {
-		b.mu.Lock()
-		if b.used+n <= b.max {
-			b.used += n
-			b.peak = max(b.peak, b.used)
-			b.mu.Unlock()
+		peak := b.peak.Load()
+		if used <= peak || b.peak.CompareAndSwap(peak, used) {
 			return n, nil
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return 0, ctx.Err()
 		}
 	}
 }
@@ -105,197 +94,12 @@ func (b *byteBudget) release(n int64) {
 	if n == 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
-	b.mu.Unlock()
+	b.used.Add(-n)
+	b.sem.Release(n)
 }
 
 // high is the most bytes ever reserved at once.
-func (b *byteBudget) high() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peak
-}
-
-// authLimiter counts failed token attempts per client address in fixed
-// windows of authWindow; an address over the limit is refused until its
-// window ends, whatever token it sends.
-type authLimiter struct {
-	max int
-	now func() time.Time
-
-	mu    sync.Mutex // guards addrs
-	addrs map[string]*authFailures
-}
-
-type authFailures struct {
-	start time.Time
-	n     int
-	// checking is the address's tokens being checked now (begin to end),
-	// which blocked counts as failures until they are known.
-	checking int
-}
-
-func newAuthLimiter(max int) *authLimiter {
-	return &authLimiter{max: max, now: time.Now, addrs: map[string]*authFailures{}}
-}
-
-// blocked says how long addr must wait, zero when it may try. Its
-// tokens being checked count as failures until they are known (see
-// begin): an address that sends many at once gets no more tries than
-// one that sends them one by one.
-func (a *authLimiter) blocked(addr string) time.Duration {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f := a.addrs[addr]
-	if f == nil || f.n+f.checking < a.max {
-		return 0
-	}
-	now := a.now()
-	left := f.start.Add(authWindow).Sub(now)
-	if left <= 0 {
-		if f.checking == 0 {
-			delete(a.addrs, addr)
-			return 0
-		}
-		f.start, f.n, left = now, 0, authWindow
-	}
-	if f.n < a.max {
-		return time.Second // until a token being checked is known
-	}
-	return left
-}
-
-// fail counts a failed attempt from addr, and reports whether it was the
-// one that blocked addr. When the table is full, expired
-// windows are forgotten, then the oldest address that is not blocked: a
-// blocked address stays blocked for its whole window, however many others
-// fail meanwhile. With every entry blocked, addr is not counted.
-func (a *authLimiter) fail(addr string) (blocked bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.count(addr)
-}
-
-// count counts a failed attempt from addr, reporting whether it was the
-// one that blocked addr. a.mu is held.
-func (a *authLimiter) count(addr string) (blocked bool) {
-	f := a.entry(addr, a.now())
-	if f == nil {
-		return false
-	}
-	f.n++
-	return f.n == a.max
-}
-
-// entry is addr's count, made, or its window begun anew once over, as
-// needed; nil when the table is full (see fail). a.mu is held.
-func (a *authLimiter) entry(addr string, now time.Time) *authFailures {
-	f := a.addrs[addr]
-	if f != nil && now.Sub(f.start) >= authWindow {
-		f.start, f.n = now, 0 // its tokens being checked stay counted
-	}
-	if f == nil {
-		if len(a.addrs) >= maxAuthAddrs {
-			a.prune(now)
-			if len(a.addrs) >= maxAuthAddrs {
-				return nil
-			}
-		}
-		f = &authFailures{start: now}
-		a.addrs[addr] = f
-	}
-	return f
-}
-
-// begin counts a token of addr's that is being checked (by the issuer,
-// which may take seconds) as a failure until end says whether it was
-// one: a wrong token is also a wrong guess of the static tokens, and many
-// sent at once must not all be tried before the first is counted. It
-// checks and counts under one lock, so that of many sent at once no more
-// than the limit pass: a non-zero wait means addr is blocked and nothing
-// was counted.
-func (a *authLimiter) begin(addr string) (wait time.Duration) {
-	if wait = a.blocked(addr); wait > 0 {
-		return wait
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if f := a.addrs[addr]; f != nil && f.n+f.checking >= a.max {
-		return time.Second // another got in first: until its token is known
-	}
-	if f := a.entry(addr, a.now()); f != nil {
-		f.checking++
-	}
-	return 0
-}
-
-// end ends what begin began: failed counts the token as a failure (as
-// fail, reporting whether it blocked addr).
-func (a *authLimiter) end(addr string, failed bool) (blocked bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f := a.addrs[addr]
-	if f != nil && f.checking > 0 {
-		f.checking--
-	}
-	switch {
-	case failed:
-		return a.count(addr)
-	case f != nil && f.n == 0 && f.checking == 0:
-		delete(a.addrs, addr) // a good token leaves nothing behind
-	}
-	return false
-}
-
-func (a *authLimiter) prune(now time.Time) {
-	var oldest string
-	for k, f := range a.addrs {
-		switch {
-		case now.Sub(f.start) >= authWindow:
-			delete(a.addrs, k)
-		case f.n >= a.max: // blocked: kept until its window ends
-		case oldest == "" || f.start.Before(a.addrs[oldest].start):
-			oldest = k
-		}
-	}
-	if len(a.addrs) >= maxAuthAddrs && oldest != "" {
-		delete(a.addrs, oldest)
-	}
-}
-
-func (a *authLimiter) size() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.addrs)
-}
-
-// clientAddr is the key failed attempts are counted under: the client's
-// IP, an IPv6 one by its /64 (one host usually holds a whole /64), every
-// loopback address as one.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip.IsLoopback() {
-		return "loopback" // 127.0.0.0/8 and ::1 are one host, with one budget
-	}
-	if ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-	}
-	return ip.String()
-}
-
-func retryAfter(d time.Duration) string {
-	return strconv.Itoa(int((d + time.Second - 1) / time.Second))
-}
+func (b *byteBudget) high() int64 { return b.peak.Load() }
 
 // reserveSession makes room for one more session of client ("" when
 // clients have no shares): below the cap and the client's share it
@@ -319,7 +123,7 @@ func (s *Server) reserveSession(client string) error {
 				own, ownSeen = hs, seen
 			}
 		}
-		if n >= s.shares.sessions {
+		if n >= s.shares.Sessions() {
 			if own == nil {
 				s.mu.Unlock()
 				return errTooManySessions
@@ -373,7 +177,7 @@ func (s *Server) beginRequest(client string) bool {
 		s.inflight.Add(-1)
 		return false
 	}
-	if !s.shares.begin(client) {
+	if !s.shares.Begin(client) {
 		s.inflight.Add(-1)
 		return false
 	}
@@ -381,6 +185,6 @@ func (s *Server) beginRequest(client string) bool {
 }
 
 func (s *Server) endRequest(client string) {
-	s.shares.end(client)
+	s.shares.End(client)
 	s.inflight.Add(-1)
 }

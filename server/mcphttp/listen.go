@@ -61,10 +61,10 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			if resp != nil {
 				batch = append(batch, resp)
 			}
-			_ = sw.events("message", batch)
+			_ = sw.events("message", batch, false)
 			return
 		case <-p.out.out.Ready():
-			if batch := p.out.out.TakeNow(); len(batch) > 0 && sw.events("message", batch) != nil {
+			if batch := p.out.out.TakeNow(); len(batch) > 0 && sw.events("message", batch, false) != nil {
 				return // the client stopped reading
 			}
 		case <-t.C:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -28,7 +29,7 @@ func lockoutGuard(t *testing.T, max int, delay time.Duration) (http.Handler, *at
 		json.NewEncoder(w).Encode(map[string]any{"active": false})
 	}))
 	t.Cleanup(srv.Close)
-	g := NewGuard(GuardOptions{Token: "letmein", MaxAuthFailures: max, Auth: &config.HTTPAuth{Issuer: srv.URL, Audience: testAudience,
+	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "letmein", MaxAuthFailures: max, Auth: &config.HTTPAuth{Issuer: srv.URL, Audience: testAudience,
 		Claims: config.AuthClaims{Subject: "sub"}, Introspection: &config.AuthIntrospection{URL: srv.URL + "/introspect", CacheTTL: time.Minute}}})
 	return g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})), &down
 }
@@ -87,7 +88,7 @@ func TestLockoutCountsCallersThatHangUp(t *testing.T) {
 // counted as a wrong guess against its address.
 func TestBearerSchemeAnyCase(t *testing.T) {
 	t.Parallel()
-	g := NewGuard(GuardOptions{Token: "letmein", MaxAuthFailures: 2})
+	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "letmein", MaxAuthFailures: 2})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)

@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"encoding/json"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"sync"
 
@@ -36,7 +37,7 @@ func modernNotification(r *http.Request, msg *jsonrpc.Message) bool {
 func (s *Server) notifyModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
 	defer release()
 	if msg.Method == string(mcp.MethodNotificationCancelled) {
-		if hs := s.modern.find(CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); hs != nil {
+		if hs := s.modern.find(httpguard.CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); hs != nil {
 			hs.st.deliver(r.Context(), body) // its Conn cancels the request
 		}
 	}
@@ -44,7 +45,7 @@ func (s *Server) notifyModern(w http.ResponseWriter, r *http.Request, msg *jsonr
 }
 
 // modernCalls are the 2026-07-28 requests in flight on this face, by
-// caller (the credential, CredentialOf) and id, each with the session it
+// caller (the credential, httpguard.CredentialOf) and id, each with the session it
 // is answered in, so that a cancellation finds its request and no other
 // caller's.
 type modernCalls struct {

@@ -141,13 +141,13 @@ func TestPerUserSignIn(t *testing.T) {
 	yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s } }\ngroups:\n", is.srv.URL, testAudience), 1)
 	insp := inspect.New(inspect.Options{})
 	t.Cleanup(func() { insp.Close() })
-	h, _ := runHub(t, yaml, insp)
+	h, mgr := runHub(t, yaml, insp)
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
 	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789", "dave": "dave-token-0123456789"},
-		Auth: cfg.HTTP.Auth}, testLogger())
+		Auth: cfg.HTTP.Auth, SignIns: mgr}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 

@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"errors"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ func (e *endedSessions) has(nonce string, now time.Time) bool {
 // id that does not open (tampered, another credential's, expired, its key
 // dropped) or a session ended here, 503 when no session can be made now.
 func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, status int) {
-	owner := CredentialOf(r.Context())
+	owner := httpguard.CredentialOf(r.Context())
 	st, err := s.sealer.open(id, owner, s.now())
 	if err != nil {
 		// Not sealed: a session whose id could not be sealed, or a legacy
@@ -95,7 +96,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
 		s.relayTo(hs, st.key)
-		return s.hub.Resume(hs.id, "streamable-http", st.State, hs)
+		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})
 	if err != nil {
 		s.logger.Warn("could not resume an HTTP session", "session", st.Nonce, "err", err)

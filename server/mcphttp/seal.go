@@ -22,7 +22,7 @@ import (
 // keyID is the first byte of the SHA-256 of the key that sealed it, so
 // that opening tries that key first (and any other of the same id byte).
 // The associated data is the credential the session belongs to
-// (CredentialOf): an id is opened only for the caller that made it, and
+// (httpguard.CredentialOf): an id is opened only for the caller that made it, and
 // for anyone else it is as unknown as an id never handed out.
 
 // sealedLifetime is how long a sealed id opens after it was sealed. A

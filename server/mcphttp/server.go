@@ -1,9 +1,11 @@
 package mcphttp
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -22,7 +25,7 @@ import (
 type Options struct {
 	// Token is the bearer token every request but the public endpoints
 	// (see HandlePublic) may carry: the credential named
-	// DefaultCredential.
+	// httpguard.DefaultCredential.
 	Token string
 	// Tokens are more credentials, by name, each a client of its own:
 	// a session belongs to the credential that made it.
@@ -66,6 +69,9 @@ type Options struct {
 	// through it to whichever replica needs them (relay.go). Nil: none,
 	// and each replica keeps these to itself.
 	Store shared.Store
+	// SignIns run the per-user servers' sign-ins (signin.go); the
+	// upstream.Manager does. Nil: a caller cannot be sent to sign in.
+	SignIns UserSignIns
 	// TrustedProxies are the balancers whose X-Forwarded-For (or
 	// Forwarded) header names the client (clientip.go); nil: the peer is
 	// the client.
@@ -74,6 +80,16 @@ type Options struct {
 	// sessionBytes bounds the bytes of one session's requests in flight;
 	// 0: jsonrpc.DefaultMaxInflightBytes. Tests scale it down.
 	sessionBytes int64
+}
+
+// UserSignIns are the sign-ins of each user to the servers with auth:
+// per-user, and the store every replica shares (nil: none), where the
+// pending ones are kept when the face seals; upstream.Manager implements
+// them.
+type UserSignIns interface {
+	BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error)
+	SaveUserSignIn(user string, rec *auth.Record) error
+	SharedStore() shared.Store
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -93,7 +109,7 @@ const writeTimeout = jsonrpc.DefaultWriteTimeout
 // own; what else it serves (health, metrics, the inspector) its owner
 // mounts with Handle, HandlePage and HandlePublic.
 type Server struct {
-	hub    *server.Hub
+	hub    server.Host
 	opts   Options
 	logger *slog.Logger
 	mux    *http.ServeMux
@@ -108,11 +124,11 @@ type Server struct {
 	inflight atomic.Int64 // client requests being answered, all sessions
 	kept     atomic.Int64 // bytes of GET stream events kept, all sessions (eventlog.go)
 	bodies   *byteBudget
-	shares   *clientShares // each client's part of the caps
-	guard    *Guard        // the checks of every endpoint but the public ones
-	listens  listenCount   // open listens of each credential (listen.go)
-	modern   modernCalls   // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
-	signIns  signIns       // per-user sign-ins pending (signin.go)
+	shares   *httpguard.Shares // each client's part of the caps
+	guard    *httpguard.Guard  // the checks of every endpoint but the public ones
+	listens  listenCount       // open listens of each credential (listen.go)
+	modern   modernCalls       // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
+	signIns  signIns           // per-user sign-ins pending (signin.go)
 	// signInWaiters are the calls and sessions waiting for a sign-in of
 	// a link made here, by link id (signin.go).
 	signInWaiters signIns
@@ -133,13 +149,14 @@ type Server struct {
 	once sync.Once
 }
 
-// New builds the HTTP face of hub. Close stops it.
-func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
+// New builds the HTTP face of hub (a *server.Hub: the face asks nothing
+// else of it). Close stops it.
+func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: NewGuard(GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
+		bodies: newByteBudget(opts.MaxBodyMemory), guard: httpguard.NewGuard(httpguard.GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
-	s.shares = newClientShares(opts, s.guard.credentials())
+	s.shares = httpguard.NewShares(opts.MaxSessions, opts.MaxInflight, opts.ClientShare, s.guard.Credentials())
 	sl, err := newSealer(opts.SessionKeys)
 	if err != nil {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
@@ -161,8 +178,8 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	}
 	s.mux.Handle("GET /auth/callback/{server...}", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
 	if opts.Auth.Enabled() {
-		s.mux.Handle(wellKnownResource, resourceMetadata(opts.Auth))
-		s.mux.Handle(wellKnownResource+"/{path...}", resourceMetadata(opts.Auth))
+		s.mux.Handle(httpguard.WellKnownResource, httpguard.ResourceMetadata(opts.Auth))
+		s.mux.Handle(httpguard.WellKnownResource+"/{path...}", httpguard.ResourceMetadata(opts.Auth))
 	}
 	s.wg.Add(1)
 	go s.janitor()
@@ -170,7 +187,7 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = withClientAddr(r, s.opts.TrustedProxies)
+	r = httpguard.WithClientAddr(r, s.opts.TrustedProxies)
 	if r.ContentLength != 0 { // a GET or DELETE skips the second lookup of its route
 		if _, pattern := s.mux.Handler(r); pattern == "" {
 			// No route (404, 405): the body is never read; see refuse.
@@ -182,7 +199,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Guard is the face's checks, for a handler that picks them itself (such
 // as /readyz, whose reasons only a request with the token sees).
-func (s *Server) Guard() *Guard { return s.guard }
+func (s *Server) Guard() *httpguard.Guard { return s.guard }
 
 // Handle serves pattern (a ServeMux pattern, such as "/metrics") with
 // next, behind the same checks as /mcp: Origin, Host and the bearer

@@ -22,10 +22,10 @@ import (
 // server.Peer.
 type httpSession struct {
 	id        string
-	owner     string             // the credential that made it (CredentialOf); no other reaches it
+	owner     string             // the credential that made it (httpguard.CredentialOf); no other reaches it
 	transport string             // streamable-http or sse
 	profile   string             // the profile of the URL it was opened at (/mcp/p/NAME), "" for /mcp
-	who       *identity.Identity // the caller (IdentityOf); the hub's session shows it
+	who       *identity.Identity // the caller (httpguard.IdentityOf); the hub's session shows it
 	sess      *server.Session    // the hub's side; set once Open returns
 	conn      *jsonrpc.Conn
 	st        *sessionStream
@@ -64,7 +64,7 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 		if relayed {
 			s.relayTo(hs, 0) // sealed under the first key
 		}
-		return s.hub.OpenAs(hs.id, transport, seen, who, hs)
+		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: transport, Profile: seen, Who: who, Peer: hs, SignIn: hs})
 	})
 }
 
@@ -72,7 +72,7 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 // of profile reached at base, opened with the hub by open, starts its Conn and registers
 // it.
 func (s *Server) startSession(id, transport, owner, profile, base string, who *identity.Identity, open func(*httpSession) (*server.Session, error)) (*httpSession, error) {
-	client := s.shares.clientOf(owner)
+	client := s.shares.ClientOf(owner)
 	if err := s.reserveSession(client); err != nil {
 		return nil, err
 	}

@@ -197,7 +197,10 @@ func (l localSignIns) peek(_ context.Context, key string, kind entryKind) (*sign
 // store when it has one and the face can seal (session keys), so that
 // any replica serves any step; else this replica's memory.
 func (s *Server) pendingSignIns() pendingSignIns {
-	if db := s.hub.SharedStore(); db != nil && s.sealer != nil {
+	if s.opts.SignIns == nil || s.sealer == nil {
+		return localSignIns{&s.signIns}
+	}
+	if db := s.opts.SignIns.SharedStore(); db != nil {
 		return sharedSignIns{db: db, sealer: s.sealer}
 	}
 	return localSignIns{&s.signIns}
@@ -347,7 +350,11 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	flow, err := s.hub.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	var flow *auth.WebFlow
+	err := errors.New("this hub runs no per-user sign-ins")
+	if s.opts.SignIns != nil {
+		flow, err = s.opts.SignIns.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
@@ -407,7 +414,7 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		err = s.hub.SaveUserSignIn(e.user, rec)
+		err = s.opts.SignIns.SaveUserSignIn(e.user, rec)
 	}
 	if err != nil {
 		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)

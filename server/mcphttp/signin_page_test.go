@@ -215,12 +215,12 @@ func startPerUser(t *testing.T, a *authtest.Server, seen func() []seenCall, dir,
     auth: per-user
 `, a.URL)
 	yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s%s } }\ngroups:\n", li.srv.URL, testAudience, authExtra), 1)
-	h, _ := runHub(t, yaml, nil)
+	h, mgr := runHub(t, yaml, nil)
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth}, testLogger())
+	face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth, SignIns: mgr}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 	p := &perUser{t: t, li: li, url: ts.URL, calls: seen, clients: map[string]*bearerClient{}}

@@ -27,7 +27,7 @@ import (
 
 // replicaOf runs a hub of yaml on the store at dbURL (a replica), as
 // runHub does.
-func replicaOf(t *testing.T, yaml, dbURL string) *server.Hub {
+func replicaOf(t *testing.T, yaml, dbURL string) (*server.Hub, *upstream.Manager) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
@@ -48,7 +48,7 @@ func replicaOf(t *testing.T, yaml, dbURL string) *server.Hub {
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	return h
+	return h, mgr
 }
 
 // twoReplicas are two replicas of a hub on one store, with a per-user
@@ -87,9 +87,9 @@ func newTwoReplicas(t *testing.T) *twoReplicas {
     auth: per-user
 `, a.URL)
 		yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s, client_id: hub-sign-in } }\ngroups:\n", li.srv.URL, testAudience), 1)
-		h := replicaOf(t, yaml, dbURL)
+		h, mgr := replicaOf(t, yaml, dbURL)
 		cfg, _ := config.Parse("test.yaml", strings.NewReader(yaml))
-		face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth, SessionKeys: [][]byte{key}}, testLogger())
+		face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth, SessionKeys: [][]byte{key}, SignIns: mgr}, testLogger())
 		ts := httptest.NewServer(face)
 		t.Cleanup(func() { ts.Close(); face.Close() })
 		faces = append(faces, ts)

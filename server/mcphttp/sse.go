@@ -36,29 +36,24 @@ func (sw *sseWriter) start(extra http.Header) error {
 	return sw.flush(nil)
 }
 
-// events writes messages as one "message" event each.
-func (sw *sseWriter) events(name string, msgs [][]byte) error {
+// events writes messages as one event of name each; withIDs, each is
+// framed "<id>\n<msg>" (eventlog.go) and its event carries that id. It is
+// the one writer of events, for every stream of the face: a POST's, the
+// GET stream (withIDs), a listen's and legacy SSE's.
+func (sw *sseWriter) events(name string, msgs [][]byte, withIDs bool) error {
 	sw.buf = sw.buf[:0]
 	for _, m := range msgs {
+		if withIDs {
+			var id []byte
+			id, m, _ = bytes.Cut(m, []byte{'\n'})
+			sw.buf = append(sw.buf, "id: "...)
+			sw.buf = append(sw.buf, id...)
+			sw.buf = append(sw.buf, '\n')
+		}
 		sw.buf = append(sw.buf, "event: "...)
 		sw.buf = append(sw.buf, name...)
 		sw.buf = append(sw.buf, "\ndata: "...)
 		sw.buf = append(sw.buf, m...)
-		sw.buf = append(sw.buf, "\n\n"...)
-	}
-	return sw.flush(sw.buf)
-}
-
-// idEvents writes messages framed "<id>\n<msg>" (eventlog.go) as one
-// "message" event each, with its id.
-func (sw *sseWriter) idEvents(msgs [][]byte) error {
-	sw.buf = sw.buf[:0]
-	for _, m := range msgs {
-		id, msg, _ := bytes.Cut(m, []byte{'\n'})
-		sw.buf = append(sw.buf, "id: "...)
-		sw.buf = append(sw.buf, id...)
-		sw.buf = append(sw.buf, "\nevent: message\ndata: "...)
-		sw.buf = append(sw.buf, msg...)
 		sw.buf = append(sw.buf, "\n\n"...)
 	}
 	return sw.flush(sw.buf)
@@ -92,13 +87,7 @@ func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWrite
 		select {
 		case <-st.out.Ready():
 			if batch := st.out.TakeNow(); len(batch) > 0 {
-				var err error
-				if st.ids {
-					err = sw.idEvents(batch)
-				} else {
-					err = sw.events("message", batch)
-				}
-				if err != nil {
+				if sw.events("message", batch, st.ids) != nil {
 					return
 				}
 			}

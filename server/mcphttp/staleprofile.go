@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
@@ -13,7 +14,7 @@ import (
 // (404, as one not found): the client opens a new one, in the profile
 // its claims choose now. Closing it (DELETE) is still the caller's.
 func (s *Server) profileStale(hs *httpSession, r *http.Request) bool {
-	who := IdentityOf(r.Context())
+	who := httpguard.IdentityOf(r.Context())
 	if r.Method == http.MethodDelete || who == nil || who.Kind != identity.KindJWT || hs.sess == nil {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"os"
@@ -68,7 +69,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 			unavailable(w, "cannot resume the session here now")
 			return nil, false
 		}
-	} else if hs = s.owned(id, CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
+	} else if hs = s.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
 	if hs == nil || s.profileStale(hs, r) {
@@ -231,7 +232,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	if msg.Method == methodListen {
 		// A listen holds its session as long as it is open: one client's
 		// listens may not take every session.
-		cred := CredentialOf(r.Context())
+		cred := httpguard.CredentialOf(r.Context())
 		if !s.listens.take(cred, s.maxListens()) {
 			release()
 			unavailable(w, "too many listens open")
@@ -245,7 +246,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
 	defer s.drop(hs)
-	defer s.modern.track(CredentialOf(r.Context()), msg.ID, hs)() // for its cancellation (modernnotify.go)
+	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, hs)() // for its cancellation (modernnotify.go)
 	if msg.Method == methodListen {
 		s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
 		return
@@ -256,7 +257,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", CredentialOf(r.Context()), profileOf(r), publicBase(r), IdentityOf(r.Context()),
+	hs, err := s.newSession("streamable-http", httpguard.CredentialOf(r.Context()), profileOf(r), publicBase(r), httpguard.IdentityOf(r.Context()),
 		msg.Method == "initialize" && r.Header.Get(headerSessionID) == "")
 	switch {
 	case errors.Is(err, identity.ErrProfileNotAllowed):
@@ -335,7 +336,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 				if resp != nil {
 					early = append(early, resp)
 				}
-				_ = sw.events("message", early)
+				_ = sw.events("message", early, false)
 			}
 			return
 		case <-ready:
@@ -349,7 +350,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 					return
 				}
 			}
-			if sw.events("message", batch) != nil {
+			if sw.events("message", batch, false) != nil {
 				return // the client stopped reading this stream
 			}
 		case <-r.Context().Done():

@@ -1,4 +1,4 @@
-package mcphttp
+package httpguard
 
 import (
 	"context"
@@ -34,9 +34,9 @@ func withIdentity(ctx context.Context, who *identity.Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, who)
 }
 
-// wellKnownResource is where protected resource metadata is (RFC 9728
+// WellKnownResource is where protected resource metadata is (RFC 9728
 // section 3).
-const wellKnownResource = "/.well-known/oauth-protected-resource"
+const WellKnownResource = "/.well-known/oauth-protected-resource"
 
 // ResourceMetadataURL is the URL of the protected resource metadata of
 // resource (RFC 9728 section 3.1: the well-known path inserted between
@@ -48,7 +48,7 @@ func ResourceMetadataURL(resource string) string {
 		return ""
 	}
 	path := strings.TrimSuffix(u.Path, "/")
-	return u.Scheme + "://" + u.Host + wellKnownResource + path
+	return u.Scheme + "://" + u.Host + WellKnownResource + path
 }
 
 // authenticate checks a bearer token that is none of the static ones as
@@ -104,12 +104,12 @@ func (g *Guard) challenge(given bool, err error) string {
 	return c
 }
 
-// resourceMetadata serves the hub's protected resource metadata (RFC
+// ResourceMetadata serves the hub's protected resource metadata (RFC
 // 9728 section 3.2): the resource is http.auth.audience, its one
 // authorization server http.auth.issuer. It is public, as a client reads
 // it before it has a token, and any origin may read it (a browser-based
 // client asks from its own).
-func resourceMetadata(auth *config.HTTPAuth) http.Handler {
+func ResourceMetadata(auth *config.HTTPAuth) http.Handler {
 	meta := map[string]any{
 		"resource":                 auth.Audience,
 		"authorization_servers":    []string{auth.Issuer},

@@ -1,4 +1,4 @@
-package mcphttp
+package httpguard
 
 import (
 	"bytes"
@@ -87,9 +87,8 @@ func TestClientIP(t *testing.T) {
 // balancer's address; an untrusted peer's X-Forwarded-For changes
 // nothing: each new claimed address is the same peer, locked out.
 func TestTokenLockoutBehindTrustedProxy(t *testing.T) {
-	h := fakeHub(t)
 	var logs syncBuffer
-	hs := New(h, Options{Token: "secret", TrustedProxies: testProxies}, slog.New(slog.NewTextHandler(&logs, nil)))
+	hs := newTestFace(GuardOptions{Token: "secret", Logger: slog.New(slog.NewTextHandler(&logs, nil))}, testProxies)
 	defer hs.Close()
 	try := func(peer, xff, authorization string) int {
 		req := httptest.NewRequest(http.MethodPost, "http://hub.example/mcp", strings.NewReader(initializeMsg))
@@ -157,7 +156,7 @@ func FuzzClientIP(f *testing.F) {
 		if !ok || !got.IsValid() || got.Zone() != "" {
 			t.Fatalf("%v %v", got, ok)
 		}
-		if r2 := withClientAddr(r, testProxies); r2.RemoteAddr == "" {
+		if r2 := WithClientAddr(r, testProxies); r2.RemoteAddr == "" {
 			t.Error("no RemoteAddr")
 		}
 	})
@@ -169,8 +168,7 @@ func FuzzClientIP(f *testing.F) {
 // behind an outer balancer that said who each client is: the client
 // whose tokens are wrong gets 429, the one next to it does not.
 func TestTokenLockoutThroughReverseProxy(t *testing.T) {
-	h := fakeHub(t)
-	hs := New(h, Options{Token: "secret", TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, testLogger())
+	hs := newTestFace(GuardOptions{Token: "secret"}, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
 	defer hs.Close()
 	hub := httptest.NewServer(hs)
 	defer hub.Close()

@@ -1,4 +1,4 @@
-package mcphttp
+package httpguard
 
 import (
 	"net"
@@ -118,12 +118,12 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// withClientAddr is r with RemoteAddr its client's address (clientIP),
+// WithClientAddr is r with RemoteAddr its client's address (clientIP),
 // port 0, when its peer is a trusted proxy, so that whatever keys on or
 // logs RemoteAddr past this point (the failed-token lockout, the logs)
 // sees the client and not the balancer. r itself when nothing is trusted
 // or the address is the peer's.
-func withClientAddr(r *http.Request, trusted []netip.Prefix) *http.Request {
+func WithClientAddr(r *http.Request, trusted []netip.Prefix) *http.Request {
 	if len(trusted) == 0 {
 		return r
 	}

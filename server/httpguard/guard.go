@@ -1,4 +1,4 @@
-package mcphttp
+package httpguard
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // GuardOptions say who may use an HTTP endpoint of the hub's. The fields
-// mean what Options' fields of the same names mean.
+// mean what mcphttp.Options' fields of the same names mean.
 type GuardOptions struct {
 	Token           string            // the credential named DefaultCredential
 	Tokens          map[string]string // more credentials: name -> token
@@ -75,7 +75,7 @@ func withCredential(ctx context.Context, name string) context.Context {
 // NewGuard builds the checks opts describe.
 func NewGuard(opts GuardOptions) *Guard {
 	if opts.MaxAuthFailures <= 0 {
-		opts.MaxAuthFailures = Options{}.withDefaults().MaxAuthFailures
+		opts.MaxAuthFailures = config.DefaultMaxAuthFailures
 	}
 	g := &Guard{opts: opts, auth: newAuthLimiter(opts.MaxAuthFailures)}
 	if opts.Auth.Enabled() {

@@ -1,0 +1,95 @@
+package mcphttp
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// A POSTed message is decoded once: the face decodes the body to route
+// it, and the session's Conn takes that decoding (jsonrpc.MessageReader).
+// ping and tools/list go nowhere upstream, so every decode counted is the
+// body's. Not parallel: the count is the process's.
+func TestHTTPBodyDecodedOnce(t *testing.T) {
+	h := fakeHub(t)
+	_, ts := serveHTTPWith(t, h, Options{NoAuth: true})
+	c := newHTTPClient(t, ts.URL)
+	const n = 40
+	before := jsonrpc.Decodes()
+	for i := range n {
+		method := "ping"
+		if i%2 == 1 {
+			method = "tools/list"
+		}
+		if resp, body := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i+10, method)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", method, resp.StatusCode, body)
+		}
+	}
+	// A little slack for what the hub's upstream connection decodes
+	// meanwhile (a notification of its own); twice would be 2n.
+	if got := jsonrpc.Decodes() - before; got < n || got > n+n/4 {
+		t.Errorf("%d POSTs took %d decodes, want %d", n, got, n)
+	}
+}
+
+// A 2026-07-28 tools/call without a session is answered, and leaves no
+// goroutine behind it: none of the connection, the session or the hub's
+// bookkeeping for it outlives its POST.
+func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
+	h := fakeHub(t)
+	face := New(h, Options{NoAuth: true}, testLogger())
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	call := func(id int) {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "f__echo")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `"x"`) || resp.Header.Get(headerSessionID) != "" {
+			t.Fatalf("sessionless tools/call: %d %v %s", resp.StatusCode, resp.Header, out)
+		}
+	}
+	call(1) // the first call may start what the hub keeps for any call (the upstream's connection)
+	settle := func() int {
+		// Each connection's goroutines end once it closes: wait for the
+		// count to stop falling.
+		n := runtime.NumGoroutine()
+		waitFor(t, 10*time.Second, "the goroutines of a finished request to end", func() bool {
+			m := runtime.NumGoroutine()
+			stable := m >= n
+			n = m
+			return stable
+		})
+		return n
+	}
+	base := settle()
+	for i := range 20 {
+		call(i + 2)
+	}
+	var now int
+	waitFor(t, 10*time.Second, "the goroutine count to come back", func() bool {
+		now = runtime.NumGoroutine()
+		return now <= base
+	})
+	if n := len(h.Sessions()); n != 0 {
+		t.Errorf("%d sessions outlived their requests", n)
+	}
+}
