@@ -490,6 +490,11 @@ func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.D
 			return fmt.Errorf("cancelled while waiting for approval: %w", context.Cause(ctx))
 		}
 		v = <-p.answer
+	case <-h.stop: // the hub closes: nobody is left to approve it
+		if h.approvals.withdraw(p) {
+			return errors.New("the hub closed while the call waited for approval")
+		}
+		v = <-p.answer
 	}
 	if !v.ok {
 		return fmt.Errorf("denied by %s", v.by)

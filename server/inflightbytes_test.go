@@ -62,17 +62,19 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 // waiting calls: past that a call is refused at once, saying why, and
 // one that fits still waits (64 calls of 8 MiB held 1.3 GB).
 func TestApprovalInboxBytesBounded(t *testing.T) {
-	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	// No call may expire while the test runs: on a loaded machine under
+	// -race, taking in five calls of 6 MiB takes tens of seconds.
+	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	pad := strings.Repeat("y", 6<<20)
 	for i := range 5 { // 30 MiB waiting
 		c.send(inboxCall(10+i, `{"text":"`+pad+`"}`))
 	}
-	waitFor(t, 20*time.Second, "five calls in the inbox", func() bool { return len(h.Approvals().Pending) == 5 })
+	waitFor(t, 60*time.Second, "five calls in the inbox", func() bool { return len(h.Approvals().Pending) == 5 })
 	c.send(inboxCall(20, `{"text":"`+pad+`"}`))
 	if got := c.answer("20"); !strings.Contains(got, "of arguments already") {
 		t.Errorf("a sixth call of 6 MiB: %.300s", got)
 	}
 	c.send(inboxCall(21, `{"text":"small"}`))
-	waitFor(t, 5*time.Second, "a small call in the inbox", func() bool { return len(h.Approvals().Pending) == 6 })
+	waitFor(t, 30*time.Second, "a small call in the inbox", func() bool { return len(h.Approvals().Pending) == 6 })
 }
