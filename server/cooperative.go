@@ -101,7 +101,7 @@ func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
 	rec := &auditRecord{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
 		Decision: e.Decision, Arguments: c.req.field("arguments"), Event: e.EventID}
 	if e.Reported {
-		rec.Trust = trustReported
+		rec.Trust, rec.Report = trustReported, e.Report
 	}
 	c.req.audit = rec
 	return true, nil

@@ -1,5 +1,11 @@
 package cooperative
 
+import "github.com/dynamic-mcp/dynamic-mcp/types/clip"
+
+// maxReportText bounds each text of a report the audit record keeps, as
+// the record bounds its own strings.
+const maxReportText = 1 << 10
+
 // reportAnswer is reportAction's answer: the seed's keys (recorded,
 // event_id) and trusted, always false: the hub records the agent's word,
 // it does not check it.
@@ -11,11 +17,14 @@ type reportAnswer struct {
 }
 
 func reportAction(h Host, args []byte) (any, error) {
-	if _, err := read(args, "description", "action_type", "target", "result"); err != nil {
+	in, err := read(args, "description", "action_type", "target", "result")
+	if err != nil {
 		return nil, err
 	}
 	id := eventID()
-	trail, err := h.Audit(Entry{Tool: ReportAction, Decision: "reported", EventID: id, Reported: true})
+	report := map[string]string{"description": clip.Marked(in.Description, maxReportText, "…"), "action_type": in.ActionType,
+		"target": clip.Marked(in.Target, maxReportText, "…"), "result": in.Result}
+	trail, err := h.Audit(Entry{Tool: ReportAction, Decision: "reported", EventID: id, Reported: true, Report: report})
 	if err != nil {
 		return nil, err
 	}

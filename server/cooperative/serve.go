@@ -67,6 +67,10 @@ type Entry struct {
 	// agent's own word, never proof that the action happened.
 	EventID  string
 	Reported bool
+	// Report is what the agent reported, each text bounded: kept whatever
+	// audit.arguments says, since the report is the record's point (its
+	// details are kept with the arguments, as arguments are).
+	Report map[string]string
 }
 
 // Host is the hub, as the tools use it, for one request of one caller.
