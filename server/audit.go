@@ -52,6 +52,12 @@ type auditRecord struct {
 	// grant or for this call alone.
 	Grant      string `json:"grant,omitempty"`
 	ApprovedBy string `json:"approved_by,omitempty"`
+	// Event names an agent's reportAction, Report is what it reported
+	// (its details are among its arguments), and Trust says that the
+	// record is the agent's word, never proof (cooperative.go).
+	Event  string            `json:"event,omitempty"`
+	Report map[string]string `json:"report,omitempty"`
+	Trust  string            `json:"trust,omitempty"`
 }
 
 // What a client writes reaches a record (a tool, prompt or resource name

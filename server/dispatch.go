@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -110,6 +111,9 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
 	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
+	if v.cooperative && cooperative.IsTool(name) {
+		return h.cooperativeCall(ctx, req, v, name, arguments) // the hub's own (cooperative.go)
+	}
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
 		if (!ok || r.cached) && v.starting {

@@ -26,7 +26,7 @@ func profileViews(cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy)
 		if err != nil {
 			continue // cannot happen: name is one of cfg's
 		}
-		views[name] = buildViewOf(pcfg.Groups, pcfg.Mode, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol)
+		views[name] = withCooperative(buildViewOf(pcfg.Groups, pcfg.Mode, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol), pcfg)
 	}
 	return views
 }

@@ -60,6 +60,8 @@ type view struct {
 	// search is the index search_dynamic_tools answers from, nil when the
 	// tool is not offered (flat mode, search: off, or auto with few tools).
 	search *toolIndex
+	// cooperative says the view serves the cooperative tools (cooperative.go).
+	cooperative bool
 
 	prompts      []json.RawMessage
 	promptRoutes map[string]route

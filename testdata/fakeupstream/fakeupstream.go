@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ var (
 	grow            = flags.Bool("grow", false, "also offer the grow tool, which adds the sprout tool to the list and says the tool list changed")
 	instructions    = flags.String("instructions", "A fake server for tests.", "the instructions of the initialize (or server/discover) result; none when empty")
 	instructionsPad = flags.Int("instructions-pad", 0, "append this many bytes of filler words to -instructions")
+	extraTools      = flags.String("tools", "", "also offer these tools (names separated by commas), each answering \"called NAME\"")
 	modern          = flags.Bool("modern", false, "speak 2026-07-28: answer server/discover, and have the ask tool ask by input_required results (see askModern)")
 )
 
@@ -573,6 +575,11 @@ func handle(req request) {
 		if *modern {
 			all = append(all, mrtrTools()...)
 		}
+		for _, n := range strings.Split(*extraTools, ",") {
+			if n != "" {
+				all = append(all, map[string]any{"name": n, "description": "Extra tool " + n, "inputSchema": map[string]any{"type": "object"}})
+			}
+		}
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
 		ps := prompts()
@@ -823,6 +830,10 @@ func call(req request) {
 		fmt.Fprintln(os.Stderr, "fake: about to crash")
 		os.Exit(3)
 	default:
+		if *extraTools != "" && slices.Contains(strings.Split(*extraTools, ","), p.Name) {
+			reply(req.ID, text("called "+p.Name))
+			return
+		}
 		fail(req.ID, -32602, "Unknown tool: "+p.Name, nil)
 	}
 }

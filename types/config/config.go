@@ -402,6 +402,11 @@ type Settings struct {
 	// against the tool's inputSchema before the call leaves the hub: on
 	// (the default) or off. A group's own validate_args overrides it.
 	ValidateArgs Switch
+	// Cooperative says whether the hub serves the cooperative policy tools
+	// (checkIntent, requestPermission, reportAction, getPolicy) beside the
+	// client's other tools: on, or off (the default). A profile's
+	// cooperative replaces it for that profile's clients.
+	Cooperative Switch
 }
 
 // Switch is a setting that is on or off.
@@ -421,6 +426,9 @@ func (s Settings) ValidatesArgs(g *Group) bool {
 	}
 	return s.ValidateArgs != SwitchOff
 }
+
+// Cooperates says whether the cooperative policy tools are served.
+func (s Settings) Cooperates() bool { return s.Cooperative == SwitchOn }
 
 // SharedMode says whether serve on stdio shares one hub per config.
 type SharedMode string

@@ -153,6 +153,7 @@ func (p *parser) parse(data []byte) *Config {
 			Search:              SearchAuto,
 			Shared:              SharedAuto,
 			ValidateArgs:        SwitchOn,
+			Cooperative:         SwitchOff,
 			SharedIdle:          DefaultSharedIdle,
 			PromptTimeout:       DefaultPromptTimeout,
 			Retry:               Retry{Attempts: DefaultRetryAttempts, InitialInterval: DefaultRetryInitial, ReconnectInterval: DefaultReconnectInterval},
@@ -294,6 +295,7 @@ func (p *parser) settings(n *yaml.Node, path string, s *Settings) {
 		},
 		"notify":        func(k string, v *yaml.Node) { s.Notify = p.bool(v, k) },
 		"validate_args": func(k string, v *yaml.Node) { choose(p, v, k, &s.ValidateArgs, SwitchOn, SwitchOff) },
+		"cooperative":   func(k string, v *yaml.Node) { choose(p, v, k, &s.Cooperative, SwitchOn, SwitchOff) },
 		"max_result":    func(k string, v *yaml.Node) { s.MaxResult = p.maxResult(v, k, false) },
 		"page_size": func(k string, v *yaml.Node) {
 			if n, ok := p.int(v, k); n > 0 {

@@ -29,6 +29,8 @@ type Profile struct {
 	// rule's replaces it in turn): a cap in bytes, or MaxResultOff for
 	// none.
 	MaxResult int
+	// Cooperative, when set, replaces settings.cooperative.
+	Cooperative Switch
 	// Line is where the profile starts in the file.
 	Line int
 }
@@ -65,8 +67,9 @@ func (p *parser) profiles(n *yaml.Node, path string) map[string]*Profile {
 					pr.Expose[v.Content[j].Value] = p.strings(v.Content[j+1], k+"."+v.Content[j].Value)
 				}
 			},
-			"max_tools":  func(k string, v *yaml.Node) { p.positive(v, k, &pr.MaxTools) },
-			"max_result": func(k string, v *yaml.Node) { pr.MaxResult = p.maxResult(v, k, true) },
+			"max_tools":   func(k string, v *yaml.Node) { p.positive(v, k, &pr.MaxTools) },
+			"max_result":  func(k string, v *yaml.Node) { pr.MaxResult = p.maxResult(v, k, true) },
+			"cooperative": func(k string, v *yaml.Node) { choose(p, v, k, &pr.Cooperative, SwitchOn, SwitchOff) },
 		})
 		if findKey(v, "groups") == nil {
 			p.fail(n.Content[i], key+".groups", "is required: list the groups this profile shows")
@@ -180,6 +183,9 @@ func (c *Config) WithProfile(name string) (*Config, error) {
 	}
 	if pr.MaxResult != 0 {
 		out.Settings.MaxResult = max(pr.MaxResult, 0)
+	}
+	if pr.Cooperative != "" {
+		out.Settings.Cooperative = pr.Cooperative
 	}
 	return &out, nil
 }

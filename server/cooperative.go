@@ -1,0 +1,272 @@
+package server
+
+// The hook of the cooperative policy tools (server/cooperative) into the
+// hub: they are listed in a view whose config (or profile) says
+// settings.cooperative: on, and their calls are answered here, by the
+// code that decides real calls. What this file calls of the rest of the
+// hub, for whoever moves it: view.toolName, view.flatRoutes,
+// view.lookupGroup, groupView.toolRoutes, view.resolveResource,
+// snapshot.policy.Decide (the decision forward takes), approvals' grants
+// (grant.covers, sharedGrants: read, never used up), Hub.ask (the path a
+// prompt rule's call takes: grant, input_required round, elicitation,
+// inbox), answerWith, rateLimiter.take, auditLog.admit, request.audit,
+// caller, sessionless, newID, clipBy, listResult, hashOf, capTools,
+// stringValue, promptTimeoutOf, isRoundAnswer, request.approved.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// withCooperative is v with the cooperative tools listed when cfg (a
+// profile's, for a profile's view) turns them on: after the meta-tools in
+// dynamic mode, first in flat mode, within max_tools. An upstream tool
+// listed under one of their names is left out, as expose leaves out a tool
+// named as a meta-tool: the hub's own tool is the one a client calls by it.
+func withCooperative(v *view, cfg *config.Config) *view {
+	if !cfg.Settings.Cooperates() {
+		return v
+	}
+	var list struct {
+		Tools []json.RawMessage `json:"tools"` // RawMessage keeps each definition's bytes
+	}
+	if err := json.Unmarshal(v.toolsList, &list); err != nil {
+		v.problems = append(v.problems, "the cooperative tools are not listed: "+err.Error())
+		return v
+	}
+	at := 0
+	if v.mode != config.ModeFlat {
+		at = 2 // get_dynamic_tools, call_dynamic_tool
+		if v.search != nil {
+			at++
+		}
+	}
+	tools := slices.Clone(list.Tools[:min(at, len(list.Tools))])
+	tools = append(tools, cooperative.Definitions()...)
+	for _, t := range list.Tools[min(at, len(list.Tools)):] {
+		name, _ := stringValue(jsonrpc.Field(t, "name"))
+		if cooperative.IsTool(name) {
+			v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: its name is that of a cooperative tool of the hub (set prefix: true on the group)",
+				name, v.flatRoutes[name].server.Config.ID()))
+			delete(v.flatRoutes, name)
+			continue
+		}
+		tools = append(tools, t)
+	}
+	v.toolsList = listResult("tools", capTools(tools, cfg.Settings.MaxTools), "")
+	v.toolsHash = hashOf(v.toolsList)
+	v.cooperative = true
+	return v
+}
+
+// cooperativeCall answers a call of the cooperative tool name.
+func (h *Hub) cooperativeCall(ctx context.Context, req *request, v *view, name string, args json.RawMessage) (json.RawMessage, error) {
+	res, err := cooperative.Serve(ctx, &coopHost{h: h, req: req, v: v}, name, args)
+	if err != nil {
+		return answerWith(err) // a 2026-07-28 client's input_required round answers as it is
+	}
+	return res, nil
+}
+
+// coopHost is the hub as the cooperative tools see it, for one request.
+type coopHost struct {
+	h   *Hub
+	req *request
+	v   *view
+}
+
+func (c *coopHost) Take(tool string, limit *config.RateLimit) (time.Duration, bool) {
+	d := policy.Decision{Rule: tool, RuleGroup: cooperative.RateScope, Rate: limit}
+	return c.h.rates.take(d, c.req.sess, c.req.sess.profileIn(c.req.snap.cfg))
+}
+
+func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
+	snap := c.req.snap
+	if snap.audit == nil {
+		return false, nil
+	}
+	if err := snap.audit.admit(); err != nil {
+		return true, err // audit.required and the trail fails: nothing unaudited
+	}
+	rec := &auditRecord{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
+		Decision: e.Decision, Arguments: c.req.field("arguments"), Event: e.EventID}
+	if e.Reported {
+		rec.Trust, rec.Report = trustReported, e.Report
+	}
+	c.req.audit = rec
+	return true, nil
+}
+
+// trustReported marks the audit record of an agent's reportAction.
+const trustReported = "reported by the agent: not proof that it happened"
+
+func (c *coopHost) Route(name, group string) (g, server, tool string, ok bool) {
+	r, ok := c.route(name, group)
+	if !ok {
+		return "", "", "", false
+	}
+	return r.server.Config.Group, r.server.Config.Name, r.name, true
+}
+
+// route finds the tool the client calls name, as toolsCall and
+// callDynamicTool find it: by the name it was shown, or by its group's
+// name for it in a group that is ready.
+func (c *coopHost) route(name, group string) (route, bool) {
+	if group != "" {
+		g, _ := c.v.lookupGroup(group)
+		if g == nil {
+			return route{}, false
+		}
+		r, ok := g.toolRoutes[name]
+		return r, ok
+	}
+	r, ok := c.v.flatRoutes[c.v.toolName(c.req.snap.cfg, c.req.sess.GetClientInfo().Name, name)]
+	return r, ok
+}
+
+// resolve is the call a real request for t makes, and what the policy
+// decides for it: forward's very decision.
+func (c *coopHost) resolve(t cooperative.Target) (call, policy.Decision, bool) {
+	var cl call
+	if t.URI != "" {
+		s := c.v.resolveResource(t.URI)
+		if s == nil {
+			return cl, policy.Decision{}, false
+		}
+		cl = call{method: policy.MethodResourcesRead, server: s, name: t.URI}
+	} else {
+		r, ok := c.route(t.Tool, t.Group)
+		if !ok {
+			return cl, policy.Decision{}, false
+		}
+		cl = call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: t.Arguments}
+	}
+	d := c.req.snap.policy.Decide(policy.Request{Group: cl.server.Config.Group, Server: cl.server.Config.Name, Method: cl.method, Name: cl.name, Args: cl.args})
+	return cl, d, d.Rule != policy.RuleHidden // the view hides these already
+}
+
+func (c *coopHost) Decide(t cooperative.Target) cooperative.Verdict {
+	cl, d, ok := c.resolve(t)
+	if !ok {
+		return cooperative.Verdict{}
+	}
+	v := cooperative.Verdict{Found: true, Action: d.Action, Rule: d.Rule, Description: d.Description, Rate: d.Rate}
+	if d.Action == config.ActionPrompt {
+		v.Grant = c.h.approvals.covering(caller(c.req.sess), cl)
+	}
+	return v
+}
+
+func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.Verdict, a cooperative.Ask) (cooperative.Grant, error) {
+	cl, d, ok := c.resolve(t)
+	if !ok || d.Action != config.ActionPrompt {
+		return cooperative.Grant{Refused: "the policy no longer leaves this call to a person"}, nil
+	}
+	sess := c.req.sess
+	if a.Scope == cooperative.ScopeSession && sessionless(sess) {
+		return cooperative.Grant{Refused: "a request without a session cannot hold a grant for its session: ask with scope once"}, nil
+	}
+	matcher, exact, err := cooperative.ExactArgs(cl.args)
+	if err != nil {
+		return cooperative.Grant{Refused: err.Error()}, nil
+	}
+	d.Description = a.Why
+	if len(exact) == 0 {
+		d.Description += " (a grant for any arguments)"
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(a.Wait, promptTimeoutOf(c.req.snap.cfg)))
+	defer cancel()
+	if err := c.h.ask(ctx, c.req, cl, d); err != nil {
+		if isRoundAnswer(err) {
+			return cooperative.Grant{}, err
+		}
+		return cooperative.Grant{Refused: err.Error()}, nil
+	}
+	by := "client " + sess.GetClientInfo().Name // its user, through elicitation or a round
+	if rec := c.req.audit; rec != nil && rec.ApprovedBy != "" {
+		by = rec.ApprovedBy // the inbox's approver
+	}
+	now := c.h.approvals.now()
+	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: clipBy(by), Method: cl.method, Tool: cl.name,
+		Group: cl.server.Config.Group, Server: cl.server.Config.Name, Args: exact, Session: sess.id}, args: matcher, owner: caller(sess)}
+	if a.Scope == cooperative.ScopeOnce {
+		g.CallsLeft = 1
+	}
+	if a.Expires > 0 {
+		g.Expires = now.Add(a.Expires)
+	}
+	c.h.approvals.keep(g)
+	c.req.approved(g.ID, g.ApprovedBy)
+	c.h.logger.Info("cooperative: permission granted", "grant", g.ID, "by", g.ApprovedBy, "name", cl.name, "scope", a.Scope)
+	return cooperative.Grant{ID: g.ID, ApprovedBy: g.ApprovedBy, Expires: g.Expires}, nil
+}
+
+func (c *coopHost) Policy() cooperative.View {
+	cfg := c.req.snap.cfg
+	out := cooperative.View{Global: cfg.Policy, Default: cmpAction(cfg.PolicyDefault)}
+	for _, g := range cfg.Groups {
+		if _, ok := c.v.groupIndex[g.Name]; ok {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	return out
+}
+
+// cmpAction is the policy's default as policy.New reads it.
+func cmpAction(a config.Action) config.Action {
+	if a == "" {
+		return config.ActionAllow
+	}
+	return a
+}
+
+// covering is the id of a grant that would let cl, of owner, through
+// now, "" for none: found as use finds one, but not used.
+func (a *approvals) covering(owner string, cl call) string {
+	group, server := cl.server.Config.Group, cl.server.Config.Name
+	a.mu.Lock()
+	now := a.now()
+	for _, g := range a.grants {
+		if g.covers(now, owner, group, server, cl.method, cl.name, cl.args) {
+			a.mu.Unlock()
+			return g.ID
+		}
+	}
+	a.mu.Unlock()
+	if a.shared == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	defer cancel()
+	grants, err := a.sharedGrants(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, g := range grants {
+		if g.covers(now, owner, group, server, cl.method, cl.name, cl.args) {
+			return g.ID
+		}
+	}
+	return ""
+}
+
+// keep adds g to the grants, the oldest going past maxGrants, as approve
+// keeps the grants a person makes. A session's grant stays on this hub.
+func (a *approvals) keep(g *grant) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.expireLocked(a.now())
+	if len(a.grants) >= maxGrants {
+		a.grants = slices.Delete(a.grants, 0, len(a.grants)-maxGrants+1)
+	}
+	a.grants = append(a.grants, g)
+}
