@@ -16,6 +16,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -104,11 +105,15 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// configs reads configs with their secrets: the vault of the state
+// directory, or the store (types/config opens neither itself).
+var configs = config.Loader{Secrets: secrets.Source{}}
+
 // load reads the config, and refuses one with a group that runs
 // dynamic-mcp on this same config (the hub would start itself as its
 // own upstream, again and again, or be its own client).
 func (c *common) load() (*config.Config, error) {
-	cfg, err := config.Load(c.config)
+	cfg, err := configs.Load(c.config)
 	if err != nil {
 		return nil, err
 	}
