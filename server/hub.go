@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -81,6 +82,29 @@ type Hub struct {
 // before Run, which keeps its view current and passes on what upstreams
 // send.
 func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
+	return NewWith(cfg, mgr, logger, Options{})
+}
+
+// Options are what a Hub is given beyond its config and upstreams.
+type Options struct {
+	// Store is the state every replica shares (store: postgres://...):
+	// grants, pending approvals and rate counters are kept there. nil:
+	// here. The caller opens it and closes it after Close.
+	Store SharedState
+}
+
+// SharedState is the store every replica shares as the hub uses it:
+// grants and pending approvals (values, changes under a lock, notices to
+// the replicas) and rate buckets.
+type SharedState interface {
+	shared.Tx
+	shared.Locker
+	shared.Notifier
+	shared.Limiter
+}
+
+// NewWith is New with opts.
+func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opts Options) (*Hub, error) {
 	h := &Hub{
 		mgr:           mgr,
 		logger:        logger,
@@ -95,8 +119,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		results:       newResultStore(),
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
-	h.approvals.shared = mgr.SharedStore() // nil without store:
-	h.rates.shared = mgr.SharedStore()
+	h.approvals.shared = opts.Store // nil without store:
+	h.rates.shared = opts.Store
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err

@@ -250,7 +250,7 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 			srv.Retry.Attempts = 1
 		}
 	}
-	mgr, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
+	mgr, _, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
 	if err != nil {
 		return ""
 	}

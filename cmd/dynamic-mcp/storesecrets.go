@@ -44,7 +44,7 @@ func inStore(s *vault.Secrets) string {
 // watchSharedSecrets sends on changed (without blocking: one pending
 // reload covers any number of changes) each time a secret is set or
 // removed in db, until ctx ends; without a store it returns at once.
-func watchSharedSecrets(ctx context.Context, db shared.Store, changed chan<- struct{}) {
+func watchSharedSecrets(ctx context.Context, db shared.Notifier, changed chan<- struct{}) {
 	if db == nil {
 		return
 	}

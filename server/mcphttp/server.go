@@ -63,8 +63,9 @@ type Options struct {
 	// Store, with SessionKeys, is the store every replica shares: a
 	// sealed session's GET stream events, the client's answers to the
 	// hub's requests, its cancellations and log level, and its DELETE go
-	// through it to whichever replica needs them (relay.go). Nil: none,
-	// and each replica keeps these to itself.
+	// through it to whichever replica needs them (relay.go), and so do
+	// the pending per-user sign-ins (signinshared.go). Nil: none, and
+	// each replica keeps these to itself.
 	Store shared.Store
 	// TrustedProxies are the balancers whose X-Forwarded-For (or
 	// Forwarded) header names the client (clientip.go); nil: the peer is
@@ -122,6 +123,7 @@ type Server struct {
 
 	sealer    *sealer          // nil without session keys
 	relay     *relay           // nil without a store and session keys (relay.go)
+	store     shared.Store     // Options.Store: the pending sign-ins too (signinshared.go)
 	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
 	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
 	now       func() time.Time // the clock of sealed ids' expiry; tests set it
@@ -146,6 +148,7 @@ func New(hub *server.Hub, opts Options, logger *slog.Logger) *Server {
 	}
 	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
 	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
+	s.store = opts.Store
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s, opts.Store)
 	}
