@@ -15,7 +15,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -77,33 +76,10 @@ type Hub struct {
 	once    sync.Once
 }
 
-// New builds the hub for cfg's upstreams in mgr and opens its audit trail.
-// The hub is whole when New returns; nothing reaches it from upstreams
-// before Run, which keeps its view current and passes on what upstreams
-// send.
-func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
-	return NewWith(cfg, mgr, logger, Options{})
-}
-
-// Options are what a Hub is given beyond its config and upstreams.
-type Options struct {
-	// Store is the state every replica shares (store: postgres://...):
-	// grants, pending approvals and rate counters are kept there. nil:
-	// here. The caller opens it and closes it after Close.
-	Store SharedState
-}
-
-// SharedState is the store every replica shares as the hub uses it:
-// grants and pending approvals (values, changes under a lock, notices to
-// the replicas) and rate buckets.
-type SharedState interface {
-	shared.Tx
-	shared.Locker
-	shared.Notifier
-	shared.Limiter
-}
-
-// NewWith is New with opts.
+// NewWith builds the hub for cfg's upstreams in mgr, with opts, and opens
+// its audit trail. The hub is whole when it returns; nothing reaches it
+// from upstreams before Run, which keeps its view current and passes on
+// what upstreams send.
 func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opts Options) (*Hub, error) {
 	h := &Hub{
 		mgr:           mgr,
