@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -63,5 +64,51 @@ func TestDiscoverIssuerMismatch(t *testing.T) {
 	}
 	if n := strings.Count(logged.String(), "level=WARN"); n != 2 {
 		t.Errorf("%d warnings for two uses:\n%s", n, logged.String())
+	}
+}
+
+// What the sign-in takes that go-sdk's oauthex would refuse (see the
+// comment on discoverServer), each of which a server in the field sends:
+// an empty quoted parameter in the 401's challenge, protected resource
+// metadata naming its resource with a trailing slash and a member of an
+// unexpected type, authorization server metadata served as text/plain
+// without code_challenge_methods_supported; and a registration endpoint's
+// refusal keeps its status apart from its body, for the sign-in page.
+func TestDiscoveryTakesWhatOauthexRefuses(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="", resource_metadata="`+srv.URL+`/prm", scope="files:read"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/prm":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"resource":%q,"authorization_servers":[%q],"bearer_methods_supported":"header"}`, srv.URL+"/mcp/", srv.URL)
+		case "/.well-known/oauth-authorization-server":
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"%s/a","token_endpoint":"%s/t","response_types_supported":"code"}`, srv.URL, srv.URL, srv.URL)
+		case "/register":
+			http.Error(w, "internal detail", http.StatusInternalServerError)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ch := probe(t.Context(), srv.Client(), srv.URL+"/mcp", nil)
+	if ch.metadataURL != srv.URL+"/prm" || ch.scope != "files:read" {
+		t.Fatalf("challenge: %+v", ch)
+	}
+	prm := fetchResourceMetadata(t.Context(), srv.Client(), srv.URL+"/mcp", ch.metadataURL)
+	if prm.Resource != srv.URL+"/mcp/" || len(prm.AuthorizationServers) != 1 {
+		t.Fatalf("resource metadata: %+v", prm)
+	}
+	md, err := discoverServer(t.Context(), srv.Client(), srv.URL+"/mcp", prm, true, issuerCheck{})
+	if err != nil || md.lookedUp != srv.URL || md.TokenEndpoint != srv.URL+"/t" {
+		t.Fatalf("authorization server metadata: %+v, %v", md, err)
+	}
+	_, err = register(t.Context(), srv.Client(), srv.URL+"/register", "http://127.0.0.1:1/callback", nil)
+	var ae *AnswerError
+	if !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || ae.Body != "internal detail" {
+		t.Fatalf("registration refused: %#v", err)
 	}
 }

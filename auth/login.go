@@ -195,6 +195,10 @@ type challenge struct {
 	scope       string
 }
 
+// The challenge's parameters are read by pattern, not with oauthex's
+// ParseWWWAuthenticate (go-sdk v1.8.0), which refuses a whole header with
+// an empty quoted value (error_description="", valid in RFC 9110) or a
+// missing comma, losing the resource_metadata beside it.
 var (
 	resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]+)"`)
 	scopeParam            = regexp.MustCompile(`scope="([^"]+)"`)

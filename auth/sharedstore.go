@@ -23,7 +23,16 @@ const tokenNS = "token"
 // other replica can open. Changes of a record are made under db's lock of
 // its server (a PostgreSQL advisory lock), so a renewal is single-flight
 // across replicas as it is across processes with the state directory.
-func NewSharedStore(dir string, db shared.Store) *Store { return &Store{dir: dir, db: db} }
+func NewSharedStore(dir string, db SharedDB) *Store { return &Store{dir: dir, db: db} }
+
+// SharedDB is what a Store keeps its records in when every replica shares
+// them: values, their keys, and changes under a lock every replica
+// honours.
+type SharedDB interface {
+	shared.Tx
+	shared.Lister
+	shared.Locker
+}
 
 // ns is the namespace of the store's records in db: tokenNS, or a user's
 // own (ForUser) for the records of that user alone.

@@ -130,7 +130,7 @@ type Store struct {
 	userKey string
 	// db keeps the records in the store every replica shares in place of
 	// dir's files (see NewSharedStore); nil: the files.
-	db shared.Store
+	db SharedDB
 
 	mu    sync.Mutex // guards log, vault and keyChecked
 	log   *slog.Logger

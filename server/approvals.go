@@ -54,12 +54,19 @@ const (
 	maxGrantName = 1 << 10
 )
 
+// approvalDB is the store every replica shares as the approvals use it.
+type approvalDB interface {
+	shared.Tx
+	shared.Locker
+	shared.Notifier
+}
+
 // approvals are the hub's pending calls and grants.
 type approvals struct {
 	now func() time.Time // the clock of grants' expiry; tests set it
 	// shared keeps the grants for every session in the store every
 	// replica shares (sharedgrants.go); nil: here.
-	shared shared.Store
+	shared approvalDB
 	// replica names this hub among the replicas of a shared store, in
 	// the rows of the calls waiting here (sharedpending.go).
 	replica string

@@ -76,11 +76,11 @@ type Hub struct {
 	once    sync.Once
 }
 
-// New builds the hub for cfg's upstreams in mgr and opens its audit trail.
-// The hub is whole when New returns; nothing reaches it from upstreams
-// before Run, which keeps its view current and passes on what upstreams
-// send.
-func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
+// NewWith builds the hub for cfg's upstreams in mgr, with opts, and opens
+// its audit trail. The hub is whole when it returns; nothing reaches it
+// from upstreams before Run, which keeps its view current and passes on
+// what upstreams send.
+func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opts Options) (*Hub, error) {
 	h := &Hub{
 		mgr:           mgr,
 		logger:        logger,
@@ -95,8 +95,8 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 		results:       newResultStore(),
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
-	h.approvals.shared = mgr.SharedStore() // nil without store:
-	h.rates.shared = mgr.SharedStore()
+	h.approvals.shared = opts.Store // nil without store:
+	h.rates.shared = opts.Store
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err

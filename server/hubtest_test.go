@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -37,7 +38,7 @@ func runHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manage
 // state); the test's end calls it too.
 func startHub(t testing.TB, yaml string, declareCaps bool) (*Hub, *upstream.Manager, func()) {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	cfg, err := config.Loader{Secrets: secrets.Source{}}.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}

@@ -61,7 +61,7 @@ type rateLimiter struct {
 	// shared counts every scope but the session's of a session that
 	// lives on one replica in the store every replica shares
 	// (sharedrate.go); nil: here.
-	shared shared.Store
+	shared shared.Limiter
 
 	mu        sync.Mutex // guards the fields below
 	buckets   map[rateKey]*rateBucket

@@ -29,17 +29,17 @@ func replicaHub(t *testing.T, url, yaml string) *Hub {
 		t.Fatal(err)
 	}
 	logger := testLogger()
-	mgr := upstream.New(cfg, logger)
-	mgr.UseSharedStore(db) // the manager closes it
+	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
-	h, err := New(cfg, mgr, logger)
+	h, err := NewWith(cfg, mgr, logger, Options{Store: db})
 	if err != nil {
 		mgr.Close()
+		db.Close()
 		t.Fatal(err)
 	}
 	h.Run()
 	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
+	t.Cleanup(func() { h.Close(); mgr.Close(); db.Close() })
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
 	return h

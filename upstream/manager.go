@@ -13,7 +13,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // Group is a configured group with its servers, in config order.
@@ -32,7 +31,7 @@ type Manager struct {
 	lists     *toolCache                             // the tools each server listed last (toolcache.go)
 	caps      atomic.Pointer[mcp.ClientCapabilities] // declared to shared connections
 	tokens    *auth.Store
-	shared    shared.Store  // nil: none; set by UseSharedStore, closed by Close
+	shared    SharedState   // nil: none; Options.Store
 	logLevel  atomic.Value  // mcp.LoggingLevel asked by the client, "" for none
 	changes   chan struct{} // coalesced: one pending signal is enough
 	events    chan Event    // bounded: see emit
@@ -59,8 +58,32 @@ type Manager struct {
 	closed   bool
 }
 
-// New builds the manager of cfg's servers without starting any.
+// New builds the manager of cfg's servers without starting any, with its
+// state in the state directory.
 func New(cfg *config.Config, logger *slog.Logger) *Manager {
+	return NewWith(cfg, logger, Options{})
+}
+
+// Options are what a Manager is given beyond its config.
+type Options struct {
+	// Store is the state every replica shares (store: postgres://...):
+	// the upstream sign-ins, the tool pins and the tools each server
+	// listed last are kept there in place of the state directory's
+	// files. nil: the files. The caller opens it and closes it after
+	// Close.
+	Store SharedState
+}
+
+// SharedState is the store every replica shares as the manager uses it:
+// the sign-ins' records (auth.SharedDB), the pins under a held lock, and
+// a notice to the replicas of a pin accepted.
+type SharedState interface {
+	auth.SharedDB
+	PinDB
+}
+
+// NewWith is New with opts.
+func NewWith(cfg *config.Config, logger *slog.Logger, opts Options) *Manager {
 	m := &Manager{
 		logger:    logger,
 		changes:   make(chan struct{}, 1),
@@ -70,6 +93,12 @@ func New(cfg *config.Config, logger *slog.Logger) *Manager {
 		lists:     &toolCache{dir: filepath.Join(cfg.StateDir, "tools")},
 		tokens:    auth.NewStore(cfg.TokenDir()),
 		now:       time.Now,
+	}
+	if opts.Store != nil {
+		m.shared = opts.Store
+		m.pins.UseSharedStore(opts.Store)
+		m.lists.shared = opts.Store
+		m.tokens = auth.NewSharedStore(cfg.TokenDir(), opts.Store)
 	}
 	m.tokens.SetLogger(logger)
 	m.cfg.Store(cfg)
@@ -280,9 +309,6 @@ func (m *Manager) Close() error {
 	m.reaper.Wait()
 	if n := m.droppedSince.Swap(0); n > 0 {
 		m.logger.Warn("upstream notifications dropped: the hub was not keeping up", "dropped", n)
-	}
-	if m.shared != nil {
-		m.shared.Close()
 	}
 	return nil
 }

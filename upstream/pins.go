@@ -18,7 +18,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // pinLockWait bounds how long a change of a pin file waits for another
@@ -56,7 +55,7 @@ type Pins struct {
 	write func(path string, v any) error
 	// shared keeps the pins in the store every replica shares in place
 	// of dir's files (see UseSharedStore); nil: the files.
-	shared shared.Store
+	shared PinDB
 
 	mu    sync.Mutex               // guards files
 	files map[string]chan struct{} // by server: a lock (one token) on the read-modify-write of its file

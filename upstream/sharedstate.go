@@ -7,29 +7,25 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
-
-// UseSharedStore keeps the upstream sign-ins, the tool pins and the tools
-// each server listed last in db, the state every replica shares (store:
-// postgres://...), in place of the state directory's files; the manager owns db from then on and closes it last
-// in Close. Call it before Start.
-func (m *Manager) UseSharedStore(db shared.Store) {
-	m.shared = db
-	m.pins.UseSharedStore(db)
-	m.lists.shared = db
-	m.tokens = auth.NewSharedStore(m.tokens.Dir(), db)
-	m.tokens.SetLogger(m.logger)
-}
 
 // pinNS is the namespace of pins in a shared store: one value per
 // server, the JSON of its pin file.
 const pinNS = "pin"
 
+// PinDB is the store every replica shares as the pins use it: values,
+// the lock of a server's pins held while they are read and written, and
+// a notice to the replicas of a pin accepted.
+type PinDB interface {
+	shared.Tx
+	shared.Holder
+	shared.Notifier
+}
+
 // UseSharedStore keeps pins in db, the store every replica shares, in
 // place of the pins directory. Call it before the pins are used.
-func (p *Pins) UseSharedStore(db shared.Store) { p.shared = db }
+func (p *Pins) UseSharedStore(db PinDB) { p.shared = db }
 
 // read returns the JSON of serverID's pins: its file, or its value in the
 // shared store; fs.ErrNotExist when there is none.
@@ -64,15 +60,6 @@ func (p *Pins) where(serverID string) string {
 		return p.path(serverID)
 	}
 	return "the store's pins of " + serverID
-}
-
-// SharedStore is the store every replica shares, given by
-// UseSharedStore; nil when there is none.
-func (m *Manager) SharedStore() shared.Store {
-	if m == nil {
-		return nil
-	}
-	return m.shared
 }
 
 // pinsChannel is the shared store's notification of a pin accepted (or

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -128,5 +131,29 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 	case <-heard:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the accept was not announced")
+	}
+}
+
+// The manager keeps its state in the store it is given (Options.Store) and
+// leaves it to whoever opened it, which closes it after the manager: the
+// store still answers after Close.
+func TestManagerLeavesTheStoreOpen(t *testing.T) {
+	url := pgtest.Start(t)
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg, err := config.Parse("c.yaml", strings.NewReader("state_dir: "+t.TempDir()+"\ngroups:\n  g: { description: d, command: srv }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := NewWith(cfg, slog.New(slog.DiscardHandler), Options{Store: db})
+	if err := mgr.pins.sharedSave(&pinFile{Server: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	mgr.Close()
+	if _, err := db.Get(t.Context(), pinNS, "g"); err != nil {
+		t.Errorf("the store after the manager's Close: %v", err)
 	}
 }

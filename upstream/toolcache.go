@@ -42,12 +42,11 @@ const toolCacheWait = 5 * time.Second
 
 // toolCache keeps each server's last tools/list: a file per server
 // identity in dir, written atomically with mode 0600, or a value in the
-// store every replica shares (see Manager.UseSharedStore), as the pins
-// are kept. It is a cache: a lost or torn write costs one cold start,
+// store every replica shares (see Options.Store), as the pins are kept. It is a cache: a lost or torn write costs one cold start,
 // so several processes writing it need no lock (a file is replaced whole).
 type toolCache struct {
 	dir    string
-	shared shared.Store // nil: the files in dir
+	shared shared.Tx // nil: the files in dir
 }
 
 // cacheKey names sc's cached tools: a hash of what starts or reaches the

@@ -16,6 +16,8 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -104,11 +106,15 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// configs reads configs with their secrets: the vault of the state
+// directory, or the store (types/config opens neither itself).
+var configs = config.Loader{Secrets: secrets.Source{}}
+
 // load reads the config, and refuses one with a group that runs
 // dynamic-mcp on this same config (the hub would start itself as its
 // own upstream, again and again, or be its own client).
 func (c *common) load() (*config.Config, error) {
-	cfg, err := config.Load(c.config)
+	cfg, err := configs.Load(c.config)
 	if err != nil {
 		return nil, err
 	}
@@ -138,16 +144,18 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 }
 
 // connectAll starts every upstream of cfg for a command that has no client
-// of its own, so declares no client capabilities.
-func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*upstream.Manager, error) {
-	mgr, err := newManager(ctx, cfg, logger)
+// of its own, so declares no client capabilities. The caller closes db
+// (closeStore) after the manager.
+func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *upstream.Manager, db shared.Store, _ error) {
+	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
 	go answerWithoutClient(ctx, mgr)
 	mgr.Start(ctx)
-	return mgr, nil
+	return mgr, db, nil
 }
 
 // answerWithoutClient takes what upstreams send while no client is there

@@ -19,6 +19,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -57,11 +58,12 @@ func bearerToken(cfg *config.Config, stderr io.Writer, logger *slog.Logger) stri
 
 // serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
 // within a few seconds: /mcp and the legacy SSE endpoints, /healthz and
-// /readyz of mgr's upstreams. mount, if set, adds handlers (/metrics ...)
-// to the HTTP face before it serves; it is given the face's URL
-// ("http://host:port") and the checks of its guard without the token,
-// for handlers behind a token of their own.
-func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
+// /readyz of mgr's upstreams; db is the store every replica shares (nil:
+// none), for the face's relay and pending sign-ins. mount, if set, adds
+// handlers (/metrics ...) to the HTTP face before it serves; it is given
+// the face's URL ("http://host:port") and the checks of its guard without
+// the token, for handlers behind a token of their own.
+func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db shared.Store, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
 	mount func(h *mcphttp.Server, url string, checks httpguard.GuardOptions)) error {
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
@@ -76,7 +78,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, cfg 
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
-		SessionKeys: cfg.HTTP.SessionKeys, Store: mgr.SharedStore(), SignIns: mgr, TrustedProxies: cfg.HTTP.TrustedProxies}
+		SessionKeys: cfg.HTTP.SessionKeys, Store: db, SignIns: mgr, TrustedProxies: cfg.HTTP.TrustedProxies}
 	if !noAuth {
 		opts.Token = bearerToken(cfg, stderr, logger)
 		opts.Tokens = cfg.HTTP.Tokens

@@ -133,7 +133,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // are not set, with how to set each: until they are, the groups that use
 // them are unavailable.
 func printNeeds(path string, stdout, stderr io.Writer) {
-	cfg, err := config.Load(path)
+	cfg, err := configs.Load(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "note: the hub would not start on %s yet:\n%v\n", path, err)
 		return
@@ -238,7 +238,7 @@ func fileExists(p string) bool {
 // probeDescription starts a server and describes it by its instructions or
 // its name; "" when it cannot be reached.
 func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) string {
-	cfg, err := config.Parse("probe", strings.NewReader(renderGroups([]clients.Server{{Name: "probe", Command: s.Command, Args: s.Args,
+	cfg, err := configs.Parse("probe", strings.NewReader(renderGroups([]clients.Server{{Name: "probe", Command: s.Command, Args: s.Args,
 		Env: s.Env, URL: s.URL, Headers: s.Headers, Transport: s.Transport, Description: "probe"}})))
 	if err != nil {
 		fmt.Fprintf(stderr, "note: cannot probe %s: %v\n", s.Name, err)
@@ -250,7 +250,7 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 			srv.Retry.Attempts = 1
 		}
 	}
-	mgr, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
+	mgr, _, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
 	if err != nil {
 		return ""
 	}

@@ -157,7 +157,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	}
 	// A config whose groups wait for a variable or a secret installs: the
 	// hub serves the rest, and says what each waits for.
-	cfg, err := config.Load(absCfg)
+	cfg, err := configs.Load(absCfg)
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}

@@ -37,7 +37,7 @@ func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, noted fun
 	stamp, changedAt := statStamp(path), time.Time{}
 	pins, vaulted := statStamp(pinsDir), statStamp(vaultFile)
 	reload := func(reason string) {
-		cfg, err := config.Load(path)
+		cfg, err := configs.Load(path)
 		current = fileHash(path)
 		noted(reason, err)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -42,7 +41,7 @@ func TestSecretCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "API_KEY\tused at groups.a.env.KEY") || strings.Contains(out, "sk-from-stdin-42") {
 		t.Fatalf("secret list: %v\n%s", err, out)
 	}
-	c, err := config.Load(cfg)
+	c, err := configs.Load(cfg)
 	if err != nil || c.Groups[0].Servers[0].Env["KEY"] != "sk-from-stdin-42" {
 		t.Fatalf("Load after set: %v", err)
 	}
@@ -71,7 +70,7 @@ func TestSecretCommand(t *testing.T) {
 // first server is unavailable (an unset variable or missing secret),
 // or nil.
 func loadProblem(path string) error {
-	cfg, err := config.Load(path)
+	cfg, err := configs.Load(path)
 	if err != nil {
 		return err
 	}

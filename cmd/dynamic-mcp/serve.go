@@ -21,6 +21,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // serveCmd serves MCP over stdio until the client closes stdin or a signal
@@ -98,12 +99,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 	}
-	mgr, err := newManager(ctx, cfg, logger)
+	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer closeStore(db) // deferred first, so run last: after the upstreams and the hub
+	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	defer mgr.Close()
-	hub, err := server.New(cfg, mgr, logger)
+	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
 	if err != nil {
 		return err
 	}
@@ -189,7 +192,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	secretsWatched := make(chan struct{})
 	go func() {
 		defer close(secretsWatched)
-		watchSharedSecrets(watchCtx, mgr.SharedStore(), secretsChanged)
+		watchSharedSecrets(watchCtx, db, secretsChanged)
 	}()
 	// Once every upstream has started (or failed to), what the start
 	// touched (initialisers, the config's parse, the upstreams' first
@@ -208,7 +211,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		announceUI := func(page, token string) string {
 			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
-		return serveHTTP(ctx, hub, mgr, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
+		return serveHTTP(ctx, hub, mgr, db, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.

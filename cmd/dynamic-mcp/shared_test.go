@@ -47,7 +47,7 @@ func newShared(t testing.TB, body string) *sharedSetup {
 func newSharedIn(t testing.TB, state, body string) *sharedSetup {
 	t.Helper()
 	path := writeConfig(t, "state_dir: "+state+"\n"+body)
-	cfg, err := config.Load(path)
+	cfg, err := configs.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,10 +76,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st := printHub(ctx, cfg, stdout); st != nil && st.Upstreams != nil {
 		return printHubStatus(stdout, st, cfg.Path)
 	}
-	mgr, err := connectAll(ctx, cfg, logger)
+	mgr, db, err := connectAll(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer closeStore(db)
 	defer mgr.Close()
 	// Each server settles on its first try: ready, or failed with a reason.
 	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout+5*time.Second)

@@ -51,7 +51,7 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			o.storeOwn = append(o.storeOwn, name)
 		}
 	}
-	url, err := config.ScanStore(c.config, stateDir)
+	url, err := configs.ScanStore(c.config, stateDir)
 	if err != nil {
 		return err
 	}

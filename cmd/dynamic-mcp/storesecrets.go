@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -19,7 +19,7 @@ func openSecrets(configPath, stateDir, name string, uses map[string][]string, lo
 	url := ""
 	if name == "" || !slices.Equal(uses[name], []string{"store"}) {
 		var err error
-		if url, err = config.ScanStore(configPath, stateDir); err != nil {
+		if url, err = configs.ScanStore(configPath, stateDir); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -30,7 +30,7 @@ func openSecrets(configPath, stateDir, name string, uses map[string][]string, lo
 		}
 		return vault.NewSecrets(stateDir, v), v, func() {}, nil
 	}
-	return config.OpenStoreSecrets(context.Background(), url, stateDir, logger)
+	return secrets.OpenStore(context.Background(), url, stateDir, logger)
 }
 
 // inStore says, after what was done, that it was done in the store.
@@ -44,7 +44,7 @@ func inStore(s *vault.Secrets) string {
 // watchSharedSecrets sends on changed (without blocking: one pending
 // reload covers any number of changes) each time a secret is set or
 // removed in db, until ctx ends; without a store it returns at once.
-func watchSharedSecrets(ctx context.Context, db shared.Store, changed chan<- struct{}) {
+func watchSharedSecrets(ctx context.Context, db shared.Notifier, changed chan<- struct{}) {
 	if db == nil {
 		return
 	}

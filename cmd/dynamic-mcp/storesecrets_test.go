@@ -17,7 +17,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -60,7 +59,7 @@ func TestSecretCommandWithStore(t *testing.T) {
 	if err != nil || !strings.Contains(out, "API_KEY\tused at groups.a.env.KEY") || !strings.Contains(out, "DB_ADDR\tkept in the state directory") || strings.Contains(out, "sk-team-secret-1") {
 		t.Fatalf("secret list: %v\n%s", err, out)
 	}
-	c, err := config.Load(cfg)
+	c, err := configs.Load(cfg)
 	if err != nil || c.Groups[0].Servers[0].Env["KEY"] != "sk-team-secret-1" {
 		t.Fatalf("Load: %v", err)
 	}

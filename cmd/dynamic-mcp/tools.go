@@ -33,14 +33,15 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if only != "" && !hasGroup(cfg, only) {
 		return fmt.Errorf("no group %q in %s", only, cfg.Path)
 	}
-	mgr, err := connectAll(ctx, cfg, logger)
+	mgr, db, err := connectAll(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer closeStore(db)
 	defer mgr.Close()
 	mgr.WaitSettled(ctx)
 	cfg.Audit.Path = "off" // listing tools is not something to audit
-	hub, err := server.New(cfg, mgr, logger)
+	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
 	if err != nil {
 		return err
 	}

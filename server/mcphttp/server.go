@@ -66,8 +66,9 @@ type Options struct {
 	// Store, with SessionKeys, is the store every replica shares: a
 	// sealed session's GET stream events, the client's answers to the
 	// hub's requests, its cancellations and log level, and its DELETE go
-	// through it to whichever replica needs them (relay.go). Nil: none,
-	// and each replica keeps these to itself.
+	// through it to whichever replica needs them (relay.go), and so do
+	// the pending per-user sign-ins (signinshared.go). Nil: none, and
+	// each replica keeps these to itself.
 	Store shared.Store
 	// SignIns run the per-user servers' sign-ins (signin.go); the
 	// upstream.Manager does. Nil: a caller cannot be sent to sign in.
@@ -89,7 +90,6 @@ type Options struct {
 type UserSignIns interface {
 	BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error)
 	SaveUserSignIn(user string, rec *auth.Record) error
-	SharedStore() shared.Store
 }
 
 // idleSession is how long a session with no request and no open stream
@@ -138,6 +138,7 @@ type Server struct {
 
 	sealer    *sealer          // nil without session keys
 	relay     *relay           // nil without a store and session keys (relay.go)
+	store     shared.Store     // Options.Store: the pending sign-ins too (signinshared.go)
 	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
 	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
 	now       func() time.Time // the clock of sealed ids' expiry; tests set it
@@ -163,6 +164,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	}
 	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
 	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
+	s.store = opts.Store
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s, opts.Store)
 	}

@@ -193,15 +193,12 @@ func (l localSignIns) peek(_ context.Context, key string, kind entryKind) (*sign
 	return l.p.peek(key, kind), nil
 }
 
-// pendingSignIns is where the face keeps its pending states: the hub's
-// store when it has one and the face can seal (session keys), so that
+// pendingSignIns is where the face keeps its pending states: the store
+// every replica shares (Options.Store) when it has one and the face can seal (session keys), so that
 // any replica serves any step; else this replica's memory.
 func (s *Server) pendingSignIns() pendingSignIns {
-	if s.opts.SignIns == nil || s.sealer == nil {
-		return localSignIns{&s.signIns}
-	}
-	if db := s.opts.SignIns.SharedStore(); db != nil {
-		return sharedSignIns{db: db, sealer: s.sealer}
+	if s.store != nil && s.sealer != nil {
+		return sharedSignIns{db: s.store, sealer: s.sealer}
 	}
 	return localSignIns{&s.signIns}
 }

@@ -20,35 +20,36 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // replicaOf runs a hub of yaml on the store at dbURL (a replica), as
-// runHub does.
-func replicaOf(t *testing.T, yaml, dbURL string) (*server.Hub, *upstream.Manager) {
+// runHub does; db is the store, for the face.
+func replicaOf(t *testing.T, yaml, dbURL string) (_ *server.Hub, _ *upstream.Manager, db shared.Store) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	db, err := pgstore.Open(t.Context(), dbURL)
+	db, err = pgstore.Open(t.Context(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := testLogger()
-	mgr := upstream.New(cfg, logger)
-	mgr.UseSharedStore(db) // the manager closes it
-	h, err := server.New(cfg, mgr, logger)
+	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
+	h, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
 	if err != nil {
 		mgr.Close()
+		db.Close()
 		t.Fatal(err)
 	}
 	h.Run()
 	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
-	return h, mgr
+	t.Cleanup(func() { h.Close(); mgr.Close(); db.Close() })
+	return h, mgr, db
 }
 
 // twoReplicas are two replicas of a hub on one store, with a per-user
@@ -87,9 +88,9 @@ func newTwoReplicas(t *testing.T) *twoReplicas {
     auth: per-user
 `, a.URL)
 		yaml = strings.Replace(yaml, "groups:\n", fmt.Sprintf("http: { auth: { issuer: %s, audience: %s, client_id: hub-sign-in } }\ngroups:\n", li.srv.URL, testAudience), 1)
-		h, mgr := replicaOf(t, yaml, dbURL)
+		h, mgr, db := replicaOf(t, yaml, dbURL)
 		cfg, _ := config.Parse("test.yaml", strings.NewReader(yaml))
-		face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth, SessionKeys: [][]byte{key}, SignIns: mgr}, testLogger())
+		face := New(h, Options{Tokens: map[string]string{"ci": ciToken}, Auth: cfg.HTTP.Auth, SessionKeys: [][]byte{key}, Store: db, SignIns: mgr}, testLogger())
 		ts := httptest.NewServer(face)
 		t.Cleanup(func() { ts.Close(); face.Close() })
 		faces = append(faces, ts)

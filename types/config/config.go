@@ -672,14 +672,17 @@ func (c *Config) AuditPath() string {
 	return c.Audit.Path
 }
 
+// Load is Loader.Load without secrets.
+func Load(path string) (*Config, error) { return Loader{}.Load(path) }
+
 // Load reads and parses the file at path.
-func Load(path string) (*Config, error) {
+func (l Loader) Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	return Parse(path, f)
+	return l.Parse(path, f)
 }
 
 // ID names a server uniquely across the file: "group/server", or just the

@@ -48,15 +48,26 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // tool names, which the MCP spec limits to [A-Za-z0-9_.-].
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-// Parse reads a config from r, substitutes ${VAR} and ${VAR:-default},
-// applies defaults and validates it. Every problem is reported, each as a
-// *ConfigError, joined with go-multierror.
-func Parse(path string, r io.Reader) (*Config, error) {
+// A Loader reads configs, taking the secrets ${secret:NAME} refer to from
+// Secrets; the zero Loader (Parse, Load) has none, and reports a
+// reference as a problem.
+type Loader struct {
+	Secrets Secrets
+}
+
+// Parse is Loader.Parse without secrets.
+func Parse(path string, r io.Reader) (*Config, error) { return Loader{}.Parse(path, r) }
+
+// Parse reads a config from r, substitutes ${VAR} and ${VAR:-default}
+// (and ${secret:NAME} from l.Secrets), applies defaults and validates it.
+// Every problem is reported, each as a *ConfigError, joined with
+// go-multierror.
+func (l Loader) Parse(path string, r io.Reader) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	p := &parser{path: path, dir: configDir(path), cli: CLIFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
+	p := &parser{Loader: l, path: path, dir: configDir(path), cli: CLIFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
 	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
 		if name == "CONFIG_DIR" {
@@ -87,7 +98,8 @@ func listErrors(errs []error) string {
 }
 
 type parser struct {
-	path string
+	Loader // the secrets
+	path   string
 	// sessionKeyTexts are http.session_keys as written (after ${VAR}):
 	// hidden from stdio servers as the tokens are.
 	sessionKeyTexts []string

@@ -2,20 +2,35 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"gopkg.in/yaml.v3"
 )
 
+// Secrets reads the secrets ${secret:NAME} refer to. Parsing opens
+// nothing itself: cmd hands a Loader the vault and the store
+// (types/secrets), which it asks on the first reference only, so that a
+// config without one never touches the vault, the keychain or a database.
+type Secrets interface {
+	// File returns the secrets of the vault of the state directory
+	// stateDir.
+	File(stateDir string) (map[string]string, error)
+	// Store returns the secrets of the store at url (store:
+	// postgres://...), sealed under the vault key stateDir's vault uses.
+	Store(ctx context.Context, url, stateDir string) (map[string]string, error)
+}
+
+// errNoSecrets is a reference met by a Loader given no Secrets.
+var errNoSecrets = errors.New("this reader of the config has no secrets")
+
 // secret resolves ${secret:name} met at key from the vault of the state
-// directory, or with store: from the store (storesecrets.go), opened on
-// the first reference; a config without one never touches the vault or
-// the keychain.
+// directory, or with store: from the store (storesecrets.go), read on
+// the first reference.
 func (p *parser) secret(name, key string) (string, bool) {
 	if p.secretUses == nil {
 		p.secretUses = map[string][]string{}
@@ -31,7 +46,7 @@ func (p *parser) secret(name, key string) (string, bool) {
 // on the first reference.
 func (p *parser) fileSecret(name, key string) (string, bool) {
 	if p.secrets == nil && p.secretsErr == nil {
-		p.secrets, p.secretsErr = ReadSecrets(p.stateDir)
+		p.secrets, p.secretsErr = p.readFile(p.stateDir)
 		if p.secretsErr != nil {
 			p.fail(nil, key, "reading the vault's secrets: %v", p.secretsErr)
 		}
@@ -43,13 +58,12 @@ func (p *parser) fileSecret(name, key string) (string, bool) {
 	return v, ok
 }
 
-// ReadSecrets returns the secrets of the vault of stateDir.
-func ReadSecrets(stateDir string) (map[string]string, error) {
-	v, err := vault.Open(context.Background(), vault.Options{Dir: stateDir})
-	if err != nil {
-		return nil, err
+// readFile returns the secrets of the vault of stateDir.
+func (l Loader) readFile(stateDir string) (map[string]string, error) {
+	if l.Secrets == nil {
+		return nil, errNoSecrets
 	}
-	return vault.NewSecrets(stateDir, v).All()
+	return l.Secrets.File(stateDir)
 }
 
 // prescanStateDir reads the top-level state_dir before the rest, since a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -29,7 +30,7 @@ groups:
       local: { command: srv, args: ["--key", "${secret:API_KEY}"], env: { KEY: "${secret:API_KEY}" } }
       signin: { url: "https://s.example/mcp", oauth: { client_id: hub, client_secret: "${secret:API_KEY}" } }
 state_dir: ` + state + "\n"
-	cfg, err := Parse("c.yaml", strings.NewReader(src))
+	cfg, err := Loader{Secrets: secrets.Source{}}.Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ state_dir: ` + state + "\n"
 	}
 	// A missing secret holds up its server alone, with the command that
 	// sets it.
-	cfg, err = Parse("c.yaml", strings.NewReader(strings.Replace(src, "Bearer ${secret:API_KEY}", "Bearer ${secret:MISSING}", 1)))
+	cfg, err = Loader{Secrets: secrets.Source{}}.Parse("c.yaml", strings.NewReader(strings.Replace(src, "Bearer ${secret:API_KEY}", "Bearer ${secret:MISSING}", 1)))
 	if err != nil {
 		t.Fatalf("a missing secret failed the config: %v", err)
 	}

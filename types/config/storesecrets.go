@@ -3,16 +3,12 @@ package config
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
-	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
 // With store:, the config's ${secret:NAME} are the store's secrets (every
@@ -44,37 +40,18 @@ func prescanStore(data []byte, env func(string) (string, bool), fileSecret func(
 	return s, false
 }
 
-// ReadStoreSecrets returns the secrets of the store at url (see
-// OpenStoreSecrets).
-func ReadStoreSecrets(ctx context.Context, url, stateDir string) (map[string]string, error) {
-	s, _, closeStore, err := OpenStoreSecrets(ctx, url, stateDir, nil)
-	if err != nil {
-		return nil, err
+// readStore returns the secrets of the store at url.
+func (l Loader) readStore(ctx context.Context, url, stateDir string) (map[string]string, error) {
+	if l.Secrets == nil {
+		return nil, errNoSecrets
 	}
-	defer closeStore()
-	return s.All()
-}
-
-// OpenStoreSecrets opens the secrets of the store at url, sealed with
-// the vault key of DYNAMIC_MCP_VAULT_KEY (checked against the store's),
-// and that vault; closeStore lets go of the store.
-func OpenStoreSecrets(ctx context.Context, url, stateDir string, logger *slog.Logger) (_ *vault.Secrets, _ *vault.Vault, closeStore func(), _ error) {
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	v, err := vault.OpenShared(ctx, db, vault.Options{Dir: stateDir, Logger: logger})
-	if err != nil {
-		db.Close()
-		return nil, nil, nil, err
-	}
-	return vault.NewSharedSecrets(db, v), v, db.Close, nil
+	return l.Secrets.Store(ctx, url, stateDir)
 }
 
 // ScanStore reads the config at path without resolving anything but
 // store: itself (its ${secret:NAME} from stateDir, the config's, which
 // ScanSecrets returns): its store URL, "" when it has none.
-func ScanStore(path, stateDir string) (string, error) {
+func (l Loader) ScanStore(path, stateDir string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
@@ -89,7 +66,7 @@ func ScanStore(path, stateDir string) (string, error) {
 		return lookupEnv(name)
 	}, func(name string) (string, bool) {
 		if file == nil {
-			if file, fileErr = ReadSecrets(stateDir); fileErr != nil {
+			if file, fileErr = l.readFile(stateDir); fileErr != nil {
 				file = map[string]string{}
 			}
 		}
@@ -112,7 +89,7 @@ func (p *parser) storeSecret(name, key string) (string, bool) {
 		return "", true // store:'s own problem is reported at its line
 	}
 	if p.storeSecrets == nil && p.storeSecretsErr == nil {
-		p.storeSecrets, p.storeSecretsErr = ReadStoreSecrets(context.Background(), p.storeAt, p.stateDir)
+		p.storeSecrets, p.storeSecretsErr = p.readStore(context.Background(), p.storeAt, p.stateDir)
 		if p.storeSecretsErr != nil {
 			p.fail(nil, key, "reading the store's secrets: %v", p.storeSecretsErr)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -38,6 +39,7 @@ func TestStoreSecretReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	load := Loader{Secrets: secrets.Source{}}
 	src := `
 groups:
   web:
@@ -46,14 +48,14 @@ groups:
     headers: { Authorization: "Bearer ${secret:API_KEY}" }
 store: ${secret:DB_URL}
 state_dir: ` + state + "\n"
-	if cfg, err := Parse("c.yaml", strings.NewReader(src)); err != nil || cfg.Groups[0].Servers[0].Unavailable() == nil ||
+	if cfg, err := load.Parse("c.yaml", strings.NewReader(src)); err != nil || cfg.Groups[0].Servers[0].Unavailable() == nil ||
 		!strings.Contains(cfg.Groups[0].Servers[0].Unavailable().Error(), "secret API_KEY is not set") {
 		t.Fatalf("a secret only on file, with store: %v", err)
 	}
 	if err := vault.NewSharedSecrets(db, v).Set("API_KEY", "sk-from-the-store-42"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Parse("c.yaml", strings.NewReader(src))
+	cfg, err := load.Parse("c.yaml", strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ state_dir: ` + state + "\n"
 	}
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, vault.KeySize)))
 	// DB_URL is sealed under the first key: give the URL plainly.
-	_, err = Parse("c.yaml", strings.NewReader(strings.Replace(src, "${secret:DB_URL}", url, 1)))
+	_, err = load.Parse("c.yaml", strings.NewReader(strings.Replace(src, "${secret:DB_URL}", url, 1)))
 	if err == nil || !strings.Contains(err.Error(), "reading the store's secrets") || !strings.Contains(err.Error(), vault.EnvKey+" environment variable") {
 		t.Fatalf("another key: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/secrets"
 )
 
 // An unset ${VAR} or missing ${secret:NAME} in a group holds up that
@@ -36,7 +38,7 @@ func TestUnsetVariableHoldsUpItsServer(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path)
+	cfg, err := Loader{Secrets: secrets.Source{}}.Load(path)
 	if err != nil {
 		t.Fatalf("an unset variable in a group failed the config: %v", err)
 	}

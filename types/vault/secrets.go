@@ -13,7 +13,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // SecretsFile holds the secrets, sealed, in the state directory.
@@ -26,7 +25,7 @@ type Secrets struct {
 	vault *Vault
 	// db keeps the secrets in the store every replica shares in place of
 	// dir's file (see NewSharedSecrets); nil: the file.
-	db shared.Store
+	db DB
 }
 
 // NewSecrets keeps secrets in dir (the state directory) under v.

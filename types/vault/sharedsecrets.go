@@ -47,15 +47,23 @@ type Entry struct {
 	Set   time.Time `json:"set"`
 }
 
+// DB is the store every replica shares as the secrets use it: values, a
+// lock for the key check, and a notice to the replicas of each change.
+type DB interface {
+	shared.Tx
+	shared.Locker
+	shared.Notifier
+}
+
 // NewSharedSecrets keeps secrets in db, sealed under v (see OpenShared).
-func NewSharedSecrets(db shared.Store, v *Vault) *Secrets { return &Secrets{db: db, vault: v} }
+func NewSharedSecrets(db DB, v *Vault) *Secrets { return &Secrets{db: db, vault: v} }
 
 // OpenShared opens the vault whose key seals what db, a store every
 // replica shares, keeps: the key must come from DYNAMIC_MCP_VAULT_KEY (a
 // key of this machine's keychain or key file would seal what no other
 // replica opens), and must be the key the store's data is sealed with
 // (see CheckShared).
-func OpenShared(ctx context.Context, db shared.Store, o Options) (*Vault, error) {
+func OpenShared(ctx context.Context, db DB, o Options) (*Vault, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
