@@ -177,11 +177,8 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
 	name, _ := req.stringField("name") // as the client called it
-	if bad := h.checkArgs(req, r, name, arguments); bad != nil {
-		return bad, nil
-	}
-	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
-		params: req.params, rename: true})
+	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
+		params: req.params, rename: true, shown: name, schema: r.inputSchema()})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -194,7 +191,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
-	return h.forward(ctx, req, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
+	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
 		params: req.params, rename: true})
 }
 
@@ -211,7 +208,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, req, call{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
 }
 
 // awaitRoute is the view to route a request for something found names: v

@@ -108,7 +108,9 @@ func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, 
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)
-	h.snap.Store(newSnapshot(cfg, pol, nil, audit).withViews(mgr))
+	snap := newSnapshot(cfg, pol, nil, audit).withViews(mgr)
+	snap.chain = h.newChain(snap)
+	h.snap.Store(snap)
 	return h, nil
 }
 
@@ -131,6 +133,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 			next.audit = audit
 		}
 	}
+	next.chain = h.newChain(next)
 	h.swap(next)
 	h.rates.retain(cfg)
 	h.announce(cur, next)

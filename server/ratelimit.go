@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -257,30 +258,41 @@ func (o *rateOver) message(rule string) string {
 	return fmt.Sprintf("Rate limit %s per %s of rule %s exceeded; retry after %ds", o.limit.Text, o.limit.Per, rule, o.seconds())
 }
 
-// limit charges the call c that d decided to its rule's rate, if it has
-// one, and returns how it is over the limit; nil when it is within it.
-// A 2026-07-28 client's retry of a call (with a requestState the hub
-// checks before anything is sent: see modernCall) resumes the call
-// already counted, and is not counted again.
-func (h *Hub) limit(req *request, c call, d policy.Decision) *rateOver {
-	if d.Rate == nil || resumes(req, c) {
+// rateLimit charges c to its rule's rate, if it has one, and turns a
+// call over it into nil (go ahead, as the rule's action says) or the
+// error the client gets (overLimit). A 2026-07-28 client's retry of a
+// call (with a requestState the hub checks before anything is sent: see
+// modernCall) resumes the call already counted, and is not counted again;
+// the retry that answers the question the call's rate put is read as the
+// question was asked (promptround.go).
+func (h *Hub) rateLimit(ctx context.Context, c *call.Call) error {
+	req, d := requestOf(c), c.Decision
+	var over *rateOver
+	if d.Rate != nil && !resumes(c) {
+		if after, ok := h.rates.take(d, req.sess, c.Profile); !ok {
+			over = &rateOver{limit: d.Rate, retryAfter: after}
+		}
+	}
+	if over == nil && d.Rate != nil && d.Rate.Then == config.ActionPrompt && h.answersQuestion(req, req.upcall(c)) {
+		over = &rateOver{limit: d.Rate}
+	}
+	if over == nil {
 		return nil
 	}
-	after, ok := h.rates.take(d, req.sess, req.sess.profileIn(req.snap.cfg))
-	if ok {
-		return nil
+	c.Notes.Verdict = decisionRateLimited
+	if err := h.overLimit(ctx, req, req.upcall(c), d, over); err != nil {
+		return err
 	}
-	return &rateOver{limit: d.Rate, retryAfter: after}
+	if d.Action == config.ActionPrompt {
+		c.Decision.Action = config.ActionAllow // approved just now: not asked twice
+	}
+	return nil
 }
 
 // resumes reports whether c is the retry of a 2026-07-28 call that
 // modernCall resumes (and checks) rather than starts.
-func resumes(req *request, c call) bool {
-	if !req.modern || !inputMethod(c.method) || c.params.Field("task") != nil {
-		return false
-	}
-	_, ok := req.stringField("requestState")
-	return ok
+func resumes(c *call.Call) bool {
+	return c.Modern && c.Retry && inputMethod(c.Method) && !c.Task
 }
 
 // overLimit turns a call over its rule's rate into nil (go ahead, as the
@@ -288,7 +300,7 @@ func resumes(req *request, c call) bool {
 // -32001 like a policy block, whose data has action "rate" and
 // retryAfter (seconds); with then: prompt the question a prompt rule
 // asks, which only an accept answers.
-func (h *Hub) overLimit(ctx context.Context, req *request, c call, d policy.Decision, o *rateOver) error {
+func (h *Hub) overLimit(ctx context.Context, req *request, c upcall, d policy.Decision, o *rateOver) error {
 	rule := cmp.Or(d.Rule, "policy_default")
 	msg := o.message(rule)
 	if o.limit.Then == config.ActionPrompt {
@@ -299,7 +311,7 @@ func (h *Hub) overLimit(ctx context.Context, req *request, c call, d policy.Deci
 			h.logger.Info("policy: over the rate limit, approved", "rule", d.Rule, "name", c.name)
 			return nil
 		}
-		if isRoundAnswer(err) {
+		if call.IsAnswer(err) {
 			return err // a 2026-07-28 client is asked in an input_required answer
 		}
 		h.logger.Info("policy: over the rate limit, not approved, call denied", "rule", d.Rule, "name", c.name, "why", err)

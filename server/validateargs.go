@@ -27,7 +27,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -116,19 +116,20 @@ func compileArgSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return c.Compile(schemaURL)
 }
 
-// checkArgs checks the arguments of a call to the tool r routes to (shown
-// to the client as name) against its inputSchema: nil when they fit, when
-// checking is off for its group, or when the schema is absent or cannot
-// be compiled; otherwise the isError result to answer with.
-func (h *Hub) checkArgs(req *request, r route, name string, arguments json.RawMessage) json.RawMessage {
-	raw := r.inputSchema()
-	if len(raw) == 0 || raw[0] != '{' || !req.snap.cfg.Settings.ValidatesArgs(groupConfig(req.snap.cfg, r.server.Config.Group)) {
+// checkArgs checks the arguments of c, a call to a tool, against its
+// inputSchema: nil when they fit, when checking is off for its group in
+// cfg, or when the schema is absent or cannot be compiled; otherwise the
+// isError result to answer with.
+func (h *Hub) checkArgs(cfg *config.Config, c *call.Call) json.RawMessage {
+	raw := c.Schema
+	if len(raw) == 0 || raw[0] != '{' || !cfg.Settings.ValidatesArgs(groupConfig(cfg, c.Server.Group)) {
 		return nil
 	}
-	schema := h.argSchemas.get(raw, r.name, r.server.Config.ID(), h.logger)
+	schema := h.argSchemas.get(raw, c.Name, c.Server.ID(), h.logger)
 	if schema == nil {
 		return nil
 	}
+	arguments := c.Args
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
@@ -140,11 +141,8 @@ func (h *Hub) checkArgs(req *request, r route, name string, arguments json.RawMe
 	if err := schema.Validate(inst); !errors.As(err, &ve) {
 		return nil
 	}
-	if req.snap.audit != nil {
-		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.server.Config.Group, Server: r.server.Config.Name,
-			Method: policy.MethodToolsCall, Tool: r.name, Decision: "invalid_args", Arguments: arguments}
-	}
-	return argsError("Invalid arguments for tool "+name+":", argProblems(ve), raw)
+	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them
+	return argsError("Invalid arguments for tool "+c.ClientName+":", argProblems(ve), raw)
 }
 
 // inputSchema is the inputSchema of the tool r routes to, nil if none.

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+)
+
+// The call chain (issue 32): what a tools/call, prompts/get or
+// resources/read goes through once the view has routed it, outermost
+// first. This list is the one place its order is written; the hub builds
+// it per config snapshot (newChain), so a reload runs new calls through a
+// new chain, swapped whole with the snapshot, while calls in flight finish
+// on theirs. The end of the chain (send) sends the call upstream with its
+// owner.
+//
+//	audit      admit the call; build its record once the decision is known
+//	validate   the tool's arguments against its inputSchema
+//	policy     the rules' decision
+//	rate limit the decision's rule's rate
+//	observe    the decision, for the inspector, metrics and traces
+//	enforce    allow, log, deny, or put the call to a person (an Asker)
+//	upstream   rounds, tasks, progress, the request itself (send)
+//
+// The result budget (capResult), the 2026-07-28 decoration and the
+// writing of the audit record follow in handle and serve, which see every
+// method's answer.
+func (h *Hub) newChain(snap *snapshot) *call.Chain {
+	return call.New(
+		auditStage{},
+		validateStage{h: h, cfg: snap.cfg},
+		policyStage{pol: snap.policy},
+		rateStage{h: h},
+		observeStage{h: h},
+		enforceStage{h: h},
+	)
+}
+
+// requestOf is the hub's request a call of the chain was made for. The
+// stages still written as Hub code read it; each goes when its concern
+// moves to a package of its own and reads the Call alone.
+func requestOf(c *call.Call) *request { return c.Session.(*request) }
+
+// forward sends c through the snapshot's chain to its upstream, and
+// leaves the audit record for serve to write once the request's outcome
+// is known. A failure of the hub or transport during a tool call is an
+// isError result.
+func (h *Hub) forward(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
+	req.server = c.server
+	_, retry := req.stringField("requestState")
+	cc := &call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
+		ClientName: c.shown, Args: c.args, Params: c.params, Rename: c.rename, Schema: c.schema,
+		Task: c.method == policy.MethodToolsCall && c.params.Field("task") != nil, Modern: req.modern, Retry: retry,
+		Profile: req.sess.profileIn(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
+	req.fwd = cc
+	return req.snap.chain.Run(ctx, cc, call.HandlerFunc(func(ctx context.Context, cc *call.Call) (json.RawMessage, error) {
+		return h.send(ctx, req, req.upcall(cc))
+	}))
+}
+
+// upcall is the hub's view of c, on its way to req.server.
+func (r *request) upcall(c *call.Call) upcall {
+	return upcall{method: c.Method, server: r.server, name: c.Name, shown: c.ClientName, args: c.Args, params: c.Params,
+		rename: c.Rename, schema: c.Schema}
+}
+
+// The call.Session of a call is its request's session.
+
+func (r *request) ID() string         { return r.sess.id }
+func (r *request) Caller() string     { return caller(r.sess) }
+func (r *request) UserKey() string    { return r.sess.who.Key() }
+func (r *request) Transport() string  { return r.sess.transport }
+func (r *request) Sessionless() bool  { return sessionless(r.sess) }
+func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
+
+// auditStage admits a call to the audit trail (audit.required refuses
+// every call while the trail fails: nothing unaudited), and builds its
+// record from what the stages decided, for serve to write with the
+// request's outcome.
+type auditStage struct{}
+
+func (auditStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	req := requestOf(c)
+	trail := req.snap.audit
+	if err := trail.admit(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := next.Handle(ctx, c)
+	if trail != nil {
+		req.audit = newAuditRecord(start, c)
+	}
+	return res, err
+}
+
+// newAuditRecord is the record of c, begun at start.
+func newAuditRecord(start time.Time, c *call.Call) *auditRecord {
+	rec := &auditRecord{Time: start.UTC(), Session: c.Session.ID(), Group: c.Server.Group, Server: c.Server.Name,
+		Method: c.Method, Decision: c.Notes.Verdict, Rule: c.Decision.Rule, Arguments: c.Args,
+		Grant: c.Notes.Grant, ApprovedBy: c.Notes.ApprovedBy}
+	switch c.Method {
+	case policy.MethodToolsCall:
+		rec.Tool = c.Name
+	case policy.MethodResourcesRead:
+		rec.URI = c.Name
+	case policy.MethodPromptsGet:
+		rec.Prompt = c.Name
+	}
+	return rec
+}
+
+// validateStage answers a tools/call whose arguments do not fit the
+// tool's inputSchema with an isError result (validateargs.go).
+type validateStage struct {
+	h   *Hub
+	cfg *config.Config
+}
+
+func (s validateStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if bad := s.h.checkArgs(s.cfg, c); bad != nil {
+		return bad, nil
+	}
+	return next.Handle(ctx, c)
+}
+
+// policyStage decides the call by the snapshot's policy. The view routes
+// only what the group does not hide; Decide checks that again, with the
+// very function `policy test` uses.
+type policyStage struct{ pol *policy.Policy }
+
+func (s policyStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	c.Decision = s.pol.Decide(policy.Request{Group: c.Server.Group, Server: c.Server.Name, Method: c.Method, Name: c.Name, Args: c.Args})
+	c.Notes.Verdict = string(c.Decision.Action)
+	return next.Handle(ctx, c)
+}
+
+// rateStage charges the call to its rule's rate (ratelimit.go).
+type rateStage struct{ h *Hub }
+
+func (s rateStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if err := s.h.rateLimit(ctx, c); err != nil {
+		return call.AnswerWith(err)
+	}
+	return next.Handle(ctx, c)
+}
+
+// observeStage tells the request's observers where the call goes and
+// what was decided.
+type observeStage struct{ h *Hub }
+
+func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	req := requestOf(c)
+	s.h.routed(req, req.server, c.Name, c.Decision.Rule, c.Notes.Verdict)
+	return next.Handle(ctx, c)
+}
+
+// enforceStage turns the decision into the call going ahead or the
+// answer the client gets (guard.go's decide).
+type enforceStage struct{ h *Hub }
+
+func (s enforceStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	req := requestOf(c)
+	if err := s.h.decide(ctx, req, req.upcall(c), c.Decision); err != nil {
+		return call.AnswerWith(err) // an input_required answer that asks the user is no error (promptround.go)
+	}
+	return next.Handle(ctx, c)
+}
