@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -34,7 +35,7 @@ func (h *Hub) newChain(snap *snapshot) *call.Chain {
 		auditStage{},
 		validateStage{h: h, cfg: snap.cfg},
 		policyStage{pol: snap.policy},
-		rateStage{h: h},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
 		observeStage{h: h},
 		enforceStage{h: h},
 	)
@@ -138,16 +139,6 @@ func (s policyStage) Handle(ctx context.Context, c *call.Call, next call.Handler
 	return next.Handle(ctx, c)
 }
 
-// rateStage charges the call to its rule's rate (ratelimit.go).
-type rateStage struct{ h *Hub }
-
-func (s rateStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	if err := s.h.rateLimit(ctx, c); err != nil {
-		return call.AnswerWith(err)
-	}
-	return next.Handle(ctx, c)
-}
-
 // observeStage tells the request's observers where the call goes and
 // what was decided.
 type observeStage struct{ h *Hub }
@@ -168,4 +159,20 @@ func (s enforceStage) Handle(ctx context.Context, c *call.Call, next call.Handle
 		return call.AnswerWith(err) // an input_required answer that asks the user is no error (promptround.go)
 	}
 	return next.Handle(ctx, c)
+}
+
+// asker puts a call to a person in whichever way its client can be
+// reached (guard.go's ask).
+func (h *Hub) asker() call.Asker {
+	return call.AskerFunc(func(ctx context.Context, c *call.Call, d policy.Decision) error {
+		req := requestOf(c)
+		return h.ask(ctx, req, req.upcall(c), d)
+	})
+}
+
+// answersRound reports whether c is the 2026-07-28 retry that answers a
+// question the hub put about it (promptround.go).
+func (h *Hub) answersRound(c *call.Call) bool {
+	req := requestOf(c)
+	return h.answersQuestion(req, req.upcall(c))
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // codePolicyBlocked answers a call a policy rule blocked.
-const codePolicyBlocked = -32001
+const codePolicyBlocked = call.CodeBlocked
 
 // promptTimeoutOf is how long a person has to answer a prompt rule's
 // question (settings.prompt_timeout): the client's elicitation, the

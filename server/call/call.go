@@ -85,6 +85,10 @@ type Notes struct {
 	Failure string
 }
 
+// CodeBlocked is the JSON-RPC code of a call a policy rule blocked, or
+// its rate limit refused.
+const CodeBlocked = -32001
+
 // Verdicts beside the policy's actions.
 const (
 	// DecisionRateLimited: the call was over its rule's rate limit
