@@ -36,7 +36,7 @@ type Hub struct {
 	// kept across reloads, not in the snapshot.
 	approvals *approvals
 	notifying chan struct{}                    // a token per desktop notification being shown
-	rates     *ratelimit.Limiter                    // the loop guards' counters (policy rate:), kept across reloads
+	rates     *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
 	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).

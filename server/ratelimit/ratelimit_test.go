@@ -62,4 +62,3 @@ func TestRateLimiterBounded(t *testing.T) {
 		t.Error("a session that ended kept its counter")
 	}
 }
-
