@@ -8,7 +8,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 )
 
 // The call chain (issue 32): what a tools/call, prompts/get or
@@ -33,7 +33,7 @@ import (
 func (h *Hub) newChain(snap *snapshot) *call.Chain {
 	return call.New(
 		auditStage{},
-		validateStage{h: h, cfg: snap.cfg},
+		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
 		policyStage{pol: snap.policy},
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
 		observeStage{h: h},
@@ -112,20 +112,6 @@ func newAuditRecord(start time.Time, c *call.Call) *auditRecord {
 		rec.Prompt = c.Name
 	}
 	return rec
-}
-
-// validateStage answers a tools/call whose arguments do not fit the
-// tool's inputSchema with an isError result (validateargs.go).
-type validateStage struct {
-	h   *Hub
-	cfg *config.Config
-}
-
-func (s validateStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	if bad := s.h.checkArgs(s.cfg, c); bad != nil {
-		return bad, nil
-	}
-	return next.Handle(ctx, c)
 }
 
 // policyStage decides the call by the snapshot's policy. The view routes

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -269,4 +270,12 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	}
 	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
 	return h.request(ctx, req, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+}
+
+// inputSchema is the inputSchema of the tool r routes to, nil if none.
+func (r route) inputSchema() json.RawMessage {
+	if r.tool == nil {
+		return nil
+	}
+	return jsonrpc.Field(r.tool.Raw, "inputSchema")
 }

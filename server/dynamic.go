@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
+	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -227,7 +228,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 		if given(args.Args) {
 			msg = "call_dynamic_tool was given both args and arguments: give the tool's arguments in args only"
 		}
-		return argsError(msg+".", nil, r.inputSchema()), nil
+		return validateargs.Error(msg+".", nil, r.inputSchema()), nil
 	}
 	arguments := args.Args
 	if len(arguments) > 0 && string(arguments) != "null" && arguments[0] != '{' {

@@ -144,3 +144,14 @@ type AskerFunc func(ctx context.Context, c *Call, d policy.Decision) error
 
 // Ask calls f.
 func (f AskerFunc) Ask(ctx context.Context, c *Call, d policy.Decision) error { return f(ctx, c, d) }
+
+// ToolError is a CallToolResult with isError set, for failures of the
+// hub itself during a tool call (unknown group, upstream down, arguments
+// that do not fit): the LLM reads the reason and can correct itself.
+func ToolError(msg string) json.RawMessage {
+	b, _ := jsonrpc.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": msg}},
+		"isError": true,
+	})
+	return b
+}
