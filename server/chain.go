@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 )
@@ -34,10 +35,10 @@ func (h *Hub) newChain(snap *snapshot) *call.Chain {
 	return call.New(
 		auditStage{},
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
-		policyStage{pol: snap.policy},
+		gate.Decide{Policy: snap.policy},
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
 		observeStage{h: h},
-		enforceStage{h: h},
+		&gate.Enforce{Asker: h.asker(), Logger: h.logger},
 	)
 }
 
@@ -114,17 +115,6 @@ func newAuditRecord(start time.Time, c *call.Call) *auditRecord {
 	return rec
 }
 
-// policyStage decides the call by the snapshot's policy. The view routes
-// only what the group does not hide; Decide checks that again, with the
-// very function `policy test` uses.
-type policyStage struct{ pol *policy.Policy }
-
-func (s policyStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	c.Decision = s.pol.Decide(policy.Request{Group: c.Server.Group, Server: c.Server.Name, Method: c.Method, Name: c.Name, Args: c.Args})
-	c.Notes.Verdict = string(c.Decision.Action)
-	return next.Handle(ctx, c)
-}
-
 // observeStage tells the request's observers where the call goes and
 // what was decided.
 type observeStage struct{ h *Hub }
@@ -132,18 +122,6 @@ type observeStage struct{ h *Hub }
 func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
 	req := requestOf(c)
 	s.h.routed(req, req.server, c.Name, c.Decision.Rule, c.Notes.Verdict)
-	return next.Handle(ctx, c)
-}
-
-// enforceStage turns the decision into the call going ahead or the
-// answer the client gets (guard.go's decide).
-type enforceStage struct{ h *Hub }
-
-func (s enforceStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	req := requestOf(c)
-	if err := s.h.decide(ctx, req, req.upcall(c), c.Decision); err != nil {
-		return call.AnswerWith(err) // an input_required answer that asks the user is no error (promptround.go)
-	}
 	return next.Handle(ctx, c)
 }
 

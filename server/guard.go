@@ -140,43 +140,6 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 	return out, forget
 }
 
-// decide turns a policy decision into nil (go ahead) or the error the
-// client gets.
-func (h *Hub) decide(ctx context.Context, req *request, c upcall, d policy.Decision) error {
-	switch d.Action {
-	case config.ActionAllow:
-		return nil
-	case config.ActionLog:
-		h.logger.Info("policy: call logged", "rule", d.Rule, "upstream", c.server.Config.ID(), "method", c.method, "name", c.name)
-		return nil
-	case config.ActionPrompt:
-		if err := h.ask(ctx, req, c, d); err != nil {
-			if call.IsAnswer(err) {
-				return err
-			}
-			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
-			return blocked(d, err.Error())
-		}
-		return nil
-	}
-	return blocked(d, "")
-}
-
-func blocked(d policy.Decision, why string) *rpcError {
-	rule := d.Rule
-	if rule == "" {
-		rule = "policy_default"
-	}
-	msg := d.Description
-	if msg == "" {
-		msg = "Blocked by policy rule " + rule
-	}
-	if why != "" {
-		msg += " (" + why + ")"
-	}
-	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]string{"rule": rule, "action": string(d.Action)}}
-}
-
 // ask puts the call to a person. In order: a grant that covers the call
 // lets it through at once; a 2026-07-28 client's input_required round
 // (askRound); the client's form elicitation, where it declared one; else,
