@@ -72,18 +72,17 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 	if c.method == policy.MethodToolsCall && !task {
 		req.tool = &c // its result fits max_result (resultread.go)
 	}
-	var conn upstream.ConnID // the connection a task is made on
-	if task {
-		ctx = upstream.NoteConn(ctx, &conn)
-	}
 	timeout := req.snap.cfg.CallTimeoutFor(c.server.Config)
-	var res json.RawMessage
-	var err error
+	var (
+		res  json.RawMessage
+		conn upstream.ConnID // the connection a task is made on
+		err  error
+	)
 	switch {
 	case !task && inputMethod(c.method) && req.modern:
 		res, err = h.modernCall(ctx, req, c, params, timeout)
 	default:
-		res, err = h.request(ctx, req, c.server, c.method, json.RawMessage(params), timeout)
+		res, conn, err = h.requestOn(ctx, req, c.server, 0, c.method, json.RawMessage(params), timeout)
 		if err == nil && !task && isInputRequired(res) && !req.modern {
 			res, err = h.fulfil(ctx, req, c, params, res, timeout)
 		}
