@@ -436,9 +436,7 @@ func (h *Hub) granted(req *request, c upcall) bool {
 // approved notes in the audit record who approved the call and by which
 // grant ("" for an approval of this call alone).
 func (req *request) approved(grantID, by string) {
-	if req.fwd != nil {
-		req.fwd.Approved(grantID, by)
-	}
+	req.fwd.Approved(grantID, by)
 }
 
 // inboxFor reports whether sess's prompt calls go to the inbox even where

@@ -31,7 +31,7 @@ import (
 // The result budget (capResult), the 2026-07-28 decoration and the
 // writing of the audit record follow in handle and serve, which see every
 // method's answer.
-func (h *Hub) newChain(snap *snapshot) *call.Chain {
+func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
 		auditStage{},
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
@@ -39,7 +39,7 @@ func (h *Hub) newChain(snap *snapshot) *call.Chain {
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
 		observeStage{h: h},
 		&gate.Enforce{Asker: h.asker(), Logger: h.logger},
-	)
+	).Then(call.HandlerFunc(h.sendCall))
 }
 
 // requestOf is the hub's request a call of the chain was made for. The
@@ -54,14 +54,18 @@ func requestOf(c *call.Call) *request { return c.Session.(*request) }
 func (h *Hub) forward(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
 	req.server = c.server
 	_, retry := req.stringField("requestState")
-	cc := &call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
+	req.fwd = call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
 		ClientName: c.shown, Args: c.args, Params: c.params, Rename: c.rename, Schema: c.schema,
 		Task: c.method == policy.MethodToolsCall && c.params.Field("task") != nil, Modern: req.modern, Retry: retry,
 		Profile: req.sess.profileIn(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
-	req.fwd = cc
-	return req.snap.chain.Run(ctx, cc, call.HandlerFunc(func(ctx context.Context, cc *call.Call) (json.RawMessage, error) {
-		return h.send(ctx, req, req.upcall(cc))
-	}))
+	cc := &req.fwd // in the request: no allocation of its own
+	return req.snap.chain.Handle(ctx, cc)
+}
+
+// sendCall is the end of the chain: c sent upstream (send).
+func (h *Hub) sendCall(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	req := requestOf(c)
+	return h.send(ctx, req, req.upcall(c))
 }
 
 // upcall is the hub's view of c, on its way to req.server.

@@ -58,9 +58,9 @@ type request struct {
 	tool *upcall
 
 	// server and fwd are the upstream server and the call the request
-	// was forwarded as (forward), nil for none.
+	// was forwarded as (forward); nil and the zero Call for none.
 	server *upstream.Server
-	fwd    *call.Call
+	fwd    call.Call
 }
 
 // serve answers one request of sess: the raw result, or the error to

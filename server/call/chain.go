@@ -6,7 +6,7 @@ import (
 )
 
 // Chain is an ordered list of stages, outermost first: built once (per
-// config snapshot), run for each call.
+// config snapshot) and linked to its end once (Then), run for each call.
 type Chain struct {
 	stages []Stage
 }
@@ -27,18 +27,13 @@ func (l *link) Handle(ctx context.Context, c *Call) (json.RawMessage, error) {
 	return l.stage.Handle(ctx, c, l.next)
 }
 
-// Run passes c through the chain's stages to end, which sends it
-// upstream. The links are made per call in one allocation: end is the
-// call's own (it holds the server and the owner it sends for).
-func (ch *Chain) Run(ctx context.Context, c *Call, end Handler) (json.RawMessage, error) {
-	if len(ch.stages) == 0 {
-		return end.Handle(ctx, c)
-	}
-	links := make([]link, len(ch.stages))
+// Then is the chain ending in end (the handler that sends a call
+// upstream): the stages linked once, in order, so that running a call
+// through it allocates nothing of its own (caddy's Compile).
+func (ch *Chain) Then(end Handler) Handler {
 	next := end
-	for i := len(links) - 1; i >= 0; i-- {
-		links[i] = link{stage: ch.stages[i], next: next}
-		next = &links[i]
+	for i := len(ch.stages) - 1; i >= 0; i-- {
+		next = &link{stage: ch.stages[i], next: next}
 	}
-	return next.Handle(ctx, c)
+	return next
 }

@@ -30,8 +30,8 @@ func upstream(log *[]string) call.Handler {
 
 func TestChainOrder(t *testing.T) {
 	var log []string
-	ch := call.New(trace("audit", &log), trace("policy", &log), trace("rate", &log))
-	res, err := ch.Run(t.Context(), &call.Call{Name: "echo"}, upstream(&log))
+	h := call.New(trace("audit", &log), trace("policy", &log), trace("rate", &log)).Then(upstream(&log))
+	res, err := h.Handle(t.Context(), &call.Call{Name: "echo"})
 	if err != nil || string(res) != `{"ok":true}` {
 		t.Fatalf("Run = %s, %v", res, err)
 	}
@@ -41,7 +41,7 @@ func TestChainOrder(t *testing.T) {
 	}
 	// Run again: the chain is built once and run per call.
 	log = nil
-	if _, err := ch.Run(t.Context(), &call.Call{Name: "again"}, upstream(&log)); err != nil || len(log) != len(want) {
+	if _, err := h.Handle(t.Context(), &call.Call{Name: "again"}); err != nil || len(log) != len(want) {
 		t.Fatalf("second run: %q, %v", log, err)
 	}
 }
@@ -54,7 +54,7 @@ func TestChainShortCircuit(t *testing.T) {
 		return nil, blocked
 	})
 	c := &call.Call{Name: "rm"}
-	_, err := call.New(trace("audit", &log), deny, trace("rate", &log)).Run(t.Context(), c, upstream(&log))
+	_, err := call.New(trace("audit", &log), deny, trace("rate", &log)).Then(upstream(&log)).Handle(t.Context(), c)
 	if !errors.Is(err, blocked) {
 		t.Fatalf("err = %v, want the stage's", err)
 	}
@@ -68,7 +68,7 @@ func TestChainShortCircuit(t *testing.T) {
 
 func TestChainEmpty(t *testing.T) {
 	var log []string
-	if _, err := call.New().Run(t.Context(), &call.Call{Name: "x"}, upstream(&log)); err != nil || len(log) != 1 {
+	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "x"}); err != nil || len(log) != 1 {
 		t.Fatalf("empty chain: %q, %v", log, err)
 	}
 }
