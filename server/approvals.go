@@ -430,7 +430,7 @@ func clipBy(by string) string {
 
 // granted lets c through at once when a grant covers it, noting the grant
 // in the audit record.
-func (h *Hub) granted(req *request, c call) bool {
+func (h *Hub) granted(req *request, c upcall) bool {
 	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.server.Config.Name, c.method, c.name, c.args)
 	if !ok {
 		return false
@@ -443,9 +443,7 @@ func (h *Hub) granted(req *request, c call) bool {
 // approved notes in the audit record who approved the call and by which
 // grant ("" for an approval of this call alone).
 func (req *request) approved(grantID, by string) {
-	if req.audit != nil {
-		req.audit.Grant, req.audit.ApprovedBy = grantID, by
-	}
+	req.fwd.Approved(grantID, by)
 }
 
 // inboxFor reports whether sess's prompt calls go to the inbox even where
@@ -457,7 +455,7 @@ func inboxFor(cfg *config.Config, sess *session) bool {
 
 // waitApproval puts c in the inbox and waits for a person's answer, the
 // client's cancel, or the prompt timeout. nil lets the call go ahead.
-func (h *Hub) waitApproval(ctx context.Context, req *request, c call, d policy.Decision) error {
+func (h *Hub) waitApproval(ctx context.Context, req *request, c upcall, d policy.Decision) error {
 	cfg := req.snap.cfg
 	timeout := promptTimeoutOf(cfg)
 	now := time.Now()

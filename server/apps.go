@@ -170,7 +170,7 @@ func (h *Hub) readUI(ctx context.Context, req *request, v *view, uri string) (re
 	if err != nil {
 		return nil, true, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	res, err = h.forward(ctx, req, call{method: policy.MethodResourcesRead, server: r.server, name: r.uri, params: obj})
+	res, err = h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: r.server, name: r.uri, params: obj})
 	if err != nil {
 		return res, true, err
 	}

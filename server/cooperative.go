@@ -9,9 +9,9 @@ package server
 // snapshot.policy.Decide (the decision forward takes), approvals' grants
 // (grant.covers, sharedGrants: read, never used up), Hub.ask (the path a
 // prompt rule's call takes: grant, input_required round, elicitation,
-// inbox), answerWith, rateLimiter.take, auditLog.admit, request.audit,
+// inbox), call.AnswerWith, ratelimit.Limiter.Take, auditLog.admit, request.audit,
 // caller, sessionless, newID, clipBy, listResult, hashOf, capTools,
-// stringValue, promptTimeoutOf, isRoundAnswer, request.approved.
+// stringValue, promptTimeoutOf, call.IsAnswer, request.approved.
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
@@ -72,7 +73,7 @@ func withCooperative(v *view, cfg *config.Config) *view {
 func (h *Hub) cooperativeCall(ctx context.Context, req *request, v *view, name string, args json.RawMessage) (json.RawMessage, error) {
 	res, err := cooperative.Serve(ctx, &coopHost{h: h, req: req, v: v}, name, args)
 	if err != nil {
-		return answerWith(err) // a 2026-07-28 client's input_required round answers as it is
+		return call.AnswerWith(err) // a 2026-07-28 client's input_required round answers as it is
 	}
 	return res, nil
 }
@@ -86,7 +87,7 @@ type coopHost struct {
 
 func (c *coopHost) Take(tool string, limit *config.RateLimit) (time.Duration, bool) {
 	d := policy.Decision{Rule: tool, RuleGroup: cooperative.RateScope, Rate: limit}
-	return c.h.rates.take(d, c.req.sess, c.req.sess.profileIn(c.req.snap.cfg))
+	return c.h.rates.Take(d, c.req, c.req.sess.profileIn(c.req.snap.cfg))
 }
 
 func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
@@ -135,20 +136,20 @@ func (c *coopHost) route(name, group string) (route, bool) {
 
 // resolve is the call a real request for t makes, and what the policy
 // decides for it: forward's very decision.
-func (c *coopHost) resolve(t cooperative.Target) (call, policy.Decision, bool) {
-	var cl call
+func (c *coopHost) resolve(t cooperative.Target) (upcall, policy.Decision, bool) {
+	var cl upcall
 	if t.URI != "" {
 		s := c.v.resolveResource(t.URI)
 		if s == nil {
 			return cl, policy.Decision{}, false
 		}
-		cl = call{method: policy.MethodResourcesRead, server: s, name: t.URI}
+		cl = upcall{method: policy.MethodResourcesRead, server: s, name: t.URI}
 	} else {
 		r, ok := c.route(t.Tool, t.Group)
 		if !ok {
 			return cl, policy.Decision{}, false
 		}
-		cl = call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: t.Arguments}
+		cl = upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: t.Arguments}
 	}
 	d := c.req.snap.policy.Decide(policy.Request{Group: cl.server.Config.Group, Server: cl.server.Config.Name, Method: cl.method, Name: cl.name, Args: cl.args})
 	return cl, d, d.Rule != policy.RuleHidden // the view hides these already
@@ -186,7 +187,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	ctx, cancel := context.WithTimeout(ctx, min(a.Wait, promptTimeoutOf(c.req.snap.cfg)))
 	defer cancel()
 	if err := c.h.ask(ctx, c.req, cl, d); err != nil {
-		if isRoundAnswer(err) {
+		if call.IsAnswer(err) {
 			return cooperative.Grant{}, err
 		}
 		return cooperative.Grant{Refused: err.Error()}, nil
@@ -231,7 +232,7 @@ func cmpAction(a config.Action) config.Action {
 
 // covering is the id of a grant that would let cl, of owner, through
 // now, "" for none: found as use finds one, but not used.
-func (a *approvals) covering(owner string, cl call) string {
+func (a *approvals) covering(owner string, cl upcall) string {
 	group, server := cl.server.Config.Group, cl.server.Config.Name
 	a.mu.Lock()
 	now := a.now()

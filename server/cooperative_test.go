@@ -288,7 +288,7 @@ func TestCooperativeListed(t *testing.T) {
 func TestCooperativeRateLimits(t *testing.T) {
 	h := coopHub(t, "off", "")
 	stopped := time.Now()
-	h.rates.now = func() time.Time { return stopped } // no token comes back while the test runs, however slow
+	h.rates.Now = func() time.Time { return stopped } // no token comes back while the test runs, however slow
 	c, other := rateSession(t, h, "a", "", "{}"), rateSession(t, h, "b", "", "{}")
 	ask := map[string]any{"resource": "x", "operation": "read", "justification": "j", "tool": "f__sleep"}
 	for i := 1; i <= 10; i++ {

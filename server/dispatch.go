@@ -9,6 +9,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -197,11 +198,8 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
 	name, _ := req.stringField("name") // as the client called it
-	if bad := h.checkArgs(req, r, name, arguments); bad != nil {
-		return bad, nil
-	}
-	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
-		params: req.params, rename: true})
+	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
+		params: req.params, rename: true, shown: name, schema: r.inputSchema()})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -214,7 +212,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
-	return h.forward(ctx, req, call{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
+	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
 		params: req.params, rename: true})
 }
 
@@ -237,7 +235,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, req, call{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
 }
 
 // awaitRoute is the view to route a request for something found names: v
@@ -298,4 +296,12 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	}
 	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
 	return h.request(ctx, req, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+}
+
+// inputSchema is the inputSchema of the tool r routes to, nil if none.
+func (r route) inputSchema() json.RawMessage {
+	if r.tool == nil {
+		return nil
+	}
+	return jsonrpc.Field(r.tool.Raw, "inputSchema")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
+	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -227,14 +228,11 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 		if given(args.Args) {
 			msg = "call_dynamic_tool was given both args and arguments: give the tool's arguments in args only"
 		}
-		return argsError(msg+".", nil, r.inputSchema()), nil
+		return validateargs.Error(msg+".", nil, r.inputSchema()), nil
 	}
 	arguments := args.Args
 	if len(arguments) > 0 && string(arguments) != "null" && arguments[0] != '{' {
 		return toolError("args must be an object"), nil // as before the schema check, which would say the same at more length
-	}
-	if bad := h.checkArgs(req, r, r.name, arguments); bad != nil {
-		return bad, nil
 	}
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
@@ -261,5 +259,6 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 	if err != nil {
 		return toolError("invalid arguments: " + err.Error()), nil
 	}
-	return h.forward(ctx, req, call{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params})
+	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params,
+		shown: r.name, schema: r.inputSchema()})
 }

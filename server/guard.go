@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -15,7 +16,7 @@ import (
 )
 
 // codePolicyBlocked answers a call a policy rule blocked.
-const codePolicyBlocked = -32001
+const codePolicyBlocked = call.CodeBlocked
 
 // promptTimeoutOf is how long a person has to answer a prompt rule's
 // question (settings.prompt_timeout): the client's elicitation, the
@@ -29,7 +30,7 @@ func promptTimeoutOf(cfg *config.Config) time.Duration {
 }
 
 // call is one tool call, resource read or prompt get on its way upstream.
-type call struct {
+type upcall struct {
 	method string // policy.Method*
 	server *upstream.Server
 	name   string          // tool or prompt name as the server knows it, or the URI
@@ -38,56 +39,15 @@ type call struct {
 	// own and, when rename, the name the server knows.
 	params jsonrpc.Object
 	rename bool
+	shown  string          // the tool as the client named it, for an invalid arguments answer
+	schema json.RawMessage // the tool's inputSchema, nil for none
 }
 
-// forward applies the policy to c, sends it upstream when allowed, and
-// leaves the audit record for serve to write once the request's outcome
-// is known. A failure of the hub or transport during a tool call is an
-// isError result.
-func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessage, error) {
-	snap := req.snap
-	start := time.Now()
-	if err := snap.audit.admit(); err != nil {
-		return nil, err // audit.required and the trail fails: nothing unaudited
-	}
-	// The view routes only what the group does not hide; Decide checks
-	// that again, with the very function `policy test` uses.
-	d := snap.policy.Decide(policy.Request{Group: c.server.Config.Group, Server: c.server.Config.Name, Method: c.method, Name: c.name, Args: c.args})
-	over := h.limit(req, c, d) // the rule's rate, if it has one (ratelimit.go)
-	if over == nil && d.Rate != nil && d.Rate.Then == config.ActionPrompt && h.answersQuestion(req, c) {
-		// The retry that answers the question the call's rate put: the
-		// answer is read as the question was asked (promptround.go).
-		over = &rateOver{limit: d.Rate}
-	}
-	decision := string(d.Action)
-	if over != nil {
-		decision = decisionRateLimited
-	}
-	if snap.audit != nil {
-		rec := &auditRecord{Time: start.UTC(), Session: req.sess.id, Group: c.server.Config.Group, Server: c.server.Config.Name,
-			Method: c.method, Decision: decision, Rule: d.Rule, Arguments: c.args}
-		switch c.method {
-		case policy.MethodToolsCall:
-			rec.Tool = c.name
-		case policy.MethodResourcesRead, policy.MethodSkillsGet, policy.MethodDirectoryRead:
-			rec.URI = c.name
-		case policy.MethodPromptsGet:
-			rec.Prompt = c.name
-		}
-		req.audit = rec
-	}
-	h.routed(req, c.server, c.name, d.Rule, decision)
-	if over != nil {
-		if err := h.overLimit(ctx, req, c, d, over); err != nil {
-			return answerWith(err)
-		}
-		if d.Action == config.ActionPrompt {
-			d.Action = config.ActionAllow // approved just now: not asked twice
-		}
-	}
-	if err := h.decide(ctx, req, c, d); err != nil {
-		return answerWith(err) // an input_required answer that asks the user is no error (promptround.go)
-	}
+// send is the end of the chain for req: it sends c upstream (the hub's
+// own progress token, the name the server knows, the 2026-07-28 rounds, a
+// task adopted), and turns a failure of the hub or transport during a
+// tool call into an isError result.
+func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
 	if req.promptAnswered {
 		c.params = withoutRound(c.params)
 	}
@@ -112,18 +72,17 @@ func (h *Hub) forward(ctx context.Context, req *request, c call) (json.RawMessag
 	if c.method == policy.MethodToolsCall && !task {
 		req.tool = &c // its result fits max_result (resultread.go)
 	}
-	var conn upstream.ConnID // the connection a task is made on
-	if task {
-		ctx = upstream.NoteConn(ctx, &conn)
-	}
-	timeout := snap.cfg.CallTimeoutFor(c.server.Config)
-	var res json.RawMessage
-	var err error
+	timeout := req.snap.cfg.CallTimeoutFor(c.server.Config)
+	var (
+		res  json.RawMessage
+		conn upstream.ConnID // the connection a task is made on
+		err  error
+	)
 	switch {
 	case !task && inputMethod(c.method) && req.modern:
 		res, err = h.modernCall(ctx, req, c, params, timeout)
 	default:
-		res, err = h.request(ctx, req, c.server, c.method, json.RawMessage(params), timeout)
+		res, conn, err = h.requestOn(ctx, req, c.server, 0, c.method, json.RawMessage(params), timeout)
 		if err == nil && !task && isInputRequired(res) && !req.modern {
 			res, err = h.fulfil(ctx, req, c, params, res, timeout)
 		}
@@ -180,50 +139,13 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 	return out, forget
 }
 
-// decide turns a policy decision into nil (go ahead) or the error the
-// client gets.
-func (h *Hub) decide(ctx context.Context, req *request, c call, d policy.Decision) error {
-	switch d.Action {
-	case config.ActionAllow:
-		return nil
-	case config.ActionLog:
-		h.logger.Info("policy: call logged", "rule", d.Rule, "upstream", c.server.Config.ID(), "method", c.method, "name", c.name)
-		return nil
-	case config.ActionPrompt:
-		if err := h.ask(ctx, req, c, d); err != nil {
-			if isRoundAnswer(err) {
-				return err
-			}
-			h.logger.Info("policy: prompt not accepted, call denied", "rule", d.Rule, "name", c.name, "why", err)
-			return blocked(d, err.Error())
-		}
-		return nil
-	}
-	return blocked(d, "")
-}
-
-func blocked(d policy.Decision, why string) *rpcError {
-	rule := d.Rule
-	if rule == "" {
-		rule = "policy_default"
-	}
-	msg := d.Description
-	if msg == "" {
-		msg = "Blocked by policy rule " + rule
-	}
-	if why != "" {
-		msg += " (" + why + ")"
-	}
-	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]string{"rule": rule, "action": string(d.Action)}}
-}
-
 // ask puts the call to a person. In order: a grant that covers the call
 // lets it through at once; a 2026-07-28 client's input_required round
 // (askRound); the client's form elicitation, where it declared one; else,
 // or where a clients: rule says approvals: inbox, the approval inbox
 // (waitApproval). Only an accept or an approval lets it through; a
 // decline, a cancel, a denial or no answer in time deny.
-func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) error {
+func (h *Hub) ask(ctx context.Context, req *request, c upcall, d policy.Decision) error {
 	if h.granted(req, c) {
 		return nil
 	}
@@ -240,7 +162,7 @@ func (h *Hub) ask(ctx context.Context, req *request, c call, d policy.Decision) 
 }
 
 // elicit asks the client's user through form elicitation.
-func (h *Hub) elicit(ctx context.Context, req *request, c call, d policy.Decision) error {
+func (h *Hub) elicit(ctx context.Context, req *request, c upcall, d policy.Decision) error {
 	sess := req.sess
 	msg := promptMessage(req.snap.cfg, c, d)
 	ctx, cancel := context.WithTimeout(ctx, promptTimeoutOf(req.snap.cfg))

@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -35,7 +37,7 @@ type Hub struct {
 	// kept across reloads, not in the snapshot.
 	approvals *approvals
 	notifying chan struct{}                    // a token per desktop notification being shown
-	rates     *rateLimiter                     // the loop guards' counters (policy rate:), kept across reloads
+	rates     *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
 	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
@@ -48,7 +50,7 @@ type Hub struct {
 	inflight *inflightBytes
 	// argSchemas are the tools' input schemas, compiled on first use
 	// (validateargs.go).
-	argSchemas argSchemas
+	argSchemas validateargs.Schemas
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -91,12 +93,11 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		approvals:     newApprovals(),
 		notifying:     make(chan struct{}, maxNotifying),
 		prompts:       newPromptRounds(),
-		rates:         newRateLimiter(),
+		rates:         ratelimit.New(opts.Store),
 		results:       newResultStore(),
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
 	h.approvals.shared = opts.Store // nil without store:
-	h.rates.shared = opts.Store
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err
@@ -108,7 +109,9 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)
-	h.snap.Store(newSnapshot(cfg, pol, nil, audit).withViews(mgr))
+	snap := newSnapshot(cfg, pol, nil, audit).withViews(mgr)
+	snap.chain = h.newChain(snap)
+	h.snap.Store(snap)
 	return h, nil
 }
 
@@ -131,8 +134,9 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 			next.audit = audit
 		}
 	}
+	next.chain = h.newChain(next)
 	h.swap(next)
-	h.rates.retain(cfg)
+	h.rates.Retain(cfg)
 	h.announce(cur, next)
 	h.unsubscribeHidden(next.view)
 }
@@ -294,3 +298,12 @@ func (h *Hub) Problems() []string { return h.snapshot().view.problems }
 // Warnings lists what the current view found doubtful, such as policy
 // rules naming arguments their tools do not have.
 func (h *Hub) Warnings() []string { return h.snapshot().view.warnings }
+
+// RateLimited is how many calls each rule's rate limit found over it
+// since New, by the rule's group ("" for a global rule) and then its
+// name: counters that never go down, for /metrics.
+func (h *Hub) RateLimited() map[string]map[string]uint64 { return h.rates.Limited() }
+
+// RateBuckets is how many loop-guard counters the hub keeps now, and how
+// many it dropped to make room since New, for /metrics.
+func (h *Hub) RateBuckets() (buckets int, evictions uint64) { return h.rates.Buckets() }

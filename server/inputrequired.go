@@ -78,7 +78,7 @@ const relayStateTTL = 10 * time.Minute
 // request is refused -32602, and so is one whose round was answered
 // already. Nothing answers a retry from a cache: it always reaches the
 // call it resumes.
-func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (h *Hub) modernCall(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	who, digest := caller(req.sess), callDigest(c)
 	caps := requestCaps(req)
 	token, retry := req.stringField("requestState")
@@ -126,7 +126,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c call, params json.
 
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
-func (h *Hub) relay(ctx context.Context, req *request, c call, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
+func (h *Hub) relay(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
 	res, err := h.request(ctx, req, c.server, c.method, params, timeout)
 	if err != nil || !isInputRequired(res) {
 		return res, err
@@ -299,7 +299,7 @@ func inputCallOf(ctx context.Context) *inputCall {
 // and with it the connections of that session's own (isolation:
 // per-session): the call is then the owner of its connections itself
 // (ownsConn), which it releases when it ends.
-func (h *Hub) startHeld(ctx context.Context, c call, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities, ownsConn bool) (*inputCall, error) {
+func (h *Hub) startHeld(ctx context.Context, c upcall, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities, ownsConn bool) (*inputCall, error) {
 	p := &inputCall{deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
@@ -468,7 +468,7 @@ const (
 // client did not declare it can answer), and the call is sent again with
 // the answers and the server's requestState untouched, until a result
 // that is not input_required.
-func (h *Hub) fulfil(ctx context.Context, req *request, c call, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	shed := 0
 	for round := 1; ; round++ {
 		if round > maxInputRounds {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -33,13 +34,7 @@ func errorf(code int, msg string) *rpcError { return jsonrpc.Errorf(code, msg) }
 // toolError is a CallToolResult with isError set, for failures of the hub
 // itself during a tool call (unknown group, upstream down): the LLM reads
 // the reason and can correct itself.
-func toolError(msg string) json.RawMessage {
-	b, _ := jsonrpc.Marshal(map[string]any{
-		"content": []map[string]string{{"type": "text", "text": msg}},
-		"isError": true,
-	})
-	return b
-}
+var toolError = call.ToolError
 
 // setField returns obj with key set to value, leaving every other field
 // byte for byte as it was.

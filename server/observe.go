@@ -68,19 +68,26 @@ func (h *Hub) missed(req *request, target string) {
 // model; a value of six bytes or more is rare enough in a result by
 // chance.
 func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	res, _, err := h.requestOn(ctx, req, s, 0, method, params, timeout)
+	return res, err
+}
+
+// requestOn is request sent only on the connection on (zero: any; see
+// upstream's RequestOn), and the connection it went on.
+func (h *Hub) requestOn(ctx context.Context, req *request, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
 	cfg := h.snapshot().cfg
 	if req != nil {
 		cfg = req.snap.cfg
 	}
 	obs := h.observer()
 	if obs == nil {
-		res, err := s.Request(ctx, method, params, timeout)
-		res, err = h.signIn(ctx, s, method, params, timeout, res, err)
-		return cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
+		res, conn, err := s.RequestOn(ctx, on, method, params, timeout)
+		res, conn, err = h.signIn(ctx, s, on, method, params, timeout, res, conn, err)
+		return cfg.RedactSecrets(res), conn, upstream.RedactError(cfg, err)
 	}
 	raw, err := jsonrpc.Params(params)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
 		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
@@ -92,8 +99,8 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 	if hop.Params != nil {
 		params = hop.Params
 	}
-	res, err := s.Request(ctx, method, params, timeout)
-	res, err = h.signIn(ctx, s, method, params, timeout, res, err)
+	res, conn, err := s.RequestOn(ctx, on, method, params, timeout)
+	res, conn, err = h.signIn(ctx, s, on, method, params, timeout, res, conn, err)
 	// Redacted before the observers see it.
 	res, err = cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
@@ -102,5 +109,5 @@ func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, met
 		req.hopResult, req.hopToolError = res, hop.ToolError
 	}
 	obs.HopEnded(ctx, hop)
-	return res, err
+	return res, conn, err
 }

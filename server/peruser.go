@@ -51,10 +51,10 @@ func (s *session) UserKey() string {
 // sign-in is done (within timeout) the request is sent again; otherwise,
 // or when it declines, the answer is the error -32042 with the link (in
 // its message too, for clients without URL elicitation).
-func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, params any, timeout time.Duration, res json.RawMessage, err error) (json.RawMessage, error) {
+func (h *Hub) signIn(ctx context.Context, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration, res json.RawMessage, conn upstream.ConnID, err error) (json.RawMessage, upstream.ConnID, error) {
 	var need *upstream.SignInRequired
 	if !errors.As(err, &need) {
-		return res, err
+		return res, conn, err
 	}
 	var linker SignInLinker
 	switch o := upstream.OwnerOf(ctx).(type) {
@@ -64,12 +64,12 @@ func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, par
 		linker = o.linker
 	}
 	if linker == nil {
-		return nil, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
+		return nil, 0, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
 	}
 	elicitationID := "sign-in-" + rand.Text()
 	link, done, lerr := linker.SignInLink(need.Server, elicitationID)
 	if lerr != nil {
-		return nil, fmt.Errorf("%v; no sign-in link: %v", need, lerr)
+		return nil, 0, fmt.Errorf("%v; no sign-in link: %v", need, lerr)
 	}
 	elicit := map[string]any{
 		"mode": "url", "elicitationId": elicitationID, "url": link,
@@ -83,15 +83,15 @@ func (h *Hub) signIn(ctx context.Context, s *upstream.Server, method string, par
 	if answer, aerr := h.upstreamRequest(ectx, s, "elicitation/create", b); aerr == nil && accepted(answer) {
 		select {
 		case <-done:
-			return s.Request(ctx, method, params, timeout)
+			return s.RequestOn(ctx, on, method, params, timeout)
 		case <-ectx.Done():
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, 0, ctx.Err()
 			}
 		}
 	}
 	msg := fmt.Sprintf("%v. Sign in at %s (the link is yours alone and works once, for 10 minutes), then call again.", need, link)
-	return nil, &jsonrpc.Error{Code: codeURLElicitationRequired, Message: msg, Data: map[string]any{"elicitations": []map[string]any{elicit}}}
+	return nil, 0, &jsonrpc.Error{Code: codeURLElicitationRequired, Message: msg, Data: map[string]any{"elicitations": []map[string]any{elicit}}}
 }
 
 // accepted reports whether an elicitation's answer is accept.

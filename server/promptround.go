@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -117,52 +118,16 @@ func (r *promptRounds) take(id string) bool {
 	return ok
 }
 
-// roundAnswer is what ask answers a 2026-07-28 request with instead of a
-// decision: the input_required result that puts the question (res), or
-// the refusal of the state the retry came with (err). forward answers the
-// request with it as it is; it is no policy block.
-type roundAnswer struct {
-	res json.RawMessage
-	err *rpcError
-}
-
-func (a *roundAnswer) Error() string {
-	if a.err != nil {
-		return a.err.Error()
-	}
-	return "the question is put to the client in an input_required answer"
-}
-
-// isRoundAnswer reports whether ask's err is a roundAnswer, which decide
-// passes on as it is.
-func isRoundAnswer(err error) bool {
-	var a *roundAnswer
-	return errors.As(err, &a)
-}
-
-// answerWith is what forward answers when decide refused the call with
-// err: the result of a roundAnswer, or err.
-func answerWith(err error) (json.RawMessage, error) {
-	var a *roundAnswer
-	if !errors.As(err, &a) {
-		return nil, err
-	}
-	if a.err != nil {
-		return nil, a.err
-	}
-	return a.res, nil
-}
-
 // askRound asks a 2026-07-28 client's user about c, which rule d stops,
 // in an input_required answer, or reads the answer its retry brings: nil
-// lets the call through; a roundAnswer answers the request; any other
+// lets the call through; a *call.Answer answers the request; any other
 // error denies the call with that reason.
-func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decision) error {
+func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Decision) error {
 	who, digest := caller(req.sess), callDigest(c)
 	token, retry := req.stringField("requestState")
 	if !retry {
 		if req.field("requestState") != nil {
-			return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
+			return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
 		}
 		if !canElicit(requestCaps(req).Elicitation, "") || inboxFor(req.snap.cfg, req.sess) { // the question is a form
 			// The approval inbox takes such a client's question, as an
@@ -173,7 +138,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	}
 	st, err := h.states.open(token, who, digest)
 	if err != nil {
-		return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: "+err.Error())}
+		return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: "+err.Error())}
 	}
 	if st.Prompt == "" {
 		// A later round of a call the policy let through, the upstream's
@@ -184,12 +149,12 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 	if err != nil {
 		var re *rpcError
 		if errors.As(err, &re) {
-			return &roundAnswer{err: re}
+			return &call.Answer{Err: re}
 		}
 		return err
 	}
 	if !h.prompts.take(st.Round) {
-		return &roundAnswer{err: errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())}
+		return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())}
 	}
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
@@ -220,7 +185,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c call, d policy.Decis
 
 // answersQuestion reports whether req is the retry of c that answers a
 // question the hub put about it (its requestState names a rule).
-func (h *Hub) answersQuestion(req *request, c call) bool {
+func (h *Hub) answersQuestion(req *request, c upcall) bool {
 	token, ok := req.stringField("requestState")
 	if !ok || !req.modern {
 		return false
@@ -232,7 +197,7 @@ func (h *Hub) answersQuestion(req *request, c call) bool {
 // putQuestion is the input_required answer that asks req's user about c,
 // with a state for one retry within settings.prompt_timeout; who is the
 // caller (see caller), digest c's (see callDigest).
-func (h *Hub) putQuestion(req *request, c call, d policy.Decision, who, digest string) error {
+func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest string) error {
 	cfg := req.snap.cfg
 	id, err := randomID()
 	if err != nil {
@@ -266,7 +231,7 @@ func (h *Hub) putQuestion(req *request, c call, d policy.Decision, who, digest s
 		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d of one credential, %d in all)",
 			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}
-	return &roundAnswer{res: res}
+	return &call.Answer{Result: res}
 }
 
 // maxQuestionArgs is how much of a call's arguments a question quotes.
@@ -276,7 +241,7 @@ const maxQuestionArgs = 500
 // (through the client's elicitation or an input_required round): its
 // arguments with the config's secrets redacted, and where they are cut,
 // their whole size, so that a harmless start does not pass for the whole.
-func promptMessage(cfg *config.Config, c call, d policy.Decision) string {
+func promptMessage(cfg *config.Config, c upcall, d policy.Decision) string {
 	msg := fmt.Sprintf("dynamic-mcp: allow %s %q on %s?", c.method, c.name, c.server.Config.ID())
 	if d.Description != "" {
 		msg += " " + d.Description + "."

@@ -358,7 +358,7 @@ func TestPromptRoundsPerCredential(t *testing.T) {
 func TestPromptMessageSaysArgumentsAreCut(t *testing.T) {
 	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
 	args := `{"path":"` + strings.Repeat("é", 400) + `"}`
-	msg := promptMessage(&config.Config{}, call{method: "tools/call", name: "write", server: srv, args: json.RawMessage(args)},
+	msg := promptMessage(&config.Config{}, upcall{method: "tools/call", name: "write", server: srv, args: json.RawMessage(args)},
 		policy.Decision{Description: "writes need a yes"})
 	if want := fmt.Sprintf("... (cut: %d bytes in all)", len(args)); !strings.HasSuffix(msg, want) {
 		t.Errorf("the question does not say the arguments are cut: %q", msg)
@@ -366,7 +366,7 @@ func TestPromptMessageSaysArgumentsAreCut(t *testing.T) {
 	if !utf8.ValidString(msg) || !strings.Contains(msg, "writes need a yes") {
 		t.Errorf("question %q", msg)
 	}
-	short := promptMessage(&config.Config{}, call{method: "tools/call", name: "write", server: srv, args: json.RawMessage(`{"a":1}`)}, policy.Decision{})
+	short := promptMessage(&config.Config{}, upcall{method: "tools/call", name: "write", server: srv, args: json.RawMessage(`{"a":1}`)}, policy.Decision{})
 	if !strings.HasSuffix(short, `Arguments: {"a":1}`) {
 		t.Errorf("short arguments: %q", short)
 	}

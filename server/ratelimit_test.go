@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -39,7 +38,7 @@ func rateHub(t *testing.T, yaml string) (*Hub, *upstream.Manager, *rateClock) {
 	h, mgr := runHub(t, yaml, true)
 	clock := &rateClock{}
 	clock.ns.Store(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC).UnixNano())
-	h.rates.now = clock.now
+	h.rates.Now = clock.now
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	return h, mgr, clock
 }
@@ -357,36 +356,6 @@ func TestRateLimitReloadKeepsCounters(t *testing.T) {
 	reload(rateYAML(dir, "off", "flat", "      - {name: echo-rate, action: allow, tool: echo}\n", ""))
 	if n, _ := h.RateBuckets(); n != 0 {
 		t.Errorf("%d buckets kept for a rule that has no rate any more", n)
-	}
-}
-
-// The counters are bounded: at the cap the least recently used goes, and
-// is counted; a session's own go when it ends.
-func TestRateLimiterBounded(t *testing.T) {
-	l := newRateLimiter()
-	l.max = 3
-	clock := &rateClock{}
-	l.now = clock.now
-	d := policy.Decision{Action: config.ActionAllow, Rule: "r", RuleGroup: "g", Rate: &config.RateLimit{Calls: 1, Period: time.Minute, Per: config.RatePerSession}}
-	sessions := make([]*session, 5)
-	for i := range sessions {
-		sessions[i] = newSession(fmt.Sprint("s", i), "test")
-		if _, ok := l.take(d, sessions[i], ""); !ok {
-			t.Fatalf("session %d's first call refused", i)
-		}
-	}
-	if len(l.buckets) != 3 || l.evictions != 2 || len(l.bySession) != 3 {
-		t.Fatalf("%d buckets, %d evictions, %d sessions indexed; want 3, 2, 3", len(l.buckets), l.evictions, len(l.bySession))
-	}
-	if _, ok := l.take(d, sessions[4], ""); ok {
-		t.Error("the most recent session's counter was evicted")
-	}
-	if _, ok := l.take(d, sessions[0], ""); !ok {
-		t.Error("an evicted counter was not dropped") // it counts afresh
-	}
-	l.forgetSession("s4")
-	if _, ok := l.buckets[rateKey{"g", "r", "session:s4"}]; ok || len(l.bySession["s4"]) != 0 {
-		t.Error("a session that ended kept its counter")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
@@ -54,7 +55,12 @@ type request struct {
 	// tool is the tools/call forwarded upstream for the request (no task),
 	// nil for none: its result is fitted to the client's max_result
 	// (resultread.go's capResult).
-	tool *call
+	tool *upcall
+
+	// server and fwd are the upstream server and the call the request
+	// was forwarded as (forward); nil and the zero Call for none.
+	server *upstream.Server
+	fwd    call.Call
 }
 
 // serve answers one request of sess: the raw result, or the error to

@@ -136,7 +136,7 @@ func (s *stateSealer) open(token, caller, call string) (sealedState, error) {
 // the server it goes to, the name there (tool, prompt or URI) and its
 // arguments, re-encoded so that a client that encodes them again on the
 // retry (keys in another order, other spacing) still matches.
-func callDigest(c call) string {
+func callDigest(c upcall) string {
 	h := sha256.New()
 	for _, part := range []string{c.method, c.server.Config.ID(), c.name} {
 		h.Write([]byte(part))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -99,7 +100,7 @@ func (h *Hub) readResult(req *request, uri string) (json.RawMessage, error) {
 	if d.Action == config.ActionDeny {
 		// A prompt rule is not asked again: the person let the call
 		// through when it was made, and a page gives nothing new.
-		return nil, blocked(d, "the call that made this result is not allowed now")
+		return nil, gate.Blocked(d, "the call that made this result is not allowed now")
 	}
 	contents := map[string]any{"uri": fmt.Sprintf("%s?page=%d", resultScheme+id, page), "mimeType": "application/json"}
 	if r.blob {

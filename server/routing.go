@@ -98,7 +98,7 @@ func (h *Hub) removeSession(sess *session) {
 	r.mu.Unlock()
 	h.unsubscribeGone(owners)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
-	h.rates.forgetSession(sess.id)
+	h.rates.ForgetSession(sess.id)
 	if !sessionless(sess) { // a credential's grants outlive each of its requests
 		h.approvals.endSession(caller(sess))
 	}

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
@@ -26,7 +26,7 @@ const grantNS = "grant"
 // sharedWait bounds each exchange with the shared store on a call's
 // path: a store that does not answer makes the call ask a person (the
 // safe side), not hang.
-const sharedWait = 5 * time.Second
+const sharedWait = ratelimit.SharedWait
 
 // decodeGrant reads a stored grant (an approval.Grant as JSON) and compiles its argument globs.
 func decodeGrant(b []byte) (*grant, error) {

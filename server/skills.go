@@ -165,7 +165,7 @@ func (h *Hub) forwardSkill(ctx context.Context, req *request, r *skillRoute, met
 	if err != nil {
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
-	return h.forward(ctx, req, call{method: method, server: r.Owner, name: up, params: params})
+	return h.forward(ctx, req, upcall{method: method, server: r.Owner, name: up, params: params})
 }
 
 // rewritten is a result whose URIs were namespaced; one that cannot be

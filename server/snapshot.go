@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -23,6 +24,7 @@ type snapshot struct {
 	profiles map[string]*view
 	empty    func() *view // built on first use: seldom needed
 	audit    *auditLog    // nil when the trail is off
+	chain    call.Handler // the stages a call goes through, linked to their end (chain.go)
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}

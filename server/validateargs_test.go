@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -182,24 +181,5 @@ func TestValidateArgsOff(t *testing.T) {
 				t.Errorf("validate_args: off: %s", text)
 			}
 		})
-	}
-}
-
-// A schema that cannot be compiled is logged once, however often its tool
-// is called; a remote $ref is refused by the loader, not fetched.
-func TestArgSchemaLoggedOnce(t *testing.T) {
-	var log strings.Builder
-	logger := slog.New(slog.NewTextHandler(&log, nil)) // one goroutine: no lock needed
-	var a argSchemas
-	for range 3 {
-		if a.get(json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`), "broken", "f/f", logger) != nil {
-			t.Fatal("an invalid schema compiled")
-		}
-		if a.get(json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`), "remote", "f/f", logger) != nil {
-			t.Fatal("a schema with a remote $ref compiled")
-		}
-	}
-	if n := strings.Count(log.String(), "cannot be compiled"); n != 2 || !strings.Contains(log.String(), "remote $ref not fetched") {
-		t.Errorf("want one warning per schema, the remote one refused by the loader:\n%s", log.String())
 	}
 }

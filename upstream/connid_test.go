@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// Each connection has its ConnID: Request notes the one it sent on, a
-// notification carries the one it came on, a restart makes a new one, and
-// a Request held to the old one fails with ErrConnGone instead of going
-// to the new process.
+// Each connection has its ConnID: RequestOn returns the one it sent on,
+// a notification carries the one it came on, a restart makes a new one,
+// and a request held to the old one fails with ErrConnGone instead of
+// going to the new process.
 func TestConnIDNamesTheConnection(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, "call_timeout: 10s"))
-	var first ConnID
-	if _, err := s.Request(NoteConn(t.Context(), &first), "tools/call", map[string]any{"name": "log", "arguments": map[string]any{"text": "hi"}}, 10*time.Second); err != nil || first == 0 {
+	_, first, err := s.RequestOn(t.Context(), 0, "tools/call", map[string]any{"name": "log", "arguments": map[string]any{"text": "hi"}}, 10*time.Second)
+	if err != nil || first == 0 {
 		t.Fatalf("first call: conn %d, %v", first, err)
 	}
 	select {
@@ -26,17 +26,14 @@ func TestConnIDNamesTheConnection(t *testing.T) {
 	}
 	s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, 10*time.Second)
 	waitFor(t, 20*time.Second, "the restart", func() bool { return s.Restarts() >= 1 && s.Status().State == StateReady })
-	if _, err := s.Request(OnConn(t.Context(), first), "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) {
-		t.Errorf("a request held to the connection that ended: %v, want ErrConnGone", err)
+	if _, conn, err := s.RequestOn(t.Context(), first, "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) || conn != 0 {
+		t.Errorf("a request held to the connection that ended: %v on %d, want ErrConnGone on none", err, conn)
 	}
-	var second ConnID
-	if _, err := s.Request(OnConn(NoteConn(t.Context(), &second), 0), "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) || second != 0 {
-		t.Errorf("held to no connection: %v, noted %d", err, second)
-	}
-	if _, err := s.Request(NoteConn(t.Context(), &second), "ping", nil, 10*time.Second); err != nil || second == 0 || second == first {
+	_, second, err := s.RequestOn(t.Context(), 0, "ping", nil, 10*time.Second)
+	if err != nil || second == 0 || second == first {
 		t.Errorf("after the restart: conn %d (before %d), %v", second, first, err)
 	}
-	if _, err := s.Request(OnConn(t.Context(), second), "ping", nil, 10*time.Second); err != nil {
+	if _, _, err := s.RequestOn(t.Context(), second, "ping", nil, 10*time.Second); err != nil {
 		t.Errorf("held to the live connection: %v", err)
 	}
 }

@@ -667,15 +667,26 @@ func (s *Server) RecheckPins() {
 // Request sends a raw request to the server, bounded by timeout, and returns
 // the raw result. Errors name the server.
 func (s *Server) Request(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	res, _, err := s.RequestOn(ctx, 0, method, params, timeout)
+	return res, err
+}
+
+// RequestOn is Request sent only on the connection on (zero: whichever
+// Request would use): when the connection it would use is another (the
+// one on named ended, the server restarted since), it fails with
+// ErrConnGone and sends nothing. conn is the connection it sent on (what
+// the server numbers per connection, its task ids, is told apart by it),
+// zero when it sent on none.
+func (s *Server) RequestOn(ctx context.Context, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, st := s.awaitSession(ctx)
 	if c == nil {
-		return nil, s.unavailable(st)
+		return nil, 0, s.unavailable(st)
 	}
 	owner, isolated := s.perSession(ctx)
 	if err := s.userSignedIn(owner); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if isolated {
 		var (
@@ -686,16 +697,20 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
 			}
-			return nil, err
+			return nil, 0, err
 		}
 		defer done()
 	}
-	if wrongConn(ctx, c) {
-		return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
+	if on != 0 && c.id != on {
+		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
 	defer s.trackCall(&ctx, c)()
 	defer s.awaitRouted(ctx, s.events.mark())
-	defer func() { noteConn(ctx, c) }()
+	defer func() {
+		if conn = 0; c != nil {
+			conn = c.id
+		}
+	}()
 	res, err := c.request(ctx, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once (unless a call refused
@@ -710,7 +725,7 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	if c.auth != nil && err != nil && insufficientScope(err) {
 		err = signInError{fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: %s", method, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 	}
-	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && ctx.Value(connWantKey{}) == nil {
+	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && on == 0 {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
@@ -721,20 +736,20 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 	var rpcErr *RPCError
 	switch {
 	case err == nil, errors.As(err, &rpcErr):
-		return res, err
+		return res, 0, err
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("upstream %s: no answer to %s within %s", s.Config.ID(), method, timeout)
+		return nil, 0, fmt.Errorf("upstream %s: no answer to %s within %s", s.Config.ID(), method, timeout)
 	case errors.Is(err, context.Canceled):
-		return nil, err
+		return nil, 0, err
 	default:
 		if c != nil && c.remote() && sessionLost(err) {
 			// A remote server not reached, or refusing the session, is
 			// reconnected; a failure of this call alone leaves the
 			// session to the others.
 			c.lose(err, false)
-			return nil, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
+			return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), err)
 		}
-		return nil, fmt.Errorf("upstream %s %w", s.Config.ID(), err) // "upstream f exited (status 1): ..."
+		return nil, 0, fmt.Errorf("upstream %s %w", s.Config.ID(), err) // "upstream f exited (status 1): ..."
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package ratelimit
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 // one replica (stdio, the shared hub's socket, legacy SSE), and when the
 // store does not answer within sharedWait: the call is then counted by
 // this replica alone.
-func (l *rateLimiter) sharedTake(key rateKey, rl *config.RateLimit, anyReplica bool) (retryAfter time.Duration, ok, handled bool) {
+func (l *Limiter) sharedTake(key rateKey, rl *config.RateLimit, anyReplica bool) (retryAfter time.Duration, ok, handled bool) {
 	if l.shared == nil || (strings.HasPrefix(key.scope, "session:") && !anyReplica) {
 		return 0, false, false
 	}
 	name, _ := json.Marshal([]string{key.group, key.rule, key.scope}) // unambiguous
-	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	ctx, cancel := context.WithTimeout(context.Background(), SharedWait)
 	defer cancel()
 	tokens, ok, err := l.shared.Take(ctx, string(name), rl.Calls, rl.Period)
 	if err != nil {
@@ -39,3 +39,8 @@ func (l *rateLimiter) sharedTake(key rateKey, rl *config.RateLimit, anyReplica b
 	l.mu.Unlock()
 	return refillWait(tokens, rl.Calls, rl.Period), false, true
 }
+
+// SharedWait bounds each exchange with the shared store on a call's
+// path: a store that does not answer makes the call counted here (or ask
+// a person, for a grant), not hang.
+const SharedWait = 5 * time.Second

@@ -1,18 +1,14 @@
-package server
-
-// Arguments checked before they leave: a tools/call's arguments are
-// validated against the tool's inputSchema before the call goes upstream,
-// and a call that does not fit is answered with an isError result naming
-// each violated path and carrying the schema, so that the model corrects
-// itself in one turn (as mcpproxy-go and ContextForge do).
-//
-// checkArgs is called where a call is routed (callRoute for flat mode and
-// expose:, callDynamicTool for call_dynamic_tool's args), before policy.
-// When the call pipeline becomes a chain of stages (issue 32), it is the
-// stage between routing and policy.
+// Package validateargs is the argument check stage of the call chain: a
+// tools/call's arguments are validated against the tool's inputSchema
+// before the call goes upstream, and a call that does not fit is answered
+// with an isError result naming each violated path and carrying the
+// schema, so that the model corrects itself in one turn (as mcpproxy-go
+// and ContextForge do). It is the stage between routing and policy.
+package validateargs
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -27,9 +23,8 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 const (
@@ -46,11 +41,12 @@ const (
 	schemaURL = "urn:dynamic-mcp:inputSchema"
 )
 
-// argSchemas are the tools' input schemas compiled on first use, by the
+// Schemas are the tools' input schemas compiled on first use, by the
 // hash of the schema's bytes: a definition that did not change across a
 // list change is not compiled again, one that changed is compiled anew.
-// Nothing is compiled at start-up.
-type argSchemas struct {
+// Nothing is compiled at start-up. The zero Schemas is empty; the hub
+// keeps one across reloads.
+type Schemas struct {
 	mu     sync.Mutex // guards byHash
 	byHash map[[sha256.Size]byte]*argSchema
 }
@@ -64,7 +60,7 @@ type argSchema struct {
 
 // get is the compiled schema of raw, compiled on first use (logged once
 // when it cannot be, with the tool that has it).
-func (a *argSchemas) get(raw json.RawMessage, tool, server string, logger *slog.Logger) *jsonschema.Schema {
+func (a *Schemas) get(raw json.RawMessage, tool, server string, logger *slog.Logger) *jsonschema.Schema {
 	key := sha256.Sum256(raw)
 	a.mu.Lock()
 	if a.byHash == nil || len(a.byHash) >= maxArgSchemas {
@@ -116,19 +112,35 @@ func compileArgSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return c.Compile(schemaURL)
 }
 
-// checkArgs checks the arguments of a call to the tool r routes to (shown
-// to the client as name) against its inputSchema: nil when they fit, when
-// checking is off for its group, or when the schema is absent or cannot
-// be compiled; otherwise the isError result to answer with.
-func (h *Hub) checkArgs(req *request, r route, name string, arguments json.RawMessage) json.RawMessage {
-	raw := r.inputSchema()
-	if len(raw) == 0 || raw[0] != '{' || !req.snap.cfg.Settings.ValidatesArgs(groupConfig(req.snap.cfg, r.server.Config.Group)) {
+// Stage answers a tools/call whose arguments do not fit the tool's
+// inputSchema (Call.Schema) with an isError result, and notes the verdict
+// DecisionInvalidArgs. A call passes unchecked when checking is off for
+// its group in Config, or when the schema is absent or cannot be
+// compiled. It is built per config snapshot.
+type Stage struct {
+	Schemas *Schemas
+	Config  *config.Config
+	Logger  *slog.Logger
+}
+
+// Handle checks c's arguments, then passes it on or answers it.
+func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if bad := s.check(c); bad != nil {
+		return bad, nil
+	}
+	return next.Handle(ctx, c)
+}
+
+func (s *Stage) check(c *call.Call) json.RawMessage {
+	raw := c.Schema
+	if len(raw) == 0 || raw[0] != '{' || !s.Config.Settings.ValidatesArgs(groupConfig(s.Config, c.Server.Group)) {
 		return nil
 	}
-	schema := h.argSchemas.get(raw, r.name, r.server.Config.ID(), h.logger)
+	schema := s.Schemas.get(raw, c.Name, c.Server.ID(), s.Logger)
 	if schema == nil {
 		return nil
 	}
+	arguments := c.Args
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
@@ -140,19 +152,8 @@ func (h *Hub) checkArgs(req *request, r route, name string, arguments json.RawMe
 	if err := schema.Validate(inst); !errors.As(err, &ve) {
 		return nil
 	}
-	if req.snap.audit != nil {
-		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.server.Config.Group, Server: r.server.Config.Name,
-			Method: policy.MethodToolsCall, Tool: r.name, Decision: "invalid_args", Arguments: arguments}
-	}
-	return argsError("Invalid arguments for tool "+name+":", argProblems(ve), raw)
-}
-
-// inputSchema is the inputSchema of the tool r routes to, nil if none.
-func (r route) inputSchema() json.RawMessage {
-	if r.tool == nil {
-		return nil
-	}
-	return jsonrpc.Field(r.tool.Raw, "inputSchema")
+	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them
+	return Error("Invalid arguments for tool "+c.ClientName+":", argProblems(ve), raw)
 }
 
 // groupConfig is the group of cfg named name, nil if none.
@@ -204,10 +205,10 @@ func argProblems(ve *jsonschema.ValidationError) []string {
 	return out
 }
 
-// argsError is the isError result of a call whose arguments do not fit:
-// the heading, the problems one a line, and the tool's input schema, cut
-// to maxSchemaInError bytes.
-func argsError(heading string, problems []string, schema json.RawMessage) json.RawMessage {
+// Error is the isError result of a call whose arguments do not fit: the
+// heading, the problems one a line, and the tool's input schema, cut to
+// maxSchemaInError bytes.
+func Error(heading string, problems []string, schema json.RawMessage) json.RawMessage {
 	var b strings.Builder
 	b.WriteString(heading)
 	for _, p := range problems {
@@ -223,5 +224,5 @@ func argsError(heading string, problems []string, schema json.RawMessage) json.R
 			fmt.Fprintf(&b, "\n... (cut: %d bytes in all)", len(schema))
 		}
 	}
-	return toolError(b.String())
+	return call.ToolError(b.String())
 }

@@ -1,17 +1,26 @@
-package server
+// Package ratelimit is the loop guards' stage of the call chain: a
+// policy rule's rate (rate: N/period, per session, profile, user or hub)
+// charged on a token bucket per rule and scope, in memory or, with
+// store:, in the store every replica shares; a call over it is denied
+// (then: deny) or put to a person (then: prompt).
+package ratelimit
 
 import (
 	"cmp"
 	"container/list"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
@@ -52,11 +61,11 @@ func (b *rateBucket) refill(now time.Time) {
 	b.last = now
 }
 
-// rateLimiter keeps the loop guards' counters, in memory, on the hub
-// (not its snapshot): a reload keeps them for every rule whose identity
-// and rate are unchanged (see retain).
-type rateLimiter struct {
-	now func() time.Time // time.Now; tests move it
+// Limiter keeps the loop guards' counters, in memory, on the hub (not
+// its snapshot): a reload keeps them for every rule whose identity and
+// rate are unchanged (see Retain).
+type Limiter struct {
+	Now func() time.Time // time.Now; tests move it
 	max int              // maxRateBuckets; tests lower it
 	// shared counts every scope but the session's of a session that
 	// lives on one replica in the store every replica shares
@@ -71,8 +80,10 @@ type rateLimiter struct {
 	evictions uint64              // buckets dropped to make room, ever
 }
 
-func newRateLimiter() *rateLimiter {
-	return &rateLimiter{now: time.Now, max: maxRateBuckets, buckets: map[rateKey]*rateBucket{}, lru: list.New(),
+// New is a Limiter with no counters. shared is the store every replica
+// shares, nil for none.
+func New(shared shared.Limiter) *Limiter {
+	return &Limiter{Now: time.Now, max: maxRateBuckets, shared: shared, buckets: map[rateKey]*rateBucket{}, lru: list.New(),
 		bySession: map[string]map[rateKey]struct{}{}, limited: map[rateRule]uint64{}}
 }
 
@@ -82,33 +93,33 @@ func newRateLimiter() *rateLimiter {
 // its own that ends with it: its "session" is its credential, as for the
 // requestState it is given (see caller), or every such request would
 // count afresh.
-func scopeKey(rl *config.RateLimit, sess *session, profile string) string {
+func scopeKey(rl *config.RateLimit, sess call.Session, profile string) string {
 	switch {
 	case rl.Per == config.RatePerHub:
 		return "hub"
 	case rl.Per == config.RatePerProfile:
 		return "profile:" + profile
 	case rl.Per == config.RatePerUser:
-		return "user:" + sess.who.Key()
-	case sessionless(sess):
-		return "caller:" + caller(sess)
+		return "user:" + sess.UserKey()
+	case sess.Sessionless():
+		return "caller:" + sess.Caller()
 	}
-	return "session:" + sess.id
+	return "session:" + sess.ID()
 }
 
-// take charges the call d decided, by sess seeing profile, to its rule's bucket. ok is
-// false when the bucket is empty: the call is over the limit, and
-// retryAfter is when the next token comes.
-func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (retryAfter time.Duration, ok bool) {
+// Take charges the call d decided, by sess seeing profile, to its rule's
+// bucket. ok is false when the bucket is empty: the call is over the
+// limit, and retryAfter is when the next token comes.
+func (l *Limiter) Take(d policy.Decision, sess call.Session, profile string) (retryAfter time.Duration, ok bool) {
 	rl := d.Rate
 	if rl == nil {
 		return 0, true
 	}
 	key := rateKey{group: d.RuleGroup, rule: d.Rule, scope: scopeKey(rl, sess, profile)}
-	if after, ok, handled := l.sharedTake(key, rl, sess.transport == "streamable-http"); handled {
+	if after, ok, handled := l.sharedTake(key, rl, sess.Transport() == "streamable-http"); handled {
 		return after, ok
 	}
-	now := l.now()
+	now := l.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[key]
@@ -124,12 +135,12 @@ func (l *rateLimiter) take(d policy.Decision, sess *session, profile string) (re
 		b = &rateBucket{key: key, calls: rl.Calls, period: rl.Period, tokens: float64(rl.Calls), last: now}
 		b.elem = l.lru.PushFront(b)
 		l.buckets[key] = b
-		if rl.Per == config.RatePerSession && !sessionless(sess) { // a caller's outlives its sessions
-			b.session = sess.id
-			if l.bySession[sess.id] == nil {
-				l.bySession[sess.id] = map[rateKey]struct{}{}
+		if id := sess.ID(); rl.Per == config.RatePerSession && !sess.Sessionless() { // a caller's outlives its sessions
+			b.session = id
+			if l.bySession[id] == nil {
+				l.bySession[id] = map[rateKey]struct{}{}
 			}
-			l.bySession[sess.id][key] = struct{}{}
+			l.bySession[id][key] = struct{}{}
 		}
 	} else {
 		l.lru.MoveToFront(b.elem)
@@ -150,7 +161,7 @@ func refillWait(tokens float64, calls int, period time.Duration) time.Duration {
 }
 
 // remove forgets b; l.mu is held.
-func (l *rateLimiter) remove(b *rateBucket) {
+func (l *Limiter) remove(b *rateBucket) {
 	delete(l.buckets, b.key)
 	l.lru.Remove(b.elem)
 	if b.session != "" {
@@ -163,9 +174,9 @@ func (l *rateLimiter) remove(b *rateBucket) {
 	}
 }
 
-// forgetSession drops the per-session buckets of the session id, which
+// ForgetSession drops the per-session buckets of the session id, which
 // has ended.
-func (l *rateLimiter) forgetSession(id string) {
+func (l *Limiter) ForgetSession(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for key := range l.bySession[id] {
@@ -176,9 +187,9 @@ func (l *rateLimiter) forgetSession(id string) {
 	delete(l.bySession, id)
 }
 
-// retain keeps, after a reload to cfg, the buckets of the rules cfg still
+// Retain keeps, after a reload to cfg, the buckets of the rules cfg still
 // has with the same rate (by group and name), and drops the others.
-func (l *rateLimiter) retain(cfg *config.Config) {
+func (l *Limiter) Retain(cfg *config.Config) {
 	rates := map[rateRule]*config.RateLimit{}
 	for _, g := range cfg.Groups {
 		for _, r := range g.Policy {
@@ -215,11 +226,10 @@ func scopeOf(key string) config.RateScope {
 	return config.RatePerSession
 }
 
-// RateLimited is how many calls each rule's rate limit found over it
-// since New, by the rule's group ("" for a global rule) and then its
-// name: counters that never go down, for /metrics.
-func (h *Hub) RateLimited() map[string]map[string]uint64 {
-	l := h.rates
+// Limited is how many calls each rule's rate limit found over it since
+// New, by the rule's group ("" for a global rule) and then its name:
+// counters that never go down, for /metrics.
+func (l *Limiter) Limited() map[string]map[string]uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]map[string]uint64{}
@@ -232,10 +242,9 @@ func (h *Hub) RateLimited() map[string]map[string]uint64 {
 	return out
 }
 
-// RateBuckets is how many loop-guard counters the hub keeps now, and how
-// many it dropped to stay within maxRateBuckets since New, for /metrics.
-func (h *Hub) RateBuckets() (buckets int, evictions uint64) {
-	l := h.rates
+// Buckets is how many loop-guard counters l keeps now, and how many it
+// dropped to stay within maxRateBuckets since New, for /metrics.
+func (l *Limiter) Buckets() (buckets int, evictions uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.buckets), l.evictions
@@ -257,60 +266,77 @@ func (o *rateOver) message(rule string) string {
 	return fmt.Sprintf("Rate limit %s per %s of rule %s exceeded; retry after %ds", o.limit.Text, o.limit.Per, rule, o.seconds())
 }
 
-// limit charges the call c that d decided to its rule's rate, if it has
-// one, and returns how it is over the limit; nil when it is within it.
-// A 2026-07-28 client's retry of a call (with a requestState the hub
-// checks before anything is sent: see modernCall) resumes the call
-// already counted, and is not counted again.
-func (h *Hub) limit(req *request, c call, d policy.Decision) *rateOver {
-	if d.Rate == nil || resumes(req, c) {
-		return nil
-	}
-	after, ok := h.rates.take(d, req.sess, req.sess.profileIn(req.snap.cfg))
-	if ok {
-		return nil
-	}
-	return &rateOver{limit: d.Rate, retryAfter: after}
+// Stage charges a call to its rule's rate, if it has one, and turns a
+// call over it into going ahead (as the rule's action says) or the
+// answer the client gets (overLimit). It runs after the policy stage has
+// decided the call, before the decision is enforced.
+type Stage struct {
+	Limiter *Limiter
+	// Asker puts a call over its rate to a person (then: prompt).
+	Asker call.Asker
+	// Answers reports whether c is the 2026-07-28 retry that answers the
+	// question its rate put: it is read as the question was asked.
+	Answers func(c *call.Call) bool
+	Logger  *slog.Logger
 }
 
-// resumes reports whether c is the retry of a 2026-07-28 call that
-// modernCall resumes (and checks) rather than starts.
-func resumes(req *request, c call) bool {
-	if !req.modern || !inputMethod(c.method) || c.params.Field("task") != nil {
-		return false
+// Handle charges c, then passes it on or answers it. A 2026-07-28
+// client's retry of a call (with a requestState the hub checks before
+// anything is sent) resumes the call already counted, and is not counted
+// again.
+func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	d := c.Decision
+	var over *rateOver
+	if d.Rate != nil && !resumes(c) {
+		if after, ok := s.Limiter.Take(d, c.Session, c.Profile); !ok {
+			over = &rateOver{limit: d.Rate, retryAfter: after}
+		}
 	}
-	_, ok := req.stringField("requestState")
-	return ok
+	if over == nil && d.Rate != nil && d.Rate.Then == config.ActionPrompt && s.Answers(c) {
+		over = &rateOver{limit: d.Rate}
+	}
+	if over != nil {
+		c.Notes.Verdict = call.DecisionRateLimited
+		if err := s.overLimit(ctx, c, over); err != nil {
+			return call.AnswerWith(err)
+		}
+		if d.Action == config.ActionPrompt {
+			c.Decision.Action = config.ActionAllow // approved just now: not asked twice
+		}
+	}
+	return next.Handle(ctx, c)
 }
 
-// overLimit turns a call over its rule's rate into nil (go ahead, as the
+// resumes reports whether c is the retry of a 2026-07-28 call that the
+// upstream stage resumes (and checks) rather than starts.
+func resumes(c *call.Call) bool {
+	return c.Modern && c.Retry && !c.Task // every method of a Call may be answered input_required
+}
+
+// overLimit turns c, over its rule's rate, into nil (go ahead, as the
 // rule's action says) or the error the client gets: with then: deny a
 // -32001 like a policy block, whose data has action "rate" and
 // retryAfter (seconds); with then: prompt the question a prompt rule
 // asks, which only an accept answers.
-func (h *Hub) overLimit(ctx context.Context, req *request, c call, d policy.Decision, o *rateOver) error {
+func (s *Stage) overLimit(ctx context.Context, c *call.Call, o *rateOver) error {
+	d := c.Decision
 	rule := cmp.Or(d.Rule, "policy_default")
 	msg := o.message(rule)
 	if o.limit.Then == config.ActionPrompt {
 		asked := d
 		asked.Description = msg
-		err := h.ask(ctx, req, c, asked)
+		err := s.Asker.Ask(ctx, c, asked)
 		if err == nil {
-			h.logger.Info("policy: over the rate limit, approved", "rule", d.Rule, "name", c.name)
+			s.Logger.Info("policy: over the rate limit, approved", "rule", d.Rule, "name", c.Name)
 			return nil
 		}
-		if isRoundAnswer(err) {
+		if call.IsAnswer(err) {
 			return err // a 2026-07-28 client is asked in an input_required answer
 		}
-		h.logger.Info("policy: over the rate limit, not approved, call denied", "rule", d.Rule, "name", c.name, "why", err)
+		s.Logger.Info("policy: over the rate limit, not approved, call denied", "rule", d.Rule, "name", c.Name, "why", err)
 		msg += " (" + err.Error() + ")"
 	} else {
-		h.logger.Info("policy: over the rate limit, call denied", "rule", d.Rule, "name", c.name, "retry_after", o.retryAfter)
+		s.Logger.Info("policy: over the rate limit, call denied", "rule", d.Rule, "name", c.Name, "retry_after", o.retryAfter)
 	}
-	return &rpcError{Code: codePolicyBlocked, Message: msg, Data: map[string]any{"rule": rule, "action": "rate", "retryAfter": o.seconds()}}
+	return &jsonrpc.Error{Code: call.CodeBlocked, Message: msg, Data: map[string]any{"rule": rule, "action": "rate", "retryAfter": o.seconds()}}
 }
-
-// decisionRateLimited is the audit record's decision, and the traffic's
-// action, for a call over its rule's rate limit (whether then: prompt let
-// it through is its outcome).
-const decisionRateLimited = "rate_limited"

@@ -1,0 +1,157 @@
+package call
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// Session is the client session a call is made in, as a stage may see
+// it: who it is, never the hub's session itself.
+type Session interface {
+	// ID is the session's id.
+	ID() string
+	// Caller names whose calls these are across requests: "session ID",
+	// or, for a 2026-07-28 request over HTTP without Mcp-Session-Id (a
+	// session that ends with the request), its identity or credential.
+	Caller() string
+	// UserKey is the signed-in user's key, "" when the face knows none.
+	UserKey() string
+	// Transport is the face the session came through: "stdio",
+	// "streamable-http" or "sse".
+	Transport() string
+	// Sessionless reports whether the session is that of one request
+	// over HTTP that came without Mcp-Session-Id: it ends with it.
+	Sessionless() bool
+	// ClientName is the client's clientInfo.name.
+	ClientName() string
+}
+
+// Call is one tools/call, prompts/get or resources/read on its way
+// upstream: built once where the hub has routed the request, then read
+// and noted on by every stage. Its context carries cancellation and
+// deadlines only.
+type Call struct {
+	Session Session
+	// Owner is whose calls upstream this is (the client session): the
+	// end of the chain passes it to upstream explicitly. Opaque to
+	// stages.
+	Owner any
+
+	Method string         // policy.MethodToolsCall, MethodPromptsGet or MethodResourcesRead
+	Server *config.Server // the upstream server the call goes to
+	// Name is the tool or prompt as the server knows it, or the URI;
+	// ClientName the tool as the client named it (Name when the same).
+	Name, ClientName string
+	Args             json.RawMessage // the tool's or prompt's arguments, nil for none
+	// Params are what is sent upstream, scanned once: the request's own,
+	// or those the hub built (call_dynamic_tool).
+	Params jsonrpc.Object
+	// Rename is true when Params name the tool as the client did: the end
+	// of the chain sends Name instead.
+	Rename bool
+	// Schema is the tool's inputSchema, nil for none or not a tool.
+	Schema json.RawMessage
+	// Task is true for a tools/call augmented with a task.
+	Task bool
+	// Modern is true for a request of 2026-07-28 or later; Retry is true
+	// when it carries a requestState (the retry of a call that was
+	// answered input_required).
+	Modern, Retry bool
+	Profile       string          // the profile the session sees, "" for the whole config
+	Timeout       time.Duration   // how long the upstream has to answer
+	Decision      policy.Decision // set by the policy stage
+
+	// Notes are what observers (the audit trail, the inspector, metrics)
+	// are told about how the call was decided; the outcome itself is what
+	// the chain returns.
+	Notes Notes
+}
+
+// Notes record what the stages decided about a call, for its observers.
+type Notes struct {
+	// Verdict is the decision the audit trail and the observers are told:
+	// the policy's action, DecisionRateLimited or DecisionInvalidArgs;
+	// "" before the policy stage.
+	Verdict string
+	// Grant and ApprovedBy name the grant (or "" for an approval of this
+	// call alone) and the person that let the call through.
+	Grant, ApprovedBy string
+	// Failure is the hub's own failure that a tool error result reports.
+	Failure string
+}
+
+// CodeBlocked is the JSON-RPC code of a call a policy rule blocked, or
+// its rate limit refused.
+const CodeBlocked = -32001
+
+// Verdicts beside the policy's actions.
+const (
+	// DecisionRateLimited: the call was over its rule's rate limit
+	// (whether then: prompt let it through is its outcome).
+	DecisionRateLimited = "rate_limited"
+	// DecisionInvalidArgs: the arguments did not fit the tool's
+	// inputSchema; the call was answered without going upstream.
+	DecisionInvalidArgs = "invalid_args"
+)
+
+// Approved notes that a person let c through, by grant ("" for this call
+// alone).
+func (c *Call) Approved(grant, by string) { c.Notes.Grant, c.Notes.ApprovedBy = grant, by }
+
+// Handler answers a call: the raw result, or the error to answer with.
+type Handler interface {
+	Handle(ctx context.Context, c *Call) (json.RawMessage, error)
+}
+
+// HandlerFunc is a func as a Handler.
+type HandlerFunc func(ctx context.Context, c *Call) (json.RawMessage, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, c *Call) (json.RawMessage, error) { return f(ctx, c) }
+
+// Stage is one concern on a call's way upstream: it answers the call
+// itself or passes it to next (at most once), and may look at and change
+// what comes back.
+type Stage interface {
+	Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error)
+}
+
+// StageFunc is a func as a Stage.
+type StageFunc func(ctx context.Context, c *Call, next Handler) (json.RawMessage, error)
+
+// Handle calls f.
+func (f StageFunc) Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error) {
+	return f(ctx, c, next)
+}
+
+// Asker puts a call to a person: nil lets it through; an *Answer answers
+// the request as it is (the question itself, put in the answer); any
+// other error denies the call, its text the reason. There is one per way
+// of reaching a person: a grant given before, a 2026-07-28 client's
+// input_required round, the client's form elicitation, the approval
+// inbox.
+type Asker interface {
+	Ask(ctx context.Context, c *Call, d policy.Decision) error
+}
+
+// AskerFunc is a func as an Asker.
+type AskerFunc func(ctx context.Context, c *Call, d policy.Decision) error
+
+// Ask calls f.
+func (f AskerFunc) Ask(ctx context.Context, c *Call, d policy.Decision) error { return f(ctx, c, d) }
+
+// ToolError is a CallToolResult with isError set, for failures of the
+// hub itself during a tool call (unknown group, upstream down, arguments
+// that do not fit): the LLM reads the reason and can correct itself.
+func ToolError(msg string) json.RawMessage {
+	b, _ := jsonrpc.Marshal(map[string]any{
+		"content": []map[string]string{{"type": "text", "text": msg}},
+		"isError": true,
+	})
+	return b
+}

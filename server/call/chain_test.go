@@ -1,0 +1,89 @@
+package call_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// trace is a stage that notes its name on the way in and out.
+func trace(name string, log *[]string) call.Stage {
+	return call.StageFunc(func(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+		*log = append(*log, name+">")
+		res, err := next.Handle(ctx, c)
+		*log = append(*log, "<"+name)
+		return res, err
+	})
+}
+
+func upstream(log *[]string) call.Handler {
+	return call.HandlerFunc(func(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+		*log = append(*log, "upstream "+c.Name)
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+}
+
+func TestChainOrder(t *testing.T) {
+	var log []string
+	h := call.New(trace("audit", &log), trace("policy", &log), trace("rate", &log)).Then(upstream(&log))
+	res, err := h.Handle(t.Context(), &call.Call{Name: "echo"})
+	if err != nil || string(res) != `{"ok":true}` {
+		t.Fatalf("Run = %s, %v", res, err)
+	}
+	want := []string{"audit>", "policy>", "rate>", "upstream echo", "<rate", "<policy", "<audit"}
+	if !slices.Equal(log, want) {
+		t.Fatalf("order %q, want %q", log, want)
+	}
+	// Run again: the chain is built once and run per call.
+	log = nil
+	if _, err := h.Handle(t.Context(), &call.Call{Name: "again"}); err != nil || len(log) != len(want) {
+		t.Fatalf("second run: %q, %v", log, err)
+	}
+}
+
+func TestChainShortCircuit(t *testing.T) {
+	var log []string
+	blocked := errors.New("blocked")
+	deny := call.StageFunc(func(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+		c.Notes.Verdict = "deny"
+		return nil, blocked
+	})
+	c := &call.Call{Name: "rm"}
+	_, err := call.New(trace("audit", &log), deny, trace("rate", &log)).Then(upstream(&log)).Handle(t.Context(), c)
+	if !errors.Is(err, blocked) {
+		t.Fatalf("err = %v, want the stage's", err)
+	}
+	if want := []string{"audit>", "<audit"}; !slices.Equal(log, want) {
+		t.Fatalf("order %q, want %q: nothing past the stage that answered", log, want)
+	}
+	if c.Notes.Verdict != "deny" {
+		t.Fatalf("verdict %q: the outer stages read what the inner ones noted", c.Notes.Verdict)
+	}
+}
+
+func TestChainEmpty(t *testing.T) {
+	var log []string
+	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "x"}); err != nil || len(log) != 1 {
+		t.Fatalf("empty chain: %q, %v", log, err)
+	}
+}
+
+func TestAnswerWith(t *testing.T) {
+	res, err := call.AnswerWith(&call.Answer{Result: json.RawMessage(`{"resultType":"input_required"}`)})
+	if err != nil || string(res) != `{"resultType":"input_required"}` {
+		t.Fatalf("an answer's result: %s, %v", res, err)
+	}
+	refused := jsonrpc.Errorf(-32602, "invalid params: state used")
+	if _, err := call.AnswerWith(error(&call.Answer{Err: refused})); err != refused {
+		t.Fatalf("an answer's error: %v", err)
+	}
+	other := errors.New("denied")
+	if _, err := call.AnswerWith(other); err != other || call.IsAnswer(other) {
+		t.Fatalf("another error passes as it is: %v", err)
+	}
+}

@@ -1,0 +1,16 @@
+// Package call is the contract of the call chain: a tools/call,
+// prompts/get or resources/read on its way to an upstream server is one
+// Call value, handed through an ordered list of stages (audit, argument
+// checks, policy, rate limits, approvals, ...), each a concern in a
+// package of its own, to the Handler at the end that sends it upstream.
+//
+// It is the shape of go-sdk's Middleware (mcp/shared.go: a MethodHandler
+// wrapped by functions from MethodHandler to MethodHandler) and of caddy's
+// MiddlewareHandler (ServeHTTP(w, r, next)): a Stage is handed the Call
+// and the next Handler, and may answer itself (a block, a rate limit, an
+// invalid argument) or call next and look at what comes back.
+//
+// The package does no I/O and imports only the pure policy package and
+// types/*: a stage package imports it, upstream and types/*, never the
+// hub (server), so that no concern can reach back into another.
+package call

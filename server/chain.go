@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
+	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
+)
+
+// The call chain (issue 32): what a tools/call, prompts/get or
+// resources/read goes through once the view has routed it, outermost
+// first. This list is the one place its order is written; the hub builds
+// it per config snapshot (newChain), so a reload runs new calls through a
+// new chain, swapped whole with the snapshot, while calls in flight finish
+// on theirs. The end of the chain (send) sends the call upstream with its
+// owner.
+//
+//	audit      admit the call; build its record once the decision is known
+//	validate   the tool's arguments against its inputSchema
+//	policy     the rules' decision
+//	rate limit the decision's rule's rate
+//	observe    the decision, for the inspector, metrics and traces
+//	enforce    allow, log, deny, or put the call to a person (an Asker)
+//	upstream   rounds, tasks, progress, the request itself (send)
+//
+// The result budget (capResult), the 2026-07-28 decoration and the
+// writing of the audit record follow in handle and serve, which see every
+// method's answer.
+func (h *Hub) newChain(snap *snapshot) call.Handler {
+	return call.New(
+		auditStage{},
+		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
+		gate.Decide{Policy: snap.policy},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
+		observeStage{h: h},
+		&gate.Enforce{Asker: h.asker(), Logger: h.logger},
+	).Then(call.HandlerFunc(h.sendCall))
+}
+
+// requestOf is the hub's request a call of the chain was made for. The
+// stages still written as Hub code read it; each goes when its concern
+// moves to a package of its own and reads the Call alone.
+func requestOf(c *call.Call) *request { return c.Session.(*request) }
+
+// forward sends c through the snapshot's chain to its upstream, and
+// leaves the audit record for serve to write once the request's outcome
+// is known. A failure of the hub or transport during a tool call is an
+// isError result.
+func (h *Hub) forward(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
+	req.server = c.server
+	_, retry := req.stringField("requestState")
+	req.fwd = call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
+		ClientName: c.shown, Args: c.args, Params: c.params, Rename: c.rename, Schema: c.schema,
+		Task: c.method == policy.MethodToolsCall && c.params.Field("task") != nil, Modern: req.modern, Retry: retry,
+		Profile: req.sess.profileIn(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
+	cc := &req.fwd // in the request: no allocation of its own
+	return req.snap.chain.Handle(ctx, cc)
+}
+
+// sendCall is the end of the chain: c sent upstream (send).
+func (h *Hub) sendCall(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	req := requestOf(c)
+	return h.send(ctx, req, req.upcall(c))
+}
+
+// upcall is the hub's view of c, on its way to req.server.
+func (r *request) upcall(c *call.Call) upcall {
+	return upcall{method: c.Method, server: r.server, name: c.Name, shown: c.ClientName, args: c.Args, params: c.Params,
+		rename: c.Rename, schema: c.Schema}
+}
+
+// The call.Session of a call is its request's session.
+
+func (r *request) ID() string         { return r.sess.id }
+func (r *request) Caller() string     { return caller(r.sess) }
+func (r *request) UserKey() string    { return r.sess.who.Key() }
+func (r *request) Transport() string  { return r.sess.transport }
+func (r *request) Sessionless() bool  { return sessionless(r.sess) }
+func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
+
+// auditStage admits a call to the audit trail (audit.required refuses
+// every call while the trail fails: nothing unaudited), and builds its
+// record from what the stages decided, for serve to write with the
+// request's outcome.
+type auditStage struct{}
+
+func (auditStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	req := requestOf(c)
+	trail := req.snap.audit
+	if err := trail.admit(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := next.Handle(ctx, c)
+	if trail != nil {
+		req.audit = newAuditRecord(start, c)
+	}
+	return res, err
+}
+
+// newAuditRecord is the record of c, begun at start.
+func newAuditRecord(start time.Time, c *call.Call) *auditRecord {
+	rec := &auditRecord{Time: start.UTC(), Session: c.Session.ID(), Group: c.Server.Group, Server: c.Server.Name,
+		Method: c.Method, Decision: c.Notes.Verdict, Rule: c.Decision.Rule, Arguments: c.Args,
+		Grant: c.Notes.Grant, ApprovedBy: c.Notes.ApprovedBy}
+	switch c.Method {
+	case policy.MethodToolsCall:
+		rec.Tool = c.Name
+	case policy.MethodResourcesRead, policy.MethodSkillsGet, policy.MethodDirectoryRead:
+		rec.URI = c.Name
+	case policy.MethodPromptsGet:
+		rec.Prompt = c.Name
+	}
+	return rec
+}
+
+// observeStage tells the request's observers where the call goes and
+// what was decided.
+type observeStage struct{ h *Hub }
+
+func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	req := requestOf(c)
+	s.h.routed(req, req.server, c.Name, c.Decision.Rule, c.Notes.Verdict)
+	return next.Handle(ctx, c)
+}
+
+// asker puts a call to a person in whichever way its client can be
+// reached (guard.go's ask).
+func (h *Hub) asker() call.Asker {
+	return call.AskerFunc(func(ctx context.Context, c *call.Call, d policy.Decision) error {
+		req := requestOf(c)
+		return h.ask(ctx, req, req.upcall(c), d)
+	})
+}
+
+// answersRound reports whether c is the 2026-07-28 retry that answers a
+// question the hub put about it (promptround.go).
+func (h *Hub) answersRound(c *call.Call) bool {
+	req := requestOf(c)
+	return h.answersQuestion(req, req.upcall(c))
+}
