@@ -71,6 +71,9 @@ func withCooperative(v *view, cfg *config.Config) *view {
 
 // cooperativeCall answers a call of the cooperative tool name.
 func (h *Hub) cooperativeCall(ctx context.Context, req *request, v *view, name string, args json.RawMessage) (json.RawMessage, error) {
+	// The answer is about the tools a real call would find: while servers
+	// start, wait for them as a call of a tool not yet listed does.
+	v = h.awaitRoute(ctx, req, v, func(*view) bool { return false })
 	res, err := cooperative.Serve(ctx, &coopHost{h: h, req: req, v: v}, name, args)
 	if err != nil {
 		return call.AnswerWith(err) // a 2026-07-28 client's input_required round answers as it is
@@ -193,8 +196,8 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		return cooperative.Grant{Refused: err.Error()}, nil
 	}
 	by := "client " + sess.GetClientInfo().Name // its user, through elicitation or a round
-	if rec := c.req.audit; rec != nil && rec.ApprovedBy != "" {
-		by = rec.ApprovedBy // the inbox's approver
+	if n := c.req.fwd.Notes; n.ApprovedBy != "" {
+		by = n.ApprovedBy // the inbox's approver
 	}
 	now := c.h.approvals.now()
 	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: clipBy(by), Method: cl.method, Tool: cl.name,
@@ -206,7 +209,9 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		g.Expires = now.Add(a.Expires)
 	}
 	c.h.approvals.keep(g)
-	c.req.approved(g.ID, g.ApprovedBy)
+	if rec := c.req.audit; rec != nil { // this call's own record (Audit)
+		rec.Grant, rec.ApprovedBy = g.ID, g.ApprovedBy
+	}
 	c.h.logger.Info("cooperative: permission granted", "grant", g.ID, "by", g.ApprovedBy, "name", cl.name, "scope", a.Scope)
 	return cooperative.Grant{ID: g.ID, ApprovedBy: g.ApprovedBy, Expires: g.Expires}, nil
 }
