@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -199,9 +200,10 @@ type challenge struct {
 // ParseWWWAuthenticate (go-sdk v1.8.0), which refuses a whole header with
 // an empty quoted value (error_description="", valid in RFC 9110) or a
 // missing comma, losing the resource_metadata beside it.
+// The patterns are compiled at first use, not at every start.
 var (
-	resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]+)"`)
-	scopeParam            = regexp.MustCompile(`scope="([^"]+)"`)
+	resourceMetadataParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`resource_metadata="([^"]+)"`) })
+	scopeParam            = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`scope="([^"]+)"`) })
 )
 
 // RequiredScope sends body to the server with headers (the token
@@ -238,10 +240,10 @@ func send(ctx context.Context, client *http.Client, serverURL string, headers ma
 	}
 	var c challenge
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
-		if m := resourceMetadataParam.FindStringSubmatch(h); m != nil {
+		if m := resourceMetadataParam().FindStringSubmatch(h); m != nil {
 			c.metadataURL = m[1]
 		}
-		if m := scopeParam.FindStringSubmatch(h); m != nil {
+		if m := scopeParam().FindStringSubmatch(h); m != nil {
 			c.scope = m[1]
 		}
 	}

@@ -27,7 +27,7 @@ func (s *Source) Moved(ctx context.Context, wwwAuthenticate string) error {
 		return nil
 	}
 	var named string
-	if m := resourceMetadataParam.FindStringSubmatch(wwwAuthenticate); m != nil {
+	if m := resourceMetadataParam().FindStringSubmatch(wwwAuthenticate); m != nil {
 		named = m[1]
 	}
 	prm := fetchResourceMetadata(ctx, s.client, serverURL, named)

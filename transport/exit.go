@@ -3,6 +3,7 @@ package transport
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ExitError is how a child ended, with the last lines it wrote to stderr:
@@ -41,7 +42,7 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Decisive() string {
 	for i := len(e.Stderr) - 1; i >= 0; i-- {
 		line := e.Stderr[i]
-		if errorLine.MatchString(line) && !stackFrame.MatchString(line) {
+		if errorLine().MatchString(line) && !stackFrame().MatchString(line) {
 			return strings.TrimSpace(line)
 		}
 	}
@@ -55,8 +56,10 @@ var (
 	// errorLine is a line that reads like a reason: Node's "Error: Cannot
 	// find module", Python's "ModuleNotFoundError: ...", Go's "panic:",
 	// or words such as "missing" and "not found".
-	errorLine = regexp.MustCompile(`(?i)(error|exception|panic|fatal|cannot|can't|could not|couldn't|unable|not found|no such|denied|refused|missing|invalid|failed)`)
+	errorLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(error|exception|panic|fatal|cannot|can't|could not|couldn't|unable|not found|no such|denied|refused|missing|invalid|failed)`)
+	})
 	// stackFrame is a line of a JavaScript or Java stack trace:
 	// "    at Module._load (node:internal/modules/cjs/loader:1051:27)".
-	stackFrame = regexp.MustCompile(`^\s+at \S`)
+	stackFrame = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+at \S`) })
 )

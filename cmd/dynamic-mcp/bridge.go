@@ -88,10 +88,6 @@ func bridge(ctx context.Context, cfg *config.Config, profile, logLevel, uiAddr s
 		}
 		printUI(stderr, ui.URL, ui.Token)
 	}
-	// From here the bridge only waits (or copies bytes): what the start
-	// touched, the config's parse and every package's initialiser, is not
-	// needed again.
-	releaseMemory()
 	if pass {
 		return waitPassed(ctx, conn, br, inFile, outFile)
 	}
@@ -116,6 +112,11 @@ func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin
 		}
 		ended <- err
 	}()
+	// From here the bridge only waits: what the start touched, the
+	// config's parse and every package's initialiser, is not needed
+	// again. Given back last, once the goroutine that waits has started,
+	// so that nothing the bridge still does maps it in again.
+	releaseMemory()
 	select {
 	case err := <-ended:
 		if err != nil {
@@ -312,6 +313,9 @@ func copyBoth(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin i
 		_, err := io.Copy(stdout, br)
 		down <- err
 	}()
+	// From here the bridge copies bytes: what the start touched is not
+	// needed again (see waitPassed).
+	releaseMemory()
 	var stdinDone bool
 	for {
 		select {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -285,7 +286,8 @@ func has(m map[string]string, k string) bool { _, ok := m[k]; return ok }
 // maxGroupKey is the longest group name import writes.
 const maxGroupKey = 64
 
-var groupName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+// groupName is what a group name may not hold; compiled at first use, not at every start.
+var groupName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]+`) })
 
 // renderGroups writes servers as YAML groups (the groups: block).
 func renderGroups(servers []clients.Server) string {
@@ -300,7 +302,7 @@ func renderGroups(servers []clients.Server) string {
 }
 
 func groupKey(name string) string {
-	k := strings.Trim(groupName.ReplaceAllString(name, "-"), "-")
+	k := strings.Trim(groupName().ReplaceAllString(name, "-"), "-")
 	if k == "" {
 		k = "server"
 	}

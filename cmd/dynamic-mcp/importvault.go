@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -30,7 +31,7 @@ func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
 				if !clients.LiteralSecret(k, m[k]) {
 					continue
 				}
-				name := strings.ToUpper(nonName.ReplaceAllString(keys[i]+"_"+k, "_"))
+				name := strings.ToUpper(nonName().ReplaceAllString(keys[i]+"_"+k, "_"))
 				out = append(out, literalSecret{server: s.Name, where: where, key: k, name: name})
 			}
 		}
@@ -38,7 +39,8 @@ func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
 	return out
 }
 
-var nonName = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+// nonName is what a name may not hold; compiled at first use, not at every start.
+var nonName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_]+`) })
 
 // moveSecrets keeps each literal secret of servers in the vault of the
 // config at out's state directory and puts ${secret:NAME} in its place.

@@ -66,14 +66,14 @@ func secretWarnings(cfg *config.Config) ([]string, error) {
 		out = append(out, "warning: "+ce.Error())
 	}
 	server := func(key, name string, n *yaml.Node) {
-		secretName := strings.ToUpper(nonName.ReplaceAllString(name, "_"))
+		secretName := strings.ToUpper(nonName().ReplaceAllString(name, "_"))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i].Value, n.Content[i+1]
 			switch k {
 			case "env", "headers":
 				for j := 0; j+1 < len(v.Content); j += 2 {
 					if vk, vv := v.Content[j].Value, v.Content[j+1]; clients.LiteralSecret(vk, vv.Value) {
-						warn(vv, key+"."+k+"."+vk, secretName+"_"+strings.ToUpper(nonName.ReplaceAllString(vk, "_")))
+						warn(vv, key+"."+k+"."+vk, secretName+"_"+strings.ToUpper(nonName().ReplaceAllString(vk, "_")))
 					}
 				}
 			case "args":

@@ -6,9 +6,20 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// processCPU is the CPU time the process has used, user and system, for
+// releaseWhenQuiet.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // releaseMemory gives back what starting up touched and the process will
 // not need again: the heap it freed (returned to the kernel), and its

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/term"
 
@@ -20,7 +21,8 @@ import (
 
 const secretUsage = "usage: dynamic-mcp secret set NAME [-c FILE] (value from a prompt or stdin) | secret list [-c FILE] | secret rm NAME [-c FILE]"
 
-var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// secretName is what a secret's name must be; compiled at first use, not at every start.
+var secretName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // secretCmd keeps the secrets the config's ${secret:NAME} references, in
 // the vault of the config's state directory. A value is never taken from
@@ -43,7 +45,7 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return usageError{secretUsage}
 	}
 	name := fs.Arg(0)
-	if want == 1 && !secretName.MatchString(name) {
+	if want == 1 && !secretName().MatchString(name) {
 		return usageError{fmt.Sprintf("secret name %q: use letters, digits and _, not starting with a digit", name)}
 	}
 	// The config is scanned, not loaded: it may name the secret being set.

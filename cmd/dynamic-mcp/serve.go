@@ -196,13 +196,15 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}()
 	// Once every upstream has started (or failed to), what the start
 	// touched (initialisers, the config's parse, the upstreams' first
-	// lists) is given back: see releaseMemory.
+	// lists) is given back: see releaseMemory. Then again each time the
+	// hub falls quiet after work.
 	released := make(chan struct{})
 	go func() {
 		defer close(released)
 		mgr.WaitSettled(watchCtx)
 		if watchCtx.Err() == nil {
 			releaseMemory()
+			releaseWhenQuiet(watchCtx, processCPU, releaseMemory)
 		}
 	}()
 	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched; <-released }()

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -103,9 +104,10 @@ func (g Glob) MatchAll(s string) bool {
 }
 
 // scheme is a URL's scheme with its //, kept apart when a URL is cleaned.
-var scheme = regexp.MustCompile(`\A[A-Za-z][A-Za-z0-9+.-]*://`)
+// Compiled at first use, not at every start.
+var scheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\A[A-Za-z][A-Za-z0-9+.-]*://`) })
 
-func hasScheme(s string) bool { return scheme.MatchString(s) }
+func hasScheme(s string) bool { return scheme().MatchString(s) }
 
 // cleanPath is s as path.Clean has it, a URL's scheme:// kept in front
 // (file:///etc/x/. is file:///etc/x); ok is false for the empty string.
@@ -113,7 +115,7 @@ func cleanPath(s string) (string, bool) {
 	if s == "" {
 		return "", false
 	}
-	if m := scheme.FindString(s); m != "" {
+	if m := scheme().FindString(s); m != "" {
 		rest := s[len(m):]
 		if rest == "" {
 			return s, true

@@ -313,7 +313,7 @@ func queryConcepts(query string) [][]queryTerm {
 		into := concepts[i]
 		into[t] = 1
 		in[t] = i
-		for _, s := range synonymOf[t] {
+		for _, s := range synonymOf()[t] {
 			if into[s] < synonymWeight {
 				into[s] = synonymWeight
 			}

@@ -1,5 +1,7 @@
 package search
 
+import "sync"
+
 // stem reduces an English word in lower case to its stem by the Porter
 // algorithm (M.F. Porter, "An algorithm for suffix stripping", Program
 // 14(3), 1980), so that "reading", "reads" and "read" index alike. Words of
@@ -14,12 +16,12 @@ func stem(word string) string {
 			return word
 		}
 	}
-	if keepWhole[word] {
+	if keepWhole()[word] {
 		return word
 	}
 	w := porter{b: []byte(word)}
 	w.step1ab()
-	if keepWhole[string(w.b)] { // a plural of one: "customers"
+	if keepWhole()[string(w.b)] { // a plural of one: "customers"
 		return string(w.b)
 	}
 	w.step1c()
@@ -43,7 +45,9 @@ func stem(word string) string {
 // 0.866 against 0.890 on testdata/search's own, 0.809 against 0.844 on
 // the public golden set with distractors; it gains on LiveMCPBench's
 // steps, 0.691 against 0.654), as "reading" then no longer meets "read".
-var keepWhole = set(`customer container provider news organization community`)
+var keepWhole = sync.OnceValue(func() map[string]bool {
+	return set(`customer container provider news organization community`)
+})
 
 // porter is a word being stemmed; j marks the end of the stem that a
 // suffix test left, as in Porter's own implementation.

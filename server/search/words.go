@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -87,17 +88,23 @@ func wordTerms(w string) []string {
 	switch {
 	case isCJK(firstRune(w)):
 		return bigrams(w)
-	case len(w) < 2 || stopWords[w] || isNumber(w):
+	case len(w) < 2 || stopWords()[w] || isNumber(w):
 		return nil
-	case abbreviations[w] != nil:
-		return abbreviations[w]
+	case abbreviations()[w] != nil:
+		return abbreviations()[w]
 	}
 	return []string{stem(w)}
 }
 
 // abbreviations are short forms of software English, written out (and
 // stemmed) wherever they occur, in a query or a tool's text alike.
-var abbreviations = func() map[string][]string {
+//
+// This table and the others of words (stopWords, synonymOf, actions,
+// keepWhole) are built at the first search or index, not at start: built
+// at init they cost every process of the binary 116 KB of heap and half a
+// millisecond, a bridge of the shared hub and `dynamic-mcp version`
+// included.
+var abbreviations = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
 	for short, long := range map[string]string{
 		"pr": "pull request", "prs": "pull requests", "mr": "merge request", "mrs": "merge requests",
@@ -112,7 +119,7 @@ var abbreviations = func() map[string][]string {
 		}
 	}
 	return m
-}()
+})
 
 // isCJK reports whether r is written in Chinese, Japanese or Korean
 // script (Han, Hiragana, Katakana with its prolonged sound mark, Hangul),
@@ -156,7 +163,8 @@ func isNumber(w string) bool {
 
 // stopWords carry no meaning for finding a tool: English function words,
 // and the words every tool description uses of itself.
-var stopWords = set(`a about above after again against all am an and any are as at be because been before being below
+var stopWords = sync.OnceValue(func() map[string]bool {
+	return set(`a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing don each few for from further had has have having he her here hers
 herself him himself his how i if in into is it its itself just let me more most my myself no nor not now of off on
 once only or other our ours ourselves out over own please same she should so some such than that the their theirs
@@ -164,6 +172,7 @@ them themselves then there these they this those through to too under until up v
 which while who whom why will with would you your yours yourself yourselves
 everything anything something nothing everyone anyone someone
 tool tools use used using uses want need needs like via etc e.g eg ie`)
+})
 
 // synonyms are words of general English that mean the same thing, or
 // near it, when someone asks for a tool: a query word finds tools that
@@ -248,7 +257,7 @@ var synonyms = [][]string{
 const synonymWeight = 0.8
 
 // synonymOf maps a stemmed word to the stems of its synonyms.
-var synonymOf = func() map[string][]string {
+var synonymOf = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
 	for _, set := range synonyms {
 		stems := make([]string, len(set))
@@ -264,7 +273,7 @@ var synonymOf = func() map[string][]string {
 		}
 	}
 	return m
-}()
+})
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -286,7 +295,7 @@ func set(s string) map[string]bool {
 // actions sort the verbs a tool's name starts with, and a request's
 // verbs, into what they do to their object. A request to read is served
 // better by get_file than by edit_file, though both name a file.
-var actions = func() map[string]string {
+var actions = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	for class, verbs := range map[string]string{
 		"read":   "read get show display view open fetch retrieve see print load describe inspect",
@@ -304,13 +313,13 @@ var actions = func() map[string]string {
 		}
 	}
 	return m
-}()
+})
 
 // actionOf is the class of the first of terms that is an action verb, or
 // "".
 func actionOf(terms []string) string {
 	for _, t := range terms {
-		if a, ok := actions[t]; ok {
+		if a, ok := actions()[t]; ok {
 			return a
 		}
 	}

@@ -18,12 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/jsonschema"
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/jsonschema/kind"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 

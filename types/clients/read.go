@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -61,11 +62,14 @@ func (c *Client) isTOML() bool {
 	return ok
 }
 
+// The patterns are compiled at first use, not at every start.
 var (
-	envRef    = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
-	inputRef  = regexp.MustCompile(`\$\{input:([^}]+)\}`)
-	bareRef   = regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`)
-	secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|apikey|credential|private[_-]?key|^authorization$|^key$)`)
+	envRef    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`) })
+	inputRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{input:([^}]+)\}`) })
+	bareRef   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`) })
+	secretKey = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|apikey|credential|private[_-]?key|^authorization$|^key$)`)
+	})
 )
 
 // normalize rewrites a client's variable references as the hub's
@@ -75,9 +79,9 @@ var (
 func normalize(s *Server) []string {
 	var notes []string
 	fix := func(v string) string {
-		v = envRef.ReplaceAllString(v, "$${$1}")
-		return inputRef.ReplaceAllStringFunc(v, func(m string) string {
-			id := inputRef.FindStringSubmatch(m)[1]
+		v = envRef().ReplaceAllString(v, "$${$1}")
+		return inputRef().ReplaceAllStringFunc(v, func(m string) string {
+			id := inputRef().FindStringSubmatch(m)[1]
 			name := envName(id)
 			notes = append(notes, fmt.Sprintf("server %s: input %q becomes ${%s}: set %s in the hub's environment", s.Name, id, name, name))
 			return "${" + name + "}"
@@ -96,7 +100,7 @@ func normalize(s *Server) []string {
 	}{{"env", s.Env}, {"headers", s.Headers}} {
 		what, m := field.what, field.m
 		for _, k := range sortedKeys(m) {
-			v := bareRef.ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
+			v := bareRef().ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
 			m[k] = config.Escape(v)
 			if LiteralSecret(k, v) {
 				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
@@ -108,7 +112,7 @@ func normalize(s *Server) []string {
 
 // SecretName reports whether an env variable's or header's name says its
 // value is a secret (what import notes, and offers to move to the vault).
-func SecretName(name string) bool { return secretKey.MatchString(name) }
+func SecretName(name string) bool { return secretKey().MatchString(name) }
 
 // envName makes an environment variable name of an id.
 func envName(id string) string {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -15,10 +16,15 @@ import (
 // comment stays as it was; go-toml checks the result.
 type tomlFormat struct{}
 
+// The patterns are compiled at first use, not at every start.
 var (
-	tableHeader      = regexp.MustCompile(`(?m)^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$`)
-	serverTableName  = regexp.MustCompile(`^mcp_servers\.("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)`)
-	inlineMCPServers = regexp.MustCompile(`(?m)^[ \t]*mcp_servers[ \t]*(=|\.)`)
+	tableHeader = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$`)
+	})
+	serverTableName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^mcp_servers\.("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)`)
+	})
+	inlineMCPServers = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*mcp_servers[ \t]*(=|\.)`) })
 )
 
 type codexServer struct {
@@ -50,8 +56,8 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			Disabled: c.Enabled != nil && !*c.Enabled}
 		servers = append(servers, s)
 	}
-	for _, m := range tableHeader.FindAllSubmatch(data, -1) {
-		if n := serverTableName.FindStringSubmatch(string(m[1])); n != nil {
+	for _, m := range tableHeader().FindAllSubmatch(data, -1) {
+		if n := serverTableName().FindStringSubmatch(string(m[1])); n != nil {
 			add(unquoteKey(n[1]))
 		}
 	}
@@ -78,7 +84,7 @@ func unquoteKey(k string) string {
 // serverTables finds the [mcp_servers...] tables of data as byte ranges,
 // each from its header to the next header.
 func serverTables(data []byte) [][2]int {
-	headers := tableHeader.FindAllSubmatchIndex(data, -1)
+	headers := tableHeader().FindAllSubmatchIndex(data, -1)
 	var out [][2]int
 	for i, h := range headers {
 		name := string(data[h[2]:h[3]])
@@ -95,7 +101,7 @@ func serverTables(data []byte) [][2]int {
 }
 
 func (f tomlFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
-	if inlineMCPServers.Match(data) {
+	if inlineMCPServers().Match(data) {
 		return nil, nil, fmt.Errorf("mcp_servers is written as inline keys, which install does not edit; move the servers into [mcp_servers.<name>] tables")
 	}
 	if _, _, err := f.read(data); err != nil {
@@ -169,11 +175,11 @@ func (f tomlFormat) restore(data []byte, orig []byte, entry string) ([]byte, err
 
 // tableServer is the server a [mcp_servers.<name>...] table belongs to.
 func tableServer(table []byte) string {
-	h := tableHeader.FindSubmatch(table)
+	h := tableHeader().FindSubmatch(table)
 	if h == nil {
 		return ""
 	}
-	if n := serverTableName.FindStringSubmatch(string(h[1])); n != nil {
+	if n := serverTableName().FindStringSubmatch(string(h[1])); n != nil {
 		return unquoteKey(n[1])
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -82,7 +83,8 @@ func editDistance(a, b string) int {
 
 // yamlErrorText is yaml.v3's syntax error: "yaml: line 4: mapping values
 // are not allowed in this context", with or without the line.
-var yamlErrorText = regexp.MustCompile(`^yaml: (?:line (\d+): )?`)
+// Compiled at first use, not at every start.
+var yamlErrorText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: (?:line (\d+): )?`) })
 
 // maxLocatedLines bounds the files whose syntax errors syntaxError locates
 // by parsing each prefix: config files are short, and an error is rare.
@@ -98,9 +100,9 @@ const maxLocatedLines = 5000
 // way ends on the line where the problem is, or where the unclosed
 // collection or quote that causes it starts.
 func syntaxError(data []byte, err error) (int, error) {
-	msg := yamlErrorText.ReplaceAllString(err.Error(), "")
+	msg := yamlErrorText().ReplaceAllString(err.Error(), "")
 	said := 0 // the line yaml.v3 named: the problem's, or just before it
-	if m := yamlErrorText.FindStringSubmatch(err.Error()); m != nil && m[1] != "" {
+	if m := yamlErrorText().FindStringSubmatch(err.Error()); m != nil && m[1] != "" {
 		said, _ = strconv.Atoi(m[1])
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
@@ -114,7 +116,7 @@ func syntaxError(data []byte, err error) (int, error) {
 			}
 			var doc yaml.Node
 			perr := yaml.Unmarshal(data[:prefix], &doc)
-			if perr != nil && yamlErrorText.ReplaceAllString(perr.Error(), "") == msg {
+			if perr != nil && yamlErrorText().ReplaceAllString(perr.Error(), "") == msg {
 				line = i + 1
 				break
 			}

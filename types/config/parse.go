@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -46,7 +47,8 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // namePattern is what group and server names may hold: they become parts of
 // tool names, which the MCP spec limits to [A-Za-z0-9_.-].
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// Compiled at first use, not at every start.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // A Loader reads configs, taking the secrets ${secret:NAME} refer to from
 // Secrets; the zero Loader (Parse, Load) has none, and reports a
@@ -337,7 +339,7 @@ func (p *parser) groups(n *yaml.Node, path string) []*Group {
 			continue
 		}
 		seen[name] = true
-		if !namePattern.MatchString(name) {
+		if !namePattern().MatchString(name) {
 			p.fail(n.Content[i], key, "group name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 		}
 		groups = append(groups, p.group(name, n.Content[i], v, key))
@@ -393,7 +395,7 @@ func (p *parser) group(name string, at, n *yaml.Node, path string) *Group {
 					continue
 				}
 				seen[sname] = true
-				if !namePattern.MatchString(sname) {
+				if !namePattern().MatchString(sname) {
 					p.fail(v.Content[i], skey, "server name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 				}
 				s := &Server{Name: sname, Group: name, Line: v.Content[i].Line, Isolation: IsolationShared, CLI: p.cli}

@@ -49,7 +49,7 @@ func (p *parser) profiles(n *yaml.Node, path string) map[string]*Profile {
 			p.fail(n.Content[i], key, "appears twice: profile names are unique")
 			continue
 		}
-		if !namePattern.MatchString(name) {
+		if !namePattern().MatchString(name) {
 			p.fail(n.Content[i], key, "profile name must be 1-64 characters of A-Z a-z 0-9 _ . -")
 		}
 		pr := &Profile{Name: name, Line: n.Content[i].Line}

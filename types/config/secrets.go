@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"gopkg.in/yaml.v3"
@@ -83,7 +84,8 @@ func prescanStateDir(data []byte, env func(string) (string, bool)) string {
 }
 
 // secretRef finds ${secret:NAME} references in raw config text.
-var secretRef = regexp.MustCompile(`\$\{secret:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+// Compiled at first use, not at every start.
+var secretRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{secret:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`) })
 
 // ScanSecrets reads the config at path without resolving anything (so a
 // config naming a secret not yet set still reads): its state directory
@@ -118,7 +120,7 @@ func ScanSecrets(path string) (stateDir string, uses map[string][]string, err er
 				walk(n.Content[i+1], k)
 			}
 		case yaml.ScalarNode:
-			for _, m := range secretRef.FindAllStringSubmatch(n.Value, -1) {
+			for _, m := range secretRef().FindAllStringSubmatch(n.Value, -1) {
 				uses[m[1]] = append(uses[m[1]], key)
 			}
 		}
