@@ -1,11 +1,9 @@
 package mcphttp
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -13,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
-	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -71,7 +69,7 @@ type Options struct {
 	Store shared.Store
 	// SignIns run the per-user servers' sign-ins (signin.go); the
 	// upstream.Manager does. Nil: a caller cannot be sent to sign in.
-	SignIns UserSignIns
+	SignIns signin.UserSignIns
 	// TrustedProxies are the balancers whose X-Forwarded-For (or
 	// Forwarded) header names the client (clientip.go); nil: the peer is
 	// the client.
@@ -82,15 +80,9 @@ type Options struct {
 	sessionBytes int64
 }
 
-// UserSignIns are the sign-ins of each user to the servers with auth:
-// per-user, and the store every replica shares (nil: none), where the
-// pending ones are kept when the face seals; upstream.Manager implements
-// them.
-type UserSignIns interface {
-	BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error)
-	SaveUserSignIn(user string, rec *auth.Record) error
-	SharedStore() shared.Store
-}
+// UserSignIns are the sign-ins of each user to the servers with auth
+// (see signin.UserSignIns).
+type UserSignIns = signin.UserSignIns
 
 // idleSession is how long a session with no request and no open stream
 // lives on before it is closed.
@@ -128,13 +120,7 @@ type Server struct {
 	guard    *httpguard.Guard  // the checks of every endpoint but the public ones
 	listens  listenCount       // open listens of each credential (listen.go)
 	modern   modernCalls       // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
-	signIns  signIns           // per-user sign-ins pending (signin.go)
-	// signInWaiters are the calls and sessions waiting for a sign-in of
-	// a link made here, by link id (signin.go).
-	signInWaiters signIns
-	confirmer     *identity.Confirmer // nil without http.auth.client_id (confirm.go)
-	// signInWatching says the loop of watchSignIns runs; guarded by mu.
-	signInWatching bool
+	signIns  *signin.Pages     // the per-user sign-in pages and links
 
 	sealer    *sealer          // nil without session keys
 	relay     *relay           // nil without a store and session keys (relay.go)
@@ -170,13 +156,11 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInPage)))
-	s.mux.Handle("POST /auth/start", sameOrigin(s.guard.CheckPage(http.HandlerFunc(s.signInStart))))
-	s.mux.Handle("GET /auth/confirm", s.guard.CheckPage(http.HandlerFunc(s.signInConfirm)))
-	if opts.Auth.Enabled() && opts.Auth.ClientID != "" {
-		s.confirmer = identity.NewConfirmer(*opts.Auth, nil)
+	s.signIns, err = signin.New(signin.Options{SignIns: opts.SignIns, Keys: opts.SessionKeys, Auth: opts.Auth, BodyTimeout: opts.BodyTimeout, Logger: logger})
+	if err != nil {
+		panic("mcphttp: Options.SessionKeys: " + err.Error())
 	}
-	s.mux.Handle("GET /auth/callback/{server...}", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
+	s.signIns.Mount(s.mux, s.guard.CheckPage)
 	if opts.Auth.Enabled() {
 		s.mux.Handle(httpguard.WellKnownResource, httpguard.ResourceMetadata(opts.Auth))
 		s.mux.Handle(httpguard.WellKnownResource+"/{path...}", httpguard.ResourceMetadata(opts.Auth))
@@ -238,6 +222,7 @@ func (s *Server) Close() error {
 			hs.end()
 		}
 		s.wg.Wait()
+		s.signIns.Close()
 		if s.relay != nil {
 			s.relay.close()
 		}

@@ -34,7 +34,7 @@ type httpSession struct {
 	ctx       context.Context // the session's life: cancelled when it ends
 	face      *Server         // the face it came through (per-user sign-in links)
 	stream    string          // its GET stream's name on every replica, when relayed (relay.go); set before it is registered
-	base      string          // the face's URL as the client reached it (publicBase)
+	base      string          // the face's URL as the client reached it (signin.PublicBase)
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
 	// without Mcp-Session-Id: its client has no session to POST an answer
@@ -47,7 +47,7 @@ type httpSession struct {
 }
 
 // newSession creates a session of the credential owner, the caller who,
-// at the URL of profile reached at base (publicBase), opens it with the
+// at the URL of profile reached at base (signin.PublicBase), opens it with the
 // hub in the profile who's claims choose there (errProfileNotAllowed when
 // they allow none), starts its Conn and registers it.
 // relayed marks a session whose id will be sealed (an initialize's): with a
@@ -216,4 +216,13 @@ func (hs *httpSession) end() {
 	hs.st.releaseAll()
 	hs.st.forgetEvents()
 	hs.sess.Close()
+}
+
+// SignInLink is a link for the session's caller to sign in to server
+// (server.SignInLinker).
+func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan struct{}, error) {
+	if hs.face == nil {
+		return "", nil, errors.New("this session's caller has no identity")
+	}
+	return hs.face.signIns.Link(hs.who, hs.base, server, elicitation, hs)
 }

@@ -1,9 +1,9 @@
 package mcphttp
 
 import (
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 )
 

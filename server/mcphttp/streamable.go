@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"os"
@@ -13,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -257,7 +258,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", httpguard.CredentialOf(r.Context()), profileOf(r), publicBase(r), httpguard.IdentityOf(r.Context()),
+	hs, err := s.newSession("streamable-http", httpguard.CredentialOf(r.Context()), profileOf(r), signin.PublicBase(r), httpguard.IdentityOf(r.Context()),
 		msg.Method == "initialize" && r.Header.Get(headerSessionID) == "")
 	switch {
 	case errors.Is(err, identity.ErrProfileNotAllowed):
