@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -130,7 +131,9 @@ type Server struct {
 	draining  chan struct{}    // closed by Drain: no new sessions, GET streams close (drain.go)
 	drainOnce sync.Once
 
-	stop chan struct{}  // closed by Close: handlers and streams return
+	stop chan struct{}   // closed by Close: handlers and streams return
+	life context.Context // ends at Close: the sessionless requests' end (sessionless.go)
+	end  context.CancelFunc
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
 	once sync.Once
 }
@@ -148,6 +151,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
 	}
 	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
+	s.life, s.end = context.WithCancel(context.Background())
 	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s, opts.Store)
@@ -213,6 +217,7 @@ func (s *Server) HandlePublic(pattern string, next http.Handler) {
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
+		s.end()
 		s.mu.Lock()
 		s.closed = true
 		sessions := s.sessions

@@ -145,13 +145,7 @@ func (hs *httpSession) Notify(ctx context.Context, msg []byte) {
 // once.
 func (hs *httpSession) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if hs.oneRequest.Load() {
-		// It would wait for an answer that cannot come (a client that
-		// tries is refused, and go-sdk's then closes its connection):
-		// 2026-07-28 asks such a client with an input_required result
-		// (SEP-2322), which the hub sends for tools/call, prompts/get and
-		// resources/read (server/inputrequired.go); what else would ask
-		// (a policy prompt, a request during another method) cannot.
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id): only tools/call, prompts/get and resources/read ask it, by input_required")
+		return nil, oneRequestRefusal(method)
 	}
 	if !hs.st.reachable(jsonrpc.RelatedID(ctx)) {
 		return nil, fmt.Errorf("cannot send %s to the client: no stream open to the client (open GET %s or call with Accept: text/event-stream)", method, "/mcp")

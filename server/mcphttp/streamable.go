@@ -222,8 +222,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 
 // postModern serves a request of 2026-07-28, which has no handshake and no
 // sessions: its headers are checked against its body, and it is answered
-// in a session for itself alone, whatever Mcp-Session-Id it carries (the
-// spec has the header ignored).
+// without a session, whatever Mcp-Session-Id it carries (the spec has the
+// header ignored); a listen, in a session for itself alone.
 func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
 	if e := checkHeaders(r.Header, msg); e != nil {
 		release()
@@ -241,18 +241,19 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		}
 		defer s.listens.give(cred)
 	}
+	if msg.Method != methodListen {
+		s.answerSessionless(w, r, msg, body, release) // sessionless.go
+		return
+	}
 	hs, ok := s.oneSession(w, r, msg, release)
 	if !ok {
 		return
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
 	defer s.drop(hs)
-	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, hs)() // for its cancellation (modernnotify.go)
-	if msg.Method == methodListen {
-		s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
-		return
-	}
-	s.request(w, r, hs, msg, body, http.Header{}, release)
+	// For its cancellation (modernnotify.go): its Conn takes it.
+	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, func(ctx context.Context, body []byte) { hs.st.deliver(ctx, body) })()
+	s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
 }
 
 // oneSession opens a session for msg, a legacy initialize or a request of
