@@ -110,7 +110,7 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.Load() >= 1 })
-	if n, m := len(h.Sessions()), face.sessionCount(); n != 0 || m != 0 {
+	if n, m := len(h.Sessions()), sessionCount(face); n != 0 || m != 0 {
 		t.Errorf("a sessionless call in flight: the hub lists %d sessions, the face holds %d; want none", n, m)
 	}
 	cancel()

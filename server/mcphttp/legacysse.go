@@ -55,7 +55,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs := s.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
-	if hs == nil || s.profileStale(hs, r) {
+	if hs == nil || profileStale(s.opts.Auth, hs, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}

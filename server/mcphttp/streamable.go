@@ -73,7 +73,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 	} else if hs = s.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
-	if hs == nil || s.profileStale(hs, r) {
+	if hs == nil || profileStale(s.opts.Auth, hs, r) {
 		writeJSONError(w, http.StatusNotFound, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
 	}
@@ -234,7 +234,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		// A listen holds its session as long as it is open: one client's
 		// listens may not take every session.
 		cred := httpguard.CredentialOf(r.Context())
-		if !s.listens.take(cred, s.maxListens()) {
+		if !s.listens.take(cred, maxListens(s.opts.MaxSessions)) {
 			release()
 			unavailable(w, "too many listens open")
 			return
