@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"sync"
 
@@ -44,6 +45,9 @@ type Peer interface {
 type Host interface {
 	// OpenSession opens a session as o says (see Hub.Open).
 	OpenSession(o SessionOptions) (*Session, error)
+	// Answer answers one request of a caller with no session (see
+	// Hub.Answer).
+	Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (json.RawMessage, error)
 	// Settings are the settings of the hub's current config (see
 	// Hub.Settings).
 	Settings() config.Settings
@@ -93,6 +97,25 @@ func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 	// it before this write.
 	s.sess.linker = o.SignIn
 	return s, nil
+}
+
+// Answer answers msg, one request of a caller that has no session (a
+// request of 2026-07-28 that came without Mcp-Session-Id), as
+// OpenSession, Session.Request and Session.Close would, but the session
+// it is answered in is the request's alone: never registered (no
+// sessions list, inspector or event loop sees it) and forgotten when
+// Answer returns. o.State is ignored; o.Peer reaches the caller while
+// the request runs. It starts no goroutine of its own: the face calls it
+// on the goroutine that read the request.
+func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (json.RawMessage, error) {
+	if o.Profile != "" && !h.HasProfile(o.Profile) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, o.Profile)
+	}
+	s := &Session{hub: h, sess: newSession(o.ID, o.Transport)}
+	s.sess.peer, s.sess.profile, s.sess.who, s.sess.linker = o.Peer, o.Profile, o.Who, o.SignIn
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.Close() // removeSession of one never added: what the request left (its tasks' routes, its connections) goes
+	return s.Request(s.ctx, msg)
 }
 
 // ErrClientGone fails what the hub asks of a client that has left.

@@ -1,10 +1,11 @@
 package mcphttp
 
 import (
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 )
 
 // The guard accepts every named token and tells the handler behind it

@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,4 +93,27 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 	if n := len(h.Sessions()); n != 0 {
 		t.Errorf("%d sessions outlived their requests", n)
 	}
+	// While one runs, neither the face nor the hub holds a session for it.
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"f__hang",`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "f__hang")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.Load() >= 1 })
+	if n, m := len(h.Sessions()), sessionCount(face); n != 0 || m != 0 {
+		t.Errorf("a sessionless call in flight: the hub lists %d sessions, the face holds %d; want none", n, m)
+	}
+	cancel()
+	<-done
+	waitFor(t, 10*time.Second, "the cancelled call to end", func() bool { return face.inflight.Load() == 0 })
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 

@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 

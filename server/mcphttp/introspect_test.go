@@ -2,7 +2,6 @@ package mcphttp
 
 import (
 	"encoding/json"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 

@@ -2,9 +2,10 @@ package mcphttp
 
 import (
 	"errors"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -17,7 +18,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs, err := s.newSession("sse", httpguard.CredentialOf(r.Context()), "", publicBase(r), httpguard.IdentityOf(r.Context()), false)
+	hs, err := s.newSession("sse", httpguard.CredentialOf(r.Context()), "", signin.PublicBase(r), httpguard.IdentityOf(r.Context()), false)
 	if errors.Is(err, errTooManySessions) {
 		unavailable(w, "too many sessions, none idle")
 		return
@@ -54,7 +55,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs := s.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
-	if hs == nil || s.profileStale(hs, r) {
+	if hs == nil || profileStale(s.opts.Auth, hs, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}

@@ -28,7 +28,7 @@ func serveHTTPWith(t *testing.T, h *server.Hub, opts Options) (*Server, *httptes
 	return hs, ts
 }
 
-func (s *Server) sessionCount() int {
+func sessionCount(s *Server) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
@@ -83,7 +83,7 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 	}
 	for range 400 {
 		ids = append(ids, open())
-		if n := hs.sessionCount(); n > 100 {
+		if n := sessionCount(hs); n > 100 {
 			t.Fatalf("%d sessions open, over the cap of 100", n)
 		}
 	}
@@ -94,7 +94,7 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 	if grown > max(first, 1<<20) {
 		t.Errorf("heap grew by %d bytes with the session count capped (the first 100 took %d)", grown, first)
 	}
-	if n, m := hs.sessionCount(), hubSessions(h); n != 100 || m != 100 {
+	if n, m := sessionCount(hs), hubSessions(h); n != 100 || m != 100 {
 		t.Errorf("sessions: %d in the face, %d in the hub; want 100", n, m)
 	}
 	if resp, _ := post(ids[1], `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
@@ -127,8 +127,8 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third session with none idle: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if hs.sessionCount() != 2 {
-		t.Errorf("%d sessions", hs.sessionCount())
+	if sessionCount(hs) != 2 {
+		t.Errorf("%d sessions", sessionCount(hs))
 	}
 	streams[b.session]()
 	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !hs.lookup(b.session).hasStandalone() })

@@ -105,7 +105,7 @@ type listenCount struct {
 // maxListens is how many listens one credential may hold open: a quarter
 // of max_sessions, so that one client's listens leave the rest to
 // requests and to other clients.
-func (s *Server) maxListens() int { return max(1, s.opts.MaxSessions/4) }
+func maxListens(maxSessions int) int { return max(1, maxSessions/4) }
 
 // take counts a listen of cred, unless it holds limit already.
 func (c *listenCount) take(cred string, limit int) bool {

@@ -128,7 +128,7 @@ func TestHTTPListen(t *testing.T) {
 	}
 
 	cancel()
-	waitFor(t, 10*time.Second, "the listen's session to end", func() bool { return hs.sessionCount() == 0 && hubSessions(h) == 0 })
+	waitFor(t, 10*time.Second, "the listen's session to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 }
 
 // A listen (2026-07-28: no session; Mcp-Session-Id is ignored) whose POST
@@ -146,7 +146,7 @@ func TestHTTPListenEnds(t *testing.T) {
 		t.Fatalf("%d hub sessions while the listen is open, want 1", n)
 	}
 	cancel()
-	waitFor(t, 10*time.Second, "the hub's listen to end", func() bool { return hs.sessionCount() == 0 && hubSessions(h) == 0 })
+	waitFor(t, 10*time.Second, "the hub's listen to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"toolsListChanged":true}}}`))
 	req.Header.Set(headerProtocolVersion, "2026-07-28")

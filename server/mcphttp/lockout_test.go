@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 

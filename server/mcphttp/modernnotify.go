@@ -1,14 +1,15 @@
 package mcphttp
 
 import (
+	"context"
 	"encoding/json"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -37,32 +38,39 @@ func modernNotification(r *http.Request, msg *jsonrpc.Message) bool {
 func (s *Server) notifyModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
 	defer release()
 	if msg.Method == string(mcp.MethodNotificationCancelled) {
-		if hs := s.modern.find(httpguard.CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); hs != nil {
-			hs.st.deliver(r.Context(), body) // its Conn cancels the request
+		if cancel := s.modern.find(httpguard.CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); cancel != nil {
+			cancel(r.Context(), body)
 		}
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
 // modernCalls are the 2026-07-28 requests in flight on this face, by
-// caller (the credential, httpguard.CredentialOf) and id, each with the session it
-// is answered in, so that a cancellation finds its request and no other
+// caller (the credential, httpguard.CredentialOf) and id, each with how
+// to cancel it (given the cancellation's body: a listen's session's Conn
+// takes it), so that a cancellation finds its request and no other
 // caller's.
 type modernCalls struct {
 	mu    sync.Mutex // guards calls
-	calls map[modernCall][]*httpSession
+	calls map[modernCall][]*modernCancel
+}
+
+// modernCancel cancels one request, given the body of its cancellation.
+type modernCancel struct {
+	cancel func(ctx context.Context, body []byte)
 }
 
 type modernCall struct{ caller, id string }
 
-// track registers the request with id of caller, in flight in hs; the
-// func it returns forgets it. The id is copied: nothing here holds the
-// body.
-func (m *modernCalls) track(caller string, id json.RawMessage, hs *httpSession) (untrack func()) {
+// track registers the request with id of caller, which cancel cancels;
+// the func it returns forgets it. The id is copied: nothing here holds
+// the body.
+func (m *modernCalls) track(caller string, id json.RawMessage, cancel func(ctx context.Context, body []byte)) (untrack func()) {
 	k := modernCall{caller, string(id)}
+	hs := &modernCancel{cancel}
 	m.mu.Lock()
 	if m.calls == nil {
-		m.calls = map[modernCall][]*httpSession{}
+		m.calls = map[modernCall][]*modernCancel{}
 	}
 	m.calls[k] = append(m.calls[k], hs)
 	m.mu.Unlock()
@@ -84,17 +92,17 @@ func (m *modernCalls) track(caller string, id json.RawMessage, hs *httpSession) 
 	}
 }
 
-// find is the session of caller's request with id, nil when there is
-// none, or several (two clients of one credential whose ids meet): which
-// one is meant cannot be told, and closing its stream cancels it anyway.
-func (m *modernCalls) find(caller string, id json.RawMessage) *httpSession {
+// find cancels caller's request with id; nil when there is none, or
+// several (two clients of one credential whose ids meet): which one is
+// meant cannot be told, and closing its stream cancels it anyway.
+func (m *modernCalls) find(caller string, id json.RawMessage) func(ctx context.Context, body []byte) {
 	if id == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if in := m.calls[modernCall{caller, string(id)}]; len(in) == 1 {
-		return in[0]
+		return in[0].cancel
 	}
 	return nil
 }

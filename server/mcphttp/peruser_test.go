@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"

@@ -278,7 +278,7 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 	cut()
 	stream, _ := seqOf(t, last)
 	waitFor(t, 5*time.Second, "the stream to close", func() bool {
-		hs := faceA.sessionByStream(stream)
+		hs := faceA.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
 	store.mu.Lock()
@@ -547,7 +547,7 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	if resp, body := victim.at(baseB).post(ping); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("ping at B after DELETE: %d %s", resp.StatusCode, body)
 	}
-	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return faceB.sessionCount() == 0 })
+	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return sessionCount(faceB) == 0 })
 }
 
 // A cancellation POSTed to the replica where its call runs cancels it at

@@ -162,7 +162,7 @@ func TestRelayGETStreamAcrossReplicas(t *testing.T) {
 	last := expect(events, 3)
 	cut()
 	waitFor(t, 5*time.Second, "B's stream to close", func() bool {
-		hs := faceB.sessionByStream(stream)
+		hs := faceB.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
 
@@ -182,7 +182,6 @@ func TestRelayGETStreamAcrossReplicas(t *testing.T) {
 }
 
 // sessionByStream is the session whose GET stream is named stream.
-func (s *Server) sessionByStream(stream string) *httpSession { return s.byStream(stream) }
 
 // With a store, DELETE at one replica ends the session everywhere: the
 // replica that had it live ends its copy, and none resumes it (404).
@@ -197,7 +196,7 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 	if resp, body := a.at(baseB).post(ping); resp.StatusCode != http.StatusOK {
 		t.Fatalf("ping at B: %d %s", resp.StatusCode, body)
 	}
-	if n := faceB.sessionCount(); n != 1 {
+	if n := sessionCount(faceB); n != 1 {
 		t.Fatalf("B holds %d sessions", n)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
@@ -207,7 +206,7 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	waitFor(t, 5*time.Second, "B to end its copy", func() bool { return faceB.sessionCount() == 0 })
+	waitFor(t, 5*time.Second, "B to end its copy", func() bool { return sessionCount(faceB) == 0 })
 	for name, base := range map[string]string{"B": baseB, "C": baseC, "A": baseA} {
 		if resp, body := a.at(base).post(ping); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("ping at %s after DELETE: %d %s", name, resp.StatusCode, body)

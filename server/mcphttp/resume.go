@@ -2,12 +2,13 @@ package mcphttp
 
 import (
 	"errors"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 )
 
 // Sessions any replica resumes (http.session_keys). A sealed session's
@@ -94,7 +95,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}
-	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, publicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
+	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
 		s.relayTo(hs, st.key)
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -13,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
-	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -72,7 +71,7 @@ type Options struct {
 	Store shared.Store
 	// SignIns run the per-user servers' sign-ins (signin.go); the
 	// upstream.Manager does. Nil: a caller cannot be sent to sign in.
-	SignIns UserSignIns
+	SignIns signin.UserSignIns
 	// TrustedProxies are the balancers whose X-Forwarded-For (or
 	// Forwarded) header names the client (clientip.go); nil: the peer is
 	// the client.
@@ -83,14 +82,9 @@ type Options struct {
 	sessionBytes int64
 }
 
-// UserSignIns are the sign-ins of each user to the servers with auth:
-// per-user, and the store every replica shares (nil: none), where the
-// pending ones are kept when the face seals; upstream.Manager implements
-// them.
-type UserSignIns interface {
-	BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error)
-	SaveUserSignIn(user string, rec *auth.Record) error
-}
+// UserSignIns are the sign-ins of each user to the servers with auth
+// (see signin.UserSignIns).
+type UserSignIns = signin.UserSignIns
 
 // idleSession is how long a session with no request and no open stream
 // lives on before it is closed.
@@ -128,24 +122,19 @@ type Server struct {
 	guard    *httpguard.Guard  // the checks of every endpoint but the public ones
 	listens  listenCount       // open listens of each credential (listen.go)
 	modern   modernCalls       // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
-	signIns  signIns           // per-user sign-ins pending (signin.go)
-	// signInWaiters are the calls and sessions waiting for a sign-in of
-	// a link made here, by link id (signin.go).
-	signInWaiters signIns
-	confirmer     *identity.Confirmer // nil without http.auth.client_id (confirm.go)
-	// signInWatching says the loop of watchSignIns runs; guarded by mu.
-	signInWatching bool
+	signIns  *signin.Pages     // the per-user sign-in pages and links
 
 	sealer    *sealer          // nil without session keys
 	relay     *relay           // nil without a store and session keys (relay.go)
-	store     shared.Store     // Options.Store: the pending sign-ins too (signinshared.go)
 	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
 	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
 	now       func() time.Time // the clock of sealed ids' expiry; tests set it
 	draining  chan struct{}    // closed by Drain: no new sessions, GET streams close (drain.go)
 	drainOnce sync.Once
 
-	stop chan struct{}  // closed by Close: handlers and streams return
+	stop chan struct{}   // closed by Close: handlers and streams return
+	life context.Context // ends at Close: the sessionless requests' end (sessionless.go)
+	end  context.CancelFunc
 	wg   sync.WaitGroup // the janitor (each session's Conn owns its requests' goroutines)
 	once sync.Once
 }
@@ -163,8 +152,8 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
 	}
 	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
+	s.life, s.end = context.WithCancel(context.Background())
 	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
-	s.store = opts.Store
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s, opts.Store)
 	}
@@ -172,13 +161,11 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
-	s.mux.Handle("GET /auth/start", s.guard.CheckPage(http.HandlerFunc(s.signInPage)))
-	s.mux.Handle("POST /auth/start", sameOrigin(s.guard.CheckPage(http.HandlerFunc(s.signInStart))))
-	s.mux.Handle("GET /auth/confirm", s.guard.CheckPage(http.HandlerFunc(s.signInConfirm)))
-	if opts.Auth.Enabled() && opts.Auth.ClientID != "" {
-		s.confirmer = identity.NewConfirmer(*opts.Auth, nil)
+	s.signIns, err = signin.New(signin.Options{SignIns: opts.SignIns, Store: opts.Store, Keys: opts.SessionKeys, Auth: opts.Auth, BodyTimeout: opts.BodyTimeout, Logger: logger})
+	if err != nil {
+		panic("mcphttp: Options.SessionKeys: " + err.Error())
 	}
-	s.mux.Handle("GET /auth/callback/{server...}", s.guard.CheckPage(http.HandlerFunc(s.signInCallback)))
+	s.signIns.Mount(s.mux, s.guard.CheckPage)
 	if opts.Auth.Enabled() {
 		s.mux.Handle(httpguard.WellKnownResource, httpguard.ResourceMetadata(opts.Auth))
 		s.mux.Handle(httpguard.WellKnownResource+"/{path...}", httpguard.ResourceMetadata(opts.Auth))
@@ -231,6 +218,7 @@ func (s *Server) HandlePublic(pattern string, next http.Handler) {
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
+		s.end()
 		s.mu.Lock()
 		s.closed = true
 		sessions := s.sessions
@@ -240,6 +228,7 @@ func (s *Server) Close() error {
 			hs.end()
 		}
 		s.wg.Wait()
+		s.signIns.Close()
 		if s.relay != nil {
 			s.relay.close()
 		}

@@ -34,7 +34,7 @@ type httpSession struct {
 	ctx       context.Context // the session's life: cancelled when it ends
 	face      *Server         // the face it came through (per-user sign-in links)
 	stream    string          // its GET stream's name on every replica, when relayed (relay.go); set before it is registered
-	base      string          // the face's URL as the client reached it (publicBase)
+	base      string          // the face's URL as the client reached it (signin.PublicBase)
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
 	// without Mcp-Session-Id: its client has no session to POST an answer
@@ -47,7 +47,7 @@ type httpSession struct {
 }
 
 // newSession creates a session of the credential owner, the caller who,
-// at the URL of profile reached at base (publicBase), opens it with the
+// at the URL of profile reached at base (signin.PublicBase), opens it with the
 // hub in the profile who's claims choose there (errProfileNotAllowed when
 // they allow none), starts its Conn and registers it.
 // relayed marks a session whose id will be sealed (an initialize's): with a
@@ -145,13 +145,7 @@ func (hs *httpSession) Notify(ctx context.Context, msg []byte) {
 // once.
 func (hs *httpSession) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if hs.oneRequest.Load() {
-		// It would wait for an answer that cannot come (a client that
-		// tries is refused, and go-sdk's then closes its connection):
-		// 2026-07-28 asks such a client with an input_required result
-		// (SEP-2322), which the hub sends for tools/call, prompts/get and
-		// resources/read (server/inputrequired.go); what else would ask
-		// (a policy prompt, a request during another method) cannot.
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id): only tools/call, prompts/get and resources/read ask it, by input_required")
+		return nil, oneRequestRefusal(method)
 	}
 	if !hs.st.reachable(jsonrpc.RelatedID(ctx)) {
 		return nil, fmt.Errorf("cannot send %s to the client: no stream open to the client (open GET %s or call with Accept: text/event-stream)", method, "/mcp")
@@ -216,4 +210,13 @@ func (hs *httpSession) end() {
 	hs.st.releaseAll()
 	hs.st.forgetEvents()
 	hs.sess.Close()
+}
+
+// SignInLink is a link for the session's caller to sign in to server
+// (server.SignInLinker).
+func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan struct{}, error) {
+	if hs.face == nil {
+		return "", nil, errors.New("this session's caller has no identity")
+	}
+	return hs.face.signIns.Link(hs.who, hs.base, server, elicitation, hs)
 }

@@ -146,7 +146,7 @@ func newLoginIssuer(t *testing.T, clientID string) *loginIssuer {
 			http.Error(w, "bad authorization request", http.StatusBadRequest)
 			return
 		}
-		code := newState()
+		code := rand.Text()
 		li.mu.Lock()
 		li.codes[code] = loginCode{person, q.Get("nonce"), q.Get("code_challenge"), q.Get("redirect_uri")}
 		li.authorized = append(li.authorized, person)
@@ -171,7 +171,7 @@ func newLoginIssuer(t *testing.T, clientID string) *loginIssuer {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"access_token": "opaque-" + newState(), "token_type": "Bearer", "expires_in": 3600,
+		json.NewEncoder(w).Encode(map[string]any{"access_token": "opaque-" + rand.Text(), "token_type": "Bearer", "expires_in": 3600,
 			"id_token": li.tokenWith(t, map[string]any{"sub": c.person, "name": people[c.person], "aud": clientID, "nonce": c.nonce})})
 	})
 	li.srv = httptest.NewServer(mux)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"io"
 	"net/http"
 	"os"
@@ -13,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 	} else if hs = s.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
-	if hs == nil || s.profileStale(hs, r) {
+	if hs == nil || profileStale(s.opts.Auth, hs, r) {
 		writeJSONError(w, http.StatusNotFound, reqID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return nil, false
 	}
@@ -221,8 +222,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 
 // postModern serves a request of 2026-07-28, which has no handshake and no
 // sessions: its headers are checked against its body, and it is answered
-// in a session for itself alone, whatever Mcp-Session-Id it carries (the
-// spec has the header ignored).
+// without a session, whatever Mcp-Session-Id it carries (the spec has the
+// header ignored); a listen, in a session for itself alone.
 func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
 	if e := checkHeaders(r.Header, msg); e != nil {
 		release()
@@ -233,12 +234,16 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		// A listen holds its session as long as it is open: one client's
 		// listens may not take every session.
 		cred := httpguard.CredentialOf(r.Context())
-		if !s.listens.take(cred, s.maxListens()) {
+		if !s.listens.take(cred, maxListens(s.opts.MaxSessions)) {
 			release()
 			unavailable(w, "too many listens open")
 			return
 		}
 		defer s.listens.give(cred)
+	}
+	if msg.Method != methodListen {
+		s.answerSessionless(w, r, msg, body, release) // sessionless.go
+		return
 	}
 	hs, ok := s.oneSession(w, r, msg, release)
 	if !ok {
@@ -246,18 +251,15 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
 	defer s.drop(hs)
-	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, hs)() // for its cancellation (modernnotify.go)
-	if msg.Method == methodListen {
-		s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
-		return
-	}
-	s.request(w, r, hs, msg, body, http.Header{}, release)
+	// For its cancellation (modernnotify.go): its Conn takes it.
+	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, func(ctx context.Context, body []byte) { hs.st.deliver(ctx, body) })()
+	s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
 }
 
 // oneSession opens a session for msg, a legacy initialize or a request of
 // 2026-07-28, answering w (and releasing the body) when it cannot.
 func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, release func()) (*httpSession, bool) {
-	hs, err := s.newSession("streamable-http", httpguard.CredentialOf(r.Context()), profileOf(r), publicBase(r), httpguard.IdentityOf(r.Context()),
+	hs, err := s.newSession("streamable-http", httpguard.CredentialOf(r.Context()), profileOf(r), signin.PublicBase(r), httpguard.IdentityOf(r.Context()),
 		msg.Method == "initialize" && r.Header.Get(headerSessionID) == "")
 	switch {
 	case errors.Is(err, identity.ErrProfileNotAllowed):

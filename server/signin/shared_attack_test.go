@@ -1,4 +1,4 @@
-package mcphttp
+package signin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -37,7 +38,7 @@ func TestSharedSignInOfAnotherStepTakesNoLock(t *testing.T) {
 	}
 	defer db.Close()
 	c := &lockCounting{Store: db}
-	sl, _ := newSealer([][]byte{make([]byte, 32)})
+	sl, _ := seal.New([][]byte{make([]byte, 32)}, rowFormat)
 	p := sharedSignIns{db: c, sealer: sl}
 	ctx := t.Context()
 	if err := p.put(ctx, "mallory-flow", &signInEntry{kind: kindConfirm, user: "jwt:mallory", server: "docs", expires: time.Now().Add(signInTTL)}); err != nil {

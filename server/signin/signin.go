@@ -1,4 +1,7 @@
-package mcphttp
+// Package signin serves the per-user sign-in pages of the HTTP face
+// (/auth/start, /auth/confirm, /auth/callback/SERVER) and mints the links
+// that send a caller there; server/mcphttp mounts them.
+package signin
 
 import (
 	"context"
@@ -8,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,11 +22,14 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // Per-user sign-ins through the face (a server's auth: per-user): a call
 // of a user who has not signed in to such a server is answered with a
-// link the session mints (SignInLink): /auth/start?server=NAME&state=S,
+// link the session mints (Pages.Link): /auth/start?server=NAME&state=S,
 // where S is unguessable, bound to the user and the server, good once and
 // for signInTTL. Opening it (GET) only shows a page naming the server and
 // the user it signs in, with a button: link previewers of chat apps and
@@ -37,7 +44,7 @@ import (
 // for the caller the link was made for. The pages are behind the Origin
 // and Host checks only (a browser navigates to them with no bearer
 // token): the state is the credential. Where the hub has a store, the
-// pending states are kept there (signinshared.go), for any replica.
+// pending states are kept there (shared.go), for any replica.
 
 const (
 	signInTTL  = 10 * time.Minute
@@ -46,6 +53,98 @@ const (
 	// pushes out their own oldest links, never another user's.
 	maxUserSignIns = 8
 )
+
+// UserSignIns are the sign-ins of each user to the servers with auth:
+// per-user, and the store every replica shares (nil: none), where the
+// pending ones are kept when the face seals; upstream.Manager implements
+// them.
+type UserSignIns interface {
+	BeginUserSignIn(ctx context.Context, id, user, redirect string) (*auth.WebFlow, error)
+	SaveUserSignIn(user string, rec *auth.Record) error
+}
+
+// Notifier is told when a sign-in its link asked for is done: the
+// session of the call that asked (server.Peer's Notify).
+type Notifier interface {
+	Notify(ctx context.Context, msg []byte)
+}
+
+// Options configure the sign-in pages.
+type Options struct {
+	// SignIns run the per-user servers' sign-ins; nil: a caller cannot
+	// be sent to sign in.
+	SignIns UserSignIns
+	// Store is the store every replica shares, nil for none.
+	Store shared.Store
+	// Keys are the face's session keys (32 bytes each; the first seals,
+	// all open): with them and Store, the
+	// pending states are kept there, sealed, for any replica
+	// (shared.go). None: in this replica's memory.
+	Keys [][]byte
+	// Auth, with a client_id, confirms the link of a JWT caller at the
+	// hub's identity provider (confirm.go).
+	Auth *config.HTTPAuth
+	// BodyTimeout bounds reading the form of /auth/start.
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Pages are the sign-in pages of one face and the links they serve.
+type Pages struct {
+	opts      Options
+	sealer    *seal.Sealer        // nil without keys
+	confirmer *identity.Confirmer // nil without http.auth.client_id (confirm.go)
+	local     signIns             // pending here, without a store
+	// waiters are the calls and sessions waiting for a sign-in of a link
+	// made here, by link id.
+	waiters signIns
+
+	mu       sync.Mutex // guards watching and closed
+	watching bool       // the loop of watchSignIns runs
+	closed   bool
+	stop     chan struct{} // closed by Close
+	wg       sync.WaitGroup
+}
+
+// New makes the sign-in pages of a face; Close stops them.
+func New(o Options) (*Pages, error) {
+	pg := &Pages{opts: o, stop: make(chan struct{})}
+	if len(o.Keys) > 0 {
+		sl, err := seal.New(o.Keys, rowFormat)
+		if err != nil {
+			return nil, err
+		}
+		pg.sealer = sl
+	}
+	if o.Auth.Enabled() && o.Auth.ClientID != "" {
+		pg.confirmer = identity.NewConfirmer(*o.Auth, nil)
+	}
+	return pg, nil
+}
+
+// Mount serves the pages on mux, each behind check (the face's Origin and
+// Host checks: a browser navigates to them with no bearer token, the
+// state is the credential).
+func (pg *Pages) Mount(mux *http.ServeMux, check func(http.Handler) http.Handler) {
+	mux.Handle("GET /auth/start", check(http.HandlerFunc(pg.signInPage)))
+	mux.Handle("POST /auth/start", sameOrigin(check(http.HandlerFunc(pg.signInStart))))
+	mux.Handle("GET /auth/confirm", check(http.HandlerFunc(pg.signInConfirm)))
+	mux.Handle("GET /auth/callback/{server...}", check(http.HandlerFunc(pg.signInCallback)))
+}
+
+// Close stops looking for sign-ins finished at other replicas, and waits
+// for that loop. Calling it again does nothing.
+func (pg *Pages) Close() {
+	pg.mu.Lock()
+	if pg.closed {
+		pg.mu.Unlock()
+		return
+	}
+	pg.closed = true
+	pg.mu.Unlock()
+	close(pg.stop)
+	pg.wg.Wait()
+}
 
 // entryKind is what a pending state stands for.
 type entryKind string
@@ -65,10 +164,10 @@ type signInEntry struct {
 	link               string // the id of the link it came from, its waiter's key
 	flow               *auth.WebFlow
 	verifier, nonce    string // kindConfirm: PKCE verifier and ID token nonce
-	browser            string // kindFlow: the hash of its browser's cookie (signinbrowser.go)
+	browser            string // kindFlow: the hash of its browser's cookie (browser.go)
 
 	done        chan struct{} // kindWaiter: closed once signed in
-	hs          *httpSession  // kindWaiter: told when signed in, under elicitation
+	to          Notifier      // kindWaiter: told when signed in, under elicitation
 	elicitation string
 }
 
@@ -157,15 +256,15 @@ func (p *signIns) keys() []string {
 // signedIn tells the call and session waiting for link's sign-in, if
 // they are on this replica: reports whether they are (a waiter is taken
 // once, so closed once).
-func (s *Server) signedIn(link string) bool {
-	wt := s.signInWaiters.take(link, kindWaiter)
+func (pg *Pages) signedIn(link string) bool {
+	wt := pg.waiters.take(link, kindWaiter)
 	if wt == nil {
 		return false
 	}
 	close(wt.done)
 	if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
 		"params": map[string]string{"elicitationId": wt.elicitation}}); err == nil {
-		wt.hs.Notify(context.Background(), b) // on its GET stream, if open; else dropped
+		wt.to.Notify(context.Background(), b) // on its GET stream, if open; else dropped
 	}
 	return true
 }
@@ -194,13 +293,14 @@ func (l localSignIns) peek(_ context.Context, key string, kind entryKind) (*sign
 }
 
 // pendingSignIns is where the face keeps its pending states: the store
-// every replica shares (Options.Store) when it has one and the face can seal (session keys), so that
+// every replica shares (Options.Store) when there is one and the face
+// can seal (session keys), so that
 // any replica serves any step; else this replica's memory.
-func (s *Server) pendingSignIns() pendingSignIns {
-	if s.store != nil && s.sealer != nil {
-		return sharedSignIns{db: s.store, sealer: s.sealer}
+func (pg *Pages) pendingSignIns() pendingSignIns {
+	if pg.opts.Store != nil && pg.sealer != nil {
+		return sharedSignIns{db: pg.opts.Store, sealer: pg.sealer}
 	}
-	return localSignIns{&s.signIns}
+	return localSignIns{&pg.local}
 }
 
 func newState() string {
@@ -209,33 +309,34 @@ func newState() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// SignInLink is a link for the session's caller to sign in to server
-// (server.SignInLinker).
-func (hs *httpSession) SignInLink(server, elicitation string) (string, <-chan struct{}, error) {
-	if hs.who == nil || hs.who.Kind == identity.KindNone || hs.who.Subject == "" || hs.face == nil {
+// Link is a link for who, a session's caller reached at base (PublicBase),
+// to sign in to server (server.SignInLinker): to is told, under
+// elicitation, when the sign-in is done, as is the channel it returns.
+func (pg *Pages) Link(who *identity.Identity, base, server, elicitation string, to Notifier) (string, <-chan struct{}, error) {
+	if who == nil || who.Kind == identity.KindNone || who.Subject == "" {
 		return "", nil, errors.New("this session's caller has no identity")
 	}
-	user := hs.who.Key() // as the hub's session's UserKey
+	user := who.Key() // as the hub's session's UserKey
 	state, link := newState(), newState()
 	expires := time.Now().Add(signInTTL)
-	e := &signInEntry{kind: kindLink, user: user, server: server, name: hs.who.User(), expires: expires, link: link}
+	e := &signInEntry{kind: kindLink, user: user, server: server, name: who.User(), expires: expires, link: link}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pending := hs.face.pendingSignIns()
+	pending := pg.pendingSignIns()
 	if err := pending.put(ctx, state, e); err != nil {
 		return "", nil, fmt.Errorf("keep the sign-in link: %w", err)
 	}
 	if sp, ok := pending.(sharedSignIns); ok {
-		hs.face.watchSignIns(sp.db)
+		pg.watchSignIns(sp.db)
 	}
-	w := &signInEntry{kind: kindWaiter, user: user, server: server, expires: expires, done: make(chan struct{}), hs: hs, elicitation: elicitation}
-	hs.face.signInWaiters.put(link, w)
-	return hs.base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, w.done, nil
+	w := &signInEntry{kind: kindWaiter, user: user, server: server, expires: expires, done: make(chan struct{}), to: to, elicitation: elicitation}
+	pg.waiters.put(link, w)
+	return base + "/auth/start?server=" + url.QueryEscape(server) + "&state=" + state, w.done, nil
 }
 
-// publicBase is the face's URL as the client reached it: scheme and
+// PublicBase is the face's URL as the client reached it: scheme and
 // host of r (https behind a balancer that says so).
-func publicBase(r *http.Request) string {
+func PublicBase(r *http.Request) string {
 	scheme := "http"
 	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 		scheme = "https"
@@ -263,11 +364,11 @@ const unknownLink = "<p>dynamic-mcp: this sign-in link is unknown, used or expir
 
 // signInPage shows what a link signs in to, and as whom, with the button
 // that starts it (a POST: fetching the link starts nothing).
-func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+func (pg *Pages) signInPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	e, err := s.pendingSignIns().peek(r.Context(), q.Get("state"), kindLink)
+	e, err := pg.pendingSignIns().peek(r.Context(), q.Get("state"), kindLink)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: try again in a moment.</p>")
 		return
 	}
@@ -281,7 +382,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 		as += " (account " + html.EscapeString(a) + ")"
 	}
 	how := "This link is " + user + "'s alone: whoever uses it signs in for " + user + ". If you are not " + user + ", or did not ask to sign in, close this page."
-	if s.confirms(e.user) {
+	if pg.confirms(e.user) {
 		how = "You will first sign in to the hub's identity provider, to show that you are " + user + "; the sign-in goes on only if you are."
 	}
 	page(w, http.StatusOK, "Sign in to "+e.server, fmt.Sprintf(`<h1>Sign in to %s</h1>
@@ -304,12 +405,12 @@ func account(user string) string {
 // signInStart uses a link up (the page's POST) and sends the browser on:
 // to the hub's identity provider first, where the link's user must be
 // confirmed, else to the upstream's authorization server.
-func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
+func (pg *Pages) signInStart(w http.ResponseWriter, r *http.Request) {
 	// Anyone may post here (the state is the credential): the form is
 	// read within the body timeout, as /mcp's bodies are, so that a
 	// trickled one holds no connection for long.
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	_ = rc.SetReadDeadline(time.Now().Add(pg.opts.BodyTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	err := r.ParseForm()
 	if err != nil {
@@ -324,10 +425,10 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	pending := s.pendingSignIns()
+	pending := pg.pendingSignIns()
 	e, err := pending.take(r.Context(), r.PostForm.Get("state"), kindLink)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: try again in a moment.</p>")
 		return
 	}
@@ -335,25 +436,25 @@ func (s *Server) signInStart(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Sign-in", unknownLink)
 		return
 	}
-	if s.confirms(e.user) {
-		s.confirmStart(w, r, pending, e)
+	if pg.confirms(e.user) {
+		pg.confirmStart(w, r, pending, e)
 		return
 	}
-	s.upstreamStart(w, r, pending, e)
+	pg.upstreamStart(w, r, pending, e)
 }
 
 // upstreamStart sends the browser to the authorization server of e's
 // server, the flow kept for the callback.
-func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
+func (pg *Pages) upstreamStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	var flow *auth.WebFlow
 	err := errors.New("this hub runs no per-user sign-ins")
-	if s.opts.SignIns != nil {
-		flow, err = s.opts.SignIns.BeginUserSignIn(ctx, e.server, e.user, publicBase(r)+callbackPath(e.server))
+	if pg.opts.SignIns != nil {
+		flow, err = pg.opts.SignIns.BeginUserSignIn(ctx, e.server, e.user, PublicBase(r)+callbackPath(e.server))
 	}
 	if err != nil {
-		s.logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
+		pg.opts.Logger.Warn("per-user sign-in could not start", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
@@ -363,7 +464,7 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 	next := &signInEntry{kind: kindFlow, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link, flow: flow,
 		browser: bindBrowser(w, r, flow.State())}
 	if err := pending.put(ctx, flow.State(), next); err != nil {
-		s.logger.Warn("per-user sign-in: the store could not be written", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the store could not be written", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be kept now: call the tool again for a new link.</p>")
 		return
 	}
@@ -372,11 +473,11 @@ func (s *Server) upstreamStart(w http.ResponseWriter, r *http.Request, pending p
 
 // signInCallback takes the authorization server's redirect, exchanges the
 // code and keeps the token for the user the flow was started for.
-func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
+func (pg *Pages) signInCallback(w http.ResponseWriter, r *http.Request) {
 	state := r.URL.Query().Get("state")
-	e, err := s.pendingSignIns().take(r.Context(), state, kindFlow)
+	e, err := pg.pendingSignIns().take(r.Context(), state, kindFlow)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: call the tool again for a new link.</p>")
 		return
 	}
@@ -386,13 +487,13 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PathValue("server") != e.server {
 		// Another server's redirect with this flow's state: a mix-up
-		// (signinbrowser.go).
-		s.logger.Warn("per-user sign-in: a callback for another server carried a flow's state; refused", "server", e.server, "at", r.PathValue("server"))
+		// (browser.go).
+		pg.opts.Logger.Warn("per-user sign-in: a callback for another server carried a flow's state; refused", "server", e.server, "at", r.PathValue("server"))
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in came back from another server than the one it was sent to. Nothing was signed in: call the tool again for a new link.</p>")
 		return
 	}
 	if !sameBrowser(w, r, state, e.browser) {
-		s.logger.Warn("per-user sign-in: a callback came from another browser than the one that started it; refused", "server", e.server, "user", e.name)
+		pg.opts.Logger.Warn("per-user sign-in: a callback came from another browser than the one that started it; refused", "server", e.server, "user", e.name)
 		page(w, http.StatusForbidden, "Not this browser's sign-in", fmt.Sprintf(`<h1>This sign-in was started in another browser</h1>
 <p>It signs <b>%s</b> in to %s, and was not started in this browser. Nothing was signed in, and the sign-in is used up.</p>
 <p>If someone sent you a link to sign in, do not follow it. To sign in to %s yourself, call its tool through the hub: you will get a link of your own.</p>`,
@@ -406,25 +507,25 @@ func (s *Server) signInCallback(w http.ResponseWriter, r *http.Request) {
 		// The authorization server forgot the hub's client since the
 		// start: once more, where the client is checked and registered
 		// again (auth.Clients).
-		s.logger.Info("per-user sign-in: the authorization server rejected the hub's client: starting again", "server", e.server)
-		s.upstreamStart(w, r, s.pendingSignIns(), e)
+		pg.opts.Logger.Info("per-user sign-in: the authorization server rejected the hub's client: starting again", "server", e.server)
+		pg.upstreamStart(w, r, pg.pendingSignIns(), e)
 		return
 	}
 	if err == nil {
-		err = s.opts.SignIns.SaveUserSignIn(e.user, rec)
+		err = pg.opts.SignIns.SaveUserSignIn(e.user, rec)
 	}
 	if err != nil {
-		s.logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
+		pg.opts.Logger.Warn("per-user sign-in failed", "server", e.server, "err", err)
 		page(w, http.StatusBadRequest, "Sign-in failed", fmt.Sprintf("<p>dynamic-mcp: the sign-in to %s failed: %s</p>", html.EscapeString(e.server), html.EscapeString(briefly(err))))
 		return
 	}
-	s.logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
+	pg.opts.Logger.Info("a caller signed in to a per-user server", "server", e.server, "user", e.name)
 	// The call waiting for it, and its session: on this replica, or
-	// told by a mark in the store (signinshared.go).
-	if !s.signedIn(e.link) {
-		if sp, ok := s.pendingSignIns().(sharedSignIns); ok {
+	// told by a mark in the store (shared.go).
+	if !pg.signedIn(e.link) {
+		if sp, ok := pg.pendingSignIns().(sharedSignIns); ok {
 			if err := sp.markDone(ctx, e.link, time.Now().Add(signInTTL)); err != nil {
-				s.logger.Warn("per-user sign-in: cannot tell the other replicas", "err", err)
+				pg.opts.Logger.Warn("per-user sign-in: cannot tell the other replicas", "err", err)
 			}
 		}
 	}

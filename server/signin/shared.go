@@ -1,4 +1,4 @@
-package mcphttp
+package signin
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
@@ -18,12 +19,16 @@ import (
 // by one replica is opened, confirmed and called back at any other
 // behind a round-robin balancer. Each is a row of signInNS under the
 // SHA-256 of its state (whoever reads the table learns no link), its
-// value sealed with the face's session keys (AES-256-GCM, the row's key
+// value sealed with the face's session keys (AES-256-GCM, rowFormat, the row's key
 // as associated data, so that a row copied under another key does not
 // open): the user, the server, the expiry and, for a flow, the PKCE
 // verifier and the client. Every change takes the lock of signInLock,
 // so that a state is taken once across replicas and the bounds
 // (maxUserSignIns of a user, maxSignIns in all) hold across them.
+
+// rowFormat is the layout of a row's value: the key id byte, the nonce,
+// in base64url, as the face's sealed session ids.
+var rowFormat = seal.Format{KeyID: true, Text: true}
 
 const (
 	signInNS   = "signin"
@@ -34,7 +39,7 @@ const (
 // sharedSignIns is pendingSignIns in a store.
 type sharedSignIns struct {
 	db     shared.Store
-	sealer *sealer
+	sealer *seal.Sealer
 }
 
 // signInRecord is a pending entry as it is sealed into its row.
@@ -70,17 +75,13 @@ func (p sharedSignIns) seal(key string, e *signInEntry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := p.sealer.sealBytes(plain, signInAD(key))
-	if err != nil {
-		return nil, err
-	}
-	return []byte(sealed), nil
+	return p.sealer.Seal(plain, signInAD(key), time.Time{})
 }
 
 var errSignInRow = errors.New("a pending sign-in does not open")
 
 func (p sharedSignIns) open(key string, value []byte) (*signInEntry, error) {
-	plain, _, err := p.sealer.openBytes(string(value), signInAD(key))
+	plain, _, err := p.sealer.Open(value, signInAD(key), time.Time{})
 	if err != nil {
 		return nil, errSignInRow
 	}
@@ -217,7 +218,7 @@ func (p sharedSignIns) peek(ctx context.Context, state string, kind entryKind) (
 // Every other Origin is next's to judge.
 func sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && o == publicBase(r) {
+		if o := r.Header.Get("Origin"); o != "" && o == PublicBase(r) {
 			r = r.Clone(r.Context())
 			r.Header.Del("Origin")
 		}
@@ -247,38 +248,38 @@ func (p sharedSignIns) markDone(ctx context.Context, link string, expires time.T
 
 // watchSignIns starts, once, the loop that looks for the marks of this
 // replica's waiters in db; Close stops it.
-func (s *Server) watchSignIns(db shared.Store) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.signInWatching {
+func (pg *Pages) watchSignIns(db shared.Store) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.closed || pg.watching {
 		return
 	}
-	s.signInWatching = true
-	s.wg.Add(1)
+	pg.watching = true
+	pg.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer pg.wg.Done()
 		t := time.NewTicker(signInPollEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-s.stop:
+			case <-pg.stop:
 				return
 			case <-t.C:
 			}
-			s.takeSignInMarks(db)
+			pg.takeSignInMarks(db)
 		}
 	}()
 }
 
 // takeSignInMarks tells the waiters whose marks are in db, and removes
 // those marks and the expired.
-func (s *Server) takeSignInMarks(db shared.Store) {
+func (pg *Pages) takeSignInMarks(db shared.Store) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.logger.Error("per-user sign-in: panic looking for finished sign-ins", "panic", v)
+			pg.opts.Logger.Error("per-user sign-in: panic looking for finished sign-ins", "panic", v)
 		}
 	}()
-	links := s.signInWaiters.keys()
+	links := pg.waiters.keys()
 	if len(links) == 0 {
 		return
 	}
@@ -286,7 +287,7 @@ func (s *Server) takeSignInMarks(db shared.Store) {
 	defer cancel()
 	marks, err := db.All(ctx, signInDoneNS)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: cannot read the finished sign-ins", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: cannot read the finished sign-ins", "err", err)
 		return
 	}
 	if len(marks) == 0 {
@@ -299,12 +300,12 @@ func (s *Server) takeSignInMarks(db shared.Store) {
 	now := time.Now()
 	for k, v := range marks {
 		if l, ok := byKey[k]; ok {
-			s.signedIn(l)
+			pg.signedIn(l)
 		} else if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil && now.Before(time.UnixMilli(ms)) {
 			continue // another replica's
 		}
 		if err := db.Delete(ctx, signInDoneNS, k); err != nil {
-			s.logger.Warn("per-user sign-in: cannot remove a finished sign-in's mark", "err", err)
+			pg.opts.Logger.Warn("per-user sign-in: cannot remove a finished sign-in's mark", "err", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package mcphttp
+package signin
 
 import (
 	"context"
@@ -25,24 +25,24 @@ import (
 
 // confirms reports whether a link of user is confirmed at the identity
 // provider before it goes on.
-func (s *Server) confirms(user string) bool {
-	return s.confirmer != nil && strings.HasPrefix(user, string(identity.KindJWT)+":")
+func (pg *Pages) confirms(user string) bool {
+	return pg.confirmer != nil && strings.HasPrefix(user, string(identity.KindJWT)+":")
 }
 
 // confirmStart sends the browser to the hub's identity provider, the
 // link's user kept under a new state, with the PKCE verifier and nonce.
-func (s *Server) confirmStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
+func (pg *Pages) confirmStart(w http.ResponseWriter, r *http.Request, pending pendingSignIns, e *signInEntry) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	state := newState()
 	next := &signInEntry{kind: kindConfirm, user: e.user, server: e.server, name: e.name, expires: time.Now().Add(signInTTL), link: e.link,
 		verifier: oauth2.GenerateVerifier(), nonce: newState()}
-	to, err := s.confirmer.AuthURL(ctx, publicBase(r)+"/auth/confirm", state, next.nonce, next.verifier)
+	to, err := pg.confirmer.AuthURL(ctx, PublicBase(r)+"/auth/confirm", state, next.nonce, next.verifier)
 	if err == nil {
 		err = pending.put(ctx, state, next)
 	}
 	if err != nil {
-		s.logger.Warn("per-user sign-in: cannot send the browser to the hub's identity provider", "server", e.server, "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: cannot send the browser to the hub's identity provider", "server", e.server, "err", err)
 		page(w, http.StatusBadGateway, "Sign-in", "<p>dynamic-mcp: the sign-in could not start: "+html.EscapeString(briefly(err))+"</p>")
 		return
 	}
@@ -51,16 +51,16 @@ func (s *Server) confirmStart(w http.ResponseWriter, r *http.Request, pending pe
 
 // signInConfirm takes the identity provider's redirect: the sign-in goes
 // on to the upstream for the link's user, and for no one else.
-func (s *Server) signInConfirm(w http.ResponseWriter, r *http.Request) {
+func (pg *Pages) signInConfirm(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	pending := s.pendingSignIns()
+	pending := pg.pendingSignIns()
 	e, err := pending.take(r.Context(), q.Get("state"), kindConfirm)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: the store could not be read", "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the store could not be read", "err", err)
 		page(w, http.StatusServiceUnavailable, "Sign-in", "<p>dynamic-mcp: the sign-in cannot be read now: call the tool again for a new link.</p>")
 		return
 	}
-	if e == nil || s.confirmer == nil {
+	if e == nil || pg.confirmer == nil {
 		page(w, http.StatusBadRequest, "Sign-in", "<p>dynamic-mcp: this sign-in is unknown, finished or expired: call the tool again for a new link.</p>")
 		return
 	}
@@ -71,19 +71,19 @@ func (s *Server) signInConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	who, err := s.confirmer.Exchange(ctx, publicBase(r)+"/auth/confirm", q.Get("code"), e.verifier, e.nonce)
+	who, err := pg.confirmer.Exchange(ctx, PublicBase(r)+"/auth/confirm", q.Get("code"), e.verifier, e.nonce)
 	if err != nil {
-		s.logger.Warn("per-user sign-in: the identity provider's sign-in failed", "server", e.server, "err", err)
+		pg.opts.Logger.Warn("per-user sign-in: the identity provider's sign-in failed", "server", e.server, "err", err)
 		page(w, http.StatusBadRequest, "Sign-in failed", "<p>dynamic-mcp: the sign-in to the hub's identity provider failed: "+html.EscapeString(briefly(err))+". Nothing was signed in.</p>")
 		return
 	}
 	if who.Key() != e.user {
-		s.logger.Warn("per-user sign-in: a link was opened by another user than its own; refused", "server", e.server, "user", e.name, "opened_by", who.User())
+		pg.opts.Logger.Warn("per-user sign-in: a link was opened by another user than its own; refused", "server", e.server, "user", e.name, "opened_by", who.User())
 		page(w, http.StatusForbidden, "Not your sign-in link", fmt.Sprintf(`<h1>This sign-in link is not yours</h1>
 <p>It signs <b>%s</b> in to %s, and you signed in to the hub's identity provider as <b>%s</b>. Nothing was signed in, and the link is used up.</p>
 <p>To sign in to %s yourself, call its tool through the hub: you will get a link of your own.</p>`,
 			html.EscapeString(e.name), html.EscapeString(e.server), html.EscapeString(who.User()), html.EscapeString(e.server)))
 		return
 	}
-	s.upstreamStart(w, r, pending, e)
+	pg.upstreamStart(w, r, pending, e)
 }

@@ -1,4 +1,4 @@
-package mcphttp
+package signin
 
 import (
 	"crypto/sha256"
@@ -46,7 +46,7 @@ func callbackPath(server string) string {
 // Alice's browser); over plain http, for /auth/callback alone.
 func browserCookie(r *http.Request, state string) *http.Cookie {
 	c := &http.Cookie{Name: "dynamic-mcp-signin-" + rowKey(state)[:16], Path: "/auth/callback", HttpOnly: true, SameSite: http.SameSiteLaxMode}
-	if strings.HasPrefix(publicBase(r), "https:") {
+	if strings.HasPrefix(PublicBase(r), "https:") {
 		c.Name, c.Path, c.Secure = "__Host-"+c.Name, "/", true
 	}
 	return c
