@@ -266,7 +266,7 @@ func (h *Hub) limit(req *request, c call, d policy.Decision) *rateOver {
 	if d.Rate == nil || resumes(req, c) {
 		return nil
 	}
-	after, ok := h.rates.take(d, req.sess, req.sess.profileIn(req.snap.cfg))
+	after, ok := h.rates.take(d, req.sess, req.sess.profileName(req.snap.cfg))
 	if ok {
 		return nil
 	}
