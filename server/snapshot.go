@@ -38,7 +38,9 @@ func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	c := s.cfg
 	s.view = withCooperative(buildView(baseMode(c.Mode), c.Settings.Search, c.Settings.MaxTools, mgr, s.policy), c)
 	s.profiles = profileViews(c, mgr, s.policy)
-	s.empty = sync.OnceValue(func() *view { return buildViewOf([]*config.Group{}, baseMode(c.Mode), config.SearchOff, 0, mgr, s.policy) })
+	s.empty = sync.OnceValue(func() *view {
+		return buildViewOf([]*config.Group{}, baseMode(c.Mode), config.SearchOff, 0, mgr, s.policy)
+	})
 	return s
 }
 
