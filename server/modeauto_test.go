@@ -42,7 +42,7 @@ func mapValues(m map[string]*view) []*view {
 
 // modeClient is a session of h whose client names itself name at version
 // (clientInfo), in profile ("" for none).
-func modeClient(t *testing.T, h *Hub, id, name, version, profile string) *pipeClient {
+func modeClient(t testing.TB, h *Hub, id, name, version, profile string) *pipeClient {
 	c := servePipes(t, h, StdioOptions{SessionID: id, Profile: profile})
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":%q}}}`, name, version))
 	c.answer("0")
