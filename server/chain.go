@@ -57,7 +57,7 @@ func (h *Hub) forward(ctx context.Context, req *request, c upcall) (json.RawMess
 	req.fwd = call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
 		ClientName: c.shown, Args: c.args, Params: c.params, Rename: c.rename, Schema: c.schema,
 		Task: c.method == policy.MethodToolsCall && c.params.Field("task") != nil, Modern: req.modern, Retry: retry,
-		Profile: req.sess.profileIn(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
+		Profile: req.sess.profileName(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
 	cc := &req.fwd // in the request: no allocation of its own
 	return req.snap.chain.Handle(ctx, cc)
 }

@@ -90,7 +90,7 @@ type coopHost struct {
 
 func (c *coopHost) Take(tool string, limit *config.RateLimit) (time.Duration, bool) {
 	d := policy.Decision{Rule: tool, RuleGroup: cooperative.RateScope, Rate: limit}
-	return c.h.rates.Take(d, c.req, c.req.sess.profileIn(c.req.snap.cfg))
+	return c.h.rates.Take(d, c.req, c.req.sess.profileName(c.req.snap.cfg))
 }
 
 func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {

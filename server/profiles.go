@@ -16,9 +16,11 @@ var ErrUnknownProfile = errors.New("no such profile")
 
 // profileViews are the views of cfg's profiles, by name, built beside the
 // whole view whenever it is: the cost per request stays one map lookup.
+// With mode: auto or a clients: rule's mode, they hold each view in its
+// other mode too (see modeViews).
 func profileViews(cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy) map[string]*view {
 	if len(cfg.Profiles) == 0 {
-		return nil
+		return modeViews(nil, cfg, mgr, pol)
 	}
 	views := make(map[string]*view, len(cfg.Profiles))
 	for name := range cfg.Profiles {
@@ -26,9 +28,9 @@ func profileViews(cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy)
 		if err != nil {
 			continue // cannot happen: name is one of cfg's
 		}
-		views[name] = withCooperative(buildViewOf(pcfg.Groups, pcfg.Mode, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol), pcfg)
+		views[name] = withCooperative(buildViewOf(pcfg.Groups, baseMode(pcfg.Mode), pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol), pcfg)
 	}
-	return views
+	return modeViews(views, cfg, mgr, pol)
 }
 
 // profileGroup is the group of only named name, nil when there is none.
@@ -76,12 +78,21 @@ func (h *Hub) OpenAs(id, transport, profile string, who *identity.Identity, peer
 	return h.open(id, transport, profile, who, peer)
 }
 
-// profileIn is the profile the session sees under cfg: the one it was
+// profileIn is the key of the view the session sees under cfg (viewOf's
+// argument): its profile (see profileName), or, where mode: auto or a
+// clients: rule shows its client another mode than the profile's own,
+// the profile's view in that mode (see viewKey). What needs the profile
+// itself (rate limits, max_result) asks profileName.
+func (s *session) profileIn(cfg *config.Config) string {
+	return s.viewKey(cfg, s.profileName(cfg))
+}
+
+// profileName is the profile the session sees under cfg: the one it was
 // opened in (serve --profile, /mcp/p/NAME), else on stdio the one a
 // clients: rule gives its client's name, else "" (the whole config). A
 // client's name picks its view only where the connection is the client's
 // alone: over HTTP the URL does (see config.ClientRule.Profile).
-func (s *session) profileIn(cfg *config.Config) string {
+func (s *session) profileName(cfg *config.Config) string {
 	if s.profile != "" || s.transport != "stdio" || len(cfg.Clients) == 0 {
 		return s.profile
 	}

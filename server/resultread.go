@@ -33,7 +33,7 @@ func (h *Hub) capResult(req *request, res json.RawMessage) json.RawMessage {
 	if c == nil || len(res) == 0 {
 		return res
 	}
-	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileIn(req.snap.cfg))
+	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
 	if limit <= 0 || len(res) <= limit || isInputRequired(res) {
 		return res
 	}

@@ -25,13 +25,15 @@ type SessionInfo struct {
 	ClientVersion   string
 	ProtocolVersion string // negotiated by initialize; "" before it
 	Capabilities    mcp.ClientCapabilities
+	Mode            string // the mode the session is shown (mode: auto chooses per client)
+	ModeWhy         string // why: the clients: rule, the config's or profile's mode, or auto's reason
 	Inflight        int    // the client's requests being answered
 	Dropped         uint64 // notifications the client had no room for
 }
 
 // Sessions lists the open client sessions, by id.
 func (h *Hub) Sessions() []SessionInfo {
-	list := h.sessionList()
+	list, cfg := h.sessionList(), h.config()
 	out := make([]SessionInfo, 0, len(list))
 	for _, s := range list {
 		s.mu.Lock()
@@ -39,6 +41,8 @@ func (h *Hub) Sessions() []SessionInfo {
 			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities, User: s.who.User(), Subject: s.who.Key(), Profile: s.profile}
 		s.mu.Unlock()
 		info.Inflight, info.Dropped = s.peer.Answering(), s.peer.Dropped()
+		m, why := s.modeIn(cfg)
+		info.Mode, info.ModeWhy = string(m), why
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.ID, b.ID) })

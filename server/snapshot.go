@@ -38,9 +38,11 @@ func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLo
 // each profile's.
 func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	c := s.cfg
-	s.view = withCooperative(buildView(c.Mode, c.Settings.Search, c.Settings.MaxTools, mgr, s.policy), c)
+	s.view = withCooperative(buildView(baseMode(c.Mode), c.Settings.Search, c.Settings.MaxTools, mgr, s.policy), c)
 	s.profiles = profileViews(c, mgr, s.policy)
-	s.empty = sync.OnceValue(func() *view { return buildViewOf([]*config.Group{}, c.Mode, config.SearchOff, 0, mgr, s.policy) })
+	s.empty = sync.OnceValue(func() *view {
+		return buildViewOf([]*config.Group{}, baseMode(c.Mode), config.SearchOff, 0, mgr, s.policy)
+	})
 	return s
 }
 

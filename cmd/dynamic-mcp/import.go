@@ -376,7 +376,11 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 		}
 	}
 	if len(doc.Content) == 0 {
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+		// A new config is in mode: auto (flat for a client that searches
+		// tools itself, dynamic for the rest); a config import adds to
+		// keeps its mode, or its lack of one (dynamic).
+		mode := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("mode"), scalar(string(config.ModeAuto))}}
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mode}}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

@@ -21,6 +21,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	c.registerLogging(fs, "warn")
+	client := fs.String("client", "", "show the tools as the client `NAME[@VERSION]` (its clientInfo) is shown them, and say which mode it gets and why")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -46,6 +47,11 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer hub.Close()
+	mode, why := cfg.Mode, ""
+	if *client != "" {
+		name, version, _ := strings.Cut(*client, "@")
+		mode, why = hub.ModeFor(name, version)
+	}
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	var shown []*upstream.Server
@@ -79,7 +85,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				}
 				_ = json.Unmarshal(t.Raw, &def)
 				name := t.Key
-				if cfg.Mode == config.ModeFlat {
+				if mode == config.ModeFlat {
 					name = server.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				}
 				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
@@ -98,6 +104,9 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
 	fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
+	if *client != "" {
+		fmt.Fprintf(stdout, "client %s: %s mode (%s)\n", *client, mode, why)
+	}
 	return notReady(shown)
 }
 

@@ -38,7 +38,7 @@ func inspectorClients(sessions []server.SessionInfo) []inspect.Client {
 	for _, s := range sessions {
 		caps, _ := json.Marshal(s.Capabilities)
 		out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, User: s.User, Subject: s.Subject, Profile: s.Profile, Name: s.ClientName, Version: s.ClientVersion,
-			ProtocolVersion: s.ProtocolVersion, Capabilities: caps, Inflight: s.Inflight, Dropped: s.Dropped})
+			ProtocolVersion: s.ProtocolVersion, Capabilities: caps, Mode: s.Mode, ModeWhy: s.ModeWhy, Inflight: s.Inflight, Dropped: s.Dropped})
 	}
 	return out
 }

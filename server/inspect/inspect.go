@@ -80,6 +80,8 @@ type Client struct {
 	Version         string          `json:"version,omitempty"`
 	ProtocolVersion string          `json:"protocol_version,omitempty"`
 	Capabilities    json.RawMessage `json:"capabilities,omitempty"` // as initialize declared them
+	Mode            string          `json:"mode,omitempty"`         // the mode the session is shown
+	ModeWhy         string          `json:"mode_why,omitempty"`     // why (mode: auto chooses per client)
 	Inflight        int             `json:"inflight"`
 	Dropped         uint64          `json:"dropped"`
 }

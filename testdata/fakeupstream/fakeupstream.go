@@ -580,6 +580,7 @@ func handle(req request) {
 				all = append(all, map[string]any{"name": n, "description": "Extra tool " + n, "inputSchema": map[string]any{"type": "object"}})
 			}
 		}
+		all = append(all, fileTools()...)
 		pageOf(req.ID, req.Params, "tools", append(all, conformanceTools()...))
 	case "prompts/list":
 		ps := prompts()
@@ -830,7 +831,7 @@ func call(req request) {
 		fmt.Fprintln(os.Stderr, "fake: about to crash")
 		os.Exit(3)
 	default:
-		if *extraTools != "" && slices.Contains(strings.Split(*extraTools, ","), p.Name) {
+		if *extraTools != "" && slices.Contains(strings.Split(*extraTools, ","), p.Name) || isFileTool(p.Name) {
 			reply(req.ID, text("called "+p.Name))
 			return
 		}

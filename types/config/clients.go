@@ -36,6 +36,10 @@ type ClientRule struct {
 	// elicitation on their own, with no person asked (Codex declines
 	// within 50 ms).
 	Approvals string
+	// Mode, when set (dynamic or flat), is the mode this client is shown,
+	// in place of its profile's and the config's: it overrides what
+	// mode: auto would choose, and a named mode too.
+	Mode Mode
 	// Profile, when set, is the profile (see Profile) a client that
 	// matches is shown on stdio, where it started the hub (or joined the
 	// shared one) without --profile. Over HTTP a profile is chosen by the
@@ -87,6 +91,7 @@ func (p *parser) clients(n *yaml.Node, key string) []ClientRule {
 				}
 			},
 			"profile": func(k string, v *yaml.Node) { r.Profile = p.str(v, k) },
+			"mode":    func(k string, v *yaml.Node) { choose(p, v, k, &r.Mode, ModeDynamic, ModeFlat) },
 			"approvals": func(k string, v *yaml.Node) {
 				if r.Approvals = p.str(v, k); r.Approvals != ApprovalsInbox {
 					p.fail(v, k, "must be inbox (ask through the approval inbox, not the client), not %q", r.Approvals)

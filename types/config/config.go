@@ -28,6 +28,11 @@ const (
 	ModeDynamic Mode = "dynamic"
 	// ModeFlat lists every upstream tool directly, named <group>__<tool>.
 	ModeFlat Mode = "flat"
+	// ModeAuto is flat for a client known to search tools itself and
+	// dynamic for the rest, per session by its clientInfo (see
+	// server/modeauto.go). What import writes into a new config; a config
+	// without mode: stays dynamic.
+	ModeAuto Mode = "auto"
 )
 
 // Transport names how the hub reaches an upstream server.
@@ -103,7 +108,7 @@ type Config struct {
 	// CLI writes the dynamic-mcp commands hints tell the user to run,
 	// with -c Path when a command would not find this config without it.
 	CLI CLI
-	// Mode is dynamic (the default) or flat.
+	// Mode is dynamic (the default), flat or auto.
 	Mode Mode
 	// Settings holds hub-wide timeouts and limits.
 	Settings Settings

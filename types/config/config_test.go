@@ -108,7 +108,7 @@ func TestParseReportsEveryErrorWithLineAndKey(t *testing.T) {
 		t.Fatalf("want all errors at once, got %v", err)
 	}
 	want := []string{
-		"bad.yaml:1: mode: must be dynamic or flat",
+		"bad.yaml:1: mode: must be dynamic, flat or auto",
 		"bad.yaml:3: settings.call_timeout: must be a positive duration",
 		"bad.yaml:7: groups.files.colour: unknown key",
 		"bad.yaml:5: groups.files.description: is required",

@@ -189,7 +189,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 	misspelt := p.mapping(root, "", map[string]func(key string, v *yaml.Node){
-		"mode":     func(key string, v *yaml.Node) { choose(p, v, key, &cfg.Mode, ModeDynamic, ModeFlat) },
+		"mode":     func(key string, v *yaml.Node) { choose(p, v, key, &cfg.Mode, ModeDynamic, ModeFlat, ModeAuto) },
 		"settings": func(key string, v *yaml.Node) { p.settings(v, key, &cfg.Settings) },
 		"groups":   func(key string, v *yaml.Node) { cfg.Groups = p.groups(v, key) },
 		"profiles": func(key string, v *yaml.Node) { cfg.Profiles = p.profiles(v, key) },

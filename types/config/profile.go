@@ -55,7 +55,7 @@ func (p *parser) profiles(n *yaml.Node, path string) map[string]*Profile {
 		pr := &Profile{Name: name, Line: n.Content[i].Line}
 		p.mapping(v, key, map[string]func(string, *yaml.Node){
 			"groups": func(k string, v *yaml.Node) { pr.Groups = p.strings(v, k) },
-			"mode":   func(k string, v *yaml.Node) { choose(p, v, k, &pr.Mode, ModeDynamic, ModeFlat) },
+			"mode":   func(k string, v *yaml.Node) { choose(p, v, k, &pr.Mode, ModeDynamic, ModeFlat, ModeAuto) },
 			"search": func(k string, v *yaml.Node) { choose(p, v, k, &pr.Search, SearchAuto, SearchOn, SearchOff) },
 			"expose": func(k string, v *yaml.Node) {
 				if v.Kind != yaml.MappingNode {

@@ -59,7 +59,7 @@ func TestParseProfileErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"unknown group", "profiles:\n  p: {groups: [a, zz]}\n", `config:6: profiles.p.groups: names group "zz", which the config does not have (groups: a, b, c)`},
 		{"no groups", "profiles:\n  p: {mode: flat}\n", "profiles.p.groups: is required"},
-		{"bad mode", "profiles:\n  p: {groups: [a], mode: lazy}\n", `profiles.p.mode: must be dynamic or flat, not "lazy"`},
+		{"bad mode", "profiles:\n  p: {groups: [a], mode: lazy}\n", `profiles.p.mode: must be dynamic, flat or auto, not "lazy"`},
 		{"bad cap", "profiles:\n  p: {groups: [a], max_tools: 0}\n", "profiles.p.max_tools: must be above zero"},
 		{"expose of a hidden group", "profiles:\n  p: {groups: [a], expose: {b: [t]}}\n", "profiles.p.expose.b: names a group the profile does not show"},
 		{"misspelt", "profiles:\n  p: {group: [a]}\n", `profiles.p.group: unknown key; did you mean "groups"?`},

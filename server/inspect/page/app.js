@@ -585,10 +585,14 @@ function renderClients(list) {
     tr.dataset.session = c.id;
     const caps = el('td', 'caps');
     for (const k of Object.keys(c.capabilities || {})) caps.append(el('span', 'cap', k));
+    // The mode it is shown, and why (mode: auto chooses by the client).
+    const mode = el('td', 'mode', c.mode || '');
+    if (c.mode_why) mode.append(el('div', 'why', c.mode_why));
     tr.append(el('td', null, c.id),
       // Who: the caller http.auth or a static token names, and the profile it sees.
       el('td', null, c.transport + (c.user ? ' · ' + c.user : '') + (c.profile ? ' · profile ' + c.profile : '')),
       el('td', null, c.name ? c.name + ' ' + (c.version || '') : '(not initialized)'),
+      mode,
       el('td', null, c.protocol_version || ''), caps, el('td', 'num', c.inflight), el('td', 'num', c.dropped));
     body.append(tr);
   }
