@@ -47,6 +47,7 @@ groups:
 // invalid_token, and after hydra's signing key is rotated a new token is
 // accepted by the running hub.
 func TestCallersSignedInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraJWT(t, bin, map[string]jwtUser{
@@ -400,6 +401,7 @@ func (c *bearerSession) refused() (int, string) {
 // in by the authorization code flow with PKCE, and calls the hub with
 // the JWT it gets, in the profile the user's groups choose.
 func TestMCPClientSignsInThroughTheHub(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, _, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()

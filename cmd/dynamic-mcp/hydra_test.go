@@ -38,6 +38,7 @@ const hydraTTL = 6 * time.Second
 // server moves to another authorization server, a new registration there.
 // Hydra serves OpenID Connect discovery only (no RFC 8414 document).
 func TestSignInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	if testing.Short() {
 		t.Skip("builds and runs ory/hydra")
 	}
