@@ -119,6 +119,12 @@ func (s *sharedState) use(t testing.TB) (*cluster, string) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.c != nil && s.c.exited() {
+		// It died (the machine out of memory, say): the tests after it
+		// get a cluster again, as they did with one each.
+		s.c.stop()
+		s.c = nil
+	}
 	if s.c == nil {
 		s.c = startCluster(t)
 	}
@@ -146,8 +152,17 @@ func (s *sharedState) release(c *cluster, name string) {
 // cluster is a running PostgreSQL cluster.
 type cluster struct {
 	port int
-	dir  string
-	stop func() // stops the server and removes dir
+	gone chan struct{} // closed when postgres exits
+	stop func()        // stops the server and removes its files
+}
+
+func (c *cluster) exited() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // exec runs sql in the cluster's database "postgres".
@@ -213,10 +228,10 @@ func startCluster(t testing.TB) *cluster {
 	// suite) may bind it in between. postgres then exits saying so, and
 	// the cluster is started again on another port.
 	for attempt := 1; ; attempt++ {
-		port, stop, log, err := serve(t, command, data, dir)
+		port, gone, stop, log, err := serve(t, command, data, dir)
 		if err == nil {
 			ok = true
-			return &cluster{port: port, dir: dir, stop: func() { stop(); os.RemoveAll(dir) }}
+			return &cluster{port: port, gone: gone, stop: func() { stop(); os.RemoveAll(dir) }}
 		}
 		if !strings.Contains(log, "could not bind") || attempt == 5 {
 			t.Fatalf("%v\n%s", err, log)
@@ -226,9 +241,10 @@ func startCluster(t testing.TB) *cluster {
 
 // serve starts postgres on the cluster in data, on a free loopback port
 // and with its socket in dir, and waits until it answers. It returns the
-// port of the server and what stops it, or an error and the server's
-// output when it exited first or did not answer in time.
-func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (port int, stop func(), log string, err error) {
+// port of the server, a channel closed when it exits and what stops it,
+// or an error and the server's output when it exited first or did not
+// answer in time.
+func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (port int, gone chan struct{}, stop func(), log string, err error) {
 	port = freePort(t)
 	var out syncBuffer
 	srv := command("postgres", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
@@ -238,7 +254,8 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 		t.Fatalf("start postgres: %v", err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
+	gone = make(chan struct{})
+	go func() { exited <- srv.Wait(); close(gone) }()
 	stop = func() {
 		_ = srv.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
@@ -258,16 +275,16 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
-			return port, stop, "", nil
+			return port, gone, stop, "", nil
 		}
 		select {
 		case err := <-exited:
-			return 0, nil, out.String(), fmt.Errorf("postgres exited: %v", err)
+			return 0, nil, nil, out.String(), fmt.Errorf("postgres exited: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return 0, nil, out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
+			return 0, nil, nil, out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
