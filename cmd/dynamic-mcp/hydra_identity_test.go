@@ -97,7 +97,7 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 
 	// Hydra's signing key is rotated: the new key signs, and the running
 	// hub fetches it when a token names it.
-	h.admin(t, http.MethodPost, "/admin/keys/hydra.jwt.access-token", map[string]any{"alg": "RS256", "use": "sig", "kid": "rotated-key"}, nil)
+	h.rotateKey(t, "hydra.jwt.access-token", "rotated-key")
 	rotated := h.teamToken(t, "bob", audience)
 	if kid(t, rotated) == kid(t, bob) {
 		t.Fatalf("hydra signs with the same key (%s) after the rotation", kid(t, rotated))

@@ -316,6 +316,17 @@ func (h *hydra) importKeys(t *testing.T) {
 	}
 }
 
+// rotateKey gives hydra a new key for set, kid, which it signs with from
+// then on (its newest); made here, not by hydra, for importKeys' reason.
+func (h *hydra) rotateKey(t *testing.T, set, kid string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.admin(t, http.MethodPut, "/admin/keys/"+set+"/"+kid, jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: "RS256", Use: "sig"}, nil)
+}
+
 // admin calls hydra's admin API with body as JSON, decoding the answer
 // into out.
 func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
