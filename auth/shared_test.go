@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("AUTH_TEST_CALLER_STORE"); dir != "" {
 		os.Exit(callerProcess(dir))
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Shared(m).Run()) // one PostgreSQL cluster for the tests
 }
 
 // callerProcess calls the protected resource for AUTH_TEST_CALLER_FOR on

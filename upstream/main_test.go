@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
 // fakeBin is the command of the fake upstream: this test binary, which
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 	fakeBin = fakeupstream.Command()
 	// No goroutine outlives the tests: each closes the managers it
 	// started, and Close waits for everything a manager started.
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(pgtest.Shared(m)) // one PostgreSQL cluster for the tests
 }
 
 // testLogger discards, unless -v asks to see the logs.

@@ -16,6 +16,7 @@ import (
 // `approvals` against the second, with the replica it waits on, and
 // `approve` and `deny` there answer it on the first.
 func TestApprovalCommandsAcrossReplicas(t *testing.T) {
+	t.Parallel() // its hubs, state dirs and database are its own
 	if testing.Short() {
 		t.Skip("starts PostgreSQL")
 	}

@@ -104,13 +104,22 @@ type conformanceResults map[string]conformanceCheck
 // its results written to a directory of their own, and reads them back.
 func runConformance(t *testing.T, node22, suite, url string, args ...string) conformanceResults {
 	t.Helper()
-	dir := t.TempDir()
+	res, err := conformanceRun(t.TempDir(), node22, suite, url, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// conformanceRun is runConformance with its results in dir, its failure
+// returned: it may run on a goroutine of the test's.
+func conformanceRun(dir, node22, suite, url string, args ...string) (conformanceResults, error) {
 	cmd := exec.Command(filepath.Join(node22, "node"), append([]string{suite, "server", "--url", url, "-o", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, _ := cmd.CombinedOutput() // failing scenarios make it exit 1
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
 	if len(files) == 0 {
-		t.Fatalf("the suite wrote no results for %s:\n%s", url, out)
+		return nil, fmt.Errorf("the suite wrote no results for %s %v:\n%s", url, args, out)
 	}
 	// Each scenario's results are in server-<scenario>-<time>/.
 	scenarioDir := regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
@@ -119,15 +128,15 @@ func runConformance(t *testing.T, node22, suite, url string, args ...string) con
 	for _, f := range files {
 		m := scenarioDir.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
 		if m == nil {
-			t.Fatalf("results in a directory of no scenario: %s", f)
+			return nil, fmt.Errorf("results in a directory of no scenario: %s", f)
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var checks []conformanceCheck
 		if err := json.Unmarshal(b, &checks); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			return nil, fmt.Errorf("%s: %v", f, err)
 		}
 		for _, c := range checks {
 			key := m[1] + "/" + c.ID
@@ -136,7 +145,7 @@ func runConformance(t *testing.T, node22, suite, url string, args ...string) con
 			}
 		}
 	}
-	return res
+	return res, nil
 }
 
 // scenarios are the scenarios run, sorted.

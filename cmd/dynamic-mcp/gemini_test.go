@@ -202,6 +202,7 @@ func TestGeminiValidatorRefuses(t *testing.T) {
 // above. The same hub lists another client the server's own definitions,
 // of which some break those rules, so the test is not vacuous.
 func TestGeminiSchemasOfEverythingServer(t *testing.T) {
+	t.Parallel() // its hubs are its own
 	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
 	lists := map[string][]map[string]any{}

@@ -24,6 +24,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
 // Paths the tests share, set up once by TestMain.
@@ -126,7 +127,9 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	// The PostgreSQL tests share one cluster, each with a database of
+	// its own: an initdb is seconds of a loaded machine.
+	return pgtest.Shared(m).Run()
 }
 
 // loginShellScript is a login shell, for hubEnv, whose environment has

@@ -29,13 +29,20 @@ const testToken = "test-token-0123456789"
 // and returns its base URL.
 func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuffer) {
 	t.Helper()
+	return startHTTPHubEnv(t, nil, cfg, extra...)
+}
+
+// startHTTPHubEnv is startHTTPHub with env added to the hub's
+// environment.
+func startHTTPHubEnv(t *testing.T, env []string, cfg string, extra ...string) (string, *lockedBuffer) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(hubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
-	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

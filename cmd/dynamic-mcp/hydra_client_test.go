@@ -18,6 +18,7 @@ import (
 // signed in), 401 invalid_token, rather than take it for a user of the
 // default profile.
 func TestOutsiderClientTokenRefusedWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	if testing.Short() {
 		t.Skip("builds and runs ory/hydra")
 	}

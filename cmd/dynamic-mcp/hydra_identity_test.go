@@ -47,6 +47,7 @@ groups:
 // invalid_token, and after hydra's signing key is rotated a new token is
 // accepted by the running hub.
 func TestCallersSignedInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraJWT(t, bin, map[string]jwtUser{
@@ -96,7 +97,7 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 
 	// Hydra's signing key is rotated: the new key signs, and the running
 	// hub fetches it when a token names it.
-	h.admin(t, http.MethodPost, "/admin/keys/hydra.jwt.access-token", map[string]any{"alg": "RS256", "use": "sig", "kid": "rotated-key"}, nil)
+	h.rotateKey(t, "hydra.jwt.access-token", "rotated-key")
 	rotated := h.teamToken(t, "bob", audience)
 	if kid(t, rotated) == kid(t, bob) {
 		t.Fatalf("hydra signs with the same key (%s) after the rotation", kid(t, rotated))
@@ -400,6 +401,7 @@ func (c *bearerSession) refused() (int, string) {
 // in by the authorization code flow with PKCE, and calls the hub with
 // the JWT it gets, in the profile the user's groups choose.
 func TestMCPClientSignsInThroughTheHub(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, _, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()

@@ -19,6 +19,7 @@ import (
 // another audience is refused 401 invalid_token, and a token revoked at
 // hydra stops working once the hub's cached answer expires (cache_ttl).
 func TestOpaqueCallersSignedInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	const other = "https://other.example/mcp"
 	h := startHydraTokens(t, bin, map[string]jwtUser{

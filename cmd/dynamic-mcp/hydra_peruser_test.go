@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,7 +22,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -38,6 +38,7 @@ import (
 // bob to sign in and never runs with alice's token; once bob signed in
 // himself, his calls carry his own.
 func TestPerUserSignInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"alice": {name: "Alice"}, "bob": {name: "Bob"}}, "")
 	h.addTeamApp(t, audience)
@@ -48,21 +49,14 @@ func TestPerUserSignInWithHydra(t *testing.T) {
 		"token_endpoint_auth_method": "client_secret_basic",
 	}, nil)
 
-	// The per-user server, and the hub's own sign-in to it (for the lists).
-	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, vault.KeySize)))
-	t.Setenv("HUB_SIGN_IN_SECRET", "hub-sign-in-secret-0123")
+	// The per-user server, and the hub's own sign-in to it (for the
+	// lists), made by `auth login`; the hub's environment is given to
+	// its processes, not set in the test's, so the test runs beside others.
+	env := []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, vault.KeySize)),
+		"HUB_SIGN_IN_SECRET=hub-sign-in-secret-0123"}
 	a, calls := whoamiUpstream(t)
 	stateDir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error { go visitURL(u); return nil }, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.NewStore(filepath.Join(stateDir, "oauth-servers")).Save(rec); err != nil {
-		t.Fatal(err)
-	}
-	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
+	cfg := fmt.Sprintf(`mode: flat
 state_dir: %q
 settings: { call_timeout: 10s }
 http:
@@ -77,7 +71,16 @@ groups:
     url: %s/mcp
     transport: streamable-http
     auth: per-user
-`, stateDir, h.public, audience, a.URL), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+`, stateDir, h.public, audience, a.URL)
+	cfgPath := filepath.Join(t.TempDir(), "hub.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hydraLogin(t, append(os.Environ(), env...), cfgPath, "docs")
+	a.Lock()
+	hubToken := a.Access // the one token issued so far
+	a.Unlock()
+	base, stderr := startHTTPHubEnv(t, env, cfg, "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
 	if base != hubURL {
 		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
 	}
@@ -144,7 +147,7 @@ groups:
 		t.Fatalf("each user's calls should carry one token of their own: %v", tokens)
 	}
 	for tok := range tokens["bob"] {
-		if tokens["alice"][tok] || tok == "Bearer "+rec.AccessToken {
+		if tokens["alice"][tok] || tok == "Bearer "+hubToken {
 			t.Errorf("bob's call carried alice's or the hub's token: %v", tokens)
 		}
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 )
 
@@ -34,6 +38,7 @@ const hydraTTL = 6 * time.Second
 // server moves to another authorization server, a new registration there.
 // Hydra serves OpenID Connect discovery only (no RFC 8414 document).
 func TestSignInWithHydra(t *testing.T) {
+	t.Parallel() // hydra, the hub and their ports are its own
 	if testing.Short() {
 		t.Skip("builds and runs ory/hydra")
 	}
@@ -278,12 +283,48 @@ func (h *hydra) run(t *testing.T, bin string, conf func(publicPort, adminPort in
 			return resp.StatusCode == http.StatusOK
 		})
 		if !gone {
+			h.importKeys(t)
 			return
 		}
 		if attempt == 3 || !strings.Contains(logs.String(), "address already in use") {
 			t.Fatalf("hydra exited before it was ready (attempt %d):\n%s", attempt, logs)
 		}
 	}
+}
+
+// hydraKey is the RSA key every hydra of the test binary signs with,
+// made once. Hydra makes its own keys on the first request that needs
+// them (the JWKS, a token, an ID token): two 4096-bit RSA keys at once,
+// 1-9 s of CPU, and its server closes a connection whose answer takes
+// longer than 10 s (ory/graceful's WriteTimeout): on a loaded machine
+// the request that made hydra generate them got EOF. 2048 bits take a
+// fraction of that, and once.
+var hydraKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+
+// importKeys gives hydra the keys it signs ID tokens and JWT access
+// tokens with, before anything asks for them, so that hydra never
+// generates its own while a request waits.
+func (h *hydra) importKeys(t *testing.T) {
+	t.Helper()
+	key, err := hydraKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"hydra.openid.id-token", "hydra.jwt.access-token"} {
+		jwk := jose.JSONWebKey{Key: key, KeyID: set, Algorithm: "RS256", Use: "sig"}
+		h.admin(t, http.MethodPut, "/admin/keys/"+set, map[string]any{"keys": []jose.JSONWebKey{jwk}}, nil)
+	}
+}
+
+// rotateKey gives hydra a new key for set, kid, which it signs with from
+// then on (its newest); made here, not by hydra, for importKeys' reason.
+func (h *hydra) rotateKey(t *testing.T, set, kid string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.admin(t, http.MethodPut, "/admin/keys/"+set+"/"+kid, jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: "RS256", Use: "sig"}, nil)
 }
 
 // admin calls hydra's admin API with body as JSON, decoding the answer

@@ -95,6 +95,19 @@ func browserGet[T any](t *testing.T, ctx context.Context, what string, a chromed
 
 type css = chromedp.CSS
 
+// untilTrue waits until the JavaScript expression is true in the page,
+// evaluated whole each time: the page renders its tables anew on every
+// event (an upstream's retries, a client's calls), and a wait for a node
+// followed by a read of it failed under load when the row was replaced
+// in between ("No node with given id found", or a wait on a node no
+// longer in the page until its deadline).
+func untilTrue(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(25*time.Second))(ctx, tg)
+		return err
+	})
+}
+
 // The inspector, in a real browser: it asks for the token, shows calls
 // live with their method, group, status and policy decision, opens a row
 // to its messages' JSON (secrets redacted), shows a blocked call's rule,
@@ -213,16 +226,11 @@ groups:
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	down := `tr.server[data-server="victim"][data-state="failed"]`
+	down := `tr.server[data-server="victim"][data-state="failed"] .reason`
 	browserDo(t, ctx, "see the victim down",
 		chromedp.Click(css(`#tabs button[data-tab="upstreams"]`)),
-		chromedp.WaitVisible(css(down+` .reason`)),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[bool](`document.querySelector('tr.server[data-server="victim"] .reason').textContent.includes("cannot start")`,
-				chromedp.WithPollingTimeout(25*time.Second))(ctx, tg)
-			return err
-		}))
-	reason := browserGet(t, ctx, "read the reason", chromedp.Text(css(down+` .reason`)))
+		untilTrue(`(() => { const r = document.querySelector('`+down+`'); return r !== null && r.offsetParent !== null && r.textContent.includes("cannot start") })()`))
+	reason := browserGet(t, ctx, "read the reason", chromedp.Evaluate[string](`document.querySelector('`+down+`').innerText`))
 	files := browserGet(t, ctx, "read the files server's state", chromedp.AttributeValue(css(`tr.server[data-server="files"]`), "data-state"))
 	if !strings.Contains(reason, "victim: cannot start: the license server is unreachable") || files.Value != "ready" {
 		t.Errorf("victim down because %q; files %q", reason, files.Value)
@@ -231,8 +239,8 @@ groups:
 
 	browserDo(t, ctx, "see the client",
 		chromedp.Click(css(`#tabs button[data-tab="clients"]`)),
-		chromedp.WaitVisible(css(`tr.session`)))
-	client := browserGet(t, ctx, "read the client", chromedp.Text(css(`tr.session`)))
+		untilTrue(`(() => { const r = document.querySelector('tr.session'); return r !== null && r.offsetParent !== null })()`))
+	client := browserGet(t, ctx, "read the client", chromedp.Evaluate[string](`document.querySelector('tr.session').innerText`))
 	if !strings.Contains(client, "dynamic-mcp-test 1") || !strings.Contains(client, "streamable-http") {
 		t.Errorf("client row %q", client)
 	}

@@ -33,6 +33,7 @@ func httpClientAt(t *testing.T, base, path string) (*client, *mcptransport.Strea
 // /mcp shows the whole config; an unknown profile is 404, and a session
 // is not found at another profile's URL.
 func TestHTTPProfileURLs(t *testing.T) {
+	t.Parallel() // its hub is its own
 	base, _ := startHTTPHub(t, profilesConfig())
 
 	flat, flatTr := httpClientAt(t, base, "/mcp/p/flat")

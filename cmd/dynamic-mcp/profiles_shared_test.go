@@ -12,6 +12,7 @@ import (
 // Two clients of one config with different profiles share one hub, and
 // each sees exactly its profile's groups, in its profile's mode.
 func TestSharedHubProfiles(t *testing.T) {
+	t.Parallel() // its shared hub and state dir are its own
 	body := strings.Replace(profilesConfig(), `settings: {shared: "off"}`, "settings: { shared_idle: 1s, stop_grace: 1s }", 1)
 	s := newShared(t, body)
 	flat := startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--profile", "flat")
@@ -39,6 +40,7 @@ func TestSharedHubProfiles(t *testing.T) {
 // client the rule does not match the whole config (dynamic mode's two
 // tools), and --profile wins over the rule.
 func TestSharedHubProfileByClientName(t *testing.T) {
+	t.Parallel() // its shared hub and state dir are its own
 	body := strings.Replace(profilesConfig(), `settings: {shared: "off"}`, "settings: { shared_idle: 1s, stop_grace: 1s }", 1) +
 		"clients:\n  - { match: \"cursor*\", profile: flat }\n"
 	s := newShared(t, body)

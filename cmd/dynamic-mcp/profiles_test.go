@@ -42,6 +42,7 @@ func toolNames(t *testing.T, res json.RawMessage) []string {
 // serve --profile in dynamic mode shows exactly the profile's groups: the
 // enum, get_dynamic_tools and call_dynamic_tool know no other.
 func TestServeProfileDynamic(t *testing.T) {
+	t.Parallel() // its hub is its own
 	c := startHub(t, profilesConfig(), "--profile", "dyn")
 	c.initialize("2025-11-25")
 	c.waitGroupsReady("a", "c")
@@ -80,6 +81,7 @@ func TestServeProfileDynamic(t *testing.T) {
 // serve --profile in flat mode lists exactly the profile's groups' tools,
 // and a tool of a hidden group is unknown.
 func TestServeProfileFlat(t *testing.T) {
+	t.Parallel() // its hub is its own
 	c := startHub(t, profilesConfig(), "--profile", "flat")
 	c.initialize("2025-11-25")
 	var names []string
@@ -105,6 +107,7 @@ func TestServeProfileFlat(t *testing.T) {
 // A profile's max_tools: 40 lists 40 of the three fakes' tools, and a tool
 // past the cap is still callable.
 func TestServeProfileMaxTools(t *testing.T) {
+	t.Parallel() // its hub is its own
 	c := startHub(t, profilesConfig(), "--profile", "capped")
 	c.initialize("2025-11-25")
 	waitFor(t, 30*time.Second, "group c started", func() bool {
@@ -140,6 +143,7 @@ func (c *client) initializeAs(name string) {
 // A clients: rule caps the tools listed to a client by its name (Cursor
 // reads the first 40), and leaves every other client the whole list.
 func TestClientRuleMaxTools(t *testing.T) {
+	t.Parallel() // its hubs are its own
 	cfg := strings.Replace(profilesConfig(), "groups:", "mode: flat\nclients:\n  - {match: 'cursor*', max_tools: 40}\ngroups:", 1)
 	for name, want := range map[string]int{"Cursor-VSCode": 40, "claude-code": 57} {
 		t.Run(name, func(t *testing.T) {
@@ -168,6 +172,7 @@ func TestClientRuleMaxTools(t *testing.T) {
 // everything server's tools with schemas in Gemini's subset; another
 // client gets them as the server wrote them.
 func TestClientRuleGeminiSchemas(t *testing.T) {
+	t.Parallel() // its hubs are its own
 	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
 	for name, wantClean := range map[string]bool{"gemini-cli-mcp-client": true, "claude-code": false} {
@@ -200,6 +205,7 @@ func TestClientRuleGeminiSchemas(t *testing.T) {
 // schemas: gemini shows a Gemini client tool names in Gemini's character
 // set, and a call by the shown name reaches the tool.
 func TestClientRuleGeminiNames(t *testing.T) {
+	t.Parallel() // its hub is its own
 	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  g: {description: g, command: %q, args: [\"-prefix\", \"-name\", \"x/y\"]}\n", fakeBin)
 	c := startHub(t, cfg)
 	c.initializeAs("gemini-cli-mcp-client")

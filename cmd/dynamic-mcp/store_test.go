@@ -65,7 +65,7 @@ func TestReplicasShareOneSignInThroughTheStore(t *testing.T) {
 	if most := int(time.Since(start)/time.Second) + 2; refreshed > most {
 		t.Errorf("%d renewals in %s by three replicas: want at most %d", refreshed, time.Since(start).Round(time.Second), most)
 	}
-	if logs := hubs[0].stderr.String(); !strings.Contains(logs, "state shared through the store's database") || !strings.Contains(logs, strings.TrimPrefix(strings.SplitN(url, "/postgres?", 2)[0], "postgres://postgres@")) {
+	if logs := hubs[0].stderr.String(); !strings.Contains(logs, "state shared through the store's database") || !strings.Contains(logs, strings.TrimPrefix(strings.SplitN(url, "?", 2)[0], "postgres://postgres@")) {
 		t.Errorf("the hub does not say where its state is:\n%s", logs)
 	}
 	status := exec.Command(hubBin, "auth", "status", "-c", filepath.Join(homes[1], "hub.yaml"))

@@ -1,11 +1,12 @@
 //go:build unix
 
-// Package pgtest starts a PostgreSQL server of a test's own, from
-// Debian's postgresql package (or initdb and postgres on PATH): a cluster
-// in a temporary directory, on a free loopback port, with its unix
-// socket beside it, stopped when the test ends. A machine that runs the
-// cluster of its package is not used. When PostgreSQL is missing the
-// test is skipped, but not in CI, where it fails.
+// Package pgtest gives a test a PostgreSQL database of its own, in a
+// server from Debian's postgresql package (or initdb and postgres on
+// PATH) that the tests of a binary share: a cluster in a temporary
+// directory, on a free loopback port, with its unix socket beside it.
+// A machine that runs the cluster of its package is not used. When
+// PostgreSQL is missing the test is skipped, but not in CI, where it
+// fails.
 package pgtest
 
 import (
@@ -47,16 +48,137 @@ func binDir() string {
 	return ""
 }
 
-// Start starts a PostgreSQL server for t and returns its URL, of the
-// superuser "postgres" and its database "postgres", trusted on loopback.
-// The server is stopped (a fast shutdown) and its files removed when the
-// test ends.
+// Start gives t a database of its own, empty, in the test binary's one
+// PostgreSQL cluster, and returns its URL (the superuser "postgres",
+// trusted on loopback). The database is dropped when the test ends.
+//
+// The cluster is started by the first test that asks for one: initdb
+// alone takes seconds on a loaded machine, a database in a running
+// cluster milliseconds. It is stopped (a fast shutdown) and its files
+// removed when no test uses it any more, or, in a package whose TestMain
+// runs its tests through Shared, when they have all run. What tests of
+// one cluster share: its roles and settings (the tests create neither)
+// and pg_stat_activity; LISTEN/NOTIFY and advisory locks are each
+// database's own.
 //
 // PostgreSQL refuses to run as root: as root, the cluster belongs to the
 // postgres user and initdb and postgres run as that user, in a directory
 // of their own under the system's temporary directory (t.TempDir's
 // parent is closed to other users).
 func Start(t testing.TB) string {
+	t.Helper()
+	c, name := shared.use(t)
+	t.Cleanup(func() { shared.release(c, name) })
+	if err := c.exec(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
+}
+
+// M is what a TestMain runs: *testing.M, or a wrapper of it such as
+// Shared's (goleak.VerifyTestMain takes one too).
+type M interface{ Run() int }
+
+// Shared keeps the cluster the first test starts until all of m's tests
+// have run, rather than until no test uses it: in a TestMain,
+// os.Exit(pgtest.Shared(m).Run()). Without it, tests that do not overlap
+// in time each start a cluster of their own.
+func Shared(m M) M { return sharedRun{m} }
+
+type sharedRun struct{ m M }
+
+func (s sharedRun) Run() int {
+	shared.mu.Lock()
+	shared.keep = true
+	shared.mu.Unlock()
+	code := s.m.Run()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	shared.keep = false
+	if shared.c != nil && shared.users == 0 {
+		shared.c.stop()
+		shared.c = nil
+	}
+	return code
+}
+
+// shared is the test binary's cluster.
+var shared sharedState
+
+type sharedState struct {
+	mu    sync.Mutex // guards the fields below
+	c     *cluster   // running, or nil
+	users int        // tests whose database is in c
+	keep  bool       // Shared runs the tests: c stays up at no users
+	n     int        // databases made, for their names
+}
+
+// use returns the running cluster, starting it if none runs, and a name
+// for a new database in it, counting t as a user until release.
+func (s *sharedState) use(t testing.TB) (*cluster, string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil && s.c.exited() {
+		// It died (the machine out of memory, say): the tests after it
+		// get a cluster again, as they did with one each.
+		s.c.stop()
+		s.c = nil
+	}
+	if s.c == nil {
+		s.c = startCluster(t)
+	}
+	s.users++
+	s.n++
+	return s.c, fmt.Sprintf("test_%d", s.n)
+}
+
+// release drops the database name and stops c when no test uses it any
+// more and the tests do not run through Shared. FORCE: a hub a test
+// left connected does not keep its database.
+func (s *sharedState) release(c *cluster, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users--
+	if s.users == 0 && !s.keep && s.c == c {
+		c.stop()
+		s.c = nil
+	}
+}
+
+// cluster is a running PostgreSQL cluster.
+type cluster struct {
+	port int
+	gone chan struct{} // closed when postgres exits
+	stop func()        // stops the server and removes its files
+}
+
+func (c *cluster) exited() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// exec runs sql in the cluster's database "postgres".
+func (c *cluster) exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// startCluster makes a cluster with initdb and starts postgres on it,
+// or fails t (skips it when PostgreSQL is missing, except in CI).
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	bin := binDir()
 	if bin == "" {
@@ -69,7 +191,12 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(dir)
+		}
+	}()
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -101,9 +228,10 @@ func Start(t testing.TB) string {
 	// suite) may bind it in between. postgres then exits saying so, and
 	// the cluster is started again on another port.
 	for attempt := 1; ; attempt++ {
-		url, log, err := serve(t, command, data, dir)
+		port, gone, stop, log, err := serve(t, command, data, dir)
 		if err == nil {
-			return url
+			ok = true
+			return &cluster{port: port, gone: gone, stop: func() { stop(); os.RemoveAll(dir) }}
 		}
 		if !strings.Contains(log, "could not bind") || attempt == 5 {
 			t.Fatalf("%v\n%s", err, log)
@@ -113,21 +241,22 @@ func Start(t testing.TB) string {
 
 // serve starts postgres on the cluster in data, on a free loopback port
 // and with its socket in dir, and waits until it answers. It returns the
-// URL of the server, or an error and the server's output when it exited
-// first or did not answer in time; a server that answers is stopped when
-// the test ends.
-func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (url, log string, err error) {
-	port := freePort(t)
+// port of the server, a channel closed when it exits and what stops it,
+// or an error and the server's output when it exited first or did not
+// answer in time.
+func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (port int, gone chan struct{}, stop func(), log string, err error) {
+	port = freePort(t)
 	var out syncBuffer
 	srv := command("postgres", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
-		"-c", "fsync=off", "-c", "max_connections=50")
+		"-c", "fsync=off", "-c", "max_connections=200") // the tests of a package at once
 	srv.Stdout, srv.Stderr = &out, &out
 	if err := srv.Start(); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	stop := func() {
+	gone = make(chan struct{})
+	go func() { exited <- srv.Wait(); close(gone) }()
+	stop = func() {
 		_ = srv.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
 		case <-exited:
@@ -136,7 +265,7 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 			<-exited
 		}
 	}
-	url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	// A bound for a server that never answers; a loaded machine may take
 	// many seconds to start one, and this costs a passing test nothing.
 	deadline := time.Now().Add(60 * time.Second)
@@ -146,17 +275,16 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
-			t.Cleanup(stop)
-			return url, "", nil
+			return port, gone, stop, "", nil
 		}
 		select {
 		case err := <-exited:
-			return "", out.String(), fmt.Errorf("postgres exited: %v", err)
+			return 0, nil, nil, out.String(), fmt.Errorf("postgres exited: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
+			return 0, nil, nil, out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
