@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"os"
 	"testing"
 
@@ -17,7 +18,7 @@ var fakeBin string
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
 	fakeBin = fakeupstream.Command()
-	code := m.Run()
+	code := pgtest.Shared(m).Run()
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running
 		// once they all have is one that outlived its owner's Close.

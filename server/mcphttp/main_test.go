@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,7 +33,7 @@ var fakeBin string
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
 	fakeBin = fakeupstream.Command()
-	code := m.Run()
+	code := pgtest.Shared(m).Run()
 	if code == 0 {
 		http.DefaultClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {

@@ -482,7 +482,7 @@ func TestRelayListenDropReplaysEvents(t *testing.T) {
 	// Every LISTENing backend is cut (A's too); the flood follows at once.
 	cutListeners := func() int {
 		n := 0
-		rows, err := db.Query(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)
+		rows, err := db.Query(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()`)
 		if err != nil {
 			t.Fatal(err)
 		}
