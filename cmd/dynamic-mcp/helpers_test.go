@@ -392,6 +392,15 @@ func (c *client) waitGroupsReady(groups ...string) {
 		}
 		return false
 	})
+	// A group is listed while it starts, and a call for it waits only
+	// connect_timeout: on a busy machine a node server may take longer.
+	// Wait until each group is up or has failed, no longer starting.
+	for _, g := range groups {
+		waitFor(c.t, 60*time.Second, fmt.Sprintf("group %s started", g), func() bool {
+			text, _ := toolText(c.t, c.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": g}}))
+			return !strings.Contains(text, "unavailable: starting")
+		})
+	}
 }
 
 // waitFlatTools waits until flat-mode tools/list holds n tools.
