@@ -28,7 +28,7 @@ import (
 //	enforce    allow, log, deny, or put the call to a person (an Asker)
 //	upstream   rounds, tasks, progress, the request itself (send)
 //
-// The result budget (capResult), the 2026-07-28 decoration and the
+// The 2026-07-28 decoration, the result budget (fitMaxResult) and the
 // writing of the audit record follow in handle and serve, which see every
 // method's answer.
 func (h *Hub) newChain(snap *snapshot) call.Handler {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -38,7 +41,30 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	if req.modern && !isInputRequired(result) {
 		result = decorateModern(req.msg.Method, result)
 	}
-	return h.capResult(req, result), nil
+	return fitMaxResult(h.results, req, result), nil
+}
+
+// fitMaxResult is the result of the tools/call req forwarded upstream
+// (send notes it in req.tool; no task's), cut to the client's max_result
+// when it is over it, the whole kept in results for the session to read
+// (resultcap); any other result is res itself.
+//
+// The cut is no stage of the chain but follows the 2026-07-28 decoration
+// here, for every method's answer: max_result bounds the bytes the client
+// gets, and the decoration (resultType) is added after the chain, so a
+// stage at the chain's end would measure a result ~25 bytes short of what
+// is sent, and the cut answer would be over the cap by that much.
+func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) json.RawMessage {
+	c := req.tool
+	if c == nil {
+		return res
+	}
+	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
+	if !resultcap.Over(res, limit) || isInputRequired(res) {
+		return res
+	}
+	return results.Cut(res, limit, len(req.msg.ID), resultcap.Call{Caller: caller(req.sess),
+		Group: c.server.Config.Group, Server: c.server.Config.Name, Tool: c.name, Args: c.args})
 }
 
 // errProtocol marks a request that no method of the hub's own answers:
@@ -216,13 +242,57 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 		params: req.params, rename: true})
 }
 
+// isResultURI reports whether uri names a kept result (or claims to).
+func isResultURI(uri string) bool { return resultcap.IsURI(uri) }
+
+// judgeResultRead judges the read of a kept result as the call that made
+// it: the policy must still let that call through. It is audited as a
+// read of the call's group and tool.
+func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
+	snap := req.snap
+	if err := snap.audit.admit(); err != nil {
+		return err
+	}
+	d := snap.policy.Decide(policy.Request{Group: r.Group, Server: r.Server, Method: policy.MethodToolsCall, Name: r.Tool, Args: r.Args})
+	if snap.audit != nil {
+		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
+			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
+	}
+	if c := req.call; c != nil {
+		c.Group, c.Server, c.Target, c.Rule, c.Action = r.Group, r.Server, uri, d.Rule, string(d.Action)
+	}
+	if d.Action == config.ActionDeny {
+		// A prompt rule is not asked again: the person let the call
+		// through when it was made, and a page gives nothing new.
+		return gate.Blocked(d, "the call that made this result is not allowed now")
+	}
+	return nil
+}
+
 func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
 	uri, ok := req.stringField("uri")
 	if !ok || uri == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
 	}
-	if isResultURI(uri) {
-		return h.readResult(req, uri) // a result cut to fit max_result (resultread.go)
+	if isResultURI(uri) { // a result cut to fit max_result, for the session that made the call
+		r, query, named := h.results.Find(uri, caller(req.sess))
+		if r != nil && req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).groupIndex[r.Group] == nil {
+			r = nil // its group is no longer the session's to see
+		}
+		if r == nil {
+			if named {
+				h.missed(req, uri)
+			}
+			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		}
+		page, err := r.Page(query)
+		if err == nil {
+			err = judgeResultRead(req, r, uri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.Read(page)
 	}
 	if res, ok, err := h.readUI(ctx, req, v, uri); ok {
 		return res, err // an MCP App's ui:// resource (apps.go)

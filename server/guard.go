@@ -70,7 +70,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 	}
 	task := c.method == policy.MethodToolsCall && c.params.Field("task") != nil
 	if c.method == policy.MethodToolsCall && !task {
-		req.tool = &c // its result fits max_result (resultread.go)
+		req.tool = &c // its result fits max_result (fitMaxResult)
 	}
 	timeout := req.snap.cfg.CallTimeoutFor(c.server.Config)
 	var (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -43,8 +44,8 @@ type Hub struct {
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
 	// results are the tool results cut to fit max_result, kept whole
-	// for their sessions to read (resultstore.go).
-	results *resultStore
+	// for their sessions to read (resultcap; Options.Results).
+	results *resultcap.Store
 	// inflight are the budgets of bytes of client requests in flight,
 	// per caller and in all (inflightbytes.go).
 	inflight *inflightBytes
@@ -94,10 +95,13 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		notifying:     make(chan struct{}, maxNotifying),
 		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),
-		results:       newResultStore(),
+		results:       opts.Results,
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
 	h.approvals.shared = opts.Store // nil without store:
+	if h.results == nil {
+		h.results = resultcap.New(resultcap.Options{Logger: logger})
+	}
 	var err error
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err

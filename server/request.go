@@ -54,7 +54,7 @@ type request struct {
 
 	// tool is the tools/call forwarded upstream for the request (no task),
 	// nil for none: its result is fitted to the client's max_result
-	// (resultread.go's capResult).
+	// (dispatch.go's fitMaxResult).
 	tool *upcall
 
 	// server and fwd are the upstream server and the call the request

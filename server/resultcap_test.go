@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -93,7 +95,7 @@ type cutAnswer struct {
 // link is the URI of the hub's resource_link in the answer, "" for none.
 func (a cutAnswer) link() string {
 	for _, b := range a.Content {
-		if b.Type == "resource_link" && strings.HasPrefix(b.URI, resultScheme) {
+		if b.Type == "resource_link" && strings.HasPrefix(b.URI, resultcap.Scheme) {
 			return b.URI
 		}
 	}
@@ -234,7 +236,7 @@ func TestMaxResultCutAndPages(t *testing.T) {
 			// Another session: not found, as a URI that does not exist.
 			other := largeClient(t, h, "b", "t", "")
 			theirs := other.rpc(1, "resources/read", fmt.Sprintf(`{"uri":%q}`, r.link()))
-			unknown := other.rpc(2, "resources/read", fmt.Sprintf(`{"uri":%q}`, resultScheme+"nope"))
+			unknown := other.rpc(2, "resources/read", fmt.Sprintf(`{"uri":%q}`, resultcap.Scheme+"nope"))
 			if theirs.Error == nil || unknown.Error == nil || theirs.Error.Code != codeResourceNotFound || theirs.Error.Message != unknown.Error.Message {
 				t.Fatalf("another session's read: %s\nunknown: %s", theirs.line, unknown.line)
 			}
@@ -362,11 +364,16 @@ func TestMaxResultKinds(t *testing.T) {
 // it stays what it was, and the read is told it does not exist.
 func TestMaxResultStoreEvicts(t *testing.T) {
 	h, _ := largeHub(t, config.ModeFlat, "max_result: 20KB", "", "off")
-	h.results.perCaller = 2
-	now := time.Now()
-	h.results.mu.Lock()
-	h.results.now = func() time.Time { return now }
-	h.results.mu.Unlock()
+	var (
+		mu  sync.Mutex // the store's clock is read by the hub's goroutines
+		now = time.Now()
+	)
+	// No client yet: the store is the hub's from here on.
+	h.results = resultcap.New(resultcap.Options{PerCaller: 2, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
 	c := largeClient(t, h, "a", "t", "")
 	var links []string
 	for i := range 3 {
@@ -379,13 +386,13 @@ func TestMaxResultStoreEvicts(t *testing.T) {
 	if a := read(11, links[1]); a.Error != nil {
 		t.Errorf("the second of three: %s", a.line)
 	}
-	h.results.mu.Lock()
-	now = now.Add(resultTTL)
-	h.results.mu.Unlock()
+	mu.Lock()
+	now = now.Add(resultcap.TTL)
+	mu.Unlock()
 	if a := read(12, links[2]); a.Error == nil || a.Error.Code != codeResourceNotFound {
 		t.Errorf("a result past its time: %s", a.line)
 	}
-	if cuts, n, bytes, evicted := h.ResultStats(); cuts != 3 || n != 0 || bytes != 0 || evicted != 1 {
+	if cuts, n, bytes, evicted := h.results.Stats(); cuts != 3 || n != 0 || bytes != 0 || evicted != 1 {
 		t.Errorf("%d results cut, %d of %d bytes kept, %d evicted", cuts, n, bytes, evicted)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -20,6 +21,10 @@ type Options struct {
 	// grants, pending approvals and rate counters are kept there. nil:
 	// here. The caller (cmd) opens it and closes it after Close.
 	Store SharedState
+	// Results keep the tool results cut to fit max_result for their
+	// sessions to read back; cmd makes it to read its Stats for /metrics.
+	// nil: the hub makes its own.
+	Results *resultcap.Store
 }
 
 // SharedState is the store every replica shares as the hub uses it:

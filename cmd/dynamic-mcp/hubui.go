@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -21,6 +22,7 @@ import (
 type hubUI struct {
 	ctx       context.Context // the inspector's streams end with it
 	hub       *server.Hub
+	results   *resultcap.Store // the hub's kept results, for /metrics
 	mgr       *upstream.Manager
 	observers []traffic.Observer // what watched the hub before (traces)
 	logger    *slog.Logger
@@ -52,7 +54,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
 		Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
-		Results: hub.ResultStats})
+		Results: u.results.Stats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
 	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)
 	if err != nil {

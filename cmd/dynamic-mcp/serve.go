@@ -16,6 +16,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcplocal"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -106,7 +107,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeStore(db) // deferred first, so run last: after the upstreams and the hub
 	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	defer mgr.Close()
-	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
+	results := resultcap.New(resultcap.Options{Logger: logger}) // the hub's, read by /metrics
+	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db, Results: results})
 	if err != nil {
 		return err
 	}
@@ -119,7 +121,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
 			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
-			Results: hub.ResultStats})
+			Results: results.Stats})
 		observers = append(observers, metrics)
 	}
 	tracer, err := telemetry.NewTracerFromEnv(ctx, server.Version, logger)
@@ -223,7 +225,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
+		ui := &hubUI{ctx: ctx, hub: hub, results: results, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,

@@ -43,7 +43,7 @@ type MetricsOptions struct {
 	RateBuckets func() (buckets int, evictions uint64)
 	// Results are the tool results cut to fit max_result, ever, and of
 	// those kept whole the number and bytes now and those evicted early,
-	// ever (server.Hub.ResultStats).
+	// ever (resultcap.Store.Stats).
 	Results func() (cut uint64, kept, bytes int, evicted uint64)
 }
 

@@ -1,4 +1,4 @@
-package server
+package resultcap
 
 import (
 	"encoding/json"
@@ -17,19 +17,19 @@ import (
 // it has its number, the oldest of all when the bytes are full, every
 // result after its time, and one larger than the whole store is refused.
 func TestResultStoreBounded(t *testing.T) {
-	s := newResultStore()
+	s := New(Options{})
 	s.maxBytes, s.perCaller = 10*(1000+resultEntryCost), 3
 	now := time.Unix(1000, 0)
 	s.now = func() time.Time { return now }
-	put := func(caller string, n int) *storedResult {
+	put := func(caller string, n int) *Result {
 		t.Helper()
-		r := &storedResult{caller: caller, data: make([]byte, n)}
+		r := &Result{Call: Call{Caller: caller}, data: make([]byte, n)}
 		if err := s.put(r); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	a := []*storedResult{put("a", 1000), put("a", 1000), put("a", 1000)}
+	a := []*Result{put("a", 1000), put("a", 1000), put("a", 1000)}
 	a = append(a, put("a", 1000)) // a's fourth: its first goes
 	if s.get(a[0].id, "a") != nil || s.get(a[1].id, "a") == nil {
 		t.Error("a's oldest result is kept past its number")
@@ -37,11 +37,11 @@ func TestResultStoreBounded(t *testing.T) {
 	if s.get(a[1].id, "b") != nil {
 		t.Error("b reads a's result")
 	}
-	var b []*storedResult
+	var b []*Result
 	for range 3 {
 		b = append(b, put("b", 1000))
 	}
-	c := []*storedResult{put("c", 1000), put("c", 1000), put("c", 1000)}
+	c := []*Result{put("c", 1000), put("c", 1000), put("c", 1000)}
 	if n, bytes, _ := s.stats(); n != 9 || bytes != 9*(1000+resultEntryCost) {
 		t.Fatalf("%d results of %d bytes", n, bytes)
 	}
@@ -52,10 +52,10 @@ func TestResultStoreBounded(t *testing.T) {
 	if _, bytes, evicted := s.stats(); bytes > s.maxBytes || evicted != 3 {
 		t.Errorf("%d bytes kept of %d, %d evicted", bytes, s.maxBytes, evicted)
 	}
-	if err := s.put(&storedResult{caller: "e", data: make([]byte, s.maxBytes)}); err == nil || !strings.Contains(err.Error(), "larger than the hub keeps") {
+	if err := s.put(&Result{Call: Call{Caller: "e"}, data: make([]byte, s.maxBytes)}); err == nil || !strings.Contains(err.Error(), "larger than the hub keeps") {
 		t.Errorf("a result larger than the store: %v", err)
 	}
-	now = now.Add(resultTTL)
+	now = now.Add(TTL)
 	if s.get(c[2].id, "c") != nil {
 		t.Error("a result is read after its time")
 	}
@@ -75,7 +75,7 @@ func TestPaginate(t *testing.T) {
 	if blob || len(starts) < 50 {
 		t.Fatalf("%d pages, blob %v", len(starts), blob)
 	}
-	r := &storedResult{data: data, pages: starts}
+	r := &Result{data: data, pages: starts}
 	var whole []byte
 	for p := 1; p <= len(starts); p++ {
 		page := r.page(p)
@@ -99,7 +99,7 @@ func TestFitResultWithinLimit(t *testing.T) {
 	for _, kind := range []string{"text", "structured", "image", "mixed", "blocks", "small"} {
 		for _, limit := range []int{1500, 2000, 5000, 20000, 100000} {
 			res := []byte(fakeupstream.LargeResult(kind, 300000))
-			link := resultLink{uri: resultScheme + strings.Repeat("x", 22), pages: 99, pageSize: limit, tool: "large", cap: limit}
+			link := resultLink{uri: Scheme + strings.Repeat("x", 22), pages: 99, pageSize: limit, tool: "large", cap: limit}
 			out := fitResult(res, limit, link)
 			if len(out) > limit || !json.Valid(out) || !strings.Contains(string(out), `"uri":"`+link.uri+`"`) {
 				t.Errorf("%s under %d: %d bytes, valid %v: %.500s", kind, limit, len(out), json.Valid(out), out)
@@ -129,7 +129,7 @@ func FuzzFitResult(f *testing.F) {
 		if !json.Valid(res) || limit < 1500 || limit > 1<<20 {
 			return
 		}
-		out := fitResult(res, limit, resultLink{uri: resultScheme + "id", pages: 3, pageSize: 100, tool: "t", cap: limit})
+		out := fitResult(res, limit, resultLink{uri: Scheme + "id", pages: 3, pageSize: 100, tool: "t", cap: limit})
 		if len(out) > limit || !json.Valid(out) {
 			t.Fatalf("%d bytes (limit %d), valid %v: %.300s", len(out), limit, json.Valid(out), out)
 		}
@@ -148,7 +148,7 @@ func TestFitResultManyBlocksQuickly(t *testing.T) {
 		for range 3 {
 			runtime.GC() // the collection a run leaves is not the next one's
 			start := time.Now()
-			out := fitResult(res, 2000, resultLink{uri: resultScheme + "id", pages: 2})
+			out := fitResult(res, 2000, resultLink{uri: Scheme + "id", pages: 2})
 			best = min(best, time.Since(start))
 			if len(out) > 2000 || !strings.Contains(string(out), "content blocks (") {
 				t.Fatalf("%s x %d: %d bytes: %.300s", block, n, len(out), out)
@@ -173,7 +173,7 @@ func TestFitResultOtherMembers(t *testing.T) {
 		fmt.Fprintf(&b, `,"%s%d":"%s"`, strings.Repeat("k", 100), i, strings.Repeat("v", 50))
 	}
 	b.WriteString(`}`)
-	link := resultLink{uri: resultScheme + "id", pages: 2, cap: 5000}
+	link := resultLink{uri: Scheme + "id", pages: 2, cap: 5000}
 	out := fitResult([]byte(b.String()), 5000, link)
 	var r struct {
 		Content []struct{ Type, Text, URI string }

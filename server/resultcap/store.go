@@ -1,4 +1,4 @@
-package server
+package resultcap
 
 import (
 	"container/list"
@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,17 +14,17 @@ import (
 )
 
 // The result store keeps the whole of each tool result that was cut to
-// fit a client's max_result (resultcap.go), for the session that made
-// the call to read in pages (resultread.go). It is memory of the hub
-// process alone: a restart, or another replica, does not have it.
+// fit a client's max_result (cut.go), for the session that made the call
+// to read in pages (read.go). It is memory of the hub process alone: a
+// restart, or another replica, does not have it.
 const (
 	// resultStoreBytes bounds the results kept, all sessions together.
 	resultStoreBytes = 64 << 20
 	// resultsPerCaller bounds the results kept for one session (or one
 	// credential, for requests without a session).
 	resultsPerCaller = 100
-	// resultTTL is how long a result is kept after its call.
-	resultTTL = 30 * time.Minute
+	// TTL is how long a result is kept after its call.
+	TTL = 30 * time.Minute
 	// resultIDBytes is the random part of a result's id: unguessable.
 	resultIDBytes = 16
 	// resultEntryCost is what an entry costs beyond its bytes (its id,
@@ -31,53 +32,78 @@ const (
 	resultEntryCost = 512
 )
 
-// storedResult is the whole of one cut result and what reading it needs:
-// who may, and the call that made it, which the policy judges again on
-// every read.
-type storedResult struct {
+// Call is the tool call a result came from: who may read the result,
+// and the call the policy judges again on every read.
+type Call struct {
+	Caller string // whose calls these are (call.Session's Caller): only it may read the result
+	Group  string
+	Server string
+	Tool   string          // as the server knows it
+	Args   json.RawMessage // the call's arguments, for the policy
+}
+
+// Result is the whole of one cut result and what reading it needs.
+type Result struct {
+	Call
 	id      string
-	caller  string // see caller(sess): only it may read the result
 	data    []byte // the result as it would have been sent
 	pages   []int  // the offset in data where each page starts
 	blob    bool   // data is no valid UTF-8: pages are read as base64 blobs
-	group   string
-	server  string
-	tool    string          // as the server knows it
-	args    json.RawMessage // the call's arguments, for the policy
 	expires time.Time
-	elem    *list.Element // in resultStore.order
+	elem    *list.Element // in Store.order
 }
 
-func (r *storedResult) cost() int {
-	return len(r.data) + len(r.args) + 8*len(r.pages) + resultEntryCost
+func (r *Result) cost() int {
+	return len(r.data) + len(r.Args) + 8*len(r.pages) + resultEntryCost
 }
 
-// resultStore holds results, oldest first, within its bounds.
-type resultStore struct {
+// Options bound a Store; the zero value is the hub's bounds.
+type Options struct {
+	Logger    *slog.Logger     // nil: slog.Default()
+	PerCaller int              // results kept for one caller; 0: 100
+	Now       func() time.Time // the clock; nil: time.Now
+}
+
+// Store holds results, oldest first, within its bounds. It is the hub's
+// for the life of the process (kept across reloads); cmd makes it and
+// reads its Stats for /metrics.
+type Store struct {
 	maxBytes  int // resultStoreBytes, smaller in tests
 	perCaller int
 	ttl       time.Duration
 	now       func() time.Time
+	logger    *slog.Logger
 	cut       atomic.Uint64 // results cut to fit max_result, kept or not
 
 	mu       sync.Mutex // guards the fields below
-	byID     map[string]*storedResult
-	order    *list.List     // of *storedResult, oldest first
+	byID     map[string]*Result
+	order    *list.List     // of *Result, oldest first
 	perCount map[string]int // results by caller
 	bytes    int            // the cost of the results kept
 	evicted  uint64         // results dropped before their time to stay in bounds
 }
 
-func newResultStore() *resultStore {
-	return &resultStore{maxBytes: resultStoreBytes, perCaller: resultsPerCaller, ttl: resultTTL, now: time.Now,
-		byID: map[string]*storedResult{}, order: list.New(), perCount: map[string]int{}}
+// New is an empty store with o's bounds.
+func New(o Options) *Store {
+	s := &Store{maxBytes: resultStoreBytes, perCaller: resultsPerCaller, ttl: TTL, now: time.Now, logger: slog.Default(),
+		byID: map[string]*Result{}, order: list.New(), perCount: map[string]int{}}
+	if o.Logger != nil {
+		s.logger = o.Logger
+	}
+	if o.PerCaller > 0 {
+		s.perCaller = o.PerCaller
+	}
+	if o.Now != nil {
+		s.now = o.Now
+	}
+	return s
 }
 
 // put keeps r (its data, pages and call filled in), evicting what it
 // must, oldest first: expired results, then the oldest of r's caller
 // when it has perCaller, then the oldest of anyone until r fits. It
 // fills in r's id and expiry; an error says why r could not be kept.
-func (s *resultStore) put(r *storedResult) error {
+func (s *Store) put(r *Result) error {
 	if r.cost() > s.maxBytes {
 		return fmt.Errorf("at %s bytes it is larger than the hub keeps (%s bytes for all results)", commas(len(r.data)), commas(s.maxBytes))
 	}
@@ -91,9 +117,9 @@ func (s *resultStore) put(r *storedResult) error {
 	now := s.now()
 	r.expires = now.Add(s.ttl)
 	s.expire(now)
-	if s.perCount[r.caller] >= s.perCaller {
+	if s.perCount[r.Caller] >= s.perCaller {
 		for e := s.order.Front(); e != nil; e = e.Next() {
-			if old := e.Value.(*storedResult); old.caller == r.caller {
+			if old := e.Value.(*Result); old.Caller == r.Caller {
 				s.drop(old)
 				s.evicted++
 				break
@@ -101,33 +127,33 @@ func (s *resultStore) put(r *storedResult) error {
 		}
 	}
 	for s.bytes+r.cost() > s.maxBytes && s.order.Len() > 0 {
-		s.drop(s.order.Front().Value.(*storedResult))
+		s.drop(s.order.Front().Value.(*Result))
 		s.evicted++
 	}
 	r.elem = s.order.PushBack(r)
 	s.byID[r.id] = r
-	s.perCount[r.caller]++
+	s.perCount[r.Caller]++
 	s.bytes += r.cost()
 	return nil
 }
 
 // get is the result id that caller may read, nil when there is none: an
 // unknown id, one expired, and another caller's are all the same to it.
-func (s *resultStore) get(id, caller string) *storedResult {
+func (s *Store) get(id, caller string) *Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(s.now())
 	r := s.byID[id]
-	if r == nil || r.caller != caller {
+	if r == nil || r.Caller != caller {
 		return nil
 	}
 	return r
 }
 
 // expire drops the results past their time; they are in order of expiry.
-func (s *resultStore) expire(now time.Time) {
+func (s *Store) expire(now time.Time) {
 	for e := s.order.Front(); e != nil; e = s.order.Front() {
-		r := e.Value.(*storedResult)
+		r := e.Value.(*Result)
 		if now.Before(r.expires) {
 			return
 		}
@@ -135,26 +161,26 @@ func (s *resultStore) expire(now time.Time) {
 	}
 }
 
-func (s *resultStore) drop(r *storedResult) {
+func (s *Store) drop(r *Result) {
 	s.order.Remove(r.elem)
 	delete(s.byID, r.id)
-	if s.perCount[r.caller]--; s.perCount[r.caller] <= 0 {
-		delete(s.perCount, r.caller)
+	if s.perCount[r.Caller]--; s.perCount[r.Caller] <= 0 {
+		delete(s.perCount, r.Caller)
 	}
 	s.bytes -= r.cost()
 }
 
-// ResultStats are the tool results the hub cut to fit max_result since
-// New, and of those it keeps whole the number and bytes now and the ones
+// Stats are the tool results cut to fit max_result since New, and of
+// those the store keeps whole the number and bytes now and the ones
 // evicted early to stay within its bounds since New, for /metrics.
-func (h *Hub) ResultStats() (cut uint64, kept, bytes int, evicted uint64) {
-	kept, bytes, evicted = h.results.stats()
-	return h.results.cut.Load(), kept, bytes, evicted
+func (s *Store) Stats() (cut uint64, kept, bytes int, evicted uint64) {
+	kept, bytes, evicted = s.stats()
+	return s.cut.Load(), kept, bytes, evicted
 }
 
 // stats are the results kept, their cost in bytes, and how many were
 // evicted early to stay in bounds.
-func (s *resultStore) stats() (n, bytes int, evicted uint64) {
+func (s *Store) stats() (n, bytes int, evicted uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.order.Len(), s.bytes, s.evicted
@@ -190,7 +216,7 @@ func paginate(data []byte, room int) (starts []int, blob bool) {
 }
 
 // page is page n (from 1) of r: its bytes.
-func (r *storedResult) page(n int) []byte {
+func (r *Result) page(n int) []byte {
 	end := len(r.data)
 	if n < len(r.pages) {
 		end = r.pages[n]

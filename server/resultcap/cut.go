@@ -1,4 +1,4 @@
-package server
+package resultcap
 
 import (
 	"bytes"
@@ -9,14 +9,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // Answers that fit (settings.max_result, a clients: rule's or a
 // profile's): a tool result over the client's cap is cut to fit it, and
-// kept whole in the hub's result store for the session to read in pages
-// (resultstore.go, resultread.go). Claude Code refuses a result over
-// 25,000 tokens; a search tool can answer with megabytes.
+// kept whole in the Store for the session to read in pages (store.go,
+// read.go). Claude Code refuses a result over 25,000 tokens; a search
+// tool can answer with megabytes.
 //
 // What a cut answer holds, in the result's own order of members:
 //   - each text block over its share is cut at a line break (else a rune
@@ -32,6 +33,41 @@ import (
 //     a quarter of the cap);
 //   - last, a text note with the sizes, where the whole result is and how
 //     many pages it takes, and a resource_link to it.
+
+// Over reports whether a result of res's size is over limit, a client's
+// max_result (0 for none): whether Cut would cut it.
+func Over(res []byte, limit int) bool { return limit > 0 && len(res) > limit }
+
+// Cut is res, the result of the tools/call c, cut to limit (the client's
+// max_result) when it is Over it, the whole kept for c's caller to read
+// back; idLen is the length of the JSON-RPC id it will be answered with.
+// The caller judges first whether res is the kind of result that is cut:
+// a tool's own result (no task's, no input_required answer).
+func (s *Store) Cut(res []byte, limit, idLen int, c Call) []byte {
+	if !Over(res, limit) {
+		return res
+	}
+	upstream := (&config.Server{Group: c.Group, Name: c.Server}).ID()
+	target := max(limit-resultEnvelope-idLen, limit/2) // an id of kilobytes makes its own answer long
+	c.Args = bytes.Clone(c.Args)                       // not a slice of the request's params, kept whole
+	r := &Result{Call: c, data: res}
+	room := target - pageOverhead
+	r.pages, r.blob = paginate(res, room)
+	link := resultLink{tool: c.Tool, pageSize: room, cap: limit}
+	if r.blob {
+		link.pageSize = room / 4 * 3
+	}
+	if err := s.put(r); err != nil {
+		link.why = err.Error()
+		s.logger.Warn("tool result cut and not kept", "upstream", upstream, "tool", c.Tool, "bytes", len(res), "err", err)
+	} else {
+		link.uri, link.pages = Scheme+r.id, len(r.pages)
+	}
+	s.cut.Add(1)
+	out := fitResult(res, target, link)
+	s.logger.Debug("tool result cut to fit max_result", "upstream", upstream, "tool", c.Tool, "bytes", len(res), "cut_to", len(out), "max_result", limit, "uri", link.uri)
+	return out
+}
 
 // resultLink says where the whole of a cut result is kept.
 type resultLink struct {
@@ -458,7 +494,7 @@ func summary(size, cutTo, limit int, link resultLink, dropped []string) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, ". The whole result (its JSON) is at %s in %d pages of at most %s bytes: read %s?page=1 to ?page=%d with resources/read. It is kept for %d minutes, for this session only.]",
-		link.uri, link.pages, commas(link.pageSize), link.uri, link.pages, int(resultTTL.Minutes()))
+		link.uri, link.pages, commas(link.pageSize), link.uri, link.pages, int(TTL.Minutes()))
 	return b.String()
 }
 
