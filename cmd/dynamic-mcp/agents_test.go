@@ -33,6 +33,9 @@ type agentClient struct {
 	// run in flat mode; any other run that missed the hub's tools is
 	// run once more (see runAgent).
 	listsOnce bool
+	// auto is the mode mode: auto gives the client by the clientInfo it
+	// sends (docs/modes.md, "mode: auto").
+	auto string
 	// command is the client's command line and environment (beside
 	// agentEnv's) for one run in home, its own HOME, with the hub
 	// started as hub with hubEnv, and the model at modelURL.
@@ -54,6 +57,7 @@ var agentClients = []agentClient{claudeCode, geminiCLI, codex}
 var claudeCode = agentClient{
 	name: "claude",
 	bin:  "claude",
+	auto: "flat", // claude-code 2.1.332
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		servers, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"hub": map[string]any{"type": "stdio", "command": hub[0], "args": hub[1:], "env": hubEnv},
@@ -80,6 +84,7 @@ var claudeCode = agentClient{
 var geminiCLI = agentClient{
 	name: "gemini",
 	bin:  "gemini",
+	auto: "dynamic", // gemini-cli-mcp-client
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		settings, _ := json.MarshalIndent(map[string]any{
 			"mcpServers": map[string]any{
@@ -109,6 +114,7 @@ var codex = agentClient{
 	name:      "codex",
 	bin:       "codex",
 	listsOnce: true,
+	auto:      "dynamic", // codex-mcp-client
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		var env []string
 		for k, v := range hubEnv {
@@ -208,6 +214,28 @@ func TestAgentClients(t *testing.T) {
 	}
 }
 
+// TestAgentClientsModeAuto runs each agent client once, its turn
+// scripted as in TestAgentClients, in front of a hub in mode: auto that
+// it starts: Claude Code 2.1.332 must offer the model the hub's tools
+// flat and Gemini CLI and Codex the two meta-tools, each by the clientInfo
+// it sends the hub. Claude Code runs with its tool search off, as in
+// TestAgentClients (its requests then carry the tools' definitions, not
+// their names), which the hub cannot see: its clientInfo alone decides.
+func TestAgentClientsModeAuto(t *testing.T) {
+	t.Parallel()
+	for _, client := range agentClients {
+		t.Run(client.name, func(t *testing.T) {
+			t.Parallel()
+			bin := agentBinary(t, client)
+			agentSlots <- struct{}{}
+			defer func() { <-agentSlots }()
+			state := t.TempDir()
+			shared := newSharedIn(t, state, agentsConfig(t, "auto"))
+			runAgent(t, agentRun{client: client, bin: bin, mode: "auto", start: startFirst, shared: shared, state: state})
+		})
+	}
+}
+
 // agentBinary is client's command, installed by npm ci --prefix
 // testdata/npm-agents; outside CI (CI unset) a test without it is
 // skipped.
@@ -226,7 +254,7 @@ func agentBinary(t *testing.T, client agentClient) string {
 type agentRun struct {
 	client agentClient
 	bin    string // the client's command
-	mode   string // the hub's mode
+	mode   string // the hub's mode; auto: the client's (agentClient.auto)
 	start  string // startFirst, startCold or startWarm
 	// shared is the hub's config, with state as its state_dir, and
 	// what a bridge to its shared hub needs.
@@ -237,6 +265,9 @@ type agentRun struct {
 // runAgent runs a client (twice at most) and checks what its model saw.
 func runAgent(t *testing.T, run agentRun) {
 	client := run.client
+	if run.mode == "auto" {
+		run.mode = client.auto
+	}
 	script := modelScript{group: "everything", message: "hello from " + client.name, flat: run.mode == "flat"}
 	hubEnv := map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")}
 	switch run.start {
@@ -376,6 +407,18 @@ func checkModelSaw(t *testing.T, script modelScript, requests []modelRequest) bo
 	for _, name := range want {
 		if _, found := findTool(first.Tools, name); !found {
 			t.Errorf("the client's first request to the model offered no tool %s of the hub; it offered %v", name, names)
+			ok = false
+		}
+	}
+	// The other mode's tools are not offered: no meta-tool in flat mode,
+	// no tool of the group in dynamic mode (agentsConfig exposes none).
+	mode, other := "dynamic", script.group+"__"
+	if script.flat {
+		mode, other = "flat", "dynamic_tool"
+	}
+	for _, name := range names {
+		if strings.Contains(name, other) {
+			t.Errorf("the client's first request to the model offered %s in %s mode: %v", name, mode, names)
 			ok = false
 		}
 	}
