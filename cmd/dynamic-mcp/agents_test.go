@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,21 +220,48 @@ func TestAgentClients(t *testing.T) {
 // it starts: Claude Code 2.1.332 must offer the model the hub's tools
 // flat and Gemini CLI and Codex the two meta-tools, each by the clientInfo
 // it sends the hub. Claude Code runs with its tool search off, as in
-// TestAgentClients (its requests then carry the tools' definitions, not
-// their names), which the hub cannot see: its clientInfo alone decides.
+// TestAgentClients, which the hub cannot see: its clientInfo alone
+// decides. Then once more with its tool search on, its default (the case
+// auto is for): its first request names the hub's tools, flat, among the
+// tools it defers, and the model answers at once.
 func TestAgentClientsModeAuto(t *testing.T) {
 	t.Parallel()
 	for _, client := range agentClients {
 		t.Run(client.name, func(t *testing.T) {
 			t.Parallel()
-			bin := agentBinary(t, client)
-			agentSlots <- struct{}{}
-			defer func() { <-agentSlots }()
-			state := t.TempDir()
-			shared := newSharedIn(t, state, agentsConfig(t, "auto"))
-			runAgent(t, agentRun{client: client, bin: bin, mode: "auto", start: startFirst, shared: shared, state: state})
+			runAgent(t, autoRun(t, client))
 		})
 	}
+	t.Run("claude-tool-search", func(t *testing.T) {
+		t.Parallel()
+		run := autoRun(t, claudeCode)
+		run.client.command = func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
+			args, env := claudeCode.command(t, home, hub, hubEnv, modelURL, prompt)
+			return args, slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ENABLE_TOOL_SEARCH=") })
+		}
+		script := modelScript{group: "everything", message: "hello from claude", flat: true}
+		requests, out := runClient(t, run, script, map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")})
+		turns := turns(requests)
+		if len(turns) == 0 {
+			t.Fatalf("claude made no request of the model with tools; its output:\n%s", out)
+		}
+		deferred := turns[0].Deferred
+		t.Logf("claude deferred %d tools behind its ToolSearch: %v", len(deferred), deferred)
+		if !slices.Contains(deferred, "mcp__hub__everything__echo") || slices.ContainsFunc(deferred, func(name string) bool { return strings.Contains(name, "dynamic_tool") }) {
+			t.Errorf("claude's first request to the model deferred %v, want the hub's tools flat (mcp__hub__everything__echo) and no meta-tool", deferred)
+		}
+	})
+}
+
+// autoRun is the first run of client (on its own hub) in mode: auto,
+// holding one of agentSlots until the test ends.
+func autoRun(t *testing.T, client agentClient) agentRun {
+	bin := agentBinary(t, client)
+	agentSlots <- struct{}{}
+	t.Cleanup(func() { <-agentSlots })
+	state := t.TempDir()
+	shared := newSharedIn(t, state, agentsConfig(t, "auto"))
+	return agentRun{client: client, bin: bin, mode: "auto", start: startFirst, shared: shared, state: state}
 }
 
 // agentBinary is client's command, installed by npm ci --prefix
