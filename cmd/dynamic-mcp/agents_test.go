@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,9 @@ type agentClient struct {
 	// run in flat mode; any other run that missed the hub's tools is
 	// run once more (see runAgent).
 	listsOnce bool
+	// auto is the mode mode: auto gives the client by the clientInfo it
+	// sends (docs/modes.md, "mode: auto").
+	auto string
 	// command is the client's command line and environment (beside
 	// agentEnv's) for one run in home, its own HOME, with the hub
 	// started as hub with hubEnv, and the model at modelURL.
@@ -54,6 +58,7 @@ var agentClients = []agentClient{claudeCode, geminiCLI, codex}
 var claudeCode = agentClient{
 	name: "claude",
 	bin:  "claude",
+	auto: "flat", // claude-code 2.1.332
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		servers, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"hub": map[string]any{"type": "stdio", "command": hub[0], "args": hub[1:], "env": hubEnv},
@@ -80,6 +85,7 @@ var claudeCode = agentClient{
 var geminiCLI = agentClient{
 	name: "gemini",
 	bin:  "gemini",
+	auto: "dynamic", // gemini-cli-mcp-client
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		settings, _ := json.MarshalIndent(map[string]any{
 			"mcpServers": map[string]any{
@@ -109,6 +115,7 @@ var codex = agentClient{
 	name:      "codex",
 	bin:       "codex",
 	listsOnce: true,
+	auto:      "dynamic", // codex-mcp-client
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		var env []string
 		for k, v := range hubEnv {
@@ -208,6 +215,55 @@ func TestAgentClients(t *testing.T) {
 	}
 }
 
+// TestAgentClientsModeAuto runs each agent client once, its turn
+// scripted as in TestAgentClients, in front of a hub in mode: auto that
+// it starts: Claude Code 2.1.332 must offer the model the hub's tools
+// flat and Gemini CLI and Codex the two meta-tools, each by the clientInfo
+// it sends the hub. Claude Code runs with its tool search off, as in
+// TestAgentClients, which the hub cannot see: its clientInfo alone
+// decides. Then once more with its tool search on, its default (the case
+// auto is for): its first request names the hub's tools, flat, among the
+// tools it defers, and the model answers at once.
+func TestAgentClientsModeAuto(t *testing.T) {
+	t.Parallel()
+	for _, client := range agentClients {
+		t.Run(client.name, func(t *testing.T) {
+			t.Parallel()
+			runAgent(t, autoRun(t, client))
+		})
+	}
+	t.Run("claude-tool-search", func(t *testing.T) {
+		t.Parallel()
+		run := autoRun(t, claudeCode)
+		run.client.command = func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
+			args, env := claudeCode.command(t, home, hub, hubEnv, modelURL, prompt)
+			return args, slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ENABLE_TOOL_SEARCH=") })
+		}
+		script := modelScript{group: "everything", message: "hello from claude", flat: true}
+		requests, out := runClient(t, run, script, map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")})
+		turns := turns(requests)
+		if len(turns) == 0 {
+			t.Fatalf("claude made no request of the model with tools; its output:\n%s", out)
+		}
+		deferred := turns[0].Deferred
+		t.Logf("claude deferred %d tools behind its ToolSearch: %v", len(deferred), deferred)
+		if !slices.Contains(deferred, "mcp__hub__everything__echo") || slices.ContainsFunc(deferred, func(name string) bool { return strings.Contains(name, "dynamic_tool") }) {
+			t.Errorf("claude's first request to the model deferred %v, want the hub's tools flat (mcp__hub__everything__echo) and no meta-tool", deferred)
+		}
+	})
+}
+
+// autoRun is the first run of client (on its own hub) in mode: auto,
+// holding one of agentSlots until the test ends.
+func autoRun(t *testing.T, client agentClient) agentRun {
+	bin := agentBinary(t, client)
+	agentSlots <- struct{}{}
+	t.Cleanup(func() { <-agentSlots })
+	state := t.TempDir()
+	shared := newSharedIn(t, state, agentsConfig(t, "auto"))
+	return agentRun{client: client, bin: bin, mode: "auto", start: startFirst, shared: shared, state: state}
+}
+
 // agentBinary is client's command, installed by npm ci --prefix
 // testdata/npm-agents; outside CI (CI unset) a test without it is
 // skipped.
@@ -226,7 +282,7 @@ func agentBinary(t *testing.T, client agentClient) string {
 type agentRun struct {
 	client agentClient
 	bin    string // the client's command
-	mode   string // the hub's mode
+	mode   string // the hub's mode; auto: the client's (agentClient.auto)
 	start  string // startFirst, startCold or startWarm
 	// shared is the hub's config, with state as its state_dir, and
 	// what a bridge to its shared hub needs.
@@ -237,6 +293,9 @@ type agentRun struct {
 // runAgent runs a client (twice at most) and checks what its model saw.
 func runAgent(t *testing.T, run agentRun) {
 	client := run.client
+	if run.mode == "auto" {
+		run.mode = client.auto
+	}
 	script := modelScript{group: "everything", message: "hello from " + client.name, flat: run.mode == "flat"}
 	hubEnv := map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")}
 	switch run.start {
@@ -376,6 +435,18 @@ func checkModelSaw(t *testing.T, script modelScript, requests []modelRequest) bo
 	for _, name := range want {
 		if _, found := findTool(first.Tools, name); !found {
 			t.Errorf("the client's first request to the model offered no tool %s of the hub; it offered %v", name, names)
+			ok = false
+		}
+	}
+	// The other mode's tools are not offered: no meta-tool in flat mode,
+	// no tool of the group in dynamic mode (agentsConfig exposes none).
+	mode, other := "dynamic", script.group+"__"
+	if script.flat {
+		mode, other = "flat", "dynamic_tool"
+	}
+	for _, name := range names {
+		if strings.Contains(name, other) {
+			t.Errorf("the client's first request to the model offered %s in %s mode: %v", name, mode, names)
 			ok = false
 		}
 	}

@@ -37,6 +37,10 @@ type modelRequest struct {
 	// Results are the tool results in the request's conversation, in
 	// order, each as the client sent it (JSON).
 	Results []string
+	// Deferred are the tools the request names without their
+	// definitions, for a tool search of the client's own to load
+	// (Claude Code 2.1 with its ToolSearch on: deferredTools).
+	Deferred []string
 }
 
 // modelTool is one tool a request offers: its name (and namespace, in
@@ -161,11 +165,31 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record keeps what a request offered and carried, and returns the
 // script's answer to it.
-func (m *modelServer) record(tools []modelTool, toolBytes int, results []string) modelStep {
+func (m *modelServer) record(req modelRequest) modelStep {
 	m.mu.Lock()
-	m.requests = append(m.requests, modelRequest{Tools: tools, ToolBytes: toolBytes, Results: results})
+	m.requests = append(m.requests, req)
 	m.mu.Unlock()
-	return m.script.next(tools, len(results))
+	return m.script.next(req.Tools, len(req.Results))
+}
+
+// deferredTools are the tools Claude Code 2.1 lists by name in a text of
+// its request when its tool search is on, a name a line, behind a
+// sentence that ends in a colon: "The following deferred tools are now
+// available via ToolSearch. ...:\nCronCreate\n...\nmcp__hub__...".
+func deferredTools(text string) []string {
+	_, list, found := strings.Cut(text, "deferred tools are now available via ToolSearch")
+	if !found {
+		return nil
+	}
+	_, list, _ = strings.Cut(list, ":\n")
+	var names []string
+	for _, line := range strings.Split(list, "\n") {
+		if line == "" || strings.ContainsAny(line, " \t") {
+			break
+		}
+		names = append(names, line)
+	}
+	return names
 }
 
 // decodeRequest decodes body into req and says how many bytes its tools
@@ -209,22 +233,26 @@ func (m *modelServer) anthropic(w http.ResponseWriter, body []byte) {
 	if !ok {
 		return
 	}
-	var results []string
+	var results, deferred []string
 	for _, msg := range req.Messages {
 		var blocks []struct {
 			Type    string          `json:"type"`
+			Text    string          `json:"text"`
 			Content json.RawMessage `json:"content"`
 		}
 		if json.Unmarshal(msg.Content, &blocks) != nil {
 			continue // a plain string
 		}
 		for _, b := range blocks {
-			if b.Type == "tool_result" {
+			switch b.Type {
+			case "tool_result":
 				results = append(results, string(b.Content))
+			case "text":
+				deferred = append(deferred, deferredTools(b.Text)...)
 			}
 		}
 	}
-	step := m.record(toolsOf(req.Tools), toolBytes, results)
+	step := m.record(modelRequest{Tools: toolsOf(req.Tools), ToolBytes: toolBytes, Results: results, Deferred: deferred})
 	id := m.id()
 	startSSE(w)
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
@@ -276,7 +304,7 @@ func (m *modelServer) gemini(w http.ResponseWriter, body []byte) {
 	for _, t := range req.Tools {
 		definitions = append(definitions, t.FunctionDeclarations...)
 	}
-	step := m.record(toolsOf(definitions), toolBytes, results)
+	step := m.record(modelRequest{Tools: toolsOf(definitions), ToolBytes: toolBytes, Results: results})
 	part := map[string]any{"text": step.Text}
 	if step.Tool != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Args}}
@@ -330,7 +358,7 @@ func (m *modelServer) responses(w http.ResponseWriter, body []byte) {
 			tools = append(tools, tool)
 		}
 	}
-	step := m.record(tools, toolBytes, results)
+	step := m.record(modelRequest{Tools: tools, ToolBytes: toolBytes, Results: results})
 	id := m.id()
 	item := map[string]any{
 		"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%04d", id), "status": "completed",
