@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -62,7 +61,7 @@ func inboxCall(id int, args string) string {
 func pendingOne(t *testing.T, h *Hub) approval.Pending {
 	t.Helper()
 	var l approval.List
-	waitFor(t, 5*time.Second, "a pending approval", func() bool { l = h.Approvals(); return len(l.Pending) == 1 })
+	waitFor(t, 5*time.Second, "a pending approval", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
 	return l.Pending[0]
 }
 
@@ -91,7 +90,7 @@ func TestApprovalInbox(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h := inboxHub(t, audit, "prompt_timeout: 20s", "")
 	var skew atomic.Int64 // the grants' clock runs ahead by this
-	h.approvals.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	h.Inbox().SetClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
 	c := inboxClient(t, h)
 	records := 0
 	audited := func() auditRecord { records++; return lastAudit(t, audit, records) }
@@ -105,7 +104,7 @@ func TestApprovalInbox(t *testing.T) {
 	if args := string(p.Arguments); !strings.Contains(args, `"text":"hi"`) || strings.Contains(args, "sk-live") {
 		t.Errorf("pending arguments, secrets redacted: %s", args)
 	}
-	if _, err := h.Approve(p.ID, "test", approval.Options{}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "test", approval.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") {
@@ -114,13 +113,13 @@ func TestApprovalInbox(t *testing.T) {
 	if rec := audited(); rec.ApprovedBy != "test" || rec.Grant != "" || rec.Outcome != "ok" {
 		t.Errorf("audit of a call approved once: %+v", rec)
 	}
-	if _, err := h.Approve(p.ID, "test", approval.Options{}); err != approval.ErrNoPending {
+	if _, err := h.Inbox().Approve(p.ID, "test", approval.Options{}); err != approval.ErrNoPending {
 		t.Errorf("approved twice: %v", err)
 	}
 
 	c.send(inboxCall(2, `{"text":"hi"}`))
 	p = pendingOne(t, h)
-	if err := h.Deny(p.ID, "ui"); err != nil {
+	if err := h.Inbox().Deny(p.ID, "ui"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("2"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, "denied by ui") || !strings.Contains(got, "echo needs a person") {
@@ -131,7 +130,7 @@ func TestApprovalInbox(t *testing.T) {
 	// A grant for one minute.
 	c.send(inboxCall(3, `{"text":"hi"}`))
 	p = pendingOne(t, h)
-	g, err := h.Approve(p.ID, "cli:ada", approval.Options{For: approval.Duration(time.Minute)})
+	g, err := h.Inbox().Approve(p.ID, "cli:ada", approval.Options{For: approval.Duration(time.Minute)})
 	if err != nil || g == nil || g.Tool != "echo" || g.Group != "f" || g.Expires.IsZero() {
 		t.Fatalf("grant %+v, %v", g, err)
 	}
@@ -150,7 +149,7 @@ func TestApprovalInbox(t *testing.T) {
 			t.Errorf("audit of a call under the grant: %+v", rec)
 		}
 	}
-	if l := h.Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].Used != 4 {
+	if l := h.Inbox().Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].Used != 4 {
 		t.Errorf("the inbox under the grant: %+v", l)
 	}
 
@@ -158,10 +157,10 @@ func TestApprovalInbox(t *testing.T) {
 	skew.Store(int64(61 * time.Second))
 	c.send(inboxCall(7, `{"text":"hi"}`))
 	p = pendingOne(t, h)
-	if l := h.Approvals(); len(l.Grants) != 0 {
+	if l := h.Inbox().Approvals(); len(l.Grants) != 0 {
 		t.Errorf("an expired grant listed: %+v", l.Grants)
 	}
-	sg, err := h.Approve(p.ID, "ui", approval.Options{Session: true})
+	sg, err := h.Inbox().Approve(p.ID, "ui", approval.Options{Session: true})
 	if err != nil || sg.Session == "" {
 		t.Fatalf("session grant %+v, %v", sg, err)
 	}
@@ -174,16 +173,16 @@ func TestApprovalInbox(t *testing.T) {
 	audited()
 
 	// A revoked grant asks again; a cancelled call leaves the inbox.
-	if err := h.Revoke(sg.ID, "ui"); err != nil {
+	if err := h.Inbox().Revoke(sg.ID, "ui"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Revoke(sg.ID, "ui"); err != approval.ErrNoGrant {
+	if err := h.Inbox().Revoke(sg.ID, "ui"); err != approval.ErrNoGrant {
 		t.Errorf("revoked twice: %v", err)
 	}
 	c.send(inboxCall(9, `{"text":"hi"}`))
 	pendingOne(t, h)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
-	waitFor(t, 5*time.Second, "the cancelled call to leave the inbox", func() bool { return len(h.Approvals().Pending) == 0 })
+	waitFor(t, 5*time.Second, "the cancelled call to leave the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 0 })
 }
 
 // A grant narrowed to an argument pattern lets through only the calls
@@ -194,13 +193,13 @@ func TestApprovalGrantScope(t *testing.T) {
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
 	p := pendingOne(t, h)
-	if _, err := h.Approve(p.ID, "ui", approval.Options{Args: map[string]string{"text": "/tmp/**"}}); err == nil || !strings.Contains(err.Error(), "narrows a grant") {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{Args: map[string]string{"text": "/tmp/**"}}); err == nil || !strings.Contains(err.Error(), "narrows a grant") {
 		t.Errorf("args without a grant to narrow: %v", err)
 	}
-	if _, err := h.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "/etc/**"}}); err == nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "/etc/**"}}); err == nil {
 		t.Error("a grant whose args do not match the call approved")
 	}
-	if _, err := h.Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "/tmp/**"}}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "/tmp/**"}}); err != nil {
 		t.Fatal(err)
 	}
 	c.answer("1")
@@ -214,12 +213,12 @@ func TestApprovalGrantScope(t *testing.T) {
 	if got := c.answer("4"); !strings.Contains(got, `"result"`) {
 		t.Errorf("the grant's second call: %s", got)
 	}
-	if l := h.Approvals(); len(l.Grants) != 0 || len(l.Pending) != 1 {
+	if l := h.Inbox().Approvals(); len(l.Grants) != 0 || len(l.Pending) != 1 {
 		t.Errorf("after its calls the grant is gone, the other call waits: %+v", l)
 	}
 	c.send(inboxCall(5, `{"text":"/etc/group"}`))
-	waitFor(t, 5*time.Second, "two waiting", func() bool { return len(h.Approvals().Pending) == 2 })
-	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
+	waitFor(t, 5*time.Second, "two waiting", func() bool { return len(h.Inbox().Approvals().Pending) == 2 })
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := c.answersAt(time.Now(), "2", "5") // in either order
@@ -238,7 +237,7 @@ func TestApprovalTimeout(t *testing.T) {
 	if got := c.answer("1"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, "no answer within 300ms") {
 		t.Errorf("timed out: %s", got)
 	}
-	if l := h.Approvals(); len(l.Pending) != 0 {
+	if l := h.Inbox().Approvals(); len(l.Pending) != 0 {
 		t.Errorf("a timed-out call still waits: %+v", l)
 	}
 }
@@ -257,7 +256,7 @@ func TestApprovalInboxForMarkedClient(t *testing.T) {
 	if p.Client != "codex-mcp-client" {
 		t.Errorf("pending %+v", p)
 	}
-	if _, err := h.Approve(p.ID, "ui", approval.Options{}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "elicitation/create") {
@@ -267,80 +266,11 @@ func TestApprovalInboxForMarkedClient(t *testing.T) {
 	// round either.
 	c.send(strings.Replace(modernCall("2", "f__echo", `{"elicitation":{}}`), `"name":"modern"`, `"name":"codex-mcp-client"`, 1))
 	p = pendingOne(t, h)
-	if _, err := h.Approve(p.ID, "ui", approval.Options{}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("2"); !strings.Contains(got, `"result"`) || strings.Contains(got, "input_required") {
 		t.Errorf("a 2026-07-28 client, approved in the inbox: %s", got)
-	}
-}
-
-// The inbox is bounded per session and in all: a call over a bound is
-// denied at once, saying why.
-func TestApprovalBounds(t *testing.T) {
-	a := newApprovals()
-	add := func(owner string) error {
-		return a.add(&pendingCall{Pending: approval.Pending{ID: newID(""), Session: newID("")}, owner: owner, answer: make(chan verdict, 1)})
-	}
-	// The bound is the caller's: a credential whose every request is a
-	// session of its own (2026-07-28 over HTTP without Mcp-Session-Id)
-	// is held to it as one session is.
-	for i := range maxPendingPerSession {
-		if err := add("credential c"); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	if err := add("credential c"); err == nil || !strings.Contains(err.Error(), "of this session") {
-		t.Errorf("over the session's bound: %v", err)
-	}
-	for i := maxPendingPerSession; i < maxPending; i++ {
-		if err := add(fmt.Sprint("s", i)); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	if err := add("other"); err == nil || !strings.Contains(err.Error(), "wait for approval already") {
-		t.Errorf("over the bound: %v", err)
-	}
-	// A grant past maxGrants pushes out the oldest.
-	a = newApprovals()
-	h := &Hub{approvals: a, logger: testLogger()}
-	for i := range maxGrants {
-		a.grants = append(a.grants, &grant{Grant: approval.Grant{ID: fmt.Sprint("old-", i)}})
-	}
-	p := &pendingCall{Pending: approval.Pending{ID: "p", Session: "s", Tool: "t"}, name: "t", answer: make(chan verdict, 1)}
-	if err := a.add(p); err != nil {
-		t.Fatal(err)
-	}
-	g, err := h.Approve("p", "ui", approval.Options{Calls: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := a.list()
-	if len(l.Grants) != maxGrants || l.Grants[0].ID != "old-1" || l.Grants[maxGrants-1].ID != g.ID {
-		t.Errorf("%d grants, first %s, last %s", len(l.Grants), l.Grants[0].ID, l.Grants[len(l.Grants)-1].ID)
-	}
-	if v := <-p.answer; !v.ok || v.grant != g.ID {
-		t.Errorf("verdict %+v", v)
-	}
-	// A grant keeps no name over maxGrantName (a URI may be megabytes).
-	long := strings.Repeat("x", maxGrantName+1)
-	p = &pendingCall{Pending: approval.Pending{ID: "q", Session: "s", Tool: clipName(long)}, name: long, answer: make(chan verdict, 1)}
-	if err := a.add(p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Approve("q", "ui", approval.Options{Calls: 3}); err == nil || len(p.Tool) > maxGrantName+len(clippedMark) {
-		t.Errorf("a grant for a long name: %v; shown %d bytes", err, len(p.Tool))
-	}
-	if _, err := h.Approve("q", "ui", approval.Options{}); err != nil {
-		t.Errorf("the call alone: %v", err)
-	}
-	// Names and approvers are cut on a character's boundary: what the
-	// inspector and CLI show stays valid UTF-8.
-	if got := clipName("x" + strings.Repeat("ж", maxGrantName)); !utf8.ValidString(got) {
-		t.Errorf("a cut name is not valid UTF-8: %q", got[len(got)-8:])
-	}
-	if got := clipBy("cli:x" + strings.Repeat("é", 40)); !utf8.ValidString(got) {
-		t.Errorf("a cut approver is not valid UTF-8: %q", got)
 	}
 }
 
@@ -366,7 +296,7 @@ func TestApprovalNotifies(t *testing.T) {
 	if !strings.Contains(string(got), "approve echo?") || !strings.Contains(string(got), p.ID) {
 		t.Errorf("notified: %s", got)
 	}
-	if err := h.Deny(p.ID, "test"); err != nil {
+	if err := h.Inbox().Deny(p.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	c.answer("1")
@@ -388,7 +318,7 @@ func TestApprovalsSurviveReload(t *testing.T) {
 	c.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, h)
 	reload("prompt_timeout: 30s")
-	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatalf("approve after a reload: %v", err)
 	}
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) {
@@ -428,7 +358,7 @@ groups:
 	if !strings.Contains(p.Description, "Rate limit 1/minute") {
 		t.Errorf("pending over the rate: %+v", p)
 	}
-	if err := h.Deny(p.ID, "ui"); err != nil {
+	if err := h.Inbox().Deny(p.ID, "ui"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("2"); !strings.Contains(got, `"code":-32001`) || !strings.Contains(got, "Rate limit 1/minute") || !strings.Contains(got, "denied by ui") {
@@ -436,7 +366,7 @@ groups:
 	}
 	c.send(inboxCall(3, `{"text":"hi"}`))
 	p = pendingOne(t, h)
-	if _, err := h.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	c.answer("3")
@@ -446,74 +376,11 @@ groups:
 	}
 }
 
-// The sessions of one HTTP credential together wait at most
-// maxPendingPerCredential calls: past it a new session of that
-// credential is denied while another credential's calls, and those of a
-// client without one (stdio), still wait; an answer makes room.
-func TestApprovalBoundsPerCredential(t *testing.T) {
-	a := newApprovals()
-	add := func(id, owner, cred string) error {
-		return a.add(&pendingCall{Pending: approval.Pending{ID: id}, owner: owner, cred: cred, answer: make(chan verdict, 1)})
-	}
-	for i := range maxPendingPerCredential {
-		if err := add(fmt.Sprint("a-", i), fmt.Sprint("session a-", i/maxPendingPerSession), "alice"); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	if err := add("a-more", "session a-new", "alice"); err == nil || !strings.Contains(err.Error(), "of this credential") {
-		t.Errorf("over the credential's bound: %v", err)
-	}
-	if err := add("b-1", "session b-1", "bob"); err != nil {
-		t.Errorf("another credential: %v", err)
-	}
-	for i := range maxPendingPerSession {
-		if err := add(fmt.Sprint("s-", i), fmt.Sprint("session s-", i%2), ""); err != nil {
-			t.Errorf("a client without a credential: %v", err)
-		}
-	}
-	if _, err := a.decide("a-0", verdict{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := add("a-more", "session a-new", "alice"); err != nil {
-		t.Errorf("after an answer: %v", err)
-	}
-}
-
-// A grant names the server whose tool it lets through: a tool of the same
-// name that another server of the group serves still asks, and a waiting
-// call of that other server is not released by it.
-func TestApprovalGrantNamesServer(t *testing.T) {
-	a := newApprovals()
-	h := &Hub{approvals: a, logger: testLogger()}
-	pend := func(id, server string) *pendingCall {
-		p := &pendingCall{Pending: approval.Pending{ID: id, Method: "tools/call", Tool: "echo", Group: "g", Server: server},
-			owner: "session s", name: "echo", answer: make(chan verdict, 1)}
-		if err := a.add(p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pend("p1", "one")
-	other := pend("p2", "two")
-	g, err := h.Approve("p1", "ui", approval.Options{For: approval.Duration(time.Minute)})
-	if err != nil || g.Server != "one" {
-		t.Fatalf("grant %+v, %v", g, err)
-	}
-	if l := a.list(); len(l.Pending) != 1 || l.Pending[0].ID != "p2" || len(other.answer) != 0 {
-		t.Errorf("the other server's call was released by the grant: %+v", l.Pending)
-	}
-	if _, _, ok := a.use("session s", "g", "two", "tools/call", "echo", nil); ok {
-		t.Error("the grant covers another server's tool of the same name")
-	}
-	if id, _, ok := a.use("session s", "g", "one", "tools/call", "echo", nil); !ok || id != g.ID {
-		t.Error("the grant does not cover its own server's tool")
-	}
-}
-
 // A pending call shows its arguments cut at maxApprovalArgs: it says so
 // (Clipped) and gives the whole arguments' size; a call whose arguments
 // fit is not marked.
 func TestApprovalClippedArguments(t *testing.T) {
+	const maxApprovalArgs = 4 << 10 // approve's
 	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
 	c := inboxClient(t, h)
 	for i, args := range []string{`{"text":"hi"}`, `{"text":"` + strings.Repeat("x", 2*maxApprovalArgs) + `"}`} {
@@ -523,7 +390,7 @@ func TestApprovalClippedArguments(t *testing.T) {
 			len(p.Arguments) > maxApprovalArgs+64 {
 			t.Errorf("arguments of %d bytes: clipped %v, size %d, shown %d bytes", len(args), p.Clipped, p.ArgumentsSize, len(p.Arguments))
 		}
-		if err := h.Deny(p.ID, "test"); err != nil {
+		if err := h.Inbox().Deny(p.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
 		c.answer(fmt.Sprint(i + 1))

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // The call chain (issue 32): what a tools/call, prompts/get or
@@ -36,9 +38,9 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		auditStage{},
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg, chainCall), Answers: h.answersRound, Logger: h.logger},
 		observeStage{h: h},
-		&gate.Enforce{Asker: h.asker(), Logger: h.logger},
+		&gate.Enforce{Asker: h.asker(snap.cfg, chainCall), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
 }
 
@@ -130,12 +132,28 @@ func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handle
 }
 
 // asker puts a call to a person in whichever way its client can be
-// reached (guard.go's ask).
-func (h *Hub) asker() call.Asker {
-	return call.AskerFunc(func(ctx context.Context, c *call.Call, d policy.Decision) error {
-		req := requestOf(c)
-		return h.ask(ctx, req, req.upcall(c), d)
-	})
+// reached (approve.Ways), asked under cfg; up is the hub's view of the
+// call asked about, for the 2026-07-28 round (askRound).
+func (h *Hub) asker(cfg *config.Config, up func(*call.Call) upcall) call.Asker {
+	client := func(c *call.Call) approve.Client { return requestOf(c) }
+	inbox := approve.Wait{Inbox: h.inbox, Config: cfg, Client: client}
+	return approve.Ways{Config: cfg, Client: client, Grant: approve.Grant{Inbox: h.inbox},
+		Round: call.AskerFunc(func(ctx context.Context, c *call.Call, d policy.Decision) error {
+			return h.askRound(ctx, requestOf(c), up(c), d, c, inbox)
+		}),
+		Elicit: approve.Elicit{Config: cfg, Client: client},
+		Inbox:  inbox}
+}
+
+// chainCall is the hub's view of a call of the chain.
+func chainCall(c *call.Call) upcall { return requestOf(c).upcall(c) }
+
+// The approve.Client of a call is its request's session.
+
+func (r *request) CanElicit() bool    { return canElicit(r.sess.GetClientCapabilities().Elicitation, "") }
+func (r *request) Credential() string { return r.sess.Client() }
+func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, error) {
+	return r.sess.request(ctx, "elicitation/create", params)
 }
 
 // answersRound reports whether c is the 2026-07-28 retry that answers a

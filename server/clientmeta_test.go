@@ -73,8 +73,8 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	// A prompt policy for a client that states no elicitation waits in
 	// the approval inbox (approvals_test.go): denied there, -32001.
 	c.send(modernCall("4", "f__echo", `{}`))
-	waitFor(t, 5*time.Second, "the approval inbox", func() bool { return len(h.Approvals().Pending) == 1 })
-	if err := h.Deny(h.Approvals().Pending[0].ID, "test"); err != nil {
+	waitFor(t, 5*time.Second, "the approval inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 1 })
+	if err := h.Inbox().Deny(h.Inbox().Approvals().Pending[0].ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("4"); !strings.Contains(got, "-32001") {

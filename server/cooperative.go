@@ -6,12 +6,13 @@ package server
 // code that decides real calls. What this file calls of the rest of the
 // hub, for whoever moves it: view.toolName, view.flatRoutes,
 // view.lookupGroup, groupView.toolRoutes, view.resolveResource,
-// snapshot.policy.Decide (the decision forward takes), approvals' grants
-// (grant.covers, sharedGrants: read, never used up), Hub.ask (the path a
-// prompt rule's call takes: grant, input_required round, elicitation,
-// inbox), call.AnswerWith, ratelimit.Limiter.Take, auditLog.admit, request.audit,
-// caller, sessionless, newID, clipBy, listResult, hashOf, capTools,
-// stringValue, promptTimeoutOf, call.IsAnswer, request.approved.
+// snapshot.policy.Decide (the decision forward takes), the inbox's grants
+// (approve.Inbox.Covering: read, never used up; Keep), Hub.asker (the
+// path a prompt rule's call takes: grant, input_required round,
+// elicitation, inbox), call.AnswerWith, ratelimit.Limiter.Take,
+// auditLog.admit, request.audit, caller, sessionless, approve.NewID,
+// approve.ClipBy, listResult, hashOf, capTools, stringValue,
+// approve.PromptTimeout, call.IsAnswer, call.Call.Approved.
 
 import (
 	"context"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -165,7 +167,7 @@ func (c *coopHost) Decide(t cooperative.Target) cooperative.Verdict {
 	}
 	v := cooperative.Verdict{Found: true, Action: d.Action, Rule: d.Rule, Description: d.Description, Rate: d.Rate}
 	if d.Action == config.ActionPrompt {
-		v.Grant = c.h.approvals.covering(caller(c.req.sess), cl)
+		v.Grant = c.h.inbox.Covering(caller(c.req.sess), cl.server.Config.Group, cl.server.Config.Name, cl.method, cl.name, cl.args)
 	}
 	return v
 }
@@ -187,9 +189,17 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	if len(exact) == 0 {
 		d.Description += " (a grant for any arguments)"
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(a.Wait, promptTimeoutOf(c.req.snap.cfg)))
+	ctx, cancel := context.WithTimeout(ctx, min(a.Wait, approve.PromptTimeout(c.req.snap.cfg)))
 	defer cancel()
-	if err := c.h.ask(ctx, c.req, cl, d); err != nil {
+	// The call asked about is cl, not the request's own; who approved it
+	// is noted on the request's call, as for its own.
+	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
+		Modern: c.req.modern}
+	err = c.h.asker(c.req.snap.cfg, func(*call.Call) upcall { return cl }).Ask(ctx, &cc, d)
+	if n := cc.Notes; n.ApprovedBy != "" {
+		c.req.fwd.Approved(n.Grant, n.ApprovedBy)
+	}
+	if err != nil {
 		if call.IsAnswer(err) {
 			return cooperative.Grant{}, err
 		}
@@ -199,16 +209,16 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	if n := c.req.fwd.Notes; n.ApprovedBy != "" {
 		by = n.ApprovedBy // the inbox's approver
 	}
-	now := c.h.approvals.now()
-	g := &grant{Grant: approval.Grant{ID: newID("g-"), Created: now, ApprovedBy: clipBy(by), Method: cl.method, Tool: cl.name,
-		Group: cl.server.Config.Group, Server: cl.server.Config.Name, Args: exact, Session: sess.id}, args: matcher, owner: caller(sess)}
+	now := c.h.inbox.Now()
+	g := approval.Grant{ID: approve.NewID("g-"), Created: now, ApprovedBy: approve.ClipBy(by), Method: cl.method, Tool: cl.name,
+		Group: cl.server.Config.Group, Server: cl.server.Config.Name, Args: exact, Session: sess.id}
 	if a.Scope == cooperative.ScopeOnce {
 		g.CallsLeft = 1
 	}
 	if a.Expires > 0 {
 		g.Expires = now.Add(a.Expires)
 	}
-	c.h.approvals.keep(g)
+	c.h.inbox.Keep(g, matcher, caller(sess))
 	if rec := c.req.audit; rec != nil { // this call's own record (Audit)
 		rec.Grant, rec.ApprovedBy = g.ID, g.ApprovedBy
 	}
@@ -233,46 +243,4 @@ func cmpAction(a config.Action) config.Action {
 		return config.ActionAllow
 	}
 	return a
-}
-
-// covering is the id of a grant that would let cl, of owner, through
-// now, "" for none: found as use finds one, but not used.
-func (a *approvals) covering(owner string, cl upcall) string {
-	group, server := cl.server.Config.Group, cl.server.Config.Name
-	a.mu.Lock()
-	now := a.now()
-	for _, g := range a.grants {
-		if g.covers(now, owner, group, server, cl.method, cl.name, cl.args) {
-			a.mu.Unlock()
-			return g.ID
-		}
-	}
-	a.mu.Unlock()
-	if a.shared == nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
-	defer cancel()
-	grants, err := a.sharedGrants(ctx)
-	if err != nil {
-		return ""
-	}
-	for _, g := range grants {
-		if g.covers(now, owner, group, server, cl.method, cl.name, cl.args) {
-			return g.ID
-		}
-	}
-	return ""
-}
-
-// keep adds g to the grants, the oldest going past maxGrants, as approve
-// keeps the grants a person makes. A session's grant stays on this hub.
-func (a *approvals) keep(g *grant) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked(a.now())
-	if len(a.grants) >= maxGrants {
-		a.grants = slices.Delete(a.grants, 0, len(a.grants)-maxGrants+1)
-	}
-	a.grants = append(a.grants, g)
 }

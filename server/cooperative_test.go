@@ -165,14 +165,14 @@ func TestCooperativeRequestPermission(t *testing.T) {
 	if p.Tool != "echo" || !strings.Contains(p.Description, "The agent asks permission") || !strings.Contains(p.Description, "to say hi") {
 		t.Errorf("pending: %+v", p)
 	}
-	if _, err := h.Approve(p.ID, "alice", approval.Options{}); err != nil {
+	if _, err := h.Inbox().Approve(p.ID, "alice", approval.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	a := structured(t, c.answer("1"))
 	if a["granted"] != true || a["scope"] != "session" || a["grant"] == "" || a["approved_by"] != "alice" || a["expires_at"] != nil {
 		t.Errorf("granted: %v", a)
 	}
-	grants := h.Approvals().Grants
+	grants := h.Inbox().Approvals().Grants
 	if len(grants) != 1 || grants[0].Session == "" || grants[0].Args["text"] != "hi" || grants[0].Tool != "echo" {
 		t.Fatalf("grants: %+v", grants)
 	}
@@ -186,7 +186,7 @@ func TestCooperativeRequestPermission(t *testing.T) {
 	}
 	c.send(toolCall(4, "f__echo", map[string]any{"text": "other"}))
 	p = pendingOne(t, h)
-	if err := h.Deny(p.ID, "alice"); err != nil {
+	if err := h.Inbox().Deny(p.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.answer("4"); !strings.Contains(got, "-32001") {
@@ -195,14 +195,14 @@ func TestCooperativeRequestPermission(t *testing.T) {
 	// A no is an answer, not an error; scope once covers one call.
 	ask["arguments"], ask["scope"] = map[string]any{"text": "once"}, "once"
 	c.send(toolCall(5, "requestPermission", ask))
-	if err := h.Deny(pendingOne(t, h).ID, "bob"); err != nil {
+	if err := h.Inbox().Deny(pendingOne(t, h).ID, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	if a := structured(t, c.answer("5")); a["granted"] != false || !strings.Contains(fmt.Sprint(a["explanation"]), "denied by bob") {
 		t.Errorf("refused: %v", a)
 	}
 	c.send(toolCall(6, "requestPermission", ask))
-	if _, err := h.Approve(pendingOne(t, h).ID, "bob", approval.Options{}); err != nil {
+	if _, err := h.Inbox().Approve(pendingOne(t, h).ID, "bob", approval.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if a := structured(t, c.answer("6")); a["granted"] != true || a["scope"] != "once" {
@@ -213,7 +213,7 @@ func TestCooperativeRequestPermission(t *testing.T) {
 		t.Errorf("the call granted once: %s", got)
 	}
 	c.send(toolCall(8, "f__echo", map[string]any{"text": "once"}))
-	if err := h.Deny(pendingOne(t, h).ID, "bob"); err != nil {
+	if err := h.Inbox().Deny(pendingOne(t, h).ID, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	c.answer("8")

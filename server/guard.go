@@ -5,29 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // codePolicyBlocked answers a call a policy rule blocked.
 const codePolicyBlocked = call.CodeBlocked
-
-// promptTimeoutOf is how long a person has to answer a prompt rule's
-// question (settings.prompt_timeout): the client's elicitation, the
-// approval inbox, or the state of a 2026-07-28 client's input_required
-// round.
-func promptTimeoutOf(cfg *config.Config) time.Duration {
-	if t := cfg.Settings.PromptTimeout; t > 0 {
-		return t
-	}
-	return config.DefaultPromptTimeout
-}
 
 // call is one tool call, resource read or prompt get on its way upstream.
 type upcall struct {
@@ -137,53 +124,6 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 		return nil, forget
 	}
 	return out, forget
-}
-
-// ask puts the call to a person. In order: a grant that covers the call
-// lets it through at once; a 2026-07-28 client's input_required round
-// (askRound); the client's form elicitation, where it declared one; else,
-// or where a clients: rule says approvals: inbox, the approval inbox
-// (waitApproval). Only an accept or an approval lets it through; a
-// decline, a cancel, a denial or no answer in time deny.
-func (h *Hub) ask(ctx context.Context, req *request, c upcall, d policy.Decision) error {
-	if h.granted(req, c) {
-		return nil
-	}
-	if req.modern {
-		// A 2026-07-28 client is asked in an input_required answer, or,
-		// when it cannot be, through the inbox (askRound).
-		return h.askRound(ctx, req, c, d)
-	}
-	sess := req.sess
-	if canElicit(sess.GetClientCapabilities().Elicitation, "") && !inboxFor(req.snap.cfg, sess) { // the question is a form
-		return h.elicit(ctx, req, c, d)
-	}
-	return h.waitApproval(ctx, req, c, d)
-}
-
-// elicit asks the client's user through form elicitation.
-func (h *Hub) elicit(ctx context.Context, req *request, c upcall, d policy.Decision) error {
-	sess := req.sess
-	msg := promptMessage(req.snap.cfg, c, d)
-	ctx, cancel := context.WithTimeout(ctx, promptTimeoutOf(req.snap.cfg))
-	defer cancel()
-	res, err := sess.request(ctx, "elicitation/create", map[string]any{
-		"message":         msg,
-		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
-	})
-	if err != nil {
-		return fmt.Errorf("no answer: %w", err)
-	}
-	var answer struct {
-		Action string `json:"action"`
-	}
-	if err := json.Unmarshal(res, &answer); err != nil {
-		return fmt.Errorf("unreadable answer: %w", err)
-	}
-	if answer.Action != "accept" {
-		return fmt.Errorf("the user chose %s", answer.Action)
-	}
-	return nil
 }
 
 // auditMiss records a tool call that named no tool the client can see.

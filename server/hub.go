@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -34,12 +35,11 @@ type Hub struct {
 	routes *routes
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
-	// approvals are the calls waiting for a person and the grants made:
+	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
-	approvals *approvals
-	notifying chan struct{}                    // a token per desktop notification being shown
-	rates     *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
-	obs       atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	inbox *approve.Inbox
+	rates *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
+	obs   atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
@@ -91,14 +91,11 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
 		inputs:        newInputCalls(),
-		approvals:     newApprovals(),
-		notifying:     make(chan struct{}, maxNotifying),
 		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),
 		results:       opts.Results,
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
-	h.approvals.shared = opts.Store // nil without store:
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
@@ -111,6 +108,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		return nil, err
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, audit).withViews(mgr)
@@ -145,6 +143,10 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.unsubscribeHidden(next.view)
 }
 
+// Inbox is the approval inbox: the calls waiting for a person and the
+// grants in force, for the inspector and the approval commands.
+func (h *Hub) Inbox() *approve.Inbox { return h.inbox }
+
 // config is the current config.
 func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 
@@ -155,9 +157,9 @@ func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 // not fit, and each request runs on its own goroutine (the manager caps
 // them per upstream).
 func (h *Hub) Run() {
-	if h.approvals.shared != nil {
-		h.spawn(h.watchSharedGrants)
-		h.spawn(h.watchSharedPending)
+	if h.inbox.Shared() {
+		h.spawn(h.inbox.WatchGrants)
+		h.spawn(h.inbox.WatchPending)
 	}
 	h.spawn(func() {
 		for {

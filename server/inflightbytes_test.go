@@ -70,11 +70,11 @@ func TestApprovalInboxBytesBounded(t *testing.T) {
 	for i := range 5 { // 30 MiB waiting
 		c.send(inboxCall(10+i, `{"text":"`+pad+`"}`))
 	}
-	waitFor(t, 60*time.Second, "five calls in the inbox", func() bool { return len(h.Approvals().Pending) == 5 })
+	waitFor(t, 60*time.Second, "five calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 5 })
 	c.send(inboxCall(20, `{"text":"`+pad+`"}`))
 	if got := c.answer("20"); !strings.Contains(got, "of arguments already") {
 		t.Errorf("a sixth call of 6 MiB: %.300s", got)
 	}
 	c.send(inboxCall(21, `{"text":"small"}`))
-	waitFor(t, 30*time.Second, "a small call in the inbox", func() bool { return len(h.Approvals().Pending) == 6 })
+	waitFor(t, 30*time.Second, "a small call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 6 })
 }

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -121,18 +120,19 @@ func (r *promptRounds) take(id string) bool {
 // askRound asks a 2026-07-28 client's user about c, which rule d stops,
 // in an input_required answer, or reads the answer its retry brings: nil
 // lets the call through; a *call.Answer answers the request; any other
-// error denies the call with that reason.
-func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Decision) error {
+// error denies the call with that reason. A client that cannot be asked
+// so is asked through the inbox (cc, the call as the Askers see it).
+func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Decision, cc *call.Call, inbox call.Asker) error {
 	who, digest := caller(req.sess), callDigest(c)
 	token, retry := req.stringField("requestState")
 	if !retry {
 		if req.field("requestState") != nil {
 			return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !canElicit(requestCaps(req).Elicitation, "") || inboxFor(req.snap.cfg, req.sess) { // the question is a form
+		if !canElicit(requestCaps(req).Elicitation, "") || approve.InboxFor(req.snap.cfg, req.sess.GetClientInfo().Name) { // the question is a form
 			// The approval inbox takes such a client's question, as an
 			// older client's (issue 24).
-			return h.waitApproval(ctx, req, c, d)
+			return inbox.Ask(ctx, cc, d)
 		}
 		return h.putQuestion(req, c, d, who, digest)
 	}
@@ -203,7 +203,7 @@ func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest
 	if err != nil {
 		return err
 	}
-	exp := h.states.now().Add(promptTimeoutOf(cfg))
+	exp := h.states.now().Add(approve.PromptTimeout(cfg))
 	state, err := h.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
 	if err != nil {
 		return err
@@ -222,7 +222,7 @@ func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
 	}{mcp.ResultTypeInputRequired, map[string]inputRequest{promptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
-		Mode: "form", Message: promptMessage(cfg, c, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		Mode: "form", Message: approve.Message(cfg, c.method, c.server.Config.ID(), c.name, c.args, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}}}, state})
 	if err != nil {
 		return err
@@ -232,28 +232,6 @@ func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest
 			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}
 	return &call.Answer{Result: res}
-}
-
-// maxQuestionArgs is how much of a call's arguments a question quotes.
-const maxQuestionArgs = 500
-
-// promptMessage is the question a prompt rule puts to the user about c
-// (through the client's elicitation or an input_required round): its
-// arguments with the config's secrets redacted, and where they are cut,
-// their whole size, so that a harmless start does not pass for the whole.
-func promptMessage(cfg *config.Config, c upcall, d policy.Decision) string {
-	msg := fmt.Sprintf("dynamic-mcp: allow %s %q on %s?", c.method, c.name, c.server.Config.ID())
-	if d.Description != "" {
-		msg += " " + d.Description + "."
-	}
-	if len(c.args) > 0 {
-		args := string(cfg.RedactSecrets(c.args))
-		if len(args) > maxQuestionArgs {
-			args = strings.ToValidUTF8(args[:maxQuestionArgs], "") + fmt.Sprintf("... (cut: %d bytes in all)", len(c.args))
-		}
-		msg += " Arguments: " + args
-	}
-	return msg
 }
 
 // ruleName is the rule a decision names, as a block names it.

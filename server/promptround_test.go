@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -130,7 +128,7 @@ func TestPromptRuleWithoutElicitation(t *testing.T) {
 		id := string(rune('1' + i))
 		c.send(echoCall(id, "x", caps, ""))
 		p := pendingOne(t, h)
-		if err := h.Deny(p.ID, "test"); err != nil {
+		if err := h.Inbox().Deny(p.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
 		if code, msg := refusal(t, reply(c, id)); code != codePolicyBlocked || !strings.Contains(msg, "denied by test") {
@@ -349,25 +347,5 @@ func TestPromptRoundsPerCredential(t *testing.T) {
 	}
 	if !r.take("a-0") || !r.put("a-more", "session a-new", "alice", exp, now) {
 		t.Error("a question answered makes room in the credential's share")
-	}
-}
-
-// A question quotes at most maxQuestionArgs of the arguments, cut on a
-// character and saying their whole size, so that a harmless start does
-// not pass for the whole.
-func TestPromptMessageSaysArgumentsAreCut(t *testing.T) {
-	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
-	args := `{"path":"` + strings.Repeat("é", 400) + `"}`
-	msg := promptMessage(&config.Config{}, upcall{method: "tools/call", name: "write", server: srv, args: json.RawMessage(args)},
-		policy.Decision{Description: "writes need a yes"})
-	if want := fmt.Sprintf("... (cut: %d bytes in all)", len(args)); !strings.HasSuffix(msg, want) {
-		t.Errorf("the question does not say the arguments are cut: %q", msg)
-	}
-	if !utf8.ValidString(msg) || !strings.Contains(msg, "writes need a yes") {
-		t.Errorf("question %q", msg)
-	}
-	short := promptMessage(&config.Config{}, upcall{method: "tools/call", name: "write", server: srv, args: json.RawMessage(`{"a":1}`)}, policy.Decision{})
-	if !strings.HasSuffix(short, `Arguments: {"a":1}`) {
-		t.Errorf("short arguments: %q", short)
 	}
 }

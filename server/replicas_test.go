@@ -59,14 +59,14 @@ func TestGrantsSharedByReplicas(t *testing.T) {
 
 	ca.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, a)
-	g, err := a.Approve(p.ID, "cli:ada", approval.Options{Calls: 2})
+	g, err := a.Inbox().Approve(p.ID, "cli:ada", approval.Options{Calls: 2})
 	if err != nil || g == nil {
 		t.Fatalf("grant %+v, %v", g, err)
 	}
 	if got := ca.answer("1"); !strings.Contains(got, `"result"`) {
 		t.Fatalf("approved on a: %s", got)
 	}
-	if l := b.Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 {
+	if l := b.Inbox().Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 {
 		t.Fatalf("the grant as b lists it: %+v", l.Grants)
 	}
 	cb.send(inboxCall(2, `{"text":"on b"}`))
@@ -82,11 +82,11 @@ func TestGrantsSharedByReplicas(t *testing.T) {
 	}
 	cb.send(inboxCall(4, `{"text":"on b again"}`))
 	p = pendingOne(t, b) // the grant's calls are used up, on every replica
-	if l := a.Approvals(); len(l.Grants) != 0 {
+	if l := a.Inbox().Approvals(); len(l.Grants) != 0 {
 		t.Errorf("a used-up grant listed on a: %+v", l.Grants)
 	}
 
-	g, err = b.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
+	g, err = b.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestGrantsSharedByReplicas(t *testing.T) {
 	if got := ca.answer("5"); !strings.Contains(got, `"result"`) {
 		t.Fatalf("a's call under b's grant: %s", got)
 	}
-	if err := a.Revoke(g.ID, "ui"); err != nil {
+	if err := a.Inbox().Revoke(g.ID, "ui"); err != nil {
 		t.Fatalf("revoke on a of b's grant: %v", err)
 	}
-	if err := b.Revoke(g.ID, "ui"); err != approval.ErrNoGrant {
+	if err := b.Inbox().Revoke(g.ID, "ui"); err != approval.ErrNoGrant {
 		t.Errorf("revoked twice: %v", err)
 	}
 	cb.send(inboxCall(6, `{"text":"hi"}`))
@@ -149,11 +149,11 @@ func TestSharedGrantReleasesCallsWaitingElsewhere(t *testing.T) {
 	ca.send(inboxCall(1, `{"text":"on a"}`))
 	var p approval.Pending
 	for _, q := range pendingOn(t, a, 2) { // b's is listed on a too
-		if q.Replica == a.approvals.replica {
+		if q.Replica == a.Inbox().Replica() {
 			p = q
 		}
 	}
-	g, err := a.Approve(p.ID, "ui", approval.Options{Calls: 3})
+	g, err := a.Inbox().Approve(p.ID, "ui", approval.Options{Calls: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestSharedGrantReleasesCallsWaitingElsewhere(t *testing.T) {
 	if got := cb.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
 		t.Fatalf("b's waiting call after a's grant: %s", got)
 	}
-	if l := b.Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 || l.Grants[0].Used != 2 {
+	if l := b.Inbox().Approvals(); len(l.Pending) != 0 || len(l.Grants) != 1 || l.Grants[0].ID != g.ID || l.Grants[0].CallsLeft != 2 || l.Grants[0].Used != 2 {
 		t.Errorf("after the release: %+v", l)
 	}
 }

@@ -100,7 +100,7 @@ func (h *Hub) removeSession(sess *session) {
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 	h.rates.ForgetSession(sess.id)
 	if !sessionless(sess) { // a credential's grants outlive each of its requests
-		h.approvals.endSession(caller(sess))
+		h.inbox.EndSession(caller(sess))
 	}
 }
 

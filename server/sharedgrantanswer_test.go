@@ -23,7 +23,7 @@ func TestGrantMadeOnAnotherReplicaIsAnswered(t *testing.T) {
 	ca.send(inboxCall(1, `{"text":"grant on b"}`))
 	p := pendingOne(t, a)
 	pendingOn(t, b, 1) // a lists its call as it writes its row: b sees it once written
-	g, err := b.Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
+	g, err := b.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)})
 	if err != nil || g == nil {
 		t.Fatalf("approve with a grant on b: %+v %v", g, err)
 	}
@@ -34,24 +34,24 @@ func TestGrantMadeOnAnotherReplicaIsAnswered(t *testing.T) {
 		t.Errorf("the grant b answered: %+v", g)
 	}
 	for name, h := range map[string]*Hub{"a": a, "b": b} {
-		if l := h.Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID {
+		if l := h.Inbox().Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID {
 			t.Errorf("%s lists grants %+v, want %s", name, l.Grants, g.ID)
 		}
 	}
-	if err := a.Revoke(g.ID, "ui"); err != nil {
+	if err := a.Inbox().Revoke(g.ID, "ui"); err != nil {
 		t.Fatal(err)
 	}
 
 	ca.send(inboxCall(2, `{"text":"session grant on b"}`))
 	p = pendingOne(t, a)
 	pendingOn(t, b, 1)
-	g, err = b.Approve(p.ID, "ui", approval.Options{Session: true})
+	g, err = b.Inbox().Approve(p.ID, "ui", approval.Options{Session: true})
 	if err != nil || g == nil || g.ID == "" {
 		t.Fatalf("approve with a session grant on b: %+v %v", g, err)
 	}
 	ca.answer("2")
 	found := false
-	for _, x := range a.Approvals().Grants {
+	for _, x := range a.Inbox().Approvals().Grants {
 		found = found || x.ID == g.ID
 	}
 	if !found {

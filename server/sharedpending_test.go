@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +17,7 @@ import (
 func pendingOn(t *testing.T, h *Hub, n int) []approval.Pending {
 	t.Helper()
 	var l approval.List
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool { l = h.Approvals(); return len(l.Pending) == n })
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == n })
 	return l.Pending
 }
 
@@ -40,7 +38,7 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 		onB.Replica == "" || onB.Replica != p.Replica || onB.Deadline.IsZero() || !strings.Contains(string(onB.Arguments), "approve me on b") {
 		t.Fatalf("a's call as b lists it: %+v (a lists %+v)", onB, p)
 	}
-	if _, err := b.Approve(p.ID, "ui", approval.Options{}); err != nil {
+	if _, err := b.Inbox().Approve(p.ID, "ui", approval.Options{}); err != nil {
 		t.Fatalf("approve on b: %v", err)
 	}
 	if got := ca.answer("1"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
@@ -48,20 +46,20 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 	}
 	pendingOn(t, a, 0)
 	pendingOn(t, b, 0)
-	if _, err := b.Approve(p.ID, "ui", approval.Options{}); err != approval.ErrNoPending {
+	if _, err := b.Inbox().Approve(p.ID, "ui", approval.Options{}); err != approval.ErrNoPending {
 		t.Errorf("approved again on b: %v", err)
 	}
 
 	ca.send(inboxCall(2, `{"text":"deny me on b"}`))
 	p = pendingOn(t, b, 1)[0]
-	if err := b.Deny(p.ID, "cli:bob"); err != nil {
+	if err := b.Inbox().Deny(p.ID, "cli:bob"); err != nil {
 		t.Fatalf("deny on b: %v", err)
 	}
 	if got := ca.answer("2"); !strings.Contains(got, `-32001`) || !strings.Contains(got, "denied by cli:bob") {
 		t.Fatalf("a's call denied on b: %s", got)
 	}
 	pendingOn(t, b, 0)
-	if err := b.Deny(p.ID, "ui"); err != approval.ErrNoPending {
+	if err := b.Inbox().Deny(p.ID, "ui"); err != approval.ErrNoPending {
 		t.Errorf("denied again on b: %v", err)
 	}
 
@@ -69,7 +67,7 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 	// with it), which lets a's next call through without asking.
 	ca.send(inboxCall(4, `{"text":"grant me on b"}`))
 	p = pendingOn(t, b, 1)[0]
-	if g, err := b.Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "grant*"}}); err != nil || g == nil || g.CallsLeft != 2 {
+	if g, err := b.Inbox().Approve(p.ID, "ui", approval.Options{Calls: 2, Args: map[string]string{"text": "grant*"}}); err != nil || g == nil || g.CallsLeft != 2 {
 		t.Fatalf("approve with a grant on b: %+v, %v", g, err)
 	}
 	if got := ca.answer("4"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
@@ -79,7 +77,7 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 	if got := ca.answer("5"); !strings.Contains(got, `"result"`) || strings.Contains(got, "error") {
 		t.Fatalf("a's call under the grant made for b's approval: %s", got)
 	}
-	if l := b.Approvals(); len(l.Grants) != 1 || l.Grants[0].CallsLeft != 1 || l.Grants[0].Used != 2 {
+	if l := b.Inbox().Approvals(); len(l.Grants) != 1 || l.Grants[0].CallsLeft != 1 || l.Grants[0].Used != 2 {
 		t.Errorf("the grant as b lists it: %+v", l.Grants)
 	}
 
@@ -88,10 +86,10 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 	// on, and can be answered again.
 	ca.send(inboxCall(6, `{"text":"other"}`))
 	p = pendingOn(t, b, 1)[0]
-	if _, err := b.Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "nomatch"}}); err == nil || !strings.Contains(err.Error(), "could not apply") {
+	if _, err := b.Inbox().Approve(p.ID, "ui", approval.Options{Calls: 1, Args: map[string]string{"text": "nomatch"}}); err == nil || !strings.Contains(err.Error(), "could not apply") {
 		t.Fatalf("an approval a cannot apply, on b: %v", err)
 	}
-	if err := b.Deny(p.ID, "ui"); err != nil {
+	if err := b.Inbox().Deny(p.ID, "ui"); err != nil {
 		t.Fatalf("deny after a failed approval: %v", err)
 	}
 	if got := ca.answer("6"); !strings.Contains(got, "-32001") {
@@ -109,6 +107,7 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 // maxPendingPerSession are refused at once on the replica that holds it,
 // and those waiting are all listed on the other.
 func TestPendingSharedBounds(t *testing.T) {
+	const maxPendingPerSession = 16 // approve's
 	url := pgtest.Start(t)
 	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
 	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
@@ -122,36 +121,11 @@ func TestPendingSharedBounds(t *testing.T) {
 		t.Fatalf("past the session's bound: %s", got)
 	}
 	for _, p := range pendingOn(t, b, maxPendingPerSession) {
-		if err := b.Deny(p.ID, "ui"); err != nil {
+		if err := b.Inbox().Deny(p.ID, "ui"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pendingOn(t, a, 0)
-}
-
-// The rows of a replica that died go at their deadline: listed until
-// then, neither listed nor answerable after.
-func TestPendingSharedRowsExpire(t *testing.T) {
-	url := pgtest.Start(t)
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	put := func(id string, deadline time.Time) {
-		row, _ := json.Marshal(sharedPending{Pending: approval.Pending{ID: id, Time: time.Now().UTC(), Method: "tools/call",
-			Tool: "echo", Group: "f", Server: "f", Replica: "r-gone", Deadline: deadline}})
-		if err := b.approvals.shared.Put(context.Background(), pendingNS, id, row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("live", time.Now().Add(time.Minute))
-	put("dead", time.Now().Add(-time.Second))
-	if l := pendingOn(t, b, 1); l[0].ID != "live" {
-		t.Fatalf("listed: %+v", l)
-	}
-	if rows, _ := b.approvals.shared.All(context.Background(), pendingNS); len(rows) != 1 || rows["live"] == nil {
-		t.Errorf("rows past their deadline kept: %d rows", len(rows))
-	}
-	if err := b.Deny("dead", "ui"); err != approval.ErrNoPending {
-		t.Errorf("deny of a row past its deadline: %v", err)
-	}
 }
 
 // With store:, the inspector of one replica lists the calls waiting on
@@ -160,7 +134,7 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 	url := pgtest.Start(t)
 	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
 	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	insp := inspect.New(inspect.Options{Upstreams: b.mgr, Approvals: b})
+	insp := inspect.New(inspect.Options{Upstreams: b.mgr, Approvals: b.Inbox()})
 	api := httptest.NewServer(insp.API())
 	t.Cleanup(func() { insp.Close(); api.Close() })
 	ca := inboxClient(t, a)
@@ -173,7 +147,7 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 		getJSON(t, api.URL+inspect.Prefix+"api/approvals", &l)
 		return len(l.Pending) > 0
 	})
-	if len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != a.approvals.replica || l.Pending[0].Tool != "echo" {
+	if len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != a.Inbox().Replica() || l.Pending[0].Tool != "echo" {
 		t.Fatalf("b's inspector lists %+v, a has %+v", l.Pending, p)
 	}
 	resp, err := http.Post(api.URL+inspect.Prefix+"api/approvals/"+p.ID+"/deny", "", nil)
@@ -186,49 +160,5 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 	}
 	if got := ca.answer("1"); !strings.Contains(got, "-32001") || !strings.Contains(got, "denied by ui") {
 		t.Fatalf("a's call denied in b's inspector: %s", got)
-	}
-}
-
-// With store:, the bounds of all waiting calls and of one credential's
-// hold on all replicas together: calls waiting elsewhere count, and a
-// call past a bound is refused at once; rows past their deadline do not
-// count.
-func TestPendingSharedBoundsOnAllReplicas(t *testing.T) {
-	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	put := func(id, cred string, deadline time.Time) {
-		row, _ := json.Marshal(sharedPending{Pending: approval.Pending{ID: id, Time: time.Now().UTC(), Method: "tools/call",
-			Tool: "echo", Group: "f", Server: "f", Replica: "r-other", Deadline: deadline}, Credential: cred})
-		if err := a.approvals.shared.Put(context.Background(), pendingNS, id, row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	live := time.Now().Add(time.Minute)
-	for i := range maxPendingPerCredential {
-		put(fmt.Sprint("alice-", i), "alice", live)
-	}
-	add := func(id, cred string) error {
-		return a.sharedAdd(&pendingCall{Pending: approval.Pending{ID: id, Deadline: live}, owner: "session " + id, cred: cred})
-	}
-	if err := add("alice-more", "alice"); err == nil || !strings.Contains(err.Error(), "of this credential wait for approval already, on all replicas") {
-		t.Errorf("past the credential's bound on all replicas: %v", err)
-	}
-	if err := add("bob-1", "bob"); err != nil {
-		t.Errorf("another credential: %v", err)
-	}
-	for i := maxPendingPerCredential + 1; i < maxPending; i++ {
-		put(fmt.Sprint("other-", i), "", live)
-	}
-	put("dead", "", time.Now().Add(-time.Second)) // past its deadline: not counted
-	ca := inboxClient(t, a)
-	ca.send(inboxCall(1, `{"text":"one too many"}`))
-	if got := ca.answer("1"); !strings.Contains(got, "-32001") || !strings.Contains(got, "wait for approval already, on all replicas") {
-		t.Fatalf("past the bound of all calls on all replicas: %s", got)
-	}
-	if l := a.approvals.list(); len(l.Pending) != 0 {
-		t.Errorf("a refused call waits here: %+v", l.Pending)
-	}
-	if _, err := a.approvals.shared.Get(context.Background(), pendingNS, "dead"); err == nil {
-		t.Errorf("a row past its deadline is kept")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -23,17 +24,17 @@ func TestStoreInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	inbox := NewStoreInbox(db, testLogger())
+	inbox := approve.NewStoreInbox(db, testLogger())
 
 	listed := func() approval.Pending {
 		t.Helper()
 		var l approval.List
-		waitFor(t, 5*time.Second, "the waiting call listed by the store's inbox", func() bool { l = inbox.List(); return len(l.Pending) == 1 })
+		waitFor(t, 5*time.Second, "the waiting call listed by the store's inbox", func() bool { l = inbox.Approvals(); return len(l.Pending) == 1 })
 		return l.Pending[0]
 	}
 	ca.send(inboxCall(1, `{"text":"deny me"}`))
 	p := listed()
-	if p.Replica != a.approvals.replica || p.Tool != "echo" {
+	if p.Replica != a.Inbox().Replica() || p.Tool != "echo" {
 		t.Errorf("listed %+v", p)
 	}
 	if err := inbox.Deny(p.ID, "cli:ops"); err != nil {
@@ -50,7 +51,7 @@ func TestStoreInbox(t *testing.T) {
 		t.Fatalf("approve with a grant: %+v %v", g, err)
 	}
 	ca.answer("2")
-	if l := inbox.List(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || len(l.Pending) != 0 {
+	if l := inbox.Approvals(); len(l.Grants) != 1 || l.Grants[0].ID != g.ID || len(l.Pending) != 0 {
 		t.Errorf("the store's inbox after the grant: %+v", l)
 	}
 	if err := inbox.Revoke(g.ID, "cli:ops"); err != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -56,19 +56,19 @@ func inboxArg(fs *flag.FlagSet, what string) (string, error) {
 }
 
 // askStoreInbox answers hello from the approval inbox on cfg's store
-// (server.StoreInbox): the replicas' waiting calls and shared grants.
+// (approve.NewStoreInbox): the replicas' waiting calls and shared grants.
 func askStoreInbox(ctx context.Context, cfg *config.Config, hello local.Hello) (local.Reply, error) {
 	db, err := pgstore.Open(ctx, cfg.Store)
 	if err != nil {
 		return local.Reply{}, err
 	}
 	defer db.Close()
-	inbox := server.NewStoreInbox(db, slog.New(slog.DiscardHandler))
+	inbox := approve.NewStoreInbox(db, slog.New(slog.DiscardHandler))
 	by := local.Approver()
 	var reply local.Reply
 	switch hello.Op {
 	case local.OpApprovals:
-		l := inbox.List()
+		l := inbox.Approvals()
 		reply.Approvals = &l
 	case local.OpApprove:
 		var o approval.Options

@@ -26,7 +26,7 @@ import (
 // of the pages watching, so that shutting the HTTP server down does not
 // wait on them.
 func newInspector(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, logger *slog.Logger) *inspect.Inspector {
-	insp := inspect.New(inspect.Options{Upstreams: mgr, ToolsList: hub.ToolsListFor, Logger: logger, Approvals: hub,
+	insp := inspect.New(inspect.Options{Upstreams: mgr, ToolsList: hub.ToolsListFor, Logger: logger, Approvals: hub.Inbox(),
 		Clients: func() []inspect.Client { return inspectorClients(hub.Sessions()) }})
 	context.AfterFunc(ctx, func() { insp.Close() })
 	return insp

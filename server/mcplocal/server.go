@@ -319,18 +319,18 @@ func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
 	var err error
 	switch hello.Op {
 	case local.OpApprovals:
-		l := s.hub.Approvals()
+		l := s.hub.Inbox().Approvals()
 		reply.Approvals = &l
 	case local.OpApprove:
 		var o approval.Options
 		if hello.Grant != nil {
 			o = *hello.Grant
 		}
-		reply.Grant, err = s.hub.Approve(hello.ID, by, o)
+		reply.Grant, err = s.hub.Inbox().Approve(hello.ID, by, o)
 	case local.OpDeny:
-		err = s.hub.Deny(hello.ID, by)
+		err = s.hub.Inbox().Deny(hello.ID, by)
 	case local.OpRevoke:
-		err = s.hub.Revoke(hello.ID, by)
+		err = s.hub.Inbox().Revoke(hello.ID, by)
 	}
 	if err != nil {
 		reply.Error = err.Error()

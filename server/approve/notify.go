@@ -1,4 +1,4 @@
-package server
+package approve
 
 import (
 	"context"
@@ -37,14 +37,14 @@ func notifyCommand(ctx context.Context, title, body string) *exec.Cmd {
 }
 
 // notifyApproval shows a desktop notification of p when the config asks.
-func (h *Hub) notifyApproval(cfg *config.Config, p approval.Pending) {
+func (a *Inbox) notifyApproval(cfg *config.Config, p approval.Pending) {
 	if !cfg.Settings.Notify {
 		return
 	}
 	select {
-	case h.notifying <- struct{}{}:
+	case a.notifying <- struct{}{}:
 	default:
-		h.logger.Debug("approval: notification skipped, others are being shown", "id", p.ID)
+		a.logger.Debug("approval: notification skipped, others are being shown", "id", p.ID)
 		return
 	}
 	title := "dynamic-mcp: approve " + p.Tool + "?"
@@ -53,18 +53,18 @@ func (h *Hub) notifyApproval(cfg *config.Config, p approval.Pending) {
 	if p.Client != "" {
 		body = p.Client + ": " + body
 	}
-	if !h.spawn(func() {
-		defer func() { <-h.notifying }()
-		ctx, cancel := context.WithTimeout(h.ctx, notifyTimeout)
+	if !a.spawn(func() {
+		defer func() { <-a.notifying }()
+		ctx, cancel := context.WithTimeout(a.ctx, notifyTimeout)
 		defer cancel()
 		cmd := notifyCommand(ctx, title, body)
 		if cmd == nil {
 			return
 		}
 		if err := cmd.Run(); err != nil {
-			h.logger.Debug("approval: notification failed", "err", err)
+			a.logger.Debug("approval: notification failed", "err", err)
 		}
 	}) {
-		<-h.notifying
+		<-a.notifying
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package approve
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func decodeGrant(b []byte) (*grant, error) {
 
 // sharedGrants are the store's grants in force, oldest first; those past
 // their time are removed.
-func (a *approvals) sharedGrants(ctx context.Context) ([]*grant, error) {
+func (a *Inbox) sharedGrants(ctx context.Context) ([]*grant, error) {
 	all, err := a.shared.All(ctx, grantNS)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (a *approvals) sharedGrants(ctx context.Context) ([]*grant, error) {
 // sharedUse is use for the store's grants: the first that covers the
 // call is counted against, under the store's lock of it, after reading
 // it again (another replica may have used its last call meanwhile).
-func (a *approvals) sharedUse(owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *Inbox) sharedUse(owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	grants, err := a.sharedGrants(ctx)
@@ -83,7 +83,7 @@ func (a *approvals) sharedUse(owner, group, server, method, name string, args js
 
 // sharedUseOf is sharedUse among grants, as read from the store (each is
 // read again under its lock before it is counted against).
-func (a *approvals) sharedUseOf(ctx context.Context, grants []*grant, owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *Inbox) sharedUseOf(ctx context.Context, grants []*grant, owner, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	for _, g := range grants {
 		if !g.covers(a.now(), owner, group, server, method, name, args) {
 			continue
@@ -123,7 +123,7 @@ func (a *approvals) sharedUseOf(ctx context.Context, grants []*grant, owner, gro
 }
 
 // sharedPut keeps g in the store, pushing out the oldest past maxGrants.
-func (a *approvals) sharedPut(g *grant) error {
+func (a *Inbox) sharedPut(g *grant) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	grants, err := a.sharedGrants(ctx)
@@ -143,7 +143,7 @@ func (a *approvals) sharedPut(g *grant) error {
 }
 
 // sharedList are the store's grants, for the inbox's list.
-func (a *approvals) sharedList() []approval.Grant {
+func (a *Inbox) sharedList() []approval.Grant {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	grants, err := a.sharedGrants(ctx)
@@ -159,7 +159,7 @@ func (a *approvals) sharedList() []approval.Grant {
 
 // sharedRevoke removes the store's grant id: approval.ErrNoGrant when
 // there is none.
-func (a *approvals) sharedRevoke(id string) error {
+func (a *Inbox) sharedRevoke(id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	err := a.shared.Locked(ctx, grantNS, id, sharedWait, func(tx shared.Tx) error {
@@ -178,18 +178,17 @@ func (a *approvals) sharedRevoke(id string) error {
 // whose calls waiting for approval it may cover.
 const grantsChannel = "dynamic_mcp_grants"
 
-// watchSharedGrants releases, each time a replica announces a grant, the
+// WatchGrants releases, each time a replica announces a grant, the
 // calls waiting here that it covers, until the hub closes.
-func (h *Hub) watchSharedGrants() {
-	h.approvals.shared.Watch(h.ctx, grantsChannel, func() { h.safely("release calls a shared grant covers", h.releaseShared) })
+func (a *Inbox) WatchGrants() {
+	a.shared.Watch(a.ctx, grantsChannel, func() { a.safely("release calls a shared grant covers", a.releaseShared) })
 }
 
 // releaseShared lets through the calls waiting here that a grant on the
 // shared store covers, each counted against it. A call that stopped
 // waiting meanwhile (timed out) has still used its count: the safe side.
 // The grants are read once for all the waiting calls.
-func (h *Hub) releaseShared() {
-	a := h.approvals
+func (a *Inbox) releaseShared() {
 	a.mu.Lock()
 	waiting := slices.Collect(maps.Values(a.pending))
 	a.mu.Unlock()
@@ -200,7 +199,7 @@ func (h *Hub) releaseShared() {
 	grants, err := a.sharedGrants(ctx)
 	cancel()
 	if err != nil {
-		h.logger.Warn("approval: could not read the shared grants", "err", err)
+		a.logger.Warn("approval: could not read the shared grants", "err", err)
 		return
 	}
 	for _, q := range waiting {
@@ -213,14 +212,14 @@ func (h *Hub) releaseShared() {
 		a.mu.Lock()
 		if _, still := a.takeLocked(q.ID); still {
 			q.answer <- verdict{ok: true, by: by, grant: id}
-			h.logger.Info("approval: call released by a grant of another replica", "id", q.ID, "grant", id, "tool", q.Tool)
+			a.logger.Info("approval: call released by a grant of another replica", "id", q.ID, "grant", id, "tool", q.Tool)
 		}
 		a.mu.Unlock()
 	}
 }
 
 // announceGrant tells the other replicas a grant was made.
-func (a *approvals) announceGrant() error {
+func (a *Inbox) announceGrant() error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	return a.shared.Notify(ctx, grantsChannel)

@@ -1,4 +1,4 @@
-package server
+package approve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -29,6 +30,10 @@ import (
 // passes. An approval may leave a grant that lets later calls of the same
 // tool through without asking. Both live on the Hub, not in the snapshot,
 // so that a reload keeps them; both are bounded.
+// clippedMark marks where a name or approver was cut, as the audit
+// trail marks it.
+const clippedMark = "…"
+
 const (
 	// maxPending bounds the calls waiting in all; maxPendingPerSession
 	// those of one client session (its caller), maxPendingPerCredential
@@ -54,22 +59,48 @@ const (
 	maxGrantName = 1 << 10
 )
 
-// approvalDB is the store every replica shares as the approvals use it.
-type approvalDB interface {
+// DB is the store every replica shares as the approvals use it.
+type DB interface {
 	shared.Tx
 	shared.Locker
 	shared.Notifier
 }
 
-// approvals are the hub's pending calls and grants.
-type approvals struct {
+// Options are what an Inbox is given by the hub that holds it.
+type Options struct {
+	// Store keeps the grants for every session and lists the calls
+	// waiting on every replica (store: postgres://...); nil: here.
+	Store  DB
+	Logger *slog.Logger
+	// Context ends when the hub closes: the watches of the store and the
+	// desktop notifications end with it.
+	Context context.Context
+	// Stop is closed when the hub closes: nobody is left to approve a
+	// call that waits.
+	Stop <-chan struct{}
+	// Spawn runs f on a goroutine the hub waits for at Close, false when
+	// it is closing (f then does not run).
+	Spawn func(f func()) bool
+	// Safely runs f, logging and counting a panic instead of crashing.
+	Safely func(what string, f func())
+}
+
+// Inbox is the hub's pending calls and grants.
+type Inbox struct {
 	now func() time.Time // the clock of grants' expiry; tests set it
 	// shared keeps the grants for every session in the store every
 	// replica shares (sharedgrants.go); nil: here.
-	shared approvalDB
+	shared DB
 	// replica names this hub among the replicas of a shared store, in
 	// the rows of the calls waiting here (sharedpending.go).
 	replica string
+
+	logger    *slog.Logger
+	ctx       context.Context
+	stop      <-chan struct{}
+	spawn     func(func()) bool
+	safely    func(string, func())
+	notifying chan struct{} // a token per desktop notification being shown
 
 	mu            sync.Mutex // guards pending, perSession, perCredential and grants
 	pending       map[string]*pendingCall
@@ -82,10 +113,23 @@ type approvals struct {
 	grants             []*grant // oldest first
 }
 
-func newApprovals() *approvals {
-	return &approvals{now: time.Now, replica: newID("r-"), pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{},
+// New is an empty inbox with o.
+func New(o Options) *Inbox {
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	return &Inbox{now: time.Now, replica: NewID("r-"), shared: o.Store, logger: o.Logger, ctx: o.Context, stop: o.Stop,
+		spawn: o.Spawn, safely: o.Safely, notifying: make(chan struct{}, maxNotifying),
+		pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{},
 		bytesPerCredential: map[string]int{}}
 }
+
+// Replica names this hub among the replicas of a shared store, as the
+// calls waiting here are listed.
+func (a *Inbox) Replica() string { return a.replica }
+
+// Shared reports whether the inbox is kept on a store every replica shares.
+func (a *Inbox) Shared() bool { return a.shared != nil }
 
 // pendingCall is a call waiting in the inbox.
 type pendingCall struct {
@@ -136,8 +180,11 @@ func (g *grant) covers(now time.Time, owner, group, server, method, name string,
 	return g.args.Match(args)
 }
 
-// newID is a short random id: 50 bits, unguessable.
-func newID(prefix string) string {
+// Now is the clock of grants' expiry.
+func (a *Inbox) Now() time.Time { return a.now() }
+
+// NewID is a short random id: 50 bits, unguessable.
+func NewID(prefix string) string {
 	b := make([]byte, 7)
 	_, _ = rand.Read(b)
 	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))[:10]
@@ -145,7 +192,7 @@ func newID(prefix string) string {
 
 // use finds a grant that covers the call and counts the call against it:
 // its id and who approved it; ok false when none covers it.
-func (a *approvals) use(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *Inbox) use(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	a.mu.Lock()
 	id, by, ok = a.useLocked(session, group, server, method, name, args)
 	a.mu.Unlock()
@@ -155,7 +202,7 @@ func (a *approvals) use(session, group, server, method, name string, args json.R
 	return id, by, ok
 }
 
-func (a *approvals) useLocked(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
+func (a *Inbox) useLocked(session, group, server, method, name string, args json.RawMessage) (id, by string, ok bool) {
 	now := a.now()
 	a.expireLocked(now)
 	for i, g := range a.grants {
@@ -174,12 +221,12 @@ func (a *approvals) useLocked(session, group, server, method, name string, args 
 }
 
 // expireLocked drops the grants past their time.
-func (a *approvals) expireLocked(now time.Time) {
+func (a *Inbox) expireLocked(now time.Time) {
 	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return !g.Expires.IsZero() && !now.Before(g.Expires) })
 }
 
 // add puts p in the inbox, or says why it cannot wait there.
-func (a *approvals) add(p *pendingCall) error {
+func (a *Inbox) add(p *pendingCall) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -207,7 +254,7 @@ func (a *approvals) add(p *pendingCall) error {
 }
 
 // takeLocked removes the pending call id, reporting whether it was there.
-func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
+func (a *Inbox) takeLocked(id string) (*pendingCall, bool) {
 	p, ok := a.pending[id]
 	if !ok {
 		return nil, false
@@ -231,7 +278,7 @@ func (a *approvals) takeLocked(id string) (*pendingCall, bool) {
 // withdraw takes p out of the inbox when its call stops waiting (timed
 // out, cancelled): false when an answer came first, which is then in
 // p.answer.
-func (a *approvals) withdraw(p *pendingCall) bool {
+func (a *Inbox) withdraw(p *pendingCall) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, ok := a.takeLocked(p.ID)
@@ -239,7 +286,7 @@ func (a *approvals) withdraw(p *pendingCall) bool {
 }
 
 // decide answers the pending call id with v, once.
-func (a *approvals) decide(id string, v verdict) (*pendingCall, error) {
+func (a *Inbox) decide(id string, v verdict) (*pendingCall, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p, ok := a.takeLocked(id)
@@ -251,7 +298,7 @@ func (a *approvals) decide(id string, v verdict) (*pendingCall, error) {
 }
 
 // list is the inbox, oldest call and grant first.
-func (a *approvals) list() approval.List {
+func (a *Inbox) list() approval.List {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expireLocked(a.now())
@@ -266,8 +313,8 @@ func (a *approvals) list() approval.List {
 	return l
 }
 
-// endSession forgets the grants for session alone, when it ends.
-func (a *approvals) endSession(session string) {
+// EndSession forgets the grants for session alone, when it ends.
+func (a *Inbox) EndSession(session string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.owner == session })
@@ -275,16 +322,16 @@ func (a *approvals) endSession(session string) {
 
 // Approvals lists the calls waiting for approval and the grants in force.
 // Arguments are shown with secrets redacted.
-func (h *Hub) Approvals() approval.List {
-	l := h.approvals.list()
-	if h.approvals.shared != nil {
+func (a *Inbox) Approvals() approval.List {
+	l := a.list()
+	if a.shared != nil {
 		here := make(map[string]bool, len(l.Pending))
 		for _, p := range l.Pending {
 			here[p.ID] = true
 		}
-		l.Pending = append(l.Pending, h.approvals.sharedPendingList(here)...)
+		l.Pending = append(l.Pending, a.sharedPendingList(here)...)
 		slices.SortFunc(l.Pending, func(x, y approval.Pending) int { return x.Time.Compare(y.Time) })
-		l.Grants = append(l.Grants, h.approvals.sharedList()...)
+		l.Grants = append(l.Grants, a.sharedList()...)
 	}
 	return l
 }
@@ -294,13 +341,13 @@ func (h *Hub) Approvals() approval.List {
 // tool (and, with o.Args, its argument pattern) that lets later calls
 // through without asking, and releases the other waiting calls it
 // covers; the grant is returned (nil for once).
-func (h *Hub) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
-	return h.approve(id, by, o, "")
+func (a *Inbox) Approve(id, by string, o approval.Options) (*approval.Grant, error) {
+	return a.approve(id, by, o, "")
 }
 
 // approve is Approve, the grant it makes (if any) named grantID when set
 // (an answer from another replica names the grant it announced).
-func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *approval.Grant, err error) {
+func (a *Inbox) approve(id, by string, o approval.Options, grantID string) (_ *approval.Grant, err error) {
 	var matcher *policy.ArgsMatcher
 	if len(o.Args) > 0 {
 		m, err := policy.NewArgsMatcher(o.Args)
@@ -312,10 +359,9 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	by = clipBy(by)
-	a := h.approvals
+	by = ClipBy(by)
 	if a.shared != nil && !a.has(id) {
-		return h.approveElsewhere(id, by, o)
+		return a.approveElsewhere(id, by, o)
 	}
 	var share *grant // with a store, a grant for every session: kept there once a.mu is let go
 	defer func() {
@@ -323,10 +369,10 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 			return
 		}
 		if perr := a.sharedPut(share); perr != nil {
-			h.logger.Error("approval: the grant could not be saved to the store", "grant", share.ID, "err", perr)
+			a.logger.Error("approval: the grant could not be saved to the store", "grant", share.ID, "err", perr)
 			err = fmt.Errorf("the call went ahead, but its grant could not be saved to the store for every replica: %w", perr)
 		} else if perr := a.announceGrant(); perr != nil {
-			h.logger.Warn("approval: the grant could not be announced to the other replicas; calls waiting there ask on", "grant", share.ID, "err", perr)
+			a.logger.Warn("approval: the grant could not be announced to the other replicas; calls waiting there ask on", "grant", share.ID, "err", perr)
 		}
 	}()
 	a.mu.Lock()
@@ -341,7 +387,7 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 	if o.Once() {
 		a.takeLocked(id)
 		p.answer <- verdict{ok: true, by: by}
-		h.logger.Info("approval: call approved", "id", id, "by", by, "tool", p.Tool)
+		a.logger.Info("approval: call approved", "id", id, "by", by, "tool", p.Tool)
 		return nil, nil
 	}
 	if len(p.name) > maxGrantName {
@@ -349,7 +395,7 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 	}
 	now := a.now()
 	if grantID == "" {
-		grantID = newID("g-")
+		grantID = NewID("g-")
 	}
 	g := &grant{Grant: approval.Grant{ID: grantID, Created: now, ApprovedBy: by, Method: p.Method, Tool: p.name,
 		Group: p.Group, Server: p.Server, Args: maps.Clone(o.Args), CallsLeft: o.Calls}, args: matcher}
@@ -371,7 +417,7 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 	a.takeLocked(id)
 	g.Used++ // the approved call is the grant's first
 	p.answer <- verdict{ok: true, by: by, grant: g.ID}
-	h.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
+	a.logger.Info("approval: call approved with a grant", "id", id, "by", by, "grant", g.ID, "tool", p.Tool)
 	// The calls of a loop that came while this one waited go too.
 	for oid, q := range a.pending {
 		if gid, gby, ok := a.useLocked(q.owner, q.Group, q.Server, q.Method, q.name, q.args); ok {
@@ -388,21 +434,20 @@ func (h *Hub) approve(id, by string, o approval.Options, grantID string) (_ *app
 
 // Deny refuses the pending call id: it is answered -32001, "denied by
 // <by>".
-func (h *Hub) Deny(id, by string) error {
-	by = clipBy(by)
-	p, err := h.approvals.decide(id, verdict{by: by})
-	if errors.Is(err, approval.ErrNoPending) && h.approvals.shared != nil {
-		return h.answerElsewhere(id, sharedAnswer{By: by})
+func (a *Inbox) Deny(id, by string) error {
+	by = ClipBy(by)
+	p, err := a.decide(id, verdict{by: by})
+	if errors.Is(err, approval.ErrNoPending) && a.shared != nil {
+		return a.answerElsewhere(id, sharedAnswer{By: by})
 	}
 	if err == nil {
-		h.logger.Info("approval: call denied", "id", id, "by", by, "tool", p.Tool)
+		a.logger.Info("approval: call denied", "id", id, "by", by, "tool", p.Tool)
 	}
 	return err
 }
 
 // Revoke ends the grant id: the calls it covered ask again.
-func (h *Hub) Revoke(id, by string) error {
-	a := h.approvals
+func (a *Inbox) Revoke(id, by string) error {
 	a.mu.Lock()
 	n := len(a.grants)
 	a.grants = slices.DeleteFunc(a.grants, func(g *grant) bool { return g.ID == id })
@@ -416,96 +461,16 @@ func (h *Hub) Revoke(id, by string) error {
 			return err
 		}
 	}
-	h.logger.Info("approval: grant revoked", "grant", id, "by", by)
+	a.logger.Info("approval: grant revoked", "grant", id, "by", by)
 	return nil
 }
 
-// clipBy bounds who approved, as it is kept in grants and audit records.
-func clipBy(by string) string {
+// ClipBy bounds who approved, as it is kept in grants and audit records.
+func ClipBy(by string) string {
 	if by == "" {
 		return "unknown"
 	}
 	return clip.Marked(by, 64, clippedMark)
-}
-
-// granted lets c through at once when a grant covers it, noting the grant
-// in the audit record.
-func (h *Hub) granted(req *request, c upcall) bool {
-	id, by, ok := h.approvals.use(caller(req.sess), c.server.Config.Group, c.server.Config.Name, c.method, c.name, c.args)
-	if !ok {
-		return false
-	}
-	req.approved(id, by)
-	h.logger.Info("policy: call let through by a grant", "grant", id, "name", c.name)
-	return true
-}
-
-// approved notes in the audit record who approved the call and by which
-// grant ("" for an approval of this call alone).
-func (req *request) approved(grantID, by string) {
-	req.fwd.Approved(grantID, by)
-}
-
-// inboxFor reports whether sess's prompt calls go to the inbox even where
-// it declared elicitation (a clients: rule with approvals: inbox).
-func inboxFor(cfg *config.Config, sess *session) bool {
-	_, rule := cfg.ClientRuleFor(sess.GetClientInfo().Name)
-	return rule != nil && rule.Approvals == config.ApprovalsInbox
-}
-
-// waitApproval puts c in the inbox and waits for a person's answer, the
-// client's cancel, or the prompt timeout. nil lets the call go ahead.
-func (h *Hub) waitApproval(ctx context.Context, req *request, c upcall, d policy.Decision) error {
-	cfg := req.snap.cfg
-	timeout := promptTimeoutOf(cfg)
-	now := time.Now()
-	p := &pendingCall{Pending: approval.Pending{ID: newID(""), Time: now.UTC(), Method: c.method, Tool: clipName(c.name),
-		Group: c.server.Config.Group, Server: c.server.Config.Name, Session: req.sess.id,
-		Client: req.sess.GetClientInfo().Name, ArgumentsSize: len(c.args), Rule: d.Rule,
-		Description: d.Description, Deadline: now.Add(timeout).UTC()},
-		owner: caller(req.sess), cred: req.sess.Client(), sessionless: sessionless(req.sess), name: c.name, args: c.args, answer: make(chan verdict, 1)}
-	p.Arguments, p.Clipped = approvalArgs(cfg, c.args)
-	if h.approvals.shared != nil {
-		p.Replica = h.approvals.replica
-	}
-	if err := h.approvals.add(p); err != nil {
-		return err
-	}
-	if h.approvals.shared != nil {
-		if err := h.sharedAdd(p); err != nil {
-			h.approvals.withdraw(p)
-			return err
-		}
-		defer h.sharedRemove(p.ID)
-	}
-	h.logger.Info("policy: call waits for approval", "id", p.ID, "name", c.name, "session", req.sess.id, "timeout", timeout)
-	h.notifyApproval(cfg, p.Pending)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var v verdict
-	select {
-	case v = <-p.answer:
-	case <-timer.C:
-		if h.approvals.withdraw(p) {
-			return fmt.Errorf("no answer within %s", timeout)
-		}
-		v = <-p.answer
-	case <-ctx.Done():
-		if h.approvals.withdraw(p) {
-			return fmt.Errorf("cancelled while waiting for approval: %w", context.Cause(ctx))
-		}
-		v = <-p.answer
-	case <-h.stop: // the hub closes: nobody is left to approve it
-		if h.approvals.withdraw(p) {
-			return errors.New("the hub closed while the call waited for approval")
-		}
-		v = <-p.answer
-	}
-	if !v.ok {
-		return fmt.Errorf("denied by %s", v.by)
-	}
-	req.approved(v.grant, v.by)
-	return nil
 }
 
 // clipName is a name or URI as a pending call shows it.
@@ -530,3 +495,51 @@ func approvalArgs(cfg *config.Config, args json.RawMessage) (shown json.RawMessa
 	}
 	return json.RawMessage(text), false
 }
+
+// Covering is the id of a grant that would let a call of owner through
+// now, "" for none: found as use finds one, but not used.
+func (a *Inbox) Covering(owner, group, server, method, name string, args json.RawMessage) string {
+	a.mu.Lock()
+	now := a.now()
+	for _, g := range a.grants {
+		if g.covers(now, owner, group, server, method, name, args) {
+			a.mu.Unlock()
+			return g.ID
+		}
+	}
+	a.mu.Unlock()
+	if a.shared == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	defer cancel()
+	grants, err := a.sharedGrants(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, g := range grants {
+		if g.covers(now, owner, group, server, method, name, args) {
+			return g.ID
+		}
+	}
+	return ""
+}
+
+// Keep adds g, its argument globs compiled in args, to the grants (for
+// every session when owner is "", else for the caller owner's), the
+// oldest going past maxGrants, as approve keeps the grants a person
+// makes. A session's grant stays on this hub.
+func (a *Inbox) Keep(pub approval.Grant, args *policy.ArgsMatcher, owner string) {
+	g := &grant{Grant: pub, args: args, owner: owner}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.expireLocked(a.now())
+	if len(a.grants) >= maxGrants {
+		a.grants = slices.Delete(a.grants, 0, len(a.grants)-maxGrants+1)
+	}
+	a.grants = append(a.grants, g)
+}
+
+// SetClock sets the clock of grants' expiry (time.Now), for tests of the
+// hub that move it on.
+func (a *Inbox) SetClock(now func() time.Time) { a.now = now }

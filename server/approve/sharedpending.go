@@ -1,4 +1,4 @@
-package server
+package approve
 
 import (
 	"context"
@@ -61,8 +61,7 @@ const boundsKey = "bounds"
 // (maxPendingPerCredential) hold on all replicas together. When the
 // store fails, the call waits all the same, listed and answerable on
 // this replica alone.
-func (h *Hub) sharedAdd(p *pendingCall) error {
-	a := h.approvals
+func (a *Inbox) sharedAdd(p *pendingCall) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	var refused error // committed all the same: the dead rows' deletion
@@ -103,7 +102,7 @@ func (h *Hub) sharedAdd(p *pendingCall) error {
 		return refused
 	}
 	if err != nil {
-		h.logger.Warn("approval: the pending call could not be recorded in the store; it is listed on this replica alone", "id", p.ID, "err", err)
+		a.logger.Warn("approval: the pending call could not be recorded in the store; it is listed on this replica alone", "id", p.ID, "err", err)
 	}
 	return nil
 }
@@ -111,14 +110,14 @@ func (h *Hub) sharedAdd(p *pendingCall) error {
 // sharedRemove removes the row of the pending call id, once it stopped
 // waiting, under the row's lock: an answer being written on another
 // replica meanwhile cannot put it back.
-func (h *Hub) sharedRemove(id string) {
+func (a *Inbox) sharedRemove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
-	err := h.approvals.shared.Locked(ctx, pendingNS, id, sharedWait, func(tx shared.Tx) error {
+	err := a.shared.Locked(ctx, pendingNS, id, sharedWait, func(tx shared.Tx) error {
 		return tx.Delete(ctx, pendingNS, id)
 	})
 	if err != nil {
-		h.logger.Warn("approval: the row of an answered call could not be removed from the store; it goes at its deadline", "id", id, "err", err)
+		a.logger.Warn("approval: the row of an answered call could not be removed from the store; it goes at its deadline", "id", id, "err", err)
 	}
 }
 
@@ -130,7 +129,7 @@ func decodePending(b []byte) (sharedPending, bool) {
 
 // sharedPendingList are the store's pending calls not waiting here, the
 // rows past their deadline removed.
-func (a *approvals) sharedPendingList(here map[string]bool) []approval.Pending {
+func (a *Inbox) sharedPendingList(here map[string]bool) []approval.Pending {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	all, err := a.shared.All(ctx, pendingNS)
@@ -153,7 +152,7 @@ func (a *approvals) sharedPendingList(here map[string]bool) []approval.Pending {
 }
 
 // has reports whether the call id waits on this replica.
-func (a *approvals) has(id string) bool {
+func (a *Inbox) has(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, ok := a.pending[id]
@@ -163,8 +162,7 @@ func (a *approvals) has(id string) bool {
 // answerElsewhere writes ans into the row of the call id that waits on
 // another replica, once, and announces it: approval.ErrNoPending when no
 // call id waits anywhere, or it was answered already.
-func (h *Hub) answerElsewhere(id string, ans sharedAnswer) error {
-	a := h.approvals
+func (a *Inbox) answerElsewhere(id string, ans sharedAnswer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	err := a.shared.Locked(ctx, pendingNS, id, sharedWait, func(tx shared.Tx) error {
@@ -192,10 +190,10 @@ func (h *Hub) answerElsewhere(id string, ans sharedAnswer) error {
 		return err
 	}
 	if err := a.shared.Notify(ctx, pendingChannel); err != nil {
-		h.logger.Warn("approval: an answer could not be announced to the other replicas; it is read at the next announcement", "id", id, "err", err)
+		a.logger.Warn("approval: an answer could not be announced to the other replicas; it is read at the next announcement", "id", id, "err", err)
 	}
-	h.logger.Info("approval: answer sent to the replica where the call waits", "id", id, "ok", ans.OK, "by", ans.By)
-	return h.awaitApplied(ctx, id)
+	a.logger.Info("approval: answer sent to the replica where the call waits", "id", id, "ok", ans.OK, "by", ans.By)
+	return a.awaitApplied(ctx, id)
 }
 
 // approveElsewhere answers the call id that waits on another replica
@@ -204,18 +202,18 @@ func (h *Hub) answerElsewhere(id string, ans sharedAnswer) error {
 // made it, or, not listed yet (a grant for one session stays on that
 // replica; an answer not applied within appliedWait), its id and what
 // this replica knows of it.
-func (h *Hub) approveElsewhere(id, by string, o approval.Options) (*approval.Grant, error) {
+func (a *Inbox) approveElsewhere(id, by string, o approval.Options) (*approval.Grant, error) {
 	ans := sharedAnswer{OK: true, By: by, Options: o}
 	if !o.Once() {
-		ans.Grant = newID("g-")
+		ans.Grant = NewID("g-")
 	}
-	if err := h.answerElsewhere(id, ans); err != nil || ans.Grant == "" {
+	if err := a.answerElsewhere(id, ans); err != nil || ans.Grant == "" {
 		return nil, err
 	}
 	// The call's row goes as the call is answered; the grant is saved
 	// just after.
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(appliedPoll) {
-		for _, g := range h.approvals.sharedList() {
+		for _, g := range a.sharedList() {
 			if g.ID == ans.Grant {
 				return &g, nil
 			}
@@ -224,7 +222,7 @@ func (h *Hub) approveElsewhere(id, by string, o approval.Options) (*approval.Gra
 			break
 		}
 	}
-	g := &approval.Grant{ID: ans.Grant, Created: h.approvals.now(), ApprovedBy: by, Args: o.Args, CallsLeft: o.Calls}
+	g := &approval.Grant{ID: ans.Grant, Created: a.now(), ApprovedBy: by, Args: o.Args, CallsLeft: o.Calls}
 	if o.For > 0 {
 		g.Expires = g.Created.Add(time.Duration(o.For))
 	}
@@ -243,7 +241,7 @@ const (
 // waits cleared the answer instead (it could not apply it). Still
 // unapplied after appliedWait, the answer stays for that replica to
 // apply (it may be slow, or its listener reconnecting): nil.
-func (h *Hub) awaitApplied(ctx context.Context, id string) error {
+func (a *Inbox) awaitApplied(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, appliedWait)
 	defer cancel()
 	t := time.NewTicker(appliedPoll)
@@ -254,7 +252,7 @@ func (h *Hub) awaitApplied(ctx context.Context, id string) error {
 			return nil
 		case <-t.C:
 		}
-		b, err := h.approvals.shared.Get(ctx, pendingNS, id)
+		b, err := a.shared.Get(ctx, pendingNS, id)
 		if errors.Is(err, shared.ErrNotFound) {
 			return nil
 		}
@@ -267,23 +265,22 @@ func (h *Hub) awaitApplied(ctx context.Context, id string) error {
 	}
 }
 
-// watchSharedPending answers, each time a replica announces an answer,
+// WatchPending answers, each time a replica announces an answer,
 // the calls waiting here that were answered elsewhere, until the hub closes.
-func (h *Hub) watchSharedPending() {
-	h.approvals.shared.Watch(h.ctx, pendingChannel, func() { h.safely("answer calls answered on another replica", h.applySharedAnswers) })
+func (a *Inbox) WatchPending() {
+	a.shared.Watch(a.ctx, pendingChannel, func() { a.safely("answer calls answered on another replica", a.applySharedAnswers) })
 }
 
 // applySharedAnswers answers the calls waiting here whose rows hold an
 // answer. An approval that fails here (its grant cannot be made) leaves
 // the call waiting, its row's answer cleared so that a person can answer
 // again.
-func (h *Hub) applySharedAnswers() {
-	a := h.approvals
+func (a *Inbox) applySharedAnswers() {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
 	all, err := a.shared.All(ctx, pendingNS)
 	if err != nil {
-		h.logger.Warn("approval: the store's pending calls could not be read", "err", err)
+		a.logger.Warn("approval: the store's pending calls could not be read", "err", err)
 		return
 	}
 	ids := make([]string, 0, len(all))
@@ -297,14 +294,14 @@ func (h *Hub) applySharedAnswers() {
 			continue
 		}
 		if r.Answer.OK {
-			_, err = h.approve(id, r.Answer.By, r.Answer.Options, r.Answer.Grant)
+			_, err = a.approve(id, r.Answer.By, r.Answer.Options, r.Answer.Grant)
 		} else {
-			err = h.Deny(id, r.Answer.By)
+			err = a.Deny(id, r.Answer.By)
 		}
 		if err == nil || errors.Is(err, approval.ErrNoPending) {
 			continue
 		}
-		h.logger.Error("approval: an answer from another replica could not be applied; the call waits on", "id", id, "err", err)
+		a.logger.Error("approval: an answer from another replica could not be applied; the call waits on", "id", id, "err", err)
 		r.Answer = nil
 		if b, merr := json.Marshal(r); merr == nil && a.has(id) {
 			_ = a.shared.Put(ctx, pendingNS, id, b)
