@@ -45,16 +45,16 @@ func TestApprovalSessionlessGrant(t *testing.T) {
 		done <- string(b)
 	}()
 	var l approval.List
-	waitFor(t, 5*time.Second, "the call in the inbox", func() bool { l = h.Approvals(); return len(l.Pending) == 1 })
+	waitFor(t, 5*time.Second, "the call in the inbox", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
 	id := l.Pending[0].ID
-	if _, err := h.Approve(id, "ui", approval.Options{Session: true}); !errors.Is(err, approval.ErrNoSession) ||
+	if _, err := h.Inbox().Approve(id, "ui", approval.Options{Session: true}); !errors.Is(err, approval.ErrNoSession) ||
 		!strings.Contains(err.Error(), "--for or --calls") {
 		t.Errorf("a session grant for a sessionless call: %v", err)
 	}
-	if l = h.Approvals(); len(l.Pending) != 1 || len(l.Grants) != 0 {
+	if l = h.Inbox().Approvals(); len(l.Pending) != 1 || len(l.Grants) != 0 {
 		t.Errorf("refused, the call still waits and no grant is made: %+v", l)
 	}
-	g, err := h.Approve(id, "ui", approval.Options{Calls: 2})
+	g, err := h.Inbox().Approve(id, "ui", approval.Options{Calls: 2})
 	if err != nil || g == nil || g.Session != "" {
 		t.Fatalf("a grant for 2 calls: %+v %v", g, err)
 	}
@@ -115,10 +115,10 @@ func TestApprovalInboxSharedByCredentials(t *testing.T) {
 			wait(tokenA, session, s*16+i)
 		}
 	}
-	waitFor(t, 10*time.Second, "64 of a's calls in the inbox", func() bool { return len(h.Approvals().Pending) == 64 })
+	waitFor(t, 10*time.Second, "64 of a's calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 64 })
 	defer func() {
-		for _, p := range h.Approvals().Pending {
-			_ = h.Deny(p.ID, "test")
+		for _, p := range h.Inbox().Approvals().Pending {
+			_ = h.Inbox().Deny(p.ID, "test")
 		}
 	}()
 	if _, body, err := post(tokenA, open(tokenA), echo(100)); err != nil || !strings.Contains(body, "-32001") ||
@@ -126,5 +126,5 @@ func TestApprovalInboxSharedByCredentials(t *testing.T) {
 		t.Errorf("a fifth session of a: %v %s", err, body)
 	}
 	wait(tokenB, open(tokenB), 200)
-	waitFor(t, 5*time.Second, "b's call in the inbox", func() bool { return len(h.Approvals().Pending) == 65 })
+	waitFor(t, 5*time.Second, "b's call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 65 })
 }
