@@ -9,7 +9,7 @@ package server
 // snapshot.policy.Decide (the decision forward takes), approvals' grants
 // (grant.covers, sharedGrants: read, never used up), Hub.ask (the path a
 // prompt rule's call takes: grant, input_required round, elicitation,
-// inbox), call.AnswerWith, ratelimit.Limiter.Take, auditLog.admit, request.audit,
+// inbox), call.AnswerWith, ratelimit.Limiter.Take, audit.Trail.Admit, request.audit,
 // caller, sessionless, newID, clipBy, listResult, hashOf, capTools,
 // stringValue, promptTimeoutOf, call.IsAnswer, request.approved.
 
@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -98,10 +99,10 @@ func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
 	if snap.audit == nil {
 		return false, nil
 	}
-	if err := snap.audit.admit(); err != nil {
+	if err := snap.audit.Admit(); err != nil {
 		return true, err // audit.required and the trail fails: nothing unaudited
 	}
-	rec := &auditRecord{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
+	rec := &audit.Record{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
 		Decision: e.Decision, Arguments: c.req.field("arguments"), Event: e.EventID}
 	if e.Reported {
 		rec.Trust, rec.Report = trustReported, e.Report

@@ -130,7 +130,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
 		}
 		if !ok {
-			h.auditMiss(req, name, arguments)
+			h.missed(req, name)
+			req.auditMiss(name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
 		return h.callRoute(ctx, req, r, arguments)
@@ -153,7 +154,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
 		// offered is a tool like any other the client cannot see.
-		h.auditMiss(req, name, arguments)
+		h.missed(req, name)
+		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
 	var args dynamicArgs
@@ -181,7 +183,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		return h.callDynamicTool(ctx, req, v, args)
 	}
 	if v.search == nil { // gone while it waited (a reload turned it off)
-		h.auditMiss(req, name, arguments)
+		h.missed(req, name)
+		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
 	h.askedGroup(req, v, args.Group)

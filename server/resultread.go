@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -86,12 +87,12 @@ func (h *Hub) readResult(req *request, uri string) (json.RawMessage, error) {
 		page = n
 	}
 	snap := req.snap
-	if err := snap.audit.admit(); err != nil {
+	if err := snap.audit.Admit(); err != nil {
 		return nil, err
 	}
 	d := snap.policy.Decide(policy.Request{Group: r.group, Server: r.server, Method: policy.MethodToolsCall, Name: r.tool, Args: r.args})
 	if snap.audit != nil {
-		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.group, Server: r.server,
+		req.audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.group, Server: r.server,
 			Method: policy.MethodResourcesRead, Tool: r.tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
 	}
 	if c := req.call; c != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -20,6 +21,9 @@ type Options struct {
 	// grants, pending approvals and rate counters are kept there. nil:
 	// here. The caller (cmd) opens it and closes it after Close.
 	Store SharedState
+	// Audits count the records lost by every audit trail the hub opens
+	// (for /metrics); nil: the hub's own.
+	Audits *audit.Stats
 }
 
 // SharedState is the store every replica shares as the hub uses it:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
@@ -106,7 +107,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeStore(db) // deferred first, so run last: after the upstreams and the hub
 	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	defer mgr.Close()
-	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
+	audits := new(audit.Stats) // records lost by every trail the hub opens, for /metrics
+	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db, Audits: audits})
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
-			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+			Panics: hub.Panics, AuditLost: audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 			Results: hub.ResultStats})
 		observers = append(observers, metrics)
 	}
@@ -223,7 +225,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
+		ui := &hubUI{ctx: ctx, hub: hub, audits: audits, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,
