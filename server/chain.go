@@ -6,10 +6,12 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
 
 // The call chain (issue 32): what a tools/call, prompts/get or
@@ -37,7 +39,7 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
 		gate.Decide{Policy: snap.policy},
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(), Answers: h.answersRound, Logger: h.logger},
-		observeStage{h: h},
+		observe.Stage{Of: observed},
 		&gate.Enforce{Asker: h.asker(), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
 }
@@ -90,15 +92,9 @@ func (r *request) Transport() string  { return r.sess.transport }
 func (r *request) Sessionless() bool  { return sessionless(r.sess) }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 
-// observeStage tells the request's observers where the call goes and
-// what was decided.
-type observeStage struct{ h *Hub }
-
-func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	req := requestOf(c)
-	s.h.routed(req, req.server, c.Name, c.Decision.Rule, c.Notes.Verdict)
-	return next.Handle(ctx, c)
-}
+// observed is the call the observers watch for c's request, nil when
+// none watches.
+func observed(c *call.Call) *traffic.Call { return requestOf(c).call }
 
 // asker puts a call to a person in whichever way its client can be
 // reached (guard.go's ask).

@@ -31,7 +31,7 @@ func TestStagesDoNotImportServer(t *testing.T) {
 			stages = append(stages, pkg)
 		}
 	}
-	if len(stages) < 5 { // the contract, audit, ratelimit, validateargs, policy/gate at least
+	if len(stages) < 6 { // the contract, audit, observe, ratelimit, validateargs, policy/gate at least
 		t.Fatalf("found only %q: the listing is not what this test expects", stages)
 	}
 	for _, pkg := range stages {
