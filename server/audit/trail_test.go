@@ -18,7 +18,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// syncBuffer is a log sink that tests read while the hub writes.
+// syncBuffer is a log sink that tests read while the trail writes.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
