@@ -52,7 +52,7 @@ type Record struct {
 // What a client writes reaches a record (a tool, prompt or resource name
 // it may invent, an error that quotes one, its arguments), and a line is
 // written for every call: so each is bounded where the record is kept
-// (write), lest a client that names a tool of megabytes grow the trail by
+// (Write), lest a client that names a tool of megabytes grow the trail by
 // megabytes a call.
 const (
 	// maxText bounds each string of a record, as spans' attributes
