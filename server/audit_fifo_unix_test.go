@@ -73,8 +73,8 @@ func TestAuditNamedPipeWithoutReader(t *testing.T) {
 		}
 	}()
 	snap := h.acquire()
-	err = snap.audit.write(auditRecord{Method: "tools/call", Tool: "through-the-pipe"})
-	snap.audit.release()
+	err = snap.audit.Write(auditRecord{Method: "tools/call", Tool: "through-the-pipe"})
+	snap.audit.Release()
 	if err != nil {
 		t.Fatal(err)
 	}

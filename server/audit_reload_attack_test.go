@@ -76,7 +76,7 @@ func TestAuditRequiredMovedUnderLoad(t *testing.T) {
 	if total := lines(t, paths[0]) + lines(t, paths[1]); total != n-failed {
 		t.Errorf("%d records for %d calls answered", total, n-failed)
 	}
-	if lost := h.AuditLost(); lost != 0 {
+	if lost := h.audits.Lost(); lost != 0 {
 		t.Errorf("%d records lost", lost)
 	}
 }

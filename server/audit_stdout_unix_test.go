@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -52,7 +53,7 @@ func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
 	done, _ := serve(h)
 	select {
 	case err := <-done:
-		if !errors.Is(err, errAuditOnStdout) {
+		if !errors.Is(err, audit.ErrOnStdout) {
 			t.Errorf("ServeStdio: %v", err)
 		}
 	case <-time.After(5 * time.Second):

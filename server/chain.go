@@ -3,15 +3,17 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
 
 // The call chain (issue 32): what a tools/call, prompts/get or
@@ -35,11 +37,11 @@ import (
 // method's answer.
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
-		auditStage{},
+		audit.Stage{Trail: snap.audit, Keep: keepAudit},
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
 		gate.Decide{Policy: snap.policy},
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg, chainCall), Answers: h.answersRound, Logger: h.logger},
-		observeStage{h: h},
+		observe.Stage{Of: observed},
 		&gate.Enforce{Asker: h.asker(snap.cfg, chainCall), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
 }
@@ -70,6 +72,13 @@ func (h *Hub) sendCall(ctx context.Context, c *call.Call) (json.RawMessage, erro
 	return h.send(ctx, req, req.upcall(c))
 }
 
+// keepAudit keeps the audit record of c for serve, which writes it with
+// the request's outcome.
+func keepAudit(c *call.Call, r *audit.Record) { requestOf(c).audit = r }
+
+// clippedMark ends a string the hub cut, as the audit trail's do.
+const clippedMark = audit.ClippedMark
+
 // upcall is the hub's view of c, on its way to req.server.
 func (r *request) upcall(c *call.Call) upcall {
 	return upcall{method: c.Method, server: r.server, name: c.Name, shown: c.ClientName, args: c.Args, params: c.Params,
@@ -85,51 +94,9 @@ func (r *request) Transport() string  { return r.sess.transport }
 func (r *request) Sessionless() bool  { return sessionless(r.sess) }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 
-// auditStage admits a call to the audit trail (audit.required refuses
-// every call while the trail fails: nothing unaudited), and builds its
-// record from what the stages decided, for serve to write with the
-// request's outcome.
-type auditStage struct{}
-
-func (auditStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	req := requestOf(c)
-	trail := req.snap.audit
-	if err := trail.admit(); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	res, err := next.Handle(ctx, c)
-	if trail != nil {
-		req.audit = newAuditRecord(start, c)
-	}
-	return res, err
-}
-
-// newAuditRecord is the record of c, begun at start.
-func newAuditRecord(start time.Time, c *call.Call) *auditRecord {
-	rec := &auditRecord{Time: start.UTC(), Session: c.Session.ID(), Group: c.Server.Group, Server: c.Server.Name,
-		Method: c.Method, Decision: c.Notes.Verdict, Rule: c.Decision.Rule, Arguments: c.Args,
-		Grant: c.Notes.Grant, ApprovedBy: c.Notes.ApprovedBy}
-	switch c.Method {
-	case policy.MethodToolsCall:
-		rec.Tool = c.Name
-	case policy.MethodResourcesRead, policy.MethodSkillsGet, policy.MethodDirectoryRead:
-		rec.URI = c.Name
-	case policy.MethodPromptsGet:
-		rec.Prompt = c.Name
-	}
-	return rec
-}
-
-// observeStage tells the request's observers where the call goes and
-// what was decided.
-type observeStage struct{ h *Hub }
-
-func (s observeStage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	req := requestOf(c)
-	s.h.routed(req, req.server, c.Name, c.Decision.Rule, c.Notes.Verdict)
-	return next.Handle(ctx, c)
-}
+// observed is the call the observers watch for c's request, nil when
+// none watches.
+func observed(c *call.Call) *traffic.Call { return requestOf(c).call }
 
 // asker puts a call to a person in whichever way its client can be
 // reached (approve.Ways), asked under cfg; up is the hub's view of the

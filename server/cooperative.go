@@ -10,7 +10,7 @@ package server
 // (approve.Inbox.Covering: read, never used up; Keep), Hub.asker (the
 // path a prompt rule's call takes: grant, input_required round,
 // elicitation, inbox), call.AnswerWith, ratelimit.Limiter.Take,
-// auditLog.admit, request.audit, caller, sessionless, approve.NewID,
+// audit.Trail.Admit, request.audit, caller, sessionless, approve.NewID,
 // approve.ClipBy, listResult, hashOf, capTools, stringValue,
 // approve.PromptTimeout, call.IsAnswer, call.Call.Approved.
 
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -100,10 +101,10 @@ func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
 	if snap.audit == nil {
 		return false, nil
 	}
-	if err := snap.audit.admit(); err != nil {
+	if err := snap.audit.Admit(); err != nil {
 		return true, err // audit.required and the trail fails: nothing unaudited
 	}
-	rec := &auditRecord{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
+	rec := &audit.Record{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
 		Decision: e.Decision, Arguments: c.req.field("arguments"), Event: e.EventID}
 	if e.Reported {
 		rec.Trust, rec.Report = trustReported, e.Report

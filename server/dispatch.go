@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
@@ -156,7 +157,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
 		}
 		if !ok {
-			h.auditMiss(req, name, arguments)
+			h.missed(req, name)
+			req.auditMiss(name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
 		return h.callRoute(ctx, req, r, arguments)
@@ -179,7 +181,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
 		// offered is a tool like any other the client cannot see.
-		h.auditMiss(req, name, arguments)
+		h.missed(req, name)
+		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
 	var args dynamicArgs
@@ -207,7 +210,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		return h.callDynamicTool(ctx, req, v, args)
 	}
 	if v.search == nil { // gone while it waited (a reload turned it off)
-		h.auditMiss(req, name, arguments)
+		h.missed(req, name)
+		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
 	h.askedGroup(req, v, args.Group)
@@ -250,12 +254,12 @@ func isResultURI(uri string) bool { return resultcap.IsURI(uri) }
 // read of the call's group and tool.
 func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
 	snap := req.snap
-	if err := snap.audit.admit(); err != nil {
+	if err := snap.audit.Admit(); err != nil {
 		return err
 	}
 	d := snap.policy.Decide(policy.Request{Group: r.Group, Server: r.Server, Method: policy.MethodToolsCall, Name: r.Tool, Args: r.Args})
 	if snap.audit != nil {
-		req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
+		req.audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
 			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
 	}
 	if c := req.call; c != nil {

@@ -220,7 +220,8 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 	}
 	r, ok := g.toolRoutes[args.Name]
 	if !ok {
-		h.auditMiss(req, args.Name, args.Args)
+		h.missed(req, args.Name)
+		req.auditMiss(args.Name, args.Args)
 		return toolError("Tool not found: " + args.Name), nil
 	}
 	if given(args.Arguments) {

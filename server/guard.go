@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
@@ -85,23 +84,6 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 	return res, err
 }
 
-// writeAudit writes the request's audit record with its outcome, once it
-// is answered (err is the error it was answered with).
-func (h *Hub) writeAudit(req *request, err error) error {
-	audit, rec := req.snap.audit, req.audit
-	rec.Outcome = string(req.status)
-	switch {
-	case req.failure != "":
-		rec.Error = req.failure
-	case err != nil && !req.missed:
-		rec.Error = err.Error()
-	}
-	if !req.missed {
-		rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
-	}
-	return audit.write(*rec) // a loss is counted and logged by the trail
-}
-
 // mapProgress gives the call's progress token, if its _meta has one, a
 // token of the hub's own, so that progress from upstream reaches this
 // call's session with the token its client chose, and two clients that
@@ -124,16 +106,6 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 		return nil, forget
 	}
 	return out, forget
-}
-
-// auditMiss records a tool call that named no tool the client can see.
-func (h *Hub) auditMiss(req *request, name string, args json.RawMessage) {
-	h.missed(req, name)
-	if req.snap.audit == nil {
-		return
-	}
-	req.audit = &auditRecord{Time: time.Now().UTC(), Session: req.sess.id, Method: policy.MethodToolsCall, Tool: name,
-		Decision: "not_found", Arguments: args}
 }
 
 func isUpstreamError(err error) bool {

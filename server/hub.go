@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -58,9 +59,9 @@ type Hub struct {
 
 	panics      atomic.Uint64          // recovered panics, ever (see Recovered)
 	listPending [listKinds]atomic.Bool // a list_changed waits out its window
-	audits      auditStats             // of every trail the hub opened
+	audits      *audit.Stats           // of every trail the hub opened
 	// stdioOut is the file the stdio face writes the conversation to, when
-	// it is one: no audit trail may be opened on it (see auditOnStdout).
+	// it is one: no audit trail may be opened on it (see audit.Open).
 	stdioOut atomic.Pointer[os.FileInfo]
 
 	// ctx ends at Close: it stops the requests from upstreams that the hub
@@ -103,7 +104,11 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if h.states, err = newStateSealer(); err != nil {
 		return nil, err
 	}
-	audit, err := h.openAudit(cfg)
+	h.audits = opts.Audits
+	if h.audits == nil {
+		h.audits = new(audit.Stats)
+	}
+	trail, err := audit.Open(cfg, h.logger, h.audits, h.stdioOut.Load(), h.spawn)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +116,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)
-	snap := newSnapshot(cfg, pol, nil, audit).withViews(mgr)
+	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
 	snap.chain = h.newChain(snap)
 	h.snap.Store(snap)
 	return h, nil
@@ -130,10 +135,10 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	pol := policy.New(cfg)
 	next := newSnapshot(cfg, pol, nil, cur.audit).withViews(h.mgr)
 	if cur.cfg.AuditPath() != cfg.AuditPath() || cur.cfg.Audit.Arguments != cfg.Audit.Arguments || cur.cfg.Audit.Required != cfg.Audit.Required {
-		if audit, err := h.openAudit(cfg); err != nil {
+		if trail, err := audit.Open(cfg, h.logger, h.audits, h.stdioOut.Load(), h.spawn); err != nil {
 			h.logger.Error("reload: keeping the audit trail where it was", "err", err)
 		} else {
-			next.audit = audit
+			next.audit = trail
 		}
 	}
 	next.chain = h.newChain(next)
@@ -224,12 +229,13 @@ func (h *Hub) Close() error {
 		cur := h.snapshot()
 		if cur.audit != nil {
 			next := *cur
-			next.audit = closedAudit(&h.audits, cur.cfg.Audit.Required)
-			h.swap(&next) // retires the trail: closed when its last holder is done
+			next.audit = audit.Closed(h.audits, cur.cfg.Audit.Required)
+			next.chain = h.newChain(&next) // its audit stage admits for the closed trail
+			h.swap(&next)                  // retires the trail: closed when its last holder is done
 		}
 		h.swapMu.Unlock()
 		h.wg.Wait()
-		err = cur.audit.err()
+		err = cur.audit.Err()
 	})
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -35,8 +36,8 @@ type request struct {
 	modern bool
 
 	// Filled in while the request is handled.
-	audit  *auditRecord // the audit record to write once it is answered; nil for none
-	missed bool         // it named a tool, prompt or resource the client cannot see
+	audit  *audit.Record // the audit record to write once it is answered; nil for none
+	missed bool          // it named a tool, prompt or resource the client cannot see
 	// failure is the hub's own failure that a tool error result reports,
 	// for the audit trail.
 	failure string
@@ -69,7 +70,7 @@ type request struct {
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	ctx = upstream.WithOwner(ctx, sess) // its calls upstream are sess's, for what upstreams send back
 	snap := h.acquire()
-	defer snap.audit.release()
+	defer snap.audit.Release()
 	req := &request{sess: sess, snap: snap, msg: msg}
 	if len(msg.Params) > 0 {
 		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
@@ -90,7 +91,8 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	req.finish(ctx, res, err)
 	if req.audit != nil {
 		req.audit.User, req.audit.Subject = sess.who.User(), sess.who.Key()
-		if werr := h.writeAudit(req, err); werr != nil {
+		req.audit.Ended(string(req.status), req.failure, err, req.missed)
+		if werr := snap.audit.Write(*req.audit); werr != nil { // a loss is counted and logged by the trail
 			res, err = nil, werr // audit.required: no answer without its record
 		}
 	}
@@ -99,6 +101,14 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 		obs.CallEnded(ctx, c)
 	}
 	return res, err
+}
+
+// auditMiss keeps the audit record of a tool call that named no tool the
+// client can see.
+func (r *request) auditMiss(name string, args json.RawMessage) {
+	if r.snap.audit != nil {
+		r.audit = audit.Missed(r.sess.id, name, args)
+	}
 }
 
 // finish decides how the request ended, once.

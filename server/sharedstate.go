@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -25,6 +26,9 @@ type Options struct {
 	// sessions to read back; cmd makes it to read its Stats for /metrics.
 	// nil: the hub makes its own.
 	Results *resultcap.Store
+	// Audits count the records lost by every audit trail the hub opens
+	// (for /metrics); nil: the hub's own.
+	Audits *audit.Stats
 }
 
 // SharedState is the store every replica shares as the hub uses it:

@@ -5,7 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -23,14 +25,14 @@ type snapshot struct {
 	// the view of no group, for a session whose profile a reload removed.
 	profiles map[string]*view
 	empty    func() *view // built on first use: seldom needed
-	audit    *auditLog    // nil when the trail is off
+	audit    *audit.Trail // nil when the trail is off
 	chain    call.Handler // the stages a call goes through, linked to their end (chain.go)
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}
 }
 
-func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *auditLog) *snapshot {
+func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *audit.Trail) *snapshot {
 	return &snapshot{cfg: cfg, policy: pol, view: v, audit: audit, replaced: make(chan struct{})}
 }
 
@@ -57,7 +59,7 @@ func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 func (h *Hub) acquire() *snapshot {
 	for {
 		s := h.snap.Load()
-		if s.audit.hold() {
+		if s.audit.Hold() {
 			return s
 		}
 		// The trail was retired between the load and the hold: its
@@ -73,7 +75,7 @@ func (h *Hub) swap(next *snapshot) (old *snapshot) {
 	old = h.snap.Swap(next)
 	close(old.replaced)
 	if old.audit != next.audit {
-		old.audit.retire()
+		old.audit.Retire()
 	}
 	return old
 }
@@ -98,4 +100,12 @@ func (h *Hub) awaitView(ctx context.Context, profile string, wait time.Duration,
 		}
 	}
 	return s.viewOf(profile)
+}
+
+// HealthComponents are the parts of the hub besides its upstreams that
+// /readyz reports (see health.Mount): the audit trail, failing (a write
+// error, records that found no room in its queue in time) until a write
+// succeeds again; the current snapshot's, whichever that is when asked.
+func (h *Hub) HealthComponents() []health.Component {
+	return []health.Component{{Name: "audit", Check: func() error { return h.snapshot().audit.Status() }}}
 }

@@ -58,9 +58,9 @@ func TestSetConfigSwapsSnapshotWhole(t *testing.T) {
 	if h.snapshot().audit != nil {
 		t.Error("the audit trail is still on")
 	}
-	lost := h.AuditLost()
-	if err := before.audit.write(auditRecord{Method: "x"}); err != nil || h.AuditLost() != lost+1 {
-		t.Errorf("write to a retired trail: %v, lost %d (was %d)", err, h.AuditLost(), lost)
+	lost := h.audits.Lost()
+	if err := before.audit.Write(auditRecord{Method: "x"}); err != nil || h.audits.Lost() != lost+1 {
+		t.Errorf("write to a retired trail: %v, lost %d (was %d)", err, h.audits.Lost(), lost)
 	}
 }
 
@@ -77,10 +77,12 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	snap := h.acquire()
 	req := &request{sess: newSession("t", "stdio"), snap: snap}
 	h.SetConfig(b) // moves the trail while the request runs
-	h.auditMiss(req, "late", nil)
+	h.missed(req, "late")
+	req.auditMiss("late", nil)
 	req.finish(context.Background(), nil, nil)
-	h.writeAudit(req, nil)
-	snap.audit.release()
+	req.audit.Ended(string(req.status), req.failure, nil, req.missed)
+	snap.audit.Write(*req.audit)
+	snap.audit.Release()
 	serveMiss(t, h, "after")
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
@@ -91,8 +93,8 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	if got := lines(t, pathB); got != 1 {
 		t.Errorf("%d records in the new trail, want 1", got)
 	}
-	if err := snap.audit.write(auditRecord{}); err != nil || h.AuditLost() != 1 {
-		t.Errorf("the old trail is still open: %v, lost %d", err, h.AuditLost())
+	if err := snap.audit.Write(auditRecord{}); err != nil || h.audits.Lost() != 1 {
+		t.Errorf("the old trail is still open: %v, lost %d", err, h.audits.Lost())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -44,8 +45,8 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	if f, ok := out.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil {
 			h.stdioOut.Store(&fi)
-			if a := h.snapshot().audit; a != nil && a.file != nil && os.SameFile(a.file, fi) {
-				return fmt.Errorf("audit trail: %s %w", h.config().AuditPath(), errAuditOnStdout)
+			if h.snapshot().audit.On(fi) {
+				return fmt.Errorf("audit trail: %s %w", h.config().AuditPath(), audit.ErrOnStdout)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
@@ -23,6 +24,7 @@ type hubUI struct {
 	ctx       context.Context // the inspector's streams end with it
 	hub       *server.Hub
 	results   *resultcap.Store // the hub's kept results, for /metrics
+	audits    *audit.Stats     // the hub's audit trails' lost records
 	mgr       *upstream.Manager
 	observers []traffic.Observer // what watched the hub before (traces)
 	logger    *slog.Logger
@@ -53,7 +55,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	}
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
-		Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+		Panics: hub.Panics, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 		Results: u.results.Stats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
 	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
@@ -108,7 +109,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
 	defer mgr.Close()
 	results := resultcap.New(resultcap.Options{Logger: logger}) // the hub's, read by /metrics
-	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db, Results: results})
+	audits := new(audit.Stats)                                  // records lost by every trail the hub opens, for /metrics
+	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db, Results: results, Audits: audits})
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
-			Panics: hub.Panics, AuditLost: hub.AuditLost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+			Panics: hub.Panics, AuditLost: audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 			Results: results.Stats})
 		observers = append(observers, metrics)
 	}
@@ -225,7 +227,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hubMode {
 		logger.Info("serving as the shared hub", "config", cfg.Path, "socket", ln.Addr().String(), "pid", os.Getpid())
-		ui := &hubUI{ctx: ctx, hub: hub, results: results, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
+		ui := &hubUI{ctx: ctx, hub: hub, results: results, audits: audits, mgr: mgr, observers: observers, logger: logger, cli: cfg.CLI, cfgPath: cfg.Path}
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,

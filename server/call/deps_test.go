@@ -35,7 +35,7 @@ func TestStagesDoNotImportServer(t *testing.T) {
 			stages = append(stages, pkg)
 		}
 	}
-	if len(stages) < 4 { // the contract, ratelimit, validateargs, policy/gate at least
+	if len(stages) < 6 { // the contract, audit, observe, ratelimit, validateargs, policy/gate at least
 		t.Fatalf("found only %q: the listing is not what this test expects", stages)
 	}
 	stages = append(stages, concerns...)

@@ -1,10 +1,8 @@
-package server
+package audit
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,172 +14,86 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/health"
-	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/filelock"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// auditRecord is one line of the audit trail.
-type auditRecord struct {
-	Time       time.Time       `json:"time"`
-	Session    string          `json:"session"`
-	User       string          `json:"user,omitempty"`    // the caller's name, else subject (see identity.Identity.User)
-	Subject    string          `json:"subject,omitempty"` // the caller's key: jwt:SUBJECT, token:NAME (see identity.Identity.Key)
-	Group      string          `json:"group,omitempty"`
-	Server     string          `json:"server,omitempty"`
-	Method     string          `json:"method"`
-	Tool       string          `json:"tool,omitempty"`
-	URI        string          `json:"uri,omitempty"`
-	Prompt     string          `json:"prompt,omitempty"`
-	Decision   string          `json:"decision"` // allow, deny, log, prompt (answered), not_found, rate_limited (over a rule's rate:)
-	Rule       string          `json:"rule,omitempty"`
-	DurationMS float64         `json:"duration_ms"`
-	Outcome    string          `json:"outcome"` // a traffic.Status: ok, tool_error, error, blocked, not_found, cancelled
-	Error      string          `json:"error,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	// ArgumentsBytes and ArgumentsSHA256 stand for arguments over
-	// maxAuditArguments: their size and digest, not their value.
-	ArgumentsBytes  int    `json:"arguments_bytes,omitempty"`
-	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
-	// Clipped says that a string of the record ends in clippedMark, cut,
-	// or that its arguments are only a digest.
-	Clipped bool `json:"clipped,omitempty"`
-	// Grant is the approval grant that let a prompt rule's call through
-	// (issue 24); ApprovedBy who approved it ("ui", "cli:USER"), by that
-	// grant or for this call alone.
-	Grant      string `json:"grant,omitempty"`
-	ApprovedBy string `json:"approved_by,omitempty"`
-	// Event names an agent's reportAction, Report is what it reported
-	// (its details are among its arguments), and Trust says that the
-	// record is the agent's word, never proof (cooperative.go).
-	Event  string            `json:"event,omitempty"`
-	Report map[string]string `json:"report,omitempty"`
-	Trust  string            `json:"trust,omitempty"`
-}
-
-// What a client writes reaches a record (a tool, prompt or resource name
-// it may invent, an error that quotes one, its arguments), and a line is
-// written for every call: so each is bounded where the record is kept
-// (write), lest a client that names a tool of megabytes grow the trail by
-// megabytes a call.
 const (
-	// maxAuditText bounds each string of a record, as spans' attributes
-	// are bounded; a string cut ends in clippedMark.
-	maxAuditText = 1 << 10
-	// maxAuditArguments bounds the arguments kept (audit.arguments), as
-	// the client encoded them; larger ones are kept as their size and
-	// SHA-256 digest, which tell the same call again.
-	maxAuditArguments = 4 << 10
-)
-
-// clippedMark ends a string of a record that was cut.
-const clippedMark = "…"
-
-// clip bounds what r holds of what the client wrote (see maxAuditText
-// and maxAuditArguments), marking r clipped where it cut.
-func (r *auditRecord) clip() {
-	for _, s := range []*string{&r.Session, &r.User, &r.Subject, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
-		if len(*s) > maxAuditText {
-			*s = clip.Marked(*s, maxAuditText, clippedMark)
-			r.Clipped = true
-		}
-	}
-	if len(r.Arguments) > maxAuditArguments {
-		sum := sha256.Sum256(r.Arguments)
-		r.ArgumentsBytes, r.ArgumentsSHA256 = len(r.Arguments), hex.EncodeToString(sum[:])
-		r.Arguments = nil
-		r.Clipped = true
-	}
-}
-
-const (
-	// auditQueueLen is how many records may wait for the writer.
-	auditQueueLen = 1024
-	// auditQueueWait is how long a call waits for room in a full queue
+	// queueLen is how many records may wait for the writer.
+	queueLen = 1024
+	// queueWait is how long a call waits for room in a full queue
 	// (a disk slower than the calls), and with audit.required for its
 	// record to be written, before the record counts as lost.
-	auditQueueWait = time.Second
-	// auditBatchLines and auditBatchBytes bound one write of the writer.
-	auditBatchLines = 256
-	auditBatchBytes = 1 << 20
-	// auditRetry is how often a failing trail tries again to write the
+	queueWait = time.Second
+	// batchLines and batchBytes bound one write of the writer.
+	batchLines = 256
+	batchBytes = 1 << 20
+	// retryEvery is how often a failing trail tries again to write the
 	// lines a failed write left (which also tells when it works again).
-	auditRetry = time.Second
-	// auditLockWait bounds how long a batch waits for another hub's write
+	retryEvery = time.Second
+	// lockWait bounds how long a batch waits for another hub's write
 	// to the same trail (see lock).
-	auditLockWait = 10 * time.Second
-	// auditPendingBytes bounds the lines a failing trail keeps to write
+	lockWait = 10 * time.Second
+	// pendingBytes bounds the lines a failing trail keeps to write
 	// again; a line beyond it is lost.
-	auditPendingBytes = 4 << 20
+	pendingBytes = 4 << 20
 )
 
-// errAuditClosed is a record for a trail that was closed: a closed hub's
-// (see closedAudit), or one written without holding the trail.
-var errAuditClosed = errors.New("audit trail: closed")
+// errClosed is a record for a trail that was closed: a closed hub's
+// (see Closed), or one written without holding the trail.
+var errClosed = errors.New("audit trail: closed")
 
-// errAuditFull is a record that found no room in the writer's queue in
+// errFull is a record that found no room in the writer's queue in
 // time.
-var errAuditFull = errors.New("audit trail: queue full")
+var errFull = errors.New("audit trail: queue full")
 
-// auditUnavailable is the answer to a call that audit.required fails
+// ErrUnavailable is the answer to a call that audit.required fails
 // closed. It names no path: why the trail fails is in the log and in
 // /readyz, for those who run the hub.
-var auditUnavailable = &rpcError{Code: codeInternalError, Message: "audit trail unavailable: the call is refused because its record cannot be written"}
+var ErrUnavailable = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "audit trail unavailable: the call is refused because its record cannot be written"}
 
-// auditStats are the hub's counts over every trail it opened, so that a
-// reload moving the trail does not reset them.
-type auditStats struct {
+// Stats are the counts over every trail a hub opened, so that a reload
+// moving the trail does not reset them.
+type Stats struct {
 	lost atomic.Uint64 // records that never reached the file
 }
 
-// AuditStatus is why the audit trail fails (a write error, records that
-// found no room in its queue in time), nil while it works or is off; it
-// clears once a write succeeds again. /readyz shows it (see
-// HealthComponents).
-func (h *Hub) AuditStatus() error { return h.snapshot().audit.status() }
-
-// AuditLost is how many audit records never reached the trail since New,
+// Lost is how many audit records never reached a trail of these stats,
 // whichever trail they were for: a counter that never goes down, for
 // /metrics.
-func (h *Hub) AuditLost() uint64 { return h.audits.lost.Load() }
+func (s *Stats) Lost() uint64 { return s.lost.Load() }
 
-// HealthComponents are the parts of the hub besides its upstreams that
-// /readyz reports (see health.Mount): the audit trail.
-func (h *Hub) HealthComponents() []health.Component {
-	return []health.Component{{Name: "audit", Check: h.AuditStatus}}
-}
-
-// auditLog is the audit trail: a JSON-lines file written by one goroutine
+// Trail is the audit trail: a JSON-lines file written by one goroutine
 // (run) from a bounded queue, several lines a write, so that no call waits
 // for the disk or for another call's write. A record is never dropped
 // silently: a write that fails makes the trail failing (failure, shown by
 // /readyz, logged once per burst) and its lines are written again until
 // the disk takes them (see run); one that finds the queue full waits up
-// to auditQueueWait. A record that still finds no room, or that a failing
-// trail has no more room to keep, is counted (auditStats.lost). With
+// to queueWait. A record that still finds no room, or that a failing
+// trail has no more room to keep, is counted (Stats.lost). With
 // audit.required (required) a call waits for its record to be written and
 // fails closed when it is not, and no call starts while the trail fails.
 //
 // A reload that moves the trail retires it: it takes no new holders (see
-// Hub.acquire), and its writer writes what is queued, then closes the
+// Hold), and its writer writes what is queued, then closes the
 // file, once the requests that hold it are done, so none of their records
 // is lost. Lines are written, not fsynced, as they come (a crash of the
 // process loses at most the records still queued); the file is fsynced
 // when the trail closes.
-type auditLog struct {
+type Trail struct {
 	args     bool // keep argument values
 	required bool
 	logger   *slog.Logger
-	stats    *auditStats
-	f        auditFile   // the writer's alone, once run has started
-	file     os.FileInfo // f's, when it is a file; for auditOnStdout
+	stats    *Stats
+	f        output      // the writer's alone, once run has started
+	file     os.FileInfo // f's, when it is a file; for On
 	// lockFile, for a regular file, is f: each batch is written, and a
 	// short write cut back, under its file lock (see flush in run).
 	lockFile *os.File
 	writes   int // to f, so far; the writer's alone
 
-	queue   chan auditEntry
+	queue   chan entry
 	quit    chan struct{} // closed when the trail is closed: run writes what is queued and ends
 	closed  atomic.Bool
 	closeMu sync.Mutex // guards closeErr
@@ -200,10 +112,10 @@ type auditLog struct {
 	retired bool       // no new holders; closed when users reaches 0
 }
 
-// auditFile is what the trail writes to: an *os.File, or a test's disk.
+// output is what the trail writes to: an *os.File, or a test's disk.
 // Stat, ReadAt and Truncate cut back what a write that failed part way
 // left (see untear).
-type auditFile interface {
+type output interface {
 	Write(p []byte) (int, error)
 	ReadAt(p []byte, off int64) (int, error)
 	Stat() (os.FileInfo, error)
@@ -212,16 +124,18 @@ type auditFile interface {
 	Close() error
 }
 
-// auditEntry is one line on its way to the file; done, when not nil,
+// entry is one line on its way to the file; done, when not nil,
 // gets the outcome of its write.
-type auditEntry struct {
+type entry struct {
 	line []byte
 	done chan error
 }
 
-// openAudit opens the trail cfg names, with its writer started (nil when
-// the trail is off).
-func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
+// Open opens the trail cfg names (nil when the trail is off), counted in
+// stats; its writer is started with spawn, which reports false when it
+// starts nothing (a closed hub). stdout, when not nil, is the file that
+// carries the stdio conversation: no trail may be opened on it.
+func Open(cfg *config.Config, logger *slog.Logger, stats *Stats, stdout *os.FileInfo, spawn func(func()) bool) (*Trail, error) {
 	path := cfg.AuditPath()
 	if path == "" {
 		return nil, nil
@@ -247,72 +161,64 @@ func (h *Hub) openAudit(cfg *config.Config) (*auditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: %w", err)
 	}
-	if err := h.auditOnStdout(path, f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	a := newAuditLog(f, cfg.Audit, h.logger, &h.audits)
+	a := newTrail(f, cfg.Audit, logger, stats)
 	a.file, _ = f.Stat()
+	if stdout != nil && a.On(*stdout) {
+		f.Close()
+		return nil, fmt.Errorf("audit trail: %s %w", path, ErrOnStdout)
+	}
 	if a.file != nil && a.file.Mode().IsRegular() {
 		a.lockFile = f
 	}
-	if !h.spawn(a.run) {
+	if !spawn(a.run) {
 		f.Close()
 		return nil, errors.New("audit trail: the hub is closed")
 	}
 	return a, nil
 }
 
-// errAuditOnStdout is an audit trail on the file that carries the stdio
+// ErrOnStdout is an audit trail on the file that carries the stdio
 // conversation (audit.path: /dev/stdout): its lines would go to the
 // client amid the messages, which it cannot read.
-var errAuditOnStdout = errors.New("is the hub's stdout, which carries the MCP conversation over stdio: write the audit trail elsewhere")
+var ErrOnStdout = errors.New("is the hub's stdout, which carries the MCP conversation over stdio: write the audit trail elsewhere")
 
-// auditOnStdout refuses a trail at path, open as f, that is the stdio
-// face's output.
-func (h *Hub) auditOnStdout(path string, f *os.File) error {
-	out := h.stdioOut.Load()
-	if out == nil {
-		return nil
-	}
-	if fi, err := f.Stat(); err == nil && os.SameFile(fi, *out) {
-		return fmt.Errorf("audit trail: %s %w", path, errAuditOnStdout)
-	}
-	return nil
+// On reports whether the trail writes to the file fi describes.
+func (a *Trail) On(fi os.FileInfo) bool {
+	return a != nil && a.file != nil && os.SameFile(a.file, fi)
 }
 
-// newAuditLog is the trail that writes to f, once run is started.
-func newAuditLog(f auditFile, cfg config.Audit, logger *slog.Logger, stats *auditStats) *auditLog {
-	return &auditLog{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
-		queue: make(chan auditEntry, auditQueueLen), quit: make(chan struct{})}
+// newTrail is the trail that writes to f, once run is started.
+func newTrail(f output, cfg config.Audit, logger *slog.Logger, stats *Stats) *Trail {
+	return &Trail{f: f, args: cfg.Arguments, required: cfg.Required, logger: logger, stats: stats,
+		queue: make(chan entry, queueLen), quit: make(chan struct{})}
 }
 
-// closedAudit is the trail of a hub that was closed: it holds, takes no
+// Closed is the trail of a hub that was closed: it holds, takes no
 // record and counts each as lost.
-func closedAudit(stats *auditStats, required bool) *auditLog {
-	a := &auditLog{required: required, stats: stats, logger: slog.New(slog.DiscardHandler),
+func Closed(stats *Stats, required bool) *Trail {
+	a := &Trail{required: required, stats: stats, logger: slog.New(slog.DiscardHandler),
 		quit: make(chan struct{})}
 	a.closed.Store(true)
-	err := errAuditClosed
+	err := errClosed
 	a.failure.Store(&err)
 	close(a.quit)
 	return a
 }
 
-// admit reports whether a call that will be audited may go ahead: with
+// Admit reports whether a call that will be audited may go ahead: with
 // audit.required, not while the trail fails.
-func (a *auditLog) admit() error {
+func (a *Trail) Admit() error {
 	if a == nil || !a.required || a.failure.Load() == nil {
 		return nil
 	}
-	return auditUnavailable
+	return ErrUnavailable
 }
 
-// write queues r for the writer. It returns an error only with
+// Write queues r for the writer. It returns an error only with
 // audit.required, when r is not in the file: the call must fail closed.
 // Without, a record that cannot be written is counted and logged here.
-// The caller holds the trail (see hold).
-func (a *auditLog) write(r auditRecord) error {
+// The caller holds the trail (see Hold).
+func (a *Trail) Write(r Record) error {
 	if a == nil {
 		return nil
 	}
@@ -327,12 +233,12 @@ func (a *auditLog) write(r auditRecord) error {
 		return a.failed()
 	}
 	if a.closed.Load() {
-		// A closed hub's trail (see closedAudit); holding any other
+		// A closed hub's trail (see Closed); holding any other
 		// prevents this.
-		a.lost(1, errAuditClosed)
+		a.lost(1, errClosed)
 		return a.failed()
 	}
-	e := auditEntry{line: append(b, '\n')}
+	e := entry{line: append(b, '\n')}
 	if a.required {
 		e.done = make(chan error, 1)
 	}
@@ -341,12 +247,12 @@ func (a *auditLog) write(r auditRecord) error {
 	case a.queue <- e:
 	default:
 		// Full: the disk is slower than the calls. Wait a moment.
-		timer = time.NewTimer(auditQueueWait)
+		timer = time.NewTimer(queueWait)
 		defer timer.Stop()
 		select {
 		case a.queue <- e:
 		case <-timer.C:
-			a.lost(1, errAuditFull)
+			a.lost(1, errFull)
 			return a.failed()
 		}
 	}
@@ -354,33 +260,33 @@ func (a *auditLog) write(r auditRecord) error {
 		return nil
 	}
 	if timer == nil {
-		timer = time.NewTimer(auditQueueWait)
+		timer = time.NewTimer(queueWait)
 		defer timer.Stop()
 	}
 	select {
 	case err := <-e.done:
 		if err != nil {
-			return auditUnavailable
+			return ErrUnavailable
 		}
 		return nil
 	case <-timer.C:
 		// Still queued, or being written to a disk that hangs: the call
 		// fails closed; the record may yet reach the file.
-		return auditUnavailable
+		return ErrUnavailable
 	}
 }
 
 // failed is what write returns for a record that was lost.
-func (a *auditLog) failed() error {
+func (a *Trail) failed() error {
 	if a.required {
-		return auditUnavailable
+		return ErrUnavailable
 	}
 	return nil
 }
 
 // lost counts n records that will never reach the file, and makes the
 // trail failing for err, unless err is nil.
-func (a *auditLog) lost(n int, err error) {
+func (a *Trail) lost(n int, err error) {
 	a.stats.lost.Add(uint64(n))
 	a.burst.Add(uint64(n))
 	if err != nil {
@@ -390,14 +296,14 @@ func (a *auditLog) lost(n int, err error) {
 
 // fail makes the trail failing for err; the first failure of a burst is
 // logged.
-func (a *auditLog) fail(err error) {
+func (a *Trail) fail(err error) {
 	if a.failure.CompareAndSwap(nil, &err) {
 		a.logger.Error("audit trail failing: records wait or are lost until it works again", "err", err, "required", a.required)
 	}
 }
 
 // wrote clears a failure: the trail works again.
-func (a *auditLog) wrote() {
+func (a *Trail) wrote() {
 	if a.failure.Load() == nil {
 		return
 	}
@@ -406,8 +312,8 @@ func (a *auditLog) wrote() {
 	}
 }
 
-// status is why the trail fails, nil while it works (and when it is off).
-func (a *auditLog) status() error {
+// Status is why the trail fails, nil while it works (and when it is off).
+func (a *Trail) Status() error {
 	if a == nil {
 		return nil
 	}
@@ -420,14 +326,14 @@ func (a *auditLog) status() error {
 // run is the trail's one writer: it writes what is queued, a batch at a
 // time, until the trail is closed, then writes what is left, fsyncs and
 // closes the file. What a failed write leaves is kept (up to
-// auditPendingBytes, whole lines, oldest first), written again every
-// auditRetry and ahead of the next batch, so that a disk that fails for a
+// pendingBytes, whole lines, oldest first), written again every
+// retryEvery and ahead of the next batch, so that a disk that fails for a
 // while loses nothing, and the trail learns when it works again.
-func (a *auditLog) run() {
+func (a *Trail) run() {
 	var (
-		buf     []byte       // the lines of batch
-		batch   []auditEntry // queued, not yet written
-		pending []byte       // lines a failed write left, oldest first
+		buf     []byte  // the lines of batch
+		batch   []entry // queued, not yet written
+		pending []byte  // lines a failed write left, oldest first
 		retry   <-chan time.Time
 	)
 	flush := func() {
@@ -449,7 +355,7 @@ func (a *auditLog) run() {
 			a.wrote()
 		} else {
 			pending = a.keep(out[a.untear(out[:n]):])
-			retry = time.After(auditRetry)
+			retry = time.After(retryEvery)
 			a.fail(fmt.Errorf("audit trail: %w", err))
 		}
 		unlock()
@@ -460,10 +366,10 @@ func (a *auditLog) run() {
 		}
 		buf, batch = buf[:0], batch[:0]
 	}
-	add := func(e auditEntry) {
+	add := func(e entry) {
 		batch = append(batch, e)
 		buf = append(buf, e.line...)
-		if len(batch) >= auditBatchLines || len(buf) >= auditBatchBytes {
+		if len(batch) >= batchLines || len(buf) >= batchBytes {
 			flush()
 		}
 	}
@@ -511,15 +417,15 @@ func (a *auditLog) run() {
 // finished by a second write another writer may come before, and cutting
 // back a short write (untear) reads, then truncates: each is safe only
 // while no other writer goes between. The lock is held for one batch (a
-// write of at most auditBatchBytes and what failed writes left); a lock
-// not had within auditLockWait fails the batch as a failed write would,
+// write of at most batchBytes and what failed writes left); a lock
+// not had within lockWait fails the batch as a failed write would,
 // and its lines are written again. Nothing to lock (a pipe, a test's
 // disk): unlock is a no-op.
-func (a *auditLog) lock() (unlock func(), err error) {
+func (a *Trail) lock() (unlock func(), err error) {
 	if a.lockFile == nil {
 		return func() {}, nil
 	}
-	l, err := filelock.File(context.Background(), a.lockFile, auditLockWait)
+	l, err := filelock.File(context.Background(), a.lockFile, lockWait)
 	if err != nil {
 		return func() {}, err
 	}
@@ -537,7 +443,7 @@ func (a *auditLog) lock() (unlock func(), err error) {
 // torn line when the disk takes it). The file may have other writers (the
 // hubs of other clients with the same config): it is cut only when it
 // still ends with those bytes, so no one else's line is cut.
-func (a *auditLog) untear(written []byte) int {
+func (a *Trail) untear(written []byte) int {
 	n := len(written)
 	if n == 0 {
 		return 0
@@ -555,7 +461,7 @@ func (a *auditLog) untear(written []byte) int {
 
 // endsWith returns the file's size, and an error when it does not end
 // with b.
-func (a *auditLog) endsWith(b []byte) (int64, error) {
+func (a *Trail) endsWith(b []byte) (int64, error) {
 	fi, err := a.f.Stat()
 	if err != nil {
 		return 0, err
@@ -579,11 +485,11 @@ func (a *auditLog) endsWith(b []byte) (int64, error) {
 }
 
 // keep is what of rest, left by a failed write, is written again: a copy
-// of its first auditPendingBytes, cut after a whole line (at least one);
+// of its first pendingBytes, cut after a whole line (at least one);
 // the lines beyond are lost.
-func (a *auditLog) keep(rest []byte) []byte {
-	if len(rest) > auditPendingBytes {
-		cut := bytes.LastIndexByte(rest[:auditPendingBytes], '\n') + 1
+func (a *Trail) keep(rest []byte) []byte {
+	if len(rest) > pendingBytes {
+		cut := bytes.LastIndexByte(rest[:pendingBytes], '\n') + 1
 		if cut == 0 {
 			cut = bytes.IndexByte(rest, '\n') + 1
 		}
@@ -597,7 +503,7 @@ func (a *auditLog) keep(rest []byte) []byte {
 // trail that is not a regular file (audit.path: /dev/stdout in a
 // container, a pipe to a collector) cannot be fsynced (EINVAL): not a
 // failure.
-func (a *auditLog) finish() {
+func (a *Trail) finish() {
 	err := a.f.Sync()
 	if err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) && a.failure.Load() == nil {
 		a.logger.Warn("audit trail: fsync at close", "err", err)
@@ -610,8 +516,8 @@ func (a *auditLog) finish() {
 	}
 }
 
-// err is why closing the trail failed, once it is closed.
-func (a *auditLog) err() error {
+// Err is why closing the trail failed, once it is closed.
+func (a *Trail) Err() error {
 	if a == nil {
 		return nil
 	}
@@ -620,11 +526,11 @@ func (a *auditLog) err() error {
 	return a.closeErr
 }
 
-// hold keeps the trail open for one more writer, until release. It
+// Hold keeps the trail open for one more writer, until Release. It
 // reports false when the trail was retired: the writer must take the
 // current one instead. A nil trail (off) is always held, and so is a
 // closed hub's.
-func (a *auditLog) hold() bool {
+func (a *Trail) Hold() bool {
 	if a == nil || a.queue == nil {
 		return true
 	}
@@ -637,8 +543,8 @@ func (a *auditLog) hold() bool {
 	return true
 }
 
-// release ends a hold; the last one closes a retired trail.
-func (a *auditLog) release() {
+// Release ends a hold; the last one closes a retired trail.
+func (a *Trail) Release() {
 	if a == nil || a.queue == nil {
 		return
 	}
@@ -651,10 +557,10 @@ func (a *auditLog) release() {
 	}
 }
 
-// retire takes no new holders and closes the trail now, or when the last
+// Retire takes no new holders and closes the trail now, or when the last
 // holder releases it. The writer then writes what is queued and closes
-// the file; Hub.Close waits for it.
-func (a *auditLog) retire() {
+// the file; the hub's Close waits for it.
+func (a *Trail) Retire() {
 	if a == nil || a.queue == nil {
 		return
 	}
@@ -667,7 +573,7 @@ func (a *auditLog) retire() {
 	}
 }
 
-func (a *auditLog) close() {
+func (a *Trail) close() {
 	if a.closed.CompareAndSwap(false, true) {
 		close(a.quit)
 	}

@@ -1,4 +1,4 @@
-package server
+package audit
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// hookedFile is a trail's file, opened as openAudit opens it, whose first
+// hookedFile is a trail's file, opened as Open opens it, whose first
 // write stops after 10 bytes (a disk that fills) and calls torn before it
 // returns; every whole write calls wrote after it.
 type hookedFile struct {
@@ -38,14 +38,14 @@ func (f *hookedFile) Write(p []byte) (int, error) {
 }
 
 // sharedTrail is a trail on path with its own handle, locked per batch as
-// openAudit sets it.
-func sharedTrail(t *testing.T, path string) (*auditLog, *hookedFile) {
+// Open sets it.
+func sharedTrail(t *testing.T, path string) (*Trail, *hookedFile) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hf := &hookedFile{File: f}
-	a := newAuditLog(hf, config.Audit{}, testLogger(), &auditStats{})
+	a := newTrail(hf, config.Audit{}, testLogger(), &Stats{})
 	a.lockFile = f
 	return a, hf
 }
@@ -64,7 +64,7 @@ func TestAuditSharedTrailLinesWhole(t *testing.T) {
 		secondWrote := make(chan struct{}, 1)
 		secondFile.wrote = func() { secondWrote <- struct{}{} }
 		firstFile.torn = func() {
-			second.write(auditRecord{Method: "tools/call", Tool: "other"})
+			second.Write(Record{Method: "tools/call", Tool: "other"})
 			// Give the second hub the time a write takes: with the lock
 			// it waits for this one's batch to end.
 			select {
@@ -75,16 +75,16 @@ func TestAuditSharedTrailLinesWhole(t *testing.T) {
 		var writers sync.WaitGroup
 		writers.Go(first.run)
 		writers.Go(second.run)
-		first.hold()
-		second.hold()
+		first.Hold()
+		second.Hold()
 		firstFile.short.Store(true)
-		first.write(auditRecord{Method: "tools/call", Tool: "torn"})
+		first.Write(Record{Method: "tools/call", Tool: "torn"})
 		synctest.Wait()
-		time.Sleep(auditRetry)
+		time.Sleep(retryEvery)
 		synctest.Wait()
-		for _, a := range []*auditLog{first, second} {
-			a.retire()
-			a.release()
+		for _, a := range []*Trail{first, second} {
+			a.Retire()
+			a.Release()
 		}
 		writers.Wait()
 		b, err := os.ReadFile(path)

@@ -1,0 +1,32 @@
+// Package observe is the observers' stage of the call chain: it tells
+// the traffic observers (the inspector, metrics, traces) where a call
+// goes and what the policy and rate limit decided, before the decision is
+// enforced, so that a call that waits for a person, or is denied, shows
+// where it was going. It imports the call contract and types/traffic,
+// never the hub: which observed call belongs to a chain's call is the
+// hub's to say (Of), since the observed call is made where the hub reads
+// the request, for every method, not only those that pass the chain.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+)
+
+// Stage notes on a call's observed call where it goes and what was
+// decided.
+type Stage struct {
+	// Of is the observed call of c, nil when no observer watches.
+	Of func(c *call.Call) *traffic.Call
+}
+
+// Handle notes on c's observed call, if any, and passes c on.
+func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if o := s.Of(c); o != nil {
+		o.Group, o.Server, o.Target, o.Rule, o.Action = c.Server.Group, c.Server.Name, c.Name, c.Decision.Rule, c.Notes.Verdict
+	}
+	return next.Handle(ctx, c)
+}
