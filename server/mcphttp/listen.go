@@ -29,7 +29,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			"Not Acceptable: subscriptions/listen answers with text/event-stream")))
 		return
 	}
-	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, true)
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, true)
 	if !ok {
 		return
 	}
@@ -77,7 +77,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			return
 		case <-s.stop:
 			return
-		case <-s.draining: // the client listens again, at another replica
+		case <-s.draining.done(): // the client listens again, at another replica
 			return
 		}
 	}

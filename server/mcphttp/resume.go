@@ -70,7 +70,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if err != nil {
 		// Not sealed: a session whose id could not be sealed, or a legacy
 		// SSE one, is found by its plain id, as without keys.
-		if hs := s.owned(id, owner); hs != nil && hs.profile == profileOf(r) {
+		if hs := s.sessions.owned(id, owner); hs != nil && hs.profile == profileOf(r) {
 			return hs, 0
 		}
 		return nil, http.StatusNotFound
@@ -78,7 +78,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if st.URLProfile != profileOf(r) {
 		return nil, http.StatusNotFound
 	}
-	if hs := s.owned(st.Nonce, owner); hs != nil {
+	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
 		return hs, 0
 	}
 	stream := s.sealer.streamName(st.key, st.Nonce)
@@ -89,14 +89,14 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	}
 	s.resumeMu.Lock()
 	defer s.resumeMu.Unlock()
-	if hs := s.owned(st.Nonce, owner); hs != nil {
+	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
 	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
-		s.relayTo(hs, st.key)
+		s.relay.relayTo(hs, st.key)
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		// DELETEd at another replica while it resumed here: the notice
 		// came before the session was registered, to be ended by it.
-		s.drop(hs)
+		s.sessions.drop(hs)
 		return nil, http.StatusNotFound
 	}
 	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)

@@ -102,7 +102,7 @@ func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWrite
 		case <-r.Context().Done():
 		case <-hs.ctx.Done():
 		case <-s.stop:
-		case <-s.drainingStream(hs):
+		case <-s.draining.stream(hs):
 		}
 		return
 	}

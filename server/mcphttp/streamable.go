@@ -45,7 +45,7 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 		if hs.stream != "" {
 			s.relay.end(hs)
 		}
-		s.drop(hs)
+		s.sessions.drop(hs)
 		w.WriteHeader(http.StatusOK)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -70,7 +70,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 			unavailable(w, "cannot resume the session here now")
 			return nil, false
 		}
-	} else if hs = s.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
+	} else if hs = s.sessions.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
 	if hs == nil || profileStale(s.opts.Auth, hs, r) {
@@ -250,7 +250,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		return
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
-	defer s.drop(hs)
+	defer s.sessions.drop(hs)
 	// For its cancellation (modernnotify.go): its Conn takes it.
 	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, func(ctx context.Context, body []byte) { hs.st.deliver(ctx, body) })()
 	s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
@@ -294,7 +294,7 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // budget of bodies being read. The request counts against the cap in all
 // until it is answered.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
-	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
 		return
 	}
@@ -396,7 +396,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var status int
-		if last, status = s.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
+		if last, status = s.relay.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
 			unavailable(w, "the store does not answer")
 			return
 		}
