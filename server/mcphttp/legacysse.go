@@ -42,7 +42,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}, false) != nil {
 		return
 	}
-	s.pump(r, hs, st, sw)
+	sw.pump(r, hs, st, s.stop, s.draining)
 }
 
 // legacyMessage takes a client message for a legacy SSE session of the
@@ -60,7 +60,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.touch()
-	msg, _, release, ok := s.readMessage(w, r)
+	msg, _, release, ok := s.bodies.readMessage(w, r)
 	if !ok {
 		return
 	}

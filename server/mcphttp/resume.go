@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -117,32 +118,25 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 }
 
 // sealedID is the Mcp-Session-Id of hs, a session of owner that
-// initialize has just set up: its state sealed.
-func (s *Server) sealedID(hs *httpSession) (string, error) {
-	return s.sealer.sealWithin(sealedState{Nonce: hs.id, Expires: s.now().Add(sealedLifetime).Unix(), URLProfile: hs.profile,
+// initialize has just set up: its state sealed, at now.
+func (sl *sealer) sealedID(hs *httpSession, now time.Time) (string, error) {
+	return sl.sealWithin(sealedState{Nonce: hs.id, Expires: now.Add(sealedLifetime).Unix(), URLProfile: hs.profile,
 		State: hs.sess.State()}, hs.owner)
 }
 
 // sessionHeader is header with the session's id in it, sealed once
-// initialize has set the state up, when ids are sealed (header is that of
-// an initialize's answer).
-func (s *Server) sessionHeader(hs *httpSession, header http.Header) http.Header {
-	if s.sealer == nil || header.Get(headerSessionID) == "" {
+// initialize has set the state up, when ids are sealed (sl is not nil;
+// header is that of an initialize's answer). now is the clock of the
+// sealed ids' expiry.
+func (sl *sealer) sessionHeader(hs *httpSession, header http.Header, now func() time.Time, logger *slog.Logger) http.Header {
+	if sl == nil || header.Get(headerSessionID) == "" {
 		return header
 	}
-	id, err := s.sealedID(hs)
+	id, err := sl.sealedID(hs, now())
 	if err != nil {
-		s.logger.Error("could not seal a session id; the session stays on this replica", "session", hs.id, "err", err)
+		logger.Error("could not seal a session id; the session stays on this replica", "session", hs.id, "err", err)
 		return header
 	}
 	header.Set(headerSessionID, id)
 	return header
-}
-
-// forgetSealed remembers hs, a session ended by its client, as ended
-// until any id of it has expired.
-func (s *Server) forgetSealed(hs *httpSession) {
-	if s.sealer != nil && hs.transport == "streamable-http" {
-		s.ended.add(hs.id, s.now().Add(sealedLifetime))
-	}
 }

@@ -109,9 +109,9 @@ type Server struct {
 
 	sessions *sessionTable // the sessions open here (sessions.go)
 
-	inflight inflight     // client requests being answered, all sessions (limits.go)
-	kept     atomic.Int64 // bytes of GET stream events kept, all sessions (eventlog.go)
-	bodies   *byteBudget
+	inflight inflight          // client requests being answered, all sessions (limits.go)
+	kept     atomic.Int64      // bytes of GET stream events kept, all sessions (eventlog.go)
+	bodies   bodyReader        // reads POSTs within the budget of bodies (body.go)
 	shares   *httpguard.Shares // each client's part of the caps
 	guard    *httpguard.Guard  // the checks of every endpoint but the public ones
 	listens  listenCount       // open listens of each credential (listen.go)
@@ -137,10 +137,11 @@ type Server struct {
 func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: httpguard.NewGuard(httpguard.GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
+		guard: httpguard.NewGuard(httpguard.GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = httpguard.NewShares(opts.MaxSessions, opts.MaxInflight, opts.ClientShare, s.guard.Credentials())
 	s.inflight.max, s.inflight.shares = int64(opts.MaxInflight), s.shares
+	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory), timeout: opts.BodyTimeout, hub: hub}
 	sl, err := newSealer(opts.SessionKeys)
 	if err != nil {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
