@@ -46,7 +46,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	c := newHTTPClient(t, ts.URL)
 	first, br1 := rawGET(t, ts.URL, c.session)
 	defer first.Close()
-	waitFor(t, 5*time.Second, "the first GET stream", func() bool { return face.lookup(c.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "the first GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
@@ -75,7 +75,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	}
 	// Once the first is closed, a new GET is the session's.
 	first.Close()
-	waitFor(t, 5*time.Second, "the first stream to end", func() bool { return !face.lookup(c.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "the first stream to end", func() bool { return !face.sessions.lookup(c.session).hasStandalone() })
 	second, _ := rawGET(t, ts.URL, c.session)
 	second.Close()
 }
@@ -156,7 +156,7 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	if !strings.Contains(body, `"text":"still"`) {
 		t.Errorf("after disconnects: %.300s", body)
 	}
-	hs := face.lookup(c.session)
+	hs := face.sessions.lookup(c.session)
 	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.Answering() == 0 })
 	if n := hs.st.open(); n != 0 {
 		t.Errorf("%d POST streams still registered", n)
@@ -206,7 +206,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 	// session may end meanwhile (its stream's write times out after 10 s,
 	// which a slow machine may reach), and the bound must have held until
 	// then.
-	hs := face.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
+	hs := face.sessions.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
 	if hs == nil {
 		t.Fatal("no session for the stream")
 	}
@@ -237,7 +237,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 // limit; refusals (a duplicate id, over the limit) must be too.
 func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 	face, ts, endpoint := legacyNotReading(t)
-	hs := face.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
+	hs := face.sessions.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
 	if hs == nil {
 		t.Fatal("no session for the stream")
 	}

@@ -44,7 +44,7 @@ func TestHTTPBodyBudgetReleasedOnceDecoded(t *testing.T) {
 	// Before the fix the budget was given back only as each call was
 	// answered, when it is no longer in flight: this never held.
 	waitFor(t, 5*time.Second, "the calls in flight with no body bytes reserved", func() bool {
-		return hs.inflight.Load() == calls && hs.bodies.used.Load() == 0
+		return hs.inflight.load() == calls && hs.bodies.used.Load() == 0
 	})
 	resp, got := b.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	t.Logf("while %d calls of %d KiB run: 0 bytes reserved; another client's ping: %d", calls, budget/calls>>10, resp.StatusCode)

@@ -135,7 +135,7 @@ func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
 	fmt.Fprintf(nc, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n%s: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"), headerSessionID, slow.session)
 	// ...and never read from nc.
 	waitFor(t, 5*time.Second, "the GET stream", func() bool {
-		hs := face.lookup(slow.session)
+		hs := face.sessions.lookup(slow.session)
 		return hs != nil && hs.hasStandalone()
 	})
 	fast := newHTTPClient(t, ts.URL)
@@ -149,7 +149,7 @@ func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
 			t.Fatalf("call %d after %v: %.200s", i, time.Since(start), body)
 		}
 	}
-	if hs := face.lookup(slow.session); hs == nil || hs.Dropped() == 0 {
+	if hs := face.sessions.lookup(slow.session); hs == nil || hs.Dropped() == 0 {
 		t.Error("nothing was dropped for the client that does not read")
 	}
 }

@@ -109,11 +109,11 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.Load() >= 1 })
+	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.load() >= 1 })
 	if n, m := len(h.Sessions()), sessionCount(face); n != 0 || m != 0 {
 		t.Errorf("a sessionless call in flight: the hub lists %d sessions, the face holds %d; want none", n, m)
 	}
 	cancel()
 	<-done
-	waitFor(t, 10*time.Second, "the cancelled call to end", func() bool { return face.inflight.Load() == 0 })
+	waitFor(t, 10*time.Second, "the cancelled call to end", func() bool { return face.inflight.load() == 0 })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -23,10 +24,10 @@ const drainPoll = 20 * time.Millisecond
 // once none is in flight, or with ctx's error when ctx ends first. Close
 // ends what is left. Calling it again drains again.
 func (s *Server) Drain(ctx context.Context) error {
-	s.drainOnce.Do(func() { close(s.draining) })
+	s.draining.start()
 	t := time.NewTicker(drainPoll)
 	defer t.Stop()
-	for s.inflight.Load() > 0 {
+	for s.inflight.load() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -39,28 +40,42 @@ func (s *Server) Drain(ctx context.Context) error {
 // Ready is nil until Drain is called, ErrDraining after: a health
 // component for /readyz.
 func (s *Server) Ready() error {
-	if s.isDraining() {
+	if s.draining.on() {
 		return ErrDraining
 	}
 	return nil
 }
 
-func (s *Server) isDraining() bool {
+// drain is the Server's draining, started by Drain: no new sessions,
+// GET streams close.
+type drain struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newDrain() *drain { return &drain{ch: make(chan struct{})} }
+
+func (d *drain) start() { d.once.Do(func() { close(d.ch) }) }
+
+// done is closed once the Server drains.
+func (d *drain) done() <-chan struct{} { return d.ch }
+
+func (d *drain) on() bool {
 	select {
-	case <-s.draining:
+	case <-d.ch:
 		return true
 	default:
 		return false
 	}
 }
 
-// drainingStream is closed when a stream of hs is to close because the
+// stream is closed when a stream of hs is to close because the
 // Server drains: a Streamable HTTP session's GET stream, which its client
 // opens again (at another replica, with sealed ids). A legacy SSE stream
 // is its session and carries its answers: it stays until Close.
-func (s *Server) drainingStream(hs *httpSession) <-chan struct{} {
+func (d *drain) stream(hs *httpSession) <-chan struct{} {
 	if hs.transport == "sse" {
 		return nil
 	}
-	return s.draining
+	return d.ch
 }

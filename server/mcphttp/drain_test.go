@@ -38,7 +38,7 @@ func TestDrain(t *testing.T) {
 		code, _, body := call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":700}}}`)
 		slow <- answer{code, body}
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.Load() == 1 })
+	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
 
 	if face.Ready() != nil {
 		t.Fatal("not ready before Drain")
@@ -81,7 +81,7 @@ func TestDrainTimeout(t *testing.T) {
 		defer close(done)
 		call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000}}}`)
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.Load() == 1 })
+	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -102,7 +102,7 @@ func TestDrainClosesListens(t *testing.T) {
 	if m := ls.next(); m == nil {
 		t.Fatal("no acknowledgement")
 	}
-	waitFor(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.Load() == 1 })
+	waitFor(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -122,7 +122,7 @@ func TestGETStreamResumes(t *testing.T) {
 	flood(3)
 	last := expect(events, 3)
 	cut()
-	waitFor(t, 5*time.Second, "the stream to close", func() bool { return !face.lookup(a.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "the stream to close", func() bool { return !face.sessions.lookup(a.session).hasStandalone() })
 
 	flood(4) // while a is gone
 	events = resumeStream(t.Context(), a, last)

@@ -91,7 +91,7 @@ func TestHTTPFace(t *testing.T) {
 			t.Errorf("%s: %d %.300s", tc.name, resp.StatusCode, body)
 		}
 	}
-	if hs.lookup(session) != nil || slices.ContainsFunc(h.Sessions(), func(s server.SessionInfo) bool { return s.ID == session }) {
+	if hs.sessions.lookup(session) != nil || slices.ContainsFunc(h.Sessions(), func(s server.SessionInfo) bool { return s.ID == session }) {
 		t.Error("the session is still there after DELETE")
 	}
 }

@@ -104,7 +104,7 @@ func TestIsolationPerSession(t *testing.T) {
 				slept <- body
 			}()
 			waitFor(t, 5*time.Second, "b's call in flight", func() bool {
-				hs := face.lookup(b.session)
+				hs := face.sessions.lookup(b.session)
 				return hs != nil && hs.Answering() > 0
 			})
 			got := askAnswering(t, a, "alice")

@@ -31,7 +31,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	defer s.drop(hs)
+	defer s.sessions.drop(hs)
 	// The stream is the session's before the client learns the endpoint:
 	// a client that POSTs at once must find its answer a place to go
 	// (what is queued meanwhile is written after the endpoint event).
@@ -42,7 +42,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}, false) != nil {
 		return
 	}
-	s.pump(r, hs, st, sw)
+	sw.pump(r, hs, st, s.stop, s.draining)
 }
 
 // legacyMessage takes a client message for a legacy SSE session of the
@@ -54,13 +54,13 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	hs := s.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
+	hs := s.sessions.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
 	if hs == nil || profileStale(s.opts.Auth, hs, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	hs.touch()
-	msg, _, release, ok := s.readMessage(w, r)
+	msg, _, release, ok := s.bodies.readMessage(w, r)
 	if !ok {
 		return
 	}
@@ -84,7 +84,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	// A duplicate id is refused on the POST itself: a client that floods
 	// requests and does not read its stream cannot queue them there. The
 	// answer goes down the session's stream, and releases the request.
-	p, ok := s.expect(w, hs, msg, nil, release, http.StatusBadRequest, false)
+	p, ok := s.inflight.expect(w, hs, msg, nil, release, http.StatusBadRequest, false)
 	if !ok {
 		return
 	}

@@ -1,14 +1,14 @@
 package mcphttp
 
 import (
-	"sync/atomic"
-
 	"context"
 	"errors"
-	"golang.org/x/sync/semaphore"
 	"net/http"
-	"time"
+	"sync/atomic"
 
+	"golang.org/x/sync/semaphore"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -101,90 +101,33 @@ func (b *byteBudget) release(n int64) {
 // high is the most bytes ever reserved at once.
 func (b *byteBudget) high() int64 { return b.peak.Load() }
 
-// reserveSession makes room for one more session of client ("" when
-// clients have no shares): below the cap and the client's share it
-// counts one pending, at the client's share it closes the client's own
-// least recently used idle session, at the cap anyone's, and with none
-// idle it fails with errTooManySessions. The caller takes the pending one
-// back once the session is registered or not made (see newSession).
-func (s *Server) reserveSession(client string) error {
-	s.mu.Lock()
-	var victim *httpSession
-	if client != "" {
-		n := s.pendingBy[client]
-		var own *httpSession
-		var ownSeen time.Time
-		for _, hs := range s.sessions {
-			if hs.client != client {
-				continue
-			}
-			n++
-			if idle, seen := hs.idle(); idle && (own == nil || seen.Before(ownSeen)) {
-				own, ownSeen = hs, seen
-			}
-		}
-		if n >= s.shares.Sessions() {
-			if own == nil {
-				s.mu.Unlock()
-				return errTooManySessions
-			}
-			victim = own
-			delete(s.sessions, victim.id)
-		}
-	}
-	if victim == nil && len(s.sessions)+s.pending >= s.opts.MaxSessions {
-		var victimSeen time.Time
-		for _, hs := range s.sessions {
-			idle, seen := hs.idle()
-			if idle && (victim == nil || seen.Before(victimSeen)) {
-				victim, victimSeen = hs, seen
-			}
-		}
-		if victim == nil {
-			s.mu.Unlock()
-			return errTooManySessions
-		}
-		delete(s.sessions, victim.id)
-	}
-	s.pending++
-	if client != "" {
-		s.pendingBy[client]++
-	}
-	s.mu.Unlock()
-	if victim != nil {
-		s.logger.Info("closing the least recently used idle HTTP session: at the session cap, or its client's share of it", "session", victim.id, "max_sessions", s.opts.MaxSessions)
-		victim.end()
-	}
-	return nil
+// inflight counts the client requests being answered, all sessions,
+// against Options.MaxInflight and each client's share of it.
+type inflight struct {
+	n      atomic.Int64
+	max    int64
+	shares *httpguard.Shares
 }
 
-// unreserveSessionLocked takes back the pending session of client that
-// reserveSession counted. s.mu is held.
-func (s *Server) unreserveSessionLocked(client string) {
-	s.pending--
-	if client != "" {
-		if s.pendingBy[client]--; s.pendingBy[client] <= 0 {
-			delete(s.pendingBy, client)
-		}
-	}
-}
+// load is how many requests are in flight.
+func (c *inflight) load() int64 { return c.n.Load() }
 
-// beginRequest counts a request of client against the cap of requests in
+// begin counts a request of client against the cap of requests in
 // flight in all, and against the client's share of it; false means one
 // is reached.
-func (s *Server) beginRequest(client string) bool {
-	if s.inflight.Add(1) > int64(s.opts.MaxInflight) {
-		s.inflight.Add(-1)
+func (c *inflight) begin(client string) bool {
+	if c.n.Add(1) > c.max {
+		c.n.Add(-1)
 		return false
 	}
-	if !s.shares.Begin(client) {
-		s.inflight.Add(-1)
+	if !c.shares.Begin(client) {
+		c.n.Add(-1)
 		return false
 	}
 	return true
 }
 
-func (s *Server) endRequest(client string) {
-	s.shares.End(client)
-	s.inflight.Add(-1)
+func (c *inflight) end(client string) {
+	c.shares.End(client)
+	c.n.Add(-1)
 }

@@ -29,9 +29,9 @@ func serveHTTPWith(t *testing.T, h *server.Hub, opts Options) (*Server, *httptes
 }
 
 func sessionCount(s *Server) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sessions)
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	return len(s.sessions.sessions)
 }
 
 // hubSessions is how many sessions the hub has open.
@@ -117,7 +117,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		streams[c.session] = cancel
 		c.stream(ctx)
-		waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.lookup(c.session).hasStandalone() })
+		waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
 	}
 	resp, err := http.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
 	if err != nil {
@@ -131,7 +131,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		t.Errorf("%d sessions", sessionCount(hs))
 	}
 	streams[b.session]()
-	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !hs.lookup(b.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !hs.sessions.lookup(b.session).hasStandalone() })
 	c := newHTTPClient(t, ts.URL)
 	if c.session == "" {
 		t.Fatal("no session once one is idle")
@@ -169,7 +169,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	// Its GET stream, opened now, must outlive the body deadline: it is
 	// checked after the slow call, when the deadline is long past.
 	c.stream(t.Context())
-	waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.lookup(c.session).hasStandalone() })
+	waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
 	if resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 		t.Errorf("a call slower than the body timeout: %d %s", resp.StatusCode, body)
 	}
@@ -183,7 +183,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout || elapsed > 4*time.Second {
 		t.Errorf("trickled body: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
 	}
-	if !hs.lookup(c.session).hasStandalone() {
+	if !hs.sessions.lookup(c.session).hasStandalone() {
 		t.Error("the GET stream was cut by the body deadline")
 	}
 }
@@ -285,7 +285,7 @@ func TestHTTPInflightCap(t *testing.T) {
 			c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`)
 		})
 	}
-	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.Load() == 2 })
+	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.load() == 2 })
 	resp, _ := a.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request in flight: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -304,10 +304,10 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 1})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
-	sess := hs.lookup(a.session)
+	sess := hs.sessions.lookup(a.session)
 	// initialize's answer reaches the client a moment before the face
 	// counts it done: wait for that, so that what answers below is the call.
-	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.Load() == 0 })
+	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.load() == 0 })
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000}}}`))
@@ -327,7 +327,7 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("another request while the dropped call runs: %d, want 503", resp.StatusCode)
 	}
-	waitFor(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.Load() == 0 })
+	waitFor(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.load() == 0 })
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the dropped call ended: %d", resp.StatusCode)
 	}

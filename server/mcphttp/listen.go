@@ -29,14 +29,14 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			"Not Acceptable: subscriptions/listen answers with text/event-stream")))
 		return
 	}
-	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, true)
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, true)
 	if !ok {
 		return
 	}
 	delivered, answered := false, false
 	defer func() {
 		if delivered && !answered {
-			s.cancelListen(hs, msg.ID)
+			hs.cancelListen(msg.ID)
 		}
 		hs.st.forget(msg.ID, p, delivered)
 		hs.touch()
@@ -77,7 +77,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			return
 		case <-s.stop:
 			return
-		case <-s.draining: // the client listens again, at another replica
+		case <-s.draining.done(): // the client listens again, at another replica
 			return
 		}
 	}
@@ -86,7 +86,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 // cancelListen cancels the hub's side of a listen whose stream ended
 // before the hub answered it, as the client's notifications/cancelled
 // would: a session that goes on keeps no listen nobody hears.
-func (s *Server) cancelListen(hs *httpSession, id []byte) {
+func (hs *httpSession) cancelListen(id []byte) {
 	params := append(append([]byte(`{"requestId":`), id...), '}') // id: the request's own bytes, checked by Decode
 	ctx, cancel := context.WithTimeout(hs.ctx, writeTimeout)
 	defer cancel()

@@ -28,7 +28,7 @@ func TestHTTPUpstreamMessagesBeforeTheAnswer(t *testing.T) {
 		if round == chatterRounds/2 {
 			c.stream(ctx)
 			waitFor(t, 5*time.Second, "the GET stream", func() bool {
-				hs := face.lookup(c.session)
+				hs := face.sessions.lookup(c.session)
 				return hs != nil && hs.hasStandalone()
 			})
 		}

@@ -73,7 +73,7 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 		t.Fatalf("a's GET stream: %v %v", err, stream)
 	}
 	defer stream.Body.Close()
-	waitFor(t, 5*time.Second, "a's GET stream", func() bool { return face.lookup(session).hasStandalone() })
+	waitFor(t, 5*time.Second, "a's GET stream", func() bool { return face.sessions.lookup(session).hasStandalone() })
 
 	unknownCode, _, unknownBody := call(t, http.MethodPost, url, tokenB, "00000000000000000000000000000000", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	if unknownCode != http.StatusNotFound {
@@ -99,7 +99,7 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 	}
 	// a's session is a's still: its stream open, its calls answered, and
 	// only a ends it.
-	if hs := face.lookup(session); hs == nil || !hs.hasStandalone() {
+	if hs := face.sessions.lookup(session); hs == nil || !hs.hasStandalone() {
 		t.Error("a's session or its GET stream ended by b's tries")
 	}
 	if code, _, body := call(t, http.MethodPost, url, tokenA, session, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"a's"}}}`); code != http.StatusOK || !strings.Contains(body, "a's") {

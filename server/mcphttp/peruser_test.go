@@ -226,9 +226,8 @@ func TestPerUserSignIn(t *testing.T) {
 		}
 	}()
 	waitFor(t, 5*time.Second, "bob's GET stream to be open", func() bool {
-		face.mu.Lock()
-		defer face.mu.Unlock()
-		return face.sessions[bob.session] != nil && face.sessions[bob.session].hasStandalone()
+		hs := face.sessions.lookup(bob.session)
+		return hs != nil && hs.hasStandalone()
 	})
 	if bobLink == aliceLink {
 		t.Fatal("bob got alice's link")

@@ -207,8 +207,15 @@ func (r *relay) close() {
 	r.endAppends()
 }
 
-// callPrefix is the prefix of the ids of the hub's requests sent here.
-func (r *relay) callPrefix() string { return "dm-" + r.tag + "-" }
+// callPrefix is the prefix of the ids of the hub's requests to the
+// clients of this replica (jsonrpc.ConnOptions.CallIDPrefix): "" without
+// a relay (r is nil).
+func (r *relay) callPrefix() string {
+	if r == nil {
+		return ""
+	}
+	return "dm-" + r.tag + "-"
+}
 
 // allowed takes the room for body from hs's relay budget
 // (relaybudget.go); false when there is none: body is not relayed (and
@@ -464,7 +471,7 @@ func (r *relay) dispatch() {
 		if p == "" || r.missed.Swap(false) {
 			// Reconnected, or the inbox was full: notices may have been
 			// missed.
-			for _, hs := range r.s.relayedSessions() {
+			for _, hs := range r.s.sessions.relayed() {
 				r.schedule(hs)
 			}
 		}
@@ -477,7 +484,7 @@ func (r *relay) dispatch() {
 		if kind == relayDeleted && tag != r.tag {
 			r.deleted.add(stream, r.s.now().Add(sealedLifetime))
 		}
-		hs := r.s.byStream(stream)
+		hs := r.s.sessions.byStream(stream)
 		if hs == nil {
 			continue // not a session of this replica
 		}
@@ -511,7 +518,7 @@ func (r *relay) dispatch() {
 				}
 			case relayDeleted:
 				r.s.ended.add(hs.id, r.s.now().Add(sealedLifetime))
-				r.s.drop(hs)
+				r.s.sessions.drop(hs)
 			}
 		}
 	}

@@ -278,7 +278,7 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 	cut()
 	stream, _ := seqOf(t, last)
 	waitFor(t, 5*time.Second, "the stream to close", func() bool {
-		hs := faceA.byStream(stream)
+		hs := faceA.sessions.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
 	store.mu.Lock()
@@ -353,7 +353,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 	url := pgtest.Start(t)
 	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	newHTTPClient(t, baseA)
-	hs := faceA.relayedSessions()[0]
+	hs := faceA.sessions.relayed()[0]
 	store.mu.Lock()
 	store.appendDelay = 300 * time.Millisecond // a store a little slow
 	store.mu.Unlock()
@@ -387,7 +387,7 @@ func TestRelayFullInboxRereads(t *testing.T) {
 	faceA, baseA := relayReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	a := newHTTPClient(t, baseA)
 	nextEvent(t, resumeStream(t.Context(), a, "")) // its GET stream is open here
-	hs := faceA.relayedSessions()[0]
+	hs := faceA.sessions.relayed()[0]
 	// A relay of the face's that nothing else runs: its inbox holds one.
 	ctx, stop := context.WithCancel(t.Context())
 	r := &relay{s: faceA, ctx: ctx, pulls: map[*httpSession]struct{}{}, pullQ: make(chan struct{}, 1), inbox: make(chan string, 1)}
@@ -569,7 +569,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 		}
 	}()
 	waitFor(t, 5*time.Second, "the call in flight", func() bool {
-		hs := faceA.relayedSessions()
+		hs := faceA.sessions.relayed()
 		return len(hs) == 1 && hs[0].conn.Inflight() == 1
 	})
 	store.mu.Lock()

@@ -61,11 +61,11 @@ func benchNotify(b *testing.B, face *Server, base string) {
 	}
 	defer resp.Body.Close()
 	var hs *httpSession
-	face.mu.Lock()
-	for _, x := range face.sessions {
+	face.sessions.mu.Lock()
+	for _, x := range face.sessions.sessions {
 		hs = x
 	}
-	face.mu.Unlock()
+	face.sessions.mu.Unlock()
 	waitFor(b, 5e9, "the GET stream", func() bool { return hs.st.standaloneOpen() })
 	sc := bufio.NewScanner(resp.Body)
 	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"bench","data":"x"}}`)

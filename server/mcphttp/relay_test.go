@@ -162,7 +162,7 @@ func TestRelayGETStreamAcrossReplicas(t *testing.T) {
 	last := expect(events, 3)
 	cut()
 	waitFor(t, 5*time.Second, "B's stream to close", func() bool {
-		hs := faceB.byStream(stream)
+		hs := faceB.sessions.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
 
@@ -244,7 +244,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	// A call in flight on A, cancelled at B.
 	hung := c.postAside(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
 	waitFor(t, 5*time.Second, "the call in flight on A", func() bool {
-		hs := faceA.relayedSessions()
+		hs := faceA.sessions.relayed()
 		return len(hs) == 1 && hs[0].conn.Inflight() == 1
 	})
 	if r, body := onB.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`); r.StatusCode != http.StatusAccepted {
@@ -264,7 +264,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 		t.Fatalf("setLevel at B: %d %s", r.StatusCode, body)
 	}
 	waitFor(t, 5*time.Second, "A's copy of the session to log at error", func() bool {
-		return faceA.relayedSessions()[0].sess.State().LogLevel == "error"
+		return faceA.sessions.relayed()[0].sess.State().LogLevel == "error"
 	})
 }
 

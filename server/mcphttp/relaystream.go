@@ -21,42 +21,15 @@ func (l *relayedLog) id(seq uint64) string { return eventID(l.hs.stream, seq) }
 func (l *relayedLog) parse(id string) (uint64, bool) { return eventSeq(l.hs.stream, id) }
 
 // relayTo has hs, a sealed session whose id was sealed under the key
-// numbered key, go through the relay, when there is one: its GET stream
-// named for it on every replica. Called before hs is registered.
-func (s *Server) relayTo(hs *httpSession, key int) {
-	if s.relay == nil {
+// numbered key, go through the relay, when there is one (r is not nil):
+// its GET stream named for it on every replica. Called before hs is
+// registered.
+func (r *relay) relayTo(hs *httpSession, key int) {
+	if r == nil {
 		return
 	}
-	hs.stream = s.sealer.streamName(key, hs.id)
-	hs.st.relayed = &relayedLog{r: s.relay, hs: hs}
-}
-
-// callPrefix is the prefix of the ids of the hub's requests to the
-// clients of this replica (jsonrpc.ConnOptions.CallIDPrefix): "" without
-// a relay.
-func (s *Server) callPrefix() string {
-	if s.relay == nil {
-		return ""
-	}
-	return s.relay.callPrefix()
-}
-
-// byStream is the session here whose stream is named stream, or nil.
-func (s *Server) byStream(stream string) *httpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streams[stream]
-}
-
-// relayedSessions are the sessions here that go through the relay.
-func (s *Server) relayedSessions() []*httpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*httpSession, 0, len(s.streams))
-	for _, hs := range s.streams {
-		out = append(out, hs)
-	}
-	return out
+	hs.stream = r.s.sealer.streamName(key, hs.id)
+	hs.st.relayed = &relayedLog{r: r, hs: hs}
 }
 
 // claimRelayed makes st the GET stream of hs, a relayed session, as
@@ -68,9 +41,9 @@ func (s *Server) relayedSessions() []*httpSession {
 // priming event. status is the HTTP status of a refusal: 409 for a
 // second GET, 503 when the store cannot tell the stream's last number
 // (the stream would start over, from its first event kept).
-func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last string, status int) {
+func (r *relay) claimRelayed(hs *httpSession, st *stream, lastID string) (last string, status int) {
 	l := hs.st.relayed
-	top, err := s.relay.last(hs.stream)
+	top, err := r.last(hs.stream)
 	if err != nil {
 		return "", http.StatusServiceUnavailable
 	}
@@ -88,7 +61,7 @@ func (s *Server) claimRelayed(hs *httpSession, st *stream, lastID string) (last 
 	l.delivered = from
 	l.gen++
 	ss.mu.Unlock()
-	s.logger.Debug("relay: a GET stream opened here", "session", hs.id, "after", from, "resumes", resumes)
-	s.relay.schedule(hs)
+	r.s.logger.Debug("relay: a GET stream opened here", "session", hs.id, "after", from, "resumes", resumes)
+	r.schedule(hs)
 	return l.id(from), 0
 }

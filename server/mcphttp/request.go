@@ -18,14 +18,14 @@ import (
 // bytes back: the caller calls it once the session's Conn has the
 // message; it runs at once when the request is refused here. ok is false
 // when w has been answered.
-func (s *Server) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func(),
+func (c *inflight) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func(),
 	dupStatus int, withStream bool) (*post, bool) {
-	if !s.beginRequest(hs.client) {
+	if !c.begin(hs.client) {
 		release()
 		unavailable(w, "too many requests in flight")
 		return nil, false
 	}
-	p := &post{answer: make(chan []byte, 1), release: sync.OnceFunc(func() { s.endRequest(hs.client); release() })}
+	p := &post{answer: make(chan []byte, 1), release: sync.OnceFunc(func() { c.end(hs.client); release() })}
 	if withStream {
 		p.out = newStream()
 	}

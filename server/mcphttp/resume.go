@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if err != nil {
 		// Not sealed: a session whose id could not be sealed, or a legacy
 		// SSE one, is found by its plain id, as without keys.
-		if hs := s.owned(id, owner); hs != nil && hs.profile == profileOf(r) {
+		if hs := s.sessions.owned(id, owner); hs != nil && hs.profile == profileOf(r) {
 			return hs, 0
 		}
 		return nil, http.StatusNotFound
@@ -78,7 +79,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if st.URLProfile != profileOf(r) {
 		return nil, http.StatusNotFound
 	}
-	if hs := s.owned(st.Nonce, owner); hs != nil {
+	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
 		return hs, 0
 	}
 	stream := s.sealer.streamName(st.key, st.Nonce)
@@ -89,14 +90,14 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	}
 	s.resumeMu.Lock()
 	defer s.resumeMu.Unlock()
-	if hs := s.owned(st.Nonce, owner); hs != nil {
+	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
 	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
-		s.relayTo(hs, st.key)
+		s.relay.relayTo(hs, st.key)
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if s.relay != nil && s.relay.deleted.has(stream, s.now()) {
 		// DELETEd at another replica while it resumed here: the notice
 		// came before the session was registered, to be ended by it.
-		s.drop(hs)
+		s.sessions.drop(hs)
 		return nil, http.StatusNotFound
 	}
 	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)
@@ -117,32 +118,25 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 }
 
 // sealedID is the Mcp-Session-Id of hs, a session of owner that
-// initialize has just set up: its state sealed.
-func (s *Server) sealedID(hs *httpSession) (string, error) {
-	return s.sealer.sealWithin(sealedState{Nonce: hs.id, Expires: s.now().Add(sealedLifetime).Unix(), URLProfile: hs.profile,
+// initialize has just set up: its state sealed, at now.
+func (sl *sealer) sealedID(hs *httpSession, now time.Time) (string, error) {
+	return sl.sealWithin(sealedState{Nonce: hs.id, Expires: now.Add(sealedLifetime).Unix(), URLProfile: hs.profile,
 		State: hs.sess.State()}, hs.owner)
 }
 
 // sessionHeader is header with the session's id in it, sealed once
-// initialize has set the state up, when ids are sealed (header is that of
-// an initialize's answer).
-func (s *Server) sessionHeader(hs *httpSession, header http.Header) http.Header {
-	if s.sealer == nil || header.Get(headerSessionID) == "" {
+// initialize has set the state up, when ids are sealed (sl is not nil;
+// header is that of an initialize's answer). now is the clock of the
+// sealed ids' expiry.
+func (sl *sealer) sessionHeader(hs *httpSession, header http.Header, now func() time.Time, logger *slog.Logger) http.Header {
+	if sl == nil || header.Get(headerSessionID) == "" {
 		return header
 	}
-	id, err := s.sealedID(hs)
+	id, err := sl.sealedID(hs, now())
 	if err != nil {
-		s.logger.Error("could not seal a session id; the session stays on this replica", "session", hs.id, "err", err)
+		logger.Error("could not seal a session id; the session stays on this replica", "session", hs.id, "err", err)
 		return header
 	}
 	header.Set(headerSessionID, id)
 	return header
-}
-
-// forgetSealed remembers hs, a session ended by its client, as ended
-// until any id of it has expired.
-func (s *Server) forgetSealed(hs *httpSession) {
-	if s.sealer != nil && hs.transport == "streamable-http" {
-		s.ended.add(hs.id, s.now().Add(sealedLifetime))
-	}
 }

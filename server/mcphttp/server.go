@@ -3,7 +3,6 @@ package mcphttp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -108,29 +107,23 @@ type Server struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 
-	mu        sync.Mutex // guards sessions, pending, pendingBy and closed
-	sessions  map[string]*httpSession
-	streams   map[string]*httpSession // the relayed sessions, by stream name (relay.go)
-	pending   int                     // sessions being made, counted against the cap
-	pendingBy map[string]int          // pending by client, when clients have shares
-	closed    bool                    // no more sessions
+	sessions *sessionTable // the sessions open here (sessions.go)
 
-	inflight atomic.Int64 // client requests being answered, all sessions
-	kept     atomic.Int64 // bytes of GET stream events kept, all sessions (eventlog.go)
-	bodies   *byteBudget
+	inflight inflight          // client requests being answered, all sessions (limits.go)
+	kept     atomic.Int64      // bytes of GET stream events kept, all sessions (eventlog.go)
+	bodies   bodyReader        // reads POSTs within the budget of bodies (body.go)
 	shares   *httpguard.Shares // each client's part of the caps
 	guard    *httpguard.Guard  // the checks of every endpoint but the public ones
 	listens  listenCount       // open listens of each credential (listen.go)
 	modern   modernCalls       // 2026-07-28 requests in flight, for their cancellations (modernnotify.go)
 	signIns  *signin.Pages     // the per-user sign-in pages and links
 
-	sealer    *sealer          // nil without session keys
-	relay     *relay           // nil without a store and session keys (relay.go)
-	resumeMu  sync.Mutex       // one resume at a time, so that two requests of one session make it once
-	ended     endedSessions    // sealed sessions ended by DELETE here (resume.go)
-	now       func() time.Time // the clock of sealed ids' expiry; tests set it
-	draining  chan struct{}    // closed by Drain: no new sessions, GET streams close (drain.go)
-	drainOnce sync.Once
+	sealer   *sealer          // nil without session keys
+	relay    *relay           // nil without a store and session keys (relay.go)
+	resumeMu sync.Mutex       // one resume at a time, so that two requests of one session make it once
+	ended    endedSessions    // sealed sessions ended by DELETE here (resume.go)
+	now      func() time.Time // the clock of sealed ids' expiry; tests set it
+	draining *drain           // started by Drain: no new sessions, GET streams close (drain.go)
 
 	stop chan struct{}   // closed by Close: handlers and streams return
 	life context.Context // ends at Close: the sessionless requests' end (sessionless.go)
@@ -143,17 +136,19 @@ type Server struct {
 // else of it). Close stops it.
 func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	opts = opts.withDefaults()
-	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), sessions: map[string]*httpSession{}, stop: make(chan struct{}),
-		bodies: newByteBudget(opts.MaxBodyMemory), guard: httpguard.NewGuard(httpguard.GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
+	s := &Server{hub: hub, opts: opts, logger: logger, mux: http.NewServeMux(), stop: make(chan struct{}),
+		guard: httpguard.NewGuard(httpguard.GuardOptions{Token: opts.Token, Tokens: opts.Tokens, NoAuth: opts.NoAuth,
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = httpguard.NewShares(opts.MaxSessions, opts.MaxInflight, opts.ClientShare, s.guard.Credentials())
+	s.inflight.max, s.inflight.shares = int64(opts.MaxInflight), s.shares
+	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory), timeout: opts.BodyTimeout, hub: hub}
 	sl, err := newSealer(opts.SessionKeys)
 	if err != nil {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())
 	}
-	s.sealer, s.now, s.draining = sl, time.Now, make(chan struct{})
+	s.sealer, s.now, s.draining = sl, time.Now, newDrain()
 	s.life, s.end = context.WithCancel(context.Background())
-	s.pendingBy, s.streams = map[string]int{}, map[string]*httpSession{}
+	s.sessions = newSessionTable(opts.MaxSessions, s.shares, logger)
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s, opts.Store)
 	}
@@ -170,8 +165,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 		s.mux.Handle(httpguard.WellKnownResource, httpguard.ResourceMetadata(opts.Auth))
 		s.mux.Handle(httpguard.WellKnownResource+"/{path...}", httpguard.ResourceMetadata(opts.Auth))
 	}
-	s.wg.Add(1)
-	go s.janitor()
+	s.wg.Go(func() { s.sessions.janitor(s.stop) })
 	return s
 }
 
@@ -219,14 +213,7 @@ func (s *Server) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
 		s.end()
-		s.mu.Lock()
-		s.closed = true
-		sessions := s.sessions
-		s.sessions, s.streams = map[string]*httpSession{}, map[string]*httpSession{}
-		s.mu.Unlock()
-		for _, hs := range sessions {
-			hs.end()
-		}
+		s.sessions.close()
 		s.wg.Wait()
 		s.signIns.Close()
 		if s.relay != nil {
@@ -240,61 +227,4 @@ func newSessionID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func (s *Server) lookup(id string) *httpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
-}
-
-// owned is the session id names when it belongs to the credential owner,
-// else nil: to any other credential a session is as unknown as an id
-// never handed out, so that one who learns its id can neither use it nor
-// tell it exists.
-func (s *Server) owned(id, owner string) *httpSession {
-	hs := s.lookup(id)
-	if hs == nil || subtle.ConstantTimeCompare([]byte(hs.owner), []byte(owner)) != 1 {
-		return nil
-	}
-	return hs
-}
-
-func (s *Server) drop(hs *httpSession) {
-	s.mu.Lock()
-	if s.sessions[hs.id] == hs {
-		delete(s.sessions, hs.id)
-	}
-	if hs.stream != "" && s.streams[hs.stream] == hs {
-		delete(s.streams, hs.stream)
-	}
-	s.mu.Unlock()
-	hs.end()
-}
-
-// janitor ends sessions that have been idle too long: clients that went
-// away without DELETE.
-func (s *Server) janitor() {
-	defer s.wg.Done()
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		var idle []*httpSession
-		for _, hs := range s.sessions {
-			if hs.idleSince(time.Now().Add(-idleSession)) {
-				idle = append(idle, hs)
-			}
-		}
-		s.mu.Unlock()
-		for _, hs := range idle {
-			s.logger.Info("closing idle HTTP session", "session", hs.id)
-			s.drop(hs)
-		}
-	}
 }

@@ -57,12 +57,12 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 	if err != nil {
 		return nil, err
 	}
-	if s.isDraining() {
+	if s.draining.on() {
 		return nil, errDraining // a replica that drains takes no new clients
 	}
 	return s.startSession(newSessionID(), transport, owner, profile, base, who, func(hs *httpSession) (*server.Session, error) {
 		if relayed {
-			s.relayTo(hs, 0) // sealed under the first key
+			s.relay.relayTo(hs, 0) // sealed under the first key
 		}
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: transport, Profile: seen, Who: who, Peer: hs, SignIn: hs})
 	})
@@ -73,7 +73,7 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 // it.
 func (s *Server) startSession(id, transport, owner, profile, base string, who *identity.Identity, open func(*httpSession) (*server.Session, error)) (*httpSession, error) {
 	client := s.shares.ClientOf(owner)
-	if err := s.reserveSession(client); err != nil {
+	if err := s.sessions.reserve(client); err != nil {
 		return nil, err
 	}
 	hs := &httpSession{
@@ -105,16 +105,10 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 			s.logger.Warn("refused a message from an HTTP client", "session", hs.id, "err", err, "bytes", len(msg))
 		},
 		Panicked:     s.hub.Recovered,
-		CallIDPrefix: s.callPrefix(),
+		CallIDPrefix: s.relay.callPrefix(),
 	})
 	sess, err := open(hs)
-	s.mu.Lock()
-	s.unreserveSessionLocked(client)
-	if err == nil && s.closed {
-		err = errClosed
-	}
-	if err != nil {
-		s.mu.Unlock()
+	if err = s.sessions.add(hs, err, func() { hs.sess = sess; hs.conn.Start() }); err != nil {
 		hs.cancel()
 		hs.conn.Close()
 		if sess != nil {
@@ -122,13 +116,6 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		}
 		return nil, err
 	}
-	hs.sess = sess
-	hs.conn.Start()
-	s.sessions[hs.id] = hs
-	if hs.stream != "" {
-		s.streams[hs.stream] = hs
-	}
-	s.mu.Unlock()
 	return hs, nil
 }
 

@@ -35,16 +35,16 @@ func (s *Server) answerSessionless(w http.ResponseWriter, r *http.Request, msg *
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	if s.isDraining() || s.life.Err() != nil {
+	if s.draining.on() || s.life.Err() != nil {
 		unavailable(w, "the server is shutting down")
 		return
 	}
 	client := s.shares.ClientOf(owner)
-	if !s.beginRequest(client) {
+	if !s.inflight.begin(client) {
 		unavailable(w, "too many requests in flight")
 		return
 	}
-	defer s.endRequest(client)
+	defer s.inflight.end(client)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)() // Close ends it, as it ends a session's requests

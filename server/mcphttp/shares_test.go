@@ -80,7 +80,7 @@ func (c *tokenClient) stream(ctx context.Context, face *Server) {
 		c.t.Fatalf("GET stream: %v %v", err, resp)
 	}
 	c.t.Cleanup(func() { resp.Body.Close() })
-	waitFor(c.t, 5*time.Second, "the GET stream", func() bool { return face.lookup(c.session).hasStandalone() })
+	waitFor(c.t, 5*time.Second, "the GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
 }
 
 func (c *tokenClient) ping() int {
@@ -120,7 +120,7 @@ func TestHTTPClientShareOfSessions(t *testing.T) {
 	cancel() // a's sessions go idle
 	waitFor(t, 5*time.Second, "a's sessions to be idle", func() bool {
 		for _, c := range a {
-			if idle, _ := face.lookup(c.session).idle(); !idle {
+			if idle, _ := face.sessions.lookup(c.session).idle(); !idle {
 				return false
 			}
 		}
@@ -160,7 +160,7 @@ func TestHTTPClientShareOfInflight(t *testing.T) {
 			a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`, i+1))
 		})
 	}
-	waitFor(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.Load() == 2 })
+	waitFor(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.load() == 2 })
 	if code, header, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
 		t.Errorf("a's third request in flight, past its share of 2: %d Retry-After %q", code, header.Get("Retry-After"))
 	}

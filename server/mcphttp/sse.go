@@ -79,8 +79,9 @@ func (sw *sseWriter) flush(b []byte) error {
 }
 
 // pump writes st's messages as events until the client goes, the session
-// ends, the server stops or st is replaced, with keep-alive comments.
-func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWriter) {
+// ends, the server stops (stop is closed) or st is replaced, with
+// keep-alive comments; or, a GET stream, the server drains (drain.stream).
+func (sw *sseWriter) pump(r *http.Request, hs *httpSession, st *stream, stop <-chan struct{}, draining *drain) {
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
 	for {
@@ -101,8 +102,8 @@ func (s *Server) pump(r *http.Request, hs *httpSession, st *stream, sw *sseWrite
 			}
 		case <-r.Context().Done():
 		case <-hs.ctx.Done():
-		case <-s.stop:
-		case <-s.drainingStream(hs):
+		case <-stop:
+		case <-draining.stream(hs):
 		}
 		return
 	}

@@ -4,13 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
@@ -41,11 +36,14 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		s.forgetSealed(hs)
+		if s.sealer != nil && hs.transport == "streamable-http" {
+			// Remembered as ended until any id of it has expired.
+			s.ended.add(hs.id, s.now().Add(sealedLifetime))
+		}
 		if hs.stream != "" {
 			s.relay.end(hs)
 		}
-		s.drop(hs)
+		s.sessions.drop(hs)
 		w.WriteHeader(http.StatusOK)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -70,7 +68,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 			unavailable(w, "cannot resume the session here now")
 			return nil, false
 		}
-	} else if hs = s.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
+	} else if hs = s.sessions.owned(id, httpguard.CredentialOf(r.Context())); hs != nil && hs.profile != profileOf(r) {
 		hs = nil // a session is found at its own profile's URL only
 	}
 	if hs == nil || profileStale(s.opts.Auth, hs, r) {
@@ -81,82 +79,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, reqID json.RawM
 	return hs, true
 }
 
-// readMessage reads and decodes one message, answering the client itself
-// when the body is over the size limit, not read within the body timeout,
-// or not a valid message. The body's bytes are reserved from the budget
-// of bodies first (waiting up to the body timeout for room); release gives
-// them back once the session's Conn has taken the message (or it is
-// refused), and must be called when ok.
-// body is the message's bytes, for the session's Conn.
-func (s *Server) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
-	limit := s.hub.Settings().MaxMessageSize
-	if r.ContentLength > int64(limit) {
-		// Not read: only its start, for the id of the refusal.
-		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, nil, nil, false
-	}
-	want := int64(limit) + 1 // unknown length: room for the largest
-	if r.ContentLength >= 0 {
-		want = r.ContentLength
-	}
-	wait, cancel := context.WithTimeout(r.Context(), s.opts.BodyTimeout)
-	held, err := s.bodies.acquire(wait, want)
-	cancel()
-	if err != nil {
-		unavailable(w, "too many request bodies being read")
-		return nil, nil, nil, false
-	}
-	release = sync.OnceFunc(func() { s.bodies.release(held) })
-	body, err = s.readBody(w, r, limit)
-	if err != nil {
-		release()
-		status := http.StatusBadRequest
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			status = http.StatusRequestTimeout
-			w.Header().Set("Connection", "close")
-		}
-		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
-		return nil, nil, nil, false
-	}
-	if len(body) > limit {
-		release()
-		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
-		return nil, nil, nil, false
-	}
-	msg, err = jsonrpc.Decode(body)
-	if err != nil {
-		release()
-		var de *jsonrpc.DecodeError
-		var id json.RawMessage
-		if errors.As(err, &de) {
-			id = de.ID
-		}
-		writeJSONError(w, http.StatusBadRequest, id, jsonrpc.ToError(err))
-		return nil, nil, nil, false
-	}
-	return msg, body, release, true
-}
-
-// readBody reads r's body, up to limit+1 bytes, within the body timeout:
-// a client that trickles its body is cut off. The deadline is lifted
-// afterwards, so that a response stream is not cut by it. A body of known
-// length is read into a buffer of that size, without the doubling of
-// io.ReadAll.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	if r.ContentLength >= 0 {
-		body := make([]byte, r.ContentLength)
-		_, err := io.ReadFull(r.Body, body)
-		return body, err
-	}
-	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
-}
-
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	msg, body, release, ok := s.readMessage(w, r)
+	msg, body, release, ok := s.bodies.readMessage(w, r)
 	if !ok {
 		return
 	}
@@ -250,7 +174,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		return
 	}
 	hs.oneRequest.Store(true) // nowhere for the client to answer a request of the hub's
-	defer s.drop(hs)
+	defer s.sessions.drop(hs)
 	// For its cancellation (modernnotify.go): its Conn takes it.
 	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, func(ctx context.Context, body []byte) { hs.st.deliver(ctx, body) })()
 	s.listen(w, r, hs, msg, body, http.Header{}, release) // the session lasts as long as the listen
@@ -294,7 +218,7 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // budget of bodies being read. The request counts against the cap in all
 // until it is answered.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
-	p, ok := s.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
 		return
 	}
@@ -327,11 +251,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			case resp == nil && sw == nil:
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 			case sw == nil && len(early) == 0:
-				writeJSON(w, status(resp), s.sessionHeader(hs, header), resp)
+				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
 			default:
 				if sw == nil {
 					sw = newSSEWriter(w)
-					if sw.start(s.sessionHeader(hs, header)) != nil {
+					if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
 						return
 					}
 				}
@@ -348,7 +272,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 			}
 			if sw == nil {
 				sw = newSSEWriter(w)
-				if sw.start(s.sessionHeader(hs, header)) != nil {
+				if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
 					return
 				}
 			}
@@ -396,7 +320,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var status int
-		if last, status = s.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
+		if last, status = s.relay.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
 			unavailable(w, "the store does not answer")
 			return
 		}
@@ -421,5 +345,5 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get(headerProtocolVersion); last != "" && v >= "2025-11-25" && sw.prime(last) != nil {
 		return
 	}
-	s.pump(r, hs, st, sw)
+	sw.pump(r, hs, st, s.stop, s.draining)
 }

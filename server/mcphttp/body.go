@@ -1,0 +1,99 @@
+package mcphttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// bodyReader reads the bodies of the messages POSTed: each within the
+// budget of bodies being read and decoded (byteBudget, limits.go), the
+// body timeout and the hub's largest message.
+type bodyReader struct {
+	*byteBudget
+	timeout time.Duration // Options.BodyTimeout
+	hub     server.Host   // its Settings' MaxMessageSize
+}
+
+// readMessage reads and decodes one message, answering the client itself
+// when the body is over the size limit, not read within the body timeout,
+// or not a valid message. The body's bytes are reserved from the budget
+// of bodies first (waiting up to the body timeout for room); release gives
+// them back once the session's Conn has taken the message (or it is
+// refused), and must be called when ok.
+// body is the message's bytes, for the session's Conn.
+func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
+	limit := b.hub.Settings().MaxMessageSize
+	if r.ContentLength > int64(limit) {
+		// Not read: only its start, for the id of the refusal.
+		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
+		return nil, nil, nil, false
+	}
+	want := int64(limit) + 1 // unknown length: room for the largest
+	if r.ContentLength >= 0 {
+		want = r.ContentLength
+	}
+	wait, cancel := context.WithTimeout(r.Context(), b.timeout)
+	held, err := b.acquire(wait, want)
+	cancel()
+	if err != nil {
+		unavailable(w, "too many request bodies being read")
+		return nil, nil, nil, false
+	}
+	release = sync.OnceFunc(func() { b.release(held) })
+	body, err = b.readBody(w, r, limit)
+	if err != nil {
+		release()
+		status := http.StatusBadRequest
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			status = http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
+		}
+		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		return nil, nil, nil, false
+	}
+	if len(body) > limit {
+		release()
+		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
+		return nil, nil, nil, false
+	}
+	msg, err = jsonrpc.Decode(body)
+	if err != nil {
+		release()
+		var de *jsonrpc.DecodeError
+		var id json.RawMessage
+		if errors.As(err, &de) {
+			id = de.ID
+		}
+		writeJSONError(w, http.StatusBadRequest, id, jsonrpc.ToError(err))
+		return nil, nil, nil, false
+	}
+	return msg, body, release, true
+}
+
+// readBody reads r's body, up to limit+1 bytes, within the body timeout:
+// a client that trickles its body is cut off. The deadline is lifted
+// afterwards, so that a response stream is not cut by it. A body of known
+// length is read into a buffer of that size, without the doubling of
+// io.ReadAll.
+func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(b.timeout))
+	defer rc.SetReadDeadline(time.Time{})
+	if r.ContentLength >= 0 {
+		body := make([]byte, r.ContentLength)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+}
