@@ -227,15 +227,22 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	if modernRequest(r, msg) {
 		status = modernStatus
 	}
-	delivered := false
+	delivered, broken := false, false
 	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
-	delivered = hs.st.deliverDecoded(r.Context(), msg)
-	release() // the Conn has the message: its bytes are the call's, not a body being read
+	var sw *sseWriter
+	if hs.transport == "sse" {
+		delivered = hs.st.deliverDecoded(r.Context(), msg)
+		release() // the Conn has the message: its bytes are the call's, not a body being read
+	} else {
+		sw, delivered, broken = serveHere(w, r, hs, msg, p, func() http.Header { return s.sessionHeader(hs, header) }, release) // posthere.go
+	}
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
-	var sw *sseWriter
+	if broken {
+		return // the client stopped reading this stream
+	}
 	var ready <-chan struct{}
 	if p.out != nil {
 		ready = p.out.out.Ready()
