@@ -200,8 +200,8 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 			// call a notification came during (stdio).
 			octx, osess = route.ctx, route.sess
 		}
-		if sess := osess; sess != nil {
-			m.Session = sess.id
+		if osess != nil {
+			m.Session = osess.id
 		}
 		obs.Message(octx, m)
 	}
