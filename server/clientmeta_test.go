@@ -123,7 +123,7 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		sess.sess.stated(clientStatement{modern: true, version: "2026-07-28", capabilities: []byte(c.declared)})
-		_, err = h.upstreamRequest(upstream.WithOwner(t.Context(), sess.sess), s, "elicitation/create", json.RawMessage(c.params))
+		_, err = h.upstreamRequest(t.Context(), upstream.Event{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
 		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
 			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
 		}

@@ -41,7 +41,7 @@ func warmUp(t *testing.T, dir, gate string, grow bool) {
 	s := mgr.Servers()[0]
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return s.Status().State == upstream.StateReady })
 	if grow {
-		if _, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "grow"}, 10*time.Second); err != nil {
+		if _, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "grow"}, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, "the grown list", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sprout"]; return ok })

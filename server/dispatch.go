@@ -369,7 +369,7 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
 	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
-	return h.request(ctx, req, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+	return h.request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
 }
 
 // inputSchema is the inputSchema of the tool r routes to, nil if none.

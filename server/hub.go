@@ -196,14 +196,14 @@ func (h *Hub) safely(what string, f func()) {
 func (h *Hub) route(e upstream.Event) {
 	switch e.Kind {
 	case upstream.EventNotification:
-		h.upstreamNotification(e.Context, e.Server, e.Method, e.Params)
+		h.upstreamNotification(e)
 	case upstream.EventRequest:
 		h.spawn(func() {
 			ctx, cancel := context.WithCancel(e.Context)
 			defer cancel()
 			defer context.AfterFunc(h.ctx, cancel)()
 			res, err := json.RawMessage(nil), errors.New("dynamic-mcp: internal error")
-			h.safely("pass an upstream request on", func() { res, err = h.upstreamRequest(ctx, e.Server, e.Method, e.Params) })
+			h.safely("pass an upstream request on", func() { res, err = h.upstreamRequest(ctx, e) })
 			e.Reply(res, err)
 		})
 	}

@@ -89,7 +89,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c upcall, params jso
 		if mcp.IsModernProtocol(c.server.Status().ProtocolVersion) {
 			return h.relay(ctx, req, c, params, timeout, who, digest)
 		}
-		p, err := h.startHeld(ctx, c, params, timeout, caps, sessionless(req.sess))
+		p, err := h.startHeld(ctx, req.sess, c, params, timeout, caps)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c upcall, params jso
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
 func (h *Hub) relay(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	res, err := h.request(ctx, req, c.server, c.method, params, timeout)
+	res, err := h.request(ctx, req, req.sess, c.server, c.method, params, timeout)
 	if err != nil || !isInputRequired(res) {
 		return res, err
 	}
@@ -295,20 +295,23 @@ func inputCallOf(ctx context.Context) *inputCall {
 // timeout. The goroutine keeps the outcome until a request takes it, the
 // timeout passes or the hub closes.
 //
-// A request without a session has a session that ends with its answer,
-// and with it the connections of that session's own (isolation:
-// per-session): the call is then the owner of its connections itself
-// (ownsConn), which it releases when it ends.
-func (h *Hub) startHeld(ctx context.Context, c upcall, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities, ownsConn bool) (*inputCall, error) {
+// The call is sess's (see upstream's Request). A request without a
+// session has a session that ends with its answer, and with it the
+// connections of that session's own (isolation: per-session): the call is
+// then the owner of its connections itself (ownsConn), which it releases
+// when it ends.
+func (h *Hub) startHeld(ctx context.Context, sess *session, c upcall, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*inputCall, error) {
 	p := &inputCall{deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
 	pctx = context.WithValue(pctx, inputCallKey{}, p)
+	var owner any = sess
+	ownsConn := sessionless(sess)
 	if ownsConn {
-		p.user, p.linker = callerOf(ctx) // auth: per-user servers: the call is its caller's
-		pctx = upstream.WithOwner(pctx, p)
+		p.user, p.linker = sess.UserKey(), sess.linker // auth: per-user servers: the call is its caller's
+		owner = p
 	}
 	stopOnClose := context.AfterFunc(h.ctx, cancel)
 	if !h.spawn(func() {
@@ -317,7 +320,7 @@ func (h *Hub) startHeld(ctx context.Context, c upcall, params json.RawMessage, t
 		if ownsConn {
 			defer h.mgr.Release(p)
 		}
-		p.res, p.err = h.request(pctx, nil, c.server, c.method, params, timeout)
+		p.res, p.err = h.request(pctx, nil, owner, c.server, c.method, params, timeout)
 		close(p.done)
 		select {
 		case <-p.consumed:
@@ -503,7 +506,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 				p = in.Params
 			}
 			actx, cancel := context.WithTimeout(ctx, timeout)
-			a, err := h.upstreamRequest(actx, c.server, in.Method, p)
+			a, err := h.upstreamRequest(actx, upstream.Event{Server: c.server, Method: in.Method, Params: p, Owner: req.sess})
 			cancel()
 			if err != nil {
 				var re *upstream.RPCError
@@ -520,7 +523,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 		if err != nil {
 			return nil, err
 		}
-		if res, err = h.request(ctx, req, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
+		if res, err = h.request(ctx, req, req.sess, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
 			return res, err
 		}
 	}

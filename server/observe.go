@@ -67,22 +67,24 @@ func (h *Hub) missed(req *request, target string) {
 // depth (config.RedactSecrets), would otherwise hand it to the client's
 // model; a value of six bytes or more is rare enough in a result by
 // chance.
-func (h *Hub) request(ctx context.Context, req *request, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
-	res, _, err := h.requestOn(ctx, req, s, 0, method, params, timeout)
+func (h *Hub) request(ctx context.Context, req *request, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	res, _, err := h.requestOn(ctx, req, owner, s, 0, method, params, timeout)
 	return res, err
 }
 
 // requestOn is request sent only on the connection on (zero: any; see
-// upstream's RequestOn), and the connection it went on.
-func (h *Hub) requestOn(ctx context.Context, req *request, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+// upstream's RequestOn), and the connection it went on. owner is whose
+// call it is (see upstream's Request): the client session, a held call
+// that owns its connections, or nil for the server's shared connection.
+func (h *Hub) requestOn(ctx context.Context, req *request, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
 	cfg := h.snapshot().cfg
 	if req != nil {
 		cfg = req.snap.cfg
 	}
 	obs := h.observer()
 	if obs == nil {
-		res, conn, err := s.RequestOn(ctx, on, method, params, timeout)
-		res, conn, err = h.signIn(ctx, s, on, method, params, timeout, res, conn, err)
+		res, conn, err := s.RequestOn(ctx, owner, on, method, params, timeout)
+		res, conn, err = h.signIn(ctx, owner, s, on, method, params, timeout, res, conn, err)
 		return cfg.RedactSecrets(res), conn, upstream.RedactError(cfg, err)
 	}
 	raw, err := jsonrpc.Params(params)
@@ -99,8 +101,8 @@ func (h *Hub) requestOn(ctx context.Context, req *request, s *upstream.Server, o
 	if hop.Params != nil {
 		params = hop.Params
 	}
-	res, conn, err := s.RequestOn(ctx, on, method, params, timeout)
-	res, conn, err = h.signIn(ctx, s, on, method, params, timeout, res, conn, err)
+	res, conn, err := s.RequestOn(ctx, owner, on, method, params, timeout)
+	res, conn, err = h.signIn(ctx, owner, s, on, method, params, timeout, res, conn, err)
 	// Redacted before the observers see it.
 	res, err = cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)

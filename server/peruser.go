@@ -50,16 +50,17 @@ func (s *session) UserKey() string {
 // mode is sent one with a link to sign in, and once it accepted and the
 // sign-in is done (within timeout) the request is sent again; otherwise,
 // or when it declines, the answer is the error -32042 with the link (in
-// its message too, for clients without URL elicitation).
-func (h *Hub) signIn(ctx context.Context, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration, res json.RawMessage, conn upstream.ConnID, err error) (json.RawMessage, upstream.ConnID, error) {
+// its message too, for clients without URL elicitation). owner is whose
+// call it is (see requestOn): its client is the one sent to sign in.
+func (h *Hub) signIn(ctx context.Context, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration, res json.RawMessage, conn upstream.ConnID, err error) (json.RawMessage, upstream.ConnID, error) {
 	var need *upstream.SignInRequired
 	if !errors.As(err, &need) {
 		return res, conn, err
 	}
 	var linker SignInLinker
-	switch o := upstream.OwnerOf(ctx).(type) {
+	switch o := owner.(type) {
 	case *session:
-		_, linker = callerOf(ctx)
+		linker = o.linker
 	case *inputCall:
 		linker = o.linker
 	}
@@ -80,10 +81,10 @@ func (h *Hub) signIn(ctx context.Context, s *upstream.Server, on upstream.ConnID
 	// timeout; then the call is answered with the link.
 	ectx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if answer, aerr := h.upstreamRequest(ectx, s, "elicitation/create", b); aerr == nil && accepted(answer) {
+	if answer, aerr := h.upstreamRequest(ectx, upstream.Event{Server: s, Method: "elicitation/create", Params: b, Owner: owner}); aerr == nil && accepted(answer) {
 		select {
 		case <-done:
-			return s.RequestOn(ctx, on, method, params, timeout)
+			return s.RequestOn(ctx, owner, on, method, params, timeout)
 		case <-ectx.Done():
 			if ctx.Err() != nil {
 				return nil, 0, ctx.Err()
@@ -106,13 +107,3 @@ func accepted(answer json.RawMessage) bool {
 // (a request without a session, see startHeld): an upstream.UserOwner, so
 // that its calls to a per-user server are its caller's.
 func (p *inputCall) UserKey() string { return p.user }
-
-// callerOf is the key and the face of the caller whose session ctx's
-// requests are owned by, if any.
-func callerOf(ctx context.Context) (string, SignInLinker) {
-	sess, ok := upstream.OwnerOf(ctx).(*session)
-	if !ok || sess == nil {
-		return "", nil
-	}
-	return sess.UserKey(), sess.linker
-}

@@ -44,8 +44,8 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	progress := func(message string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
 	}
-	h.upstreamNotification(context.Background(), servers["g"], "notifications/progress", progress("spoofed by g"))
-	h.upstreamNotification(context.Background(), servers["f"], "notifications/progress", progress("from f"))
+	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: servers["g"], Method: "notifications/progress", Params: progress("spoofed by g")})
+	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: servers["f"], Method: "notifications/progress", Params: progress("from f")})
 	all := c.answerAll("1")
 	if strings.Contains(all, "spoofed by g") {
 		t.Errorf("another upstream's progress reached the call:\n%s", all)
@@ -80,8 +80,8 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	progress := func(message string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
 	}
-	h.upstreamNotification(upstream.WithOwner(context.Background(), sessB), f, "notifications/progress", progress("from b's connection"))
-	h.upstreamNotification(upstream.WithOwner(context.Background(), sessA), f, "notifications/progress", progress("from a's connection"))
+	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from b's connection"), Owner: sessB, OwnConn: true})
+	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from a's connection"), Owner: sessA, OwnConn: true})
 	all := a.answerAll("1")
 	if strings.Contains(all, "from b's connection") {
 		t.Errorf("progress from another session's connection reached the call:\n%s", all)

@@ -17,11 +17,10 @@ import (
 
 // request is one client request on its way through the hub: built once
 // where it arrives (serve) and passed down to everything that handles it.
-// The ctx beside it carries its cancellation and deadline, the spans of
-// the observers that trace it, and one mark the upstream package reads:
-// the owner of the calls made for it (upstream.WithOwner, the session),
-// which picks a per-session connection and routes what an upstream sends
-// during the call back to this session.
+// The ctx beside it carries its cancellation and deadline and the spans of
+// the observers that trace it. Its calls upstream are made for sess (the
+// owner of upstream's Request), which picks a per-session connection and
+// routes what an upstream sends during the call back to this session.
 type request struct {
 	sess *session
 	snap *snapshot // loaded once; its audit trail is held until the request ends
@@ -68,7 +67,6 @@ type request struct {
 // answer with (see jsonrpc.ToError). It builds the request value, tells
 // the observers, and writes the audit record, all from one outcome.
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	ctx = upstream.WithOwner(ctx, sess) // its calls upstream are sess's, for what upstreams send back
 	snap := h.acquire()
 	defer snap.audit.Release()
 	req := &request{sess: sess, snap: snap, msg: msg}

@@ -117,10 +117,10 @@ func (h *Hub) sessionList() []*session {
 // sessionFor is the client session a request from upstream belongs to: the
 // one whose call it came during or whose own connection it came on
 // (isolation: per-session), both of which the upstream package knows as
-// the owner serveRequest marked the call with, else the only client there
-// is.
-func (h *Hub) sessionFor(ctx context.Context) *session {
-	if s, ok := upstream.OwnerOf(ctx).(*session); ok {
+// the owner the call was made for (upstream.Event.Owner), else the only
+// client there is.
+func (h *Hub) sessionFor(owner any) *session {
+	if s, ok := owner.(*session); ok {
 		return s
 	}
 	if list := h.sessionList(); len(list) == 1 {
@@ -167,7 +167,9 @@ func (h *Hub) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string,
 // the member the hub must change (the progress token, the logger's name)
 // and a secret's value.
 // It runs on the hub's event loop: sess.notify never blocks.
-func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) {
+func (h *Hub) upstreamNotification(e upstream.Event) {
+	ctx, s, method, params := e.Context, e.Server, e.Method, e.Params
+	owner, _ := e.Owner.(*session)
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
@@ -184,7 +186,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	)
 	if method == "notifications/progress" {
 		tok, route, known = h.progressOf(s, fields)
-		if owner, ok := upstream.OwnerOf(ctx).(*session); ok && known && owner != route.sess {
+		if owner != nil && known && owner != route.sess {
 			// It came on another session's own connection, or in the
 			// answer to another session's call: not this call's.
 			known = false
@@ -192,14 +194,14 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 	}
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
-		octx := ctx
+		octx, osess := ctx, h.sessionFor(e.Owner)
 		if known {
 			// Under its call even where the transport cannot tell which
 			// call a notification came during (stdio).
-			octx = route.ctx
+			octx, osess = route.ctx, route.sess
 		}
-		if sess := h.sessionFor(octx); sess != nil {
-			m.Session = sess.id
+		if osess != nil {
+			m.Session = osess.id
 		}
 		obs.Message(octx, m)
 	}
@@ -236,8 +238,7 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 		// from the server itself.
 		// One that came on a session's own connection (isolation:
 		// per-session) is that session's alone.
-		owner, _ := upstream.OwnerOf(ctx).(*session)
-		own := upstream.OnOwnConnection(ctx)
+		own := e.OwnConn
 		for _, sess := range h.sessionList() {
 			if own && sess != owner {
 				continue
@@ -280,18 +281,20 @@ func (h *Hub) upstreamNotification(ctx context.Context, s *upstream.Server, meth
 }
 
 // upstreamRequest passes a request from an upstream server (sampling,
-// elicitation, roots) to the client whose call caused it, where that
-// client declared it can answer, and returns the client's answer. ctx
-// carries the upstream's deadline; params are nil when the upstream sent
-// none, and then the client gets none either (never "params": null).
-func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method string, params json.RawMessage) (res json.RawMessage, err error) {
+// elicitation, roots) to the client whose call caused it (e.Owner), where
+// that client declared it can answer, and returns the client's answer.
+// ctx carries the upstream's deadline (e.Context is not read); params are
+// nil when the upstream sent none, and then the client gets none either
+// (never "params": null).
+func (h *Hub) upstreamRequest(ctx context.Context, e upstream.Event) (res json.RawMessage, err error) {
+	s, method, params := e.Server, e.Method, e.Params
 	// A resolved ${secret:NAME} a server asks the client about (a sampling
 	// prompt, an elicitation's message) goes no further, as in its
 	// answers (observe.go) and notifications.
 	if params != nil {
 		params = h.snapshot().cfg.RedactSecrets(params)
 	}
-	sess := h.sessionFor(ctx)
+	sess := h.sessionFor(e.Owner)
 	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
 	if obs := h.observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
@@ -308,7 +311,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, s *upstream.Server, method st
 		// During a 2026-07-28 client's call: asked in its next round.
 		return p.ask(ctx, method, params)
 	}
-	if upstream.Ambiguous(ctx) {
+	if e.Ambiguous {
 		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: codeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
@@ -429,8 +432,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 		// Every session listening shares the subscription, so it lives on
 		// the server's shared connection (as its unsubscribe does), not on
 		// this session's own (isolation: per-session), which ends with it.
-		shared := upstream.WithOwner(ctx, nil)
-		if _, err := h.request(shared, req, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			if r.subs[uri] == sub {
 				for other := range sub.sessions {
@@ -510,7 +512,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := h.request(h.ctx, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

@@ -53,7 +53,7 @@ func TestIsolatedConnectionDeclaresItsClientsCapabilities(t *testing.T) {
 		{"shared", nil, `{}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := s.Request(WithOwner(t.Context(), c.owner), "tools/call", map[string]any{"name": "state"}, 10*time.Second)
+			res, err := s.Request(t.Context(), c.owner, "tools/call", map[string]any{"name": "state"}, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

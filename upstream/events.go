@@ -50,6 +50,18 @@ type Event struct {
 	// For a request it also carries the deadline and ends when the server
 	// no longer waits for the answer.
 	Context context.Context
+	// Owner is the owner (see Server.Request) of the call the message came
+	// during, or of the connection of its own it came on; nil for none
+	// known.
+	Owner any
+	// OwnConn is true for a message that came on a connection of its
+	// owner's own (isolation: per-session): it is that owner's alone,
+	// whoever else the server's shared connection serves.
+	OwnConn bool
+	// Ambiguous is true for a message that came while calls of several
+	// owners were in flight to the server, over a transport that does not
+	// say which one it belongs to: it is for no one rather than a guess.
+	Ambiguous bool
 
 	reply *reply // EventRequest
 	seq   uint64 // the event's number in Server.events; 0 for none

@@ -326,7 +326,7 @@ func TestRequestDuringCall(t *testing.T) {
 		e.Reply(nil, &RPCError{Code: -32042, Message: "declined by the test"})
 	}()
 	ctx := context.WithValue(t.Context(), ctxKey{}, "the call")
-	res, err := s.Request(ctx, "tools/call", map[string]any{"name": "ask"}, 10*time.Second)
+	res, err := s.Request(ctx, nil, "tools/call", map[string]any{"name": "ask"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), "declined by the test") || !strings.Contains(string(res), "-32042") {
 		t.Errorf("ask: %s, %v", res, err)
 	}
@@ -338,7 +338,7 @@ func TestEventsRoutedBeforeTheCallReturns(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, ""))
 	m.routeWait = time.Hour
 	c := collectSlowly(t, m, 20*time.Millisecond)
-	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
+	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
 		"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), "progressed x") {
 		t.Fatalf("progress: %s, %v", res, err)
@@ -373,7 +373,7 @@ func TestCallWaitsForItsOwnEventsOnly(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
+		res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"text": "x"},
 			"_meta": map[string]any{"progressToken": "p"}}, 10*time.Second)
 		done <- outcome{res, err}
 	}()
@@ -422,7 +422,7 @@ func TestQuietCallDoesNotTouchTheLoop(t *testing.T) {
 	if n := len(m.Events()); n != 1 {
 		t.Fatalf("%d events waiting, want 1", n)
 	}
-	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "quiet"}}, 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "quiet"}}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), "quiet") {
 		t.Fatalf("echo: %s, %v", res, err)
 	}

@@ -45,7 +45,7 @@ func DeclaredCapabilities() mcp.ClientCapabilities {
 	}
 }
 
-// CapableOwner is an owner (see WithOwner) that knows what its client can
+// CapableOwner is an owner (see Server.Request) that knows what its client can
 // answer: known is false until the client has said so (in initialize, or
 // in the _meta of a 2026-07-28 request).
 type CapableOwner interface {
@@ -92,16 +92,17 @@ const codeServerError = -32000
 // each answered with an error when the client has not answered within the
 // server's call timeout. ctx is the connection's for the request: it
 // ends when the server cancels it or the connection closes.
-func (s *Server) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (s *Server) request(ctx context.Context, only any, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil
 	}
-	// The request keeps the values of the call it came during (they say
-	// which client session it is for) but not its cancellation: on stdio
-	// that call is only known when one client's calls are in flight (see
-	// callContext), and the server is owed an answer either way.
-	cctx := s.callContext(ctx)
-	release, err := s.takeOutstanding(OwnerOf(cctx), method)
+	// The request keeps the values of the call it came during, and its
+	// owner (which client session it is for), but not its cancellation:
+	// on stdio that call is only known when one client's calls are in
+	// flight (see callContext), and the server is owed an answer either
+	// way. only is the owner of the connection it came on, if its own.
+	cctx, owner, ambiguous := s.callContext(ctx, only)
+	release, err := s.takeOutstanding(owner, method)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
 
 	r := newReply()
-	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, reply: r}) {
+	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
 	select {
@@ -131,6 +132,12 @@ func (s *Server) request(ctx context.Context, method string, params json.RawMess
 	case <-rctx.Done():
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
+}
+
+// sharedRequest answers one request from the server on a connection of
+// no one owner's own (see request).
+func (s *Server) sharedRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return s.request(ctx, nil, method, params)
 }
 
 // requestFailed is the error a request from the server gets when ctx ended

@@ -85,7 +85,7 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 			const timeout = time.Second
 			start := time.Now()
-			res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), timeout)
+			res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), timeout)
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the call returned after %s, its timeout %s", took, timeout)
 			}
@@ -100,7 +100,7 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 			// upstream answers again soon.
 			start = time.Now()
 			for {
-				res, err = s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 5*time.Second)
+				res, err = s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 5*time.Second)
 				if err == nil && strings.Contains(string(res), "ok") {
 					break
 				}
@@ -139,11 +139,11 @@ func TestHTTPErrorOfOneCallLeavesTheOthers(t *testing.T) {
 			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 			slow := make(chan error, 1)
 			go func() {
-				_, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)
+				_, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)
 				slow <- err
 			}()
 			<-slowStarted
-			if _, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"boom"}`), 10*time.Second); err == nil {
+			if _, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"boom"}`), 10*time.Second); err == nil {
 				t.Fatal("the call the server refused was answered")
 			}
 			close(release)

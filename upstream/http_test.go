@@ -221,7 +221,7 @@ func TestHTTPParamsPassByteForByte(t *testing.T) {
 			u, srv := newHTTPUpstream(t)
 			_, s := startHTTP(t, httpConfig(t, srv.URL+tc.path, tc.transport, ""))
 			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
-			res, err := s.Request(t.Context(), "tools/call", json.RawMessage(params), 10*time.Second)
+			res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(params), 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +253,7 @@ func TestHTTPSessionExpiredReconnects(t *testing.T) {
 	u.mu.Lock()
 	u.session = "" // the server restarted
 	u.mu.Unlock()
-	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
 	if err != nil || string(res) != result {
 		t.Fatalf("call after the session expired: %s, %v", res, err)
 	}
@@ -376,7 +376,7 @@ func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
 	u.dupKeys = true
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
 	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
-	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "result") {
 		t.Fatalf("call: %s, %v", res, err)
 	}
@@ -420,7 +420,7 @@ func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
 
 	calls := make(chan error, 2)
 	call := func(owner, name string) {
-		_, err := s.Request(WithOwner(t.Context(), owner), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), 10*time.Second)
+		_, err := s.Request(t.Context(), owner, "tools/call", json.RawMessage(`{"name":"`+name+`"}`), 10*time.Second)
 		calls <- err
 	}
 	go call("b", "slow")
@@ -432,8 +432,8 @@ func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no request from the server")
 	}
-	if e.Kind != EventRequest || e.Method != "sampling/createMessage" || Ambiguous(e.Context) || e.Context.Value(ownerKey{}) != "a" {
-		t.Errorf("event %v %s, owner %v, ambiguous %v", e.Kind, e.Method, e.Context.Value(ownerKey{}), Ambiguous(e.Context))
+	if e.Kind != EventRequest || e.Method != "sampling/createMessage" || e.Ambiguous || e.Owner != "a" {
+		t.Errorf("event %v %s, owner %v, ambiguous %v", e.Kind, e.Method, e.Owner, e.Ambiguous)
 	}
 	e.Reply(json.RawMessage(`{"model":"m"}`), nil)
 	if err := <-calls; err != nil {

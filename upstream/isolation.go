@@ -11,7 +11,7 @@ import (
 )
 
 // A server with isolation: per-session gives each owner (a client
-// session, see WithOwner) a connection of its own, dialled on the owner's
+// session, see Server.Request) a connection of its own, dialled on the owner's
 // first request and closed when Release says the owner is gone. What the
 // server sends on that connection (sampling, elicitation and roots
 // requests, progress, log messages) belongs to that owner beyond doubt.
@@ -135,13 +135,13 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
 		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.request(WithOwner(ctx, owner), method, params)
+			return s.request(ctx, owner, method, params)
 		},
 		paramHeaders: s.paramHeaders,
 	}
 	if forUser { // shared by the user's sessions: routed as the shared connection's
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
-		h.request = s.request
+		h.request = s.sharedRequest
 	}
 	c, err := dial(life, s.Config, s.settings, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
@@ -276,30 +276,19 @@ func (s *Server) isolatedNotification(owner any, id ConnID, method string, param
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	ctx := s.callContext(withConn(WithOwner(context.Background(), owner), id))
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: context.WithValue(ctx, ownConnKey{}, true)})
+	ctx, _, _ := s.callContext(withConn(context.Background(), id), owner)
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, OwnConn: true})
 }
 
-type ownConnKey struct{}
-
-// OnOwnConnection reports whether ctx's notification came on a connection
-// of its owner's own (isolation: per-session): it is that owner's alone,
-// whoever else the server's shared connection serves.
-func OnOwnConnection(ctx context.Context) bool {
-	own, _ := ctx.Value(ownConnKey{}).(bool)
-	return own
-}
-
-// perSession reports whether requests of ctx's owner go on a connection
-// of their own, and whose.
-func (s *Server) perSession(ctx context.Context) (any, bool) {
-	if u, ok := s.perUser(ctx); ok {
+// perSession reports whether requests of owner go on a connection of
+// their own, and the key of that connection among s.isolated.
+func (s *Server) perSession(owner any) (any, bool) {
+	if u, ok := s.perUser(owner); ok {
 		return u, true
 	}
 	if s.Config.Isolation != config.IsolationPerSession {
 		return nil, false
 	}
-	owner := ctx.Value(ownerKey{})
 	return owner, owner != nil
 }
 
@@ -310,7 +299,3 @@ func (m *Manager) Release(owner any) {
 		s.release(owner)
 	}
 }
-
-// OwnerOf is the owner ctx's requests were marked with (see WithOwner), or
-// nil.
-func OwnerOf(ctx context.Context) any { return ctx.Value(ownerKey{}) }

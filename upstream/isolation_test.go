@@ -21,8 +21,7 @@ func TestIsolatedConnections(t *testing.T) {
 	m, s := startFake(t, cfg)
 	shared := pidOf(t, s)
 	pid := func(owner string) (string, error) {
-		ctx := WithOwner(t.Context(), owner)
-		res, err := s.Request(ctx, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+		res, err := s.Request(t.Context(), owner, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 		return string(res), err
 	}
 	a, err := pid("a")
@@ -45,7 +44,7 @@ func TestIsolatedConnections(t *testing.T) {
 		t.Errorf("c once a is released: %s %v", c, err)
 	}
 	// b's child crashes: its next call gets a new one.
-	if _, err := s.Request(WithOwner(t.Context(), "b"), "tools/call", map[string]any{"name": "crash"}, 5*time.Second); err == nil {
+	if _, err := s.Request(t.Context(), "b", "tools/call", map[string]any{"name": "crash"}, 5*time.Second); err == nil {
 		t.Error("crash answered")
 	}
 	waitFor(t, 10*time.Second, "b's new child", func() bool {
@@ -57,15 +56,17 @@ func TestIsolatedConnections(t *testing.T) {
 	}
 }
 
-// A request marked as no one's goes on the shared connection even when
-// ctx carried an owner before (a subscription every session shares).
+// A request of no owner goes on the shared connection, even when the
+// context it is made in is that of an owner's call (a subscription every
+// session shares).
 func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg := fakeConfig(t, "stop_grace: 1s")
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	ctx := WithOwner(WithOwner(t.Context(), "a"), nil)
-	res, err := s.Request(ctx, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+	ctx := t.Context()
+	defer s.trackCall(&ctx, &conn{id: 99}, "a")()
+	res, err := s.Request(ctx, nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
 		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())
 	}

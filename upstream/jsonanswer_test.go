@@ -67,14 +67,14 @@ func TestHTTPJSONBodyThatIsNotTheAnswerFailsTheCallAtOnce(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			res, err := s.Request(ctx, "tools/call", json.RawMessage(`{"name":"echo","arguments":{"kind":"`+tc.kind+`"}}`), 10*time.Minute)
+			res, err := s.Request(ctx, nil, "tools/call", json.RawMessage(`{"name":"echo","arguments":{"kind":"`+tc.kind+`"}}`), 10*time.Minute)
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("call: %s, %v (ctx: %v)", res, err, ctx.Err())
 			}
 			if !strings.Contains(err.Error(), "upstream g") || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("error %q: want the upstream's name and %q", err, tc.says)
 			}
-			if res, err := s.Request(ctx, "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Minute); err != nil || string(res) != result {
+			if res, err := s.Request(ctx, nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Minute); err != nil || string(res) != result {
 				t.Errorf("the next call: %s, %v", res, err)
 			}
 		})

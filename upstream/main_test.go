@@ -97,7 +97,7 @@ const slowMachine = 5
 // callTool calls a tool of the fake and returns the text of its result.
 func callTool(t testing.TB, s *Server, name, text string, n int) string {
 	t.Helper()
-	res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": name, "arguments": map[string]any{"text": text, "ms": n}}, 30*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": name, "arguments": map[string]any{"text": text, "ms": n}}, 30*time.Second)
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}

@@ -65,7 +65,7 @@ func TestApply(t *testing.T) {
 	if got := s2.Status().ServerInfo.Name; got != "b" {
 		t.Errorf("server name %q", got)
 	}
-	if _, err := s.Request(t.Context(), "ping", nil, time.Second); !errors.Is(err, errUnavailable) {
+	if _, err := s.Request(t.Context(), nil, "ping", nil, time.Second); !errors.Is(err, errUnavailable) {
 		t.Errorf("request to a stopped server: %v", err)
 	}
 
@@ -87,7 +87,7 @@ func TestApply(t *testing.T) {
 	if !m.Settled() {
 		t.Error("not settled with one ready and one disabled server")
 	}
-	if _, err := h.Request(t.Context(), "ping", nil, time.Second); err == nil || !strings.Contains(err.Error(), "disabled") {
+	if _, err := h.Request(t.Context(), nil, "ping", nil, time.Second); err == nil || !strings.Contains(err.Error(), "disabled") {
 		t.Errorf("request to a disabled server: %v", err)
 	}
 	if e1, e2 := m.Close(), m.Close(); e1 != nil || e2 != nil { // Close twice: idempotent
@@ -141,7 +141,7 @@ func TestFailedServer(t *testing.T) {
 	if st.State != StateFailed || st.Err == nil || !strings.Contains(st.Err.Error(), "missing API key") {
 		t.Fatalf("status %v: %v", st.State, st.Err)
 	}
-	_, err := s.Request(t.Context(), "tools/list", nil, time.Second)
+	_, err := s.Request(t.Context(), nil, "tools/list", nil, time.Second)
 	if !errors.Is(err, errUnavailable) || !strings.Contains(err.Error(), "unavailable") {
 		t.Errorf("request: %v", err)
 	}
@@ -154,19 +154,19 @@ func TestFailedServer(t *testing.T) {
 // when their caller gives up.
 func TestRequestErrors(t *testing.T) {
 	_, s := startFake(t, fakeConfig(t, ""))
-	_, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "fail"}, 5*time.Second)
+	_, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "fail"}, 5*time.Second)
 	var re *RPCError
 	if !errors.As(err, &re) || re.Code != -32099 || !strings.Contains(re.Error(), "failed on purpose") {
 		t.Errorf("fail: %v", err)
 	}
 	start := time.Now()
-	_, err = s.Request(t.Context(), "tools/call", map[string]any{"name": "hang"}, 100*time.Millisecond)
+	_, err = s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "hang"}, 100*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "no answer to tools/call within 100ms") || time.Since(start) > 3*time.Second {
 		t.Errorf("hang: %v after %s", err, time.Since(start))
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err = s.Request(ctx, "tools/call", map[string]any{"name": "hang"}, 5*time.Second); !errors.Is(err, context.Canceled) {
+	if _, err = s.Request(ctx, nil, "tools/call", map[string]any{"name": "hang"}, 5*time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 	waitFor(t, 5*time.Second, "the cancellations", func() bool {
@@ -376,7 +376,7 @@ func TestPinWriteDoesNotHoldUpCalls(t *testing.T) {
 	// The write hangs. Calls, lists and status go on.
 	done := make(chan string, 1)
 	go func() {
-		res, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}, 10*time.Second)
+		res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}, 10*time.Second)
 		done <- fmt.Sprintf("%s %v %d %v", res, err, len(s.Lists().Tools), s.Status().State)
 	}()
 	select {

@@ -41,7 +41,7 @@ func TestHTTPUpstreamOn20260728(t *testing.T) {
 	if v := s.Status().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("protocol version %q, want 2026-07-28", v)
 	}
-	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"where","arguments":{"n":1,"region":"eu-west-1"}}`), 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"where","arguments":{"n":1,"region":"eu-west-1"}}`), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestHTTPUpstreamOn20260728TakesTheHubsCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	failed := make(chan error, 1)
 	go func() {
-		_, err := s.Request(ctx, "tools/call", json.RawMessage(`{"name":"slow"}`), time.Minute)
+		_, err := s.Request(ctx, nil, "tools/call", json.RawMessage(`{"name":"slow"}`), time.Minute)
 		failed <- err
 	}()
 	select {
@@ -172,7 +172,7 @@ func TestHTTPUpstreamOn20260728TakesTheHubsCancel(t *testing.T) {
 	taken("notifications/cancelled")
 	m.Notify("notifications/roots/list_changed", nil)
 	taken("notifications/roots/list_changed")
-	res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"quick"}`), 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"quick"}`), 10*time.Second)
 	if err != nil || !strings.Contains(string(res), "quick") {
 		t.Errorf("the next call: %s, %v", res, err)
 	}

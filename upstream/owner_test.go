@@ -12,27 +12,36 @@ func TestCallContextNeverGuesses(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
 	one := &conn{id: 1}
-	if got := s.callContext(bg); got != bg || Ambiguous(got) {
+	if got, owner, amb := s.callContext(bg, nil); got != bg || owner != nil || amb {
 		t.Error("no call in flight: the request's own context")
 	}
-	a1 := WithOwner(bg, "a")
-	doneA1 := s.trackCall(&a1, one)
-	a2 := WithOwner(bg, "a")
-	doneA2 := s.trackCall(&a2, one)
-	if got := s.callContext(bg); got.Value(ownerKey{}) != "a" || Ambiguous(got) {
-		t.Errorf("calls of one owner: %v", got)
+	a1 := bg
+	doneA1 := s.trackCall(&a1, one, "a")
+	a2 := bg
+	doneA2 := s.trackCall(&a2, one, "a")
+	if _, owner, amb := s.callContext(bg, nil); owner != "a" || amb {
+		t.Errorf("calls of one owner: %v %v", owner, amb)
 	}
-	b := WithOwner(bg, "b")
-	doneB := s.trackCall(&b, one)
-	if got := s.callContext(bg); !Ambiguous(got) {
+	b := bg
+	doneB := s.trackCall(&b, one, "b")
+	if _, _, amb := s.callContext(bg, nil); !amb {
 		t.Error("calls of two owners in flight: not marked ambiguous")
+	}
+	if _, owner, amb := s.callContext(bg, "a"); owner != "a" || amb {
+		t.Errorf("on a's own connection, with b's call in flight: %v %v", owner, amb)
 	}
 	doneA1()
 	doneA2()
-	if got := s.callContext(bg); got.Value(ownerKey{}) != "b" || Ambiguous(got) {
-		t.Errorf("once a's calls ended: %v", got)
+	if _, owner, amb := s.callContext(bg, nil); owner != "b" || amb {
+		t.Errorf("once a's calls ended: %v %v", owner, amb)
+	}
+	if _, owner, _ := s.callContext(b, nil); owner != "b" {
+		t.Errorf("tied to b's call by the transport: %v", owner)
 	}
 	doneB()
+	if _, owner, amb := s.callContext(b, nil); owner != nil || amb {
+		t.Errorf("tied to b's call, ended since: %v %v", owner, amb)
+	}
 }
 
 // A notification or request on one connection is tied only to the calls
@@ -41,17 +50,17 @@ func TestCallContextNeverGuesses(t *testing.T) {
 func TestCallContextCountsOnlyItsConnection(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
-	a := WithOwner(bg, "a")
-	defer s.trackCall(&a, &conn{id: 1})()
-	b := WithOwner(bg, "b")
-	defer s.trackCall(&b, &conn{id: 2})()
-	if got := s.callContext(withConn(bg, 1)); got.Value(ownerKey{}) != "a" || Ambiguous(got) || ConnOf(got) != 1 {
-		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", got.Value(ownerKey{}), Ambiguous(got), ConnOf(got))
+	a := bg
+	defer s.trackCall(&a, &conn{id: 1}, "a")()
+	b := bg
+	defer s.trackCall(&b, &conn{id: 2}, "b")()
+	if got, owner, amb := s.callContext(withConn(bg, 1), nil); owner != "a" || amb || ConnOf(got) != 1 {
+		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", owner, amb, ConnOf(got))
 	}
-	if got := s.callContext(withConn(bg, 3)); got.Value(ownerKey{}) != nil || Ambiguous(got) {
-		t.Errorf("on connection 3, where no call is in flight: owner %v, ambiguous %v", got.Value(ownerKey{}), Ambiguous(got))
+	if _, owner, amb := s.callContext(withConn(bg, 3), nil); owner != nil || amb {
+		t.Errorf("on connection 3, where no call is in flight: owner %v, ambiguous %v", owner, amb)
 	}
-	if got := s.callContext(bg); !Ambiguous(got) {
+	if _, _, amb := s.callContext(bg, nil); !amb {
 		t.Error("on no connection known: calls of two owners, not marked ambiguous")
 	}
 }

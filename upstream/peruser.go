@@ -21,7 +21,7 @@ import (
 // connection (the hub's own sign-in) fetches the lists and serves owners
 // without a user (stdio: one user).
 
-// UserOwner is an owner (see WithOwner) that knows its caller: UserKey is
+// UserOwner is an owner (see Server.Request) that knows its caller: UserKey is
 // the caller's key among all callers ("" for none).
 type UserOwner interface {
 	UserKey() string
@@ -47,13 +47,13 @@ func (e *SignInRequired) Error() string {
 	return msg
 }
 
-// perUser reports whether ctx's requests go on the calling user's own
+// perUser reports whether owner's requests go on the calling user's own
 // connection to s, and that user's key.
-func (s *Server) perUser(ctx context.Context) (userConn, bool) {
+func (s *Server) perUser(owner any) (userConn, bool) {
 	if !s.Config.PerUser() {
 		return "", false
 	}
-	o, ok := ctx.Value(ownerKey{}).(UserOwner)
+	o, ok := owner.(UserOwner)
 	if !ok {
 		return "", false
 	}

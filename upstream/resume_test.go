@@ -46,13 +46,13 @@ func TestCallResumedAfterTheServerEndsItsStream(t *testing.T) {
 	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	polled := make(chan string, 1)
 	go func() {
-		res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"poll"}`), 10*time.Second)
+		res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"poll"}`), 10*time.Second)
 		polled <- fmt.Sprintf("%s %v", res, err)
 	}()
 	if last := <-resumed; last != "e1" {
 		t.Errorf("resumed with Last-Event-ID %q, want e1", last)
 	}
-	if res, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"echo"}`), 5*time.Second); err != nil || !strings.Contains(string(res), "ok") {
+	if res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 5*time.Second); err != nil || !strings.Contains(string(res), "ok") {
 		t.Errorf("another call while one is resumed: %s, %v", res, err)
 	}
 	close(release)
@@ -89,11 +89,11 @@ func TestStreamEndedWithoutIDFailsThatCallAlone(t *testing.T) {
 	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	slow := make(chan error, 1)
 	go func() {
-		_, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)
+		_, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)
 		slow <- err
 	}()
 	<-slowStarted
-	_, err := s.Request(t.Context(), "tools/call", json.RawMessage(`{"name":"cut"}`), 10*time.Second)
+	_, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"cut"}`), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "without answering") {
 		t.Fatalf("the cut call: %v", err)
 	}

@@ -138,7 +138,7 @@ func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
 		}
 		pid := pidOf(t, s)
 		crashed := time.Now()
-		if _, err := s.Request(t.Context(), "tools/call", map[string]any{"name": "crash"}, time.Hour); err == nil || !strings.Contains(err.Error(), "exited") {
+		if _, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "crash"}, time.Hour); err == nil || !strings.Contains(err.Error(), "exited") {
 			t.Fatalf("crash: %v", err)
 		}
 		for s.Status().State == StateReady {

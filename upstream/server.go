@@ -309,7 +309,7 @@ func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
 	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
-	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.request,
+	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.sharedRequest,
 		paramHeaders: s.paramHeaders}
 	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
@@ -376,7 +376,8 @@ func (s *Server) notification(id ConnID, method string, params json.RawMessage) 
 		s.listChanged(which)
 		return
 	}
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: s.callContext(withConn(context.Background(), id))})
+	ctx, owner, ambiguous := s.callContext(withConn(context.Background(), id), nil)
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, Ambiguous: ambiguous})
 }
 
 // listChanged asks for the lists in which to be fetched again. Requests
@@ -664,10 +665,14 @@ func (s *Server) RecheckPins() {
 	}
 }
 
-// Request sends a raw request to the server, bounded by timeout, and returns
-// the raw result. Errors name the server.
-func (s *Server) Request(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
-	res, _, err := s.RequestOn(ctx, 0, method, params, timeout)
+// Request sends a raw request to the server for owner, bounded by timeout,
+// and returns the raw result. Errors name the server. owner is the client
+// session the request is made for (nil: no one's, it goes on the shared
+// connection): it picks the connection of isolation: per-session and
+// auth: per-user, and a request the server sends back while it runs is
+// told apart from one during another owner's request (see callContext).
+func (s *Server) Request(ctx context.Context, owner any, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	res, _, err := s.RequestOn(ctx, owner, 0, method, params, timeout)
 	return res, err
 }
 
@@ -677,15 +682,15 @@ func (s *Server) Request(ctx context.Context, method string, params any, timeout
 // ErrConnGone and sends nothing. conn is the connection it sent on (what
 // the server numbers per connection, its task ids, is told apart by it),
 // zero when it sent on none.
-func (s *Server) RequestOn(ctx context.Context, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
+func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, st := s.awaitSession(ctx)
 	if c == nil {
 		return nil, 0, s.unavailable(st)
 	}
-	owner, isolated := s.perSession(ctx)
-	if err := s.userSignedIn(owner); err != nil {
+	key, isolated := s.perSession(owner)
+	if err := s.userSignedIn(key); err != nil {
 		return nil, 0, err
 	}
 	if isolated {
@@ -693,7 +698,7 @@ func (s *Server) RequestOn(ctx context.Context, on ConnID, method string, params
 			err  error
 			done func()
 		)
-		if c, done, err = s.isolatedConn(ctx, owner); err != nil {
+		if c, done, err = s.isolatedConn(ctx, key); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
 			}
@@ -704,7 +709,7 @@ func (s *Server) RequestOn(ctx context.Context, on ConnID, method string, params
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	defer s.trackCall(&ctx, c)()
+	defer s.trackCall(&ctx, c, owner)()
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
 		if conn = 0; c != nil {
@@ -720,7 +725,7 @@ func (s *Server) RequestOn(ctx context.Context, on ConnID, method string, params
 		} else {
 			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: %s", rerr, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 		}
-		err = userAuthError(owner, s, err)
+		err = userAuthError(key, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
 		err = signInError{fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: %s", method, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
@@ -810,18 +815,20 @@ func (s *Server) awaitConn(ctx context.Context, old *conn, while func(Status) bo
 	}
 }
 
-type callKey struct{}
+type callKey struct{} // the number of the hub's call a context is for, in Server.calls
 
-// trackedCall is a request in flight and the connection it went on.
+// trackedCall is a request in flight, the owner it is for and the
+// connection it went on.
 type trackedCall struct {
-	ctx  context.Context
-	conn ConnID
+	ctx   context.Context
+	owner any
+	conn  ConnID
 }
 
-// trackCall records a request in flight on c, so that a request or
-// notification the server sends back while it runs can be tied to it
+// trackCall records a request in flight on c for owner, so that a request
+// or notification the server sends back while it runs can be tied to it
 // (see callContext).
-func (s *Server) trackCall(ctx *context.Context, c *conn) func() {
+func (s *Server) trackCall(ctx *context.Context, c *conn, owner any) func() {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
@@ -829,7 +836,7 @@ func (s *Server) trackCall(ctx *context.Context, c *conn) func() {
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	s.calls[seq] = trackedCall{ctx: *ctx, conn: c.id}
+	s.calls[seq] = trackedCall{ctx: *ctx, owner: owner, conn: c.id}
 	s.callMu.Unlock()
 	return func() {
 		s.callMu.Lock()
@@ -839,33 +846,35 @@ func (s *Server) trackCall(ctx *context.Context, c *conn) func() {
 }
 
 // callContext is the context a request or notification from the server
-// is handled in. Where the transport tied it to one of our requests (a
-// Streamable HTTP response stream) that is ctx itself. Otherwise (stdio, a
-// GET stream) the server does not say which of our requests it belongs
-// to: when every request in flight on its connection (ConnOf(ctx), where
-// ctx says) is for one owner (see WithOwner) it is that owner's most
-// recent one; when requests of several owners are in flight it is ctx
-// marked ambiguous (see Ambiguous), so that it goes to no one rather than
-// to a guess. The result keeps ctx's connection.
-func (s *Server) callContext(ctx context.Context) context.Context {
-	if ctx.Value(callKey{}) != nil {
-		return ctx
-	}
-	// A connection of one owner's own (isolation: per-session) marks what
-	// it receives with that owner: only its calls count.
-	only := ctx.Value(ownerKey{})
-	onConn := ConnOf(ctx)
+// is handled in, and the owner it is for. Where the transport tied it to
+// one of our requests (a Streamable HTTP response stream) that is ctx
+// itself, and that request's owner. Otherwise (stdio, a GET stream) the
+// server does not say which of our requests it belongs to: when every
+// request in flight on its connection (ConnOf(ctx), where ctx says) is for
+// one owner it is that owner's most recent one; when requests of several
+// owners are in flight it is ctx, of no owner and ambiguous, so that it
+// goes to no one rather than to a guess. A connection of one owner's own
+// (isolation: per-session) names that owner as only: only its calls
+// count, and what it receives is that owner's. The result keeps ctx's
+// connection.
+func (s *Server) callContext(ctx context.Context, only any) (_ context.Context, owner any, ambiguous bool) {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
+	if seq, ok := ctx.Value(callKey{}).(uint64); ok {
+		if c, ok := s.calls[seq]; ok {
+			return ctx, c.owner, false
+		}
+		return ctx, only, false // the call has ended since
+	}
+	onConn := ConnOf(ctx)
 	var latest uint64
 	owners := map[any]bool{}
 	for seq, c := range s.calls {
-		o := c.ctx.Value(ownerKey{})
-		if c.ctx.Err() != nil || only != nil && o != only || onConn != 0 && c.conn != onConn {
+		if c.ctx.Err() != nil || only != nil && c.owner != only || onConn != 0 && c.conn != onConn {
 			continue
 		}
-		if o != nil {
-			owners[o] = true
+		if c.owner != nil {
+			owners[c.owner] = true
 		}
 		if seq > latest {
 			latest = seq
@@ -873,31 +882,16 @@ func (s *Server) callContext(ctx context.Context) context.Context {
 	}
 	switch {
 	case len(owners) > 1:
-		return context.WithValue(ctx, ambiguousKey{}, true)
+		return ctx, nil, true
 	case latest == 0:
-		return ctx
+		return ctx, only, false
 	}
+	c := s.calls[latest]
 	if onConn != 0 {
-		return withConn(s.calls[latest].ctx, onConn)
+		return withConn(c.ctx, onConn), c.owner, false
 	}
-	return s.calls[latest].ctx
+	return c.ctx, c.owner, false
 }
-
-type ownerKey struct{}
-type ambiguousKey struct{}
-
-// WithOwner marks the requests made with ctx as made for owner (a client
-// session), so that a request the server sends back while they run can be
-// told apart from one during another owner's request. A nil owner marks
-// them as no one's: they go on a server's shared connection.
-func WithOwner(ctx context.Context, owner any) context.Context {
-	return context.WithValue(ctx, ownerKey{}, owner)
-}
-
-// Ambiguous reports whether ctx is that of a server's request that came
-// while requests of several owners were in flight to it, over a transport
-// that does not say which one it belongs to.
-func Ambiguous(ctx context.Context) bool { return ctx.Value(ambiguousKey{}) != nil }
 
 func (s *Server) unavailable(st Status) error {
 	if st.Reconnecting {

@@ -78,7 +78,7 @@ func (p *procSlots) shareOf(client string, limit int) int {
 	return config.ShareOf(limit, p.share)
 }
 
-// A ClientOwner is an owner (see WithOwner) that names the client it
+// A ClientOwner is an owner (see Server.Request) that names the client it
 // belongs to: the credential its requests came with. The owners of one
 // client share the client's part of each cap on per-session connections
 // (http.client_share); "" is no one's client, bounded by the caps alone.

@@ -30,7 +30,7 @@ func newTestClock() *testClock {
 func (c *testClock) String() string { return c.now().Format(time.TimeOnly) }
 func callPID(t *testing.T, s *Server, owner string) (string, error) {
 	t.Helper()
-	res, err := s.Request(WithOwner(t.Context(), owner), "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+	res, err := s.Request(t.Context(), owner, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	return string(res), err
 }
 
@@ -173,7 +173,7 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 	}
 	hung := make(chan error, 1)
 	go func() {
-		_, err := s.Request(WithOwner(context.Background(), "b"), "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3000}}, 10*time.Second)
+		_, err := s.Request(context.Background(), "b", "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3000}}, 10*time.Second)
 		hung <- err
 	}()
 	waitFor(t, 10*time.Second, "b's connection", func() bool {
@@ -220,7 +220,7 @@ func TestSessionProcessesClientShare(t *testing.T) {
 	m, _ := startClocked(t, cfg)
 	one, two := m.Servers()[0], m.Servers()[1]
 	call := func(s *Server, o *clientOwner) error {
-		_, err := s.Request(WithOwner(t.Context(), o), "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+		_, err := s.Request(t.Context(), o, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 		return err
 	}
 	a1, a2, a3, a4 := &clientOwner{"a1", "A"}, &clientOwner{"a2", "A"}, &clientOwner{"a3", "A"}, &clientOwner{"a4", "A"}

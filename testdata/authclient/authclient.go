@@ -134,7 +134,7 @@ func signInAndCall(ctx context.Context, cfg *config.Config, serverURL, clientID,
 	}
 	for _, t := range s.Lists().Tools {
 		params := map[string]any{"name": t.Key, "arguments": map[string]any{}}
-		if _, err := s.Request(ctx, "tools/call", params, 30*time.Second); err != nil {
+		if _, err := s.Request(ctx, nil, "tools/call", params, 30*time.Second); err != nil {
 			if strings.Contains(err.Error(), "insufficient_scope") {
 				body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": params})
 				need := auth.RequiredScope(ctx, serverURL, map[string]string{"Authorization": "Bearer " + rec.AccessToken}, string(body))
