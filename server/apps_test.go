@@ -51,7 +51,9 @@ func appsHub(t *testing.T, mode, group string) *Hub {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { return len(h.snapshot().view.uiRoutes) >= 3 })
+	// Built once every server is up: a view built while one still started
+	// offers the Skills extension (see view.extensions).
+	waitFor(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return len(v.uiRoutes) >= 3 && !v.starting })
 	return h
 }
 
