@@ -91,8 +91,16 @@ type coopHost struct {
 	v   *view
 }
 
+// Take counts per caller, as the seed says: the one the face knows (a
+// JWT's subject, a static token's name) has one budget however many
+// sessions it opens; else the session (stdio, or no token checked), or a
+// sessionless request's credential (see caller).
 func (c *coopHost) Take(tool string, limit *config.RateLimit) (time.Duration, bool) {
-	d := policy.Decision{Rule: tool, RuleGroup: cooperative.RateScope, Rate: limit}
+	rl := *limit
+	if c.req.sess.UserKey() != "" {
+		rl.Per = config.RatePerUser
+	}
+	d := policy.Decision{Rule: tool, RuleGroup: cooperative.RateScope, Rate: &rl}
 	return c.h.rates.Take(d, c.req, c.req.sess.profileName(c.req.snap.cfg))
 }
 

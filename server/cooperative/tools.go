@@ -41,7 +41,9 @@ const CodeRateLimited = -32000
 // so no rule of the config shares them.
 const RateScope = "(cooperative)"
 
-// limits are the seed's rate limits, per caller: getPolicy has none.
+// limits are the seed's rate limits, per caller: getPolicy has none. Per
+// is the session's; the hub counts all sessions of a caller its face
+// knows as one (see the server's coopHost.Take).
 var limits = map[string]*config.RateLimit{
 	CheckIntent:       {Calls: 100, Period: time.Minute, Text: "100/minute", Per: config.RatePerSession},
 	RequestPermission: {Calls: 10, Period: time.Minute, Text: "10/minute", Per: config.RatePerSession},

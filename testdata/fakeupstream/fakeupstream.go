@@ -514,6 +514,7 @@ func handle(req request) {
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
 		taskCapability(caps)
 		declareApps(caps)
+		declareSkills(caps)
 		reply(req.ID, map[string]any{
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    caps,
@@ -532,6 +533,7 @@ func handle(req request) {
 		caps := map[string]any{"tools": map[string]any{"listChanged": true}, "prompts": map[string]any{},
 			"resources": map[string]any{"subscribe": true}, "completions": map[string]any{}, "logging": map[string]any{}}
 		declareApps(caps)
+		declareSkills(caps)
 		reply(req.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps,
 			"instructions": instructionsText(), "_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": *name, "version": "1.0.0"}}})
 	case "logging/setLevel":
@@ -593,7 +595,7 @@ func handle(req request) {
 	case "resources/templates/list":
 		pageOf(req.ID, req.Params, "resourceTemplates", templates())
 	case "resources/read":
-		if readApp(req) {
+		if readApp(req) || skillRequest(req) {
 			return
 		}
 		var p struct {
@@ -625,6 +627,10 @@ func handle(req request) {
 		call(req)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
 		taskRequest(req)
+	case "skills/list", "skills/get", "resources/directory/read":
+		if !skillRequest(req) {
+			fail(req.ID, -32601, "Method not found: "+req.Method, nil)
+		}
 	default:
 		fail(req.ID, -32601, "Method not found: "+req.Method, nil)
 	}
