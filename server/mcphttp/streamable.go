@@ -234,7 +234,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 		delivered = hs.st.deliverDecoded(r.Context(), msg)
 		release() // the Conn has the message: its bytes are the call's, not a body being read
 	} else {
-		sw, delivered, broken = serveHere(w, r, hs, msg, p, func() http.Header { return s.sealer.sessionHeader(hs, header, s.now, s.logger) }, release) // posthere.go
+		sw, delivered, broken = serveHere(w, r, hs, msg, p, func() http.Header { return s.sessionHeader(hs, header) }, release) // posthere.go
 	}
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
