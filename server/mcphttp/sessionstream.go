@@ -52,10 +52,6 @@ type post struct {
 type stream struct {
 	out *jsonrpc.Outbox
 	ids bool // a GET stream: each message is framed with its event id (eventlog.go)
-	// woken, when set, is told of each message put: the POST of a request
-	// answered on the goroutine that read it starts its writer then
-	// (posthere.go).
-	woken atomic.Pointer[func()]
 }
 
 // inbound is a message POSTed, with its decoding where the face made one.
@@ -69,16 +65,10 @@ func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
 // put queues msg: a notification as Outbox.Notify (dropped when the
 // client is behind), anything else as Outbox.Send (never dropped).
 func (st *stream) put(msg []byte, note bool) error {
-	var err error
 	if note {
-		err = st.out.Notify(msg)
-	} else {
-		err = st.out.Send(msg)
+		return st.out.Notify(msg)
 	}
-	if wake := st.woken.Load(); wake != nil && err == nil {
-		(*wake)()
-	}
-	return err
+	return st.out.Send(msg)
 }
 
 func newSessionStream(legacy bool) *sessionStream {

@@ -227,22 +227,15 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	if modernRequest(r, msg) {
 		status = modernStatus
 	}
-	delivered, broken := false, false
+	delivered := false
 	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
-	var sw *sseWriter
-	if hs.transport == "sse" {
-		delivered = hs.st.deliverDecoded(r.Context(), msg)
-		release() // the Conn has the message: its bytes are the call's, not a body being read
-	} else {
-		sw, delivered, broken = serveHere(w, r, hs, msg, p, func() http.Header { return s.sessionHeader(hs, header) }, release) // posthere.go
-	}
+	delivered = hs.st.deliverDecoded(r.Context(), msg)
+	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
-	if broken {
-		return // the client stopped reading this stream
-	}
+	var sw *sseWriter
 	var ready <-chan struct{}
 	if p.out != nil {
 		ready = p.out.out.Ready()

@@ -121,31 +121,6 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 	}
 }
 
-// Serve answers m, a request of the peer's that came past the stream (over
-// HTTP each POST is read on a goroutine of its own), on the calling
-// goroutine, as the reader answers one it read: admitted against the same
-// limits, cancelled by the peer's notifications/cancelled, its answer
-// written through the stream with its Relation, or queued for the writer,
-// by the time Serve returns. Handing it to the reader and back cost two
-// wake-ups a request, and one reader for a session's requests made them
-// wait on each other (issue 33). It reports false, answering nothing, when
-// the Conn has ended. What else the peer sends (notifications, answers)
-// goes through the stream, in order.
-func (c *Conn) Serve(m *Message) bool {
-	select {
-	case <-c.done:
-		return false
-	default:
-	}
-	if !m.IsRequest() {
-		return false
-	}
-	if ctx, m, end := c.receive(m.Raw, m); m != nil {
-		c.serve(ctx, m, end)
-	}
-	return true
-}
-
 // serve answers a request the reader admitted.
 func (c *Conn) serve(ctx context.Context, m *Message, end func(func()) bool) {
 	res, err := c.handle(ctx, m)
