@@ -20,7 +20,7 @@ import (
 // 4 MiB tool name made a 4 MiB line.
 func TestAuditClipsWhatClientsWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: %q, arguments: true}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
+	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: %q, arguments: true}\nsettings: {call_timeout: 60s}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
 		t.TempDir(), path, fakeBin), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })

@@ -88,10 +88,11 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	id := msg.ID // the Conn owns msg once it has it (it swaps msg.ID for its own copy)
 	delivered := hs.st.deliverDecoded(r.Context(), msg)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
-		hs.st.forget(msg.ID, p, false)
+		hs.st.forget(id, p, false)
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}

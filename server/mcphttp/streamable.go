@@ -227,12 +227,15 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	if modernRequest(r, msg) {
 		status = modernStatus
 	}
+	// Once the Conn has msg it owns it (it swaps msg.ID for a copy of its
+	// own): this goroutine reads the id it had before handing it over.
+	id := msg.ID
 	delivered := false
-	defer func() { hs.st.forget(msg.ID, p, delivered); hs.touch() }()
+	defer func() { hs.st.forget(id, p, delivered); hs.touch() }()
 	delivered = hs.st.deliverDecoded(r.Context(), msg)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
-		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
+		writeJSONError(w, http.StatusNotFound, id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
 	var sw *sseWriter
