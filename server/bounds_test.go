@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -78,15 +79,15 @@ func TestInitializeKeptBounded(t *testing.T) {
 		t.Errorf("heap grew %d KiB per session after an initialize of %d KiB, want under 256 KiB", growth>>10, len(params)>>10)
 	}
 	for _, info := range h.Sessions() {
-		if len(info.ClientName) > maxClientText {
-			t.Errorf("client name kept as %d bytes, want at most %d", len(info.ClientName), maxClientText)
+		if len(info.ClientName) > clients.MaxClientText {
+			t.Errorf("client name kept as %d bytes, want at most %d", len(info.ClientName), clients.MaxClientText)
 		}
 		if info.Capabilities.Roots == nil || !info.Capabilities.Roots.ListChanged {
 			t.Errorf("roots capability lost: %+v", info.Capabilities.Roots)
 		}
 		caps, _ := json.Marshal(info.Capabilities)
-		if len(caps) > 2*maxCapabilityBytes {
-			t.Errorf("capabilities marshal to %d bytes, want at most %d", len(caps), 2*maxCapabilityBytes)
+		if len(caps) > 2*clients.MaxCapabilityBytes {
+			t.Errorf("capabilities marshal to %d bytes, want at most %d", len(caps), 2*clients.MaxCapabilityBytes)
 		}
 	}
 	for _, s := range open {

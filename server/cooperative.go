@@ -144,7 +144,7 @@ func (c *coopHost) route(name, group string) (route, bool) {
 		r, ok := g.toolRoutes[name]
 		return r, ok
 	}
-	r, ok := c.v.flatRoutes[c.v.toolName(c.req.snap.cfg, c.req.sess.GetClientInfo().Name, name)]
+	r, ok := c.v.flatRoutes[c.v.shaped.ToolName(c.req.snap.cfg, c.req.sess.GetClientInfo().Name, name, c.v.toolsList)]
 	return r, ok
 }
 

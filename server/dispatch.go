@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
@@ -28,9 +29,10 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	}
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errProtocol) {
-		result, err = h.answerProtocol(req)
+		result, err = h.protocol.Answer(clients.Request{Msg: req.msg, Modern: req.modern, Session: req.sess,
+			Capabilities: req.capabilities, Instructions: req.instructions})
 		if err == nil {
-			return result, nil // final as it is (handshake.go)
+			return result, nil // final as it is (clients.Protocol)
 		}
 	}
 	if err != nil {
@@ -70,7 +72,7 @@ func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) j
 
 // errProtocol marks a request that no method of the hub's own answers:
 // the handshake, ping, logging/setLevel, or a method that does not exist
-// (answerProtocol).
+// (clients.Protocol).
 var errProtocol = errors.New("not a method of the hub's own")
 
 func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, error) {
@@ -92,7 +94,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.unknown })
 		}
 		req.sess.saw(listTools, v.toolsHash)
-		return v.toolsListFor(req.snap.cfg, req.sess.GetClientInfo().Name), nil
+		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.toolsList), nil
 	case "tools/call":
 		return h.toolsCall(ctx, req, v)
 	case "prompts/list":
@@ -138,7 +140,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
-	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
+	name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.toolsList) // as the client was shown it (see clients:)
 	if v.cooperative && cooperative.IsTool(name) {
 		return h.cooperativeCall(ctx, req, v, name, arguments) // the hub's own (cooperative.go)
 	}

@@ -80,15 +80,15 @@ type SessionOptions struct {
 	SignIn SignInLinker
 }
 
-// OpenSession opens a session as o says: Open, OpenAs or Resume with the
-// face's sign-in links (SessionOptions.SignIn).
+// OpenSession opens a session as o says: open or Resume with the face's
+// sign-in links (SessionOptions.SignIn).
 func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 	var s *Session
 	var err error
 	if o.State != nil {
 		s, err = h.Resume(o.ID, o.Transport, *o.State, o.Peer)
 	} else {
-		s, err = h.OpenAs(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
+		s, err = h.open(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
 	}
 	if err != nil {
 		return nil, err
@@ -141,8 +141,14 @@ func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
 }
 
 // open is Open of a session that sees profile's view ("" the whole
-// config's), set before the session is known to anything that reads it.
+// config's; one the config does not have fails with ErrUnknownProfile)
+// and whose caller is who (nil: unknown), both set before the session is
+// known to anything that reads it: the caller is on the session for
+// per-user rate limits, the audit trail, the inspector and traces.
 func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer Peer) (*Session, error) {
+	if profile != "" && !h.HasProfile(profile) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
+	}
 	s := &Session{hub: h, sess: newSession(id, transport)}
 	s.sess.peer = peer
 	s.sess.profile = profile
@@ -209,6 +215,16 @@ func (s *Session) Close() error {
 // requests one session may have in flight (SessionInflight). A reload may
 // change them; a face reads them when it needs them.
 func (h *Hub) Settings() config.Settings { return h.config().Settings }
+
+// HasProfile reports whether the current config has the profile name.
+func (h *Hub) HasProfile(name string) bool {
+	_, ok := h.config().Profiles[name]
+	return ok
+}
+
+// ErrUnknownProfile is the error of a session opened in a profile the
+// config does not have.
+var ErrUnknownProfile = errors.New("no such profile")
 
 // Stateless reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which needs no session: a face opens one for that

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -47,7 +48,7 @@ func mcpgoHub() *mcpserver.MCPServer {
 func mcpgoAnswer(srv *mcpserver.MCPServer, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	if len(msg.Params) > 0 {
 		params, _ := jsonrpc.ScanObject(msg.Params)
-		sess.stated(stateOf(params, msg.Params))
+		sess.stated(clients.StateOf(params, msg.Params))
 		if req := (&request{sess: sess, msg: msg, params: params}); modern(msg.Params) {
 			if err := checkModern(req); err != nil {
 				return nil, err

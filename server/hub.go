@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -32,7 +33,6 @@ var Version = "dev"
 type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
-	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
 	routes *routes
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
@@ -53,6 +53,9 @@ type Hub struct {
 	// argSchemas are the tools' input schemas, compiled on first use
 	// (validateargs.go).
 	argSchemas validateargs.Schemas
+	// protocol answers the handshake and what else of the protocol is
+	// not the hub's own; its serverInfo has the Version of when New ran.
+	protocol clients.Protocol
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -114,7 +117,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
-	h.info = mcp.Implementation{Name: hubName, Version: Version}
+	h.protocol = clients.Protocol{Info: mcp.Implementation{Name: hubName, Version: Version}, LevelSet: h.setLogLevel}
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
 	snap.chain = h.newChain(snap)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -175,7 +176,7 @@ func requestCaps(req *request) mcp.ClientCapabilities {
 		if raw := meta.Field(mcp.MetaKeyClientCapabilities); raw != nil {
 			var caps mcp.ClientCapabilities
 			if json.Unmarshal(raw, &caps) == nil {
-				return boundCapabilities(caps)
+				return clients.BoundCapabilities(caps)
 			}
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
@@ -72,8 +72,8 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	req := &request{sess: sess, snap: snap, msg: msg}
 	if len(msg.Params) > 0 {
 		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
-		st := stateOf(req.params, msg.Params)
-		req.modern = st.modern
+		st := clients.StateOf(req.params, msg.Params)
+		req.modern = st.Modern
 		sess.stated(st) // before anything reads the session's capabilities
 	}
 	obs := h.observer()
@@ -172,16 +172,4 @@ func (r *request) stringField(key string) (string, bool) {
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.
-func stringValue(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func stringValue(raw []byte) (string, bool) { return jsonrpc.String(raw) }

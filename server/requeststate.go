@@ -158,7 +158,7 @@ func callDigest(c upcall) string {
 // request over HTTP that came without one (2026-07-28 needs none, and
 // the face makes a session for that request alone), the caller the face
 // knows it came from: its identity (the JWT's user, the static token's
-// name; see OpenAs), else the credential it came with (where the face
+// name; see SessionOptions.Who), else the credential it came with (where the face
 // tells credentials apart: named tokens; else any holder of the hub's
 // token). The identity first, as the credential is "" for every caller
 // where the face gives clients no shares (http.client_share: 100%), and

@@ -8,7 +8,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -19,8 +21,8 @@ import (
 type session struct {
 	id           string
 	transport    string             // stdio, streamable-http or sse
-	profile      string             // the profile the session sees, "" for the whole config (see OpenProfile)
-	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
+	profile      string             // the profile the session sees, "" for the whole config (see SessionOptions.Profile)
+	who          *identity.Identity // the caller, where the face knows it (see SessionOptions.Who); nil else
 	peer         Peer
 	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
 	rootsPending atomic.Bool              // a roots/list_changed waits to go upstream
@@ -110,11 +112,11 @@ func (s *session) Client() string {
 	return ""
 }
 
-// SetClientInfo keeps info, bounded (see boundImplementation).
+// SetClientInfo keeps info, bounded (see clients.BoundImplementation).
 func (s *session) SetClientInfo(info mcp.Implementation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clientInfo = boundImplementation(info)
+	s.clientInfo = clients.BoundImplementation(info)
 }
 
 func (s *session) GetClientInfo() mcp.Implementation {
@@ -123,12 +125,33 @@ func (s *session) GetClientInfo() mcp.Implementation {
 	return s.clientInfo
 }
 
-// SetClientCapabilities keeps c, bounded (see boundCapabilities).
+// SetClientCapabilities keeps c, bounded (see clients.BoundCapabilities).
 func (s *session) SetClientCapabilities(c mcp.ClientCapabilities) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.capabilities = boundCapabilities(c)
+	s.capabilities = clients.BoundCapabilities(c)
 	s.capsKnown, s.capsStated = true, nil
+}
+
+// stated makes what st says the session's: its capabilities (none when it
+// states none), its client info when given, and its protocol version.
+// Capabilities that do not decode count as none.
+func (s *session) stated(st clients.Statement) {
+	if !st.Modern {
+		return
+	}
+	info := st.Info()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.protocolVersion = st.Version
+	if info != nil {
+		s.clientInfo = *info
+	}
+	if s.capsKnown && st.Same(s.capsStated) {
+		return // as the last request stated them: decoded already
+	}
+	s.capabilities, s.capsStated = st.Caps()
+	s.capsKnown = true
 }
 
 // ClientCapabilities are the capabilities the client stated last, and
@@ -171,4 +194,39 @@ func (s *session) GetLogLevel() mcp.LoggingLevel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.logLevel
+}
+
+// profileIn is the key of the view the session sees under cfg (viewOf's
+// argument): its profile (see profileName), or, where mode: auto or a
+// clients: rule shows its client another mode than the profile's own,
+// the profile's view in that mode (see clients.ViewKey). What needs the
+// profile itself (rate limits, max_result) asks profileName.
+func (s *session) profileIn(cfg *config.Config) string {
+	profile := s.profileName(cfg)
+	if !clients.ModesVary(cfg) {
+		return profile
+	}
+	return clients.ViewKey(cfg, profile, s.GetClientInfo())
+}
+
+// profileName is the profile the session sees under cfg: the one it was
+// opened in (serve --profile, /mcp/p/NAME), else on stdio the one a
+// clients: rule gives its client's name, else "" (the whole config). A
+// client's name picks its view only where the connection is the client's
+// alone: over HTTP the URL does (see config.ClientRule.Profile).
+func (s *session) profileName(cfg *config.Config) string {
+	if s.profile != "" || s.transport != "stdio" || len(cfg.Clients) == 0 {
+		return s.profile
+	}
+	return cfg.ProfileForClient(s.GetClientInfo().Name)
+}
+
+// modeIn is the mode the session is shown under cfg, and why.
+func (s *session) modeIn(cfg *config.Config) (config.Mode, string) {
+	profile := s.profileName(cfg)
+	m, why := clients.ModeFor(cfg, profile, s.GetClientInfo())
+	if m == config.ModeAuto { // cannot happen: ModeFor resolves auto
+		m = config.ModeDynamic
+	}
+	return m, why
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 )
 
@@ -32,19 +33,19 @@ func (s *Session) State() SessionState {
 }
 
 // Resume opens a session with id that has been initialized elsewhere,
-// with state, as OpenAs would and as initialize would have left it: its
+// with state, as OpenSession would and as initialize would have left it: its
 // client is not asked again. What state holds is bounded here as
 // initialize bounds it (the identity was bounded where it was made).
 func (h *Hub) Resume(id, transport string, state SessionState, peer Peer) (*Session, error) {
-	s, err := h.OpenAs(id, transport, state.Profile, state.Identity, peer)
+	s, err := h.open(id, transport, state.Profile, state.Identity, peer)
 	if err != nil {
 		return nil, err
 	}
 	ss := s.sess
 	ss.mu.Lock()
-	ss.protocolVersion = clipText(state.ProtocolVersion)
-	ss.clientInfo = boundImplementation(state.ClientInfo)
-	ss.capabilities = boundCapabilities(state.Capabilities)
+	ss.protocolVersion = clients.ClipText(state.ProtocolVersion)
+	ss.clientInfo = clients.BoundImplementation(state.ClientInfo)
+	ss.capabilities = clients.BoundCapabilities(state.Capabilities)
 	ss.capsKnown = state.CapsKnown
 	if state.LogLevel != "" {
 		ss.logLevel = state.LogLevel

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -40,12 +41,27 @@ func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *audit.T
 // each profile's.
 func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	c := s.cfg
-	s.view = withCooperative(buildView(baseMode(c.Mode), c.Settings.Search, c.Settings.MaxTools, mgr, s.policy), c)
-	s.profiles = profileViews(c, mgr, s.policy)
+	s.view = withCooperative(buildView(clients.BaseMode(c.Mode), c.Settings.Search, c.Settings.MaxTools, mgr, s.policy), c)
+	s.profiles = clients.Views(c, func(only []*config.Group, mode config.Mode, pcfg *config.Config) *view {
+		return withCooperative(buildViewOf(only, mode, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, s.policy), pcfg)
+	})
 	s.empty = sync.OnceValue(func() *view {
-		return buildViewOf([]*config.Group{}, baseMode(c.Mode), config.SearchOff, 0, mgr, s.policy)
+		return buildViewOf([]*config.Group{}, clients.BaseMode(c.Mode), config.SearchOff, 0, mgr, s.policy)
 	})
 	return s
+}
+
+// viewOf is the view of the profile named profile ("" is the whole
+// config). A profile a reload removed shows nothing but the meta-tools'
+// empty list: its sessions are told by list_changed.
+func (s *snapshot) viewOf(profile string) *view {
+	if profile == "" {
+		return s.view
+	}
+	if v, ok := s.profiles[profile]; ok {
+		return v
+	}
+	return s.empty()
 }
 
 // snapshot is the current snapshot. A request that may write the audit

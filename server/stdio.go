@@ -28,7 +28,7 @@ type StdioOptions struct {
 	// an id of its own.
 	SessionID string
 	// Profile is the config's profile the client sees, "" for the whole
-	// config (see OpenProfile).
+	// config (see SessionOptions.Profile).
 	Profile string
 }
 
@@ -70,7 +70,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 	if id == "" {
 		id = "stdio"
 	}
-	sess, err := h.OpenProfile(id, "stdio", opts.Profile, &connPeer{conn: conn})
+	sess, err := h.open(id, "stdio", opts.Profile, nil, &connPeer{conn: conn})
 	if err != nil {
 		return err
 	}

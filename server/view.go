@@ -8,6 +8,7 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -54,7 +55,7 @@ type view struct {
 	groupIndex map[string]*groupView
 
 	toolsList  json.RawMessage  // the whole tools/list result
-	shaped     *shapedLists     // toolsList as clients: rules shape it, built on first use
+	shaped     *clients.Shaped  // toolsList as clients: rules shape it, built on first use
 	flatRoutes map[string]route // flat mode, and a group's expose: in dynamic mode: exposed tool name -> upstream
 
 	// search is the index search_dynamic_tools answers from, nil when the
@@ -133,7 +134,7 @@ func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *up
 func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
 	v := &view{
 		mode:           mode,
-		shaped:         &shapedLists{},
+		shaped:         &clients.Shaped{},
 		groupIndex:     map[string]*groupView{},
 		flatRoutes:     map[string]route{},
 		promptRoutes:   map[string]route{},
@@ -147,7 +148,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 	promptOwner := map[string]string{}
 	for _, g := range mgr.Groups() {
 		if only != nil {
-			pg := profileGroup(only, g.Config.Name)
+			pg := clients.ProfileGroup(only, g.Config.Name)
 			if pg == nil {
 				continue // hidden from the profile: as if it did not exist
 			}

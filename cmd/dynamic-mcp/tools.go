@@ -9,7 +9,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -50,7 +53,8 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mode, why := cfg.Mode, ""
 	if *client != "" {
 		name, version, _ := strings.Cut(*client, "@")
-		mode, why = hub.ModeFor(name, version)
+		// As on stdio without --profile: the clients: rule's profile.
+		mode, why = clients.ModeFor(cfg, cfg.ProfileForClient(name), mcp.Implementation{Name: name, Version: version})
 	}
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)

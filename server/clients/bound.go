@@ -1,4 +1,4 @@
-package server
+package clients
 
 import (
 	"encoding/json"
@@ -16,24 +16,24 @@ import (
 // and the hub holds every session's declaration (and lists them all to the
 // inspector on every poll).
 const (
-	// maxClientText bounds each string of clientInfo kept.
-	maxClientText = 256
-	// maxCapabilityBytes bounds the members of capabilities.experimental
+	// MaxClientText bounds each string of clientInfo kept.
+	MaxClientText = 256
+	// MaxCapabilityBytes bounds the members of capabilities.experimental
 	// and of capabilities.extensions kept, each as encoded.
-	maxCapabilityBytes = 4 << 10
+	MaxCapabilityBytes = 4 << 10
 )
 
-// boundCapabilities is caps with experimental and extensions clipped to
-// maxCapabilityBytes each: members in key order, each kept as its encoded
+// BoundCapabilities is caps with experimental and extensions clipped to
+// MaxCapabilityBytes each: members in key order, each kept as its encoded
 // bytes, while they fit. The capabilities the hub acts on (roots,
 // sampling, elicitation, tasks) are small fixed structures, kept whole.
-func boundCapabilities(caps mcp.ClientCapabilities) mcp.ClientCapabilities {
+func BoundCapabilities(caps mcp.ClientCapabilities) mcp.ClientCapabilities {
 	caps.Experimental = clipMembers(caps.Experimental)
 	caps.Extensions = clipMembers(caps.Extensions)
 	return caps
 }
 
-// clipMembers is m with the members that fit in maxCapabilityBytes, in key
+// clipMembers is m with the members that fit in MaxCapabilityBytes, in key
 // order, each as its encoding; nil when none fits.
 func clipMembers(m map[string]any) map[string]any {
 	if len(m) == 0 {
@@ -42,11 +42,11 @@ func clipMembers(m map[string]any) map[string]any {
 	var out map[string]any
 	size := 0
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if size+len(k) > maxCapabilityBytes {
+		if size+len(k) > MaxCapabilityBytes {
 			break
 		}
 		b, err := json.Marshal(m[k])
-		if err != nil || size+len(k)+len(b) > maxCapabilityBytes {
+		if err != nil || size+len(k)+len(b) > MaxCapabilityBytes {
 			continue
 		}
 		if out == nil {
@@ -58,15 +58,15 @@ func clipMembers(m map[string]any) map[string]any {
 	return out
 }
 
-// boundImplementation is info with its strings clipped to maxClientText
+// BoundImplementation is info with its strings clipped to MaxClientText
 // and without icons (the hub shows none).
-func boundImplementation(info mcp.Implementation) mcp.Implementation {
-	return mcp.Implementation{Name: clipText(info.Name), Version: clipText(info.Version), Title: clipText(info.Title),
-		Description: clipText(info.Description), WebsiteURL: clipText(info.WebsiteURL)}
+func BoundImplementation(info mcp.Implementation) mcp.Implementation {
+	return mcp.Implementation{Name: ClipText(info.Name), Version: ClipText(info.Version), Title: ClipText(info.Title),
+		Description: ClipText(info.Description), WebsiteURL: ClipText(info.WebsiteURL)}
 }
 
-// clipText is s cut to at most maxClientText bytes, on a rune boundary,
+// ClipText is s cut to at most MaxClientText bytes, on a rune boundary,
 // copied so that it does not pin the message it came from.
-func clipText(s string) string {
-	return strings.Clone(clip.String(s, maxClientText))
+func ClipText(s string) string {
+	return strings.Clone(clip.String(s, MaxClientText))
 }

@@ -1,4 +1,4 @@
-package server
+package clients
 
 import (
 	"fmt"
@@ -8,9 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // mode: auto shows a client that searches tools itself the flat list, and
@@ -92,19 +90,20 @@ func ownMode(cfg *config.Config, profile string) config.Mode {
 	return cfg.Mode
 }
 
-// baseMode is the mode a view named by its profile alone is built in:
+// BaseMode is the mode a view named by its profile alone is built in:
 // auto's is dynamic, what a client mode: auto does not know is shown.
-func baseMode(m config.Mode) config.Mode {
+func BaseMode(m config.Mode) config.Mode {
 	if m == config.ModeAuto {
 		return config.ModeDynamic
 	}
 	return m
 }
 
-// modeFor is the mode the client info is shown under cfg in the view of
+// ModeFor is the mode the client info is shown under cfg in the view of
 // profile, and why: a clients: rule's mode, else the one the profile or
-// the config names, else (auto) by the client.
-func modeFor(cfg *config.Config, profile string, info mcp.Implementation) (config.Mode, string) {
+// the config names, else (auto) by the client. The tools command asks it
+// for a client named on its command line.
+func ModeFor(cfg *config.Config, profile string, info mcp.Implementation) (config.Mode, string) {
 	if _, r := cfg.ClientRuleFor(info.Name); r != nil && r.Mode != "" {
 		return r.Mode, fmt.Sprintf("clients: rule %q (line %d)", r.Match, r.Line)
 	}
@@ -124,9 +123,9 @@ func modeFor(cfg *config.Config, profile string, info mcp.Implementation) (confi
 	return config.ModeDynamic, "auto: " + info.Name + " is not known to search tools itself"
 }
 
-// modesVary reports whether a session of cfg may be shown a mode other
+// ModesVary reports whether a session of cfg may be shown a mode other
 // than its view's own: mode: auto somewhere, or a clients: rule's mode.
-func modesVary(cfg *config.Config) bool {
+func ModesVary(cfg *config.Config) bool {
 	if cfg.Mode == config.ModeAuto {
 		return true
 	}
@@ -146,67 +145,17 @@ func modesVary(cfg *config.Config) bool {
 // modeKey names the view of profile in mode m where that is not the
 // view's own mode: "#flat" for the whole config, "coding#dynamic" for a
 // profile (a profile's name has no #). The snapshot keeps these views
-// beside the profiles' (see modeViews), so that viewOf finds them by the
+// beside the profiles' (see Views), so that its viewOf finds them by the
 // key alone.
 func modeKey(profile string, m config.Mode) string { return profile + "#" + string(m) }
 
-// viewKey is the key of the view the session sees under cfg when it sees
-// profile: profile itself, or profile's view in another mode.
-func (s *session) viewKey(cfg *config.Config, profile string) string {
-	if !modesVary(cfg) {
-		return profile
-	}
-	m, _ := modeFor(cfg, profile, s.GetClientInfo())
-	if m == baseMode(ownMode(cfg, profile)) {
+// ViewKey is the key of the view a session of the client info sees under
+// cfg when it sees profile: profile itself, or profile's view in another
+// mode. The caller asks it only where ModesVary: else it is profile.
+func ViewKey(cfg *config.Config, profile string, info mcp.Implementation) string {
+	m, _ := ModeFor(cfg, profile, info)
+	if m == BaseMode(ownMode(cfg, profile)) {
 		return profile
 	}
 	return modeKey(profile, m)
-}
-
-// modeIn is the mode the session is shown under cfg, and why.
-func (s *session) modeIn(cfg *config.Config) (config.Mode, string) {
-	profile := s.profileName(cfg)
-	m, why := modeFor(cfg, profile, s.GetClientInfo())
-	if m == config.ModeAuto { // cannot happen: modeFor resolves auto
-		m = config.ModeDynamic
-	}
-	return m, why
-}
-
-// modeViews adds to views, for the whole config and each profile, its
-// view in the mode other than its own when a session may be shown it:
-// built with the others, whenever they are, so that a request still looks
-// one view up, and a change to either is told (see Hub.announce). A
-// config that names its modes and no clients: rule's builds none.
-func modeViews(views map[string]*view, cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy) map[string]*view {
-	if !modesVary(cfg) {
-		return views
-	}
-	if views == nil {
-		views = map[string]*view{}
-	}
-	for _, profile := range append([]string{""}, cfg.ProfileNames()...) {
-		pcfg, err := cfg.WithProfile(profile)
-		if err != nil {
-			continue // cannot happen: profile is one of cfg's
-		}
-		other := config.ModeFlat
-		if baseMode(ownMode(cfg, profile)) == config.ModeFlat {
-			other = config.ModeDynamic
-		}
-		only := pcfg.Groups
-		if profile == "" {
-			only = nil // every group, as the whole view has them
-		}
-		views[modeKey(profile, other)] = withCooperative(buildViewOf(only, other, pcfg.Settings.Search, pcfg.Settings.MaxTools, mgr, pol), pcfg)
-	}
-	return views
-}
-
-// ModeFor is the mode a client named name at version is shown by the
-// current config on stdio without --profile, and why (for the tools
-// command).
-func (h *Hub) ModeFor(name, version string) (config.Mode, string) {
-	cfg := h.config()
-	return modeFor(cfg, cfg.ProfileForClient(name), mcp.Implementation{Name: name, Version: version})
 }
