@@ -2,7 +2,7 @@
 // answers the methods that aggregate upstreams (tools, prompts, resources,
 // templates, completion) from raw JSON so that nothing an upstream sends is
 // lost, and answers the rest of the protocol (initialize, version
-// negotiation, ping, logging/setLevel) itself (handshake.go); mcp-go
+// negotiation, ping, logging/setLevel) itself (server/clients); mcp-go
 // supplies the protocol's types and constants.
 //
 // Clients reach it through faces, on the contract in face.go: a face opens

@@ -21,7 +21,7 @@ func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc
 	}
 	// Nothing else a client notifies changes what the hub keeps:
 	// notifications/initialized ends a handshake that initialize has
-	// already recorded (handshake.go).
+	// already recorded (clients.Protocol).
 }
 
 // rootsChanged tells upstreams that the client's roots changed, off the

@@ -16,7 +16,7 @@ import (
 )
 
 // session is one downstream client: what initialize negotiated
-// (handshake.go) and how to reach it.
+// (clients.Protocol) and how to reach it.
 // Its state is small and plain, so that one day it can be shared.
 type session struct {
 	id           string
@@ -24,7 +24,7 @@ type session struct {
 	profile      string             // the profile the session sees, "" for the whole config (see SessionOptions.Profile)
 	who          *identity.Identity // the caller, where the face knows it (see SessionOptions.Who); nil else
 	peer         Peer
-	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
+	initialized  atomic.Bool              // initialize answered, the session resumed, or see clients.Protocol
 	rootsPending atomic.Bool              // a roots/list_changed waits to go upstream
 	seen         [listKinds]atomic.Uint64 // hash of each list as last answered, 0 before
 	gone         chan struct{}            // closed when the session ends (see end)

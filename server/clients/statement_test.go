@@ -1,0 +1,70 @@
+package clients
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// What a request's _meta states of its client: only a 2026-07-28 version
+// makes it a statement, and what it states is read as it is, bounded
+// where it is decoded.
+func TestStateOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		modern       bool
+		caps         string // the capabilities stated, raw
+		client       string // the client's name, "" for none
+	}{
+		{"no meta", `{"name":"x"}`, false, "", ""},
+		{"legacy version", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}`, false, "", ""},
+		{"modern", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"n","version":"1"}}}`, true, `{"roots":{}}`, "n"},
+		{"escaped version", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28"}}`, true, "", ""},
+		{"version no string", `{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`, false, "", ""},
+		{"meta no object", `{"_meta":"io.modelcontextprotocol/protocolVersion"}`, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params, err := jsonrpc.ScanObject([]byte(tc.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := StateOf(params, json.RawMessage(tc.params))
+			if st.Modern != tc.modern || string(st.Capabilities) != tc.caps {
+				t.Fatalf("modern %v, capabilities %s; want %v, %s", st.Modern, st.Capabilities, tc.modern, tc.caps)
+			}
+			name := ""
+			if info := st.Info(); info != nil {
+				name = info.Name
+			}
+			if name != tc.client {
+				t.Errorf("client %q, want %q", name, tc.client)
+			}
+		})
+	}
+}
+
+// Capabilities that do not decode count as none; only small ones are kept
+// to recognise the next request's; a long client name is clipped.
+func TestStatementCapsAndInfo(t *testing.T) {
+	caps, keep := Statement{Modern: true, Capabilities: []byte(`{"sampling":7}`)}.Caps()
+	if caps.Sampling != nil || keep == nil {
+		t.Errorf("undecodable capabilities: %+v, kept %s", caps, keep)
+	}
+	big := `{"experimental":{"x":"` + strings.Repeat("a", 2*maxKeptStatement) + `"},"roots":{}}`
+	caps, keep = Statement{Modern: true, Capabilities: []byte(big)}.Caps()
+	if caps.Roots == nil || caps.Experimental != nil || keep != nil {
+		t.Errorf("large capabilities: roots %v, experimental %d, kept %d bytes", caps.Roots, len(caps.Experimental), len(keep))
+	}
+	if st := (Statement{Capabilities: []byte(`{}`)}); !st.Same([]byte(`{}`)) || st.Same(nil) {
+		t.Error("Same: the kept encoding is recognised, nothing kept is not")
+	}
+	info := Statement{ClientInfo: []byte(`{"name":"` + strings.Repeat("n", 2*MaxClientText) + `"}`)}.Info()
+	if info == nil || len(info.Name) != MaxClientText {
+		t.Errorf("client info %+v, want its name clipped to %d", info, MaxClientText)
+	}
+	if (Statement{ClientInfo: []byte(`7`)}).Info() != nil {
+		t.Error("client info that does not decode: want none")
+	}
+}
