@@ -121,10 +121,18 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		return h.directoryRead(ctx, req, v)
 	case "completion/complete":
 		return h.complete(ctx, req, v)
-	case "tasks/get", "tasks/result", "tasks/cancel":
-		return h.taskRequest(ctx, req)
-	case "tasks/list":
-		return h.tasksList(ctx, req)
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
+		send := func(s *upstream.Server, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+			timeout := req.snap.cfg.CallTimeoutFor(s.Config)
+			if method == "tasks/list" {
+				timeout = req.snap.cfg.Settings.ListTimeout
+			}
+			return h.requestOn(ctx, req, req.sess, s, on, method, params, timeout)
+		}
+		if req.msg.Method == "tasks/list" {
+			return listResult("tasks", h.tasks.List(req.sess, send), ""), nil
+		}
+		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.subscribe(ctx, req, v, req.msg.Method == "resources/subscribe")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -34,6 +35,7 @@ type Hub struct {
 	logger *slog.Logger
 	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
 	routes *routes
+	tasks  *tasks.Table[*session]
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
 	// inbox holds the calls waiting for a person and the grants made:
@@ -91,6 +93,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		stop:          make(chan struct{}),
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
+		tasks:         tasks.New[*session](logger),
 		inputs:        newInputCalls(),
 		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),

@@ -40,9 +40,6 @@ type session struct {
 	// subscriptions counts the resource URIs the session listens to;
 	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
 	subscriptions int
-	// tasks are the hub's ids of the session's tasks, oldest first;
-	// guarded by the hub's routes.mu (see maxSessionTasks).
-	tasks []string
 
 	listenMu  sync.Mutex    // guards listens
 	listens   []*listen     // open subscriptions/listen, at most maxSessionListens

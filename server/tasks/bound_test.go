@@ -1,30 +1,32 @@
-package server
+package tasks
 
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // A session keeps the routes of its maxSessionTasks most recent tasks:
 // tasks that are never announced as finished cannot grow the hub for the
 // session's life, and a session's end walks only its own tasks.
 func TestTaskRoutesBoundedPerSession(t *testing.T) {
-	h := fakeHub(t)
-	srv := h.mgr.Servers()[0]
-	a, b := newSession("a", "stdio"), newSession("b", "stdio")
-	first := h.newTask(&taskRoute{server: srv, conn: 1, id: json.RawMessage(`"b0"`), sess: b})
+	rt := New[string](slog.New(slog.DiscardHandler))
+	srv := &upstream.Server{Config: &config.Server{Group: "f", Name: "f"}}
+	a, b := "a", "b"
+	first := rt.newTask(&route[string]{server: srv, conn: 1, id: json.RawMessage(`"b0"`), sess: b})
 	var ids []json.RawMessage
 	for i := range maxSessionTasks + 5 {
-		ids = append(ids, h.newTask(&taskRoute{server: srv, conn: 1, id: json.RawMessage(fmt.Sprintf(`"t%d"`, i)), sess: a}))
+		ids = append(ids, rt.newTask(&route[string]{server: srv, conn: 1, id: json.RawMessage(fmt.Sprintf(`"t%d"`, i)), sess: a}))
 	}
-	rt := h.routes
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if n := len(rt.tasks); n != maxSessionTasks+1 {
 		t.Errorf("%d task routes kept, want %d (a's newest and b's one)", n, maxSessionTasks+1)
 	}
-	if n := len(rt.taskKeys); n != maxSessionTasks+1 {
+	if n := len(rt.keys); n != maxSessionTasks+1 {
 		t.Errorf("%d task keys kept, want %d", n, maxSessionTasks+1)
 	}
 	for _, id := range ids[:5] {
@@ -39,7 +41,10 @@ func TestTaskRoutesBoundedPerSession(t *testing.T) {
 	if rt.tasks[bID] == nil {
 		t.Error("b's task was dropped for a's")
 	}
-	rt.forgetTasks(a)
+	rt.mu.Unlock()
+	rt.ForgetSession(a)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if n := len(rt.tasks); n != 1 {
 		t.Errorf("%d task routes after a ended, want b's 1", n)
 	}
