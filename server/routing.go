@@ -100,6 +100,28 @@ func (h *Hub) removeSession(sess *session) {
 	}
 }
 
+// unsubscribe ends sess's subscriptions to uris (a listen of its ended),
+// and returns the servers of the URIs no session listens to now, to
+// unsubscribe (see unsubscribeGone).
+func (r *routes) unsubscribe(sess *session, uris []string) map[string]*upstream.Server {
+	owners := map[string]*upstream.Server{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, uri := range uris {
+		sub := r.subs[uri]
+		if sub == nil || !sub.sessions[sess] {
+			continue
+		}
+		delete(sub.sessions, sess)
+		sess.subscriptions--
+		if len(sub.sessions) == 0 {
+			owners[uri] = sub.owner
+			delete(r.subs, uri)
+		}
+	}
+	return owners
+}
+
 func (h *Hub) sessionList() []*session {
 	h.routes.mu.Lock()
 	defer h.routes.mu.Unlock()
@@ -266,12 +288,10 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 		}
 		h.routes.mu.Unlock()
 		for _, sess := range subs {
-			if !sess.modern.Load() {
+			if !sess.lists.Modern() {
 				sess.notify(context.Background(), method, params)
 			}
-			for _, l := range sess.listenList() {
-				l.updated(uri, params)
-			}
+			sess.lists.Updated(uri, params)
 		}
 	default:
 		h.logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)
