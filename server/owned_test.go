@@ -89,8 +89,8 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 }
 
 // serverGoroutines are the stacks of the goroutines running code of this
-// package, or started by it, that are not in before, leaving out the
-// caller's own.
+// package (or of server/listen, whose goroutines the hub starts), or
+// started by it, that are not in before, leaving out the caller's own.
 func serverGoroutines(before map[string]bool) []string {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -106,7 +106,7 @@ func serverGoroutines(before map[string]bool) []string {
 		if strings.Contains(g, "server.servePipes.func") {
 			continue // the test's own goroutine, ending once it has sent ServeStdio's result
 		}
-		if strings.Contains(g, "dynamic-mcp/dynamic-mcp/server.") {
+		if strings.Contains(g, "dynamic-mcp/dynamic-mcp/server.") || strings.Contains(g, "dynamic-mcp/dynamic-mcp/server/listen.") {
 			out = append(out, g)
 		}
 	}
