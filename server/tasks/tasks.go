@@ -155,7 +155,7 @@ func (t *Table[S]) Request(sess S, method string, params jsonrpc.Object, send Se
 	quoted, _ := jsonrpc.Marshal(hubID)
 	res, _, err := send(r.server, r.conn, method, json.RawMessage(up))
 	if errors.Is(err, upstream.ErrConnGone) {
-		t.Forget(hubID)
+		t.drop(hubID)
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("Task not found: %s (its server %s restarted since it was made)", quoted, r.server.Config.ID()))
 	}
 	if err != nil {
@@ -235,8 +235,8 @@ func (t *Table[S]) Status(s *upstream.Server, conn upstream.ConnID, params json.
 	return owner, p, err == nil
 }
 
-// Forget drops one task.
-func (t *Table[S]) Forget(hubID string) {
+// drop drops one task.
+func (t *Table[S]) drop(hubID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r := t.tasks[hubID]; r != nil {
