@@ -1,0 +1,61 @@
+package tasks
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// A task an upstream made on a connection is handed out under the hub's
+// id; its status goes to the session that owns it, with that id; tasks/get
+// goes to its connection with the upstream's id and comes back with the
+// hub's; another session, or another server's status, finds nothing; a
+// connection gone takes its task with it.
+func TestTaskAdoptedRoutedAndRenamed(t *testing.T) {
+	tab := New[string](slog.New(slog.DiscardHandler))
+	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
+	other := &upstream.Server{Config: &config.Server{Group: "g", Name: "o"}}
+	res := tab.Adopt("a", srv, 7, json.RawMessage(`{"task":{"taskId":"1","status":"working"}}`))
+	var hubID string
+	if err := json.Unmarshal(jsonrpc.Field(jsonrpc.Field(res, "task"), "taskId"), &hubID); err != nil || !strings.HasPrefix(hubID, "g/s~") {
+		t.Fatalf("adopted: %s", res)
+	}
+	quoted, _ := jsonrpc.Marshal(hubID)
+
+	if owner, p, ok := tab.Status(srv, 7, json.RawMessage(`{"taskId":"1","status":"completed"}`)); !ok || owner != "a" || string(jsonrpc.Field(p, "taskId")) != string(quoted) {
+		t.Errorf("status: %q %s %v", owner, p, ok)
+	}
+	if _, _, ok := tab.Status(other, 7, json.RawMessage(`{"taskId":"1"}`)); ok {
+		t.Error("another server's status reached the session")
+	}
+
+	params, _ := jsonrpc.ScanObject(json.RawMessage(`{"taskId":` + string(quoted) + `}`))
+	send := func(s *upstream.Server, on upstream.ConnID, method string, p json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+		if s != srv || on != 7 || method != "tasks/get" || string(jsonrpc.Field(p, "taskId")) != `"1"` {
+			t.Errorf("sent %s on %d to %s: %s", method, on, s.Config.ID(), p)
+		}
+		return json.RawMessage(`{"taskId":"1","status":"completed","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"1"}}}`), on, nil
+	}
+	got, err := tab.Request("a", "tasks/get", params, send)
+	if err != nil || strings.Contains(string(got), `"1"`) || strings.Count(string(got), string(quoted)) != 2 {
+		t.Errorf("tasks/get: %s, %v", got, err)
+	}
+	if _, err := tab.Request("b", "tasks/get", params, send); jsonrpc.ToError(err).Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("another session's task: %v", err)
+	}
+
+	gone := func(*upstream.Server, upstream.ConnID, string, json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+		return nil, 0, upstream.ErrConnGone
+	}
+	if _, err := tab.Request("a", "tasks/get", params, gone); err == nil || !strings.Contains(err.Error(), "restarted") {
+		t.Errorf("task of a connection gone: %v", err)
+	}
+	if _, err := tab.Request("a", "tasks/get", params, send); err == nil {
+		t.Error("a task of a connection gone is still found")
+	}
+}
