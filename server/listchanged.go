@@ -60,7 +60,7 @@ func (h *Hub) tellListChanged(k listKind) {
 	}
 	h.listPending[k].Store(false) // a change from now on is told after another window
 	snap := h.snapshot()
-	for _, sess := range h.sessionList() {
+	for _, sess := range h.routes.List() {
 		current := snap.viewOf(sess.profileIn(snap.cfg)).hash(k)
 		for _, l := range sess.listenList() {
 			l.listChanged(k, current)
@@ -69,7 +69,7 @@ func (h *Hub) tellListChanged(k listKind) {
 			continue // told on its listens alone (2026-07-28: nothing unasked)
 		}
 		if seen := sess.seen[k].Load(); seen != 0 && seen != current {
-			sess.notify(context.Background(), listChangedMethods[k], nil)
+			sess.Notify(context.Background(), listChangedMethods[k], nil)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // This file serves subscriptions/listen (2026-07-28, SEP-2575): the one
@@ -23,7 +22,7 @@ import (
 // when it answers with an empty result carrying the id. A listen is fed
 // from the places that feed legacy sessions: tellListChanged (the
 // session's view of a list changed, after a reload or an upstream's
-// list_changed) and upstreamNotification (resources/updated of a URI the
+// list_changed) and routes.Table.Notification (resources/updated of a URI the
 // listen names).
 
 // methodListen is the request that opens a listen.
@@ -199,7 +198,7 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 		if l.names(uri) {
 			continue
 		}
-		if err := h.subscribeURI(ctx, req, snap.viewOf(sess.profileIn(snap.cfg)), uri, true); err != nil {
+		if err := h.routes.SubscribeURI(ctx, subscriber(h, req, snap.viewOf(sess.profileIn(snap.cfg))), uri, true); err != nil {
 			h.logger.Debug("listen: resource not subscribed", "session", sess.id, "uri", uri, "err", err)
 			continue
 		}
@@ -279,7 +278,7 @@ func (s *session) listenList() []*listen {
 // unsubscribeListen ends the session's subscriptions to the resources l
 // named that no other listen of the session names, and unsubscribes the
 // upstreams where no session is left listening, in the background (see
-// unsubscribeGone): a listen's end never waits for an upstream.
+// routes.Table.Unsubscribe): a listen's end never waits for an upstream.
 func (h *Hub) unsubscribeListen(sess *session, l *listen) {
 	l.mu.Lock()
 	uris := make([]string, 0, len(l.uris))
@@ -291,26 +290,10 @@ func (h *Hub) unsubscribeListen(sess *session, l *listen) {
 		return
 	}
 	others := sess.listenList() // l is removed already
-	r := h.routes
-	owners := map[string]*upstream.Server{}
-	r.mu.Lock()
-	for _, uri := range uris {
-		if slices.ContainsFunc(others, func(o *listen) bool { return o.names(uri) }) {
-			continue
-		}
-		sub := r.subs[uri]
-		if sub == nil || !sub.sessions[sess] {
-			continue
-		}
-		delete(sub.sessions, sess)
-		sess.subscriptions--
-		if len(sub.sessions) == 0 {
-			owners[uri] = sub.owner
-			delete(r.subs, uri)
-		}
-	}
-	r.mu.Unlock()
-	h.unsubscribeGone(owners)
+	uris = slices.DeleteFunc(uris, func(uri string) bool {
+		return slices.ContainsFunc(others, func(o *listen) bool { return o.names(uri) })
+	})
+	h.routes.Unsubscribe(sess, uris)
 }
 
 // names reports whether l gets updates of uri.

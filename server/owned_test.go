@@ -62,7 +62,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 		p := &recordingPeer{}
 		sess := newSession("a", "stdio")
 		sess.peer = p
-		if err := h.addSession(sess); err != nil {
+		if err := h.routes.Add(sess); err != nil {
 			t.Fatal(err)
 		}
 		sess.seen[listTools].Store(1) // answered a list that is not the current one
@@ -75,7 +75,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 			t.Fatalf("%d list_changed after 5 changes in one window, want 1", n)
 		}
 		h.listChanged(listTools)
-		h.removeSession(sess)
+		h.routes.Remove(sess)
 		if err := h.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	defer h.mgr.Close()
 	sess := newSession("a", "stdio")
 	sess.peer = &recordingPeer{}
-	if err := h.addSession(sess); err != nil {
+	if err := h.routes.Add(sess); err != nil {
 		t.Fatal(err)
 	}
 	sess.seen[listTools].Store(1)
@@ -248,16 +248,16 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	if h.spawn(func() {}) {
 		t.Error("spawn started a goroutine after Close")
 	}
-	h.rootsChanged(sess)
+	h.routes.RootsChanged(sess)
 	h.listChanged(listTools)
-	if sess.rootsPending.Load() || h.listPending[listTools].Load() {
+	if sess.Routing().RootsPending() || h.listPending[listTools].Load() {
 		t.Error("work left pending after Close: it would never be done")
 	}
 	late := newSession("b", "stdio")
 	late.peer = &recordingPeer{}
-	if err := h.addSession(late); err != nil {
+	if err := h.routes.Add(late); err != nil {
 		t.Fatal(err)
 	}
-	h.removeSession(late)
-	h.removeSession(sess)
+	h.routes.Remove(late)
+	h.routes.Remove(sess)
 }

@@ -34,6 +34,18 @@ type taskRoute struct {
 	sess   *session
 }
 
+// taskRoutes are the routes of the sessions' tasks, guarded by the
+// session table's lock (routes.Table.Lock), so that a session's end
+// forgets them with it.
+type taskRoutes struct {
+	tasks    map[string]*taskRoute // by the hub's task id
+	taskKeys map[taskKey]string    // the hub's task id by the upstream's, on its connection
+}
+
+func newTaskRoutes() *taskRoutes {
+	return &taskRoutes{tasks: map[string]*taskRoute{}, taskKeys: map[taskKey]string{}}
+}
+
 // taskKey is an upstream's task on one connection.
 type taskKey struct {
 	conn upstream.ConnID
@@ -78,9 +90,9 @@ const (
 // on: a task the connection numbered so before is forgotten (an upstream
 // that reuses an id on one connection has ended the task that had it).
 func (h *Hub) newTask(r *taskRoute) json.RawMessage {
-	rt := h.routes
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	rt := h.tasks
+	h.routes.Lock()
+	defer h.routes.Unlock()
 	var hubID string
 	for hubID == "" || rt.tasks[hubID] != nil {
 		hubID = r.server.Config.ID() + "~" + rand.Text()
@@ -109,9 +121,9 @@ func (h *Hub) task(req *request) (string, *taskRoute, error) {
 	if json.Unmarshal(id, &hubID) != nil {
 		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
 	}
-	h.routes.mu.Lock()
-	r := h.routes.tasks[hubID]
-	h.routes.mu.Unlock()
+	h.routes.Lock()
+	r := h.tasks.tasks[hubID]
+	h.routes.Unlock()
 	if r == nil || r.sess != req.sess {
 		return "", nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s", id))
 	}
@@ -147,14 +159,14 @@ func (h *Hub) taskRequest(ctx context.Context, req *request) (json.RawMessage, e
 func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, error) {
 	var servers []*upstream.Server
 	seen := map[*upstream.Server]bool{}
-	h.routes.mu.Lock()
-	for _, r := range h.routes.tasks {
+	h.routes.Lock()
+	for _, r := range h.tasks.tasks {
 		if r.sess == req.sess && !seen[r.server] {
 			seen[r.server] = true
 			servers = append(servers, r.server)
 		}
 	}
-	h.routes.mu.Unlock()
+	h.routes.Unlock()
 	var tasks []json.RawMessage
 	timeout := req.snap.cfg.Settings.ListTimeout
 	for _, s := range servers {
@@ -184,10 +196,10 @@ func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, err
 // ownTask is the hub's id of the upstream task key names, when sess owns
 // it.
 func (h *Hub) ownTask(sess *session, key taskKey) (string, bool) {
-	h.routes.mu.Lock()
-	defer h.routes.mu.Unlock()
-	hubID, ok := h.routes.taskKeys[key]
-	if !ok || h.routes.tasks[hubID].sess != sess {
+	h.routes.Lock()
+	defer h.routes.Unlock()
+	hubID, ok := h.tasks.taskKeys[key]
+	if !ok || h.tasks.tasks[hubID].sess != sess {
 		return "", false
 	}
 	return hubID, true
@@ -199,28 +211,28 @@ func (h *Hub) ownTask(sess *session, key taskKey) (string, bool) {
 func (h *Hub) taskStatus(ctx context.Context, s *upstream.Server, params json.RawMessage) {
 	id := jsonrpc.Field(params, "taskId")
 	key := taskKey{upstream.ConnOf(ctx), string(id)}
-	h.routes.mu.Lock()
+	h.routes.Lock()
 	var owner *session
-	hubID, ok := h.routes.taskKeys[key]
-	if r := h.routes.tasks[hubID]; ok && r != nil && r.server == s {
+	hubID, ok := h.tasks.taskKeys[key]
+	if r := h.tasks.tasks[hubID]; ok && r != nil && r.server == s {
 		owner = r.sess
 	}
-	h.routes.mu.Unlock()
+	h.routes.Unlock()
 	if owner == nil {
 		h.logger.Debug("task status for no task of a client", "upstream", s.Config.ID(), "task", string(id))
 		return
 	}
 	q, _ := jsonrpc.Marshal(hubID)
 	if p, err := jsonrpc.SetField(params, "taskId", q); err == nil {
-		owner.notify(context.Background(), "notifications/tasks/status", p)
+		owner.Notify(context.Background(), "notifications/tasks/status", p)
 	}
 }
 
 // forgetTask drops one task.
 func (h *Hub) forgetTask(hubID string) {
-	r := h.routes
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r := h.tasks
+	h.routes.Lock()
+	defer h.routes.Unlock()
 	if t := r.tasks[hubID]; t != nil {
 		delete(r.tasks, hubID)
 		delete(r.taskKeys, taskKey{t.conn, string(t.id)})
@@ -228,7 +240,7 @@ func (h *Hub) forgetTask(hubID string) {
 }
 
 // forgetTasks drops the tasks of a session that ended.
-func (r *routes) forgetTasks(sess *session) {
+func (r *taskRoutes) forgetTasks(sess *session) {
 	for _, id := range sess.tasks {
 		r.forgetTask(id)
 	}
@@ -237,7 +249,7 @@ func (r *routes) forgetTasks(sess *session) {
 
 // forgetTask drops the route of the task with the hub's id (gone already:
 // nothing to do).
-func (r *routes) forgetTask(id string) {
+func (r *taskRoutes) forgetTask(id string) {
 	if t := r.tasks[id]; t != nil {
 		delete(r.tasks, id)
 		if r.taskKeys[taskKey{t.conn, string(t.id)}] == id {

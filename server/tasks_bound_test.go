@@ -18,9 +18,9 @@ func TestTaskRoutesBoundedPerSession(t *testing.T) {
 	for i := range maxSessionTasks + 5 {
 		ids = append(ids, h.newTask(&taskRoute{server: srv, conn: 1, id: json.RawMessage(fmt.Sprintf(`"t%d"`, i)), sess: a}))
 	}
-	rt := h.routes
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	rt := h.tasks
+	h.routes.Lock()
+	defer h.routes.Unlock()
 	if n := len(rt.tasks); n != maxSessionTasks+1 {
 		t.Errorf("%d task routes kept, want %d (a's newest and b's one)", n, maxSessionTasks+1)
 	}
