@@ -34,11 +34,13 @@ var Version = "dev"
 type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
-	info   mcp.Implementation      // the hub's serverInfo, its Version when New ran
-	routes *routes.Table[*session] // the client sessions, and where upstream events go
-	tasks  *taskRoutes             // the sessions' tasks, under routes.Lock
-	states *stateSealer            // seals the requestState of input_required results
-	inputs *inputCalls             // 2026-07-28 clients' calls held between rounds
+	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
+	// routes are the client sessions, and where upstream events go.
+	routes *routes.Table[*session]
+	// tasks are the sessions' tasks, guarded by routes.Lock.
+	tasks  *taskRoutes
+	states *stateSealer // seals the requestState of input_required results
+	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
