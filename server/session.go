@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -24,29 +25,15 @@ type session struct {
 	profile      string             // the profile the session sees, "" for the whole config (see OpenProfile)
 	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
 	peer         Peer
-	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
-	routingState routes.Entry             // what the hub's session table keeps in the session
-	seen         [listKinds]atomic.Uint64 // hash of each list as last answered, 0 before
-	gone         chan struct{}            // closed when the session ends (see end)
+	initialized  atomic.Bool   // initialize answered, the session resumed, or see answerModern
+	routingState routes.Entry  // what the hub's session table keeps in the session
+	lists        *listen.State // what it was told of its lists, its listens
+	gone         chan struct{} // closed when the session ends (see end)
 	endOnce      sync.Once
-
-	// modern is set once the client has sent a request of 2026-07-28 or
-	// later: it hears of changes only on the listens it opens (see
-	// listen.go), never unasked.
-	modern atomic.Bool
 
 	// linker makes the face's sign-in links for the session's caller
 	// (SessionOptions.SignIn); nil: the face has none.
 	linker SignInLinker
-
-	// tasks are the hub's ids of the session's tasks, oldest first;
-	// guarded by the hub's routes.Lock (see maxSessionTasks).
-	tasks []string
-
-	listenMu  sync.Mutex    // guards listens
-	listens   []*listen     // open subscriptions/listen, at most maxSessionListens
-	unheard   chan struct{} // closed when the client's input has ended: its listens end
-	unheardMu sync.Once
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
@@ -63,7 +50,7 @@ func newSession(id, transport string) *session {
 		transport: transport,
 		logLevel:  mcp.LoggingLevelInfo,
 		gone:      make(chan struct{}),
-		unheard:   make(chan struct{}),
+		lists:     listen.NewState(),
 	}
 }
 
@@ -84,23 +71,25 @@ func (s *session) Dropped() uint64 { return s.peer.Dropped() }
 func (s *session) Routing() *routes.Entry { return &s.routingState }
 
 // Modern reports whether the client has sent a request of 2026-07-28 or
-// later (see modern).
-func (s *session) Modern() bool { return s.modern.Load() }
+// later (see listen.State.Modern).
+func (s *session) Modern() bool { return s.lists.Modern() }
 
 // Updated tells the session's open listens that uri changed.
-func (s *session) Updated(uri string, params json.RawMessage) {
-	for _, l := range s.listenList() {
-		l.updated(uri, params)
-	}
-}
+func (s *session) Updated(uri string, params json.RawMessage) { s.lists.Updated(uri, params) }
 
 // End marks the session ended, which stops what the hub does for it (a
 // pending list_changed).
 func (s *session) End() { s.endOnce.Do(func() { close(s.gone) }) }
 
-// Notify sends the client a notification; ctx is the request it belongs
+// Lists, Notify and Gone (and ID) are the session as its listens see it
+// (listen.Session); Notify sends a notification encoded whole.
+func (s *session) Lists() *listen.State                   { return s.lists }
+func (s *session) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
+func (s *session) Gone() <-chan struct{}                  { return s.gone }
+
+// notify sends the client a notification; ctx is the request it belongs
 // to. It never blocks.
-func (s *session) Notify(ctx context.Context, method string, params any) {
+func (s *session) notify(ctx context.Context, method string, params any) {
 	p, err := jsonrpc.Params(params)
 	if err == nil {
 		s.peer.Notify(ctx, jsonrpc.EncodeNotification(method, p))

@@ -68,7 +68,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 			logger.Debug("progress with params that are no object", "upstream", s.Config.ID(), "err", err)
 			return
 		}
-		route.sess.Notify(route.ctx, method, p)
+		notify(route.ctx, route.sess, method, p)
 	case "notifications/message":
 		var level mcp.LoggingLevel
 		_ = json.Unmarshal(fields.Field("level"), &level)
@@ -99,11 +99,13 @@ func (t *Table[S]) Notification(e upstream.Event) {
 				if sess == owner {
 					nctx = ctx
 				}
-				sess.Notify(nctx, method, p)
+				notify(nctx, sess, method, p)
 			}
 		}
 	case "notifications/tasks/status":
-		t.opts.TaskStatus(ctx, s, params)
+		if owner, p, ok := t.opts.TaskStatus(ctx, s, params); ok {
+			notify(context.Background(), owner, method, p)
+		}
 	case "notifications/resources/updated":
 		uri := stringOf(fields.Field("uri"))
 		if t.opts.HidesResource(uri) {
@@ -120,7 +122,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		t.mu.Unlock()
 		for _, sess := range subs {
 			if !sess.Modern() {
-				sess.Notify(context.Background(), method, params)
+				notify(context.Background(), sess, method, params)
 			}
 			sess.Updated(uri, params)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -32,9 +33,9 @@ type Session interface {
 	Dropped() uint64
 	// End marks the session ended, which stops what the hub does for it.
 	End()
-	// Notify sends the client a notification; ctx is the request it
-	// belongs to. It never blocks.
-	Notify(ctx context.Context, method string, params any)
+	// Notify sends the client a notification (encoded whole); ctx is the
+	// request it belongs to. It never blocks.
+	Notify(ctx context.Context, msg []byte)
 	// Request sends the client a request and waits for its answer within
 	// ctx.
 	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
@@ -82,12 +83,13 @@ type Options[S Session] struct {
 	// round of its call that ctx belongs to; ok is false when ctx is no
 	// such call.
 	Ask func(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok bool, err error)
-	// TaskStatus passes on an upstream's notifications/tasks/status.
-	TaskStatus func(ctx context.Context, s *upstream.Server, params json.RawMessage)
-	// Forget forgets what else the hub keeps of a session that ended
-	// under the table's lock (its tasks); Ended what it keeps apart
-	// (rate counters, grants), after.
-	Forget, Ended func(sess S)
+	// TaskStatus is the session that owns the task an upstream's
+	// notifications/tasks/status (which came on the connection ctx names)
+	// is about, with the params to send it; ok is false for none.
+	TaskStatus func(ctx context.Context, s *upstream.Server, params json.RawMessage) (owner S, out json.RawMessage, ok bool)
+	// Ended forgets what else the hub keeps of a session that ended (its
+	// tasks, its own upstream connections, rate counters, grants).
+	Ended func(sess S)
 	// Describe is what the hub knows of a session (see Sessions).
 	Describe func(sess S) SessionInfo
 }
@@ -96,7 +98,7 @@ type Options[S Session] struct {
 type Table[S Session] struct {
 	opts Options[S]
 
-	mu       sync.Mutex                  // guards the maps, and what Lock says
+	mu       sync.Mutex                  // guards the maps
 	sessions map[string]S                // by id
 	progress map[string]progressRoute[S] // hub progress token -> the call's session
 	subs     map[string]*subscription[S] // by resource URI
@@ -120,14 +122,6 @@ func New[S Session](opts Options[S]) *Table[S] {
 	}
 }
 
-// Lock holds the table still. What the hub keeps of its sessions' tasks
-// is guarded by it too, so that a session's end (Remove) forgets them
-// with it (Options.Forget).
-func (t *Table[S]) Lock() { t.mu.Lock() }
-
-// Unlock lets the table go on.
-func (t *Table[S]) Unlock() { t.mu.Unlock() }
-
 // ErrSessionExists refuses a session whose id an open session has.
 var ErrSessionExists = errors.New("session already exists")
 
@@ -144,15 +138,13 @@ func (t *Table[S]) Add(sess S) error {
 
 // Remove forgets a session that ended: its subscriptions go (and
 // upstreams are unsubscribed where no one else listens), the hub's
-// requests waiting on it fail, its requests in flight are cancelled.
+// requests waiting on it fail, its requests in flight are cancelled, and
+// the hub forgets the rest (Options.Ended).
 func (t *Table[S]) Remove(sess S) {
 	sess.End()
 	t.mu.Lock()
 	delete(t.sessions, sess.ID())
 	t.droppedGone += sess.Dropped()
-	if t.opts.Forget != nil {
-		t.opts.Forget(sess)
-	}
 	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
 	for uri, sub := range t.subs {
 		if sub.sessions[sess] {
@@ -165,7 +157,6 @@ func (t *Table[S]) Remove(sess S) {
 	}
 	t.mu.Unlock()
 	t.unsubscribeGone(owners)
-	t.opts.Manager.Release(sess) // its own connections (isolation: per-session)
 	if t.opts.Ended != nil {
 		t.opts.Ended(sess)
 	}
@@ -197,4 +188,13 @@ func (t *Table[S]) For(owner any) S {
 	}
 	var none S
 	return none
+}
+
+// notify sends sess a notification; ctx is the request it belongs to. It
+// never blocks.
+func notify[S Session](ctx context.Context, sess S, method string, params any) {
+	p, err := jsonrpc.Params(params)
+	if err == nil {
+		sess.Notify(ctx, jsonrpc.EncodeNotification(method, p))
+	}
 }

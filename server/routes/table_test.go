@@ -27,7 +27,7 @@ func (f *fake) GetClientCapabilities() mcp.ClientCapabilities                 { 
 func (f *fake) Modern() bool                                                  { return false }
 func (f *fake) Updated(string, json.RawMessage)                               {}
 func (f *fake) Routing() *Entry                                               { return &f.entry }
-func (f *fake) Notify(context.Context, string, any)                           {}
+func (f *fake) Notify(context.Context, []byte)                                {}
 func (f *fake) Request(context.Context, string, any) (json.RawMessage, error) { return nil, nil }
 
 // newTable is a table whose background work runs at once.
