@@ -15,6 +15,8 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -48,8 +50,8 @@ type Hub struct {
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
 	// inflight are the budgets of bytes of client requests in flight,
-	// per caller and in all (inflightbytes.go).
-	inflight *inflightBytes
+	// per caller and in all (server/inflight).
+	inflight *inflight.Budgets
 	// argSchemas are the tools' input schemas, compiled on first use
 	// (validateargs.go).
 	argSchemas validateargs.Schemas
@@ -57,7 +59,7 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	panics      atomic.Uint64          // recovered panics, ever (see Recovered)
+	panics      *panics.Counter        // recovered panics, ever (see Panics)
 	listPending [listKinds]atomic.Bool // a list_changed waits out its window
 	audits      *audit.Stats           // of every trail the hub opened
 	// stdioOut is the file the stdio face writes the conversation to, when
@@ -95,7 +97,8 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),
 		results:       opts.Results,
-		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
+		inflight:      inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
+		panics:        panics.New(logger),
 	}
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
@@ -152,6 +155,14 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 // grants in force, for the inspector and the approval commands.
 func (h *Hub) Inbox() *approve.Inbox { return h.inbox }
 
+// Inflight are the hub's budgets of bytes of client requests in flight,
+// per caller and in all, for the faces' sessions.
+func (h *Hub) Inflight() *inflight.Budgets { return h.inflight }
+
+// Panics counts the panics the hub and its faces recovered from: the
+// faces report theirs to it, /metrics reads it.
+func (h *Hub) Panics() *panics.Counter { return h.panics }
+
 // config is the current config.
 func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 
@@ -186,7 +197,7 @@ func (h *Hub) Run() {
 func (h *Hub) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.Recovered(what, r, debug.Stack())
+			h.panics.Recovered(what, r, debug.Stack())
 		}
 	}()
 	f()

@@ -55,7 +55,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	}
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
-		Panics: hub.Panics, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+		Panics: hub.Panics().Count, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 		Results: u.results.Stats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
 	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)
