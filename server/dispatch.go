@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -157,7 +158,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
 		}
 		if !ok {
-			h.missed(req, name)
+			req.miss(name)
 			req.auditMiss(name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
@@ -181,7 +182,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
 		// offered is a tool like any other the client cannot see.
-		h.missed(req, name)
+		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
@@ -204,17 +205,17 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	switch name {
 	case getToolsName:
-		h.askedGroup(req, v, args.Group)
+		req.askedGroup(v, args.Group)
 		return v.getDynamicTools(args), nil
 	case callToolName:
 		return h.callDynamicTool(ctx, req, v, args)
 	}
 	if v.search == nil { // gone while it waited (a reload turned it off)
-		h.missed(req, name)
+		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
-	h.askedGroup(req, v, args.Group)
+	req.askedGroup(v, args.Group)
 	return v.searchDynamicTools(args), nil
 }
 
@@ -285,7 +286,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 		}
 		if r == nil {
 			if named {
-				h.missed(req, uri)
+				req.miss(uri)
 			}
 			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 		}
@@ -368,8 +369,8 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
-	return h.request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+	observe.Routed(req.call, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.obs.Request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
 }
 
 // inputSchema is the inputSchema of the tool r routes to, nil if none.

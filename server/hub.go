@@ -16,13 +16,13 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
-	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -41,8 +41,8 @@ type Hub struct {
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
-	rates *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
-	obs   atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	rates *ratelimit.Limiter // the loop guards' counters (policy rate:), kept across reloads
+	obs   *observe.Traffic   // the observer, and every hop upstream (server/observe)
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
@@ -99,7 +99,10 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		results:       opts.Results,
 		inflight:      inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
 		panics:        panics.New(logger),
+		obs:           new(observe.Traffic),
 	}
+	h.obs.Config = func() *config.Config { return h.snapshot().cfg }
+	h.obs.SignIn = h.signIn
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
@@ -154,6 +157,10 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 // Inbox is the approval inbox: the calls waiting for a person and the
 // grants in force, for the inspector and the approval commands.
 func (h *Hub) Inbox() *approve.Inbox { return h.inbox }
+
+// Traffic is the hub's traffic as observers see it: its Observe makes an
+// observer see it from now on.
+func (h *Hub) Traffic() *observe.Traffic { return h.obs }
 
 // Inflight are the hub's budgets of bytes of client requests in flight,
 // per caller and in all, for the faces' sessions.

@@ -10,7 +10,7 @@ import (
 // serveNotification handles a client's notification on sess. It runs on
 // the reading goroutine, so nothing in it may wait on anyone.
 func (h *Hub) serveNotification(ctx context.Context, sess *session, msg *jsonrpc.Message) {
-	if obs := h.observer(); obs != nil {
+	if obs := h.obs.Observer(); obs != nil {
 		obs.Message(ctx, &traffic.Message{Direction: traffic.FromClient, Session: sess.id, Method: msg.Method, Params: msg.Params})
 	}
 	switch msg.Method {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -192,7 +193,7 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 			known = false
 		}
 	}
-	if obs := h.observer(); obs != nil {
+	if obs := h.obs.Observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
 		octx, osess := ctx, h.sessionFor(e.Owner)
 		if known {
@@ -296,7 +297,7 @@ func (h *Hub) upstreamRequest(ctx context.Context, e upstream.Event) (res json.R
 	}
 	sess := h.sessionFor(e.Owner)
 	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
-	if obs := h.observer(); obs != nil {
+	if obs := h.obs.Observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
 		if sess != nil {
 			m.Session = sess.id
@@ -400,7 +401,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 	if s == nil || isResultURI(uri) { // a kept result never changes: nothing to watch (resultread.go)
 		return &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	h.routed(req, s, uri, "", "")
+	observe.Routed(req.call, s, uri, "", "")
 	r := h.routes
 	r.mu.Lock()
 	sub := r.subs[uri]
@@ -432,7 +433,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 		// Every session listening shares the subscription, so it lives on
 		// the server's shared connection (as its unsubscribe does), not on
 		// this session's own (isolation: per-session), which ends with it.
-		if _, err := h.request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
+		if _, err := h.obs.Request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config)); err != nil {
 			r.mu.Lock() // the upstream refused: forget the subscription
 			if r.subs[uri] == sub {
 				for other := range sub.sessions {
@@ -512,7 +513,7 @@ func (h *Hub) upstreamUnsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	timeout := h.config().Settings.ListTimeout
-	if _, err := h.request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
+	if _, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, timeout); err != nil {
 		h.logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
 	}
 }

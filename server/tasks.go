@@ -131,7 +131,7 @@ func (h *Hub) taskRequest(ctx context.Context, req *request) (json.RawMessage, e
 		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
 	}
 	quoted, _ := jsonrpc.Marshal(hubID)
-	res, _, err := h.requestOn(ctx, req, req.sess, r.server, r.conn, req.msg.Method, json.RawMessage(up), req.snap.cfg.CallTimeoutFor(r.server.Config))
+	res, _, err := h.obs.RequestOn(ctx, req, req.sess, r.server, r.conn, req.msg.Method, json.RawMessage(up), req.snap.cfg.CallTimeoutFor(r.server.Config))
 	if errors.Is(err, upstream.ErrConnGone) {
 		h.forgetTask(hubID)
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("Task not found: %s (its server %s restarted since it was made)", quoted, r.server.Config.ID()))
@@ -158,7 +158,7 @@ func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, err
 	var tasks []json.RawMessage
 	timeout := req.snap.cfg.Settings.ListTimeout
 	for _, s := range servers {
-		res, conn, err := h.requestOn(ctx, req, req.sess, s, 0, "tasks/list", nil, timeout)
+		res, conn, err := h.obs.RequestOn(ctx, req, req.sess, s, 0, "tasks/list", nil, timeout)
 		if err != nil {
 			h.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
 			continue

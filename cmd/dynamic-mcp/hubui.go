@@ -64,7 +64,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 		return nil, err
 	}
 	insp.SetTokenHint(sharedTokenHint(u.cfgPath))
-	hub.Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
+	hub.Traffic().Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
 	u.addr, u.ui, u.stop = full, &local.UI{URL: url, Token: token}, stop
 	return u.ui, nil
 }

@@ -142,7 +142,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		insp = newInspector(ctx, hub, mgr, logger)
 		observers = append(observers, insp)
 	}
-	hub.Observe(traffic.Tee(observers...))
+	hub.Traffic().Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
 	if httpAddr != "" {
