@@ -13,6 +13,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -117,9 +118,9 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		req.sess.saw(listResources, v.resourcesHash)
 		return page("skills", v.skills.Entries(), req.msg.Params, size)
 	case "skills/get":
-		return h.skillsGet(ctx, req, v)
+		return skills.Get(ctx, extRequest{h, req, v})
 	case "resources/directory/read":
-		return h.directoryRead(ctx, req, v)
+		return skills.DirectoryRead(ctx, extRequest{h, req, v})
 	case "completion/complete":
 		return h.complete(ctx, req, v)
 	case "tasks/get", "tasks/result", "tasks/cancel":
@@ -304,7 +305,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	}
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.resolveResource(uri) != nil })
 	if r := v.skills.File(uri); r != nil {
-		return h.readSkillFile(ctx, req, r, uri) // skills.go
+		return skills.ReadFile(ctx, extRequest{h, req, v}, r, uri) // server/skills
 	}
 	s := v.resolveResource(uri)
 	if s == nil {
@@ -325,6 +326,25 @@ func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(
 		return v
 	}
 	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.starting })
+}
+
+// extRequest is req as the packages that serve an extension see it
+// (server/skills): its params, the view it routes by, and forward.
+type extRequest struct {
+	h   *Hub
+	req *request
+	v   *view
+}
+
+func (e extRequest) String(key string) (string, bool) { return e.req.stringField(key) }
+func (e extRequest) Params() jsonrpc.Object           { return e.req.params }
+
+func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills
+}
+
+func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Server, name string, params jsonrpc.Object) (json.RawMessage, error) {
+	return e.h.forward(ctx, e.req, upcall{method: method, server: s, name: name, params: params})
 }
 
 // completionServer is the server a completion for the resource template

@@ -9,6 +9,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -47,6 +48,9 @@ func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	})
 	return s
 }
+
+// skillTable is a view's merged skills (server/skills).
+type skillTable = skills.Table[*upstream.Server]
 
 // snapshot is the current snapshot. A request that may write the audit
 // trail takes it with acquire instead.

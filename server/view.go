@@ -167,7 +167,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
 			v.noteApps(s)
-			lists = v.addSkills(skillsIn, g, s, lists)
+			lists = skills.Add(skillsIn, g, s, lists, &v.resources, &v.templates)
 			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
