@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
@@ -156,7 +157,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = v.flatRoutes[name]
 		}
 		if !ok {
-			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
+			r, ok = apps.CalledTool(ctx, extRequest{h, req, v}, name) // an MCP App's call by its server's name (server/apps)
 		}
 		if !ok {
 			req.miss(name)
@@ -176,8 +177,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
 	}
 	if name != getToolsName && name != callToolName && name != searchToolName {
-		if r, ok := h.appTool(ctx, req, v, name); ok {
-			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (apps.go)
+		if r, ok := apps.CalledTool(ctx, extRequest{h, req, v}, name); ok {
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (server/apps)
 		}
 	}
 	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
@@ -300,8 +301,8 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 		}
 		return r.Read(page)
 	}
-	if res, ok, err := h.readUI(ctx, req, v, uri); ok {
-		return res, err // an MCP App's ui:// resource (apps.go)
+	if res, ok, err := apps.Read(ctx, extRequest{h, req, v}, uri); ok {
+		return res, err // an MCP App's ui:// resource (server/apps)
 	}
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.resolveResource(uri) != nil })
 	if r := v.skills.File(uri); r != nil {
@@ -329,7 +330,8 @@ func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(
 }
 
 // extRequest is req as the packages that serve an extension see it
-// (server/skills): its params, the view it routes by, and forward.
+// (server/skills, server/apps): its params, the view it routes by, and
+// forward.
 type extRequest struct {
 	h   *Hub
 	req *request
@@ -341,6 +343,10 @@ func (e extRequest) Params() jsonrpc.Object           { return e.req.params }
 
 func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
 	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills
+}
+
+func (e extRequest) Apps(ctx context.Context, found func(*appTable) bool) *appTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.apps) }).apps
 }
 
 func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Server, name string, params jsonrpc.Object) (json.RawMessage, error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -195,8 +196,8 @@ func (v *view) extensions() map[string]any {
 	case v.skills.Offered():
 		ext[skills.ExtensionID] = v.skills.Capability()
 	}
-	if v.apps != nil {
-		ext[appsExtension] = v.apps // apps.go
+	if settings := v.apps.Settings(); settings != nil {
+		ext[apps.Extension] = settings // server/apps
 	}
 	if len(ext) == 0 {
 		return nil
