@@ -143,7 +143,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	settings := req.snap.cfg.Settings
 	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
 	if v.cooperative && cooperative.IsTool(name) {
-		return h.cooperativeCall(ctx, req, v, name, arguments) // the hub's own (cooperative.go)
+		return (&coopHost{h: h, req: req, v: v}).serve(ctx, name, arguments) // the hub's own (cooperative.go)
 	}
 	if v.mode == config.ModeFlat {
 		r, ok := v.flatRoutes[name]
