@@ -1,6 +1,11 @@
 package server
 
-import "github.com/mark3labs/mcp-go/mcp"
+import (
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
+)
 
 // What is left of the protocol once the hub's own methods are dispatched
 // (the handshake, ping, logging/setLevel, and methods that do not exist)
@@ -48,4 +53,28 @@ func (req *request) capabilities() mcp.ServerCapabilities {
 // instructions of the upstreams of the client's view.
 func (req *request) instructions() string {
 	return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).instructions("")
+}
+
+// extensions are the view's capabilities.extensions: the Skills
+// extension's when a server of the view serves it, or may: one is still
+// starting, its capabilities not known yet, and a client that connects
+// with the hub (a desktop client starts it) is to see the skills it
+// brings, skills/list waiting for it as the first page of every list
+// does. What such a server turns out not to serve is answered as for a
+// skill or directory that does not exist. nil when no server serves it.
+func (v *view) extensions() map[string]any {
+	ext := map[string]any{}
+	switch {
+	case v.starting:
+		ext[skills.ExtensionID] = map[string]any{"directoryRead": true}
+	case v.skills.Offered():
+		ext[skills.ExtensionID] = v.skills.Capability()
+	}
+	if settings := v.apps.Settings(); settings != nil {
+		ext[apps.Extension] = settings // server/apps
+	}
+	if len(ext) == 0 {
+		return nil
+	}
+	return ext
 }

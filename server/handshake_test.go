@@ -17,7 +17,7 @@ import (
 )
 
 // The hub answers the handshake, ping, logging/setLevel and methods that
-// do not exist itself (handshake.go), as mcp-go's MCPServer answered them
+// do not exist itself (clients.Protocol), as mcp-go's MCPServer answered them
 // when the hub handed them to it: every answer here, and what it leaves
 // on the session, is held against that MCPServer's, built as the hub
 // built it, driven as the hub drove it.
@@ -123,10 +123,10 @@ func TestHandshakeAnswersAsMCPGo(t *testing.T) {
 			srv := mcpgoHub()
 			ours, theirs := newSession("s", "streamable-http"), newSession("s", "streamable-http")
 			ours.peer, theirs.peer = &recordingPeer{}, &recordingPeer{}
-			if err := h.addSession(ours); err != nil {
+			if err := h.routes.Add(ours); err != nil {
 				t.Fatal(err)
 			}
-			defer h.removeSession(ours)
+			defer h.routes.Remove(ours)
 			for _, line := range tc.msgs {
 				msg, err := jsonrpc.Decode([]byte(line))
 				if err != nil {

@@ -5,11 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -63,6 +65,12 @@ func (s *snapshot) viewOf(profile string) *view {
 	}
 	return s.empty()
 }
+
+// skillTable is a view's merged skills (server/skills).
+type skillTable = skills.Table[*upstream.Server]
+
+// appTable is a view's MCP Apps (server/apps).
+type appTable = apps.Table[route]
 
 // snapshot is the current snapshot. A request that may write the audit
 // trail takes it with acquire instead.
