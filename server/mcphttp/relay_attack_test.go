@@ -359,7 +359,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 	store.mu.Unlock()
 	const n = 20
 	for i := range n {
-		if !faceA.relay.enqueue(hs, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
+		if !hs.st.relayed.Enqueue([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
 			t.Fatal("queue full")
 		}
 		if i == 0 {
@@ -375,35 +375,6 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 	events, last, err := db.Events(t.Context(), hs.stream, 0)
 	if err != nil || len(events) != n || last != n {
 		t.Fatalf("kept after close: %d events, last %d, %v; want %d", len(events), last, err, n)
-	}
-}
-
-// A notice lost to a full inbox (a flood of payloads at the replica) does
-// not leave a GET stream open here without its new events: the
-// dispatcher, told, has every GET stream here read the store, as after a
-// reconnection.
-func TestRelayFullInboxRereads(t *testing.T) {
-	url := pgtest.Start(t)
-	faceA, baseA := relayReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
-	a := newHTTPClient(t, baseA)
-	nextEvent(t, resumeStream(t.Context(), a, "")) // its GET stream is open here
-	hs := faceA.sessions.relayed()[0]
-	// A relay of the face's that nothing else runs: its inbox holds one.
-	ctx, stop := context.WithCancel(t.Context())
-	r := &relay{s: faceA, ctx: ctx, pulls: map[*httpSession]struct{}{}, pullQ: make(chan struct{}, 1), inbox: make(chan string, 1)}
-	r.heard("e - another-stream 1")
-	r.heard("e - " + hs.stream + " 2") // lost: the inbox is full
-	var wg sync.WaitGroup
-	wg.Go(r.dispatch)
-	defer func() { stop(); wg.Wait() }()
-	waitFor(t, 5*time.Second, "the GET stream to be scheduled for a read", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		_, ok := r.pulls[hs]
-		return ok
-	})
-	if r.lost.Load() != 1 {
-		t.Fatalf("lost %d", r.lost.Load())
 	}
 }
 

@@ -320,30 +320,6 @@ func TestRelayStreamName(t *testing.T) {
 	}
 }
 
-// The events waiting to be appended are bounded, in count and in bytes,
-// for all sessions together: beyond, an event is lost (and counted), the
-// queue does not grow.
-func TestRelayQueueBounded(t *testing.T) {
-	r := &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}} // no appender: nothing leaves
-	hs := &httpSession{stream: "s"}
-	for i := range maxQueuedEvents {
-		if !r.enqueue(hs, []byte("x"), true) {
-			t.Fatalf("event %d refused", i)
-		}
-	}
-	if r.enqueue(hs, []byte("x"), true) || r.lost.Load() != 1 || len(r.queue) != maxQueuedEvents {
-		t.Fatalf("over the count: queue %d, lost %d", len(r.queue), r.lost.Load())
-	}
-	r = &relay{appendQ: make(chan struct{}, 1), pulls: map[*httpSession]struct{}{}}
-	big := make([]byte, 1<<20)
-	for range maxQueuedBytes >> 20 {
-		r.enqueue(hs, big, true)
-	}
-	if r.enqueue(hs, []byte("x"), false) || r.queued != maxQueuedBytes {
-		t.Fatalf("over the bytes: %d queued", r.queued)
-	}
-}
-
 // A request of the hub's with no POST stream to go down at its replica
 // (the call's POST takes JSON only) goes down the session's GET stream,
 // open at another replica, through the store; the client's answer,
