@@ -277,7 +277,7 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 	yaml := func() string {
 		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
 	}
-	_, baseA := relayReplica(t, url, yaml())
+	faceA, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
 	victim, other := elicitingClient(t, baseA, "2025-06-18"), elicitingClient(t, baseA, "2025-06-18")
 	other.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`) // live on A too
@@ -287,7 +287,20 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 		answer := `{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":%q}}}`
 		other.at(baseB).post(fmt.Sprintf(answer, id, "mallory"))
 		other.post(fmt.Sprintf(answer, id, "mallory"))
-		time.Sleep(300 * time.Millisecond) // what would be taken is taken by now
+		// What would be taken is taken by now: A's dispatcher, which
+		// takes B's payloads in order, has acted on the one after the
+		// answer B passed on (other's log level, set at B), and other's
+		// Conn at A has read the answer POSTed there (it reads in order).
+		other.at(baseB).post(`{"jsonrpc":"2.0","id":6,"method":"logging/setLevel","params":{"level":"error"}}`)
+		waitFor(t, 5*time.Second, "A to act on what B passed on", func() bool {
+			for _, hs := range faceA.sessions.relayed() {
+				if hs.sess.State().LogLevel == "error" {
+					return true
+				}
+			}
+			return false
+		})
+		other.post(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
 		victim.at(baseB).post(fmt.Sprintf(answer, id, "ada"))
 	})
 	if !strings.Contains(result, "ada") || strings.Contains(result, "mallory") {
