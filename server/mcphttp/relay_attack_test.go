@@ -336,7 +336,7 @@ func TestRelayFailedPullRetried(t *testing.T) {
 	nextEvent(t, events) // priming
 	// The first pull has read the store: the GET's read of the last
 	// number, then the pull's.
-	waitFor(t, 5*time.Second, "the first pull to read the store", func() bool {
+	waitFor(t, 30*time.Second, "the first pull to read the store", func() bool {
 		storeB.mu.Lock()
 		defer storeB.mu.Unlock()
 		return storeB.reads >= 2
@@ -372,7 +372,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 			t.Fatal("queue full")
 		}
 		if i == 0 {
-			waitFor(t, 5*time.Second, "the first to be appended", func() bool {
+			waitFor(t, 30*time.Second, "the first to be appended", func() bool {
 				store.mu.Lock()
 				defer store.mu.Unlock()
 				return store.appends > before
@@ -422,7 +422,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		cut()
-		waitFor(t, 5*time.Second, "B to let the stream go", func() bool {
+		waitFor(t, 30*time.Second, "B to let the stream go", func() bool {
 			for _, hs := range faceB.sessions.relayed() {
 				if hs.hasStandalone() {
 					return false
@@ -532,7 +532,7 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	waitFor(t, 5*time.Second, "B to hear of it", func() bool {
+	waitFor(t, 30*time.Second, "B to hear of it", func() bool {
 		faceB.deleted.mu.Lock()
 		defer faceB.deleted.mu.Unlock()
 		return len(faceB.deleted.order) > 0

@@ -292,7 +292,7 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 		// answer B passed on (other's log level, set at B), and other's
 		// Conn at A has read the answer POSTed there (it reads in order).
 		other.at(baseB).post(`{"jsonrpc":"2.0","id":6,"method":"logging/setLevel","params":{"level":"error"}}`)
-		waitFor(t, 5*time.Second, "A to act on what B passed on", func() bool {
+		waitFor(t, 30*time.Second, "A to act on what B passed on", func() bool {
 			for _, hs := range faceA.sessions.relayed() {
 				if hs.sess.State().LogLevel == "error" {
 					return true
