@@ -26,12 +26,15 @@ func quiet(c net.Conn) bool {
 	}
 	nothing := true
 	var b [1]byte
-	_ = rc.Read(func(fd uintptr) bool {
+	// Control, not Read: Read waits for the socket's read lock, which
+	// pgconn's background reader may hold, blocked until the server
+	// sends something (it reads while a slow write goes on and stops
+	// after one more read). The peek takes nothing from it.
+	_ = rc.Control(func(fd uintptr) {
 		// The socket is non-blocking (Go's): EAGAIN is nothing to read,
 		// 0 bytes the server's close, more its message.
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK)
 		nothing = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
-		return true
 	})
 	return nothing
 }
