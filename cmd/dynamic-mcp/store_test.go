@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -115,5 +117,26 @@ func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "resume each other's sessions only with http.session_keys") {
 		t.Fatalf("serve --http with a store and no session keys: %v\n%s", err, out)
+	}
+}
+
+// The pool parameters pgxpool honoured and the store ignores are named
+// in a warning at open, once; a URL without them warns of nothing.
+func TestOpenStoreWarnsOfIgnoredPoolParams(t *testing.T) {
+	url := pgtest.Start(t)
+	for _, c := range []struct{ query, want string }{
+		{"&pool_min_conns=2&pool_max_conn_idle_time=5m&pool_max_conns=3", "params=pool_min_conns,pool_max_conn_idle_time"},
+		{"&pool_max_conns=3", ""},
+	} {
+		var logs strings.Builder
+		db, err := openStore(t.Context(), &config.Config{Store: url + c.query}, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeStore(db)
+		warned := strings.Count(logs.String(), "level=WARN")
+		if c.want == "" && warned != 0 || c.want != "" && (warned != 1 || !strings.Contains(logs.String(), c.want)) {
+			t.Errorf("%s: %s", c.query, logs.String())
+		}
 	}
 }
