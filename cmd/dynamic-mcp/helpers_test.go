@@ -345,11 +345,16 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	// machine must not fail a test that waits for an event.
 	timeout *= slowMachine
 	deadline := time.Now().Add(timeout)
+	// Polls back off from 20 ms to 100 ms: most conditions are a request
+	// to a race-built hub, and dozens of tests wait at once for node
+	// servers that take seconds to start.
+	pause := 20 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
 
