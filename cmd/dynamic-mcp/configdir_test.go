@@ -21,24 +21,15 @@ func runIn(t *testing.T, dir string, args ...string) (string, string, int) {
 }
 
 // The quickstart lists the three groups' tools wherever it is run from,
-// as it is from a client's entry: a process in a directory of its own, so
-// that the test runs beside the others (run in process, it would change
-// the directory of them all).
+// as it is from a client's entry.
 func TestQuickstartFromAnyDirectory(t *testing.T) {
-	t.Parallel()
 	for _, pkg := range []string{"server-everything", "server-filesystem", "server-memory"} {
 		referenceServer(t, pkg) // installed, or the test says how
 	}
-	cmd := exec.Command(hubBin, "tools", "-c", filepath.Join(repoDir, "examples", "quickstart.yaml"))
-	cmd.Dir = t.TempDir()
-	// TMPDIR: the memory server's file.
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir(), "DYNAMIC_MCP_HOME="+t.TempDir())
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	out := stdout.String()
-	if err != nil {
-		t.Fatalf("tools: %v\n%s\n%s", err, out, stderr.String())
+	t.Setenv("TMPDIR", t.TempDir()) // the memory server's file
+	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", filepath.Join(repoDir, "examples", "quickstart.yaml"))
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"\neverything ", "\n  echo ", "\nfiles ", "\n  read_text_file ", "\nmemory ", "\n  create_entities "} {
 		if !strings.Contains("\n"+out, want) {
