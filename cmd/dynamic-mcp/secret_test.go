@@ -181,7 +181,10 @@ groups:
 `, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:]), fakeBin))
 	c := httpClient(t, base, nil)
 	c.initialize("2025-11-25")
-	c.waitFlatTools(1)
+	// The fake's tools may come first: wait for the everything server's.
+	waitFor(t, 60*time.Second, "everything__get-env", func() bool {
+		return strings.Contains(string(c.call("tools/list", nil)), `"everything__get-env"`)
+	})
 	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
 	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
 		t.Fatalf("get-env through the hub: %s", res)
