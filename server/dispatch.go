@@ -12,6 +12,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -22,7 +23,7 @@ import (
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	if req.modern {
 		req.sess.modern.Store(true) // told of changes on its listens alone (listen.go)
-		if err := checkModern(req); err != nil {
+		if err := rounds.CheckModern(req.msg.Method, req.field("_meta")); err != nil {
 			return nil, err
 		}
 	}
@@ -35,12 +36,12 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	}
 	if err != nil {
 		if req.modern {
-			err = modernError(err)
+			err = rounds.ModernError(err)
 		}
 		return nil, err
 	}
-	if req.modern && !isInputRequired(result) {
-		result = decorateModern(req.msg.Method, result)
+	if req.modern && !rounds.IsInputRequired(result) {
+		result = rounds.DecorateModern(req.msg.Method, result)
 	}
 	return fitMaxResult(h.results, req, result), nil
 }
@@ -61,7 +62,7 @@ func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) j
 		return res
 	}
 	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
-	if !resultcap.Over(res, limit) || isInputRequired(res) {
+	if !resultcap.Over(res, limit) || rounds.IsInputRequired(res) {
 		return res
 	}
 	return results.Cut(res, limit, len(req.msg.ID), resultcap.Call{Caller: caller(req.sess),

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -34,16 +36,12 @@ type Hub struct {
 	logger *slog.Logger
 	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
 	routes *routes
-	states *stateSealer // seals the requestState of input_required results
-	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
+	rounds *rounds.Rounds // the 2026-07-28 rounds: states sealed, calls held, questions put
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
 	rates *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
 	obs   atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
-	// prompts are the prompt rules' questions put to 2026-07-28 clients
-	// in input_required answers and not answered yet (promptround.go).
-	prompts *promptRounds
 	// results are the tool results cut to fit max_result, kept whole
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
@@ -91,8 +89,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		stop:          make(chan struct{}),
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
-		inputs:        newInputCalls(),
-		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),
 		results:       opts.Results,
 		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
@@ -100,8 +96,14 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
-	if h.states, err = newStateSealer(); err != nil {
+	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, AskClient: h.upstreamRequest,
+		Answerable: answerable, Release: h.mgr.Release,
+		Send: func(ctx context.Context, r rounds.Request, owner any, s *upstream.Server, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+			req, _ := r.(*request) // nil for a held call's
+			return h.request(ctx, req, owner, s, method, params, timeout)
+		}}); err != nil {
 		return nil, err
 	}
 	h.audits = opts.Audits
@@ -112,7 +114,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	pol := policy.New(cfg)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
@@ -172,16 +171,4 @@ func (r *request) stringField(key string) (string, bool) {
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.
-func stringValue(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func stringValue(raw []byte) (string, bool) { return jsonrpc.StringValue(raw) }

@@ -307,9 +307,9 @@ func (h *Hub) upstreamRequest(ctx context.Context, e upstream.Event) (res json.R
 			obs.Message(ctx, m)
 		}()
 	}
-	if p := inputCallOf(ctx); p != nil {
+	if p := h.rounds.Held(e.Owner, s); p != nil {
 		// During a 2026-07-28 client's call: asked in its next round.
-		return p.ask(ctx, method, params)
+		return p.Ask(ctx, method, params)
 	}
 	if e.Ambiguous {
 		h.logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
