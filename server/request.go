@@ -47,7 +47,7 @@ type request struct {
 	status       traffic.Status // how it ended: set once, by finish
 
 	// promptAnswered is set when the request is the retry that answered a
-	// prompt rule's question accept (askRound): it goes upstream as a
+	// prompt rule's question accept (rounds.Round): it goes upstream as a
 	// first call, without the round's requestState and inputResponses.
 	promptAnswered bool
 

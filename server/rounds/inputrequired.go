@@ -40,7 +40,7 @@ import (
 //   - an older client calling through a 2026-07-28 server: each input
 //     request reaches the client as the request it stands for, and the
 //     hub sends the call again with the answers until it completes
-//     (fulfil).
+//     (Fulfil).
 
 // InputMethod reports whether a request of method may be answered
 // input_required (the specification's "Supported Requests").
@@ -134,7 +134,7 @@ func (r *Rounds) relay(ctx context.Context, req Request, s *upstream.Server, par
 	if err != nil || !IsInputRequired(res) {
 		return res, err
 	}
-	o, _ := jsonrpc.ScanObject(res) // checked by isInputRequired
+	o, _ := jsonrpc.ScanObject(res) // checked by IsInputRequired
 	state, ok := jsonrpc.StringValue(o.Field("requestState"))
 	if !ok {
 		return res, nil // nothing to seal: the retry carries no state either
@@ -240,11 +240,13 @@ func (ic *inputCalls) run(owner any, p *Held) func() {
 }
 
 // Held is the call held for owner whose upstream call to s runs, nil for
-// none: a request s sends during it (e, with e.Owner its owner) is put to
-// the client in the call's next round (Held.Ask), not sent to it. Where
-// several of one owner's run to s, it is the latest, as upstream ties a
-// server's request on a transport that does not say which call it is
-// part of to the owner's latest call (see upstream's callContext).
+// none: a request s sends during a call of owner's (an upstream.Event's
+// Server and Owner) is then put to the client in the held call's next
+// round (Held.Ask), not sent to it. The hub is told which call it is by
+// the event's owner, never by a value in its context. Where several of
+// one owner's run to s, it is the latest, as upstream ties a server's
+// request on a transport that does not say which call it is part of to
+// the owner's latest call (see upstream's callContext).
 func (r *Rounds) Held(owner any, s *upstream.Server) *Held {
 	if owner == nil {
 		return nil
