@@ -8,6 +8,7 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -110,6 +111,11 @@ type view struct {
 	// about, such as a policy rule naming an argument a tool does not
 	// have; logged once when they first appear.
 	warnings []string
+}
+
+// hashes are the hashes of v's lists, by kind (see listen.Notifier).
+func (v *view) hashes() listen.Hashes {
+	return listen.Hashes{v.toolsHash, v.promptsHash, v.resourcesHash}
 }
 
 // groupStarting reports whether the group name is still starting.
