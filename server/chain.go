@@ -14,6 +14,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -119,10 +120,12 @@ func roundRequest(c *call.Call) rounds.Request { return requestOf(c) }
 
 // The approve.Client of a call is its request's session.
 
-func (r *request) CanElicit() bool    { return canElicit(r.sess.GetClientCapabilities().Elicitation, "") }
+func (r *request) CanElicit() bool {
+	return routes.CanElicit(r.sess.GetClientCapabilities().Elicitation, "")
+}
 func (r *request) Credential() string { return r.sess.Client() }
 func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, error) {
-	return r.sess.request(ctx, "elicitation/create", params)
+	return r.sess.Request(ctx, "elicitation/create", params)
 }
 
 // The rounds.Request of a call is its request.
@@ -151,19 +154,4 @@ func (r *request) Capabilities() mcp.ClientCapabilities {
 		}
 	}
 	return r.sess.GetClientCapabilities()
-}
-
-// answerable reports whether a client with caps can answer a request of
-// method with params: the specification forbids sending one it did not
-// declare (an elicitation in URL mode needs that mode declared).
-func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool {
-	switch method {
-	case string(mcp.MethodSamplingCreateMessage):
-		return caps.Sampling != nil
-	case string(mcp.MethodElicitationCreate):
-		return canElicit(caps.Elicitation, elicitationMode(params))
-	case string(mcp.MethodListRoots):
-		return caps.Roots != nil
-	}
-	return false
 }

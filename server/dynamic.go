@@ -220,7 +220,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 	}
 	r, ok := g.toolRoutes[args.Name]
 	if !ok {
-		h.missed(req, args.Name)
+		req.miss(args.Name)
 		req.auditMiss(args.Name, args.Args)
 		return toolError("Tool not found: " + args.Name), nil
 	}

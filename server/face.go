@@ -8,8 +8,12 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -55,12 +59,12 @@ type Host interface {
 	Settings() config.Settings
 	// HasProfile reports whether the current config has the profile name.
 	HasProfile(name string) bool
-	// AdmitBytes is the jsonrpc.ConnOptions.Admit of a session of caller:
-	// its requests' bytes count against caller's budget and the hub's.
-	AdmitBytes(caller string) func(n int64) (func(), *jsonrpc.Error)
-	// Recovered reports a panic the face recovered from (see
-	// Hub.Recovered).
-	Recovered(method string, value any, stack []byte)
+	// Inflight are the budgets of bytes in flight: its Admit is the
+	// jsonrpc.ConnOptions.Admit of a session of caller, whose requests'
+	// bytes count against caller's budget and the hub's.
+	Inflight() *inflight.Budgets
+	// Panics takes the panics the face recovered from (see Hub.Panics).
+	Panics() *panics.Counter
 }
 
 // SessionOptions say how to open a session (Host.OpenSession).
@@ -72,8 +76,9 @@ type SessionOptions struct {
 	Profile string
 	// Who is its caller, nil when the face knows none.
 	Who *identity.Identity
-	// State, when set, resumes a session initialized elsewhere (see
-	// Hub.Resume): its Profile and Identity stand for Profile and Who.
+	// State, when set, resumes a session initialized elsewhere, as
+	// initialize would have left it (see SessionState): its Profile and
+	// Identity stand for Profile and Who.
 	State *SessionState
 	// Peer reaches the client.
 	Peer Peer
@@ -82,18 +87,46 @@ type SessionOptions struct {
 	SignIn SignInLinker
 }
 
-// OpenSession opens a session as o says: Open, OpenAs or Resume with the
-// face's sign-in links (SessionOptions.SignIn).
+// SessionState is a session's small state, what initialize negotiated and
+// what the hub needs to go on serving it: serialisable, so that a face
+// can seal it into the session id and another process resume the session
+// from it (see SessionOptions.State). What changes later (the log level
+// by logging/setLevel, subscriptions) is the state of the process that
+// saw the change: a resumed session starts from what was sealed.
+type SessionState struct {
+	ProtocolVersion string                 `json:"v,omitempty"`
+	ClientInfo      mcp.Implementation     `json:"ci"`
+	Capabilities    mcp.ClientCapabilities `json:"cc"`
+	CapsKnown       bool                   `json:"ck,omitempty"`
+	LogLevel        mcp.LoggingLevel       `json:"ll,omitempty"`
+	Profile         string                 `json:"p,omitempty"` // the profile the session sees
+	Identity        *identity.Identity     `json:"id,omitempty"`
+}
+
+// State is the session's state now (see SessionState).
+func (s *Session) State() SessionState {
+	ss := s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return SessionState{ProtocolVersion: ss.protocolVersion, ClientInfo: ss.clientInfo, Capabilities: ss.capabilities,
+		CapsKnown: ss.capsKnown, LogLevel: ss.logLevel, Profile: ss.profile, Identity: ss.who}
+}
+
+// OpenSession opens a session as o says: Open or OpenAs, or resumed from
+// o.State, with the face's sign-in links (SessionOptions.SignIn).
 func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 	var s *Session
 	var err error
 	if o.State != nil {
-		s, err = h.Resume(o.ID, o.Transport, *o.State, o.Peer)
+		s, err = h.OpenAs(o.ID, o.Transport, o.State.Profile, o.State.Identity, o.Peer)
 	} else {
 		s, err = h.OpenAs(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.State != nil {
+		s.sess.resume(*o.State)
 	}
 	// Before the face starts the session's connection: no request reads
 	// it before this write.
@@ -116,7 +149,7 @@ func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message
 	s := &Session{hub: h, sess: newSession(o.ID, o.Transport)}
 	s.sess.peer, s.sess.profile, s.sess.who, s.sess.linker = o.Peer, o.Profile, o.Who, o.SignIn
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.Close() // removeSession of one never added: what the request left (its tasks' routes, its connections) goes
+	defer s.Close() // routes.Remove of one never added: what the request left (its tasks' routes, its connections) goes
 	return s.Request(s.ctx, msg)
 }
 
@@ -150,7 +183,7 @@ func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer P
 	s.sess.profile = profile
 	s.sess.who = who
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := h.addSession(s.sess); err != nil {
+	if err := h.routes.Add(s.sess); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -169,12 +202,12 @@ func (s *Session) Context() context.Context { return s.ctx }
 // the client cancelled.
 //
 // It is the panic boundary of every face: a request whose handling panics
-// is answered -32603, logged with its stack and counted (Hub.Recovered),
+// is answered -32603, logged with its stack and counted (Hub.Panics),
 // and every other request and session goes on.
 func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.hub.Recovered(msg.Method, p, debug.Stack())
+			s.hub.panics.Recovered(msg.Method, p, debug.Stack())
 			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()
@@ -196,7 +229,7 @@ func (s *Session) endListens() { s.sess.lists.End() }
 // client. The face itself acts on notifications/cancelled (it cancels the
 // request it names) before or after.
 func (s *Session) Notification(msg *jsonrpc.Message) {
-	s.hub.serveNotification(s.ctx, s.sess, msg)
+	s.hub.routes.ClientNotification(s.ctx, s.sess, msg)
 }
 
 // Close ends the session: the hub forgets it (its subscriptions, its
@@ -206,7 +239,7 @@ func (s *Session) Notification(msg *jsonrpc.Message) {
 func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.cancel()
-		s.hub.removeSession(s.sess)
+		s.hub.routes.Remove(s.sess)
 	})
 	return nil
 }

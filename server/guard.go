@@ -69,7 +69,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 	case !task && rounds.InputMethod(c.method) && req.modern:
 		res, err = h.rounds.Call(ctx, req, c.server, params, timeout)
 	default:
-		res, conn, err = h.requestOn(ctx, req, req.fwd.Owner, c.server, 0, c.method, json.RawMessage(params), timeout)
+		res, conn, err = h.obs.RequestOn(ctx, req, req.fwd.Owner, c.server, 0, c.method, json.RawMessage(params), timeout)
 		if err == nil && !task && rounds.IsInputRequired(res) && !req.modern {
 			res, err = h.rounds.Fulfil(ctx, req, c.server, params, res, timeout)
 		}
@@ -90,7 +90,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 // call's session with the token its client chose, and two clients that
 // chose the same token never see each other's progress. It returns the
 // _meta to send instead (nil to send it as it is) and a func that forgets
-// the mapping. Only server's progress reaches the call (see progressOf).
+// the mapping. Only server's progress reaches the call (see routes.Table.Notification).
 func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Server, meta []byte) (json.RawMessage, func()) {
 	if len(meta) == 0 {
 		return nil, func() {}
@@ -100,7 +100,7 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 	if err != nil || len(token) == 0 {
 		return nil, func() {}
 	}
-	tok, forget := h.trackProgress(ctx, req.sess, server, bytes.Clone(token))
+	tok, forget := h.routes.TrackProgress(ctx, req.sess, server, bytes.Clone(token))
 	q, _ := jsonrpc.Marshal(tok)
 	out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}) // the rest of _meta as the client sent it
 	if err != nil {

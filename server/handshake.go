@@ -6,6 +6,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -50,7 +53,7 @@ var hubCapabilities = mcp.ServerCapabilities{
 func (h *Hub) answerProtocol(req *request) (json.RawMessage, error) {
 	method := req.msg.Method
 	if req.modern {
-		// checkModern has refused the methods 2026-07-28 removed, and
+		// rounds.CheckModern has refused the methods 2026-07-28 removed, and
 		// server/discover is all that is left to answer.
 		return h.answerModern(req)
 	}
@@ -70,7 +73,7 @@ func (h *Hub) answerProtocol(req *request) (json.RawMessage, error) {
 	case "logging/setLevel":
 		// The upstreams log at the most verbose level any client asked
 		// for, whatever this one's answer.
-		defer h.setLogLevel()
+		defer h.routes.SetLogLevel()
 		var r mcp.SetLevelRequest
 		if err := unmarshalRequest(req, &r); err != nil {
 			return nil, err
@@ -108,7 +111,7 @@ func setLevel(sess *session, level mcp.LoggingLevel) (json.RawMessage, error) {
 	if !sess.Initialized() {
 		return nil, errorf(codeInternalError, "session not properly initialized")
 	}
-	if _, ok := levels[level]; !ok {
+	if !routes.KnownLevel(level) {
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid logging level '%s'", level))
 	}
 	sess.SetLogLevel(level)
@@ -177,4 +180,28 @@ func unmarshalRequest(req *request, v any) error {
 // methodNotFound answers a method that does not exist (-32601).
 func methodNotFound(method string) error {
 	return errorf(codeMethodNotFound, fmt.Sprintf("Method %s not found", method))
+}
+
+// extensions are the view's capabilities.extensions: the Skills
+// extension's when a server of the view serves it, or may: one is still
+// starting, its capabilities not known yet, and a client that connects
+// with the hub (a desktop client starts it) is to see the skills it
+// brings, skills/list waiting for it as the first page of every list
+// does. What such a server turns out not to serve is answered as for a
+// skill or directory that does not exist. nil when no server serves it.
+func (v *view) extensions() map[string]any {
+	ext := map[string]any{}
+	switch {
+	case v.starting:
+		ext[skills.ExtensionID] = map[string]any{"directoryRead": true}
+	case v.skills.Offered():
+		ext[skills.ExtensionID] = v.skills.Capability()
+	}
+	if settings := v.apps.Settings(); settings != nil {
+		ext[apps.Extension] = settings // server/apps
+	}
+	if len(ext) == 0 {
+		return nil
+	}
+	return ext
 }

@@ -10,22 +10,25 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -38,20 +41,21 @@ type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
 	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
-	routes *routes
+	// routes are the client sessions, and where upstream events go.
+	routes *routes.Table[*session]
 	tasks  *tasks.Table[*session]
 	rounds *rounds.Rounds // the 2026-07-28 rounds: states sealed, calls held, questions put
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
-	rates *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
-	obs   atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	rates *ratelimit.Limiter // the loop guards' counters (policy rate:), kept across reloads
+	obs   *observe.Traffic   // the observer, and every hop upstream (server/observe)
 	// results are the tool results cut to fit max_result, kept whole
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
 	// inflight are the budgets of bytes of client requests in flight,
-	// per caller and in all (inflightbytes.go).
-	inflight *inflightBytes
+	// per caller and in all (server/inflight).
+	inflight *inflight.Budgets
 	// argSchemas are the tools' input schemas, compiled on first use
 	// (validateargs.go).
 	argSchemas validateargs.Schemas
@@ -59,7 +63,7 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	panics  atomic.Uint64              // recovered panics, ever (see Recovered)
+	panics  *panics.Counter            // recovered panics, ever (see Panics)
 	listens *listen.Notifier[*session] // list_changed and the 2026-07-28 listens
 	audits  *audit.Stats               // of every trail the hub opened
 	// stdioOut is the file the stdio face writes the conversation to, when
@@ -72,9 +76,6 @@ type Hub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	stop   chan struct{} // closed at Close: every goroutine of spawn ends
-	// unsubscribing holds a token for each upstream unsubscribe being
-	// sent for a session that ended: they are bounded in number.
-	unsubscribing chan struct{}
 
 	spawnMu sync.Mutex     // orders spawn against Close; guards closed
 	closed  bool           // Close has begun: spawn starts nothing
@@ -88,27 +89,53 @@ type Hub struct {
 // what upstreams send.
 func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opts Options) (*Hub, error) {
 	h := &Hub{
-		mgr:           mgr,
-		logger:        logger,
-		stop:          make(chan struct{}),
-		unsubscribing: make(chan struct{}, maxUnsubscribing),
-		routes:        newRoutes(),
-		tasks:         tasks.New[*session](logger),
-		rates:         ratelimit.New(opts.Store),
-		results:       opts.Results,
-		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
+		mgr:      mgr,
+		logger:   logger,
+		stop:     make(chan struct{}),
+		tasks:    tasks.New[*session](logger),
+		rates:    ratelimit.New(opts.Store),
+		results:  opts.Results,
+		inflight: inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
+		panics:   panics.New(logger),
+		obs:      new(observe.Traffic),
 	}
+	h.obs.Config = func() *config.Config { return h.snapshot().cfg }
+	h.obs.SignIn = h.signIn
+	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
+		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
+		HidesResource: func(uri string) bool { return h.snapshot().view.hidesResource(uri) },
+		Unsubscribe: func(s *upstream.Server, uri string) error {
+			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
+			return err
+		},
+		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
+			p := h.rounds.Held(e.Owner, e.Server)
+			if p == nil {
+				return nil, false, nil
+			}
+			res, err := p.Ask(ctx, e.Method, params)
+			return res, true, err
+		},
+		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (*session, json.RawMessage, bool) {
+			return h.tasks.Status(s, upstream.ConnOf(ctx), params)
+		},
+		Ended: func(sess *session) {
+			h.tasks.ForgetSession(sess)
+			h.mgr.Release(sess) // its own connections (isolation: per-session)
+			h.rates.ForgetSession(sess.id)
+			if !sessionless(sess) { // a credential's grants outlive each of its requests
+				h.inbox.EndSession(caller(sess))
+			}
+		},
+		Describe: func(sess *session) routes.SessionInfo { return sess.info(h.config()) },
+	})
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
-	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, AskClient: h.upstreamRequest,
-		Answerable: answerable, Release: h.mgr.Release,
-		Send: func(ctx context.Context, r rounds.Request, owner any, s *upstream.Server, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-			req, _ := r.(*request) // nil for a held call's
-			return h.request(ctx, req, owner, s, method, params, timeout)
-		}}); err != nil {
+	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs.Request, AskClient: h.routes.Request,
+		Release: h.mgr.Release}); err != nil {
 		return nil, err
 	}
 	h.audits = opts.Audits
@@ -124,16 +151,18 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,
 		Sessions: func(k listen.Kind, f func(*session, uint64)) {
 			snap := h.snapshot()
-			for _, sess := range h.sessionList() {
+			for _, sess := range h.routes.List() {
 				f(sess, snap.viewOf(sess.profileIn(snap.cfg)).hashes()[k])
 			}
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
 			snap := h.snapshot()
 			v, req := snap.viewOf(sess.profileIn(snap.cfg)), &request{sess: sess, snap: snap, msg: msg}
-			return v.hashes(), func(ctx context.Context, uri string) error { return h.subscribeURI(ctx, req, v, uri, true) }
+			return v.hashes(), func(ctx context.Context, uri string) error {
+				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
+			}
 		},
-		Unsubscribe: func(sess *session, uris []string) { h.unsubscribeGone(h.routes.unsubscribe(sess, uris)) },
+		Unsubscribe: h.routes.Unsubscribe,
 	})
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
@@ -165,12 +194,28 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swap(next)
 	h.rates.Retain(cfg)
 	h.announce(cur, next)
-	h.unsubscribeHidden(next.view)
+	h.routes.UnsubscribeHidden(next.view.hidesResource)
 }
+
+// Sessions is the table of client sessions, for the faces, the inspector
+// and /metrics: the sessions open and the notifications dropped.
+func (h *Hub) Sessions() routes.Sessions { return h.routes }
 
 // Inbox is the approval inbox: the calls waiting for a person and the
 // grants in force, for the inspector and the approval commands.
 func (h *Hub) Inbox() *approve.Inbox { return h.inbox }
+
+// Traffic is the hub's traffic as observers see it: its Observe makes an
+// observer see it from now on.
+func (h *Hub) Traffic() *observe.Traffic { return h.obs }
+
+// Inflight are the hub's budgets of bytes of client requests in flight,
+// per caller and in all, for the faces' sessions.
+func (h *Hub) Inflight() *inflight.Budgets { return h.inflight }
+
+// Panics counts the panics the hub and its faces recovered from: the
+// faces report theirs to it, /metrics reads it.
+func (h *Hub) Panics() *panics.Counter { return h.panics }
 
 // config is the current config.
 func (h *Hub) config() *config.Config { return h.snapshot().cfg }
@@ -206,7 +251,7 @@ func (h *Hub) Run() {
 func (h *Hub) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.Recovered(what, r, debug.Stack())
+			h.panics.Recovered(what, r, debug.Stack())
 		}
 	}()
 	f()
@@ -216,14 +261,14 @@ func (h *Hub) safely(what string, f func()) {
 func (h *Hub) route(e upstream.Event) {
 	switch e.Kind {
 	case upstream.EventNotification:
-		h.upstreamNotification(e)
+		h.routes.Notification(e)
 	case upstream.EventRequest:
 		h.spawn(func() {
 			ctx, cancel := context.WithCancel(e.Context)
 			defer cancel()
 			defer context.AfterFunc(h.ctx, cancel)()
 			res, err := json.RawMessage(nil), errors.New("dynamic-mcp: internal error")
-			h.safely("pass an upstream request on", func() { res, err = h.upstreamRequest(ctx, e) })
+			h.safely("pass an upstream request on", func() { res, err = h.routes.Request(ctx, e) })
 			e.Reply(res, err)
 		})
 	}
@@ -289,7 +334,7 @@ func (h *Hub) refresh() {
 	next.withViews(h.mgr)
 	h.swap(&next)
 	h.announce(cur, &next)
-	h.unsubscribeHidden(next.view)
+	h.routes.UnsubscribeHidden(next.view.hidesResource)
 }
 
 // announce logs the new problems of next's view and tells clients which
@@ -339,3 +384,34 @@ func (h *Hub) RateLimited() map[string]map[string]uint64 { return h.rates.Limite
 // RateBuckets is how many loop-guard counters the hub keeps now, and how
 // many it dropped to make room since New, for /metrics.
 func (h *Hub) RateBuckets() (buckets int, evictions uint64) { return h.rates.Buckets() }
+
+// New builds the hub for cfg's upstreams in mgr (NewWith) with its state
+// in this process.
+func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
+	return NewWith(cfg, mgr, logger, Options{})
+}
+
+// Options are what a Hub is given beyond its config and upstreams.
+type Options struct {
+	// Store is the state every replica shares (store: postgres://...):
+	// grants, pending approvals and rate counters are kept there. nil:
+	// here. The caller (cmd) opens it and closes it after Close.
+	Store SharedState
+	// Results keep the tool results cut to fit max_result for their
+	// sessions to read back; cmd makes it to read its Stats for /metrics.
+	// nil: the hub makes its own.
+	Results *resultcap.Store
+	// Audits count the records lost by every audit trail the hub opens
+	// (for /metrics); nil: the hub's own.
+	Audits *audit.Stats
+}
+
+// SharedState is the store every replica shares as the hub uses it:
+// grants and pending approvals (values, changes under a lock, notices to
+// the replicas) and rate buckets.
+type SharedState interface {
+	shared.Tx
+	shared.Locker
+	shared.Notifier
+	shared.Limiter
+}

@@ -34,14 +34,14 @@ func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
 func attachInspector(t testing.TB, h *Hub) (*inspect.Inspector, *httptest.Server) {
 	insp := inspect.New(inspect.Options{Upstreams: h.mgr, ToolsList: h.ToolsListFor, Clients: func() []inspect.Client {
 		var out []inspect.Client
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, Name: s.ClientName, Inflight: s.Inflight})
 		}
 		return out
 	}})
-	h.Observe(insp)
+	h.Traffic().Observe(insp)
 	api := httptest.NewServer(insp.API())
-	t.Cleanup(func() { h.Observe(nil); insp.Close(); api.Close() })
+	t.Cleanup(func() { h.Traffic().Observe(nil); insp.Close(); api.Close() })
 	return insp, api
 }
 

@@ -5,10 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -47,6 +49,12 @@ func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 	})
 	return s
 }
+
+// skillTable is a view's merged skills (server/skills).
+type skillTable = skills.Table[*upstream.Server]
+
+// appTable is a view's MCP Apps (server/apps).
+type appTable = apps.Table[route]
 
 // snapshot is the current snapshot. A request that may write the audit
 // trail takes it with acquire instead.

@@ -75,14 +75,14 @@ next:
 // and a stdio client initialized.
 func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 	h := hidingHub(t)
-	m := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{Dropped: h.Dropped, Sessions: func() map[string]int {
+	m := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{Dropped: h.Sessions().Dropped, Sessions: func() map[string]int {
 		n := map[string]int{}
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			n[s.Transport]++
 		}
 		return n
 	}})
-	h.Observe(m)
+	h.Traffic().Observe(m)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", bearer(token, m.Handler()))
 	ts := httptest.NewServer(mux)
@@ -204,20 +204,20 @@ func TestSessionsListsTheClient(t *testing.T) {
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
-	got := h.Sessions()
+	got := h.Sessions().Info()
 	if len(got) != 1 || got[0].ID != "stdio" || got[0].Transport != "stdio" || got[0].ClientName != "t" || got[0].ClientVersion != "1" ||
 		got[0].ProtocolVersion != "2025-06-18" || got[0].Capabilities.Roots == nil {
 		b, _ := json.Marshal(got)
 		t.Errorf("sessions: %s", b)
 	}
 	inflight := func(n int) func() bool {
-		return func() bool { s := h.Sessions(); return len(s) == 1 && s[0].Inflight == n }
+		return func() bool { s := h.Sessions().Info(); return len(s) == 1 && s[0].Inflight == n }
 	}
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang"}}`)
 	waitFor(t, 15*time.Second, "the call in flight", inflight(1))
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
 	waitFor(t, 15*time.Second, "no call in flight", inflight(0))
-	if n := h.Dropped(); n != 0 {
+	if n := h.Sessions().Dropped(); n != 0 {
 		t.Errorf("dropped %d", n)
 	}
 }
@@ -319,7 +319,7 @@ groups:
 // observer attached: the difference is what metrics cost a call.
 func BenchmarkStdioToolCallMetrics(b *testing.B) {
 	h := fakeHubB(b)
-	h.Observe(telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{}))
+	h.Traffic().Observe(telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{}))
 	benchToolCalls(b, h)
 }
 
@@ -329,6 +329,6 @@ func BenchmarkStdioToolCallTraced(b *testing.B) {
 	h := fakeHubB(b)
 	tracer := telemetry.NewTracer(tracetest.NewNoopExporter(), resource.Empty())
 	b.Cleanup(func() { tracer.Close() })
-	h.Observe(tracer)
+	h.Traffic().Observe(tracer)
 	benchToolCalls(b, h)
 }

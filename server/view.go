@@ -8,6 +8,7 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
@@ -73,14 +74,9 @@ type view struct {
 	templates      []json.RawMessage
 	templateRoutes []templateRoute
 
-	// uiRoutes route the ui:// URIs of MCP Apps, as the client sees them
-	// (ui://<group>/...), to their servers (apps.go); appTools route the
-	// tools of those servers by their own names, for the views' calls.
-	uiRoutes map[string]uiRoute
-	appTools map[string]route
-	// apps is the MCP Apps extension's settings to declare to clients,
-	// nil when no upstream behind the view offers it.
-	apps json.RawMessage
+	// apps are the MCP Apps of the view's servers: their ui:// URIs and
+	// the tools their views call by their own names (server/apps).
+	apps *appTable
 	// skills are the Skills extension's skills of the view's servers,
 	// namespaced per group, with their routes (skills.go).
 	skills *skillTable
@@ -145,8 +141,8 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		promptRoutes:   map[string]route{},
 		resourceRoutes: map[string]*upstream.Server{},
 		hiddenURIs:     map[string]bool{},
-		uiRoutes:       map[string]uiRoute{},
 	}
+	v.apps = apps.New[route](v.hiddenURIs, &v.problems)
 	var flatTools, exposed []json.RawMessage
 	skillsIn := skills.New[*upstream.Server]()
 	owner := map[string]string{} // exposed tool name -> server id, for collision reports
@@ -172,8 +168,8 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 		v.groupIndex[gv.name] = gv
 		for _, s := range g.Servers {
 			lists, cached := v.listsOf(s)
-			v.noteApps(s)
-			lists = v.addSkills(skillsIn, g, s, lists)
+			v.apps.Note(s)
+			lists = skills.Add(skillsIn, g, s, lists, &v.resources, &v.templates)
 			for i, t := range lists.Tools {
 				if policy.Hidden(g.Config, policy.MethodToolsCall, t.Key) {
 					continue // hidden: as if the server did not have it
@@ -186,7 +182,7 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 					continue
 				}
 				gv.toolRoutes[t.Key] = route{server: s, name: t.Key, cached: cached, tool: &lists.Tools[i]}
-				t.Raw = v.uiTool(g, s, t.Raw)
+				t.Raw = v.apps.Tool(g, s, t.Raw)
 				gv.tools = append(gv.tools, t.Raw)
 				if mode != config.ModeFlat {
 					continue
@@ -222,8 +218,8 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 				v.prompts = append(v.prompts, raw)
 			}
 			for _, r := range lists.Resources {
-				if strings.HasPrefix(r.Key, uiScheme) {
-					if raw, ok := v.uiResource(g, s, r); ok {
+				if strings.HasPrefix(r.Key, apps.Scheme) {
+					if raw, ok := v.apps.Resource(g, s, r); ok {
 						v.resources = append(v.resources, raw)
 					}
 					continue
@@ -259,7 +255,18 @@ func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMod
 			exposed = append(exposed, v.expose(g, gv, owner)...)
 		}
 	}
-	v.routeAppTools()
+	v.apps.RouteTools(func(yield func(string, route) bool) {
+		for _, g := range v.groups {
+			for name, r := range g.toolRoutes {
+				if !yield(name, r) {
+					return
+				}
+			}
+		}
+	}, func(r route) *upstream.Server { return r.server }, func(name string) bool {
+		_, listed := v.flatRoutes[name]
+		return listed || name == getToolsName || name == callToolName || name == searchToolName
+	})
 	v.skills = skillsIn
 	v.problems = append(v.problems, skillsIn.Problems...)
 	if mode == config.ModeFlat {

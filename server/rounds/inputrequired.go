@@ -17,6 +17,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -171,6 +172,21 @@ func inputResponses(raw []byte) (jsonrpc.Object, error) {
 	return o, nil
 }
 
+// answerable reports whether a client with caps can answer a request of
+// method with params: the specification forbids sending one it did not
+// declare (an elicitation in URL mode needs that mode declared).
+func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool {
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		return caps.Sampling != nil
+	case string(mcp.MethodElicitationCreate):
+		return routes.CanElicit(caps.Elicitation, routes.ElicitationMode(params))
+	case string(mcp.MethodListRoots):
+		return caps.Roots != nil
+	}
+	return false
+}
+
 // inputCalls are the calls the hub holds for 2026-07-28 clients between
 // rounds, by the id of the round their requestState names, and those
 // whose upstream call runs, by its owner.
@@ -286,8 +302,6 @@ type Held struct {
 	round    string // the round it is parked under; guarded by inputCalls.mu
 	user     string // its caller's key, when it owns its connections (see server's peruser.go)
 	linker   Linker // its caller's face, likewise
-	// answerable is the hub's Answerable.
-	answerable func(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool
 
 	mu   sync.Mutex // guards the fields below
 	caps mcp.ClientCapabilities
@@ -331,7 +345,7 @@ type inputAsk struct {
 func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
 	h := r.hub
 	p := &Held{server: s, deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
-		consumed: make(chan struct{}), caps: caps, answerable: h.Answerable}
+		consumed: make(chan struct{}), caps: caps}
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
@@ -438,7 +452,7 @@ func (r *Rounds) park(p *Held, asks []*inputAsk, who, digest string) (json.RawMe
 // it). A client that did not declare it can answer method is not asked.
 func (p *Held) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	p.mu.Lock()
-	if !p.answerable(p.caps, method, params) {
+	if !answerable(p.caps, method, params) {
 		p.mu.Unlock()
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}

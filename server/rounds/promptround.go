@@ -13,6 +13,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -140,7 +141,7 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 		if req.Param("requestState") != nil {
 			return &call.Answer{Err: jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !r.hub.Answerable(req.Capabilities(), string(mcp.MethodElicitationCreate), nil) || approve.InboxFor(a.Config, c.Session.ClientName()) { // the question is a form
+		if !routes.CanElicit(req.Capabilities().Elicitation, "") || approve.InboxFor(a.Config, c.Session.ClientName()) { // the question is a form
 			// The approval inbox takes such a client's question, as an
 			// older client's (issue 24).
 			return a.Inbox.Ask(ctx, c, d)

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -38,17 +39,13 @@ type Hub struct {
 	Spawn func(f func()) bool
 	// Send sends method with params to s for owner (see upstream's
 	// Request) within timeout, as the hub sends every call (observed,
-	// redacted, per-user sign-in). r is the client's request the call is
-	// made for; nil for a held call's, which outlives the request.
-	Send func(ctx context.Context, r Request, owner any, s *upstream.Server, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error)
+	// redacted, per-user sign-in). req is the client's request the call
+	// is made for; nil for a held call's, which outlives the request.
+	Send func(ctx context.Context, req observe.Origin, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
 	// AskClient passes a server's request to the client of the call it
 	// came during (e.Owner), where the client can answer, and returns the
 	// client's answer.
 	AskClient func(ctx context.Context, e upstream.Event) (json.RawMessage, error)
-	// Answerable reports whether a client with caps can answer a request
-	// of method with params (the specification forbids sending one it
-	// did not declare).
-	Answerable func(caps mcp.ClientCapabilities, method string, params json.RawMessage) bool
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
 	Release func(owner any)
@@ -56,6 +53,8 @@ type Hub struct {
 
 // Request is the client's request a round serves, as the rounds see it.
 type Request interface {
+	// The request's hops upstream are observed as its own.
+	observe.Origin
 	// Call is the call the request was forwarded as: its session, and
 	// what the state of a round is bound to.
 	Call() *call.Call
