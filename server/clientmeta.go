@@ -34,6 +34,8 @@ type clientStatement struct {
 	clientInfo   []byte
 }
 
+var metaKeyProtocolVersion = []byte(`"` + mcp.MetaKeyProtocolVersion + `"`)
+
 // stateOf reads what params' _meta states of the client: the request's
 // params, scanned already (see request.params).
 func stateOf(params jsonrpc.Object, raw json.RawMessage) clientStatement {

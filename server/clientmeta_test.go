@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -54,11 +55,11 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	// promptround_test.go).
 	c.send(modernCall("2", "f__echo", `{"elicitation":{}}`))
 	question := answerOf(t, reply(c, "2"))
-	if _, ok := question.InputRequests[promptInputKey]; !ok {
+	if _, ok := question.InputRequests[rounds.PromptInputKey]; !ok {
 		t.Fatalf("a prompt policy asking a client that stated elicitation: %+v", question)
 	}
 	c.send(strings.Replace(modernCall("12", "f__echo", `{"elicitation":{}}`), `"_meta":`,
-		`"inputResponses":{"`+promptInputKey+`":{"action":"accept","content":{}}},"requestState":"`+question.RequestState+`","_meta":`, 1))
+		`"inputResponses":{"`+rounds.PromptInputKey+`":{"action":"accept","content":{}}},"requestState":"`+question.RequestState+`","_meta":`, 1))
 	if got := c.answer("12"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") || strings.Contains(got, "input_required") {
 		t.Errorf("a prompt policy's question, answered: %s", got)
 	}

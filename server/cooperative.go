@@ -204,7 +204,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	// is noted on the request's call, as for its own.
 	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
 		Modern: c.req.modern}
-	err = c.h.asker(c.req.snap.cfg, func(*call.Call) upcall { return cl }).Ask(ctx, &cc, d)
+	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
 		c.req.fwd.Approved(n.Grant, n.ApprovedBy)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -27,7 +28,7 @@ import (
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	if req.modern {
 		req.sess.lists.SetModern() // told of changes on its listens alone (server/listen)
-		if err := checkModern(req); err != nil {
+		if err := rounds.CheckModern(req.msg.Method, req.field("_meta")); err != nil {
 			return nil, err
 		}
 	}
@@ -40,12 +41,12 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	}
 	if err != nil {
 		if req.modern {
-			err = modernError(err)
+			err = rounds.ModernError(err)
 		}
 		return nil, err
 	}
-	if req.modern && !isInputRequired(result) {
-		result = decorateModern(req.msg.Method, result)
+	if req.modern && !rounds.IsInputRequired(result) {
+		result = rounds.DecorateModern(req.msg.Method, result)
 	}
 	return fitMaxResult(h.results, req, result), nil
 }
@@ -66,7 +67,7 @@ func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) j
 		return res
 	}
 	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
-	if !resultcap.Over(res, limit) || isInputRequired(res) {
+	if !resultcap.Over(res, limit) || rounds.IsInputRequired(res) {
 		return res
 	}
 	return results.Cut(res, limit, len(req.msg.ID), resultcap.Call{Caller: caller(req.sess),

@@ -53,7 +53,7 @@ var hubCapabilities = mcp.ServerCapabilities{
 func (h *Hub) answerProtocol(req *request) (json.RawMessage, error) {
 	method := req.msg.Method
 	if req.modern {
-		// checkModern has refused the methods 2026-07-28 removed, and
+		// rounds.CheckModern has refused the methods 2026-07-28 removed, and
 		// server/discover is all that is left to answer.
 		return h.answerModern(req)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
@@ -43,16 +44,12 @@ type Hub struct {
 	// routes are the client sessions, and where upstream events go.
 	routes *routes.Table[*session]
 	tasks  *tasks.Table[*session]
-	states *stateSealer // seals the requestState of input_required results
-	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
+	rounds *rounds.Rounds // the 2026-07-28 rounds: states sealed, calls held, questions put
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
 	rates *ratelimit.Limiter // the loop guards' counters (policy rate:), kept across reloads
 	obs   *observe.Traffic   // the observer, and every hop upstream (server/observe)
-	// prompts are the prompt rules' questions put to 2026-07-28 clients
-	// in input_required answers and not answered yet (promptround.go).
-	prompts *promptRounds
 	// results are the tool results cut to fit max_result, kept whole
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
@@ -96,8 +93,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		logger:   logger,
 		stop:     make(chan struct{}),
 		tasks:    tasks.New[*session](logger),
-		inputs:   newInputCalls(),
-		prompts:  newPromptRounds(),
 		rates:    ratelimit.New(opts.Store),
 		results:  opts.Results,
 		inflight: inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
@@ -113,12 +108,12 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
 			return err
 		},
-		Ask: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
-			p := inputCallOf(ctx)
+		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
+			p := h.rounds.Held(e.Owner, e.Server)
 			if p == nil {
 				return nil, false, nil
 			}
-			res, err := p.ask(ctx, method, params)
+			res, err := p.Ask(ctx, e.Method, params)
 			return res, true, err
 		},
 		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (*session, json.RawMessage, bool) {
@@ -137,8 +132,10 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
-	if h.states, err = newStateSealer(); err != nil {
+	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs.Request, AskClient: h.routes.Request,
+		Release: h.mgr.Release}); err != nil {
 		return nil, err
 	}
 	h.audits = opts.Audits
@@ -149,7 +146,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
 	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,

@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
@@ -50,7 +48,7 @@ type request struct {
 	status       traffic.Status // how it ended: set once, by finish
 
 	// promptAnswered is set when the request is the retry that answered a
-	// prompt rule's question accept (askRound): it goes upstream as a
+	// prompt rule's question accept (rounds.Round): it goes upstream as a
 	// first call, without the round's requestState and inputResponses.
 	promptAnswered bool
 
@@ -192,16 +190,4 @@ func (r *request) stringField(key string) (string, bool) {
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.
-func stringValue(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func stringValue(raw []byte) (string, bool) { return jsonrpc.StringValue(raw) }

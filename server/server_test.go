@@ -60,24 +60,6 @@ func TestPage(t *testing.T) {
 	}
 }
 
-func TestDecorateModern(t *testing.T) {
-	got := decorateModern("tools/list", json.RawMessage(`{"tools":[],"ttlMs":5}`))
-	var m map[string]any
-	if err := json.Unmarshal(got, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["resultType"] != "complete" || m["ttlMs"] != float64(5) || m["cacheScope"] != "private" {
-		t.Errorf("decorated: %s", got)
-	}
-	if got := decorateModern("tools/call", json.RawMessage(`{"content":[],"resultType":"input_required"}`)); !bytes.Contains(got, []byte(`"input_required"`)) || bytes.Contains(got, []byte("ttlMs")) {
-		t.Errorf("tools/call decorated: %s", got)
-	}
-	if !modern(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)) ||
-		modern(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`)) || modern(nil) {
-		t.Error("modern() misjudges")
-	}
-}
-
 // newTestHub is a hub with no upstreams, for the protocol edge of the hub.
 func newTestHub(mode config.Mode) *Hub {
 	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20}, Audit: config.Audit{Path: "off"}}
