@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -99,9 +100,9 @@ func (v *view) routeUI(g *upstream.Group, s *upstream.Server, uri, name string) 
 	}
 	switch prev, dup := v.uiRoutes[exposed]; {
 	case policy.Hidden(g.Config, policy.MethodResourcesRead, names...):
-		v.hiddenURIs[exposed], v.hiddenURIs[uri] = true, true
+		v.HiddenURIs[exposed], v.HiddenURIs[uri] = true, true
 	case dup && prev.server != s:
-		v.problems = append(v.problems, fmt.Sprintf("ui resource %q of %s is hidden: %s in the same group serves the same URI", uri, s.Config.ID(), prev.server.Config.ID()))
+		v.Problems = append(v.Problems, fmt.Sprintf("ui resource %q of %s is hidden: %s in the same group serves the same URI", uri, s.Config.ID(), prev.server.Config.ID()))
 	case !dup:
 		v.uiRoutes[exposed] = uiRoute{server: s, uri: uri}
 		v.offersApps(s, nil)
@@ -245,15 +246,15 @@ func (v *view) routeAppTools() {
 	}
 	v.appTools = map[string]route{}
 	ambiguous := map[string]bool{}
-	for _, g := range v.groups {
-		for name, r := range g.toolRoutes {
-			if !servers[r.server] || ambiguous[name] {
+	for _, g := range v.Groups {
+		for name, r := range g.ToolRoutes {
+			if !servers[r.Server] || ambiguous[name] {
 				continue
 			}
-			if _, listed := v.flatRoutes[name]; listed || name == getToolsName || name == callToolName || name == searchToolName {
+			if _, listed := v.FlatRoutes[name]; listed || name == views.GetToolsName || name == views.CallToolName || name == views.SearchToolName {
 				continue
 			}
-			if prev, dup := v.appTools[name]; dup && prev.server != r.server {
+			if prev, dup := v.appTools[name]; dup && prev.Server != r.Server {
 				delete(v.appTools, name)
 				ambiguous[name] = true
 				continue

@@ -162,7 +162,7 @@ func (req *request) capabilities() mcp.ServerCapabilities {
 // instructions is the text of the handshake's answer to req: the
 // instructions of the upstreams of the client's view.
 func (req *request) instructions() string {
-	return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).instructions("")
+	return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).Instructions("")
 }
 
 // unmarshalRequest decodes the whole request as mcp's type for it, which

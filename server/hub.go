@@ -277,13 +277,13 @@ func (h *Hub) refresh() {
 // profile's).
 func (h *Hub) announce(cur, next *snapshot) {
 	old, v := cur.view, next.view
-	for _, p := range v.problems {
-		if !slices.Contains(old.problems, p) {
+	for _, p := range v.Problems {
+		if !slices.Contains(old.Problems, p) {
 			h.logger.Error(p)
 		}
 	}
-	for _, w := range v.warnings {
-		if !slices.Contains(old.warnings, w) {
+	for _, w := range v.Warnings {
+		if !slices.Contains(old.Warnings, w) {
 			h.logger.Warn(w)
 		}
 	}
@@ -301,15 +301,15 @@ func (h *Hub) announce(cur, next *snapshot) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).ToolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.
-func (h *Hub) Problems() []string { return h.snapshot().view.problems }
+func (h *Hub) Problems() []string { return h.snapshot().view.Problems }
 
 // Warnings lists what the current view found doubtful, such as policy
 // rules naming arguments their tools do not have.
-func (h *Hub) Warnings() []string { return h.snapshot().view.warnings }
+func (h *Hub) Warnings() []string { return h.snapshot().view.Warnings }
 
 // RateLimited is how many calls each rule's rate limit found over it
 // since New, by the rule's group ("" for a global rule) and then its

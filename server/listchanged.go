@@ -27,7 +27,7 @@ var listChangedMethods = [listKinds]string{
 const listChangedWindow = 100 * time.Millisecond
 
 func (v *view) hash(k listKind) uint64 {
-	return [listKinds]uint64{v.toolsHash, v.promptsHash, v.resourcesHash}[k]
+	return [listKinds]uint64{v.ToolsHash, v.PromptsHash, v.ResourcesHash}[k]
 }
 
 // saw records the list the client was just answered with.

@@ -43,8 +43,8 @@ func (h *Hub) routed(req *request, s *upstream.Server, target, rule, action stri
 // inspector and its audit line then name the group, as a call's do.
 func (h *Hub) askedGroup(req *request, v *view, group string) {
 	if c := req.call; c != nil && group != "" {
-		if g, _ := v.lookupGroup(group); g != nil {
-			c.Group = g.name
+		if g, _ := v.LookupGroup(group); g != nil {
+			c.Group = g.Name
 		}
 	}
 }

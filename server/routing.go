@@ -255,7 +255,7 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 		h.taskStatus(ctx, s, params)
 	case "notifications/resources/updated":
 		uri, _ := stringValue(fields.Field("uri"))
-		if h.snapshot().view.hidesResource(uri) {
+		if h.snapshot().view.HidesResource(uri) {
 			h.logger.Debug("update of a hidden resource not passed on", "upstream", s.Config.ID(), "uri", uri)
 			return
 		}
@@ -394,7 +394,7 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 	if on {
 		// The first subscription may come before the upstream that owns
 		// the URI is up, as a first read may.
-		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.ResolveResource(uri) != nil })
 	}
 	s := h.subscriptionOwner(v, uri)
 	if s == nil || isResultURI(uri) { // a kept result never changes: nothing to watch (resultread.go)
@@ -456,10 +456,10 @@ func (h *Hub) subscribeURI(ctx context.Context, req *request, v *view, uri strin
 // A URI the view hides has no owner, so subscribing to it is answered as
 // for a URI that does not exist and nothing is forwarded.
 func (h *Hub) subscriptionOwner(v *view, uri string) *upstream.Server {
-	if s := v.resolveResource(uri); s != nil {
+	if s := v.ResolveResource(uri); s != nil {
 		return s
 	}
-	if v.hidesResource(uri) {
+	if v.HidesResource(uri) {
 		return nil
 	}
 	h.routes.mu.Lock()
@@ -493,7 +493,7 @@ func (h *Hub) unsubscribeHidden(v *view) {
 	owners := map[string]*upstream.Server{}
 	h.routes.mu.Lock()
 	for uri, sub := range h.routes.subs {
-		if v.hidesResource(uri) {
+		if v.HidesResource(uri) {
 			owners[uri] = sub.owner
 			for sess := range sub.sessions {
 				sess.subscriptions--

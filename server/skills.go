@@ -55,7 +55,7 @@ func (v *view) addSkills(t *skillTable, g *upstream.Group, s *upstream.Server, l
 			continue // as its skill is
 		}
 		if raw, err := skills.RewriteField(r.Raw, "uri", route.Expose); err == nil {
-			v.resources = append(v.resources, raw)
+			v.Resources = append(v.Resources, raw)
 		}
 	}
 	lists.Resources = rest
@@ -68,7 +68,7 @@ func (v *view) addSkills(t *skillTable, g *upstream.Group, s *upstream.Server, l
 		// Shown for what it says (skill://<group>/{+path}), never routed
 		// by: every skill:// URI goes by t.
 		if raw, err := skills.RewriteField(tm.Raw, "uriTemplate", route.Expose); err == nil {
-			v.templates = append(v.templates, raw)
+			v.Templates = append(v.Templates, raw)
 		}
 	}
 	lists.Templates = templates
@@ -85,7 +85,7 @@ func (v *view) addSkills(t *skillTable, g *upstream.Group, s *upstream.Server, l
 func (v *view) extensions() map[string]any {
 	ext := map[string]any{}
 	switch {
-	case v.starting:
+	case v.Starting:
 		ext[skills.ExtensionID] = map[string]any{"directoryRead": true}
 	case v.skills.Offered():
 		ext[skills.ExtensionID] = v.skills.Capability()

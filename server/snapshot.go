@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -46,6 +50,73 @@ func (s *snapshot) withViews(mgr *upstream.Manager) *snapshot {
 		return buildViewOf([]*config.Group{}, baseMode(c.Mode), config.SearchOff, 0, mgr, s.policy)
 	})
 	return s
+}
+
+// view is what a client sees (server/view), with what the hub's other
+// concerns keep per view beside it.
+type view struct {
+	*views.View
+	shaped *shapedLists // ToolsList as clients: rules shape it, built on first use
+	// cooperative says the view serves the cooperative tools (cooperative.go).
+	cooperative bool
+	// uiRoutes route the ui:// URIs of MCP Apps, as the client sees them
+	// (ui://<group>/...), to their servers (apps.go); appTools route the
+	// tools of those servers by their own names, for the views' calls.
+	uiRoutes map[string]uiRoute
+	appTools map[string]route
+	// apps is the MCP Apps extension's settings to declare to clients,
+	// nil when no upstream behind the view offers it.
+	apps json.RawMessage
+	// skills are the Skills extension's skills of the view's servers,
+	// namespaced per group, with their routes (skills.go).
+	skills *skillTable
+}
+
+// route says where a name the client uses goes (server/view).
+type route = views.Route
+
+// buildView computes the client's view of mgr in mode (see
+// views.View.Build).
+func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	return buildViewOf(nil, mode, search, maxTools, mgr, pol)
+}
+
+// buildViewOf is buildView of the groups only (nil: every group), with
+// expose lists from them: a profile's view (see config.WithProfile).
+func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	v := &view{View: views.New(mode), shaped: &shapedLists{}, uiRoutes: map[string]uiRoute{}, skills: skills.New[*upstream.Server]()}
+	v.Build(only, search, maxTools, mgr, pol, viewExtension{v})
+	return v
+}
+
+// viewExtension adds MCP Apps (apps.go) and the Skills extension
+// (skills.go) to the view v as it is built.
+type viewExtension struct{ v *view }
+
+func (x viewExtension) Lists(g *upstream.Group, s *upstream.Server, lists upstream.Lists) upstream.Lists {
+	x.v.noteApps(s)
+	return x.v.addSkills(x.v.skills, g, s, lists)
+}
+
+func (x viewExtension) Tool(g *upstream.Group, s *upstream.Server, raw json.RawMessage) json.RawMessage {
+	return x.v.uiTool(g, s, raw)
+}
+
+func (x viewExtension) Resource(g *upstream.Group, s *upstream.Server, r upstream.Item) (json.RawMessage, bool, bool) {
+	if !strings.HasPrefix(r.Key, uiScheme) {
+		return nil, false, false
+	}
+	raw, ok := x.v.uiResource(g, s, r)
+	return raw, ok, true
+}
+
+// Done routes the apps' tools and takes in the skills' problems; the
+// skills change with the resources their files are: a client hears of
+// both by notifications/resources/list_changed, as from the server.
+func (x viewExtension) Done() []json.RawMessage {
+	x.v.routeAppTools()
+	x.v.Problems = append(x.v.Problems, x.v.skills.Problems...)
+	return x.v.skills.Entries()
 }
 
 // snapshot is the current snapshot. A request that may write the audit

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -178,7 +179,7 @@ func (h *Hub) tasksList(ctx context.Context, req *request) (json.RawMessage, err
 			}
 		}
 	}
-	return listResult("tasks", tasks, ""), nil
+	return views.ListResult("tasks", tasks, ""), nil
 }
 
 // ownTask is the hub's id of the upstream task key names, when sess owns
