@@ -134,7 +134,7 @@ func (c *coopHost) Route(name, group string) (g, server, tool string, ok bool) {
 }
 
 // route finds the tool the client calls name, as toolsCall and
-// callDynamicTool find it: by the name it was shown, or by its group's
+// View.CallDynamicTool find it: by the name it was shown, or by its group's
 // name for it in a group that is ready.
 func (c *coopHost) route(name, group string) (route, bool) {
 	if group != "" {

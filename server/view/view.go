@@ -1,3 +1,12 @@
+// Package view is what a session of the hub sees of its upstreams: the
+// lists (tools, prompts, resources, templates) built from the upstreams'
+// cached lists, whenever they change, for the config's mode and profile;
+// the names the client uses and where each goes (a Route); the meta-tools
+// of dynamic mode (get_dynamic_tools, call_dynamic_tool,
+// search_dynamic_tools); pagination of the lists; and the upstreams'
+// instructions. A View is immutable once built and read without locks.
+// It imports no hub: what the hub's other concerns add while a view is
+// built they add through an Extension.
 package view
 
 import (
