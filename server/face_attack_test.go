@@ -48,7 +48,7 @@ func TestAttackStdioRequestsNeverRead(t *testing.T) {
 // counted (see jsonrpc's TestAttackNoGoroutinesAfterClose).
 func waitGoroutines(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for liveGoroutines() > before+2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

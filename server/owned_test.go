@@ -223,8 +223,18 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waits for the upstream's unsubscribe")
 	}
-	if left := serverGoroutines(before); len(left) > 0 {
-		t.Errorf("%d goroutines of the hub outlived Close:\n%s", len(left), strings.Join(left, "\n\n"))
+	// The session's Conn waits a second at most for its writer (jsonrpc's
+	// closeWait, for a stream closing does not interrupt): on a loaded
+	// machine the writer of this closed pipe may end just after. What
+	// matters is that everything ends, not within that second.
+	var left []string
+	deadline := time.Now().Add(30 * time.Second)
+	for left = serverGoroutines(before); len(left) > 0 && time.Now().Before(deadline); left = serverGoroutines(before) {
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("%d goroutines of the hub outlived Close by 30s:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
 

@@ -152,7 +152,7 @@ func TestAttackCancelAndDuplicateIDs(t *testing.T) {
 		t.Errorf("in flight after stray cancels: %d", c.Inflight())
 	}
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"x"}}`)
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for c.Inflight() != 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -360,7 +360,7 @@ func TestAttackNoGoroutinesAfterClose(t *testing.T) {
 		c.Close()
 		p.Close()
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

