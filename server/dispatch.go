@@ -14,6 +14,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -216,7 +217,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			return c.Answer, nil
 		}
 		return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: c.Route.Server, name: c.Route.Name, args: c.Args, params: c.Params,
-			shown: c.Route.Name, schema: c.Route.InputSchema()})
+			shown: c.Route.Name, schema: c.Schema})
 	}
 	if v.Search == nil { // gone while it waited (a reload turned it off)
 		h.missed(req, name)
@@ -238,7 +239,7 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	}
 	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.params, rename: true, shown: name, schema: r.InputSchema()})
+		params: req.params, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {

@@ -213,6 +213,7 @@ type DynamicCall struct {
 	Route  Route
 	Args   json.RawMessage
 	Params jsonrpc.Object
+	Schema json.RawMessage // the tool's inputSchema, nil if none
 	// Answer, when not nil, is the tool error to answer with at once.
 	Answer json.RawMessage
 	// Missed says the group has no tool of the name asked for (Answer
@@ -235,12 +236,13 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	if !ok {
 		return DynamicCall{Answer: call.ToolError("Tool not found: " + args.Name), Missed: true}
 	}
+	schema := jsonrpc.Field(r.Tool.Raw, "inputSchema")
 	if given(args.Arguments) {
 		msg := "call_dynamic_tool takes the tool's arguments in args, not arguments: call again with args"
 		if given(args.Args) {
 			msg = "call_dynamic_tool was given both args and arguments: give the tool's arguments in args only"
 		}
-		return DynamicCall{Answer: validateargs.Error(msg+".", nil, r.InputSchema())}
+		return DynamicCall{Answer: validateargs.Error(msg+".", nil, schema)}
 	}
 	arguments := args.Args
 	if len(arguments) > 0 && string(arguments) != "null" && arguments[0] != '{' {
@@ -270,5 +272,5 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	if err != nil {
 		return DynamicCall{Answer: call.ToolError("invalid arguments: " + err.Error())}
 	}
-	return DynamicCall{Route: r, Args: arguments, Params: params}
+	return DynamicCall{Route: r, Args: arguments, Params: params, Schema: schema}
 }

@@ -31,17 +31,11 @@ type Route struct {
 	// Cached says the tool is known from the server's last run only: the
 	// server is still starting (see upstream.Server.LastTools).
 	Cached bool
-	// Tool is the tool's definition as its server listed it (nil for a
-	// prompt): its inputSchema checks a call's arguments (server/validateargs).
+	// Tool is the tool's definition as its server listed it, set in every
+	// tool's route (nil for a prompt's): its inputSchema checks a call's
+	// arguments (server/validateargs). The schema is read from it when a
+	// call needs it, not for every tool each time the view is built.
 	Tool *upstream.Item
-}
-
-// InputSchema is the inputSchema of the tool r routes to, nil if none.
-func (r Route) InputSchema() json.RawMessage {
-	if r.Tool == nil {
-		return nil
-	}
-	return jsonrpc.Field(r.Tool.Raw, "inputSchema")
 }
 
 type templateRoute struct {
