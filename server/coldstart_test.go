@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -88,7 +89,7 @@ func TestColdStartListsLastTools(t *testing.T) {
 			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hello"}}}`)
 			// The list_changed of the cache's arrival (told to no one: the
 			// client was answered from it) is over before the gate opens.
-			waitFor(t, 10*time.Second, "the cache's list_changed window", func() bool { return !h.listPending[listTools].Load() })
+			waitFor(t, 10*time.Second, "the cache's list_changed window", func() bool { return !h.listens.Pending(listen.Tools) })
 			openGate(t, gate)
 			lines := c.answerAll("2")
 			if call := lines[strings.LastIndex(lines[:len(lines)-1], "\n")+1:]; !strings.Contains(call, `"text":"hello"`) || strings.Contains(call, `"isError":true`) {
@@ -96,7 +97,7 @@ func TestColdStartListsLastTools(t *testing.T) {
 			}
 			waitFor(t, 10*time.Second, "the live view", func() bool { return !h.snapshot().view.Starting })
 			h.swapMu.Lock() // the live view's changes are announced
-			pending := h.listPending[listTools].Load()
+			pending := h.listens.Pending(listen.Tools)
 			h.swapMu.Unlock()
 			const told = `"method":"notifications/tools/list_changed"`
 			if changed {

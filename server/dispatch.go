@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -22,7 +23,7 @@ import (
 // to answer with (see jsonrpc.ToError).
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	if req.modern {
-		req.sess.modern.Store(true) // told of changes on its listens alone (listen.go)
+		req.sess.lists.SetModern() // told of changes on its listens alone (server/listen)
 		if err := checkModern(req); err != nil {
 			return nil, err
 		}
@@ -89,32 +90,32 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		if v.Mode == config.ModeFlat && v.Unknown && req.field("cursor") == nil {
 			// Servers whose tools are known from their last run need not
 			// be waited for: their tools are listed now, and the clients
-			// told of any change once they are ready (listchanged.go).
+			// told of any change once they are ready (server/listen).
 			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Unknown })
 		}
-		req.sess.saw(listTools, v.ToolsHash)
+		req.sess.lists.Saw(listen.Tools, v.ToolsHash)
 		return v.toolsListFor(req.snap.cfg, req.sess.GetClientInfo().Name), nil
 	case "tools/call":
 		return h.toolsCall(ctx, req, v)
 	case "prompts/list":
 		v = settled()
-		req.sess.saw(listPrompts, v.PromptsHash)
+		req.sess.lists.Saw(listen.Prompts, v.PromptsHash)
 		return views.Page("prompts", v.Prompts, req.msg.Params, size)
 	case "prompts/get":
 		return h.promptsGet(ctx, req, v)
 	case "resources/list":
 		v = settled()
-		req.sess.saw(listResources, v.ResourcesHash)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
 		return views.Page("resources", v.Resources, req.msg.Params, size)
 	case "resources/templates/list":
 		v = settled()
-		req.sess.saw(listResources, v.ResourcesHash)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
 		return views.Page("resourceTemplates", v.Templates, req.msg.Params, size)
 	case "resources/read":
 		return h.resourcesRead(ctx, req, v)
 	case "skills/list":
 		v = settled()
-		req.sess.saw(listResources, v.ResourcesHash)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
 		return views.Page("skills", v.skills.Entries(), req.msg.Params, size)
 	case "skills/get":
 		return h.skillsGet(ctx, req, v)
@@ -122,10 +123,18 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		return h.directoryRead(ctx, req, v)
 	case "completion/complete":
 		return h.complete(ctx, req, v)
-	case "tasks/get", "tasks/result", "tasks/cancel":
-		return h.taskRequest(ctx, req)
-	case "tasks/list":
-		return h.tasksList(ctx, req)
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
+		send := func(s *upstream.Server, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+			timeout := req.snap.cfg.CallTimeoutFor(s.Config)
+			if method == "tasks/list" {
+				timeout = req.snap.cfg.Settings.ListTimeout
+			}
+			return h.requestOn(ctx, req, req.sess, s, on, method, params, timeout)
+		}
+		if req.msg.Method == "tasks/list" {
+			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
+		}
+		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.subscribe(ctx, req, v, req.msg.Method == "resources/subscribe")
 	}

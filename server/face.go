@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -176,13 +177,18 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()
-	if msg.Method == methodListen {
+	if msg.Method == listen.Method {
 		// Long-lived: served apart from the request path, which holds a
 		// snapshot (and its audit trail) until the request ends.
-		return s.hub.serveListen(ctx, s.sess, msg)
+		return s.hub.listens.Serve(ctx, s.sess, msg)
 	}
 	return s.hub.serve(ctx, s.sess, msg)
 }
+
+// endListens ends the session's listens, with their results: the
+// client's input has ended (stdin closed), and a listen, which only the
+// client ends, would hold the session's last requests open.
+func (s *Session) endListens() { s.sess.lists.End() }
 
 // Notification takes one of the client's notifications. It never waits
 // on anyone, so a face may call it on the goroutine that reads the

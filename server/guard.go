@@ -74,7 +74,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 		}
 	}
 	if err == nil && task {
-		res = h.adoptTask(req, c.server, conn, res)
+		res = h.tasks.Adopt(req.sess, c.server, conn, res)
 	}
 	if err != nil && c.method == policy.MethodToolsCall && !isUpstreamError(err) && !errors.Is(err, context.Canceled) {
 		h.logger.Warn("tool call failed", "upstream", c.server.Config.ID(), "tool", c.name, "err", err)

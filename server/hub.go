@@ -15,11 +15,14 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -34,6 +37,7 @@ type Hub struct {
 	logger *slog.Logger
 	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
 	routes *routes
+	tasks  *tasks.Table[*session]
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
 	// inbox holds the calls waiting for a person and the grants made:
@@ -57,9 +61,9 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	panics      atomic.Uint64          // recovered panics, ever (see Recovered)
-	listPending [listKinds]atomic.Bool // a list_changed waits out its window
-	audits      *audit.Stats           // of every trail the hub opened
+	panics  atomic.Uint64              // recovered panics, ever (see Recovered)
+	listens *listen.Notifier[*session] // list_changed and the 2026-07-28 listens
+	audits  *audit.Stats               // of every trail the hub opened
 	// stdioOut is the file the stdio face writes the conversation to, when
 	// it is one: no audit trail may be opened on it (see audit.Open).
 	stdioOut atomic.Pointer[os.FileInfo]
@@ -91,6 +95,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		stop:          make(chan struct{}),
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 		routes:        newRoutes(),
+		tasks:         tasks.New[*session](logger),
 		inputs:        newInputCalls(),
 		prompts:       newPromptRounds(),
 		rates:         ratelimit.New(opts.Store),
@@ -115,6 +120,20 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.info = mcp.Implementation{Name: hubName, Version: Version}
+	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,
+		Sessions: func(k listen.Kind, f func(*session, uint64)) {
+			snap := h.snapshot()
+			for _, sess := range h.sessionList() {
+				f(sess, snap.viewOf(sess.profileIn(snap.cfg)).hashes()[k])
+			}
+		},
+		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
+			snap := h.snapshot()
+			v, req := snap.viewOf(sess.profileIn(snap.cfg)), &request{sess: sess, snap: snap, msg: msg}
+			return v.hashes(), func(ctx context.Context, uri string) error { return h.subscribeURI(ctx, req, v, uri, true) }
+		},
+		Unsubscribe: func(sess *session, uris []string) { h.unsubscribeGone(h.routes.unsubscribe(sess, uris)) },
+	})
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
 	snap.chain = h.newChain(snap)
@@ -287,13 +306,13 @@ func (h *Hub) announce(cur, next *snapshot) {
 			h.logger.Warn(w)
 		}
 	}
-	for k := range listKinds {
-		changed := old.hash(k) != v.hash(k)
+	for k := range listen.Kinds {
+		changed := old.hashes()[k] != v.hashes()[k]
 		for name, pv := range next.profiles {
-			changed = changed || cur.viewOf(name).hash(k) != pv.hash(k)
+			changed = changed || cur.viewOf(name).hashes()[k] != pv.hashes()[k]
 		}
 		if changed {
-			h.listChanged(k)
+			h.listens.Changed(k)
 		}
 	}
 }

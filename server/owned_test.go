@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -65,21 +66,21 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 		if err := h.addSession(sess); err != nil {
 			t.Fatal(err)
 		}
-		sess.seen[listTools].Store(1) // answered a list that is not the current one
+		sess.lists.Saw(listen.Tools, 1) // answered a list that is not the current one
 		for range 5 {
-			h.listChanged(listTools)
+			h.listens.Changed(listen.Tools)
 		}
-		time.Sleep(listChangedWindow)
+		time.Sleep(listen.Window)
 		synctest.Wait()
 		if n := p.count("notifications/tools/list_changed"); n != 1 {
 			t.Fatalf("%d list_changed after 5 changes in one window, want 1", n)
 		}
-		h.listChanged(listTools)
+		h.listens.Changed(listen.Tools)
 		h.removeSession(sess)
 		if err := h.Close(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * listChangedWindow)
+		time.Sleep(2 * listen.Window)
 		synctest.Wait()
 		if n := p.count("notifications/tools/list_changed"); n != 1 {
 			t.Errorf("%d list_changed: one was sent after Close", n)
@@ -88,8 +89,8 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 }
 
 // serverGoroutines are the stacks of the goroutines running code of this
-// package, or started by it, that are not in before, leaving out the
-// caller's own.
+// package (or of server/listen, whose goroutines the hub starts), or
+// started by it, that are not in before, leaving out the caller's own.
 func serverGoroutines(before map[string]bool) []string {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -105,7 +106,7 @@ func serverGoroutines(before map[string]bool) []string {
 		if strings.Contains(g, "server.servePipes.func") {
 			continue // the test's own goroutine, ending once it has sent ServeStdio's result
 		}
-		if strings.Contains(g, "dynamic-mcp/dynamic-mcp/server.") {
+		if strings.Contains(g, "dynamic-mcp/dynamic-mcp/server.") || strings.Contains(g, "dynamic-mcp/dynamic-mcp/server/listen.") {
 			out = append(out, g)
 		}
 	}
@@ -249,8 +250,8 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	if err := h.addSession(sess); err != nil {
 		t.Fatal(err)
 	}
-	sess.seen[listTools].Store(1)
-	h.listChanged(listTools) // waits out its window when Close comes
+	sess.lists.Saw(listen.Tools, 1)
+	h.listens.Changed(listen.Tools) // waits out its window when Close comes
 	h.Run()
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
@@ -259,8 +260,8 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 		t.Error("spawn started a goroutine after Close")
 	}
 	h.rootsChanged(sess)
-	h.listChanged(listTools)
-	if sess.rootsPending.Load() || h.listPending[listTools].Load() {
+	h.listens.Changed(listen.Tools)
+	if sess.rootsPending.Load() || h.listens.Pending(listen.Tools) {
 		t.Error("work left pending after Close: it would never be done")
 	}
 	late := newSession("b", "stdio")

@@ -22,8 +22,6 @@ type routes struct {
 	sessions map[string]*session      // by id
 	progress map[string]progressRoute // hub progress token -> the call's session
 	subs     map[string]*subscription // by resource URI
-	tasks    map[string]*taskRoute    // by the hub's task id
-	taskKeys map[taskKey]string       // the hub's task id by the upstream's, on its connection
 	nextTok  uint64
 	// droppedGone counts the notifications dropped for sessions that
 	// ended, so that the hub's total never goes down (see Hub.Dropped).
@@ -56,8 +54,6 @@ func newRoutes() *routes {
 		sessions: map[string]*session{},
 		progress: map[string]progressRoute{},
 		subs:     map[string]*subscription{},
-		tasks:    map[string]*taskRoute{},
-		taskKeys: map[taskKey]string{},
 	}
 }
 
@@ -84,7 +80,6 @@ func (h *Hub) removeSession(sess *session) {
 	r.mu.Lock()
 	delete(r.sessions, sess.id)
 	r.droppedGone += sess.peer.Dropped()
-	r.forgetTasks(sess)
 	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
 	for uri, sub := range r.subs {
 		if sub.sessions[sess] {
@@ -97,11 +92,34 @@ func (h *Hub) removeSession(sess *session) {
 	}
 	r.mu.Unlock()
 	h.unsubscribeGone(owners)
+	h.tasks.ForgetSession(sess)
 	h.mgr.Release(sess) // its own connections (isolation: per-session)
 	h.rates.ForgetSession(sess.id)
 	if !sessionless(sess) { // a credential's grants outlive each of its requests
 		h.inbox.EndSession(caller(sess))
 	}
+}
+
+// unsubscribe ends sess's subscriptions to uris (a listen of its ended),
+// and returns the servers of the URIs no session listens to now, to
+// unsubscribe (see unsubscribeGone).
+func (r *routes) unsubscribe(sess *session, uris []string) map[string]*upstream.Server {
+	owners := map[string]*upstream.Server{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, uri := range uris {
+		sub := r.subs[uri]
+		if sub == nil || !sub.sessions[sess] {
+			continue
+		}
+		delete(sub.sessions, sess)
+		sess.subscriptions--
+		if len(sub.sessions) == 0 {
+			owners[uri] = sub.owner
+			delete(r.subs, uri)
+		}
+	}
+	return owners
 }
 
 func (h *Hub) sessionList() []*session {
@@ -252,7 +270,9 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 			}
 		}
 	case "notifications/tasks/status":
-		h.taskStatus(ctx, s, params)
+		if owner, p, ok := h.tasks.Status(s, upstream.ConnOf(ctx), params); ok {
+			owner.notify(context.Background(), method, p)
+		}
 	case "notifications/resources/updated":
 		uri, _ := stringValue(fields.Field("uri"))
 		if h.snapshot().view.HidesResource(uri) {
@@ -268,12 +288,10 @@ func (h *Hub) upstreamNotification(e upstream.Event) {
 		}
 		h.routes.mu.Unlock()
 		for _, sess := range subs {
-			if !sess.modern.Load() {
+			if !sess.lists.Modern() {
 				sess.notify(context.Background(), method, params)
 			}
-			for _, l := range sess.listenList() {
-				l.updated(uri, params)
-			}
+			sess.lists.Updated(uri, params)
 		}
 	default:
 		h.logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)

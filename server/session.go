@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -22,16 +23,11 @@ type session struct {
 	profile      string             // the profile the session sees, "" for the whole config (see OpenProfile)
 	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
 	peer         Peer
-	initialized  atomic.Bool              // initialize answered, the session resumed, or see answerModern
-	rootsPending atomic.Bool              // a roots/list_changed waits to go upstream
-	seen         [listKinds]atomic.Uint64 // hash of each list as last answered, 0 before
-	gone         chan struct{}            // closed when the session ends (see end)
+	initialized  atomic.Bool   // initialize answered, the session resumed, or see answerModern
+	rootsPending atomic.Bool   // a roots/list_changed waits to go upstream
+	lists        *listen.State // what it was told of its lists, its listens
+	gone         chan struct{} // closed when the session ends (see end)
 	endOnce      sync.Once
-
-	// modern is set once the client has sent a request of 2026-07-28 or
-	// later: it hears of changes only on the listens it opens (see
-	// listen.go), never unasked.
-	modern atomic.Bool
 
 	// linker makes the face's sign-in links for the session's caller
 	// (SessionOptions.SignIn); nil: the face has none.
@@ -40,14 +36,6 @@ type session struct {
 	// subscriptions counts the resource URIs the session listens to;
 	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
 	subscriptions int
-	// tasks are the hub's ids of the session's tasks, oldest first;
-	// guarded by the hub's routes.mu (see maxSessionTasks).
-	tasks []string
-
-	listenMu  sync.Mutex    // guards listens
-	listens   []*listen     // open subscriptions/listen, at most maxSessionListens
-	unheard   chan struct{} // closed when the client's input has ended: its listens end
-	unheardMu sync.Once
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
@@ -64,7 +52,7 @@ func newSession(id, transport string) *session {
 		transport: transport,
 		logLevel:  mcp.LoggingLevelInfo,
 		gone:      make(chan struct{}),
-		unheard:   make(chan struct{}),
+		lists:     listen.NewState(),
 	}
 }
 
@@ -78,6 +66,13 @@ func (s *session) Initialized() bool { return s.initialized.Load() }
 // end marks the session ended, which stops what the hub does for it (a
 // pending list_changed).
 func (s *session) end() { s.endOnce.Do(func() { close(s.gone) }) }
+
+// ID, Lists, Notify and Gone are the session as its listens see it
+// (listen.Session).
+func (s *session) ID() string                             { return s.id }
+func (s *session) Lists() *listen.State                   { return s.lists }
+func (s *session) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
+func (s *session) Gone() <-chan struct{}                  { return s.gone }
 
 // notify sends the client a notification; ctx is the request it belongs
 // to. It never blocks.

@@ -10,6 +10,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
@@ -70,6 +71,11 @@ type view struct {
 	// skills are the Skills extension's skills of the view's servers,
 	// namespaced per group, with their routes (skills.go).
 	skills *skillTable
+}
+
+// hashes are the hashes of v's lists, by kind (see listen.Notifier).
+func (v *view) hashes() listen.Hashes {
+	return listen.Hashes{v.ToolsHash, v.PromptsHash, v.ResourcesHash}
 }
 
 // route says where a name the client uses goes (server/view).

@@ -1,4 +1,4 @@
-package server
+package listen
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // This file serves subscriptions/listen (2026-07-28, SEP-2575): the one
@@ -21,13 +20,13 @@ import (
 // each notification it agreed to with that id, and keeps the request open
 // until the client cancels it, the session ends, or the hub shuts down,
 // when it answers with an empty result carrying the id. A listen is fed
-// from the places that feed legacy sessions: tellListChanged (the
-// session's view of a list changed, after a reload or an upstream's
-// list_changed) and upstreamNotification (resources/updated of a URI the
-// listen names).
+// from the places that feed legacy sessions: Notifier.tell (the session's
+// view of a list changed, after a reload or an upstream's list_changed)
+// and the hub's upstream notifications (resources/updated of a URI the
+// listen names, State.Updated).
 
-// methodListen is the request that opens a listen.
-const methodListen = "subscriptions/listen"
+// Method is the request that opens a listen.
+const Method = "subscriptions/listen"
 
 // A session holds at most maxSessionListens listens at once, each naming
 // at most maxListenURIs resources: what the hub keeps for them is bounded.
@@ -36,19 +35,19 @@ const (
 	maxListenURIs     = 256
 )
 
-// listenFilter is what a listen asks for, and what the hub agreed to.
-type listenFilter struct {
+// filter is what a listen asks for, and what the hub agreed to.
+type filter struct {
 	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
 }
 
-func (f listenFilter) lists() [listKinds]bool {
-	return [listKinds]bool{f.ToolsListChanged, f.PromptsListChanged, f.ResourcesListChanged}
+func (f filter) lists() [Kinds]bool {
+	return [Kinds]bool{f.ToolsListChanged, f.PromptsListChanged, f.ResourcesListChanged}
 }
 
-func (f listenFilter) empty() bool {
+func (f filter) empty() bool {
 	return !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0
 }
 
@@ -58,13 +57,13 @@ func (f listenFilter) empty() bool {
 // waits is bounded by what the listen asked for (one flag a list, one
 // entry a URI).
 type listen struct {
-	meta  json.RawMessage   // {"io.modelcontextprotocol/subscriptionId": id}
-	lists [listKinds]bool   // the list_changed it gets
-	wake  chan struct{}     // signalled when something waits
-	mu    sync.Mutex        // guards the fields below
-	uris  map[string]bool   // the resources it gets updates of
-	told  [listKinds]uint64 // hash of each list as the listen last heard of it
-	due   [listKinds]bool   // a list_changed waits to be sent
+	meta  json.RawMessage // {"io.modelcontextprotocol/subscriptionId": id}
+	lists [Kinds]bool     // the list_changed it gets
+	wake  chan struct{}   // signalled when something waits
+	mu    sync.Mutex      // guards the fields below
+	uris  map[string]bool // the resources it gets updates of
+	told  Hashes          // hash of each list as the listen last heard of it
+	due   [Kinds]bool     // a list_changed waits to be sent
 	upd   map[string]json.RawMessage
 	order []string // the URIs in upd, oldest first
 }
@@ -78,7 +77,7 @@ func (l *listen) signal() {
 
 // listChanged marks list k changed for l when its hash is not the one l
 // was last told of.
-func (l *listen) listChanged(k listKind, hash uint64) {
+func (l *listen) listChanged(k Kind, hash uint64) {
 	if !l.lists[k] {
 		return
 	}
@@ -114,10 +113,10 @@ func (l *listen) take() [][]byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out [][]byte
-	for k := range listKinds {
+	for k := range Kinds {
 		if l.due[k] {
 			l.due[k] = false
-			out = append(out, jsonrpc.EncodeNotification(listChangedMethods[k], l.params(nil)))
+			out = append(out, jsonrpc.EncodeNotification(ChangedMethods[k], l.params(nil)))
 		}
 	}
 	for _, uri := range l.order {
@@ -150,43 +149,40 @@ func (l *listen) params(p json.RawMessage) json.RawMessage {
 	return out
 }
 
-// serveListen serves one subscriptions/listen of sess until the client
-// cancels it (ctx), the session ends or the hub shuts down. It holds no
-// snapshot meanwhile: a reload is seen as the changes it makes.
-func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
-	sess.modern.Store(true)
+// Serve serves one subscriptions/listen of sess until the client cancels
+// it (ctx), the session ends or the hub shuts down. It holds no snapshot
+// meanwhile: a reload is seen as the changes it makes.
+func (n *Notifier[S]) Serve(ctx context.Context, sess S, msg *jsonrpc.Message) (json.RawMessage, error) {
+	st := sess.Lists()
+	st.SetModern()
 	var p struct {
-		Notifications *listenFilter `json:"notifications"`
+		Notifications *filter `json:"notifications"`
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
-		return nil, errorf(codeInvalidParams, "invalid params: subscriptions/listen needs notifications, an object")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: subscriptions/listen needs notifications, an object")
 	}
 	want := *p.Notifications
 	if len(want.ResourceSubscriptions) > maxListenURIs {
-		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid params: a listen may name %d resources", maxListenURIs))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid params: a listen may name %d resources", maxListenURIs))
 	}
 	meta, err := jsonrpc.SetField([]byte(`{}`), mcp.MetaKeySubscriptionID, msg.ID)
 	if err != nil {
 		return nil, err
 	}
 	l := &listen{meta: meta, lists: want.lists(), wake: make(chan struct{}, 1), uris: map[string]bool{}, upd: map[string]json.RawMessage{}}
-	snap := h.snapshot()
-	for k := range listKinds {
-		l.told[k] = snap.viewOf(sess.profileIn(snap.cfg)).hash(k) // told of a change from now on
-	}
-	if !sess.addListen(l) {
-		return nil, errorf(codeInvalidRequest, fmt.Sprintf("a session may hold %d listens: cancel one first", maxSessionListens))
+	l.told, _ = n.opts.View(sess, msg) // told of a change from now on
+	if !st.add(l) {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("a session may hold %d listens: cancel one first", maxSessionListens))
 	}
 	defer func() {
-		sess.removeListen(l)
-		h.unsubscribeListen(sess, l)
+		st.remove(l)
+		n.unsubscribe(sess, l)
 	}()
 	// A change told to the sessions between the snapshot and the
 	// listen's registration is not lost: it is the view now.
-	snap = h.snapshot()
-	now := snap.viewOf(sess.profileIn(snap.cfg))
-	for k := range listKinds {
-		l.listChanged(k, now.hash(k))
+	now, subscribe := n.opts.View(sess, msg)
+	for k := range Kinds {
+		l.listChanged(k, now[k])
 	}
 
 	// The hub declares every list's listChanged and resource
@@ -194,13 +190,12 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 	// resource it could subscribe the session to.
 	agreed := want
 	agreed.ResourceSubscriptions = nil
-	req := &request{sess: sess, snap: snap, msg: msg}
 	for _, uri := range want.ResourceSubscriptions {
 		if l.names(uri) {
 			continue
 		}
-		if err := h.subscribeURI(ctx, req, snap.viewOf(sess.profileIn(snap.cfg)), uri, true); err != nil {
-			h.logger.Debug("listen: resource not subscribed", "session", sess.id, "uri", uri, "err", err)
+		if err := subscribe(ctx, uri); err != nil {
+			n.opts.Logger.Debug("listen: resource not subscribed", "session", sess.ID(), "uri", uri, "err", err)
 			continue
 		}
 		l.mu.Lock()
@@ -211,12 +206,12 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 
 	ack, err := jsonrpc.Marshal(struct {
 		Meta          json.RawMessage `json:"_meta"`
-		Notifications listenFilter    `json:"notifications"`
+		Notifications filter          `json:"notifications"`
 	}{meta, agreed})
 	if err != nil {
 		return nil, err
 	}
-	sess.peer.Notify(ctx, jsonrpc.EncodeNotification(mcp.MethodNotificationSubscriptionsAcknowledged, ack))
+	sess.Notify(ctx, jsonrpc.EncodeNotification(mcp.MethodNotificationSubscriptionsAcknowledged, ack))
 	ended := func() (json.RawMessage, error) {
 		return json.RawMessage(`{"resultType":"complete","_meta":` + string(meta) + `}`), nil
 	}
@@ -226,61 +221,27 @@ func (h *Hub) serveListen(ctx context.Context, sess *session, msg *jsonrpc.Messa
 	for {
 		select {
 		case <-l.wake:
-			for _, n := range l.take() {
-				sess.peer.Notify(ctx, n)
+			for _, m := range l.take() {
+				sess.Notify(ctx, m)
 			}
 		case <-ctx.Done():
 			// Cancelled by the client (which gets no answer then) or by
 			// its session's end: the listen ends as the spec has a server
 			// end one, with its result.
 			return ended()
-		case <-sess.gone:
+		case <-sess.Gone():
 			return ended()
-		case <-sess.unheard:
+		case <-st.unheard:
 			return ended()
-		case <-h.stop:
+		case <-n.opts.Stop:
 			return ended()
 		}
 	}
 }
 
-// endListens ends the session's listens, with their results: the
-// client's input has ended (stdin closed), and a listen, which only the
-// client ends, would hold the session's last requests open.
-func (s *Session) endListens() { s.sess.unheardMu.Do(func() { close(s.sess.unheard) }) }
-
-// addListen registers l with the session, unless it holds
-// maxSessionListens already.
-func (s *session) addListen(l *listen) bool {
-	s.listenMu.Lock()
-	defer s.listenMu.Unlock()
-	if len(s.listens) >= maxSessionListens {
-		return false
-	}
-	s.listens = append(s.listens, l)
-	return true
-}
-
-func (s *session) removeListen(l *listen) {
-	s.listenMu.Lock()
-	defer s.listenMu.Unlock()
-	if i := slices.Index(s.listens, l); i >= 0 {
-		s.listens = slices.Delete(s.listens, i, i+1)
-	}
-}
-
-// listenList is the session's open listens.
-func (s *session) listenList() []*listen {
-	s.listenMu.Lock()
-	defer s.listenMu.Unlock()
-	return slices.Clone(s.listens)
-}
-
-// unsubscribeListen ends the session's subscriptions to the resources l
-// named that no other listen of the session names, and unsubscribes the
-// upstreams where no session is left listening, in the background (see
-// unsubscribeGone): a listen's end never waits for an upstream.
-func (h *Hub) unsubscribeListen(sess *session, l *listen) {
+// unsubscribe ends the session's subscriptions to the resources l named
+// that no other listen of the session names (see Options.Unsubscribe).
+func (n *Notifier[S]) unsubscribe(sess S, l *listen) {
 	l.mu.Lock()
 	uris := make([]string, 0, len(l.uris))
 	for uri := range l.uris {
@@ -290,27 +251,11 @@ func (h *Hub) unsubscribeListen(sess *session, l *listen) {
 	if len(uris) == 0 {
 		return
 	}
-	others := sess.listenList() // l is removed already
-	r := h.routes
-	owners := map[string]*upstream.Server{}
-	r.mu.Lock()
-	for _, uri := range uris {
-		if slices.ContainsFunc(others, func(o *listen) bool { return o.names(uri) }) {
-			continue
-		}
-		sub := r.subs[uri]
-		if sub == nil || !sub.sessions[sess] {
-			continue
-		}
-		delete(sub.sessions, sess)
-		sess.subscriptions--
-		if len(sub.sessions) == 0 {
-			owners[uri] = sub.owner
-			delete(r.subs, uri)
-		}
-	}
-	r.mu.Unlock()
-	h.unsubscribeGone(owners)
+	others := sess.Lists().list() // l is removed already
+	uris = slices.DeleteFunc(uris, func(uri string) bool {
+		return slices.ContainsFunc(others, func(o *listen) bool { return o.names(uri) })
+	})
+	n.opts.Unsubscribe(sess, uris)
 }
 
 // names reports whether l gets updates of uri.
