@@ -4,10 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -47,22 +43,24 @@ type MetricsOptions struct {
 	Results func() (cut uint64, kept, bytes int, evicted uint64)
 }
 
-// Metrics is a traffic.Observer that keeps the hub's Prometheus metrics in
-// a registry of its own (never the global one, so that two hubs in one
-// process, as in tests, do not collide). Handler serves them.
+// Metrics is a traffic.Observer that keeps the hub's Prometheus metrics,
+// its own (never a process-wide registry, so that two hubs in one process,
+// as in tests, do not collide). Handler serves them.
 type Metrics struct {
-	reg *prometheus.Registry
-
-	serverOp  *prometheus.HistogramVec // mcp_server_operation_duration_seconds
-	clientOp  *prometheus.HistogramVec // mcp_client_operation_duration_seconds
-	decisions *prometheus.CounterVec
-	received  *prometheus.CounterVec // bytes, by peer
-	sent      *prometheus.CounterVec
-	messages  *prometheus.CounterVec
-	inflight  prometheus.Gauge
+	serverOp  histogramVec // mcp_server_operation_duration_seconds
+	clientOp  histogramVec // mcp_client_operation_duration_seconds
+	decisions counterVec
+	received  counterVec // bytes, by peer
+	sent      counterVec
+	messages  counterVec
+	inflight  value
 
 	// The series every call touches, resolved once.
-	fromClient, toClient, fromUpstream, toUpstream prometheus.Counter
+	fromClient, toClient, fromUpstream, toUpstream *value
+
+	mgr     *upstream.Manager
+	opts    MetricsOptions
+	handler *exposition
 }
 
 // NewMetrics builds the metrics of the hub in front of mgr. Its upstream
@@ -70,51 +68,49 @@ type Metrics struct {
 // traffic passes.
 func NewMetrics(mgr *upstream.Manager, opts MetricsOptions) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		serverOp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "mcp_server_operation_duration_seconds",
-			Help:    "MCP request duration as observed by the hub, from the client's request to its answer (mcp.server.operation.duration).",
-			Buckets: durationBuckets,
-		}, []string{"mcp_method_name", "gen_ai_tool_name", "gen_ai_prompt_name", "group", "status", "error_type", "network_transport"}),
-		clientOp: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "mcp_client_operation_duration_seconds",
-			Help:    "MCP request duration as observed by the hub, from its request to an upstream server to the answer (mcp.client.operation.duration).",
-			Buckets: durationBuckets,
-		}, []string{"mcp_method_name", "gen_ai_tool_name", "group", "server", "error_type", "network_transport"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dynamic_mcp_policy_decisions_total",
-			Help: "Policy decisions on client requests, by group, rule (empty for the default) and action.",
-		}, []string{"group", "rule", "action"}),
-		received: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dynamic_mcp_received_bytes_total",
-			Help: "Bytes of params and results the hub received, by peer (client or upstream); JSON-RPC envelopes are not counted.",
-		}, []string{"peer"}),
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dynamic_mcp_sent_bytes_total",
-			Help: "Bytes of params and results the hub sent, by peer (client or upstream); JSON-RPC envelopes are not counted.",
-		}, []string{"peer"}),
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "dynamic_mcp_messages_total",
-			Help: "Notifications, and requests of upstreams to clients, that passed the hub, by direction and method.",
-		}, []string{"direction", "mcp_method_name"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dynamic_mcp_requests_in_flight",
-			Help: "Client requests being answered.",
-		}),
+		mgr:  mgr,
+		opts: opts,
+		serverOp: newHistogramVec("mcp_server_operation_duration_seconds",
+			"MCP request duration as observed by the hub, from the client's request to its answer (mcp.server.operation.duration).",
+			durationBuckets, "mcp_method_name", "gen_ai_tool_name", "gen_ai_prompt_name", "group", "status", "error_type", "network_transport"),
+		clientOp: newHistogramVec("mcp_client_operation_duration_seconds",
+			"MCP request duration as observed by the hub, from its request to an upstream server to the answer (mcp.client.operation.duration).",
+			durationBuckets, "mcp_method_name", "gen_ai_tool_name", "group", "server", "error_type", "network_transport"),
+		decisions: newCounterVec("dynamic_mcp_policy_decisions_total",
+			"Policy decisions on client requests, by group, rule (empty for the default) and action.", "group", "rule", "action"),
+		received: newCounterVec("dynamic_mcp_received_bytes_total",
+			"Bytes of params and results the hub received, by peer (client or upstream); JSON-RPC envelopes are not counted.", "peer"),
+		sent: newCounterVec("dynamic_mcp_sent_bytes_total",
+			"Bytes of params and results the hub sent, by peer (client or upstream); JSON-RPC envelopes are not counted.", "peer"),
+		messages: newCounterVec("dynamic_mcp_messages_total",
+			"Notifications, and requests of upstreams to clients, that passed the hub, by direction and method.", "direction", "mcp_method_name"),
 	}
-	m.fromClient, m.toClient = m.received.WithLabelValues("client"), m.sent.WithLabelValues("client")
-	m.fromUpstream, m.toUpstream = m.received.WithLabelValues("upstream"), m.sent.WithLabelValues("upstream")
-	m.reg.MustRegister(m.serverOp, m.clientOp, m.decisions, m.received, m.sent, m.messages, m.inflight,
-		&stateCollector{mgr: mgr, opts: opts}, &hubCollector{opts: opts}, &rateCollector{opts: opts}, &resultsCollector{opts: opts},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.fromClient, m.toClient = m.received.with("client"), m.sent.with("client")
+	m.fromUpstream, m.toUpstream = m.received.with("upstream"), m.sent.with("upstream")
+	m.handler = &exposition{gather: m.gather}
 	return m
+}
+
+// gather collects every metric for a scrape.
+func (m *Metrics) gather(g *gatherer) {
+	for _, v := range []histogramVec{m.serverOp, m.clientOp} {
+		v.gather(g)
+	}
+	for _, v := range []counterVec{m.decisions, m.received, m.sent, m.messages} {
+		v.gather(g)
+	}
+	g.gauge("dynamic_mcp_requests_in_flight", "Client requests being answered.", m.inflight.get(), nil)
+	gatherState(g, m.mgr, m.opts)
+	gatherHub(g, m.opts)
+	gatherRate(g, m.opts)
+	gatherResults(g, m.opts)
+	gatherGo(g)
+	gatherProcess(g)
 }
 
 // Handler serves the metrics in the Prometheus text format (or
 // OpenMetrics, when the scraper asks for it).
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
-}
+func (m *Metrics) Handler() http.Handler { return m.handler }
 
 // CallStarted counts the request in flight and its bytes.
 func (m *Metrics) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
@@ -132,10 +128,10 @@ func (m *Metrics) CallEnded(_ context.Context, c *traffic.Call) {
 	if c.Status == traffic.StatusNotFound {
 		group = "" // a group named in a call that matched nothing may be invented too
 	}
-	m.serverOp.WithLabelValues(methodName(c.Method), tool, prompt, group, string(c.Status), errorType(c.Status, c.Err),
+	m.serverOp.with(methodName(c.Method), tool, prompt, group, string(c.Status), errorType(c.Status, c.Err),
 		networkTransport(c.Transport)).Observe(c.Duration.Seconds())
 	if c.Action != "" {
-		m.decisions.WithLabelValues(c.Group, c.Rule, c.Action).Inc()
+		m.decisions.with(c.Group, c.Rule, c.Action).Inc()
 	}
 }
 
@@ -155,13 +151,13 @@ func (m *Metrics) HopEnded(_ context.Context, h *traffic.Hop) {
 			tool = c.Target
 		}
 	}
-	m.clientOp.WithLabelValues(methodName(h.Method), tool, h.Group, h.Server, hopErrorType(h),
+	m.clientOp.with(methodName(h.Method), tool, h.Group, h.Server, hopErrorType(h),
 		networkTransport(h.Transport)).Observe(h.Duration.Seconds())
 }
 
 // Message counts a notification or an upstream's request, and its bytes.
 func (m *Metrics) Message(_ context.Context, msg *traffic.Message) {
-	m.messages.WithLabelValues(string(msg.Direction), methodName(msg.Method)).Inc()
+	m.messages.with(string(msg.Direction), methodName(msg.Method)).Inc()
 	switch msg.Direction {
 	case traffic.FromClient:
 		m.fromClient.Add(float64(len(msg.Params)))
@@ -175,31 +171,18 @@ func (m *Metrics) Message(_ context.Context, msg *traffic.Message) {
 	}
 }
 
-var (
-	panicsDesc = prometheus.NewDesc("dynamic_mcp_panics_total",
-		"Panics the hub recovered from (the request that panicked was answered with an error; every other went on).", nil, nil)
-	auditLostDesc = prometheus.NewDesc("dynamic_mcp_audit_records_lost_total",
-		"Audit records that never reached the audit trail: its disk failed, or its queue stayed full.", nil, nil)
+const (
+	panicsHelp    = "Panics the hub recovered from (the request that panicked was answered with an error; every other went on)."
+	auditLostHelp = "Audit records that never reached the audit trail: its disk failed, or its queue stayed full."
 )
 
-// hubCollector reads, at each scrape, the counters the hub keeps of what
+// gatherHub reads, at each scrape, the counters the hub keeps of what
 // went wrong: panics recovered and audit records lost.
-type hubCollector struct{ opts MetricsOptions }
-
-func (c *hubCollector) Describe(ch chan<- *prometheus.Desc) {
-	if c.opts.Panics != nil {
-		ch <- panicsDesc
+func gatherHub(g *gatherer, opts MetricsOptions) {
+	if opts.Panics != nil {
+		g.counter("dynamic_mcp_panics_total", panicsHelp, float64(opts.Panics()), nil)
 	}
-	if c.opts.AuditLost != nil {
-		ch <- auditLostDesc
-	}
-}
-
-func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.opts.Panics != nil {
-		ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(c.opts.Panics()))
-	}
-	if c.opts.AuditLost != nil {
-		ch <- prometheus.MustNewConstMetric(auditLostDesc, prometheus.CounterValue, float64(c.opts.AuditLost()))
+	if opts.AuditLost != nil {
+		g.counter("dynamic_mcp_audit_records_lost_total", auditLostHelp, float64(opts.AuditLost()), nil)
 	}
 }

@@ -19,13 +19,14 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
-// otlpHTTP is an otlptrace.Client that POSTs spans over OTLP/HTTP with
+// otlpExporterVersion is the version of otlptrace the User-Agent names,
+// as its exporter did ("OTel OTLP Exporter Go/" and the version; a test
+// holds it to the module's).
+const otlpExporterVersion = "1.47.0"
+
+// otlpHTTP POSTs spans (an ExportTraceServiceRequest, otlpspans.go) over OTLP/HTTP with
 // protobuf, configured by the OTEL_EXPORTER_OTLP_* variables as the
 // OpenTelemetry exporter specification has them ("OpenTelemetry Protocol
 // Exporter"): the endpoint, headers, timeout, compression and TLS files,
@@ -160,27 +161,15 @@ func otlpTLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
-var _ otlptrace.Client = (*otlpHTTP)(nil)
+// CloseIdleConnections closes the idle connections; a batch in flight
+// ends with its context (the exporter's shutdown deadline).
+func (c *otlpHTTP) CloseIdleConnections() { c.client.CloseIdleConnections() }
 
-// Start does nothing: a connection is made with the first batch.
-func (c *otlpHTTP) Start(context.Context) error { return nil }
-
-// Stop closes the idle connections; a batch in flight ends with its
-// context (the exporter's shutdown deadline).
-func (c *otlpHTTP) Stop(context.Context) error {
-	c.client.CloseIdleConnections()
-	return nil
-}
-
-// UploadTraces sends one ExportTraceServiceRequest, retrying what the
+// upload sends one ExportTraceServiceRequest, retrying what the
 // specification says is retryable (429, 502, 503, 504, and a connection
 // that failed) with exponential backoff and the server's Retry-After,
 // for a minute at most.
-func (c *otlpHTTP) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpans) error {
-	body, err := exportRequest(spans)
-	if err != nil {
-		return err
-	}
+func (c *otlpHTTP) upload(ctx context.Context, body []byte) error {
 	encoding := ""
 	if c.gzip {
 		var b bytes.Buffer
@@ -233,7 +222,7 @@ func (c *otlpHTTP) post(ctx context.Context, body []byte, encoding string) error
 	}
 	req.Header = c.headers.Clone()
 	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("User-Agent", "OTel OTLP Exporter Go/"+otlptrace.Version())
+	req.Header.Set("User-Agent", "OTel OTLP Exporter Go/"+otlpExporterVersion)
 	if encoding != "" {
 		req.Header.Set("Content-Encoding", encoding)
 	}
@@ -261,19 +250,4 @@ func (c *otlpHTTP) post(ctx context.Context, body []byte, encoding string) error
 		return r
 	}
 	return err
-}
-
-// exportRequest marshals an ExportTraceServiceRequest (OTLP's
-// collector/trace/v1: field 1, resource_spans, repeated).
-func exportRequest(spans []*tracepb.ResourceSpans) ([]byte, error) {
-	var out []byte
-	for _, rs := range spans {
-		b, err := proto.Marshal(rs)
-		if err != nil {
-			return nil, fmt.Errorf("marshal spans: %w", err)
-		}
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
-	}
-	return out, nil
 }

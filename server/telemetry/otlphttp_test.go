@@ -61,7 +61,11 @@ func TestOTLPHTTPExportsFromEnv(t *testing.T) {
 		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "tools/call echo"}}}}},
 		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{Name: "second"}}}}},
 	}
-	if err := c.UploadTraces(t.Context(), spans); err != nil {
+	body, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: spans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.upload(t.Context(), body); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -91,7 +95,7 @@ func TestOTLPHTTPTracesEndpointAndPermanentError(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.retry = time.Millisecond
-	if err := c.UploadTraces(t.Context(), nil); err == nil || attempts != 1 {
+	if err := c.upload(t.Context(), nil); err == nil || attempts != 1 {
 		t.Fatalf("err %v after %d attempts", err, attempts)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")

@@ -3,23 +3,21 @@ package telemetry
 import (
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
+const (
+	upstreamStateHelp    = "1 for the state each upstream server is in, 0 for the others."
+	upstreamRestartsHelp = "Times an upstream server was started or connected to again after its first try (after a crash, an exit or a failed try)."
+	upstreamDroppedHelp  = "Notifications from upstream servers dropped because the hub was not keeping up."
+	sessionsHelp         = "Open client sessions, by transport (stdio, streamable-http, sse)."
+	clientDroppedHelp    = "Notifications dropped for clients that had no room for them."
+)
+
 var (
-	upstreamStateDesc = prometheus.NewDesc("dynamic_mcp_upstream_state",
-		"1 for the state each upstream server is in, 0 for the others.", []string{"group", "server", "state"}, nil)
-	upstreamRestartsDesc = prometheus.NewDesc("dynamic_mcp_upstream_restarts_total",
-		"Times an upstream server was started or connected to again after its first try (after a crash, an exit or a failed try).",
-		[]string{"group", "server"}, nil)
-	upstreamDroppedDesc = prometheus.NewDesc("dynamic_mcp_upstream_notifications_dropped_total",
-		"Notifications from upstream servers dropped because the hub was not keeping up.", nil, nil)
-	sessionsDesc = prometheus.NewDesc("dynamic_mcp_sessions",
-		"Open client sessions, by transport (stdio, streamable-http, sse).", []string{"transport"}, nil)
-	clientDroppedDesc = prometheus.NewDesc("dynamic_mcp_client_notifications_dropped_total",
-		"Notifications dropped for clients that had no room for them.", nil, nil)
+	upstreamStateLabels    = []string{"group", "server", "state"}
+	upstreamRestartsLabels = []string{"group", "server"}
+	sessionsLabels         = []string{"transport"}
 )
 
 // states are the values of the state label, every one reported for every
@@ -29,32 +27,11 @@ var states = []upstream.State{upstream.StateStarting, upstream.StateReady, upstr
 // sessionTransports are reported even at 0, for the same reason.
 var sessionTransports = []string{"stdio", "streamable-http", "sse"}
 
-// stateCollector reads, at each scrape, what is a state rather than an
+// gatherState reads, at each scrape, what is a state rather than an
 // event: the upstreams' states and restarts, the sessions open, and the
 // counters others keep.
-type stateCollector struct {
-	mgr  *upstream.Manager
-	opts MetricsOptions
-}
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- upstreamStateDesc
-	ch <- upstreamRestartsDesc
-	ch <- upstreamDroppedDesc
-	if c.opts.Callers != nil {
-		ch <- callerSessionsDesc
-		ch <- callersDesc
-	}
-	if c.opts.Sessions != nil {
-		ch <- sessionsDesc
-	}
-	if c.opts.Dropped != nil {
-		ch <- clientDroppedDesc
-	}
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.mgr.Servers() {
+func gatherState(g *gatherer, mgr *upstream.Manager, opts MetricsOptions) {
+	for _, s := range mgr.Servers() {
 		group, name := s.Config.Group, s.Config.Name
 		state := s.Status().State
 		for _, st := range states {
@@ -62,17 +39,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			if st == state {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(upstreamStateDesc, prometheus.GaugeValue, v, group, name, st.String())
+			g.gauge("dynamic_mcp_upstream_state", upstreamStateHelp, v, upstreamStateLabels, group, name, st.String())
 		}
-		ch <- prometheus.MustNewConstMetric(upstreamRestartsDesc, prometheus.CounterValue, float64(s.Restarts()), group, name)
+		g.counter("dynamic_mcp_upstream_restarts_total", upstreamRestartsHelp, float64(s.Restarts()), upstreamRestartsLabels, group, name)
 	}
-	ch <- prometheus.MustNewConstMetric(upstreamDroppedDesc, prometheus.CounterValue, float64(c.mgr.Dropped()))
-	if c.opts.Callers != nil {
-		byKind, distinct := c.opts.Callers()
-		collectCallers(ch, byKind, distinct)
+	g.counter("dynamic_mcp_upstream_notifications_dropped_total", upstreamDroppedHelp, float64(mgr.Dropped()), nil)
+	if opts.Callers != nil {
+		byKind, distinct := opts.Callers()
+		gatherCallers(g, byKind, distinct)
 	}
-	if c.opts.Sessions != nil {
-		counts := c.opts.Sessions()
+	if opts.Sessions != nil {
+		counts := opts.Sessions()
 		transports := slices.Clone(sessionTransports)
 		for t := range counts {
 			if !slices.Contains(transports, t) {
@@ -80,10 +57,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		for _, t := range transports {
-			ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(counts[t]), t)
+			g.gauge("dynamic_mcp_sessions", sessionsHelp, float64(counts[t]), sessionsLabels, t)
 		}
 	}
-	if c.opts.Dropped != nil {
-		ch <- prometheus.MustNewConstMetric(clientDroppedDesc, prometheus.CounterValue, float64(c.opts.Dropped()))
+	if opts.Dropped != nil {
+		g.counter("dynamic_mcp_client_notifications_dropped_total", clientDroppedHelp, float64(opts.Dropped()), nil)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -89,10 +88,7 @@ func NewTracerFromEnv(ctx context.Context, version string, logger *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}
-	exp, err := otlptrace.New(ctx, client)
-	if err != nil {
-		return nil, fmt.Errorf("otlp trace exporter: %w", err)
-	}
+	exp := &otlpExporter{client: client}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", DefaultServiceName), attribute.String("service.version", version)),
 		resource.WithTelemetrySDK(),

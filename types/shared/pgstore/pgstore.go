@@ -1,5 +1,5 @@
 // Package pgstore keeps the hub's shared state in PostgreSQL
-// (`store: postgres://...`), through a bounded pgx connection pool: one
+// (`store: postgres://...`), through a bounded pool of pgconn connections (pg.go): one
 // table of values by namespace and key, and transaction-scoped advisory
 // locks (pg_advisory_xact_lock on a hash of the key) for what must happen
 // once across replicas.
@@ -13,9 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
@@ -51,7 +49,7 @@ var schema = []string{
 
 // Store is the shared state in one PostgreSQL database.
 type Store struct {
-	pool  *pgxpool.Pool
+	pool  *pool
 	where string       // host:port/database, for messages: never the password
 	takes atomic.Int64 // Take's calls, to prune every pruneEvery
 
@@ -72,18 +70,14 @@ var _ shared.Store = (*Store)(nil)
 // the tables when they are missing. A database whose tables a newer
 // version made is refused.
 func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := parsePool(url)
 	if err != nil {
-		// pgx's parse errors can quote the URL, password and all.
+		// pgconn's parse errors can quote the URL, password and all.
 		return nil, errors.New("store: not a PostgreSQL connection URL")
 	}
-	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	where := fmt.Sprintf("%s:%d/%s", pool.cfg.Host, pool.cfg.Port, pool.cfg.Database)
 	ctx, cancel := context.WithTimeout(ctx, connectWait)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("store: the database at %s: %w", where, err)
-	}
 	s := &Store{pool: pool, where: where}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -99,7 +93,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // migrate creates the tables and the schema version row, under
 // schemaLock so that replicas starting together do not race.
 func (s *Store) migrate(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.pool.beginFunc(ctx, func(tx *tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
 			return err
 		}
@@ -135,15 +129,15 @@ func (s *Store) Close() { s.pool.Close() }
 
 // querier is what a pool and a transaction have in common.
 type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (*pgconn.Result, error)
+	QueryRow(ctx context.Context, sql string, args ...any) row
+	Query(ctx context.Context, sql string, args ...any) (*rows, error)
 }
 
 func get(ctx context.Context, q querier, ns, key string) ([]byte, error) {
 	var v []byte
 	err := q.QueryRow(ctx, `SELECT value FROM dynamic_mcp_state WHERE ns = $1 AND key = $2`, ns, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, errNoRows) {
 		return nil, shared.ErrNotFound
 	}
 	if err != nil {
@@ -189,7 +183,7 @@ func (s *Store) Keys(ctx context.Context, ns string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", ns, err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	keys, err := collectStrings(rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", ns, err)
 	}
@@ -281,7 +275,7 @@ const watchRetry = time.Second
 // Watch LISTENs on channel on a connection of its own, taken from the
 // pool and closed when it is done, and calls fn for each notification.
 func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
-	s.listen(ctx, channel, fn, func(*pgx.Conn, string) error { fn(); return nil })
+	s.listen(ctx, channel, fn, func(*pgconn.PgConn, string) error { fn(); return nil })
 }
 
 // listen LISTENs on channel, connecting again (after watchRetry) when
@@ -289,7 +283,7 @@ func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
 // to note (with the connection, for a read; an error ends the
 // connection), and again is called after each reconnection, since a
 // notification may have been missed meanwhile.
-func (s *Store) listen(ctx context.Context, channel string, again func(), note func(conn *pgx.Conn, payload string) error) {
+func (s *Store) listen(ctx context.Context, channel string, again func(), note func(conn *pgconn.PgConn, payload string) error) {
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
 			select {
@@ -304,25 +298,24 @@ func (s *Store) listen(ctx context.Context, channel string, again func(), note f
 
 // listenOnce is one connection of listen: it returns when the
 // connection fails or ctx ends.
-func (s *Store) listenOnce(ctx context.Context, channel string, first bool, again func(), note func(*pgx.Conn, string) error) {
-	pc, err := s.pool.Acquire(ctx)
+func (s *Store) listenOnce(ctx context.Context, channel string, first bool, again func(), note func(*pgconn.PgConn, string) error) {
+	l, err := s.pool.listen(ctx) // a connection of its own: it listens
 	if err != nil {
 		return
 	}
-	conn := pc.Hijack() // never back to the pool: it listens
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	defer l.pc.Close(context.WithoutCancel(ctx))
+	if _, err := l.pc.Exec(ctx, "LISTEN "+quoteIdentifier(channel)).ReadAll(); err != nil {
 		return
 	}
 	if !first {
 		again()
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := l.wait(ctx)
 		if err != nil {
 			return
 		}
-		if note(conn, n.Payload) != nil {
+		if note(l.pc, n.Payload) != nil {
 			return
 		}
 	}
@@ -332,7 +325,7 @@ func (s *Store) listenOnce(ctx context.Context, channel string, first bool, agai
 // ns/key (pg_advisory_xact_lock of its 64-bit hash), waiting at most wait
 // (lock_timeout); the lock goes with the transaction's end.
 func (s *Store) Locked(ctx context.Context, ns, key string, wait time.Duration, fn func(tx shared.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.pool.beginFunc(ctx, func(tx *tx) error {
 		if err := lockTx(ctx, tx, ns, key, wait); err != nil {
 			return err
 		}
@@ -344,7 +337,7 @@ func (s *Store) Locked(ctx context.Context, ns, key string, wait time.Duration, 
 // which unlock ends (rolls back: it wrote nothing). A connection that
 // breaks lets go of the lock with it.
 func (s *Store) Lock(ctx context.Context, ns, key string, wait time.Duration) (func(), error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock %s/%s: %w", ns, key, err)
 	}
@@ -360,7 +353,7 @@ func (s *Store) Lock(ctx context.Context, ns, key string, wait time.Duration) (f
 }
 
 // lockTx takes the advisory lock of ns/key in tx, waiting at most wait.
-func lockTx(ctx context.Context, tx pgx.Tx, ns, key string, wait time.Duration) error {
+func lockTx(ctx context.Context, tx *tx, ns, key string, wait time.Duration) error {
 	if wait > 0 {
 		ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, ms); err != nil {
@@ -374,7 +367,7 @@ func lockTx(ctx context.Context, tx pgx.Tx, ns, key string, wait time.Duration) 
 }
 
 // txStore is a shared.Tx in one PostgreSQL transaction.
-type txStore struct{ tx pgx.Tx }
+type txStore struct{ tx *tx }
 
 func (t txStore) Get(ctx context.Context, ns, key string) ([]byte, error) {
 	return get(ctx, t.tx, ns, key)
@@ -399,7 +392,7 @@ func (s *Store) Namespaces(ctx context.Context, prefix string) ([]string, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := collectStrings(rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
@@ -94,15 +94,16 @@ func (s *Store) pruneRelay(ctx context.Context) {
 // (and "" after each reconnection): one sent inline ("=..."), or read
 // from its row ("@id") for one too large for a notification.
 func (s *Store) Subscribe(ctx context.Context, channel string, fn func(payload string)) {
-	s.listen(ctx, channel, func() { fn("") }, func(conn *pgx.Conn, note string) error {
+	s.listen(ctx, channel, func() { fn("") }, func(conn *pgconn.PgConn, note string) error {
 		payload, ok := strings.CutPrefix(note, "=")
 		if !ok {
 			id, err := strconv.ParseInt(strings.TrimPrefix(note, "@"), 10, 64)
 			if err != nil {
 				return nil // not ours
 			}
-			err = conn.QueryRow(ctx, `SELECT payload FROM dynamic_mcp_relay WHERE id = $1`, id).Scan(&payload)
-			if errors.Is(err, pgx.ErrNoRows) {
+			res, err := execParams(ctx, conn, `SELECT payload FROM dynamic_mcp_relay WHERE id = $1`, []any{id})
+			err = row{res, err}.Scan(&payload)
+			if errors.Is(err, errNoRows) {
 				return nil // pruned already: lost, as a notice during a reconnection is
 			}
 			if err != nil {
@@ -138,7 +139,7 @@ func (s *Store) AppendEvents(ctx context.Context, channel string, events []share
 	if len(events) == 0 {
 		return nil, nil
 	}
-	b := &pgx.Batch{}
+	b := &batch{}
 	// The events are a cache of what was sent, not a record: a commit that
 	// does not wait for the disk (a crash of the database may lose the
 	// last ones, never order them wrongly) makes an append about as fast
@@ -163,18 +164,14 @@ func (s *Store) AppendEvents(ctx context.Context, channel string, events []share
 	// One round trip: a batch runs in one implicit transaction, and its
 	// notices go out when it commits.
 	seqs := make([]uint64, len(events))
-	br := s.pool.SendBatch(ctx, b)
-	_, err := br.Exec()
+	res, err := s.pool.SendBatch(ctx, b)
 	for i := range events {
 		if err != nil {
 			break
 		}
 		var n int64
-		err = br.QueryRow().Scan(&n)
+		err = row{res[1+i], nil}.Scan(&n)
 		seqs[i] = uint64(n)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: append events: %w", err)
@@ -189,45 +186,44 @@ func (s *Store) AppendEvents(ctx context.Context, channel string, events []share
 // MaxEventsTotal, the streams untouched for streamAge and the ended
 // sessions whose ids have expired; best effort.
 func (s *Store) pruneEvents(ctx context.Context) {
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE (stream, seq) IN (
 		SELECT stream, seq FROM (SELECT stream, seq, sum(length(msg)) OVER (ORDER BY at DESC, seq DESC) AS b FROM dynamic_mcp_events) x
 		WHERE b > $1)`, cmp.Or(s.eventsTotal, shared.MaxEventsTotal))
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
 	b.Queue(`DELETE FROM dynamic_mcp_streams WHERE at < now() - $1::bigint * interval '1 microsecond'`, streamAge.Microseconds())
 	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`)
-	_ = s.pool.SendBatch(ctx, b).Close()
+	_, _ = s.pool.SendBatch(ctx, b)
 }
 
 // Events reads stream's kept events after seq, and its counter.
 func (s *Store) Events(ctx context.Context, stream string, after uint64) ([]shared.Event, uint64, error) {
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(`SELECT coalesce((SELECT seq FROM dynamic_mcp_streams WHERE stream = $1), 0)`, stream)
 	b.Queue(`SELECT seq, msg, note FROM dynamic_mcp_events WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 		stream, int64(min(after, 1<<62)), shared.MaxEvents)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	var last int64
-	if err := br.QueryRow().Scan(&last); err != nil {
-		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
-	}
-	rows, err := br.Query()
+	res, err := s.pool.SendBatch(ctx, b)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
 	}
+	var last int64
+	if err := (row{res[0], nil}).Scan(&last); err != nil {
+		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
+	}
+	evs := &rows{res: res[1], i: -1}
 	var out []shared.Event
-	for rows.Next() {
+	for evs.Next() {
 		var e shared.Event
 		var seq int64
-		if err := rows.Scan(&seq, &e.Msg, &e.Note); err != nil {
-			rows.Close()
+		if err := evs.Scan(&seq, &e.Msg, &e.Note); err != nil {
+			evs.Close()
 			return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
 		}
 		e.Seq = uint64(seq)
 		out = append(out, e)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	evs.Close()
+	if err := evs.Err(); err != nil {
 		return nil, 0, fmt.Errorf("store: events of a stream: %w", err)
 	}
 	return out, uint64(last), nil
@@ -235,12 +231,12 @@ func (s *Store) Events(ctx context.Context, stream string, after uint64) ([]shar
 
 // End records key as ended until until and forgets its events.
 func (s *Store) End(ctx context.Context, key string, until time.Time) error {
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(`INSERT INTO dynamic_mcp_ended (key, until) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET until = greatest(dynamic_mcp_ended.until, excluded.until)`, key, until)
 	b.Queue(`DELETE FROM dynamic_mcp_events WHERE stream = $1`, key)
 	b.Queue(`DELETE FROM dynamic_mcp_ended WHERE until < now()`) // the table stays as small as the ids that open
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if _, err := s.pool.SendBatch(ctx, b); err != nil {
 		return fmt.Errorf("store: end a session: %w", err)
 	}
 	return nil

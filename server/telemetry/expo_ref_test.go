@@ -1,0 +1,122 @@
+package telemetry
+
+import (
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// reference is client_golang's handler as the hub configured it before:
+// its own registry with the Go and process collectors.
+func reference() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
+}
+
+// shape is a scrape's runtime and process lines with the values taken
+// off the samples (they change between two scrapes).
+func shape(body string) string {
+	value := regexp.MustCompile(` [^ ]+$`)
+	var b strings.Builder
+	for l := range strings.SplitSeq(body, "\n") {
+		if !isRuntimeLine(l) {
+			continue
+		}
+		if !strings.HasPrefix(l, "#") {
+			l = value.ReplaceAllString(l, "")
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+func get(t *testing.T, h http.Handler, url string, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// The Go runtime's and the process's metrics have the names, help, types,
+// units and labels client_golang's collectors gave them.
+func TestMetricsRuntimeAsClientGolang(t *testing.T) {
+	ours, ref := goldenMetrics(t).Handler(), reference()
+	for _, accept := range []string{"", acceptPrometheus} {
+		got := shape(get(t, ours, "/metrics", map[string]string{"Accept": accept}).Body.String())
+		want := shape(get(t, ref, "/metrics", map[string]string{"Accept": accept}).Body.String())
+		if got != want {
+			t.Errorf("Accept %q: runtime metrics differ:\n%s", accept, lineDiff(want, got))
+		}
+	}
+}
+
+// A scrape answers the format, Content-Type, Vary and Content-Encoding
+// promhttp answered for the same headers (but protobuf, not offered: the
+// next format in the scraper's list), and name[] picks families.
+func TestMetricsNegotiationAsClientGolang(t *testing.T) {
+	ours, ref := goldenMetrics(t).Handler(), reference()
+	for _, accept := range []string{"", "*/*", "text/plain", "text/plain;version=0.0.4", "text/plain;version=1.0.0", "application/openmetrics-text",
+		"application/openmetrics-text;version=1.0.0", "application/openmetrics-text; version=0.0.1; escaping=allow-utf-8", acceptPrometheus,
+		"text/*;q=0.9, application/openmetrics-text;version=1.0.0;q=0.5", "application/json", "garbage/",
+		"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,application/openmetrics-text;version=1.0.0;q=0.6,text/plain;version=0.0.4;q=0.3",
+	} {
+		for _, enc := range []string{"", "gzip", "gzip;q=0", "identity, gzip;q=0.5", "br", "*"} {
+			hdr := map[string]string{"Accept": accept, "Accept-Encoding": enc}
+			g, w := get(t, ours, "/metrics", hdr), get(t, ref, "/metrics", hdr)
+			for _, k := range []string{"Content-Type", "Content-Encoding"} {
+				if k == "Content-Type" && strings.HasPrefix(w.Header().Get(k), "application/vnd.google.protobuf") {
+					// Not offered here: the next format the scraper takes.
+					if ct := g.Header().Get(k); !strings.HasPrefix(ct, "application/openmetrics-text") && !strings.HasPrefix(ct, "text/plain") {
+						t.Errorf("Accept %q: Content-Type %q", accept, ct)
+					}
+					continue
+				}
+				if g.Header().Get(k) != w.Header().Get(k) {
+					t.Errorf("Accept %q, Accept-Encoding %q: %s %q, want %q", accept, enc, k, g.Header().Get(k), w.Header().Get(k))
+				}
+			}
+			if gv, wv := strings.Join(g.Header().Values("Vary"), ","), strings.Join(w.Header().Values("Vary"), ","); gv != wv {
+				t.Errorf("Vary %q, want %q", gv, wv)
+			}
+		}
+	}
+	rec := get(t, ours, "/metrics?name[]=dynamic_mcp_callers&name[]=go_goroutines", map[string]string{"Accept-Encoding": "gzip"})
+	zr, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(zr)
+	if !strings.HasPrefix(string(body), "# HELP dynamic_mcp_callers ") || strings.Count(string(body), "# TYPE") != 2 || !strings.Contains(string(body), "\ngo_goroutines ") {
+		t.Errorf("name[] and gzip:\n%s", body)
+	}
+}
+
+// The whole scrape parses with Prometheus' own text parser.
+func TestMetricsParse(t *testing.T) {
+	body := get(t, goldenMetrics(t).Handler(), "/metrics", nil).Body
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"mcp_server_operation_duration_seconds", "go_gc_duration_seconds", "process_cpu_seconds_total", "dynamic_mcp_upstream_state"} {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+}

@@ -1,0 +1,585 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The store talks to PostgreSQL through pgconn, pgx's protocol layer,
+// with the little of pgx and pgxpool it used written here: a bounded pool,
+// statements with their parameters in text (bytea in binary) and the
+// results in binary, decoded for the few column types the store reads,
+// transactions and batches. pgx's type system (pgtype: a codec for every
+// PostgreSQL type, registered at init) was 1.3 MB of the binary for a
+// store most hubs never configure.
+
+// errNoRows is QueryRow's Scan when the statement returned no row.
+var errNoRows = errors.New("no rows in result set")
+
+// The pool's defaults, pgxpool's.
+const (
+	maxConnLifetime = time.Hour
+	maxConnIdleTime = 30 * time.Minute
+	// pingAfterIdle: a connection idle for longer is pinged before use, so
+	// that one the server closed meanwhile (a restart) is replaced.
+	pingAfterIdle = time.Second
+)
+
+// poolParams are the parameters of the connection string pgx and pgxpool
+// took for themselves: they are not the server's, so they are not sent to
+// it. Only pool_max_conns is honoured (the others shaped pgx's statement
+// cache and the pool's idle connections, which this pool does not keep).
+var poolParams = []string{"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_idle_time", "pool_health_check_period", "pool_max_conn_lifetime_jitter",
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode"}
+
+// pool is a bounded set of connections to one database.
+type pool struct {
+	cfg    *pgconn.Config
+	slots  chan struct{} // one per connection in use
+	mu     sync.Mutex
+	idle   []idleConn
+	opened map[*pgconn.PgConn]time.Time // when each in use was opened
+	done   bool
+}
+
+type idleConn struct {
+	pc          *pgconn.PgConn
+	born, since time.Time
+}
+
+// parsePool parses a connection string (a URL or key=value pairs, as
+// pgconn takes it), with pool_max_conns bounding the pool (by default the
+// larger of 4 and the number of CPUs, as pgxpool's).
+func parsePool(url string) (*pool, error) {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	size := max(4, runtime.NumCPU())
+	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, errors.New("cannot parse pool_max_conns")
+		}
+		size = n
+	}
+	for _, k := range poolParams {
+		delete(cfg.RuntimeParams, k)
+	}
+	return &pool{cfg: cfg, slots: make(chan struct{}, size), opened: map[*pgconn.PgConn]time.Time{}}, nil
+}
+
+// acquire takes a connection: an idle one (pinged first when it was idle
+// for long), or a new one when none is idle, waiting for a slot when as
+// many are in use as the pool holds.
+func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		p.mu.Lock()
+		if p.done {
+			p.mu.Unlock()
+			<-p.slots
+			return nil, errors.New("closed pool")
+		}
+		var ic idleConn
+		if n := len(p.idle); n > 0 {
+			ic, p.idle = p.idle[n-1], p.idle[:n-1]
+		}
+		p.mu.Unlock()
+		if ic.pc == nil {
+			break
+		}
+		p.mu.Lock()
+		p.opened[ic.pc] = ic.born
+		p.mu.Unlock()
+		now := time.Now()
+		if ic.pc.IsClosed() || now.Sub(ic.born) > maxConnLifetime || now.Sub(ic.since) > maxConnIdleTime ||
+			(now.Sub(ic.since) > pingAfterIdle && ic.pc.Ping(ctx) != nil) {
+			p.mu.Lock()
+			delete(p.opened, ic.pc)
+			p.mu.Unlock()
+			ic.pc.Close(context.WithoutCancel(ctx))
+			continue
+		}
+		return ic.pc, nil
+	}
+	pc, err := pgconn.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	p.mu.Lock()
+	p.opened[pc] = time.Now()
+	p.mu.Unlock()
+	return pc, nil
+}
+
+// release gives pc back: idle again, or closed when it broke, is in a
+// transaction still or the pool is closed.
+func (p *pool) release(pc *pgconn.PgConn) {
+	defer func() { <-p.slots }()
+	p.mu.Lock()
+	born := p.opened[pc]
+	delete(p.opened, pc)
+	keep := !p.done && !pc.IsClosed() && pc.TxStatus() == 'I'
+	if keep {
+		p.idle = append(p.idle, idleConn{pc: pc, born: born, since: time.Now()})
+	}
+	p.mu.Unlock()
+	if !keep {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		pc.Close(ctx)
+	}
+}
+
+// Close closes the idle connections, and each in use when it comes back.
+func (p *pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.done = nil, true
+	p.mu.Unlock()
+	for _, ic := range idle {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ic.pc.Close(ctx)
+		cancel()
+	}
+}
+
+// Ping checks that the database answers.
+func (p *pool) Ping(ctx context.Context) error {
+	pc, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release(pc)
+	return pc.Ping(ctx)
+}
+
+// with runs fn on a connection of the pool.
+func (p *pool) with(ctx context.Context, fn func(pc *pgconn.PgConn) error) error {
+	pc, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release(pc)
+	return fn(pc)
+}
+
+// Exec, QueryRow and Query run one statement on a connection of the pool.
+func (p *pool) Exec(ctx context.Context, sql string, args ...any) (res *pgconn.Result, err error) {
+	err = p.with(ctx, func(pc *pgconn.PgConn) error { res, err = execParams(ctx, pc, sql, args); return err })
+	return res, err
+}
+
+func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) row {
+	res, err := p.Exec(ctx, sql, args...)
+	return row{res, err}
+}
+
+func (p *pool) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
+	res, err := p.Exec(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{res: res, i: -1}, nil
+}
+
+// tx is a transaction on a connection of the pool.
+type tx struct {
+	p  *pool
+	pc *pgconn.PgConn
+}
+
+// begin starts a transaction on a connection of the pool.
+func (p *pool) begin(ctx context.Context) (*tx, error) {
+	pc, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pc.Exec(ctx, "begin").ReadAll(); err != nil {
+		p.release(pc)
+		return nil, err
+	}
+	return &tx{p: p, pc: pc}, nil
+}
+
+// beginFunc runs fn in a transaction, committed when fn returns nil and
+// rolled back when it fails or panics, as pgx.BeginFunc did.
+func (p *pool) beginFunc(ctx context.Context, fn func(*tx) error) (err error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if t.pc != nil {
+			rerr := t.Rollback(ctx)
+			if err == nil && rerr != nil {
+				err = rerr
+			}
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.Commit(ctx)
+}
+
+// end sends COMMIT or ROLLBACK and gives the connection back.
+func (t *tx) end(ctx context.Context, sql string) (string, error) {
+	if t.pc == nil {
+		return "", errors.New("tx is closed")
+	}
+	pc := t.pc
+	t.pc = nil
+	defer t.p.release(pc)
+	res, err := pc.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return "", err
+	}
+	return res[len(res)-1].CommandTag.String(), nil
+}
+
+// Commit commits; a transaction that had failed is rolled back instead,
+// which is an error.
+func (t *tx) Commit(ctx context.Context) error {
+	tag, err := t.end(ctx, "commit")
+	if err == nil && tag == "ROLLBACK" {
+		return errors.New("commit unexpectedly resulted in rollback")
+	}
+	return err
+}
+
+// Rollback rolls back.
+func (t *tx) Rollback(ctx context.Context) error {
+	_, err := t.end(ctx, "rollback")
+	return err
+}
+
+func (t *tx) Exec(ctx context.Context, sql string, args ...any) (*pgconn.Result, error) {
+	if t.pc == nil {
+		return nil, errors.New("tx is closed")
+	}
+	return execParams(ctx, t.pc, sql, args)
+}
+
+func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) row {
+	res, err := t.Exec(ctx, sql, args...)
+	return row{res, err}
+}
+
+func (t *tx) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
+	res, err := t.Exec(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{res: res, i: -1}, nil
+}
+
+// execParams runs one statement (the extended protocol, one round trip)
+// and reads its whole result.
+func execParams(ctx context.Context, pc *pgconn.PgConn, sql string, args []any) (*pgconn.Result, error) {
+	values, oids, formats, err := encodeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	res := pc.ExecParams(ctx, sql, values, oids, formats, binaryResults).Read()
+	return res, res.Err
+}
+
+// binaryResults asks every result column in binary.
+var binaryResults = []int16{1}
+
+// batch is statements sent together, as pgx.Batch: in one round trip and
+// one implicit transaction.
+type batch struct {
+	b   pgconn.Batch
+	err error
+}
+
+func (b *batch) Queue(sql string, args ...any) {
+	values, oids, formats, err := encodeArgs(args)
+	if err != nil {
+		b.err = cmp.Or(b.err, err)
+		return
+	}
+	b.b.ExecParams(sql, values, oids, formats, binaryResults)
+}
+
+// SendBatch runs b and returns the results of its statements.
+func (p *pool) SendBatch(ctx context.Context, b *batch) (res []*pgconn.Result, err error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	err = p.with(ctx, func(pc *pgconn.PgConn) error {
+		res, err = pc.ExecBatch(ctx, &b.b).ReadAll()
+		return err
+	})
+	return res, err
+}
+
+// encodeArgs writes each argument as the server reads it: text with the
+// type left for the server to infer (as pgx's prepared statements had it
+// inferred), but bytea, in binary.
+func encodeArgs(args []any) (values [][]byte, oids []uint32, formats []int16, err error) {
+	values, oids, formats = make([][]byte, len(args)), make([]uint32, len(args)), make([]int16, len(args))
+	for i, a := range args {
+		var s string
+		switch v := a.(type) {
+		case nil:
+			continue // NULL
+		case []byte:
+			if v == nil {
+				continue
+			}
+			values[i], oids[i], formats[i] = v, byteaOID, 1
+			continue
+		case string:
+			s = v
+		case bool:
+			s = strconv.FormatBool(v)
+		case int:
+			s = strconv.Itoa(v)
+		case int64:
+			s = strconv.FormatInt(v, 10)
+		case int32:
+			s = strconv.FormatInt(int64(v), 10)
+		case uint64:
+			s = strconv.FormatUint(v, 10)
+		case float64:
+			s = strconv.FormatFloat(v, 'g', -1, 64)
+		case time.Time:
+			s = v.UTC().Format("2006-01-02 15:04:05.999999-07")
+		default:
+			return nil, nil, nil, fmt.Errorf("pgstore: cannot encode %T", a)
+		}
+		values[i] = []byte(s)
+	}
+	return values, oids, formats, nil
+}
+
+// The type OIDs the store reads.
+const (
+	boolOID    = 16
+	byteaOID   = 17
+	nameOID    = 19
+	int8OID    = 20
+	int2OID    = 21
+	int4OID    = 23
+	textOID    = 25
+	float4OID  = 700
+	float8OID  = 701
+	varcharOID = 1043
+)
+
+// row is QueryRow's result: its first row, scanned.
+type row struct {
+	res *pgconn.Result
+	err error
+}
+
+// Scan reads the first row into dst (errNoRows without one).
+func (r row) Scan(dst ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.res.Rows) == 0 {
+		return errNoRows
+	}
+	return scan(r.res.FieldDescriptions, r.res.Rows[0], dst)
+}
+
+// rows is Query's result, read a row at a time.
+type rows struct {
+	res *pgconn.Result
+	i   int
+	err error
+}
+
+func (r *rows) Next() bool {
+	if r.err != nil || r.i+1 >= len(r.res.Rows) {
+		return false
+	}
+	r.i++
+	return true
+}
+
+func (r *rows) Scan(dst ...any) error {
+	if r.i < 0 || r.i >= len(r.res.Rows) {
+		return errors.New("no row to scan")
+	}
+	if err := scan(r.res.FieldDescriptions, r.res.Rows[r.i], dst); err != nil {
+		r.err = err
+		return err
+	}
+	return nil
+}
+
+func (r *rows) Err() error { return r.err }
+func (r *rows) Close()     {}
+
+// collectStrings reads the first column of every row as a string.
+func collectStrings(r *rows) ([]string, error) {
+	out := []string{}
+	for r.Next() {
+		var s string
+		if err := r.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, r.Err()
+}
+
+// scan decodes a row's binary values into dst, one per column.
+func scan(fields []pgconn.FieldDescription, values [][]byte, dst []any) error {
+	if len(dst) != len(values) {
+		return fmt.Errorf("number of field descriptions must equal number of destinations, got %d and %d", len(values), len(dst))
+	}
+	for i, d := range dst {
+		if err := decode(fields[i].DataTypeOID, values[i], d); err != nil {
+			return fmt.Errorf("can't scan into dest[%d] (col: %s): %w", i, fields[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// decode puts one binary value of type oid into dst.
+func decode(oid uint32, v []byte, dst any) error {
+	if p, ok := dst.(**int); ok {
+		if v == nil {
+			*p = nil
+			return nil
+		}
+		n := new(int)
+		*p = n
+		dst = n
+	}
+	if v == nil {
+		if b, ok := dst.(*[]byte); ok {
+			*b = nil
+			return nil
+		}
+		return fmt.Errorf("cannot scan NULL into %T", dst)
+	}
+	switch d := dst.(type) {
+	case *string:
+		switch oid {
+		case textOID, varcharOID, nameOID:
+			*d = string(v)
+			return nil
+		}
+	case *[]byte:
+		if oid == byteaOID || oid == textOID || oid == varcharOID {
+			*d = append([]byte(nil), v...)
+			return nil
+		}
+	case *bool:
+		if oid == boolOID && len(v) == 1 {
+			*d = v[0] != 0
+			return nil
+		}
+	case *float64:
+		switch {
+		case oid == float8OID && len(v) == 8:
+			*d = math.Float64frombits(binary.BigEndian.Uint64(v))
+			return nil
+		case oid == float4OID && len(v) == 4:
+			*d = float64(math.Float32frombits(binary.BigEndian.Uint32(v)))
+			return nil
+		}
+	case *int64:
+		if n, ok := decodeInt(oid, v); ok {
+			*d = n
+			return nil
+		}
+	case *int:
+		if n, ok := decodeInt(oid, v); ok && n == int64(int(n)) {
+			*d = int(n)
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot scan a value of type OID %d into %T", oid, dst)
+}
+
+func decodeInt(oid uint32, v []byte) (int64, bool) {
+	switch {
+	case oid == int8OID && len(v) == 8:
+		return int64(binary.BigEndian.Uint64(v)), true
+	case oid == int4OID && len(v) == 4:
+		return int64(int32(binary.BigEndian.Uint32(v))), true
+	case oid == int2OID && len(v) == 2:
+		return int64(int16(binary.BigEndian.Uint16(v))), true
+	}
+	return 0, false
+}
+
+// quoteIdentifier quotes a name for SQL, as pgx.Identifier.Sanitize did.
+func quoteIdentifier(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), `"`, `""`) + `"`
+}
+
+// listener is a connection of its own that LISTENs, with the
+// notifications that arrived while it did something else queued.
+type listener struct {
+	pc    *pgconn.PgConn
+	mu    sync.Mutex
+	queue []*pgconn.Notification
+}
+
+// listen opens a listener's connection, counted against the pool while
+// it connects (as pgxpool's Acquire then Hijack had it).
+func (p *pool) listen(ctx context.Context) (*listener, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	l := &listener{}
+	cfg := p.cfg.Copy()
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		l.mu.Lock()
+		l.queue = append(l.queue, n)
+		l.mu.Unlock()
+	}
+	pc, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.pc = pc
+	return l, nil
+}
+
+// wait returns the next notification.
+func (l *listener) wait(ctx context.Context) (*pgconn.Notification, error) {
+	for {
+		l.mu.Lock()
+		if len(l.queue) > 0 {
+			n := l.queue[0]
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			return n, nil
+		}
+		l.mu.Unlock()
+		if err := l.pc.WaitForNotification(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
