@@ -77,7 +77,7 @@ func TestInitializeKeptBounded(t *testing.T) {
 	if growth > 256<<10 {
 		t.Errorf("heap grew %d KiB per session after an initialize of %d KiB, want under 256 KiB", growth>>10, len(params)>>10)
 	}
-	for _, info := range h.Sessions() {
+	for _, info := range h.Sessions().Info() {
 		if len(info.ClientName) > maxClientText {
 			t.Errorf("client name kept as %d bytes, want at most %d", len(info.ClientName), maxClientText)
 		}

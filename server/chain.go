@@ -11,6 +11,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -117,10 +118,12 @@ func chainCall(c *call.Call) upcall { return requestOf(c).upcall(c) }
 
 // The approve.Client of a call is its request's session.
 
-func (r *request) CanElicit() bool    { return canElicit(r.sess.GetClientCapabilities().Elicitation, "") }
+func (r *request) CanElicit() bool {
+	return routes.CanElicit(r.sess.GetClientCapabilities().Elicitation, "")
+}
 func (r *request) Credential() string { return r.sess.Client() }
 func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, error) {
-	return r.sess.request(ctx, "elicitation/create", params)
+	return r.sess.Request(ctx, "elicitation/create", params)
 }
 
 // answersRound reports whether c is the 2026-07-28 retry that answers a

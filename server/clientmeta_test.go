@@ -62,7 +62,7 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	if got := c.answer("12"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") || strings.Contains(got, "input_required") {
 		t.Errorf("a prompt policy's question, answered: %s", got)
 	}
-	if caps, known := h.sessionList()[0].ClientCapabilities(); !known || caps.Elicitation == nil {
+	if caps, known := h.routes.List()[0].ClientCapabilities(); !known || caps.Elicitation == nil {
 		t.Errorf("session capabilities %+v, known %v", caps, known)
 	}
 
@@ -123,7 +123,7 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		sess.sess.stated(clientStatement{modern: true, version: "2026-07-28", capabilities: []byte(c.declared)})
-		_, err = h.upstreamRequest(t.Context(), upstream.Event{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
+		_, err = h.routes.Request(t.Context(), upstream.Event{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
 		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
 			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -136,7 +137,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		}
 		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
 	case "resources/subscribe", "resources/unsubscribe":
-		return h.subscribe(ctx, req, v, req.msg.Method == "resources/subscribe")
+		return h.routes.Subscribe(ctx, subscriber(h, req, v), req.msg.Params, req.msg.Method == "resources/subscribe")
 	}
 	return nil, errProtocol
 }
@@ -343,6 +344,25 @@ func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(
 		return v
 	}
 	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.Starting })
+}
+
+// subscriber is req, which subscribes its session to resources in view
+// v, as the session table takes it (routes.Subscriber).
+func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
+	return routes.Subscriber[*session]{
+		Session: req.sess,
+		Resolve: func(ctx context.Context, uri string, wait bool) (*upstream.Server, bool) {
+			if wait {
+				v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.ResolveResource(uri) != nil })
+			}
+			return v.ResolveResource(uri), v.HidesResource(uri)
+		},
+		Routed: func(s *upstream.Server, uri string) { h.routed(req, s, uri, "", "") },
+		Subscribe: func(ctx context.Context, s *upstream.Server, uri string) error {
+			_, err := h.request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
+			return err
+		},
+	}
 }
 
 // complete routes completion/complete by its reference: a prompt by its

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -71,8 +73,9 @@ type SessionOptions struct {
 	Profile string
 	// Who is its caller, nil when the face knows none.
 	Who *identity.Identity
-	// State, when set, resumes a session initialized elsewhere (see
-	// Hub.Resume): its Profile and Identity stand for Profile and Who.
+	// State, when set, resumes a session initialized elsewhere, as
+	// initialize would have left it (see SessionState): its Profile and
+	// Identity stand for Profile and Who.
 	State *SessionState
 	// Peer reaches the client.
 	Peer Peer
@@ -81,18 +84,46 @@ type SessionOptions struct {
 	SignIn SignInLinker
 }
 
-// OpenSession opens a session as o says: Open, OpenAs or Resume with the
-// face's sign-in links (SessionOptions.SignIn).
+// SessionState is a session's small state, what initialize negotiated and
+// what the hub needs to go on serving it: serialisable, so that a face
+// can seal it into the session id and another process resume the session
+// from it (see SessionOptions.State). What changes later (the log level
+// by logging/setLevel, subscriptions) is the state of the process that
+// saw the change: a resumed session starts from what was sealed.
+type SessionState struct {
+	ProtocolVersion string                 `json:"v,omitempty"`
+	ClientInfo      mcp.Implementation     `json:"ci"`
+	Capabilities    mcp.ClientCapabilities `json:"cc"`
+	CapsKnown       bool                   `json:"ck,omitempty"`
+	LogLevel        mcp.LoggingLevel       `json:"ll,omitempty"`
+	Profile         string                 `json:"p,omitempty"` // the profile the session sees
+	Identity        *identity.Identity     `json:"id,omitempty"`
+}
+
+// State is the session's state now (see SessionState).
+func (s *Session) State() SessionState {
+	ss := s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return SessionState{ProtocolVersion: ss.protocolVersion, ClientInfo: ss.clientInfo, Capabilities: ss.capabilities,
+		CapsKnown: ss.capsKnown, LogLevel: ss.logLevel, Profile: ss.profile, Identity: ss.who}
+}
+
+// OpenSession opens a session as o says: Open or OpenAs, or resumed from
+// o.State, with the face's sign-in links (SessionOptions.SignIn).
 func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 	var s *Session
 	var err error
 	if o.State != nil {
-		s, err = h.Resume(o.ID, o.Transport, *o.State, o.Peer)
+		s, err = h.OpenAs(o.ID, o.Transport, o.State.Profile, o.State.Identity, o.Peer)
 	} else {
 		s, err = h.OpenAs(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.State != nil {
+		s.sess.resume(*o.State)
 	}
 	// Before the face starts the session's connection: no request reads
 	// it before this write.
@@ -115,7 +146,7 @@ func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message
 	s := &Session{hub: h, sess: newSession(o.ID, o.Transport)}
 	s.sess.peer, s.sess.profile, s.sess.who, s.sess.linker = o.Peer, o.Profile, o.Who, o.SignIn
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.Close() // removeSession of one never added: what the request left (its tasks' routes, its connections) goes
+	defer s.Close() // routes.Remove of one never added: what the request left (its tasks' routes, its connections) goes
 	return s.Request(s.ctx, msg)
 }
 
@@ -149,7 +180,7 @@ func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer P
 	s.sess.profile = profile
 	s.sess.who = who
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := h.addSession(s.sess); err != nil {
+	if err := h.routes.Add(s.sess); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -195,7 +226,7 @@ func (s *Session) endListens() { s.sess.lists.End() }
 // client. The face itself acts on notifications/cancelled (it cancels the
 // request it names) before or after.
 func (s *Session) Notification(msg *jsonrpc.Message) {
-	s.hub.serveNotification(s.ctx, s.sess, msg)
+	s.hub.routes.ClientNotification(s.ctx, s.sess, msg)
 }
 
 // Close ends the session: the hub forgets it (its subscriptions, its
@@ -205,7 +236,7 @@ func (s *Session) Notification(msg *jsonrpc.Message) {
 func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.cancel()
-		s.hub.removeSession(s.sess)
+		s.hub.routes.Remove(s.sess)
 	})
 	return nil
 }

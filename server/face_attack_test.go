@@ -96,7 +96,7 @@ func TestAttackStdioStopDuringRequestFlood(t *testing.T) {
 		}
 	}()
 	waitFor(t, 5*time.Second, "the flood's requests in flight", func() bool {
-		s := h.Sessions()
+		s := h.Sessions().Info()
 		return len(s) == 1 && s[0].Inflight > 0
 	})
 	cancel()

@@ -89,7 +89,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 // call's session with the token its client chose, and two clients that
 // chose the same token never see each other's progress. It returns the
 // _meta to send instead (nil to send it as it is) and a func that forgets
-// the mapping. Only server's progress reaches the call (see progressOf).
+// the mapping. Only server's progress reaches the call (see routes.Table.Notification).
 func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Server, meta []byte) (json.RawMessage, func()) {
 	if len(meta) == 0 {
 		return nil, func() {}
@@ -99,7 +99,7 @@ func (h *Hub) mapProgress(ctx context.Context, req *request, server *upstream.Se
 	if err != nil || len(token) == 0 {
 		return nil, func() {}
 	}
-	tok, forget := h.trackProgress(ctx, req.sess, server, bytes.Clone(token))
+	tok, forget := h.routes.TrackProgress(ctx, req.sess, server, bytes.Clone(token))
 	q, _ := jsonrpc.Marshal(tok)
 	out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}) // the rest of _meta as the client sent it
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -70,7 +71,7 @@ func (h *Hub) answerProtocol(req *request) (json.RawMessage, error) {
 	case "logging/setLevel":
 		// The upstreams log at the most verbose level any client asked
 		// for, whatever this one's answer.
-		defer h.setLogLevel()
+		defer h.routes.SetLogLevel()
 		var r mcp.SetLevelRequest
 		if err := unmarshalRequest(req, &r); err != nil {
 			return nil, err
@@ -108,7 +109,7 @@ func setLevel(sess *session, level mcp.LoggingLevel) (json.RawMessage, error) {
 	if !sess.Initialized() {
 		return nil, errorf(codeInternalError, "session not properly initialized")
 	}
-	if _, ok := levels[level]; !ok {
+	if !routes.KnownLevel(level) {
 		return nil, errorf(codeInvalidParams, fmt.Sprintf("invalid logging level '%s'", level))
 	}
 	sess.SetLogLevel(level)

@@ -122,10 +122,10 @@ func TestHandshakeAnswersAsMCPGo(t *testing.T) {
 			srv := mcpgoHub()
 			ours, theirs := newSession("s", "streamable-http"), newSession("s", "streamable-http")
 			ours.peer, theirs.peer = &recordingPeer{}, &recordingPeer{}
-			if err := h.addSession(ours); err != nil {
+			if err := h.routes.Add(ours); err != nil {
 				t.Fatal(err)
 			}
-			defer h.removeSession(ours)
+			defer h.routes.Remove(ours)
 			for _, line := range tc.msgs {
 				msg, err := jsonrpc.Decode([]byte(line))
 				if err != nil {

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // A rule naming an argument the tool's schema does not have is a warning
@@ -111,13 +114,15 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 
 	// A subscription made before a reload hid its URI (put in by hand
 	// here): the upstream's updates for it stop at the hub.
-	h.routes.mu.Lock()
-	var sess *session
-	for _, s := range h.routes.sessions {
-		sess = s
+	owner := h.mgr.Servers()[0]
+	held := routes.Subscriber[*session]{Session: h.routes.List()[0],
+		Resolve:   func(context.Context, string, bool) (*upstream.Server, bool) { return owner, false },
+		Routed:    func(*upstream.Server, string) {},
+		Subscribe: func(context.Context, *upstream.Server, string) error { return nil }, // as if held upstream already
 	}
-	h.routes.subs["fake://fake/res/1"] = &subscription{owner: h.mgr.Servers()[0], sessions: map[*session]bool{sess: true}}
-	h.routes.mu.Unlock()
+	if err := h.routes.SubscribeURI(t.Context(), held, "fake://fake/res/1", true); err != nil {
+		t.Fatal(err)
+	}
 	touched := regexp.MustCompile(`notifications/resources/updated","params":\{"uri":"([^"]*)"`)
 	var updates []string
 	for _, u := range []string{"fake://fake/res/1", "fake://fake/res/2", "fake://fake/item/7", "fake://fake/res/3"} {
@@ -154,11 +159,7 @@ func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
 	if got := c.answer("1"); !strings.Contains(got, `"result":{}`) {
 		t.Fatalf("subscribe: %s", got)
 	}
-	subscribed := func() bool {
-		h.routes.mu.Lock()
-		defer h.routes.mu.Unlock()
-		return h.routes.subs["fake://fake/res/3"] != nil
-	}
+	subscribed := func() bool { return h.routes.Subscribed("fake://fake/res/3") }
 	if !subscribed() {
 		t.Fatal("no subscription")
 	}

@@ -19,10 +19,12 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -36,7 +38,8 @@ type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
 	info   mcp.Implementation // the hub's serverInfo, its Version when New ran
-	routes *routes
+	// routes are the client sessions, and where upstream events go.
+	routes *routes.Table[*session]
 	tasks  *tasks.Table[*session]
 	states *stateSealer // seals the requestState of input_required results
 	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
@@ -74,9 +77,6 @@ type Hub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	stop   chan struct{} // closed at Close: every goroutine of spawn ends
-	// unsubscribing holds a token for each upstream unsubscribe being
-	// sent for a session that ended: they are bounded in number.
-	unsubscribing chan struct{}
 
 	spawnMu sync.Mutex     // orders spawn against Close; guards closed
 	closed  bool           // Close has begun: spawn starts nothing
@@ -90,18 +90,44 @@ type Hub struct {
 // what upstreams send.
 func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opts Options) (*Hub, error) {
 	h := &Hub{
-		mgr:           mgr,
-		logger:        logger,
-		stop:          make(chan struct{}),
-		unsubscribing: make(chan struct{}, maxUnsubscribing),
-		routes:        newRoutes(),
-		tasks:         tasks.New[*session](logger),
-		inputs:        newInputCalls(),
-		prompts:       newPromptRounds(),
-		rates:         ratelimit.New(opts.Store),
-		results:       opts.Results,
-		inflight:      newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
+		mgr:      mgr,
+		logger:   logger,
+		stop:     make(chan struct{}),
+		tasks:    tasks.New[*session](logger),
+		inputs:   newInputCalls(),
+		prompts:  newPromptRounds(),
+		rates:    ratelimit.New(opts.Store),
+		results:  opts.Results,
+		inflight: newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
 	}
+	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.observer,
+		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
+		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
+		Unsubscribe: func(s *upstream.Server, uri string) error {
+			_, err := h.request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
+			return err
+		},
+		Ask: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
+			p := inputCallOf(ctx)
+			if p == nil {
+				return nil, false, nil
+			}
+			res, err := p.ask(ctx, method, params)
+			return res, true, err
+		},
+		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (*session, json.RawMessage, bool) {
+			return h.tasks.Status(s, upstream.ConnOf(ctx), params)
+		},
+		Ended: func(sess *session) {
+			h.tasks.ForgetSession(sess)
+			h.mgr.Release(sess) // its own connections (isolation: per-session)
+			h.rates.ForgetSession(sess.id)
+			if !sessionless(sess) { // a credential's grants outlive each of its requests
+				h.inbox.EndSession(caller(sess))
+			}
+		},
+		Describe: func(sess *session) routes.SessionInfo { return sess.info(h.config()) },
+	})
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
@@ -123,16 +149,18 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,
 		Sessions: func(k listen.Kind, f func(*session, uint64)) {
 			snap := h.snapshot()
-			for _, sess := range h.sessionList() {
+			for _, sess := range h.routes.List() {
 				f(sess, snap.viewOf(sess.profileIn(snap.cfg)).hashes()[k])
 			}
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
 			snap := h.snapshot()
 			v, req := snap.viewOf(sess.profileIn(snap.cfg)), &request{sess: sess, snap: snap, msg: msg}
-			return v.hashes(), func(ctx context.Context, uri string) error { return h.subscribeURI(ctx, req, v, uri, true) }
+			return v.hashes(), func(ctx context.Context, uri string) error {
+				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
+			}
 		},
-		Unsubscribe: func(sess *session, uris []string) { h.unsubscribeGone(h.routes.unsubscribe(sess, uris)) },
+		Unsubscribe: h.routes.Unsubscribe,
 	})
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
@@ -164,8 +192,12 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swap(next)
 	h.rates.Retain(cfg)
 	h.announce(cur, next)
-	h.unsubscribeHidden(next.view)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
+
+// Sessions is the table of client sessions, for the faces, the inspector
+// and /metrics: the sessions open and the notifications dropped.
+func (h *Hub) Sessions() routes.Sessions { return h.routes }
 
 // Inbox is the approval inbox: the calls waiting for a person and the
 // grants in force, for the inspector and the approval commands.
@@ -215,14 +247,14 @@ func (h *Hub) safely(what string, f func()) {
 func (h *Hub) route(e upstream.Event) {
 	switch e.Kind {
 	case upstream.EventNotification:
-		h.upstreamNotification(e)
+		h.routes.Notification(e)
 	case upstream.EventRequest:
 		h.spawn(func() {
 			ctx, cancel := context.WithCancel(e.Context)
 			defer cancel()
 			defer context.AfterFunc(h.ctx, cancel)()
 			res, err := json.RawMessage(nil), errors.New("dynamic-mcp: internal error")
-			h.safely("pass an upstream request on", func() { res, err = h.upstreamRequest(ctx, e) })
+			h.safely("pass an upstream request on", func() { res, err = h.routes.Request(ctx, e) })
 			e.Reply(res, err)
 		})
 	}
@@ -288,7 +320,7 @@ func (h *Hub) refresh() {
 	next.withViews(h.mgr)
 	h.swap(&next)
 	h.announce(cur, &next)
-	h.unsubscribeHidden(next.view)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
 
 // announce logs the new problems of next's view and tells clients which
@@ -338,3 +370,34 @@ func (h *Hub) RateLimited() map[string]map[string]uint64 { return h.rates.Limite
 // RateBuckets is how many loop-guard counters the hub keeps now, and how
 // many it dropped to make room since New, for /metrics.
 func (h *Hub) RateBuckets() (buckets int, evictions uint64) { return h.rates.Buckets() }
+
+// New builds the hub for cfg's upstreams in mgr (NewWith) with its state
+// in this process.
+func New(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger) (*Hub, error) {
+	return NewWith(cfg, mgr, logger, Options{})
+}
+
+// Options are what a Hub is given beyond its config and upstreams.
+type Options struct {
+	// Store is the state every replica shares (store: postgres://...):
+	// grants, pending approvals and rate counters are kept there. nil:
+	// here. The caller (cmd) opens it and closes it after Close.
+	Store SharedState
+	// Results keep the tool results cut to fit max_result for their
+	// sessions to read back; cmd makes it to read its Stats for /metrics.
+	// nil: the hub makes its own.
+	Results *resultcap.Store
+	// Audits count the records lost by every audit trail the hub opens
+	// (for /metrics); nil: the hub's own.
+	Audits *audit.Stats
+}
+
+// SharedState is the store every replica shares as the hub uses it:
+// grants and pending approvals (values, changes under a lock, notices to
+// the replicas) and rate buckets.
+type SharedState interface {
+	shared.Tx
+	shared.Locker
+	shared.Notifier
+	shared.Limiter
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -190,7 +191,7 @@ func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessa
 	case string(mcp.MethodSamplingCreateMessage):
 		return caps.Sampling != nil
 	case string(mcp.MethodElicitationCreate):
-		return canElicit(caps.Elicitation, elicitationMode(params))
+		return routes.CanElicit(caps.Elicitation, routes.ElicitationMode(params))
 	case string(mcp.MethodListRoots):
 		return caps.Roots != nil
 	}
@@ -506,7 +507,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 				p = in.Params
 			}
 			actx, cancel := context.WithTimeout(ctx, timeout)
-			a, err := h.upstreamRequest(actx, upstream.Event{Server: c.server, Method: in.Method, Params: p, Owner: req.sess})
+			a, err := h.routes.Request(actx, upstream.Event{Server: c.server, Method: in.Method, Params: p, Owner: req.sess})
 			cancel()
 			if err != nil {
 				var re *upstream.RPCError

@@ -34,7 +34,7 @@ func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
 func attachInspector(t testing.TB, h *Hub) (*inspect.Inspector, *httptest.Server) {
 	insp := inspect.New(inspect.Options{Upstreams: h.mgr, ToolsList: h.ToolsListFor, Clients: func() []inspect.Client {
 		var out []inspect.Client
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			out = append(out, inspect.Client{ID: s.ID, Transport: s.Transport, Name: s.ClientName, Inflight: s.Inflight})
 		}
 		return out

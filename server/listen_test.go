@@ -43,11 +43,7 @@ func TestListenOverStdio(t *testing.T) {
 	if !strings.Contains(string(ack["params"]), `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mem://a"]}`) {
 		t.Errorf("ack: %s", ack["params"])
 	}
-	waitFor(t, 10*time.Second, "the subscription", func() bool {
-		h.routes.mu.Lock()
-		defer h.routes.mu.Unlock()
-		return h.routes.subs["mem://a"] != nil
-	})
+	waitFor(t, 10*time.Second, "the subscription", func() bool { return h.routes.Subscribed("mem://a") })
 
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"mem://a"},` + listenMeta + `}}`)
 	if m := c.nextOf("notifications/resources/updated", ""); subscriptionID(t, m) != `"L"` || !strings.Contains(string(m["params"]), `"uri":"mem://a"`) {
@@ -74,14 +70,12 @@ func TestListenOverStdio(t *testing.T) {
 
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
 	waitFor(t, 10*time.Second, "the listen to end", func() bool {
-		for _, s := range h.sessionList() {
+		for _, s := range h.routes.List() {
 			if s.lists.Len() > 0 {
 				return false
 			}
 		}
-		h.routes.mu.Lock()
-		defer h.routes.mu.Unlock()
-		return h.routes.subs["mem://a"] == nil
+		return !h.routes.Subscribed("mem://a")
 	})
 
 	c.send(`{"jsonrpc":"2.0","id":"M","method":"subscriptions/listen","params":{` + listenMeta + `,"notifications":{"promptsListChanged":true}}}`)

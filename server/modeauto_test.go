@@ -137,7 +137,7 @@ func TestModeAutoPerClient(t *testing.T) {
 					t.Errorf("%s: call: %s", cl[0], a.line)
 				}
 				// The inspector's sessions say the mode, and why.
-				for _, s := range h.Sessions() {
+				for _, s := range h.Sessions().Info() {
 					if s.ID == fmt.Sprintf("s%d", i) && (s.Mode != cl[3] || s.ModeWhy == "") {
 						t.Errorf("%s: the session says %q (%s)", cl[0], s.Mode, s.ModeWhy)
 					}

@@ -112,7 +112,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	// The hanging call is in flight once the upstream has it: cancel it
 	// then, and wait for its record (a cancelled call gets no answer).
 	waitFor(t, 5*time.Second, "the hanging call upstream", func() bool {
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			if s.Inflight > 0 {
 				return true
 			}

@@ -63,7 +63,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 		p := &recordingPeer{}
 		sess := newSession("a", "stdio")
 		sess.peer = p
-		if err := h.addSession(sess); err != nil {
+		if err := h.routes.Add(sess); err != nil {
 			t.Fatal(err)
 		}
 		sess.lists.Saw(listen.Tools, 1) // answered a list that is not the current one
@@ -76,7 +76,7 @@ func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
 			t.Fatalf("%d list_changed after 5 changes in one window, want 1", n)
 		}
 		h.listens.Changed(listen.Tools)
-		h.removeSession(sess)
+		h.routes.Remove(sess)
 		if err := h.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	defer h.mgr.Close()
 	sess := newSession("a", "stdio")
 	sess.peer = &recordingPeer{}
-	if err := h.addSession(sess); err != nil {
+	if err := h.routes.Add(sess); err != nil {
 		t.Fatal(err)
 	}
 	sess.lists.Saw(listen.Tools, 1)
@@ -259,16 +259,16 @@ func TestHubStartsNothingAfterClose(t *testing.T) {
 	if h.spawn(func() {}) {
 		t.Error("spawn started a goroutine after Close")
 	}
-	h.rootsChanged(sess)
+	h.routes.RootsChanged(sess)
 	h.listens.Changed(listen.Tools)
-	if sess.rootsPending.Load() || h.listens.Pending(listen.Tools) {
+	if sess.Routing().RootsPending() || h.listens.Pending(listen.Tools) {
 		t.Error("work left pending after Close: it would never be done")
 	}
 	late := newSession("b", "stdio")
 	late.peer = &recordingPeer{}
-	if err := h.addSession(late); err != nil {
+	if err := h.routes.Add(late); err != nil {
 		t.Fatal(err)
 	}
-	h.removeSession(late)
-	h.removeSession(sess)
+	h.routes.Remove(late)
+	h.routes.Remove(sess)
 }

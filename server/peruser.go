@@ -81,7 +81,7 @@ func (h *Hub) signIn(ctx context.Context, owner any, s *upstream.Server, on upst
 	// timeout; then the call is answered with the link.
 	ectx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if answer, aerr := h.upstreamRequest(ectx, upstream.Event{Server: s, Method: "elicitation/create", Params: b, Owner: owner}); aerr == nil && accepted(answer) {
+	if answer, aerr := h.routes.Request(ectx, upstream.Event{Server: s, Method: "elicitation/create", Params: b, Owner: owner}); aerr == nil && accepted(answer) {
 		select {
 		case <-done:
 			return s.RequestOn(ctx, owner, on, method, params, timeout)

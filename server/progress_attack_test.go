@@ -34,9 +34,7 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
 	var tok string
 	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
-		h.routes.mu.Lock()
-		defer h.routes.mu.Unlock()
-		for k := range h.routes.progress {
+		for k := range h.routes.Progress() {
 			tok = k
 		}
 		return tok != ""
@@ -44,8 +42,8 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	progress := func(message string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
 	}
-	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: servers["g"], Method: "notifications/progress", Params: progress("spoofed by g")})
-	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: servers["f"], Method: "notifications/progress", Params: progress("from f")})
+	h.routes.Notification(upstream.Event{Context: context.Background(), Server: servers["g"], Method: "notifications/progress", Params: progress("spoofed by g")})
+	h.routes.Notification(upstream.Event{Context: context.Background(), Server: servers["f"], Method: "notifications/progress", Params: progress("from f")})
 	all := c.answerAll("1")
 	if strings.Contains(all, "spoofed by g") {
 		t.Errorf("another upstream's progress reached the call:\n%s", all)
@@ -69,10 +67,8 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	var tok string
 	var sessA *session
 	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
-		h.routes.mu.Lock()
-		defer h.routes.mu.Unlock()
-		for k, r := range h.routes.progress {
-			tok, sessA = k, r.sess
+		for k, s := range h.routes.Progress() {
+			tok, sessA = k, s
 		}
 		return tok != ""
 	})
@@ -80,8 +76,8 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	progress := func(message string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"progressToken":%q,"progress":1,"message":%q}`, tok, message))
 	}
-	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from b's connection"), Owner: sessB, OwnConn: true})
-	h.upstreamNotification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from a's connection"), Owner: sessA, OwnConn: true})
+	h.routes.Notification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from b's connection"), Owner: sessB, OwnConn: true})
+	h.routes.Notification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from a's connection"), Owner: sessA, OwnConn: true})
 	all := a.answerAll("1")
 	if strings.Contains(all, "from b's connection") {
 		t.Errorf("progress from another session's connection reached the call:\n%s", all)

@@ -13,6 +13,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -129,7 +130,7 @@ func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Dec
 		if req.field("requestState") != nil {
 			return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !canElicit(requestCaps(req).Elicitation, "") || approve.InboxFor(req.snap.cfg, req.sess.GetClientInfo().Name) { // the question is a form
+		if !routes.CanElicit(requestCaps(req).Elicitation, "") || approve.InboxFor(req.snap.cfg, req.sess.GetClientInfo().Name) { // the question is a form
 			// The approval inbox takes such a client's question, as an
 			// older client's (issue 24).
 			return inbox.Ask(ctx, cc, d)

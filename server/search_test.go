@@ -413,7 +413,7 @@ func TestSearchWhileGroupsStart(t *testing.T) {
 			p, _ := json.Marshal(map[string]any{"name": views.SearchToolName, "arguments": args})
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}`, id, p))
 			waitFor(t, 10*time.Second, "the search to be in flight", func() bool {
-				s := h.Sessions()
+				s := h.Sessions().Info()
 				return len(s) == 1 && s[0].Inflight == 1
 			})
 			if !h.snapshot().view.Starting {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -24,7 +26,7 @@ type session struct {
 	who          *identity.Identity // the caller, where the face knows it (see OpenAs); nil else
 	peer         Peer
 	initialized  atomic.Bool   // initialize answered, the session resumed, or see answerModern
-	rootsPending atomic.Bool   // a roots/list_changed waits to go upstream
+	routingState routes.Entry  // what the hub's session table keeps in the session
 	lists        *listen.State // what it was told of its lists, its listens
 	gone         chan struct{} // closed when the session ends (see end)
 	endOnce      sync.Once
@@ -32,10 +34,6 @@ type session struct {
 	// linker makes the face's sign-in links for the session's caller
 	// (SessionOptions.SignIn); nil: the face has none.
 	linker SignInLinker
-
-	// subscriptions counts the resource URIs the session listens to;
-	// guarded by the hub's routes.mu (see maxSessionSubscriptions).
-	subscriptions int
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
@@ -63,13 +61,28 @@ func (s *session) Initialize() { s.initialized.Store(true) }
 // Initialized reports whether the session has been initialized.
 func (s *session) Initialized() bool { return s.initialized.Load() }
 
-// end marks the session ended, which stops what the hub does for it (a
-// pending list_changed).
-func (s *session) end() { s.endOnce.Do(func() { close(s.gone) }) }
+// ID names the session, as Open was given it.
+func (s *session) ID() string { return s.id }
 
-// ID, Lists, Notify and Gone are the session as its listens see it
-// (listen.Session).
-func (s *session) ID() string                             { return s.id }
+// Dropped is how many notifications the client had no room for.
+func (s *session) Dropped() uint64 { return s.peer.Dropped() }
+
+// Routing is what the hub's session table keeps in the session.
+func (s *session) Routing() *routes.Entry { return &s.routingState }
+
+// Modern reports whether the client has sent a request of 2026-07-28 or
+// later (see listen.State.Modern).
+func (s *session) Modern() bool { return s.lists.Modern() }
+
+// Updated tells the session's open listens that uri changed.
+func (s *session) Updated(uri string, params json.RawMessage) { s.lists.Updated(uri, params) }
+
+// End marks the session ended, which stops what the hub does for it (a
+// pending list_changed).
+func (s *session) End() { s.endOnce.Do(func() { close(s.gone) }) }
+
+// Lists, Notify and Gone (and ID) are the session as its listens see it
+// (listen.Session); Notify sends a notification encoded whole.
 func (s *session) Lists() *listen.State                   { return s.lists }
 func (s *session) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
 func (s *session) Gone() <-chan struct{}                  { return s.gone }
@@ -83,9 +96,9 @@ func (s *session) notify(ctx context.Context, method string, params any) {
 	}
 }
 
-// request sends the client a request and waits for its answer within ctx.
+// Request sends the client a request and waits for its answer within ctx.
 // A client's error answer comes back as *rpcError.
-func (s *session) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (s *session) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	p, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
@@ -166,4 +179,34 @@ func (s *session) GetLogLevel() mcp.LoggingLevel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.logLevel
+}
+
+// info is what the hub knows of the session, in cfg (see
+// routes.SessionInfo).
+func (s *session) info(cfg *config.Config) routes.SessionInfo {
+	s.mu.Lock()
+	info := routes.SessionInfo{ID: s.id, Transport: s.transport, ClientName: s.clientInfo.Name, ClientVersion: s.clientInfo.Version,
+		ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities, User: s.who.User(), Subject: s.who.Key(), Profile: s.profile}
+	s.mu.Unlock()
+	info.Inflight, info.Dropped = s.peer.Answering(), s.peer.Dropped()
+	m, why := s.modeIn(cfg)
+	info.Mode, info.ModeWhy = string(m), why
+	return info
+}
+
+// resume sets the state of a session initialized elsewhere (see
+// SessionOptions.State), as initialize would have left it: its client is
+// not asked again. What state holds is bounded here as initialize bounds
+// it (the identity was bounded where it was made).
+func (s *session) resume(state SessionState) {
+	s.mu.Lock()
+	s.protocolVersion = clipText(state.ProtocolVersion)
+	s.clientInfo = boundImplementation(state.ClientInfo)
+	s.capabilities = boundCapabilities(state.Capabilities)
+	s.capsKnown = state.CapsKnown
+	if state.LogLevel != "" {
+		s.logLevel = state.LogLevel
+	}
+	s.mu.Unlock()
+	s.Initialize()
 }

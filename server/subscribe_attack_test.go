@@ -6,19 +6,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 )
 
 // A client that subscribes to ever new URIs (the only upstream that
-// supports subscriptions takes any) holds at most maxSessionSubscriptions
-// of them, and none of a URI longer than maxSubscriptionURI: what it keeps
-// in the hub is bounded. Unsubscribing makes room again.
+// supports subscriptions takes any) holds at most
+// routes.MaxSessionSubscriptions of them, and none of a URI longer than
+// routes.MaxSubscriptionURI: what it keeps in the hub is bounded.
+// Unsubscribing makes room again.
 func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	n := maxSessionSubscriptions + 10
+	n := routes.MaxSessionSubscriptions + 10
 	// Sent 100 at a time, within the session's in-flight cap, so that
 	// every refusal is the subscriptions' own.
 	refused := 0
@@ -40,13 +43,11 @@ func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
 			}
 		}
 	}
-	if refused != n-maxSessionSubscriptions {
-		t.Errorf("%d of %d subscriptions refused, want %d", refused, n, n-maxSessionSubscriptions)
+	if refused != n-routes.MaxSessionSubscriptions {
+		t.Errorf("%d of %d subscriptions refused, want %d", refused, n, n-routes.MaxSessionSubscriptions)
 	}
-	h.routes.mu.Lock()
-	held := len(h.routes.subs)
-	h.routes.mu.Unlock()
-	if held > maxSessionSubscriptions {
+	held := h.routes.Subscriptions()
+	if held > routes.MaxSessionSubscriptions {
 		t.Errorf("the hub holds %d subscriptions of one session", held)
 	}
 	c.send(`{"jsonrpc":"2.0","id":"un","method":"resources/unsubscribe","params":{"uri":"x://0"}}`)
@@ -57,8 +58,8 @@ func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
 	}
 	c.send(`{"jsonrpc":"2.0","id":"long","method":"resources/unsubscribe","params":{"uri":"x://1"}}`)
 	c.answer(`"long"`)
-	c.send(`{"jsonrpc":"2.0","id":"long2","method":"resources/subscribe","params":{"uri":"x://` + strings.Repeat("a", maxSubscriptionURI) + `"}}`)
+	c.send(`{"jsonrpc":"2.0","id":"long2","method":"resources/subscribe","params":{"uri":"x://` + strings.Repeat("a", routes.MaxSubscriptionURI) + `"}}`)
 	if a := c.answer(`"long2"`); !strings.Contains(a, `"error"`) {
-		t.Errorf("a subscription to a URI of %d bytes: %.200s", maxSubscriptionURI, a)
+		t.Errorf("a subscription to a URI of %d bytes: %.200s", routes.MaxSubscriptionURI, a)
 	}
 }

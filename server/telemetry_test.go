@@ -75,9 +75,9 @@ next:
 // and a stdio client initialized.
 func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 	h := hidingHub(t)
-	m := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{Dropped: h.Dropped, Sessions: func() map[string]int {
+	m := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{Dropped: h.Sessions().Dropped, Sessions: func() map[string]int {
 		n := map[string]int{}
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			n[s.Transport]++
 		}
 		return n
@@ -204,20 +204,20 @@ func TestSessionsListsTheClient(t *testing.T) {
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
-	got := h.Sessions()
+	got := h.Sessions().Info()
 	if len(got) != 1 || got[0].ID != "stdio" || got[0].Transport != "stdio" || got[0].ClientName != "t" || got[0].ClientVersion != "1" ||
 		got[0].ProtocolVersion != "2025-06-18" || got[0].Capabilities.Roots == nil {
 		b, _ := json.Marshal(got)
 		t.Errorf("sessions: %s", b)
 	}
 	inflight := func(n int) func() bool {
-		return func() bool { s := h.Sessions(); return len(s) == 1 && s[0].Inflight == n }
+		return func() bool { s := h.Sessions().Info(); return len(s) == 1 && s[0].Inflight == n }
 	}
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang"}}`)
 	waitFor(t, 15*time.Second, "the call in flight", inflight(1))
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
 	waitFor(t, 15*time.Second, "no call in flight", inflight(0))
-	if n := h.Dropped(); n != 0 {
+	if n := h.Sessions().Dropped(); n != 0 {
 		t.Errorf("dropped %d", n)
 	}
 }

@@ -54,7 +54,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 		return nil, fmt.Errorf("the shared hub serves its inspector at %s already, for every client (asked for %s): use that one, or stop the hub (%s) to move it", u.ui.URL, full, u.cli.Command("stop"))
 	}
 	hub := u.hub
-	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Dropped,
+	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Sessions().Dropped,
 		Panics: hub.Panics, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 		Results: u.results.Stats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)

@@ -121,7 +121,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// the HTTP face or of the --ui address.
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
-		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Dropped,
+		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Sessions().Dropped,
 			Panics: hub.Panics, AuditLost: audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 			Results: results.Stats})
 		observers = append(observers, metrics)
@@ -242,7 +242,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 func sessionCounts(hub *server.Hub) func() map[string]int {
 	return func() map[string]int {
 		n := map[string]int{}
-		for _, s := range hub.Sessions() {
+		for _, s := range hub.Sessions().Info() {
 			n[s.Transport]++
 		}
 		return n
@@ -254,7 +254,7 @@ func sessionCounts(hub *server.Hub) func() map[string]int {
 func callerCounts(hub *server.Hub) func() (map[string]int, int) {
 	return func() (map[string]int, int) {
 		n, users := map[string]int{}, map[string]struct{}{}
-		for _, s := range hub.Sessions() {
+		for _, s := range hub.Sessions().Info() {
 			kind, _, ok := strings.Cut(s.Subject, ":")
 			if !ok {
 				kind = "local"

@@ -18,6 +18,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/mcphttp"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -27,13 +28,13 @@ import (
 // wait on them.
 func newInspector(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, logger *slog.Logger) *inspect.Inspector {
 	insp := inspect.New(inspect.Options{Upstreams: mgr, ToolsList: hub.ToolsListFor, Logger: logger, Approvals: hub.Inbox(),
-		Clients: func() []inspect.Client { return inspectorClients(hub.Sessions()) }})
+		Clients: func() []inspect.Client { return inspectorClients(hub.Sessions().Info()) }})
 	context.AfterFunc(ctx, func() { insp.Close() })
 	return insp
 }
 
 // inspectorClients are the hub's sessions as the inspector shows them.
-func inspectorClients(sessions []server.SessionInfo) []inspect.Client {
+func inspectorClients(sessions []routes.SessionInfo) []inspect.Client {
 	out := make([]inspect.Client, 0, len(sessions))
 	for _, s := range sessions {
 		caps, _ := json.Marshal(s.Capabilities)

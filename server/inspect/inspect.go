@@ -73,7 +73,7 @@ type Options struct {
 type Client struct {
 	ID              string          `json:"id"` // the session's id; the page is shown its label (sessionLabel)
 	Transport       string          `json:"transport"`
-	User            string          `json:"user,omitempty"`    // the caller's name, else subject (server.SessionInfo.User)
+	User            string          `json:"user,omitempty"`    // the caller's name, else subject (routes.SessionInfo.User)
 	Subject         string          `json:"subject,omitempty"` // the caller's key: jwt:SUBJECT, token:NAME
 	Profile         string          `json:"profile,omitempty"` // the profile the session sees
 	Name            string          `json:"name,omitempty"`

@@ -90,7 +90,7 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 		now = runtime.NumGoroutine()
 		return now <= base
 	})
-	if n := len(h.Sessions()); n != 0 {
+	if n := len(h.Sessions().Info()); n != 0 {
 		t.Errorf("%d sessions outlived their requests", n)
 	}
 	// While one runs, neither the face nor the hub holds a session for it.
@@ -110,7 +110,7 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.load() >= 1 })
-	if n, m := len(h.Sessions()), sessionCount(face); n != 0 || m != 0 {
+	if n, m := len(h.Sessions().Info()), sessionCount(face); n != 0 || m != 0 {
 		t.Errorf("a sessionless call in flight: the hub lists %d sessions, the face holds %d; want none", n, m)
 	}
 	cancel()

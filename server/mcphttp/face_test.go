@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 )
 
 // The HTTP face's guard, session rules and the requests it routes, each
@@ -91,7 +91,7 @@ func TestHTTPFace(t *testing.T) {
 			t.Errorf("%s: %d %.300s", tc.name, resp.StatusCode, body)
 		}
 	}
-	if hs.sessions.lookup(session) != nil || slices.ContainsFunc(h.Sessions(), func(s server.SessionInfo) bool { return s.ID == session }) {
+	if hs.sessions.lookup(session) != nil || slices.ContainsFunc(h.Sessions().Info(), func(s routes.SessionInfo) bool { return s.ID == session }) {
 		t.Error("the session is still there after DELETE")
 	}
 }

@@ -220,7 +220,7 @@ func TestCallersWithIdentities(t *testing.T) {
 	}
 	// The hub's sessions (the inspector's list, /metrics) name the callers.
 	seen := map[string]string{}
-	for _, s := range h.Sessions() {
+	for _, s := range h.Sessions().Info() {
 		if s.ID == alice.session || s.ID == bob.session || s.ID == ci.session {
 			seen[s.User+"/"+s.Subject] = s.Profile
 		}
@@ -374,7 +374,7 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 		t.Fatalf("GET /sse with alice's token: %d", sresp.StatusCode)
 	}
 	waitFor(t, 5*time.Second, "alice's legacy SSE session in the profile admin", func() bool {
-		for _, s := range h.Sessions() {
+		for _, s := range h.Sessions().Info() {
 			if s.Transport == "sse" && s.Subject == "jwt:alice" && s.Profile == "admin" {
 				return true
 			}

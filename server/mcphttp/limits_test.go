@@ -35,7 +35,7 @@ func sessionCount(s *Server) int {
 }
 
 // hubSessions is how many sessions the hub has open.
-func hubSessions(h *server.Hub) int { return len(h.Sessions()) }
+func hubSessions(h *server.Hub) int { return len(h.Sessions().Info()) }
 
 // heapInUse is the live heap after a collection.
 func heapInUse() uint64 {

@@ -108,7 +108,7 @@ func TestModernHTTP(t *testing.T) {
 			t.Errorf("removed %s: %d %s %v", m, resp.StatusCode, body, resp.Header)
 		}
 	}
-	if n := len(h.Sessions()); n != 0 {
+	if n := len(h.Sessions().Info()); n != 0 {
 		t.Errorf("%d sessions outlived their 2026-07-28 requests", n)
 	}
 

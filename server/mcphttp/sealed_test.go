@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -62,13 +63,13 @@ func TestSealedSessionResumesOnAnotherReplica(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"text":"hi"`) || again != "" {
 		t.Fatalf("call at B: %d %q %s", code, again, body)
 	}
-	var a, b server.SessionInfo
-	for _, s := range hubA.Sessions() {
+	var a, b routes.SessionInfo
+	for _, s := range hubA.Sessions().Info() {
 		if s.Transport == "streamable-http" {
 			a = s
 		}
 	}
-	for _, s := range hubB.Sessions() {
+	for _, s := range hubB.Sessions().Info() {
 		if s.Transport == "streamable-http" {
 			b = s
 		}
@@ -83,7 +84,7 @@ func TestSealedSessionResumesOnAnotherReplica(t *testing.T) {
 			t.Fatalf("call at %s: %d %s", url, code, body)
 		}
 	}
-	if n := len(hubB.Sessions()); n != 1 {
+	if n := len(hubB.Sessions().Info()); n != 1 {
 		t.Errorf("B has %d sessions, want the one resumed once", n)
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, urlB, nil)
@@ -254,8 +255,8 @@ func TestSealedSessionKeepsCallerAndProfile(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, code, body)
 		}
 	}
-	got := map[string]server.SessionInfo{}
-	for _, s := range hubB.Sessions() {
+	got := map[string]routes.SessionInfo{}
+	for _, s := range hubB.Sessions().Info() {
 		got[s.User] = s
 	}
 	if a, b := got["Alice"], got["Bob"]; a.Subject != "jwt:alice" || a.Profile != "admin" || b.Subject != "jwt:bob" || b.Profile != "reader" {

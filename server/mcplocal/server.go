@@ -340,7 +340,7 @@ func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
 // status is what Reply.Status says now.
 func (s *Server) status() *local.Status {
 	st := &local.Status{Config: s.opts.Config, Started: s.started, Sessions: []local.Client{}}
-	for _, si := range s.hub.Sessions() {
+	for _, si := range s.hub.Sessions().Info() {
 		st.Sessions = append(st.Sessions, local.Client{ID: si.ID, Name: si.ClientName, Version: si.ClientVersion})
 	}
 	if s.opts.Describe != nil {

@@ -23,7 +23,7 @@ type MetricsOptions struct {
 	// (see callers.go: never a series per user).
 	Callers func() (byKind map[string]int, distinct int)
 	// Dropped is how many notifications were dropped for clients that had
-	// no room for them, ever (server.Hub.Dropped).
+	// no room for them, ever (routes.Sessions.Dropped).
 	Dropped func() uint64
 	// Panics is how many panics the hub and its faces recovered from,
 	// ever (server.Hub.Panics).

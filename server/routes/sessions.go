@@ -1,4 +1,4 @@
-package server
+package routes
 
 import (
 	"cmp"
@@ -12,6 +12,15 @@ import (
 // maxUnsubscribing bounds how many unsubscribes the hub sends at once for
 // sessions that ended.
 const maxUnsubscribing = 4
+
+// Sessions is the table as the faces, the inspector and /metrics see it.
+type Sessions interface {
+	// Info lists the open client sessions, by id.
+	Info() []SessionInfo
+	// Dropped is how many notifications the hub has dropped for clients
+	// that had no room for them (see Table.Dropped).
+	Dropped() uint64
+}
 
 // SessionInfo is what the hub knows of one client session: who the client
 // is, what initialize negotiated, and how busy and how far behind it is.
@@ -31,19 +40,12 @@ type SessionInfo struct {
 	Dropped         uint64 // notifications the client had no room for
 }
 
-// Sessions lists the open client sessions, by id.
-func (h *Hub) Sessions() []SessionInfo {
-	list, cfg := h.sessionList(), h.config()
+// Info lists the open client sessions, by id.
+func (t *Table[S]) Info() []SessionInfo {
+	list := t.List()
 	out := make([]SessionInfo, 0, len(list))
 	for _, s := range list {
-		s.mu.Lock()
-		info := SessionInfo{ID: s.id, Transport: s.transport, ClientName: s.clientInfo.Name, ClientVersion: s.clientInfo.Version,
-			ProtocolVersion: s.protocolVersion, Capabilities: s.capabilities, User: s.who.User(), Subject: s.who.Key(), Profile: s.profile}
-		s.mu.Unlock()
-		info.Inflight, info.Dropped = s.peer.Answering(), s.peer.Dropped()
-		m, why := s.modeIn(cfg)
-		info.Mode, info.ModeWhy = string(m), why
-		out = append(out, info)
+		out = append(out, t.opts.Describe(s))
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out
@@ -52,13 +54,12 @@ func (h *Hub) Sessions() []SessionInfo {
 // Dropped is how many notifications the hub has dropped for clients that
 // had no room for them, since New, counting sessions that have ended: a
 // counter that never goes down.
-func (h *Hub) Dropped() uint64 {
-	r := h.routes
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.droppedGone
-	for _, s := range r.sessions {
-		n += s.peer.Dropped()
+func (t *Table[S]) Dropped() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.droppedGone
+	for _, s := range t.sessions {
+		n += s.Dropped()
 	}
 	return n
 }
@@ -68,19 +69,19 @@ func (h *Hub) Dropped() uint64 {
 // that ending a session never waits for an upstream. Each unsubscribe is
 // bounded by list_timeout, at most maxUnsubscribing go out at once, and
 // Close cancels those not done.
-func (h *Hub) unsubscribeGone(owners map[string]*upstream.Server) {
+func (t *Table[S]) unsubscribeGone(owners map[string]*upstream.Server) {
 	if len(owners) == 0 {
 		return
 	}
-	h.spawn(func() {
+	t.opts.Spawn(func() {
 		for uri, s := range owners {
 			select {
-			case h.unsubscribing <- struct{}{}:
-			case <-h.stop:
+			case t.unsubscribing <- struct{}{}:
+			case <-t.opts.Stop:
 				return
 			}
-			h.upstreamUnsubscribe(s, uri)
-			<-h.unsubscribing
+			t.unsubscribe(s, uri)
+			<-t.unsubscribing
 		}
 	})
 }

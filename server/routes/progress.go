@@ -1,0 +1,61 @@
+package routes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+type progressRoute[S Session] struct {
+	sess   S
+	server *upstream.Server // the call's: only its progress is the call's
+	ctx    context.Context  // the call's, so progress goes down its stream
+	token  json.RawMessage  // as the client sent it
+}
+
+// TrackProgress gives a call's progress token one of the hub's own,
+// unique across sessions, and returns it with a func that forgets it.
+func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server *upstream.Server, token json.RawMessage) (string, func()) {
+	t.mu.Lock()
+	t.nextTok++
+	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", t.nextTok)
+	t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token}
+	t.mu.Unlock()
+	return hubTok, func() {
+		t.mu.Lock()
+		delete(t.progress, hubTok)
+		t.mu.Unlock()
+	}
+}
+
+// Progress is the calls in flight that asked for progress: the session
+// of each, by the hub's token.
+func (t *Table[S]) Progress() map[string]S {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]S, len(t.progress))
+	for tok, r := range t.progress {
+		out[tok] = r.sess
+	}
+	return out
+}
+
+// progressOf is the call a progress notification of s's is for, which its
+// token says; ok is false when no call to s in flight has it. The hub's
+// tokens are counted, so guessed: another server's progress with one is
+// not the call's.
+func (t *Table[S]) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string, route progressRoute[S], ok bool) {
+	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
+		return "", progressRoute[S]{}, false
+	}
+	t.mu.Lock()
+	route, ok = t.progress[tok]
+	t.mu.Unlock()
+	if ok && route.server != s {
+		return tok, progressRoute[S]{}, false
+	}
+	return tok, route, ok
+}

@@ -1,0 +1,200 @@
+// Package routes is the hub's table of client sessions and where each
+// thing an upstream says goes: its notifications (progress to the call
+// that asked for it, log messages by each client's level, resource
+// updates to the sessions subscribed), its requests to a client
+// (sampling, elicitation, roots) and the resource subscriptions the
+// sessions hold. The session type is the hub's (server); the table works
+// on what Session says of it, and on the hub's funcs given in Options.
+package routes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// Session is one client session as the table sees it; the hub's session
+// implements it.
+type Session interface {
+	comparable
+	// ID names the session (unique among open sessions).
+	ID() string
+	// Dropped is how many notifications the client had no room for.
+	Dropped() uint64
+	// End marks the session ended, which stops what the hub does for it.
+	End()
+	// Notify sends the client a notification (encoded whole); ctx is the
+	// request it belongs to. It never blocks.
+	Notify(ctx context.Context, msg []byte)
+	// Request sends the client a request and waits for its answer within
+	// ctx.
+	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
+	// GetLogLevel is the least severe level of log message the client
+	// wants.
+	GetLogLevel() mcp.LoggingLevel
+	// GetClientCapabilities are the capabilities the client stated.
+	GetClientCapabilities() mcp.ClientCapabilities
+	// Modern reports whether the client speaks 2026-07-28 or later: it
+	// hears of changes only on the listens it opens, never unasked.
+	Modern() bool
+	// Updated tells the session's open listens that uri changed.
+	Updated(uri string, params json.RawMessage)
+	// Routing is what the table keeps in the session.
+	Routing() *Entry
+}
+
+// Entry is what the table keeps of a session in the session itself.
+type Entry struct {
+	rootsPending atomic.Bool // a roots/list_changed waits to go upstream
+	// subscriptions counts the resource URIs the session listens to;
+	// guarded by the table's lock (see MaxSessionSubscriptions).
+	subscriptions int
+}
+
+// Options are what the table needs of the hub around it.
+type Options[S Session] struct {
+	Logger  *slog.Logger
+	Manager *upstream.Manager
+	// Spawn runs f on a goroutine the hub's Close waits for, and reports
+	// whether it did (nothing once Close has begun). Stop is closed at
+	// Close.
+	Spawn func(f func()) bool
+	Stop  <-chan struct{}
+	// Observer is the traffic observer now, nil for none.
+	Observer func() traffic.Observer
+	// Redact hides the resolved secrets of the current config in params.
+	Redact func(params json.RawMessage) json.RawMessage
+	// HidesResource reports whether the current view hides uri.
+	HidesResource func(uri string) bool
+	// Unsubscribe sends resources/unsubscribe for uri to s, on its shared
+	// connection, bounded by the list timeout and cancelled at Close.
+	Unsubscribe func(s *upstream.Server, uri string) error
+	// Ask puts an upstream's request to a 2026-07-28 client in the next
+	// round of its call that ctx belongs to; ok is false when ctx is no
+	// such call.
+	Ask func(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	// TaskStatus is the session that owns the task an upstream's
+	// notifications/tasks/status (which came on the connection ctx names)
+	// is about, with the params to send it; ok is false for none.
+	TaskStatus func(ctx context.Context, s *upstream.Server, params json.RawMessage) (owner S, out json.RawMessage, ok bool)
+	// Ended forgets what else the hub keeps of a session that ended (its
+	// tasks, its own upstream connections, rate counters, grants).
+	Ended func(sess S)
+	// Describe is what the hub knows of a session (see Sessions).
+	Describe func(sess S) SessionInfo
+}
+
+// Table is the hub's table of client sessions (see the package doc).
+type Table[S Session] struct {
+	opts Options[S]
+
+	mu       sync.Mutex                  // guards the maps
+	sessions map[string]S                // by id
+	progress map[string]progressRoute[S] // hub progress token -> the call's session
+	subs     map[string]*subscription[S] // by resource URI
+	nextTok  uint64
+	// droppedGone counts the notifications dropped for sessions that
+	// ended, so that the hub's total never goes down (see Dropped).
+	droppedGone uint64
+	// unsubscribing holds a token for each upstream unsubscribe being
+	// sent for a session that ended: they are bounded in number.
+	unsubscribing chan struct{}
+}
+
+// New makes the table.
+func New[S Session](opts Options[S]) *Table[S] {
+	return &Table[S]{
+		opts:          opts,
+		sessions:      map[string]S{},
+		progress:      map[string]progressRoute[S]{},
+		subs:          map[string]*subscription[S]{},
+		unsubscribing: make(chan struct{}, maxUnsubscribing),
+	}
+}
+
+// ErrSessionExists refuses a session whose id an open session has.
+var ErrSessionExists = errors.New("session already exists")
+
+// Add registers a new client session with the hub.
+func (t *Table[S]) Add(sess S) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.sessions[sess.ID()]; ok {
+		return fmt.Errorf("register session: %w", ErrSessionExists)
+	}
+	t.sessions[sess.ID()] = sess
+	return nil
+}
+
+// Remove forgets a session that ended: its subscriptions go (and
+// upstreams are unsubscribed where no one else listens), the hub's
+// requests waiting on it fail, its requests in flight are cancelled, and
+// the hub forgets the rest (Options.Ended).
+func (t *Table[S]) Remove(sess S) {
+	sess.End()
+	t.mu.Lock()
+	delete(t.sessions, sess.ID())
+	t.droppedGone += sess.Dropped()
+	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
+	for uri, sub := range t.subs {
+		if sub.sessions[sess] {
+			delete(sub.sessions, sess)
+			if len(sub.sessions) == 0 {
+				owners[uri] = sub.owner
+				delete(t.subs, uri)
+			}
+		}
+	}
+	t.mu.Unlock()
+	t.unsubscribeGone(owners)
+	if t.opts.Ended != nil {
+		t.opts.Ended(sess)
+	}
+}
+
+// List is the open sessions.
+func (t *Table[S]) List() []S {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]S, 0, len(t.sessions))
+	for _, s := range t.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// For is the client session a request from upstream belongs to: the one
+// whose call it came during or whose own connection it came on
+// (isolation: per-session), both of which the upstream package knows as
+// the owner the call was made for (upstream.Event.Owner), else the only
+// client there is.
+// The zero S when there is none.
+func (t *Table[S]) For(owner any) S {
+	if s, ok := owner.(S); ok {
+		return s
+	}
+	if list := t.List(); len(list) == 1 {
+		return list[0]
+	}
+	var none S
+	return none
+}
+
+// notify sends sess a notification; ctx is the request it belongs to. It
+// never blocks.
+func notify[S Session](ctx context.Context, sess S, method string, params any) {
+	p, err := jsonrpc.Params(params)
+	if err == nil {
+		sess.Notify(ctx, jsonrpc.EncodeNotification(method, p))
+	}
+}

@@ -1,0 +1,150 @@
+package routes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+)
+
+// fake is a client session that records what it is told.
+type fake struct {
+	id    string
+	entry Entry
+}
+
+func (f *fake) ID() string                                                    { return f.id }
+func (f *fake) Dropped() uint64                                               { return 0 }
+func (f *fake) End()                                                          {}
+func (f *fake) GetLogLevel() mcp.LoggingLevel                                 { return mcp.LoggingLevelInfo }
+func (f *fake) GetClientCapabilities() mcp.ClientCapabilities                 { return mcp.ClientCapabilities{} }
+func (f *fake) Modern() bool                                                  { return false }
+func (f *fake) Updated(string, json.RawMessage)                               {}
+func (f *fake) Routing() *Entry                                               { return &f.entry }
+func (f *fake) Notify(context.Context, []byte)                                {}
+func (f *fake) Request(context.Context, string, any) (json.RawMessage, error) { return nil, nil }
+
+// newTable is a table whose background work runs at once.
+func newTable() *Table[*fake] {
+	return New(Options[*fake]{
+		Spawn:       func(f func()) bool { f(); return true },
+		Stop:        make(chan struct{}),
+		Unsubscribe: func(*upstream.Server, string) error { return nil },
+	})
+}
+
+func TestAddRefusesAnOpenID(t *testing.T) {
+	tab := newTable()
+	a := &fake{id: "a"}
+	if err := tab.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(nil); got != a {
+		t.Errorf("For(nil) with one session = %v, want it", got)
+	}
+	if err := tab.Add(&fake{id: "a"}); !errors.Is(err, ErrSessionExists) {
+		t.Errorf("second session a: %v, want ErrSessionExists", err)
+	}
+	if err := tab.Add(&fake{id: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(nil); got != nil {
+		t.Errorf("For(nil) with two sessions = %v, want none (never a guess)", got)
+	}
+}
+
+// Progress reaches the call only from the server the call went to: the
+// hub's tokens are counted, so another server may guess one.
+func TestProgressOnlyFromTheCallsServer(t *testing.T) {
+	tab := newTable()
+	a := &fake{id: "a"}
+	f, g := &upstream.Server{}, &upstream.Server{}
+	tok, forget := tab.TrackProgress(t.Context(), a, f, json.RawMessage(`"mine"`))
+	params, _ := jsonrpc.ScanObject(fmt.Appendf(nil, `{"progressToken":%q}`, tok))
+	if _, _, ok := tab.progressOf(g, params); ok {
+		t.Error("another server's progress taken for the call's")
+	}
+	if _, r, ok := tab.progressOf(f, params); !ok || r.sess != a || string(r.token) != `"mine"` {
+		t.Errorf("the call's own progress: ok %v, route %+v", ok, r)
+	}
+	forget()
+	if _, _, ok := tab.progressOf(f, params); ok {
+		t.Error("progress after the call ended")
+	}
+}
+
+// A session's subscriptions are counted and bounded; an upstream that
+// refuses the first subscription leaves none behind.
+func TestSubscriptionsCountedAndRefusalsForgotten(t *testing.T) {
+	tab := newTable()
+	a := &fake{id: "a"}
+	s := &upstream.Server{}
+	refuse := errors.New("refused")
+	var sent []string
+	sub := Subscriber[*fake]{Session: a,
+		Resolve: func(context.Context, string, bool) (*upstream.Server, bool) { return s, false },
+		Routed:  func(*upstream.Server, string) {},
+		Subscribe: func(_ context.Context, _ *upstream.Server, uri string) error {
+			sent = append(sent, uri)
+			if uri == "x://no" {
+				return refuse
+			}
+			return nil
+		},
+	}
+	if err := tab.SubscribeURI(t.Context(), sub, "x://no", true); !errors.Is(err, refuse) {
+		t.Fatalf("refused subscription: %v", err)
+	}
+	if tab.Subscribed("x://no") || a.entry.subscriptions != 0 {
+		t.Errorf("a refused subscription kept (count %d)", a.entry.subscriptions)
+	}
+	for i := range MaxSessionSubscriptions {
+		if err := tab.SubscribeURI(t.Context(), sub, fmt.Sprintf("x://%d", i), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.SubscribeURI(t.Context(), sub, "x://0", true); err != nil {
+		t.Errorf("a subscription held already, again: %v", err)
+	}
+	var rerr *jsonrpc.Error
+	if err := tab.SubscribeURI(t.Context(), sub, "x://over", true); !errors.As(err, &rerr) || rerr.Code != jsonrpc.CodeInvalidRequest {
+		t.Errorf("one over the bound: %v", err)
+	}
+	if n := len(sent); n != MaxSessionSubscriptions+1 {
+		t.Errorf("%d subscribes sent upstream, want %d (each URI's first)", n, MaxSessionSubscriptions+1)
+	}
+	tab.Unsubscribe(a, []string{"x://0"}) // no session listens now: unsubscribed in the background
+	if tab.Subscribed("x://0") || a.entry.subscriptions != MaxSessionSubscriptions-1 {
+		t.Errorf("after an unsubscribe: held %v, count %d", tab.Subscribed("x://0"), a.entry.subscriptions)
+	}
+}
+
+func TestCanElicit(t *testing.T) {
+	form, url := &mcp.ElicitationCapability{Form: &struct{}{}}, &mcp.ElicitationCapability{URL: &struct{}{}}
+	for _, c := range []struct {
+		e    *mcp.ElicitationCapability
+		mode string
+		want bool
+	}{
+		{nil, "", false},
+		{&mcp.ElicitationCapability{}, "", true}, // no mode named: forms
+		{&mcp.ElicitationCapability{}, "url", false},
+		{form, "", true},
+		{form, "url", false},
+		{url, "", false},
+		{url, "url", true},
+	} {
+		if got := CanElicit(c.e, c.mode); got != c.want {
+			t.Errorf("CanElicit(%+v, %q) = %v, want %v", c.e, c.mode, got, c.want)
+		}
+	}
+	if m := ElicitationMode(json.RawMessage(`{"mode":"url","message":"m"}`)); m != "url" {
+		t.Errorf("mode %q", m)
+	}
+}
