@@ -51,7 +51,7 @@ func appsHub(t *testing.T, mode, group string) *Hub {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { return len(h.snapshot().view.uiRoutes) >= 3 })
+	waitFor(t, 5*time.Second, "the view", func() bool { return h.snapshot().view.apps.Len() >= 3 })
 	// Every profile's view too: one built while a server started declares
 	// the skills extension it may bring (skills.go).
 	waitFor(t, 5*time.Second, "the profiles' views", func() bool {

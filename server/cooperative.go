@@ -73,12 +73,12 @@ func withCooperative(v *view, cfg *config.Config) *view {
 	return v
 }
 
-// cooperativeCall answers a call of the cooperative tool name.
-func (h *Hub) cooperativeCall(ctx context.Context, req *request, v *view, name string, args json.RawMessage) (json.RawMessage, error) {
+// serve answers the request's call of the cooperative tool name.
+func (c *coopHost) serve(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	// The answer is about the tools a real call would find: while servers
 	// start, wait for them as a call of a tool not yet listed does.
-	v = h.awaitRoute(ctx, req, v, func(*view) bool { return false })
-	res, err := cooperative.Serve(ctx, &coopHost{h: h, req: req, v: v}, name, args)
+	c.v = c.h.awaitRoute(ctx, c.req, c.v, func(*view) bool { return false })
+	res, err := cooperative.Serve(ctx, c, name, args)
 	if err != nil {
 		return call.AnswerWith(err) // a 2026-07-28 client's input_required round answers as it is
 	}

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -119,9 +122,9 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
 		return views.Page("skills", v.skills.Entries(), req.msg.Params, size)
 	case "skills/get":
-		return h.skillsGet(ctx, req, v)
+		return skills.Get(ctx, extRequest{h, req, v})
 	case "resources/directory/read":
-		return h.directoryRead(ctx, req, v)
+		return skills.DirectoryRead(ctx, extRequest{h, req, v})
 	case "completion/complete":
 		return h.complete(ctx, req, v)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
@@ -130,7 +133,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			if method == "tasks/list" {
 				timeout = req.snap.cfg.Settings.ListTimeout
 			}
-			return h.requestOn(ctx, req, req.sess, s, on, method, params, timeout)
+			return h.obs.RequestOn(ctx, req, req.sess, s, on, method, params, timeout)
 		}
 		if req.msg.Method == "tasks/list" {
 			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
@@ -151,7 +154,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	settings := req.snap.cfg.Settings
 	name = v.toolName(req.snap.cfg, req.sess.GetClientInfo().Name, name) // as the client was shown it (see clients:)
 	if v.cooperative && cooperative.IsTool(name) {
-		return h.cooperativeCall(ctx, req, v, name, arguments) // the hub's own (cooperative.go)
+		return (&coopHost{h: h, req: req, v: v}).serve(ctx, name, arguments) // the hub's own (cooperative.go)
 	}
 	if v.Mode == config.ModeFlat {
 		r, ok := v.FlatRoutes[name]
@@ -165,10 +168,10 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			r, ok = v.FlatRoutes[name]
 		}
 		if !ok {
-			r, ok = h.appTool(ctx, req, v, name) // an MCP App's call by its server's name (apps.go)
+			r, ok = apps.CalledTool(ctx, extRequest{h, req, v}, name) // an MCP App's call by its server's name (server/apps)
 		}
 		if !ok {
-			h.missed(req, name)
+			req.miss(name)
 			req.auditMiss(name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
@@ -185,14 +188,14 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.Search != nil || !v.Starting })
 	}
 	if name != views.GetToolsName && name != views.CallToolName && name != views.SearchToolName {
-		if r, ok := h.appTool(ctx, req, v, name); ok {
-			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (apps.go)
+		if r, ok := apps.CalledTool(ctx, extRequest{h, req, v}, name); ok {
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (server/apps)
 		}
 	}
 	if name != views.GetToolsName && name != views.CallToolName && (name != views.SearchToolName || v.Search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
 		// offered is a tool like any other the client cannot see.
-		h.missed(req, name)
+		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
@@ -215,12 +218,12 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	switch name {
 	case views.GetToolsName:
-		h.askedGroup(req, v, args.Group)
+		req.askedGroup(v, args.Group)
 		return v.GetDynamicTools(args), nil
 	case views.CallToolName:
 		c := v.CallDynamicTool(args, req.field("_meta"), req.field("task"))
 		if c.Missed {
-			h.missed(req, args.Name)
+			req.miss(args.Name)
 			req.auditMiss(args.Name, args.Args)
 		}
 		if c.Answer != nil {
@@ -230,11 +233,11 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			shown: c.Route.Name, schema: c.Schema})
 	}
 	if v.Search == nil { // gone while it waited (a reload turned it off)
-		h.missed(req, name)
+		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
-	h.askedGroup(req, v, args.Group)
+	req.askedGroup(v, args.Group)
 	return v.SearchDynamicTools(args), nil
 }
 
@@ -305,7 +308,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 		}
 		if r == nil {
 			if named {
-				h.missed(req, uri)
+				req.miss(uri)
 			}
 			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 		}
@@ -318,12 +321,12 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 		}
 		return r.Read(page)
 	}
-	if res, ok, err := h.readUI(ctx, req, v, uri); ok {
-		return res, err // an MCP App's ui:// resource (apps.go)
+	if res, ok, err := apps.Read(ctx, extRequest{h, req, v}, uri); ok {
+		return res, err // an MCP App's ui:// resource (server/apps)
 	}
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.ResolveResource(uri) != nil })
 	if r := v.skills.File(uri); r != nil {
-		return h.readSkillFile(ctx, req, r, uri) // skills.go
+		return skills.ReadFile(ctx, extRequest{h, req, v}, r, uri) // server/skills
 	}
 	s := v.ResolveResource(uri)
 	if s == nil {
@@ -357,12 +360,36 @@ func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
 			}
 			return v.ResolveResource(uri), v.HidesResource(uri)
 		},
-		Routed: func(s *upstream.Server, uri string) { h.routed(req, s, uri, "", "") },
+		Routed: func(s *upstream.Server, uri string) { observe.Routed(req.call, s, uri, "", "") },
 		Subscribe: func(ctx context.Context, s *upstream.Server, uri string) error {
-			_, err := h.request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
+			_, err := h.obs.Request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
 			return err
 		},
 	}
+}
+
+// extRequest is req as the packages that serve an extension see it
+// (server/skills, server/apps): its params, the view it routes by, and
+// forward.
+type extRequest struct {
+	h   *Hub
+	req *request
+	v   *view
+}
+
+func (e extRequest) String(key string) (string, bool) { return e.req.stringField(key) }
+func (e extRequest) Params() jsonrpc.Object           { return e.req.params }
+
+func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills
+}
+
+func (e extRequest) Apps(ctx context.Context, found func(*appTable) bool) *appTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.apps) }).apps
+}
+
+func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Server, name string, params jsonrpc.Object) (json.RawMessage, error) {
+	return e.h.forward(ctx, e.req, upcall{method: method, server: s, name: name, params: params})
 }
 
 // complete routes completion/complete by its reference: a prompt by its
@@ -396,6 +423,6 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	h.routed(req, s, cmp.Or(ref.Name, ref.URI), "", "")
-	return h.request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+	observe.Routed(req.call, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.obs.Request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
 }

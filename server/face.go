@@ -11,7 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -56,12 +58,12 @@ type Host interface {
 	Settings() config.Settings
 	// HasProfile reports whether the current config has the profile name.
 	HasProfile(name string) bool
-	// AdmitBytes is the jsonrpc.ConnOptions.Admit of a session of caller:
-	// its requests' bytes count against caller's budget and the hub's.
-	AdmitBytes(caller string) func(n int64) (func(), *jsonrpc.Error)
-	// Recovered reports a panic the face recovered from (see
-	// Hub.Recovered).
-	Recovered(method string, value any, stack []byte)
+	// Inflight are the budgets of bytes in flight: its Admit is the
+	// jsonrpc.ConnOptions.Admit of a session of caller, whose requests'
+	// bytes count against caller's budget and the hub's.
+	Inflight() *inflight.Budgets
+	// Panics takes the panics the face recovered from (see Hub.Panics).
+	Panics() *panics.Counter
 }
 
 // SessionOptions say how to open a session (Host.OpenSession).
@@ -199,12 +201,12 @@ func (s *Session) Context() context.Context { return s.ctx }
 // the client cancelled.
 //
 // It is the panic boundary of every face: a request whose handling panics
-// is answered -32603, logged with its stack and counted (Hub.Recovered),
+// is answered -32603, logged with its stack and counted (Hub.Panics),
 // and every other request and session goes on.
 func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.hub.Recovered(msg.Method, p, debug.Stack())
+			s.hub.panics.Recovered(msg.Method, p, debug.Stack())
 			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()

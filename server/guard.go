@@ -68,7 +68,7 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 	case !task && inputMethod(c.method) && req.modern:
 		res, err = h.modernCall(ctx, req, c, params, timeout)
 	default:
-		res, conn, err = h.requestOn(ctx, req, req.fwd.Owner, c.server, 0, c.method, json.RawMessage(params), timeout)
+		res, conn, err = h.obs.RequestOn(ctx, req, req.fwd.Owner, c.server, 0, c.method, json.RawMessage(params), timeout)
 		if err == nil && !task && isInputRequired(res) && !req.modern {
 			res, err = h.fulfil(ctx, req, c, params, res, timeout)
 		}

@@ -6,7 +6,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -178,4 +180,28 @@ func unmarshalRequest(req *request, v any) error {
 // methodNotFound answers a method that does not exist (-32601).
 func methodNotFound(method string) error {
 	return errorf(codeMethodNotFound, fmt.Sprintf("Method %s not found", method))
+}
+
+// extensions are the view's capabilities.extensions: the Skills
+// extension's when a server of the view serves it, or may: one is still
+// starting, its capabilities not known yet, and a client that connects
+// with the hub (a desktop client starts it) is to see the skills it
+// brings, skills/list waiting for it as the first page of every list
+// does. What such a server turns out not to serve is answered as for a
+// skill or directory that does not exist. nil when no server serves it.
+func (v *view) extensions() map[string]any {
+	ext := map[string]any{}
+	switch {
+	case v.Starting:
+		ext[skills.ExtensionID] = map[string]any{"directoryRead": true}
+	case v.skills.Offered():
+		ext[skills.ExtensionID] = v.skills.Capability()
+	}
+	if settings := v.apps.Settings(); settings != nil {
+		ext[apps.Extension] = settings // server/apps
+	}
+	if len(ext) == 0 {
+		return nil
+	}
+	return ext
 }

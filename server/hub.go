@@ -15,7 +15,10 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -25,7 +28,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
-	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -46,8 +48,8 @@ type Hub struct {
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
-	rates *ratelimit.Limiter               // the loop guards' counters (policy rate:), kept across reloads
-	obs   atomic.Pointer[traffic.Observer] // set by Observe; nil: no observer calls
+	rates *ratelimit.Limiter // the loop guards' counters (policy rate:), kept across reloads
+	obs   *observe.Traffic   // the observer, and every hop upstream (server/observe)
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
@@ -55,8 +57,8 @@ type Hub struct {
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
 	// inflight are the budgets of bytes of client requests in flight,
-	// per caller and in all (inflightbytes.go).
-	inflight *inflightBytes
+	// per caller and in all (server/inflight).
+	inflight *inflight.Budgets
 	// argSchemas are the tools' input schemas, compiled on first use
 	// (validateargs.go).
 	argSchemas validateargs.Schemas
@@ -64,7 +66,7 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	panics  atomic.Uint64              // recovered panics, ever (see Recovered)
+	panics  *panics.Counter            // recovered panics, ever (see Panics)
 	listens *listen.Notifier[*session] // list_changed and the 2026-07-28 listens
 	audits  *audit.Stats               // of every trail the hub opened
 	// stdioOut is the file the stdio face writes the conversation to, when
@@ -98,13 +100,17 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		prompts:  newPromptRounds(),
 		rates:    ratelimit.New(opts.Store),
 		results:  opts.Results,
-		inflight: newInflightBytes(maxCallerInflightBytes, maxInflightBytes),
+		inflight: inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
+		panics:   panics.New(logger),
+		obs:      new(observe.Traffic),
 	}
-	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.observer,
+	h.obs.Config = func() *config.Config { return h.snapshot().cfg }
+	h.obs.SignIn = h.signIn
+	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
 		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
 		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
 		Unsubscribe: func(s *upstream.Server, uri string) error {
-			_, err := h.request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
+			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
 			return err
 		},
 		Ask: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
@@ -203,6 +209,18 @@ func (h *Hub) Sessions() routes.Sessions { return h.routes }
 // grants in force, for the inspector and the approval commands.
 func (h *Hub) Inbox() *approve.Inbox { return h.inbox }
 
+// Traffic is the hub's traffic as observers see it: its Observe makes an
+// observer see it from now on.
+func (h *Hub) Traffic() *observe.Traffic { return h.obs }
+
+// Inflight are the hub's budgets of bytes of client requests in flight,
+// per caller and in all, for the faces' sessions.
+func (h *Hub) Inflight() *inflight.Budgets { return h.inflight }
+
+// Panics counts the panics the hub and its faces recovered from: the
+// faces report theirs to it, /metrics reads it.
+func (h *Hub) Panics() *panics.Counter { return h.panics }
+
 // config is the current config.
 func (h *Hub) config() *config.Config { return h.snapshot().cfg }
 
@@ -237,7 +255,7 @@ func (h *Hub) Run() {
 func (h *Hub) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.Recovered(what, r, debug.Stack())
+			h.panics.Recovered(what, r, debug.Stack())
 		}
 	}()
 	f()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 )
 
 // One caller's sessions together hold at most the caller's budget of
@@ -15,7 +17,7 @@ import (
 // 2.5 MiB a caller, 3.5 MiB in all.)
 func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	h := fakeHub(t)
-	h.inflight = newInflightBytes(5<<19, 7<<19)
+	h.inflight = inflight.New(5<<19, 7<<19)
 	a, b := servePipes(t, h, StdioOptions{}), servePipes(t, h, StdioOptions{SessionID: "b"})
 	for _, c := range []*pipeClient{a, b} {
 		c.send(initializeMsg)
@@ -27,7 +29,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	}
 	a.send(slow(1))
 	a.send(slow(2))
-	waitFor(t, 10*time.Second, "two calls of 1 MiB in flight", func() bool { return h.inflight.held("") > 2<<20 })
+	waitFor(t, 10*time.Second, "two calls of 1 MiB in flight", func() bool { return h.inflight.Held("") > 2<<20 })
 	start := time.Now()
 	b.send(slow(3)) // another session of the same caller: over the caller's budget
 	if got := b.answer("3"); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "this caller's") {
@@ -41,7 +43,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 		t.Errorf("answered after %v, not at once", d)
 	}
 	// Another caller: its own budget, and the hub's room left (1.5 MiB).
-	other := h.AdmitBytes("someone else")
+	other := h.Inflight().Admit("someone else")
 	release, refuse := other(1 << 20)
 	if refuse != nil {
 		t.Fatalf("another caller's 1 MiB: %v", refuse)
@@ -55,7 +57,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 			t.Errorf("call %s in flight: %.300s", id, got)
 		}
 	}
-	waitFor(t, 5*time.Second, "the budget given back", func() bool { return h.inflight.held("") == 0 })
+	waitFor(t, 5*time.Second, "the budget given back", func() bool { return h.inflight.Held("") == 0 })
 }
 
 // The approval inbox holds at most 32 MiB of arguments of one caller's

@@ -128,7 +128,7 @@ func (h *Hub) modernCall(ctx context.Context, req *request, c upcall, params jso
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
 func (h *Hub) relay(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	res, err := h.request(ctx, req, req.sess, c.server, c.method, params, timeout)
+	res, err := h.obs.Request(ctx, req, req.sess, c.server, c.method, params, timeout)
 	if err != nil || !isInputRequired(res) {
 		return res, err
 	}
@@ -321,7 +321,7 @@ func (h *Hub) startHeld(ctx context.Context, sess *session, c upcall, params jso
 		if ownsConn {
 			defer h.mgr.Release(p)
 		}
-		p.res, p.err = h.request(pctx, nil, owner, c.server, c.method, params, timeout)
+		p.res, p.err = h.obs.Request(pctx, nil, owner, c.server, c.method, params, timeout)
 		close(p.done)
 		select {
 		case <-p.consumed:
@@ -524,7 +524,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 		if err != nil {
 			return nil, err
 		}
-		if res, err = h.request(ctx, req, req.sess, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
+		if res, err = h.obs.Request(ctx, req, req.sess, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
 			return res, err
 		}
 	}

@@ -39,9 +39,9 @@ func attachInspector(t testing.TB, h *Hub) (*inspect.Inspector, *httptest.Server
 		}
 		return out
 	}})
-	h.Observe(insp)
+	h.Traffic().Observe(insp)
 	api := httptest.NewServer(insp.API())
-	t.Cleanup(func() { h.Observe(nil); insp.Close(); api.Close() })
+	t.Cleanup(func() { h.Traffic().Observe(nil); insp.Close(); api.Close() })
 	return insp, api
 }
 

@@ -64,7 +64,7 @@ func (r *recorder) call(id string) (traffic.Call, bool) {
 func TestObserverSeesEachCall(t *testing.T) {
 	h := hidingHub(t)
 	rec := &recorder{}
-	h.Observe(rec)
+	h.Traffic().Observe(rec)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

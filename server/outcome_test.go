@@ -81,9 +81,9 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	keeper := &spanKeeper{}
 	tracer := telemetry.NewTracer(keeper, resource.Empty())
 	insp := inspect.New(inspect.Options{Upstreams: h.mgr, ToolsList: h.ToolsListFor})
-	h.Observe(traffic.Tee(metrics, tracer, insp))
+	h.Traffic().Observe(traffic.Tee(metrics, tracer, insp))
 	metricsAPI, inspectAPI := httptest.NewServer(metrics.Handler()), httptest.NewServer(insp.API())
-	t.Cleanup(func() { h.Observe(nil); insp.Close(); metricsAPI.Close(); inspectAPI.Close() })
+	t.Cleanup(func() { h.Traffic().Observe(nil); insp.Close(); metricsAPI.Close(); inspectAPI.Close() })
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)

@@ -24,9 +24,9 @@ func TestRecoveredPanicsLoggedAndCounted(t *testing.T) {
 	ran := false
 	h.safely("route an upstream event", func() { panic("boom") })
 	h.safely("refresh the view", func() { ran = true })
-	h.Recovered("tools/call", "bang", []byte("goroutine 7 [running]:\nface.serve()"))
-	if !ran || h.Panics() != 2 {
-		t.Fatalf("ran on %v, %d panics counted, want 2", ran, h.Panics())
+	h.Panics().Recovered("tools/call", "bang", []byte("goroutine 7 [running]:\nface.serve()"))
+	if !ran || h.Panics().Count() != 2 {
+		t.Fatalf("ran on %v, %d panics counted, want 2", ran, h.Panics().Count())
 	}
 	got := log.String()
 	if n := strings.Count(got, "recovered from a panic"); n != 2 {

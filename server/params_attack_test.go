@@ -52,7 +52,7 @@ func TestAttackHostileParamsAnsweredWithoutPanic(t *testing.T) {
 			if !strings.Contains(a, `"result"`) && !strings.Contains(a, `"error"`) {
 				t.Errorf("%s%s: %s", m, p, a)
 			}
-			if n := h.Panics(); n != 0 {
+			if n := h.Panics().Count(); n != 0 {
 				t.Fatalf("%s%s: the hub recovered from %d panics; answer %s", m, p, n, a)
 			}
 		}
@@ -91,7 +91,7 @@ func TestAttackHostileDynamicArgumentsAnsweredWithoutPanic(t *testing.T) {
 			if !strings.Contains(ans, `"result"`) && !strings.Contains(ans, `"error"`) {
 				t.Errorf("%s %s: %s", tool, a, ans)
 			}
-			if n := h.Panics(); n != 0 {
+			if n := h.Panics().Count(); n != 0 {
 				t.Fatalf("%s %s: the hub recovered from %d panics; answer %s", tool, a, n, ans)
 			}
 		}

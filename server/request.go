@@ -11,6 +11,8 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
@@ -76,7 +78,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 		req.modern = st.modern
 		sess.stated(st) // before anything reads the session's capabilities
 	}
-	obs := h.observer()
+	obs := h.obs.Observer()
 	if obs != nil {
 		req.call = &traffic.Call{Session: sess.id, User: sess.who.Key(), Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
 			Method: msg.Method, Params: msg.Params, Start: time.Now()}
@@ -116,7 +118,7 @@ func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
 		if len(res) > 0 && len(res) == len(r.hopResult) && &res[0] == &r.hopResult[0] {
 			toolError = r.hopToolError
 		} else {
-			toolError = isToolError(res)
+			toolError = observe.IsToolError(res)
 		}
 	}
 	r.status = outcome(ctx, r.missed, toolError, err)
@@ -151,15 +153,33 @@ func outcome(ctx context.Context, missed, toolError bool, err error) traffic.Sta
 	return traffic.StatusError
 }
 
-// isToolError reports whether a result has isError set: a tools/call that
-// failed with a result the LLM reads. Results are valid JSON (an
-// upstream's, which its connection checked, or the hub's own).
-func isToolError(res json.RawMessage) bool {
-	if !bytes.Contains(res, []byte(`"isError"`)) {
-		return false
+// The request as the hops sent for it see it (observe.Origin).
+
+func (r *request) Observed() *traffic.Call { return r.call }
+func (r *request) Config() *config.Config  { return r.snap.cfg }
+func (r *request) HopEnded(res []byte, toolError bool) {
+	r.hopResult, r.hopToolError = res, toolError
+}
+
+// askedGroup notes on the request's call, if it is observed, the group a
+// meta-tool the hub answers itself (get_dynamic_tools, a search of one
+// group) was asked about, when the client can see it: its row in the
+// inspector and its audit line then name the group, as a call's do.
+func (r *request) askedGroup(v *view, group string) {
+	if c := r.call; c != nil && group != "" {
+		if g, _ := v.LookupGroup(group); g != nil {
+			c.Group = g.Name
+		}
 	}
-	o, err := jsonrpc.ScanObject(res)
-	return err == nil && string(o.Field("isError")) == "true"
+}
+
+// miss notes that the request named nothing the client can see: its
+// outcome is not_found, whatever it is answered with.
+func (r *request) miss(target string) {
+	r.missed = true
+	if c := r.call; c != nil {
+		c.Target = target
+	}
 }
 
 // field is the raw value of key in the request's params, nil when absent.

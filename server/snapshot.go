@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
@@ -60,18 +61,19 @@ type view struct {
 	shaped *shapedLists // ToolsList as clients: rules shape it, built on first use
 	// cooperative says the view serves the cooperative tools (cooperative.go).
 	cooperative bool
-	// uiRoutes route the ui:// URIs of MCP Apps, as the client sees them
-	// (ui://<group>/...), to their servers (apps.go); appTools route the
-	// tools of those servers by their own names, for the views' calls.
-	uiRoutes map[string]uiRoute
-	appTools map[string]route
-	// apps is the MCP Apps extension's settings to declare to clients,
-	// nil when no upstream behind the view offers it.
-	apps json.RawMessage
+	// apps are the MCP Apps of the view's servers: their ui:// URIs and
+	// the tools their views call by their own names (server/apps).
+	apps *appTable
 	// skills are the Skills extension's skills of the view's servers,
-	// namespaced per group, with their routes (skills.go).
+	// namespaced per group, with their routes (server/skills).
 	skills *skillTable
 }
+
+// skillTable is a view's merged skills (server/skills).
+type skillTable = skills.Table[*upstream.Server]
+
+// appTable is a view's MCP Apps (server/apps).
+type appTable = apps.Table[route]
 
 // hashes are the hashes of v's lists, by kind (see listen.Notifier).
 func (v *view) hashes() listen.Hashes {
@@ -90,39 +92,53 @@ func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *up
 // buildViewOf is buildView of the groups only (nil: every group), with
 // expose lists from them: a profile's view (see config.WithProfile).
 func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
-	v := &view{View: views.New(mode), shaped: &shapedLists{}, uiRoutes: map[string]uiRoute{}, skills: skills.New[*upstream.Server]()}
+	v := &view{View: views.New(mode), shaped: &shapedLists{}, skills: skills.New[*upstream.Server]()}
+	v.apps = apps.New[route](v.HiddenURIs, &v.Problems)
 	v.Build(only, search, maxTools, mgr, pol, viewExtension{v})
 	return v
 }
 
-// viewExtension adds MCP Apps (apps.go) and the Skills extension
-// (skills.go) to the view v as it is built.
+// viewExtension adds MCP Apps (server/apps) and the Skills extension
+// (server/skills) to the view v as it is built.
 type viewExtension struct{ v *view }
 
 func (x viewExtension) Lists(g *upstream.Group, s *upstream.Server, lists upstream.Lists) upstream.Lists {
-	x.v.noteApps(s)
-	return x.v.addSkills(x.v.skills, g, s, lists)
+	x.v.apps.Note(s)
+	return skills.Add(x.v.skills, g, s, lists, &x.v.Resources, &x.v.Templates)
 }
 
 func (x viewExtension) Tool(g *upstream.Group, s *upstream.Server, raw json.RawMessage) json.RawMessage {
-	return x.v.uiTool(g, s, raw)
+	return x.v.apps.Tool(g, s, raw)
 }
 
 func (x viewExtension) Resource(g *upstream.Group, s *upstream.Server, r upstream.Item) (json.RawMessage, bool, bool) {
-	if !strings.HasPrefix(r.Key, uiScheme) {
+	if !strings.HasPrefix(r.Key, apps.Scheme) {
 		return nil, false, false
 	}
-	raw, ok := x.v.uiResource(g, s, r)
+	raw, ok := x.v.apps.Resource(g, s, r)
 	return raw, ok, true
 }
 
-// Done routes the apps' tools and takes in the skills' problems; the
-// skills change with the resources their files are: a client hears of
-// both by notifications/resources/list_changed, as from the server.
+// Done routes the apps' tools by their own names and takes in the skills'
+// problems; the skills change with the resources their files are: a
+// client hears of both by notifications/resources/list_changed, as from
+// the server.
 func (x viewExtension) Done() []json.RawMessage {
-	x.v.routeAppTools()
-	x.v.Problems = append(x.v.Problems, x.v.skills.Problems...)
-	return x.v.skills.Entries()
+	v := x.v
+	v.apps.RouteTools(func(yield func(string, route) bool) {
+		for _, g := range v.Groups {
+			for name, r := range g.ToolRoutes {
+				if !yield(name, r) {
+					return
+				}
+			}
+		}
+	}, func(r route) *upstream.Server { return r.Server }, func(name string) bool {
+		_, listed := v.FlatRoutes[name]
+		return listed || name == views.GetToolsName || name == views.CallToolName || name == views.SearchToolName
+	})
+	v.Problems = append(v.Problems, v.skills.Problems...)
+	return v.skills.Entries()
 }
 
 // snapshot is the current snapshot. A request that may write the audit

@@ -77,7 +77,7 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	snap := h.acquire()
 	req := &request{sess: newSession("t", "stdio"), snap: snap}
 	h.SetConfig(b) // moves the trail while the request runs
-	h.missed(req, "late")
+	req.miss("late")
 	req.auditMiss("late", nil)
 	req.finish(context.Background(), nil, nil)
 	req.audit.Ended(string(req.status), req.failure, nil, req.missed)

@@ -56,7 +56,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		MaxMessageSize: maxSize,
 		MaxInflight:    h.Settings().SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
-		Admit:          h.AdmitBytes(""), // the local user's: every stdio session is theirs
+		Admit:          h.inflight.Admit(""), // the local user's: every stdio session is theirs
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
 			return sess.Request(ctx, m)
 		},
@@ -64,7 +64,7 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
-		Panicked: h.Recovered, // beyond Session.Request's own boundary
+		Panicked: h.panics.Recovered, // beyond Session.Request's own boundary
 	})
 	id := opts.SessionID
 	if id == "" {

@@ -82,7 +82,7 @@ func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 		}
 		return n
 	}})
-	h.Observe(m)
+	h.Traffic().Observe(m)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", bearer(token, m.Handler()))
 	ts := httptest.NewServer(mux)
@@ -319,7 +319,7 @@ groups:
 // observer attached: the difference is what metrics cost a call.
 func BenchmarkStdioToolCallMetrics(b *testing.B) {
 	h := fakeHubB(b)
-	h.Observe(telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{}))
+	h.Traffic().Observe(telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{}))
 	benchToolCalls(b, h)
 }
 
@@ -329,6 +329,6 @@ func BenchmarkStdioToolCallTraced(b *testing.B) {
 	h := fakeHubB(b)
 	tracer := telemetry.NewTracer(tracetest.NewNoopExporter(), resource.Empty())
 	b.Cleanup(func() { tracer.Close() })
-	h.Observe(tracer)
+	h.Traffic().Observe(tracer)
 	benchToolCalls(b, h)
 }

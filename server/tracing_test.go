@@ -97,7 +97,7 @@ func TestTracesOfACall(t *testing.T) {
 		t.Fatalf("tracer: %v %v", tracer, err)
 	}
 	h := fakeHub(t)
-	h.Observe(tracer)
+	h.Traffic().Observe(tracer)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

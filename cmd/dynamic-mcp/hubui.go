@@ -55,7 +55,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 	}
 	hub := u.hub
 	metrics := telemetry.NewMetrics(u.mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Dropped: hub.Sessions().Dropped,
-		Panics: hub.Panics, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+		Panics: hub.Panics().Count, AuditLost: u.audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 		Results: u.results.Stats})
 	insp := newInspector(u.ctx, hub, u.mgr, u.logger)
 	url, token, stop, err := serveUI(full, insp, u.mgr, hub.HealthComponents(), metrics.Handler(), u.logger)
@@ -64,7 +64,7 @@ func (u *hubUI) serve(addr string) (*local.UI, error) {
 		return nil, err
 	}
 	insp.SetTokenHint(sharedTokenHint(u.cfgPath))
-	hub.Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
+	hub.Traffic().Observe(traffic.Tee(append(append([]traffic.Observer{}, u.observers...), metrics, insp)...))
 	u.addr, u.ui, u.stop = full, &local.UI{URL: url, Token: token}, stop
 	return u.ui, nil
 }

@@ -122,7 +122,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var metrics *telemetry.Metrics
 	if httpAddr != "" || uiAddr != "" {
 		metrics = telemetry.NewMetrics(mgr, telemetry.MetricsOptions{Sessions: sessionCounts(hub), Callers: callerCounts(hub), Dropped: hub.Sessions().Dropped,
-			Panics: hub.Panics, AuditLost: audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
+			Panics: hub.Panics().Count, AuditLost: audits.Lost, RateLimited: hub.RateLimited, RateBuckets: hub.RateBuckets,
 			Results: results.Stats})
 		observers = append(observers, metrics)
 	}
@@ -142,7 +142,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		insp = newInspector(ctx, hub, mgr, logger)
 		observers = append(observers, insp)
 	}
-	hub.Observe(traffic.Tee(observers...))
+	hub.Traffic().Observe(traffic.Tee(observers...))
 	hub.Run()
 	defer hub.Close()
 	if httpAddr != "" {

@@ -41,7 +41,7 @@ func TestAttackHostileBodiesAnswered(t *testing.T) {
 		if resp.StatusCode >= 500 {
 			t.Errorf("%d %.80q: %d %.300s", i, b, resp.StatusCode, got)
 		}
-		if n := h.Panics(); n != 0 {
+		if n := h.Panics().Count(); n != 0 {
 			t.Fatalf("%d %.80q: the hub recovered from %d panics", i, b, n)
 		}
 	}

@@ -113,7 +113,7 @@ func runHub(t testing.TB, yaml string, obs traffic.Observer) (*server.Hub, *upst
 		t.Fatal(err)
 	}
 	if obs != nil {
-		h.Observe(obs)
+		h.Traffic().Observe(obs)
 	}
 	h.Run()
 	mgr.Start(context.Background())

@@ -53,7 +53,7 @@ func TestHTTPPanicAnsweredOthersGoOn(t *testing.T) {
 	if _, body := a.post(`{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"fine"}}}`); !strings.Contains(body, `"text":"fine"`) {
 		t.Errorf("a's call after the panics: %.300s", body)
 	}
-	if n := h.Panics(); n != 5 {
+	if n := h.Panics().Count(); n != 5 {
 		t.Errorf("panics counted: %d, want 5 (one per panicking call, for /metrics)", n)
 	}
 }

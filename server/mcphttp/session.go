@@ -97,14 +97,14 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		MaxInflight:      settings.SessionInflight,
 		WriteTimeout:     writeTimeout,
 		MaxInflightBytes: s.opts.sessionBytes,
-		Admit:            s.hub.AdmitBytes(owner), // bytes in flight per credential and in all
+		Admit:            s.hub.Inflight().Admit(owner), // bytes in flight per credential and in all
 		// The hub's own panic boundary is Session.Request's.
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) { return hs.sess.Request(ctx, m) },
 		Notify: func(m *jsonrpc.Message) { hs.sess.Notification(m) },
 		Refused: func(err error, msg []byte) {
 			s.logger.Warn("refused a message from an HTTP client", "session", hs.id, "err", err, "bytes", len(msg))
 		},
-		Panicked:     s.hub.Recovered,
+		Panicked:     s.hub.Panics().Recovered,
 		CallIDPrefix: s.relay.callPrefix(),
 	})
 	sess, err := open(hs)

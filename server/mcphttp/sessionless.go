@@ -54,11 +54,11 @@ func (s *Server) answerSessionless(w http.ResponseWriter, r *http.Request, msg *
 	}
 	defer s.modern.track(owner, msg.ID, func(context.Context, []byte) { c.cancelled.Store(true); cancel() })() // modernnotify.go
 	var resp []byte
-	if more, refuse := s.hub.AdmitBytes(owner)(int64(len(body))); refuse != nil {
+	if more, refuse := s.hub.Inflight().Admit(owner)(int64(len(body))); refuse != nil {
 		resp = jsonrpc.EncodeError(msg.ID, refuse)
 		release()
 	} else {
-		release() // the hub has the message: its bytes are the call's, counted by AdmitBytes until answered
+		release() // the hub has the message: its bytes are the call's, counted by Admit until answered
 		c.answering.Store(1)
 		res, err := s.hub.Answer(ctx, server.SessionOptions{ID: newSessionID(), Transport: "streamable-http", Profile: seen, Who: who, Peer: c, SignIn: c}, msg)
 		c.answering.Store(0)

@@ -6,6 +6,9 @@
 // never the hub: which observed call belongs to a chain's call is the
 // hub's to say (Of), since the observed call is made where the hub reads
 // the request, for every method, not only those that pass the chain.
+//
+// It holds the hub's observer too (Traffic), and sends every hop to an
+// upstream, so that the observers see each one (Traffic.Request).
 package observe
 
 import (

@@ -4,9 +4,11 @@
 // as flat mode names its tools, and a route from every URI the client is
 // shown back to the server that owns it and the URI that server knows.
 //
-// It is pure: entries are spliced, never decoded and re-encoded, so that a
-// skill's frontmatter, digests and sizes, and a file's bytes, reach the
-// client exactly as the server sent them. Only the uri members change.
+// The table is pure: entries are spliced, never decoded and re-encoded, so
+// that a skill's frontmatter, digests and sizes, and a file's bytes, reach
+// the client exactly as the server sent them. Only the uri members change.
+// The requests for skills (serve.go) go to their servers through the hub's
+// forward, which a Request gives them: the package never imports the hub.
 package skills
 
 import (

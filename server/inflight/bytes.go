@@ -1,4 +1,6 @@
-package server
+// Package inflight holds the hub's budgets of bytes of client requests in
+// flight: per caller, and in all, over every face.
+package inflight
 
 import (
 	"fmt"
@@ -20,18 +22,18 @@ import (
 // much. A request over a bound is refused at once with
 // CodeServerBusy, never waited for: other sessions go on.
 const (
-	// maxCallerInflightBytes bounds one caller's requests in flight: the
+	// MaxCallerBytes bounds one caller's requests in flight: the
 	// sessions of one HTTP credential, or the local user's (stdio and
 	// the shared hub's sessions).
-	maxCallerInflightBytes = 128 << 20
-	// maxInflightBytes bounds every session's requests in flight: two
+	MaxCallerBytes = 128 << 20
+	// MaxBytes bounds every session's requests in flight: two
 	// callers' worth, so that one caller at its bound leaves room for
 	// another.
-	maxInflightBytes = 256 << 20
+	MaxBytes = 256 << 20
 )
 
-// inflightBytes are the hub's budgets of bytes in flight.
-type inflightBytes struct {
+// Budgets are the hub's budgets of bytes in flight.
+type Budgets struct {
 	all       *semaphore.Weighted
 	allMax    int64
 	callerMax int64
@@ -40,14 +42,15 @@ type inflightBytes struct {
 	callers map[string]int64 // bytes held, by caller; none at 0
 }
 
-func newInflightBytes(callerMax, allMax int64) *inflightBytes {
-	return &inflightBytes{all: semaphore.NewWeighted(allMax), allMax: allMax, callerMax: callerMax, callers: map[string]int64{}}
+// New makes budgets of callerMax bytes a caller and allMax in all.
+func New(callerMax, allMax int64) *Budgets {
+	return &Budgets{all: semaphore.NewWeighted(allMax), allMax: allMax, callerMax: callerMax, callers: map[string]int64{}}
 }
 
 // admit counts n bytes of caller's against its budget and the hub's; a
 // request larger than a whole budget is taken when nothing else holds it.
 // It returns what gives them back, or why the request is refused.
-func (b *inflightBytes) admit(caller string, n int64) (func(), *jsonrpc.Error) {
+func (b *Budgets) admit(caller string, n int64) (func(), *jsonrpc.Error) {
 	c := min(n, b.callerMax)
 	b.mu.Lock()
 	if b.callers[caller]+c > b.callerMax {
@@ -72,7 +75,7 @@ func (b *inflightBytes) admit(caller string, n int64) (func(), *jsonrpc.Error) {
 	}, nil
 }
 
-func (b *inflightBytes) give(caller string, n int64) {
+func (b *Budgets) give(caller string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.callers[caller] -= n; b.callers[caller] <= 0 {
@@ -80,17 +83,16 @@ func (b *inflightBytes) give(caller string, n int64) {
 	}
 }
 
-// held is the bytes caller's requests in flight hold.
-func (b *inflightBytes) held(caller string) int64 {
+// Held is the bytes caller's requests in flight hold.
+func (b *Budgets) Held(caller string) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.callers[caller]
 }
 
-// AdmitBytes is the jsonrpc.ConnOptions.Admit of a session of caller (an
+// Admit is the jsonrpc.ConnOptions.Admit of a session of caller (an
 // HTTP credential; "" for the local user): its requests count against
-// caller's budget of bytes in flight and the hub's (see
-// maxCallerInflightBytes).
-func (h *Hub) AdmitBytes(caller string) func(n int64) (func(), *jsonrpc.Error) {
-	return func(n int64) (func(), *jsonrpc.Error) { return h.inflight.admit(caller, n) }
+// caller's budget of bytes in flight and the hub's (see MaxCallerBytes).
+func (b *Budgets) Admit(caller string) func(n int64) (func(), *jsonrpc.Error) {
+	return func(n int64) (func(), *jsonrpc.Error) { return b.admit(caller, n) }
 }
