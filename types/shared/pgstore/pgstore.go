@@ -19,7 +19,7 @@ import (
 )
 
 // SchemaVersion is the version of the tables this build makes and reads:
-// 2 added the relay's tables (relay.go), which a database of version 1
+// 2 added the relay's tables (server/relay), which a database of version 1
 // gets when a replica of this build starts on it.
 const SchemaVersion = 2
 
@@ -53,7 +53,7 @@ type Store struct {
 	where string       // host:port/database, for messages: never the password
 	takes atomic.Int64 // Take's calls, to prune every pruneEvery
 
-	appended atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
+	appended atomic.Int64 // events appended, to prune dynamic_mcp_events (server/relay)
 	// eventsTotal is the bound of all streams' events in bytes;
 	// 0: shared.MaxEventsTotal (tests set less).
 	eventsTotal int64
