@@ -35,7 +35,7 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
       - {action: allow, tool: "*"}
 `), false)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
 	// The upstream's elicitation reaches a 2026-07-28 client as an

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/shape"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -23,7 +24,7 @@ type shapedLists struct {
 func (v *view) toolsListFor(cfg *config.Config, name string) json.RawMessage {
 	i, rule := cfg.ClientRuleFor(name)
 	if rule == nil {
-		return v.toolsList
+		return v.ToolsList
 	}
 	l, _ := v.shapedFor(i, rule)
 	return l
@@ -50,7 +51,7 @@ func (v *view) shapedFor(i int, rule *config.ClientRule) (json.RawMessage, map[s
 	if l, ok := v.shaped.lists[i]; ok {
 		return l, v.shaped.names[i]
 	}
-	l, names := shapeTools(v.toolsList, rule)
+	l, names := shapeTools(v.ToolsList, rule)
 	if v.shaped.lists == nil {
 		v.shaped.lists, v.shaped.names = map[int]json.RawMessage{}, map[int]map[string]string{}
 	}
@@ -106,5 +107,5 @@ func shapeTools(list json.RawMessage, rule *config.ClientRule) (shaped json.RawM
 		}
 		tools = kept
 	}
-	return listResult("tools", capTools(tools, rule.MaxTools), ""), names
+	return views.ListResult("tools", views.CapTools(tools, rule.MaxTools), ""), names
 }

@@ -103,7 +103,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.obs.SignIn = h.signIn
 	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
 		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
-		HidesResource: func(uri string) bool { return h.snapshot().view.hidesResource(uri) },
+		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
 		Unsubscribe: func(s *upstream.Server, uri string) error {
 			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
 			return err
@@ -194,7 +194,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swap(next)
 	h.rates.Retain(cfg)
 	h.announce(cur, next)
-	h.routes.UnsubscribeHidden(next.view.hidesResource)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
 
 // Sessions is the table of client sessions, for the faces, the inspector
@@ -334,7 +334,7 @@ func (h *Hub) refresh() {
 	next.withViews(h.mgr)
 	h.swap(&next)
 	h.announce(cur, &next)
-	h.routes.UnsubscribeHidden(next.view.hidesResource)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
 
 // announce logs the new problems of next's view and tells clients which
@@ -342,13 +342,13 @@ func (h *Hub) refresh() {
 // profile's).
 func (h *Hub) announce(cur, next *snapshot) {
 	old, v := cur.view, next.view
-	for _, p := range v.problems {
-		if !slices.Contains(old.problems, p) {
+	for _, p := range v.Problems {
+		if !slices.Contains(old.Problems, p) {
 			h.logger.Error(p)
 		}
 	}
-	for _, w := range v.warnings {
-		if !slices.Contains(old.warnings, w) {
+	for _, w := range v.Warnings {
+		if !slices.Contains(old.Warnings, w) {
 			h.logger.Warn(w)
 		}
 	}
@@ -366,15 +366,15 @@ func (h *Hub) announce(cur, next *snapshot) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).ToolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.
-func (h *Hub) Problems() []string { return h.snapshot().view.problems }
+func (h *Hub) Problems() []string { return h.snapshot().view.Problems }
 
 // Warnings lists what the current view found doubtful, such as policy
 // rules naming arguments their tools do not have.
-func (h *Hub) Warnings() []string { return h.snapshot().view.warnings }
+func (h *Hub) Warnings() []string { return h.snapshot().view.Warnings }
 
 // RateLimited is how many calls each rule's rate limit found over it
 // since New, by the rule's group ("" for a global rule) and then its

@@ -304,7 +304,7 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(askCall("1", `{"elicitation":{}}`, ""))

@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 )
 
 // upstreamTool is a tool definition as an upstream might write it.
@@ -22,43 +21,11 @@ func TestFlatRenameKeepsBytes(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("renamed\n got %s\nwant %s", got, want)
 	}
-	list := listResult("tools", []json.RawMessage{got, json.RawMessage(`{"name":"b"}`)}, "")
+	list := views.ListResult("tools", []json.RawMessage{got, json.RawMessage(`{"name":"b"}`)}, "")
 	if string(list) != `{"tools":[`+want+`,{"name":"b"}]}` {
 		t.Fatalf("tools/list %s", list)
 	}
-	if list := listResult("tools", nil, ""); string(list) != `{"tools":[]}` {
+	if list := views.ListResult("tools", nil, ""); string(list) != `{"tools":[]}` {
 		t.Fatalf("empty tools/list %s", list)
-	}
-}
-
-func TestGetDynamicToolsText(t *testing.T) {
-	g := &groupView{name: "web", state: upstream.StateReady, tools: []json.RawMessage{
-		json.RawMessage(upstreamTool),
-		json.RawMessage("{\"inputSchema\": {\"type\": \"object\"},\n \"name\": \"bare\", \"description\": \"\"}"),
-		json.RawMessage(`{"name":7,"description":"a name that is not a string: left out"}`),
-	}}
-	v := &view{groups: []*groupView{g}, groupIndex: map[string]*groupView{"web": g}}
-	res := v.getDynamicTools(dynamicArgs{Group: "web"})
-	var r struct {
-		Content []struct {
-			Type, Text string
-		} `json:"content"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 {
-		t.Fatalf("result %s: %v", res, err)
-	}
-	// The text the LLM reads: an object with the group and its tools in
-	// the upstream's bytes, keys in its order, <, > and & as they are,
-	// $schema and whitespace gone; the same bytes as structuredContent.
-	want := `{"group":"web","tools":[{"name":"search","description":"Search <things> & more","inputSchema":{"type":"object","properties":{"q":{"type":"string","description":"a & b <i>"},"n":{"type":"integer","maximum":1e2}}}},` +
-		`{"name":"bare","inputSchema":{"type":"object"}}]}`
-	if r.Content[0].Text != want {
-		t.Fatalf("text\n got %s\nwant %s", r.Content[0].Text, want)
-	}
-	if sc := jsonrpc.Field(res, "structuredContent"); string(sc) != want {
-		t.Fatalf("structuredContent\n got %s\nwant %s", sc, want)
-	}
-	if !json.Valid([]byte(r.Content[0].Text)) {
-		t.Fatal("the text is not JSON")
 	}
 }

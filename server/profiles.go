@@ -33,16 +33,6 @@ func profileViews(cfg *config.Config, mgr *upstream.Manager, pol *policy.Policy)
 	return modeViews(views, cfg, mgr, pol)
 }
 
-// profileGroup is the group of only named name, nil when there is none.
-func profileGroup(only []*config.Group, name string) *config.Group {
-	for _, g := range only {
-		if g.Name == name {
-			return g
-		}
-	}
-	return nil
-}
-
 // viewOf is the view of the profile named profile ("" is the whole
 // config). A profile a reload removed shows nothing but the meta-tools'
 // empty list: its sessions are told by list_changed.

@@ -165,8 +165,8 @@ func (r *request) HopEnded(res []byte, toolError bool) {
 // inspector and its audit line then name the group, as a call's do.
 func (r *request) askedGroup(v *view, group string) {
 	if c := r.call; c != nil && group != "" {
-		if g, _ := v.lookupGroup(group); g != nil {
-			c.Group = g.name
+		if g, _ := v.LookupGroup(group); g != nil {
+			c.Group = g.Name
 		}
 	}
 }

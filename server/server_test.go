@@ -13,52 +13,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-func TestExposedName(t *testing.T) {
-	if got := ExposedName("files", "read", true); got != "files__read" {
-		t.Errorf("prefixed: %q", got)
-	}
-	if got := ExposedName("files", "read", false); got != "read" {
-		t.Errorf("unprefixed: %q", got)
-	}
-	long := strings.Repeat("x", 130)
-	a, b := ExposedName("g", long+"a", true), ExposedName("g", long+"b", true)
-	if len(a) != maxNameLen || len(b) != maxNameLen {
-		t.Errorf("shortened names are %d and %d long", len(a), len(b))
-	}
-	if a == b {
-		t.Errorf("two long names shortened to the same %q", a)
-	}
-	if a != ExposedName("g", long+"a", true) {
-		t.Error("shortening is not stable")
-	}
-}
-
-func TestPage(t *testing.T) {
-	items := []json.RawMessage{[]byte(`{"n":1}`), []byte(`{"n":2}`), []byte(`{"n":3}`)}
-	first, err := page("things", items, nil, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Things     []json.RawMessage `json:"things"`
-		NextCursor string            `json:"nextCursor"`
-	}
-	if err := json.Unmarshal(first, &p); err != nil || len(p.Things) != 2 || p.NextCursor == "" {
-		t.Fatalf("first page %s: %v", first, err)
-	}
-	second, err := page("things", items, json.RawMessage(`{"cursor":"`+p.NextCursor+`"}`), 2)
-	if err != nil || string(second) != `{"things":[{"n":3}]}` {
-		t.Fatalf("second page %s: %v", second, err)
-	}
-	if empty, _ := page("things", nil, nil, 2); string(empty) != `{"things":[]}` {
-		t.Errorf("empty list: %s", empty)
-	}
-	for _, bad := range []string{`{"cursor":"!!"}`, `{"cursor":"OTk"}`, `{"cursor":5}`} {
-		if _, err := page("things", items, json.RawMessage(bad), 2); err == nil {
-			t.Errorf("cursor %s accepted", bad)
-		}
-	}
-}
 
 // newTestHub is a hub with no upstreams, for the protocol edge of the hub.
 func newTestHub(mode config.Mode) *Hub {
