@@ -40,7 +40,7 @@ func inboxHub(t *testing.T, audit, settings, clients string) *Hub {
 	t.Helper()
 	h, mgr := runHub(t, inboxYAML(t.TempDir(), audit, settings, clients), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h
 }
 
@@ -347,7 +347,7 @@ groups:
       - {name: writes, action: allow, tool: "echo", rate: 1/minute, then: prompt}
 `, t.TempDir(), fakeBin), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"hi"}`))
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) {

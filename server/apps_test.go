@@ -56,7 +56,7 @@ func appsHub(t *testing.T, mode, group string) *Hub {
 	// the skills extension it may bring (skills.go).
 	waitFor(t, 5*time.Second, "the profiles' views", func() bool {
 		for _, v := range h.snapshot().profiles {
-			if v.starting {
+			if v.Starting {
 				return false
 			}
 		}

@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
 
@@ -41,9 +46,9 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		audit.Stage{Trail: snap.audit, Keep: keepAudit},
 		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg, chainCall), Answers: h.answersRound, Logger: h.logger},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds, Request: roundRequest}.Answers, Logger: h.logger},
 		observe.Stage{Of: observed},
-		&gate.Enforce{Asker: h.asker(snap.cfg, chainCall), Logger: h.logger},
+		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
 }
 
@@ -100,21 +105,19 @@ func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 func observed(c *call.Call) *traffic.Call { return requestOf(c).call }
 
 // asker puts a call to a person in whichever way its client can be
-// reached (approve.Ways), asked under cfg; up is the hub's view of the
-// call asked about, for the 2026-07-28 round (askRound).
-func (h *Hub) asker(cfg *config.Config, up func(*call.Call) upcall) call.Asker {
+// reached (approve.Ways), asked under cfg.
+func (h *Hub) asker(cfg *config.Config) call.Asker {
 	client := func(c *call.Call) approve.Client { return requestOf(c) }
 	inbox := approve.Wait{Inbox: h.inbox, Config: cfg, Client: client}
 	return approve.Ways{Config: cfg, Client: client, Grant: approve.Grant{Inbox: h.inbox},
-		Round: call.AskerFunc(func(ctx context.Context, c *call.Call, d policy.Decision) error {
-			return h.askRound(ctx, requestOf(c), up(c), d, c, inbox)
-		}),
+		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Request: roundRequest, Inbox: inbox},
 		Elicit: approve.Elicit{Config: cfg, Client: client},
 		Inbox:  inbox}
 }
 
-// chainCall is the hub's view of a call of the chain.
-func chainCall(c *call.Call) upcall { return requestOf(c).upcall(c) }
+// roundRequest is the request a call of the chain was made for, as the
+// 2026-07-28 rounds see it.
+func roundRequest(c *call.Call) rounds.Request { return requestOf(c) }
 
 // The approve.Client of a call is its request's session.
 
@@ -126,9 +129,30 @@ func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, erro
 	return r.sess.Request(ctx, "elicitation/create", params)
 }
 
-// answersRound reports whether c is the 2026-07-28 retry that answers a
-// question the hub put about it (promptround.go).
-func (h *Hub) answersRound(c *call.Call) bool {
-	req := requestOf(c)
-	return h.answersQuestion(req, req.upcall(c))
+// The rounds.Request of a call is its request.
+
+func (r *request) Call() *call.Call                 { return &r.fwd }
+func (r *request) Param(key string) json.RawMessage { return r.params.Field(key) }
+func (r *request) SignIn() (string, rounds.Linker)  { return r.sess.UserKey(), r.sess.linker }
+
+// FirstCall makes the request go upstream without the round's
+// requestState and inputResponses: the retry that answered the hub's
+// question accept.
+func (r *request) FirstCall() {
+	r.params = rounds.WithoutRound(r.params)
+	r.promptAnswered = true
+}
+
+// Capabilities are the capabilities the client states in the request's
+// _meta (2026-07-28), else those its session stated.
+func (r *request) Capabilities() mcp.ClientCapabilities {
+	if meta, err := jsonrpc.ScanObject(r.field("_meta")); err == nil {
+		if raw := meta.Field(mcp.MetaKeyClientCapabilities); raw != nil {
+			var caps mcp.ClientCapabilities
+			if json.Unmarshal(raw, &caps) == nil {
+				return clients.BoundCapabilities(caps)
+			}
+		}
+	}
+	return r.sess.GetClientCapabilities()
 }

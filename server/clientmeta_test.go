@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -35,7 +36,7 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
       - {action: allow, tool: "*"}
 `), false)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
 	// The upstream's elicitation reaches a 2026-07-28 client as an
@@ -55,11 +56,11 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	// promptround_test.go).
 	c.send(modernCall("2", "f__echo", `{"elicitation":{}}`))
 	question := answerOf(t, reply(c, "2"))
-	if _, ok := question.InputRequests[promptInputKey]; !ok {
+	if _, ok := question.InputRequests[rounds.PromptInputKey]; !ok {
 		t.Fatalf("a prompt policy asking a client that stated elicitation: %+v", question)
 	}
 	c.send(strings.Replace(modernCall("12", "f__echo", `{"elicitation":{}}`), `"_meta":`,
-		`"inputResponses":{"`+promptInputKey+`":{"action":"accept","content":{}}},"requestState":"`+question.RequestState+`","_meta":`, 1))
+		`"inputResponses":{"`+rounds.PromptInputKey+`":{"action":"accept","content":{}}},"requestState":"`+question.RequestState+`","_meta":`, 1))
 	if got := c.answer("12"); !strings.Contains(got, `"result"`) || strings.Contains(got, "isError") || strings.Contains(got, "input_required") {
 		t.Errorf("a prompt policy's question, answered: %s", got)
 	}

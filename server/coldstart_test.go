@@ -45,7 +45,7 @@ func warmUp(t *testing.T, dir, gate string, grow bool) {
 		if _, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "grow"}, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the grown list", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sprout"]; return ok })
+		waitFor(t, 10*time.Second, "the grown list", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sprout"]; return ok })
 	}
 	stop() // waits for the upstream's last tools to be kept
 	if err := os.Remove(gate); err != nil {
@@ -95,7 +95,7 @@ func TestColdStartListsLastTools(t *testing.T) {
 			if call := lines[strings.LastIndex(lines[:len(lines)-1], "\n")+1:]; !strings.Contains(call, `"text":"hello"`) || strings.Contains(call, `"isError":true`) {
 				t.Fatalf("cached tool's call: %.300s", call)
 			}
-			waitFor(t, 10*time.Second, "the live view", func() bool { return !h.snapshot().view.starting })
+			waitFor(t, 10*time.Second, "the live view", func() bool { return !h.snapshot().view.Starting })
 			h.swapMu.Lock() // the live view's changes are announced
 			pending := h.listens.Pending(listen.Tools)
 			h.swapMu.Unlock()

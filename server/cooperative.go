@@ -26,6 +26,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -43,14 +44,14 @@ func withCooperative(v *view, cfg *config.Config) *view {
 	var list struct {
 		Tools []json.RawMessage `json:"tools"` // RawMessage keeps each definition's bytes
 	}
-	if err := json.Unmarshal(v.toolsList, &list); err != nil {
-		v.problems = append(v.problems, "the cooperative tools are not listed: "+err.Error())
+	if err := json.Unmarshal(v.ToolsList, &list); err != nil {
+		v.Problems = append(v.Problems, "the cooperative tools are not listed: "+err.Error())
 		return v
 	}
 	at := 0
-	if v.mode != config.ModeFlat {
+	if v.Mode != config.ModeFlat {
 		at = 2 // get_dynamic_tools, call_dynamic_tool
-		if v.search != nil {
+		if v.Search != nil {
 			at++
 		}
 	}
@@ -59,15 +60,15 @@ func withCooperative(v *view, cfg *config.Config) *view {
 	for _, t := range list.Tools[min(at, len(list.Tools)):] {
 		name, _ := stringValue(jsonrpc.Field(t, "name"))
 		if cooperative.IsTool(name) {
-			v.problems = append(v.problems, fmt.Sprintf("tool %q of %s is hidden: its name is that of a cooperative tool of the hub (set prefix: true on the group)",
-				name, v.flatRoutes[name].server.Config.ID()))
-			delete(v.flatRoutes, name)
+			v.Problems = append(v.Problems, fmt.Sprintf("tool %q of %s is hidden: its name is that of a cooperative tool of the hub (set prefix: true on the group)",
+				name, v.FlatRoutes[name].Server.Config.ID()))
+			delete(v.FlatRoutes, name)
 			continue
 		}
 		tools = append(tools, t)
 	}
-	v.toolsList = listResult("tools", capTools(tools, cfg.Settings.MaxTools), "")
-	v.toolsHash = hashOf(v.toolsList)
+	v.ToolsList = views.ListResult("tools", views.CapTools(tools, cfg.Settings.MaxTools), "")
+	v.ToolsHash = views.HashOf(v.ToolsList)
 	v.cooperative = true
 	return v
 }
@@ -129,22 +130,22 @@ func (c *coopHost) Route(name, group string) (g, server, tool string, ok bool) {
 	if !ok {
 		return "", "", "", false
 	}
-	return r.server.Config.Group, r.server.Config.Name, r.name, true
+	return r.Server.Config.Group, r.Server.Config.Name, r.Name, true
 }
 
 // route finds the tool the client calls name, as toolsCall and
-// callDynamicTool find it: by the name it was shown, or by its group's
+// View.CallDynamicTool find it: by the name it was shown, or by its group's
 // name for it in a group that is ready.
 func (c *coopHost) route(name, group string) (route, bool) {
 	if group != "" {
-		g, _ := c.v.lookupGroup(group)
+		g, _ := c.v.LookupGroup(group)
 		if g == nil {
 			return route{}, false
 		}
-		r, ok := g.toolRoutes[name]
+		r, ok := g.ToolRoutes[name]
 		return r, ok
 	}
-	r, ok := c.v.flatRoutes[c.v.shaped.ToolName(c.req.snap.cfg, c.req.sess.GetClientInfo().Name, name, c.v.toolsList)]
+	r, ok := c.v.FlatRoutes[c.v.shaped.ToolName(c.req.snap.cfg, c.req.sess.GetClientInfo().Name, name, c.v.ToolsList)]
 	return r, ok
 }
 
@@ -153,7 +154,7 @@ func (c *coopHost) route(name, group string) (route, bool) {
 func (c *coopHost) resolve(t cooperative.Target) (upcall, policy.Decision, bool) {
 	var cl upcall
 	if t.URI != "" {
-		s := c.v.resolveResource(t.URI)
+		s := c.v.ResolveResource(t.URI)
 		if s == nil {
 			return cl, policy.Decision{}, false
 		}
@@ -163,7 +164,7 @@ func (c *coopHost) resolve(t cooperative.Target) (upcall, policy.Decision, bool)
 		if !ok {
 			return cl, policy.Decision{}, false
 		}
-		cl = upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: t.Arguments}
+		cl = upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: t.Arguments}
 	}
 	d := c.req.snap.policy.Decide(policy.Request{Group: cl.server.Config.Group, Server: cl.server.Config.Name, Method: cl.method, Name: cl.name, Args: cl.args})
 	return cl, d, d.Rule != policy.RuleHidden // the view hides these already
@@ -204,7 +205,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	// is noted on the request's call, as for its own.
 	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
 		Modern: c.req.modern}
-	err = c.h.asker(c.req.snap.cfg, func(*call.Call) upcall { return cl }).Ask(ctx, &cc, d)
+	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
 		c.req.fwd.Approved(n.Grant, n.ApprovedBy)
 	}
@@ -239,7 +240,7 @@ func (c *coopHost) Policy() cooperative.View {
 	cfg := c.req.snap.cfg
 	out := cooperative.View{Global: cfg.Policy, Default: cmpAction(cfg.PolicyDefault)}
 	for _, g := range cfg.Groups {
-		if _, ok := c.v.groupIndex[g.Name]; ok {
+		if _, ok := c.v.GroupIndex[g.Name]; ok {
 			out.Groups = append(out.Groups, g)
 		}
 	}

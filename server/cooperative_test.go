@@ -82,7 +82,7 @@ func fixtureHub(t *testing.T, audit string) (*Hub, []policyFixture) {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["web__browser_navigate"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["web__browser_navigate"]; return ok })
 	return h, fixtures
 }
 
@@ -250,7 +250,7 @@ func TestCooperativeListed(t *testing.T) {
 			})
 			waitFor(t, 5*time.Second, "the view", func() bool {
 				v := h.snapshot().viewOf(tc.profile)
-				return len(v.groupIndex["f"].tools) > 0 && len(v.groupIndex["g"].tools) > 0
+				return len(v.GroupIndex["f"].Tools) > 0 && len(v.GroupIndex["g"].Tools) > 0
 			})
 			v := h.snapshot().viewOf(tc.profile)
 			var list struct {
@@ -258,13 +258,13 @@ func TestCooperativeListed(t *testing.T) {
 					Name string `json:"name"`
 				} `json:"tools"`
 			}
-			mustJSON(t, string(v.toolsList), &list)
+			mustJSON(t, string(v.ToolsList), &list)
 			var names []string
 			for _, tl := range list.Tools {
 				names = append(names, tl.Name)
 			}
 			if tc.want == nil {
-				if _, ok := v.flatRoutes["checkIntent"]; !ok || v.cooperative || slices.Contains(names, "getPolicy") {
+				if _, ok := v.FlatRoutes["checkIntent"]; !ok || v.cooperative || slices.Contains(names, "getPolicy") {
 					t.Errorf("while off, checkIntent is the upstream's and the hub's tools are not listed: %v", names)
 				}
 				return
@@ -275,8 +275,8 @@ func TestCooperativeListed(t *testing.T) {
 			if n := strings.Count(strings.Join(names, " "), "checkIntent"); n != 1 {
 				t.Errorf("checkIntent listed %d times: %v", n, names)
 			}
-			if tc.mode == "flat" && !slices.ContainsFunc(v.problems, func(p string) bool { return strings.Contains(p, `"checkIntent"`) }) {
-				t.Errorf("the clash is not reported: %v", v.problems)
+			if tc.mode == "flat" && !slices.ContainsFunc(v.Problems, func(p string) bool { return strings.Contains(p, `"checkIntent"`) }) {
+				t.Errorf("the clash is not reported: %v", v.Problems)
 			}
 		})
 	}

@@ -16,8 +16,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -28,7 +30,7 @@ import (
 func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
 	if req.modern {
 		req.sess.lists.SetModern() // told of changes on its listens alone (server/listen)
-		if err := checkModern(req); err != nil {
+		if err := rounds.CheckModern(req.msg.Method, req.field("_meta")); err != nil {
 			return nil, err
 		}
 	}
@@ -42,12 +44,12 @@ func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error)
 	}
 	if err != nil {
 		if req.modern {
-			err = modernError(err)
+			err = rounds.ModernError(err)
 		}
 		return nil, err
 	}
-	if req.modern && !isInputRequired(result) {
-		result = decorateModern(req.msg.Method, result)
+	if req.modern && !rounds.IsInputRequired(result) {
+		result = rounds.DecorateModern(req.msg.Method, result)
 	}
 	return fitMaxResult(h.results, req, result), nil
 }
@@ -68,7 +70,7 @@ func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) j
 		return res
 	}
 	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
-	if !resultcap.Over(res, limit) || isInputRequired(res) {
+	if !resultcap.Over(res, limit) || rounds.IsInputRequired(res) {
 		return res
 	}
 	return results.Cut(res, limit, len(req.msg.ID), resultcap.Call{Caller: caller(req.sess),
@@ -85,43 +87,43 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	// A first page asked while upstreams start waits for them a moment,
 	// so that a client that lists once sees them all.
 	settled := func() *view {
-		if !v.starting || req.field("cursor") != nil {
+		if !v.Starting || req.field("cursor") != nil {
 			return v
 		}
-		return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.starting })
+		return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Starting })
 	}
 	switch req.msg.Method {
 	case "tools/list":
-		if v.mode == config.ModeFlat && v.unknown && req.field("cursor") == nil {
+		if v.Mode == config.ModeFlat && v.Unknown && req.field("cursor") == nil {
 			// Servers whose tools are known from their last run need not
 			// be waited for: their tools are listed now, and the clients
 			// told of any change once they are ready (server/listen).
-			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.unknown })
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Unknown })
 		}
-		req.sess.lists.Saw(listen.Tools, v.toolsHash)
-		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.toolsList), nil
+		req.sess.lists.Saw(listen.Tools, v.ToolsHash)
+		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.ToolsList), nil
 	case "tools/call":
 		return h.toolsCall(ctx, req, v)
 	case "prompts/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Prompts, v.promptsHash)
-		return page("prompts", v.prompts, req.msg.Params, size)
+		req.sess.lists.Saw(listen.Prompts, v.PromptsHash)
+		return views.Page("prompts", v.Prompts, req.msg.Params, size)
 	case "prompts/get":
 		return h.promptsGet(ctx, req, v)
 	case "resources/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.resourcesHash)
-		return page("resources", v.resources, req.msg.Params, size)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("resources", v.Resources, req.msg.Params, size)
 	case "resources/templates/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.resourcesHash)
-		return page("resourceTemplates", v.templates, req.msg.Params, size)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("resourceTemplates", v.Templates, req.msg.Params, size)
 	case "resources/read":
 		return h.resourcesRead(ctx, req, v)
 	case "skills/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.resourcesHash)
-		return page("skills", v.skills.Entries(), req.msg.Params, size)
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("skills", v.skills.Entries(), req.msg.Params, size)
 	case "skills/get":
 		return skills.Get(ctx, extRequest{h, req, v})
 	case "resources/directory/read":
@@ -137,7 +139,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			return h.obs.RequestOn(ctx, req, req.sess, s, on, method, params, timeout)
 		}
 		if req.msg.Method == "tasks/list" {
-			return listResult("tasks", h.tasks.List(req.sess, send), ""), nil
+			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
 		}
 		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
 	case "resources/subscribe", "resources/unsubscribe":
@@ -153,20 +155,20 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
-	name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.toolsList) // as the client was shown it (see clients:)
+	name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.ToolsList) // as the client was shown it (see clients:)
 	if v.cooperative && cooperative.IsTool(name) {
 		return (&coopHost{h: h, req: req, v: v}).serve(ctx, name, arguments) // the hub's own (cooperative.go)
 	}
-	if v.mode == config.ModeFlat {
-		r, ok := v.flatRoutes[name]
-		if (!ok || r.cached) && v.starting {
+	if v.Mode == config.ModeFlat {
+		r, ok := v.FlatRoutes[name]
+		if (!ok || r.Cached) && v.Starting {
 			// Its upstream may be one still starting, or it is known from
 			// its last run only: wait for the upstream.
 			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool {
-				r, ok := v.flatRoutes[name]
-				return ok && !r.cached || !v.starting
+				r, ok := v.FlatRoutes[name]
+				return ok && !r.Cached || !v.Starting
 			})
-			r, ok = v.flatRoutes[name]
+			r, ok = v.FlatRoutes[name]
 		}
 		if !ok {
 			r, ok = apps.CalledTool(ctx, extRequest{h, req, v}, name) // an MCP App's call by its server's name (server/apps)
@@ -178,59 +180,68 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		}
 		return h.callRoute(ctx, req, r, arguments)
 	}
-	if r, ok := v.flatRoutes[name]; ok {
+	if r, ok := v.FlatRoutes[name]; ok {
 		// A tool its group exposes beside the meta-tools: called as in
 		// flat mode, its arguments the upstream's own.
 		return h.callRoute(ctx, req, r, arguments)
 	}
-	if name == searchToolName && v.search == nil && v.starting && settings.Search != config.SearchOff {
+	if name == views.SearchToolName && v.Search == nil && v.Starting && settings.Search != config.SearchOff {
 		// search: auto offers it once the groups starting hold enough
 		// tools: wait for them, as flat mode waits for a tool not known yet.
-		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.search != nil || !v.starting })
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.Search != nil || !v.Starting })
 	}
-	if name != getToolsName && name != callToolName && name != searchToolName {
+	if name != views.GetToolsName && name != views.CallToolName && name != views.SearchToolName {
 		if r, ok := apps.CalledTool(ctx, extRequest{h, req, v}, name); ok {
 			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (server/apps)
 		}
 	}
-	if name != getToolsName && name != callToolName && (name != searchToolName || v.search == nil) {
+	if name != views.GetToolsName && name != views.CallToolName && (name != views.SearchToolName || v.Search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
 		// offered is a tool like any other the client cannot see.
 		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
-	var args dynamicArgs
+	var args views.DynamicArgs
 	if len(arguments) > 0 && string(arguments) != "null" {
 		if err := json.Unmarshal(arguments, &args); err != nil {
 			return toolError("invalid arguments: " + err.Error()), nil
 		}
 	}
 	switch {
-	case v.groupStarting(args.Group):
+	case v.GroupStarting(args.Group):
 		// The group is listed from the start; a call for it waits until it
 		// is up (or has failed), as long as connecting may take.
-		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.ConnectTimeout, func(v *view) bool { return !v.groupStarting(args.Group) })
-	case name == searchToolName && args.Group == "" && v.starting:
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.ConnectTimeout, func(v *view) bool { return !v.GroupStarting(args.Group) })
+	case name == views.SearchToolName && args.Group == "" && v.Starting:
 		// A search of every group waits for those starting as a list does,
 		// rather than answer that nothing matches while their tools are
 		// not known yet.
-		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return !v.starting })
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return !v.Starting })
 	}
 	switch name {
-	case getToolsName:
+	case views.GetToolsName:
 		req.askedGroup(v, args.Group)
-		return v.getDynamicTools(args), nil
-	case callToolName:
-		return h.callDynamicTool(ctx, req, v, args)
+		return v.GetDynamicTools(args), nil
+	case views.CallToolName:
+		c := v.CallDynamicTool(args, req.field("_meta"), req.field("task"))
+		if c.Missed {
+			req.miss(args.Name)
+			req.auditMiss(args.Name, args.Args)
+		}
+		if c.Answer != nil {
+			return c.Answer, nil
+		}
+		return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: c.Route.Server, name: c.Route.Name, args: c.Args, params: c.Params,
+			shown: c.Route.Name, schema: c.Schema})
 	}
-	if v.search == nil { // gone while it waited (a reload turned it off)
+	if v.Search == nil { // gone while it waited (a reload turned it off)
 		req.miss(name)
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
 	req.askedGroup(v, args.Group)
-	return v.searchDynamicTools(args), nil
+	return v.SearchDynamicTools(args), nil
 }
 
 // callRoute calls the upstream tool r names with the client's params,
@@ -243,8 +254,8 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
 	name, _ := req.stringField("name") // as the client called it
-	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments,
-		params: req.params, rename: true, shown: name, schema: r.inputSchema()})
+	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
+		params: req.params, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -252,12 +263,12 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	if !ok || name == "" {
 		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
 	}
-	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.promptRoutes[name]; return ok })
-	r, ok := v.promptRoutes[name]
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[name]; return ok })
+	r, ok := v.PromptRoutes[name]
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.server, name: r.name, args: req.field("arguments"),
+	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.Server, name: r.Name, args: req.field("arguments"),
 		params: req.params, rename: true})
 }
 
@@ -295,7 +306,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	}
 	if isResultURI(uri) { // a result cut to fit max_result, for the session that made the call
 		r, query, named := h.results.Find(uri, caller(req.sess))
-		if r != nil && req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).groupIndex[r.Group] == nil {
+		if r != nil && req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).GroupIndex[r.Group] == nil {
 			r = nil // its group is no longer the session's to see
 		}
 		if r == nil {
@@ -316,11 +327,11 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if res, ok, err := apps.Read(ctx, extRequest{h, req, v}, uri); ok {
 		return res, err // an MCP App's ui:// resource (server/apps)
 	}
-	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.resolveResource(uri) != nil })
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.ResolveResource(uri) != nil })
 	if r := v.skills.File(uri); r != nil {
 		return skills.ReadFile(ctx, extRequest{h, req, v}, r, uri) // server/skills
 	}
-	s := v.resolveResource(uri)
+	s := v.ResolveResource(uri)
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
@@ -335,10 +346,10 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 // still starting, and "not found" would be an answer the server never
 // gives.
 func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(*view) bool) *view {
-	if !v.starting || found(v) {
+	if !v.Starting || found(v) {
 		return v
 	}
-	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.starting })
+	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.Starting })
 }
 
 // subscriber is req, which subscribes its session to resources in view
@@ -348,9 +359,9 @@ func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
 		Session: req.sess,
 		Resolve: func(ctx context.Context, uri string, wait bool) (*upstream.Server, bool) {
 			if wait {
-				v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.resolveResource(uri) != nil })
+				v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.ResolveResource(uri) != nil })
 			}
-			return v.resolveResource(uri), v.hidesResource(uri)
+			return v.ResolveResource(uri), v.HidesResource(uri)
 		},
 		Routed: func(s *upstream.Server, uri string) { observe.Routed(req.call, s, uri, "", "") },
 		Subscribe: func(ctx context.Context, s *upstream.Server, uri string) error {
@@ -384,17 +395,6 @@ func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Serv
 	return e.h.forward(ctx, e.req, upcall{method: method, server: s, name: name, params: params})
 }
 
-// completionServer is the server a completion for the resource template
-// (or resource) uri goes to, nil for none.
-func (v *view) completionServer(uri string) *upstream.Server {
-	for _, t := range v.templateRoutes {
-		if t.template.Raw() == uri {
-			return t.server
-		}
-	}
-	return v.resolveResource(uri)
-}
-
 // complete routes completion/complete by its reference: a prompt by its
 // exposed name, a resource template by its URI template.
 func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -410,17 +410,17 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	var s *upstream.Server
 	switch ref.Type {
 	case "ref/prompt":
-		v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.promptRoutes[ref.Name]; return ok })
-		r, ok := v.promptRoutes[ref.Name]
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[ref.Name]; return ok })
+		r, ok := v.PromptRoutes[ref.Name]
 		if !ok {
 			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
 		}
-		s = r.server
-		ref.Name = r.name
-		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.name})
+		s = r.Server
+		ref.Name = r.Name
+		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.Name})
 	case "ref/resource":
-		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.completionServer(ref.URI) != nil })
-		if s = v.completionServer(ref.URI); s == nil {
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.CompletionServer(ref.URI) != nil })
+		if s = v.CompletionServer(ref.URI); s == nil {
 			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
 		}
 	default:
@@ -428,12 +428,4 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	}
 	observe.Routed(req.call, s, cmp.Or(ref.Name, ref.URI), "", "")
 	return h.obs.Request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
-}
-
-// inputSchema is the inputSchema of the tool r routes to, nil if none.
-func (r route) inputSchema() json.RawMessage {
-	if r.tool == nil {
-		return nil
-	}
-	return jsonrpc.Field(r.tool.Raw, "inputSchema")
 }

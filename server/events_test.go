@@ -171,8 +171,8 @@ func TestHubWholeBeforeUpstreamEvents(t *testing.T) {
 				t.Errorf("%d notifications dropped", n)
 			}
 			waitFor(t, 5*time.Second, "the view", func() bool {
-				g := h.snapshot().view.groupIndex["g"]
-				return g != nil && len(g.tools) == 1
+				g := h.snapshot().view.GroupIndex["g"]
+				return g != nil && len(g.Tools) == 1
 			})
 			if err := h.Close(); err != nil {
 				t.Error(err)
@@ -268,8 +268,8 @@ func TestUpstreamRequestReachesClient(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s := mgr.Servers()[0]
 	waitFor(t, 10*time.Second, "the upstream in the view", func() bool {
-		g := h.snapshot().view.groupIndex["g"]
-		return s.Status().State == upstream.StateReady && g != nil && len(g.tools) == 1
+		g := h.snapshot().view.GroupIndex["g"]
+		return s.Status().State == upstream.StateReady && g != nil && len(g.Tools) == 1
 	})
 
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"g","name":"roots","args":{}}}}`)
@@ -320,8 +320,8 @@ func TestUpstreamNotificationsReachClientInOrder(t *testing.T) {
 	c.nextOf("", "1")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	waitFor(t, 10*time.Second, "the upstream in the view", func() bool {
-		g := h.snapshot().view.groupIndex["g"]
-		return g != nil && len(g.tools) > 0
+		g := h.snapshot().view.GroupIndex["g"]
+		return g != nil && len(g.Tools) > 0
 	})
 
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"g","name":"progress","args":{"text":"hi"}},"_meta":{"progressToken":"mine"}}}`)

@@ -14,6 +14,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -268,9 +269,9 @@ var ErrUnknownProfile = errors.New("no such profile")
 // Stateless reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which needs no session: a face opens one for that
 // request alone.
-func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && modern(msg.Params) }
+func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && rounds.Modern(msg.Params) }
 
 // ProtocolVersion is the protocol version a request's params._meta names,
 // "" when it names none: over HTTP the face holds it against the
 // MCP-Protocol-Version header (2026-07-28, transports).
-func ProtocolVersion(msg *jsonrpc.Message) string { return metaVersion(msg.Params) }
+func ProtocolVersion(msg *jsonrpc.Message) string { return rounds.MetaVersion(msg.Params) }

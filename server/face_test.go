@@ -24,7 +24,7 @@ func fakeHubB(t testing.TB, args ...string) *Hub {
 	}
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: ["+strings.Join(quoted, ", ")+"]\n"), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h
 }
 

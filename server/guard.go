@@ -8,6 +8,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -35,7 +36,7 @@ type upcall struct {
 // tool call into an isError result.
 func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
 	if req.promptAnswered {
-		c.params = withoutRound(c.params)
+		c.params = rounds.WithoutRound(c.params)
 	}
 	var buf [2]jsonrpc.Member
 	set := buf[:0]
@@ -65,12 +66,12 @@ func (h *Hub) send(ctx context.Context, req *request, c upcall) (json.RawMessage
 		err  error
 	)
 	switch {
-	case !task && inputMethod(c.method) && req.modern:
-		res, err = h.modernCall(ctx, req, c, params, timeout)
+	case !task && rounds.InputMethod(c.method) && req.modern:
+		res, err = h.rounds.Call(ctx, req, c.server, params, timeout)
 	default:
 		res, conn, err = h.obs.RequestOn(ctx, req, req.fwd.Owner, c.server, 0, c.method, json.RawMessage(params), timeout)
-		if err == nil && !task && isInputRequired(res) && !req.modern {
-			res, err = h.fulfil(ctx, req, c, params, res, timeout)
+		if err == nil && !task && rounds.IsInputRequired(res) && !req.modern {
+			res, err = h.rounds.Fulfil(ctx, req, c.server, params, res, timeout)
 		}
 	}
 	if err == nil && task {

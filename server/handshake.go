@@ -52,7 +52,7 @@ func (req *request) capabilities() mcp.ServerCapabilities {
 // instructions is the text of the handshake's answer to req: the
 // instructions of the upstreams of the client's view.
 func (req *request) instructions() string {
-	return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).instructions("")
+	return req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).Instructions("")
 }
 
 // extensions are the view's capabilities.extensions: the Skills
@@ -65,7 +65,7 @@ func (req *request) instructions() string {
 func (v *view) extensions() map[string]any {
 	ext := map[string]any{}
 	switch {
-	case v.starting:
+	case v.Starting:
 		ext[skills.ExtensionID] = map[string]any{"directoryRead": true}
 	case v.skills.Offered():
 		ext[skills.ExtensionID] = v.skills.Capability()

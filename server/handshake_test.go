@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -49,8 +50,8 @@ func mcpgoAnswer(srv *mcpserver.MCPServer, sess *session, msg *jsonrpc.Message) 
 	if len(msg.Params) > 0 {
 		params, _ := jsonrpc.ScanObject(msg.Params)
 		sess.stated(clients.StateOf(params, msg.Params))
-		if req := (&request{sess: sess, msg: msg, params: params}); modern(msg.Params) {
-			if err := checkModern(req); err != nil {
+		if rounds.Modern(msg.Params) {
+			if err := rounds.CheckModern(msg.Method, params.Field("_meta")); err != nil {
 				return nil, err
 			}
 		}

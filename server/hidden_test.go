@@ -18,7 +18,7 @@ import (
 func TestViewWarnsOfUnknownArguments(t *testing.T) {
 	h := hidingHub(t)
 	want := `policy rule typo names argument "txt", which tool echo of f/f does not have (its arguments: ms, text)`
-	if got := h.snapshot().view.warnings; len(got) != 1 || got[0] != want {
+	if got := h.snapshot().view.Warnings; len(got) != 1 || got[0] != want {
 		t.Errorf("warnings %q, want %q", got, want)
 	}
 }
@@ -34,7 +34,7 @@ func hidingHub(t *testing.T) *Hub {
       - {name: typo, action: deny, tool: "echo", args: {txt: "x"}}
       - {name: fine, action: deny, tool: "echo", args: {TEXT: "x"}}
 `), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
 	return h
 }
 
@@ -151,7 +151,7 @@ func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
 		return flatFakeYAML(dir, "", fmt.Sprintf("    resources: {deny: [%q]}\n", deny))
 	}
 	h, mgr := runHub(t, yaml("^nothing$"), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__touch"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -23,6 +23,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
@@ -43,16 +44,12 @@ type Hub struct {
 	// routes are the client sessions, and where upstream events go.
 	routes *routes.Table[*session]
 	tasks  *tasks.Table[*session]
-	states *stateSealer // seals the requestState of input_required results
-	inputs *inputCalls  // 2026-07-28 clients' calls held between rounds
+	rounds *rounds.Rounds // the 2026-07-28 rounds: states sealed, calls held, questions put
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
 	inbox *approve.Inbox
 	rates *ratelimit.Limiter // the loop guards' counters (policy rate:), kept across reloads
 	obs   *observe.Traffic   // the observer, and every hop upstream (server/observe)
-	// prompts are the prompt rules' questions put to 2026-07-28 clients
-	// in input_required answers and not answered yet (promptround.go).
-	prompts *promptRounds
 	// results are the tool results cut to fit max_result, kept whole
 	// for their sessions to read (resultcap; Options.Results).
 	results *resultcap.Store
@@ -99,8 +96,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		logger:   logger,
 		stop:     make(chan struct{}),
 		tasks:    tasks.New[*session](logger),
-		inputs:   newInputCalls(),
-		prompts:  newPromptRounds(),
 		rates:    ratelimit.New(opts.Store),
 		results:  opts.Results,
 		inflight: inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
@@ -111,17 +106,17 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.obs.SignIn = h.signIn
 	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
 		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
-		HidesResource: func(uri string) bool { return h.snapshot().view.hidesResource(uri) },
+		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
 		Unsubscribe: func(s *upstream.Server, uri string) error {
 			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
 			return err
 		},
-		Ask: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
-			p := inputCallOf(ctx)
+		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
+			p := h.rounds.Held(e.Owner, e.Server)
 			if p == nil {
 				return nil, false, nil
 			}
-			res, err := p.ask(ctx, method, params)
+			res, err := p.Ask(ctx, e.Method, params)
 			return res, true, err
 		},
 		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (*session, json.RawMessage, bool) {
@@ -140,8 +135,10 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
-	if h.states, err = newStateSealer(); err != nil {
+	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs.Request, AskClient: h.routes.Request,
+		Release: h.mgr.Release}); err != nil {
 		return nil, err
 	}
 	h.audits = opts.Audits
@@ -152,7 +149,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.inbox = approve.New(approve.Options{Store: opts.Store, Logger: logger, Context: h.ctx, Stop: h.stop, Spawn: h.spawn, Safely: h.safely})
 	h.protocol = clients.Protocol{Info: mcp.Implementation{Name: hubName, Version: Version}, LevelSet: h.routes.SetLogLevel}
 	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,
@@ -201,7 +197,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 	h.swap(next)
 	h.rates.Retain(cfg)
 	h.announce(cur, next)
-	h.routes.UnsubscribeHidden(next.view.hidesResource)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
 
 // Sessions is the table of client sessions, for the faces, the inspector
@@ -341,7 +337,7 @@ func (h *Hub) refresh() {
 	next.withViews(h.mgr)
 	h.swap(&next)
 	h.announce(cur, &next)
-	h.routes.UnsubscribeHidden(next.view.hidesResource)
+	h.routes.UnsubscribeHidden(next.view.HidesResource)
 }
 
 // announce logs the new problems of next's view and tells clients which
@@ -349,13 +345,13 @@ func (h *Hub) refresh() {
 // profile's).
 func (h *Hub) announce(cur, next *snapshot) {
 	old, v := cur.view, next.view
-	for _, p := range v.problems {
-		if !slices.Contains(old.problems, p) {
+	for _, p := range v.Problems {
+		if !slices.Contains(old.Problems, p) {
 			h.logger.Error(p)
 		}
 	}
-	for _, w := range v.warnings {
-		if !slices.Contains(old.warnings, w) {
+	for _, w := range v.Warnings {
+		if !slices.Contains(old.Warnings, w) {
 			h.logger.Warn(w)
 		}
 	}
@@ -373,15 +369,15 @@ func (h *Hub) announce(cur, next *snapshot) {
 // ToolsListFor builds the tools/list result mode would give, for comparing
 // the modes' sizes.
 func (h *Hub) ToolsListFor(mode config.Mode) json.RawMessage {
-	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).toolsList
+	return buildView(mode, h.config().Settings.Search, h.config().Settings.MaxTools, h.mgr, nil).ToolsList
 }
 
 // Problems lists what the current view had to hide, such as colliding names.
-func (h *Hub) Problems() []string { return h.snapshot().view.problems }
+func (h *Hub) Problems() []string { return h.snapshot().view.Problems }
 
 // Warnings lists what the current view found doubtful, such as policy
 // rules naming arguments their tools do not have.
-func (h *Hub) Warnings() []string { return h.snapshot().view.warnings }
+func (h *Hub) Warnings() []string { return h.snapshot().view.Warnings }
 
 // RateLimited is how many calls each rule's rate limit found over it
 // since New, by the rule's group ("" for a global rule) and then its

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -105,7 +106,7 @@ func TestInputRequiredHeldCall(t *testing.T) {
 	}
 	// The round was answered: its state is spent.
 	c.send(askCall("3", `{"elicitation":{}}`, retry))
-	if code, msg := refusal(t, reply(c, "3")); code != codeInvalidParams || !strings.Contains(msg, errStateUsed.Error()) {
+	if code, msg := refusal(t, reply(c, "3")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateUsed.Error()) {
 		t.Errorf("replayed state: %d %s", code, msg)
 	}
 }
@@ -127,15 +128,15 @@ func TestInputRequiredStateRefused(t *testing.T) {
 		altered[len(altered)/2] = 'A'
 	}
 	a.send(askCall("2", `{"elicitation":{}}`, with(string(altered))))
-	if code, msg := refusal(t, reply(a, "2")); code != codeInvalidParams || !strings.Contains(msg, errStateForged.Error()) {
+	if code, msg := refusal(t, reply(a, "2")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateForged.Error()) {
 		t.Errorf("altered state: %d %s", code, msg)
 	}
 	a.send(askCall("3", `{"elicitation":{}}`, with("not even base64!")))
-	if code, msg := refusal(t, reply(a, "3")); code != codeInvalidParams || !strings.Contains(msg, errStateForged.Error()) {
+	if code, msg := refusal(t, reply(a, "3")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateForged.Error()) {
 		t.Errorf("made-up state: %d %s", code, msg)
 	}
 	a.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}` + with(state) + `,` + metaWithCaps(`{"elicitation":{}}`) + `}}`)
-	if code, msg := refusal(t, reply(a, "4")); code != codeInvalidParams || !strings.Contains(msg, errStateCall.Error()) {
+	if code, msg := refusal(t, reply(a, "4")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateCall.Error()) {
 		t.Errorf("state of another request: %d %s", code, msg)
 	}
 	b, err := h.Open("other", "stdio", facePeerStub{})
@@ -149,38 +150,13 @@ func TestInputRequiredStateRefused(t *testing.T) {
 	}
 	_, err = b.Request(t.Context(), msg)
 	var re *rpcError
-	if !errors.As(err, &re) || re.Code != codeInvalidParams || !strings.Contains(re.Message, errStateCaller.Error()) {
+	if !errors.As(err, &re) || re.Code != codeInvalidParams || !strings.Contains(re.Message, rounds.ErrStateCaller.Error()) {
 		t.Errorf("state of another session: %v", err)
 	}
 	// None of them used the round up: the right retry completes the call.
 	a.send(askCall("6", `{"elicitation":{}}`, with(state)))
 	if final := answerOf(t, reply(a, "6")); len(final.Content) != 1 || !strings.Contains(final.Content[0].Text, "Bo") {
 		t.Errorf("final answer: %+v", final)
-	}
-}
-
-// A state presented after its expiry is refused, whatever else is right.
-func TestSealedStateExpires(t *testing.T) {
-	s, err := newStateSealer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	s.now = func() time.Time { return now }
-	token, err := s.seal(sealedState{Round: "r", Caller: "session a", Call: "c", Expires: now.Add(time.Minute).UnixMilli()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := s.open(token, "session a", "c"); err != nil || st.Round != "r" {
-		t.Fatalf("open in time: %+v %v", st, err)
-	}
-	now = now.Add(time.Minute + time.Millisecond)
-	if _, err := s.open(token, "session a", "c"); !errors.Is(err, errStateExpired) {
-		t.Errorf("open after expiry: %v", err)
-	}
-	other, _ := newStateSealer() // another hub, or this one restarted
-	if _, err := other.open(token, "session a", "c"); !errors.Is(err, errStateForged) {
-		t.Errorf("open at another hub: %v", err)
 	}
 }
 
@@ -328,7 +304,7 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(askCall("1", `{"elicitation":{}}`, ""))
@@ -340,28 +316,6 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 	if final := answerOf(t, reply(c, "2")); len(final.Content) != 1 || !strings.Contains(final.Content[0].Text, "accept map[name:Gus]") {
 		t.Fatalf("final: %+v", final)
 	}
-}
-
-// Whatever a client sends as requestState, open refuses it without
-// panicking unless it is a state the hub sealed, byte for byte.
-func FuzzOpenState(f *testing.F) {
-	s, err := newStateSealer()
-	if err != nil {
-		f.Fatal(err)
-	}
-	good, err := s.seal(sealedState{Round: "r", Caller: "c", Call: "d", Expires: time.Now().Add(time.Hour).UnixMilli()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, seed := range []string{good, good[:len(good)-1], "", "AAAA", strings.Repeat("A", 40), "round 1 <&>", good + "A"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, token string) {
-		st, err := s.open(token, "c", "d")
-		if err == nil && (token != good || st.Round != "r") {
-			t.Fatalf("opened %q: %+v", token, st)
-		}
-	})
 }
 
 // A 2026-07-28 client's own capabilities reach a 2026-07-28 server in its

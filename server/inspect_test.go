@@ -25,7 +25,7 @@ func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}, description: "no x, please"}
 `), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	insp, api := attachInspector(t, h)
 	return h, insp, api
 }

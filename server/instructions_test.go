@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -63,7 +64,7 @@ func TestInstructionsReachTheClient(t *testing.T) {
 				return false
 			}
 		}
-		return !h.snapshot().view.starting
+		return !h.snapshot().view.Starting
 	})
 	legacy := func(profile string) string {
 		c := servePipes(t, h, StdioOptions{SessionID: "legacy-" + profile, Profile: profile})
@@ -76,22 +77,22 @@ func TestInstructionsReachTheClient(t *testing.T) {
 		return instructionsOf(t, c.answer("1"))
 	}
 	section := func(group, text string) string { return "## group: " + group + "\n" + text }
-	cut := func(text, mark string) string { return text[:maxGroupInstructions-len(mark)] + mark }
+	cut := func(text, mark string) string { return text[:views.MaxGroupInstructions-len(mark)] + mark }
 	fake := func(text string, pad int) string { return text + strings.Repeat(" filler", pad/7+1)[:pad] }
 
 	whole := strings.Join([]string{
 		section("a", "Use a's echo to greet."),
 		section("b", "B speaks 2026-07-28."),
-		section("big1", cut(fake("BIG1", 20000), cutMark)),
-		section("big2", cut(fake("BIG2", 3000), cutMark)),
-		section("big3", cut(fake("BIG3", 3000), cutMark)),
+		section("big1", cut(fake("BIG1", 20000), views.CutMark)),
+		section("big2", cut(fake("BIG2", 3000), views.CutMark)),
+		section("big3", cut(fake("BIG3", 3000), views.CutMark)),
 		"… (left out, over 8 KiB: the instructions of big4; get_dynamic_tools returns them)",
 	}, "\n\n")
 	for _, tc := range []struct {
 		name, profile, want string
 	}{
 		{"whole config", "", whole},
-		{"flat profile", "flatab", section("a", "Use a's echo to greet.") + "\n\n" + section("big1", cut(fake("BIG1", 20000), cutMarkFlat))},
+		{"flat profile", "flatab", section("a", "Use a's echo to greet.") + "\n\n" + section("big1", cut(fake("BIG1", 20000), views.CutMarkFlat))},
 		{"profile of one group", "onlyb", section("b", "B speaks 2026-07-28.")},
 	} {
 		for era, ask := range map[string]func(string) string{"initialize": legacy, "server/discover": modern} {
@@ -100,8 +101,8 @@ func TestInstructionsReachTheClient(t *testing.T) {
 				if got != tc.want {
 					t.Errorf("instructions:\n%s\nwant:\n%s", got, tc.want)
 				}
-				if len(got) > maxInstructions {
-					t.Errorf("instructions of %d bytes, over %d", len(got), maxInstructions)
+				if len(got) > views.MaxInstructions {
+					t.Errorf("instructions of %d bytes, over %d", len(got), views.MaxInstructions)
 				}
 			})
 		}
@@ -118,7 +119,7 @@ func TestInstructionsReachTheClient(t *testing.T) {
 		"quiet": "",
 		"none":  "",
 	} {
-		obj := c.metaObject(getToolsName, map[string]any{"group": group})
+		obj := c.metaObject(views.GetToolsName, map[string]any{"group": group})
 		var got struct {
 			Group        string            `json:"group"`
 			Instructions *string           `json:"instructions"`
@@ -178,7 +179,7 @@ func TestInstructionsOfAStartingGroup(t *testing.T) {
 		"  a: {description: fake, command: %q, args: [\"-instructions\", \"A.\"]}\n"+
 		"  late: {description: fake, command: %q, args: [\"-instructions\", \"Late.\", %s]}\n", t.TempDir(), fakeBin, fakeBin, gated(gate))
 	h, _ := runHub(t, yaml, true)
-	waitFor(t, 20*time.Second, "group a", func() bool { return h.snapshot().view.groupIndex["a"].state == upstream.StateReady })
+	waitFor(t, 20*time.Second, "group a", func() bool { return h.snapshot().view.GroupIndex["a"].State == upstream.StateReady })
 	initialize := func(id string) string {
 		c := servePipes(t, h, StdioOptions{SessionID: id})
 		c.send(initializeMsg)
@@ -188,7 +189,7 @@ func TestInstructionsOfAStartingGroup(t *testing.T) {
 		t.Errorf("while late starts: %q", got)
 	}
 	openGate(t, gate)
-	waitFor(t, 20*time.Second, "group late", func() bool { return h.snapshot().view.groupIndex["late"].state == upstream.StateReady })
+	waitFor(t, 20*time.Second, "group late", func() bool { return h.snapshot().view.GroupIndex["late"].State == upstream.StateReady })
 	if got := initialize("second"); got != "## group: a\nA.\n\n## group: late\nLate." {
 		t.Errorf("once late is up: %q", got)
 	}

@@ -19,7 +19,7 @@ func TestLogOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 		t.Run(tc.isolation, func(t *testing.T) {
 			h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+tc.isolation+"\n"), true)
 			waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__log"]; return ok })
+			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__log"]; return ok })
 			a, b := servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
 			for _, c := range []*pipeClient{a, b} {
 				c.send(initializeMsg)

@@ -29,7 +29,7 @@ func subscriptionID(t *testing.T, m map[string]json.RawMessage) string {
 // gets its result.
 func TestListenOverStdio(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__mutate"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__mutate"]; return ok })
 	c := serveStdio(t, h)
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + listenMeta + `}}`)

@@ -92,7 +92,7 @@ func replayHub(b *testing.B) *Hub {
 		}
 		return true
 	})
-	waitFor(b, 10*time.Second, "the views", func() bool { v := h.snapshot().view; return !v.starting && v.groupIndex["files"] != nil })
+	waitFor(b, 10*time.Second, "the views", func() bool { v := h.snapshot().view; return !v.Starting && v.GroupIndex["files"] != nil })
 	return h
 }
 

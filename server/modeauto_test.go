@@ -23,7 +23,7 @@ func modeHub(t *testing.T, mode, tail string) *Hub {
 	waitFor(t, 5*time.Second, "the views", func() bool {
 		s := h.snapshot()
 		for _, v := range append([]*view{s.view}, mapValues(s.profiles)...) {
-			if v.starting || v.groupIndex["f"] == nil {
+			if v.Starting || v.GroupIndex["f"] == nil {
 				return false
 			}
 		}

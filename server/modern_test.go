@@ -4,58 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 )
-
-// upstreamResult is a result as an upstream might write it: keys in no
-// sorted order, <, > and & unescaped, numbers encoding/json would not
-// write back the same, and whitespace.
-const upstreamResult = `{"structuredContent":{"z":1e2, "big":9007199254740993,"html":"<b>&amp;</b>"},` +
-	`"content":[{"type":"text","text":"a < b && c > d"}], "isError":false }`
-
-func TestDecorateModernKeepsBytes(t *testing.T) {
-	tests := []struct {
-		name, method, result, want string
-	}{
-		{"call result", "tools/call", upstreamResult,
-			upstreamResult[:len(upstreamResult)-2] + `,"resultType":"complete" }`},
-		{"list with caching hints", "tools/list", `{"tools":[{"name":"t","description":"<&>"}],"nextCursor":"x"}`,
-			`{"tools":[{"name":"t","description":"<&>"}],"nextCursor":"x","resultType":"complete","ttlMs":0,"cacheScope":"private"}`},
-		{"fields the upstream set are kept", "resources/read", `{"ttlMs":60000,"resultType":"complete","contents":[]}`,
-			`{"ttlMs":60000,"resultType":"complete","contents":[],"cacheScope":"private"}`},
-		{"empty result", "ping", `{}`, `{"resultType":"complete"}`},
-		{"not an object is left alone", "tools/call", `[1,2]`, `[1,2]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := decorateModern(tt.method, json.RawMessage(tt.result))
-			if string(got) != tt.want {
-				t.Fatalf("decorateModern(%s)\n got %s\nwant %s", tt.method, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestModern(t *testing.T) {
-	tests := []struct {
-		params string
-		want   bool
-	}{
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"x"}`, true},
-		{`{"name":"x", "_meta" : { "progressToken":1, "io.modelcontextprotocol/protocolVersion" : "2026-07-28" }}`, true},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, false},
-		{`{"arguments":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, false},
-		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`, false},
-		{`{}`, false},
-		{``, false},
-	}
-	for _, tt := range tests {
-		if got := modern(json.RawMessage(tt.params)); got != tt.want {
-			t.Errorf("modern(%s) = %v, want %v", tt.params, got, tt.want)
-		}
-	}
-}
 
 // upstreamTool is a tool definition as an upstream might write it.
 const upstreamTool = `{"title":"<T>","name":"search","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema",` +
@@ -71,43 +21,11 @@ func TestFlatRenameKeepsBytes(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("renamed\n got %s\nwant %s", got, want)
 	}
-	list := listResult("tools", []json.RawMessage{got, json.RawMessage(`{"name":"b"}`)}, "")
+	list := views.ListResult("tools", []json.RawMessage{got, json.RawMessage(`{"name":"b"}`)}, "")
 	if string(list) != `{"tools":[`+want+`,{"name":"b"}]}` {
 		t.Fatalf("tools/list %s", list)
 	}
-	if list := listResult("tools", nil, ""); string(list) != `{"tools":[]}` {
+	if list := views.ListResult("tools", nil, ""); string(list) != `{"tools":[]}` {
 		t.Fatalf("empty tools/list %s", list)
-	}
-}
-
-func TestGetDynamicToolsText(t *testing.T) {
-	g := &groupView{name: "web", state: upstream.StateReady, tools: []json.RawMessage{
-		json.RawMessage(upstreamTool),
-		json.RawMessage("{\"inputSchema\": {\"type\": \"object\"},\n \"name\": \"bare\", \"description\": \"\"}"),
-		json.RawMessage(`{"name":7,"description":"a name that is not a string: left out"}`),
-	}}
-	v := &view{groups: []*groupView{g}, groupIndex: map[string]*groupView{"web": g}}
-	res := v.getDynamicTools(dynamicArgs{Group: "web"})
-	var r struct {
-		Content []struct {
-			Type, Text string
-		} `json:"content"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) != 1 {
-		t.Fatalf("result %s: %v", res, err)
-	}
-	// The text the LLM reads: an object with the group and its tools in
-	// the upstream's bytes, keys in its order, <, > and & as they are,
-	// $schema and whitespace gone; the same bytes as structuredContent.
-	want := `{"group":"web","tools":[{"name":"search","description":"Search <things> & more","inputSchema":{"type":"object","properties":{"q":{"type":"string","description":"a & b <i>"},"n":{"type":"integer","maximum":1e2}}}},` +
-		`{"name":"bare","inputSchema":{"type":"object"}}]}`
-	if r.Content[0].Text != want {
-		t.Fatalf("text\n got %s\nwant %s", r.Content[0].Text, want)
-	}
-	if sc := jsonrpc.Field(res, "structuredContent"); string(sc) != want {
-		t.Fatalf("structuredContent\n got %s\nwant %s", sc, want)
-	}
-	if !json.Valid([]byte(r.Content[0].Text)) {
-		t.Fatal("the text is not JSON")
 	}
 }

@@ -75,7 +75,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 `), `audit: {path: "off"}`, `audit: {path: "`+auditPath+`"}`, 1)
 	h, mgr := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 
 	metrics := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{})
 	keeper := &spanKeeper{}

@@ -194,7 +194,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 	defer h.Close()
 	h.Run()
 	mgr.Start(context.Background())
-	waitFor(t, 10*time.Second, "the resource", func() bool { return h.snapshot().view.resolveResource("mem://a") != nil })
+	waitFor(t, 10*time.Second, "the resource", func() bool { return h.snapshot().view.ResolveResource("mem://a") != nil })
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)

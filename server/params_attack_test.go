@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -64,7 +65,7 @@ func TestAttackHostileDynamicArgumentsAnsweredWithoutPanic(t *testing.T) {
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""), "mode: flat", "mode: dynamic", 1)
 	h, mgr := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return v.groupIndex["f"] != nil && !v.starting })
+	waitFor(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return v.GroupIndex["f"] != nil && !v.Starting })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
@@ -81,7 +82,7 @@ func TestAttackHostileDynamicArgumentsAnsweredWithoutPanic(t *testing.T) {
 		`{"query":"","limit":-1}`, `{"query":"echo","limit":1e308}`, `{"query":"echo","limit":-9e18}`,
 	}
 	i := 0
-	for _, tool := range []string{getToolsName, callToolName, searchToolName} {
+	for _, tool := range []string{views.GetToolsName, views.CallToolName, views.SearchToolName} {
 		for _, a := range args {
 			i++
 			id := fmt.Sprint(i)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -61,8 +62,8 @@ func (h *Hub) signIn(ctx context.Context, owner any, s *upstream.Server, on upst
 	switch o := owner.(type) {
 	case *session:
 		linker = o.linker
-	case *inputCall:
-		linker = o.linker
+	case *rounds.Held:
+		linker = o.Linker()
 	}
 	if linker == nil {
 		return nil, 0, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)
@@ -102,8 +103,3 @@ func accepted(answer json.RawMessage) bool {
 	}
 	return json.Unmarshal(answer, &a) == nil && a.Action == "accept"
 }
-
-// UserKey is the key of the caller of a call that owns its connections
-// (a request without a session, see startHeld): an upstream.UserOwner, so
-// that its calls to a per-user server are its caller's.
-func (p *inputCall) UserKey() string { return p.user }

@@ -26,7 +26,7 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	waitFor(t, 10*time.Second, "the upstreams", func() bool {
 		return servers["f"].Status().State == upstream.StateReady && servers["g"].Status().State == upstream.StateReady
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__sleep"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

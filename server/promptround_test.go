@@ -3,11 +3,11 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -31,7 +31,7 @@ func promptRuleHub(t *testing.T, mode string, args ...string) *Hub {
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", group), "mode: flat", "mode: "+mode, 1)
 	h, mgr := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.promptRoutes["f__prompt-1"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.PromptRoutes["f__prompt-1"]; return ok })
 	return h
 }
 
@@ -100,7 +100,7 @@ func TestPromptRuleThroughInputRequired(t *testing.T) {
 	}
 	// The state let one retry through: it is spent.
 	c.send(echoCall("4", "hello", caps, retry))
-	if code, msg := refusal(t, reply(c, "4")); code != codeInvalidParams || !strings.Contains(msg, errStateUsed.Error()) {
+	if code, msg := refusal(t, reply(c, "4")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateUsed.Error()) {
 		t.Errorf("replayed state: %d %s", code, msg)
 	}
 	for _, action := range []string{"decline", "cancel"} {
@@ -201,9 +201,9 @@ func TestPromptRuleStateRefused(t *testing.T) {
 		msg  string
 		want error
 	}{
-		{echoCall("2", "mine", caps, retryWith(key, "accept", string(altered))), errStateForged},
-		{echoCall("3", "mine", caps, retryWith(key, "accept", "made up")), errStateForged},
-		{echoCall("4", "other text", caps, retryWith(key, "accept", state)), errStateCall},
+		{echoCall("2", "mine", caps, retryWith(key, "accept", string(altered))), rounds.ErrStateForged},
+		{echoCall("3", "mine", caps, retryWith(key, "accept", "made up")), rounds.ErrStateForged},
+		{echoCall("4", "other text", caps, retryWith(key, "accept", state)), rounds.ErrStateCall},
 	} {
 		id := string(rune('2' + i))
 		a.send(tc.msg)
@@ -230,7 +230,7 @@ func TestPromptRuleStateRefused(t *testing.T) {
 	}
 	_, err = b.Request(t.Context(), msg)
 	var re *rpcError
-	if !errors.As(err, &re) || re.Code != codeInvalidParams || !strings.Contains(re.Message, errStateCaller.Error()) {
+	if !errors.As(err, &re) || re.Code != codeInvalidParams || !strings.Contains(re.Message, rounds.ErrStateCaller.Error()) {
 		t.Errorf("state of another session: %v", err)
 	}
 	// An answer to nothing the hub asked: the question again, a new state.
@@ -240,7 +240,7 @@ func TestPromptRuleStateRefused(t *testing.T) {
 		t.Fatalf("asked again with the same state: %+v", again)
 	}
 	a.send(echoCall("8", "mine", caps, retryWith(key, "accept", state)))
-	if code, msg := refusal(t, reply(a, "8")); code != codeInvalidParams || !strings.Contains(msg, errStateUsed.Error()) {
+	if code, msg := refusal(t, reply(a, "8")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateUsed.Error()) {
 		t.Errorf("the state of a question asked again: %d %s", code, msg)
 	}
 	a.send(echoCall("9", "mine", caps, retryWith(key, "accept", again.RequestState)))
@@ -250,9 +250,9 @@ func TestPromptRuleStateRefused(t *testing.T) {
 	// A state past settings.prompt_timeout (2m by default) is refused.
 	a.send(echoCall("10", "late", caps, ""))
 	late := answerOf(t, reply(a, "10"))
-	h.states.now = func() time.Time { return time.Now().Add(config.DefaultPromptTimeout + time.Second) }
+	h.rounds.SetClock(func() time.Time { return time.Now().Add(config.DefaultPromptTimeout + time.Second) })
 	a.send(echoCall("11", "late", caps, retryWith(key, "accept", late.RequestState)))
-	if code, msg := refusal(t, reply(a, "11")); code != codeInvalidParams || !strings.Contains(msg, errStateExpired.Error()) {
+	if code, msg := refusal(t, reply(a, "11")); code != codeInvalidParams || !strings.Contains(msg, rounds.ErrStateExpired.Error()) {
 		t.Errorf("expired: %d %s", code, msg)
 	}
 }
@@ -291,61 +291,5 @@ func TestPromptRuleRoundInEveryMethod(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// Questions waiting for their answer are bounded: past a caller's share
-// its call is denied while another caller is still asked; past
-// maxPromptRounds every call is denied; those expired make room.
-func TestPromptRoundsBounded(t *testing.T) {
-	r := newPromptRounds()
-	now := time.Now()
-	for i := range maxPromptRoundsPerCaller {
-		if !r.put(fmt.Sprint("flood-", i), "flooder", "", now.Add(time.Minute), now) {
-			t.Fatalf("refused at %d", i)
-		}
-	}
-	if r.put("flood-more", "flooder", "", now.Add(time.Minute), now) {
-		t.Fatal("one caller took more than its share")
-	}
-	for i := maxPromptRoundsPerCaller; i < maxPromptRounds; i++ {
-		if !r.put(fmt.Sprint("other-", i), fmt.Sprint("caller-", i%32), "", now.Add(time.Minute), now) {
-			t.Fatalf("another caller refused at %d", i)
-		}
-	}
-	if r.put("one more", "newcomer", "", now.Add(time.Minute), now) {
-		t.Fatal("took one more than maxPromptRounds")
-	}
-	if !r.put("later", "newcomer", "", now.Add(3*time.Minute), now.Add(2*time.Minute)) {
-		t.Fatal("the expired ones made no room")
-	}
-	if !r.take("later") || r.take("later") {
-		t.Error("take is not once")
-	}
-}
-
-// One HTTP credential's sessions together get a share of the open
-// questions: past it a new session of that credential is refused while
-// another credential, and a client without one, is still asked.
-func TestPromptRoundsPerCredential(t *testing.T) {
-	r := newPromptRounds()
-	now, exp := time.Now(), time.Now().Add(time.Minute)
-	for i := range maxPromptRoundsPerCredential {
-		who := fmt.Sprint("session a-", i/maxPromptRoundsPerCaller)
-		if !r.put(fmt.Sprint("a-", i), who, "alice", exp, now) {
-			t.Fatalf("refused at %d", i)
-		}
-	}
-	if r.put("a-more", "session a-new", "alice", exp, now) {
-		t.Error("a new session of a credential took more than the credential's share")
-	}
-	if !r.put("b-1", "session b-1", "bob", exp, now) {
-		t.Error("another credential refused")
-	}
-	if !r.put("s-1", "session s-1", "", exp, now) {
-		t.Error("a client without a credential refused")
-	}
-	if !r.take("a-0") || !r.put("a-more", "session a-new", "alice", exp, now) {
-		t.Error("a question answered makes room in the credential's share")
 	}
 }

@@ -136,7 +136,7 @@ func TestRateLimitRefusesOverTheLimit(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, clock := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: echo-rate, action: allow, tool: echo, args: {text: \"loop*\"}, rate: 3/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 
 	for i := 1; i <= 3; i++ {
@@ -190,8 +190,8 @@ func TestRateLimitCallDynamicTool(t *testing.T) {
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "dynamic",
 		"      - {name: echo-rate, action: allow, tool: echo, rate: 1/10s}\n", ""))
 	waitFor(t, 5*time.Second, "the view", func() bool {
-		g, _ := h.snapshot().view.lookupGroup("f")
-		return g != nil && g.toolRoutes["echo"].server != nil
+		g, _ := h.snapshot().view.LookupGroup("f")
+		return g != nil && g.ToolRoutes["echo"].Server != nil
 	})
 	c := rateSession(t, h, "s1", "", `{}`)
 	call := func(id int) rateAnswer {
@@ -213,7 +213,7 @@ func TestRateLimitScopes(t *testing.T) {
       - {name: profile, action: allow, tool: echo, args: {text: "profile"}, rate: 2/minute, per: profile}
       - {action: allow, tool: "*"}
 `, "profiles:\n  p: {groups: [f]}\n"))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	a := rateSession(t, h, "a", "", `{}`)
 	b := rateSession(t, h, "b", "", `{}`)
 	p := rateSession(t, h, "p", "p", `{}`)
@@ -268,7 +268,7 @@ func TestRateLimitThenPrompt(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{"elicitation":{"form":{}}}`)
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"one"}}}`)
@@ -326,7 +326,7 @@ func TestRateLimitReloadKeepsCounters(t *testing.T) {
 		return rateYAML(dir, "off", "flat", "      - {name: echo-rate, action: allow, tool: echo, rate: "+rate+"}\n", "")
 	}
 	h, mgr, _ := rateHub(t, yaml("3/minute"))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 	reload := func(y string) {
 		t.Helper()
@@ -366,7 +366,7 @@ func TestRateLimitReloadKeepsCounters(t *testing.T) {
 func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "flat",
 		"      - {name: once, action: allow, tool: ask, rate: 1/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__ask"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
 	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
@@ -397,7 +397,7 @@ func TestRateLimitGlobalRule(t *testing.T) {
 	y := rateYAML(dir, "off", "flat", "      - {action: deny, tool: nothing}\n",
 		"policy:\n  - {name: global-rate, action: log, tool: \"*\", rate: 2/minute, per: hub}\n")
 	h, mgr, _ := rateHub(t, y)
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 	for i := 1; i <= 2; i++ {
 		if a := echo(t, c, i, "x"); !a.passed() {
@@ -424,7 +424,7 @@ func TestRateLimitThenPromptModernClient(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	caps := `{"elicitation":{}}`
 	c.send(echoCall("1", "one", caps, ""))

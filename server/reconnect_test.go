@@ -99,7 +99,7 @@ groups:
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["g__echo"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["g__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -41,7 +41,7 @@ func replicaHub(t *testing.T, url, yaml string) *Hub {
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close(); db.Close() })
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h
 }
 

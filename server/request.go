@@ -49,7 +49,7 @@ type request struct {
 	status       traffic.Status // how it ended: set once, by finish
 
 	// promptAnswered is set when the request is the retry that answered a
-	// prompt rule's question accept (askRound): it goes upstream as a
+	// prompt rule's question accept (rounds.Round): it goes upstream as a
 	// first call, without the round's requestState and inputResponses.
 	promptAnswered bool
 
@@ -166,8 +166,8 @@ func (r *request) HopEnded(res []byte, toolError bool) {
 // inspector and its audit line then name the group, as a call's do.
 func (r *request) askedGroup(v *view, group string) {
 	if c := r.call; c != nil && group != "" {
-		if g, _ := v.lookupGroup(group); g != nil {
-			c.Group = g.name
+		if g, _ := v.LookupGroup(group); g != nil {
+			c.Group = g.Name
 		}
 	}
 }
@@ -191,4 +191,4 @@ func (r *request) stringField(key string) (string, bool) {
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.
-func stringValue(raw []byte) (string, bool) { return jsonrpc.String(raw) }
+func stringValue(raw []byte) (string, bool) { return jsonrpc.StringValue(raw) }

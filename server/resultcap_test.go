@@ -31,7 +31,7 @@ func largeHub(t *testing.T, mode config.Mode, settings, tail, audit string) (*Hu
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool {
 		v := h.snapshot().view
-		return v.groupIndex["f"] != nil && v.groupIndex["f"].toolRoutes["large"].server != nil && !v.starting
+		return v.GroupIndex["f"] != nil && v.GroupIndex["f"].ToolRoutes["large"].Server != nil && !v.Starting
 	})
 	return h, yaml
 }

@@ -238,6 +238,32 @@ func (s *session) modeIn(cfg *config.Config) (config.Mode, string) {
 	return m, why
 }
 
+// caller is who a state is bound to: the client's session, or, for a
+// request over HTTP that came without one (2026-07-28 needs none, and
+// the face makes a session for that request alone), the caller the face
+// knows it came from: its identity (the JWT's user, the static token's
+// name; see SessionOptions.Who), else the credential it came with (where the face
+// tells credentials apart: named tokens; else any holder of the hub's
+// token). The identity first, as the credential is "" for every caller
+// where the face gives clients no shares (http.client_share: 100%), and
+// signed-in users would be one caller. The state names a call held for
+// one round only, so it cannot be used twice either way.
+func caller(sess *session) string {
+	if sessionless(sess) {
+		if key := sess.who.Key(); key != "" {
+			return "identity " + key
+		}
+		return "credential " + sess.Client()
+	}
+	return "session " + sess.id
+}
+
+// sessionless reports whether sess is the session of one request over
+// HTTP that came without Mcp-Session-Id: it ends with that request.
+func sessionless(sess *session) bool {
+	return sess.transport == "streamable-http" && !sess.Initialized()
+}
+
 // info is what the hub knows of the session, in cfg (see
 // routes.SessionInfo).
 func (s *session) info(cfg *config.Config) routes.SessionInfo {

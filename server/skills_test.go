@@ -62,7 +62,7 @@ func skillsHub(t *testing.T) *Hub {
 	})
 	waitFor(t, 5*time.Second, "the view", func() bool {
 		v := h.snapshot().view
-		return !v.starting && len(v.skills.Entries()) == 4
+		return !v.Starting && len(v.skills.Entries()) == 4
 	})
 	return h
 }

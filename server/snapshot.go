@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,8 +12,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -66,11 +70,92 @@ func (s *snapshot) viewOf(profile string) *view {
 	return s.empty()
 }
 
+// view is what a client sees (server/view), with what the hub's other
+// concerns keep per view beside it.
+type view struct {
+	*views.View
+	shaped *clients.Shaped // ToolsList as clients: rules shape it, built on first use
+	// cooperative says the view serves the cooperative tools (cooperative.go).
+	cooperative bool
+	// apps are the MCP Apps of the view's servers: their ui:// URIs and
+	// the tools their views call by their own names (server/apps).
+	apps *appTable
+	// skills are the Skills extension's skills of the view's servers,
+	// namespaced per group, with their routes (server/skills).
+	skills *skillTable
+}
+
 // skillTable is a view's merged skills (server/skills).
 type skillTable = skills.Table[*upstream.Server]
 
 // appTable is a view's MCP Apps (server/apps).
 type appTable = apps.Table[route]
+
+// hashes are the hashes of v's lists, by kind (see listen.Notifier).
+func (v *view) hashes() listen.Hashes {
+	return listen.Hashes{v.ToolsHash, v.PromptsHash, v.ResourcesHash}
+}
+
+// route says where a name the client uses goes (server/view).
+type route = views.Route
+
+// buildView computes the client's view of mgr in mode (see
+// views.View.Build).
+func buildView(mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	return buildViewOf(nil, mode, search, maxTools, mgr, pol)
+}
+
+// buildViewOf is buildView of the groups only (nil: every group), with
+// expose lists from them: a profile's view (see config.WithProfile).
+func buildViewOf(only []*config.Group, mode config.Mode, search config.SearchMode, maxTools int, mgr *upstream.Manager, pol *policy.Policy) *view {
+	v := &view{View: views.New(mode), shaped: &clients.Shaped{}, skills: skills.New[*upstream.Server]()}
+	v.apps = apps.New[route](v.HiddenURIs, &v.Problems)
+	v.Build(only, search, maxTools, mgr, pol, viewExtension{v})
+	return v
+}
+
+// viewExtension adds MCP Apps (server/apps) and the Skills extension
+// (server/skills) to the view v as it is built.
+type viewExtension struct{ v *view }
+
+func (x viewExtension) Lists(g *upstream.Group, s *upstream.Server, lists upstream.Lists) upstream.Lists {
+	x.v.apps.Note(s)
+	return skills.Add(x.v.skills, g, s, lists, &x.v.Resources, &x.v.Templates)
+}
+
+func (x viewExtension) Tool(g *upstream.Group, s *upstream.Server, raw json.RawMessage) json.RawMessage {
+	return x.v.apps.Tool(g, s, raw)
+}
+
+func (x viewExtension) Resource(g *upstream.Group, s *upstream.Server, r upstream.Item) (json.RawMessage, bool, bool) {
+	if !strings.HasPrefix(r.Key, apps.Scheme) {
+		return nil, false, false
+	}
+	raw, ok := x.v.apps.Resource(g, s, r)
+	return raw, ok, true
+}
+
+// Done routes the apps' tools by their own names and takes in the skills'
+// problems; the skills change with the resources their files are: a
+// client hears of both by notifications/resources/list_changed, as from
+// the server.
+func (x viewExtension) Done() []json.RawMessage {
+	v := x.v
+	v.apps.RouteTools(func(yield func(string, route) bool) {
+		for _, g := range v.Groups {
+			for name, r := range g.ToolRoutes {
+				if !yield(name, r) {
+					return
+				}
+			}
+		}
+	}, func(r route) *upstream.Server { return r.Server }, func(name string) bool {
+		_, listed := v.FlatRoutes[name]
+		return listed || name == views.GetToolsName || name == views.CallToolName || name == views.SearchToolName
+	})
+	v.Problems = append(v.Problems, v.skills.Problems...)
+	return v.skills.Entries()
+}
 
 // snapshot is the current snapshot. A request that may write the audit
 // trail takes it with acquire instead.

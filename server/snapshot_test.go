@@ -38,19 +38,19 @@ func TestSetConfigSwapsSnapshotWhole(t *testing.T) {
 	}
 	defer h.Close()
 	before := h.snapshot()
-	if before.cfg != a || before.view.mode != config.ModeDynamic || before.policy == nil || before.audit == nil || h.config() != a {
+	if before.cfg != a || before.view.Mode != config.ModeDynamic || before.policy == nil || before.audit == nil || h.config() != a {
 		t.Fatalf("first snapshot %+v", before)
 	}
 	flat := auditConfig(a.Audit.Path, config.ModeFlat)
 	h.SetConfig(flat)
 	after := h.snapshot()
-	if after.cfg != flat || after.view.mode != config.ModeFlat || after.policy == before.policy {
+	if after.cfg != flat || after.view.Mode != config.ModeFlat || after.policy == before.policy {
 		t.Errorf("after reload: %+v", after)
 	}
 	if after.audit != before.audit {
 		t.Error("the audit trail was reopened though it did not move")
 	}
-	if before.cfg != a || before.view.mode != config.ModeDynamic {
+	if before.cfg != a || before.view.Mode != config.ModeDynamic {
 		t.Error("the old snapshot was modified")
 	}
 	off := auditConfig("off", config.ModeFlat)

@@ -112,7 +112,7 @@ func TestFirstRequestsWaitForStartingUpstreams(t *testing.T) {
 				got[string(m.ID)] = line // answered before the upstream could be ready
 			}
 		}
-		if !h.snapshot().view.starting {
+		if !h.snapshot().view.Starting {
 			t.Fatal("the upstream is ready before its gate opened")
 		}
 		openGate(t, gate)

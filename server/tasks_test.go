@@ -19,7 +19,7 @@ import (
 func taskHub(t *testing.T, group string, names ...string) (*Hub, *upstream.Manager, map[string]*toolClient) {
 	t.Helper()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: [\"-tasks\"]\n"+group), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { _, ok := h.snapshot().view.flatRoutes["f__announce"]; return ok })
+	waitFor(t, 10*time.Second, "the upstream", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__announce"]; return ok })
 	clients := map[string]*toolClient{}
 	for _, n := range names {
 		c := &toolClient{pipeClient: sessionPipes(t, h, n)}
@@ -148,7 +148,7 @@ func TestTaskOfARestartedUpstreamNotAnother(t *testing.T) {
 	idA := startTask(t, c["a"], "A")
 	c["a"].ask("tools/call", map[string]any{"name": "f__crash", "arguments": map[string]any{}})
 	waitFor(t, 20*time.Second, "the upstream to restart", func() bool {
-		_, ok := h.snapshot().view.flatRoutes["f__echo"]
+		_, ok := h.snapshot().view.FlatRoutes["f__echo"]
 		return s.Restarts() >= 1 && s.Status().State == upstream.StateReady && ok
 	})
 	idB := startTask(t, c["b"], "B")

@@ -31,7 +31,7 @@ const badIDs = 4
 // replaced.
 func TestStdioWritesOnlyUTF8(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.flatRoutes["f__echo"]; return ok })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -32,8 +32,8 @@ func argsClient(t *testing.T, mode, settings, group string) *toolClient {
 		t.TempDir(), mode, settings, fakeBin, remote.URL+"/schema.json", group)
 	h, _ := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the fake's tools", func() bool {
-		g := h.snapshot().view.groupIndex["f"]
-		_, ok := g.toolRoutes["strict"]
+		g := h.snapshot().view.GroupIndex["f"]
+		_, ok := g.ToolRoutes["strict"]
 		return ok
 	})
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}

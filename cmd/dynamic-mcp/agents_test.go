@@ -196,23 +196,26 @@ var agentSlots = make(chan struct{}, 2)
 // three times on one state dir: first, cold and warm.
 func TestAgentClients(t *testing.T) {
 	t.Parallel()
+	var names []string
 	for _, client := range agentClients {
 		for _, mode := range []string{"dynamic", "flat"} {
-			t.Run(client.name+"/"+mode, func(t *testing.T) {
-				t.Parallel()
-				bin := agentBinary(t, client)
-				agentSlots <- struct{}{}
-				defer func() { <-agentSlots }()
-				state := t.TempDir()
-				shared := newSharedIn(t, state, agentsConfig(t, mode))
-				for _, start := range []string{startFirst, startCold, startWarm} {
-					t.Run(start, func(t *testing.T) {
-						runAgent(t, agentRun{client: client, bin: bin, mode: mode, start: start, shared: shared, state: state})
-					})
-				}
-			})
+			names = append(names, client.name+"/"+mode)
 		}
 	}
+	concurrently(t, names, func(t *testing.T, name string) {
+		clientName, mode, _ := strings.Cut(name, "/")
+		client := agentClients[slices.IndexFunc(agentClients, func(c agentClient) bool { return c.name == clientName })]
+		bin := agentBinary(t, client)
+		agentSlots <- struct{}{}
+		defer func() { <-agentSlots }()
+		state := t.TempDir()
+		shared := newSharedIn(t, state, agentsConfig(t, mode))
+		for _, start := range []string{startFirst, startCold, startWarm} {
+			t.Run(start, func(t *testing.T) {
+				runAgent(t, agentRun{client: client, bin: bin, mode: mode, start: start, shared: shared, state: state})
+			})
+		}
+	})
 }
 
 // TestAgentClientsModeAuto runs each agent client once, its turn
@@ -226,14 +229,15 @@ func TestAgentClients(t *testing.T) {
 // tools it defers, and the model answers at once.
 func TestAgentClientsModeAuto(t *testing.T) {
 	t.Parallel()
+	var names []string
 	for _, client := range agentClients {
-		t.Run(client.name, func(t *testing.T) {
-			t.Parallel()
-			runAgent(t, autoRun(t, client))
-		})
+		names = append(names, client.name)
 	}
-	t.Run("claude-tool-search", func(t *testing.T) {
-		t.Parallel()
+	concurrently(t, append(names, "claude-tool-search"), func(t *testing.T, name string) {
+		if i := slices.IndexFunc(agentClients, func(c agentClient) bool { return c.name == name }); i >= 0 {
+			runAgent(t, autoRun(t, agentClients[i]))
+			return
+		}
 		run := autoRun(t, claudeCode)
 		run.client.command = func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 			args, env := claudeCode.command(t, home, hub, hubEnv, modelURL, prompt)

@@ -52,14 +52,20 @@ groups:
 `
 }
 
-// signedIn is an authorization server that rotates refresh tokens, lets
-// access tokens lapse in 2 s and revokes the grant when a used refresh
-// token comes again, in front of a server with one tool (hello); and a
-// home (DYNAMIC_MCP_HOME) whose token store holds a sign-in to it.
-func signedIn(t *testing.T) (*authtest.Server, string) {
+// renewingServer is an authorization server that rotates refresh tokens,
+// lets access tokens lapse in 2 s and revokes the grant when a used
+// refresh token comes again, in front of a server with one tool (hello).
+func renewingServer(t *testing.T) *authtest.Server {
 	a := authtest.NewServer(t)
 	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true
 	a.Resource = helloMCP("hello, signed-in hub")
+	return a
+}
+
+// signedIn is a renewingServer and a home (DYNAMIC_MCP_HOME) whose token
+// store holds a sign-in to it.
+func signedIn(t *testing.T) (*authtest.Server, string) {
+	a := renewingServer(t)
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

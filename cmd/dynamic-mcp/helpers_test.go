@@ -337,6 +337,21 @@ func (c *client) initialize(v string) json.RawMessage {
 	return res
 }
 
+// concurrently runs f as subtests of t, one per name, all at once, and
+// returns when every one has ended. Subtests that call t.Parallel wait
+// for a slot of -test.parallel behind every top-level test of the
+// package, so that long chains of client runs began when the rest had
+// ended and ran alone on a half idle machine; these start with their
+// parent and overlap the rest (testing allows Run from several
+// goroutines).
+func concurrently(t *testing.T, names []string, f func(t *testing.T, name string)) {
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() { t.Run(name, func(t *testing.T) { f(t, name) }) })
+	}
+	wg.Wait()
+}
+
 // waitFor polls until cond holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -345,11 +360,16 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	// machine must not fail a test that waits for an event.
 	timeout *= slowMachine
 	deadline := time.Now().Add(timeout)
+	// Polls back off from 20 ms to 100 ms: most conditions are a request
+	// to a race-built hub, and dozens of tests wait at once for node
+	// servers that take seconds to start.
+	pause := 20 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
 

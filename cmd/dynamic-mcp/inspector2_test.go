@@ -32,7 +32,9 @@ func TestInspector2CLI(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
 		defer cancel()
-		argv := append(append([]string{launcher, "--cli", "--format", "json"}, target...), args...)
+		// Its connect timeout, 15 s by default, is what a node server
+		// and a race-built hub take to start on a loaded machine.
+		argv := append(append([]string{launcher, "--cli", "--format", "json", "--connect-timeout", "40000"}, target...), args...)
 		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), argv...)
 		// Its catalog, secrets and OAuth state go under HOME.
 		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
@@ -116,28 +118,22 @@ func TestInspector2CLI(t *testing.T) {
 		}
 	}
 
-	for _, era := range []struct {
-		name string
-		args []string
-	}{{"default", nil}, {"auto", []string{"--protocol-era", "auto"}}} {
-		t.Run(era.name, func(t *testing.T) {
-			t.Parallel()
-			t.Run("stdio", func(t *testing.T) {
-				t.Parallel()
-				direct := run(t, func(*testing.T) []string { return everything }, "", era.args)
-				compare(t, run(t, stdioHub, "everything__", era.args), direct)
-			})
-			t.Run("http", func(t *testing.T) {
-				t.Parallel()
-				directURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
-				direct := run(t, func(*testing.T) []string { return []string{directURL} }, "", era.args)
-				// A hub of this run's own, so that prompts/get is the
-				// first request it is asked.
-				hubURL := startHTTPHubAt(t, cfgPath) + "/mcp"
-				compare(t, run(t, func(*testing.T) []string { return []string{hubURL} }, "everything__", era.args), direct)
-			})
-		})
-	}
+	eras := map[string][]string{"default": nil, "auto": {"--protocol-era", "auto"}}
+	concurrently(t, []string{"default/stdio", "default/http", "auto/stdio", "auto/http"}, func(t *testing.T, name string) {
+		era, transport, _ := strings.Cut(name, "/")
+		args := eras[era]
+		if transport == "stdio" {
+			direct := run(t, func(*testing.T) []string { return everything }, "", args)
+			compare(t, run(t, stdioHub, "everything__", args), direct)
+			return
+		}
+		directURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+		direct := run(t, func(*testing.T) []string { return []string{directURL} }, "", args)
+		// A hub of this run's own, so that prompts/get is the first
+		// request it is asked.
+		hubURL := startHTTPHubAt(t, cfgPath) + "/mcp"
+		compare(t, run(t, func(*testing.T) []string { return []string{hubURL} }, "everything__", args), direct)
+	})
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

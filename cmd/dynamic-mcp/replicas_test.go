@@ -297,8 +297,11 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		err error
 	}
 	slow := make(chan answer, 1)
+	// The call lasts long enough to be in flight when SIGTERM comes and
+	// /readyz is read: a loaded machine took 1.5 s over the metrics wait
+	// and the signal, and the hub, drained at once, was gone.
 	go func() {
-		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 1500}})
+		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 6000}})
 		slow <- answer{res, err}
 	}()
 	inFlight := regexp.MustCompile(`(?m)^dynamic_mcp_requests_in_flight(\{[^}]*\})? [1-9]`)
@@ -333,7 +336,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		t.Error("the GET stream stayed open while draining")
 	}
 	a := <-slow
-	if a.err != nil || !strings.Contains(string(a.res), "slept 1500") {
+	if a.err != nil || !strings.Contains(string(a.res), "slept 6000") {
 		t.Errorf("the call in flight: %s %v", a.res, a.err)
 	}
 	select {

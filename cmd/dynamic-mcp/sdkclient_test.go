@@ -235,8 +235,7 @@ func TestInspectorCLI(t *testing.T) {
 		return list.Tools
 	}
 
-	t.Run("flat", func(t *testing.T) {
-		t.Parallel()
+	flat := func(t *testing.T) {
 		config := writeConfig(t, everythingConfig(t, "flat"))
 		t.Run("tools/list", func(t *testing.T) {
 			var names []string
@@ -253,9 +252,8 @@ func TestInspectorCLI(t *testing.T) {
 		t.Run("tools/call", func(t *testing.T) {
 			echoed(t, inspect(t, config, "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=hi"))
 		})
-	})
-	t.Run("dynamic", func(t *testing.T) {
-		t.Parallel()
+	}
+	dynamic := func(t *testing.T) {
 		config := writeConfig(t, everythingConfig(t, "dynamic"))
 		t.Run("tools/list", func(t *testing.T) {
 			tools := listed(t, inspect(t, config, "--method", "tools/list"))
@@ -284,5 +282,8 @@ func TestInspectorCLI(t *testing.T) {
 			echoed(t, inspect(t, config, "--method", "tools/call", "--tool-name", "call_dynamic_tool",
 				"--tool-arg", "group=everything", "name=echo", `args={"message":"hi"}`))
 		})
+	}
+	concurrently(t, []string{"flat", "dynamic"}, func(t *testing.T, mode string) {
+		map[string]func(*testing.T){"flat": flat, "dynamic": dynamic}[mode](t)
 	})
 }

@@ -90,6 +90,7 @@ func TestSecretReachesChildEnv(t *testing.T) {
 	}
 	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
 state_dir: %s
+settings: { connect_timeout: 60s }
 groups:
   everything:
     description: The reference server
@@ -160,6 +161,7 @@ func TestSecretRedactedEverywhere(t *testing.T) {
 	base, stderr := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
 state_dir: %s
+settings: { connect_timeout: 60s }
 audit: { path: %s, arguments: true }
 groups:
   everything:
@@ -179,7 +181,10 @@ groups:
 `, state, audit, yamlList(referenceServer(t, "server-everything", "stdio")[1:]), fakeBin))
 	c := httpClient(t, base, nil)
 	c.initialize("2025-11-25")
-	c.waitFlatTools(1)
+	// The fake's tools may come first: wait for the everything server's.
+	waitFor(t, 60*time.Second, "everything__get-env", func() bool {
+		return strings.Contains(string(c.call("tools/list", nil)), `"everything__get-env"`)
+	})
 	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
 	if !strings.Contains(res, "[secret:ECHOED]") || strings.Contains(res, value) {
 		t.Fatalf("get-env through the hub: %s", res)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -24,6 +25,10 @@ func openStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (sh
 		return nil, err
 	}
 	logger.Info("state shared through the store's database: sign-ins, tool pins, grants, rate counters", "store", db.Where())
+	if ignored := db.Ignored(); ignored != nil {
+		// pgxpool honoured them; the store's own pool takes only pool_max_conns.
+		logger.Warn("store: connection parameters ignored: only pool_max_conns bounds the pool", "params", strings.Join(ignored, ","))
+	}
 	return db, nil
 }
 

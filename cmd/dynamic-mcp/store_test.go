@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/auth"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -26,24 +26,19 @@ import (
 // stands and every call is answered. `auth status` of any replica shows
 // the sign-in; nothing is written to a replica's state directory.
 func TestReplicasShareOneSignInThroughTheStore(t *testing.T) {
+	t.Parallel() // the key and the database reach its processes in their environment
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
 	url := pgtest.Start(t)
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	t.Setenv(vault.EnvKey, key)
-	a, signInHome := signedIn(t) // a sign-in, as `auth login` on one replica made it
-	rec, err := auth.NewStore(filepath.Join(signInHome, "oauth-servers")).Load("r", a.URL+"/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := auth.NewSharedStore(filepath.Join(t.TempDir(), "oauth-servers"), db).Save(rec); err != nil {
-		t.Fatal(err)
+	a := renewingServer(t)
+	// The sign-in, as `auth login` on one replica makes it: in the store.
+	loginHome := t.TempDir()
+	loginCfg := filepath.Join(loginHome, "hub.yaml")
+	os.WriteFile(loginCfg, []byte("store: ${TEAM_DB}\n"+protectedConfig(a)), 0o600)
+	if out := hydraLogin(t, append(os.Environ(), "DYNAMIC_MCP_HOME="+loginHome, "TEAM_DB="+url, vault.EnvKey+"="+key), loginCfg, "r"); !strings.Contains(out, "signed in") {
+		t.Fatalf("auth login: %s", out)
 	}
 	hubs := make([]*client, 3)
 	homes := make([]string, 3)
@@ -69,11 +64,11 @@ func TestReplicasShareOneSignInThroughTheStore(t *testing.T) {
 		t.Errorf("the hub does not say where its state is:\n%s", logs)
 	}
 	status := exec.Command(hubBin, "auth", "status", "-c", filepath.Join(homes[1], "hub.yaml"))
-	status.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+homes[1], "TEAM_DB="+url)
+	status.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+homes[1], "TEAM_DB="+url, vault.EnvKey+"="+key)
 	if out, err := status.CombinedOutput(); err != nil || !strings.Contains(string(out), a.URL) {
 		t.Errorf("auth status on another replica: %v\n%s", err, out)
 	}
-	for _, home := range homes {
+	for _, home := range append(homes, loginHome) {
 		if entries, _ := os.ReadDir(filepath.Join(home, "oauth-servers")); len(entries) > 0 {
 			t.Errorf("a replica wrote sign-ins to its state directory: %v", entries)
 		}
@@ -115,5 +110,26 @@ func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "resume each other's sessions only with http.session_keys") {
 		t.Fatalf("serve --http with a store and no session keys: %v\n%s", err, out)
+	}
+}
+
+// The pool parameters pgxpool honoured and the store ignores are named
+// in a warning at open, once; a URL without them warns of nothing.
+func TestOpenStoreWarnsOfIgnoredPoolParams(t *testing.T) {
+	url := pgtest.Start(t)
+	for _, c := range []struct{ query, want string }{
+		{"&pool_min_conns=2&pool_max_conn_idle_time=5m&pool_max_conns=3", "params=pool_min_conns,pool_max_conn_idle_time"},
+		{"&pool_max_conns=3", ""},
+	} {
+		var logs strings.Builder
+		db, err := openStore(t.Context(), &config.Config{Store: url + c.query}, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeStore(db)
+		warned := strings.Count(logs.String(), "level=WARN")
+		if c.want == "" && warned != 0 || c.want != "" && (warned != 1 || !strings.Contains(logs.String(), c.want)) {
+			t.Errorf("%s: %s", c.query, logs.String())
+		}
 	}
 }

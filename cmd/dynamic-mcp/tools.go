@@ -14,6 +14,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -90,7 +91,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				_ = json.Unmarshal(t.Raw, &def)
 				name := t.Key
 				if mode == config.ModeFlat {
-					name = server.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
+					name = view.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				}
 				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
 			}

@@ -47,7 +47,7 @@ func StateOf(params jsonrpc.Object, raw json.RawMessage) Statement {
 	if err != nil {
 		return Statement{}
 	}
-	version, ok := jsonrpc.String(meta.Field(mcp.MetaKeyProtocolVersion))
+	version, ok := jsonrpc.StringValue(meta.Field(mcp.MetaKeyProtocolVersion))
 	if !ok || !mcp.IsModernProtocol(version) {
 		return Statement{}
 	}

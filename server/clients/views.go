@@ -55,15 +55,3 @@ func modeViews[V any](views map[string]V, cfg *config.Config, build Build[V]) ma
 	}
 	return views
 }
-
-// ProfileGroup is the group of only named name, nil when there is none:
-// a profile's view shows the groups only holds, each as only has it (its
-// expose: list, see config.WithProfile).
-func ProfileGroup(only []*config.Group, name string) *config.Group {
-	for _, g := range only {
-		if g.Name == name {
-			return g
-		}
-	}
-	return nil
-}

@@ -1,13 +1,14 @@
 package inspect
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/sse"
 )
 
 // The events a page is sent, as SSE event names.
@@ -137,7 +138,7 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: i.writeTimeout}
+	out := &sseWriter{sse.NewWriter(w, i.writeTimeout)}
 	out.event("hello", map[string]int{"requests": i.opts.Requests}) // how many rows the page keeps
 	for _, row := range history {
 		out.event(evRow, row)
@@ -173,7 +174,7 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if n := s.lost.Swap(0); n > 0 {
 				out.event(evLost, map[string]uint64{"lost": n})
 			}
-			out.buf.WriteString(": keep-alive\n\n")
+			out.Comment("keep-alive")
 		case <-r.Context().Done():
 			return
 		case <-i.done:
@@ -185,13 +186,9 @@ func (i *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sseWriter buffers events and writes them with a deadline.
-type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     bytes.Buffer
-}
+// sseWriter is a page's event stream (sse.Writer): it buffers events,
+// their data JSON, and writes them with a deadline.
+type sseWriter struct{ *sse.Writer }
 
 func (o *sseWriter) send(e event) {
 	switch e.kind {
@@ -219,25 +216,17 @@ func (o *sseWriter) event(name string, v any) {
 	if err != nil {
 		b = fmt.Appendf(nil, `{"error":%q}`, err.Error())
 	}
-	o.buf.WriteString("event: " + name + "\ndata: ")
-	o.buf.Write(b)
-	o.buf.WriteString("\n\n")
+	o.Event("", name, b)
 }
 
 // flushAt is how much is written at once, at most about.
 const flushAt = 256 << 10
 
-func (o *sseWriter) full() bool { return o.buf.Len() >= flushAt }
+func (o *sseWriter) full() bool { return o.Len() >= flushAt }
 
 func (o *sseWriter) flush() error {
-	if o.buf.Len() == 0 {
+	if o.Len() == 0 {
 		return nil
 	}
-	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
-	_, err := o.w.Write(o.buf.Bytes())
-	o.buf.Reset()
-	if err == nil {
-		err = o.rc.Flush()
-	}
-	return err
+	return o.Flush()
 }

@@ -27,7 +27,7 @@ import (
 // client that resumes a sealed session at another replica gets the live
 // events there, not the ones it missed; with a store (Options.Store),
 // they are kept in the store instead, with the same bounds, for every
-// replica (relay.go).
+// replica (server/relay).
 
 // The bounds are the store's (shared.MaxEvents and the rest), so that a
 // relayed session keeps what one that is not does.

@@ -32,6 +32,7 @@ type troubledStore struct {
 	publishHangs bool                      // Publish waits for its ctx to end, and fails
 	hungEnded    int                       // Publish calls that hung and have returned
 	reads        int                       // Events calls
+	appends      int                       // AppendEvents calls begun
 	failRead     int                       // the next Events calls that fail
 	appendDelay  time.Duration             // AppendEvents waits this long first
 }
@@ -55,6 +56,7 @@ func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
 
 func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events []shared.NewEvent) ([]uint64, error) {
 	s.mu.Lock()
+	s.appends++
 	failing, delay := s.failing, s.appendDelay
 	s.mu.Unlock()
 	select {
@@ -331,8 +333,14 @@ func TestRelayFailedPullRetried(t *testing.T) {
 	_, baseB, storeB := troubledReplica(t, url, yaml())
 	a := newHTTPClient(t, baseA)
 	events := resumeStream(t.Context(), a.at(baseB), "")
-	nextEvent(t, events)               // priming
-	time.Sleep(300 * time.Millisecond) // the first pull is done
+	nextEvent(t, events) // priming
+	// The first pull has read the store: the GET's read of the last
+	// number, then the pull's.
+	waitFor(t, 30*time.Second, "the first pull to read the store", func() bool {
+		storeB.mu.Lock()
+		defer storeB.mu.Unlock()
+		return storeB.reads >= 2
+	})
 	storeB.mu.Lock()
 	storeB.failRead = 1
 	storeB.mu.Unlock()
@@ -356,14 +364,19 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 	hs := faceA.sessions.relayed()[0]
 	store.mu.Lock()
 	store.appendDelay = 300 * time.Millisecond // a store a little slow
+	before := store.appends
 	store.mu.Unlock()
 	const n = 20
 	for i := range n {
-		if !faceA.relay.enqueue(hs, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
+		if !hs.st.relayed.Enqueue([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)), true) {
 			t.Fatal("queue full")
 		}
 		if i == 0 {
-			time.Sleep(50 * time.Millisecond) // the first is being appended
+			waitFor(t, 30*time.Second, "the first to be appended", func() bool {
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				return store.appends > before
+			})
 		}
 	}
 	faceA.Close()
@@ -378,35 +391,6 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 	}
 }
 
-// A notice lost to a full inbox (a flood of payloads at the replica) does
-// not leave a GET stream open here without its new events: the
-// dispatcher, told, has every GET stream here read the store, as after a
-// reconnection.
-func TestRelayFullInboxRereads(t *testing.T) {
-	url := pgtest.Start(t)
-	faceA, baseA := relayReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
-	a := newHTTPClient(t, baseA)
-	nextEvent(t, resumeStream(t.Context(), a, "")) // its GET stream is open here
-	hs := faceA.sessions.relayed()[0]
-	// A relay of the face's that nothing else runs: its inbox holds one.
-	ctx, stop := context.WithCancel(t.Context())
-	r := &relay{s: faceA, ctx: ctx, pulls: map[*httpSession]struct{}{}, pullQ: make(chan struct{}, 1), inbox: make(chan string, 1)}
-	r.heard("e - another-stream 1")
-	r.heard("e - " + hs.stream + " 2") // lost: the inbox is full
-	var wg sync.WaitGroup
-	wg.Go(r.dispatch)
-	defer func() { stop(); wg.Wait() }()
-	waitFor(t, 5*time.Second, "the GET stream to be scheduled for a read", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		_, ok := r.pulls[hs]
-		return ok
-	})
-	if r.lost.Load() != 1 {
-		t.Fatalf("lost %d", r.lost.Load())
-	}
-}
-
 // What held, kept as tests: a session DELETEd at one replica ends its
 // GET stream open at another; a GET that resumes with an event id of
 // another session (or an absurd number) gets live events only, none of
@@ -415,7 +399,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
 	_, baseA := relayReplica(t, url, yaml())
-	_, baseB := relayReplica(t, url, yaml())
+	faceB, baseB := relayReplica(t, url, yaml())
 	victim, mallory := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
 	vEvents := resumeStream(t.Context(), victim, "")
 	vPrime := nextEvent(t, vEvents)
@@ -438,7 +422,14 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		cut()
-		time.Sleep(100 * time.Millisecond) // B lets the stream go
+		waitFor(t, 30*time.Second, "B to let the stream go", func() bool {
+			for _, hs := range faceB.sessions.relayed() {
+				if hs.hasStandalone() {
+					return false
+				}
+			}
+			return true
+		})
 	}
 
 	onB := resumeStream(t.Context(), victim.at(baseB), vPrime.id)
@@ -541,7 +532,11 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	time.Sleep(500 * time.Millisecond) // B hears of it
+	waitFor(t, 30*time.Second, "B to hear of it", func() bool {
+		faceB.deleted.mu.Lock()
+		defer faceB.deleted.mu.Unlock()
+		return len(faceB.deleted.order) > 0
+	})
 	close(release)
 	<-done
 	if resp, body := victim.at(baseB).post(ping); resp.StatusCode != http.StatusNotFound {

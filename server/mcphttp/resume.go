@@ -23,7 +23,7 @@ import (
 // per replica: the spec does not let a session's id change, so the id
 // cannot follow them). With a store (Options.Store), the GET stream's
 // events, the client's answers to the hub's requests, its cancellations
-// and log level, and DELETE reach every replica (relay.go).
+// and log level, and DELETE reach every replica (server/relay).
 
 // maxEnded bounds the sealed sessions remembered as ended by DELETE.
 const maxEnded = 4096
@@ -32,7 +32,7 @@ const maxEnded = 4096
 // until their ids expire, so that such an id is 404 here as the spec
 // asks, instead of being resumed. Without a store, another replica does
 // not know of it: it would resume the session (there is no session table
-// to tell it); with one, the store tells it (relay.go).
+// to tell it); with one, the store tells it (server/relay).
 type endedSessions struct {
 	mu    sync.Mutex // guards until and order
 	until map[string]time.Time
@@ -85,7 +85,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	stream := s.sealer.streamName(st.key, st.Nonce)
 	// The store is asked before resumeMu is taken: a store that is slow
 	// to answer holds up this session's request, not every resume here.
-	if s.relay != nil && s.relay.ended(stream) {
+	if s.relay != nil && s.relay.Ended(stream) {
 		return nil, http.StatusNotFound
 	}
 	s.resumeMu.Lock()
@@ -93,11 +93,11 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
 		return hs, 0 // resumed by a request of the same session meanwhile
 	}
-	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.relay.deleted.has(stream, s.now()) {
+	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.deleted.has(stream, s.now()) {
 		return nil, http.StatusNotFound
 	}
 	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
-		s.relay.relayTo(hs, st.key)
+		relayTo(s, hs, st.key)
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 		}
 		return nil, http.StatusNotFound
 	}
-	if s.relay != nil && s.relay.deleted.has(stream, s.now()) {
+	if s.relay != nil && s.deleted.has(stream, s.now()) {
 		// DELETEd at another replica while it resumed here: the notice
 		// came before the session was registered, to be ended by it.
 		s.sessions.drop(hs)

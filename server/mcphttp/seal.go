@@ -153,7 +153,7 @@ func (s *sealer) sealWithin(st sealedState, owner string) (string, error) {
 }
 
 // streamName is the name of the session nonce's GET stream on every
-// replica (relay.go): the "<stream>" of its event ids, and its name in
+// replica (server/relay): the "<stream>" of its event ids, and its name in
 // the store. It is a keyed hash (HMAC-SHA-256 under a key derived from
 // the session key key, the one that sealed the session's id: every
 // replica that opens the id has it), so that it is the same everywhere

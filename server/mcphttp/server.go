@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/server/relay"
 	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -64,7 +65,7 @@ type Options struct {
 	// Store, with SessionKeys, is the store every replica shares: a
 	// sealed session's GET stream events, the client's answers to the
 	// hub's requests, its cancellations and log level, and its DELETE go
-	// through it to whichever replica needs them (relay.go), and so do
+	// through it to whichever replica needs them (server/relay), and so do
 	// the pending per-user sign-ins (signinshared.go). Nil: none, and
 	// each replica keeps these to itself.
 	Store shared.Store
@@ -119,9 +120,10 @@ type Server struct {
 	signIns  *signin.Pages     // the per-user sign-in pages and links
 
 	sealer   *sealer          // nil without session keys
-	relay    *relay           // nil without a store and session keys (relay.go)
+	relay    *relay.Relay     // nil without a store and session keys (relayed.go)
 	resumeMu sync.Mutex       // one resume at a time, so that two requests of one session make it once
 	ended    endedSessions    // sealed sessions ended by DELETE here (resume.go)
+	deleted  endedSessions    // the streams of sessions ended by DELETE at other replicas, as the relay hears (resume.go)
 	now      func() time.Time // the clock of sealed ids' expiry; tests set it
 	draining *drain           // started by Drain: no new sessions, GET streams close (drain.go)
 
@@ -150,7 +152,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	s.life, s.end = context.WithCancel(context.Background())
 	s.sessions = newSessionTable(opts.MaxSessions, s.shares, logger)
 	if sl != nil && opts.Store != nil {
-		s.relay = newRelay(s, opts.Store)
+		s.relay = newRelay(s)
 	}
 	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
@@ -217,7 +219,7 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		s.signIns.Close()
 		if s.relay != nil {
-			s.relay.close()
+			s.relay.Close()
 		}
 	})
 	return nil

@@ -33,7 +33,7 @@ type httpSession struct {
 	client    string          // its credential when clients have shares (clientShares), else ""
 	ctx       context.Context // the session's life: cancelled when it ends
 	face      *Server         // the face it came through (per-user sign-in links)
-	stream    string          // its GET stream's name on every replica, when relayed (relay.go); set before it is registered
+	stream    string          // its GET stream's name on every replica, when relayed (relayed.go); set before it is registered
 	base      string          // the face's URL as the client reached it (signin.PublicBase)
 	cancel    context.CancelFunc
 	// oneRequest marks the session of one 2026-07-28 request that came
@@ -51,7 +51,7 @@ type httpSession struct {
 // hub in the profile who's claims choose there (errProfileNotAllowed when
 // they allow none), starts its Conn and registers it.
 // relayed marks a session whose id will be sealed (an initialize's): with a
-// store, its GET stream goes through the relay (relay.go).
+// store, its GET stream goes through the relay (relayed.go).
 func (s *Server) newSession(transport, owner, profile, base string, who *identity.Identity, relayed bool) (*httpSession, error) {
 	seen, err := identity.ChooseProfile(s.opts.Auth, who, profile)
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *Server) newSession(transport, owner, profile, base string, who *identit
 	}
 	return s.startSession(newSessionID(), transport, owner, profile, base, who, func(hs *httpSession) (*server.Session, error) {
 		if relayed {
-			s.relay.relayTo(hs, 0) // sealed under the first key
+			relayTo(s, hs, 0) // sealed under the first key
 		}
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: transport, Profile: seen, Who: who, Peer: hs, SignIn: hs})
 	})
@@ -105,7 +105,7 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 			s.logger.Warn("refused a message from an HTTP client", "session", hs.id, "err", err, "bytes", len(msg))
 		},
 		Panicked:     s.hub.Panics().Recovered,
-		CallIDPrefix: s.relay.callPrefix(),
+		CallIDPrefix: s.relay.CallPrefix(),
 	})
 	sess, err := open(hs)
 	if err = s.sessions.add(hs, err, func() { hs.sess = sess; hs.conn.Start() }); err != nil {

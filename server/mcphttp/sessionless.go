@@ -179,7 +179,7 @@ func (c *oneCall) Call(_ context.Context, method string, _ json.RawMessage) (jso
 // cannot come (a client that tries is refused, and go-sdk's then closes
 // its connection): 2026-07-28 asks such a client with an input_required
 // result (SEP-2322), which the hub sends for tools/call, prompts/get and
-// resources/read (server/inputrequired.go); what else would ask (a
+// resources/read (server/rounds); what else would ask (a
 // policy prompt, a request during another method) cannot.
 func oneRequestRefusal(method string) error {
 	return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id): only tools/call, prompts/get and resources/read ask it, by input_required")

@@ -19,7 +19,7 @@ type sessionTable struct {
 
 	mu        sync.Mutex // guards sessions, streams, pending, pendingBy and closed
 	sessions  map[string]*httpSession
-	streams   map[string]*httpSession // the relayed sessions, by stream name (relay.go)
+	streams   map[string]*httpSession // the relayed sessions, by stream name (server/relay)
 	pending   int                     // sessions being made, counted against the cap
 	pendingBy map[string]int          // pending by client, when clients have shares
 	closed    bool                    // no more sessions

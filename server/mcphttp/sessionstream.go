@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/relay"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -33,8 +34,7 @@ type sessionStream struct {
 	order      []*post          // posts with a stream, oldest first
 	standalone *stream          // the GET stream, or the legacy SSE stream
 	log        eventLog         // the GET stream's events, kept to resume (eventlog.go); not over legacy SSE
-	relayed    *relayedLog      // set before the session serves when the events go through the store instead (relay.go)
-	pulling    sync.Mutex       // held by the one pull of the store's events at a time (relay.go)
+	relayed    *relay.Stream    // set before the session serves when the events go through the store instead (relayed.go)
 }
 
 // post is one client request not yet answered: its answer is handed to
@@ -218,11 +218,11 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 	}
 	if l := ss.relayed; l != nil && !rel.Answer && msg != nil && to == ss.standalone {
 		// Through the store, numbered there, to whichever replica holds
-		// the GET stream (this one's included): relay.go. A request of
+		// the GET stream (this one's included): server/relay. A request of
 		// the hub's too, when no POST stream is open here: the client's
 		// GET stream may be open at another replica.
 		ss.mu.Unlock()
-		if !l.r.enqueue(l.hs, msg, rel.Notification) && rel.Notification {
+		if !l.Enqueue(msg, rel.Notification) && rel.Notification {
 			ss.lost.Add(1)
 		}
 		return nil
@@ -272,7 +272,7 @@ func (ss *sessionStream) reachable(id []byte) bool {
 		return true
 	}
 	if ss.relayed != nil {
-		return true // a GET stream at any replica takes it (relay.go)
+		return true // a GET stream at any replica takes it (server/relay)
 	}
 	return ss.standalone != nil || !ss.legacy && len(ss.order) > 0
 }

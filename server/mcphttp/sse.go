@@ -5,19 +5,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/sse"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// sseWriter writes SSE events on a response, each with a write deadline.
+// sseWriter writes the face's SSE events on a response (sse.Writer),
+// each write within writeTimeout.
 type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	buf     []byte
+	w   http.ResponseWriter
+	out *sse.Writer
 }
 
 func newSSEWriter(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+	return &sseWriter{w: w, out: sse.NewWriter(w, writeTimeout)}
 }
 
 // start sends the headers of an event stream.
@@ -32,8 +32,7 @@ func (sw *sseWriter) start(extra http.Header) error {
 	// (2026-07-28, basic/transports/streamable-http: SHOULD).
 	sw.w.Header().Set("X-Accel-Buffering", "no")
 	sw.w.WriteHeader(http.StatusOK)
-	sw.started = true
-	return sw.flush(nil)
+	return sw.out.Flush()
 }
 
 // events writes messages as one event of name each; withIDs, each is
@@ -41,41 +40,27 @@ func (sw *sseWriter) start(extra http.Header) error {
 // the one writer of events, for every stream of the face: a POST's, the
 // GET stream (withIDs), a listen's and legacy SSE's.
 func (sw *sseWriter) events(name string, msgs [][]byte, withIDs bool) error {
-	sw.buf = sw.buf[:0]
 	for _, m := range msgs {
+		var id []byte
 		if withIDs {
-			var id []byte
 			id, m, _ = bytes.Cut(m, []byte{'\n'})
-			sw.buf = append(sw.buf, "id: "...)
-			sw.buf = append(sw.buf, id...)
-			sw.buf = append(sw.buf, '\n')
 		}
-		sw.buf = append(sw.buf, "event: "...)
-		sw.buf = append(sw.buf, name...)
-		sw.buf = append(sw.buf, "\ndata: "...)
-		sw.buf = append(sw.buf, m...)
-		sw.buf = append(sw.buf, "\n\n"...)
+		sw.out.Event(string(id), name, m)
 	}
-	return sw.flush(sw.buf)
+	return sw.out.Flush()
 }
 
 // prime writes an event with id and no message, so that a client cut off
 // before the next event resumes from here (MCP 2025-11-25,
 // basic/transports: the priming event).
 func (sw *sseWriter) prime(id string) error {
-	return sw.flush([]byte("id: " + id + "\ndata: \n\n"))
+	sw.out.Event(id, "", nil)
+	return sw.out.Flush()
 }
 
-func (sw *sseWriter) ping() error { return sw.flush([]byte(": keep-alive\n\n")) }
-
-func (sw *sseWriter) flush(b []byte) error {
-	_ = sw.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if len(b) > 0 {
-		if _, err := sw.w.Write(b); err != nil {
-			return err
-		}
-	}
-	return sw.rc.Flush()
+func (sw *sseWriter) ping() error {
+	sw.out.Comment("keep-alive")
+	return sw.out.Flush()
 }
 
 // pump writes st's messages as events until the client goes, the session

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/relay"
 	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -41,7 +42,7 @@ func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
 			s.ended.add(hs.id, s.now().Add(sealedLifetime))
 		}
 		if hs.stream != "" {
-			s.relay.end(hs)
+			s.relay.End(hs.st.relayed)
 		}
 		s.sessions.drop(hs)
 		w.WriteHeader(http.StatusOK)
@@ -105,10 +106,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !msg.IsRequest() {
 		// A notification or an answer to a request of the hub's: the
 		// session's Conn takes it (notifications/cancelled included),
-		// unless it is another replica's (relay.go).
+		// unless it is another replica's (server/relay).
 		defer release()
 		if hs.stream != "" {
-			if relayed, err := s.relay.relays(hs, msg, body); errors.Is(err, errRelayDown) {
+			if relayed, err := s.relay.Relays(hs.st.relayed, msg, body); errors.Is(err, relay.ErrDown) {
 				unavailable(w, err.Error())
 				return
 			} else if err != nil {
@@ -125,7 +126,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if hs.stream != "" && msg.Method == "notifications/cancelled" {
-			s.relay.cancelled(hs, body) // after: the request may run here
+			s.relay.Cancelled(hs.st.relayed, body) // after: the request may run here
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -139,7 +140,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg.Method == "logging/setLevel" && hs.stream != "" {
-		_ = s.relay.publish(relayLevel, hs, body) // every replica that holds the session logs at it
+		s.relay.Level(hs.st.relayed, body) // every replica that holds the session logs at it
 	}
 	s.request(w, r, hs, msg, body, header, release)
 }
@@ -317,13 +318,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	var last string
 	var replayed int
 	if hs.stream != "" {
-		if !s.relay.allowedGET(hs, lastID != "") {
+		if !s.relay.AllowedGET(hs.st.relayed, lastID != "") {
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "Too Many Requests: "+errRelayBudget.Error(), http.StatusTooManyRequests)
+			http.Error(w, "Too Many Requests: "+relay.ErrBudget.Error(), http.StatusTooManyRequests)
 			return
 		}
 		var status int
-		if last, status = s.relay.claimRelayed(hs, st, lastID); status == http.StatusServiceUnavailable {
+		if last, status = claimRelayed(s.relay, hs, st, lastID); status == http.StatusServiceUnavailable {
 			unavailable(w, "the store does not answer")
 			return
 		}

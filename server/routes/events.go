@@ -160,7 +160,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 		}()
 	}
 	// During a 2026-07-28 client's call: asked in its next round.
-	if res, ok, err := t.opts.Ask(ctx, method, params); ok {
+	if res, ok, err := t.opts.Ask(ctx, e, params); ok {
 		return res, err
 	}
 	if e.Ambiguous {

@@ -79,10 +79,10 @@ type Options[S Session] struct {
 	// Unsubscribe sends resources/unsubscribe for uri to s, on its shared
 	// connection, bounded by the list timeout and cancelled at Close.
 	Unsubscribe func(s *upstream.Server, uri string) error
-	// Ask puts an upstream's request to a 2026-07-28 client in the next
-	// round of its call that ctx belongs to; ok is false when ctx is no
-	// such call.
-	Ask func(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	// Ask puts an upstream's request e (its params, redacted, are params)
+	// to a 2026-07-28 client in the next round of the call the hub holds
+	// for e's owner to e's server; ok is false when it holds none.
+	Ask func(ctx context.Context, e upstream.Event, params json.RawMessage) (res json.RawMessage, ok bool, err error)
 	// TaskStatus is the session that owns the task an upstream's
 	// notifications/tasks/status (which came on the connection ctx names)
 	// is about, with the params to send it; ok is false for none.

@@ -162,22 +162,6 @@ func Field(obj []byte, key string) []byte {
 	return obj[m.valStart:m.valEnd:m.valEnd]
 }
 
-// String decodes a raw JSON string, such as a value Field returned; ok
-// is false for any other value. A string without escapes costs one copy.
-func String(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
 // SetField returns a copy of obj in which key has value: its old value
 // replaced where it stood, or, when obj lacks key, a new member after the
 // last one. Every other byte of obj is kept. value must be valid JSON.
@@ -464,4 +448,20 @@ func skipValue(b []byte, i int) int {
 		}
 		return i
 	}
+}
+
+// StringValue decodes a raw JSON string, such as a value Field returned;
+// ok is false for any other value. A string without escapes costs one copy.
+func StringValue(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }

@@ -84,7 +84,7 @@ type Store interface {
 	Holder
 	Notifier
 	Limiter
-	// Relay carries an HTTP session between replicas (relay.go).
+	// Relay carries an HTTP session between replicas (server/relay).
 	Relay
 	// Close lets go of the store's connections.
 	Close()

@@ -1,14 +1,16 @@
 package pgstore
 
 import (
-	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
 // TestMain runs the tests on one PostgreSQL cluster, each test with a
-// database of its own in it (pgtest.Shared).
+// database of its own in it (pgtest.Shared); no goroutine outlives them
+// (a LISTEN loop, a connection's close).
 func TestMain(m *testing.M) {
-	os.Exit(pgtest.Shared(m).Run())
+	goleak.VerifyTestMain(pgtest.Shared(m))
 }

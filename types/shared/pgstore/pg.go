@@ -27,31 +27,46 @@ import (
 // errNoRows is QueryRow's Scan when the statement returned no row.
 var errNoRows = errors.New("no rows in result set")
 
+// errClosed is what a closed pool's callers get, those that were waiting
+// for a slot when it closed included.
+var errClosed = errors.New("closed pool")
+
 // The pool's defaults, pgxpool's.
 const (
 	maxConnLifetime = time.Hour
 	maxConnIdleTime = 30 * time.Minute
 	// pingAfterIdle: a connection idle for longer is pinged before use, so
-	// that one the server closed meanwhile (a restart) is replaced.
+	// that one the server closed meanwhile (a restart) is replaced. One
+	// idle for less is pinged only when its socket has something to read
+	// (quiet): a backend the server ended sent its error and closed.
 	pingAfterIdle = time.Second
 )
 
 // poolParams are the parameters of the connection string pgx and pgxpool
 // took for themselves: they are not the server's, so they are not sent to
 // it. Only pool_max_conns is honoured (the others shaped pgx's statement
-// cache and the pool's idle connections, which this pool does not keep).
+// cache and the pool's idle connections, which this pool does not keep):
+// the others given are the pool's ignored, which Open's caller logs.
 var poolParams = []string{"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
 	"pool_max_conn_idle_time", "pool_health_check_period", "pool_max_conn_lifetime_jitter",
 	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode"}
 
 // pool is a bounded set of connections to one database.
 type pool struct {
-	cfg    *pgconn.Config
-	slots  chan struct{} // one per connection in use
-	mu     sync.Mutex
-	idle   []idleConn
-	opened map[*pgconn.PgConn]time.Time // when each in use was opened
-	done   bool
+	cfg     *pgconn.Config
+	slots   chan struct{} // one per connection in use
+	ignored []string      // poolParams given but not honoured
+	// life ends at Close: it wakes the callers waiting for a slot and
+	// ends the LISTEN connections (Store.listenOnce).
+	life context.Context
+	end  context.CancelFunc
+	// lifetime and idleTime bound a connection's age and time idle
+	// (maxConnLifetime, maxConnIdleTime; tests set less).
+	lifetime, idleTime time.Duration
+	mu                 sync.Mutex
+	idle               []idleConn
+	opened             map[*pgconn.PgConn]time.Time // when each in use was opened
+	done               bool
 }
 
 type idleConn struct {
@@ -69,33 +84,53 @@ func parsePool(url string) (*pool, error) {
 	}
 	size := max(4, runtime.NumCPU())
 	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
-		n, err := strconv.Atoi(v)
+		// pgxpool's bound: a 32-bit count.
+		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 1 {
-			return nil, errors.New("cannot parse pool_max_conns")
+			return nil, errPoolMaxConns
 		}
-		size = n
+		size = int(n)
 	}
+	p := &pool{cfg: cfg, slots: make(chan struct{}, size), opened: map[*pgconn.PgConn]time.Time{},
+		lifetime: maxConnLifetime, idleTime: maxConnIdleTime}
 	for _, k := range poolParams {
+		if _, ok := cfg.RuntimeParams[k]; ok && k != "pool_max_conns" {
+			p.ignored = append(p.ignored, k)
+		}
 		delete(cfg.RuntimeParams, k)
 	}
-	return &pool{cfg: cfg, slots: make(chan struct{}, size), opened: map[*pgconn.PgConn]time.Time{}}, nil
+	p.life, p.end = context.WithCancel(context.Background())
+	return p, nil
 }
 
+// errPoolMaxConns is parsePool's error for a pool_max_conns that is not a
+// count: it names the parameter, which the URL's other errors (they may
+// quote the password) do not.
+var errPoolMaxConns = errors.New("pool_max_conns is not a whole number from 1 to 2147483647")
+
 // acquire takes a connection: an idle one (pinged first when it was idle
-// for long), or a new one when none is idle, waiting for a slot when as
-// many are in use as the pool holds.
+// for long or its socket has something to read), or a new one when none
+// is idle, waiting for a slot when as many are in use as the pool holds.
 func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
+	// A caller whose ctx ended takes nothing: a select with both ready
+	// picks at random, and a ping on a done ctx fails on a healthy
+	// connection, which would be closed for it.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-p.life.Done():
+		return nil, errClosed
 	}
 	for {
 		p.mu.Lock()
 		if p.done {
 			p.mu.Unlock()
 			<-p.slots
-			return nil, errors.New("closed pool")
+			return nil, errClosed
 		}
 		var ic idleConn
 		if n := len(p.idle); n > 0 {
@@ -109,12 +144,18 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 		p.opened[ic.pc] = ic.born
 		p.mu.Unlock()
 		now := time.Now()
-		if ic.pc.IsClosed() || now.Sub(ic.born) > maxConnLifetime || now.Sub(ic.since) > maxConnIdleTime ||
-			(now.Sub(ic.since) > pingAfterIdle && ic.pc.Ping(ctx) != nil) {
+		if ic.pc.IsClosed() || p.expired(ic, now) ||
+			((now.Sub(ic.since) > pingAfterIdle || !quiet(ic.pc.Conn())) && ic.pc.Ping(ctx) != nil) {
+			if ctx.Err() != nil {
+				// The ping was cut short, not refused: the connection
+				// is closed if it was cut mid-way, kept if not begun.
+				p.release(ic.pc)
+				return nil, ctx.Err()
+			}
 			p.mu.Lock()
 			delete(p.opened, ic.pc)
 			p.mu.Unlock()
-			ic.pc.Close(context.WithoutCancel(ctx))
+			closeConn(ic.pc)
 			continue
 		}
 		return ic.pc, nil
@@ -130,35 +171,62 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 	return pc, nil
 }
 
+// expired says whether ic is older than the pool's lifetime or was idle
+// for longer than its idleTime.
+func (p *pool) expired(ic idleConn, now time.Time) bool {
+	return now.Sub(ic.born) > p.lifetime || now.Sub(ic.since) > p.idleTime
+}
+
+// closeConn closes pc, waiting at most a second for the server.
+func closeConn(pc *pgconn.PgConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	pc.Close(ctx)
+}
+
 // release gives pc back: idle again, or closed when it broke, is in a
-// transaction still or the pool is closed.
+// transaction still or the pool is closed. The idle connections that
+// expired meanwhile are closed with it: acquire takes the newest idle
+// one, so those beneath it after a burst would never be looked at again.
 func (p *pool) release(pc *pgconn.PgConn) {
 	defer func() { <-p.slots }()
+	now := time.Now()
 	p.mu.Lock()
 	born := p.opened[pc]
 	delete(p.opened, pc)
-	keep := !p.done && !pc.IsClosed() && pc.TxStatus() == 'I'
-	if keep {
-		p.idle = append(p.idle, idleConn{pc: pc, born: born, since: time.Now()})
+	var gone []*pgconn.PgConn
+	if !p.done && !pc.IsClosed() && pc.TxStatus() == 'I' {
+		p.idle = append(p.idle, idleConn{pc: pc, born: born, since: now})
+	} else {
+		gone = append(gone, pc)
 	}
+	kept := p.idle[:0]
+	for _, ic := range p.idle {
+		if p.expired(ic, now) {
+			gone = append(gone, ic.pc)
+		} else {
+			kept = append(kept, ic)
+		}
+	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
 	p.mu.Unlock()
-	if !keep {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		pc.Close(ctx)
+	for _, pc := range gone {
+		closeConn(pc)
 	}
 }
 
-// Close closes the idle connections, and each in use when it comes back.
+// Close closes the idle connections, and each in use when it comes back;
+// the callers waiting for a slot get errClosed, and the LISTEN
+// connections end.
 func (p *pool) Close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.done = nil, true
 	p.mu.Unlock()
+	p.end()
 	for _, ic := range idle {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ic.pc.Close(ctx)
-		cancel()
+		closeConn(ic.pc)
 	}
 }
 
@@ -550,8 +618,13 @@ func (p *pool) listen(ctx context.Context) (*listener, error) {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-p.life.Done():
+		return nil, errClosed
 	}
 	defer func() { <-p.slots }()
+	if p.life.Err() != nil {
+		return nil, errClosed
+	}
 	l := &listener{}
 	cfg := p.cfg.Copy()
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {

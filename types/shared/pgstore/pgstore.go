@@ -19,7 +19,7 @@ import (
 )
 
 // SchemaVersion is the version of the tables this build makes and reads:
-// 2 added the relay's tables (relay.go), which a database of version 1
+// 2 added the relay's tables (server/relay), which a database of version 1
 // gets when a replica of this build starts on it.
 const SchemaVersion = 2
 
@@ -53,7 +53,7 @@ type Store struct {
 	where string       // host:port/database, for messages: never the password
 	takes atomic.Int64 // Take's calls, to prune every pruneEvery
 
-	appended atomic.Int64 // events appended, to prune dynamic_mcp_events (relay.go)
+	appended atomic.Int64 // events appended, to prune dynamic_mcp_events (server/relay)
 	// eventsTotal is the bound of all streams' events in bytes;
 	// 0: shared.MaxEventsTotal (tests set less).
 	eventsTotal int64
@@ -71,6 +71,9 @@ var _ shared.Store = (*Store)(nil)
 // version made is refused.
 func Open(ctx context.Context, url string) (*Store, error) {
 	pool, err := parsePool(url)
+	if errors.Is(err, errPoolMaxConns) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	if err != nil {
 		// pgconn's parse errors can quote the URL, password and all.
 		return nil, errors.New("store: not a PostgreSQL connection URL")
@@ -123,6 +126,11 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Where names the database (host:port/database) without credentials.
 func (s *Store) Where() string { return s.where }
+
+// Ignored are the parameters of the URL that pgxpool honoured and this
+// store accepts but ignores (pool_min_conns, ...), for the caller to warn
+// of; nil when there are none.
+func (s *Store) Ignored() []string { return s.pool.ignored }
 
 // Close lets go of the pool's connections.
 func (s *Store) Close() { s.pool.Close() }
@@ -303,7 +311,11 @@ func (s *Store) listenOnce(ctx context.Context, channel string, first bool, agai
 	if err != nil {
 		return
 	}
-	defer l.pc.Close(context.WithoutCancel(ctx))
+	defer closeConn(l.pc)
+	// The store's Close ends the connection too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.pool.life, cancel)()
 	if _, err := l.pc.Exec(ctx, "LISTEN "+quoteIdentifier(channel)).ReadAll(); err != nil {
 		return
 	}

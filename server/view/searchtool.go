@@ -1,4 +1,4 @@
-package server
+package view
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -18,24 +19,24 @@ import (
 // get_dynamic_tools' does) and what it is for, since models pass over a
 // search tool whose description could be anyone's.
 const (
-	searchToolName  = "search_dynamic_tools"
+	SearchToolName  = "search_dynamic_tools"
 	searchToolIntro = "Find the right tool for a task across every group at once. Describe what you want done in a few words (for example \"take a screenshot of the page\" or \"open a pull request\"); the answer lists the best matching tools, best first, each with its group, name, description and inputSchema, ready to run with call_dynamic_tool. Use it instead of guessing the group or reading a whole group with get_dynamic_tools.\n\nGroups searched:\n"
-	searchLimit     = 5  // results when the call gives no limit
-	searchLimitMax  = 20 // the most one call returns
+	SearchLimit     = 5  // results when the call gives no limit
+	SearchLimitMax  = 20 // the most one call returns
 )
 
 // searchTool is search_dynamic_tools' definition: enum and listed are the
 // groups, as groupList gives them.
 func searchTool(enum []string, listed string) json.RawMessage {
 	def := map[string]any{
-		"name":        searchToolName,
+		"name":        SearchToolName,
 		"description": strings.TrimRight(searchToolIntro+listed, "\n"),
 		"inputSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{
 				"query": map[string]any{"type": "string", "description": "What you want done, in a few words"},
 				"group": map[string]any{"type": "string", "description": "Only search this group (optional)", "enum": enum},
-				"limit": map[string]any{"type": "integer", "description": "How many tools to return, best first (default 5, at most 20)", "minimum": 1, "maximum": searchLimitMax, "default": searchLimit},
+				"limit": map[string]any{"type": "integer", "description": "How many tools to return, best first (default 5, at most 20)", "minimum": 1, "maximum": SearchLimitMax, "default": SearchLimit},
 			},
 			"required": []string{"query"},
 		},
@@ -45,7 +46,7 @@ func searchTool(enum []string, listed string) json.RawMessage {
 	return b
 }
 
-// toolIndex is what search_dynamic_tools searches: every tool of every
+// ToolIndex is what search_dynamic_tools searches: every tool of every
 // ready group, exactly those get_dynamic_tools lists (deny- and
 // allow-lists, pins and name collisions applied by buildView already).
 //
@@ -56,7 +57,7 @@ func searchTool(enum []string, listed string) json.RawMessage {
 // every change of any upstream (a list_changed storm builds it again and
 // again). A view no one searches costs nothing; searches that come
 // together wait for the one build.
-type toolIndex struct {
+type ToolIndex struct {
 	docs    []search.Doc
 	entries []search.Entry // by the index's doc number
 	once    sync.Once
@@ -64,7 +65,7 @@ type toolIndex struct {
 }
 
 // get is the index, built on the first call.
-func (t *toolIndex) get() *search.Index {
+func (t *ToolIndex) get() *search.Index {
 	t.once.Do(func() {
 		t.index.Store(search.New(t.docs))
 		t.docs = nil
@@ -72,76 +73,76 @@ func (t *toolIndex) get() *search.Index {
 	return t.index.Load()
 }
 
-// built reports whether the index has been built.
-func (t *toolIndex) built() bool { return t.index.Load() != nil }
+// Built reports whether the index has been built.
+func (t *ToolIndex) Built() bool { return t.index.Load() != nil }
 
 // buildToolIndex gathers the ready groups' tools when mode offers
 // search_dynamic_tools for them, and returns nil when it does not: off, or
 // auto with no more than config.SearchAutoTools tools ("" is auto).
-func buildToolIndex(groups []*groupView, mode config.SearchMode) *toolIndex {
+func buildToolIndex(groups []*GroupView, mode config.SearchMode) *ToolIndex {
 	n := 0
 	for _, g := range groups {
-		if g.state == upstream.StateReady {
-			n += len(g.tools)
+		if g.State == upstream.StateReady {
+			n += len(g.Tools)
 		}
 	}
 	if mode == config.SearchOff || mode != config.SearchOn && n <= config.SearchAutoTools {
 		return nil
 	}
-	t := &toolIndex{docs: make([]search.Doc, 0, n), entries: make([]search.Entry, 0, n)}
+	t := &ToolIndex{docs: make([]search.Doc, 0, n), entries: make([]search.Entry, 0, n)}
 	for _, g := range groups {
-		if g.state != upstream.StateReady {
+		if g.State != upstream.StateReady {
 			continue
 		}
-		for _, raw := range g.tools {
-			t.docs = append(t.docs, search.Doc{Group: g.name, GroupDescription: g.description, Tool: raw})
-			t.entries = append(t.entries, search.Entry{Group: g.name, Tool: raw})
+		for _, raw := range g.Tools {
+			t.docs = append(t.docs, search.Doc{Group: g.Name, GroupDescription: g.Description, Tool: raw})
+			t.entries = append(t.entries, search.Entry{Group: g.Name, Tool: raw})
 		}
 	}
 	return t
 }
 
-// searchDynamicTools answers search_dynamic_tools: an object with the
+// SearchDynamicTools answers search_dynamic_tools: an object with the
 // query and its best matches, best first, each in the shape
 // get_dynamic_tools lists its tools in, with its group.
-func (v *view) searchDynamicTools(args dynamicArgs) json.RawMessage {
+func (v *View) SearchDynamicTools(args DynamicArgs) json.RawMessage {
 	var query string
 	if len(args.Query) > 0 && string(args.Query) != "null" && json.Unmarshal(args.Query, &query) != nil {
-		return toolError("query must be a string")
+		return call.ToolError("query must be a string")
 	}
 	if strings.TrimSpace(query) == "" {
-		return toolError("Missing required argument: query")
+		return call.ToolError("Missing required argument: query")
 	}
 	if args.Group != "" {
-		if g, problem := v.lookupGroup(args.Group); g == nil {
-			return toolError(problem)
+		if g, problem := v.LookupGroup(args.Group); g == nil {
+			return call.ToolError(problem)
 		}
 	}
 	limit, ok := searchLimitOf(args.Limit)
 	if !ok {
-		return toolError("limit must be a number")
+		return call.ToolError("limit must be a number")
 	}
-	hits := v.search.get().Search(query, args.Group, limit)
+	hits := v.Search.get().Search(query, args.Group, limit)
 	entries := make([]search.Entry, len(hits))
 	for i, h := range hits {
-		entries[i] = v.search.entries[h.Doc]
+		entries[i] = v.Search.entries[h.Doc]
 	}
 	q, _ := jsonrpc.Marshal(query)
 	obj, err := search.AppendEntries(append(append([]byte(`{"query":`), q...), `,"tools":`...), entries)
 	if err != nil {
-		return toolError("dynamic-mcp: cannot answer the search: " + err.Error())
+		return call.ToolError("dynamic-mcp: cannot answer the search: " + err.Error())
 	}
 	return objectResult(append(obj, '}'))
 }
 
 // searchLimitOf reads search_dynamic_tools' limit: a number, or a string
 // holding one (as models write "5"), cut to a whole number from 1 to
-// searchLimitMax; searchLimit when it is missing, null or below 1. ok is
+// SearchLimitMax; SearchLimit when it is missing, null or below 1. ok is
 // false for anything else.
 func searchLimitOf(raw json.RawMessage) (limit int, ok bool) {
 	var f float64
 	if len(raw) == 0 || string(raw) == "null" {
-		return searchLimit, true
+		return SearchLimit, true
 	}
 	if json.Unmarshal(raw, &f) != nil {
 		var s string
@@ -155,9 +156,9 @@ func searchLimitOf(raw json.RawMessage) (limit int, ok bool) {
 	}
 	switch {
 	case !(f >= 1): // NaN too
-		return searchLimit, true
-	case f > searchLimitMax: // before converting: int(1e300) is any number
-		return searchLimitMax, true
+		return SearchLimit, true
+	case f > SearchLimitMax: // before converting: int(1e300) is any number
+		return SearchLimitMax, true
 	}
 	return int(f), true
 }

@@ -1,8 +1,12 @@
-package server
+package view
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // maxNameLen is the spec's limit on tool names (1-128 characters).
@@ -26,4 +30,14 @@ func ExposedName(group, name string, prefix bool) string {
 	sum := sha256.Sum256([]byte(full))
 	tag := hex.EncodeToString(sum[:])[:8]
 	return full[:maxNameLen-len(tag)-1] + "_" + tag
+}
+
+// withName is the definition def with its name set to name, every other
+// byte as it was (null taken for {}, as the hub's setField takes it).
+func withName(def json.RawMessage, name string) (json.RawMessage, error) {
+	if string(bytes.TrimSpace(def)) == "null" {
+		def = json.RawMessage(`{}`)
+	}
+	q, _ := jsonrpc.Marshal(name) // a string always encodes
+	return jsonrpc.SetField(def, "name", q)
 }

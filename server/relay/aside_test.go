@@ -1,4 +1,4 @@
-package mcphttp
+package relay
 
 import (
 	"sync"
@@ -11,8 +11,8 @@ import (
 // maxAsidePerSession for one session (beyond, its own are dropped and
 // counted), while another session's go through at once.
 func TestRelayAsideBounded(t *testing.T) {
-	r := &relay{}
-	slow, other := &httpSession{}, &httpSession{}
+	r := &Relay{}
+	slow, other := &Stream{}, &Stream{}
 	release := make(chan struct{})
 	var stuck sync.WaitGroup
 	for i := range maxAsidePerSession {

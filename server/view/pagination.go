@@ -1,21 +1,23 @@
-package server
+package view
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// page returns one page of items as the result of a list method:
+// Page returns one page of items as the result of a list method:
 // {"<field>": [...], "nextCursor": "..."}. Cursors are opaque to the client:
 // base64 of the offset.
-func page(field string, items []json.RawMessage, params json.RawMessage, size int) (json.RawMessage, error) {
+func Page(field string, items []json.RawMessage, params json.RawMessage, size int) (json.RawMessage, error) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
 		}
 	}
 	start := 0
@@ -23,7 +25,7 @@ func page(field string, items []json.RawMessage, params json.RawMessage, size in
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
 		n, err2 := strconv.Atoi(string(raw))
 		if err != nil || err2 != nil || n < 0 || n > len(items) {
-			return nil, errorf(codeInvalidParams, "invalid cursor")
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid cursor")
 		}
 		start = n
 	}
@@ -32,12 +34,12 @@ func page(field string, items []json.RawMessage, params json.RawMessage, size in
 	if end < len(items) {
 		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
 	}
-	return listResult(field, items[start:end], next), nil
+	return ListResult(field, items[start:end], next), nil
 }
 
-// listResult frames a list result around raw items, spliced as they are:
+// ListResult frames a list result around raw items, spliced as they are:
 // {"<field>":[...]}, with "nextCursor" when next is not empty.
-func listResult(field string, items []json.RawMessage, next string) json.RawMessage {
+func ListResult(field string, items []json.RawMessage, next string) json.RawMessage {
 	n := len(field) + len(next) + 32
 	for _, it := range items {
 		n += len(it) + 1

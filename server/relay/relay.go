@@ -1,34 +1,17 @@
-package mcphttp
-
-import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
-)
-
-// The relay between replicas (Options.Store with Options.SessionKeys):
-// every replica serves every request of a sealed session, whichever the
-// balancer picks (round robin included), and what only one replica holds
-// is found through the store.
+// Package relay is the link between the replicas of the HTTP face
+// (mcphttp's Options.Store with Options.SessionKeys): every replica
+// serves every request of a sealed session, whichever the balancer picks
+// (round robin included), and what only one replica holds is found
+// through the store.
 //
 //   - The GET stream's events are kept in the store (shared.Relay's
 //     AppendEvents), numbered per session by the store, under the
-//     session's stream name (sealer.streamName: the same on every
-//     replica, unguessable). The replica that holds the session's GET
-//     stream delivers them, woken by the notice each append publishes;
-//     a GET with Last-Event-ID at any replica replays from the store.
-//     What goes down a POST's stream (an answer, the progress of that
-//     call) stays on the replica of that POST, as without a store.
+//     session's stream name (the face's sealer.streamName: the same on
+//     every replica, unguessable). The replica that holds the session's
+//     GET stream delivers them, woken by the notice each append
+//     publishes; a GET with Last-Event-ID at any replica replays from the
+//     store. What goes down a POST's stream (an answer, the progress of
+//     that call) stays on the replica of that POST, as without a store.
 //   - The client's answer to a request of the hub's is published when it
 //     reaches a replica that did not send that request: the hub's
 //     request ids carry the sending replica's tag (jsonrpc's
@@ -46,9 +29,32 @@ import (
 // queue (a message beyond it is lost, and counted), the payloads heard
 // in a bounded inbox (the same), and the sessions to pull are a set of
 // the sessions open here.
+//
+// The relay reaches the face's sessions through what the face gives it:
+// Sessions (the sessions here, by stream name) and, for each session, a
+// Peer (its Conn and its GET stream). It imports neither the face nor
+// the hub.
+package relay
 
-// errRelayDown is an answer for another replica the store did not take.
-var errRelayDown = errors.New("the store shared by the replicas does not answer: the answer could not reach the replica that asked")
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+)
+
+// ErrDown is an answer for another replica the store did not take.
+var ErrDown = errors.New("the store shared by the replicas does not answer: the answer could not reach the replica that asked")
 
 // relayChannel is the store's channel of the relay.
 const relayChannel = "dynamic_mcp_relay"
@@ -81,10 +87,65 @@ const (
 	relayDeleted   = "d" // the session was ended by DELETE at replica tag
 )
 
-// relay is a face's link to the other replicas.
-type relay struct {
-	s          *Server
+// Sessions are the face's sessions as the relay reaches them, each by
+// its Stream (Relay.Open).
+type Sessions interface {
+	// Relayed are the sessions here that go through the relay.
+	Relayed() []*Stream
+	// ByStream is the session here whose stream is named name, or nil.
+	ByStream(name string) *Stream
+	// Deleted is told that the session of the stream named name was
+	// ended by DELETE at another replica, whether or not it is here: a
+	// resume that asked the store just before the DELETE was recorded
+	// ends the session it made.
+	Deleted(name string)
+}
+
+// Peer is one session of the face as the relay reaches it: its Conn, and
+// its GET stream when that is open here. Lock guards the GET stream and
+// the Stream's count of what it has had (Open and Put are called with
+// it held).
+type Peer interface {
+	sync.Locker
+	// ID names the session in logs.
+	ID() string
+	// Context ends when the session does.
+	Context() context.Context
+	// Deliver hands body to the session's Conn, as if POSTed here.
+	Deliver(ctx context.Context, body []byte)
+	// Request has the hub handle m, a request of the client's relayed
+	// (logging/setLevel).
+	Request(ctx context.Context, m *jsonrpc.Message)
+	// Open reports whether the session's GET stream is open here.
+	Open() bool
+	// Put puts msg, as the event seq, on the GET stream open here,
+	// counting a notification its outbox dropped as lost.
+	Put(seq uint64, msg []byte, note bool)
+	// End ends the session here, DELETEd at another replica: remembered
+	// as ended, and dropped.
+	End()
+}
+
+// Options are what a Relay is given by its face.
+type Options struct {
+	Store    shared.Store
+	Sessions Sessions
+	Logger   *slog.Logger
+	// Now is the clock of the ends of sessions recorded.
+	Now func() time.Time
+	// Lifetime is how long a session's id opens: its end is recorded in
+	// the store that long.
+	Lifetime time.Duration
+	// MaxMessageSize is the largest message a client may send, read at
+	// each message relayed (a reload may change it).
+	MaxMessageSize func() int
+}
+
+// Relay is a face's link to the other replicas.
+type Relay struct {
+	opts       Options
 	store      shared.Store
+	logger     *slog.Logger
 	tag        string // this replica's, random
 	ctx        context.Context
 	stop       context.CancelFunc
@@ -95,23 +156,19 @@ type relay struct {
 
 	mu      sync.Mutex // guards queue, queued and pulls
 	queue   []queuedEvent
-	queued  int                       // bytes in queue
-	pulls   map[*httpSession]struct{} // sessions whose GET stream is behind the store
-	appendQ chan struct{}             // wakes the appender (1)
-	pullQ   chan struct{}             // wakes the pullers (1)
-	inbox   chan string               // payloads heard
-	inboxed atomic.Int64              // bytes in inbox
+	queued  int                  // bytes in queue
+	pulls   map[*Stream]struct{} // sessions whose GET stream is behind the store
+	appendQ chan struct{}        // wakes the appender (1)
+	pullQ   chan struct{}        // wakes the pullers (1)
+	inbox   chan string          // payloads heard
+	inboxed atomic.Int64         // bytes in inbox
 
-	lost atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
-	// deleted are the streams of the sessions ended by DELETE at other
-	// replicas, heard here: a resume that asked the store just before
-	// the DELETE was recorded ends the session it made (resume.go).
-	deleted endedSessions
-	missed  atomic.Bool // a payload was dropped by a full inbox since dispatch last looked
+	lost   atomic.Uint64 // events or payloads dropped by a full queue, or a store that failed
+	missed atomic.Bool   // a payload was dropped by a full inbox since dispatch last looked
 
-	asideMu sync.Mutex           // guards asides
-	asides  map[*httpSession]int // deliveries under way off the dispatcher, by session (see aside)
-	asideN  int                  // their sum
+	asideMu sync.Mutex      // guards asides
+	asides  map[*Stream]int // deliveries under way off the dispatcher, by session (see aside)
+	asideN  int             // their sum
 }
 
 // Bounds of the deliveries a replica makes off its dispatcher (aside):
@@ -128,7 +185,7 @@ const (
 // message is dropped and counted lost: a session that cannot take its
 // answers as fast as they come (its client floods it) loses its own, not
 // another's.
-func (r *relay) aside(hs *httpSession, deliver func()) bool {
+func (r *Relay) aside(hs *Stream, deliver func()) bool {
 	r.asideMu.Lock()
 	if r.asides[hs] >= maxAsidePerSession || r.asideN >= maxAsides {
 		r.asideMu.Unlock()
@@ -136,7 +193,7 @@ func (r *relay) aside(hs *httpSession, deliver func()) bool {
 		return false
 	}
 	if r.asides == nil {
-		r.asides = map[*httpSession]int{}
+		r.asides = map[*Stream]int{}
 	}
 	r.asides[hs]++
 	r.asideN++
@@ -156,20 +213,20 @@ func (r *relay) aside(hs *httpSession, deliver func()) bool {
 }
 
 type queuedEvent struct {
-	hs *httpSession
+	hs *Stream
 	ev shared.NewEvent
 }
 
-// newRelay starts the relay of s on store: its listener, appender and
-// pullers, until close.
-func newRelay(s *Server, store shared.Store) *relay {
+// New starts the relay on opts.Store: its listener, appender and
+// pullers, until Close.
+func New(opts Options) *Relay {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	r := &relay{s: s, store: store, tag: hex.EncodeToString(b), pulls: map[*httpSession]struct{}{},
+	r := &Relay{opts: opts, store: opts.Store, logger: opts.Logger, tag: hex.EncodeToString(b), pulls: map[*Stream]struct{}{},
 		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.appends, r.endAppends = context.WithCancel(context.Background())
-	r.wg.Go(func() { store.Subscribe(r.ctx, relayChannel, r.heard) })
+	r.wg.Go(func() { r.store.Subscribe(r.ctx, relayChannel, r.heard) })
 	r.wg.Go(r.dispatch)
 	r.wg.Go(r.appender)
 	for range pullers {
@@ -181,7 +238,7 @@ func newRelay(s *Server, store shared.Store) *relay {
 // heard puts p, a payload heard, in the inbox; one that does not fit is
 // lost, and the dispatcher told (missed), so that the GET streams here
 // read the store even though a notice of their new events was lost.
-func (r *relay) heard(p string) {
+func (r *Relay) heard(p string) {
 	if r.inboxed.Load()+int64(len(p)) <= maxInboxBytes { // the one producer: exact
 		r.inboxed.Add(int64(len(p)))
 		select {
@@ -195,10 +252,10 @@ func (r *relay) heard(p string) {
 	r.missed.Store(true)
 }
 
-// close stops the relay's goroutines and waits for them: the events
+// Close stops the relay's goroutines and waits for them: the events
 // queued are appended first, within relayWait (a replica that stops
 // after draining does not lose the last events of its calls).
-func (r *relay) close() {
+func (r *Relay) Close() {
 	close(r.closing)
 	t := time.AfterFunc(relayWait, r.endAppends)
 	r.stop()
@@ -207,10 +264,10 @@ func (r *relay) close() {
 	r.endAppends()
 }
 
-// callPrefix is the prefix of the ids of the hub's requests to the
+// CallPrefix is the prefix of the ids of the hub's requests to the
 // clients of this replica (jsonrpc.ConnOptions.CallIDPrefix): "" without
 // a relay (r is nil).
-func (r *relay) callPrefix() string {
+func (r *Relay) CallPrefix() string {
 	if r == nil {
 		return ""
 	}
@@ -218,48 +275,48 @@ func (r *relay) callPrefix() string {
 }
 
 // allowed takes the room for body from hs's relay budget
-// (relaybudget.go); false when there is none: body is not relayed (and
+// (budget.go); false when there is none: body is not relayed (and
 // counted lost).
-func (r *relay) allowed(hs *httpSession, body []byte) bool {
-	if hs.st.relayed.budget.take(r.s.now(), len(body), r.s.hub.Settings().MaxMessageSize) {
+func (r *Relay) allowed(hs *Stream, body []byte) bool {
+	if hs.budget.take(r.opts.Now(), len(body), r.opts.MaxMessageSize()) {
 		return true
 	}
 	r.lost.Add(1)
-	r.s.logger.Debug("relay: a message over its session's budget not relayed", "session", hs.id, "bytes", len(body))
+	r.logger.Debug("relay: a message over its session's budget not relayed", "session", hs.peer.ID(), "bytes", len(body))
 	return false
 }
 
 // publish sends a payload of kind about hs's session, a message the
 // client sent (body) within its budget, tagged with this replica.
-func (r *relay) publish(kind string, hs *httpSession, body []byte) error {
+func (r *Relay) publish(kind string, hs *Stream, body []byte) error {
 	return r.publishTagged(kind, r.tag, hs, body)
 }
 
 // publishTagged is publish with the tag of a payload of kind: the
 // sender's, or for an answer its addressee's.
-func (r *relay) publishTagged(kind, tag string, hs *httpSession, body []byte) error {
+func (r *Relay) publishTagged(kind, tag string, hs *Stream, body []byte) error {
 	if kind != relayDeleted && !r.allowed(hs, body) {
-		return errRelayBudget
+		return ErrBudget
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
-	err := r.store.Publish(ctx, relayChannel, kind+" "+tag+" "+hs.stream+" "+string(body))
+	err := r.store.Publish(ctx, relayChannel, kind+" "+tag+" "+hs.name+" "+string(body))
 	if err != nil {
-		r.s.logger.Warn("relay: could not publish to the other replicas", "kind", kind, "session", hs.id, "err", err)
+		r.logger.Warn("relay: could not publish to the other replicas", "kind", kind, "session", hs.peer.ID(), "err", err)
 	}
 	return err
 }
 
 // enqueue queues msg, to go down hs's GET stream, to be appended to the
 // store; false when the queue is full (msg is lost).
-func (r *relay) enqueue(hs *httpSession, msg []byte, note bool) bool {
+func (r *Relay) enqueue(hs *Stream, msg []byte, note bool) bool {
 	r.mu.Lock()
 	if len(r.queue) >= maxQueuedEvents || r.queued+len(msg) > maxQueuedBytes {
 		r.mu.Unlock()
 		r.lost.Add(1)
 		return false
 	}
-	r.queue = append(r.queue, queuedEvent{hs: hs, ev: shared.NewEvent{Stream: hs.stream, Msg: msg, Note: note, Notice: relayEvent + " - " + hs.stream}})
+	r.queue = append(r.queue, queuedEvent{hs: hs, ev: shared.NewEvent{Stream: hs.name, Msg: msg, Note: note, Notice: relayEvent + " - " + hs.name}})
 	r.queued += len(msg)
 	r.mu.Unlock()
 	wake(r.appendQ)
@@ -276,7 +333,7 @@ func wake(c chan struct{}) {
 // appender appends the queued events to the store, in order, as many at
 // once as are queued (one transaction, one round trip), and pulls at
 // once for the GET streams open here.
-func (r *relay) appender() {
+func (r *Relay) appender() {
 	for {
 		select {
 		case <-r.closing:
@@ -292,7 +349,7 @@ func (r *relay) appender() {
 
 // appendQueued appends what is queued, batch by batch, each within
 // relayWait and parent.
-func (r *relay) appendQueued(parent context.Context) {
+func (r *Relay) appendQueued(parent context.Context) {
 	for {
 		r.mu.Lock()
 		batch := r.queue[:min(len(r.queue), shared.MaxEvents)]
@@ -322,7 +379,7 @@ func (r *relay) appendQueued(parent context.Context) {
 				}
 			}
 			r.lost.Add(uint64(lost))
-			r.s.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
+			r.logger.Warn("relay: GET stream events not kept: the store failed", "events", len(batch), "lost", lost, "err", err)
 			continue
 		}
 		for i, q := range batch {
@@ -333,8 +390,8 @@ func (r *relay) appendQueued(parent context.Context) {
 
 // schedule has hs's GET stream read the store's new events, if it is
 // open here.
-func (r *relay) schedule(hs *httpSession) {
-	if !hs.st.standaloneOpen() {
+func (r *Relay) schedule(hs *Stream) {
+	if !hs.open() {
 		return
 	}
 	r.mu.Lock()
@@ -347,15 +404,14 @@ func (r *relay) schedule(hs *httpSession) {
 // on hs's GET stream when that is open here and has had every event
 // before it: no need to read it back from the store. Else the GET
 // stream, wherever it is, reads the store (woken by the notice).
-func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
-	ss := hs.st
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.standalone == nil || ss.relayed.delivered+1 != seq {
+func (r *Relay) delivered(hs *Stream, seq uint64, msg []byte, note bool) {
+	hs.peer.Lock()
+	defer hs.peer.Unlock()
+	if !hs.peer.Open() || hs.delivered+1 != seq {
 		return
 	}
-	ss.putRelayed(seq, msg, note)
-	ss.relayed.delivered = seq
+	hs.peer.Put(seq, msg, note)
+	hs.delivered = seq
 }
 
 // unkept puts msg, which the store did not keep (it failed), on hs's GET
@@ -364,27 +420,18 @@ func (r *relay) delivered(hs *httpSession, seq uint64, msg []byte, note bool) {
 // of the last event the stream had, so that a client that resumes with
 // it gets what the store kept after that. False when there is no GET
 // stream here (msg is lost).
-func (r *relay) unkept(hs *httpSession, msg []byte, note bool) bool {
-	ss := hs.st
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.standalone == nil {
+func (r *Relay) unkept(hs *Stream, msg []byte, note bool) bool {
+	hs.peer.Lock()
+	defer hs.peer.Unlock()
+	if !hs.peer.Open() {
 		return false
 	}
-	ss.putRelayed(ss.relayed.delivered, msg, note)
+	hs.peer.Put(hs.delivered, msg, note)
 	return true
 }
 
-// putRelayed puts msg, with the id of event seq, on the GET stream open
-// here, counting a notification its outbox dropped as lost; ss.mu is held.
-func (ss *sessionStream) putRelayed(seq uint64, msg []byte, note bool) {
-	if ss.standalone.put(framed(ss.relayed.id(seq), msg), note) != nil && note {
-		ss.lost.Add(1)
-	}
-}
-
 // puller delivers the store's events to the GET streams scheduled.
-func (r *relay) puller() {
+func (r *Relay) puller() {
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -393,7 +440,7 @@ func (r *relay) puller() {
 		}
 		for {
 			r.mu.Lock()
-			var hs *httpSession
+			var hs *Stream
 			for x := range r.pulls {
 				hs = x
 				delete(r.pulls, x)
@@ -414,24 +461,23 @@ func (r *relay) puller() {
 
 // pull puts the events of hs's stream that its GET stream has not had
 // on it; one pull of a session at a time.
-func (r *relay) pull(hs *httpSession) {
-	ss := hs.st
-	ss.pulling.Lock()
-	defer ss.pulling.Unlock()
+func (r *Relay) pull(hs *Stream) {
+	hs.pulling.Lock()
+	defer hs.pulling.Unlock()
 	for {
-		ss.mu.Lock()
-		from, gen, open := ss.relayed.delivered, ss.relayed.gen, ss.standalone != nil
-		ss.mu.Unlock()
+		hs.peer.Lock()
+		from, gen, open := hs.delivered, hs.gen, hs.peer.Open()
+		hs.peer.Unlock()
 		if !open {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, relayWait)
-		events, _, err := r.store.Events(ctx, hs.stream, from)
+		events, _, err := r.store.Events(ctx, hs.name, from)
 		cancel()
 		if err != nil {
 			// Tried again while the stream is open here: no notice may
 			// come to wake it for these events.
-			r.s.logger.Warn("relay: could not read a GET stream's events from the store; trying again", "session", hs.id, "err", err)
+			r.logger.Warn("relay: could not read a GET stream's events from the store; trying again", "session", hs.peer.ID(), "err", err)
 			select {
 			case <-r.ctx.Done():
 				return
@@ -439,19 +485,19 @@ func (r *relay) pull(hs *httpSession) {
 			}
 			continue
 		}
-		ss.mu.Lock()
-		if ss.relayed.gen != gen {
-			ss.mu.Unlock()
+		hs.peer.Lock()
+		if hs.gen != gen {
+			hs.peer.Unlock()
 			continue // the stream was claimed again meanwhile, from another id
 		}
 		for _, e := range events {
-			if e.Seq <= ss.relayed.delivered || ss.standalone == nil {
+			if e.Seq <= hs.delivered || !hs.peer.Open() {
 				continue
 			}
-			ss.putRelayed(e.Seq, e.Msg, e.Note)
-			ss.relayed.delivered = e.Seq
+			hs.peer.Put(e.Seq, e.Msg, e.Note)
+			hs.delivered = e.Seq
 		}
-		ss.mu.Unlock()
+		hs.peer.Unlock()
 		if len(events) < shared.MaxEvents {
 			return
 		}
@@ -459,7 +505,7 @@ func (r *relay) pull(hs *httpSession) {
 }
 
 // dispatch acts on the payloads heard.
-func (r *relay) dispatch() {
+func (r *Relay) dispatch() {
 	for {
 		var p string
 		select {
@@ -471,7 +517,7 @@ func (r *relay) dispatch() {
 		if p == "" || r.missed.Swap(false) {
 			// Reconnected, or the inbox was full: notices may have been
 			// missed.
-			for _, hs := range r.s.sessions.relayed() {
+			for _, hs := range r.opts.Sessions.Relayed() {
 				r.schedule(hs)
 			}
 		}
@@ -482,9 +528,9 @@ func (r *relay) dispatch() {
 		tag, rest, _ := strings.Cut(rest, " ")
 		stream, body, _ := strings.Cut(rest, " ")
 		if kind == relayDeleted && tag != r.tag {
-			r.deleted.add(stream, r.s.now().Add(sealedLifetime))
+			r.opts.Sessions.Deleted(stream)
 		}
-		hs := r.s.sessions.byStream(stream)
+		hs := r.opts.Sessions.ByStream(stream)
 		if hs == nil {
 			continue // not a session of this replica
 		}
@@ -493,9 +539,9 @@ func (r *relay) dispatch() {
 			// body is the stream's last number: nothing to read when
 			// the GET stream here has had it (appended here, say).
 			last, err := strconv.ParseUint(body, 10, 64)
-			hs.st.mu.Lock()
-			behind := err != nil || hs.st.relayed.delivered < last
-			hs.st.mu.Unlock()
+			hs.peer.Lock()
+			behind := err != nil || hs.delivered < last
+			hs.peer.Unlock()
 			if behind {
 				r.schedule(hs)
 			}
@@ -512,34 +558,33 @@ func (r *relay) dispatch() {
 				r.aside(hs, func() { r.deliver(hs, body) })
 			case relayLevel:
 				if m, err := jsonrpc.Decode([]byte(body)); err == nil {
-					ctx, cancel := context.WithTimeout(hs.ctx, relayWait)
-					_, _ = hs.sess.Request(ctx, m)
+					ctx, cancel := context.WithTimeout(hs.peer.Context(), relayWait)
+					hs.peer.Request(ctx, m)
 					cancel()
 				}
 			case relayDeleted:
-				r.s.ended.add(hs.id, r.s.now().Add(sealedLifetime))
-				r.s.sessions.drop(hs)
+				hs.peer.End()
 			}
 		}
 	}
 }
 
 // deliver hands body to hs's Conn, as if POSTed here.
-func (r *relay) deliver(hs *httpSession, body string) {
+func (r *Relay) deliver(hs *Stream, body string) {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
-	hs.st.deliver(ctx, []byte(body))
+	hs.peer.Deliver(ctx, []byte(body))
 }
 
-// relays takes msg, a notification or an answer POSTed to hs's session,
+// Relays takes msg, a notification or an answer POSTed to hs's session,
 // when another replica must have it: an answer to another replica's
 // request is published for it alone (true: not for here), or refused
-// with errRelayBudget (true too) when over the session's budget, or
-// errRelayDown when the store did not take it. A
+// with ErrBudget (true too) when over the session's budget, or
+// ErrDown when the store did not take it. A
 // notifications/cancelled is taken here (false), and published for every
-// replica once it has been (cancelled), so that a store slow to answer
+// replica once it has been (Cancelled), so that a store slow to answer
 // does not hold up the cancellation here.
-func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool, error) {
+func (r *Relay) Relays(hs *Stream, msg *jsonrpc.Message, body []byte) (bool, error) {
 	if msg.Method != "" {
 		return false, nil
 	}
@@ -553,51 +598,57 @@ func (r *relay) relays(hs *httpSession, msg *jsonrpc.Message, body []byte) (bool
 		return false, nil // this replica's, or none's: the Conn takes it (or drops it)
 	}
 	// Published with the other replica's tag, so that only it takes it.
-	if err := r.publishTagged(relayAnswer, tag, hs, body); errors.Is(err, errRelayBudget) {
+	if err := r.publishTagged(relayAnswer, tag, hs, body); errors.Is(err, ErrBudget) {
 		return true, err
 	} else if err != nil {
-		return true, errRelayDown
+		return true, ErrDown
 	}
-	r.s.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.id, "replica", tag)
+	r.logger.Debug("relay: an answer to another replica's request passed on", "session", hs.peer.ID(), "replica", tag)
 	return true, nil
 }
 
-// cancelled publishes body, a notifications/cancelled the client POSTed
+// Cancelled publishes body, a notifications/cancelled the client POSTed
 // here and this replica took, for every other replica holding hs.
-func (r *relay) cancelled(hs *httpSession, body []byte) {
+func (r *Relay) Cancelled(hs *Stream, body []byte) {
 	_ = r.publish(relayCancelled, hs, body)
 }
 
-// end records hs's session as ended on every replica (DELETE).
-func (r *relay) end(hs *httpSession) {
+// Level publishes body, a logging/setLevel the client POSTed here, for
+// every other replica holding hs: each logs at it.
+func (r *Relay) Level(hs *Stream, body []byte) {
+	_ = r.publish(relayLevel, hs, body)
+}
+
+// End records hs's session as ended on every replica (DELETE).
+func (r *Relay) End(hs *Stream) {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
-	if err := r.store.End(ctx, hs.stream, r.s.now().Add(sealedLifetime)); err != nil {
-		r.s.logger.Warn("relay: the end of a session could not be recorded; other replicas may resume it", "session", hs.id, "err", err)
+	if err := r.store.End(ctx, hs.name, r.opts.Now().Add(r.opts.Lifetime)); err != nil {
+		r.logger.Warn("relay: the end of a session could not be recorded; other replicas may resume it", "session", hs.peer.ID(), "err", err)
 	}
 	_ = r.publish(relayDeleted, hs, nil)
 }
 
-// ended reports whether the session of stream was ended at any replica;
+// Ended reports whether the session of stream was ended at any replica;
 // a store that does not answer counts as not (the session resumes: the
 // id is its own credential's all the same).
-func (r *relay) ended(stream string) bool {
+func (r *Relay) Ended(stream string) bool {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	ended, err := r.store.Ended(ctx, stream)
 	if err != nil {
-		r.s.logger.Warn("relay: could not ask the store whether a session was ended", "err", err)
+		r.logger.Warn("relay: could not ask the store whether a session was ended", "err", err)
 	}
 	return ended
 }
 
 // last is the last number the store gave an event of stream.
-func (r *relay) last(stream string) (uint64, error) {
+func (r *Relay) last(stream string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, relayWait)
 	defer cancel()
 	_, last, err := r.store.Events(ctx, stream, 1<<62)
 	if err != nil {
-		r.s.logger.Warn("relay: could not read a GET stream's last event number", "err", err)
+		r.logger.Warn("relay: could not read a GET stream's last event number", "err", err)
 	}
 	return last, err
 }

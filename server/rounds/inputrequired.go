@@ -1,4 +1,4 @@
-package server
+package rounds
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -33,7 +33,7 @@ import (
 //   - a 2026-07-28 client calling through an older server: the server's
 //     request during the call becomes the call's input_required answer,
 //     and the hub holds the call, and the server's request, until the
-//     client's retry brings the answer (heldCall);
+//     client's retry brings the answer (Held);
 //   - a 2026-07-28 client calling through a 2026-07-28 server: the
 //     server's input_required passes through, its requestState sealed
 //     inside the hub's, so that the retry is known for what it is and
@@ -41,11 +41,11 @@ import (
 //   - an older client calling through a 2026-07-28 server: each input
 //     request reaches the client as the request it stands for, and the
 //     hub sends the call again with the answers until it completes
-//     (fulfil).
+//     (Fulfil).
 
-// inputMethod reports whether a request of method may be answered
+// InputMethod reports whether a request of method may be answered
 // input_required (the specification's "Supported Requests").
-func inputMethod(method string) bool {
+func InputMethod(method string) bool {
 	switch method {
 	case policy.MethodToolsCall, policy.MethodPromptsGet, policy.MethodResourcesRead:
 		return true
@@ -53,8 +53,8 @@ func inputMethod(method string) bool {
 	return false
 }
 
-// isInputRequired reports whether a result is input_required.
-func isInputRequired(res json.RawMessage) bool {
+// IsInputRequired reports whether a result is input_required.
+func IsInputRequired(res json.RawMessage) bool {
 	if !bytes.Contains(res, []byte(`"`+mcp.ResultTypeInputRequired+`"`)) {
 		return false
 	}
@@ -62,7 +62,7 @@ func isInputRequired(res json.RawMessage) bool {
 	if err != nil {
 		return false
 	}
-	t, _ := stringValue(o.Field("resultType"))
+	t, _ := jsonrpc.StringValue(o.Field("resultType"))
 	return t == string(mcp.ResultTypeInputRequired)
 }
 
@@ -72,74 +72,76 @@ func isInputRequired(res json.RawMessage) bool {
 // than a call timeout to answer; the server still checks its own state.
 const relayStateTTL = 10 * time.Minute
 
-// modernCall sends the call of a 2026-07-28 client upstream: held by the
-// hub when the server is older and asks the client something, relayed
-// with its requestState sealed when the server is of 2026-07-28 too. A
-// retry carrying a requestState is checked before anything is sent: one
-// the hub did not seal, altered, expired, of another session or another
-// request is refused -32602, and so is one whose round was answered
-// already. Nothing answers a retry from a cache: it always reaches the
-// call it resumes.
-func (h *Hub) modernCall(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	who, digest := caller(req.sess), callDigest(c)
-	caps := requestCaps(req)
-	token, retry := req.stringField("requestState")
+// Call sends the call of a 2026-07-28 client's request req to s: held by
+// the hub when the server is older and asks the client something,
+// relayed with its requestState sealed when the server is of 2026-07-28
+// too. A retry carrying a requestState is checked before anything is
+// sent: one the hub did not seal, altered, expired, of another session or
+// another request is refused -32602, and so is one whose round was
+// answered already. Nothing answers a retry from a cache: it always
+// reaches the call it resumes.
+func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	c := req.Call()
+	who, digest := c.Session.Caller(), callDigest(c)
+	caps := req.Capabilities()
+	token, retry := jsonrpc.StringValue(req.Param("requestState"))
 	if !retry {
-		if req.field("requestState") != nil {
-			return nil, errorf(codeInvalidParams, "invalid params: requestState must be a string")
+		if req.Param("requestState") != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")
 		}
-		if mcp.IsModernProtocol(c.server.Status().ProtocolVersion) {
-			return h.relay(ctx, req, c, params, timeout, who, digest)
+		if mcp.IsModernProtocol(s.Status().ProtocolVersion) {
+			return r.relay(ctx, req, s, params, timeout, who, digest)
 		}
-		p, err := h.startHeld(ctx, req.sess, c, params, timeout, caps)
+		p, err := r.startHeld(ctx, req, c, s, params, timeout, caps)
 		if err != nil {
 			return nil, err
 		}
-		return h.awaitHeld(ctx, p, who, digest)
+		return r.awaitHeld(ctx, p, who, digest)
 	}
-	st, err := h.states.open(token, who, digest)
+	st, err := r.states.open(token, who, digest)
 	if err != nil {
-		return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
 	}
 	if st.Round == "" {
 		// The server's own state: it goes back to that server in place
 		// of the hub's, with the client's answers as they came (params
 		// that call_dynamic_tool made have neither yet).
 		q, _ := jsonrpc.Marshal(st.Upstream)
-		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.field("inputResponses") != nil {
-			params, err = jsonrpc.SetField(params, "inputResponses", req.field("inputResponses"))
+		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.Param("inputResponses") != nil {
+			params, err = jsonrpc.SetField(params, "inputResponses", req.Param("inputResponses"))
 		}
 		if err != nil {
-			return nil, errorf(codeInvalidParams, "invalid params: "+err.Error())
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
 		}
-		return h.relay(ctx, req, c, params, timeout, who, digest)
+		return r.relay(ctx, req, s, params, timeout, who, digest)
 	}
-	answers, err := inputResponses(req.field("inputResponses"))
+	answers, err := inputResponses(req.Param("inputResponses"))
 	if err != nil {
 		return nil, err
 	}
-	p := h.inputs.take(st.Round)
+	p := r.inputs.take(st.Round)
 	if p == nil {
-		return nil, errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+ErrStateUsed.Error())
 	}
 	p.answer(answers, caps)
-	return h.awaitHeld(ctx, p, who, digest)
+	return r.awaitHeld(ctx, p, who, digest)
 }
 
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
-func (h *Hub) relay(ctx context.Context, req *request, c upcall, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	res, err := h.obs.Request(ctx, req, req.sess, c.server, c.method, params, timeout)
-	if err != nil || !isInputRequired(res) {
+func (r *Rounds) relay(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
+	c := req.Call()
+	res, err := r.hub.Send(ctx, req, c.Owner, s, c.Method, params, timeout)
+	if err != nil || !IsInputRequired(res) {
 		return res, err
 	}
-	o, _ := jsonrpc.ScanObject(res) // checked by isInputRequired
-	state, ok := stringValue(o.Field("requestState"))
+	o, _ := jsonrpc.ScanObject(res) // checked by IsInputRequired
+	state, ok := jsonrpc.StringValue(o.Field("requestState"))
 	if !ok {
 		return res, nil // nothing to seal: the retry carries no state either
 	}
-	sealed, err := h.states.seal(sealedState{Server: c.server.Config.ID(), Upstream: state, Caller: who, Call: digest,
-		Expires: h.states.now().Add(relayStateTTL).UnixMilli()})
+	sealed, err := r.states.seal(sealedState{Server: s.Config.ID(), Upstream: state, Caller: who, Call: digest,
+		Expires: r.states.now().Add(relayStateTTL).UnixMilli()})
 	if err != nil {
 		return nil, err
 	}
@@ -156,32 +158,18 @@ func inputResponses(raw []byte) (jsonrpc.Object, error) {
 	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(raw, &members) != nil {
-		return jsonrpc.Object{}, errorf(codeInvalidParams, "invalid params: inputResponses must be an object")
+		return jsonrpc.Object{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: inputResponses must be an object")
 	}
 	for k, v := range members {
 		if len(v) == 0 || v[0] != '{' {
-			return jsonrpc.Object{}, errorf(codeInvalidParams, fmt.Sprintf("invalid params: inputResponses[%q] must be an object", k))
+			return jsonrpc.Object{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid params: inputResponses[%q] must be an object", k))
 		}
 	}
 	o, err := jsonrpc.ScanObject(raw)
 	if err != nil {
-		return jsonrpc.Object{}, errorf(codeInvalidParams, "invalid params: inputResponses must be an object")
+		return jsonrpc.Object{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: inputResponses must be an object")
 	}
 	return o, nil
-}
-
-// requestCaps are the capabilities the client states in the request's
-// _meta (2026-07-28), else those its session stated.
-func requestCaps(req *request) mcp.ClientCapabilities {
-	if meta, err := jsonrpc.ScanObject(req.field("_meta")); err == nil {
-		if raw := meta.Field(mcp.MetaKeyClientCapabilities); raw != nil {
-			var caps mcp.ClientCapabilities
-			if json.Unmarshal(raw, &caps) == nil {
-				return clients.BoundCapabilities(caps)
-			}
-		}
-	}
-	return req.sess.GetClientCapabilities()
 }
 
 // answerable reports whether a client with caps can answer a request of
@@ -200,10 +188,12 @@ func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessa
 }
 
 // inputCalls are the calls the hub holds for 2026-07-28 clients between
-// rounds, by the id of the round their requestState names.
+// rounds, by the id of the round their requestState names, and those
+// whose upstream call runs, by its owner.
 type inputCalls struct {
-	mu   sync.Mutex            // guards held and every inputCall's round
-	held map[string]*inputCall // parked until the client's retry
+	mu      sync.Mutex       // guards held, running and every Held's round
+	held    map[string]*Held // parked until the client's retry
+	running map[any][]*Held  // upstream calls in flight, by owner, oldest first
 }
 
 // maxHeldCalls bounds the calls held waiting for a client's retry, all
@@ -211,10 +201,12 @@ type inputCalls struct {
 // the call timeout at most. A call that would be held past it fails.
 const maxHeldCalls = 1024
 
-func newInputCalls() *inputCalls { return &inputCalls{held: map[string]*inputCall{}} }
+func newInputCalls() *inputCalls {
+	return &inputCalls{held: map[string]*Held{}, running: map[any][]*Held{}}
+}
 
 // put parks p under round; false when too many are held.
-func (ic *inputCalls) put(round string, p *inputCall) bool {
+func (ic *inputCalls) put(round string, p *Held) bool {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	if len(ic.held) >= maxHeldCalls {
@@ -225,7 +217,7 @@ func (ic *inputCalls) put(round string, p *inputCall) bool {
 }
 
 // take unparks the call of round: a round is taken once.
-func (ic *inputCalls) take(round string) *inputCall {
+func (ic *inputCalls) take(round string) *Held {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	p := ic.held[round]
@@ -237,7 +229,7 @@ func (ic *inputCalls) take(round string) *inputCall {
 }
 
 // drop forgets p, if it is parked.
-func (ic *inputCalls) drop(p *inputCall) {
+func (ic *inputCalls) drop(p *Held) {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	if p.round != "" && ic.held[p.round] == p {
@@ -246,9 +238,50 @@ func (ic *inputCalls) drop(p *inputCall) {
 	p.round = ""
 }
 
-// inputCall is a 2026-07-28 client's call the hub sends to an older
-// server and holds across the client's rounds: the server's requests to
-// the client during it wait as asks, each answered by a retry.
+// run notes that p's upstream call runs for owner until the func it
+// returns is called.
+func (ic *inputCalls) run(owner any, p *Held) func() {
+	ic.mu.Lock()
+	ic.running[owner] = append(ic.running[owner], p)
+	ic.mu.Unlock()
+	return func() {
+		ic.mu.Lock()
+		defer ic.mu.Unlock()
+		if rest := slices.DeleteFunc(ic.running[owner], func(x *Held) bool { return x == p }); len(rest) > 0 {
+			ic.running[owner] = rest
+		} else {
+			delete(ic.running, owner)
+		}
+	}
+}
+
+// Held is the call held for owner whose upstream call to s runs, nil for
+// none: a request s sends during a call of owner's (an upstream.Event's
+// Server and Owner) is then put to the client in the held call's next
+// round (Held.Ask), not sent to it. The hub is told which call it is by
+// the event's owner, never by a value in its context. Where several of
+// one owner's run to s, it is the latest, as upstream ties a server's
+// request on a transport that does not say which call it is part of to
+// the owner's latest call (see upstream's callContext).
+func (r *Rounds) Held(owner any, s *upstream.Server) *Held {
+	if owner == nil {
+		return nil
+	}
+	ic := r.inputs
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	calls := ic.running[owner]
+	for i := len(calls) - 1; i >= 0; i-- {
+		if calls[i].server == s {
+			return calls[i]
+		}
+	}
+	return nil
+}
+
+// Held is a 2026-07-28 client's call the hub sends to an older server
+// and holds across the client's rounds: the server's requests to the
+// client during it wait as asks, each answered by a retry.
 //
 // While the client answers, the server waits on its request, as it would
 // on a client it asked directly; the call is bounded by its call timeout
@@ -256,7 +289,8 @@ func (ic *inputCalls) drop(p *inputCall) {
 // never comes leaves the asks unanswered until then: the server's
 // requests fail ("the client did not answer ... within"), the call is
 // cancelled, and its state is refused from then on.
-type inputCall struct {
+type Held struct {
+	server   *upstream.Server
 	deadline time.Time          // the call's: its states expire with it
 	cancel   context.CancelFunc // ends the upstream call
 	done     chan struct{}      // closed when the upstream answered; res and err set
@@ -265,15 +299,30 @@ type inputCall struct {
 	wake     chan struct{} // a new ask (capacity 1)
 	consumed chan struct{} // closed once a request took the outcome or gave up on the call
 	consume  func()
-	round    string       // the round it is parked under; guarded by inputCalls.mu
-	user     string       // its caller's key, when it owns its connections (see peruser.go)
-	linker   SignInLinker // its caller's face, likewise
+	round    string // the round it is parked under; guarded by inputCalls.mu
+	user     string // its caller's key, when it owns its connections (see server's peruser.go)
+	linker   Linker // its caller's face, likewise
 
 	mu   sync.Mutex // guards the fields below
 	caps mcp.ClientCapabilities
 	asks []*inputAsk // unanswered, oldest first
 	next int         // keys handed out
 }
+
+// Linker is how a face sends its caller to sign in to a per-user server
+// (the hub's SignInLinker).
+type Linker interface {
+	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
+}
+
+// UserKey is the key of the caller of a call that owns its connections
+// (a request without a session, see startHeld): an upstream.UserOwner, so
+// that its calls to a per-user server are its caller's.
+func (p *Held) UserKey() string { return p.user }
+
+// Linker is the face of the caller of a call that owns its connections,
+// which sends it to sign in; nil for none.
+func (p *Held) Linker() Linker { return p.linker }
 
 // inputAsk is one request of the server's waiting for the client.
 type inputAsk struct {
@@ -283,56 +332,49 @@ type inputAsk struct {
 	reply  chan json.RawMessage // capacity 1
 }
 
-type inputCallKey struct{}
-
-// inputCallOf is the held call ctx was made for (a server's request
-// during it carries its values), or nil.
-func inputCallOf(ctx context.Context) *inputCall {
-	p, _ := ctx.Value(inputCallKey{}).(*inputCall)
-	return p
-}
-
-// startHeld sends c upstream on a goroutine of the hub's, detached from
-// the client's request (which ends with the first input_required), within
-// timeout. The goroutine keeps the outcome until a request takes it, the
-// timeout passes or the hub closes.
+// startHeld sends c upstream to s on a goroutine of the hub's, detached
+// from the client's request (which ends with the first input_required),
+// within timeout. The goroutine keeps the outcome until a request takes
+// it, the timeout passes or the hub closes.
 //
-// The call is sess's (see upstream's Request). A request without a
-// session has a session that ends with its answer, and with it the
-// connections of that session's own (isolation: per-session): the call is
-// then the owner of its connections itself (ownsConn), which it releases
-// when it ends.
-func (h *Hub) startHeld(ctx context.Context, sess *session, c upcall, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*inputCall, error) {
-	p := &inputCall{deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
+// The call is its session's (c.Owner; see upstream's Request). A request
+// without a session has a session that ends with its answer, and with it
+// the connections of that session's own (isolation: per-session): the
+// call is then the owner of its connections itself (ownsConn), which it
+// releases when it ends.
+func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
+	h := r.hub
+	p := &Held{server: s, deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
-	pctx = context.WithValue(pctx, inputCallKey{}, p)
-	var owner any = sess
-	ownsConn := sessionless(sess)
+	owner := c.Owner
+	ownsConn := c.Session.Sessionless()
 	if ownsConn {
-		p.user, p.linker = sess.UserKey(), sess.linker // auth: per-user servers: the call is its caller's
+		p.user, p.linker = req.SignIn() // auth: per-user servers: the call is its caller's
 		owner = p
 	}
-	stopOnClose := context.AfterFunc(h.ctx, cancel)
-	if !h.spawn(func() {
+	stopOnClose := context.AfterFunc(h.Context, cancel)
+	if !h.Spawn(func() {
 		defer stopOnClose()
 		defer cancel()
 		if ownsConn {
-			defer h.mgr.Release(p)
+			defer h.Release(p)
 		}
-		p.res, p.err = h.obs.Request(pctx, nil, owner, c.server, c.method, params, timeout)
+		ended := r.inputs.run(owner, p)
+		p.res, p.err = h.Send(pctx, nil, owner, s, c.Method, params, timeout)
+		ended()
 		close(p.done)
 		select {
 		case <-p.consumed:
 		case <-pctx.Done():
 		}
-		h.inputs.drop(p)
+		r.inputs.drop(p)
 	}) {
 		stopOnClose()
 		cancel()
-		return nil, errorf(codeInternalError, "the hub is shutting down")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub is shutting down")
 	}
 	return p, nil
 }
@@ -341,7 +383,7 @@ func (h *Hub) startHeld(ctx context.Context, sess *session, c upcall, params jso
 // answers the client's request with it: the result, or input_required
 // with the asks and a state naming p's next round. A client that cancels
 // its request ends the call.
-func (h *Hub) awaitHeld(ctx context.Context, p *inputCall, who, digest string) (json.RawMessage, error) {
+func (r *Rounds) awaitHeld(ctx context.Context, p *Held, who, digest string) (json.RawMessage, error) {
 	for {
 		select {
 		case <-p.done:
@@ -353,7 +395,7 @@ func (h *Hub) awaitHeld(ctx context.Context, p *inputCall, who, digest string) (
 		asks := slices.Clone(p.asks)
 		p.mu.Unlock()
 		if len(asks) > 0 {
-			return h.park(p, asks, who, digest)
+			return r.park(p, asks, who, digest)
 		}
 		select {
 		case <-p.done:
@@ -368,12 +410,12 @@ func (h *Hub) awaitHeld(ctx context.Context, p *inputCall, who, digest string) (
 
 // park answers with p's asks and a sealed state for its next round, and
 // holds p until the retry.
-func (h *Hub) park(p *inputCall, asks []*inputAsk, who, digest string) (json.RawMessage, error) {
+func (r *Rounds) park(p *Held, asks []*inputAsk, who, digest string) (json.RawMessage, error) {
 	round, err := randomID()
 	if err != nil {
 		return nil, err
 	}
-	state, err := h.states.seal(sealedState{Round: round, Caller: who, Call: digest, Expires: p.deadline.UnixMilli()})
+	state, err := r.states.seal(sealedState{Round: round, Caller: who, Call: digest, Expires: p.deadline.UnixMilli()})
 	if err != nil {
 		return nil, err
 	}
@@ -397,22 +439,22 @@ func (h *Hub) park(p *inputCall, asks []*inputAsk, who, digest string) (json.Raw
 	if err != nil {
 		return nil, err
 	}
-	if !h.inputs.put(round, p) {
+	if !r.inputs.put(round, p) {
 		p.consume()
 		p.cancel()
-		return nil, errorf(codeInternalError, fmt.Sprintf("too many calls wait for their clients' input (at most %d)", maxHeldCalls))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, fmt.Sprintf("too many calls wait for their clients' input (at most %d)", maxHeldCalls))
 	}
 	return res, nil
 }
 
-// ask is a request of the server's during p: it waits for the client's
+// Ask is a request of the server's during p: it waits for the client's
 // answer, brought by a retry, within ctx (the server's own deadline for
 // it). A client that did not declare it can answer method is not asked.
-func (p *inputCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *Held) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	p.mu.Lock()
 	if !answerable(p.caps, method, params) {
 		p.mu.Unlock()
-		return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
+		return nil, &upstream.RPCError{Code: jsonrpc.CodeMethodNotFound, Message: "dynamic-mcp: the client does not support " + method}
 	}
 	p.next++
 	a := &inputAsk{key: fmt.Sprintf("input-%d", p.next), method: method, params: bytes.Clone(params), reply: make(chan json.RawMessage, 1)}
@@ -436,7 +478,7 @@ func (p *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 // answer hands the server the client's answers, each to the ask of its
 // key; an ask without one is asked again in the next round, as the
 // specification has a server do. caps are what the client states now.
-func (p *inputCall) answer(answers jsonrpc.Object, caps mcp.ClientCapabilities) {
+func (p *Held) answer(answers jsonrpc.Object, caps mcp.ClientCapabilities) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.caps = caps
@@ -467,48 +509,49 @@ const (
 	maxShedRounds  = 3
 )
 
-// fulfil completes a call of an older client that a 2026-07-28 server
+// Fulfil completes a call of an older client that a 2026-07-28 server
 // answered input_required (res): each input request goes to the client as
 // the request it stands for (refused, as any server's request, where the
 // client did not declare it can answer), and the call is sent again with
 // the answers and the server's requestState untouched, until a result
 // that is not input_required.
-func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (r *Rounds) Fulfil(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	c := req.Call()
 	shed := 0
 	for round := 1; ; round++ {
 		if round > maxInputRounds {
-			return nil, fmt.Errorf("upstream %s asked for input more than %d times in one call", c.server.Config.ID(), maxInputRounds)
+			return nil, fmt.Errorf("upstream %s asked for input more than %d times in one call", s.Config.ID(), maxInputRounds)
 		}
-		var r struct {
+		var ir struct {
 			InputRequests map[string]struct {
 				Method string          `json:"method"`
 				Params json.RawMessage `json:"params"`
 			} `json:"inputRequests"`
 		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			return nil, fmt.Errorf("upstream %s: an input_required result: %w", c.server.Config.ID(), err)
+		if err := json.Unmarshal(res, &ir); err != nil {
+			return nil, fmt.Errorf("upstream %s: an input_required result: %w", s.Config.ID(), err)
 		}
-		if len(r.InputRequests) == 0 {
+		if len(ir.InputRequests) == 0 {
 			if shed++; shed > maxShedRounds {
-				return nil, fmt.Errorf("upstream %s asked %d times in a row to retry without asking anything", c.server.Config.ID(), maxShedRounds+1)
+				return nil, fmt.Errorf("upstream %s asked %d times in a row to retry without asking anything", s.Config.ID(), maxShedRounds+1)
 			}
 		} else {
 			shed = 0
 		}
-		keys := make([]string, 0, len(r.InputRequests))
-		for k := range r.InputRequests {
+		keys := make([]string, 0, len(ir.InputRequests))
+		for k := range ir.InputRequests {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		answers := make(map[string]json.RawMessage, len(keys))
 		for _, k := range keys {
-			in := r.InputRequests[k]
+			in := ir.InputRequests[k]
 			var p json.RawMessage
 			if len(in.Params) > 0 && string(in.Params) != "null" {
 				p = in.Params
 			}
 			actx, cancel := context.WithTimeout(ctx, timeout)
-			a, err := h.routes.Request(actx, upstream.Event{Server: c.server, Method: in.Method, Params: p, Owner: req.sess})
+			a, err := r.hub.AskClient(actx, upstream.Event{Server: s, Method: in.Method, Params: p, Owner: c.Owner})
 			cancel()
 			if err != nil {
 				var re *upstream.RPCError
@@ -517,7 +560,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 					// (an input response is a result, never an error).
 					err = errors.New(re.Message)
 				}
-				return nil, fmt.Errorf("upstream %s asked the client %s (%s): %w", c.server.Config.ID(), in.Method, k, err)
+				return nil, fmt.Errorf("upstream %s asked the client %s (%s): %w", s.Config.ID(), in.Method, k, err)
 			}
 			answers[k] = a
 		}
@@ -525,7 +568,7 @@ func (h *Hub) fulfil(ctx context.Context, req *request, c upcall, params json.Ra
 		if err != nil {
 			return nil, err
 		}
-		if res, err = h.obs.Request(ctx, req, req.sess, c.server, c.method, retry, timeout); err != nil || !isInputRequired(res) {
+		if res, err = r.hub.Send(ctx, req, c.Owner, s, c.Method, retry, timeout); err != nil || !IsInputRequired(res) {
 			return res, err
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package rounds
 
 import (
 	"crypto/rand"
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/seal"
 )
 
@@ -28,7 +29,7 @@ import (
 // sealedState is what a requestState carries, encrypted and
 // authenticated.
 type sealedState struct {
-	// Round names the call the hub holds for the client (see inputCall):
+	// Round names the call the hub holds for the client (see Held):
 	// its answers resume it. Empty when the state is an upstream's.
 	Round string `json:"r,omitempty"`
 	// Server and Upstream are a 2026-07-28 upstream's own requestState
@@ -36,7 +37,7 @@ type sealedState struct {
 	Server   string `json:"s,omitempty"`
 	Upstream string `json:"u,omitempty"`
 	// Prompt is the policy rule whose question Round put to the user
-	// (see askRound): the retry brings the answer. Empty for a call.
+	// (see Round): the retry brings the answer. Empty for a call.
 	Prompt string `json:"p,omitempty"`
 	// Caller is the session (or, for requests without one, the holder of
 	// the hub's token) it was issued to.
@@ -98,11 +99,11 @@ func (s *stateSealer) seal(st sealedState) (string, error) {
 // Why a requestState is refused. Each is answered -32602 (invalid params:
 // the state is a param the client sent), with the message saying which.
 var (
-	errStateForged  = errors.New("requestState was not issued by this hub, or was altered (states do not survive a restart of the hub)")
-	errStateExpired = errors.New("requestState has expired: answer the input requests within the call timeout")
-	errStateCaller  = errors.New("requestState was issued to another session or credential")
-	errStateCall    = errors.New("requestState was issued for another request")
-	errStateUsed    = errors.New("requestState names a call that has ended or whose state was used already")
+	ErrStateForged  = errors.New("requestState was not issued by this hub, or was altered (states do not survive a restart of the hub)")
+	ErrStateExpired = errors.New("requestState has expired: answer the input requests within the call timeout")
+	ErrStateCaller  = errors.New("requestState was issued to another session or credential")
+	ErrStateCall    = errors.New("requestState was issued for another request")
+	ErrStateUsed    = errors.New("requestState names a call that has ended or whose state was used already")
 )
 
 // open checks token and returns what it carries: it must be one the hub
@@ -110,24 +111,24 @@ var (
 // call digests.
 func (s *stateSealer) open(token, caller, call string) (sealedState, error) {
 	if len(token) > maxSealedState {
-		return sealedState{}, errStateForged
+		return sealedState{}, ErrStateForged
 	}
 	plain, _, err := s.key.Open([]byte(token), stateAD, s.now())
 	if errors.Is(err, seal.ErrExpired) {
-		return sealedState{}, errStateExpired
+		return sealedState{}, ErrStateExpired
 	}
 	if err != nil {
-		return sealedState{}, errStateForged
+		return sealedState{}, ErrStateForged
 	}
 	var st sealedState
 	if err := json.Unmarshal(plain, &st); err != nil {
-		return sealedState{}, errStateForged
+		return sealedState{}, ErrStateForged
 	}
 	switch {
 	case subtle.ConstantTimeCompare([]byte(st.Caller), []byte(caller)) != 1:
-		return sealedState{}, errStateCaller
+		return sealedState{}, ErrStateCaller
 	case st.Call != call:
-		return sealedState{}, errStateCall
+		return sealedState{}, ErrStateCall
 	}
 	return st, nil
 }
@@ -136,46 +137,20 @@ func (s *stateSealer) open(token, caller, call string) (sealedState, error) {
 // the server it goes to, the name there (tool, prompt or URI) and its
 // arguments, re-encoded so that a client that encodes them again on the
 // retry (keys in another order, other spacing) still matches.
-func callDigest(c upcall) string {
+func callDigest(c *call.Call) string {
 	h := sha256.New()
-	for _, part := range []string{c.method, c.server.Config.ID(), c.name} {
+	for _, part := range []string{c.Method, c.Server.ID(), c.Name} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	if len(c.args) > 0 {
+	if len(c.Args) > 0 {
 		var v any
-		if json.Unmarshal(c.args, &v) == nil {
+		if json.Unmarshal(c.Args, &v) == nil {
 			b, _ := json.Marshal(v)
 			h.Write(b)
 		} else {
-			h.Write(c.args)
+			h.Write(c.Args)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// caller is who a state is bound to: the client's session, or, for a
-// request over HTTP that came without one (2026-07-28 needs none, and
-// the face makes a session for that request alone), the caller the face
-// knows it came from: its identity (the JWT's user, the static token's
-// name; see SessionOptions.Who), else the credential it came with (where the face
-// tells credentials apart: named tokens; else any holder of the hub's
-// token). The identity first, as the credential is "" for every caller
-// where the face gives clients no shares (http.client_share: 100%), and
-// signed-in users would be one caller. The state names a call held for
-// one round only, so it cannot be used twice either way.
-func caller(sess *session) string {
-	if sessionless(sess) {
-		if key := sess.who.Key(); key != "" {
-			return "identity " + key
-		}
-		return "credential " + sess.Client()
-	}
-	return "session " + sess.id
-}
-
-// sessionless reports whether sess is the session of one request over
-// HTTP that came without Mcp-Session-Id: it ends with that request.
-func sessionless(sess *session) bool {
-	return sess.transport == "streamable-http" && !sess.Initialized()
 }

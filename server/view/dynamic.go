@@ -1,13 +1,12 @@
-package server
+package view
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -17,8 +16,8 @@ import (
 // The meta-tools of dynamic mode; names, argument keys and descriptions
 // follow the original dynamic-mcp so that prompts written for it still work.
 const (
-	getToolsName  = "get_dynamic_tools"
-	callToolName  = "call_dynamic_tool"
+	GetToolsName  = "get_dynamic_tools"
+	CallToolName  = "call_dynamic_tool"
 	getToolsIntro = "dynamic-mcp manages multiple MCP servers as organized groups, providing only the necessary group's tool descriptions to the LLM on demand instead of overwhelming it with all tool descriptions at once.\n\n" +
 		"Use this tool to retrieve available tools in a specific group, then use call_dynamic_tool to execute them.\n\n" +
 		"Available groups:\n"
@@ -35,7 +34,7 @@ const (
 // call for it waits for it), so the text is complete from the first list
 // and only changes when a group fails or comes back, which keeps the
 // client's prompt cache warm.
-func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
+func metaTools(groups []*GroupView, withSearch bool) []json.RawMessage {
 	enum, listed, down := groupList(groups)
 	var b strings.Builder
 	b.WriteString(getToolsIntro)
@@ -45,7 +44,7 @@ func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
 		b.WriteString(strings.Join(down, "\n"))
 	}
 	get := map[string]any{
-		"name":        getToolsName,
+		"name":        GetToolsName,
 		"description": strings.TrimRight(b.String(), "\n"),
 		"inputSchema": map[string]any{
 			"type": "object",
@@ -56,7 +55,7 @@ func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
 		},
 	}
 	call := map[string]any{
-		"name":        callToolName,
+		"name":        CallToolName,
 		"description": callToolDescription,
 		"inputSchema": map[string]any{
 			"type": "object",
@@ -83,15 +82,15 @@ func metaTools(groups []*groupView, withSearch bool) []json.RawMessage {
 // may give (ready or starting, in config order), their lines "- name:
 // description" ("(none yet)" for none), and the lines of the groups that
 // are unavailable, with the reason.
-func groupList(groups []*groupView) (enum []string, listed string, down []string) {
+func groupList(groups []*GroupView) (enum []string, listed string, down []string) {
 	var b strings.Builder
 	enum = []string{}
 	for _, g := range groups {
-		if g.state == upstream.StateReady || g.state == upstream.StateStarting {
-			enum = append(enum, g.name)
-			fmt.Fprintf(&b, "- %s: %s\n", g.name, g.description)
+		if g.State == upstream.StateReady || g.State == upstream.StateStarting {
+			enum = append(enum, g.Name)
+			fmt.Fprintf(&b, "- %s: %s\n", g.Name, g.Description)
 		} else {
-			down = append(down, fmt.Sprintf("- %s: %s (unavailable: %s)", g.name, g.description, g.reason))
+			down = append(down, fmt.Sprintf("- %s: %s (unavailable: %s)", g.Name, g.Description, g.Reason))
 		}
 	}
 	if len(enum) == 0 {
@@ -100,8 +99,8 @@ func groupList(groups []*groupView) (enum []string, listed string, down []string
 	return enum, b.String(), down
 }
 
-// dynamicArgs are the arguments of the meta-tools.
-type dynamicArgs struct {
+// DynamicArgs are the arguments of the meta-tools.
+type DynamicArgs struct {
 	Group string          `json:"group"`
 	Name  string          `json:"name"`
 	Args  json.RawMessage `json:"args"`
@@ -116,48 +115,48 @@ type dynamicArgs struct {
 	Limit json.RawMessage `json:"limit"`
 }
 
-// lookupGroup finds a group the client may use, or says why it cannot.
-func (v *view) lookupGroup(name string) (*groupView, string) {
+// LookupGroup finds a group the client may use, or says why it cannot.
+func (v *View) LookupGroup(name string) (*GroupView, string) {
 	if name == "" {
 		return nil, "Missing required argument: group"
 	}
-	g, ok := v.groupIndex[name]
+	g, ok := v.GroupIndex[name]
 	if !ok {
 		var names []string
-		for _, g := range v.groups {
-			names = append(names, g.name)
+		for _, g := range v.Groups {
+			names = append(names, g.Name)
 		}
 		return nil, fmt.Sprintf("Unknown group: %s (groups: %s)", name, strings.Join(names, ", "))
 	}
-	if g.state != upstream.StateReady {
-		return nil, fmt.Sprintf("Group %s is unavailable: %s", name, g.reason)
+	if g.State != upstream.StateReady {
+		return nil, fmt.Sprintf("Group %s is unavailable: %s", name, g.Reason)
 	}
 	return g, ""
 }
 
-// getDynamicTools answers get_dynamic_tools: an object with the group's
+// GetDynamicTools answers get_dynamic_tools: an object with the group's
 // name, its servers' instructions (when it has any and config lets them
 // through) and its tools (name, description, input schema), spliced from
 // the upstreams' own bytes (see search.AppendEntries, which
 // search_dynamic_tools answers with too).
-func (v *view) getDynamicTools(args dynamicArgs) json.RawMessage {
-	g, problem := v.lookupGroup(args.Group)
+func (v *View) GetDynamicTools(args DynamicArgs) json.RawMessage {
+	g, problem := v.LookupGroup(args.Group)
 	if g == nil {
-		return toolError(problem)
+		return call.ToolError(problem)
 	}
-	entries := make([]search.Entry, len(g.tools))
-	for i, raw := range g.tools {
+	entries := make([]search.Entry, len(g.Tools))
+	for i, raw := range g.Tools {
 		entries[i] = search.Entry{Tool: raw}
 	}
-	name, _ := jsonrpc.Marshal(g.name)
+	name, _ := jsonrpc.Marshal(g.Name)
 	obj := append([]byte(`{"group":`), name...)
-	if g.instructions != "" {
-		text, _ := jsonrpc.Marshal(g.instructions)
+	if g.Instructions != "" {
+		text, _ := jsonrpc.Marshal(g.Instructions)
 		obj = append(append(obj, `,"instructions":`...), text...)
 	}
 	obj, err := search.AppendEntries(append(obj, `,"tools":`...), entries)
 	if err != nil {
-		return toolError("dynamic-mcp: cannot list the tools of " + g.name + ": " + err.Error())
+		return call.ToolError("dynamic-mcp: cannot list the tools of " + g.Name + ": " + err.Error())
 	}
 	return objectResult(append(obj, '}'))
 }
@@ -207,44 +206,57 @@ func answerSchema(key, about string, more map[string]any) map[string]any {
 // given says a meta-tool's argument is there: present and not null.
 func given(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
 
-// callDynamicTool answers call_dynamic_tool with the upstream's result,
-// unchanged. The params sent upstream are the group tool's name, the
-// client's args byte for byte, and the call's _meta and task.
-func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args dynamicArgs) (json.RawMessage, error) {
-	g, problem := v.lookupGroup(args.Group)
+// DynamicCall is a call_dynamic_tool call as the view resolves it: the
+// route of the tool it names, and the arguments and params to send that
+// tool's server; or, when Answer is set, the call's answer as it stands.
+type DynamicCall struct {
+	Route  Route
+	Args   json.RawMessage
+	Params jsonrpc.Object
+	Schema json.RawMessage // the tool's inputSchema, nil if none
+	// Answer, when not nil, is the tool error to answer with at once.
+	Answer json.RawMessage
+	// Missed says the group has no tool of the name asked for (Answer
+	// says so): the hub notes a miss, as for a tool that does not exist.
+	Missed bool
+}
+
+// CallDynamicTool resolves call_dynamic_tool, whose upstream result is
+// answered unchanged. The params sent upstream are the group tool's name,
+// the client's args byte for byte, and the call's meta (_meta) and task.
+func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall {
+	g, problem := v.LookupGroup(args.Group)
 	if g == nil {
-		return toolError(problem), nil
+		return DynamicCall{Answer: call.ToolError(problem)}
 	}
 	if args.Name == "" {
-		return toolError("Missing required argument: name"), nil
+		return DynamicCall{Answer: call.ToolError("Missing required argument: name")}
 	}
-	r, ok := g.toolRoutes[args.Name]
+	r, ok := g.ToolRoutes[args.Name]
 	if !ok {
-		req.miss(args.Name)
-		req.auditMiss(args.Name, args.Args)
-		return toolError("Tool not found: " + args.Name), nil
+		return DynamicCall{Answer: call.ToolError("Tool not found: " + args.Name), Missed: true}
 	}
+	schema := jsonrpc.Field(r.Tool.Raw, "inputSchema")
 	if given(args.Arguments) {
 		msg := "call_dynamic_tool takes the tool's arguments in args, not arguments: call again with args"
 		if given(args.Args) {
 			msg = "call_dynamic_tool was given both args and arguments: give the tool's arguments in args only"
 		}
-		return validateargs.Error(msg+".", nil, r.inputSchema()), nil
+		return DynamicCall{Answer: validateargs.Error(msg+".", nil, schema)}
 	}
 	arguments := args.Args
 	if len(arguments) > 0 && string(arguments) != "null" && arguments[0] != '{' {
-		return toolError("args must be an object"), nil // as before the schema check, which would say the same at more length
+		return DynamicCall{Answer: call.ToolError("args must be an object")} // as before the schema check, which would say the same at more length
 	}
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
-	name, err := jsonrpc.Marshal(r.name)
+	name, err := jsonrpc.Marshal(r.Name)
 	if err != nil {
-		return toolError("invalid arguments: " + err.Error()), nil
+		return DynamicCall{Answer: call.ToolError("invalid arguments: " + err.Error())}
 	}
 	// In the order encoding/json would write them; every value is checked
 	// JSON already: read from the client's params, or the hub's encoding.
-	meta, task := req.field("_meta"), req.field("task")
 	b := make([]byte, 0, len(meta)+len(arguments)+len(name)+len(task)+48)
 	b = append(b, '{')
 	if len(meta) > 0 {
@@ -258,8 +270,7 @@ func (h *Hub) callDynamicTool(ctx context.Context, req *request, v *view, args d
 	}
 	params, err := jsonrpc.ScanObject(append(b, '}'))
 	if err != nil {
-		return toolError("invalid arguments: " + err.Error()), nil
+		return DynamicCall{Answer: call.ToolError("invalid arguments: " + err.Error())}
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.server, name: r.name, args: arguments, params: params,
-		shown: r.name, schema: r.inputSchema()})
+	return DynamicCall{Route: r, Args: arguments, Params: params, Schema: schema}
 }

@@ -1,4 +1,4 @@
-package server
+package view
 
 import (
 	"strings"
@@ -13,15 +13,15 @@ import (
 // prompt) reach the client in the hub's own initialize result, or its
 // server/discover result in 2026-07-28, headed by their group. Each
 // client pays for them in every prompt, so they are bounded: each group's
-// to maxGroupInstructions, all of them to maxInstructions. In dynamic mode
+// to MaxGroupInstructions, all of them to MaxInstructions. In dynamic mode
 // get_dynamic_tools hands out a group's whole text.
 const (
-	maxInstructions      = 8 << 10
-	maxGroupInstructions = 2 << 10
-	// cutMark ends a group's text cut to maxGroupInstructions; cutMarkFlat
+	MaxInstructions      = 8 << 10
+	MaxGroupInstructions = 2 << 10
+	// CutMark ends a group's text cut to MaxGroupInstructions; CutMarkFlat
 	// in flat mode, which has no get_dynamic_tools.
-	cutMark     = "\n… (cut; get_dynamic_tools returns the whole text)"
-	cutMarkFlat = "\n… (cut)"
+	CutMark     = "\n… (cut; get_dynamic_tools returns the whole text)"
+	CutMarkFlat = "\n… (cut)"
 )
 
 // groupInstructions are the instructions of g's ready servers, in config
@@ -49,30 +49,30 @@ func groupInstructions(g *upstream.Group) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// instructions is the text of the hub's initialize (or server/discover)
+// Instructions is the text of the hub's initialize (or server/discover)
 // result for a client of v: own (the hub's own, if any), then each
 // group's of v that may be called, in config order, headed "## group:
-// NAME" and cut to maxGroupInstructions. The groups that no longer fit in
-// maxInstructions are named in a last line instead.
-func (v *view) instructions(own string) string {
-	mark := cutMark
-	if v.mode == config.ModeFlat {
-		mark = cutMarkFlat
+// NAME" and cut to MaxGroupInstructions. The groups that no longer fit in
+// MaxInstructions are named in a last line instead.
+func (v *View) Instructions(own string) string {
+	mark := CutMark
+	if v.Mode == config.ModeFlat {
+		mark = CutMarkFlat
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(own))
 	var left []string
-	for _, g := range v.groups {
-		if g.instructions == "" || g.state != upstream.StateReady {
+	for _, g := range v.Groups {
+		if g.Instructions == "" || g.State != upstream.StateReady {
 			continue
 		}
-		text := g.instructions
-		if len(text) > maxGroupInstructions {
-			text = clip.String(text, maxGroupInstructions-len(mark)) + mark
+		text := g.Instructions
+		if len(text) > MaxGroupInstructions {
+			text = clip.String(text, MaxGroupInstructions-len(mark)) + mark
 		}
-		section := "## group: " + g.name + "\n" + text
-		if b.Len()+len(section)+2 > maxInstructions-maxLeftOut {
-			left = append(left, g.name)
+		section := "## group: " + g.Name + "\n" + text
+		if b.Len()+len(section)+2 > MaxInstructions-maxLeftOut {
+			left = append(left, g.Name)
 			continue
 		}
 		if b.Len() > 0 {
@@ -82,7 +82,7 @@ func (v *view) instructions(own string) string {
 	}
 	if len(left) > 0 {
 		line := "… (left out, over 8 KiB: the instructions of " + strings.Join(left, ", ")
-		if v.mode != config.ModeFlat {
+		if v.Mode != config.ModeFlat {
 			line += "; get_dynamic_tools returns them"
 		}
 		b.WriteString("\n\n" + clip.String(line, maxLeftOut-8) + ")")
@@ -90,6 +90,6 @@ func (v *view) instructions(own string) string {
 	return b.String()
 }
 
-// maxLeftOut is the room kept in maxInstructions for the line that names
+// maxLeftOut is the room kept in MaxInstructions for the line that names
 // the groups left out.
 const maxLeftOut = 512

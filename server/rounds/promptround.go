@@ -1,4 +1,4 @@
-package server
+package rounds
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -31,17 +32,17 @@ import (
 // cancel or another answer deny it -32001, as an older client's do. A
 // state the hub did not seal, altered, expired, of another caller or
 // call, or used already is refused -32602, as every state of the hub's is
-// (see modernCall).
+// (see Rounds.Call).
 //
 // The retry of a later round, the upstream's own, of a call the policy
-// let through carries that round's state (see modernCall): the rule is not
-// asked again for it. A question's state whose call no rule stops any more
-// (a reload made it allowed) reaches modernCall, which refuses it as used:
-// the client sends the call again.
+// let through carries that round's state (see Rounds.Call): the rule is
+// not asked again for it. A question's state whose call no rule stops any
+// more (a reload made it allowed) reaches Rounds.Call, which refuses it as
+// used: the client sends the call again.
 
-// promptInputKey is the key of the hub's question among a round's input
+// PromptInputKey is the key of the hub's question among a round's input
 // requests, and of its answer among the retry's inputResponses.
-const promptInputKey = "dynamic-mcp-policy-prompt"
+const PromptInputKey = "dynamic-mcp-policy-prompt"
 
 // maxPromptRounds bounds the questions the hub has put in input_required
 // answers, all clients together, whose retry has not come yet: each is
@@ -118,55 +119,65 @@ func (r *promptRounds) take(id string) bool {
 	return ok
 }
 
-// askRound asks a 2026-07-28 client's user about c, which rule d stops,
-// in an input_required answer, or reads the answer its retry brings: nil
-// lets the call through; a *call.Answer answers the request; any other
-// error denies the call with that reason. A client that cannot be asked
-// so is asked through the inbox (cc, the call as the Askers see it).
-func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Decision, cc *call.Call, inbox call.Asker) error {
-	who, digest := caller(req.sess), callDigest(c)
-	token, retry := req.stringField("requestState")
+// Round asks a 2026-07-28 client's user about a call in an
+// input_required answer, or reads the answer its retry brings (the
+// input_required round of approve.Ways): nil lets the call through; a
+// *call.Answer answers the request; any other error denies the call with
+// that reason. A client that cannot be asked so is asked through Inbox.
+type Round struct {
+	Rounds *Rounds
+	Config *config.Config
+	// Request is the client's request a call was made for.
+	Request func(c *call.Call) Request
+	Inbox   call.Asker
+}
+
+// Ask asks about c, which rule d stops, or reads the answer.
+func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
+	r, req := a.Rounds, a.Request(c)
+	who, digest := c.Session.Caller(), callDigest(c)
+	token, retry := jsonrpc.StringValue(req.Param("requestState"))
 	if !retry {
-		if req.field("requestState") != nil {
-			return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: requestState must be a string")}
+		if req.Param("requestState") != nil {
+			return &call.Answer{Err: jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !routes.CanElicit(requestCaps(req).Elicitation, "") || approve.InboxFor(req.snap.cfg, req.sess.GetClientInfo().Name) { // the question is a form
+		if !routes.CanElicit(req.Capabilities().Elicitation, "") || approve.InboxFor(a.Config, c.Session.ClientName()) { // the question is a form
 			// The approval inbox takes such a client's question, as an
 			// older client's (issue 24).
-			return inbox.Ask(ctx, cc, d)
+			return a.Inbox.Ask(ctx, c, d)
 		}
-		return h.putQuestion(req, c, d, who, digest)
+		return r.putQuestion(a.Config, req, c, d, who, digest)
 	}
-	st, err := h.states.open(token, who, digest)
+	st, err := r.states.open(token, who, digest)
 	if err != nil {
-		return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: "+err.Error())}
+		return &call.Answer{Err: jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())}
 	}
 	if st.Prompt == "" {
 		// A later round of a call the policy let through, the upstream's
-		// own: modernCall checks its state again and resumes it.
+		// own: Rounds.Call checks its state again and resumes it.
 		return nil
 	}
-	answers, err := inputResponses(req.field("inputResponses")) // before take: a malformed retry leaves the state good
+	answers, err := inputResponses(req.Param("inputResponses")) // before take: a malformed retry leaves the state good
 	if err != nil {
-		var re *rpcError
+		var re *jsonrpc.Error
 		if errors.As(err, &re) {
 			return &call.Answer{Err: re}
 		}
 		return err
 	}
-	if !h.prompts.take(st.Round) {
-		return &call.Answer{Err: errorf(codeInvalidParams, "invalid params: "+errStateUsed.Error())}
+	if !r.prompts.take(st.Round) {
+		return &call.Answer{Err: jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+ErrStateUsed.Error())}
 	}
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return h.putQuestion(req, c, d, who, digest)
+		return r.putQuestion(a.Config, req, c, d, who, digest)
 	}
-	raw := answers.Field(promptInputKey)
+	raw := answers.Field(PromptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return h.putQuestion(req, c, d, who, digest)
+		return r.putQuestion(a.Config, req, c, d, who, digest)
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -179,33 +190,31 @@ func (h *Hub) askRound(ctx context.Context, req *request, c upcall, d policy.Dec
 	}
 	// The retry is the call: it goes upstream as the first call would
 	// have, without the hub's state and the answer to its question.
-	req.params = withoutRound(req.params)
-	req.promptAnswered = true
+	req.FirstCall()
 	return nil
 }
 
-// answersQuestion reports whether req is the retry of c that answers a
+// Answers reports whether c is the 2026-07-28 retry that answers a
 // question the hub put about it (its requestState names a rule).
-func (h *Hub) answersQuestion(req *request, c upcall) bool {
-	token, ok := req.stringField("requestState")
-	if !ok || !req.modern {
+func (a Round) Answers(c *call.Call) bool {
+	token, ok := jsonrpc.StringValue(a.Request(c).Param("requestState"))
+	if !ok || !c.Modern {
 		return false
 	}
-	st, err := h.states.open(token, caller(req.sess), callDigest(c))
+	st, err := a.Rounds.states.open(token, c.Session.Caller(), callDigest(c))
 	return err == nil && st.Prompt != ""
 }
 
 // putQuestion is the input_required answer that asks req's user about c,
-// with a state for one retry within settings.prompt_timeout; who is the
-// caller (see caller), digest c's (see callDigest).
-func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest string) error {
-	cfg := req.snap.cfg
+// with a state for one retry within settings.prompt_timeout (of cfg); who
+// is the caller (see call.Session's Caller), digest c's (see callDigest).
+func (r *Rounds) putQuestion(cfg *config.Config, req Request, c *call.Call, d policy.Decision, who, digest string) error {
 	id, err := randomID()
 	if err != nil {
 		return err
 	}
-	exp := h.states.now().Add(approve.PromptTimeout(cfg))
-	state, err := h.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
+	exp := r.states.now().Add(approve.PromptTimeout(cfg))
+	state, err := r.states.seal(sealedState{Round: id, Prompt: ruleName(d), Caller: who, Call: digest, Expires: exp.UnixMilli()})
 	if err != nil {
 		return err
 	}
@@ -222,13 +231,13 @@ func (h *Hub) putQuestion(req *request, c upcall, d policy.Decision, who, digest
 		ResultType    mcp.ResultType          `json:"resultType"`
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
-	}{mcp.ResultTypeInputRequired, map[string]inputRequest{promptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
-		Mode: "form", Message: approve.Message(cfg, c.method, c.server.Config.ID(), c.name, c.args, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+	}{mcp.ResultTypeInputRequired, map[string]inputRequest{PromptInputKey: {Method: string(mcp.MethodElicitationCreate), Params: question{
+		Mode: "form", Message: approve.Message(cfg, c.Method, c.Server.ID(), c.Name, c.Args, d), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}}}, state})
 	if err != nil {
 		return err
 	}
-	if !h.prompts.put(id, who, req.sess.Client(), exp, h.states.now()) {
+	if !r.prompts.put(id, who, req.Credential(), exp, r.states.now()) {
 		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d of one credential, %d in all)",
 			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}
@@ -243,9 +252,9 @@ func ruleName(d policy.Decision) string {
 	return d.Rule
 }
 
-// withoutRound are params without the requestState and inputResponses of
+// WithoutRound are params without the requestState and inputResponses of
 // a round: what a first call carries.
-func withoutRound(params jsonrpc.Object) jsonrpc.Object {
+func WithoutRound(params jsonrpc.Object) jsonrpc.Object {
 	if params.Field("requestState") == nil && params.Field("inputResponses") == nil {
 		return params
 	}

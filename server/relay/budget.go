@@ -1,4 +1,4 @@
-package mcphttp
+package relay
 
 import (
 	"errors"
@@ -29,8 +29,8 @@ const (
 	relayBytesRate = 1 << 20
 )
 
-// errRelayBudget is a message over its session's relay budget.
-var errRelayBudget = errors.New("over the session's budget of messages relayed to other replicas")
+// ErrBudget is a message over its session's relay budget.
+var ErrBudget = errors.New("over the session's budget of messages relayed to other replicas")
 
 // relayBudget is one session's token buckets of messages and bytes.
 type relayBudget struct {
@@ -61,16 +61,16 @@ func (b *relayBudget) take(now time.Time, n, maxBytes int) bool {
 	return true
 }
 
-// allowedGET takes the room for a GET of hs's stream from its relay
+// AllowedGET takes the room for a GET of hs's stream from its relay
 // budget; resumes: it has a Last-Event-ID.
-func (r *relay) allowedGET(hs *httpSession, resumes bool) bool {
+func (r *Relay) AllowedGET(hs *Stream, resumes bool) bool {
 	n := 0
 	if resumes {
 		n = shared.MaxEventBytes
 	}
-	if hs.st.relayed.budget.take(r.s.now(), n, r.s.hub.Settings().MaxMessageSize) {
+	if hs.budget.take(r.opts.Now(), n, r.opts.MaxMessageSize()) {
 		return true
 	}
-	r.s.logger.Debug("relay: a GET over its session's budget refused", "session", hs.id)
+	r.logger.Debug("relay: a GET over its session's budget refused", "session", hs.peer.ID())
 	return false
 }
