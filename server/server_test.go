@@ -13,7 +13,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-
 // newTestHub is a hub with no upstreams, for the protocol edge of the hub.
 func newTestHub(mode config.Mode) *Hub {
 	cfg := &config.Config{Mode: mode, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20}, Audit: config.Audit{Path: "off"}}
