@@ -112,7 +112,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 			return err
 		},
 		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
-			p := h.rounds.Held(e.Owner, e.Server)
+			p := h.rounds.Held(ctx, e.Owner, e.Server)
 			if p == nil {
 				return nil, false, nil
 			}

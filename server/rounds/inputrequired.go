@@ -255,15 +255,24 @@ func (ic *inputCalls) run(owner any, p *Held) func() {
 	}
 }
 
-// Held is the call held for owner whose upstream call to s runs, nil for
-// none: a request s sends during a call of owner's (an upstream.Event's
-// Server and Owner) is then put to the client in the held call's next
-// round (Held.Ask), not sent to it. The hub is told which call it is by
-// the event's owner, never by a value in its context. Where several of
-// one owner's run to s, it is the latest, as upstream ties a server's
-// request on a transport that does not say which call it is part of to
-// the owner's latest call (see upstream's callContext).
-func (r *Rounds) Held(owner any, s *upstream.Server) *Held {
+// heldKey marks the context of a held call's upstream call with the call:
+// a server's request made during it carries that context's values (see
+// upstream.Event's Context), where the transport can tell which call the
+// request is part of. It is this package's own: it carries no session or
+// owner, and nothing outside reads it.
+type heldKey struct{}
+
+// Held is the held call a request s sends during a call (an
+// upstream.Event's Context, Owner and Server) is part of, nil for none:
+// the request is then put to the client in the held call's next round
+// (Held.Ask), not sent to it. Where the transport tells which call the
+// request is part of, ctx carries that call. Where it does not, it is the
+// owner's latest held call whose upstream call to s runs, as upstream ties
+// such a request to the owner's latest call (see upstream's callContext).
+func (r *Rounds) Held(ctx context.Context, owner any, s *upstream.Server) *Held {
+	if p, ok := ctx.Value(heldKey{}).(*Held); ok && p.server == s {
+		return p
+	}
 	if owner == nil {
 		return nil
 	}
@@ -349,6 +358,7 @@ func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *up
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
+	pctx = context.WithValue(pctx, heldKey{}, p)
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {

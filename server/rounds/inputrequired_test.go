@@ -1,14 +1,16 @@
 package rounds
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// A server's request is put to the held call of its owner whose upstream
-// call to that server runs, the latest where several do, and to none once
-// that call has ended: the event's owner says which, not its context.
+// A server's request is put to the held call its context names, where the
+// transport tells; else to the held call of its owner whose upstream call
+// to that server runs, the latest where several do, and to none once that
+// call has ended.
 func TestHeldByOwnerAndServer(t *testing.T) {
 	r, err := New(Hub{})
 	if err != nil {
@@ -17,23 +19,30 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	s1, s2 := new(upstream.Server), new(upstream.Server)
 	owner, other := new(int), new(int)
 	first, second := &Held{server: s1}, &Held{server: s1}
+	bg := context.Background()
 	endFirst := r.inputs.run(owner, first)
-	if got := r.Held(owner, s1); got != first {
+	if got := r.Held(bg, owner, s1); got != first {
 		t.Fatalf("Held(owner, s1) = %p, want the first call %p", got, first)
 	}
-	if r.Held(owner, s2) != nil || r.Held(other, s1) != nil || r.Held(nil, s1) != nil {
+	if r.Held(bg, owner, s2) != nil || r.Held(bg, other, s1) != nil || r.Held(bg, nil, s1) != nil {
 		t.Fatal("a call of another server or owner found")
 	}
 	endSecond := r.inputs.run(owner, second)
-	if got := r.Held(owner, s1); got != second {
+	if got := r.Held(bg, owner, s1); got != second {
 		t.Fatalf("with two running: %p, want the latest %p", got, second)
 	}
+	if got := r.Held(context.WithValue(bg, heldKey{}, first), owner, s1); got != first {
+		t.Fatalf("a request during the first call: %p, want the first %p", got, first)
+	}
+	if got := r.Held(context.WithValue(bg, heldKey{}, first), owner, s2); got != nil {
+		t.Fatalf("a request of another server during the first call: %p", got)
+	}
 	endSecond()
-	if got := r.Held(owner, s1); got != first {
+	if got := r.Held(bg, owner, s1); got != first {
 		t.Fatalf("after the latest ended: %p, want the first %p", got, first)
 	}
 	endFirst()
-	if r.Held(owner, s1) != nil || len(r.inputs.running) != 0 {
+	if r.Held(bg, owner, s1) != nil || len(r.inputs.running) != 0 {
 		t.Fatalf("ended calls are still found: %v", r.inputs.running)
 	}
 }
