@@ -57,7 +57,7 @@ type Hub struct {
 	// per caller and in all (server/inflight).
 	inflight *inflight.Budgets
 	// argSchemas are the tools' input schemas, compiled on first use
-	// (validateargs.go).
+	// (server/validateargs).
 	argSchemas validateargs.Schemas
 	// protocol answers the handshake and what else of the protocol is
 	// not the hub's own; its serverInfo has the Version of when New ran.

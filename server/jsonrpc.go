@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -18,9 +16,6 @@ const (
 	codeInvalidParams    = jsonrpc.CodeInvalidParams
 	codeInternalError    = jsonrpc.CodeInternalError
 	codeResourceNotFound = jsonrpc.CodeResourceNotFound
-	// codeUnsupportedVersion answers a request of a protocol version the
-	// hub does not serve (2026-07-28: UnsupportedProtocolVersionError).
-	codeUnsupportedVersion = mcp.UNSUPPORTED_PROTOCOL_VERSION
 )
 
 // rpcError is an error answer; every error the hub sends a client becomes

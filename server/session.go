@@ -88,15 +88,6 @@ func (s *session) Lists() *listen.State                   { return s.lists }
 func (s *session) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
 func (s *session) Gone() <-chan struct{}                  { return s.gone }
 
-// notify sends the client a notification; ctx is the request it belongs
-// to. It never blocks.
-func (s *session) notify(ctx context.Context, method string, params any) {
-	p, err := jsonrpc.Params(params)
-	if err == nil {
-		s.peer.Notify(ctx, jsonrpc.EncodeNotification(method, p))
-	}
-}
-
 // Request sends the client a request and waits for its answer within ctx.
 // A client's error answer comes back as *rpcError.
 func (s *session) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {

@@ -30,7 +30,7 @@ var discoverProbe = 5 * time.Second
 //
 // A 2026-07-28 server asks the client things with input_required results
 // (SEP-2322), which the hub passes to its client or answers through it
-// (see server/inputrequired.go); over HTTP its requests carry the
+// (see server/rounds); over HTTP its requests carry the
 // standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*: see transport).
 func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
 	if !c.sse {

@@ -64,8 +64,8 @@ func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	ctx := t.Context()
-	defer s.trackCall(&ctx, &conn{id: 99}, "a")()
+	ctx, untrack := s.trackCall(t.Context(), &conn{id: 99}, "a")
+	defer untrack()
 	res, err := s.Request(ctx, nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
 		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())

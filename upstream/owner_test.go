@@ -15,15 +15,12 @@ func TestCallContextNeverGuesses(t *testing.T) {
 	if got, owner, amb := s.callContext(bg, nil); got != bg || owner != nil || amb {
 		t.Error("no call in flight: the request's own context")
 	}
-	a1 := bg
-	doneA1 := s.trackCall(&a1, one, "a")
-	a2 := bg
-	doneA2 := s.trackCall(&a2, one, "a")
+	_, doneA1 := s.trackCall(bg, one, "a")
+	_, doneA2 := s.trackCall(bg, one, "a")
 	if _, owner, amb := s.callContext(bg, nil); owner != "a" || amb {
 		t.Errorf("calls of one owner: %v %v", owner, amb)
 	}
-	b := bg
-	doneB := s.trackCall(&b, one, "b")
+	b, doneB := s.trackCall(bg, one, "b")
 	if _, _, amb := s.callContext(bg, nil); !amb {
 		t.Error("calls of two owners in flight: not marked ambiguous")
 	}
@@ -50,10 +47,10 @@ func TestCallContextNeverGuesses(t *testing.T) {
 func TestCallContextCountsOnlyItsConnection(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
-	a := bg
-	defer s.trackCall(&a, &conn{id: 1}, "a")()
-	b := bg
-	defer s.trackCall(&b, &conn{id: 2}, "b")()
+	_, untrackA := s.trackCall(bg, &conn{id: 1}, "a")
+	defer untrackA()
+	_, untrackB := s.trackCall(bg, &conn{id: 2}, "b")
+	defer untrackB()
 	if got, owner, amb := s.callContext(withConn(bg, 1), nil); owner != "a" || amb || ConnOf(got) != 1 {
 		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", owner, amb, ConnOf(got))
 	}

@@ -709,7 +709,8 @@ func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method str
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	defer s.trackCall(&ctx, c, owner)()
+	ctx, untrack := s.trackCall(ctx, c, owner)
+	defer untrack()
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
 		if conn = 0; c != nil {
@@ -827,18 +828,19 @@ type trackedCall struct {
 
 // trackCall records a request in flight on c for owner, so that a request
 // or notification the server sends back while it runs can be tied to it
-// (see callContext).
-func (s *Server) trackCall(ctx *context.Context, c *conn, owner any) func() {
+// (see callContext). The request is to be made in the context it returns;
+// untrack forgets it.
+func (s *Server) trackCall(ctx context.Context, c *conn, owner any) (_ context.Context, untrack func()) {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
-	*ctx = context.WithValue(*ctx, callKey{}, seq)
+	ctx = context.WithValue(ctx, callKey{}, seq)
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	s.calls[seq] = trackedCall{ctx: *ctx, owner: owner, conn: c.id}
+	s.calls[seq] = trackedCall{ctx: ctx, owner: owner, conn: c.id}
 	s.callMu.Unlock()
-	return func() {
+	return ctx, func() {
 		s.callMu.Lock()
 		delete(s.calls, seq)
 		s.callMu.Unlock()

@@ -31,33 +31,56 @@ func processCPU() time.Duration {
 // list shows (RSS) is then what the process actually uses, not
 // everything the start touched once.
 //
-// Only the read-only mappings of the executable are dropped: a private
-// writable mapping (the data segment) would lose its contents.
+// Only the executable's mappings that are read-only and hold no page of
+// the process's own are dropped: a private writable mapping (the data
+// segment) would lose its contents, and so would a read-only one the
+// loader wrote before protecting it (the relocations of a PIE build's
+// RELRO segment, copied on write: its "Anonymous" pages), which would
+// read back as the file's unrelocated bytes.
 func releaseMemory() {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return
 	}
-	f, err := os.Open("/proc/self/maps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return
 	}
 	defer f.Close()
+	var drop [][2]uint64
+	var start, end uint64
+	candidate := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// 00400000-00f7a000 r-xp 00000000 fd:00 1234 /path/to/exe
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe || fields[1][1] == 'w' {
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			// 00400000-00f7a000 r-xp 00000000 fd:00 1234 /path/to/exe
+			if candidate {
+				drop = append(drop, [2]uint64{start, end})
+			}
+			candidate = false
+			lo, hi, ok := strings.Cut(fields[0], "-")
+			var err1, err2 error
+			start, err1 = strconv.ParseUint(lo, 16, 64)
+			end, err2 = strconv.ParseUint(hi, 16, 64)
+			candidate = ok && err1 == nil && err2 == nil && end > start &&
+				len(fields) >= 6 && fields[5] == exe && fields[1][1] != 'w'
 			continue
 		}
-		lo, hi, ok := strings.Cut(fields[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if !ok || err1 != nil || err2 != nil || end <= start {
-			continue
+		// Anonymous: 4 kB (a page copied on write: the process's own)
+		if candidate && len(fields) == 3 && fields[0] == "Anonymous:" && fields[1] != "0" {
+			candidate = false
 		}
+	}
+	if candidate {
+		drop = append(drop, [2]uint64{start, end})
+	}
+	if sc.Err() != nil {
+		return // a mapping half read: drop nothing rather than guess
+	}
+	for _, m := range drop {
 		// Best effort: a mapping the kernel refuses to drop stays.
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), unix.MADV_DONTNEED)
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
 	}
 }

@@ -2,9 +2,14 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
 // releaseMemory drops the process's mappings of the program file's pages
@@ -16,6 +21,39 @@ func TestReleaseMemoryDropsTheBinarysPages(t *testing.T) {
 	after := fileResidentKB(t)
 	if after > before/2 {
 		t.Fatalf("resident pages of the program file: %d kB before, %d kB after", before, after)
+	}
+}
+
+// A position-independent build (what distributions package) keeps working
+// after releaseMemory: the loader wrote its relocations into read-only
+// pages (RELRO), which must not be dropped back to the file's bytes. The
+// test binary is built again with -buildmode=pie and runs the test above,
+// then goes on using what the relocations point at.
+func TestReleaseMemoryKeepsAPIEBuildWorking(t *testing.T) {
+	if os.Getenv("DYNAMIC_MCP_PIE_CHILD") != "" {
+		releaseMemory()
+		// Interface tables and function values live in the relocated
+		// pages: formatting and a map of funcs go through them.
+		fs := map[string]func(int) string{"itoa": strconv.Itoa}
+		if got := fs["itoa"](42) + strings.Repeat("!", 2); got != "42!!" {
+			t.Fatalf("after releaseMemory: %q", got)
+		}
+		return
+	}
+	if testing.Short() {
+		t.Skip("builds the test binary again")
+	}
+	bin := filepath.Join(t.TempDir(), "pie.test")
+	if out, err := exec.Command("go", "test", "-c", "-buildmode=pie", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go test -c -buildmode=pie: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestReleaseMemory", "-test.v")
+	// A test run, not a fake upstream (TestMain set the fake's variable
+	// for the children tests start).
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, fakeupstream.EnvVar+"=") }),
+		"DYNAMIC_MCP_PIE_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("the PIE build after releaseMemory: %v\n%s", err, out)
 	}
 }
 

@@ -17,7 +17,7 @@
 // is unknown (404), whatever the method.
 //
 // With http.auth it is an OAuth 2.1 resource server (MCP spec,
-// basic/authorization; identity.go): JWT access tokens of the configured
+// basic/authorization; server/httpguard): JWT access tokens of the configured
 // issuer are let in beside the static tokens, each caller's identity
 // (httpguard.IdentityOf) goes with its session to the hub, and the profile its
 // claims choose is the one it sees.

@@ -54,7 +54,7 @@ type sealedState struct {
 var errUnsealed = errors.New("session id does not open")
 
 // idFormat is the layout of a sealed id (and of a sign-in row in the
-// shared store, signinshared.go): the key id byte, the nonce, in base64url.
+// shared store, server/signin): the key id byte, the nonce, in base64url.
 var idFormat = seal.Format{KeyID: true, Text: true}
 
 // sealer seals and opens session ids under a list of keys.

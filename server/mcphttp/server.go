@@ -55,7 +55,7 @@ type Options struct {
 	// Auth, when enabled, makes the face an OAuth 2.1 resource server:
 	// JWT access tokens of its issuer for its audience are let in besides
 	// the tokens, each caller a client of its own, in the profile its
-	// claims choose (identity.go).
+	// claims choose (server/httpguard).
 	Auth *config.HTTPAuth
 	// SessionKeys, when set, seal each Streamable HTTP session's state
 	// into its Mcp-Session-Id, so that a Server with the same keys (another
@@ -66,14 +66,14 @@ type Options struct {
 	// sealed session's GET stream events, the client's answers to the
 	// hub's requests, its cancellations and log level, and its DELETE go
 	// through it to whichever replica needs them (server/relay), and so do
-	// the pending per-user sign-ins (signinshared.go). Nil: none, and
+	// the pending per-user sign-ins (server/signin). Nil: none, and
 	// each replica keeps these to itself.
 	Store shared.Store
-	// SignIns run the per-user servers' sign-ins (signin.go); the
+	// SignIns run the per-user servers' sign-ins (server/signin); the
 	// upstream.Manager does. Nil: a caller cannot be sent to sign in.
 	SignIns signin.UserSignIns
 	// TrustedProxies are the balancers whose X-Forwarded-For (or
-	// Forwarded) header names the client (clientip.go); nil: the peer is
+	// Forwarded) header names the client (server/httpguard); nil: the peer is
 	// the client.
 	TrustedProxies []netip.Prefix
 

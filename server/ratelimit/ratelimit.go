@@ -69,7 +69,7 @@ type Limiter struct {
 	max int              // maxRateBuckets; tests lower it
 	// shared counts every scope but the session's of a session that
 	// lives on one replica in the store every replica shares
-	// (sharedrate.go); nil: here.
+	// (shared.go); nil: here.
 	shared shared.Limiter
 
 	mu        sync.Mutex // guards the fields below

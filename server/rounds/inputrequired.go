@@ -255,37 +255,41 @@ func (ic *inputCalls) run(owner any, p *Held) func() {
 	}
 }
 
-// heldKey marks the context of a held call's upstream call with the call:
-// a server's request made during it carries that context's values (see
-// upstream.Event's Context), where the transport can tell which call the
-// request is part of. It is this package's own: it carries no session or
-// owner, and nothing outside reads it.
+// heldKey marks the context of a held call's upstream call with the
+// call's number: a server's request made during it carries that
+// context's values (see upstream.Event's Context), where the transport
+// can tell which call the request is part of. A number, not the call: the
+// call is the owner of a sessionless request's connections, and no owner
+// or session travels in a context.
 type heldKey struct{}
 
 // Held is the held call a request s sends during a call (an
 // upstream.Event's Context, Owner and Server) is part of, nil for none:
 // the request is then put to the client in the held call's next round
-// (Held.Ask), not sent to it. Where the transport tells which call the
-// request is part of, ctx carries that call. Where it does not, it is the
-// owner's latest held call whose upstream call to s runs, as upstream ties
-// such a request to the owner's latest call (see upstream's callContext).
+// (Held.Ask), not sent to it. Of the owner's held calls whose upstream
+// call to s runs, it is the one ctx names where the transport tells which
+// call the request is part of; else the latest, as upstream ties such a
+// request to the owner's latest call (see upstream's callContext).
 func (r *Rounds) Held(ctx context.Context, owner any, s *upstream.Server) *Held {
-	if p, ok := ctx.Value(heldKey{}).(*Held); ok && p.server == s {
-		return p
-	}
 	if owner == nil {
 		return nil
 	}
+	id, _ := ctx.Value(heldKey{}).(uint64)
 	ic := r.inputs
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	calls := ic.running[owner]
-	for i := len(calls) - 1; i >= 0; i-- {
-		if calls[i].server == s {
-			return calls[i]
+	var latest *Held
+	for _, p := range calls {
+		if p.server != s {
+			continue
 		}
+		if p.id == id {
+			return p
+		}
+		latest = p
 	}
-	return nil
+	return latest
 }
 
 // Held is a 2026-07-28 client's call the hub sends to an older server
@@ -299,6 +303,7 @@ func (r *Rounds) Held(ctx context.Context, owner any, s *upstream.Server) *Held 
 // requests fail ("the client did not answer ... within"), the call is
 // cancelled, and its state is refused from then on.
 type Held struct {
+	id       uint64 // its number among the held calls (see heldKey)
 	server   *upstream.Server
 	deadline time.Time          // the call's: its states expire with it
 	cancel   context.CancelFunc // ends the upstream call
@@ -358,7 +363,8 @@ func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *up
 	p.consume = sync.OnceFunc(func() { close(p.consumed) })
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
-	pctx = context.WithValue(pctx, heldKey{}, p)
+	p.id = r.heldSeq.Add(1)
+	pctx = context.WithValue(pctx, heldKey{}, p.id)
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {

@@ -18,7 +18,7 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	}
 	s1, s2 := new(upstream.Server), new(upstream.Server)
 	owner, other := new(int), new(int)
-	first, second := &Held{server: s1}, &Held{server: s1}
+	first, second := &Held{id: 1, server: s1}, &Held{id: 2, server: s1}
 	bg := context.Background()
 	endFirst := r.inputs.run(owner, first)
 	if got := r.Held(bg, owner, s1); got != first {
@@ -31,10 +31,10 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	if got := r.Held(bg, owner, s1); got != second {
 		t.Fatalf("with two running: %p, want the latest %p", got, second)
 	}
-	if got := r.Held(context.WithValue(bg, heldKey{}, first), owner, s1); got != first {
+	if got := r.Held(context.WithValue(bg, heldKey{}, first.id), owner, s1); got != first {
 		t.Fatalf("a request during the first call: %p, want the first %p", got, first)
 	}
-	if got := r.Held(context.WithValue(bg, heldKey{}, first), owner, s2); got != nil {
+	if got := r.Held(context.WithValue(bg, heldKey{}, first.id), owner, s2); got != nil {
 		t.Fatalf("a request of another server during the first call: %p", got)
 	}
 	endSecond()

@@ -10,6 +10,7 @@ package rounds
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,6 +29,7 @@ type Rounds struct {
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
+	heldSeq atomic.Uint64 // numbers the held calls (see heldKey)
 }
 
 // Hub is what the rounds need of the hub, given at construction.

@@ -25,7 +25,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		params = json.RawMessage(`{}`)
 	}
 	// A resolved ${secret:NAME} a server logs or reports (a log message,
-	// a progress message) goes no further, as in its answers (observe.go).
+	// a progress message) goes no further, as in its answers (server/observe).
 	params = t.opts.Redact(params)
 	// Checked JSON since it arrived (its connection decoded it): scanned
 	// once, its members read and replaced without validating it again.
@@ -141,7 +141,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 	s, method, params := e.Server, e.Method, e.Params
 	// A resolved ${secret:NAME} a server asks the client about (a sampling
 	// prompt, an elicitation's message) goes no further, as in its
-	// answers (observe.go) and notifications.
+	// answers (server/observe) and notifications.
 	if params != nil {
 		params = t.opts.Redact(params)
 	}

@@ -8,12 +8,6 @@ var levels = map[mcp.LoggingLevel]int{
 	mcp.LoggingLevelError: 4, mcp.LoggingLevelCritical: 5, mcp.LoggingLevelAlert: 6, mcp.LoggingLevelEmergency: 7,
 }
 
-// KnownLevel reports whether level is one of MCP's log levels.
-func KnownLevel(level mcp.LoggingLevel) bool {
-	_, ok := levels[level]
-	return ok
-}
-
 // Allows reports whether a client that set min wants a message at level.
 func Allows(min, level mcp.LoggingLevel) bool { return levels[level] >= levels[min] }
 

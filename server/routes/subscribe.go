@@ -67,7 +67,7 @@ func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri stri
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid params: a uri of more than %d bytes", MaxSubscriptionURI))
 	}
 	s := t.owner(ctx, sub, uri, on)
-	if s == nil || resultcap.IsURI(uri) { // a kept result never changes: nothing to watch (resultread.go)
+	if s == nil || resultcap.IsURI(uri) { // a kept result never changes: nothing to watch (server/resultcap)
 		return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
 	sub.Routed(s, uri)

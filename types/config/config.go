@@ -30,7 +30,7 @@ const (
 	ModeFlat Mode = "flat"
 	// ModeAuto is flat for a client known to search tools itself and
 	// dynamic for the rest, per session by its clientInfo (see
-	// server/modeauto.go). What import writes into a new config; a config
+	// server/clients/mode.go). What import writes into a new config; a config
 	// without mode: stays dynamic.
 	ModeAuto Mode = "auto"
 )
@@ -398,7 +398,7 @@ type Settings struct {
 	// answered with, 0 (the default) for no cap. A result over it is cut
 	// (head and tail of its texts, with a note of the sizes) and kept
 	// whole for the session, which reads it in pages at
-	// dynamic-mcp://results/<id> (see server/resultcap.go). "20KB" (20,000
+	// dynamic-mcp://results/<id> (see server/resultcap). "20KB" (20,000
 	// bytes), "20KiB", "25k tokens" (BytesPerToken bytes each) are
 	// accepted; at least MinMaxResult bytes. A clients: rule's or a
 	// profile's max_result replaces it for those clients.

@@ -25,7 +25,7 @@ const (
 // rule matches are counted in a token bucket that holds Calls tokens and
 // refills Calls every Period, continuously; a call that finds no token is
 // over the limit. Counters are kept in the hub's memory, per replica, or
-// with store: on the database for every replica (server/sharedrate.go).
+// with store: on the database for every replica (server/ratelimit).
 type RateLimit struct {
 	Calls  int           // N: at least 1
 	Period time.Duration // over which Calls calls are allowed
