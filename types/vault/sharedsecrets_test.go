@@ -63,7 +63,23 @@ func TestSharedSecretsAcrossReplicas(t *testing.T) {
 		})
 	}()
 	defer func() { stopWatch(); <-watched }()
-	time.Sleep(300 * time.Millisecond) // LISTEN before the first change
+	// The watch is listening once a change is heard: change a probe until
+	// one is (a LISTEN not up yet misses it), then take the probe away and
+	// hear that too, so that what is heard next is the change below.
+	heard := func(change func()) bool {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			change()
+			select {
+			case <-notified:
+				return true
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		return false
+	}
+	if !heard(func() { a.Set("PROBE", "x") }) || !heard(func() { a.Delete("PROBE") }) {
+		t.Fatal("the watch heard no change within 30s")
+	}
 
 	if err := a.Set("API_KEY", "sk-shared-value-123"); err != nil {
 		t.Fatal(err)
