@@ -81,8 +81,6 @@ type Notes struct {
 	// Grant and ApprovedBy name the grant (or "" for an approval of this
 	// call alone) and the person that let the call through.
 	Grant, ApprovedBy string
-	// Failure is the hub's own failure that a tool error result reports.
-	Failure string
 }
 
 // CodeBlocked is the JSON-RPC code of a call a policy rule blocked, or
