@@ -353,6 +353,15 @@ func writeFamily(w *bufio.Writer, f *family, om bool) {
 			writeFloat(w, float64(n))
 		}
 	}
+	// sumAndCount writes the _sum and _count lines of a histogram or a
+	// summary.
+	sumAndCount := func(s sample) {
+		writeName(w, f.name, "_sum", s.labels, "", 0, float)
+		float(w, s.value)
+		w.WriteByte('\n')
+		writeName(w, f.name, "_count", s.labels, "", 0, float)
+		count(s.count)
+	}
 	for _, s := range f.samples {
 		switch f.typ {
 		case counterType, gaugeType:
@@ -367,22 +376,14 @@ func writeFamily(w *bufio.Writer, f *family, om bool) {
 			writeName(w, f.name, "_bucket", s.labels, "le", math.Inf(1), float)
 			count(s.count)
 			w.WriteByte('\n')
-			writeName(w, f.name, "_sum", s.labels, "", 0, float)
-			float(w, s.value)
-			w.WriteByte('\n')
-			writeName(w, f.name, "_count", s.labels, "", 0, float)
-			count(s.count)
+			sumAndCount(s)
 		case summaryType:
 			for i, q := range s.bounds {
 				writeName(w, f.name, "", s.labels, "quantile", q, float)
 				float(w, s.quants[i])
 				w.WriteByte('\n')
 			}
-			writeName(w, f.name, "_sum", s.labels, "", 0, float)
-			float(w, s.value)
-			w.WriteByte('\n')
-			writeName(w, f.name, "_count", s.labels, "", 0, float)
-			count(s.count)
+			sumAndCount(s)
 		}
 		w.WriteByte('\n')
 	}
