@@ -45,7 +45,8 @@ func TestChildExitFailsPendingRequests(t *testing.T) {
 }
 
 // A child that stops reading its stdin fails calls at their deadline and
-// ends the session at the write timeout; a notification never blocks.
+// ends the session at the write timeout (a notification meanwhile: see
+// TestNotifyDoesNotWaitOnTheChild).
 func TestChildThatStopsReading(t *testing.T) {
 	c := childConn(t, "sleep 30", jsonrpc.ConnOptions{WriteTimeout: 500 * time.Millisecond})
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 100<<10) + `"}`)
@@ -58,11 +59,6 @@ func TestChildThatStopsReading(t *testing.T) {
 			t.Fatalf("call %d: err %v after %v", i, err, time.Since(start))
 		}
 	}
-	start := time.Now()
-	_ = c.notify("notifications/roots/list_changed", nil)
-	if time.Since(start) > 100*time.Millisecond {
-		t.Errorf("a notification blocked for %v", time.Since(start))
-	}
 	select {
 	case <-c.exited():
 		if err := c.err(); err == nil || !strings.Contains(err.Error(), "stopped reading its stdin") {
@@ -70,5 +66,30 @@ func TestChildThatStopsReading(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session is still open")
+	}
+}
+
+// A notification to a child that stopped reading does not wait for it.
+// The child never reads (it sleeps past the test) and the write timeout
+// is a minute, so a notification that waited on the peer would take a
+// minute: the 10 s bound is generous for a busy machine and still tells
+// the two apart.
+func TestNotifyDoesNotWaitOnTheChild(t *testing.T) {
+	c := childConn(t, "sleep 600", jsonrpc.ConnOptions{WriteTimeout: time.Minute})
+	// Runs before childConn's cleanup: the stuck write ends with the
+	// child, not at the write timeout.
+	t.Cleanup(func() { _ = c.proc.Close() })
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 200<<10) + `"}`) // more than a pipe holds
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.request(ctx, "tools/call", big); err == nil {
+		t.Fatal("a call to a child that does not read succeeded")
+	}
+	start := time.Now()
+	if err := c.notify("notifications/roots/list_changed", nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a notification blocked for %v", d)
 	}
 }

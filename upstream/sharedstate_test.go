@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -84,6 +86,27 @@ func TestPinsOnASharedStore(t *testing.T) {
 	}
 }
 
+// listening waits until a connection to url's database has LISTENed and
+// is idle: its LISTEN committed, so every notification sent from then on
+// reaches it. (It asks the server, not a probe notification, whose late
+// echo could not be told from the one a test waits for.)
+func listening(t *testing.T, url string) {
+	t.Helper()
+	pc, err := pgconn.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	waitFor(t, 10*time.Second, "the watch to listen", func() bool {
+		res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %'`, nil, nil, nil, nil).Read()
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		return string(res.Rows[0][0]) == "1"
+	})
+}
+
 // A pin accepted on one replica (or by `pin accept`) is announced to the
 // others, whose WatchSharedPins re-checks their servers' tools, as the
 // state dir's file watch does on one machine.
@@ -100,23 +123,7 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { watcher.Watch(ctx, pinsChannel, func() { heard <- struct{}{} }) })
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.After(10 * time.Second)
-	for listening := false; !listening; { // until the watch listens
-		if err := a.notifyAccepted(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-heard:
-			listening = true
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("the watch heard nothing")
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	for len(heard) > 0 {
-		<-heard
-	}
+	listening(t, url)
 	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
 	pulled := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file, and more"}`)}}
 	a.Check("files", v1)

@@ -188,8 +188,9 @@ func closeConn(pc *pgconn.PgConn) {
 // transaction still or the pool is closed. The idle connections that
 // expired meanwhile are closed with it: acquire takes the newest idle
 // one, so those beneath it after a burst would never be looked at again.
+// The slot is freed before they are closed: each close may wait a second
+// for the server, and a caller waiting for a slot need not wait on that.
 func (p *pool) release(pc *pgconn.PgConn) {
-	defer func() { <-p.slots }()
 	now := time.Now()
 	p.mu.Lock()
 	born := p.opened[pc]
@@ -211,6 +212,7 @@ func (p *pool) release(pc *pgconn.PgConn) {
 	clear(p.idle[len(kept):])
 	p.idle = kept
 	p.mu.Unlock()
+	<-p.slots
 	for _, pc := range gone {
 		closeConn(pc)
 	}

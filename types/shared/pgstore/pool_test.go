@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -72,6 +73,22 @@ func eventually(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("%s: not within 10 s", what)
 		}
 	}
+}
+
+// waitingForSlot counts the goroutines blocked in acquire's wait for a
+// slot, as the runtime's stacks show them.
+func waitingForSlot() int {
+	buf := make([]byte, 1<<20)
+	for len(buf) == runtime.Stack(buf, true) {
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, " [select") && strings.Contains(g, "pgstore.(*pool).acquire(") {
+			n++
+		}
+	}
+	return n
 }
 
 // A caller whose context has ended gets its error and closes none of the
@@ -295,7 +312,7 @@ func TestPoolClose(t *testing.T) {
 	for range 3 {
 		go func() { _, err := s.Get(ctx, "ns", "k"); waited <- err }()
 	}
-	time.Sleep(100 * time.Millisecond)
+	eventually(t, "the callers wait for a slot", func() bool { return waitingForSlot() == 3 })
 	s.Close()
 	for range 3 {
 		select {

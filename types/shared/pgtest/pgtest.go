@@ -240,10 +240,10 @@ func startCluster(t testing.TB) *cluster {
 }
 
 // serve starts postgres on the cluster in data, on a free loopback port
-// and with its socket in dir, and waits until it answers. It returns the
-// port of the server, a channel closed when it exits and what stops it,
-// or an error and the server's output when it exited first or did not
-// answer in time.
+// and with its socket in dir, and waits until it answers on that socket.
+// It returns the port of the server, a channel closed when it exits and
+// what stops it, or an error and the server's output when it exited
+// first or did not answer in time.
 func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (port int, gone chan struct{}, stop func(), log string, err error) {
 	port = freePort(t)
 	var out syncBuffer
@@ -265,13 +265,18 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 			<-exited
 		}
 	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	// It is asked through its socket in dir, which no other server has:
+	// on 127.0.0.1:port, when another bound the port first, it could be
+	// that other who answers before ours exits for want of the port.
+	// (postgres makes its socket after its TCP one.)
+	conn := fmt.Sprintf("host='%s' port=%d user=postgres dbname=postgres sslmode=disable",
+		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(dir), port)
 	// A bound for a server that never answers; a loaded machine may take
 	// many seconds to start one, and this costs a passing test nothing.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := pgx.Connect(ctx, url)
+		c, err := pgx.Connect(ctx, conn)
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
