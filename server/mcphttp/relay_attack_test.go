@@ -542,13 +542,15 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	// B may hear of the DELETE while its resume waits on the store, or only
-	// once the store answers: either way the session must end at B, not
-	// live on resumed. The pause gives the first order a chance; then B
-	// must come to refuse the session (a resumed session that outlived the
-	// DELETE would answer for good). Waiting until B had heard before
-	// releasing hung the test when B hears only after.
-	time.Sleep(500 * time.Millisecond)
+	// Both relays listen (above), so B hears of the DELETE while its resume
+	// waits on the store: the order this test is about. Then B must come
+	// to refuse the session (a resumed session that outlived the DELETE
+	// would answer for good).
+	waitFor(t, 30*time.Second, "B to hear of the DELETE", func() bool {
+		faceB.deleted.mu.Lock()
+		defer faceB.deleted.mu.Unlock()
+		return len(faceB.deleted.order) > 0
+	})
 	release()
 	<-done
 	waitFor(t, 30*time.Second, "B to refuse the session (404 to a ping)", func() bool {
