@@ -21,6 +21,25 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// processResident is the process's resident memory in bytes (its
+// program file's pages and its own), for releaseWhenQuiet: the second
+// field of /proc/self/statm, in pages, one small read.
+func processResident() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}
+
 // releaseMemory gives back what starting up touched and the process will
 // not need again: the heap it freed (returned to the kernel), and its
 // page table entries for the program file's read-only pages (code,
