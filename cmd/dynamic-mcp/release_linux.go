@@ -23,21 +23,37 @@ func processCPU() time.Duration {
 
 // processResident is the process's resident memory in bytes (its
 // program file's pages and its own), for releaseWhenQuiet: the second
-// field of /proc/self/statm, in pages, one small read.
+// field of /proc/self/statm, in pages. It is read with bare system calls
+// into a buffer on the stack: it runs at every look, right after a
+// release too, and os.ReadFile and strings.Fields would map back in
+// (64 KB a fault) 0.8 MB of the program file that the release had just
+// dropped (measured: 8.5 against 7.7 MB once quiet).
 func processResident() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
+	fd, err := unix.Open("/proc/self/statm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
+	var buf [128]byte
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
 		return 0
 	}
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0
+	// "size resident shared text lib data dt", in pages
+	var pages uint64
+	field := 0
+	for _, c := range buf[:n] {
+		switch {
+		case c == ' ':
+			field++
+		case field == 1 && c >= '0' && c <= '9':
+			pages = pages*10 + uint64(c-'0')
+		}
+		if field > 1 {
+			break
+		}
 	}
-	return pages * uint64(os.Getpagesize())
+	return pages * uint64(unix.Getpagesize())
 }
 
 // releaseMemory gives back what starting up touched and the process will

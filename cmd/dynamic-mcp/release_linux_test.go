@@ -74,3 +74,22 @@ func fileResidentKB(t *testing.T) int {
 	}
 	return kB["Rss"] - kB["Anonymous"]
 }
+
+// processResident reads the resident size the kernel reports: the second
+// field of /proc/self/statm, in pages (within a megabyte: the test's own
+// reading moves it).
+func TestProcessResidentIsStatmsSecondField(t *testing.T) {
+	got := processResident()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip(err)
+	}
+	pages, err := strconv.ParseUint(strings.Fields(string(b))[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pages * uint64(os.Getpagesize())
+	if got == 0 || max(got, want)-min(got, want) > 1<<20 {
+		t.Fatalf("processResident() = %d, statm says %d", got, want)
+	}
+}
