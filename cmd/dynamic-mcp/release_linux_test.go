@@ -24,6 +24,41 @@ func TestReleaseMemoryDropsTheBinarysPages(t *testing.T) {
 	}
 }
 
+// releaseMemory also registers the program file's read-only mappings
+// with userfaultfd (write-protect, async), which keeps the kernel from
+// mapping 64 KB around each fault there: smaps shows the mapping's
+// VmFlags with "uw". Where the kernel refuses (before Linux 6.7, a seccomp
+// filter), nothing changes and the test is skipped.
+func TestReleaseMemoryStopsFaultAround(t *testing.T) {
+	releaseMemory()
+	if faultAround < 0 {
+		t.Skip("userfaultfd write-protect (async) refused here")
+	}
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := false // in the program file's executable mapping
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			code = len(f) >= 6 && f[5] == exe && f[1] == "r-xp"
+			continue
+		}
+		if code && len(f) > 0 && f[0] == "VmFlags:" {
+			if !slices.Contains(f, "uw") {
+				t.Fatalf("the program file's code is not registered: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatal("no executable mapping of the program file in smaps")
+}
+
 // A position-independent build (what distributions package) keeps working
 // after releaseMemory: the loader wrote its relocations into read-only
 // pages (RELRO), which must not be dropped back to the file's bytes. The
