@@ -125,7 +125,7 @@ func BenchmarkSeedContract(b *testing.B) {
 	add("denied-p50-µs", micros(samples[3].quantile(0.5)), 1000)
 	m = smapsRollup(b, hub.cmd.Process.Pid)
 	add("hub-rss-MB", m.mb("Rss"), 10)
-	because(m.madeOf() + ": a run of calls maps in the program file's pages it runs (64 KB a fault) and grows the heap to the collector's goal; see hub-quiet-rss-MB")
+	because(m.madeOf() + ": a run of calls maps in the program file's pages it runs (64 KB a fault where userfaultfd is refused) and grows the heap to the collector's goal; see hub-quiet-rss-MB")
 	add("hub-pss-MB", m.mb("Pss"), 0)
 	add("hub-private-MB", m.mb("Private_Clean")+m.mb("Private_Dirty"), 0)
 	add("hub-anon-MB", m.mb("Anonymous"), 0)
