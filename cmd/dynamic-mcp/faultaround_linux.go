@@ -18,8 +18,8 @@ const (
 	uffdioRegisterModeWP = 1 << 1     // UFFDIO_REGISTER_MODE_WP
 )
 
-// faultAround is the userfaultfd that holds the program file's read-only
-// mappings registered (see stopFaultAround); it stays open for the life
+// faultAround is the userfaultfd that holds the files' read-only mappings
+// registered (see stopFaultAround); it stays open for the life
 // of the process, since closing it would end the registration.
 var (
 	faultAround     = -1
@@ -27,16 +27,17 @@ var (
 )
 
 // stopFaultAround keeps the kernel from mapping the 15 neighbours of each
-// page the process faults in from the mappings given (the program file's
-// read-only ones): a run of calls touches pages spread over the code, the
-// type data and the function tables, and at 64 KB a fault it mapped in
-// 6-7 MB of the file for the 2-3 MB it read (docs/performance.md).
-// madvise(MADV_RANDOM) does not stop that; the one thing that does
-// (mm/memory.c, should_fault_around) is a userfaultfd registration of the
-// mapping in write-protect mode. With UFFD_FEATURE_WP_ASYNC the kernel
-// resolves write-protect faults itself (there are none: the mappings are
-// read-only), so nothing reads the descriptor, and it accepts mappings of
-// any file. Reads map one page each, from the page cache, as before.
+// page the process faults in from the mappings given (the read-only ones
+// of the program file and, with cgo, of the C library): a run of calls
+// touches pages spread over the code, the type data and the function
+// tables, and at 64 KB a fault it mapped in 6-7 MB of the file for the
+// 2-3 MB it read (docs/performance.md). madvise(MADV_RANDOM) does not
+// stop that; the one thing that does (mm/memory.c, should_fault_around)
+// is a userfaultfd registration of the mapping in write-protect mode.
+// With UFFD_FEATURE_WP_ASYNC the kernel resolves write-protect faults
+// itself (there are none: the mappings are read-only), so nothing reads
+// the descriptor, and it accepts mappings of any file. Reads map one
+// page each, from the page cache, as before.
 //
 // Best effort, once: where userfaultfd is missing (before Linux 6.7,
 // seccomp filters such as container runtimes' defaults), nothing changes.
