@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -25,10 +26,22 @@ func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close) // after the face: cleanups run last first
+	return serveReplica(t, url, yaml, db)
+}
+
+// serveReplica serves a hub of yaml as a replica on store, the store at
+// url, with sealed session ids, and returns its face and base URL once
+// its relay LISTENs: a notice published before then is lost to it (a
+// replica that starts late learns what it missed from the store as it
+// needs it, which is not what the tests look at).
+func serveReplica(t testing.TB, url, yaml string, store shared.Store) (*Server, string) {
+	t.Helper()
+	before := listeningRelays(t, url)
 	h, _ := runHub(t, yaml, nil)
-	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: db}, testLogger())
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: store}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
+	relaysListening(t, url, before+1)
 	return face, ts.URL
 }
 
