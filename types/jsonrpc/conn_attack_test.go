@@ -184,7 +184,18 @@ func TestAttackNoWriteOnReader(t *testing.T) {
 	}})
 	c.Start()
 	defer func() { b.Close(); c.Close() }()
-	go io.Copy(io.Discard, b)
+	barrier := make(chan struct{}) // closed when the last request's answer is read
+	go func() {
+		sc := bufio.NewScanner(b)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"id":"last"`) {
+				close(barrier)
+				break
+			}
+		}
+		io.Copy(io.Discard, b)
+	}()
 	lines := []string{"x", `[1]`, `{"jsonrpc":"2.0","id":1,"method":"hang"}`, `{"jsonrpc":"2.0","id":2,"method":"hang"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"1.0","id":4,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}`}
@@ -194,7 +205,14 @@ func TestAttackNoWriteOnReader(t *testing.T) {
 		}
 	}
 	close(release)
-	time.Sleep(100 * time.Millisecond)
+	// Everything read before it has been dealt with once the last
+	// request is answered (or refused as busy).
+	io.WriteString(b, `{"jsonrpc":"2.0","id":"last","method":"ping"}`+"\n")
+	select {
+	case <-barrier:
+	case <-time.After(time.Minute):
+		t.Fatal("the last request was not answered")
+	}
 	if n := w.onReader.Load(); n > 0 {
 		t.Errorf("%d writes happened on the reading goroutine: %s", n, w.stack.Load())
 	}
@@ -433,7 +451,7 @@ func TestAttackCloseReturnsWhilePeerFloods(t *testing.T) {
 	go func() { c.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(2 * time.Second):
+	case <-time.After(time.Minute): // it never returned when it waited for the reader
 		t.Errorf("Close has not returned %v after it was called, while the peer keeps sending", time.Since(start))
 	}
 	close(stop)

@@ -142,11 +142,8 @@ func TestConnOversizeReplyIDLast(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "over the 1000 byte limit") {
 			t.Errorf("err = %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call waited on")
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Error("slow")
+	case <-time.After(time.Minute): // its ctx has no deadline: without the limit it waits for ever
+		t.Fatalf("the call waited on %v", time.Since(start))
 	}
 }
 
