@@ -250,7 +250,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 			t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
 		}
 	})
-	if !strings.Contains(result, "ada") || time.Since(start) > 5*time.Second {
+	if !strings.Contains(result, "ada") { // an answer not relayed: the call times out, without it
 		t.Fatalf("the call's result after %s: %s", time.Since(start), result)
 	}
 
