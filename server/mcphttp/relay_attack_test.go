@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,8 +122,11 @@ func troubledReplica(t testing.TB, url, yaml string) (*Server, string, *troubled
 	}
 	t.Cleanup(db.Close)
 	ts := &troubledStore{Store: db}
-	face, base := serveReplica(t, url, yaml, ts)
-	return face, base, ts
+	h, _ := runHub(t, yaml, nil)
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: ts}, testLogger())
+	srv := httptest.NewServer(face)
+	t.Cleanup(func() { srv.Close(); face.Close() })
+	return face, srv.URL, ts
 }
 
 // A store that hangs while one session resumes at a replica holds up
@@ -542,6 +546,10 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
 	faceB, baseB, storeB := troubledReplica(t, url, yaml())
+	// A NOTIFY before B's relay LISTENs is lost to B (a late replica
+	// learns of a DELETE from the store when it resumes, which is what
+	// this test holds up): start once both listen.
+	relaysListening(t, url, 2)
 	victim := newHTTPClient(t, baseA)
 	entered, releaseCh := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(releaseCh) })
@@ -596,6 +604,7 @@ func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
 	faceB, baseB, storeB := troubledReplica(t, url, yaml())
+	relaysListening(t, url, 2)
 	victim := newHTTPClient(t, baseA)
 	entered, releaseCh := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(releaseCh) })
@@ -701,18 +710,17 @@ func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
 // at url.
 func relaysListening(t testing.TB, url string, n int) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the replicas' relays to listen", func() bool { return listeningRelays(t, url) >= n })
-}
-
-// listeningRelays is how many replicas' relays LISTEN on the database at
-// url.
-func listeningRelays(t testing.TB, url string) int {
-	t.Helper()
 	pc, err := pgconn.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close(context.Background())
+	waitFor(t, 30*time.Second, "the replicas' relays to listen", func() bool { return relayListeners(t, pc) >= n })
+}
+
+// relayListeners counts the relays LISTENing on pc's database.
+func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
+	t.Helper()
 	res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_relay%'`, nil, nil, nil, nil).Read()
 	if res.Err != nil {

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -26,22 +27,19 @@ func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close) // after the face: cleanups run last first
-	return serveReplica(t, url, yaml, db)
-}
-
-// serveReplica serves a hub of yaml as a replica on store, the store at
-// url, with sealed session ids, and returns its face and base URL once
-// its relay LISTENs: a notice published before then is lost to it (a
-// replica that starts late learns what it missed from the store as it
-// needs it, which is not what the tests look at).
-func serveReplica(t testing.TB, url, yaml string, store shared.Store) (*Server, string) {
-	t.Helper()
-	before := listeningRelays(t, url)
+	pc, err := pgconn.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	listening := relayListeners(t, pc)
 	h, _ := runHub(t, yaml, nil)
-	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: store}, testLogger())
+	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: db}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
-	relaysListening(t, url, before+1)
+	// A NOTIFY before the relay LISTENs is lost to this replica: a test
+	// starts once it listens.
+	waitFor(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > listening })
 	return face, ts.URL
 }
 
@@ -250,7 +248,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 			t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
 		}
 	})
-	if !strings.Contains(result, "ada") { // an answer not relayed: the call times out, without it
+	if !strings.Contains(result, "ada") || time.Since(start) > 5*time.Second {
 		t.Fatalf("the call's result after %s: %s", time.Since(start), result)
 	}
 
