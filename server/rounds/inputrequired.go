@@ -16,6 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
+	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -51,19 +53,6 @@ func InputMethod(method string) bool {
 		return true
 	}
 	return false
-}
-
-// IsInputRequired reports whether a result is input_required.
-func IsInputRequired(res json.RawMessage) bool {
-	if !bytes.Contains(res, []byte(`"`+mcp.ResultTypeInputRequired+`"`)) {
-		return false
-	}
-	o, err := jsonrpc.ScanObject(res)
-	if err != nil {
-		return false
-	}
-	t, _ := jsonrpc.StringValue(o.Field("resultType"))
-	return t == string(mcp.ResultTypeInputRequired)
 }
 
 // relayStateTTL is how long the hub's seal on a 2026-07-28 server's own
@@ -131,11 +120,11 @@ func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, para
 // an input_required answer inside the hub's.
 func (r *Rounds) relay(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
 	c := req.Call()
-	res, err := r.hub.Send(ctx, req, c.Owner, s, c.Method, params, timeout)
-	if err != nil || !IsInputRequired(res) {
+	res, err := r.hub.Send(ctx, c, c.Owner, s, c.Method, params, timeout)
+	if err != nil || !era.IsInputRequired(res) {
 		return res, err
 	}
-	o, _ := jsonrpc.ScanObject(res) // checked by IsInputRequired
+	o, _ := jsonrpc.ScanObject(res) // checked by era.IsInputRequired
 	state, ok := jsonrpc.StringValue(o.Field("requestState"))
 	if !ok {
 		return res, nil // nothing to seal: the retry carries no state either
@@ -324,10 +313,8 @@ type Held struct {
 }
 
 // Linker is how a face sends its caller to sign in to a per-user server
-// (the hub's SignInLinker).
-type Linker interface {
-	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
-}
+// (server/peruser's).
+type Linker = peruser.Linker
 
 // UserKey is the key of the caller of a call that owns its connections
 // (a request without a session, see startHeld): an upstream.UserOwner, so
@@ -335,7 +322,7 @@ type Linker interface {
 func (p *Held) UserKey() string { return p.user }
 
 // Linker is the face of the caller of a call that owns its connections,
-// which sends it to sign in; nil for none.
+// which sends it to sign in; nil for none (a peruser.Owner).
 func (p *Held) Linker() Linker { return p.linker }
 
 // inputAsk is one request of the server's waiting for the client.
@@ -584,7 +571,7 @@ func (r *Rounds) Fulfil(ctx context.Context, req Request, s *upstream.Server, pa
 		if err != nil {
 			return nil, err
 		}
-		if res, err = r.hub.Send(ctx, req, c.Owner, s, c.Method, retry, timeout); err != nil || !IsInputRequired(res) {
+		if res, err = r.hub.Send(ctx, c, c.Owner, s, c.Method, retry, timeout); err != nil || !era.IsInputRequired(res) {
 			return res, err
 		}
 	}
