@@ -66,7 +66,7 @@ func (h *Hub) newRequestChain() call.Handler {
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
 		audit.Stage{Trail: snap.audit, Keep: keepAudit},
-		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
+		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.Decide{Policy: snap.policy},
 		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds, Request: roundRequest}.Answers, Logger: h.logger},
 		observe.Stage{},
@@ -126,7 +126,7 @@ func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMess
 	c.Args, c.Params, c.Rename, c.Schema = u.args, u.params, u.rename, u.schema
 	c.Task = u.method == policy.MethodToolsCall && u.params.Field("task") != nil
 	shown := req.sess.shownIn(req.snap.cfg)
-	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.cfg.CallTimeoutFor(u.server.Config)
+	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.callTimeout(u.server.Config)
 	c.Decision, c.Notes, c.Sent = policy.Decision{}, call.Notes{}, false
 	return req.snap.chain.Handle(ctx, c)
 }

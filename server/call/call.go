@@ -8,6 +8,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -47,8 +48,11 @@ type Call struct {
 	Owner any
 	// ID is the request's JSON-RPC id, as the client sent it.
 	ID json.RawMessage
-	// Config is the config of the snapshot the request is served under.
-	Config *config.Config
+	// Config is the config of the snapshot the request is served under;
+	// Secrets its secrets' redactor (Config.Secrets), nil when it
+	// resolves none.
+	Config  *config.Config
+	Secrets *redact.Secrets
 	// Observed is what the observers (inspector, metrics, traces) are
 	// told of the request, nil when none watches.
 	Observed *traffic.Call

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -23,7 +24,8 @@ type Hop struct {
 	Method  string
 	Params  any
 	Timeout time.Duration
-	Config  *config.Config // the config it is sent under
+	Config  *config.Config  // the config it is sent under
+	Secrets *redact.Secrets // its secrets' redactor (Config.Secrets), nil when it resolves none
 }
 
 // HopHandler sends a hop: the raw result and the connection it went on,

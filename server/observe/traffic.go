@@ -71,13 +71,13 @@ func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstr
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
 func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
-	var cfg *config.Config
+	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
 	if c != nil {
-		cfg = c.Config
+		hp.Config, hp.Secrets = c.Config, c.Secrets
 	} else {
-		cfg = t.Config()
+		hp.Config = t.Config()
+		hp.Secrets = hp.Config.Secrets()
 	}
-	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout, Config: cfg}
 	obs := t.Observer()
 	if obs == nil {
 		return t.Hops.Hop(ctx, hp)

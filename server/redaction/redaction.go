@@ -23,5 +23,8 @@ type Stage struct{}
 // Hop sends h on and redacts its result and its error under h's config.
 func (Stage) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, upstream.ConnID, error) {
 	res, conn, err := next.Hop(ctx, h)
-	return h.Config.RedactSecrets(res), conn, upstream.RedactError(h.Config, err)
+	if h.Secrets == nil { // the config resolves no secret
+		return res, conn, err
+	}
+	return h.Secrets.Bytes(res), conn, upstream.RedactError(h.Config, err)
 }
