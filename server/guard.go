@@ -53,7 +53,7 @@ func (h *Hub) send(ctx context.Context, req *request, c *call.Call) (json.RawMes
 		err  error
 	)
 	switch {
-	case !task && rounds.InputMethod(c.Method) && c.Modern:
+	case c.Modern && !task && rounds.InputMethod(c.Method):
 		res, err = h.rounds.Call(ctx, req, c.Upstream, params, c.Timeout)
 	default:
 		res, conn, err = h.obs.RequestOn(ctx, c, c.Owner, c.Upstream, 0, c.Method, json.RawMessage(params), c.Timeout)

@@ -55,7 +55,9 @@ func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
 // the observers, and writes the audit record, all from one outcome.
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	snap := h.acquire()
-	defer snap.audit.Release()
+	if snap.audit != nil {
+		defer snap.audit.Release()
+	}
 	req := newRequest(sess, snap, msg)
 	if len(msg.Params) > 0 {
 		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it

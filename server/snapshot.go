@@ -190,7 +190,7 @@ func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 func (h *Hub) acquire() *snapshot {
 	for {
 		s := h.snap.Load()
-		if s.audit.Hold() {
+		if s.audit == nil || s.audit.Hold() { // no trail: nothing to hold
 			return s
 		}
 		// The trail was retired between the load and the hold: its
