@@ -155,7 +155,7 @@ func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 // asker puts a call to a person in whichever way its client can be
 // reached (approve.Ways), asked under cfg.
 func (h *Hub) asker(cfg *config.Config) call.Asker {
-	client := func(c *call.Call) approve.Client { return requestOf(c) }
+	client := func(c *call.Call) approve.Client { return c.Session }
 	inbox := approve.Wait{Inbox: h.inbox, Config: cfg, Client: client}
 	return approve.Ways{Config: cfg, Client: client, Grant: approve.Grant{Inbox: h.inbox},
 		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Request: roundRequest, Inbox: inbox},
@@ -167,7 +167,7 @@ func (h *Hub) asker(cfg *config.Config) call.Asker {
 // 2026-07-28 rounds see it.
 func roundRequest(c *call.Call) rounds.Request { return requestOf(c) }
 
-// The approve.Client of a call is its request's session.
+// The call.Session's ways to reach the client (an approve.Client).
 
 func (r *request) CanElicit() bool {
 	return routes.CanElicit(r.sess.GetClientCapabilities().Elicitation, "")

@@ -14,7 +14,8 @@ import (
 )
 
 // Session is the client session a call is made in, as a stage may see
-// it: who it is, never the hub's session itself.
+// it: who it is, and how an Asker reaches it, never the hub's session
+// itself.
 type Session interface {
 	// ID is the session's id.
 	ID() string
@@ -32,6 +33,14 @@ type Session interface {
 	Sessionless() bool
 	// ClientName is the client's clientInfo.name.
 	ClientName() string
+	// CanElicit reports whether the client declared form elicitation.
+	CanElicit() bool
+	// Credential is the HTTP credential the session came with, "" for
+	// none.
+	Credential() string
+	// Elicit sends the client elicitation/create with params and returns
+	// its result.
+	Elicit(ctx context.Context, params any) (json.RawMessage, error)
 }
 
 // Call is one client request on its way through the hub: built once
