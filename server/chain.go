@@ -68,7 +68,7 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		audit.Stage{Trail: snap.audit, Keep: keepAudit},
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds, Request: roundRequest}.Answers, Logger: h.logger},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger},
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
@@ -158,16 +158,13 @@ func (h *Hub) asker(cfg *config.Config) call.Asker {
 	client := func(c *call.Call) approve.Client { return c.Session }
 	inbox := approve.Wait{Inbox: h.inbox, Config: cfg, Client: client}
 	return approve.Ways{Config: cfg, Client: client, Grant: approve.Grant{Inbox: h.inbox},
-		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Request: roundRequest, Inbox: inbox},
+		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Inbox: inbox},
 		Elicit: approve.Elicit{Config: cfg, Client: client},
 		Inbox:  inbox}
 }
 
-// roundRequest is the request a call of the chain was made for, as the
-// 2026-07-28 rounds see it.
-func roundRequest(c *call.Call) rounds.Request { return requestOf(c) }
-
-// The call.Session's ways to reach the client (an approve.Client).
+// The call.Session's ways to reach the client (an approve.Client, and
+// what the 2026-07-28 rounds ask of it).
 
 func (r *request) CanElicit() bool {
 	return routes.CanElicit(r.sess.GetClientCapabilities().Elicitation, "")
@@ -177,19 +174,9 @@ func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, erro
 	return r.sess.Request(ctx, "elicitation/create", params)
 }
 
-// The rounds.Request of a call is its request.
-
-func (r *request) Call() *call.Call                 { return &r.call }
-func (r *request) Param(key string) json.RawMessage { return r.params.Field(key) }
-func (r *request) SignIn() (string, rounds.Linker)  { return r.sess.UserKey(), r.sess.linker }
-
-// FirstCall makes the request go upstream without the round's
-// requestState and inputResponses: the retry that answered the hub's
-// question accept.
-func (r *request) FirstCall() {
-	r.params = rounds.WithoutRound(r.params)
-	r.call.FirstCall = true
-}
+// SignIn is the request's caller's key (the session's UserKey) and its
+// face, which sends it to sign in.
+func (r *request) SignIn() (string, call.Linker) { return r.sess.UserKey(), r.sess.linker }
 
 // Capabilities are the capabilities the client states in the request's
 // _meta (2026-07-28), else those its session stated.

@@ -204,7 +204,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	// The call asked about is cl, not the request's own; who approved it
 	// is noted on the request's call, as for its own.
 	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
-		Modern: c.req.call.Modern}
+		Modern: c.req.call.Modern, Request: c.req.call.Request}
 	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
 		c.req.call.Approved(n.Grant, n.ApprovedBy)

@@ -109,7 +109,7 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		if req.msg.Method == "tasks/list" {
 			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
 		}
-		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
+		return h.tasks.Request(req.sess, req.msg.Method, req.call.Request, send)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.routes.Subscribe(ctx, subscriber(h, req, v), req.msg.Params, req.msg.Method == "resources/subscribe")
 	}
@@ -225,7 +225,7 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	}
 	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.params, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
+		params: req.call.Request, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -239,7 +239,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
 	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.Server, name: r.Name, args: req.field("arguments"),
-		params: req.params, rename: true})
+		params: req.call.Request, rename: true})
 }
 
 // isResultURI reports whether uri names a kept result (or claims to).
@@ -305,7 +305,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.call.Request})
 }
 
 // awaitRoute is the view to route a request for something found names: v
@@ -351,7 +351,7 @@ type extRequest struct {
 }
 
 func (e extRequest) String(key string) (string, bool) { return e.req.stringField(key) }
-func (e extRequest) Params() jsonrpc.Object           { return e.req.params }
+func (e extRequest) Params() jsonrpc.Object           { return e.req.call.Request }
 
 func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
 	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills

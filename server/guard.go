@@ -54,11 +54,11 @@ func (h *Hub) send(ctx context.Context, req *request, c *call.Call) (json.RawMes
 	)
 	switch {
 	case c.Modern && !task && rounds.InputMethod(c.Method):
-		res, err = h.rounds.Call(ctx, req, c.Upstream, params, c.Timeout)
+		res, err = h.rounds.Call(ctx, c, c.Upstream, params, c.Timeout)
 	default:
 		res, conn, err = h.obs.RequestOn(ctx, c, c.Owner, c.Upstream, 0, c.Method, json.RawMessage(params), c.Timeout)
 		if err == nil && !task && era.IsInputRequired(res) && !c.Modern {
-			res, err = h.rounds.Fulfil(ctx, req, c.Upstream, params, res, c.Timeout)
+			res, err = h.rounds.Fulfil(ctx, c, c.Upstream, params, res, c.Timeout)
 		}
 	}
 	if err == nil && task {

@@ -24,12 +24,10 @@ type request struct {
 	sess *session
 	snap *snapshot // loaded once; its audit trail is held until the request ends
 	msg  *jsonrpc.Message
-	// params are msg.Params, which Decode has checked whole, scanned once:
-	// the handlers read them without validating them again. The zero
-	// Object when the request has none or they are no object.
-	params jsonrpc.Object
 	// call is the request as the chain's stages see it (server/call): its
-	// session, era and observed call from the start; once the view routed
+	// session, params (Request: msg.Params scanned once, which the handlers
+	// read without validating them again), era and observed call from the
+	// start; once the view routed
 	// it upstream (forward), the call it went as, and what the stages and
 	// its hops noted on it.
 	call call.Call
@@ -60,9 +58,9 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	}
 	req := newRequest(sess, snap, msg)
 	if len(msg.Params) > 0 {
-		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
-		st := clients.StateOf(req.params, msg.Params)
-		req.call.Params, req.call.Modern = req.params, st.Modern
+		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
+		st := clients.StateOf(req.call.Request, msg.Params)
+		req.call.Modern = st.Modern
 		sess.stated(st) // before anything reads the session's capabilities
 		if st.Modern {
 			sess.lists.SetModern() // told of changes on its listens alone (server/listen)
@@ -165,12 +163,12 @@ func (r *request) miss(target string) {
 }
 
 // field is the raw value of key in the request's params, nil when absent.
-func (r *request) field(key string) []byte { return r.params.Field(key) }
+func (r *request) field(key string) []byte { return r.call.Request.Field(key) }
 
 // stringField reads a string of the request's params; ok is false when
 // the params are no object or the value no string.
 func (r *request) stringField(key string) (string, bool) {
-	return stringValue(r.params.Field(key))
+	return stringValue(r.call.Request.Field(key))
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.

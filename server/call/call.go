@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -41,6 +43,23 @@ type Session interface {
 	// Elicit sends the client elicitation/create with params and returns
 	// its result.
 	Elicit(ctx context.Context, params any) (json.RawMessage, error)
+	// Capabilities are the capabilities the client states in the
+	// request's _meta (2026-07-28), else those its session stated.
+	Capabilities() mcp.ClientCapabilities
+	// SignIn is the caller's key among all callers, "" for none, and its
+	// face, which sends it to sign in (nil: it cannot).
+	SignIn() (user string, linker Linker)
+}
+
+// Linker is how a face sends its caller to sign in to a server through
+// the hub: SignInLink is a URL, single use and short-lived, bound to the
+// caller, that runs the server's OAuth flow and keeps the token for that
+// caller alone. The HTTP face's sessions are.
+type Linker interface {
+	// SignInLink is the link, and a channel closed once the caller has
+	// signed in through it; then the client is told that the URL
+	// elicitation elicitationID is complete (notifications/elicitation/complete).
+	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
 }
 
 // Call is one client request on its way through the hub: built once
@@ -55,8 +74,11 @@ type Call struct {
 	// end of the chain passes it to upstream explicitly. Opaque to
 	// stages.
 	Owner any
-	// ID is the request's JSON-RPC id, as the client sent it.
-	ID json.RawMessage
+	// ID is the request's JSON-RPC id, as the client sent it; Request
+	// its params, which Decode has checked whole, scanned once (the zero
+	// Object when it has none or they are no object).
+	ID      json.RawMessage
+	Request jsonrpc.Object
 	// Config is the config of the snapshot the request is served under;
 	// Secrets its secrets' redactor (Config.Secrets), nil when it
 	// resolves none.

@@ -27,7 +27,7 @@ func (Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.
 		return next.Handle(ctx, c)
 	}
 	method := c.Method // the client's: the stages after it route the call under the upstream's
-	if err := CheckModern(method, c.Params.Field("_meta")); err != nil {
+	if err := CheckModern(method, c.Request.Field("_meta")); err != nil {
 		return nil, err
 	}
 	res, err := next.Handle(ctx, c)

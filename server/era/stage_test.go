@@ -13,7 +13,7 @@ import (
 
 func modernCall(method, meta string) *call.Call {
 	p, _ := jsonrpc.ScanObject(json.RawMessage(`{"_meta":` + meta + `}`))
-	return &call.Call{Method: method, Params: p, Modern: true}
+	return &call.Call{Method: method, Request: p, Modern: true}
 }
 
 const okMeta = `{"` + mcp.MetaKeyProtocolVersion + `":"` + mcp.ProtocolVersion20260728 + `","` + mcp.MetaKeyClientCapabilities + `":{}}`

@@ -23,16 +23,8 @@ import (
 const codeURLElicitationRequired = -32042
 
 // Linker is how a face sends its caller to sign in to a server through
-// the hub (the hub's SessionOptions.SignIn): SignInLink is a URL, single
-// use and short-lived, bound to the caller, that runs the server's OAuth
-// flow and keeps the token for that caller alone. The HTTP face's
-// sessions are.
-type Linker interface {
-	// SignInLink is the link, and a channel closed once the caller has
-	// signed in through it; then the client is told that the URL
-	// elicitation elicitationID is complete (notifications/elicitation/complete).
-	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
-}
+// the hub (the hub's SessionOptions.SignIn; see call.Linker).
+type Linker = call.Linker
 
 // Owner is an owner of hops whose caller a face can send to sign in: the
 // hub's session, a 2026-07-28 call held between rounds. Linker is nil

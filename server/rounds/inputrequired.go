@@ -17,7 +17,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
-	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -61,7 +60,7 @@ func InputMethod(method string) bool {
 // than a call timeout to answer; the server still checks its own state.
 const relayStateTTL = 10 * time.Minute
 
-// Call sends the call of a 2026-07-28 client's request req to s: held by
+// Call sends the call c of a 2026-07-28 client's request to s: held by
 // the hub when the server is older and asks the client something,
 // relayed with its requestState sealed when the server is of 2026-07-28
 // too. A retry carrying a requestState is checked before anything is
@@ -69,19 +68,18 @@ const relayStateTTL = 10 * time.Minute
 // another request is refused -32602, and so is one whose round was
 // answered already. Nothing answers a retry from a cache: it always
 // reaches the call it resumes.
-func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	c := req.Call()
+func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	who, digest := c.Session.Caller(), callDigest(c)
-	caps := req.Capabilities()
-	token, retry := jsonrpc.StringValue(req.Param("requestState"))
+	caps := c.Session.Capabilities()
+	token, retry := jsonrpc.StringValue(c.Request.Field("requestState"))
 	if !retry {
-		if req.Param("requestState") != nil {
+		if c.Request.Field("requestState") != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")
 		}
 		if mcp.IsModernProtocol(s.Status().ProtocolVersion) {
-			return r.relay(ctx, req, s, params, timeout, who, digest)
+			return r.relay(ctx, c, s, params, timeout, who, digest)
 		}
-		p, err := r.startHeld(ctx, req, c, s, params, timeout, caps)
+		p, err := r.startHeld(ctx, c, s, params, timeout, caps)
 		if err != nil {
 			return nil, err
 		}
@@ -96,15 +94,15 @@ func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, para
 		// of the hub's, with the client's answers as they came (params
 		// that call_dynamic_tool made have neither yet).
 		q, _ := jsonrpc.Marshal(st.Upstream)
-		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.Param("inputResponses") != nil {
-			params, err = jsonrpc.SetField(params, "inputResponses", req.Param("inputResponses"))
+		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && c.Request.Field("inputResponses") != nil {
+			params, err = jsonrpc.SetField(params, "inputResponses", c.Request.Field("inputResponses"))
 		}
 		if err != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
 		}
-		return r.relay(ctx, req, s, params, timeout, who, digest)
+		return r.relay(ctx, c, s, params, timeout, who, digest)
 	}
-	answers, err := inputResponses(req.Param("inputResponses"))
+	answers, err := inputResponses(c.Request.Field("inputResponses"))
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +116,7 @@ func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, para
 
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
-func (r *Rounds) relay(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	c := req.Call()
+func (r *Rounds) relay(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
 	res, err := r.hub.Send(ctx, c, c.Owner, s, c.Method, params, timeout)
 	if err != nil || !era.IsInputRequired(res) {
 		return res, err
@@ -313,8 +310,8 @@ type Held struct {
 }
 
 // Linker is how a face sends its caller to sign in to a per-user server
-// (server/peruser's).
-type Linker = peruser.Linker
+// (call.Linker).
+type Linker = call.Linker
 
 // UserKey is the key of the caller of a call that owns its connections
 // (a request without a session, see startHeld): an upstream.UserOwner, so
@@ -343,7 +340,7 @@ type inputAsk struct {
 // the connections of that session's own (isolation: per-session): the
 // call is then the owner of its connections itself (ownsConn), which it
 // releases when it ends.
-func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
+func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
 	h := r.hub
 	p := &Held{server: s, deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
@@ -355,7 +352,7 @@ func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *up
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {
-		p.user, p.linker = req.SignIn() // auth: per-user servers: the call is its caller's
+		p.user, p.linker = c.Session.SignIn() // auth: per-user servers: the call is its caller's
 		owner = p
 	}
 	stopOnClose := context.AfterFunc(h.Context, cancel)
@@ -518,8 +515,7 @@ const (
 // client did not declare it can answer), and the call is sent again with
 // the answers and the server's requestState untouched, until a result
 // that is not input_required.
-func (r *Rounds) Fulfil(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	c := req.Call()
+func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	shed := 0
 	for round := 1; ; round++ {
 		if round > maxInputRounds {

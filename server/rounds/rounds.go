@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -50,31 +48,6 @@ type Hub struct {
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
 	Release func(owner any)
-}
-
-// Request is the client's request a round serves, as the rounds see it.
-type Request interface {
-	// Call is the call the request was forwarded as: its session, and
-	// what the state of a round is bound to; the request's hops upstream
-	// are observed as its own.
-	Call() *call.Call
-	// Param is the member key of the params the client sent, nil when
-	// absent (call_dynamic_tool's call params have no round's members).
-	Param(key string) json.RawMessage
-	// Capabilities are those the client states in the request's _meta
-	// (2026-07-28), else those its session stated.
-	Capabilities() mcp.ClientCapabilities
-	// Credential is the HTTP credential the session came with, "" for
-	// none.
-	Credential() string
-	// SignIn is the request's caller's key among all callers, "" for
-	// none, and its face, which sends it to sign in (nil: it cannot): a
-	// held call that owns its connections is its caller's.
-	SignIn() (user string, linker Linker)
-	// FirstCall makes the request go upstream as a first call, without
-	// the requestState and inputResponses of a round: it is the retry
-	// that answered the hub's question accept.
-	FirstCall()
 }
 
 // New makes the rounds of a hub, with a key of their own for the states
