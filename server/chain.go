@@ -97,8 +97,8 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID
 }
 
 // requestOf is the hub's request a call was made for: the ends of the
-// chains (handle, send) and what the hub hands the stages of its own
-// (keepAudit, the Askers' client, the rounds' request) are hub code.
+// chains (handle, send) and the hand-off of the audit record (keepAudit)
+// are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
 
 // upcall is where forward sends a request: the route the view found.
