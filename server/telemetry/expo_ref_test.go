@@ -3,6 +3,7 @@ package telemetry
 import (
 	"compress/gzip"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -117,6 +118,36 @@ func TestMetricsParse(t *testing.T) {
 	for _, name := range []string{"mcp_server_operation_duration_seconds", "go_gc_duration_seconds", "process_cpu_seconds_total", "dynamic_mcp_upstream_state"} {
 		if fams[name] == nil {
 			t.Errorf("no %s", name)
+		}
+	}
+}
+
+// The format picked for an Accept header is expfmt's (but protobuf, not
+// offered), for headers made of the clauses and parameters scrapers and
+// clients send, wildcards with a version, and malformed ones.
+func TestNegotiateAsExpfmt(t *testing.T) {
+	types := []string{"text/plain", "application/openmetrics-text", "*/*", "text/*", "application/*", "*", "application/json",
+		"garbage/", "/", "text", "", "TEXT/PLAIN", "a/b/c", " text/plain ", "application/vnd.google.protobuf"}
+	params := []string{"version=0.0.4", "version=1.0.0", "version=0.0.1", "version=2.0.0", "q=0.5", "q=0", "q=1", "q=0.9", "q=",
+		"escaping=allow-utf-8", "escaping=values", "escaping=dots", "escaping=bogus", "charset=utf-8", "q=abc", "version=", "=",
+		"a=b=c", "version=0.0.1=", "q==", " q = 0.3 ", " version = 1.0.0 ", "proto=io.prometheus.client.MetricFamily", "encoding=delimited"}
+	r := rand.New(rand.NewPCG(33, 3))
+	for range 20000 {
+		var clauses []string
+		for range r.IntN(4) + 1 {
+			c := types[r.IntN(len(types))]
+			for range r.IntN(3) {
+				c += ";" + params[r.IntN(len(params))]
+			}
+			clauses = append(clauses, c)
+		}
+		accept := strings.Join(clauses, ",")
+		want := string(expfmt.NegotiateIncludingOpenMetrics(http.Header{"Accept": {accept}}))
+		if strings.HasPrefix(want, "application/vnd.google.protobuf") {
+			continue // not offered: the next format the scraper takes
+		}
+		if got := negotiate(accept); got.contentType != want || got.openMetrics != strings.HasPrefix(want, "application/openmetrics-text") {
+			t.Fatalf("Accept %q: %q, want %q", accept, got.contentType, want)
 		}
 	}
 }
