@@ -453,8 +453,11 @@ func writeOMFloat(w *bufio.Writer, f float64) {
 }
 
 func appendFloat(b []byte, f float64) []byte {
-	if math.IsInf(f, 1) {
+	switch {
+	case math.IsInf(f, 1):
 		return append(b, "+Inf"...)
+	case f == 0:
+		return append(b, '0') // -0 too, as expfmt wrote it
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }

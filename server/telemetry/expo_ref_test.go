@@ -1,8 +1,11 @@
 package telemetry
 
 import (
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
 )
 
 // reference is client_golang's handler as the hub configured it before:
@@ -148,6 +153,47 @@ func TestNegotiateAsExpfmt(t *testing.T) {
 		}
 		if got := negotiate(accept); got.contentType != want || got.openMetrics != strings.HasPrefix(want, "application/openmetrics-text") {
 			t.Fatalf("Accept %q: %q, want %q", accept, got.contentType, want)
+		}
+	}
+}
+
+// A family is written as expfmt wrote it, in both formats, whatever its
+// label values (quotes, backslashes, newlines, any character), help text
+// and value (NaN, infinities, -0, the extremes of float64).
+func TestWriterAsExpfmt(t *testing.T) {
+	vals := []string{"", "a", "\\", "\"", "\n", "\r", "\t", "é", "\u2028", "a\\nb", "x\"y\\z\n", "\x7f"}
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1e21, 1e-7, 123456789, 1.5e300, math.NaN(), math.Inf(1), math.Inf(-1),
+		5e-324, 100, 1e6, 12345678901234567}
+	helps := []string{"h", "a\\b", "line\nnext", "q\"uote", ""}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		lv := vals[r.IntN(len(vals))] + vals[r.IntN(len(vals))]
+		v, help := floats[r.IntN(len(floats))], helps[r.IntN(len(helps))]
+		name, typ := []string{"m", "m_total"}[r.IntN(2)], []metricType{counterType, gaugeType}[r.IntN(2)]
+		f := &family{name: name, help: help, typ: typ, samples: []sample{{labels: []labelPair{{"l", lv}}, value: v}}}
+		m := &dto.Metric{Label: []*dto.LabelPair{{Name: proto.String("l"), Value: proto.String(lv)}}}
+		mf := &dto.MetricFamily{Name: proto.String(name), Type: dto.MetricType_GAUGE.Enum(), Metric: []*dto.Metric{m}}
+		if typ == counterType {
+			mf.Type, m.Counter = dto.MetricType_COUNTER.Enum(), &dto.Counter{Value: proto.Float64(v)}
+		} else {
+			m.Gauge = &dto.Gauge{Value: proto.Float64(v)}
+		}
+		if help != "" {
+			mf.Help = proto.String(help)
+		}
+		for _, om := range []bool{false, true} {
+			var got, want bytes.Buffer
+			bw := bufio.NewWriter(&got)
+			writeFamily(bw, f, om)
+			_ = bw.Flush()
+			if om {
+				_, _ = expfmt.MetricFamilyToOpenMetrics(&want, mf)
+			} else {
+				_, _ = expfmt.MetricFamilyToText(&want, mf)
+			}
+			if got.String() != want.String() {
+				t.Fatalf("OpenMetrics %v, label %q, value %v, help %q:\n%q\nwant\n%q", om, lv, v, help, got.String(), want.String())
+			}
 		}
 	}
 }
