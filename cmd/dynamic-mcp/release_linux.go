@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -72,7 +73,8 @@ func processResident() uint64 {
 // segment) would lose its contents, and so would a read-only one the
 // loader wrote before protecting it (the relocations of a PIE build's or
 // a shared library's RELRO segment, copied on write: its "Anonymous"
-// pages), which would read back as the file's unrelocated bytes.
+// pages, or its "Swap" ones once swapped out), which would read back as
+// the file's unrelocated bytes.
 func releaseMemory() {
 	debug.FreeOSMemory()
 	f, err := os.Open("/proc/self/smaps")
@@ -80,10 +82,27 @@ func releaseMemory() {
 		return
 	}
 	defer f.Close()
+	drop, err := droppable(f)
+	if err != nil {
+		return // a mapping half read: drop nothing rather than guess
+	}
+	// From the first release on (the start's), what runs next maps these
+	// pages in one by one, not 64 KB at a time.
+	stopFaultAround(drop)
+	for _, m := range drop {
+		// Best effort: a mapping the kernel refuses to drop stays.
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
+	}
+}
+
+// droppable are the mappings of smaps (/proc/self/smaps) releaseMemory
+// drops: the files' that are read-only and hold no page of the process's
+// own, resident or swapped out.
+func droppable(smaps io.Reader) ([][2]uint64, error) {
 	var drop [][2]uint64
 	var start, end uint64
 	candidate := false
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(smaps)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
@@ -100,22 +119,15 @@ func releaseMemory() {
 				len(fields) >= 6 && strings.HasPrefix(fields[5], "/") && fields[1][1] != 'w'
 			continue
 		}
-		// Anonymous: 4 kB (a page copied on write: the process's own)
-		if candidate && len(fields) == 3 && fields[0] == "Anonymous:" && fields[1] != "0" {
+		// Anonymous: 4 kB (a page copied on write: the process's own);
+		// Swap: 4 kB (such a page swapped out: Anonymous counts only the
+		// resident ones, and MADV_DONTNEED would drop it all the same)
+		if candidate && len(fields) == 3 && (fields[0] == "Anonymous:" || fields[0] == "Swap:") && fields[1] != "0" {
 			candidate = false
 		}
 	}
 	if candidate {
 		drop = append(drop, [2]uint64{start, end})
 	}
-	if sc.Err() != nil {
-		return // a mapping half read: drop nothing rather than guess
-	}
-	// From the first release on (the start's), what runs next maps these
-	// pages in one by one, not 64 KB at a time.
-	stopFaultAround(drop)
-	for _, m := range drop {
-		// Best effort: a mapping the kernel refuses to drop stays.
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
-	}
+	return drop, sc.Err()
 }
