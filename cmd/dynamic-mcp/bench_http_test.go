@@ -24,18 +24,21 @@ import (
 // client loop (see BenchmarkToolCallLatency), and with TBXark/mcp-proxy
 // too when tbxarkEnvVar names its binary.
 func benchHTTP(b *testing.B) {
-	proxyURL := startMCPGoProxy(b)
-	hubURL := startHTTPHubForBench(b, flatConfig())
+	proxyURL, proxyMeter := startMCPGoProxy(b)
+	hubURL, hubMeter := startHTTPHubForBench(b, flatConfig())
 	proxy := openHTTPSession(b, proxyURL)
 	hub := openHTTPSession(b, hubURL)
 	proxyCall, hubCall := proxy.caller("echo"), hub.caller("f__echo")
 	// The hub answers before its upstream is ready; wait for f__echo.
 	waitFor(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
 	calls := []func() error{proxyCall, hubCall}
+	meters := []procMeter{proxyMeter, hubMeter}
 	var tbxark *httpSession
 	if bin := os.Getenv(tbxarkEnvVar); bin != "" {
-		tbxark = openHTTPSession(b, startTBXark(b, bin))
+		tbxarkURL, tbxarkMeter := startTBXark(b, bin)
+		tbxark = openHTTPSession(b, tbxarkURL)
 		calls = append(calls, tbxark.caller("echo"))
+		meters = append(meters, tbxarkMeter)
 	}
 	warmUp(b, calls...)
 	// Whether a server answers with JSON or with a stream costs it
@@ -46,13 +49,15 @@ func benchHTTP(b *testing.B) {
 	}
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			s, err := measureRounds(b.N, inflight, calls...)
+			s, err := measureRoundsMetered(b.N, inflight, calls, meters)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p, h := s[0], s[1]
 			p.report(b, "proxy")
 			h.report(b, "hub")
+			p.reportUse(b, "proxy")
+			h.reportUse(b, "hub")
 			if inflight == 1 {
 				b.ReportMetric(float64(h.quantile(0.5))/float64(p.quantile(0.5)), "http-p50-ratio")
 			} else {
@@ -61,6 +66,11 @@ func benchHTTP(b *testing.B) {
 			if tbxark != nil {
 				t := s[2]
 				t.report(b, "tbxark")
+				t.reportUse(b, "tbxark")
+				if hc, _, _ := h.perCall(); hc > 0 {
+					tc, _, _ := t.perCall()
+					b.ReportMetric(hc/tc, "hub/tbxark-cpu-ratio")
+				}
 				if inflight == 1 {
 					b.ReportMetric(float64(h.quantile(0.5))/float64(t.quantile(0.5)), "hub/tbxark-p50-ratio")
 					b.ReportMetric(float64(p.quantile(0.5))/float64(t.quantile(0.5)), "proxy/tbxark-p50-ratio")
@@ -76,9 +86,9 @@ func benchHTTP(b *testing.B) {
 
 // startHTTPHubForBench starts the hub binary serving cfg over HTTP on a
 // free loopback port without auth, and returns the URL of its /mcp once it
-// accepts connections. The port is found by binding it and letting it go,
+// accepts connections, and its meter. The port is found by binding it and letting it go,
 // rather than from the hub's log, which the benchmark keeps at level error.
-func startHTTPHubForBench(b *testing.B, cfg string) string {
+func startHTTPHubForBench(b *testing.B, cfg string) (string, procMeter) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -93,6 +103,7 @@ func startHTTPHubForBench(b *testing.B, cfg string) string {
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
 	startBenchProcess(b, cmd, "the hub")
+	meter := procMeter{cmd.Process.Pid}
 	waitFor(b, 10*time.Second, "the hub to listen on "+addr, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -100,7 +111,7 @@ func startHTTPHubForBench(b *testing.B, cfg string) string {
 		}
 		return err == nil
 	})
-	return "http://" + addr + "/mcp"
+	return "http://" + addr + "/mcp", meter
 }
 
 // buildForBench builds the command in dir, relative to this package,
@@ -116,8 +127,8 @@ func buildForBench(b *testing.B, dir string) string {
 }
 
 // startMCPGoProxy builds testdata/mcpgoproxy, starts it on the fake and
-// returns the URL of its /mcp.
-func startMCPGoProxy(b *testing.B) string {
+// returns the URL of its /mcp and its meter.
+func startMCPGoProxy(b *testing.B) (string, procMeter) {
 	b.Helper()
 	bin := buildForBench(b, "../../testdata/mcpgoproxy")
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "--", fakeBin)
@@ -137,10 +148,10 @@ func startMCPGoProxy(b *testing.B) string {
 		if a == "" {
 			b.Fatalf("mcpgoproxy did not start:\n%s", stderr)
 		}
-		return "http://" + a + "/mcp"
+		return "http://" + a + "/mcp", procMeter{cmd.Process.Pid}
 	case <-time.After(30 * time.Second):
 		b.Fatalf("mcpgoproxy did not say where it listens:\n%s", stderr)
-		return ""
+		return "", procMeter{}
 	}
 }
 

@@ -22,8 +22,9 @@ const tbxarkEnvVar = "DYNAMIC_MCP_BENCH_TBXARK"
 
 // startTBXark starts the TBXark/mcp-proxy binary bin on the fake, as a
 // stateless Streamable HTTP server on a free loopback port, and returns the
-// URL of its route for the fake, /f/, once the route is served.
-func startTBXark(b *testing.B, bin string) string {
+// URL of its route for the fake, /f/, once the route is served, and its
+// meter.
+func startTBXark(b *testing.B, bin string) (string, procMeter) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,11 +56,12 @@ func startTBXark(b *testing.B, bin string) string {
 		b.Fatal(err)
 	}
 	// -expand-env=false: the config is literal, paths included.
-	stderr := startBenchProcess(b, exec.Command(bin, "-config", path, "-expand-env=false"), "TBXark/mcp-proxy")
+	cmd := exec.Command(bin, "-config", path, "-expand-env=false")
+	stderr := startBenchProcess(b, cmd, "TBXark/mcp-proxy")
 	// The route is added once the upstream is initialized and its lists
 	// read; the server listens before that and answers 404 until then.
 	waitFor(b, 30*time.Second, "TBXark/mcp-proxy to serve /f/", func() bool {
 		return strings.Contains(stderr.String(), "<f> Handling requests at /f/")
 	})
-	return "http://" + addr + "/f/"
+	return "http://" + addr + "/f/", procMeter{cmd.Process.Pid}
 }
