@@ -19,10 +19,16 @@ import (
 	"time"
 )
 
+// baseEnvVar names another build of the hub (say main's, built with go
+// build ./cmd/dynamic-mcp) for the http line to measure beside this one,
+// as "base": a change's figures against its base's in one run.
+const baseEnvVar = "DYNAMIC_MCP_BENCH_BASE"
+
 // benchHTTP compares the hub's Streamable HTTP face with a plain mcp-go
 // proxy of the same upstream, both separate processes driven by the same
 // client loop (see BenchmarkToolCallLatency), and with TBXark/mcp-proxy
-// too when tbxarkEnvVar names its binary.
+// too when tbxarkEnvVar names its binary, and another build of the hub
+// when baseEnvVar does.
 func benchHTTP(b *testing.B) {
 	proxyURL, proxyMeter := startMCPGoProxy(b)
 	hubURL, hubMeter := startHTTPHubForBench(b, flatConfig())
@@ -39,6 +45,15 @@ func benchHTTP(b *testing.B) {
 		tbxark = openHTTPSession(b, tbxarkURL)
 		calls = append(calls, tbxark.caller("echo"))
 		meters = append(meters, tbxarkMeter)
+	}
+	base := -1 // the index of the base's calls
+	if bin := os.Getenv(baseEnvVar); bin != "" {
+		baseURL, baseMeter := startHTTPHubBinForBench(b, bin, flatConfig())
+		baseCall := openHTTPSession(b, baseURL).caller("f__echo")
+		waitFor(b, 30*time.Second, "f__echo through the base hub over HTTP", func() bool { return baseCall() == nil })
+		base = len(calls)
+		calls = append(calls, baseCall)
+		meters = append(meters, baseMeter)
 	}
 	warmUp(b, calls...)
 	// Whether a server answers with JSON or with a stream costs it
@@ -79,8 +94,27 @@ func benchHTTP(b *testing.B) {
 					b.ReportMetric(p.perSecond()/t.perSecond(), "proxy/tbxark-tput-ratio")
 				}
 			}
+			if base >= 0 {
+				reportAgainst(b, inflight, h, s[base], "base")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// reportAgainst reports the hub's figures against another server's, named
+// other, measured in the same rounds.
+func reportAgainst(b *testing.B, inflight int, h, o sample, other string) {
+	o.report(b, other)
+	o.reportUse(b, other)
+	if hc, _, _ := h.perCall(); hc > 0 {
+		oc, _, _ := o.perCall()
+		b.ReportMetric(hc/oc, "hub/"+other+"-cpu-ratio")
+	}
+	if inflight == 1 {
+		b.ReportMetric(float64(h.quantile(0.5))/float64(o.quantile(0.5)), "hub/"+other+"-p50-ratio")
+	} else {
+		b.ReportMetric(h.perSecond()/o.perSecond(), "hub/"+other+"-tput-ratio")
 	}
 }
 
@@ -89,6 +123,12 @@ func benchHTTP(b *testing.B) {
 // accepts connections, and its meter. The port is found by binding it and letting it go,
 // rather than from the hub's log, which the benchmark keeps at level error.
 func startHTTPHubForBench(b *testing.B, cfg string) (string, procMeter) {
+	b.Helper()
+	return startHTTPHubBinForBench(b, hubBin, cfg)
+}
+
+// startHTTPHubBinForBench is startHTTPHubForBench with the hub binary bin.
+func startHTTPHubBinForBench(b *testing.B, bin, cfg string) (string, procMeter) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -100,7 +140,7 @@ func startHTTPHubForBench(b *testing.B, cfg string) (string, procMeter) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
+	cmd := exec.Command(bin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
 	startBenchProcess(b, cmd, "the hub")
 	meter := procMeter{cmd.Process.Pid}
