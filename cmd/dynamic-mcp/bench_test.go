@@ -23,7 +23,14 @@ package main
 //	                       the repo), it measures that too, on the same
 //	                       fake: tbxark's p50 and calls/s, and the hub's
 //	                       and the stand-in's ratios to it
-//	                       (hub/tbxark-*, proxy/tbxark-*).
+//	                       (hub/tbxark-*, proxy/tbxark-*). Each server's
+//	                       CPU time per call, wake-ups per call and its
+//	                       upstream's CPU per call, and the client's, from
+//	                       /proc (*-cpu-µs/call, *-wakeups/call,
+//	                       *-upstream-cpu-µs/call, *-client-cpu-µs/call,
+//	                       hub/tbxark-cpu-ratio). With DYNAMIC_MCP_BENCH_BASE
+//	                       naming another build of the hub (say main's), that
+//	                       too, as base (hub/base-*).
 //	rss                    hub-rss-MB: VmRSS of a hub serving 4 fake upstreams
 //	                       after 400 calls (and hub-hwm-MB, its peak).
 //
