@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 
@@ -244,7 +245,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 		return
 	}
 	respond := func() { s.respond(w, r, hs, p, header, status) }
-	if serve != nil && serveHere(p, serve, respond) {
+	if serve != nil && s.serveHere(p, serve, respond) {
 		return // the goroutine serveHere started has responded
 	}
 	respond()
@@ -257,7 +258,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 // first such message starts a goroutine that responds (respond) as the
 // POST's handler would; serveHere then waits for it. A POST without a
 // stream of its own has nothing to write before its answer.
-func serveHere(p *post, serve, respond func()) bool {
+func (s *Server) serveHere(p *post, serve, respond func()) bool {
 	if p.out == nil {
 		serve()
 		return false
@@ -269,11 +270,19 @@ func serveHere(p *post, serve, respond func()) bool {
 		if state.CompareAndSwap(serving, responding) {
 			go func() {
 				defer close(done)
+				defer func() {
+					if v := recover(); v != nil { // net/http's recover is the handler's goroutine's only
+						s.hub.Panics().Recovered("", v, debug.Stack())
+					}
+				}()
 				respond()
 			}()
 		}
 	}
 	p.out.woken.Store(&wake)
+	if p.out.out.Len() > 0 {
+		wake() // put before the hook was: a request of the hub's sent down the POST stream opened last
+	}
 	serve()
 	if state.CompareAndSwap(serving, served) {
 		return false
