@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -119,9 +118,9 @@ func reportAgainst(b *testing.B, inflight int, h, o sample, other string) {
 }
 
 // startHTTPHubForBench starts the hub binary serving cfg over HTTP on a
-// free loopback port without auth, and returns the URL of its /mcp once it
-// accepts connections, and its meter. The port is found by binding it and letting it go,
-// rather than from the hub's log, which the benchmark keeps at level error.
+// loopback port of its choosing without auth, and returns the URL of its
+// /mcp once it listens, and its meter. Its log is at level info for the
+// line that says where it listens: the hub logs nothing per call at info.
 func startHTTPHubForBench(b *testing.B, cfg string) (string, procMeter) {
 	b.Helper()
 	return startHTTPHubBinForBench(b, hubBin, cfg)
@@ -134,24 +133,10 @@ func startHTTPHubBinForBench(b *testing.B, bin, cfg string) (string, procMeter) 
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
+	cmd := exec.Command(bin, "serve", "-c", path, "--http", "127.0.0.1:0", "--insecure-no-auth", "--log-level", "info")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
-	startBenchProcess(b, cmd, "the hub")
-	meter := procMeter{cmd.Process.Pid}
-	waitFor(b, 10*time.Second, "the hub to listen on "+addr, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return "http://" + addr + "/mcp", meter
+	stderr := startBenchProcess(b, cmd, "the hub")
+	return "http://" + servingAddr(b, "the hub", stderr) + "/mcp", procMeter{cmd.Process.Pid}
 }
 
 // buildForBench builds the command in dir, relative to this package,
