@@ -123,10 +123,12 @@ func troubledReplica(t testing.TB, url, yaml string) (*Server, string, *troubled
 	}
 	t.Cleanup(db.Close)
 	ts := &troubledStore{Store: db}
+	listening := awaitRelay(t, url)
 	h, _ := runHub(t, yaml, nil)
 	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: ts}, testLogger())
 	srv := httptest.NewServer(face)
 	t.Cleanup(func() { srv.Close(); face.Close() })
+	listening()
 	return face, srv.URL, ts
 }
 

@@ -27,20 +27,31 @@ func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close) // after the face: cleanups run last first
-	pc, err := pgconn.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close(context.Background())
-	listening := relayListeners(t, pc)
+	listening := awaitRelay(t, url)
 	h, _ := runHub(t, yaml, nil)
 	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: db}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
-	// A NOTIFY before the relay LISTENs is lost to this replica: a test
-	// starts once it listens.
-	waitFor(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > listening })
+	listening()
 	return face, ts.URL
+}
+
+// awaitRelay counts the relays listening on the database at url and
+// returns a wait until one more does: a NOTIFY before a replica's relay
+// LISTENs is lost to it, so a test starts once the replica it makes
+// listens.
+func awaitRelay(t testing.TB, url string) (wait func()) {
+	t.Helper()
+	pc, err := pgconn.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close(context.Background()) })
+	before := relayListeners(t, pc)
+	return func() {
+		t.Helper()
+		waitFor(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > before })
+	}
 }
 
 // at is c's session as seen through another replica's base URL.
