@@ -245,12 +245,24 @@ func measurePair(n, inflight int, callA, callB func() error) (a, b sample, err e
 // rounds that take the paths in turn, so that a change in the machine's
 // load over the run falls on every path alike.
 func measureRounds(n, inflight int, calls ...func() error) ([]sample, error) {
+	return measureRoundsAround(n, inflight, nil, calls...)
+}
+
+// measureRoundsAround is measureRounds with around, when not nil, called
+// before each round of path i and the func it returns after that round:
+// what the processes of a path spent is counted over its rounds alone.
+func measureRoundsAround(n, inflight int, around func(i int) func(), calls ...func() error) ([]sample, error) {
 	samples := make([]sample, len(calls))
 	rounds := min(4, n)
 	for r := range rounds {
 		count := n/rounds + btoi(r < n%rounds)
 		for i, call := range calls {
+			after := func() {}
+			if around != nil {
+				after = around(i)
+			}
 			s, err := measure(count, inflight, call)
+			after()
 			if err != nil {
 				return samples, err
 			}
