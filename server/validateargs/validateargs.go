@@ -121,6 +121,33 @@ type Stage struct {
 	Schemas *Schemas
 	Config  *config.Config
 	Logger  *slog.Logger
+
+	// seen are the schemas this snapshot's calls met, by their bytes:
+	// found by the map's own hash of them (no copy), before Schemas
+	// hashes them with sha256 under the hub-wide lock, which each call
+	// paid (issue 33).
+	seenMu sync.RWMutex
+	seen   map[string]*jsonschema.Schema
+}
+
+// schema is the compiled raw, nil when it cannot be compiled.
+func (s *Stage) schema(raw json.RawMessage, c *call.Call) *jsonschema.Schema {
+	s.seenMu.RLock()
+	schema, ok := s.seen[string(raw)]
+	s.seenMu.RUnlock()
+	if ok {
+		return schema
+	}
+	schema = s.Schemas.get(raw, c.Name, c.Server.ID(), s.Logger)
+	s.seenMu.Lock()
+	if s.seen == nil {
+		s.seen = map[string]*jsonschema.Schema{}
+	}
+	if len(s.seen) < maxArgSchemas {
+		s.seen[string(raw)] = schema
+	}
+	s.seenMu.Unlock()
+	return schema
 }
 
 // Handle checks c's arguments, then passes it on or answers it.
@@ -136,7 +163,7 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 	if len(raw) == 0 || raw[0] != '{' || !s.Config.Settings.ValidatesArgs(groupConfig(s.Config, c.Server.Group)) {
 		return nil
 	}
-	schema := s.Schemas.get(raw, c.Name, c.Server.ID(), s.Logger)
+	schema := s.schema(raw, c)
 	if schema == nil {
 		return nil
 	}
