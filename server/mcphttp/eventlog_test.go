@@ -67,8 +67,8 @@ func nextEvent(t *testing.T, events <-chan sseEvent) sseEvent {
 			t.Fatal("the GET stream ended")
 		}
 		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing on the GET stream in 10s")
+	case <-time.After(30 * time.Second): // a bound for a slow machine, not a guess
+		t.Fatal("nothing on the GET stream in 30s")
 		return sseEvent{}
 	}
 }

@@ -620,20 +620,24 @@ func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
 
 // relaysListening waits until n replicas' relays LISTEN on the database
 // at url.
-func relaysListening(t *testing.T, url string, n int) {
+func relaysListening(t testing.TB, url string, n int) {
 	t.Helper()
 	pc, err := pgconn.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close(context.Background())
-	waitFor(t, 30*time.Second, "the replicas' relays to listen", func() bool {
-		res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_relay%'`, nil, nil, nil, nil).Read()
-		if res.Err != nil {
-			t.Fatal(res.Err)
-		}
-		got, _ := strconv.Atoi(string(res.Rows[0][0]))
-		return got >= n
-	})
+	waitFor(t, 30*time.Second, "the replicas' relays to listen", func() bool { return relayListeners(t, pc) >= n })
+}
+
+// relayListeners counts the relays LISTENing on pc's database.
+func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
+	t.Helper()
+	res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_relay%'`, nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	got, _ := strconv.Atoi(string(res.Rows[0][0]))
+	return got
 }

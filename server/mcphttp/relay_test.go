@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -25,10 +27,19 @@ func relayReplica(t testing.TB, url, yaml string) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close) // after the face: cleanups run last first
+	pc, err := pgconn.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	listening := relayListeners(t, pc)
 	h, _ := runHub(t, yaml, nil)
 	face := New(h, Options{NoAuth: true, SessionKeys: [][]byte{sealKey1}, Store: db}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
+	// A NOTIFY before the relay LISTENs is lost to this replica: a test
+	// starts once it listens.
+	waitFor(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > listening })
 	return face, ts.URL
 }
 

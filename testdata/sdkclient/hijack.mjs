@@ -83,6 +83,13 @@ await check("a connects", async () => {
   victim = aTransport.sessionId ?? "";
   if (!victim) fail("the hub gave A no session id");
   await a.setLoggingLevel("debug", reqOpts());
+  // The hub answers before its upstream has started (a busy machine: many
+  // seconds): its tools come once it has.
+  const deadline = Date.now() + 90_000;
+  while (!(await a.listTools(undefined, reqOpts())).tools.some((t) => t.name === "everything__toggle-simulated-logging")) {
+    if (Date.now() > deadline) fail("the everything server's tools did not come through the hub in 90 s");
+    await sleep(100);
+  }
 });
 if (!victim) process.exit(1);
 
