@@ -10,24 +10,39 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
+	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/ratelimit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/redaction"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// The call chain (issue 32): what a tools/call, prompts/get or
-// resources/read goes through once the view has routed it, outermost
-// first. This list is the one place its order is written; the hub builds
-// it per config snapshot (newChain), so a reload runs new calls through a
-// new chain, swapped whole with the snapshot, while calls in flight finish
-// on theirs. The end of the chain (send) sends the call upstream with its
+// The chain (issue 32): what a client's request goes through, outermost
+// first. These lists are the one place its order is written.
+//
+// Every request passes the request stages (newRequestChain, built once:
+// they hold nothing of a snapshot), then handle, where the view routes
+// it:
+//
+//	result budget  a tool's result cut to the client's max_result (server/resultcap),
+//	               outside the decoration: it bounds the bytes the client gets
+//	era            2026-07-28 checks, and the answer told as that era tells it (server/era)
+//	handle         the hub's own methods, the view (name -> route), the protocol's
+//
+// A tools/call, prompts/get or resources/read the view routed upstream
+// (forward) then passes the call stages. The hub builds them per config
+// snapshot (newChain), so a reload runs new calls through a new chain,
+// swapped whole with the snapshot, while calls in flight finish on
+// theirs. The end of the chain (send) sends the call upstream with its
 // owner.
 //
 //	audit      admit the call; build its record once the decision is known
@@ -38,44 +53,87 @@ import (
 //	enforce    allow, log, deny, or put the call to a person (an Asker)
 //	upstream   rounds, tasks, progress, the request itself (send)
 //
-// The 2026-07-28 decoration, the result budget (fitMaxResult) and the
-// writing of the audit record follow in handle and serve, which see every
-// method's answer.
+// The writing of the audit record follows in serve, which sees the
+// request's outcome.
+func (h *Hub) newRequestChain() call.Handler {
+	return call.New(
+		resultcap.Stage{Store: h.results},
+		era.Stage{},
+	).Then(call.HandlerFunc(h.handle))
+}
+
+// newChain is the call stages of snap (see newRequestChain).
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
 		audit.Stage{Trail: snap.audit, Keep: keepAudit},
-		&validateargs.Stage{Schemas: &h.argSchemas, Config: snap.cfg, Logger: h.logger},
+		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds, Request: roundRequest}.Answers, Logger: h.logger},
-		observe.Stage{Of: observed},
+		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger},
+		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 	).Then(call.HandlerFunc(h.sendCall))
 }
 
-// requestOf is the hub's request a call of the chain was made for. The
-// stages still written as Hub code read it; each goes when its concern
-// moves to a package of its own and reads the Call alone.
+// newHopChain is what every request to an upstream goes through, whoever
+// sends it (the end of the call stages, a completion, a 2026-07-28 round,
+// an unsubscribe), outermost first, inside the observers' view of the hop
+// (observe.Traffic), which see its answer once it passed them all:
+//
+//	redaction  no resolved ${secret:NAME} goes further than the hop (server/redaction)
+//	sign-in    auth: per-user: the caller sent to sign in, then the hop again (server/peruser)
+//	upstream   upstream.Server.RequestOn, the owner explicit
+//
+// ask passes the sign-in's question to the client (routes.Table.Request).
+func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
+	return call.Hops(call.HopFunc(sendHop),
+		redaction.Stage{},
+		peruser.Stage{Ask: ask},
+	)
+}
+
+// sendHop is the end of every hop: the request itself.
+func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Method, h.Params, h.Timeout)
+}
+
+// requestOf is the hub's request a call was made for: the ends of the
+// chains (handle, send) and the hand-off of the audit record (keepAudit)
+// are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
 
-// forward sends c through the snapshot's chain to its upstream, and
-// leaves the audit record for serve to write once the request's outcome
-// is known. A failure of the hub or transport during a tool call is an
-// isError result.
-func (h *Hub) forward(ctx context.Context, req *request, c upcall) (json.RawMessage, error) {
-	req.server = c.server
+// upcall is where forward sends a request: the route the view found.
+type upcall struct {
+	method string // policy.Method*
+	server *upstream.Server
+	name   string          // tool or prompt name as the server knows it, or the URI
+	args   json.RawMessage // tool arguments
+	// params are what is sent upstream; when rename, with the name the
+	// server knows in place of the client's.
+	params jsonrpc.Object
+	rename bool
+	shown  string          // the tool as the client named it, for an invalid arguments answer
+	schema json.RawMessage // the tool's inputSchema, nil for none
+}
+
+// forward sends the request through the snapshot's call stages to u's
+// upstream, as its Call routed there, and leaves the audit record for
+// serve to write once the request's outcome is known. A failure of the
+// hub or transport during a tool call is an isError result.
+func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
-	req.fwd = call.Call{Session: req, Owner: req.sess, Method: c.method, Server: c.server.Config, Name: c.name,
-		ClientName: c.shown, Args: c.args, Params: c.params, Rename: c.rename, Schema: c.schema,
-		Task: c.method == policy.MethodToolsCall && c.params.Field("task") != nil, Modern: req.modern, Retry: retry,
-		Profile: req.sess.profileName(req.snap.cfg), Timeout: req.snap.cfg.CallTimeoutFor(c.server.Config)}
-	cc := &req.fwd // in the request: no allocation of its own
-	return req.snap.chain.Handle(ctx, cc)
+	c := &req.call // in the request: no allocation of its own
+	c.Method, c.Upstream, c.Server, c.Name, c.ClientName = u.method, u.server, u.server.Config, u.name, u.shown
+	c.Args, c.Params, c.Rename, c.Schema = u.args, u.params, u.rename, u.schema
+	c.Task = u.method == policy.MethodToolsCall && u.params.Field("task") != nil
+	shown := req.sess.shownIn(req.snap.cfg)
+	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.callTimeout(u.server.Config)
+	c.Decision, c.Notes, c.Sent = policy.Decision{}, call.Notes{}, false
+	return req.snap.chain.Handle(ctx, c)
 }
 
 // sendCall is the end of the chain: c sent upstream (send).
 func (h *Hub) sendCall(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	req := requestOf(c)
-	return h.send(ctx, req, req.upcall(c))
+	return h.send(ctx, requestOf(c), c)
 }
 
 // keepAudit keeps the audit record of c for serve, which writes it with
@@ -84,12 +142,6 @@ func keepAudit(c *call.Call, r *audit.Record) { requestOf(c).audit = r }
 
 // clippedMark ends a string the hub cut, as the audit trail's do.
 const clippedMark = audit.ClippedMark
-
-// upcall is the hub's view of c, on its way to req.server.
-func (r *request) upcall(c *call.Call) upcall {
-	return upcall{method: c.Method, server: r.server, name: c.Name, shown: c.ClientName, args: c.Args, params: c.Params,
-		rename: c.Rename, schema: c.Schema}
-}
 
 // The call.Session of a call is its request's session.
 
@@ -100,26 +152,19 @@ func (r *request) Transport() string  { return r.sess.transport }
 func (r *request) Sessionless() bool  { return sessionless(r.sess) }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 
-// observed is the call the observers watch for c's request, nil when
-// none watches.
-func observed(c *call.Call) *traffic.Call { return requestOf(c).call }
-
 // asker puts a call to a person in whichever way its client can be
 // reached (approve.Ways), asked under cfg.
 func (h *Hub) asker(cfg *config.Config) call.Asker {
-	client := func(c *call.Call) approve.Client { return requestOf(c) }
+	client := func(c *call.Call) approve.Client { return c.Session }
 	inbox := approve.Wait{Inbox: h.inbox, Config: cfg, Client: client}
 	return approve.Ways{Config: cfg, Client: client, Grant: approve.Grant{Inbox: h.inbox},
-		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Request: roundRequest, Inbox: inbox},
+		Round:  rounds.Round{Rounds: h.rounds, Config: cfg, Inbox: inbox},
 		Elicit: approve.Elicit{Config: cfg, Client: client},
 		Inbox:  inbox}
 }
 
-// roundRequest is the request a call of the chain was made for, as the
-// 2026-07-28 rounds see it.
-func roundRequest(c *call.Call) rounds.Request { return requestOf(c) }
-
-// The approve.Client of a call is its request's session.
+// The call.Session's ways to reach the client (an approve.Client, and
+// what the 2026-07-28 rounds ask of it).
 
 func (r *request) CanElicit() bool {
 	return routes.CanElicit(r.sess.GetClientCapabilities().Elicitation, "")
@@ -129,19 +174,9 @@ func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, erro
 	return r.sess.Request(ctx, "elicitation/create", params)
 }
 
-// The rounds.Request of a call is its request.
-
-func (r *request) Call() *call.Call                 { return &r.fwd }
-func (r *request) Param(key string) json.RawMessage { return r.params.Field(key) }
-func (r *request) SignIn() (string, rounds.Linker)  { return r.sess.UserKey(), r.sess.linker }
-
-// FirstCall makes the request go upstream without the round's
-// requestState and inputResponses: the retry that answered the hub's
-// question accept.
-func (r *request) FirstCall() {
-	r.params = rounds.WithoutRound(r.params)
-	r.promptAnswered = true
-}
+// SignIn is the request's caller's key (the session's UserKey) and its
+// face, which sends it to sign in.
+func (r *request) SignIn() (string, call.Linker) { return r.sess.UserKey(), r.sess.linker }
 
 // Capabilities are the capabilities the client states in the request's
 // _meta (2026-07-28), else those its session stated.

@@ -204,10 +204,10 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	// The call asked about is cl, not the request's own; who approved it
 	// is noted on the request's call, as for its own.
 	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
-		Modern: c.req.modern}
+		Modern: c.req.call.Modern, Request: c.req.call.Request}
 	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
-		c.req.fwd.Approved(n.Grant, n.ApprovedBy)
+		c.req.call.Approved(n.Grant, n.ApprovedBy)
 	}
 	if err != nil {
 		if call.IsAnswer(err) {
@@ -216,7 +216,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		return cooperative.Grant{Refused: err.Error()}, nil
 	}
 	by := "client " + sess.GetClientInfo().Name // its user, through elicitation or a round
-	if n := c.req.fwd.Notes; n.ApprovedBy != "" {
+	if n := c.req.call.Notes; n.ApprovedBy != "" {
 		by = n.ApprovedBy // the inbox's approver
 	}
 	now := c.h.inbox.Now()

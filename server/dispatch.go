@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
@@ -16,7 +17,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
-	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
@@ -25,56 +25,24 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// handle answers one request of a client: the raw result, or the error
-// to answer with (see jsonrpc.ToError).
-func (h *Hub) handle(ctx context.Context, req *request) (json.RawMessage, error) {
-	if req.modern {
-		req.sess.lists.SetModern() // told of changes on its listens alone (server/listen)
-		if err := rounds.CheckModern(req.msg.Method, req.field("_meta")); err != nil {
-			return nil, err
-		}
-	}
+// handle answers one request of a client, the end of the request stages
+// (chain.go): the raw result, or the error to answer with (see
+// jsonrpc.ToError).
+func (h *Hub) handle(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	req := requestOf(c)
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errProtocol) {
-		result, err = h.protocol.Answer(clients.Request{Msg: req.msg, Modern: req.modern, Session: req.sess,
+		result, err = h.protocol.Answer(clients.Request{Msg: req.msg, Modern: c.Modern, Session: req.sess,
 			Capabilities: req.capabilities, Instructions: req.instructions})
 		if err == nil {
+			c.Final = true
 			return result, nil // final as it is (clients.Protocol)
 		}
 	}
 	if err != nil {
-		if req.modern {
-			err = rounds.ModernError(err)
-		}
 		return nil, err
 	}
-	if req.modern && !rounds.IsInputRequired(result) {
-		result = rounds.DecorateModern(req.msg.Method, result)
-	}
-	return fitMaxResult(h.results, req, result), nil
-}
-
-// fitMaxResult is the result of the tools/call req forwarded upstream
-// (send notes it in req.tool; no task's), cut to the client's max_result
-// when it is over it, the whole kept in results for the session to read
-// (resultcap); any other result is res itself.
-//
-// The cut is no stage of the chain but follows the 2026-07-28 decoration
-// here, for every method's answer: max_result bounds the bytes the client
-// gets, and the decoration (resultType) is added after the chain, so a
-// stage at the chain's end would measure a result ~25 bytes short of what
-// is sent, and the cut answer would be over the cap by that much.
-func fitMaxResult(results *resultcap.Store, req *request, res json.RawMessage) json.RawMessage {
-	c := req.tool
-	if c == nil {
-		return res
-	}
-	limit := req.snap.cfg.MaxResultFor(req.sess.GetClientInfo().Name, req.sess.profileName(req.snap.cfg))
-	if !resultcap.Over(res, limit) || rounds.IsInputRequired(res) {
-		return res
-	}
-	return results.Cut(res, limit, len(req.msg.ID), resultcap.Call{Caller: caller(req.sess),
-		Group: c.server.Config.Group, Server: c.server.Config.Name, Tool: c.name, Args: c.args})
+	return result, nil
 }
 
 // errProtocol marks a request that no method of the hub's own answers:
@@ -136,12 +104,12 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			if method == "tasks/list" {
 				timeout = req.snap.cfg.Settings.ListTimeout
 			}
-			return h.obs.RequestOn(ctx, req, req.sess, s, on, method, params, timeout)
+			return h.obs.RequestOn(ctx, &req.call, req.sess, s, on, method, params, timeout)
 		}
 		if req.msg.Method == "tasks/list" {
 			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
 		}
-		return h.tasks.Request(req.sess, req.msg.Method, req.params, send)
+		return h.tasks.Request(req.sess, req.msg.Method, req.call.Request, send)
 	case "resources/subscribe", "resources/unsubscribe":
 		return h.routes.Subscribe(ctx, subscriber(h, req, v), req.msg.Params, req.msg.Method == "resources/subscribe")
 	}
@@ -155,7 +123,9 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
-	name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.ToolsList) // as the client was shown it (see clients:)
+	if req.sess.shownIn(req.snap.cfg).renames {
+		name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.ToolsList) // as the client was shown it (see clients:)
+	}
 	if v.cooperative && cooperative.IsTool(name) {
 		return (&coopHost{h: h, req: req, v: v}).serve(ctx, name, arguments) // the hub's own (cooperative.go)
 	}
@@ -253,7 +223,7 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	}
 	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.params, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
+		params: req.call.Request, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -267,7 +237,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
 	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.Server, name: r.Name, args: req.field("arguments"),
-		params: req.params, rename: true})
+		params: req.call.Request, rename: true})
 }
 
 // isResultURI reports whether uri names a kept result (or claims to).
@@ -286,7 +256,7 @@ func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
 		req.audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
 			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
 	}
-	if c := req.call; c != nil {
+	if c := req.call.Observed; c != nil {
 		c.Group, c.Server, c.Target, c.Rule, c.Action = r.Group, r.Server, uri, d.Rule, string(d.Action)
 	}
 	if d.Action == config.ActionDeny {
@@ -333,7 +303,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.params})
+	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.call.Request})
 }
 
 // awaitRoute is the view to route a request for something found names: v
@@ -361,9 +331,9 @@ func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
 			}
 			return v.ResolveResource(uri), v.HidesResource(uri)
 		},
-		Routed: func(s *upstream.Server, uri string) { observe.Routed(req.call, s, uri, "", "") },
+		Routed: func(s *upstream.Server, uri string) { observe.Routed(req.call.Observed, s, uri, "", "") },
 		Subscribe: func(ctx context.Context, s *upstream.Server, uri string) error {
-			_, err := h.obs.Request(ctx, req, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
+			_, err := h.obs.Request(ctx, &req.call, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
 			return err
 		},
 	}
@@ -379,7 +349,7 @@ type extRequest struct {
 }
 
 func (e extRequest) String(key string) (string, bool) { return e.req.stringField(key) }
-func (e extRequest) Params() jsonrpc.Object           { return e.req.params }
+func (e extRequest) Params() jsonrpc.Object           { return e.req.call.Request }
 
 func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
 	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills
@@ -424,6 +394,6 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	default:
 		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
 	}
-	observe.Routed(req.call, s, cmp.Or(ref.Name, ref.URI), "", "")
-	return h.obs.Request(ctx, req, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+	observe.Routed(req.call.Observed, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.obs.Request(ctx, &req.call, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
 }

@@ -10,11 +10,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
-	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
+	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -86,6 +87,11 @@ type SessionOptions struct {
 	// per-user server (see SignInLinker); nil: the face cannot.
 	SignIn SignInLinker
 }
+
+// SignInLinker is how a face sends its caller to sign in to a server
+// through the hub (server/peruser's Linker): the HTTP face's sessions
+// are.
+type SignInLinker = peruser.Linker
 
 // SessionState is a session's small state, what initialize negotiated and
 // what the hub needs to go on serving it: serialisable, so that a face
@@ -269,9 +275,9 @@ var ErrUnknownProfile = errors.New("no such profile")
 // Stateless reports whether a request uses the stateless protocol of
 // 2026-07-28 or later, which needs no session: a face opens one for that
 // request alone.
-func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && rounds.Modern(msg.Params) }
+func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && era.Modern(msg.Params) }
 
 // ProtocolVersion is the protocol version a request's params._meta names,
 // "" when it names none: over HTTP the face holds it against the
 // MCP-Protocol-Version header (2026-07-28, transports).
-func ProtocolVersion(msg *jsonrpc.Message) string { return rounds.MetaVersion(msg.Params) }
+func ProtocolVersion(msg *jsonrpc.Message) string { return era.MetaVersion(msg.Params) }

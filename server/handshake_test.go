@@ -12,7 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
-	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -50,8 +50,8 @@ func mcpgoAnswer(srv *mcpserver.MCPServer, sess *session, msg *jsonrpc.Message) 
 	if len(msg.Params) > 0 {
 		params, _ := jsonrpc.ScanObject(msg.Params)
 		sess.stated(clients.StateOf(params, msg.Params))
-		if rounds.Modern(msg.Params) {
-			if err := rounds.CheckModern(msg.Method, params.Field("_meta")); err != nil {
+		if era.Modern(msg.Params) {
+			if err := era.CheckModern(msg.Method, params.Field("_meta")); err != nil {
 				return nil, err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
@@ -62,6 +63,8 @@ type Hub struct {
 	// protocol answers the handshake and what else of the protocol is
 	// not the hub's own; its serverInfo has the Version of when New ran.
 	protocol clients.Protocol
+	// requests are the stages every request passes (chain.go).
+	requests call.Handler
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -103,7 +106,6 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		obs:      new(observe.Traffic),
 	}
 	h.obs.Config = func() *config.Config { return h.snapshot().cfg }
-	h.obs.SignIn = h.signIn
 	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
 		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
 		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
@@ -132,6 +134,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		},
 		Describe: func(sess *session) routes.SessionInfo { return sess.info(h.config()) },
 	})
+	h.obs.Hops = newHopChain(h.routes.Request)
 	if h.results == nil {
 		h.results = resultcap.New(resultcap.Options{Logger: logger})
 	}
@@ -160,13 +163,14 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
 			snap := h.snapshot()
-			v, req := snap.viewOf(sess.profileIn(snap.cfg)), &request{sess: sess, snap: snap, msg: msg}
+			v, req := snap.viewOf(sess.profileIn(snap.cfg)), newRequest(sess, snap, msg)
 			return v.hashes(), func(ctx context.Context, uri string) error {
 				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
 			}
 		},
 		Unsubscribe: h.routes.Unsubscribe,
 	})
+	h.requests = h.newRequestChain()
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
 	snap.chain = h.newChain(snap)

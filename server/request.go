@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
@@ -26,42 +24,28 @@ type request struct {
 	sess *session
 	snap *snapshot // loaded once; its audit trail is held until the request ends
 	msg  *jsonrpc.Message
-	// params are msg.Params, which Decode has checked whole, scanned once:
-	// the handlers read them without validating them again. The zero
-	// Object when the request has none or they are no object.
-	params jsonrpc.Object
-	call   *traffic.Call // what the observers are told; nil when none watches
-	// modern is true for a request of 2026-07-28 or later, which states
-	// its version, and its client's capabilities, in params._meta.
-	modern bool
+	// call is the request as the chain's stages see it (server/call): its
+	// session, params (Request: msg.Params scanned once, which the handlers
+	// read without validating them again), era and observed call from the
+	// start; once the view routed
+	// it upstream (forward), the call it went as, and what the stages and
+	// its hops noted on it.
+	call call.Call
 
 	// Filled in while the request is handled.
-	audit  *audit.Record // the audit record to write once it is answered; nil for none
-	missed bool          // it named a tool, prompt or resource the client cannot see
-	// failure is the hub's own failure that a tool error result reports,
-	// for the audit trail.
-	failure string
-	// hopResult is the result of the request's last hop upstream, when an
-	// observer was told whether it is a tool error (hopToolError): the
-	// request's own result is often those very bytes, not judged twice.
-	hopResult    []byte
-	hopToolError bool
-	status       traffic.Status // how it ended: set once, by finish
+	audit  *audit.Record  // the audit record to write once it is answered; nil for none
+	missed bool           // it named a tool, prompt or resource the client cannot see
+	status traffic.Status // how it ended: set once, by finish
+}
 
-	// promptAnswered is set when the request is the retry that answered a
-	// prompt rule's question accept (rounds.Round): it goes upstream as a
-	// first call, without the round's requestState and inputResponses.
-	promptAnswered bool
-
-	// tool is the tools/call forwarded upstream for the request (no task),
-	// nil for none: its result is fitted to the client's max_result
-	// (dispatch.go's fitMaxResult).
-	tool *upcall
-
-	// server and fwd are the upstream server and the call the request
-	// was forwarded as (forward); nil and the zero Call for none.
-	server *upstream.Server
-	fwd    call.Call
+// newRequest is msg of sess, served under snap.
+func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
+	req := &request{sess: sess, snap: snap, msg: msg}
+	req.call = call.Call{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}
+	if msg != nil {
+		req.call.ID, req.call.Method = msg.ID, msg.Method
+	}
+	return req
 }
 
 // serve answers one request of sess: the raw result, or the error to
@@ -69,33 +53,38 @@ type request struct {
 // the observers, and writes the audit record, all from one outcome.
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	snap := h.acquire()
-	defer snap.audit.Release()
-	req := &request{sess: sess, snap: snap, msg: msg}
+	if snap.audit != nil {
+		defer snap.audit.Release()
+	}
+	req := newRequest(sess, snap, msg)
 	if len(msg.Params) > 0 {
-		req.params, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
-		st := clients.StateOf(req.params, msg.Params)
-		req.modern = st.Modern
+		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
+		st := clients.StateOf(req.call.Request, msg.Params)
+		req.call.Modern = st.Modern
 		sess.stated(st) // before anything reads the session's capabilities
+		if st.Modern {
+			sess.lists.SetModern() // told of changes on its listens alone (server/listen)
+		}
 	}
 	obs := h.obs.Observer()
 	if obs != nil {
-		req.call = &traffic.Call{Session: sess.id, User: sess.who.Key(), Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
+		req.call.Observed = &traffic.Call{Session: sess.id, User: sess.who.Key(), Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
 			Method: msg.Method, Params: msg.Params, Start: time.Now()}
-		ctx = obs.CallStarted(ctx, req.call)
+		ctx = obs.CallStarted(ctx, req.call.Observed)
 	}
-	res, err := h.handle(ctx, req)
-	if req.audit == nil && req.call == nil {
+	res, err := h.requests.Handle(ctx, &req.call)
+	if req.audit == nil && req.call.Observed == nil {
 		return res, err // nobody reads the outcome
 	}
 	req.finish(ctx, res, err)
 	if req.audit != nil {
 		req.audit.User, req.audit.Subject = sess.who.User(), sess.who.Key()
-		req.audit.Ended(string(req.status), req.failure, err, req.missed)
+		req.audit.Ended(string(req.status), req.call.Failure, err, req.missed)
 		if werr := snap.audit.Write(*req.audit); werr != nil { // a loss is counted and logged by the trail
 			res, err = nil, werr // audit.required: no answer without its record
 		}
 	}
-	if c := req.call; c != nil {
+	if c := req.call.Observed; c != nil {
 		c.Result, c.Err, c.Status, c.Duration = res, err, req.status, time.Since(c.Start)
 		obs.CallEnded(ctx, c)
 	}
@@ -114,8 +103,8 @@ func (r *request) auditMiss(name string, args json.RawMessage) {
 func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
 	toolError := false
 	if err == nil {
-		if len(res) > 0 && len(res) == len(r.hopResult) && &res[0] == &r.hopResult[0] {
-			toolError = r.hopToolError
+		if hop := r.call.HopResult; len(res) > 0 && len(res) == len(hop) && &res[0] == &hop[0] {
+			toolError = r.call.HopToolError
 		} else {
 			toolError = observe.IsToolError(res)
 		}
@@ -152,20 +141,12 @@ func outcome(ctx context.Context, missed, toolError bool, err error) traffic.Sta
 	return traffic.StatusError
 }
 
-// The request as the hops sent for it see it (observe.Origin).
-
-func (r *request) Observed() *traffic.Call { return r.call }
-func (r *request) Config() *config.Config  { return r.snap.cfg }
-func (r *request) HopEnded(res []byte, toolError bool) {
-	r.hopResult, r.hopToolError = res, toolError
-}
-
 // askedGroup notes on the request's call, if it is observed, the group a
 // meta-tool the hub answers itself (get_dynamic_tools, a search of one
 // group) was asked about, when the client can see it: its row in the
 // inspector and its audit line then name the group, as a call's do.
 func (r *request) askedGroup(v *view, group string) {
-	if c := r.call; c != nil && group != "" {
+	if c := r.call.Observed; c != nil && group != "" {
 		if g, _ := v.LookupGroup(group); g != nil {
 			c.Group = g.Name
 		}
@@ -176,18 +157,18 @@ func (r *request) askedGroup(v *view, group string) {
 // outcome is not_found, whatever it is answered with.
 func (r *request) miss(target string) {
 	r.missed = true
-	if c := r.call; c != nil {
+	if c := r.call.Observed; c != nil {
 		c.Target = target
 	}
 }
 
 // field is the raw value of key in the request's params, nil when absent.
-func (r *request) field(key string) []byte { return r.params.Field(key) }
+func (r *request) field(key string) []byte { return r.call.Request.Field(key) }
 
 // stringField reads a string of the request's params; ok is false when
 // the params are no object or the value no string.
 func (r *request) stringField(key string) (string, bool) {
-	return stringValue(r.params.Field(key))
+	return stringValue(r.call.Request.Field(key))
 }
 
 // stringValue decodes a raw JSON string; ok is false for any other value.

@@ -36,6 +36,10 @@ type session struct {
 	// (SessionOptions.SignIn); nil: the face has none.
 	linker SignInLinker
 
+	// shown is what the session is shown under the config it was last
+	// asked about, for its client as it named itself then (see shownIn).
+	shown atomic.Pointer[shown]
+
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation
 	capabilities    mcp.ClientCapabilities
@@ -54,6 +58,21 @@ func newSession(id, transport string) *session {
 		lists:     listen.NewState(),
 	}
 }
+
+// UserKey is the session's caller's key among all callers (see
+// identity.Identity.Key), "" when the face knows no caller or checked no
+// token: a server's auth: per-user then behaves as shared (stdio is one
+// user). It makes the session an upstream.UserOwner.
+func (s *session) UserKey() string {
+	if s.who == nil || s.who.Kind == identity.KindNone || s.who.Subject == "" {
+		return ""
+	}
+	return s.who.Key()
+}
+
+// Linker sends the session's caller to sign in (SessionOptions.SignIn),
+// nil when its face cannot: the session is a peruser.Owner.
+func (s *session) Linker() SignInLinker { return s.linker }
 
 // Initialize marks the session initialized: it may set its log level,
 // and over HTTP it is no request's alone (see sessionless).
@@ -194,30 +213,55 @@ func (s *session) GetLogLevel() mcp.LoggingLevel {
 	return s.logLevel
 }
 
+// shown is what a session is shown under one config, for one client (its
+// name and version): worked out once per config snapshot and client, not
+// per request (shownIn).
+type shown struct {
+	cfg           *config.Config
+	name, version string
+	profile       string // profileName
+	viewKey       string // profileIn
+	maxResult     int    // the cap on its tool results (max_result), 0 for none
+	renames       bool   // a clients: rule renames the tools it is shown (clients.Renames)
+}
+
+// shownIn is what the session is shown under cfg: the last one worked out
+// while the config and the client's name and version are the same, else
+// worked out again.
+func (s *session) shownIn(cfg *config.Config) *shown {
+	info := s.GetClientInfo()
+	if p := s.shown.Load(); p != nil && p.cfg == cfg && p.name == info.Name && p.version == info.Version {
+		return p
+	}
+	p := &shown{cfg: cfg, name: info.Name, version: info.Version, profile: s.profile}
+	// A client's name picks its view only where the connection is the
+	// client's alone: over HTTP the URL does (see profileName).
+	if s.profile == "" && s.transport == "stdio" && len(cfg.Clients) > 0 {
+		p.profile = cfg.ProfileForClient(info.Name)
+	}
+	p.viewKey = p.profile
+	if clients.ModesVary(cfg) {
+		p.viewKey = clients.ViewKey(cfg, p.profile, info)
+	}
+	p.maxResult = cfg.MaxResultFor(info.Name, p.profile)
+	p.renames = clients.Renames(cfg, info.Name)
+	s.shown.Store(p)
+	return p
+}
+
 // profileIn is the key of the view the session sees under cfg (viewOf's
 // argument): its profile (see profileName), or, where mode: auto or a
 // clients: rule shows its client another mode than the profile's own,
 // the profile's view in that mode (see clients.ViewKey). What needs the
 // profile itself (rate limits, max_result) asks profileName.
-func (s *session) profileIn(cfg *config.Config) string {
-	profile := s.profileName(cfg)
-	if !clients.ModesVary(cfg) {
-		return profile
-	}
-	return clients.ViewKey(cfg, profile, s.GetClientInfo())
-}
+func (s *session) profileIn(cfg *config.Config) string { return s.shownIn(cfg).viewKey }
 
 // profileName is the profile the session sees under cfg: the one it was
 // opened in (serve --profile, /mcp/p/NAME), else on stdio the one a
 // clients: rule gives its client's name, else "" (the whole config). A
 // client's name picks its view only where the connection is the client's
 // alone: over HTTP the URL does (see config.ClientRule.Profile).
-func (s *session) profileName(cfg *config.Config) string {
-	if s.profile != "" || s.transport != "stdio" || len(cfg.Clients) == 0 {
-		return s.profile
-	}
-	return cfg.ProfileForClient(s.GetClientInfo().Name)
-}
+func (s *session) profileName(cfg *config.Config) string { return s.shownIn(cfg).profile }
 
 // modeIn is the mode the session is shown under cfg, and why.
 func (s *session) modeIn(cfg *config.Config) (config.Mode, string) {

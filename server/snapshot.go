@@ -17,6 +17,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -33,6 +34,11 @@ type snapshot struct {
 	profiles map[string]*view
 	empty    func() *view // built on first use: seldom needed
 	audit    *audit.Trail // nil when the trail is off
+	// secrets are cfg's (Config.Secrets), for the hops' redaction.
+	secrets *redact.Secrets
+	// timeouts are how long each server of cfg has to answer a call
+	// (CallTimeoutFor), worked out once (callTimeout).
+	timeouts map[*config.Server]time.Duration
 	chain    call.Handler // the stages a call goes through, linked to their end (chain.go)
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
@@ -40,7 +46,23 @@ type snapshot struct {
 }
 
 func newSnapshot(cfg *config.Config, pol *policy.Policy, v *view, audit *audit.Trail) *snapshot {
-	return &snapshot{cfg: cfg, policy: pol, view: v, audit: audit, replaced: make(chan struct{})}
+	timeouts := map[*config.Server]time.Duration{}
+	for _, g := range cfg.Groups {
+		for _, s := range g.Servers {
+			timeouts[s] = cfg.CallTimeoutFor(s)
+		}
+	}
+	return &snapshot{cfg: cfg, policy: pol, view: v, audit: audit, secrets: cfg.Secrets(), timeouts: timeouts, replaced: make(chan struct{})}
+}
+
+// callTimeout is how long srv has to answer a call under s's config: a
+// server of another config (its upstream moved to a reload's config
+// before the hub did) is asked.
+func (s *snapshot) callTimeout(srv *config.Server) time.Duration {
+	if t, ok := s.timeouts[srv]; ok {
+		return t
+	}
+	return s.cfg.CallTimeoutFor(srv)
 }
 
 // withViews is s with its views built from mgr: the whole config's and
@@ -168,7 +190,7 @@ func (h *Hub) snapshot() *snapshot { return h.snap.Load() }
 func (h *Hub) acquire() *snapshot {
 	for {
 		s := h.snap.Load()
-		if s.audit.Hold() {
+		if s.audit == nil || s.audit.Hold() { // no trail: nothing to hold
 			return s
 		}
 		// The trail was retired between the load and the hold: its

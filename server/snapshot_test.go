@@ -80,7 +80,7 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 	req.miss("late")
 	req.auditMiss("late", nil)
 	req.finish(context.Background(), nil, nil)
-	req.audit.Ended(string(req.status), req.failure, nil, req.missed)
+	req.audit.Ended(string(req.status), req.call.Failure, nil, req.missed)
 	snap.audit.Write(*req.audit)
 	snap.audit.Release()
 	serveMiss(t, h, "after")

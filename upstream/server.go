@@ -64,6 +64,10 @@ type Server struct {
 	logger   *slog.Logger
 	mgr      *Manager // what every server shares: pins, caps, tokens, events
 	onChange config.PinOnChange
+	// shared is true when every owner's requests go on the shared
+	// connection (neither auth: per-user nor isolation: per-session):
+	// worked out once, so that a request need not ask whose it is.
+	shared bool
 
 	// callTimeout (a time.Duration) bounds the requests the server sends
 	// the client; a reload may change it without restarting the server.
@@ -124,6 +128,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		owners:      map[any]int{},
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
+		shared:      !cfg.PerUser() && cfg.Isolation != config.IsolationPerSession,
 	}
 	switch {
 	case cfg.Disabled:
@@ -689,9 +694,13 @@ func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method str
 	if c == nil {
 		return nil, 0, s.unavailable(st)
 	}
-	key, isolated := s.perSession(owner)
-	if err := s.userSignedIn(key); err != nil {
-		return nil, 0, err
+	var key any
+	isolated := false
+	if !s.shared {
+		key, isolated = s.perSession(owner)
+		if err := s.userSignedIn(key); err != nil {
+			return nil, 0, err
+		}
 	}
 	if isolated {
 		var (

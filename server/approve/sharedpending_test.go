@@ -30,7 +30,7 @@ func storeInbox(t *testing.T, url string) *Inbox {
 }
 
 // fakeSession is a client session of a call, without elicitation.
-type fakeSession struct{}
+type fakeSession struct{ call.Session }
 
 func (fakeSession) ID() string         { return "s" }
 func (fakeSession) Caller() string     { return "session s" }

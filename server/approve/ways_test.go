@@ -39,8 +39,8 @@ func TestWaysChooses(t *testing.T) {
 		want    string
 	}{
 		{"an older client without elicitation", fakeSession{}, fakeSession{}, false, "inbox"},
-		{"an older client with elicitation", named{"claude"}, eliciting{}, false, "elicit"},
-		{"a client a clients: rule sends to the inbox", named{"marked"}, eliciting{}, false, "inbox"},
+		{"an older client with elicitation", named{name: "claude"}, eliciting{}, false, "elicit"},
+		{"a client a clients: rule sends to the inbox", named{name: "marked"}, eliciting{}, false, "inbox"},
 		{"a 2026-07-28 client", fakeSession{}, eliciting{}, true, "round"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,11 +67,9 @@ func TestWaysChooses(t *testing.T) {
 }
 
 // named is a session of a client named so.
-type named struct{ name string }
+type named struct {
+	fakeSession
+	name string
+}
 
-func (named) ID() string           { return "s" }
-func (named) Caller() string       { return "session s" }
-func (named) UserKey() string      { return "" }
-func (named) Transport() string    { return "stdio" }
-func (named) Sessionless() bool    { return false }
 func (n named) ClientName() string { return n.name }

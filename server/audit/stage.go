@@ -23,11 +23,11 @@ type Stage struct {
 
 // Handle admits c, passes it on, and hands Keep its record.
 func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if s.Trail == nil { // off: nothing to admit or record
+		return next.Handle(ctx, c)
+	}
 	if err := s.Trail.Admit(); err != nil {
 		return nil, err
-	}
-	if s.Trail == nil {
-		return next.Handle(ctx, c)
 	}
 	start := time.Now()
 	res, err := next.Handle(ctx, c)

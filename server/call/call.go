@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Session is the client session a call is made in, as a stage may see
-// it: who it is, never the hub's session itself.
+// it: who it is, and how an Asker reaches it, never the hub's session
+// itself.
 type Session interface {
 	// ID is the session's id.
 	ID() string
@@ -29,11 +35,38 @@ type Session interface {
 	Sessionless() bool
 	// ClientName is the client's clientInfo.name.
 	ClientName() string
+	// CanElicit reports whether the client declared form elicitation.
+	CanElicit() bool
+	// Credential is the HTTP credential the session came with, "" for
+	// none.
+	Credential() string
+	// Elicit sends the client elicitation/create with params and returns
+	// its result.
+	Elicit(ctx context.Context, params any) (json.RawMessage, error)
+	// Capabilities are the capabilities the client states in the
+	// request's _meta (2026-07-28), else those its session stated.
+	Capabilities() mcp.ClientCapabilities
+	// SignIn is the caller's key among all callers, "" for none, and its
+	// face, which sends it to sign in (nil: it cannot).
+	SignIn() (user string, linker Linker)
 }
 
-// Call is one tools/call, prompts/get or resources/read on its way
-// upstream: built once where the hub has routed the request, then read
-// and noted on by every stage. Its context carries cancellation and
+// Linker is how a face sends its caller to sign in to a server through
+// the hub: SignInLink is a URL, single use and short-lived, bound to the
+// caller, that runs the server's OAuth flow and keeps the token for that
+// caller alone. The HTTP face's sessions are.
+type Linker interface {
+	// SignInLink is the link, and a channel closed once the caller has
+	// signed in through it; then the client is told that the URL
+	// elicitation elicitationID is complete (notifications/elicitation/complete).
+	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
+}
+
+// Call is one client request on its way through the hub: built once
+// where the hub reads it, handed through the request stages (every
+// request), and, once the view has routed it to an upstream as a
+// tools/call, prompts/get or resources/read, through the call stages;
+// read and noted on by every stage. Its context carries cancellation and
 // deadlines only.
 type Call struct {
 	Session Session
@@ -41,9 +74,26 @@ type Call struct {
 	// end of the chain passes it to upstream explicitly. Opaque to
 	// stages.
 	Owner any
+	// ID is the request's JSON-RPC id, as the client sent it; Request
+	// its params, which Decode has checked whole, scanned once (the zero
+	// Object when it has none or they are no object).
+	ID      json.RawMessage
+	Request jsonrpc.Object
+	// Config is the config of the snapshot the request is served under;
+	// Secrets its secrets' redactor (Config.Secrets), nil when it
+	// resolves none.
+	Config  *config.Config
+	Secrets *redact.Secrets
+	// Observed is what the observers (inspector, metrics, traces) are
+	// told of the request, nil when none watches.
+	Observed *traffic.Call
 
-	Method string         // policy.MethodToolsCall, MethodPromptsGet or MethodResourcesRead
-	Server *config.Server // the upstream server the call goes to
+	// Method is the request's method; once routed, the method sent
+	// upstream: policy.MethodToolsCall, MethodPromptsGet or
+	// MethodResourcesRead.
+	Method   string
+	Upstream *upstream.Server // the upstream server the call goes to, once routed
+	Server   *config.Server   // its config
 	// Name is the tool or prompt as the server knows it, or the URI;
 	// ClientName the tool as the client named it (Name when the same).
 	Name, ClientName string
@@ -63,6 +113,7 @@ type Call struct {
 	// answered input_required).
 	Modern, Retry bool
 	Profile       string          // the profile the session sees, "" for the whole config
+	MaxResult     int             // the cap on the client's tool results (max_result), 0 for none
 	Timeout       time.Duration   // how long the upstream has to answer
 	Decision      policy.Decision // set by the policy stage
 
@@ -70,6 +121,29 @@ type Call struct {
 	// are told about how the call was decided; the outcome itself is what
 	// the chain returns.
 	Notes Notes
+
+	// What the end of the chain and the hops upstream note for the stages
+	// around them and for the request's outcome.
+
+	// Sent is set once the end of the chain sent the call upstream: a
+	// tools/call's result then fits the client's max_result (resultcap).
+	Sent bool
+	// FirstCall is set when the request is the retry that answered a
+	// prompt rule's question accept (rounds.Round): it goes upstream as a
+	// first call, without the round's requestState and inputResponses.
+	FirstCall bool
+	// Final is set when the hub's protocol answered the request
+	// (clients.Protocol: the handshake, ping, an unknown method): its
+	// answer is final as it is.
+	Final bool
+	// Failure is the hub's own failure that a tool error result reports,
+	// for the audit trail.
+	Failure string
+	// HopResult is the result of the request's last hop upstream, when an
+	// observer was told whether it is a tool error (HopToolError): the
+	// request's own result is often those very bytes, not judged twice.
+	HopResult    []byte
+	HopToolError bool
 }
 
 // Notes record what the stages decided about a call, for its observers.

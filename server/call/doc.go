@@ -10,7 +10,14 @@
 // and the next Handler, and may answer itself (a block, a rate limit, an
 // invalid argument) or call next and look at what comes back.
 //
-// The package does no I/O and imports only the pure policy package and
-// types/*: a stage package imports it, upstream and types/*, never the
-// hub (server), so that no concern can reach back into another.
+// Every request of a client is a Call from where the hub reads it: the
+// request stages (the era's checks, the result budget) see every one;
+// the call stages those the view routed upstream. What every request to
+// an upstream goes through, whoever sends it (per-user sign-in,
+// redaction), is a HopStage, handed a Hop.
+//
+// The package does no I/O and imports only the pure policy package,
+// upstream (the server a call goes to, its connections) and types/*: a
+// stage package imports it, upstream and types/*, never the hub
+// (server), so that no concern can reach back into another.
 package call

@@ -46,6 +46,14 @@ func (s *Shaped) ToolName(cfg *config.Config, client, name string, list json.Raw
 	return name
 }
 
+// Renames reports whether cfg's clients: rules rename the tools the
+// client named client is shown (Gemini schemas): only then does ToolName
+// map a name it calls back to the view's.
+func Renames(cfg *config.Config, client string) bool {
+	_, rule := cfg.ClientRuleFor(client)
+	return rule != nil && rule.Schemas == config.SchemasGemini
+}
+
 // shapedFor is the list shaped by rule i, and its renamed tools, built on
 // first use.
 func (s *Shaped) shapedFor(i int, rule *config.ClientRule, list json.RawMessage) (json.RawMessage, map[string]string) {

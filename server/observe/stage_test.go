@@ -17,15 +17,16 @@ func TestStageNotesRoute(t *testing.T) {
 	o := &traffic.Call{}
 	var seen traffic.Call
 	next := call.HandlerFunc(func(ctx context.Context, c *call.Call) (json.RawMessage, error) { seen = *o; return nil, nil })
-	c := &call.Call{Server: &config.Server{Group: "g", Name: "s"}, Name: "rm"}
+	c := &call.Call{Server: &config.Server{Group: "g", Name: "s"}, Name: "rm", Observed: o}
 	c.Decision.Rule, c.Notes.Verdict = "no-rm", "deny"
-	if _, err := (Stage{Of: func(*call.Call) *traffic.Call { return o }}).Handle(t.Context(), c, next); err != nil {
+	if _, err := (Stage{}).Handle(t.Context(), c, next); err != nil {
 		t.Fatal(err)
 	}
 	if seen.Group != "g" || seen.Server != "s" || seen.Target != "rm" || seen.Rule != "no-rm" || seen.Action != "deny" {
 		t.Fatalf("observed %+v", seen)
 	}
-	if _, err := (Stage{Of: func(*call.Call) *traffic.Call { return nil }}).Handle(t.Context(), c, next); err != nil {
+	c.Observed = nil
+	if _, err := (Stage{}).Handle(t.Context(), c, next); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -20,21 +21,10 @@ type Traffic struct {
 	// Config is the hub's current config, for a hop of no client's
 	// request.
 	Config func() *config.Config
-	// SignIn is what the hub makes of a hop's answer that says the caller
-	// must sign in to s (the hub's signIn, peruser.go).
-	SignIn func(ctx context.Context, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration,
-		res json.RawMessage, conn upstream.ConnID, err error) (json.RawMessage, upstream.ConnID, error)
-}
-
-// Origin is the client's request a hop is sent for.
-type Origin interface {
-	// Observed is its observed call, nil when none watches.
-	Observed() *traffic.Call
-	// Config is the config of its snapshot.
-	Config() *config.Config
-	// HopEnded notes the result of its hop, when an observer was told
-	// whether it is a tool error (toolError).
-	HopEnded(res []byte, toolError bool)
+	// Hops are what every request upstream goes through inside the
+	// observers' view of it (call.HopStage: sign-in, redaction), ending in
+	// the request itself.
+	Hops call.HopHandler
 }
 
 // Observe makes obs see the hub's traffic from now on (see package
@@ -64,17 +54,14 @@ func Routed(c *traffic.Call, s *upstream.Server, target, rule, action string) {
 	}
 }
 
-// Request sends one request to an upstream server for req (nil for work
-// of no client's request): every hop to an upstream goes through here, so
-// that observers see it, and so that no resolved ${secret:NAME} in what an
-// upstream answers goes further: not to the client, nor to the observers
-// (inspector, audit, traces). Results are redacted too, decided here for
-// every hop: a tool that echoes its key, raw or in JSON-in-text at any
-// depth (config.RedactSecrets), would otherwise hand it to the client's
-// model; a value of six bytes or more is rare enough in a result by
-// chance.
-func (t *Traffic) Request(ctx context.Context, req Origin, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
-	res, _, err := t.RequestOn(ctx, req, owner, s, 0, method, params, timeout)
+// Request sends one request to an upstream server for the client's
+// request c (nil for work of no client's request): every hop to an
+// upstream goes through here, so that observers see it, once it passed
+// the hop stages (Hops: per-user sign-in, and redaction, so that no
+// resolved ${secret:NAME} in what an upstream answers reaches the client
+// or the observers).
+func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	res, _, err := t.RequestOn(ctx, c, owner, s, 0, method, params, timeout)
 	return res, err
 }
 
@@ -82,18 +69,18 @@ func (t *Traffic) Request(ctx context.Context, req Origin, owner any, s *upstrea
 // upstream's RequestOn), and the connection it went on. owner is whose
 // call it is (see upstream's Request): the client session, a held call
 // that owns its connections, or nil for the server's shared connection.
-func (t *Traffic) RequestOn(ctx context.Context, req Origin, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
-	var cfg *config.Config
-	if req != nil {
-		cfg = req.Config()
+// The hop is observed as c's, and its result noted on c (HopResult).
+func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
+	if c != nil {
+		hp.Config, hp.Secrets = c.Config, c.Secrets
 	} else {
-		cfg = t.Config()
+		hp.Config = t.Config()
+		hp.Secrets = hp.Config.Secrets()
 	}
 	obs := t.Observer()
 	if obs == nil {
-		res, conn, err := s.RequestOn(ctx, owner, on, method, params, timeout)
-		res, conn, err = t.SignIn(ctx, owner, s, on, method, params, timeout, res, conn, err)
-		return cfg.RedactSecrets(res), conn, upstream.RedactError(cfg, err)
+		return t.Hops.Hop(ctx, hp)
 	}
 	raw, err := jsonrpc.Params(params)
 	if err != nil {
@@ -101,22 +88,19 @@ func (t *Traffic) RequestOn(ctx context.Context, req Origin, owner any, s *upstr
 	}
 	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
 		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
-	if req != nil {
-		hop.Call = req.Observed()
+	if c != nil {
+		hop.Call = c.Observed
 	}
 	ctx = obs.HopStarted(ctx, hop)
-	params = nil // none sent when there are none, never "params": null
+	hp.Params = nil // none sent when there are none, never "params": null
 	if hop.Params != nil {
-		params = hop.Params
+		hp.Params = hop.Params
 	}
-	res, conn, err := s.RequestOn(ctx, owner, on, method, params, timeout)
-	res, conn, err = t.SignIn(ctx, owner, s, on, method, params, timeout, res, conn, err)
-	// Redacted before the observers see it.
-	res, err = cfg.RedactSecrets(res), upstream.RedactError(cfg, err)
+	res, conn, err := t.Hops.Hop(ctx, hp) // redacted before the observers see it
 	hop.Result, hop.Err, hop.Duration = res, err, time.Since(hop.Start)
 	hop.ToolError = err == nil && method == "tools/call" && IsToolError(res)
-	if req != nil {
-		req.HopEnded(res, hop.ToolError)
+	if c != nil {
+		c.HopResult, c.HopToolError = res, hop.ToolError
 	}
 	obs.HopEnded(ctx, hop)
 	return res, conn, err

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// fakeSession is a call.Session: the stage reads no more of a session.
+// fakeSession is a call.Session: the stage reads no more of a session
+// (nor the Askers' ways to reach it).
 type fakeSession struct {
+	call.Session
 	id, transport, user string
 	sessionless         bool
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -53,26 +54,13 @@ func InputMethod(method string) bool {
 	return false
 }
 
-// IsInputRequired reports whether a result is input_required.
-func IsInputRequired(res json.RawMessage) bool {
-	if !bytes.Contains(res, []byte(`"`+mcp.ResultTypeInputRequired+`"`)) {
-		return false
-	}
-	o, err := jsonrpc.ScanObject(res)
-	if err != nil {
-		return false
-	}
-	t, _ := jsonrpc.StringValue(o.Field("resultType"))
-	return t == string(mcp.ResultTypeInputRequired)
-}
-
 // relayStateTTL is how long the hub's seal on a 2026-07-28 server's own
 // requestState is valid: the hub holds nothing for such a call (the
 // server keeps what it needs in its state), so the user may take longer
 // than a call timeout to answer; the server still checks its own state.
 const relayStateTTL = 10 * time.Minute
 
-// Call sends the call of a 2026-07-28 client's request req to s: held by
+// Call sends the call c of a 2026-07-28 client's request to s: held by
 // the hub when the server is older and asks the client something,
 // relayed with its requestState sealed when the server is of 2026-07-28
 // too. A retry carrying a requestState is checked before anything is
@@ -80,19 +68,18 @@ const relayStateTTL = 10 * time.Minute
 // another request is refused -32602, and so is one whose round was
 // answered already. Nothing answers a retry from a cache: it always
 // reaches the call it resumes.
-func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	c := req.Call()
+func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	who, digest := c.Session.Caller(), callDigest(c)
-	caps := req.Capabilities()
-	token, retry := jsonrpc.StringValue(req.Param("requestState"))
+	caps := c.Session.Capabilities()
+	token, retry := jsonrpc.StringValue(c.Request.Field("requestState"))
 	if !retry {
-		if req.Param("requestState") != nil {
+		if c.Request.Field("requestState") != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")
 		}
 		if mcp.IsModernProtocol(s.Status().ProtocolVersion) {
-			return r.relay(ctx, req, s, params, timeout, who, digest)
+			return r.relay(ctx, c, s, params, timeout, who, digest)
 		}
-		p, err := r.startHeld(ctx, req, c, s, params, timeout, caps)
+		p, err := r.startHeld(ctx, c, s, params, timeout, caps)
 		if err != nil {
 			return nil, err
 		}
@@ -107,15 +94,15 @@ func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, para
 		// of the hub's, with the client's answers as they came (params
 		// that call_dynamic_tool made have neither yet).
 		q, _ := jsonrpc.Marshal(st.Upstream)
-		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && req.Param("inputResponses") != nil {
-			params, err = jsonrpc.SetField(params, "inputResponses", req.Param("inputResponses"))
+		if params, err = jsonrpc.SetField(params, "requestState", q); err == nil && c.Request.Field("inputResponses") != nil {
+			params, err = jsonrpc.SetField(params, "inputResponses", c.Request.Field("inputResponses"))
 		}
 		if err != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
 		}
-		return r.relay(ctx, req, s, params, timeout, who, digest)
+		return r.relay(ctx, c, s, params, timeout, who, digest)
 	}
-	answers, err := inputResponses(req.Param("inputResponses"))
+	answers, err := inputResponses(c.Request.Field("inputResponses"))
 	if err != nil {
 		return nil, err
 	}
@@ -129,13 +116,12 @@ func (r *Rounds) Call(ctx context.Context, req Request, s *upstream.Server, para
 
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
-func (r *Rounds) relay(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	c := req.Call()
-	res, err := r.hub.Send(ctx, req, c.Owner, s, c.Method, params, timeout)
-	if err != nil || !IsInputRequired(res) {
+func (r *Rounds) relay(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
+	res, err := r.hub.Send(ctx, c, c.Owner, s, c.Method, params, timeout)
+	if err != nil || !era.IsInputRequired(res) {
 		return res, err
 	}
-	o, _ := jsonrpc.ScanObject(res) // checked by IsInputRequired
+	o, _ := jsonrpc.ScanObject(res) // checked by era.IsInputRequired
 	state, ok := jsonrpc.StringValue(o.Field("requestState"))
 	if !ok {
 		return res, nil // nothing to seal: the retry carries no state either
@@ -324,10 +310,8 @@ type Held struct {
 }
 
 // Linker is how a face sends its caller to sign in to a per-user server
-// (the hub's SignInLinker).
-type Linker interface {
-	SignInLink(server, elicitationID string) (link string, done <-chan struct{}, err error)
-}
+// (call.Linker).
+type Linker = call.Linker
 
 // UserKey is the key of the caller of a call that owns its connections
 // (a request without a session, see startHeld): an upstream.UserOwner, so
@@ -335,7 +319,7 @@ type Linker interface {
 func (p *Held) UserKey() string { return p.user }
 
 // Linker is the face of the caller of a call that owns its connections,
-// which sends it to sign in; nil for none.
+// which sends it to sign in; nil for none (a peruser.Owner).
 func (p *Held) Linker() Linker { return p.linker }
 
 // inputAsk is one request of the server's waiting for the client.
@@ -356,7 +340,7 @@ type inputAsk struct {
 // the connections of that session's own (isolation: per-session): the
 // call is then the owner of its connections itself (ownsConn), which it
 // releases when it ends.
-func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
+func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
 	h := r.hub
 	p := &Held{server: s, deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
@@ -368,7 +352,7 @@ func (r *Rounds) startHeld(ctx context.Context, req Request, c *call.Call, s *up
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {
-		p.user, p.linker = req.SignIn() // auth: per-user servers: the call is its caller's
+		p.user, p.linker = c.Session.SignIn() // auth: per-user servers: the call is its caller's
 		owner = p
 	}
 	stopOnClose := context.AfterFunc(h.Context, cancel)
@@ -531,8 +515,7 @@ const (
 // client did not declare it can answer), and the call is sent again with
 // the answers and the server's requestState untouched, until a result
 // that is not input_required.
-func (r *Rounds) Fulfil(ctx context.Context, req Request, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	c := req.Call()
+func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	shed := 0
 	for round := 1; ; round++ {
 		if round > maxInputRounds {
@@ -584,7 +567,7 @@ func (r *Rounds) Fulfil(ctx context.Context, req Request, s *upstream.Server, pa
 		if err != nil {
 			return nil, err
 		}
-		if res, err = r.hub.Send(ctx, req, c.Owner, s, c.Method, retry, timeout); err != nil || !IsInputRequired(res) {
+		if res, err = r.hub.Send(ctx, c, c.Owner, s, c.Method, retry, timeout); err != nil || !era.IsInputRequired(res) {
 			return res, err
 		}
 	}

@@ -127,26 +127,24 @@ func (r *promptRounds) take(id string) bool {
 type Round struct {
 	Rounds *Rounds
 	Config *config.Config
-	// Request is the client's request a call was made for.
-	Request func(c *call.Call) Request
-	Inbox   call.Asker
+	Inbox  call.Asker
 }
 
 // Ask asks about c, which rule d stops, or reads the answer.
 func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
-	r, req := a.Rounds, a.Request(c)
+	r := a.Rounds
 	who, digest := c.Session.Caller(), callDigest(c)
-	token, retry := jsonrpc.StringValue(req.Param("requestState"))
+	token, retry := jsonrpc.StringValue(c.Request.Field("requestState"))
 	if !retry {
-		if req.Param("requestState") != nil {
+		if c.Request.Field("requestState") != nil {
 			return &call.Answer{Err: jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")}
 		}
-		if !routes.CanElicit(req.Capabilities().Elicitation, "") || approve.InboxFor(a.Config, c.Session.ClientName()) { // the question is a form
+		if !routes.CanElicit(c.Session.Capabilities().Elicitation, "") || approve.InboxFor(a.Config, c.Session.ClientName()) { // the question is a form
 			// The approval inbox takes such a client's question, as an
 			// older client's (issue 24).
 			return a.Inbox.Ask(ctx, c, d)
 		}
-		return r.putQuestion(a.Config, req, c, d, who, digest)
+		return r.putQuestion(a.Config, c, d, who, digest)
 	}
 	st, err := r.states.open(token, who, digest)
 	if err != nil {
@@ -157,7 +155,7 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 		// own: Rounds.Call checks its state again and resumes it.
 		return nil
 	}
-	answers, err := inputResponses(req.Param("inputResponses")) // before take: a malformed retry leaves the state good
+	answers, err := inputResponses(c.Request.Field("inputResponses")) // before take: a malformed retry leaves the state good
 	if err != nil {
 		var re *jsonrpc.Error
 		if errors.As(err, &re) {
@@ -171,13 +169,13 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 	if st.Prompt != ruleName(d) {
 		// The config changed since the question: the rule that stops the
 		// call now asks its own.
-		return r.putQuestion(a.Config, req, c, d, who, digest)
+		return r.putQuestion(a.Config, c, d, who, digest)
 	}
 	raw := answers.Field(PromptInputKey)
 	if raw == nil {
 		// Not answered: asked again, as the specification has a server
 		// do with an input request its retry leaves unanswered.
-		return r.putQuestion(a.Config, req, c, d, who, digest)
+		return r.putQuestion(a.Config, c, d, who, digest)
 	}
 	var answer struct {
 		Action string `json:"action"`
@@ -190,14 +188,15 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 	}
 	// The retry is the call: it goes upstream as the first call would
 	// have, without the hub's state and the answer to its question.
-	req.FirstCall()
+	c.Request = WithoutRound(c.Request)
+	c.FirstCall = true
 	return nil
 }
 
 // Answers reports whether c is the 2026-07-28 retry that answers a
 // question the hub put about it (its requestState names a rule).
 func (a Round) Answers(c *call.Call) bool {
-	token, ok := jsonrpc.StringValue(a.Request(c).Param("requestState"))
+	token, ok := jsonrpc.StringValue(c.Request.Field("requestState"))
 	if !ok || !c.Modern {
 		return false
 	}
@@ -205,10 +204,10 @@ func (a Round) Answers(c *call.Call) bool {
 	return err == nil && st.Prompt != ""
 }
 
-// putQuestion is the input_required answer that asks req's user about c,
+// putQuestion is the input_required answer that asks c's user about it,
 // with a state for one retry within settings.prompt_timeout (of cfg); who
 // is the caller (see call.Session's Caller), digest c's (see callDigest).
-func (r *Rounds) putQuestion(cfg *config.Config, req Request, c *call.Call, d policy.Decision, who, digest string) error {
+func (r *Rounds) putQuestion(cfg *config.Config, c *call.Call, d policy.Decision, who, digest string) error {
 	id, err := randomID()
 	if err != nil {
 		return err
@@ -237,7 +236,7 @@ func (r *Rounds) putQuestion(cfg *config.Config, req Request, c *call.Call, d po
 	if err != nil {
 		return err
 	}
-	if !r.prompts.put(id, who, req.Credential(), exp, r.states.now()) {
+	if !r.prompts.put(id, who, c.Session.Credential(), exp, r.states.now()) {
 		return fmt.Errorf("too many questions wait for an answer (at most %d of one client, %d of one credential, %d in all)",
 			maxPromptRoundsPerCaller, maxPromptRoundsPerCredential, maxPromptRounds)
 	}

@@ -2,9 +2,9 @@
 // ("Multi Round-Trip Requests", SEP-2322) on the hub's side: the
 // input_required rounds of calls held between a client's retries, the
 // rounds relayed to and from 2026-07-28 servers, the prompt rules'
-// questions put in rounds (an Asker), the sealed requestState that names
-// each round, and the checks and decoration of a 2026-07-28 request and
-// its answer.
+// questions put in rounds (an Asker), and the sealed requestState that
+// names each round. The checks and decoration of every 2026-07-28 request
+// and its answer are a stage of their own (server/era).
 package rounds
 
 import (
@@ -13,10 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
-	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -41,9 +38,9 @@ type Hub struct {
 	Spawn func(f func()) bool
 	// Send sends method with params to s for owner (see upstream's
 	// Request) within timeout, as the hub sends every call (observed,
-	// redacted, per-user sign-in). req is the client's request the call
+	// redacted, per-user sign-in). c is the client's request the call
 	// is made for; nil for a held call's, which outlives the request.
-	Send func(ctx context.Context, req observe.Origin, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
+	Send func(ctx context.Context, c *call.Call, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
 	// AskClient passes a server's request to the client of the call it
 	// came during (e.Owner), where the client can answer, and returns the
 	// client's answer.
@@ -51,32 +48,6 @@ type Hub struct {
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
 	Release func(owner any)
-}
-
-// Request is the client's request a round serves, as the rounds see it.
-type Request interface {
-	// The request's hops upstream are observed as its own.
-	observe.Origin
-	// Call is the call the request was forwarded as: its session, and
-	// what the state of a round is bound to.
-	Call() *call.Call
-	// Param is the member key of the params the client sent, nil when
-	// absent (call_dynamic_tool's call params have no round's members).
-	Param(key string) json.RawMessage
-	// Capabilities are those the client states in the request's _meta
-	// (2026-07-28), else those its session stated.
-	Capabilities() mcp.ClientCapabilities
-	// Credential is the HTTP credential the session came with, "" for
-	// none.
-	Credential() string
-	// SignIn is the request's caller's key among all callers, "" for
-	// none, and its face, which sends it to sign in (nil: it cannot): a
-	// held call that owns its connections is its caller's.
-	SignIn() (user string, linker Linker)
-	// FirstCall makes the request go upstream as a first call, without
-	// the requestState and inputResponses of a round: it is the retry
-	// that answered the hub's question accept.
-	FirstCall()
 }
 
 // New makes the rounds of a hub, with a key of their own for the states

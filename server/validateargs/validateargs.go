@@ -60,7 +60,7 @@ type argSchema struct {
 
 // get is the compiled schema of raw, compiled on first use (logged once
 // when it cannot be, with the tool that has it).
-func (a *Schemas) get(raw json.RawMessage, tool, server string, logger *slog.Logger) *jsonschema.Schema {
+func (a *Schemas) get(raw json.RawMessage, tool string, server *config.Server, logger *slog.Logger) *jsonschema.Schema {
 	key := sha256.Sum256(raw)
 	a.mu.Lock()
 	if a.byHash == nil || len(a.byHash) >= maxArgSchemas {
@@ -77,7 +77,7 @@ func (a *Schemas) get(raw json.RawMessage, tool, server string, logger *slog.Log
 		s, err := compileArgSchema(raw)
 		if err != nil {
 			logger.Warn("tool's inputSchema cannot be compiled: its calls' arguments pass unchecked",
-				"tool", tool, "server", server, "err", err)
+				"tool", tool, "server", server.ID(), "err", err)
 			return
 		}
 		e.schema = s
@@ -121,6 +121,9 @@ type Stage struct {
 	Schemas *Schemas
 	Config  *config.Config
 	Logger  *slog.Logger
+	// checks says, by group name, whether the group's calls are checked:
+	// worked out once per snapshot (NewStage), not per call.
+	checks map[string]bool
 
 	// seen are the schemas this snapshot's calls met, by their bytes:
 	// found by the map's own hash of them (no copy), before Schemas
@@ -128,6 +131,25 @@ type Stage struct {
 	// paid (issue 33).
 	seenMu sync.RWMutex
 	seen   map[string]*jsonschema.Schema
+}
+
+// NewStage is the stage of the snapshot of cfg.
+func NewStage(schemas *Schemas, cfg *config.Config, logger *slog.Logger) *Stage {
+	s := &Stage{Schemas: schemas, Config: cfg, Logger: logger, checks: make(map[string]bool, len(cfg.Groups))}
+	for _, g := range cfg.Groups {
+		s.checks[g.Name] = cfg.Settings.ValidatesArgs(g)
+	}
+	return s
+}
+
+// validates reports whether the calls of the group named group are
+// checked: a group of no snapshot's (an upstream a reload moved before
+// the hub) as settings.validate_args says.
+func (s *Stage) validates(group string) bool {
+	if v, ok := s.checks[group]; ok {
+		return v
+	}
+	return s.Config.Settings.ValidatesArgs(groupConfig(s.Config, group))
 }
 
 // schema is the compiled raw, nil when it cannot be compiled.
@@ -138,7 +160,7 @@ func (s *Stage) schema(raw json.RawMessage, c *call.Call) *jsonschema.Schema {
 	if ok {
 		return schema
 	}
-	schema = s.Schemas.get(raw, c.Name, c.Server.ID(), s.Logger)
+	schema = s.Schemas.get(raw, c.Name, c.Server, s.Logger)
 	s.seenMu.Lock()
 	if s.seen == nil {
 		s.seen = map[string]*jsonschema.Schema{}
@@ -160,7 +182,7 @@ func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (js
 
 func (s *Stage) check(c *call.Call) json.RawMessage {
 	raw := c.Schema
-	if len(raw) == 0 || raw[0] != '{' || !s.Config.Settings.ValidatesArgs(groupConfig(s.Config, c.Server.Group)) {
+	if len(raw) == 0 || raw[0] != '{' || !s.validates(c.Server.Group) {
 		return nil
 	}
 	schema := s.schema(raw, c)

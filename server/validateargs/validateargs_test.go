@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // A schema that cannot be compiled is logged once, however often its tool
@@ -14,10 +16,10 @@ func TestArgSchemaLoggedOnce(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&log, nil)) // one goroutine: no lock needed
 	var a Schemas
 	for range 3 {
-		if a.get(json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`), "broken", "f/f", logger) != nil {
+		if a.get(json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`), "broken", &config.Server{Group: "f", Name: "f"}, logger) != nil {
 			t.Fatal("an invalid schema compiled")
 		}
-		if a.get(json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`), "remote", "f/f", logger) != nil {
+		if a.get(json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`), "remote", &config.Server{Group: "f", Name: "f"}, logger) != nil {
 			t.Fatal("a schema with a remote $ref compiled")
 		}
 	}

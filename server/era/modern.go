@@ -1,4 +1,4 @@
-package rounds
+package era
 
 import (
 	"bytes"
@@ -114,4 +114,17 @@ func DecorateModern(method string, result json.RawMessage) json.RawMessage {
 		return result
 	}
 	return b
+}
+
+// IsInputRequired reports whether a result is input_required.
+func IsInputRequired(res json.RawMessage) bool {
+	if !bytes.Contains(res, []byte(`"`+mcp.ResultTypeInputRequired+`"`)) {
+		return false
+	}
+	o, err := jsonrpc.ScanObject(res)
+	if err != nil {
+		return false
+	}
+	t, _ := jsonrpc.StringValue(o.Field("resultType"))
+	return t == string(mcp.ResultTypeInputRequired)
 }
