@@ -17,6 +17,15 @@ func BenchmarkStdioToolCall(b *testing.B) {
 	benchToolCalls(b, fakeHubB(b))
 }
 
+// BenchmarkStdioToolCallMinimal is BenchmarkStdioToolCall against the
+// fake's -minimal echo, which costs next to nothing: the hub's own cost
+// per call (-benchmem, -cpuprofile, -memprofile), as cmd/dynamic-mcp's
+// BenchmarkStdioOverhead measures it from outside.
+func BenchmarkStdioToolCallMinimal(b *testing.B) {
+	b.ReportAllocs()
+	benchToolCalls(b, fakeHubB(b, "-minimal"))
+}
+
 // benchToolCalls makes BenchmarkStdioToolCall's calls to h, whatever is
 // attached to it, so the variants measure only what they attach.
 func benchToolCalls(b *testing.B, h *Hub) {

@@ -172,11 +172,9 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		req.auditMiss(name, arguments)
 		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 	}
-	var args views.DynamicArgs
-	if len(arguments) > 0 && string(arguments) != "null" {
-		if err := json.Unmarshal(arguments, &args); err != nil {
-			return toolError("invalid arguments: " + err.Error()), nil
-		}
+	args, err := views.ParseDynamicArgs(arguments)
+	if err != nil {
+		return toolError("invalid arguments: " + err.Error()), nil
 	}
 	switch {
 	case v.GroupStarting(args.Group):

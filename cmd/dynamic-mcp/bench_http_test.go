@@ -63,7 +63,7 @@ func benchHTTP(b *testing.B) {
 	}
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			s, err := measureRoundsMetered(b.N, inflight, calls, meters)
+			s, err := measureRoundsMetered(b.N, inflight, calls, meters, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

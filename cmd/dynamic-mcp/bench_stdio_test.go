@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -26,26 +27,46 @@ import (
 //	added/direct     p50-added-µs / direct p50 (target: at most 1, at 1 in flight)
 //	tput-ratio       hub calls/s / direct calls/s (target: at least 0.5, at 32)
 //
+// and what the processes spent per call, counted from /proc over each
+// path's rounds alone (CPU time and context switches, which the machine's
+// load changes far less than it changes wall times):
+//
+//	hub-cpu-µs/call, hub-cs/call        the hub (the shared hub for shared)
+//	direct-cpu-µs/call, direct-cs/call  the client (this process) and the
+//	                                    minimal fake, over the direct rounds
+//	bridge-cs/call                      shared: the bridge, which passed the
+//	                                    client's stdin and stdout to the hub
+//	                                    and should not take part (0)
+//
 // The audit trail is off: both paths only carry the call.
 func BenchmarkStdioOverhead(b *testing.B) {
 	direct := startProcess(b, nil, fakeBin, "-minimal")
 	direct.initialize("2025-06-18")
-	directCall := stdioCaller(direct, "echo")
+	directPath := minimalPath{call: stdioCaller(direct, "echo"), pids: []int{os.Getpid(), direct.cmd.Process.Pid}}
 	for _, mode := range []string{"flat", "dynamic"} {
 		for _, path := range []string{"standalone", "shared"} {
 			// A benchmark that runs others runs once: the hub serves
 			// every line under it.
 			b.Run(mode+"/"+path, func(b *testing.B) {
-				hubCall := startMinimalHub(b, mode, path, minimalConfig(mode))
-				warmUp(b, directCall, hubCall)
+				hub := startMinimalHub(b, mode, path, minimalConfig(mode))
+				warmUp(b, directPath.call, hub.call)
 				for _, inflight := range benchInflight {
 					b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-						reportOverhead(b, inflight, directCall, hubCall)
+						reportOverhead(b, inflight, directPath, hub)
 					})
 				}
 			})
 		}
 	}
+}
+
+// minimalPath is one way of calling the echo and the processes whose
+// spending is counted for it: pids the path's own, bridge the bridge of
+// the shared hub (0: none).
+type minimalPath struct {
+	call   func() error
+	pids   []int
+	bridge int
 }
 
 // minimalConfig serves the minimal fake as group f in mode, audit off.
@@ -55,10 +76,11 @@ func minimalConfig(mode string) string {
 
 // startMinimalHub starts the hub on cfg, standalone or through the bridge
 // to a shared hub, and returns its echo call once the echo answers.
-func startMinimalHub(b *testing.B, mode, path, cfg string) func() error {
+func startMinimalHub(b *testing.B, mode, path, cfg string) minimalPath {
 	var c *client
+	var s *sharedSetup
 	if path == "shared" {
-		s := newShared(b, cfg)
+		s = newShared(b, cfg)
 		c = startProcess(b, s.env, hubBin, "serve", "-c", s.path, "--log-level", "error")
 	} else {
 		c = startHub(b, cfg, "--standalone", "--log-level", "error")
@@ -69,18 +91,38 @@ func startMinimalHub(b *testing.B, mode, path, cfg string) func() error {
 		call = stdioToolCaller(c, "call_dynamic_tool", map[string]any{"group": "f", "name": "echo", "args": map[string]any{"text": "x"}})
 	}
 	waitFor(b, 30*time.Second, "the echo through the hub", func() bool { return call() == nil })
-	return call
+	if s != nil {
+		return minimalPath{call: call, pids: []int{s.hubPID()}, bridge: c.cmd.Process.Pid}
+	}
+	return minimalPath{call: call, pids: []int{c.cmd.Process.Pid}}
 }
 
 // reportOverhead measures b.N calls of direct and of hub, inflight at a
 // time, and reports the figures BenchmarkStdioOverhead describes.
-func reportOverhead(b *testing.B, inflight int, direct, hub func() error) {
-	d, h, err := measurePair(b.N, inflight, direct, hub)
+func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
+	spent := []*usageCounter{{pids: direct.pids}, {pids: hub.pids}}
+	bridge := &usageCounter{}
+	if hub.bridge != 0 {
+		bridge.pids = []int{hub.bridge}
+	}
+	s, err := measureRoundsMetered(b.N, inflight, []func() error{direct.call, hub.call}, nil, func(i int) func() {
+		stop, stopBridge := spent[i].span(), func() {}
+		if i == 1 {
+			stopBridge = bridge.span()
+		}
+		return func() { stop(); stopBridge() }
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
+	d, h := s[0], s[1]
 	d.report(b, "direct")
 	h.report(b, "hub")
+	spent[0].report(b, "direct", b.N)
+	spent[1].report(b, "hub", b.N)
+	if len(bridge.pids) > 0 {
+		b.ReportMetric(float64(bridge.total.switches)/float64(b.N), "bridge-cs/call")
+	}
 	added := h.quantile(0.50) - d.quantile(0.50)
 	b.ReportMetric(micros(added), "p50-added-µs")
 	b.ReportMetric(float64(added)/float64(d.quantile(0.50)), "added/direct")

@@ -253,13 +253,15 @@ func measurePair(n, inflight int, callA, callB func() error) (a, b sample, err e
 // rounds that take the paths in turn, so that a change in the machine's
 // load over the run falls on every path alike.
 func measureRounds(n, inflight int, calls ...func() error) ([]sample, error) {
-	return measureRoundsMetered(n, inflight, calls, nil)
+	return measureRoundsMetered(n, inflight, calls, nil, nil)
 }
 
 // measureRoundsMetered is measureRounds that also counts, with meters[i]
 // (where there is one), what the process serving calls[i] spent on them
-// (sample.use).
-func measureRoundsMetered(n, inflight int, calls []func() error, meters []procMeter) ([]sample, error) {
+// (sample.use); and calls around, when not nil, before each round of path
+// i and the func it returns after that round: what the processes of a
+// path spent is counted over its rounds alone.
+func measureRoundsMetered(n, inflight int, calls []func() error, meters []procMeter, around func(i int) func()) ([]sample, error) {
 	samples := make([]sample, len(calls))
 	rounds := min(4, n)
 	for r := range rounds {
@@ -270,7 +272,12 @@ func measureRoundsMetered(n, inflight int, calls []func() error, meters []procMe
 				m = meters[i]
 			}
 			before, clientBefore := m.read(), clientCPU(m)
+			after := func() {}
+			if around != nil {
+				after = around(i)
+			}
 			s, err := measure(count, inflight, call)
+			after()
 			if err != nil {
 				return samples, err
 			}

@@ -373,7 +373,7 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string
 		_, _ = c.Read(make([]byte, 1))
 		cancel()
 	}()
-	err = s.hub.ServeStdioWith(ctx, in, out, server.StdioOptions{SessionID: id, Profile: profile})
+	err = s.hub.ServeStdioWith(ctx, local.WaitingReader(in), out, server.StdioOptions{SessionID: id, Profile: profile})
 	in.Close()
 	out.Close()
 	if ctx.Err() == nil {

@@ -124,6 +124,13 @@ type Stage struct {
 	// checks says, by group name, whether the group's calls are checked:
 	// worked out once per snapshot (NewStage), not per call.
 	checks map[string]bool
+
+	// seen are the schemas this snapshot's calls met, by their bytes:
+	// found by the map's own hash of them (no copy), before Schemas
+	// hashes them with sha256 under the hub-wide lock, which each call
+	// paid (issue 33).
+	seenMu sync.RWMutex
+	seen   map[string]*jsonschema.Schema
 }
 
 // NewStage is the stage of the snapshot of cfg.
@@ -145,6 +152,26 @@ func (s *Stage) validates(group string) bool {
 	return s.Config.Settings.ValidatesArgs(groupConfig(s.Config, group))
 }
 
+// schema is the compiled raw, nil when it cannot be compiled.
+func (s *Stage) schema(raw json.RawMessage, c *call.Call) *jsonschema.Schema {
+	s.seenMu.RLock()
+	schema, ok := s.seen[string(raw)]
+	s.seenMu.RUnlock()
+	if ok {
+		return schema
+	}
+	schema = s.Schemas.get(raw, c.Name, c.Server, s.Logger)
+	s.seenMu.Lock()
+	if s.seen == nil {
+		s.seen = map[string]*jsonschema.Schema{}
+	}
+	if len(s.seen) < maxArgSchemas {
+		s.seen[string(raw)] = schema
+	}
+	s.seenMu.Unlock()
+	return schema
+}
+
 // Handle checks c's arguments, then passes it on or answers it.
 func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
 	if bad := s.check(c); bad != nil {
@@ -158,7 +185,7 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 	if len(raw) == 0 || raw[0] != '{' || !s.validates(c.Server.Group) {
 		return nil
 	}
-	schema := s.Schemas.get(raw, c.Name, c.Server, s.Logger)
+	schema := s.schema(raw, c)
 	if schema == nil {
 		return nil
 	}

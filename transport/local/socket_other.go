@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -42,3 +43,6 @@ func SendFiles(*net.UnixConn, ...*os.File) error { return ErrUnsupported }
 
 // ReceiveFiles is not supported on this OS.
 func ReceiveFiles(*net.UnixConn, ...string) ([]*os.File, error) { return nil, ErrUnsupported }
+
+// WaitingReader is f: nothing is passed on this OS.
+func WaitingReader(f *os.File) io.ReadCloser { return f }

@@ -1,0 +1,98 @@
+//go:build unix
+
+package local
+
+import (
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readWait is how long a read of a passed stdin waits for input on its
+// own thread before it leaves the wait to the runtime's poller: a client
+// that sends its next request within it is read without a wake-up through
+// the poller, and an idle client holds no thread. Close waits for it at
+// most.
+const readWait = 20 * time.Millisecond
+
+// WaitingReader reads f, a non-blocking pipe or socket that ReceiveFiles
+// passed, the way a blocking stdin is read: a read that finds nothing
+// waits in a poll system call on the reading thread, which wakes by
+// itself when the input comes, for up to readWait; only then does it
+// wait in the runtime's poller. Through the poller, each request cost the
+// shared hub about one and a half context switches and 15-20 µs of CPU
+// more than a blocking stdin costs the standalone hub (the thread the
+// poller wakes wakes another to spin; issue 33, one call in flight: 4.1-4.4
+// voluntary switches a call, 2.3-3.1 with a blocking stdin). f stays
+// non-blocking, so that Close ends a read (within readWait) and the
+// client's other holder of it, the bridge, sees no change.
+func WaitingReader(f *os.File) io.ReadCloser {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	r := &waitingReader{f: f, rc: rc}
+	r.read = r.readFD // once: a method value allocates
+	return r
+}
+
+type waitingReader struct {
+	f    *os.File
+	rc   syscall.RawConn
+	read func(fd uintptr) bool
+	// The current Read's buffer and outcome, for readFD: Read is not
+	// called by two goroutines at once.
+	p    []byte
+	n    int
+	err  error
+	poll [1]unix.PollFd
+}
+
+// Read reads into p, waiting for input as WaitingReader says.
+func (r *waitingReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.p, r.n, r.err = p, 0, nil
+	err := r.rc.Read(r.read)
+	n, rerr := r.n, r.err
+	r.p = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, rerr
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readFD reads fd, waiting on this thread for input the first time it
+// finds none; false (still none) leaves the wait to the poller.
+func (r *waitingReader) readFD(fd uintptr) bool {
+	waited := false
+	for {
+		n, err := syscall.Read(int(fd), r.p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != syscall.EAGAIN:
+			r.n, r.err = max(n, 0), err
+			return true
+		case waited:
+			return false
+		}
+		waited = true
+		r.poll[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		if _, err := unix.Poll(r.poll[:], int(readWait/time.Millisecond)); err != nil && err != syscall.EINTR {
+			return false
+		}
+	}
+}
+
+// Close closes the file.
+func (r *waitingReader) Close() error { return r.f.Close() }
