@@ -103,7 +103,7 @@ func TestAttackStdioStopDuringRequestFlood(t *testing.T) {
 	start := time.Now()
 	select {
 	case <-done:
-	case <-time.After(2500 * time.Millisecond):
+	case <-time.After(time.Minute): // the flood never ends: serving it out would be for ever
 		t.Fatalf("ServeStdio still serving %v after ctx ended (each request takes 20 ms)", time.Since(start))
 	}
 }

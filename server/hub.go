@@ -314,14 +314,15 @@ func (h *Hub) Close() error {
 
 // spawn runs f on a goroutine that Close waits for, and reports whether
 // it did: once Close has begun it starts nothing. f must end when h.stop
-// is closed or h.ctx is done.
+// is closed or h.ctx is done. A panic in f is recovered and counted
+// (safely), as a request's is: the hub goes on.
 func (h *Hub) spawn(f func()) bool {
 	h.spawnMu.Lock()
 	defer h.spawnMu.Unlock()
 	if h.closed {
 		return false
 	}
-	h.wg.Go(f)
+	h.wg.Go(func() { h.safely("a goroutine of the hub", f) })
 	return true
 }
 

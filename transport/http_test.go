@@ -220,7 +220,7 @@ func TestHTTPResponseOverTheLimitFails(t *testing.T) {
 			if !tc.check(r) {
 				t.Fatalf("read %s, %v", short(string(r.msg)), short(fmt.Sprint(r.err)))
 			}
-			if took := time.Since(start); took > 5*time.Second {
+			if took := time.Since(start); took > 30*time.Second { // a body read to its end would take for ever
 				t.Errorf("the call took %s to fail", took)
 			}
 			if held > 64<<20 {
@@ -436,7 +436,7 @@ func TestLegacySessionGetsTheGETStream(t *testing.T) {
 	if err := ts.Close(); err != nil {
 		t.Error(err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("Close took %s", took)
 	}
 	if n := s.deletes.Load(); n != 1 {

@@ -132,15 +132,14 @@ func drain(ch <-chan struct{}) {
 // Requests from a server beyond maxOutstanding are refused at once; those
 // within it reach the hub, with no params when the server sent none.
 func TestRequestsCapped(t *testing.T) {
-	m, s := startFake(t, fakeConfig(t, "call_timeout: 20s", "-flood"))
+	// "At once": well before the call timeout, which a refusal that
+	// waited for a slot would take; a long one, so that a busy machine
+	// cannot pass for that.
+	m, s := startFake(t, fakeConfig(t, "call_timeout: 10m", "-flood"))
 	c := collect(t, m)
 	const n = 200
-	start := time.Now()
 	callTool(t, s, "flood", "roots/list", n)
 	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == n-maxOutstanding })
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("refusals took %s", took)
-	}
 	// The fake sent n and saw n-maxOutstanding refused: no more can come.
 	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
 	// A notification sent after the flood comes after every event the
@@ -167,7 +166,7 @@ func TestRequestsCapped(t *testing.T) {
 		if e.Kind != EventRequest || e.Method != "roots/list" || e.Server != s || e.Params != nil {
 			t.Fatalf("event %+v", e)
 		}
-		if d, ok := e.Context.Deadline(); !ok || time.Until(d) < 10*time.Second {
+		if d, ok := e.Context.Deadline(); !ok || time.Until(d) < 5*time.Minute {
 			t.Fatalf("request deadline %v, %v", d, ok)
 		}
 	}
@@ -200,7 +199,7 @@ func TestRequestDeadline(t *testing.T) {
 	waitFor(t, 5*time.Second, "the requests", func() bool { return c.count() == 3 })
 	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == 3 })
 	took := time.Since(start)
-	if took < 150*time.Millisecond || took > 3*time.Second {
+	if took < 150*time.Millisecond { // and the waits above bound it
 		t.Errorf("answered after %s; the deadline is 150ms", took)
 	}
 	st := stateOf(t, s)
@@ -244,7 +243,7 @@ func TestNotificationsDroppedWhenFull(t *testing.T) {
 	const extra = 500
 	start := time.Now()
 	callTool(t, s, "flood", "notifications/message", eventBuffer+extra)
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 5*time.Second*slowMachine {
 		t.Errorf("the flood took %s", took)
 	}
 	if got := m.Dropped(); got != extra {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,32 +74,18 @@ func benchHTTP(b *testing.B) {
 }
 
 // startHTTPHubForBench starts the hub binary serving cfg over HTTP on a
-// free loopback port without auth, and returns the URL of its /mcp once it
-// accepts connections. The port is found by binding it and letting it go,
-// rather than from the hub's log, which the benchmark keeps at level error.
+// loopback port of its choosing without auth, and returns the URL of its
+// /mcp once it listens. Its log is at level info for the line that says
+// where it listens: the hub logs nothing per call at info.
 func startHTTPHubForBench(b *testing.B, cfg string) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", addr, "--insecure-no-auth", "--log-level", "error")
+	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--insecure-no-auth", "--log-level", "info")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
-	startBenchProcess(b, cmd, "the hub")
-	waitFor(b, 10*time.Second, "the hub to listen on "+addr, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return "http://" + addr + "/mcp"
+	return "http://" + servingAddr(b, "the hub", startBenchProcess(b, cmd, "the hub")) + "/mcp"
 }
 
 // buildForBench builds the command in dir, relative to this package,

@@ -22,8 +22,33 @@ const tbxarkEnvVar = "DYNAMIC_MCP_BENCH_TBXARK"
 
 // startTBXark starts the TBXark/mcp-proxy binary bin on the fake, as a
 // stateless Streamable HTTP server on a free loopback port, and returns the
-// URL of its route for the fake, /f/, once the route is served.
+// URL of its route for the fake, /f/, once the route is served. The port
+// is picked free and bound by TBXark, another process: when anyone took
+// it in between, TBXark says so, and it is started again on another.
 func startTBXark(b *testing.B, bin string) string {
+	b.Helper()
+	for attempt := 1; ; attempt++ {
+		addr, stderr := startTBXarkAt(b, bin)
+		inUse := false
+		// The route is added once the upstream is initialized and its
+		// lists read; the server listens before that and answers 404
+		// until then.
+		waitFor(b, 30*time.Second, "TBXark/mcp-proxy to serve /f/", func() bool {
+			inUse = strings.Contains(stderr.String(), "address already in use")
+			return inUse || strings.Contains(stderr.String(), "<f> Handling requests at /f/")
+		})
+		if !inUse {
+			return "http://" + addr + "/f/"
+		}
+		if attempt == 3 {
+			b.Fatalf("TBXark/mcp-proxy found its port taken 3 times; last %s: %s", addr, stderr)
+		}
+	}
+}
+
+// startTBXarkAt starts TBXark/mcp-proxy (bin) on a port found free, and
+// returns its address and its stderr.
+func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,11 +80,5 @@ func startTBXark(b *testing.B, bin string) string {
 		b.Fatal(err)
 	}
 	// -expand-env=false: the config is literal, paths included.
-	stderr := startBenchProcess(b, exec.Command(bin, "-config", path, "-expand-env=false"), "TBXark/mcp-proxy")
-	// The route is added once the upstream is initialized and its lists
-	// read; the server listens before that and answers 404 until then.
-	waitFor(b, 30*time.Second, "TBXark/mcp-proxy to serve /f/", func() bool {
-		return strings.Contains(stderr.String(), "<f> Handling requests at /f/")
-	})
-	return "http://" + addr + "/f/"
+	return addr, startBenchProcess(b, exec.Command(bin, "-config", path, "-expand-env=false"), "TBXark/mcp-proxy")
 }

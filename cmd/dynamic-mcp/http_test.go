@@ -358,7 +358,11 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 	}
 }
 
-// freePort finds a loopback port nobody listens on.
+// freePort finds a loopback port nobody listens on now, for a program
+// that must bind its port itself and takes no listener (server-everything,
+// mcp-go's conformance server): its caller starts the program again on
+// another when the port was taken meanwhile. Anything that can take a
+// listener, or bind port 0 and say where, does that instead.
 func freePort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -64,7 +64,7 @@ func TestFiftySlowCallsRunConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	// In series they would take 50 s; in flight together, about one.
-	if took := time.Since(start); took > 5*each {
+	if took := time.Since(start); took > calls*each/2 { // well short of in series, however busy the machine
 		t.Fatalf("%d calls of %s each took %s: they did not run concurrently", calls, each, took)
 	}
 }

@@ -19,21 +19,17 @@ import (
 // default profile.
 func TestOutsiderClientTokenRefusedWithHydra(t *testing.T) {
 	t.Parallel() // hydra, the hub and their ports are its own
-	if testing.Short() {
-		t.Skip("builds and runs ory/hydra")
-	}
-	bin := buildHydra(t)
-	hubPort := hydraFreePort(t)
-	audience := fmt.Sprintf("http://127.0.0.1:%d/mcp", hubPort)
+	bin, hub, audience := hydraAndHub(t)
 	h := startHydraJWT(t, bin, nil, "")
-	_, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
+	base, stderr := startHTTPHub(t, fmt.Sprintf(`mode: flat
 http:
   auth:
     issuer: %s/
     audience: %s
 groups:
   f: { description: fake, command: %q }
-`, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+`, h.public, audience, fakeBin))
+	hub.behind(base)
 
 	body, _ := json.Marshal(map[string]any{"client_name": "outsider", "grant_types": []string{"client_credentials"},
 		"response_types": []string{"token"}, "token_endpoint_auth_method": "client_secret_post", "audience": []string{audience}})

@@ -48,7 +48,8 @@ groups:
 // accepted by the running hub.
 func TestCallersSignedInWithHydra(t *testing.T) {
 	t.Parallel() // hydra, the hub and their ports are its own
-	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
+	bin, hub, audience := hydraAndHub(t)
+	hubURL := hub.URL
 	const other = "https://other.example/mcp"
 	h := startHydraJWT(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
@@ -58,10 +59,8 @@ func TestCallersSignedInWithHydra(t *testing.T) {
 
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	base, stderr := startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
-	if base != hubURL {
-		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
-	}
+	base, stderr := startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin))
+	hub.behind(base)
 
 	alice := h.teamToken(t, "alice", audience)
 	bob := h.teamToken(t, "bob", audience)
@@ -183,11 +182,11 @@ func startHydraTokens(t *testing.T, bin string, users map[string]jwtUser, audien
 		http.Redirect(w, r, next.RedirectTo, http.StatusFound)
 	}))
 	t.Cleanup(app.Close)
-	h.run(t, bin, func(publicPort, adminPort int) string {
+	h.run(t, bin, func(publicHost, adminHost string) string {
 		return fmt.Sprintf(`dsn: memory
 serve:
-  public: { host: 127.0.0.1, port: %d }
-  admin: { host: 127.0.0.1, port: %d }
+  public: { host: %q }
+  admin: { host: %q }
 urls:
   self: { issuer: %s/ }
   login: %s/login
@@ -201,23 +200,23 @@ oidc:
 webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
-`, publicPort, adminPort, h.public, app.URL, app.URL, h.public)
+`, publicHost, adminHost, h.public, app.URL, app.URL, h.public)
 	}, "STRATEGIES_ACCESS_TOKEN="+strategy) // by environment, as an operator would set it
 	return h
 }
 
-// hydraAndHubPort skips the test in -short mode; else it builds hydra
-// (bin) and picks the port the hub will serve at: its URL, and the MCP
-// endpoint's, audience.
-func hydraAndHubPort(t *testing.T) (bin string, hubPort int, hubURL, audience string) {
+// hydraAndHub skips the test in -short mode; else it builds hydra (bin)
+// and starts the front the hub will be reached at (its audience is the
+// MCP endpoint there): the hub picks its own port, and the test puts it
+// behind the front once it serves (hub.behind).
+func hydraAndHub(t *testing.T) (bin string, hub *front, audience string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs ory/hydra")
 	}
 	bin = buildHydra(t)
-	hubPort = hydraFreePort(t)
-	hubURL = fmt.Sprintf("http://127.0.0.1:%d", hubPort)
-	return bin, hubPort, hubURL, hubURL + "/mcp"
+	hub = startFront(t)
+	return bin, hub, hub.URL + "/mcp"
 }
 
 // teamAppRedirect is the redirect of team-app, the MCP clients' app the
@@ -402,11 +401,12 @@ func (c *bearerSession) refused() (int, string) {
 // the JWT it gets, in the profile the user's groups choose.
 func TestMCPClientSignsInThroughTheHub(t *testing.T) {
 	t.Parallel() // hydra, the hub and their ports are its own
-	bin, hubPort, _, audience := hydraAndHubPort(t)
+	bin, hub, audience := hydraAndHub(t)
 	h := startHydraJWT(t, bin, map[string]jwtUser{"carol": {name: "Carol", groups: []string{"admins"}}}, audience)
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
+	base, _ := startHTTPHub(t, fmt.Sprintf(jwtTeamHub, auditPath, h.public, audience, fakeBin))
+	hub.behind(base)
 
 	redirect := "http://127.0.0.1:1/callback" // never reached: the browser stops at it
 	c, err := mcpclient.NewOAuthStreamableHttpClient(audience, mcpclient.OAuthConfig{

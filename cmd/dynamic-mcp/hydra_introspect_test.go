@@ -20,7 +20,8 @@ import (
 // hydra stops working once the hub's cached answer expires (cache_ttl).
 func TestOpaqueCallersSignedInWithHydra(t *testing.T) {
 	t.Parallel() // hydra, the hub and their ports are its own
-	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
+	bin, hub, audience := hydraAndHub(t)
+	hubURL := hub.URL
 	const other = "https://other.example/mcp"
 	h := startHydraTokens(t, bin, map[string]jwtUser{
 		"alice": {name: "Alice", groups: []string{"admins"}},
@@ -46,10 +47,8 @@ http:
     default_profile: reader
 groups:
   f: { description: fake, command: %q }
-`, auditPath, h.public, audience, h.adminURL, ttl, fakeBin), "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
-	if base != hubURL {
-		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
-	}
+`, auditPath, h.public, audience, h.adminURL, ttl, fakeBin))
+	hub.behind(base)
 
 	alice := h.teamToken(t, "alice", audience)
 	bob := h.teamToken(t, "bob", audience)

@@ -39,7 +39,8 @@ import (
 // himself, his calls carry his own.
 func TestPerUserSignInWithHydra(t *testing.T) {
 	t.Parallel() // hydra, the hub and their ports are its own
-	bin, hubPort, hubURL, audience := hydraAndHubPort(t)
+	bin, hub, audience := hydraAndHub(t)
+	hubURL := hub.URL
 	h := startHydraJWT(t, bin, map[string]jwtUser{"alice": {name: "Alice"}, "bob": {name: "Bob"}}, "")
 	h.addTeamApp(t, audience)
 	// The hub's own client, confidential, redirected to its /auth/confirm.
@@ -80,10 +81,8 @@ groups:
 	a.Lock()
 	hubToken := a.Access // the one token issued so far
 	a.Unlock()
-	base, stderr := startHTTPHubEnv(t, env, cfg, "--http", fmt.Sprintf("127.0.0.1:%d", hubPort))
-	if base != hubURL {
-		t.Fatalf("the hub serves at %s, want %s", base, hubURL)
-	}
+	base, stderr := startHTTPHubEnv(t, env, cfg)
+	hub.behind(base)
 	users := map[string]*bearerSession{}
 	for _, u := range []string{"alice", "bob"} {
 		users[u] = &bearerSession{t: t, url: audience, token: h.teamToken(t, u, audience)}

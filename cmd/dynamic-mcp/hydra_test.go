@@ -7,7 +7,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -48,8 +47,10 @@ func TestSignInWithHydra(t *testing.T) {
 	current.Store(h1)
 	mcpURL := startIntrospectedMCP(t, &current)
 
-	port := hydraFreePort(t)
-	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", port)
+	// No port: hydra lets a loopback redirect come back on any (RFC 8252
+	// §7.3), and `auth login` listens on one the system gives it, which it
+	// holds while it waits (no redirect_port picked here to bind later).
+	redirect := "http://127.0.0.1/callback"
 	h1.admin(t, http.MethodPost, "/admin/clients", map[string]any{
 		"client_id": "hub-pre", "client_secret": "pre-registered-secret-of-hub", "redirect_uris": []string{redirect},
 		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
@@ -65,14 +66,14 @@ groups:
     url: %[1]s
     transport: streamable-http
     retry: { initial_interval: 100ms, reconnect_interval: 200ms }
-    oauth: { client_id: hub-pre, client_secret: "${HYDRA_TEST_SECRET}", token_endpoint_auth_method: client_secret_post, scopes: [offline_access], redirect_port: %[2]d }
+    oauth: { client_id: hub-pre, client_secret: "${HYDRA_TEST_SECRET}", token_endpoint_auth_method: client_secret_post, scopes: [offline_access] }
   dyn:
     description: signed in with a dynamically registered client
     url: %[1]s
     transport: streamable-http
     retry: { initial_interval: 100ms, reconnect_interval: 200ms }
-    oauth: { scopes: [offline_access], redirect_port: %[2]d }
-`, mcpURL, port)), 0o600)
+    oauth: { scopes: [offline_access] }
+`, mcpURL)), 0o600)
 	env := append(os.Environ(), "DYNAMIC_MCP_HOME="+home, "HYDRA_TEST_SECRET=pre-registered-secret-of-hub")
 	store := auth.NewStore(filepath.Join(home, "oauth-servers"))
 
@@ -214,11 +215,11 @@ func startHydra(t *testing.T, bin string) *hydra {
 		http.Redirect(w, r, next.RedirectTo, http.StatusFound)
 	}))
 	t.Cleanup(app.Close)
-	h.run(t, bin, func(publicPort, adminPort int) string {
+	h.run(t, bin, func(publicHost, adminHost string) string {
 		return fmt.Sprintf(`dsn: memory
 serve:
-  public: { host: 127.0.0.1, port: %d }
-  admin: { host: 127.0.0.1, port: %d }
+  public: { host: %q }
+  admin: { host: %q }
 urls:
   self: { issuer: %s/ }
   login: %s/login
@@ -231,65 +232,63 @@ oidc:
 webfinger:
   oidc_discovery: { client_registration_url: %s/oauth2/register }
 log: { level: warn }
-`, publicPort, adminPort, h.public, app.URL, app.URL, hydraTTL, h.public)
+`, publicHost, adminHost, h.public, app.URL, app.URL, hydraTTL, h.public)
 	})
 	return h
 }
 
-// run starts hydra (bin) on the config conf writes for its two ports,
-// with env added to the environment, and waits until it is ready; the
-// test's cleanup stops it. The ports are picked free and bound by hydra,
-// another process: when anyone took one in between, hydra exits, and it
-// is started again on two others.
-func (h *hydra) run(t *testing.T, bin string, conf func(publicPort, adminPort int) string, env ...string) {
-	for attempt := 1; ; attempt++ {
-		publicPort, adminPort := hydraFreePort(t), hydraFreePort(t)
-		h.public = fmt.Sprintf("http://127.0.0.1:%d", publicPort)
-		h.adminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
-		path := filepath.Join(t.TempDir(), "hydra.yml")
-		if err := os.WriteFile(path, []byte(conf(publicPort, adminPort)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		logs := &lockedBuffer{}
-		cmd := exec.Command(bin, "serve", "all", "--dev", "--config", path)
-		cmd.Stdout, cmd.Stderr = logs, logs
-		cmd.Env = append(append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true"), env...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		public := h.public
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-exited
-			if t.Failed() {
-				t.Logf("hydra %s:\n%s", public, logs.String())
-			}
-		})
-		gone := false
-		waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
-			select {
-			case <-exited:
-				gone = true
-				return true
-			default:
-			}
-			resp, err := http.Get(public + "/health/ready")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		if !gone {
-			h.importKeys(t)
-			return
-		}
-		if attempt == 3 || !strings.Contains(logs.String(), "address already in use") {
-			t.Fatalf("hydra exited before it was ready (attempt %d):\n%s", attempt, logs)
-		}
+// run starts hydra (bin) on the config conf writes for its two
+// listeners (the host of serve.public and of serve.admin), with env
+// added to the environment, and waits until it is ready; the test's
+// cleanup stops it. Hydra listens on Unix sockets of the test's, each
+// behind a front the test keeps (front_test.go): no port is picked for
+// hydra to bind later, which another process could take meanwhile.
+func (h *hydra) run(t *testing.T, bin string, conf func(publicHost, adminHost string) string, env ...string) {
+	public, admin := startFront(t), startFront(t)
+	h.public, h.adminURL = public.URL, admin.URL
+	// Short: a socket's path is at most 107 bytes.
+	dir, err := os.MkdirTemp("", "hydra")
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	publicSock, adminSock := filepath.Join(dir, "public.sock"), filepath.Join(dir, "admin.sock")
+	public.to("unix", publicSock)
+	admin.to("unix", adminSock)
+	path := filepath.Join(dir, "hydra.yml")
+	if err := os.WriteFile(path, []byte(conf("unix:"+publicSock, "unix:"+adminSock)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "serve", "all", "--dev", "--config", path)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Env = append(append(os.Environ(), "DISABLE_TELEMETRY=1", "SQA_OPT_OUT=true"), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("hydra %s:\n%s", h.public, logs.String())
+		}
+	})
+	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("hydra exited before it was ready:\n%s", logs)
+		default:
+		}
+		resp, err := http.Get(h.public + "/health/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	h.importKeys(t)
 }
 
 // hydraKey is the RSA key every hydra of the test binary signs with,
@@ -441,13 +440,4 @@ func hydraLogin(t *testing.T, env []string, cfg, server string) string {
 		t.Fatalf("auth login %s: %v\n%s%s", server, err, stdout.String(), logs.String())
 	}
 	return stdout.String()
-}
-
-func hydraFreePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

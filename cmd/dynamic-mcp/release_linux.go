@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -35,8 +36,9 @@ func processCPU() time.Duration {
 // the process's own are dropped: a private writable mapping (the data
 // segment) would lose its contents, and so would a read-only one the
 // loader wrote before protecting it (the relocations of a PIE build's
-// RELRO segment, copied on write: its "Anonymous" pages), which would
-// read back as the file's unrelocated bytes.
+// RELRO segment, copied on write: its "Anonymous" pages, or its "Swap"
+// ones once swapped out), which would read back as the file's
+// unrelocated bytes.
 func releaseMemory() {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
@@ -48,10 +50,24 @@ func releaseMemory() {
 		return
 	}
 	defer f.Close()
+	drop, err := droppable(f, exe)
+	if err != nil {
+		return // a mapping half read: drop nothing rather than guess
+	}
+	for _, m := range drop {
+		// Best effort: a mapping the kernel refuses to drop stays.
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
+	}
+}
+
+// droppable are the mappings of smaps (/proc/self/smaps) releaseMemory
+// drops: the program file exe's that are read-only and hold no page of
+// the process's own, resident or swapped out.
+func droppable(smaps io.Reader, exe string) ([][2]uint64, error) {
 	var drop [][2]uint64
 	var start, end uint64
 	candidate := false
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(smaps)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
@@ -68,19 +84,15 @@ func releaseMemory() {
 				len(fields) >= 6 && fields[5] == exe && fields[1][1] != 'w'
 			continue
 		}
-		// Anonymous: 4 kB (a page copied on write: the process's own)
-		if candidate && len(fields) == 3 && fields[0] == "Anonymous:" && fields[1] != "0" {
+		// Anonymous: 4 kB (a page copied on write: the process's own);
+		// Swap: 4 kB (such a page swapped out: Anonymous counts only the
+		// resident ones, and MADV_DONTNEED would drop it all the same)
+		if candidate && len(fields) == 3 && (fields[0] == "Anonymous:" || fields[0] == "Swap:") && fields[1] != "0" {
 			candidate = false
 		}
 	}
 	if candidate {
 		drop = append(drop, [2]uint64{start, end})
 	}
-	if sc.Err() != nil {
-		return // a mapping half read: drop nothing rather than guess
-	}
-	for _, m := range drop {
-		// Best effort: a mapping the kernel refuses to drop stays.
-		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
-	}
+	return drop, sc.Err()
 }

@@ -95,3 +95,29 @@ func fileResidentKB(t *testing.T) int {
 	}
 	return kB["Rss"] - kB["Anonymous"]
 }
+
+// Of the program file's mappings, releaseMemory drops only the read-only
+// ones that hold no page of the process's own: not one with a page
+// copied on write (a PIE's relocated RELRO), resident or swapped out
+// (dropped, either would read back as the file's unrelocated bytes), not
+// a writable one, not another file's.
+func TestReleaseMemoryDropsOnlyTheFilesOwnPages(t *testing.T) {
+	const exe = "/opt/dynamic-mcp"
+	mapping := func(r, perms, file, anonymous, swap string) string {
+		return r + " " + perms + " 00000000 fd:00 1234   " + file + "\nRss: 8 kB\nAnonymous: " + anonymous +
+			" kB\nSwap: " + swap + " kB\nVmFlags: rd mr mw me\n"
+	}
+	smaps := mapping("1000-2000", "r-xp", exe, "0", "0") + // code: dropped
+		mapping("2000-3000", "r--p", exe, "4", "0") + // RELRO, relocated: kept
+		mapping("3000-4000", "r--p", exe, "0", "4") + // RELRO, relocated and swapped out: kept
+		mapping("4000-5000", "rw-p", exe, "0", "0") + // data: kept
+		mapping("5000-6000", "r--p", "/lib/other.so", "0", "0") + // another file: kept
+		mapping("6000-7000", "r--p", exe, "0", "0") // constants: dropped
+	got, err := droppable(strings.NewReader(smaps), exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]uint64{{0x1000, 0x2000}, {0x6000, 0x7000}}; !slices.Equal(got, want) {
+		t.Fatalf("dropped %x, want %x", got, want)
+	}
+}

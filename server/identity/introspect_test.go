@@ -348,8 +348,10 @@ func TestIntrospectionUnavailable(t *testing.T) {
 	if _, err := wrong.Verify(ctx, "alice-token"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("the hub's client refused: %v", err)
 	}
-	dead := httptest.NewServer(http.NotFoundHandler())
-	dead.Close()
+	// Down: a listener kept (its port cannot go to another server
+	// meanwhile) whose every connection ends with no answer.
+	dead := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	defer dead.Close()
 	v := newIntrospectingVerifier(is, config.AuthIntrospection{URL: dead.URL + "/introspect"}, nil)
 	if _, err := v.Verify(ctx, "alice-token"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("endpoint down: %v", err)

@@ -55,7 +55,7 @@ type Options struct {
 	// Upstreams is the manager whose groups and servers the page shows;
 	// nil shows none.
 	Upstreams *upstream.Manager
-	// Clients lists the client sessions (server.Hub.Sessions); nil shows
+	// Clients lists the client sessions (server.Hub.Sessions().Info); nil shows
 	// none.
 	Clients func() []Client
 	// ToolsList is the tools/list result the hub would give in a mode

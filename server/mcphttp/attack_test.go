@@ -85,7 +85,9 @@ func TestAttackSecondGETRefused(t *testing.T) {
 // an event stream, no GET. The tool call must fail (or the elicitation be
 // refused) at once, not hang to the call timeout.
 func TestAttackServerRequestWithNoStream(t *testing.T) {
-	h := fakeHub(t)
+	// A call timeout far beyond "at once", so that a busy machine cannot
+	// pass for a hang.
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
 	_, ts := serveHTTP(t, h)
 	c := &httpClient{t: t, base: ts.URL}
 	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -101,7 +103,7 @@ func TestAttackServerRequestWithNoStream(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if time.Since(start) > 2*time.Second {
+	if time.Since(start) > time.Minute {
 		t.Errorf("answered after %v: %.300s", time.Since(start), body)
 	}
 	if !strings.Contains(string(body), `"id":1`) {

@@ -79,13 +79,15 @@ func TestDrainTimeout(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000}}}`)
+		call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":120000}}}`)
 	}()
 	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := face.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+	// The call lasts far longer than the bound: a Drain that waited for it
+	// is told from one that gave up, however busy the machine.
+	if err := face.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Minute {
 		t.Errorf("Drain: %v after %v", err, time.Since(start))
 	}
 	face.Close()
@@ -103,10 +105,12 @@ func TestDrainClosesListens(t *testing.T) {
 		t.Fatal("no acknowledgement")
 	}
 	waitFor(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.load() == 1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A drain timeout far beyond the bound: a Drain that waited it out
+	// is told from one that closed the listen, however busy the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if err := face.Drain(ctx); err != nil || time.Since(start) > 2*time.Second {
+	if err := face.Drain(ctx); err != nil || time.Since(start) > time.Minute {
 		t.Errorf("Drain with a listen open: %v after %v", err, time.Since(start))
 	}
 	deadline := time.After(5 * time.Second)

@@ -35,7 +35,7 @@ func TestAttackHostileBodiesAnswered(t *testing.T) {
 	for i, b := range bodies {
 		start := time.Now()
 		resp, got := c.post(b)
-		if took := time.Since(start); took > 5*time.Second {
+		if took := time.Since(start); took > 5*time.Second*slowMachine {
 			t.Errorf("%d %.80q: answered after %s", i, b, took)
 		}
 		if resp.StatusCode >= 500 {

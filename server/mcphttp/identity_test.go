@@ -388,8 +388,10 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 // good), and counts nothing; static tokens go on working.
 func TestIssuerDown(t *testing.T) {
 	t.Parallel()
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close()
+	// Down: a listener kept (its port cannot go to another server
+	// meanwhile) whose every connection ends with no answer.
+	down := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	defer down.Close()
 	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "static-token-0123456789", MaxAuthFailures: 1,
 		Auth: &config.HTTPAuth{Issuer: down.URL, Audience: testAudience, Claims: config.AuthClaims{Subject: "sub"}}})
 	h := g.Check(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

@@ -173,14 +173,17 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	if resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 		t.Errorf("a call slower than the body timeout: %d %s", resp.StatusCode, body)
 	}
-	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// The whole trickle takes half a minute: a 408 well before its end is
+	// the body deadline's, however busy the machine.
+	trickle := time.Duration(len(initializeMsg)) * 200 * time.Millisecond
+	nc.SetReadDeadline(start.Add(trickle))
 	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
 	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatalf("after %v: %v", elapsed, err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout || elapsed > 4*time.Second {
+	if resp.StatusCode != http.StatusRequestTimeout || elapsed > trickle/2 {
 		t.Errorf("trickled body: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
 	}
 	if !hs.sessions.lookup(c.session).hasStandalone() {

@@ -37,6 +37,28 @@ type troubledStore struct {
 	appends      int                       // AppendEvents calls begun
 	failRead     int                       // the next Events calls that fail
 	appendDelay  time.Duration             // AppendEvents waits this long first
+	dropDeleted  chan struct{}             // when set, the notices of a DELETE are lost, and it is told
+}
+
+// Subscribe is the store's, but for the notices of a DELETE while
+// dropDeleted is set: those are lost, as to a replica whose connection to
+// the store broke just then (it hears "" once reconnected), and
+// dropDeleted is told.
+func (s *troubledStore) Subscribe(ctx context.Context, channel string, fn func(payload string)) {
+	s.Store.Subscribe(ctx, channel, func(payload string) {
+		s.mu.Lock()
+		drop := s.dropDeleted
+		s.mu.Unlock()
+		if drop == nil || !strings.HasPrefix(payload, "d ") {
+			fn(payload)
+			return
+		}
+		fn("")
+		select {
+		case drop <- struct{}{}:
+		default:
+		}
+	})
 }
 
 func (s *troubledStore) Ended(ctx context.Context, key string) (bool, error) {
@@ -418,10 +440,22 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 		if s, _ := seqOf(t, prime.id); s == vStream || prime.data != "" {
 			t.Fatalf("Last-Event-ID %s: %+v", lastID, prime)
 		}
-		select {
-		case e := <-events:
-			t.Fatalf("Last-Event-ID %s replayed %+v", lastID, e)
-		case <-time.After(200 * time.Millisecond):
+		// Nothing of the victim's comes in a while. Mallory's own
+		// session's may: the flood's messages reach every session, and
+		// those for mallory's can be kept in the store after this GET
+		// began, to come live.
+		for window := time.After(200 * time.Millisecond); window != nil; {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					t.Fatalf("Last-Event-ID %s: the GET stream ended", lastID)
+				}
+				if s, _ := seqOf(t, e.id); s == vStream {
+					t.Fatalf("Last-Event-ID %s replayed %+v", lastID, e)
+				}
+			case <-window:
+				window = nil
+			}
 		}
 		cut()
 		waitFor(t, 30*time.Second, "B to let the stream go", func() bool {
@@ -558,6 +592,60 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 		return resp.StatusCode == http.StatusNotFound
 	})
 	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return sessionCount(faceB) == 0 })
+}
+
+// A session DELETEd at one replica while another is resuming it, whose
+// notice of the DELETE that one never hears (its connection to the store
+// broke just then), is not left live there: once the session is
+// registered, and any later notice would end it, the store is asked
+// again.
+func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
+	url := pgtest.Start(t)
+	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
+	_, baseA := relayReplica(t, url, yaml())
+	faceB, baseB, storeB := troubledReplica(t, url, yaml())
+	relaysListening(t, url, 2)
+	victim := newHTTPClient(t, baseA)
+	entered, releaseCh := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(releaseCh) })
+	t.Cleanup(release) // B's replica closes only once its held request has ended
+	dropped := make(chan struct{}, 1)
+	var once sync.Once
+	storeB.mu.Lock()
+	storeB.ended = func(ctx context.Context) {
+		once.Do(func() { // the store has answered "not ended"; then the DELETE
+			close(entered)
+			<-releaseCh
+		})
+	}
+	storeB.endedFirst = true
+	storeB.dropDeleted = dropped
+	storeB.mu.Unlock()
+	ping := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	done := victim.at(baseB).postAside(ping)
+	<-entered
+	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
+	req.Header.Set(headerSessionID, victim.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE at A: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	select {
+	case <-dropped: // B missed the notice
+	case <-time.After(30 * time.Second):
+		t.Fatal("the notice of the DELETE did not reach B's subscription")
+	}
+	release()
+	if got := <-done; got != http.StatusNotFound {
+		t.Errorf("the ping B resumed the session for: %d, want 404 (the session was DELETEd)", got)
+	}
+	if resp, body := victim.at(baseB).post(ping); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a ping after: %d %s, want 404", resp.StatusCode, body)
+	}
+	if n := sessionCount(faceB); n != 0 {
+		t.Errorf("B holds %d sessions, want none", n)
+	}
 }
 
 // A cancellation POSTed to the replica where its call runs cancels it at

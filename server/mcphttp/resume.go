@@ -88,33 +88,54 @@ func (s *Server) sealedSession(r *http.Request, id string) (hs *httpSession, sta
 	if s.relay != nil && s.relay.Ended(stream) {
 		return nil, http.StatusNotFound
 	}
+	hs, fresh, status := s.resume(r, st, owner, stream)
+	if !fresh {
+		return hs, status
+	}
+	// The store answered "not ended" before the session was registered
+	// here; a DELETE at another replica since then may not have been
+	// heard (its notice is lost to a replica whose connection to the
+	// store broke at that moment). Asked again now that any later notice
+	// ends the session, and outside resumeMu, as above.
+	if s.relay != nil && s.relay.Ended(stream) {
+		s.sessions.drop(hs)
+		return nil, http.StatusNotFound
+	}
+	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)
+	return hs, 0
+}
+
+// resume is sealedSession's part under resumeMu: the session of st (a
+// sealed id's state, opened for owner; its GET stream named stream) live
+// here by now, or none when it is known to be ended, or it made here now
+// (fresh).
+func (s *Server) resume(r *http.Request, st sealedState, owner, stream string) (hs *httpSession, fresh bool, status int) {
 	s.resumeMu.Lock()
 	defer s.resumeMu.Unlock()
 	if hs := s.sessions.owned(st.Nonce, owner); hs != nil {
-		return hs, 0 // resumed by a request of the same session meanwhile
+		return hs, false, 0 // resumed by a request of the same session meanwhile
 	}
 	if s.ended.has(st.Nonce, s.now()) || s.relay != nil && s.deleted.has(stream, s.now()) {
-		return nil, http.StatusNotFound
+		return nil, false, http.StatusNotFound
 	}
-	hs, err = s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
+	hs, err := s.startSession(st.Nonce, "streamable-http", owner, st.URLProfile, signin.PublicBase(r), st.State.Identity, func(hs *httpSession) (*server.Session, error) {
 		relayTo(s, hs, st.key)
 		return s.hub.OpenSession(server.SessionOptions{ID: hs.id, Transport: "streamable-http", State: &st.State, Peer: hs, SignIn: hs})
 	})
 	if err != nil {
 		s.logger.Warn("could not resume an HTTP session", "session", st.Nonce, "err", err)
 		if errors.Is(err, errTooManySessions) || errors.Is(err, errClosed) {
-			return nil, http.StatusServiceUnavailable
+			return nil, false, http.StatusServiceUnavailable
 		}
-		return nil, http.StatusNotFound
+		return nil, false, http.StatusNotFound
 	}
 	if s.relay != nil && s.deleted.has(stream, s.now()) {
 		// DELETEd at another replica while it resumed here: the notice
 		// came before the session was registered, to be ended by it.
 		s.sessions.drop(hs)
-		return nil, http.StatusNotFound
+		return nil, false, http.StatusNotFound
 	}
-	s.logger.Info("resumed an HTTP session from its id", "session", st.Nonce, "client", st.State.ClientInfo.Name, "addr", r.RemoteAddr)
-	return hs, 0
+	return hs, true, 0
 }
 
 // sealedID is the Mcp-Session-Id of hs, a session of owner that

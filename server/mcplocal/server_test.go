@@ -253,7 +253,10 @@ func TestControlsAreNoActivity(t *testing.T) {
 		case err := <-h.served:
 			h.served <- err // for the cleanup
 			took := time.Since(left)
-			if took < idle || took > idle+500*time.Millisecond {
+			// Not before the idle period; after it, by how much is the
+			// machine's: status asks that kept the hub would keep it for
+			// ever (below).
+			if took < idle {
 				t.Fatalf("Serve returned %s after the last session left, %d status asks in between; want the idle period, %s", took, asks, idle)
 			}
 			if asks < 5 {
@@ -262,8 +265,8 @@ func TestControlsAreNoActivity(t *testing.T) {
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
-		if time.Since(left) > 5*time.Second {
-			t.Fatalf("the face still serves 5 s after its last session left, with status asked every 50 ms (idle %s)", idle)
+		if time.Since(left) > time.Minute {
+			t.Fatalf("the face still serves a minute after its last session left, with status asked every 50 ms (idle %s)", idle)
 		}
 		conn, err := local.Dial(context.Background(), h.paths)
 		if err != nil {

@@ -160,6 +160,7 @@ type Relay struct {
 	pulls   map[*Stream]struct{} // sessions whose GET stream is behind the store
 	appendQ chan struct{}        // wakes the appender (1)
 	pullQ   chan struct{}        // wakes the pullers (1)
+	endedQ  chan struct{}        // wakes checkEnded (1)
 	inbox   chan string          // payloads heard
 	inboxed atomic.Int64         // bytes in inbox
 
@@ -223,12 +224,13 @@ func New(opts Options) *Relay {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r := &Relay{opts: opts, store: opts.Store, logger: opts.Logger, tag: hex.EncodeToString(b), pulls: map[*Stream]struct{}{},
-		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
+		appendQ: make(chan struct{}, 1), pullQ: make(chan struct{}, 1), endedQ: make(chan struct{}, 1), inbox: make(chan string, maxInbox), closing: make(chan struct{})}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	r.appends, r.endAppends = context.WithCancel(context.Background())
 	r.wg.Go(func() { r.store.Subscribe(r.ctx, relayChannel, r.heard) })
 	r.wg.Go(r.dispatch)
 	r.wg.Go(r.appender)
+	r.wg.Go(r.checkEnded)
 	for range pullers {
 		r.wg.Go(r.puller)
 	}
@@ -520,6 +522,7 @@ func (r *Relay) dispatch() {
 			for _, hs := range r.opts.Sessions.Relayed() {
 				r.schedule(hs)
 			}
+			wake(r.endedQ) // a DELETE's notice among them
 		}
 		if p == "" {
 			continue
@@ -563,6 +566,36 @@ func (r *Relay) dispatch() {
 					cancel()
 				}
 			case relayDeleted:
+				hs.peer.End()
+			}
+		}
+	}
+}
+
+// checkEnded ends the sessions here that the store says were ended, each
+// time the dispatcher may have missed notices (the LISTEN reconnected, or
+// the inbox was full): a session DELETEd at another replica meanwhile
+// would otherwise live on here until it idled out. One store read a
+// session, off the dispatcher; a store that fails ends the round (the
+// next reconnection tries again).
+func (r *Relay) checkEnded() {
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.endedQ:
+		}
+		for _, hs := range r.opts.Sessions.Relayed() {
+			ctx, cancel := context.WithTimeout(r.ctx, relayWait)
+			ended, err := r.store.Ended(ctx, hs.name)
+			cancel()
+			if err != nil {
+				if r.ctx.Err() == nil {
+					r.logger.Warn("relay: could not ask the store which sessions were ended while notices were missed", "err", err)
+				}
+				break
+			}
+			if ended {
 				hs.peer.End()
 			}
 		}

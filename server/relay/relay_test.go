@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
 // fakeSessions are the sessions of a face that is not there: the ones
@@ -27,7 +28,8 @@ func (f fakeSessions) Deleted(string)               {}
 // nothing.
 type fakePeer struct {
 	sync.Mutex
-	open bool
+	open  bool
+	ended bool // End was called
 }
 
 func (p *fakePeer) ID() string                                { return "fake" }
@@ -36,7 +38,26 @@ func (p *fakePeer) Deliver(context.Context, []byte)           {}
 func (p *fakePeer) Request(context.Context, *jsonrpc.Message) {}
 func (p *fakePeer) Open() bool                                { return p.open }
 func (p *fakePeer) Put(seq uint64, msg []byte, note bool)     {}
-func (p *fakePeer) End()                                      {}
+func (p *fakePeer) End() {
+	p.Lock()
+	defer p.Unlock()
+	p.ended = true
+}
+
+// endedStore is a store that answers only Ended: the streams in ended.
+type endedStore struct {
+	shared.Store
+	ended map[string]bool
+	mu    sync.Mutex
+	asked int // Ended calls
+}
+
+func (s *endedStore) Ended(_ context.Context, stream string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked++
+	return s.ended[stream], nil
+}
 
 // waitFor polls cond until it holds, failing the test after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -95,5 +116,33 @@ func TestRelayFullInboxRereads(t *testing.T) {
 	})
 	if r.lost.Load() != 1 {
 		t.Fatalf("lost %d", r.lost.Load())
+	}
+}
+
+// A DELETE's notice missed while the LISTEN reconnected does not leave
+// the session live here: after a reconnection the relay asks the store
+// which of its sessions were ended, and ends those, only those.
+func TestRelayReconnectionEndsSessionsEndedMeanwhile(t *testing.T) {
+	gone, kept := &fakePeer{}, &fakePeer{}
+	streams := map[string]*Stream{"gone": {peer: gone, name: "gone"}, "kept": {peer: kept, name: "kept"}}
+	ctx, stop := context.WithCancel(t.Context())
+	store := &endedStore{ended: map[string]bool{"gone": true}}
+	r := &Relay{opts: Options{Sessions: fakeSessions{streams}}, store: store,
+		ctx: ctx, pulls: map[*Stream]struct{}{}, pullQ: make(chan struct{}, 1), endedQ: make(chan struct{}, 1),
+		inbox: make(chan string, 1)}
+	var wg sync.WaitGroup
+	wg.Go(r.dispatch)
+	wg.Go(r.checkEnded)
+	defer func() { stop(); wg.Wait() }()
+	r.heard("") // reconnected
+	waitFor(t, 30*time.Second, "the store asked about both sessions", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.asked >= 2
+	})
+	stop()
+	wg.Wait() // End is called before the next session is asked about
+	if !gone.ended || kept.ended {
+		t.Fatalf("ended: the session the store says ended %v, the other %v", gone.ended, kept.ended)
 	}
 }

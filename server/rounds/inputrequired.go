@@ -362,15 +362,20 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server
 		if ownsConn {
 			defer h.Release(p)
 		}
+		defer r.inputs.drop(p)
 		ended := r.inputs.run(owner, p)
-		p.res, p.err = h.Send(pctx, nil, owner, s, c.Method, params, timeout)
-		ended()
-		close(p.done)
+		// A Send that panics (Spawn recovers and counts it) still ends
+		// the call, with this error for its client: else the owner's
+		// later server requests went to a call that would never end.
+		p.err = jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub failed while making this call")
+		func() {
+			defer func() { ended(); close(p.done) }()
+			p.res, p.err = h.Send(pctx, nil, owner, s, c.Method, params, timeout)
+		}()
 		select {
 		case <-p.consumed:
 		case <-pctx.Done():
 		}
-		r.inputs.drop(p)
 	}) {
 		stopOnClose()
 		cancel()

@@ -2,7 +2,14 @@ package rounds
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -45,4 +52,49 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	if r.Held(bg, owner, s1) != nil || len(r.inputs.running) != 0 {
 		t.Fatalf("ended calls are still found: %v", r.inputs.running)
 	}
+}
+
+// heldSession is a client session of a request with a session.
+type heldSession struct{ call.Session }
+
+func (heldSession) Sessionless() bool { return false }
+
+// A held call whose send upstream panics (the hub's Spawn recovers it)
+// still ends, with an error for its client, instead of leaving a call
+// that never ends to its owner's later server requests.
+func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	r, err := New(Hub{
+		Context: ctx,
+		Spawn: func(f func()) bool {
+			wg.Go(func() {
+				defer func() { _ = recover() }()
+				f()
+			})
+			return true
+		},
+		Send: func(context.Context, *call.Call, any, *upstream.Server, string, any, time.Duration) (json.RawMessage, error) {
+			panic("a bug in a stage")
+		},
+		Release: func(any) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.startHeld(ctx, &call.Call{Owner: "owner", Method: "tools/call", Session: heldSession{}}, nil, nil, time.Minute, mcp.ClientCapabilities{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held call never ended")
+	}
+	if p.err == nil {
+		t.Fatal("a call that panicked ended without an error")
+	}
+	p.consume()
 }

@@ -74,6 +74,9 @@ func (t *Table[S]) Adopt(sess S, s *upstream.Server, conn upstream.ConnID, res j
 		return res
 	}
 	hubID := t.newTask(&route[S]{server: s, conn: conn, id: bytes.Clone(id), sess: sess})
+	if hubID == nil {
+		return res // its session ended: no one to route the task to
+	}
 	task, err := jsonrpc.SetField(task, "taskId", hubID)
 	if err != nil {
 		return res
@@ -98,9 +101,20 @@ const (
 // returns that id. The upstream's id on r's connection names r from now
 // on: a task the connection numbered so before is forgotten (an upstream
 // that reuses an id on one connection has ended the task that had it).
+// A session that ended (its Gone closed, as the hub's is before the
+// table forgets it) gets nothing, nil: its call's answer may come after
+// ForgetSession, which would leave the route, and the session in owned,
+// for the hub's life.
 func (t *Table[S]) newTask(r *route[S]) json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if g, ok := any(r.sess).(interface{ Gone() <-chan struct{} }); ok {
+		select {
+		case <-g.Gone():
+			return nil
+		default:
+		}
+	}
 	var hubID string
 	for hubID == "" || t.tasks[hubID] != nil {
 		hubID = r.server.Config.ID() + "~" + rand.Text()

@@ -100,3 +100,29 @@ func TestTaskRoutesBoundedPerSession(t *testing.T) {
 		t.Errorf("%d task routes after a ended, want b's 1", n)
 	}
 }
+
+// endedSession is a session as the hub's has it: Gone is closed at its end.
+type endedSession struct{ gone chan struct{} }
+
+func (s *endedSession) Gone() <-chan struct{} { return s.gone }
+
+// A task-augmented call whose answer comes after its session ended (the
+// session's end and the answer race) leaves nothing behind: the table
+// forgot the session already, and would keep the task's route, and the
+// session in its map of owners, for the hub's life.
+func TestTaskOfEndedSessionNotKept(t *testing.T) {
+	tab := New[*endedSession](slog.New(slog.DiscardHandler))
+	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
+	sess := &endedSession{gone: make(chan struct{})}
+	close(sess.gone) // ended (the hub's Remove ends a session, then forgets its tasks)
+	tab.ForgetSession(sess)
+	res := json.RawMessage(`{"task":{"taskId":"1","status":"working"}}`)
+	if got := tab.Adopt(sess, srv, 7, res); string(got) != string(res) {
+		t.Errorf("adopted for an ended session: %s", got)
+	}
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	if len(tab.tasks) != 0 || len(tab.keys) != 0 || len(tab.owned) != 0 {
+		t.Errorf("kept for an ended session: %d routes, %d keys, %d owners", len(tab.tasks), len(tab.keys), len(tab.owned))
+	}
+}

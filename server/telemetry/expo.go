@@ -23,7 +23,7 @@ import (
 // their initialisers ran in every process. What is not kept: the protobuf
 // exposition, which a scraper asks for only to read native histograms (the
 // hub has none); it is answered in text, which every scraper reads.
-// expo_test.go holds the output to client_golang's.
+// expo_golden_test.go and expo_ref_test.go hold the output to client_golang's.
 
 // metricType is a family's TYPE.
 type metricType uint8
@@ -120,27 +120,42 @@ type format struct {
 	openMetrics bool
 }
 
+// offered are the formats a scrape is answered in, in expfmt's order of
+// preference (its protobuf formats left out: see above).
+var offered = []struct {
+	typ, sub, version, contentType string
+	openMetrics                    bool
+}{
+	{"application", "openmetrics-text", "1.0.0", "application/openmetrics-text; version=1.0.0; charset=utf-8", true},
+	{"application", "openmetrics-text", "0.0.1", "application/openmetrics-text; version=0.0.1; charset=utf-8", true},
+	{"text", "plain", "0.0.4", "text/plain; version=0.0.4; charset=utf-8", false},
+}
+
 // negotiate picks the format of the Accept header as expfmt.NegotiateAccept
-// did with the OpenMetrics formats offered: the clauses by q, the first that
-// names OpenMetrics 1.0.0 or 0.0.1 (0.0.1 when no version is given) or the
-// text format 0.0.4 (the default of text/plain) wins; text otherwise.
+// did with the OpenMetrics formats offered: the clauses by q, the first
+// offered format a clause matches wins, a clause's type or subtype "*"
+// matching any, its version (for text/plain 0.0.4 and OpenMetrics 0.0.1
+// when it gives none) the format's; text otherwise. The escaping is the
+// matching clause's, when it names one.
 func negotiate(accept string) format {
 	for _, ac := range parseAccept(accept) {
+		version := ac.params["version"]
+		switch {
+		case version != "":
+		case ac.typ == "application" && ac.sub == "openmetrics-text":
+			version = "0.0.1"
+		case ac.typ == "text" && ac.sub == "plain":
+			version = "0.0.4"
+		}
 		escaping := "underscores"
 		switch e := ac.params["escaping"]; e {
 		case "allow-utf-8", "underscores", "dots", "values":
 			escaping = e
 		}
-		mt := ac.typ + "/" + ac.sub
-		version := ac.params["version"]
-		switch {
-		case mt == "application/openmetrics-text" && (version == "" || version == "0.0.1" || version == "1.0.0"):
-			if version == "" {
-				version = "0.0.1"
+		for _, f := range offered {
+			if (ac.typ == "*" || ac.typ == f.typ) && (ac.sub == "*" || ac.sub == f.sub) && version == f.version {
+				return format{f.contentType + "; escaping=" + escaping, f.openMetrics}
 			}
-			return format{"application/openmetrics-text; version=" + version + "; charset=utf-8; escaping=" + escaping, true}
-		case mt == "text/plain" && (version == "" || version == "0.0.4"):
-			return format{"text/plain; version=0.0.4; charset=utf-8; escaping=" + escaping, false}
 		}
 	}
 	return format{"text/plain; version=0.0.4; charset=utf-8; escaping=underscores", false}
@@ -154,17 +169,18 @@ type acceptClause struct {
 
 // parseAccept parses an Accept header as munnerz/goautoneg does (the
 // parser expfmt used): clauses without a subtype are dropped but for "*",
-// and the clauses are ordered by q, a concrete type before "*".
+// and so are those of more than one "/"; parameters without a value are
+// left out; the clauses are ordered by q, a concrete type before "*".
 func parseAccept(header string) []acceptClause {
 	var out []acceptClause
 	for part := range strings.SplitSeq(header, ",") {
-		part = strings.TrimSpace(part)
+		part = strings.Trim(part, " ")
 		mt, rest, _ := strings.Cut(part, ";")
 		a := acceptClause{q: 1}
-		typ, sub, ok := strings.Cut(mt, "/")
-		a.typ = strings.TrimSpace(typ)
+		typ, sub, _ := strings.Cut(mt, "/")
+		a.typ = strings.Trim(typ, " ")
 		switch {
-		case !ok:
+		case sub == "":
 			if a.typ != "*" {
 				continue
 			}
@@ -172,20 +188,21 @@ func parseAccept(header string) []acceptClause {
 		case strings.Contains(sub, "/"):
 			continue
 		default:
-			a.sub = strings.TrimSpace(sub)
+			a.sub = strings.Trim(sub, " ")
 		}
 		if rest != "" {
 			a.params = map[string]string{}
 			for p := range strings.SplitSeq(rest, ";") {
-				k, v, ok := strings.Cut(p, "=")
-				if !ok || strings.Contains(v, "=") {
-					continue
+				k, rest, _ := strings.Cut(p, "=")
+				v, more, _ := strings.Cut(rest, "=")
+				if rest == "" || more != "" {
+					continue // nothing after "=", or a second "=" with more after it
 				}
-				if k = strings.TrimSpace(k); k == "q" {
+				if k = strings.Trim(k, " "); k == "q" {
 					q, _ := strconv.ParseFloat(v, 32)
 					a.q = q
 				} else {
-					a.params[k] = strings.TrimSpace(v)
+					a.params[k] = strings.Trim(v, " ")
 				}
 			}
 		}
@@ -215,7 +232,10 @@ func (s byQ) Less(i, j int) bool {
 }
 
 // gzipEncoding reports whether the Accept-Encoding header takes gzip over
-// identity, as promhttp's negotiation (identity and gzip offered) did.
+// identity, as promhttp's negotiation (identity and gzip offered) did for
+// a well-formed header. Where promhttp's parser stopped at a malformed
+// element or took "GZIP" for another coding, this reads the rest and
+// any case (codings are case-insensitive, RFC 9110 8.4.1).
 func gzipEncoding(header string) bool {
 	best, bestQ := "identity", -1.0
 	var specs []acceptClause
@@ -433,8 +453,11 @@ func writeOMFloat(w *bufio.Writer, f float64) {
 }
 
 func appendFloat(b []byte, f float64) []byte {
-	if math.IsInf(f, 1) {
+	switch {
+	case math.IsInf(f, 1):
 		return append(b, "+Inf"...)
+	case f == 0:
+		return append(b, '0') // -0 too, as expfmt wrote it
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }

@@ -26,10 +26,10 @@ type MetricsOptions struct {
 	// no room for them, ever (routes.Sessions.Dropped).
 	Dropped func() uint64
 	// Panics is how many panics the hub and its faces recovered from,
-	// ever (server.Hub.Panics).
+	// ever (panics.Counter.Count, server.Hub.Panics's).
 	Panics func() uint64
 	// AuditLost is how many audit records never reached the trail, ever
-	// (server.Hub.AuditLost).
+	// (audit.Stats.Lost, of every trail the hub opened).
 	AuditLost func() uint64
 	// RateLimited is how many calls each policy rule's rate limit found
 	// over it, ever, by the rule's group ("" for a global rule) and name

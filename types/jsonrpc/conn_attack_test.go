@@ -184,7 +184,18 @@ func TestAttackNoWriteOnReader(t *testing.T) {
 	}})
 	c.Start()
 	defer func() { b.Close(); c.Close() }()
-	go io.Copy(io.Discard, b)
+	barrier := make(chan struct{}) // closed when the last request's answer is read
+	go func() {
+		sc := bufio.NewScanner(b)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"id":"last"`) {
+				close(barrier)
+				break
+			}
+		}
+		io.Copy(io.Discard, b)
+	}()
 	lines := []string{"x", `[1]`, `{"jsonrpc":"2.0","id":1,"method":"hang"}`, `{"jsonrpc":"2.0","id":2,"method":"hang"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"1.0","id":4,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}`}
@@ -194,7 +205,14 @@ func TestAttackNoWriteOnReader(t *testing.T) {
 		}
 	}
 	close(release)
-	time.Sleep(100 * time.Millisecond)
+	// Everything read before it has been dealt with once the last
+	// request is answered (or refused as busy).
+	io.WriteString(b, `{"jsonrpc":"2.0","id":"last","method":"ping"}`+"\n")
+	select {
+	case <-barrier:
+	case <-time.After(time.Minute):
+		t.Fatal("the last request was not answered")
+	}
 	if n := w.onReader.Load(); n > 0 {
 		t.Errorf("%d writes happened on the reading goroutine: %s", n, w.stack.Load())
 	}
@@ -311,16 +329,18 @@ func TestAttackCallPeerNeverReads(t *testing.T) {
 	c.Start()
 	defer c.Close()
 	_ = pr
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// The ctx far beyond the write timeout: the call ends by the
+	// timeout, well before it, however busy the machine.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
 	_, err := c.Call(ctx, "x", json.RawMessage(`{"big":"`+strings.Repeat("a", 1<<16)+`"}`))
-	if err == nil || time.Since(start) > time.Second {
+	if err == nil || time.Since(start) > 30*time.Second {
 		t.Errorf("Call: %v after %v", err, time.Since(start))
 	}
 	select {
 	case <-c.Done():
-	case <-time.After(time.Second):
+	case <-time.After(time.Minute):
 		t.Error("the connection did not end at the write timeout")
 	}
 }
@@ -433,7 +453,7 @@ func TestAttackCloseReturnsWhilePeerFloods(t *testing.T) {
 	go func() { c.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(2 * time.Second):
+	case <-time.After(time.Minute): // it never returned when it waited for the reader
 		t.Errorf("Close has not returned %v after it was called, while the peer keeps sending", time.Since(start))
 	}
 	close(stop)

@@ -142,11 +142,8 @@ func TestConnOversizeReplyIDLast(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "over the 1000 byte limit") {
 			t.Errorf("err = %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call waited on")
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Error("slow")
+	case <-time.After(time.Minute): // its ctx has no deadline: without the limit it waits for ever
+		t.Fatalf("the call waited on %v", time.Since(start))
 	}
 }
 
@@ -199,7 +196,7 @@ func TestConnPeerStopsReading(t *testing.T) {
 				if !errors.Is(c.Err(), ErrWriteTimeout) {
 					t.Errorf("done with %v", c.Err())
 				}
-			case <-time.After(3 * time.Second):
+			case <-time.After(time.Minute): // it never closes without the write timeout
 				t.Fatal("connection still open")
 			}
 			if _, err := c.Call(t.Context(), "x", nil); !errors.Is(err, ErrClosed) {
