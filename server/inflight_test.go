@@ -11,13 +11,13 @@ import (
 // request beyond it is refused at once, and the others are answered.
 func TestSessionInflightSetting(t *testing.T) {
 	t.Parallel() // its own hub and upstreams
-	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 2", ""), true)
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 2m, session_inflight: 2", ""), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
 	for i := 1; i <= 3; i++ {
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`, i))
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":15000}}}`, i))
 	}
 	got, _ := c.answersAt(time.Now(), "1", "2", "3")
 	refused := 0
@@ -25,7 +25,7 @@ func TestSessionInflightSetting(t *testing.T) {
 		switch {
 		case strings.Contains(line, `"code":-32000`):
 			refused++
-		case !strings.Contains(line, "slept 1000"):
+		case !strings.Contains(line, "slept 15000"):
 			t.Errorf("%s: %s", id, line)
 		}
 	}

@@ -18,23 +18,41 @@ import (
 	"time"
 )
 
+// baseEnvVar names another build of the hub (say main's, built with go
+// build ./cmd/dynamic-mcp) for the http line to measure beside this one,
+// as "base": a change's figures against its base's in one run.
+const baseEnvVar = "DYNAMIC_MCP_BENCH_BASE"
+
 // benchHTTP compares the hub's Streamable HTTP face with a plain mcp-go
 // proxy of the same upstream, both separate processes driven by the same
 // client loop (see BenchmarkToolCallLatency), and with TBXark/mcp-proxy
-// too when tbxarkEnvVar names its binary.
+// too when tbxarkEnvVar names its binary, and another build of the hub
+// when baseEnvVar does.
 func benchHTTP(b *testing.B) {
-	proxyURL := startMCPGoProxy(b)
-	hubURL := startHTTPHubForBench(b, flatConfig())
+	proxyURL, proxyMeter := startMCPGoProxy(b)
+	hubURL, hubMeter := startHTTPHubForBench(b, flatConfig())
 	proxy := openHTTPSession(b, proxyURL)
 	hub := openHTTPSession(b, hubURL)
 	proxyCall, hubCall := proxy.caller("echo"), hub.caller("f__echo")
 	// The hub answers before its upstream is ready; wait for f__echo.
 	waitFor(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
 	calls := []func() error{proxyCall, hubCall}
+	meters := []procMeter{proxyMeter, hubMeter}
 	var tbxark *httpSession
 	if bin := os.Getenv(tbxarkEnvVar); bin != "" {
-		tbxark = openHTTPSession(b, startTBXark(b, bin))
+		tbxarkURL, tbxarkMeter := startTBXark(b, bin)
+		tbxark = openHTTPSession(b, tbxarkURL)
 		calls = append(calls, tbxark.caller("echo"))
+		meters = append(meters, tbxarkMeter)
+	}
+	base := -1 // the index of the base's calls
+	if bin := os.Getenv(baseEnvVar); bin != "" {
+		baseURL, baseMeter := startHTTPHubBinForBench(b, bin, flatConfig())
+		baseCall := openHTTPSession(b, baseURL).caller("f__echo")
+		waitFor(b, 30*time.Second, "f__echo through the base hub over HTTP", func() bool { return baseCall() == nil })
+		base = len(calls)
+		calls = append(calls, baseCall)
+		meters = append(meters, baseMeter)
 	}
 	warmUp(b, calls...)
 	// Whether a server answers with JSON or with a stream costs it
@@ -45,13 +63,15 @@ func benchHTTP(b *testing.B) {
 	}
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			s, err := measureRounds(b.N, inflight, calls...)
+			s, err := measureRoundsMetered(b.N, inflight, calls, meters)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p, h := s[0], s[1]
 			p.report(b, "proxy")
 			h.report(b, "hub")
+			p.reportUse(b, "proxy")
+			h.reportUse(b, "hub")
 			if inflight == 1 {
 				b.ReportMetric(float64(h.quantile(0.5))/float64(p.quantile(0.5)), "http-p50-ratio")
 			} else {
@@ -60,6 +80,11 @@ func benchHTTP(b *testing.B) {
 			if tbxark != nil {
 				t := s[2]
 				t.report(b, "tbxark")
+				t.reportUse(b, "tbxark")
+				if hc, _, _ := h.perCall(); hc > 0 {
+					tc, _, _ := t.perCall()
+					b.ReportMetric(hc/tc, "hub/tbxark-cpu-ratio")
+				}
 				if inflight == 1 {
 					b.ReportMetric(float64(h.quantile(0.5))/float64(t.quantile(0.5)), "hub/tbxark-p50-ratio")
 					b.ReportMetric(float64(p.quantile(0.5))/float64(t.quantile(0.5)), "proxy/tbxark-p50-ratio")
@@ -68,24 +93,50 @@ func benchHTTP(b *testing.B) {
 					b.ReportMetric(p.perSecond()/t.perSecond(), "proxy/tbxark-tput-ratio")
 				}
 			}
+			if base >= 0 {
+				reportAgainst(b, inflight, h, s[base], "base")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
+// reportAgainst reports the hub's figures against another server's, named
+// other, measured in the same rounds.
+func reportAgainst(b *testing.B, inflight int, h, o sample, other string) {
+	o.report(b, other)
+	o.reportUse(b, other)
+	if hc, _, _ := h.perCall(); hc > 0 {
+		oc, _, _ := o.perCall()
+		b.ReportMetric(hc/oc, "hub/"+other+"-cpu-ratio")
+	}
+	if inflight == 1 {
+		b.ReportMetric(float64(h.quantile(0.5))/float64(o.quantile(0.5)), "hub/"+other+"-p50-ratio")
+	} else {
+		b.ReportMetric(h.perSecond()/o.perSecond(), "hub/"+other+"-tput-ratio")
+	}
+}
+
 // startHTTPHubForBench starts the hub binary serving cfg over HTTP on a
 // loopback port of its choosing without auth, and returns the URL of its
-// /mcp once it listens. Its log is at level info for the line that says
-// where it listens: the hub logs nothing per call at info.
-func startHTTPHubForBench(b *testing.B, cfg string) string {
+// /mcp once it listens, and its meter. Its log is at level info for the
+// line that says where it listens: the hub logs nothing per call at info.
+func startHTTPHubForBench(b *testing.B, cfg string) (string, procMeter) {
+	b.Helper()
+	return startHTTPHubBinForBench(b, hubBin, cfg)
+}
+
+// startHTTPHubBinForBench is startHTTPHubForBench with the hub binary bin.
+func startHTTPHubBinForBench(b *testing.B, bin, cfg string) (string, procMeter) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--insecure-no-auth", "--log-level", "info")
+	cmd := exec.Command(bin, "serve", "-c", path, "--http", "127.0.0.1:0", "--insecure-no-auth", "--log-level", "info")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+b.TempDir())
-	return "http://" + servingAddr(b, "the hub", startBenchProcess(b, cmd, "the hub")) + "/mcp"
+	stderr := startBenchProcess(b, cmd, "the hub")
+	return "http://" + servingAddr(b, "the hub", stderr) + "/mcp", procMeter{cmd.Process.Pid}
 }
 
 // buildForBench builds the command in dir, relative to this package,
@@ -101,8 +152,8 @@ func buildForBench(b *testing.B, dir string) string {
 }
 
 // startMCPGoProxy builds testdata/mcpgoproxy, starts it on the fake and
-// returns the URL of its /mcp.
-func startMCPGoProxy(b *testing.B) string {
+// returns the URL of its /mcp and its meter.
+func startMCPGoProxy(b *testing.B) (string, procMeter) {
 	b.Helper()
 	bin := buildForBench(b, "../../testdata/mcpgoproxy")
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "--", fakeBin)
@@ -122,10 +173,10 @@ func startMCPGoProxy(b *testing.B) string {
 		if a == "" {
 			b.Fatalf("mcpgoproxy did not start:\n%s", stderr)
 		}
-		return "http://" + a + "/mcp"
+		return "http://" + a + "/mcp", procMeter{cmd.Process.Pid}
 	case <-time.After(30 * time.Second):
 		b.Fatalf("mcpgoproxy did not say where it listens:\n%s", stderr)
-		return ""
+		return "", procMeter{}
 	}
 }
 

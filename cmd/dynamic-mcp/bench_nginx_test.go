@@ -22,7 +22,7 @@ import (
 
 func BenchmarkNginx(b *testing.B) {
 	nginxBinary(b)
-	hubURL := startHTTPHubForBench(b, flatConfig())
+	hubURL, _ := startHTTPHubForBench(b, flatConfig())
 	n := startNginx(b, strings.TrimSuffix(strings.TrimPrefix(hubURL, "http://"), "/mcp"))
 	direct := openHTTPSession(b, hubURL)
 	proxied := openHTTPSessionWith(b, n.https+"/mcp", n.client)

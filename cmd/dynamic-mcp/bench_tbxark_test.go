@@ -22,13 +22,14 @@ const tbxarkEnvVar = "DYNAMIC_MCP_BENCH_TBXARK"
 
 // startTBXark starts the TBXark/mcp-proxy binary bin on the fake, as a
 // stateless Streamable HTTP server on a free loopback port, and returns the
-// URL of its route for the fake, /f/, once the route is served. The port
-// is picked free and bound by TBXark, another process: when anyone took
-// it in between, TBXark says so, and it is started again on another.
-func startTBXark(b *testing.B, bin string) string {
+// URL of its route for the fake, /f/, once the route is served, and its
+// meter. The port is picked free and bound by TBXark, another process:
+// when anyone took it in between, TBXark says so, and it is started again
+// on another.
+func startTBXark(b *testing.B, bin string) (string, procMeter) {
 	b.Helper()
 	for attempt := 1; ; attempt++ {
-		addr, stderr := startTBXarkAt(b, bin)
+		addr, stderr, meter := startTBXarkAt(b, bin)
 		inUse := false
 		// The route is added once the upstream is initialized and its
 		// lists read; the server listens before that and answers 404
@@ -38,7 +39,7 @@ func startTBXark(b *testing.B, bin string) string {
 			return inUse || strings.Contains(stderr.String(), "<f> Handling requests at /f/")
 		})
 		if !inUse {
-			return "http://" + addr + "/f/"
+			return "http://" + addr + "/f/", meter
 		}
 		if attempt == 3 {
 			b.Fatalf("TBXark/mcp-proxy found its port taken 3 times; last %s: %s", addr, stderr)
@@ -47,8 +48,8 @@ func startTBXark(b *testing.B, bin string) string {
 }
 
 // startTBXarkAt starts TBXark/mcp-proxy (bin) on a port found free, and
-// returns its address and its stderr.
-func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer) {
+// returns its address, its stderr and its meter.
+func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer, procMeter) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,5 +81,6 @@ func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer) {
 		b.Fatal(err)
 	}
 	// -expand-env=false: the config is literal, paths included.
-	return addr, startBenchProcess(b, exec.Command(bin, "-config", path, "-expand-env=false"), "TBXark/mcp-proxy")
+	cmd := exec.Command(bin, "-config", path, "-expand-env=false")
+	return addr, startBenchProcess(b, cmd, "TBXark/mcp-proxy"), procMeter{cmd.Process.Pid}
 }

@@ -23,7 +23,14 @@ package main
 //	                       the repo), it measures that too, on the same
 //	                       fake: tbxark's p50 and calls/s, and the hub's
 //	                       and the stand-in's ratios to it
-//	                       (hub/tbxark-*, proxy/tbxark-*).
+//	                       (hub/tbxark-*, proxy/tbxark-*). Each server's
+//	                       CPU time per call, wake-ups per call and its
+//	                       upstream's CPU per call, and the client's, from
+//	                       /proc (*-cpu-µs/call, *-wakeups/call,
+//	                       *-upstream-cpu-µs/call, *-client-cpu-µs/call,
+//	                       hub/tbxark-cpu-ratio). With DYNAMIC_MCP_BENCH_BASE
+//	                       naming another build of the hub (say main's), that
+//	                       too, as base (hub/base-*).
 //	rss                    hub-rss-MB: VmRSS of a hub serving 4 fake upstreams
 //	                       after 400 calls (and hub-hwm-MB, its peak).
 //
@@ -213,6 +220,7 @@ func warmUp(b *testing.B, calls ...func() error) {
 type sample struct {
 	lat     []time.Duration
 	elapsed time.Duration
+	use     procUse // what the server spent on the calls, when metered
 }
 
 func (s sample) quantile(q float64) time.Duration { return quantile(s.lat, q) }
@@ -245,15 +253,29 @@ func measurePair(n, inflight int, callA, callB func() error) (a, b sample, err e
 // rounds that take the paths in turn, so that a change in the machine's
 // load over the run falls on every path alike.
 func measureRounds(n, inflight int, calls ...func() error) ([]sample, error) {
+	return measureRoundsMetered(n, inflight, calls, nil)
+}
+
+// measureRoundsMetered is measureRounds that also counts, with meters[i]
+// (where there is one), what the process serving calls[i] spent on them
+// (sample.use).
+func measureRoundsMetered(n, inflight int, calls []func() error, meters []procMeter) ([]sample, error) {
 	samples := make([]sample, len(calls))
 	rounds := min(4, n)
 	for r := range rounds {
 		count := n/rounds + btoi(r < n%rounds)
 		for i, call := range calls {
+			var m procMeter
+			if i < len(meters) {
+				m = meters[i]
+			}
+			before, clientBefore := m.read(), clientCPU(m)
 			s, err := measure(count, inflight, call)
 			if err != nil {
 				return samples, err
 			}
+			samples[i].use = samples[i].use.add(m.read().sub(before))
+			samples[i].use.client += clientCPU(m) - clientBefore
 			samples[i].lat = append(samples[i].lat, s.lat...)
 			samples[i].elapsed += s.elapsed
 		}

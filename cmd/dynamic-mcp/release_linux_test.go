@@ -23,6 +23,41 @@ func TestReleaseMemoryDropsTheBinarysPages(t *testing.T) {
 	}
 }
 
+// releaseMemory also registers the program file's read-only mappings
+// with userfaultfd (write-protect, async), which keeps the kernel from
+// mapping 64 KB around each fault there: smaps shows the mapping's
+// VmFlags with "uw". Where the kernel refuses (before Linux 6.7, a seccomp
+// filter), nothing changes and the test is skipped.
+func TestReleaseMemoryStopsFaultAround(t *testing.T) {
+	releaseMemory()
+	if faultAround < 0 {
+		t.Skip("userfaultfd write-protect (async) refused here")
+	}
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := false // in the program file's executable mapping
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			code = len(f) >= 6 && f[5] == exe && f[1] == "r-xp"
+			continue
+		}
+		if code && len(f) > 0 && f[0] == "VmFlags:" {
+			if !slices.Contains(f, "uw") {
+				t.Fatalf("the program file's code is not registered: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatal("no executable mapping of the program file in smaps")
+}
+
 // A position-independent build (what distributions package) keeps working
 // after releaseMemory: the loader wrote its relocations into read-only
 // pages (RELRO), which must not be dropped back to the file's bytes. A
@@ -97,11 +132,12 @@ func fileResidentKB(t *testing.T) int {
 	return kB["Rss"] - kB["Anonymous"]
 }
 
-// Of the program file's mappings, releaseMemory drops only the read-only
-// ones that hold no page of the process's own: not one with a page
-// copied on write (a PIE's relocated RELRO), resident or swapped out
+// Of the files' mappings, releaseMemory drops only the read-only ones
+// that hold no page of the process's own: not one with a page copied on
+// write (a PIE's or a library's relocated RELRO), resident or swapped out
 // (dropped, either would read back as the file's unrelocated bytes), not
-// a writable one, not another file's.
+// a writable one, not one of no file; another file's (libc's, with cgo)
+// as the program file's.
 func TestReleaseMemoryDropsOnlyTheFilesOwnPages(t *testing.T) {
 	const exe = "/opt/dynamic-mcp"
 	mapping := func(r, perms, file, anonymous, swap string) string {
@@ -112,13 +148,33 @@ func TestReleaseMemoryDropsOnlyTheFilesOwnPages(t *testing.T) {
 		mapping("2000-3000", "r--p", exe, "4", "0") + // RELRO, relocated: kept
 		mapping("3000-4000", "r--p", exe, "0", "4") + // RELRO, relocated and swapped out: kept
 		mapping("4000-5000", "rw-p", exe, "0", "0") + // data: kept
-		mapping("5000-6000", "r--p", "/lib/other.so", "0", "0") + // another file: kept
-		mapping("6000-7000", "r--p", exe, "0", "0") // constants: dropped
-	got, err := droppable(strings.NewReader(smaps), exe)
+		mapping("5000-6000", "r--p", "/lib/other.so", "0", "0") + // another file: dropped
+		mapping("6000-7000", "r--p", exe, "0", "0") + // constants: dropped
+		mapping("7000-8000", "r--p", "[vvar]", "0", "0") // no file: kept
+	got, err := droppable(strings.NewReader(smaps))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := [][2]uint64{{0x1000, 0x2000}, {0x6000, 0x7000}}; !slices.Equal(got, want) {
+	if want := [][2]uint64{{0x1000, 0x2000}, {0x5000, 0x6000}, {0x6000, 0x7000}}; !slices.Equal(got, want) {
 		t.Fatalf("dropped %x, want %x", got, want)
+	}
+}
+
+// processResident reads the resident size the kernel reports: the second
+// field of /proc/self/statm, in pages (within a megabyte: the test's own
+// reading moves it).
+func TestProcessResidentIsStatmsSecondField(t *testing.T) {
+	got := processResident()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip(err)
+	}
+	pages, err := strconv.ParseUint(strings.Fields(string(b))[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pages * uint64(os.Getpagesize())
+	if got == 0 || max(got, want)-min(got, want) > 1<<20 {
+		t.Fatalf("processResident() = %d, statm says %d", got, want)
 	}
 }

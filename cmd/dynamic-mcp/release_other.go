@@ -15,3 +15,6 @@ func releaseMemory() { debug.FreeOSMemory() }
 // processCPU is nil here: releaseWhenQuiet does nothing (what it gives
 // back on Linux is mostly the program file's pages).
 var processCPU func() time.Duration
+
+// processResident is nil here, as processCPU.
+var processResident func() uint64

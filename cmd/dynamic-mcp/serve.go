@@ -208,7 +208,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		mgr.WaitSettled(watchCtx)
 		if watchCtx.Err() == nil {
 			releaseMemory()
-			releaseWhenQuiet(watchCtx, processCPU, releaseMemory)
+			releaseWhenQuiet(watchCtx, processCPU, processResident, releaseMemory)
 		}
 	}()
 	defer func() { stopWatching(); <-watched; <-pinsWatched; <-secretsWatched; <-released }()

@@ -1,7 +1,6 @@
 package mcphttp
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,9 +42,7 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 	if r.ContentLength >= 0 {
 		want = r.ContentLength
 	}
-	wait, cancel := context.WithTimeout(r.Context(), b.timeout)
-	held, err := b.acquire(wait, want)
-	cancel()
+	held, err := b.acquire(r.Context(), b.timeout, want)
 	if err != nil {
 		unavailable(w, "too many request bodies being read")
 		return nil, nil, nil, false

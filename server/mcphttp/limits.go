@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -75,11 +76,18 @@ func newByteBudget(max int) *byteBudget {
 }
 
 // acquire reserves n bytes (at most the whole budget), waiting for others
-// to release until ctx ends. It returns what it reserved.
-func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
+// to release until ctx ends, or for timeout after it. It returns what it
+// reserved. The timeout's ctx is made only for a reader that must wait: a
+// timer per body is a tenth of what reading it costs.
+func (b *byteBudget) acquire(ctx context.Context, timeout time.Duration, n int64) (int64, error) {
 	n = min(n, b.max)
-	if err := b.sem.Acquire(ctx, n); err != nil {
-		return 0, err
+	if !b.sem.TryAcquire(n) { // refused while others wait: first come first served
+		wait, cancel := context.WithTimeout(ctx, timeout)
+		err := b.sem.Acquire(wait, n)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
 	}
 	used := b.used.Add(n)
 	for {

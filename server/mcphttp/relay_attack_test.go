@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -422,7 +423,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
-	_, baseA := relayReplica(t, url, yaml())
+	faceA, baseA := relayReplica(t, url, yaml())
 	faceB, baseB := relayReplica(t, url, yaml())
 	victim, mallory := newHTTPClient(t, baseA), newHTTPClient(t, baseA)
 	vEvents := resumeStream(t.Context(), victim, "")
@@ -432,6 +433,23 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 	}
 	nextEvent(t, vEvents)
 	nextEvent(t, vEvents)
+	// The flood's log messages reach every session through the hub's
+	// event loop, which may be after the call's answer: mallory's are in
+	// the store before its GETs below, which must get nothing live.
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := faceA.sealer.open(mallory.session, httpguard.NoAuthCredential, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mStream := faceA.sealer.streamName(st.key, st.Nonce)
+	waitFor(t, 30*time.Second, "mallory's two events in the store", func() bool {
+		_, last, err := db.Events(t.Context(), mStream, 0)
+		return err == nil && last == 2
+	})
 	vStream, _ := seqOf(t, vPrime.id)
 	for _, lastID := range []string{vStream + "-0", vStream + "-1", "x-99999999999999999999", vStream + "-18446744073709551615"} {
 		ctx, cut := context.WithCancel(t.Context())

@@ -173,7 +173,9 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = httpguard.WithClientAddr(r, s.opts.TrustedProxies)
-	if r.ContentLength != 0 { // a GET or DELETE skips the second lookup of its route
+	// A GET or DELETE, and a POST to /mcp, skip the second lookup of
+	// their route.
+	if r.ContentLength != 0 && r.URL.Path != "/mcp" {
 		if _, pattern := s.mux.Handler(r); pattern == "" {
 			// No route (404, 405): the body is never read; see refuse.
 			w.Header().Set("Connection", "close")

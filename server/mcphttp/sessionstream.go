@@ -52,6 +52,10 @@ type post struct {
 type stream struct {
 	out *jsonrpc.Outbox
 	ids bool // a GET stream: each message is framed with its event id (eventlog.go)
+	// woken, when set, is called after each message put: a POST's
+	// handler that is busy answering its request (serveHere) starts a
+	// goroutine to write it.
+	woken atomic.Pointer[func()]
 }
 
 // inbound is a message POSTed, with its decoding where the face made one.
@@ -259,6 +263,11 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		}
 	case to.put(msg, rel.Notification) != nil && rel.Notification:
 		ss.lost.Add(1)
+	}
+	if to != nil && msg != nil {
+		if wake := to.woken.Load(); wake != nil {
+			(*wake)()
+		}
 	}
 	return nil
 }

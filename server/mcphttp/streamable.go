@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
@@ -121,7 +123,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if !hs.st.deliverDecoded(r.Context(), msg) {
+		// Taken here, on this goroutine: a notification is acted on
+		// before the client has its 202.
+		if _, ok := hs.conn.Take(msg); !ok {
 			writeJSONError(w, http.StatusNotFound, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 			return
 		}
@@ -208,11 +212,12 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 }
 
 // request answers a client request on a POST: the session's Conn answers
-// it, and the session's stream routes the answer, and what relates to the
-// request, here. The answer is plain JSON unless something must reach the
-// client before it (progress, a log message, a request of the hub's
-// during a tool call): then, and only then, the response becomes an
-// event stream, with the answer as its last event.
+// it, on this goroutine (Conn.Take), and the session's stream routes the
+// answer, and what relates to the request, here. The answer is plain JSON
+// unless something must reach the client before it (progress, a log
+// message, a request of the hub's during a tool call): then, and only
+// then, the response becomes an event stream, with the answer as its last
+// event.
 //
 // release gives back the body's bytes once the session's Conn has taken
 // the message, not when it is answered: a long call does not hold the
@@ -233,12 +238,63 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	id := msg.ID
 	delivered := false
 	defer func() { hs.st.forget(id, p, delivered); hs.touch() }()
-	delivered = hs.st.deliverDecoded(r.Context(), msg)
+	serve, delivered := hs.conn.Take(msg)
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
+	respond := func() { s.respond(w, r, hs, p, header, status) }
+	if serve != nil && s.serveHere(p, serve, respond) {
+		return // the goroutine serveHere started has responded
+	}
+	respond()
+}
+
+// serveHere answers the request on this goroutine (serve), and reports
+// whether the response was written meanwhile: what the hub sends down the
+// POST's stream before the answer (progress, a request of the hub's the
+// client must answer for the call to go on) cannot wait for it, so the
+// first such message starts a goroutine that responds (respond) as the
+// POST's handler would; serveHere then waits for it. A POST without a
+// stream of its own has nothing to write before its answer.
+func (s *Server) serveHere(p *post, serve, respond func()) bool {
+	if p.out == nil {
+		serve()
+		return false
+	}
+	const serving, responding, served = 0, 1, 2
+	var state atomic.Int32
+	done := make(chan struct{})
+	wake := func() {
+		if state.CompareAndSwap(serving, responding) {
+			go func() {
+				defer close(done)
+				defer func() {
+					if v := recover(); v != nil { // net/http's recover is the handler's goroutine's only
+						s.hub.Panics().Recovered("", v, debug.Stack())
+					}
+				}()
+				respond()
+			}()
+		}
+	}
+	p.out.woken.Store(&wake)
+	if p.out.out.Len() > 0 {
+		wake() // put before the hook was: a request of the hub's sent down the POST stream opened last
+	}
+	serve()
+	if state.CompareAndSwap(serving, served) {
+		return false
+	}
+	<-done
+	return true
+}
+
+// respond writes the response to a request the session's Conn has: its
+// answer as plain JSON, or what was sent down the POST's stream before it
+// and then the answer, as an event stream.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession, p *post, header http.Header, status func([]byte) int) {
 	var sw *sseWriter
 	var ready <-chan struct{}
 	if p.out != nil {

@@ -65,8 +65,8 @@ type ConnOptions struct {
 	// request -32603 ("internal error"); the Conn and every other request
 	// go on.
 	Handle func(ctx context.Context, m *Message) (json.RawMessage, error)
-	// Notify takes the peer's notifications on the reading goroutine, in
-	// order; it must not block. notifications/cancelled is acted on by the
+	// Notify takes the peer's notifications one at a time, in order, on
+	// the reading goroutine (or Take's caller); it must not block. notifications/cancelled is acted on by the
 	// Conn before Notify sees it.
 	Notify func(m *Message)
 	// Refused hears of every message refused (not JSON, over the limits),
@@ -125,6 +125,7 @@ type Conn struct {
 	calls    *Calls
 	inflight *Inflight
 	held     *semaphore.Weighted // bytes of the peer's requests in flight (MaxInflightBytes)
+	nmu      sync.Mutex          // held while a notification of the peer is taken (Notify)
 
 	done     chan struct{} // closed when input ended or the connection failed
 	doneOnce sync.Once
@@ -187,6 +188,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	c.wctx = newWriteCtx()
 	if r, ok := s.(Router); ok && r.Routes() {
 		c.routes, c.wctx.routes = true, true
+		c.bounded = true // its writes do not wait for the peer
 		c.batch, c.try = nil, nil // one message a Write, each with its Relation
 	}
 	c.wtimer = newOwnedTimer(c.writeTimedOut)

@@ -29,7 +29,11 @@ type Relation struct {
 // over it puts the request's id in each handler's ctx, gives every Write
 // the message's Relation (RelationOf), writes one message a Write (never
 // WriteBatch), and writes a nil message for a request that ends
-// unanswered.
+// unanswered. A Router's Write never waits for the peer: it hands the
+// message to whoever writes to the peer (an HTTP response's handler),
+// which bounds that write itself; so a Conn arms no timer for it, and a
+// handler writes its answer itself, waiting for a write under way rather
+// than handing its answer to the writer.
 type Router interface {
 	Stream
 	// Routes is a marker; it reports true.

@@ -41,9 +41,15 @@ func (c *Conn) write() {
 // send sends a message that must not be lost. When nothing waits before
 // it and no write is under way it is written at once, on the calling
 // goroutine (a handler, which may wait on the peer anyway; never the
-// reader), saving the hand-off to the writer; else it is queued.
+// reader), saving the hand-off to the writer; else it is queued. Over a
+// Router, whose writes are quick, it waits for a write under way: at many
+// requests in flight the answers would otherwise queue for the writer,
+// a hand-off each.
 func (c *Conn) send(msg []byte, rel Relation) error {
-	if c.wmu.TryLock() {
+	if c.routes {
+		c.wmu.Lock()
+	}
+	if c.routes || c.wmu.TryLock() {
 		if c.out.Len() == 0 && !c.out.Closed() {
 			var rels []Relation
 			if c.routes {

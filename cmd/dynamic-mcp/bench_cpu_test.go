@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// procMeter counts what a benchmarked process spends, which the machine's
+// load changes little, unlike wall time: the CPU time of its threads and
+// how often they were put on a CPU (each a wake-up, most of them a
+// goroutine woken by another), and the same for its children (a server's
+// stdio upstream). Linux only: elsewhere it counts nothing.
+type procMeter struct{ pid int }
+
+// procUse is what a process (and, apart, its children) spent.
+// client is the CPU time of the benchmark's own threads, the client's.
+type procUse struct {
+	cpu, childCPU, client time.Duration
+	slices, childSlices   int64
+}
+
+func (u procUse) sub(v procUse) procUse {
+	return procUse{u.cpu - v.cpu, u.childCPU - v.childCPU, u.client - v.client, u.slices - v.slices, u.childSlices - v.childSlices}
+}
+
+func (u procUse) add(v procUse) procUse {
+	return procUse{u.cpu + v.cpu, u.childCPU + v.childCPU, u.client + v.client, u.slices + v.slices, u.childSlices + v.childSlices}
+}
+
+// clientCPU is the CPU time of this process's threads, the benchmark's
+// client, when m meters a server (zero otherwise).
+func clientCPU(m procMeter) time.Duration {
+	if m.pid == 0 {
+		return 0
+	}
+	cpu, _, _ := threadsUse(os.Getpid())
+	return cpu
+}
+
+// read sums /proc/PID/task/*/schedstat (ns on a CPU, times put on one)
+// over the process's threads, and over its children's. A thread that
+// ended between two reads is not counted: Go's threads seldom end.
+func (m procMeter) read() procUse {
+	if m.pid == 0 {
+		return procUse{}
+	}
+	var u procUse
+	cpu, slices, children := threadsUse(m.pid)
+	u.cpu, u.slices = cpu, slices
+	for _, c := range children {
+		cpu, slices, _ := threadsUse(c)
+		u.childCPU += cpu
+		u.childSlices += slices
+	}
+	return u
+}
+
+// threadsUse is the CPU time and times scheduled of pid's threads, and
+// its children's pids.
+func threadsUse(pid int) (cpu time.Duration, slices int64, children []int) {
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*"))
+	for _, t := range tasks {
+		if b, err := os.ReadFile(filepath.Join(t, "schedstat")); err == nil {
+			if f := bytes.Fields(b); len(f) == 3 {
+				ns, _ := strconv.ParseInt(string(f[0]), 10, 64)
+				n, _ := strconv.ParseInt(string(f[2]), 10, 64)
+				cpu += time.Duration(ns)
+				slices += n
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(t, "children")); err == nil {
+			for _, f := range bytes.Fields(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil {
+					children = append(children, c)
+				}
+			}
+		}
+	}
+	return cpu, slices, children
+}
+
+// perCall is what the server spent per call measured: its CPU time in
+// µs, its wake-ups, and its upstream's CPU time in µs.
+func (s sample) perCall() (cpu, wakeups, upstreamCPU float64) {
+	n := float64(len(s.lat))
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return micros(s.use.cpu) / n, float64(s.use.slices) / n, micros(s.use.childCPU) / n
+}
+
+// reportUse reports what the server on path spent per call, when it was
+// metered.
+func (s sample) reportUse(b *testing.B, path string) {
+	if s.use == (procUse{}) {
+		return
+	}
+	cpu, wakeups, upstream := s.perCall()
+	b.ReportMetric(micros(s.use.client)/float64(len(s.lat)), path+"-client-cpu-µs/call")
+	b.ReportMetric(cpu, path+"-cpu-µs/call")
+	b.ReportMetric(wakeups, path+"-wakeups/call")
+	b.ReportMetric(upstream, path+"-upstream-cpu-µs/call")
+}
