@@ -61,7 +61,7 @@ func TestReleaseMemoryStopsFaultAround(t *testing.T) {
 // A position-independent build (what distributions package) keeps working
 // after releaseMemory: the loader wrote its relocations into read-only
 // pages (RELRO), which must not be dropped back to the file's bytes. A
-// small program of release_linux.go and pieMain is built with
+// small program of releaseFiles and pieMain is built with
 // -buildmode=pie (an overlay puts them in a package of their own), calls
 // releaseMemory, then goes on using what the relocations point at; with
 // the RELRO pages dropped it dies of SIGSEGV. (Building this package's
@@ -80,10 +80,11 @@ func TestReleaseMemoryKeepsAPIEBuildWorking(t *testing.T) {
 	if err := os.WriteFile(main, []byte(pieMain), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, _ := json.Marshal(map[string]map[string]string{"Replace": {
-		filepath.Join(pkg, "main.go"):          main,
-		filepath.Join(pkg, "release_linux.go"): filepath.Join(here, "release_linux.go"),
-	}})
+	replace := map[string]string{filepath.Join(pkg, "main.go"): main}
+	for _, f := range releaseFiles {
+		replace[filepath.Join(pkg, f)] = filepath.Join(here, f)
+	}
+	o, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err := os.WriteFile(overlay, o, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,10 @@ func TestReleaseMemoryKeepsAPIEBuildWorking(t *testing.T) {
 		t.Fatalf("the PIE build after releaseMemory: %v\n%s", err, out)
 	}
 }
+
+// releaseFiles are the files of releaseMemory and what it calls: the PIE
+// program is built of them and pieMain.
+var releaseFiles = []string{"release_linux.go", "faultaround_linux.go"}
 
 // pieMain is the PIE program's main: interface tables and function values
 // live in the relocated pages, and formatting and a map of funcs go
