@@ -29,9 +29,11 @@ func TestAuditClipsWhatClientsWrite(t *testing.T) {
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
-	invented := strings.Repeat("x", 4<<20)
-	bigArgs := `{"text":"` + strings.Repeat("é", 512<<10) + `"}`
-	uri := "fake://fake/item/" + strings.Repeat("z", 1<<20)
+	// Each several times a line's bound (16 KiB) and the arguments' (4
+	// KiB): megabytes cost minutes under -race and show the same clip.
+	invented := strings.Repeat("x", 256<<10)
+	bigArgs := `{"text":"` + strings.Repeat("é", 32<<10) + `"}`
+	uri := "fake://fake/item/" + strings.Repeat("z", 64<<10)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + invented + `","arguments":` + bigArgs + `}}`)
 	if got := c.answer("1"); !strings.Contains(got, "Tool not found") {
 		t.Fatalf("invented tool: %.200s", got)

@@ -81,7 +81,7 @@ func (a *Schemas) get(raw json.RawMessage, tool string, server *config.Server, l
 			return
 		}
 		e.schema = s
-		logger.Debug("compiled a tool's inputSchema", "tool", tool, "server", server, "took", time.Since(start))
+		logger.Debug("compiled a tool's inputSchema", "tool", tool, "server", server.ID(), "took", time.Since(start))
 	})
 	return e.schema
 }
