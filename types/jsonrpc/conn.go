@@ -188,7 +188,7 @@ func NewConn(s Stream, opts ConnOptions) *Conn {
 	c.wctx = newWriteCtx()
 	if r, ok := s.(Router); ok && r.Routes() {
 		c.routes, c.wctx.routes = true, true
-		c.bounded = true // its writes do not wait for the peer
+		c.bounded = true          // its writes do not wait for the peer
 		c.batch, c.try = nil, nil // one message a Write, each with its Relation
 	}
 	c.wtimer = newOwnedTimer(c.writeTimedOut)
