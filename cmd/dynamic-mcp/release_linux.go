@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,10 +83,15 @@ func releaseMemory() {
 		return
 	}
 	defer f.Close()
-	drop, err := droppable(f)
+	found, err := droppable(f)
 	if err != nil {
 		return // a mapping half read: drop nothing rather than guess
 	}
+	exe, _ := os.Executable()
+	lastLook.Lock()
+	drop, seen := settled(found, exe, lastLook.seen)
+	lastLook.seen = seen
+	lastLook.Unlock()
 	// From the first release on (the start's), what runs next maps these
 	// pages in one by one, not 64 KB at a time.
 	stopFaultAround(drop)
@@ -95,12 +101,44 @@ func releaseMemory() {
 	}
 }
 
+// lastLook is what droppable found at the last release (see settled).
+var lastLook struct {
+	sync.Mutex
+	seen map[[2]uint64]bool
+}
+
+// fileMapping is a mapping of a file: its address range and the file.
+type fileMapping struct {
+	r    [2]uint64
+	path string
+}
+
+// settled keeps of found the mappings of the program file (exe), which
+// never change, and those found at the last look too (last), and returns
+// what this look found for the next. A library that another thread
+// dlopens (with cgo, an NSS module for a user or host lookup) is first
+// mapped whole and read-only, then overlaid with its data and relocated:
+// dropped on a look taken in between, its relocated pages would read back
+// as the file's bytes. A mapping seen unchanged at two looks seconds apart
+// is not being loaded.
+func settled(found []fileMapping, exe string, last map[[2]uint64]bool) (drop [][2]uint64, seen map[[2]uint64]bool) {
+	seen = make(map[[2]uint64]bool, len(found))
+	for _, m := range found {
+		seen[m.r] = true
+		if (exe != "" && m.path == exe) || last[m.r] {
+			drop = append(drop, m.r)
+		}
+	}
+	return drop, seen
+}
+
 // droppable are the mappings of smaps (/proc/self/smaps) releaseMemory
-// drops: the files' that are read-only and hold no page of the process's
-// own, resident or swapped out.
-func droppable(smaps io.Reader) ([][2]uint64, error) {
-	var drop [][2]uint64
+// may drop: the files' that are read-only and hold no page of the
+// process's own, resident or swapped out.
+func droppable(smaps io.Reader) ([]fileMapping, error) {
+	var drop []fileMapping
 	var start, end uint64
+	var path string
 	candidate := false
 	sc := bufio.NewScanner(smaps)
 	for sc.Scan() {
@@ -108,9 +146,13 @@ func droppable(smaps io.Reader) ([][2]uint64, error) {
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
 			// 00400000-00f7a000 r-xp 00000000 fd:00 1234 /path/to/file
 			if candidate {
-				drop = append(drop, [2]uint64{start, end})
+				drop = append(drop, fileMapping{[2]uint64{start, end}, path})
 			}
 			candidate = false
+			path = ""
+			if len(fields) >= 6 {
+				path = fields[5]
+			}
 			lo, hi, ok := strings.Cut(fields[0], "-")
 			var err1, err2 error
 			start, err1 = strconv.ParseUint(lo, 16, 64)
@@ -127,7 +169,7 @@ func droppable(smaps io.Reader) ([][2]uint64, error) {
 		}
 	}
 	if candidate {
-		drop = append(drop, [2]uint64{start, end})
+		drop = append(drop, fileMapping{[2]uint64{start, end}, path})
 	}
 	return drop, sc.Err()
 }
