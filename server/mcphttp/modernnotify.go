@@ -30,15 +30,15 @@ func modernNotification(r *http.Request, msg *jsonrpc.Message) bool {
 		(mcp.IsModernProtocol(r.Header.Get(headerProtocolVersion)) || mcp.IsModernProtocol(server.ProtocolVersion(msg)))
 }
 
-// notifyModern takes a notification of 2026-07-28: a cancellation is
+// notify takes a notification of 2026-07-28: a cancellation is
 // handed to the session of the request it names, when that request is
 // the caller's and in flight here; anything else has nothing to act on.
 // Either way it is accepted, as the spec asks of a cancellation of a
 // request unknown or already answered.
-func (s *Server) notifyModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
+func (m *modernCalls) notify(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, body []byte, release func()) {
 	defer release()
 	if msg.Method == string(mcp.MethodNotificationCancelled) {
-		if cancel := s.modern.find(httpguard.CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); cancel != nil {
+		if cancel := m.find(httpguard.CredentialOf(r.Context()), jsonrpc.Field(msg.Params, "requestId")); cancel != nil {
 			cancel(r.Context(), body)
 		}
 	}

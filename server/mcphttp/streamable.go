@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/relay"
 	"github.com/dynamic-mcp/dynamic-mcp/server/signin"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -92,7 +93,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if modernNotification(r, msg) {
-		s.notifyModern(w, r, msg, body, release)
+		s.modern.notify(w, r, msg, body, release)
 		return
 	}
 	var hs *httpSession
@@ -245,7 +246,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 		return
 	}
 	respond := func() { s.respond(w, r, hs, p, header, status) }
-	if serve != nil && s.serveHere(p, serve, respond) {
+	if serve != nil && p.serveHere(serve, respond, s.hub.Panics()) {
 		return // the goroutine serveHere started has responded
 	}
 	respond()
@@ -257,8 +258,9 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 // client must answer for the call to go on) cannot wait for it, so the
 // first such message starts a goroutine that responds (respond) as the
 // POST's handler would; serveHere then waits for it. A POST without a
-// stream of its own has nothing to write before its answer.
-func (s *Server) serveHere(p *post, serve, respond func()) bool {
+// stream of its own has nothing to write before its answer. A panic of
+// respond's is counted in panics.
+func (p *post) serveHere(serve, respond func(), panics *panics.Counter) bool {
 	if p.out == nil {
 		serve()
 		return false
@@ -272,7 +274,7 @@ func (s *Server) serveHere(p *post, serve, respond func()) bool {
 				defer close(done)
 				defer func() {
 					if v := recover(); v != nil { // net/http's recover is the handler's goroutine's only
-						s.hub.Panics().Recovered("", v, debug.Stack())
+						panics.Recovered("", v, debug.Stack())
 					}
 				}()
 				respond()
