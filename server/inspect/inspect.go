@@ -5,12 +5,15 @@
 // that shows them live, with the hub's upstreams and client sessions.
 //
 // Recording is cheap, for it runs on the hub's request goroutines: each
-// message body is copied once, cut at a size cap and redacted in the same
-// pass, and nothing is decoded or pretty-printed (the page does that).
-// Encoding for the page happens on the page's own stream goroutine, and a
-// page that does not keep up loses events, never holds up the hub.
+// message body is copied once, cut at a size cap, and nothing is decoded,
+// redacted or pretty-printed there. Encoding for the page (and the
+// redaction with it) happens on the page's own stream goroutine, or the
+// export's, and a page that does not keep up loses events, never holds up
+// the hub.
 //
-// Secrets are redacted before anything is kept: the value of any member,
+// Secrets are redacted before anything is shown or exported (a body when
+// it is encoded for a reader, an error's message when it is kept): the
+// value of any member,
 // at any depth, whose key (case, '-' and '_' ignored) is authorization,
 // proxy-authorization, cookie, set-cookie, password, passwd, passphrase,
 // secret, token, api_key, x-api-key, private_key or credentials, or ends

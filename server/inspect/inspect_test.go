@@ -52,7 +52,7 @@ func TestRowJoinsWhatHappenedForARequest(t *testing.T) {
 	r := rows[0]
 	if r.Kind != kindRequest || r.ID != `"a"` || r.User != "jwt:alice" || r.Group != "web" || r.Target != "fetch" || r.Rule != "no-local-files" ||
 		r.Action != "deny" || r.Status != "blocked" || r.Protocol != "2025-11-25" || r.Error == nil || r.Error.Code != -32001 ||
-		r.Error.Data == nil || r.Error.Data.Text != `{"action":"deny","rule":"no-local-files"}` {
+		r.Error.Data.IsZero() || r.Error.Data.shown().Text != `{"action":"deny","rule":"no-local-files"}` {
 		t.Errorf("blocked call kept as %+v (error %+v)", r, r.Error)
 	}
 	if len(r.Messages) != 1 || r.Messages[0].Method != "notifications/progress" {
@@ -73,7 +73,7 @@ func TestErrorsKeptAsSeen(t *testing.T) {
 		t.Errorf("answer %+v", e)
 	}
 	up := fmt.Errorf("call: %w", &jsonrpc.Error{Code: -32099, Message: "failed", Data: json.RawMessage(`{"token":"t"}`)})
-	if e := keepError(up, 100, false); e.Code != -32099 || e.Data.Text != `{"token":"[redacted]"}` {
+	if e := keepError(up, 100, false); e.Code != -32099 || e.Data.shown().Text != `{"token":"[redacted]"}` {
 		t.Errorf("upstream error %+v %+v", e, e.Data)
 	}
 }
@@ -116,8 +116,8 @@ func TestHistoryIsBounded(t *testing.T) {
 		rows := i.rows()
 		sum := 0
 		for _, r := range rows {
-			if !r.Params.Truncated || r.Params.Size != len(big) || len(r.Params.Text) != maxMessage {
-				t.Fatalf("params kept as %d of %d bytes, truncated %v", len(r.Params.Text), r.Params.Size, r.Params.Truncated)
+			if p := r.Params.shown(); !p.Truncated || p.Size != len(big) || len(p.Text) != maxMessage {
+				t.Fatalf("params kept as %d of %d bytes, truncated %v", len(p.Text), p.Size, p.Truncated)
 			}
 			sum += r.bytes
 		}

@@ -45,7 +45,7 @@ func (i *Inspector) CallEnded(ctx context.Context, c *traffic.Call) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if !r.inRing { // pushed out while pending: the page is told how it ended, nothing is kept
-		res, e = nil, nil
+		res, e = body{}, nil
 	}
 	r.Group, r.Server, r.Target, r.Rule, r.Action = c.Group, c.Server, clip(c.Target, maxName), c.Rule, c.Action
 	r.Status, r.Result, r.Error, r.MS = string(c.Status), res, e, ms(c.Duration)

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
@@ -13,19 +14,47 @@ import (
 // The parts of a row are kept as the page reads them: encoding/json
 // writes them as they are, off the hub's goroutines.
 
-// body is one message body as kept: its JSON text, redacted and cut at
-// the size cap. The page pretty-prints it; nothing here decodes it.
+// body is one message body as kept: its bytes, cut at the size cap,
+// copied as they came. They are redacted when the page or an export reads
+// them (MarshalJSON, on that reader's goroutine), never before: recording
+// a call costs the copy alone, and what is shown is the same as if it had
+// been redacted when kept. Nothing here decodes it; the page
+// pretty-prints it.
 type body struct {
+	raw   []byte // the original's first max bytes at most, never changed once kept
+	whole int    // the original's size, in bytes
+	max   int    // the cap, for the redacted text too
+}
+
+// shownBody is a body as the page and exports are given it: redacted and
+// cut at the cap.
+type shownBody struct {
 	Text      string `json:"text"`
 	Size      int    `json:"size"`                // of the original, in bytes
 	Truncated bool   `json:"truncated,omitempty"` // Text is its first bytes only
 }
 
+// shown is b redacted and cut at its cap: "[redacted]" is longer than
+// many a secret, so the redacted text is cut again.
+func (b body) shown() shownBody {
+	s := shownBody{Size: b.whole, Truncated: len(b.raw) < b.whole, Text: redact.JSON(b.raw)}
+	if len(s.Text) > b.max {
+		s.Text, s.Truncated = s.Text[:b.max], true
+	}
+	return s
+}
+
+// MarshalJSON writes b as shown (shownBody): redacted.
+func (b body) MarshalJSON() ([]byte, error) { return json.Marshal(b.shown()) }
+
+// IsZero reports whether b holds no body (omitzero leaves it out).
+func (b body) IsZero() bool { return b.raw == nil }
+
 // rpcError is an error answer as kept.
 type rpcError struct {
 	Code    int    `json:"code,omitempty"` // 0 for a failure with no JSON-RPC code (a transport's)
 	Message string `json:"message"`
-	Data    *body  `json:"data,omitempty"`
+	Data    body   `json:"data,omitzero"`
 }
 
 // row is one line of the traffic table: a client's request with all that
@@ -41,7 +70,7 @@ type row struct {
 	ID        string    `json:"id,omitempty"`       // the request's id as the client wrote it
 	Method    string    `json:"method"`
 	Start     time.Time `json:"start"`
-	Params    *body     `json:"params,omitempty"`
+	Params    body      `json:"params,omitzero"`
 
 	Group  string `json:"group,omitempty"`
 	Server string `json:"server,omitempty"`
@@ -50,7 +79,7 @@ type row struct {
 	Action string `json:"action,omitempty"`
 
 	Status string    `json:"status"` // a traffic.Status, or "pending"
-	Result *body     `json:"result,omitempty"`
+	Result body      `json:"result,omitzero"`
 	Error  *rpcError `json:"error,omitempty"`
 	MS     float64   `json:"ms"` // the duration, in milliseconds
 
@@ -68,7 +97,7 @@ type row struct {
 // keep their own copies of the slices.
 func (r *row) release() {
 	r.inRing = false
-	r.Params, r.Result, r.Error, r.Hops, r.Messages = nil, nil, nil, nil, nil
+	r.Params, r.Result, r.Error, r.Hops, r.Messages = body{}, body{}, nil, nil, nil
 	r.bytes = 0
 }
 
@@ -89,8 +118,8 @@ type hop struct {
 	Protocol  string    `json:"protocol,omitempty"`
 	Method    string    `json:"method"`
 	Start     time.Time `json:"start"`
-	Params    *body     `json:"params,omitempty"`
-	Result    *body     `json:"result,omitempty"`
+	Params    body      `json:"params,omitzero"`
+	Result    body      `json:"result,omitzero"`
 	Error     *rpcError `json:"error,omitempty"`
 	MS        float64   `json:"ms"`
 }
@@ -104,8 +133,8 @@ type message struct {
 	Server    string    `json:"server,omitempty"`
 	Method    string    `json:"method"`
 	Request   bool      `json:"request,omitempty"`
-	Params    *body     `json:"params,omitempty"`
-	Result    *body     `json:"result,omitempty"`
+	Params    body      `json:"params,omitzero"`
+	Result    body      `json:"result,omitzero"`
 	Error     *rpcError `json:"error,omitempty"`
 	MS        float64   `json:"ms,omitempty"`
 }
@@ -117,21 +146,14 @@ const (
 	maxMessages = 64
 )
 
-// keep is b as the history keeps it: redacted, cut at max bytes; nil for
-// none. It copies, for b belongs to the hub.
-func keep(b []byte, max int) *body {
+// keep is b as the history keeps it: cut at max bytes, redacted when
+// read (see body); the zero body for none. It copies, for b belongs to
+// the hub.
+func keep(b []byte, max int) body {
 	if len(b) == 0 {
-		return nil
+		return body{}
 	}
-	kb := &body{Size: len(b)}
-	if len(b) > max {
-		b, kb.Truncated = b[:max], true
-	}
-	kb.Text = redact.JSON(b)
-	if len(kb.Text) > max { // "[redacted]" is longer than many a secret
-		kb.Text, kb.Truncated = kb.Text[:max], true
-	}
-	return kb
+	return body{raw: bytes.Clone(b[:min(len(b), max)]), whole: len(b), max: max}
 }
 
 // maxName caps what is kept of a method, a request id or a target as a
@@ -145,12 +167,7 @@ func clip(s string, max int) string {
 }
 
 // size is the bytes b holds.
-func (b *body) size() int {
-	if b == nil {
-		return 0
-	}
-	return len(b.Text)
-}
+func (b body) size() int { return len(b.raw) }
 
 // keepError is err as the client or the hub saw it; nil for none. A
 // JSON-RPC error keeps its code and data; any other failure (a
@@ -205,7 +222,7 @@ func (r *row) snapshot() *row {
 // messages the page already has.
 func (r *row) outcome() *row {
 	c := *r
-	c.Params, c.Hops, c.Messages = nil, nil, nil
+	c.Params, c.Hops, c.Messages = body{}, nil, nil
 	c.bytes = c.Result.size() + c.Error.size() + len(c.Target)
 	return &c
 }

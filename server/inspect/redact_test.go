@@ -5,17 +5,18 @@ import (
 	"testing"
 )
 
-// keep cuts a body at the cap, says so, and redacts what it kept.
+// keep cuts a body at the cap, and what is shown of it says so and is
+// redacted.
 func TestKeepCutsAndRedacts(t *testing.T) {
 	in := []byte(`{"api_key":"` + strings.Repeat("s", 100) + `","text":"` + strings.Repeat("x", 100) + `"}`)
-	b := keep(in, 50)
+	b := keep(in, 50).shown()
 	if !b.Truncated || b.Size != len(in) || strings.Contains(b.Text, "sss") || b.Text != `{"api_key":"[redacted]"` {
 		t.Errorf("kept %+v", b)
 	}
-	if b := keep(nil, 50); b != nil {
+	if b := keep(nil, 50); !b.IsZero() {
 		t.Errorf("nothing kept as %+v", b)
 	}
-	if b := keep([]byte(`{"a":1}`), 50); b.Truncated || b.Text != `{"a":1}` {
+	if b := keep([]byte(`{"a":1}`), 50).shown(); b.Truncated || b.Text != `{"a":1}` {
 		t.Errorf("kept %+v", b)
 	}
 }
@@ -24,7 +25,7 @@ func TestKeepCutsAndRedacts(t *testing.T) {
 // kept stays within the cap.
 func TestKeepCapsWhatRedactionAdds(t *testing.T) {
 	in := []byte("[" + strings.Repeat(`{"token":1},`, 1000) + "0]")
-	b := keep(in, len(in))
+	b := keep(in, len(in)).shown()
 	if len(b.Text) > len(in) || !b.Truncated || strings.Contains(b.Text, `"token":1`) {
 		t.Errorf("kept %d bytes of %d (truncated %v)", len(b.Text), len(in), b.Truncated)
 	}
