@@ -193,12 +193,16 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
+	inst, err := instance(arguments)
 	if err != nil {
 		return nil // not JSON the hub can read: the upstream answers it
 	}
-	var ve *jsonschema.ValidationError
-	if err := schema.Validate(inst); !errors.As(err, &ve) {
+	err = schema.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError // made only for a failure: errors.As keeps it
+	if !errors.As(err, &ve) {
 		return nil
 	}
 	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them
