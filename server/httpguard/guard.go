@@ -38,6 +38,11 @@ type Guard struct {
 	opts  GuardOptions
 	auth  *authLimiter
 	creds []credential
+	// callers are the callers of the static credentials by name, and
+	// anyone the caller of a guard that checks no token: made once, not
+	// per request.
+	callers map[string]*caller
+	anyone  *caller
 
 	verifier    *identity.Verifier // checks JWTs when http.auth is on, else nil
 	metadataURL string             // of the protected resource metadata, with verifier
@@ -58,18 +63,32 @@ const DefaultCredential = "default"
 // checks no token (--insecure-no-auth): they are all one client.
 const NoAuthCredential = "local"
 
-type credentialKey struct{}
+// caller is who a request that passed Check is, in its context: the
+// name of the credential its token matched and its identity, one value.
+type caller struct {
+	name string
+	who  *identity.Identity
+}
+
+type callerKey struct{}
+
+func callerOf(ctx context.Context) *caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	return c
+}
 
 // CredentialOf is the name of the credential a request's token matched,
 // from its context: NoAuthCredential when no token is checked, "" for a
 // request that has not passed a Guard's Check.
 func CredentialOf(ctx context.Context) string {
-	name, _ := ctx.Value(credentialKey{}).(string)
-	return name
+	if c := callerOf(ctx); c != nil {
+		return c.name
+	}
+	return ""
 }
 
-func withCredential(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, credentialKey{}, name)
+func withCaller(ctx context.Context, c *caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
 }
 
 // NewGuard builds the checks opts describe.
@@ -89,6 +108,11 @@ func NewGuard(opts GuardOptions) *Guard {
 		if t != "" {
 			g.creds = append(g.creds, credential{name: name, sum: sha256.Sum256([]byte(t))})
 		}
+	}
+	g.anyone = &caller{name: NoAuthCredential, who: &identity.Identity{Kind: identity.KindNone, Subject: NoAuthCredential}}
+	g.callers = make(map[string]*caller, len(g.creds))
+	for _, c := range g.creds {
+		g.callers[c.name] = &caller{name: c.name, who: &identity.Identity{Kind: identity.KindToken, Subject: c.name}}
 	}
 	return g
 }
@@ -172,13 +196,16 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 				g.auth.end(addr, false)
 			}
 		}
-		if who == nil {
-			who = &identity.Identity{Kind: identity.KindToken, Subject: name}
-			if g.opts.NoAuth {
-				who.Kind = identity.KindNone
-			}
+		var c *caller
+		switch {
+		case who != nil:
+			c = &caller{name: name, who: who}
+		case g.opts.NoAuth:
+			c = g.anyone
+		default:
+			c = g.callers[name] // a static credential's, the same for each of its requests
 		}
-		next.ServeHTTP(w, r.WithContext(withIdentity(withCredential(r.Context(), name), who)))
+		next.ServeHTTP(w, r.WithContext(withCaller(r.Context(), c)))
 	}))
 }
 

@@ -20,18 +20,14 @@ import (
 // WWW-Authenticate, so that a client can discover the authorization
 // server and sign its user in.
 
-type identityKey struct{}
-
 // IdentityOf is the caller of a request that passed a Guard's Check: the
 // JWT's identity, the static token's name (Kind token), or the one
 // caller of a guard that checks no token (Kind none); nil before Check.
 func IdentityOf(ctx context.Context) *identity.Identity {
-	who, _ := ctx.Value(identityKey{}).(*identity.Identity)
-	return who
-}
-
-func withIdentity(ctx context.Context, who *identity.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, who)
+	if c := callerOf(ctx); c != nil {
+		return c.who
+	}
+	return nil
 }
 
 // WellKnownResource is where protected resource metadata is (RFC 9728

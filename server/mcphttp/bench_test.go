@@ -5,29 +5,48 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
+	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 )
 
 // BenchmarkHTTPToolCall is one flat-mode tools/call POSTed to the HTTP
 // face to the fake upstream's echo, in process, one at a time; the answer
-// must be plain JSON (nothing came before it).
+// must be plain JSON (nothing came before it). observed is the same with
+// the observers serve attaches to a hub that serves HTTP (the metrics and
+// the inspector), so that -memprofile and -cpuprofile show what a call
+// costs as users run it; observed-32 has 32 calls in flight.
 func BenchmarkHTTPToolCall(b *testing.B) {
-	h, _ := runHub(b, flatFakeYAML(b.TempDir(), "", ""), nil)
+	b.Run("bare", func(b *testing.B) { benchHTTPToolCall(b, nil, 1) })
+	observed := func() traffic.Observer {
+		return traffic.Tee(telemetry.NewMetrics(nil, telemetry.MetricsOptions{}), inspect.New(inspect.Options{}))
+	}
+	b.Run("observed", func(b *testing.B) { benchHTTPToolCall(b, observed(), 1) })
+	b.Run("observed-32", func(b *testing.B) { benchHTTPToolCall(b, observed(), 32) })
+}
+
+func benchHTTPToolCall(b *testing.B, obs traffic.Observer, inflight int) {
+	h, _ := runHub(b, flatFakeYAML(b.TempDir(), "", ""), obs)
 	face := New(h, Options{NoAuth: true}, testLogger())
 	ts := httptest.NewServer(face)
-	b.Cleanup(func() { ts.Close(); face.Close() })
-	session := ""
-	post := func(body string) string {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	b.Cleanup(func() { hc.CloseIdleConnections(); ts.Close(); face.Close() })
+	var session string
+	post := func(body string) (string, error) {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if session != "" {
 			req.Header.Set(headerSessionID, session)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			return "", err
 		}
 		defer resp.Body.Close()
 		out, _ := io.ReadAll(resp.Body)
@@ -35,17 +54,38 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 			session = id
 		}
 		if ct := resp.Header.Get("Content-Type"); resp.StatusCode == http.StatusOK && ct != "application/json" {
-			b.Fatalf("answered %s: %s", ct, out)
+			return "", fmt.Errorf("answered %s: %s", ct, out)
 		}
-		return string(out)
+		return string(out), nil
 	}
-	post(initializeMsg)
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	i := 0
-	for b.Loop() {
-		i++
-		if out := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`, i)); !strings.Contains(out, `"x"`) {
-			b.Fatalf("answer: %s", out)
+	call := func(id int64) error {
+		out, err := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`, id))
+		if err == nil && !strings.Contains(out, `"x"`) {
+			err = fmt.Errorf("answer: %s", out)
+		}
+		return err
+	}
+	for _, m := range []string{initializeMsg, `{"jsonrpc":"2.0","method":"notifications/initialized"}`} {
+		if _, err := post(m); err != nil {
+			b.Fatal(err)
 		}
 	}
+	var id atomic.Int64
+	if inflight == 1 {
+		for b.Loop() {
+			if err := call(id.Add(1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.SetParallelism(max(1, inflight/runtime.GOMAXPROCS(0))) // about inflight goroutines
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := call(id.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -47,7 +47,7 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 		unavailable(w, "too many request bodies being read")
 		return nil, nil, nil, false
 	}
-	release = sync.OnceFunc(func() { b.release(held) })
+	release = (&heldBytes{budget: b.byteBudget, n: held}).release
 	body, err = b.readBody(w, r, limit)
 	if err != nil {
 		release()
@@ -76,6 +76,20 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 		return nil, nil, nil, false
 	}
 	return msg, body, release, true
+}
+
+// heldBytes are a body's bytes reserved from the budget of bodies, given
+// back by the first call of release.
+type heldBytes struct {
+	budget *byteBudget
+	n      int64
+	given  atomic.Bool
+}
+
+func (h *heldBytes) release() {
+	if h.given.CompareAndSwap(false, true) {
+		h.budget.release(h.n)
+	}
 }
 
 // readBody reads r's body, up to limit+1 bytes, within the body timeout:

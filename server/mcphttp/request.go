@@ -2,7 +2,6 @@ package mcphttp
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -25,7 +24,7 @@ func (c *inflight) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.M
 		unavailable(w, "too many requests in flight")
 		return nil, false
 	}
-	p := &post{answer: make(chan []byte, 1), release: sync.OnceFunc(func() { c.end(hs.client); release() })}
+	p := &post{answer: make(chan []byte, 1), inflight: c, client: hs.client, body: release}
 	if withStream {
 		p.out = newStream()
 	}

@@ -107,6 +107,7 @@ type Server struct {
 	opts   Options
 	logger *slog.Logger
 	mux    *http.ServeMux
+	mcp    http.Handler // /mcp, behind the guard: the mux's, served without its lookup (ServeHTTP)
 
 	sessions *sessionTable // the sessions open here (sessions.go)
 
@@ -154,7 +155,8 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 	if sl != nil && opts.Store != nil {
 		s.relay = newRelay(s)
 	}
-	s.mux.Handle("/mcp", s.guard.Check(http.HandlerFunc(s.streamable)))
+	s.mcp = s.guard.Check(http.HandlerFunc(s.streamable))
+	s.mux.Handle("/mcp", s.mcp)
 	s.mux.Handle("/mcp/p/{name}", s.guard.Check(http.HandlerFunc(s.profiled)))
 	s.mux.Handle("/sse", s.guard.Check(http.HandlerFunc(s.legacyStream)))
 	s.mux.Handle("/message", s.guard.Check(http.HandlerFunc(s.legacyMessage)))
@@ -173,9 +175,12 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = httpguard.WithClientAddr(r, s.opts.TrustedProxies)
-	// A GET or DELETE, and a POST to /mcp, skip the second lookup of
-	// their route.
-	if r.ContentLength != 0 && r.URL.Path != "/mcp" {
+	if r.URL.Path == "/mcp" && r.URL.RawPath == "" && r.Method != http.MethodConnect {
+		s.mcp.ServeHTTP(w, r) // the route the mux would find, found without it
+		return
+	}
+	// A GET or DELETE skips the second lookup of its route.
+	if r.ContentLength != 0 {
 		if _, pattern := s.mux.Handler(r); pattern == "" {
 			// No route (404, 405): the body is never read; see refuse.
 			w.Header().Set("Connection", "close")

@@ -41,8 +41,8 @@ type httpSession struct {
 	// to, so the hub's requests are refused at once (see Call).
 	oneRequest atomic.Bool
 
-	mu       sync.Mutex // guards lastSeen and ended
-	lastSeen time.Time
+	lastSeen atomic.Int64 // when it was last used, as nanoseconds since epoch: each request sets it twice, at its start and end
+	mu       sync.Mutex   // guards ended
 	ended    bool
 }
 
@@ -83,12 +83,12 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		who:       who,
 		transport: transport,
 		st:        newSessionStream(transport == "sse"),
-		lastSeen:  time.Now(),
 		client:    client,
 		face:      s,
 		base:      base,
 	}
 	hs.st.log.total = &s.kept
+	hs.touch()
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()
 	hs.inflight = settings.SessionInflight
@@ -155,19 +155,16 @@ func (hs *httpSession) Client() string { return hs.client }
 // Answering is how many of the client's requests are in flight (server.Peer).
 func (hs *httpSession) Answering() int { return hs.conn.Inflight() }
 
-func (hs *httpSession) touch() {
-	hs.mu.Lock()
-	hs.lastSeen = time.Now()
-	hs.mu.Unlock()
-}
+// epoch is what sessions' lastSeen counts from: a time of the monotonic
+// clock, so that idle sessions are told by it as they were by time.Time.
+var epoch = time.Now()
+
+func (hs *httpSession) touch() { hs.lastSeen.Store(int64(time.Since(epoch))) }
 
 // idle reports whether the session has no request in flight and no open
 // stream, and when it was last used.
 func (hs *httpSession) idle() (bool, time.Time) {
-	hs.mu.Lock()
-	seen := hs.lastSeen
-	hs.mu.Unlock()
-	return hs.st.open() == 0 && hs.conn.Inflight() == 0, seen
+	return hs.st.open() == 0 && hs.conn.Inflight() == 0, epoch.Add(time.Duration(hs.lastSeen.Load()))
 }
 
 // idleSince reports whether the session is idle and was last used before t.

@@ -40,9 +40,24 @@ type sessionStream struct {
 // post is one client request not yet answered: its answer is handed to
 // answer (nil: it ended unanswered) and release called once.
 type post struct {
-	out     *stream // its POST's stream; nil over legacy SSE or a JSON-only POST
-	answer  chan []byte
-	release func()
+	out    *stream // its POST's stream; nil over legacy SSE or a JSON-only POST
+	answer chan []byte
+
+	// What release gives back, once: the request's place among those in
+	// flight (inflight.begin, for client) and its body's bytes (body).
+	inflight *inflight
+	client   string
+	body     func()
+	released atomic.Bool
+}
+
+// release ends the request's count in flight and gives its body's bytes
+// back; only the first call does anything.
+func (p *post) release() {
+	if p.released.CompareAndSwap(false, true) {
+		p.inflight.end(p.client)
+		p.body()
+	}
 }
 
 // stream is one place the hub's messages to a client can go: a POST's

@@ -94,12 +94,18 @@ func (sw *sseWriter) pump(r *http.Request, hs *httpSession, st *stream, stop <-c
 	}
 }
 
+// jsonContentType is the Content-Type of a JSON answer, as net/http's
+// Header.Set would make it, made once: nothing changes a header's values
+// in place.
+var jsonContentType = []string{"application/json"}
+
 // writeJSON writes a whole JSON answer, within the write deadline.
 func writeJSON(w http.ResponseWriter, status int, header http.Header, body []byte) {
+	h := w.Header()
 	for k, v := range header {
-		w.Header()[k] = v
+		h[k] = v
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -136,9 +136,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	header := http.Header{}
+	var header http.Header // what the answer's headers add: none but an initialize's session id
 	if initialize {
-		header.Set(headerSessionID, hs.id)
+		header = http.Header{headerSessionID: {hs.id}}
 	}
 	if msg.Method == methodListen {
 		s.listen(w, r, hs, msg, body, header, release)
@@ -297,6 +297,24 @@ func (p *post) serveHere(serve, respond func(), panics *panics.Counter) bool {
 // answer as plain JSON, or what was sent down the POST's stream before it
 // and then the answer, as an event stream.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession, p *post, header http.Header, status func([]byte) int) {
+	if p.out == nil || p.out.out.Len() == 0 {
+		// Most often the answer is there already, and nothing came
+		// before it (serveHere served the request on this goroutine): it
+		// is written without waiting on anything else.
+		select {
+		case resp := <-p.answer:
+			if resp == nil {
+				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
+				return
+			}
+			if p.out == nil || p.out.out.Len() == 0 {
+				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
+				return
+			}
+			p.answer <- resp // something came after all: below, as an event stream
+		default:
+		}
+	}
 	var sw *sseWriter
 	var ready <-chan struct{}
 	if p.out != nil {
