@@ -96,8 +96,9 @@ type Inspector struct {
 	logger *slog.Logger
 	up     *upstreamTracker
 
-	mu      sync.Mutex // guards the history, the rows in it, seq, subs and closed
+	mu      sync.Mutex // guards the history, the rows in it, seq, labels, subs and closed
 	history ring
+	labels  labels // the sessions' labels, hashed once each
 	seq     uint64
 	subs    map[*subscriber]struct{}
 	closed  bool

@@ -17,3 +17,23 @@ func sessionLabel(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:4])
 }
+
+// labels are the labels of the sessions whose traffic is recorded, by
+// id, so that a session's id is hashed once, not for each of its calls.
+// Past maxLabels sessions it starts again. Its owner locks.
+type labels map[string]string
+
+const maxLabels = 1024
+
+// of is id's sessionLabel, kept in *l.
+func (l *labels) of(id string) string {
+	if s, ok := (*l)[id]; ok {
+		return s
+	}
+	if *l == nil || len(*l) >= maxLabels {
+		*l = labels{}
+	}
+	s := sessionLabel(id)
+	(*l)[id] = s
+	return s
+}

@@ -22,10 +22,11 @@ func rowOf(ctx context.Context) *row {
 
 // CallStarted records a client's request as a pending row.
 func (i *Inspector) CallStarted(ctx context.Context, c *traffic.Call) context.Context {
-	r := &row{Kind: kindRequest, Session: sessionLabel(c.Session), User: clip(c.User, maxName), Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
+	r := &row{Kind: kindRequest, User: clip(c.User, maxName), Transport: c.Transport, Protocol: c.Protocol, ID: clip(string(c.ID), maxName),
 		Method: clip(c.Method, maxName), Start: c.Start, Params: keep(c.Params, i.opts.MaxMessage), Status: statusPending}
 	r.bytes = r.Params.size() + len(r.ID) + len(r.Method) + len(r.User)
 	i.mu.Lock()
+	r.Session = i.labels.of(c.Session)
 	i.add(r)
 	if len(i.subs) > 0 {
 		i.publish(event{kind: evRow, row: r.snapshot()})
@@ -84,12 +85,13 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 // Message adds a notification or an upstream's request to the row of the
 // request it came during, or makes it a row of its own.
 func (i *Inspector) Message(ctx context.Context, m *traffic.Message) {
-	msg := message{Time: time.Now(), Direction: string(m.Direction), Session: sessionLabel(m.Session), Server: m.Server, Method: clip(m.Method, maxName),
+	msg := message{Time: time.Now(), Direction: string(m.Direction), Server: m.Server, Method: clip(m.Method, maxName),
 		Request: m.Request, Params: keep(m.Params, i.opts.MaxMessage),
 		Result: keep(m.Result, i.opts.MaxMessage), Error: keepError(m.Err, i.opts.MaxMessage, false), MS: ms(m.Duration)}
 	n := msg.Params.size() + msg.Result.size() + msg.Error.size() + len(msg.Method)
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	msg.Session = i.labels.of(m.Session)
 	if r := rowOf(ctx); r != nil {
 		if !r.inRing || len(r.Messages) >= maxMessages {
 			r.Omitted++
