@@ -289,7 +289,7 @@ func (hs *httpSession) standaloneLen() int {
 	if hs.st.standalone == nil {
 		return 0
 	}
-	return hs.st.standalone.out.Len()
+	return hs.st.standalone.queued()
 }
 
 // waitGoroutines waits for the goroutine count to come back to before

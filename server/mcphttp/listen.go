@@ -57,14 +57,14 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		select {
 		case resp := <-p.answer:
 			answered = true
-			batch := p.out.out.TakeNow()
+			batch := p.out.out().TakeNow()
 			if resp != nil {
 				batch = append(batch, resp)
 			}
 			_ = sw.events("message", batch, false)
 			return
-		case <-p.out.out.Ready():
-			if batch := p.out.out.TakeNow(); len(batch) > 0 && sw.events("message", batch, false) != nil {
+		case <-p.out.out().Ready():
+			if batch := p.out.out().TakeNow(); len(batch) > 0 && sw.events("message", batch, false) != nil {
 				return // the client stopped reading
 			}
 		case <-t.C:

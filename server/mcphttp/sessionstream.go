@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/relay"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -49,6 +50,13 @@ type post struct {
 	client   string
 	body     func()
 	released atomic.Bool
+
+	// While its handler serves it (serveHere): whether it still does,
+	// and how the goroutine that wake starts responds.
+	state     atomic.Int32
+	responded sync.WaitGroup
+	respond   func()
+	panics    *panics.Counter
 }
 
 // release ends the request's count in flight and gives its body's bytes
@@ -65,12 +73,15 @@ func (p *post) release() {
 // only the HTTP handler that owns the response writes them, each write
 // with a deadline.
 type stream struct {
-	out *jsonrpc.Outbox
+	// box is the outbox (out), a POST's made when it is first needed:
+	// most POSTs are answered with nothing sent down their stream before
+	// the answer, and make none.
+	box atomic.Pointer[jsonrpc.Outbox]
 	ids bool // a GET stream: each message is framed with its event id (eventlog.go)
-	// woken, when set, is called after each message put: a POST's
-	// handler that is busy answering its request (serveHere) starts a
-	// goroutine to write it.
-	woken atomic.Pointer[func()]
+	// woken, when set, is woken after each message put: a POST whose
+	// handler is busy answering its request (serveHere) starts a
+	// goroutine to write it (post.wake).
+	woken atomic.Pointer[post]
 }
 
 // inbound is a message POSTed, with its decoding where the face made one.
@@ -79,15 +90,58 @@ type inbound struct {
 	m   *jsonrpc.Message // nil: the Conn decodes raw
 }
 
-func newStream() *stream { return &stream{out: jsonrpc.NewOutbox(0)} }
+// newStream is a GET stream's, a listen's or legacy SSE's.
+func newStream() *stream {
+	st := &stream{}
+	st.box.Store(jsonrpc.NewOutbox(0))
+	return st
+}
+
+// newPostStream is a POST's stream, its outbox made when first needed.
+func newPostStream() *stream { return &stream{} }
+
+// out is st's outbox, made now if it has none yet.
+func (st *stream) out() *jsonrpc.Outbox {
+	if o := st.box.Load(); o != nil {
+		return o
+	}
+	st.box.CompareAndSwap(nil, jsonrpc.NewOutbox(0))
+	return st.box.Load()
+}
+
+// queued is how many messages wait in st, without making its outbox.
+func (st *stream) queued() int {
+	if o := st.box.Load(); o != nil {
+		return o.Len()
+	}
+	return 0
+}
+
+// close refuses any further message; a POST's stream that never needed
+// an outbox gets closedOutbox, which refuses them all.
+func (st *stream) close() {
+	if !st.box.CompareAndSwap(nil, closedOutbox) {
+		st.box.Load().Close()
+	}
+}
+
+// closedOutbox is the outbox of every POST stream closed before it needed
+// one of its own: closed from the start, it refuses every message and
+// holds none. Nothing waits on it: a POST's stream is closed once its
+// handler is done with it (forget).
+var closedOutbox = func() *jsonrpc.Outbox {
+	o := jsonrpc.NewOutbox(0)
+	o.Close()
+	return o
+}()
 
 // put queues msg: a notification as Outbox.Notify (dropped when the
 // client is behind), anything else as Outbox.Send (never dropped).
 func (st *stream) put(msg []byte, note bool) error {
 	if note {
-		return st.out.Notify(msg)
+		return st.out().Notify(msg)
 	}
-	return st.out.Send(msg)
+	return st.out().Send(msg)
 }
 
 func newSessionStream(legacy bool) *sessionStream {
@@ -188,7 +242,7 @@ func (ss *sessionStream) forget(id []byte, p *post, delivered bool) {
 	p.out = nil
 	ss.mu.Unlock()
 	if out != nil {
-		out.out.Close()
+		out.close()
 	}
 	if !pending || !delivered {
 		p.release()
@@ -280,8 +334,8 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		ss.lost.Add(1)
 	}
 	if to != nil && msg != nil {
-		if wake := to.woken.Load(); wake != nil {
-			(*wake)()
+		if w := to.woken.Load(); w != nil {
+			w.wake()
 		}
 	}
 	return nil
@@ -357,7 +411,7 @@ func (ss *sessionStream) takeStandalone(st *stream, resumes bool) bool {
 		if !resumes {
 			return false
 		}
-		ss.standalone.out.Close()
+		ss.standalone.out().Close()
 	}
 	ss.standalone = st
 	return true
@@ -371,7 +425,7 @@ func (ss *sessionStream) standaloneOpen() bool {
 }
 
 func (ss *sessionStream) clearStandalone(st *stream) {
-	st.out.Close()
+	st.out().Close()
 	ss.mu.Lock()
 	if ss.standalone == st {
 		ss.standalone = nil
@@ -385,5 +439,5 @@ func (ss *sessionStream) backlogged(n int) bool {
 	ss.mu.Lock()
 	st := ss.standalone
 	ss.mu.Unlock()
-	return st != nil && st.out.Full(n)
+	return st != nil && st.out().Full(n)
 }

@@ -71,13 +71,13 @@ func (sw *sseWriter) pump(r *http.Request, hs *httpSession, st *stream, stop <-c
 	defer t.Stop()
 	for {
 		select {
-		case <-st.out.Ready():
-			if batch := st.out.TakeNow(); len(batch) > 0 {
+		case <-st.out().Ready():
+			if batch := st.out().TakeNow(); len(batch) > 0 {
 				if sw.events("message", batch, st.ids) != nil {
 					return
 				}
 			}
-			if st.out.Closed() {
+			if st.out().Closed() {
 				return
 			}
 			continue

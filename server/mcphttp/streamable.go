@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
@@ -265,39 +264,45 @@ func (p *post) serveHere(serve, respond func(), panics *panics.Counter) bool {
 		serve()
 		return false
 	}
-	const serving, responding, served = 0, 1, 2
-	var state atomic.Int32
-	done := make(chan struct{})
-	wake := func() {
-		if state.CompareAndSwap(serving, responding) {
-			go func() {
-				defer close(done)
-				defer func() {
-					if v := recover(); v != nil { // net/http's recover is the handler's goroutine's only
-						panics.Recovered("", v, debug.Stack())
-					}
-				}()
-				respond()
-			}()
-		}
-	}
-	p.out.woken.Store(&wake)
-	if p.out.out.Len() > 0 {
-		wake() // put before the hook was: a request of the hub's sent down the POST stream opened last
+	p.respond, p.panics = respond, panics
+	p.responded.Add(1) // done by whoever ends the serving: below, or the goroutine wake starts
+	p.out.woken.Store(p)
+	if p.out.queued() > 0 {
+		p.wake() // put before the hook was: a request of the hub's sent down the POST stream opened last
 	}
 	serve()
-	if state.CompareAndSwap(serving, served) {
+	if p.state.CompareAndSwap(serving, served) {
+		p.responded.Done()
 		return false
 	}
-	<-done
+	p.responded.Wait()
 	return true
+}
+
+// The states of a post its handler serves (serveHere).
+const serving, responding, served = 0, 1, 2
+
+// wake starts the goroutine that responds, once, if the handler is still
+// serving the request (serveHere): a message was put on its stream.
+func (p *post) wake() {
+	if p.state.CompareAndSwap(serving, responding) {
+		go func() {
+			defer p.responded.Done()
+			defer func() {
+				if v := recover(); v != nil { // net/http's recover is the handler's goroutine's only
+					p.panics.Recovered("", v, debug.Stack())
+				}
+			}()
+			p.respond()
+		}()
+	}
 }
 
 // respond writes the response to a request the session's Conn has: its
 // answer as plain JSON, or what was sent down the POST's stream before it
 // and then the answer, as an event stream.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession, p *post, header http.Header, status func([]byte) int) {
-	if p.out == nil || p.out.out.Len() == 0 {
+	if p.out == nil || p.out.queued() == 0 {
 		// Most often the answer is there already, and nothing came
 		// before it (serveHere served the request on this goroutine): it
 		// is written without waiting on anything else.
@@ -307,7 +312,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 				return
 			}
-			if p.out == nil || p.out.out.Len() == 0 {
+			if p.out == nil || p.out.queued() == 0 {
 				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
 				return
 			}
@@ -318,14 +323,14 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 	var sw *sseWriter
 	var ready <-chan struct{}
 	if p.out != nil {
-		ready = p.out.out.Ready()
+		ready = p.out.out().Ready()
 	}
 	for {
 		select {
 		case resp := <-p.answer:
 			var early [][]byte
 			if p.out != nil {
-				early = p.out.out.TakeNow()
+				early = p.out.out().TakeNow()
 			}
 			switch {
 			case resp == nil && sw == nil:
@@ -346,7 +351,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 			}
 			return
 		case <-ready:
-			batch := p.out.out.TakeNow()
+			batch := p.out.out().TakeNow()
 			if len(batch) == 0 {
 				continue
 			}
