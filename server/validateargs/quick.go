@@ -11,7 +11,8 @@ import (
 // The quick check reads a call's arguments where they lie, as bytes,
 // against a compiled schema that uses only the keywords most tools' input
 // schemas use (type, properties, required, additionalProperties, items,
-// lengths and counts, string enums, pattern, format, integer bounds). It
+// lengths and counts, string enums, pattern, format, integer bounds,
+// allOf, anyOf, a local $ref: what pydantic and zod write). It
 // can only say "valid": anything it cannot decide from the bytes (an
 // escaped string it would have to compare, a number it would have to
 // convert, a keyword it does not know) is left to the validator, which
@@ -63,6 +64,9 @@ type quickNode struct {
 	min, max       int64
 	bounded        bool
 	integerMeaning bool // types has integer and not number: a plain integer fits
+
+	// allOf ($ref's target among them) must all pass, one of anyOf.
+	allOf, anyOf []*quickNode
 }
 
 type quickMember struct {
@@ -70,17 +74,46 @@ type quickMember struct {
 	req  int
 }
 
-// quickDepth bounds the schemas the quick check is built for.
-const quickDepth = 32
+// quickDepth bounds how deep the quick check follows a schema, in the
+// arguments and through allOf, anyOf and $ref (which may make it
+// recursive); deeper is the validator's.
+const quickDepth = 64
 
 // quickOf is the quick check of s, nil when s uses a keyword it does not
 // decide.
 func quickOf(s *jsonschema.Schema) *quickNode {
-	return quickNodeOf(s, 0)
+	b := quickBuilder{}
+	return b.node(s)
 }
 
-func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
-	if s == nil || depth > quickDepth {
+// quickBuilder builds each schema's node once: a $ref back to a schema
+// being built (a recursive definition) is the node under way.
+type quickBuilder struct {
+	built  map[*jsonschema.Schema]*quickNode
+	failed bool
+	depth  int // of node calls: draft-07 $refs that only lead to each other
+}
+
+func (b *quickBuilder) node(s *jsonschema.Schema) *quickNode {
+	if n, ok := b.built[s]; ok {
+		return n
+	}
+	if b.depth++; b.depth > 1000 {
+		b.failed = true
+	}
+	n := b.build(s)
+	b.depth--
+	if n == nil {
+		b.failed = true
+	}
+	if b.failed {
+		return nil
+	}
+	return n
+}
+
+func (b *quickBuilder) build(s *jsonschema.Schema) *quickNode {
+	if s == nil || b.failed {
 		return nil
 	}
 	if s.Bool != nil {
@@ -89,8 +122,11 @@ func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
 		}
 		return nil
 	}
-	if s.Ref != nil || s.RecursiveRef != nil || s.DynamicRef != nil || s.Const != nil || s.Not != nil ||
-		s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || s.If != nil || s.Then != nil || s.Else != nil ||
+	if s.Ref != nil && s.DraftVersion < 2019 {
+		return b.node(s.Ref) // before 2019-09 a $ref's siblings are not read
+	}
+	if s.RecursiveRef != nil || s.DynamicRef != nil || s.Const != nil || s.Not != nil ||
+		s.OneOf != nil || s.If != nil || s.Then != nil || s.Else != nil ||
 		s.MaxProperties != nil || s.MinProperties != nil || s.PropertyNames != nil || s.PatternProperties != nil ||
 		s.Dependencies != nil || s.DependentRequired != nil || s.DependentSchemas != nil || s.UnevaluatedProperties != nil ||
 		s.UniqueItems || s.Contains != nil || s.MinContains != nil || s.MaxContains != nil || s.AdditionalItems != nil ||
@@ -101,6 +137,10 @@ func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
 	n := &quickNode{minItems: intOr(s.MinItems), maxItems: intOr(s.MaxItems),
 		minLength: intOr(s.MinLength), maxLength: intOr(s.MaxLength), pattern: s.Pattern, format: s.Format,
 		min: math.MinInt64, max: math.MaxInt64}
+	if b.built == nil {
+		b.built = map[*jsonschema.Schema]*quickNode{}
+	}
+	b.built[s] = n // before its parts: a $ref back to s finds it
 	if s.Types != nil {
 		for _, t := range s.Types.ToStrings() {
 			n.types |= kindNames[t]
@@ -125,7 +165,7 @@ func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
 		n.members = make(map[string]quickMember, len(s.Properties)+len(s.Required))
 	}
 	for name, p := range s.Properties {
-		sub := quickNodeOf(p, depth+1)
+		sub := b.node(p)
 		if sub == nil {
 			return nil
 		}
@@ -145,7 +185,7 @@ func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
 	case bool:
 		n.closed = !a
 	case *jsonschema.Schema:
-		if n.additional = quickNodeOf(a, depth+1); n.additional == nil {
+		if n.additional = b.node(a); n.additional == nil {
 			return nil
 		}
 	default:
@@ -160,8 +200,24 @@ func quickNodeOf(s *jsonschema.Schema, depth int) *quickNode {
 		return nil
 	}
 	if items != nil {
-		if n.items = quickNodeOf(items, depth+1); n.items == nil {
+		if n.items = b.node(items); n.items == nil {
 			return nil
+		}
+	}
+	all := s.AllOf
+	if s.Ref != nil {
+		all = append(all[:len(all):len(all)], s.Ref)
+	}
+	for _, list := range []struct {
+		from []*jsonschema.Schema
+		to   *[]*quickNode
+	}{{all, &n.allOf}, {s.AnyOf, &n.anyOf}} {
+		for _, sub := range list.from {
+			q := b.node(sub)
+			if q == nil {
+				return nil
+			}
+			*list.to = append(*list.to, q)
 		}
 	}
 	return n
@@ -201,13 +257,36 @@ func (n *quickNode) bound(r *big.Rat, by int64, upper bool) bool {
 // valid reports whether args (the whole arguments) are valid against n
 // for sure; false is "not sure", for the validator to decide.
 func (n *quickNode) valid(args []byte) bool {
-	end, ok := n.check(args, space(args, 0))
+	budget := 1024 + 2*len(args) // checks: allOf and anyOf read a value again, a cycle of them for ever
+	end, ok := n.check(args, space(args, 0), 0, &budget)
 	return ok && space(args, end) == len(args)
 }
 
-// check reads the value at b[i:] against n: where it ends, and whether
-// it is valid for sure.
-func (n *quickNode) check(b []byte, i int) (int, bool) {
+// check reads the value at b[i:], depth deep in the arguments, against
+// n: where it ends, and whether it is valid for sure.
+func (n *quickNode) check(b []byte, i, depth int, budget *int) (int, bool) {
+	if *budget--; *budget < 0 || depth > quickDepth {
+		return 0, false
+	}
+	end, ok := n.own(b, i, depth, budget)
+	for _, sub := range n.allOf {
+		if ok {
+			_, ok = sub.check(b, i, depth+1, budget)
+		}
+	}
+	if ok && n.anyOf != nil {
+		ok = false
+		for _, sub := range n.anyOf {
+			if _, ok = sub.check(b, i, depth+1, budget); ok {
+				break
+			}
+		}
+	}
+	return end, ok
+}
+
+// own is check of n's own keywords.
+func (n *quickNode) own(b []byte, i, depth int, budget *int) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
@@ -234,9 +313,9 @@ func (n *quickNode) check(b []byte, i int) (int, bool) {
 	}
 	switch k {
 	case kindObject:
-		return n.object(b, i)
+		return n.object(b, i, depth, budget)
 	case kindArray:
-		return n.array(b, i)
+		return n.array(b, i, depth, budget)
 	case kindString:
 		return n.str(b, i)
 	case kindNumber:
@@ -250,7 +329,7 @@ func (n *quickNode) check(b []byte, i int) (int, bool) {
 	return i + 4, i+4 <= len(b)
 }
 
-func (n *quickNode) object(b []byte, i int) (int, bool) {
+func (n *quickNode) object(b []byte, i, depth int, budget *int) (int, bool) {
 	var met uint64 // required names met, by index
 	i = space(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -279,7 +358,7 @@ func (n *quickNode) object(b []byte, i int) (int, bool) {
 		}
 		ok := true
 		if sub != nil {
-			i, ok = sub.check(b, i)
+			i, ok = sub.check(b, i, depth+1, budget)
 		} else {
 			i = skipValue(b, i)
 		}
@@ -298,7 +377,7 @@ func (n *quickNode) object(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-func (n *quickNode) array(b []byte, i int) (int, bool) {
+func (n *quickNode) array(b []byte, i, depth int, budget *int) (int, bool) {
 	count := 0
 	i = space(b, i+1)
 	if i < len(b) && b[i] == ']' {
@@ -307,7 +386,7 @@ func (n *quickNode) array(b []byte, i int) (int, bool) {
 	for i < len(b) {
 		ok := true
 		if n.items != nil {
-			i, ok = n.items.check(b, i)
+			i, ok = n.items.check(b, i, depth+1, budget)
 		} else {
 			i = skipValue(b, i)
 		}
