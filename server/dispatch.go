@@ -148,12 +148,12 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			req.auditMiss(name, arguments)
 			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
 		}
-		return h.callRoute(ctx, req, v, r, arguments)
+		return h.callRoute(ctx, req, r, arguments)
 	}
 	if r, ok := v.FlatRoutes[name]; ok {
 		// A tool its group exposes beside the meta-tools: called as in
 		// flat mode, its arguments the upstream's own.
-		return h.callRoute(ctx, req, v, r, arguments)
+		return h.callRoute(ctx, req, r, arguments)
 	}
 	if name == views.SearchToolName && v.Search == nil && v.Starting && settings.Search != config.SearchOff {
 		// search: auto offers it once the groups starting hold enough
@@ -162,7 +162,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	if name != views.GetToolsName && name != views.CallToolName && name != views.SearchToolName {
 		if r, ok := apps.CalledTool(ctx, extRequest{h, req, v}, name); ok {
-			return h.callRoute(ctx, req, v, r, arguments) // an MCP App's call by its server's name (server/apps)
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (server/apps)
 		}
 	}
 	if name != views.GetToolsName && name != views.CallToolName && (name != views.SearchToolName || v.Search == nil) {
@@ -217,13 +217,13 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 // Arguments that are present must be an object (or null, for none), as
 // call_dynamic_tool's args must: the policy's argument rules read an
 // object's members, and a call they cannot read is not passed them by.
-func (h *Hub) callRoute(ctx context.Context, req *request, v *view, r route, arguments json.RawMessage) (json.RawMessage, error) {
+func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments json.RawMessage) (json.RawMessage, error) {
 	if len(arguments) > 0 && arguments[0] != '{' && string(arguments) != "null" {
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
 	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.call.Request, rename: true, shown: name, schema: v.ToolSchema(r)})
+		params: req.call.Request, rename: true, shown: name, schema: r.Tool.InputSchema})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {

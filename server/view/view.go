@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
-	"sync"
 
 	"github.com/yosida95/uritemplate/v3"
 
@@ -33,10 +32,9 @@ type Route struct {
 	// server is still starting (see upstream.Server.LastTools).
 	Cached bool
 	// Tool is the tool's definition as its server listed it, set in every
-	// tool's route (nil for a prompt's): its inputSchema checks a call's
-	// arguments (server/validateargs). The schema is read from it when a
-	// call first needs it (View.ToolSchema), not for every tool each time
-	// the view is built.
+	// tool's route (nil for a prompt's): its InputSchema, found once when
+	// the list was read (not for every tool each time the view is built,
+	// nor by each call), checks a call's arguments (server/validateargs).
 	Tool *upstream.Item
 }
 
@@ -109,23 +107,6 @@ type View struct {
 	// about, such as a policy rule naming an argument a tool does not
 	// have; logged once when they first appear.
 	Warnings []string
-
-	// schemas are the tools' inputSchemas, by their *upstream.Item,
-	// read from a tool's definition on its first call (ToolSchema): the
-	// one part of a view filled in as it is read, safe for that.
-	schemas sync.Map
-}
-
-// ToolSchema is the inputSchema of r's tool (nil for none), read from
-// its definition on the tool's first call through v and kept with v: not
-// for every tool each time a view is built, nor again for every call.
-func (v *View) ToolSchema(r Route) json.RawMessage {
-	if s, ok := v.schemas.Load(r.Tool); ok {
-		return s.(json.RawMessage)
-	}
-	s := json.RawMessage(jsonrpc.Field(r.Tool.Raw, "inputSchema"))
-	v.schemas.Store(r.Tool, s)
-	return s
 }
 
 // Extension is what another concern of the hub adds to a view while
