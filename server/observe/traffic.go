@@ -60,8 +60,22 @@ func Routed(c *traffic.Call, s *upstream.Server, target, rule, action string) {
 // the hop stages (Hops: per-user sign-in, and redaction, so that no
 // resolved ${secret:NAME} in what an upstream answers reaches the client
 // or the observers).
-func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+func (t *Traffic) Request(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	res, _, err := t.RequestOn(ctx, c, owner, s, 0, method, params, timeout)
+	return res, err
+}
+
+// Send is the end of the call chain: c sent upstream with its params
+// (Call.Outgoing) for its owner, as one hop (RequestOn), noted Sent and
+// on the connection it went on (Call.Conn).
+func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	params, err := c.Outgoing()
+	if err != nil {
+		return nil, err
+	}
+	c.Sent = true // a tool's result fits max_result (resultcap.Stage)
+	res, conn, err := t.RequestOn(ctx, c, c.Owner, c.Upstream, 0, c.Method, params, c.Timeout)
+	c.Conn = conn
 	return res, err
 }
 
@@ -70,7 +84,7 @@ func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstr
 // call it is (see upstream's Request): the client session, a held call
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
-func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
 	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets
