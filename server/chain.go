@@ -43,7 +43,8 @@ import (
 // (forward) then passes the call stages. The hub builds them per config
 // snapshot (newChain), so a reload runs new calls through a new chain,
 // swapped whole with the snapshot, while calls in flight finish on
-// theirs. The end of the chain (observe.Traffic.Send) sends the call
+// theirs; a concern the snapshot's config does not have (the audit trail
+// off, no rule with a rate) is left out of it (call.If). The end of the chain (observe.Traffic.Send) sends the call
 // upstream with its owner, as one hop (newHopChain).
 //
 //	audit      admit the call; build its record once the decision is known
@@ -70,10 +71,10 @@ func (h *Hub) newRequestChain() call.Handler {
 // newChain is the call stages of snap (see newRequestChain).
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
-		audit.Stage{Trail: snap.audit, Keep: keepAudit},
+		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit, Keep: keepAudit}),
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger},
+		call.If(snap.policy.Limits(), &ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger}),
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
