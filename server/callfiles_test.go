@@ -24,7 +24,7 @@ import (
 // change), so that a change that sends a call through more of the house
 // is seen. Issue 32 asked at most 15 down from where the hub has read the
 // message; the wire library (types/jsonrpc), which reads and writes it,
-// is 13-14 of them, logged apart.
+// is 13-14 of them, logged apart (28 down without it).
 const (
 	maxDownFiles = 43
 	maxBackFiles = 43

@@ -287,11 +287,18 @@ type ToolFailures struct {
 // call, into a ToolError result.
 func (s ToolFailures) Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error) {
 	res, err := next.Handle(ctx, c)
-	var rpc *jsonrpc.Error
-	if err != nil && c.Method == policy.MethodToolsCall && !errors.As(err, &rpc) && !errors.Is(err, context.Canceled) {
+	if err != nil && c.Method == policy.MethodToolsCall && !isRPCError(err) && !errors.Is(err, context.Canceled) {
 		s.Logger.Warn("tool call failed", "upstream", c.Server.ID(), "tool", c.Name, "err", err)
 		c.Failure = err.Error()
 		return ToolError(err.Error()), nil
 	}
 	return res, err
+}
+
+// isRPCError reports whether err is a JSON-RPC error, an upstream's own
+// or the hub's (its own function: the target errors.As takes would be
+// made on the heap for every call, failed or not).
+func isRPCError(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc)
 }
