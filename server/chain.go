@@ -20,6 +20,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/server/tasks"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -42,8 +43,9 @@ import (
 // (forward) then passes the call stages. The hub builds them per config
 // snapshot (newChain), so a reload runs new calls through a new chain,
 // swapped whole with the snapshot, while calls in flight finish on
-// theirs. The end of the chain (send) sends the call upstream with its
-// owner.
+// theirs; a concern the snapshot's config does not have (the audit trail
+// off, no rule with a rate) is left out of it (call.If). The end of the chain (observe.Traffic.Send) sends the call
+// upstream with its owner, as one hop (newHopChain).
 //
 //	audit      admit the call; build its record once the decision is known
 //	validate   the tool's arguments against its inputSchema
@@ -51,7 +53,11 @@ import (
 //	rate limit the decision's rule's rate
 //	observe    the decision, for the inspector, metrics and traces
 //	enforce    allow, log, deny, or put the call to a person (an Asker)
-//	upstream   rounds, tasks, progress, the request itself (send)
+//	failures   the hub's failure to make a tool call, an isError result (call.ToolFailures)
+//	progress   the client's progress token, one of the hub's upstream (server/routes)
+//	tasks      the task a call made, adopted under an id of the hub's (server/tasks)
+//	rounds     the 2026-07-28 rounds: a call held, relayed or fulfilled (server/rounds)
+//	send       the request itself, as one hop (observe.Traffic.Send)
 //
 // The writing of the audit record follows in serve, which sees the
 // request's outcome.
@@ -65,13 +71,17 @@ func (h *Hub) newRequestChain() call.Handler {
 // newChain is the call stages of snap (see newRequestChain).
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
-		audit.Stage{Trail: snap.audit, Keep: keepAudit},
+		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit, Keep: keepAudit}),
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.Decide{Policy: snap.policy},
-		&ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger},
+		call.If(snap.policy.Limits(), &ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger}),
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
-	).Then(call.HandlerFunc(h.sendCall))
+		call.ToolFailures{Logger: h.logger},
+		routes.Progress[*session]{Table: h.routes},
+		tasks.Stage[*session]{Table: h.tasks},
+		rounds.Stage{Rounds: h.rounds},
+	).Then(call.HandlerFunc(h.obs.Send))
 }
 
 // newHopChain is what every request to an upstream goes through, whoever
@@ -96,8 +106,8 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID
 	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Method, h.Params, h.Timeout)
 }
 
-// requestOf is the hub's request a call was made for: the ends of the
-// chains (handle, send) and the hand-off of the audit record (keepAudit)
+// requestOf is the hub's request a call was made for: the end of the
+// request chain (handle) and the hand-off of the audit record (keepAudit)
 // are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
 
@@ -127,13 +137,8 @@ func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMess
 	c.Task = u.method == policy.MethodToolsCall && u.params.Field("task") != nil
 	shown := req.sess.shownIn(req.snap.cfg)
 	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.callTimeout(u.server.Config)
-	c.Decision, c.Notes, c.Sent = policy.Decision{}, call.Notes{}, false
+	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0
 	return req.snap.chain.Handle(ctx, c)
-}
-
-// sendCall is the end of the chain: c sent upstream (send).
-func (h *Hub) sendCall(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	return h.send(ctx, requestOf(c), c)
 }
 
 // keepAudit keeps the audit record of c for serve, which writes it with

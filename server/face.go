@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -13,7 +12,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
-	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -25,7 +23,8 @@ import (
 // server/mcphttp): a face opens a Session for each client with the Peer
 // that reaches the client, hands it the client's requests and
 // notifications, and closes it when the client goes. A face knows nothing
-// else of the hub.
+// else of the hub. Session.Request, where a request's path through the
+// hub begins, stands beside serve (request.go).
 
 // Peer is how the hub reaches one client; each face implements it. No
 // method may block on a slow client: a notification the client has no
@@ -207,29 +206,6 @@ func (s *Session) ID() string { return s.sess.id }
 
 // Context ends when the session is closed.
 func (s *Session) Context() context.Context { return s.ctx }
-
-// Request answers one of the client's requests: the raw result, or the
-// error to answer with (see jsonrpc.ToError). ctx ends when the client
-// cancels the request or goes; the face answers once, and not at all when
-// the client cancelled.
-//
-// It is the panic boundary of every face: a request whose handling panics
-// is answered -32603, logged with its stack and counted (Hub.Panics),
-// and every other request and session goes on.
-func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.hub.panics.Recovered(msg.Method, p, debug.Stack())
-			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
-		}
-	}()
-	if msg.Method == listen.Method {
-		// Long-lived: served apart from the request path, which holds a
-		// snapshot (and its audit trail) until the request ends.
-		return s.hub.listens.Serve(ctx, s.sess, msg)
-	}
-	return s.hub.serve(ctx, s.sess, msg)
-}
 
 // endListens ends the session's listens, with their results: the
 // client's input has ended (stdin closed), and a listen, which only the

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -16,6 +15,8 @@ const (
 	codeInvalidParams    = jsonrpc.CodeInvalidParams
 	codeInternalError    = jsonrpc.CodeInternalError
 	codeResourceNotFound = jsonrpc.CodeResourceNotFound
+	// codePolicyBlocked answers a call a policy rule blocked.
+	codePolicyBlocked = call.CodeBlocked
 )
 
 // rpcError is an error answer; every error the hub sends a client becomes
@@ -42,17 +43,4 @@ func setField(obj json.RawMessage, key string, value any) (json.RawMessage, erro
 		obj = json.RawMessage(`{}`)
 	}
 	return jsonrpc.SetField(obj, key, v)
-}
-
-// quote is s as a JSON string, <, > and & kept as they are (see
-// jsonrpc.Marshal); a name of plain characters costs one allocation.
-func quote(s string) json.RawMessage {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			q, _ := jsonrpc.Marshal(s) // a string always encodes
-			return q
-		}
-	}
-	b := make([]byte, 0, len(s)+2)
-	return append(append(append(b, '"'), s...), '"')
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -46,6 +48,29 @@ func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
 		req.call.ID, req.call.Method = msg.ID, msg.Method
 	}
 	return req
+}
+
+// Request answers one of the client's requests: the raw result, or the
+// error to answer with (see jsonrpc.ToError). ctx ends when the client
+// cancels the request or goes; the face answers once, and not at all when
+// the client cancelled.
+//
+// It is the panic boundary of every face: a request whose handling panics
+// is answered -32603, logged with its stack and counted (Hub.Panics),
+// and every other request and session goes on.
+func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.hub.panics.Recovered(msg.Method, p, debug.Stack())
+			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
+		}
+	}()
+	if msg.Method == listen.Method {
+		// Long-lived: served apart from the request path, which holds a
+		// snapshot (and its audit trail) until the request ends.
+		return s.hub.listens.Serve(ctx, s.sess, msg)
+	}
+	return s.hub.serve(ctx, s.sess, msg)
 }
 
 // serve answers one request of sess: the raw result, or the error to

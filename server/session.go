@@ -62,7 +62,7 @@ func newSession(id, transport string) *session {
 // UserKey is the session's caller's key among all callers (see
 // identity.Identity.Key), "" when the face knows no caller or checked no
 // token: a server's auth: per-user then behaves as shared (stdio is one
-// user). It makes the session an upstream.UserOwner.
+// user). It makes the session an upstream.Owner.
 func (s *session) UserKey() string {
 	if s.who == nil || s.who.Kind == identity.KindNone || s.who.Subject == "" {
 		return ""

@@ -27,12 +27,12 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 
 	m.SetLogLevel(mcp.LoggingLevelWarning)
 	m.Notify("notifications/roots/list_changed", nil)
-	for _, owner := range []string{"a", "b"} {
+	for _, owner := range []testOwner{"a", "b"} {
 		if _, err := s.Request(t.Context(), owner, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": owner}}, 10*time.Second); err != nil {
 			t.Fatalf("owner %s: %v", owner, err)
 		}
 	}
-	m.Release("b")
+	m.Release(testOwner("b"))
 	callTool(t, s, "mutate", "", 0)          // a refresh of the lists
 	callTool(t, s, "flood", "roots/list", 3) // requests the client never answers
 	if _, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "hang"}, 20*time.Millisecond); err == nil {

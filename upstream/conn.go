@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -231,6 +232,88 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 		}
 	}
 	return nil, err
+}
+
+// watches reports whether method is one watch answers on this session.
+func (c *conn) watches(method string) bool {
+	return c.listen != nil && (method == "resources/subscribe" || method == "resources/unsubscribe")
+}
+
+// withMeta splices meta into the _meta of params, each member replacing
+// one of the same key; every other byte of params is kept. Params that are
+// not an object cannot carry _meta and pass as they are.
+func withMeta(params json.RawMessage, meta []jsonrpc.Member) (json.RawMessage, error) {
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	old := jsonrpc.Field(params, "_meta")
+	if old == nil || old[0] != '{' {
+		old = []byte(`{}`)
+	}
+	merged := old
+	for _, m := range meta {
+		var err error
+		if merged, err = jsonrpc.SetField(merged, m.Key, m.Value); err != nil {
+			return nil, err
+		}
+	}
+	out, err := jsonrpc.SetField(params, "_meta", merged)
+	if errors.Is(err, jsonrpc.ErrNotObject) {
+		return params, nil
+	}
+	return out, err
+}
+
+// modernMetaKeys are the _meta members by which a request of 2026-07-28
+// says its version and who sent it with what capabilities: a client's,
+// forwarded to a server of an earlier version, would tell that server the
+// request is of a version the session is not (mcp-go's server answers
+// -32020 to a version in _meta that its header does not name).
+var modernMetaKeys = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo}
+
+// withoutModernMeta is params without modernMetaKeys in their _meta, every
+// other byte kept; params without them are returned as they are.
+func withoutModernMeta(params json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) {
+		return params, nil
+	}
+	meta := jsonrpc.Field(params, "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		return params, nil
+	}
+	stripped := []byte(meta)
+	for _, k := range modernMetaKeys {
+		var err error
+		if stripped, err = jsonrpc.DeleteField(stripped, k); err != nil {
+			return nil, err
+		}
+	}
+	if len(stripped) == len(meta) {
+		return params, nil
+	}
+	return jsonrpc.SetField(params, "_meta", stripped)
+}
+
+// ownMeta is the _meta a request with params carries on a 2026-07-28
+// session: the session's, but for the capabilities of a 2026-07-28 client
+// that stated its own in the request, which are kept. The server then asks
+// that client (by input_required, which the hub passes through) only what
+// it can answer, as a server it called directly would.
+func ownMeta(meta []jsonrpc.Member, params json.RawMessage) []jsonrpc.Member {
+	if !bytes.Contains(params, []byte(`"`+mcp.MetaKeyClientCapabilities+`"`)) {
+		return meta
+	}
+	m, err := jsonrpc.ScanObject(jsonrpc.Field(params, "_meta"))
+	if err != nil || m.Field(mcp.MetaKeyClientCapabilities) == nil {
+		return meta
+	}
+	own := make([]jsonrpc.Member, 0, len(meta))
+	for _, x := range meta {
+		if x.Key != mcp.MetaKeyClientCapabilities {
+			own = append(own, x)
+		}
+	}
+	return own
 }
 
 // relatedCall is the ctx of the request of the hub's in whose answer a

@@ -34,6 +34,7 @@ type capableOwner struct {
 }
 
 func (o *capableOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) { return o.caps, o.known }
+func (o *capableOwner) UserKey() string                                    { return "" }
 
 // A connection of one client's own (isolation: per-session) declares
 // exactly what that client stated; one whose client stated nothing yet,
@@ -45,7 +46,7 @@ func TestIsolatedConnectionDeclaresItsClientsCapabilities(t *testing.T) {
 	sampling := &capableOwner{caps: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, known: true}
 	for _, c := range []struct {
 		name  string
-		owner any
+		owner Owner
 		want  string
 	}{
 		{"stated", sampling, `{"sampling":{}}`},

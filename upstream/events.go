@@ -53,7 +53,7 @@ type Event struct {
 	// Owner is the owner (see Server.Request) of the call the message came
 	// during, or of the connection of its own it came on; nil for none
 	// known.
-	Owner any
+	Owner Owner
 	// OwnConn is true for a message that came on a connection of its
 	// owner's own (isolation: per-session): it is that owner's alone,
 	// whoever else the server's shared connection serves.

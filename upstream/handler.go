@@ -55,7 +55,7 @@ type CapableOwner interface {
 // declared is what a connection for owner declares: the owner's client's
 // capabilities when it stated them, else the manager's (owner nil: a
 // shared connection).
-func (m *Manager) declared(owner any) mcp.ClientCapabilities {
+func (m *Manager) declared(owner Owner) mcp.ClientCapabilities {
 	if o, ok := owner.(CapableOwner); ok {
 		if caps, known := o.ClientCapabilities(); known {
 			return caps
@@ -92,7 +92,7 @@ const codeServerError = -32000
 // each answered with an error when the client has not answered within the
 // server's call timeout. ctx is the connection's for the request: it
 // ends when the server cancels it or the connection closes.
-func (s *Server) request(ctx context.Context, only any, method string, params json.RawMessage) (json.RawMessage, error) {
+func (s *Server) request(ctx context.Context, only Owner, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil
 	}
@@ -152,7 +152,7 @@ func (s *Server) requestFailed(ctx context.Context, method string, timeout time.
 // takeOutstanding takes a slot for a request of the server's for owner
 // (nil: no known owner), within maxOutstanding and the owner's share;
 // release gives it back. Those beyond either are refused at once.
-func (s *Server) takeOutstanding(owner any, method string) (release func(), err error) {
+func (s *Server) takeOutstanding(owner Owner, method string) (release func(), err error) {
 	if owner != nil {
 		s.ownersMu.Lock()
 		if s.owners[owner] >= maxOutstandingPerOwner {

@@ -419,7 +419,7 @@ func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
 	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 
 	calls := make(chan error, 2)
-	call := func(owner, name string) {
+	call := func(owner testOwner, name string) {
 		_, err := s.Request(t.Context(), owner, "tools/call", json.RawMessage(`{"name":"`+name+`"}`), 10*time.Second)
 		calls <- err
 	}
@@ -432,7 +432,7 @@ func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no request from the server")
 	}
-	if e.Kind != EventRequest || e.Method != "sampling/createMessage" || e.Ambiguous || e.Owner != "a" {
+	if e.Kind != EventRequest || e.Method != "sampling/createMessage" || e.Ambiguous || e.Owner != testOwner("a") {
 		t.Errorf("event %v %s, owner %v, ambiguous %v", e.Kind, e.Method, e.Owner, e.Ambiguous)
 	}
 	e.Reply(json.RawMessage(`{"model":"m"}`), nil)

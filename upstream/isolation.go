@@ -38,7 +38,7 @@ type isolated struct {
 // isolatedConn is owner's own connection to s, dialled on first use and
 // waited for within ctx. done, called once the request on it is
 // answered, marks the connection used (see releaseIdle).
-func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done func(), err error) {
+func (s *Server) isolatedConn(ctx context.Context, owner Owner) (c *conn, done func(), err error) {
 	s.mu.Lock()
 	if s.closing || s.ctx == nil {
 		s.mu.Unlock()
@@ -51,7 +51,7 @@ func (s *Server) isolatedConn(ctx context.Context, owner any) (c *conn, done fun
 			return nil, nil, err
 		}
 		if s.isolated == nil {
-			s.isolated = map[any]*isolated{}
+			s.isolated = map[Owner]*isolated{}
 		}
 		iso = &isolated{ready: make(chan struct{}), client: ClientOf(owner)}
 		s.isolated[owner] = iso
@@ -127,7 +127,7 @@ func (s *Server) dialFailedLocked(err error) {
 // it is forgotten, so that the owner's next request dials again. The
 // hub's slot taken for it is given back once the connection has ended, or
 // before a failed dial is reported.
-func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
+func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
 	_, forUser := owner.(userConn)
@@ -196,7 +196,7 @@ func (s *Server) dialIsolated(life context.Context, owner any, iso *isolated) {
 
 // forgetIsolated closes iso's connection if it is still owner's (release
 // closes one it took away).
-func (s *Server) forgetIsolated(owner any, iso *isolated) {
+func (s *Server) forgetIsolated(owner Owner, iso *isolated) {
 	s.mu.Lock()
 	mine := s.isolated[owner] == iso
 	if mine {
@@ -209,7 +209,7 @@ func (s *Server) forgetIsolated(owner any, iso *isolated) {
 }
 
 // release closes owner's connection, if it has one, in the background.
-func (s *Server) release(owner any) {
+func (s *Server) release(owner Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	iso := s.isolated[owner]
@@ -272,7 +272,7 @@ func (s *Server) Isolated() int {
 // Its lists are not the ones clients see (the shared connection's are),
 // so a list_changed on it is not followed; anything else goes to the hub
 // marked as the owner's.
-func (s *Server) isolatedNotification(owner any, id ConnID, method string, params json.RawMessage) {
+func (s *Server) isolatedNotification(owner Owner, id ConnID, method string, params json.RawMessage) {
 	if _, ok := listChanged(method); ok {
 		return
 	}
@@ -282,7 +282,7 @@ func (s *Server) isolatedNotification(owner any, id ConnID, method string, param
 
 // perSession reports whether requests of owner go on a connection of
 // their own, and the key of that connection among s.isolated.
-func (s *Server) perSession(owner any) (any, bool) {
+func (s *Server) perSession(owner Owner) (Owner, bool) {
 	if u, ok := s.perUser(owner); ok {
 		return u, true
 	}
@@ -294,7 +294,7 @@ func (s *Server) perSession(owner any) (any, bool) {
 
 // Release tells every server that owner (a client session) is gone: the
 // connections it had of its own are closed.
-func (m *Manager) Release(owner any) {
+func (m *Manager) Release(owner Owner) {
 	for _, s := range m.Servers() {
 		s.release(owner)
 	}

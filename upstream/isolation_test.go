@@ -20,7 +20,7 @@ func TestIsolatedConnections(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	m, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	pid := func(owner string) (string, error) {
+	pid := func(owner testOwner) (string, error) {
 		res, err := s.Request(t.Context(), owner, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 		return string(res), err
 	}
@@ -38,13 +38,13 @@ func TestIsolatedConnections(t *testing.T) {
 	if _, err := pid("c"); err == nil || !strings.Contains(err.Error(), "allows 2 at once") {
 		t.Errorf("a third owner over the cap of 2: %v", err)
 	}
-	m.Release("a")
+	m.Release(testOwner("a"))
 	waitFor(t, 10*time.Second, "a's connection to close", func() bool { return s.Isolated() == 1 })
 	if c, err := pid("c"); err != nil || c == a || c == b {
 		t.Errorf("c once a is released: %s %v", c, err)
 	}
 	// b's child crashes: its next call gets a new one.
-	if _, err := s.Request(t.Context(), "b", "tools/call", map[string]any{"name": "crash"}, 5*time.Second); err == nil {
+	if _, err := s.Request(t.Context(), testOwner("b"), "tools/call", map[string]any{"name": "crash"}, 5*time.Second); err == nil {
 		t.Error("crash answered")
 	}
 	waitFor(t, 10*time.Second, "b's new child", func() bool {
@@ -64,7 +64,7 @@ func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	ctx, untrack := s.trackCall(t.Context(), &conn{id: 99}, "a")
+	ctx, untrack := s.trackCall(t.Context(), &conn{id: 99}, testOwner("a"))
 	defer untrack()
 	res, err := s.Request(ctx, nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {

@@ -150,8 +150,3 @@ func (c *conn) watch(method string, params json.RawMessage) (json.RawMessage, er
 	}
 	return json.RawMessage(`{}`), nil
 }
-
-// watches reports whether method is one watch answers on this session.
-func (c *conn) watches(method string) bool {
-	return c.listen != nil && (method == "resources/subscribe" || method == "resources/unsubscribe")
-}

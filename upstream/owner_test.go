@@ -5,6 +5,11 @@ import (
 	"testing"
 )
 
+// testOwner is an owner of the tests (see Owner): no caller known.
+type testOwner string
+
+func (testOwner) UserKey() string { return "" }
+
 // A request a stdio server sends back is tied to the one owner whose
 // calls are in flight, and to none when calls of several owners are: an
 // elicitation never reaches a client whose call did not cause it.
@@ -15,24 +20,24 @@ func TestCallContextNeverGuesses(t *testing.T) {
 	if got, owner, amb := s.callContext(bg, nil); got != bg || owner != nil || amb {
 		t.Error("no call in flight: the request's own context")
 	}
-	_, doneA1 := s.trackCall(bg, one, "a")
-	_, doneA2 := s.trackCall(bg, one, "a")
-	if _, owner, amb := s.callContext(bg, nil); owner != "a" || amb {
+	_, doneA1 := s.trackCall(bg, one, testOwner("a"))
+	_, doneA2 := s.trackCall(bg, one, testOwner("a"))
+	if _, owner, amb := s.callContext(bg, nil); owner != testOwner("a") || amb {
 		t.Errorf("calls of one owner: %v %v", owner, amb)
 	}
-	b, doneB := s.trackCall(bg, one, "b")
+	b, doneB := s.trackCall(bg, one, testOwner("b"))
 	if _, _, amb := s.callContext(bg, nil); !amb {
 		t.Error("calls of two owners in flight: not marked ambiguous")
 	}
-	if _, owner, amb := s.callContext(bg, "a"); owner != "a" || amb {
+	if _, owner, amb := s.callContext(bg, testOwner("a")); owner != testOwner("a") || amb {
 		t.Errorf("on a's own connection, with b's call in flight: %v %v", owner, amb)
 	}
 	doneA1()
 	doneA2()
-	if _, owner, amb := s.callContext(bg, nil); owner != "b" || amb {
+	if _, owner, amb := s.callContext(bg, nil); owner != testOwner("b") || amb {
 		t.Errorf("once a's calls ended: %v %v", owner, amb)
 	}
-	if _, owner, _ := s.callContext(b, nil); owner != "b" {
+	if _, owner, _ := s.callContext(b, nil); owner != testOwner("b") {
 		t.Errorf("tied to b's call by the transport: %v", owner)
 	}
 	doneB()
@@ -47,11 +52,11 @@ func TestCallContextNeverGuesses(t *testing.T) {
 func TestCallContextCountsOnlyItsConnection(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
-	_, untrackA := s.trackCall(bg, &conn{id: 1}, "a")
+	_, untrackA := s.trackCall(bg, &conn{id: 1}, testOwner("a"))
 	defer untrackA()
-	_, untrackB := s.trackCall(bg, &conn{id: 2}, "b")
+	_, untrackB := s.trackCall(bg, &conn{id: 2}, testOwner("b"))
 	defer untrackB()
-	if got, owner, amb := s.callContext(withConn(bg, 1), nil); owner != "a" || amb || ConnOf(got) != 1 {
+	if got, owner, amb := s.callContext(withConn(bg, 1), nil); owner != testOwner("a") || amb || ConnOf(got) != 1 {
 		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", owner, amb, ConnOf(got))
 	}
 	if _, owner, amb := s.callContext(withConn(bg, 3), nil); owner != nil || amb {

@@ -18,11 +18,11 @@ func TestOutstandingSharedBetweenOwners(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	m, s := startFake(t, cfg)
 	c := collect(t, m)
-	of := func(owner string) int {
+	of := func(owner testOwner) int {
 		return len(slices.DeleteFunc(c.list(), func(e Event) bool { return e.Kind != EventRequest || e.Owner != owner }))
 	}
 	const n = 100
-	flood := func(owner string, n int) {
+	flood := func(owner testOwner, n int) {
 		t.Helper()
 		if _, err := s.Request(t.Context(), owner, "tools/call",
 			map[string]any{"name": "flood", "arguments": map[string]any{"text": "roots/list", "ms": n}}, 10*time.Second); err != nil {
@@ -38,7 +38,7 @@ func TestOutstandingSharedBetweenOwners(t *testing.T) {
 	flood("a", 1)
 	var st fakeState
 	waitFor(t, 5*time.Second, "a's refusals", func() bool {
-		res, err := s.Request(t.Context(), "a", "tools/call", map[string]any{"name": "state"}, 10*time.Second)
+		res, err := s.Request(t.Context(), testOwner("a"), "tools/call", map[string]any{"name": "state"}, 10*time.Second)
 		var r struct{ Content []struct{ Text string } }
 		if err != nil || json.Unmarshal(res, &r) != nil || len(r.Content) == 0 || json.Unmarshal([]byte(r.Content[0].Text), &st) != nil {
 			return false

@@ -10,8 +10,8 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
-// A server with auth: per-user gives each calling user (an owner that is a
-// UserOwner with a key) a connection of their own, made with their own
+// A server with auth: per-user gives each calling user (an owner with a
+// UserKey) a connection of their own, made with their own
 // sign-in from the token store (auth.Store.ForUser) and never with the
 // shared one or another user's. It reuses the connections of isolation:
 // per-session (isolation.go), keyed by the user instead of the session, so
@@ -21,15 +21,24 @@ import (
 // connection (the hub's own sign-in) fetches the lists and serves owners
 // without a user (stdio: one user).
 
-// UserOwner is an owner (see Server.Request) that knows its caller: UserKey is
-// the caller's key among all callers ("" for none).
-type UserOwner interface {
+// Owner is whose request a request to a server is (see Server.Request):
+// a client session, or another holder of connections of its own (a call
+// the hub holds for a request without a session); nil is no one's, the
+// server's shared connection. The requests of one owner share its
+// connections of its own, keyed by it (so an Owner is comparable), and
+// what the server sends during them comes back with it (Event.Owner).
+// UserKey is the owner's caller's key among all callers, "" for none:
+// auth: per-user gives each key a connection of its own.
+type Owner interface {
 	UserKey() string
 }
 
 // userConn is the key of a user's own connection among a server's
-// isolated ones.
+// isolated ones: the owner of what comes on it.
 type userConn string
+
+// UserKey is the user's key: a user's own connection is the user's.
+func (u userConn) UserKey() string { return string(u) }
 
 // SignInRequired says a per-user server has no usable sign-in of the
 // calling user's: the user must sign in (through the hub's HTTP face).
@@ -49,22 +58,18 @@ func (e *SignInRequired) Error() string {
 
 // perUser reports whether owner's requests go on the calling user's own
 // connection to s, and that user's key.
-func (s *Server) perUser(owner any) (userConn, bool) {
-	if !s.Config.PerUser() {
+func (s *Server) perUser(owner Owner) (userConn, bool) {
+	if !s.Config.PerUser() || owner == nil {
 		return "", false
 	}
-	o, ok := owner.(UserOwner)
-	if !ok {
-		return "", false
-	}
-	k := o.UserKey()
+	k := owner.UserKey()
 	return userConn(k), k != ""
 }
 
 // userSignedIn is nil when user has a connection to s or a sign-in on
 // file to make one with, else a *SignInRequired. It reads the store
 // outside s.mu.
-func (s *Server) userSignedIn(owner any) error {
+func (s *Server) userSignedIn(owner Owner) error {
 	u, ok := owner.(userConn)
 	if !ok {
 		return nil
@@ -84,7 +89,7 @@ func (s *Server) userSignedIn(owner any) error {
 
 // userAuthError is err, for a user's own connection whose sign-in the
 // server refused (and that could not be renewed), a *SignInRequired.
-func userAuthError(owner any, s *Server, err error) error {
+func userAuthError(owner Owner, s *Server, err error) error {
 	u, ok := owner.(userConn)
 	if !ok || err == nil {
 		return err
@@ -118,7 +123,7 @@ func firstClause(msg string) string {
 
 // tokensFor is the token store owner's connection is made with: the
 // user's own records for a user's connection, else the shared ones.
-func (s *Server) tokensFor(owner any) *auth.Store {
+func (s *Server) tokensFor(owner Owner) *auth.Store {
 	if u, ok := owner.(userConn); ok && s.mgr.tokens != nil {
 		return s.mgr.tokens.ForUser(string(u))
 	}

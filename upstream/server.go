@@ -78,9 +78,9 @@ type Server struct {
 	// outstanding holds a token for each request of the server's still
 	// waiting for the client's answer (see maxOutstanding).
 	outstanding chan struct{}
-	ownersMu    sync.Mutex  // guards owners
-	owners      map[any]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
-	notices     chan notice // to send to the server; see notify
+	ownersMu    sync.Mutex    // guards owners
+	owners      map[Owner]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
+	notices     chan notice   // to send to the server; see notify
 
 	mu           sync.Mutex // guards the fields below; never held across I/O
 	status       Status
@@ -91,16 +91,16 @@ type Server struct {
 	pinEpoch     uint64     // counts RecheckPins (see lockWithPins)
 	lists        Lists      // raw less the tools pinning withholds
 	closing      bool
-	ctx          context.Context    // the server's lifetime, from start; nil before
-	cancel       context.CancelFunc // stops run
-	refreshing   bool               // a refresh of lists is running
-	pendingLists listSet            // lists to fetch again once it is done
-	isolated     map[any]*isolated  // isolation: per-session, by owner (see isolation.go)
-	isoSched     *schedule          // backoff of owners' connections failing to start; nil before one did
-	isoFail      error              // why the last one failed, nil once one started
-	isoRetry     time.Time          // no owner's connection is dialled before, while isoFail
-	last         []Item             // the tools of the last run, offered while starting (toolcache.go)
-	lastKnown    bool               // last was read: a list need not wait for the server
+	ctx          context.Context     // the server's lifetime, from start; nil before
+	cancel       context.CancelFunc  // stops run
+	refreshing   bool                // a refresh of lists is running
+	pendingLists listSet             // lists to fetch again once it is done
+	isolated     map[Owner]*isolated // isolation: per-session, by owner (see isolation.go)
+	isoSched     *schedule           // backoff of owners' connections failing to start; nil before one did
+	isoFail      error               // why the last one failed, nil once one started
+	isoRetry     time.Time           // no owner's connection is dialled before, while isoFail
+	last         []Item              // the tools of the last run, offered while starting (toolcache.go)
+	lastKnown    bool                // last was read: a list need not wait for the server
 
 	cacheMu  sync.Mutex // orders the reads and writes of the server's cached tools; guards cacheSum
 	cacheSum [32]byte   // hash of the record cached now
@@ -125,7 +125,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		mgr:         m,
 		onChange:    onChange,
 		outstanding: make(chan struct{}, maxOutstanding),
-		owners:      map[any]int{},
+		owners:      map[Owner]int{},
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 		shared:      !cfg.PerUser() && cfg.Isolation != config.IsolationPerSession,
@@ -676,7 +676,7 @@ func (s *Server) RecheckPins() {
 // connection): it picks the connection of isolation: per-session and
 // auth: per-user, and a request the server sends back while it runs is
 // told apart from one during another owner's request (see callContext).
-func (s *Server) Request(ctx context.Context, owner any, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+func (s *Server) Request(ctx context.Context, owner Owner, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	res, _, err := s.RequestOn(ctx, owner, 0, method, params, timeout)
 	return res, err
 }
@@ -687,14 +687,14 @@ func (s *Server) Request(ctx context.Context, owner any, method string, params a
 // ErrConnGone and sends nothing. conn is the connection it sent on (what
 // the server numbers per connection, its task ids, is told apart by it),
 // zero when it sent on none.
-func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
+func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, st := s.awaitSession(ctx)
 	if c == nil {
 		return nil, 0, s.unavailable(st)
 	}
-	var key any
+	var key Owner
 	isolated := false
 	if !s.shared {
 		key, isolated = s.perSession(owner)
@@ -838,7 +838,7 @@ type callKey struct{} // the number of the hub's call a context is for, in Serve
 // connection it went on.
 type trackedCall struct {
 	ctx   context.Context
-	owner any
+	owner Owner
 	conn  ConnID
 }
 
@@ -846,7 +846,7 @@ type trackedCall struct {
 // or notification the server sends back while it runs can be tied to it
 // (see callContext). The request is to be made in the context it returns;
 // untrack forgets it.
-func (s *Server) trackCall(ctx context.Context, c *conn, owner any) (_ context.Context, untrack func()) {
+func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ context.Context, untrack func()) {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
@@ -875,7 +875,7 @@ func (s *Server) trackCall(ctx context.Context, c *conn, owner any) (_ context.C
 // (isolation: per-session) names that owner as only: only its calls
 // count, and what it receives is that owner's. The result keeps ctx's
 // connection.
-func (s *Server) callContext(ctx context.Context, only any) (_ context.Context, owner any, ambiguous bool) {
+func (s *Server) callContext(ctx context.Context, only Owner) (_ context.Context, owner Owner, ambiguous bool) {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	if seq, ok := ctx.Value(callKey{}).(uint64); ok {
@@ -886,7 +886,7 @@ func (s *Server) callContext(ctx context.Context, only any) (_ context.Context, 
 	}
 	onConn := ConnOf(ctx)
 	var latest uint64
-	owners := map[any]bool{}
+	owners := map[Owner]bool{}
 	for seq, c := range s.calls {
 		if c.ctx.Err() != nil || only != nil && c.owner != only || onConn != 0 && c.conn != onConn {
 			continue

@@ -87,7 +87,7 @@ type ClientOwner interface {
 }
 
 // ClientOf is the client owner belongs to, or "".
-func ClientOf(owner any) string {
+func ClientOf(owner Owner) string {
 	if o, ok := owner.(ClientOwner); ok {
 		return o.Client()
 	}

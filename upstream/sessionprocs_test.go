@@ -28,7 +28,7 @@ func newTestClock() *testClock {
 	return c
 }
 func (c *testClock) String() string { return c.now().Format(time.TimeOnly) }
-func callPID(t *testing.T, s *Server, owner string) (string, error) {
+func callPID(t *testing.T, s *Server, owner testOwner) (string, error) {
 	t.Helper()
 	res, err := s.Request(t.Context(), owner, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	return string(res), err
@@ -84,7 +84,7 @@ func TestSessionProcessesCappedAcrossServers(t *testing.T) {
 	one, two := m.Servers()[0], m.Servers()[1]
 	for _, c := range []struct {
 		s     *Server
-		owner string
+		owner testOwner
 	}{{one, "a"}, {one, "b"}, {two, "c"}} {
 		if _, err := callPID(t, c.s, c.owner); err != nil {
 			t.Fatalf("%s on %s: %v", c.owner, c.s.Config.ID(), err)
@@ -101,7 +101,7 @@ func TestSessionProcessesCappedAcrossServers(t *testing.T) {
 	if one.Isolated()+two.Isolated() != 3 {
 		t.Errorf("%d+%d connections after refusals, want 3", one.Isolated(), two.Isolated())
 	}
-	m.Release("a")
+	m.Release(testOwner("a"))
 	waitFor(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 2 })
 	if _, err := callPID(t, two, "d"); err != nil {
 		t.Errorf("d once a is gone: %v", err)
@@ -122,7 +122,7 @@ func TestSessionProcessStartBacksOff(t *testing.T) {
 		n, _ := strconv.Atoi(string(b))
 		return n - 1 // the shared connection's
 	}
-	try := func(owners ...string) {
+	try := func(owners ...testOwner) {
 		t.Helper()
 		for _, o := range owners {
 			_, err := callPID(t, s, o)
@@ -173,13 +173,13 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 	}
 	hung := make(chan error, 1)
 	go func() {
-		_, err := s.Request(context.Background(), "b", "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3000}}, 10*time.Second)
+		_, err := s.Request(context.Background(), testOwner("b"), "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3000}}, 10*time.Second)
 		hung <- err
 	}()
 	waitFor(t, 10*time.Second, "b's connection", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		b := s.isolated["b"]
+		b := s.isolated[testOwner("b")]
 		return b != nil && b.c != nil
 	})
 	clock.add(4 * time.Minute)
@@ -206,7 +206,8 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 // credential is.
 type clientOwner struct{ name, client string }
 
-func (o *clientOwner) Client() string { return o.client }
+func (o *clientOwner) Client() string  { return o.client }
+func (o *clientOwner) UserKey() string { return "" }
 
 // A client holds at most its share (http.client_share, half by default)
 // of settings.max_session_processes and of each server's own cap: past it

@@ -3,7 +3,10 @@ package call
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -72,8 +75,9 @@ type Call struct {
 	Session Session
 	// Owner is whose calls upstream this is (the client session): the
 	// end of the chain passes it to upstream explicitly. Opaque to
-	// stages.
-	Owner any
+	// stages but for the concerns that keep what is the session's
+	// (progress, tasks).
+	Owner upstream.Owner
 	// ID is the request's JSON-RPC id, as the client sent it; Request
 	// its params, which Decode has checked whole, scanned once (the zero
 	// Object when it has none or they are no object).
@@ -136,6 +140,13 @@ type Call struct {
 	// (clients.Protocol: the handshake, ping, an unknown method): its
 	// answer is final as it is.
 	Final bool
+	// Meta is the _meta sent upstream in place of the client's (the
+	// progress token of the hub's own, routes.Progress), nil to send it
+	// as it came.
+	Meta json.RawMessage
+	// Conn is the connection the end of the chain sent the call on (a
+	// task lives there, tasks.Stage), zero before.
+	Conn upstream.ConnID
 	// Failure is the hub's own failure that a tool error result reports,
 	// for the audit trail.
 	Failure string
@@ -174,6 +185,41 @@ const (
 // Approved notes that a person let c through, by grant ("" for this call
 // alone).
 func (c *Call) Approved(grant, by string) { c.Notes.Grant, c.Notes.ApprovedBy = grant, by }
+
+// Outgoing are the params c is sent upstream with: Params, with the name
+// the server knows (Rename) and Meta spliced in, every other byte as it
+// came. An error is the invalid params answer.
+func (c *Call) Outgoing() (json.RawMessage, error) {
+	var buf [2]jsonrpc.Member
+	set := buf[:0]
+	if c.Rename {
+		set = append(set, jsonrpc.Member{Key: "name", Value: quote(c.Name)})
+	}
+	if c.Meta != nil {
+		set = append(set, jsonrpc.Member{Key: "_meta", Value: c.Meta})
+	}
+	if len(set) == 0 {
+		return c.Params.Bytes(), nil
+	}
+	params, err := c.Params.With(set...)
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+err.Error())
+	}
+	return params, nil
+}
+
+// quote is s as a JSON string, <, > and & kept as they are (see
+// jsonrpc.Marshal); a name of plain characters costs one allocation.
+func quote(s string) json.RawMessage {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := jsonrpc.Marshal(s) // a string always encodes
+			return q
+		}
+	}
+	b := make([]byte, 0, len(s)+2)
+	return append(append(append(b, '"'), s...), '"')
+}
 
 // Handler answers a call: the raw result, or the error to answer with.
 type Handler interface {
@@ -226,4 +272,33 @@ func ToolError(msg string) json.RawMessage {
 		"isError": true,
 	})
 	return b
+}
+
+// ToolFailures is the stage that answers a tool call the hub or its
+// transport failed to make (its upstream down, crashed or too slow, a
+// round that could not go on) with a ToolError result, the failure noted
+// (Failure) and logged. An upstream's own JSON-RPC error, or the hub's
+// (a refusal, invalid params), and a call cancelled pass as they are.
+type ToolFailures struct {
+	Logger *slog.Logger
+}
+
+// Handle passes c on and turns a failure to make it, if it is a tool
+// call, into a ToolError result.
+func (s ToolFailures) Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error) {
+	res, err := next.Handle(ctx, c)
+	if err != nil && c.Method == policy.MethodToolsCall && !isRPCError(err) && !errors.Is(err, context.Canceled) {
+		s.Logger.Warn("tool call failed", "upstream", c.Server.ID(), "tool", c.Name, "err", err)
+		c.Failure = err.Error()
+		return ToolError(err.Error()), nil
+	}
+	return res, err
+}
+
+// isRPCError reports whether err is a JSON-RPC error, an upstream's own
+// or the hub's (its own function: the target errors.As takes would be
+// made on the heap for every call, failed or not).
+func isRPCError(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc)
 }

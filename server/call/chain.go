@@ -3,16 +3,33 @@ package call
 import (
 	"context"
 	"encoding/json"
+	"slices"
+
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Chain is an ordered list of stages, outermost first: built once (per
 // config snapshot) and linked to its end once (Then), run for each call.
+// The hops' stages are linked the same way, once (Hops).
 type Chain struct {
 	stages []Stage
 }
 
-// New is the chain of stages, outermost first.
-func New(stages ...Stage) *Chain { return &Chain{stages: stages} }
+// New is the chain of stages, outermost first. A nil stage is left out:
+// one a config does not need (see If).
+func New(stages ...Stage) *Chain {
+	return &Chain{stages: slices.DeleteFunc(stages, func(s Stage) bool { return s == nil })}
+}
+
+// If is s when on, else nil, which New leaves out: a concern a config
+// snapshot does not have (an audit trail that is off, no rule with a
+// rate) is no stage of its chain, and its calls do not pass it.
+func If(on bool, s Stage) Stage {
+	if !on {
+		return nil
+	}
+	return s
+}
 
 // Len is how many stages the chain has.
 func (ch *Chain) Len() int { return len(ch.stages) }
@@ -36,4 +53,45 @@ func (ch *Chain) Then(end Handler) Handler {
 		next = &link{stage: ch.stages[i], next: next}
 	}
 	return next
+}
+
+// HopHandler sends a hop: the raw result and the connection it went on,
+// or the error.
+type HopHandler interface {
+	Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error)
+}
+
+// HopFunc is a func as a HopHandler.
+type HopFunc func(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error)
+
+// Hop calls f.
+func (f HopFunc) Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error) {
+	return f(ctx, h)
+}
+
+// HopStage is one concern of every request upstream: it passes the hop to
+// next (once, or again when what stood in its way is gone: a sign-in),
+// and may look at and change what comes back.
+type HopStage interface {
+	Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, upstream.ConnID, error)
+}
+
+// Hops are the hop stages, outermost first, linked once to end, the
+// request itself (upstream's RequestOn).
+func Hops(end HopHandler, stages ...HopStage) HopHandler {
+	next := end
+	for i := len(stages) - 1; i >= 0; i-- {
+		next = &hopLink{stage: stages[i], next: next}
+	}
+	return next
+}
+
+// hopLink is one hop stage with the handler after it.
+type hopLink struct {
+	stage HopStage
+	next  HopHandler
+}
+
+func (l *hopLink) Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error) {
+	return l.stage.Hop(ctx, h, l.next)
 }

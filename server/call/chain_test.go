@@ -87,3 +87,19 @@ func TestAnswerWith(t *testing.T) {
 		t.Fatalf("another error passes as it is: %v", err)
 	}
 }
+
+// A stage a config does not need (call.If false) is no stage of the
+// chain: its calls do not pass it.
+func TestChainLeavesOutNil(t *testing.T) {
+	var log []string
+	ch := call.New(call.If(false, trace("audit", &log)), trace("policy", &log), call.If(true, trace("rate", &log)))
+	if ch.Len() != 2 {
+		t.Fatalf("%d stages, want 2", ch.Len())
+	}
+	if _, err := ch.Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"policy>", "rate>", "upstream echo", "<rate", "<policy"}; !slices.Equal(log, want) {
+		t.Fatalf("order %q, want %q", log, want)
+	}
+}

@@ -1,3 +1,14 @@
+// Package observe is the observers' stage of the call chain: it tells
+// the traffic observers (the inspector, metrics, traces) where a call
+// goes and what the policy and rate limit decided, before the decision is
+// enforced, so that a call that waits for a person, or is denied, shows
+// where it was going. It imports the call contract and types/traffic,
+// never the hub: the observed call is made where the hub reads the
+// request, for every method, and carried on its Call (Call.Observed).
+//
+// It holds the hub's observer too (Traffic), and sends every hop to an
+// upstream, so that the observers see each one (Traffic.Request): a
+// call's own at the end of the call chain (Traffic.Send).
 package observe
 
 import (
@@ -13,6 +24,19 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
+
+// Stage notes on a call's observed call where it goes and what was
+// decided.
+type Stage struct{}
+
+// Handle notes on c's observed call (Call.Observed), if any, and passes c
+// on.
+func (Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if o := c.Observed; o != nil {
+		o.Group, o.Server, o.Target, o.Rule, o.Action = c.Server.Group, c.Server.Name, c.Name, c.Decision.Rule, c.Notes.Verdict
+	}
+	return next.Handle(ctx, c)
+}
 
 // Traffic is the hub's traffic as its observers see it: the observer
 // Observe set, and every hop to an upstream, which Request sends.
@@ -60,8 +84,22 @@ func Routed(c *traffic.Call, s *upstream.Server, target, rule, action string) {
 // the hop stages (Hops: per-user sign-in, and redaction, so that no
 // resolved ${secret:NAME} in what an upstream answers reaches the client
 // or the observers).
-func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+func (t *Traffic) Request(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	res, _, err := t.RequestOn(ctx, c, owner, s, 0, method, params, timeout)
+	return res, err
+}
+
+// Send is the end of the call chain: c sent upstream with its params
+// (Call.Outgoing) for its owner, as one hop (RequestOn), noted Sent and
+// on the connection it went on (Call.Conn).
+func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	params, err := c.Outgoing()
+	if err != nil {
+		return nil, err
+	}
+	c.Sent = true // a tool's result fits max_result (resultcap.Stage)
+	res, conn, err := t.RequestOn(ctx, c, c.Owner, c.Upstream, 0, c.Method, params, c.Timeout)
+	c.Conn = conn
 	return res, err
 }
 
@@ -70,7 +108,7 @@ func (t *Traffic) Request(ctx context.Context, c *call.Call, owner any, s *upstr
 // call it is (see upstream's Request): the client session, a held call
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
-func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner any, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
 	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets

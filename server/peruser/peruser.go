@@ -1,6 +1,6 @@
 // Package peruser is per-user sign-in's stage of every hop upstream (a
 // server's auth: per-user, see upstream/peruser.go): the session tells
-// the upstream layer whose calls it makes (upstream.UserOwner), and a call
+// the upstream layer whose calls it makes (upstream.Owner), and a call
 // of a user who has not signed in is answered with a
 // URLElicitationRequiredError (-32042, MCP 2025-11-25) whose message and
 // URL elicitation carry a link to the hub's own sign-in page for that

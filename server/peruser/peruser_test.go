@@ -14,6 +14,7 @@ import (
 type owner struct{ l Linker }
 
 func (o owner) Linker() Linker { return o.l }
+func (owner) UserKey() string  { return "" }
 
 type linker struct{ done chan struct{} }
 

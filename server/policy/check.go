@@ -5,55 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
-
-// RuleHidden is the Rule of a Decision for a target the group's deny- or
-// allow-list hides: the hub answers it as one that does not exist.
-const RuleHidden = "hidden"
-
-// Hidden reports whether g's filters hide a target: a tool or a prompt by
-// its name as its server calls it, a resource by its URI or its name, a
-// resource template by its URI template or its name. The hub's view and
-// `dynamic-mcp policy test` both decide with it.
-func Hidden(g *config.Group, method string, names ...string) bool {
-	switch method {
-	case MethodToolsCall:
-		return g.Tools.Hides(names...)
-	case MethodPromptsGet:
-		return g.Prompts.Hides(names...)
-	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
-		return g.Resources.Hides(names...)
-	}
-	return false
-}
-
-// Decide is what the hub decides for req: a target the group hides is
-// denied by RuleHidden (the hub never routes to one: it answers as for a
-// name that does not exist), anything else as Evaluate has it.
-func (p *Policy) Decide(req Request) Decision {
-	if g := p.configs[req.Group]; g != nil {
-		names := []string{req.Name}
-		if req.ResourceName != "" {
-			names = append(names, req.ResourceName)
-		}
-		if Hidden(g, req.Method, names...) {
-			return Decision{Action: config.ActionDeny, Rule: RuleHidden, Description: "hidden by the group's " + filterKey(req.Method) + " list"}
-		}
-	}
-	return p.Evaluate(req)
-}
-
-func filterKey(method string) string {
-	switch method {
-	case MethodPromptsGet:
-		return "prompts"
-	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
-		return "resources"
-	}
-	return "tools"
-}
 
 // UnknownArgs lists the rules that name an argument tool (of server in
 // group) does not have by its input schema, each with the names it does

@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,6 +61,7 @@ type Policy struct {
 	groups  map[string][]rule
 	global  []rule
 	def     config.Action
+	limits  bool // a rule has a rate (see Limits)
 }
 
 type rule struct {
@@ -93,8 +96,17 @@ func New(cfg *config.Config) *Policy {
 		p.groups[g.Name] = compile(g.Policy)
 	}
 	p.global = compile(cfg.Policy)
+	for _, rules := range append(slices.Collect(maps.Values(p.groups)), p.global) {
+		for _, r := range rules {
+			p.limits = p.limits || r.cfg.Rate != nil
+		}
+	}
 	return p
 }
+
+// Limits reports whether a rule of p has a rate (a loop guard): without
+// one no Decision has a Rate, and nothing is counted.
+func (p *Policy) Limits() bool { return p.limits }
 
 func compile(rules []config.Rule) []rule {
 	var out []rule
@@ -131,6 +143,52 @@ func compile(rules []config.Rule) []rule {
 		out = append(out, c)
 	}
 	return out
+}
+
+// RuleHidden is the Rule of a Decision for a target the group's deny- or
+// allow-list hides: the hub answers it as one that does not exist.
+const RuleHidden = "hidden"
+
+// Hidden reports whether g's filters hide a target: a tool or a prompt by
+// its name as its server calls it, a resource by its URI or its name, a
+// resource template by its URI template or its name. The hub's view and
+// `dynamic-mcp policy test` both decide with it.
+func Hidden(g *config.Group, method string, names ...string) bool {
+	switch method {
+	case MethodToolsCall:
+		return g.Tools.Hides(names...)
+	case MethodPromptsGet:
+		return g.Prompts.Hides(names...)
+	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
+		return g.Resources.Hides(names...)
+	}
+	return false
+}
+
+// Decide is what the hub decides for req: a target the group hides is
+// denied by RuleHidden (the hub never routes to one: it answers as for a
+// name that does not exist), anything else as Evaluate has it.
+func (p *Policy) Decide(req Request) Decision {
+	if g := p.configs[req.Group]; g != nil {
+		names := []string{req.Name}
+		if req.ResourceName != "" {
+			names = append(names, req.ResourceName)
+		}
+		if Hidden(g, req.Method, names...) {
+			return Decision{Action: config.ActionDeny, Rule: RuleHidden, Description: "hidden by the group's " + filterKey(req.Method) + " list"}
+		}
+	}
+	return p.Evaluate(req)
+}
+
+func filterKey(method string) string {
+	switch method {
+	case MethodPromptsGet:
+		return "prompts"
+	case MethodResourcesRead, MethodSkillsGet, MethodDirectoryRead:
+		return "resources"
+	}
+	return "tools"
 }
 
 // Evaluate decides req. It never fails open: an error while evaluating is

@@ -135,3 +135,23 @@ func TestEvaluate(t *testing.T) {
 		t.Errorf("a rule with no target applies to everything: %+v", d)
 	}
 }
+
+// Limits says whether any rule, a group's or a global one, has a rate:
+// the hub leaves the rate limit out of a chain whose policy has none.
+func TestLimits(t *testing.T) {
+	rate := &config.RateLimit{}
+	for _, tc := range []struct {
+		name string
+		cfg  *config.Config
+		want bool
+	}{
+		{"no rules", &config.Config{Groups: []*config.Group{{Name: "g"}}}, false},
+		{"rules without a rate", &config.Config{Groups: []*config.Group{{Name: "g", Policy: []config.Rule{{Name: "r", Action: config.ActionDeny}}}}}, false},
+		{"a group's rule", &config.Config{Groups: []*config.Group{{Name: "g", Policy: []config.Rule{{Name: "r", Action: config.ActionAllow, Rate: rate}}}}}, true},
+		{"a global rule", &config.Config{Policy: []config.Rule{{Name: "r", Action: config.ActionAllow, Rate: rate}}}, true},
+	} {
+		if got := New(tc.cfg).Limits(); got != tc.want {
+			t.Errorf("%s: Limits() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

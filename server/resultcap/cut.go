@@ -34,10 +34,6 @@ import (
 //   - last, a text note with the sizes, where the whole result is and how
 //     many pages it takes, and a resource_link to it.
 
-// Over reports whether a result of res's size is over limit, a client's
-// max_result (0 for none): whether Cut would cut it.
-func Over(res []byte, limit int) bool { return limit > 0 && len(res) > limit }
-
 // Cut is res, the result of the tools/call c, cut to limit (the client's
 // max_result) when it is Over it, the whole kept for c's caller to read
 // back; idLen is the length of the JSON-RPC id it will be answered with.

@@ -38,3 +38,7 @@ func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (jso
 	return s.Store.Cut(res, limit, len(c.ID), Call{Caller: c.Session.Caller(),
 		Group: c.Server.Group, Server: c.Server.Name, Tool: c.Name, Args: c.Args}), nil
 }
+
+// Over reports whether a result of res's size is over limit, a client's
+// max_result (0 for none): whether Cut would cut it.
+func Over(res []byte, limit int) bool { return limit > 0 && len(res) > limit }

@@ -177,9 +177,9 @@ func answerable(caps mcp.ClientCapabilities, method string, params json.RawMessa
 // rounds, by the id of the round their requestState names, and those
 // whose upstream call runs, by its owner.
 type inputCalls struct {
-	mu      sync.Mutex       // guards held, running and every Held's round
-	held    map[string]*Held // parked until the client's retry
-	running map[any][]*Held  // upstream calls in flight, by owner, oldest first
+	mu      sync.Mutex                 // guards held, running and every Held's round
+	held    map[string]*Held           // parked until the client's retry
+	running map[upstream.Owner][]*Held // upstream calls in flight, by owner, oldest first
 }
 
 // maxHeldCalls bounds the calls held waiting for a client's retry, all
@@ -188,7 +188,7 @@ type inputCalls struct {
 const maxHeldCalls = 1024
 
 func newInputCalls() *inputCalls {
-	return &inputCalls{held: map[string]*Held{}, running: map[any][]*Held{}}
+	return &inputCalls{held: map[string]*Held{}, running: map[upstream.Owner][]*Held{}}
 }
 
 // put parks p under round; false when too many are held.
@@ -226,7 +226,7 @@ func (ic *inputCalls) drop(p *Held) {
 
 // run notes that p's upstream call runs for owner until the func it
 // returns is called.
-func (ic *inputCalls) run(owner any, p *Held) func() {
+func (ic *inputCalls) run(owner upstream.Owner, p *Held) func() {
 	ic.mu.Lock()
 	ic.running[owner] = append(ic.running[owner], p)
 	ic.mu.Unlock()
@@ -256,7 +256,7 @@ type heldKey struct{}
 // call to s runs, it is the one ctx names where the transport tells which
 // call the request is part of; else the latest, as upstream ties such a
 // request to the owner's latest call (see upstream's callContext).
-func (r *Rounds) Held(ctx context.Context, owner any, s *upstream.Server) *Held {
+func (r *Rounds) Held(ctx context.Context, owner upstream.Owner, s *upstream.Server) *Held {
 	if owner == nil {
 		return nil
 	}
@@ -314,7 +314,7 @@ type Held struct {
 type Linker = call.Linker
 
 // UserKey is the key of the caller of a call that owns its connections
-// (a request without a session, see startHeld): an upstream.UserOwner, so
+// (a request without a session, see startHeld): an upstream.Owner, so
 // that its calls to a per-user server are its caller's.
 func (p *Held) UserKey() string { return p.user }
 

@@ -24,7 +24,7 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1, s2 := new(upstream.Server), new(upstream.Server)
-	owner, other := new(int), new(int)
+	owner, other := new(testOwner), new(testOwner)
 	first, second := &Held{id: 1, server: s1}, &Held{id: 2, server: s1}
 	bg := context.Background()
 	endFirst := r.inputs.run(owner, first)
@@ -54,6 +54,11 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	}
 }
 
+// testOwner is an owner of calls upstream (a client session).
+type testOwner struct{ int }
+
+func (*testOwner) UserKey() string { return "" }
+
 // heldSession is a client session of a request with a session.
 type heldSession struct{ call.Session }
 
@@ -76,15 +81,15 @@ func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
 			})
 			return true
 		},
-		Send: func(context.Context, *call.Call, any, *upstream.Server, string, any, time.Duration) (json.RawMessage, error) {
+		Send: func(context.Context, *call.Call, upstream.Owner, *upstream.Server, string, any, time.Duration) (json.RawMessage, error) {
 			panic("a bug in a stage")
 		},
-		Release: func(any) {},
+		Release: func(upstream.Owner) {},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.startHeld(ctx, &call.Call{Owner: "owner", Method: "tools/call", Session: heldSession{}}, nil, nil, time.Minute, mcp.ClientCapabilities{})
+	p, err := r.startHeld(ctx, &call.Call{Owner: new(testOwner), Method: "tools/call", Session: heldSession{}}, nil, nil, time.Minute, mcp.ClientCapabilities{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,14 +40,14 @@ type Hub struct {
 	// Request) within timeout, as the hub sends every call (observed,
 	// redacted, per-user sign-in). c is the client's request the call
 	// is made for; nil for a held call's, which outlives the request.
-	Send func(ctx context.Context, c *call.Call, owner any, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
+	Send func(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
 	// AskClient passes a server's request to the client of the call it
 	// came during (e.Owner), where the client can answer, and returns the
 	// client's answer.
 	AskClient func(ctx context.Context, e upstream.Event) (json.RawMessage, error)
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
-	Release func(owner any)
+	Release func(owner upstream.Owner)
 }
 
 // New makes the rounds of a hub, with a key of their own for the states

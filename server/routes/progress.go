@@ -1,10 +1,12 @@
 package routes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -14,6 +16,38 @@ type progressRoute[S Session] struct {
 	server *upstream.Server // the call's: only its progress is the call's
 	ctx    context.Context  // the call's, so progress goes down its stream
 	token  json.RawMessage  // as the client sent it
+}
+
+// Progress is the session table's stage of the call chain: a call whose
+// _meta has a progress token goes upstream with a token of the hub's own
+// (Call.Meta), so that progress from upstream reaches the call's session
+// (its owner, an S) with the token its client chose, and two clients that
+// chose the same token never see each other's progress. The table
+// forgets the token when the call returns. Only the call's server's
+// progress reaches the call (see Table.Notification).
+type Progress[S Session] struct {
+	Table *Table[S]
+}
+
+// Handle maps c's progress token, if it has one, and passes c on.
+func (p Progress[S]) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	meta := c.Params.Field("_meta")
+	if len(meta) == 0 {
+		return next.Handle(ctx, c)
+	}
+	m, err := jsonrpc.ScanObject(meta) // within the params the client sent: checked by Decode
+	token := m.Field("progressToken")
+	if err != nil || len(token) == 0 {
+		return next.Handle(ctx, c)
+	}
+	sess, _ := c.Owner.(S)
+	tok, forget := p.Table.TrackProgress(ctx, sess, c.Upstream, bytes.Clone(token))
+	defer forget()
+	q, _ := jsonrpc.Marshal(tok)
+	if out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}); err == nil {
+		c.Meta = out // the rest of _meta as the client sent it
+	}
+	return next.Handle(ctx, c)
 }
 
 // TrackProgress gives a call's progress token one of the hub's own,

@@ -179,7 +179,7 @@ func (t *Table[S]) List() []S {
 // the owner the call was made for (upstream.Event.Owner), else the only
 // client there is.
 // The zero S when there is none.
-func (t *Table[S]) For(owner any) S {
+func (t *Table[S]) For(owner upstream.Owner) S {
 	if s, ok := owner.(S); ok {
 		return s
 	}

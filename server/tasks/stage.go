@@ -1,0 +1,29 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+)
+
+// Stage is the tasks' stage of the call chain: the task a task-augmented
+// tools/call created upstream is adopted for the call's session (its
+// owner, an S) on the connection the call went on (Call.Conn), under an
+// id of the hub's (Adopt). Any other call passes as it is.
+type Stage[S comparable] struct {
+	Table *Table[S]
+}
+
+// Handle passes c on and adopts the task its result names.
+func (s Stage[S]) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if !c.Task {
+		return next.Handle(ctx, c)
+	}
+	res, err := next.Handle(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	sess, _ := c.Owner.(S)
+	return s.Table.Adopt(sess, c.Upstream, c.Conn, res), nil
+}
