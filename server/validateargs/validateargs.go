@@ -193,7 +193,7 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
+	inst, err := decodeArgs(arguments)
 	if err != nil {
 		return nil // not JSON the hub can read: the upstream answers it
 	}
