@@ -75,6 +75,9 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// In this process the profile narrows the config: the groups it
 	// hides are not even started.
 	cfg, _ = cfg.WithProfile(profile)
+	if httpAddr == "" {
+		lowerHeapGoal(os.Getenv) // a desktop's hub: see localGCPercent
+	}
 	var ln net.Listener
 	if hubMode {
 		// The socket is taken before any upstream starts: a hub that

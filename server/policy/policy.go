@@ -202,11 +202,11 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 	if len(p.groups[req.Group]) == 0 && len(p.global) == 0 {
 		return Decision{Action: p.def} // nothing to match: no need to read the arguments
 	}
-	var args any
-	if len(req.Args) > 0 && !bytes.Equal(req.Args, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(req.Args))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil {
+	args := &lazyArgs{raw: req.Args}
+	if len(req.Args) > 0 && !bytes.Equal(req.Args, []byte("null")) && !json.Valid(req.Args) {
+		// Read now, as a decoder reads its first value: what is not JSON
+		// is denied before any rule, in the decoder's words.
+		if _, err := args.value(); err != nil {
 			return Decision{Action: config.ActionDeny, Description: "policy evaluation failed: arguments are not JSON: " + err.Error()}
 		}
 	}
@@ -228,7 +228,34 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 	return Decision{Action: p.def}
 }
 
-func (r *rule) matches(req Request, args any) (bool, error) {
+// lazyArgs are a call's arguments, decoded the first time a rule reads
+// them: most rules name no argument, and a call that no rule with args
+// reaches is not decoded at all (issue 33: the decode was a tenth of
+// what a call through the hub allocated, and each call's garbage brings
+// the next collection nearer).
+type lazyArgs struct {
+	raw  json.RawMessage
+	v    any
+	err  error
+	done bool
+}
+
+// value is the arguments decoded (numbers as json.Number), nil for none.
+func (a *lazyArgs) value() (any, error) {
+	if !a.done {
+		a.done = true
+		if len(a.raw) > 0 && !bytes.Equal(a.raw, []byte("null")) {
+			dec := json.NewDecoder(bytes.NewReader(a.raw))
+			dec.UseNumber()
+			if err := dec.Decode(&a.v); err != nil {
+				a.v, a.err = nil, fmt.Errorf("arguments are not JSON: %w", err)
+			}
+		}
+	}
+	return a.v, a.err
+}
+
+func (r *rule) matches(req Request, lazy *lazyArgs) (bool, error) {
 	if r.broken != nil {
 		return false, r.broken
 	}
@@ -244,6 +271,10 @@ func (r *rule) matches(req Request, args any) (bool, error) {
 			return false, nil
 		}
 		for _, a := range r.args {
+			args, err := lazy.value()
+			if err != nil {
+				return false, err
+			}
 			ok, err := a.matches(args, r.cfg.Action == config.ActionAllow)
 			if err != nil || !ok {
 				return false, err

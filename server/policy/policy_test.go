@@ -118,6 +118,8 @@ func TestEvaluate(t *testing.T) {
 		{"uri rule does not apply to tools", call("file:///etc/passwd", `{}`), config.ActionAllow, ""},
 		{"prompt rule", Request{Group: "files", Method: MethodPromptsGet, Name: "admin-reset"}, config.ActionLog, "admin-prompt"},
 		{"fail closed on bad arguments", call("read_file", `{"path":`), config.ActionDeny, ""},
+		{"fail closed on bad arguments no rule reads", call("write_file", `{"path":`), config.ActionDeny, ""},
+		{"what follows the arguments' value is not read", call("write_file", `{} x`), config.ActionPrompt, "ask-writes"},
 		{"fail closed when a path crosses a non-object", call("search", `{"opts":"flat"}`), config.ActionDeny, "nested"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,6 +154,30 @@ func TestLimits(t *testing.T) {
 	} {
 		if got := New(tc.cfg).Limits(); got != tc.want {
 			t.Errorf("%s: Limits() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEvaluateReadsArgumentsOnlyForArgsRules holds that a call which no
+// rule with args reaches is decided without decoding its arguments (a
+// decode is about a kilobyte of garbage a call), and that one which such
+// a rule reaches is decoded.
+func TestEvaluateReadsArgumentsOnlyForArgsRules(t *testing.T) {
+	p := New(&config.Config{Groups: []*config.Group{{Name: "g", Policy: []config.Rule{
+		{Name: "no-fail", Action: config.ActionDeny, Tool: "fail"},
+		{Name: "no-ssh", Action: config.ActionDeny, Tool: "read_*", Args: map[string]string{"path": "**/.ssh/**"}},
+		{Name: "rest", Action: config.ActionAllow, Tool: "*"},
+	}}}})
+	args := json.RawMessage(`{"text":"x","n":[1,2,{"k":"v"}]}`)
+	for _, tc := range []struct {
+		tool    string
+		decodes bool
+	}{{"echo", false}, {"fail", false}, {"read_file", true}} {
+		allocs := testing.AllocsPerRun(50, func() {
+			p.Evaluate(Request{Group: "g", Method: MethodToolsCall, Name: tc.tool, Args: args})
+		})
+		if decoded := allocs >= 5; decoded != tc.decodes {
+			t.Errorf("%s: %v allocations a call; decoded: %v, want %v", tc.tool, allocs, decoded, tc.decodes)
 		}
 	}
 }
