@@ -18,7 +18,9 @@ import (
 // inboxYAML is the config of a flat-mode hub in front of the fake upstream
 // whose echo tool a prompt rule guards, its audit trail at audit, with
 // settings (the inside of settings: {...}) and a clients: block (YAML, ""
-// for none).
+// for none). A test whose calls wait for a person it plays gives
+// prompt_timeout: 10m: no call may expire while it runs (20 s did, for a
+// test run beside others on a busy machine).
 func inboxYAML(stateDir, audit, settings, clients string) string {
 	return fmt.Sprintf(`mode: flat
 state_dir: %q
@@ -88,7 +90,7 @@ func lastAudit(t *testing.T, path string, n int) auditRecord {
 // leaves the inbox.
 func TestApprovalInbox(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	h := inboxHub(t, audit, "prompt_timeout: 20s", "")
+	h := inboxHub(t, audit, "prompt_timeout: 10m", "")
 	var skew atomic.Int64 // the grants' clock runs ahead by this
 	h.Inbox().SetClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
 	c := inboxClient(t, h)
@@ -189,7 +191,7 @@ func TestApprovalInbox(t *testing.T) {
 // whose arguments match it; one for N calls runs out; approving with a
 // grant releases the calls it covers that wait already.
 func TestApprovalGrantScope(t *testing.T) {
-	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
 	p := pendingOne(t, h)
@@ -246,7 +248,7 @@ func TestApprovalTimeout(t *testing.T) {
 // approvals: inbox (Codex declines every elicitation itself) is not
 // asked: its call goes to the inbox.
 func TestApprovalInboxForMarkedClient(t *testing.T) {
-	h := inboxHub(t, "off", "prompt_timeout: 20s", "clients:\n  - {match: \"codex*\", approvals: inbox}")
+	h := inboxHub(t, "off", "prompt_timeout: 10m", "clients:\n  - {match: \"codex*\", approvals: inbox}")
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}`)
 	c.answer("0")
@@ -305,7 +307,7 @@ func TestApprovalNotifies(t *testing.T) {
 // A config reload keeps the calls waiting and the grants: they live on
 // the hub, not in the config's snapshot.
 func TestApprovalsSurviveReload(t *testing.T) {
-	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	reload := func(settings string) {
 		t.Helper()
@@ -381,7 +383,7 @@ groups:
 // fit is not marked.
 func TestApprovalClippedArguments(t *testing.T) {
 	const maxApprovalArgs = 4 << 10 // approve's
-	h := inboxHub(t, "off", "prompt_timeout: 20s", "")
+	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	for i, args := range []string{`{"text":"hi"}`, `{"text":"` + strings.Repeat("x", 2*maxApprovalArgs) + `"}`} {
 		c.send(inboxCall(i+1, args))

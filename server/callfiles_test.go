@@ -37,6 +37,7 @@ const (
 // each measure; the files whose counters moved in all three are the
 // call's.
 func TestOneCallEntersFewFiles(t *testing.T) {
+	t.Parallel() // a program of its own, built and run
 	if testing.Short() {
 		t.Skip("builds a program with -cover")
 	}

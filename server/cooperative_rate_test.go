@@ -93,6 +93,7 @@ func TestCooperativeRatePerCaller(t *testing.T) {
 // checkIntent's 101st call in a minute and reportAction's 1,001st are
 // answered -32000, as the seed says.
 func TestCooperativeSeedLimits(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h := frozenCoopHub(t)
 	for _, tc := range []struct {
 		tool  string

@@ -112,6 +112,7 @@ func structured(t *testing.T, answer string) map[string]any {
 // blocked (denied, hidden, or left to a person who does not answer) is
 // refused; and its answer is the fixture's expected decision.
 func TestCooperativeCheckIntentMatchesRealCalls(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h, fixtures := fixtureHub(t, "off")
 	c := inboxClient(t, h) // no elicitation: a prompt waits in the inbox, unanswered
 	id := 0
@@ -232,6 +233,7 @@ func TestCooperativeRequestPermission(t *testing.T) {
 // is a call of a tool that does not exist. An upstream tool under one of
 // their names is hidden (and the view says so): the hub's answers.
 func TestCooperativeListed(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	for _, tc := range []struct {
 		name, mode, settings, profile string
 		want                          []string

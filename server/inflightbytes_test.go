@@ -16,6 +16,7 @@ import (
 // request of another caller finds its own budget. (Budgets scaled down:
 // 2.5 MiB a caller, 3.5 MiB in all.)
 func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h := fakeHub(t)
 	h.inflight = inflight.New(5<<19, 7<<19)
 	a, b := servePipes(t, h, StdioOptions{}), servePipes(t, h, StdioOptions{SessionID: "b"})
@@ -62,21 +63,23 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 
 // The approval inbox holds at most 32 MiB of arguments of one caller's
 // waiting calls: past that a call is refused at once, saying why, and
-// one that fits still waits (64 calls of 8 MiB held 1.3 GB).
+// one that fits still waits (64 calls of 8 MiB held 1.3 GB). Bounds
+// scaled down to 32 KiB a caller, 64 KiB in all: kilobytes show the
+// bound as megabytes do, which took tens of seconds to send under -race.
 func TestApprovalInboxBytesBounded(t *testing.T) {
-	// No call may expire while the test runs: on a loaded machine under
-	// -race, taking in five calls of 6 MiB takes tens of seconds.
+	// No call may expire while the test runs.
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
+	h.Inbox().SetByteBounds(64<<10, 32<<10)
 	c := inboxClient(t, h)
-	pad := strings.Repeat("y", 6<<20)
-	for i := range 5 { // 30 MiB waiting
+	pad := strings.Repeat("y", 6<<10)
+	for i := range 5 { // 30 KiB waiting
 		c.send(inboxCall(10+i, `{"text":"`+pad+`"}`))
 	}
-	waitFor(t, 60*time.Second, "five calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 5 })
+	waitFor(t, 10*time.Second, "five calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 5 })
 	c.send(inboxCall(20, `{"text":"`+pad+`"}`))
-	if got := c.answer("20"); !strings.Contains(got, "of arguments already") {
-		t.Errorf("a sixth call of 6 MiB: %.300s", got)
+	if got := c.answer("20"); !strings.Contains(got, "of arguments already") || !strings.Contains(got, "at most 32 KiB") {
+		t.Errorf("a sixth call of 6 KiB: %.300s", got)
 	}
 	c.send(inboxCall(21, `{"text":"small"}`))
-	waitFor(t, 30*time.Second, "a small call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 6 })
+	waitFor(t, 10*time.Second, "a small call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 6 })
 }

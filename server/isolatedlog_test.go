@@ -12,6 +12,7 @@ import (
 // (isolation: per-session) reaches that session alone; one on the shared
 // connection of a server without isolation reaches every session.
 func TestLogOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	for _, tc := range []struct {
 		isolation string
 		otherSees bool

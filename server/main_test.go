@@ -1,24 +1,39 @@
 package server
 
 import (
+	"flag"
 	"fmt"
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
+	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
-// fakeBin is the command of the fake upstream: this test binary, which
-// TestMain turns into testdata/fakeupstream in the children it starts.
+// fakeBin is the command of the fake upstream, testdata/fakeupstream built
+// by TestMain (fakeupstream.Build).
 var fakeBin string
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
-	fakeBin = fakeupstream.Command()
+	// The tests wait (for upstreams to start, for timers) far more than
+	// they compute: a whole run used 52 s of CPU, and took 188 s beside
+	// cmd/dynamic-mcp's on a quiet 2-core machine. The parallel ones run
+	// four a core, unless -test.parallel is given.
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
+	var removeFake func()
+	fakeBin, removeFake = fakeupstream.Build()
 	code := pgtest.Shared(m).Run()
+	removeFake()
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running
 		// once they all have is one that outlived its owner's Close.

@@ -87,6 +87,7 @@ func modeOf(t *testing.T, names []string) config.Mode {
 // clientInfo they sent, and each can call its tools the way it was shown
 // them; a clients: rule's mode overrides auto, and a named mode.
 func TestModeAutoPerClient(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	for _, tc := range []struct {
 		name, mode, tail string
 		clients          [][4]string // name, version, profile, want

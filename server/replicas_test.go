@@ -51,10 +51,11 @@ func replicaHub(t *testing.T, url, yaml string) *Hub {
 // again; a grant revoked on one replica no longer lets calls through on
 // the other. The audit of the replica that used it names the grant.
 func TestGrantsSharedByReplicas(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
 	auditB := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), auditB, "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), auditB, "prompt_timeout: 10m", ""))
 	ca, cb := inboxClient(t, a), inboxClient(t, b)
 
 	ca.send(inboxCall(1, `{"text":"hi"}`))
@@ -110,6 +111,7 @@ func TestGrantsSharedByReplicas(t *testing.T) {
 // refused with the time until a token comes back; a rate per session
 // stays with the replica that holds the session.
 func TestRateLimitSharedByReplicas(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
 	rules := `      - {name: hub, action: allow, tool: echo, args: {text: "hub"}, rate: 2/minute, per: hub}
       - {name: session, action: allow, tool: echo, args: {text: "session"}, rate: 1/minute}
@@ -140,9 +142,10 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 // A grant made on one replica releases the calls it covers that wait on
 // another (announced with NOTIFY), counted against it once each.
 func TestSharedGrantReleasesCallsWaitingElsewhere(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca, cb := inboxClient(t, a), inboxClient(t, b)
 	cb.send(inboxCall(1, `{"text":"waits on b"}`))
 	pendingOne(t, b)

@@ -181,6 +181,7 @@ func (c *pipeClient) readAll(id int, uri string, limit int) []byte {
 // exist, exactly as for a URI that does not; the read is audited as a
 // read of the call, and refused once the policy denies the call.
 func TestMaxResultCutAndPages(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	for _, mode := range []config.Mode{config.ModeFlat, config.ModeDynamic} {
 		t.Run(string(mode), func(t *testing.T) {
 			trail := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -282,6 +283,7 @@ func TestMaxResultCutAndPages(t *testing.T) {
 // The cap is the client's clients: rule's, else its profile's, else
 // settings'; off in a rule lifts it.
 func TestMaxResultPerClientAndProfile(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h, _ := largeHub(t, config.ModeFlat, "max_result: 100KB",
 		"profiles:\n  p: {groups: [f], max_result: 30KB}\nclients:\n  - {match: 'tight*', max_result: 5000 tokens}\n  - {match: 'loose*', max_result: 'off'}\n", "off")
 	original := fakeupstream.LargeResult("text", 300000)
@@ -316,6 +318,7 @@ func TestMaxResultPerClientAndProfile(t *testing.T) {
 // blocks, isError and _meta pass; many small blocks are left out from the
 // middle; and in every case the pages give back the original.
 func TestMaxResultKinds(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h, _ := largeHub(t, config.ModeFlat, "max_result: 20KB", "", "off")
 	c := largeClient(t, h, "a", "t", "")
 	for i, kind := range []string{"structured", "image", "mixed", "blocks"} {
@@ -363,6 +366,7 @@ func TestMaxResultKinds(t *testing.T) {
 // number of them, and every result after its time; the answer that named
 // it stays what it was, and the read is told it does not exist.
 func TestMaxResultStoreEvicts(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h, _ := largeHub(t, config.ModeFlat, "max_result: 20KB", "", "off")
 	var (
 		mu  sync.Mutex // the store's clock is read by the hub's goroutines
@@ -401,6 +405,7 @@ func TestMaxResultStoreEvicts(t *testing.T) {
 // A session whose profile no longer shows the call's group (a reload
 // changed it) is told its kept result does not exist.
 func TestMaxResultProfileLosesGroup(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	groupG := fmt.Sprintf("  g:\n    description: other\n    command: %q\n", fakeBin)
 	h, yaml := largeHub(t, config.ModeFlat, "max_result: 20KB", groupG+"profiles:\n  p: {groups: [f, g]}\n", "off")
 	c := largeClient(t, h, "a", "t", "p")

@@ -167,6 +167,7 @@ func fakeGroups() string {
 // get_dynamic_tools' own bytes with its group, and never returns a tool a
 // deny- or allow-list hides; the group and limit arguments narrow it.
 func TestSearchDynamicTools(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	h, c := searchClient(t, "search: on", fakeGroups())
 	waitFor(t, 15*time.Second, "both groups", func() bool {
 		v := h.snapshot().view

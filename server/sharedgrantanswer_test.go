@@ -15,9 +15,10 @@ import (
 // (kept where the session's call waits) is answered with its id, which
 // that replica lists.
 func TestGrantMadeOnAnotherReplicaIsAnswered(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca := inboxClient(t, a)
 
 	ca.send(inboxCall(1, `{"text":"grant on b"}`))

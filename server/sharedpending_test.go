@@ -26,9 +26,10 @@ func pendingOn(t *testing.T, h *Hub, n int) []approval.Pending {
 // replica, it completes where it waits; denied there, it is answered
 // -32001 where it waits; answered, it is listed nowhere.
 func TestPendingApprovalsSharedByReplicas(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca := inboxClient(t, a)
 
 	ca.send(inboxCall(1, `{"text":"approve me on b"}`))
@@ -107,10 +108,12 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 // maxPendingPerSession are refused at once on the replica that holds it,
 // and those waiting are all listed on the other.
 func TestPendingSharedBounds(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
+
 	const maxPendingPerSession = 16 // approve's
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca := inboxClient(t, a)
 	for i := 1; i <= maxPendingPerSession; i++ {
 		ca.send(inboxCall(i, `{"text":"hi"}`))
@@ -131,9 +134,10 @@ func TestPendingSharedBounds(t *testing.T) {
 // With store:, the inspector of one replica lists the calls waiting on
 // another (with the replica they wait on) and denies them there.
 func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
-	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
+	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	insp := inspect.New(inspect.Options{Upstreams: b.mgr, Approvals: b.Inbox()})
 	api := httptest.NewServer(insp.API())
 	t.Cleanup(func() { insp.Close(); api.Close() })

@@ -16,8 +16,9 @@ import (
 // applied where the call waits; it lists the grant and revokes it, after
 // which the replica asks again.
 func TestStoreInbox(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
 	url := pgtest.Start(t)
-	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 20s", ""))
+	a := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca := inboxClient(t, a)
 	db, err := pgstore.Open(t.Context(), url)
 	if err != nil {

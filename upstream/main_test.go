@@ -19,16 +19,25 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
-// fakeBin is the command of the fake upstream: this test binary, which
-// TestMain turns into testdata/fakeupstream in the children it starts.
+// fakeBin is the command of the fake upstream, testdata/fakeupstream built
+// by TestMain (fakeupstream.Build).
 var fakeBin string
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
-	fakeBin = fakeupstream.Command()
+	var removeFake func()
+	fakeBin, removeFake = fakeupstream.Build()
+	code := pgtest.Shared(m).Run() // one PostgreSQL cluster for the tests
+	removeFake()
 	// No goroutine outlives the tests: each closes the managers it
 	// started, and Close waits for everything a manager started.
-	goleak.VerifyTestMain(pgtest.Shared(m)) // one PostgreSQL cluster for the tests
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // testLogger discards, unless -v asks to see the logs.

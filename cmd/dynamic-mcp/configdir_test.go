@@ -27,7 +27,19 @@ func TestQuickstartFromAnyDirectory(t *testing.T) {
 		referenceServer(t, pkg) // installed, or the test says how
 	}
 	t.Setenv("TMPDIR", t.TempDir()) // the memory server's file
-	out, errOut, code := runIn(t, t.TempDir(), "tools", "-c", filepath.Join(repoDir, "examples", "quickstart.yaml"))
+	t.Chdir(t.TempDir())
+	// The example keeps the default connect_timeout, 10 s, which a node
+	// server may exceed on a busy machine (tools starts each server once):
+	// that failure, and only it, is run again.
+	var out, errOut string
+	var code int
+	for attempt := 1; ; attempt++ {
+		out, errOut, code = runIn(t, "", "tools", "-c", filepath.Join(repoDir, "examples", "quickstart.yaml"))
+		if attempt == 3 || !strings.Contains(out, "no answer to initialize within") {
+			break
+		}
+		t.Logf("a server of the quickstart took longer than connect_timeout to start; tools once more:\n%s", out)
+	}
 	if code != 0 {
 		t.Fatalf("tools: exit %d\n%s\n%s", code, out, errOut)
 	}

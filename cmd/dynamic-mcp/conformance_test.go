@@ -118,7 +118,7 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	node22, suite := conformanceSuite(t, conformanceRelease)
 	// The client is this test binary, told to be testdata/authclient.
 	client := filepath.Join(t.TempDir(), "authclient")
-	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", authclient.EnvVar, shellQuote(fakeBin))
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexec %s \"$@\"\n", authclient.EnvVar, shellQuote(testBin))
 	if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}

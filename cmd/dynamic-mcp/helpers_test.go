@@ -32,9 +32,12 @@ var (
 	// hubBin is the dynamic-mcp command under test: a script that runs
 	// this test binary as the hub (see TestMain).
 	hubBin string
-	// fakeBin is the fake upstream: this test binary, which every child
-	// the tests start runs as testdata/fakeupstream (see TestMain).
+	// fakeBin is the fake upstream, testdata/fakeupstream built by
+	// TestMain (fakeupstream.Build).
 	fakeBin string
+	// testBin is this test binary, which runs as the hub (hubBin) or the
+	// conformance suite's auth client when told so (see TestMain).
+	testBin string
 	npmDir  string // testdata/npm, where the reference servers are installed
 	// npmTestDir is testdata/npm-test, where what only the tests need is
 	// installed: the conformance suite, Node 22, the TypeScript SDK.
@@ -57,9 +60,10 @@ var buildFlags []string
 // upstream (fakeupstream.EnvVar, which the tests' environment carries).
 const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 
-// TestMain runs the tests, or, in a child the tests started, the hub, the
-// conformance suite's auth client or the fake upstream: the test binary is
-// the one build of all three (go-sdk's mcp/cmd_test.go pattern). The hub's command is a script that sets
+// TestMain runs the tests, or, in a child the tests started, the hub or
+// the conformance suite's auth client: the test binary is the one build of
+// both (go-sdk's mcp/cmd_test.go pattern), and of the fake upstream where
+// fakeupstream.Build could not build it apart. The hub's command is a script that sets
 // hubEnvVar, so that clients which start the hub with an environment of
 // their own (the TypeScript SDK passes only a few variables on) start
 // the hub too; it execs, so the hub keeps the script's process id.
@@ -95,7 +99,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	fakeBin = fakeupstream.Command()
+	var removeFake func()
+	fakeBin, removeFake = fakeupstream.Build()
+	defer removeFake()
+	testBin = fakeupstream.Command()
 	// The hubs under test keep their audit trail and pins here, not in
 	// the home directory of whoever runs the tests.
 	testHome = filepath.Join(dir, "home")
@@ -122,7 +129,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	os.Setenv("SHELL", shell)
-	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexport %s=\"${%s-text}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, logFormatEnvVar, logFormatEnvVar, shellQuote(fakeBin))
+	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexport %s=\"${%s-text}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, logFormatEnvVar, logFormatEnvVar, shellQuote(testBin))
 	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -413,12 +420,13 @@ func (c *client) waitGroupsReady(groups ...string) {
 		return false
 	})
 	// A group is listed while it starts, and a call for it waits only
-	// connect_timeout: on a busy machine a node server may take longer.
-	// Wait until each group is up or has failed, no longer starting.
+	// connect_timeout: on a busy machine a node server may take longer,
+	// fail its first start and be tried again by the hub. Wait until each
+	// group is up: get_dynamic_tools answers its tools.
 	for _, g := range groups {
-		waitFor(c.t, 60*time.Second, fmt.Sprintf("group %s started", g), func() bool {
+		waitFor(c.t, 60*time.Second, fmt.Sprintf("group %s up", g), func() bool {
 			text, _ := toolText(c.t, c.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": g}}))
-			return !strings.Contains(text, "unavailable: starting")
+			return !strings.HasPrefix(text, "Group "+g+" is unavailable")
 		})
 	}
 }

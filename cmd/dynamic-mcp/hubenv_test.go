@@ -22,7 +22,7 @@ func TestHubEnv(t *testing.T) {
 	}
 	bridgeEnv := []string{"SHELL=" + shell, "HOME=/home/u", "PATH=/usr/bin:/bin", "CLAUDECODE=1",
 		"TOKEN=bridge", "DYNAMIC_MCP_STATE=x", "OTEL_SDK_DISABLED=true", hubEnvVar + "=1"}
-	env := envMap(hubEnv(t.Context(), fakeBin, bridgeEnv, []string{"TOKEN", "UNSET_IN_BRIDGE"}, slog.New(slog.DiscardHandler)))
+	env := envMap(hubEnv(t.Context(), testBin, bridgeEnv, []string{"TOKEN", "UNSET_IN_BRIDGE"}, slog.New(slog.DiscardHandler)))
 	want := map[string]string{"FROM_PROFILE": "yes", "TOKEN": "bridge", "HOME": "/home/u", "PATH": basePATH,
 		"DYNAMIC_MCP_STATE": "x", "OTEL_SDK_DISABLED": "true", "SHELL": shell}
 	for k, v := range want {
@@ -39,7 +39,7 @@ func TestHubEnv(t *testing.T) {
 	// A shell that fails: who the user is and the bridge's PATH, with
 	// the overlay, and nothing else of the client's.
 	bridgeEnv[0] = "SHELL=/bin/false"
-	env = envMap(hubEnv(t.Context(), fakeBin, bridgeEnv, []string{"TOKEN"}, slog.New(slog.DiscardHandler)))
+	env = envMap(hubEnv(t.Context(), testBin, bridgeEnv, []string{"TOKEN"}, slog.New(slog.DiscardHandler)))
 	want = map[string]string{"PATH": "/usr/bin:/bin", "HOME": "/home/u", "TOKEN": "bridge", "SHELL": "/bin/false", "DYNAMIC_MCP_STATE": "x"}
 	for k, v := range want {
 		if env[k] != v {
@@ -72,7 +72,7 @@ func TestHubEnvOddProfiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			env := envMap(hubEnv(t.Context(), fakeBin, []string{"SHELL=" + shell, "HOME=/home/u", hubEnvVar + "=1"}, nil, slog.New(slog.DiscardHandler)))
+			env := envMap(hubEnv(t.Context(), testBin, []string{"SHELL=" + shell, "HOME=/home/u", hubEnvVar + "=1"}, nil, slog.New(slog.DiscardHandler)))
 			if env["FROM_PROFILE"] != "yes" {
 				t.Errorf("the profile's environment was not read: %v", env)
 			}

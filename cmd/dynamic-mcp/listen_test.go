@@ -213,7 +213,7 @@ func startHTTPHubAt(t *testing.T, path string) string {
 func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	rewrite(t, path, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 1s }\ngroups:\n  up: { description: grows, command: %q, env: { %s: \"1\" } }\n", fakeBin, goSDKServerEnv))
+	rewrite(t, path, fmt.Sprintf("mode: flat\nsettings: { stop_grace: 1s }\ngroups:\n  up: { description: grows, command: %q, env: { %s: \"1\" } }\n", testBin, goSDKServerEnv))
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
 	stderr := &lockedBuffer{}

@@ -111,6 +111,10 @@ type Inbox struct {
 	bytes              int
 	bytesPerCredential map[string]int
 	grants             []*grant // oldest first
+	// maxBytes and maxBytesPerCredential bound bytes and
+	// bytesPerCredential: maxPendingBytes and
+	// maxPendingBytesPerCredential, or what a test set (SetByteBounds).
+	maxBytes, maxBytesPerCredential int
 }
 
 // New is an empty inbox with o.
@@ -121,7 +125,17 @@ func New(o Options) *Inbox {
 	return &Inbox{now: time.Now, replica: NewID("r-"), shared: o.Store, logger: o.Logger, ctx: o.Context, stop: o.Stop,
 		spawn: o.Spawn, safely: o.Safely, notifying: make(chan struct{}, maxNotifying),
 		pending: map[string]*pendingCall{}, perSession: map[string]int{}, perCredential: map[string]int{},
-		bytesPerCredential: map[string]int{}}
+		bytesPerCredential: map[string]int{}, maxBytes: maxPendingBytes, maxBytesPerCredential: maxPendingBytesPerCredential}
+}
+
+// SetByteBounds replaces the bounds of the arguments the calls waiting
+// hold, in all and of one caller, for a test: the bound is shown as well
+// by kilobytes a few times over it as by the 32 MiB a hub keeps, which
+// under the race detector took a test tens of seconds to send.
+func (a *Inbox) SetByteBounds(all, perCredential int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.maxBytes, a.maxBytesPerCredential = all, perCredential
 }
 
 // Replica names this hub among the replicas of a shared store, as the
@@ -236,12 +250,12 @@ func (a *Inbox) add(p *pendingCall) error {
 		return fmt.Errorf("%d calls of this session wait for approval already", maxPendingPerSession)
 	case p.cred != "" && a.perCredential[p.cred] >= maxPendingPerCredential:
 		return fmt.Errorf("%d calls of this credential wait for approval already", maxPendingPerCredential)
-	case a.bytesPerCredential[p.cred] > 0 && a.bytesPerCredential[p.cred]+len(p.args) > maxPendingBytesPerCredential:
+	case a.bytesPerCredential[p.cred] > 0 && a.bytesPerCredential[p.cred]+len(p.args) > a.maxBytesPerCredential:
 		return fmt.Errorf("the calls of this credential waiting for approval hold %s of arguments already, and this one %s (at most %s)",
-			jsonrpc.ByteSize(int64(a.bytesPerCredential[p.cred])), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(maxPendingBytesPerCredential))
-	case a.bytes > 0 && a.bytes+len(p.args) > maxPendingBytes:
+			jsonrpc.ByteSize(int64(a.bytesPerCredential[p.cred])), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(int64(a.maxBytesPerCredential)))
+	case a.bytes > 0 && a.bytes+len(p.args) > a.maxBytes:
 		return fmt.Errorf("the calls waiting for approval hold %s of arguments already, and this one %s (at most %s)",
-			jsonrpc.ByteSize(int64(a.bytes)), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(maxPendingBytes))
+			jsonrpc.ByteSize(int64(a.bytes)), jsonrpc.ByteSize(int64(len(p.args))), jsonrpc.ByteSize(int64(a.maxBytes)))
 	}
 	a.pending[p.ID] = p
 	a.perSession[p.owner]++

@@ -23,8 +23,8 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// fakeBin is the command of the fake upstream: this test binary, which
-// TestMain turns into testdata/fakeupstream in the children it starts.
+// fakeBin is the command of the fake upstream, testdata/fakeupstream built
+// by TestMain (fakeupstream.Build).
 var fakeBin string
 
 // TestMain runs the tests, and fails them if any goroutine outlives them:
@@ -32,8 +32,10 @@ var fakeBin string
 // so whatever is left leaked.
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
-	fakeBin = fakeupstream.Command()
+	var removeFake func()
+	fakeBin, removeFake = fakeupstream.Build()
 	code := pgtest.Shared(m).Run()
+	removeFake()
 	if code == 0 {
 		http.DefaultClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {

@@ -29,8 +29,10 @@ var fakeBin string
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run()
-	fakeBin = fakeupstream.Command()
+	var removeFake func()
+	fakeBin, removeFake = fakeupstream.Build()
 	code := m.Run()
+	removeFake()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)

@@ -1,0 +1,6 @@
+//go:build !race
+
+package fakeupstream
+
+// raceBuilt: see race.go.
+const raceBuilt = false
