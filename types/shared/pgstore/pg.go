@@ -118,12 +118,8 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.life.Done():
-		return nil, errClosed
+	if err := p.takeSlot(ctx); err != nil {
+		return nil, err
 	}
 	for {
 		p.mu.Lock()
@@ -169,6 +165,19 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 	p.opened[pc] = time.Now()
 	p.mu.Unlock()
 	return pc, nil
+}
+
+// takeSlot waits for a slot (a connection in use, counted), until ctx
+// ends or the pool closes.
+func (p *pool) takeSlot(ctx context.Context) error {
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.life.Done():
+		return errClosed
+	}
 }
 
 // expired says whether ic is older than the pool's lifetime or was idle
@@ -259,16 +268,11 @@ func (p *pool) Exec(ctx context.Context, sql string, args ...any) (res *pgconn.R
 }
 
 func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) row {
-	res, err := p.Exec(ctx, sql, args...)
-	return row{res, err}
+	return rowOf(p.Exec(ctx, sql, args...))
 }
 
 func (p *pool) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
-	res, err := p.Exec(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res, i: -1}, nil
+	return rowsOf(p.Exec(ctx, sql, args...))
 }
 
 // tx is a transaction on a connection of the pool.
@@ -350,16 +354,11 @@ func (t *tx) Exec(ctx context.Context, sql string, args ...any) (*pgconn.Result,
 }
 
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) row {
-	res, err := t.Exec(ctx, sql, args...)
-	return row{res, err}
+	return rowOf(t.Exec(ctx, sql, args...))
 }
 
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
-	res, err := t.Exec(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res, i: -1}, nil
+	return rowsOf(t.Exec(ctx, sql, args...))
 }
 
 // execParams runs one statement (the extended protocol, one round trip)
@@ -462,6 +461,18 @@ const (
 type row struct {
 	res *pgconn.Result
 	err error
+}
+
+// rowOf is the result of Exec read as QueryRow's (on the pool or a
+// transaction).
+func rowOf(res *pgconn.Result, err error) row { return row{res, err} }
+
+// rowsOf is the result of Exec read as Query's.
+func rowsOf(res *pgconn.Result, err error) (*rows, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &rows{res: res, i: -1}, nil
 }
 
 // Scan reads the first row into dst (errNoRows without one).
@@ -616,12 +627,8 @@ type listener struct {
 // listen opens a listener's connection, counted against the pool while
 // it connects (as pgxpool's Acquire then Hijack had it).
 func (p *pool) listen(ctx context.Context) (*listener, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.life.Done():
-		return nil, errClosed
+	if err := p.takeSlot(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-p.slots }()
 	if p.life.Err() != nil {
