@@ -619,9 +619,29 @@ func quoteIdentifier(s string) string {
 // listener is a connection of its own that LISTENs, with the
 // notifications that arrived while it did something else queued.
 type listener struct {
-	pc    *pgconn.PgConn
-	mu    sync.Mutex
-	queue []*pgconn.Notification
+	pc     *pgconn.PgConn
+	mu     sync.Mutex // guards queue and missed
+	queue  []*pgconn.Notification
+	missed bool // a notification was dropped, the queue full, since wait last said so
+}
+
+// maxListenQueue bounds the notifications a listener queues while it does
+// something else (Subscribe reads a large payload's row on it): beyond
+// it they are dropped, and the next wait says so, so that its caller acts
+// as after a reconnection, which may miss notifications too (the relay's
+// inbox does the same on overflow: server/relay). A payload is under
+// 8000 bytes (the server's limit): the queue holds at most about 32 MB.
+const maxListenQueue = 4096
+
+// heard queues n, or drops it when the queue is full.
+func (l *listener) heard(n *pgconn.Notification) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) >= maxListenQueue {
+		l.missed = true
+		return
+	}
+	l.queue = append(l.queue, n)
 }
 
 // listen opens a listener's connection, counted against the pool while
@@ -636,11 +656,7 @@ func (p *pool) listen(ctx context.Context) (*listener, error) {
 	}
 	l := &listener{}
 	cfg := p.cfg.Copy()
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		l.mu.Lock()
-		l.queue = append(l.queue, n)
-		l.mu.Unlock()
-	}
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { l.heard(n) }
 	pc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -649,19 +665,22 @@ func (p *pool) listen(ctx context.Context) (*listener, error) {
 	return l, nil
 }
 
-// wait returns the next notification.
-func (l *listener) wait(ctx context.Context) (*pgconn.Notification, error) {
+// wait returns the next notification, and whether notifications were
+// dropped since it last said so (see maxListenQueue).
+func (l *listener) wait(ctx context.Context) (n *pgconn.Notification, missed bool, err error) {
 	for {
 		l.mu.Lock()
 		if len(l.queue) > 0 {
-			n := l.queue[0]
+			n = l.queue[0]
+			l.queue[0] = nil
 			l.queue = l.queue[1:]
+			missed, l.missed = l.missed, false
 			l.mu.Unlock()
-			return n, nil
+			return n, missed, nil
 		}
 		l.mu.Unlock()
 		if err := l.pc.WaitForNotification(ctx); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
