@@ -670,6 +670,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 	url := pgtest.Start(t)
 	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""))
 	c := newHTTPClient(t, baseA)
+	awaitInflight(t, faceA, 0)
 	hung := make(chan struct{})
 	go func() {
 		defer close(hung)
@@ -682,10 +683,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool {
-		hs := faceA.sessions.relayed()
-		return len(hs) == 1 && hs[0].conn.Inflight() == 1
-	})
+	awaitInflight(t, faceA, 1)
 	store.mu.Lock()
 	store.publishHangs = true
 	store.mu.Unlock()

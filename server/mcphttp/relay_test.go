@@ -66,6 +66,18 @@ func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
 	return got
 }
 
+// awaitInflight waits until face's one relayed session has n requests
+// in flight. A request's answer is counted until its writing ends, after
+// the client may have it: a test waits for 0 before it sends the request
+// whose 1 it waits for, or the 1 may be the last answer's.
+func awaitInflight(t testing.TB, face *Server, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool {
+		hs := face.sessions.relayed()
+		return len(hs) == 1 && hs[0].conn.Inflight() == n
+	})
+}
+
 // at is c's session as seen through another replica's base URL.
 func (c *httpClient) at(base string) *httpClient {
 	return &httpClient{t: c.t, base: base, session: c.session}
@@ -276,11 +288,9 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	}
 
 	// A call in flight on A, cancelled at B.
+	awaitInflight(t, faceA, 0)
 	hung := c.postAside(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
-	waitFor(t, 5*time.Second, "the call in flight on A", func() bool {
-		hs := faceA.sessions.relayed()
-		return len(hs) == 1 && hs[0].conn.Inflight() == 1
-	})
+	awaitInflight(t, faceA, 1)
 	if r, body := onB.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("cancel at B: %d %s", r.StatusCode, body)
 	}
