@@ -223,7 +223,7 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	}
 	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.call.Request, rename: true, shown: name, schema: jsonrpc.Field(r.Tool.Raw, "inputSchema")})
+		params: req.call.Request, rename: true, shown: name, schema: r.Tool.InputSchema})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {

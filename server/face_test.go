@@ -18,11 +18,20 @@ func fakeHub(t *testing.T, args ...string) *Hub { return fakeHubB(t, args...) }
 
 func fakeHubB(t testing.TB, args ...string) *Hub {
 	t.Helper()
+	return fakeHubSettingsB(t, "", args...)
+}
+
+// fakeHubSettingsB is fakeHubB with more settings.
+func fakeHubSettingsB(t testing.TB, settings string, args ...string) *Hub {
+	t.Helper()
+	if settings != "" {
+		settings = ", " + settings
+	}
 	quoted := make([]string, len(args))
 	for i, a := range args {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: ["+strings.Join(quoted, ", ")+"]\n"), true)
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s"+settings, "    args: ["+strings.Join(quoted, ", ")+"]\n"), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // Item is one entry of an upstream list, kept as the raw JSON the server
@@ -14,6 +16,10 @@ type Item struct {
 	Key  string
 	Name string // the entry's "name", for resources and templates ("" if none)
 	Raw  json.RawMessage
+	// InputSchema is a tool's inputSchema, within Raw (nil if none, or
+	// not a tool): found once when the list is read, not by each call,
+	// which checks its arguments against it (server/validateargs).
+	InputSchema json.RawMessage
 }
 
 // Lists are everything a server offers, each list with all its pages.
@@ -116,7 +122,11 @@ func fetchAll(ctx context.Context, method, field, key string, request func(ctx c
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", method, err)
 			}
-			items = append(items, Item{Key: k, Name: name, Raw: e})
+			it := Item{Key: k, Name: name, Raw: e}
+			if method == "tools/list" {
+				it.InputSchema = jsonrpc.Field(e, "inputSchema")
+			}
+			items = append(items, it)
 		}
 		cursor = ""
 		if r, ok := result["nextCursor"]; ok && string(r) != "null" {

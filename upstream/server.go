@@ -748,9 +748,8 @@ func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method str
 			res, err = c.request(ctx, method, params)
 		}
 	}
-	var rpcErr *RPCError
 	switch {
-	case err == nil, errors.As(err, &rpcErr):
+	case err == nil, isRPCError(err):
 		return res, 0, err
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, 0, fmt.Errorf("upstream %s: no answer to %s within %s", s.Config.ID(), method, timeout)
@@ -766,6 +765,14 @@ func (s *Server) RequestOn(ctx context.Context, owner any, on ConnID, method str
 		}
 		return nil, 0, fmt.Errorf("upstream %s %w", s.Config.ID(), err) // "upstream f exited (status 1): ..."
 	}
+}
+
+// isRPCError reports whether err is the server's JSON-RPC error
+// (errors.AsType: errors.As's target escaped, an allocation every
+// request made, answered or not).
+func isRPCError(err error) bool {
+	_, ok := errors.AsType[*RPCError](err)
+	return ok
 }
 
 // awaitRouted waits until the hub has routed what the server sent from

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/atomicfile"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
 
@@ -111,7 +112,7 @@ func decodeTools(b []byte) ([]Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, Item{Key: k, Name: name, Raw: raw})
+		items = append(items, Item{Key: k, Name: name, Raw: raw, InputSchema: jsonrpc.Field(raw, "inputSchema")})
 	}
 	return items, nil
 }

@@ -31,7 +31,8 @@ func TestToolCacheKeepsBytesPerIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _, found, err := c.load(sc)
-	if err != nil || !found || len(got) != 2 || string(got[0].Raw) != string(exact) || got[1].Key != "echo" {
+	if err != nil || !found || len(got) != 2 || string(got[0].Raw) != string(exact) || got[1].Key != "echo" ||
+		string(got[0].InputSchema) != `{ "type" : "object" }` || got[1].InputSchema != nil {
 		t.Fatalf("load: %v %v %+v", found, err, got)
 	}
 	if fi, err := os.Stat(c.path(cacheKey(sc))); err != nil || fi.Mode().Perm() != 0o600 {

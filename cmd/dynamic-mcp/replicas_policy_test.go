@@ -22,9 +22,10 @@ import (
 
 // policyReplicaConfig is the config of TestReplicasSharePolicyState's
 // replicas: the fake upstream in flat mode on the store at storeURL, ids
-// sealed under $DYNAMIC_MCP_SESSION_KEY, echo limited to 3 calls a minute
-// (per session, the default) for text "rate*" and asking a person for
-// text "ask*".
+// sealed under $DYNAMIC_MCP_SESSION_KEY, echo limited to 3 calls an hour
+// (per session, the default; an hour, not a minute, whose bucket a busy
+// machine refilled between the calls) for text "rate*" and asking a
+// person for text "ask*".
 func policyReplicaConfig(t testing.TB, storeURL string) string {
 	t.Helper()
 	cfg := fmt.Sprintf(`store: %q
@@ -37,7 +38,7 @@ groups:
     description: fake
     command: %q
     policy:
-      - { name: echo-rate, action: allow, tool: echo, args: { text: "rate*" }, rate: 3/minute }
+      - { name: echo-rate, action: allow, tool: echo, args: { text: "rate*" }, rate: 3/hour }
       - { name: ask-echo, action: prompt, tool: echo, args: { text: "ask*" }, description: "echo needs a person" }
       - { action: allow, tool: "*" }
 `, storeURL, fakeBin)
@@ -50,7 +51,7 @@ groups:
 // official TypeScript SDK client over Streamable HTTP, which declares no
 // elicitation (testdata/sdkclient/calls.mjs):
 //
-//   - rate: 3/minute: three calls pass, spread over the replicas; each
+//   - rate: 3/hour: three calls pass, spread over the replicas; each
 //     call after them is refused -32001 with retryAfter, on every replica
 //     that takes one (each replica's /metrics counts its refusals);
 //   - a prompt rule sends the call to the approval inbox: every replica's
@@ -78,7 +79,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 	t.Run("rate", func(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			if a := c.call(t, fmt.Sprintf("rate %d", i)); a.Text != fmt.Sprintf("rate %d", i) || a.IsError {
-				t.Fatalf("call %d of 3/minute: %+v", i, a)
+				t.Fatalf("call %d of 3/hour: %+v", i, a)
 			}
 		}
 		allowed := metricByReplica(t, replicas, `dynamic_mcp_policy_decisions_total\{action="allow",group="f",rule="echo-rate"\}`)
@@ -89,9 +90,9 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		// Round-robin: three calls in a row reach the three replicas.
 		for i := 4; i <= 12 && !allRefused(t, replicas); i++ {
 			a := c.call(t, fmt.Sprintf("rate %d", i))
-			if a.Code != -32001 || a.Data.Rule != "echo-rate" || a.Data.Action != "rate" || a.Data.RetryAfter < 1 || a.Data.RetryAfter > 60 ||
-				!strings.Contains(a.Message, "Rate limit 3/minute per session of rule echo-rate exceeded") {
-				t.Fatalf("call %d of 3/minute: %+v, want -32001 with retryAfter", i, a)
+			if a.Code != -32001 || a.Data.Rule != "echo-rate" || a.Data.Action != "rate" || a.Data.RetryAfter < 1 || a.Data.RetryAfter > 1200 ||
+				!strings.Contains(a.Message, "Rate limit 3/hour per session of rule echo-rate exceeded") {
+				t.Fatalf("call %d of 3/hour: %+v, want -32001 with retryAfter", i, a)
 			}
 		}
 		if !allRefused(t, replicas) {

@@ -49,7 +49,8 @@ func New(callerMax, allMax int64) *Budgets {
 
 // admit counts n bytes of caller's against its budget and the hub's; a
 // request larger than a whole budget is taken when nothing else holds it.
-// It returns what gives them back, or why the request is refused.
+// It returns what gives them back, to be called once, or why the
+// request is refused.
 func (b *Budgets) admit(caller string, n int64) (func(), *jsonrpc.Error) {
 	c := min(n, b.callerMax)
 	b.mu.Lock()
@@ -66,12 +67,12 @@ func (b *Budgets) admit(caller string, n int64) (func(), *jsonrpc.Error) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeServerBusy, fmt.Sprintf("too many bytes in flight: the hub's requests being answered hold most of its %s budget, and this one is %s; try again when some are answered",
 			jsonrpc.ByteSize(b.allMax), jsonrpc.ByteSize(n)))
 	}
-	var once sync.Once
+	// Called once (jsonrpc.ConnOptions.Admit), as the Conn's own budget's
+	// release is, which counts on it too: no sync.Once, an allocation a
+	// request.
 	return func() {
-		once.Do(func() {
-			b.all.Release(a)
-			b.give(caller, c)
-		})
+		b.all.Release(a)
+		b.give(caller, c)
 	}, nil
 }
 

@@ -50,8 +50,8 @@ type Stage struct {
 // elicitation). The owner's client is the one sent to sign in.
 func (st Stage) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, upstream.ConnID, error) {
 	res, conn, err := next.Hop(ctx, h)
-	var need *upstream.SignInRequired
-	if !errors.As(err, &need) {
+	need, ok := errors.AsType[*upstream.SignInRequired](err) // errors.As's target escaped: an allocation every hop
+	if !ok {
 		return res, conn, err
 	}
 	var linker Linker

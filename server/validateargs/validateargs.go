@@ -52,15 +52,17 @@ type Schemas struct {
 }
 
 // argSchema is one compiled inputSchema; schema is nil when it could not
-// be compiled, and calls pass unchecked.
+// be compiled, and calls pass unchecked. quick is its quick check (see
+// quickNode), nil when it uses a keyword that check does not decide.
 type argSchema struct {
 	once   sync.Once
 	schema *jsonschema.Schema
+	quick  *quickNode
 }
 
 // get is the compiled schema of raw, compiled on first use (logged once
 // when it cannot be, with the tool that has it).
-func (a *Schemas) get(raw json.RawMessage, tool string, server *config.Server, logger *slog.Logger) *jsonschema.Schema {
+func (a *Schemas) get(raw json.RawMessage, tool string, server *config.Server, logger *slog.Logger) *argSchema {
 	key := sha256.Sum256(raw)
 	a.mu.Lock()
 	if a.byHash == nil || len(a.byHash) >= maxArgSchemas {
@@ -80,10 +82,10 @@ func (a *Schemas) get(raw json.RawMessage, tool string, server *config.Server, l
 				"tool", tool, "server", server.ID(), "err", err)
 			return
 		}
-		e.schema = s
-		logger.Debug("compiled a tool's inputSchema", "tool", tool, "server", server.ID(), "took", time.Since(start))
+		e.schema, e.quick = s, quickOf(s)
+		logger.Debug("compiled a tool's inputSchema", "tool", tool, "server", server.ID(), "took", time.Since(start), "quick", e.quick != nil)
 	})
-	return e.schema
+	return e
 }
 
 // errRemoteRef refuses every schema the compiler would load: a tool's
@@ -130,7 +132,7 @@ type Stage struct {
 	// hashes them with sha256 under the hub-wide lock, which each call
 	// paid (issue 33).
 	seenMu sync.RWMutex
-	seen   map[string]*jsonschema.Schema
+	seen   map[string]*argSchema
 }
 
 // NewStage is the stage of the snapshot of cfg.
@@ -152,8 +154,9 @@ func (s *Stage) validates(group string) bool {
 	return s.Config.Settings.ValidatesArgs(groupConfig(s.Config, group))
 }
 
-// schema is the compiled raw, nil when it cannot be compiled.
-func (s *Stage) schema(raw json.RawMessage, c *call.Call) *jsonschema.Schema {
+// schema is the compiled raw; its schema is nil when it cannot be
+// compiled.
+func (s *Stage) schema(raw json.RawMessage, c *call.Call) *argSchema {
 	s.seenMu.RLock()
 	schema, ok := s.seen[string(raw)]
 	s.seenMu.RUnlock()
@@ -163,7 +166,7 @@ func (s *Stage) schema(raw json.RawMessage, c *call.Call) *jsonschema.Schema {
 	schema = s.Schemas.get(raw, c.Name, c.Server, s.Logger)
 	s.seenMu.Lock()
 	if s.seen == nil {
-		s.seen = map[string]*jsonschema.Schema{}
+		s.seen = map[string]*argSchema{}
 	}
 	if len(s.seen) < maxArgSchemas {
 		s.seen[string(raw)] = schema
@@ -186,19 +189,22 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 		return nil
 	}
 	schema := s.schema(raw, c)
-	if schema == nil {
+	if schema.schema == nil {
 		return nil
 	}
 	arguments := c.Args
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
+	if schema.quick != nil && schema.quick.valid(arguments) {
+		return nil // valid, read where it lies
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
 	if err != nil {
 		return nil // not JSON the hub can read: the upstream answers it
 	}
 	var ve *jsonschema.ValidationError
-	if err := schema.Validate(inst); !errors.As(err, &ve) {
+	if err := schema.schema.Validate(inst); !errors.As(err, &ve) {
 		return nil
 	}
 	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them

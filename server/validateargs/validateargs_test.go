@@ -16,10 +16,10 @@ func TestArgSchemaLoggedOnce(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&log, nil)) // one goroutine: no lock needed
 	var a Schemas
 	for range 3 {
-		if a.get(json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`), "broken", &config.Server{Group: "f", Name: "f"}, logger) != nil {
+		if a.get(json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`), "broken", &config.Server{Group: "f", Name: "f"}, logger).schema != nil {
 			t.Fatal("an invalid schema compiled")
 		}
-		if a.get(json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`), "remote", &config.Server{Group: "f", Name: "f"}, logger) != nil {
+		if a.get(json.RawMessage(`{"$ref":"https://example.invalid/s.json"}`), "remote", &config.Server{Group: "f", Name: "f"}, logger).schema != nil {
 			t.Fatal("a schema with a remote $ref compiled")
 		}
 	}

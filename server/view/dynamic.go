@@ -236,7 +236,7 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	if !ok {
 		return DynamicCall{Answer: call.ToolError("Tool not found: " + args.Name), Missed: true}
 	}
-	schema := jsonrpc.Field(r.Tool.Raw, "inputSchema")
+	schema := r.Tool.InputSchema
 	if given(args.Arguments) {
 		msg := "call_dynamic_tool takes the tool's arguments in args, not arguments: call again with args"
 		if given(args.Args) {

@@ -32,9 +32,9 @@ type Route struct {
 	// server is still starting (see upstream.Server.LastTools).
 	Cached bool
 	// Tool is the tool's definition as its server listed it, set in every
-	// tool's route (nil for a prompt's): its inputSchema checks a call's
-	// arguments (server/validateargs). The schema is read from it when a
-	// call needs it, not for every tool each time the view is built.
+	// tool's route (nil for a prompt's): its InputSchema, found once when
+	// the list was read (not for every tool each time the view is built,
+	// nor by each call), checks a call's arguments (server/validateargs).
 	Tool *upstream.Item
 }
 

@@ -465,7 +465,10 @@ func (vd *validator) strValidate(str string) {
 	var err error
 
 	// contentEncoding --
-	decoded := []byte(str)
+	var decoded []byte // read by these two only: no copy of every string otherwise
+	if s.ContentEncoding != nil || s.ContentMediaType != nil {
+		decoded = []byte(str)
+	}
 	if s.ContentEncoding != nil {
 		decoded, err = s.ContentEncoding.Decode(str)
 		if err != nil {

@@ -250,6 +250,10 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 	srv := command("postgres", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "fsync=off", "-c", "max_connections=200") // the tests of a package at once
 	srv.Stdout, srv.Stderr = &out, &out
+	if srv.SysProcAttr == nil {
+		srv.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	dieWithUs(srv.SysProcAttr)
 	if err := srv.Start(); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
