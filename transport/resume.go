@@ -97,18 +97,7 @@ type resumedStream struct {
 // after its last event. The reader it returns starts with r's last event
 // id and retry time, as an EventSource keeps them across reconnections.
 func (s *Streamable) resumeStream(ctx context.Context, r *eventReader) (resumedStream, error) {
-	req, err := s.newRequest(ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		return resumedStream{}, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", r.lastID)
-	s.mu.Lock()
-	if s.sessionID != "" {
-		req.Header.Set("Mcp-Session-Id", s.sessionID)
-	}
-	s.mu.Unlock()
-	resp, err := s.client.Do(req)
+	resp, err := s.get(ctx, r.lastID)
 	if err != nil {
 		return resumedStream{}, fmt.Errorf("GET to resume from event %q: %w", r.lastID, err)
 	}

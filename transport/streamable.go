@@ -111,6 +111,25 @@ func (s *Streamable) post(ctx context.Context, msg []byte) (resp *http.Response,
 	return resp, sent, err
 }
 
+// get GETs an event stream of the session: the one the server opens
+// (lastID ""), or an answer stream resumed after the event lastID.
+func (s *Streamable) get(ctx context.Context, lastID string) (*http.Response, error) {
+	req, err := s.newRequest(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	s.mu.Lock()
+	if s.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", s.sessionID)
+	}
+	s.mu.Unlock()
+	return s.client.Do(req)
+}
+
 // expire ends the stream: the server forgot the session.
 func (s *Streamable) expire() {
 	s.mu.Lock()
@@ -282,17 +301,7 @@ func (s *Streamable) listenLoop() {
 // stream opens the GET stream and reads it to its end. delivered reports
 // whether it brought at least one message.
 func (s *Streamable) stream() (delivered bool, err error) {
-	req, err := s.newRequest(s.ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	s.mu.Lock()
-	if s.sessionID != "" {
-		req.Header.Set("Mcp-Session-Id", s.sessionID)
-	}
-	s.mu.Unlock()
-	resp, err := s.client.Do(req)
+	resp, err := s.get(s.ctx, "")
 	if err != nil {
 		return false, err
 	}

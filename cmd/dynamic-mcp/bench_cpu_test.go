@@ -59,6 +59,18 @@ func (m procMeter) read() procUse {
 	return u
 }
 
+// useOf is what the threads of the processes pids spent (their
+// children's not counted), as read does.
+func useOf(pids ...int) procUse {
+	var u procUse
+	for _, pid := range pids {
+		cpu, slices, _ := threadsUse(pid)
+		u.cpu += cpu
+		u.slices += slices
+	}
+	return u
+}
+
 // threadsUse is the CPU time and times scheduled of pid's threads, and
 // its children's pids.
 func threadsUse(pid int) (cpu time.Duration, slices int64, children []int) {

@@ -28,8 +28,9 @@ import (
 //	tput-ratio       hub calls/s / direct calls/s (target: at least 0.5, at 32)
 //
 // and what the processes spent per call, counted from /proc over each
-// path's rounds alone (CPU time and context switches, which the machine's
-// load changes far less than it changes wall times):
+// path's rounds alone (CPU time and context switches, counted as the
+// times a thread was put on a CPU, which the machine's load changes far
+// less than it changes wall times):
 //
 //	hub-cpu-µs/call, hub-cs/call        the hub (the shared hub for shared)
 //	direct-cpu-µs/call, direct-cs/call  the client (this process) and the
@@ -100,17 +101,19 @@ func startMinimalHub(b *testing.B, mode, path, cfg string) minimalPath {
 // reportOverhead measures b.N calls of direct and of hub, inflight at a
 // time, and reports the figures BenchmarkStdioOverhead describes.
 func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
-	spent := []*usageCounter{{pids: direct.pids}, {pids: hub.pids}}
-	bridge := &usageCounter{}
-	if hub.bridge != 0 {
-		bridge.pids = []int{hub.bridge}
-	}
+	// What each path's processes spent over its own rounds (the bridge:
+	// over the hub's), from /proc (useOf).
+	pids := [][]int{direct.pids, hub.pids}
+	spent := make([]procUse, len(pids))
+	var bridge procUse
 	s, err := measureRoundsMetered(b.N, inflight, []func() error{direct.call, hub.call}, nil, func(i int) func() {
-		stop, stopBridge := spent[i].span(), func() {}
-		if i == 1 {
-			stopBridge = bridge.span()
+		start, bridgeStart := useOf(pids[i]...), useOf(hub.bridge)
+		return func() {
+			spent[i] = spent[i].add(useOf(pids[i]...).sub(start))
+			if i == 1 && hub.bridge != 0 {
+				bridge = bridge.add(useOf(hub.bridge).sub(bridgeStart))
+			}
 		}
-		return func() { stop(); stopBridge() }
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -118,10 +121,12 @@ func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
 	d, h := s[0], s[1]
 	d.report(b, "direct")
 	h.report(b, "hub")
-	spent[0].report(b, "direct", b.N)
-	spent[1].report(b, "hub", b.N)
-	if len(bridge.pids) > 0 {
-		b.ReportMetric(float64(bridge.total.switches)/float64(b.N), "bridge-cs/call")
+	for i, who := range []string{"direct", "hub"} {
+		b.ReportMetric(micros(spent[i].cpu)/float64(b.N), who+"-cpu-µs/call")
+		b.ReportMetric(float64(spent[i].slices)/float64(b.N), who+"-cs/call")
+	}
+	if hub.bridge != 0 {
+		b.ReportMetric(float64(bridge.slices)/float64(b.N), "bridge-cs/call")
 	}
 	added := h.quantile(0.50) - d.quantile(0.50)
 	b.ReportMetric(micros(added), "p50-added-µs")

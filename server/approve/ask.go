@@ -120,6 +120,12 @@ func (e Elicit) Ask(ctx context.Context, c *call.Call, d policy.Decision) error 
 	if err != nil {
 		return fmt.Errorf("no answer: %w", err)
 	}
+	return Accepted(res)
+}
+
+// Accepted is nil when res, a user's answer to a question put through
+// elicitation (or an input_required round's), accepts; else why not.
+func Accepted(res json.RawMessage) error {
 	var answer struct {
 		Action string `json:"action"`
 	}

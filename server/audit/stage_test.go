@@ -7,13 +7,9 @@ import (
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
-	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
-
-type session struct{ call.Session }
-
-func (session) ID() string { return "s1" }
 
 // The stage builds the record from what the stages after it decided,
 // once they have, and hands it on unwritten; with audit.required a
@@ -27,8 +23,8 @@ func TestStageRecordsDecision(t *testing.T) {
 	})
 	var kept *Record
 	s := Stage{Trail: newTrail(nil, config.Audit{}, testLogger(), &Stats{}), Keep: func(c *call.Call, r *Record) { kept = r }}
-	c := &call.Call{Session: session{}, Method: policy.MethodToolsCall, Server: &config.Server{Group: "g", Name: "s"},
-		Name: "rm", Args: json.RawMessage(`{"path":"/"}`)}
+	c := calltest.ToolCall("rm")
+	c.Args = json.RawMessage(`{"path":"/"}`)
 	if _, err := s.Handle(t.Context(), c, decide); !errors.Is(err, denied) {
 		t.Fatalf("err %v, want the stage's", err)
 	}

@@ -174,14 +174,7 @@ func legacyNotReading(t *testing.T) (*Server, *httptest.Server, string) {
 	t.Helper()
 	h := fakeHub(t)
 	face, ts := serveHTTP(t, h)
-	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetReadBuffer(4096)
-	}
+	nc := dialSlowReader(t, ts.URL)
 	fmt.Fprintf(nc, "GET /sse HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
 	br := bufio.NewReader(nc)
 	var endpoint string
@@ -196,6 +189,22 @@ func legacyNotReading(t *testing.T) (*Server, *httptest.Server, string) {
 		}
 	}
 	return face, ts, endpoint
+}
+
+// dialSlowReader connects to the server at base with a small receive
+// buffer, so that a client that stops reading is felt after kilobytes;
+// the connection closes when the test ends.
+func dialSlowReader(t *testing.T, base string) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4096)
+	}
+	return nc
 }
 
 // Legacy SSE: a client that never reads its stream and POSTs requests with
@@ -310,14 +319,21 @@ func waitGoroutines(t *testing.T, before int) {
 
 // liveGoroutines counts goroutines but jsonrpc's idle workers.
 func liveGoroutines() int {
+	return goroutines(func(g string) bool {
+		return !strings.Contains(g, "jsonrpc.(*Workers).run") || !strings.Contains(g, "[select")
+	})
+}
+
+// goroutines counts the goroutines whose stack (header and frames) is
+// one that counts.
+func goroutines(counts func(stack string) bool) int {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "jsonrpc.(*Workers).run") && strings.Contains(g, "[select") {
-			continue
+		if counts(g) {
+			n++
 		}
-		n++
 	}
 	return n
 }

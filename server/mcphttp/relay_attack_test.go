@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgconn"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -566,10 +564,9 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
 	faceB, baseB, storeB := troubledReplica(t, url, yaml())
-	// A NOTIFY before B's relay LISTENs is lost to B (a late replica
-	// learns of a DELETE from the store when it resumes, which is what
-	// this test holds up): start once both listen.
-	relaysListening(t, url, 2)
+	// Both relays LISTEN once their replicas are made (awaitRelay): a
+	// NOTIFY before is lost (a late replica learns of a DELETE from the
+	// store when it resumes, which is what this test holds up).
 	victim := newHTTPClient(t, baseA)
 	entered, releaseCh := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(releaseCh) })
@@ -623,8 +620,7 @@ func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
-	faceB, baseB, storeB := troubledReplica(t, url, yaml())
-	relaysListening(t, url, 2)
+	faceB, baseB, storeB := troubledReplica(t, url, yaml()) // both relays LISTEN (awaitRelay)
 	victim := newHTTPClient(t, baseA)
 	entered, releaseCh := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(releaseCh) })
@@ -722,28 +718,4 @@ func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
 	if resp, body := a.post(`{"jsonrpc":"2.0","id":"dm-0badf00d-1","result":{}}`); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("an answer the store could not pass on: %d %s", resp.StatusCode, body)
 	}
-}
-
-// relaysListening waits until n replicas' relays LISTEN on the database
-// at url.
-func relaysListening(t testing.TB, url string, n int) {
-	t.Helper()
-	pc, err := pgconn.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close(context.Background())
-	waitFor(t, 30*time.Second, "the replicas' relays to listen", func() bool { return relayListeners(t, pc) >= n })
-}
-
-// relayListeners counts the relays LISTENing on pc's database.
-func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
-	t.Helper()
-	res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_relay%'`, nil, nil, nil, nil).Read()
-	if res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	got, _ := strconv.Atoi(string(res.Rows[0][0]))
-	return got
 }

@@ -54,6 +54,18 @@ func awaitRelay(t testing.TB, url string) (wait func()) {
 	}
 }
 
+// relayListeners counts the relays LISTENing on pc's database.
+func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
+	t.Helper()
+	res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_relay%'`, nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	got, _ := strconv.Atoi(string(res.Rows[0][0]))
+	return got
+}
+
 // awaitInflight waits until face's one relayed session has n requests
 // in flight. A request's answer is counted until its writing ends, after
 // the client may have it: a test waits for 0 before it sends the request

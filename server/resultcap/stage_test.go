@@ -7,13 +7,9 @@ import (
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
-	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
-
-type session struct{ call.Session }
-
-func (session) Caller() string { return "session s1" }
 
 // Only a tool's own result that went upstream is cut: not a task's, not
 // one a stage answered (Sent unset), not another method's.
@@ -28,8 +24,9 @@ func TestStageCutsSentToolResults(t *testing.T) {
 		return res
 	}
 	sent := func() *call.Call {
-		return &call.Call{Session: session{}, Method: policy.MethodToolsCall, Server: &config.Server{Group: "g", Name: "s"}, Name: "t",
-			ID: json.RawMessage(`1`), MaxResult: 2000, Sent: true}
+		c := calltest.ToolCall("t")
+		c.ID, c.MaxResult, c.Sent = json.RawMessage(`1`), 2000, true
+		return c
 	}
 	if res := run(sent()); len(res) > 2000 || !strings.Contains(string(res), Scheme) {
 		t.Fatalf("a sent tool result over max_result: %d bytes: %.300s", len(res), res)

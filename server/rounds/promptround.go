@@ -2,7 +2,6 @@ package rounds
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -177,14 +176,8 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 		// do with an input request its retry leaves unanswered.
 		return r.putQuestion(a.Config, c, d, who, digest)
 	}
-	var answer struct {
-		Action string `json:"action"`
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return fmt.Errorf("unreadable answer: %w", err)
-	}
-	if answer.Action != "accept" {
-		return fmt.Errorf("the user chose %s", answer.Action)
+	if err := approve.Accepted(raw); err != nil {
+		return err
 	}
 	// The retry is the call: it goes upstream as the first call would
 	// have, without the hub's state and the answer to its question.

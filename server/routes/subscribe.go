@@ -22,7 +22,17 @@ const (
 type subscription[S Session] struct {
 	owner    *upstream.Server // the server subscribed to
 	sessions map[S]bool
+	// sending: the first subscribe is on its way upstream. The
+	// subscription is kept while it is, even with no session left, and
+	// its answer decides (SubscribeURI): an unsubscribe sent meanwhile
+	// could reach the upstream before the subscribe and leave it
+	// subscribed with nobody listening.
+	sending bool
 }
+
+// unheld reports whether the subscription may go: no session listens and
+// no subscribe is on its way upstream. t.mu is held.
+func (held *subscription[S]) unheld() bool { return len(held.sessions) == 0 && !held.sending }
 
 // Subscriber is a client's request that subscribes its session to
 // resources (resources/subscribe, or a listen's resourceSubscriptions),
@@ -83,14 +93,14 @@ func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri stri
 			sess.Routing().subscriptions++
 		}
 		if first {
-			held = &subscription[S]{owner: s, sessions: map[S]bool{}}
+			held = &subscription[S]{owner: s, sessions: map[S]bool{}, sending: true}
 			t.subs[uri] = held
 		}
 		held.sessions[sess] = true
 	} else if !first && held.sessions[sess] {
 		sess.Routing().subscriptions--
 		delete(held.sessions, sess)
-		if len(held.sessions) == 0 {
+		if held.unheld() {
 			delete(t.subs, uri)
 		}
 	}
@@ -98,24 +108,38 @@ func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri stri
 	t.mu.Unlock()
 	switch {
 	case on && first:
-		// Every session listening shares the subscription, so it lives on
-		// the server's shared connection (as its unsubscribe does), not on
-		// this session's own (isolation: per-session), which ends with it.
-		if err := sub.Subscribe(ctx, s, uri); err != nil {
-			t.mu.Lock() // the upstream refused: forget the subscription
-			if t.subs[uri] == held {
-				for other := range held.sessions {
-					other.Routing().subscriptions--
-				}
-				delete(t.subs, uri)
-			}
-			t.mu.Unlock()
-			return err
-		}
+		return t.sendSubscribe(ctx, sub, held, uri)
 	case !on && last && !first:
 		t.unsubscribe(s, uri)
 	}
 	return nil
+}
+
+// sendSubscribe sends the first subscribe to held's URI upstream, and
+// acts on its answer: a refusal forgets the subscription; if every
+// session listening went while it was on its way (Remove, Unsubscribe,
+// UnsubscribeHidden leave it to this), the upstream is unsubscribed
+// again, in the background, whatever the answer (a subscribe cancelled
+// with its session may have reached the upstream all the same).
+func (t *Table[S]) sendSubscribe(ctx context.Context, sub Subscriber[S], held *subscription[S], uri string) error {
+	// Every session listening shares the subscription, so it lives on
+	// the server's shared connection (as its unsubscribe does), not on
+	// this session's own (isolation: per-session), which ends with it.
+	err := sub.Subscribe(ctx, held.owner, uri)
+	t.mu.Lock()
+	held.sending = false
+	gone := len(held.sessions) == 0
+	if (err != nil || gone) && t.subs[uri] == held {
+		for other := range held.sessions { // refused, or no one is left: forget it
+			other.Routing().subscriptions--
+		}
+		delete(t.subs, uri)
+	}
+	t.mu.Unlock()
+	if gone {
+		t.unsubscribeGone(map[string]*upstream.Server{uri: held.owner})
+	}
+	return err
 }
 
 // owner is the server to subscribe to uri at: the one that lists it or
@@ -170,7 +194,7 @@ func (t *Table[S]) Unsubscribe(sess S, uris []string) {
 		}
 		delete(held.sessions, sess)
 		sess.Routing().subscriptions--
-		if len(held.sessions) == 0 {
+		if held.unheld() {
 			owners[uri] = held.owner
 			delete(t.subs, uri)
 		}
@@ -187,10 +211,14 @@ func (t *Table[S]) UnsubscribeHidden(hides func(uri string) bool) {
 	t.mu.Lock()
 	for uri, held := range t.subs {
 		if hides(uri) {
-			owners[uri] = held.owner
 			for sess := range held.sessions {
 				sess.Routing().subscriptions--
 			}
+			if held.sending {
+				clear(held.sessions) // its answer unsubscribes (sendSubscribe)
+				continue
+			}
+			owners[uri] = held.owner
 			delete(t.subs, uri)
 		}
 	}

@@ -149,7 +149,7 @@ func (t *Table[S]) Remove(sess S) {
 	for uri, sub := range t.subs {
 		if sub.sessions[sess] {
 			delete(sub.sessions, sess)
-			if len(sub.sessions) == 0 {
+			if sub.unheld() {
 				owners[uri] = sub.owner
 				delete(t.subs, uri)
 			}

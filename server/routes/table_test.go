@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -146,5 +147,75 @@ func TestCanElicit(t *testing.T) {
 	}
 	if m := ElicitationMode(json.RawMessage(`{"mode":"url","message":"m"}`)); m != "url" {
 		t.Errorf("mode %q", m)
+	}
+}
+
+// A session that goes while its first subscribe to a URI is on its way
+// upstream leaves no subscription behind at the upstream, whether the
+// subscribe then succeeds or ends unanswered (cancelled with the
+// session: the upstream may have taken it all the same).
+func TestSessionGoneDuringFirstSubscribe(t *testing.T) {
+	for _, answer := range []error{nil, context.Canceled} {
+		t.Run(fmt.Sprint(answer), func(t *testing.T) {
+			// The upstream: what it holds subscribed, each message taken
+			// as it arrives.
+			var mu sync.Mutex
+			held := map[string]bool{}
+			tab := New(Options[*fake]{
+				Spawn: func(f func()) bool { f(); return true },
+				Stop:  make(chan struct{}),
+				Unsubscribe: func(_ *upstream.Server, uri string) error {
+					mu.Lock()
+					defer mu.Unlock()
+					delete(held, uri)
+					return nil
+				},
+			})
+			a := &fake{id: "a"}
+			if err := tab.Add(a); err != nil {
+				t.Fatal(err)
+			}
+			s := &upstream.Server{}
+			sending, arrive := make(chan struct{}), make(chan struct{})
+			sub := Subscriber[*fake]{Session: a,
+				Resolve: func(context.Context, string, bool) (*upstream.Server, bool) { return s, false },
+				Routed:  func(*upstream.Server, string) {},
+				Subscribe: func(_ context.Context, _ *upstream.Server, uri string) error {
+					close(sending)
+					<-arrive // the session goes first; then the subscribe reaches the upstream
+					mu.Lock()
+					held[uri] = true
+					mu.Unlock()
+					return answer
+				},
+			}
+			done := make(chan error, 1)
+			go func() { done <- tab.SubscribeURI(context.Background(), sub, "x://r", true) }()
+			<-sending
+			tab.Remove(a)
+			close(arrive)
+			<-done
+			mu.Lock()
+			left := held["x://r"]
+			mu.Unlock()
+			if left || tab.Subscribed("x://r") {
+				t.Errorf("after the session went: subscribed upstream %v, in the table %v", left, tab.Subscribed("x://r"))
+			}
+			// The URI is free to be subscribed again, and is sent again.
+			b := &fake{id: "b"}
+			sub.Session = b
+			arrive = make(chan struct{})
+			close(arrive)
+			sending = make(chan struct{})
+			if err := tab.SubscribeURI(t.Context(), sub, "x://r", true); err != answer {
+				t.Fatalf("subscribe again: %v", err)
+			}
+			mu.Lock()
+			again := held["x://r"]
+			mu.Unlock()
+			if answer == nil && (!again || !tab.Subscribed("x://r") || b.entry.subscriptions != 1) {
+				t.Errorf("subscribed again: upstream %v, table %v, count %d", again, tab.Subscribed("x://r"), b.entry.subscriptions)
+			}
+		})
 	}
 }

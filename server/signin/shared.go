@@ -149,18 +149,28 @@ func (p sharedSignIns) put(ctx context.Context, state string, e *signInEntry) er
 	})
 }
 
+// get reads the row of state: its key and its value, nil for none (nor
+// for the empty state, which no link has).
+func (p sharedSignIns) get(ctx context.Context, state string) (key string, v []byte, err error) {
+	if state == "" {
+		return "", nil, nil
+	}
+	key = rowKey(state)
+	v, err = p.db.Get(ctx, signInNS, key)
+	if errors.Is(err, shared.ErrNotFound) {
+		return key, nil, nil
+	}
+	return key, v, err
+}
+
 // take removes and returns the live entry under state, of kind, or nil:
 // once, across every replica.
 func (p sharedSignIns) take(ctx context.Context, state string, kind entryKind) (*signInEntry, error) {
-	if state == "" {
-		return nil, nil
-	}
-	key := rowKey(state)
 	// A state with no row (a guess, a link used), or of another step
 	// (left for its own), costs one read, not the lock every replica's
 	// sign-ins take.
-	v, err := p.db.Get(ctx, signInNS, key)
-	if errors.Is(err, shared.ErrNotFound) {
+	key, v, err := p.get(ctx, state)
+	if err == nil && v == nil {
 		return nil, nil
 	}
 	if err == nil {
@@ -194,15 +204,8 @@ func (p sharedSignIns) take(ctx context.Context, state string, kind entryKind) (
 
 // peek is the live entry under state, of kind, left in place; or nil.
 func (p sharedSignIns) peek(ctx context.Context, state string, kind entryKind) (*signInEntry, error) {
-	if state == "" {
-		return nil, nil
-	}
-	key := rowKey(state)
-	v, err := p.db.Get(ctx, signInNS, key)
-	if errors.Is(err, shared.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	key, v, err := p.get(ctx, state)
+	if err != nil || v == nil {
 		return nil, err
 	}
 	e, err := p.open(key, v)

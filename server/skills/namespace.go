@@ -68,43 +68,34 @@ func RewriteEntry(entry json.RawMessage, to func(string) string) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	res := jsonrpc.Field(out, "resources")
-	if len(res) == 0 || res[0] != '[' {
-		return out, nil
-	}
-	files, err := rewriteURIs(res, to)
-	if err != nil {
-		return nil, err
-	}
-	return jsonrpc.SetField(out, "resources", files)
+	return rewriteField(out, "resources", '[', func(list json.RawMessage) (json.RawMessage, error) { return rewriteURIs(list, to) })
 }
 
 // RewriteResult is a result with the uri of each object in its array
 // field mapped by to: the contents of resources/read, the resources of
 // resources/directory/read. A text or blob is kept byte for byte.
 func RewriteResult(result json.RawMessage, field string, to func(string) string) (json.RawMessage, error) {
-	list := jsonrpc.Field(result, field)
-	if len(list) == 0 || list[0] != '[' {
-		return result, nil
-	}
-	out, err := rewriteURIs(list, to)
-	if err != nil {
-		return nil, err
-	}
-	return jsonrpc.SetField(result, field, out)
+	return rewriteField(result, field, '[', func(list json.RawMessage) (json.RawMessage, error) { return rewriteURIs(list, to) })
 }
 
 // RewriteSkill is a skills/get result with its skill entry's URIs mapped.
 func RewriteSkill(result json.RawMessage, to func(string) string) (json.RawMessage, error) {
-	entry := jsonrpc.Field(result, "skill")
-	if len(entry) == 0 || entry[0] != '{' {
-		return result, nil
+	return rewriteField(result, "skill", '{', func(entry json.RawMessage) (json.RawMessage, error) { return RewriteEntry(entry, to) })
+}
+
+// rewriteField is obj with the value of its member key rewritten by
+// rewrite, when that value opens with open (an array, an object); obj as
+// it is otherwise.
+func rewriteField(obj json.RawMessage, key string, open byte, rewrite func(json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	v := jsonrpc.Field(obj, key)
+	if len(v) == 0 || v[0] != open {
+		return obj, nil
 	}
-	out, err := RewriteEntry(entry, to)
+	out, err := rewrite(v)
 	if err != nil {
 		return nil, err
 	}
-	return jsonrpc.SetField(result, "skill", out)
+	return jsonrpc.SetField(obj, key, out)
 }
 
 // rewriteURIs maps the uri of each object of the array list.

@@ -89,12 +89,10 @@ func Add(t *Table[*upstream.Server], g *upstream.Group, s *upstream.Server, list
 // server that owns its URI, with the URIs namespaced as skills/list shows
 // them.
 func Get(ctx context.Context, req Request) (json.RawMessage, error) {
-	uri, ok := req.String("uri")
-	if !ok || uri == "" {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: skills/get needs a uri")
+	uri, r, err := routed(ctx, req, "skills/get", (*Table[*upstream.Server]).Skill)
+	if err != nil {
+		return nil, err
 	}
-	t := req.Skills(ctx, func(t *Table[*upstream.Server]) bool { return t.Skill(uri) != nil })
-	r := t.Skill(uri)
 	if r == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "No skill is served at "+uri)
 	}
@@ -119,12 +117,10 @@ func ReadFile(ctx context.Context, req Request, r *Route[*upstream.Server], uri 
 // from the server that owns it, one page at a time: the cursor is the
 // server's own.
 func DirectoryRead(ctx context.Context, req Request) (json.RawMessage, error) {
-	uri, ok := req.String("uri")
-	if !ok || uri == "" {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: resources/directory/read needs a uri")
+	uri, r, err := routed(ctx, req, "resources/directory/read", (*Table[*upstream.Server]).File)
+	if err != nil {
+		return nil, err
 	}
-	t := req.Skills(ctx, func(t *Table[*upstream.Server]) bool { return t.File(uri) != nil })
-	r := t.File(uri)
 	if r == nil || !r.DirectoryRead {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, uri+" is not a directory resource")
 	}
@@ -133,6 +129,18 @@ func DirectoryRead(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	return rewritten(RewriteResult(res, "resources", r.Expose))
+}
+
+// routed is the uri req names (method needs one) and its route, as find
+// finds it in the skills table: waited for (Request.Skills) while a
+// server that may have it is starting.
+func routed(ctx context.Context, req Request, method string, find func(*Table[*upstream.Server], string) *Route[*upstream.Server]) (string, *Route[*upstream.Server], error) {
+	uri, ok := req.String("uri")
+	if !ok || uri == "" {
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+method+" needs a uri")
+	}
+	t := req.Skills(ctx, func(t *Table[*upstream.Server]) bool { return find(t, uri) != nil })
+	return uri, find(t, uri), nil
 }
 
 // forward sends req to r's server as method, its uri the one the server

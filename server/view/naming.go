@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // maxNameLen is the spec's limit on tool names (1-128 characters).
@@ -40,4 +42,21 @@ func withName(def json.RawMessage, name string) (json.RawMessage, error) {
 	}
 	q, _ := jsonrpc.Marshal(name) // a string always encodes
 	return jsonrpc.SetField(def, "name", q)
+}
+
+// claim is def, a tool's or prompt's (kind), renamed name for s, the
+// name recorded in owner (exposed name -> server id); not ok when another
+// server has the name already (a problem of the view, hint added to it)
+// or def takes no name.
+func (v *View) claim(owner map[string]string, kind, name string, s *upstream.Server, def json.RawMessage, hint string) (json.RawMessage, bool) {
+	if prev, dup := owner[name]; dup {
+		v.Problems = append(v.Problems, fmt.Sprintf("%s %q of %s is hidden: its name collides with a %s of %s%s", kind, name, s.Config.ID(), kind, prev, hint))
+		return nil, false
+	}
+	raw, err := withName(def, name)
+	if err != nil {
+		return nil, false
+	}
+	owner[name] = s.Config.ID()
+	return raw, true
 }

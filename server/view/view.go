@@ -214,15 +214,10 @@ func (v *View) Build(only []*config.Group, search config.SearchMode, maxTools in
 					continue
 				}
 				name := ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
-				if prev, dup := owner[name]; dup {
-					v.Problems = append(v.Problems, fmt.Sprintf("tool %q of %s is hidden: its name collides with a tool of %s (set prefix: true on the group)", name, s.Config.ID(), prev))
+				raw, ok := v.claim(owner, "tool", name, s, t.Raw, " (set prefix: true on the group)")
+				if !ok {
 					continue
 				}
-				raw, err := withName(t.Raw, name)
-				if err != nil {
-					continue
-				}
-				owner[name] = s.Config.ID()
 				v.FlatRoutes[name] = gv.ToolRoutes[t.Key]
 				flatTools = append(flatTools, raw)
 			}
@@ -231,15 +226,10 @@ func (v *View) Build(only []*config.Group, search config.SearchMode, maxTools in
 					continue
 				}
 				name := ExposedName(g.Config.Name, p.Key, g.Config.Prefix)
-				if prev, dup := promptOwner[name]; dup {
-					v.Problems = append(v.Problems, fmt.Sprintf("prompt %q of %s is hidden: its name collides with a prompt of %s", name, s.Config.ID(), prev))
+				raw, ok := v.claim(promptOwner, "prompt", name, s, p.Raw, "")
+				if !ok {
 					continue
 				}
-				raw, err := withName(p.Raw, name)
-				if err != nil {
-					continue
-				}
-				promptOwner[name] = s.Config.ID()
 				v.PromptRoutes[name] = Route{Server: s, Name: p.Key}
 				v.Prompts = append(v.Prompts, raw)
 			}

@@ -565,18 +565,25 @@ func escaped(s []byte, i int) bool {
 
 // assignSecrets finds the values of name=value where name is a secret key.
 func assignSecrets(s []byte, out []span) []span {
+	return keyedSecrets(s, '=', out, nil, assignedValue)
+}
+
+// keyedSecrets finds the values after each sep in s whose name (just
+// before it) is a secret key and, with at, stands where at says one may:
+// value says where the value that starts at s[v] is.
+func keyedSecrets(s []byte, sep byte, out []span, at func(s []byte, n int) bool, value func(s []byte, v int) (from, to int)) []span {
 	for k := 0; k < len(s); {
-		e := bytes.IndexByte(s[k:], '=')
+		e := bytes.IndexByte(s[k:], sep)
 		if e < 0 {
 			return out
 		}
 		e += k
 		k = e + 1
 		n := nameStart(s, e)
-		if !secretName(s[n:e]) {
+		if !secretName(s[n:e]) || at != nil && !at(s, n) {
 			continue
 		}
-		if v, w := assignedValue(s, e+1); w > v {
+		if v, w := value(s, e+1); w > v {
 			out = append(out, span{from: v, to: w})
 			k = w
 		}
@@ -614,38 +621,27 @@ func assignedValue(s []byte, v int) (from, to int) {
 // lineSecrets finds the values of lines "Name: value" whose Name is a
 // secret key (after leading spaces): headers, YAML.
 func lineSecrets(s []byte, out []span) []span {
-	for k := 0; k < len(s); {
-		c := bytes.IndexByte(s[k:], ':')
-		if c < 0 {
-			return out
-		}
-		c += k
-		k = c + 1
-		n := nameStart(s, c)
-		if n == c || !secretName(s[n:c]) || !lineStart(s, n) {
-			continue
-		}
-		v := c + 1
-		for v < len(s) && s[v] == ' ' {
-			v++
-		}
-		end := v // the line's: before the next \n or \r escape
-		for end < len(s) {
-			if s[end] == '\\' {
-				if end+1 < len(s) && (s[end+1] == 'n' || s[end+1] == 'r') {
-					break
-				}
-				end++
+	return keyedSecrets(s, ':', out, lineStart, lineValue)
+}
+
+// lineValue is where the value of a line's "Name: value" that starts at
+// s[v] is: after its spaces, up to the line's end (before the next \n or
+// \r escape).
+func lineValue(s []byte, v int) (from, to int) {
+	for v < len(s) && s[v] == ' ' {
+		v++
+	}
+	end := v
+	for end < len(s) {
+		if s[end] == '\\' {
+			if end+1 < len(s) && (s[end+1] == 'n' || s[end+1] == 'r') {
+				break
 			}
 			end++
 		}
-		end = min(end, len(s))
-		if end > v {
-			out = append(out, span{from: v, to: end})
-			k = end
-		}
+		end++
 	}
-	return out
+	return v, min(end, len(s))
 }
 
 // lineStart says whether only spaces are between the start of a line and

@@ -118,12 +118,8 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.life.Done():
-		return nil, errClosed
+	if err := p.takeSlot(ctx); err != nil {
+		return nil, err
 	}
 	for {
 		p.mu.Lock()
@@ -169,6 +165,19 @@ func (p *pool) acquire(ctx context.Context) (*pgconn.PgConn, error) {
 	p.opened[pc] = time.Now()
 	p.mu.Unlock()
 	return pc, nil
+}
+
+// takeSlot waits for a slot (a connection in use, counted), until ctx
+// ends or the pool closes.
+func (p *pool) takeSlot(ctx context.Context) error {
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.life.Done():
+		return errClosed
+	}
 }
 
 // expired says whether ic is older than the pool's lifetime or was idle
@@ -259,16 +268,11 @@ func (p *pool) Exec(ctx context.Context, sql string, args ...any) (res *pgconn.R
 }
 
 func (p *pool) QueryRow(ctx context.Context, sql string, args ...any) row {
-	res, err := p.Exec(ctx, sql, args...)
-	return row{res, err}
+	return rowOf(p.Exec(ctx, sql, args...))
 }
 
 func (p *pool) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
-	res, err := p.Exec(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res, i: -1}, nil
+	return rowsOf(p.Exec(ctx, sql, args...))
 }
 
 // tx is a transaction on a connection of the pool.
@@ -350,16 +354,11 @@ func (t *tx) Exec(ctx context.Context, sql string, args ...any) (*pgconn.Result,
 }
 
 func (t *tx) QueryRow(ctx context.Context, sql string, args ...any) row {
-	res, err := t.Exec(ctx, sql, args...)
-	return row{res, err}
+	return rowOf(t.Exec(ctx, sql, args...))
 }
 
 func (t *tx) Query(ctx context.Context, sql string, args ...any) (*rows, error) {
-	res, err := t.Exec(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res, i: -1}, nil
+	return rowsOf(t.Exec(ctx, sql, args...))
 }
 
 // execParams runs one statement (the extended protocol, one round trip)
@@ -462,6 +461,18 @@ const (
 type row struct {
 	res *pgconn.Result
 	err error
+}
+
+// rowOf is the result of Exec read as QueryRow's (on the pool or a
+// transaction).
+func rowOf(res *pgconn.Result, err error) row { return row{res, err} }
+
+// rowsOf is the result of Exec read as Query's.
+func rowsOf(res *pgconn.Result, err error) (*rows, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &rows{res: res, i: -1}, nil
 }
 
 // Scan reads the first row into dst (errNoRows without one).
@@ -608,20 +619,36 @@ func quoteIdentifier(s string) string {
 // listener is a connection of its own that LISTENs, with the
 // notifications that arrived while it did something else queued.
 type listener struct {
-	pc    *pgconn.PgConn
-	mu    sync.Mutex
-	queue []*pgconn.Notification
+	pc     *pgconn.PgConn
+	mu     sync.Mutex // guards queue and missed
+	queue  []*pgconn.Notification
+	missed bool // a notification was dropped, the queue full, since wait last said so
+}
+
+// maxListenQueue bounds the notifications a listener queues while it does
+// something else (Subscribe reads a large payload's row on it): beyond
+// it they are dropped, and the next wait says so, so that its caller acts
+// as after a reconnection, which may miss notifications too (the relay's
+// inbox does the same on overflow: server/relay). A payload is under
+// 8000 bytes (the server's limit): the queue holds at most about 32 MB.
+const maxListenQueue = 4096
+
+// heard queues n, or drops it when the queue is full.
+func (l *listener) heard(n *pgconn.Notification) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) >= maxListenQueue {
+		l.missed = true
+		return
+	}
+	l.queue = append(l.queue, n)
 }
 
 // listen opens a listener's connection, counted against the pool while
 // it connects (as pgxpool's Acquire then Hijack had it).
 func (p *pool) listen(ctx context.Context) (*listener, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.life.Done():
-		return nil, errClosed
+	if err := p.takeSlot(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-p.slots }()
 	if p.life.Err() != nil {
@@ -629,11 +656,7 @@ func (p *pool) listen(ctx context.Context) (*listener, error) {
 	}
 	l := &listener{}
 	cfg := p.cfg.Copy()
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		l.mu.Lock()
-		l.queue = append(l.queue, n)
-		l.mu.Unlock()
-	}
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { l.heard(n) }
 	pc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -642,19 +665,22 @@ func (p *pool) listen(ctx context.Context) (*listener, error) {
 	return l, nil
 }
 
-// wait returns the next notification.
-func (l *listener) wait(ctx context.Context) (*pgconn.Notification, error) {
+// wait returns the next notification, and whether notifications were
+// dropped since it last said so (see maxListenQueue).
+func (l *listener) wait(ctx context.Context) (n *pgconn.Notification, missed bool, err error) {
 	for {
 		l.mu.Lock()
 		if len(l.queue) > 0 {
-			n := l.queue[0]
+			n = l.queue[0]
+			l.queue[0] = nil
 			l.queue = l.queue[1:]
+			missed, l.missed = l.missed, false
 			l.mu.Unlock()
-			return n, nil
+			return n, missed, nil
 		}
 		l.mu.Unlock()
 		if err := l.pc.WaitForNotification(ctx); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }

@@ -290,7 +290,8 @@ func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
 // its connection fails, until ctx ends: each notification's payload goes
 // to note (with the connection, for a read; an error ends the
 // connection), and again is called after each reconnection, since a
-// notification may have been missed meanwhile.
+// notification may have been missed meanwhile, and when the connection
+// dropped notifications that came while note read (maxListenQueue).
 func (s *Store) listen(ctx context.Context, channel string, again func(), note func(conn *pgconn.PgConn, payload string) error) {
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
@@ -323,9 +324,12 @@ func (s *Store) listenOnce(ctx context.Context, channel string, first bool, agai
 		again()
 	}
 	for {
-		n, err := l.wait(ctx)
+		n, missed, err := l.wait(ctx)
 		if err != nil {
 			return
+		}
+		if missed {
+			again()
 		}
 		if note(l.pc, n.Payload) != nil {
 			return

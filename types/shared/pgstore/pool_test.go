@@ -257,22 +257,7 @@ func TestPoolListenResumesAfterTerminate(t *testing.T) {
 		})
 	})
 	defer func() { stop(); wg.Wait() }()
-	hear := func(want string) {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for {
-			_ = pub.Publish(t.Context(), "resume", want)
-			select {
-			case got := <-heard:
-				if got == want {
-					return
-				}
-			case <-time.After(100 * time.Millisecond):
-			case <-deadline:
-				t.Fatalf("%q not heard", want)
-			}
-		}
-	}
+	hear := func(want string) { t.Helper(); publishUntilHeard(t, pub, "resume", heard, want) }
 	hear("before")
 	terminate(t, adm, "LISTEN%")
 	for len(heard) > 0 {
