@@ -55,7 +55,7 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 }
 
 // testOwner is an owner of calls upstream (a client session).
-type testOwner struct{ int }
+type testOwner struct{ _ byte } // not zero-size: distinct owners are distinct pointers
 
 func (*testOwner) UserKey() string { return "" }
 
