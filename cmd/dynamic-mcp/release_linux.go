@@ -78,20 +78,7 @@ func processResident() uint64 {
 // the file's unrelocated bytes.
 func releaseMemory() {
 	debug.FreeOSMemory()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	found, err := droppable(f)
-	if err != nil {
-		return // a mapping half read: drop nothing rather than guess
-	}
-	exe, _ := os.Executable()
-	lastLook.Lock()
-	drop, seen := settled(found, exe, lastLook.seen)
-	lastLook.seen = seen
-	lastLook.Unlock()
+	drop := toDrop()
 	// From the first release on (the start's), what runs next maps these
 	// pages in one by one, not 64 KB at a time.
 	stopFaultAround(drop)
@@ -99,6 +86,52 @@ func releaseMemory() {
 		// Best effort: a mapping the kernel refuses to drop stays.
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m[0]), uintptr(m[1]-m[0]), unix.MADV_DONTNEED)
 	}
+}
+
+// toDrop looks at the process's mappings (droppable) and returns those
+// releaseMemory drops now (settled), keeping what it found for the next
+// look. Nothing where smaps cannot be read whole.
+func toDrop() [][2]uint64 {
+	found, err := fileMappings()
+	if err != nil {
+		return nil // a mapping half read: drop nothing rather than guess
+	}
+	exe, _ := os.Executable()
+	lastLook.Lock()
+	defer lastLook.Unlock()
+	drop, seen := settled(found, exe, lastLook.seen)
+	lastLook.seen = seen
+	return drop
+}
+
+// noteMappings takes a first look at the files' mappings for settled,
+// without dropping anything. serve calls it first thing: the libraries
+// the loader mapped before the program ran (with cgo, the C library and
+// the loader itself) are settled by then, so the start's release drops
+// them with the program file's. Without this look they stayed mapped
+// until the first release after the start's, which a hub that gets
+// calls at once reaches only when it falls quiet: right after 1,000
+// calls 1.4 MB of the 4.2-4.9 MB of files' pages were libc's and the
+// loader's (docs/performance.md). A library dlopened later (an NSS
+// module) is still dropped only once two looks found it unchanged.
+func noteMappings() {
+	found, err := fileMappings()
+	if err != nil {
+		return
+	}
+	lastLook.Lock()
+	defer lastLook.Unlock()
+	_, lastLook.seen = settled(found, "", nil)
+}
+
+// fileMappings are droppable's mappings of /proc/self/smaps.
+func fileMappings() ([]fileMapping, error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return droppable(f)
 }
 
 // lastLook is what droppable found at the last release (see settled).

@@ -193,3 +193,45 @@ func TestProcessResidentIsStatmsSecondField(t *testing.T) {
 		t.Fatalf("processResident() = %d, statm says %d", got, want)
 	}
 }
+
+// The libraries the loader mapped before the program ran (with cgo, the C
+// library) are dropped by the start's release when serve took its first
+// look (noteMappings) at its start; without that look, only at the next
+// release, as a library another thread dlopens is. Skipped where the
+// test binary maps no read-only page of another file.
+func TestReleaseMemoryDropsTheLoadersLibrariesAtTheFirstRelease(t *testing.T) {
+	exe, _ := os.Executable()
+	found, err := fileMappings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lib [2]uint64
+	for _, m := range found {
+		if m.path != exe {
+			lib = m.r
+			break
+		}
+	}
+	if lib == ([2]uint64{}) {
+		t.Skip("no read-only mapping of another file than the program (CGO_ENABLED=0?)")
+	}
+	lastLook.Lock()
+	saved := lastLook.seen
+	lastLook.seen = nil
+	lastLook.Unlock()
+	t.Cleanup(func() {
+		lastLook.Lock()
+		lastLook.seen = saved
+		lastLook.Unlock()
+	})
+	if drop := toDrop(); slices.Contains(drop, lib) {
+		t.Fatalf("a first look without noteMappings drops %x", lib)
+	}
+	lastLook.Lock()
+	lastLook.seen = nil
+	lastLook.Unlock()
+	noteMappings()
+	if drop := toDrop(); !slices.Contains(drop, lib) {
+		t.Fatalf("the first release after noteMappings keeps %x: drops %x", lib, drop)
+	}
+}

@@ -12,6 +12,10 @@ import (
 // see release_linux.go.)
 func releaseMemory() { debug.FreeOSMemory() }
 
+// noteMappings does nothing here (on Linux it takes releaseMemory's first
+// look at the files' mappings).
+func noteMappings() {}
+
 // processCPU is nil here: releaseWhenQuiet does nothing (what it gives
 // back on Linux is mostly the program file's pages).
 var processCPU func() time.Duration

@@ -29,6 +29,7 @@ import (
 // serveCmd serves MCP over stdio until the client closes stdin or a signal
 // arrives, then stops every upstream by the ladder.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	noteMappings() // before anything can load a library: see releaseMemory
 	var c common
 	var httpAddr, uiAddr, profile string
 	var noAuth, standalone, hubMode bool
