@@ -39,9 +39,13 @@ var (
 // the descriptor, and it accepts mappings of any file. Reads map one
 // page each, from the page cache, as before.
 //
-// Best effort, once: where userfaultfd is missing (before Linux 6.7,
-// seccomp filters such as container runtimes' defaults), nothing changes.
-// It reports whether the mappings were registered.
+// Best effort: where userfaultfd is missing (before Linux 6.7, seccomp
+// filters such as container runtimes' defaults), nothing changes. The
+// descriptor is opened once; each release registers what it drops (a
+// mapping registered before stays so: the kernel accepts the same
+// registration again), so a mapping dropped first at a later release
+// (another file's, see settled) is registered too. It reports whether
+// any of the mappings was registered.
 func stopFaultAround(ranges [][2]uint64) bool {
 	faultAroundOnce.Do(func() {
 		fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|unix.O_NONBLOCK|uffdUserModeOnly, 0, 0)
@@ -53,18 +57,17 @@ func stopFaultAround(ranges [][2]uint64) bool {
 			unix.Close(int(fd))
 			return
 		}
-		registered := false
-		for _, m := range ranges {
-			reg := struct{ start, len, mode, ioctls uint64 }{start: m[0], len: m[1] - m[0], mode: uffdioRegisterModeWP}
-			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, uffdioRegister, uintptr(unsafe.Pointer(&reg))); errno == 0 {
-				registered = true
-			}
-		}
-		if !registered {
-			unix.Close(int(fd))
-			return
-		}
 		faultAround = int(fd)
 	})
-	return faultAround >= 0
+	if faultAround < 0 {
+		return false
+	}
+	registered := false
+	for _, m := range ranges {
+		reg := struct{ start, len, mode, ioctls uint64 }{start: m[0], len: m[1] - m[0], mode: uffdioRegisterModeWP}
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(faultAround), uffdioRegister, uintptr(unsafe.Pointer(&reg))); errno == 0 {
+			registered = true
+		}
+	}
+	return registered
 }

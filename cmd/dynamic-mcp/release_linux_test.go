@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // releaseMemory drops the process's mappings of the program file's pages
@@ -30,7 +33,7 @@ func TestReleaseMemoryDropsTheBinarysPages(t *testing.T) {
 // filter), nothing changes and the test is skipped.
 func TestReleaseMemoryStopsFaultAround(t *testing.T) {
 	releaseMemory()
-	if faultAround < 0 {
+	if !stopFaultAround(toDrop()) {
 		t.Skip("userfaultfd write-protect (async) refused here")
 	}
 	exe, err := os.Readlink("/proc/self/exe")
@@ -234,4 +237,47 @@ func TestReleaseMemoryDropsTheLoadersLibrariesAtTheFirstRelease(t *testing.T) {
 	if drop := toDrop(); !slices.Contains(drop, lib) {
 		t.Fatalf("the first release after noteMappings keeps %x: drops %x", lib, drop)
 	}
+}
+
+// A read-only file mapping that appears after the first release (a
+// library dlopened later) is registered when a later release drops it:
+// the registration is not once.
+func TestStopFaultAroundRegistersAtEachRelease(t *testing.T) {
+	releaseMemory() // the first release, the descriptor opened
+	if !stopFaultAround(toDrop()) {
+		t.Skip("userfaultfd write-protect (async) refused here")
+	}
+	f, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := unix.Mmap(int(f.Fd()), 0, 4*os.Getpagesize(), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	start := uint64(uintptr(unsafe.Pointer(&b[0])))
+	if !stopFaultAround([][2]uint64{{start, start + uint64(len(b))}}) {
+		t.Fatal("the later mapping was not registered")
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := false
+	for line := range strings.SplitSeq(string(smaps), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			ours = strings.HasPrefix(f[0], strconv.FormatUint(start, 16)+"-")
+			continue
+		}
+		if ours && len(f) > 0 && f[0] == "VmFlags:" {
+			if !slices.Contains(f, "uw") {
+				t.Fatalf("the later mapping is not registered: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatal("the later mapping is not in smaps")
 }
