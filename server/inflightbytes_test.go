@@ -17,7 +17,10 @@ import (
 // 2.5 MiB a caller, 3.5 MiB in all.)
 func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	t.Parallel() // its own hub, upstreams and files
-	h := fakeHub(t)
+	// call_timeout far beyond the test: the hung calls must still be in
+	// flight when the checks below run, however slow the machine.
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__hang"]; return ok })
 	h.inflight = inflight.New(5<<19, 7<<19)
 	a, b := servePipes(t, h, StdioOptions{}), servePipes(t, h, StdioOptions{SessionID: "b"})
 	for _, c := range []*pipeClient{a, b} {

@@ -134,6 +134,10 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 			t.Errorf("scenario %s: %s passed, %s failed, %s warnings", m[2], m[3], m[4], m[6])
 		}
 	}
+	if t.Failed() { // the suite's whole output names the check and what it saw
+		t.Logf("client auth suite, its whole output:\n%s", out)
+		return
+	}
 	t.Logf("client auth suite: %d scenarios\n%s", len(results), out[strings.LastIndex(string(out), "=== SUITE SUMMARY ===")+1:])
 }
 

@@ -1,7 +1,7 @@
 // Package mcphttp is the hub's HTTP face: Streamable HTTP at /mcp and the
 // legacy HTTP+SSE transport of protocol 2024-11-05 at /sse and /message
 // (MCP spec, basic/transports), for many clients at once, each in a
-// session the hub opens through its face contract (server.Hub.Open). It
+// session the hub opens through its face contract (server.Host.OpenSession). It
 // holds the checks of who may connect (Origin, Host, bearer token: Guard,
 // which names the caller's credential: httpguard.CredentialOf) and the limits that keep the hub's memory bounded whatever clients do
 // (sessions, bodies, requests in flight, failed token attempts).

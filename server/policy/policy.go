@@ -207,7 +207,7 @@ func (p *Policy) Evaluate(req Request) (d Decision) {
 		// Read now, as a decoder reads its first value: what is not JSON
 		// is denied before any rule, in the decoder's words.
 		if _, err := args.value(); err != nil {
-			return Decision{Action: config.ActionDeny, Description: "policy evaluation failed: arguments are not JSON: " + err.Error()}
+			return Decision{Action: config.ActionDeny, Description: "policy evaluation failed: " + err.Error()}
 		}
 	}
 	for i, rules := range [][]rule{p.groups[req.Group], p.global} {
