@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
 	clipText "github.com/dynamic-mcp/dynamic-mcp/types/clip"
@@ -46,6 +47,11 @@ func (b body) shown() shownBody {
 
 // MarshalJSON writes b as shown (shownBody): redacted.
 func (b body) MarshalJSON() ([]byte, error) { return json.Marshal(b.shown()) }
+
+// String and LogValue are b as shown, redacted: a row printed with fmt or
+// logged never shows the kept bytes raw.
+func (b body) String() string       { return b.shown().Text }
+func (b body) LogValue() slog.Value { return slog.StringValue(b.String()) }
 
 // IsZero reports whether b holds no body (omitzero leaves it out).
 func (b body) IsZero() bool { return b.raw == nil }
