@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	up "github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // trace is a stage that notes its name on the way in and out.
@@ -102,4 +103,41 @@ func TestChainLeavesOutNil(t *testing.T) {
 	if want := []string{"policy>", "rate>", "upstream echo", "<rate", "<policy"}; !slices.Equal(log, want) {
 		t.Fatalf("order %q, want %q", log, want)
 	}
+}
+
+// A hop stage for some hops (call.HopIf) is passed by the others without
+// being entered; the hops it is for go through it in its place.
+func TestHopIfPassesOthersBy(t *testing.T) {
+	var log []string
+	stage := func(name string) call.HopStage {
+		return hopStageFunc(func(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error) {
+			log = append(log, name+">")
+			res, conn, err := next.Hop(ctx, h)
+			log = append(log, "<"+name)
+			return res, conn, err
+		})
+	}
+	end := call.HopFunc(func(ctx context.Context, h *call.Hop) (json.RawMessage, up.ConnID, error) {
+		log = append(log, "send "+h.Method)
+		return json.RawMessage(`{}`), 0, nil
+	})
+	hops := call.Hops(end, stage("outer"), call.HopIf(func(h *call.Hop) bool { return h.Method == "tools/call" }, stage("some")))
+	for _, tc := range []struct {
+		method string
+		want   []string
+	}{
+		{"ping", []string{"outer>", "send ping", "<outer"}},
+		{"tools/call", []string{"outer>", "some>", "send tools/call", "<some", "<outer"}},
+	} {
+		log = nil
+		if _, _, err := hops.Hop(t.Context(), &call.Hop{Method: tc.method}); err != nil || !slices.Equal(log, tc.want) {
+			t.Errorf("%s: %q, %v; want %q", tc.method, log, err, tc.want)
+		}
+	}
+}
+
+type hopStageFunc func(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error)
+
+func (f hopStageFunc) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error) {
+	return f(ctx, h, next)
 }
