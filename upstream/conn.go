@@ -197,17 +197,17 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 	} else if p, err = withoutModernMeta(p); err != nil {
 		return nil, err
 	}
-	callCtx := ctx
+	var tell func(id json.RawMessage)
 	if c.http != nil {
 		// What the server asks in the answer to this request is tied to
 		// it: to the client session it is for (see relatedCall).
 		var sent json.RawMessage
-		callCtx = jsonrpc.WithSent(ctx, func(id json.RawMessage) {
+		tell = func(id json.RawMessage) {
 			sent = id
 			c.callsMu.Lock()
 			c.calls[string(id)] = ctx
 			c.callsMu.Unlock()
-		})
+		}
 		defer func() {
 			if sent != nil {
 				c.callsMu.Lock()
@@ -216,7 +216,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 			}
 		}()
 	}
-	res, err := c.rpc.Call(callCtx, method, p)
+	res, err := c.rpc.CallSent(ctx, method, p, tell)
 	switch {
 	case err == nil:
 		return res, nil
