@@ -78,8 +78,8 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		routes.Progress[*session]{Table: h.routes},
-		tasks.Stage[*session]{Table: h.tasks},
+		routes.Progress[*session]{Table: h.routes, Session: sessionOf},
+		tasks.Stage[*session]{Table: h.tasks, Session: sessionOf},
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
@@ -110,6 +110,10 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID
 // request chain (handle) and the hand-off of the audit record (keepAudit)
 // are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
+
+// sessionOf is the hub's session a call is made in, for the stages that
+// keep something of the session's (progress, tasks) in the hub's tables.
+func sessionOf(c *call.Call) *session { return requestOf(c).sess }
 
 // upcall is where forward sends a request: the route the view found.
 type upcall struct {
