@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/procuse"
 )
 
 // BenchmarkStdioToolCall is one flat-mode tools/call through the hub's
@@ -46,11 +48,31 @@ func benchToolCalls(b *testing.B, h *Hub) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
 	c.answer("1")
 	i := 1
+	report := meterCalls(b)
 	for b.Loop() {
 		i++
 		id := fmt.Sprint(i)
 		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
 		c.answer(id)
+	}
+	report()
+}
+
+// meterCalls counts, from /proc, what this process (the hub and the
+// in-process client) and apart its children (the fake upstream) spend
+// from now until the func it returns reports it per call: CPU time and
+// context switches, which the machine's load changes far less than
+// ns/op, and which tell the hub's cost from the fake's.
+func meterCalls(b *testing.B) func() {
+	self, children := procuse.Self()
+	return func() {
+		s, c := procuse.Self()
+		s, c = s.Sub(self), c.Sub(children)
+		n := float64(b.N)
+		b.ReportMetric(float64(s.CPU.Microseconds())/n, "proc-cpu-µs/op")
+		b.ReportMetric(float64(s.Slices)/n, "proc-cs/op")
+		b.ReportMetric(float64(c.CPU.Microseconds())/n, "fake-cpu-µs/op")
+		b.ReportMetric(float64(c.Slices)/n, "fake-cs/op")
 	}
 }
 
@@ -81,9 +103,11 @@ func BenchmarkDirectToolCall(b *testing.B) {
 	roundTrip("0", initializeMsg)
 	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	i := 0
+	report := meterCalls(b)
 	for b.Loop() {
 		i++
 		id := fmt.Sprint(i)
 		roundTrip(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
 	}
+	report()
 }

@@ -14,20 +14,22 @@ import (
 // maxDownFiles and maxBackFiles bound the files of this module one flat
 // tools/call from a stdio client to a stdio upstream enters: down, from
 // where the hub reads it until the upstream has read it; and back, the
-// whole call to its answer. They are what they were when the rounds,
-// tasks and progress became stages of the chain, the stages a config
-// does not need (the audit trail off, no rule with a rate) were left out
-// of its chain, and the helpers a call used on its way moved beside their
-// callers (down 39, back 40, one more where jsonrpc's workers.go is
-// entered, when the call starts a handler worker instead of reusing an
-// idle one; 52 and 59 when this test was written, 49 and 51 before this
-// change), so that a change that sends a call through more of the house
-// is seen. Issue 32 asked at most 15 down from where the hub has read the
-// message; the wire library (types/jsonrpc), which reads and writes it,
-// is 13-14 of them, logged apart (26 down without it).
+// whole call to its answer. They are what they were when the stages a
+// config does not need were left out of its chains (the audit trail off,
+// no rule with a rate, no max_result; a hop under a config that resolves
+// no secret passes redaction by, one to a server without auth: per-user
+// the sign-in), the 2026-07-28 statement and stage moved beside the era's
+// checks (server/era), and a group that filters nothing was no longer
+// looked at for a filter (down 33, back 33, one more where jsonrpc's
+// workers.go is entered, when the call starts a handler worker instead of
+// reusing an idle one; 52 and 59 when this test was written, 40 and 40
+// before this change), so that a change that sends a call through more
+// of the house is seen. Issue 32 asked at most 15 down from where the hub
+// has read the message; the wire library (types/jsonrpc), which reads and
+// writes it, is 12-13 of them, logged apart (21 down without it).
 const (
-	maxDownFiles = 40
-	maxBackFiles = 41
+	maxDownFiles = 34
+	maxBackFiles = 34
 )
 
 // One call crosses few files: the chain keeps each concern one stage, so

@@ -30,12 +30,16 @@ import (
 // The chain (issue 32): what a client's request goes through, outermost
 // first. These lists are the one place its order is written.
 //
-// Every request passes the request stages (newRequestChain, built once:
-// they hold nothing of a snapshot), then handle, where the view routes
-// it:
+// Every request passes the request stages (newRequestChain, built per
+// config snapshot with its call stages), then handle, where the view
+// routes it:
 //
+//	audit          the record kept for the request written once it is answered,
+//	               with the outcome the observers are told (server/audit Writer;
+//	               left out when the trail is off)
 //	result budget  a tool's result cut to the client's max_result (server/resultcap),
-//	               outside the decoration: it bounds the bytes the client gets
+//	               outside the decoration: it bounds the bytes the client gets;
+//	               left out when the config caps no client's results
 //	era            2026-07-28 checks, and the answer told as that era tells it (server/era)
 //	handle         the hub's own methods, the view (name -> route), the protocol's
 //
@@ -47,7 +51,8 @@ import (
 // off, no rule with a rate) is left out of it (call.If). The end of the chain (observe.Traffic.Send) sends the call
 // upstream with its owner, as one hop (newHopChain).
 //
-//	audit      admit the call; build its record once the decision is known
+//	audit      admit the call; build its record once the decision is known,
+//	           kept for the request stage to write (keepAudit)
 //	validate   the tool's arguments against its inputSchema
 //	policy     the rules' decision
 //	rate limit the decision's rule's rate
@@ -58,12 +63,10 @@ import (
 //	tasks      the task a call made, adopted under an id of the hub's (server/tasks)
 //	rounds     the 2026-07-28 rounds: a call held, relayed or fulfilled (server/rounds)
 //	send       the request itself, as one hop (observe.Traffic.Send)
-//
-// The writing of the audit record follows in serve, which sees the
-// request's outcome.
-func (h *Hub) newRequestChain() call.Handler {
+func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
 	return call.New(
-		resultcap.Stage{Store: h.results},
+		call.If(snap.audit != nil, audit.Writer{Trail: snap.audit, Kept: auditKept}),
+		call.If(snap.cfg.CapsResults(), resultcap.Stage{Store: h.results}),
 		era.Stage{},
 	).Then(call.HandlerFunc(h.handle))
 }
@@ -78,8 +81,8 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		routes.Progress[*session]{Table: h.routes},
-		tasks.Stage[*session]{Table: h.tasks},
+		routes.Progress[*session]{Table: h.routes, Session: sessionOf},
+		tasks.Stage[*session]{Table: h.tasks, Session: sessionOf},
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
@@ -89,15 +92,17 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 // an unsubscribe), outermost first, inside the observers' view of the hop
 // (observe.Traffic), which see its answer once it passed them all:
 //
-//	redaction  no resolved ${secret:NAME} goes further than the hop (server/redaction)
-//	sign-in    auth: per-user: the caller sent to sign in, then the hop again (server/peruser)
+//	redaction  no resolved ${secret:NAME} goes further than the hop (server/redaction);
+//	           a hop under a config that resolves none passes by
+//	sign-in    auth: per-user: the caller sent to sign in, then the hop again (server/peruser);
+//	           a hop to any other server passes by (upstream asks no one else to sign in)
 //	upstream   upstream.Server.RequestOn, the owner explicit
 //
 // ask passes the sign-in's question to the client (routes.Table.Request).
 func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
-		redaction.Stage{},
-		peruser.Stage{Ask: ask},
+		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
+		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
 
@@ -110,6 +115,10 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID
 // request chain (handle) and the hand-off of the audit record (keepAudit)
 // are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
+
+// sessionOf is the hub's session a call is made in, for the stages that
+// keep something of the session's (progress, tasks) in the hub's tables.
+func sessionOf(c *call.Call) *session { return requestOf(c).sess }
 
 // upcall is where forward sends a request: the route the view found.
 type upcall struct {
@@ -132,18 +141,32 @@ type upcall struct {
 func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
-	c.Method, c.Upstream, c.Server, c.Name, c.ClientName = u.method, u.server, u.server.Config, u.name, u.shown
-	c.Args, c.Params, c.Rename, c.Schema = u.args, u.params, u.rename, u.schema
-	c.Task = u.method == policy.MethodToolsCall && u.params.Field("task") != nil
+	c.Method = u.method
+	c.Route = call.Route{Upstream: u.server, Server: u.server.Config, Name: u.name, ClientName: u.shown, Args: u.args,
+		Params: u.params, Rename: u.rename, Schema: u.schema, Timeout: req.snap.callTimeout(u.server.Config),
+		Task: u.method == policy.MethodToolsCall && u.params.Field("task") != nil}
 	shown := req.sess.shownIn(req.snap.cfg)
-	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.callTimeout(u.server.Config)
+	c.Retry, c.Profile, c.MaxResult = retry, shown.profile, shown.maxResult
 	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0
 	return req.snap.chain.Handle(ctx, c)
 }
 
-// keepAudit keeps the audit record of c for serve, which writes it with
-// the request's outcome.
+// keepAudit keeps the audit record of c for its request, whose audit
+// stage writes it with the request's outcome (auditKept).
 func keepAudit(c *call.Call, r *audit.Record) { requestOf(c).audit = r }
+
+// auditKept is the audit record kept for c's request (audit.Writer), nil
+// for none, completed with the session's caller, and the request's
+// outcome, decided here once for every observer (finish).
+func auditKept(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*audit.Record, string) {
+	req := requestOf(c)
+	if req.audit == nil {
+		return nil, ""
+	}
+	req.finish(ctx, res, err)
+	req.audit.User, req.audit.Subject = req.sess.who.User(), req.sess.who.Key()
+	return req.audit, string(req.status)
+}
 
 // clippedMark ends a string the hub cut, as the audit trail's do.
 const clippedMark = audit.ClippedMark

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -124,7 +124,7 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sess.sess.stated(clients.Statement{Modern: true, Version: "2026-07-28", Capabilities: []byte(c.declared)})
+		sess.sess.stated(era.Statement{Modern: true, Version: "2026-07-28", Capabilities: []byte(c.declared)})
 		_, err = h.routes.Request(t.Context(), upstream.Event{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
 		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
 			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
@@ -139,16 +139,16 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 // decode count as none.
 func TestStatedClientMeta(t *testing.T) {
 	s := newSession("s", "test")
-	s.stated(clients.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`)))
+	s.stated(era.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`)))
 	if _, known := s.ClientCapabilities(); known || s.ProtocolVersion() != "" {
 		t.Errorf("a 2025-11-25 request's _meta was taken: version %q", s.ProtocolVersion())
 	}
-	s.stated(clients.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"n","version":"2"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}}}}`)))
+	s.stated(era.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"n","version":"2"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{}}}}`)))
 	caps, known := s.ClientCapabilities()
 	if !known || caps.Sampling == nil || caps.Roots == nil || caps.Elicitation != nil || s.ProtocolVersion() != "2026-07-28" || s.GetClientInfo().Name != "n" {
 		t.Errorf("caps %+v known %v, version %q, info %+v", caps, known, s.ProtocolVersion(), s.GetClientInfo())
 	}
-	s.stated(clients.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":7}}}`)))
+	s.stated(era.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":7}}}`)))
 	if caps, _ := s.ClientCapabilities(); caps.Sampling != nil || caps.Roots != nil || s.GetClientInfo().Name != "n" {
 		t.Errorf("after capabilities that do not decode: %+v, info %+v", caps, s.GetClientInfo())
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -49,7 +48,7 @@ func mcpgoHub() *mcpserver.MCPServer {
 func mcpgoAnswer(srv *mcpserver.MCPServer, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	if len(msg.Params) > 0 {
 		params, _ := jsonrpc.ScanObject(msg.Params)
-		sess.stated(clients.StateOf(params, msg.Params))
+		sess.stated(era.StateOf(params, msg.Params))
 		if era.Modern(msg.Params) {
 			if err := era.CheckModern(msg.Method, params.Field("_meta")); err != nil {
 				return nil, err

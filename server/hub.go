@@ -15,7 +15,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
-	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
@@ -63,8 +62,6 @@ type Hub struct {
 	// protocol answers the handshake and what else of the protocol is
 	// not the hub's own; its serverInfo has the Version of when New ran.
 	protocol clients.Protocol
-	// requests are the stages every request passes (chain.go).
-	requests call.Handler
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
@@ -170,10 +167,9 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		},
 		Unsubscribe: h.routes.Unsubscribe,
 	})
-	h.requests = h.newRequestChain()
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)
-	snap.chain = h.newChain(snap)
+	snap.chain, snap.requests = h.newChain(snap), h.newRequestChain(snap)
 	h.snap.Store(snap)
 	return h, nil
 }
@@ -197,7 +193,7 @@ func (h *Hub) SetConfig(cfg *config.Config) {
 			next.audit = trail
 		}
 	}
-	next.chain = h.newChain(next)
+	next.chain, next.requests = h.newChain(next), h.newRequestChain(next)
 	h.swap(next)
 	h.rates.Retain(cfg)
 	h.announce(cur, next)
@@ -302,8 +298,9 @@ func (h *Hub) Close() error {
 		if cur.audit != nil {
 			next := *cur
 			next.audit = audit.Closed(h.audits, cur.cfg.Audit.Required)
-			next.chain = h.newChain(&next) // its audit stage admits for the closed trail
-			h.swap(&next)                  // retires the trail: closed when its last holder is done
+			// Its audit stages admit and write for the closed trail.
+			next.chain, next.requests = h.newChain(&next), h.newRequestChain(&next)
+			h.swap(&next) // retires the trail: closed when its last holder is done
 		}
 		h.swapMu.Unlock()
 		h.wg.Wait()

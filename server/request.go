@@ -9,7 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
-	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -35,7 +35,7 @@ type request struct {
 	call call.Call
 
 	// Filled in while the request is handled.
-	audit  *audit.Record  // the audit record to write once it is answered; nil for none
+	audit  *audit.Record  // the audit record to write once it is answered (audit.Writer); nil for none
 	missed bool           // it named a tool, prompt or resource the client cannot see
 	status traffic.Status // how it ended: set once, by finish
 }
@@ -43,7 +43,7 @@ type request struct {
 // newRequest is msg of sess, served under snap.
 func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
 	req := &request{sess: sess, snap: snap, msg: msg}
-	req.call = call.Call{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}
+	req.call = call.Call{Origin: call.Origin{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}}
 	if msg != nil {
 		req.call.ID, req.call.Method = msg.ID, msg.Method
 	}
@@ -74,8 +74,8 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 }
 
 // serve answers one request of sess: the raw result, or the error to
-// answer with (see jsonrpc.ToError). It builds the request value, tells
-// the observers, and writes the audit record, all from one outcome.
+// answer with (see jsonrpc.ToError). It builds the request value, and
+// tells the observers the outcome the audit stage wrote (one outcome).
 func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	snap := h.acquire()
 	if snap.audit != nil {
@@ -84,7 +84,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	req := newRequest(sess, snap, msg)
 	if len(msg.Params) > 0 {
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
-		st := clients.StateOf(req.call.Request, msg.Params)
+		st := era.StateOf(req.call.Request, msg.Params)
 		req.call.Modern = st.Modern
 		sess.stated(st) // before anything reads the session's capabilities
 		if st.Modern {
@@ -97,19 +97,9 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 			Method: msg.Method, Params: msg.Params, Start: time.Now()}
 		ctx = obs.CallStarted(ctx, req.call.Observed)
 	}
-	res, err := h.requests.Handle(ctx, &req.call)
-	if req.audit == nil && req.call.Observed == nil {
-		return res, err // nobody reads the outcome
-	}
-	req.finish(ctx, res, err)
-	if req.audit != nil {
-		req.audit.User, req.audit.Subject = sess.who.User(), sess.who.Key()
-		req.audit.Ended(string(req.status), req.call.Failure, err, req.missed)
-		if werr := snap.audit.Write(*req.audit); werr != nil { // a loss is counted and logged by the trail
-			res, err = nil, werr // audit.required: no answer without its record
-		}
-	}
+	res, err := snap.requests.Handle(ctx, &req.call) // its audit record written (audit.Writer)
 	if c := req.call.Observed; c != nil {
+		req.finish(ctx, res, err) // decided already when a record was written
 		c.Result, c.Err, c.Status, c.Duration = res, err, req.status, time.Since(c.Start)
 		obs.CallEnded(ctx, c)
 	}
@@ -124,8 +114,12 @@ func (r *request) auditMiss(name string, args json.RawMessage) {
 	}
 }
 
-// finish decides how the request ended, once.
+// finish decides how the request ended, once: a second call keeps the
+// first's decision.
 func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
+	if r.status != "" {
+		return
+	}
 	toolError := false
 	if err == nil {
 		if hop := r.call.HopResult; len(res) > 0 && len(res) == len(hop) && &res[0] == &hop[0] {

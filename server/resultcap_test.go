@@ -378,7 +378,8 @@ func TestMaxResultStoreEvicts(t *testing.T) {
 		defer mu.Unlock()
 		return now
 	}})
-	h.requests = h.newRequestChain() // its result budget cuts into this store
+	snap := h.snapshot()
+	snap.requests = h.newRequestChain(snap) // its result budget cuts into this store
 	c := largeClient(t, h, "a", "t", "")
 	var links []string
 	for i := range 3 {

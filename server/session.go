@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
@@ -153,7 +154,7 @@ func (s *session) SetClientCapabilities(c mcp.ClientCapabilities) {
 // stated makes what st says the session's: its capabilities (none when it
 // states none), its client info when given, and its protocol version.
 // Capabilities that do not decode count as none.
-func (s *session) stated(st clients.Statement) {
+func (s *session) stated(st era.Statement) {
 	if !st.Modern {
 		return
 	}

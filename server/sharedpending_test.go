@@ -106,7 +106,8 @@ func TestPendingApprovalsSharedByReplicas(t *testing.T) {
 
 // With store:, the inbox's bounds hold: a session's calls past
 // maxPendingPerSession are refused at once on the replica that holds it,
-// and those waiting are all listed on the other.
+// and those waiting are all listed on the other, and denied there, each
+// answered where it waits.
 func TestPendingSharedBounds(t *testing.T) {
 	t.Parallel() // its own hub, upstreams and files
 
@@ -116,7 +117,7 @@ func TestPendingSharedBounds(t *testing.T) {
 	b := replicaHub(t, url, inboxYAML(t.TempDir(), "off", "prompt_timeout: 10m", ""))
 	ca := inboxClient(t, a)
 	for i := 1; i <= maxPendingPerSession; i++ {
-		ca.send(inboxCall(i, `{"text":"hi"}`))
+		ca.send(inboxCall(i, fmt.Sprintf(`{"text":"call %d"}`, i)))
 	}
 	pendingOn(t, b, maxPendingPerSession)
 	ca.send(inboxCall(100, `{"text":"one too many"}`))
@@ -124,8 +125,19 @@ func TestPendingSharedBounds(t *testing.T) {
 		t.Fatalf("past the session's bound: %s", got)
 	}
 	for _, p := range pendingOn(t, b, maxPendingPerSession) {
+		var args struct{ Text string }
+		mustJSON(t, string(p.Arguments), &args)
 		if err := b.Inbox().Deny(p.ID, "ui"); err != nil {
-			t.Fatal(err)
+			t.Fatalf("deny %s (%s) on b: %v", p.ID, args.Text, err)
+		}
+		// The client reads each answer as it comes: one that stops
+		// reading is gone once a write to it has waited the write
+		// timeout (jsonrpc.DefaultWriteTimeout), and its calls with it.
+		// Under load the sixteen denials took longer, and the next found
+		// its call gone.
+		id := strings.TrimPrefix(args.Text, "call ")
+		if got := ca.answer(id); !strings.Contains(got, "-32001") || !strings.Contains(got, "denied by ui") {
+			t.Fatalf("a's call %s denied on b: %s", id, got)
 		}
 	}
 	pendingOn(t, a, 0)

@@ -40,6 +40,7 @@ type snapshot struct {
 	// (CallTimeoutFor), worked out once (callTimeout).
 	timeouts map[*config.Server]time.Duration
 	chain    call.Handler // the stages a call goes through, linked to their end (chain.go)
+	requests call.Handler // the stages every request goes through, linked to handle (chain.go)
 	// replaced is closed when a newer snapshot takes this one's place, so
 	// that a request waiting for upstreams to start can wait for the next.
 	replaced chan struct{}

@@ -3,12 +3,15 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -75,13 +78,14 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := h.acquire()
-	req := &request{sess: newSession("t", "stdio"), snap: snap}
+	req := newRequest(newSession("t", "stdio"), snap, nil)
 	h.SetConfig(b) // moves the trail while the request runs
-	req.miss("late")
-	req.auditMiss("late", nil)
-	req.finish(context.Background(), nil, nil)
-	req.audit.Ended(string(req.status), req.call.Failure, nil, req.missed)
-	snap.audit.Write(*req.audit)
+	missed := call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) {
+		req.miss("late")
+		req.auditMiss("late", nil)
+		return nil, nil
+	})
+	audit.Writer{Trail: snap.audit, Kept: auditKept}.Handle(context.Background(), &req.call, missed)
 	snap.audit.Release()
 	serveMiss(t, h, "after")
 	if err := h.Close(); err != nil {

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/procuse"
 )
 
 // procMeter counts what a benchmarked process spends, which the machine's
@@ -74,25 +73,8 @@ func useOf(pids ...int) procUse {
 // threadsUse is the CPU time and times scheduled of pid's threads, and
 // its children's pids.
 func threadsUse(pid int) (cpu time.Duration, slices int64, children []int) {
-	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*"))
-	for _, t := range tasks {
-		if b, err := os.ReadFile(filepath.Join(t, "schedstat")); err == nil {
-			if f := bytes.Fields(b); len(f) == 3 {
-				ns, _ := strconv.ParseInt(string(f[0]), 10, 64)
-				n, _ := strconv.ParseInt(string(f[2]), 10, 64)
-				cpu += time.Duration(ns)
-				slices += n
-			}
-		}
-		if b, err := os.ReadFile(filepath.Join(t, "children")); err == nil {
-			for _, f := range bytes.Fields(b) {
-				if c, err := strconv.Atoi(string(f)); err == nil {
-					children = append(children, c)
-				}
-			}
-		}
-	}
-	return cpu, slices, children
+	u, children := procuse.Threads(pid)
+	return u.CPU, u.Slices, children
 }
 
 // perCall is what the server spent per call measured: its CPU time in

@@ -47,6 +47,10 @@ type Record struct {
 	Event  string            `json:"event,omitempty"`
 	Report map[string]string `json:"report,omitempty"`
 	Trust  string            `json:"trust,omitempty"`
+
+	// missed marks the record of a request that named nothing the client
+	// can see (Missed): it keeps neither an error nor a duration (Ended).
+	missed bool
 }
 
 // What a client writes reaches a record (a tool, prompt or resource name
@@ -105,23 +109,23 @@ func NewRecord(start time.Time, c *call.Call) *Record {
 // client can see.
 func Missed(session, name string, args json.RawMessage) *Record {
 	return &Record{Time: time.Now().UTC(), Session: session, Method: policy.MethodToolsCall, Tool: name,
-		Decision: "not_found", Arguments: args}
+		Decision: "not_found", Arguments: args, missed: true}
 }
 
 // Ended completes r once its request is answered: with its outcome (a
 // traffic.Status, decided once for every observer), the hub's own failure
 // that a tool error result reported, else the error it was answered with,
-// and how long it took. A request that named nothing the client can see
-// (missed) keeps neither the error nor a duration.
-func (r *Record) Ended(outcome, failure string, err error, missed bool) {
+// and how long it took. The record of a request that named nothing the
+// client can see (Missed) keeps neither the error nor a duration.
+func (r *Record) Ended(outcome, failure string, err error) {
 	r.Outcome = outcome
 	switch {
 	case failure != "":
 		r.Error = failure
-	case err != nil && !missed:
+	case err != nil && !r.missed:
 		r.Error = err.Error()
 	}
-	if !missed {
+	if !r.missed {
 		r.DurationMS = float64(time.Since(r.Time).Microseconds()) / 1000
 	}
 }

@@ -11,11 +11,9 @@ import (
 // Stage is the audit trail's stage of the call chain, outermost: it
 // admits a call (audit.required refuses every call while the trail
 // fails: nothing unaudited) and builds its record from what the stages
-// after it decided. The record is not written here: the request's
-// outcome (a result budget, a tool error, a cancel) is decided once,
-// where the request is answered, and every observer reads that one; so
-// Keep is handed the record, for the hub to complete (Ended) and Write
-// with the request's outcome. The trail's one writer writes it.
+// after it decided, which Keep keeps for the request. The record is
+// written by Writer, the trail's stage of the request chain, once the
+// request's outcome is known; the trail's one writer writes it.
 type Stage struct {
 	Trail *Trail // the snapshot's, nil when the trail is off
 	Keep  func(c *call.Call, r *Record)
@@ -32,5 +30,37 @@ func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (jso
 	start := time.Now()
 	res, err := next.Handle(ctx, c)
 	s.Keep(c, NewRecord(start, c))
+	return res, err
+}
+
+// Writer is the audit trail's stage of the request chain, outermost: it
+// writes the record kept for a request (by Stage for a call routed
+// upstream, or by the hub for a tool not found, a kept result read, an
+// agent's report) once the request is answered, completed with its
+// outcome (Ended). It is outside the result budget and the era's
+// decoration, which change the answer: the outcome is that of the answer
+// the client gets, decided once, where the request is answered, for every
+// observer (Kept hands it over with the record).
+type Writer struct {
+	Trail *Trail // the snapshot's
+	// Kept is the record kept for c's request, answered with res and err,
+	// completed with who made it, nil for none; and the request's outcome
+	// (a traffic.Status).
+	Kept func(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*Record, string)
+}
+
+// Handle passes c on and writes its request's record with the outcome. A
+// record the trail cannot take under audit.required fails the request:
+// no answer without its record.
+func (s Writer) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	res, err := next.Handle(ctx, c)
+	rec, outcome := s.Kept(ctx, c, res, err)
+	if rec == nil {
+		return res, err
+	}
+	rec.Ended(outcome, c.Failure, err)
+	if werr := s.Trail.Write(*rec); werr != nil { // a loss is counted and logged by the trail
+		return nil, werr
+	}
 	return res, err
 }

@@ -47,3 +47,42 @@ func TestStageRecordsDecision(t *testing.T) {
 		t.Fatalf("required, failing: err %v, next reached %v, kept %+v", err, reached, kept)
 	}
 }
+
+// The request stage writes the record kept for the request once it is
+// answered, completed with the outcome it is handed; with audit.required
+// a record the trail cannot take fails the request.
+func TestWriterWritesOnceAnswered(t *testing.T) {
+	answer := call.HandlerFunc(func(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+		c.Failure = "upstream down"
+		return json.RawMessage(`{"isError":true}`), nil
+	})
+	var rec *Record
+	kept := func(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*Record, string) {
+		if string(res) != `{"isError":true}` || err != nil {
+			t.Errorf("kept handed %s, %v: not the answer", res, err)
+		}
+		return rec, "tool_error"
+	}
+	c := calltest.ToolCall("rm")
+
+	// No record kept: nothing written, the answer as it is.
+	stats := &Stats{}
+	if res, err := (Writer{Trail: Closed(stats, false), Kept: kept}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 0 {
+		t.Fatalf("no record: %s, %v, lost %d", res, err, stats.Lost())
+	}
+
+	// A record: completed with the outcome, and written (a closed trail
+	// counts it lost).
+	rec = &Record{Method: "tools/call", Tool: "rm"}
+	if res, err := (Writer{Trail: Closed(stats, false), Kept: kept}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 1 {
+		t.Fatalf("record: %s, %v, lost %d", res, err, stats.Lost())
+	}
+	if rec.Outcome != "tool_error" || rec.Error != "upstream down" {
+		t.Fatalf("record not completed: %+v", rec)
+	}
+
+	// Required: no answer without its record.
+	if res, err := (Writer{Trail: Closed(stats, true), Kept: kept}).Handle(t.Context(), c, answer); err == nil || res != nil {
+		t.Fatalf("required, not written: %s, %v", res, err)
+	}
+}

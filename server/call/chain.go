@@ -86,6 +86,27 @@ func Hops(end HopHandler, stages ...HopStage) HopHandler {
 	return next
 }
 
+// HopIf is s for the hops when holds for; the others pass by it without
+// entering it. A hop stage is of every request upstream, so a concern
+// that has nothing to do with a hop (redaction under a config that
+// resolves no secret, sign-in to a server without auth: per-user) is
+// left off that hop's path as If leaves a stage out of a snapshot's
+// chain: when reads only the hop.
+func HopIf(when func(*Hop) bool, s HopStage) HopStage { return hopWhen{stage: s, when: when} }
+
+// hopWhen is a stage for the hops when holds for (HopIf).
+type hopWhen struct {
+	stage HopStage
+	when  func(*Hop) bool
+}
+
+func (w hopWhen) Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, upstream.ConnID, error) {
+	if !w.when(h) {
+		return next.Hop(ctx, h)
+	}
+	return w.stage.Hop(ctx, h, next)
+}
+
 // hopLink is one hop stage with the handler after it.
 type hopLink struct {
 	stage HopStage

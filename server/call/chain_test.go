@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	up "github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // trace is a stage that notes its name on the way in and out.
@@ -31,7 +32,7 @@ func upstream(log *[]string) call.Handler {
 func TestChainOrder(t *testing.T) {
 	var log []string
 	h := call.New(trace("audit", &log), trace("policy", &log), trace("rate", &log)).Then(upstream(&log))
-	res, err := h.Handle(t.Context(), &call.Call{Name: "echo"})
+	res, err := h.Handle(t.Context(), &call.Call{Route: call.Route{Name: "echo"}})
 	if err != nil || string(res) != `{"ok":true}` {
 		t.Fatalf("Run = %s, %v", res, err)
 	}
@@ -41,7 +42,7 @@ func TestChainOrder(t *testing.T) {
 	}
 	// Run again: the chain is built once and run per call.
 	log = nil
-	if _, err := h.Handle(t.Context(), &call.Call{Name: "again"}); err != nil || len(log) != len(want) {
+	if _, err := h.Handle(t.Context(), &call.Call{Route: call.Route{Name: "again"}}); err != nil || len(log) != len(want) {
 		t.Fatalf("second run: %q, %v", log, err)
 	}
 }
@@ -53,7 +54,7 @@ func TestChainShortCircuit(t *testing.T) {
 		c.Notes.Verdict = "deny"
 		return nil, blocked
 	})
-	c := &call.Call{Name: "rm"}
+	c := &call.Call{Route: call.Route{Name: "rm"}}
 	_, err := call.New(trace("audit", &log), deny, trace("rate", &log)).Then(upstream(&log)).Handle(t.Context(), c)
 	if !errors.Is(err, blocked) {
 		t.Fatalf("err = %v, want the stage's", err)
@@ -68,7 +69,7 @@ func TestChainShortCircuit(t *testing.T) {
 
 func TestChainEmpty(t *testing.T) {
 	var log []string
-	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "x"}); err != nil || len(log) != 1 {
+	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Route: call.Route{Name: "x"}}); err != nil || len(log) != 1 {
 		t.Fatalf("empty chain: %q, %v", log, err)
 	}
 }
@@ -96,10 +97,47 @@ func TestChainLeavesOutNil(t *testing.T) {
 	if ch.Len() != 2 {
 		t.Fatalf("%d stages, want 2", ch.Len())
 	}
-	if _, err := ch.Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "echo"}); err != nil {
+	if _, err := ch.Then(upstream(&log)).Handle(t.Context(), &call.Call{Route: call.Route{Name: "echo"}}); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"policy>", "rate>", "upstream echo", "<rate", "<policy"}; !slices.Equal(log, want) {
 		t.Fatalf("order %q, want %q", log, want)
 	}
+}
+
+// A hop stage for some hops (call.HopIf) is passed by the others without
+// being entered; the hops it is for go through it in its place.
+func TestHopIfPassesOthersBy(t *testing.T) {
+	var log []string
+	stage := func(name string) call.HopStage {
+		return hopStageFunc(func(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error) {
+			log = append(log, name+">")
+			res, conn, err := next.Hop(ctx, h)
+			log = append(log, "<"+name)
+			return res, conn, err
+		})
+	}
+	end := call.HopFunc(func(ctx context.Context, h *call.Hop) (json.RawMessage, up.ConnID, error) {
+		log = append(log, "send "+h.Method)
+		return json.RawMessage(`{}`), 0, nil
+	})
+	hops := call.Hops(end, stage("outer"), call.HopIf(func(h *call.Hop) bool { return h.Method == "tools/call" }, stage("some")))
+	for _, tc := range []struct {
+		method string
+		want   []string
+	}{
+		{"ping", []string{"outer>", "send ping", "<outer"}},
+		{"tools/call", []string{"outer>", "some>", "send tools/call", "<some", "<outer"}},
+	} {
+		log = nil
+		if _, _, err := hops.Hop(t.Context(), &call.Hop{Method: tc.method}); err != nil || !slices.Equal(log, tc.want) {
+			t.Errorf("%s: %q, %v; want %q", tc.method, log, err, tc.want)
+		}
+	}
+}
+
+type hopStageFunc func(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error)
+
+func (f hopStageFunc) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (json.RawMessage, up.ConnID, error) {
+	return f(ctx, h, next)
 }

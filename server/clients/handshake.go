@@ -34,7 +34,7 @@ type Session interface {
 // Request is one request that no method of the hub's own answers.
 type Request struct {
 	Msg     *jsonrpc.Message
-	Modern  bool // of 2026-07-28 or later (see StateOf)
+	Modern  bool // of 2026-07-28 or later (see era.StateOf)
 	Session Session
 	// Capabilities and Instructions are what the hub declares to the
 	// client, asked for by the handshake's answer alone, once the client's

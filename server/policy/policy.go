@@ -57,7 +57,10 @@ type Decision struct {
 
 // Policy is a config's rules, compiled.
 type Policy struct {
-	configs map[string]*config.Group // by name, for their filters
+	// configs are the groups that filter anything (tools, prompts or
+	// resources), by name: a call to any other group's is not looked at
+	// for a filter that hides nothing.
+	configs map[string]*config.Group
 	groups  map[string][]rule
 	global  []rule
 	def     config.Action
@@ -92,7 +95,9 @@ func New(cfg *config.Config) *Policy {
 		p.def = config.ActionAllow
 	}
 	for _, g := range cfg.Groups {
-		p.configs[g.Name] = g
+		if filters(g.Tools) || filters(g.Prompts) || filters(g.Resources) {
+			p.configs[g.Name] = g
+		}
 		p.groups[g.Name] = compile(g.Policy)
 	}
 	p.global = compile(cfg.Policy)
@@ -103,6 +108,9 @@ func New(cfg *config.Config) *Policy {
 	}
 	return p
 }
+
+// filters reports whether f hides anything (see config.Filter.Hides).
+func filters(f config.Filter) bool { return len(f.Deny) > 0 || len(f.Allow) > 0 }
 
 // Limits reports whether a rule of p has a rate (a loop guard): without
 // one no Decision has a Rate, and nothing is counted.

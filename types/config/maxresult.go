@@ -91,3 +91,23 @@ func (c *Config) MaxResultFor(client, profile string) int {
 	}
 	return c.Settings.MaxResult
 }
+
+// CapsResults reports whether any client's tool results have a cap under
+// c: settings.max_result, or a profile's or a clients: rule's. Without
+// one, no result is ever cut.
+func (c *Config) CapsResults() bool {
+	if c.Settings.MaxResult > 0 {
+		return true
+	}
+	for _, p := range c.Profiles {
+		if p.MaxResult > 0 {
+			return true
+		}
+	}
+	for _, r := range c.Clients {
+		if r.MaxResult > 0 {
+			return true
+		}
+	}
+	return false
+}

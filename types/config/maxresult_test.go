@@ -70,3 +70,27 @@ func TestParseMaxResultErrors(t *testing.T) {
 		}
 	}
 }
+
+// Results are capped under a config when settings, a profile or a
+// clients: rule set a cap; "off" caps nothing.
+func TestCapsResults(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"", false},
+		{"settings: {max_result: 20KB}\n", true},
+		{"profiles:\n  small: {groups: [a], max_result: 5000 tokens}\n", true},
+		{"profiles:\n  free: {groups: [a], max_result: 'off'}\n", false},
+		{"clients:\n  - {match: 'claude-code*', max_result: 25k tokens}\n", true},
+		{"clients:\n  - {match: 'big*', max_result: 'off'}\n", false},
+	} {
+		cfg, err := Parse("", strings.NewReader(profileGroups+tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.CapsResults(); got != tc.want {
+			t.Errorf("%q: CapsResults %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}

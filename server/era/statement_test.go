@@ -1,10 +1,11 @@
-package clients
+package era
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -60,9 +61,9 @@ func TestStatementCapsAndInfo(t *testing.T) {
 	if st := (Statement{Capabilities: []byte(`{}`)}); !st.Same([]byte(`{}`)) || st.Same(nil) {
 		t.Error("Same: the kept encoding is recognised, nothing kept is not")
 	}
-	info := Statement{ClientInfo: []byte(`{"name":"` + strings.Repeat("n", 2*MaxClientText) + `"}`)}.Info()
-	if info == nil || len(info.Name) != MaxClientText {
-		t.Errorf("client info %+v, want its name clipped to %d", info, MaxClientText)
+	info := Statement{ClientInfo: []byte(`{"name":"` + strings.Repeat("n", 2*clients.MaxClientText) + `"}`)}.Info()
+	if info == nil || len(info.Name) != clients.MaxClientText {
+		t.Errorf("client info %+v, want its name clipped to %d", info, clients.MaxClientText)
 	}
 	if (Statement{ClientInfo: []byte(`7`)}).Info() != nil {
 		t.Error("client info that does not decode: want none")
