@@ -73,7 +73,12 @@ func (c *checker) value(depth int) error {
 		_, err := c.str()
 		return err
 	case ch == '-' || (ch >= '0' && ch <= '9'):
-		return c.number()
+		end, ok := SkipNumber(c.b, c.i)
+		if !ok {
+			return &CheckError{Err: ErrNotJSON, Offset: c.i}
+		}
+		c.i = end
+		return nil
 	default:
 		for _, lit := range literals {
 			if bytes.HasPrefix(c.b[c.i:], lit) {
@@ -230,13 +235,4 @@ func (c *checker) str() ([]byte, error) {
 		}
 	}
 	return nil, c.fail(ErrNotJSON)
-}
-
-func (c *checker) number() error {
-	end, ok := SkipNumber(c.b, c.i)
-	if !ok {
-		return &CheckError{Err: ErrNotJSON, Offset: c.i}
-	}
-	c.i = end
-	return nil
 }
