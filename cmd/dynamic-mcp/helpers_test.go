@@ -99,9 +99,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
-	defer removeFake()
+	fakeBin = fakeupstream.Build()
 	testBin = fakeupstream.Command()
 	// The hubs under test keep their audit trail and pins here, not in
 	// the home directory of whoever runs the tests.
