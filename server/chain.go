@@ -78,8 +78,8 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		routes.Progress[*session]{Table: h.routes},
-		tasks.Stage[*session]{Table: h.tasks},
+		routes.Progress[*session]{Table: h.routes, Session: sessionOf},
+		tasks.Stage[*session]{Table: h.tasks, Session: sessionOf},
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
@@ -111,6 +111,10 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID
 // are hub code; no stage reaches the request.
 func requestOf(c *call.Call) *request { return c.Session.(*request) }
 
+// sessionOf is the hub's session a call is made in, for the stages that
+// keep something of the session's (progress, tasks) in the hub's tables.
+func sessionOf(c *call.Call) *session { return requestOf(c).sess }
+
 // upcall is where forward sends a request: the route the view found.
 type upcall struct {
 	method string // policy.Method*
@@ -132,11 +136,12 @@ type upcall struct {
 func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
-	c.Method, c.Upstream, c.Server, c.Name, c.ClientName = u.method, u.server, u.server.Config, u.name, u.shown
-	c.Args, c.Params, c.Rename, c.Schema = u.args, u.params, u.rename, u.schema
-	c.Task = u.method == policy.MethodToolsCall && u.params.Field("task") != nil
+	c.Method = u.method
+	c.Route = call.Route{Upstream: u.server, Server: u.server.Config, Name: u.name, ClientName: u.shown, Args: u.args,
+		Params: u.params, Rename: u.rename, Schema: u.schema, Timeout: req.snap.callTimeout(u.server.Config),
+		Task: u.method == policy.MethodToolsCall && u.params.Field("task") != nil}
 	shown := req.sess.shownIn(req.snap.cfg)
-	c.Retry, c.Profile, c.MaxResult, c.Timeout = retry, shown.profile, shown.maxResult, req.snap.callTimeout(u.server.Config)
+	c.Retry, c.Profile, c.MaxResult = retry, shown.profile, shown.maxResult
 	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0
 	return req.snap.chain.Handle(ctx, c)
 }

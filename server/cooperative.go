@@ -203,8 +203,9 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	defer cancel()
 	// The call asked about is cl, not the request's own; who approved it
 	// is noted on the request's call, as for its own.
-	cc := call.Call{Session: c.req, Owner: sess, Method: cl.method, Server: cl.server.Config, Name: cl.name, Args: cl.args,
-		Modern: c.req.call.Modern, Request: c.req.call.Request}
+	cc := call.Call{Origin: call.Origin{Session: c.req, Owner: sess},
+		Asked: call.Asked{Method: cl.method, Modern: c.req.call.Modern, Request: c.req.call.Request},
+		Route: call.Route{Server: cl.server.Config, Name: cl.name, Args: cl.args}}
 	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
 		c.req.call.Approved(n.Grant, n.ApprovedBy)

@@ -43,7 +43,7 @@ type request struct {
 // newRequest is msg of sess, served under snap.
 func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
 	req := &request{sess: sess, snap: snap, msg: msg}
-	req.call = call.Call{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}
+	req.call = call.Call{Origin: call.Origin{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}}
 	if msg != nil {
 		req.call.ID, req.call.Method = msg.ID, msg.Method
 	}

@@ -55,8 +55,8 @@ type conn struct {
 	endOnce sync.Once
 	endErr  error // how the session ended, once it has (see err)
 
-	callsMu sync.Mutex                 // guards calls
-	calls   map[string]context.Context // a remote server's requests in flight: their ctx by id (see relatedCall)
+	callsMu sync.Mutex             // guards calls
+	calls   map[string]trackedCall // a remote server's requests in flight, by id (see relatedCall)
 
 	listen *upstreamListen // a 2026-07-28 session's listen (see startListen); nil for older sessions
 }
@@ -65,9 +65,11 @@ type conn struct {
 // reading goroutine (they must not block), and its requests, each on a
 // goroutine of the connection's, at most maxOutstanding at once.
 type serverHandlers struct {
-	id      ConnID // the connection's (see newConnID), known to notify before dial returns
-	notify  func(method string, params json.RawMessage)
-	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	id     ConnID // the connection's (see newConnID), known to notify before dial returns
+	notify func(method string, params json.RawMessage)
+	// request is given the request of ours the server's came in the
+	// answer to, where the transport says (zero otherwise).
+	request func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error)
 	// paramHeaders names a tools/call's Mcp-Param-* headers, for a remote
 	// server on 2026-07-28 (see Server.paramHeaders); nil for none.
 	paramHeaders func(params json.RawMessage) map[string]string
@@ -78,7 +80,7 @@ type serverHandlers struct {
 // before the connection reads its first message.
 func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
 	h serverHandlers) (*conn, error) {
-	c := &conn{id: h.id, logger: logger, calls: map[string]context.Context{}}
+	c := &conn{id: h.id, logger: logger, calls: map[string]trackedCall{}}
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{
@@ -117,12 +119,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		MaxMessageSize: settings.MaxMessageSize,
 		MaxInflight:    maxOutstanding,
 		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
-			if call := c.relatedCall(m.ID); call != nil {
-				var release context.CancelFunc
-				ctx, release = withValuesOf(ctx, call)
-				defer release()
-			}
-			return h.request(ctx, m.Method, m.Params)
+			return h.request(ctx, c.relatedCall(m.ID), m.Method, m.Params)
 		},
 		Notify:       func(m *jsonrpc.Message) { h.notify(m.Method, m.Params) },
 		Refused:      c.refused,
@@ -183,6 +180,12 @@ func preview(b []byte) string {
 // connection tells the server with notifications/cancelled and drops a
 // late reply.
 func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.requestFor(ctx, trackedCall{}, method, params)
+}
+
+// requestFor is request made for the call tc (see Server.trackCall): on a
+// remote server, what it sends in the answer comes back tied to tc.
+func (c *conn) requestFor(ctx context.Context, tc trackedCall, method string, params any) (json.RawMessage, error) {
 	p, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
@@ -197,17 +200,17 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 	} else if p, err = withoutModernMeta(p); err != nil {
 		return nil, err
 	}
-	callCtx := ctx
+	var tell func(id json.RawMessage)
 	if c.http != nil {
 		// What the server asks in the answer to this request is tied to
 		// it: to the client session it is for (see relatedCall).
 		var sent json.RawMessage
-		callCtx = jsonrpc.WithSent(ctx, func(id json.RawMessage) {
+		tell = func(id json.RawMessage) {
 			sent = id
 			c.callsMu.Lock()
-			c.calls[string(id)] = ctx
+			c.calls[string(id)] = tc
 			c.callsMu.Unlock()
-		})
+		}
 		defer func() {
 			if sent != nil {
 				c.callsMu.Lock()
@@ -216,7 +219,7 @@ func (c *conn) request(ctx context.Context, method string, params any) (json.Raw
 			}
 		}()
 	}
-	res, err := c.rpc.Call(callCtx, method, p)
+	res, err := c.rpc.CallSent(ctx, method, p, tell)
 	switch {
 	case err == nil:
 		return res, nil
@@ -316,32 +319,21 @@ func ownMeta(meta []jsonrpc.Member, params json.RawMessage) []jsonrpc.Member {
 	return own
 }
 
-// relatedCall is the ctx of the request of the hub's in whose answer a
-// remote server sent its request with id (a Streamable HTTP answer
-// stream), so that the request goes to the client session the call is
-// for; nil when it came on its own.
-func (c *conn) relatedCall(id json.RawMessage) context.Context {
+// relatedCall is the request of the hub's in whose answer a remote
+// server sent its request with id (a Streamable HTTP answer stream), so
+// that the request goes to the client session the call is for; zero when
+// it came on its own.
+func (c *conn) relatedCall(id json.RawMessage) trackedCall {
 	if c.http == nil {
-		return nil
+		return trackedCall{}
 	}
 	ours := c.http.Related(id)
 	if ours == nil {
-		return nil
+		return trackedCall{}
 	}
 	c.callsMu.Lock()
 	defer c.callsMu.Unlock()
 	return c.calls[string(ours)]
-}
-
-// withValuesOf is ctx, cancelled as ctx is, with the values of call (the
-// client session a request is for); release ends it.
-func withValuesOf(ctx, call context.Context) (context.Context, context.CancelFunc) {
-	v, cancel := context.WithCancel(context.WithoutCancel(call))
-	stop := context.AfterFunc(ctx, cancel)
-	return v, func() {
-		stop()
-		cancel()
-	}
 }
 
 // notify sends a notification to the server; it never blocks (a server

@@ -18,7 +18,7 @@ func childConn(t *testing.T, script string, opts jsonrpc.ConnOptions) *conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &conn{logger: testLogger(t), proc: proc, calls: map[string]context.Context{}}
+	c := &conn{logger: testLogger(t), proc: proc, calls: map[string]trackedCall{}}
 	c.stream = jsonrpc.NewLineStream(proc.Stdout(), proc.Stdin(), 1<<20)
 	c.rpc = jsonrpc.NewConn(c.stream, opts)
 	c.rpc.Start()

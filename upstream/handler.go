@@ -91,8 +91,10 @@ const codeServerError = -32000
 // rest go to the hub as an EventRequest, at most maxOutstanding at a time,
 // each answered with an error when the client has not answered within the
 // server's call timeout. ctx is the connection's for the request: it
-// ends when the server cancels it or the connection closes.
-func (s *Server) request(ctx context.Context, only Owner, method string, params json.RawMessage) (json.RawMessage, error) {
+// ends when the server cancels it or the connection closes. related is
+// the request of ours it came in the answer to, where the transport says
+// (conn.relatedCall), else zero.
+func (s *Server) request(ctx context.Context, related trackedCall, only Owner, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil
 	}
@@ -101,7 +103,7 @@ func (s *Server) request(ctx context.Context, only Owner, method string, params 
 	// on stdio that call is only known when one client's calls are in
 	// flight (see callContext), and the server is owed an answer either
 	// way. only is the owner of the connection it came on, if its own.
-	cctx, owner, ambiguous := s.callContext(ctx, only)
+	cctx, owner, ambiguous := s.callContext(ctx, related, only)
 	release, err := s.takeOutstanding(owner, method)
 	if err != nil {
 		return nil, err
@@ -136,8 +138,8 @@ func (s *Server) request(ctx context.Context, only Owner, method string, params 
 
 // sharedRequest answers one request from the server on a connection of
 // no one owner's own (see request).
-func (s *Server) sharedRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return s.request(ctx, nil, method, params)
+func (s *Server) sharedRequest(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
+	return s.request(ctx, related, nil, method, params)
 }
 
 // requestFailed is the error a request from the server gets when ctx ended

@@ -134,8 +134,8 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated) 
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
-		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.request(ctx, owner, method, params)
+		request: func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
+			return s.request(ctx, related, owner, method, params)
 		},
 		paramHeaders: s.paramHeaders,
 	}
@@ -276,7 +276,7 @@ func (s *Server) isolatedNotification(owner Owner, id ConnID, method string, par
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	ctx, _, _ := s.callContext(withConn(context.Background(), id), owner)
+	ctx, _, _ := s.callContext(withConn(context.Background(), id), trackedCall{}, owner)
 	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, OwnConn: true})
 }
 

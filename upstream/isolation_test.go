@@ -56,17 +56,16 @@ func TestIsolatedConnections(t *testing.T) {
 	}
 }
 
-// A request of no owner goes on the shared connection, even when the
-// context it is made in is that of an owner's call (a subscription every
-// session shares).
+// A request of no owner goes on the shared connection, even while an
+// owner's call is in flight (a subscription every session shares).
 func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg := fakeConfig(t, "stop_grace: 1s")
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	ctx, untrack := s.trackCall(t.Context(), &conn{id: 99}, testOwner("a"))
+	_, untrack := s.trackCall(t.Context(), &conn{id: 99}, testOwner("a"))
 	defer untrack()
-	res, err := s.Request(ctx, nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
+	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
 		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())
 	}

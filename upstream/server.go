@@ -381,7 +381,7 @@ func (s *Server) notification(id ConnID, method string, params json.RawMessage) 
 		s.listChanged(which)
 		return
 	}
-	ctx, owner, ambiguous := s.callContext(withConn(context.Background(), id), nil)
+	ctx, owner, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil)
 	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, Ambiguous: ambiguous})
 }
 
@@ -718,7 +718,7 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	ctx, untrack := s.trackCall(ctx, c, owner)
+	tc, untrack := s.trackCall(ctx, c, owner)
 	defer untrack()
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
@@ -726,12 +726,12 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 			conn = c.id
 		}
 	}()
-	res, err := c.request(ctx, method, params)
+	res, err := c.requestFor(ctx, tc, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once (unless a call refused
 		// the same token has renewed it already) and try again.
 		if rerr := c.auth.Renew(ctx, refusedAuthorization(err)); rerr == nil {
-			res, err = c.request(ctx, method, params)
+			res, err = c.requestFor(ctx, tc, method, params)
 		} else {
 			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: %s", rerr, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 		}
@@ -745,7 +745,7 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
 		if c = s.awaitReconnect(ctx, c); c != nil {
-			res, err = c.request(ctx, method, params)
+			res, err = c.requestFor(ctx, tc, method, params)
 		}
 	}
 	switch {
@@ -832,11 +832,11 @@ func (s *Server) awaitConn(ctx context.Context, old *conn, while func(Status) bo
 	}
 }
 
-type callKey struct{} // the number of the hub's call a context is for, in Server.calls
-
-// trackedCall is a request in flight, the owner it is for and the
-// connection it went on.
+// trackedCall is a request in flight: its number among the server's
+// (Server.calls; zero for none), the context it is made in, the owner it
+// is for and the connection it went on.
 type trackedCall struct {
+	seq   uint64
 	ctx   context.Context
 	owner Owner
 	conn  ConnID
@@ -844,19 +844,20 @@ type trackedCall struct {
 
 // trackCall records a request in flight on c for owner, so that a request
 // or notification the server sends back while it runs can be tied to it
-// (see callContext). The request is to be made in the context it returns;
-// untrack forgets it.
-func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ context.Context, untrack func()) {
+// (see callContext): the request is made for the call it returns
+// (conn.requestFor), which says so explicitly where the transport can
+// tell; untrack forgets it.
+func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ trackedCall, untrack func()) {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
-	ctx = context.WithValue(ctx, callKey{}, seq)
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	s.calls[seq] = trackedCall{ctx: ctx, owner: owner, conn: c.id}
+	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, conn: c.id}
+	s.calls[seq] = tc
 	s.callMu.Unlock()
-	return ctx, func() {
+	return tc, func() {
 		s.callMu.Lock()
 		delete(s.calls, seq)
 		s.callMu.Unlock()
@@ -865,8 +866,8 @@ func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ context
 
 // callContext is the context a request or notification from the server
 // is handled in, and the owner it is for. Where the transport tied it to
-// one of our requests (a Streamable HTTP response stream) that is ctx
-// itself, and that request's owner. Otherwise (stdio, a GET stream) the
+// one of our requests (related, a Streamable HTTP response stream) that is
+// the request's context, and its owner. Otherwise (stdio, a GET stream) the
 // server does not say which of our requests it belongs to: when every
 // request in flight on its connection (ConnOf(ctx), where ctx says) is for
 // one owner it is that owner's most recent one; when requests of several
@@ -875,14 +876,14 @@ func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ context
 // (isolation: per-session) names that owner as only: only its calls
 // count, and what it receives is that owner's. The result keeps ctx's
 // connection.
-func (s *Server) callContext(ctx context.Context, only Owner) (_ context.Context, owner Owner, ambiguous bool) {
+func (s *Server) callContext(ctx context.Context, related trackedCall, only Owner) (_ context.Context, owner Owner, ambiguous bool) {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
-	if seq, ok := ctx.Value(callKey{}).(uint64); ok {
-		if c, ok := s.calls[seq]; ok {
-			return ctx, c.owner, false
+	if related.seq != 0 {
+		if _, ok := s.calls[related.seq]; ok {
+			return related.ctx, related.owner, false
 		}
-		return ctx, only, false // the call has ended since
+		return related.ctx, only, false // the call has ended since
 	}
 	onConn := ConnOf(ctx)
 	var latest uint64

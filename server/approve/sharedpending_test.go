@@ -100,8 +100,8 @@ func TestPendingSharedBoundsOnAllReplicas(t *testing.T) {
 		put(fmt.Sprint("other-", i), "", live)
 	}
 	put("dead", "", time.Now().Add(-time.Second)) // past its deadline: not counted
-	c := &call.Call{Session: fakeSession{}, Method: "tools/call", Server: &config.Server{Group: "f", Name: "f"}, Name: "echo",
-		Args: json.RawMessage(`{"text":"one too many"}`)}
+	c := &call.Call{Origin: call.Origin{Session: fakeSession{}}, Asked: call.Asked{Method: "tools/call"},
+		Route: call.Route{Server: &config.Server{Group: "f", Name: "f"}, Name: "echo", Args: json.RawMessage(`{"text":"one too many"}`)}}
 	cfg := &config.Config{}
 	err := Wait{Inbox: a, Config: cfg, Client: func(*call.Call) Client { return fakeSession{} }}.Ask(t.Context(), c, policy.Decision{})
 	if err == nil || !strings.Contains(err.Error(), "wait for approval already, on all replicas") {

@@ -47,7 +47,8 @@ func TestWaysChooses(t *testing.T) {
 			asked = ""
 			w := Ways{Config: cfg, Client: func(*call.Call) Client { return tc.client }, Grant: Grant{Inbox: in},
 				Round: way("round"), Elicit: way("elicit"), Inbox: way("inbox")}
-			c := &call.Call{Session: tc.session, Method: "tools/call", Server: &config.Server{Group: "g", Name: "f"}, Name: "echo", Modern: tc.modern}
+			c := &call.Call{Origin: call.Origin{Session: tc.session}, Asked: call.Asked{Method: "tools/call", Modern: tc.modern},
+				Route: call.Route{Server: &config.Server{Group: "g", Name: "f"}, Name: "echo"}}
 			if err := w.Ask(t.Context(), c, policy.Decision{}); err != nil || asked != tc.want {
 				t.Errorf("asked %q (%v), want %q", asked, err, tc.want)
 			}
@@ -59,8 +60,8 @@ func TestWaysChooses(t *testing.T) {
 	asked = ""
 	w := Ways{Config: cfg, Client: func(*call.Call) Client { return fakeSession{} }, Grant: Grant{Inbox: in},
 		Round: way("round"), Elicit: way("elicit"), Inbox: way("inbox")}
-	c := &call.Call{Session: fakeSession{}, Method: "tools/call", Server: &config.Server{Group: "g", Name: "f"}, Name: "echo",
-		Args: json.RawMessage(`{}`)}
+	c := &call.Call{Origin: call.Origin{Session: fakeSession{}}, Asked: call.Asked{Method: "tools/call"},
+		Route: call.Route{Server: &config.Server{Group: "g", Name: "f"}, Name: "echo", Args: json.RawMessage(`{}`)}}
 	if err := w.Ask(t.Context(), c, policy.Decision{}); err != nil || asked != "" || c.Notes.Grant != "g-1" || c.Notes.ApprovedBy != "ui" {
 		t.Errorf("a granted call: asked %q (%v), notes %+v", asked, err, c.Notes)
 	}

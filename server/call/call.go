@@ -71,18 +71,32 @@ type Linker interface {
 // tools/call, prompts/get or resources/read, through the call stages;
 // read and noted on by every stage. Its context carries cancellation and
 // deadlines only.
+//
+// Its fields are in named parts, each written at one point of the path
+// and read after it: who sends it and under what (Origin, where the hub
+// reads it), what the client asked (Asked, likewise), where it goes
+// (Route, once the view routed it), what the policy decided (Decision)
+// and what the observers are told of it (Notes), and what the end of the
+// chain and the hops noted (Outcome). The parts are embedded: c.Name is
+// c.Route.Name.
 type Call struct {
+	Origin
+	Asked
+	Route
+	Decision policy.Decision // set by the policy stage
+	Notes    Notes
+	Outcome
+}
+
+// Origin is who a call is made by and under what: set where the hub reads
+// the request, and the session's view once routed.
+type Origin struct {
 	Session Session
 	// Owner is whose calls upstream this is (the client session): the
-	// end of the chain passes it to upstream explicitly. Opaque to
-	// stages but for the concerns that keep what is the session's
-	// (progress, tasks).
+	// end of the chain passes it to upstream explicitly. Opaque to the
+	// stages: those that keep what is the session's (progress, tasks)
+	// are given the hub's session by the hub, never assert it from here.
 	Owner upstream.Owner
-	// ID is the request's JSON-RPC id, as the client sent it; Request
-	// its params, which Decode has checked whole, scanned once (the zero
-	// Object when it has none or they are no object).
-	ID      json.RawMessage
-	Request jsonrpc.Object
 	// Config is the config of the snapshot the request is served under;
 	// Secrets its secrets' redactor (Config.Secrets), nil when it
 	// resolves none.
@@ -90,13 +104,31 @@ type Call struct {
 	Secrets *redact.Secrets
 	// Observed is what the observers (inspector, metrics, traces) are
 	// told of the request, nil when none watches.
-	Observed *traffic.Call
+	Observed  *traffic.Call
+	Profile   string // the profile the session sees, "" for the whole config
+	MaxResult int    // the cap on the client's tool results (max_result), 0 for none
+}
 
+// Asked is what the client sent: set where the hub reads the request.
+type Asked struct {
+	// ID is the request's JSON-RPC id, as the client sent it; Request
+	// its params, which Decode has checked whole, scanned once (the zero
+	// Object when it has none or they are no object).
+	ID      json.RawMessage
+	Request jsonrpc.Object
 	// Method is the request's method; once routed, the method sent
 	// upstream: policy.MethodToolsCall, MethodPromptsGet or
 	// MethodResourcesRead.
-	Method   string
-	Upstream *upstream.Server // the upstream server the call goes to, once routed
+	Method string
+	// Modern is true for a request of 2026-07-28 or later; Retry is true
+	// when it carries a requestState (the retry of a call that was
+	// answered input_required).
+	Modern, Retry bool
+}
+
+// Route is where a call goes: set once the view routed it upstream.
+type Route struct {
+	Upstream *upstream.Server // the upstream server the call goes to
 	Server   *config.Server   // its config
 	// Name is the tool or prompt as the server knows it, or the URI;
 	// ClientName the tool as the client named it (Name when the same).
@@ -105,30 +137,20 @@ type Call struct {
 	// Params are what is sent upstream, scanned once: the request's own,
 	// or those the hub built (call_dynamic_tool).
 	Params jsonrpc.Object
+	// Schema is the tool's inputSchema, nil for none or not a tool.
+	Schema  json.RawMessage
+	Timeout time.Duration // how long the upstream has to answer
 	// Rename is true when Params name the tool as the client did: the end
 	// of the chain sends Name instead.
 	Rename bool
-	// Schema is the tool's inputSchema, nil for none or not a tool.
-	Schema json.RawMessage
 	// Task is true for a tools/call augmented with a task.
 	Task bool
-	// Modern is true for a request of 2026-07-28 or later; Retry is true
-	// when it carries a requestState (the retry of a call that was
-	// answered input_required).
-	Modern, Retry bool
-	Profile       string          // the profile the session sees, "" for the whole config
-	MaxResult     int             // the cap on the client's tool results (max_result), 0 for none
-	Timeout       time.Duration   // how long the upstream has to answer
-	Decision      policy.Decision // set by the policy stage
+}
 
-	// Notes are what observers (the audit trail, the inspector, metrics)
-	// are told about how the call was decided; the outcome itself is what
-	// the chain returns.
-	Notes Notes
-
-	// What the end of the chain and the hops upstream note for the stages
-	// around them and for the request's outcome.
-
+// Outcome is what the end of the chain and the hops upstream note for
+// the stages around them and for the request's outcome (the outcome
+// itself is what the chain returns).
+type Outcome struct {
 	// Sent is set once the end of the chain sent the call upstream: a
 	// tools/call's result then fits the client's max_result (resultcap).
 	Sent bool
@@ -157,7 +179,8 @@ type Call struct {
 	HopToolError bool
 }
 
-// Notes record what the stages decided about a call, for its observers.
+// Notes record what the stages decided about a call, for its observers
+// (the audit trail, the inspector, metrics): how it was decided.
 type Notes struct {
 	// Verdict is the decision the audit trail and the observers are told:
 	// the policy's action, DecisionRateLimited or DecisionInvalidArgs;

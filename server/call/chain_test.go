@@ -31,7 +31,7 @@ func upstream(log *[]string) call.Handler {
 func TestChainOrder(t *testing.T) {
 	var log []string
 	h := call.New(trace("audit", &log), trace("policy", &log), trace("rate", &log)).Then(upstream(&log))
-	res, err := h.Handle(t.Context(), &call.Call{Name: "echo"})
+	res, err := h.Handle(t.Context(), &call.Call{Route: call.Route{Name: "echo"}})
 	if err != nil || string(res) != `{"ok":true}` {
 		t.Fatalf("Run = %s, %v", res, err)
 	}
@@ -41,7 +41,7 @@ func TestChainOrder(t *testing.T) {
 	}
 	// Run again: the chain is built once and run per call.
 	log = nil
-	if _, err := h.Handle(t.Context(), &call.Call{Name: "again"}); err != nil || len(log) != len(want) {
+	if _, err := h.Handle(t.Context(), &call.Call{Route: call.Route{Name: "again"}}); err != nil || len(log) != len(want) {
 		t.Fatalf("second run: %q, %v", log, err)
 	}
 }
@@ -53,7 +53,7 @@ func TestChainShortCircuit(t *testing.T) {
 		c.Notes.Verdict = "deny"
 		return nil, blocked
 	})
-	c := &call.Call{Name: "rm"}
+	c := &call.Call{Route: call.Route{Name: "rm"}}
 	_, err := call.New(trace("audit", &log), deny, trace("rate", &log)).Then(upstream(&log)).Handle(t.Context(), c)
 	if !errors.Is(err, blocked) {
 		t.Fatalf("err = %v, want the stage's", err)
@@ -68,7 +68,7 @@ func TestChainShortCircuit(t *testing.T) {
 
 func TestChainEmpty(t *testing.T) {
 	var log []string
-	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "x"}); err != nil || len(log) != 1 {
+	if _, err := call.New().Then(upstream(&log)).Handle(t.Context(), &call.Call{Route: call.Route{Name: "x"}}); err != nil || len(log) != 1 {
 		t.Fatalf("empty chain: %q, %v", log, err)
 	}
 }
@@ -96,7 +96,7 @@ func TestChainLeavesOutNil(t *testing.T) {
 	if ch.Len() != 2 {
 		t.Fatalf("%d stages, want 2", ch.Len())
 	}
-	if _, err := ch.Then(upstream(&log)).Handle(t.Context(), &call.Call{Name: "echo"}); err != nil {
+	if _, err := ch.Then(upstream(&log)).Handle(t.Context(), &call.Call{Route: call.Route{Name: "echo"}}); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"policy>", "rate>", "upstream echo", "<rate", "<policy"}; !slices.Equal(log, want) {

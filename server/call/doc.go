@@ -17,7 +17,16 @@
 // redaction), is a HopStage, handed a Hop.
 //
 // The package does no I/O and imports only the pure policy package,
-// upstream (the server a call goes to, its connections) and types/*: a
-// stage package imports it, upstream and types/*, never the hub
-// (server), so that no concern can reach back into another.
+// upstream and types/*: a stage package imports it, upstream and
+// types/*, never the hub (server), so that no concern can reach back
+// into another.
+//
+// It imports upstream on purpose: the chain ends in
+// upstream.Server.Request(ctx, owner, ...), so a Call's route holds the
+// server itself (Route.Upstream), its owner is upstream's Owner and the
+// connection it went on upstream's ConnID. A name in their place would
+// be looked up again at the end of the chain and by every stage that
+// keeps something per server (progress, tasks, the rounds), and could
+// name a server a reload has replaced meanwhile. upstream imports
+// neither call nor any stage, so the imports still point down.
 package call

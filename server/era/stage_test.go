@@ -13,7 +13,7 @@ import (
 
 func modernCall(method, meta string) *call.Call {
 	p, _ := jsonrpc.ScanObject(json.RawMessage(`{"_meta":` + meta + `}`))
-	return &call.Call{Method: method, Request: p, Modern: true}
+	return &call.Call{Asked: call.Asked{Method: method, Request: p, Modern: true}}
 }
 
 const okMeta = `{"` + mcp.MetaKeyProtocolVersion + `":"` + mcp.ProtocolVersion20260728 + `","` + mcp.MetaKeyClientCapabilities + `":{}}`
@@ -53,7 +53,7 @@ func TestStage(t *testing.T) {
 	if _, err := (Stage{}).Handle(t.Context(), modernCall("tools/list", `{}`), answer(`{}`, nil, "")); err == nil {
 		t.Fatal("_meta without capabilities passed")
 	}
-	old := &call.Call{Method: "tools/list"}
+	old := &call.Call{Asked: call.Asked{Method: "tools/list"}}
 	if res, err := (Stage{}).Handle(t.Context(), old, answer(`{}`, nil, "")); err != nil || string(res) != `{}` {
 		t.Fatalf("an older request: %s, %v", res, err)
 	}

@@ -17,7 +17,7 @@ func TestStageNotesRoute(t *testing.T) {
 	o := &traffic.Call{}
 	var seen traffic.Call
 	next := call.HandlerFunc(func(ctx context.Context, c *call.Call) (json.RawMessage, error) { seen = *o; return nil, nil })
-	c := &call.Call{Server: &config.Server{Group: "g", Name: "s"}, Name: "rm", Observed: o}
+	c := &call.Call{Origin: call.Origin{Observed: o}, Route: call.Route{Server: &config.Server{Group: "g", Name: "s"}, Name: "rm"}}
 	c.Decision.Rule, c.Notes.Verdict = "no-rm", "deny"
 	if _, err := (Stage{}).Handle(t.Context(), c, next); err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.startHeld(ctx, &call.Call{Owner: new(testOwner), Method: "tools/call", Session: heldSession{}}, nil, nil, time.Minute, mcp.ClientCapabilities{})
+	p, err := r.startHeld(ctx, &call.Call{Origin: call.Origin{Owner: new(testOwner), Session: heldSession{}}, Asked: call.Asked{Method: "tools/call"}}, nil, nil, time.Minute, mcp.ClientCapabilities{})
 	if err != nil {
 		t.Fatal(err)
 	}

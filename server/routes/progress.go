@@ -21,12 +21,15 @@ type progressRoute[S Session] struct {
 // Progress is the session table's stage of the call chain: a call whose
 // _meta has a progress token goes upstream with a token of the hub's own
 // (Call.Meta), so that progress from upstream reaches the call's session
-// (its owner, an S) with the token its client chose, and two clients that
-// chose the same token never see each other's progress. The table
-// forgets the token when the call returns. Only the call's server's
+// (an S, which Session says) with the token its client chose, and two
+// clients that chose the same token never see each other's progress. The
+// table forgets the token when the call returns. Only the call's server's
 // progress reaches the call (see Table.Notification).
 type Progress[S Session] struct {
 	Table *Table[S]
+	// Session is the hub's session a call is made in: given by the hub,
+	// not asserted from Call.Owner.
+	Session func(c *call.Call) S
 }
 
 // Handle maps c's progress token, if it has one, and passes c on.
@@ -40,8 +43,7 @@ func (p Progress[S]) Handle(ctx context.Context, c *call.Call, next call.Handler
 	if err != nil || len(token) == 0 {
 		return next.Handle(ctx, c)
 	}
-	sess, _ := c.Owner.(S)
-	tok, forget := p.Table.TrackProgress(ctx, sess, c.Upstream, bytes.Clone(token))
+	tok, forget := p.Table.TrackProgress(ctx, p.Session(c), c.Upstream, bytes.Clone(token))
 	defer forget()
 	q, _ := jsonrpc.Marshal(tok)
 	if out, err := m.With(jsonrpc.Member{Key: "progressToken", Value: q}); err == nil {

@@ -8,11 +8,14 @@ import (
 )
 
 // Stage is the tasks' stage of the call chain: the task a task-augmented
-// tools/call created upstream is adopted for the call's session (its
-// owner, an S) on the connection the call went on (Call.Conn), under an
-// id of the hub's (Adopt). Any other call passes as it is.
+// tools/call created upstream is adopted for the call's session (an S,
+// which Session says) on the connection the call went on (Call.Conn),
+// under an id of the hub's (Adopt). Any other call passes as it is.
 type Stage[S comparable] struct {
 	Table *Table[S]
+	// Session is the hub's session a call is made in, as the table keeps
+	// it: given by the hub, not asserted from Call.Owner.
+	Session func(c *call.Call) S
 }
 
 // Handle passes c on and adopts the task its result names.
@@ -24,6 +27,5 @@ func (s Stage[S]) Handle(ctx context.Context, c *call.Call, next call.Handler) (
 	if err != nil {
 		return res, err
 	}
-	sess, _ := c.Owner.(S)
-	return s.Table.Adopt(sess, c.Upstream, c.Conn, res), nil
+	return s.Table.Adopt(s.Session(c), c.Upstream, c.Conn, res), nil
 }

@@ -252,11 +252,22 @@ func (c *Conn) fail(err error) {
 // peer that stopped reading): the writer goes on with it, within the
 // write timeout.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.CallSent(ctx, method, params, nil)
+}
+
+// CallSent is Call that tells sent (unless nil) the id of its request
+// before the request goes out: a caller whose stream relates later
+// messages to one of its requests (an HTTP upstream sends its own
+// requests inside a call's answer) can tie them back to the call, as
+// net/http/httptrace hooks a request's events, but passed explicitly.
+func (c *Conn) CallSent(ctx context.Context, method string, params json.RawMessage, sent func(id json.RawMessage)) (json.RawMessage, error) {
 	id, ch, err := c.calls.Start()
 	if err != nil {
 		return nil, err
 	}
-	traceSent(ctx, id)
+	if sent != nil {
+		sent(id)
+	}
 	msg := EncodeRequest(id, method, params)
 	rel := c.relation(ctx, false)
 	switch {

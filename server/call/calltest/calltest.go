@@ -21,5 +21,6 @@ func (Session) Caller() string { return "session s1" }
 
 // ToolCall is a tools/call by Session of tool on server s of group g.
 func ToolCall(tool string) *call.Call {
-	return &call.Call{Session: Session{}, Method: policy.MethodToolsCall, Server: &config.Server{Group: "g", Name: "s"}, Name: tool}
+	return &call.Call{Origin: call.Origin{Session: Session{}}, Asked: call.Asked{Method: policy.MethodToolsCall},
+		Route: call.Route{Server: &config.Server{Group: "g", Name: "s"}, Name: tool}}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// WithSent tells the caller the id of its request before it goes out.
-func TestWithSent(t *testing.T) {
+// CallSent tells the caller the id of its request before it goes out.
+func TestCallSent(t *testing.T) {
 	toConn, fromPeer := io.Pipe()
 	fromConn, toPeer := io.Pipe()
 	c := NewConn(NewLineStream(toConn, toPeer, 1<<20), ConnOptions{})
@@ -22,8 +22,7 @@ func TestWithSent(t *testing.T) {
 	var sent json.RawMessage
 	done := make(chan error, 1)
 	go func() {
-		ctx := WithSent(context.Background(), func(id json.RawMessage) { sent = id })
-		_, err := c.Call(ctx, "x", nil)
+		_, err := c.CallSent(context.Background(), "x", nil, func(id json.RawMessage) { sent = id })
 		done <- err
 	}()
 	lines := bufio.NewScanner(fromConn)
