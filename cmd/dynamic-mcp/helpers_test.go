@@ -320,7 +320,7 @@ func (c *client) signalHub(sig os.Signal) error { return c.cmd.Process.Signal(si
 // request sends one request and returns its raw result or error.
 func (c *client) request(method string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
 		JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)), Method: method, Params: params,
