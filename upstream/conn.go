@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,10 +74,12 @@ type serverHandlers struct {
 	paramHeaders func(params json.RawMessage) map[string]string
 }
 
-// dial starts the server and runs the MCP handshake, bounded by the connect
-// timeout. ctx is the connection's lifetime. Every handler is in place
-// before the connection reads its first message.
-func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
+// dial starts the server and runs the MCP handshake, bounded by connect
+// (see Server.configuredConnect and schedule.connectTimeout). ctx is the
+// connection's lifetime. Every handler is in place before the connection
+// reads its first message. A try that ran out of connect fails with a
+// *connectTimeout.
+func dial(ctx context.Context, cfg *config.Server, settings config.ServerSettings, connect time.Duration, caps mcp.ClientCapabilities, tokens *auth.Store, logger *slog.Logger,
 	h serverHandlers) (*conn, error) {
 	c := &conn{id: h.id, logger: logger, calls: map[string]trackedCall{}}
 	switch cfg.Transport {
@@ -130,7 +131,6 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 		Quiet: true,
 	})
 	c.rpc.Start()
-	connect := cmp.Or(cfg.ConnectTimeout, settings.ConnectTimeout)
 	hctx, cancel := context.WithTimeout(ctx, connect)
 	defer cancel()
 	if err := c.handshake(hctx, caps); err != nil {
@@ -581,17 +581,37 @@ func legacySSE(err error) bool {
 // errUnavailable is wrapped by every error for a server that is not ready.
 var errUnavailable = errors.New("unavailable")
 
+// connectTimeout is the error of a try that got no answer to initialize
+// within its connect timeout.
+type connectTimeout struct {
+	cfg    *config.Server
+	within time.Duration // the try's connect timeout
+	// next is the next try's, once the server's schedule has set it (see
+	// schedule.timedOut); 0 when unknown.
+	next time.Duration
+}
+
 // connectTimeoutError says that cfg did not answer initialize within d.
 // A package runner's first start downloads the package first: the error
 // says so, that the hub tries again on its own, and what waits longer.
 func connectTimeoutError(cfg *config.Server, d time.Duration) error {
-	runner := cfg.PackageRunner()
+	return &connectTimeout{cfg: cfg, within: d}
+}
+
+func (e *connectTimeout) Error() string {
+	runner := e.cfg.PackageRunner()
+	again := "the hub tries again on its own"
+	if e.next > 0 {
+		again += fmt.Sprintf(", waiting %s", e.next)
+	}
 	switch {
+	case runner == "" && e.next > 0:
+		return fmt.Sprintf("no answer to initialize within %s (connect timeout); the next try waits %s", e.within, e.next)
 	case runner == "":
-		return fmt.Errorf("no answer to initialize within %s (connect timeout)", d)
-	case cfg.ConnectTimeout != 0:
-		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise the server's timeout: or settings.connect_timeout)", d, runner)
+		return fmt.Sprintf("no answer to initialize within %s (connect timeout)", e.within)
+	case e.cfg.ConnectTimeout != 0:
+		return fmt.Sprintf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; %s (to wait longer, raise the server's timeout: or settings.connect_timeout)", e.within, runner, again)
 	default:
-		return fmt.Errorf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; the hub tries again on its own (to wait longer, raise settings.connect_timeout)", d, runner)
+		return fmt.Sprintf("no answer to initialize within %s (connect timeout): %s may still be downloading the package on its first start; %s (to wait longer, raise settings.connect_timeout)", e.within, runner, again)
 	}
 }

@@ -116,7 +116,7 @@ func (s *Server) mayDialLocked(client string) error {
 // their calls are answered with err meanwhile. s.mu is held.
 func (s *Server) dialFailedLocked(err error) {
 	if s.isoSched == nil {
-		s.isoSched = newSchedule(s.Config.Retry)
+		s.isoSched = newSchedule(s.Config.Retry, s.configuredConnect())
 	}
 	s.isoFail = err
 	s.isoRetry = s.mgr.now().Add(s.isoSched.NextBackOff())
@@ -143,7 +143,7 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated) 
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
 		h.request = s.sharedRequest
 	}
-	c, err := dial(life, s.Config, s.settings, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
+	c, err := dial(life, s.Config, s.settings, s.configuredConnect(), caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
 	switch {
 	case err != nil:

@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -15,7 +16,7 @@ import (
 )
 
 func TestScheduleBacksOffThenReconnectsPeriodically(t *testing.T) {
-	s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second})
+	s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, 10*time.Second)
 	within := func(d, want time.Duration, spread float64) bool {
 		return float64(d) >= float64(want)*(1-spread) && float64(d) <= float64(want)*(1+spread)
 	}
@@ -42,7 +43,7 @@ func TestScheduleBacksOffThenReconnectsPeriodically(t *testing.T) {
 // minutes of waiting take no time.
 func TestRetryLoopWaitsOnTheSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sched := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second})
+		sched := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, 10*time.Second)
 		start := time.Now()
 		var at []time.Duration
 		err := backoff.Retry(func() error {
@@ -157,4 +158,31 @@ func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
 			t.Errorf("calls still go to the crashed child %d", pid)
 		}
 	})
+}
+
+// After a try that ran out of its connect timeout the next waits twice as
+// long, up to 8x the configured timeout or 5 minutes, whichever is less
+// (never less than the configured one); once the server is up it is back
+// to the configured timeout.
+func TestScheduleLengthensTheConnectTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		configured time.Duration
+		want       []time.Duration // the first try's, then after each timeout
+	}{
+		{10 * time.Second, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 80 * time.Second}},
+		{2 * time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}},
+		{10 * time.Minute, []time.Duration{10 * time.Minute, 10 * time.Minute}},
+	} {
+		s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, tc.configured)
+		got := []time.Duration{s.connectTimeout()}
+		for len(got) < len(tc.want) {
+			got = append(got, s.timedOut())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("configured %s: connect timeouts %v, want %v", tc.configured, got, tc.want)
+		}
+		if s.Reset(); s.connectTimeout() != tc.configured {
+			t.Errorf("configured %s: after Reset %s", tc.configured, s.connectTimeout())
+		}
+	}
 }

@@ -44,7 +44,7 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 	s := m.Servers()[0]
 	waitFor(t, 10*time.Second, "the first start to time out", func() bool { return s.Status().State == StateFailed })
 	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
-		"the hub tries again on its own (to wait longer, raise the server's timeout: or settings.connect_timeout)"
+		"the hub tries again on its own, waiting 600ms (to wait longer, raise the server's timeout: or settings.connect_timeout)"
 	if err := s.Status().Err; err == nil || err.Error() != want {
 		t.Fatalf("error %v\nwant %s", err, want)
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,14 +195,17 @@ func (s *Server) start(parent context.Context) {
 }
 
 func (s *Server) run(ctx context.Context) {
-	sched := newSchedule(s.Config.Retry)
+	sched := newSchedule(s.Config.Retry, s.configuredConnect())
 	for {
 		var c *conn
 		begin := time.Now()
 		err := backoff.RetryNotify(func() error {
 			var err error
 			var lists Lists
-			if c, lists, err = s.connect(ctx); err != nil {
+			if c, lists, err = s.connect(ctx, sched.connectTimeout()); err != nil {
+				if to, ok := errors.AsType[*connectTimeout](err); ok {
+					to.next = sched.timedOut() // the next try waits longer
+				}
 				return err
 			}
 			if !s.setReady(c, lists, time.Since(begin)) {
@@ -307,23 +311,30 @@ func (s *Server) setExited(c *conn) {
 	s.changed()
 }
 
-// connect starts the server and runs the handshake, bounded by the connect
-// timeout, then fetches its lists; ctx is the server's lifetime.
-func (s *Server) connect(ctx context.Context) (*conn, Lists, error) {
+// configuredConnect is the server's connect timeout: its own, else
+// settings.connect_timeout. Its tries may wait longer (see
+// schedule.timedOut).
+func (s *Server) configuredConnect() time.Duration {
+	return cmp.Or(s.Config.ConnectTimeout, s.settings.ConnectTimeout)
+}
+
+// connect starts the server and runs the handshake, bounded by connect,
+// then fetches its lists; ctx is the server's lifetime.
+func (s *Server) connect(ctx context.Context, connect time.Duration) (*conn, Lists, error) {
 	cfg := s.Config
 	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
 	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.sharedRequest,
 		paramHeaders: s.paramHeaders}
-	c, err := dial(ctx, cfg, s.settings, caps, s.mgr.tokens, s.logger, h)
+	c, err := dial(ctx, cfg, s.settings, connect, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP
 		// initialize with a 4xx: try legacy SSE, as the spec's
 		// backwards-compatibility section describes.
 		sse := *cfg
 		sse.Transport = config.TransportSSE
-		if c2, err2 := dial(ctx, &sse, s.settings, caps, s.mgr.tokens, s.logger, h); err2 == nil {
+		if c2, err2 := dial(ctx, &sse, s.settings, connect, caps, s.mgr.tokens, s.logger, h); err2 == nil {
 			c, err = c2, nil
 		}
 	}
