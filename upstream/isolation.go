@@ -55,8 +55,11 @@ func (s *Server) isolatedConn(ctx context.Context, owner Owner) (c *conn, done f
 		}
 		iso = &isolated{ready: make(chan struct{}), client: ClientOf(owner)}
 		s.isolated[owner] = iso
-		life := s.ctx
-		s.wg.Go(func() { s.dialIsolated(life, owner, iso) })
+		life, connect := s.ctx, s.configuredConnect()
+		if s.isoSched != nil {
+			connect = s.isoSched.connectTimeout() // longer after a try that timed out
+		}
+		s.wg.Go(func() { s.dialIsolated(life, owner, iso, connect) })
 	}
 	iso.busy++
 	iso.used = s.mgr.now()
@@ -118,6 +121,9 @@ func (s *Server) dialFailedLocked(err error) {
 	if s.isoSched == nil {
 		s.isoSched = newSchedule(s.Config.Retry, s.configuredConnect())
 	}
+	if to, ok := errors.AsType[*connectTimeout](err); ok {
+		to.next = s.isoSched.timedOut() // the next try waits longer
+	}
 	s.isoFail = err
 	s.isoRetry = s.mgr.now().Add(s.isoSched.NextBackOff())
 	s.logger.Warn("a client session's own connection failed to start (isolation: per-session); not tried again before the backoff", "err", err, "until", s.isoRetry)
@@ -126,8 +132,9 @@ func (s *Server) dialFailedLocked(err error) {
 // dialIsolated connects owner's connection, then watches it: when it ends
 // it is forgotten, so that the owner's next request dials again. The
 // hub's slot taken for it is given back once the connection has ended, or
-// before a failed dial is reported.
-func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated) {
+// before a failed dial is reported. connect bounds its start (see
+// schedule.timedOut).
+func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
 	_, forUser := owner.(userConn)
@@ -143,7 +150,7 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated) 
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
 		h.request = s.sharedRequest
 	}
-	c, err := dial(life, s.Config, s.settings, s.configuredConnect(), caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
+	c, err := dial(life, s.Config, s.settings, connect, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
 	switch {
 	case err != nil:

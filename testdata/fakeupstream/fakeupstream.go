@@ -48,7 +48,8 @@ var (
 	exitAtStart     = flags.Int("exit-at-start", -1, "write to stderr and exit with this status before reading anything")
 	failFirst       = flags.Int("fail-first", 0, "exit with status 1 at start the first N times (counted in -count-file)")
 	failAfter       = flags.Int("fail-after", -1, "exit with status 1 at start once it has started N times (counted in -count-file)")
-	countFile       = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first and -fail-after")
+	countFile       = flags.String("count-file", "", "file that counts this fake's starts, for -fail-first, -fail-after and -gate-after")
+	gateAfter       = flags.Int("gate-after", 0, "with N > 0, wait for -gate only once it has started N times (counted in -count-file): the first N answer at once")
 	garbage         = flags.Bool("garbage", false, "write lines that are not JSON-RPC to stdout before every reply")
 	ignoreTerm      = flags.Bool("ignore-term", false, "ignore SIGTERM and the end of stdin")
 	grandchild      = flags.Bool("grandchild", false, "start a long sleep as a child, which the state tool names")
@@ -189,6 +190,9 @@ func Main() {
 		n, _ := strconv.Atoi(string(b))
 		n++
 		os.WriteFile(*countFile, []byte(strconv.Itoa(n)), 0o600)
+		if n <= *gateAfter {
+			*gate = ""
+		}
 		if n <= *failFirst || *failAfter >= 0 && n > *failAfter {
 			fmt.Fprintf(os.Stderr, "fake: start %d fails on purpose\n", n)
 			os.Exit(1)
