@@ -26,6 +26,13 @@ type Calls struct {
 	abandoned [maxAbandoned]int64
 	nextGone  int
 	err       error // set once the connection is over
+
+	// chans keeps the answer channels of calls answered (see Wait):
+	// making one was an allocation every call made. A call that stopped
+	// waiting (Forget, abandon) does not give its channel back: an answer
+	// may still be sent on it. One pool a table, not one for all: a
+	// channel belongs to the synctest bubble it was made in.
+	chans sync.Pool
 }
 
 // maxAbandoned bounds the record of calls given up on: a late answer
@@ -52,7 +59,10 @@ func NewCallsPrefixed(prefix string) *Calls {
 // answer arrives on (nil message: the connection ended).
 func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
 	n := c.next.Add(1)
-	ch := make(chan *Message, 1)
+	ch, _ := c.chans.Get().(chan *Message)
+	if ch == nil {
+		ch = make(chan *Message, 1)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -154,6 +164,9 @@ func (c *Calls) Err() error {
 func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
 	select {
 	case m := <-ch:
+		// ch had its one send (whoever sends takes it out of pending
+		// first, under mu) and is empty again: the next call can have it.
+		c.chans.Put(ch)
 		switch {
 		case m == nil:
 			return nil, c.Err()
