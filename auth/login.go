@@ -206,13 +206,6 @@ var (
 	scopeParam            = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`scope="([^"]+)"`) })
 )
 
-// RequiredScope sends body to the server with headers (the token
-// included) and returns the scope its 401 or 403 challenge asks for: what
-// a new sign-in must request when a call fails with insufficient_scope.
-func RequiredScope(ctx context.Context, serverURL string, headers map[string]string, body string) []string {
-	return strings.Fields(send(ctx, SafeClient(), serverURL, headers, body).scope)
-}
-
 // probe asks the server to initialize without a token, to read its 401.
 func probe(ctx context.Context, client *http.Client, serverURL string, headers map[string]string) challenge {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dynamic-mcp","version":"auth"}}}`

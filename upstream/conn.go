@@ -546,6 +546,29 @@ func insufficientScope(err error) bool {
 	return errors.As(err, &he) && he.Status == http.StatusForbidden && strings.Contains(he.WWWAuthenticate+he.Body, "insufficient_scope")
 }
 
+// challenge is the WWW-Authenticate of the HTTP refusal err; "" when err
+// is none.
+func challenge(err error) string {
+	var he *transport.HTTPError
+	if errors.As(err, &he) {
+		return he.WWWAuthenticate
+	}
+	return ""
+}
+
+// ScopeError is a call the server refused with 403 insufficient_scope.
+// Challenge, the refusal's WWW-Authenticate, names the scopes a new
+// sign-in must add (auth.StepUpScopes). It keeps the HTTP refusal out of
+// the error's chain: a call refused for want of a scope is that call's
+// alone, and the session goes on for the others (sessionLost).
+type ScopeError struct {
+	Challenge string
+	err       error
+}
+
+func (e *ScopeError) Error() string { return e.err.Error() }
+func (e *ScopeError) Unwrap() error { return e.err }
+
 // legacySSE reports whether err, of a Streamable HTTP handshake, says the
 // server is a legacy SSE one: its initialize POST refused with a 4xx
 // other than 401 (2025-11-25, basic/transports, "Backwards

@@ -135,10 +135,15 @@ func signInAndCall(ctx context.Context, cfg *config.Config, serverURL, clientID,
 	for _, t := range s.Lists().Tools {
 		params := map[string]any{"name": t.Key, "arguments": map[string]any{}}
 		if _, err := s.Request(ctx, nil, "tools/call", params, 30*time.Second); err != nil {
-			if strings.Contains(err.Error(), "insufficient_scope") {
-				body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": params})
-				need := auth.RequiredScope(ctx, serverURL, map[string]string{"Authorization": "Bearer " + rec.AccessToken}, string(body))
-				return &needScope{scopes: append(rec.Scopes, need...), err: err}
+			// The scopes to add are those of the refusal itself: a
+			// second request to ask again may be lost, and a sign-in at
+			// the same scope would be refused again.
+			if se, ok := errors.AsType[*upstream.ScopeError](err); ok {
+				scopes, serr := auth.StepUpScopes(rec.Scopes, se.Challenge)
+				if serr != nil {
+					return fmt.Errorf("call %s: %w: %w", t.Key, err, serr)
+				}
+				return &needScope{scopes: scopes, err: err}
 			}
 			return fmt.Errorf("call %s: %w", t.Key, err)
 		}

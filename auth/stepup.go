@@ -1,0 +1,35 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// StepUpScopes is what a new sign-in asks for after the server refused a
+// token granted have with challenge, the WWW-Authenticate of its 403
+// insufficient_scope (RFC 6750 §3.1; MCP 2025-11-25, authorization,
+// "Scope Challenge Handling"): the union of have and the scopes the
+// challenge names, have's first, in order. The challenge is the one that
+// refused the call, never a second request's: a re-sent probe lost to a
+// slow or closed connection left a client with no scope to add, and it
+// signed in again at the scope it had (found by the conformance suite's
+// scope-step-up run beside a second copy of the suite). An error when the
+// challenge names no scope the sign-in lacks: a sign-in at the same scope
+// would only be refused again.
+func StepUpScopes(have []string, challenge string) ([]string, error) {
+	m := scopeParam().FindStringSubmatch(challenge)
+	if m == nil {
+		return nil, fmt.Errorf("the server refused the token for want of a scope but named none (WWW-Authenticate: %s)", challenge)
+	}
+	union := slices.Clone(have)
+	for _, s := range strings.Fields(m[1]) {
+		if !slices.Contains(union, s) {
+			union = append(union, s)
+		}
+	}
+	if len(union) == len(have) {
+		return nil, fmt.Errorf("the server refused the token for want of scope %q, which the sign-in holds (%s): signing in again at the same scope would not help", m[1], strings.Join(have, " "))
+	}
+	return union, nil
+}
