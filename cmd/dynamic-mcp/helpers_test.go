@@ -99,9 +99,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
-	defer removeFake()
+	fakeBin = fakeupstream.Build()
 	testBin = fakeupstream.Command()
 	// The hubs under test keep their audit trail and pins here, not in
 	// the home directory of whoever runs the tests.
@@ -322,7 +320,7 @@ func (c *client) signalHub(sig os.Signal) error { return c.cmd.Process.Signal(si
 // request sends one request and returns its raw result or error.
 func (c *client) request(method string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{
 		JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)), Method: method, Params: params,
