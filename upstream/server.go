@@ -738,7 +738,7 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 		err = userAuthError(key, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
-		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: %s", method, s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
+		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): %s; sign in again with: %s", method, c.stepUp(ctx, challenge(err)), s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
 	}
 	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && on == 0 {
 		// The server ended the session (HTTP 404): initialize again, once,
