@@ -35,6 +35,26 @@ func StepUpScopes(have []string, challenge string) ([]string, error) {
 	return union, nil
 }
 
+// Newer takes up a sign-in on file newer than refused, the Authorization
+// header a call refused for want of a scope carried: the user signed in
+// again since (`auth login`, another process, or a user's sign-in link),
+// at the scope the refusal asked for. A server keeps the old token good
+// until it expires, and would go on refusing calls made with it. True
+// when the next call carries another token than refused.
+func (s *Source) Newer(refused string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if refused != "" && refused != "Bearer "+s.rec.AccessToken {
+		return true // another call took it up
+	}
+	disk, err := s.store.Load(s.rec.Server, s.rec.URL)
+	if err != nil || disk.AccessToken == s.rec.AccessToken {
+		return false
+	}
+	s.rec = disk
+	return true
+}
+
 // StepUp keeps, after the server refused a call made with this source's
 // token for want of a scope (challenge, the 403's WWW-Authenticate), the
 // scopes a new sign-in must ask for in the record on file (Record.Wanted),

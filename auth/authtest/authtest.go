@@ -74,18 +74,19 @@ type Server struct {
 	// exchanged: a reset in the middle of a sign-in.
 	ForgetAtAuthorize int
 	// GrantScopes grants the scopes a sign-in asked for (and its tokens'
-	// renewals keep them), not always mcp:read: see TokenScope.
+	// renewals keep them), not always mcp:read: see ScopeOf.
 	GrantScopes bool
 	codeScopes  map[string]string // scope asked for with each code
 	scope       string            // granted with the current access token
+	scopes      map[string]string // granted with each access token issued
 }
 
-// TokenScope is the scope granted with the current access token (with
-// GrantScopes).
-func (a *Server) TokenScope() string {
+// ScopeOf is the scope granted with the token of authorization, a
+// request's Authorization header (with GrantScopes).
+func (a *Server) ScopeOf(authorization string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.scope
+	return a.scopes[strings.TrimPrefix(authorization, "Bearer ")]
 }
 
 func NewServer(t *testing.T) *Server {
@@ -223,6 +224,10 @@ func NewServer(t *testing.T) *Server {
 		scope := "mcp:read"
 		if a.GrantScopes {
 			scope = a.scope
+			if a.scopes == nil {
+				a.scopes = map[string]string{}
+			}
+			a.scopes[a.Access] = scope
 		}
 		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": int64(ttl / time.Second), "scope": scope})
 	})

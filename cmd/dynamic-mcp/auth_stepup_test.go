@@ -21,11 +21,12 @@ func TestAuthLoginStepsUpToTheScopeACallWasRefusedFor(t *testing.T) {
 	t.Parallel()
 	a := authtest.NewServer(t)
 	a.GrantScopes = true
+	a.KeepTokens = true // as a real server does: the narrower token stays good
 	hello := helloMCP("hello, with mcp:write")
 	a.Resource = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"tools/call"`)) && !strings.Contains(a.TokenScope(), "mcp:write") {
+		if bytes.Contains(body, []byte(`"tools/call"`)) && !strings.Contains(a.ScopeOf(r.Header.Get("Authorization")), "mcp:write") {
 			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="`+a.URL+`/.well-known/oauth-protected-resource/mcp"`)
 			w.WriteHeader(http.StatusForbidden)
 			return
@@ -66,8 +67,8 @@ groups:
 	if got := a.Authorize.Get("scope"); got != "mcp:read mcp:write" {
 		t.Fatalf("the sign-in after the refusal asked for %q, want mcp:read mcp:write", got)
 	}
-	// The hub takes the new sign-in up when the server refuses the old
-	// token, and the call goes through.
+	// The server still takes the old token, and refuses the call made with
+	// it: the hub takes the new sign-in up, and the call goes through.
 	if text, isErr := c.callText("r__hello", nil); isErr || text != "hello, with mcp:write" {
 		t.Fatalf("the call after signing in again: %q (error %v)", text, isErr)
 	}
