@@ -19,6 +19,7 @@ import (
 // clipped, so that a line stays small however much the client sent: a
 // 4 MiB tool name made a 4 MiB line.
 func TestAuditClipsWhatClientsWrite(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: %q, arguments: true}\nsettings: {call_timeout: 60s}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
 		t.TempDir(), path, fakeBin), true)

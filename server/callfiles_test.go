@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,15 +40,25 @@ const (
 // each measure; the files whose counters moved in all three are the
 // call's.
 func TestOneCallEntersFewFiles(t *testing.T) {
-	t.Parallel() // a program of its own, built and run
 	if testing.Short() {
 		t.Skip("builds a program with -cover")
 	}
 	bin, dir := filepath.Join(t.TempDir(), "callfiles"), t.TempDir()
 	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-coverpkg=github.com/dynamic-mcp/dynamic-mcp/...",
 		"-o", bin, "../testdata/callfiles")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -cover: %v\n%s", err, out)
+	var out bytes.Buffer
+	build.Stdout, build.Stderr = &out, &out
+	// The build starts before t.Parallel, so that it runs while the
+	// package's serial tests do: a parallel test resumes only once every
+	// serial one has ended, and this build (a link of the whole module
+	// with coverage, and its compile in a fresh clone) was the package's
+	// last minutes, alone, on a busy machine.
+	if err := build.Start(); err != nil {
+		t.Fatalf("go build -cover: %v", err)
+	}
+	t.Parallel() // a program of its own, built and run
+	if err := build.Wait(); err != nil {
+		t.Fatalf("go build -cover: %v\n%s", err, out.Bytes())
 	}
 	run := exec.Command(bin, dir)
 	// The program and the upstream it starts write their whole counters at

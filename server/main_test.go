@@ -23,10 +23,8 @@ func TestMain(m *testing.M) {
 	// run in parallel. At go test's default of one a core: four a core
 	// failed three tests in two stress runs (calls past their 5 s
 	// call_timeout on a machine running the suite twice).
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
+	fakeBin = fakeupstream.Build()
 	code := pgtest.Shared(m).Run()
-	removeFake()
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running
 		// once they all have is one that outlived its owner's Close.

@@ -10,6 +10,7 @@ import (
 // a stdio client before the call's answer, as it left the server, even
 // when the server writes it all, the answer included, in one go.
 func TestStdioUpstreamMessagesBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
 	const rounds, n = 200, 5
 	h := fakeHub(t, "-flood")
 	c := servePipes(t, h, StdioOptions{})

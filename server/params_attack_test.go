@@ -36,6 +36,7 @@ var hostileMethods = []string{
 // them panics the hub (a panic is recovered, but it is a bug all the same:
 // Panics counts it). Notifications of every kind with them, too.
 func TestAttackHostileParamsAnsweredWithoutPanic(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)

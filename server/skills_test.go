@@ -125,6 +125,7 @@ func uriParams(uri string) string { return `{"uri":"` + uri + `"}` }
 // not exist; the files of the others read byte for byte, as their digest
 // says.
 func TestSkillsListedAndHidden(t *testing.T) {
+	t.Parallel()
 	h := skillsHub(t)
 	c, caps := skillsClient(t, h, "")
 	if got := string(jsonrpc.Field(jsonrpc.Field(caps, "extensions"), fakeupstream.SkillsExtension)); got != `{"directoryRead":true}` {
@@ -174,6 +175,7 @@ func TestSkillsListedAndHidden(t *testing.T) {
 // not read; a view with no skills server, once its servers are up, is
 // offered no extension.
 func TestSkillsPerProfile(t *testing.T) {
+	t.Parallel()
 	h := skillsHub(t)
 	c, caps := skillsClient(t, h, "one")
 	if pages := listSkills(t, c, 1); !slices.Equal(pages[0], []string{"skill://one/pdf/SKILL.md", "skill://one/docs/SKILL.md", "skill://one/xlsx/SKILL.md"}) || len(pages) != 1 {
@@ -205,6 +207,7 @@ func TestSkillsPerProfile(t *testing.T) {
 // resource (-32001, with the rule's description), and leaves the skill's
 // other files and the skill itself alone.
 func TestSkillsPolicyURI(t *testing.T) {
+	t.Parallel()
 	h := skillsHub(t)
 	c, _ := skillsClient(t, h, "")
 	if got := c.request(1, "resources/read", uriParams("skill://one/docs/ref/GUIDE.md")); !strings.Contains(got, `"code":-32001`) ||

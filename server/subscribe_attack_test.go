@@ -16,6 +16,7 @@ import (
 // routes.MaxSubscriptionURI: what it keeps in the hub is bounded.
 // Unsubscribing makes room again.
 func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)

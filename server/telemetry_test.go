@@ -100,6 +100,7 @@ func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 // invents becomes no label value, and the metrics put nothing in the
 // params sent upstream.
 func TestMetricsAfterCalls(t *testing.T) {
+	t.Parallel()
 	c, base := metricsHub(t, "tok")
 	for id, params := range map[string]string{
 		`"ok"`:      `{"name":"f__echo","arguments":{"text":"hi"}}`,

@@ -202,6 +202,9 @@ func httpConfig(t *testing.T, url string, transport config.Transport, settings s
 func startHTTP(t *testing.T, cfg *config.Config) (*Manager, *Server) {
 	t.Helper()
 	m := New(cfg, testLogger(t))
+	// As startFake: most tests read no events, and a call during which the
+	// server sent one waited the whole 5 s for the hub to route it.
+	m.routeWait = 50 * time.Millisecond
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
 	t.Cleanup(func() { m.Close() })

@@ -25,10 +25,8 @@ var fakeBin string
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
+	fakeBin = fakeupstream.Build()
 	code := pgtest.Shared(m).Run() // one PostgreSQL cluster for the tests
-	removeFake()
 	// No goroutine outlives the tests: each closes the managers it
 	// started, and Close waits for everything a manager started.
 	if code == 0 {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -74,6 +73,9 @@ var claudeCode = agentClient{
 			// tool; off, it offers the hub's tools to the model up front,
 			// as a client without tool search does.
 			"ENABLE_TOOL_SEARCH=false",
+			// Its waits for the hub to start and for a call (30 s and
+			// more by default): as long as the tests' clients'.
+			fmt.Sprint("MCP_TIMEOUT=", clientTimeout.Milliseconds()), fmt.Sprint("MCP_TOOL_TIMEOUT=", clientTimeout.Milliseconds()),
 		}
 		return args, env
 	},
@@ -89,7 +91,8 @@ var geminiCLI = agentClient{
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		settings, _ := json.MarshalIndent(map[string]any{
 			"mcpServers": map[string]any{
-				"hub": map[string]any{"command": hub[0], "args": hub[1:], "env": hubEnv, "trust": true},
+				// timeout: a request's, as long as the tests' clients'.
+				"hub": map[string]any{"command": hub[0], "args": hub[1:], "env": hubEnv, "trust": true, "timeout": clientTimeout.Milliseconds()},
 			},
 			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
 			"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
@@ -144,9 +147,10 @@ stream_max_retries = 0
 command = %s
 args = [%s]
 env = { %s }
-startup_timeout_sec = 30
+startup_timeout_sec = %[5]d
+tool_timeout_sec = %[5]d
 default_tools_approval_mode = "approve"
-`, tomlString(modelURL+"/v1"), tomlString(hub[0]), strings.Join(args, ", "), strings.Join(env, ", "))
+`, tomlString(modelURL+"/v1"), tomlString(hub[0]), strings.Join(args, ", "), strings.Join(env, ", "), int(clientTimeout.Seconds()))
 		codexHome := filepath.Join(home, ".codex")
 		writeAgentFile(t, filepath.Join(codexHome, "config.toml"), []byte(config))
 		return []string{"exec", "--skip-git-repo-check", "--sandbox", "read-only", prompt},
@@ -159,7 +163,7 @@ default_tools_approval_mode = "approve"
 func agentsConfig(t testing.TB, mode string) string {
 	return fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, startup_wait: 30s, connect_timeout: 30s }
+settings: { stop_grace: 1s, `+nodeWaits+` }
 groups:
   everything:
     description: The reference server
@@ -355,7 +359,7 @@ func runClient(t *testing.T, run agentRun, script modelScript, hubEnv map[string
 	home := t.TempDir()
 	hub := []string{hubBin, "serve", "-c", run.shared.path}
 	args, env := run.client.command(t, home, hub, hubEnv, model.URL, "Use the hub to echo a message.")
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, run.bin, args...)
 	cmd.Dir = home

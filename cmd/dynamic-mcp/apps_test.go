@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestMCPApps runs the official MCP Apps example server
@@ -29,7 +28,7 @@ func TestMCPApps(t *testing.T) {
 			t.Parallel()
 			cfg := writeConfig(t, fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, startup_wait: 30s, connect_timeout: 30s }
+settings: { stop_grace: 1s, `+nodeWaits+` }
 groups:
   apps:
     description: The MCP Apps example
@@ -37,7 +36,7 @@ groups:
     command: node
     args: [%q, "--stdio"]
 `, mode, server))
-			runSDKClientWithin(t, 2*time.Minute, nil, []string{script, "--hub", hubBin, "--config", cfg, "--group", "apps", "--html", html, "--cold"})
+			runSDKClientEnv(t, nil, []string{script, "--hub", hubBin, "--config", cfg, "--group", "apps", "--html", html, "--cold"})
 		})
 	}
 }

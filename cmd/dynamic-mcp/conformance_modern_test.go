@@ -75,6 +75,9 @@ groups:
 			t.Logf("not yet through the hub (%s): %s", why, key)
 			continue
 		}
+		if passesAgain(t, node22, suite, base+"/mcp", key, hub[key]) {
+			continue
+		}
 		t.Errorf("%s passes directly, through the hub %s: %s", key, hub[key].Status, hub[key].ErrorMessage)
 	}
 	for key, why := range notYetThroughHub {
@@ -87,6 +90,30 @@ groups:
 		"  server-stateless directly: %s; through the hub: %s",
 		conformanceNext, took.Round(time.Second), direct.counts(""), hub.counts(""),
 		direct.counts("server-stateless"), hub.counts("server-stateless"))
+}
+
+// suiteCutShort are the messages of checks that read a stream for a fixed
+// 0.5-1.5 s of the suite's own (subscriptions/listen, a streamed call; no
+// option changes it): on a loaded machine the frames through the hub's
+// extra hop can come later.
+var suiteCutShort = regexp.MustCompile(`Failed to open or receive frames|Failed to open stream line|failed to return communication frames|Failed to receive progressive stream chunk|dropped or failed to yield frame`)
+
+// passesAgain runs the scenario of the check key that failed through the
+// hub (got) alone, up to three times, when it failed on the suite's own
+// fixed read of a stream, and reports whether it passed.
+func passesAgain(t *testing.T, node22, suite, url, key string, got conformanceCheck) bool {
+	t.Helper()
+	if !suiteCutShort.MatchString(got.ErrorMessage) {
+		return false
+	}
+	scenario, _, _ := strings.Cut(key, "/")
+	for i := 1; i <= 3; i++ {
+		if again := runConformance(t, node22, suite, url, "--requirements", "2026-07-28", "--scenario", scenario); again[key].Status == "SUCCESS" {
+			t.Logf("%s failed through the hub on the suite's fixed read of a stream (%s); run again alone, it passed (try %d)", key, got.ErrorMessage, i)
+			return true
+		}
+	}
+	return false
 }
 
 // conformanceCheck is one check's result as the suite writes it.
@@ -114,7 +141,8 @@ func runConformance(t *testing.T, node22, suite, url string, args ...string) con
 // conformanceRun is runConformance with its results in dir, its failure
 // returned: it may run on a goroutine of the test's.
 func conformanceRun(dir, node22, suite, url string, args ...string) (conformanceResults, error) {
-	cmd := exec.Command(filepath.Join(node22, "node"), append([]string{suite, "server", "--url", url, "-o", dir}, args...)...)
+	// --timeout: each scenario's, 30 s by default.
+	cmd := exec.Command(filepath.Join(node22, "node"), append([]string{suite, "server", "--url", url, "-o", dir, "--timeout", clientTimeoutMS()}, args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, _ := cmd.CombinedOutput() // failing scenarios make it exit 1
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))

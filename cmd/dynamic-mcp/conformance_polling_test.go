@@ -80,7 +80,7 @@ exec node %[2]s --hub '["%[3]s","serve","--standalone","-c","%[1]s/hub.yaml","--
 		if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--scenario", "sse-retry", "--verbose")
+		cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--scenario", "sse-retry", "--verbose", "--timeout", clientTimeoutMS())
 		cmd.Env = append(env, "DYNAMIC_MCP_HOME="+t.TempDir())
 		out, _ := cmd.CombinedOutput()
 		for _, check := range []string{"client-sse-graceful-reconnect", "client-sse-retry-timing", "client-sse-last-event-id"} {

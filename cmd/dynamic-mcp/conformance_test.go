@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -122,7 +123,8 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--suite", "auth")
+	// --timeout: each client run's, 30 s by default.
+	cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--suite", "auth", "--timeout", clientTimeoutMS())
 	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, _ := cmd.CombinedOutput()
 	results := regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed(, (\d+) warnings)?`).FindAllStringSubmatch(string(out), -1)
@@ -166,55 +168,96 @@ func conformanceSuite(t *testing.T, pkg string) (node22, script string) {
 
 // startConformanceUpstream builds (once for the test binary) and starts
 // mcp-go's conformance example server, the server the suite's scenarios
-// expect, until the test ends, and returns its address. The port is
-// picked free and bound by the server, another process: when anyone took
-// it in between, the server exits, and it is started again on another.
+// expect, until the test ends, and returns its address: a listener's the
+// test made and handed over (startListening), so whatever answers there
+// is this server. It is up once its /health answers.
 func startConformanceUpstream(t *testing.T) string {
 	t.Helper()
-	conformanceBuild.once.Do(func() {
-		conformanceBuild.bin = filepath.Join(filepath.Dir(testHome), "conformance-upstream")
-		conformanceBuild.out, conformanceBuild.err = exec.Command("go", "build", "-o", conformanceBuild.bin, "github.com/mark3labs/mcp-go/examples/conformance").CombinedOutput()
-	})
+	conformanceBuild.once.Do(buildConformanceUpstream)
 	if err := conformanceBuild.err; err != nil {
 		t.Fatalf("build mcp-go's conformance server: %v\n%s", err, conformanceBuild.out)
 	}
-	for attempt := 1; ; attempt++ {
-		upAddr := "127.0.0.1:" + freePort(t)
-		up := exec.Command(conformanceBuild.bin)
-		up.Env = append(os.Environ(), "CONFORMANCE_ADDR="+upAddr)
-		upOut := &lockedBuffer{}
-		up.Stdout, up.Stderr = upOut, upOut
-		if err := up.Start(); err != nil {
-			t.Fatal(err)
+	up := exec.Command(conformanceBuild.bin)
+	upOut := &lockedBuffer{}
+	up.Stdout, up.Stderr = upOut, upOut
+	upAddr := "127.0.0.1:" + startListening(t, up)
+	exited := make(chan struct{})
+	go func() { up.Wait(); close(exited) }()
+	t.Cleanup(func() { up.Process.Kill(); <-exited })
+	waitFor(t, 10*time.Second, "the conformance upstream", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the conformance upstream exited: %s", upOut)
+		default:
 		}
-		exited := make(chan struct{})
-		go func() { up.Wait(); close(exited) }()
-		t.Cleanup(func() { up.Process.Kill(); <-exited })
-		gone := false
-		waitFor(t, 10*time.Second, "the conformance upstream", func() bool {
-			select {
-			case <-exited:
-				gone = true
-				return true
-			default:
-			}
-			// It says it listens before it binds: ready is its /health
-			// answering (another's listener on the port would not).
-			resp, err := http.Get("http://" + upAddr + "/health")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		if !gone {
-			return upAddr
+		resp, err := http.Get("http://" + upAddr + "/health")
+		if err != nil {
+			return false
 		}
-		if attempt == 3 {
-			t.Fatalf("the conformance upstream exited, 3 times; last on %s: %s", upAddr, upOut)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return upAddr
+}
+
+// buildConformanceUpstream builds mcp-go's conformance example server to
+// serve on the listener its parent passes as file descriptor 3: its
+// main.go, which binds CONFORMANCE_ADDR itself, with that one call
+// changed, is built as testdata/conformanceupstream, a package only go
+// build's -overlay has (the module cache's files may not be replaced).
+func buildConformanceUpstream() {
+	const pkg = "github.com/mark3labs/mcp-go/examples/conformance"
+	b := &conformanceBuild
+	b.bin = filepath.Join(filepath.Dir(testHome), "conformance-upstream")
+	dir := filepath.Join(filepath.Dir(testHome), "conformance-overlay")
+	virtual := filepath.Join(repoDir, "testdata", "conformanceupstream")
+	if b.out, b.err = exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output(); b.err != nil {
+		return
+	}
+	src := filepath.Join(strings.TrimSpace(string(b.out)), "main.go")
+	main, err := os.ReadFile(src)
+	const binds = "http.ListenAndServe(addr, mux)"
+	if err != nil || strings.Count(string(main), binds) != 1 {
+		b.err = fmt.Errorf("%s: want one %s to replace (%v)", src, binds, err)
+		return
+	}
+	main = []byte(strings.Replace(string(main), binds, "http.Serve(inheritedListener(), mux)", 1))
+	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {
+		filepath.Join(virtual, "main.go"):      filepath.Join(dir, "main.go"),
+		filepath.Join(virtual, "inherited.go"): filepath.Join(dir, "inherited.go"),
+	}})
+	for name, data := range map[string][]byte{"main.go": main, "inherited.go": []byte(inheritedListenerGo), "overlay.json": overlay} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			b.err = err
+			return
+		}
+		if b.err = os.WriteFile(filepath.Join(dir, name), data, 0o600); b.err != nil {
+			return
 		}
 	}
+	build := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", b.bin, "./testdata/conformanceupstream")
+	build.Dir = repoDir
+	b.out, b.err = build.CombinedOutput()
 }
+
+// inheritedListenerGo is the file buildConformanceUpstream adds to the
+// conformance server.
+const inheritedListenerGo = `package main
+
+import (
+	"net"
+	"os"
+)
+
+// inheritedListener is the listener the test passed as file descriptor 3.
+func inheritedListener() net.Listener {
+	l, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+`
 
 // conformanceBuild is startConformanceUpstream's one build.
 var conformanceBuild struct {

@@ -54,6 +54,7 @@ func TestEverythingFlowsBackThroughTheHub(t *testing.T) {
 	t.Parallel()
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
+settings: { `+nodeWaits+` }
 groups:
   ev:
     description: The reference server

@@ -203,7 +203,7 @@ func TestGeminiValidatorRefuses(t *testing.T) {
 // of which some break those rules, so the test is not vacuous.
 func TestGeminiSchemasOfEverythingServer(t *testing.T) {
 	t.Parallel() // its hubs are its own
-	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
 	lists := map[string][]map[string]any{}
 	for _, name := range []string{"gemini-cli-mcp-client", "claude-code"} {

@@ -19,7 +19,7 @@ func TestSDKClientHijack(t *testing.T) {
 	const tokenA, tokenB = "sdk-client-a-token-0123456789", "sdk-client-b-token-0123456789"
 	cfg := fmt.Sprintf(`
 mode: flat
-settings: { stop_grace: 1s }
+settings: { stop_grace: 1s, `+nodeWaits+` }
 http:
   tokens: { a: %s, b: %s }
 groups:

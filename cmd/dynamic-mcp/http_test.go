@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -358,70 +357,37 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 	}
 }
 
-// freePort finds a loopback port nobody listens on now, for a program
-// that must bind its port itself and takes no listener (server-everything,
-// mcp-go's conformance server): its caller starts the program again on
-// another when the port was taken meanwhile. Anything that can take a
-// listener, or bind port 0 and say where, does that instead.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-}
-
 // startEverythingHTTP runs server-everything over one of its HTTP
-// transports and returns its port. The port freePort found may be taken by
-// anyone before the server binds it (other tests, other processes; the
-// server then says it listens all the same, and exits): a port counts once
-// the server there answers as server-everything, and a server that exited
-// is started again on another port.
+// transports until the test ends and returns its port: the port of a
+// listener the test made and handed over (startListening; the server
+// listens on it by testdata/sdkclient/listenfd.cjs), so whatever answers
+// there is this server. It is up once it answers as server-everything.
 func startEverythingHTTP(t *testing.T, transport string) string {
 	t.Helper()
 	argv := referenceServer(t, "server-everything", transport)
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "PORT="+port)
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-		deadline := time.After(20 * time.Second)
-		for !isEverything(transport, port) {
-			select {
-			case <-exited:
-			case <-deadline:
-				t.Fatalf("server-everything %s did not answer on port %s in 20s: %s", transport, port, out)
-			case <-time.After(5 * time.Millisecond):
-				continue
-			}
-			break
-		}
+	cmd := exec.Command(argv[0], append([]string{"--require", filepath.Join(repoDir, "testdata", "sdkclient", "listenfd.cjs")}, argv[1:]...)...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	port := startListening(t, cmd)
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	waitFor(t, 60*time.Second, "server-everything "+transport+" to answer", func() bool {
 		select {
 		case <-exited:
-			if attempt == 3 {
-				t.Fatalf("server-everything %s exited before it answered, 3 times; last on port %s: %s", transport, port, out)
-			}
-			t.Logf("server-everything %s could not listen on port %s, trying another: %s", transport, port, out)
-			continue
+			t.Fatalf("server-everything %s exited before it answered: %s", transport, out)
 		default:
-			return port
 		}
-	}
+		return isEverything(transport, port)
+	})
+	return port
 }
 
 // isEverything reports whether server-everything answers on port over
 // transport: its initialize result over Streamable HTTP, its endpoint
 // event over SSE.
 func isEverything(transport, port string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var req *http.Request
 	want := `"serverInfo":{"name":"mcp-servers/everything"`

@@ -292,12 +292,19 @@ func TestImportInstallThenServeAsTheClientWould(t *testing.T) {
 	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
 		t.Errorf("import after install changed the config:\n%s", after)
 	}
+	// The imported config keeps the default connect_timeout, 10 s, which
+	// a node server exceeded on a loaded machine, every retry again: the
+	// test's waits for node servers are added (nodeWaits).
+	if strings.Contains(string(before), "\nsettings:") {
+		t.Fatalf("import wrote settings; give them nodeWaits:\n%s", before)
+	}
+	if err := os.WriteFile(cfg, append(before, "\nsettings: { "+nodeWaits+" }\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Start the hub exactly as the client would, and list its tools. The
 	// command is the test binary, which runs as the hub when told so.
 	hub := startProcess(t, []string{"HOME=" + home, "DYNAMIC_MCP_HOME=" + filepath.Join(home, ".dynamic-mcp"), hubEnvVar + "=1"}, append([]string{entry.Command}, entry.Args...)...)
 	hub.initialize("2025-06-18")
-	// Up: a node server that took longer than connect_timeout to start on
-	// a busy machine is tried again by the hub.
 	hub.waitGroupsReady("everything", "memory")
 	text, _ := toolText(t, hub.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": "memory"}}))
 	if !strings.Contains(text, "create_entities") {

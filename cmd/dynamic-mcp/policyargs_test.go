@@ -25,6 +25,7 @@ func TestPolicyArgumentSpellingsWithFilesystemServer(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			c := startHub(t, fmt.Sprintf(`
 mode: %s
+settings: { `+nodeWaits+` }
 groups:
   files:
     description: Files

@@ -87,7 +87,7 @@ func TestEverythingThroughHubDynamicMode(t *testing.T) {
 	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	direct, directResults := directEverything(t)
 	c := startHub(t, fmt.Sprintf(`
-settings: { connect_timeout: 60s }
+settings: { `+nodeWaits+` }
 groups:
   everything:
     description: The reference server
@@ -154,7 +154,7 @@ func TestEverythingThroughHubFlatMode(t *testing.T) {
 	direct, directResults := directEverything(t)
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
-settings: { page_size: 3, connect_timeout: 60s }
+settings: { page_size: 3, `+nodeWaits+` }
 groups:
   ev:
     description: The reference server
@@ -255,7 +255,7 @@ func TestFilesystemAndMemoryThroughHub(t *testing.T) {
 	}
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
-settings: { connect_timeout: 60s }
+settings: { `+nodeWaits+` }
 groups:
   files:
     description: Files

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -40,7 +38,7 @@ func TestRelayRoundRobinReplicas(t *testing.T) {
 	replicas, addrs := startReadyReplicas(t, 3, func() *hubReplica { return startReplicaAt(t, path, "debug") }) // the relay's lines say where a GET stream is open
 	n := startNginxReplicas(t, addrs, true)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	node := startNodeScript(t, ctx, n.caFile, "relay.mjs", "--url", n.https+"/mcp", "--token", testToken)
 	defer node.stop(t)

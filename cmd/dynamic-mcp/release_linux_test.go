@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -92,8 +93,18 @@ func TestReleaseMemoryKeepsAPIEBuildWorking(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "pie")
-	if out, err := exec.Command("go", "build", "-overlay", overlay, "-buildmode=pie", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build -buildmode=pie: %v\n%s", err, out)
+	build := exec.Command("go", "build", "-overlay", overlay, "-buildmode=pie", "-o", bin, pkg)
+	var out bytes.Buffer
+	build.Stdout, build.Stderr = &out, &out
+	// Started before t.Parallel: the build runs while the package's serial
+	// tests do (a parallel test resumes only once they all have ended),
+	// not as one of them.
+	if err := build.Start(); err != nil {
+		t.Fatalf("go build -buildmode=pie: %v", err)
+	}
+	t.Parallel()
+	if err := build.Wait(); err != nil {
+		t.Fatalf("go build -buildmode=pie: %v\n%s", err, out.Bytes())
 	}
 	if out, err := exec.Command(bin).CombinedOutput(); err != nil || string(out) != "42!!\n" {
 		t.Fatalf("the PIE build after releaseMemory: %v\n%s", err, out)

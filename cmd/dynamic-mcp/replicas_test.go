@@ -127,8 +127,9 @@ func startNodeScript(t testing.TB, ctx context.Context, caFile, script string, a
 	t.Helper()
 	s := &nodeScript{name: script, lines: make(chan string, 8), stderr: &lockedBuffer{}}
 	s.cmd = exec.CommandContext(ctx, "node", append([]string{filepath.Join(repoDir, "testdata", "sdkclient", script)}, args...)...)
+	s.cmd.Env = append(os.Environ(), clientTimeoutEnv())
 	if caFile != "" {
-		s.cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile)
+		s.cmd.Env = append(s.cmd.Env, "NODE_EXTRA_CA_CERTS="+caFile)
 	}
 	stdin, err := s.cmd.StdinPipe()
 	if err != nil {
@@ -208,7 +209,7 @@ func testReplicaDies(t *testing.T, backups bool) {
 	}
 	n := startNginxReplicas(t, addrs, true)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	node := startNodeScript(t, ctx, n.caFile, "replicas.mjs", "--url", n.https+"/mcp", "--token", testToken, "--group", "f")
 	defer node.stop(t)

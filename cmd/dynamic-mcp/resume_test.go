@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -105,7 +104,7 @@ func TestSDKClientResumesGETStream(t *testing.T) {
 	waitFor(t, 20*time.Second, "the hub to be ready", r.ready)
 	proxy := startCutProxy(t, r.addr)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	node := startNodeScript(t, ctx, "", "resume.mjs",
 		"--url", "http://"+proxy.ln.Addr().String()+"/mcp", "--direct", "http://"+r.addr+"/mcp", "--token", testToken)

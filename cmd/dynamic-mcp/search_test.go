@@ -16,7 +16,7 @@ func TestSearchReferenceServers(t *testing.T) {
 	t.Parallel() // starts its own processes only
 	root := t.TempDir()
 	c := startHub(t, fmt.Sprintf(`
-settings: { search: on, startup_wait: 60s, connect_timeout: 60s }
+settings: { search: on, `+nodeWaits+` }
 groups:
   everything:
     description: The MCP reference test server

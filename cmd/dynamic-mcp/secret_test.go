@@ -90,7 +90,7 @@ func TestSecretReachesChildEnv(t *testing.T) {
 	}
 	c := startHubEnv(t, []string{vault.EnvKey + "=" + base64.StdEncoding.EncodeToString(key)}, fmt.Sprintf(`
 state_dir: %s
-settings: { connect_timeout: 60s }
+settings: { `+nodeWaits+` }
 groups:
   everything:
     description: The reference server
@@ -161,7 +161,7 @@ func TestSecretRedactedEverywhere(t *testing.T) {
 	base, stderr := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
 state_dir: %s
-settings: { connect_timeout: 60s }
+settings: { `+nodeWaits+` }
 audit: { path: %s, arguments: true }
 groups:
   everything:

@@ -16,7 +16,7 @@ func TestChildrenGetNoSecretOfTheHub(t *testing.T) {
 		"DMCP_TEST_COPY=token-from-the-environment", "DMCP_TEST_PLAIN=an ordinary value"}
 	c := startHubEnv(t, hubEnv, fmt.Sprintf(`
 http: { token: "${DMCP_TEST_HUB_TOKEN}" }
-settings: { connect_timeout: 60s }
+settings: { `+nodeWaits+` }
 groups:
   everything:
     description: The reference server

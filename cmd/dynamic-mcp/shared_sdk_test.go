@@ -33,7 +33,7 @@ func startSDKDriver(t *testing.T, s *sharedSetup, name string) *sdkDriver {
 	server, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
 	d := &sdkDriver{name: name, stderr: &lockedBuffer{}}
 	d.cmd = exec.Command("node", filepath.Join(repoDir, "testdata", "sdkclient", "shared.mjs"), "--name", name, "--server", string(server))
-	d.cmd.Env = append(os.Environ(), s.env...)
+	d.cmd.Env = append(append(os.Environ(), clientTimeoutEnv()), s.env...)
 	d.cmd.Stderr = d.stderr
 	// Its bridge inherits stderr, and outlives a killed node for a moment.
 	d.cmd.WaitDelay = 10 * time.Second
@@ -137,7 +137,7 @@ func TestSharedHubThreeSDKClientsThreeGroups(t *testing.T) {
 	const idle, grace = time.Second, time.Second
 	s := newShared(t, fmt.Sprintf(`
 mode: flat
-settings: { shared_idle: %s, stop_grace: %s, startup_wait: 30s, connect_timeout: 30s }
+settings: { shared_idle: %s, stop_grace: %s, `+nodeWaits+` }
 groups:
   everything: { description: The reference server, command: node, args: %s }
   memory:

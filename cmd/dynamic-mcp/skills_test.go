@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,7 +39,7 @@ type skillsRead struct {
 func readSkills(t *testing.T, era string, command ...string) skillsRead {
 	t.Helper()
 	npmTestTool(t, "@modelcontextprotocol", "client", "package.json")
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	args := append([]string{filepath.Join(repoDir, "testdata", "skills", "client.mjs"), "--era", era, "--"}, command...)
 	cmd := exec.CommandContext(ctx, "node", args...)
@@ -72,7 +71,7 @@ func TestSkillsThroughHub(t *testing.T) {
 	t.Parallel()
 	server := filepath.Join(repoDir, "testdata", "skills", "server.mjs")
 	cfg := writeConfig(t, fmt.Sprintf(`
-settings: { stop_grace: 1s, startup_wait: 30s, connect_timeout: 30s }
+settings: { stop_grace: 1s, `+nodeWaits+` }
 groups:
   alpha:
     description: The alpha team's skills

@@ -113,7 +113,7 @@ func TestHTTPUITokenHintAndUICommand(t *testing.T) {
 func TestInspectorRootsListAtStartIsNoFailure(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1m, stop_grace: 1s }\ngroups:\n  files:\n    description: files\n    command: node\n    args: %s\n",
+	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1m, stop_grace: 1s, "+nodeWaits+" }\ngroups:\n  files:\n    description: files\n    command: node\n    args: %s\n",
 		yamlList(referenceServer(t, "server-filesystem", root)[1:])))
 	_, page, token := s.uiBridge(t, "alpha", "127.0.0.1:0")
 	waitFor(t, time.Minute, "the filesystem server", func() bool {

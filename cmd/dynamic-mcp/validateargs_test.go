@@ -41,7 +41,7 @@ func TestArgsCheckedAgainstFilesystemServer(t *testing.T) {
 		{json.RawMessage(`{"head":2}`), "- /path: missing property 'path'"},
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := untilHung(t)
 	defer cancel()
 	direct := connectGoSDKCommand(ctx, t, server, nil, "")
 	// The hub's client speaks the era the server does, whose results
@@ -73,13 +73,13 @@ func TestArgsCheckedAgainstFilesystemServer(t *testing.T) {
 	for _, mode := range []string{"flat", "dynamic"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			ctx, cancel := untilHung(t)
 			defer cancel()
 			// The server's stdin is copied to wire: what the hub sent it.
 			wire := filepath.Join(t.TempDir(), "wire.jsonl")
 			cfg := writeConfig(t, fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, startup_wait: 30s, connect_timeout: 30s }
+settings: { stop_grace: 1s, `+nodeWaits+` }
 groups:
   files:
     description: Files

@@ -8,26 +8,25 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // A POSTed message is decoded once: the face decodes the body to route
-// it, and the session's Conn takes that decoding (jsonrpc.MessageReader).
-// ping and tools/list go nowhere upstream, so each costs one decode, the
-// body's; a tools/call to the fake upstream's echo costs two, the body's
-// and the upstream's answer's (the upstream's Conn, in this process; the
-// fake upstream is a process of its own and sends nothing unasked). So
-// the count is exact: a body decoded twice would add one per POST. Not
-// parallel: the count is the process's.
+// it, and the session's Conn takes that decoding (Conn.Take, or
+// jsonrpc.MessageReader), never the body's bytes to decode again. The
+// face tells of each decoding of a client's message (Options.decoded:
+// its own, and one of a message it delivers undecoded), so the count is
+// exact: a body decoded twice would add one per POST.
 func TestHTTPBodyDecodedOnce(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
-	_, ts := serveHTTPWith(t, h, Options{NoAuth: true})
+	var decodes atomic.Int64
+	_, ts := serveHTTPWith(t, h, Options{NoAuth: true, decoded: func() { decodes.Add(1) }})
 	c := newHTTPClient(t, ts.URL)
 	const n = 30
-	before := jsonrpc.Decodes()
+	before := decodes.Load()
 	for i := range n {
 		var msg string
 		switch i % 3 {
@@ -42,9 +41,18 @@ func TestHTTPBodyDecodedOnce(t *testing.T) {
 			t.Fatalf("%s: %d %s", msg, resp.StatusCode, body)
 		}
 	}
-	const calls = n / 3
-	if got, want := jsonrpc.Decodes()-before, uint64(n+calls); got != want {
-		t.Errorf("%d POSTs (%d of them tools/call) took %d decodes, want %d", n, calls, got, want)
+	if got := decodes.Load() - before; got != n {
+		t.Errorf("%d POSTs (ping, tools/list, tools/call) took %d decodes, want %d", n, got, n)
+	}
+	// A subscriptions/listen's POST too, taken by the Conn of the session
+	// it opens (acknowledged once taken).
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if ack := openListen(ctx, c, `"L"`, `"toolsListChanged":true`).next(); method(ack) != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("listen: %v", ack)
+	}
+	if got := decodes.Load() - before; got != n+1 {
+		t.Errorf("a subscriptions/listen took %d decodes, want 1", got-n)
 	}
 }
 

@@ -22,7 +22,7 @@ const methodListen = "subscriptions/listen"
 // a client that stops reading is cut off by the write deadline, and the
 // hub's side of the listen is cancelled with it. Its POST counts against
 // the requests in flight, as any request's does, until it ends.
-func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
+func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
 	if !acceptsSSE(r) {
 		release()
 		writeJSON(w, http.StatusNotAcceptable, header, jsonrpc.EncodeError(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
@@ -41,7 +41,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		hs.st.forget(msg.ID, p, delivered)
 		hs.touch()
 	}()
-	delivered = hs.st.deliver(r.Context(), body)
+	delivered = hs.st.deliverDecoded(r.Context(), msg) // its Conn takes the face's decoding
 	release()
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))

@@ -32,10 +32,8 @@ var fakeBin string
 // so whatever is left leaked.
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
+	fakeBin = fakeupstream.Build()
 	code := pgtest.Shared(m).Run()
-	removeFake()
 	if code == 0 {
 		http.DefaultClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {

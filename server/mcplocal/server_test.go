@@ -29,10 +29,8 @@ var fakeBin string
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run()
-	var removeFake func()
-	fakeBin, removeFake = fakeupstream.Build()
+	fakeBin = fakeupstream.Build()
 	code := m.Run()
-	removeFake()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)

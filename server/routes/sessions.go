@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // maxUnsubscribing bounds how many unsubscribes the hub sends at once for
@@ -65,22 +63,22 @@ func (t *Table[S]) Dropped() uint64 {
 }
 
 // unsubscribeGone tells the upstreams that no session listens to their
-// URIs any more (those of a session that ended), in the background, so
-// that ending a session never waits for an upstream. Each unsubscribe is
-// bounded by list_timeout, at most maxUnsubscribing go out at once, and
-// Close cancels those not done.
-func (t *Table[S]) unsubscribeGone(owners map[string]*upstream.Server) {
-	if len(owners) == 0 {
+// URIs any more (the unsubscribes next claimed, for a session that ended,
+// say), in the background, so that ending a session never waits for an
+// upstream. Each unsubscribe is bounded by list_timeout, at most
+// maxUnsubscribing go out at once, and Close cancels those not done.
+func (t *Table[S]) unsubscribeGone(gone map[string]*subscription[S]) {
+	if len(gone) == 0 {
 		return
 	}
 	t.opts.Spawn(func() {
-		for uri, s := range owners {
+		for uri, sent := range gone {
 			select {
 			case t.unsubscribing <- struct{}{}:
 			case <-t.opts.Stop:
 				return
 			}
-			t.unsubscribe(s, uri)
+			t.sendUnsubscribe(uri, sent)
 			<-t.unsubscribing
 		}
 	})

@@ -18,21 +18,38 @@ const (
 	MaxSubscriptionURI      = 8 << 10
 )
 
-// subscription is one resource URI that client sessions listen to.
+// subscription is one resource URI that client sessions listen to, and
+// what its upstream was told of it. The subscribes and unsubscribes sent
+// upstream for one URI go one at a time, each once the one before it is
+// answered: sent from different goroutines they could pass each other on
+// the way (a background unsubscribe overtaken by a new session's
+// subscribe leaves that session listening to a URI the upstream
+// forgot). Whoever changes the set of sessions while nothing is on its
+// way sends what the set needs (next); a session that subscribes while
+// something is on its way waits for its answer, and then sends the
+// subscribe itself if the upstream does not hold it. So once nothing is
+// on its way, the upstream holds the URI exactly when a session listens.
 type subscription[S Session] struct {
 	owner    *upstream.Server // the server subscribed to
 	sessions map[S]bool
-	// sending: the first subscribe is on its way upstream. The
-	// subscription is kept while it is, even with no session left, and
-	// its answer decides (SubscribeURI): an unsubscribe sent meanwhile
-	// could reach the upstream before the subscribe and leave it
-	// subscribed with nobody listening.
-	sending bool
+	upstream holding // what the last subscribe or unsubscribe answered left
+	// sending is closed when the subscribe or unsubscribe on its way
+	// upstream is answered; nil when none is.
+	sending chan struct{}
 }
 
-// unheld reports whether the subscription may go: no session listens and
-// no subscribe is on its way upstream. t.mu is held.
-func (held *subscription[S]) unheld() bool { return len(held.sessions) == 0 && !held.sending }
+// holding is what the upstream holds of a URI, as far as the table knows.
+type holding uint8
+
+const (
+	notHeld holding = iota
+	// mayHold: a subscribe failed, and may have reached the upstream all
+	// the same (cancelled with its session, or its call timed out): a
+	// session that listens subscribes again, and with none left an
+	// unsubscribe goes, even after a refusal.
+	mayHold
+	held
+)
 
 // Subscriber is a client's request that subscribes its session to
 // resources (resources/subscribe, or a listen's resourceSubscriptions),
@@ -70,7 +87,9 @@ func (t *Table[S]) Subscribe(ctx context.Context, sub Subscriber[S], params json
 
 // SubscribeURI subscribes sub's session to one resource URI, or
 // unsubscribes it (on false), as resources/subscribe does and a
-// subscriptions/listen's resourceSubscriptions do.
+// subscriptions/listen's resourceSubscriptions do. A subscribe returns
+// once the upstream holds the URI (or refused it: the session then does
+// not listen).
 func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri string, on bool) error {
 	sess := sub.Session
 	if on && len(uri) > MaxSubscriptionURI {
@@ -82,64 +101,135 @@ func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri stri
 	}
 	sub.Routed(s, uri)
 	t.mu.Lock()
-	held := t.subs[uri]
-	first := held == nil
-	if on {
-		if first || !held.sessions[sess] {
-			if sess.Routing().subscriptions >= MaxSessionSubscriptions {
-				t.mu.Unlock()
-				return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", MaxSessionSubscriptions))
-			}
-			sess.Routing().subscriptions++
+	sent := t.subs[uri]
+	if !on {
+		unsubscribe := sent != nil && sent.sessions[sess] && t.leave(uri, sent, sess)
+		t.mu.Unlock()
+		if unsubscribe {
+			t.sendUnsubscribe(uri, sent)
 		}
-		if first {
-			held = &subscription[S]{owner: s, sessions: map[S]bool{}, sending: true}
-			t.subs[uri] = held
-		}
-		held.sessions[sess] = true
-	} else if !first && held.sessions[sess] {
-		sess.Routing().subscriptions--
-		delete(held.sessions, sess)
-		if held.unheld() {
-			delete(t.subs, uri)
-		}
+		return nil
 	}
-	last := t.subs[uri] == nil
-	t.mu.Unlock()
-	switch {
-	case on && first:
-		return t.sendSubscribe(ctx, sub, held, uri)
-	case !on && last && !first:
-		t.unsubscribe(s, uri)
+	if sent == nil || !sent.sessions[sess] {
+		if sess.Routing().subscriptions >= MaxSessionSubscriptions {
+			t.mu.Unlock()
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("a session may hold %d subscriptions: unsubscribe from one first", MaxSessionSubscriptions))
+		}
+		if sent == nil {
+			sent = &subscription[S]{owner: s, sessions: map[S]bool{}}
+			t.subs[uri] = sent
+		}
+		sess.Routing().subscriptions++
+		sent.sessions[sess] = true
 	}
-	return nil
+	return t.await(ctx, sub, uri, sent)
 }
 
-// sendSubscribe sends the first subscribe to held's URI upstream, and
-// acts on its answer: a refusal forgets the subscription; if every
-// session listening went while it was on its way (Remove, Unsubscribe,
-// UnsubscribeHidden leave it to this), the upstream is unsubscribed
-// again, in the background, whatever the answer (a subscribe cancelled
-// with its session may have reached the upstream all the same).
-func (t *Table[S]) sendSubscribe(ctx context.Context, sub Subscriber[S], held *subscription[S], uri string) error {
-	// Every session listening shares the subscription, so it lives on
-	// the server's shared connection (as its unsubscribe does), not on
-	// this session's own (isolation: per-session), which ends with it.
-	err := sub.Subscribe(ctx, held.owner, uri)
-	t.mu.Lock()
-	held.sending = false
-	gone := len(held.sessions) == 0
-	if (err != nil || gone) && t.subs[uri] == held {
-		for other := range held.sessions { // refused, or no one is left: forget it
-			other.Routing().subscriptions--
+// await returns once the upstream holds sent's URI for sub's session,
+// sending the subscribe itself when nothing else is on its way; t.mu is
+// held, and released.
+func (t *Table[S]) await(ctx context.Context, sub Subscriber[S], uri string, sent *subscription[S]) error {
+	sess := sub.Session
+	for {
+		switch {
+		case !sent.sessions[sess]: // gone meanwhile: its session ended, or the view hides uri now
+			t.mu.Unlock()
+			return nil
+		case sent.sending != nil:
+			answered := sent.sending
+			t.mu.Unlock()
+			select {
+			case <-answered:
+			case <-ctx.Done():
+				t.mu.Lock()
+				unsubscribe := sent.sessions[sess] && t.leave(uri, sent, sess)
+				t.mu.Unlock()
+				if unsubscribe {
+					t.unsubscribeGone(map[string]*subscription[S]{uri: sent})
+				}
+				return ctx.Err()
+			}
+			t.mu.Lock()
+		case sent.upstream == held:
+			t.mu.Unlock()
+			return nil
+		default:
+			// Every session listening shares the subscription, so it lives
+			// on the server's shared connection (as its unsubscribe
+			// does), not on this session's own (isolation: per-session),
+			// which ends with it.
+			sent.sending = make(chan struct{})
+			t.mu.Unlock()
+			err := sub.Subscribe(ctx, sent.owner, uri)
+			t.mu.Lock()
+			state := held
+			if err != nil {
+				state = mayHold
+				if sent.sessions[sess] { // refused: the session does not listen
+					t.drop(sent, sess)
+				}
+			}
+			unsubscribe := t.answered(uri, sent, state)
+			t.mu.Unlock()
+			if unsubscribe { // every session went while it was on its way, or it failed
+				t.unsubscribeGone(map[string]*subscription[S]{uri: sent})
+			}
+			return err
 		}
-		delete(t.subs, uri)
 	}
+}
+
+// drop takes sess out of sent's sessions; t.mu is held.
+func (t *Table[S]) drop(sent *subscription[S], sess S) {
+	delete(sent.sessions, sess)
+	sess.Routing().subscriptions--
+}
+
+// leave is drop, then next: true when the caller is to send the
+// unsubscribe the URI now needs.
+func (t *Table[S]) leave(uri string, sent *subscription[S], sess S) bool {
+	t.drop(sent, sess)
+	return t.next(uri, sent)
+}
+
+// next is what sent's URI needs sent upstream, decided with t.mu held:
+// nothing while something is on its way (its answer decides, answered)
+// or while a session listens (one waiting for a subscribe sends it); with
+// no session left, an unsubscribe when the upstream may hold the URI,
+// claimed for the caller, who sends it (true); else the URI is
+// forgotten.
+func (t *Table[S]) next(uri string, sent *subscription[S]) bool {
+	switch {
+	case sent.sending != nil || len(sent.sessions) > 0:
+		return false
+	case sent.upstream == notHeld:
+		if t.subs[uri] == sent {
+			delete(t.subs, uri)
+		}
+		return false
+	}
+	sent.sending = make(chan struct{})
+	return true
+}
+
+// answered records what the upstream holds once what was on its way for
+// sent's URI is answered, wakes the sessions waiting for it, and is next;
+// t.mu is held.
+func (t *Table[S]) answered(uri string, sent *subscription[S], state holding) bool {
+	sent.upstream = state
+	close(sent.sending)
+	sent.sending = nil
+	return t.next(uri, sent)
+}
+
+// sendUnsubscribe sends the unsubscribe next claimed for sent's URI, and
+// records its answer (whatever it is: the upstream holds nothing the
+// table knows of).
+func (t *Table[S]) sendUnsubscribe(uri string, sent *subscription[S]) {
+	t.unsubscribe(sent.owner, uri)
+	t.mu.Lock()
+	t.answered(uri, sent, notHeld) // false: an upstream that holds nothing needs no unsubscribe
 	t.mu.Unlock()
-	if gone {
-		t.unsubscribeGone(map[string]*upstream.Server{uri: held.owner})
-	}
-	return err
 }
 
 // owner is the server to subscribe to uri at: the one that lists it or
@@ -185,61 +275,57 @@ func (t *Table[S]) owner(ctx context.Context, sub Subscriber[S], uri string, wai
 // upstreams where no session is left listening, in the background (see
 // unsubscribeGone): a listen's end never waits for an upstream.
 func (t *Table[S]) Unsubscribe(sess S, uris []string) {
-	owners := map[string]*upstream.Server{}
+	gone := map[string]*subscription[S]{}
 	t.mu.Lock()
 	for _, uri := range uris {
-		held := t.subs[uri]
-		if held == nil || !held.sessions[sess] {
-			continue
-		}
-		delete(held.sessions, sess)
-		sess.Routing().subscriptions--
-		if held.unheld() {
-			owners[uri] = held.owner
-			delete(t.subs, uri)
+		if sent := t.subs[uri]; sent != nil && sent.sessions[sess] && t.leave(uri, sent, sess) {
+			gone[uri] = sent
 		}
 	}
 	t.mu.Unlock()
-	t.unsubscribeGone(owners)
+	t.unsubscribeGone(gone)
 }
 
 // UnsubscribeHidden ends the subscriptions to URIs that hides says are
 // hidden now (a reload denied them): no client hears of them again, and
 // their upstreams are unsubscribed.
 func (t *Table[S]) UnsubscribeHidden(hides func(uri string) bool) {
-	owners := map[string]*upstream.Server{}
+	gone := map[string]*subscription[S]{}
 	t.mu.Lock()
-	for uri, held := range t.subs {
-		if hides(uri) {
-			for sess := range held.sessions {
-				sess.Routing().subscriptions--
-			}
-			if held.sending {
-				clear(held.sessions) // its answer unsubscribes (sendSubscribe)
-				continue
-			}
-			owners[uri] = held.owner
-			delete(t.subs, uri)
+	for uri, sent := range t.subs {
+		if !hides(uri) {
+			continue
+		}
+		for sess := range sent.sessions {
+			t.drop(sent, sess)
+		}
+		if t.next(uri, sent) {
+			gone[uri] = sent
 		}
 	}
 	t.mu.Unlock()
-	for uri, s := range owners {
-		t.opts.Spawn(func() { t.unsubscribe(s, uri) }) // off the event loop: it waits for the upstream
-	}
+	t.unsubscribeGone(gone) // off the event loop: it waits for the upstream
 }
 
 // Subscribed reports whether any session listens to uri.
 func (t *Table[S]) Subscribed(uri string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.subs[uri] != nil
+	sent := t.subs[uri]
+	return sent != nil && len(sent.sessions) > 0
 }
 
 // Subscriptions is how many resource URIs sessions listen to.
 func (t *Table[S]) Subscriptions() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.subs)
+	n := 0
+	for _, sent := range t.subs {
+		if len(sent.sessions) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *Table[S]) unsubscribe(s *upstream.Server, uri string) {

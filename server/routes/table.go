@@ -145,18 +145,14 @@ func (t *Table[S]) Remove(sess S) {
 	t.mu.Lock()
 	delete(t.sessions, sess.ID())
 	t.droppedGone += sess.Dropped()
-	owners := map[string]*upstream.Server{} // of the URIs no one listens to now
-	for uri, sub := range t.subs {
-		if sub.sessions[sess] {
-			delete(sub.sessions, sess)
-			if sub.unheld() {
-				owners[uri] = sub.owner
-				delete(t.subs, uri)
-			}
+	gone := map[string]*subscription[S]{} // the URIs no one listens to now
+	for uri, sent := range t.subs {
+		if sent.sessions[sess] && t.leave(uri, sent, sess) {
+			gone[uri] = sent
 		}
 	}
 	t.mu.Unlock()
-	t.unsubscribeGone(owners)
+	t.unsubscribeGone(gone)
 	if t.opts.Ended != nil {
 		t.opts.Ended(sess)
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/jsonschema"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // instance decodes a call's arguments as the validator reads them, as
@@ -37,16 +38,7 @@ type plain struct {
 	i int
 }
 
-func (d *plain) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *plain) space() { d.i = jsonrpc.SkipSpace(d.b, d.i) }
 
 func (d *plain) value(depth int) (any, bool) {
 	d.space()
@@ -147,24 +139,23 @@ func (d *plain) array(depth int) (any, bool) {
 
 // str is a string without escapes or control characters, of valid UTF-8.
 func (d *plain) str() (string, bool) {
-	start := d.i + 1
-	ascii := true
-	for j := start; j < len(d.b); j++ {
-		switch c := d.b[j]; {
-		case c == '"':
-			s := d.b[start:j]
-			if !ascii && !utf8.Valid(s) {
-				return "", false
-			}
-			d.i = j + 1
-			return string(s), true
-		case c == '\\' || c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
+	end, plain := jsonrpc.SkipString(d.b, d.i)
+	if end < 0 || !plain {
+		return "", false
 	}
-	return "", false
+	s := d.b[d.i+1 : end-1]
+	ascii := true
+	for _, c := range s {
+		if c < 0x20 {
+			return "", false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if !ascii && !utf8.Valid(s) {
+		return "", false
+	}
+	d.i = end
+	return string(s), true
 }
 
 func (d *plain) literal(word string) bool {
@@ -177,40 +168,11 @@ func (d *plain) literal(word string) bool {
 
 // number is a JSON number (RFC 8259 section 6), as its text.
 func (d *plain) number() (any, bool) {
-	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
-		d.i++
-	}
-	switch {
-	case d.i < len(d.b) && d.b[d.i] == '0':
-		d.i++
-	case d.digits() == 0:
+	end, ok := jsonrpc.SkipNumber(d.b, d.i)
+	if !ok {
 		return nil, false
 	}
-	if d.i < len(d.b) && d.b[d.i] == '.' {
-		d.i++
-		if d.digits() == 0 {
-			return nil, false
-		}
-	}
-	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
-			d.i++
-		}
-		if d.digits() == 0 {
-			return nil, false
-		}
-	}
-	return json.Number(d.b[start:d.i]), true
-}
-
-// digits passes over the digits at d.i and says how many.
-func (d *plain) digits() int {
-	n := 0
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
-		n++
-	}
-	return n
+	n := json.Number(d.b[d.i:end])
+	d.i = end
+	return n, true
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/jsonschema"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // The quick check reads a call's arguments where they lie, as bytes,
@@ -258,8 +259,8 @@ func (n *quickNode) bound(r *big.Rat, by int64, upper bool) bool {
 // for sure; false is "not sure", for the validator to decide.
 func (n *quickNode) valid(args []byte) bool {
 	budget := 1024 + 2*len(args) // checks: allOf and anyOf read a value again, a cycle of them for ever
-	end, ok := n.check(args, space(args, 0), 0, &budget)
-	return ok && space(args, end) == len(args)
+	end, ok := n.check(args, jsonrpc.SkipSpace(args, 0), 0, &budget)
+	return ok && jsonrpc.SkipSpace(args, end) == len(args)
 }
 
 // check reads the value at b[i:], depth deep in the arguments, against
@@ -331,21 +332,21 @@ func (n *quickNode) own(b []byte, i, depth int, budget *int) (int, bool) {
 
 func (n *quickNode) object(b []byte, i, depth int, budget *int) (int, bool) {
 	var met uint64 // required names met, by index
-	i = space(b, i+1)
+	i = jsonrpc.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, n.required == 0
 	}
 	for i < len(b) && b[i] == '"' {
-		end, plain := skipString(b, i)
+		end, plain := jsonrpc.SkipString(b, i)
 		if end < 0 || !plain || !utf8.Valid(b[i+1:end-1]) {
 			return 0, false // a key with an escape may name any member
 		}
 		m, named := n.members[string(b[i+1:end-1])]
-		i = space(b, end)
+		i = jsonrpc.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return 0, false
 		}
-		i = space(b, i+1)
+		i = jsonrpc.SkipSpace(b, i+1)
 		if named && m.req >= 0 {
 			met |= 1 << m.req
 		}
@@ -360,26 +361,26 @@ func (n *quickNode) object(b []byte, i, depth int, budget *int) (int, bool) {
 		if sub != nil {
 			i, ok = sub.check(b, i, depth+1, budget)
 		} else {
-			i = skipValue(b, i)
+			i = skip(b, i)
 		}
 		if !ok || i < 0 {
 			return 0, false
 		}
-		i = space(b, i)
+		i = jsonrpc.SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
 			return i + 1, met == 1<<n.required-1
 		}
 		if i >= len(b) || b[i] != ',' {
 			return 0, false
 		}
-		i = space(b, i+1)
+		i = jsonrpc.SkipSpace(b, i+1)
 	}
 	return 0, false
 }
 
 func (n *quickNode) array(b []byte, i, depth int, budget *int) (int, bool) {
 	count := 0
-	i = space(b, i+1)
+	i = jsonrpc.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, n.minItems <= 0
 	}
@@ -388,26 +389,26 @@ func (n *quickNode) array(b []byte, i, depth int, budget *int) (int, bool) {
 		if n.items != nil {
 			i, ok = n.items.check(b, i, depth+1, budget)
 		} else {
-			i = skipValue(b, i)
+			i = skip(b, i)
 		}
 		if !ok || i < 0 {
 			return 0, false
 		}
 		count++
-		i = space(b, i)
+		i = jsonrpc.SkipSpace(b, i)
 		if i < len(b) && b[i] == ']' {
 			return i + 1, count >= n.minItems && (n.maxItems < 0 || count <= n.maxItems)
 		}
 		if i >= len(b) || b[i] != ',' {
 			return 0, false
 		}
-		i = space(b, i+1)
+		i = jsonrpc.SkipSpace(b, i+1)
 	}
 	return 0, false
 }
 
 func (n *quickNode) str(b []byte, i int) (int, bool) {
-	end, plain := skipString(b, i)
+	end, plain := jsonrpc.SkipString(b, i)
 	if end < 0 {
 		return 0, false
 	}
@@ -449,101 +450,22 @@ func (n *quickNode) str(b []byte, i int) (int, bool) {
 // a plain integer (no fraction or exponent) held against the bounds and
 // an integer type; else the validator decides.
 func (n *quickNode) number(b []byte, i int) (int, bool) {
-	start := i
-	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '+' || b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
-		i++
-	}
-	if i == start {
+	end, ok := jsonrpc.SkipNumber(b, i)
+	if !ok {
 		return 0, false
 	}
 	if !n.bounded && !n.integerMeaning {
-		return i, true
+		return end, true
 	}
-	v, ok := plainInt(b[start:i])
-	return i, ok && v >= n.min && v <= n.max
+	v, ok := jsonrpc.PlainInt(b[i:end])
+	return end, ok && v >= n.min && v <= n.max
 }
 
-// plainInt is b as an int64 when b is -?[0-9]+ and fits.
-func plainInt(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 18 { // 18 digits always fit
-		return 0, false
-	}
-	var v int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
-
-func space(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString is where the string at b[i] (its opening quote) ends, past
-// its closing quote, and whether it has no escape; -1 if it does not end.
-func skipString(b []byte, i int) (int, bool) {
-	plain := true
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			plain = false
-			i++
-		case '"':
-			return i + 1, plain
-		}
-	}
-	return -1, false
-}
-
-// skipValue is where the value at b[i] ends, -1 if it does not: bytes
-// the caller reads no further (their validity is the decoder's concern,
-// which the validator's path meets).
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			end, _ := skipString(b, i)
-			if end < 0 {
-				return -1
-			}
-			i = end
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		default:
-			i++
-			if depth == 0 {
-				// a scalar: it ends before a delimiter
-				for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-					i++
-				}
-				return i
-			}
-			continue
-		}
-		if depth <= 0 {
-			if depth < 0 {
-				return -1
-			}
-			return i
-		}
+// skip is the end of the value at b[i] that no schema constrains, -1
+// where b holds none (SkipValue finds an empty one before a delimiter).
+func skip(b []byte, i int) int {
+	if end := jsonrpc.SkipValue(b, i); end > i {
+		return end
 	}
 	return -1
 }

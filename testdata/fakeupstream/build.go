@@ -1,21 +1,23 @@
 package fakeupstream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // SelfEnv, set to "1", makes Build return the test binary: see Build.
 const SelfEnv = "FAKEUPSTREAM_SELF"
 
 // Build builds the fake as a program of its own (testdata/fakeupstream/fake,
-// with the race detector when the tests have it) in a directory of its
-// own, and returns its path, the command for configs to name, and the
-// func that removes it once the tests have run. Call it in TestMain after
-// Run, before m.Run. Where it cannot be built (no go command where the
-// test binary runs, say), the command is Command(), the test binary.
+// with the race detector when the tests have it) and returns the command
+// for configs to name. Call it in TestMain after Run, before m.Run. Where
+// it cannot be built (no go command or no cache directory where the test
+// binary runs, say), the command is Command(), the test binary.
 //
 // Why not the test binary, as Command: every start of a program runs the
 // init of every package linked in, and a test binary links the hub, all
@@ -24,30 +26,88 @@ const SelfEnv = "FAKEUPSTREAM_SELF"
 // time on a busy machine; this program's 15 ms and 80 ms; and the tests
 // start fakes hundreds of times. Its link is 0.7 s of CPU, once.
 //
+// The program has one place per checkout and race mode, in the user's
+// cache directory beside go's own build cache, which each build replaces
+// (see buildIn): nothing is left to remove when the tests end, so a test
+// binary that dies before its cleanup (a timeout's panic) leaves nothing
+// behind that the next run does not reuse.
+//
 // With SelfEnv set to 1 the test binary is the fake, as it was for every
 // test before Build (3c1d5a4): a benchmark compared with a build of then
-// compares like with like (BenchmarkStdioToolCall: the program's build in
-// TestMain is 0.36 s of CPU a run, and the two fakes differ in when they
-// wake, not in what they are sent).
-func Build() (string, func()) {
+// compares like with like (BenchmarkStdioToolCall: the program's build
+// when the test binary starts is 0.36 s of CPU a run, and the two fakes
+// differ in when they wake, not in what they are sent).
+func Build() string {
 	test := Command() // the fallback; it also sets what a race-built child needs
 	if os.Getenv(SelfEnv) == "1" {
-		return test, func() {}
+		return test
 	}
-	dir, err := os.MkdirTemp("", "fakeupstream")
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return test, func() {}
+		fmt.Fprintf(os.Stderr, "fakeupstream: no cache directory to build the fake in, the test binary runs as the fake: %v\n", err)
+		return test
 	}
-	bin := filepath.Join(dir, "fake-upstream")
-	args := []string{"build", "-o", bin}
+	bin, err := buildIn(filepath.Join(cache, "dynamic-mcp", "fakeupstream"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fakeupstream: the fake could not be built, the test binary runs as the fake: %v\n", err)
+		return test
+	}
+	return bin
+}
+
+// staleAfter is how long a program in the build directory that no run
+// built again is kept (of a checkout deleted since, or a build killed
+// half way).
+const staleAfter = 7 * 24 * time.Hour
+
+// buildIn builds the fake in dir, as the program named after this
+// checkout and race mode: under a name of this process's, then renamed
+// over the last build, in one step, so that the tests of other packages
+// and of another run of the suite at the same time, which start the
+// program by that name, find it whole.
+func buildIn(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAfter {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	bin := filepath.Join(dir, programName())
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	args := []string{"build", "-o", tmp}
 	if raceBuilt {
 		args = append(args, "-race")
 	}
 	out, err := exec.Command("go", append(args, "github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream/fake")...).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		fmt.Fprintf(os.Stderr, "fakeupstream: the fake could not be built, the test binary runs as the fake: %v\n%s", err, out)
-		return test, func() {}
+	if err == nil {
+		err = os.Rename(tmp, bin) // fails on Windows while the last build runs
 	}
-	return bin, func() { os.RemoveAll(dir) }
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("%w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// programName names the fake after the checkout it is built from (the
+// directory of the module's go.mod, found from the test's working
+// directory, its package's) and the race mode.
+func programName() string {
+	root, _ := os.Getwd()
+	for dir := root; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			root = dir
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(root))
+	name := "fake-upstream-" + hex.EncodeToString(sum[:8])
+	if raceBuilt {
+		name += "-race"
+	}
+	return name
 }

@@ -13,7 +13,7 @@
 // line on stdout, as run.mjs's do: {"check": ..., "ok": true|false, ...}.
 // The exit status is 1 when a check failed, 2 on a usage error.
 
-import { exitWithChecks, openSDK, timedCheck } from "./sdk.mjs";
+import { exitWithChecks, openSDK, patience, timedCheck } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "balancer.mjs",
@@ -21,7 +21,7 @@ const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
     url: { type: "string" },
     token: { type: "string" },
     group: { type: "string", default: "f" },
-    timeout: { type: "string", default: "15000" }, // ms, one request or the notification
+    timeout: { type: "string", default: String(patience) }, // ms, one request or the notification
   },
   ["url", "token"],
 );

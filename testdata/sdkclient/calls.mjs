@@ -18,7 +18,7 @@
 // error, 1 when it could not get ready.
 
 import readline from "node:readline";
-import { openSDK } from "./sdk.mjs";
+import { openSDK, patience } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "calls.mjs",
@@ -26,7 +26,7 @@ const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
     url: { type: "string" },
     token: { type: "string" },
     tool: { type: "string", default: "f__echo" },
-    timeout: { type: "string", default: "60000" }, // ms, one call
+    timeout: { type: "string", default: String(Math.max(60000, patience)) }, // ms, one call
   },
   ["url", "token"],
 );
@@ -40,12 +40,12 @@ const transport = new StreamableHTTPClientTransport(new URL(opt.url), {
 const client = new Client({ name: "calls.mjs", version: "1.0.0" }, { capabilities: {} });
 let session = "";
 try {
-  await client.connect(transport, { timeout: 15000 });
+  await client.connect(transport, { timeout: patience });
   session = transport.sessionId;
   if (!session) throw new Error("no Mcp-Session-Id in the answer to initialize");
   const deadline = Date.now() + 30000;
   for (let seen = 0; seen < 3; ) {
-    const { tools } = await client.listTools(undefined, { timeout: 15000 });
+    const { tools } = await client.listTools(undefined, { timeout: patience });
     seen = tools.some((t) => t.name === opt.tool) ? seen + 1 : 0;
     if (Date.now() > deadline) throw new Error(`no ${opt.tool} in ${JSON.stringify(tools.map((t) => t.name))}`);
     if (seen < 3) await new Promise((r) => setTimeout(r, 50));

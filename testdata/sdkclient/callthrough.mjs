@@ -13,7 +13,7 @@
 
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { check, exitWithChecks, openSDK } from "./sdk.mjs";
+import { check, exitWithChecks, openSDK, patience } from "./sdk.mjs";
 
 const { opt, Client } = await openSDK(
   "callthrough.mjs",
@@ -21,7 +21,7 @@ const { opt, Client } = await openSDK(
     hub: { type: "string" },
     tool: { type: "string" },
     want: { type: "string", default: "" },
-    timeout: { type: "string", default: "20000" },
+    timeout: { type: "string", default: String(Math.max(20000, patience)) },
   },
   ["hub", "tool"],
 );

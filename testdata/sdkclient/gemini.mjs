@@ -21,13 +21,14 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { patience } from "./sdk.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values: opt } = parseArgs({
   options: {
     hub: { type: "string" },
     group: { type: "string", default: "everything" },
-    timeout: { type: "string", default: "60000" },
+    timeout: { type: "string", default: String(Math.max(60000, patience)) },
   },
 });
 if (!opt.hub) {

@@ -19,6 +19,7 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { patience } from "./sdk.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values: opt } = parseArgs({
@@ -27,7 +28,7 @@ const { values: opt } = parseArgs({
     "token-a": { type: "string" },
     "token-b": { type: "string" },
     sdk: { type: "string", default: path.join(here, "..", "npm-test", "node_modules", "@modelcontextprotocol", "sdk") },
-    timeout: { type: "string", default: "15000" },
+    timeout: { type: "string", default: String(patience) },
   },
 });
 if (!opt.url || !opt["token-a"] || !opt["token-b"]) {
@@ -85,9 +86,10 @@ await check("a connects", async () => {
   await a.setLoggingLevel("debug", reqOpts());
   // The hub answers before its upstream has started (a busy machine: many
   // seconds): its tools come once it has.
-  const deadline = Date.now() + 90_000;
+  const wait = Math.max(90_000, Number(opt.timeout));
+  const deadline = Date.now() + wait;
   while (!(await a.listTools(undefined, reqOpts())).tools.some((t) => t.name === "everything__toggle-simulated-logging")) {
-    if (Date.now() > deadline) fail("the everything server's tools did not come through the hub in 90 s");
+    if (Date.now() > deadline) fail(`the everything server's tools did not come through the hub in ${wait / 1000} s`);
     await sleep(100);
   }
 });
@@ -164,7 +166,7 @@ await check("a's stream is still a's", async () => {
 });
 await check("a's task result is a's", async () => {
   if (!taskStarted) throw new Skip("no task was started");
-  const res = await a.request({ method: "tasks/result", params: { taskId } }, types.CallToolResultSchema, reqOpts({ timeout: 30_000 }));
+  const res = await a.request({ method: "tasks/result", params: { taskId } }, types.CallToolResultSchema, reqOpts({ timeout: Math.max(30_000, Number(opt.timeout)) }));
   const text = JSON.stringify(res.content ?? []);
   if (!text.includes("A's secret research")) fail("A's task result", { result: res });
 });

@@ -23,7 +23,7 @@
 // it likes), and each call must come back with A's answer within its
 // time ({"check":"elicited"}). The exit status is 1 when a check failed.
 
-import { check, exitWithChecks, openSDK, report, stdinLines, watchFloods } from "./sdk.mjs";
+import { check, exitWithChecks, openSDK, patience, report, stdinLines, watchFloods } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "relay.mjs",
@@ -44,8 +44,8 @@ const { got, waitGot, untilLive } = watchFloods(a, types); // the data of every 
 let asked = 0;
 a.setRequestHandler(types.ElicitRequestSchema, async () => { asked++; return { action: "accept", content: { name: "ada" } }; });
 a.onerror = (err) => process.stderr.write(`client a: ${err}\n`);
-await a.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: 15000 });
-await b.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: 15000 });
+await a.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: patience });
+await b.connect(new StreamableHTTPClientTransport(new URL(opt.url), { requestInit: { headers }, reconnectionOptions }), { timeout: patience });
 
 // retrying runs fn again when the balancer answered for a replica just
 // killed (its kept-alive connection to it broken): the request did not
@@ -62,14 +62,14 @@ async function retrying(fn) {
   }
 }
 async function flood(n) {
-  const res = await retrying(() => b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 }));
+  const res = await retrying(() => b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: patience }));
   if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
 }
 const checkGot = (name, fn) => check(name, fn, { got });
 
 // Round robin: a few requests reach every replica, each of which then
 // holds A's session (and runs B's floods into it).
-for (let i = 0; i < 6; i++) await a.listTools(undefined, { timeout: 15000 });
+for (let i = 0; i < 6; i++) await a.listTools(undefined, { timeout: patience });
 
 // A's GET stream opens after initialize: wait until a flood reaches it.
 const live = await checkGot("live", () => untilLive(flood));
@@ -80,10 +80,10 @@ if (live) {
   // test kills the replica holding A's GET stream.
   const direct = await nextLine();
   const c = new Client({ name: "relay-c", version: "1.0.0" }, { capabilities: {} });
-  await c.connect(new StreamableHTTPClientTransport(new URL(direct), { requestInit: { headers } }), { timeout: 15000 });
+  await c.connect(new StreamableHTTPClientTransport(new URL(direct), { requestInit: { headers } }), { timeout: patience });
   let floods = 0;
   const floodC = async () => {
-    const res = await c.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: 2 } }, undefined, { timeout: 15000 });
+    const res = await c.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: 2 } }, undefined, { timeout: patience });
     if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
     floods++;
   };
@@ -107,7 +107,7 @@ if (live) {
   await c.close().catch(() => {});
   await checkGot("elicited", async () => {
     for (let i = 0; i < 3; i++) {
-      const res = await retrying(() => a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: 8000 }));
+      const res = await retrying(() => a.callTool({ name: "g__ask", arguments: {} }, undefined, { timeout: patience }));
       const text = res.content?.[0]?.text ?? "";
       if (res.isError || !text.includes("ada")) throw new Error(`ask ${i}: ${JSON.stringify(res)}`);
     }

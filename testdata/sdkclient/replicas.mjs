@@ -18,7 +18,7 @@
 // on a usage error.
 
 import readline from "node:readline";
-import { exitWithChecks, openSDK, timedCheck } from "./sdk.mjs";
+import { exitWithChecks, openSDK, patience, timedCheck } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "replicas.mjs",
@@ -27,7 +27,7 @@ const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
     token: { type: "string" },
     group: { type: "string", default: "f" },
     calls: { type: "string", default: "10" },
-    timeout: { type: "string", default: "15000" }, // ms, one request
+    timeout: { type: "string", default: String(patience) }, // ms, one request
   },
   ["url", "token"],
 );

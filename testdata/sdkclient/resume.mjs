@@ -15,7 +15,7 @@
 // SDK resumes its GET stream with Last-Event-ID), then B's last 2 live:
 // {"check":"resumed"}. The exit status is 1 when a check failed.
 
-import { check, exitWithChecks, openSDK, report, stdinLines, watchFloods } from "./sdk.mjs";
+import { check, exitWithChecks, openSDK, patience, report, stdinLines, watchFloods } from "./sdk.mjs";
 
 const { opt, Client, StreamableHTTPClientTransport, types } = await openSDK(
   "resume.mjs",
@@ -39,12 +39,12 @@ const ta = new StreamableHTTPClientTransport(new URL(opt.url), {
   requestInit: { headers },
   reconnectionOptions: { initialReconnectionDelay: 200, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 50 },
 });
-await a.connect(ta, { timeout: 15000 });
+await a.connect(ta, { timeout: patience });
 await a.setLoggingLevel("debug").catch((err) => process.stderr.write(`setLoggingLevel: ${err}\n`));
-await b.connect(new StreamableHTTPClientTransport(new URL(opt.direct), { requestInit: { headers } }), { timeout: 15000 });
+await b.connect(new StreamableHTTPClientTransport(new URL(opt.direct), { requestInit: { headers } }), { timeout: patience });
 
 async function flood(n) {
-  const res = await b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: 15000 });
+  const res = await b.callTool({ name: "f__flood", arguments: { text: "notifications/message", ms: n } }, undefined, { timeout: patience });
   if (res.content?.[0]?.text !== "flooded") throw new Error(`flood: ${JSON.stringify(res)}`);
 }
 const checkGot = (name, fn) => check(name, fn, { got });

@@ -23,6 +23,7 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { patience } from "./sdk.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -38,7 +39,7 @@ const { values: opt } = parseArgs({
     only: { type: "string" }, // a regular expression on check names
     skip: { type: "string" }, // a regular expression on check names to skip, --skip-why saying why
     "skip-why": { type: "string", default: "skipped by the caller" },
-    timeout: { type: "string", default: "15000" }, // ms, one request
+    timeout: { type: "string", default: String(patience) }, // ms, one request
     "client-name": { type: "string", default: "sdkclient" },
     "log-level": { type: "string", default: "debug" },
   },
@@ -261,7 +262,10 @@ const bothLists = (method, field) =>
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// waitUntil waits for cond, an event: ms, or --timeout when longer, only
+// bounds a hang.
 async function waitUntil(what, ms, cond) {
+  ms = Math.max(ms, requestTimeout);
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await cond();
@@ -305,10 +309,13 @@ const hub = newClient(`${clientName}-hub`);
 // What the SDK finds wrong without failing a request goes to stderr.
 hub.client.onerror = (err) => process.stderr.write(`sdkclient: hub client: ${describe(err)}\n`);
 direct.client.onerror = (err) => process.stderr.write(`sdkclient: direct client: ${describe(err)}\n`);
+// It reports a run that hangs, long after any request would have timed
+// out on a slow machine.
+const watchdogMs = Math.max(50_000, 2 * requestTimeout);
 const watchdog = setTimeout(() => {
-  report("watchdog", { ok: false, error: "the run took over 50 s" });
+  report("watchdog", { ok: false, error: `the run took over ${watchdogMs / 1000} s` });
   process.exit(1);
-}, 50_000);
+}, watchdogMs);
 
 // bail ends a run that cannot go on.
 async function bail() {
@@ -567,7 +574,7 @@ await check("resources/list", async () => {
   // The session resource a tool call above made reaches the hub's list
   // once the hub has handled the upstream's list_changed and listed
   // again: until then the lists may differ.
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + Math.max(10_000, requestTimeout);
   for (;;) {
     const [got, want] = await bothLists("listResources", "resources");
     try {

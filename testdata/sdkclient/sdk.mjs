@@ -10,6 +10,13 @@ import { parseArgs } from "node:util";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+// patience is how long (ms) one request may take before a script gives
+// up: SDKCLIENT_TIMEOUT_MS, which the tests set (cmd/dynamic-mcp's
+// clientTimeout) longer than the hub's wait for a node server, so that a
+// loaded machine's slowness is never the client's failure; 15 s when a
+// script is run by hand.
+export const patience = Number(process.env.SDKCLIENT_TIMEOUT_MS) || 15000;
+
 // openSDK parses the script's flags (options, and --sdk), exits 2 with
 // "script: --a, --b and --c are required" when one of required is
 // missing, and loads the SDK: { opt, Client, StreamableHTTPClientTransport, types }.

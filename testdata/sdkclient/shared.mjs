@@ -19,6 +19,7 @@ import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { patience } from "./sdk.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values: opt } = parseArgs({
@@ -57,7 +58,7 @@ client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => {
 });
 client.onerror = (err) => process.stderr.write(`shared.mjs ${opt.name}: ${err?.message ?? err}\n`);
 
-const opts = { timeout: 20_000 };
+const opts = { timeout: Math.max(20_000, patience) };
 const answer = (fields) => process.stdout.write(JSON.stringify(fields) + "\n");
 
 try {

@@ -92,17 +92,10 @@ func (c *Calls) number(id json.RawMessage) (int64, bool) {
 // no sign, no leading zero); false for any other id, which is none of
 // ours.
 func callNumber(id json.RawMessage) (int64, bool) {
-	if len(id) == 0 || len(id) > 18 || id[0] == '0' {
+	if len(id) == 0 || id[0] == '0' || id[0] == '-' {
 		return 0, false
 	}
-	var n int64
-	for _, b := range id {
-		if b < '0' || b > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(b-'0')
-	}
-	return n, true
+	return PlainInt(id)
 }
 
 // Resolve hands m to the call waiting for its id and reports whether one

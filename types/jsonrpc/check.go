@@ -58,16 +58,7 @@ type checker struct {
 
 func (c *checker) fail(err error) *CheckError { return &CheckError{Err: err, Offset: c.i} }
 
-func (c *checker) space() {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *checker) space() { c.i = SkipSpace(c.b, c.i) }
 
 func (c *checker) value(depth int) error {
 	if c.i >= len(c.b) {
@@ -82,7 +73,12 @@ func (c *checker) value(depth int) error {
 		_, err := c.str()
 		return err
 	case ch == '-' || (ch >= '0' && ch <= '9'):
-		return c.number()
+		end, ok := SkipNumber(c.b, c.i)
+		if !ok {
+			return &CheckError{Err: ErrNotJSON, Offset: c.i}
+		}
+		c.i = end
+		return nil
 	default:
 		for _, lit := range literals {
 			if bytes.HasPrefix(c.b[c.i:], lit) {
@@ -239,39 +235,4 @@ func (c *checker) str() ([]byte, error) {
 		}
 	}
 	return nil, c.fail(ErrNotJSON)
-}
-
-func (c *checker) number() error {
-	start := c.i
-	if c.b[c.i] == '-' {
-		c.i++
-	}
-	digits := func() int {
-		n := 0
-		for c.i < len(c.b) && c.b[c.i] >= '0' && c.b[c.i] <= '9' {
-			c.i++
-			n++
-		}
-		return n
-	}
-	intStart := c.i
-	if n := digits(); n == 0 || (n > 1 && c.b[intStart] == '0') {
-		return &CheckError{Err: ErrNotJSON, Offset: start}
-	}
-	if c.i < len(c.b) && c.b[c.i] == '.' {
-		c.i++
-		if digits() == 0 {
-			return &CheckError{Err: ErrNotJSON, Offset: start}
-		}
-	}
-	if c.i < len(c.b) && (c.b[c.i] == 'e' || c.b[c.i] == 'E') {
-		c.i++
-		if c.i < len(c.b) && (c.b[c.i] == '+' || c.b[c.i] == '-') {
-			c.i++
-		}
-		if digits() == 0 {
-			return &CheckError{Err: ErrNotJSON, Offset: start}
-		}
-	}
-	return nil
 }

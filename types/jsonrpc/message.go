@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -34,14 +33,6 @@ func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 
 // IsResponse reports whether m answers a request.
 func (m *Message) IsResponse() bool { return m.Method == "" && m.ID != nil }
-
-// decodes counts Decode's runs in this process (Decodes).
-var decodes atomic.Uint64
-
-// Decodes is how many times Decode has run in this process: a test holds a
-// path to decoding each message once (an HTTP face decodes a POST's body
-// to route it, and its Conn takes that decoding: MessageReader).
-func Decodes() uint64 { return decodes.Load() }
 
 // DecodeError says why a message was refused, with the JSON-RPC code to
 // answer with and, where it is not in doubt, the message's id.
@@ -101,7 +92,6 @@ func (e *envelope) set(key, value []byte) {
 // message in a single pass. The message keeps b (it is not copied). A
 // refused message comes back as a *DecodeError.
 func Decode(b []byte) (*Message, error) {
-	decodes.Add(1)
 	var env envelope
 	c := checker{b: b, maxDepth: MaxDepth, top: &env}
 	c.space()

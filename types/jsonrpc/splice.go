@@ -281,35 +281,36 @@ func scanObject(obj []byte) (object, error) {
 // over its bytes. Given bytes that are not valid JSON it returns an error
 // or offsets of no meaning, but never reads past obj.
 func scan(obj []byte) (object, error) {
-	i := skipSpace(obj, 0)
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return object{}, ErrNotObject
 	}
 	o := object{open: i}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] != '}' {
 		var m member
 		if obj[i] != '"' {
 			return object{}, ErrNotJSON
 		}
 		m.keyStart = i
-		i = skipString(obj, i)
+		if i, _ = SkipString(obj, i); i < 0 {
+			return object{}, ErrNotJSON
+		}
 		m.keyEnd = i
-		i = skipSpace(obj, i)
+		i = SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != ':' {
 			return object{}, ErrNotJSON
 		}
-		i = skipSpace(obj, i+1)
-		if i >= len(obj) {
+		i = SkipSpace(obj, i+1)
+		m.valStart = i
+		if i = SkipValue(obj, i); i < 0 {
 			return object{}, ErrNotJSON
 		}
-		m.valStart = i
-		i = skipValue(obj, i)
 		m.valEnd = i
 		o.members = append(o.members, m)
-		i = skipSpace(obj, i)
+		i = SkipSpace(obj, i)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 		}
 	}
 	if i >= len(obj) {
@@ -383,10 +384,15 @@ func hasKey(ms []Member, key string) bool {
 	return false
 }
 
-// The skip functions move past one part of JSON already known to be valid
-// and return the offset just after it.
+// The skip functions move past one part of JSON and return the offset
+// just after it. They check no more than they must to find that end:
+// given bytes that are not JSON they return an offset of no meaning, or
+// -1, but never one past b. They are the hub's one reader of each kind
+// of JSON where it lies: the argument check's quick path
+// (server/validateargs) and redaction (types/redact) use them too.
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace is i moved past JSON white space.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -395,7 +401,7 @@ func skipSpace(b []byte, i int) int {
 
 // trimSpace drops the whitespace around a valid value.
 func trimSpace(b []byte) []byte {
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	j := len(b)
 	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\n' || b[j-1] == '\r') {
 		j--
@@ -403,29 +409,46 @@ func trimSpace(b []byte) []byte {
 	return b[i:j]
 }
 
-// skipString starts at the opening quote.
-func skipString(b []byte, i int) int {
+// SkipString is the end of the string whose opening quote is b[i], -1
+// when b ends inside it; plain reports that the string holds no escape
+// (its bytes between the quotes are its value, when they are valid UTF-8
+// and hold no control character).
+func SkipString(b []byte, i int) (end int, plain bool) {
+	plain = true
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
+			plain = false
 			i++ // the escaped byte, which may be a quote
 		case '"':
-			return i + 1
+			return i + 1, plain
 		}
 	}
-	return i
+	return -1, false
 }
 
-func skipValue(b []byte, i int) int {
+// SkipValue is the end of the value at b[i], -1 when b ends inside it or
+// before it. A string, object or array ends at its closing quote or
+// bracket; anything else (a number, true, false, null) at the next
+// delimiter, so that a delimiter at b[i] is an empty value, ending at i.
+func SkipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		end, _ := SkipString(b, i)
+		return end
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				i = skipString(b, i)
+				end, _ := SkipString(b, i)
+				if end < 0 {
+					return -1
+				}
+				i = end
 				continue
 			case '{', '[':
 				depth++
@@ -437,7 +460,7 @@ func skipValue(b []byte, i int) int {
 			}
 			i++
 		}
-		return i
+		return -1
 	default: // a number, true, false or null
 		for i < len(b) {
 			switch b[i] {
@@ -448,6 +471,63 @@ func skipValue(b []byte, i int) int {
 		}
 		return i
 	}
+}
+
+// SkipNumber is the end of the JSON number at b[i] (RFC 8259, section 6:
+// no leading zero, digits on both sides of a point, an exponent with
+// digits), false when b holds none there.
+func SkipNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	start := i
+	if i = skipDigits(b, i); i == start || (i-start > 1 && b[start] == '0') {
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if start, i = i+1, skipDigits(b, i+1); i == start {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if i++; i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if start, i = i, skipDigits(b, i); i == start {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// PlainInt is b as an int64 when b is a minus sign or none and 1 to 18
+// decimal digits (18 always fit), false for any other bytes.
+func PlainInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // StringValue decodes a raw JSON string, such as a value Field returned;

@@ -52,25 +52,27 @@ func JSON(src []byte) string {
 			break
 		}
 		i += q
-		end := stringEnd(src, i)
+		end, _ := jsonrpc.SkipString(src, i)
 		if end < 0 {
 			inside(i+1, len(src)) // a cut string: what it holds so far
 			break
 		}
 		key := src[i+1 : end-1]
-		j := skipSpace(src, end)
+		j := jsonrpc.SkipSpace(src, end)
 		if j >= len(src) || src[j] != ':' || !secretKey(key) {
 			inside(i+1, end-1)
 			i = end - 1
 			continue
 		}
-		v := skipSpace(src, j+1)
+		v := jsonrpc.SkipSpace(src, j+1)
 		if dst == nil {
 			dst = make([]byte, 0, len(src)+len(redacted))
 		}
 		dst = append(dst, src[last:v]...)
 		dst = append(dst, redacted...)
-		last = valueEnd(src, v)
+		if last = jsonrpc.SkipValue(src, v); last < 0 {
+			last = len(src) // a value the cut runs into: all of it
+		}
 		i = last - 1
 	}
 	if dst == nil {
@@ -95,72 +97,6 @@ func Text(s string) string {
 		return redactedText
 	}
 	return t
-}
-
-// stringEnd is the index just past the string that starts at src[i], a
-// quote, or -1 when src ends inside it.
-func stringEnd(src []byte, i int) int {
-	for j := i + 1; j < len(src); j++ {
-		k := bytes.IndexAny(src[j:], `"\`)
-		if k < 0 {
-			return -1
-		}
-		j += k
-		if src[j] == '"' {
-			return j + 1
-		}
-		j++ // the escaped character
-	}
-	return -1
-}
-
-func skipSpace(src []byte, i int) int {
-	for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd is the index just past the JSON value that starts at src[i]
-// (len(src) when src ends inside it).
-func valueEnd(src []byte, i int) int {
-	if i >= len(src) {
-		return i
-	}
-	switch src[i] {
-	case '"':
-		if end := stringEnd(src, i); end >= 0 {
-			return end
-		}
-		return len(src)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(src); j++ {
-			switch src[j] {
-			case '"':
-				end := stringEnd(src, j)
-				if end < 0 {
-					return len(src)
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(src)
-	}
-	for j := i; j < len(src); j++ {
-		switch src[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-	}
-	return len(src)
 }
 
 // secretKeys are the keys whose values are redacted, compared with case,
