@@ -398,6 +398,15 @@ func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) 
 	case len(prm.ScopesSupported) > 0:
 		scopes = prm.ScopesSupported
 	}
+	if p := o.Previous; p != nil {
+		// A call refused for want of a scope asked for more (Source.StepUp):
+		// asking for the same again would only be refused again.
+		for _, w := range p.Wanted {
+			if !slices.Contains(scopes, w) {
+				scopes = append(slices.Clip(scopes), w)
+			}
+		}
+	}
 	return loginPlan{md: md, c: c, scopes: scopes, resource: resource}, nil
 }
 

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,4 +33,60 @@ func StepUpScopes(have []string, challenge string) ([]string, error) {
 		return nil, fmt.Errorf("the server refused the token for want of scope %q, which the sign-in holds (%s): signing in again at the same scope would not help", m[1], strings.Join(have, " "))
 	}
 	return union, nil
+}
+
+// Newer takes up a sign-in on file newer than refused, the Authorization
+// header a call refused for want of a scope carried: the user signed in
+// again since (`auth login`, another process, or a user's sign-in link),
+// at the scope the refusal asked for. A server keeps the old token good
+// until it expires, and would go on refusing calls made with it. True
+// when the next call carries another token than refused.
+func (s *Source) Newer(refused string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if refused != "" && refused != "Bearer "+s.rec.AccessToken {
+		return true // another call took it up
+	}
+	disk, err := s.store.Load(s.rec.Server, s.rec.URL)
+	if err != nil || disk.AccessToken == s.rec.AccessToken {
+		return false
+	}
+	s.rec = disk
+	return true
+}
+
+// StepUp keeps, after the server refused a call made with this source's
+// token for want of a scope (challenge, the 403's WWW-Authenticate), the
+// scopes a new sign-in must ask for in the record on file (Record.Wanted),
+// where `auth login` and a user's next sign-in link find them, and
+// returns them. A record on file newer than this source's (signed in
+// again since) is left as it is: its scopes are another matter.
+func (s *Source) StepUp(ctx context.Context, challenge string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want, err := StepUpScopes(s.rec.Scopes, challenge)
+	if err != nil {
+		return nil, err
+	}
+	err = s.store.withLock(ctx, s.rec.Server, func(l lockedRecord) error {
+		disk, err := l.load(s.rec.URL)
+		if err != nil {
+			return err
+		}
+		if disk.AccessToken != s.rec.AccessToken {
+			return nil
+		}
+		for _, w := range disk.Wanted {
+			if !slices.Contains(want, w) {
+				want = append(want, w)
+			}
+		}
+		disk.Wanted = want
+		s.rec = disk
+		return l.write(disk)
+	})
+	if err != nil {
+		return want, fmt.Errorf("keep the scopes to sign in with: %w", err)
+	}
+	return want, nil
 }

@@ -40,17 +40,23 @@ type Record struct {
 	// AuthServer is the authorization server as the protected resource
 	// metadata named it (the issuer, but for oauth.expected_issuer): a
 	// server that names others no longer takes this sign-in (see Moved).
-	AuthServer    string    `json:"authorization_server,omitempty"`
-	TokenEndpoint string    `json:"token_endpoint"`
-	Resource      string    `json:"resource,omitempty"`
-	ClientID      string    `json:"client_id"`
-	ClientSecret  string    `json:"client_secret,omitempty"`
-	AuthMethod    string    `json:"token_endpoint_auth_method,omitempty"`
-	Scopes        []string  `json:"scopes,omitempty"`
-	AccessToken   string    `json:"access_token"`
-	TokenType     string    `json:"token_type,omitempty"`
-	RefreshToken  string    `json:"refresh_token,omitempty"`
-	Expiry        time.Time `json:"expiry,omitzero"`
+	AuthServer    string   `json:"authorization_server,omitempty"`
+	TokenEndpoint string   `json:"token_endpoint"`
+	Resource      string   `json:"resource,omitempty"`
+	ClientID      string   `json:"client_id"`
+	ClientSecret  string   `json:"client_secret,omitempty"`
+	AuthMethod    string   `json:"token_endpoint_auth_method,omitempty"`
+	Scopes        []string `json:"scopes,omitempty"`
+	// Wanted is, after the server refused a call for want of a scope
+	// (403 insufficient_scope), the scopes a new sign-in asks for: those
+	// held and those the refusal named (see Source.StepUp). It is kept
+	// here, not in the hub, so that `auth login`, another process, finds
+	// it; a new sign-in's record has none.
+	Wanted       []string  `json:"wanted_scopes,omitempty"`
+	AccessToken  string    `json:"access_token"`
+	TokenType    string    `json:"token_type,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
 	// Issued is when the access token was obtained: with Expiry, its
 	// lifetime, which sets how early it is renewed (see due).
 	Issued time.Time `json:"issued,omitzero"`

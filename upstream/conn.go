@@ -556,6 +556,21 @@ func challenge(err error) string {
 	return ""
 }
 
+// stepUp keeps the scopes a call refused with challenge (403
+// insufficient_scope) needs where the next sign-in finds them
+// (auth.Source.StepUp), and says what they are: a user who signs in again
+// is not refused again for asking the same scope as before.
+func (c *conn) stepUp(ctx context.Context, challenge string) string {
+	want, err := c.auth.StepUp(ctx, challenge)
+	switch {
+	case want == nil:
+		return fmt.Sprintf("it needs a scope the sign-in lacks (%v)", err)
+	case err != nil:
+		c.logger.Warn("keep the scopes to sign in with", "err", err)
+	}
+	return "it needs scope " + strings.Join(want, " ")
+}
+
 // ScopeError is a call the server refused with 403 insufficient_scope.
 // Challenge, the refusal's WWW-Authenticate, names the scopes a new
 // sign-in must add (auth.StepUpScopes). It keeps the HTTP refusal out of

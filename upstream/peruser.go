@@ -112,11 +112,14 @@ type signInError struct{ error }
 
 func (e signInError) Unwrap() error { return e.error }
 
-// firstClause is msg up to its first ": run:" hint, which names a command
-// for the shared sign-in, not the user's.
+// firstClause is msg up to its first ": run:" (or "; sign in again
+// with:") hint, which names a command for the shared sign-in, not the
+// user's.
 func firstClause(msg string) string {
-	if i := strings.Index(msg, ": run:"); i >= 0 {
-		return msg[:i]
+	for _, hint := range []string{": run:", "; sign in again with:"} {
+		if i := strings.Index(msg, hint); i >= 0 {
+			msg = msg[:i]
+		}
 	}
 	return msg
 }

@@ -748,8 +748,12 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 		}
 		err = userAuthError(key, s, err)
 	}
+	if c.auth != nil && err != nil && insufficientScope(err) && c.auth.Newer(refusedAuthorization(err)) {
+		res, err = c.requestFor(ctx, tc, method, params) // signed in again since, at the wider scope
+	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
-		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): it needs a scope the sign-in lacks; sign in again with: %s", method, s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
+		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): %s; sign in again with: %s", method, c.stepUp(ctx, challenge(err)), s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
+		err = userAuthError(key, s, err) // a user's own: a sign-in link, which asks for the scopes kept
 	}
 	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && on == 0 {
 		// The server ended the session (HTTP 404): initialize again, once,

@@ -73,6 +73,20 @@ type Server struct {
 	// every client (Forget) once granted, before their code is
 	// exchanged: a reset in the middle of a sign-in.
 	ForgetAtAuthorize int
+	// GrantScopes grants the scopes a sign-in asked for (and its tokens'
+	// renewals keep them), not always mcp:read: see ScopeOf.
+	GrantScopes bool
+	codeScopes  map[string]string // scope asked for with each code
+	scope       string            // granted with the current access token
+	scopes      map[string]string // granted with each access token issued
+}
+
+// ScopeOf is the scope granted with the token of authorization, a
+// request's Authorization header (with GrantScopes).
+func (a *Server) ScopeOf(authorization string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.scopes[strings.TrimPrefix(authorization, "Bearer ")]
 }
 
 func NewServer(t *testing.T) *Server {
@@ -130,6 +144,10 @@ func NewServer(t *testing.T) *Server {
 		}
 		code := fmt.Sprintf("the-code-%d", len(a.challenges)+1)
 		a.challenges[code] = q.Get("code_challenge")
+		if a.codeScopes == nil {
+			a.codeScopes = map[string]string{}
+		}
+		a.codeScopes[code] = q.Get("scope")
 		if a.ForgetAtAuthorize > 0 {
 			a.ForgetAtAuthorize--
 			clear(a.clients)
@@ -171,6 +189,7 @@ func NewServer(t *testing.T) *Server {
 				fail("invalid_grant")
 				return
 			}
+			a.scope = a.codeScopes[r.PostForm.Get("code")]
 		case "refresh_token":
 			rt := r.PostForm.Get("refresh_token")
 			if a.RevokeOnReplay && a.used[rt] {
@@ -202,7 +221,15 @@ func NewServer(t *testing.T) *Server {
 			ttl = a.AccessTTL
 			a.expires = time.Now().Add(ttl)
 		}
-		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": int64(ttl / time.Second), "scope": "mcp:read"})
+		scope := "mcp:read"
+		if a.GrantScopes {
+			scope = a.scope
+			if a.scopes == nil {
+				a.scopes = map[string]string{}
+			}
+			a.scopes[a.Access] = scope
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": a.Access, "token_type": "Bearer", "refresh_token": a.Refresh, "expires_in": int64(ttl / time.Second), "scope": scope})
 	})
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
