@@ -55,7 +55,7 @@ func TestDrain(t *testing.T) {
 	}
 	select {
 	case <-streamEnded:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the GET stream stayed open")
 	}
 	select {
@@ -113,7 +113,7 @@ func TestDrainClosesListens(t *testing.T) {
 	if err := face.Drain(ctx); err != nil || time.Since(start) > time.Minute {
 		t.Errorf("Drain with a listen open: %v after %v", err, time.Since(start))
 	}
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(time.Minute) // bounds a hang, not a timing
 	for {
 		select {
 		case _, open := <-ls.events:

@@ -299,7 +299,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 		if code != http.StatusAccepted {
 			t.Errorf("the cancelled call's POST: %d, want 202", code)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the call on A was not cancelled by the cancellation POSTed to B")
 	}
 
@@ -422,7 +422,7 @@ func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
 		if !strings.Contains(got, "ada") {
 			t.Fatalf("the call's answer: %s", got)
 		}
-	case <-time.After(8 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the call did not complete")
 	}
 }
