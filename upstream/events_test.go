@@ -243,7 +243,9 @@ func TestNotificationsDroppedWhenFull(t *testing.T) {
 	const extra = 500
 	start := time.Now()
 	callTool(t, s, "flood", "notifications/message", eventBuffer+extra)
-	if took := time.Since(start); took > 5*time.Second*slowMachine {
+	// A reader that waited would never finish the call (no one takes the
+	// events): the bound is for that hang, not a timing.
+	if took := time.Since(start); took > time.Minute {
 		t.Errorf("the flood took %s", took)
 	}
 	if got := m.Dropped(); got != extra {

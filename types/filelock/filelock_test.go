@@ -116,7 +116,7 @@ func TestWaitIsBounded(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err %v, want ErrTimeout", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > time.Minute { // bounds a wedge, not a timing
 		t.Fatalf("gave up after %s", d)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
