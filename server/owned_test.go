@@ -210,7 +210,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the session's end waits for the upstream's unsubscribe")
 	}
 
@@ -221,7 +221,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("Close waits for the upstream's unsubscribe")
 	}
 	// The session's Conn waits a second at most for its writer (jsonrpc's

@@ -70,7 +70,7 @@ func TestAnswerStreamLetGoOnceAnswered(t *testing.T) {
 	}
 	select {
 	case <-gone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the answer stream is still read after its answer")
 	}
 }

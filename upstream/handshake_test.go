@@ -112,7 +112,7 @@ func TestHandshakeFallsBackToInitialize(t *testing.T) {
 		if err != nil || c.version != "2025-06-18" || c.meta != nil {
 			t.Fatalf("handshake: %v, version %q", err, c.version)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the handshake did not end")
 	}
 }

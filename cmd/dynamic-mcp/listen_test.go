@@ -126,8 +126,8 @@ func TestGoSDKListen(t *testing.T) {
 			var c connected
 			select {
 			case c = <-got:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Connect did not return within 10s")
+			case <-time.After(time.Minute): // bounds a hang, not a timing
+				t.Fatal("Connect did not return")
 			}
 			if c.err != nil {
 				t.Fatalf("Connect: %v", c.err)

@@ -149,8 +149,8 @@ func TestServeExportsTraces(t *testing.T) {
 		if err != nil {
 			t.Errorf("the hub exited with %v", err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the hub did not exit within 15s of its stdin closing")
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("the hub did not exit once its stdin closed")
 	}
 	mu.Lock()
 	defer mu.Unlock()

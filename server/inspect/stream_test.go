@@ -63,8 +63,8 @@ func nextEvent(t *testing.T, ch <-chan sseEvent) sseEvent {
 			t.Fatal("the stream ended")
 		}
 		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event within 10s")
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("no event")
 	}
 	return sseEvent{}
 }
@@ -118,7 +118,7 @@ func TestStreamHistoryThenLive(t *testing.T) {
 		for ok {
 			_, ok = <-ch
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Error("the stream did not end at Close")
 	}
 }
