@@ -63,8 +63,7 @@ func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	_, untrack := s.trackCall(t.Context(), &conn{id: 99}, testOwner("a"))
-	defer untrack()
+	defer s.untrackCall(s.trackCall(t.Context(), &conn{id: 99}, testOwner("a")))
 	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
 		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())

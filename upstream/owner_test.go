@@ -20,27 +20,27 @@ func TestCallContextNeverGuesses(t *testing.T) {
 	if got, owner, amb := s.callContext(bg, trackedCall{}, nil); got != bg || owner != nil || amb {
 		t.Error("no call in flight: the request's own context")
 	}
-	_, doneA1 := s.trackCall(bg, one, testOwner("a"))
-	_, doneA2 := s.trackCall(bg, one, testOwner("a"))
+	a1 := s.trackCall(bg, one, testOwner("a"))
+	a2 := s.trackCall(bg, one, testOwner("a"))
 	if _, owner, amb := s.callContext(bg, trackedCall{}, nil); owner != testOwner("a") || amb {
 		t.Errorf("calls of one owner: %v %v", owner, amb)
 	}
-	b, doneB := s.trackCall(bg, one, testOwner("b"))
+	b := s.trackCall(bg, one, testOwner("b"))
 	if _, _, amb := s.callContext(bg, trackedCall{}, nil); !amb {
 		t.Error("calls of two owners in flight: not marked ambiguous")
 	}
 	if _, owner, amb := s.callContext(bg, trackedCall{}, testOwner("a")); owner != testOwner("a") || amb {
 		t.Errorf("on a's own connection, with b's call in flight: %v %v", owner, amb)
 	}
-	doneA1()
-	doneA2()
+	s.untrackCall(a1)
+	s.untrackCall(a2)
 	if _, owner, amb := s.callContext(bg, trackedCall{}, nil); owner != testOwner("b") || amb {
 		t.Errorf("once a's calls ended: %v %v", owner, amb)
 	}
 	if _, owner, _ := s.callContext(bg, b, nil); owner != testOwner("b") {
 		t.Errorf("tied to b's call by the transport: %v", owner)
 	}
-	doneB()
+	s.untrackCall(b)
 	if _, owner, amb := s.callContext(bg, b, nil); owner != nil || amb {
 		t.Errorf("tied to b's call, ended since: %v %v", owner, amb)
 	}
@@ -52,10 +52,8 @@ func TestCallContextNeverGuesses(t *testing.T) {
 func TestCallContextCountsOnlyItsConnection(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
-	_, untrackA := s.trackCall(bg, &conn{id: 1}, testOwner("a"))
-	defer untrackA()
-	_, untrackB := s.trackCall(bg, &conn{id: 2}, testOwner("b"))
-	defer untrackB()
+	defer s.untrackCall(s.trackCall(bg, &conn{id: 1}, testOwner("a")))
+	defer s.untrackCall(s.trackCall(bg, &conn{id: 2}, testOwner("b")))
 	if got, owner, amb := s.callContext(withConn(bg, 1), trackedCall{}, nil); owner != testOwner("a") || amb || ConnOf(got) != 1 {
 		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", owner, amb, ConnOf(got))
 	}

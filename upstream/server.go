@@ -718,8 +718,8 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	tc, untrack := s.trackCall(ctx, c, owner)
-	defer untrack()
+	tc := s.trackCall(ctx, c, owner)
+	defer s.untrackCall(tc)
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
 		if conn = 0; c != nil {
@@ -846,8 +846,9 @@ type trackedCall struct {
 // or notification the server sends back while it runs can be tied to it
 // (see callContext): the request is made for the call it returns
 // (conn.requestFor), which says so explicitly where the transport can
-// tell; untrack forgets it.
-func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ trackedCall, untrack func()) {
+// tell; untrackCall forgets it (a method, not a returned closure: the
+// closure was an allocation every request made).
+func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) trackedCall {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
@@ -857,11 +858,14 @@ func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) (_ tracked
 	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, conn: c.id}
 	s.calls[seq] = tc
 	s.callMu.Unlock()
-	return tc, func() {
-		s.callMu.Lock()
-		delete(s.calls, seq)
-		s.callMu.Unlock()
-	}
+	return tc
+}
+
+// untrackCall forgets a request trackCall recorded.
+func (s *Server) untrackCall(tc trackedCall) {
+	s.callMu.Lock()
+	delete(s.calls, tc.seq)
+	s.callMu.Unlock()
 }
 
 // callContext is the context a request or notification from the server

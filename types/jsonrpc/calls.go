@@ -26,6 +26,13 @@ type Calls struct {
 	abandoned [maxAbandoned]int64
 	nextGone  int
 	err       error // set once the connection is over
+
+	// chans keeps the answer channels of calls answered (see Wait):
+	// making one was an allocation every call made. A call that stopped
+	// waiting (Forget, abandon) does not give its channel back: an answer
+	// may still be sent on it. One pool a table, not one for all: a
+	// channel belongs to the synctest bubble it was made in.
+	chans sync.Pool
 }
 
 // maxAbandoned bounds the record of calls given up on: a late answer
@@ -51,18 +58,51 @@ func NewCallsPrefixed(prefix string) *Calls {
 // Start registers a new call and returns its id and the channel its
 // answer arrives on (nil message: the connection ended).
 func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
+	n, ch, err := c.start()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.appendID(nil, n), ch, nil
+}
+
+// StartRequest is Start that also frames the call's request (see
+// EncodeRequest); the id is a slice of the request, not an allocation of
+// its own every call made.
+func (c *Calls) StartRequest(method string, params json.RawMessage) (id json.RawMessage, msg []byte, _ chan *Message, _ error) {
+	n, ch, err := c.start()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b := make([]byte, 0, len(c.prefix)+len(method)+len(params)+68)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	from := len(b)
+	b = c.appendID(b, n)
+	id = b[from:len(b):len(b)]
+	return id, appendCall(b, method, params), ch, nil
+}
+
+// appendID appends the id of call n as Start writes it.
+func (c *Calls) appendID(b []byte, n int64) []byte {
+	if c.prefix != "" {
+		return append(strconv.AppendInt(append(append(b, '"'), c.prefix...), n, 10), '"')
+	}
+	return strconv.AppendInt(b, n, 10)
+}
+
+// start registers call n and the channel its answer arrives on.
+func (c *Calls) start() (int64, chan *Message, error) {
 	n := c.next.Add(1)
-	ch := make(chan *Message, 1)
+	ch, _ := c.chans.Get().(chan *Message)
+	if ch == nil {
+		ch = make(chan *Message, 1)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return nil, nil, c.err
+		return 0, nil, c.err
 	}
 	c.pending[n] = ch
-	if c.prefix != "" {
-		return json.RawMessage(`"` + c.prefix + strconv.FormatInt(n, 10) + `"`), ch, nil
-	}
-	return IntID(n), ch, nil
+	return n, ch, nil
 }
 
 // Forget drops a call that stopped waiting.
@@ -147,6 +187,9 @@ func (c *Calls) Err() error {
 func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
 	select {
 	case m := <-ch:
+		// ch had its one send (whoever sends takes it out of pending
+		// first, under mu) and is empty again: the next call can have it.
+		c.chans.Put(ch)
 		switch {
 		case m == nil:
 			return nil, c.Err()

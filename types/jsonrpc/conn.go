@@ -261,14 +261,13 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 // requests inside a call's answer) can tie them back to the call, as
 // net/http/httptrace hooks a request's events, but passed explicitly.
 func (c *Conn) CallSent(ctx context.Context, method string, params json.RawMessage, sent func(id json.RawMessage)) (json.RawMessage, error) {
-	id, ch, err := c.calls.Start()
+	id, msg, ch, err := c.calls.StartRequest(method, params)
 	if err != nil {
 		return nil, err
 	}
 	if sent != nil {
 		sent(id)
 	}
-	msg := EncodeRequest(id, method, params)
 	rel := c.relation(ctx, false)
 	switch {
 	case ctx.Done() == nil:

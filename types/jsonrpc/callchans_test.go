@@ -1,0 +1,44 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// Answer channels are reused (Calls.chans), never one that may still get
+// a send: a call given up on keeps its channel, so its late answer, sent
+// on it, reaches no later call; a call answered gives its channel back,
+// and the next call that takes it gets its own answer only.
+func TestCallChannelsCarryOnlyTheirOwnAnswer(t *testing.T) {
+	calls := NewCalls()
+	answer := func(id json.RawMessage) *Message {
+		return &Message{ID: id, Result: json.RawMessage(`"` + string(id) + `"`)}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	given, givenCh, _ := calls.Start()
+	if _, err := calls.Wait(ctx, given, givenCh); err != context.Canceled {
+		t.Fatalf("a call whose ctx ended: %v", err)
+	}
+	for range 50 {
+		id, ch, err := calls.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls.Resolve(answer(given)) {
+			t.Error("the late answer to the call given up on was taken")
+		}
+		if !calls.Resolve(answer(id)) {
+			t.Fatalf("call %s not waiting", id)
+		}
+		if res, err := calls.Wait(context.Background(), id, ch); err != nil || string(res) != `"`+string(id)+`"` {
+			t.Fatalf("call %s got %s %v", id, res, err)
+		}
+	}
+	id, ch, _ := calls.Start()
+	calls.Close(ErrClosed)
+	if res, err := calls.Wait(context.Background(), id, ch); res != nil || err != ErrClosed {
+		t.Errorf("a call when the connection ended: %s %v", res, err)
+	}
+}
