@@ -136,7 +136,8 @@ type upcall struct {
 
 // forward sends the request through the snapshot's call stages to u's
 // upstream, as its Call routed there, and leaves the audit record for
-// serve to write once the request's outcome is known. A failure of the
+// the trail's request stage (audit.Writer) to write once the request's
+// outcome is known. A failure of the
 // hub or transport during a tool call is an isError result.
 func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
