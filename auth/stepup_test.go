@@ -67,14 +67,7 @@ func TestStepUpSignInAsksForTheUnion(t *testing.T) {
 // does not grow it past maxWanted.
 func TestStepUpWritesOnlyWhatIsNew(t *testing.T) {
 	a := authtest.NewServer(t)
-	rec, err := login(t, a, LoginOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := NewStore(t.TempDir())
-	if err := store.Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	store := savedSignIn(t, a)
 	first, err := NewSource(store, "srv", a.URL+"/mcp")
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +108,18 @@ func TestStepUpWritesOnlyWhatIsNew(t *testing.T) {
 	if n := len(disk.Wanted); n != maxWanted || disk.Wanted[0] != "mcp:read" || disk.Wanted[1] != fmt.Sprintf("s%d", 2*maxWanted-1) {
 		t.Errorf("after %d refusals each naming a new scope, %d kept: %q", 2*maxWanted, n, disk.Wanted)
 	}
+}
+
+// savedSignIn signs in at a, and keeps the sign-in in a store of its own.
+func savedSignIn(t *testing.T, a *authtest.Server) *Store {
+	t.Helper()
+	rec, err := login(t, a, LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(t.TempDir())
+	if err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

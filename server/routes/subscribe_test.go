@@ -101,6 +101,18 @@ func wireSubscriber(w *wire, sess *fake) Subscriber[*fake] {
 	}
 }
 
+// twoSessions adds sessions a and b to tab.
+func twoSessions(t *testing.T, tab *Table[*fake]) (a, b *fake) {
+	t.Helper()
+	a, b = &fake{id: "a"}, &fake{id: "b"}
+	for _, s := range []*fake{a, b} {
+		if err := tab.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
+}
+
 // inBackground runs f on a goroutine of its own: its error comes on the
 // channel.
 func inBackground(f func() error) <-chan error {
@@ -172,12 +184,7 @@ func TestSubscriptionsMatchTheUpstream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWire()
 				tab := wireTable(w)
-				a, b := &fake{id: "a"}, &fake{id: "b"}
-				for _, s := range []*fake{a, b} {
-					if err := tab.Add(s); err != nil {
-						t.Fatal(err)
-					}
-				}
+				a, b := twoSessions(t, tab)
 				err := c.run(t, w, tab, a, b)
 				synctest.Wait() // what the table sends in the background has arrived
 				if listens := tab.Subscribed(uri); err != nil || !listens || !w.holding(uri) || b.entry.subscriptions != 1 || a.entry.subscriptions != 0 {
@@ -202,12 +209,7 @@ func TestResubscribeSkipsTheQueuedUnsubscribe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWire()
 		tab := wireTable(w)
-		a, b := &fake{id: "a"}, &fake{id: "b"}
-		for _, s := range []*fake{a, b} {
-			if err := tab.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		}
+		a, b := twoSessions(t, tab)
 		for _, uri := range []string{"x://1", "x://2"} {
 			if err := tab.SubscribeURI(t.Context(), wireSubscriber(w, a), uri, true); err != nil {
 				t.Fatal(err)
@@ -245,12 +247,7 @@ func TestCloseReleasesTheWaitForAnUnsubscribe(t *testing.T) {
 		w := newWire()
 		stop := make(chan struct{})
 		tab := wireTableStop(w, stop)
-		a, b := &fake{id: "a"}, &fake{id: "b"}
-		for _, s := range []*fake{a, b} {
-			if err := tab.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		}
+		a, b := twoSessions(t, tab)
 		if err := tab.SubscribeURI(t.Context(), wireSubscriber(w, a), uri, true); err != nil {
 			t.Fatal(err)
 		}
