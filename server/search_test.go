@@ -13,6 +13,7 @@ import (
 	"time"
 
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // searchClient runs a hub for the groups (YAML under groups:) with
@@ -37,6 +38,25 @@ func searchClientYAML(t *testing.T, yaml string) (*Hub, *toolClient) {
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h, c
+}
+
+// waitGroupsUp waits until every group of h's view is up: not merely
+// done starting (a server whose start failed on a loaded machine is
+// retried, and its tools, counted for search's "auto", come later).
+func waitGroupsUp(t *testing.T, h *Hub) {
+	t.Helper()
+	waitFor(t, 15*time.Second, "the groups", func() bool {
+		v := h.snapshot().view
+		if v.Starting {
+			return false
+		}
+		for _, g := range v.Groups {
+			if g.State != upstream.StateReady {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // toolClient numbers its requests and reads their answers.
@@ -309,7 +329,7 @@ func TestSearchSetting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, c := searchClient(t, tc.settings, tc.groups)
-			waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.Starting })
+			waitGroupsUp(t, h)
 			if got := c.toolNames(); !slices.Equal(got, tc.want) {
 				t.Errorf("tools: %q, want %q", got, tc.want)
 			}
@@ -321,7 +341,7 @@ func TestSearchSetting(t *testing.T) {
 
 	t.Run("flat", func(t *testing.T) {
 		h, c := searchClientMode(t, "flat", "search: on", three(""))
-		waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.Starting })
+		waitGroupsUp(t, h)
 		if got := c.toolNames(); slices.Contains(got, views.SearchToolName) || len(got) < 50 {
 			t.Errorf("flat tools/list: %d tools %q", len(got), got)
 		}
@@ -434,7 +454,7 @@ func TestSearchWhileGroupsStart(t *testing.T) {
 func TestSearchDuringRefreshes(t *testing.T) {
 	t.Parallel() // its own hub and upstreams
 	h, _ := searchClient(t, "search: on", fakeGroups())
-	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.Starting })
+	waitGroupsUp(t, h)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -490,7 +510,7 @@ func TestExposeTools(t *testing.T) {
 `, fakeBin, fakeBin, fakeBin)
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, c := searchClientYAML(t, fmt.Sprintf("state_dir: %q\naudit: {path: %q}\ngroups:\n%s", t.TempDir(), auditPath, groups))
-	waitFor(t, 15*time.Second, "the groups", func() bool { return !h.snapshot().view.Starting })
+	waitGroupsUp(t, h)
 	if got := c.toolNames(); !slices.Equal(got, []string{views.GetToolsName, views.CallToolName, views.SearchToolName, "f__echo", "g_pid"}) {
 		t.Fatalf("tools/list: %q", got)
 	}
