@@ -401,11 +401,7 @@ func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) 
 	if p := o.Previous; p != nil {
 		// A call refused for want of a scope asked for more (Source.StepUp):
 		// asking for the same again would only be refused again.
-		for _, w := range p.Wanted {
-			if !slices.Contains(scopes, w) {
-				scopes = append(slices.Clip(scopes), w)
-			}
-		}
+		scopes = unionScopes(scopes, p.Wanted...)
 	}
 	return loginPlan{md: md, c: c, scopes: scopes, resource: resource}, nil
 }

@@ -193,14 +193,7 @@ func renewInProcesses(t *testing.T, a *authtest.Server, store *Store, url string
 func TestRenewTakesWhatAnotherRenewed(t *testing.T) {
 	a := authtest.NewServer(t)
 	a.RevokeOnReplay = true
-	rec, err := login(t, a, LoginOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := NewStore(t.TempDir())
-	if err := store.Save(rec); err != nil {
-		t.Fatal(err)
-	}
+	store := savedSignIn(t, a)
 	first, err := NewSource(store, "srv", a.URL+"/mcp")
 	if err != nil {
 		t.Fatal(err)

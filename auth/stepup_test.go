@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -58,4 +60,66 @@ func TestStepUpSignInAsksForTheUnion(t *testing.T) {
 	if got := a.Authorize.Get("scope"); first != "mcp:read" || got != "mcp:read mcp:write" {
 		t.Errorf("authorization requests asked for %q, then %q; want mcp:read, then mcp:read mcp:write", first, got)
 	}
+}
+
+// A refusal whose scopes the record on file keeps already does not
+// write it again, and a server that names a new scope on each refusal
+// does not grow it past maxWanted.
+func TestStepUpWritesOnlyWhatIsNew(t *testing.T) {
+	a := authtest.NewServer(t)
+	store := savedSignIn(t, a)
+	first, err := NewSource(store, "srv", a.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewSource(store, "srv", a.URL+"/mcp") // another process, loaded before the step-up
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := func() string {
+		b, err := os.ReadFile(store.path("srv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	const challenge = `Bearer error="insufficient_scope", scope="mcp:write"`
+	if _, err := first.StepUp(t.Context(), challenge); err != nil {
+		t.Fatal(err)
+	}
+	written := sealed() // sealed afresh each write (a nonce of its own)
+	for _, s := range []*Source{first, other} {
+		if want, err := s.StepUp(t.Context(), challenge); err != nil || !slices.Equal(want, []string{"mcp:read", "mcp:write"}) {
+			t.Fatalf("step-up again: %q %v", want, err)
+		}
+	}
+	if sealed() != written {
+		t.Error("a refusal whose scopes were kept already wrote the record again")
+	}
+	for i := range 2 * maxWanted {
+		if _, err := first.StepUp(t.Context(), fmt.Sprintf(`Bearer error="insufficient_scope", scope="s%d"`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disk, err := store.Load("srv", a.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(disk.Wanted); n != maxWanted || disk.Wanted[0] != "mcp:read" || disk.Wanted[1] != fmt.Sprintf("s%d", 2*maxWanted-1) {
+		t.Errorf("after %d refusals each naming a new scope, %d kept: %q", 2*maxWanted, n, disk.Wanted)
+	}
+}
+
+// savedSignIn signs in at a, and keeps the sign-in in a store of its own.
+func savedSignIn(t *testing.T, a *authtest.Server) *Store {
+	t.Helper()
+	rec, err := login(t, a, LoginOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(t.TempDir())
+	if err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

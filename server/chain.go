@@ -102,7 +102,7 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
-		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
+		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.PerUser() }, peruser.Stage{Ask: ask}),
 	)
 }
 

@@ -119,12 +119,13 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db s
 	// deadline (http.body_timeout). IdleTimeout closes kept-alive
 	// connections that send nothing more; MaxHeaderBytes bounds headers.
 	// ReadHeaderTimeout runs from a request's first byte, the first
-	// request's too (httpguard.FirstByteListener).
+	// request's too (httpguard.FirstByteListener); before it a new
+	// connection may stay silent httpguard.FirstByteWait.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
 		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, append(authAttrs(cfg), sealAttrs(cfg)...)...)...)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(httpguard.FirstByteListener(ln, srv.IdleTimeout)) }()
+	go func() { errc <- srv.Serve(httpguard.FirstByteListener(ln, httpguard.FirstByteWait)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -67,7 +67,7 @@ func TestFirstByteListener(t *testing.T) {
 }
 
 // TestFirstByteListenerIdle: a connection that sends nothing is closed
-// after idle, as a kept-alive connection is.
+// after the wait before its first byte.
 func TestFirstByteListenerIdle(t *testing.T) {
 	t.Parallel()
 	addr := serveHeaderTimeout(t, time.Minute, 100*time.Millisecond)
@@ -81,5 +81,41 @@ func TestFirstByteListenerIdle(t *testing.T) {
 		t.Fatal("a silent connection read bytes")
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("a silent connection was not closed after idle")
+	}
+}
+
+// The wrapped connection of a TCP listener can still shut its writing
+// side (net/http's closeWriteAndWait, before the close that follows a
+// 413), and a wait of 0 is bounded all the same.
+func TestFirstByteConnCloseWrite(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := FirstByteListener(ln, 0).Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if wait := c.(*firstByteConn).wait; wait != FirstByteWait {
+		t.Errorf("a wait of 0 is %v, want %v", wait, FirstByteWait)
+	}
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the wrapped TCP connection has no CloseWrite")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(time.Minute))
+	if n, err := client.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after CloseWrite the client read %d bytes, %v; want EOF", n, err)
 	}
 }

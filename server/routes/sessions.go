@@ -66,20 +66,39 @@ func (t *Table[S]) Dropped() uint64 {
 // URIs any more (the unsubscribes next claimed, for a session that ended,
 // say), in the background, so that ending a session never waits for an
 // upstream. Each unsubscribe is bounded by list_timeout, at most
-// maxUnsubscribing go out at once, and Close cancels those not done.
+// maxUnsubscribing go out at once, and Close cancels those not done. One
+// that is no longer needed when its turn comes (a session listens again)
+// is not sent. gone is the callee's.
 func (t *Table[S]) unsubscribeGone(gone map[string]*subscription[S]) {
 	if len(gone) == 0 {
 		return
 	}
-	t.opts.Spawn(func() {
+	spawned := t.opts.Spawn(func() {
 		for uri, sent := range gone {
 			select {
 			case t.unsubscribing <- struct{}{}:
 			case <-t.opts.Stop:
+				t.abandon(gone)
 				return
 			}
 			t.sendUnsubscribe(uri, sent)
 			<-t.unsubscribing
+			delete(gone, uri)
 		}
 	})
+	if !spawned {
+		t.abandon(gone)
+	}
+}
+
+// abandon gives up the unsubscribes claimed for gone, not sent (the hub
+// is closing): the sessions waiting for them are released, to find the
+// upstream as it was.
+func (t *Table[S]) abandon(gone map[string]*subscription[S]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, sent := range gone {
+		close(sent.sending)
+		sent.sending = nil
+	}
 }

@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
@@ -43,10 +44,11 @@ type holding uint8
 
 const (
 	notHeld holding = iota
-	// mayHold: a subscribe failed, and may have reached the upstream all
-	// the same (cancelled with its session, or its call timed out): a
-	// session that listens subscribes again, and with none left an
-	// unsubscribe goes, even after a refusal.
+	// mayHold: a subscribe failed without an answer, and may have reached
+	// the upstream all the same (cancelled with its session, or its call
+	// timed out): a session that listens subscribes again, and with none
+	// left an unsubscribe goes. A subscribe refused (a JSON-RPC error)
+	// leaves notHeld: no unsubscribe follows a refusal.
 	mayHold
 	held
 )
@@ -165,6 +167,9 @@ func (t *Table[S]) await(ctx context.Context, sub Subscriber[S], uri string, sen
 			state := held
 			if err != nil {
 				state = mayHold
+				if _, refused := errors.AsType[*jsonrpc.Error](err); refused {
+					state = notHeld // an answer: the upstream (or the hub's chain) refused it, and holds nothing
+				}
 				if sent.sessions[sess] { // refused: the session does not listen
 					t.drop(sent, sess)
 				}
@@ -224,8 +229,18 @@ func (t *Table[S]) answered(uri string, sent *subscription[S], state holding) bo
 
 // sendUnsubscribe sends the unsubscribe next claimed for sent's URI, and
 // records its answer (whatever it is: the upstream holds nothing the
-// table knows of).
+// table knows of). When a session listens again by the time it is to go
+// (it waited behind other unsubscribes of a session that ended), it is
+// not sent: the upstream keeps what it holds, and the session waiting
+// need not wait for an upstream's answer it has no use for.
 func (t *Table[S]) sendUnsubscribe(uri string, sent *subscription[S]) {
+	t.mu.Lock()
+	if len(sent.sessions) > 0 {
+		t.answered(uri, sent, sent.upstream) // false: a session listens
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
 	t.unsubscribe(sent.owner, uri)
 	t.mu.Lock()
 	t.answered(uri, sent, notHeld) // false: an upstream that holds nothing needs no unsubscribe

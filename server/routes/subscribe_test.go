@@ -3,10 +3,12 @@ package routes
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -19,6 +21,7 @@ type wire struct {
 	holds  map[string]bool
 	gates  map[string]chan struct{} // by method
 	refuse error
+	log    []string // "method uri" of each message, as it set out
 }
 
 func newWire() *wire {
@@ -37,6 +40,7 @@ func (w *wire) hold(method string) chan struct{} {
 
 func (w *wire) arrive(method, uri string) error {
 	w.mu.Lock()
+	w.log = append(w.log, method+" "+uri)
 	gate := w.gates[method]
 	delete(w.gates, method)
 	w.mu.Unlock()
@@ -58,6 +62,13 @@ func (w *wire) arrive(method, uri string) error {
 	return nil
 }
 
+// messages is what has set out for the upstream so far.
+func (w *wire) messages() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.log)
+}
+
 func (w *wire) holding(uri string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -67,9 +78,14 @@ func (w *wire) holding(uri string) bool {
 // wireTable is a table in front of w, its background work on goroutines
 // of its own.
 func wireTable(w *wire) *Table[*fake] {
+	return wireTableStop(w, make(chan struct{}))
+}
+
+// wireTableStop is wireTable, closing when stop is closed.
+func wireTableStop(w *wire, stop chan struct{}) *Table[*fake] {
 	return New(Options[*fake]{
 		Spawn:       func(f func()) bool { go f(); return true },
-		Stop:        make(chan struct{}),
+		Stop:        stop,
 		Unsubscribe: func(_ *upstream.Server, uri string) error { return w.arrive("resources/unsubscribe", uri) },
 	})
 }
@@ -83,6 +99,18 @@ func wireSubscriber(w *wire, sess *fake) Subscriber[*fake] {
 			return w.arrive("resources/subscribe", uri)
 		},
 	}
+}
+
+// twoSessions adds sessions a and b to tab.
+func twoSessions(t *testing.T, tab *Table[*fake]) (a, b *fake) {
+	t.Helper()
+	a, b = &fake{id: "a"}, &fake{id: "b"}
+	for _, s := range []*fake{a, b} {
+		if err := tab.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
 }
 
 // inBackground runs f on a goroutine of its own: its error comes on the
@@ -156,12 +184,7 @@ func TestSubscriptionsMatchTheUpstream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWire()
 				tab := wireTable(w)
-				a, b := &fake{id: "a"}, &fake{id: "b"}
-				for _, s := range []*fake{a, b} {
-					if err := tab.Add(s); err != nil {
-						t.Fatal(err)
-					}
-				}
+				a, b := twoSessions(t, tab)
 				err := c.run(t, w, tab, a, b)
 				synctest.Wait() // what the table sends in the background has arrived
 				if listens := tab.Subscribed(uri); err != nil || !listens || !w.holding(uri) || b.entry.subscriptions != 1 || a.entry.subscriptions != 0 {
@@ -174,6 +197,98 @@ func TestSubscriptionsMatchTheUpstream(t *testing.T) {
 					t.Errorf("once every session left: listened to %v, the upstream holds uri %v", tab.Subscribed(uri), w.holding(uri))
 				}
 			})
+		})
+	}
+}
+
+// A session that subscribes to a URI whose unsubscribe waits its turn
+// (behind the others of a session that ended) does not wait for that
+// unsubscribe and a subscribe after it: the unsubscribe is not sent, and
+// the upstream keeps the URI.
+func TestResubscribeSkipsTheQueuedUnsubscribe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWire()
+		tab := wireTable(w)
+		a, b := twoSessions(t, tab)
+		for _, uri := range []string{"x://1", "x://2"} {
+			if err := tab.SubscribeURI(t.Context(), wireSubscriber(w, a), uri, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		unsubscribing := w.hold("resources/unsubscribe")
+		tab.Remove(a)
+		synctest.Wait() // the first of a's unsubscribes is on its way
+		log := w.messages()
+		first := log[len(log)-1]
+		other := "x://1"
+		if first == "resources/unsubscribe x://1" {
+			other = "x://2"
+		}
+		second := inBackground(func() error { return tab.SubscribeURI(t.Context(), wireSubscriber(w, b), other, true) })
+		synctest.Wait()
+		close(unsubscribing)
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if after := w.messages()[len(log):]; len(after) != 0 || !w.holding(other) || !tab.Subscribed(other) {
+			t.Errorf("after %s, sent %q; the upstream holds %s %v", first, after, other, w.holding(other))
+		}
+		tab.Remove(b)
+		synctest.Wait()
+	})
+}
+
+// A session waiting for an unsubscribe that the closing hub never sends
+// is released.
+func TestCloseReleasesTheWaitForAnUnsubscribe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const uri = "x://r"
+		w := newWire()
+		stop := make(chan struct{})
+		tab := wireTableStop(w, stop)
+		a, b := twoSessions(t, tab)
+		if err := tab.SubscribeURI(t.Context(), wireSubscriber(w, a), uri, true); err != nil {
+			t.Fatal(err)
+		}
+		for range cap(tab.unsubscribing) { // every unsubscribe's turn taken
+			tab.unsubscribing <- struct{}{}
+		}
+		tab.Remove(a)
+		second := inBackground(func() error { return tab.SubscribeURI(t.Context(), wireSubscriber(w, b), uri, true) })
+		synctest.Wait() // b waits for a's unsubscribe
+		close(stop)
+		if err := <-second; err != nil {
+			t.Errorf("b's subscribe, the hub closing: %v", err)
+		}
+	})
+}
+
+// A subscribe the upstream refused (a JSON-RPC error) is followed by no
+// unsubscribe; one that failed unanswered (it may have arrived) is.
+func TestRefusedSubscribeSendsNoUnsubscribe(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want []string
+	}{
+		{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no"}, []string{"resources/subscribe x://r"}},
+		{errors.New("no answer within 1s"), []string{"resources/subscribe x://r", "resources/unsubscribe x://r"}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWire()
+			w.refuse = c.err
+			tab := wireTable(w)
+			a := &fake{id: "a"}
+			if err := tab.Add(a); err != nil {
+				t.Fatal(err)
+			}
+			if err := tab.SubscribeURI(t.Context(), wireSubscriber(w, a), "x://r", true); !errors.Is(err, c.err) {
+				t.Fatalf("subscribe: %v", err)
+			}
+			synctest.Wait()
+			if got := w.messages(); !slices.Equal(got, c.want) {
+				t.Errorf("refused with %v: sent %q, want %q", c.err, got, c.want)
+			}
 		})
 	}
 }

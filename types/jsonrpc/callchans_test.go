@@ -17,12 +17,12 @@ func TestCallChannelsCarryOnlyTheirOwnAnswer(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	given, givenCh, _ := calls.Start()
+	given, _, givenCh, _ := calls.StartRequest("m", nil)
 	if _, err := calls.Wait(ctx, given, givenCh); err != context.Canceled {
 		t.Fatalf("a call whose ctx ended: %v", err)
 	}
 	for range 50 {
-		id, ch, err := calls.Start()
+		id, _, ch, err := calls.StartRequest("m", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestCallChannelsCarryOnlyTheirOwnAnswer(t *testing.T) {
 			t.Fatalf("call %s got %s %v", id, res, err)
 		}
 	}
-	id, ch, _ := calls.Start()
+	id, _, ch, _ := calls.StartRequest("m", nil)
 	calls.Close(ErrClosed)
 	if res, err := calls.Wait(context.Background(), id, ch); res != nil || err != ErrClosed {
 		t.Errorf("a call when the connection ended: %s %v", res, err)

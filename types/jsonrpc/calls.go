@@ -55,19 +55,11 @@ func NewCallsPrefixed(prefix string) *Calls {
 	return c
 }
 
-// Start registers a new call and returns its id and the channel its
-// answer arrives on (nil message: the connection ended).
-func (c *Calls) Start() (json.RawMessage, chan *Message, error) {
-	n, ch, err := c.start()
-	if err != nil {
-		return nil, nil, err
-	}
-	return c.appendID(nil, n), ch, nil
-}
-
-// StartRequest is Start that also frames the call's request (see
-// EncodeRequest); the id is a slice of the request, not an allocation of
-// its own every call made.
+// StartRequest registers a new call and frames its request: the id, and
+// the channel its answer arrives on (nil message: the connection ended).
+// params are left out when nil or null, never sent as "params": null
+// (which MCP's schemas refuse). The id is a slice of the request, not an
+// allocation of its own every call made.
 func (c *Calls) StartRequest(method string, params json.RawMessage) (id json.RawMessage, msg []byte, _ chan *Message, _ error) {
 	n, ch, err := c.start()
 	if err != nil {
@@ -81,7 +73,7 @@ func (c *Calls) StartRequest(method string, params json.RawMessage) (id json.Raw
 	return id, appendCall(b, method, params), ch, nil
 }
 
-// appendID appends the id of call n as Start writes it.
+// appendID appends the id of call n.
 func (c *Calls) appendID(b []byte, n int64) []byte {
 	if c.prefix != "" {
 		return append(strconv.AppendInt(append(append(b, '"'), c.prefix...), n, 10), '"')
@@ -116,7 +108,7 @@ func (c *Calls) Forget(id json.RawMessage) {
 	c.mu.Unlock()
 }
 
-// number is the number of an id as Start writes it, false for any other.
+// number is the number of an id as StartRequest writes it, false for any other.
 func (c *Calls) number(id json.RawMessage) (int64, bool) {
 	if c.prefix == "" {
 		return callNumber(id)
@@ -128,7 +120,7 @@ func (c *Calls) number(id json.RawMessage) (int64, bool) {
 	return callNumber(id[1+n : len(id)-1])
 }
 
-// callNumber is the number of an id as Start writes it (decimal digits,
+// callNumber is the number of an id as StartRequest writes it (decimal digits,
 // no sign, no leading zero); false for any other id, which is none of
 // ours.
 func callNumber(id json.RawMessage) (int64, bool) {

@@ -182,7 +182,7 @@ func (s *chanStream) request(t *testing.T) json.RawMessage {
 // the same number written another way, or as a string, is no answer.
 func TestCallsMatchIDBytes(t *testing.T) {
 	calls := NewCalls()
-	id, ch, err := calls.Start()
+	id, _, ch, err := calls.StartRequest("m", nil)
 	if err != nil || string(id) != "1" {
 		t.Fatal(id, err)
 	}

@@ -80,7 +80,8 @@ func TestDecode(t *testing.T) {
 }
 
 func TestEncodeKeepsBytes(t *testing.T) {
-	if got := string(EncodeRequest(IntID(3), "roots/list", json.RawMessage("null"))); got != `{"jsonrpc":"2.0","id":3,"method":"roots/list"}` {
+	if _, msg, _, _ := NewCalls().StartRequest("roots/list", json.RawMessage("null")); string(msg) != `{"jsonrpc":"2.0","id":1,"method":"roots/list"}` {
+		got := string(msg)
 		t.Errorf("null params sent: %s", got)
 	}
 	e := &Error{Code: 1, Message: "a <b> & c", Data: json.RawMessage(`{"z":1,"a":"<"}`)}

@@ -228,15 +228,6 @@ func EncodeError(id json.RawMessage, e *Error) []byte {
 	return b.Bytes()
 }
 
-// EncodeRequest frames a request; params are left out when nil or null,
-// never sent as "params": null (which MCP's schemas refuse).
-func EncodeRequest(id json.RawMessage, method string, params json.RawMessage) []byte {
-	b := make([]byte, 0, len(id)+len(method)+len(params)+48)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	return appendCall(b, method, params)
-}
-
 // EncodeNotification frames a notification, leaving out absent params.
 func EncodeNotification(method string, params json.RawMessage) []byte {
 	b := make([]byte, 0, len(method)+len(params)+40)
