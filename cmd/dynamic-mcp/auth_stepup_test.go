@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,17 +31,7 @@ func TestAuthLoginStepsUpToTheScopeACallWasRefusedFor(t *testing.T) {
 		}
 		hello.ServeHTTP(w, r)
 	})
-	home := t.TempDir()
-	cfg := filepath.Join(home, "c.yaml")
-	os.WriteFile(cfg, []byte(`mode: flat
-groups:
-  r:
-    description: a protected server
-    url: `+a.URL+`/mcp
-    transport: streamable-http
-    retry: { initial_interval: 100ms, reconnect_interval: 200ms }
-`), 0o600)
-	env := append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+	home, cfg, env := protectedHome(t, a.URL)
 	if out, err := authLoginR(t, env, cfg); err != nil || !strings.Contains(out, "r: signed in") {
 		t.Fatalf("auth login: %v\n%s", err, out)
 	}

@@ -30,21 +30,29 @@ func helloMCP(text string) *mcpserver.StreamableHTTPServer {
 	return mcpserver.NewStreamableHTTPServer(s)
 }
 
-func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
-	t.Parallel()
-	a := authtest.NewServer(t)
-	a.Resource = helloMCP("hello, signed-in hub")
-	home := t.TempDir()
-	cfg := filepath.Join(home, "c.yaml")
+// protectedHome writes, in a new DYNAMIC_MCP_HOME, a config of one group
+// r on the OAuth-protected MCP server at url, and returns the home, the
+// config's path and the environment that names the home.
+func protectedHome(t *testing.T, url string) (home, cfg string, env []string) {
+	t.Helper()
+	home = t.TempDir()
+	cfg = filepath.Join(home, "c.yaml")
 	os.WriteFile(cfg, []byte(`mode: flat
 groups:
   r:
     description: a protected server
-    url: `+a.URL+`/mcp
+    url: `+url+`/mcp
     transport: streamable-http
     retry: { initial_interval: 100ms, reconnect_interval: 200ms }
 `), 0o600)
-	env := append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+	return home, cfg, append(os.Environ(), "DYNAMIC_MCP_HOME="+home)
+}
+
+func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
+	t.Parallel()
+	a := authtest.NewServer(t)
+	a.Resource = helloMCP("hello, signed-in hub")
+	home, cfg, env := protectedHome(t, a.URL)
 
 	// Before signing in, the group is unavailable with what to do.
 	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
