@@ -110,8 +110,8 @@ func asksTask(c *call.Call) bool { return c.Task }
 func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
-		// Config.PerUser, read here: asked of every hop, it is all the
-		// hop needs of that file.
+		// config.Server.PerUser's test written out: every hop asks it,
+		// and it was all a hop entered that file for.
 		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
