@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -131,5 +132,21 @@ func TestSignInTakesItsResourceSpelledOtherwise(t *testing.T) {
 				t.Errorf("resource %q asked for, %d requests to the authorization server; want %q and some", got, asked.Load(), want)
 			}
 		})
+	}
+}
+
+// A sign-in on file made for another resource (by a version that took
+// whatever the metadata named) is no sign-in: its token is not sent.
+func TestSourceRefusesSignInForAnotherResource(t *testing.T) {
+	store := NewStore(t.TempDir())
+	const serverURL = "https://mcp.example.com/mcp"
+	for resource, ok := range map[string]bool{"https://other.example/mcp": false, "https://mcp.example.com": true, "": true} {
+		if err := store.Save(&Record{Server: "web", URL: serverURL, Resource: resource, AccessToken: "secret"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := NewSource(store, "web", serverURL)
+		if ok && err != nil || !ok && (!errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), resource)) {
+			t.Errorf("a sign-in for resource %q: %v; want it used: %v", resource, err, ok)
+		}
 	}
 }
