@@ -25,7 +25,9 @@ import (
 // RFC 9728, draft-mcguinness-oauth-rfc9728bis); scheme and host compared
 // without case, a default port the same as none, a trailing slash, the
 // query and the fragment aside. Another origin, or another path on the
-// same origin, is refused.
+// same origin, is refused. The cost of the prefix: servers on one origin
+// are trusted alike (one may name the origin, and get a token for it),
+// as they share its TLS certificate anyway.
 func checkResource(serverURL, metadataURL, resource string) error {
 	if resourceCovers(resource, serverURL) {
 		return nil
