@@ -108,7 +108,7 @@ func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, err
 
 // sendHop is the end of every hop: the request itself.
 func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
-	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Method, h.Params, h.Timeout)
+	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Part, h.Method, h.Params, h.Timeout)
 }
 
 // requestOf is the hub's request a call was made for: the end of the

@@ -103,7 +103,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	// on stdio that call is only known when one client's calls are in
 	// flight (see callContext), and the server is owed an answer either
 	// way. only is the owner of the connection it came on, if its own.
-	cctx, owner, ambiguous := s.callContext(ctx, related, only)
+	cctx, owner, part, ambiguous := s.callContext(ctx, related, only)
 	release, err := s.takeOutstanding(owner, method)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
 
 	r := newReply()
-	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
+	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, Part: part, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
 	select {

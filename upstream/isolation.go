@@ -283,7 +283,7 @@ func (s *Server) isolatedNotification(owner Owner, id ConnID, method string, par
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	ctx, _, _ := s.callContext(withConn(context.Background(), id), trackedCall{}, owner)
+	ctx, _, _, _ := s.callContext(withConn(context.Background(), id), trackedCall{}, owner)
 	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, OwnConn: true})
 }
 

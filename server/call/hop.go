@@ -24,4 +24,9 @@ type Hop struct {
 	Timeout time.Duration
 	Config  *config.Config  // the config it is sent under
 	Secrets *redact.Secrets // its secrets' redactor (Config.Secrets), nil when it resolves none
+	// Part is the hub's number for the work of the owner's the hop is one
+	// part of (a 2026-07-28 call held between rounds, rounds.Held), zero
+	// for none: a server's request during it comes back with it
+	// (upstream.Event.Part), never in a context value.
+	Part uint64
 }

@@ -109,7 +109,14 @@ func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
 func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
-	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
+	return t.Hop(ctx, &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout})
+}
+
+// Hop sends hp, under its call's config (the hub's current one for a hop
+// of no client's request), through the hop stages (Hops) inside the
+// observers' view of it: the outermost call.HopHandler of every hop.
+func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+	c, s, method, params := hp.Call, hp.Server, hp.Method, hp.Params
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets
 	} else {
