@@ -45,19 +45,12 @@ func DeclaredCapabilities() mcp.ClientCapabilities {
 	}
 }
 
-// CapableOwner is an owner (see Server.Request) that knows what its client can
-// answer: known is false until the client has said so (in initialize, or
-// in the _meta of a 2026-07-28 request).
-type CapableOwner interface {
-	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
-}
-
 // declared is what a connection for owner declares: the owner's client's
-// capabilities when it stated them, else the manager's (owner nil: a
-// shared connection).
+// capabilities when it stated them (Owner.ClientCapabilities), else the
+// manager's (owner nil: a shared connection).
 func (m *Manager) declared(owner Owner) mcp.ClientCapabilities {
-	if o, ok := owner.(CapableOwner); ok {
-		if caps, known := o.ClientCapabilities(); known {
+	if owner != nil {
+		if caps, known := owner.ClientCapabilities(); known {
 			return caps
 		}
 	}

@@ -3,12 +3,19 @@ package upstream
 import (
 	"context"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// testOwner is an owner of the tests (see Owner): no caller known.
+// testOwner is an owner of the tests (see Owner): no caller, client or
+// capabilities known.
 type testOwner string
 
 func (testOwner) UserKey() string { return "" }
+func (testOwner) Client() string  { return "" }
+func (testOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
 
 // A request a stdio server sends back is tied to the one owner whose
 // calls are in flight, and to none when calls of several owners are: an

@@ -16,7 +16,7 @@ import (
 // HopStage; a concern of a client's call alone is a Stage.
 type Hop struct {
 	Call    *Call            // the client's request it is sent for, nil for none
-	Owner   upstream.Owner   // whose request it is (see upstream's Request), nil for no one's
+	Owner   Owner            // whose request it is (see upstream's Request), nil for no one's
 	Server  *upstream.Server // where it goes
 	On      upstream.ConnID  // the connection it must go on, zero for any (upstream's RequestOn)
 	Method  string

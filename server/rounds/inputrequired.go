@@ -310,8 +310,18 @@ type Linker = call.Linker
 // that its calls to a per-user server are its caller's.
 func (p *Held) UserKey() string { return p.user }
 
+// Client is "": a call that owns its connections is no client's share of
+// them (upstream.Owner).
+func (p *Held) Client() string { return "" }
+
+// ClientCapabilities are unknown to the connections the call owns, which
+// declare the hub's (upstream.Owner); its client's are asked per round.
+func (p *Held) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
+
 // Linker is the face of the caller of a call that owns its connections,
-// which sends it to sign in; nil for none (a peruser.Owner).
+// which sends it to sign in; nil for none (a call.Owner).
 func (p *Held) Linker() Linker { return p.linker }
 
 // inputAsk is one request of the server's waiting for the client.

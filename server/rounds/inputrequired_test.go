@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
 
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -54,9 +55,7 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 }
 
 // testOwner is an owner of calls upstream (a client session).
-type testOwner struct{ _ byte } // not zero-size: distinct owners are distinct pointers
-
-func (*testOwner) UserKey() string { return "" }
+type testOwner struct{ calltest.Owner }
 
 // heldSession is a client session of a request with a session.
 type heldSession struct{ call.Session }
