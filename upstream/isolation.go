@@ -137,7 +137,7 @@ func (s *Server) dialFailedLocked(err error) {
 func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
-	_, forUser := owner.(userConn)
+	_, forUser := s.perUser(owner)
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },

@@ -80,7 +80,9 @@ func (e *SignInRequired) Error() string {
 }
 
 // perUser reports whether owner's requests go on the calling user's own
-// connection to s, and that user's key.
+// connection to s, and that user's key. Of a key of s's own connections
+// (perSession's), it reports whether the key is a user's: what a user's
+// connection is told apart by, never by asserting the key's type.
 func (s *Server) perUser(owner Owner) (userConn, bool) {
 	if !s.Config.PerUser() || owner == nil {
 		return "", false
@@ -93,7 +95,7 @@ func (s *Server) perUser(owner Owner) (userConn, bool) {
 // file to make one with, else a *SignInRequired. It reads the store
 // outside s.mu.
 func (s *Server) userSignedIn(owner Owner) error {
-	u, ok := owner.(userConn)
+	u, ok := s.perUser(owner)
 	if !ok {
 		return nil
 	}
@@ -113,7 +115,7 @@ func (s *Server) userSignedIn(owner Owner) error {
 // userAuthError is err, for a user's own connection whose sign-in the
 // server refused (and that could not be renewed), a *SignInRequired.
 func userAuthError(owner Owner, s *Server, err error) error {
-	u, ok := owner.(userConn)
+	u, ok := s.perUser(owner)
 	if !ok || err == nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func firstClause(msg string) string {
 // tokensFor is the token store owner's connection is made with: the
 // user's own records for a user's connection, else the shared ones.
 func (s *Server) tokensFor(owner Owner) *auth.Store {
-	if u, ok := owner.(userConn); ok && s.mgr.tokens != nil {
+	if u, ok := s.perUser(owner); ok && s.mgr.tokens != nil {
 		return s.mgr.tokens.ForUser(string(u))
 	}
 	return s.mgr.tokens
