@@ -59,8 +59,10 @@ import (
 //	observe    the decision, for the inspector, metrics and traces
 //	enforce    allow, log, deny, or put the call to a person (an Asker)
 //	failures   the hub's failure to make a tool call, an isError result (call.ToolFailures)
-//	progress   the client's progress token, one of the hub's upstream (server/routes)
-//	tasks      the task a call made, adopted under an id of the hub's (server/tasks)
+//	progress   the client's progress token, one of the hub's upstream (server/routes);
+//	           a call whose params have no _meta passes by (call.When)
+//	tasks      the task a call made, adopted under an id of the hub's (server/tasks);
+//	           a call that asks for no task passes by
 //	rounds     the 2026-07-28 rounds: a call held, relayed or fulfilled (server/rounds)
 //	send       the request itself, as one hop (observe.Traffic.Send)
 func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
@@ -76,16 +78,22 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
 		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit, Keep: keepAudit}),
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
-		gate.Decide{Policy: snap.policy},
+		gate.NewDecide(snap.policy),
 		call.If(snap.policy.Limits(), &ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger}),
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		routes.Progress[*session]{Table: h.routes, Session: sessionOf},
-		tasks.Stage[*session]{Table: h.tasks, Session: sessionOf},
+		call.When(hasMeta, routes.Progress[*session]{Table: h.routes, Session: sessionOf}),
+		call.When(asksTask, tasks.Stage[*session]{Table: h.tasks, Session: sessionOf}),
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
+
+// hasMeta and asksTask say which calls the progress and tasks stages
+// are for (call.When): a progress token is in the params' _meta, and a
+// call that asks for no task makes none to adopt.
+func hasMeta(c *call.Call) bool  { return len(c.Params.Field("_meta")) > 0 }
+func asksTask(c *call.Call) bool { return c.Task }
 
 // newHopChain is what every request to an upstream goes through, whoever
 // sends it (the end of the call stages, a completion, a 2026-07-28 round,
@@ -102,7 +110,9 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
-		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.PerUser() }, peruser.Stage{Ask: ask}),
+		// config.Server.PerUser's test written out: every hop asks it,
+		// and it was all a hop entered that file for.
+		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
 
