@@ -244,7 +244,9 @@ type Inflight struct {
 	stopped   bool
 }
 
+// inflightReq is a request being answered, from begin to end.
 type inflightReq struct {
+	key      string // its id
 	cancel   context.CancelFunc
 	canceled atomic.Bool // by the peer
 }
@@ -254,13 +256,10 @@ func NewInflight(max int) *Inflight {
 	return &Inflight{max: max, reqs: map[string]*inflightReq{}, done: make(chan struct{}, 1)}
 }
 
-// Begin starts answering the request with id: it returns the request's
-// context and the func that ends it, called once with what sends the
-// answer: that runs only if the answer is still wanted (the peer did not
-// cancel), and before the request stops counting as in flight, so that
-// Wait covers it; end reports whether it ran. A request over the limit, or
+// begin starts answering the request with id: it returns the request's
+// context and its place, which end ends. A request over the limit, or
 // with the id of one still in flight, is refused with the error to answer.
-func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func(answer func()) bool, *Error) {
+func (f *Inflight) begin(ctx context.Context, id json.RawMessage) (context.Context, *inflightReq, *Error) {
 	key := string(id)
 	f.mu.Lock()
 	if f.stopped {
@@ -276,32 +275,39 @@ func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Conte
 		return nil, nil, Errorf(CodeServerBusy, fmt.Sprintf("too many requests in flight (%d): try again when some are answered", f.max))
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	r := &inflightReq{cancel: cancel}
+	r := &inflightReq{key: key, cancel: cancel}
 	f.reqs[key] = r
 	f.mu.Unlock()
-	return rctx, func(answer func()) bool {
-		wanted := !r.canceled.Load()
-		// The id is free before its answer goes out: a peer that reuses an
-		// id the moment it has the answer must not find it still in use.
-		// The request counts as in flight until the answer is sent, so
-		// that Wait covers it.
-		f.mu.Lock()
-		delete(f.reqs, key)
-		f.answering++
-		f.mu.Unlock()
-		if wanted && answer != nil {
-			answer()
-		}
-		f.mu.Lock()
-		f.answering--
-		f.mu.Unlock()
-		cancel()
-		select {
-		case f.done <- struct{}{}:
-		default:
-		}
-		return wanted
-	}, nil
+	return rctx, r, nil
+}
+
+// end ends the request r begin started, called once with what sends the
+// answer: that runs only if the answer is still wanted (the peer did not
+// cancel), and before the request stops counting as in flight, so that
+// Wait covers it; end reports whether it ran. (A method, not a func begin
+// returns: an allocation a request less.)
+func (f *Inflight) end(r *inflightReq, answer func()) bool {
+	wanted := !r.canceled.Load()
+	// The id is free before its answer goes out: a peer that reuses an
+	// id the moment it has the answer must not find it still in use.
+	// The request counts as in flight until the answer is sent, so
+	// that Wait covers it.
+	f.mu.Lock()
+	delete(f.reqs, r.key)
+	f.answering++
+	f.mu.Unlock()
+	if wanted && answer != nil {
+		answer()
+	}
+	f.mu.Lock()
+	f.answering--
+	f.mu.Unlock()
+	r.cancel()
+	select {
+	case f.done <- struct{}{}:
+	default:
+	}
+	return wanted
 }
 
 // Cancel cancels the request a notifications/cancelled names.

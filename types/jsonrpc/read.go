@@ -261,20 +261,20 @@ func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(
 		if c.routes {
 			parent = withRequest(parent, m.ID)
 		}
-		release, refuse := c.hold(int64(len(msg)))
+		held, more, refuse := c.hold(int64(len(msg)))
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
-		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		ctx, r, refuse := c.inflight.begin(parent, m.ID)
 		if refuse != nil {
-			release()
+			c.unhold(held, more)
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
 		return ctx, m, func(answer func()) bool {
-			defer release() // the answer is written, the handler has returned: the body is dropped
-			return end(answer)
+			defer c.unhold(held, more) // the answer is written, the handler has returned: the body is dropped
+			return c.inflight.end(r, answer)
 		}
 	}
 	return nil, nil, nil
