@@ -61,11 +61,8 @@ func RelatedID(ctx context.Context) json.RawMessage {
 	if r, ok := ctx.Value(relationKey{}).(*Relation); ok {
 		return r.ID
 	}
-	id, _ := ctx.Value(requestKey{}).(json.RawMessage)
-	return id
-}
-
-// withRequest is the parent ctx of the handler of the peer's request id.
-func withRequest(ctx context.Context, id json.RawMessage) context.Context {
-	return context.WithValue(ctx, requestKey{}, id)
+	if r, ok := ctx.Value(requestKey{}).(*inflightReq); ok {
+		return r.id
+	}
+	return nil
 }
