@@ -133,6 +133,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stopBrowser() // the browser tests' one Chromium (browse)
 	// The PostgreSQL tests share one cluster, each with a database of
 	// its own: an initdb is seconds of a loaded machine.
 	return pgtest.Shared(m).Run()

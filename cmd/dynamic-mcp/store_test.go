@@ -116,6 +116,7 @@ func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
 // The pool parameters pgxpool honoured and the store ignores are named
 // in a warning at open, once; a URL without them warns of nothing.
 func TestOpenStoreWarnsOfIgnoredPoolParams(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	for _, c := range []struct{ query, want string }{
 		{"&pool_min_conns=2&pool_max_conn_idle_time=5m&pool_max_conns=3", "params=pool_min_conns,pool_max_conn_idle_time"},
