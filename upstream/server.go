@@ -204,7 +204,7 @@ func (s *Server) run(ctx context.Context) {
 			var lists Lists
 			if c, lists, err = s.connect(ctx, sched.connectTimeout()); err != nil {
 				if to, ok := errors.AsType[*connectTimeout](err); ok {
-					to.next = sched.timedOut() // the next try waits longer
+					to.next = sched.timedOut(to.within) // the next try waits longer
 				}
 				return err
 			}
