@@ -199,7 +199,8 @@ type challenge struct {
 // The challenge's parameters are read by pattern, not with oauthex's
 // ParseWWWAuthenticate (go-sdk v1.8.0), which refuses a whole header with
 // an empty quoted value (error_description="", valid in RFC 9110) or a
-// missing comma, losing the resource_metadata beside it.
+// missing comma, losing the resource_metadata beside it
+// (TestOauthexStillDiffers).
 // The patterns are compiled at first use, not at every start.
 var (
 	resourceMetadataParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`resource_metadata="([^"]+)"`) })
