@@ -22,7 +22,7 @@ import (
 )
 
 // alice is an owner whose requests are the user alice's.
-type alice struct{}
+type alice struct{ testOwner }
 
 func (alice) UserKey() string { return "alice" }
 
