@@ -176,7 +176,7 @@ func TestScheduleLengthensTheConnectTimeout(t *testing.T) {
 		s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, tc.configured)
 		got := []time.Duration{s.connectTimeout()}
 		for len(got) < len(tc.want) {
-			got = append(got, s.timedOut())
+			got = append(got, s.timedOut(s.connectTimeout()))
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("configured %s: connect timeouts %v, want %v", tc.configured, got, tc.want)

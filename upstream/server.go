@@ -56,6 +56,13 @@ type Status struct {
 	// is never told that a tool of a group that blinked does not exist.
 	// Should that try fail, the lists go with it.
 	Reconnecting bool
+	// TimedOut counts the tries in a row that ran out of their connect
+	// timeout (a slow start), and NextConnect is the next try's, longer
+	// (see schedule.timedOut); both 0 unless the last try timed out. A
+	// command that starts servers once (status, import) waits for the
+	// longer try, as serve would.
+	TimedOut    int
+	NextConnect time.Duration
 }
 
 // Server is one supervised upstream server.
@@ -204,7 +211,7 @@ func (s *Server) run(ctx context.Context) {
 			var lists Lists
 			if c, lists, err = s.connect(ctx, sched.connectTimeout()); err != nil {
 				if to, ok := errors.AsType[*connectTimeout](err); ok {
-					to.next = sched.timedOut() // the next try waits longer
+					to.next = sched.timedOut(to.within) // the next try waits longer
 				}
 				return err
 			}
@@ -281,7 +288,11 @@ func (s *Server) setFailed(err error) {
 		s.mu.Unlock()
 		return
 	}
-	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince()}
+	st := Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince()}
+	if to, ok := errors.AsType[*connectTimeout](err); ok {
+		st.TimedOut, st.NextConnect = s.status.TimedOut+1, to.next
+	}
+	s.status = st
 	s.mu.Unlock()
 	s.changed()
 }

@@ -124,6 +124,11 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 	wg.Go(func() { watcher.Watch(ctx, pinsChannel, func() { heard <- struct{}{} }) })
 	defer func() { cancel(); wg.Wait() }()
 	listening(t, url)
+	select { // once listening, the watch reads again what it may have missed
+	case <-heard:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("the watch did not read again once listening")
+	}
 	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
 	pulled := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file, and more"}`)}}
 	a.Check("files", v1)
