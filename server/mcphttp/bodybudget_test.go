@@ -15,6 +15,7 @@ import (
 // flight, no bytes stay reserved, and another client's request is
 // answered 200, not refused 503 for as long as the calls last.
 func TestHTTPBodyBudgetReleasedOnceDecoded(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	const budget = 1 << 20
 	hs, ts := serveHTTPWith(t, h, Options{MaxBodyMemory: budget, BodyTimeout: time.Second})
