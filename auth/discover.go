@@ -43,32 +43,39 @@ type serverMetadata struct {
 // provider known to name another (Atlassian, Entra) is let through only
 // when the config says which: iss.expected, logged each time.
 //
-// Why not go-sdk's oauthex (v1.8.0; its auth.GetAuthServerMetadata tries
-// the same three URLs in the same order): each difference is one a user
-// would see, a sign-in that works today failing; the test
-// TestDiscoveryTakesWhatOauthexRefuses pins them.
+// Why not go-sdk's oauthex (v1.8.0, the newest served): it tries the same
+// URLs in the same order (auth.GetAuthServerMetadata; the resource
+// metadata's likewise) and keeps our client (a transport that dials for
+// itself, and CheckRedirect, are used as given), but each difference
+// below is a sign-in that works today failing. TestOauthexStillDiffers
+// puts each to oauthex and to ours, and fails once oauthex takes one.
 //
 //   - GetAuthServerMeta refuses metadata that names another issuer, with
 //     no oauth.expected_issuer for the providers known to (Atlassian,
 //     Entra), and with its own message instead of ours naming that fix.
 //   - It refuses metadata without code_challenge_methods_supported, which
-//     a server that takes S256 may leave out (RFC 8414 makes it optional).
+//     Entra ID leaves out and takes S256 all the same (RFC 8414 makes it
+//     optional; MCP 2025-11-25 says to refuse).
 //   - GetAuthServerMetadata gives up at the first answer that is not a
-//     4xx, where we try the next URL and the next named server.
+//     4xx (a 500, an HTML page), where we try the next URL and the next
+//     named server.
 //   - Its getJSON wants Content-Type application/json, and decodes into
 //     the whole RFC 8414 (or RFC 9728) struct, so that one member of an
-//     unexpected type (response_types_supported: "code") loses the
-//     document; ours decodes the members it uses.
+//     unexpected type (grant_types_supported: "authorization_code") loses
+//     the document; ours decodes the members it uses.
 //   - It refuses https URLs at private addresses named by IP (10/8,
 //     192.168/16 ...): an authorization server on the company network.
 //     SafeClient refuses link-local and metadata addresses after DNS
-//     instead, and oauthex would keep that dialer (it wraps only a
-//     transport without one).
+//     instead.
 //   - GetProtectedResourceMetadata (RFC 9728) wants the metadata's
 //     resource to equal the URL asked for byte for byte, where we take
-//     the metadata's resource as the token's audience (RFC 8707), and
-//     refuses the whole document when one authorization server is not
-//     https, where we drop that one (below).
+//     one that differs by a trailing slash, the case of scheme and host
+//     or a default port, or names the server's origin or a path prefix
+//     of it (checkResource: another origin or path we refuse too), and
+//     it refuses the whole document when one authorization server is
+//     not https, where we drop that one (below).
+//
+// Client ID metadata documents: oauthex has the metadata's flag only.
 func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool, iss issuerCheck) (*serverMetadata, error) {
 	issuers := make([]string, 0, len(prm.AuthorizationServers))
 	for _, issuer := range prm.AuthorizationServers {
@@ -180,12 +187,13 @@ func (r *registration) authMethod() string {
 // register registers the hub as a public client with the loopback
 // redirect (RFC 7591), asking for scopes when there are any.
 //
-// Not oauthex.RegisterClient: a refusal other than 400 comes back from it
-// as a plain error with the endpoint's body in its text, where AnswerError
-// keeps the status apart, so that a sign-in page shows the status alone
-// (the endpoint is named by the upstream's metadata and may be a service
-// of the hub's own network); a 400 loses its status and body for "registration
-// failed: code (description)"; and its answer's client_id_issued_at and
+// Not oauthex.RegisterClient (TestOauthexStillDiffers puts it to both): a
+// refusal other than 400 comes back from it as a plain error with the
+// endpoint's body in its text, where AnswerError keeps the status apart,
+// so that a sign-in page shows the status alone (the endpoint is named by
+// the upstream's metadata and may be a service of the hub's own network);
+// a 400 loses its status and body for "registration failed: code
+// (description)"; and its answer's client_id_issued_at and
 // client_secret_expires_at must be whole numbers, which fails a
 // registration that sends them otherwise (we read neither).
 func register(ctx context.Context, client *http.Client, endpoint, redirect string, scopes []string) (*registration, error) {

@@ -59,8 +59,10 @@ import (
 //	observe    the decision, for the inspector, metrics and traces
 //	enforce    allow, log, deny, or put the call to a person (an Asker)
 //	failures   the hub's failure to make a tool call, an isError result (call.ToolFailures)
-//	progress   the client's progress token, one of the hub's upstream (server/routes)
-//	tasks      the task a call made, adopted under an id of the hub's (server/tasks)
+//	progress   the client's progress token, one of the hub's upstream (server/routes);
+//	           a call whose params have no _meta passes by (call.When)
+//	tasks      the task a call made, adopted under an id of the hub's (server/tasks);
+//	           a call that asks for no task passes by
 //	rounds     the 2026-07-28 rounds: a call held, relayed or fulfilled (server/rounds)
 //	send       the request itself, as one hop (observe.Traffic.Send)
 func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
@@ -76,16 +78,22 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
 		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit, Keep: keepAudit}),
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
-		gate.Decide{Policy: snap.policy},
+		gate.NewDecide(snap.policy),
 		call.If(snap.policy.Limits(), &ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger}),
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		routes.Progress[*session]{Table: h.routes, Session: sessionOf},
-		tasks.Stage[*session]{Table: h.tasks, Session: sessionOf},
+		call.When(hasMeta, routes.Progress[*session]{Table: h.routes, Session: sessionOf}),
+		call.When(asksTask, tasks.Stage[*session]{Table: h.tasks, Session: sessionOf}),
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
+
+// hasMeta and asksTask say which calls the progress and tasks stages
+// are for (call.When): a progress token is in the params' _meta, and a
+// call that asks for no task makes none to adopt.
+func hasMeta(c *call.Call) bool  { return len(c.Params.Field("_meta")) > 0 }
+func asksTask(c *call.Call) bool { return c.Task }
 
 // newHopChain is what every request to an upstream goes through, whoever
 // sends it (the end of the call stages, a completion, a 2026-07-28 round,
@@ -102,13 +110,15 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
-		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.PerUser() }, peruser.Stage{Ask: ask}),
+		// config.Server.PerUser's test written out: every hop asks it,
+		// and it was all a hop entered that file for.
+		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
 
 // sendHop is the end of every hop: the request itself.
 func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
-	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Method, h.Params, h.Timeout)
+	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Part, h.Method, h.Params, h.Timeout)
 }
 
 // requestOf is the hub's request a call was made for: the end of the
@@ -120,32 +130,20 @@ func requestOf(c *call.Call) *request { return c.Session.(*request) }
 // keep something of the session's (progress, tasks) in the hub's tables.
 func sessionOf(c *call.Call) *session { return requestOf(c).sess }
 
-// upcall is where forward sends a request: the route the view found.
-type upcall struct {
-	method string // policy.Method*
-	server *upstream.Server
-	name   string          // tool or prompt name as the server knows it, or the URI
-	args   json.RawMessage // tool arguments
-	// params are what is sent upstream; when rename, with the name the
-	// server knows in place of the client's.
-	params jsonrpc.Object
-	rename bool
-	shown  string          // the tool as the client named it, for an invalid arguments answer
-	schema json.RawMessage // the tool's inputSchema, nil for none
-}
-
-// forward sends the request through the snapshot's call stages to u's
-// upstream, as its Call routed there, and leaves the audit record for
-// the trail's request stage (audit.Writer) to write once the request's
-// outcome is known. A failure of the
-// hub or transport during a tool call is an isError result.
-func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
+// forward sends the request through the snapshot's call stages as method
+// (policy.Method*) to r's upstream (the route the view found: Upstream,
+// Name, ClientName, Args, Params, Rename, Schema; forward sets the rest),
+// as its Call routed there, and leaves the audit record for the trail's
+// request stage (audit.Writer) to write once the request's outcome is
+// known. A failure of the hub or transport during a tool call is an
+// isError result.
+func (h *Hub) forward(ctx context.Context, req *request, method string, r call.Route) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
-	c.Method = u.method
-	c.Route = call.Route{Upstream: u.server, Server: u.server.Config, Name: u.name, ClientName: u.shown, Args: u.args,
-		Params: u.params, Rename: u.rename, Schema: u.schema, Timeout: req.snap.callTimeout(u.server.Config),
-		Task: u.method == policy.MethodToolsCall && u.params.Field("task") != nil}
+	c.Method = method
+	r.Server, r.Timeout = r.Upstream.Config, req.snap.callTimeout(r.Upstream.Config)
+	r.Task = method == policy.MethodToolsCall && r.Params.Field("task") != nil
+	c.Route = r
 	shown := req.sess.shownIn(req.snap.cfg)
 	c.Retry, c.Profile, c.MaxResult = retry, shown.profile, shown.maxResult
 	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0

@@ -31,6 +31,28 @@ func If(on bool, s Stage) Stage {
 	return s
 }
 
+// When is s for the calls when holds for; the others pass by it without
+// entering it. Some concerns have nothing to do with most calls (a task
+// to adopt when the call asks for none, a progress token to map when its
+// params carry no _meta): such a stage is left off those calls' path as
+// If leaves a stage out of a snapshot's chain and HopIf off a hop's.
+// when reads only the call, cheaply: it runs for every call that reaches
+// s, and s still decides for itself what to do with the calls it gets.
+func When(when func(*Call) bool, s Stage) Stage { return callWhen{stage: s, when: when} }
+
+// callWhen is a stage for the calls when holds for (When).
+type callWhen struct {
+	stage Stage
+	when  func(*Call) bool
+}
+
+func (w callWhen) Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error) {
+	if !w.when(c) {
+		return next.Handle(ctx, c)
+	}
+	return w.stage.Handle(ctx, c, next)
+}
+
 // Len is how many stages the chain has.
 func (ch *Chain) Len() int { return len(ch.stages) }
 

@@ -105,6 +105,26 @@ func TestChainLeavesOutNil(t *testing.T) {
 	}
 }
 
+// A stage for some calls (call.When) is passed by the others without
+// being entered; the calls it is for go through it in its place.
+func TestWhenPassesOthersBy(t *testing.T) {
+	var log []string
+	task := func(c *call.Call) bool { return c.Task }
+	h := call.New(trace("outer", &log), call.When(task, trace("tasks", &log))).Then(upstream(&log))
+	for _, tc := range []struct {
+		task bool
+		want []string
+	}{
+		{false, []string{"outer>", "upstream echo", "<outer"}},
+		{true, []string{"outer>", "tasks>", "upstream echo", "<tasks", "<outer"}},
+	} {
+		log = nil
+		if _, err := h.Handle(t.Context(), &call.Call{Route: call.Route{Name: "echo", Task: tc.task}}); err != nil || !slices.Equal(log, tc.want) {
+			t.Errorf("task %v: %q, %v; want %q", tc.task, log, err, tc.want)
+		}
+	}
+}
+
 // A hop stage for some hops (call.HopIf) is passed by the others without
 // being entered; the hops it is for go through it in its place.
 func TestHopIfPassesOthersBy(t *testing.T) {

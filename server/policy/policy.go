@@ -116,6 +116,24 @@ func filters(f config.Filter) bool { return len(f.Deny) > 0 || len(f.Allow) > 0 
 // one no Decision has a Rate, and nothing is counted.
 func (p *Policy) Limits() bool { return p.limits }
 
+// Fixed are the decisions that read nothing of a call, by group name: a
+// group that filters nothing, under a config without rules of its own
+// or global ones, has every call decided the default (Decide, Evaluate).
+// The gate works them out once per config snapshot (gate.NewDecide):
+// a call to such a group is not asked about again.
+func (p *Policy) Fixed() map[string]Decision {
+	out := map[string]Decision{}
+	if len(p.global) > 0 {
+		return out
+	}
+	for name, rules := range p.groups {
+		if len(rules) == 0 && p.configs[name] == nil {
+			out[name] = Decision{Action: p.def}
+		}
+	}
+	return out
+}
+
 func compile(rules []config.Rule) []rule {
 	var out []rule
 	for _, r := range rules {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -155,6 +156,33 @@ func TestLimits(t *testing.T) {
 		if got := New(tc.cfg).Limits(); got != tc.want {
 			t.Errorf("%s: Limits() = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Fixed names the groups whose every call Decide decides alike (no
+// filter, no rule of theirs, no global rule), with that decision.
+func TestFixed(t *testing.T) {
+	deny := []config.Rule{{Name: "r", Action: config.ActionDeny}}
+	cfg := &config.Config{PolicyDefault: config.ActionLog, Groups: []*config.Group{
+		{Name: "plain"}, {Name: "ruled", Policy: deny}, {Name: "filtered", Tools: config.Filter{Deny: []*regexp.Regexp{regexp.MustCompile("^rm$")}}},
+	}}
+	fixed := New(cfg).Fixed()
+	if len(fixed) != 1 || fixed["plain"] != (Decision{Action: config.ActionLog}) {
+		t.Fatalf("Fixed() = %+v, want plain alone, decided log", fixed)
+	}
+	p := New(cfg)
+	for _, req := range []Request{
+		{Group: "plain", Method: MethodToolsCall, Name: "rm", Args: json.RawMessage(`{"a":1}`)},
+		{Group: "plain", Method: MethodToolsCall, Name: "x", Args: json.RawMessage(`not json`)},
+		{Group: "plain", Method: MethodResourcesRead, Name: "file:///etc/passwd"},
+	} {
+		if got := p.Decide(req); got != fixed["plain"] {
+			t.Errorf("Decide(%+v) = %+v, Fixed says %+v", req, got, fixed["plain"])
+		}
+	}
+	cfg.Policy = deny
+	if fixed := New(cfg).Fixed(); len(fixed) != 0 {
+		t.Errorf("with a global rule, Fixed() = %+v, want none", fixed)
 	}
 }
 

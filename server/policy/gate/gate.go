@@ -19,12 +19,25 @@ import (
 // Decide notes the policy's decision about a call (Call.Decision, and the
 // verdict its observers are told). The view routes only what the group
 // does not hide; Decide checks that again, with the very function
-// `policy test` uses. It is built per config snapshot.
-type Decide struct{ Policy *policy.Policy }
+// `policy test` uses. It is built per config snapshot (NewDecide).
+type Decide struct {
+	Policy *policy.Policy
+	// fixed are the decisions that read nothing of a call, by group
+	// (policy.Fixed: a group without filters or rules), worked out once
+	// per snapshot: a call to such a group is not asked about again.
+	fixed map[string]policy.Decision
+}
+
+// NewDecide is the stage of a snapshot's policy p.
+func NewDecide(p *policy.Policy) Decide { return Decide{Policy: p, fixed: p.Fixed()} }
 
 // Handle decides c and passes it on.
 func (s Decide) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	c.Decision = s.Policy.Decide(policy.Request{Group: c.Server.Group, Server: c.Server.Name, Method: c.Method, Name: c.Name, Args: c.Args})
+	d, fixed := s.fixed[c.Server.Group]
+	if !fixed {
+		d = s.Policy.Decide(policy.Request{Group: c.Server.Group, Server: c.Server.Name, Method: c.Method, Name: c.Name, Args: c.Args})
+	}
+	c.Decision = d
 	c.Notes.Verdict = string(c.Decision.Action)
 	return next.Handle(ctx, c)
 }
