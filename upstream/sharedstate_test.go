@@ -44,6 +44,7 @@ func sharedPins(t *testing.T, url string) *Pins {
 // two replicas pinning at once lose no pin (the database's advisory lock
 // orders their read-modify-writes).
 func TestPinsOnASharedStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	a, b, c := sharedPins(t, url), sharedPins(t, url), sharedPins(t, url)
 	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
@@ -150,6 +151,7 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 // leaves it to whoever opened it, which closes it after the manager: the
 // store still answers after Close.
 func TestManagerLeavesTheStoreOpen(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	db, err := pgstore.Open(t.Context(), url)
 	if err != nil {
