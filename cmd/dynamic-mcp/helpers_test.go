@@ -69,6 +69,7 @@ const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 // the hub too; it execs, so the hub keeps the script's process id.
 func TestMain(m *testing.M) {
 	if os.Getenv(hubEnvVar) == "1" {
+		servePprof()
 		main()
 		os.Exit(0)
 	}
