@@ -148,18 +148,20 @@ func (s *Server) dialFailedLocked(err error, forUser bool) {
 func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
-	_, forUser := s.perUser(owner)
+	user, forUser := s.perUser(owner)
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
 		request: func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.request(ctx, related, owner, method, params)
+			return s.request(ctx, related, owner, "", method, params)
 		},
 		paramHeaders: s.paramHeaders,
 	}
-	if forUser { // shared by the user's sessions: routed as the shared connection's
-		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
-		h.request = s.sharedRequest
+	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
+		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }
+		h.request = func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
+			return s.request(withConn(ctx, id), related, nil, user, method, params)
+		}
 	}
 	c, err := dial(life, s.Config, s.settings, connect, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
