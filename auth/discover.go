@@ -69,9 +69,11 @@ type serverMetadata struct {
 //     instead.
 //   - GetProtectedResourceMetadata (RFC 9728) wants the metadata's
 //     resource to equal the URL asked for byte for byte, where we take
-//     the metadata's resource as the token's audience (RFC 8707), and
-//     refuses the whole document when one authorization server is not
-//     https, where we drop that one (below).
+//     one that differs by a trailing slash, the case of scheme and host
+//     or a default port, or names the server's origin or a path prefix
+//     of it (checkResource: another origin or path we refuse too), and
+//     it refuses the whole document when one authorization server is
+//     not https, where we drop that one (below).
 //
 // Client ID metadata documents: oauthex has the metadata's flag only.
 func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool, iss issuerCheck) (*serverMetadata, error) {

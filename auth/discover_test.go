@@ -98,9 +98,9 @@ func TestDiscoveryTakesWhatOauthexRefuses(t *testing.T) {
 	if ch.metadataURL != srv.URL+"/prm" || ch.scope != "files:read" {
 		t.Fatalf("challenge: %+v", ch)
 	}
-	prm := fetchResourceMetadata(t.Context(), srv.Client(), srv.URL+"/mcp", ch.metadataURL)
-	if prm.Resource != srv.URL+"/mcp/" || len(prm.AuthorizationServers) != 1 {
-		t.Fatalf("resource metadata: %+v", prm)
+	prm, err := fetchResourceMetadata(t.Context(), srv.Client(), srv.URL+"/mcp", ch.metadataURL)
+	if err != nil || prm.Resource != srv.URL+"/mcp/" || len(prm.AuthorizationServers) != 1 {
+		t.Fatalf("resource metadata: %+v, %v", prm, err)
 	}
 	md, err := discoverServer(t.Context(), srv.Client(), srv.URL+"/mcp", prm, true, issuerCheck{})
 	if err != nil || md.lookedUp != srv.URL || md.TokenEndpoint != srv.URL+"/t" {

@@ -254,8 +254,10 @@ type resourceMetadata struct {
 
 // fetchResourceMetadata reads the protected resource metadata the 401
 // named, else the well-known ones (path-specific first, then the root); a
-// zero value when there is none.
-func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) resourceMetadata {
+// zero value when there is none. The first document read must name the
+// server's resource (checkResource), or the sign-in stops there: one
+// that names another is the server's answer, not a miss to look past.
+func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) (resourceMetadata, error) {
 	var candidates []string
 	if named != "" && CheckURL(named) == nil {
 		candidates = append(candidates, named)
@@ -269,11 +271,17 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, 
 	}
 	for _, c := range candidates {
 		var m resourceMetadata
-		if getJSON(ctx, client, c, &m) {
-			return m
+		if !getJSON(ctx, client, c, &m) {
+			continue
 		}
+		if m.Resource != "" {
+			if err := checkResource(serverURL, c, m.Resource); err != nil {
+				return resourceMetadata{}, err
+			}
+		}
+		return m, nil
 	}
-	return resourceMetadata{}
+	return resourceMetadata{}, nil
 }
 
 // getJSON reads the JSON document at u into v, reporting whether it could.
@@ -367,13 +375,16 @@ type loginPlan struct {
 
 // planLogin finds, for the server at serverURL, where and as whom to sign
 // in: the server's 401 and its protected resource metadata (RFC 9728: the
-// URL the 401 names, else path-specific, else root well-known) say which
-// authorization server to use; its metadata is found there (RFC 8414,
+// URL the 401 names, else path-specific, else root well-known, naming the
+// server's own resource) say which authorization server to use; its metadata is found there (RFC 8414,
 // then OpenID, in the spec's order); the client is registered or given
 // for redirect.
 func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) (loginPlan, error) {
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
-	prm := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	prm, err := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
+	if err != nil {
+		return loginPlan{}, err
+	}
 	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
 	if err != nil {
 		return loginPlan{}, fmt.Errorf("discover the authorization server: %w", err)

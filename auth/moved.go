@@ -12,7 +12,7 @@ import (
 // sign-in is not used, nor renewed at the old one, and a new sign-in
 // registers anew (MCP 2026-07-28: registrations are kept by issuer). A
 // sign-in saved before records named their authorization server, and a
-// server whose metadata cannot be read, are given the benefit of the
+// server whose metadata cannot be read (or names another resource), are given the benefit of the
 // doubt: nil. A sign-in on file newer than the one refused (made since,
 // by `auth login`) is taken up, and is no move.
 func (s *Source) Moved(ctx context.Context, wwwAuthenticate string) error {
@@ -30,8 +30,10 @@ func (s *Source) Moved(ctx context.Context, wwwAuthenticate string) error {
 	if m := resourceMetadataParam().FindStringSubmatch(wwwAuthenticate); m != nil {
 		named = m[1]
 	}
-	prm := fetchResourceMetadata(ctx, s.client, serverURL, named)
-	if len(prm.AuthorizationServers) == 0 {
+	// Metadata naming another resource is not the server's (RFC 9728
+	// §3.3): no more a move than metadata that cannot be read.
+	prm, err := fetchResourceMetadata(ctx, s.client, serverURL, named)
+	if err != nil || len(prm.AuthorizationServers) == 0 {
 		return nil
 	}
 	for _, as := range prm.AuthorizationServers {

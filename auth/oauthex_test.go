@@ -50,8 +50,11 @@ var askResource = asked{
 		return err
 	},
 	ours: func(ctx context.Context, url string, hc *http.Client) error {
-		prm := fetchResourceMetadata(ctx, hc, url+"/mcp", url+"/prm")
-		_, err := discoverServer(ctx, hc, url+"/mcp", prm, true, issuerCheck{})
+		prm, err := fetchResourceMetadata(ctx, hc, url+"/mcp", url+"/prm")
+		if err != nil {
+			return err
+		}
+		_, err = discoverServer(ctx, hc, url+"/mcp", prm, true, issuerCheck{})
 		return err
 	},
 }
@@ -238,6 +241,12 @@ func TestOauthexStillDiffers(t *testing.T) {
 		// Ours takes the resource it names as the token's audience.
 		name:  "resource metadata naming its resource with a trailing slash",
 		serve: resourceMetadata(`{"resource":"%[1]s/mcp/","authorization_servers":["%[1]s/as"]}`),
+		asked: askResource,
+	}, {
+		// Ours takes the server's origin as its resource (MCP 2025-11-25,
+		// "Canonical Server URI"), as the root well-known URL names it.
+		name:  "resource metadata naming the server's origin as its resource",
+		serve: resourceMetadata(`{"resource":"%[1]s","authorization_servers":["%[1]s/as"]}`),
 		asked: askResource,
 	}, {
 		// Ours drops that one, before asking it anything, and uses the next.

@@ -118,7 +118,7 @@ func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, err
 
 // sendHop is the end of every hop: the request itself.
 func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
-	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Method, h.Params, h.Timeout)
+	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Part, h.Method, h.Params, h.Timeout)
 }
 
 // requestOf is the hub's request a call was made for: the end of the
@@ -130,32 +130,20 @@ func requestOf(c *call.Call) *request { return c.Session.(*request) }
 // keep something of the session's (progress, tasks) in the hub's tables.
 func sessionOf(c *call.Call) *session { return requestOf(c).sess }
 
-// upcall is where forward sends a request: the route the view found.
-type upcall struct {
-	method string // policy.Method*
-	server *upstream.Server
-	name   string          // tool or prompt name as the server knows it, or the URI
-	args   json.RawMessage // tool arguments
-	// params are what is sent upstream; when rename, with the name the
-	// server knows in place of the client's.
-	params jsonrpc.Object
-	rename bool
-	shown  string          // the tool as the client named it, for an invalid arguments answer
-	schema json.RawMessage // the tool's inputSchema, nil for none
-}
-
-// forward sends the request through the snapshot's call stages to u's
-// upstream, as its Call routed there, and leaves the audit record for
-// the trail's request stage (audit.Writer) to write once the request's
-// outcome is known. A failure of the
-// hub or transport during a tool call is an isError result.
-func (h *Hub) forward(ctx context.Context, req *request, u upcall) (json.RawMessage, error) {
+// forward sends the request through the snapshot's call stages as method
+// (policy.Method*) to r's upstream (the route the view found: Upstream,
+// Name, ClientName, Args, Params, Rename, Schema; forward sets the rest),
+// as its Call routed there, and leaves the audit record for the trail's
+// request stage (audit.Writer) to write once the request's outcome is
+// known. A failure of the hub or transport during a tool call is an
+// isError result.
+func (h *Hub) forward(ctx context.Context, req *request, method string, r call.Route) (json.RawMessage, error) {
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
-	c.Method = u.method
-	c.Route = call.Route{Upstream: u.server, Server: u.server.Config, Name: u.name, ClientName: u.shown, Args: u.args,
-		Params: u.params, Rename: u.rename, Schema: u.schema, Timeout: req.snap.callTimeout(u.server.Config),
-		Task: u.method == policy.MethodToolsCall && u.params.Field("task") != nil}
+	c.Method = method
+	r.Server, r.Timeout = r.Upstream.Config, req.snap.callTimeout(r.Upstream.Config)
+	r.Task = method == policy.MethodToolsCall && r.Params.Field("task") != nil
+	c.Route = r
 	shown := req.sess.shownIn(req.snap.cfg)
 	c.Retry, c.Profile, c.MaxResult = retry, shown.profile, shown.maxResult
 	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0

@@ -149,24 +149,25 @@ func (c *coopHost) route(name, group string) (route, bool) {
 	return r, ok
 }
 
-// resolve is the call a real request for t makes, and what the policy
+// resolve is the call a real request for t makes (its method, and the
+// server's config, name and arguments of its route), and what the policy
 // decides for it: forward's very decision.
-func (c *coopHost) resolve(t cooperative.Target) (upcall, policy.Decision, bool) {
-	var cl upcall
+func (c *coopHost) resolve(t cooperative.Target) (call.Call, policy.Decision, bool) {
+	var cl call.Call
 	if t.URI != "" {
 		s := c.v.ResolveResource(t.URI)
 		if s == nil {
 			return cl, policy.Decision{}, false
 		}
-		cl = upcall{method: policy.MethodResourcesRead, server: s, name: t.URI}
+		cl.Method, cl.Route = policy.MethodResourcesRead, call.Route{Server: s.Config, Name: t.URI}
 	} else {
 		r, ok := c.route(t.Tool, t.Group)
 		if !ok {
 			return cl, policy.Decision{}, false
 		}
-		cl = upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: t.Arguments}
+		cl.Method, cl.Route = policy.MethodToolsCall, call.Route{Server: r.Server.Config, Name: r.Name, Args: t.Arguments}
 	}
-	d := c.req.snap.policy.Decide(policy.Request{Group: cl.server.Config.Group, Server: cl.server.Config.Name, Method: cl.method, Name: cl.name, Args: cl.args})
+	d := c.req.snap.policy.Decide(policy.Request{Group: cl.Server.Group, Server: cl.Server.Name, Method: cl.Method, Name: cl.Name, Args: cl.Args})
 	return cl, d, d.Rule != policy.RuleHidden // the view hides these already
 }
 
@@ -177,7 +178,7 @@ func (c *coopHost) Decide(t cooperative.Target) cooperative.Verdict {
 	}
 	v := cooperative.Verdict{Found: true, Action: d.Action, Rule: d.Rule, Description: d.Description, Rate: d.Rate}
 	if d.Action == config.ActionPrompt {
-		v.Grant = c.h.inbox.Covering(caller(c.req.sess), cl.server.Config.Group, cl.server.Config.Name, cl.method, cl.name, cl.args)
+		v.Grant = c.h.inbox.Covering(caller(c.req.sess), cl.Server.Group, cl.Server.Name, cl.Method, cl.Name, cl.Args)
 	}
 	return v
 }
@@ -191,7 +192,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	if a.Scope == cooperative.ScopeSession && sessionless(sess) {
 		return cooperative.Grant{Refused: "a request without a session cannot hold a grant for its session: ask with scope once"}, nil
 	}
-	matcher, exact, err := cooperative.ExactArgs(cl.args)
+	matcher, exact, err := cooperative.ExactArgs(cl.Args)
 	if err != nil {
 		return cooperative.Grant{Refused: err.Error()}, nil
 	}
@@ -203,9 +204,9 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	defer cancel()
 	// The call asked about is cl, not the request's own; who approved it
 	// is noted on the request's call, as for its own.
-	cc := call.Call{Origin: call.Origin{Session: c.req, Owner: sess},
-		Asked: call.Asked{Method: cl.method, Modern: c.req.call.Modern, Request: c.req.call.Request},
-		Route: call.Route{Server: cl.server.Config, Name: cl.name, Args: cl.args}}
+	cc := cl
+	cc.Origin = call.Origin{Session: c.req, Owner: sess}
+	cc.Modern, cc.Request = c.req.call.Modern, c.req.call.Request
 	err = c.h.asker(c.req.snap.cfg).Ask(ctx, &cc, d)
 	if n := cc.Notes; n.ApprovedBy != "" {
 		c.req.call.Approved(n.Grant, n.ApprovedBy)
@@ -221,8 +222,8 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		by = n.ApprovedBy // the inbox's approver
 	}
 	now := c.h.inbox.Now()
-	g := approval.Grant{ID: approve.NewID("g-"), Created: now, ApprovedBy: approve.ClipBy(by), Method: cl.method, Tool: cl.name,
-		Group: cl.server.Config.Group, Server: cl.server.Config.Name, Args: exact, Session: sess.id}
+	g := approval.Grant{ID: approve.NewID("g-"), Created: now, ApprovedBy: approve.ClipBy(by), Method: cl.Method, Tool: cl.Name,
+		Group: cl.Server.Group, Server: cl.Server.Name, Args: exact, Session: sess.id}
 	if a.Scope == cooperative.ScopeOnce {
 		g.CallsLeft = 1
 	}
@@ -233,7 +234,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	if rec := c.req.audit; rec != nil { // this call's own record (Audit)
 		rec.Grant, rec.ApprovedBy = g.ID, g.ApprovedBy
 	}
-	c.h.logger.Info("cooperative: permission granted", "grant", g.ID, "by", g.ApprovedBy, "name", cl.name, "scope", a.Scope)
+	c.h.logger.Info("cooperative: permission granted", "grant", g.ID, "by", g.ApprovedBy, "name", cl.Name, "scope", a.Scope)
 	return cooperative.Grant{ID: g.ID, ApprovedBy: g.ApprovedBy, Expires: g.Expires}, nil
 }
 

@@ -200,8 +200,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		if c.Answer != nil {
 			return c.Answer, nil
 		}
-		return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: c.Route.Server, name: c.Route.Name, args: c.Args, params: c.Params,
-			shown: c.Route.Name, schema: c.Schema})
+		return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: c.Route.Server, Name: c.Route.Name, Args: c.Args, Params: c.Params,
+			ClientName: c.Route.Name, Schema: c.Schema})
 	}
 	if v.Search == nil { // gone while it waited (a reload turned it off)
 		req.miss(name)
@@ -222,8 +222,8 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
 	name, _ := req.stringField("name") // as the client called it
-	return h.forward(ctx, req, upcall{method: policy.MethodToolsCall, server: r.Server, name: r.Name, args: arguments,
-		params: req.call.Request, rename: true, shown: name, schema: r.Tool.InputSchema})
+	return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: r.Server, Name: r.Name, Args: arguments,
+		Params: req.call.Request, Rename: true, ClientName: name, Schema: r.Tool.InputSchema})
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
@@ -236,8 +236,8 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	if !ok {
 		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodPromptsGet, server: r.Server, name: r.Name, args: req.field("arguments"),
-		params: req.call.Request, rename: true})
+	return h.forward(ctx, req, policy.MethodPromptsGet, call.Route{Upstream: r.Server, Name: r.Name, Args: req.field("arguments"),
+		Params: req.call.Request, Rename: true})
 }
 
 // isResultURI reports whether uri names a kept result (or claims to).
@@ -303,7 +303,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	if s == nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 	}
-	return h.forward(ctx, req, upcall{method: policy.MethodResourcesRead, server: s, name: uri, params: req.call.Request})
+	return h.forward(ctx, req, policy.MethodResourcesRead, call.Route{Upstream: s, Name: uri, Params: req.call.Request})
 }
 
 // awaitRoute is the view to route a request for something found names: v
@@ -360,7 +360,7 @@ func (e extRequest) Apps(ctx context.Context, found func(*appTable) bool) *appTa
 }
 
 func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Server, name string, params jsonrpc.Object) (json.RawMessage, error) {
-	return e.h.forward(ctx, e.req, upcall{method: method, server: s, name: name, params: params})
+	return e.h.forward(ctx, e.req, method, call.Route{Upstream: s, Name: name, Params: params})
 }
 
 // complete routes completion/complete by its reference: a prompt by its

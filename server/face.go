@@ -43,6 +43,11 @@ type Peer interface {
 	Dropped() uint64
 	// Answering is how many of the client's requests are being answered.
 	Answering() int
+	// Client names the client the session belongs to where the face tells
+	// clients apart (an HTTP session of one of several credentials), ""
+	// where it does not: the session's share of per-session connections
+	// is its client's (upstream.Owner's Client).
+	Client() string
 }
 
 // Host is the hub as a face that serves many callers is given it

@@ -111,7 +111,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 			return err
 		},
 		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
-			p := h.rounds.Held(ctx, e.Owner, e.Server)
+			p := h.rounds.Held(e.Owner, e.Server, e.Part)
 			if p == nil {
 				return nil, false, nil
 			}
@@ -137,7 +137,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
-	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs.Request, AskClient: h.routes.Request,
+	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs, AskClient: h.routes.Request,
 		Release: h.mgr.Release}); err != nil {
 		return nil, err
 	}

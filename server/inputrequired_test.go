@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,23 +289,7 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("%s %v", res.Action, res.Content)), nil
 	})
-	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
-	t.Cleanup(ts.Close)
-	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: remote\n    url: %q\n",
-		t.TempDir(), ts.URL+"/mcp")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := upstream.New(cfg, testLogger())
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
-	h, err := New(cfg, mgr, testLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Run()
-	mgr.Start(context.Background())
-	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
+	h := remoteAskHub(t, srv, "5s")
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(askCall("1", `{"elicitation":{}}`, ""))
@@ -331,4 +316,86 @@ func TestModernUpstreamGetsTheClientsCapabilities(t *testing.T) {
 	if len(got.Content) != 1 || !strings.Contains(got.Content[0].Text, `"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{\"tools\":{}}}`) {
 		t.Errorf("the server's state: %+v", got)
 	}
+}
+
+// Two calls of one client to one Streamable HTTP server, both held: the
+// server's question during the first, asked once the second is running
+// too, is put to the first call's round (the part of the hop it came
+// during), not to the latest call.
+func TestInputRequiredHeldCallsTellApart(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv := mcpserver.NewMCPServer("remote", "1", mcpserver.WithElicitation())
+	srv.AddTool(mcp.NewTool("ask"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		who, _ := req.GetArguments()["who"].(string)
+		if who == "first" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "Name for " + who + "?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("%s %s %v", who, res.Action, res.Content)), nil
+	})
+	h := remoteAskHub(t, srv, "20s")
+
+	c := servePipes(t, h, StdioOptions{})
+	call := func(id, who, more string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__ask","arguments":{"who":"` + who + `"}` + more + `,` + metaWithCaps(`{"elicitation":{}}`) + `}}`
+	}
+	c.send(call("1", "first", ""))
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first call never reached the server")
+	}
+	c.send(call("2", "second", ""))
+	second := answerOf(t, reply(c, "2"))
+	if ask := second.InputRequests["input-1"]; second.ResultType != "input_required" || !strings.Contains(string(ask.Params), "Name for second?") {
+		t.Fatalf("the second call's round: %+v", second)
+	}
+	close(release) // the first call asks now, the second call the latest
+	first := answerOf(t, reply(c, "1"))
+	if ask := first.InputRequests["input-1"]; first.ResultType != "input_required" || !strings.Contains(string(ask.Params), "Name for first?") {
+		t.Fatalf("the first call's round: %+v", first)
+	}
+	answer := func(id, who, state string) string {
+		return call(id, who, `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Ada"}}},"requestState":"`+state+`"`)
+	}
+	for i, p := range []struct{ who, state string }{{"first", first.RequestState}, {"second", second.RequestState}} {
+		id := strconv.Itoa(3 + i)
+		c.send(answer(id, p.who, p.state))
+		if final := answerOf(t, reply(c, id)); len(final.Content) != 1 || !strings.Contains(final.Content[0].Text, p.who+" accept map[name:Ada]") {
+			t.Fatalf("the %s call's result: %+v", p.who, final)
+		}
+	}
+}
+
+// remoteAskHub is a hub in flat mode before srv, served over Streamable
+// HTTP as group f, whose ask tool it lists, with the call timeout given.
+func remoteAskHub(t *testing.T, srv *mcpserver.MCPServer, callTimeout string) *Hub {
+	t.Helper()
+	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: %s}\ngroups:\n  f:\n    description: remote\n    url: %q\n",
+		t.TempDir(), callTimeout, ts.URL+"/mcp")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := upstream.New(cfg, testLogger())
+	mgr.SetClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	h, err := New(cfg, mgr, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Run()
+	mgr.Start(context.Background())
+	t.Cleanup(func() { h.Close(); mgr.Close() })
+	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
+	return h
 }

@@ -39,6 +39,7 @@ func (p *recordingPeer) Call(context.Context, string, json.RawMessage) (json.Raw
 
 func (p *recordingPeer) Dropped() uint64 { return 0 }
 func (p *recordingPeer) Answering() int  { return 0 }
+func (p *recordingPeer) Client() string  { return "" }
 
 // count is how many messages sent to the peer contain s.
 func (p *recordingPeer) count(s string) int {

@@ -15,7 +15,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // session is one downstream client: what initialize negotiated
@@ -72,7 +71,7 @@ func (s *session) UserKey() string {
 }
 
 // Linker sends the session's caller to sign in (SessionOptions.SignIn),
-// nil when its face cannot: the session is a peruser.Owner.
+// nil when its face cannot: the session is a call.Owner.
 func (s *session) Linker() SignInLinker { return s.linker }
 
 // Initialize marks the session initialized: it may set its log level,
@@ -119,15 +118,15 @@ func (s *session) Request(ctx context.Context, method string, params any) (json.
 }
 
 // Client is the client the session belongs to where its face tells
-// clients apart (a Peer that is an upstream.ClientOwner, such as an HTTP
-// session of one of several credentials), else "": the session is an
-// upstream.ClientOwner too, so that its client's share of per-session
-// connections counts it.
+// clients apart (Peer.Client: an HTTP session of one of several
+// credentials), else "": as an upstream.Owner, so that its client's share
+// of per-session connections counts it. A session of no face yet (a
+// test's) is no client's.
 func (s *session) Client() string {
-	if p, ok := s.peer.(upstream.ClientOwner); ok {
-		return p.Client()
+	if s.peer == nil {
+		return ""
 	}
-	return ""
+	return s.peer.Client()
 }
 
 // SetClientInfo keeps info, bounded (see clients.BoundImplementation).
@@ -173,7 +172,7 @@ func (s *session) stated(st era.Statement) {
 }
 
 // ClientCapabilities are the capabilities the client stated last, and
-// whether it stated any yet (see upstream.CapableOwner): a per-session
+// whether it stated any yet (see upstream.Owner): a per-session
 // upstream connection declares them.
 func (s *session) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	s.mu.Lock()

@@ -118,3 +118,6 @@ func (p *connPeer) Call(ctx context.Context, method string, params json.RawMessa
 func (p *connPeer) Dropped() uint64 { return p.conn.Dropped() }
 
 func (p *connPeer) Answering() int { return p.conn.Inflight() }
+
+// Client is "": a stdio client is the one client of its connection.
+func (p *connPeer) Client() string { return "" }

@@ -54,6 +54,10 @@ type Event struct {
 	// during, or of the connection of its own it came on; nil for none
 	// known.
 	Owner Owner
+	// Part is the part of the owner's work (RequestOn's part) that the
+	// call a request came during was made for (see callContext); zero for
+	// none.
+	Part uint64
 	// OwnConn is true for a message that came on a connection of its
 	// owner's own (isolation: per-session): it is that owner's alone,
 	// whoever else the server's shared connection serves.

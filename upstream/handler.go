@@ -45,19 +45,12 @@ func DeclaredCapabilities() mcp.ClientCapabilities {
 	}
 }
 
-// CapableOwner is an owner (see Server.Request) that knows what its client can
-// answer: known is false until the client has said so (in initialize, or
-// in the _meta of a 2026-07-28 request).
-type CapableOwner interface {
-	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
-}
-
 // declared is what a connection for owner declares: the owner's client's
-// capabilities when it stated them, else the manager's (owner nil: a
-// shared connection).
+// capabilities when it stated them (Owner.ClientCapabilities), else the
+// manager's (owner nil: a shared connection).
 func (m *Manager) declared(owner Owner) mcp.ClientCapabilities {
-	if o, ok := owner.(CapableOwner); ok {
-		if caps, known := o.ClientCapabilities(); known {
+	if owner != nil {
+		if caps, known := owner.ClientCapabilities(); known {
 			return caps
 		}
 	}
@@ -103,7 +96,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	// on stdio that call is only known when one client's calls are in
 	// flight (see callContext), and the server is owed an answer either
 	// way. only is the owner of the connection it came on, if its own.
-	cctx, owner, ambiguous := s.callContext(ctx, related, only)
+	cctx, owner, part, ambiguous := s.callContext(ctx, related, only)
 	release, err := s.takeOutstanding(owner, method)
 	if err != nil {
 		return nil, err
@@ -122,7 +115,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
 
 	r := newReply()
-	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
+	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, Part: part, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
 	select {

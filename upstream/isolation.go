@@ -137,7 +137,7 @@ func (s *Server) dialFailedLocked(err error) {
 func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
-	_, forUser := owner.(userConn)
+	_, forUser := s.perUser(owner)
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
@@ -283,7 +283,7 @@ func (s *Server) isolatedNotification(owner Owner, id ConnID, method string, par
 	if _, ok := listChanged(method); ok {
 		return
 	}
-	ctx, _, _ := s.callContext(withConn(context.Background(), id), trackedCall{}, owner)
+	ctx, _, _, _ := s.callContext(withConn(context.Background(), id), trackedCall{}, owner)
 	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, OwnConn: true})
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -27,10 +29,22 @@ import (
 // server's shared connection. The requests of one owner share its
 // connections of its own, keyed by it (so an Owner is comparable), and
 // what the server sends during them comes back with it (Event.Owner).
-// UserKey is the owner's caller's key among all callers, "" for none:
-// auth: per-user gives each key a connection of its own.
+// What an owner may not know it answers as "none", never by leaving a
+// method out: no request asserts an owner to a type.
 type Owner interface {
+	// UserKey is the owner's caller's key among all callers, "" for none:
+	// auth: per-user gives each key a connection of its own.
 	UserKey() string
+	// Client names the client the owner belongs to: the credential its
+	// requests came with. The owners of one client share the client's part
+	// of each cap on per-session connections (http.client_share); "" is no
+	// one's client, bounded by the caps alone.
+	Client() string
+	// ClientCapabilities are what the owner's client can answer: known is
+	// false until the client has said so (in initialize, or in the _meta
+	// of a 2026-07-28 request), and for an owner that cannot tell; a
+	// connection of its own then declares the manager's.
+	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
 }
 
 // userConn is the key of a user's own connection among a server's
@@ -39,6 +53,15 @@ type userConn string
 
 // UserKey is the user's key: a user's own connection is the user's.
 func (u userConn) UserKey() string { return string(u) }
+
+// Client is "": a user's own connection is no client's (see Owner).
+func (userConn) Client() string { return "" }
+
+// ClientCapabilities are unknown: a user's own connection declares the
+// manager's.
+func (userConn) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
 
 // SignInRequired says a per-user server has no usable sign-in of the
 // calling user's: the user must sign in (through the hub's HTTP face).
@@ -57,7 +80,9 @@ func (e *SignInRequired) Error() string {
 }
 
 // perUser reports whether owner's requests go on the calling user's own
-// connection to s, and that user's key.
+// connection to s, and that user's key. Of a key of s's own connections
+// (perSession's), it reports whether the key is a user's: what a user's
+// connection is told apart by, never by asserting the key's type.
 func (s *Server) perUser(owner Owner) (userConn, bool) {
 	if !s.Config.PerUser() || owner == nil {
 		return "", false
@@ -70,7 +95,7 @@ func (s *Server) perUser(owner Owner) (userConn, bool) {
 // file to make one with, else a *SignInRequired. It reads the store
 // outside s.mu.
 func (s *Server) userSignedIn(owner Owner) error {
-	u, ok := owner.(userConn)
+	u, ok := s.perUser(owner)
 	if !ok {
 		return nil
 	}
@@ -90,7 +115,7 @@ func (s *Server) userSignedIn(owner Owner) error {
 // userAuthError is err, for a user's own connection whose sign-in the
 // server refused (and that could not be renewed), a *SignInRequired.
 func userAuthError(owner Owner, s *Server, err error) error {
-	u, ok := owner.(userConn)
+	u, ok := s.perUser(owner)
 	if !ok || err == nil {
 		return err
 	}
@@ -127,7 +152,7 @@ func firstClause(msg string) string {
 // tokensFor is the token store owner's connection is made with: the
 // user's own records for a user's connection, else the shared ones.
 func (s *Server) tokensFor(owner Owner) *auth.Store {
-	if u, ok := owner.(userConn); ok && s.mgr.tokens != nil {
+	if u, ok := s.perUser(owner); ok && s.mgr.tokens != nil {
 		return s.mgr.tokens.ForUser(string(u))
 	}
 	return s.mgr.tokens

@@ -392,7 +392,7 @@ func (s *Server) notification(id ConnID, method string, params json.RawMessage) 
 		s.listChanged(which)
 		return
 	}
-	ctx, owner, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil)
+	ctx, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil)
 	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, Ambiguous: ambiguous})
 }
 
@@ -688,7 +688,7 @@ func (s *Server) RecheckPins() {
 // auth: per-user, and a request the server sends back while it runs is
 // told apart from one during another owner's request (see callContext).
 func (s *Server) Request(ctx context.Context, owner Owner, method string, params any, timeout time.Duration) (json.RawMessage, error) {
-	res, _, err := s.RequestOn(ctx, owner, 0, method, params, timeout)
+	res, _, err := s.RequestOn(ctx, owner, 0, 0, method, params, timeout)
 	return res, err
 }
 
@@ -697,8 +697,11 @@ func (s *Server) Request(ctx context.Context, owner Owner, method string, params
 // one on named ended, the server restarted since), it fails with
 // ErrConnGone and sends nothing. conn is the connection it sent on (what
 // the server numbers per connection, its task ids, is told apart by it),
-// zero when it sent on none.
-func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
+// zero when it sent on none. part is the hub's number for the work of
+// owner's the request is one part of (a 2026-07-28 call held between
+// rounds), zero for none: what the server sends during it comes back
+// with it (Event.Part).
+func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uint64, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, st := s.awaitSession(ctx)
@@ -729,7 +732,7 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, method s
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	tc := s.trackCall(ctx, c, owner)
+	tc := s.trackCall(ctx, c, owner, part)
 	defer s.untrackCall(tc)
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
@@ -849,11 +852,13 @@ func (s *Server) awaitConn(ctx context.Context, old *conn, while func(Status) bo
 
 // trackedCall is a request in flight: its number among the server's
 // (Server.calls; zero for none), the context it is made in, the owner it
-// is for and the connection it went on.
+// is for, the part of the owner's work it is (RequestOn's part) and the
+// connection it went on.
 type trackedCall struct {
 	seq   uint64
 	ctx   context.Context
 	owner Owner
+	part  uint64
 	conn  ConnID
 }
 
@@ -863,14 +868,14 @@ type trackedCall struct {
 // (conn.requestFor), which says so explicitly where the transport can
 // tell; untrackCall forgets it (a method, not a returned closure: the
 // closure was an allocation every request made).
-func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner) trackedCall {
+func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner, part uint64) trackedCall {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, conn: c.id}
+	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, part: part, conn: c.id}
 	s.calls[seq] = tc
 	s.callMu.Unlock()
 	return tc
@@ -884,9 +889,10 @@ func (s *Server) untrackCall(tc trackedCall) {
 }
 
 // callContext is the context a request or notification from the server
-// is handled in, and the owner it is for. Where the transport tied it to
-// one of our requests (related, a Streamable HTTP response stream) that is
-// the request's context, and its owner. Otherwise (stdio, a GET stream) the
+// is handled in, the owner it is for and the part of the owner's work it
+// came during (see RequestOn). Where the transport tied it to one of our
+// requests (related, a Streamable HTTP response stream) that is the
+// request's context, its owner and part. Otherwise (stdio, a GET stream) the
 // server does not say which of our requests it belongs to: when every
 // request in flight on its connection (ConnOf(ctx), where ctx says) is for
 // one owner it is that owner's most recent one; when requests of several
@@ -895,14 +901,14 @@ func (s *Server) untrackCall(tc trackedCall) {
 // (isolation: per-session) names that owner as only: only its calls
 // count, and what it receives is that owner's. The result keeps ctx's
 // connection.
-func (s *Server) callContext(ctx context.Context, related trackedCall, only Owner) (_ context.Context, owner Owner, ambiguous bool) {
+func (s *Server) callContext(ctx context.Context, related trackedCall, only Owner) (_ context.Context, owner Owner, part uint64, ambiguous bool) {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	if related.seq != 0 {
 		if _, ok := s.calls[related.seq]; ok {
-			return related.ctx, related.owner, false
+			return related.ctx, related.owner, related.part, false
 		}
-		return related.ctx, only, false // the call has ended since
+		return related.ctx, only, related.part, false // the call has ended since
 	}
 	onConn := ConnOf(ctx)
 	var latest uint64
@@ -920,15 +926,15 @@ func (s *Server) callContext(ctx context.Context, related trackedCall, only Owne
 	}
 	switch {
 	case len(owners) > 1:
-		return ctx, nil, true
+		return ctx, nil, 0, true
 	case latest == 0:
-		return ctx, only, false
+		return ctx, only, 0, false
 	}
 	c := s.calls[latest]
 	if onConn != 0 {
-		return withConn(c.ctx, onConn), c.owner, false
+		return withConn(c.ctx, onConn), c.owner, c.part, false
 	}
-	return c.ctx, c.owner, false
+	return c.ctx, c.owner, c.part, false
 }
 
 func (s *Server) unavailable(st Status) error {

@@ -78,20 +78,13 @@ func (p *procSlots) shareOf(client string, limit int) int {
 	return config.ShareOf(limit, p.share)
 }
 
-// A ClientOwner is an owner (see Server.Request) that names the client it
-// belongs to: the credential its requests came with. The owners of one
-// client share the client's part of each cap on per-session connections
-// (http.client_share); "" is no one's client, bounded by the caps alone.
-type ClientOwner interface {
-	Client() string
-}
-
-// ClientOf is the client owner belongs to, or "".
+// ClientOf is the client owner belongs to (Owner.Client), or "" for
+// none.
 func ClientOf(owner Owner) string {
-	if o, ok := owner.(ClientOwner); ok {
-		return o.Client()
+	if owner == nil {
+		return ""
 	}
-	return ""
+	return owner.Client()
 }
 
 // SessionProcesses is how many connections servers keep for client

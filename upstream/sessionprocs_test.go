@@ -235,6 +235,9 @@ type clientOwner struct{ name, client string }
 
 func (o *clientOwner) Client() string  { return o.client }
 func (o *clientOwner) UserKey() string { return "" }
+func (o *clientOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
 
 // A client holds at most its share (http.client_share, half by default)
 // of settings.max_session_processes and of each server's own cap: past it

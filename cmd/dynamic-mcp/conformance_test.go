@@ -110,7 +110,10 @@ groups:
 
 // TestConformanceClientAuthSuite runs the official conformance suite's
 // client auth scenarios against testdata/authclient, a client made from
-// the hub's own auth and upstream packages. Every scenario must pass.
+// the hub's own auth and upstream packages, and its draft suite's too
+// (auth/resource-mismatch: a server whose protected resource metadata
+// names another server's resource gets no sign-in, RFC 9728 §3.3; the
+// offline_access scope). Every scenario must pass.
 func TestConformanceClientAuthSuite(t *testing.T) {
 	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	if testing.Short() {
@@ -123,24 +126,32 @@ func TestConformanceClientAuthSuite(t *testing.T) {
 	if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// --timeout: each client run's, 30 s by default.
-	cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--suite", "auth", "--timeout", clientTimeoutMS())
-	cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, _ := cmd.CombinedOutput()
-	results := regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed(, (\d+) warnings)?`).FindAllStringSubmatch(string(out), -1)
-	if len(results) < 10 {
-		t.Fatalf("the suite ran %d scenarios:\n%s", len(results), out)
-	}
-	for _, m := range results {
-		if m[1] != "✓" {
-			t.Errorf("scenario %s: %s passed, %s failed, %s warnings", m[2], m[3], m[4], m[6])
+	for _, run := range []struct {
+		suite string
+		least int    // scenarios it must run, at least
+		must  string // a scenario it must run
+	}{{"auth", 10, "auth/pre-registration"}, {"draft", 1, "auth/resource-mismatch"}} {
+		// --timeout: each client run's, 30 s by default.
+		cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--suite", run.suite, "--timeout", clientTimeoutMS())
+		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, _ := cmd.CombinedOutput()
+		results := regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed(, (\d+) warnings)?`).FindAllStringSubmatch(string(out), -1)
+		if len(results) < run.least || !slices.ContainsFunc(results, func(m []string) bool { return m[2] == run.must }) {
+			t.Fatalf("the %s suite ran %d scenarios, %s among them or not:\n%s", run.suite, len(results), run.must, out)
 		}
+		failed := false
+		for _, m := range results {
+			if m[1] != "✓" {
+				failed = true
+				t.Errorf("scenario %s: %s passed, %s failed, %s warnings", m[2], m[3], m[4], m[6])
+			}
+		}
+		if failed { // the suite's whole output names the check and what it saw
+			t.Logf("client %s suite, its whole output:\n%s", run.suite, out)
+			continue
+		}
+		t.Logf("client %s suite: %d scenarios\n%s", run.suite, len(results), out[strings.LastIndex(string(out), "=== SUITE SUMMARY ===")+1:])
 	}
-	if t.Failed() { // the suite's whole output names the check and what it saw
-		t.Logf("client auth suite, its whole output:\n%s", out)
-		return
-	}
-	t.Logf("client auth suite: %d scenarios\n%s", len(results), out[strings.LastIndex(string(out), "=== SUITE SUMMARY ===")+1:])
 }
 
 // The conformance suite's packages in testdata/npm-test: the newest

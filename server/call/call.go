@@ -54,6 +54,16 @@ type Session interface {
 	SignIn() (user string, linker Linker)
 }
 
+// Owner is whose calls upstream a call or hop is: an upstream.Owner (the
+// client session, or a call held between rounds that owns its
+// connections), and the face that sends its caller to sign in to a
+// per-user server (Linker, nil when its face cannot). Every owner answers
+// both, so no stage asserts an owner to a type.
+type Owner interface {
+	upstream.Owner
+	Linker() Linker
+}
+
 // Linker is how a face sends its caller to sign in to a server through
 // the hub: SignInLink is a URL, single use and short-lived, bound to the
 // caller, that runs the server's OAuth flow and keeps the token for that
@@ -96,7 +106,7 @@ type Origin struct {
 	// end of the chain passes it to upstream explicitly. Opaque to the
 	// stages: those that keep what is the session's (progress, tasks)
 	// are given the hub's session by the hub, never assert it from here.
-	Owner upstream.Owner
+	Owner Owner
 	// Config is the config of the snapshot the request is served under;
 	// Secrets its secrets' redactor (Config.Secrets), nil when it
 	// resolves none.

@@ -16,7 +16,7 @@ import (
 // HopStage; a concern of a client's call alone is a Stage.
 type Hop struct {
 	Call    *Call            // the client's request it is sent for, nil for none
-	Owner   upstream.Owner   // whose request it is (see upstream's Request), nil for no one's
+	Owner   Owner            // whose request it is (see upstream's Request), nil for no one's
 	Server  *upstream.Server // where it goes
 	On      upstream.ConnID  // the connection it must go on, zero for any (upstream's RequestOn)
 	Method  string
@@ -24,4 +24,9 @@ type Hop struct {
 	Timeout time.Duration
 	Config  *config.Config  // the config it is sent under
 	Secrets *redact.Secrets // its secrets' redactor (Config.Secrets), nil when it resolves none
+	// Part is the hub's number for the work of the owner's the hop is one
+	// part of (a 2026-07-28 call held between rounds, rounds.Held), zero
+	// for none: a server's request during it comes back with it
+	// (upstream.Event.Part), never in a context value.
+	Part uint64
 }

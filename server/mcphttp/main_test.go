@@ -140,3 +140,4 @@ func (nopPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, 
 }
 func (nopPeer) Dropped() uint64 { return 0 }
 func (nopPeer) Answering() int  { return 0 }
+func (nopPeer) Client() string  { return "" }

@@ -84,7 +84,7 @@ func Routed(c *traffic.Call, s *upstream.Server, target, rule, action string) {
 // the hop stages (Hops: per-user sign-in, and redaction, so that no
 // resolved ${secret:NAME} in what an upstream answers reaches the client
 // or the observers).
-func (t *Traffic) Request(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+func (t *Traffic) Request(ctx context.Context, c *call.Call, owner call.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	res, _, err := t.RequestOn(ctx, c, owner, s, 0, method, params, timeout)
 	return res, err
 }
@@ -108,8 +108,15 @@ func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 // call it is (see upstream's Request): the client session, a held call
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
-func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
-	hp := &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
+func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner call.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+	return t.Hop(ctx, &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout})
+}
+
+// Hop sends hp, under its call's config (the hub's current one for a hop
+// of no client's request), through the hop stages (Hops) inside the
+// observers' view of it: the outermost call.HopHandler of every hop.
+func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+	c, s, method, params := hp.Call, hp.Server, hp.Method, hp.Params
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets
 	} else {

@@ -1,6 +1,6 @@
 // Package peruser is per-user sign-in's stage of every hop upstream (a
 // server's auth: per-user, see upstream/peruser.go): the session tells
-// the upstream layer whose calls it makes (upstream.Owner), and a call
+// the upstream layer whose calls it makes (call.Owner), and a call
 // of a user who has not signed in is answered with a
 // URLElicitationRequiredError (-32042, MCP 2025-11-25) whose message and
 // URL elicitation carry a link to the hub's own sign-in page for that
@@ -26,13 +26,6 @@ const codeURLElicitationRequired = -32042
 // the hub (the hub's SessionOptions.SignIn; see call.Linker).
 type Linker = call.Linker
 
-// Owner is an owner of hops whose caller a face can send to sign in: the
-// hub's session, a 2026-07-28 call held between rounds. Linker is nil
-// when the face cannot.
-type Owner interface {
-	Linker() Linker
-}
-
 // Stage is per-user sign-in's hop stage.
 type Stage struct {
 	// Ask passes a request to the client of the owner's call, where the
@@ -55,8 +48,8 @@ func (st Stage) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (jso
 		return res, conn, err
 	}
 	var linker Linker
-	if o, ok := h.Owner.(Owner); ok {
-		linker = o.Linker()
+	if h.Owner != nil {
+		linker = h.Owner.Linker() // the session's face, or a held call's caller's
 	}
 	if linker == nil {
 		return nil, 0, fmt.Errorf("%v; this client cannot be sent to sign in (per-user sign-ins run through the hub's HTTP face)", need)

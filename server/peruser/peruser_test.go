@@ -8,13 +8,16 @@ import (
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-type owner struct{ l Linker }
+type owner struct {
+	calltest.Owner
+	l Linker
+}
 
 func (o owner) Linker() Linker { return o.l }
-func (owner) UserKey() string  { return "" }
 
 type linker struct{ done chan struct{} }
 
@@ -40,14 +43,14 @@ func TestStageSignsIn(t *testing.T) {
 	accept := Stage{Ask: func(ctx context.Context, e upstream.Event) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept"}`), nil
 	}}
-	if res, conn, err := accept.Hop(t.Context(), &call.Hop{Owner: owner{l}, Timeout: 1 << 40}, next); err != nil || conn != 3 || string(res) != `{}` {
+	if res, conn, err := accept.Hop(t.Context(), &call.Hop{Owner: owner{l: l}, Timeout: 1 << 40}, next); err != nil || conn != 3 || string(res) != `{}` {
 		t.Fatalf("accepted: %s on %d, %v", res, conn, err)
 	}
 	sends = 0
 	decline := Stage{Ask: func(ctx context.Context, e upstream.Event) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}}
-	if _, _, err := decline.Hop(t.Context(), &call.Hop{Owner: owner{l}, Timeout: 1 << 40}, next); err == nil || !strings.Contains(err.Error(), "https://hub.example/signin/") {
+	if _, _, err := decline.Hop(t.Context(), &call.Hop{Owner: owner{l: l}, Timeout: 1 << 40}, next); err == nil || !strings.Contains(err.Error(), "https://hub.example/signin/") {
 		t.Fatalf("declined: %v", err)
 	}
 	sends = 0

@@ -117,7 +117,7 @@ func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, par
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
 func (r *Rounds) relay(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
-	res, err := r.hub.Send(ctx, c, c.Owner, s, c.Method, params, timeout)
+	res, _, err := r.hub.Send.Hop(ctx, &call.Hop{Call: c, Owner: c.Owner, Server: s, Method: c.Method, Params: params, Timeout: timeout})
 	if err != nil || !era.IsInputRequired(res) {
 		return res, err
 	}
@@ -241,26 +241,18 @@ func (ic *inputCalls) run(owner upstream.Owner, p *Held) func() {
 	}
 }
 
-// heldKey marks the context of a held call's upstream call with the
-// call's number: a server's request made during it carries that
-// context's values (see upstream.Event's Context), where the transport
-// can tell which call the request is part of. A number, not the call: the
-// call is the owner of a sessionless request's connections, and no owner
-// or session travels in a context.
-type heldKey struct{}
-
 // Held is the held call a request s sends during a call (an
-// upstream.Event's Context, Owner and Server) is part of, nil for none:
-// the request is then put to the client in the held call's next round
+// upstream.Event's Owner, Server and Part) is part of, nil for none: the
+// request is then put to the client in the held call's next round
 // (Held.Ask), not sent to it. Of the owner's held calls whose upstream
-// call to s runs, it is the one ctx names where the transport tells which
-// call the request is part of; else the latest, as upstream ties such a
-// request to the owner's latest call (see upstream's callContext).
-func (r *Rounds) Held(ctx context.Context, owner upstream.Owner, s *upstream.Server) *Held {
+// call to s runs, it is the one part names (the held call's number, which
+// its hop carried as its Part: a number, not the call, as upstream keeps
+// it); else the latest, as upstream ties a request it cannot tell apart
+// to the owner's latest call (see upstream's callContext).
+func (r *Rounds) Held(owner upstream.Owner, s *upstream.Server, part uint64) *Held {
 	if owner == nil {
 		return nil
 	}
-	id, _ := ctx.Value(heldKey{}).(uint64)
 	ic := r.inputs
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
@@ -270,7 +262,7 @@ func (r *Rounds) Held(ctx context.Context, owner upstream.Owner, s *upstream.Ser
 		if p.server != s {
 			continue
 		}
-		if p.id == id {
+		if p.id == part {
 			return p
 		}
 		latest = p
@@ -289,7 +281,7 @@ func (r *Rounds) Held(ctx context.Context, owner upstream.Owner, s *upstream.Ser
 // requests fail ("the client did not answer ... within"), the call is
 // cancelled, and its state is refused from then on.
 type Held struct {
-	id       uint64 // its number among the held calls (see heldKey)
+	id       uint64 // its number among the held calls: its hop's Part (see Rounds.Held)
 	server   *upstream.Server
 	deadline time.Time          // the call's: its states expire with it
 	cancel   context.CancelFunc // ends the upstream call
@@ -318,8 +310,18 @@ type Linker = call.Linker
 // that its calls to a per-user server are its caller's.
 func (p *Held) UserKey() string { return p.user }
 
+// Client is "": a call that owns its connections is no client's share of
+// them (upstream.Owner).
+func (p *Held) Client() string { return "" }
+
+// ClientCapabilities are unknown to the connections the call owns, which
+// declare the hub's (upstream.Owner); its client's are asked per round.
+func (p *Held) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
+
 // Linker is the face of the caller of a call that owns its connections,
-// which sends it to sign in; nil for none (a peruser.Owner).
+// which sends it to sign in; nil for none (a call.Owner).
 func (p *Held) Linker() Linker { return p.linker }
 
 // inputAsk is one request of the server's waiting for the client.
@@ -348,7 +350,6 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), p.deadline)
 	p.cancel = cancel
 	p.id = r.heldSeq.Add(1)
-	pctx = context.WithValue(pctx, heldKey{}, p.id)
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {
@@ -370,7 +371,7 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server
 		p.err = jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub failed while making this call")
 		func() {
 			defer func() { ended(); close(p.done) }()
-			p.res, p.err = h.Send(pctx, nil, owner, s, c.Method, params, timeout)
+			p.res, _, p.err = h.Send.Hop(pctx, &call.Hop{Owner: owner, Server: s, Part: p.id, Method: c.Method, Params: params, Timeout: timeout})
 		}()
 		select {
 		case <-p.consumed:
@@ -572,7 +573,7 @@ func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, p
 		if err != nil {
 			return nil, err
 		}
-		if res, err = r.hub.Send(ctx, c, c.Owner, s, c.Method, retry, timeout); err != nil || !era.IsInputRequired(res) {
+		if res, _, err = r.hub.Send.Hop(ctx, &call.Hop{Call: c, Owner: c.Owner, Server: s, Method: c.Method, Params: retry, Timeout: timeout}); err != nil || !era.IsInputRequired(res) {
 			return res, err
 		}
 	}

@@ -10,14 +10,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
 
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// A server's request is put to the held call its context names, where the
-// transport tells; else to the held call of its owner whose upstream call
-// to that server runs, the latest where several do, and to none once that
-// call has ended.
+// A server's request is put to the held call its part names (the Part of
+// the hop it came during); else to the held call of its owner whose
+// upstream call to that server runs, the latest where several do, and to
+// none once that call has ended.
 func TestHeldByOwnerAndServer(t *testing.T) {
 	r, err := New(Hub{})
 	if err != nil {
@@ -26,38 +27,35 @@ func TestHeldByOwnerAndServer(t *testing.T) {
 	s1, s2 := new(upstream.Server), new(upstream.Server)
 	owner, other := new(testOwner), new(testOwner)
 	first, second := &Held{id: 1, server: s1}, &Held{id: 2, server: s1}
-	bg := context.Background()
 	endFirst := r.inputs.run(owner, first)
-	if got := r.Held(bg, owner, s1); got != first {
+	if got := r.Held(owner, s1, 0); got != first {
 		t.Fatalf("Held(owner, s1) = %p, want the first call %p", got, first)
 	}
-	if r.Held(bg, owner, s2) != nil || r.Held(bg, other, s1) != nil || r.Held(bg, nil, s1) != nil {
+	if r.Held(owner, s2, 0) != nil || r.Held(other, s1, 0) != nil || r.Held(nil, s1, 0) != nil {
 		t.Fatal("a call of another server or owner found")
 	}
 	endSecond := r.inputs.run(owner, second)
-	if got := r.Held(bg, owner, s1); got != second {
+	if got := r.Held(owner, s1, 0); got != second {
 		t.Fatalf("with two running: %p, want the latest %p", got, second)
 	}
-	if got := r.Held(context.WithValue(bg, heldKey{}, first.id), owner, s1); got != first {
+	if got := r.Held(owner, s1, first.id); got != first {
 		t.Fatalf("a request during the first call: %p, want the first %p", got, first)
 	}
-	if got := r.Held(context.WithValue(bg, heldKey{}, first.id), owner, s2); got != nil {
+	if got := r.Held(owner, s2, first.id); got != nil {
 		t.Fatalf("a request of another server during the first call: %p", got)
 	}
 	endSecond()
-	if got := r.Held(bg, owner, s1); got != first {
+	if got := r.Held(owner, s1, 0); got != first {
 		t.Fatalf("after the latest ended: %p, want the first %p", got, first)
 	}
 	endFirst()
-	if r.Held(bg, owner, s1) != nil || len(r.inputs.running) != 0 {
+	if r.Held(owner, s1, 0) != nil || len(r.inputs.running) != 0 {
 		t.Fatalf("ended calls are still found: %v", r.inputs.running)
 	}
 }
 
 // testOwner is an owner of calls upstream (a client session).
-type testOwner struct{ _ byte } // not zero-size: distinct owners are distinct pointers
-
-func (*testOwner) UserKey() string { return "" }
+type testOwner struct{ calltest.Owner }
 
 // heldSession is a client session of a request with a session.
 type heldSession struct{ call.Session }
@@ -72,6 +70,7 @@ func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	parts := make(chan uint64, 1) // the Part of the held call's hop
 	r, err := New(Hub{
 		Context: ctx,
 		Spawn: func(f func()) bool {
@@ -81,9 +80,10 @@ func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
 			})
 			return true
 		},
-		Send: func(context.Context, *call.Call, upstream.Owner, *upstream.Server, string, any, time.Duration) (json.RawMessage, error) {
+		Send: call.HopFunc(func(_ context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+			parts <- h.Part
 			panic("a bug in a stage")
-		},
+		}),
 		Release: func(upstream.Owner) {},
 	})
 	if err != nil {
@@ -100,6 +100,9 @@ func TestHeldCallWhoseSendPanicsEnds(t *testing.T) {
 	}
 	if p.err == nil {
 		t.Fatal("a call that panicked ended without an error")
+	}
+	if part := <-parts; part == 0 || part != p.id {
+		t.Errorf("the held call's hop is part %d, want its number %d", part, p.id)
 	}
 	p.consume()
 }

@@ -26,7 +26,7 @@ type Rounds struct {
 	// prompts are the prompt rules' questions put to 2026-07-28 clients
 	// in input_required answers and not answered yet (promptround.go).
 	prompts *promptRounds
-	heldSeq atomic.Uint64 // numbers the held calls (see heldKey)
+	heldSeq atomic.Uint64 // numbers the held calls (Held.id)
 }
 
 // Hub is what the rounds need of the hub, given at construction.
@@ -36,11 +36,11 @@ type Hub struct {
 	// Spawn runs f on a goroutine the hub waits for when it closes; false
 	// (f not run) once it is closing.
 	Spawn func(f func()) bool
-	// Send sends method with params to s for owner (see upstream's
-	// Request) within timeout, as the hub sends every call (observed,
-	// redacted, per-user sign-in). c is the client's request the call
-	// is made for; nil for a held call's, which outlives the request.
-	Send func(ctx context.Context, c *call.Call, owner upstream.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error)
+	// Send sends a hop upstream, as the hub sends every call (observed,
+	// redacted, per-user sign-in). Its Call is the client's request the
+	// call is made for; nil for a held call's, which outlives the request
+	// and names itself as the hop's Part.
+	Send call.HopHandler
 	// AskClient passes a server's request to the client of the call it
 	// came during (e.Owner), where the client can answer, and returns the
 	// client's answer.

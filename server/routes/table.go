@@ -51,6 +51,9 @@ type Session interface {
 	Updated(uri string, params json.RawMessage)
 	// Routing is what the table keeps in the session.
 	Routing() *Entry
+	// UserKey is the signed-in user the session is, "" for none (a
+	// local client, a caller without identity): see For.
+	UserKey() string
 }
 
 // Entry is what the table keeps of a session in the session itself.
@@ -173,16 +176,29 @@ func (t *Table[S]) List() []S {
 // whose call it came during or whose own connection it came on
 // (isolation: per-session), both of which the upstream package knows as
 // the owner the call was made for (upstream.Event.Owner), else the only
-// client there is.
+// client there is of the owner's user. An owner that is a user's (a
+// per-user connection, a held call of a signed-in caller) is never
+// answered by another user's session: a server signed in as alice asks
+// alice's client or none, even when bob's is the only one open.
 // The zero S when there is none.
 func (t *Table[S]) For(owner upstream.Owner) S {
 	if s, ok := owner.(S); ok {
 		return s
 	}
-	if list := t.List(); len(list) == 1 {
-		return list[0]
+	user := ""
+	if owner != nil {
+		user = owner.UserKey()
 	}
-	var none S
+	var only, none S
+	n := 0
+	for _, s := range t.List() {
+		if user == "" || s.UserKey() == user {
+			only, n = s, n+1
+		}
+	}
+	if n == 1 {
+		return only
+	}
 	return none
 }
 

@@ -17,10 +17,12 @@ import (
 // fake is a client session that records what it is told.
 type fake struct {
 	id    string
+	user  string
 	entry Entry
 }
 
 func (f *fake) ID() string                                                    { return f.id }
+func (f *fake) UserKey() string                                               { return f.user }
 func (f *fake) Dropped() uint64                                               { return 0 }
 func (f *fake) End()                                                          {}
 func (f *fake) GetLogLevel() mcp.LoggingLevel                                 { return mcp.LoggingLevelInfo }
@@ -57,6 +59,47 @@ func TestAddRefusesAnOpenID(t *testing.T) {
 	}
 	if got := tab.For(nil); got != nil {
 		t.Errorf("For(nil) with two sessions = %v, want none (never a guess)", got)
+	}
+}
+
+// userOwner owns a user's own connection (upstream's per-user owner).
+type userOwner string
+
+func (u userOwner) UserKey() string { return string(u) }
+func (userOwner) Client() string    { return "" }
+func (userOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
+
+// A request on a user's own connection goes to that user's client, never
+// to another user's, even when it is the only client open.
+func TestForNeverAnotherUsersSession(t *testing.T) {
+	tab := newTable()
+	bob := &fake{id: "b", user: "bob"}
+	if err := tab.Add(bob); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(userOwner("alice")); got != nil {
+		t.Errorf("For(alice's connection) with only bob's session = %v, want none", got)
+	}
+	if got := tab.For(userOwner("bob")); got != bob {
+		t.Errorf("For(bob's connection) = %v, want bob's session", got)
+	}
+	alice := &fake{id: "a", user: "alice"}
+	if err := tab.Add(alice); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(userOwner("alice")); got != alice {
+		t.Errorf("For(alice's connection) = %v, want alice's session", got)
+	}
+	if got := tab.For(nil); got != nil {
+		t.Errorf("For(nil) with two sessions = %v, want none", got)
+	}
+	if err := tab.Add(&fake{id: "a2", user: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(userOwner("alice")); got != nil {
+		t.Errorf("For(alice's connection) with two of alice's sessions = %v, want none (never a guess)", got)
 	}
 }
 

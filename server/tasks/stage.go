@@ -11,7 +11,7 @@ import (
 // tools/call created upstream is adopted for the call's session (an S,
 // which Session says) on the connection the call went on (Call.Conn),
 // under an id of the hub's (Adopt). Any other call passes as it is.
-type Stage[S comparable] struct {
+type Stage[S Session] struct {
 	Table *Table[S]
 	// Session is the hub's session a call is made in, as the table keeps
 	// it: given by the hub, not asserted from Call.Owner.

@@ -27,9 +27,16 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
+// Session is the hub's session as the table keeps it: comparable (its
+// zero value is no session), and Gone, closed once it ended.
+type Session interface {
+	comparable
+	Gone() <-chan struct{}
+}
+
 // Table is the tasks the hub handed out, each to a session of type S (the
 // hub's; its zero value is no session).
-type Table[S comparable] struct {
+type Table[S Session] struct {
 	logger *slog.Logger
 	mu     sync.Mutex           // guards the maps
 	tasks  map[string]*route[S] // by the hub's task id
@@ -38,12 +45,12 @@ type Table[S comparable] struct {
 }
 
 // New returns an empty table that logs to logger.
-func New[S comparable](logger *slog.Logger) *Table[S] {
+func New[S Session](logger *slog.Logger) *Table[S] {
 	return &Table[S]{logger: logger, tasks: map[string]*route[S]{}, keys: map[key]string{}, owned: map[S][]string{}}
 }
 
 // route is where a task the hub handed out lives.
-type route[S comparable] struct {
+type route[S Session] struct {
 	server *upstream.Server
 	conn   upstream.ConnID // the connection the task was made on
 	id     json.RawMessage // the upstream's task id, as it wrote it
@@ -108,12 +115,10 @@ const (
 func (t *Table[S]) newTask(r *route[S]) json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if g, ok := any(r.sess).(interface{ Gone() <-chan struct{} }); ok {
-		select {
-		case <-g.Gone():
-			return nil
-		default:
-		}
+	select {
+	case <-r.sess.Gone():
+		return nil
+	default:
 	}
 	var hubID string
 	for hubID == "" || t.tasks[hubID] != nil {

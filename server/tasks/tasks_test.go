@@ -18,7 +18,7 @@ import (
 // hub's; another session, or another server's status, finds nothing; a
 // connection gone takes its task with it.
 func TestTaskAdoptedRoutedAndRenamed(t *testing.T) {
-	tab := New[string](slog.New(slog.DiscardHandler))
+	tab := New[name](slog.New(slog.DiscardHandler))
 	srv := &upstream.Server{Config: &config.Server{Group: "g", Name: "s"}}
 	other := &upstream.Server{Config: &config.Server{Group: "g", Name: "o"}}
 	res := tab.Adopt("a", srv, 7, json.RawMessage(`{"task":{"taskId":"1","status":"working"}}`))
@@ -65,13 +65,13 @@ func TestTaskAdoptedRoutedAndRenamed(t *testing.T) {
 // tasks that are never announced as finished cannot grow the hub for the
 // session's life, and a session's end walks only its own tasks.
 func TestTaskRoutesBoundedPerSession(t *testing.T) {
-	rt := New[string](slog.New(slog.DiscardHandler))
+	rt := New[name](slog.New(slog.DiscardHandler))
 	srv := &upstream.Server{Config: &config.Server{Group: "f", Name: "f"}}
-	a, b := "a", "b"
-	first := rt.newTask(&route[string]{server: srv, conn: 1, id: json.RawMessage(`"b0"`), sess: b})
+	a, b := name("a"), name("b")
+	first := rt.newTask(&route[name]{server: srv, conn: 1, id: json.RawMessage(`"b0"`), sess: b})
 	var ids []json.RawMessage
 	for i := range maxSessionTasks + 5 {
-		ids = append(ids, rt.newTask(&route[string]{server: srv, conn: 1, id: json.RawMessage(fmt.Sprintf(`"t%d"`, i)), sess: a}))
+		ids = append(ids, rt.newTask(&route[name]{server: srv, conn: 1, id: json.RawMessage(fmt.Sprintf(`"t%d"`, i)), sess: a}))
 	}
 	rt.mu.Lock()
 	if n := len(rt.tasks); n != maxSessionTasks+1 {
@@ -102,6 +102,11 @@ func TestTaskRoutesBoundedPerSession(t *testing.T) {
 }
 
 // endedSession is a session as the hub's has it: Gone is closed at its end.
+// name is a session of the tests that never ends.
+type name string
+
+func (name) Gone() <-chan struct{} { return nil }
+
 type endedSession struct{ gone chan struct{} }
 
 func (s *endedSession) Gone() <-chan struct{} { return s.gone }

@@ -4,6 +4,8 @@
 package calltest
 
 import (
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -24,3 +26,22 @@ func ToolCall(tool string) *call.Call {
 	return &call.Call{Origin: call.Origin{Session: Session{}}, Asked: call.Asked{Method: policy.MethodToolsCall},
 		Route: call.Route{Server: &config.Server{Group: "g", Name: "s"}, Name: tool}}
 }
+
+// Owner is an owner of calls upstream (call.Owner) that knows nothing: no
+// caller, no client, no capabilities, and no face to send its caller to
+// sign in. A test's owner embeds it for what the test does not set.
+type Owner struct{ _ byte } // not zero-size: distinct owners are distinct pointers
+
+// UserKey is "": no caller.
+func (Owner) UserKey() string { return "" }
+
+// Client is "": no client's.
+func (Owner) Client() string { return "" }
+
+// ClientCapabilities are unknown.
+func (Owner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
+
+// Linker is nil: no face sends its caller to sign in.
+func (Owner) Linker() call.Linker { return nil }
