@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,16 +18,34 @@ func TestSessionInflightSetting(t *testing.T) {
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
+	// The calls are answered once the test opens the gate, after the
+	// refusal: the two the cap admits are in flight while the third comes.
+	gate := filepath.Join(t.TempDir(), "gate")
 	for i := 1; i <= 3; i++ {
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":15000}}}`, i))
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, i, gate))
 	}
-	got, _ := c.answersAt(time.Now(), "1", "2", "3")
+	all := c.readUntil(func(line string) bool { return !strings.Contains(line, `"method"`) })
+	first := all[strings.LastIndex(all[:len(all)-1], "\n")+1:]
+	if !strings.Contains(first, `"code":-32000`) {
+		t.Errorf("the first answer is not the refusal: %s", first)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for _, id := range []string{"1", "2", "3"} {
+		if !strings.Contains(first, `"id":`+id+`,`) {
+			rest = append(rest, id)
+		}
+	}
+	got, _ := c.answersAt(time.Now(), rest...)
+	got["first"] = first
 	refused := 0
 	for id, line := range got {
 		switch {
 		case strings.Contains(line, `"code":-32000`):
 			refused++
-		case !strings.Contains(line, "slept 15000"):
+		case !strings.Contains(line, "slept 0"):
 			t.Errorf("%s: %s", id, line)
 		}
 	}

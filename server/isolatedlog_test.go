@@ -42,3 +42,44 @@ func TestLogOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 		})
 	}
 }
+
+// A resource update a server sends on one session's own connection
+// (isolation: per-session) reaches that session alone, however many are
+// subscribed to the URI; one on the shared connection of a server without
+// isolation reaches every session subscribed.
+func TestUpdateOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
+	t.Parallel() // its own hub, upstreams and files
+	for _, tc := range []struct {
+		isolation string
+		otherSees bool
+	}{{"per-session", false}, {"shared", true}} {
+		t.Run(tc.isolation, func(t *testing.T) {
+			h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+tc.isolation+"\n"), true)
+			waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
+			a, b := servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
+			for _, c := range []*pipeClient{a, b} {
+				c.send(initializeMsg)
+				c.answer("0")
+				c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				c.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"fake://fake/res/3"}}`)
+				if got := c.answer(`"sub"`); !strings.Contains(got, `"result":{}`) {
+					t.Fatalf("subscribe: %s", got)
+				}
+			}
+			const updated = `"notifications/resources/updated","params":{"uri":"fake://fake/res/3"}`
+			a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"fake://fake/res/3"}}}`)
+			all := a.answerAll("1")
+			a.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // the update is sent before the answer: read either way
+			if all += a.answerAll("2"); !strings.Contains(all, updated) {
+				t.Errorf("a did not get the update of its own call:\n%s", all)
+			}
+			// b's own call, answered after anything sent to it before.
+			b.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"fake://fake/other"}}}`)
+			all = b.answerAll("3")
+			if got := strings.Contains(all, updated); got != tc.otherSees {
+				t.Errorf("b got the update of a's call: %v, want %v:\n%s", got, tc.otherSees, all)
+			}
+		})
+	}
+}

@@ -28,6 +28,7 @@ func childConn(t *testing.T, script string, opts jsonrpc.ConnOptions) *conn {
 
 // A child that exits fails what is pending at once, with how it ended.
 func TestChildExitFailsPendingRequests(t *testing.T) {
+	t.Parallel()
 	c := childConn(t, "read line; echo 'boom: no config' >&2; exit 7", jsonrpc.ConnOptions{})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -48,6 +49,7 @@ func TestChildExitFailsPendingRequests(t *testing.T) {
 // ends the session at the write timeout (a notification meanwhile: see
 // TestNotifyDoesNotWaitOnTheChild).
 func TestChildThatStopsReading(t *testing.T) {
+	t.Parallel()
 	c := childConn(t, "sleep 30", jsonrpc.ConnOptions{WriteTimeout: 500 * time.Millisecond})
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 100<<10) + `"}`)
 	for i := range 20 {
@@ -75,6 +77,7 @@ func TestChildThatStopsReading(t *testing.T) {
 // minute: the 10 s bound is generous for a busy machine and still tells
 // the two apart.
 func TestNotifyDoesNotWaitOnTheChild(t *testing.T) {
+	t.Parallel()
 	c := childConn(t, "sleep 600", jsonrpc.ConnOptions{WriteTimeout: time.Minute})
 	// Runs before childConn's cleanup: the stuck write ends with the
 	// child, not at the write timeout.

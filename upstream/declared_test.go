@@ -15,6 +15,7 @@ import (
 // DeclaredCapabilities: no handshake waits for a client's initialize,
 // which a 2026-07-28 client never sends.
 func TestSharedConnectionDeclaresWithoutWaiting(t *testing.T) {
+	t.Parallel()
 	m := New(fakeConfig(t, ""), testLogger(t))
 	m.routeWait = 50 * time.Millisecond
 	m.Start(context.Background())

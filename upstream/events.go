@@ -62,6 +62,14 @@ type Event struct {
 	// owner's own (isolation: per-session): it is that owner's alone,
 	// whoever else the server's shared connection serves.
 	OwnConn bool
+	// User is the key of the user whose own connection (auth: per-user)
+	// the message came on, "" for any other connection: such a message is
+	// for that user's sessions alone, as the connection is theirs, and
+	// never another user's, whoever else has calls in flight to the server.
+	// Owner is then the owner of the user's call it came during, else (no
+	// call of the user's known) the user's connection itself, whose
+	// UserKey is User.
+	User string
 	// Ambiguous is true for a message that came while calls of several
 	// owners were in flight to the server, over a transport that does not
 	// say which one it belongs to: it is for no one rather than a guess.

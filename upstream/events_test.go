@@ -436,6 +436,7 @@ func TestQuietCallDoesNotTouchTheLoop(t *testing.T) {
 // settled, whatever order they settle in, and a waiter whose context
 // ends leaves.
 func TestEventLogSettlesOutOfOrder(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := newEventLog()
 		a, b, c := l.open(), l.open(), l.open()
@@ -488,6 +489,7 @@ func TestEventLogSettlesOutOfOrder(t *testing.T) {
 // how many settled after one that is stuck (a hub that stopped reading
 // while its server floods it with notifications, all dropped).
 func TestEventLogBoundedWhileOneIsStuck(t *testing.T) {
+	t.Parallel()
 	l := newEventLog()
 	stuck := l.open()
 	for range 100_000 {

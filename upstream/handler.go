@@ -86,8 +86,11 @@ const codeServerError = -32000
 // server's call timeout. ctx is the connection's for the request: it
 // ends when the server cancels it or the connection closes. related is
 // the request of ours it came in the answer to, where the transport says
-// (conn.relatedCall), else zero.
-func (s *Server) request(ctx context.Context, related trackedCall, only Owner, method string, params json.RawMessage) (json.RawMessage, error) {
+// (conn.relatedCall), else zero. user is the user whose own connection
+// (auth: per-user) it came on, "" for any other (see Event.User): ctx then
+// names that connection (withConn), so that only the calls on it are
+// looked at, never another user's on theirs.
+func (s *Server) request(ctx context.Context, related trackedCall, only Owner, user userConn, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == string(mcp.MethodPing) {
 		return json.RawMessage(`{}`), nil
 	}
@@ -97,6 +100,9 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	// flight (see callContext), and the server is owed an answer either
 	// way. only is the owner of the connection it came on, if its own.
 	cctx, owner, part, ambiguous := s.callContext(ctx, related, only)
+	if user != "" && owner == nil && !ambiguous {
+		owner = user // no call of the user's known: the user's, no one else's
+	}
 	release, err := s.takeOutstanding(owner, method)
 	if err != nil {
 		return nil, err
@@ -115,7 +121,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 	defer context.AfterFunc(ctx, cancel)() // the transport gave up on it
 
 	r := newReply()
-	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, Part: part, OwnConn: only != nil, Ambiguous: ambiguous, reply: r}) {
+	if !s.mgr.put(rctx, Event{Kind: EventRequest, Server: s, Method: method, Params: params, Context: rctx, Owner: owner, Part: part, OwnConn: only != nil, User: string(user), Ambiguous: ambiguous, reply: r}) {
 		return nil, s.requestFailed(rctx, method, timeout)
 	}
 	select {
@@ -132,7 +138,7 @@ func (s *Server) request(ctx context.Context, related trackedCall, only Owner, m
 // sharedRequest answers one request from the server on a connection of
 // no one owner's own (see request).
 func (s *Server) sharedRequest(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
-	return s.request(ctx, related, nil, method, params)
+	return s.request(ctx, related, nil, "", method, params)
 }
 
 // requestFailed is the error a request from the server gets when ctx ended

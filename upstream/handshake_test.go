@@ -13,6 +13,7 @@ import (
 )
 
 func TestWithMeta(t *testing.T) {
+	t.Parallel()
 	meta := []jsonrpc.Member{{Key: "v", Value: []byte(`"2026-07-28"`)}, {Key: "c", Value: []byte(`{}`)}}
 	for _, tc := range []struct{ params, want string }{
 		{``, `{"_meta":{"v":"2026-07-28","c":{}}}`},
@@ -64,6 +65,7 @@ func expect(t *testing.T, lines *bufio.Scanner, method string) []byte {
 // A stdio server that answers server/discover gets a 2026-07-28 session:
 // every request then carries the _meta, spliced into the params.
 func TestHandshakeDiscovers(t *testing.T) {
+	t.Parallel()
 	c, lines, w := peerConn(t)
 	done := make(chan error, 1)
 	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
@@ -95,6 +97,7 @@ func TestHandshakeDiscovers(t *testing.T) {
 // A server that does not know server/discover gets initialize, in the
 // newest version that has it, then notifications/initialized.
 func TestHandshakeFallsBackToInitialize(t *testing.T) {
+	t.Parallel()
 	c, lines, w := peerConn(t)
 	done := make(chan error, 1)
 	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
@@ -121,6 +124,7 @@ func TestHandshakeFallsBackToInitialize(t *testing.T) {
 // loses the _meta members that name that version and the client: the
 // server would take it for a request of a version the session is not.
 func TestWithoutModernMeta(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ params, want string }{
 		{`{"name":"x"}`, `{"name":"x"}`},
 		{`{"name":"x","_meta":{"progressToken":1}}`, `{"name":"x","_meta":{"progressToken":1}}`},
@@ -141,6 +145,7 @@ func TestWithoutModernMeta(t *testing.T) {
 // On a session of an earlier version, what a 2026-07-28 client put in
 // _meta to say its version does not reach the server.
 func TestLegacySessionDropsModernMeta(t *testing.T) {
+	t.Parallel()
 	c, lines, w := peerConn(t)
 	c.version = "2025-11-25"
 	done := make(chan error, 1)

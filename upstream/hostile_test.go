@@ -17,6 +17,7 @@ import (
 // sign-in asked for mid-session, a redirect in circles) fails that call
 // within its timeout, and the next call is answered.
 func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
+	t.Parallel()
 	endless := func(w http.ResponseWriter, r *http.Request, prefix string) {
 		io.WriteString(w, prefix)
 		w.(http.Flusher).Flush()
@@ -120,6 +121,7 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 // (502, 503 and 504 say it is not there: cmd's
 // TestRemoteUpstreamSessionExpiryAndOutage.)
 func TestHTTPErrorOfOneCallLeavesTheOthers(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusInternalServerError, http.StatusBadRequest, http.StatusUnprocessableEntity} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			u, srv := newHTTPUpstream(t)

@@ -215,6 +215,7 @@ func startHTTP(t *testing.T, cfg *config.Config) (*Manager, *Server) {
 // escapes, key order, numbers as written), and its result comes back
 // byte for byte, over Streamable HTTP and legacy SSE alike.
 func TestHTTPParamsPassByteForByte(t *testing.T) {
+	t.Parallel()
 	const params = `{"name":"echo","arguments":{"z":"<b>&</b>","\u00e9":"\u00e9","a":[1.0,1e2,-0.5E-3]},"_meta":{"progressToken":7}}`
 	for _, tc := range []struct {
 		transport config.Transport
@@ -250,6 +251,7 @@ func TestHTTPParamsPassByteForByte(t *testing.T) {
 // A server that forgot the session (HTTP 404) ends the connection; the
 // call that found out is retried on a new session.
 func TestHTTPSessionExpiredReconnects(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
 	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
@@ -269,6 +271,7 @@ func TestHTTPSessionExpiredReconnects(t *testing.T) {
 
 // A 401 to initialize says to sign in.
 func TestHTTPUnauthorizedAsksForSignIn(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	u.status = http.StatusUnauthorized
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", "", fastRetry))
@@ -282,6 +285,7 @@ func TestHTTPUnauthorizedAsksForSignIn(t *testing.T) {
 // A legacy SSE stream that ends as soon as it named its endpoint ends the
 // connection then and there, not at the connect timeout.
 func TestSSEStreamEndNeverMissed(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	u.endSSE = true
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/sse", config.TransportSSE, "connect_timeout: 60s, "+fastRetry))
@@ -298,6 +302,7 @@ func TestSSEStreamEndNeverMissed(t *testing.T) {
 // The server's requests on the GET stream beyond the cap are refused at
 // once; those within it reach the hub.
 func TestHTTPServerRequestsCapped(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	u, srv := newHTTPUpstream(t)
 	u.flood = n
@@ -393,6 +398,7 @@ func TestClosingEachKindOfUpstreamLeavesNoGoroutine(t *testing.T) {
 // What an HTTP upstream sends is held to the rules stdio's messages are:
 // an answer with a key twice is refused, and its call fails at once.
 func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	u.dupKeys = true
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
@@ -407,6 +413,7 @@ func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
 // goes to the client session the call is for, even while another
 // session's call is in flight to the same connection.
 func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	slowStarted, slowDone, answered := make(chan struct{}), make(chan struct{}), make(chan []byte, 1)
 	u.onPost = func(w http.ResponseWriter, r *http.Request, body []byte) bool {

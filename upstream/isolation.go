@@ -115,17 +115,28 @@ func (s *Server) mayDialLocked(client string) error {
 }
 
 // dialFailedLocked notes that a connection of an owner's own failed to
-// start: no owner dials again before the schedule's wait has passed, and
-// their calls are answered with err meanwhile. s.mu is held.
-func (s *Server) dialFailedLocked(err error) {
+// start. A try that timed out gives the next one longer, whoever's it
+// was: how slow the server is to start is the server's (a user's own
+// connection to a slow server comes up as the shared one does). Beyond
+// that, for a session's own connection (not a user's: one user's sign-in
+// is no one else's wait) no owner dials again before the schedule's wait
+// has passed, and their calls are answered with err meanwhile; failures
+// of tries that began before that wait was set (dialled together) are one
+// failure, not several steps of the backoff. s.mu is held.
+func (s *Server) dialFailedLocked(err error, forUser bool) {
 	if s.isoSched == nil {
 		s.isoSched = newSchedule(s.Config.Retry, s.configuredConnect())
 	}
 	if to, ok := errors.AsType[*connectTimeout](err); ok {
-		to.next = s.isoSched.timedOut() // the next try waits longer
+		to.next = s.isoSched.timedOut(to.within) // the next try waits longer
+	}
+	if forUser {
+		return
 	}
 	s.isoFail = err
-	s.isoRetry = s.mgr.now().Add(s.isoSched.NextBackOff())
+	if now := s.mgr.now(); !s.isoRetry.After(now) {
+		s.isoRetry = now.Add(s.isoSched.NextBackOff())
+	}
 	s.logger.Warn("a client session's own connection failed to start (isolation: per-session); not tried again before the backoff", "err", err, "until", s.isoRetry)
 }
 
@@ -137,26 +148,28 @@ func (s *Server) dialFailedLocked(err error) {
 func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
 	id := newConnID()
-	_, forUser := s.perUser(owner)
+	user, forUser := s.perUser(owner)
 	h := serverHandlers{
 		id:     id,
 		notify: func(method string, params json.RawMessage) { s.isolatedNotification(owner, id, method, params) },
 		request: func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.request(ctx, related, owner, method, params)
+			return s.request(ctx, related, owner, "", method, params)
 		},
 		paramHeaders: s.paramHeaders,
 	}
-	if forUser { // shared by the user's sessions: routed as the shared connection's
-		h.notify = func(method string, params json.RawMessage) { s.notification(id, method, params) }
-		h.request = s.sharedRequest
+	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
+		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }
+		h.request = func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
+			return s.request(withConn(ctx, id), related, nil, user, method, params)
+		}
 	}
 	c, err := dial(life, s.Config, s.settings, connect, caps, s.tokensFor(owner), s.logger.With("isolated", true), h)
 	s.mu.Lock()
 	switch {
 	case err != nil:
 		iso.err = userAuthError(owner, s, err)
-		if life.Err() == nil && !forUser { // one user's sign-in is no one else's wait
-			s.dialFailedLocked(err)
+		if life.Err() == nil {
+			s.dialFailedLocked(err, forUser)
 		}
 	case s.closing || s.isolated[owner] != iso:
 		// Closed or released while dialling.
@@ -164,7 +177,12 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, 
 	default:
 		iso.c = c
 		if s.isoSched != nil {
-			s.isoSched.Reset()
+			// The connect timeout stays: owners' connections start again
+			// and again (each new user or session, each after an idle
+			// close), and one that came up after a longer wait says the
+			// server needs it (bounded by maxConnectFactor); going back to
+			// the configured one would cut every other start off.
+			s.isoSched.resetBackoff()
 		}
 		s.isoFail = nil
 		if level := s.mgr.LogLevel(); level != "" {

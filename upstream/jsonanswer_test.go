@@ -20,6 +20,7 @@ import (
 // the test's ctx would end first). The server is up, so the connection
 // stays: the next call on it succeeds, and no new session was begun.
 func TestHTTPJSONBodyThatIsNotTheAnswerFailsTheCallAtOnce(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	u.onPost = func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		params := jsonrpc.Field(body, "params")

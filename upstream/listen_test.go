@@ -18,6 +18,7 @@ import (
 // and TestMain finds no goroutine left). A session of an older version
 // opens none.
 func TestListenOnModernSession(t *testing.T) {
+	t.Parallel()
 	c, lines, w := peerConn(t)
 	done := make(chan error, 1)
 	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()

@@ -135,6 +135,7 @@ func TestLogLevelAndNotify(t *testing.T) {
 // A server that cannot start is failed, with its reason, is tried again
 // on its schedule, and its calls fail at once.
 func TestFailedServer(t *testing.T) {
+	t.Parallel()
 	cfg := fakeConfig(t, fastRetry, "-exit-at-start", "2")
 	m := New(cfg, testLogger(t))
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
@@ -209,6 +210,7 @@ func TestRecheckPins(t *testing.T) {
 }
 
 func TestListChangedKinds(t *testing.T) {
+	t.Parallel()
 	for method, want := range map[string]listSet{
 		"notifications/tools/list_changed":     1,
 		"notifications/prompts/list_changed":   2,
@@ -227,6 +229,7 @@ func TestListChangedKinds(t *testing.T) {
 }
 
 func TestRawParams(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   any
 		want string
@@ -249,6 +252,7 @@ func TestRawParams(t *testing.T) {
 
 // fetchAll reads every page and refuses servers whose lists make no sense.
 func TestFetchAll(t *testing.T) {
+	t.Parallel()
 	pages := func(results ...string) func(context.Context, string, any) (json.RawMessage, error) {
 		i := 0
 		return func(context.Context, string, any) (json.RawMessage, error) {
@@ -325,6 +329,7 @@ func TestCorruptPinsWithholdTools(t *testing.T) {
 // first time: the fake's tools are all withheld while the pin file cannot
 // be written, and all served once it can.
 func TestUnsavedPinsWithholdTools(t *testing.T) {
+	t.Parallel()
 	m := New(fakeConfig(t, ""), testLogger(t))
 	var full atomic.Bool
 	full.Store(true)
@@ -354,6 +359,7 @@ func TestUnsavedPinsWithholdTools(t *testing.T) {
 // A pin file write that blocks (a slow or hung disk) holds up neither
 // calls nor lists: the server's lock is never held across pin file I/O.
 func TestPinWriteDoesNotHoldUpCalls(t *testing.T) {
+	t.Parallel()
 	m := New(fakeConfig(t, ""), testLogger(t))
 	m.routeWait = 50 * time.Millisecond
 	var block atomic.Bool

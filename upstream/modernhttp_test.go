@@ -27,6 +27,7 @@ import (
 // whose headers are missing or disagree). One that offers an older version
 // too is spoken to in that (see offersLegacy).
 func TestHTTPUpstreamOn20260728(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("modern", "1")
 	tool := mcp.NewToolWithRawSchema("where", "Says the region it was called for",
 		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer"}}}`))
@@ -54,6 +55,7 @@ func TestHTTPUpstreamOn20260728(t *testing.T) {
 // 2025-11-25, where its requests during a call and its notifications
 // reach the hub.
 func TestHTTPUpstreamOfferingBothIsSpokenToInTheOlder(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("both", "1")
 	srv.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("ok"), nil
@@ -121,6 +123,7 @@ func (n *notificationStatus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // connection goes on: the next call succeeds. Other notifications of the
 // hub's carry that _meta too.
 func TestHTTPUpstreamOn20260728TakesTheHubsCancel(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("modern", "1")
 	started := make(chan struct{}, 1)
 	srv.AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

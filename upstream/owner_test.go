@@ -21,6 +21,7 @@ func (testOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 // calls are in flight, and to none when calls of several owners are: an
 // elicitation never reaches a client whose call did not cause it.
 func TestCallContextNeverGuesses(t *testing.T) {
+	t.Parallel()
 	s := &Server{}
 	bg := context.Background()
 	one := &conn{id: 1}
@@ -57,6 +58,7 @@ func TestCallContextNeverGuesses(t *testing.T) {
 // in flight on that connection: another connection's calls (a reconnect's,
 // another owner's own) neither claim it nor make it ambiguous.
 func TestCallContextCountsOnlyItsConnection(t *testing.T) {
+	t.Parallel()
 	s := &Server{}
 	bg := context.Background()
 	defer s.untrackCall(s.trackCall(bg, &conn{id: 1}, testOwner("a"), 0))

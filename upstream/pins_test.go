@@ -16,6 +16,7 @@ import (
 )
 
 func TestPins(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "pins")
 	p := NewPins(dir)
 	v1 := []Item{
@@ -60,6 +61,7 @@ func TestPins(t *testing.T) {
 // A pin file that cannot be read or parsed fails closed: every tool counts
 // as changed, and the error says which file and what to do.
 func TestPinsCorruptFileFailsClosed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := NewPins(dir)
 	tools := []Item{
@@ -94,6 +96,7 @@ func TestPinsCorruptFileFailsClosed(t *testing.T) {
 // the order they were made, while the files of other servers are written
 // meanwhile: a write that blocks holds up its own file only.
 func TestPinWritesOrderedPerFile(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p := NewPins(t.TempDir())
 		entered := make(chan string, 10)
@@ -156,6 +159,7 @@ func TestPinWritesOrderedPerFile(t *testing.T) {
 // definition an earlier one served unpinned. Once the disk takes the pins
 // the tools are served, and a change after that is caught.
 func TestPinsNotSavedWithhold(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	full := NewPins(dir)
 	full.write = func(string, any) error { return errors.New("no space left on device") }
@@ -185,6 +189,7 @@ func TestPinsNotSavedWithhold(t *testing.T) {
 // on what the file holds then, so no pin is lost to the other's write (a
 // pin lost would take its tool as first seen again, whatever it serves).
 func TestPinsSharedAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const n = 40
 	var wg sync.WaitGroup

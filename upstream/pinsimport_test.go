@@ -15,6 +15,7 @@ import (
 // changed in the store since are kept unless force; a dry run writes
 // nothing.
 func TestPinsImportIntoASharedStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	files := NewPins(filepath.Join(t.TempDir(), "pins"))
 	v1 := []Item{{Key: "read", Raw: json.RawMessage(`{"name":"read","description":"Read a file"}`)}}

@@ -19,6 +19,7 @@ import (
 // Last-Event-ID; meanwhile the other calls on the session are answered,
 // and the session stays the one it was.
 func TestCallResumedAfterTheServerEndsItsStream(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	callID := make(chan json.RawMessage, 1)
 	resumed, release := make(chan string, 1), make(chan struct{})
@@ -71,6 +72,7 @@ func TestCallResumedAfterTheServerEndsItsStream(t *testing.T) {
 // another call in flight on the same session is answered, and the
 // session is not dropped.
 func TestStreamEndedWithoutIDFailsThatCallAlone(t *testing.T) {
+	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	slowStarted, release := make(chan struct{}), make(chan struct{})
 	u.onPost = func(w http.ResponseWriter, r *http.Request, body []byte) bool {

@@ -52,11 +52,16 @@ func newSchedule(r config.Retry, connect time.Duration) *schedule {
 // connectTimeout bounds the next try's start and initialize.
 func (s *schedule) connectTimeout() time.Duration { return s.connect }
 
-// timedOut notes that a try ran out of its connect timeout and returns
-// the next try's, longer (see maxConnectFactor).
-func (s *schedule) timedOut() time.Duration {
+// timedOut notes that a try ran out of its connect timeout, within, and
+// returns the next try's: twice within (see maxConnectFactor), never
+// shorter than one set already. Twice what the try waited, not twice what
+// the schedule holds now: tries that ran at once (the connections of
+// several owners of an isolated server, dialled together) and timed out
+// together are one slow start, which gives the next try twice as long,
+// not 2^n times.
+func (s *schedule) timedOut(within time.Duration) time.Duration {
 	limit := max(s.configured, min(maxConnectFactor*s.configured, maxConnect))
-	s.connect = min(2*s.connect, limit)
+	s.connect = max(s.connect, min(2*within, limit))
 	return s.connect
 }
 
@@ -71,9 +76,16 @@ func (s *schedule) NextBackOff() time.Duration {
 
 // Reset starts the schedule over, after a server came up.
 func (s *schedule) Reset() {
+	s.resetBackoff()
+	s.connect = s.configured
+}
+
+// resetBackoff starts the waits over and keeps the connect timeout: after
+// one of the connections of an isolated server came up (see
+// Server.dialIsolated).
+func (s *schedule) resetBackoff() {
 	s.tries = 0
 	s.exp.Reset()
-	s.connect = s.configured
 }
 
 func jitter(d time.Duration, factor float64) time.Duration {

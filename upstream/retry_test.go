@@ -16,6 +16,7 @@ import (
 )
 
 func TestScheduleBacksOffThenReconnectsPeriodically(t *testing.T) {
+	t.Parallel()
 	s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, 10*time.Second)
 	within := func(d, want time.Duration, spread float64) bool {
 		return float64(d) >= float64(want)*(1-spread) && float64(d) <= float64(want)*(1+spread)
@@ -42,6 +43,7 @@ func TestScheduleBacksOffThenReconnectsPeriodically(t *testing.T) {
 // then after about 1 s and 2 s, then every 30 s. In a synctest bubble the
 // minutes of waiting take no time.
 func TestRetryLoopWaitsOnTheSchedule(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sched := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, 10*time.Second)
 		start := time.Now()
@@ -72,6 +74,7 @@ func TestRetryLoopWaitsOnTheSchedule(t *testing.T) {
 // take no time in a synctest bubble, and the bubble ends only when every
 // goroutine the manager started has.
 func TestServerRetriesOnTheSchedule(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		cfg := fakeConfig(t, "retry: {attempts: 3, initial_interval: 1s, reconnect_interval: 30s}")
 		cfg.Groups[0].Servers[0].Command = filepath.Join(t.TempDir(), "missing")
@@ -109,6 +112,7 @@ func TestServerRetriesOnTheSchedule(t *testing.T) {
 
 // Start after Close starts nothing.
 func TestStartAfterCloseStartsNothing(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		cfg := fakeConfig(t, "")
 		cfg.Groups[0].Servers[0].Command = filepath.Join(t.TempDir(), "missing")
@@ -127,6 +131,7 @@ func TestStartAfterCloseStartsNothing(t *testing.T) {
 // not at once, and calls go to its new child. The child is real; the
 // clock is the bubble's, so the minute takes no time.
 func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := New(fakeConfig(t, "retry: {attempts: 2, initial_interval: 1m, reconnect_interval: 10m}, stop_grace: 1s"), testLogger(t))
 		m.routeWait = 0
@@ -165,6 +170,7 @@ func TestCrashReconnectsAfterInitialInterval(t *testing.T) {
 // (never less than the configured one); once the server is up it is back
 // to the configured timeout.
 func TestScheduleLengthensTheConnectTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		configured time.Duration
 		want       []time.Duration // the first try's, then after each timeout
@@ -176,7 +182,7 @@ func TestScheduleLengthensTheConnectTimeout(t *testing.T) {
 		s := newSchedule(config.Retry{Attempts: 3, InitialInterval: time.Second, ReconnectInterval: 30 * time.Second}, tc.configured)
 		got := []time.Duration{s.connectTimeout()}
 		for len(got) < len(tc.want) {
-			got = append(got, s.timedOut())
+			got = append(got, s.timedOut(s.connectTimeout()))
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("configured %s: connect timeouts %v, want %v", tc.configured, got, tc.want)

@@ -57,6 +57,7 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 // settings.connect_timeout in the file bounds package runners too, and
 // their timeout error names it alone; other commands keep the default.
 func TestPackageRunnerConnectTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, settings, server string
 		runner                 string

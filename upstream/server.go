@@ -56,6 +56,13 @@ type Status struct {
 	// is never told that a tool of a group that blinked does not exist.
 	// Should that try fail, the lists go with it.
 	Reconnecting bool
+	// TimedOut counts the tries in a row that ran out of their connect
+	// timeout (a slow start), and NextConnect is the next try's, longer
+	// (see schedule.timedOut); both 0 unless the last try timed out. A
+	// command that starts servers once (status, import) waits for the
+	// longer try, as serve would.
+	TimedOut    int
+	NextConnect time.Duration
 }
 
 // Server is one supervised upstream server.
@@ -204,7 +211,7 @@ func (s *Server) run(ctx context.Context) {
 			var lists Lists
 			if c, lists, err = s.connect(ctx, sched.connectTimeout()); err != nil {
 				if to, ok := errors.AsType[*connectTimeout](err); ok {
-					to.next = sched.timedOut() // the next try waits longer
+					to.next = sched.timedOut(to.within) // the next try waits longer
 				}
 				return err
 			}
@@ -281,7 +288,11 @@ func (s *Server) setFailed(err error) {
 		s.mu.Unlock()
 		return
 	}
-	s.status = Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince()}
+	st := Status{State: StateFailed, Err: s.mgr.redact(err), Since: s.failedSince()}
+	if to, ok := errors.AsType[*connectTimeout](err); ok {
+		st.TimedOut, st.NextConnect = s.status.TimedOut+1, to.next
+	}
+	s.status = st
 	s.mu.Unlock()
 	s.changed()
 }
@@ -325,7 +336,7 @@ func (s *Server) connect(ctx context.Context, connect time.Duration) (*conn, Lis
 	caps := s.mgr.declared(nil)
 	s.starts.Add(1)
 	id := newConnID()
-	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, method, params) }, request: s.sharedRequest,
+	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, "", method, params) }, request: s.sharedRequest,
 		paramHeaders: s.paramHeaders}
 	c, err := dial(ctx, cfg, s.settings, connect, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
@@ -386,14 +397,18 @@ func (s *Server) fetchLists(ctx context.Context, c *conn, which listSet) (Lists,
 
 // notification handles one notification from the server: a list_changed
 // fetches that list again, anything else goes to the hub. It runs on the
-// transport's reader and never blocks.
-func (s *Server) notification(id ConnID, method string, params json.RawMessage) {
+// transport's reader and never blocks. user is the user whose own
+// connection it came on, "" for the shared one (see Event.User).
+func (s *Server) notification(id ConnID, user userConn, method string, params json.RawMessage) {
 	if which, ok := listChanged(method); ok {
 		s.listChanged(which)
 		return
 	}
 	ctx, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil)
-	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, Ambiguous: ambiguous})
+	if user != "" && owner == nil && !ambiguous {
+		owner = user // no call of the user's known: the user's, no one else's
+	}
+	s.mgr.emit(Event{Kind: EventNotification, Server: s, Method: method, Params: params, Context: ctx, Owner: owner, User: string(user), Ambiguous: ambiguous})
 }
 
 // listChanged asks for the lists in which to be fetched again. Requests

@@ -161,23 +161,20 @@ func TestSessionProcessStartBacksOff(t *testing.T) {
 
 // An owner's connection that timed out at start gives the next owner's a
 // longer connect timeout, as the shared connection's tries do (see
-// TestSlowServerGetsLongerConnects). The fakes answer while the gate
-// is open, until the shared connection is up, however many tries it
-// takes a loaded machine to start one within the timeout (not only the
-// first start: that one is not always done within 100ms); the owners'
-// start after it is closed and never answer.
+// TestSlowServerGetsLongerConnects). The fake's first start (the shared
+// connection) answers; the owners' never do. The shared connection starts
+// with a connect timeout a loaded machine does not run out of (a second
+// start would never answer), the owners' get 100ms once it is up.
 func TestSessionProcessGetsLongerConnects(t *testing.T) {
-	gate := filepath.Join(t.TempDir(), "gate")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := perSessionConfig(t, "connect_timeout: 100ms, stop_grace: 1s, retry: {attempts: 5, initial_interval: 1s, reconnect_interval: 30s}", 1,
-		"-gate", gate)
+	count := filepath.Join(t.TempDir(), "starts")
+	never := filepath.Join(t.TempDir(), "never")
+	cfg := perSessionConfig(t, "connect_timeout: 1m, stop_grace: 1s, retry: {attempts: 5, initial_interval: 1s, reconnect_interval: 30s}", 1,
+		"-count-file", count, "-gate", never, "-gate-after", "1")
 	m, clock := startClocked(t, cfg)
 	s := m.Servers()[0]
-	if err := os.Remove(gate); err != nil {
-		t.Fatal(err)
-	}
+	s.mu.Lock() // the owners' dials read it under s.mu
+	s.settings.ConnectTimeout = 100 * time.Millisecond
+	s.mu.Unlock()
 	for _, want := range []string{"within 100ms (connect timeout); the next try waits 200ms", "within 200ms (connect timeout); the next try waits 400ms"} {
 		if _, err := callPID(t, s, "a"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("call at %s: %v, want %q", clock, err, want)

@@ -44,6 +44,7 @@ func sharedPins(t *testing.T, url string) *Pins {
 // two replicas pinning at once lose no pin (the database's advisory lock
 // orders their read-modify-writes).
 func TestPinsOnASharedStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	a, b, c := sharedPins(t, url), sharedPins(t, url), sharedPins(t, url)
 	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
@@ -124,6 +125,11 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 	wg.Go(func() { watcher.Watch(ctx, pinsChannel, func() { heard <- struct{}{} }) })
 	defer func() { cancel(); wg.Wait() }()
 	listening(t, url)
+	select { // once listening, the watch reads again what it may have missed
+	case <-heard:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("the watch did not read again once listening")
+	}
 	v1 := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}}
 	pulled := []Item{{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file, and more"}`)}}
 	a.Check("files", v1)
@@ -145,6 +151,7 @@ func TestPinAcceptAnnouncedToReplicas(t *testing.T) {
 // leaves it to whoever opened it, which closes it after the manager: the
 // store still answers after Close.
 func TestManagerLeavesTheStoreOpen(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	db, err := pgstore.Open(t.Context(), url)
 	if err != nil {

@@ -65,6 +65,7 @@ func TestToolCacheKeepsBytesPerIdentity(t *testing.T) {
 // Pins.Verify reads the pins and writes nothing: a changed and an unpinned
 // tool are reported, and neither is pinned nor recorded as a change.
 func TestPinsVerifyWritesNothing(t *testing.T) {
+	t.Parallel()
 	p := NewPins(filepath.Join(t.TempDir(), "pins"))
 	v1 := Item{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file"}`)}
 	pulled := Item{Key: "write", Raw: json.RawMessage(`{"name":"write","description":"Write a file and send it away"}`)}
@@ -85,6 +86,7 @@ func TestPinsVerifyWritesNothing(t *testing.T) {
 // replica lists while the same server starts there, and nothing is
 // written to a replica's state directory.
 func TestToolCacheOnASharedStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	open := func() *toolCache {
 		db, err := pgstore.Open(t.Context(), url)

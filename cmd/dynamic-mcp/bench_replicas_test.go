@@ -49,3 +49,42 @@ func BenchmarkNginxReplicas(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplicaResume puts a figure on a session outliving its
+// replica, TestReplicasResumeASessionWhoseReplicaDied's setup timed:
+// three replicas behind Debian's nginx (examples/nginx), the official
+// TypeScript SDK client (testdata/sdkclient/replicas.mjs) initializes and
+// calls, the replica that served its session is killed (SIGKILL), and
+// the client calls until one succeeds, in the same session. Each
+// iteration starts all of it afresh (a few seconds each):
+//
+//	go test ./cmd/dynamic-mcp -run '^$' -bench ReplicaResume -benchtime 3x
+//
+// Lines round-robin (every replica had served the session) and backup (a
+// primary and two backup servers, which have not): resume-ms, the time
+// from the client's word of the kill (written once the killed process
+// was reaped) to its first successful call, and attempts/resume, the
+// calls that took, each the mean of the iterations (the client's line of
+// each is logged). It
+// needs nginx and the SDK (skipped without them, but not in CI).
+func BenchmarkReplicaResume(b *testing.B) {
+	nginxBinary(b)
+	npmTestTool(b, "@modelcontextprotocol", "sdk", "package.json")
+	for _, layout := range []struct {
+		name    string
+		backups bool
+	}{{"round-robin", false}, {"backup", true}} {
+		b.Run(layout.name, func(b *testing.B) {
+			var ms, attempts, n int
+			for b.Loop() {
+				after := replicaDies(b, layout.backups)
+				ms += after.ResumeMS
+				attempts += after.Attempts
+				n++
+			}
+			b.ReportMetric(float64(ms)/float64(n), "resume-ms")
+			b.ReportMetric(float64(attempts)/float64(n), "attempts/resume")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

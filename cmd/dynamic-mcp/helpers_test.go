@@ -69,6 +69,7 @@ const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 // the hub too; it execs, so the hub keeps the script's process id.
 func TestMain(m *testing.M) {
 	if os.Getenv(hubEnvVar) == "1" {
+		servePprof()
 		main()
 		os.Exit(0)
 	}
@@ -132,6 +133,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stopBrowser() // the browser tests' one Chromium (browse)
 	// The PostgreSQL tests share one cluster, each with a database of
 	// its own: an initdb is seconds of a loaded machine.
 	return pgtest.Shared(m).Run()

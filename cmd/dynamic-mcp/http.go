@@ -125,7 +125,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db s
 	logger.Info("serving over HTTP", append([]any{"addr", ln.Addr().String(), "mcp", "http://" + ln.Addr().String() + "/mcp",
 		"sse", "http://" + ln.Addr().String() + "/sse", "auth", !noAuth}, append(authAttrs(cfg), sealAttrs(cfg)...)...)...)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(httpguard.FirstByteListener(ln, httpguard.FirstByteWait)) }()
+	go func() { errc <- srv.Serve(httpguard.FirstByteListener(ln, httpguard.FirstByteWait, logger)) }()
 	select {
 	case err := <-errc:
 		return err

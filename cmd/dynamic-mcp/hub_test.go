@@ -363,12 +363,13 @@ func TestCLI(t *testing.T) {
 	}
 	// A child that runs but never answers is reported as such, not by the
 	// signal the hub stopped it with (after a short ladder: sleep does not
-	// end with its stdin).
+	// end with its stdin), once its longer try (2s) has timed out too.
 	silent := filepath.Join(dir, "silent.yaml")
-	os.WriteFile(silent, []byte("settings: { connect_timeout: 1s, stop_grace: 100ms }\ngroups:\n  s: { description: silent, command: sleep, args: [\"60\"] }\n"), 0o600)
-	out, _, code = run("status", "-c", silent)
-	if code != 1 || !strings.Contains(out, "no answer to initialize within 1s (connect timeout)") {
-		t.Errorf("status with a silent server: exit %d\n%s", code, out)
+	os.WriteFile(silent, []byte("settings: { connect_timeout: 1s, stop_grace: 100ms, retry: { initial_interval: 10ms } }\ngroups:\n  s: { description: silent, command: sleep, args: [\"60\"] }\n"), 0o600)
+	out, errOut, code = run("status", "-c", silent)
+	if code != 1 || !strings.Contains(out, "no answer to initialize within 2s (connect timeout)") ||
+		!strings.Contains(errOut, "note: s did not answer initialize within 1s (connect timeout): waiting for its next try, which waits 2s") {
+		t.Errorf("status with a silent server: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 

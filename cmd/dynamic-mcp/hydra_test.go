@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,13 +159,14 @@ groups:
 // its in-memory store) once for the test binary; the test is skipped
 // when it cannot be built, except in CI. Once: go build links hydra anew
 // each time (no cache for -o), 5 s of CPU, and seven tests start hydra.
+// The program is kept in the user's cache directory under the digest of
+// what decides it (tools/hydra's go.mod and go.sum, the Go release), and
+// a later run starts that one: hydra's source is pinned by its go.sum,
+// and every hydra test waited for the link (and go's check of hydra's
+// hundreds of packages) at the start of each run.
 func buildHydra(t *testing.T) string {
 	hydraBuild.once.Do(func() {
-		hydraBuild.bin = filepath.Join(filepath.Dir(testHome), "hydra")
-		cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", hydraBuild.bin, "github.com/ory/hydra/v2")
-		cmd.Dir = filepath.Join("..", "..", "tools", "hydra")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		hydraBuild.out, hydraBuild.err = cmd.CombinedOutput()
+		hydraBuild.bin, hydraBuild.out, hydraBuild.err = cachedHydra(filepath.Join("..", "..", "tools", "hydra"))
 	})
 	if err := hydraBuild.err; err != nil {
 		if os.Getenv("CI") == "" {
@@ -173,7 +177,55 @@ func buildHydra(t *testing.T) string {
 	return hydraBuild.bin
 }
 
-// hydraBuild is buildHydra's one build, in the tests' directory.
+// cachedHydra is the hydra built from the module in dir: the one in the
+// user's cache directory if a run built it, else built there (or, with
+// no cache directory, in the tests' directory). It is built under a name
+// of this process's and renamed into place in one step, so that another
+// copy of the suite running at the same time finds it whole or not at
+// all.
+func cachedHydra(dir string) (bin string, out []byte, err error) {
+	digest := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return "", nil, err
+		}
+		digest.Write(b)
+	}
+	digest.Write([]byte(runtime.Version() + " sqlite cgo"))
+	bin = filepath.Join(filepath.Dir(testHome), "hydra")
+	if cache, err := os.UserCacheDir(); err == nil {
+		if err := os.MkdirAll(filepath.Join(cache, "dynamic-mcp"), 0o700); err == nil {
+			bin = filepath.Join(cache, "dynamic-mcp", "hydra-"+hex.EncodeToString(digest.Sum(nil)[:8]))
+			// Builds of another go.sum that no run used for a week go.
+			old, _ := filepath.Glob(filepath.Join(cache, "dynamic-mcp", "hydra-*"))
+			for _, f := range old {
+				if fi, err := os.Stat(f); err == nil && f != bin && time.Since(fi.ModTime()) > 7*24*time.Hour {
+					os.Remove(f)
+				}
+			}
+		}
+	}
+	if _, err := os.Stat(bin); err == nil {
+		now := time.Now()
+		os.Chtimes(bin, now, now) // in use: kept
+		return bin, nil, nil
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", tmp, "github.com/ory/hydra/v2")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err = cmd.CombinedOutput(); err == nil {
+		err = os.Rename(tmp, bin)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", out, err
+	}
+	return bin, out, nil
+}
+
+// hydraBuild is buildHydra's one build.
 var hydraBuild struct {
 	once sync.Once
 	bin  string

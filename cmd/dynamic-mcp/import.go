@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -236,6 +237,10 @@ func fileExists(p string) bool {
 	return err == nil && !fi.IsDir()
 }
 
+// probeConnectTimeout, when set, is a probe's connect timeout in place of
+// the default (a test shortens it).
+var probeConnectTimeout time.Duration
+
 // probeDescription starts a server and describes it by its instructions or
 // its name; "" when it cannot be reached.
 func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) string {
@@ -245,10 +250,14 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 		fmt.Fprintf(stderr, "note: cannot probe %s: %v\n", s.Name, err)
 		return ""
 	}
-	cfg.Settings.Retry.Attempts = 1
+	if probeConnectTimeout > 0 {
+		cfg.Settings.ConnectTimeout = probeConnectTimeout
+	}
+	// A second try soon, for a slow server's longer one (see settle).
+	cfg.Settings.Retry.Attempts = 2
 	for _, g := range cfg.Groups {
 		for _, srv := range g.Servers {
-			srv.Retry.Attempts = 1
+			srv.Retry.Attempts = 2
 		}
 	}
 	mgr, _, err := connectAll(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) // no store: a probe's config
@@ -256,9 +265,7 @@ func probeDescription(ctx context.Context, s *clients.Server, stderr io.Writer) 
 		return ""
 	}
 	defer mgr.Close()
-	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout)
-	defer cancel()
-	mgr.WaitSettled(wait)
+	settle(ctx, cfg, mgr, stderr, func(*upstream.Server) string { return s.Name })
 	st := mgr.Servers()[0].Status()
 	if st.State != upstream.StateReady {
 		fmt.Fprintf(stderr, "note: could not probe %s: %v\n", s.Name, st.Err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,38 +38,81 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browse starts a headless Chromium of its own for the test: a fresh
-// profile, and nothing that reaches for the network on its own (without
-// those flags it hangs where there is no network).
+// browse gives the test a tab of the package's one headless Chromium in
+// a browser context of its own: cookies, storage and cache apart from every
+// other test's, as a fresh profile gave them. The browser is started by
+// the first test that browses and stopped when the tests end
+// (stopBrowser): a start is seconds of CPU on a loaded machine, once
+// instead of once a test.
 func browse(t *testing.T) context.Context {
 	t.Helper()
+	path := chromium(t)
+	theBrowser.once.Do(func() { startBrowser(path) })
+	if theBrowser.err != nil {
+		t.Fatalf("start %s: %v", path, theBrowser.err)
+	}
+	ctx, cancel := chromedp.NewContext(theBrowser.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := openTarget(ctx); err != nil {
+		t.Fatalf("open a tab in a browser context of the test's own: %v", err)
+	}
+	return ctx
+}
+
+// openTarget runs ctx's first action, which starts its browser or opens
+// its tab, either of which lives as long as ctx: it gets no deadline of
+// its own (that would close it again), so one that hangs is given up on
+// here, after a minute.
+func openTarget(ctx context.Context) error {
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("not open within a minute")
+	}
+}
+
+// theBrowser is the package's headless Chromium (browse).
+var theBrowser struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab; NewContext of it opens others
+	err  error           // why it did not start
+	stop func()          // stops it and removes its profile
+}
+
+// startBrowser starts the package's Chromium at path: a profile of its
+// own, and nothing that reaches for the network on its own (without
+// those flags it hangs where there is no network).
+func startBrowser(path string) {
+	profile, err := os.MkdirTemp("", "dynamic-mcp-chromium")
+	if err != nil {
+		theBrowser.err = err
+		return
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
+		chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelBrowser := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
-	// The first action starts the browser, which lives as long as ctx: it
-	// gets no deadline of its own (that would stop the browser), so a
-	// browser that hangs at start fails the test here, after a minute.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err := <-started:
-		if err != nil {
-			t.Fatalf("start %s: %v", chromium(t), err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not start within a minute", chromium(t))
+	theBrowser.ctx = ctx
+	theBrowser.stop = func() { cancelBrowser(); cancelAlloc(); os.RemoveAll(profile) }
+	theBrowser.err = openTarget(ctx)
+}
+
+// stopBrowser stops the package's Chromium, if a test started it.
+func stopBrowser() {
+	if theBrowser.stop != nil {
+		theBrowser.stop()
 	}
-	return ctx
 }
 
 // browserDo runs browser actions, bounded, failing the test with what was being

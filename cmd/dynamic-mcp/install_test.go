@@ -16,6 +16,14 @@ func installedHome(t *testing.T) (string, []byte, string) {
 	t.Helper()
 	home := t.TempDir()
 	withHome(t, home)
+	return fixtureHome(t, home)
+}
+
+// fixtureHome is installedHome in home, left out of the test's
+// environment: for a test whose commands are processes given their home
+// (runBinary), which can run beside the others.
+func fixtureHome(t *testing.T, home string) (string, []byte, string) {
+	t.Helper()
 	path, before := placeFixture(t, home, "cursor")
 	cfg := filepath.Join(home, "hub.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
@@ -108,8 +116,9 @@ func TestInstallInterruptedAtEachStep(t *testing.T) {
 // file the first had just written and recorded its dynamic-mcp entry as
 // the user's servers.
 func TestInstallsAtOnceTakeTurns(t *testing.T) {
-	path, before, cfg := installedHome(t)
-	home := os.Getenv("HOME")
+	t.Parallel() // each command is a process given its home (runBinary)
+	home := t.TempDir()
+	path, before, cfg := fixtureHome(t, home)
 	const n = 6
 	errs := make(chan error, n)
 	for i := range n {

@@ -23,12 +23,12 @@ const (
 // watchConfig reloads the config at path when the file changes, or at once
 // on SIGHUP, and hands each valid new config to apply. An invalid one is
 // logged and the old config keeps serving. When the pins directory changes
-// (`pin accept` ran) it calls repin. A value on secrets (a secret changed
-// in the store) reloads too, and so does a change of the vault's secrets
-// file, vaultFile (`secret set` ran): a server waiting for a secret starts
-// once it is set. Each reload's outcome goes to noted (for status). It
+// (`pin accept` ran) it calls repin. A value on secrets (why: a secret
+// changed in the store, say) reloads too, and so does a change of the
+// vault's secrets file, vaultFile (`secret set` ran): a server waiting for
+// a secret starts once it is set. Each reload's outcome goes to noted (for status). It
 // returns when ctx ends.
-func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, noted func(reason string, err error), apply func(*config.Config), repin func(), secrets <-chan struct{}, logger *slog.Logger) {
+func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, noted func(reason string, err error), apply func(*config.Config), repin func(), secrets <-chan string, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -56,8 +56,8 @@ func watchConfig(ctx context.Context, path, pinsDir, vaultFile string, noted fun
 		case <-hup:
 			reload("SIGHUP")
 			repin()
-		case <-secrets:
-			reload("a secret changed in the store")
+		case reason := <-secrets:
+			reload(reason)
 		case now := <-t.C:
 			if s := statStamp(pinsDir); s != pins {
 				pins = s

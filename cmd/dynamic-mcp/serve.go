@@ -169,7 +169,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	storeAtStart, authAtStart := cfg.Store, cfg.HTTP.Auth
-	secretsChanged := make(chan struct{}, 1)
+	secretsChanged := make(chan string, 1)
 	reloads := &reloadLog{}
 	go func() {
 		defer close(watched)
@@ -197,10 +197,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		mgr.WatchSharedPins(watchCtx)
 	}()
 	// With store:, a secret set or removed elsewhere reloads the config.
-	secretsWatched := make(chan struct{})
+	secretsWatched, secretUses := make(chan struct{}), cfg.SecretUses
 	go func() {
 		defer close(secretsWatched)
-		watchSharedSecrets(watchCtx, db, secretsChanged)
+		watchSharedSecrets(watchCtx, db, secretUses, secretsChanged)
 	}()
 	// Once every upstream has started (or failed to), what the start
 	// touched (initialisers, the config's parse, the upstreams' first

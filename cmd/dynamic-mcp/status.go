@@ -82,10 +82,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer closeStore(db)
 	defer mgr.Close()
-	// Each server settles on its first try: ready, or failed with a reason.
-	wait, cancel := context.WithTimeout(ctx, cfg.LongestConnect()+cfg.Settings.ListTimeout+5*time.Second)
-	defer cancel()
-	mgr.WaitSettled(wait)
+	// Each server settles: ready, or failed with a reason (a slow one
+	// after its longer try, as serve would).
+	settle(ctx, cfg, mgr, stderr, func(s *upstream.Server) string { return s.Config.ID() })
 
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "GROUP\tSERVER\tTRANSPORT\tSTATE\tPROTOCOL\tTOOLS\tREADY IN\tLAST ERROR")

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -60,7 +64,12 @@ func TestReplicasShareOneSignInThroughTheStore(t *testing.T) {
 	if most := int(time.Since(start)/time.Second) + 2; refreshed > most {
 		t.Errorf("%d renewals in %s by three replicas: want at most %d", refreshed, time.Since(start).Round(time.Second), most)
 	}
-	if logs := hubs[0].stderr.String(); !strings.Contains(logs, "state shared through the store's database") || !strings.Contains(logs, strings.TrimPrefix(strings.SplitN(url, "?", 2)[0], "postgres://postgres@")) {
+	// Where: the socket's directory, the port naming it, the database.
+	where, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs := hubs[0].stderr.String(); !strings.Contains(logs, "state shared through the store's database") || !regexp.MustCompile(`(?m)store=`+regexp.QuoteMeta(fmt.Sprintf("%s:%d/%s", where.Host, where.Port, where.Database))+`(\s|$)`).MatchString(logs) {
 		t.Errorf("the hub does not say where its state is:\n%s", logs)
 	}
 	status := exec.Command(hubBin, "auth", "status", "-c", filepath.Join(homes[1], "hub.yaml"))
@@ -116,6 +125,7 @@ func TestServeHTTPWithStoreNeedsSessionKeys(t *testing.T) {
 // The pool parameters pgxpool honoured and the store ignores are named
 // in a warning at open, once; a URL without them warns of nothing.
 func TestOpenStoreWarnsOfIgnoredPoolParams(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	for _, c := range []struct{ query, want string }{
 		{"&pool_min_conns=2&pool_max_conn_idle_time=5m&pool_max_conns=3", "params=pool_min_conns,pool_max_conn_idle_time"},

@@ -28,6 +28,7 @@ import (
 // imported ${secret:} value, and renews the sign-in with the imported
 // client registration.
 func TestStoreImportThenServeFromTheStore(t *testing.T) {
+	t.Parallel() // the key and the database reach its processes in their environment
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
@@ -89,7 +90,8 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 	oldFiles := listFiles(t, oldHome)
 
 	// The team's config: the same groups on a store, its key shared.
-	key := base64.StdEncoding.EncodeToString([]byte("team-vault-key-0123456789abcdef!"))
+	teamKey := []byte("team-vault-key-0123456789abcdef!")
+	key := base64.StdEncoding.EncodeToString(teamKey)
 	teamCfg := filepath.Join(t.TempDir(), "team.yaml")
 	os.WriteFile(teamCfg, []byte("store: ${TEAM_DB}\n"+groups), 0o600)
 	teamEnv := append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir(), "TEAM_DB="+url, vault.EnvKey+"="+key)
@@ -135,7 +137,11 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 
 	// A replica renewed the sign-in since: its record is kept.
 	shared := auth.NewSharedStore(filepath.Join(t.TempDir(), "oauth-servers"), db)
-	t.Setenv(vault.EnvKey, key)
+	teamVault, err := vault.New(teamKey, "env") // as every replica has it, from vault.EnvKey
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.UseVault(teamVault)
 	newer := *signIn
 	newer.AccessToken, newer.Issued = "renewed-elsewhere", time.Now().Add(time.Hour)
 	if err := shared.Save(&newer); err != nil {

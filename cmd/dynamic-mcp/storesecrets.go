@@ -41,17 +41,43 @@ func inStore(s *vault.Secrets) string {
 	return ""
 }
 
-// watchSharedSecrets sends on changed (without blocking: one pending
-// reload covers any number of changes) each time a secret is set or
-// removed in db, until ctx ends; without a store it returns at once.
-func watchSharedSecrets(ctx context.Context, db shared.Notifier, changed chan<- struct{}) {
+// watchSharedSecrets sends on changed why the config is to be read again
+// (without blocking: one pending reload covers any number of changes)
+// each time a secret is set or removed in db, until ctx ends; without a
+// store it returns at once. Once the watch first listens, a secret set
+// since the config was read at start is read (a reload), when the config
+// uses one from the store (uses, the config's SecretUses): without one,
+// a reload would find nothing new, and a file change that adds one is a
+// reload of its own.
+func watchSharedSecrets(ctx context.Context, db shared.Notifier, uses map[string][]string, changed chan<- string) {
 	if db == nil {
 		return
 	}
+	first := true
 	db.Watch(ctx, vault.SecretsChannel, func() {
+		reason := "a secret changed in the store"
+		if first {
+			first = false
+			if !usesStoreSecret(uses) {
+				return
+			}
+			reason = "the store's secrets, read again once their changes are heard"
+		}
 		select {
-		case changed <- struct{}{}:
+		case changed <- reason:
 		default:
 		}
 	})
+}
+
+// usesStoreSecret reports whether a config whose SecretUses are uses
+// takes a secret from the store: any but one that only store: uses,
+// which stays in the state directory (see openSecrets).
+func usesStoreSecret(uses map[string][]string) bool {
+	for _, at := range uses {
+		if !slices.Equal(at, []string{"store"}) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,42 @@ func TestServeReloadsASecretChangedInTheStore(t *testing.T) {
 	})
 	if !strings.Contains(c.stderr.String(), "a secret changed in the store") {
 		t.Errorf("the replica did not say why it reloaded:\n%s", c.stderr.String())
+	}
+}
+
+// heardTwice is a store whose Watch starts listening (fn once) and then
+// hears one notification.
+type heardTwice struct{}
+
+func (heardTwice) Notify(context.Context, string) error { return nil }
+func (heardTwice) Watch(_ context.Context, _ string, fn func()) {
+	fn()
+	fn()
+}
+
+// Once the secrets' watch first listens, a secret set since the config was
+// read at start is read, by a reload that says so: only when the config
+// uses one of the store's secrets (a secret only store: uses stays in the
+// state directory); each notification after reloads.
+func TestWatchSharedSecretsReadsAgainOnceListening(t *testing.T) {
+	const resync, changed = "the store's secrets, read again once their changes are heard", "a secret changed in the store"
+	for _, tc := range []struct {
+		uses map[string][]string
+		want []string
+	}{
+		{nil, []string{changed}},
+		{map[string][]string{"DB_PASSWORD": {"store"}}, []string{changed}},
+		{map[string][]string{"UP_KEY": {"groups.k.headers.X-Api-Key"}}, []string{resync, changed}},
+	} {
+		reasons := make(chan string, 2)
+		watchSharedSecrets(t.Context(), heardTwice{}, tc.uses, reasons)
+		close(reasons)
+		var got []string
+		for r := range reasons {
+			got = append(got, r)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("uses %v: reloads %q, want %q", tc.uses, got, tc.want)
+		}
 	}
 }

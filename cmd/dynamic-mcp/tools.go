@@ -44,7 +44,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeStore(db)
 	defer mgr.Close()
-	mgr.WaitSettled(ctx)
+	settle(ctx, cfg, mgr, stderr, func(s *upstream.Server) string { return s.Config.ID() })
 	cfg.Audit.Path = "off" // listing tools is not something to audit
 	hub, err := server.NewWith(cfg, mgr, logger, server.Options{Store: db})
 	if err != nil {

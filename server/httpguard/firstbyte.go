@@ -1,7 +1,12 @@
 package httpguard
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,16 +30,28 @@ const FirstByteWait = 30 * time.Second
 // without an answer: undici's "fetch failed", cause "other side closed",
 // and undici does not retry a POST. A client that trickles its headers is
 // still cut off ReadHeaderTimeout after its first byte.
-func FirstByteListener(ln net.Listener, wait time.Duration) net.Listener {
+//
+// net/http closes such connections without a word (a read that timed out
+// is "a common network error" to it): logger (nil: none) gets a line for
+// each, with the client's address, at info for a first request whose
+// headers did not all come within ReadHeaderTimeout, at debug for a
+// connection that sent nothing (a scanner, a browser's unused
+// preconnect); at most one line every closedLogEvery, which counts the
+// connections closed since the last, so that a scanner's thousands make
+// no flood. (A later request of a kept-alive connection that trickles its
+// headers is closed as quietly: net/http sets that request's deadline as
+// it sets the idle one, and the two are not told apart here.)
+func FirstByteListener(ln net.Listener, wait time.Duration, logger *slog.Logger) net.Listener {
 	if wait <= 0 {
 		wait = FirstByteWait // never unbounded: a silent connection would be held for ever
 	}
-	return firstByteListener{ln, wait}
+	return firstByteListener{ln, wait, &closedLog{logger: logger, every: closedLogEvery}}
 }
 
 type firstByteListener struct {
 	net.Listener
 	wait time.Duration
+	log  *closedLog
 }
 
 func (l firstByteListener) Accept() (net.Conn, error) {
@@ -42,7 +59,44 @@ func (l firstByteListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &firstByteConn{Conn: c, wait: l.wait}, nil
+	return &firstByteConn{Conn: c, wait: l.wait, log: l.log}, nil
+}
+
+// closedLogEvery is the least time between two lines of closedLog.
+const closedLogEvery = 10 * time.Second
+
+// closedLog says that connections were closed for their silence: a line
+// at most every every, counting those closed in between.
+type closedLog struct {
+	logger *slog.Logger
+	every  time.Duration
+
+	mu     sync.Mutex // guards last and others
+	last   time.Time  // of the last line
+	others int        // connections closed since it, not logged
+}
+
+// closed logs, at level, that the connection from remote was closed
+// because it sent nothing (or not its headers) within d.
+func (l *closedLog) closed(level slog.Level, msg string, remote net.Addr, d time.Duration) {
+	if l.logger == nil || !l.logger.Enabled(context.Background(), level) {
+		return
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.others++
+		l.mu.Unlock()
+		return
+	}
+	others := l.others
+	l.last, l.others = now, 0
+	l.mu.Unlock()
+	attrs := []any{"remote", remote.String(), "within", d}
+	if others > 0 {
+		attrs = append(attrs, "closed_likewise_since_last_line", others)
+	}
+	l.logger.Log(context.Background(), level, msg, attrs...)
 }
 
 // firstByteConn holds back the read deadlines set before its first byte
@@ -52,13 +106,19 @@ func (l firstByteListener) Accept() (net.Conn, error) {
 type firstByteConn struct {
 	net.Conn
 	wait    time.Duration // before the first byte
+	log     *closedLog
 	started atomic.Bool
 	held    time.Time // the deadline held back (zero: none)
 	heldAt  time.Time // when it was set
+	// inHeaders is true from the first byte until net/http next sets a
+	// read deadline, which it does once the first request's headers are
+	// read: a read that times out meanwhile ran out of its header timeout.
+	inHeaders atomic.Bool
 }
 
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	if c.started.Load() {
+		c.inHeaders.Store(false)
 		return c.Conn.SetReadDeadline(t)
 	}
 	c.held, c.heldAt = t, time.Now()
@@ -67,16 +127,26 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 
 func (c *firstByteConn) Read(b []byte) (int, error) {
 	if c.started.Load() {
-		return c.Conn.Read(b)
+		n, err := c.Conn.Read(b)
+		if err != nil && c.inHeaders.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+			c.inHeaders.Store(false)
+			c.log.closed(slog.LevelInfo, "closed an HTTP connection: its first request's headers did not all come within the header timeout of its first byte",
+				c.RemoteAddr(), c.held.Sub(c.heldAt).Round(time.Millisecond))
+		}
+		return n, err
 	}
 	if err := c.Conn.SetReadDeadline(time.Now().Add(c.wait)); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Read(b)
 	c.started.Store(true)
+	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.log.closed(slog.LevelDebug, "closed an HTTP connection that sent nothing", c.RemoteAddr(), c.wait)
+	}
 	deadline := c.held
 	if !deadline.IsZero() {
 		deadline = deadline.Add(time.Since(c.heldAt))
+		c.inHeaders.Store(n > 0)
 	}
 	if derr := c.Conn.SetReadDeadline(deadline); err == nil {
 		err = derr

@@ -41,6 +41,7 @@ func rawGET(t *testing.T, base, session string) (net.Conn, *bufio.Reader) {
 // the second took the stream over, so that anyone who learnt a session id
 // could read what the hub sent that client.)
 func TestAttackSecondGETRefused(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	face, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)
@@ -85,6 +86,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 // an event stream, no GET. The tool call must fail (or the elicitation be
 // refused) at once, not hang to the call timeout.
 func TestAttackServerRequestWithNoStream(t *testing.T) {
+	t.Parallel()
 	// A call timeout far beyond "at once", so that a busy machine cannot
 	// pass for a hang.
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
@@ -213,6 +215,7 @@ func dialSlowReader(t *testing.T, base string) net.Conn {
 // flight, more requests are refused on their POST (429), so the stream's
 // queue stays bounded.
 func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
+	t.Parallel()
 	face, ts, endpoint := legacyNotReading(t)
 	// The queue is measured after every POST while the session lives: the
 	// session may end meanwhile (its stream's write times out after 10 s,
@@ -248,6 +251,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 // requests. Answers to its own requests are bounded by the in-flight
 // limit; refusals (a duplicate id, over the limit) must be too.
 func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
+	t.Parallel()
 	face, ts, endpoint := legacyNotReading(t)
 	hs := face.sessions.lookup(strings.TrimPrefix(endpoint, "/message?sessionId="))
 	if hs == nil {

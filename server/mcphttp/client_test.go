@@ -100,6 +100,7 @@ func serveHTTP(t *testing.T, h *server.Hub) (*Server, *httptest.Server) {
 // JSON; one whose tool sends progress first gets an event stream, the
 // progress ahead of the result.
 func TestHTTPAnswersJSONUnlessItMustStream(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-conformance")
 	_, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)
@@ -121,6 +122,7 @@ func TestHTTPAnswersJSONUnlessItMustStream(t *testing.T) {
 // the upstream for anyone else: while an upstream floods every session
 // with log messages, another session's calls are answered at once.
 func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-flood")
 	face, ts := serveHTTP(t, h)
 	slow := newHTTPClient(t, ts.URL)

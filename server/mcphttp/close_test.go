@@ -39,6 +39,7 @@ func (*lingering) Message(context.Context, *traffic.Message)                    
 // Close ended the sessions and returned with their requests still
 // running.)
 func TestHTTPCloseWaitsForRequests(t *testing.T) {
+	t.Parallel()
 	obs := &lingering{started: make(chan struct{})}
 	h := observedHub(t, obs)
 	face, ts := serveHTTP(t, h)

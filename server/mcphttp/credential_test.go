@@ -11,6 +11,7 @@ import (
 // The guard accepts every named token and tells the handler behind it
 // whose it is; with no token checked every caller is one credential.
 func TestGuardNamesTheCredential(t *testing.T) {
+	t.Parallel()
 	g := httpguard.NewGuard(httpguard.GuardOptions{Token: "main-token", Tokens: map[string]string{"a": "token-of-a-0123456", "b": "token-of-b-0123456"}})
 	var got string
 	h := g.Check(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = httpguard.CredentialOf(r.Context()) }))

@@ -15,6 +15,7 @@ import (
 // elsewhere), and a call in flight finishes and is answered; Drain returns
 // once it has, or when its time is up.
 func TestDrain(t *testing.T) {
+	t.Parallel()
 	face, _, url := replica(t, sealKey1)
 	id := initializeOn(t, url, tokenA)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
@@ -74,6 +75,7 @@ func TestDrain(t *testing.T) {
 // Drain gives up when its time is up, with the calls still in flight:
 // Close ends them.
 func TestDrainTimeout(t *testing.T) {
+	t.Parallel()
 	face, _, url := replica(t)
 	id := initializeOn(t, url, tokenA)
 	done := make(chan struct{})
@@ -98,6 +100,7 @@ func TestDrainTimeout(t *testing.T) {
 // a replica that drains closes it, as it does a GET stream (the client
 // listens again elsewhere), and so does not wait its drain timeout for it.
 func TestDrainClosesListens(t *testing.T) {
+	t.Parallel()
 	face, ts := serveHTTP(t, fakeHub(t))
 	c := &httpClient{t: t, base: ts.URL}
 	ls := openListen(t.Context(), c, `"L"`, `"toolsListChanged":true`)

@@ -92,6 +92,7 @@ func floodData(t *testing.T, e sseEvent) int {
 // gets exactly the notifications sent while it was gone, in order, then
 // the live ones; another session given its ids gets none of them.
 func TestGETStreamResumes(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-flood")
 	face, ts := serveHTTP(t, h)
 	a := newHTTPClient(t, ts.URL)
@@ -177,6 +178,7 @@ func TestGETStreamResumes(t *testing.T) {
 // The kept events are bounded by count and by bytes; an id older than
 // what is kept gets what is kept; ids of one log name nothing in another.
 func TestEventLogBounds(t *testing.T) {
+	t.Parallel()
 	l := newEventLog()
 	first := l.add([]byte("m0"), true)
 	for i := 1; i < maxKeptEvents+50; i++ {

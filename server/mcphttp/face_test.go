@@ -17,6 +17,7 @@ import (
 // The HTTP face's guard, session rules and the requests it routes, each
 // answered as the spec and docs/http.md say.
 func TestHTTPFace(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	hs := New(h, Options{Token: "secret", Loopback: true, AllowedOrigins: []string{"https://app.example"}}, testLogger())
 	defer hs.Close()
@@ -99,6 +100,7 @@ func TestHTTPFace(t *testing.T) {
 // The legacy HTTP+SSE transport: GET /sse names the endpoint, and answers
 // to what is POSTed there come down the stream.
 func TestLegacySSE(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
 	resp, err := http.Get(ts.URL + "/sse")
@@ -166,6 +168,7 @@ func TestLegacySSE(t *testing.T) {
 // its answer: the stream is the session's before the endpoint is named
 // (it was set just after, and an answer in between was lost).
 func TestLegacySSEAnswerRightAfterEndpoint(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
 	for i := range 30 {

@@ -13,6 +13,7 @@ import (
 // once with an error or taken and dropped; none panics the hub, and the
 // session goes on.
 func TestAttackHostileBodiesAnswered(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)

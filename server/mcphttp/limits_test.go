@@ -109,6 +109,7 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 // session is refused with 503 and Retry-After, and no busy one is closed;
 // once a stream closes, its session is the one that makes room.
 func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{MaxSessions: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
@@ -148,6 +149,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 // 408, while a normal POST is answered, and neither a GET stream nor a
 // slow call's response is cut by that deadline.
 func TestHTTPBodyTimeout(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{BodyTimeout: time.Second})
 	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))

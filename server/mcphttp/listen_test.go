@@ -190,6 +190,7 @@ func postModern(t *testing.T, base, tool, body string) string {
 // every session: past a quarter of max_sessions its next listen gets 503,
 // and a request still finds a session.
 func TestHTTPListensCapped(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTPWith(t, h, Options{MaxSessions: 8})
 	c := &httpClient{t: t, base: ts.URL}

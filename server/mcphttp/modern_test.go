@@ -11,6 +11,7 @@ import (
 // streamable-http says: the status, the JSON-RPC error code, the request's
 // own id in every error, and no session minted or used.
 func TestModernHTTP(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	hs := New(h, Options{NoAuth: true, Loopback: true}, testLogger())
 	defer hs.Close()
@@ -135,6 +136,7 @@ func TestModernHTTP(t *testing.T) {
 
 // Every SSE stream tells buffering proxies not to hold its events back.
 func TestSSEUnbuffered(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	if err := newSSEWriter(w).start(nil); err != nil {
 		t.Fatal(err)

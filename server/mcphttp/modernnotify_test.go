@@ -45,6 +45,7 @@ func postAs(ctx context.Context, base, token, method, body string) (int, string,
 // _meta (go-sdk sends none): it is accepted (202), never answered 400 for
 // the session it has not got, and no session is minted for it.
 func TestModernNotificationsAccepted(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTPWith(t, h, Options{})
 	for _, body := range []string{
@@ -75,6 +76,7 @@ func TestModernNotificationsAccepted(t *testing.T) {
 // POST answered 202, no answer, as a cancelled request is) and the
 // upstream is told.
 func TestModernCancelEndsTheCallersRequestOnly(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
 	face := New(h, Options{Tokens: map[string]string{"a": tokenA, "b": tokenB}}, testLogger())
 	ts := httptest.NewServer(face)
@@ -175,6 +177,7 @@ func (c *cancelWatch) seen() []int {
 // goes on with its next call. Before, the hub answered 400 ("Mcp-Session-Id
 // header is required") and every later call failed "client is closing".
 func TestGoSDKClientCancelsAndGoesOn(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
 	face := New(h, Options{Tokens: map[string]string{"a": tokenA}}, testLogger())
 	watch := &cancelWatch{next: face}

@@ -19,6 +19,7 @@ const chatterRounds, chatterN = 200, 5
 // relating to no request. Without a GET stream (a log message the hub
 // cannot tie to a call is lost then), and with one (it goes there then).
 func TestHTTPUpstreamMessagesBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-flood")
 	face, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)

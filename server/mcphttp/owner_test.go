@@ -52,6 +52,7 @@ func call(t *testing.T, method, url, token, session, body string) (int, string, 
 // an unknown id gets, whatever the method: POST of any JSON-RPC message
 // (tasks/* included), GET, DELETE. The owner's session goes on.
 func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
+	t.Parallel()
 	face, ts := ownedFace(t)
 	url := ts.URL + "/mcp"
 	code, session, body := call(t, http.MethodPost, url, tokenA, "", initializeMsg)
@@ -113,6 +114,7 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 // Legacy SSE: a POST to /message?sessionId= of another credential's
 // session is 404, as for an unknown one; the owner's is taken.
 func TestHTTPLegacySessionBelongsToItsCredential(t *testing.T) {
+	t.Parallel()
 	_, ts := ownedFace(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -31,6 +31,7 @@ func (panicky) Message(context.Context, *traffic.Message)                      {
 // all the while, are answered as before. (Before, the panic on the
 // request's goroutine ended the whole process, every session with it.)
 func TestHTTPPanicAnsweredOthersGoOn(t *testing.T) {
+	t.Parallel()
 	h := observedHub(t, panicky{})
 	_, ts := serveHTTP(t, h)
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)

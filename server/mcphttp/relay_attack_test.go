@@ -133,6 +133,7 @@ func troubledReplica(t testing.TB, url, yaml string) (*Server, string, *troubled
 // A store that hangs while one session resumes at a replica holds up
 // that session's request alone: another session resumes there at once.
 func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -178,6 +179,7 @@ func TestRelaySlowStoreHoldsUpOneResumeOnly(t *testing.T) {
 // whose hub sends them: they go down it, unnumbered by the store (each
 // bears the id of the last event the store numbered).
 func TestRelayStoreDownGETStreamHereStillServed(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
 	_, baseA, store := troubledReplica(t, url, yaml)
@@ -205,6 +207,7 @@ func TestRelayStoreDownGETStreamHereStillServed(t *testing.T) {
 // rest of its answers are refused 429, its cancellations taken here
 // only.
 func TestRelayFloodOfForgedAnswersBounded(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	a := newHTTPClient(t, baseA)
@@ -256,6 +259,7 @@ func (s *troubledStore) Events(ctx context.Context, stream string, after uint64)
 // up to a megabyte of events from the database), gets a bounded number
 // of them: the rest are refused 429.
 func TestRelayGETStormBounded(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	a := newHTTPClient(t, baseA)
@@ -295,6 +299,7 @@ func TestRelayGETStormBounded(t *testing.T) {
 // the events it had (it is refused 503, and resumes when the store
 // answers).
 func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n")
 	faceA, baseA, store := troubledReplica(t, url, yaml)
@@ -359,6 +364,7 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 // (a blip of the database) gets them all the same, once the store
 // answers again, without waiting for another event to wake it.
 func TestRelayFailedPullRetried(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -390,6 +396,7 @@ func TestRelayFailedPullRetried(t *testing.T) {
 // events still waiting in its queue before it lets go of the store: the
 // client that resumes at another replica gets them.
 func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	newHTTPClient(t, baseA)
@@ -428,6 +435,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 // another session (or an absurd number) gets live events only, none of
 // the other session's.
 func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
 	faceA, baseA := relayReplica(t, url, yaml())
@@ -519,6 +527,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 // proxy's idle timeout), comes back, and the GET stream open there gets
 // the events appended meanwhile at another replica, once each, in order.
 func TestRelayListenDropReplaysEvents(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -567,6 +576,7 @@ func TestRelayListenDropReplaysEvents(t *testing.T) {
 // recorded) is not left live there: the notice of the DELETE, heard
 // while the session was not yet registered, ends it once it is.
 func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -624,6 +634,7 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 // registered, and any later notice would end it, the store is asked
 // again.
 func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -674,6 +685,7 @@ func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
 // A cancellation POSTed to the replica where its call runs cancels it at
 // once, however slow the store is to pass it on to the other replicas.
 func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	faceA, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""))
 	c := newHTTPClient(t, baseA)
@@ -716,6 +728,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 // database is down) is not acknowledged 202 as if it had been: the client
 // is told 503, and may send it again.
 func TestRelayAnswerNotPassedOnIsNotAccepted(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	_, baseA, store := troubledReplica(t, url, flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""))
 	a := newHTTPClient(t, baseA)

@@ -167,6 +167,7 @@ func seqOf(t *testing.T, id string) (string, uint64) {
 // store, once each, in order, then the live ones; the ids go up through
 // it all, with one stream name on both replicas.
 func TestRelayGETStreamAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    args: ["-flood"]`+"\n") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -232,6 +233,7 @@ func TestRelayGETStreamAcrossReplicas(t *testing.T) {
 // With a store, DELETE at one replica ends the session everywhere: the
 // replica that had it live ends its copy, and none resumes it (404).
 func TestRelayDeleteEndsEverywhere(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string { return flatFakeYAML(t.TempDir(), "call_timeout: 5s", "") }
 	_, baseA := relayReplica(t, url, yaml())
@@ -265,6 +267,7 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 // notifications/cancelled POSTed to B cancels a call in flight on A; a
 // log level set at B holds at A.
 func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string {
 		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
@@ -317,6 +320,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 // hub sent the first, at another replica, answers nothing; the first
 // session's own answer, at that replica too, does.
 func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string {
 		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
@@ -355,6 +359,7 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 // A stream's name is the same for every replica with the key that
 // sealed the session's id, another for another key, and not the nonce.
 func TestRelayStreamName(t *testing.T) {
+	t.Parallel()
 	one, _ := newSealer([][]byte{sealKey1, sealKey2})
 	again, _ := newSealer([][]byte{sealKey1})
 	const nonce = "0123456789abcdef0123456789abcdef"
@@ -383,6 +388,7 @@ func TestRelayStreamName(t *testing.T) {
 // POSTed there, comes back to the replica that asked, and the call
 // completes.
 func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Start(t)
 	yaml := func() string {
 		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")

@@ -26,7 +26,7 @@ func (c *inflight) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.M
 	}
 	p := &post{answer: make(chan []byte, 1), inflight: c, client: hs.client, body: release}
 	if withStream {
-		p.out = newPostStream()
+		p.out = &p.stream // its outbox made when first needed
 	}
 	if !hs.st.expect(msg.ID, p) {
 		p.release()

@@ -18,6 +18,7 @@ import (
 // that never was), a session by itself (another session of the same
 // credential is not).
 func TestMaxResultOverHTTP(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, max_result: 20KB", `    args: ["-large"]`+"\n"), nil)
 	face := New(h, Options{Tokens: map[string]string{"a": tokenA, "b": tokenB}}, testLogger())
 	ts := httptest.NewServer(face)

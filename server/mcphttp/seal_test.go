@@ -52,6 +52,7 @@ func FuzzOpenSealedID(f *testing.F) {
 // session can do without, first the experimental capabilities, then the
 // caller's groups, and still opens.
 func TestSealedIDShrinks(t *testing.T) {
+	t.Parallel()
 	sl, _ := newSealer([][]byte{sealKey1})
 	big := strings.Repeat("x", 3000)
 	st := sealedState{Nonce: "n", Expires: time.Now().Add(time.Hour).Unix(), State: server.SessionState{
@@ -78,6 +79,7 @@ func TestSealedIDShrinks(t *testing.T) {
 // bytes it was) still opens, with its key found by its id byte among
 // others: sessions survive the upgrade of a replica.
 func TestSealedIDFromBefore(t *testing.T) {
+	t.Parallel()
 	const old = "ctF2msEZmY0nGQY_5xtuXJfVQNxn275WT6C5WGuinVMS3cd1amkpHLun0d43ElG0GNunQyHwQQ"
 	sl, err := newSealer([][]byte{sealKey1, bytes.Repeat([]byte{1}, 32)})
 	if err != nil {

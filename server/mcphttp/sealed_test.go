@@ -53,6 +53,7 @@ func initializeOn(t *testing.T, url, token string) string {
 // it (its id, client, protocol version, capabilities and caller); its GET
 // stream opens there too.
 func TestSealedSessionResumesOnAnotherReplica(t *testing.T) {
+	t.Parallel()
 	_, hubA, urlA := replica(t, sealKey1)
 	_, hubB, urlB := replica(t, sealKey1)
 	id := initializeOn(t, urlA, tokenA)
@@ -104,6 +105,7 @@ func TestSealedSessionResumesOnAnotherReplica(t *testing.T) {
 // out; so is the id of a session its client ended with DELETE, at the
 // replica that ended it.
 func TestSealedSessionRefusals(t *testing.T) {
+	t.Parallel()
 	faceA, _, urlA := replica(t, sealKey1)
 	faceB, _, urlB := replica(t, sealKey1)
 	_, _, urlOther := replica(t, sealKey2)
@@ -161,6 +163,7 @@ func TestSealedSessionRefusals(t *testing.T) {
 // Keys rotate: a replica with [new, old] opens ids sealed under old and
 // seals new ones under new, which a replica that has only old refuses.
 func TestSealedSessionKeyRotation(t *testing.T) {
+	t.Parallel()
 	_, _, urlOld := replica(t, sealKey1)
 	_, _, urlNew := replica(t, sealKey2, sealKey1)
 	oldID := initializeOn(t, urlOld, tokenA)
@@ -180,6 +183,7 @@ func TestSealedSessionKeyRotation(t *testing.T) {
 // Without session keys, ids are random and a session lives in the
 // replica that made it: another one does not know it (today's face).
 func TestUnsealedSessionStaysOnItsReplica(t *testing.T) {
+	t.Parallel()
 	_, _, urlA := replica(t)
 	_, _, urlB := replica(t)
 	id := initializeOn(t, urlA, tokenA)
@@ -231,6 +235,7 @@ groups:
 // at a profile's URL is resumed there only; another caller cannot use its
 // id.
 func TestSealedSessionKeepsCallerAndProfile(t *testing.T) {
+	t.Parallel()
 	is := newTestIssuer(t)
 	_, baseA := identityReplica(t, is, sealKey1)
 	hubB, baseB := identityReplica(t, is, sealKey1)

@@ -44,7 +44,8 @@ type sessionStream struct {
 // post is one client request not yet answered: its answer is handed to
 // answer (nil: it ended unanswered) and release called once.
 type post struct {
-	out    *stream // its POST's stream; nil over legacy SSE or a JSON-only POST
+	out    *stream // its POST's stream (stream); nil over legacy SSE or a JSON-only POST
+	stream stream  // out's, in the post: an allocation a request less
 	answer chan []byte
 
 	// What release gives back, once: the request's place among those in
@@ -99,9 +100,6 @@ func newStream() *stream {
 	st.box.Store(jsonrpc.NewOutbox(0))
 	return st
 }
-
-// newPostStream is a POST's stream, its outbox made when first needed.
-func newPostStream() *stream { return &stream{} }
 
 // out is st's outbox, made now if it has none yet.
 func (st *stream) out() *jsonrpc.Outbox {

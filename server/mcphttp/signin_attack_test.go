@@ -180,6 +180,7 @@ func TestSignInCallbackOfEachServer(t *testing.T) {
 // bound. Its body is read within the body timeout, as /mcp's: cut with
 // 408 about then.
 func TestSignInStartBodyTimeout(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTPWith(t, h, Options{BodyTimeout: time.Second})
 	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))

@@ -12,6 +12,7 @@ import (
 // refused as -32600 with a null id, with a session or without, and so is
 // one over the size limit whose id can be read but not echoed.
 func TestHTTPWritesOnlyUTF8(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "max_message_size: 4KiB", ""), nil)
 	_, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)

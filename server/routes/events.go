@@ -37,9 +37,11 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	)
 	if method == "notifications/progress" {
 		tok, route, known = t.progressOf(s, fields)
-		if owner != zero && known && owner != route.sess {
+		if owner != zero && known && owner != route.sess || known && route.user != e.User {
 			// It came on another session's own connection, or in the
-			// answer to another session's call: not this call's.
+			// answer to another session's call, or on a connection of
+			// another user's own (auth: per-user) than the call went on,
+			// or on none of the user's it did: not this call's.
 			known = false
 		}
 	}
@@ -88,10 +90,10 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		// HTTP it travels on the call's stream, before the answer, as
 		// from the server itself.
 		// One that came on a session's own connection (isolation:
-		// per-session) is that session's alone.
-		own := e.OwnConn
+		// per-session) is that session's alone, one on a user's own
+		// connection (auth: per-user) that user's sessions' (see hears).
 		for _, sess := range t.List() {
-			if own && sess != owner {
+			if !hears(e, owner, sess) {
 				continue
 			}
 			if Allows(sess.GetLogLevel(), level) {
@@ -116,7 +118,9 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		var subs []S
 		if sub := t.subs[uri]; sub != nil && sub.owner.Config.ID() == s.Config.ID() {
 			for sess := range sub.sessions {
-				subs = append(subs, sess)
+				if hears(e, owner, sess) { // an update on a connection of one's own is no one else's
+					subs = append(subs, sess)
+				}
 			}
 		}
 		t.mu.Unlock()
@@ -129,6 +133,15 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	default:
 		logger.Debug("upstream notification not passed on", "upstream", s.Config.ID(), "method", method)
 	}
+}
+
+// hears reports whether sess may be told what came in e, whose owner is
+// owner where that is a session: what came on a connection of one
+// session's own (isolation: per-session) is that session's alone, what
+// came on a user's own connection (auth: per-user) is for that user's
+// sessions alone; what came on a shared connection is anyone's.
+func hears[S Session](e upstream.Event, owner, sess S) bool {
+	return (!e.OwnConn || sess == owner) && (e.User == "" || sess.UserKey() == e.User)
 }
 
 // Request passes a request from an upstream server (sampling,

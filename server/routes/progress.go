@@ -16,6 +16,10 @@ type progressRoute[S Session] struct {
 	server *upstream.Server // the call's: only its progress is the call's
 	ctx    context.Context  // the call's, so progress goes down its stream
 	token  json.RawMessage  // as the client sent it
+	// user is the user whose own connection the call goes on (auth:
+	// per-user), "" for none: only progress from that connection is the
+	// call's (see upstream.Event.User).
+	user string
 }
 
 // Progress is the session table's stage of the call chain: a call whose
@@ -58,7 +62,12 @@ func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server *upstream.S
 	t.mu.Lock()
 	t.nextTok++
 	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", t.nextTok)
-	t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token}
+	var user string
+	var zero S
+	if server != nil && server.Config != nil && server.Config.PerUser() && sess != zero {
+		user = sess.UserKey()
+	}
+	t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token, user: user}
 	t.mu.Unlock()
 	return hubTok, func() {
 		t.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The fake is built in one place per checkout and race mode, which each
+// The fake is built in one place per checkout, which each
 // build replaces: builds leave one program behind, whole, whatever ended
 // the runs that made them, and nothing else; a program no run has built
 // for a week (of a checkout deleted since) goes.

@@ -647,6 +647,7 @@ func call(req request) {
 			Text  string `json:"text"`
 			MS    int    `json:"ms"`
 			Level string `json:"level"` // of the log tool's message, warning when empty
+			Gate  string `json:"gate"`  // sleep: after ms, answer once this file exists
 		} `json:"arguments"`
 		Meta json.RawMessage `json:"_meta"`
 	}
@@ -675,6 +676,7 @@ func call(req request) {
 		state.Sleeping++
 		state.Unlock()
 		time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
+		waitFile(p.Arguments.Gate)
 		reply(req.ID, text("slept "+strconv.Itoa(p.Arguments.MS)))
 		state.Lock()
 		state.Slept++

@@ -65,3 +65,22 @@ func BenchmarkConnCallParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecode is the decoding of a call as the HTTP face reads it
+// from a POST's body, and of its answer as read from an upstream.
+func BenchmarkDecode(b *testing.B) {
+	for _, msg := range []struct{ name, text string }{
+		{"request", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`},
+		{"response", `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`},
+	} {
+		b.Run(msg.name, func(b *testing.B) {
+			raw := []byte(msg.text)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

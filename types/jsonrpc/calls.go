@@ -244,9 +244,26 @@ type Inflight struct {
 	stopped   bool
 }
 
+// inflightReq is a request being answered, from begin to end, and the
+// ctx of its handler: its own cancellation's, which gives the request's
+// id (RelatedID) when it is a Router's (routes). One value for both: a
+// ctx.WithValue above it would be two allocations a request more.
 type inflightReq struct {
-	cancel   context.CancelFunc
-	canceled atomic.Bool // by the peer
+	context.Context // WithCancel's, below it
+	id              json.RawMessage
+	routes          bool
+	key             string // its id
+	cancel          context.CancelFunc
+	canceled        atomic.Bool // by the peer
+}
+
+// Value gives the request itself for requestKey when the Conn is a
+// Router's (RelatedID reads its id), and its ctx's values otherwise.
+func (r *inflightReq) Value(key any) any {
+	if r.routes && key == (requestKey{}) {
+		return r
+	}
+	return r.Context.Value(key)
 }
 
 // NewInflight allows max requests at once.
@@ -254,54 +271,62 @@ func NewInflight(max int) *Inflight {
 	return &Inflight{max: max, reqs: map[string]*inflightReq{}, done: make(chan struct{}, 1)}
 }
 
-// Begin starts answering the request with id: it returns the request's
-// context and the func that ends it, called once with what sends the
-// answer: that runs only if the answer is still wanted (the peer did not
-// cancel), and before the request stops counting as in flight, so that
-// Wait covers it; end reports whether it ran. A request over the limit, or
-// with the id of one still in flight, is refused with the error to answer.
-func (f *Inflight) Begin(ctx context.Context, id json.RawMessage) (context.Context, func(answer func()) bool, *Error) {
+// begin starts answering the request with id: it returns the request's
+// place, which is its handler's ctx and which end ends; routes says the
+// ctx gives the id (a Router's Conn). A request over the limit, or with
+// the id of one still in flight, is refused with the error to answer.
+func (f *Inflight) begin(id json.RawMessage, routes bool) (*inflightReq, *Error) {
 	key := string(id)
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
-		return nil, nil, Errorf(CodeInternalError, "the server is shutting down")
+		return nil, Errorf(CodeInternalError, "the server is shutting down")
 	}
 	if _, dup := f.reqs[key]; dup {
 		f.mu.Unlock()
-		return nil, nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
+		return nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
 	}
 	if len(f.reqs)+f.answering >= f.max {
 		f.mu.Unlock()
-		return nil, nil, Errorf(CodeServerBusy, fmt.Sprintf("too many requests in flight (%d): try again when some are answered", f.max))
+		return nil, Errorf(CodeServerBusy, fmt.Sprintf("too many requests in flight (%d): try again when some are answered", f.max))
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	r := &inflightReq{cancel: cancel}
+	// Not a child of a context of the Conn's: Close and fail cancel
+	// every request in flight themselves (CancelAll), and a request
+	// spares that parent's lock, a contended one at many in flight.
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &inflightReq{Context: rctx, id: id, routes: routes, key: key, cancel: cancel}
 	f.reqs[key] = r
 	f.mu.Unlock()
-	return rctx, func(answer func()) bool {
-		wanted := !r.canceled.Load()
-		// The id is free before its answer goes out: a peer that reuses an
-		// id the moment it has the answer must not find it still in use.
-		// The request counts as in flight until the answer is sent, so
-		// that Wait covers it.
-		f.mu.Lock()
-		delete(f.reqs, key)
-		f.answering++
-		f.mu.Unlock()
-		if wanted && answer != nil {
-			answer()
-		}
-		f.mu.Lock()
-		f.answering--
-		f.mu.Unlock()
-		cancel()
-		select {
-		case f.done <- struct{}{}:
-		default:
-		}
-		return wanted
-	}, nil
+	return r, nil
+}
+
+// end ends the request r begin started, called once with what sends the
+// answer: that runs only if the answer is still wanted (the peer did not
+// cancel), and before the request stops counting as in flight, so that
+// Wait covers it; end reports whether it ran. (A method, not a func begin
+// returns: an allocation a request less.)
+func (f *Inflight) end(r *inflightReq, answer func()) bool {
+	wanted := !r.canceled.Load()
+	// The id is free before its answer goes out: a peer that reuses an
+	// id the moment it has the answer must not find it still in use.
+	// The request counts as in flight until the answer is sent, so
+	// that Wait covers it.
+	f.mu.Lock()
+	delete(f.reqs, r.key)
+	f.answering++
+	f.mu.Unlock()
+	if wanted && answer != nil {
+		answer()
+	}
+	f.mu.Lock()
+	f.answering--
+	f.mu.Unlock()
+	r.cancel()
+	select {
+	case f.done <- struct{}{}:
+	default:
+	}
+	return wanted
 }
 
 // Cancel cancels the request a notifications/cancelled names.

@@ -53,7 +53,10 @@ type checker struct {
 	b        []byte
 	i        int
 	maxDepth int
-	top      *envelope // when set, the top-level members Decode wants
+	// decoding says Decode wants the top-level members, in top: kept in
+	// the checker, not pointed to, so that a Decode allocates no envelope.
+	decoding bool
+	top      envelope
 }
 
 func (c *checker) fail(err error) *CheckError { return &CheckError{Err: err, Offset: c.i} }
@@ -154,7 +157,7 @@ func (c *checker) object(depth int) error {
 		if err := c.value(depth); err != nil {
 			return err
 		}
-		if depth == 1 && c.top != nil {
+		if depth == 1 && c.decoding {
 			c.top.set(key, c.b[start:c.i])
 		}
 		c.space()

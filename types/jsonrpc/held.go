@@ -4,24 +4,33 @@ import "fmt"
 
 // hold counts a request of n bytes, just read, against the connection's
 // budget of bytes in flight (MaxInflightBytes), then against those of
-// Admit; release gives them back once the request is answered. Over any
-// budget the request is refused at once, never waited for: the reader
-// goes on, and other connections are not held up.
-func (c *Conn) hold(n int64) (release func(), refuse *Error) {
-	w := min(n, c.opts.MaxInflightBytes) // a lone request larger than the budget is taken
+// Admit; unhold(w, more) gives them back once the request is answered.
+// Over any budget the request is refused at once, never waited for: the
+// reader goes on, and other connections are not held up.
+func (c *Conn) hold(n int64) (w int64, more func(), refuse *Error) {
+	w = min(n, c.opts.MaxInflightBytes) // a lone request larger than the budget is taken
 	if !c.held.TryAcquire(w) {
-		return nil, Errorf(CodeServerBusy, fmt.Sprintf("too many bytes in flight: this connection's requests being answered hold most of its %s budget, and this one is %s; try again when some are answered",
+		return 0, nil, Errorf(CodeServerBusy, fmt.Sprintf("too many bytes in flight: this connection's requests being answered hold most of its %s budget, and this one is %s; try again when some are answered",
 			ByteSize(c.opts.MaxInflightBytes), ByteSize(n)))
 	}
 	if c.opts.Admit == nil {
-		return func() { c.held.Release(w) }, nil
+		return w, nil, nil
 	}
-	more, refuse := c.admit(n)
+	more, refuse = c.admit(n)
 	if refuse != nil {
 		c.held.Release(w)
-		return nil, refuse
+		return 0, nil, refuse
 	}
-	return func() { more(); c.held.Release(w) }, nil
+	return w, more, nil
+}
+
+// unhold gives back what hold took: Admit's bytes (more), then the
+// connection's (w).
+func (c *Conn) unhold(w int64, more func()) {
+	if more != nil {
+		more()
+	}
+	c.held.Release(w)
 }
 
 // admit runs Admit: a panic in it refuses the request.

@@ -92,8 +92,7 @@ func (e *envelope) set(key, value []byte) {
 // message in a single pass. The message keeps b (it is not copied). A
 // refused message comes back as a *DecodeError.
 func Decode(b []byte) (*Message, error) {
-	var env envelope
-	c := checker{b: b, maxDepth: MaxDepth, top: &env}
+	c := checker{b: b, maxDepth: MaxDepth, decoding: true}
 	c.space()
 	start := c.i // a body may begin with white space
 	if start < len(b) && b[start] == '[' {
@@ -109,6 +108,7 @@ func Decode(b []byte) (*Message, error) {
 	if err != nil {
 		return nil, refusal(b, err)
 	}
+	env := &c.top
 	if start >= len(b) || b[start] != '{' {
 		return nil, &DecodeError{Code: CodeInvalidRequest, Err: ErrNotMessage}
 	}
@@ -178,15 +178,28 @@ func Decode(b []byte) (*Message, error) {
 // such an id is refused and answered as unreadable (null).
 func echoable(id []byte) bool { return utf8.Valid(id) }
 
-// unquote returns the text of a JSON string literal.
+// unquote returns the text of a JSON string literal: one of
+// commonMethods without allocating, when it is one.
 func unquote(lit []byte) string {
 	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1])
+		text := lit[1 : len(lit)-1]
+		for _, m := range commonMethods {
+			if string(text) == m {
+				return m
+			}
+		}
+		return string(text)
 	}
 	var s string
 	_ = json.Unmarshal(lit, &s)
 	return s
 }
+
+// commonMethods are the methods of the messages a hub reads most, a
+// call's and what is sent while it runs: Decode gives them without a
+// copy of their own (an allocation a message).
+var commonMethods = [...]string{"tools/call", "resources/read", "prompts/get", "notifications/progress",
+	"notifications/message", "notifications/cancelled"}
 
 // refusal wraps a framing failure: -32700 when the message is not JSON,
 // -32600 when too deep or with a repeated key. It carries the message's id

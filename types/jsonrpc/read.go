@@ -254,27 +254,20 @@ func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(
 		// its answer and what a Router keeps for it): a copy, so that
 		// none of them holds the body it came in (STYLE 17).
 		m.ID = bytes.Clone(m.ID)
-		// Not a child of a context of the Conn's: Close and fail cancel
-		// every request in flight themselves (CancelAll), and a request
-		// spares that parent's lock, a contended one at many in flight.
-		parent := context.Background()
-		if c.routes {
-			parent = withRequest(parent, m.ID)
-		}
-		release, refuse := c.hold(int64(len(msg)))
+		held, more, refuse := c.hold(int64(len(msg)))
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
-		ctx, end, refuse := c.inflight.Begin(parent, m.ID)
+		r, refuse := c.inflight.begin(m.ID, c.routes)
 		if refuse != nil {
-			release()
+			c.unhold(held, more)
 			c.reply(m.ID, nil, refuse)
 			return nil, nil, nil
 		}
-		return ctx, m, func(answer func()) bool {
-			defer release() // the answer is written, the handler has returned: the body is dropped
-			return end(answer)
+		return r, m, func(answer func()) bool {
+			defer c.unhold(held, more) // the answer is written, the handler has returned: the body is dropped
+			return c.inflight.end(r, answer)
 		}
 	}
 	return nil, nil, nil

@@ -46,8 +46,10 @@ type relationKey struct{}
 // a Conn passes to a Router's Write; the zero Relation in any other ctx.
 // The ctx is valid during that Write only.
 func RelationOf(ctx context.Context) Relation {
-	r, _ := ctx.Value(relationKey{}).(Relation)
-	return r
+	if r, ok := ctx.Value(relationKey{}).(*Relation); ok {
+		return *r
+	}
+	return Relation{}
 }
 
 type requestKey struct{}
@@ -56,14 +58,11 @@ type requestKey struct{}
 // a ctx derived from it), as a Conn over a Router sets it: what a handler
 // sends with it relates to that request. Nil otherwise.
 func RelatedID(ctx context.Context) json.RawMessage {
-	if r, ok := ctx.Value(relationKey{}).(Relation); ok {
+	if r, ok := ctx.Value(relationKey{}).(*Relation); ok {
 		return r.ID
 	}
-	id, _ := ctx.Value(requestKey{}).(json.RawMessage)
-	return id
-}
-
-// withRequest is the parent ctx of the handler of the peer's request id.
-func withRequest(ctx context.Context, id json.RawMessage) context.Context {
-	return context.WithValue(ctx, requestKey{}, id)
+	if r, ok := ctx.Value(requestKey{}).(*inflightReq); ok {
+		return r.id
+	}
+	return nil
 }

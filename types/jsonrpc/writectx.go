@@ -25,10 +25,12 @@ func newWriteCtx() *writeCtx { return &writeCtx{expired: make(chan struct{})} }
 func (w *writeCtx) Deadline() (time.Time, bool) { return time.Unix(0, w.deadline.Load()), true }
 func (w *writeCtx) Done() <-chan struct{}       { return w.expired }
 
-// Value gives the Relation of the message being written, to a Router.
+// Value gives the Relation of the message being written, to a Router:
+// a pointer to it, which RelationOf copies (a Relation put in an
+// interface would be an allocation a write).
 func (w *writeCtx) Value(key any) any {
 	if w.routes && key == (relationKey{}) {
-		return w.rel
+		return &w.rel
 	}
 	return nil
 }

@@ -17,8 +17,8 @@ type Relay interface {
 	// for a short while, to be read by its key).
 	Publish(ctx context.Context, channel, payload string) error
 	// Subscribe calls fn with each payload published on channel, one at
-	// a time, until ctx ends; and fn("") once after each reconnection,
-	// and once payloads that came faster than fn took them were dropped
+	// a time, until ctx ends; and fn("") each time it starts listening
+	// (the first time too: what was published before was not heard), and once payloads that came faster than fn took them were dropped
 	// (payloads have been, or may have been, missed). It holds one connection
 	// while it runs. fn must not wait long: it holds up the rest.
 	Subscribe(ctx context.Context, channel string, fn func(payload string))

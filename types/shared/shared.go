@@ -58,9 +58,10 @@ type Notifier interface {
 	// Notify tells every replica's Watch of channel that something
 	// changed.
 	Notify(ctx context.Context, channel string) error
-	// Watch calls fn each time a replica notifies channel, and once after
-	// each reconnection (a notice may have been missed meanwhile), until
-	// ctx ends; then it returns. It holds one connection while it runs.
+	// Watch calls fn each time a replica notifies channel, and once each
+	// time it starts listening, the first time and after each
+	// reconnection (a notice before it was not heard), until ctx ends;
+	// then it returns. It holds one connection while it runs.
 	Watch(ctx context.Context, channel string, fn func())
 }
 

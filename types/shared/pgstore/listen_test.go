@@ -88,6 +88,10 @@ func TestSubscribeFloodWhileReadingARowBounded(t *testing.T) {
 		}
 	}
 	hear("mark-listening")
+	select { // the resync of the first LISTEN, before the mark
+	case <-resynced:
+	default:
+	}
 	for round := range 3 {
 		if err := pub.Publish(t.Context(), "flood", "gate"); err != nil {
 			t.Fatal(err)
@@ -120,4 +124,34 @@ func TestSubscribeFloodWhileReadingARowBounded(t *testing.T) {
 		}
 	}
 	t.Fatalf("in each of 3 rounds the %d notifications that came while the subscriber read a row were all kept (none dropped, no resync)", flood)
+}
+
+// What was published before a subscriber's first LISTEN (another replica's
+// answer in the milliseconds before a fresh replica listens) was not heard:
+// the subscriber is told ("") once its LISTEN is in place, before anything
+// published after, so that it reads what it may have missed; as after a
+// reconnection.
+func TestSubscribeResyncsAtFirstListen(t *testing.T) {
+	url := pgtest.Start(t)
+	s, pub := open(t, url), open(t, url)
+	ctx, stop := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	var got []string
+	heard := make(chan string, 64)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		s.Subscribe(ctx, "first", func(p string) {
+			mu.Lock()
+			got = append(got, p)
+			mu.Unlock()
+			heard <- p
+		})
+	})
+	defer func() { stop(); wg.Wait() }()
+	publishUntilHeard(t, pub, "first", heard, "mark")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0] != "" {
+		t.Fatalf("heard %q: want the resync (\"\") first, before anything published once listening", got)
+	}
 }

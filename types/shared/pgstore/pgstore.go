@@ -289,9 +289,18 @@ func (s *Store) Watch(ctx context.Context, channel string, fn func()) {
 // listen LISTENs on channel, connecting again (after watchRetry) when
 // its connection fails, until ctx ends: each notification's payload goes
 // to note (with the connection, for a read; an error ends the
-// connection), and again is called after each reconnection, since a
-// notification may have been missed meanwhile, and when the connection
-// dropped notifications that came while note read (maxListenQueue).
+// connection), and again is called once each LISTEN is in place, the
+// first included, since a change notified before it was not heard (at
+// start: a change another replica made between what the caller read
+// before it watched and the LISTEN, milliseconds that can hold an
+// approval's answer), and when the connection dropped notifications that
+// came while note read (maxListenQueue).
+//
+// The first again costs each watcher at most a read at start, when the
+// replica holds little: pins, one read per server already up; grants and
+// the relay, nothing unless calls or sessions are held already; pending
+// approvals, one read of the pending calls; the secrets, a reload of the
+// config only when it uses one of the store's (cmd's watchSharedSecrets).
 func (s *Store) listen(ctx context.Context, channel string, again func(), note func(conn *pgconn.PgConn, payload string) error) {
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
@@ -301,13 +310,13 @@ func (s *Store) listen(ctx context.Context, channel string, again func(), note f
 			case <-time.After(watchRetry):
 			}
 		}
-		s.listenOnce(ctx, channel, first, again, note)
+		s.listenOnce(ctx, channel, again, note)
 	}
 }
 
 // listenOnce is one connection of listen: it returns when the
 // connection fails or ctx ends.
-func (s *Store) listenOnce(ctx context.Context, channel string, first bool, again func(), note func(*pgconn.PgConn, string) error) {
+func (s *Store) listenOnce(ctx context.Context, channel string, again func(), note func(*pgconn.PgConn, string) error) {
 	l, err := s.pool.listen(ctx) // a connection of its own: it listens
 	if err != nil {
 		return
@@ -320,9 +329,7 @@ func (s *Store) listenOnce(ctx context.Context, channel string, first bool, agai
 	if _, err := l.pc.Exec(ctx, "LISTEN "+quoteIdentifier(channel)).ReadAll(); err != nil {
 		return
 	}
-	if !first {
-		again()
-	}
+	again()
 	for {
 		n, missed, err := l.wait(ctx)
 		if err != nil {

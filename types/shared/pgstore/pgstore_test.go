@@ -295,15 +295,21 @@ func TestWatchHearsNotify(t *testing.T) {
 		defer close(done)
 		b.Watch(ctx, "dynamic_mcp_pins", func() { heard <- struct{}{} })
 	}()
-	// Once the watch LISTENs, each notification is heard once: none
-	// sent before it is left to come late (and be counted as from
-	// another channel).
+	// Once the watch LISTENs, fn is called once (what was notified before
+	// was not heard), then each notification is heard once: none sent
+	// before it is left to come late (and be counted as from another
+	// channel).
 	eventually(t, "the watch to listen", func() bool {
 		var n int
 		err := a.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %dynamic_mcp_pins%'`).Scan(&n)
 		return err == nil && n == 1
 	})
+	select {
+	case <-heard:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("the watch did not read again once listening")
+	}
 	if err := a.Notify(t.Context(), "dynamic_mcp_pins"); err != nil {
 		t.Fatal(err)
 	}

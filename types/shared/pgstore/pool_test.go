@@ -259,6 +259,11 @@ func TestPoolListenResumesAfterTerminate(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 	hear := func(want string) { t.Helper(); publishUntilHeard(t, pub, "resume", heard, want) }
 	hear("before")
+	select { // the first LISTEN's resync: the reconnection's is checked below
+	case <-again:
+	default:
+		t.Fatal("the first LISTEN was not announced")
+	}
 	terminate(t, adm, "LISTEN%")
 	for len(heard) > 0 {
 		<-heard

@@ -91,9 +91,9 @@ func (s *Store) pruneRelay(ctx context.Context) {
 }
 
 // Subscribe listens on channel, as Watch does, and hands fn each payload
-// (and "" after each reconnection, or once notifications were dropped:
-// fn may have missed some): one sent inline ("=..."), or read from its
-// row ("@id") for one too large for a notification.
+// (and "" each time it starts listening, or once notifications were
+// dropped: fn may have missed some): one sent inline ("=..."), or read
+// from its row ("@id") for one too large for a notification.
 func (s *Store) Subscribe(ctx context.Context, channel string, fn func(payload string)) {
 	s.listen(ctx, channel, func() { fn("") }, func(conn *pgconn.PgConn, note string) error {
 		payload, ok := strings.CutPrefix(note, "=")

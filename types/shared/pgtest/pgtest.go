@@ -3,7 +3,7 @@
 // Package pgtest gives a test a PostgreSQL database of its own, in a
 // server from Debian's postgresql package (or initdb and postgres on
 // PATH) that the tests of a binary share: a cluster in a temporary
-// directory, on a free loopback port, with its unix socket beside it.
+// directory that listens on its unix socket there and on no TCP port.
 // A machine that runs the cluster of its package is not used. When
 // PostgreSQL is missing the test is skipped, but not in CI, where it
 // fails.
@@ -12,7 +12,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
-	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -50,7 +50,10 @@ func binDir() string {
 
 // Start gives t a database of its own, empty, in the test binary's one
 // PostgreSQL cluster, and returns its URL (the superuser "postgres",
-// trusted on loopback). The database is dropped when the test ends.
+// trusted, over the cluster's unix socket:
+// postgres://postgres@/NAME?host=DIR&port=5432&sslmode=disable, to which
+// a caller may append &param=value). The database is dropped when the
+// test ends.
 //
 // The cluster is started by the first test that asks for one: initdb
 // alone takes seconds on a loaded machine, a database in a running
@@ -72,7 +75,7 @@ func Start(t testing.TB) string {
 	if err := c.exec(t.Context(), "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
+	return c.url(name)
 }
 
 // M is what a TestMain runs: *testing.M, or a wrapper of it such as
@@ -151,7 +154,7 @@ func (s *sharedState) release(c *cluster, name string) {
 
 // cluster is a running PostgreSQL cluster.
 type cluster struct {
-	port int
+	dir  string        // holds its socket, .s.PGSQL.<port>
 	gone chan struct{} // closed when postgres exits
 	stop func()        // stops the server and removes its files
 }
@@ -165,9 +168,24 @@ func (c *cluster) exited() bool {
 	}
 }
 
+// port names the cluster's socket file (.s.PGSQL.5432) in its
+// directory. postgres listens on no TCP port (listen_addresses is
+// empty), so the number is only part of a file name in a directory no
+// other server uses: nothing is picked free and hoped for.
+const port = 5432
+
+// url is the URL of the cluster's database name, over its socket: the
+// host parameter a directory (pgconn takes a host starting with "/" as
+// one), its slashes left as they are (a query may hold them) so that
+// the URL reads well in a failing test's log.
+func (c *cluster) url(name string) string {
+	dir := strings.ReplaceAll(url.QueryEscape(c.dir), "%2F", "/")
+	return fmt.Sprintf("postgres://postgres@/%s?host=%s&port=%d&sslmode=disable", name, dir, port)
+}
+
 // exec runs sql in the cluster's database "postgres".
 func (c *cluster) exec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port))
+	conn, err := pgx.Connect(ctx, c.url("postgres"))
 	if err != nil {
 		return err
 	}
@@ -223,31 +241,22 @@ func startCluster(t testing.TB) *cluster {
 	if out, err := command("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	// The port is picked free and then bound by postgres, another
-	// process: anyone (a test beside this one, another copy of the
-	// suite) may bind it in between. postgres then exits saying so, and
-	// the cluster is started again on another port.
-	for attempt := 1; ; attempt++ {
-		port, gone, stop, log, err := serve(t, command, data, dir)
-		if err == nil {
-			ok = true
-			return &cluster{port: port, gone: gone, stop: func() { stop(); os.RemoveAll(dir) }}
-		}
-		if !strings.Contains(log, "could not bind") || attempt == 5 {
-			t.Fatalf("%v\n%s", err, log)
-		}
+	gone, stop, err := serve(t, command, data, dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	ok = true
+	return &cluster{dir: dir, gone: gone, stop: func() { stop(); os.RemoveAll(dir) }}
 }
 
-// serve starts postgres on the cluster in data, on a free loopback port
-// and with its socket in dir, and waits until it answers on that socket.
-// It returns the port of the server, a channel closed when it exits and
-// what stops it, or an error and the server's output when it exited
-// first or did not answer in time.
-func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (port int, gone chan struct{}, stop func(), log string, err error) {
-	port = freePort(t)
+// serve starts postgres on the cluster in data, with its socket in dir
+// and no TCP listener, and waits until it answers on that socket. It
+// returns a channel closed when the server exits and what stops it, or
+// an error with the server's output when it exited first or did not
+// answer in time.
+func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir string) (gone chan struct{}, stop func(), err error) {
 	var out syncBuffer
-	srv := command("postgres", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir,
+	srv := command("postgres", "-D", data, "-c", "listen_addresses=", "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "fsync=off", "-c", "max_connections=200") // the tests of a package at once
 	srv.Stdout, srv.Stderr = &out, &out
 	if srv.SysProcAttr == nil {
@@ -269,45 +278,29 @@ func serve(t testing.TB, command func(string, ...string) *exec.Cmd, data, dir st
 			<-exited
 		}
 	}
-	// It is asked through its socket in dir, which no other server has:
-	// on 127.0.0.1:port, when another bound the port first, it could be
-	// that other who answers before ours exits for want of the port.
-	// (postgres makes its socket after its TCP one.)
-	conn := fmt.Sprintf("host='%s' port=%d user=postgres dbname=postgres sslmode=disable",
-		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(dir), port)
+	c := &cluster{dir: dir}
 	// A bound for a server that never answers; a loaded machine may take
 	// many seconds to start one, and this costs a passing test nothing.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := pgx.Connect(ctx, conn)
+		conn, err := pgx.Connect(ctx, c.url("postgres"))
 		cancel()
 		if err == nil {
-			c.Close(context.Background())
-			return port, gone, stop, "", nil
+			conn.Close(context.Background())
+			return gone, stop, nil
 		}
 		select {
 		case err := <-exited:
-			return 0, nil, nil, out.String(), fmt.Errorf("postgres exited: %v", err)
+			return nil, nil, fmt.Errorf("postgres exited: %v\n%s", err, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return 0, nil, nil, out.String(), fmt.Errorf("postgres did not answer in 60 s: %v", err)
+			return nil, nil, fmt.Errorf("postgres did not answer in 60 s: %v\n%s", err, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// freePort is a loopback port no one listens on now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer is the server's output, written by exec's copying and read

@@ -20,8 +20,9 @@ func TestDatabasesOfTheirOwnInOneCluster(t *testing.T) {
 	b := Start(t)
 	ua, _ := url.Parse(a)
 	ub, _ := url.Parse(b)
-	if ua.Host != ub.Host || ua.Path == ub.Path {
-		t.Fatalf("%s and %s: want one cluster, two databases", a, b)
+	// Over the cluster's socket, on no TCP port.
+	if ua.Host != "" || ua.Query().Get("host") == "" || ua.Query().Get("host") != ub.Query().Get("host") || ua.Path == ub.Path {
+		t.Fatalf("%s and %s: want one cluster's socket, two databases", a, b)
 	}
 	exec := func(u, sql string) error {
 		c, err := pgx.Connect(t.Context(), u)
@@ -31,6 +32,9 @@ func TestDatabasesOfTheirOwnInOneCluster(t *testing.T) {
 		defer c.Close(context.Background())
 		_, err = c.Exec(t.Context(), sql)
 		return err
+	}
+	if err := exec(a, "DO $$ BEGIN IF current_setting('listen_addresses') <> '' THEN RAISE 'listens on %', current_setting('listen_addresses'); END IF; END $$"); err != nil {
+		t.Errorf("the cluster listens on TCP: %v", err)
 	}
 	if err := exec(a, "CREATE TABLE mine (x int)"); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,0 @@
-//go:build !race
-
-package fakeupstream
-
-// raceBuilt: see race.go.
-const raceBuilt = false

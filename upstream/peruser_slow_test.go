@@ -1,0 +1,124 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// alice is an owner whose requests are the user alice's.
+type alice struct{ testOwner }
+
+func (alice) UserKey() string { return "alice" }
+
+// A user's own connection (auth: per-user) to a server slower to answer
+// initialize than its connect_timeout (250ms) comes up, as the shared
+// connection does: each try that timed out gives the next twice as long,
+// and the error says so. The server holds alice's initialize until the
+// test opens its gate, after the tries it checks have timed out; the
+// shared connection (no token) is answered at once.
+func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
+	gate := make(chan struct{})
+	mcpSrv := mcpserver.NewMCPServer("slow", "1")
+	mcpSrv.AddTool(mcp.NewTool("echo"), func(_ context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	inner := mcpserver.NewStreamableHTTPServer(mcpSrv)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Authorization") == "Bearer alice-token" && bytes.Contains(body, []byte(`"initialize"`)) {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {connect_timeout: 250ms, retry: {initial_interval: 10ms}}\ngroups:\n  g:\n    description: remote\n    url: %q\n    auth: per-user\n",
+		t.TempDir(), srv.URL+"/mcp")
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.NewStore(cfg.TokenDir()).ForUser("alice").Save(&auth.Record{Server: "g", URL: srv.URL + "/mcp", AccessToken: "alice-token", TokenType: "Bearer"}); err != nil {
+		t.Fatal(err)
+	}
+	_, s := startHTTP(t, cfg)
+	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+
+	// Each call's try times out (the gate is shut), and gives the next
+	// twice as long.
+	for _, want := range []string{"within 250ms (connect timeout); the next try waits 500ms", "within 500ms (connect timeout); the next try waits 1s"} {
+		_, err := s.Request(t.Context(), alice{}, "tools/list", nil, time.Minute)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("alice's call: %v, want an error with %q", err, want)
+		}
+	}
+	close(gate)
+	// A loaded machine may cut a try off before its answer; the next is
+	// longer still (up to 2s, 8x).
+	for try := 1; ; try++ {
+		_, err := s.Request(t.Context(), alice{}, "tools/list", nil, time.Minute)
+		if err == nil {
+			break
+		}
+		var to *connectTimeout
+		if try == 4 || !errors.As(err, &to) {
+			t.Fatalf("alice's connection never came up: %v", err)
+		}
+	}
+}
+
+// Connections of several owners dialled together that time out together
+// are one slow start: the next try waits twice as long (not 2^n times,
+// at once at the cap), and the backoff takes one step, not n.
+func TestIsolatedTimeoutsTogetherDoubleOnce(t *testing.T) {
+	cfg := perSessionConfig(t, "connect_timeout: 250ms", 1)
+	m := New(cfg, testLogger(t))
+	s := m.Servers()[0]
+	now := time.Now()
+	m.now = func() time.Time { return now }
+	var retry time.Time
+	s.mu.Lock()
+	for i := range 4 {
+		to := &connectTimeout{cfg: s.Config, within: 250 * time.Millisecond}
+		s.dialFailedLocked(to, false)
+		if to.next != 500*time.Millisecond {
+			t.Errorf("try %d timed out with the others: next waits %s, want 500ms", i+1, to.next)
+		}
+		if i == 0 {
+			retry = s.isoRetry
+		} else if !s.isoRetry.Equal(retry) {
+			t.Errorf("try %d moved the backoff from %s to %s", i+1, retry.Sub(now), s.isoRetry.Sub(now))
+		}
+	}
+	s.mu.Unlock()
+	// Once the wait has passed, the next round's failure takes the next step.
+	now = retry
+	s.mu.Lock()
+	to := &connectTimeout{cfg: s.Config, within: 500 * time.Millisecond}
+	s.dialFailedLocked(to, false)
+	s.mu.Unlock()
+	if to.next != time.Second || !s.isoRetry.After(retry) {
+		t.Errorf("the next round: next waits %s (want 1s), retry at %s after the last", to.next, s.isoRetry.Sub(retry))
+	}
+}
