@@ -131,6 +131,12 @@ func TestServeReloadsASecretChangedInTheStore(t *testing.T) {
 	if text, isErr := c.callText("k__hello", nil); isErr || text != "hello, keyed hub" {
 		t.Fatalf("call with the first key: %q", text)
 	}
+	// The replica reads the store's secrets again once it first listens
+	// (a change made before that would be missed otherwise): wait for that
+	// reload, so that the change below is heard as one, not read by it.
+	waitFor(t, time.Minute, "the replica's read of the store's secrets once listening", func() bool {
+		return strings.Contains(c.stderr.String(), "read again once their changes are heard")
+	})
 	want.Store("key-two-2222")
 	set("key-two-2222")
 	waitFor(t, 15*time.Second, "a call with the new key", func() bool {
