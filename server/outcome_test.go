@@ -137,22 +137,37 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 		}
 		return len(audit) == len(cases)
 	})
+	// The audit line is written as a call is answered; the observers hear
+	// of its end on their own (a cancelled call's came just after its line
+	// in a stress run, and its span was not yet ended when the tracer was
+	// closed). The inspector hears last (the Tee's order): once its row of
+	// each call is no longer pending, the tracer has ended each call's
+	// span and may be closed (flushing them).
+	rows := map[string]string{} // request id -> status
+	waitFor(t, time.Minute, "the inspector's row of each call, ended", func() bool {
+		resp, err := http.Get(inspectAPI.URL + inspect.Prefix + "api/export")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		clear(rows)
+		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+			var r struct{ ID, Status string }
+			mustJSON(t, sc.Text(), &r)
+			rows[r.ID] = r.Status
+		}
+		for _, tc := range cases {
+			if st := rows[`"`+tc.id+`"`]; st == "" || st == "pending" {
+				return false
+			}
+		}
+		return true
+	})
 	if err := tracer.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	fams, body := scrape(t, metricsAPI.URL, "")
-	rows := map[string]string{} // request id -> status
-	resp, err := http.Get(inspectAPI.URL + inspect.Prefix + "api/export")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
-		var r struct{ ID, Status string }
-		mustJSON(t, sc.Text(), &r)
-		rows[r.ID] = r.Status
-	}
-	resp.Body.Close()
 	spans := keeper.serverSpans()
 
 	for i, tc := range cases {
