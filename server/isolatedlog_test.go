@@ -18,14 +18,8 @@ func TestLogOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 		otherSees bool
 	}{{"per-session", false}, {"shared", true}} {
 		t.Run(tc.isolation, func(t *testing.T) {
-			h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+tc.isolation+"\n"), true)
-			waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__log"]; return ok })
-			a, b := servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
+			a, b := twoSessions(t, tc.isolation, "f__log")
 			for _, c := range []*pipeClient{a, b} {
-				c.send(initializeMsg)
-				c.answer("0")
-				c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				c.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"debug"}}`)
 				c.answer(`"lvl"`)
 			}
@@ -54,14 +48,8 @@ func TestUpdateOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 		otherSees bool
 	}{{"per-session", false}, {"shared", true}} {
 		t.Run(tc.isolation, func(t *testing.T) {
-			h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+tc.isolation+"\n"), true)
-			waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-			waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
-			a, b := servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
+			a, b := twoSessions(t, tc.isolation, "f__touch")
 			for _, c := range []*pipeClient{a, b} {
-				c.send(initializeMsg)
-				c.answer("0")
-				c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				c.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"fake://fake/res/3"}}`)
 				if got := c.answer(`"sub"`); !strings.Contains(got, `"result":{}`) {
 					t.Fatalf("subscribe: %s", got)
@@ -82,4 +70,19 @@ func TestUpdateOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoSessions are sessions a and b, initialized, of a hub serving the fake
+// with isolation, once its tool is in the view.
+func twoSessions(t *testing.T, isolation, tool string) (a, b *pipeClient) {
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+isolation+"\n"), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes[tool]; return ok })
+	a, b = servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
+	for _, c := range []*pipeClient{a, b} {
+		c.send(initializeMsg)
+		c.answer("0")
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	return a, b
 }

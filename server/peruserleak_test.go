@@ -145,18 +145,11 @@ func (u *userUpstream) release(who string) {
 	}
 }
 
-// leakPeer is a client that records what the hub sends it, and answers
-// roots/list.
+// leakPeer is a client that records what the hub sends it (a
+// recordingPeer), and answers roots/list.
 type leakPeer struct {
-	mu    sync.Mutex
-	sent  []string
-	calls []string
-}
-
-func (p *leakPeer) Notify(_ context.Context, msg []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sent = append(p.sent, string(msg))
+	recordingPeer
+	calls []string // under recordingPeer.mu
 }
 
 func (p *leakPeer) Call(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -164,23 +157,6 @@ func (p *leakPeer) Call(_ context.Context, method string, params json.RawMessage
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, method+" "+string(params))
 	return json.RawMessage(`{"roots":[]}`), nil
-}
-
-func (p *leakPeer) Dropped() uint64 { return 0 }
-func (p *leakPeer) Answering() int  { return 0 }
-func (p *leakPeer) Client() string  { return "" }
-
-// got is how many notifications sent to the peer contain s.
-func (p *leakPeer) got(s string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, m := range p.sent {
-		if strings.Contains(m, s) {
-			n++
-		}
-	}
-	return n
 }
 
 // asked is how many requests the hub sent the peer.
@@ -260,7 +236,7 @@ const (
 func logOn(t *testing.T, u *userUpstream, who, text string, want *leakPeer) {
 	t.Helper()
 	u.push(t, who, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+text+`"}}`)
-	waitFor(t, 10*time.Second, "the log message "+text, func() bool { return want.got(text) > 0 })
+	waitFor(t, 10*time.Second, "the log message "+text, func() bool { return want.count(text) > 0 })
 }
 
 // A log message on alice's own connection to a per-user server reaches
@@ -274,8 +250,8 @@ func TestPerUserLogReachesItsUserAlone(t *testing.T) {
 	bob1, bob := userSession(t, h, "b", "bob")
 
 	logOn(t, u, aliceConn, "alice idle", alice)
-	waitFor(t, 10*time.Second, "alice's other session", func() bool { return alice2.got("alice idle") > 0 })
-	if bob.got("alice idle") != 0 {
+	waitFor(t, 10*time.Second, "alice's other session", func() bool { return alice2.count("alice idle") > 0 })
+	if bob.count("alice idle") != 0 {
 		t.Errorf("bob got the log of alice's own connection")
 	}
 	if sess, _ := obs.sessionOf("alice idle"); sess == "b" {
@@ -285,13 +261,13 @@ func TestPerUserLogReachesItsUserAlone(t *testing.T) {
 	go bob1.Request(context.Background(), decodeMsg(t, toolCall(2, "docs__hold", map[string]any{})))
 	waitFor(t, 10*time.Second, "bob's hold call", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return u.held[bobConn] > 0 })
 	logOn(t, u, aliceConn, "alice during bob", alice)
-	if bob.got("alice during bob") != 0 {
+	if bob.count("alice during bob") != 0 {
 		t.Errorf("bob got the log of alice's own connection during his call")
 	}
 	u.release(bobConn)
 	// Bob's own connection's log is his.
 	logOn(t, u, bobConn, "bob's own", bob)
-	if alice.got("bob's own") != 0 {
+	if alice.count("bob's own") != 0 {
 		t.Errorf("alice got the log of bob's own connection")
 	}
 }
@@ -355,12 +331,12 @@ func TestPerUserProgressNeverToAnotherUsersCall(t *testing.T) {
 	}
 	u.push(t, aliceConn, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"`+tok+`","progress":1,"message":"from alice"}}`)
 	logOn(t, u, aliceConn, "after the progress", alice) // routed in order: the progress was before
-	if bob.got("from alice") != 0 {
+	if bob.count("from alice") != 0 {
 		t.Errorf("bob's call got progress from alice's own connection")
 	}
 	// Bob's own connection's progress is his call's.
 	u.push(t, bobConn, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"`+tok+`","progress":1,"message":"from bob"}}`)
-	waitFor(t, 10*time.Second, "bob's progress", func() bool { return bob.got("from bob") > 0 })
+	waitFor(t, 10*time.Second, "bob's progress", func() bool { return bob.count("from bob") > 0 })
 }
 
 // A resource subscription is made on the server's shared connection,
@@ -385,9 +361,9 @@ func TestPerUserResourceUpdateNeverToAnotherUser(t *testing.T) {
 	}
 	u.push(t, aliceConn, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///doc","title":"alice's"}}`)
 	logOn(t, u, aliceConn, "after the update", alice)
-	if bob.got("alice's") != 0 {
+	if bob.count("alice's") != 0 {
 		t.Errorf("bob was told of an update that came on alice's own connection")
 	}
 	u.push(t, "", `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///doc","title":"shared"}}`)
-	waitFor(t, 10*time.Second, "the shared connection's update", func() bool { return bob.got("shared") > 0 && alice.got("shared") > 0 })
+	waitFor(t, 10*time.Second, "the shared connection's update", func() bool { return bob.count("shared") > 0 && alice.count("shared") > 0 })
 }
