@@ -160,7 +160,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
 			snap := h.snapshot()
-			v, req := snap.viewOf(sess.profileIn(snap.cfg)), newRequest(sess, snap, msg)
+			v, req := snap.viewOf(sess.profileIn(snap.cfg)), newRequest(h, sess, snap, msg)
 			return v.hashes(), func(ctx context.Context, uri string) error {
 				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
 			}

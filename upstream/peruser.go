@@ -45,6 +45,11 @@ type Owner interface {
 	// of a 2026-07-28 request), and for an owner that cannot tell; a
 	// connection of its own then declares the manager's.
 	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
+	// SessionID is the id of the client session the owner is, "" for an
+	// owner that is none (a held call, a user's own connection): whoever
+	// routes what comes back with it (Event.Owner) finds the session by
+	// it, never by asserting the owner to a type.
+	SessionID() string
 }
 
 // userConn is the key of a user's own connection among a server's
@@ -56,6 +61,9 @@ func (u userConn) UserKey() string { return string(u) }
 
 // Client is "": a user's own connection is no client's (see Owner).
 func (userConn) Client() string { return "" }
+
+// SessionID is "": a user's own connection is no session.
+func (userConn) SessionID() string { return "" }
 
 // ClientCapabilities are unknown: a user's own connection declares the
 // manager's.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit/record"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -28,8 +29,10 @@ type Session interface {
 	// or, for a 2026-07-28 request over HTTP without Mcp-Session-Id (a
 	// session that ends with the request), its identity or credential.
 	Caller() string
-	// UserKey is the signed-in user's key, "" when the face knows none.
+	// UserKey is the signed-in user's key, "" when the face knows none;
+	// User its name as the audit trail writes it (else its subject).
 	UserKey() string
+	User() string
 	// Transport is the face the session came through: "stdio",
 	// "streamable-http" or "sse".
 	Transport() string
@@ -105,8 +108,15 @@ type Origin struct {
 	// Owner is whose calls upstream this is (the client session): the
 	// end of the chain passes it to upstream explicitly. Opaque to the
 	// stages: those that keep what is the session's (progress, tasks)
-	// are given the hub's session by the hub, never assert it from here.
+	// are given the hub's session by the hub (the open session the owner
+	// is, Owner.SessionID), never assert it from here.
 	Owner Owner
+	// Handler answers the request once it passed the request stages: the
+	// hub's own methods, the view, and forward for a call the view routes
+	// upstream. Set where the hub reads the request; every request chain
+	// ends in it (End), so the hub is handed its own request explicitly,
+	// never asserted from Session.
+	Handler Handler
 	// Config is the config of the snapshot the request is served under;
 	// Secrets its secrets' redactor (Config.Secrets), nil when it
 	// resolves none.
@@ -187,6 +197,18 @@ type Outcome struct {
 	// request's own result is often those very bytes, not judged twice.
 	HopResult    []byte
 	HopToolError bool
+	// Audit is the audit record kept for the request, written once it is
+	// answered (audit.Writer), nil for none: built by the audit stage from
+	// what the stages noted, or by the hub (a tool not found, a kept
+	// result read, an agent's report).
+	Audit *record.Record
+	// Missed is set when the request named a tool, prompt or resource the
+	// client cannot see: its outcome is not_found, whatever it is
+	// answered with.
+	Missed bool
+	// Status is how the request ended, decided once where it is answered
+	// (by the hub, for the audit trail and every observer), "" before.
+	Status traffic.Status
 }
 
 // Notes record what the stages decided about a call, for its observers

@@ -77,6 +77,12 @@ func (ch *Chain) Then(end Handler) Handler {
 	return next
 }
 
+// End is the end of a request chain: the call's own Handler (Origin),
+// which the hub set where it read the request.
+var End Handler = HandlerFunc(func(ctx context.Context, c *Call) (json.RawMessage, error) {
+	return c.Handler.Handle(ctx, c)
+})
+
 // HopHandler sends a hop: the raw result and the connection it went on,
 // or the error.
 type HopHandler interface {

@@ -314,6 +314,9 @@ func (p *Held) UserKey() string { return p.user }
 // them (upstream.Owner).
 func (p *Held) Client() string { return "" }
 
+// SessionID is "": a held call is no session (upstream.Owner).
+func (p *Held) SessionID() string { return "" }
+
 // ClientCapabilities are unknown to the connections the call owns, which
 // declare the hub's (upstream.Owner); its client's are asked per round.
 func (p *Held) ClientCapabilities() (mcp.ClientCapabilities, bool) {

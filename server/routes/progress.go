@@ -31,8 +31,9 @@ type progressRoute[S Session] struct {
 // progress reaches the call (see Table.Notification).
 type Progress[S Session] struct {
 	Table *Table[S]
-	// Session is the hub's session a call is made in: given by the hub,
-	// not asserted from Call.Owner.
+	// Session is the hub's session a call is made in, the zero S for one
+	// that ended: given by the hub (the open session the call's owner
+	// is, Table.Of), not asserted from Call.Owner.
 	Session func(c *call.Call) S
 }
 
@@ -57,7 +58,9 @@ func (p Progress[S]) Handle(ctx context.Context, c *call.Call, next call.Handler
 }
 
 // TrackProgress gives a call's progress token one of the hub's own,
-// unique across sessions, and returns it with a func that forgets it.
+// unique across sessions, and returns it with a func that forgets it. A
+// call of a session that ended (the zero S) gets a token that routes
+// nowhere: its progress is no one's.
 func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server *upstream.Server, token json.RawMessage) (string, func()) {
 	t.mu.Lock()
 	t.nextTok++
@@ -67,7 +70,9 @@ func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server *upstream.S
 	if server != nil && server.Config != nil && server.Config.PerUser() && sess != zero {
 		user = sess.UserKey()
 	}
-	t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token, user: user}
+	if sess != zero {
+		t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token, user: user}
+	}
 	t.mu.Unlock()
 	return hubTok, func() {
 		t.mu.Lock()

@@ -51,9 +51,11 @@ type Session interface {
 	Updated(uri string, params json.RawMessage)
 	// Routing is what the table keeps in the session.
 	Routing() *Entry
-	// UserKey is the signed-in user the session is, "" for none (a
-	// local client, a caller without identity): see For.
-	UserKey() string
+	// A session is the owner (upstream.Owner) of its calls upstream: its
+	// UserKey is the signed-in user it is, "" for none (a local client, a
+	// caller without identity: see For), and its SessionID its ID, by
+	// which the table finds the session what comes back is for (Of).
+	upstream.Owner
 }
 
 // Entry is what the table keeps of a session in the session itself.
@@ -200,6 +202,28 @@ func (t *Table[S]) For(owner upstream.Owner) S {
 		return only
 	}
 	return none
+}
+
+// Of is the open session owner is (upstream.Owner.SessionID), and
+// whether owner is a session at all: a session that ended is the zero S,
+// as is any other owner (a held call, a user's own connection). Found by
+// its id and held to be the owner itself, never another session that
+// has its id since.
+func (t *Table[S]) Of(owner upstream.Owner) (s S, session bool) {
+	if owner == nil {
+		return s, false
+	}
+	id := owner.SessionID()
+	if id == "" {
+		return s, false
+	}
+	t.mu.Lock()
+	found, ok := t.sessions[id]
+	t.mu.Unlock()
+	if ok && upstream.Owner(found) == owner {
+		s = found
+	}
+	return s, true
 }
 
 // notify sends sess a notification; ctx is the request it belongs to. It

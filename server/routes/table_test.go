@@ -21,8 +21,13 @@ type fake struct {
 	entry Entry
 }
 
-func (f *fake) ID() string                                                    { return f.id }
-func (f *fake) UserKey() string                                               { return f.user }
+func (f *fake) ID() string        { return f.id }
+func (f *fake) UserKey() string   { return f.user }
+func (f *fake) SessionID() string { return f.id }
+func (f *fake) Client() string    { return "" }
+func (f *fake) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
 func (f *fake) Dropped() uint64                                               { return 0 }
 func (f *fake) End()                                                          {}
 func (f *fake) GetLogLevel() mcp.LoggingLevel                                 { return mcp.LoggingLevelInfo }
@@ -67,6 +72,7 @@ type userOwner string
 
 func (u userOwner) UserKey() string { return string(u) }
 func (userOwner) Client() string    { return "" }
+func (userOwner) SessionID() string { return "" }
 func (userOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	return mcp.ClientCapabilities{}, false
 }
