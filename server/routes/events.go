@@ -20,7 +20,6 @@ import (
 func (t *Table[S]) Notification(e upstream.Event) {
 	ctx, s, method, params := e.Context, e.Server, e.Method, e.Params
 	var zero S
-	owner, _ := e.Owner.(S)
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
@@ -37,7 +36,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	)
 	if method == "notifications/progress" {
 		tok, route, known = t.progressOf(s, fields)
-		if owner != zero && known && owner != route.sess || known && route.user != e.User {
+		if known && ofSession(e) && e.Owner != upstream.Owner(route.sess) || known && route.user != e.User {
 			// It came on another session's own connection, or in the
 			// answer to another session's call, or on a connection of
 			// another user's own (auth: per-user) than the call went on,
@@ -93,12 +92,12 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		// per-session) is that session's alone, one on a user's own
 		// connection (auth: per-user) that user's sessions' (see hears).
 		for _, sess := range t.List() {
-			if !hears(e, owner, sess) {
+			if !hears(e, sess) {
 				continue
 			}
 			if Allows(sess.GetLogLevel(), level) {
 				nctx := context.Background()
-				if sess == owner {
+				if e.Owner == upstream.Owner(sess) {
 					nctx = ctx
 				}
 				notify(nctx, sess, method, p)
@@ -118,7 +117,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		var subs []S
 		if sub := t.subs[uri]; sub != nil && sub.owner.Config.ID() == s.Config.ID() {
 			for sess := range sub.sessions {
-				if hears(e, owner, sess) { // an update on a connection of one's own is no one else's
+				if hears(e, sess) { // an update on a connection of one's own is no one else's
 					subs = append(subs, sess)
 				}
 			}
@@ -135,14 +134,19 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	}
 }
 
-// hears reports whether sess may be told what came in e, whose owner is
-// owner where that is a session: what came on a connection of one
-// session's own (isolation: per-session) is that session's alone, what
+// hears reports whether sess may be told what came in e: what came on a
+// connection of one session's own (isolation: per-session) is that
+// session's alone (its owner, e.Owner, is that session itself), what
 // came on a user's own connection (auth: per-user) is for that user's
 // sessions alone; what came on a shared connection is anyone's.
-func hears[S Session](e upstream.Event, owner, sess S) bool {
-	return (!e.OwnConn || sess == owner) && (e.User == "" || sess.UserKey() == e.User)
+func hears[S Session](e upstream.Event, sess S) bool {
+	return (!e.OwnConn || e.Owner == upstream.Owner(sess)) && (e.User == "" || sess.UserKey() == e.User)
 }
+
+// ofSession reports whether e came for a client session (its owner is
+// one: upstream.Owner.SessionID), not for a held call, a user's own
+// connection or no one.
+func ofSession(e upstream.Event) bool { return e.Owner != nil && e.Owner.SessionID() != "" }
 
 // Request passes a request from an upstream server (sampling,
 // elicitation, roots) to the client whose call caused it (e.Owner), where

@@ -182,9 +182,10 @@ func (t *Table[S]) List() []S {
 // per-user connection, a held call of a signed-in caller) is never
 // answered by another user's session: a server signed in as alice asks
 // alice's client or none, even when bob's is the only one open.
-// The zero S when there is none.
+// The zero S when there is none, as for an owner that is a session that
+// ended (Of).
 func (t *Table[S]) For(owner upstream.Owner) S {
-	if s, ok := owner.(S); ok {
+	if s, session := t.Of(owner); session {
 		return s
 	}
 	user := ""

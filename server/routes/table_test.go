@@ -109,6 +109,39 @@ func TestForNeverAnotherUsersSession(t *testing.T) {
 	}
 }
 
+// An owner that is a session is found by its id and held to be that
+// session: one that ended is no one's (never the only other session
+// open), nor is a session that took its id since.
+func TestForASessionThatEndedIsNone(t *testing.T) {
+	tab := newTable()
+	a, b := &fake{id: "a"}, &fake{id: "b"}
+	for _, s := range []*fake{a, b} {
+		if err := tab.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tab.For(a); got != a {
+		t.Errorf("For(a) = %v, want a", got)
+	}
+	tab.Remove(a)
+	if got, session := tab.Of(a); got != nil || !session {
+		t.Errorf("Of(a ended) = %v, %v; want none, a session", got, session)
+	}
+	if got := tab.For(a); got != nil {
+		t.Errorf("For(a ended) with only b open = %v, want none", got)
+	}
+	again := &fake{id: "a"}
+	if err := tab.Add(again); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(a); got != nil {
+		t.Errorf("For(a ended) with a new session a = %v, want none", got)
+	}
+	if got, session := tab.Of(userOwner("alice")); got != nil || session {
+		t.Errorf("Of(a user's connection) = %v, %v; want none, no session", got, session)
+	}
+}
+
 // Progress reaches the call only from the server the call went to: the
 // hub's tokens are counted, so another server may guess one.
 func TestProgressOnlyFromTheCallsServer(t *testing.T) {
