@@ -24,7 +24,6 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // The chain (issue 32): what a client's request goes through, outermost
@@ -107,17 +106,17 @@ func asksTask(c *call.Call) bool { return c.Task }
 //	upstream   upstream.Server.RequestOn, the owner explicit
 //
 // ask passes the sign-in's question to the client (routes.Table.Request).
-func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
+func newHopChain(ask func(context.Context, routes.ServerRequest) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
 		// config.Server.PerUser's test written out: every hop asks it,
 		// and it was all a hop entered that file for.
-		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
+		call.HopIf(func(h *call.Hop) bool { return h.Server.ServerConfig().Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
 
 // sendHop is the end of every hop: the request itself.
-func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, call.ConnID, error) {
 	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Part, h.Method, h.Params, h.Timeout)
 }
 
@@ -140,7 +139,8 @@ func (h *Hub) forward(ctx context.Context, req *request, method string, r call.R
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
 	c.Method = method
-	r.Server, r.Timeout = r.Upstream.Config, req.snap.callTimeout(r.Upstream.Config)
+	r.Server = r.Upstream.ServerConfig()
+	r.Timeout = req.snap.callTimeout(r.Server)
 	r.Task = method == policy.MethodToolsCall && r.Params.Field("task") != nil
 	c.Route = r
 	shown := req.sess.shownIn(req.snap.cfg)

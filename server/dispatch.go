@@ -99,8 +99,8 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	case "completion/complete":
 		return h.complete(ctx, req, v)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
-		send := func(s *upstream.Server, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
-			timeout := req.snap.cfg.CallTimeoutFor(s.Config)
+		send := func(s call.Upstream, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+			timeout := req.snap.cfg.CallTimeoutFor(s.ServerConfig())
 			if method == "tasks/list" {
 				timeout = req.snap.cfg.Settings.ListTimeout
 			}

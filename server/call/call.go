@@ -14,9 +14,9 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/owner"
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Session is the client session a call is made in, as a stage may see
@@ -59,12 +59,26 @@ type Session interface {
 
 // Owner is whose calls upstream a call or hop is: an upstream.Owner (the
 // client session, or a call held between rounds that owns its
-// connections), and the face that sends its caller to sign in to a
-// per-user server (Linker, nil when its face cannot). Every owner answers
-// both, so no stage asserts an owner to a type.
+// connections; types/owner), and the face that sends its caller to sign
+// in to a per-user server (Linker, nil when its face cannot). Every owner
+// answers both, so no stage asserts an owner to a type.
 type Owner interface {
-	upstream.Owner
+	owner.Owner
 	Linker() Linker
+}
+
+// ConnID names one connection to an upstream server (upstream.ConnID).
+type ConnID = owner.ConnID
+
+// Upstream is an upstream server as the stages use it: its config, the
+// protocol version it speaks, and the request itself, which the end of every hop sends (RequestOn, the
+// owner explicit; see upstream.Server's, which satisfies it). The contract
+// imports no upstream: a stage is handed the server, never reaches into
+// it.
+type Upstream interface {
+	ServerConfig() *config.Server
+	ProtocolVersion() string // what observers are told of a hop
+	RequestOn(ctx context.Context, owner owner.Owner, on owner.ConnID, part uint64, method string, params any, timeout time.Duration) (json.RawMessage, owner.ConnID, error)
 }
 
 // Linker is how a face sends its caller to sign in to a server through
@@ -148,8 +162,8 @@ type Asked struct {
 
 // Route is where a call goes: set once the view routed it upstream.
 type Route struct {
-	Upstream *upstream.Server // the upstream server the call goes to
-	Server   *config.Server   // its config
+	Upstream Upstream       // the upstream server the call goes to
+	Server   *config.Server // its config
 	// Name is the tool or prompt as the server knows it, or the URI;
 	// ClientName the tool as the client named it (Name when the same).
 	Name, ClientName string
@@ -188,7 +202,7 @@ type Outcome struct {
 	Meta json.RawMessage
 	// Conn is the connection the end of the chain sent the call on (a
 	// task lives there, tasks.Stage), zero before.
-	Conn upstream.ConnID
+	Conn ConnID
 	// Failure is the hub's own failure that a tool error result reports,
 	// for the audit trail.
 	Failure string

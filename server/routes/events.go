@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -148,14 +149,33 @@ func hears[S Session](e upstream.Event, sess S) bool {
 // connection or no one.
 func ofSession(e upstream.Event) bool { return e.Owner != nil && e.Owner.SessionID() != "" }
 
+// ServerRequest is a request of an upstream server's to a client, as the
+// table passes it on (Request): one that came in an upstream.Event
+// (RequestOf), or one a stage puts to the client for the server it sends
+// a call to (a 2026-07-28 round's input request, a per-user sign-in).
+type ServerRequest struct {
+	Server call.Upstream  // the server that asks
+	Owner  upstream.Owner // whose call it came during (upstream.Event.Owner), nil for none known
+	Part   uint64         // the part of the owner's work it came during (upstream.Event.Part)
+	Method string
+	Params json.RawMessage // nil when the server sent none
+	// Ambiguous: it came while calls of several owners were in flight
+	// (upstream.Event.Ambiguous).
+	Ambiguous bool
+}
+
+// RequestOf is the request upstream's event e carries.
+func RequestOf(e upstream.Event) ServerRequest {
+	return ServerRequest{Server: e.Server, Owner: e.Owner, Part: e.Part, Method: e.Method, Params: e.Params, Ambiguous: e.Ambiguous}
+}
+
 // Request passes a request from an upstream server (sampling,
 // elicitation, roots) to the client whose call caused it (e.Owner), where
 // that client declared it can answer, and returns the client's answer.
-// ctx carries the upstream's deadline (e.Context is not read); params are
-// nil when the upstream sent none, and then the client gets none either
-// (never "params": null).
-func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawMessage, err error) {
-	s, method, params := e.Server, e.Method, e.Params
+// ctx carries the upstream's deadline; params are nil when the upstream
+// sent none, and then the client gets none either (never "params": null).
+func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMessage, err error) {
+	s, method, params := e.Server.ServerConfig(), e.Method, e.Params
 	// A resolved ${secret:NAME} a server asks the client about (a sampling
 	// prompt, an elicitation's message) goes no further, as in its
 	// answers (server/observe) and notifications.
@@ -166,7 +186,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 	sess := t.For(e.Owner)
 	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
 	if obs := t.opts.Observer(); obs != nil {
-		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
+		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.ID(), Method: method, Params: params, Request: true}
 		if sess != zero {
 			m.Session = sess.ID()
 		}
@@ -181,7 +201,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 		return res, err
 	}
 	if e.Ambiguous {
-		t.opts.Logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
+		t.opts.Logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
 	if sess == zero {

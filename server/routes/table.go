@@ -87,7 +87,7 @@ type Options[S Session] struct {
 	// Ask puts an upstream's request e (its params, redacted, are params)
 	// to a 2026-07-28 client in the next round of the call the hub holds
 	// for e's owner to e's server; ok is false when it holds none.
-	Ask func(ctx context.Context, e upstream.Event, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	Ask func(ctx context.Context, e ServerRequest, params json.RawMessage) (res json.RawMessage, ok bool, err error)
 	// TaskStatus is the session that owns the task an upstream's
 	// notifications/tasks/status (which came on the connection ctx names)
 	// is about, with the params to send it; ok is false for none.
