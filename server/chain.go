@@ -30,8 +30,8 @@ import (
 // first. These lists are the one place its order is written.
 //
 // Every request passes the request stages (newRequestChain, built per
-// config snapshot with its call stages), then handle, where the view
-// routes it:
+// config snapshot with its call stages), then its own Handle, where the
+// view routes it:
 //
 //	audit          the record kept for the request written once it is answered,
 //	               with the outcome the observers are told (server/audit Writer;
@@ -40,7 +40,8 @@ import (
 //	               outside the decoration: it bounds the bytes the client gets;
 //	               left out when the config caps no client's results
 //	era            2026-07-28 checks, and the answer told as that era tells it (server/era)
-//	handle         the hub's own methods, the view (name -> route), the protocol's
+//	end            the request's own Handle (its Call's Handler, call.End): the
+//	               hub's own methods, the view (name -> route), the protocol's
 //
 // A tools/call, prompts/get or resources/read the view routed upstream
 // (forward) then passes the call stages. The hub builds them per config
@@ -51,7 +52,7 @@ import (
 // upstream with its owner, as one hop (newHopChain).
 //
 //	audit      admit the call; build its record once the decision is known,
-//	           kept for the request stage to write (keepAudit)
+//	           kept on the call for the request stage to write (Call.Audit)
 //	validate   the tool's arguments against its inputSchema
 //	policy     the rules' decision
 //	rate limit the decision's rule's rate
