@@ -72,6 +72,18 @@ type serverHandlers struct {
 	// paramHeaders names a tools/call's Mcp-Param-* headers, for a remote
 	// server on 2026-07-28 (see Server.paramHeaders); nil for none.
 	paramHeaders func(params json.RawMessage) map[string]string
+	// signInIgnored is told why a sign-in on file is not used
+	// (auth.ErrOtherResource); nil for no one.
+	signInIgnored func(err error)
+}
+
+// signInIgnored logs, once per server, why a sign-in on file was not
+// used (err, an auth.ErrOtherResource): without it the server's refusal
+// of a connection without a token is all the log would show.
+func (s *Server) signInIgnored(err error) {
+	if s.otherResource.CompareAndSwap(false, true) {
+		s.logger.Warn("a sign-in on file is not used: it was made for another server's resource, so its token is not sent to this one; sign in to this server again", "err", err)
+	}
 }
 
 // dial starts the server and runs the MCP handshake, bounded by connect
@@ -101,6 +113,8 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 				c.auth, authorization = src, src.Header
 			case !errors.Is(err, auth.ErrNoToken):
 				return nil, err
+			case errors.Is(err, auth.ErrOtherResource) && h.signInIgnored != nil:
+				h.signInIgnored(err)
 			}
 		}
 		hs, err := transport.NewHTTP(ctx, cfg, settings, authorization, logger)

@@ -155,7 +155,8 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, 
 		request: func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
 			return s.request(ctx, related, owner, "", method, params)
 		},
-		paramHeaders: s.paramHeaders,
+		paramHeaders:  s.paramHeaders,
+		signInIgnored: s.signInIgnored,
 	}
 	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }
