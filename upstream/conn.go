@@ -618,11 +618,15 @@ type connectTimeout struct {
 	// next is the next try's, once the server's schedule has set it (see
 	// schedule.timedOut); 0 when unknown.
 	next time.Duration
+	// again says when the next try is, for a session's own connection
+	// (isolation: per-session: a call dials it, see dialFailedLocked);
+	// "" for the shared one, which the hub dials again on its own.
+	again string
 }
 
 // connectTimeoutError says that cfg did not answer initialize within d.
 // A package runner's first start downloads the package first: the error
-// says so, that the hub tries again on its own, and what waits longer.
+// says so, when the hub tries again, and what waits longer.
 func connectTimeoutError(cfg *config.Server, d time.Duration) error {
 	return &connectTimeout{cfg: cfg, within: d}
 }
@@ -630,6 +634,9 @@ func connectTimeoutError(cfg *config.Server, d time.Duration) error {
 func (e *connectTimeout) Error() string {
 	runner := e.cfg.PackageRunner()
 	again := "the hub tries again on its own"
+	if e.again != "" {
+		again = e.again
+	}
 	if e.next > 0 {
 		again += fmt.Sprintf(", waiting %s", e.next)
 	}

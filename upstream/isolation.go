@@ -127,11 +127,15 @@ func (s *Server) dialFailedLocked(err error, forUser bool) {
 	if s.isoSched == nil {
 		s.isoSched = newSchedule(s.Config.Retry, s.configuredConnect())
 	}
-	if to, ok := errors.AsType[*connectTimeout](err); ok {
+	to, timedOut := errors.AsType[*connectTimeout](err)
+	if timedOut {
 		to.next = s.isoSched.timedOut(to.within) // the next try waits longer
 	}
 	if forUser {
 		return
+	}
+	if timedOut { // a package runner's (see connectTimeout.Error); the calls before the backoff has passed say how long it is (mayDialLocked)
+		to.again = "a call after the backoff tries again"
 	}
 	s.isoFail = err
 	if now := s.mgr.now(); !s.isoRetry.After(now) {
