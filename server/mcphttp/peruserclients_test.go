@@ -1,6 +1,9 @@
 package mcphttp
 
 import (
+	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -193,15 +198,13 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 	return u
 }
 
-// Two users, each signed in to the hub (a bearer token) and to a
-// per-user server (through the hub's sign-in link), each with go-sdk's
-// client: what the server sends on alice's own connection (a log
-// message, a resource update, roots/list, sampling) reaches alice's
-// client and never bob's, and bob's connection's log never alice's.
-func TestPerUserSDKClientsHearTheirOwn(t *testing.T) {
-	const updated = "notifications/resources/updated" // go-sdk keeps only its uri
+// perUserClientsHub is a hub over HTTP (its /mcp at url) in front of up
+// as group docs, auth: per-user, behind an authorization server, the
+// hub signed in to it for the lists; alice, bob and carol sign in to
+// the hub with their bearer tokens (userToken).
+func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up := &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}}
+	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}}
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up
@@ -215,21 +218,42 @@ func TestPerUserSDKClientsHearTheirOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	face := New(h, Options{Tokens: map[string]string{"alice": "alice-token-0123456789", "bob": "bob-token-0123456789", "carol": "carol-token-0123456789"}, Auth: cfg.HTTP.Auth, SignIns: mgr}, testLogger())
+	tokens := map[string]string{}
+	for _, user := range []string{"alice", "bob", "carol"} {
+		tokens[user] = userToken(user)
+	}
+	face := New(h, Options{Tokens: tokens, Auth: cfg.HTTP.Auth, SignIns: mgr}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })
 	// A third user's session (alice's own would make hers two: a request
 	// on her connection, with no call in flight, would be for neither).
-	probe := &bearerClient{t: t, url: ts.URL + "/mcp", token: "carol-token-0123456789"}
+	probe := &bearerClient{t: t, url: ts.URL + "/mcp", token: userToken("carol")}
 	probe.initialize()
 	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := probe.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})
+	return up, ts.URL + "/mcp"
+}
 
-	alice := connectUser(t, ts.URL+"/mcp", "alice-token-0123456789", "alice")
-	bob := connectUser(t, ts.URL+"/mcp", "bob-token-0123456789", "bob")
+func userToken(user string) string { return user + "-token-0123456789" }
 
+// Two users, each signed in to the hub (a bearer token) and to a
+// per-user server (through the hub's sign-in link), each with go-sdk's
+// client: what the server sends on alice's own connection reaches her
+// client and never bob's (see hearTheirOwn).
+func TestPerUserSDKClientsHearTheirOwn(t *testing.T) {
+	up, url := perUserClientsHub(t)
+	alice := connectUser(t, url, userToken("alice"), "alice")
+	bob := connectUser(t, url, userToken("bob"), "bob")
+	hearTheirOwn(t, up, alice, bob)
+}
+
+// hearTheirOwn checks that what up sends on alice's own connection (a
+// log message, a resource update, roots/list, sampling) reaches alice's
+// client and never bob's, and bob's connection's log never alice's.
+func hearTheirOwn(t *testing.T, up *ownConnUpstream, alice, bob *sdkUser) {
+	const updated = "notifications/resources/updated" // go-sdk keeps only its uri
 	up.send(t, "alice", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"log-on-alices"}}`)
 	up.send(t, "alice", `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///doc"}}`)
 	up.send(t, "alice", `{"jsonrpc":"2.0","id":"roots-on-alices","method":"roots/list"}`)
@@ -255,4 +279,83 @@ func TestPerUserSDKClientsHearTheirOwn(t *testing.T) {
 	if alice.saw("log-on-bobs") {
 		t.Errorf("alice's client got the log of bob's own connection")
 	}
+}
+
+// Likewise with alice on the official TypeScript SDK's client
+// (testdata/sdkclient/peruser.mjs) and bob on go-sdk's.
+func TestPerUserTSClientHearsItsOwn(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node:", err)
+	}
+	up, url := perUserClientsHub(t)
+	alice := connectTSUser(t, url, userToken("alice"), "alice")
+	bob := connectUser(t, url, userToken("bob"), "bob")
+	hearTheirOwn(t, up, alice, bob)
+}
+
+// connectTSUser is connectUser with the TypeScript SDK's client: it runs
+// peruser.mjs until the test ends, signs the user in at the link the
+// script prints, and records what the script says its client received.
+func connectTSUser(t *testing.T, url, token, who string) *sdkUser {
+	t.Helper()
+	u := &sdkUser{}
+	cmd := exec.Command("node", filepath.Join("..", "..", "testdata", "sdkclient", "peruser.mjs"), "--url", url, "--token", token, "--who", who)
+	cmd.Env = append(os.Environ(), "SDKCLIENT_TIMEOUT_MS=120000") // a loaded machine's slowness is not the client's failure
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	stdout, err2 := cmd.StdoutPipe()
+	if err := cmp.Or(err, err2, cmd.Start()); err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		Check, URL, Method, Error string
+		OK                        bool
+		Params                    json.RawMessage
+	}
+	checks := make(chan line, 4)
+	done := make(chan struct{})
+	go func() { // ends when node exits and its stdout closes
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Check != "got" {
+				checks <- l
+				continue
+			}
+			u.mu.Lock()
+			u.got = append(u.got, l.Method+" "+string(l.Params))
+			u.mu.Unlock()
+		}
+		close(checks)
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		<-done
+		if err := cmd.Wait(); err != nil || t.Failed() {
+			t.Logf("peruser.mjs (%v), its stderr:\n%s", err, stderr.String())
+		}
+	})
+	next := func(want string) line {
+		t.Helper()
+		select {
+		case l := <-checks:
+			if l.Check != want || !l.OK {
+				t.Fatalf("peruser.mjs said %+v; want %q, ok", l, want)
+			}
+			return l
+		case <-time.After(3 * time.Minute): // bounds a hang, not a timing
+			t.Fatalf("peruser.mjs did not say %q", want)
+		}
+		return line{}
+	}
+	link := next("sign in").URL
+	if code, body := newBrowser(who).open(t, link); code != http.StatusOK || !strings.Contains(body, who+" is signed in to docs") {
+		t.Fatalf("%s's sign-in: %d %s", who, code, body)
+	}
+	io.WriteString(stdin, "signed in\n")
+	next("ready")
+	return u
 }
