@@ -142,10 +142,11 @@ func runTests(m *testing.M) int {
 
 // loginShellScript is a login shell, for hubEnv, whose environment has
 // path as its PATH and the tests' switches (fakeupstream.EnvVar,
-// authclient.EnvVar) as the test process has them.
+// authclient.EnvVar) and node's compile cache (testNode) as the test
+// process has them.
 func loginShellScript(path string) string {
 	script := "#!/bin/sh\nexport PATH=" + shellQuote(path) + "\n"
-	for _, name := range []string{fakeupstream.EnvVar, authclient.EnvVar} {
+	for _, name := range []string{fakeupstream.EnvVar, authclient.EnvVar, "NODE_COMPILE_CACHE"} {
 		if v, ok := os.LookupEnv(name); ok {
 			script += "export " + name + "=" + shellQuote(v) + "\n"
 		}
