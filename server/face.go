@@ -147,11 +147,11 @@ func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 // Answer answers msg, one request of a caller that has no session (a
 // request of 2026-07-28 that came without Mcp-Session-Id), as
 // OpenSession, Session.Request and Session.Close would, but the session
-// it is answered in is the request's alone: never registered (no
-// sessions list, inspector or event loop sees it) and forgotten when
-// Answer returns. o.State is ignored; o.Peer reaches the caller while
-// the request runs. It starts no goroutine of its own: the face calls it
-// on the goroutine that read the request.
+// it is answered in is the request's alone: never listed (no sessions
+// list, inspector or event loop sees it) and forgotten when Answer
+// returns. o.State is ignored; o.Peer reaches the caller while the
+// request runs. It starts no goroutine of its own: the face calls it on
+// the goroutine that read the request.
 func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (json.RawMessage, error) {
 	if o.Profile != "" && !h.HasProfile(o.Profile) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, o.Profile)
@@ -159,7 +159,13 @@ func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message
 	s := &Session{hub: h, sess: newSession(o.ID, o.Transport)}
 	s.sess.peer, s.sess.profile, s.sess.who, s.sess.linker = o.Peer, o.Profile, o.Who, o.SignIn
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.Close() // routes.Remove of one never added: what the request left (its tasks' routes, its connections) goes
+	defer s.Close() // routes.Remove: what the request left (its tasks' routes, its connections) goes
+	// Unlisted, but found as its call's owner (routes.Table.Of): its
+	// progress comes down the request's response, and an upstream's
+	// request during its call and its tasks are its own.
+	if err := h.routes.AddUnlisted(s.sess); err != nil {
+		return nil, err
+	}
 	return s.Request(s.ctx, msg)
 }
 

@@ -198,3 +198,22 @@ func stripID(line string) string {
 	b, _ := json.Marshal(m)
 	return string(b)
 }
+
+// A task-augmented call of a 2026-07-28 request without a session
+// (Hub.Answer) gets the hub's task id, as a session's call does: the
+// request's own session, listed nowhere, is the call's (routes.Table.Of).
+func TestTaskOfASessionlessCallHasTheHubsID(t *testing.T) {
+	h, _, _ := taskHub(t, "")
+	msg, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},"task":{"ttl":60000},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Answer(t.Context(), SessionOptions{ID: "one-request", Transport: "streamable-http", Peer: &recordingPeer{}}, msg)
+	if id := string(jsonrpc.Field(jsonrpc.Field(res, "task"), "taskId")); err != nil || !strings.HasPrefix(id, `"f~`) {
+		t.Errorf("a sessionless task: %s, %v; want the hub's id f~...", res, err)
+	}
+	if n := len(h.Sessions().Info()); n != 0 {
+		t.Errorf("the hub lists %d sessions after a sessionless call, want none", n)
+	}
+}

@@ -118,6 +118,23 @@ func TestHTTPAnswersJSONUnlessItMustStream(t *testing.T) {
 	}
 }
 
+// A 2026-07-28 call without a session that asks for progress gets it
+// down its POST's event stream, ahead of the result, as a session's call
+// does: the request's own session, listed nowhere, is still the one its
+// progress is for.
+func TestHTTPSessionlessCallGetsItsProgress(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t, "-conformance")
+	_, ts := serveHTTP(t, h)
+	body := postSessionless(t, ts.URL, "", "tools/call", "f__test_tool_with_progress",
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__test_tool_with_progress","_meta":{"progressToken":"p",`+
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	progress, result := strings.Index(body, `"method":"notifications/progress"`), strings.Index(body, `"id":2,"result"`)
+	if progress < 0 || result < 0 || progress > result || !strings.Contains(body[progress:result], `"progressToken":"p"`) {
+		t.Errorf("stream: %s", body)
+	}
+}
+
 // One client that opens its GET stream and stops reading does not stall
 // the upstream for anyone else: while an upstream floods every session
 // with log messages, another session's calls are answered at once.

@@ -17,9 +17,11 @@ import (
 
 // A request of 2026-07-28 that came without a session is answered on the
 // goroutine net/http read it on (Host.Answer): no session, no Conn, no
-// session stream, nothing registered. It used to be answered in a
-// session of its own (3 goroutines, 2 registries, a hand-off to the
-// session's Conn and back for each request). Only a notification sent
+// session stream, nothing listed (its session is known to the hub's
+// routes alone while it runs, for its progress: routes.Table.AddUnlisted).
+// It used to be answered in a session of its own (3 goroutines, 2
+// registries, a hand-off to the session's Conn and back for each
+// request). Only a notification sent
 // while it runs (progress, a log message), to a client that takes an
 // event stream, starts a goroutine: the one that writes the events
 // (oneCall.flush), gone before the answer is written.

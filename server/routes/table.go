@@ -105,6 +105,7 @@ type Table[S Session] struct {
 
 	mu       sync.Mutex                  // guards the maps
 	sessions map[string]S                // by id
+	unlisted map[string]S                // by id: sessions of one request each (AddUnlisted)
 	progress map[string]progressRoute[S] // hub progress token -> the call's session
 	subs     map[string]*subscription[S] // by resource URI
 	nextTok  uint64
@@ -121,6 +122,7 @@ func New[S Session](opts Options[S]) *Table[S] {
 	return &Table[S]{
 		opts:          opts,
 		sessions:      map[string]S{},
+		unlisted:      map[string]S{},
 		progress:      map[string]progressRoute[S]{},
 		subs:          map[string]*subscription[S]{},
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
@@ -141,6 +143,22 @@ func (t *Table[S]) Add(sess S) error {
 	return nil
 }
 
+// AddUnlisted registers sess, the session of one request a face answers
+// without a session of the client's (a 2026-07-28 request that came
+// without Mcp-Session-Id), for Of alone until Remove: what comes back
+// for its call (progress, an upstream's request to the client, its
+// tasks) finds it, but no list does (List, and so the sessions list,
+// the inspector and what is sent to every session).
+func (t *Table[S]) AddUnlisted(sess S) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.unlisted[sess.ID()]; ok {
+		return fmt.Errorf("register session: %w", ErrSessionExists)
+	}
+	t.unlisted[sess.ID()] = sess
+	return nil
+}
+
 // Remove forgets a session that ended: its subscriptions go (and
 // upstreams are unsubscribed where no one else listens), the hub's
 // requests waiting on it fail, its requests in flight are cancelled, and
@@ -148,7 +166,12 @@ func (t *Table[S]) Add(sess S) error {
 func (t *Table[S]) Remove(sess S) {
 	sess.End()
 	t.mu.Lock()
-	delete(t.sessions, sess.ID())
+	if t.sessions[sess.ID()] == sess {
+		delete(t.sessions, sess.ID())
+	}
+	if t.unlisted[sess.ID()] == sess {
+		delete(t.unlisted, sess.ID())
+	}
 	t.droppedGone += sess.Dropped()
 	gone := map[string]*subscription[S]{} // the URIs no one listens to now
 	for uri, sent := range t.subs {
@@ -205,11 +228,11 @@ func (t *Table[S]) For(owner upstream.Owner) S {
 	return none
 }
 
-// Of is the open session owner is (upstream.Owner.SessionID), and
-// whether owner is a session at all: a session that ended is the zero S,
-// as is any other owner (a held call, a user's own connection). Found by
-// its id and held to be the owner itself, never another session that
-// has its id since.
+// Of is the open session owner is (upstream.Owner.SessionID), listed or
+// not (AddUnlisted), and whether owner is a session at all: a session
+// that ended is the zero S, as is any other owner (a held call, a user's
+// own connection). Found by its id and held to be the owner itself,
+// never another session that has its id since.
 func (t *Table[S]) Of(owner upstream.Owner) (s S, session bool) {
 	if owner == nil {
 		return s, false
@@ -220,6 +243,9 @@ func (t *Table[S]) Of(owner upstream.Owner) (s S, session bool) {
 	}
 	t.mu.Lock()
 	found, ok := t.sessions[id]
+	if !ok || upstream.Owner(found) != owner {
+		found, ok = t.unlisted[id]
+	}
 	t.mu.Unlock()
 	if ok && upstream.Owner(found) == owner {
 		s = found

@@ -142,6 +142,43 @@ func TestForASessionThatEndedIsNone(t *testing.T) {
 	}
 }
 
+// A session of one request (AddUnlisted) is found as its calls' owner,
+// by Of and For, until Remove, and is in no list: never the only session
+// open that another owner's request goes to.
+func TestUnlistedSessionFoundNotListed(t *testing.T) {
+	tab := newTable()
+	one := &fake{id: "one"}
+	if err := tab.AddUnlisted(one); err != nil {
+		t.Fatal(err)
+	}
+	if got, session := tab.Of(one); got != one || !session {
+		t.Errorf("Of(unlisted) = %v, %v; want it, a session", got, session)
+	}
+	if got := tab.For(one); got != one {
+		t.Errorf("For(unlisted) = %v, want it", got)
+	}
+	if got := tab.List(); len(got) != 0 {
+		t.Errorf("List = %v, want none", got)
+	}
+	if got := tab.For(userOwner("")); got != nil {
+		t.Errorf("For(no session) with only an unlisted one = %v, want none", got)
+	}
+	listed := &fake{id: "one"} // a listed session of the same id is another
+	if err := tab.Add(listed); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tab.Of(one); got != one {
+		t.Errorf("Of(unlisted) beside a listed session of its id = %v, want it", got)
+	}
+	tab.Remove(one)
+	if got, session := tab.Of(one); got != nil || !session {
+		t.Errorf("Of(unlisted, removed) = %v, %v; want none, a session", got, session)
+	}
+	if got, _ := tab.Of(listed); got != listed {
+		t.Errorf("Of(listed) after the unlisted one of its id went = %v, want it", got)
+	}
+}
+
 // Progress reaches the call only from the server the call went to: the
 // hub's tokens are counted, so another server may guess one.
 func TestProgressOnlyFromTheCallsServer(t *testing.T) {
