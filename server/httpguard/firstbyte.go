@@ -138,11 +138,20 @@ const (
 // between, is a header deadline. The idle deadline follows a zero one
 // (set once the previous request's headers were read, and when a
 // pending read is aborted); a handler's (http.ResponseController) does
-// too, or follows no read (the hub's handlers set one and clear it).
+// too, or follows no read (the hub's handlers set one and clear it, or
+// close the connection). A deadline already past is never a header
+// deadline, whatever came before it: net/http aborts a pending read with
+// one (aLongTimeAgo), as a handler may.
+//
+// The order holds for a server with no ReadTimeout (which would set a
+// whole request's deadline right after the header deadline, and so be
+// taken for a later request's header deadline) and an IdleTimeout (else
+// the deadline before a later request's first bytes is zero, and its
+// header timeout goes unlogged): cmd/dynamic-mcp's http.Server has both.
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	if c.started.Load() {
 		state := int32(0)
-		if !t.IsZero() && c.deadlineSet.Load() && c.readSince.Load() {
+		if t.After(time.Now()) && c.deadlineSet.Load() && c.readSince.Load() {
 			state = laterRequest
 			c.headerWait.Store(int64(time.Until(t)))
 		}

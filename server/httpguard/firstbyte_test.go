@@ -3,10 +3,12 @@ package httpguard
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -274,5 +276,35 @@ func TestFirstByteListenerLogsALaterRequestsClose(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], "level=INFO") || !strings.Contains(got[0], "a later request's headers did not all come within the header timeout") ||
 		!strings.Contains(got[0], "remote="+trickle.LocalAddr().String()) || !strings.Contains(got[0], "within=100ms") {
 		t.Fatalf("the close of a kept-alive connection's trickling request logged:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// A read deadline already past (net/http's abort of a pending read sets
+// one) is never a later request's header deadline, whatever came before
+// it (a handler's deadline left set, and bytes read since): the read it
+// ends is not logged.
+func TestFirstByteConnPastDeadlineNotAHeaderDeadline(t *testing.T) {
+	var out logLines
+	logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	server, client := net.Pipe()
+	defer server.Close()
+	defer client.Close()
+	c := &firstByteConn{Conn: server, wait: time.Minute, log: &closedLog{logger: logger, every: closedLogEvery}}
+	go func() { _, _ = client.Write([]byte("GET")); _, _ = client.Write([]byte("{}")) }()
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(c, buf); err != nil { // the first request's first bytes
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Time{})                 // its headers read
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute)) // a handler's, left set
+	if _, err := io.ReadFull(c, buf[:2]); err != nil { // its body
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Unix(1, 0)) // net/http's aLongTimeAgo
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a read past its deadline: %v", err)
+	}
+	if got := out.lines(); len(got) != 1 || got[0] != "" {
+		t.Errorf("a read ended by a deadline long past logged:\n%s", strings.Join(got, "\n"))
 	}
 }

@@ -2,11 +2,14 @@ package mcphttp
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +181,8 @@ func TestSignInCallbackOfEachServer(t *testing.T) {
 // an outsider may trickle its body: each such request would hold its
 // connection and goroutine for as long as the trickle goes on, without
 // bound. Its body is read within the body timeout, as /mcp's: cut with
-// 408 about then.
+// 408 about then, and the connection closed, not held while net/http
+// reads the rest of the body once the page is done.
 func TestSignInStartBodyTimeout(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
@@ -209,5 +213,9 @@ func TestSignInStartBodyTimeout(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestTimeout || elapsed > time.Minute {
 		t.Errorf("a trickled sign-in form: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
+	}
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // the trickle goes on for minutes more
+	if _, err := io.Copy(io.Discard, nc); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a trickled sign-in form: the connection still open %v after its 408", time.Since(start)-elapsed)
 	}
 }

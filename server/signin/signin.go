@@ -414,6 +414,12 @@ func (pg *Pages) signInStart(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	err := r.ParseForm()
 	if err != nil {
+		// The deadline stays set on these ways out, and the connection
+		// closes: net/http reads what is left of the body (up to 256 KB)
+		// after the handler returns, even on a connection it then closes,
+		// and a deadline lifted here would let a trickling client hold it
+		// (measured: as long as the client trickled, against the body
+		// timeout with the deadline kept).
 		var ne net.Error
 		if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 			w.Header().Set("Connection", "close") // the rest of the body is not waited for
