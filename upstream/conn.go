@@ -619,8 +619,9 @@ type connectTimeout struct {
 	// schedule.timedOut); 0 when unknown.
 	next time.Duration
 	// again says when the next try is, for a session's own connection
-	// (isolation: per-session: a call dials it, see dialFailedLocked);
-	// "" for the shared one, which the hub dials again on its own.
+	// (isolation: per-session) or a user's (auth: per-user): a call dials
+	// it, see dialFailedLocked; "" for the shared one, which the hub dials
+	// again on its own.
 	again string
 }
 
@@ -638,7 +639,7 @@ func (e *connectTimeout) Error() string {
 		again = e.again
 	}
 	if e.next > 0 {
-		again += fmt.Sprintf(", waiting %s", e.next)
+		again += fmt.Sprintf("; the next try gets %s to start", e.next) // its connect timeout, not the backoff
 	}
 	switch {
 	case runner == "" && e.next > 0:

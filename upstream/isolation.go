@@ -132,6 +132,9 @@ func (s *Server) dialFailedLocked(err error, forUser bool) {
 		to.next = s.isoSched.timedOut(to.within) // the next try waits longer
 	}
 	if forUser {
+		if timedOut { // no backoff: the user's next call dials again (see connectTimeout.Error)
+			to.again = "the user's next call tries again"
+		}
 		return
 	}
 	if timedOut { // a package runner's (see connectTimeout.Error); the calls before the backoff has passed say how long it is (mayDialLocked)

@@ -33,7 +33,7 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 	s := m.Servers()[0]
 	waitFor(t, 10*time.Second, "the first start to time out", func() bool { return s.Status().State == StateFailed })
 	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
-		"the hub tries again on its own, waiting 600ms (to wait longer, raise the server's timeout: or settings.connect_timeout)"
+		"the hub tries again on its own; the next try gets 600ms to start (to wait longer, raise the server's timeout: or settings.connect_timeout)"
 	if err := s.Status().Err; err == nil || err.Error() != want {
 		t.Fatalf("error %v\nwant %s", err, want)
 	}
@@ -86,7 +86,7 @@ func TestPackageRunnerFirstStartPerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
-		"a call after the backoff tries again, waiting 600ms (to wait longer, raise the server's timeout: or settings.connect_timeout)"
+		"a call after the backoff tries again; the next try gets 600ms to start (to wait longer, raise the server's timeout: or settings.connect_timeout)"
 	_, err := s.Request(t.Context(), testOwner("a"), "tools/list", nil, time.Minute)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("the first call: %v\nwant an error with %s", err, want)
@@ -102,6 +102,27 @@ func TestPackageRunnerFirstStartPerSession(t *testing.T) {
 		}
 		return err == nil
 	})
+}
+
+// A user's own connection (auth: per-user) has no backoff: the user's
+// next call dials it again, and a package runner's timeout would say so
+// (per-user servers are url: ones, which no package runner starts, so
+// the failure is noted here by hand).
+func TestPackageRunnerTimeoutForUser(t *testing.T) {
+	_, cfg := downloadingRunner(t, "")
+	cfg.Groups[0].Servers[0].ConnectTimeout = 300 * time.Millisecond
+	m := New(cfg, testLogger(t))
+	defer m.Close()
+	s := m.Servers()[0]
+	to := &connectTimeout{cfg: s.Config, within: 300 * time.Millisecond}
+	s.mu.Lock()
+	s.dialFailedLocked(to, true)
+	s.mu.Unlock()
+	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
+		"the user's next call tries again; the next try gets 600ms to start (to wait longer, raise the server's timeout: or settings.connect_timeout)"
+	if got := to.Error(); got != want {
+		t.Errorf("error %s\nwant %s", got, want)
+	}
 }
 
 // settings.connect_timeout in the file bounds package runners too, and
