@@ -77,13 +77,43 @@ type serverHandlers struct {
 	signInIgnored func(err error)
 }
 
-// signInIgnored logs, once per server, why a sign-in on file was not
-// used (err, an auth.ErrOtherResource): without it the server's refusal
-// of a connection without a token is all the log would show.
-func (s *Server) signInIgnored(err error) {
-	if s.otherResource.CompareAndSwap(false, true) {
-		s.logger.Warn("a sign-in on file is not used: it was made for another server's resource, so its token is not sent to this one; sign in to this server again", "err", err)
+// signInIgnored logs why a sign-in on file of user's ("" the hub's own)
+// was not used (err, an auth.ErrOtherResource), once per server for the
+// hub's own and once per user for a user's (auth: per-user), naming the
+// user: without it the server's refusal of a connection without a token
+// is all the log would show.
+func (s *Server) signInIgnored(user userConn) func(err error) {
+	return func(err error) {
+		if !s.firstIgnored(user) {
+			return
+		}
+		var attrs []any
+		if user != "" {
+			attrs = append(attrs, "user", string(user))
+		}
+		attrs = append(attrs, "err", err)
+		s.logger.Warn("a sign-in on file is not used: it was made for another server's resource, so its token is not sent to this one; sign in to this server again", attrs...)
 	}
+}
+
+// maxIgnoredUsers bounds the users whose ignored sign-in a server
+// remembers having logged (firstIgnored): a user's beyond them is not
+// logged.
+const maxIgnoredUsers = 1024
+
+// firstIgnored reports whether user's ignored sign-in ("" the hub's own)
+// is not logged yet, and notes that it is now.
+func (s *Server) firstIgnored(user userConn) bool {
+	s.ignoredMu.Lock()
+	defer s.ignoredMu.Unlock()
+	if s.ignored[user] || user != "" && len(s.ignored) >= maxIgnoredUsers {
+		return false
+	}
+	if s.ignored == nil {
+		s.ignored = map[userConn]bool{}
+	}
+	s.ignored[user] = true
+	return true
 }
 
 // dial starts the server and runs the MCP handshake, bounded by connect

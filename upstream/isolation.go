@@ -163,7 +163,7 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, 
 			return s.request(ctx, related, owner, "", method, params)
 		},
 		paramHeaders:  s.paramHeaders,
-		signInIgnored: s.signInIgnored,
+		signInIgnored: s.signInIgnored(user), // "" but for a user's own connection
 	}
 	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }

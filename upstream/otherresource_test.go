@@ -20,8 +20,9 @@ import (
 
 // Sign-ins on file made for another server's resource (by an earlier
 // version, see auth.NewSource), the hub's own and each user's, are not
-// used, and the log says why in one line for the server: not one per
-// connection, nor per call.
+// used, and the log says why in one line for the server's own and one
+// for each user's, naming the user: not one per connection, nor per
+// call.
 func TestSignInForAnotherResourceLoggedOnce(t *testing.T) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
 	mcpSrv := mcpserver.NewMCPServer("open", "1")
@@ -65,8 +66,44 @@ func TestSignInForAnotherResourceLoggedOnce(t *testing.T) {
 			lines = append(lines, text)
 		}
 	}
-	if len(lines) != 1 || !strings.Contains(lines[0], other) {
-		t.Errorf("lines saying why the sign-in is not used: %q; want one, naming %s", lines, other)
+	users := map[string]int{}
+	for _, l := range lines {
+		user := "the hub's"
+		for _, u := range []string{"alice", "bob"} {
+			if strings.Contains(l, " "+u+" ") {
+				user = u
+			}
+		}
+		if users[user]++; !strings.Contains(l, other) {
+			t.Errorf("%s line does not name %s: %s", user, other, l)
+		}
+	}
+	if len(lines) != 3 || users["the hub's"] != 1 || users["alice"] != 1 || users["bob"] != 1 {
+		t.Errorf("lines saying why the sign-in is not used: %q; want one for the hub's, alice's and bob's", lines)
+	}
+}
+
+// The users whose ignored sign-in a server logged are bounded: one beyond
+// maxIgnoredUsers is not logged (nor kept), the hub's own still is.
+func TestSignInIgnoredUsersBounded(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: remote\n    url: https://example.com/mcp\n    auth: per-user\n", t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &recorded{}
+	m := New(cfg, slog.New(logs))
+	defer m.Close()
+	s := m.Servers()[0]
+	for i := range maxIgnoredUsers + 5 {
+		s.signInIgnored(userConn(fmt.Sprint("user", i)))(auth.ErrOtherResource)
+		s.signInIgnored(userConn(fmt.Sprint("user", i)))(auth.ErrOtherResource)
+	}
+	s.signInIgnored("")(auth.ErrOtherResource)
+	logs.mu.Lock()
+	n := len(logs.recs)
+	logs.mu.Unlock()
+	if n != maxIgnoredUsers+1 || len(s.ignored) != maxIgnoredUsers+1 {
+		t.Errorf("%d users' sign-ins ignored, twice each, then the hub's: %d lines, %d kept; want %d", maxIgnoredUsers+5, n, len(s.ignored), maxIgnoredUsers+1)
 	}
 }
 
