@@ -98,8 +98,12 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "note:", r)
 	}
 	if found := literalSecrets(servers, keys); len(found) > 0 {
+		more, them := " ...", "them" // more follows the first secret's name when there are others
+		if len(found) == 1 {
+			more, them = "", "it"
+		}
 		if !toVault && interactive {
-			fmt.Fprintf(stderr, "found %s written literally (%s ...); move them into the vault? [y/N] ", plural(len(found), "secret"), found[0].key)
+			fmt.Fprintf(stderr, "found %s written literally (%s%s); move %s into the vault? [y/N] ", plural(len(found), "secret"), found[0].key, more, them)
 			line, _ := reader.ReadString('\n')
 			toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
 		}
@@ -108,8 +112,8 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				return err
 			}
 		} else {
-			fmt.Fprintf(stderr, "note: %s written literally into %s (%s of %s ...); import with --vault to keep secrets in the vault instead\n",
-				plural(len(found), "secret"), out, found[0].key, found[0].server)
+			fmt.Fprintf(stderr, "note: %s written literally into %s (%s of %s%s); import with --vault to keep secrets in the vault instead\n",
+				plural(len(found), "secret"), out, found[0].key, found[0].server, more)
 		}
 	}
 	added, skipped, backup, err := mergeIntoConfig(out, servers, keys, force)

@@ -356,6 +356,26 @@ func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
 	}
 }
 
+// On a terminal, import asks whether to move the literal secrets it
+// found into the vault, in the singular for one.
+func TestImportAsksToMoveOneSecret(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
+	}
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"node","args":["x.js"],"env":{"GITHUB_TOKEN":"ghp_0123456789abcdef"}}}}`), 0o600)
+	line := fmt.Sprintf("%s import %s -o %s", hubBin, src, filepath.Join(home, "config.yaml"))
+	cmd := exec.Command("script", "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
+	cmd.Stdin = strings.NewReader("Read GitHub\nn\n")
+	b, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "found 1 secret written literally (GITHUB_TOKEN); move it into the vault? [y/N]") {
+		t.Errorf("import of one literal secret on a terminal: %v\n%s", err, b)
+	}
+}
+
 // A group that runs dynamic-mcp on its own config is refused, by any
 // spelling of the config's path: the hub would be its own client.
 func TestConfigServingItselfIsRefused(t *testing.T) {
@@ -409,7 +429,7 @@ func TestImportSaysWhatToDo(t *testing.T) {
 	src := filepath.Join(home, "servers.json")
 	os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"node","args":["x.js"],"env":{"GITHUB_TOKEN":"ghp_0123456789abcdef"}}}}`), 0o600)
 	_, errOut, err = runBinary(t, home, "import", src, "-o", filepath.Join(home, "config.yaml"))
-	if err != nil || !strings.Contains(errOut, "note: 1 secret written literally into ") {
+	if err != nil || !strings.Contains(errOut, "note: 1 secret written literally into ") || !strings.Contains(errOut, "(GITHUB_TOKEN of gh);") {
 		t.Errorf("import of one literal secret: %v\n%s", err, errOut)
 	}
 }
