@@ -11,8 +11,9 @@
 // invalid argument) or call next and look at what comes back.
 //
 // Every request of a client is a Call from where the hub reads it: the
-// request stages (the era's checks, the result budget) see every one;
-// the call stages those the view routed upstream. What every request to
+// request stages (the audit trail's writer, the result budget, the era's
+// checks: server/chain.go, newRequestChain) see every one; the call
+// stages those the view routed upstream. What every request to
 // an upstream goes through, whoever sends it (per-user sign-in,
 // redaction), is a HopStage, handed a Hop.
 //
