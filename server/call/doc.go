@@ -17,8 +17,10 @@
 // an upstream goes through, whoever sends it (per-user sign-in,
 // redaction), is a HopStage, handed a Hop.
 //
-// The package does no I/O and imports only the pure policy package,
-// the audit record (server/audit/record) and types/*: a stage package
+// The package does no I/O but the log line of ToolFailures (to the
+// logger it is given), and imports only the pure policy package, the
+// audit record (server/audit/record), types/* and mcp-go's mcp (the
+// client's capabilities, Session.Capabilities): a stage package
 // imports it, upstream and types/*, never the hub (server), so that no
 // concern can reach back into another.
 //
