@@ -21,8 +21,10 @@
 // logger it is given), and imports only the pure policy package, the
 // audit record (server/audit/record), types/* and mcp-go's mcp (the
 // client's capabilities, Session.Capabilities): a stage package
-// imports it, upstream and types/*, never the hub (server), so that no
-// concern can reach back into another.
+// imports it, upstream, types/* and the concern packages it builds on
+// (rounds asks through approve, resultcap reads era), never the hub
+// (server), so that no concern can reach back into the hub and, through
+// it, into every other.
 //
 // It imports no upstream (a test says so): the chain ends in
 // upstream.Server.RequestOn(ctx, owner, ...), and a Call's route holds
