@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 )
 
 // localGCPercent is the collector's GOGC for a hub that serves a desktop's
@@ -45,12 +46,16 @@ const httpHeapHeadroom = 16 << 20
 // (GOGC set after each collection), never below Go's default, unless the
 // environment sets GOGC.
 func heapHeadroom(getenv func(string) string, room uint64) {
-	if getenv("GOGC") != "" {
+	if getenv("GOGC") != "" || !headroomArmed.CompareAndSwap(false, true) {
 		return
 	}
 	h := &headroom{room: room, percent: 100, live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	h.arm()
 }
+
+// headroomArmed is set once heapHeadroom has armed: one process's serves
+// (a test's, in process) share one.
+var headroomArmed atomic.Bool
 
 // headroom is heapHeadroom's state, read and set once a collection.
 type headroom struct {
