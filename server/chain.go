@@ -24,15 +24,14 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // The chain (issue 32): what a client's request goes through, outermost
 // first. These lists are the one place its order is written.
 //
 // Every request passes the request stages (newRequestChain, built per
-// config snapshot with its call stages), then handle, where the view
-// routes it:
+// config snapshot with its call stages), then its own Handle, where the
+// view routes it:
 //
 //	audit          the record kept for the request written once it is answered,
 //	               with the outcome the observers are told (server/audit Writer;
@@ -41,7 +40,8 @@ import (
 //	               outside the decoration: it bounds the bytes the client gets;
 //	               left out when the config caps no client's results
 //	era            2026-07-28 checks, and the answer told as that era tells it (server/era)
-//	handle         the hub's own methods, the view (name -> route), the protocol's
+//	end            the request's own Handle (its Call's Handler, call.End): the
+//	               hub's own methods, the view (name -> route), the protocol's
 //
 // A tools/call, prompts/get or resources/read the view routed upstream
 // (forward) then passes the call stages. The hub builds them per config
@@ -52,7 +52,7 @@ import (
 // upstream with its owner, as one hop (newHopChain).
 //
 //	audit      admit the call; build its record once the decision is known,
-//	           kept for the request stage to write (keepAudit)
+//	           kept on the call for the request stage to write (Call.Audit)
 //	validate   the tool's arguments against its inputSchema
 //	policy     the rules' decision
 //	rate limit the decision's rule's rate
@@ -67,24 +67,24 @@ import (
 //	send       the request itself, as one hop (observe.Traffic.Send)
 func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
 	return call.New(
-		call.If(snap.audit != nil, audit.Writer{Trail: snap.audit, Kept: auditKept}),
+		call.If(snap.audit != nil, audit.Writer{Trail: snap.audit, Outcome: outcomeOf}),
 		call.If(snap.cfg.CapsResults(), resultcap.Stage{Store: h.results}),
 		era.Stage{},
-	).Then(call.HandlerFunc(h.handle))
+	).Then(call.End) // the request's own Handle (dispatch.go)
 }
 
 // newChain is the call stages of snap (see newRequestChain).
 func (h *Hub) newChain(snap *snapshot) call.Handler {
 	return call.New(
-		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit, Keep: keepAudit}),
+		call.If(snap.audit != nil, audit.Stage{Trail: snap.audit}),
 		validateargs.NewStage(&h.argSchemas, snap.cfg, h.logger),
 		gate.NewDecide(snap.policy),
 		call.If(snap.policy.Limits(), &ratelimit.Stage{Limiter: h.rates, Asker: h.asker(snap.cfg), Answers: rounds.Round{Rounds: h.rounds}.Answers, Logger: h.logger}),
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		call.When(hasMeta, routes.Progress[*session]{Table: h.routes, Session: sessionOf}),
-		call.When(asksTask, tasks.Stage[*session]{Table: h.tasks, Session: sessionOf}),
+		call.When(hasMeta, routes.Progress[*session]{Table: h.routes, Session: sessionIn(h.routes)}),
+		call.When(asksTask, tasks.Stage[*session]{Table: h.tasks, Session: sessionIn(h.routes)}),
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
@@ -107,28 +107,27 @@ func asksTask(c *call.Call) bool { return c.Task }
 //	upstream   upstream.Server.RequestOn, the owner explicit
 //
 // ask passes the sign-in's question to the client (routes.Table.Request).
-func newHopChain(ask func(context.Context, upstream.Event) (json.RawMessage, error)) call.HopHandler {
+func newHopChain(ask func(context.Context, routes.ServerRequest) (json.RawMessage, error)) call.HopHandler {
 	return call.Hops(call.HopFunc(sendHop),
 		call.HopIf(func(h *call.Hop) bool { return h.Secrets != nil }, redaction.Stage{}),
 		// config.Server.PerUser's test written out: every hop asks it,
 		// and it was all a hop entered that file for.
-		call.HopIf(func(h *call.Hop) bool { return h.Server.Config.Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
+		call.HopIf(func(h *call.Hop) bool { return h.Server.ServerConfig().Auth == config.AuthPerUser }, peruser.Stage{Ask: ask}),
 	)
 }
 
 // sendHop is the end of every hop: the request itself.
-func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, call.ConnID, error) {
 	return h.Server.RequestOn(ctx, h.Owner, h.On, h.Part, h.Method, h.Params, h.Timeout)
 }
 
-// requestOf is the hub's request a call was made for: the end of the
-// request chain (handle) and the hand-off of the audit record (keepAudit)
-// are hub code; no stage reaches the request.
-func requestOf(c *call.Call) *request { return c.Session.(*request) }
-
-// sessionOf is the hub's session a call is made in, for the stages that
-// keep something of the session's (progress, tasks) in the hub's tables.
-func sessionOf(c *call.Call) *session { return requestOf(c).sess }
+// sessionIn is, in the session table t, the hub's session a call is made
+// in, for the stages that keep something of the session's (progress,
+// tasks) in the hub's tables: the open session the call's owner is
+// (routes.Table.Of), nil once it ended. No stage reaches the request.
+func sessionIn(t *routes.Table[*session]) func(c *call.Call) *session {
+	return func(c *call.Call) *session { s, _ := t.Of(c.Owner); return s }
+}
 
 // forward sends the request through the snapshot's call stages as method
 // (policy.Method*) to r's upstream (the route the view found: Upstream,
@@ -141,7 +140,8 @@ func (h *Hub) forward(ctx context.Context, req *request, method string, r call.R
 	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
 	c.Method = method
-	r.Server, r.Timeout = r.Upstream.Config, req.snap.callTimeout(r.Upstream.Config)
+	r.Server = r.Upstream.ServerConfig()
+	r.Timeout = req.snap.callTimeout(r.Server)
 	r.Task = method == policy.MethodToolsCall && r.Params.Field("task") != nil
 	c.Route = r
 	shown := req.sess.shownIn(req.snap.cfg)
@@ -150,21 +150,12 @@ func (h *Hub) forward(ctx context.Context, req *request, method string, r call.R
 	return req.snap.chain.Handle(ctx, c)
 }
 
-// keepAudit keeps the audit record of c for its request, whose audit
-// stage writes it with the request's outcome (auditKept).
-func keepAudit(c *call.Call, r *audit.Record) { requestOf(c).audit = r }
-
-// auditKept is the audit record kept for c's request (audit.Writer), nil
-// for none, completed with the session's caller, and the request's
-// outcome, decided here once for every observer (finish).
-func auditKept(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*audit.Record, string) {
-	req := requestOf(c)
-	if req.audit == nil {
-		return nil, ""
-	}
-	req.finish(ctx, res, err)
-	req.audit.User, req.audit.Subject = req.sess.who.User(), req.sess.who.Key()
-	return req.audit, string(req.status)
+// outcomeOf is the outcome of c's request, answered with res and err,
+// for its audit record (audit.Writer): decided here once for every
+// observer (finish, c.Status).
+func outcomeOf(ctx context.Context, c *call.Call, res json.RawMessage, err error) string {
+	finish(ctx, c, res, err)
+	return string(c.Status)
 }
 
 // clippedMark ends a string the hub cut, as the audit trail's do.
@@ -175,6 +166,7 @@ const clippedMark = audit.ClippedMark
 func (r *request) ID() string         { return r.sess.id }
 func (r *request) Caller() string     { return caller(r.sess) }
 func (r *request) UserKey() string    { return r.sess.who.Key() }
+func (r *request) User() string       { return r.sess.who.User() }
 func (r *request) Transport() string  { return r.sess.transport }
 func (r *request) Sessionless() bool  { return sessionless(r.sess) }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }

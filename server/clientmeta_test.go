@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -126,7 +127,7 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		sess.sess.stated(era.Statement{Modern: true, Version: "2026-07-28", Capabilities: []byte(c.declared)})
-		_, err = h.routes.Request(t.Context(), upstream.Event{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
+		_, err = h.routes.Request(t.Context(), routes.ServerRequest{Server: s, Method: "elicitation/create", Params: json.RawMessage(c.params), Owner: sess.sess})
 		if passed := peer.calls.Load() == 1; passed != c.passed || (err == nil) != c.passed {
 			t.Errorf("declared %s, asked %s: passed to the client %v, err %v", c.declared, c.params, passed, err)
 		}

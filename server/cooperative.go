@@ -118,7 +118,7 @@ func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
 	if e.Reported {
 		rec.Trust, rec.Report = trustReported, e.Report
 	}
-	c.req.audit = rec
+	c.req.call.Audit = rec
 	return true, nil
 }
 
@@ -231,7 +231,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		g.Expires = now.Add(a.Expires)
 	}
 	c.h.inbox.Keep(g, matcher, caller(sess))
-	if rec := c.req.audit; rec != nil { // this call's own record (Audit)
+	if rec := c.req.call.Audit; rec != nil { // this call's own record (Audit)
 		rec.Grant, rec.ApprovedBy = g.ID, g.ApprovedBy
 	}
 	c.h.logger.Info("cooperative: permission granted", "grant", g.ID, "by", g.ApprovedBy, "name", cl.Name, "scope", a.Scope)

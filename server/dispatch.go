@@ -25,11 +25,11 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// handle answers one request of a client, the end of the request stages
-// (chain.go): the raw result, or the error to answer with (see
-// jsonrpc.ToError).
-func (h *Hub) handle(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	req := requestOf(c)
+// Handle answers one request of a client, the end of the request stages
+// (chain.go; the request is its Call's Handler, call.End): the raw
+// result, or the error to answer with (see jsonrpc.ToError).
+func (req *request) Handle(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	h := req.hub
 	result, err := h.dispatch(ctx, req)
 	if errors.Is(err, errProtocol) {
 		result, err = h.protocol.Answer(clients.Request{Msg: req.msg, Modern: c.Modern, Session: req.sess,
@@ -99,8 +99,8 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	case "completion/complete":
 		return h.complete(ctx, req, v)
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
-		send := func(s *upstream.Server, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
-			timeout := req.snap.cfg.CallTimeoutFor(s.Config)
+		send := func(s call.Upstream, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+			timeout := req.snap.cfg.CallTimeoutFor(s.ServerConfig())
 			if method == "tasks/list" {
 				timeout = req.snap.cfg.Settings.ListTimeout
 			}
@@ -253,7 +253,7 @@ func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
 	}
 	d := snap.policy.Decide(policy.Request{Group: r.Group, Server: r.Server, Method: policy.MethodToolsCall, Name: r.Tool, Args: r.Args})
 	if snap.audit != nil {
-		req.audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
+		req.call.Audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
 			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
 	}
 	if c := req.call.Observed; c != nil {

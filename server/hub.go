@@ -110,7 +110,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 			_, err := h.obs.Request(h.ctx, nil, nil, s, "resources/unsubscribe", map[string]string{"uri": uri}, h.config().Settings.ListTimeout)
 			return err
 		},
-		Ask: func(ctx context.Context, e upstream.Event, params json.RawMessage) (json.RawMessage, bool, error) {
+		Ask: func(ctx context.Context, e routes.ServerRequest, params json.RawMessage) (json.RawMessage, bool, error) {
 			p := h.rounds.Held(e.Owner, e.Server, e.Part)
 			if p == nil {
 				return nil, false, nil
@@ -160,7 +160,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
 			snap := h.snapshot()
-			v, req := snap.viewOf(sess.profileIn(snap.cfg)), newRequest(sess, snap, msg)
+			v, req := snap.viewOf(sess.profileIn(snap.cfg)), newRequest(h, sess, snap, msg)
 			return v.hashes(), func(ctx context.Context, uri string) error {
 				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
 			}
@@ -271,7 +271,7 @@ func (h *Hub) route(e upstream.Event) {
 			defer cancel()
 			defer context.AfterFunc(h.ctx, cancel)()
 			res, err := json.RawMessage(nil), errors.New("dynamic-mcp: internal error")
-			h.safely("pass an upstream request on", func() { res, err = h.routes.Request(ctx, e) })
+			h.safely("pass an upstream request on", func() { res, err = h.routes.Request(ctx, routes.RequestOf(e)) })
 			e.Reply(res, err)
 		})
 	}

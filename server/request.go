@@ -23,6 +23,7 @@ import (
 // owner of upstream's Request), which picks a per-session connection and
 // routes what an upstream sends during the call back to this session.
 type request struct {
+	hub  *Hub
 	sess *session
 	snap *snapshot // loaded once; its audit trail is held until the request ends
 	msg  *jsonrpc.Message
@@ -31,19 +32,17 @@ type request struct {
 	// read without validating them again), era and observed call from the
 	// start; once the view routed
 	// it upstream (forward), the call it went as, and what the stages and
-	// its hops noted on it.
+	// its hops noted on it; the audit record kept for the request
+	// (Audit), whether it named something the client cannot see (Missed)
+	// and how it ended (Status, set once, by finish).
 	call call.Call
-
-	// Filled in while the request is handled.
-	audit  *audit.Record  // the audit record to write once it is answered (audit.Writer); nil for none
-	missed bool           // it named a tool, prompt or resource the client cannot see
-	status traffic.Status // how it ended: set once, by finish
 }
 
-// newRequest is msg of sess, served under snap.
-func newRequest(sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
-	req := &request{sess: sess, snap: snap, msg: msg}
-	req.call = call.Call{Origin: call.Origin{Session: req, Owner: sess, Config: snap.cfg, Secrets: snap.secrets}}
+// newRequest is msg of sess, served by h under snap: the request answers
+// its own call once it passed the request stages (its Handler).
+func newRequest(h *Hub, sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
+	req := &request{hub: h, sess: sess, snap: snap, msg: msg}
+	req.call = call.Call{Origin: call.Origin{Session: req, Owner: sess, Handler: req, Config: snap.cfg, Secrets: snap.secrets}}
 	if msg != nil {
 		req.call.ID, req.call.Method = msg.ID, msg.Method
 	}
@@ -81,7 +80,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	if snap.audit != nil {
 		defer snap.audit.Release()
 	}
-	req := newRequest(sess, snap, msg)
+	req := newRequest(h, sess, snap, msg)
 	if len(msg.Params) > 0 {
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
 		st := era.StateOf(req.call.Request, msg.Params)
@@ -99,8 +98,8 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 	}
 	res, err := snap.requests.Handle(ctx, &req.call) // its audit record written (audit.Writer)
 	if c := req.call.Observed; c != nil {
-		req.finish(ctx, res, err) // decided already when a record was written
-		c.Result, c.Err, c.Status, c.Duration = res, err, req.status, time.Since(c.Start)
+		finish(ctx, &req.call, res, err) // decided already when a record was written
+		c.Result, c.Err, c.Status, c.Duration = res, err, req.call.Status, time.Since(c.Start)
 		obs.CallEnded(ctx, c)
 	}
 	return res, err
@@ -110,25 +109,25 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 // client can see.
 func (r *request) auditMiss(name string, args json.RawMessage) {
 	if r.snap.audit != nil {
-		r.audit = audit.Missed(r.sess.id, name, args)
+		r.call.Audit = audit.Missed(r.sess.id, name, args)
 	}
 }
 
-// finish decides how the request ended, once: a second call keeps the
-// first's decision.
-func (r *request) finish(ctx context.Context, res json.RawMessage, err error) {
-	if r.status != "" {
+// finish decides how c's request ended (c.Status), once: a second call
+// keeps the first's decision.
+func finish(ctx context.Context, c *call.Call, res json.RawMessage, err error) {
+	if c.Status != "" {
 		return
 	}
 	toolError := false
 	if err == nil {
-		if hop := r.call.HopResult; len(res) > 0 && len(res) == len(hop) && &res[0] == &hop[0] {
-			toolError = r.call.HopToolError
+		if hop := c.HopResult; len(res) > 0 && len(res) == len(hop) && &res[0] == &hop[0] {
+			toolError = c.HopToolError
 		} else {
 			toolError = observe.IsToolError(res)
 		}
 	}
-	r.status = outcome(ctx, r.missed, toolError, err)
+	c.Status = outcome(ctx, c.Missed, toolError, err)
 }
 
 // outcome is how a request ended that was answered with err, or with a
@@ -175,7 +174,7 @@ func (r *request) askedGroup(v *view, group string) {
 // miss notes that the request named nothing the client can see: its
 // outcome is not_found, whatever it is answered with.
 func (r *request) miss(target string) {
-	r.missed = true
+	r.call.Missed = true
 	if c := r.call.Observed; c != nil {
 		c.Target = target
 	}

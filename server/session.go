@@ -84,6 +84,10 @@ func (s *session) Initialized() bool { return s.initialized.Load() }
 // ID names the session, as Open was given it.
 func (s *session) ID() string { return s.id }
 
+// SessionID is the session's id: the owner (upstream.Owner) of its
+// calls is the session itself.
+func (s *session) SessionID() string { return s.id }
+
 // Dropped is how many notifications the client had no room for.
 func (s *session) Dropped() uint64 { return s.peer.Dropped() }
 

@@ -78,14 +78,14 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := h.acquire()
-	req := newRequest(newSession("t", "stdio"), snap, nil)
+	req := newRequest(h, newSession("t", "stdio"), snap, nil)
 	h.SetConfig(b) // moves the trail while the request runs
 	missed := call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) {
 		req.miss("late")
 		req.auditMiss("late", nil)
 		return nil, nil
 	})
-	audit.Writer{Trail: snap.audit, Kept: auditKept}.Handle(context.Background(), &req.call, missed)
+	audit.Writer{Trail: snap.audit, Outcome: outcomeOf}.Handle(context.Background(), &req.call, missed)
 	snap.audit.Release()
 	serveMiss(t, h, "after")
 	if err := h.Close(); err != nil {

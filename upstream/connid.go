@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/owner"
 )
 
-// ConnID names one connection to a server: the shared one, a reconnection
-// after it ended, or one client session's own (isolation: per-session).
-// No two connections the process makes share one, so what a server
-// numbers per connection (its task ids) is told apart by (ConnID, id)
-// across servers, sessions and restarts. Zero names none.
-type ConnID uint64
+// ConnID names one connection to a server (types/owner, which the call
+// contract shares).
+type ConnID = owner.ConnID
 
 // connIDs hands out ConnIDs, from 1.
 var connIDs atomic.Uint64

@@ -37,6 +37,7 @@ type capableOwner struct {
 func (o *capableOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) { return o.caps, o.known }
 func (o *capableOwner) UserKey() string                                    { return "" }
 func (o *capableOwner) Client() string                                     { return "" }
+func (o *capableOwner) SessionID() string                                  { return "" }
 
 // A connection of one client's own (isolation: per-session) declares
 // exactly what that client stated; one whose client stated nothing yet,

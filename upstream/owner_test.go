@@ -11,8 +11,9 @@ import (
 // capabilities known.
 type testOwner string
 
-func (testOwner) UserKey() string { return "" }
-func (testOwner) Client() string  { return "" }
+func (testOwner) UserKey() string   { return "" }
+func (testOwner) Client() string    { return "" }
+func (testOwner) SessionID() string { return "" }
 func (testOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	return mcp.ClientCapabilities{}, false
 }

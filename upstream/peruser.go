@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
+	"github.com/dynamic-mcp/dynamic-mcp/types/owner"
 )
 
 // A server with auth: per-user gives each calling user (an owner with a
@@ -23,29 +24,9 @@ import (
 // connection (the hub's own sign-in) fetches the lists and serves owners
 // without a user (stdio: one user).
 
-// Owner is whose request a request to a server is (see Server.Request):
-// a client session, or another holder of connections of its own (a call
-// the hub holds for a request without a session); nil is no one's, the
-// server's shared connection. The requests of one owner share its
-// connections of its own, keyed by it (so an Owner is comparable), and
-// what the server sends during them comes back with it (Event.Owner).
-// What an owner may not know it answers as "none", never by leaving a
-// method out: no request asserts an owner to a type.
-type Owner interface {
-	// UserKey is the owner's caller's key among all callers, "" for none:
-	// auth: per-user gives each key a connection of its own.
-	UserKey() string
-	// Client names the client the owner belongs to: the credential its
-	// requests came with. The owners of one client share the client's part
-	// of each cap on per-session connections (http.client_share); "" is no
-	// one's client, bounded by the caps alone.
-	Client() string
-	// ClientCapabilities are what the owner's client can answer: known is
-	// false until the client has said so (in initialize, or in the _meta
-	// of a 2026-07-28 request), and for an owner that cannot tell; a
-	// connection of its own then declares the manager's.
-	ClientCapabilities() (caps mcp.ClientCapabilities, known bool)
-}
+// Owner is whose request a request to a server is (see Server.Request;
+// types/owner, which the call contract shares).
+type Owner = owner.Owner
 
 // userConn is the key of a user's own connection among a server's
 // isolated ones: the owner of what comes on it.
@@ -56,6 +37,9 @@ func (u userConn) UserKey() string { return string(u) }
 
 // Client is "": a user's own connection is no client's (see Owner).
 func (userConn) Client() string { return "" }
+
+// SessionID is "": a user's own connection is no session.
+func (userConn) SessionID() string { return "" }
 
 // ClientCapabilities are unknown: a user's own connection declares the
 // manager's.

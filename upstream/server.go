@@ -65,6 +65,10 @@ type Status struct {
 	NextConnect time.Duration
 }
 
+// ServerConfig is s's config (Config): what the call contract's stages
+// read of the server they send a call to (server/call's Upstream).
+func (s *Server) ServerConfig() *config.Server { return s.Config }
+
 // Server is one supervised upstream server.
 type Server struct {
 	Config   *config.Server
@@ -161,6 +165,15 @@ func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
+}
+
+// ProtocolVersion is the protocol version the server's connection
+// negotiated (Status), "" before it is up: what observers are told of a
+// hop (server/call's Upstream).
+func (s *Server) ProtocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status.ProtocolVersion
 }
 
 // Restarts is how many times the server was started (or connected to)

@@ -230,8 +230,9 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 // credential is.
 type clientOwner struct{ name, client string }
 
-func (o *clientOwner) Client() string  { return o.client }
-func (o *clientOwner) UserKey() string { return "" }
+func (o *clientOwner) Client() string    { return o.client }
+func (o *clientOwner) UserKey() string   { return "" }
+func (o *clientOwner) SessionID() string { return "" }
 func (o *clientOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	return mcp.ClientCapabilities{}, false
 }

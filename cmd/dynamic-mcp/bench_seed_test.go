@@ -52,6 +52,8 @@ import (
 //	                      1,000 calls through it (< 3): its private memory is
 //	                      what each more client costs; bridge-rss-MB and
 //	                      bridge-pss-MB beside it
+//	binary-MB             the size of the hub's binary as go build makes it
+//	                      (the default cgo, not stripped), in 10^6 bytes
 //
 // The latencies are 1,000 calls each, one at a time, p50; on a busy
 // machine they are not worth much, the memory figures are. A figure
@@ -73,6 +75,9 @@ func BenchmarkSeedContract(b *testing.B) {
 		figures = append(figures, figure{name: name, value: value, target: target})
 	}
 	because := func(why string) { figures[len(figures)-1].why = why }
+	if fi, err := os.Stat(bin); err == nil {
+		add("binary-MB", float64(fi.Size())/1e6, 0)
+	}
 
 	// Startup, five times, the median.
 	var starts, startsTools []time.Duration

@@ -11,15 +11,15 @@ import (
 // Stage is the audit trail's stage of the call chain, outermost: it
 // admits a call (audit.required refuses every call while the trail
 // fails: nothing unaudited) and builds its record from what the stages
-// after it decided, which Keep keeps for the request. The record is
-// written by Writer, the trail's stage of the request chain, once the
-// request's outcome is known; the trail's one writer writes it.
+// after it decided, kept on the call for its request (call.Call's
+// Audit). The record is written by Writer, the trail's stage of the
+// request chain, once the request's outcome is known; the trail's one
+// writer writes it.
 type Stage struct {
 	Trail *Trail // the snapshot's, nil when the trail is off
-	Keep  func(c *call.Call, r *Record)
 }
 
-// Handle admits c, passes it on, and hands Keep its record.
+// Handle admits c, passes it on, and keeps its record on it.
 func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
 	if s.Trail == nil { // off: nothing to admit or record
 		return next.Handle(ctx, c)
@@ -29,7 +29,7 @@ func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (jso
 	}
 	start := time.Now()
 	res, err := next.Handle(ctx, c)
-	s.Keep(c, NewRecord(start, c))
+	c.Audit = NewRecord(start, c)
 	return res, err
 }
 
@@ -40,24 +40,25 @@ func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (jso
 // outcome (Ended). It is outside the result budget and the era's
 // decoration, which change the answer: the outcome is that of the answer
 // the client gets, decided once, where the request is answered, for every
-// observer (Kept hands it over with the record).
+// observer (Outcome).
 type Writer struct {
 	Trail *Trail // the snapshot's
-	// Kept is the record kept for c's request, answered with res and err,
-	// completed with who made it, nil for none; and the request's outcome
-	// (a traffic.Status).
-	Kept func(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*Record, string)
+	// Outcome is the outcome (a traffic.Status) of c's request, answered
+	// with res and err: decided once, by the hub, for every observer.
+	Outcome func(ctx context.Context, c *call.Call, res json.RawMessage, err error) string
 }
 
-// Handle passes c on and writes its request's record with the outcome. A
-// record the trail cannot take under audit.required fails the request:
-// no answer without its record.
+// Handle passes c on and writes its request's record (c.Audit), completed
+// with who made it and the outcome. A record the trail cannot take under
+// audit.required fails the request: no answer without its record.
 func (s Writer) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
 	res, err := next.Handle(ctx, c)
-	rec, outcome := s.Kept(ctx, c, res, err)
+	rec := c.Audit
 	if rec == nil {
 		return res, err
 	}
+	outcome := s.Outcome(ctx, c, res, err)
+	rec.User, rec.Subject = c.Session.User(), c.Session.UserKey()
 	rec.Ended(outcome, c.Failure, err)
 	if werr := s.Trail.Write(*rec); werr != nil { // a loss is counted and logged by the trail
 		return nil, werr

@@ -21,30 +21,30 @@ func TestStageRecordsDecision(t *testing.T) {
 		c.Notes.Verdict = "deny"
 		return nil, denied
 	})
-	var kept *Record
-	s := Stage{Trail: newTrail(nil, config.Audit{}, testLogger(), &Stats{}), Keep: func(c *call.Call, r *Record) { kept = r }}
+	s := Stage{Trail: newTrail(nil, config.Audit{}, testLogger(), &Stats{})}
 	c := calltest.ToolCall("rm")
 	c.Args = json.RawMessage(`{"path":"/"}`)
 	if _, err := s.Handle(t.Context(), c, decide); !errors.Is(err, denied) {
 		t.Fatalf("err %v, want the stage's", err)
 	}
+	kept := c.Audit
 	if kept == nil || kept.Session != "s1" || kept.Group != "g" || kept.Server != "s" || kept.Tool != "rm" ||
 		kept.Decision != "deny" || kept.Rule != "no-rm" || string(kept.Arguments) != `{"path":"/"}` || kept.Outcome != "" {
 		t.Fatalf("kept %+v", kept)
 	}
 
 	// Off: nothing is kept.
-	kept = nil
-	if _, err := (Stage{Keep: s.Keep}).Handle(t.Context(), c, decide); !errors.Is(err, denied) || kept != nil {
-		t.Fatalf("off: err %v, kept %+v", err, kept)
+	c.Audit = nil
+	if _, err := (Stage{}).Handle(t.Context(), c, decide); !errors.Is(err, denied) || c.Audit != nil {
+		t.Fatalf("off: err %v, kept %+v", err, c.Audit)
 	}
 
 	// Required and failing: refused, unseen by the rest of the chain.
 	failing := Closed(&Stats{}, true)
 	reached := false
 	next := call.HandlerFunc(func(ctx context.Context, c *call.Call) (json.RawMessage, error) { reached = true; return nil, nil })
-	if _, err := (Stage{Trail: failing, Keep: s.Keep}).Handle(t.Context(), c, next); err != ErrUnavailable || reached || kept != nil {
-		t.Fatalf("required, failing: err %v, next reached %v, kept %+v", err, reached, kept)
+	if _, err := (Stage{Trail: failing}).Handle(t.Context(), c, next); err != ErrUnavailable || reached || c.Audit != nil {
+		t.Fatalf("required, failing: err %v, next reached %v, kept %+v", err, reached, c.Audit)
 	}
 }
 
@@ -56,25 +56,25 @@ func TestWriterWritesOnceAnswered(t *testing.T) {
 		c.Failure = "upstream down"
 		return json.RawMessage(`{"isError":true}`), nil
 	})
-	var rec *Record
-	kept := func(ctx context.Context, c *call.Call, res json.RawMessage, err error) (*Record, string) {
+	outcome := func(ctx context.Context, c *call.Call, res json.RawMessage, err error) string {
 		if string(res) != `{"isError":true}` || err != nil {
-			t.Errorf("kept handed %s, %v: not the answer", res, err)
+			t.Errorf("outcome handed %s, %v: not the answer", res, err)
 		}
-		return rec, "tool_error"
+		return "tool_error"
 	}
 	c := calltest.ToolCall("rm")
 
 	// No record kept: nothing written, the answer as it is.
 	stats := &Stats{}
-	if res, err := (Writer{Trail: Closed(stats, false), Kept: kept}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 0 {
+	if res, err := (Writer{Trail: Closed(stats, false), Outcome: outcome}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 0 {
 		t.Fatalf("no record: %s, %v, lost %d", res, err, stats.Lost())
 	}
 
 	// A record: completed with the outcome, and written (a closed trail
 	// counts it lost).
-	rec = &Record{Method: "tools/call", Tool: "rm"}
-	if res, err := (Writer{Trail: Closed(stats, false), Kept: kept}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 1 {
+	rec := &Record{Method: "tools/call", Tool: "rm"}
+	c.Audit = rec
+	if res, err := (Writer{Trail: Closed(stats, false), Outcome: outcome}).Handle(t.Context(), c, answer); err != nil || res == nil || stats.Lost() != 1 {
 		t.Fatalf("record: %s, %v, lost %d", res, err, stats.Lost())
 	}
 	if rec.Outcome != "tool_error" || rec.Error != "upstream down" {
@@ -82,7 +82,7 @@ func TestWriterWritesOnceAnswered(t *testing.T) {
 	}
 
 	// Required: no answer without its record.
-	if res, err := (Writer{Trail: Closed(stats, true), Kept: kept}).Handle(t.Context(), c, answer); err == nil || res != nil {
+	if res, err := (Writer{Trail: Closed(stats, true), Outcome: outcome}).Handle(t.Context(), c, answer); err == nil || res != nil {
 		t.Fatalf("required, not written: %s, %v", res, err)
 	}
 }

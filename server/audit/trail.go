@@ -225,7 +225,7 @@ func (a *Trail) Write(r Record) error {
 	if !a.args {
 		r.Arguments = nil
 	}
-	r.clip()
+	r.Clip()
 	b, err := json.Marshal(r)
 	if err != nil {
 		a.lost(1, nil)

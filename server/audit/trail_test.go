@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit/record"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -365,7 +366,7 @@ func TestAuditFailingKeepsBoundedLines(t *testing.T) {
 		a.Hold()
 		// The largest arguments a record keeps, in as many records as the
 		// queue holds: more than the bound.
-		rec := Record{Method: "tools/call", Arguments: json.RawMessage(`"` + strings.Repeat("x", maxArguments-2) + `"`)}
+		rec := Record{Method: "tools/call", Arguments: json.RawMessage(`"` + strings.Repeat("x", record.MaxArguments-2) + `"`)}
 		line, _ := json.Marshal(rec)
 		const n = queueLen
 		kept := pendingBytes / (len(line) + 1)

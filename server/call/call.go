@@ -10,12 +10,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/audit/record"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/owner"
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Session is the client session a call is made in, as a stage may see
@@ -28,8 +29,10 @@ type Session interface {
 	// or, for a 2026-07-28 request over HTTP without Mcp-Session-Id (a
 	// session that ends with the request), its identity or credential.
 	Caller() string
-	// UserKey is the signed-in user's key, "" when the face knows none.
+	// UserKey is the signed-in user's key, "" when the face knows none;
+	// User its name as the audit trail writes it (else its subject).
 	UserKey() string
+	User() string
 	// Transport is the face the session came through: "stdio",
 	// "streamable-http" or "sse".
 	Transport() string
@@ -56,12 +59,26 @@ type Session interface {
 
 // Owner is whose calls upstream a call or hop is: an upstream.Owner (the
 // client session, or a call held between rounds that owns its
-// connections), and the face that sends its caller to sign in to a
-// per-user server (Linker, nil when its face cannot). Every owner answers
-// both, so no stage asserts an owner to a type.
+// connections; types/owner), and the face that sends its caller to sign
+// in to a per-user server (Linker, nil when its face cannot). Every owner
+// answers both, so no stage asserts an owner to a type.
 type Owner interface {
-	upstream.Owner
+	owner.Owner
 	Linker() Linker
+}
+
+// ConnID names one connection to an upstream server (upstream.ConnID).
+type ConnID = owner.ConnID
+
+// Upstream is an upstream server as the stages use it: its config, the
+// protocol version it speaks, and the request itself, which the end of every hop sends (RequestOn, the
+// owner explicit; see upstream.Server's, which satisfies it). The contract
+// imports no upstream: a stage is handed the server, never reaches into
+// it.
+type Upstream interface {
+	ServerConfig() *config.Server
+	ProtocolVersion() string // what observers are told of a hop
+	RequestOn(ctx context.Context, owner owner.Owner, on owner.ConnID, part uint64, method string, params any, timeout time.Duration) (json.RawMessage, owner.ConnID, error)
 }
 
 // Linker is how a face sends its caller to sign in to a server through
@@ -105,8 +122,15 @@ type Origin struct {
 	// Owner is whose calls upstream this is (the client session): the
 	// end of the chain passes it to upstream explicitly. Opaque to the
 	// stages: those that keep what is the session's (progress, tasks)
-	// are given the hub's session by the hub, never assert it from here.
+	// are given the hub's session by the hub (the open session the owner
+	// is, Owner.SessionID), never assert it from here.
 	Owner Owner
+	// Handler answers the request once it passed the request stages: the
+	// hub's own methods, the view, and forward for a call the view routes
+	// upstream. Set where the hub reads the request; every request chain
+	// ends in it (End), so the hub is handed its own request explicitly,
+	// never asserted from Session.
+	Handler Handler
 	// Config is the config of the snapshot the request is served under;
 	// Secrets its secrets' redactor (Config.Secrets), nil when it
 	// resolves none.
@@ -138,8 +162,8 @@ type Asked struct {
 
 // Route is where a call goes: set once the view routed it upstream.
 type Route struct {
-	Upstream *upstream.Server // the upstream server the call goes to
-	Server   *config.Server   // its config
+	Upstream Upstream       // the upstream server the call goes to
+	Server   *config.Server // its config
 	// Name is the tool or prompt as the server knows it, or the URI;
 	// ClientName the tool as the client named it (Name when the same).
 	Name, ClientName string
@@ -178,7 +202,7 @@ type Outcome struct {
 	Meta json.RawMessage
 	// Conn is the connection the end of the chain sent the call on (a
 	// task lives there, tasks.Stage), zero before.
-	Conn upstream.ConnID
+	Conn ConnID
 	// Failure is the hub's own failure that a tool error result reports,
 	// for the audit trail.
 	Failure string
@@ -187,6 +211,18 @@ type Outcome struct {
 	// request's own result is often those very bytes, not judged twice.
 	HopResult    []byte
 	HopToolError bool
+	// Audit is the audit record kept for the request, written once it is
+	// answered (audit.Writer), nil for none: built by the audit stage from
+	// what the stages noted, or by the hub (a tool not found, a kept
+	// result read, an agent's report).
+	Audit *record.Record
+	// Missed is set when the request named a tool, prompt or resource the
+	// client cannot see: its outcome is not_found, whatever it is
+	// answered with.
+	Missed bool
+	// Status is how the request ended, decided once where it is answered
+	// (by the hub, for the audit trail and every observer), "" before.
+	Status traffic.Status
 }
 
 // Notes record what the stages decided about a call, for its observers

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Chain is an ordered list of stages, outermost first: built once (per
@@ -77,17 +75,23 @@ func (ch *Chain) Then(end Handler) Handler {
 	return next
 }
 
+// End is the end of a request chain: the call's own Handler (Origin),
+// which the hub set where it read the request.
+var End Handler = HandlerFunc(func(ctx context.Context, c *Call) (json.RawMessage, error) {
+	return c.Handler.Handle(ctx, c)
+})
+
 // HopHandler sends a hop: the raw result and the connection it went on,
 // or the error.
 type HopHandler interface {
-	Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error)
+	Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error)
 }
 
 // HopFunc is a func as a HopHandler.
-type HopFunc func(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error)
+type HopFunc func(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error)
 
 // Hop calls f.
-func (f HopFunc) Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error) {
+func (f HopFunc) Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error) {
 	return f(ctx, h)
 }
 
@@ -95,7 +99,7 @@ func (f HopFunc) Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.Con
 // next (once, or again when what stood in its way is gone: a sign-in),
 // and may look at and change what comes back.
 type HopStage interface {
-	Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, upstream.ConnID, error)
+	Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, ConnID, error)
 }
 
 // Hops are the hop stages, outermost first, linked once to end, the
@@ -122,7 +126,7 @@ type hopWhen struct {
 	when  func(*Hop) bool
 }
 
-func (w hopWhen) Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, upstream.ConnID, error) {
+func (w hopWhen) Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, ConnID, error) {
 	if !w.when(h) {
 		return next.Hop(ctx, h)
 	}
@@ -135,6 +139,6 @@ type hopLink struct {
 	next  HopHandler
 }
 
-func (l *hopLink) Hop(ctx context.Context, h *Hop) (json.RawMessage, upstream.ConnID, error) {
+func (l *hopLink) Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error) {
 	return l.stage.Hop(ctx, h, l.next)
 }

@@ -46,3 +46,27 @@ func TestStagesDoNotImportServer(t *testing.T) {
 		}
 	}
 }
+
+// The contract names what it needs of the upstream server (Upstream: its
+// config, its protocol version, the request) and of the owner and the
+// connection (types/owner), and imports no upstream, not even through
+// another package: a stage is handed the server, never reaches into it.
+func TestCallDoesNotImportUpstream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", root+"/call").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	const up = "github.com/dynamic-mcp/dynamic-mcp/upstream"
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, root+"/call") {
+		t.Fatalf("go list -deps %s/call lists %q: not what this test expects", root, deps)
+	}
+	for _, pkg := range deps {
+		if pkg == up || strings.HasPrefix(pkg, up+"/") {
+			t.Errorf("server/call depends on %s: it names the upstream server by its Upstream interface and the owner and connection by types/owner, and imports no upstream", pkg)
+		}
+	}
+}

@@ -17,16 +17,17 @@
 // redaction), is a HopStage, handed a Hop.
 //
 // The package does no I/O and imports only the pure policy package,
-// upstream and types/*: a stage package imports it, upstream and
-// types/*, never the hub (server), so that no concern can reach back
-// into another.
+// the audit record (server/audit/record) and types/*: a stage package
+// imports it, upstream and types/*, never the hub (server), so that no
+// concern can reach back into another.
 //
-// It imports upstream on purpose: the chain ends in
-// upstream.Server.Request(ctx, owner, ...), so a Call's route holds the
-// server itself (Route.Upstream), its owner is upstream's Owner and the
-// connection it went on upstream's ConnID. A name in their place would
-// be looked up again at the end of the chain and by every stage that
-// keeps something per server (progress, tasks, the rounds), and could
-// name a server a reload has replaced meanwhile. upstream imports
-// neither call nor any stage, so the imports still point down.
+// It imports no upstream (a test says so): the chain ends in
+// upstream.Server.RequestOn(ctx, owner, ...), and a Call's route holds
+// the server itself as an Upstream, the interface of exactly what the
+// stages use of it (its config, and that request), which *upstream.Server
+// satisfies; its owner and the connection it went on are the types both
+// share (types/owner). The server itself, not a name: a name would be
+// looked up again at the end of the chain and by every stage that keeps
+// something per server (progress, tasks, the rounds), and could name a
+// server a reload has replaced meanwhile.
 package call

@@ -5,7 +5,6 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/redact"
-	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // Hop is one request to an upstream server: the one the end of the chain
@@ -15,10 +14,10 @@ import (
 // goes through, whoever sends it (per-user sign-in, redaction), is a
 // HopStage; a concern of a client's call alone is a Stage.
 type Hop struct {
-	Call    *Call            // the client's request it is sent for, nil for none
-	Owner   Owner            // whose request it is (see upstream's Request), nil for no one's
-	Server  *upstream.Server // where it goes
-	On      upstream.ConnID  // the connection it must go on, zero for any (upstream's RequestOn)
+	Call    *Call    // the client's request it is sent for, nil for none
+	Owner   Owner    // whose request it is (see upstream's Request), nil for no one's
+	Server  Upstream // where it goes
+	On      ConnID   // the connection it must go on, zero for any (upstream's RequestOn)
 	Method  string
 	Params  any
 	Timeout time.Duration

@@ -21,7 +21,6 @@ type bodyReader struct {
 	*byteBudget
 	timeout time.Duration // Options.BodyTimeout
 	hub     server.Host   // its Settings' MaxMessageSize
-	decoded func()        // Options.decoded
 }
 
 // readMessage reads and decodes one message, answering the client itself
@@ -66,9 +65,6 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 		return nil, nil, nil, false
 	}
 	msg, err = jsonrpc.Decode(body)
-	if b.decoded != nil {
-		b.decoded()
-	}
 	if err != nil {
 		release()
 		var de *jsonrpc.DecodeError

@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,47 +12,56 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
 // A POSTed message is decoded once: the face decodes the body to route
 // it, and the session's Conn takes that decoding (Conn.Take, or
-// jsonrpc.MessageReader), never the body's bytes to decode again. The
-// face tells of each decoding of a client's message (Options.decoded:
-// its own, and one of a message it delivers undecoded), so the count is
-// exact: a body decoded twice would add one per POST.
+// jsonrpc.MessageReader), never the body's bytes to decode again. Every
+// decoding of the test's bodies is counted where it happens, in
+// jsonrpc.Decode (DecodeHook), whoever decodes: the face, the session's
+// Conn if the message reached it undecoded, or anything between. Each
+// body carries an id no other test sends, and only the requests are
+// counted (an answer echoes the id).
 func TestHTTPBodyDecodedOnce(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
+	const mark = `"decode-once-`
 	var decodes atomic.Int64
-	_, ts := serveHTTPWith(t, h, Options{NoAuth: true, decoded: func() { decodes.Add(1) }})
+	defer jsonrpc.DecodeHook(func(msg []byte) {
+		if bytes.Contains(msg, []byte(mark)) && bytes.Contains(msg, []byte(`"method"`)) {
+			decodes.Add(1)
+		}
+	})()
+	_, ts := serveHTTPWith(t, h, Options{NoAuth: true})
 	c := newHTTPClient(t, ts.URL)
 	const n = 30
-	before := decodes.Load()
 	for i := range n {
 		var msg string
 		switch i % 3 {
 		case 0:
-			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+10)
+			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s%d","method":"ping"}`, mark, i)
 		case 1:
-			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i+10)
+			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s%d","method":"tools/list"}`, mark, i)
 		case 2:
-			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`, i+10)
+			msg = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s%d","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`, mark, i)
 		}
 		if resp, body := c.post(msg); resp.StatusCode != http.StatusOK || strings.Contains(body, `"error"`) {
 			t.Fatalf("%s: %d %s", msg, resp.StatusCode, body)
 		}
 	}
-	if got := decodes.Load() - before; got != n {
+	if got := decodes.Load(); got != n {
 		t.Errorf("%d POSTs (ping, tools/list, tools/call) took %d decodes, want %d", n, got, n)
 	}
 	// A subscriptions/listen's POST too, taken by the Conn of the session
 	// it opens (acknowledged once taken).
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if ack := openListen(ctx, c, `"L"`, `"toolsListChanged":true`).next(); method(ack) != "notifications/subscriptions/acknowledged" {
+	if ack := openListen(ctx, c, mark+`listen"`, `"toolsListChanged":true`).next(); method(ack) != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("listen: %v", ack)
 	}
-	if got := decodes.Load() - before; got != n+1 {
+	if got := decodes.Load(); got != n+1 {
 		t.Errorf("a subscriptions/listen took %d decodes, want 1", got-n)
 	}
 }

@@ -80,11 +80,6 @@ type Options struct {
 	// sessionBytes bounds the bytes of one session's requests in flight;
 	// 0: jsonrpc.DefaultMaxInflightBytes. Tests scale it down.
 	sessionBytes int64
-	// decoded, when set, hears of each decoding of a message a client
-	// sent: the face's of a POST's body, or a session Conn's of a message
-	// delivered to it undecoded. Tests count them (a body is decoded
-	// once); nil, as everywhere else, costs nothing.
-	decoded func()
 }
 
 // UserSignIns are the sign-ins of each user to the servers with auth
@@ -149,7 +144,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = httpguard.NewShares(opts.MaxSessions, opts.MaxInflight, opts.ClientShare, s.guard.Credentials())
 	s.inflight.max, s.inflight.shares = int64(opts.MaxInflight), s.shares
-	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory), timeout: opts.BodyTimeout, hub: hub, decoded: opts.decoded}
+	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory), timeout: opts.BodyTimeout, hub: hub}
 	sl, err := newSealer(opts.SessionKeys)
 	if err != nil {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())

@@ -88,7 +88,6 @@ func (s *Server) startSession(id, transport, owner, profile, base string, who *i
 		base:      base,
 	}
 	hs.st.log.total = &s.kept
-	hs.st.decoded = s.opts.decoded
 	hs.touch()
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	settings := s.hub.Settings()

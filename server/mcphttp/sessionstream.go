@@ -29,9 +29,6 @@ type sessionStream struct {
 	closed chan struct{} // closed by Close
 	once   sync.Once
 	lost   atomic.Uint64 // notifications dropped, or with no stream to go down (one kept for the GET stream is not lost)
-	// decoded is Options.decoded, told of each message delivered
-	// undecoded (deliver): the Conn decodes it.
-	decoded func()
 
 	mu         sync.Mutex       // guards posts, order, standalone and log
 	posts      map[string]*post // the client's requests not yet answered, by id
@@ -185,9 +182,6 @@ func (ss *sessionStream) Done() <-chan struct{} { return ss.closed }
 // deliver hands msg, POSTed by the client, to the Conn; false when the
 // session ended or ctx did first.
 func (ss *sessionStream) deliver(ctx context.Context, msg []byte) bool {
-	if ss.decoded != nil {
-		ss.decoded()
-	}
 	return ss.deliverInbound(ctx, inbound{raw: msg})
 }
 

@@ -84,7 +84,7 @@ func Routed(c *traffic.Call, s *upstream.Server, target, rule, action string) {
 // the hop stages (Hops: per-user sign-in, and redaction, so that no
 // resolved ${secret:NAME} in what an upstream answers reaches the client
 // or the observers).
-func (t *Traffic) Request(ctx context.Context, c *call.Call, owner call.Owner, s *upstream.Server, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+func (t *Traffic) Request(ctx context.Context, c *call.Call, owner call.Owner, s call.Upstream, method string, params any, timeout time.Duration) (json.RawMessage, error) {
 	res, _, err := t.RequestOn(ctx, c, owner, s, 0, method, params, timeout)
 	return res, err
 }
@@ -108,14 +108,14 @@ func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 // call it is (see upstream's Request): the client session, a held call
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
-func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner call.Owner, s *upstream.Server, on upstream.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, upstream.ConnID, error) {
+func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner call.Owner, s call.Upstream, on call.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, call.ConnID, error) {
 	return t.Hop(ctx, &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout})
 }
 
 // Hop sends hp, under its call's config (the hub's current one for a hop
 // of no client's request), through the hop stages (Hops) inside the
 // observers' view of it: the outermost call.HopHandler of every hop.
-func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, upstream.ConnID, error) {
+func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, call.ConnID, error) {
 	c, s, method, params := hp.Call, hp.Server, hp.Method, hp.Params
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets
@@ -131,8 +131,9 @@ func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, upstr
 	if err != nil {
 		return nil, 0, err
 	}
-	hop := &traffic.Hop{Group: s.Config.Group, Server: s.Config.Name, Transport: string(s.Config.Transport),
-		Protocol: s.Status().ProtocolVersion, Method: method, Params: raw, Start: time.Now()}
+	sc := s.ServerConfig()
+	hop := &traffic.Hop{Group: sc.Group, Server: sc.Name, Transport: string(sc.Transport),
+		Protocol: s.ProtocolVersion(), Method: method, Params: raw, Start: time.Now()}
 	if c != nil {
 		hop.Call = c.Observed
 	}

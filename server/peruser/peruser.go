@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -31,7 +32,7 @@ type Stage struct {
 	// Ask passes a request to the client of the owner's call, where the
 	// client can answer, and returns its answer (the hub's session
 	// table's Request).
-	Ask func(ctx context.Context, e upstream.Event) (json.RawMessage, error)
+	Ask func(ctx context.Context, e routes.ServerRequest) (json.RawMessage, error)
 }
 
 // Hop sends h on, and answers as it answered, unless it says the caller
@@ -68,7 +69,7 @@ func (st Stage) Hop(ctx context.Context, h *call.Hop, next call.HopHandler) (jso
 	// timeout; then the call is answered with the link.
 	ectx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	if answer, aerr := st.Ask(ectx, upstream.Event{Server: h.Server, Method: "elicitation/create", Params: b, Owner: h.Owner}); aerr == nil && accepted(answer) {
+	if answer, aerr := st.Ask(ectx, routes.ServerRequest{Server: h.Server, Method: "elicitation/create", Params: b, Owner: h.Owner}); aerr == nil && accepted(answer) {
 		select {
 		case <-done:
 			return next.Hop(ctx, h)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call/calltest"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -40,14 +41,14 @@ func TestStageSignsIn(t *testing.T) {
 	})
 	l := linker{done: make(chan struct{})}
 	close(l.done)
-	accept := Stage{Ask: func(ctx context.Context, e upstream.Event) (json.RawMessage, error) {
+	accept := Stage{Ask: func(ctx context.Context, e routes.ServerRequest) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept"}`), nil
 	}}
 	if res, conn, err := accept.Hop(t.Context(), &call.Hop{Owner: owner{l: l}, Timeout: 1 << 40}, next); err != nil || conn != 3 || string(res) != `{}` {
 		t.Fatalf("accepted: %s on %d, %v", res, conn, err)
 	}
 	sends = 0
-	decline := Stage{Ask: func(ctx context.Context, e upstream.Event) (json.RawMessage, error) {
+	decline := Stage{Ask: func(ctx context.Context, e routes.ServerRequest) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"decline"}`), nil
 	}}
 	if _, _, err := decline.Hop(t.Context(), &call.Hop{Owner: owner{l: l}, Timeout: 1 << 40}, next); err == nil || !strings.Contains(err.Error(), "https://hub.example/signin/") {

@@ -68,7 +68,7 @@ const relayStateTTL = 10 * time.Minute
 // another request is refused -32602, and so is one whose round was
 // answered already. Nothing answers a retry from a cache: it always
 // reaches the call it resumes.
-func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (r *Rounds) Call(ctx context.Context, c *call.Call, s call.Upstream, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	who, digest := c.Session.Caller(), callDigest(c)
 	caps := c.Session.Capabilities()
 	token, retry := jsonrpc.StringValue(c.Request.Field("requestState"))
@@ -76,7 +76,7 @@ func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, par
 		if c.Request.Field("requestState") != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")
 		}
-		if mcp.IsModernProtocol(s.Status().ProtocolVersion) {
+		if mcp.IsModernProtocol(s.ProtocolVersion()) {
 			return r.relay(ctx, c, s, params, timeout, who, digest)
 		}
 		p, err := r.startHeld(ctx, c, s, params, timeout, caps)
@@ -116,7 +116,7 @@ func (r *Rounds) Call(ctx context.Context, c *call.Call, s *upstream.Server, par
 
 // relay sends a call to a 2026-07-28 server and seals the requestState of
 // an input_required answer inside the hub's.
-func (r *Rounds) relay(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
+func (r *Rounds) relay(ctx context.Context, c *call.Call, s call.Upstream, params json.RawMessage, timeout time.Duration, who, digest string) (json.RawMessage, error) {
 	res, _, err := r.hub.Send.Hop(ctx, &call.Hop{Call: c, Owner: c.Owner, Server: s, Method: c.Method, Params: params, Timeout: timeout})
 	if err != nil || !era.IsInputRequired(res) {
 		return res, err
@@ -126,7 +126,7 @@ func (r *Rounds) relay(ctx context.Context, c *call.Call, s *upstream.Server, pa
 	if !ok {
 		return res, nil // nothing to seal: the retry carries no state either
 	}
-	sealed, err := r.states.seal(sealedState{Server: s.Config.ID(), Upstream: state, Caller: who, Call: digest,
+	sealed, err := r.states.seal(sealedState{Server: s.ServerConfig().ID(), Upstream: state, Caller: who, Call: digest,
 		Expires: r.states.now().Add(relayStateTTL).UnixMilli()})
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (ic *inputCalls) run(owner upstream.Owner, p *Held) func() {
 // its hop carried as its Part: a number, not the call, as upstream keeps
 // it); else the latest, as upstream ties a request it cannot tell apart
 // to the owner's latest call (see upstream's callContext).
-func (r *Rounds) Held(owner upstream.Owner, s *upstream.Server, part uint64) *Held {
+func (r *Rounds) Held(owner upstream.Owner, s call.Upstream, part uint64) *Held {
 	if owner == nil {
 		return nil
 	}
@@ -282,7 +282,7 @@ func (r *Rounds) Held(owner upstream.Owner, s *upstream.Server, part uint64) *He
 // cancelled, and its state is refused from then on.
 type Held struct {
 	id       uint64 // its number among the held calls: its hop's Part (see Rounds.Held)
-	server   *upstream.Server
+	server   call.Upstream
 	deadline time.Time          // the call's: its states expire with it
 	cancel   context.CancelFunc // ends the upstream call
 	done     chan struct{}      // closed when the upstream answered; res and err set
@@ -314,6 +314,9 @@ func (p *Held) UserKey() string { return p.user }
 // them (upstream.Owner).
 func (p *Held) Client() string { return "" }
 
+// SessionID is "": a held call is no session (upstream.Owner).
+func (p *Held) SessionID() string { return "" }
+
 // ClientCapabilities are unknown to the connections the call owns, which
 // declare the hub's (upstream.Owner); its client's are asked per round.
 func (p *Held) ClientCapabilities() (mcp.ClientCapabilities, bool) {
@@ -342,7 +345,7 @@ type inputAsk struct {
 // the connections of that session's own (isolation: per-session): the
 // call is then the owner of its connections itself (ownsConn), which it
 // releases when it ends.
-func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
+func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s call.Upstream, params json.RawMessage, timeout time.Duration, caps mcp.ClientCapabilities) (*Held, error) {
 	h := r.hub
 	p := &Held{server: s, deadline: time.Now().Add(timeout), done: make(chan struct{}), wake: make(chan struct{}, 1),
 		consumed: make(chan struct{}), caps: caps}
@@ -521,11 +524,11 @@ const (
 // client did not declare it can answer), and the call is sent again with
 // the answers and the server's requestState untouched, until a result
 // that is not input_required.
-func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s call.Upstream, params json.RawMessage, res json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	shed := 0
 	for round := 1; ; round++ {
 		if round > maxInputRounds {
-			return nil, fmt.Errorf("upstream %s asked for input more than %d times in one call", s.Config.ID(), maxInputRounds)
+			return nil, fmt.Errorf("upstream %s asked for input more than %d times in one call", s.ServerConfig().ID(), maxInputRounds)
 		}
 		var ir struct {
 			InputRequests map[string]struct {
@@ -534,11 +537,11 @@ func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, p
 			} `json:"inputRequests"`
 		}
 		if err := json.Unmarshal(res, &ir); err != nil {
-			return nil, fmt.Errorf("upstream %s: an input_required result: %w", s.Config.ID(), err)
+			return nil, fmt.Errorf("upstream %s: an input_required result: %w", s.ServerConfig().ID(), err)
 		}
 		if len(ir.InputRequests) == 0 {
 			if shed++; shed > maxShedRounds {
-				return nil, fmt.Errorf("upstream %s asked %d times in a row to retry without asking anything", s.Config.ID(), maxShedRounds+1)
+				return nil, fmt.Errorf("upstream %s asked %d times in a row to retry without asking anything", s.ServerConfig().ID(), maxShedRounds+1)
 			}
 		} else {
 			shed = 0
@@ -556,7 +559,7 @@ func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, p
 				p = in.Params
 			}
 			actx, cancel := context.WithTimeout(ctx, timeout)
-			a, err := r.hub.AskClient(actx, upstream.Event{Server: s, Method: in.Method, Params: p, Owner: c.Owner})
+			a, err := r.hub.AskClient(actx, routes.ServerRequest{Server: s, Method: in.Method, Params: p, Owner: c.Owner})
 			cancel()
 			if err != nil {
 				var re *upstream.RPCError
@@ -565,7 +568,7 @@ func (r *Rounds) Fulfil(ctx context.Context, c *call.Call, s *upstream.Server, p
 					// (an input response is a result, never an error).
 					err = errors.New(re.Message)
 				}
-				return nil, fmt.Errorf("upstream %s asked the client %s (%s): %w", s.Config.ID(), in.Method, k, err)
+				return nil, fmt.Errorf("upstream %s asked the client %s (%s): %w", s.ServerConfig().ID(), in.Method, k, err)
 			}
 			answers[k] = a
 		}

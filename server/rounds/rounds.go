@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -44,7 +45,7 @@ type Hub struct {
 	// AskClient passes a server's request to the client of the call it
 	// came during (e.Owner), where the client can answer, and returns the
 	// client's answer.
-	AskClient func(ctx context.Context, e upstream.Event) (json.RawMessage, error)
+	AskClient func(ctx context.Context, e routes.ServerRequest) (json.RawMessage, error)
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
 	Release func(owner upstream.Owner)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -20,7 +21,6 @@ import (
 func (t *Table[S]) Notification(e upstream.Event) {
 	ctx, s, method, params := e.Context, e.Server, e.Method, e.Params
 	var zero S
-	owner, _ := e.Owner.(S)
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
@@ -37,7 +37,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	)
 	if method == "notifications/progress" {
 		tok, route, known = t.progressOf(s, fields)
-		if owner != zero && known && owner != route.sess || known && route.user != e.User {
+		if known && ofSession(e) && e.Owner != upstream.Owner(route.sess) || known && route.user != e.User {
 			// It came on another session's own connection, or in the
 			// answer to another session's call, or on a connection of
 			// another user's own (auth: per-user) than the call went on,
@@ -93,12 +93,12 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		// per-session) is that session's alone, one on a user's own
 		// connection (auth: per-user) that user's sessions' (see hears).
 		for _, sess := range t.List() {
-			if !hears(e, owner, sess) {
+			if !hears(e, sess) {
 				continue
 			}
 			if Allows(sess.GetLogLevel(), level) {
 				nctx := context.Background()
-				if sess == owner {
+				if e.Owner == upstream.Owner(sess) {
 					nctx = ctx
 				}
 				notify(nctx, sess, method, p)
@@ -118,7 +118,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		var subs []S
 		if sub := t.subs[uri]; sub != nil && sub.owner.Config.ID() == s.Config.ID() {
 			for sess := range sub.sessions {
-				if hears(e, owner, sess) { // an update on a connection of one's own is no one else's
+				if hears(e, sess) { // an update on a connection of one's own is no one else's
 					subs = append(subs, sess)
 				}
 			}
@@ -135,23 +135,47 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	}
 }
 
-// hears reports whether sess may be told what came in e, whose owner is
-// owner where that is a session: what came on a connection of one
-// session's own (isolation: per-session) is that session's alone, what
+// hears reports whether sess may be told what came in e: what came on a
+// connection of one session's own (isolation: per-session) is that
+// session's alone (its owner, e.Owner, is that session itself), what
 // came on a user's own connection (auth: per-user) is for that user's
 // sessions alone; what came on a shared connection is anyone's.
-func hears[S Session](e upstream.Event, owner, sess S) bool {
-	return (!e.OwnConn || sess == owner) && (e.User == "" || sess.UserKey() == e.User)
+func hears[S Session](e upstream.Event, sess S) bool {
+	return (!e.OwnConn || e.Owner == upstream.Owner(sess)) && (e.User == "" || sess.UserKey() == e.User)
+}
+
+// ofSession reports whether e came for a client session (its owner is
+// one: upstream.Owner.SessionID), not for a held call, a user's own
+// connection or no one.
+func ofSession(e upstream.Event) bool { return e.Owner != nil && e.Owner.SessionID() != "" }
+
+// ServerRequest is a request of an upstream server's to a client, as the
+// table passes it on (Request): one that came in an upstream.Event
+// (RequestOf), or one a stage puts to the client for the server it sends
+// a call to (a 2026-07-28 round's input request, a per-user sign-in).
+type ServerRequest struct {
+	Server call.Upstream  // the server that asks
+	Owner  upstream.Owner // whose call it came during (upstream.Event.Owner), nil for none known
+	Part   uint64         // the part of the owner's work it came during (upstream.Event.Part)
+	Method string
+	Params json.RawMessage // nil when the server sent none
+	// Ambiguous: it came while calls of several owners were in flight
+	// (upstream.Event.Ambiguous).
+	Ambiguous bool
+}
+
+// RequestOf is the request upstream's event e carries.
+func RequestOf(e upstream.Event) ServerRequest {
+	return ServerRequest{Server: e.Server, Owner: e.Owner, Part: e.Part, Method: e.Method, Params: e.Params, Ambiguous: e.Ambiguous}
 }
 
 // Request passes a request from an upstream server (sampling,
 // elicitation, roots) to the client whose call caused it (e.Owner), where
 // that client declared it can answer, and returns the client's answer.
-// ctx carries the upstream's deadline (e.Context is not read); params are
-// nil when the upstream sent none, and then the client gets none either
-// (never "params": null).
-func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawMessage, err error) {
-	s, method, params := e.Server, e.Method, e.Params
+// ctx carries the upstream's deadline; params are nil when the upstream
+// sent none, and then the client gets none either (never "params": null).
+func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMessage, err error) {
+	s, method, params := e.Server.ServerConfig(), e.Method, e.Params
 	// A resolved ${secret:NAME} a server asks the client about (a sampling
 	// prompt, an elicitation's message) goes no further, as in its
 	// answers (server/observe) and notifications.
@@ -162,7 +186,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 	sess := t.For(e.Owner)
 	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
 	if obs := t.opts.Observer(); obs != nil {
-		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params, Request: true}
+		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.ID(), Method: method, Params: params, Request: true}
 		if sess != zero {
 			m.Session = sess.ID()
 		}
@@ -177,7 +201,7 @@ func (t *Table[S]) Request(ctx context.Context, e upstream.Event) (res json.RawM
 		return res, err
 	}
 	if e.Ambiguous {
-		t.opts.Logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.Config.ID(), "method", method)
+		t.opts.Logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
 	}
 	if sess == zero {

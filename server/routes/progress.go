@@ -13,9 +13,9 @@ import (
 
 type progressRoute[S Session] struct {
 	sess   S
-	server *upstream.Server // the call's: only its progress is the call's
-	ctx    context.Context  // the call's, so progress goes down its stream
-	token  json.RawMessage  // as the client sent it
+	server call.Upstream   // the call's: only its progress is the call's
+	ctx    context.Context // the call's, so progress goes down its stream
+	token  json.RawMessage // as the client sent it
 	// user is the user whose own connection the call goes on (auth:
 	// per-user), "" for none: only progress from that connection is the
 	// call's (see upstream.Event.User).
@@ -31,8 +31,9 @@ type progressRoute[S Session] struct {
 // progress reaches the call (see Table.Notification).
 type Progress[S Session] struct {
 	Table *Table[S]
-	// Session is the hub's session a call is made in: given by the hub,
-	// not asserted from Call.Owner.
+	// Session is the hub's session a call is made in, the zero S for one
+	// that ended: given by the hub (the open session the call's owner
+	// is, Table.Of), not asserted from Call.Owner.
 	Session func(c *call.Call) S
 }
 
@@ -57,17 +58,21 @@ func (p Progress[S]) Handle(ctx context.Context, c *call.Call, next call.Handler
 }
 
 // TrackProgress gives a call's progress token one of the hub's own,
-// unique across sessions, and returns it with a func that forgets it.
-func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server *upstream.Server, token json.RawMessage) (string, func()) {
+// unique across sessions, and returns it with a func that forgets it. A
+// call of a session that ended (the zero S) gets a token that routes
+// nowhere: its progress is no one's.
+func (t *Table[S]) TrackProgress(ctx context.Context, sess S, server call.Upstream, token json.RawMessage) (string, func()) {
 	t.mu.Lock()
 	t.nextTok++
 	hubTok := fmt.Sprintf("dynamic-mcp-progress-%d", t.nextTok)
 	var user string
 	var zero S
-	if server != nil && server.Config != nil && server.Config.PerUser() && sess != zero {
+	if server != nil && server.ServerConfig() != nil && server.ServerConfig().PerUser() && sess != zero {
 		user = sess.UserKey()
 	}
-	t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token, user: user}
+	if sess != zero {
+		t.progress[hubTok] = progressRoute[S]{sess: sess, server: server, ctx: ctx, token: token, user: user}
+	}
 	t.mu.Unlock()
 	return hubTok, func() {
 		t.mu.Lock()

@@ -51,9 +51,11 @@ type Session interface {
 	Updated(uri string, params json.RawMessage)
 	// Routing is what the table keeps in the session.
 	Routing() *Entry
-	// UserKey is the signed-in user the session is, "" for none (a
-	// local client, a caller without identity): see For.
-	UserKey() string
+	// A session is the owner (upstream.Owner) of its calls upstream: its
+	// UserKey is the signed-in user it is, "" for none (a local client, a
+	// caller without identity: see For), and its SessionID its ID, by
+	// which the table finds the session what comes back is for (Of).
+	upstream.Owner
 }
 
 // Entry is what the table keeps of a session in the session itself.
@@ -85,7 +87,7 @@ type Options[S Session] struct {
 	// Ask puts an upstream's request e (its params, redacted, are params)
 	// to a 2026-07-28 client in the next round of the call the hub holds
 	// for e's owner to e's server; ok is false when it holds none.
-	Ask func(ctx context.Context, e upstream.Event, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	Ask func(ctx context.Context, e ServerRequest, params json.RawMessage) (res json.RawMessage, ok bool, err error)
 	// TaskStatus is the session that owns the task an upstream's
 	// notifications/tasks/status (which came on the connection ctx names)
 	// is about, with the params to send it; ok is false for none.
@@ -180,9 +182,10 @@ func (t *Table[S]) List() []S {
 // per-user connection, a held call of a signed-in caller) is never
 // answered by another user's session: a server signed in as alice asks
 // alice's client or none, even when bob's is the only one open.
-// The zero S when there is none.
+// The zero S when there is none, as for an owner that is a session that
+// ended (Of).
 func (t *Table[S]) For(owner upstream.Owner) S {
-	if s, ok := owner.(S); ok {
+	if s, session := t.Of(owner); session {
 		return s
 	}
 	user := ""
@@ -200,6 +203,28 @@ func (t *Table[S]) For(owner upstream.Owner) S {
 		return only
 	}
 	return none
+}
+
+// Of is the open session owner is (upstream.Owner.SessionID), and
+// whether owner is a session at all: a session that ended is the zero S,
+// as is any other owner (a held call, a user's own connection). Found by
+// its id and held to be the owner itself, never another session that
+// has its id since.
+func (t *Table[S]) Of(owner upstream.Owner) (s S, session bool) {
+	if owner == nil {
+		return s, false
+	}
+	id := owner.SessionID()
+	if id == "" {
+		return s, false
+	}
+	t.mu.Lock()
+	found, ok := t.sessions[id]
+	t.mu.Unlock()
+	if ok && upstream.Owner(found) == owner {
+		s = found
+	}
+	return s, true
 }
 
 // notify sends sess a notification; ctx is the request it belongs to. It

@@ -21,8 +21,13 @@ type fake struct {
 	entry Entry
 }
 
-func (f *fake) ID() string                                                    { return f.id }
-func (f *fake) UserKey() string                                               { return f.user }
+func (f *fake) ID() string        { return f.id }
+func (f *fake) UserKey() string   { return f.user }
+func (f *fake) SessionID() string { return f.id }
+func (f *fake) Client() string    { return "" }
+func (f *fake) ClientCapabilities() (mcp.ClientCapabilities, bool) {
+	return mcp.ClientCapabilities{}, false
+}
 func (f *fake) Dropped() uint64                                               { return 0 }
 func (f *fake) End()                                                          {}
 func (f *fake) GetLogLevel() mcp.LoggingLevel                                 { return mcp.LoggingLevelInfo }
@@ -67,6 +72,7 @@ type userOwner string
 
 func (u userOwner) UserKey() string { return string(u) }
 func (userOwner) Client() string    { return "" }
+func (userOwner) SessionID() string { return "" }
 func (userOwner) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	return mcp.ClientCapabilities{}, false
 }
@@ -100,6 +106,39 @@ func TestForNeverAnotherUsersSession(t *testing.T) {
 	}
 	if got := tab.For(userOwner("alice")); got != nil {
 		t.Errorf("For(alice's connection) with two of alice's sessions = %v, want none (never a guess)", got)
+	}
+}
+
+// An owner that is a session is found by its id and held to be that
+// session: one that ended is no one's (never the only other session
+// open), nor is a session that took its id since.
+func TestForASessionThatEndedIsNone(t *testing.T) {
+	tab := newTable()
+	a, b := &fake{id: "a"}, &fake{id: "b"}
+	for _, s := range []*fake{a, b} {
+		if err := tab.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tab.For(a); got != a {
+		t.Errorf("For(a) = %v, want a", got)
+	}
+	tab.Remove(a)
+	if got, session := tab.Of(a); got != nil || !session {
+		t.Errorf("Of(a ended) = %v, %v; want none, a session", got, session)
+	}
+	if got := tab.For(a); got != nil {
+		t.Errorf("For(a ended) with only b open = %v, want none", got)
+	}
+	again := &fake{id: "a"}
+	if err := tab.Add(again); err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.For(a); got != nil {
+		t.Errorf("For(a ended) with a new session a = %v, want none", got)
+	}
+	if got, session := tab.Of(userOwner("alice")); got != nil || session {
+		t.Errorf("Of(a user's connection) = %v, %v; want none, no session", got, session)
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 type Stage[S Session] struct {
 	Table *Table[S]
 	// Session is the hub's session a call is made in, as the table keeps
-	// it: given by the hub, not asserted from Call.Owner.
+	// it, the zero S for one that ended: given by the hub (the open
+	// session the call's owner is), not asserted from Call.Owner.
 	Session func(c *call.Call) S
 }
 
@@ -27,5 +28,10 @@ func (s Stage[S]) Handle(ctx context.Context, c *call.Call, next call.Handler) (
 	if err != nil {
 		return res, err
 	}
-	return s.Table.Adopt(s.Session(c), c.Upstream, c.Conn, res), nil
+	var ended S
+	sess := s.Session(c)
+	if sess == ended {
+		return res, nil // no one to route the task to, as Adopt answers a session that ended
+	}
+	return s.Table.Adopt(sess, c.Upstream, c.Conn, res), nil
 }

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -51,7 +52,7 @@ func New[S Session](logger *slog.Logger) *Table[S] {
 
 // route is where a task the hub handed out lives.
 type route[S Session] struct {
-	server *upstream.Server
+	server call.Upstream
 	conn   upstream.ConnID // the connection the task was made on
 	id     json.RawMessage // the upstream's task id, as it wrote it
 	sess   S
@@ -66,7 +67,7 @@ type key struct {
 // Send sends a request of a session's about its tasks to s, on the
 // connection on (zero: any), and returns the answer and the connection it
 // went on.
-type Send func(s *upstream.Server, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error)
+type Send func(s call.Upstream, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error)
 
 // relatedTaskKey is the _meta key that ties a message to a task.
 const relatedTaskKey = "io.modelcontextprotocol/related-task"
@@ -74,7 +75,7 @@ const relatedTaskKey = "io.modelcontextprotocol/related-task"
 // Adopt records the task a task-augmented call of sess created on the
 // connection conn and gives it the hub's id in the result; a result
 // without a task passes unchanged.
-func (t *Table[S]) Adopt(sess S, s *upstream.Server, conn upstream.ConnID, res json.RawMessage) json.RawMessage {
+func (t *Table[S]) Adopt(sess S, s call.Upstream, conn upstream.ConnID, res json.RawMessage) json.RawMessage {
 	task := jsonrpc.Field(res, "task")
 	id := jsonrpc.Field(task, "taskId")
 	if len(id) == 0 || len(id) > maxTaskID || conn == 0 {
@@ -122,7 +123,7 @@ func (t *Table[S]) newTask(r *route[S]) json.RawMessage {
 	}
 	var hubID string
 	for hubID == "" || t.tasks[hubID] != nil {
-		hubID = r.server.Config.ID() + "~" + rand.Text()
+		hubID = r.server.ServerConfig().ID() + "~" + rand.Text()
 	}
 	k := key{r.conn, string(r.id)}
 	if old, ok := t.keys[k]; ok {
@@ -175,7 +176,7 @@ func (t *Table[S]) Request(sess S, method string, params jsonrpc.Object, send Se
 	res, _, err := send(r.server, r.conn, method, json.RawMessage(up))
 	if errors.Is(err, upstream.ErrConnGone) {
 		t.drop(hubID)
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("Task not found: %s (its server %s restarted since it was made)", quoted, r.server.Config.ID()))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("Task not found: %s (its server %s restarted since it was made)", quoted, r.server.ServerConfig().ID()))
 	}
 	if err != nil {
 		return nil, err
@@ -186,8 +187,8 @@ func (t *Table[S]) Request(sess S, method string, params jsonrpc.Object, send Se
 // List is sess's tasks for tasks/list, from every upstream that lists
 // tasks.
 func (t *Table[S]) List(sess S, send Send) []json.RawMessage {
-	var servers []*upstream.Server
-	seen := map[*upstream.Server]bool{}
+	var servers []call.Upstream
+	seen := map[call.Upstream]bool{}
 	t.mu.Lock()
 	for _, r := range t.tasks {
 		if r.sess == sess && !seen[r.server] {
@@ -200,7 +201,7 @@ func (t *Table[S]) List(sess S, send Send) []json.RawMessage {
 	for _, s := range servers {
 		res, conn, err := send(s, 0, "tasks/list", nil)
 		if err != nil {
-			t.logger.Debug("tasks/list upstream", "upstream", s.Config.ID(), "err", err)
+			t.logger.Debug("tasks/list upstream", "upstream", s.ServerConfig().ID(), "err", err)
 			continue
 		}
 		var page struct {

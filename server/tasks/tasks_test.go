@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -36,9 +37,9 @@ func TestTaskAdoptedRoutedAndRenamed(t *testing.T) {
 	}
 
 	params, _ := jsonrpc.ScanObject(json.RawMessage(`{"taskId":` + string(quoted) + `}`))
-	send := func(s *upstream.Server, on upstream.ConnID, method string, p json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+	send := func(s call.Upstream, on upstream.ConnID, method string, p json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
 		if s != srv || on != 7 || method != "tasks/get" || string(jsonrpc.Field(p, "taskId")) != `"1"` {
-			t.Errorf("sent %s on %d to %s: %s", method, on, s.Config.ID(), p)
+			t.Errorf("sent %s on %d to %s: %s", method, on, s.ServerConfig().ID(), p)
 		}
 		return json.RawMessage(`{"taskId":"1","status":"completed","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"1"}}}`), on, nil
 	}
@@ -50,7 +51,7 @@ func TestTaskAdoptedRoutedAndRenamed(t *testing.T) {
 		t.Errorf("another session's task: %v", err)
 	}
 
-	gone := func(*upstream.Server, upstream.ConnID, string, json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+	gone := func(call.Upstream, upstream.ConnID, string, json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
 		return nil, 0, upstream.ErrConnGone
 	}
 	if _, err := tab.Request("a", "tasks/get", params, gone); err == nil || !strings.Contains(err.Error(), "restarted") {

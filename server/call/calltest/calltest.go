@@ -21,6 +21,10 @@ func (Session) ID() string { return "s1" }
 // Caller is "session s1".
 func (Session) Caller() string { return "session s1" }
 
+// UserKey and User are "": no signed-in caller.
+func (Session) UserKey() string { return "" }
+func (Session) User() string    { return "" }
+
 // ToolCall is a tools/call by Session of tool on server s of group g.
 func ToolCall(tool string) *call.Call {
 	return &call.Call{Origin: call.Origin{Session: Session{}}, Asked: call.Asked{Method: policy.MethodToolsCall},
@@ -37,6 +41,9 @@ func (Owner) UserKey() string { return "" }
 
 // Client is "": no client's.
 func (Owner) Client() string { return "" }
+
+// SessionID is "": no session.
+func (Owner) SessionID() string { return "" }
 
 // ClientCapabilities are unknown.
 func (Owner) ClientCapabilities() (mcp.ClientCapabilities, bool) {

@@ -1,4 +1,4 @@
-package audit
+package record
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 func TestAuditRecordClip(t *testing.T) {
 	long := strings.Repeat("é", maxText) // two bytes each
 	r := Record{Session: long, Group: "g", Tool: long, URI: long, Prompt: long, Rule: long, Error: "Tool not found: " + long}
-	r.clip()
+	r.Clip()
 	for _, s := range []string{r.Session, r.Tool, r.URI, r.Prompt, r.Rule, r.Error} {
 		if !utf8.ValidString(s) || !strings.HasSuffix(s, ClippedMark) || len(s) > maxText+len(ClippedMark) {
 			t.Errorf("clipped to %d bytes: %.40q...", len(s), s)
