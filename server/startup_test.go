@@ -12,10 +12,12 @@ import (
 
 // startingHub is a hub in mode in front of a fast fake "f" and one "s"
 // that answers initialize after delay, served from the moment the
-// upstreams start, as serve does.
+// upstreams start, as serve does. Its startup_wait bounds a hang only:
+// the fake's start (a race-built binary) on a loaded machine must not
+// outlast it.
 func startingHub(t *testing.T, mode string, delay time.Duration) *Hub {
 	t.Helper()
-	yaml := fmt.Sprintf("mode: %s\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {startup_wait: 5s}\ngroups:\n"+
+	yaml := fmt.Sprintf("mode: %s\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {startup_wait: 1m}\ngroups:\n"+
 		"  f:\n    description: fast\n    command: %q\n"+
 		"  s:\n    description: slow\n    command: %q\n    args: [\"-delay\", %q]\n",
 		mode, t.TempDir(), fakeBin, fakeBin, delay.String())
@@ -44,7 +46,7 @@ func TestOneShotClientSeesEverythingAtOnce(t *testing.T) {
 			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":` + tc.call + `}`)
 			// Requests run concurrently: the answers come in any order.
 			got, at := c.answersAt(start, "0", "1", "2")
-			if !strings.Contains(got["0"], `"result"`) || at["0"] > 2*time.Second {
+			if !strings.Contains(got["0"], `"result"`) || at["0"] > 2*time.Second*slowMachine { // not held for startup_wait
 				t.Errorf("initialize after %v: %.200s", at["0"], got["0"])
 			}
 			list := got["1"]
@@ -143,7 +145,7 @@ func TestFirstRequestsWaitForStartingUpstreams(t *testing.T) {
 		c.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://s/nope"}}`)
 		got, at := c.answersAt(start, "1", "2", "3", "4")
 		for id, w := range map[string]string{"1": "Prompt not found", "2": "Resource not found", "3": "Prompt not found", "4": "Resource not found"} {
-			if !strings.Contains(got[id], w) || at[id] < wait || at[id] > 10*time.Second {
+			if !strings.Contains(got[id], w) || at[id] < wait || at[id] > 10*time.Second*slowMachine {
 				t.Errorf("request %s after %v: %.300s, want %q after startup_wait (%v)", id, at[id], got[id], w, wait)
 			}
 		}

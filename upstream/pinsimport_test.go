@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -38,7 +39,12 @@ func TestPinsImportIntoASharedStore(t *testing.T) {
 	if out, _ := store.Import(files, false, false); out["files"] != shared.Unchanged {
 		t.Fatalf("again: %v", out)
 	}
-	time.Sleep(10 * time.Millisecond) // a later first sight
+	// A later first sight: the clock past the imported pins' (a tie
+	// would read as not newer), at the microseconds a store may keep.
+	imported, _ := store.load("files")
+	for !time.Now().Truncate(time.Microsecond).After(latest(imported)) {
+		runtime.Gosched()
+	}
 	if _, err := store.Check("files", append(v1, Item{Key: "write", Raw: json.RawMessage(`{"name":"write"}`)})); err != nil {
 		t.Fatal(err)
 	}

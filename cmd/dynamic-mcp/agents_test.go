@@ -325,14 +325,18 @@ func runAgent(t *testing.T, run agentRun) {
 	}
 	runs := 1
 	requests, out := runClient(t, run, script, hubEnv)
-	if client.listsOnce && !offersHubTools(script, requests) {
+	for client.listsOnce && !offersHubTools(script, requests) {
 		if run.start == startFirst && script.flat {
 			t.Logf("%s started its turn before the hub listed the tools of a server it never ran, as %s does (its output: %.300q)", client.name, client.name, out)
 			return
 		}
+		if runs == 3 {
+			break // failed below
+		}
 		// Within the second the client waits, the hub answers from
 		// what it knows; on a busy machine its own start (a build with
-		// the race detector) may take longer.
+		// the race detector) may take longer, and under two copies of
+		// the suite (load 72) more than once in a row.
 		t.Logf("%s started its turn without the hub's tools: once more", client.name)
 		requests, out = runClient(t, run, script, hubEnv)
 		runs++

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"net"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,42 +23,61 @@ import (
 const tbxarkEnvVar = "DYNAMIC_MCP_BENCH_TBXARK"
 
 // startTBXark starts the TBXark/mcp-proxy binary bin on the fake, as a
-// stateless Streamable HTTP server on a free loopback port, and returns the
-// URL of its route for the fake, /f/, once the route is served, and its
-// meter. The port is picked free and bound by TBXark, another process:
-// when anyone took it in between, TBXark says so, and it is started again
-// on another.
+// stateless Streamable HTTP server on loopback, and returns the URL of its
+// route for the fake, /f/, once the route is served, and its meter.
+// TBXark binds the port itself and logs only the address it was given, so
+// it is given port 0, and the port it bound is read from the kernel's
+// table of its listening sockets (listeningPort): no port is picked free
+// for another process to take first.
 func startTBXark(b *testing.B, bin string) (string, procMeter) {
 	b.Helper()
-	for attempt := 1; ; attempt++ {
-		addr, stderr, meter := startTBXarkAt(b, bin)
-		inUse := false
-		// The route is added once the upstream is initialized and its
-		// lists read; the server listens before that and answers 404
-		// until then.
-		waitFor(b, 30*time.Second, "TBXark/mcp-proxy to serve /f/", func() bool {
-			inUse = strings.Contains(stderr.String(), "address already in use")
-			return inUse || strings.Contains(stderr.String(), "<f> Handling requests at /f/")
-		})
-		if !inUse {
-			return "http://" + addr + "/f/", meter
-		}
-		if attempt == 3 {
-			b.Fatalf("TBXark/mcp-proxy found its port taken 3 times; last %s: %s", addr, stderr)
-		}
+	if runtime.GOOS != "linux" {
+		b.Skip("the port TBXark/mcp-proxy binds is read from /proc")
 	}
+	stderr, meter := startTBXarkAt(b, bin, "127.0.0.1:0")
+	// The route is added once the upstream is initialized and its
+	// lists read; the server listens before that and answers 404
+	// until then.
+	port := 0
+	waitFor(b, 30*time.Second, "TBXark/mcp-proxy to listen and serve /f/", func() bool {
+		if port == 0 {
+			port = listeningPort(meter.pid)
+		}
+		return port != 0 && strings.Contains(stderr.String(), "<f> Handling requests at /f/")
+	})
+	return fmt.Sprintf("http://127.0.0.1:%d/f/", port), meter
 }
 
-// startTBXarkAt starts TBXark/mcp-proxy (bin) on a port found free, and
-// returns its address, its stderr and its meter.
-func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer, procMeter) {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+// listeningPort is the port of a TCP socket of process pid in the listen
+// state, read from /proc, or 0 while it has none.
+func listeningPort(pid int) int {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	table, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	for _, line := range strings.Split(string(table), "\n") {
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: TCP_LISTEN
+			continue
+		}
+		_, hexPort, _ := strings.Cut(f[1], ":")
+		if port, err := strconv.ParseUint(hexPort, 16, 16); err == nil {
+			return int(port)
+		}
+	}
+	return 0
+}
+
+// startTBXarkAt starts TBXark/mcp-proxy (bin) listening on addr, and
+// returns its stderr and its meter.
+func startTBXarkAt(b *testing.B, bin, addr string) (*lockedBuffer, procMeter) {
+	b.Helper()
 	type server struct {
 		Command string            `json:"command"`
 		Args    []string          `json:"args"`
@@ -64,7 +85,8 @@ func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer, procMeter) 
 	}
 	cfg := map[string]any{
 		"mcpProxy": map[string]any{
-			"baseURL": "http://" + addr, "addr": addr, "name": "p", "version": "1",
+			// Of the base URL a Streamable HTTP server uses the path only.
+			"baseURL": "http://127.0.0.1", "addr": addr, "name": "p", "version": "1",
 			"type": "streamable-http", "options": map[string]any{"logEnabled": false},
 		},
 		"mcpServers": map[string]server{
@@ -82,5 +104,5 @@ func startTBXarkAt(b *testing.B, bin string) (string, *lockedBuffer, procMeter) 
 	}
 	// -expand-env=false: the config is literal, paths included.
 	cmd := exec.Command(bin, "-config", path, "-expand-env=false")
-	return addr, startBenchProcess(b, cmd, "TBXark/mcp-proxy"), procMeter{cmd.Process.Pid}
+	return startBenchProcess(b, cmd, "TBXark/mcp-proxy"), procMeter{cmd.Process.Pid}
 }

@@ -122,7 +122,10 @@ func TestToolsAndStatusExitOneWhenAGroupFails(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
+	// nodeWaits: node's own start, under load, must fail it, not the
+	// hub's connect timeout.
 	if err := os.WriteFile(cfg, []byte(`
+settings: { `+nodeWaits+` }
 groups:
   good:
     description: a server that starts

@@ -259,12 +259,12 @@ func TestRealClientsInEachEra(t *testing.T) {
 	everything := referenceServer(t, "server-everything", "stdio")
 	// The first flat tools/list waits for starting upstreams up to
 	// startup_wait: raised from 5s, which a loaded machine can take to
-	// start node, so that the check of what it lists cannot flake; how
-	// long it took is logged. connect_timeout as long: under two copies
-	// of the suite node took 20-35 s to start, past the default 10 s,
-	// and the hub gave up on the upstream, backed off 30 s, and listed
-	// nothing.
-	cfg := fmt.Sprintf("mode: flat\nsettings: {"+nodeWaits+"}\ngroups:\n  ev:\n    description: The reference server\n    command: node\n    args: %s\n", yamlList(everything[1:]))
+	// start node, as long as connect_timeout (firstListWaits), so that
+	// the check of what it lists cannot flake; how long it took is
+	// logged. connect_timeout as long: under two copies of the suite
+	// node took 20-35 s to start, past the default 10 s, and the hub
+	// gave up on the upstream, backed off 30 s, and listed nothing.
+	cfg := fmt.Sprintf("mode: flat\nsettings: {"+firstListWaits+"}\ngroups:\n  ev:\n    description: The reference server\n    command: node\n    args: %s\n", yamlList(everything[1:]))
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

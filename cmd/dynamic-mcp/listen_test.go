@@ -152,12 +152,12 @@ func TestGoSDKListen(t *testing.T) {
 			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
 
 			rewrite(t, path, listenConfig(true))
-			deadline := time.After(20 * time.Second)
+			deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang: the reload starts a process
 			for {
 				select {
 				case <-changed:
 				case <-deadline:
-					t.Fatal("no tools/list_changed that lists added's tools within 20s of the config change")
+					t.Fatal("no tools/list_changed that lists added's tools after the config change")
 				}
 				if listed("added__echo") {
 					return // told of the change the reload made
@@ -229,7 +229,7 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 		ToolListChangedHandler: func(context.Context, *gosdk.ToolListChangedRequest) { changed <- struct{}{} },
 		ResourceUpdatedHandler: func(_ context.Context, r *gosdk.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := untilHung(t) // the race-built hub's start: a loaded machine is slow
 	defer cancel()
 	cs, err := client.Connect(ctx, &gosdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
 	if err != nil {
@@ -252,12 +252,12 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 	if _, err := cs.CallTool(t.Context(), &gosdk.CallToolParams{Name: "up__grow", Arguments: map[string]any{}}); err != nil {
 		t.Fatalf("up__grow: %v", err)
 	}
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang, not a timing
 	for !listed("up__grown") {
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatal("no tools/list_changed that lists up__grown within 20s of the upstream's change")
+			t.Fatal("no tools/list_changed that lists up__grown after the upstream's change")
 		}
 	}
 
@@ -282,7 +282,7 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 			return
 		case <-tick.C:
 		case <-deadline:
-			t.Fatal("no resources/updated of mem://a within 20s")
+			t.Fatal("no resources/updated of mem://a")
 		}
 	}
 }
@@ -317,7 +317,7 @@ func TestMCPGoListen(t *testing.T) {
 					changed <- struct{}{}
 				}
 			})
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			ctx, cancel := untilHung(t) // every request of the client: a loaded machine is slow
 			defer cancel()
 			if err := c.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -351,14 +351,14 @@ func TestMCPGoListen(t *testing.T) {
 			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
 
 			rewrite(t, path, listenConfig(true))
-			deadline := time.After(20 * time.Second)
+			deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang: the reload starts a process
 			for {
 				select {
 				case <-changed:
 				case err := <-listenErr:
 					t.Fatalf("the listen ended: %v", err)
 				case <-deadline:
-					t.Fatal("no tools/list_changed that lists added's tools within 20s of the config change")
+					t.Fatal("no tools/list_changed that lists added's tools after the config change")
 				}
 				if listed("added__echo") {
 					return

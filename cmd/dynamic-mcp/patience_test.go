@@ -28,6 +28,16 @@ import (
 // which no option changes; 45 s answers inside it.
 const nodeWaits = "connect_timeout: 3m, startup_wait: 45s"
 
+// firstListWaits are nodeWaits for a client that waits clientTimeout for
+// an answer (the raw client, the SDKs' in testdata/sdkclient, the Go
+// clients) and checks what the first list holds: the first list waits for
+// the server as long as its start may take. Under two copies of the suite
+// (load 40-72) node took 12-17 s and more to start the everything server,
+// past 45 s at the peaks, when the first list went out without its tools
+// (the hub's answer when startup_wait has passed, with list_changed
+// later).
+const firstListWaits = "connect_timeout: 3m, startup_wait: 3m"
+
 // clientTimeout bounds one request of a test's client (the raw client's,
 // the TypeScript SDK's in testdata/sdkclient): longer than nodeWaits'
 // connect_timeout, so that the hub, not the client, says when a server did

@@ -34,14 +34,21 @@ func npmTestTool(t testing.TB, rel ...string) string {
 // search_dynamic_tools (which auto would not for the everything server's
 // few tools) and lists everything__echo beside the meta-tools.
 //
-// A first list waits for the everything server up to 30 s (startup_wait,
-// 5 s by default), and its start may take as long (connect_timeout, 10 s):
-// a one-shot client (the Inspector's CLI) sees only its first answer, and
-// on a busy machine node took longer than 5 s to start (0 tools listed).
+// A first list waits for the everything server up to 45 s (nodeWaits'
+// startup_wait, 5 s by default), and its start may take longer
+// (connect_timeout): a one-shot client (the Inspector's CLI) sees only its
+// first answer, and on a busy machine node took longer than 5 s to start
+// (0 tools listed).
 func everythingConfig(t testing.TB, mode string) string {
+	return everythingConfigWaits(t, mode, nodeWaits)
+}
+
+// everythingConfigWaits is everythingConfig with waits (nodeWaits or
+// firstListWaits) for its settings' waits.
+func everythingConfigWaits(t testing.TB, mode, waits string) string {
 	return fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, search: on, `+nodeWaits+` }
+settings: { stop_grace: 1s, search: on, `+waits+` }
 groups:
   everything:
     description: The reference server
@@ -82,7 +89,7 @@ func TestSDKClient(t *testing.T) {
 		for _, transport := range []string{"stdio", "http", "sse"} {
 			t.Run(transport+"/"+mode, func(t *testing.T) {
 				t.Parallel()
-				cfg := everythingConfig(t, mode)
+				cfg := everythingConfigWaits(t, mode, firstListWaits) // its requests wait clientTimeout
 				args := []string{script, "--transport", transport, "--mode", mode, "--group", "everything", "--direct", string(direct)}
 				if transport == "stdio" {
 					hub, _ := json.Marshal([]string{hubBin, "serve", "-c", writeConfig(t, cfg)})

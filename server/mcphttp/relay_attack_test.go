@@ -30,7 +30,8 @@ type troubledStore struct {
 	failing      bool                      // AppendEvents fails when set
 	publish      int                       // Publish calls
 	publishFails bool                      // Publish fails at once
-	publishHangs bool                      // Publish waits for its ctx to end, and fails
+	publishHangs bool                      // Publish waits for its ctx to end (or release to close), and fails
+	release      chan struct{}             // closed, it ends the hung Publish calls
 	hungEnded    int                       // Publish calls that hung and have returned
 	reads        int                       // Events calls
 	appends      int                       // AppendEvents calls begun
@@ -96,13 +97,16 @@ func (s *troubledStore) AppendEvents(ctx context.Context, channel string, events
 func (s *troubledStore) Publish(ctx context.Context, channel, payload string) error {
 	s.mu.Lock()
 	s.publish++
-	hang, fail := s.publishHangs, s.publishFails
+	hang, fail, release := s.publishHangs, s.publishFails, s.release
 	s.mu.Unlock()
 	if fail {
 		return context.DeadlineExceeded
 	}
 	if hang {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
 		s.mu.Lock()
 		s.hungEnded++
 		s.mu.Unlock()
@@ -703,10 +707,21 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 		}
 	}()
 	awaitInflight(t, faceA, 1)
+	release, sent := make(chan struct{}), make(chan struct{})
 	store.mu.Lock()
-	store.publishHangs = true
+	store.publishHangs, store.release = true, release
 	store.mu.Unlock()
-	go c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	go func() {
+		defer close(sent)
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h"}}`)
+	}()
+	// The notification's POST is answered once the publish ends: the
+	// test ends it, rather than leave the server's Close to wait out the
+	// relay's publish timeout for that connection.
+	defer func() {
+		close(release)
+		<-sent
+	}()
 	// The call must end while the store's publish of the cancellation
 	// still hangs: not after it gave up. No timing is compared, so a
 	// busy machine cannot fail this; the deadline only ends a test whose

@@ -19,7 +19,7 @@ import (
 // credential is not).
 func TestMaxResultOverHTTP(t *testing.T) {
 	t.Parallel()
-	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, max_result: 20KB", `    args: ["-large"]`+"\n"), nil)
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 1m, max_result: 20KB", `    args: ["-large"]`+"\n"), nil)
 	face := New(h, Options{Tokens: map[string]string{"a": tokenA, "b": tokenB}}, testLogger())
 	ts := httptest.NewServer(face)
 	t.Cleanup(func() { ts.Close(); face.Close() })

@@ -291,7 +291,26 @@ func TestIdleWaitsForHello(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(600 * time.Millisecond) // past the idle period, Hello unsaid
+	// The idle timer fires at least once while the connection is counted,
+	// Hello unsaid: it looks again later (a timer of its own) rather than
+	// stop the face.
+	var held *time.Timer
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) { // polled: the timer is the face's own
+		h.srv.mu.Lock()
+		pending, idle, closed := h.srv.count(connPending), h.srv.idle, h.srv.closed
+		h.srv.mu.Unlock()
+		if closed {
+			t.Fatal("the face stopped while a connection was still to say Hello")
+		}
+		if pending == 1 && held == nil {
+			held = idle
+		} else if held != nil && idle != held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle timer did not fire while the connection was still to say Hello")
+		}
+	}
 	select {
 	case err := <-h.served:
 		t.Fatalf("Serve returned while a connection was still to say Hello: %v", err)

@@ -288,6 +288,31 @@ func TestAttackDirectWriteKeepsOrder(t *testing.T) {
 	}
 }
 
+// floodHandler answers every request with nothing after work, and
+// closes flooding once it has begun n of them: the peer's flood is under
+// way, whatever the machine's pace.
+func floodHandler(n int64, work time.Duration) (handle func(context.Context, *Message) (json.RawMessage, error), flooding <-chan struct{}) {
+	var begun atomic.Int64
+	ch := make(chan struct{})
+	return func(context.Context, *Message) (json.RawMessage, error) {
+		if begun.Add(1) == n {
+			close(ch)
+		}
+		time.Sleep(work)
+		return nil, nil
+	}, ch
+}
+
+// awaitFlood waits for floodHandler's flooding.
+func awaitFlood(t *testing.T, flooding <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-flooding:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("the peer's requests did not reach the handler")
+	}
+}
+
 // Close while the peer floods requests: no race between the reader
 // starting handlers and Close waiting for them (run with -race), no
 // panic. Before a59f379 this raced on Inflight's WaitGroup and could
@@ -295,9 +320,8 @@ func TestAttackDirectWriteKeepsOrder(t *testing.T) {
 func TestAttackCloseDuringRequestFlood(t *testing.T) {
 	for range 10 {
 		a, b := net.Pipe()
-		c := NewConn(NewLineStream(a, a, 0), ConnOptions{WriteTimeout: time.Second, Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
-			return nil, nil
-		}})
+		handle, flooding := floodHandler(100, 0)
+		c := NewConn(NewLineStream(a, a, 0), ConnOptions{WriteTimeout: time.Second, Handle: handle})
 		c.Start()
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -313,7 +337,7 @@ func TestAttackCloseDuringRequestFlood(t *testing.T) {
 				}
 			}
 		}()
-		time.Sleep(2 * time.Millisecond)
+		awaitFlood(t, flooding)
 		c.Close()
 		b.Close()
 		wg.Wait()
@@ -428,10 +452,8 @@ func TestAttackAnswersToNonReaderBoundedByInflight(t *testing.T) {
 // reader must not keep Close's wait for requests in flight from ending.
 func TestAttackCloseReturnsWhilePeerFloods(t *testing.T) {
 	a, b := net.Pipe()
-	c := NewConn(NewLineStream(a, a, 0), ConnOptions{Handle: func(ctx context.Context, m *Message) (json.RawMessage, error) {
-		time.Sleep(time.Millisecond) // a moment of work that does not look at ctx
-		return nil, nil
-	}})
+	handle, flooding := floodHandler(50, time.Millisecond) // a moment of work that does not look at ctx
+	c := NewConn(NewLineStream(a, a, 0), ConnOptions{Handle: handle})
 	c.Start()
 	stop := make(chan struct{})
 	go io.Copy(io.Discard, b)
@@ -447,7 +469,7 @@ func TestAttackCloseReturnsWhilePeerFloods(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	awaitFlood(t, flooding)
 	closed := make(chan struct{})
 	start := time.Now()
 	go func() { c.Close(); close(closed) }()

@@ -223,7 +223,7 @@ func TestConnCancelAndLimit(t *testing.T) {
 		t.Errorf("over the limit: %s", got)
 	}
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	for deadline := time.Now().Add(5 * time.Second); c.Inflight() != 1; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); c.Inflight() != 1; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cancelled request still counts as in flight")
 		}

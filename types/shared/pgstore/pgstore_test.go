@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func open(t *testing.T, url string) *Store {
@@ -284,16 +285,21 @@ func TestOpenTogether(t *testing.T) {
 }
 
 // Watch hears what another replica notifies, on its channel only, and
-// returns when its context ends.
+// returns when its context ends. Watch is listen with one fn for both;
+// the test listens with the payloads kept, so that it can tell which
+// notification it heard.
 func TestWatchHearsNotify(t *testing.T) {
 	url := pgtest.Start(t)
 	a, b := open(t, url), open(t, url)
 	ctx, cancel := context.WithCancel(t.Context())
-	heard := make(chan struct{}, 10)
+	heard := make(chan string, 10)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.Watch(ctx, "dynamic_mcp_pins", func() { heard <- struct{}{} })
+		b.listen(ctx, "dynamic_mcp_pins", func() { heard <- "(listening)" }, func(_ *pgconn.PgConn, payload string) error {
+			heard <- payload
+			return nil
+		})
 	}()
 	// Once the watch LISTENs, fn is called once (what was notified before
 	// was not heard), then each notification is heard once: none sent
@@ -318,22 +324,22 @@ func TestWatchHearsNotify(t *testing.T) {
 	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("the watch heard nothing")
 	}
-	if err := a.Notify(t.Context(), "another_channel"); err != nil {
-		t.Fatal(err)
+	// Delivered in the order sent: one from the other channel would be
+	// heard before the last one on the watched channel, if at all.
+	for _, n := range [][2]string{{"another_channel", "other"}, {"dynamic_mcp_pins", "last"}} {
+		if _, err := a.pool.Exec(t.Context(), `SELECT pg_notify($1, $2)`, n[0], n[1]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := a.Notify(t.Context(), "dynamic_mcp_pins"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-heard:
-	case <-time.After(time.Minute): // bounds a hang, not a timing
-		t.Fatal("a notification was not heard")
-	}
-	// Delivered in the order sent: one from the other channel would
-	// have come before, if at all; a moment for a wrong one to show.
-	time.Sleep(100 * time.Millisecond)
-	if len(heard) != 0 {
-		t.Errorf("%d notifications heard from another channel", len(heard))
+	for got := ""; got != "last"; {
+		select {
+		case got = <-heard:
+			if got != "last" {
+				t.Errorf("heard %q from another channel", got)
+			}
+		case <-time.After(time.Minute): // bounds a hang, not a timing
+			t.Fatal("a notification was not heard")
+		}
 	}
 	cancel()
 	select {
