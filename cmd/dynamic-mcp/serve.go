@@ -84,6 +84,8 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg, _ = cfg.WithProfile(profile)
 	if httpAddr == "" {
 		lowerHeapGoal(os.Getenv) // a desktop's hub: see localGCPercent
+	} else {
+		heapHeadroom(os.Getenv, httpHeapHeadroom)
 	}
 	var ln net.Listener
 	if hubMode {
