@@ -78,6 +78,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg, _ = cfg.WithProfile(profile)
 	if httpAddr == "" {
 		lowerHeapGoal(os.Getenv) // a desktop's hub: see localGCPercent
+		fewerProcs(os.Getenv)    // and localProcs
 	}
 	var ln net.Listener
 	if hubMode {
@@ -238,7 +239,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
-	return hub.ServeStdio(ctx, stdin, stdout)
+	return hub.ServeStdio(ctx, stdioInput(stdin), stdout)
 }
 
 // sessionCounts counts hub's open client sessions by transport, for the

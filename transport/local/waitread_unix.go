@@ -5,6 +5,7 @@ package local
 import (
 	"io"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -28,10 +29,13 @@ const readWait = 20 * time.Millisecond
 // poller wakes wakes another to spin; issue 33, one call in flight: 4.1-4.4
 // voluntary switches a call, 2.3-3.1 with a blocking stdin). f stays
 // non-blocking, so that Close ends a read (within readWait) and the
-// client's other holder of it, the bridge, sees no change.
+// client's other holder of it, the bridge, sees no change. A hub on one
+// processor (cmd/dynamic-mcp's localProcs) reads f through the poller
+// at once: a thread waiting in poll would hold the one processor, and
+// with no other processor idle no thread is woken to spin.
 func WaitingReader(f *os.File) io.ReadCloser {
 	rc, err := f.SyscallConn()
-	if err != nil {
+	if err != nil || runtime.GOMAXPROCS(0) == 1 {
 		return f
 	}
 	r := &waitingReader{f: f, rc: rc}

@@ -5,6 +5,7 @@ package local
 import (
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -73,5 +74,20 @@ func TestWaitingReaderCloseEndsARead(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("Close did not end the read")
+	}
+}
+
+// On one processor a passed stdin is read through the poller at once: a
+// thread waiting in poll would hold the only processor.
+func TestWaitingReaderOnOneProcessor(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if got := WaitingReader(r); got != io.ReadCloser(r) {
+		t.Errorf("WaitingReader on one processor is %T, want the file itself", got)
 	}
 }
