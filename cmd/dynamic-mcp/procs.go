@@ -20,10 +20,10 @@ import (
 // and every wait is in the runtime's poller (stdin too: see local.Polled
 // and local.WaitingReader), which system calls leave free for the other
 // goroutines. Measured against two processors (docs/performance.md, "One
-// processor"): a third fewer context switches a call at 1 in flight and
-// about a tenth less CPU a call at 32. A desktop's hub needs 20-30 µs of
-// CPU a call, so one processor serves tens of thousands of calls a
-// second. The start (children started, lists fetched, schemas compiled)
+// processor"): a third fewer context switches a call at 1 in flight,
+// and a tenth to a fifth less CPU a call at 32. A desktop's hub needs
+// 20-30 µs of CPU a call, so one processor serves tens of thousands of
+// calls a second. The start (children started, lists fetched, schemas compiled)
 // keeps every processor; the HTTP face, a server for many callers, keeps
 // Go's default throughout.
 const localProcs = 1
