@@ -129,17 +129,17 @@ type Source struct {
 }
 
 // NewSource is the token source of server at serverURL; ErrNoToken when
-// there is no sign-in for it, or only one for another resource: made by
-// an earlier version from protected resource metadata that named another
-// server's resource (checkResource), its token is that server's, and is
-// not sent here.
+// there is no sign-in for it, ErrOtherResource (an ErrNoToken) when only
+// one for another resource: made by an earlier version from protected
+// resource metadata that named another server's resource
+// (checkResource), its token is that server's, and is not sent here.
 func NewSource(store *Store, server, serverURL string) (*Source, error) {
 	rec, err := store.Load(server, serverURL)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Resource != "" && !resourceCovers(rec.Resource, serverURL) {
-		return nil, fmt.Errorf("%w (the sign-in on file is for resource %s, not %s)", ErrNoToken, rec.Resource, serverURL)
+		return nil, fmt.Errorf("%w (resource %s, not %s)", ErrOtherResource, rec.Resource, serverURL)
 	}
 	return &Source{store: store, client: SafeClient(), rec: rec}, nil
 }

@@ -145,7 +145,7 @@ func TestSourceRefusesSignInForAnotherResource(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := NewSource(store, "web", serverURL)
-		if ok && err != nil || !ok && (!errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), resource)) {
+		if ok && err != nil || !ok && (!errors.Is(err, ErrNoToken) || !errors.Is(err, ErrOtherResource) || !strings.Contains(err.Error(), resource)) {
 			t.Errorf("a sign-in for resource %q: %v; want it used: %v", resource, err, ok)
 		}
 	}

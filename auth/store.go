@@ -31,6 +31,10 @@ const lockWait = 45 * time.Second
 // ErrNoToken says there is no stored sign-in for a server (at its URL).
 var ErrNoToken = errors.New("not signed in")
 
+// ErrOtherResource is an ErrNoToken: the sign-in on file was made for
+// another resource than the server's (see NewSource), and is not used.
+var ErrOtherResource = fmt.Errorf("%w: the sign-in on file was made for another server's resource (RFC 9728 §3.3)", ErrNoToken)
+
 // Record is what the store keeps for one server: the sign-in and how to
 // renew it. Its LogValue hides the secrets.
 type Record struct {

@@ -72,6 +72,18 @@ type serverHandlers struct {
 	// paramHeaders names a tools/call's Mcp-Param-* headers, for a remote
 	// server on 2026-07-28 (see Server.paramHeaders); nil for none.
 	paramHeaders func(params json.RawMessage) map[string]string
+	// signInIgnored is told why a sign-in on file is not used
+	// (auth.ErrOtherResource); nil for no one.
+	signInIgnored func(err error)
+}
+
+// signInIgnored logs, once per server, why a sign-in on file was not
+// used (err, an auth.ErrOtherResource): without it the server's refusal
+// of a connection without a token is all the log would show.
+func (s *Server) signInIgnored(err error) {
+	if s.otherResource.CompareAndSwap(false, true) {
+		s.logger.Warn("a sign-in on file is not used: it was made for another server's resource, so its token is not sent to this one; sign in to this server again", "err", err)
+	}
 }
 
 // dial starts the server and runs the MCP handshake, bounded by connect
@@ -101,6 +113,8 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 				c.auth, authorization = src, src.Header
 			case !errors.Is(err, auth.ErrNoToken):
 				return nil, err
+			case errors.Is(err, auth.ErrOtherResource) && h.signInIgnored != nil:
+				h.signInIgnored(err)
 			}
 		}
 		hs, err := transport.NewHTTP(ctx, cfg, settings, authorization, logger)
@@ -604,11 +618,15 @@ type connectTimeout struct {
 	// next is the next try's, once the server's schedule has set it (see
 	// schedule.timedOut); 0 when unknown.
 	next time.Duration
+	// again says when the next try is, for a session's own connection
+	// (isolation: per-session: a call dials it, see dialFailedLocked);
+	// "" for the shared one, which the hub dials again on its own.
+	again string
 }
 
 // connectTimeoutError says that cfg did not answer initialize within d.
 // A package runner's first start downloads the package first: the error
-// says so, that the hub tries again on its own, and what waits longer.
+// says so, when the hub tries again, and what waits longer.
 func connectTimeoutError(cfg *config.Server, d time.Duration) error {
 	return &connectTimeout{cfg: cfg, within: d}
 }
@@ -616,6 +634,9 @@ func connectTimeoutError(cfg *config.Server, d time.Duration) error {
 func (e *connectTimeout) Error() string {
 	runner := e.cfg.PackageRunner()
 	again := "the hub tries again on its own"
+	if e.again != "" {
+		again = e.again
+	}
 	if e.next > 0 {
 		again += fmt.Sprintf(", waiting %s", e.next)
 	}

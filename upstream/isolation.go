@@ -127,11 +127,15 @@ func (s *Server) dialFailedLocked(err error, forUser bool) {
 	if s.isoSched == nil {
 		s.isoSched = newSchedule(s.Config.Retry, s.configuredConnect())
 	}
-	if to, ok := errors.AsType[*connectTimeout](err); ok {
+	to, timedOut := errors.AsType[*connectTimeout](err)
+	if timedOut {
 		to.next = s.isoSched.timedOut(to.within) // the next try waits longer
 	}
 	if forUser {
 		return
+	}
+	if timedOut { // a package runner's (see connectTimeout.Error); the calls before the backoff has passed say how long it is (mayDialLocked)
+		to.again = "a call after the backoff tries again"
 	}
 	s.isoFail = err
 	if now := s.mgr.now(); !s.isoRetry.After(now) {
@@ -155,7 +159,8 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, 
 		request: func(ctx context.Context, related trackedCall, method string, params json.RawMessage) (json.RawMessage, error) {
 			return s.request(ctx, related, owner, "", method, params)
 		},
-		paramHeaders: s.paramHeaders,
+		paramHeaders:  s.paramHeaders,
+		signInIgnored: s.signInIgnored,
 	}
 	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }

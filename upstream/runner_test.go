@@ -20,18 +20,7 @@ import (
 // try after the download is over connects. The "npx" is a script on PATH
 // that answers initialize only once the test releases it (the download).
 func TestPackageRunnerFirstStart(t *testing.T) {
-	bin := t.TempDir()
-	released := filepath.Join(t.TempDir(), "downloaded")
-	script := fmt.Sprintf("#!/bin/sh\nexec %q -gate %q\n", fakeBin, released)
-	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: npx\n    args: [\"-y\", \"@example/server\"]\n    retry: {initial_interval: 50ms}\n", t.TempDir())
-	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
+	released, cfg := downloadingRunner(t, "")
 	sc := cfg.Groups[0].Servers[0]
 	if sc.ConnectTimeout != config.DefaultRunnerConnectTimeout || cfg.ConnectTimeoutFor(sc) != 2*time.Minute {
 		t.Fatalf("npx's connect timeout = %s, want 2m", cfg.ConnectTimeoutFor(sc))
@@ -52,6 +41,67 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "a try after the download to connect", func() bool { return s.Status().State == StateReady })
+}
+
+// downloadingRunner is the config of group g, a server npx starts with
+// more of its keys (lines indented by four spaces): the "npx" is a
+// script on PATH that answers initialize only once the file released
+// exists (the download is over).
+func downloadingRunner(t *testing.T, more string) (released string, cfg *config.Config) {
+	bin := t.TempDir()
+	released = filepath.Join(t.TempDir(), "downloaded")
+	script := fmt.Sprintf("#!/bin/sh\nexec %q -gate %q\n", fakeBin, released)
+	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: npx\n    args: [\"-y\", \"@example/server\"]\n    retry: {initial_interval: 50ms}\n%s", t.TempDir(), more)
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return released, cfg
+}
+
+// A session's own connection (isolation: per-session) to a package
+// runner whose start timed out is dialled again by a call, not by
+// the hub on its own: the error says so; the calls before the backoff
+// has passed say how long it is; once the download is over, a call
+// connects.
+func TestPackageRunnerFirstStartPerSession(t *testing.T) {
+	released, cfg := downloadingRunner(t, "    isolation: per-session\n")
+	cfg.Groups[0].Servers[0].ConnectTimeout = 300 * time.Millisecond
+	m := New(cfg, testLogger(t))
+	m.SetClientCapabilities(mcp.ClientCapabilities{})
+	m.Start(context.Background())
+	defer m.Close()
+	s := m.Servers()[0]
+	// The shared connection (for the lists) is up; the session's own
+	// starts the download again.
+	if err := os.WriteFile(released, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+	if err := os.Remove(released); err != nil {
+		t.Fatal(err)
+	}
+	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
+		"a call after the backoff tries again, waiting 600ms (to wait longer, raise the server's timeout: or settings.connect_timeout)"
+	_, err := s.Request(t.Context(), testOwner("a"), "tools/list", nil, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("the first call: %v\nwant an error with %s", err, want)
+	}
+	if err := os.WriteFile(released, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a call after the download to connect", func() bool {
+		_, err := s.Request(t.Context(), testOwner("a"), "tools/list", nil, time.Minute)
+		// A loaded machine may cut a try off again (it is longer each time).
+		if err != nil && !strings.Contains(err.Error(), "at the earliest") && !strings.Contains(err.Error(), "a call after the backoff tries again") {
+			t.Fatalf("a later call: %v; want one that says when the next try is", err)
+		}
+		return err == nil
+	})
 }
 
 // settings.connect_timeout in the file bounds package runners too, and

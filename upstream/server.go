@@ -121,6 +121,9 @@ type Server struct {
 
 	refreshes atomic.Uint64 // refreshes after list_changed, ever
 	starts    atomic.Uint64 // tries to connect, ever; see Restarts
+	// otherResource is set once the log has said why a sign-in on file
+	// is not used (signInIgnored): one line per server, not per dial.
+	otherResource atomic.Bool
 
 	wg sync.WaitGroup // run, sendNotices, refreshLoop, applyLogLevel
 }
@@ -337,7 +340,7 @@ func (s *Server) connect(ctx context.Context, connect time.Duration) (*conn, Lis
 	s.starts.Add(1)
 	id := newConnID()
 	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, "", method, params) }, request: s.sharedRequest,
-		paramHeaders: s.paramHeaders}
+		paramHeaders: s.paramHeaders, signInIgnored: s.signInIgnored}
 	c, err := dial(ctx, cfg, s.settings, connect, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP

@@ -68,6 +68,12 @@ var commandHelp = map[string]struct{ synopsis, about, example string }{
 	"revoke": {"dynamic-mcp revoke GRANT [-c FILE]", "End a grant: its tool asks again.", "dynamic-mcp revoke g-12"},
 }
 
+// internalFlags are flags dynamic-mcp passes to itself, which -h leaves
+// out: a user never types them. Keyed "COMMAND --FLAG".
+var internalFlags = map[string]bool{
+	"serve --hub": true, // the shared hub that serve starts (bridge.go)
+}
+
 // printHelp writes a command's help: its synopsis, what it does, its
 // flags as they are typed (two dashes; -c and --config as one), and an
 // example.
@@ -82,6 +88,9 @@ func printHelp(fs *flag.FlagSet, w io.Writer) {
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "config" {
 			return // printed with -c
+		}
+		if internalFlags[fs.Name()+" --"+f.Name] {
+			return
 		}
 		arg, usage := flag.UnquoteUsage(f)
 		name := "--" + f.Name

@@ -445,6 +445,10 @@ func TestCommandHelp(t *testing.T) {
 			t.Errorf("%s -h: flags not as typed:\n%s", name, out)
 		}
 	}
+	// What dynamic-mcp passes to itself is not offered to users.
+	if out, _, _ := runBinary(t, home, "serve", "-h"); strings.Contains(out, "--hub") || !strings.Contains(out, "--standalone") {
+		t.Errorf("serve -h:\n%s", out)
+	}
 	// auth status has no login flags, and auth login no --user.
 	if out, _, _ := runBinary(t, home, "auth", "status", "-h"); strings.Contains(out, "--no-browser") || !strings.Contains(out, "--user SUBJECT") {
 		t.Errorf("auth status -h:\n%s", out)

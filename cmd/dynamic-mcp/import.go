@@ -49,7 +49,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	describe := describeFlags{}
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "read the client's project config in `dir`")
-	fs.StringVar(&out, "o", defaultConfigPath(), "the YAML config to write or merge into")
+	fs.StringVar(&out, "o", defaultConfigPath(), "the YAML config `file` to write or merge into")
 	fs.BoolVar(&force, "force", false, "replace groups of the same name already in the config")
 	fs.BoolVar(&probe, "probe", false, "start each server to take its description from its instructions or name")
 	fs.BoolVar(&toVault, "vault", false, "move literal secrets (env and headers named like one) into the vault, writing ${secret:NAME}")
@@ -99,7 +99,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if found := literalSecrets(servers, keys); len(found) > 0 {
 		if !toVault && interactive {
-			fmt.Fprintf(stderr, "%d literal secrets found (%s ...); move them into the vault? [y/N] ", len(found), found[0].key)
+			fmt.Fprintf(stderr, "found %s written literally (%s ...); move them into the vault? [y/N] ", plural(len(found), "secret"), found[0].key)
 			line, _ := reader.ReadString('\n')
 			toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
 		}
@@ -108,8 +108,8 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				return err
 			}
 		} else {
-			fmt.Fprintf(stderr, "note: %d literal secrets are written into %s (%s of %s ...); import with --vault to keep them in the vault instead\n",
-				len(found), out, found[0].key, found[0].server)
+			fmt.Fprintf(stderr, "note: %s written literally into %s (%s of %s ...); import with --vault to keep secrets in the vault instead\n",
+				plural(len(found), "secret"), out, found[0].key, found[0].server)
 		}
 	}
 	added, skipped, backup, err := mergeIntoConfig(out, servers, keys, force)
@@ -189,6 +189,10 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 	switch {
 	case errors.Is(err, os.ErrNotExist) && perProject:
 		data = []byte("{}") // the project may keep its servers in ~/.claude.json alone
+	case errors.Is(err, os.ErrNotExist) && c != nil:
+		// The client's usual place: it may not be installed, or keep its
+		// file elsewhere (a portable install, another profile).
+		return nil, "", nil, fmt.Errorf("no %s config at %s, where %s keeps it; if yours is elsewhere, import it by its path: dynamic-mcp import FILE", name, path, c.Title)
 	case err != nil:
 		return nil, "", nil, fmt.Errorf("read %s config: %w", name, err)
 	}

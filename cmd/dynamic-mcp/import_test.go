@@ -157,7 +157,8 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			cfg := filepath.Join(home, "hub.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
 
-			out, errOut, err := runCLI(t, "install", client, "-c", cfg, "--dry-run")
+			// --config, as every command takes it; -c below.
+			out, errOut, err := runCLI(t, "install", client, "--config", cfg, "--dry-run")
 			if err != nil || !strings.Contains(out, "+") || !strings.Contains(out, "dynamic-mcp") {
 				t.Fatalf("dry run: %v\n%s%s", err, out, errOut)
 			}
@@ -392,5 +393,23 @@ func TestImportWithoutTerminalAsksNothing(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), placeholderPrefix) {
 		t.Errorf("config:\n%s", b)
+	}
+}
+
+// A client whose config is not where it keeps it is named with that path
+// and the way out (its file by path); one literal secret is "1 secret".
+func TestImportSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	_, errOut, err := runBinary(t, home, "import", "claude-code")
+	if err == nil || !strings.Contains(errOut, "no claude-code config at "+filepath.Join(home, ".claude.json")) ||
+		!strings.Contains(errOut, "dynamic-mcp import FILE") || strings.Contains(errOut, "no such file") {
+		t.Errorf("import of a client with no config: %v\n%s", err, errOut)
+	}
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"node","args":["x.js"],"env":{"GITHUB_TOKEN":"ghp_0123456789abcdef"}}}}`), 0o600)
+	_, errOut, err = runBinary(t, home, "import", src, "-o", filepath.Join(home, "config.yaml"))
+	if err != nil || !strings.Contains(errOut, "note: 1 secret written literally into ") {
+		t.Errorf("import of one literal secret: %v\n%s", err, errOut)
 	}
 }

@@ -136,6 +136,7 @@ func installCmd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "install for the project in `dir` (Claude Code: in your local scope of it; others: into its project config)")
 	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves")
+	fs.StringVar(&cfgPath, "config", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves (same as -c)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
 	fs.BoolVar(&forceProject, "force-project", false, "write the project's own config file even inside a git work tree, with this machine's absolute paths")
 	client, err := parseClient(fs, args, "usage: dynamic-mcp install <client> [--project DIR [--force-project]] [-c CONFIG] [--dry-run]")

@@ -84,7 +84,7 @@ Usage:
                                   or over HTTP with --http; the inspector at /ui of
                                   --http, or alone on --ui (also: dynamic-mcp FILE)
   dynamic-mcp validate -c FILE    check a config without serving
-  dynamic-mcp tools -c FILE [GROUP]
+  dynamic-mcp tools -c FILE [--client NAME[@VERSION]] [GROUP]
                                   connect and print the tools the client would get
   dynamic-mcp status -c FILE      how each upstream is doing, as the running shared hub
                                   sees it (with no hub: connect to each and check)
@@ -114,7 +114,8 @@ Usage:
   dynamic-mcp pin list -c FILE    list pinned tools whose definition changed
   dynamic-mcp pin accept -c FILE SERVER [TOOL...]
                                   accept changed tool definitions
-  dynamic-mcp approvals -c FILE   list the calls waiting for approval in the running
+  dynamic-mcp approvals -c FILE [--json]
+                                  list the calls waiting for approval in the running
                                   shared hub, and the grants in force
   dynamic-mcp approve ID [--session | --for 10m | --calls N] [--args key=glob] -c FILE
   dynamic-mcp deny ID -c FILE     answer a waiting call

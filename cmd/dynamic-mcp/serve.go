@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -64,6 +65,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if uiAddr, err = uiListenAddr(uiAddr); err != nil {
 			return err
 		}
+	}
+	if !hubMode && httpAddr == "" && isTerminal(stdin) {
+		// A person ran serve by hand: it speaks MCP on stdin and stdout
+		// and prints nothing else, which looks like a hang.
+		fmt.Fprintf(stderr, "dynamic-mcp: serving MCP on stdin and stdout, for an MCP client that starts this command; a terminal shows nothing more (Ctrl-C stops it). To see the tools a client gets: %s\n", cfg.Command("tools"))
 	}
 	if !hubMode && httpAddr == "" && wantShared(cfg, standalone) {
 		// The client's entry: a bridge to the one hub for this config,

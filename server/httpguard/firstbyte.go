@@ -38,9 +38,10 @@ const FirstByteWait = 30 * time.Second
 // connection that sent nothing (a scanner, a browser's unused
 // preconnect); at most one line every closedLogEvery, which counts the
 // connections closed since the last, so that a scanner's thousands make
-// no flood. (A later request of a kept-alive connection that trickles its
-// headers is closed as quietly: net/http sets that request's deadline as
-// it sets the idle one, and the two are not told apart here.)
+// no flood. A later request of a kept-alive connection whose headers did
+// not all come within ReadHeaderTimeout is logged at info too (see
+// firstByteConn.SetReadDeadline); a kept-alive connection closed idle is
+// not logged.
 func FirstByteListener(ln net.Listener, wait time.Duration, logger *slog.Logger) net.Listener {
 	if wait <= 0 {
 		wait = FirstByteWait // never unbounded: a silent connection would be held for ever
@@ -110,15 +111,44 @@ type firstByteConn struct {
 	started atomic.Bool
 	held    time.Time // the deadline held back (zero: none)
 	heldAt  time.Time // when it was set
-	// inHeaders is true from the first byte until net/http next sets a
-	// read deadline, which it does once the first request's headers are
-	// read: a read that times out meanwhile ran out of its header timeout.
-	inHeaders atomic.Bool
+	// inHeaders is which request's headers are being read (firstRequest,
+	// laterRequest; 0: none), from the first byte of the first, from the
+	// header deadline of a later one (see SetReadDeadline), until net/http
+	// next sets a read deadline, which it does once the headers are read:
+	// a read that times out meanwhile ran out of its header timeout,
+	// headerWait (a time.Duration).
+	inHeaders  atomic.Int32
+	headerWait atomic.Int64
+	// deadlineSet is true when the last read deadline set is not zero,
+	// readSince when a read returned bytes since it was set.
+	deadlineSet, readSince atomic.Bool
 }
 
+const (
+	firstRequest = 1 + iota
+	laterRequest
+)
+
+// SetReadDeadline holds back the deadlines set before the first byte
+// (see Read). After it, it tells a later request's header deadline from
+// the others by net/http's order (conn.serve): once a request is
+// answered, net/http sets the idle deadline, waits for the next
+// request's first bytes, then sets its header deadline. So a deadline
+// set right after another one that was not zero, with bytes read
+// between, is a header deadline. The idle deadline follows a zero one
+// (set once the previous request's headers were read, and when a
+// pending read is aborted); a handler's (http.ResponseController) does
+// too, or follows no read (the hub's handlers set one and clear it).
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	if c.started.Load() {
-		c.inHeaders.Store(false)
+		state := int32(0)
+		if !t.IsZero() && c.deadlineSet.Load() && c.readSince.Load() {
+			state = laterRequest
+			c.headerWait.Store(int64(time.Until(t)))
+		}
+		c.inHeaders.Store(state)
+		c.deadlineSet.Store(!t.IsZero())
+		c.readSince.Store(false)
 		return c.Conn.SetReadDeadline(t)
 	}
 	c.held, c.heldAt = t, time.Now()
@@ -128,10 +158,19 @@ func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 func (c *firstByteConn) Read(b []byte) (int, error) {
 	if c.started.Load() {
 		n, err := c.Conn.Read(b)
-		if err != nil && c.inHeaders.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-			c.inHeaders.Store(false)
-			c.log.closed(slog.LevelInfo, "closed an HTTP connection: its first request's headers did not all come within the header timeout of its first byte",
-				c.RemoteAddr(), c.held.Sub(c.heldAt).Round(time.Millisecond))
+		if n > 0 && !c.readSince.Load() {
+			c.readSince.Store(true)
+		}
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			if which := c.inHeaders.Swap(0); which != 0 {
+				msg := "closed an HTTP connection: its first request's headers did not all come within the header timeout of its first byte"
+				if which == laterRequest {
+					msg = "closed a kept-alive HTTP connection: a later request's headers did not all come within the header timeout of its first bytes"
+				}
+				// To 10 ms: the timeout, not the moments between net/http's
+				// clock reading and this connection's.
+				c.log.closed(slog.LevelInfo, msg, c.RemoteAddr(), time.Duration(c.headerWait.Load()).Round(10*time.Millisecond))
+			}
 		}
 		return n, err
 	}
@@ -146,8 +185,13 @@ func (c *firstByteConn) Read(b []byte) (int, error) {
 	deadline := c.held
 	if !deadline.IsZero() {
 		deadline = deadline.Add(time.Since(c.heldAt))
-		c.inHeaders.Store(n > 0)
+		if n > 0 {
+			c.inHeaders.Store(firstRequest)
+			c.headerWait.Store(int64(c.held.Sub(c.heldAt)))
+		}
 	}
+	c.deadlineSet.Store(!deadline.IsZero())
+	c.readSince.Store(n > 0)
 	if derr := c.Conn.SetReadDeadline(deadline); err == nil {
 		err = derr
 	}

@@ -232,3 +232,47 @@ func TestClosedLogCounts(t *testing.T) {
 		t.Errorf("a line below the logger's level was counted or written")
 	}
 }
+
+// A kept-alive connection closed idle after its request is not logged;
+// one whose later request's headers did not all come within the header
+// timeout is, at info.
+func TestFirstByteListenerLogsALaterRequestsClose(t *testing.T) {
+	t.Parallel()
+	var out logLines
+	logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// The idle timeout is long enough for the test to write its later
+	// request after the answer on a loaded machine.
+	addr := serveLogged(t, 100*time.Millisecond, time.Second, logger)
+	answered := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return c
+	}
+
+	closedByServer(t, answered()) // idle
+	if got := out.lines(); len(got) != 1 || got[0] != "" {
+		t.Fatalf("a kept-alive connection closed idle logged:\n%s", strings.Join(got, "\n"))
+	}
+	trickle := answered()
+	if _, err := trickle.Write([]byte("POST /mcp HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	closedByServer(t, trickle)
+	got := out.lines()
+	if len(got) != 1 || !strings.Contains(got[0], "level=INFO") || !strings.Contains(got[0], "a later request's headers did not all come within the header timeout") ||
+		!strings.Contains(got[0], "remote="+trickle.LocalAddr().String()) || !strings.Contains(got[0], "within=100ms") {
+		t.Fatalf("the close of a kept-alive connection's trickling request logged:\n%s", strings.Join(got, "\n"))
+	}
+}

@@ -74,6 +74,11 @@ func protectedUpstream(t *testing.T) (*authtest.Server, func() []seenCall) {
 func signedInUpstream(t *testing.T) (*authtest.Server, func() []seenCall, *auth.Record) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
 	a, seen := protectedUpstream(t)
+	return a, seen, hubSignIn(t, a)
+}
+
+// hubSignIn is the hub's own sign-in to a's resource (auth login's).
+func hubSignIn(t *testing.T, a *authtest.Server) *auth.Record {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
@@ -87,7 +92,7 @@ func signedInUpstream(t *testing.T) (*authtest.Server, func() []seenCall, *auth.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a, seen, rec
+	return rec
 }
 
 // savedUpstream is signedInUpstream with the record saved in a new state
