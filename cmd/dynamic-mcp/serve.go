@@ -87,6 +87,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else {
 		heapHeadroom(os.Getenv, httpHeapHeadroom)
 	}
+	fewer := httpAddr == "" && fewerProcs(os.Getenv) // and localProcs
 	var ln net.Listener
 	if hubMode {
 		// The socket is taken before any upstream starts: a hub that
@@ -219,6 +220,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(released)
 		mgr.WaitSettled(watchCtx)
 		if watchCtx.Err() == nil {
+			settledProcs(fewer)
 			releaseMemory()
 			releaseWhenQuiet(watchCtx, processCPU, processResident, releaseMemory)
 		}
@@ -246,7 +248,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
-	return hub.ServeStdio(ctx, stdin, stdout)
+	return hub.ServeStdio(ctx, stdioInput(stdin, fewer), stdout)
 }
 
 // sessionCounts counts hub's open client sessions by transport, for the
