@@ -265,7 +265,7 @@ type sdkReplicaCheck struct {
 // finishes and is answered; then the process exits 0.
 func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	r := startReplica(t, replicaConfig(t, "  drain_timeout: 20s\n"))
+	r := startReplica(t, replicaConfig(t, "  drain_timeout: 5m\n")) // bounds a hang: the call ends when the test opens its gate
 	waitFor(t, 20*time.Second, "the replica to be ready", r.ready)
 	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
 	s := &httpSession{url: "http://" + r.addr + "/mcp", hc: hc}
@@ -299,11 +299,13 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		err error
 	}
 	slow := make(chan answer, 1)
-	// The call lasts long enough to be in flight when SIGTERM comes and
-	// /readyz is read: a loaded machine took 1.5 s over the metrics wait
-	// and the signal, and the hub, drained at once, was gone.
+	// The call lasts until the test opens its gate, once /readyz has been
+	// read while draining: a call of a fixed time ended first on a loaded
+	// machine (1.5 s over the metrics wait and the signal, later more than
+	// 6 s), and the hub, drained at once, was gone.
+	gate := filepath.Join(t.TempDir(), "gate")
 	go func() {
-		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 6000}})
+		res, _, err := s.post("tools/call", map[string]any{"name": "f__sleep", "arguments": map[string]any{"ms": 0, "gate": gate}})
 		slow <- answer{res, err}
 	}()
 	inFlight := regexp.MustCompile(`(?m)^dynamic_mcp_requests_in_flight(\{[^}]*\})? [1-9]`)
@@ -337,8 +339,11 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Error("the GET stream stayed open while draining")
 	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	a := <-slow
-	if a.err != nil || !strings.Contains(string(a.res), "slept 6000") {
+	if a.err != nil || !strings.Contains(string(a.res), "slept 0") {
 		t.Errorf("the call in flight: %s %v", a.res, a.err)
 	}
 	select {

@@ -120,23 +120,39 @@ groups:
 		Slept     int   `json:"slept"`
 	}
 	var state string
-	deadline := time.Now().Add(10 * time.Second)
+	// These calls are bound by the same 300 ms: on a loaded machine one
+	// can run out of it (a state call did, under -race, while a schema
+	// compiled for 2.3 s). Such a call is asked again, and its
+	// cancellation counted; it never gets another call's answer.
+	timedOut := 0
+	call := func(name string, args map[string]any) string {
+		for {
+			text, isErr := c.callText(name, args)
+			if !isErr || text != "upstream f: no answer to tools/call within 300ms" {
+				return text
+			}
+			timedOut++
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second * slowMachine) // bounds a hang: the fake sends the reply 600 ms after the call
 	for i := 0; st.Slept == 0; i++ {
 		want := "call " + strconv.Itoa(i)
-		if got, _ := c.callText("f__echo", map[string]any{"text": want}); got != want {
+		if got := call("f__echo", map[string]any{"text": want}); got != want {
 			t.Fatalf("call %d got %q", i, got)
 		}
-		state, _ = c.callText("f__state", nil)
+		state = call("f__state", nil)
 		mustUnmarshal(t, []byte(state), &st)
 		if time.Now().After(deadline) {
 			t.Fatal("the slow call's late reply never came")
 		}
 	}
-	if got, _ := c.callText("f__echo", map[string]any{"text": "after"}); got != "after" {
+	if got := call("f__echo", map[string]any{"text": "after"}); got != "after" {
 		t.Fatalf("the call after the late reply got %q", got)
 	}
-	if len(st.Cancelled) != 2 {
-		t.Errorf("upstream saw %d notifications/cancelled, want 2: %s", len(st.Cancelled), state)
+	// A state call that timed out after the fake answered it is counted
+	// by the fake after its answer: the last state may miss at most those.
+	if n := len(st.Cancelled); n < 2 || n > 2+timedOut {
+		t.Errorf("upstream saw %d notifications/cancelled, want 2 (and up to %d of calls that timed out on a slow machine): %s", n, timedOut, state)
 	}
 }
 

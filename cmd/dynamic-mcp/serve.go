@@ -69,7 +69,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if !hubMode && httpAddr == "" && isTerminal(stdin) {
 		// A person ran serve by hand: it speaks MCP on stdin and stdout
 		// and prints nothing else, which looks like a hang.
-		fmt.Fprintf(stderr, "dynamic-mcp: serving MCP on stdin and stdout, for an MCP client that starts this command; a terminal shows nothing more (Ctrl-C stops it). To see the tools a client gets: %s\n", cfg.Command("tools"))
+		fmt.Fprintf(stderr, "dynamic-mcp: serving MCP on stdin and stdout, for an MCP client that starts this command; a terminal shows nothing but its log (Ctrl-C stops it). To see the tools a client gets: %s\n", cfg.Command("tools"))
 	}
 	if !hubMode && httpAddr == "" && wantShared(cfg, standalone) {
 		// The client's entry: a bridge to the one hub for this config,
@@ -84,7 +84,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg, _ = cfg.WithProfile(profile)
 	if httpAddr == "" {
 		lowerHeapGoal(os.Getenv) // a desktop's hub: see localGCPercent
+	} else {
+		heapHeadroom(os.Getenv, httpHeapHeadroom)
 	}
+	fewer := httpAddr == "" && fewerProcs(os.Getenv) // and localProcs
 	var ln net.Listener
 	if hubMode {
 		// The socket is taken before any upstream starts: a hub that
@@ -217,6 +220,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer close(released)
 		mgr.WaitSettled(watchCtx)
 		if watchCtx.Err() == nil {
+			settledProcs(fewer)
 			releaseMemory()
 			releaseWhenQuiet(watchCtx, processCPU, processResident, releaseMemory)
 		}
@@ -244,7 +248,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
-	return hub.ServeStdio(ctx, stdin, stdout)
+	return hub.ServeStdio(ctx, stdioInput(stdin, fewer), stdout)
 }
 
 // sessionCounts counts hub's open client sessions by transport, for the

@@ -96,8 +96,12 @@ type Linker interface {
 // where the hub reads it, handed through the request stages (every
 // request), and, once the view has routed it to an upstream as a
 // tools/call, prompts/get or resources/read, through the call stages;
-// read and noted on by every stage. Its context carries cancellation and
-// deadlines only.
+// read and noted on by every stage. Its context carries cancellation,
+// deadlines and the observers' values (the inspector's row and the trace's
+// span, obs.CallStarted; a hop's client span), and, for a caller with no
+// session (Hub.Answer), its HTTP request's (the caller's identity,
+// httpguard; the profile, mcphttp); never the session or the owner, which
+// are the Call's own fields (Origin).
 //
 // Its fields are in named parts, each written at one point of the path
 // and read after it: who sends it and under what (Origin, where the hub

@@ -11,15 +11,20 @@
 // invalid argument) or call next and look at what comes back.
 //
 // Every request of a client is a Call from where the hub reads it: the
-// request stages (the era's checks, the result budget) see every one;
-// the call stages those the view routed upstream. What every request to
+// request stages (the audit trail's writer, the result budget, the era's
+// checks: server/chain.go, newRequestChain) see every one; the call
+// stages those the view routed upstream. What every request to
 // an upstream goes through, whoever sends it (per-user sign-in,
 // redaction), is a HopStage, handed a Hop.
 //
-// The package does no I/O and imports only the pure policy package,
-// the audit record (server/audit/record) and types/*: a stage package
-// imports it, upstream and types/*, never the hub (server), so that no
-// concern can reach back into another.
+// The package does no I/O but the log line of ToolFailures (to the
+// logger it is given), and imports only the pure policy package, the
+// audit record (server/audit/record), types/* and mcp-go's mcp (the
+// client's capabilities, Session.Capabilities): a stage package
+// imports it, upstream, types/* and the concern packages it builds on
+// (rounds asks through approve, resultcap reads era), never the hub
+// (server), so that no concern can reach back into the hub and, through
+// it, into every other.
 //
 // It imports no upstream (a test says so): the chain ends in
 // upstream.Server.RequestOn(ctx, owner, ...), and a Call's route holds

@@ -33,20 +33,44 @@ type intentAnswer struct {
 // hidden and absent alike, as a real call answers both.
 const decisionNotFound = "not_found"
 
-func checkIntent(h Host, args []byte) (any, error) {
-	in, err := read(args, "description", "action_type", "target")
+// readTarget reads the arguments of tool, the keys required among them,
+// and the call they name (the resource read uri names, if any), then
+// audits tool's use: the start of checkIntent and requestPermission.
+func readTarget(h Host, args []byte, tool string, uri func(input) string, required ...string) (input, Target, error) {
+	in, err := read(args, required...)
 	if err != nil {
-		return nil, err
+		return in, Target{}, err
 	}
-	uri := ""
+	t, err := in.target(uri(in))
+	if err != nil {
+		return in, Target{}, err
+	}
+	if err := audited(h, tool); err != nil {
+		return in, Target{}, err
+	}
+	return in, t, nil
+}
+
+// intentURI and permissionURI are the resource a read names: checkIntent's
+// target of action_type resource_access, requestPermission's resource of
+// operation read; "" for any other.
+func (in input) intentURI() string {
 	if in.ActionType == "resource_access" {
-		uri = in.Target
+		return in.Target
 	}
-	t, err := in.target(uri)
+	return ""
+}
+
+func (in input) permissionURI() string {
+	if in.Operation == "read" {
+		return in.Resource
+	}
+	return ""
+}
+
+func checkIntent(h Host, args []byte) (any, error) {
+	_, t, err := readTarget(h, args, CheckIntent, input.intentURI, "description", "action_type", "target")
 	if err != nil {
-		return nil, err
-	}
-	if err := audited(h, CheckIntent); err != nil {
 		return nil, err
 	}
 	return intentOf(t, h.Decide(t)), nil
@@ -115,19 +139,8 @@ const maxWhy = 512
 const defaultTimeoutSeconds = 30
 
 func requestPermission(ctx context.Context, h Host, args []byte) (any, error) {
-	in, err := read(args, "resource", "operation", "justification")
+	in, t, err := readTarget(h, args, RequestPermission, input.permissionURI, "resource", "operation", "justification")
 	if err != nil {
-		return nil, err
-	}
-	uri := ""
-	if in.Operation == "read" {
-		uri = in.Resource
-	}
-	t, err := in.target(uri)
-	if err != nil {
-		return nil, err
-	}
-	if err := audited(h, RequestPermission); err != nil {
 		return nil, err
 	}
 	v := h.Decide(t)

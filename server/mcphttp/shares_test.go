@@ -148,16 +148,20 @@ func TestHTTPClientShareOfSessions(t *testing.T) {
 // With two credentials a client has at most half of http.max_inflight in
 // flight: with a cap of 4, a's third request while two calls run is
 // answered 503 with Retry-After, b's requests are served meanwhile, and
-// a's are again once its calls are answered.
+// a's are again once its calls end.
 func TestHTTPClientShareOfInflight(t *testing.T) {
 	t.Parallel() // its own hub and upstreams
-	face, base := shareFace(t, fakeHub(t), Options{MaxInflight: 4})
+	// The calls hang until a cancels them (the call timeout bounds a hang
+	// of the test): calls of 1.5 s ended before the test looked, at a load
+	// of 110.
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5m", ""), nil)
+	face, base := shareFace(t, h, Options{MaxInflight: 4})
 	a, _ := openAs(t, base, shareTokenA)
 	b, _ := openAs(t, base, shareTokenB)
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`, i+1))
+			a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`, i+1))
 		})
 	}
 	waitFor(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.load() == 2 })
@@ -169,9 +173,15 @@ func TestHTTPClientShareOfInflight(t *testing.T) {
 			t.Errorf("b's request while a holds its share: %d", code)
 		}
 	}
+	for i := range 2 {
+		if code, _, body := a.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i+1)); code != http.StatusAccepted {
+			t.Fatalf("cancelling a's call %d: %d %s", i+1, code, body)
+		}
+	}
 	wg.Wait()
+	waitFor(t, 5*time.Second, "a's calls to end", func() bool { return face.inflight.load() == 0 })
 	if code := a.ping(); code != http.StatusOK {
-		t.Errorf("a's request once its calls are answered: %d", code)
+		t.Errorf("a's request once its calls ended: %d", code)
 	}
 }
 

@@ -42,18 +42,20 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 	before := liveGoroutines()
 	text := strings.Repeat("p", 256<<10) // in each progress message and in the answer
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f__progress","arguments":{"text":"` + text + `"},"_meta":{"progressToken":"t"}}}`
-	stall := func(c *httpClient, writers int) (net.Conn, *httpSession, time.Time) {
+	// others counts the writers of POSTs stalled before (the first one's
+	// may have met its write deadline on a slow machine meanwhile).
+	stall := func(c *httpClient, others func() int) (net.Conn, *httpSession, time.Time) {
 		t.Helper()
 		sent := time.Now()
 		nc := stalledPOST(t, ts.URL, c.session, call)
 		hs := face.sessions.lookup(c.session)
 		waitFor(t, 10*time.Second, "the call answered, its POST's writer stuck in a write", func() bool {
-			return postWriters() == writers && hs.Answering() == 0 && hs.st.open() == 1
+			return postWriters() == others()+1 && hs.Answering() == 0 && hs.st.open() == 1
 		})
 		return nc, hs, sent
 	}
-	ncStays, hsStays, _ := stall(stays, 1)
-	ncGoes, hsGoes, sent := stall(goes, 2)
+	ncStays, hsStays, _ := stall(stays, func() int { return 0 })
+	ncGoes, hsGoes, sent := stall(goes, hsStays.st.open)
 
 	for _, c := range []*httpClient{other, goes, stays} {
 		if _, body := c.post(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`); !strings.Contains(body, `"text":"still"`) {
@@ -61,11 +63,21 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 		}
 	}
 
-	// The client goes: its writer's write fails at once.
+	// The client goes: its writer's write fails at once. The proof that
+	// the close ended it, not its write deadline: it ended before that
+	// deadline could pass, or while the other's, which passes first (its
+	// write got stuck before this POST was sent), had not passed yet.
 	ncGoes.Close()
-	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsGoes.st.open() == 0 })
-	if d := time.Since(sent); d >= writeTimeout {
-		t.Errorf("the POST's handler ended %v after the POST, not before the write deadline could end it", d)
+	staysOpen := false
+	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool {
+		if hsGoes.st.open() != 0 {
+			return false
+		}
+		staysOpen = hsStays.st.open() == 1 // it only goes from 1 to 0
+		return true
+	})
+	if d := time.Since(sent); d >= writeTimeout && !staysOpen {
+		t.Errorf("the POST's handler ended %v after the POST, after the other's write deadline: not before its own could end it", d)
 	}
 	// The client stays and does not read: the write deadline ends it.
 	waitFor(t, 3*writeTimeout, "the POST's handler to end at the write deadline", func() bool { return hsStays.st.open() == 0 })

@@ -118,12 +118,17 @@ func errorType(status traffic.Status, err error) string {
 // "tool_error" for an isError result (as the hub decided), _OTHER for a
 // failure of the connection.
 func hopErrorType(h *traffic.Hop) string {
-	var rpc *jsonrpc.Error
-	switch err := h.Err; {
+	err := h.Err
+	switch {
 	case err == nil && h.ToolError:
 		return "tool_error"
 	case err == nil:
 		return ""
+	}
+	// Declared past the answered hops: errors.As's target escapes, an
+	// allocation that every hop took, failed or not, when it was first.
+	var rpc *jsonrpc.Error
+	switch {
 	case errors.As(err, &rpc):
 		return codeName(rpc.Code)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -5,6 +5,7 @@ package local
 import (
 	"io"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -28,7 +29,10 @@ const readWait = 20 * time.Millisecond
 // poller wakes wakes another to spin; issue 33, one call in flight: 4.1-4.4
 // voluntary switches a call, 2.3-3.1 with a blocking stdin). f stays
 // non-blocking, so that Close ends a read (within readWait) and the
-// client's other holder of it, the bridge, sees no change.
+// client's other holder of it, the bridge, sees no change. A hub on one
+// processor (cmd/dynamic-mcp's localProcs) leaves the wait to the poller
+// at once: a thread waiting in poll would hold the one processor, and
+// with no other processor idle no thread is woken to spin.
 func WaitingReader(f *os.File) io.ReadCloser {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -72,7 +76,8 @@ func (r *waitingReader) Read(p []byte) (int, error) {
 }
 
 // readFD reads fd, waiting on this thread for input the first time it
-// finds none; false (still none) leaves the wait to the poller.
+// finds none, unless the process runs on one processor; false (still
+// none) leaves the wait to the poller.
 func (r *waitingReader) readFD(fd uintptr) bool {
 	waited := false
 	for {
@@ -83,7 +88,7 @@ func (r *waitingReader) readFD(fd uintptr) bool {
 		case err != syscall.EAGAIN:
 			r.n, r.err = max(n, 0), err
 			return true
-		case waited:
+		case waited || runtime.GOMAXPROCS(0) == 1:
 			return false
 		}
 		waited = true

@@ -5,6 +5,7 @@ package local
 import (
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -73,5 +74,30 @@ func TestWaitingReaderCloseEndsARead(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("Close did not end the read")
+	}
+}
+
+// On one processor, where a read that finds nothing leaves the wait to
+// the poller at once, what comes later is read as before.
+func TestWaitingReaderOnOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wr := WaitingReader(r)
+	defer wr.Close()
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := wr.Read(buf)
+		got <- string(buf[:n])
+	}()
+	if _, err := w.WriteString("late\n"); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "late\n" {
+		t.Fatalf("read %q", s)
 	}
 }

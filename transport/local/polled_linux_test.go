@@ -1,0 +1,85 @@
+package local
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// A blocking stdin pipe, as a client's os/exec gives the hub, is read
+// through the poller by a second open file: what the client writes, then
+// io.EOF once it closes its end; the first file stays blocking (the
+// client may share it); Close ends a read that waits.
+func TestPolledReadsABlockingPipe(t *testing.T) {
+	r, w := blockingPipe(t)
+	fd := int(r.Fd())
+	p := Polled(r)
+	if p == r {
+		t.Fatal("Polled returned the blocking pipe itself")
+	}
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
+		t.Fatalf("the first file's flags %#x (%v): it is no longer blocking", flags, err)
+	}
+	if _, err := w.WriteString("first\n"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := p.Read(buf); err != nil || string(buf[:n]) != "first\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	w.Close()
+	if n, err := p.Read(buf); err != io.EOF {
+		t.Fatalf("read %q, %v after the writer closed, want io.EOF", buf[:n], err)
+	}
+	p.Close()
+
+	r2, _ := blockingPipe(t)
+	p2 := Polled(r2)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := p2.Read(buf)
+		ended <- err
+	}()
+	p2.Close()
+	if err := <-ended; !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("a read ended by Close returned %v, want os.ErrClosed", err)
+	}
+}
+
+// blockingPipe is a pipe whose read end is blocking and not polled, as
+// the hub's stdin is when os/exec started it.
+func blockingPipe(t *testing.T) (r, w *os.File) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// What is not a blocking pipe is returned as it is: a regular file, and a
+// pipe the poller reads already.
+func TestPolledLeavesOthers(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if Polled(f) != f {
+		t.Error("a regular file was opened again")
+	}
+	r, w, err := os.Pipe() // polled: os.Pipe's ends are non-blocking
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if Polled(r) != r {
+		t.Error("a pipe the poller reads already was opened again")
+	}
+}

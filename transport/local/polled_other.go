@@ -1,0 +1,8 @@
+//go:build !linux
+
+package local
+
+import "os"
+
+// Polled is f: only Linux opens a pipe again (see polled_linux.go).
+func Polled(f *os.File) *os.File { return f }
