@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated in 2026-07-28 (SEP-2577) but clients still use them, and the hub must keep each user's to that user.
 package mcphttp
 
 import (
