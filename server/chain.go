@@ -70,7 +70,7 @@ func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
 		call.If(snap.audit != nil, audit.Writer{Trail: snap.audit, Outcome: outcomeOf}),
 		call.If(snap.cfg.CapsResults(), resultcap.Stage{Store: h.results}),
 		era.Stage{},
-	).Then(call.End) // the request's own Handle (dispatch.go)
+	).Then(call.End) // the request's own Handle (request.go)
 }
 
 // newChain is the call stages of snap (see newRequestChain).
