@@ -380,7 +380,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 			return c.Answer, nil
 		}
 		return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: c.Route.Server, Name: c.Route.Name, Args: c.Args, Params: c.Params,
-			ClientName: c.Route.Name, Schema: c.Schema})
+			Schema: c.Schema})
 	}
 	if v.Search == nil { // gone while it waited (a reload turned it off)
 		req.miss(name)
@@ -400,9 +400,8 @@ func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments js
 	if len(arguments) > 0 && arguments[0] != '{' && string(arguments) != "null" {
 		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
 	}
-	name, _ := req.stringField("name") // as the client called it
 	return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: r.Server, Name: r.Name, Args: arguments,
-		Params: req.call.Request, Rename: true, ClientName: name, Schema: r.Tool.InputSchema})
+		Params: req.call.Request, Rename: true, Schema: r.Tool.InputSchema}) // the client's name in Params (Call.CalledName)
 }
 
 func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {

@@ -53,9 +53,6 @@ type Session interface {
 	// Capabilities are the capabilities the client states in the
 	// request's _meta (2026-07-28), else those its session stated.
 	Capabilities() mcp.ClientCapabilities
-	// SignIn is the caller's key among all callers, "" for none, and its
-	// face, which sends it to sign in (nil: it cannot).
-	SignIn() (user string, linker Linker)
 }
 
 // Owner is whose calls upstream a call or hop is: an upstream.Owner (the
@@ -159,20 +156,18 @@ type Asked struct {
 	// upstream: policy.MethodToolsCall, MethodPromptsGet or
 	// MethodResourcesRead.
 	Method string
-	// Modern is true for a request of 2026-07-28 or later; Retry is true
-	// when it carries a requestState (the retry of a call that was
-	// answered input_required).
-	Modern, Retry bool
+	// Modern is true for a request of 2026-07-28 or later.
+	Modern bool
 }
 
 // Route is where a call goes: set once the view routed it upstream.
 type Route struct {
 	Upstream Upstream       // the upstream server the call goes to
 	Server   *config.Server // its config
-	// Name is the tool or prompt as the server knows it, or the URI;
-	// ClientName the tool as the client named it (Name when the same).
-	Name, ClientName string
-	Args             json.RawMessage // the tool's or prompt's arguments, nil for none
+	// Name is the tool or prompt as the server knows it, or the URI (the
+	// tool as the client named it is CalledName).
+	Name string
+	Args json.RawMessage // the tool's or prompt's arguments, nil for none
 	// Params are what is sent upstream, scanned once: the request's own,
 	// or those the hub built (call_dynamic_tool).
 	Params jsonrpc.Object
@@ -193,10 +188,6 @@ type Outcome struct {
 	// Sent is set once the end of the chain sent the call upstream: a
 	// tools/call's result then fits the client's max_result (resultcap).
 	Sent bool
-	// FirstCall is set when the request is the retry that answered a
-	// prompt rule's question accept (rounds.Round): it goes upstream as a
-	// first call, without the round's requestState and inputResponses.
-	FirstCall bool
 	// Final is set when the hub's protocol answered the request
 	// (clients.Protocol: the handshake, ping, an unknown method): its
 	// answer is final as it is.
@@ -259,6 +250,18 @@ const (
 // Approved notes that a person let c through, by grant ("" for this call
 // alone).
 func (c *Call) Approved(grant, by string) { c.Notes.Grant, c.Notes.ApprovedBy = grant, by }
+
+// CalledName is the tool as the client named it: the name in Params when
+// they name it as the client did (Rename), else Name (call_dynamic_tool's
+// name, the server's own).
+func (c *Call) CalledName() string {
+	if c.Rename {
+		if name, ok := jsonrpc.StringValue(c.Params.Field("name")); ok {
+			return name
+		}
+	}
+	return c.Name
+}
 
 // Outgoing are the params c is sent upstream with: Params, with the name
 // the server knows (Rename) and Meta spliced in, every other byte as it
