@@ -28,6 +28,12 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
+// This file is a request's path through the hub itself, in the order it
+// takes: Session.Request hands it to serve, which builds the request
+// value and runs the request stages (chain.go); their end is the
+// request's Handle, which dispatches it by method, and the view routes a
+// tool, prompt or resource to its upstream (forward, chain.go).
+
 // request is one client request on its way through the hub: built once
 // where it arrives (serve) and passed down to everything that handles it.
 // The ctx beside it carries its cancellation and deadline and the spans of
