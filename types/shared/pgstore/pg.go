@@ -390,13 +390,13 @@ func execParams(ctx context.Context, pc *pgconn.PgConn, sql string, args []any) 
 	if err != nil {
 		return nil, err
 	}
-	name, err := prepared(ctx, pc, sql, oids)
+	sd, err := prepared(ctx, pc, sql, oids)
 	if err != nil {
 		return nil, err
 	}
 	var res *pgconn.Result
-	if name != "" {
-		res = pc.ExecPrepared(ctx, name, values, formats, binaryResults).Read()
+	if sd != nil {
+		res = pc.ExecStatement(ctx, sd, values, formats, binaryResults).Read()
 	} else {
 		res = pc.ExecParams(ctx, sql, values, oids, formats, binaryResults).Read()
 	}
@@ -409,47 +409,48 @@ func execParams(ctx context.Context, pc *pgconn.PgConn, sql string, args []any) 
 const maxPrepared = 128
 
 // preparedKey is where a connection keeps its prepared statements, in its
-// CustomData: the name of each, by its SQL and its arguments' types.
+// CustomData: each one's description (its name and result's columns), by
+// its SQL and its arguments' types.
 const preparedKey = "dynamic-mcp.prepared"
 
-// prepared returns the name of sql, with arguments of the types oids,
-// prepared on pc: on the first use on pc it is prepared (one round trip
-// more), from then on it is named, so that the server parses and plans it
-// once a connection rather than at every run, as pgx's statement cache
-// did before the store moved to pgconn. Without it a notification through
+// prepared returns sql, with arguments of the types oids, prepared on pc:
+// on the first use on pc it is prepared (one round trip more), from then
+// on it is run by its name, without asking for its columns again, so that
+// the server parses and plans it once a connection rather than at every
+// run, as pgx's statement cache did before the store moved to pgconn. Without it a notification through
 // the store cost PostgreSQL several times the CPU (docs/performance.md,
-// "Notifications through the store"). "" with no error: run sql unnamed
+// "Notifications through the store"). nil with no error: run sql unnamed
 // (pc holds maxPrepared already, or the connection string's
 // default_query_exec_mode asks for none prepared). A connection is used by one
 // caller at a time, so its map needs no lock. A prepared statement is
 // not part of a transaction: one prepared in a transaction that rolls
 // back stays.
-func prepared(ctx context.Context, pc *pgconn.PgConn, sql string, oids []uint32) (string, error) {
+func prepared(ctx context.Context, pc *pgconn.PgConn, sql string, oids []uint32) (*pgconn.StatementDescription, error) {
 	data := pc.CustomData()
 	if data[preparedKey] == false {
-		return "", nil // default_query_exec_mode: none prepared
+		return nil, nil // default_query_exec_mode: none prepared
 	}
-	names, _ := data[preparedKey].(map[string]string)
-	if names == nil {
-		names = map[string]string{}
-		data[preparedKey] = names
+	stmts, _ := data[preparedKey].(map[string]*pgconn.StatementDescription)
+	if stmts == nil {
+		stmts = map[string]*pgconn.StatementDescription{}
+		data[preparedKey] = stmts
 	}
 	key := sql
 	for _, o := range oids {
 		key += "\x00" + strconv.FormatUint(uint64(o), 10)
 	}
-	if name, ok := names[key]; ok {
-		return name, nil
+	if sd, ok := stmts[key]; ok {
+		return sd, nil
 	}
-	if len(names) >= maxPrepared {
-		return "", nil
+	if len(stmts) >= maxPrepared {
+		return nil, nil
 	}
-	name := "dynamic_mcp_" + strconv.Itoa(len(names))
-	if _, err := pc.Prepare(ctx, name, sql, oids); err != nil {
-		return "", err
+	sd, err := pc.Prepare(ctx, "dynamic_mcp_"+strconv.Itoa(len(stmts)), sql, oids)
+	if err != nil {
+		return nil, err
 	}
-	names[key] = name
-	return name, nil
+	stmts[key] = sd
+	return sd, nil
 }
 
 // binaryResults asks every result column in binary.
@@ -487,12 +488,12 @@ func (p *pool) SendBatch(ctx context.Context, b *batch) (res []*pgconn.Result, e
 	err = p.with(ctx, func(pc *pgconn.PgConn) error {
 		var pb pgconn.Batch
 		for _, q := range b.stmts {
-			name, err := prepared(ctx, pc, q.sql, q.oids)
+			sd, err := prepared(ctx, pc, q.sql, q.oids)
 			switch {
 			case err != nil:
 				return err
-			case name != "":
-				pb.ExecPrepared(name, q.values, q.formats, binaryResults)
+			case sd != nil:
+				pb.ExecStatement(sd, q.values, q.formats, binaryResults)
 			default:
 				pb.ExecParams(q.sql, q.values, q.oids, q.formats, binaryResults)
 			}
