@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,15 @@ type ownConnUpstream struct {
 	streams map[string]chan string // each connection's GET stream, by its Authorization
 	conns   map[string]string      // each user's connection's Authorization, by whoami's argument
 	answers map[string]string      // the hub's answers to this server's requests, by id
+	asked   int                    // the requests its ask tool sent
+	asking  int                    // its ask tool's calls in flight
+	answer1 chan struct{}          // closed, and replaced, at each answer of the hub's and each ask call (bump)
+}
+
+// bump wakes whoever waits for an answer or an ask call; u.mu is held.
+func (u *ownConnUpstream) bump() {
+	close(u.answer1)
+	u.answer1 = make(chan struct{})
 }
 
 func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +82,7 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if id != nil {
 			u.mu.Lock()
 			u.answers[string(id)] = string(body)
+			u.bump()
 			u.mu.Unlock()
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -87,12 +98,17 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s%d", len(conn)))
 		res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{},"resources":{"subscribe":true}},"serverInfo":{"name":"docs","version":"1"}}`
 	case `"tools/list"`:
-		res = `{"tools":[{"name":"whoami","inputSchema":{"type":"object","properties":{"who":{"type":"string"}}}}]}`
+		res = `{"tools":[{"name":"whoami","inputSchema":{"type":"object","properties":{"who":{"type":"string"}}}},{"name":"ask","inputSchema":{"type":"object","properties":{"together":{"type":"integer"}}}}]}`
 	case `"resources/list"`:
 		res = `{"resources":[{"uri":"file:///doc","name":"doc"}]}`
 	case `"resources/templates/list"`:
 		res = `{"resourceTemplates":[]}`
 	case `"tools/call"`:
+		if name := string(jsonrpc.Field(jsonrpc.Field(body, "params"), "name")); name == `"ask"` {
+			together, _ := strconv.Atoi(string(jsonrpc.Field(jsonrpc.Field(jsonrpc.Field(body, "params"), "arguments"), "together")))
+			res = u.ask(r.Context(), conn, together)
+			break
+		}
 		who := string(jsonrpc.Field(jsonrpc.Field(jsonrpc.Field(body, "params"), "arguments"), "who"))
 		u.mu.Lock()
 		u.conns[strings.Trim(who, `"`)] = conn
@@ -101,6 +117,53 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(jsonrpc.EncodeResult(id, json.RawMessage(res)))
+}
+
+// ask is the ask tool's result: during the call it sends roots/list on
+// the GET stream of the connection conn (a server asking its client on
+// its own, as a TypeScript SDK server's listRoots() does, unrelated to
+// the call), and answers with the hub's answer to it as its text. With
+// together over 1 it asks once that many of its calls are in flight.
+func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) string {
+	u.mu.Lock()
+	u.asked++
+	u.asking++
+	id := fmt.Sprintf(`"ask-%d"`, u.asked)
+	out := u.streams[conn]
+	for u.asking < together && ctx.Err() == nil {
+		next := u.answer1
+		u.mu.Unlock()
+		select {
+		case <-next:
+		case <-ctx.Done():
+		}
+		u.mu.Lock()
+	}
+	u.bump()
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.asking--
+		u.mu.Unlock()
+	}()
+	if out == nil {
+		return `{"content":[{"type":"text","text":"no GET stream"}],"isError":true}`
+	}
+	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
+	for {
+		u.mu.Lock()
+		got, next := u.answers[id], u.answer1
+		u.mu.Unlock()
+		if got != "" {
+			text, _ := json.Marshal(got)
+			return `{"content":[{"type":"text","text":` + string(text) + `}]}`
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return `{"content":[{"type":"text","text":"no answer"}],"isError":true}`
+		}
+	}
 }
 
 // send writes msg on the GET stream of user's own connection.
@@ -132,6 +195,7 @@ func (u *ownConnUpstream) answer(t *testing.T, id string) string {
 // sdkUser is a user's go-sdk client: what it received (each message's
 // method and params, as its receiving middleware sees them).
 type sdkUser struct {
+	cs  *sdk.ClientSession // nil for the TypeScript SDK's
 	mu  sync.Mutex
 	got []string
 }
@@ -154,6 +218,13 @@ func (c *sdkUser) saw(s string) bool {
 // file:///who and sampling with "sampled for who".
 func connectUser(t *testing.T, url, token, who string) *sdkUser {
 	t.Helper()
+	return connectUserAs(t, url, token, who, who)
+}
+
+// connectUserAs is connectUser with root file:///root, for one of a
+// user's several sessions.
+func connectUserAs(t *testing.T, url, token, who, root string) *sdkUser {
+	t.Helper()
 	u := &sdkUser{}
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-" + who, Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}, Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
@@ -170,7 +241,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "sampled for " + who}}, nil
 		},
 	})
-	c.AddRoots(&sdk.Root{URI: "file:///" + who})
+	c.AddRoots(&sdk.Root{URI: "file:///" + root})
 	c.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			p, _ := json.Marshal(req.GetParams())
@@ -186,6 +257,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	u.cs = cs
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +277,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 // the hub with their bearer tokens (userToken).
 func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}}
+	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{})}
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up
@@ -359,4 +431,56 @@ func connectTSUser(t *testing.T, url, token, who string) *sdkUser {
 	io.WriteString(stdin, "signed in\n")
 	next("ready")
 	return u
+}
+
+// One user with two sessions of go-sdk's client (two editor windows) on a
+// per-user server, which the two share a connection to, and another
+// user: a request the server sends during a session's call on its own
+// (roots/list on the GET stream, related to no request of the hub's)
+// goes to the session whose call it is, whichever of the two calls; one
+// that cannot be told (no call in flight, both sessions calling at once)
+// goes to none of them, with an error that says why, never to either
+// session nor to the other user's.
+func TestPerUserTwoSessionsOfOneUser(t *testing.T) {
+	up, url := perUserClientsHub(t)
+	one := connectUserAs(t, url, userToken("alice"), "alice", "alice-one")
+	two := connectUserAs(t, url, userToken("alice"), "alice", "alice-two")
+	bob := connectUser(t, url, userToken("bob"), "bob")
+	ask := func(s *sdkUser, together int) string {
+		t.Helper()
+		res, err := s.cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "docs__ask", Arguments: map[string]any{"together": together}})
+		if err != nil || len(res.Content) != 1 {
+			t.Fatalf("ask: %+v %v", res, err)
+		}
+		return res.Content[0].(*sdk.TextContent).Text
+	}
+	for _, c := range []struct {
+		s    *sdkUser
+		want string
+	}{{one, "file:///alice-one"}, {two, "file:///alice-two"}, {one, "file:///alice-one"}} {
+		if got := ask(c.s, 1); !strings.Contains(got, c.want) || strings.Contains(got, `"error"`) {
+			t.Errorf("roots/list during a call of the session with root %s was answered %s", c.want, got)
+		}
+	}
+	// Both of alice's sessions calling at once: the server's request says
+	// not whose it is.
+	var wg sync.WaitGroup
+	got := make([]string, 2)
+	for i, s := range []*sdkUser{one, two} {
+		wg.Go(func() { got[i] = ask(s, 2) })
+	}
+	wg.Wait()
+	for _, a := range got {
+		if !strings.Contains(a, `"error"`) || !strings.Contains(a, "passed to none") || strings.Contains(a, "file:///") {
+			t.Errorf("roots/list while both of alice's sessions call was answered %s; want an error that it went to neither", a)
+		}
+	}
+	// No call in flight.
+	up.send(t, "alice", `{"jsonrpc":"2.0","id":"roots-of-no-call","method":"roots/list"}`)
+	if a := up.answer(t, `"roots-of-no-call"`); !strings.Contains(a, `"error"`) || !strings.Contains(a, "passed to none") || strings.Contains(a, "file:///") {
+		t.Errorf("roots/list on alice's connection with no call in flight was answered %s; want an error that it went to neither of her sessions", a)
+	}
+	if bob.saw("roots/list") {
+		t.Errorf("bob's client was asked alice's server's roots/list")
+	}
 }
