@@ -42,7 +42,13 @@ type ownConnUpstream struct {
 	answers map[string]string      // the hub's answers to this server's requests, by id
 	asked   int                    // the requests its ask tool sent
 	asking  int                    // its ask tool's calls in flight
-	answer1 chan struct{}          // closed, and replaced, at each answer of the hub's and each ask call (bump)
+	answer1 chan struct{}          // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
+	// askAtStart: a connection whose GET stream opens is sent
+	// roots/list on it (a server that asks its client's roots as the
+	// client connects), and whoami answers on it once the hub has
+	// answered that; started holds those answers, by connection.
+	askAtStart bool
+	started    map[string]string
 }
 
 // bump wakes whoever waits for an answer or an ask call; u.mu is held.
@@ -58,7 +64,18 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := make(chan string, 16)
 		u.mu.Lock()
 		u.streams[conn] = out
+		u.bump()
+		askAtStart := u.askAtStart && u.started[conn] == ""
 		u.mu.Unlock()
+		if askAtStart {
+			go func() { // ends with the request: askRoots gives up with its ctx
+				got := u.askRoots(r.Context(), conn, "start", 1)
+				u.mu.Lock()
+				u.started[conn] = cmp.Or(got, "no answer")
+				u.bump()
+				u.mu.Unlock()
+			}()
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
@@ -110,6 +127,7 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		who := string(jsonrpc.Field(jsonrpc.Field(jsonrpc.Field(body, "params"), "arguments"), "who"))
+		u.awaitStart(r.Context(), conn)
 		u.mu.Lock()
 		u.conns[strings.Trim(who, `"`)] = conn
 		u.mu.Unlock()
@@ -119,18 +137,25 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(jsonrpc.EncodeResult(id, json.RawMessage(res)))
 }
 
-// ask is the ask tool's result: during the call it sends roots/list on
-// the GET stream of the connection conn (a server asking its client on
-// its own, as a TypeScript SDK server's listRoots() does, unrelated to
-// the call), and answers with the hub's answer to it as its text. With
-// together over 1 it asks once that many of its calls are in flight.
+// ask is the ask tool's result: during the call it asks roots/list
+// (askRoots) and answers with the hub's answer to it as its text.
 func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) string {
+	got := u.askRoots(ctx, conn, "ask", together)
+	text, _ := json.Marshal(got)
+	return `{"content":[{"type":"text","text":` + string(text) + `}]}`
+}
+
+// askRoots sends roots/list, id "PREFIX-N", on the GET stream of the
+// connection conn once it is open (a server asking its client on its
+// own, as a TypeScript SDK server's listRoots() does, unrelated to any
+// request of the client's), and returns the hub's answer. With together
+// over 1 it asks once that many are asking. "" when ctx ends first.
+func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, together int) string {
 	u.mu.Lock()
 	u.asked++
 	u.asking++
-	id := fmt.Sprintf(`"ask-%d"`, u.asked)
-	out := u.streams[conn]
-	for u.asking < together && ctx.Err() == nil {
+	id := fmt.Sprintf(`"%s-%d"`, prefix, u.asked)
+	for (u.asking < together || u.streams[conn] == nil) && ctx.Err() == nil {
 		next := u.answer1
 		u.mu.Unlock()
 		select {
@@ -139,6 +164,7 @@ func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) st
 		}
 		u.mu.Lock()
 	}
+	out := u.streams[conn]
 	u.bump()
 	u.mu.Unlock()
 	defer func() {
@@ -146,8 +172,8 @@ func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) st
 		u.asking--
 		u.mu.Unlock()
 	}()
-	if out == nil {
-		return `{"content":[{"type":"text","text":"no GET stream"}],"isError":true}`
+	if ctx.Err() != nil {
+		return ""
 	}
 	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
 	for {
@@ -155,14 +181,29 @@ func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) st
 		got, next := u.answers[id], u.answer1
 		u.mu.Unlock()
 		if got != "" {
-			text, _ := json.Marshal(got)
-			return `{"content":[{"type":"text","text":` + string(text) + `}]}`
+			return got
 		}
 		select {
 		case <-next:
 		case <-ctx.Done():
-			return `{"content":[{"type":"text","text":"no answer"}],"isError":true}`
+			return ""
 		}
+	}
+}
+
+// awaitStart waits, within ctx, until the hub has answered the roots/list
+// sent as conn's GET stream opened, when askAtStart.
+func (u *ownConnUpstream) awaitStart(ctx context.Context, conn string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for u.askAtStart && u.started[conn] == "" && ctx.Err() == nil {
+		next := u.answer1
+		u.mu.Unlock()
+		select {
+		case <-next:
+		case <-ctx.Done():
+		}
+		u.mu.Lock()
 	}
 }
 
@@ -225,6 +266,21 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 // user's several sessions.
 func connectUserAs(t *testing.T, url, token, who, root string) *sdkUser {
 	t.Helper()
+	u := openUser(t, url, token, who, root)
+	ctx := t.Context()
+	res, err := u.cs.CallTool(ctx, &sdk.CallToolParams{Name: "docs__whoami", Arguments: map[string]any{"who": who}})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "hello "+who {
+		t.Fatalf("%s's first call, signing in: %+v %v", who, res, err)
+	}
+	if err := u.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "file:///doc"}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// openUser is connectUserAs up to the log level: no call yet.
+func openUser(t *testing.T, url, token, who, root string) *sdkUser {
+	t.Helper()
 	u := &sdkUser{}
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-" + who, Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}, Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
@@ -261,13 +317,6 @@ func connectUserAs(t *testing.T, url, token, who, root string) *sdkUser {
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "docs__whoami", Arguments: map[string]any{"who": who}})
-	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "hello "+who {
-		t.Fatalf("%s's first call, signing in: %+v %v", who, res, err)
-	}
-	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "file:///doc"}); err != nil {
-		t.Fatal(err)
-	}
 	return u
 }
 
@@ -277,7 +326,7 @@ func connectUserAs(t *testing.T, url, token, who, root string) *sdkUser {
 // the hub with their bearer tokens (userToken).
 func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{})}
+	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{}), started: map[string]string{}}
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up
@@ -482,5 +531,30 @@ func TestPerUserTwoSessionsOfOneUser(t *testing.T) {
 	}
 	if bob.saw("roots/list") {
 		t.Errorf("bob's client was asked alice's server's roots/list")
+	}
+}
+
+// A server that asks its client's roots as a connection starts (on its
+// GET stream, once it opens, and answers the call that the connection
+// was made for once it has the roots): alice's connection, dialled for
+// the first call of one of her two sessions, is asked by that session's
+// call, whose client answers, not by no one's. (The connection is the
+// call's from before it is dialled: a server quicker than the hub to
+// ask finds the call tracked already.)
+func TestPerUserStartAsksTheCallersSession(t *testing.T) {
+	up, url := perUserClientsHub(t)
+	up.mu.Lock()
+	up.askAtStart = true
+	up.mu.Unlock()
+	two := openUser(t, url, userToken("alice"), "alice", "alice-two") // open, no call yet
+	connectUserAs(t, url, userToken("alice"), "alice", "alice-one")   // dials alice's connection
+	up.mu.Lock()
+	got := up.started[up.conns["alice"]]
+	up.mu.Unlock()
+	if !strings.Contains(got, "file:///alice-one") || strings.Contains(got, `"error"`) {
+		t.Errorf("roots/list as alice's connection started, for a call of her session one, was answered %q; want that session's roots", got)
+	}
+	if two.saw("roots/list") {
+		t.Errorf("alice's other session was asked the roots of her session one's call")
 	}
 }
