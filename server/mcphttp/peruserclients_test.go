@@ -155,16 +155,6 @@ func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, tog
 	u.asked++
 	u.asking++
 	id := fmt.Sprintf(`"%s-%d"`, prefix, u.asked)
-	for (u.asking < together || u.streams[conn] == nil) && ctx.Err() == nil {
-		next := u.answer1
-		u.mu.Unlock()
-		select {
-		case <-next:
-		case <-ctx.Done():
-		}
-		u.mu.Lock()
-	}
-	out := u.streams[conn]
 	u.bump()
 	u.mu.Unlock()
 	defer func() {
@@ -172,31 +162,28 @@ func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, tog
 		u.asking--
 		u.mu.Unlock()
 	}()
-	if ctx.Err() != nil {
+	var out chan string
+	if !u.await(ctx, func() bool { out = u.streams[conn]; return u.asking >= together && out != nil }) {
 		return ""
 	}
 	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
-	for {
-		u.mu.Lock()
-		got, next := u.answers[id], u.answer1
-		u.mu.Unlock()
-		if got != "" {
-			return got
-		}
-		select {
-		case <-next:
-		case <-ctx.Done():
-			return ""
-		}
-	}
+	var got string
+	u.await(ctx, func() bool { got = u.answers[id]; return got != "" })
+	return got
 }
 
 // awaitStart waits, within ctx, until the hub has answered the roots/list
 // sent as conn's GET stream opened, when askAtStart.
 func (u *ownConnUpstream) awaitStart(ctx context.Context, conn string) {
+	u.await(ctx, func() bool { return !u.askAtStart || u.started[conn] != "" })
+}
+
+// await waits until cond, called with u.mu held, holds (true), or ctx
+// ends (false), woken by bump.
+func (u *ownConnUpstream) await(ctx context.Context, cond func() bool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for u.askAtStart && u.started[conn] == "" && ctx.Err() == nil {
+	for !cond() {
 		next := u.answer1
 		u.mu.Unlock()
 		select {
@@ -204,7 +191,11 @@ func (u *ownConnUpstream) awaitStart(ctx context.Context, conn string) {
 		case <-ctx.Done():
 		}
 		u.mu.Lock()
+		if ctx.Err() != nil {
+			return false
+		}
 	}
+	return true
 }
 
 // send writes msg on the GET stream of user's own connection.
