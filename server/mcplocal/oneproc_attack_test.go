@@ -139,8 +139,9 @@ func stopWhenDone(t *testing.T, clients ...*passedClient) {
 
 // A client that floods the hub with calls as fast as it can write them
 // (reading its answers as they come) leaves the hub on one processor
-// answering another client's calls, and gets an answer to each of its
-// own (a result, or "too many in flight").
+// answering another client's calls, and a client's that joins meanwhile,
+// and gets an answer to each of its own (a result, or "too many in
+// flight").
 func TestAttackOneProcessorFlood(t *testing.T) {
 	h := startWith(t, Options{WriteTimeout: time.Hour})
 	flood, other := h.passed(t, "flood"), h.passed(t, "other")
@@ -197,6 +198,9 @@ func TestAttackOneProcessorFlood(t *testing.T) {
 	for i := range 20 {
 		other.echo(t, 2+i, fmt.Sprintf("other-%d", i))
 	}
+	// A client that joins meanwhile (its bridge's hello is read within
+	// helloTimeout) is served too.
+	h.passed(t, "late").echo(t, 2, "late")
 	close(stop)
 	n := <-sent
 	for answers() < n {
@@ -244,7 +248,8 @@ func TestAttackOneProcessorStalledReader(t *testing.T) {
 	for i := range 20 {
 		other.echo(t, 2+i, fmt.Sprintf("other-%d", i))
 	}
-	heap.HeldBack(t, written, 16<<20, "32 MiB")
+	h.passed(t, "late").echo(t, 2, "late") // a client that joins meanwhile
+	heap.HeldBack(t, written, 24<<20, "32 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
 	// It reads again: every call is answered.
 	stalled.answers(t, 0, calls)
 	if err := <-written; err != nil {
