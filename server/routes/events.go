@@ -208,7 +208,10 @@ func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMe
 		// No call it came during is known (none in flight), and no one
 		// session is the only one it could be for: the sessions of a
 		// user that share the user's own connection (auth: per-user),
-		// those of a shared one. As for Ambiguous, none is guessed.
+		// those of a shared one. As for Ambiguous, none is guessed; as
+		// with no session at all, it is no failure (a roots/list as the
+		// server starts, say).
+		noClient = true
 		t.opts.Logger.Warn("upstream request passed to no client: it came during no call, and several client sessions could answer it", "upstream", s.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: " + method + " came during no call of a client's, and several client sessions could answer it; it is passed to none of them"}
 	}
