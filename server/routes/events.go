@@ -212,7 +212,7 @@ func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMe
 		// with no session at all, it is no failure (a roots/list as the
 		// server starts, say).
 		noClient = true
-		t.opts.Logger.Warn("upstream request passed to no client: it came during no call, and several client sessions could answer it", "upstream", s.ID(), "method", method)
+		t.opts.Logger.Debug("upstream request passed to no client: it came during no call, and several client sessions could answer it", "upstream", s.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: " + method + " came during no call of a client's, and several client sessions could answer it; it is passed to none of them"}
 	}
 	if sess == zero {
