@@ -248,7 +248,7 @@ func TestAttackOneProcessorStalledReader(t *testing.T) {
 	for i := range 20 {
 		other.echo(t, 2+i, fmt.Sprintf("other-%d", i))
 	}
-	h.passed(t, "late").echo(t, 2, "late") // a client that joins meanwhile
+	h.passed(t, "late").echo(t, 2, "late")      // a client that joins meanwhile
 	heap.HeldBack(t, written, 24<<20, "32 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
 	// It reads again: every call is answered.
 	stalled.answers(t, 0, calls)
