@@ -749,12 +749,21 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uin
 			return nil, 0, err
 		}
 	}
+	var tc trackedCall
 	if isolated {
 		var (
 			err  error
 			done func()
 		)
-		if c, done, err = s.isolatedConn(ctx, key); err != nil {
+		// Tracked from before the connection is ready: a user's own
+		// connection, dialled for this request, may be asked about
+		// during its start, and the user's other sessions must not make
+		// that ambiguous (see callContext).
+		c, done, err = s.isolatedConn(ctx, key, func(id ConnID) { tc = s.trackCallOn(ctx, id, owner, part) })
+		if tc.seq != 0 {
+			defer s.untrackCall(tc)
+		}
+		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
 			}
@@ -765,8 +774,10 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uin
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	tc := s.trackCall(ctx, c, owner, part)
-	defer s.untrackCall(tc)
+	if tc.seq == 0 {
+		tc = s.trackCall(ctx, c, owner, part)
+		defer s.untrackCall(tc)
+	}
 	defer s.awaitRouted(ctx, s.events.mark())
 	defer func() {
 		if conn = 0; c != nil {
@@ -902,13 +913,19 @@ type trackedCall struct {
 // tell; untrackCall forgets it (a method, not a returned closure: the
 // closure was an allocation every request made).
 func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner, part uint64) trackedCall {
+	return s.trackCallOn(ctx, c.id, owner, part)
+}
+
+// trackCallOn is trackCall on the connection id names, which may be
+// still dialling (see isolatedConn).
+func (s *Server) trackCallOn(ctx context.Context, id ConnID, owner Owner, part uint64) trackedCall {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, part: part, conn: c.id}
+	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, part: part, conn: id}
 	s.calls[seq] = tc
 	s.callMu.Unlock()
 	return tc
