@@ -43,6 +43,18 @@ func stdioInput(stdin io.Reader, fewer bool) io.Reader {
 	return stdin
 }
 
+// stdioOutput is what the standalone hub writes its client's answers to:
+// stdout, through the poller when the hub goes down to one processor
+// (local.PolledOut), so that a client slow to read holds up no other
+// goroutine, and the answers are written without a system call the
+// scheduler must hear of (types/rawio).
+func stdioOutput(stdout io.Writer, fewer bool) io.Writer {
+	if f, ok := stdout.(*os.File); ok && fewer {
+		return local.PolledOut(f)
+	}
+	return stdout
+}
+
 // settledProcs is called once the hub's upstreams have started: a
 // desktop's hub goes down to localProcs.
 func settledProcs(fewer bool) {
