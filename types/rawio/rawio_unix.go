@@ -95,7 +95,7 @@ func (r *File) Read(p []byte) (int, error) {
 	r.rp = nil
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, r.fileErr(err, r.f.Read)
 	case rerr != nil:
 		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
 	case n == 0:
@@ -127,9 +127,20 @@ func (r *File) Write(p []byte) (int, error) {
 	case werr != nil:
 		return n, &os.PathError{Op: "write", Path: r.f.Name(), Err: werr}
 	case err != nil:
-		return n, err
+		return n, r.fileErr(err, r.f.Write)
 	}
 	return n, nil
+}
+
+// fileErr is the error f's own Read or Write (op) returns for err, the
+// poller's: os.ErrClosed for a closed file, as op says with nothing to
+// read or write (the raw connection's is the poller's own "use of closed
+// file").
+func (r *File) fileErr(err error, op func([]byte) (int, error)) error {
+	if _, ferr := op(nil); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // writeFD writes what is left of wp; false (no room) leaves the wait to
