@@ -11,31 +11,22 @@ import (
 )
 
 // Read reads fd, a non-blocking file, into p in one raw system call,
-// retrying on EINTR.
-func Read(fd uintptr, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
-			continue
-		}
-		return 0, e
-	}
-}
+// retrying on EINTR: what it read (0 at the end), and EAGAIN when there
+// was nothing.
+func Read(fd uintptr, p []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, p) }
 
 // Write writes p to fd, a non-blocking file, in one raw system call,
 // retrying on EINTR: what it wrote, and EAGAIN when there was no room.
-func Write(fd uintptr, p []byte) (int, error) {
+func Write(fd uintptr, p []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, p) }
+
+// rawIO is read(2) or write(2) (trap) of p on fd, unknown to the
+// scheduler: it must not block.
+func rawIO(trap, fd uintptr, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 		switch e {
 		case 0:
 			return int(n), nil
