@@ -97,6 +97,13 @@ func (c *Calls) start() (int64, chan *Message, error) {
 	return n, ch, nil
 }
 
+// Pending is how many calls wait for their answer.
+func (c *Calls) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
 // Forget drops a call that stopped waiting.
 func (c *Calls) Forget(id json.RawMessage) {
 	n, ok := c.number(id)
