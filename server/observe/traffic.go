@@ -159,8 +159,9 @@ func (t *Traffic) hop(ctx context.Context, hp *call.Hop, seen *traffic.Hop) (jso
 	switch p, ok := params.(json.RawMessage); {
 	case hop.Params == nil:
 		hp.Params = nil // none sent when there are none, never "params": null
-	case ok && len(p) > 0 && len(p) == len(raw) && &p[0] == &raw[0]:
-		// Sent as they came: not made an interface value again (an
+	case ok && len(p) > 0 && len(p) == len(hop.Params) && &p[0] == &hop.Params[0]:
+		// Sent as they came, no observer changed them (HopStarted may:
+		// a trace's context): not made an interface value again (an
 		// allocation a hop).
 	default:
 		hp.Params = hop.Params
