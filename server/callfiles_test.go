@@ -58,7 +58,7 @@ import (
 const (
 	maxHubFiles          = 15
 	maxHubFilesAuditDown = 17
-	maxHubFilesAuditBack = 22
+	maxHubFilesAuditBack = 20
 	maxWireFiles         = 15
 )
 
