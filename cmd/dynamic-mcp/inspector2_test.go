@@ -124,17 +124,33 @@ func TestInspector2CLI(t *testing.T) {
 	concurrently(t, []string{"default/stdio", "default/http", "auto/stdio", "auto/http"}, func(t *testing.T, name string) {
 		era, transport, _ := strings.Cut(name, "/")
 		args := eras[era]
-		if transport == "stdio" {
-			direct := run(t, func(*testing.T) []string { return everything }, "", args)
-			compare(t, run(t, stdioHub, "everything__", args), direct)
-			return
+		// The server directly and through the hub at once: neither
+		// shares a process with the other (over stdio every run starts
+		// its own), and a run is three Inspector starts one after
+		// another, this test's longest chain.
+		var direct, hub answers
+		concurrently(t, []string{"direct", "hub"}, func(t *testing.T, side string) {
+			if side == "direct" {
+				target := func(*testing.T) []string { return everything }
+				if transport == "http" {
+					url := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+					target = func(*testing.T) []string { return []string{url} }
+				}
+				direct = run(t, target, "", args)
+				return
+			}
+			target := stdioHub
+			if transport == "http" {
+				// A hub of this run's own, so that prompts/get is the
+				// first request it is asked.
+				url := startHTTPHubAt(t, cfgPath) + "/mcp"
+				target = func(*testing.T) []string { return []string{url} }
+			}
+			hub = run(t, target, "everything__", args)
+		})
+		if !t.Failed() {
+			compare(t, hub, direct)
 		}
-		directURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
-		direct := run(t, func(*testing.T) []string { return []string{directURL} }, "", args)
-		// A hub of this run's own, so that prompts/get is the first
-		// request it is asked.
-		hubURL := startHTTPHubAt(t, cfgPath) + "/mcp"
-		compare(t, run(t, func(*testing.T) []string { return []string{hubURL} }, "everything__", args), direct)
 	})
 }
 
