@@ -224,12 +224,13 @@ func preview(b []byte) string {
 // connection tells the server with notifications/cancelled and drops a
 // late reply.
 func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return c.requestFor(ctx, trackedCall{}, method, params)
+	return c.requestFor(&callBound{parent: ctx}, trackedCall{}, method, params)
 }
 
-// requestFor is request made for the call tc (see Server.trackCall): on a
-// remote server, what it sends in the answer comes back tied to tc.
-func (c *conn) requestFor(ctx context.Context, tc trackedCall, method string, params any) (json.RawMessage, error) {
+// requestFor is request made for the call tc (see Server.trackCall),
+// bounded by b: on a remote server, what it sends in the answer comes back
+// tied to tc.
+func (c *conn) requestFor(b *callBound, tc trackedCall, method string, params any) (json.RawMessage, error) {
 	p, err := jsonrpc.Params(params)
 	if err != nil {
 		return nil, err
@@ -263,14 +264,17 @@ func (c *conn) requestFor(ctx context.Context, tc trackedCall, method string, pa
 			}
 		}()
 	}
-	res, err := c.rpc.CallSent(ctx, method, p, tell)
+	res, err := c.rpc.CallSentBy(b.parent, b.deadline, method, p, tell)
 	switch {
 	case err == nil:
 		return res, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	case b.parent.Err() != nil:
+		return nil, b.parent.Err()
+	case err == context.DeadlineExceeded:
+		return nil, err
 	case errors.Is(err, jsonrpc.ErrClosed):
 		// The connection is ending: say how, once it has.
+		ctx := b.context()
 		select {
 		case <-c.rpc.Done():
 			return nil, c.err()

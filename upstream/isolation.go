@@ -27,6 +27,7 @@ var maxIsolated = 32
 
 // isolated is one owner's connection, or the dial that makes it.
 type isolated struct {
+	id     ConnID        // c's, known before it is dialled (see isolatedConn)
 	ready  chan struct{} // closed when c or err is set
 	client string        // the owner's client (ClientOf)
 	c      *conn
@@ -37,8 +38,12 @@ type isolated struct {
 
 // isolatedConn is owner's own connection to s, dialled on first use and
 // waited for within ctx. done, called once the request on it is
-// answered, marks the connection used (see releaseIdle).
-func (s *Server) isolatedConn(ctx context.Context, owner Owner) (c *conn, done func(), err error) {
+// answered, marks the connection used (see releaseIdle). on, when not
+// nil, is told the connection's id before it is waited for: the request
+// is tracked on it from then (see RequestOn), so that what the server
+// asks while it is dialled for that request (a roots/list once it is
+// initialized) is that request's owner's.
+func (s *Server) isolatedConn(ctx context.Context, owner Owner, on func(ConnID)) (c *conn, done func(), err error) {
 	s.mu.Lock()
 	if s.closing || s.ctx == nil {
 		s.mu.Unlock()
@@ -53,7 +58,7 @@ func (s *Server) isolatedConn(ctx context.Context, owner Owner) (c *conn, done f
 		if s.isolated == nil {
 			s.isolated = map[Owner]*isolated{}
 		}
-		iso = &isolated{ready: make(chan struct{}), client: ClientOf(owner)}
+		iso = &isolated{id: newConnID(), ready: make(chan struct{}), client: ClientOf(owner)}
 		s.isolated[owner] = iso
 		life, connect := s.ctx, s.configuredConnect()
 		if s.isoSched != nil {
@@ -64,6 +69,9 @@ func (s *Server) isolatedConn(ctx context.Context, owner Owner) (c *conn, done f
 	iso.busy++
 	iso.used = s.mgr.now()
 	s.mu.Unlock()
+	if on != nil {
+		on(iso.id)
+	}
 	done = func() {
 		s.mu.Lock()
 		iso.busy--
@@ -154,7 +162,7 @@ func (s *Server) dialFailedLocked(err error, forUser bool) {
 // schedule.timedOut).
 func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, connect time.Duration) {
 	caps := s.mgr.declared(owner)
-	id := newConnID()
+	id := iso.id
 	user, forUser := s.perUser(owner)
 	h := serverHandlers{
 		id:     id,

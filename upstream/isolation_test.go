@@ -63,7 +63,7 @@ func TestNoOwnerUsesTheSharedConnection(t *testing.T) {
 	cfg.Groups[0].Servers[0].Isolation = config.IsolationPerSession
 	_, s := startFake(t, cfg)
 	shared := pidOf(t, s)
-	defer s.untrackCall(s.trackCall(t.Context(), &conn{id: 99}, testOwner("a"), 0))
+	defer s.untrackCall(s.trackCall(&callBound{parent: t.Context()}, &conn{id: 99}, testOwner("a"), 0))
 	res, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "pid"}, 10*time.Second)
 	if err != nil || !strings.Contains(string(res), `"`+strconv.Itoa(shared)+`"`) || s.Isolated() != 0 {
 		t.Errorf("got %s %v (shared child %d), %d isolated connections", res, err, shared, s.Isolated())

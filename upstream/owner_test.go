@@ -29,12 +29,12 @@ func TestCallContextNeverGuesses(t *testing.T) {
 	if got, owner, _, amb := s.callContext(bg, trackedCall{}, nil); got != bg || owner != nil || amb {
 		t.Error("no call in flight: the request's own context")
 	}
-	a1 := s.trackCall(bg, one, testOwner("a"), 0)
-	a2 := s.trackCall(bg, one, testOwner("a"), 0)
+	a1 := s.trackCall(&callBound{parent: bg}, one, testOwner("a"), 0)
+	a2 := s.trackCall(&callBound{parent: bg}, one, testOwner("a"), 0)
 	if _, owner, _, amb := s.callContext(bg, trackedCall{}, nil); owner != testOwner("a") || amb {
 		t.Errorf("calls of one owner: %v %v", owner, amb)
 	}
-	b := s.trackCall(bg, one, testOwner("b"), 0)
+	b := s.trackCall(&callBound{parent: bg}, one, testOwner("b"), 0)
 	if _, _, _, amb := s.callContext(bg, trackedCall{}, nil); !amb {
 		t.Error("calls of two owners in flight: not marked ambiguous")
 	}
@@ -62,8 +62,8 @@ func TestCallContextCountsOnlyItsConnection(t *testing.T) {
 	t.Parallel()
 	s := &Server{}
 	bg := context.Background()
-	defer s.untrackCall(s.trackCall(bg, &conn{id: 1}, testOwner("a"), 0))
-	defer s.untrackCall(s.trackCall(bg, &conn{id: 2}, testOwner("b"), 0))
+	defer s.untrackCall(s.trackCall(&callBound{parent: bg}, &conn{id: 1}, testOwner("a"), 0))
+	defer s.untrackCall(s.trackCall(&callBound{parent: bg}, &conn{id: 2}, testOwner("b"), 0))
 	if got, owner, _, amb := s.callContext(withConn(bg, 1), trackedCall{}, nil); owner != testOwner("a") || amb || ConnOf(got) != 1 {
 		t.Errorf("on connection 1, where only a's call is in flight: owner %v, ambiguous %v, connection %v", owner, amb, ConnOf(got))
 	}
@@ -83,8 +83,8 @@ func TestCallContextNamesThePart(t *testing.T) {
 	s := &Server{}
 	bg := context.Background()
 	one := &conn{id: 1}
-	first := s.trackCall(bg, one, testOwner("a"), 7)
-	latest := s.trackCall(bg, one, testOwner("a"), 0)
+	first := s.trackCall(&callBound{parent: bg}, one, testOwner("a"), 7)
+	latest := s.trackCall(&callBound{parent: bg}, one, testOwner("a"), 0)
 	if _, _, part, _ := s.callContext(bg, first, nil); part != 7 {
 		t.Errorf("tied to the call of part 7: part %d", part)
 	}
@@ -95,7 +95,7 @@ func TestCallContextNamesThePart(t *testing.T) {
 	if _, _, part, _ := s.callContext(bg, trackedCall{}, nil); part != 7 {
 		t.Errorf("not tied, the owner's latest call of part 7: part %d", part)
 	}
-	defer s.untrackCall(s.trackCall(bg, one, testOwner("b"), 9))
+	defer s.untrackCall(s.trackCall(&callBound{parent: bg}, one, testOwner("b"), 9))
 	if _, _, part, amb := s.callContext(bg, trackedCall{}, nil); part != 0 || !amb {
 		t.Errorf("calls of two owners in flight: part %d, ambiguous %v", part, amb)
 	}

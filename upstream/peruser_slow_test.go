@@ -26,15 +26,13 @@ type alice struct{ testOwner }
 
 func (alice) UserKey() string { return "alice" }
 
-// A user's own connection (auth: per-user) to a server slower to answer
-// initialize than its connect_timeout (250ms) comes up, as the shared
-// connection does: each try that timed out gives the next twice as long,
-// and the error says so. The server holds alice's initialize until the
-// test opens its gate, after the tries it checks have timed out; the
-// shared connection (no token) is answered at once.
-func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
+// gatedPerUser is an HTTP server, g, with auth: per-user in a manager
+// with settings (the inside of settings: {...}), alice signed in to it:
+// it holds alice's initialize until the test closes gate; the shared
+// connection (no token) is answered at once, and is up.
+func gatedPerUser(t *testing.T, settings string) (s *Server, gate chan struct{}) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	gate := make(chan struct{})
+	gate = make(chan struct{})
 	mcpSrv := mcpserver.NewMCPServer("slow", "1")
 	mcpSrv.AddTool(mcp.NewTool("echo"), func(_ context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("ok"), nil
@@ -53,8 +51,8 @@ func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {connect_timeout: 250ms, retry: {initial_interval: 10ms}}\ngroups:\n  g:\n    description: remote\n    url: %q\n    auth: per-user\n",
-		t.TempDir(), srv.URL+"/mcp")
+	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\ngroups:\n  g:\n    description: remote\n    url: %q\n    auth: per-user\n",
+		t.TempDir(), settings, srv.URL+"/mcp")
 	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +60,65 @@ func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
 	if err := auth.NewStore(cfg.TokenDir()).ForUser("alice").Save(&auth.Record{Server: "g", URL: srv.URL + "/mcp", AccessToken: "alice-token", TokenType: "Bearer"}); err != nil {
 		t.Fatal(err)
 	}
-	_, s := startHTTP(t, cfg)
+	_, s = startHTTP(t, cfg)
 	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+	return s, gate
+}
+
+// A request the server sends on a user's own connection while it starts
+// (its initialize held here), dialled for a call of one of the user's
+// sessions, is that call's: the call is tracked on the connection from
+// before it is dialled. With a call of another of the user's sessions
+// waiting for the same connection it is ambiguous, for neither.
+func TestPerUserRequestDuringStartIsTheCallers(t *testing.T) {
+	s, gate := gatedPerUser(t, "connect_timeout: 1m")
+	one, two := alice{"one"}, alice{"two"}
+	answered := make(chan error, 2)
+	call := func(o Owner) {
+		go func() {
+			_, err := s.Request(context.Background(), o, "tools/list", nil, time.Minute)
+			answered <- err
+		}()
+	}
+	var id ConnID
+	tracked := func(n int) func() bool {
+		return func() bool {
+			s.mu.Lock()
+			if iso := s.isolated[userConn("alice")]; iso != nil {
+				id = iso.id
+			}
+			s.mu.Unlock()
+			s.callMu.Lock()
+			defer s.callMu.Unlock()
+			return id != 0 && len(s.calls) == n
+		}
+	}
+	call(one)
+	waitFor(t, 10*time.Second, "session one's call, waiting for alice's connection", tracked(1))
+	if _, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil); owner != Owner(one) || ambiguous {
+		t.Errorf("a request on alice's connection as it starts for session one's call is %v's (ambiguous %v); want session one's", owner, ambiguous)
+	}
+	call(two)
+	waitFor(t, 10*time.Second, "session two's call too", tracked(2))
+	if _, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil); owner != nil || !ambiguous {
+		t.Errorf("a request on alice's connection with calls of both her sessions waiting for it is %v's (ambiguous %v); want ambiguous", owner, ambiguous)
+	}
+	close(gate)
+	for range 2 {
+		if err := <-answered; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A user's own connection (auth: per-user) to a server slower to answer
+// initialize than its connect_timeout (250ms) comes up, as the shared
+// connection does: each try that timed out gives the next twice as long,
+// and the error says so. The server holds alice's initialize until the
+// test opens its gate, after the tries it checks have timed out; the
+// shared connection (no token) is answered at once.
+func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
+	s, gate := gatedPerUser(t, "connect_timeout: 250ms, retry: {initial_interval: 10ms}")
 
 	// Each call's try times out (the gate is shut), and gives the next
 	// twice as long.

@@ -735,9 +735,9 @@ func (s *Server) Request(ctx context.Context, owner Owner, method string, params
 // rounds), zero for none: what the server sends during it comes back
 // with it (Event.Part).
 func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uint64, method string, params any, timeout time.Duration) (_ json.RawMessage, conn ConnID, _ error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, st := s.awaitSession(ctx)
+	b := callBound{parent: ctx, deadline: time.Now().Add(timeout)}
+	defer b.end()
+	c, st := s.awaitSession(&b)
 	if c == nil {
 		return nil, 0, s.unavailable(st)
 	}
@@ -749,12 +749,21 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uin
 			return nil, 0, err
 		}
 	}
+	var tc trackedCall
 	if isolated {
 		var (
 			err  error
 			done func()
 		)
-		if c, done, err = s.isolatedConn(ctx, key); err != nil {
+		// Tracked from before the connection is ready: a user's own
+		// connection, dialled for this request, may be asked about
+		// during its start, and the user's other sessions must not make
+		// that ambiguous (see callContext).
+		c, done, err = s.isolatedConn(b.context(), key, func(id ConnID) { tc = s.trackCallOn(&b, id, owner, part) })
+		if tc.seq != 0 {
+			defer s.untrackCall(tc)
+		}
+		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("upstream %s: no connection for this client session within %s", s.Config.ID(), timeout)
 			}
@@ -765,38 +774,40 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uin
 	if on != 0 && c.id != on {
 		return nil, 0, fmt.Errorf("upstream %s: %w", s.Config.ID(), ErrConnGone)
 	}
-	tc := s.trackCall(ctx, c, owner, part)
-	defer s.untrackCall(tc)
-	defer s.awaitRouted(ctx, s.events.mark())
+	if tc.seq == 0 {
+		tc = s.trackCall(&b, c, owner, part)
+		defer s.untrackCall(tc)
+	}
+	defer s.awaitRouted(&b, s.events.mark())
 	defer func() {
 		if conn = 0; c != nil {
 			conn = c.id
 		}
 	}()
-	res, err := c.requestFor(ctx, tc, method, params)
+	res, err := c.requestFor(&b, tc, method, params)
 	if c.auth != nil && err != nil && unauthorized(err) {
 		// The token was refused: renew it once (unless a call refused
 		// the same token has renewed it already) and try again.
-		if rerr := c.auth.Renew(ctx, refusedAuthorization(err)); rerr == nil {
-			res, err = c.requestFor(ctx, tc, method, params)
+		if rerr := c.auth.Renew(b.context(), refusedAuthorization(err)); rerr == nil {
+			res, err = c.requestFor(&b, tc, method, params)
 		} else {
 			err = signInError{fmt.Errorf("the server refused the token and it could not be renewed (%v): run: %s", rerr, s.Config.CLI.Command("auth", "login", s.Config.ID()))}
 		}
 		err = userAuthError(key, s, err)
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) && c.auth.Newer(refusedAuthorization(err)) {
-		res, err = c.requestFor(ctx, tc, method, params) // signed in again since, at the wider scope
+		res, err = c.requestFor(&b, tc, method, params) // signed in again since, at the wider scope
 	}
 	if c.auth != nil && err != nil && insufficientScope(err) {
-		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): %s; sign in again with: %s", method, c.stepUp(ctx, challenge(err)), s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
+		err = signInError{&ScopeError{Challenge: challenge(err), err: fmt.Errorf("the server refused the token for %s (403 insufficient_scope): %s; sign in again with: %s", method, c.stepUp(b.context(), challenge(err)), s.Config.CLI.Command("auth", "login", s.Config.ID()))}}
 		err = userAuthError(key, s, err) // a user's own: a sign-in link, which asks for the scopes kept
 	}
 	if c.remote() && !isolated && errors.Is(err, transport.ErrSessionExpired) && on == 0 {
 		// The server ended the session (HTTP 404): initialize again, once,
 		// and retry on the new session.
 		c.lose(errors.New("the server ended the session (HTTP 404)"), true)
-		if c = s.awaitReconnect(ctx, c); c != nil {
-			res, err = c.requestFor(ctx, tc, method, params)
+		if c = s.awaitReconnect(b.context(), c); c != nil {
+			res, err = c.requestFor(&b, tc, method, params)
 		}
 	}
 	switch {
@@ -818,6 +829,47 @@ func (s *Server) RequestOn(ctx context.Context, owner Owner, on ConnID, part uin
 	}
 }
 
+// callBound bounds a request: its caller's context and the deadline of
+// its timeout (zero: none). The connection's calls table keeps the
+// deadline (jsonrpc.Conn.CallSentBy); the context.WithDeadline that
+// stood for both is made (context) only where a wait needs a context: a
+// reconnect, an isolated connection, a token's renewal, a request or
+// notification of the server's during the call (see callContext). It was
+// the largest part of what a call cost the hub above net/http's own: a
+// context, its timer, its place among its parent's children, its Done
+// channel.
+type callBound struct {
+	parent   context.Context
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// context is the bound as a context, made on first use and ended by end.
+func (b *callBound) context() context.Context {
+	switch {
+	case b.ctx != nil:
+	case b.deadline.IsZero():
+		b.ctx = b.parent
+	default:
+		b.ctx, b.cancel = context.WithDeadline(b.parent, b.deadline)
+	}
+	return b.ctx
+}
+
+// end ends the context made, if any.
+func (b *callBound) end() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+// expired reports whether the bound has ended at now: its caller's
+// context, or its deadline.
+func (b *callBound) expired(now time.Time) bool {
+	return b.parent.Err() != nil || !b.deadline.IsZero() && !now.Before(b.deadline)
+}
+
 // isRPCError reports whether err is the server's JSON-RPC error
 // (errors.AsType: errors.As's target escaped, an allocation every
 // request made, answered or not).
@@ -833,9 +885,9 @@ func isRPCError(err error) bool {
 // sent nothing, most calls, returns at once; one during which it did
 // waits for those events (and any still unrouted before them) only, never
 // for a round trip through the hub's loop (see eventLog).
-func (s *Server) awaitRouted(ctx context.Context, mark uint64) {
+func (s *Server) awaitRouted(b *callBound, mark uint64) {
 	if end := s.events.mark(); end != mark {
-		s.events.wait(ctx, end, s.mgr.routeWait)
+		s.events.wait(b.context(), end, s.mgr.routeWait)
 	}
 }
 
@@ -848,14 +900,14 @@ func (s *Server) awaitReconnect(ctx context.Context, old *conn) *conn {
 // awaitSession is the server's connection, waited for within ctx and
 // reconnectWait while the server is reconnecting; nil, with the status
 // that says why, when there is none.
-func (s *Server) awaitSession(ctx context.Context) (*conn, Status) {
+func (s *Server) awaitSession(b *callBound) (*conn, Status) {
 	s.mu.Lock()
 	c, st := s.conn, s.status
 	s.mu.Unlock()
 	if c != nil || !st.Reconnecting {
 		return c, st
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.reconnectWait.Load()))
+	ctx, cancel := context.WithTimeout(b.context(), time.Duration(s.reconnectWait.Load()))
 	defer cancel()
 	return s.awaitConn(ctx, nil, func(st Status) bool { return st.Reconnecting })
 }
@@ -884,41 +936,74 @@ func (s *Server) awaitConn(ctx context.Context, old *conn, while func(Status) bo
 }
 
 // trackedCall is a request in flight: its number among the server's
-// (Server.calls; zero for none), the context it is made in, the owner it
-// is for, the part of the owner's work it is (RequestOn's part) and the
-// connection it went on.
+// (Server.calls; zero for none), the bound it is made in (its caller's
+// context and deadline; see callBound), the owner it is for, the part of
+// the owner's work it is (RequestOn's part) and the connection it went
+// on. made is the bound made a context (see callContext), kept in
+// Server.calls only.
 type trackedCall struct {
-	seq   uint64
-	ctx   context.Context
-	owner Owner
-	part  uint64
-	conn  ConnID
+	seq      uint64
+	ctx      context.Context
+	deadline time.Time
+	owner    Owner
+	part     uint64
+	conn     ConnID
+	made     *callBound
 }
 
-// trackCall records a request in flight on c for owner, so that a request
-// or notification the server sends back while it runs can be tied to it
-// (see callContext): the request is made for the call it returns
-// (conn.requestFor), which says so explicitly where the transport can
-// tell; untrackCall forgets it (a method, not a returned closure: the
+// trackCall records a request in flight on c for owner, bounded by b, so
+// that a request or notification the server sends back while it runs can
+// be tied to it (see callContext): the request is made for the call it
+// returns (conn.requestFor), which says so explicitly where the transport
+// can tell; untrackCall forgets it (a method, not a returned closure: the
 // closure was an allocation every request made).
-func (s *Server) trackCall(ctx context.Context, c *conn, owner Owner, part uint64) trackedCall {
+func (s *Server) trackCall(b *callBound, c *conn, owner Owner, part uint64) trackedCall {
+	return s.trackCallOn(b, c.id, owner, part)
+}
+
+// trackCallOn is trackCall on the connection id names, which may be
+// still dialling (see isolatedConn).
+func (s *Server) trackCallOn(b *callBound, id ConnID, owner Owner, part uint64) trackedCall {
 	s.callMu.Lock()
 	s.callSeq++
 	seq := s.callSeq
 	if s.calls == nil {
 		s.calls = map[uint64]trackedCall{}
 	}
-	tc := trackedCall{seq: seq, ctx: ctx, owner: owner, part: part, conn: c.id}
+	tc := trackedCall{seq: seq, ctx: b.parent, deadline: b.deadline, owner: owner, part: part, conn: id}
 	s.calls[seq] = tc
 	s.callMu.Unlock()
 	return tc
 }
 
-// untrackCall forgets a request trackCall recorded.
+// untrackCall forgets a request trackCall recorded, and ends the context
+// callContext made of it, if any.
 func (s *Server) untrackCall(tc trackedCall) {
 	s.callMu.Lock()
+	tc = s.calls[tc.seq]
 	delete(s.calls, tc.seq)
 	s.callMu.Unlock()
+	if tc.made != nil {
+		tc.made.end()
+	}
+}
+
+// callContextLocked is the context of the call seq in flight: its bound
+// made a context once, and kept until the call ends (untrackCall).
+func (s *Server) callContextLocked(seq uint64) context.Context {
+	tc := s.calls[seq]
+	if tc.made == nil {
+		tc.made = &callBound{parent: tc.ctx, deadline: tc.deadline}
+		s.calls[seq] = tc
+	}
+	return tc.made.context()
+}
+
+// ended is the context of a call that has ended: its bound's, ended.
+func (tc trackedCall) ended() context.Context {
+	ctx, cancel := context.WithCancel(tc.ctx)
+	cancel()
+	return ctx
 }
 
 // callContext is the context a request or notification from the server
@@ -933,21 +1018,23 @@ func (s *Server) untrackCall(tc trackedCall) {
 // goes to no one rather than to a guess. A connection of one owner's own
 // (isolation: per-session) names that owner as only: only its calls
 // count, and what it receives is that owner's. The result keeps ctx's
-// connection.
+// connection. A request's context is its caller's bounded by its
+// timeout, and ends when it does.
 func (s *Server) callContext(ctx context.Context, related trackedCall, only Owner) (_ context.Context, owner Owner, part uint64, ambiguous bool) {
 	s.callMu.Lock()
 	defer s.callMu.Unlock()
 	if related.seq != 0 {
 		if _, ok := s.calls[related.seq]; ok {
-			return related.ctx, related.owner, related.part, false
+			return s.callContextLocked(related.seq), related.owner, related.part, false
 		}
-		return related.ctx, only, related.part, false // the call has ended since
+		return related.ended(), only, related.part, false // the call has ended since
 	}
 	onConn := ConnOf(ctx)
 	var latest uint64
 	owners := map[Owner]bool{}
+	now := time.Now()
 	for seq, c := range s.calls {
-		if c.ctx.Err() != nil || only != nil && c.owner != only || onConn != 0 && c.conn != onConn {
+		if c.expired(now) || only != nil && c.owner != only || onConn != 0 && c.conn != onConn {
 			continue
 		}
 		if c.owner != nil {
@@ -965,9 +1052,17 @@ func (s *Server) callContext(ctx context.Context, related trackedCall, only Owne
 	}
 	c := s.calls[latest]
 	if onConn != 0 {
-		return withConn(c.ctx, onConn), c.owner, c.part, false
+		return withConn(s.callContextLocked(latest), onConn), c.owner, c.part, false
 	}
-	return c.ctx, c.owner, c.part, false
+	return s.callContextLocked(latest), c.owner, c.part, false
+}
+
+// expired reports whether the call has ended at now, or its bound has.
+func (tc trackedCall) expired(now time.Time) bool {
+	if tc.made != nil && tc.made.ctx != nil {
+		return tc.made.ctx.Err() != nil
+	}
+	return (&callBound{parent: tc.ctx, deadline: tc.deadline}).expired(now)
 }
 
 func (s *Server) unavailable(st Status) error {

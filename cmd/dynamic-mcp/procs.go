@@ -17,9 +17,11 @@ import (
 // call, the answer written). With a processor idle, each hand-off also
 // woke another thread to look for work (the runtime's spinning), which
 // found none and slept again. On one processor a call runs on one thread,
-// and every wait is in the runtime's poller (stdin too: see local.Polled
-// and local.WaitingReader), which system calls leave free for the other
-// goroutines. Measured against two processors (docs/performance.md, "One
+// and every wait is in the runtime's poller (stdin and stdout too: see
+// local.Polled, local.PolledOut and local.WaitingReader), which system
+// calls leave free for the other goroutines; those reads and writes are
+// raw system calls (types/rawio), which do not wake the runtime's monitor
+// thread. Measured against two processors (docs/performance.md, "One
 // processor"): a third fewer context switches a call at 1 in flight,
 // and a tenth to a fifth less CPU a call at 32. A desktop's hub needs
 // 20-30 µs of CPU a call, so one processor serves tens of thousands of
@@ -41,6 +43,18 @@ func stdioInput(stdin io.Reader, fewer bool) io.Reader {
 		return local.Polled(f)
 	}
 	return stdin
+}
+
+// stdioOutput is what the standalone hub writes its client's answers to:
+// stdout, through the poller when the hub goes down to one processor
+// (local.PolledOut), so that a client slow to read holds up no other
+// goroutine, and the answers are written without a system call the
+// scheduler must hear of (types/rawio).
+func stdioOutput(stdout io.Writer, fewer bool) io.Writer {
+	if f, ok := stdout.(*os.File); ok && fewer {
+		return local.PolledOut(f)
+	}
+	return stdout
 }
 
 // settledProcs is called once the hub's upstreams have started: a

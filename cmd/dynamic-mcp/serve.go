@@ -248,7 +248,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
-	return hub.ServeStdio(ctx, stdioInput(stdin, fewer), stdout)
+	return hub.ServeStdio(ctx, stdioInput(stdin, fewer), stdioOutput(stdout, fewer))
 }
 
 // sessionCounts counts hub's open client sessions by transport, for the

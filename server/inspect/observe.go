@@ -66,9 +66,9 @@ func (i *Inspector) HopEnded(ctx context.Context, h *traffic.Hop) {
 	if r == nil {
 		return
 	}
+	params, result := keepBoth(h.Params, h.Result, i.opts.MaxMessage)
 	hp := hop{Group: h.Group, Server: h.Server, Transport: h.Transport, Protocol: h.Protocol, Method: h.Method, Start: h.Start,
-		Params: keep(h.Params, i.opts.MaxMessage), Result: keep(h.Result, i.opts.MaxMessage),
-		Error: keepError(h.Err, i.opts.MaxMessage, false), MS: ms(h.Duration)}
+		Params: params, Result: result, Error: keepError(h.Err, i.opts.MaxMessage, false), MS: ms(h.Duration)}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if !r.inRing || len(r.Hops) >= maxHops {

@@ -162,6 +162,19 @@ func keep(b []byte, max int) body {
 	return body{raw: bytes.Clone(b[:min(len(b), max)]), whole: len(b), max: max}
 }
 
+// keepBoth is keep of a and of b, copied into one buffer (a hop's params
+// and result: an allocation a hop less). Neither is written to after.
+func keepBoth(a, b []byte, max int) (body, body) {
+	ca, cb := a[:min(len(a), max)], b[:min(len(b), max)]
+	if len(ca) == 0 || len(cb) == 0 {
+		return keep(a, max), keep(b, max)
+	}
+	buf := make([]byte, len(ca)+len(cb))
+	n := copy(buf, ca)
+	copy(buf[n:], cb)
+	return body{raw: buf[:n:n], whole: len(a), max: max}, body{raw: buf[n:], whole: len(b), max: max}
+}
+
 // maxName caps what is kept of a method, a request id or a target as a
 // client wrote it, which no list bounds: a client may send one of
 // megabytes.

@@ -30,3 +30,15 @@ func TestKeepCapsWhatRedactionAdds(t *testing.T) {
 		t.Errorf("kept %d bytes of %d (truncated %v)", len(b.Text), len(in), b.Truncated)
 	}
 }
+
+// keepBoth keeps what keep keeps of each, cut at max, in one buffer.
+func TestKeepBothIsKeepOfEach(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{{`{"a":1}`, `{"content":[]}`}, {"", `{"b":2}`}, {`{"a":1}`, ""}, {`{"long":"0123456789"}`, `{"x":"0123456789abc"}`}} {
+		for _, max := range []int{5, 1000} {
+			a, b := keepBoth([]byte(tc.a), []byte(tc.b), max)
+			if a.shown() != keep([]byte(tc.a), max).shown() || b.shown() != keep([]byte(tc.b), max).shown() {
+				t.Errorf("%q, %q, max %d: %+v, %+v", tc.a, tc.b, max, a.shown(), b.shown())
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,21 @@ type ownConnUpstream struct {
 	streams map[string]chan string // each connection's GET stream, by its Authorization
 	conns   map[string]string      // each user's connection's Authorization, by whoami's argument
 	answers map[string]string      // the hub's answers to this server's requests, by id
+	asked   int                    // the requests its ask tool sent
+	asking  int                    // its ask tool's calls in flight
+	answer1 chan struct{}          // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
+	// askAtStart: a connection whose GET stream opens is sent
+	// roots/list on it (a server that asks its client's roots as the
+	// client connects), and whoami answers on it once the hub has
+	// answered that; started holds those answers, by connection.
+	askAtStart bool
+	started    map[string]string
+}
+
+// bump wakes whoever waits for an answer or an ask call; u.mu is held.
+func (u *ownConnUpstream) bump() {
+	close(u.answer1)
+	u.answer1 = make(chan struct{})
 }
 
 func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +64,18 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := make(chan string, 16)
 		u.mu.Lock()
 		u.streams[conn] = out
+		u.bump()
+		askAtStart := u.askAtStart && u.started[conn] == ""
 		u.mu.Unlock()
+		if askAtStart {
+			go func() { // ends with the request: askRoots gives up with its ctx
+				got := u.askRoots(r.Context(), conn, "start", 1)
+				u.mu.Lock()
+				u.started[conn] = cmp.Or(got, "no answer")
+				u.bump()
+				u.mu.Unlock()
+			}()
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
@@ -72,6 +99,7 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if id != nil {
 			u.mu.Lock()
 			u.answers[string(id)] = string(body)
+			u.bump()
 			u.mu.Unlock()
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -87,13 +115,19 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", fmt.Sprintf("s%d", len(conn)))
 		res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"logging":{},"resources":{"subscribe":true}},"serverInfo":{"name":"docs","version":"1"}}`
 	case `"tools/list"`:
-		res = `{"tools":[{"name":"whoami","inputSchema":{"type":"object","properties":{"who":{"type":"string"}}}}]}`
+		res = `{"tools":[{"name":"whoami","inputSchema":{"type":"object","properties":{"who":{"type":"string"}}}},{"name":"ask","inputSchema":{"type":"object","properties":{"together":{"type":"integer"}}}}]}`
 	case `"resources/list"`:
 		res = `{"resources":[{"uri":"file:///doc","name":"doc"}]}`
 	case `"resources/templates/list"`:
 		res = `{"resourceTemplates":[]}`
 	case `"tools/call"`:
+		if name := string(jsonrpc.Field(jsonrpc.Field(body, "params"), "name")); name == `"ask"` {
+			together, _ := strconv.Atoi(string(jsonrpc.Field(jsonrpc.Field(jsonrpc.Field(body, "params"), "arguments"), "together")))
+			res = u.ask(r.Context(), conn, together)
+			break
+		}
 		who := string(jsonrpc.Field(jsonrpc.Field(jsonrpc.Field(body, "params"), "arguments"), "who"))
+		u.awaitStart(r.Context(), conn)
 		u.mu.Lock()
 		u.conns[strings.Trim(who, `"`)] = conn
 		u.mu.Unlock()
@@ -101,6 +135,67 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(jsonrpc.EncodeResult(id, json.RawMessage(res)))
+}
+
+// ask is the ask tool's result: during the call it asks roots/list
+// (askRoots) and answers with the hub's answer to it as its text.
+func (u *ownConnUpstream) ask(ctx context.Context, conn string, together int) string {
+	got := u.askRoots(ctx, conn, "ask", together)
+	text, _ := json.Marshal(got)
+	return `{"content":[{"type":"text","text":` + string(text) + `}]}`
+}
+
+// askRoots sends roots/list, id "PREFIX-N", on the GET stream of the
+// connection conn once it is open (a server asking its client on its
+// own, as a TypeScript SDK server's listRoots() does, unrelated to any
+// request of the client's), and returns the hub's answer. With together
+// over 1 it asks once that many are asking. "" when ctx ends first.
+func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, together int) string {
+	u.mu.Lock()
+	u.asked++
+	u.asking++
+	id := fmt.Sprintf(`"%s-%d"`, prefix, u.asked)
+	u.bump()
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.asking--
+		u.mu.Unlock()
+	}()
+	var out chan string
+	if !u.await(ctx, func() bool { out = u.streams[conn]; return u.asking >= together && out != nil }) {
+		return ""
+	}
+	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
+	var got string
+	u.await(ctx, func() bool { got = u.answers[id]; return got != "" })
+	return got
+}
+
+// awaitStart waits, within ctx, until the hub has answered the roots/list
+// sent as conn's GET stream opened, when askAtStart.
+func (u *ownConnUpstream) awaitStart(ctx context.Context, conn string) {
+	u.await(ctx, func() bool { return !u.askAtStart || u.started[conn] != "" })
+}
+
+// await waits until cond, called with u.mu held, holds (true), or ctx
+// ends (false), woken by bump.
+func (u *ownConnUpstream) await(ctx context.Context, cond func() bool) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for !cond() {
+		next := u.answer1
+		u.mu.Unlock()
+		select {
+		case <-next:
+		case <-ctx.Done():
+		}
+		u.mu.Lock()
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // send writes msg on the GET stream of user's own connection.
@@ -132,6 +227,7 @@ func (u *ownConnUpstream) answer(t *testing.T, id string) string {
 // sdkUser is a user's go-sdk client: what it received (each message's
 // method and params, as its receiving middleware sees them).
 type sdkUser struct {
+	cs  *sdk.ClientSession // nil for the TypeScript SDK's
 	mu  sync.Mutex
 	got []string
 }
@@ -154,6 +250,28 @@ func (c *sdkUser) saw(s string) bool {
 // file:///who and sampling with "sampled for who".
 func connectUser(t *testing.T, url, token, who string) *sdkUser {
 	t.Helper()
+	return connectUserAs(t, url, token, who, who)
+}
+
+// connectUserAs is connectUser with root file:///root, for one of a
+// user's several sessions.
+func connectUserAs(t *testing.T, url, token, who, root string) *sdkUser {
+	t.Helper()
+	u := openUser(t, url, token, who, root)
+	ctx := t.Context()
+	res, err := u.cs.CallTool(ctx, &sdk.CallToolParams{Name: "docs__whoami", Arguments: map[string]any{"who": who}})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "hello "+who {
+		t.Fatalf("%s's first call, signing in: %+v %v", who, res, err)
+	}
+	if err := u.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "file:///doc"}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// openUser is connectUserAs up to the log level: no call yet.
+func openUser(t *testing.T, url, token, who, root string) *sdkUser {
+	t.Helper()
 	u := &sdkUser{}
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-" + who, Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}, Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
@@ -170,7 +288,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "sampled for " + who}}, nil
 		},
 	})
-	c.AddRoots(&sdk.Root{URI: "file:///" + who})
+	c.AddRoots(&sdk.Root{URI: "file:///" + root})
 	c.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			p, _ := json.Marshal(req.GetParams())
@@ -186,14 +304,8 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	u.cs = cs
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "docs__whoami", Arguments: map[string]any{"who": who}})
-	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "hello "+who {
-		t.Fatalf("%s's first call, signing in: %+v %v", who, res, err)
-	}
-	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "file:///doc"}); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -205,7 +317,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 // the hub with their bearer tokens (userToken).
 func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}}
+	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{}), started: map[string]string{}}
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up
@@ -359,4 +471,81 @@ func connectTSUser(t *testing.T, url, token, who string) *sdkUser {
 	io.WriteString(stdin, "signed in\n")
 	next("ready")
 	return u
+}
+
+// One user with two sessions of go-sdk's client (two editor windows) on a
+// per-user server, which the two share a connection to, and another
+// user: a request the server sends during a session's call on its own
+// (roots/list on the GET stream, related to no request of the hub's)
+// goes to the session whose call it is, whichever of the two calls; one
+// that cannot be told (no call in flight, both sessions calling at once)
+// goes to none of them, with an error that says why, never to either
+// session nor to the other user's.
+func TestPerUserTwoSessionsOfOneUser(t *testing.T) {
+	up, url := perUserClientsHub(t)
+	one := connectUserAs(t, url, userToken("alice"), "alice", "alice-one")
+	two := connectUserAs(t, url, userToken("alice"), "alice", "alice-two")
+	bob := connectUser(t, url, userToken("bob"), "bob")
+	ask := func(s *sdkUser, together int) string {
+		t.Helper()
+		res, err := s.cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "docs__ask", Arguments: map[string]any{"together": together}})
+		if err != nil || len(res.Content) != 1 {
+			t.Fatalf("ask: %+v %v", res, err)
+		}
+		return res.Content[0].(*sdk.TextContent).Text
+	}
+	for _, c := range []struct {
+		s    *sdkUser
+		want string
+	}{{one, "file:///alice-one"}, {two, "file:///alice-two"}, {one, "file:///alice-one"}} {
+		if got := ask(c.s, 1); !strings.Contains(got, c.want) || strings.Contains(got, `"error"`) {
+			t.Errorf("roots/list during a call of the session with root %s was answered %s", c.want, got)
+		}
+	}
+	// Both of alice's sessions calling at once: the server's request says
+	// not whose it is.
+	var wg sync.WaitGroup
+	got := make([]string, 2)
+	for i, s := range []*sdkUser{one, two} {
+		wg.Go(func() { got[i] = ask(s, 2) })
+	}
+	wg.Wait()
+	for _, a := range got {
+		if !strings.Contains(a, `"error"`) || !strings.Contains(a, "passed to none") || strings.Contains(a, "file:///") {
+			t.Errorf("roots/list while both of alice's sessions call was answered %s; want an error that it went to neither", a)
+		}
+	}
+	// No call in flight.
+	up.send(t, "alice", `{"jsonrpc":"2.0","id":"roots-of-no-call","method":"roots/list"}`)
+	if a := up.answer(t, `"roots-of-no-call"`); !strings.Contains(a, `"error"`) || !strings.Contains(a, "passed to none") || strings.Contains(a, "file:///") {
+		t.Errorf("roots/list on alice's connection with no call in flight was answered %s; want an error that it went to neither of her sessions", a)
+	}
+	if bob.saw("roots/list") {
+		t.Errorf("bob's client was asked alice's server's roots/list")
+	}
+}
+
+// A server that asks its client's roots as a connection starts (on its
+// GET stream, once it opens, and answers the call that the connection
+// was made for once it has the roots): alice's connection, dialled for
+// the first call of one of her two sessions, is asked by that session's
+// call, whose client answers, not by no one's. (The connection is the
+// call's from before it is dialled: a server quicker than the hub to
+// ask finds the call tracked already.)
+func TestPerUserStartAsksTheCallersSession(t *testing.T) {
+	up, url := perUserClientsHub(t)
+	up.mu.Lock()
+	up.askAtStart = true
+	up.mu.Unlock()
+	two := openUser(t, url, userToken("alice"), "alice", "alice-two") // open, no call yet
+	connectUserAs(t, url, userToken("alice"), "alice", "alice-one")   // dials alice's connection
+	up.mu.Lock()
+	got := up.started[up.conns["alice"]]
+	up.mu.Unlock()
+	if !strings.Contains(got, "file:///alice-one") || strings.Contains(got, `"error"`) {
+		t.Errorf("roots/list as alice's connection started, for a call of her session one, was answered %q; want that session's roots", got)
+	}
+	if two.saw("roots/list") {
+		t.Errorf("alice's other session was asked the roots of her session one's call")
+	}
 }

@@ -60,6 +60,10 @@ type Options struct {
 	// Describe adds what the hub's owner knows to a status: the
 	// upstreams, the last reload, the inspector. nil adds nothing.
 	Describe func(*local.Status)
+	// WriteTimeout bounds one write to a client (StdioOptions.WriteTimeout;
+	// 0 is jsonrpc.DefaultWriteTimeout): a client that stops reading for
+	// longer is taken to be gone.
+	WriteTimeout time.Duration
 }
 
 // Server serves bridges on a local listener.
@@ -373,7 +377,7 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string
 		_, _ = c.Read(make([]byte, 1))
 		cancel()
 	}()
-	err = s.hub.ServeStdioWith(ctx, local.WaitingReader(in), out, server.StdioOptions{SessionID: id, Profile: profile})
+	err = s.hub.ServeStdioWith(ctx, local.WaitingReader(in), out, server.StdioOptions{SessionID: id, Profile: profile, WriteTimeout: s.opts.WriteTimeout})
 	in.Close()
 	out.Close()
 	if ctx.Err() == nil {

@@ -109,13 +109,27 @@ func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
 func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner call.Owner, s call.Upstream, on call.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, call.ConnID, error) {
-	return t.Hop(ctx, &call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout})
+	p := &observedHop{hp: call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}}
+	return t.hop(ctx, &p.hp, &p.seen)
+}
+
+// observedHop is a hop and what the observers are shown of it, made
+// together: an allocation a hop less.
+type observedHop struct {
+	hp   call.Hop
+	seen traffic.Hop
 }
 
 // Hop sends hp, under its call's config (the hub's current one for a hop
 // of no client's request), through the hop stages (Hops) inside the
 // observers' view of it: the outermost call.HopHandler of every hop.
 func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, call.ConnID, error) {
+	return t.hop(ctx, hp, nil)
+}
+
+// hop is Hop with the room for what the observers are shown (nil: made
+// here).
+func (t *Traffic) hop(ctx context.Context, hp *call.Hop, seen *traffic.Hop) (json.RawMessage, call.ConnID, error) {
 	c, s, method, params := hp.Call, hp.Server, hp.Method, hp.Params
 	if c != nil {
 		hp.Config, hp.Secrets = c.Config, c.Secrets
@@ -132,14 +146,24 @@ func (t *Traffic) Hop(ctx context.Context, hp *call.Hop) (json.RawMessage, call.
 		return nil, 0, err
 	}
 	sc := s.ServerConfig()
-	hop := &traffic.Hop{Group: sc.Group, Server: sc.Name, Transport: string(sc.Transport),
+	hop := seen
+	if hop == nil {
+		hop = new(traffic.Hop)
+	}
+	*hop = traffic.Hop{Group: sc.Group, Server: sc.Name, Transport: string(sc.Transport),
 		Protocol: s.ProtocolVersion(), Method: method, Params: raw, Start: time.Now()}
 	if c != nil {
 		hop.Call = c.Observed
 	}
 	ctx = obs.HopStarted(ctx, hop)
-	hp.Params = nil // none sent when there are none, never "params": null
-	if hop.Params != nil {
+	switch p, ok := params.(json.RawMessage); {
+	case hop.Params == nil:
+		hp.Params = nil // none sent when there are none, never "params": null
+	case ok && len(p) > 0 && len(p) == len(hop.Params) && &p[0] == &hop.Params[0]:
+		// Sent as they came, no observer changed them (HopStarted may:
+		// a trace's context): not made an interface value again (an
+		// allocation a hop).
+	default:
 		hp.Params = hop.Params
 	}
 	res, conn, err := t.Hops.Hop(ctx, hp) // redacted before the observers see it

@@ -183,7 +183,7 @@ func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMe
 		params = t.opts.Redact(params)
 	}
 	var zero S
-	sess := t.For(e.Owner)
+	sess, several := t.pick(e.Owner)
 	noClient := false // the hub answers for the client (see traffic.StatusNoClient)
 	if obs := t.opts.Observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.ID(), Method: method, Params: params, Request: true}
@@ -203,6 +203,17 @@ func (t *Table[S]) Request(ctx context.Context, e ServerRequest) (res json.RawMe
 	if e.Ambiguous {
 		t.opts.Logger.Warn("upstream request passed to no client: calls of several clients are in flight to it", "upstream", s.ID(), "method", method)
 		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: calls of several clients are in flight to this server, and " + method + " does not say which it belongs to; it is passed to none of them"}
+	}
+	if sess == zero && several {
+		// No call it came during is known (none in flight), and no one
+		// session is the only one it could be for: the sessions of a
+		// user that share the user's own connection (auth: per-user),
+		// those of a shared one. As for Ambiguous, none is guessed; as
+		// with no session at all, it is no failure (a roots/list as the
+		// server starts, say).
+		noClient = true
+		t.opts.Logger.Debug("upstream request passed to no client: it came during no call, and several client sessions could answer it", "upstream", s.ID(), "method", method)
+		return nil, &upstream.RPCError{Code: jsonrpc.CodeInvalidRequest, Message: "dynamic-mcp: " + method + " came during no call of a client's, and several client sessions could answer it; it is passed to none of them"}
 	}
 	if sess == zero {
 		noClient = true

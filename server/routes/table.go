@@ -208,8 +208,16 @@ func (t *Table[S]) List() []S {
 // The zero S when there is none, as for an owner that is a session that
 // ended (Of).
 func (t *Table[S]) For(owner upstream.Owner) S {
+	s, _ := t.pick(owner)
+	return s
+}
+
+// pick is For, and whether there was no one session to pick because
+// several could be the one (several of the owner's user's, or of anyone's
+// for an owner of no user): a request then goes to none of them.
+func (t *Table[S]) pick(owner upstream.Owner) (_ S, several bool) {
 	if s, session := t.Of(owner); session {
-		return s
+		return s, false
 	}
 	user := ""
 	if owner != nil {
@@ -223,9 +231,9 @@ func (t *Table[S]) For(owner upstream.Owner) S {
 		}
 	}
 	if n == 1 {
-		return only
+		return only, false
 	}
-	return none
+	return none, n > 1
 }
 
 // Of is the open session owner is (upstream.Owner.SessionID), listed or

@@ -16,16 +16,32 @@ import (
 // other goroutine until the runtime takes it back (20 µs to 10 ms). f is
 // returned when it is not a pipe, is polled already, or cannot be opened
 // again (a socket cannot be: /proc answers ENXIO).
-func Polled(f *os.File) *os.File {
+func Polled(f *os.File) *os.File { return reopen(f, os.O_RDONLY, f.SetReadDeadline) }
+
+// PolledOut is Polled for f, the hub's stdout: a second open file of the
+// same pipe, non-blocking, whose writes wait for room in the poller
+// within a deadline, and which rawio can write without waking the
+// runtime's monitor thread (a blocking stdout is written in a system call
+// that holds the one processor while the pipe is full).
+func PolledOut(f *os.File) *os.File { return reopen(f, os.O_WRONLY, f.SetWriteDeadline) }
+
+// reopen opens the pipe f again, non-blocking, for flag (os.O_RDONLY or
+// os.O_WRONLY); f when it is not a pipe, is polled already (setDeadline,
+// f's, works), or cannot be opened again.
+func reopen(f *os.File, flag int, setDeadline func(time.Time) error) *os.File {
 	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 || f.SetReadDeadline(time.Time{}) == nil {
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 || setDeadline(time.Time{}) == nil {
 		return f
 	}
-	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return f
 	}
-	if p.SetReadDeadline(time.Time{}) != nil { // not polled after all
+	polled := p.SetReadDeadline
+	if flag == os.O_WRONLY {
+		polled = p.SetWriteDeadline
+	}
+	if polled(time.Time{}) != nil { // not polled after all
 		p.Close()
 		return f
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,5 +82,35 @@ func TestPolledLeavesOthers(t *testing.T) {
 	defer w.Close()
 	if Polled(r) != r {
 		t.Error("a pipe the poller reads already was opened again")
+	}
+}
+
+// A blocking stdout pipe is written through the poller by a second open
+// file: what the hub writes reaches the client, the first file stays
+// blocking (the client may share it), and a write to a full pipe ends at
+// its deadline instead of holding a thread.
+func TestPolledOutWritesABlockingPipe(t *testing.T) {
+	r, w := blockingPipe(t)
+	fd := int(w.Fd())
+	p := PolledOut(w)
+	if p == w {
+		t.Fatal("PolledOut returned the blocking pipe itself")
+	}
+	defer p.Close()
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
+		t.Fatalf("the first file's flags %#x (%v): it is no longer blocking", flags, err)
+	}
+	if _, err := p.WriteString("answer\n"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "answer\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if err := p.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(make([]byte, 4<<20)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a write to a full pipe returned %v, want os.ErrDeadlineExceeded", err)
 	}
 }

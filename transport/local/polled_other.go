@@ -6,3 +6,6 @@ import "os"
 
 // Polled is f: only Linux opens a pipe again (see polled_linux.go).
 func Polled(f *os.File) *os.File { return f }
+
+// PolledOut is f: only Linux opens a pipe again (see polled_linux.go).
+func PolledOut(f *os.File) *os.File { return f }

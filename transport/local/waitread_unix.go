@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // readWait is how long a read of a passed stdin waits for input on its
@@ -81,7 +83,7 @@ func (r *waitingReader) Read(p []byte) (int, error) {
 func (r *waitingReader) readFD(fd uintptr) bool {
 	waited := false
 	for {
-		n, err := syscall.Read(int(fd), r.p)
+		n, err := rawio.Read(fd, r.p) // never blocks: see rawio
 		switch {
 		case err == syscall.EINTR:
 			continue

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Calls correlates the requests a side sends with the answers it gets:
@@ -18,8 +19,8 @@ type Calls struct {
 	next   atomic.Int64
 	prefix string // ConnOptions.CallIDPrefix: ids are the strings prefix+n; "": the numbers n
 
-	mu      sync.Mutex // guards pending, abandoned and err
-	pending map[int64]chan *Message
+	mu      sync.Mutex // guards pending, abandoned, err, sweep and swept
+	pending map[int64]pendingCall
 	// abandoned are the last calls that stopped waiting before their
 	// answer came (a ring of maxAbandoned): a late answer to one of them
 	// is expected, not a peer's mistake (see Abandoned).
@@ -33,7 +34,25 @@ type Calls struct {
 	// may still be sent on it. One pool a table, not one for all: a
 	// channel belongs to the synctest bubble it was made in.
 	chans sync.Pool
+
+	// sweep ends the calls whose deadline passed (see StartRequestBy):
+	// one timer a table, set for the earliest deadline of a call in
+	// flight or earlier (swept; zero: not set), in place of a timer and a
+	// context each call made. It is set again only for a call due before
+	// it; when it fires it ends the calls due and is set for the next.
+	sweep *time.Timer
+	swept time.Time
 }
+
+// pendingCall is a call waiting for its answer: the channel the answer
+// arrives on and its deadline (zero: none).
+type pendingCall struct {
+	ch       chan *Message
+	deadline time.Time
+}
+
+// timedOut is what a call whose deadline passed receives (see sweepDue).
+var timedOut = &Message{failed: context.DeadlineExceeded}
 
 // maxAbandoned bounds the record of calls given up on: a late answer
 // comes soon after its call's deadline, or not at all.
@@ -44,7 +63,7 @@ const maxAbandoned = 32
 var ErrLateAnswer = errors.New("the peer answered a request given up on")
 
 // NewCalls is an empty correlation table.
-func NewCalls() *Calls { return &Calls{pending: map[int64]chan *Message{}} }
+func NewCalls() *Calls { return &Calls{pending: map[int64]pendingCall{}} }
 
 // NewCallsPrefixed is an empty correlation table whose ids are JSON
 // strings, prefix followed by the call's number (see
@@ -61,7 +80,15 @@ func NewCallsPrefixed(prefix string) *Calls {
 // (which MCP's schemas refuse). The id is a slice of the request, not an
 // allocation of its own every call made.
 func (c *Calls) StartRequest(method string, params json.RawMessage) (id json.RawMessage, msg []byte, _ chan *Message, _ error) {
-	n, ch, err := c.start()
+	return c.StartRequestBy(method, params, time.Time{})
+}
+
+// StartRequestBy is StartRequest for a call that ends at deadline (zero:
+// none) unless answered before: Wait then returns
+// context.DeadlineExceeded, as for a context with that deadline, and the
+// call is given up on (see Abandoned).
+func (c *Calls) StartRequestBy(method string, params json.RawMessage, deadline time.Time) (id json.RawMessage, msg []byte, _ chan *Message, _ error) {
+	n, ch, err := c.start(deadline)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -81,8 +108,9 @@ func (c *Calls) appendID(b []byte, n int64) []byte {
 	return strconv.AppendInt(b, n, 10)
 }
 
-// start registers call n and the channel its answer arrives on.
-func (c *Calls) start() (int64, chan *Message, error) {
+// start registers call n, the channel its answer arrives on and its
+// deadline.
+func (c *Calls) start(deadline time.Time) (int64, chan *Message, error) {
 	n := c.next.Add(1)
 	ch, _ := c.chans.Get().(chan *Message)
 	if ch == nil {
@@ -93,8 +121,59 @@ func (c *Calls) start() (int64, chan *Message, error) {
 	if c.err != nil {
 		return 0, nil, c.err
 	}
-	c.pending[n] = ch
+	c.pending[n] = pendingCall{ch: ch, deadline: deadline}
+	if !deadline.IsZero() && (c.swept.IsZero() || deadline.Before(c.swept)) {
+		c.armLocked(deadline)
+	}
 	return n, ch, nil
+}
+
+// Pending is how many calls wait for their answer.
+func (c *Calls) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// armLocked sets the sweep for deadline.
+func (c *Calls) armLocked(deadline time.Time) {
+	c.swept = deadline
+	d := time.Until(deadline)
+	if c.sweep == nil {
+		c.sweep = time.AfterFunc(d, c.sweepDue)
+		return
+	}
+	c.sweep.Reset(d)
+}
+
+// sweepDue ends every call whose deadline has passed, each given up on
+// (see Abandoned) and woken with timedOut, and sets the sweep for the
+// earliest deadline left.
+func (c *Calls) sweepDue() {
+	now := time.Now()
+	var due []chan *Message
+	c.mu.Lock()
+	var next time.Time
+	for n, p := range c.pending {
+		switch {
+		case p.deadline.IsZero():
+		case !now.Before(p.deadline):
+			delete(c.pending, n)
+			c.abandoned[c.nextGone] = n
+			c.nextGone = (c.nextGone + 1) % maxAbandoned
+			due = append(due, p.ch)
+		case next.IsZero() || p.deadline.Before(next):
+			next = p.deadline
+		}
+	}
+	c.swept = time.Time{}
+	if !next.IsZero() {
+		c.armLocked(next)
+	}
+	c.mu.Unlock()
+	for _, ch := range due {
+		ch <- timedOut
+	}
 }
 
 // Forget drops a call that stopped waiting.
@@ -138,11 +217,11 @@ func (c *Calls) Resolve(m *Message) bool {
 		return false
 	}
 	c.mu.Lock()
-	ch, ok := c.pending[n]
+	p, ok := c.pending[n]
 	delete(c.pending, n)
 	c.mu.Unlock()
 	if ok {
-		ch <- m
+		p.ch <- m
 	}
 	return ok
 }
@@ -160,10 +239,14 @@ func (c *Calls) Close(err error) {
 		c.err = err
 	}
 	pending := c.pending
-	c.pending = map[int64]chan *Message{}
+	c.pending = map[int64]pendingCall{}
+	if c.sweep != nil {
+		c.sweep.Stop()
+		c.swept = time.Time{}
+	}
 	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- nil
+	for _, p := range pending {
+		p.ch <- nil
 	}
 }
 
@@ -175,7 +258,9 @@ func (c *Calls) Err() error {
 }
 
 // Wait waits for the answer on ch. A peer's error comes back as *Error;
-// when ctx ends first the call is forgotten and ctx's error returned.
+// when ctx ends first the call is forgotten and ctx's error returned; when
+// the call's deadline (StartRequestBy) passes first,
+// context.DeadlineExceeded.
 func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
 	select {
 	case m := <-ch:

@@ -261,7 +261,16 @@ func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) 
 // requests inside a call's answer) can tie them back to the call, as
 // net/http/httptrace hooks a request's events, but passed explicitly.
 func (c *Conn) CallSent(ctx context.Context, method string, params json.RawMessage, sent func(id json.RawMessage)) (json.RawMessage, error) {
-	id, msg, ch, err := c.calls.StartRequest(method, params)
+	return c.CallSentBy(ctx, time.Time{}, method, params, sent)
+}
+
+// CallSentBy is CallSent bounded by deadline as well as ctx (zero: by ctx
+// alone): past it the call returns context.DeadlineExceeded and the peer
+// is told, as when ctx ends. It is a context.WithDeadline made cheap: the
+// connection's one timer (Calls.StartRequestBy) in place of a context,
+// its timer and its place among ctx's children each call.
+func (c *Conn) CallSentBy(ctx context.Context, deadline time.Time, method string, params json.RawMessage, sent func(id json.RawMessage)) (json.RawMessage, error) {
+	id, msg, ch, err := c.calls.StartRequestBy(method, params, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +279,7 @@ func (c *Conn) CallSent(ctx context.Context, method string, params json.RawMessa
 	}
 	rel := c.relation(ctx, false)
 	switch {
-	case ctx.Done() == nil:
+	case ctx.Done() == nil && deadline.IsZero():
 		err = c.send(msg, rel) // nothing to return early for: write it here
 	case c.tryWrite(msg):
 	default:
@@ -281,9 +290,13 @@ func (c *Conn) CallSent(ctx context.Context, method string, params json.RawMessa
 		return nil, c.closedErr(err)
 	}
 	res, err := c.calls.Wait(ctx, id, ch)
-	if err != nil && ctx.Err() != nil {
+	if err != nil && (ctx.Err() != nil || err == context.DeadlineExceeded) {
 		// The peer is told, as MCP asks, so it can stop the work.
-		reason := marshalOrNull(map[string]any{"requestId": id, "reason": ctx.Err().Error()})
+		why := err
+		if ctx.Err() != nil {
+			why = ctx.Err()
+		}
+		reason := marshalOrNull(map[string]any{"requestId": id, "reason": why.Error()})
 		if c.opts.CancelParams != nil {
 			reason = c.opts.CancelParams(params, reason)
 		}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // headSize and tailSize are how much of the start and the end of an
@@ -32,6 +34,7 @@ var errBroken = fmt.Errorf("%w: the stream failed before", ErrWrite)
 type lineStream struct {
 	r     io.Reader
 	w     io.Writer
+	ww    io.Writer // w, or its raw writes where the poller waits on it (rawio)
 	br    *bufio.Reader
 	limit int
 	next  error // a read error that came with the last line: Read's next answer
@@ -63,11 +66,28 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	s := &lineStream{r: r, w: w, raw: rawPipe(w), br: bufio.NewReaderSize(r, 64<<10), limit: maxSize}
+	s := &lineStream{r: r, w: w, ww: w, raw: rawPipe(w), br: bufio.NewReaderSize(rawReader(r), 64<<10), limit: maxSize}
+	if f, ok := w.(*os.File); ok {
+		if rf := rawio.NewFile(f); rf.Raw() {
+			s.ww = rf
+		}
+	}
 	if d, ok := w.(deadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {
 		s.deadlines = d
 	}
 	return s
+}
+
+// rawReader is r, read with raw system calls where it is a file the
+// poller waits on (rawio: a read that finds nothing leaves the wait to
+// the poller, and none wakes the runtime's monitor thread).
+func rawReader(r io.Reader) io.Reader {
+	if f, ok := r.(*os.File); ok {
+		if rf := rawio.NewFile(f); rf.Raw() {
+			return rf
+		}
+	}
+	return r
 }
 
 // moreBuffered reports whether bytes after the last line were read
@@ -191,7 +211,7 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 		if watch { // ended before its deadline
 			stop = afterFunc(ctx, func() { _ = d.SetWriteDeadline(time.Unix(1, 0)) })
 		}
-		_, err := s.w.Write(b)
+		_, err := s.ww.Write(b)
 		stop()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return ErrWriteTimeout

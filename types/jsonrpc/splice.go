@@ -91,7 +91,8 @@ func (o Object) With(members ...Member) ([]byte, error) {
 		start, end int // the bytes replaced; start == end for an insertion
 		val        []byte
 	}
-	edits := make([]edit, 0, len(members))
+	var room [2]edit // Call.Outgoing's at most: not an allocation of its own
+	edits := room[:0]
 	var add []Member
 	for _, m := range members {
 		i, err := o.o.find(o.b, m.Key)
@@ -307,6 +308,11 @@ func scan(obj []byte) (object, error) {
 			return object{}, ErrNotJSON
 		}
 		m.valEnd = i
+		if o.members == nil {
+			// Room for a tool call's params (name, arguments, _meta):
+			// append's growth from one was an allocation each member.
+			o.members = make([]member, 0, 4)
+		}
 		o.members = append(o.members, m)
 		i = SkipSpace(obj, i)
 		if i < len(obj) && obj[i] == ',' {

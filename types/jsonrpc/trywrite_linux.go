@@ -5,6 +5,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // pipeBuf is PIPE_BUF on Linux: a write of at most this many bytes to a
@@ -71,10 +73,6 @@ func (s *lineStream) TryWrite(msg []byte) (bool, error) {
 // writeRaw is TryWrite's one write of wbuf, its outcome left in rawN and
 // rawErr. s.wmu is held.
 func (s *lineStream) writeRaw(fd uintptr) bool {
-	for {
-		s.rawN, s.rawErr = syscall.Write(int(fd), s.wbuf)
-		if s.rawErr != syscall.EINTR {
-			return true
-		}
-	}
+	s.rawN, s.rawErr = rawio.Write(fd, s.wbuf) // never blocks: see rawio
+	return true
 }

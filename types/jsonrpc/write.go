@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"time"
 )
@@ -20,6 +21,11 @@ func (c *Conn) write() {
 		case <-c.out.Ready():
 		case <-c.stopWrite:
 			return
+		}
+		if c.coalescing() {
+			// What the goroutines ready to run are about to send goes
+			// in this write too (see coalesce).
+			runtime.Gosched()
 		}
 		c.wmu.Lock()
 		batch, rels := c.out.TakeRelated()
@@ -46,6 +52,9 @@ func (c *Conn) write() {
 // requests in flight the answers would otherwise queue for the writer,
 // a hand-off each.
 func (c *Conn) send(msg []byte, rel Relation) error {
+	if c.coalesce(c.inflight.Len()) {
+		return c.out.SendRelated(msg, rel)
+	}
 	if c.routes {
 		c.wmu.Lock()
 	}
@@ -71,7 +80,7 @@ func (c *Conn) send(msg []byte, rel Relation) error {
 // waits before it and the stream can take it without waiting for the
 // peer; else it writes nothing and reports false.
 func (c *Conn) tryWrite(msg []byte) bool {
-	if c.try == nil || !c.wmu.TryLock() {
+	if c.try == nil || c.coalesce(c.calls.Pending()) || !c.wmu.TryLock() {
 		return false
 	}
 	defer c.wmu.Unlock()
@@ -83,6 +92,27 @@ func (c *Conn) tryWrite(msg []byte) bool {
 		c.fail(fmt.Errorf("%w: %w", ErrWrite, err))
 	}
 	return ok
+}
+
+// coalescing reports whether the writer waits for the goroutines ready
+// to run before it takes what waits: on one processor, where they run
+// only once it has yielded, and over a stream that writes several
+// messages at once.
+func (c *Conn) coalescing() bool {
+	return c.batch != nil && runtime.GOMAXPROCS(0) == 1
+}
+
+// coalesce reports whether a message is left to the writer instead of
+// written by its sender, since others are about to be sent with it:
+// pending (this message's among them) is how many of its kind are under
+// way, the peer's requests being answered or our calls waiting for their
+// answer. At 32 calls in flight on one processor, the answers an
+// upstream sent in one read each came out in a write of its own; the
+// writer, which yields first, writes those sent meanwhile in one (a
+// hand-off to it, on one processor, wakes no thread). A message sent
+// alone is written at once.
+func (c *Conn) coalesce(pending int) bool {
+	return pending > 1 && c.coalescing()
 }
 
 // writeTimed writes msgs within the write timeout. At the timeout the

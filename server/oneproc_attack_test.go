@@ -1,0 +1,108 @@
+//go:build linux
+
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/stalltest"
+	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+)
+
+// blockingPipe is a pipe whose ends are blocking, as a client's pipes to
+// the standalone hub are (os.Pipe's are non-blocking, polled).
+func blockingPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// The standalone hub on one processor, as it runs once started (cmd's
+// localProcs), reading its stdin through the poller (local.Polled) and
+// writing a blocking stdout: its client sends calls and stops reading.
+// The hub's write to it waits in a system call; the hub stops reading
+// its calls rather than holding them (its memory stays bounded), goes on
+// with the rest (its sessions' table answers), and once the client reads
+// again it is answered every call.
+func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
+	h := fakeHub(t)
+	inR, inW := blockingPipe(t)
+	outR, outW := blockingPipe(t)
+	in := local.Polled(inR)
+	if in == inR {
+		t.Fatal("stdin is not polled")
+	}
+	t.Cleanup(func() { in.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- h.ServeStdioWith(ctx, in, outW, StdioOptions{WriteTimeout: time.Hour}) }()
+	out := bufio.NewReaderSize(outR, 1<<20)
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	before := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(before)
+
+	const calls, size = 2048, 16 << 10 // 32 MiB of calls, far more than the hub may hold for a session
+	text := strings.Repeat("s", size)
+	heap := stalltest.Mark()
+	written := make(chan error, 1)
+	go func() {
+		for i := range calls {
+			if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":%q}}}`+"\n", i, text); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	// The client's stdout fills: the hub's next write to it waits.
+	waitFor(t, time.Minute, "the client's stdout full", func() bool {
+		n, err := unix.IoctlGetInt(int(outR.Fd()), unix.TIOCINQ) // FIONREAD
+		return err == nil && n >= 48<<10
+	})
+	if s := h.Sessions().Info(); len(s) != 1 {
+		t.Errorf("sessions: %+v", s)
+	}
+	heap.HeldBack(t, written, 24<<20, "32 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
+	// It reads again: every call is answered, once.
+	seen := map[string]bool{}
+	for len(seen) < calls {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d answers: %v", len(seen), err)
+		}
+		id := string(jsonrpc.Field([]byte(line), "id"))
+		if seen[id] || !strings.Contains(line, text) {
+			t.Fatalf("after %d answers: %.300s", len(seen), line)
+		}
+		seen[id] = true
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+	cancel()
+}

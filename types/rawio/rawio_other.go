@@ -1,0 +1,24 @@
+//go:build !unix
+
+package rawio
+
+import (
+	"os"
+	"time"
+)
+
+// File is f's own reads and writes: raw system calls are Unix's.
+type File struct{ f *os.File }
+
+// NewFile is a File of f.
+func NewFile(f *os.File) *File { return &File{f: f} }
+
+// Raw is false: f's own reads and writes.
+func (r *File) Raw() bool { return false }
+
+func (r *File) Read(p []byte) (int, error)         { return r.f.Read(p) }
+func (r *File) Write(p []byte) (int, error)        { return r.f.Write(p) }
+func (r *File) SetWriteDeadline(t time.Time) error { return r.f.SetWriteDeadline(t) }
+func (r *File) SetReadDeadline(t time.Time) error  { return r.f.SetReadDeadline(t) }
+func (r *File) Close() error                       { return r.f.Close() }
+func (r *File) File() *os.File                     { return r.f }
