@@ -60,6 +60,11 @@ type Options struct {
 	// Describe adds what the hub's owner knows to a status: the
 	// upstreams, the last reload, the inspector. nil adds nothing.
 	Describe func(*local.Status)
+
+	// rechecked, if not nil, is called (s.mu held) each time the idle
+	// timer ran out while a connection had not said Hello and so looks
+	// again later (idleRecheck): tests wait for it.
+	rechecked func()
 }
 
 // Server serves bridges on a local listener.
@@ -170,6 +175,9 @@ func (s *Server) armIdleFor(d time.Duration) {
 		}
 		if s.count(connPending) > 0 {
 			s.armIdleFor(idleRecheck)
+			if s.opts.rechecked != nil {
+				s.opts.rechecked()
+			}
 			return
 		}
 		s.closed = true
