@@ -487,9 +487,15 @@ func TestRealClientsInEachEra(t *testing.T) {
 							t.Fatalf("long-running operation: %q %v", text, err)
 						}
 						// A client may run its handler after the call has
-						// returned: each notification is waited for.
+						// returned: each notification is waited for, as
+						// long as a slow machine may take to run it (the
+						// hub sent it before the answer).
+						late := time.NewTimer(30 * time.Second * slowMachine)
+						defer late.Stop()
 						for step := 1; step <= steps; step++ {
 							select {
+							case <-late.C:
+								t.Fatalf("%d of %d progress notifications reached the client (%s, session %q)", step-1, steps, version, session)
 							case p := <-c.progress():
 								if p.token != token || p.progress != float64(step) || p.total != steps {
 									t.Errorf("progress notification %d: token %v, %v of %v; want %q, %d of %d", step, p.token, p.progress, p.total, token, step, steps)
