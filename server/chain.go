@@ -70,7 +70,7 @@ func (h *Hub) newRequestChain(snap *snapshot) call.Handler {
 		call.If(snap.audit != nil, audit.Writer{Trail: snap.audit, Outcome: outcomeOf}),
 		call.If(snap.cfg.CapsResults(), resultcap.Stage{Store: h.results}),
 		era.Stage{},
-	).Then(call.End) // the request's own Handle (dispatch.go)
+	).Then(call.End) // the request's own Handle (request.go)
 }
 
 // newChain is the call stages of snap (see newRequestChain).
@@ -131,13 +131,12 @@ func sessionIn(t *routes.Table[*session]) func(c *call.Call) *session {
 
 // forward sends the request through the snapshot's call stages as method
 // (policy.Method*) to r's upstream (the route the view found: Upstream,
-// Name, ClientName, Args, Params, Rename, Schema; forward sets the rest),
+// Name, Args, Params, Rename, Schema; forward sets the rest),
 // as its Call routed there, and leaves the audit record for the trail's
 // request stage (audit.Writer) to write once the request's outcome is
 // known. A failure of the hub or transport during a tool call is an
 // isError result.
 func (h *Hub) forward(ctx context.Context, req *request, method string, r call.Route) (json.RawMessage, error) {
-	_, retry := req.stringField("requestState")
 	c := &req.call // in the request: no allocation of its own
 	c.Method = method
 	r.Server = r.Upstream.ServerConfig()
@@ -145,7 +144,7 @@ func (h *Hub) forward(ctx context.Context, req *request, method string, r call.R
 	r.Task = method == policy.MethodToolsCall && r.Params.Field("task") != nil
 	c.Route = r
 	shown := req.sess.shownIn(req.snap.cfg)
-	c.Retry, c.Profile, c.MaxResult = retry, shown.profile, shown.maxResult
+	c.Profile, c.MaxResult = shown.profile, shown.maxResult
 	c.Decision, c.Notes, c.Sent, c.Meta, c.Conn = policy.Decision{}, call.Notes{}, false, nil, 0
 	return req.snap.chain.Handle(ctx, c)
 }
@@ -192,10 +191,6 @@ func (r *request) Credential() string { return r.sess.Client() }
 func (r *request) Elicit(ctx context.Context, params any) (json.RawMessage, error) {
 	return r.sess.Request(ctx, "elicitation/create", params)
 }
-
-// SignIn is the request's caller's key (the session's UserKey) and its
-// face, which sends it to sign in.
-func (r *request) SignIn() (string, call.Linker) { return r.sess.UserKey(), r.sess.linker }
 
 // Capabilities are the capabilities the client states in the request's
 // _meta (2026-07-28), else those its session stated.

@@ -153,11 +153,11 @@ func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 // request runs. It starts no goroutine of its own: the face calls it on
 // the goroutine that read the request.
 func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (json.RawMessage, error) {
-	if o.Profile != "" && !h.HasProfile(o.Profile) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, o.Profile)
+	s, err := h.prepare(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
+	if err != nil {
+		return nil, err
 	}
-	s := &Session{hub: h, sess: newSession(o.ID, o.Transport)}
-	s.sess.peer, s.sess.profile, s.sess.who, s.sess.linker = o.Peer, o.Profile, o.Who, o.SignIn
+	s.sess.linker = o.SignIn
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.Close() // routes.Remove: what the request left (its tasks' routes, its connections) goes
 	// Unlisted, but found as its call's owner (routes.Table.Of): its
@@ -197,19 +197,37 @@ func (h *Hub) Open(id, transport string, peer Peer) (*Session, error) {
 // known to anything that reads it: the caller is on the session for
 // per-user rate limits, the audit trail, the inspector and traces.
 func (h *Hub) open(id, transport, profile string, who *identity.Identity, peer Peer) (*Session, error) {
+	s, err := h.prepare(id, transport, profile, who, peer)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.enlist(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare is the session open makes, known to nothing yet: a face that
+// must hand its connection the session's methods before the session's
+// Peer (that connection) exists sets the Peer, then enlists it (stdio).
+func (h *Hub) prepare(id, transport, profile string, who *identity.Identity, peer Peer) (*Session, error) {
 	if profile != "" && !h.HasProfile(profile) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
 	}
 	s := &Session{hub: h, sess: newSession(id, transport)}
-	s.sess.peer = peer
-	s.sess.profile = profile
-	s.sess.who = who
+	s.sess.peer, s.sess.profile, s.sess.who = peer, profile, who
+	return s, nil
+}
+
+// enlist starts s's life and lists it in the session table: from now on
+// the hub may reach its client.
+func (h *Hub) enlist(s *Session) error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := h.routes.Add(s.sess); err != nil {
 		s.cancel()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // ID is the session's id, as Open was given it.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/upstreamtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -26,7 +27,7 @@ import (
 // writes on the GET stream of any of them what the server sends on its own.
 type userUpstream struct {
 	mu      sync.Mutex
-	gets    map[string]chan string   // each connection's GET stream, by its Authorization
+	gets    upstreamtest.Streams     // each connection's GET stream, by its Authorization
 	tokens  map[string]string        // the progress token of the last hold call, by Authorization
 	subs    []string                 // the Authorization of each resources/subscribe
 	answers map[string]string        // the hub's answers to the server's requests, by id
@@ -35,29 +36,15 @@ type userUpstream struct {
 }
 
 func newUserUpstream() *userUpstream {
-	return &userUpstream{gets: map[string]chan string{}, tokens: map[string]string{}, answers: map[string]string{},
+	return &userUpstream{tokens: map[string]string{}, answers: map[string]string{},
 		holding: map[string]chan struct{}{}, held: map[string]int{}}
 }
 
 func (u *userUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who := r.Header.Get("Authorization")
 	if r.Method == http.MethodGet {
-		out := make(chan string, 16)
-		u.mu.Lock()
-		u.gets[who] = out
-		u.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		for {
-			select {
-			case msg := <-out:
-				fmt.Fprintf(w, "data: %s\n\n", msg)
-				w.(http.Flusher).Flush()
-			case <-r.Context().Done():
-				return
-			}
-		}
+		u.gets.Serve(w, r, who)
+		return
 	}
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -125,11 +112,9 @@ func (u *userUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // push writes msg on the GET stream of the connection that carries who.
 func (u *userUpstream) push(t *testing.T, who, msg string) {
 	t.Helper()
-	var out chan string
+	var out chan<- string
 	waitFor(t, 10*time.Second, "the GET stream of "+who, func() bool {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		out = u.gets[who]
+		out = u.gets.Of(who)
 		return out != nil
 	})
 	out <- msg

@@ -1,20 +1,38 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"runtime/debug"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/apps"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/server/cooperative"
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/observe"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/server/policy/gate"
+	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
+	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
+
+// This file is a request's path through the hub itself, in the order it
+// takes: Session.Request hands it to serve, which builds the request
+// value and runs the request stages (chain.go); their end is the
+// request's Handle, which dispatches it by method, and the view routes a
+// tool, prompt or resource to its upstream (forward, chain.go).
 
 // request is one client request on its way through the hub: built once
 // where it arrives (serve) and passed down to everything that handles it.
@@ -191,3 +209,375 @@ func (r *request) stringField(key string) (string, bool) {
 
 // stringValue decodes a raw JSON string; ok is false for any other value.
 func stringValue(raw []byte) (string, bool) { return jsonrpc.StringValue(raw) }
+
+// Handle answers one request of a client, the end of the request stages
+// (chain.go; the request is its Call's Handler, call.End): the raw
+// result, or the error to answer with (see jsonrpc.ToError).
+func (req *request) Handle(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	h := req.hub
+	result, err := h.dispatch(ctx, req)
+	if errors.Is(err, errProtocol) {
+		result, err = h.protocol.Answer(clients.Request{Msg: req.msg, Modern: c.Modern, Session: req.sess,
+			Capabilities: req.capabilities, Instructions: req.instructions})
+		if err == nil {
+			c.Final = true
+			return result, nil // final as it is (clients.Protocol)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// errProtocol marks a request that no method of the hub's own answers:
+// the handshake, ping, logging/setLevel, or a method that does not exist
+// (clients.Protocol).
+var errProtocol = errors.New("not a method of the hub's own")
+
+func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, error) {
+	v, size := req.snap.viewOf(req.sess.profileIn(req.snap.cfg)), req.snap.cfg.Settings.PageSize
+	// A first page asked while upstreams start waits for them a moment,
+	// so that a client that lists once sees them all.
+	settled := func() *view {
+		if !v.Starting || req.field("cursor") != nil {
+			return v
+		}
+		return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Starting })
+	}
+	switch req.msg.Method {
+	case "tools/list":
+		if v.Mode == config.ModeFlat && v.Unknown && req.field("cursor") == nil {
+			// Servers whose tools are known from their last run need not
+			// be waited for: their tools are listed now, and the clients
+			// told of any change once they are ready (server/listen).
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Unknown })
+		}
+		req.sess.lists.Saw(listen.Tools, v.ToolsHash)
+		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.ToolsList), nil
+	case "tools/call":
+		return h.toolsCall(ctx, req, v)
+	case "prompts/list":
+		v = settled()
+		req.sess.lists.Saw(listen.Prompts, v.PromptsHash)
+		return views.Page("prompts", v.Prompts, req.msg.Params, size)
+	case "prompts/get":
+		return h.promptsGet(ctx, req, v)
+	case "resources/list":
+		v = settled()
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("resources", v.Resources, req.msg.Params, size)
+	case "resources/templates/list":
+		v = settled()
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("resourceTemplates", v.Templates, req.msg.Params, size)
+	case "resources/read":
+		return h.resourcesRead(ctx, req, v)
+	case "skills/list":
+		v = settled()
+		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		return views.Page("skills", v.skills.Entries(), req.msg.Params, size)
+	case "skills/get":
+		return skills.Get(ctx, extRequest{h, req, v})
+	case "resources/directory/read":
+		return skills.DirectoryRead(ctx, extRequest{h, req, v})
+	case "completion/complete":
+		return h.complete(ctx, req, v)
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
+		send := func(s call.Upstream, on upstream.ConnID, method string, params json.RawMessage) (json.RawMessage, upstream.ConnID, error) {
+			timeout := req.snap.cfg.CallTimeoutFor(s.ServerConfig())
+			if method == "tasks/list" {
+				timeout = req.snap.cfg.Settings.ListTimeout
+			}
+			return h.obs.RequestOn(ctx, &req.call, req.sess, s, on, method, params, timeout)
+		}
+		if req.msg.Method == "tasks/list" {
+			return views.ListResult("tasks", h.tasks.List(req.sess, send), ""), nil
+		}
+		return h.tasks.Request(req.sess, req.msg.Method, req.call.Request, send)
+	case "resources/subscribe", "resources/unsubscribe":
+		return h.routes.Subscribe(ctx, subscriber(h, req, v), req.msg.Params, req.msg.Method == "resources/subscribe")
+	}
+	return nil, errProtocol
+}
+
+func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	name, ok := req.stringField("name")
+	if !ok || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: tools/call needs an object with name, a non-empty string")
+	}
+	arguments := req.field("arguments")
+	settings := req.snap.cfg.Settings
+	if req.sess.shownIn(req.snap.cfg).renames {
+		name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.ToolsList) // as the client was shown it (see clients:)
+	}
+	if v.cooperative && cooperative.IsTool(name) {
+		return (&coopHost{h: h, req: req, v: v}).serve(ctx, name, arguments) // the hub's own (cooperative.go)
+	}
+	if v.Mode == config.ModeFlat {
+		r, ok := v.FlatRoutes[name]
+		if (!ok || r.Cached) && v.Starting {
+			// Its upstream may be one still starting, or it is known from
+			// its last run only: wait for the upstream.
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool {
+				r, ok := v.FlatRoutes[name]
+				return ok && !r.Cached || !v.Starting
+			})
+			r, ok = v.FlatRoutes[name]
+		}
+		if !ok {
+			r, ok = apps.CalledTool(ctx, extRequest{h, req, v}, name) // an MCP App's call by its server's name (server/apps)
+		}
+		if !ok {
+			req.miss(name)
+			req.auditMiss(name, arguments)
+			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+		}
+		return h.callRoute(ctx, req, r, arguments)
+	}
+	if r, ok := v.FlatRoutes[name]; ok {
+		// A tool its group exposes beside the meta-tools: called as in
+		// flat mode, its arguments the upstream's own.
+		return h.callRoute(ctx, req, r, arguments)
+	}
+	if name == views.SearchToolName && v.Search == nil && v.Starting && settings.Search != config.SearchOff {
+		// search: auto offers it once the groups starting hold enough
+		// tools: wait for them, as flat mode waits for a tool not known yet.
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return v.Search != nil || !v.Starting })
+	}
+	if name != views.GetToolsName && name != views.CallToolName && name != views.SearchToolName {
+		if r, ok := apps.CalledTool(ctx, extRequest{h, req, v}, name); ok {
+			return h.callRoute(ctx, req, r, arguments) // an MCP App's call by its server's name (server/apps)
+		}
+	}
+	if name != views.GetToolsName && name != views.CallToolName && (name != views.SearchToolName || v.Search == nil) {
+		// Whatever its arguments: search_dynamic_tools when it is not
+		// offered is a tool like any other the client cannot see.
+		req.miss(name)
+		req.auditMiss(name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
+	args, err := views.ParseDynamicArgs(arguments)
+	if err != nil {
+		return toolError("invalid arguments: " + err.Error()), nil
+	}
+	switch {
+	case v.GroupStarting(args.Group):
+		// The group is listed from the start; a call for it waits until it
+		// is up (or has failed), as long as connecting may take.
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.ConnectTimeout, func(v *view) bool { return !v.GroupStarting(args.Group) })
+	case name == views.SearchToolName && args.Group == "" && v.Starting:
+		// A search of every group waits for those starting as a list does,
+		// rather than answer that nothing matches while their tools are
+		// not known yet.
+		v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), settings.StartupWait, func(v *view) bool { return !v.Starting })
+	}
+	switch name {
+	case views.GetToolsName:
+		req.askedGroup(v, args.Group)
+		return v.GetDynamicTools(args), nil
+	case views.CallToolName:
+		c := v.CallDynamicTool(args, req.field("_meta"), req.field("task"))
+		if c.Missed {
+			req.miss(args.Name)
+			req.auditMiss(args.Name, args.Args)
+		}
+		if c.Answer != nil {
+			return c.Answer, nil
+		}
+		return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: c.Route.Server, Name: c.Route.Name, Args: c.Args, Params: c.Params,
+			Schema: c.Schema})
+	}
+	if v.Search == nil { // gone while it waited (a reload turned it off)
+		req.miss(name)
+		req.auditMiss(name, arguments)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+	}
+	req.askedGroup(v, args.Group)
+	return v.SearchDynamicTools(args), nil
+}
+
+// callRoute calls the upstream tool r names with the client's params,
+// only the name changed to the upstream's.
+// Arguments that are present must be an object (or null, for none), as
+// call_dynamic_tool's args must: the policy's argument rules read an
+// object's members, and a call they cannot read is not passed them by.
+func (h *Hub) callRoute(ctx context.Context, req *request, r route, arguments json.RawMessage) (json.RawMessage, error) {
+	if len(arguments) > 0 && arguments[0] != '{' && string(arguments) != "null" {
+		return nil, errorf(codeInvalidParams, "invalid params: arguments must be an object")
+	}
+	return h.forward(ctx, req, policy.MethodToolsCall, call.Route{Upstream: r.Server, Name: r.Name, Args: arguments,
+		Params: req.call.Request, Rename: true, Schema: r.Tool.InputSchema}) // the client's name in Params (Call.CalledName)
+}
+
+func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	name, ok := req.stringField("name")
+	if !ok || name == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: prompts/get needs a name")
+	}
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[name]; return ok })
+	r, ok := v.PromptRoutes[name]
+	if !ok {
+		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
+	}
+	return h.forward(ctx, req, policy.MethodPromptsGet, call.Route{Upstream: r.Server, Name: r.Name, Args: req.field("arguments"),
+		Params: req.call.Request, Rename: true})
+}
+
+// isResultURI reports whether uri names a kept result (or claims to).
+func isResultURI(uri string) bool { return resultcap.IsURI(uri) }
+
+// judgeResultRead judges the read of a kept result as the call that made
+// it: the policy must still let that call through. It is audited as a
+// read of the call's group and tool.
+func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
+	snap := req.snap
+	if err := snap.audit.Admit(); err != nil {
+		return err
+	}
+	d := snap.policy.Decide(policy.Request{Group: r.Group, Server: r.Server, Method: policy.MethodToolsCall, Name: r.Tool, Args: r.Args})
+	if snap.audit != nil {
+		req.call.Audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
+			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
+	}
+	if c := req.call.Observed; c != nil {
+		c.Group, c.Server, c.Target, c.Rule, c.Action = r.Group, r.Server, uri, d.Rule, string(d.Action)
+	}
+	if d.Action == config.ActionDeny {
+		// A prompt rule is not asked again: the person let the call
+		// through when it was made, and a page gives nothing new.
+		return gate.Blocked(d, "the call that made this result is not allowed now")
+	}
+	return nil
+}
+
+func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	uri, ok := req.stringField("uri")
+	if !ok || uri == "" {
+		return nil, errorf(codeInvalidParams, "invalid params: resources/read needs a uri")
+	}
+	if isResultURI(uri) { // a result cut to fit max_result, for the session that made the call
+		r, query, named := h.results.Find(uri, caller(req.sess))
+		if r != nil && req.snap.viewOf(req.sess.profileIn(req.snap.cfg)).GroupIndex[r.Group] == nil {
+			r = nil // its group is no longer the session's to see
+		}
+		if r == nil {
+			if named {
+				req.miss(uri)
+			}
+			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		}
+		page, err := r.Page(query)
+		if err == nil {
+			err = judgeResultRead(req, r, uri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.Read(page)
+	}
+	if res, ok, err := apps.Read(ctx, extRequest{h, req, v}, uri); ok {
+		return res, err // an MCP App's ui:// resource (server/apps)
+	}
+	v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.skills.File(uri) != nil || v.ResolveResource(uri) != nil })
+	if r := v.skills.File(uri); r != nil {
+		return skills.ReadFile(ctx, extRequest{h, req, v}, r, uri) // server/skills
+	}
+	s := v.ResolveResource(uri)
+	if s == nil {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+	}
+	return h.forward(ctx, req, policy.MethodResourcesRead, call.Route{Upstream: s, Name: uri, Params: req.call.Request})
+}
+
+// awaitRoute is the view to route a request for something found names: v
+// when found holds there or no upstream is starting; otherwise, as a call
+// to a tool not known yet waits (toolsCall), the first view within
+// startup_wait where it holds or none is starting, else the last seen. A
+// client's first request may name a prompt or a resource of an upstream
+// still starting, and "not found" would be an answer the server never
+// gives.
+func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(*view) bool) *view {
+	if !v.Starting || found(v) {
+		return v
+	}
+	return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return found(v) || !v.Starting })
+}
+
+// subscriber is req, which subscribes its session to resources in view
+// v, as the session table takes it (routes.Subscriber).
+func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
+	return routes.Subscriber[*session]{
+		Session: req.sess,
+		Resolve: func(ctx context.Context, uri string, wait bool) (*upstream.Server, bool) {
+			if wait {
+				v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.ResolveResource(uri) != nil })
+			}
+			return v.ResolveResource(uri), v.HidesResource(uri)
+		},
+		Routed: func(s *upstream.Server, uri string) { observe.Routed(req.call.Observed, s, uri, "", "") },
+		Subscribe: func(ctx context.Context, s *upstream.Server, uri string) error {
+			_, err := h.obs.Request(ctx, &req.call, nil, s, "resources/subscribe", map[string]string{"uri": uri}, req.snap.cfg.CallTimeoutFor(s.Config))
+			return err
+		},
+	}
+}
+
+// extRequest is req as the packages that serve an extension see it
+// (server/skills, server/apps): its params, the view it routes by, and
+// forward.
+type extRequest struct {
+	h   *Hub
+	req *request
+	v   *view
+}
+
+func (e extRequest) String(key string) (string, bool) { return e.req.stringField(key) }
+func (e extRequest) Params() jsonrpc.Object           { return e.req.call.Request }
+
+func (e extRequest) Skills(ctx context.Context, found func(*skillTable) bool) *skillTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.skills) }).skills
+}
+
+func (e extRequest) Apps(ctx context.Context, found func(*appTable) bool) *appTable {
+	return e.h.awaitRoute(ctx, e.req, e.v, func(v *view) bool { return found(v.apps) }).apps
+}
+
+func (e extRequest) Forward(ctx context.Context, method string, s *upstream.Server, name string, params jsonrpc.Object) (json.RawMessage, error) {
+	return e.h.forward(ctx, e.req, method, call.Route{Upstream: s, Name: name, Params: params})
+}
+
+// complete routes completion/complete by its reference: a prompt by its
+// exposed name, a resource template by its URI template.
+func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(req.msg.Params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
+		return nil, errorf(codeInvalidParams, "invalid params: completion/complete needs a ref")
+	}
+	var s *upstream.Server
+	switch ref.Type {
+	case "ref/prompt":
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[ref.Name]; return ok })
+		r, ok := v.PromptRoutes[ref.Name]
+		if !ok {
+			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
+		}
+		s = r.Server
+		ref.Name = r.Name
+		p["ref"], _ = json.Marshal(map[string]string{"type": ref.Type, "name": r.Name})
+	case "ref/resource":
+		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.CompletionServer(ref.URI) != nil })
+		if s = v.CompletionServer(ref.URI); s == nil {
+			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
+		}
+	default:
+		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
+	}
+	observe.Routed(req.call.Observed, s, cmp.Or(ref.Name, ref.URI), "", "")
+	return h.obs.Request(ctx, &req.call, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))
+}

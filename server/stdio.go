@@ -50,28 +50,33 @@ func (h *Hub) ServeStdioWith(ctx context.Context, in io.Reader, out io.Writer, o
 			}
 		}
 	}
-	var sess *Session // set before the conn starts, so before any message
+	id := opts.SessionID
+	if id == "" {
+		id = "stdio"
+	}
+	// The session is made before its connection, which is handed its
+	// methods themselves: a message goes from the connection to the
+	// session with no step of the face's between. It is listed (and so
+	// reachable) once its Peer, the connection, is set.
+	sess, err := h.prepare(id, "stdio", opts.Profile, nil, nil)
+	if err != nil {
+		return err
+	}
 	maxSize := h.Settings().MaxMessageSize
 	conn := jsonrpc.NewConn(jsonrpc.NewLineStream(in, out, maxSize), jsonrpc.ConnOptions{
 		MaxMessageSize: maxSize,
 		MaxInflight:    h.Settings().SessionInflight,
 		WriteTimeout:   opts.WriteTimeout,
 		Admit:          h.inflight.Admit(""), // the local user's: every stdio session is theirs
-		Handle: func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, error) {
-			return sess.Request(ctx, m)
-		},
-		Notify: func(m *jsonrpc.Message) { sess.Notification(m) },
+		Handle:         sess.Request,
+		Notify:         sess.Notification,
 		Refused: func(err error, msg []byte) {
 			h.logger.Warn("refused a message from the client", "err", err, "bytes", len(msg))
 		},
 		Panicked: h.panics.Recovered, // beyond Session.Request's own boundary
 	})
-	id := opts.SessionID
-	if id == "" {
-		id = "stdio"
-	}
-	sess, err := h.open(id, "stdio", opts.Profile, nil, &connPeer{conn: conn})
-	if err != nil {
+	sess.sess.peer = &connPeer{conn: conn}
+	if err := h.enlist(sess); err != nil {
 		return err
 	}
 	defer sess.Close()

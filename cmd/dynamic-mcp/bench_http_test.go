@@ -72,6 +72,7 @@ func benchHTTP(b *testing.B) {
 			h.report(b, "hub")
 			p.reportUse(b, "proxy")
 			h.reportUse(b, "hub")
+			reportRSS(b, hubMeter, "hub")
 			if inflight == 1 {
 				b.ReportMetric(float64(h.quantile(0.5))/float64(p.quantile(0.5)), "http-p50-ratio")
 			} else {
@@ -81,6 +82,7 @@ func benchHTTP(b *testing.B) {
 				t := s[2]
 				t.report(b, "tbxark")
 				t.reportUse(b, "tbxark")
+				reportRSS(b, meters[2], "tbxark")
 				if hc, _, _ := h.perCall(); hc > 0 {
 					tc, _, _ := t.perCall()
 					b.ReportMetric(hc/tc, "hub/tbxark-cpu-ratio")
@@ -95,6 +97,7 @@ func benchHTTP(b *testing.B) {
 			}
 			if base >= 0 {
 				reportAgainst(b, inflight, h, s[base], "base")
+				reportRSS(b, meters[base], "base")
 			}
 			b.ReportMetric(0, "ns/op")
 		})
@@ -114,6 +117,15 @@ func reportAgainst(b *testing.B, inflight int, h, o sample, other string) {
 		b.ReportMetric(float64(h.quantile(0.5))/float64(o.quantile(0.5)), "hub/"+other+"-p50-ratio")
 	} else {
 		b.ReportMetric(h.perSecond()/o.perSecond(), "hub/"+other+"-tput-ratio")
+	}
+}
+
+// reportRSS reports the resident memory of m's process right after the
+// calls, in MiB, as name-rss-MB (the hub here is the test binary, which
+// carries the tests: about 2 MiB more than a built hub).
+func reportRSS(b *testing.B, m procMeter, name string) {
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.pid)); err == nil {
+		b.ReportMetric(statusMiB(b, status, "VmRSS:"), name+"-rss-MB")
 	}
 }
 

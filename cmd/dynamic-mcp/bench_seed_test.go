@@ -40,6 +40,11 @@ import (
 //	hub-rss-MB            the standalone hub right after 1,000 calls (< 10),
 //	                      and its hub-pss-MB, hub-private-MB (Private_Clean +
 //	                      Private_Dirty) and hub-anon-MB
+//	hub-rss-nouffd-MB     the same, for a hub given the same calls (taking
+//	                      turns) but kept from its userfaultfd
+//	                      (DYNAMIC_MCP_NO_USERFAULTFD=1), as where a seccomp
+//	                      filter or an older kernel refuses it (< 10), and
+//	                      its hub-anon-nouffd-MB
 //	hub-idle-rss-MB       a standalone hub started, its upstream listed, no
 //	                      call yet, once it has given back what its start
 //	                      touched (at its first look, 5 s in) (< 10), and
@@ -110,18 +115,28 @@ func BenchmarkSeedContract(b *testing.B) {
 	hub := startProcess(b, []string{"DYNAMIC_MCP_HOME=" + home}, bin, "serve", "--standalone", "-c", path, "--log-level", "error")
 	hub.initialize("2025-06-18")
 	hub.waitFlatTools(fakeTools)
-	list := func() error {
-		_, err := rawRequest(hub, "tools/list", map[string]any{})
-		return err
-	}
-	denied := func() error {
-		_, err := rawRequest(hub, "tools/call", map[string]any{"name": "f__fail", "arguments": map[string]any{}})
-		if err == nil || !strings.Contains(err.Error(), "-32001") {
-			return fmt.Errorf("the denied call was answered %v", err)
+	// The same hub kept from its userfaultfd, as where the kernel or a
+	// seccomp filter refuses it, given the same calls, taking turns.
+	nouffd := startProcess(b, []string{"DYNAMIC_MCP_HOME=" + home, noUserfaultfdEnv + "=1"}, bin, "serve", "--standalone", "-c", path, "--log-level", "error")
+	nouffd.initialize("2025-06-18")
+	nouffd.waitFlatTools(fakeTools)
+	list := func(c *client) func() error {
+		return func() error {
+			_, err := rawRequest(c, "tools/list", map[string]any{})
+			return err
 		}
-		return nil
 	}
-	samples, err := measureRounds(calls, 1, stdioCaller(direct, "echo"), stdioCaller(hub, "f__echo"), list, denied)
+	denied := func(c *client) func() error {
+		return func() error {
+			_, err := rawRequest(c, "tools/call", map[string]any{"name": "f__fail", "arguments": map[string]any{}})
+			if err == nil || !strings.Contains(err.Error(), "-32001") {
+				return fmt.Errorf("the denied call was answered %v", err)
+			}
+			return nil
+		}
+	}
+	samples, err := measureRounds(calls, 1, stdioCaller(direct, "echo"), stdioCaller(hub, "f__echo"), list(hub), denied(hub),
+		stdioCaller(nouffd, "f__echo"), list(nouffd), denied(nouffd))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,11 +144,16 @@ func BenchmarkSeedContract(b *testing.B) {
 	add("call-added-p50-µs", micros(samples[1].quantile(0.5)-samples[0].quantile(0.5)), 5000)
 	add("denied-p50-µs", micros(samples[3].quantile(0.5)), 1000)
 	m = smapsRollup(b, hub.cmd.Process.Pid)
+	n := smapsRollup(b, nouffd.cmd.Process.Pid)
 	add("hub-rss-MB", m.mb("Rss"), 10)
 	because(m.madeOf() + ": a run of calls maps in the program file's pages it runs (64 KB a fault where userfaultfd is refused) and grows the heap to the collector's goal; see hub-quiet-rss-MB")
 	add("hub-pss-MB", m.mb("Pss"), 0)
 	add("hub-private-MB", m.mb("Private_Clean")+m.mb("Private_Dirty"), 0)
 	add("hub-anon-MB", m.mb("Anonymous"), 0)
+	add("hub-rss-nouffd-MB", n.mb("Rss"), 10)
+	because(n.madeOf() + ": without the userfaultfd the kernel maps 64 KB of the program file around each page a call runs")
+	add("hub-anon-nouffd-MB", n.mb("Anonymous"), 0)
+	nouffd.tr.Close()
 	q := waitQuiet(b, hub.cmd.Process.Pid, m)
 	add("hub-quiet-rss-MB", q.mb("Rss"), 10)
 	because(q.madeOf())

@@ -30,7 +30,10 @@ package main
 //	                       *-upstream-cpu-µs/call, *-client-cpu-µs/call,
 //	                       hub/tbxark-cpu-ratio). With DYNAMIC_MCP_BENCH_BASE
 //	                       naming another build of the hub (say main's), that
-//	                       too, as base (hub/base-*).
+//	                       too, as base (hub/base-*). hub-rss-MB (and
+//	                       tbxark-rss-MB, base-rss-MB): each server's VmRSS
+//	                       right after the line's calls (the hub is the
+//	                       test binary: about 2 MiB more than a built one).
 //	rss                    hub-rss-MB: VmRSS of a hub serving 4 fake upstreams
 //	                       after 400 calls (and hub-hwm-MB, its peak).
 //

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"sync"
 	"unsafe"
 
@@ -17,6 +18,12 @@ const (
 	uffdioRegister       = 0xC020AA00 // _IOWR(0xAA, 0x00, struct uffdio_register)
 	uffdioRegisterModeWP = 1 << 1     // UFFDIO_REGISTER_MODE_WP
 )
+
+// noUserfaultfdEnv set to 1 in the hub's environment keeps it from
+// opening the userfaultfd, as where the kernel or a seccomp filter
+// refuses it: the SeedContract benchmark measures the hub so
+// (hub-rss-nouffd-MB, docs/performance.md).
+const noUserfaultfdEnv = "DYNAMIC_MCP_NO_USERFAULTFD"
 
 // faultAround is the userfaultfd that holds the files' read-only mappings
 // registered (see stopFaultAround); it stays open for the life
@@ -40,14 +47,17 @@ var (
 // page each, from the page cache, as before.
 //
 // Best effort: where userfaultfd is missing (before Linux 6.7, seccomp
-// filters such as container runtimes' defaults), nothing changes. The
-// descriptor is opened once; each release registers what it drops (a
-// mapping registered before stays so: the kernel accepts the same
-// registration again), so a mapping dropped first at a later release
-// (another file's, see settled) is registered too. It reports whether
-// any of the mappings was registered.
+// filters such as container runtimes' defaults, noUserfaultfdEnv),
+// nothing changes. The descriptor is opened once; each release
+// registers what it drops (a mapping registered before stays so: the
+// kernel accepts the same registration again), so a mapping dropped
+// first at a later release (another file's, see settled) is registered
+// too. It reports whether any of the mappings was registered.
 func stopFaultAround(ranges [][2]uint64) bool {
 	faultAroundOnce.Do(func() {
+		if os.Getenv(noUserfaultfdEnv) == "1" {
+			return
+		}
 		fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|unix.O_NONBLOCK|uffdUserModeOnly, 0, 0)
 		if errno != 0 {
 			return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -52,9 +53,6 @@ type Session interface {
 	// Capabilities are the capabilities the client states in the
 	// request's _meta (2026-07-28), else those its session stated.
 	Capabilities() mcp.ClientCapabilities
-	// SignIn is the caller's key among all callers, "" for none, and its
-	// face, which sends it to sign in (nil: it cannot).
-	SignIn() (user string, linker Linker)
 }
 
 // Owner is whose calls upstream a call or hop is: an upstream.Owner (the
@@ -158,20 +156,18 @@ type Asked struct {
 	// upstream: policy.MethodToolsCall, MethodPromptsGet or
 	// MethodResourcesRead.
 	Method string
-	// Modern is true for a request of 2026-07-28 or later; Retry is true
-	// when it carries a requestState (the retry of a call that was
-	// answered input_required).
-	Modern, Retry bool
+	// Modern is true for a request of 2026-07-28 or later.
+	Modern bool
 }
 
 // Route is where a call goes: set once the view routed it upstream.
 type Route struct {
 	Upstream Upstream       // the upstream server the call goes to
 	Server   *config.Server // its config
-	// Name is the tool or prompt as the server knows it, or the URI;
-	// ClientName the tool as the client named it (Name when the same).
-	Name, ClientName string
-	Args             json.RawMessage // the tool's or prompt's arguments, nil for none
+	// Name is the tool or prompt as the server knows it, or the URI (the
+	// tool as the client named it is CalledName).
+	Name string
+	Args json.RawMessage // the tool's or prompt's arguments, nil for none
 	// Params are what is sent upstream, scanned once: the request's own,
 	// or those the hub built (call_dynamic_tool).
 	Params jsonrpc.Object
@@ -192,10 +188,6 @@ type Outcome struct {
 	// Sent is set once the end of the chain sent the call upstream: a
 	// tools/call's result then fits the client's max_result (resultcap).
 	Sent bool
-	// FirstCall is set when the request is the retry that answered a
-	// prompt rule's question accept (rounds.Round): it goes upstream as a
-	// first call, without the round's requestState and inputResponses.
-	FirstCall bool
 	// Final is set when the hub's protocol answered the request
 	// (clients.Protocol: the handshake, ping, an unknown method): its
 	// answer is final as it is.
@@ -258,6 +250,18 @@ const (
 // Approved notes that a person let c through, by grant ("" for this call
 // alone).
 func (c *Call) Approved(grant, by string) { c.Notes.Grant, c.Notes.ApprovedBy = grant, by }
+
+// CalledName is the tool as the client named it: the name in Params when
+// they name it as the client did (Rename), else Name (call_dynamic_tool's
+// name, the server's own).
+func (c *Call) CalledName() string {
+	if c.Rename {
+		if name, ok := jsonrpc.StringValue(c.Params.Field("name")); ok {
+			return name
+		}
+	}
+	return c.Name
+}
 
 // Outgoing are the params c is sent upstream with: Params, with the name
 // the server knows (Rename) and Meta spliced in, every other byte as it
@@ -374,4 +378,141 @@ func (s ToolFailures) Handle(ctx context.Context, c *Call, next Handler) (json.R
 func isRPCError(err error) bool {
 	var rpc *jsonrpc.Error
 	return errors.As(err, &rpc)
+}
+
+// Chain is an ordered list of stages, outermost first: built once (per
+// config snapshot) and linked to its end once (Then), run for each call.
+// The hops' stages are linked the same way, once (Hops).
+type Chain struct {
+	stages []Stage
+}
+
+// New is the chain of stages, outermost first. A nil stage is left out:
+// one a config does not need (see If).
+func New(stages ...Stage) *Chain {
+	return &Chain{stages: slices.DeleteFunc(stages, func(s Stage) bool { return s == nil })}
+}
+
+// If is s when on, else nil, which New leaves out: a concern a config
+// snapshot does not have (an audit trail that is off, no rule with a
+// rate) is no stage of its chain, and its calls do not pass it.
+func If(on bool, s Stage) Stage {
+	if !on {
+		return nil
+	}
+	return s
+}
+
+// When is s for the calls when holds for; the others pass by it without
+// entering it. Some concerns have nothing to do with most calls (a task
+// to adopt when the call asks for none, a progress token to map when its
+// params carry no _meta): such a stage is left off those calls' path as
+// If leaves a stage out of a snapshot's chain and HopIf off a hop's.
+// when reads only the call, cheaply: it runs for every call that reaches
+// s, and s still decides for itself what to do with the calls it gets.
+func When(when func(*Call) bool, s Stage) Stage { return callWhen{stage: s, when: when} }
+
+// callWhen is a stage for the calls when holds for (When).
+type callWhen struct {
+	stage Stage
+	when  func(*Call) bool
+}
+
+func (w callWhen) Handle(ctx context.Context, c *Call, next Handler) (json.RawMessage, error) {
+	if !w.when(c) {
+		return next.Handle(ctx, c)
+	}
+	return w.stage.Handle(ctx, c, next)
+}
+
+// Len is how many stages the chain has.
+func (ch *Chain) Len() int { return len(ch.stages) }
+
+// link is one stage with the handler after it.
+type link struct {
+	stage Stage
+	next  Handler
+}
+
+func (l *link) Handle(ctx context.Context, c *Call) (json.RawMessage, error) {
+	return l.stage.Handle(ctx, c, l.next)
+}
+
+// Then is the chain ending in end (the handler that sends a call
+// upstream): the stages linked once, in order, so that running a call
+// through it allocates nothing of its own (caddy's Compile).
+func (ch *Chain) Then(end Handler) Handler {
+	next := end
+	for i := len(ch.stages) - 1; i >= 0; i-- {
+		next = &link{stage: ch.stages[i], next: next}
+	}
+	return next
+}
+
+// End is the end of a request chain: the call's own Handler (Origin),
+// which the hub set where it read the request.
+var End Handler = HandlerFunc(func(ctx context.Context, c *Call) (json.RawMessage, error) {
+	return c.Handler.Handle(ctx, c)
+})
+
+// HopHandler sends a hop: the raw result and the connection it went on,
+// or the error.
+type HopHandler interface {
+	Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error)
+}
+
+// HopFunc is a func as a HopHandler.
+type HopFunc func(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error)
+
+// Hop calls f.
+func (f HopFunc) Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error) {
+	return f(ctx, h)
+}
+
+// HopStage is one concern of every request upstream: it passes the hop to
+// next (once, or again when what stood in its way is gone: a sign-in),
+// and may look at and change what comes back.
+type HopStage interface {
+	Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, ConnID, error)
+}
+
+// Hops are the hop stages, outermost first, linked once to end, the
+// request itself (upstream's RequestOn).
+func Hops(end HopHandler, stages ...HopStage) HopHandler {
+	next := end
+	for i := len(stages) - 1; i >= 0; i-- {
+		next = &hopLink{stage: stages[i], next: next}
+	}
+	return next
+}
+
+// HopIf is s for the hops when holds for; the others pass by it without
+// entering it. A hop stage is of every request upstream, so a concern
+// that has nothing to do with a hop (redaction under a config that
+// resolves no secret, sign-in to a server without auth: per-user) is
+// left off that hop's path as If leaves a stage out of a snapshot's
+// chain: when reads only the hop.
+func HopIf(when func(*Hop) bool, s HopStage) HopStage { return hopWhen{stage: s, when: when} }
+
+// hopWhen is a stage for the hops when holds for (HopIf).
+type hopWhen struct {
+	stage HopStage
+	when  func(*Hop) bool
+}
+
+func (w hopWhen) Hop(ctx context.Context, h *Hop, next HopHandler) (json.RawMessage, ConnID, error) {
+	if !w.when(h) {
+		return next.Hop(ctx, h)
+	}
+	return w.stage.Hop(ctx, h, next)
+}
+
+// hopLink is one hop stage with the handler after it.
+type hopLink struct {
+	stage HopStage
+	next  HopHandler
+}
+
+func (l *hopLink) Hop(ctx context.Context, h *Hop) (json.RawMessage, ConnID, error) {
+	return l.stage.Hop(ctx, h, l.next)
 }

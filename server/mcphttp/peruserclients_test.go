@@ -24,6 +24,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/upstreamtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -36,31 +37,17 @@ import (
 // its own (no call in flight).
 type ownConnUpstream struct {
 	mu      sync.Mutex
-	streams map[string]chan string // each connection's GET stream, by its Authorization
-	conns   map[string]string      // each user's connection's Authorization, by whoami's argument
-	answers map[string]string      // the hub's answers to this server's requests, by id
+	streams upstreamtest.Streams // each connection's GET stream, by its Authorization
+	conns   map[string]string    // each user's connection's Authorization, by whoami's argument
+	answers map[string]string    // the hub's answers to this server's requests, by id
 }
 
 func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn := r.Header.Get("Authorization")
 	switch r.Method {
 	case http.MethodGet:
-		out := make(chan string, 16)
-		u.mu.Lock()
-		u.streams[conn] = out
-		u.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		for {
-			select {
-			case msg := <-out:
-				fmt.Fprintf(w, "data: %s\n\n", msg)
-				w.(http.Flusher).Flush()
-			case <-r.Context().Done():
-				return
-			}
-		}
+		u.streams.Serve(w, r, conn)
+		return
 	case http.MethodPost:
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -106,12 +93,13 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // send writes msg on the GET stream of user's own connection.
 func (u *ownConnUpstream) send(t *testing.T, user, msg string) {
 	t.Helper()
-	var out chan string
+	var out chan<- string
 	waitFor(t, 10*time.Second, "the GET stream of "+user+"'s connection", func() bool {
 		u.mu.Lock()
-		defer u.mu.Unlock()
-		out = u.streams[u.conns[user]]
-		return u.conns[user] != "" && out != nil
+		conn := u.conns[user]
+		u.mu.Unlock()
+		out = u.streams.Of(conn)
+		return conn != "" && out != nil
 	})
 	out <- msg
 }
@@ -205,7 +193,7 @@ func connectUser(t *testing.T, url, token, who string) *sdkUser {
 // the hub with their bearer tokens (userToken).
 func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}}
+	up = &ownConnUpstream{conns: map[string]string{}, answers: map[string]string{}}
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up

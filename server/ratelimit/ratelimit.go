@@ -310,7 +310,11 @@ func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (js
 // resumes reports whether c is the retry of a 2026-07-28 call that the
 // upstream stage resumes (and checks) rather than starts.
 func resumes(c *call.Call) bool {
-	return c.Modern && c.Retry && !c.Task // every method of a Call may be answered input_required
+	if !c.Modern || c.Task { // every method of a Call may be answered input_required
+		return false
+	}
+	_, retry := jsonrpc.StringValue(c.Request.Field("requestState")) // read here, the one stage that asks
+	return retry
 }
 
 // overLimit turns c, over its rule's rate, into nil (go ahead, as the

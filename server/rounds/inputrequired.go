@@ -356,7 +356,7 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s call.Upstream, p
 	owner := c.Owner
 	ownsConn := c.Session.Sessionless()
 	if ownsConn {
-		p.user, p.linker = c.Session.SignIn() // auth: per-user servers: the call is its caller's
+		p.user, p.linker = c.Owner.UserKey(), c.Owner.Linker() // auth: per-user servers: the call is its caller's (its session's)
 		owner = p
 	}
 	stopOnClose := context.AfterFunc(h.Context, cancel)

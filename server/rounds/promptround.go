@@ -181,8 +181,7 @@ func (a Round) Ask(ctx context.Context, c *call.Call, d policy.Decision) error {
 	}
 	// The retry is the call: it goes upstream as the first call would
 	// have, without the hub's state and the answer to its question.
-	c.Request = WithoutRound(c.Request)
-	c.FirstCall = true
+	c.Request, c.Params = WithoutRound(c.Request), WithoutRound(c.Params)
 	return nil
 }
 

@@ -9,9 +9,10 @@ import (
 )
 
 // Stage is the rounds' stage of the call chain, the last before the call
-// is sent: the retry that answered a prompt rule's question goes as a
-// first call (Call.FirstCall: without the round's requestState and
-// inputResponses); a 2026-07-28 client's call is held between its rounds
+// is sent (the retry that answered a prompt rule's question comes to it as
+// a first call: Round took the round's requestState and inputResponses
+// off its params when the answer let it through); a 2026-07-28 client's
+// call is held between its rounds
 // or relayed with its requestState sealed (Rounds.Call), and sent by the
 // rounds themselves; an older client's call that a 2026-07-28 server
 // answers input_required is fulfilled (Rounds.Fulfil). A call with a task
@@ -22,9 +23,6 @@ type Stage struct {
 
 // Handle sends c through its rounds, or passes it on.
 func (s Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	if c.FirstCall {
-		c.Params = WithoutRound(c.Params)
-	}
 	if c.Task {
 		return next.Handle(ctx, c)
 	}

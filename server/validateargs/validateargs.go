@@ -212,7 +212,7 @@ func (s *Stage) check(c *call.Call) json.RawMessage {
 		return nil
 	}
 	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them
-	return Error("Invalid arguments for tool "+c.ClientName+":", argProblems(ve), raw)
+	return Error("Invalid arguments for tool "+c.CalledName()+":", argProblems(ve), raw)
 }
 
 // groupConfig is the group of cfg named name, nil if none.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,12 +45,20 @@ const (
 
 // poolParams are the parameters of the connection string pgx and pgxpool
 // took for themselves: they are not the server's, so they are not sent to
-// it. Only pool_max_conns is honoured (the others shaped pgx's statement
-// cache and the pool's idle connections, which this pool does not keep):
-// the others given are the pool's ignored, which Open's caller logs.
+// it. pool_max_conns and default_query_exec_mode are honoured (the others
+// shaped pgx's caches and the pool's idle connections, which this pool
+// does not keep): the others given are the pool's ignored, which Open's
+// caller logs.
 var poolParams = []string{"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
 	"pool_max_conn_idle_time", "pool_health_check_period", "pool_max_conn_lifetime_jitter",
 	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode"}
+
+// execModes are pgx's values of default_query_exec_mode: its default,
+// cache_statement, prepares each statement once a connection (prepared);
+// any other runs each unnamed, parsed at every run, as a pooler that
+// keeps no prepared statement across transactions (PgBouncer before 1.21
+// in transaction mode) needs.
+var execModes = []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"}
 
 // pool is a bounded set of connections to one database.
 type pool struct {
@@ -93,8 +102,17 @@ func parsePool(url string) (*pool, error) {
 	}
 	p := &pool{cfg: cfg, slots: make(chan struct{}, size), opened: map[*pgconn.PgConn]time.Time{},
 		lifetime: maxConnLifetime, idleTime: maxConnIdleTime}
+	if v, ok := cfg.RuntimeParams["default_query_exec_mode"]; ok && v != "cache_statement" {
+		if !slices.Contains(execModes, v) {
+			return nil, errExecMode
+		}
+		cfg.AfterConnect = func(_ context.Context, pc *pgconn.PgConn) error {
+			pc.CustomData()[preparedKey] = false // none prepared
+			return nil
+		}
+	}
 	for _, k := range poolParams {
-		if _, ok := cfg.RuntimeParams[k]; ok && k != "pool_max_conns" {
+		if _, ok := cfg.RuntimeParams[k]; ok && k != "pool_max_conns" && k != "default_query_exec_mode" {
 			p.ignored = append(p.ignored, k)
 		}
 		delete(cfg.RuntimeParams, k)
@@ -107,6 +125,10 @@ func parsePool(url string) (*pool, error) {
 // count: it names the parameter, which the URL's other errors (they may
 // quote the password) do not.
 var errPoolMaxConns = errors.New("pool_max_conns is not a whole number from 1 to 2147483647")
+
+// errExecMode is parsePool's error for a default_query_exec_mode that is
+// not one of execModes.
+var errExecMode = errors.New("default_query_exec_mode is not one of " + strings.Join(execModes, ", "))
 
 // acquire takes a connection: an idle one (pinged first when it was idle
 // for long or its socket has something to read), or a new one when none
@@ -361,25 +383,92 @@ func (t *tx) Query(ctx context.Context, sql string, args ...any) (*rows, error) 
 	return rowsOf(t.Exec(ctx, sql, args...))
 }
 
-// execParams runs one statement (the extended protocol, one round trip)
-// and reads its whole result.
+// execParams runs one statement (the extended protocol, one round trip,
+// prepared on pc the first time: prepared) and reads its whole result.
 func execParams(ctx context.Context, pc *pgconn.PgConn, sql string, args []any) (*pgconn.Result, error) {
 	values, oids, formats, err := encodeArgs(args)
 	if err != nil {
 		return nil, err
 	}
-	res := pc.ExecParams(ctx, sql, values, oids, formats, binaryResults).Read()
+	sd, err := prepared(ctx, pc, sql, oids)
+	if err != nil {
+		return nil, err
+	}
+	var res *pgconn.Result
+	if sd != nil {
+		res = pc.ExecStatement(ctx, sd, values, formats, binaryResults).Read()
+	} else {
+		res = pc.ExecParams(ctx, sql, values, oids, formats, binaryResults).Read()
+	}
 	return res, res.Err
+}
+
+// maxPrepared bounds the statements prepared on a connection; a statement
+// beyond them is parsed each time it runs. The store's statements are
+// constants, fewer than this.
+const maxPrepared = 128
+
+// preparedKey is where a connection keeps its prepared statements, in its
+// CustomData: each one's description (its name and result's columns), by
+// its SQL and its arguments' types.
+const preparedKey = "dynamic-mcp.prepared"
+
+// prepared returns sql, with arguments of the types oids, prepared on pc:
+// on the first use on pc it is prepared (one round trip more), from then
+// on it is run by its name, without asking for its columns again, so that
+// the server parses and plans it once a connection rather than at every
+// run, as pgx's statement cache did before the store moved to pgconn. Without it a notification through
+// the store cost PostgreSQL several times the CPU (docs/performance.md,
+// "Notifications through the store"). nil with no error: run sql unnamed
+// (pc holds maxPrepared already, or the connection string's
+// default_query_exec_mode asks for none prepared). A connection is used by one
+// caller at a time, so its map needs no lock. A prepared statement is
+// not part of a transaction: one prepared in a transaction that rolls
+// back stays.
+func prepared(ctx context.Context, pc *pgconn.PgConn, sql string, oids []uint32) (*pgconn.StatementDescription, error) {
+	data := pc.CustomData()
+	if data[preparedKey] == false {
+		return nil, nil // default_query_exec_mode: none prepared
+	}
+	stmts, _ := data[preparedKey].(map[string]*pgconn.StatementDescription)
+	if stmts == nil {
+		stmts = map[string]*pgconn.StatementDescription{}
+		data[preparedKey] = stmts
+	}
+	key := sql
+	for _, o := range oids {
+		key += "\x00" + strconv.FormatUint(uint64(o), 10)
+	}
+	if sd, ok := stmts[key]; ok {
+		return sd, nil
+	}
+	if len(stmts) >= maxPrepared {
+		return nil, nil
+	}
+	sd, err := pc.Prepare(ctx, "dynamic_mcp_"+strconv.Itoa(len(stmts)), sql, oids)
+	if err != nil {
+		return nil, err
+	}
+	stmts[key] = sd
+	return sd, nil
 }
 
 // binaryResults asks every result column in binary.
 var binaryResults = []int16{1}
 
 // batch is statements sent together, as pgx.Batch: in one round trip and
-// one implicit transaction.
+// one implicit transaction (each prepared first on the connection that
+// runs it, where it was not yet: prepared).
 type batch struct {
-	b   pgconn.Batch
-	err error
+	stmts []queued
+	err   error
+}
+
+type queued struct {
+	sql     string
+	values  [][]byte
+	oids    []uint32
+	formats []int16
 }
 
 func (b *batch) Queue(sql string, args ...any) {
@@ -388,7 +477,7 @@ func (b *batch) Queue(sql string, args ...any) {
 		b.err = cmp.Or(b.err, err)
 		return
 	}
-	b.b.ExecParams(sql, values, oids, formats, binaryResults)
+	b.stmts = append(b.stmts, queued{sql, values, oids, formats})
 }
 
 // SendBatch runs b and returns the results of its statements.
@@ -397,7 +486,19 @@ func (p *pool) SendBatch(ctx context.Context, b *batch) (res []*pgconn.Result, e
 		return nil, b.err
 	}
 	err = p.with(ctx, func(pc *pgconn.PgConn) error {
-		res, err = pc.ExecBatch(ctx, &b.b).ReadAll()
+		var pb pgconn.Batch
+		for _, q := range b.stmts {
+			sd, err := prepared(ctx, pc, q.sql, q.oids)
+			switch {
+			case err != nil:
+				return err
+			case sd != nil:
+				pb.ExecStatement(sd, q.values, q.formats, binaryResults)
+			default:
+				pb.ExecParams(q.sql, q.values, q.oids, q.formats, binaryResults)
+			}
+		}
+		res, err = pc.ExecBatch(ctx, &pb).ReadAll()
 		return err
 	})
 	return res, err

@@ -71,7 +71,7 @@ var _ shared.Store = (*Store)(nil)
 // version made is refused.
 func Open(ctx context.Context, url string) (*Store, error) {
 	pool, err := parsePool(url)
-	if errors.Is(err, errPoolMaxConns) {
+	if errors.Is(err, errPoolMaxConns) || errors.Is(err, errExecMode) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	if err != nil {

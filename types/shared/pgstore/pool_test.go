@@ -393,4 +393,42 @@ func TestOpenPoolParams(t *testing.T) {
 	if s := open(t, url); s.Ignored() != nil {
 		t.Fatalf("ignored %q", s.Ignored())
 	}
+	if s := open(t, url+"&default_query_exec_mode=simple_protocol"); s.Ignored() != nil {
+		t.Fatalf("default_query_exec_mode is honoured, not ignored: %q", s.Ignored())
+	}
+	if _, err := Open(t.Context(), url+"&default_query_exec_mode=fast&password=hunter2"); err == nil ||
+		!strings.Contains(err.Error(), "default_query_exec_mode") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("default_query_exec_mode=fast: %v", err)
+	}
+}
+
+// A statement is prepared once a connection and run by its name from
+// then on, as pgx's statement cache did (the server parses and plans it
+// once, not at every run: docs/performance.md); with a
+// default_query_exec_mode other than pgx's default (a pooler that keeps
+// no prepared statement across transactions), none is.
+func TestStatementsPreparedOncePerConnection(t *testing.T) {
+	url := pgtest.Start(t)
+	for _, c := range []struct {
+		params string
+		want   int64
+	}{{"", 1}, {"&default_query_exec_mode=cache_statement", 1}, {"&default_query_exec_mode=exec", 0}} {
+		s := open(t, url+"&pool_max_conns=1"+c.params) // one connection: the count below is its own
+		for i := range 3 {
+			if err := s.Put(t.Context(), "ns", "k", []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, err := s.Get(t.Context(), "ns", "k"); err != nil || string(v) != "\x02" {
+			t.Fatalf("%s: the last put read back as %q, %v", c.params, v, err)
+		}
+		var n int64
+		if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_prepared_statements
+			WHERE statement LIKE 'INSERT INTO dynamic_mcp_state %'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.want {
+			t.Errorf("%q: the put prepared %d times on its connection, want %d", c.params, n, c.want)
+		}
+	}
 }
