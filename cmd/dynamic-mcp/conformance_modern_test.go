@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,7 +36,10 @@ func TestConformance20260728(t *testing.T) {
 		t.Skip("the conformance suite takes a while; run without -short")
 	}
 	node22, suite := conformanceSuite(t, conformanceNext)
-	upAddr := startConformanceUpstream(t)
+	// An upstream for the direct run and another behind the hub, so that
+	// the two runs go at once: scenarios change the server's tools, and
+	// what one run sees must not be the other's doing.
+	upAddr, directAddr := startConformanceUpstream(t), startConformanceUpstream(t)
 	base, _ := startHTTPHub(t, fmt.Sprintf(`
 mode: flat
 groups:
@@ -48,12 +52,21 @@ groups:
 	c.initialize("2025-11-25")
 	c.waitFlatTools(10)
 
-	// One run at a time: scenarios change the server's tools, and what one
-	// run sees must not be another's doing.
 	start := time.Now()
-	direct := runConformance(t, node22, suite, "http://"+upAddr+"/mcp", "--requirements", "2026-07-28")
-	hub := runConformance(t, node22, suite, base+"/mcp", "--requirements", "2026-07-28")
+	var direct, hub conformanceResults
+	var directErr error
+	directDir := t.TempDir()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		direct, directErr = conformanceRun(directDir, node22, suite, "http://"+directAddr+"/mcp", "--requirements", "2026-07-28")
+	}()
+	hub, hubErr := conformanceRun(t.TempDir(), node22, suite, base+"/mcp", "--requirements", "2026-07-28")
+	<-ran
 	took := time.Since(start)
+	if err := errors.Join(directErr, hubErr); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(direct.scenarios()); n < 40 {
 		t.Fatalf("the suite ran %d scenarios directly", n)
 	}

@@ -37,7 +37,21 @@ type eraClient interface {
 	callText(ctx context.Context, name string, args map[string]any) (string, bool, error)
 	// promptText gets a prompt without arguments and returns its texts.
 	promptText(ctx context.Context, name string) (string, error)
+	// callWithProgress calls a tool asking for progress under token and
+	// returns its texts; the progress notifications the client is sent
+	// come on progress, in the order its handler got them.
+	callWithProgress(ctx context.Context, name string, args map[string]any, token string) (string, error)
+	progress() <-chan eraProgress
+	// era is the protocol version the client speaks and its session id
+	// ("" without one: stdio, or 2026-07-28 over HTTP).
+	era() (version, session string)
 	close()
+}
+
+// eraProgress is one progress notification a client was sent.
+type eraProgress struct {
+	token           any
+	progress, total float64
 }
 
 // What the client handlers answer, recognisable in the tools' results.
@@ -58,10 +72,24 @@ type eraEndpoint struct {
 }
 
 // goSDKClient is go-sdk's client.
-type goSDKClient struct{ cs *sdk.ClientSession }
+type goSDKClient struct {
+	cs    *sdk.ClientSession
+	notes chan eraProgress
+}
+
+// eraProgressBuffer is how many progress notifications a client keeps
+// unread: more than any call of the checks asks for.
+const eraProgressBuffer = 64
 
 func connectGoSDK(ctx context.Context, ep eraEndpoint, legacy bool) (eraClient, error) {
+	notes := make(chan eraProgress, eraProgressBuffer)
 	c := sdk.NewClient(&sdk.Implementation{Name: "era-go-sdk", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			select {
+			case notes <- eraProgress{token: req.Params.ProgressToken, progress: req.Params.Progress, total: req.Params.Total}:
+			default: // unread: the check has its answer already
+			}
+		},
 		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			return &sdk.CreateMessageResult{Role: "assistant", Model: "era-model", StopReason: "endTurn", Content: &sdk.TextContent{Text: eraSampled}}, nil
 		},
@@ -86,7 +114,7 @@ func connectGoSDK(ctx context.Context, ep eraEndpoint, legacy bool) (eraClient, 
 	if err != nil {
 		return nil, err
 	}
-	return &goSDKClient{cs: cs}, nil
+	return &goSDKClient{cs: cs, notes: notes}, nil
 }
 
 func (c *goSDKClient) toolNames(ctx context.Context) ([]string, error) {
@@ -102,7 +130,27 @@ func (c *goSDKClient) toolNames(ctx context.Context) ([]string, error) {
 }
 
 func (c *goSDKClient) callText(ctx context.Context, name string, args map[string]any) (string, bool, error) {
-	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	return c.call(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+}
+
+func (c *goSDKClient) callWithProgress(ctx context.Context, name string, args map[string]any, token string) (string, error) {
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	params.SetProgressToken(token)
+	text, isErr, err := c.call(ctx, params)
+	if err == nil && isErr {
+		err = fmt.Errorf("the tool failed: %s", text)
+	}
+	return text, err
+}
+
+func (c *goSDKClient) progress() <-chan eraProgress { return c.notes }
+
+func (c *goSDKClient) era() (string, string) {
+	return c.cs.InitializeResult().ProtocolVersion, c.cs.ID()
+}
+
+func (c *goSDKClient) call(ctx context.Context, params *sdk.CallToolParams) (string, bool, error) {
+	res, err := c.cs.CallTool(ctx, params)
 	if err != nil {
 		return "", false, err
 	}
@@ -143,7 +191,11 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // mcpGoClient is mcp-go's client.
-type mcpGoClient struct{ c *mcpclient.Client }
+type mcpGoClient struct {
+	c       *mcpclient.Client
+	version string
+	notes   chan eraProgress
+}
 
 // eraHandlers answer the server's requests for mcp-go's client.
 type eraHandlers struct{}
@@ -179,16 +231,30 @@ func connectMCPGo(ctx context.Context, ep eraEndpoint, legacy bool) (eraClient, 
 		opts = append(opts, mcpclient.WithProtocolVersion("2025-11-25"))
 	}
 	c := mcpclient.NewClient(tr, opts...)
+	notes := make(chan eraProgress, eraProgressBuffer)
+	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method != string(mcpgo.MethodNotificationProgress) {
+			return
+		}
+		p := eraProgress{token: n.Params.AdditionalFields["progressToken"]}
+		p.progress, _ = n.Params.AdditionalFields["progress"].(float64)
+		p.total, _ = n.Params.AdditionalFields["total"].(float64)
+		select {
+		case notes <- p:
+		default: // unread: the check has its answer already
+		}
+	})
 	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
 	req := mcpgo.InitializeRequest{}
 	req.Params.ClientInfo = mcpgo.Implementation{Name: "era-mcp-go", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	return &mcpGoClient{c: c}, nil
+	return &mcpGoClient{c: c, version: res.ProtocolVersion, notes: notes}, nil
 }
 
 func (c *mcpGoClient) toolNames(ctx context.Context) ([]string, error) {
@@ -206,6 +272,25 @@ func (c *mcpGoClient) toolNames(ctx context.Context) ([]string, error) {
 func (c *mcpGoClient) callText(ctx context.Context, name string, args map[string]any) (string, bool, error) {
 	req := mcpgo.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
+	return c.call(ctx, req)
+}
+
+func (c *mcpGoClient) callWithProgress(ctx context.Context, name string, args map[string]any, token string) (string, error) {
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	req.Params.Meta = &mcpgo.Meta{ProgressToken: token}
+	text, isErr, err := c.call(ctx, req)
+	if err == nil && isErr {
+		err = fmt.Errorf("the tool failed: %s", text)
+	}
+	return text, err
+}
+
+func (c *mcpGoClient) progress() <-chan eraProgress { return c.notes }
+
+func (c *mcpGoClient) era() (string, string) { return c.version, c.c.GetSessionId() }
+
+func (c *mcpGoClient) call(ctx context.Context, req mcpgo.CallToolRequest) (string, bool, error) {
 	res, err := c.c.CallTool(ctx, req)
 	if err != nil {
 		return "", false, err
@@ -383,6 +468,41 @@ func TestRealClientsInEachEra(t *testing.T) {
 						text, isErr, err := c.callText(ctx, "ev__get-roots-list", map[string]any{})
 						if err != nil || isErr || !strings.Contains(text, eraRootURI) {
 							t.Errorf("roots: %q %v %v", text, isErr, err)
+						}
+					})
+					t.Run("progress", func(t *testing.T) {
+						// In the default era over HTTP the call has no
+						// session at all (2026-07-28, no Mcp-Session-Id):
+						// its progress comes down its own POST's event
+						// stream, the hub knowing its session only while
+						// it runs (routes.Table.AddUnlisted).
+						version, session := c.era()
+						if !legacy && transport == "streamable-http" && (version != "2026-07-28" || session != "") {
+							t.Fatalf("the client speaks %s with session %q through the hub: not the sessionless 2026-07-28 this check is for", version, session)
+						}
+						token := lib.name + "/" + era + "/" + transport
+						const steps = 3
+						text, err := c.callWithProgress(ctx, "ev__trigger-long-running-operation", map[string]any{"duration": 0.3, "steps": steps}, token)
+						if err != nil || !strings.Contains(text, "completed") {
+							t.Fatalf("long-running operation: %q %v", text, err)
+						}
+						// A client may run its handler after the call has
+						// returned: each notification is waited for, as
+						// long as a slow machine may take to run it (the
+						// hub sent it before the answer).
+						late := time.NewTimer(30 * time.Second * slowMachine)
+						defer late.Stop()
+						for step := 1; step <= steps; step++ {
+							select {
+							case <-late.C:
+								t.Fatalf("%d of %d progress notifications reached the client (%s, session %q)", step-1, steps, version, session)
+							case p := <-c.progress():
+								if p.token != token || p.progress != float64(step) || p.total != steps {
+									t.Errorf("progress notification %d: token %v, %v of %v; want %q, %d of %d", step, p.token, p.progress, p.total, token, step, steps)
+								}
+							case <-ctx.Done():
+								t.Fatalf("%d of %d progress notifications reached the client (%s, session %q)", step-1, steps, version, session)
+							}
 						}
 					})
 				})

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -199,14 +200,16 @@ func TestGeminiValidatorRefuses(t *testing.T) {
 // Every tool of the everything server, listed by the hub to a client a
 // clients: rule gives schemas: gemini, is a function declaration Gemini
 // takes: its name, its inputSchema and its outputSchema under the rules
-// above. The same hub lists another client the server's own definitions,
+// above. A hub of the same config lists another client the server's own definitions,
 // of which some break those rules, so the test is not vacuous.
 func TestGeminiSchemasOfEverythingServer(t *testing.T) {
 	t.Parallel() // its hubs are its own
 	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+	// A hub of each client's own, the two at once.
 	lists := map[string][]map[string]any{}
-	for _, name := range []string{"gemini-cli-mcp-client", "claude-code"} {
+	var mu sync.Mutex
+	concurrently(t, []string{"gemini-cli-mcp-client", "claude-code"}, func(t *testing.T, name string) {
 		c := startHub(t, cfg)
 		c.initializeAs(name)
 		var list struct {
@@ -216,7 +219,12 @@ func TestGeminiSchemasOfEverythingServer(t *testing.T) {
 			mustUnmarshal(t, c.call("tools/list", nil), &list)
 			return len(list.Tools) > 5
 		})
+		mu.Lock()
 		lists[name] = list.Tools
+		mu.Unlock()
+	})
+	if t.Failed() {
+		return
 	}
 	var schemas, outputs int
 	for _, tool := range lists["gemini-cli-mcp-client"] {

@@ -186,24 +186,24 @@ func referenceNode() string {
 // (referenceNode), first on PATH: the hubs' "command: node", the SDK
 // client scripts, the agents' CLIs, the shared hubs' login shell (which
 // takes this PATH). And it gives each node a compile cache
-// (NODE_COMPILE_CACHE, Node >= 22.1; older nodes ignore it) in the user's
-// cache directory beside hydra's build, else in runDir: a run starts the
-// everything server about 190 times and the conformance suite's bundle
-// dozens of times. Node writes each entry to a file of its own and
-// renames it into place, and checks an entry before it uses it, so runs
-// at once share it. One start of the everything server over stdio cost
-// 0.41 s of CPU on Debian's Node 20, 0.28 on Node 22 and 0.24 on Node 22
-// with the cache warm (six rounds interleaved, load 28-31). Which node
+// (NODE_COMPILE_CACHE, Node >= 22.1; older nodes ignore it) in runDir,
+// removed with it when the run ends: a run starts the everything server
+// about 190 times and the conformance suite's bundle dozens of times, so
+// all but each script's first start find it warm. Node writes each entry
+// to a file of its own and renames it into place, and checks an entry
+// before it uses it, so the run's nodes share it. One start of the
+// everything server over stdio on Node 22 cost 0.42 s of CPU with the
+// cache warm, 0.51 without a cache and 0.80 filling an empty one (eight
+// rounds interleaved, load 37-39): a run gains about 0.09 s a start, and
+// pays about 0.3 s once for each script it starts. It used to live in the
+// user's cache directory, never pruned (the gain of a first start a run,
+// for a cache that grew with each Node release and checkout). Which node
 // runs a reference server is no part of the hub under test.
 func testNode(runDir string) {
 	if node := referenceNode(); node != "node" {
 		os.Setenv("PATH", filepath.Dir(node)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
-	cache := filepath.Join(runDir, "node-compile-cache")
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "dynamic-mcp", "node-compile-cache")
-	}
-	os.Setenv("NODE_COMPILE_CACHE", cache)
+	os.Setenv("NODE_COMPILE_CACHE", filepath.Join(runDir, "node-compile-cache"))
 }
 
 // yamlList renders a command line as a YAML flow list.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,14 @@ import (
 // run is one-shot: a prompts/get as the first request the hub is asked,
 // a tools/list, a tools/call; each must give what the server gives
 // directly.
+//
+// The hub's upstream is an everything server over Streamable HTTP that
+// answers already (startEverythingHTTP waits for it): the Inspector's
+// requests time out at the TypeScript SDK's fixed 60 s, which no option
+// of its CLI changes, and node took longer than that to start on a loaded
+// machine, so no start of node may fall inside one of its requests. A
+// first request that waits for node to start is TestRealClientsInEachEra's
+// "prompts/get first", whose clients wait as long as the test may.
 func TestInspector2CLI(t *testing.T) {
 	t.Parallel()
 	launcher := npmTestTool(t, "inspector2", "clients", "launcher", "build", "index.js")
@@ -34,8 +43,8 @@ func TestInspector2CLI(t *testing.T) {
 		// Its connect timeout, 15 s by default, is less than a node server
 		// and a race-built hub take to start on a loaded machine: it gets
 		// clientTimeout. Its requests time out at the TypeScript SDK's 60 s
-		// (an option only of its catalog files), which the hub's first
-		// answers keep inside (nodeWaits' startup_wait).
+		// (its CLI passes no other), which the hub's first answers keep
+		// inside (nodeWaits' startup_wait), its upstream answering already.
 		argv := append(append([]string{launcher, "--cli", "--format", "json", "--connect-timeout", clientTimeoutMS()}, target...), args...)
 		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), argv...)
 		// Its catalog, secrets and OAuth state go under HOME.
@@ -59,10 +68,24 @@ func TestInspector2CLI(t *testing.T) {
 	// environment (PATH, HOME and the like), so the hub's home is passed
 	// with -e; the hub script serves standalone without
 	// DYNAMIC_MCP_SHARED.
-	cfgPath := writeConfig(t, everythingConfig(t, "flat"))
 	everything := referenceServer(t, "server-everything", "stdio")
-	stdioHub := func(t *testing.T) []string {
-		return []string{"-e", "DYNAMIC_MCP_HOME=" + t.TempDir(), hubBin, "serve", "-c", cfgPath}
+	// hubConfig is the hub's config in front of the everything server
+	// answering at url.
+	hubConfig := func(t *testing.T, url string) string {
+		return writeConfig(t, fmt.Sprintf(`
+mode: flat
+settings: { stop_grace: 1s, search: on, %s }
+groups:
+  everything:
+    description: The reference server
+    expose: [echo]
+    url: %s
+`, nodeWaits, url))
+	}
+	stdioHub := func(cfgPath string) func(*testing.T) []string {
+		return func(t *testing.T) []string {
+			return []string{"-e", "DYNAMIC_MCP_HOME=" + t.TempDir(), hubBin, "serve", "-c", cfgPath}
+		}
 	}
 
 	// run is what one target answers in one era: each request its own
@@ -124,17 +147,36 @@ func TestInspector2CLI(t *testing.T) {
 	concurrently(t, []string{"default/stdio", "default/http", "auto/stdio", "auto/http"}, func(t *testing.T, name string) {
 		era, transport, _ := strings.Cut(name, "/")
 		args := eras[era]
-		if transport == "stdio" {
-			direct := run(t, func(*testing.T) []string { return everything }, "", args)
-			compare(t, run(t, stdioHub, "everything__", args), direct)
-			return
+		upstreamURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+		cfgPath := hubConfig(t, upstreamURL)
+		// The server directly and through the hub at once: neither
+		// shares a process with the other (over stdio the direct run
+		// starts its own, over HTTP it has a server of its own), and a
+		// run is three Inspector starts one after another, this test's
+		// longest chain.
+		var direct, hub answers
+		concurrently(t, []string{"direct", "hub"}, func(t *testing.T, side string) {
+			if side == "direct" {
+				target := func(*testing.T) []string { return everything }
+				if transport == "http" {
+					url := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+					target = func(*testing.T) []string { return []string{url} }
+				}
+				direct = run(t, target, "", args)
+				return
+			}
+			target := stdioHub(cfgPath)
+			if transport == "http" {
+				// A hub of this run's own, so that prompts/get is the
+				// first request it is asked.
+				url := startHTTPHubAt(t, cfgPath) + "/mcp"
+				target = func(*testing.T) []string { return []string{url} }
+			}
+			hub = run(t, target, "everything__", args)
+		})
+		if !t.Failed() {
+			compare(t, hub, direct)
 		}
-		directURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
-		direct := run(t, func(*testing.T) []string { return []string{directURL} }, "", args)
-		// A hub of this run's own, so that prompts/get is the first
-		// request it is asked.
-		hubURL := startHTTPHubAt(t, cfgPath) + "/mcp"
-		compare(t, run(t, func(*testing.T) []string { return []string{hubURL} }, "everything__", args), direct)
 	})
 }
 

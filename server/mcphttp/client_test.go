@@ -83,13 +83,23 @@ func newHTTPClient(t *testing.T, base string) *httpClient {
 // serveHTTP serves h's HTTP face with small socket buffers, so that a
 // client that stops reading is felt after kilobytes, not megabytes.
 func serveHTTP(t *testing.T, h *server.Hub) (*Server, *httptest.Server) {
-	hs := New(h, Options{NoAuth: true}, testLogger())
+	return serveHTTPSmall(t, h, Options{}, nil)
+}
+
+// serveHTTPSmall is serveHTTP with opts (no auth), its http.Server
+// configured further by config when not nil.
+func serveHTTPSmall(t *testing.T, h *server.Hub, opts Options, config func(*http.Server)) (*Server, *httptest.Server) {
+	opts.NoAuth = true
+	hs := New(h, opts, testLogger())
 	ts := httptest.NewUnstartedServer(hs)
 	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetWriteBuffer(4096)
 		}
 		return ctx
+	}
+	if config != nil {
+		config(ts.Config)
 	}
 	ts.Start()
 	t.Cleanup(func() { ts.Close(); hs.Close() })

@@ -44,6 +44,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxAuthFailures <= 0 {
 		o.MaxAuthFailures = config.DefaultMaxAuthFailures
 	}
+	if o.writeTimeout <= 0 {
+		o.writeTimeout = writeTimeout
+	}
 	return o
 }
 

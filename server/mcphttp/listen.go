@@ -47,7 +47,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
-	sw := newSSEWriter(w)
+	sw := s.newSSEWriter(w)
 	if sw.start(header) != nil {
 		return
 	}

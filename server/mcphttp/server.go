@@ -80,6 +80,9 @@ type Options struct {
 	// sessionBytes bounds the bytes of one session's requests in flight;
 	// 0: jsonrpc.DefaultMaxInflightBytes. Tests scale it down.
 	sessionBytes int64
+	// writeTimeout bounds one write of an event stream (a POST's, the GET
+	// stream, a listen's, legacy SSE's); 0: writeTimeout. Tests set it.
+	writeTimeout time.Duration
 }
 
 // UserSignIns are the sign-ins of each user to the servers with auth

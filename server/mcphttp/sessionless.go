@@ -134,7 +134,7 @@ func (c *oneCall) write(msgs [][]byte) bool {
 		return !c.broken
 	}
 	if c.sw == nil {
-		c.sw = newSSEWriter(c.w)
+		c.sw = c.face.newSSEWriter(c.w)
 		if c.sw.start(nil) != nil {
 			c.broken = true
 			return false

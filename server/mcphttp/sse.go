@@ -10,14 +10,14 @@ import (
 )
 
 // sseWriter writes the face's SSE events on a response (sse.Writer),
-// each write within writeTimeout.
+// each write within the face's write timeout (Options.writeTimeout).
 type sseWriter struct {
 	w   http.ResponseWriter
 	out *sse.Writer
 }
 
-func newSSEWriter(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{w: w, out: sse.NewWriter(w, writeTimeout)}
+func (s *Server) newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, out: sse.NewWriter(w, s.opts.writeTimeout)}
 }
 
 // start sends the headers of an event stream.

@@ -1,7 +1,11 @@
 package mcphttp
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -35,52 +39,97 @@ func postWriters() int {
 // ends, and the POST's handler with it, once the client goes (one
 // connection closed) or the write deadline passes (another left open);
 // no goroutine is left.
+//
+// Which of the two ended a writer is told apart by two faces, not by the
+// clock: on the first a write's deadline is past the test's own, so a
+// writer that ends there was ended by its client going; on the second
+// (quick) it is a millisecond, and a writer that ends there while its
+// client holds the connection open and reads nothing was ended by it
+// (the stream the client then reads is cut short of the answer).
 func TestAttackPOSTStreamNotRead(t *testing.T) {
-	h := fakeHub(t)
-	face, ts := serveHTTP(t, h)
-	goes, stays, other := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	beyond := time.Hour
+	if d, ok := t.Deadline(); ok {
+		beyond = time.Until(d) + time.Minute
+	}
+	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
+	// closed hears the quick face's connections closed, by the client's
+	// address.
+	closed := make(chan string, 64)
+	quick, qts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
+		s.ConnState = func(c net.Conn, state http.ConnState) {
+			if state == http.StateClosed {
+				select {
+				case closed <- c.RemoteAddr().String():
+				default: // the test no longer listens
+				}
+			}
+		}
+	})
+	goes, held, other := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	stays := newHTTPClient(t, qts.URL)
 	before := liveGoroutines()
 	text := strings.Repeat("p", 256<<10) // in each progress message and in the answer
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f__progress","arguments":{"text":"` + text + `"},"_meta":{"progressToken":"t"}}}`
-	// others counts the writers of POSTs stalled before (the first one's
-	// may have met its write deadline on a slow machine meanwhile).
-	stall := func(c *httpClient, others func() int) (net.Conn, *httpSession, time.Time) {
+	// stall POSTs the call in c's session on the first face and waits
+	// until the call is answered and the POST's writer is stuck in a
+	// write: it stays stuck until its client goes.
+	stall := func(c *httpClient, writers int) (net.Conn, *httpSession) {
 		t.Helper()
-		sent := time.Now()
 		nc := stalledPOST(t, ts.URL, c.session, call)
 		hs := face.sessions.lookup(c.session)
 		waitFor(t, 10*time.Second, "the call answered, its POST's writer stuck in a write", func() bool {
-			return postWriters() == others()+1 && hs.Answering() == 0 && hs.st.open() == 1
+			return postWriters() == writers && hs.Answering() == 0 && hs.st.open() == 1
 		})
-		return nc, hs, sent
+		return nc, hs
 	}
-	ncStays, hsStays, _ := stall(stays, func() int { return 0 })
-	ncGoes, hsGoes, sent := stall(goes, hsStays.st.open)
+	ncHeld, hsHeld := stall(held, 1)
+	ncGoes, hsGoes := stall(goes, 2)
 
-	for _, c := range []*httpClient{other, goes, stays} {
+	for _, c := range []*httpClient{other, goes, held} {
 		if _, body := c.post(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`); !strings.Contains(body, `"text":"still"`) {
 			t.Errorf("a call while POST streams are not read: %.300s", body)
 		}
 	}
 
-	// The client goes: its writer's write fails at once. The proof that
-	// the close ended it, not its write deadline: it ended before that
-	// deadline could pass, or while the other's, which passes first (its
-	// write got stuck before this POST was sent), had not passed yet.
+	// The client goes: its writer's write fails at once, and the other
+	// writer, whose client is still there, is still stuck.
 	ncGoes.Close()
-	staysOpen := false
-	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool {
-		if hsGoes.st.open() != 0 {
-			return false
-		}
-		staysOpen = hsStays.st.open() == 1 // it only goes from 1 to 0
-		return true
-	})
-	if d := time.Since(sent); d >= writeTimeout && !staysOpen {
-		t.Errorf("the POST's handler ended %v after the POST, after the other's write deadline: not before its own could end it", d)
+	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsGoes.st.open() == 0 })
+	if hsHeld.st.open() != 1 || postWriters() != 1 {
+		t.Errorf("another client's going ended a writer whose client is still there: %d POSTs open, %d writers", hsHeld.st.open(), postWriters())
 	}
-	// The client stays and does not read: the write deadline ends it.
-	waitFor(t, 3*writeTimeout, "the POST's handler to end at the write deadline", func() bool { return hsStays.st.open() == 0 })
+	ncHeld.Close()
+	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsHeld.st.open() == 0 })
+
+	// The client stays and does not read: the write deadline ends the
+	// writer, and the POST's handler with it (the server closes the
+	// connection, whose response it could not finish); the call is
+	// answered all the same.
+	ncStays := stalledPOST(t, qts.URL, stays.session, call)
+	hsStays := quick.sessions.lookup(stays.session)
+	wait := time.NewTimer(10 * time.Second * slowMachine)
+	defer wait.Stop()
+	for addr := ""; addr != ncStays.LocalAddr().String(); {
+		select {
+		case addr = <-closed:
+		case <-wait.C:
+			t.Fatal("the server did not close the connection of a POST whose client did not read, past the write deadline")
+		}
+	}
+	waitFor(t, 10*time.Second, "the call answered", func() bool { return hsStays.Answering() == 0 && hsStays.st.open() == 0 })
+	if _, body := stays.post(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`); !strings.Contains(body, `"text":"still"`) {
+		t.Errorf("the session's next call once its POST stream was cut: %.300s", body)
+	}
+	// What the client reads now is what the writer wrote before the
+	// deadline: the stream cut short (inside the chunked body, or before
+	// the headers), the answer never written.
+	ncStays.SetReadDeadline(time.Now().Add(10 * time.Second * slowMachine))
+	if resp, err := http.ReadResponse(bufio.NewReader(ncStays), nil); err == nil {
+		got, err := io.ReadAll(resp.Body)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || bytes.Contains(got, []byte(`"id":7,"result"`)) {
+			t.Errorf("the stream of a client that did not read (%d bytes, %v): want it cut before the answer", len(got), err)
+		}
+	}
 	ncStays.Close()
 	if n := postWriters(); n != 0 {
 		t.Errorf("%d POST stream writers left", n)

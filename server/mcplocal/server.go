@@ -64,6 +64,11 @@ type Options struct {
 	// 0 is jsonrpc.DefaultWriteTimeout): a client that stops reading for
 	// longer is taken to be gone.
 	WriteTimeout time.Duration
+
+	// rechecked, if not nil, is called (s.mu held) each time the idle
+	// timer ran out while a connection had not said Hello and so looks
+	// again later (idleRecheck): tests wait for it.
+	rechecked func()
 }
 
 // Server serves bridges on a local listener.
@@ -174,6 +179,9 @@ func (s *Server) armIdleFor(d time.Duration) {
 		}
 		if s.count(connPending) > 0 {
 			s.armIdleFor(idleRecheck)
+			if s.opts.rechecked != nil {
+				s.opts.rechecked()
+			}
 			return
 		}
 		s.closed = true

@@ -305,7 +305,13 @@ func controlsDuringIdle(t *testing.T, idle time.Duration) (shown bool) {
 // A connection that has not said Hello when the idle period ends holds
 // the hub until it has: a bridge that joins then is served.
 func TestIdleWaitsForHello(t *testing.T) {
-	h := start(t, 300*time.Millisecond)
+	rechecked := make(chan struct{}, 1)
+	h := startWith(t, Options{Idle: func() time.Duration { return 300 * time.Millisecond }, rechecked: func() {
+		select {
+		case rechecked <- struct{}{}:
+		default:
+		}
+	}})
 	c, err := local.Dial(context.Background(), h.paths)
 	if err != nil {
 		t.Fatal(err)
@@ -314,25 +320,17 @@ func TestIdleWaitsForHello(t *testing.T) {
 	// The idle timer fires at least once while the connection is counted,
 	// Hello unsaid: it looks again later (a timer of its own) rather than
 	// stop the face.
-	var held *time.Timer
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) { // polled: the timer is the face's own
-		h.srv.mu.Lock()
-		pending, idle, closed := h.srv.count(connPending), h.srv.idle, h.srv.closed
-		h.srv.mu.Unlock()
-		if closed {
-			t.Fatal("the face stopped while a connection was still to say Hello")
-		}
-		if pending == 1 && held == nil {
-			held = idle
-		} else if held != nil && idle != held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idle timer did not fire while the connection was still to say Hello")
-		}
+	select {
+	case <-rechecked:
+	case err := <-h.served:
+		h.served <- err // for the cleanup
+		t.Fatalf("the face stopped while a connection was still to say Hello: %v", err)
+	case <-time.After(time.Minute): // a deadline, not a guess: it fires at 300 ms
+		t.Fatal("the idle timer did not fire while the connection was still to say Hello")
 	}
 	select {
 	case err := <-h.served:
+		h.served <- err // for the cleanup
 		t.Fatalf("Serve returned while a connection was still to say Hello: %v", err)
 	default:
 	}
