@@ -52,10 +52,10 @@ import (
 // Under the default config the audit trail is on, and a call enters its
 // files too (maxHubFilesAuditDown, maxHubFilesAuditBack): down, the
 // trail's stage and the trail, which admits the call; back, the record
-// the stage builds, completed (server/audit/record), and the lock the trail's writer takes
-// on its file (types/filelock, its Unix half apart) when that goroutine
-// wrote before the counters were (the call only queues its line: 18 back
-// when it had not, 20 when it had).
+// the stage builds, completed (server/audit/record), and the lock the
+// trail's writer takes on its file (types/filelock, its Unix half apart)
+// when that goroutine wrote before the counters were (the call only
+// queues its line: 18 back when it had not, 20 when it had).
 const (
 	maxHubFiles          = 15
 	maxHubFilesAuditDown = 17
