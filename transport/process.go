@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // DefaultGrace is each wait of the close ladder unless ProcessSpec.Grace
@@ -95,6 +97,10 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
 	closeAll(inR, outW, errW)
+	// The ends left are this process's alone (the child has the others,
+	// and the pipes are close-on-exec): rawio may write and read them.
+	rawio.Own(inW)
+	rawio.Own(outR)
 
 	p := &Process{
 		cmd:        cmd,

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // Polled returns a reader of f, the hub's stdin, whose reads wait in the
@@ -45,5 +47,5 @@ func reopen(f *os.File, flag int, setDeadline func(time.Time) error) *os.File {
 		p.Close()
 		return f
 	}
-	return p
+	return rawio.Own(p) // this open file is the hub's alone
 }

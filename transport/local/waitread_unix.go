@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // readWait is how long a read of a passed stdin waits for input on its
@@ -83,7 +81,9 @@ func (r *waitingReader) Read(p []byte) (int, error) {
 func (r *waitingReader) readFD(fd uintptr) bool {
 	waited := false
 	for {
-		n, err := rawio.Read(fd, r.p) // never blocks: see rawio
+		// Not rawio's read: f is the bridge's, passed, and its open file
+		// description the bridge's too (rawio.Own).
+		n, err := syscall.Read(int(fd), r.p)
 		switch {
 		case err == syscall.EINTR:
 			continue

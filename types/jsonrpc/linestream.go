@@ -40,6 +40,7 @@ type lineStream struct {
 	next  error // a read error that came with the last line: Read's next answer
 
 	raw       syscall.RawConn // w's, when it is a pipe TryWrite can use
+	ownedW    bool            // w is a file of this process's own (rawio.Own): written raw
 	deadlines deadliner       // w, when its writes can be given a deadline
 	// deadlineSet is whether a write left a deadline on w; guarded by wmu.
 	deadlineSet bool
@@ -69,7 +70,7 @@ func NewLineStream(r io.Reader, w io.Writer, maxSize int) Stream {
 	s := &lineStream{r: r, w: w, ww: w, raw: rawPipe(w), br: bufio.NewReaderSize(rawReader(r), 64<<10), limit: maxSize}
 	if f, ok := w.(*os.File); ok {
 		if rf := rawio.NewFile(f); rf.Raw() {
-			s.ww = rf
+			s.ww, s.ownedW = rf, true
 		}
 	}
 	if d, ok := w.(deadliner); ok && d.SetWriteDeadline(time.Time{}) == nil {

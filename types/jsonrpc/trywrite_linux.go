@@ -73,6 +73,14 @@ func (s *lineStream) TryWrite(msg []byte) (bool, error) {
 // writeRaw is TryWrite's one write of wbuf, its outcome left in rawN and
 // rawErr. s.wmu is held.
 func (s *lineStream) writeRaw(fd uintptr) bool {
-	s.rawN, s.rawErr = rawio.Write(fd, s.wbuf) // never blocks: see rawio
-	return true
+	if s.ownedW { // never blocks: see rawio
+		s.rawN, s.rawErr = rawio.Write(fd, s.wbuf)
+		return true
+	}
+	for {
+		s.rawN, s.rawErr = syscall.Write(int(fd), s.wbuf)
+		if s.rawErr != syscall.EINTR {
+			return true
+		}
+	}
 }

@@ -15,6 +15,15 @@
 // makes it as a raw system call, and leaves the waiting to the poller
 // (syscall.RawConn), which honours the file's deadlines and Close.
 //
+// Only a file marked Own is read and written raw: one whose open file
+// description no other process holds (the hub's ends of its upstreams'
+// pipes, a pipe it opened a second time). O_NONBLOCK is the open file
+// description's, and another holder of it (a parent sharing an inherited
+// stdin, the bridge whose stdin and stdout the shared hub was passed) may
+// make it blocking again; a raw read of it would then sleep in the kernel
+// unknown to the scheduler, and the collector's next stop of the world
+// would wait for it with every goroutine of the process.
+//
 // What the monitor thread then does not do while it sleeps: take the
 // processor from a goroutine that runs for more than 10 ms without
 // blocking, allocating enough to start a collection, a timer coming due,

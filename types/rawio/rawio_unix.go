@@ -54,11 +54,11 @@ type File struct {
 	werr error
 }
 
-// NewFile is a File of f: raw where f is polled (its reads or writes
-// take a deadline), else f's own reads and writes.
+// NewFile is a File of f: raw where f is owned (Own) and polled (its
+// reads or writes take a deadline), else f's own reads and writes.
 func NewFile(f *os.File) *File {
 	r := &File{f: f}
-	if f.SetReadDeadline(time.Time{}) != nil && f.SetWriteDeadline(time.Time{}) != nil {
+	if !Owned(f) || f.SetReadDeadline(time.Time{}) != nil && f.SetWriteDeadline(time.Time{}) != nil {
 		return r
 	}
 	if rc, err := f.SyscallConn(); err == nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,9 +20,9 @@ func TestFileOverAPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, wf := NewFile(r), NewFile(w)
+	rf, wf := NewFile(Own(r)), NewFile(Own(w))
 	if !rf.Raw() || !wf.Raw() {
-		t.Fatal("the ends of os.Pipe are not read and written raw")
+		t.Fatal("the owned ends of os.Pipe are not read and written raw")
 	}
 	got := make(chan string, 1)
 	go func() {
@@ -63,7 +65,7 @@ func TestFileOverAPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	rf2 := NewFile(r2)
+	rf2 := NewFile(Own(r2))
 	ended := make(chan error, 1)
 	go func() {
 		_, err := rf2.Read(make([]byte, 8))
@@ -73,6 +75,42 @@ func TestFileOverAPipe(t *testing.T) {
 	if err := <-ended; !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("a read ended by Close returned %v, want os.ErrClosed", err)
 	}
+}
+
+// A polled pipe not marked Own is read by its own methods: another
+// process may share its open file description and make it blocking
+// again, and a raw read of it then would hold the collector's stop of
+// the world until input came. Here it is made blocking as such a holder
+// would, and a collection while a read of it waits ends.
+func TestFileNotOwned(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rf := NewFile(r)
+	if rf.Raw() {
+		t.Fatal("a pipe not marked Own is read raw")
+	}
+	rc, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), false) }); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := rf.Read(make([]byte, 8))
+		read <- err
+	}()
+	runtime.Gosched()
+	runtime.GC() // would wait for the raw read forever
+	w.Write([]byte("x"))
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }
 
 // A file the poller does not wait on (a regular file) is read and
