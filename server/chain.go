@@ -164,11 +164,27 @@ const clippedMark = audit.ClippedMark
 
 func (r *request) ID() string         { return r.sess.id }
 func (r *request) Caller() string     { return caller(r.sess) }
-func (r *request) UserKey() string    { return r.sess.who.Key() }
-func (r *request) User() string       { return r.sess.who.User() }
 func (r *request) Transport() string  { return r.sess.transport }
 func (r *request) Sessionless() bool  { return sessionless(r.sess) }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
+
+// UserKey and User are the caller's (identity.Identity's Key and User),
+// "" where the face knows no caller (stdio): answered here then, as
+// identity's nil Identity would, not by a call into it for every call's
+// audit record.
+func (r *request) UserKey() string {
+	if r.sess.who == nil {
+		return ""
+	}
+	return r.sess.who.Key()
+}
+
+func (r *request) User() string {
+	if r.sess.who == nil {
+		return ""
+	}
+	return r.sess.who.User()
+}
 
 // asker puts a call to a person in whichever way its client can be
 // reached (approve.Ways), asked under cfg.

@@ -29,8 +29,9 @@
 // It imports no upstream (a test says so): the chain ends in
 // upstream.Server.RequestOn(ctx, owner, ...), and a Call's route holds
 // the server itself as an Upstream, the interface of exactly what the
-// stages use of it (its config, and that request), which *upstream.Server
-// satisfies; its owner and the connection it went on are the types both
+// stages and the observers use of it (its config, the protocol version it
+// agreed, which observers are told of a hop, and that request), which
+// *upstream.Server satisfies; its owner and the connection it went on are the types both
 // share (types/owner). The server itself, not a name: a name would be
 // looked up again at the end of the chain and by every stage that keeps
 // something per server (progress, tasks, the rounds), and could name a

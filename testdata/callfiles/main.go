@@ -9,6 +9,9 @@
 // "down" counts from the client's request until the upstream has read it
 // (the upstream, this program started with -upstream, holds the call
 // until the counters are written), the path the hub takes down.
+//
+// Usage: callfiles DIR [default]: the audit trail off, or (default) as
+// the default config has it: on, written to state_dir's audit.jsonl.
 package main
 
 import (
@@ -36,13 +39,17 @@ func main() {
 		serveUpstream(os.Args[2])
 		return
 	}
-	if err := run(os.Args[1]); err != nil {
+	audit := "audit: {path: \"off\"}\n"
+	if len(os.Args) > 2 && os.Args[2] == "default" {
+		audit = "" // the default: the trail on, in state_dir
+	}
+	if err := run(os.Args[1], audit); err != nil {
 		fmt.Fprintln(os.Stderr, "callfiles:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string) error {
+func run(dir, audit string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -51,8 +58,8 @@ func run(dir string) error {
 	if err := os.Mkdir(held, 0o755); err != nil {
 		return err
 	}
-	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\ngroups:\n  f:\n    description: fake\n    command: %q\n    args: [\"-upstream\", %q]\n",
-		filepath.Join(dir, "state"), self, held)
+	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\n%sgroups:\n  f:\n    description: fake\n    command: %q\n    args: [\"-upstream\", %q]\n",
+		filepath.Join(dir, "state"), audit, self, held)
 	cfg, err := config.Loader{Secrets: secrets.Source{}}.Parse("callfiles.yaml", strings.NewReader(yaml))
 	if err != nil {
 		return err
