@@ -138,7 +138,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var err error
 	if h.rounds, err = rounds.New(rounds.Hub{Context: h.ctx, Spawn: h.spawn, Send: h.obs, AskClient: h.routes.Request,
-		Release: h.mgr.Release}); err != nil {
+		Release: h.mgr.Release, HoldProgress: h.routes.HoldProgress}); err != nil {
 		return nil, err
 	}
 	h.audits = opts.Audits

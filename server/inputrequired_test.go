@@ -112,6 +112,40 @@ func TestInputRequiredHeldCall(t *testing.T) {
 	}
 }
 
+// The progress of a call held across a 2026-07-28 client's rounds
+// reaches the client in each round, as that round's: the server reports
+// progress before it asks and after the answer, and the progress after
+// the answer comes in the retry's round with the retry's token (it was
+// lost: the call went upstream with the first round's token, which the
+// hub forgot once that round was answered input_required; the everything
+// server asks roots/list 350 ms after it starts, in the middle of a call
+// on a connection dialled for it).
+func TestInputRequiredHeldCallProgress(t *testing.T) {
+	h := fakeHub(t)
+	c := servePipes(t, h, StdioOptions{})
+	withToken := func(id, token, more string) string {
+		return strings.Replace(askCall(id, `{"elicitation":{}}`, more), `"_meta":{`, `"_meta":{"progressToken":"`+token+`",`, 1)
+	}
+	c.send(withToken("1", "p1", ""))
+	before := c.readUntil(func(line string) bool { return strings.HasPrefix(line, `{"jsonrpc":"2.0","id":1,`) })
+	if !strings.Contains(before, `"progressToken":"p1"`) || !strings.Contains(before, `"progress":1`) {
+		t.Errorf("the first round was sent no progress before its answer:\n%s", before)
+	}
+	first := answerOf(t, before[strings.LastIndex(before[:len(before)-1], "\n")+1:])
+	if first.ResultType != "input_required" {
+		t.Fatalf("first answer: %+v", first)
+	}
+	retry := `,"inputResponses":{"input-1":{"action":"accept","content":{"name":"Ada"}}},"requestState":"` + first.RequestState + `"`
+	c.send(withToken("2", "p2", retry))
+	after := c.readUntil(func(line string) bool { return strings.HasPrefix(line, `{"jsonrpc":"2.0","id":2,`) })
+	if !strings.Contains(after, `"progressToken":"p2"`) || !strings.Contains(after, `"progress":2`) {
+		t.Errorf("the retry's round was sent no progress of the call after the answer:\n%s", after)
+	}
+	if final := answerOf(t, after[strings.LastIndex(after[:len(after)-1], "\n")+1:]); final.ResultType != "complete" {
+		t.Fatalf("final answer: %+v", final)
+	}
+}
+
 // A sealed requestState altered, sent by another session, for another
 // request or after it expired is refused -32602 with the reason, and the
 // call it names is still there for the right retry.

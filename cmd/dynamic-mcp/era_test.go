@@ -481,8 +481,15 @@ func TestRealClientsInEachEra(t *testing.T) {
 							t.Fatalf("the client speaks %s with session %q through the hub: not the sessionless 2026-07-28 this check is for", version, session)
 						}
 						token := lib.name + "/" + era + "/" + transport
+						// Longer than the 350 ms after which the server,
+						// on a connection dialled for the call (isolation:
+						// per-session, no session), asks roots/list: a
+						// 2026-07-28 client is asked it in an
+						// input_required round in the middle of the call,
+						// and the call's progress must reach it in the
+						// retry's round (it was lost, 0 of 3).
 						const steps = 3
-						text, err := c.callWithProgress(ctx, "ev__trigger-long-running-operation", map[string]any{"duration": 0.3, "steps": steps}, token)
+						text, err := c.callWithProgress(ctx, "ev__trigger-long-running-operation", map[string]any{"duration": 1.5, "steps": steps}, token)
 						if err != nil || !strings.Contains(text, "completed") {
 							t.Fatalf("long-running operation: %q %v", text, err)
 						}

@@ -110,6 +110,9 @@ func (r *Rounds) Call(ctx context.Context, c *call.Call, s call.Upstream, params
 	if p == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid params: "+ErrStateUsed.Error())
 	}
+	if tok := progressToken(c); tok != "" && p.carry != nil {
+		defer p.carry(tok)() // before the answers: what the server sends for them comes in this round
+	}
 	p.answer(answers, caps)
 	return r.awaitHeld(ctx, p, who, digest)
 }
@@ -294,6 +297,9 @@ type Held struct {
 	round    string // the round it is parked under; guarded by inputCalls.mu
 	user     string // its caller's key, when it owns its connections (see server's peruser.go)
 	linker   Linker // its caller's face, likewise
+	// carry passes the call's progress to a later round (Hub.HoldProgress);
+	// nil when it asked for none.
+	carry func(to string) (end func())
 
 	mu   sync.Mutex // guards the fields below
 	caps mcp.ClientCapabilities
@@ -359,8 +365,16 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s call.Upstream, p
 		p.user, p.linker = c.Owner.UserKey(), c.Owner.Linker() // auth: per-user servers: the call is its caller's (its session's)
 		owner = p
 	}
+	releaseProgress := func() {}
+	if tok := progressToken(c); tok != "" && h.HoldProgress != nil {
+		// The call goes upstream with this round's token, and its
+		// progress comes with it in every round (each a request of its
+		// own, with a token of its own).
+		p.carry, releaseProgress = h.HoldProgress(tok)
+	}
 	stopOnClose := context.AfterFunc(h.Context, cancel)
 	if !h.Spawn(func() {
+		defer releaseProgress()
 		defer stopOnClose()
 		defer cancel()
 		if ownsConn {
@@ -381,6 +395,7 @@ func (r *Rounds) startHeld(ctx context.Context, c *call.Call, s call.Upstream, p
 		case <-pctx.Done():
 		}
 	}) {
+		releaseProgress()
 		stopOnClose()
 		cancel()
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the hub is shutting down")
@@ -499,6 +514,20 @@ func (p *Held) answer(answers jsonrpc.Object, caps mcp.ClientCapabilities) {
 		a.reply <- bytes.Clone(v)
 		return true
 	})
+}
+
+// progressToken is the hub's progress token a call goes upstream with
+// (routes.Progress put it in its _meta), "" for none.
+func progressToken(c *call.Call) string {
+	if c.Meta == nil {
+		return ""
+	}
+	meta, err := jsonrpc.ScanObject(c.Meta)
+	if err != nil {
+		return ""
+	}
+	tok, _ := jsonrpc.StringValue(meta.Field("progressToken"))
+	return tok
 }
 
 // randomID is a round's id: 128 random bits.

@@ -49,6 +49,10 @@ type Hub struct {
 	// Release tells the upstreams that owner, a held call that owned its
 	// connections, is gone.
 	Release func(owner upstream.Owner)
+	// HoldProgress keeps a held call's progress token (the hub's, that it
+	// went upstream with) known across its rounds (routes.Table's
+	// HoldProgress); nil: its progress ends with its first round.
+	HoldProgress func(tok string) (carry func(to string) (end func()), release func())
 }
 
 // New makes the rounds of a hub, with a key of their own for the states

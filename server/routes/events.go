@@ -34,16 +34,10 @@ func (t *Table[S]) Notification(e upstream.Event) {
 		tok   string
 		route progressRoute[S]
 		known bool // a progress notification for a call in flight
+		kept  bool // one of a held call between its rounds (HoldProgress)
 	)
 	if method == "notifications/progress" {
-		tok, route, known = t.progressOf(s, fields)
-		if known && ofSession(e) && e.Owner != upstream.Owner(route.sess) || known && route.user != e.User {
-			// It came on another session's own connection, or in the
-			// answer to another session's call, or on a connection of
-			// another user's own (auth: per-user) than the call went on,
-			// or on none of the user's it did: not this call's.
-			known = false
-		}
+		tok, route, known, kept = t.progressOf(e, fields)
 	}
 	if obs := t.opts.Observer(); obs != nil {
 		m := &traffic.Message{Direction: traffic.FromUpstream, Server: s.Config.ID(), Method: method, Params: params}
@@ -61,6 +55,10 @@ func (t *Table[S]) Notification(e upstream.Event) {
 	logger := t.opts.Logger
 	switch method {
 	case "notifications/progress":
+		if kept {
+			logger.Debug("progress of a held call kept for its next round", "upstream", s.Config.ID(), "token", tok)
+			return
+		}
 		if !known {
 			logger.Debug("progress for no call in flight", "upstream", s.Config.ID(), "token", tok)
 			return

@@ -93,19 +93,108 @@ func (t *Table[S]) Progress() map[string]S {
 	return out
 }
 
-// progressOf is the call a progress notification of s's is for, which its
-// token says; ok is false when no call to s in flight has it. The hub's
-// tokens are counted, so guessed: another server's progress with one is
-// not the call's.
-func (t *Table[S]) progressOf(s *upstream.Server, params jsonrpc.Object) (tok string, route progressRoute[S], ok bool) {
+// progressOf is the call a progress notification e of s's is for, which
+// its token says; ok is false when no call to s in flight has it, or it
+// came where that call's progress cannot (carries). kept is true for one
+// of a held call between its rounds (HoldProgress): kept, params and
+// all, for the next round. The hub's tokens are counted, so guessed:
+// another server's progress with one is not the call's.
+func (t *Table[S]) progressOf(e upstream.Event, params jsonrpc.Object) (tok string, route progressRoute[S], ok, kept bool) {
+	s := e.Server
 	if json.Unmarshal(params.Field("progressToken"), &tok) != nil {
-		return "", progressRoute[S]{}, false
+		return "", progressRoute[S]{}, false, false
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	route, ok = t.progress[tok]
-	t.mu.Unlock()
-	if ok && route.server != s {
-		return tok, progressRoute[S]{}, false
+	if h := t.held[tok]; !ok && h != nil {
+		if h.to == "" {
+			if h.first.server == s && h.first.carries(e) && len(h.pending) < maxHeldProgress {
+				h.pending = append(h.pending, bytes.Clone(params.Bytes()))
+				return tok, progressRoute[S]{}, false, true
+			}
+			return tok, progressRoute[S]{}, false, false
+		}
+		route, ok = t.progress[h.to]
 	}
-	return tok, route, ok
+	if ok && (route.server != s || !route.carries(e)) {
+		return tok, progressRoute[S]{}, false, false
+	}
+	return tok, route, ok, false
+}
+
+// carries reports whether e may be progress of the call r routes: not if
+// it came on another session's own connection, or in the answer to
+// another session's call, or on a connection of another user's own
+// (auth: per-user) than the call went on, or on none of the user's it
+// did.
+func (r progressRoute[S]) carries(e upstream.Event) bool {
+	return !(ofSession(e) && e.Owner != upstream.Owner(r.sess)) && r.user == e.User
+}
+
+// maxHeldProgress bounds the progress notifications kept for a held call
+// between its rounds; beyond it they are dropped.
+const maxHeldProgress = 64
+
+// heldProgress is the progress token of a call held across a 2026-07-28
+// client's rounds (server/rounds): the hub token it went upstream with
+// outlives the round that tracked it, and each later round is a request
+// (over HTTP, a session) of its own.
+type heldProgress[S Session] struct {
+	first   progressRoute[S]  // the round that sent the call: whose server and owner its progress must be
+	to      string            // the hub token of the round that carries it now, "" between rounds
+	pending []json.RawMessage // the params of progress that came between rounds, oldest first
+}
+
+// HoldProgress keeps the hub token tok, of a call in flight that is held
+// across rounds, known after the request that tracked it returns: its
+// progress between rounds is kept, and carry(to), called as a later round
+// (whose own hub token is to) resumes the call, passes what was kept and
+// what comes until the func it returns is called to that round's
+// request, as progress of that round's token. release forgets tok once
+// the call has ended. A tok no call in flight has gives funcs that do
+// nothing.
+func (t *Table[S]) HoldProgress(tok string) (carry func(to string) (end func()), release func()) {
+	nothing := func() {}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first, ok := t.progress[tok]
+	if !ok {
+		return func(string) func() { return nothing }, nothing
+	}
+	h := &heldProgress[S]{first: first}
+	t.held[tok] = h
+	carry = func(to string) func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		route, ok := t.progress[to]
+		if !ok || route.server != first.server || t.held[tok] != h {
+			return nothing
+		}
+		h.to = to
+		// Under t.mu, so that what comes meanwhile (progressOf) follows
+		// what was kept; Session.Notify never blocks.
+		for _, params := range h.pending {
+			fields, _ := jsonrpc.ScanObject(params)
+			if p, err := fields.With(jsonrpc.Member{Key: "progressToken", Value: route.token}); err == nil {
+				notify(route.ctx, route.sess, "notifications/progress", p)
+			}
+		}
+		h.pending = nil
+		return func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if h.to == to {
+				h.to = ""
+			}
+		}
+	}
+	release = func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.held[tok] == h {
+			delete(t.held, tok)
+		}
+	}
+	return carry, release
 }

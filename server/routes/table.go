@@ -107,6 +107,7 @@ type Table[S Session] struct {
 	sessions map[string]S                // by id
 	unlisted map[string]S                // by id: sessions of one request each (AddUnlisted)
 	progress map[string]progressRoute[S] // hub progress token -> the call's session
+	held     map[string]*heldProgress[S] // a held call's token -> the round carrying it (see HoldProgress)
 	subs     map[string]*subscription[S] // by resource URI
 	nextTok  uint64
 	// droppedGone counts the notifications dropped for sessions that
@@ -124,6 +125,7 @@ func New[S Session](opts Options[S]) *Table[S] {
 		sessions:      map[string]S{},
 		unlisted:      map[string]S{},
 		progress:      map[string]progressRoute[S]{},
+		held:          map[string]*heldProgress[S]{},
 		subs:          map[string]*subscription[S]{},
 		unsubscribing: make(chan struct{}, maxUnsubscribing),
 	}

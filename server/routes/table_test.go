@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -19,6 +23,8 @@ type fake struct {
 	id    string
 	user  string
 	entry Entry
+	mu    sync.Mutex
+	sent  [][]byte // the notifications it was sent
 }
 
 func (f *fake) ID() string        { return f.id }
@@ -28,14 +34,29 @@ func (f *fake) Client() string    { return "" }
 func (f *fake) ClientCapabilities() (mcp.ClientCapabilities, bool) {
 	return mcp.ClientCapabilities{}, false
 }
-func (f *fake) Dropped() uint64                                               { return 0 }
-func (f *fake) End()                                                          {}
-func (f *fake) GetLogLevel() mcp.LoggingLevel                                 { return mcp.LoggingLevelInfo }
-func (f *fake) GetClientCapabilities() mcp.ClientCapabilities                 { return mcp.ClientCapabilities{} }
-func (f *fake) Modern() bool                                                  { return false }
-func (f *fake) Updated(string, json.RawMessage)                               {}
-func (f *fake) Routing() *Entry                                               { return &f.entry }
-func (f *fake) Notify(context.Context, []byte)                                {}
+func (f *fake) Dropped() uint64                               { return 0 }
+func (f *fake) End()                                          {}
+func (f *fake) GetLogLevel() mcp.LoggingLevel                 { return mcp.LoggingLevelInfo }
+func (f *fake) GetClientCapabilities() mcp.ClientCapabilities { return mcp.ClientCapabilities{} }
+func (f *fake) Modern() bool                                  { return false }
+func (f *fake) Updated(string, json.RawMessage)               {}
+func (f *fake) Routing() *Entry                               { return &f.entry }
+func (f *fake) Notify(_ context.Context, msg []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, msg)
+}
+
+// notes are the notifications f was sent, as text.
+func (f *fake) notes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range f.sent {
+		out = append(out, string(m))
+	}
+	return out
+}
 func (f *fake) Request(context.Context, string, any) (json.RawMessage, error) { return nil, nil }
 
 // newTable is a table whose background work runs at once.
@@ -187,15 +208,64 @@ func TestProgressOnlyFromTheCallsServer(t *testing.T) {
 	f, g := &upstream.Server{}, &upstream.Server{}
 	tok, forget := tab.TrackProgress(t.Context(), a, f, json.RawMessage(`"mine"`))
 	params, _ := jsonrpc.ScanObject(fmt.Appendf(nil, `{"progressToken":%q}`, tok))
-	if _, _, ok := tab.progressOf(g, params); ok {
+	if _, _, ok, _ := tab.progressOf(upstream.Event{Server: g}, params); ok {
 		t.Error("another server's progress taken for the call's")
 	}
-	if _, r, ok := tab.progressOf(f, params); !ok || r.sess != a || string(r.token) != `"mine"` {
+	if _, r, ok, _ := tab.progressOf(upstream.Event{Server: f}, params); !ok || r.sess != a || string(r.token) != `"mine"` {
 		t.Errorf("the call's own progress: ok %v, route %+v", ok, r)
 	}
 	forget()
-	if _, _, ok := tab.progressOf(f, params); ok {
+	if _, _, ok, _ := tab.progressOf(upstream.Event{Server: f}, params); ok {
 		t.Error("progress after the call ended")
+	}
+}
+
+// A 2026-07-28 client's call held across rounds (server/rounds) went
+// upstream with the first round's token; each round is a request of its
+// own (without a session, one each), whose token the round that sent the
+// call forgot when it answered input_required. The call's progress
+// reaches the round in flight as that round's, and what came between
+// rounds reaches the next one, in order: none is lost (a server that asks
+// the client something, as the everything server asks roots/list 350 ms
+// after it starts, in the middle of a call's progress, lost the rest).
+func TestProgressOfAHeldCallReachesItsRounds(t *testing.T) {
+	tab := New(Options[*fake]{
+		Logger:      slog.New(slog.DiscardHandler),
+		Spawn:       func(f func()) bool { f(); return true },
+		Stop:        make(chan struct{}),
+		Observer:    func() traffic.Observer { return nil },
+		Redact:      func(p json.RawMessage) json.RawMessage { return p },
+		Unsubscribe: func(*upstream.Server, string) error { return nil },
+	})
+	s := &upstream.Server{Config: &config.Server{Name: "ev"}}
+	progress := func(tok string, n int) {
+		tab.Notification(upstream.Event{Kind: upstream.EventNotification, Server: s, Context: t.Context(),
+			Method: "notifications/progress", Params: fmt.Appendf(nil, `{"progressToken":%q,"progress":%d,"total":4}`, tok, n)})
+	}
+	first, second := &fake{id: "round-1"}, &fake{id: "round-2"}
+	tok, forget := tab.TrackProgress(t.Context(), first, s, json.RawMessage(`"client"`))
+	carry, release := tab.HoldProgress(tok)
+	progress(tok, 1)
+	forget() // the first round answered input_required
+	progress(tok, 2)
+	progress(tok, 3)
+	tok2, forget2 := tab.TrackProgress(t.Context(), second, s, json.RawMessage(`"client-2"`))
+	end := carry(tok2)
+	progress(tok, 4)
+	end()
+	forget2()
+	release()
+	progress(tok, 5) // the call has ended
+	want1 := []string{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"client","progress":1,"total":4}}`}
+	if got := first.notes(); !slices.Equal(got, want1) {
+		t.Errorf("the first round was sent\n%v\nwant\n%v", got, want1)
+	}
+	var want2 []string
+	for n := 2; n <= 4; n++ {
+		want2 = append(want2, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"client-2","progress":%d,"total":4}}`, n))
+	}
+	if got := second.notes(); !slices.Equal(got, want2) {
+		t.Errorf("the second round was sent\n%v\nwant\n%v", got, want2)
 	}
 }
 

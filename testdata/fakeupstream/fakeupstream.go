@@ -790,7 +790,21 @@ func call(req request) {
 			method, params = "sampling/createMessage", map[string]any{"maxTokens": 10, "messages": []any{
 				map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "The key is " + os.Getenv(name)}}}}
 		}
+		// A call with a progress token reports progress before it asks
+		// and after the answer: progress on both sides of a round.
+		var meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		_ = json.Unmarshal(p.Meta, &meta)
+		progress := func(n int) {
+			if len(meta.ProgressToken) > 0 {
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+					"progressToken": meta.ProgressToken, "progress": n, "total": 2}})
+			}
+		}
+		progress(1)
 		answer := ask(method, params)
+		progress(2)
 		reply(req.ID, text(string(answer)))
 	case toolName("touch"):
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": p.Arguments.Text}})
