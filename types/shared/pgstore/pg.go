@@ -3,7 +3,9 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -400,6 +402,7 @@ func execParams(ctx context.Context, pc *pgconn.PgConn, sql string, args []any) 
 	} else {
 		res = pc.ExecParams(ctx, sql, values, oids, formats, binaryResults).Read()
 	}
+	forgetPrepared(pc, res.Err)
 	return res, res.Err
 }
 
@@ -412,6 +415,41 @@ const maxPrepared = 128
 // CustomData: each one's description (its name and result's columns), by
 // its SQL and its arguments' types.
 const preparedKey = "dynamic-mcp.prepared"
+
+// preparedGenKey is where a connection keeps how many times it forgot
+// its prepared statements (forgetPrepared), in its CustomData: part of
+// each name, so that a statement prepared again is not refused for a
+// name the server still holds.
+const preparedGenKey = "dynamic-mcp.prepared-gen"
+
+// forgetPrepared drops pc's prepared statements when err says the server
+// no longer runs them as they were prepared: 26000, a statement it does
+// not know (a DEALLOCATE or DISCARD ALL, a pooler's); 0A000, a cached
+// plan whose result changed (a table's columns changed). Each is prepared
+// again, under a new name, when it next runs.
+func forgetPrepared(pc *pgconn.PgConn, err error) {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	if !ok || pe.Code != "26000" && pe.Code != "0A000" {
+		return
+	}
+	data := pc.CustomData()
+	if stmts, _ := data[preparedKey].(map[string]*pgconn.StatementDescription); stmts != nil {
+		delete(data, preparedKey)
+		gen, _ := data[preparedGenKey].(int)
+		data[preparedGenKey] = gen + 1
+	}
+}
+
+// preparedName is the name of the statement key on a connection that
+// forgot its statements gen times: by a hash of the statement, as pgx
+// names them, so that the same name is the same statement on every
+// connection (behind a pooler that moves a session's statements between
+// server connections, a name meets its own statement or none, never
+// another one), and under PostgreSQL's 63 bytes.
+func preparedName(key string, gen int) string {
+	sum := sha256.Sum256([]byte(key))
+	return "dynamic_mcp_" + strconv.Itoa(gen) + "_" + hex.EncodeToString(sum[:16])
+}
 
 // prepared returns sql, with arguments of the types oids, prepared on pc:
 // on the first use on pc it is prepared (one round trip more), from then
@@ -445,7 +483,8 @@ func prepared(ctx context.Context, pc *pgconn.PgConn, sql string, oids []uint32)
 	if len(stmts) >= maxPrepared {
 		return nil, nil
 	}
-	sd, err := pc.Prepare(ctx, "dynamic_mcp_"+strconv.Itoa(len(stmts)), sql, oids)
+	gen, _ := data[preparedGenKey].(int)
+	sd, err := pc.Prepare(ctx, preparedName(key, gen), sql, oids)
 	if err != nil {
 		return nil, err
 	}
@@ -499,6 +538,7 @@ func (p *pool) SendBatch(ctx context.Context, b *batch) (res []*pgconn.Result, e
 			}
 		}
 		res, err = pc.ExecBatch(ctx, &pb).ReadAll()
+		forgetPrepared(pc, err)
 		return err
 	})
 	return res, err

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -430,5 +432,31 @@ func TestStatementsPreparedOncePerConnection(t *testing.T) {
 		if n != c.want {
 			t.Errorf("%q: the put prepared %d times on its connection, want %d", c.params, n, c.want)
 		}
+	}
+}
+
+// A connection whose prepared statements the server dropped (a pooler's
+// DISCARD ALL, a DEALLOCATE) answers the one call that finds them gone
+// with the server's error and prepares them again, under names of their
+// own, for the next: it does not fail until it is closed.
+func TestStatementsPreparedAgainAfterTheServerDroppedThem(t *testing.T) {
+	s := open(t, pgtest.Start(t)+"&pool_max_conns=1") // one connection: the DEALLOCATE is its
+	if err := s.Put(t.Context(), "ns", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(t.Context(), "DEALLOCATE ALL"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Put(t.Context(), "ns", "k", []byte("w"))
+	if pe, ok := errors.AsType[*pgconn.PgError](err); err != nil && (!ok || pe.Code != "26000") {
+		t.Fatalf("the put after DEALLOCATE ALL: %v, want success or 26000", err)
+	}
+	for range 2 {
+		if err := s.Put(t.Context(), "ns", "k", []byte("x")); err != nil {
+			t.Fatalf("a put once the statements were prepared again: %v", err)
+		}
+	}
+	if v, err := s.Get(t.Context(), "ns", "k"); err != nil || string(v) != "x" {
+		t.Fatalf("read back %q, %v, want x", v, err)
 	}
 }
