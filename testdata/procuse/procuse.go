@@ -12,19 +12,22 @@ import (
 	"time"
 )
 
-// Use is what a process's threads spent: CPU time, and the times a thread
+// Use is what a process's threads spent: CPU time, the times a thread
 // was put on a CPU (each a wake-up, most of them a goroutine woken by
-// another: a context switch).
+// another: a context switch), and the time its threads were ready to run
+// but waited for a CPU (the kernel's run queue: the machine's load, which
+// the process cannot help).
 type Use struct {
 	CPU    time.Duration
 	Slices int64
+	Wait   time.Duration
 }
 
 // Sub is u less v.
-func (u Use) Sub(v Use) Use { return Use{u.CPU - v.CPU, u.Slices - v.Slices} }
+func (u Use) Sub(v Use) Use { return Use{u.CPU - v.CPU, u.Slices - v.Slices, u.Wait - v.Wait} }
 
-// Threads sums /proc/PID/task/*/schedstat (ns on a CPU, times put on one)
-// over pid's threads, and returns its children's pids. A thread that ended
+// Threads sums /proc/PID/task/*/schedstat (ns on a CPU, ns waiting on a
+// run queue, times put on one) over pid's threads, and returns its children's pids. A thread that ended
 // between two reads is not counted: Go's threads seldom end.
 func Threads(pid int) (u Use, children []int) {
 	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*"))
@@ -32,8 +35,10 @@ func Threads(pid int) (u Use, children []int) {
 		if b, err := os.ReadFile(filepath.Join(t, "schedstat")); err == nil {
 			if f := bytes.Fields(b); len(f) == 3 {
 				ns, _ := strconv.ParseInt(string(f[0]), 10, 64)
+				wait, _ := strconv.ParseInt(string(f[1]), 10, 64)
 				n, _ := strconv.ParseInt(string(f[2]), 10, 64)
 				u.CPU += time.Duration(ns)
+				u.Wait += time.Duration(wait)
 				u.Slices += n
 			}
 		}
@@ -55,6 +60,7 @@ func Self() (self, children Use) {
 		u, _ := Threads(c)
 		children.CPU += u.CPU
 		children.Slices += u.Slices
+		children.Wait += u.Wait
 	}
 	return self, children
 }
