@@ -55,7 +55,11 @@ import (
 // the stage builds, completed (server/audit/record), and the lock the
 // trail's writer takes on its file (types/filelock, its Unix half apart)
 // when that goroutine wrote before the counters were (the call only
-// queues its line: 18 back when it had not, 20 when it had).
+// queues its line: 18 back when it had not, 20 when it had). Each
+// measure starts once the trail has written the calls' before it
+// (testdata/callfiles: waitForRecords): down, the writer's work for the
+// call before was counted as this one's (19 instead of 17) as the
+// scheduler had it.
 const (
 	maxHubFiles          = 15
 	maxHubFilesAuditDown = 17

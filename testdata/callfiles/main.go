@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,6 +104,17 @@ func run(dir, audit string) error {
 	callMsg := func(id, text string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"` + text + `"}}}`
 	}
+	// answered counts the calls answered; with the trail on, a measure
+	// starts once the trail has written each one's record (settled), so
+	// that its writer's work for an earlier call is not counted as this
+	// one's.
+	answered := 0
+	settled := func() error {
+		if audit != "" {
+			return nil // the trail off
+		}
+		return waitForRecords(filepath.Join(dir, "state", "audit.jsonl"), answered)
+	}
 	call := func(id string) error {
 		if err := send(callMsg(id, "x")); err != nil {
 			return err
@@ -111,6 +123,7 @@ func run(dir, audit string) error {
 		if err == nil && !strings.Contains(line, `"result"`) {
 			err = fmt.Errorf("call %s: %s", id, line)
 		}
+		answered++
 		return err
 	}
 	// The first calls wait for the upstream, compile the tool's schema
@@ -124,12 +137,18 @@ func run(dir, audit string) error {
 	// call's; one entered by work in the background (a list saved, a
 	// timer) is seldom in all three.
 	for _, id := range []string{"3", "4", "5"} {
+		if err := settled(); err != nil {
+			return err
+		}
 		if err := measure(filepath.Join(dir, "back", id), func() error { return call(id) }); err != nil {
 			return err
 		}
 	}
 	for _, id := range []string{"6", "7", "8"} {
 		mark := filepath.Join(held, id)
+		if err := settled(); err != nil {
+			return err
+		}
 		if err := measure(filepath.Join(dir, "down", id), func() error {
 			if err := send(callMsg(id, "hold:"+id)); err != nil {
 				return err
@@ -142,8 +161,22 @@ func run(dir, audit string) error {
 		if _, err := answer(id); err != nil {
 			return err
 		}
+		answered++
 	}
 	return nil
+}
+
+// waitForRecords waits until the audit trail at path holds n records of
+// tools/call, for a minute at most: a deadline for a hung program, not a
+// timing.
+func waitForRecords(path string, n int) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		if bytes.Count(b, []byte(`"method":"tools/call"`)) >= n {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %d records of tools/call not written within a minute", path, n)
 }
 
 // measure writes to dir the counters of what do does alone.
