@@ -16,18 +16,21 @@ import (
 type procMeter struct{ pid int }
 
 // procUse is what a process (and, apart, its children) spent.
-// client is the CPU time of the benchmark's own threads, the client's.
+// client is the CPU time of the benchmark's own threads, the client's;
+// wait the time the process's threads were ready but waited for a CPU
+// (useOf only: the machine's load).
 type procUse struct {
 	cpu, childCPU, client time.Duration
 	slices, childSlices   int64
+	wait                  time.Duration
 }
 
 func (u procUse) sub(v procUse) procUse {
-	return procUse{u.cpu - v.cpu, u.childCPU - v.childCPU, u.client - v.client, u.slices - v.slices, u.childSlices - v.childSlices}
+	return procUse{u.cpu - v.cpu, u.childCPU - v.childCPU, u.client - v.client, u.slices - v.slices, u.childSlices - v.childSlices, u.wait - v.wait}
 }
 
 func (u procUse) add(v procUse) procUse {
-	return procUse{u.cpu + v.cpu, u.childCPU + v.childCPU, u.client + v.client, u.slices + v.slices, u.childSlices + v.childSlices}
+	return procUse{u.cpu + v.cpu, u.childCPU + v.childCPU, u.client + v.client, u.slices + v.slices, u.childSlices + v.childSlices, u.wait + v.wait}
 }
 
 // clientCPU is the CPU time of this process's threads, the benchmark's
@@ -59,13 +62,15 @@ func (m procMeter) read() procUse {
 }
 
 // useOf is what the threads of the processes pids spent (their
-// children's not counted), as read does.
+// children's not counted), as read does, and how long they waited for a
+// CPU.
 func useOf(pids ...int) procUse {
 	var u procUse
 	for _, pid := range pids {
-		cpu, slices, _ := threadsUse(pid)
-		u.cpu += cpu
-		u.slices += slices
+		t, _ := procuse.Threads(pid)
+		u.cpu += t.CPU
+		u.slices += t.Slices
+		u.wait += t.Wait
 	}
 	return u
 }

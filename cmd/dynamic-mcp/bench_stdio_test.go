@@ -38,6 +38,13 @@ import (
 //	bridge-cs/call                      shared: the bridge, which passed the
 //	                                    client's stdin and stdout to the hub
 //	                                    and should not take part (0)
+//	hub-cpuwait-µs/call,                the time those processes' threads were
+//	direct-cpuwait-µs/call              ready to run but waited for a CPU
+//	                                    (the kernel's run queue): the
+//	                                    machine's load, not the hub's wait.
+//	                                    A p99 of tens of ms with as much
+//	                                    wait as that is the load's; without
+//	                                    it, a stall of the hub's
 //
 // The audit trail is off: both paths only carry the call.
 func BenchmarkStdioOverhead(b *testing.B) {
@@ -124,6 +131,7 @@ func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
 	for i, who := range []string{"direct", "hub"} {
 		b.ReportMetric(micros(spent[i].cpu)/float64(b.N), who+"-cpu-µs/call")
 		b.ReportMetric(float64(spent[i].slices)/float64(b.N), who+"-cs/call")
+		b.ReportMetric(micros(spent[i].wait)/float64(b.N), who+"-cpuwait-µs/call")
 	}
 	if hub.bridge != 0 {
 		b.ReportMetric(float64(bridge.slices)/float64(b.N), "bridge-cs/call")

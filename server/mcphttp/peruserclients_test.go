@@ -25,6 +25,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/server/internal/upstreamtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -37,18 +38,36 @@ import (
 // its own (no call in flight).
 type ownConnUpstream struct {
 	mu      sync.Mutex
-	streams map[string]chan string // each connection's GET stream, by its Authorization
-	conns   map[string]string      // each user's connection's Authorization, by whoami's argument
-	answers map[string]string      // the hub's answers to this server's requests, by id
-	asked   int                    // the requests its ask tool sent
-	asking  int                    // its ask tool's calls in flight
-	answer1 chan struct{}          // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
+	streams upstreamtest.Streams // each connection's GET stream, by its Authorization
+	conns   map[string]string    // each user's connection's Authorization, by whoami's argument
+	answers map[string]string    // the hub's answers to this server's requests, by id
+	asked   int                  // the requests its ask tool sent
+	asking  int                  // its ask tool's calls in flight
+	answer1 chan struct{}        // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
 	// askAtStart: a connection whose GET stream opens is sent
 	// roots/list on it (a server that asks its client's roots as the
 	// client connects), and whoami answers on it once the hub has
 	// answered that; started holds those answers, by connection.
 	askAtStart bool
 	started    map[string]string
+}
+
+// streamOpened is the upstream's Streams.Opened: it wakes whoever waits
+// for the stream, and asks its roots as it opens where askAtStart says.
+func (u *ownConnUpstream) streamOpened(r *http.Request, conn string) {
+	u.mu.Lock()
+	u.bump()
+	askAtStart := u.askAtStart && u.started[conn] == ""
+	u.mu.Unlock()
+	if askAtStart {
+		go func() { // ends with the request: askRoots gives up with its ctx
+			got := u.askRoots(r.Context(), conn, "start", 1)
+			u.mu.Lock()
+			u.started[conn] = cmp.Or(got, "no answer")
+			u.bump()
+			u.mu.Unlock()
+		}()
+	}
 }
 
 // bump wakes whoever waits for an answer or an ask call; u.mu is held.
@@ -61,33 +80,8 @@ func (u *ownConnUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn := r.Header.Get("Authorization")
 	switch r.Method {
 	case http.MethodGet:
-		out := make(chan string, 16)
-		u.mu.Lock()
-		u.streams[conn] = out
-		u.bump()
-		askAtStart := u.askAtStart && u.started[conn] == ""
-		u.mu.Unlock()
-		if askAtStart {
-			go func() { // ends with the request: askRoots gives up with its ctx
-				got := u.askRoots(r.Context(), conn, "start", 1)
-				u.mu.Lock()
-				u.started[conn] = cmp.Or(got, "no answer")
-				u.bump()
-				u.mu.Unlock()
-			}()
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		for {
-			select {
-			case msg := <-out:
-				fmt.Fprintf(w, "data: %s\n\n", msg)
-				w.(http.Flusher).Flush()
-			case <-r.Context().Done():
-				return
-			}
-		}
+		u.streams.Serve(w, r, conn) // opened: streamOpened
+		return
 	case http.MethodPost:
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -162,8 +156,8 @@ func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, tog
 		u.asking--
 		u.mu.Unlock()
 	}()
-	var out chan string
-	if !u.await(ctx, func() bool { out = u.streams[conn]; return u.asking >= together && out != nil }) {
+	var out chan<- string
+	if !u.await(ctx, func() bool { out = u.streams.Of(conn); return u.asking >= together && out != nil }) {
 		return ""
 	}
 	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
@@ -201,11 +195,11 @@ func (u *ownConnUpstream) await(ctx context.Context, cond func() bool) bool {
 // send writes msg on the GET stream of user's own connection.
 func (u *ownConnUpstream) send(t *testing.T, user, msg string) {
 	t.Helper()
-	var out chan string
+	var out chan<- string
 	waitFor(t, 10*time.Second, "the GET stream of "+user+"'s connection", func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
-		out = u.streams[u.conns[user]]
+		out = u.streams.Of(u.conns[user])
 		return u.conns[user] != "" && out != nil
 	})
 	out <- msg
@@ -317,7 +311,8 @@ func openUser(t *testing.T, url, token, who, root string) *sdkUser {
 // the hub with their bearer tokens (userToken).
 func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(make([]byte, vault.KeySize)))
-	up = &ownConnUpstream{streams: map[string]chan string{}, conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{}), started: map[string]string{}}
+	up = &ownConnUpstream{conns: map[string]string{}, answers: map[string]string{}, answer1: make(chan struct{}), started: map[string]string{}}
+	up.streams.Opened = up.streamOpened
 	a := authtest.NewServer(t)
 	a.KeepTokens = true
 	a.Resource = up

@@ -13,6 +13,10 @@ import (
 // user), on which a test writes what the server sends on its own, with no
 // call in flight. The zero value is ready.
 type Streams struct {
+	// Opened, if not nil, is called as each GET stream opens, once its
+	// messages can be sent (Of), before its first event: r is the GET.
+	Opened func(r *http.Request, key string)
+
 	mu sync.Mutex
 	m  map[string]chan string
 }
@@ -28,6 +32,9 @@ func (s *Streams) Serve(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	s.m[key] = out
 	s.mu.Unlock()
+	if s.Opened != nil {
+		s.Opened(r, key)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
