@@ -246,6 +246,14 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 		return h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Starting })
 	}
 	switch req.msg.Method {
+	case "initialize":
+		if v.Reading {
+			// The tools the upstreams listed last are read before the
+			// handshake is answered, so that a client that lists once,
+			// right after it (Codex), is answered from them at once.
+			h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Reading })
+		}
+		return nil, errProtocol
 	case "tools/list":
 		if v.Mode == config.ModeFlat && v.Unknown && req.field("cursor") == nil {
 			// Servers whose tools are known from their last run need not

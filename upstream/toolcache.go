@@ -199,38 +199,59 @@ func (s *Server) LastTools() (tools []Item, ok bool) {
 	return s.last, true
 }
 
+// LastReading says s is starting and the tools of its last run are still
+// being read: a client's handshake waits for them (a flat hub's), so that
+// its first list, asked right after, is answered from them at once.
+func (s *Server) LastReading() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status.State == StateStarting && s.lastReading
+}
+
 // loadLast reads the tools of s's last run and, while s is still
-// starting, offers them (LastTools), then tells the hub. It runs beside
-// the first connection, so that a slow disk or store never delays it.
+// starting, offers them (LastTools), then tells the hub, found or not
+// (LastReading). It runs beside the first connection, so that a slow disk
+// or store never delays it.
 func (s *Server) loadLast() {
 	if s.mgr.lists == nil {
 		return
 	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
+	tools, found := s.readLast()
+	s.mu.Lock()
+	s.lastReading = false
+	if found && s.status.State == StateStarting && !s.closing {
+		s.last, s.lastKnown = tools, true
+	} else {
+		found = false
+	}
+	s.mu.Unlock()
+	if found {
+		s.logger.Debug("listing the tools of the last run while the server starts", "tools", len(tools))
+	}
+	s.changed()
+}
+
+// readLast is the tools of s's last run the pins let through; found is
+// false when there are none or they could not be read. Its caller holds
+// cacheMu.
+func (s *Server) readLast() (tools []Item, found bool) {
 	tools, sum, found, err := s.mgr.lists.load(s.Config)
 	if err != nil {
 		s.logger.Warn("tools of the last run not read; a list waits for the server", "err", err)
-		return
+		return nil, false
 	}
 	s.cacheSum = sum
 	if !found {
-		return
+		return nil, false
 	}
 	tools, err = s.pinnedLast(tools)
 	if err != nil {
 		s.logger.Warn("tools of the last run not checked against the pins; a list waits for the server", "err", err)
-		return
+		return nil, false
 	}
-	s.mu.Lock()
-	if s.status.State != StateStarting || s.closing {
-		s.mu.Unlock()
-		return
-	}
-	s.last, s.lastKnown = tools, true
-	s.mu.Unlock()
-	s.logger.Debug("listing the tools of the last run while the server starts", "tools", len(tools))
-	s.changed()
+	return tools, true
 }
 
 // pinnedLast is tools less those the pins would withhold if the server
