@@ -211,7 +211,7 @@ func run(dir, audit string) error {
 
 // trailWriter is the audit trail's writer goroutine (audit.Trail's run)
 // as runtime.Stack shows it: its status (select, runnable, ...) and its
-// frames, the program's own (the runtime's are not shown).
+// frames.
 func trailWriter() (status, frames string, ok bool) {
 	buf := make([]byte, 1<<20)
 	for {
@@ -224,7 +224,12 @@ func trailWriter() (status, frames string, ok bool) {
 	}
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		head, frames, _ := strings.Cut(g, "\n")
-		if strings.HasPrefix(frames, "github.com/dynamic-mcp/dynamic-mcp/server/audit.(*Trail).run(") {
+		top := frames // its first frame of the program's (GOTRACEBACK=system shows the runtime's)
+		for strings.HasPrefix(top, "runtime.") {
+			_, top, _ = strings.Cut(top, "\n\t") // the frame's file and line
+			_, top, _ = strings.Cut(top, "\n")
+		}
+		if strings.HasPrefix(top, "github.com/dynamic-mcp/dynamic-mcp/server/audit.(*Trail).run(") {
 			status, _, _ = strings.Cut(head[strings.Index(head, "[")+1:], "]")
 			status, _, _ = strings.Cut(status, ",") // "select, 2 minutes"
 			return status, frames, true
