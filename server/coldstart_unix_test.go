@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -58,14 +57,7 @@ func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
 				// The open waits for the hub's, which reads the cache.
 				_ = os.WriteFile(files[0], rec, 0o600)
 			}
-			// A handshake that must not wait would, if it did, wait past
-			// the deadline of the client's read (2m): no answer is the
-			// failure, not a slow one.
-			wait := coldWait
-			if !tc.waits {
-				wait = 10 * time.Minute
-			}
-			yaml := coldYAML(dir, gate, wait)
+			yaml := coldYAML(dir, gate, coldWait)
 			h, mgr, _ := startHub(t, tc.config+strings.TrimPrefix(yaml, "mode: flat\n"), true)
 			c := servePipes(t, h, StdioOptions{})
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":%s}}`, tc.client))
@@ -78,6 +70,9 @@ func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
 					t.Errorf("the handshake was answered before the tools of the last run were read (reading %v, routes %v)", v.Reading, v.FlatRoutes)
 				}
 			} else {
+				if !h.snapshot().viewOf("#flat").Reading {
+					t.Errorf("the handshake of a client shown dynamic mode was answered only once the tools of the last run were read, or their server had failed")
+				}
 				go fill()
 			}
 			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
