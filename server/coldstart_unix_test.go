@@ -34,6 +34,7 @@ func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
 		{"flat", "mode: flat\n", `{"name":"t","version":"1"}`, "", true, "f__echo"},
 		{"auto claude-code", "mode: auto\n", `{"name":"claude-code","version":"2.1.332"}`, "#flat", true, "f__echo"},
 		{"rule codex flat", "mode: dynamic\nclients:\n  - {match: \"codex*\", mode: flat}\n", `{"name":"codex-mcp-client","title":"Codex","version":"0.169.0"}`, "#flat", true, "f__echo"},
+		{"rule codex flat profile", "mode: dynamic\nprofiles:\n  coding: {groups: [f], mode: flat}\nclients:\n  - {match: \"codex*\", profile: coding}\n", `{"name":"codex-mcp-client","title":"Codex","version":"0.169.0"}`, "coding", true, "f__echo"},
 		{"auto codex", "mode: auto\n", `{"name":"codex-mcp-client","title":"Codex","version":"0.169.0"}`, "", false, "get_dynamic_tools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
