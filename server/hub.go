@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -63,6 +64,10 @@ type Hub struct {
 	// not the hub's own; its serverInfo has the Version of when New ran.
 	protocol clients.Protocol
 
+	// started is when New ran: a flat client's handshake waits for the
+	// upstreams starting up to startup_wait from it (firstlist.go).
+	started time.Time
+
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
@@ -94,6 +99,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h := &Hub{
 		mgr:      mgr,
 		logger:   logger,
+		started:  time.Now(),
 		stop:     make(chan struct{}),
 		tasks:    tasks.New[*session](logger),
 		rates:    ratelimit.New(opts.Store),

@@ -247,22 +247,18 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	}
 	switch req.msg.Method {
 	case "initialize":
-		// The tools the upstreams listed last are read before the
-		// handshake is answered, so that a client that lists once, right
-		// after it (Codex), is answered from them at once. The view is
-		// the one the clientInfo it states picks (mode: auto, a clients:
-		// rule), which the session keeps only as it is answered.
-		key := req.sess.shownAs(req.snap.cfg, clients.InitializeClient(req.field("clientInfo"))).viewKey
-		if req.snap.viewOf(key).Reading {
-			h.awaitView(ctx, key, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Reading })
-		}
+		// A client shown flat mode is answered once its first
+		// tools/list could be (firstlist.go). The view is the one the
+		// clientInfo it states picks (mode: auto, a clients: rule),
+		// which the session keeps only as it is answered.
+		h.awaitHandshake(ctx, req, req.sess.shownAs(req.snap.cfg, clients.InitializeClient(req.field("clientInfo"))).viewKey)
 		return nil, errProtocol
 	case "tools/list":
 		if v.Mode == config.ModeFlat && v.Unknown && req.field("cursor") == nil {
 			// Servers whose tools are known from their last run need not
 			// be waited for: their tools are listed now, and the clients
 			// told of any change once they are ready (server/listen).
-			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Unknown })
+			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.sess.firstListWait(req.snap.cfg), toolsKnown)
 		}
 		req.sess.lists.Saw(listen.Tools, v.ToolsHash)
 		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.ToolsList), nil

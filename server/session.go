@@ -39,6 +39,10 @@ type session struct {
 	// shown is what the session is shown under the config it was last
 	// asked about, for its client as it named itself then (see shownIn).
 	shown atomic.Pointer[shown]
+	// startupBy is when the wait of its handshake for the upstreams
+	// starting ended, or was to end (UnixNano; 0: it did not wait): its
+	// flat lists wait no longer (see firstListWait).
+	startupBy atomic.Int64
 
 	mu              sync.Mutex // guards the fields below
 	clientInfo      mcp.Implementation

@@ -113,7 +113,6 @@ type Server struct {
 	isoRetry     time.Time           // no owner's connection is dialled before, while isoFail
 	last         []Item              // the tools of the last run, offered while starting (toolcache.go)
 	lastKnown    bool                // last was read: a list need not wait for the server
-	lastReading  bool                // last is to be read or being read (loadLast has not ended)
 
 	cacheMu  sync.Mutex // orders the reads and writes of the server's cached tools; guards cacheSum
 	cacheSum [32]byte   // hash of the record cached now
@@ -149,7 +148,6 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		shared:      !cfg.PerUser() && cfg.Isolation != config.IsolationPerSession,
 		// Read once it starts (loadLast): a view built before that
 		// knows it will be.
-		lastReading: m.lists != nil && cfg.Startable(),
 	}
 	switch {
 	case cfg.Disabled:

@@ -199,19 +199,11 @@ func (s *Server) LastTools() (tools []Item, ok bool) {
 	return s.last, true
 }
 
-// LastReading says s is starting and the tools of its last run are still
-// being read: a client's handshake waits for them (a flat hub's), so that
-// its first list, asked right after, is answered from them at once.
-func (s *Server) LastReading() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status.State == StateStarting && s.lastReading
-}
-
 // loadLast reads the tools of s's last run and, while s is still
-// starting, offers them (LastTools), then tells the hub, found or not
-// (LastReading). It runs beside the first connection, so that a slow disk
-// or store never delays it.
+// starting, offers them (LastTools), then tells the hub. Till then a
+// flat view counts s's tools unknown: a flat client's handshake waits for
+// them. It runs beside the first connection, so that a slow disk or store
+// never delays it.
 func (s *Server) loadLast() {
 	if s.mgr.lists == nil {
 		return
@@ -220,7 +212,6 @@ func (s *Server) loadLast() {
 	defer s.cacheMu.Unlock()
 	tools, found := s.readLast()
 	s.mu.Lock()
-	s.lastReading = false
 	if found && s.status.State == StateStarting && !s.closing {
 		s.last, s.lastKnown = tools, true
 	} else {

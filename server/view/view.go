@@ -96,9 +96,6 @@ type View struct {
 	// Unknown says some enabled server is still starting and its tools
 	// are not known from its last run either (a flat view lists those).
 	Unknown bool
-	// Reading says some enabled server is still starting and the tools
-	// of its last run are still being read (flat views only).
-	Reading bool
 
 	// hashes of the whole lists, to tell whether a client's view changed.
 	ToolsHash, PromptsHash, ResourcesHash uint64
@@ -302,9 +299,6 @@ func (v *View) listsOf(s *upstream.Server) (lists upstream.Lists, cached bool) {
 	if v.Mode == config.ModeFlat {
 		if tools, ok := s.LastTools(); ok {
 			return upstream.Lists{Tools: tools}, true
-		}
-		if s.LastReading() {
-			v.Reading = true
 		}
 	}
 	v.Unknown = true
