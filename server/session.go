@@ -237,6 +237,15 @@ func (s *session) shownIn(cfg *config.Config) *shown {
 	if p := s.shown.Load(); p != nil && p.cfg == cfg && p.name == info.Name && p.version == info.Version {
 		return p
 	}
+	p := s.shownAs(cfg, info)
+	s.shown.Store(p)
+	return p
+}
+
+// shownAs is what the session would be shown under cfg were its client
+// info: its handshake asks it of the clientInfo it states, before the
+// session keeps it.
+func (s *session) shownAs(cfg *config.Config, info mcp.Implementation) *shown {
 	p := &shown{cfg: cfg, name: info.Name, version: info.Version, profile: s.profile}
 	// A client's name picks its view only where the connection is the
 	// client's alone: over HTTP the URL does (see profileName).
@@ -249,7 +258,6 @@ func (s *session) shownIn(cfg *config.Config) *shown {
 	}
 	p.maxResult = cfg.MaxResultFor(info.Name, p.profile)
 	p.renames = clients.Renames(cfg, info.Name)
-	s.shown.Store(p)
 	return p
 }
 
