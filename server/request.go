@@ -29,7 +29,7 @@ import (
 )
 
 // This file is a request's path through the hub itself, in the order it
-// takes: Session.Request hands it to serve, which builds the request
+// takes: Session.Request (or Hub.Answer) hands it to serve, which builds the request
 // value and runs the request stages (chain.go); their end is the
 // request's Handle, which dispatches it by method, and the view routes a
 // tool, prompt or resource to its upstream (forward, chain.go).
@@ -39,7 +39,7 @@ import (
 // The ctx beside it carries its cancellation and deadline and the spans of
 // the observers that trace it. Its calls upstream are made for sess (the
 // owner of upstream's Request), which picks a per-session connection and
-// routes what an upstream sends during the call back to this session.
+// routes what an upstream sends during the call back to this client.
 type request struct {
 	hub  *Hub
 	sess client

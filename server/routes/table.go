@@ -153,7 +153,7 @@ func (t *Table[S]) Add(sess S) error {
 	return nil
 }
 
-// AddUnlisted registers sess, the session of one request a face answers
+// AddUnlisted registers sess, the client of one request a face answers
 // without a session of the client's (a 2026-07-28 request that came
 // without Mcp-Session-Id), for Of alone until Remove: what comes back
 // for its call (progress, an upstream's request to the client, its
