@@ -59,6 +59,16 @@ var errNoMetadata = errors.New("no authorization server metadata of the issuer")
 // section 4.3): one naming another issuer is skipped, and if none is
 // left the error says which URL named which issuer. A URL that cannot be
 // reached at all ends the search: the others are on the same host.
+//
+// Not go-sdk's auth.GetAuthServerMetadata (oauthex.GetAuthServerMeta at
+// each URL; v1.8.0), which tries these URLs in this order but refuses
+// metadata without code_challenge_methods_supported (Entra ID's; the hub
+// asks no code), gives up at the first answer that is not a 4xx (a 500),
+// wants Content-Type application/json, refuses an issuer at a private
+// address named by IP (the company's own) before asking, and takes an
+// issuer that differs by a trailing slash, where the tokens' iss must be
+// the configured issuer exactly; its errors do not say which URL named
+// which issuer. TestMetadataOauthexStillDiffers fails once it takes one.
 func fetchMetadata(ctx context.Context, client *http.Client, issuer string) (*metadata, string, error) {
 	urls, err := metadataURLs(issuer)
 	if err != nil {
