@@ -42,24 +42,35 @@ func benchHTTPSessionlessCall(b *testing.B) {
 	var id int
 	for b.Loop() {
 		id++
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},`+
-			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "f__echo")
-		resp, err := hc.Do(req)
+		resp, out, err := sessionlessEcho(hc, ts.URL, id)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `"x"`) || resp.Header.Get("Content-Type") != "application/json" {
 			b.Fatalf("sessionless tools/call: %d %s", resp.StatusCode, out)
 		}
 	}
+}
+
+// sessionlessEcho POSTs to the face at url a 2026-07-28 tools/call of
+// f__echo with id and no session, and returns its response (its body
+// read and closed) and body.
+func sessionlessEcho(hc *http.Client, url string, id int) (*http.Response, []byte, error) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "f__echo")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, out, nil
 }
 
 func benchHTTPToolCall(b *testing.B, obs traffic.Observer, inflight int) {
