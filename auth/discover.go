@@ -121,6 +121,34 @@ func (c issuerCheck) check(issuer, named string) error {
 
 func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
+// MetadataURLs are where issuer's metadata may be, in the order the MCP
+// authorization spec (2025-11-25, "Authorization Server Metadata
+// Discovery") tries them. For an issuer with a path
+// (https://as.example/tenant1): RFC 8414's well-known URI inserted before
+// the path (/.well-known/oauth-authorization-server/tenant1), OpenID
+// Connect discovery's inserted likewise
+// (/.well-known/openid-configuration/tenant1), and OpenID Connect
+// discovery's appended to the path (/tenant1/.well-known/openid-configuration).
+// Without a path: /.well-known/oauth-authorization-server, then
+// /.well-known/openid-configuration. A terminating "/" of the path is
+// removed first (RFC 8414 section 3.1), so https://as.example/ has no path.
+func MetadataURLs(issuer string) ([]string, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("http.auth.issuer %q is not an absolute URL", issuer)
+	}
+	base := u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if path == "" {
+		return []string{base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"}, nil
+	}
+	return []string{
+		base + "/.well-known/oauth-authorization-server" + path,
+		base + "/.well-known/openid-configuration" + path,
+		base + path + "/.well-known/openid-configuration",
+	}, nil
+}
+
 // findServerMetadata reads the metadata issuer publishes: RFC 8414 with
 // the path inserted, OpenID Connect with the path inserted, OpenID Connect
 // with the path appended; nil when none answers for that issuer.
@@ -134,14 +162,9 @@ func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings
 // Entra ID leaves out and takes S256 all the same (RFC 8414 makes it
 // optional; MCP 2025-11-25 says to refuse); and reads it as getJSON says.
 func findServerMetadata(ctx context.Context, client *http.Client, issuer string) *serverMetadata {
-	u, err := url.Parse(issuer)
+	candidates, err := MetadataURLs(issuer)
 	if err != nil {
 		return nil
-	}
-	base, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
-	candidates := []string{base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path}
-	if path != "" {
-		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
 	}
 	for _, c := range candidates {
 		var md serverMetadata

@@ -36,6 +36,7 @@ type client interface {
 	ProtocolVersion() string
 	stated(st era.Statement)
 	shownIn(cfg *config.Config) *shown
+	shownAs(cfg *config.Config, info mcp.Implementation) *shown
 	profileIn(cfg *config.Config) string
 	profileName(cfg *config.Config) string
 	info(cfg *config.Config) routes.SessionInfo
@@ -305,6 +306,15 @@ func (s *clientState) shownIn(cfg *config.Config) *shown {
 	if p := s.shown.Load(); p != nil && p.cfg == cfg && p.name == info.Name && p.version == info.Version {
 		return p
 	}
+	p := s.shownAs(cfg, info)
+	s.shown.Store(p)
+	return p
+}
+
+// shownAs is what the session would be shown under cfg were its client
+// info: its handshake asks it of the clientInfo it states, before the
+// session keeps it.
+func (s *clientState) shownAs(cfg *config.Config, info mcp.Implementation) *shown {
 	p := &shown{cfg: cfg, name: info.Name, version: info.Version, profile: s.profile}
 	// A client's name picks its view only where the connection is the
 	// client's alone: over HTTP the URL does (see profileName).
@@ -317,7 +327,6 @@ func (s *clientState) shownIn(cfg *config.Config) *shown {
 	}
 	p.maxResult = cfg.MaxResultFor(info.Name, p.profile)
 	p.renames = clients.Renames(cfg, info.Name)
-	s.shown.Store(p)
 	return p
 }
 

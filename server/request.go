@@ -252,11 +252,14 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 	}
 	switch req.msg.Method {
 	case "initialize":
-		if v.Reading {
-			// The tools the upstreams listed last are read before the
-			// handshake is answered, so that a client that lists once,
-			// right after it (Codex), is answered from them at once.
-			h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Reading })
+		// The tools the upstreams listed last are read before the
+		// handshake is answered, so that a client that lists once, right
+		// after it (Codex), is answered from them at once. The view is
+		// the one the clientInfo it states picks (mode: auto, a clients:
+		// rule), which the session keeps only as it is answered.
+		key := req.sess.shownAs(req.snap.cfg, clients.InitializeClient(req.field("clientInfo"))).viewKey
+		if req.snap.viewOf(key).Reading {
+			h.awaitView(ctx, key, req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Reading })
 		}
 		return nil, errProtocol
 	case "tools/list":
