@@ -23,6 +23,7 @@ type Draft struct {
 		once   sync.Once
 		sch    *Schema
 		vocabs map[string]*Schema
+		failed any // what the compile panicked with, if it did
 	}
 }
 
@@ -140,17 +141,28 @@ var (
 // most tools (0.5 MB allocated, 70 KB kept); here each draft is compiled
 // on its own, when first needed (dynamic-mcp's change, see README.md).
 // Compiling a meta-schema never needs it (the compiler does not check
-// json-schema.org's documents), so load does not call itself.
+// json-schema.org's documents), so load does not call itself. A compile
+// that panicked panics again at every load (as the library's init did not
+// let a process run without them), never leaving a draft half compiled.
 func (d *Draft) load() (sch *Schema, vocabs map[string]*Schema) {
 	d.metas.once.Do(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				d.metas.failed = p
+			}
+		}()
 		c := NewCompiler()
 		c.AssertFormat()
-		d.metas.sch = c.MustCompile(d.url)
-		d.metas.vocabs = make(map[string]*Schema, len(d.allVocabs))
+		sch := c.MustCompile(d.url)
+		vocabs := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.metas.vocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			vocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
+		d.metas.sch, d.metas.vocabs = sch, vocabs
 	})
+	if p := d.metas.failed; p != nil {
+		panic(p)
+	}
 	return d.metas.sch, d.metas.vocabs
 }
 

@@ -68,3 +68,27 @@ func TestMetaSchemasCompiledDraftByDraft(t *testing.T) {
 		}
 	}
 }
+
+// A draft whose meta-schemas fail to compile panics at every load, never
+// serving a half-compiled draft (a sync.Once counts a panic as done).
+func TestDraftThatFailedToCompilePanicsAgain(t *testing.T) {
+	d := &Draft{
+		version:       Draft2020.version,
+		url:           Draft2020.url,
+		id:            Draft2020.id,
+		subschemas:    Draft2020.subschemas,
+		vocabPrefix:   Draft2020.vocabPrefix,
+		allVocabs:     map[string]*Schema{"nope": nil},
+		defaultVocabs: Draft2020.defaultVocabs,
+	}
+	for i := range 2 {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("load %d of a draft with an unknown vocabulary did not panic", i+1)
+				}
+			}()
+			d.load()
+		}()
+	}
+}
