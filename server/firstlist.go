@@ -35,7 +35,7 @@ func (h *Hub) awaitHandshake(ctx context.Context, req *request, key string) {
 	if wait <= 0 {
 		return
 	}
-	req.sess.startupBy.Store(by.UnixNano())
+	req.sess.handshakeWaits(by)
 	h.awaitView(ctx, key, wait, toolsKnown)
 }
 
@@ -44,9 +44,13 @@ func (h *Hub) awaitHandshake(ctx context.Context, req *request, key string) {
 // waited for them (awaitHandshake), no longer than that wait's end, so
 // that the two together never wait longer than a client's first list
 // alone would.
-func (s *session) firstListWait(cfg *config.Config) time.Duration {
+func (s *clientState) firstListWait(cfg *config.Config) time.Duration {
 	if by := s.startupBy.Load(); by != 0 {
 		return time.Until(time.Unix(0, by))
 	}
 	return cfg.Settings.StartupWait
 }
+
+// handshakeWaits notes that the client's handshake waits for the
+// upstreams starting until by (see firstListWait).
+func (s *clientState) handshakeWaits(by time.Time) { s.startupBy.Store(by.UnixNano()) }
