@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -430,6 +431,9 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 			added = append(added, key)
 		}
 	}
+	if len(added) == 0 {
+		return added, skipped, "", nil // nothing changed: no write, no backup
+	}
 	var b strings.Builder
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -437,6 +441,12 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 		return nil, nil, "", err
 	}
 	out := []byte(b.String())
+	if bytes.Equal(out, old) {
+		return added, skipped, "", nil
+	}
+	if err := atomicfile.Writable(path); err != nil {
+		return nil, nil, "", err
+	}
 	if backup, err = replaceFile(path, old, out); err != nil {
 		return nil, nil, "", err
 	}

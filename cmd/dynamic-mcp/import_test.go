@@ -433,3 +433,28 @@ func TestImportSaysWhatToDo(t *testing.T) {
 		t.Errorf("import of one literal secret: %v\n%s", err, errOut)
 	}
 }
+
+// An import that adds nothing (every group there already) writes nothing:
+// no backup of the unchanged config, no "the file as it was".
+func TestImportOfNothingNewWritesNothing(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"one":{"command":"node","args":["x.js"]}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	if out, errOut, err := runBinary(t, home, "import", src, "-o", cfg); err != nil {
+		t.Fatalf("first import: %v\n%s%s", err, out, errOut)
+	}
+	before, _ := os.ReadFile(cfg)
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || !strings.Contains(out, "0 servers imported") || strings.Contains(out, "the file as it was") {
+		t.Errorf("second import: %v\n%s%s", err, out, errOut)
+	}
+	backups, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "backups"))
+	if len(backups) != 0 {
+		t.Errorf("backups of an unchanged config: %d", len(backups))
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("config changed:\n%s", after)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -162,12 +163,15 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}
-	bin, err := os.Executable()
+	bin, err := installExecutable()
 	if err != nil {
 		return err
 	}
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
+	}
+	if goRunBuild(bin) {
+		return fmt.Errorf("this binary (%s) is go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install %s", bin, strings.Join(args, " "))
 	}
 	target := p.file
 	if !dryRun {
@@ -223,6 +227,11 @@ func installCmd(args []string, stdout io.Writer) error {
 	// there is one that puts the user's servers back (see untouched).
 	rec := &installRecord{Client: client.Name, Path: target, Scope: p.scope, Existed: existed, Written: sha(out), Servers: string(orig),
 		Pending: true, Before: sha(old)}
+	// A read-only file is refused before the backup and record, which
+	// would be left pending.
+	if err := atomicfile.Writable(target); err != nil {
+		return err
+	}
 	if err := installStep(stepBackup); err != nil {
 		return err
 	}
@@ -254,7 +263,9 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err := installStep(stepConfig); err != nil {
 		return err
 	}
-	if err := writeFile(target, out); err != nil {
+	if err := writeFile(target, out); errors.Is(err, atomicfile.ErrNotWritable) {
+		return fmt.Errorf("%w; it was left as it is", err)
+	} else if err != nil {
 		return fmt.Errorf("%s: %w; it was left as it is (install or uninstall again to clear the pending record)", target, err)
 	}
 	if settings != nil {
@@ -295,6 +306,18 @@ func installCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "  "+u.warning())
 	}
 	return nil
+}
+
+// installExecutable is the binary install writes into the client's
+// config (a test gives another).
+var installExecutable = os.Executable
+
+// goRunBuild reports whether bin is a binary go run built: it lives in
+// .../go-build*/.../exe/, and go removes it when the command exits, so a
+// client config naming it would start nothing.
+func goRunBuild(bin string) bool {
+	dir := filepath.ToSlash(filepath.Dir(bin))
+	return path.Base(dir) == "exe" && strings.Contains(dir, "/go-build")
 }
 
 // installName is the name of the one server install leaves.

@@ -147,3 +147,48 @@ func TestInstallsAtOnceTakeTurns(t *testing.T) {
 		t.Fatalf("after %d installs at once and an uninstall the file is:\n%s\nwant:\n%s", n, now, before)
 	}
 }
+
+// `go run ./cmd/dynamic-mcp install` is refused: the binary it would write
+// into the client's config is go run's temporary build, gone when it exits.
+func TestInstallRefusesGoRunBuild(t *testing.T) {
+	path, before, cfg := installedHome(t)
+	tmp := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "dynamic-mcp")
+	installExecutable = func() (string, error) { return tmp, nil }
+	t.Cleanup(func() { installExecutable = os.Executable })
+	_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
+	if err == nil || !strings.Contains(errOut, "go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install cursor") {
+		t.Errorf("install from go run: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Errorf("config changed:\n%s", now)
+	}
+}
+
+// A read-only client config (chmod 444) or hub config is refused by what
+// to do, before any backup or record: nothing pending is left, and no
+// "install again" hint.
+func TestInstallAndImportRefuseReadOnlyFile(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, before, cfg := fixtureHome(t, home)
+	os.Chmod(path, 0o444)
+	_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--force")
+	if err == nil || !strings.Contains(errOut, path+" is read-only (mode 0444); make it writable (chmod u+w) to let dynamic-mcp change it") ||
+		strings.Contains(errOut, "install again") {
+		t.Errorf("install into a read-only config: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Errorf("config changed:\n%s", now)
+	}
+	if records, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "installs")); len(records) != 0 {
+		t.Errorf("%d install records left", len(records))
+	}
+	os.Chmod(cfg, 0o444)
+	_, errOut, err = runBinary(t, home, "import", path, "-o", cfg)
+	if err == nil || !strings.Contains(errOut, cfg+" is read-only (mode 0444)") {
+		t.Errorf("import into a read-only config: %v\n%s", err, errOut)
+	}
+	if backups, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "backups")); len(backups) != 0 {
+		t.Errorf("%d backups left", len(backups))
+	}
+}
