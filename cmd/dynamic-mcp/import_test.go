@@ -165,7 +165,7 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			if now, _ := os.ReadFile(path); string(now) != string(before) {
 				t.Fatal("--dry-run wrote the file")
 			}
-			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg, "--force"); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			after, _ := os.ReadFile(path)
@@ -203,7 +203,7 @@ func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
 			path, _ := placeFixture(t, home, client)
 			cfg := filepath.Join(home, "hub.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
-			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg, "--force"); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			now, _ := os.ReadFile(path)

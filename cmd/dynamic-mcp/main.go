@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":
-		return installCmd(args[1:], stdout)
+		return installCmd(args[1:], stdout, stderr)
 	case "uninstall":
 		return uninstallCmd(args[1:], stdout)
 	case "policy":
