@@ -368,6 +368,12 @@ func groupNode(s clients.Server) *yaml.Node {
 			add("headers", dict(s.Headers))
 		}
 	}
+	if len(s.Deny) > 0 {
+		add("deny", list(s.Deny))
+	}
+	if len(s.Allow) > 0 {
+		add("allow", list(s.Allow))
+	}
 	if s.Disabled {
 		add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}

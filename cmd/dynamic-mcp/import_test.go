@@ -458,3 +458,26 @@ func TestImportOfNothingNewWritesNothing(t *testing.T) {
 		t.Errorf("config changed:\n%s", after)
 	}
 }
+
+// Gemini CLI's excludeTools stay excluded: the group's deny: of their
+// exact names (includeTools its allow:), which the hub loads; a key
+// import leaves out is a note naming server, key and what to do.
+func TestImportKeepsExcludedToolsAndNotesDroppedKeys(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "settings.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"sh":{"command":"node","args":["x.js"],"excludeTools":["run_shell_command"],"includeTools":["read_file","run_shell_command"],"envFile":".env"}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || !strings.Contains(errOut, "note: server sh: envFile not imported: dynamic-mcp reads no env file; copy its variables into env:") {
+		t.Errorf("import: %v\n%s%s", err, out, errOut)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), `deny: ["^run_shell_command$"]`) || !strings.Contains(string(b), `allow: ["^read_file$", "^run_shell_command$"]`) {
+		t.Errorf("config:\n%s", b)
+	}
+	loaded, err := configs.Load(cfg)
+	if err != nil || len(loaded.Groups) != 1 || !loaded.Groups[0].Tools.Hides("run_shell_command") || loaded.Groups[0].Tools.Hides("read_file") || !loaded.Groups[0].Tools.Hides("write_file") {
+		t.Errorf("loaded: %v", err)
+	}
+}
