@@ -96,7 +96,7 @@ Usage:
                                   evaluate policy fixtures without starting any upstream
   dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
-  dynamic-mcp install <client> [--project DIR [--force-project]] [-c FILE] [--dry-run]
+  dynamic-mcp install <client> [--project DIR [--force-project]] [-c FILE] [--dry-run] [--force]
                                   leave one dynamic-mcp entry in a client's config
   dynamic-mcp uninstall <client> [--project DIR [--force-project]]
                                   give the client its servers back
