@@ -149,3 +149,19 @@ func TestParseEntryNotesDroppedKeysAndKeepsToolLists(t *testing.T) {
 		t.Errorf("notes of carried keys: %q", notes)
 	}
 }
+
+// Codex's enabled_tools and disabled_tools are the group's allow: and
+// deny:; its other keys are noted.
+func TestCodexToolListsAndDroppedKeys(t *testing.T) {
+	servers, notes, err := tomlFormat{}.read([]byte("[mcp_servers.gh]\ncommand = \"srv\"\ndisabled_tools = [\"delete_repo\"]\nenabled_tools = [\"get_issue\"]\nbearer_token_env_var = \"GH\"\ntool_timeout_sec = 30\n"))
+	if err != nil || len(servers) != 1 {
+		t.Fatal(servers, err)
+	}
+	if strings.Join(servers[0].Deny, " ") != "^delete_repo$" || strings.Join(servers[0].Allow, " ") != "^get_issue$" {
+		t.Errorf("deny %q allow %q", servers[0].Deny, servers[0].Allow)
+	}
+	joined := strings.Join(notes, "\n")
+	if len(notes) != 2 || !strings.Contains(joined, "server gh: bearer_token_env_var not imported: write headers:") || !strings.Contains(joined, "server gh: tool_timeout_sec not imported: set the group's timeout:") {
+		t.Errorf("notes:\n%s", joined)
+	}
+}

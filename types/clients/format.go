@@ -183,7 +183,9 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 	s := Server{Name: name, Args: e.Args, Cwd: e.Cwd, Headers: e.Headers, Description: e.Description,
 		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled),
 		Deny:     exactNames(append(e.Exclude, e.Disabled2...)), Allow: exactNames(e.Include)}
-	notes := droppedKeys(name, raw)
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &keys)
+	notes := droppedKeys(name, sortedKeys(keys), jsonCarried)
 	s.Env = e.Env
 	if s.Env == nil {
 		s.Env = e.Environment
@@ -242,9 +244,9 @@ func exactNames(names []string) []string {
 	return out
 }
 
-// carried are the keys of a server entry import carries over (or that
+// jsonCarried are the keys of a server entry import carries over (or that
 // only say what the entry is: Zed's source).
-var carried = map[string]bool{
+var jsonCarried = map[string]bool{
 	"type": true, "command": true, "args": true, "env": true, "environment": true, "cwd": true,
 	"url": true, "httpUrl": true, "serverUrl": true, "headers": true, "disabled": true, "enabled": true,
 	"description": true, "excludeTools": true, "includeTools": true, "disabledTools": true, "source": true,
@@ -258,17 +260,17 @@ var keyAdvice = map[string]string{
 	"autoApprove": "the client ran these tools without asking; the hub asks no one unless a policy rule says prompt",
 	"trust":       "the client ran this server's tools without asking; the hub asks no one unless a policy rule says prompt",
 	"oauth":       "set the group's oauth: by hand (see docs/auth.md)",
+	// Codex
+	"startup_timeout_sec":  "set settings.connect_timeout (a duration such as 60s) by hand",
+	"tool_timeout_sec":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
+	"bearer_token_env_var": "write headers: { Authorization: \"Bearer ${VAR}\" } with the variable it names",
 }
 
-// droppedKeys notes each key of a server entry that import leaves out,
-// with what to do, in key order.
-func droppedKeys(name string, raw json.RawMessage) []string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
+// droppedKeys notes each of a server entry's keys (in order) that import
+// leaves out, those not carried, with what to do.
+func droppedKeys(name string, keys []string, carried map[string]bool) []string {
 	var notes []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range keys {
 		if carried[k] {
 			continue
 		}
