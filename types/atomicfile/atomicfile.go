@@ -34,12 +34,9 @@ const maxLinks = 40
 // directory the temporary file cannot be made in (a link into a
 // read-only store, as Nix's home-manager makes), by what to do.
 func Write(path string, data []byte, perm os.FileMode) error {
-	target, err := resolve(path)
+	target, err := writableTarget(path)
 	if err != nil {
 		return err
-	}
-	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o200 == 0 {
-		return readOnly(path, fi.Mode().Perm())
 	}
 	dir := filepath.Dir(target)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
@@ -80,8 +77,17 @@ func (e notWritable) Is(target error) bool {
 	return target == ErrNotWritable || target == fs.ErrPermission
 }
 
-func readOnly(path string, perm os.FileMode) error {
-	return notWritable{fmt.Sprintf("%s is read-only (mode %04o); make it writable (chmod u+w) to let dynamic-mcp change it", path, perm)}
+// writableTarget is the file Write of path replaces (see resolve),
+// refused when it has no owner write bit.
+func writableTarget(path string) (string, error) {
+	target, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o200 == 0 {
+		return "", notWritable{fmt.Sprintf("%s is read-only (mode %04o); make it writable (chmod u+w) to let dynamic-mcp change it", path, fi.Mode().Perm())}
+	}
+	return target, nil
 }
 
 // dirError names a directory the temporary file could not be made in:
@@ -98,12 +104,9 @@ func dirError(path, dir string, err error) error {
 // there yet is left to its maker). A command checks it before the backups
 // and records it makes ahead of the write.
 func Writable(path string) error {
-	target, err := resolve(path)
+	target, err := writableTarget(path)
 	if err != nil {
 		return err
-	}
-	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o200 == 0 {
-		return readOnly(path, fi.Mode().Perm())
 	}
 	dir := filepath.Dir(target)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
