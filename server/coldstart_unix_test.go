@@ -19,6 +19,7 @@ import (
 // once, while the upstream is still starting. The cache here is a FIFO
 // that the test fills only once the client has asked for the handshake.
 func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
+	t.Parallel()
 	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
 	warmUp(t, dir, gate, false)
 	files, _ := filepath.Glob(filepath.Join(dir, "tools", "*.json"))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"regexp"
@@ -28,7 +29,6 @@ func inProcessOfItsOwn(t *testing.T) bool {
 	if os.Getenv(ownProcessEnv) != "" {
 		return true
 	}
-	t.Parallel()
 	args := []string{"-test.run=^" + t.Name() + "$", "-test.count=1", "-test.v"}
 	if d, ok := t.Deadline(); ok {
 		args = append(args, "-test.timeout="+time.Until(d).Round(time.Second).String())
@@ -36,14 +36,24 @@ func inProcessOfItsOwn(t *testing.T) bool {
 	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
 	// Not started as a fake upstream, as this binary's children are.
 	cmd.Env = append(os.Environ(), ownProcessEnv+"="+fakeBin, fakeupstream.EnvVar+"=")
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// Started before t.Parallel, so that it runs from the package's start,
+	// beside the serial tests and then the parallel ones, not from when a
+	// slot of -test.parallel came free: the one-processor attack took
+	// the last two minutes of the package alone at load 30.
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Parallel()
+	err := cmd.Wait()
 	// Each line marked as the child's, so that its === RUN and --- PASS
 	// lines are not taken for this binary's (go test -json).
-	t.Logf("%s in a process of its own:\n%s", t.Name(), regexp.MustCompile(`(?m)^`).ReplaceAll(out, []byte("child| ")))
+	t.Logf("%s in a process of its own:\n%s", t.Name(), regexp.MustCompile(`(?m)^`).ReplaceAll(out.Bytes(), []byte("child| ")))
 	if err != nil {
 		t.Fatalf("%s in a process of its own: %v", t.Name(), err)
 	}
-	if !strings.Contains(string(out), "--- PASS: "+t.Name()+" ") {
+	if !strings.Contains(out.String(), "--- PASS: "+t.Name()+" ") {
 		t.Fatalf("%s did not pass in a process of its own", t.Name())
 	}
 	return false
