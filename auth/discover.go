@@ -43,39 +43,15 @@ type serverMetadata struct {
 // provider known to name another (Atlassian, Entra) is let through only
 // when the config says which: iss.expected, logged each time.
 //
-// Why not go-sdk's oauthex (v1.8.0, the newest served): it tries the same
-// URLs in the same order (auth.GetAuthServerMetadata; the resource
-// metadata's likewise) and keeps our client (a transport that dials for
-// itself, and CheckRedirect, are used as given), but each difference
-// below is a sign-in that works today failing. TestOauthexStillDiffers
-// puts each to oauthex and to ours, and fails once oauthex takes one.
-//
-//   - GetAuthServerMeta refuses metadata that names another issuer, with
-//     no oauth.expected_issuer for the providers known to (Atlassian,
-//     Entra), and with its own message instead of ours naming that fix.
-//   - It refuses metadata without code_challenge_methods_supported, which
-//     Entra ID leaves out and takes S256 all the same (RFC 8414 makes it
-//     optional; MCP 2025-11-25 says to refuse).
-//   - GetAuthServerMetadata gives up at the first answer that is not a
-//     4xx (a 500, an HTML page), where we try the next URL and the next
-//     named server.
-//   - Its getJSON wants Content-Type application/json, and decodes into
-//     the whole RFC 8414 (or RFC 9728) struct, so that one member of an
-//     unexpected type (grant_types_supported: "authorization_code") loses
-//     the document; ours decodes the members it uses.
-//   - It refuses https URLs at private addresses named by IP (10/8,
-//     192.168/16 ...): an authorization server on the company network.
-//     SafeClient refuses link-local and metadata addresses after DNS
-//     instead.
-//   - GetProtectedResourceMetadata (RFC 9728) wants the metadata's
-//     resource to equal the URL asked for byte for byte, where we take
-//     one that differs by a trailing slash, the case of scheme and host
-//     or a default port, or names the server's origin or a path prefix
-//     of it (checkResource: another origin or path we refuse too), and
-//     it refuses the whole document when one authorization server is
-//     not https, where we drop that one (below).
-//
-// Client ID metadata documents: oauthex has the metadata's flag only.
+// Discovery and registration are ours, not go-sdk's oauthex (v1.8.0, the
+// newest on the module proxy on 29 Nov 2026). oauthex uses our client as
+// given (a transport that dials for itself, and CheckRedirect, are kept),
+// but each of its functions differs from ours in a way that fails a
+// sign-in that works today: the comment at each of ours says how.
+// TestOauthexStillDiffers puts each difference to both, and fails once
+// oauthex takes one. oauthex has no defaults of 2025-03-26 (the go-sdk
+// client's handler has them, for the origin alone), and of client ID
+// metadata documents only the metadata's flag.
 func discoverServer(ctx context.Context, client *http.Client, serverURL string, prm resourceMetadata, named bool, iss issuerCheck) (*serverMetadata, error) {
 	issuers := make([]string, 0, len(prm.AuthorizationServers))
 	for _, issuer := range prm.AuthorizationServers {
@@ -126,7 +102,9 @@ type issuerCheck struct {
 
 // check reports whether metadata looked up for issuer, naming named, may
 // be used: the same URL (a trailing slash aside), or the one expected,
-// with a warning.
+// with a warning. oauthex.GetAuthServerMeta compares alike, but has no
+// oauth.expected_issuer for the providers known to name another
+// (Atlassian, Entra), and its message does not name that fix.
 func (c issuerCheck) check(issuer, named string) error {
 	if sameIssuer(issuer, named) {
 		return nil
@@ -143,18 +121,50 @@ func (c issuerCheck) check(issuer, named string) error {
 
 func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
+// MetadataURLs are where issuer's metadata may be, in the order the MCP
+// authorization spec (2025-11-25, "Authorization Server Metadata
+// Discovery") tries them. For an issuer with a path
+// (https://as.example/tenant1): RFC 8414's well-known URI inserted before
+// the path (/.well-known/oauth-authorization-server/tenant1), OpenID
+// Connect discovery's inserted likewise
+// (/.well-known/openid-configuration/tenant1), and OpenID Connect
+// discovery's appended to the path (/tenant1/.well-known/openid-configuration).
+// Without a path: /.well-known/oauth-authorization-server, then
+// /.well-known/openid-configuration. A terminating "/" of the path is
+// removed first (RFC 8414 section 3.1), so https://as.example/ has no path.
+func MetadataURLs(issuer string) ([]string, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("http.auth.issuer %q is not an absolute URL", issuer)
+	}
+	base := u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if path == "" {
+		return []string{base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"}, nil
+	}
+	return []string{
+		base + "/.well-known/oauth-authorization-server" + path,
+		base + "/.well-known/openid-configuration" + path,
+		base + path + "/.well-known/openid-configuration",
+	}, nil
+}
+
 // findServerMetadata reads the metadata issuer publishes: RFC 8414 with
 // the path inserted, OpenID Connect with the path inserted, OpenID Connect
 // with the path appended; nil when none answers for that issuer.
+//
+// Not go-sdk's auth.GetAuthServerMetadata (oauthex.GetAuthServerMeta at
+// each URL), which tries these URLs in this order but: gives up at the
+// first answer that is not a 4xx (a 500, an HTML page), where we try the
+// next; keeps an issuer's trailing slash (Auth0's), asking
+// /.well-known/oauth-authorization-server/, where RFC 8414 §3.1 removes
+// it; refuses metadata without code_challenge_methods_supported, which
+// Entra ID leaves out and takes S256 all the same (RFC 8414 makes it
+// optional; MCP 2025-11-25 says to refuse); and reads it as getJSON says.
 func findServerMetadata(ctx context.Context, client *http.Client, issuer string) *serverMetadata {
-	u, err := url.Parse(issuer)
+	candidates, err := MetadataURLs(issuer)
 	if err != nil {
 		return nil
-	}
-	base, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
-	candidates := []string{base + "/.well-known/oauth-authorization-server" + path, base + "/.well-known/openid-configuration" + path}
-	if path != "" {
-		candidates = append(candidates, base+path+"/.well-known/openid-configuration")
 	}
 	for _, c := range candidates {
 		var md serverMetadata
@@ -188,14 +198,16 @@ func (r *registration) authMethod() string {
 // redirect (RFC 7591), asking for scopes when there are any.
 //
 // Not oauthex.RegisterClient (TestOauthexStillDiffers puts it to both): a
-// refusal other than 400 comes back from it as a plain error with the
-// endpoint's body in its text, where AnswerError keeps the status apart,
-// so that a sign-in page shows the status alone (the endpoint is named by
-// the upstream's metadata and may be a service of the hub's own network);
-// a 400 loses its status and body for "registration failed: code
-// (description)"; and its answer's client_id_issued_at and
-// client_secret_expires_at must be whole numbers, which fails a
-// registration that sends them otherwise (we read neither).
+// refusal other than 400, or a 400 that is not RFC 7591's error object (a
+// proxy's page), comes back from it as a plain error with the endpoint's
+// body in its text, where AnswerError keeps the status apart, so that a
+// sign-in page shows the status alone (the endpoint is named by the
+// upstream's metadata and may be a service of the hub's own network); a
+// 400 error object loses its status and body for "registration failed:
+// code (description)"; it keeps 1 MiB of a refusal, where we keep 4 KiB;
+// and its answer's client_id_issued_at and client_secret_expires_at must
+// be whole numbers, which fails a registration that sends them otherwise
+// (we read neither).
 func register(ctx context.Context, client *http.Client, endpoint, redirect string, scopes []string) (*registration, error) {
 	req := map[string]any{
 		"client_name":                "dynamic-mcp",

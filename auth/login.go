@@ -257,6 +257,14 @@ type resourceMetadata struct {
 // zero value when there is none. The first document read must name the
 // server's resource (checkResource), or the sign-in stops there: one
 // that names another is the server's answer, not a miss to look past.
+//
+// Not oauthex.GetProtectedResourceMetadata at each URL (go-sdk's client
+// handler tries the same URLs), which wants the metadata's resource to
+// equal the URL asked for byte for byte, where we take one that differs
+// by a trailing slash, the case of scheme and host or a default port, or
+// names the server's origin or a path prefix of it (checkResource);
+// refuses the whole document when one authorization server is not https,
+// where discoverServer drops that one; and reads it as getJSON says.
 func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, named string) (resourceMetadata, error) {
 	var candidates []string
 	if named != "" && CheckURL(named) == nil {
@@ -284,7 +292,12 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, serverURL, 
 	return resourceMetadata{}, nil
 }
 
-// getJSON reads the JSON document at u into v, reporting whether it could.
+// getJSON reads the JSON document at u into v, reporting whether it could:
+// a 200, whatever its Content-Type, whose JSON value ends within 1 MiB.
+// oauthex's (unexported) wants Content-Type application/json, and decodes
+// into the whole RFC 8414 (or RFC 9728) struct, so that one member of an
+// unexpected type (grant_types_supported: "authorization_code") loses the
+// document; v holds the members we use.
 func getJSON(ctx context.Context, client *http.Client, u string, v any) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

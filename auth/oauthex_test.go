@@ -72,23 +72,25 @@ var askRegistration = asked{
 }
 
 // askRefusedRegistration asks both to register at an endpoint that
-// refuses with 500: ours keeps the status apart from the body (a sign-in
-// page shows the status alone), oauthex's error carries the body in its
-// text.
-var askRefusedRegistration = asked{
-	theirs: func(ctx context.Context, url string, hc *http.Client) error {
-		if err := askRegistration.theirs(ctx, url, hc); err != nil && strings.Contains(err.Error(), "internal detail") {
-			return err
-		}
-		return nil
-	},
-	ours: func(ctx context.Context, url string, hc *http.Client) error {
-		var ae *AnswerError
-		if err := askRegistration.ours(ctx, url, hc); !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || ae.Body != "internal detail" {
-			return fmt.Errorf("not the status apart from the body: %#v", err)
-		}
-		return nil
-	},
+// refuses with status and a body saying "internal detail": ours keeps the
+// status apart from the body (a sign-in page shows the status alone),
+// oauthex's error carries the body in its text.
+func askRefusedRegistration(status int) asked {
+	return asked{
+		theirs: func(ctx context.Context, url string, hc *http.Client) error {
+			if err := askRegistration.theirs(ctx, url, hc); err != nil && strings.Contains(err.Error(), "internal detail") {
+				return err
+			}
+			return nil
+		},
+		ours: func(ctx context.Context, url string, hc *http.Client) error {
+			var ae *AnswerError
+			if err := askRegistration.ours(ctx, url, hc); !errors.As(err, &ae) || ae.Status != status || !strings.Contains(ae.Body, "internal detail") {
+				return fmt.Errorf("not the status apart from the body: %#v", err)
+			}
+			return nil
+		},
+	}
 }
 
 // askChallenge asks both for the resource metadata URL of the 401 at /mcp
@@ -254,11 +256,43 @@ func TestOauthexStillDiffers(t *testing.T) {
 		serve: resourceMetadata(`{"resource":"%[1]s/mcp","authorization_servers":["http://192.0.2.1/as","%[1]s/as"]}`),
 		asked: askResource,
 	}, {
+		// Auth0's issuers end with a slash: RFC 8414 §3.1 removes it before
+		// inserting the well-known path; oauthex asks
+		// /.well-known/oauth-authorization-server/ (and
+		// //.well-known/openid-configuration) instead.
+		name: "an issuer with a trailing slash",
+		serve: at("/.well-known/oauth-authorization-server", func(url string) string {
+			return metadata(url+"/", pkce)
+		}),
+		asked: askMetadata("/", issuerCheck{}),
+	}, {
+		name: "resource metadata served as text/plain",
+		serve: func(w http.ResponseWriter, r *http.Request, url string) {
+			if r.URL.Path == "/prm" {
+				w.Header().Set("Content-Type", "text/plain")
+				fmt.Fprintf(w, `{"resource":"%[1]s/mcp","authorization_servers":["%[1]s/as"]}`, url)
+				return
+			}
+			asMetadata(w, r, url)
+		},
+		asked: askResource,
+	}, {
 		name: "a registration refused with 500",
 		serve: func(w http.ResponseWriter, r *http.Request, url string) {
 			http.Error(w, "internal detail", http.StatusInternalServerError)
 		},
-		asked: askRefusedRegistration,
+		asked: askRefusedRegistration(http.StatusInternalServerError),
+	}, {
+		// A proxy's page, not RFC 7591's error object: oauthex's error is
+		// its failure to decode it, with the page in its text, and no
+		// status.
+		name: "a registration refused with 400 and a page",
+		serve: func(w http.ResponseWriter, r *http.Request, url string) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, "<html><body>internal detail</body></html>")
+		},
+		asked: askRefusedRegistration(http.StatusBadRequest),
 	}, {
 		// Ours reads neither client_id_issued_at nor client_secret_expires_at.
 		name: "a registration answered with a fractional client_id_issued_at",

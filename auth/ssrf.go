@@ -51,6 +51,9 @@ func forbidden(ip netip.Addr) bool {
 // forbidden addresses after DNS resolution, so a name cannot be pointed at
 // a metadata service, and which follows no redirect to a plain-http URL.
 // It is one client, so every sign-in and refresh shares its connections.
+// oauthex refuses more: any private address named by IP (10/8,
+// 192.168/16 ...), before asking, in a metadata URL or an authorization
+// server's; an authorization server on the company network is one.
 var SafeClient = sync.OnceValue(func() *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		host, _, err := net.SplitHostPort(address)

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
-	"github.com/dynamic-mcp/dynamic-mcp/server/audit/record"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -366,7 +366,7 @@ func TestAuditFailingKeepsBoundedLines(t *testing.T) {
 		a.Hold()
 		// The largest arguments a record keeps, in as many records as the
 		// queue holds: more than the bound.
-		rec := Record{Method: "tools/call", Arguments: json.RawMessage(`"` + strings.Repeat("x", record.MaxArguments-2) + `"`)}
+		rec := Record{Method: "tools/call", Arguments: json.RawMessage(`"` + strings.Repeat("x", maxArguments-2) + `"`)}
 		line, _ := json.Marshal(rec)
 		const n = queueLen
 		kept := pendingBytes / (len(line) + 1)
@@ -410,4 +410,20 @@ func lines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(b, []byte("\n"))
+}
+
+// Every string of a record is cut on a character's boundary, the error
+// that quotes a name as much as the name.
+func TestAuditRecordClip(t *testing.T) {
+	long := strings.Repeat("é", maxText) // two bytes each
+	r := Record{Session: long, Group: "g", Tool: long, URI: long, Prompt: long, Rule: long, Error: "Tool not found: " + long}
+	bound(&r)
+	for _, s := range []string{r.Session, r.Tool, r.URI, r.Prompt, r.Rule, r.Error} {
+		if !utf8.ValidString(s) || !strings.HasSuffix(s, ClippedMark) || len(s) > maxText+len(ClippedMark) {
+			t.Errorf("clipped to %d bytes: %.40q...", len(s), s)
+		}
+	}
+	if r.Group != "g" || !r.Clipped {
+		t.Errorf("group %q, clipped %v", r.Group, r.Clipped)
+	}
 }

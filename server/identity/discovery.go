@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 )
 
 // metadata is what the hub reads of its authorization server's metadata
@@ -21,46 +23,28 @@ type metadata struct {
 // maxMetadata bounds a metadata document read.
 const maxMetadata = 1 << 20
 
-// metadataURLs are where issuer's metadata may be, in the order the MCP
-// authorization spec (2025-11-25, "Authorization Server Metadata
-// Discovery") tries them. For an issuer with a path
-// (https://as.example/tenant1): RFC 8414's well-known URI inserted before
-// the path (/.well-known/oauth-authorization-server/tenant1), OpenID
-// Connect discovery's inserted likewise
-// (/.well-known/openid-configuration/tenant1), and OpenID Connect
-// discovery's appended to the path (/tenant1/.well-known/openid-configuration).
-// Without a path: /.well-known/oauth-authorization-server, then
-// /.well-known/openid-configuration. A terminating "/" of the path is
-// removed first (RFC 8414 section 3.1), so https://as.example/ has no path.
-func metadataURLs(issuer string) ([]string, error) {
-	u, err := url.Parse(issuer)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("http.auth.issuer %q is not an absolute URL", issuer)
-	}
-	base := u.Scheme + "://" + u.Host
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	if path == "" {
-		return []string{base + "/.well-known/oauth-authorization-server", base + "/.well-known/openid-configuration"}, nil
-	}
-	return []string{
-		base + "/.well-known/oauth-authorization-server" + path,
-		base + "/.well-known/openid-configuration" + path,
-		base + path + "/.well-known/openid-configuration",
-	}, nil
-}
-
 // errNoMetadata: none of the well-known URLs has metadata (each answered,
 // but not with a document of the issuer's).
 var errNoMetadata = errors.New("no authorization server metadata of the issuer")
 
-// fetchMetadata reads issuer's metadata from the first of metadataURLs
+// fetchMetadata reads issuer's metadata from the first of auth.MetadataURLs
 // that has it. A document is used only if its issuer is exactly the
 // configured issuer (RFC 8414 section 3.3; OpenID Connect Discovery
 // section 4.3): one naming another issuer is skipped, and if none is
 // left the error says which URL named which issuer. A URL that cannot be
 // reached at all ends the search: the others are on the same host.
+//
+// Not go-sdk's auth.GetAuthServerMetadata (oauthex.GetAuthServerMeta at
+// each URL; v1.8.0), which tries these URLs in this order but refuses
+// metadata without code_challenge_methods_supported (Entra ID's; the hub
+// asks no code), gives up at the first answer that is not a 4xx (a 500),
+// wants Content-Type application/json, refuses an issuer at a private
+// address named by IP (the company's own) before asking, and takes an
+// issuer that differs by a trailing slash, where the tokens' iss must be
+// the configured issuer exactly; its errors do not say which URL named
+// which issuer. TestMetadataOauthexStillDiffers fails once it takes one.
 func fetchMetadata(ctx context.Context, client *http.Client, issuer string) (*metadata, string, error) {
-	urls, err := metadataURLs(issuer)
+	urls, err := auth.MetadataURLs(issuer)
 	if err != nil {
 		return nil, "", err
 	}

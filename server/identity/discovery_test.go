@@ -12,6 +12,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -165,7 +166,7 @@ func TestMetadataURLs(t *testing.T) {
 		"https://as.example:8443/a/b/":  "https://as.example:8443/.well-known/oauth-authorization-server/a/b https://as.example:8443/.well-known/openid-configuration/a/b https://as.example:8443/a/b/.well-known/openid-configuration",
 		"https://as.example/t%2Fx/v2.0": "https://as.example/.well-known/oauth-authorization-server/t%2Fx/v2.0 https://as.example/.well-known/openid-configuration/t%2Fx/v2.0 https://as.example/t%2Fx/v2.0/.well-known/openid-configuration",
 	} {
-		got, err := metadataURLs(in)
+		got, err := auth.MetadataURLs(in)
 		if err != nil || strings.Join(got, " ") != want {
 			t.Errorf("%s: %v %v, want %s", in, got, err, want)
 		}

@@ -38,7 +38,7 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 	st := newStream()
 	_, _, _ = hs.st.claimStandalone(st, "") // a new session's: always free
 	defer hs.clearStandalone(st)
-	sw := s.newSSEWriter(w)
+	sw := newSSEWriter(w, s.opts.writeTimeout)
 	if sw.start(nil) != nil || sw.events("endpoint", [][]byte{[]byte("/message?sessionId=" + hs.id)}, false) != nil {
 		return
 	}

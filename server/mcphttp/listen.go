@@ -47,7 +47,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
-	sw := s.newSSEWriter(w)
+	sw := newSSEWriter(w, s.opts.writeTimeout)
 	if sw.start(header) != nil {
 		return
 	}

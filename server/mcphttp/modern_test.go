@@ -138,7 +138,7 @@ func TestModernHTTP(t *testing.T) {
 func TestSSEUnbuffered(t *testing.T) {
 	t.Parallel()
 	w := httptest.NewRecorder()
-	if err := (&Server{opts: Options{}.withDefaults()}).newSSEWriter(w).start(nil); err != nil {
+	if err := newSSEWriter(w, Options{}.withDefaults().writeTimeout).start(nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Result().Header.Get("X-Accel-Buffering"); got != "no" {

@@ -134,7 +134,7 @@ func (c *oneCall) write(msgs [][]byte) bool {
 		return !c.broken
 	}
 	if c.sw == nil {
-		c.sw = c.face.newSSEWriter(c.w)
+		c.sw = newSSEWriter(c.w, c.face.opts.writeTimeout)
 		if c.sw.start(nil) != nil {
 			c.broken = true
 			return false

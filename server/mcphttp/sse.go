@@ -16,8 +16,8 @@ type sseWriter struct {
 	out *sse.Writer
 }
 
-func (s *Server) newSSEWriter(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{w: w, out: sse.NewWriter(w, s.opts.writeTimeout)}
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, out: sse.NewWriter(w, timeout)}
 }
 
 // start sends the headers of an event stream.

@@ -339,7 +339,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
 			default:
 				if sw == nil {
-					sw = s.newSSEWriter(w)
+					sw = newSSEWriter(w, s.opts.writeTimeout)
 					if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
 						return
 					}
@@ -356,7 +356,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 				continue
 			}
 			if sw == nil {
-				sw = s.newSSEWriter(w)
+				sw = newSSEWriter(w, s.opts.writeTimeout)
 				if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
 					return
 				}
@@ -421,7 +421,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		s.logger.Debug("a GET stream resumed", "session", hs.id, "replayed", replayed, "known_id", replayed > 0 || last == lastID)
 	}
 	defer hs.clearStandalone(st)
-	sw := s.newSSEWriter(w)
+	sw := newSSEWriter(w, s.opts.writeTimeout)
 	if sw.start(nil) != nil {
 		return
 	}

@@ -4,14 +4,18 @@
 // enters are those whose counters moved. Built with -cover by server's
 // TestOneCallEntersFewFiles; of no use otherwise.
 //
-// Two measures, three calls each (subdirectories named by call id):
-// "back" counts a whole call, from the client's request to its answer;
+// Two measures, three calls each (subdirectories 1, 2 and 3): "back"
+// counts a whole call, from the client's request to its answer;
 // "down" counts from the client's request until the upstream has read it
 // (the upstream, this program started with -upstream, holds the call
 // until the counters are written), the path the hub takes down.
 //
 // Usage: callfiles DIR [default]: the audit trail off, or (default) as
-// the default config has it: on, written to state_dir's audit.jsonl.
+// the default config has it: on, written to state_dir's audit.jsonl. With
+// the trail on, what a measure counts is the goroutines that carry the
+// call: the trail's writer, a goroutine of its own that the call's record
+// wakes, writes it to disk off the call's path, and a measure in which it
+// ran is taken again (see carried).
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/coverage"
 	"strings"
 	"sync"
@@ -51,6 +56,11 @@ func main() {
 }
 
 func run(dir, audit string) error {
+	// One P: a goroutine the call wakes and does not wait for (the trail's
+	// writer) runs once the call's goroutines wait, seldom before the
+	// counters are written, and fewer measures are taken again. Which of
+	// the hub's files a call enters does not depend on it.
+	runtime.GOMAXPROCS(1)
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -101,19 +111,37 @@ func run(dir, audit string) error {
 		return err
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	callMsg := func(id, text string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"` + text + `"}}}`
-	}
 	// answered counts the calls answered; with the trail on, a measure
-	// starts once the trail has written each one's record (settled), so
-	// that its writer's work for an earlier call is not counted as this
-	// one's.
+	// starts once the trail has written each one's record and its writer
+	// is idle again (settled), so that its work for an earlier call is
+	// not counted as this one's.
 	answered := 0
+	var idle string // the trail's writer's frames, parked idle
 	settled := func() error {
 		if audit != "" {
 			return nil // the trail off
 		}
-		return waitForRecords(filepath.Join(dir, "state", "audit.jsonl"), answered)
+		if err := waitForRecords(filepath.Join(dir, "state", "audit.jsonl"), answered); err != nil {
+			return err
+		}
+		var err error
+		idle, err = writerIdle()
+		return err
+	}
+	// carried says whether a measure was the call's alone: with the trail
+	// on, the call hands its record to the trail's writer, a goroutine of
+	// its own that the hand-off wakes, and that goroutine is not the
+	// call's path: a measure in which it ran (it is no longer where it
+	// was woken, parked idle) is taken again.
+	carried := func() bool {
+		if audit != "" {
+			return true
+		}
+		status, frames, _ := trailWriter()
+		return status == "runnable" && frames == idle
+	}
+	callMsg := func(id, text string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"` + text + `"}}}`
 	}
 	call := func(id string) error {
 		if err := send(callMsg(id, "x")); err != nil {
@@ -133,23 +161,37 @@ func run(dir, audit string) error {
 			return err
 		}
 	}
-	// Three calls of each measure: the files all three enter are the
+	// Three measures of each kind: the files all three enter are the
 	// call's; one entered by work in the background (a list saved, a
-	// timer) is seldom in all three.
-	for _, id := range []string{"3", "4", "5"} {
+	// timer) is seldom in all three. Each call has an id of its own; a
+	// measure the trail's writer ran in is taken again with the next.
+	next, again := 2, 0
+	newID := func() string { next++; return fmt.Sprint(next) }
+	for i := 1; i <= 3; {
 		if err := settled(); err != nil {
 			return err
 		}
-		if err := measure(filepath.Join(dir, "back", id), func() error { return call(id) }); err != nil {
+		id, out := newID(), filepath.Join(dir, "back", fmt.Sprint(i))
+		if err := measure(out, func() error { return call(id) }); err != nil {
 			return err
 		}
+		if !carried() {
+			if again++; again > 1000 {
+				return fmt.Errorf("the trail's writer ran in %d measures of a call in a row", again)
+			}
+			os.RemoveAll(out)
+			continue
+		}
+		i++
 	}
-	for _, id := range []string{"6", "7", "8"} {
-		mark := filepath.Join(held, id)
+	for i := 1; i <= 3; i++ {
+		// Down, the call is held upstream and hands the trail nothing.
 		if err := settled(); err != nil {
 			return err
 		}
-		if err := measure(filepath.Join(dir, "down", id), func() error {
+		id := newID()
+		mark := filepath.Join(held, id)
+		if err := measure(filepath.Join(dir, "down", fmt.Sprint(i)), func() error {
 			if err := send(callMsg(id, "hold:"+id)); err != nil {
 				return err
 			}
@@ -163,7 +205,50 @@ func run(dir, audit string) error {
 		}
 		answered++
 	}
+	fmt.Printf("measures taken again, the trail's writer having run in them: %d\n", again)
 	return nil
+}
+
+// trailWriter is the audit trail's writer goroutine (audit.Trail's run)
+// as runtime.Stack shows it: its status (select, runnable, ...) and its
+// frames.
+func trailWriter() (status, frames string, ok bool) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, frames, _ := strings.Cut(g, "\n")
+		top := frames // its first frame of the program's (GOTRACEBACK=system shows the runtime's)
+		for strings.HasPrefix(top, "runtime.") {
+			_, top, _ = strings.Cut(top, "\n\t") // the frame's file and line
+			_, top, _ = strings.Cut(top, "\n")
+		}
+		if strings.HasPrefix(top, "github.com/dynamic-mcp/dynamic-mcp/server/audit.(*Trail).run(") {
+			status, _, _ = strings.Cut(head[strings.Index(head, "[")+1:], "]")
+			status, _, _ = strings.Cut(status, ",") // "select, 2 minutes"
+			return status, frames, true
+		}
+	}
+	return "", "", false
+}
+
+// writerIdle waits until the trail's writer is parked in its loop's
+// select, waiting for a line (nothing of its own left to do), and returns
+// its frames then; for a minute at most: a deadline for a hung program,
+// not a timing.
+func writerIdle() (string, error) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if status, frames, _ := trailWriter(); status == "select" {
+			return frames, nil
+		}
+	}
+	return "", fmt.Errorf("the audit trail's writer not idle within a minute")
 }
 
 // waitForRecords waits until the audit trail at path holds n records of

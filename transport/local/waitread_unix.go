@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // readWait is how long a read of a passed stdin waits for input on its
@@ -47,32 +49,19 @@ type waitingReader struct {
 	f    *os.File
 	rc   syscall.RawConn
 	read func(fd uintptr) bool
-	// The current Read's buffer and outcome, for readFD: Read is not
-	// called by two goroutines at once.
-	p    []byte
-	n    int
-	err  error
-	poll [1]unix.PollFd
+	// The current Read's, for readFD: Read is not called by two
+	// goroutines at once.
+	reading rawio.Reading
+	poll    [1]unix.PollFd
 }
 
 // Read reads into p, waiting for input as WaitingReader says.
 func (r *waitingReader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+	n, connErr, err := r.reading.Read(r.rc, r.read, p)
+	if connErr != nil {
+		return 0, connErr
 	}
-	r.p, r.n, r.err = p, 0, nil
-	err := r.rc.Read(r.read)
-	n, rerr := r.n, r.err
-	r.p = nil
-	switch {
-	case err != nil:
-		return 0, err
-	case rerr != nil:
-		return 0, rerr
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	return n, err
 }
 
 // readFD reads fd, waiting on this thread for input the first time it
@@ -83,12 +72,12 @@ func (r *waitingReader) readFD(fd uintptr) bool {
 	for {
 		// Not rawio's read: f is the bridge's, passed, and its open file
 		// description the bridge's too (rawio.Own).
-		n, err := syscall.Read(int(fd), r.p)
+		n, err := syscall.Read(int(fd), r.reading.P)
 		switch {
 		case err == syscall.EINTR:
 			continue
 		case err != syscall.EAGAIN:
-			r.n, r.err = max(n, 0), err
+			r.reading.N, r.reading.Err = max(n, 0), err
 			return true
 		case waited || runtime.GOMAXPROCS(0) == 1:
 			return false

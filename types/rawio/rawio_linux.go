@@ -43,10 +43,8 @@ type File struct {
 	rc syscall.RawConn // nil: f is not polled; f's own Read and Write
 
 	read, write func(fd uintptr) bool // once: a method value allocates
-	// The current Read's buffer and outcome, and the current Write's.
-	rp   []byte
-	rn   int
-	rerr error
+	reading     Reading               // the current Read's buffer and outcome
+	// The current Write's buffer and outcome.
 	wp   []byte
 	wn   int
 	werr error
@@ -75,30 +73,22 @@ func (r *File) Read(p []byte) (int, error) {
 	if r.rc == nil {
 		return r.f.Read(p)
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	r.rp, r.rn, r.rerr = p, 0, nil
-	err := r.rc.Read(r.read)
-	n, rerr := r.rn, r.rerr
-	r.rp = nil
+	n, connErr, err := r.reading.Read(r.rc, r.read, p)
 	switch {
-	case err != nil:
-		return 0, r.fileErr(err, r.f.Read)
-	case rerr != nil:
-		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
-	case n == 0:
-		return 0, io.EOF
+	case connErr != nil:
+		return 0, r.fileErr(connErr, r.f.Read)
+	case err != nil && err != io.EOF:
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: err}
 	}
-	return n, nil
+	return n, err
 }
 
 func (r *File) readFD(fd uintptr) bool {
-	n, err := Read(fd, r.rp)
+	n, err := Read(fd, r.reading.P)
 	if err == syscall.EAGAIN {
 		return false
 	}
-	r.rn, r.rerr = n, err
+	r.reading.N, r.reading.Err = n, err
 	return true
 }
 
