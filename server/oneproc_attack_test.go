@@ -19,6 +19,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/stalltest"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // blockingPipe is a pipe whose ends are blocking, as a client's pipes to
@@ -46,7 +47,12 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 	if !inProcessOfItsOwn(t) {
 		return
 	}
-	h := fakeHub(t)
+	// call_timeout as long as a hang: the calls the hub holds wait while
+	// the client does not read, and beside the package's other tests on
+	// a busy machine that outlasted fakeHub's 5 s.
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	inR, inW := blockingPipe(t)
 	outR, outW := blockingPipe(t)
 	in := local.Polled(inR)
