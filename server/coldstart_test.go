@@ -23,12 +23,16 @@ const coldWait = 30 * time.Second
 // startup_wait wait, and more args for the fake; stop closes it.
 func coldHub(t *testing.T, dir, gate string, wait time.Duration, args ...string) (*Hub, *upstream.Manager, func()) {
 	t.Helper()
+	return startHub(t, coldYAML(dir, gate, wait, args...), true)
+}
+
+// coldYAML is the config of coldHub.
+func coldYAML(dir, gate string, wait time.Duration, args ...string) string {
 	extra := ""
 	for _, a := range args {
 		extra += fmt.Sprintf(", %q", a)
 	}
-	yaml := flatFakeYAML(dir, "startup_wait: "+wait.String()+", call_timeout: 30s", "    args: [\"-grow\", "+gated(gate)+extra+"]\n")
-	return startHub(t, yaml, true)
+	return flatFakeYAML(dir, "startup_wait: "+wait.String()+", call_timeout: 30s", "    args: [\"-grow\", "+gated(gate)+extra+"]\n")
 }
 
 // warmUp runs the hub of coldHub once to its end with the gate open, so

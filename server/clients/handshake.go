@@ -109,6 +109,18 @@ func (p *Protocol) initialize(req Request, r mcp.InitializeRequest) (json.RawMes
 	})
 }
 
+// InitializeClient is the client an initialize states, raw the value of
+// its clientInfo, as initialize keeps it on the session (bounded): what
+// the hub shows the client depends on it (mode: auto, clients: rules)
+// before the session has it. Empty when raw does not decode.
+func InitializeClient(raw []byte) mcp.Implementation {
+	var info mcp.Implementation
+	if json.Unmarshal(raw, &info) != nil {
+		return mcp.Implementation{}
+	}
+	return BoundImplementation(info)
+}
+
 // setLevel is logging/setLevel of a session: the least severe level of
 // log message it wants (MCP server/utilities/logging).
 func setLevel(sess Session, level mcp.LoggingLevel) (json.RawMessage, error) {
