@@ -30,6 +30,7 @@ import (
 // for a client that must not wait, has been answered); a ping sent after
 // the initialize is answered first, while the handshake waits.
 func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
+	t.Parallel()
 	const codex = `{"name":"codex-mcp-client","title":"Codex","version":"0.169.0"}`
 	for _, tc := range []struct {
 		name, config string // config: the top of the config, in place of mode: flat
