@@ -76,7 +76,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 				printHelp(fs, os.Stdout)
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			// The flag package names the flag alone: say where the
+			// command's flags are listed.
+			return nil, usageError{fmt.Sprintf("%v (dynamic-mcp %s -h lists its flags)", err, fs.Name())}
 		}
 		if fs.NArg() == 0 {
 			break

@@ -566,6 +566,8 @@ type Server struct {
 	Auth ServerAuth
 	// Line is where the server starts in the file.
 	Line int
+	// CommandLine is where its command: is in the file (0 when none).
+	CommandLine int
 	// Unresolved are the ${VAR} and ${secret:NAME} of the server's keys,
 	// or of its group's, that are not set (each an *UnsetError): the
 	// server is not started, and shows as unavailable with the fix (see
