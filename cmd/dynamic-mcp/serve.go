@@ -100,6 +100,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer ln.Close()
 	}
+	var httpLn net.Listener
+	if httpAddr != "" {
+		// As the socket: the port is taken before any upstream starts.
+		if httpLn, err = listenHTTP(httpAddr, noAuth); err != nil {
+			return err
+		}
+		defer httpLn.Close()
+	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
 	if httpAddr != "" && cfg.Store != "" && len(cfg.HTTP.SessionKeys) == 0 {
@@ -231,7 +239,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		announceUI := func(page, token string) string {
 			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
-		return serveHTTP(ctx, hub, mgr, db, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
+		return serveHTTP(ctx, hub, mgr, db, cfg, httpLn, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.
