@@ -43,11 +43,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
 	fs.StringVar(&uiAddr, "ui", "", "serve the inspector on loopback `addr` (for stdio use: the shared hub's, of every client), with a token of its own printed to stderr")
 	if err := c.parse(fs, args); err != nil {
-		return err
+		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
 	}
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
-		return err
+		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
 	}
 	logger, setLogSecrets := redactLogs(logger, cfg)
 	if len(cfg.SecretUses) > 0 {
