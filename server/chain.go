@@ -83,8 +83,8 @@ func (h *Hub) newChain(snap *snapshot) call.Handler {
 		observe.Stage{},
 		&gate.Enforce{Asker: h.asker(snap.cfg), Logger: h.logger},
 		call.ToolFailures{Logger: h.logger},
-		call.When(hasMeta, routes.Progress[*session]{Table: h.routes, Session: sessionIn(h.routes)}),
-		call.When(asksTask, tasks.Stage[*session]{Table: h.tasks, Session: sessionIn(h.routes)}),
+		call.When(hasMeta, routes.Progress[client]{Table: h.routes, Session: sessionIn(h.routes)}),
+		call.When(asksTask, tasks.Stage[client]{Table: h.tasks, Session: sessionIn(h.routes)}),
 		rounds.Stage{Rounds: h.rounds},
 	).Then(call.HandlerFunc(h.obs.Send))
 }
@@ -125,8 +125,8 @@ func sendHop(ctx context.Context, h *call.Hop) (json.RawMessage, call.ConnID, er
 // in, for the stages that keep something of the session's (progress,
 // tasks) in the hub's tables: the open session the call's owner is
 // (routes.Table.Of), nil once it ended. No stage reaches the request.
-func sessionIn(t *routes.Table[*session]) func(c *call.Call) *session {
-	return func(c *call.Call) *session { s, _ := t.Of(c.Owner); return s }
+func sessionIn(t *routes.Table[client]) func(c *call.Call) client {
+	return func(c *call.Call) client { s, _ := t.Of(c.Owner); return s }
 }
 
 // forward sends the request through the snapshot's call stages as method
@@ -162,10 +162,10 @@ const clippedMark = audit.ClippedMark
 
 // The call.Session of a call is its request's session.
 
-func (r *request) ID() string         { return r.sess.id }
+func (r *request) ID() string         { return r.sess.ID() }
 func (r *request) Caller() string     { return caller(r.sess) }
-func (r *request) Transport() string  { return r.sess.transport }
-func (r *request) Sessionless() bool  { return sessionless(r.sess) }
+func (r *request) Transport() string  { return r.sess.transportName() }
+func (r *request) Sessionless() bool  { return r.sess.sessionless() }
 func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 
 // UserKey and User are the caller's (identity.Identity's Key and User),
@@ -173,17 +173,19 @@ func (r *request) ClientName() string { return r.sess.GetClientInfo().Name }
 // identity's nil Identity would, not by a call into it for every call's
 // audit record.
 func (r *request) UserKey() string {
-	if r.sess.who == nil {
+	who := r.sess.identity()
+	if who == nil {
 		return ""
 	}
-	return r.sess.who.Key()
+	return who.Key()
 }
 
 func (r *request) User() string {
-	if r.sess.who == nil {
+	who := r.sess.identity()
+	if who == nil {
 		return ""
 	}
-	return r.sess.who.User()
+	return who.User()
 }
 
 // asker puts a call to a person in whichever way its client can be

@@ -113,7 +113,7 @@ func (c *coopHost) Audit(e cooperative.Entry) (bool, error) {
 	if err := snap.audit.Admit(); err != nil {
 		return true, err // audit.required and the trail fails: nothing unaudited
 	}
-	rec := &audit.Record{Time: time.Now().UTC(), Session: c.req.sess.id, Method: policy.MethodToolsCall, Tool: e.Tool,
+	rec := &audit.Record{Time: time.Now().UTC(), Session: c.req.sess.ID(), Method: policy.MethodToolsCall, Tool: e.Tool,
 		Decision: e.Decision, Arguments: c.req.field("arguments"), Event: e.EventID}
 	if e.Reported {
 		rec.Trust, rec.Report = trustReported, e.Report
@@ -189,7 +189,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 		return cooperative.Grant{Refused: "the policy no longer leaves this call to a person"}, nil
 	}
 	sess := c.req.sess
-	if a.Scope == cooperative.ScopeSession && sessionless(sess) {
+	if a.Scope == cooperative.ScopeSession && sess.sessionless() {
 		return cooperative.Grant{Refused: "a request without a session cannot hold a grant for its session: ask with scope once"}, nil
 	}
 	matcher, exact, err := cooperative.ExactArgs(cl.Args)
@@ -223,7 +223,7 @@ func (c *coopHost) Ask(ctx context.Context, t cooperative.Target, v cooperative.
 	}
 	now := c.h.inbox.Now()
 	g := approval.Grant{ID: approve.NewID("g-"), Created: now, ApprovedBy: approve.ClipBy(by), Method: cl.Method, Tool: cl.Name,
-		Group: cl.Server.Group, Server: cl.Server.Name, Args: exact, Session: sess.id}
+		Group: cl.Server.Group, Server: cl.Server.Name, Args: exact, Session: sess.ID()}
 	if a.Scope == cooperative.ScopeOnce {
 		g.CallsLeft = 1
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
+	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/server/panics"
 	"github.com/dynamic-mcp/dynamic-mcp/server/peruser"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -146,27 +147,32 @@ func (h *Hub) OpenSession(o SessionOptions) (*Session, error) {
 
 // Answer answers msg, one request of a caller that has no session (a
 // request of 2026-07-28 that came without Mcp-Session-Id), as
-// OpenSession, Session.Request and Session.Close would, but the session
-// it is answered in is the request's alone: never listed (no sessions
-// list, inspector or event loop sees it) and forgotten when Answer
-// returns. o.State is ignored; o.Peer reaches the caller while the
-// request runs. It starts no goroutine of its own: the face calls it on
-// the goroutine that read the request.
-func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (json.RawMessage, error) {
-	s, err := h.prepare(o.ID, o.Transport, o.Profile, o.Who, o.Peer)
-	if err != nil {
-		return nil, err
+// Session.Request would, without a session: its client is the request's
+// alone (oneRequest: its caller, its profile and what its _meta states,
+// o.Peer its response), never listed (no sessions list, inspector or
+// event loop sees it) and forgotten when Answer returns. o.State is
+// ignored, and a listen, which lasts as long as a session, is refused: a
+// face opens a session for it. It starts no goroutine of its own: the
+// face calls it on the goroutine that read the request, and ctx is the
+// request's.
+func (h *Hub) Answer(ctx context.Context, o SessionOptions, msg *jsonrpc.Message) (res json.RawMessage, err error) {
+	defer h.recovered(msg.Method, &res, &err)
+	if msg.Method == listen.Method {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "dynamic-mcp: "+listen.Method+" holds a session open: it cannot be answered without one")
 	}
-	s.sess.linker = o.SignIn
-	s.ctx, s.cancel = context.WithCancel(ctx)
-	defer s.Close() // routes.Remove: what the request left (its tasks' routes, its connections) goes
+	if o.Profile != "" && !h.HasProfile(o.Profile) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, o.Profile)
+	}
+	c := &oneRequest{clientState: clientState{id: o.ID, transport: o.Transport, profile: o.Profile, who: o.Who, peer: o.Peer,
+		linker: o.SignIn, logLevel: mcp.LoggingLevelInfo}}
 	// Unlisted, but found as its call's owner (routes.Table.Of): its
 	// progress comes down the request's response, and an upstream's
 	// request during its call and its tasks are its own.
-	if err := h.routes.AddUnlisted(s.sess); err != nil {
+	if err := h.routes.AddUnlisted(c); err != nil {
 		return nil, err
 	}
-	return s.Request(s.ctx, msg)
+	defer h.routes.Remove(c) // what the request left (its tasks' routes, its connections) goes
+	return h.serve(ctx, c, msg)
 }
 
 // ErrClientGone fails what the hub asks of a client that has left.
@@ -214,6 +220,7 @@ func (h *Hub) prepare(id, transport, profile string, who *identity.Identity, pee
 	if profile != "" && !h.HasProfile(profile) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
 	}
+	h.sessionsMade.Add(1)
 	s := &Session{hub: h, sess: newSession(id, transport)}
 	s.sess.peer, s.sess.profile, s.sess.who = peer, profile, who
 	return s, nil

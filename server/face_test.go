@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -169,5 +170,31 @@ func TestStdioClientStopsReading(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("serving goes on with a client that does not read")
+	}
+}
+
+// A 2026-07-28 request that came without a session is answered without
+// one (Hub.Answer): no session is made for it, none is listed, and its
+// call's progress still reaches its caller (the Peer the face gave, its
+// response) under the token it chose.
+func TestSessionlessRequestMakesNoSession(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	peer := &recordingPeer{}
+	msg := decodeMsg(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__progress","arguments":{"text":"hi"},`+
+		`"_meta":{"progressToken":"mine","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	made := h.sessionsMade.Load()
+	res, err := h.Answer(t.Context(), SessionOptions{ID: "one-request", Transport: "streamable-http", Peer: peer}, msg)
+	if err != nil || jsonrpc.Field(res, "content") == nil || string(jsonrpc.Field(res, "isError")) == "true" {
+		t.Fatalf("a sessionless tools/call: %s, %v", res, err)
+	}
+	if n := h.sessionsMade.Load() - made; n != 0 {
+		t.Errorf("a sessionless request made %d sessions, want none", n)
+	}
+	if n := len(h.Sessions().Info()); n != 0 {
+		t.Errorf("the hub lists %d sessions after a sessionless request, want none", n)
+	}
+	if peer.count(`"progressToken":"mine"`) == 0 {
+		t.Errorf("the call's progress did not reach its caller (%d notifications)", peer.count(""))
 	}
 }

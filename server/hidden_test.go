@@ -115,7 +115,7 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 	// A subscription made before a reload hid its URI (put in by hand
 	// here): the upstream's updates for it stop at the hub.
 	owner := h.mgr.Servers()[0]
-	held := routes.Subscriber[*session]{Session: h.routes.List()[0],
+	held := routes.Subscriber[client]{Session: h.routes.List()[0],
 		Resolve:   func(context.Context, string, bool) (*upstream.Server, bool) { return owner, false },
 		Routed:    func(*upstream.Server, string) {},
 		Subscribe: func(context.Context, *upstream.Server, string) error { return nil }, // as if held upstream already

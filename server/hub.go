@@ -42,8 +42,8 @@ type Hub struct {
 	mgr    *upstream.Manager
 	logger *slog.Logger
 	// routes are the client sessions, and where upstream events go.
-	routes *routes.Table[*session]
-	tasks  *tasks.Table[*session]
+	routes *routes.Table[client]
+	tasks  *tasks.Table[client]
 	rounds *rounds.Rounds // the 2026-07-28 rounds: states sealed, calls held, questions put
 	// inbox holds the calls waiting for a person and the grants made:
 	// kept across reloads, not in the snapshot.
@@ -65,6 +65,10 @@ type Hub struct {
 
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
+
+	// sessionsMade counts the sessions opened (prepare), for the tests:
+	// a request with no session is answered without one (Answer).
+	sessionsMade atomic.Uint64
 
 	panics  *panics.Counter            // recovered panics, ever (see Panics)
 	listens *listen.Notifier[*session] // list_changed and the 2026-07-28 listens
@@ -95,7 +99,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		mgr:      mgr,
 		logger:   logger,
 		stop:     make(chan struct{}),
-		tasks:    tasks.New[*session](logger),
+		tasks:    tasks.New[client](logger),
 		rates:    ratelimit.New(opts.Store),
 		results:  opts.Results,
 		inflight: inflight.New(inflight.MaxCallerBytes, inflight.MaxBytes),
@@ -103,7 +107,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 		obs:      new(observe.Traffic),
 	}
 	h.obs.Config = func() *config.Config { return h.snapshot().cfg }
-	h.routes = routes.New(routes.Options[*session]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
+	h.routes = routes.New(routes.Options[client]{Logger: logger, Manager: mgr, Spawn: h.spawn, Stop: h.stop, Observer: h.obs.Observer,
 		Redact:        func(p json.RawMessage) json.RawMessage { return h.snapshot().cfg.RedactSecrets(p) },
 		HidesResource: func(uri string) bool { return h.snapshot().view.HidesResource(uri) },
 		Unsubscribe: func(s *upstream.Server, uri string) error {
@@ -118,18 +122,18 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 			res, err := p.Ask(ctx, e.Method, params)
 			return res, true, err
 		},
-		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (*session, json.RawMessage, bool) {
+		TaskStatus: func(ctx context.Context, s *upstream.Server, params json.RawMessage) (client, json.RawMessage, bool) {
 			return h.tasks.Status(s, upstream.ConnOf(ctx), params)
 		},
-		Ended: func(sess *session) {
+		Ended: func(sess client) {
 			h.tasks.ForgetSession(sess)
 			h.mgr.Release(sess) // its own connections (isolation: per-session)
-			h.rates.ForgetSession(sess.id)
-			if !sessionless(sess) { // a credential's grants outlive each of its requests
+			h.rates.ForgetSession(sess.ID())
+			if !sess.sessionless() { // a credential's grants outlive each of its requests
 				h.inbox.EndSession(caller(sess))
 			}
 		},
-		Describe: func(sess *session) routes.SessionInfo { return sess.info(h.config()) },
+		Describe: func(sess client) routes.SessionInfo { return sess.info(h.config()) },
 	})
 	h.obs.Hops = newHopChain(h.routes.Request)
 	if h.results == nil {
@@ -154,8 +158,12 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 	h.listens = listen.New(listen.Options[*session]{Logger: logger, Spawn: h.spawn, Stop: h.stop,
 		Sessions: func(k listen.Kind, f func(*session, uint64)) {
 			snap := h.snapshot()
-			for _, sess := range h.routes.List() {
-				f(sess, snap.viewOf(sess.profileIn(snap.cfg)).hashes()[k])
+			for _, c := range h.routes.List() {
+				// The table lists sessions alone: a request with no
+				// session (oneRequest) is unlisted, and has no listens.
+				if sess, ok := c.(*session); ok {
+					f(sess, snap.viewOf(sess.profileIn(snap.cfg)).hashes()[k])
+				}
 			}
 		},
 		View: func(sess *session, msg *jsonrpc.Message) (listen.Hashes, func(context.Context, string) error) {
@@ -165,7 +173,7 @@ func NewWith(cfg *config.Config, mgr *upstream.Manager, logger *slog.Logger, opt
 				return h.routes.SubscribeURI(ctx, subscriber(h, req, v), uri, true)
 			}
 		},
-		Unsubscribe: h.routes.Unsubscribe,
+		Unsubscribe: func(sess *session, uris []string) { h.routes.Unsubscribe(sess, uris) },
 	})
 	pol := policy.New(cfg)
 	snap := newSnapshot(cfg, pol, nil, trail).withViews(mgr)

@@ -71,7 +71,7 @@ func TestListenOverStdio(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
 	waitFor(t, 10*time.Second, "the listen to end", func() bool {
 		for _, s := range h.routes.List() {
-			if s.lists.Len() > 0 {
+			if s.(*session).lists.Len() > 0 {
 				return false
 			}
 		}

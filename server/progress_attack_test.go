@@ -65,7 +65,7 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
 	var tok string
-	var sessA *session
+	var sessA client
 	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
 		for k, s := range h.routes.Progress() {
 			tok, sessA = k, s

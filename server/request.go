@@ -29,7 +29,7 @@ import (
 )
 
 // This file is a request's path through the hub itself, in the order it
-// takes: Session.Request hands it to serve, which builds the request
+// takes: Session.Request (or Hub.Answer) hands it to serve, which builds the request
 // value and runs the request stages (chain.go); their end is the
 // request's Handle, which dispatches it by method, and the view routes a
 // tool, prompt or resource to its upstream (forward, chain.go).
@@ -39,10 +39,10 @@ import (
 // The ctx beside it carries its cancellation and deadline and the spans of
 // the observers that trace it. Its calls upstream are made for sess (the
 // owner of upstream's Request), which picks a per-session connection and
-// routes what an upstream sends during the call back to this session.
+// routes what an upstream sends during the call back to this client.
 type request struct {
 	hub  *Hub
-	sess *session
+	sess client
 	snap *snapshot // loaded once; its audit trail is held until the request ends
 	msg  *jsonrpc.Message
 	// call is the request as the chain's stages see it (server/call): its
@@ -58,7 +58,7 @@ type request struct {
 
 // newRequest is msg of sess, served by h under snap: the request answers
 // its own call once it passed the request stages (its Handler).
-func newRequest(h *Hub, sess *session, snap *snapshot, msg *jsonrpc.Message) *request {
+func newRequest(h *Hub, sess client, snap *snapshot, msg *jsonrpc.Message) *request {
 	req := &request{hub: h, sess: sess, snap: snap, msg: msg}
 	req.call = call.Call{Origin: call.Origin{Session: req, Owner: sess, Handler: req, Config: snap.cfg, Secrets: snap.secrets}}
 	if msg != nil {
@@ -76,12 +76,7 @@ func newRequest(h *Hub, sess *session, snap *snapshot, msg *jsonrpc.Message) *re
 // is answered -32603, logged with its stack and counted (Hub.Panics),
 // and every other request and session goes on.
 func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.hub.panics.Recovered(msg.Method, p, debug.Stack())
-			res, err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
-		}
-	}()
+	defer s.hub.recovered(msg.Method, &res, &err)
 	if msg.Method == listen.Method {
 		// Long-lived: served apart from the request path, which holds a
 		// snapshot (and its audit trail) until the request ends.
@@ -90,10 +85,20 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 	return s.hub.serve(ctx, s.sess, msg)
 }
 
+// recovered, deferred by a face's way into the hub (Session.Request,
+// Hub.Answer), answers a request of method whose handling panicked:
+// -32603 in *res and *err, the panic logged with its stack and counted.
+func (h *Hub) recovered(method string, res *json.RawMessage, err *error) {
+	if p := recover(); p != nil {
+		h.panics.Recovered(method, p, debug.Stack())
+		*res, *err = nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "internal error")
+	}
+}
+
 // serve answers one request of sess: the raw result, or the error to
 // answer with (see jsonrpc.ToError). It builds the request value, and
 // tells the observers the outcome the audit stage wrote (one outcome).
-func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+func (h *Hub) serve(ctx context.Context, sess client, msg *jsonrpc.Message) (json.RawMessage, error) {
 	snap := h.acquire()
 	if snap.audit != nil {
 		defer snap.audit.Release()
@@ -105,12 +110,12 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 		req.call.Modern = st.Modern
 		sess.stated(st) // before anything reads the session's capabilities
 		if st.Modern {
-			sess.lists.SetModern() // told of changes on its listens alone (server/listen)
+			sess.setModern() // told of changes on its listens alone (server/listen)
 		}
 	}
 	obs := h.obs.Observer()
 	if obs != nil {
-		req.call.Observed = &traffic.Call{Session: sess.id, User: sess.who.Key(), Transport: sess.transport, Protocol: sess.ProtocolVersion(), ID: msg.ID,
+		req.call.Observed = &traffic.Call{Session: sess.ID(), User: sess.identity().Key(), Transport: sess.transportName(), Protocol: sess.ProtocolVersion(), ID: msg.ID,
 			Method: msg.Method, Params: msg.Params, Start: time.Now()}
 		ctx = obs.CallStarted(ctx, req.call.Observed)
 	}
@@ -127,7 +132,7 @@ func (h *Hub) serve(ctx context.Context, sess *session, msg *jsonrpc.Message) (j
 // client can see.
 func (r *request) auditMiss(name string, args json.RawMessage) {
 	if r.snap.audit != nil {
-		r.call.Audit = audit.Missed(r.sess.id, name, args)
+		r.call.Audit = audit.Missed(r.sess.ID(), name, args)
 	}
 }
 
@@ -264,29 +269,29 @@ func (h *Hub) dispatch(ctx context.Context, req *request) (json.RawMessage, erro
 			// told of any change once they are ready (server/listen).
 			v = h.awaitView(ctx, req.sess.profileIn(req.snap.cfg), req.snap.cfg.Settings.StartupWait, func(v *view) bool { return !v.Unknown })
 		}
-		req.sess.lists.Saw(listen.Tools, v.ToolsHash)
+		req.sess.saw(listen.Tools, v.ToolsHash)
 		return v.shaped.ToolsList(req.snap.cfg, req.sess.GetClientInfo().Name, v.ToolsList), nil
 	case "tools/call":
 		return h.toolsCall(ctx, req, v)
 	case "prompts/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Prompts, v.PromptsHash)
+		req.sess.saw(listen.Prompts, v.PromptsHash)
 		return views.Page("prompts", v.Prompts, req.msg.Params, size)
 	case "prompts/get":
 		return h.promptsGet(ctx, req, v)
 	case "resources/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		req.sess.saw(listen.Resources, v.ResourcesHash)
 		return views.Page("resources", v.Resources, req.msg.Params, size)
 	case "resources/templates/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		req.sess.saw(listen.Resources, v.ResourcesHash)
 		return views.Page("resourceTemplates", v.Templates, req.msg.Params, size)
 	case "resources/read":
 		return h.resourcesRead(ctx, req, v)
 	case "skills/list":
 		v = settled()
-		req.sess.lists.Saw(listen.Resources, v.ResourcesHash)
+		req.sess.saw(listen.Resources, v.ResourcesHash)
 		return views.Page("skills", v.skills.Entries(), req.msg.Params, size)
 	case "skills/get":
 		return skills.Get(ctx, extRequest{h, req, v})
@@ -448,7 +453,7 @@ func judgeResultRead(req *request, r *resultcap.Result, uri string) error {
 	}
 	d := snap.policy.Decide(policy.Request{Group: r.Group, Server: r.Server, Method: policy.MethodToolsCall, Name: r.Tool, Args: r.Args})
 	if snap.audit != nil {
-		req.call.Audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.id, Group: r.Group, Server: r.Server,
+		req.call.Audit = &audit.Record{Time: time.Now().UTC(), Session: req.sess.ID(), Group: r.Group, Server: r.Server,
 			Method: policy.MethodResourcesRead, Tool: r.Tool, URI: uri, Decision: string(d.Action), Rule: d.Rule}
 	}
 	if c := req.call.Observed; c != nil {
@@ -517,8 +522,8 @@ func (h *Hub) awaitRoute(ctx context.Context, req *request, v *view, found func(
 
 // subscriber is req, which subscribes its session to resources in view
 // v, as the session table takes it (routes.Subscriber).
-func subscriber(h *Hub, req *request, v *view) routes.Subscriber[*session] {
-	return routes.Subscriber[*session]{
+func subscriber(h *Hub, req *request, v *view) routes.Subscriber[client] {
+	return routes.Subscriber[client]{
 		Session: req.sess,
 		Resolve: func(ctx context.Context, uri string, wait bool) (*upstream.Server, bool) {
 			if wait {

@@ -201,7 +201,7 @@ func stripID(line string) string {
 
 // A task-augmented call of a 2026-07-28 request without a session
 // (Hub.Answer) gets the hub's task id, as a session's call does: the
-// request's own session, listed nowhere, is the call's (routes.Table.Of).
+// request's own client, listed nowhere, is the call's (routes.Table.Of).
 func TestTaskOfASessionlessCallHasTheHubsID(t *testing.T) {
 	h, _, _ := taskHub(t, "")
 	msg, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},"task":{"ttl":60000},` +

@@ -165,7 +165,7 @@ func TestInstallThenUninstallLeavesEveryClientConfigAsItWas(t *testing.T) {
 			if now, _ := os.ReadFile(path); string(now) != string(before) {
 				t.Fatal("--dry-run wrote the file")
 			}
-			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg, "--force"); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			after, _ := os.ReadFile(path)
@@ -203,7 +203,7 @@ func TestUninstallAfterTheUserEditedRestoresTheServers(t *testing.T) {
 			path, _ := placeFixture(t, home, client)
 			cfg := filepath.Join(home, "hub.yaml")
 			os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600)
-			if _, errOut, err := runCLI(t, "install", client, "-c", cfg); err != nil {
+			if _, errOut, err := runCLI(t, "install", client, "-c", cfg, "--force"); err != nil {
 				t.Fatalf("install: %v\n%s", err, errOut)
 			}
 			now, _ := os.ReadFile(path)
@@ -431,5 +431,53 @@ func TestImportSaysWhatToDo(t *testing.T) {
 	_, errOut, err = runBinary(t, home, "import", src, "-o", filepath.Join(home, "config.yaml"))
 	if err != nil || !strings.Contains(errOut, "note: 1 secret written literally into ") || !strings.Contains(errOut, "(GITHUB_TOKEN of gh);") {
 		t.Errorf("import of one literal secret: %v\n%s", err, errOut)
+	}
+}
+
+// An import that adds nothing (every group there already) writes nothing:
+// no backup of the unchanged config, no "the file as it was".
+func TestImportOfNothingNewWritesNothing(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"one":{"command":"node","args":["x.js"]}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	if out, errOut, err := runBinary(t, home, "import", src, "-o", cfg); err != nil {
+		t.Fatalf("first import: %v\n%s%s", err, out, errOut)
+	}
+	before, _ := os.ReadFile(cfg)
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || !strings.Contains(out, "0 servers imported") || strings.Contains(out, "the file as it was") {
+		t.Errorf("second import: %v\n%s%s", err, out, errOut)
+	}
+	backups, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "backups"))
+	if len(backups) != 0 {
+		t.Errorf("backups of an unchanged config: %d", len(backups))
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("config changed:\n%s", after)
+	}
+}
+
+// Gemini CLI's excludeTools stay excluded: the group's deny: of their
+// exact names (includeTools its allow:), which the hub loads; a key
+// import leaves out is a note naming server, key and what to do.
+func TestImportKeepsExcludedToolsAndNotesDroppedKeys(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "settings.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"sh":{"command":"node","args":["x.js"],"excludeTools":["run_shell_command"],"includeTools":["read_file","run_shell_command"],"envFile":".env"}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || !strings.Contains(errOut, "note: server sh: envFile not imported: dynamic-mcp reads no env file; copy its variables into env:") {
+		t.Errorf("import: %v\n%s%s", err, out, errOut)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), `deny: ["^run_shell_command$"]`) || !strings.Contains(string(b), `allow: ["^read_file$", "^run_shell_command$"]`) {
+		t.Errorf("config:\n%s", b)
+	}
+	loaded, err := configs.Load(cfg)
+	if err != nil || len(loaded.Groups) != 1 || !loaded.Groups[0].Tools.Hides("run_shell_command") || loaded.Groups[0].Tools.Hides("read_file") || !loaded.Groups[0].Tools.Hides("write_file") {
+		t.Errorf("loaded: %v", err)
 	}
 }

@@ -146,7 +146,7 @@ const ClippedMark = "…"
 // bound bounds what r holds of what the client wrote (see maxText
 // and maxArguments), marking r clipped where it cut.
 func bound(r *Record) {
-	for _, s := range []*string{&r.Session, &r.User, &r.Subject, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error} {
+	for _, s := range []*string{&r.Session, &r.User, &r.Subject, &r.Group, &r.Server, &r.Method, &r.Tool, &r.URI, &r.Prompt, &r.Decision, &r.Rule, &r.Outcome, &r.Error, &r.Grant, &r.ApprovedBy, &r.Event} {
 		if len(*s) > maxText {
 			*s = clip.Marked(*s, maxText, ClippedMark)
 			r.Clipped = true

@@ -416,9 +416,10 @@ func lines(t *testing.T, path string) int {
 // that quotes a name as much as the name.
 func TestAuditRecordClip(t *testing.T) {
 	long := strings.Repeat("é", maxText) // two bytes each
-	r := Record{Session: long, Group: "g", Tool: long, URI: long, Prompt: long, Rule: long, Error: "Tool not found: " + long}
+	r := Record{Session: long, Group: "g", Tool: long, URI: long, Prompt: long, Rule: long, Error: "Tool not found: " + long,
+		Grant: long, ApprovedBy: "cli:" + long, Event: long}
 	bound(&r)
-	for _, s := range []string{r.Session, r.Tool, r.URI, r.Prompt, r.Rule, r.Error} {
+	for _, s := range []string{r.Session, r.Tool, r.URI, r.Prompt, r.Rule, r.Error, r.Grant, r.ApprovedBy, r.Event} {
 		if !utf8.ValidString(s) || !strings.HasSuffix(s, ClippedMark) || len(s) > maxText+len(ClippedMark) {
 			t.Errorf("clipped to %d bytes: %.40q...", len(s), s)
 		}

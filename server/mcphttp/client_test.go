@@ -130,7 +130,7 @@ func TestHTTPAnswersJSONUnlessItMustStream(t *testing.T) {
 
 // A 2026-07-28 call without a session that asks for progress gets it
 // down its POST's event stream, ahead of the result, as a session's call
-// does: the request's own session, listed nowhere, is still the one its
+// does: the request's own client, listed nowhere, is still the one its
 // progress is for.
 func TestHTTPSessionlessCallGetsItsProgress(t *testing.T) {
 	t.Parallel()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -76,20 +75,10 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 	t.Cleanup(func() { ts.Close(); face.Close() })
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	call := func(id int) {
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},`+
-			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "f__echo")
-		resp, err := hc.Do(req)
+		resp, out, err := sessionlessEcho(hc, ts.URL, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `"x"`) || resp.Header.Get(headerSessionID) != "" {
 			t.Fatalf("sessionless tools/call: %d %v %s", resp.StatusCode, resp.Header, out)
 		}

@@ -17,8 +17,9 @@ import (
 
 // A request of 2026-07-28 that came without a session is answered on the
 // goroutine net/http read it on (Host.Answer): no session, no Conn, no
-// session stream, nothing listed (its session is known to the hub's
-// routes alone while it runs, for its progress: routes.Table.AddUnlisted).
+// session stream, nothing listed, and no session in the hub either: its
+// client there is the request's alone, known to the hub's routes while
+// it runs, for its progress (routes.Table.AddUnlisted).
 // It used to be answered in a session of its own (3 goroutines, 2
 // registries, a hand-off to the session's Conn and back for each
 // request). Only a notification sent

@@ -138,7 +138,7 @@ func (t *Table[S]) Notification(e upstream.Event) {
 // session's alone (its owner, e.Owner, is that session itself), what
 // came on a user's own connection (auth: per-user) is for that user's
 // sessions alone; what came on a shared connection is anyone's.
-func hears[S Session](e upstream.Event, sess S) bool {
+func hears[S Keyed](e upstream.Event, sess S) bool {
 	return (!e.OwnConn || e.Owner == upstream.Owner(sess)) && (e.User == "" || sess.UserKey() == e.User)
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-type progressRoute[S Session] struct {
+type progressRoute[S Keyed] struct {
 	sess   S
 	server call.Upstream   // the call's: only its progress is the call's
 	ctx    context.Context // the call's, so progress goes down its stream
@@ -29,7 +29,7 @@ type progressRoute[S Session] struct {
 // clients that chose the same token never see each other's progress. The
 // table forgets the token when the call returns. Only the call's server's
 // progress reaches the call (see Table.Notification).
-type Progress[S Session] struct {
+type Progress[S Keyed] struct {
 	Table *Table[S]
 	// Session is the hub's session a call is made in, the zero S for one
 	// that ended: given by the hub (the open session the call's owner
@@ -140,7 +140,7 @@ const maxHeldProgress = 64
 // client's rounds (server/rounds): the hub token it went upstream with
 // outlives the round that tracked it, and each later round is a request
 // (over HTTP, a session) of its own.
-type heldProgress[S Session] struct {
+type heldProgress[S Keyed] struct {
 	first   progressRoute[S]  // the round that sent the call: whose server and owner its progress must be
 	to      string            // the hub token of the round that carries it now, "" between rounds
 	pending []json.RawMessage // the params of progress that came between rounds, oldest first

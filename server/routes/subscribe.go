@@ -30,7 +30,7 @@ const (
 // something is on its way waits for its answer, and then sends the
 // subscribe itself if the upstream does not hold it. So once nothing is
 // on its way, the upstream holds the URI exactly when a session listens.
-type subscription[S Session] struct {
+type subscription[S Keyed] struct {
 	owner    *upstream.Server // the server subscribed to
 	sessions map[S]bool
 	upstream holding // what the last subscribe or unsubscribe answered left
@@ -56,7 +56,7 @@ const (
 // Subscriber is a client's request that subscribes its session to
 // resources (resources/subscribe, or a listen's resourceSubscriptions),
 // as the hub hands it to the table.
-type Subscriber[S Session] struct {
+type Subscriber[S Keyed] struct {
 	Session S
 	// Resolve is the server that lists uri or has a template for it in
 	// the request's view, and whether that view hides uri. With wait, it

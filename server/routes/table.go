@@ -23,10 +23,10 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// Session is one client session as the table sees it; the hub's session
-// implements it.
+// Session is one client session as the table sees it; the hub's clients
+// (its sessions, and the callers of requests that came without one)
+// implement it.
 type Session interface {
-	comparable
 	// ID names the session (unique among open sessions).
 	ID() string
 	// Dropped is how many notifications the client had no room for.
@@ -58,6 +58,14 @@ type Session interface {
 	upstream.Owner
 }
 
+// Keyed is a Session the table keys its maps by: comparable, as the
+// hub's client type is (an interface of pointers), its zero value no
+// session.
+type Keyed interface {
+	comparable
+	Session
+}
+
 // Entry is what the table keeps of a session in the session itself.
 type Entry struct {
 	rootsPending atomic.Bool // a roots/list_changed waits to go upstream
@@ -67,7 +75,7 @@ type Entry struct {
 }
 
 // Options are what the table needs of the hub around it.
-type Options[S Session] struct {
+type Options[S Keyed] struct {
 	Logger  *slog.Logger
 	Manager *upstream.Manager
 	// Spawn runs f on a goroutine the hub's Close waits for, and reports
@@ -100,7 +108,7 @@ type Options[S Session] struct {
 }
 
 // Table is the hub's table of client sessions (see the package doc).
-type Table[S Session] struct {
+type Table[S Keyed] struct {
 	opts Options[S]
 
 	mu       sync.Mutex                  // guards the maps
@@ -119,7 +127,7 @@ type Table[S Session] struct {
 }
 
 // New makes the table.
-func New[S Session](opts Options[S]) *Table[S] {
+func New[S Keyed](opts Options[S]) *Table[S] {
 	return &Table[S]{
 		opts:          opts,
 		sessions:      map[string]S{},
@@ -145,7 +153,7 @@ func (t *Table[S]) Add(sess S) error {
 	return nil
 }
 
-// AddUnlisted registers sess, the session of one request a face answers
+// AddUnlisted registers sess, the client of one request a face answers
 // without a session of the client's (a 2026-07-28 request that came
 // without Mcp-Session-Id), for Of alone until Remove: what comes back
 // for its call (progress, an upstream's request to the client, its
@@ -265,7 +273,7 @@ func (t *Table[S]) Of(owner upstream.Owner) (s S, session bool) {
 
 // notify sends sess a notification; ctx is the request it belongs to. It
 // never blocks.
-func notify[S Session](ctx context.Context, sess S, method string, params any) {
+func notify[S Keyed](ctx context.Context, sess S, method string, params any) {
 	p, err := jsonrpc.Params(params)
 	if err == nil {
 		sess.Notify(ctx, jsonrpc.EncodeNotification(method, p))

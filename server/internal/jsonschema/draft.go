@@ -11,12 +11,20 @@ import (
 type Draft struct {
 	version       int
 	url           string
-	sch           *Schema
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (the keys only: their schemas are in metas)
 	defaultVocabs []string           // names of default vocabs
+
+	// metas are the draft's meta-schema and its vocabularies' (by name),
+	// compiled by load when first needed (dynamic-mcp's change).
+	metas struct {
+		once   sync.Once
+		sch    *Schema
+		vocabs map[string]*Schema
+		failed any // what the compile panicked with, if it did
+	}
 }
 
 // String returns the specification url.
@@ -125,21 +133,38 @@ var (
 	draftLatest = Draft2020
 )
 
-// loadDrafts compiles the drafts' meta-schemas. The library did this in
-// an init function (1.7 MB allocated, 0.5 MB kept, 4-10 ms at every start
-// of every process that links it, the shared hub's bridges included);
-// here it is done once, when the first Compiler is made (dynamic-mcp's
-// change, see README.md).
-var loadDrafts = sync.OnceFunc(func() {
-	c := newCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
-		d.sch = c.MustCompile(d.url)
+// load compiles the draft's meta-schema and its vocabularies' the first
+// time a schema of this draft is checked against them. The library
+// compiled every draft's in an init function (1.7 MB allocated, 0.5 MB
+// kept, 4-10 ms at every start of every process that links it, the shared
+// hub's bridges included), where a hub needs one draft's, 2020-12's for
+// most tools (0.5 MB allocated, 70 KB kept); here each draft is compiled
+// on its own, when first needed (dynamic-mcp's change, see README.md).
+// Compiling a meta-schema never needs it (the compiler does not check
+// json-schema.org's documents), so load does not call itself. A compile
+// that panicked panics again at every load (as the library's init did not
+// let a process run without them), never leaving a draft half compiled.
+func (d *Draft) load() (sch *Schema, vocabs map[string]*Schema) {
+	d.metas.once.Do(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				d.metas.failed = p
+			}
+		}()
+		c := NewCompiler()
+		c.AssertFormat()
+		sch := c.MustCompile(d.url)
+		vocabs := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			vocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
+		d.metas.sch, d.metas.vocabs = sch, vocabs
+	})
+	if p := d.metas.failed; p != nil {
+		panic(p)
 	}
-})
+	return d.metas.sch, d.metas.vocabs
+}
 
 func draftFromURL(url string) *Draft {
 	u, frag := split(url)
@@ -270,14 +295,15 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 }
 
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
+	draftSch, draftVocabs := d.draft.load()
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
-		return d.draft.sch
+		return draftSch
 	}
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := draftVocabs[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -288,9 +314,9 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := draftVocabs["core"]
 		if sch == nil {
-			sch = d.draft.sch
+			sch = draftSch
 		}
 		allOf = append(allOf, sch)
 	}
