@@ -89,6 +89,7 @@ func lastAudit(t *testing.T, path string, n int) auditRecord {
 // session grant is revoked, calls ask again; a call the client cancels
 // leaves the inbox.
 func TestApprovalInbox(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h := inboxHub(t, audit, "prompt_timeout: 10m", "")
 	var skew atomic.Int64 // the grants' clock runs ahead by this
@@ -191,6 +192,7 @@ func TestApprovalInbox(t *testing.T) {
 // whose arguments match it; one for N calls runs out; approving with a
 // grant releases the calls it covers that wait already.
 func TestApprovalGrantScope(t *testing.T) {
+	t.Parallel()
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"/tmp/a"}`))
@@ -233,6 +235,7 @@ func TestApprovalGrantScope(t *testing.T) {
 
 // No answer within settings.prompt_timeout denies the call, saying so.
 func TestApprovalTimeout(t *testing.T) {
+	t.Parallel()
 	h := inboxHub(t, "off", "prompt_timeout: 300ms", "")
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"hi"}`))
@@ -248,6 +251,7 @@ func TestApprovalTimeout(t *testing.T) {
 // approvals: inbox (Codex declines every elicitation itself) is not
 // asked: its call goes to the inbox.
 func TestApprovalInboxForMarkedClient(t *testing.T) {
+	t.Parallel()
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "clients:\n  - {match: \"codex*\", approvals: inbox}")
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}`)
@@ -307,6 +311,7 @@ func TestApprovalNotifies(t *testing.T) {
 // A config reload keeps the calls waiting and the grants: they live on
 // the hub, not in the config's snapshot.
 func TestApprovalsSurviveReload(t *testing.T) {
+	t.Parallel()
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)
 	reload := func(settings string) {
@@ -337,6 +342,7 @@ func TestApprovalsSurviveReload(t *testing.T) {
 // elicitation, goes to the inbox with the limit's message; a grant made
 // there lets the loop's next calls through.
 func TestApprovalRateThenPrompt(t *testing.T) {
+	t.Parallel()
 	h, mgr := runHub(t, fmt.Sprintf(`mode: flat
 state_dir: %q
 audit: {path: "off"}
@@ -382,6 +388,7 @@ groups:
 // (Clipped) and gives the whole arguments' size; a call whose arguments
 // fit is not marked.
 func TestApprovalClippedArguments(t *testing.T) {
+	t.Parallel()
 	const maxApprovalArgs = 4 << 10 // approve's
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	c := inboxClient(t, h)

@@ -100,6 +100,7 @@ func appToolFor(g, name string) string {
 // byte for byte, a view the server does not list is read through the
 // tool that names it, and the server's own URI is no URI of the hub's.
 func TestAppsFlat(t *testing.T) {
+	t.Parallel()
 	h := appsHub(t, "flat", "")
 	c, caps := appsSession(t, h, "")
 	if got := string(jsonrpc.Field(jsonrpc.Field(caps, "extensions"), "io.modelcontextprotocol/ui")); got != `{"mimeTypes":["text/html;profile=mcp-app"],"x":1}` {
@@ -156,6 +157,7 @@ func TestAppsFlat(t *testing.T) {
 // like any call; dynamic mode's get_dynamic_tools gives a tool's _meta.ui
 // (and no other _meta), its URIs rewritten as in flat mode.
 func TestAppsCallByServerName(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"flat", "dynamic"} {
 		t.Run(mode, func(t *testing.T) {
 			h := appsHub(t, mode, "    policy:\n      - {action: deny, tool: pid, description: no pids}\n      - {action: allow, tool: \"*\"}\n")
@@ -191,6 +193,7 @@ func TestAppsCallByServerName(t *testing.T) {
 // A view without an app server is offered no extension; a 2026-07-28
 // client finds it in server/discover and reads the view as a 2025 one.
 func TestAppsExtensionPerViewAndEra(t *testing.T) {
+	t.Parallel()
 	h := appsHub(t, "flat", "")
 	_, caps := appsSession(t, h, "plain")
 	if ext := jsonrpc.Field(caps, "extensions"); ext != nil {
@@ -220,6 +223,7 @@ func TestAppsExtensionPerViewAndEra(t *testing.T) {
 // A group that hides a ui:// resource hides it as any resource: not
 // listed, not read, under either URI.
 func TestAppsHidden(t *testing.T) {
+	t.Parallel()
 	h := appsHub(t, "flat", "    resources: {deny: [\"^ui://dashboard/\"]}\n")
 	c, _ := appsSession(t, h, "one")
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)

@@ -21,6 +21,7 @@ import (
 // starting nor on a reload (which holds the lock every reload and Close
 // take); it says why, and a reload keeps the trail where it was.
 func TestAuditNamedPipeWithoutReader(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "audit.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)

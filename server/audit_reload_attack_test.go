@@ -14,6 +14,7 @@ import (
 // calls run: no call fails for the move, and every call's record is in
 // one of the files once the hub is closed.
 func TestAuditRequiredMovedUnderLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}
 	h, _ := auditedHub(t, paths[0], true)

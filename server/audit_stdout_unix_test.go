@@ -22,6 +22,7 @@ import (
 // to the client amid its messages; a reload that moves the trail there
 // keeps it where it was.
 func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,7 @@ func auditedHub(t *testing.T, path string, required bool) (*Hub, *upstream.Manag
 // the call whose record was not written and every call after it fail
 // closed, with a JSON-RPC error that says why.
 func TestAuditFailingDisk(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("needs /dev/full")
 	}
@@ -135,6 +136,7 @@ func TestAuditFailingDisk(t *testing.T) {
 // Many calls at once all land in the trail, each line whole, written by
 // the one writer; Close writes what is still queued before it returns.
 func TestAuditConcurrentCallsAllLand(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _ := auditedHub(t, path, false)
 	c := servePipes(t, h, StdioOptions{})
@@ -183,6 +185,7 @@ func TestAuditConcurrentCallsAllLand(t *testing.T) {
 // A call after Close loses its record, counted, or with audit.required is
 // refused, rather than wait for a trail that is gone.
 func TestAuditAfterClose(t *testing.T) {
+	t.Parallel()
 	for _, required := range []bool{false, true} {
 		cfg := auditConfig(filepath.Join(t.TempDir(), "a.jsonl"), config.ModeDynamic)
 		cfg.Audit.Required = required

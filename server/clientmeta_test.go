@@ -32,6 +32,7 @@ func modernCall(id, name, caps string) string {
 // later request that states none is refused both, with no guess carried
 // over from the first.
 func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
+	t.Parallel()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    policy:
       - {action: prompt, tool: "echo"}
       - {action: allow, tool: "*"}
@@ -106,6 +107,7 @@ func (p *answeringPeer) Client() string  { return "" }
 // declared that mode, one in form mode only a client that answers forms
 // (one that declared elicitation without a mode answers forms alone).
 func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
+	t.Parallel()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), false)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	s := mgr.Servers()[0]
@@ -140,6 +142,7 @@ func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 // request of an older era changes nothing, and capabilities that do not
 // decode count as none.
 func TestStatedClientMeta(t *testing.T) {
+	t.Parallel()
 	s := newSession("s", "test")
 	s.stated(era.StateOf(scan(t, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`)))
 	if _, known := s.ClientCapabilities(); known || s.ProtocolVersion() != "" {

@@ -77,6 +77,7 @@ func firstList(t *testing.T, h *Hub) (*pipeClient, string, time.Duration) {
 // is told the list changed when the live one differs, and not when it is
 // the same.
 func TestColdStartListsLastTools(t *testing.T) {
+	t.Parallel()
 	for _, changed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("changed=%v", changed), func(t *testing.T) {
 			dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
@@ -135,6 +136,7 @@ func TestColdStartListsLastTools(t *testing.T) {
 // accepted since it was cached) is not listed from the cache, as a live
 // change would not be; the server's other cached tools are.
 func TestColdStartHidesToolWhosePinChanged(t *testing.T) {
+	t.Parallel()
 	dir, gate := t.TempDir(), filepath.Join(t.TempDir(), "gate")
 	warmUp(t, dir, gate, false)
 	pins := upstream.NewPins(filepath.Join(dir, "pins"))
@@ -158,6 +160,7 @@ func TestColdStartHidesToolWhosePinChanged(t *testing.T) {
 // A server never seen before, or seen with another config, is waited for
 // up to startup_wait, as before: no list of another server is shown.
 func TestColdStartFirstEverWaits(t *testing.T) {
+	t.Parallel()
 	const wait = 500 * time.Millisecond
 	for _, tc := range []struct {
 		name  string

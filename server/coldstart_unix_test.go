@@ -24,6 +24,7 @@ import (
 // once the client has asked for the handshake (or, for a client that must
 // not wait, has been answered).
 func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, config string // config: the top of the config, in place of mode: flat
 		client       string // clientInfo, as the client sends it

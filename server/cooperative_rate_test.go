@@ -61,6 +61,7 @@ func coopAnswer(t *testing.T, s *Session, id int, name string, args any) string 
 // 10 calls a minute, another caller has its own; a stdio session, whose
 // caller is the session, has its own too.
 func TestCooperativeRatePerCaller(t *testing.T) {
+	t.Parallel()
 	h := frozenCoopHub(t)
 	a1, a2, b := callerSession(t, h, "a-1", "a"), callerSession(t, h, "a-2", "a"), callerSession(t, h, "b-1", "b")
 	ask := map[string]any{"resource": "x", "operation": "read", "justification": "j", "tool": "f__sleep"}

@@ -157,6 +157,7 @@ func coopHub(t *testing.T, audit, settings string) *Hub {
 // checkIntent then reports and the real call uses without asking; other
 // arguments ask again; scope once covers one call.
 func TestCooperativeRequestPermission(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h := coopHub(t, audit, "")
 	c := inboxClient(t, h)
@@ -288,6 +289,7 @@ func TestCooperativeListed(t *testing.T) {
 // 11th call in a minute is answered -32000, another session's first is
 // not; getPolicy has no limit.
 func TestCooperativeRateLimits(t *testing.T) {
+	t.Parallel()
 	h := coopHub(t, "off", "")
 	stopped := time.Now()
 	h.rates.Now = func() time.Time { return stopped } // no token comes back while the test runs, however slow
@@ -318,6 +320,7 @@ func TestCooperativeRateLimits(t *testing.T) {
 // reportAction writes an audit record marked as the agent's report, with
 // the event id it answers; getPolicy lists the rules a tool may meet.
 func TestCooperativeReportAndPolicy(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h := coopHub(t, audit, "")
 	c := inboxClient(t, h)
@@ -349,6 +352,7 @@ func TestCooperativeReportAndPolicy(t *testing.T) {
 // form elicitation (the path a prompt rule's call takes for it), and the
 // grant lets its call of the tool through.
 func TestCooperativeGoSDKClient(t *testing.T) {
+	t.Parallel()
 	h := coopHub(t, "off", "")
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

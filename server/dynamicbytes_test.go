@@ -13,6 +13,7 @@ import (
 // for byte (white space, <, & and the digits of numbers as written), under
 // the tool's own name.
 func TestCallDynamicToolPassesArgsBytes(t *testing.T) {
+	t.Parallel()
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""), "mode: flat", "mode: dynamic", 1)
 	h, mgr := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })

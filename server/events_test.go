@@ -139,6 +139,7 @@ const slowMachine = 5
 // either order of starting: `dynamic-mcp tools` starts the upstreams
 // first, serve builds the hub first. Run with -race.
 func TestHubWholeBeforeUpstreamEvents(t *testing.T) {
+	t.Parallel()
 	for _, upstreamsFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("upstreams first %v", upstreamsFirst), func(t *testing.T) {
 			cfg := upstreamConfig(t, "")
@@ -249,6 +250,7 @@ func (c *stdioClient) next() map[string]json.RawMessage {
 // without params when the upstream sent none, and the client's answer
 // goes back to the upstream.
 func TestUpstreamRequestReachesClient(t *testing.T) {
+	t.Parallel()
 	cfg := upstreamConfig(t, "call_timeout: 10s")
 	logger := testLogger()
 	mgr := upstream.New(cfg, logger)
@@ -313,6 +315,7 @@ func (c *stdioClient) nextOf(method, id string) map[string]json.RawMessage {
 // What an upstream sends during a call reaches the client before the
 // call's result; log messages name their upstream; params pass through.
 func TestUpstreamNotificationsReachClientInOrder(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\ngroups:\n  g:\n    description: fake\n    command: %q\n    args: [\"-flood\"]\n",
 		t.TempDir(), fakeBin), false)
 	c := serveStdio(t, h)

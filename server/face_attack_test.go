@@ -14,6 +14,7 @@ import (
 // ends at the write timeout, cleanly, and every goroutine of the session
 // ends.
 func TestAttackStdioRequestsNeverRead(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	before := liveGoroutines()
 	inR, inW := io.Pipe()
@@ -78,6 +79,7 @@ func liveGoroutines() int {
 // them for the whole drainTimeout; the uncommitted Inflight.Stop change
 // fixes it. Kept as a regression test.)
 func TestAttackStdioStopDuringRequestFlood(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()

@@ -130,6 +130,7 @@ const initializeMsg = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"
 // A client's roots/list_changed storm does not hold up its own requests,
 // and ids come back as the client wrote them.
 func TestStdioNotificationsDoNotBlock(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
@@ -156,6 +157,7 @@ func TestStdioNotificationsDoNotBlock(t *testing.T) {
 // messages: its notifications are dropped, and once a write waits past the
 // write timeout the client is taken to be gone and serving ends cleanly.
 func TestStdioClientStopsReading(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-flood")
 	c := servePipes(t, h, StdioOptions{WriteTimeout: 300 * time.Millisecond})
 	c.send(initializeMsg)

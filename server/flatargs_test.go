@@ -10,6 +10,7 @@ import (
 // args, and never reaches the upstream past the policy's argument rules;
 // an object, and null for none, still go through.
 func TestFlatNonObjectArgumentsRefused(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
 	c.send(initializeMsg)

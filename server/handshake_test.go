@@ -77,6 +77,7 @@ func answerText(res json.RawMessage, err error) string {
 }
 
 func TestHandshakeAnswersAsMCPGo(t *testing.T) {
+	t.Parallel()
 	const (
 		modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"m","version":"2"}}`
 		badCaps    = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":5}}`
@@ -150,6 +151,7 @@ func TestHandshakeAnswersAsMCPGo(t *testing.T) {
 // A second session with an open session's id is refused, as mcp-go's
 // registry refused it; once that session ends the id is free again.
 func TestSessionIDsAreUnique(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(config.ModeDynamic)
 	defer h.mgr.Close()
 	a, err := h.Open("x", "stdio", &recordingPeer{})
@@ -170,6 +172,7 @@ func TestSessionIDsAreUnique(t *testing.T) {
 // The binary does not link mcp-go's server: the hub answers the protocol
 // itself, and mcp-go is there for its types.
 func TestNoMCPGoServer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}

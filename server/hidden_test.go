@@ -16,6 +16,7 @@ import (
 // A rule naming an argument the tool's schema does not have is a warning
 // of the view once the tool is known, naming the arguments it has.
 func TestViewWarnsOfUnknownArguments(t *testing.T) {
+	t.Parallel()
 	h := hidingHub(t)
 	want := `policy rule typo names argument "txt", which tool echo of f/f does not have (its arguments: ms, text)`
 	if got := h.snapshot().view.Warnings; len(got) != 1 || got[0] != want {
@@ -53,6 +54,7 @@ func errorOf(line, name string) string {
 // subscribe, unsubscribe and complete exactly as one that does not exist,
 // nothing is forwarded, and its updates never reach the client.
 func TestHiddenIsHiddenEverywhere(t *testing.T) {
+	t.Parallel()
 	h := hidingHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
@@ -146,6 +148,7 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 // A reload that hides a resource a client is subscribed to ends the
 // subscription: the upstream is unsubscribed and the client hears no more.
 func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	yaml := func(deny string) string {
 		return flatFakeYAML(dir, "", fmt.Sprintf("    resources: {deny: [%q]}\n", deny))

@@ -18,6 +18,13 @@ func TestSessionInflightSetting(t *testing.T) {
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
+	// initialize counts as in flight until its answer is written, a
+	// moment after the client has read it: on a busy machine the first
+	// call found it still counted and the cap refused two calls of three.
+	waitFor(t, 10*time.Second, "initialize no longer in flight", func() bool {
+		s := h.Sessions().Info()
+		return len(s) == 1 && s[0].Inflight == 0
+	})
 	// The calls are answered once the test opens the gate, after the
 	// refusal: the two the cap admits are in flight while the third comes.
 	gate := filepath.Join(t.TempDir(), "gate")

@@ -70,6 +70,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 // scaled down to 32 KiB a caller, 64 KiB in all: kilobytes show the
 // bound as megabytes do, which took tens of seconds to send under -race.
 func TestApprovalInboxBytesBounded(t *testing.T) {
+	t.Parallel()
 	// No call may expire while the test runs.
 	h := inboxHub(t, "off", "prompt_timeout: 10m", "")
 	h.Inbox().SetByteBounds(64<<10, 32<<10)

@@ -91,6 +91,7 @@ func askCall(id, caps, more string) string {
 // the call, whose result is the server's; the state is good for that one
 // retry only.
 func TestInputRequiredHeldCall(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(askCall("1", `{"elicitation":{}}`, ""))
@@ -121,6 +122,7 @@ func TestInputRequiredHeldCall(t *testing.T) {
 // server asks roots/list 350 ms after it starts, in the middle of a call
 // on a connection dialled for it).
 func TestInputRequiredHeldCallProgress(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	withToken := func(id, token, more string) string {
@@ -150,6 +152,7 @@ func TestInputRequiredHeldCallProgress(t *testing.T) {
 // request or after it expired is refused -32602 with the reason, and the
 // call it names is still there for the right retry.
 func TestInputRequiredStateRefused(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	a := servePipes(t, h, StdioOptions{})
 	a.send(askCall("1", `{"elicitation":{}}`, ""))
@@ -199,6 +202,7 @@ func TestInputRequiredStateRefused(t *testing.T) {
 // request is refused, as for a client that was asked directly, and the
 // call completes with what the server makes of that.
 func TestInputRequiredNotAskedWithoutCapability(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(askCall("1", `{}`, ""))
@@ -213,6 +217,7 @@ func TestInputRequiredNotAskedWithoutCapability(t *testing.T) {
 // call again with the answers and the server's requestState untouched
 // until the server completes it.
 func TestInputRequiredFulfilledForOlderClient(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-modern")
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -244,6 +249,7 @@ func TestInputRequiredFulfilledForOlderClient(t *testing.T) {
 // input_required passes through, its requestState sealed inside the
 // hub's, and each retry reaches the server with the server's own state.
 func TestInputRequiredRelayed(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-modern")
 	c := servePipes(t, h, StdioOptions{})
 	caps := `{"elicitation":{},"roots":{}}`
@@ -273,6 +279,7 @@ func TestInputRequiredRelayed(t *testing.T) {
 // client's own would: the retry carries its answers and state beside the
 // same group, name and args, and the upstream gets them.
 func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"-modern"}} {
 		t.Run(strings.Join(append([]string{"fake"}, args...), " "), func(t *testing.T) {
 			yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: [\""+strings.Join(args, `","`)+"\"]\n"), "mode: flat", "mode: dynamic", 1)
@@ -314,6 +321,7 @@ func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
 // gets that as its input_required round too, and its retry resumes the
 // call.
 func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("remote", "1", mcpserver.WithElicitation())
 	srv.AddTool(mcp.NewTool("ask"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "Your name?",
@@ -341,6 +349,7 @@ func TestInputRequiredHeldCallOverHTTPUpstream(t *testing.T) {
 // request's _meta, in place of those the hub declared, so that the server
 // asks it only what it can answer.
 func TestModernUpstreamGetsTheClientsCapabilities(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t, "-modern")
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},` + metaWithCaps(`{"sampling":{"tools":{}}}`) + `}}`)
@@ -357,6 +366,7 @@ func TestModernUpstreamGetsTheClientsCapabilities(t *testing.T) {
 // too, is put to the first call's round (the part of the hop it came
 // during), not to the latest call.
 func TestInputRequiredHeldCallsTellApart(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	srv := mcpserver.NewMCPServer("remote", "1", mcpserver.WithElicitation())
 	srv.AddTool(mcp.NewTool("ask"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

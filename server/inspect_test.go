@@ -76,6 +76,7 @@ type inspectedRow struct {
 // its answer, live on the stream and in the export, secrets redacted; and
 // the hub's upstreams and sessions.
 func TestInspectorSeesTheHubsTraffic(t *testing.T) {
+	t.Parallel()
 	h, _, api := inspectedHub(t)
 	// A page watching from the start sees the rows live.
 	resp, err := http.Get(api.URL + inspect.Prefix + "api/events")
@@ -230,6 +231,7 @@ func BenchmarkStdioToolCallWatched(b *testing.B) {
 // elicitation) is shown under that call, with the client's answer,
 // redacted like every body.
 func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
+	t.Parallel()
 	h, _, api := inspectedHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -283,6 +285,7 @@ func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
 // client cannot see leaves it empty), so the inspector's group filter
 // finds it.
 func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
+	t.Parallel()
 	h, mgr := runHub(t, strings.Replace(flatFakeYAML(t.TempDir(), "", ""), "mode: flat", "mode: dynamic", 1), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	_, api := attachInspector(t, h)
@@ -330,6 +333,7 @@ func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
 // after start) shows the server up since it came up, not since the
 // inspector started.
 func TestInspectorUptimeIsTheServersOwn(t *testing.T) {
+	t.Parallel()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	ready := mgr.Servers()[0].Status().Since

@@ -28,6 +28,7 @@ func subscriptionID(t *testing.T, m map[string]json.RawMessage) string {
 // its resource subscription), and a listen open when the hub shuts down
 // gets its result.
 func TestListenOverStdio(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s", ""), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__mutate"]; return ok })
 	c := serveStdio(t, h)

@@ -19,11 +19,18 @@ func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
 	// The tests wait (for upstreams to start, for timers) far more than
 	// they compute: a whole run used 52 s of CPU, and took 188 s beside
-	// cmd/dynamic-mcp's on a quiet 2-core machine, so the independent ones
-	// run in parallel. At go test's default of one a core: four a core
-	// failed three tests in two stress runs (calls past their 5 s
-	// call_timeout on a machine running the suite twice).
-	fakeBin = fakeupstream.Build()
+	// cmd/dynamic-mcp's on a quiet 2-core machine, so they run in
+	// parallel, but for those that set the environment (t.Setenv); a test
+	// that measures the process or takes its processors runs in a process
+	// of its own (inProcessOfItsOwn). At go test's default of one a core:
+	// four a core failed three tests in two stress runs (calls past their
+	// 5 s call_timeout on a machine running the suite twice).
+	if bin := os.Getenv(ownProcessEnv); bin != "" {
+		fakeupstream.Command() // its children as the parent's, should bin be a test binary
+		fakeBin = bin          // built by the test binary that started this one
+	} else {
+		fakeBin = fakeupstream.Build()
+	}
 	code := pgtest.Shared(m).Run()
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running

@@ -13,6 +13,7 @@ const upstreamTool = `{"title":"<T>","name":"search","inputSchema":{"$schema":"h
 	`"description":"Search <things> & more","x-vendor":9007199254740993}`
 
 func TestFlatRenameKeepsBytes(t *testing.T) {
+	t.Parallel()
 	got, err := setField(json.RawMessage(upstreamTool), "name", "web__search")
 	if err != nil {
 		t.Fatal(err)

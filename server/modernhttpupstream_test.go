@@ -23,6 +23,7 @@ import (
 // disagrees with its body) gets the headers of its own name and
 // definition, and answers.
 func TestModernHTTPUpstreamHeadersThroughRenaming(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("modern", "1")
 	tool := mcp.NewToolWithRawSchema("where", "Says the region it was called for",
 		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`))

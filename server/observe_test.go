@@ -62,6 +62,7 @@ func (r *recorder) call(id string) (traffic.Call, bool) {
 // An observer sees each request with its routing, policy decision, hops
 // and outcome, the id as the client sent it.
 func TestObserverSeesEachCall(t *testing.T) {
+	t.Parallel()
 	h := hidingHub(t)
 	rec := &recorder{}
 	h.Traffic().Observe(rec)

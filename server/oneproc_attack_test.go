@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/stalltest"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // blockingPipe is a pipe whose ends are blocking, as a client's pipes to
@@ -39,9 +41,18 @@ func blockingPipe(t *testing.T) (r, w *os.File) {
 // The hub's write to it waits in a system call; the hub stops reading
 // its calls rather than holding them (its memory stays bounded), goes on
 // with the rest (its sessions' table answers), and once the client reads
-// again it is answered every call.
+// again it is answered every call. It takes the process's processors
+// and measures its heap: it runs in a process of its own.
 func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
-	h := fakeHub(t)
+	if !inProcessOfItsOwn(t) {
+		return
+	}
+	// call_timeout as long as a hang: the calls the hub holds wait while
+	// the client does not read, and beside the package's other tests on
+	// a busy machine that outlasted fakeHub's 5 s.
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
+	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	inR, inW := blockingPipe(t)
 	outR, outW := blockingPipe(t)
 	in := local.Polled(inR)
@@ -64,11 +75,12 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 
 	const calls, size = 2048, 16 << 10 // 32 MiB of calls, far more than the hub may hold for a session
 	text := strings.Repeat("s", size)
+	quoted := strconv.Quote(text) // once: quoting it per call took a tenth of the test's CPU under -race
 	heap := stalltest.Mark()
 	written := make(chan error, 1)
 	go func() {
 		for i := range calls {
-			if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":%q}}}`+"\n", i, text); err != nil {
+			if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":%s}}}`+"\n", i, quoted); err != nil {
 				written <- err
 				return
 			}

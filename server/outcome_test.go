@@ -69,6 +69,7 @@ func spanAttr(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 // result, a JSON-RPC error, a policy block, a tool that does not exist, a
 // call the client cancelled).
 func TestOutcomeAgreesEverywhere(t *testing.T) {
+	t.Parallel()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", `    policy:
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}}

@@ -58,6 +58,7 @@ func (p *recordingPeer) count(s string) int {
 // whose list is out of date; one still waiting out its window when the hub
 // closes is never sent: Close ends the window's goroutine and waits for it.
 func TestListChangedCoalescedAndEndedByClose(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newTestHub(config.ModeFlat)
 		defer h.mgr.Close()
@@ -178,6 +179,7 @@ func silentUnsubscribe(in io.Reader, out io.Writer) {
 // answered, and list_timeout is an hour), and Close cancels them and
 // returns once they have ended.
 func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
+	t.Parallel()
 	before := goroutineIDs()
 	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nsettings: {list_timeout: 1h}\ngroups:\n  g:\n    description: silent\n    command: %q\n    env: {%s: \"1\"}\n",
 		t.TempDir(), os.Args[0], silentUnsubscribeEnv)
@@ -244,6 +246,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 // it has begun the hub starts nothing more: a late roots/list_changed or
 // list change is dropped, a late session is forgotten at once.
 func TestHubStartsNothingAfterClose(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(config.ModeFlat)
 	defer h.mgr.Close()
 	sess := newSession("a", "stdio")

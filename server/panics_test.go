@@ -12,6 +12,7 @@ import (
 // A panic recovered in the hub's event loop, or reported by a face, is
 // logged once at Error with its stack, and counted; the loop goes on.
 func TestRecoveredPanicsLoggedAndCounted(t *testing.T) {
+	t.Parallel()
 	var log syncBuffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	cfg := &config.Config{Mode: config.ModeFlat, Settings: config.Settings{PageSize: 10, CallTimeout: config.DefaultCallTimeout, MaxMessageSize: 1 << 20},

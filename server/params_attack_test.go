@@ -63,6 +63,7 @@ func TestAttackHostileParamsAnsweredWithoutPanic(t *testing.T) {
 // The dynamic mode's own tools with every kind of wrong arguments are
 // answered, and none panics the hub.
 func TestAttackHostileDynamicArgumentsAnsweredWithoutPanic(t *testing.T) {
+	t.Parallel()
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""), "mode: flat", "mode: dynamic", 1)
 	h, mgr := runHub(t, yaml, true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })

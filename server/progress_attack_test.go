@@ -16,6 +16,7 @@ import (
 // tokens are counted, so guessed) cannot put its words into a call of
 // another server's, perhaps another client's.
 func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
+	t.Parallel()
 	yaml := flatFakeYAML(t.TempDir(), "call_timeout: 10s", "") +
 		fmt.Sprintf("  g:\n    description: other\n    command: %q\n    args: [\"-name\", \"g\"]\n", fakeBin)
 	h, mgr := runHub(t, yaml, true)
@@ -57,6 +58,7 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 // (isolation: per-session), or in the answer to its call, is not another
 // session's call's, though both calls went to that server.
 func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	f := h.mgr.Servers()[0]
 	a := servePipes(t, h, StdioOptions{})

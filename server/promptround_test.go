@@ -79,6 +79,7 @@ func promptKey(t *testing.T, first inputRequired, what string) string {
 // state is good for that retry only. A decline is blocked -32001 with the
 // reason, as for a client that was asked directly.
 func TestPromptRuleThroughInputRequired(t *testing.T) {
+	t.Parallel()
 	h := promptRuleHub(t, "flat")
 	c := servePipes(t, h, StdioOptions{})
 	caps := `{"elicitation":{}}`
@@ -122,6 +123,7 @@ func TestPromptRuleThroughInputRequired(t *testing.T) {
 // not asked: the call waits in the approval inbox, as an older client's
 // (approvals_test.go), here denied there.
 func TestPromptRuleWithoutElicitation(t *testing.T) {
+	t.Parallel()
 	h := promptRuleHub(t, "flat")
 	c := servePipes(t, h, StdioOptions{})
 	for i, caps := range []string{`{}`, `{"elicitation":{"url":{}}}`} {
@@ -142,6 +144,7 @@ func TestPromptRuleWithoutElicitation(t *testing.T) {
 // the hub holds, or a 2026-07-28 upstream's input_required relayed), whose
 // retries are not asked about again.
 func TestPromptRuleThenUpstreamRounds(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"-modern"}} {
 		t.Run(strings.Join(append([]string{"fake"}, args...), " "), func(t *testing.T) {
 			h := promptRuleHub(t, "flat", args...)
@@ -184,6 +187,7 @@ func TestPromptRuleThenUpstreamRounds(t *testing.T) {
 // still goes through. A retry that leaves the question unanswered is
 // asked it again.
 func TestPromptRuleStateRefused(t *testing.T) {
+	t.Parallel()
 	h := promptRuleHub(t, "flat")
 	a := servePipes(t, h, StdioOptions{})
 	caps := `{"elicitation":{}}`
@@ -261,6 +265,7 @@ func TestPromptRuleStateRefused(t *testing.T) {
 // and so are prompts/get and resources/read that a prompt rule names, in
 // either mode.
 func TestPromptRuleRoundInEveryMethod(t *testing.T) {
+	t.Parallel()
 	caps := `{"elicitation":{"form":{}}}`
 	for _, mode := range []string{"flat", "dynamic"} {
 		t.Run(mode, func(t *testing.T) {

@@ -133,6 +133,7 @@ func readAudit(t *testing.T, h *Hub, path string) []auditRecord {
 // the rule does not match are not counted. The refused call is audited as
 // rate_limited with its rule, and counted in /metrics.
 func TestRateLimitRefusesOverTheLimit(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, clock := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: echo-rate, action: allow, tool: echo, args: {text: \"loop*\"}, rate: 3/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
@@ -187,6 +188,7 @@ func TestRateLimitRefusesOverTheLimit(t *testing.T) {
 // In dynamic mode call_dynamic_tool answers a call over the limit as it
 // answers a policy block: the same -32001 error.
 func TestRateLimitCallDynamicTool(t *testing.T) {
+	t.Parallel()
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "dynamic",
 		"      - {name: echo-rate, action: allow, tool: echo, rate: 1/10s}\n", ""))
 	waitFor(t, 5*time.Second, "the view", func() bool {
@@ -208,6 +210,7 @@ func TestRateLimitCallDynamicTool(t *testing.T) {
 // one profile (those without one together), per: session (the default)
 // each session alone; a session's own counters go when it ends.
 func TestRateLimitScopes(t *testing.T) {
+	t.Parallel()
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "flat", `      - {name: hub, action: allow, tool: echo, args: {text: "hub"}, rate: 2/minute, per: hub}
       - {name: session, action: allow, tool: echo, args: {text: "session"}, rate: 2/minute}
       - {name: profile, action: allow, tool: echo, args: {text: "profile"}, rate: 2/minute, per: profile}
@@ -265,6 +268,7 @@ func TestRateLimitScopes(t *testing.T) {
 // decline refuses it -32001 with the reason. Within the limit nobody is
 // asked.
 func TestRateLimitThenPrompt(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))
@@ -321,6 +325,7 @@ func TestRateLimitThenPrompt(t *testing.T) {
 // the same, starts afresh for one whose rate changed, and forgets those
 // of a rule that is gone.
 func TestRateLimitReloadKeepsCounters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	yaml := func(rate string) string {
 		return rateYAML(dir, "off", "flat", "      - {name: echo-rate, action: allow, tool: echo, rate: "+rate+"}\n", "")
@@ -364,6 +369,7 @@ func TestRateLimitReloadKeepsCounters(t *testing.T) {
 // the call already counted: it is not counted again, so a 1/minute rule
 // lets the one call finish. A new call is counted.
 func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
+	t.Parallel()
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "flat",
 		"      - {name: once, action: allow, tool: ask, rate: 1/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
@@ -393,6 +399,7 @@ func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
 // the rule of no group: its counters and its count in /metrics have the
 // group "", and a reload keeps them too.
 func TestRateLimitGlobalRule(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	y := rateYAML(dir, "off", "flat", "      - {action: deny, tool: nothing}\n",
 		"policy:\n  - {name: global-rate, action: log, tool: \"*\", rate: 2/minute, per: hub}\n")
@@ -421,6 +428,7 @@ func TestRateLimitGlobalRule(t *testing.T) {
 // accepts goes through, with the upstream's answer, and a decline is
 // refused -32001 with the reason.
 func TestRateLimitThenPromptModernClient(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))

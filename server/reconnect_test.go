@@ -74,6 +74,7 @@ func (u *blinkingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and is answered by it, or else is told the upstream is reconnecting. A
 // tool the group denies is answered as not found all along.
 func TestReconnectingGroupIsNotNotFound(t *testing.T) {
+	t.Parallel()
 	u := &blinkingUpstream{gate: make(chan struct{})}
 	ts := httptest.NewServer(u)
 	t.Cleanup(ts.Close)

@@ -285,6 +285,7 @@ func TestSearchDynamicTools(t *testing.T) {
 // A tool an upstream adds after it says its list changed is found by the
 // next search: the index is built again with the view.
 func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
+	t.Parallel()
 	h, c := searchClient(t, "search: on", fakeGroups())
 	waitFor(t, 15*time.Second, "group g", func() bool { return len(h.snapshot().view.GroupIndex["g"].Tools) > 0 })
 	query := map[string]any{"query": "water my garden plants"}
@@ -488,6 +489,7 @@ func TestSearchDuringRefreshes(t *testing.T) {
 // flat mode, and a call to one is routed as in flat mode, policy
 // included; a name the group does not have, or hides, is a warning.
 func TestExposeTools(t *testing.T) {
+	t.Parallel()
 	groups := fmt.Sprintf(`  f:
     description: A fake server for tests
     command: %q

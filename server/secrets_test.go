@@ -67,6 +67,7 @@ func closingListener(t *testing.T) string {
 // elicitation requests; a tool's JSON-in-text result, escaped twice and
 // three times.
 func TestSecretsReachNoClient(t *testing.T) {
+	t.Parallel()
 	const (
 		plain  = "sk-reason-secret-41"
 		quoted = `sk-"deep"\secret-42`

@@ -225,6 +225,7 @@ func TestSkillsPolicyURI(t *testing.T) {
 // Two servers of one group that serve the same skill collide: the first
 // in config order keeps it, and the hub's problems say which is hidden.
 func TestSkillsCollisionReported(t *testing.T) {
+	t.Parallel()
 	h := skillsHub(t)
 	want := `skill "skill://two/pdf/SKILL.md" of two/y is hidden: two/x lists the same URI`
 	if !slices.ContainsFunc(h.Problems(), func(p string) bool { return strings.HasPrefix(p, want) }) {

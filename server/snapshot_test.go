@@ -33,6 +33,7 @@ func lines(t *testing.T, path string) int {
 
 // A reload swaps config, policy, view and audit trail together.
 func TestSetConfigSwapsSnapshotWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := auditConfig(filepath.Join(dir, "a.jsonl"), config.ModeDynamic)
 	h, err := New(a, upstream.New(a, testLogger()), testLogger())
@@ -70,6 +71,7 @@ func TestSetConfigSwapsSnapshotWhole(t *testing.T) {
 // A request holds the audit trail it loaded: a reload that moves the trail
 // closes the old file only after the request's record is in it.
 func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pathA, pathB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
 	a, b := auditConfig(pathA, config.ModeDynamic), auditConfig(pathB, config.ModeDynamic)
@@ -104,6 +106,7 @@ func TestAuditMovedByReloadKeepsRecord(t *testing.T) {
 
 // However reloads move the trail, no record written meanwhile is lost.
 func TestAuditReloadsLoseNoRecord(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pathA, pathB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
 	a, b := auditConfig(pathA, config.ModeDynamic), auditConfig(pathB, config.ModeDynamic)

@@ -10,6 +10,7 @@ import (
 // window, an unsubscribe) that panics is recovered and counted as a
 // request's panic is: the hub and every other session go on.
 func TestSpawnedGoroutineRecovers(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(config.ModeFlat)
 	defer h.mgr.Close()
 	h.Run()

@@ -29,6 +29,7 @@ func startingHub(t *testing.T, mode string, delay time.Duration) *Hub {
 // hub: its first list has every group and its call a real result, and it
 // is not told of list changes it never saw.
 func TestOneShotClientSeesEverythingAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode, call string
 		want       []string
@@ -87,6 +88,7 @@ func gatedHub(t *testing.T, gate string, wait time.Duration) *Hub {
 // waits for the upstream up to startup_wait. A name no upstream brings is
 // answered "not found" once startup_wait has passed.
 func TestFirstRequestsWaitForStartingUpstreams(t *testing.T) {
+	t.Parallel()
 	t.Run("answered", func(t *testing.T) {
 		gate := filepath.Join(t.TempDir(), "gate")
 		h := gatedHub(t, gate, 30*time.Second)

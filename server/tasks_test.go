@@ -107,6 +107,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // and each receives the status of its own task only: 1 notification each,
 // not 2 to one and 0 to the other.
 func TestTaskIDsPerSessionUniqueAndOwned(t *testing.T) {
+	t.Parallel()
 	_, _, c := taskHub(t, "    isolation: per-session\n", "a", "b")
 	idA, idB := startTask(t, c["a"], "A"), startTask(t, c["b"], "B")
 	if idA == idB {
@@ -143,6 +144,7 @@ func TestTaskIDsPerSessionUniqueAndOwned(t *testing.T) {
 // the old one. a's tasks/result is refused (-32602, not found: its server
 // restarted since) without reaching the new process, b's is b's.
 func TestTaskOfARestartedUpstreamNotAnother(t *testing.T) {
+	t.Parallel()
 	h, mgr, c := taskHub(t, "", "a", "b")
 	s := mgr.Servers()[0]
 	idA := startTask(t, c["a"], "A")
@@ -173,6 +175,7 @@ func TestTaskOfARestartedUpstreamNotAnother(t *testing.T) {
 // task is neither read nor cancelled by it. (The ids are nonces, so
 // TestTaskIDsPerSessionUniqueAndOwned never names another's.)
 func TestTaskOfAnotherSessionNotFound(t *testing.T) {
+	t.Parallel()
 	_, _, c := taskHub(t, "", "a", "b")
 	idA := startTask(t, c["a"], "A")
 	const unknown = "f~unknown"
@@ -203,6 +206,7 @@ func stripID(line string) string {
 // (Hub.Answer) gets the hub's task id, as a session's call does: the
 // request's own client, listed nowhere, is the call's (routes.Table.Of).
 func TestTaskOfASessionlessCallHasTheHubsID(t *testing.T) {
+	t.Parallel()
 	h, _, _ := taskHub(t, "")
 	msg, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},"task":{"ttl":60000},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))

@@ -201,6 +201,7 @@ func TestMetricsAfterCalls(t *testing.T) {
 // Sessions lists the open sessions with what initialize told and the
 // requests in flight, and Dropped starts at nothing.
 func TestSessionsListsTheClient(t *testing.T) {
+	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
@@ -261,6 +262,7 @@ func readyz(t *testing.T, base, token string) (int, health.Report) {
 // group has settled, a failed one included; it names states to anyone and
 // reasons only to a request with the token, and a wrong token is refused.
 func TestReadyzFlipsWhenGroupsSettle(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf(`
 state_dir: %q
 audit: {path: "off"}

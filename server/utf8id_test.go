@@ -30,6 +30,7 @@ const badIDs = 4
 // faithfully), and an error that quotes another such string has it
 // replaced.
 func TestStdioWritesOnlyUTF8(t *testing.T) {
+	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
 	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})

@@ -188,8 +188,11 @@ const (
 
 // agentSlots bounds the client runs at once: each is a client, a hub
 // and a node server, and the package's other tests need their share of a
-// small machine.
-var agentSlots = make(chan struct{}, 2)
+// small machine. A run mostly waits (for its processes to start, for the
+// hub and the model server): four runs of mode: auto used 14 s of CPU in
+// all, each run taking 7-37 s at load 33, so that a third slot keeps the
+// 22 runs, the package's long pole, from leaving the cores idle.
+var agentSlots = make(chan struct{}, 3)
 
 // TestAgentClients runs each agent client with the hub as its only MCP
 // server, in dynamic and flat mode, in front of the model server, whose

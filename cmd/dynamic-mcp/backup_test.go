@@ -23,7 +23,7 @@ func TestBackupsStayInTheStateDirAndArePruned(t *testing.T) {
 	path, before, cfg := installedHome(t)
 	for range 2 {
 		for i := range 7 {
-			out, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
+			out, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
 			if err != nil {
 				t.Fatalf("install %d: %v\n%s", i, err, errOut)
 			}

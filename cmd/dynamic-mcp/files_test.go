@@ -57,7 +57,7 @@ func TestInstallTwiceThroughSymlinkThenUninstallKeepsEveryServer(t *testing.T) {
 	}
 	install := func() string {
 		t.Helper()
-		out, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
+		out, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
 		if err != nil {
 			t.Fatalf("install: %v\n%s", err, errOut)
 		}

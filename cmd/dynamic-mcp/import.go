@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -367,6 +368,12 @@ func groupNode(s clients.Server) *yaml.Node {
 			add("headers", dict(s.Headers))
 		}
 	}
+	if len(s.Deny) > 0 {
+		add("deny", list(s.Deny))
+	}
+	if len(s.Allow) > 0 {
+		add("allow", list(s.Allow))
+	}
 	if s.Disabled {
 		add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
@@ -430,6 +437,9 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 			added = append(added, key)
 		}
 	}
+	if len(added) == 0 {
+		return added, skipped, "", nil // nothing changed: no write, no backup
+	}
 	var b strings.Builder
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -437,6 +447,12 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 		return nil, nil, "", err
 	}
 	out := []byte(b.String())
+	if bytes.Equal(out, old) {
+		return added, skipped, "", nil
+	}
+	if err := atomicfile.Writable(path); err != nil {
+		return nil, nil, "", err
+	}
 	if backup, err = replaceFile(path, old, out); err != nil {
 		return nil, nil, "", err
 	}

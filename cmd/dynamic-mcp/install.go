@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,16 +131,17 @@ func sha(b []byte) string {
 
 // installCmd rewrites a client's config so that its server list is the
 // one dynamic-mcp entry.
-func installCmd(args []string, stdout io.Writer) error {
+func installCmd(args []string, stdout, stderr io.Writer) error {
 	var project, cfgPath string
-	var dryRun, forceProject bool
+	var dryRun, forceProject, force bool
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
 	fs.StringVar(&project, "project", "", "install for the project in `dir` (Claude Code: in your local scope of it; others: into its project config)")
 	fs.StringVar(&cfgPath, "c", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves")
 	fs.StringVar(&cfgPath, "config", defaultConfigPath(), "the dynamic-mcp config `file` the entry serves (same as -c)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the change as a diff and write nothing")
 	fs.BoolVar(&forceProject, "force-project", false, "write the project's own config file even inside a git work tree, with this machine's absolute paths")
-	client, err := parseClient(fs, args, "usage: dynamic-mcp install <client> [--project DIR [--force-project]] [-c CONFIG] [--dry-run]")
+	fs.BoolVar(&force, "force", false, "install even when the client has servers the config has no group for (uninstall puts them back)")
+	client, err := parseClient(fs, args, "usage: dynamic-mcp install <client> [--project DIR [--force-project]] [-c CONFIG] [--dry-run] [--force]")
 	if err != nil {
 		return err
 	}
@@ -162,12 +164,15 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}
-	bin, err := os.Executable()
+	bin, err := installExecutable()
 	if err != nil {
 		return err
 	}
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
+	}
+	if goRunBuild(bin) {
+		return fmt.Errorf("this binary (%s) is go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install %s", bin, strings.Join(args, " "))
 	}
 	target := p.file
 	if !dryRun {
@@ -186,6 +191,19 @@ func installCmd(args []string, stdout io.Writer) error {
 	if existed {
 		if current, _, err = p.client.Read(old); err != nil {
 			return fmt.Errorf("%s: %w; it was left as it is", target, err)
+		}
+	}
+	if lost := lostServers(current, cfg); len(lost) > 0 {
+		importCmdLine := "dynamic-mcp import " + client.Name + projectFlag(project)
+		if absCfg != defaultConfigPath() {
+			importCmdLine += " -o " + absCfg
+		}
+		for _, name := range lost {
+			fmt.Fprintf(stderr, "warning: %s's server %s has no group in %s: install removes it from %s; run %s first\n", client.Title, name, absCfg, target, importCmdLine)
+		}
+		if !dryRun && !force {
+			return fmt.Errorf("%s would lose %s the config does not serve, so nothing was changed; run %s first, or install --force (the file as it is is copied into %s, and dynamic-mcp uninstall %s puts its servers back)",
+				client.Title, plural(len(lost), "server"), importCmdLine, backupDir(), client.Name+projectFlag(project))
 		}
 	}
 	prev, err := readRecord(p.key())
@@ -223,6 +241,11 @@ func installCmd(args []string, stdout io.Writer) error {
 	// there is one that puts the user's servers back (see untouched).
 	rec := &installRecord{Client: client.Name, Path: target, Scope: p.scope, Existed: existed, Written: sha(out), Servers: string(orig),
 		Pending: true, Before: sha(old)}
+	// A read-only file is refused before the backup and record, which
+	// would be left pending.
+	if err := atomicfile.Writable(target); err != nil {
+		return err
+	}
 	if err := installStep(stepBackup); err != nil {
 		return err
 	}
@@ -254,7 +277,9 @@ func installCmd(args []string, stdout io.Writer) error {
 	if err := installStep(stepConfig); err != nil {
 		return err
 	}
-	if err := writeFile(target, out); err != nil {
+	if err := writeFile(target, out); errors.Is(err, atomicfile.ErrNotWritable) {
+		return fmt.Errorf("%w; it was left as it is", err)
+	} else if err != nil {
 		return fmt.Errorf("%s: %w; it was left as it is (install or uninstall again to clear the pending record)", target, err)
 	}
 	if settings != nil {
@@ -295,6 +320,49 @@ func installCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "  "+u.warning())
 	}
 	return nil
+}
+
+// lostServers names the servers of a client's list (current) that cfg has
+// no group for: none named as import names a server's group (groupKey),
+// and no server with the same command and args, or URL (import renames
+// a group whose name is taken). install would take them from the client
+// with nothing to serve them. The hub's own entries are not counted.
+func lostServers(current []clients.Server, cfg *config.Config) []string {
+	var lost []string
+	for _, s := range current {
+		if s.Name == installName || s.Command != "" && runsHub(s.Command, s.Args) {
+			continue
+		}
+		if !slices.ContainsFunc(cfg.Groups, func(g *config.Group) bool { return serves(g, s) }) {
+			lost = append(lost, s.Name)
+		}
+	}
+	return lost
+}
+
+// serves reports whether group g is client server s imported.
+func serves(g *config.Group, s clients.Server) bool {
+	if g.Name == groupKey(s.Name) {
+		return true
+	}
+	return slices.ContainsFunc(g.Servers, func(srv *config.Server) bool {
+		if s.Command != "" {
+			return srv.Command == s.Command && slices.Equal(srv.Args, s.Args)
+		}
+		return s.URL != "" && srv.URL == s.URL
+	})
+}
+
+// installExecutable is the binary install writes into the client's
+// config (a test gives another).
+var installExecutable = os.Executable
+
+// goRunBuild reports whether bin is a binary go run built: it lives in
+// .../go-build*/.../exe/, and go removes it when the command exits, so a
+// client config naming it would start nothing.
+func goRunBuild(bin string) bool {
+	dir := filepath.ToSlash(filepath.Dir(bin))
+	return path.Base(dir) == "exe" && strings.Contains(dir, "/go-build")
 }
 
 // installName is the name of the one server install leaves.

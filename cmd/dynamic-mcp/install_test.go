@@ -44,7 +44,7 @@ func TestInstallWithoutRecordLeavesConfig(t *testing.T) {
 	if err := os.Symlink(filepath.Join(t.TempDir(), "gone", "record.json"), rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCLI(t, "install", "cursor", "-c", cfg); err == nil {
+	if _, _, err := runCLI(t, "install", "cursor", "-c", cfg, "--force"); err == nil {
 		t.Fatal("install succeeded without its record")
 	}
 	if now, _ := os.ReadFile(path); string(now) != string(before) {
@@ -64,7 +64,7 @@ func TestInstallInterruptedAtEachStep(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/over an install %v", step, then, over), func(t *testing.T) {
 					path, before, cfg := installedHome(t)
 					if over {
-						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg); err != nil {
+						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force"); err != nil {
 							t.Fatalf("first install: %v\n%s", err, errOut)
 						}
 						cfg2 := filepath.Join(filepath.Dir(cfg), "hub2.yaml")
@@ -79,13 +79,13 @@ func TestInstallInterruptedAtEachStep(t *testing.T) {
 						return nil
 					}
 					t.Cleanup(func() { installStep = func(string) error { return nil } })
-					_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg)
+					_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
 					installStep = func(string) error { return nil }
 					if err == nil {
 						t.Fatal("install did not fail at its step")
 					}
 					if then != "uninstall" {
-						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg); err != nil {
+						if _, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force"); err != nil {
 							t.Fatalf("install again: %v\n%s", err, errOut)
 						}
 					}
@@ -128,7 +128,7 @@ func TestInstallsAtOnceTakeTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() {
-			_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfgI)
+			_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfgI, "--force")
 			if err != nil {
 				err = fmt.Errorf("install %d: %v: %s", i, err, errOut)
 			}
@@ -145,5 +145,86 @@ func TestInstallsAtOnceTakeTurns(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(path); string(now) != string(before) {
 		t.Fatalf("after %d installs at once and an uninstall the file is:\n%s\nwant:\n%s", n, now, before)
+	}
+}
+
+// `go run ./cmd/dynamic-mcp install` is refused: the binary it would write
+// into the client's config is go run's temporary build, gone when it exits.
+func TestInstallRefusesGoRunBuild(t *testing.T) {
+	path, before, cfg := installedHome(t)
+	tmp := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "dynamic-mcp")
+	installExecutable = func() (string, error) { return tmp, nil }
+	t.Cleanup(func() { installExecutable = os.Executable })
+	_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
+	if err == nil || !strings.Contains(errOut, "go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install cursor") {
+		t.Errorf("install from go run: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Errorf("config changed:\n%s", now)
+	}
+}
+
+// A read-only client config (chmod 444) or hub config is refused by what
+// to do, before any backup or record: nothing pending is left, and no
+// "install again" hint.
+func TestInstallAndImportRefuseReadOnlyFile(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, before, cfg := fixtureHome(t, home)
+	os.Chmod(path, 0o444)
+	_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--force")
+	if err == nil || !strings.Contains(errOut, path+" is read-only (mode 0444); make it writable (chmod u+w) to let dynamic-mcp change it") ||
+		strings.Contains(errOut, "install again") {
+		t.Errorf("install into a read-only config: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Errorf("config changed:\n%s", now)
+	}
+	if records, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "installs")); len(records) != 0 {
+		t.Errorf("%d install records left", len(records))
+	}
+	os.Chmod(cfg, 0o444)
+	_, errOut, err = runBinary(t, home, "import", path, "-o", cfg)
+	if err == nil || !strings.Contains(errOut, cfg+" is read-only (mode 0444)") {
+		t.Errorf("import into a read-only config: %v\n%s", err, errOut)
+	}
+	if backups, _ := os.ReadDir(filepath.Join(home, ".dynamic-mcp", "backups")); len(backups) != 0 {
+		t.Errorf("%d backups left", len(backups))
+	}
+}
+
+// install refuses to take servers from a client that the config has no
+// group for, naming each and the import to run first; --dry-run warns and
+// shows the diff; --force installs; after the import, install needs no
+// --force (a group renamed by the user is found by its command).
+func TestInstallWarnsOfServersItWouldLose(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, before, cfg := fixtureHome(t, home)
+	_, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg)
+	for _, want := range []string{
+		"warning: Cursor's server everything has no group in " + cfg + ": install removes it from " + path + "; run dynamic-mcp import cursor -o " + cfg + " first",
+		"warning: Cursor's server remote has no group in ",
+		"Cursor would lose 2 servers the config does not serve, so nothing was changed",
+		"install --force (the file as it is is copied into " + filepath.Join(home, ".dynamic-mcp", "backups"),
+	} {
+		if err == nil || !strings.Contains(errOut, want) {
+			t.Errorf("install losing servers: %v; want %q in\n%s", err, want, errOut)
+		}
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(before) {
+		t.Fatalf("config changed:\n%s", now)
+	}
+	out, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--dry-run")
+	if err != nil || !strings.Contains(errOut, "server everything has no group") || !strings.Contains(out, "-    \"everything\"") {
+		t.Errorf("dry run: %v\n%s%s", err, out, errOut)
+	}
+	if _, errOut, err := runBinary(t, home, "import", "cursor", "-o", cfg); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), "  everything:", "  renamed:", 1)), 0o600)
+	if _, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg); err != nil || strings.Contains(errOut, "warning") {
+		t.Errorf("install after import: %v\n%s", err, errOut)
 	}
 }

@@ -66,7 +66,7 @@ func TestInstallProjectClaudeCodeUsesTheLocalScope(t *testing.T) {
 	settings := filepath.Join(project, ".claude", "settings.local.json")
 	before := snapshot(claudeJSON, mcpJSON, settings)
 
-	out, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg)
+	out, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force")
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, errOut)
 	}
@@ -94,7 +94,7 @@ func TestInstallProjectClaudeCodeUsesTheLocalScope(t *testing.T) {
 	})
 
 	// Again over itself, then undone: every file as it was.
-	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg); err != nil {
+	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force"); err != nil {
 		t.Fatalf("install again: %v\n%s", err, errOut)
 	}
 	if out, errOut, err := runCLI(t, "uninstall", "claude-code", "--project", project); err != nil {
@@ -107,7 +107,7 @@ func TestInstallProjectClaudeCodeUsesTheLocalScope(t *testing.T) {
 
 	// Claude Code rewrites ~/.claude.json as it runs: uninstall then puts
 	// the local-scope servers back into the file as it is now.
-	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg); err != nil {
+	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force"); err != nil {
 		t.Fatalf("install: %v\n%s", err, errOut)
 	}
 	now, _ := os.ReadFile(claudeJSON)
@@ -141,7 +141,7 @@ func TestInstallProjectInterruptedAtEachStep(t *testing.T) {
 				return nil
 			}
 			t.Cleanup(func() { installStep = func(string) error { return nil } })
-			_, _, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg)
+			_, _, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force")
 			installStep = func(string) error { return nil }
 			if err == nil {
 				t.Fatal("install did not fail at its step")
@@ -163,7 +163,7 @@ func TestInstallProjectInAGitWorkTreeIsRefused(t *testing.T) {
 	sub := filepath.Join(project, "sub")
 	os.MkdirAll(sub, 0o700)
 	cursor := filepath.Join(sub, ".cursor", "mcp.json")
-	_, errOut, err := runCLI(t, "install", "cursor", "--project", sub, "-c", cfg)
+	_, errOut, err := runCLI(t, "install", "cursor", "--project", sub, "-c", cfg, "--force")
 	if err == nil || !strings.Contains(errOut, "git work tree "+project) || !strings.Contains(errOut, "--force-project") ||
 		!strings.Contains(errOut, "dynamic-mcp install cursor\n") {
 		t.Errorf("install into a work tree: %v\n%s", err, errOut)
@@ -171,7 +171,7 @@ func TestInstallProjectInAGitWorkTreeIsRefused(t *testing.T) {
 	if _, err := os.Stat(cursor); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("written all the same: %v", err)
 	}
-	if _, errOut, err := runCLI(t, "install", "cursor", "--project", sub, "-c", cfg, "--force-project"); err != nil {
+	if _, errOut, err := runCLI(t, "install", "cursor", "--project", sub, "-c", cfg, "--force-project", "--force"); err != nil {
 		t.Fatalf("install --force-project: %v\n%s", err, errOut)
 	}
 	if b, _ := os.ReadFile(cursor); !strings.Contains(string(b), cfg) {
@@ -186,7 +186,7 @@ func TestInstallProjectInAGitWorkTreeIsRefused(t *testing.T) {
 	// Claude Code's .mcp.json, with --force-project, as before.
 	mcpJSON := filepath.Join(project, ".mcp.json")
 	before, _ := os.ReadFile(mcpJSON)
-	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force-project"); err != nil {
+	if _, errOut, err := runCLI(t, "install", "claude-code", "--project", project, "-c", cfg, "--force-project", "--force"); err != nil {
 		t.Fatalf("install claude-code --force-project: %v\n%s", err, errOut)
 	}
 	if b, _ := os.ReadFile(mcpJSON); !strings.Contains(string(b), cfg) {

@@ -97,7 +97,7 @@ Usage:
                                   evaluate policy fixtures without starting any upstream
   dynamic-mcp import <client|file> [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe name="..."]
                                   move a client's MCP servers into the YAML config
-  dynamic-mcp install <client> [--project DIR [--force-project]] [-c FILE] [--dry-run]
+  dynamic-mcp install <client> [--project DIR [--force-project]] [-c FILE] [--dry-run] [--force]
                                   leave one dynamic-mcp entry in a client's config
   dynamic-mcp uninstall <client> [--project DIR [--force-project]]
                                   give the client its servers back
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":
-		return installCmd(args[1:], stdout)
+		return installCmd(args[1:], stdout, stderr)
 	case "uninstall":
 		return uninstallCmd(args[1:], stdout)
 	case "policy":

@@ -108,7 +108,7 @@ func TestImportAndInstallAConfigWaitingForAVariable(t *testing.T) {
 	if err != nil || !strings.Contains(out, want) {
 		t.Fatalf("import: %v\n%s%s", err, out, errOut)
 	}
-	out, errOut, err = runCLI(t, "install", "cursor")
+	out, errOut, err = runCLI(t, "install", "cursor", "--force")
 	if err != nil || !strings.Contains(out, "warning: "+cfg+":") || !strings.Contains(out, "groups.remote.headers.X-Api-Key: environment variable EXAMPLE_KEY is not set, so group remote is unavailable until it is") {
 		t.Fatalf("install: %v\n%s%s", err, out, errOut)
 	}

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 )
 
 // maxLinks bounds how many symbolic links Write follows, as the kernel's
@@ -26,15 +28,20 @@ const maxLinks = 40
 // When path is a symbolic link (a dotfiles checkout, say), the file it
 // points to is replaced and the link is kept: the temporary file is made
 // beside the link's target, so the rename stays within one directory.
+//
+// A file without its owner's write bit (chmod 444) is refused, as an
+// editor would: the rename would replace it all the same. So is a
+// directory the temporary file cannot be made in (a link into a
+// read-only store, as Nix's home-manager makes), by what to do.
 func Write(path string, data []byte, perm os.FileMode) error {
-	target, err := resolve(path)
+	target, err := writableTarget(path)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(target)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return err
+		return dirError(path, dir, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(perm); err != nil {
@@ -56,6 +63,61 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// ErrNotWritable is what Write's refusals of a read-only file or
+// directory wrap (and errors.Is finds with fs.ErrPermission as well).
+var ErrNotWritable = errors.New("not writable")
+
+type notWritable struct{ msg string }
+
+func (e notWritable) Error() string { return e.msg }
+
+func (e notWritable) Is(target error) bool {
+	return target == ErrNotWritable || target == fs.ErrPermission
+}
+
+// writableTarget is the file Write of path replaces (see resolve),
+// refused when it has no owner write bit.
+func writableTarget(path string) (string, error) {
+	target, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o200 == 0 {
+		return "", notWritable{fmt.Sprintf("%s is read-only (mode %04o); make it writable (chmod u+w) to let dynamic-mcp change it", path, fi.Mode().Perm())}
+	}
+	return target, nil
+}
+
+// dirError names a directory the temporary file could not be made in:
+// the path of a temporary file that was never made would mislead.
+func dirError(path, dir string, err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return notWritable{fmt.Sprintf("cannot write %s: its directory %s is not writable (a generated dotfile?): edit the file where it is generated", path, dir)}
+	}
+	return fmt.Errorf("cannot write %s: %w", path, err)
+}
+
+// Writable says, without changing anything, what Write of path would
+// refuse: a read-only file or an unwritable directory (a directory not
+// there yet is left to its maker). A command checks it before the backups
+// and records it makes ahead of the write.
+func Writable(path string) error {
+	target, err := writableTarget(path)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(target)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return dirError(path, dir, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
 }
 
 // WriteJSON is Write of v as indented JSON: the record files of the hub

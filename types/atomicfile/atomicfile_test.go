@@ -1,8 +1,12 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -88,5 +92,49 @@ func TestWriteThroughSymlink(t *testing.T) {
 	}
 	if err := Write(loop, []byte("x"), 0o600); err == nil {
 		t.Error("Write through a symlink loop succeeded")
+	}
+}
+
+// A read-only file (chmod 444) is refused and left as it was, by what to
+// do, though the rename would replace it (even for root).
+func TestWriteRefusesReadOnlyFile(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte("old"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{real, link} {
+		err := Write(p, []byte("new"), 0o644)
+		want := p + " is read-only (mode 0444); make it writable (chmod u+w) to let dynamic-mcp change it"
+		if err == nil || err.Error() != want || !errors.Is(err, ErrNotWritable) || !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("Write(%s): %v; want %q", p, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(real); string(b) != "old" {
+		t.Errorf("contents %q, want old", b)
+	}
+}
+
+// A directory the temporary file cannot be made in is named, not the
+// temporary file's path. (Root writes into a read-only directory, so the
+// message is checked on the error the kernel gives anyone else.)
+func TestWriteNamesUnwritableDirectory(t *testing.T) {
+	err := dirError("/home/me/.cursor/mcp.json", "/nix/store/abc-hm", &fs.PathError{Op: "open", Path: "/nix/store/abc-hm/.mcp.json.tmp-1", Err: syscall.EROFS})
+	want := "cannot write /home/me/.cursor/mcp.json: its directory /nix/store/abc-hm is not writable (a generated dotfile?): edit the file where it is generated"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrNotWritable) {
+		t.Errorf("dirError: %v; want %q", err, want)
+	}
+	if os.Geteuid() == 0 {
+		return
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o555)
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if err := Write(filepath.Join(dir, "f"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), "its directory "+dir+" is not writable") {
+		t.Errorf("Write into a read-only directory: %v", err)
 	}
 }

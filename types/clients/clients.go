@@ -27,6 +27,11 @@ type Server struct {
 	Transport   string // "", "sse" or "streamable-http"
 	Disabled    bool
 	Description string // where the format has one
+	// Deny and Allow are the tools the client hides or alone shows
+	// (Gemini CLI's excludeTools and includeTools, Windsurf's
+	// disabledTools), as anchored patterns of their exact names: the
+	// group's deny: and allow:.
+	Deny, Allow []string
 }
 
 // Client is one MCP client's config format and where it keeps it.

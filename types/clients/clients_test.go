@@ -96,3 +96,72 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// VS Code's predefined variables: ${userHome} is $HOME, ${env:NAME} is
+// ${NAME}, and a workspace folder, which the hub has not, a note.
+func TestNormalizeVSCodeVariables(t *testing.T) {
+	s := Server{Name: "fs", Command: "npx", Args: []string{"${workspaceFolder}", "${userHome}/notes", "${workspaceFolder:web}/src"},
+		Env: map[string]string{"PROJECT": "${workspaceFolderBasename}", "KEY": "${env:API_KEY}"}}
+	notes := normalize(&s)
+	if strings.Join(s.Args, " ") != "${WORKSPACE_FOLDER} ${HOME}/notes ${WORKSPACE_FOLDER}/src" ||
+		s.Env["PROJECT"] != "${WORKSPACE_FOLDER_BASENAME}" || s.Env["KEY"] != "${API_KEY}" {
+		t.Errorf("normalized: %+v", s)
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"server fs: ${workspaceFolder} is VS Code's workspace folder: the hub has no workspace; write the path in place of ${WORKSPACE_FOLDER}",
+		"server fs: ${workspaceFolder:web} is VS Code's workspace folder",
+		"server fs: ${workspaceFolderBasename} is VS Code's workspace folder: the hub has no workspace; write the path in place of ${WORKSPACE_FOLDER_BASENAME}",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("want %q in notes:\n%s", want, joined)
+		}
+	}
+	if len(notes) != 3 || strings.Contains(joined, "secret") {
+		t.Errorf("notes:\n%s", joined)
+	}
+}
+
+// Keys import does not carry over are noted by server, key and what to
+// do; Gemini's excludeTools and includeTools (and Windsurf's
+// disabledTools) become the group's deny: and allow: of exact names.
+func TestParseEntryNotesDroppedKeysAndKeepsToolLists(t *testing.T) {
+	s, notes, err := parseEntry("gem", []byte(`{"command":"srv","args":["a"],"env":{"A":"1"},"type":"stdio","disabled":false,
+		"excludeTools":["run_shell","a.b"],"includeTools":["read"],"disabledTools":["x"],
+		"envFile":"${workspaceFolder}/.env","timeout":30,"alwaysAllow":["read"],"trust":true,"extra":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Deny, " ") != `^run_shell$ ^a\.b$ ^x$` || strings.Join(s.Allow, " ") != "^read$" {
+		t.Errorf("deny %q allow %q", s.Deny, s.Allow)
+	}
+	want := []string{
+		"server gem: alwaysAllow not imported: the client ran these tools without asking; the hub asks no one unless a policy rule says prompt",
+		"server gem: envFile not imported: dynamic-mcp reads no env file; copy its variables into env:",
+		"server gem: extra not imported: dynamic-mcp has no such setting; carry it over by hand if it matters",
+		"server gem: timeout not imported: set the group's timeout: (its call timeout, a duration such as 60s) by hand",
+		"server gem: trust not imported: the client ran this server's tools without asking; the hub asks no one unless a policy rule says prompt",
+	}
+	if strings.Join(notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(notes, "\n"), strings.Join(want, "\n"))
+	}
+	if _, notes, _ := parseEntry("p", []byte(`{"command":"x","args":[],"env":{},"cwd":"/","description":"d","enabled":true,"source":"custom"}`)); len(notes) != 0 {
+		t.Errorf("notes of carried keys: %q", notes)
+	}
+}
+
+// Codex's enabled_tools and disabled_tools are the group's allow: and
+// deny:; its other keys are noted.
+func TestCodexToolListsAndDroppedKeys(t *testing.T) {
+	servers, notes, err := tomlFormat{}.read([]byte("[mcp_servers.gh]\ncommand = \"srv\"\ndisabled_tools = [\"delete_repo\"]\nenabled_tools = [\"get_issue\"]\nbearer_token_env_var = \"GH\"\ntool_timeout_sec = 30\n"))
+	if err != nil || len(servers) != 1 {
+		t.Fatal(servers, err)
+	}
+	if strings.Join(servers[0].Deny, " ") != "^delete_repo$" || strings.Join(servers[0].Allow, " ") != "^get_issue$" {
+		t.Errorf("deny %q allow %q", servers[0].Deny, servers[0].Allow)
+	}
+	joined := strings.Join(notes, "\n")
+	if len(notes) != 2 || !strings.Contains(joined, "server gh: bearer_token_env_var not imported: write headers:") || !strings.Contains(joined, "server gh: tool_timeout_sec not imported: set the group's timeout:") {
+		t.Errorf("notes:\n%s", joined)
+	}
+}

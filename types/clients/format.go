@@ -173,12 +173,19 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 		Disabled    bool              `json:"disabled"`
 		Enabled     *bool             `json:"enabled"`
 		Description string            `json:"description"`
+		Exclude     []string          `json:"excludeTools"`
+		Include     []string          `json:"includeTools"`
+		Disabled2   []string          `json:"disabledTools"`
 	}
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Server{}, nil, err
 	}
 	s := Server{Name: name, Args: e.Args, Cwd: e.Cwd, Headers: e.Headers, Description: e.Description,
-		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled)}
+		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled),
+		Deny:     exactNames(append(e.Exclude, e.Disabled2...)), Allow: exactNames(e.Include)}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &keys)
+	notes := droppedKeys(name, sortedKeys(keys), jsonCarried)
 	s.Env = e.Env
 	if s.Env == nil {
 		s.Env = e.Environment
@@ -225,7 +232,55 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 	if s.Command == "" && s.URL == "" {
 		return Server{}, nil, fmt.Errorf("has neither a command nor a URL")
 	}
-	return s, nil, nil
+	return s, notes, nil
+}
+
+// exactNames makes tool names anchored patterns matching only themselves.
+func exactNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, "^"+regexp.QuoteMeta(n)+"$")
+	}
+	return out
+}
+
+// jsonCarried are the keys of a server entry import carries over (or that
+// only say what the entry is: Zed's source).
+var jsonCarried = map[string]bool{
+	"type": true, "command": true, "args": true, "env": true, "environment": true, "cwd": true,
+	"url": true, "httpUrl": true, "serverUrl": true, "headers": true, "disabled": true, "enabled": true,
+	"description": true, "excludeTools": true, "includeTools": true, "disabledTools": true, "source": true,
+}
+
+// keyAdvice says what to do about a key import does not carry over.
+var keyAdvice = map[string]string{
+	"envFile":     "dynamic-mcp reads no env file; copy its variables into env:",
+	"timeout":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
+	"alwaysAllow": "the client ran these tools without asking; the hub asks no one unless a policy rule says prompt",
+	"autoApprove": "the client ran these tools without asking; the hub asks no one unless a policy rule says prompt",
+	"trust":       "the client ran this server's tools without asking; the hub asks no one unless a policy rule says prompt",
+	"oauth":       "set the group's oauth: by hand (see docs/auth.md)",
+	// Codex
+	"startup_timeout_sec":  "set settings.connect_timeout (a duration such as 60s) by hand",
+	"tool_timeout_sec":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
+	"bearer_token_env_var": "write headers: { Authorization: \"Bearer ${VAR}\" } with the variable it names",
+}
+
+// droppedKeys notes each of a server entry's keys (in order) that import
+// leaves out, those not carried, with what to do.
+func droppedKeys(name string, keys []string, carried map[string]bool) []string {
+	var notes []string
+	for _, k := range keys {
+		if carried[k] {
+			continue
+		}
+		advice, ok := keyAdvice[k]
+		if !ok {
+			advice = "dynamic-mcp has no such setting; carry it over by hand if it matters"
+		}
+		notes = append(notes, fmt.Sprintf("server %s: %s not imported: %s", name, k, advice))
+	}
+	return notes
 }
 
 // indentOf guesses the indent unit of a file and the indent of the line

@@ -64,9 +64,14 @@ func (c *Client) isTOML() bool {
 
 // The patterns are compiled at first use, not at every start.
 var (
-	envRef    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`) })
-	inputRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{input:([^}]+)\}`) })
-	bareRef   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`) })
+	envRef   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`) })
+	inputRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{input:([^}]+)\}`) })
+	bareRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$([A-Za-z_][A-Za-z0-9_]*)$`) })
+	// VS Code's (and Cursor's) workspace folder, of a multi-root workspace's
+	// folder too: ${workspaceFolder:name}.
+	workspaceRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\$\{workspaceFolder(Basename)?(:[^}]*)?\}`)
+	})
 	secretKey = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|apikey|credential|private[_-]?key|^authorization$|^key$)`)
 	})
@@ -78,7 +83,23 @@ var (
 // server, never the value).
 func normalize(s *Server) []string {
 	var notes []string
+	noted := map[string]bool{}
 	fix := func(v string) string {
+		// VS Code's predefined variables: ${userHome} is the hub's $HOME;
+		// the hub has no workspace, so a workspace folder becomes a
+		// variable (the group waits for it) and a note to write the path.
+		v = strings.ReplaceAll(v, "${userHome}", "${HOME}")
+		v = workspaceRef().ReplaceAllStringFunc(v, func(ref string) string {
+			name := "WORKSPACE_FOLDER"
+			if strings.HasPrefix(ref, "${workspaceFolderBasename") {
+				name += "_BASENAME"
+			}
+			if !noted[ref] {
+				noted[ref] = true
+				notes = append(notes, fmt.Sprintf("server %s: %s is VS Code's workspace folder: the hub has no workspace; write the path in place of ${%s}", s.Name, ref, name))
+			}
+			return "${" + name + "}"
+		})
 		v = envRef().ReplaceAllString(v, "$${$1}")
 		return inputRef().ReplaceAllStringFunc(v, func(m string) string {
 			id := inputRef().FindStringSubmatch(m)[1]

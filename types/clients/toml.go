@@ -35,7 +35,13 @@ type codexServer struct {
 	URL     string            `toml:"url"`
 	Headers map[string]string `toml:"http_headers"`
 	Enabled *bool             `toml:"enabled"`
+	Include []string          `toml:"enabled_tools"`
+	Exclude []string          `toml:"disabled_tools"`
 }
+
+// codexCarried are the keys of a Codex server table import carries over.
+var codexCarried = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true,
+	"http_headers": true, "enabled": true, "enabled_tools": true, "disabled_tools": true}
 
 func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 	var doc struct {
@@ -44,7 +50,12 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, nil, fmt.Errorf("not valid TOML: %w", err)
 	}
+	var keys struct {
+		MCPServers map[string]map[string]any `toml:"mcp_servers"`
+	}
+	_ = toml.Unmarshal(data, &keys)
 	var servers []Server
+	var notes []string
 	seen := map[string]bool{}
 	add := func(name string) {
 		c, ok := doc.MCPServers[name]
@@ -53,8 +64,9 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 		}
 		seen[name] = true
 		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL, Headers: c.Headers,
-			Disabled: c.Enabled != nil && !*c.Enabled}
+			Disabled: c.Enabled != nil && !*c.Enabled, Deny: exactNames(c.Exclude), Allow: exactNames(c.Include)}
 		servers = append(servers, s)
+		notes = append(notes, droppedKeys(name, sortedKeys(keys.MCPServers[name]), codexCarried)...)
 	}
 	for _, m := range tableHeader().FindAllSubmatch(data, -1) {
 		if n := serverTableName().FindStringSubmatch(string(m[1])); n != nil {
@@ -69,7 +81,7 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			return nil, nil, fmt.Errorf("server %q has neither a command nor a url", s.Name)
 		}
 	}
-	return servers, nil, nil
+	return servers, notes, nil
 }
 
 func unquoteKey(k string) string {
