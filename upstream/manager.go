@@ -135,7 +135,7 @@ func (m *Manager) build(cfg *config.Config, old map[string]*Server) []*Group {
 // so that a reload can leave it and its session alone.
 func sameServer(s *Server, sc *config.Server, settings config.Settings) bool {
 	a, b := *s.Config, *sc
-	a.Line, b.Line = 0, 0
+	a.Line, b.Line, a.CommandLine, b.CommandLine = 0, 0, 0, 0
 	return reflect.DeepEqual(a, b) && s.settings == settings.ForServer()
 }
 

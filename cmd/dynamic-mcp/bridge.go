@@ -33,7 +33,7 @@ var errStandalone = errors.New("run standalone")
 // errHubGone is the bridge's end when the hub went away while the client
 // was still there: the client sees its server exit non-zero, as when a
 // process crashes.
-var errHubGone = errors.New("the shared hub went away")
+var errHubGone = errors.New("the shared hub stopped")
 
 // wantShared says whether serve on stdio joins the config's shared hub.
 func wantShared(cfg *config.Config, standalone bool) bool {
@@ -88,11 +88,32 @@ func bridge(ctx context.Context, cfg *config.Config, profile, logLevel, uiAddr s
 		}
 		printUI(stderr, ui.URL, ui.Token)
 	}
+	var end error
 	if pass {
-		return waitPassed(ctx, conn, br, inFile, outFile)
+		end = waitPassed(ctx, conn, br, inFile, outFile)
+	} else {
+		end = copyBoth(ctx, conn, br, stdin, stdout)
 	}
-	return copyBoth(ctx, conn, br, stdin, stdout)
+	if errors.Is(end, errHubGone) {
+		return &hubGoneError{log: paths.Log, err: end}
+	}
+	return end
 }
+
+// hubGoneError is errHubGone as the client's user reads it (in the
+// client's log of the server): what ended the hub, where its log is, and
+// what starts a new one. How the socket ended (EOF, a reset) says nothing
+// more and is left out.
+type hubGoneError struct {
+	log string
+	err error
+}
+
+func (e *hubGoneError) Error() string {
+	return "the shared hub stopped (dynamic-mcp stop, or a crash: see " + e.log + "); reconnect this client to start a new one"
+}
+
+func (e *hubGoneError) Unwrap() error { return e.err }
 
 // waitPassed passes stdin and stdout to the hub and waits for the
 // session's end: Done when the client closed stdin, errHubGone when the

@@ -76,7 +76,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 				printHelp(fs, os.Stdout)
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			// The flag package names the flag alone: say where the
+			// command's flags are listed.
+			return nil, usageError{fmt.Sprintf("%v (dynamic-mcp %s -h lists its flags)", err, fs.Name())}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -95,11 +97,14 @@ func (c *common) parse(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if c.config != "" {
+		// A client's entry is run by no shell: -c '~/pol.yaml' is
+		// expanded here, once, for every use of the path.
+		c.config = config.ExpandHome(c.config)
 		return nil
 	}
 	// As import and install: -c, then $DYNAMIC_MCP_CONFIG, then the
 	// default path, so that what import wrote is found without -c.
-	c.config = defaultConfigPath()
+	c.config = config.ExpandHome(defaultConfigPath())
 	if os.Getenv("DYNAMIC_MCP_CONFIG") == "" && !fileExists(c.config) {
 		return usageError{fmt.Sprintf("no config: pass -c FILE, set DYNAMIC_MCP_CONFIG, or write %s (dynamic-mcp import CLIENT does)", c.config)}
 	}

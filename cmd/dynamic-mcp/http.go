@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -56,25 +57,38 @@ func bearerToken(cfg *config.Config, stderr io.Writer, logger *slog.Logger) stri
 	return t
 }
 
-// serveHTTP serves hub over HTTP on addr until ctx ends, then shuts down
+// listenHTTP listens on the --http address addr, before any upstream
+// starts: a port taken (by another serve --http, most likely) is said at
+// once, not after every server was started and stopped again.
+// --insecure-no-auth is refused off loopback.
+func listenHTTP(addr string, noAuth bool) (net.Listener, error) {
+	full := listenAddr(addr)
+	ln, err := net.Listen("tcp", full)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		_, port, _ := net.SplitHostPort(full)
+		return nil, fmt.Errorf("port %s is in use (another dynamic-mcp serve --http? see dynamic-mcp status, or pick another --http address)", port)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if tcp, _ := ln.Addr().(*net.TCPAddr); noAuth && (tcp == nil || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		return nil, usageError{"--insecure-no-auth is only allowed on a loopback address"}
+	}
+	return ln, nil
+}
+
+// serveHTTP serves hub over HTTP on ln (listenHTTP's) until ctx ends, then shuts down
 // within a few seconds: /mcp and the legacy SSE endpoints, /healthz and
 // /readyz of mgr's upstreams; db is the store every replica shares (nil:
 // none), for the face's relay and pending sign-ins. mount, if set, adds
 // handlers (/metrics ...) to the HTTP face before it serves; it is given
 // the face's URL ("http://host:port") and the checks of its guard without
 // the token, for handlers behind a token of their own.
-func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db shared.Store, cfg *config.Config, addr string, noAuth bool, logger *slog.Logger, stderr io.Writer,
+func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db shared.Store, cfg *config.Config, ln net.Listener, noAuth bool, logger *slog.Logger, stderr io.Writer,
 	mount func(h *mcphttp.Server, url string, checks httpguard.GuardOptions)) error {
-	ln, err := net.Listen("tcp", listenAddr(addr))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	tcp, _ := ln.Addr().(*net.TCPAddr)
 	loopback := tcp != nil && tcp.IP.IsLoopback()
-	if noAuth && !loopback {
-		ln.Close()
-		return usageError{"--insecure-no-auth is only allowed on a loopback address"}
-	}
 	opts := mcphttp.Options{NoAuth: noAuth, AllowedOrigins: cfg.HTTP.AllowedOrigins, Loopback: loopback,
 		MaxSessions: cfg.HTTP.MaxSessions, BodyTimeout: cfg.HTTP.BodyTimeout, MaxInflight: cfg.HTTP.MaxInflight,
 		MaxBodyMemory: cfg.HTTP.MaxBodyMemory, MaxAuthFailures: cfg.HTTP.MaxAuthFailures, ClientShare: cfg.HTTP.ClientShare, Auth: cfg.HTTP.Auth,
@@ -139,7 +153,7 @@ func serveHTTP(ctx context.Context, hub *server.Hub, mgr *upstream.Manager, db s
 	h.Close() // ends the sessions, and with them their open streams
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = srv.Shutdown(shutdown)
+	err := srv.Shutdown(shutdown)
 	<-errc // Serve returned as Shutdown closed the listener
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -120,6 +120,12 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		cfg.Settings.StopGrace = config.DefaultStopGrace
 	}
+	// Its clients, asked first (one round trip): their servers go away
+	// with it, and the one who stops it is told.
+	clients := -1
+	if st := askStatus(ctx, cfg); st != nil {
+		clients = len(st.Status.Sessions)
+	}
 	reply, err := askHub(ctx, cfg, local.OpStop)
 	if errors.Is(err, local.ErrNotRunning) {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
@@ -133,7 +139,11 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	deadline := time.Now().Add(3*cfg.Settings.StopGrace + 5*time.Second)
 	for time.Now().Before(deadline) {
 		if !processAlive(reply.PID) {
-			fmt.Fprintf(stdout, "stopped the shared hub (pid %d)\n", reply.PID)
+			fmt.Fprintf(stdout, "stopped the shared hub (pid %d)", reply.PID)
+			if clients > 0 {
+				fmt.Fprintf(stdout, ", which served %s: reconnect them to start a new one", plural(clients, "client"))
+			}
+			fmt.Fprintln(stdout)
 			return nil
 		}
 		select {

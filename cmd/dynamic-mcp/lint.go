@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -28,7 +29,7 @@ func commandWarnings(cfg *config.Config) []string {
 				if strings.ContainsRune(s.Command, os.PathSeparator) {
 					where = "not an executable file"
 				}
-				ce := config.ConfigError{Path: cfg.Path, Line: s.Line, Key: serverKey(s) + ".command",
+				ce := config.ConfigError{Path: cfg.Path, Line: cmp.Or(s.CommandLine, s.Line), Key: serverKey(s) + ".command",
 					Err: fmt.Errorf("%q is %s (fine if the client that starts the hub finds it; else install it, or give its full path)", s.Command, where)}
 				out = append(out, "warning: "+ce.Error())
 			}

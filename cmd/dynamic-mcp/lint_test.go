@@ -14,7 +14,9 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	src := `groups:
-  gone: { description: x, command: dmcp-no-such-command }
+  gone:
+    description: x
+    command: dmcp-no-such-command
   gh:
     description: y
     command: ` + fakeBin + `
@@ -41,12 +43,12 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 		return "looks like a secret written literally: keep it in the vault (dynamic-mcp secret set " + name + " -c " + path + ") and write ${secret:" + name + "} here"
 	}
 	for _, want := range []string{
-		path + `:2: groups.gone.command: "dmcp-no-such-command" is not on PATH here (fine if the client that starts the hub finds it`,
-		path + ":6: groups.gh.args[1]: " + vault("GH_TOKEN"),
-		path + ":8: groups.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GH_GITHUB_PERSONAL_ACCESS_TOKEN"),
-		path + ":9: groups.gh.env.SHOWN_AS: " + vault("GH_SHOWN_AS"),
-		path + ":15: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
-		path + ":15: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
+		path + `:4: groups.gone.command: "dmcp-no-such-command" is not on PATH here (fine if the client that starts the hub finds it`,
+		path + ":8: groups.gh.args[1]: " + vault("GH_TOKEN"),
+		path + ":10: groups.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GH_GITHUB_PERSONAL_ACCESS_TOKEN"),
+		path + ":11: groups.gh.env.SHOWN_AS: " + vault("GH_SHOWN_AS"),
+		path + ":17: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
+		path + ":17: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
 	} {
 		if !strings.Contains(stderr, "warning: "+want) {
 			t.Errorf("no warning %q in:\n%s", want, stderr)
@@ -54,5 +56,35 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "warning:"); n != 6 {
 		t.Errorf("%d warnings, want 6:\n%s", n, stderr)
+	}
+}
+
+// validate counts in English: one group, one server.
+func TestValidateCountsOneGroup(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("groups:\n  one: { description: x, command: "+fakeBin+" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCommand(t, "", "validate", "-c", path)
+	if want := path + ": OK (dynamic mode, 1 group, 1 server)\n"; code != 0 || stdout != want {
+		t.Fatalf("validate: exit %d, stdout %q, want %q\n%s", code, stdout, want, stderr)
+	}
+}
+
+// A mistyped command gets the one it most likely meant, without the whole
+// usage; an unknown flag says where the command's flags are listed.
+func TestMistypedCommandAndFlag(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := runCommand(t, "", "tool", "-c", "x.yaml")
+	if want := `dynamic-mcp: unknown command "tool": did you mean tools? (dynamic-mcp help lists the commands)` + "\n"; code != 2 || stderr != want || stdout != "" {
+		t.Errorf("tool: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	_, stderr, code = runCommand(t, "", "serve", "--bogus")
+	if want := "flag provided but not defined: -bogus (dynamic-mcp serve -h lists its flags)"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("serve --bogus: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	if _, stderr, code = runCommand(t, "", "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command or config file "frobnicate"`) {
+		t.Errorf("frobnicate: exit %d, stderr %q", code, stderr)
 	}
 }

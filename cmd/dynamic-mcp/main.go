@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 func main() {
@@ -187,6 +188,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// dynamic-mcp FILE [flags]
 		return serveCmd(ctx, append([]string{"-c", args[0]}, args[1:]...), stdin, stdout, stderr)
 	}
+	if near := config.Nearest(args[0], commands); near != "" {
+		return usageError{fmt.Sprintf("unknown command %q: did you mean %s? (dynamic-mcp help lists the commands)", args[0], near)}
+	}
 	fmt.Fprint(stderr, usage)
 	return usageError{fmt.Sprintf("unknown command or config file %q", args[0])}
 }
+
+// commands are the commands run knows, for the suggestion of a mistyped one.
+var commands = []string{"serve", "validate", "tools", "status", "stop", "ui", "pin", "approvals", "approve", "deny",
+	"revoke", "auth", "secret", "store", "import", "install", "uninstall", "policy", "version", "help"}

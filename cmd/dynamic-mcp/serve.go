@@ -43,11 +43,11 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
 	fs.StringVar(&uiAddr, "ui", "", "serve the inspector on loopback `addr` (for stdio use: the shared hub's, of every client), with a token of its own printed to stderr")
 	if err := c.parse(fs, args); err != nil {
-		return err
+		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
 	}
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
-		return err
+		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
 	}
 	logger, setLogSecrets := redactLogs(logger, cfg)
 	if len(cfg.SecretUses) > 0 {
@@ -99,6 +99,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer ln.Close()
+	}
+	var httpLn net.Listener
+	if httpAddr != "" {
+		// As the socket: the port is taken before any upstream starts.
+		if httpLn, err = listenHTTP(httpAddr, noAuth); err != nil {
+			return err
+		}
+		defer httpLn.Close()
 	}
 	// The hub is built and reading the manager's events before any
 	// upstream starts; it closes first, the upstreams after it.
@@ -231,7 +239,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		announceUI := func(page, token string) string {
 			return announceUIToken(stderr, logger, cfg.StateDir, cfg.Path, page, token, noAuth, uiFromEnv)
 		}
-		return serveHTTP(ctx, hub, mgr, db, cfg, httpAddr, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
+		return serveHTTP(ctx, hub, mgr, db, cfg, httpLn, noAuth, logger, stderr, func(h *mcphttp.Server, url string, checks httpguard.GuardOptions) {
 			// Metrics stay behind the MCP tokens (any credential): they
 			// count calls by method, tool and server, and carry nothing a
 			// client sent; a scraper is configured with a token once.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -485,6 +486,11 @@ func TestSharedHubCopyingBridge(t *testing.T) {
 	}
 	if err := <-ended; !errors.Is(err, errHubGone) {
 		t.Fatalf("the bridge ended with %v when the hub stopped, want errHubGone", err)
+	} else if paths, _ := local.PathsFor(s.path, s.cfg.StateDir); err.Error() != "the shared hub stopped (dynamic-mcp stop, or a crash: see "+paths.Log+"); reconnect this client to start a new one" {
+		t.Errorf("the bridge's error does not say what stopped the hub and where its log is: %v", err)
+	}
+	if m := regexp.MustCompile(`^stopped the shared hub \(pid \d+\), which served (\d+) clients?: reconnect them`).FindStringSubmatch(buf.String()); m == nil || m[1] == "0" {
+		t.Errorf("stop with a client connected said %q, want how many it served", buf.String())
 	}
 }
 
@@ -537,7 +543,7 @@ func TestSharedHubDiesBridgeExits(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, out)
 	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "the shared hub went away") {
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "the shared hub stopped (dynamic-mcp stop, or a crash: see ") {
 		t.Fatalf("the bridge ended with %v (status %d), stderr:\n%s", err, code, stderr.String())
 	}
 }

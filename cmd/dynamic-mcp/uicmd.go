@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,12 +62,21 @@ func uiCmd(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // httpUIToken prints the inspector's token serve --http wrote for its
-// run (uitoken.go), or says how to have an inspector.
+// run (uitoken.go), when that run is of this config and still running
+// (a file written before its owner was recorded beside it is printed as
+// it is), or says how to have an inspector.
 func httpUIToken(cfg *config.Config, w io.Writer) error {
 	file := filepath.Join(cfg.StateDir, uiTokenFile)
 	b, err := os.ReadFile(file)
+	if err == nil {
+		var owner uiOwner
+		if ob, oerr := os.ReadFile(file + uiOwnerSuffix); oerr == nil && json.Unmarshal(ob, &owner) == nil &&
+			(owner.Config != resolvedPath(cfg.Path) || !processAlive(owner.PID)) {
+			err = errors.New("another run's")
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("no shared hub runs for %s, and no serve --http left its inspector's token in %s: start a client whose entry has --ui 7777, or dynamic-mcp serve%s --http 8080 (its inspector is at /ui/)",
+		return fmt.Errorf("no shared hub runs for %s, and no serve --http of it left its inspector's token in %s: start a client whose entry has --ui 7777, or dynamic-mcp serve%s --http 8080 (its inspector is at /ui/)",
 			cfg.Path, file, configArg(cfg.Path))
 	}
 	fmt.Fprintf(w, "dynamic-mcp: no shared hub runs for this config; serve --http's inspector (at /ui/ of its address)\n  token for its last run: %s\n  (from %s; with $%s set, the token is that instead)\n",

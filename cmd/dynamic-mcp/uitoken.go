@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,10 +78,48 @@ func announceUIToken(stderr io.Writer, logger *slog.Logger, stateDir, cfgPath, p
 				"url", page, "file", path, "err", err)
 			return "The hub could not write this run's token to its file (its log says why): restart it with $" + uiTokenEnvVar + " set."
 		}
+		if err := writeUIOwner(path, cfgPath); err != nil {
+			logger.Warn("the inspector's token file: which config and process it is of could not be written beside it", "err", err)
+		}
 		logger.Info("serving the inspector; its token for this run is in the file", "url", page, "file", path)
 		return "The inspector's own token for this run (not an MCP client's token) is in the file " + uiTokenFile +
 			" in the hub's state directory: on the hub's machine, `dynamic-mcp ui" + configArg(cfgPath) + "` prints it."
 	}
+}
+
+// uiOwner is what is written beside the inspector's token file (as
+// FILE.owner): the config and the process of the serve --http that wrote
+// it, so that dynamic-mcp ui prints the token only for that config while
+// that process runs (the state dir, and so the file, is shared by every
+// config that does not set state_dir).
+type uiOwner struct {
+	Config string `json:"config"`
+	PID    int    `json:"pid"`
+}
+
+// uiOwnerSuffix names the owner's file beside the token's.
+const uiOwnerSuffix = ".owner"
+
+// writeUIOwner records this process and the config at cfgPath as the
+// owner of the token file at path.
+func writeUIOwner(path, cfgPath string) error {
+	b, err := json.Marshal(uiOwner{Config: resolvedPath(cfgPath), PID: os.Getpid()})
+	if err != nil {
+		return err
+	}
+	return writeSecretFile(path+uiOwnerSuffix, append(b, '\n'))
+}
+
+// resolvedPath is path absolute with its symlinks followed, as far as
+// that goes: the name the shared hub is found by (local.PathsFor).
+func resolvedPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path
 }
 
 // httpTokenFile is the file under the state dir a generated MCP bearer

@@ -18,9 +18,9 @@ import (
 // uiTokenHub starts serve --http with env added, stderr into the
 // returned buffer, and returns the face's base URL, its stderr and its
 // state dir; it is stopped when the test ends.
-func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, stderr *lockedBuffer, home string) {
+func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, stderr *lockedBuffer, home, path string) {
 	t.Helper()
-	path := writeConfig(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
+	path = writeConfig(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	home = t.TempDir()
 	stderr = &lockedBuffer{}
 	cmd := exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "info")
@@ -47,7 +47,7 @@ func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, 
 		}
 	})
 	if stderrFile != nil {
-		return "", stderr, home
+		return "", stderr, home, path
 	}
 	addr := regexp.MustCompile(`"addr":"([^"]+)"|serving over HTTP" addr=(\S+)`)
 	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
@@ -57,7 +57,7 @@ func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, 
 		}
 		return false
 	})
-	return base, stderr, home
+	return base, stderr, home, path
 }
 
 // initializeStatus is the status of an initialize POSTed to base's /mcp
@@ -105,7 +105,7 @@ func uiStatus(t *testing.T, base, token string) int {
 func TestInspectorTokenOffTheLogs(t *testing.T) {
 	t.Parallel()
 	t.Run("file", func(t *testing.T) {
-		base, stderr, home := uiTokenHub(t, nil, logFormatEnvVar+"=json")
+		base, stderr, home, _ := uiTokenHub(t, nil, logFormatEnvVar+"=json")
 		var rec struct{ Msg, URL, File string }
 		waitFor(t, 10*time.Second, "the record of the inspector's token file", func() bool {
 			for _, l := range strings.Split(stderr.String(), "\n") {
@@ -140,7 +140,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 		}
 	})
 	t.Run("generated MCP token", func(t *testing.T) {
-		base, stderr, home := uiTokenHub(t, nil, logFormatEnvVar+"=json", "DYNAMIC_MCP_TOKEN=")
+		base, stderr, home, _ := uiTokenHub(t, nil, logFormatEnvVar+"=json", "DYNAMIC_MCP_TOKEN=")
 		path := filepath.Join(home, "http-token")
 		waitFor(t, 10*time.Second, "the record of the MCP token's file", func() bool {
 			return strings.Contains(stderr.String(), `"file":"`+path+`"`) && strings.Contains(stderr.String(), "clients must send the one in the file")
@@ -164,7 +164,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	})
 	t.Run("environment", func(t *testing.T) {
 		const token = "team-inspector-token-0123456789"
-		base, stderr, home := uiTokenHub(t, nil, uiTokenEnvVar+"="+token)
+		base, stderr, home, _ := uiTokenHub(t, nil, uiTokenEnvVar+"="+token)
 		waitFor(t, 10*time.Second, "the inspector's record", func() bool {
 			return strings.Contains(stderr.String(), "its token is $"+uiTokenEnvVar+`" url=`+base+"/ui/")
 		})

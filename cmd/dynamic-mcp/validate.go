@@ -43,6 +43,6 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	for _, w := range secrets {
 		fmt.Fprintln(stderr, w)
 	}
-	fmt.Fprintf(stdout, "%s: OK (%s mode, %d groups, %d servers)\n", cfg.Path, cfg.Mode, len(cfg.Groups), servers)
+	fmt.Fprintf(stdout, "%s: OK (%s mode, %s, %s)\n", cfg.Path, cfg.Mode, plural(len(cfg.Groups), "group"), plural(servers, "server"))
 	return nil
 }

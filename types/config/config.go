@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/netip"
@@ -566,6 +567,8 @@ type Server struct {
 	Auth ServerAuth
 	// Line is where the server starts in the file.
 	Line int
+	// CommandLine is where its command: is in the file (0 when none).
+	CommandLine int
 	// Unresolved are the ${VAR} and ${secret:NAME} of the server's keys,
 	// or of its group's, that are not set (each an *UnsetError): the
 	// server is not started, and shows as unavailable with the fix (see
@@ -680,9 +683,17 @@ func (c *Config) AuditPath() string {
 // Load is Loader.Load without secrets.
 func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 
-// Load reads and parses the file at path.
+// Load reads and parses the file at path; a leading ~/ is the home
+// directory (a client does not expand it). A relative path that is not
+// there is said to be relative to the working directory, which the
+// client that started the hub chose.
 func (l Loader) Load(path string) (*Config, error) {
+	path = expandHome(path)
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
+		wd, _ := os.Getwd()
+		return nil, fmt.Errorf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

@@ -10,6 +10,10 @@ import (
 
 func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
+// ExpandHome turns a leading ~/ of a path into the user's home directory
+// (the -c of a client's entry, which no shell expanded).
+func ExpandHome(path string) string { return expandHome(path) }
+
 // expandHome turns a leading ~/ of a path into the user's home directory.
 func expandHome(path string) string {
 	if rest, ok := strings.CutPrefix(path, "~/"); ok {

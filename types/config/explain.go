@@ -12,6 +12,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Nearest is the known word a mistyped one most likely meant, or "" when
+// none is close, as nearest judges keys (the command line's suggestion).
+func Nearest(word string, known []string) string { return nearest(word, known) }
+
 // nearest is the known key a mistyped key most likely meant, or "" when
 // none is close: the same letters but for case, '_' and '-', or within
 // an edit distance (a letter added, dropped, changed or two swapped) of

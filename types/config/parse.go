@@ -463,7 +463,7 @@ func (p *parser) serverFields(s *Server) map[string]func(string, *yaml.Node) {
 			if c, ok := p.strOK(v, k); ok && c == "" {
 				p.fail(v, k, "is empty: give the program to run")
 			} else {
-				s.Command = c
+				s.Command, s.CommandLine = c, v.Line
 			}
 		},
 		"args": func(k string, v *yaml.Node) { s.Args = p.strings(v, k) },

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// serve that cannot read its config answers the client's initialize with
+// the reason, as a JSON-RPC error, instead of leaving it unanswered, and
+// exits 1 with the reason on stderr as before.
+func TestServeAnswersInitializeWithConfigError(t *testing.T) {
+	home := t.TempDir()
+	withHome(t, home)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	const initialize = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}` + "\n"
+	for _, tc := range []struct{ name, path, want string }{
+		{"relative", "pol.yaml", "open pol.yaml (relative to the working directory " + wd + ", which the client chose): no such file; give the config's absolute path in the client's entry"},
+		{"home", "~/pol.yaml", "open " + filepath.Join(home, "pol.yaml") + ": no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runCommand(t, initialize, "serve", "-c", tc.path)
+			var reply struct {
+				ID    int `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &reply); err != nil || reply.ID != 7 || reply.Error.Code == 0 || !strings.Contains(reply.Error.Message, tc.want) {
+				t.Errorf("the client got %q (%v), want an error answer to id 7 saying %q", stdout, err, tc.want)
+			}
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q", code, stderr)
+			}
+		})
+	}
+}
