@@ -38,21 +38,6 @@ func TestPathsForEachConfig(t *testing.T) {
 	if a.Socket == b.Socket || a.Socket != a2.Socket {
 		t.Fatalf("sockets a %s, b %s, a by a relative path %s", a.Socket, b.Socket, a2.Socket)
 	}
-	// A config reached through a symlink (to it, or to its directory)
-	// is the same config: one hub, not two running every upstream.
-	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	linkDir := filepath.Join(t.TempDir(), "dir")
-	if err := errors.Join(os.Symlink(filepath.Join(dir, "a.yaml"), filepath.Join(dir, "link.yaml")), os.Symlink(dir, linkDir)); err != nil {
-		t.Fatal(err)
-	}
-	real, _ := PathsFor(filepath.Join(dir, "a.yaml"), state)
-	for _, p := range []string{"link.yaml", filepath.Join(linkDir, "a.yaml"), filepath.Join(linkDir, "link.yaml")} {
-		if l, _ := PathsFor(p, state); l != real {
-			t.Errorf("by %s: %+v, by the file itself: %+v", p, l, real)
-		}
-	}
 	if filepath.Dir(a.Socket) != filepath.Join(state, "run") {
 		t.Fatalf("socket %s not under the state dir's run/", a.Socket)
 	}

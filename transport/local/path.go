@@ -32,17 +32,13 @@ type Paths struct {
 // HOME, PATH and little else: a directory taken from $XDG_RUNTIME_DIR
 // would give a client without it a hub of its own); only where that path
 // is too long for a socket is $XDG_RUNTIME_DIR/dynamic-mcp used. The
-// names end in a hash of the config's resolved path (its symlinks
-// followed, when it resolves) and the user's id, so that each config has
-// its own hub, a config reached through a symlink the same one, and two
-// users never meet. The log goes to stateDir/logs.
+// names end in a hash of the config's absolute path and the user's id, so
+// that each config has its own hub and two users never meet. The log goes
+// to stateDir/logs.
 func PathsFor(configPath, stateDir string) (Paths, error) {
 	abs, err := filepath.Abs(configPath)
 	if err != nil {
 		return Paths{}, fmt.Errorf("config path %q: %w", configPath, err)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
 	}
 	sum := sha256.Sum256([]byte(abs + "\x00" + strconv.Itoa(os.Getuid())))
 	name := "hub-" + hex.EncodeToString(sum[:8])
