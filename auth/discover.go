@@ -135,7 +135,7 @@ func sameIssuer(a, b string) bool { return strings.TrimSuffix(a, "/") == strings
 func MetadataURLs(issuer string) ([]string, error) {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("http.auth.issuer %q is not an absolute URL", issuer)
+		return nil, fmt.Errorf("issuer %q is not an absolute URL", issuer)
 	}
 	base := u.Scheme + "://" + u.Host
 	path := strings.TrimSuffix(u.EscapedPath(), "/")

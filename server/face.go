@@ -285,8 +285,8 @@ func (h *Hub) HasProfile(name string) bool {
 var ErrUnknownProfile = errors.New("no such profile")
 
 // Stateless reports whether a request uses the stateless protocol of
-// 2026-07-28 or later, which needs no session: a face opens one for that
-// request alone.
+// 2026-07-28 or later, which needs no session: a face hands it to
+// Host.Answer, which serves it on a value of that request alone.
 func Stateless(msg *jsonrpc.Message) bool { return msg.IsRequest() && era.Modern(msg.Params) }
 
 // ProtocolVersion is the protocol version a request's params._meta names,

@@ -40,12 +40,13 @@ func (h *Hub) awaitHandshake(ctx context.Context, req *request, key string) {
 }
 
 // firstListWait is how long a flat tools/list of the session waits for
-// the upstreams still starting: startup_wait, but, where its handshake
-// waited for them (awaitHandshake), no longer than that wait's end, so
-// that the two together never wait longer than a client's first list
-// alone would.
+// the upstreams still starting: startup_wait, but, for the first list
+// after a handshake that waited for them (awaitHandshake), no longer than
+// that wait's end, so that the two together never wait longer than a
+// client's first list alone would. A later list (a server added by a
+// reload and still starting) waits startup_wait, as every list did.
 func (s *clientState) firstListWait(cfg *config.Config) time.Duration {
-	if by := s.startupBy.Load(); by != 0 {
+	if by := s.startupBy.Swap(0); by != 0 {
 		return time.Until(time.Unix(0, by))
 	}
 	return cfg.Settings.StartupWait

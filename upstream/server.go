@@ -146,8 +146,6 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		notices:     make(chan notice, noticeBuffer),
 		events:      newEventLog(),
 		shared:      !cfg.PerUser() && cfg.Isolation != config.IsolationPerSession,
-		// Read once it starts (loadLast): a view built before that
-		// knows it will be.
 	}
 	switch {
 	case cfg.Disabled:

@@ -455,6 +455,9 @@ func uninstallCmd(args []string, stdout io.Writer) (err error) {
 		fmt.Fprintf(stdout, "%s: the install into %s stopped before it changed the file; nothing to put back\n", client.Title, target)
 		return nil
 	}
+	if err := atomicfile.Writable(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err // before any backup is made
+	}
 	untouched := err == nil && rec.untouched(current)
 	var prev []byte
 	var backup string

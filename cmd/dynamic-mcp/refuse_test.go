@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,12 +17,22 @@ func TestServeAnswersInitializeWithConfigError(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd)
 	const initialize = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}` + "\n"
-	for _, tc := range []struct{ name, path, want string }{
-		{"relative", "pol.yaml", "open pol.yaml (relative to the working directory " + wd + ", which the client chose): no such file; give the config's absolute path in the client's entry"},
-		{"home", "~/pol.yaml", "open " + filepath.Join(home, "pol.yaml") + ": no such file or directory"},
+	good := filepath.Join(wd, "good.yaml")
+	if err := os.WriteFile(good, []byte("groups:\n  g:\n    description: d\n    command: "+fakeBin+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+		more             []string
+		exit             int
+	}{
+		{"relative", "pol.yaml", "open pol.yaml (relative to the working directory " + wd + ", which the client chose): no such file; give the config's absolute path in the client's entry", nil, 1},
+		{"home", "~/pol.yaml", "open " + filepath.Join(home, "pol.yaml") + ": no such file or directory", nil, 1},
+		// An error after the config was read, before anything is served.
+		{"profile", good, `profile "nope": the config has no profiles`, []string{"--profile", "nope", "--standalone"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := runCommand(t, initialize, "serve", "-c", tc.path)
+			stdout, stderr, code := runCommand(t, initialize, append([]string{"serve", "-c", tc.path}, tc.more...)...)
 			var reply struct {
 				ID    int `json:"id"`
 				Error struct {
@@ -32,7 +43,7 @@ func TestServeAnswersInitializeWithConfigError(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &reply); err != nil || reply.ID != 7 || reply.Error.Code == 0 || !strings.Contains(reply.Error.Message, tc.want) {
 				t.Errorf("the client got %q (%v), want an error answer to id 7 saying %q", stdout, err, tc.want)
 			}
-			if code != 1 || !strings.Contains(stderr, tc.want) {
+			if code != tc.exit || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q", code, stderr)
 			}
 		})

@@ -29,7 +29,7 @@ import (
 
 // serveCmd serves MCP over stdio until the client closes stdin or a signal
 // arrives, then stops every upstream by the ladder.
-func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	noteMappings() // before anything can load a library: see releaseMemory
 	var c common
 	var httpAddr, uiAddr, profile string
@@ -42,12 +42,21 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&httpAddr, "http", "", "serve over HTTP on `addr` (\"8080\" or \":8080\" is loopback) instead of stdio")
 	fs.BoolVar(&noAuth, "insecure-no-auth", false, "with --http on loopback: accept requests without a bearer token (for tests)")
 	fs.StringVar(&uiAddr, "ui", "", "serve the inspector on loopback `addr` (for stdio use: the shared hub's, of every client), with a token of its own printed to stderr")
+	// An error before stdio is served answers the client's first
+	// request with it (refuse.go); not once stdin is the bridge's or the
+	// hub's.
+	refuse := true
+	defer func() {
+		if err != nil && refuse {
+			err = refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
+		}
+	}()
 	if err := c.parse(fs, args); err != nil {
-		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
+		return err
 	}
 	cfg, logger, closeLog, err := c.open(stderr)
 	if err != nil {
-		return refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
+		return err
 	}
 	logger, setLogSecrets := redactLogs(logger, cfg)
 	if len(cfg.SecretUses) > 0 {
@@ -75,9 +84,12 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// The client's entry: a bridge to the one hub for this config,
 		// which shows the client its profile (with --ui, the hub serves
 		// its inspector there).
+		refuse = false // the bridge answers, or hands stdin to the hub
 		if err := bridge(ctx, cfg, profile, c.logLevel, uiAddr, logger, stdin, stdout, stderr); !errors.Is(err, errStandalone) {
 			return err
 		}
+		refuse = true // standalone: stdin untouched
+
 	}
 	// In this process the profile narrows the config: the groups it
 	// hides are not even started.
@@ -256,6 +268,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
+	refuse = false
 	return hub.ServeStdio(ctx, stdioInput(stdin, fewer), stdioOutput(stdout, fewer))
 }
 

@@ -46,7 +46,7 @@ var errNoMetadata = errors.New("no authorization server metadata of the issuer")
 func fetchMetadata(ctx context.Context, client *http.Client, issuer string) (*metadata, string, error) {
 	urls, err := auth.MetadataURLs(issuer)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("http.auth.%w", err)
 	}
 	var tried []string
 	for _, u := range urls {
