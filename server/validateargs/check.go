@@ -1,13 +1,93 @@
 package validateargs
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"math"
 	"math/big"
 	"unicode/utf8"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/jsonschema"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
+
+// A call's arguments are checked here: the stage's work for each call
+// (Handle), the schema found compiled, and the quick check of the
+// arguments' bytes; validateargs.go compiles the schemas and words the
+// answer to a call that does not fit.
+
+// validates reports whether the calls of the group named group are
+// checked: a group of no snapshot's (an upstream a reload moved before
+// the hub) as settings.validate_args says.
+func (s *Stage) validates(group string) bool {
+	if v, ok := s.checks[group]; ok {
+		return v
+	}
+	return s.Config.Settings.ValidatesArgs(groupConfig(s.Config, group))
+}
+
+// schema is the compiled raw; its schema is nil when it cannot be
+// compiled.
+func (s *Stage) schema(raw json.RawMessage, c *call.Call) *argSchema {
+	s.seenMu.RLock()
+	schema, ok := s.seen[string(raw)]
+	s.seenMu.RUnlock()
+	if ok {
+		return schema
+	}
+	schema = s.Schemas.get(raw, c.Name, c.Server, s.Logger)
+	s.seenMu.Lock()
+	if s.seen == nil {
+		s.seen = map[string]*argSchema{}
+	}
+	if len(s.seen) < maxArgSchemas {
+		s.seen[string(raw)] = schema
+	}
+	s.seenMu.Unlock()
+	return schema
+}
+
+// Handle checks c's arguments, then passes it on or answers it.
+func (s *Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if bad := s.check(c); bad != nil {
+		return bad, nil
+	}
+	return next.Handle(ctx, c)
+}
+
+func (s *Stage) check(c *call.Call) json.RawMessage {
+	raw := c.Schema
+	if len(raw) == 0 || raw[0] != '{' || !s.validates(c.Server.Group) {
+		return nil
+	}
+	schema := s.schema(raw, c)
+	if schema.schema == nil {
+		return nil
+	}
+	arguments := c.Args
+	if len(arguments) == 0 || string(arguments) == "null" {
+		arguments = json.RawMessage("{}")
+	}
+	if schema.quick != nil && schema.quick.valid(arguments) {
+		return nil // valid, read where it lies
+	}
+	inst, err := instance(arguments)
+	if err != nil {
+		return nil // not JSON the hub can read: the upstream answers it
+	}
+	err = schema.schema.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError // made only for a failure: errors.As keeps it
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	c.Args, c.Notes.Verdict = arguments, call.DecisionInvalidArgs // as the audit record shows them
+	return Error("Invalid arguments for tool "+c.CalledName()+":", argProblems(ve), raw)
+}
 
 // The quick check reads a call's arguments where they lie, as bytes,
 // against a compiled schema that uses only the keywords most tools' input
