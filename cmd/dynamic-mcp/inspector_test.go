@@ -99,6 +99,10 @@ func startBrowser(path string) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(profile),
+		// Its temporary files (the singleton's socket directory,
+		// org.chromium.Chromium.*, which a browser that is killed leaves
+		// behind) under the profile, removed with it.
+		chromedp.Env("TMPDIR="+profile),
 		chromedp.WindowSize(1400, 900),
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
