@@ -43,7 +43,12 @@ type ownConnUpstream struct {
 	answers map[string]string    // the hub's answers to this server's requests, by id
 	asked   int                  // the requests its ask tool sent
 	asking  int                  // its ask tool's calls in flight
-	answer1 chan struct{}        // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
+	// joint counts the answers of asks made together (together over 1):
+	// none of them returns before all have their answer, or the hub
+	// would see the first call end and the second's request no longer
+	// among two calls.
+	joint   int
+	answer1 chan struct{} // closed, and replaced, at each answer of the hub's, ask and GET stream (bump)
 	// askAtStart: a connection whose GET stream opens is sent
 	// roots/list on it (a server that asks its client's roots as the
 	// client connects), and whoami answers on it once the hub has
@@ -163,6 +168,13 @@ func (u *ownConnUpstream) askRoots(ctx context.Context, conn, prefix string, tog
 	out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"roots/list"}`
 	var got string
 	u.await(ctx, func() bool { got = u.answers[id]; return got != "" })
+	if together > 1 {
+		u.mu.Lock()
+		u.joint++
+		u.bump()
+		u.mu.Unlock()
+		u.await(ctx, func() bool { return u.joint%together == 0 })
+	}
 	return got
 }
 
