@@ -9,7 +9,8 @@ import (
 
 // validate warns, and exits 0, for a command not found here and for
 // secrets written literally (by name or by look) in env, headers, args and
-// url, naming file, line, key and the vault command; a reference is none.
+// url, naming file, line, key and the vault command (a name that already
+// starts with the group's is not doubled); a reference is none.
 func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
@@ -26,6 +27,10 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
       SHOWN_AS: ghp_abcdefghijklmnopqrstuvwxyz0123
       REFERENCED: "${DMCP_TEST_UNSET_TOKEN:-}"
       PLAIN: hello
+  github:
+    description: the group's name starts the variable's
+    command: ` + fakeBin + `
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: ghp_abcdefghijklmnopqrstuvwxyz0123 }
   web:
     description: z
     servers:
@@ -47,15 +52,16 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 		path + ":8: groups.gh.args[1]: " + vault("GH_TOKEN"),
 		path + ":10: groups.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GH_GITHUB_PERSONAL_ACCESS_TOKEN"),
 		path + ":11: groups.gh.env.SHOWN_AS: " + vault("GH_SHOWN_AS"),
-		path + ":17: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
-		path + ":17: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
+		path + ":17: groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GITHUB_PERSONAL_ACCESS_TOKEN"),
+		path + ":21: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
+		path + ":21: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
 	} {
 		if !strings.Contains(stderr, "warning: "+want) {
 			t.Errorf("no warning %q in:\n%s", want, stderr)
 		}
 	}
-	if n := strings.Count(stderr, "warning:"); n != 6 {
-		t.Errorf("%d warnings, want 6:\n%s", n, stderr)
+	if n := strings.Count(stderr, "warning:"); n != 7 {
+		t.Errorf("%d warnings, want 7:\n%s", n, stderr)
 	}
 }
 
