@@ -376,6 +376,29 @@ func TestImportAsksToMoveOneSecret(t *testing.T) {
 	}
 }
 
+// At a terminal, import's question says what Enter alone does: the
+// placeholder description goes in, which validate flags.
+func TestImportPromptSaysEnterLeavesATodo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
+	}
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"one":{"command":"node","args":["x.js"]}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	cmd := exec.Command("script", "-qec", fmt.Sprintf("%s import %s -o %s", hubBin, src, cfg), "/dev/null")
+	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
+	cmd.Stdin = strings.NewReader("\n")
+	b, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "What is one for? (one line the LLM reads; Enter leaves a TODO that validate flags): ") {
+		t.Errorf("import on a terminal: %v\n%s", err, b)
+	}
+	if c, _ := os.ReadFile(cfg); !strings.Contains(string(c), placeholderPrefix) {
+		t.Errorf("config after Enter:\n%s", c)
+	}
+}
+
 // A group that runs dynamic-mcp on its own config is refused, by any
 // spelling of the config's path: the hub would be its own client.
 func TestConfigServingItselfIsRefused(t *testing.T) {
