@@ -94,3 +94,15 @@ func TestMistypedCommandAndFlag(t *testing.T) {
 		t.Errorf("frobnicate: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A config given without its -c is not ignored (for the default config,
+// or "no config"): the command says where it goes.
+func TestConfigWithoutDashC(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"validate", "tools", "status"} {
+		_, stderr, code := runCommand(t, "", cmd, "examples/quickstart.yaml")
+		if want := "the config goes after -c: dynamic-mcp " + cmd + " -c examples/quickstart.yaml"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("%s examples/quickstart.yaml: exit %d, stderr %q, want %q", cmd, code, stderr, want)
+		}
+	}
+}
