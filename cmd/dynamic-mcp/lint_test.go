@@ -106,3 +106,13 @@ func TestConfigWithoutDashC(t *testing.T) {
 		}
 	}
 }
+
+// help COMMAND is COMMAND -h: that command's usage and flags, not the
+// list of every command.
+func TestHelpOfACommand(t *testing.T) {
+	t.Parallel()
+	out, errOut, err := runBinary(t, t.TempDir(), "help", "import")
+	if err != nil || !strings.HasPrefix(out, "usage: dynamic-mcp import ") || !strings.Contains(out, "--vault") {
+		t.Errorf("help import: %v\n%s%s", err, out, errOut)
+	}
+}
