@@ -36,7 +36,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeLog()
 	if only != "" && !hasGroup(cfg, only) {
-		return fmt.Errorf("no group %q in %s", only, cfg.Path)
+		return noGroup(cfg, only)
 	}
 	mgr, db, err := connectAll(ctx, cfg, logger)
 	if err != nil {
@@ -146,6 +146,19 @@ func (l toolLines) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s%s  %s\n", r.name, strings.Repeat(" ", width-utf8.RuneCountInString(r.name)), r.desc)
 	}
+}
+
+// noGroup is the error of a group name cfg has not: the one it most
+// likely meant, else the groups it has.
+func noGroup(cfg *config.Config, name string) error {
+	var names []string
+	for _, g := range cfg.Groups {
+		names = append(names, g.Name)
+	}
+	if near := config.Nearest(name, names); near != "" {
+		return fmt.Errorf("no group %q in %s: did you mean %s?", name, cfg.Path, near)
+	}
+	return fmt.Errorf("no group %q in %s (its groups: %s)", name, cfg.Path, strings.Join(names, ", "))
 }
 
 func hasGroup(cfg *config.Config, name string) bool {

@@ -33,3 +33,19 @@ func TestToolsColumnsLineUpAcrossGroups(t *testing.T) {
 		t.Errorf("descriptions start at columns %v, want one:\n%s", columns, out)
 	}
 }
+
+// tools of a group the config has not names the one it most likely
+// meant, else the groups there are.
+func TestToolsOfNoSuchGroup(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  memory: { description: m, command: %q }\n  files: { description: f, command: %q }\n", fakeBin, fakeBin)), 0o600)
+	for arg, want := range map[string]string{
+		"memroy": `no group "memroy" in ` + cfg + `: did you mean memory?`,
+		"web":    `no group "web" in ` + cfg + ` (its groups: memory, files)`,
+	} {
+		if _, errOut, code := runCommand(t, "", "tools", "-c", cfg, arg); code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("tools %s: exit %d\n%s\nwant %s", arg, code, errOut, want)
+		}
+	}
+}
