@@ -158,3 +158,81 @@ func TestAttackSessionlessWithAnotherSessionID(t *testing.T) {
 	}
 	t.Errorf("the session whose id the request carried is gone: %+v", h.Sessions().Info())
 }
+
+// What a careless or hostile client of 2026-07-28 POSTs without a
+// session (headers that do not mirror the body, versions that only sort
+// as modern, _meta of every wrong type, huge statements, methods that
+// version removed) is answered at once with an error or a result; none
+// panics the hub, none is answered 5xx, none leaves a session open, and
+// requests go on being served.
+func TestAttackSessionlessHostileAnswered(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	_, ts := serveHTTP(t, h)
+	const meta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	big := strings.Repeat("x", 256<<10)
+	odd := "2026-07-28" + strings.Repeat("9", 4<<10)
+	type hostile struct{ version, method, name, body string }
+	cases := []hostile{
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"x"}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{odd, "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + odd + `","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + meta + `,"io.modelcontextprotocol/clientInfo":{"name":"` + big + `","version":{}}}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + meta + `,"io.modelcontextprotocol/clientInfo":[]}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"experimental":{"` + big + `":{}},"roots":7,"sampling":[]}}}}`},
+		{"2026-07-28", "tools/call", "f__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},"_meta":{` + meta + `,"progressToken":{"a":[]}}}}`},
+		{"2026-07-28", "tools/call", "f__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},"_meta":{` + meta + `,"progressToken":"` + big + `"}}}`},
+		{"2026-07-28", "tools/call", "=?base64?!!!?=", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"},"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "tools/call", "f__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "tools/call", "f__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":"x","inputResponses":{"a":7},"requestState":[],"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","_meta":{` + meta + `}}}`},
+		{"2026-07-28", "initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "ping", "", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "server/discover", "", `{"jsonrpc":"2.0","id":{},"method":"server/discover","params":{"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "resources/read", "", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":{},"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "prompts/get", "", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"` + big + `","_meta":{` + meta + `}}}`},
+		{"2026-07-28", "tasks/get", "", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + big + `","_meta":{` + meta + `}}}`},
+		{"2026-07-28", "subscriptions/listen", "", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":7,"_meta":{` + meta + `}}}`},
+		{"2026-07-28", "", "", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":[` + strings.Repeat("1,", 1000) + `1]}}}`},
+		{"2026-07-28", "", "", `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + meta + `}}}]`},
+	}
+	for i, c := range cases {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerProtocolVersion, c.version)
+		if c.method != "" {
+			req.Header.Set("Mcp-Method", c.method)
+		}
+		if c.name != "" {
+			req.Header.Set("Mcp-Name", c.name)
+		}
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if took := time.Since(start); took > 5*time.Second*slowMachine {
+			t.Errorf("%d %.80q: answered after %s", i, c.body, took)
+		}
+		if resp.StatusCode >= 500 {
+			t.Errorf("%d %.80q: %d %.300s", i, c.body, resp.StatusCode, got)
+		}
+		if n := h.Panics().Count(); n != 0 {
+			t.Fatalf("%d %.80q: the hub recovered from %d panics", i, c.body, n)
+		}
+		if testing.Verbose() {
+			t.Logf("%d: %d %.200s", i, resp.StatusCode, got)
+		}
+	}
+	if n := len(h.Sessions().Info()); n != 0 {
+		t.Errorf("%d sessions left open by requests without one", n)
+	}
+	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"},`+modernMeta+`}}`); !strings.Contains(got, "still") {
+		t.Errorf("a request after: %s", got)
+	}
+}
