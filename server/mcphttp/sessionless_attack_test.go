@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -232,6 +233,73 @@ func TestAttackSessionlessHostileAnswered(t *testing.T) {
 	if n := len(h.Sessions().Info()); n != 0 {
 		t.Errorf("%d sessions left open by requests without one", n)
 	}
+	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"},`+modernMeta+`}}`); !strings.Contains(got, "still") {
+		t.Errorf("a request after: %s", got)
+	}
+}
+
+// A 2026-07-28 client's body without end (chunked, past the message
+// limit) is cut with 413 once over the limit, and one whose client dies
+// halfway through is dropped: neither holds any of the budget of bodies,
+// a place in flight or a handler afterwards, and the next request is
+// answered.
+func TestAttackSessionlessBodies(t *testing.T) {
+	t.Parallel()
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, max_message_size: 64KiB", ""), nil)
+	face, ts := serveHTTP(t, h)
+	head := func(length string) string {
+		return fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"%s: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: f__echo\r\n%s\r\n\r\n", headerProtocolVersion, length)
+	}
+	start := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"`
+
+	// Endless: chunks until the server answers.
+	nc := dialSlowReader(t, ts.URL)
+	fmt.Fprint(nc, head("Transfer-Encoding: chunked"))
+	fmt.Fprintf(nc, "%x\r\n%s\r\n", len(start), start)
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+		if err != nil {
+			close(answered)
+			return
+		}
+		answered <- resp
+	}()
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 4096, strings.Repeat("a", 4096))
+	var resp *http.Response
+	for sent := 0; resp == nil; sent++ {
+		select {
+		case resp = <-answered:
+			if resp == nil {
+				t.Fatal("the connection closed without an answer")
+			}
+		default:
+			if sent > 1<<10 { // 4 MiB: far past the limit
+				t.Fatal("a body past the message limit was read on")
+			}
+			if _, err := nc.Write([]byte(chunk)); err != nil {
+				resp = <-answered
+				if resp == nil {
+					t.Fatalf("the connection closed without an answer: %v", err)
+				}
+			}
+		}
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body without end: %d, want 413", resp.StatusCode)
+	}
+	nc.Close()
+
+	// Dies halfway.
+	nc = dialSlowReader(t, ts.URL)
+	fmt.Fprint(nc, head("Content-Length: 10000")+start)
+	waitFor(t, 10*time.Second, "the body's bytes to be reserved", func() bool { return face.bodies.used.Load() > 0 })
+	nc.Close()
+
+	waitFor(t, 10*time.Second, "nothing held of the bodies", func() bool {
+		return face.bodies.used.Load() == 0 && face.inflight.load() == 0 && sessionlessHandlers() == 0
+	})
 	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"},`+modernMeta+`}}`); !strings.Contains(got, "still") {
 		t.Errorf("a request after: %s", got)
 	}
