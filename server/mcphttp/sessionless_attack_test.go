@@ -56,38 +56,13 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 	echo := `{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"},` + modernMeta + `}}`
 	answered := func(base string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(echo))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(headerProtocolVersion, "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "f__echo")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		buf := make([]byte, 4096)
-		n, _ := resp.Body.Read(buf)
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(buf[:n]), `"text":"still"`) {
-			t.Errorf("a call while a stream is not read: %s %.300s", resp.Status, buf[:n])
+		if got := postModern(t, base, "f__echo", echo); !strings.Contains(got, `"text":"still"`) {
+			t.Errorf("a call while a stream is not read: %.300s", got)
 		}
 	}
 
 	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
-	// closed hears the quick face's connections closed, by the client's
-	// address.
-	closed := make(chan string, 64)
-	quick, qts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
-		s.ConnState = func(c net.Conn, state http.ConnState) {
-			if state == http.StateClosed {
-				select {
-				case closed <- c.RemoteAddr().String():
-				default:
-				}
-			}
-		}
-	})
+	quick, qts, closed := quickFace(t)
 	before := liveGoroutines()
 	goes, stays := stall(ts.URL), stall(ts.URL)
 	waitFor(t, 10*time.Second, "both calls' writers stuck in a write", func() bool { return sessionlessWriters() == 2 })
