@@ -48,7 +48,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	refuse := true
 	defer func() {
 		if err != nil && refuse {
-			err = refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
+			err = refuseClient(ctx, stdin, stdout, err, httpAddr == "" && !hubMode)
 		}
 	}()
 	if err := c.parse(fs, args); err != nil {
