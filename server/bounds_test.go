@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -99,5 +100,41 @@ func TestInitializeKeptBounded(t *testing.T) {
 	}
 	for _, s := range open {
 		s.Close()
+	}
+}
+
+// A 2026-07-28 request whose _meta names a protocol version the hub does
+// not serve is refused (-32022), and leaves the session as it was: a
+// version of a mebibyte ("2026-07-28" and more sorts as modern) was
+// kept as the session's for its life, and the request's capabilities and
+// client info replaced what the client had stated before.
+func TestRefusedVersionNotKept(t *testing.T) {
+	h := newTestHub(config.ModeFlat)
+	h.Run()
+	defer h.mgr.Close()
+	defer h.Close()
+	s, err := h.Open("s", "stdio", facePeerStub{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	request := func(version, name string) error {
+		params := json.RawMessage(fmt.Sprintf(`{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":%q,"version":"1"},"io.modelcontextprotocol/clientCapabilities":{"roots":{}}}}`, version, name))
+		raw := append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":`), params...), '}')
+		_, err := s.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/list", Params: params, Raw: raw})
+		return err
+	}
+	if err := request("2026-07-28", "first"); err != nil {
+		t.Fatal(err)
+	}
+	huge := "2026-07-28" + strings.Repeat("x", 1<<20)
+	var refusal *jsonrpc.Error
+	if err := request(huge, strings.Repeat("n", 100)); !errors.As(err, &refusal) || refusal.Code != -32022 {
+		t.Fatalf("a request of version %.20s...: %v, want -32022", huge, err)
+	}
+	info := h.Sessions().Info()
+	if len(info) != 1 || info[0].ProtocolVersion != "2026-07-28" || info[0].ClientName != "first" {
+		v := info[0].ProtocolVersion
+		t.Errorf("after the refused request the session's version is %d bytes (%.20s...), its client %q", len(v), v, info[0].ClientName)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,9 +235,12 @@ func (s *clientState) SetClientCapabilities(c mcp.ClientCapabilities) {
 
 // stated makes what st says the session's: its capabilities (none when it
 // states none), its client info when given, and its protocol version.
-// Capabilities that do not decode count as none.
+// Capabilities that do not decode count as none. A statement of a
+// version the hub does not serve changes nothing: its request is refused
+// (era.CheckModern), and the version, any string that sorts after
+// 2026-07-28, would be kept whole.
 func (s *clientState) stated(st era.Statement) {
-	if !st.Modern {
+	if !st.Modern || !slices.Contains(mcp.ValidProtocolVersions, st.Version) {
 		return
 	}
 	info := st.Info()

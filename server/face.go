@@ -220,7 +220,6 @@ func (h *Hub) prepare(id, transport, profile string, who *identity.Identity, pee
 	if profile != "" && !h.HasProfile(profile) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownProfile, profile)
 	}
-	h.sessionsMade.Add(1)
 	s := &Session{hub: h, sess: newSession(id, transport)}
 	s.sess.peer, s.sess.profile, s.sess.who = peer, profile, who
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,25 +179,53 @@ func TestStdioClientStopsReading(t *testing.T) {
 // A 2026-07-28 request that came without a session is answered without
 // one (Hub.Answer): no session is made for it, none is listed, and its
 // call's progress still reaches its caller (the Peer the face gave, its
-// response) under the token it chose.
+// response) under the token it chose. While the call runs, the client its
+// progress is routed to (routes.Table.Progress) is the request's own
+// oneRequest, not a session, even one kept unlisted.
 func TestSessionlessRequestMakesNoSession(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
-	peer := &recordingPeer{}
+	var mu sync.Mutex
+	var routed []client // the clients the call's progress was routed to, as each came
+	peer := &hookedPeer{notified: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range h.routes.Progress() {
+			routed = append(routed, c)
+		}
+	}}
 	msg := decodeMsg(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__progress","arguments":{"text":"hi"},`+
 		`"_meta":{"progressToken":"mine","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	made := h.sessionsMade.Load()
 	res, err := h.Answer(t.Context(), SessionOptions{ID: "one-request", Transport: "streamable-http", Peer: peer}, msg)
 	if err != nil || jsonrpc.Field(res, "content") == nil || string(jsonrpc.Field(res, "isError")) == "true" {
 		t.Fatalf("a sessionless tools/call: %s, %v", res, err)
 	}
-	if n := h.sessionsMade.Load() - made; n != 0 {
-		t.Errorf("a sessionless request made %d sessions, want none", n)
+	mu.Lock()
+	if len(routed) == 0 {
+		t.Error("no progress route was seen while the call ran")
 	}
+	for _, c := range routed {
+		if _, ok := c.(*oneRequest); !ok {
+			t.Errorf("a sessionless request's call was routed to a %T, want its oneRequest", c)
+		}
+	}
+	mu.Unlock()
 	if n := len(h.Sessions().Info()); n != 0 {
 		t.Errorf("the hub lists %d sessions after a sessionless request, want none", n)
 	}
 	if peer.count(`"progressToken":"mine"`) == 0 {
 		t.Errorf("the call's progress did not reach its caller (%d notifications)", peer.count(""))
 	}
+}
+
+// hookedPeer is a recordingPeer that calls notified after recording each
+// notification, while the hub is sending it.
+type hookedPeer struct {
+	recordingPeer
+	notified func()
+}
+
+func (p *hookedPeer) Notify(ctx context.Context, msg []byte) {
+	p.recordingPeer.Notify(ctx, msg)
+	p.notified()
 }

@@ -9,7 +9,9 @@ import (
 
 // A client shown flat mode lists its tools once, right after the
 // handshake, and may start its turn without a server whose list is
-// pending (Codex). Its first tools/list waits for the upstreams still
+// pending (Codex, waiting a second at most unless its
+// mcp_optional_startup_grace_ms is 0, as install writes it: see
+// types/clients/codexgrace.go). Its first tools/list waits for the upstreams still
 // starting whose tools are not known (see view.Unknown), up to
 // startup_wait; its handshake waits for them first, so that the list is
 // answered at once.

@@ -71,10 +71,6 @@ type Hub struct {
 	snap   atomic.Pointer[snapshot] // never nil after New; replaced whole by swap
 	swapMu sync.Mutex               // one swap at a time, so no change is lost
 
-	// sessionsMade counts the sessions opened (prepare), for the tests:
-	// a request with no session is answered without one (Answer).
-	sessionsMade atomic.Uint64
-
 	panics  *panics.Counter            // recovered panics, ever (see Panics)
 	listens *listen.Notifier[*session] // list_changed and the 2026-07-28 listens
 	audits  *audit.Stats               // of every trail the hub opened

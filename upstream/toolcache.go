@@ -24,8 +24,8 @@ import (
 // The tools a server listed the last time it ran are kept, so that a
 // flat tools/list asked while the server starts again is answered at once
 // from them rather than after the server is ready (a client such as
-// Codex lists tools once, about a second after it starts the hub, and
-// never again). They are checked against the pins before they are served
+// Codex lists tools once, for its first turn, waiting a second at most
+// at its default mcp_optional_startup_grace_ms, and never again). They are checked against the pins before they are served
 // (see Server.LastTools), and replaced by the live list once the server
 // is ready; the hub tells the clients that saw them when that differs.
 

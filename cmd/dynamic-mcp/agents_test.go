@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
 
 // npmAgentsDir is testdata/npm-agents, where the agent clients are
@@ -26,16 +27,6 @@ func npmAgentsDir() string { return filepath.Join(repoDir, "testdata", "npm-agen
 type agentClient struct {
 	name string
 	bin  string // under node_modules/.bin
-	// listsOnce: the client lists an MCP server's tools once, early,
-	// and starts its turn with what it has by then (Codex: about a
-	// second after the handshake). In flat mode the hub answers the
-	// handshake once it can list its tools at once, those of a server it
-	// never ran too, yet on a busy machine Codex may still start its
-	// first turn before a server never run has listed (its own patience
-	// is not the handshake's alone), so its first run in flat mode may
-	// miss the hub's tools; any other run that missed them is run once
-	// more (see runAgent).
-	listsOnce bool
 	// auto is the mode mode: auto gives the client by the clientInfo it
 	// sends (docs/modes.md, "mode: auto").
 	auto string
@@ -116,12 +107,16 @@ var geminiCLI = agentClient{
 
 // codex is Codex (codex exec), its one MCP server and a model provider
 // at the model server (the Responses API) in the config.toml of its
-// CODEX_HOME, with an API key from the environment.
+// CODEX_HOME, with an API key from the environment. Its first turn waits
+// for the hub's start as install has it wait (clients.CodexStartupGrace):
+// at Codex's default, a second, the turn left out the hub's tools
+// whenever the hub had not listed them by then ("omitting pending
+// optional MCP server"), a server it never ran in flat mode every time
+// at load 30.
 var codex = agentClient{
-	name:      "codex",
-	bin:       "codex",
-	listsOnce: true,
-	auto:      "dynamic", // codex-mcp-client
+	name: "codex",
+	bin:  "codex",
+	auto: "dynamic", // codex-mcp-client
 	command: func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
 		var env []string
 		for k, v := range hubEnv {
@@ -131,7 +126,8 @@ var codex = agentClient{
 		for _, a := range hub[1:] {
 			args = append(args, tomlString(a))
 		}
-		config := fmt.Sprintf(`model = "gpt-5-script"
+		config := fmt.Sprintf(clients.CodexStartupGrace+`
+model = "gpt-5-script"
 model_provider = "script"
 check_for_update_on_startup = false
 
@@ -162,11 +158,12 @@ default_tools_approval_mode = "approve"
 }
 
 // agentsConfig is a hub config in mode with the everything server as
-// its one group, everything.
+// its one group, everything. Each client waits clientTimeout for the hub
+// and checks its first list: the hub's waits are firstListWaits.
 func agentsConfig(t testing.TB, mode string) string {
 	return fmt.Sprintf(`
 mode: %s
-settings: { stop_grace: 1s, `+nodeWaits+` }
+settings: { stop_grace: 1s, `+firstListWaits+` }
 groups:
   everything:
     description: The reference server
@@ -304,7 +301,7 @@ type agentRun struct {
 	state  string
 }
 
-// runAgent runs a client (twice at most) and checks what its model saw.
+// runAgent runs a client and checks what its model saw.
 func runAgent(t *testing.T, run agentRun) {
 	client := run.client
 	if run.mode == "auto" {
@@ -329,31 +326,14 @@ func runAgent(t *testing.T, run agentRun) {
 			hubEnv[k] = v
 		}
 	}
-	runs := 1
 	requests, out := runClient(t, run, script, hubEnv)
-	for client.listsOnce && !offersHubTools(script, requests) {
-		if run.start == startFirst && script.flat {
-			t.Logf("%s started its turn before the hub listed the tools of a server it never ran, as %s may on a busy machine (its output: %.300q)", client.name, client.name, out)
-			return
-		}
-		if runs == 3 {
-			break // failed below
-		}
-		// Within the second the client waits, the hub answers from
-		// what it knows; on a busy machine its own start (a build with
-		// the race detector) may take longer, and under two copies of
-		// the suite (load 72) more than once in a row.
-		t.Logf("%s started its turn without the hub's tools: once more", client.name)
-		requests, out = runClient(t, run, script, hubEnv)
-		runs++
-	}
 	if run.start == startWarm {
 		// The warm-up's bridge and the client's: the client's joined the
 		// hub that was warm, and started none of its own.
 		paths, _ := local.PathsFor(run.shared.path, run.state)
 		b, _ := os.ReadFile(paths.Log)
-		if n := strings.Count(string(b), `"msg":"client connected"`); n != 1+runs {
-			t.Errorf("the shared hub saw %d clients connect, want %d (the warm-up and %s); its log:\n%s", n, 1+runs, client.name, b)
+		if n := strings.Count(string(b), `"msg":"client connected"`); n != 2 {
+			t.Errorf("the shared hub saw %d clients connect, want 2 (the warm-up and %s); its log:\n%s", n, client.name, b)
 		}
 	}
 	if !checkModelSaw(t, script, requests) || !strings.Contains(out, script.finalAnswer()) {
@@ -411,13 +391,6 @@ func turns(requests []modelRequest) []modelRequest {
 		}
 	}
 	return out
-}
-
-// offersHubTools says whether the client's first request offered the
-// model the tool of the hub the script calls first.
-func offersHubTools(script modelScript, requests []modelRequest) bool {
-	t := turns(requests)
-	return len(t) > 0 && script.next(t[0].Tools, 0).Tool != ""
 }
 
 // checkModelSaw checks the requests a client made of the model in one

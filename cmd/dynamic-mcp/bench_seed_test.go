@@ -255,6 +255,15 @@ func waitIdle(b *testing.B, pid int) rollup {
 // library's), or to half the most it was seen to hold (a hub kept from
 // its userfaultfd maps its files 64 KB a fault again at once). After 15 s
 // it returns anyway.
+//
+// It polls the process's memory, as there is no event to wait on: the
+// start's release (serve, once the upstreams settled) says nothing, and
+// a log line for it would show only at a level the measured hubs do not
+// run at (error), as would a new one at a level they do (it would be a
+// line for every hub in every log, for this benchmark alone). The poll
+// reads what the benchmark waits for in any case: the files' pages
+// falling (for the hub kept from its userfaultfd, only a drop from its
+// most, which an event would not give either).
 func waitStartReleased(b *testing.B, pid int) {
 	b.Helper()
 	deadline := time.Now().Add(15 * time.Second)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -26,8 +27,9 @@ const maxRefusedLine = 1 << 20
 // Nothing is read when stdio is not a client's (onStdio false: --http,
 // --hub) or is a terminal (a person, who reads stderr). A read of stdin
 // cannot be cancelled: one still waiting after refuseWait is left to the
-// process's exit, which follows.
-func refuseClient(stdin io.Reader, stdout io.Writer, err error, onStdio bool) error {
+// process's exit, which follows. A stop (SIGTERM, Ctrl-C: ctx ends) ends
+// the wait at once.
+func refuseClient(ctx context.Context, stdin io.Reader, stdout io.Writer, err error, onStdio bool) error {
 	if !onStdio || isTerminal(stdin) || errors.Is(err, flag.ErrHelp) {
 		return err
 	}
@@ -43,6 +45,7 @@ func refuseClient(stdin io.Reader, stdout io.Writer, err error, onStdio bool) er
 			_, _ = stdout.Write(append(msg, '\n'))
 		}
 	case <-time.After(refuseWait):
+	case <-ctx.Done():
 	}
 	return err
 }

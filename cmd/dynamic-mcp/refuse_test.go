@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // serve that cannot read its config answers the client's initialize with
@@ -46,6 +52,45 @@ func TestServeAnswersInitializeWithConfigError(t *testing.T) {
 			if code != tc.exit || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q", code, stderr)
 			}
+		})
+	}
+}
+
+// serve failing before it serves waits for the client's first request
+// up to refuseWait, but a stop (SIGTERM, Ctrl-C) ends the wait at once: a
+// client that holds stdin open and sends nothing does not hold the stop
+// up. In a bubble, the time that passes is the time refuseClient waited.
+func TestRefuseClientEndsOnSignal(t *testing.T) {
+	reason := errors.New("no config")
+	for _, tc := range []struct {
+		name   string
+		signal bool
+		want   time.Duration
+	}{
+		{"signal", true, 0},
+		{"silent client", false, refuseWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, stop := context.WithCancelCause(t.Context())
+				defer stop(nil)
+				if tc.signal {
+					stop(stopSignal{syscall.SIGTERM})
+				}
+				stdin, client := io.Pipe() // held open, nothing sent
+				var stdout strings.Builder
+				start := time.Now()
+				if err := refuseClient(ctx, stdin, &stdout, reason, true); err != reason {
+					t.Errorf("refuseClient: %v, want %v", err, reason)
+				}
+				if waited := time.Since(start); waited != tc.want {
+					t.Errorf("refuseClient waited %v, want %v", waited, tc.want)
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("the client got %q, having asked nothing", stdout.String())
+				}
+				client.Close() // ends the read refuseClient left to the exit
+			})
 		})
 	}
 }

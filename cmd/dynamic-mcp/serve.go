@@ -48,7 +48,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	refuse := true
 	defer func() {
 		if err != nil && refuse {
-			err = refuseClient(stdin, stdout, err, httpAddr == "" && !hubMode)
+			err = refuseClient(ctx, stdin, stdout, err, httpAddr == "" && !hubMode)
 		}
 	}()
 	if err := c.parse(fs, args); err != nil {
@@ -265,7 +265,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer ui.close()
 		return mcplocal.New(hub, mcplocal.Options{Version: version, Config: cfg.Path,
 			Idle: func() time.Duration { return hub.Settings().SharedIdle }, UI: ui.serve,
-			Describe: describeHub(mgr, reloads, ui)}, logger).Serve(ctx, ln)
+			Describe: describeHub(mgr, reloads, ui), OwnPassed: fewer}, logger).Serve(ctx, ln)
 	}
 	logger.Info("serving on stdio", "config", cfg.Path, "profile", profile, "mode", cfg.Mode, "groups", len(cfg.Groups))
 	refuse = false

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,24 @@ func stalledPOST(t *testing.T, base, session, body string) net.Conn {
 	fmt.Fprintf(nc, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
 		strings.TrimPrefix(base, "http://"), headerSessionID, session, len(body), body)
 	return nc
+}
+
+// quickFace serves a hub's face whose writes time out after a
+// millisecond; closed hears its connections closed, by the client's
+// address.
+func quickFace(t *testing.T) (face *Server, ts *httptest.Server, closed <-chan string) {
+	c := make(chan string, 64)
+	face, ts = serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
+		s.ConnState = func(conn net.Conn, state http.ConnState) {
+			if state == http.StateClosed {
+				select {
+				case c <- conn.RemoteAddr().String():
+				default: // the test no longer listens
+				}
+			}
+		}
+	})
+	return face, ts, c
 }
 
 // postWriters counts the goroutines that write a POST's event stream
@@ -52,19 +71,7 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 		beyond = time.Until(d) + time.Minute
 	}
 	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
-	// closed hears the quick face's connections closed, by the client's
-	// address.
-	closed := make(chan string, 64)
-	quick, qts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
-		s.ConnState = func(c net.Conn, state http.ConnState) {
-			if state == http.StateClosed {
-				select {
-				case closed <- c.RemoteAddr().String():
-				default: // the test no longer listens
-				}
-			}
-		}
-	})
+	quick, qts, closed := quickFace(t)
 	goes, held, other := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
 	stays := newHTTPClient(t, qts.URL)
 	before := liveGoroutines()

@@ -97,7 +97,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
-	if r.Header.Get(headerSessionID) == "" && initialize {
+	fresh := r.Header.Get(headerSessionID) == "" && initialize // a session made for this initialize
+	if fresh {
 		if hs, ok = s.oneSession(w, r, msg, release); !ok {
 			return
 		}
@@ -146,7 +147,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if msg.Method == "logging/setLevel" && hs.stream != "" {
 		s.relay.Level(hs.st.relayed, body) // every replica that holds the session logs at it
 	}
-	s.request(w, r, hs, msg, body, header, release)
+	if !s.request(w, r, hs, msg, body, header, release) && fresh {
+		s.sessions.drop(hs) // refused: its client was not told of it
+	}
 }
 
 // postModern serves a request of 2026-07-28, which has no handshake and no
@@ -222,11 +225,12 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // release gives back the body's bytes once the session's Conn has taken
 // the message, not when it is answered: a long call does not hold the
 // budget of bodies being read. The request counts against the cap in all
-// until it is answered.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) {
+// until it is answered. taken is false when the Conn did not take it
+// (refused: too many in flight, its id in use, the session ended).
+func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) (taken bool) {
 	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
-		return
+		return false
 	}
 	// A 2026-07-28 answer's status says what its error is.
 	status := func([]byte) int { return http.StatusOK }
@@ -242,13 +246,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
-		return
+		return false
 	}
 	respond := func() { s.respond(w, r, hs, p, header, status) }
 	if serve != nil && p.serveHere(serve, respond, s.hub.Panics()) {
-		return // the goroutine serveHere started has responded
+		return true // the goroutine serveHere started has responded
 	}
 	respond()
+	return true
 }
 
 // serveHere answers the request on this goroutine (serve), and reports

@@ -22,8 +22,9 @@ import (
 )
 
 // A desktop's hub runs its Go code on one processor once its upstreams
-// have started (cmd/dynamic-mcp's localProcs). These attacks run the
-// shared hub so, in process: one client floods it, or stops reading,
+// have started (cmd/dynamic-mcp's localProcs), and reads and writes its
+// clients' passed pipes through open files of its own (OwnPassed). These
+// attacks run the shared hub so, in process: one client floods it, or stops reading,
 // and another client's calls must still be answered, the first client's
 // too once it reads again, with the hub's memory bounded meanwhile.
 
@@ -143,7 +144,7 @@ func stopWhenDone(t *testing.T, clients ...*passedClient) {
 // and gets an answer to each of its own (a result, or "too many in
 // flight").
 func TestAttackOneProcessorFlood(t *testing.T) {
-	h := startWith(t, Options{WriteTimeout: time.Hour})
+	h := startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: true})
 	flood, other := h.passed(t, "flood"), h.passed(t, "other")
 	other.echo(t, 1, "warm") // the upstream is up
 	oneProcessor(t)
@@ -224,7 +225,7 @@ func TestAttackOneProcessorFlood(t *testing.T) {
 // client's calls rather than holding them (its memory stays bounded);
 // and once the client reads again it is answered every call.
 func TestAttackOneProcessorStalledReader(t *testing.T) {
-	h := startWith(t, Options{WriteTimeout: time.Hour})
+	h := startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: true})
 	stalled, other := h.passed(t, "stalled"), h.passed(t, "other")
 	other.echo(t, 1, "warm")
 	oneProcessor(t)

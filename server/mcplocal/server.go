@@ -26,6 +26,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // helloTimeout bounds how long a new connection may take to say Hello.
@@ -64,6 +65,14 @@ type Options struct {
 	// 0 is jsonrpc.DefaultWriteTimeout): a client that stops reading for
 	// longer is taken to be gone.
 	WriteTimeout time.Duration
+	// OwnPassed reads and writes a client's stdin and stdout, where they
+	// are pipes, through open files of the hub's own (local.OwnPipe),
+	// with raw system calls that wait in the poller, as the standalone
+	// hub on one processor reads and writes its own (local.Polled); the
+	// passed files, whose open file descriptions are the bridge's too,
+	// are closed. Set where the hub runs on one processor. Otherwise, and
+	// for a socket, the passed files are read as local.WaitingReader says.
+	OwnPassed bool
 
 	// rechecked, if not nil, is called (s.mu held) each time the idle
 	// timer ran out while a connection had not said Hello and so looks
@@ -361,6 +370,16 @@ func (s *Server) status() *local.Status {
 	return st
 }
 
+// ownPassed is the pipe f, passed, opened again as the hub's own
+// (local.OwnPipe), f closed; f itself where it cannot be.
+func ownPassed(f *os.File, flag int) *os.File {
+	p, ok := local.OwnPipe(f, flag)
+	if ok {
+		f.Close()
+	}
+	return p
+}
+
 // servePassed serves the client on the stdin and stdout its bridge
 // passed on c, and tells the bridge (Done) when the client closed stdin.
 // A bridge that goes away (killed with its client, or stopping on a
@@ -375,6 +394,13 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string
 		return err
 	}
 	in, out := files[0], files[1]
+	if s.opts.OwnPassed {
+		in, out = ownPassed(in, os.O_RDONLY), ownPassed(out, os.O_WRONLY)
+	}
+	var r io.ReadCloser = in
+	if !rawio.Owned(in) {
+		r = local.WaitingReader(in)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watched := make(chan struct{})
@@ -385,7 +411,7 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string
 		_, _ = c.Read(make([]byte, 1))
 		cancel()
 	}()
-	err = s.hub.ServeStdioWith(ctx, local.WaitingReader(in), out, server.StdioOptions{SessionID: id, Profile: profile, WriteTimeout: s.opts.WriteTimeout})
+	err = s.hub.ServeStdioWith(ctx, r, out, server.StdioOptions{SessionID: id, Profile: profile, WriteTimeout: s.opts.WriteTimeout})
 	in.Close()
 	out.Close()
 	if ctx.Err() == nil {

@@ -168,9 +168,18 @@ func TestSessionsStatusVersionIdle(t *testing.T) {
 // A bridge that passed its stdin and stdout is out of the path: the hub
 // answers on the passed stdout, says Done when the client closes stdin,
 // and ends the session when the bridge goes even though the client's
-// pipes stay open.
+// pipes stay open; whether the hub reads and writes the passed files or
+// open files of its own (OwnPassed).
 func TestPassedFiles(t *testing.T) {
-	h := start(t, 0)
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OwnPassed=%v", own), func(t *testing.T) {
+			testPassedFiles(t, startWith(t, Options{Idle: func() time.Duration { return 0 }, OwnPassed: own}))
+		})
+	}
+}
+
+// testPassedFiles is TestPassedFiles on h.
+func testPassedFiles(t *testing.T, h *harness) {
 	for _, bridgeDies := range []bool{false, true} {
 		inR, inW, _ := os.Pipe()
 		outR, outW, _ := os.Pipe()

@@ -143,15 +143,7 @@ func New[S Keyed](opts Options[S]) *Table[S] {
 var ErrSessionExists = errors.New("session already exists")
 
 // Add registers a new client session with the hub.
-func (t *Table[S]) Add(sess S) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.sessions[sess.ID()]; ok {
-		return fmt.Errorf("register session: %w", ErrSessionExists)
-	}
-	t.sessions[sess.ID()] = sess
-	return nil
-}
+func (t *Table[S]) Add(sess S) error { return t.add(t.sessions, sess) }
 
 // AddUnlisted registers sess, the client of one request a face answers
 // without a session of the client's (a 2026-07-28 request that came
@@ -159,13 +151,17 @@ func (t *Table[S]) Add(sess S) error {
 // for its call (progress, an upstream's request to the client, its
 // tasks) finds it, but no list does (List, and so the sessions list,
 // the inspector and what is sent to every session).
-func (t *Table[S]) AddUnlisted(sess S) error {
+func (t *Table[S]) AddUnlisted(sess S) error { return t.add(t.unlisted, sess) }
+
+// add keeps sess in m (the listed sessions or the unlisted), by its id,
+// unless m has a session of that id.
+func (t *Table[S]) add(m map[string]S, sess S) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.unlisted[sess.ID()]; ok {
+	if _, ok := m[sess.ID()]; ok {
 		return fmt.Errorf("register session: %w", ErrSessionExists)
 	}
-	t.unlisted[sess.ID()] = sess
+	m[sess.ID()] = sess
 	return nil
 }
 

@@ -251,20 +251,16 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	if len(arguments) == 0 || string(arguments) == "null" {
 		arguments = json.RawMessage("{}")
 	}
-	name, err := jsonrpc.Marshal(r.Name)
-	if err != nil {
-		return DynamicCall{Answer: call.ToolError("invalid arguments: " + err.Error())}
-	}
 	// In the order encoding/json would write them; every value is checked
 	// JSON already: read from the client's params, or the hub's encoding.
-	b := make([]byte, 0, len(meta)+len(arguments)+len(name)+len(task)+48)
+	b := make([]byte, 0, len(meta)+len(arguments)+len(r.Name)+len(task)+50)
 	b = append(b, '{')
 	if len(meta) > 0 {
 		b = append(append(b, `"_meta":`...), meta...)
 		b = append(b, ',')
 	}
 	b = append(append(b, `"arguments":`...), arguments...)
-	b = append(append(b, `,"name":`...), name...)
+	b = jsonrpc.AppendString(append(b, `,"name":`...), r.Name)
 	if len(task) > 0 { // a task-augmented call runs as a task upstream
 		b = append(append(b, `,"task":`...), task...)
 	}

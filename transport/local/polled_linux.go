@@ -31,13 +31,30 @@ func PolledOut(f *os.File) *os.File { return reopen(f, os.O_WRONLY, f.SetWriteDe
 // os.O_WRONLY); f when it is not a pipe, is polled already (setDeadline,
 // f's, works), or cannot be opened again.
 func reopen(f *os.File, flag int, setDeadline func(time.Time) error) *os.File {
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 || setDeadline(time.Time{}) == nil {
+	if setDeadline(time.Time{}) == nil {
 		return f
+	}
+	if p, ok := OwnPipe(f, flag); ok {
+		return p
+	}
+	return f
+}
+
+// OwnPipe opens the pipe f again, non-blocking, for flag (os.O_RDONLY or
+// os.O_WRONLY): an open file of the same pipe that this process alone
+// holds (rawio.Own), polled, and read or written with raw system calls,
+// whatever another holder of f (a client, a bridge that passed f) does to
+// f's flags. ok is false, and the file f, when f is not a pipe or cannot
+// be opened again (a socket cannot be: /proc answers ENXIO; nor can a
+// pipe's write end whose readers are gone). f is left open either way.
+func OwnPipe(f *os.File, flag int) (_ *os.File, ok bool) {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return f, false
 	}
 	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return f
+		return f, false
 	}
 	polled := p.SetReadDeadline
 	if flag == os.O_WRONLY {
@@ -45,7 +62,7 @@ func reopen(f *os.File, flag int, setDeadline func(time.Time) error) *os.File {
 	}
 	if polled(time.Time{}) != nil { // not polled after all
 		p.Close()
-		return f
+		return f, false
 	}
-	return rawio.Own(p) // this open file is the hub's alone
+	return rawio.Own(p), true // this open file is the process's alone
 }

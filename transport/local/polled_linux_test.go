@@ -5,10 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
 // A blocking stdin pipe, as a client's os/exec gives the hub, is read
@@ -112,5 +115,46 @@ func TestPolledOutWritesABlockingPipe(t *testing.T) {
 	}
 	if _, err := p.Write(make([]byte, 4<<20)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a write to a full pipe returned %v, want os.ErrDeadlineExceeded", err)
+	}
+}
+
+// OwnPipe opens a pipe again even where the poller reads it already (a
+// passed file), as a file of the process's own, read raw, whose flags
+// are its own; a regular file is not opened again.
+func TestOwnPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer r.Close()
+	p, ok := OwnPipe(r, os.O_RDONLY)
+	if !ok || p == r {
+		t.Fatal("a polled pipe was not opened again")
+	}
+	defer p.Close()
+	if !rawio.Owned(p) || rawio.Owned(r) {
+		t.Errorf("owned: the new file %v, the pipe %v; want true, false", rawio.Owned(p), rawio.Owned(r))
+	}
+	if err := syscall.SetNonblock(int(r.Fd()), false); err != nil {
+		t.Fatal(err)
+	}
+	if flags, err := unix.FcntlInt(p.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK == 0 {
+		t.Fatalf("the new file's flags %#x (%v) changed with the pipe's", flags, err)
+	}
+	if _, err := w.WriteString("x\n"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if n, err := p.Read(buf); err != nil || string(buf[:n]) != "x\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if g, ok := OwnPipe(f, os.O_RDONLY); ok || g != f {
+		t.Error("a regular file was opened again")
 	}
 }

@@ -112,12 +112,10 @@ func Writable(path string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
-	if err != nil {
+	if err := probeDir(dir, "."+filepath.Base(target)+".tmp-*"); err != nil {
 		return dirError(path, dir, err)
 	}
-	tmp.Close()
-	return os.Remove(tmp.Name())
+	return nil
 }
 
 // WriteJSON is Write of v as indented JSON: the record files of the hub

@@ -137,4 +137,7 @@ func TestWriteNamesUnwritableDirectory(t *testing.T) {
 	if err := Write(filepath.Join(dir, "f"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), "its directory "+dir+" is not writable") {
 		t.Errorf("Write into a read-only directory: %v", err)
 	}
+	if err := Writable(filepath.Join(dir, "f")); err == nil || !strings.Contains(err.Error(), "its directory "+dir+" is not writable") {
+		t.Errorf("Writable in a read-only directory: %v", err)
+	}
 }

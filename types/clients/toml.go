@@ -13,7 +13,8 @@ import (
 
 // tomlFormat is Codex's config.toml, servers in [mcp_servers.<name>]
 // tables. It is edited as text, table by table, so every other line and
-// comment stays as it was; go-toml checks the result.
+// comment stays as it was; go-toml checks the result. Install also puts
+// CodexStartupGrace at the top, which restore takes out (codexgrace.go).
 type tomlFormat struct{}
 
 // The patterns are compiled at first use, not at every start.
@@ -133,7 +134,7 @@ func (f tomlFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
 	if len(strings.TrimSpace(string(out))) > 0 && !strings.HasSuffix(string(out), "\n\n") {
 		out = append(out, '\n')
 	}
-	out = append(out, renderCodex(e)...)
+	out = withGrace(append(out, renderCodex(e)...))
 	servers, _, err := f.read(out)
 	if err != nil || len(servers) != 1 || servers[0].Name != e.Name {
 		return nil, nil, fmt.Errorf("the rewritten config does not read back as one server: %v", err)
@@ -155,6 +156,7 @@ func renderCodex(e Entry) []byte {
 }
 
 func (f tomlFormat) restore(data []byte, orig []byte, entry string) ([]byte, error) {
+	data = withoutGrace(data)
 	// The tables of the servers data holds now, but entry's.
 	var kept []byte
 	keptNames := map[string]bool{}

@@ -252,19 +252,23 @@ func EncodeNotification(method string, params json.RawMessage) []byte {
 }
 
 func appendCall(b []byte, method string, params json.RawMessage) []byte {
-	b = append(b, `,"method":`...)
-	if plainMethod(method) {
-		// Written as Marshal would, without its encoder: 3 allocations
-		// and a reflection of every request (issue 33).
-		b = append(append(append(b, '"'), method...), '"')
-	} else {
-		b = append(b, marshalOrNull(method)...)
-	}
+	b = AppendString(append(b, `,"method":`...), method)
 	if len(params) > 0 && string(params) != "null" {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
 	}
 	return append(b, '}')
+}
+
+// AppendString appends s to b as Marshal writes it. A string written as
+// it is, between quotes (plainMethod: every MCP method, most tool names),
+// is appended without Marshal's encoder, 3 allocations and a reflection
+// a message (issue 33).
+func AppendString(b []byte, s string) []byte {
+	if plainMethod(s) {
+		return append(append(append(b, '"'), s...), '"')
+	}
+	return append(b, marshalOrNull(s)...)
 }
 
 // plainMethod reports whether method is written in JSON as it is, between

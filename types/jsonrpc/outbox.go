@@ -35,6 +35,10 @@ type Outbox struct {
 	notes  int        // notifications in queue
 	bytes  int        // bytes in queue
 	closed bool       // no more sends; what is queued can still be taken
+	// spareQ and spareR are a written batch's slices, given back
+	// (Recycle), emptied: the next take's queue.
+	spareQ [][]byte
+	spareR []Relation
 	wake   chan struct{}
 	taken  chan struct{} // signalled when the writer takes what waits
 }
@@ -108,13 +112,43 @@ func (o *Outbox) TakeNow() [][]byte {
 func (o *Outbox) TakeRelated() ([][]byte, []Relation) {
 	o.mu.Lock()
 	batch, rels := o.queue, o.rels
-	o.queue, o.rels, o.notes, o.bytes = nil, nil, 0, 0
+	if len(batch) > 0 {
+		o.queue, o.rels, o.spareQ, o.spareR = o.spareQ, o.spareR, nil, nil
+	}
+	o.notes, o.bytes = 0, 0
 	o.mu.Unlock()
 	select {
 	case o.taken <- struct{}{}:
 	default:
 	}
 	return batch, rels
+}
+
+// maxSpare is the most messages a batch given back (Recycle) may have
+// had room for to be kept: a burst's large slices are let go.
+const maxSpare = 1024
+
+// Recycle gives back a batch and its Relations that TakeRelated
+// returned, once written and no longer read: emptied, their slices take
+// the messages queued next (after the next take, when some were queued
+// meanwhile), where each take would
+// otherwise leave the queue to grow again from nothing (at 32 calls in
+// flight, an allocation at each doubling, every batch). The messages are
+// let go, not kept until the slots are used again.
+func (o *Outbox) Recycle(batch [][]byte, rels []Relation) {
+	if cap(batch) == 0 || cap(batch) > maxSpare || cap(rels) > maxSpare {
+		return
+	}
+	clear(batch)
+	clear(rels)
+	o.mu.Lock()
+	switch {
+	case o.queue == nil: // nothing queued since the take: the queue at once
+		o.queue, o.rels = batch[:0], rels[:0]
+	case o.spareQ == nil:
+		o.spareQ, o.spareR = batch[:0], rels[:0]
+	}
+	o.mu.Unlock()
 }
 
 // maxQueuedBytes bounds what may wait for a slow peer before whoever adds

@@ -41,6 +41,7 @@ func (c *Conn) write() {
 		if err != nil {
 			return
 		}
+		c.out.Recycle(batch, rels)
 	}
 }
 

@@ -2,16 +2,40 @@ package jsonschema
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 )
 
+// freshProcessEnv names the test a child of the test binary runs (see
+// inFreshProcess).
+const freshProcessEnv = "JSONSCHEMA_FRESH_PROCESS_TEST"
+
+// inFreshProcess runs t alone in a new process of the test binary, and
+// fails t where it fails there or did not run.
+func inFreshProcess(t *testing.T) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), freshProcessEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("%s in a process of its own: %v\n%s", t.Name(), err, out)
+	}
+}
+
 // The drafts' meta-schemas are compiled draft by draft, when a schema of
 // that draft is first checked against them, not at init and not all at
 // once (dynamic-mcp's change, see README.md); compilers working at once
 // all get them whole, and each draft's schemas are checked against its own.
+// The drafts are the process's: the check runs in a process of its own,
+// where nothing has compiled a schema yet (go test -count=2 runs it twice).
 func TestMetaSchemasCompiledDraftByDraft(t *testing.T) {
+	if os.Getenv(freshProcessEnv) != t.Name() {
+		inFreshProcess(t)
+		return
+	}
 	drafts := []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020}
 	for _, d := range drafts {
 		if d.metas.sch != nil {
