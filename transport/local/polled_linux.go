@@ -52,8 +52,17 @@ func OwnPipe(f *os.File, flag int) (_ *os.File, ok bool) {
 	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		return f, false
 	}
-	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), flag|syscall.O_NONBLOCK, 0)
+	// Not f.Fd(): it would put a file Go made non-blocking back to
+	// blocking, on the open file description f shares, and end f's
+	// deadlines.
+	rc, err := f.SyscallConn()
 	if err != nil {
+		return f, false
+	}
+	var p *os.File
+	if cerr := rc.Control(func(fd uintptr) {
+		p, err = os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(fd)), flag|syscall.O_NONBLOCK, 0)
+	}); cerr != nil || err != nil {
 		return f, false
 	}
 	polled := p.SetReadDeadline

@@ -120,7 +120,8 @@ func TestPolledOutWritesABlockingPipe(t *testing.T) {
 
 // OwnPipe opens a pipe again even where the poller reads it already (a
 // passed file), as a file of the process's own, read raw, whose flags
-// are its own; a regular file is not opened again.
+// are its own; the pipe stays non-blocking; a regular file is not opened
+// again.
 func TestOwnPipe(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -136,11 +137,12 @@ func TestOwnPipe(t *testing.T) {
 	if !rawio.Owned(p) || rawio.Owned(r) {
 		t.Errorf("owned: the new file %v, the pipe %v; want true, false", rawio.Owned(p), rawio.Owned(r))
 	}
-	if err := syscall.SetNonblock(int(r.Fd()), false); err != nil {
-		t.Fatal(err)
+	if flags := fileFlags(t, r); flags&unix.O_NONBLOCK == 0 {
+		t.Errorf("the pipe's flags %#x: OwnPipe made it blocking (and ended its deadlines)", flags)
 	}
-	if flags, err := unix.FcntlInt(p.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK == 0 {
-		t.Fatalf("the new file's flags %#x (%v) changed with the pipe's", flags, err)
+	setFileNonblock(t, r, false)
+	if flags := fileFlags(t, p); flags&unix.O_NONBLOCK == 0 {
+		t.Fatalf("the new file's flags %#x changed with the pipe's", flags)
 	}
 	if _, err := w.WriteString("x\n"); err != nil {
 		t.Fatal(err)
@@ -156,5 +158,33 @@ func TestOwnPipe(t *testing.T) {
 	defer f.Close()
 	if g, ok := OwnPipe(f, os.O_RDONLY); ok || g != f {
 		t.Error("a regular file was opened again")
+	}
+}
+
+// fileFlags is f's open file flags, read without f.Fd (which would make
+// f blocking).
+func fileFlags(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	if cerr := rc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return flags
+}
+
+// setFileNonblock sets f's open file non-blocking or blocking, as another
+// holder of it may.
+func setFileNonblock(t *testing.T, f *os.File, nonblocking bool) {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cerr := rc.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), nonblocking) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
 	}
 }
