@@ -31,4 +31,13 @@ func TestOutboxRecycle(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%v allocations a put and take", n)
 	}
+	for range maxSpare + 1 {
+		_ = o.Send(msg)
+	}
+	burst, burstRels := o.TakeRelated()
+	o.Recycle(burst, burstRels)
+	_ = o.Send(msg)
+	if after, _ := o.TakeRelated(); &after[:1][0] == &burst[:1][0] {
+		t.Errorf("a burst's batch of room for %d messages was kept (at most %d)", cap(burst), maxSpare)
+	}
 }
