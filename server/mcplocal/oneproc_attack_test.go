@@ -23,10 +23,23 @@ import (
 
 // A desktop's hub runs its Go code on one processor once its upstreams
 // have started (cmd/dynamic-mcp's localProcs), and reads and writes its
-// clients' passed pipes through open files of its own (OwnPassed). These
-// attacks run the shared hub so, in process: one client floods it, or stops reading,
+// clients' passed pipes through open files of its own (OwnPassed), its
+// clients' passed sockets as passed. These attacks run the shared hub
+// both ways, in process: one client floods it, or stops reading,
 // and another client's calls must still be answered, the first client's
 // too once it reads again, with the hub's memory bounded meanwhile.
+
+// eachPassedRead runs test on a hub that reads and writes its clients'
+// passed pipes through open files of its own (OwnPassed), and on one that
+// reads them as passed (local.WaitingReader), as it does a socket (a
+// Node client's stdio) or without OwnPassed.
+func eachPassedRead(t *testing.T, test func(*testing.T, *harness)) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OwnPassed=%v", own), func(t *testing.T) {
+			test(t, startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: own}))
+		})
+	}
+}
 
 // oneProcessor runs the rest of the test on one processor, as the hub
 // does once started.
@@ -143,8 +156,10 @@ func stopWhenDone(t *testing.T, clients ...*passedClient) {
 // answering another client's calls, and a client's that joins meanwhile,
 // and gets an answer to each of its own (a result, or "too many in
 // flight").
-func TestAttackOneProcessorFlood(t *testing.T) {
-	h := startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: true})
+func TestAttackOneProcessorFlood(t *testing.T) { eachPassedRead(t, testAttackOneProcessorFlood) }
+
+// testAttackOneProcessorFlood is TestAttackOneProcessorFlood on h.
+func testAttackOneProcessorFlood(t *testing.T, h *harness) {
 	flood, other := h.passed(t, "flood"), h.passed(t, "other")
 	other.echo(t, 1, "warm") // the upstream is up
 	oneProcessor(t)
@@ -225,7 +240,11 @@ func TestAttackOneProcessorFlood(t *testing.T) {
 // client's calls rather than holding them (its memory stays bounded);
 // and once the client reads again it is answered every call.
 func TestAttackOneProcessorStalledReader(t *testing.T) {
-	h := startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: true})
+	eachPassedRead(t, testAttackOneProcessorStalledReader)
+}
+
+// testAttackOneProcessorStalledReader is TestAttackOneProcessorStalledReader on h.
+func testAttackOneProcessorStalledReader(t *testing.T, h *harness) {
 	stalled, other := h.passed(t, "stalled"), h.passed(t, "other")
 	other.echo(t, 1, "warm")
 	oneProcessor(t)

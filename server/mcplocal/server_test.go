@@ -169,17 +169,17 @@ func TestSessionsStatusVersionIdle(t *testing.T) {
 // answers on the passed stdout, says Done when the client closes stdin,
 // and ends the session when the bridge goes even though the client's
 // pipes stay open; whether the hub reads and writes the passed files or
-// open files of its own (OwnPassed).
+// open files of its own (OwnPassed), which it then holds alone.
 func TestPassedFiles(t *testing.T) {
 	for _, own := range []bool{false, true} {
 		t.Run(fmt.Sprintf("OwnPassed=%v", own), func(t *testing.T) {
-			testPassedFiles(t, startWith(t, Options{Idle: func() time.Duration { return 0 }, OwnPassed: own}))
+			testPassedFiles(t, startWith(t, Options{Idle: func() time.Duration { return 0 }, OwnPassed: own}), own)
 		})
 	}
 }
 
 // testPassedFiles is TestPassedFiles on h.
-func testPassedFiles(t *testing.T, h *harness) {
+func testPassedFiles(t *testing.T, h *harness, own bool) {
 	for _, bridgeDies := range []bool{false, true} {
 		inR, inW, _ := os.Pipe()
 		outR, outW, _ := os.Pipe()
@@ -190,13 +190,14 @@ func testPassedFiles(t *testing.T, h *harness) {
 		if err := local.SendFiles(c, inR, outW); err != nil {
 			t.Fatal(err)
 		}
-		inR.Close()
 		outW.Close()
 		io.WriteString(inW, initialize("passed"))
 		out := bufio.NewReader(outR)
 		if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
 			t.Fatalf("initialize: %q %v", line, err)
 		}
+		checkPassedReopened(t, inR, own) // the bridge's stdin, kept open as a bridge does
+		inR.Close()
 		if bridgeDies {
 			c.Close()
 		} else {
