@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,14 +17,14 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
-// heldWait is the startup_wait of coldHub: how long a flat client's
-// handshake, or a first list, is held for an upstream that never lists.
-const heldWait = 2 * time.Second
+// heldWait is the startup_wait of coldHub: longer than a test waits, so
+// that what is held stays held until the test opens the upstream's gate.
+const heldWait = time.Minute
 
-// coldHub runs a flat hub whose one upstream was never run and never
-// lists its tools (its gate never opens), with startup_wait heldWait. It
-// returns the hub and a time no later than its start.
-func coldHub(t *testing.T) (*server.Hub, time.Time) {
+// coldHub runs a flat hub whose one upstream was never run and does not
+// list its tools until open is called (its gate), with startup_wait
+// heldWait.
+func coldHub(t *testing.T) (_ *server.Hub, open func()) {
 	t.Helper()
 	gate := filepath.Join(t.TempDir(), "gate")
 	yaml := flatFakeYAML(t.TempDir(), fmt.Sprintf("startup_wait: %s", heldWait), fmt.Sprintf("    args: [-gate, %q]\n", gate))
@@ -32,7 +32,6 @@ func coldHub(t *testing.T) (*server.Hub, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := time.Now()
 	mgr := upstream.New(cfg, testLogger())
 	h, err := server.New(cfg, mgr, testLogger())
 	if err != nil {
@@ -41,35 +40,36 @@ func coldHub(t *testing.T) (*server.Hub, time.Time) {
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	return h, before
+	return h, func() {
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // heldAnswer is one attacker's request and how it was answered.
 type heldAnswer struct {
 	status int
 	body   string
-	at     time.Time
 }
 
-// postAll posts n copies of a request at once, made by req, and returns
-// their answers.
-func postAll(t *testing.T, n int, req func() *http.Request) []heldAnswer {
+// postAll posts n copies of a request at once, made by req, and sends
+// their answers on the channel it returns as they come.
+func postAll(t *testing.T, n int, req func() *http.Request) <-chan heldAnswer {
 	t.Helper()
-	out := make([]heldAnswer, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
+	out := make(chan heldAnswer, n)
+	for range n {
+		go func() {
 			resp, err := http.DefaultClient.Do(req())
 			if err != nil {
-				t.Error(err)
+				out <- heldAnswer{body: err.Error()}
 				return
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			out[i] = heldAnswer{resp.StatusCode, string(b), time.Now()}
-		})
+			out <- heldAnswer{resp.StatusCode, string(b)}
+		}()
 	}
-	wg.Wait()
 	return out
 }
 
@@ -77,11 +77,11 @@ func postAll(t *testing.T, n int, req func() *http.Request) []heldAnswer {
 // (a flat client's initialize, a 2026-07-28 client's first tools/list,
 // each with no session) are as many as the caps allow: past
 // max_sessions an initialize, past max_inflight a sessionless request,
-// is refused at once with 503, not held, and leaves no session behind
-// (an initialize refused for want of room in flight left its session
-// open, unknown to its client, until the cap closed it); each held one
-// is answered at startup_wait from the hub's start, and once all are
-// answered no goroutine waits for the upstream or serves a request.
+// is refused with 503 while the others are held, and leaves no session
+// behind (an initialize refused for want of room in flight left its
+// session open, unknown to its client, until the cap closed it); each
+// held one is answered once the upstream lists, and then no goroutine
+// waits for the upstream or serves a request.
 func TestAttackHeldHandshakesBounded(t *testing.T) {
 	const sessions, inflight, attackers = 6, 4, 20
 	for _, tc := range []struct {
@@ -99,7 +99,7 @@ func TestAttackHeldHandshakesBounded(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, started := coldHub(t)
+			h, open := coldHub(t)
 			hs, ts := serveHTTPWith(t, h, Options{MaxSessions: sessions, MaxInflight: inflight, ClientShare: 1})
 			answers := postAll(t, attackers, func() *http.Request {
 				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(tc.body))
@@ -108,27 +108,35 @@ func TestAttackHeldHandshakesBounded(t *testing.T) {
 				tc.more(req)
 				return req
 			})
-			held, refused := 0, 0
-			released := started.Add(heldWait)
-			for i, a := range answers {
-				switch {
-				case a.status == http.StatusOK && strings.Contains(a.body, `"result"`):
-					held++
-					if a.at.Before(released) {
-						t.Errorf("request %d was answered %v after the hub's start, before startup_wait (%v)", i, a.at.Sub(started), heldWait)
+			// Before the upstream lists: each request is refused or held.
+			refused := 0
+			waitFor(t, 30*time.Second, "every request to be refused or held", func() bool {
+				for {
+					select {
+					case a := <-answers:
+						if a.status != http.StatusServiceUnavailable {
+							t.Fatalf("answered %d before the upstream listed: %.300s", a.status, a.body)
+						}
+						refused++
+						continue
+					default:
 					}
-				case a.status == http.StatusServiceUnavailable:
-					refused++
-					if !a.at.Before(released) {
-						t.Errorf("request %d was refused only %v after the hub's start: held first", i, a.at.Sub(started))
-					}
-				default:
-					t.Errorf("request %d: %d %.300s", i, a.status, a.body)
+					return refused+int(hs.inflight.load()) == attackers
 				}
-			}
-			t.Logf("%d held and answered, %d refused at once", held, refused)
-			if held == 0 || held > tc.cap || held+refused != attackers {
+			})
+			held := attackers - refused
+			t.Logf("%d held, %d refused", held, refused)
+			if held == 0 || held > tc.cap {
 				t.Errorf("%d of %d held, %d refused; want at most %d held", held, attackers, refused, tc.cap)
+			}
+			if tc.name == "initialize" && sessionCount(hs) != held {
+				t.Errorf("%d sessions open while %d initializes are held", sessionCount(hs), held)
+			}
+			open()
+			for range held {
+				if a := <-answers; a.status != http.StatusOK || !strings.Contains(a.body, `"result"`) {
+					t.Errorf("a held request was answered %d %.300s", a.status, a.body)
+				}
 			}
 			if tc.name == "initialize" && sessionCount(hs) != held {
 				t.Errorf("%d sessions open after %d initializes were answered", sessionCount(hs), held)
