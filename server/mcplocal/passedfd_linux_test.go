@@ -4,33 +4,31 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
 // checkPassedReopened checks how the hub holds the pipe whose read end r,
-// the bridge's, it was passed: by one open file, its own (own: the passed
-// one closed, its flags apart from r's) or the one passed (sharing r's).
-// It makes r blocking, as another holder of it may, for the time it looks.
+// the bridge's, blocking, it was passed: by one open file, non-blocking,
+// its own (own: the passed one closed, r left blocking) or the one passed
+// (r's open file, made non-blocking).
 func checkPassedReopened(t *testing.T, r *os.File, own bool) {
 	t.Helper()
 	rc, err := r.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rfd int
+	var rfd, rflags int
 	var st unix.Stat_t
 	if cerr := rc.Control(func(fd uintptr) {
 		rfd = int(fd)
 		if err = unix.Fstat(rfd, &st); err == nil {
-			err = syscall.SetNonblock(rfd, false)
+			rflags, err = unix.FcntlInt(fd, unix.F_GETFL, 0)
 		}
 	}); cerr != nil || err != nil {
 		t.Fatal(cerr, err)
 	}
-	defer rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), true) })
 	link := "pipe:[" + strconv.FormatUint(st.Ino, 10) + "]"
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -63,7 +61,10 @@ func checkPassedReopened(t *testing.T, r *os.File, own bool) {
 			nonblocking++
 		}
 	}
-	if readers != 1 || (nonblocking == 1) != own {
-		t.Errorf("the hub reads the passed pipe through %d open files, %d with flags of their own; want 1, own %v", readers, nonblocking, own)
+	if readers != 1 || nonblocking != 1 {
+		t.Errorf("the hub reads the passed pipe through %d open files, %d non-blocking; want 1", readers, nonblocking)
+	}
+	if bridge := rflags&unix.O_NONBLOCK != 0; bridge == own {
+		t.Errorf("the bridge's stdin is non-blocking: %v; want %v (own %v)", bridge, !own, own)
 	}
 }

@@ -66,7 +66,7 @@ type Options struct {
 	// longer is taken to be gone.
 	WriteTimeout time.Duration
 	// OwnPassed reads and writes a client's stdin and stdout, where they
-	// are pipes, through open files of the hub's own (local.OwnPipe),
+	// are pipes, through open files of the hub's own (local.ReceiveFiles),
 	// with raw system calls that wait in the poller, as the standalone
 	// hub on one processor reads and writes its own (local.Polled); the
 	// passed files, whose open file descriptions are the bridge's too,
@@ -370,16 +370,6 @@ func (s *Server) status() *local.Status {
 	return st
 }
 
-// ownPassed is the pipe f, passed, opened again as the hub's own
-// (local.OwnPipe), f closed; f itself where it cannot be.
-func ownPassed(f *os.File, flag int) *os.File {
-	p, ok := local.OwnPipe(f, flag)
-	if ok {
-		f.Close()
-	}
-	return p
-}
-
 // servePassed serves the client on the stdin and stdout its bridge
 // passed on c, and tells the bridge (Done) when the client closed stdin.
 // A bridge that goes away (killed with its client, or stopping on a
@@ -389,14 +379,11 @@ func (s *Server) servePassed(ctx context.Context, c net.Conn, id, profile string
 	if !ok {
 		return errors.New("files passed on a connection that is not a Unix socket")
 	}
-	files, err := local.ReceiveFiles(uc, "client-stdin", "client-stdout")
+	files, err := local.ReceiveFiles(uc, s.opts.OwnPassed, "client-stdin", "client-stdout")
 	if err != nil {
 		return err
 	}
 	in, out := files[0], files[1]
-	if s.opts.OwnPassed {
-		in, out = ownPassed(in, os.O_RDONLY), ownPassed(out, os.O_WRONLY)
-	}
 	var r io.ReadCloser = in
 	if !rawio.Owned(in) {
 		r = local.WaitingReader(in)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,6 +188,7 @@ func testPassedFiles(t *testing.T, h *harness, own bool) {
 		if reply.Error != "" {
 			t.Fatal(reply.Error)
 		}
+		setBlocking(t, inR) // as a client's os/exec makes its child's stdin
 		if err := local.SendFiles(c, inR, outW); err != nil {
 			t.Fatal(err)
 		}
@@ -213,6 +215,18 @@ func testPassedFiles(t *testing.T, h *harness, own bool) {
 		}
 		inW.Close()
 		outR.Close()
+	}
+}
+
+// setBlocking makes f's open file blocking, without f.Fd.
+func setBlocking(t *testing.T, f *os.File) {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cerr := rc.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), false) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
 	}
 }
 

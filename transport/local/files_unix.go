@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // SendFiles passes files over c (SCM_RIGHTS): the hub gets its own
@@ -32,8 +34,11 @@ func SendFiles(c *net.UnixConn, files ...*os.File) error {
 
 // ReceiveFiles takes n files that SendFiles passed on c, named by names,
 // non-blocking, so that reads and writes on them take deadlines and a
-// Close ends a read in progress.
-func ReceiveFiles(c *net.UnixConn, names ...string) ([]*os.File, error) {
+// Close ends a read in progress. With own, a passed pipe is opened again
+// as the process's own (OwnPipe) and its descriptor closed, its flags
+// (the sender's too) left as they were; what cannot be is made
+// non-blocking as it is passed.
+func ReceiveFiles(c *net.UnixConn, own bool, names ...string) ([]*os.File, error) {
 	oob := make([]byte, syscall.CmsgSpace(4*len(names)))
 	_, oobn, _, _, err := c.ReadMsgUnix(make([]byte, 1), oob)
 	if err != nil {
@@ -59,9 +64,31 @@ func ReceiveFiles(c *net.UnixConn, names ...string) ([]*os.File, error) {
 	}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {
+		if own {
+			if p, ok := ownPassedFD(fd); ok {
+				syscall.Close(fd)
+				files[i] = p
+				continue
+			}
+		}
 		syscall.CloseOnExec(fd)
 		_ = syscall.SetNonblock(fd, true)
 		files[i] = os.NewFile(uintptr(fd), names[i])
 	}
 	return files, nil
+}
+
+// ownPassedFD is the passed pipe fd opened again for the way it was
+// passed (read or write), as the process's own (ownPipeFD); not ok when
+// it is not a pipe end open one way or cannot be opened again.
+func ownPassedFD(fd int) (_ *os.File, ok bool) {
+	flags, err := unix.FcntlInt(uintptr(fd), syscall.F_GETFL, 0)
+	if err != nil {
+		return nil, false
+	}
+	switch flag := flags & syscall.O_ACCMODE; flag {
+	case os.O_RDONLY, os.O_WRONLY:
+		return ownPipeFD(fd, flag)
+	}
+	return nil, false
 }

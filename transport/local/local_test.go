@@ -149,7 +149,7 @@ func TestPassFiles(t *testing.T) {
 	if err := SendFiles(a, r, w); err != nil {
 		t.Fatal(err)
 	}
-	files, err := ReceiveFiles(b, "r", "w")
+	files, err := ReceiveFiles(b, false, "r", "w")
 	if err != nil {
 		t.Fatal(err)
 	}

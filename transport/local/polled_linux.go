@@ -48,10 +48,6 @@ func reopen(f *os.File, flag int, setDeadline func(time.Time) error) *os.File {
 // be opened again (a socket cannot be: /proc answers ENXIO; nor can a
 // pipe's write end whose readers are gone). f is left open either way.
 func OwnPipe(f *os.File, flag int) (_ *os.File, ok bool) {
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		return f, false
-	}
 	// Not f.Fd(): it would put a file Go made non-blocking back to
 	// blocking, on the open file description f shares, and end f's
 	// deadlines.
@@ -60,10 +56,21 @@ func OwnPipe(f *os.File, flag int) (_ *os.File, ok bool) {
 		return f, false
 	}
 	var p *os.File
-	if cerr := rc.Control(func(fd uintptr) {
-		p, err = os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(fd)), flag|syscall.O_NONBLOCK, 0)
-	}); cerr != nil || err != nil {
+	if cerr := rc.Control(func(fd uintptr) { p, ok = ownPipeFD(int(fd), flag) }); cerr != nil || !ok {
 		return f, false
+	}
+	return p, true
+}
+
+// ownPipeFD is OwnPipe for the descriptor fd, left open either way.
+func ownPipeFD(fd, flag int) (_ *os.File, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return nil, false
+	}
+	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), flag|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
 	}
 	polled := p.SetReadDeadline
 	if flag == os.O_WRONLY {
@@ -71,7 +78,7 @@ func OwnPipe(f *os.File, flag int) (_ *os.File, ok bool) {
 	}
 	if polled(time.Time{}) != nil { // not polled after all
 		p.Close()
-		return f, false
+		return nil, false
 	}
 	return rawio.Own(p), true // this open file is the process's alone
 }

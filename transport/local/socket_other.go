@@ -42,7 +42,7 @@ func Lock(context.Context, Paths) (func(), error) { return nil, ErrUnsupported }
 func SendFiles(*net.UnixConn, ...*os.File) error { return ErrUnsupported }
 
 // ReceiveFiles is not supported on this OS.
-func ReceiveFiles(*net.UnixConn, ...string) ([]*os.File, error) { return nil, ErrUnsupported }
+func ReceiveFiles(*net.UnixConn, bool, ...string) ([]*os.File, error) { return nil, ErrUnsupported }
 
 // WaitingReader is f: nothing is passed on this OS.
 func WaitingReader(f *os.File) io.ReadCloser { return f }
