@@ -217,3 +217,33 @@ func TestHTTPListensCapped(t *testing.T) {
 		t.Errorf("a call beside the listens: %s", got)
 	}
 }
+
+// A 2026-07-28 listen refused before it is acknowledged (its params
+// wrong) is answered as any request of that version is: plain JSON, 400
+// for -32602, not an event stream of 200 with the error inside.
+func TestHTTPListenRefusedAs400(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	hs, ts := serveHTTP(t, h)
+	for _, params := range []string{
+		modernMeta,                        // no notifications
+		modernMeta + `,"notifications":7`, // not an object
+	} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":"bad","method":"subscriptions/listen","params":{`+params+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(headerProtocolVersion, "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+			!strings.Contains(string(b), `"code":-32602`) || !strings.Contains(string(b), `"id":"bad"`) {
+			t.Errorf("listen with params {%s}: %d %s %s", params, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	waitFor(t, 10*time.Second, "the refused listens' sessions to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+}
