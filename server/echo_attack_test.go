@@ -44,6 +44,8 @@ func TestErrorsQuoteLittleOfWhatClientsSent(t *testing.T) {
 		{"prompt name", `"method":"prompts/get","params":{"name":"` + big("prompt") + `"}`, "Prompt not found"},
 		{"resource URI", `"method":"resources/read","params":{"uri":"` + big("nowhere://") + `"}`, "Resource not found"},
 		{"logging level", `"method":"logging/setLevel","params":{"level":"` + big("loud") + `"}`, "invalid logging level"},
+		{"template URI", `"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"` + big("nowhere://") + `"},"argument":{"name":"a","value":"b"}}`, "Resource template not found"},
+		{"ref type", `"method":"completion/complete","params":{"ref":{"type":"` + big("ref/") + `"},"argument":{"name":"a","value":"b"}}`, "unknown ref type"},
 	} {
 		id := fmt.Sprint(i + 1)
 		c.send(`{"jsonrpc":"2.0","id":` + id + `,` + c1.msg + `}`)
@@ -71,5 +73,19 @@ func TestErrorsQuoteLittleOfWhatClientsSent(t *testing.T) {
 	c.w.Close()
 	if err := <-c.done; err != nil && err != io.EOF {
 		t.Fatal(err)
+	}
+
+	// Dynamic mode's meta-tools say the group or tool they found no trace
+	// of in their result.
+	d := newTestHub(config.ModeDynamic)
+	d.Run()
+	t.Cleanup(func() { d.Close(); d.mgr.Close() })
+	c = servePipes(t, d, StdioOptions{})
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"` + big("g") + `","name":"t","args":{}}}}`)
+	if got := c.answer("1"); !strings.Contains(got, "Unknown group") || len(got) > 1<<10 || !strings.Contains(got, "zzz…") {
+		t.Errorf("a 64 KiB group is answered with %d bytes: %.300s", len(got), got)
 	}
 }

@@ -586,10 +586,10 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	case "ref/resource":
 		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.CompletionServer(ref.URI) != nil })
 		if s = v.CompletionServer(ref.URI); s == nil {
-			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
+			return nil, errorf(codeInvalidParams, "Resource template not found: "+clip.Echo(ref.URI))
 		}
 	default:
-		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
+		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+clip.Echo(ref.Type))
 	}
 	observe.Routed(req.call.Observed, s, cmp.Or(ref.Name, ref.URI), "", "")
 	return h.obs.Request(ctx, &req.call, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))

@@ -95,7 +95,7 @@ func Get(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	if r == nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "No skill is served at "+uri)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "No skill is served at "+clip.Echo(uri))
 	}
 	res, err := forward(ctx, req, r, policy.MethodSkillsGet, uri)
 	if err != nil {
@@ -123,7 +123,7 @@ func DirectoryRead(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	if r == nil || !r.DirectoryRead {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, uri+" is not a directory resource")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, clip.Echo(uri)+" is not a directory resource")
 	}
 	res, err := forward(ctx, req, r, policy.MethodDirectoryRead, uri)
 	if err != nil {
