@@ -46,7 +46,7 @@ func openListen(ctx context.Context, c *httpClient, id, notifications string) *l
 	}
 	got := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		got <- result{resp, err}
 	}()
 	var r result
@@ -159,7 +159,7 @@ func TestHTTPListenEnds(t *testing.T) {
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func postModern(t *testing.T, base, tool, body string) string {
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestHTTPListensCapped(t *testing.T) {
 	for i := range 2 {
 		openListen(ctx, c, fmt.Sprint(i), `"toolsListChanged":true`).next() // the ack
 	}
-	resp, err := http.DefaultClient.Do(listenRequest(ctx, ts.URL, `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"toolsListChanged":true}}}`))
+	resp, err := testClient.Do(listenRequest(ctx, ts.URL, `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"toolsListChanged":true}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestHTTPListenRefusedAs400(t *testing.T) {
 		modernMeta,                        // no notifications
 		modernMeta + `,"notifications":7`, // not an object
 	} {
-		resp, err := http.DefaultClient.Do(listenRequest(t.Context(), ts.URL, `{"jsonrpc":"2.0","id":"bad","method":"subscriptions/listen","params":{`+params+`}}`))
+		resp, err := testClient.Do(listenRequest(t.Context(), ts.URL, `{"jsonrpc":"2.0","id":"bad","method":"subscriptions/listen","params":{`+params+`}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
