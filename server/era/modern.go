@@ -21,6 +21,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -56,8 +57,8 @@ func MetaVersion(params json.RawMessage) string {
 // mcp-go knows, newest first) and the one asked for.
 func unsupportedVersion(requested string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
-		Message: fmt.Sprintf("Unsupported protocol version: %q", requested),
-		Data:    mcp.UnsupportedProtocolVersionData{Supported: slices.Clone(mcp.ValidProtocolVersions), Requested: requested}}
+		Message: fmt.Sprintf("Unsupported protocol version: %q", clip.Echo(requested)),
+		Data:    mcp.UnsupportedProtocolVersionData{Supported: slices.Clone(mcp.ValidProtocolVersions), Requested: clip.Echo(requested)}}
 }
 
 // removedInModern are the methods 2026-07-28 removed (its changelog; tasks
