@@ -243,3 +243,30 @@ func TestInstallBeforeImportSaysImportFirst(t *testing.T) {
 		t.Errorf("install -c of a config not there: %v\n%s", err, errOut)
 	}
 }
+
+// install codex says it sets Codex's startup grace, a Codex-wide key,
+// when it writes it, and says nothing of it when the file sets the key.
+func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, before := placeFixture(t, home, "codex")
+	cfg := filepath.Join(home, "hub.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+	want := "  and sets mcp_optional_startup_grace_ms = 0 for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n"
+	if err != nil || !strings.Contains(out, want) {
+		t.Errorf("install: %v; want %q in\n%s%s", err, want, out, errOut)
+	}
+	if _, errOut, err := runBinary(t, home, "uninstall", "codex"); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, errOut)
+	}
+	if err := os.WriteFile(path, append([]byte("mcp_optional_startup_grace_ms = 5000\n"), before...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+	if err != nil || strings.Contains(out, "startup_grace") {
+		t.Errorf("install over the user's own grace: %v\n%s%s", err, out, errOut)
+	}
+}

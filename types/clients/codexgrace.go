@@ -66,3 +66,10 @@ func withoutGrace(data []byte) []byte {
 	end += lineBreak(data[end:])
 	return append(data[:i:i], data[end:]...)
 }
+
+// WroteCodexGrace reports whether data, a Codex config.toml, holds the
+// CodexStartupGrace line install writes (not one of the user's own).
+func WroteCodexGrace(data []byte) bool {
+	_, data = cutBOM(data)
+	return len(withoutGrace(data)) != len(data)
+}
