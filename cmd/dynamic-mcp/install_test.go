@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
 
 // installedHome is a home with cursor's fixture config (two servers of the
@@ -268,5 +271,36 @@ func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
 	out, errOut, err = runBinary(t, home, "install", "codex", "-c", cfg, "--force")
 	if err != nil || strings.Contains(out, "startup_grace") {
 		t.Errorf("install over the user's own grace: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// A Codex config.toml with CRLF line endings and a byte order mark (as
+// Windows editors save it) installs, installs again and uninstalls, in
+// its own line endings, and comes back byte for byte.
+func TestInstallCodexCRLF(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, lf := placeFixture(t, home, "codex")
+	before := append([]byte("\xef\xbb\xbf"), bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n"))...)
+	if err := os.WriteFile(path, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(home, "hub.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"install", "install again"} {
+		out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+		now, _ := os.ReadFile(path)
+		if err != nil || !strings.Contains(out, "sets mcp_optional_startup_grace_ms = 0") ||
+			bytes.Count(now, []byte("\n")) != bytes.Count(now, []byte("\r\n")) || !bytes.HasPrefix(now, []byte("\xef\xbb\xbf"+clients.CodexStartupGrace)) {
+			t.Fatalf("%s: %v\n%s%s\nwrote %q", run, err, out, errOut, now)
+		}
+	}
+	if _, errOut, err := runBinary(t, home, "uninstall", "codex"); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, before) {
+		t.Errorf("uninstall wrote %q\nwant %q", now, before)
 	}
 }
