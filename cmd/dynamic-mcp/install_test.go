@@ -27,7 +27,13 @@ func installedHome(t *testing.T) (string, []byte, string) {
 // (runBinary), which can run beside the others.
 func fixtureHome(t *testing.T, home string) (string, []byte, string) {
 	t.Helper()
-	path, before := placeFixture(t, home, "cursor")
+	return clientHome(t, home, "cursor")
+}
+
+// clientHome is fixtureHome with client's fixture config.
+func clientHome(t *testing.T, home, client string) (string, []byte, string) {
+	t.Helper()
+	path, before := placeFixture(t, home, client)
 	cfg := filepath.Join(home, "hub.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
 		t.Fatal(err)
@@ -252,11 +258,7 @@ func TestInstallBeforeImportSaysImportFirst(t *testing.T) {
 func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	path, before := placeFixture(t, home, "codex")
-	cfg := filepath.Join(home, "hub.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, before, cfg := clientHome(t, home, "codex")
 	out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
 	want := "  and sets mcp_optional_startup_grace_ms = 0 for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n"
 	if err != nil || !strings.Contains(out, want) {
@@ -280,13 +282,9 @@ func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
 func TestInstallCodexCRLF(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	path, lf := placeFixture(t, home, "codex")
+	path, lf, cfg := clientHome(t, home, "codex")
 	before := append([]byte("\xef\xbb\xbf"), bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n"))...)
 	if err := os.WriteFile(path, before, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(home, "hub.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, run := range []string{"install", "install again"} {
