@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // runIn runs a command line in this process (see runCommand) with dir as
@@ -26,7 +28,7 @@ func TestQuickstartFromAnyDirectory(t *testing.T) {
 	for _, pkg := range []string{"server-everything", "server-filesystem", "server-memory"} {
 		referenceServer(t, pkg) // installed, or the test says how
 	}
-	t.Setenv("TMPDIR", t.TempDir()) // the memory server's file
+	withHome(t, t.TempDir()) // the memory server's file
 	t.Chdir(t.TempDir())
 	// The example keeps the default connect_timeout, 10 s, which a node
 	// server may exceed on a busy machine (tools starts each server once):
@@ -51,6 +53,29 @@ func TestQuickstartFromAnyDirectory(t *testing.T) {
 	if strings.Contains(out, "failed") {
 		t.Errorf("a group failed:\n%s", out)
 	}
+}
+
+// The quickstart's memory server keeps its file in the hub's directory
+// under the user's home, private to them, not in a temporary directory
+// every local user can read and write.
+func TestQuickstartMemoryIsPrivate(t *testing.T) {
+	home, tmp := t.TempDir(), t.TempDir()
+	withHome(t, home)
+	t.Setenv("TMPDIR", tmp)
+	cfg, err := configs.Load(filepath.Join(repoDir, "examples", "quickstart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range cfg.Groups {
+		if g.Name != "memory" {
+			continue
+		}
+		if got, want := g.Servers[0].Env["MEMORY_FILE_PATH"], filepath.Join(config.Home(), "quickstart-memory.jsonl"); got != want {
+			t.Errorf("MEMORY_FILE_PATH %q, want %q", got, want)
+		}
+		return
+	}
+	t.Fatal("no memory group in the quickstart")
 }
 
 // A stdio server runs in its config file's directory: a relative command

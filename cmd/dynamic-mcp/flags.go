@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/term"
@@ -93,8 +95,18 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // parse parses args and fills in the config path from the environment.
 func (c *common) parse(fs *flag.FlagSet, args []string) error {
-	if _, err := parseArgs(fs, args); err != nil {
+	positional, err := parseArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if c.config == "" {
+		// validate config.yaml: the config without its -c would be
+		// ignored for the default one, or for "no config".
+		for _, a := range positional {
+			if ext := strings.ToLower(filepath.Ext(a)); ext == ".yaml" || ext == ".yml" {
+				return usageError{fmt.Sprintf("the config goes after -c: dynamic-mcp %s -c %s", fs.Name(), a)}
+			}
+		}
 	}
 	if c.config != "" {
 		// A client's entry is run by no shell: -c '~/pol.yaml' is

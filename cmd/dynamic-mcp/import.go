@@ -86,7 +86,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			s.Description = probeDescription(ctx, s, stderr)
 		}
 		if s.Description == "" && interactive {
-			fmt.Fprintf(stderr, "What is %s for? (one line the LLM reads): ", s.Name)
+			fmt.Fprintf(stderr, "What is %s for? (one line the LLM reads; Enter leaves a TODO that validate flags): ", s.Name)
 			line, _ := reader.ReadString('\n')
 			s.Description = strings.TrimSpace(line)
 		}

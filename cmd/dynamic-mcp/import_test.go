@@ -336,18 +336,24 @@ func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
 	}
 }
 
-func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
-	t.Parallel()
+// importAtTerminal runs import of src into out with a terminal (script,
+// of util-linux) whose input is typed, and returns what it showed.
+func importAtTerminal(t *testing.T, home, src, out, typed string) ([]byte, error) {
+	t.Helper()
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
 	}
+	cmd := exec.Command("script", "-qec", fmt.Sprintf("%s import %s -o %s", hubBin, src, out), "/dev/null")
+	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
+	cmd.Stdin = strings.NewReader(typed)
+	return cmd.CombinedOutput()
+}
+
+func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	out := filepath.Join(home, "asked.yaml")
-	line := fmt.Sprintf("%s import %s -o %s", hubBin, filepath.Join(repoDir, "testdata", "clients", "windsurf.json"), out)
-	cmd := exec.Command("script", "-qec", line, "/dev/null")
-	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
-	cmd.Stdin = strings.NewReader("Search the web with Brave\nRead Figma designs\n")
-	if b, err := cmd.CombinedOutput(); err != nil {
+	if b, err := importAtTerminal(t, home, filepath.Join(repoDir, "testdata", "clients", "windsurf.json"), out, "Search the web with Brave\nRead Figma designs\n"); err != nil {
 		t.Fatalf("import on a terminal: %v\n%s", err, b)
 	}
 	cfg, _ := os.ReadFile(out)
@@ -360,19 +366,29 @@ func TestImportAsksForDescriptionsOnATerminal(t *testing.T) {
 // found into the vault, in the singular for one.
 func TestImportAsksToMoveOneSecret(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("script (util-linux) gives the test a terminal: %v", err)
-	}
 	home := t.TempDir()
 	src := filepath.Join(home, "servers.json")
 	os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"node","args":["x.js"],"env":{"GITHUB_TOKEN":"ghp_0123456789abcdef"}}}}`), 0o600)
-	line := fmt.Sprintf("%s import %s -o %s", hubBin, src, filepath.Join(home, "config.yaml"))
-	cmd := exec.Command("script", "-qec", line, "/dev/null")
-	cmd.Env = append(os.Environ(), "HOME="+home, "DYNAMIC_MCP_HOME="+filepath.Join(home, ".dynamic-mcp"))
-	cmd.Stdin = strings.NewReader("Read GitHub\nn\n")
-	b, err := cmd.CombinedOutput()
+	b, err := importAtTerminal(t, home, src, filepath.Join(home, "config.yaml"), "Read GitHub\nn\n")
 	if err != nil || !strings.Contains(string(b), "found 1 secret written literally (GITHUB_TOKEN); move it into the vault? [y/N]") {
 		t.Errorf("import of one literal secret on a terminal: %v\n%s", err, b)
+	}
+}
+
+// At a terminal, import's question says what Enter alone does: the
+// placeholder description goes in, which validate flags.
+func TestImportPromptSaysEnterLeavesATodo(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "servers.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{"one":{"command":"node","args":["x.js"]}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	b, err := importAtTerminal(t, home, src, cfg, "\n")
+	if err != nil || !strings.Contains(string(b), "What is one for? (one line the LLM reads; Enter leaves a TODO that validate flags): ") {
+		t.Errorf("import on a terminal: %v\n%s", err, b)
+	}
+	if c, _ := os.ReadFile(cfg); !strings.Contains(string(c), placeholderPrefix) {
+		t.Errorf("config after Enter:\n%s", c)
 	}
 }
 

@@ -31,12 +31,24 @@ func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
 				if !clients.LiteralSecret(k, m[k]) {
 					continue
 				}
-				name := strings.ToUpper(nonName().ReplaceAllString(keys[i]+"_"+k, "_"))
-				out = append(out, literalSecret{server: s.Name, where: where, key: k, name: name})
+				out = append(out, literalSecret{server: s.Name, where: where, key: k, name: vaultName(keys[i], k)})
 			}
 		}
 	}
 	return out
+}
+
+// vaultName is the name a literal secret of a server is given in the
+// vault: the server's name and the key (env variable or header) the
+// secret is under, upper case, OWNER_KEY; the key alone when it already
+// starts with the server's name (GITHUB_TOKEN of github, not
+// GITHUB_GITHUB_TOKEN).
+func vaultName(owner, key string) string {
+	o, k := strings.ToUpper(nonName().ReplaceAllString(owner, "_")), strings.ToUpper(nonName().ReplaceAllString(key, "_"))
+	if k == o || strings.HasPrefix(k, o+"_") {
+		return k
+	}
+	return o + "_" + k
 }
 
 // nonName is what a name may not hold; compiled at first use, not at every start.

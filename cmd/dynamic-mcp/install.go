@@ -161,6 +161,14 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	// A config whose groups wait for a variable or a secret installs: the
 	// hub serves the rest, and says what each waits for.
 	cfg, err := configs.Load(absCfg)
+	if errors.Is(err, os.ErrNotExist) {
+		// Install before import: the entry would serve a file not there.
+		imp := "dynamic-mcp import " + client.Name
+		if def, _ := filepath.Abs(config.ExpandHome(defaultConfigPath())); def != absCfg {
+			imp += " -o " + absCfg
+		}
+		return fmt.Errorf("no config at %s, so nothing was installed: import the client's servers into it first (%s), or name another config with -c FILE", absCfg, imp)
+	}
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}

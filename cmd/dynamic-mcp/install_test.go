@@ -228,3 +228,18 @@ func TestInstallWarnsOfServersItWouldLose(t *testing.T) {
 		t.Errorf("install after import: %v\n%s", err, errOut)
 	}
 }
+
+// install run before import says to import first, with the command.
+func TestInstallBeforeImportSaysImportFirst(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	_, errOut, err := runBinary(t, home, "install", "claude-desktop", "--dry-run")
+	want := "no config at " + filepath.Join(home, ".dynamic-mcp", "config.yaml") + ", so nothing was installed: import the client's servers into it first (dynamic-mcp import claude-desktop)"
+	if err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("install before import: %v\n%s\nwant %s", err, errOut, want)
+	}
+	other := filepath.Join(home, "other.yaml")
+	if _, errOut, err = runBinary(t, home, "install", "cursor", "-c", other); err == nil || !strings.Contains(errOut, "(dynamic-mcp import cursor -o "+other+")") {
+		t.Errorf("install -c of a config not there: %v\n%s", err, errOut)
+	}
+}

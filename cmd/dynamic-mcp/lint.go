@@ -67,25 +67,24 @@ func secretWarnings(cfg *config.Config) ([]string, error) {
 		out = append(out, "warning: "+ce.Error())
 	}
 	server := func(key, name string, n *yaml.Node) {
-		secretName := strings.ToUpper(nonName().ReplaceAllString(name, "_"))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i].Value, n.Content[i+1]
 			switch k {
 			case "env", "headers":
 				for j := 0; j+1 < len(v.Content); j += 2 {
 					if vk, vv := v.Content[j].Value, v.Content[j+1]; clients.LiteralSecret(vk, vv.Value) {
-						warn(vv, key+"."+k+"."+vk, secretName+"_"+strings.ToUpper(nonName().ReplaceAllString(vk, "_")))
+						warn(vv, key+"."+k+"."+vk, vaultName(name, vk))
 					}
 				}
 			case "args":
 				for j, a := range v.Content {
 					if clients.LiteralSecret("", a.Value) {
-						warn(a, fmt.Sprintf("%s.args[%d]", key, j), secretName+"_TOKEN")
+						warn(a, fmt.Sprintf("%s.args[%d]", key, j), vaultName(name, "TOKEN"))
 					}
 				}
 			case "url":
 				if literalURLSecret(v.Value) {
-					warn(v, key+".url", secretName+"_TOKEN")
+					warn(v, key+".url", vaultName(name, "TOKEN"))
 				}
 			}
 		}

@@ -9,7 +9,8 @@ import (
 
 // validate warns, and exits 0, for a command not found here and for
 // secrets written literally (by name or by look) in env, headers, args and
-// url, naming file, line, key and the vault command; a reference is none.
+// url, naming file, line, key and the vault command (a name that already
+// starts with the group's is not doubled); a reference is none.
 func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
@@ -26,6 +27,10 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
       SHOWN_AS: ghp_abcdefghijklmnopqrstuvwxyz0123
       REFERENCED: "${DMCP_TEST_UNSET_TOKEN:-}"
       PLAIN: hello
+  github:
+    description: the group's name starts the variable's
+    command: ` + fakeBin + `
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: ghp_abcdefghijklmnopqrstuvwxyz0123 }
   web:
     description: z
     servers:
@@ -47,15 +52,16 @@ func TestValidateWarnsOfMissingCommandsAndLiteralSecrets(t *testing.T) {
 		path + ":8: groups.gh.args[1]: " + vault("GH_TOKEN"),
 		path + ":10: groups.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GH_GITHUB_PERSONAL_ACCESS_TOKEN"),
 		path + ":11: groups.gh.env.SHOWN_AS: " + vault("GH_SHOWN_AS"),
-		path + ":17: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
-		path + ":17: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
+		path + ":17: groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN: " + vault("GITHUB_PERSONAL_ACCESS_TOKEN"),
+		path + ":21: groups.web.servers.api.url: " + vault("WEB_API_TOKEN"),
+		path + ":21: groups.web.servers.api.headers.Authorization: " + vault("WEB_API_AUTHORIZATION"),
 	} {
 		if !strings.Contains(stderr, "warning: "+want) {
 			t.Errorf("no warning %q in:\n%s", want, stderr)
 		}
 	}
-	if n := strings.Count(stderr, "warning:"); n != 6 {
-		t.Errorf("%d warnings, want 6:\n%s", n, stderr)
+	if n := strings.Count(stderr, "warning:"); n != 7 {
+		t.Errorf("%d warnings, want 7:\n%s", n, stderr)
 	}
 }
 
@@ -86,5 +92,27 @@ func TestMistypedCommandAndFlag(t *testing.T) {
 	}
 	if _, stderr, code = runCommand(t, "", "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command or config file "frobnicate"`) {
 		t.Errorf("frobnicate: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A config given without its -c is not ignored (for the default config,
+// or "no config"): the command says where it goes.
+func TestConfigWithoutDashC(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"validate", "tools", "status"} {
+		_, stderr, code := runCommand(t, "", cmd, "examples/quickstart.yaml")
+		if want := "the config goes after -c: dynamic-mcp " + cmd + " -c examples/quickstart.yaml"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("%s examples/quickstart.yaml: exit %d, stderr %q, want %q", cmd, code, stderr, want)
+		}
+	}
+}
+
+// help COMMAND is COMMAND -h: that command's usage and flags, not the
+// list of every command.
+func TestHelpOfACommand(t *testing.T) {
+	t.Parallel()
+	out, errOut, err := runBinary(t, t.TempDir(), "help", "import")
+	if err != nil || !strings.HasPrefix(out, "usage: dynamic-mcp import ") || !strings.Contains(out, "--vault") {
+		t.Errorf("help import: %v\n%s%s", err, out, errOut)
 	}
 }

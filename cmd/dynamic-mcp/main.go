@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
@@ -181,6 +182,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "dynamic-mcp", version)
 		return nil
 	case "help", "-h", "--help":
+		if len(args) > 1 && slices.Contains(commands, args[1]) && args[1] != "help" {
+			// help import: as import -h
+			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}

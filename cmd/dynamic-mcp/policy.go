@@ -154,7 +154,7 @@ func (f *fixture) resolve(cfg *config.Config) (*config.Group, string, error) {
 		if g := find(f.Group); g != nil {
 			return g, target, nil
 		}
-		return nil, "", fmt.Errorf("no group %q in %s", f.Group, cfg.Path)
+		return nil, "", noGroup(cfg, f.Group)
 	}
 	if prefix, rest, ok := strings.Cut(target, "__"); ok && f.Method != policy.MethodResourcesRead {
 		if g := find(prefix); g != nil {

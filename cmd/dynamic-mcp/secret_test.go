@@ -222,15 +222,15 @@ func TestImportMovesSecretsToVault(t *testing.T) {
 	out := filepath.Join(home, "a.yaml")
 	fixture := filepath.Join(repoDir, "testdata", "clients", "claude-desktop.json")
 	stdout, stderr, err := runBinary(t, home, "import", fixture, "-o", out, "--vault")
-	if err != nil || !strings.Contains(stdout, "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+	if err != nil || !strings.Contains(stdout, "${secret:GITHUB_PERSONAL_ACCESS_TOKEN}") {
 		t.Fatalf("import --vault: %v\n%s%s", err, stdout, stderr)
 	}
 	cfg, _ := os.ReadFile(out)
-	if strings.Contains(string(cfg), "ghp_literalSecretValue123") || !strings.Contains(string(cfg), "${secret:GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}") {
+	if strings.Contains(string(cfg), "ghp_literalSecretValue123") || !strings.Contains(string(cfg), "${secret:GITHUB_PERSONAL_ACCESS_TOKEN}") {
 		t.Fatalf("the config:\n%s", cfg)
 	}
 	stdout, stderr, err = runBinary(t, home, "secret", "list", "-c", out)
-	if err != nil || !strings.Contains(stdout, "GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN\tused at groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+	if err != nil || !strings.Contains(stdout, "GITHUB_PERSONAL_ACCESS_TOKEN\tused at groups.github.env.GITHUB_PERSONAL_ACCESS_TOKEN") {
 		t.Fatalf("secret list: %v\n%s%s", err, stdout, stderr)
 	}
 	if _, stderr, err := runBinary(t, home, "validate", "-c", out); err != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -36,7 +36,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeLog()
 	if only != "" && !hasGroup(cfg, only) {
-		return fmt.Errorf("no group %q in %s", only, cfg.Path)
+		return noGroup(cfg, only)
 	}
 	mgr, db, err := connectAll(ctx, cfg, logger)
 	if err != nil {
@@ -58,13 +58,13 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		mode, why = clients.ModeFor(cfg, cfg.ProfileForClient(name), mcp.Implementation{Name: name, Version: version})
 	}
 
-	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	var w toolLines
 	var shown []*upstream.Server
 	for _, g := range mgr.Groups() {
 		if only != "" && g.Config.Name != only {
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\n", g.Config.Name, g.Config.Description)
+		w.row(g.Config.Name, g.Config.Description)
 		for _, s := range g.Servers {
 			shown = append(shown, s)
 			st := s.Status()
@@ -73,9 +73,9 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if first != "" {
 					first = ": " + first
 				}
-				fmt.Fprintf(w, "  (%s %s%s)\n", s.Config.ID(), st.State, first)
+				w.note(fmt.Sprintf("  (%s %s%s)", s.Config.ID(), st.State, first))
 				for _, line := range more {
-					fmt.Fprintf(w, "    %s\n", line)
+					w.note("    " + line)
 				}
 				continue
 			}
@@ -93,14 +93,14 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if mode == config.ModeFlat {
 					name = view.ExposedName(g.Config.Name, t.Key, g.Config.Prefix)
 				}
-				fmt.Fprintf(w, "  %s\t%s\n", name, firstLine(def.Description))
+				w.row("  "+name, firstLine(def.Description))
 			}
 			if hidden > 0 {
-				fmt.Fprintf(w, "  (%d more of %s hidden by the group's deny/allow lists)\n", hidden, s.Config.ID())
+				w.note(fmt.Sprintf("  (%d more of %s hidden by the group's deny/allow lists)", hidden, s.Config.ID()))
 			}
 		}
 	}
-	w.Flush()
+	w.print(stdout)
 	for _, p := range hub.Problems() {
 		fmt.Fprintln(stdout, "problem:", p)
 	}
@@ -113,6 +113,52 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "client %s: %s mode (%s)\n", *client, mode, why)
 	}
 	return notReady(shown)
+}
+
+// toolLines are the lines tools prints: rows of a name and a
+// description, or notes (a server not ready, the tools a deny-list hides)
+// printed as they are. The descriptions of every row line up, across the
+// notes between them: a tabwriter ends its columns at a line without a
+// tab, which aligned each group's rows on their own.
+type toolLines []toolLine
+
+type toolLine struct {
+	name, desc string
+	note       bool // name is the whole line
+}
+
+func (l *toolLines) row(name, desc string) { *l = append(*l, toolLine{name: name, desc: desc}) }
+func (l *toolLines) note(text string)      { *l = append(*l, toolLine{name: text, note: true}) }
+
+// print writes the lines to w, each description two spaces past the
+// longest name.
+func (l toolLines) print(w io.Writer) {
+	width := 0
+	for _, r := range l {
+		if !r.note {
+			width = max(width, utf8.RuneCountInString(r.name))
+		}
+	}
+	for _, r := range l {
+		if r.note || r.desc == "" {
+			fmt.Fprintln(w, r.name)
+			continue
+		}
+		fmt.Fprintf(w, "%s%s  %s\n", r.name, strings.Repeat(" ", width-utf8.RuneCountInString(r.name)), r.desc)
+	}
+}
+
+// noGroup is the error of a group name cfg has not: the one it most
+// likely meant, else the groups it has.
+func noGroup(cfg *config.Config, name string) error {
+	var names []string
+	for _, g := range cfg.Groups {
+		names = append(names, g.Name)
+	}
+	if near := config.Nearest(name, names); near != "" {
+		return fmt.Errorf("no group %q in %s: did you mean %s?", name, cfg.Path, near)
+	}
+	return fmt.Errorf("no group %q in %s (its groups: %s)", name, cfg.Path, strings.Join(names, ", "))
 }
 
 func hasGroup(cfg *config.Config, name string) bool {

@@ -59,7 +59,7 @@ func postAll(t *testing.T, n int, req func() *http.Request) []heldAnswer {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			resp, err := http.DefaultClient.Do(req())
+			resp, err := testClient.Do(req())
 			if err != nil {
 				t.Error(err)
 				return

@@ -40,7 +40,7 @@ func openListen(ctx context.Context, c *httpClient, id, notifications string) *l
 	}
 	got := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		got <- result{resp, err}
 	}()
 	var r result
@@ -153,7 +153,7 @@ func TestHTTPListenEnds(t *testing.T) {
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func postModern(t *testing.T, base, tool, body string) string {
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestHTTPListensCapped(t *testing.T) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 1", ""), nil)
 	face, ts := serveHTTP(t, h)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	}
 	endpoint := next()
 	post := func(body string) int {
-		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
+		resp, err := testClient.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

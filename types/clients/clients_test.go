@@ -150,6 +150,23 @@ func TestParseEntryNotesDroppedKeysAndKeepsToolLists(t *testing.T) {
 	}
 }
 
+// A Gemini CLI excludeTools entry of its own tool with an argument
+// pattern, run_shell_command(rm), matches no MCP tool: it is left out of
+// deny:, with a note naming it.
+func TestParseEntrySkipsGeminiBuiltinPatterns(t *testing.T) {
+	s, notes, err := parseEntry("sh", []byte(`{"command":"srv","excludeTools":["run_shell_command(rm)","delete_file","run_shell_command(git push)"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Deny, " ") != "^delete_file$" {
+		t.Errorf("deny %q, want only ^delete_file$", s.Deny)
+	}
+	want := "server sh: excludeTools run_shell_command(rm), run_shell_command(git push) not imported: Gemini CLI's own tools with an argument pattern, not this MCP server's (they stay in Gemini's settings)"
+	if strings.Join(notes, "\n") != want {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(notes, "\n"), want)
+	}
+}
+
 // Codex's enabled_tools and disabled_tools are the group's allow: and
 // deny:; its other keys are noted.
 func TestCodexToolListsAndDroppedKeys(t *testing.T) {

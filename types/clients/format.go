@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tailscale/hujson"
 )
@@ -180,12 +181,16 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return Server{}, nil, err
 	}
+	exclude, builtin := withoutBuiltinPatterns(e.Exclude)
 	s := Server{Name: name, Args: e.Args, Cwd: e.Cwd, Headers: e.Headers, Description: e.Description,
 		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled),
-		Deny:     exactNames(append(e.Exclude, e.Disabled2...)), Allow: exactNames(e.Include)}
+		Deny:     exactNames(append(exclude, e.Disabled2...)), Allow: exactNames(e.Include)}
 	var keys map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &keys)
 	notes := droppedKeys(name, sortedKeys(keys), jsonCarried)
+	if len(builtin) > 0 {
+		notes = append(notes, fmt.Sprintf("server %s: excludeTools %s not imported: Gemini CLI's own tools with an argument pattern, not this MCP server's (they stay in Gemini's settings)", name, strings.Join(builtin, ", ")))
+	}
 	s.Env = e.Env
 	if s.Env == nil {
 		s.Env = e.Environment
@@ -233,6 +238,25 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 		return Server{}, nil, fmt.Errorf("has neither a command nor a URL")
 	}
 	return s, notes, nil
+}
+
+// builtinPattern is an excludeTools entry of Gemini CLI's own tool with
+// an argument pattern, run_shell_command(rm): no MCP tool's name has
+// parentheses. Compiled at first use, not at every start.
+var builtinPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\(.*\)$`) })
+
+// withoutBuiltinPatterns splits names into the tool names of the server
+// and the entries that are Gemini CLI's tools with an argument pattern,
+// which would match no MCP tool.
+func withoutBuiltinPatterns(names []string) (tools, builtin []string) {
+	for _, n := range names {
+		if builtinPattern().MatchString(n) {
+			builtin = append(builtin, n)
+		} else {
+			tools = append(tools, n)
+		}
+	}
+	return tools, builtin
 }
 
 // exactNames makes tool names anchored patterns matching only themselves.

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -680,6 +681,26 @@ func (c *Config) AuditPath() string {
 	return c.Audit.Path
 }
 
+// nearFile is the file beside path whose name path most likely mistypes
+// (config.yml for config.yaml), as nearest judges keys; "" for none.
+func nearFile(path string) string {
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(cmp.Or(dir, "."))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && e.Name() != base {
+			names = append(names, e.Name())
+		}
+	}
+	if n := nearest(base, names); n != "" {
+		return dir + n
+	}
+	return ""
+}
+
 // Load is Loader.Load without secrets.
 func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 
@@ -690,6 +711,9 @@ func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 func (l Loader) Load(path string) (*Config, error) {
 	path = expandHome(path)
 	f, err := os.Open(path)
+	if near := nearFile(path); errors.Is(err, fs.ErrNotExist) && near != "" {
+		return nil, fmt.Errorf("read config: open %s: no such file; did you mean %s?", path, near)
+	}
 	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
 		wd, _ := os.Getwd()
 		return nil, fmt.Errorf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)

@@ -132,12 +132,26 @@ func syntaxError(data []byte, err error) (int, error) {
 	text := "invalid YAML: " + msg
 	if line > 0 && line <= len(lines) {
 		l := string(lines[line-1])
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
 		switch {
-		case strings.Contains(msg, "cannot start any token") && strings.HasPrefix(strings.TrimLeft(l, " "), "\t"):
+		case strings.Contains(indent, "\t") || strings.Contains(msg, "tab character"):
 			text += " (indent with spaces: YAML does not allow tabs there)"
 		case strings.Contains(msg, "mapping values are not allowed"):
 			text += ` (quote a value that holds ": ", or check the indentation)`
+		case indentationError(msg):
+			text += " (check the indentation: the keys of one map, and the items of one list, start in the same column)"
 		}
 	}
 	return line, errors.New(text)
+}
+
+// indentationError reports whether yaml.v3's message is one that a line
+// indented too far or not far enough causes.
+func indentationError(msg string) bool {
+	for _, m := range []string{"did not find expected key", "did not find expected '-' indicator", "block sequence entries are not allowed", "mapping keys are not allowed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }

@@ -29,6 +29,12 @@ func TestParseExplainsMistakes(t *testing.T) {
 		{"unclosed flow list", "mode: flat\ngroups:\n  a:\n    description: x\n    command: y\n    args: [a, b\n", "config:6: invalid YAML:"},
 		{"colon in a value", "mode: flat\ngroups:\n  a:\n    description: x: y\n    command: y\n", `config:4: invalid YAML: mapping values are not allowed in this context (quote a value that holds ": ", or check the indentation)`},
 		{"tab", "groups:\n  a:\n\tdescription: x\n", "config:3: invalid YAML: found character that cannot start any token (indent with spaces: YAML does not allow tabs there)"},
+		// An indentation mistake says to check the indentation, at its line.
+		{"key indented too little", "groups:\n  a:\n    description: x\n   command: y\n", "config:4: invalid YAML: did not find expected key (check the indentation: the keys of one map, and the items of one list, start in the same column)"},
+		{"list item indented too little", "groups:\n  a:\n    description: x\n    command: y\n    args:\n      - a\n     - b\n", "config:7: invalid YAML: did not find expected key (check the indentation:"},
+		{"group indented too little", "groups:\n  a:\n    description: x\n    command: y\n b:\n    description: z\n", "config:5: invalid YAML: did not find expected key (check the indentation:"},
+		{"tab after spaces", "groups:\n  a:\n    description: x\n  \tcommand: y\n", "config:4: invalid YAML: found a tab character that violates indentation (indent with spaces: YAML does not allow tabs there)"},
+		{"tab alone", "groups:\n  a:\n    description: x\n\tcommand: y\n", "config:4: invalid YAML: found a tab character that violates indentation (indent with spaces: YAML does not allow tabs there)"},
 		{"unknown anchor", "mode: flat\ngroups: *g\n", "config:2: invalid YAML: unknown anchor 'g' referenced"},
 		{"unterminated quote", "mode: flat\ngroups:\n  a:\n    description: \"x\n    command: y\n", "config:4: invalid YAML: found unexpected end of stream"},
 		// A bad URL is reported at its own line.

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,25 @@ func TestLoadPathOfAClientsEntry(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(wd, "pol.yaml")); err == nil || err.Error() == want {
 		t.Fatalf("an absolute path not there: %v", err)
+	}
+}
+
+// A config path that mistypes a file beside it (config.yml for
+// config.yaml) names that file.
+func TestLoadPathMistyped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "quickstart.yaml"), []byte("groups:\n  a: { description: x, command: a }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, typo := range []string{"quickstart.yml", "quikstart.yaml"} {
+		path := filepath.Join(dir, typo)
+		_, err := Load(path)
+		if want := "read config: open " + path + ": no such file; did you mean " + filepath.Join(dir, "quickstart.yaml") + "?"; err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", typo, err, want)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "other.yaml")); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a name not close: %v", err)
 	}
 }

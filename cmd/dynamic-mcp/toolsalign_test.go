@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// tools lines up the descriptions of every group's tools in one column,
+// also past a note (the tools a deny-list hides) between groups.
+func TestToolsColumnsLineUpAcrossGroups(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q, deny: [\"^echo$\"] }\n  a-much-longer-group-name: { description: gee, command: %q }\n", fakeBin, fakeBin)), 0o600)
+	out, errOut, code := runCommand(t, "", "tools", "-c", cfg)
+	if code != 0 || !strings.Contains(out, "(1 more of f hidden by the group's deny/allow lists)") {
+		t.Fatalf("tools: exit %d\n%s%s", code, out, errOut)
+	}
+	row := regexp.MustCompile(`^( *\S+ {2,})\S`) // a name, then its description
+	columns := map[int]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "(") {
+			continue // a note
+		}
+		if m := row.FindStringSubmatch(line); m != nil {
+			columns[len(m[1])] = true
+		}
+	}
+	if len(columns) != 1 {
+		t.Errorf("descriptions start at columns %v, want one:\n%s", columns, out)
+	}
+}
+
+// tools of a group the config has not names the one it most likely
+// meant, else the groups there are.
+func TestToolsOfNoSuchGroup(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  memory: { description: m, command: %q }\n  files: { description: f, command: %q }\n", fakeBin, fakeBin)), 0o600)
+	for arg, want := range map[string]string{
+		"memroy": `no group "memroy" in ` + cfg + `: did you mean memory?`,
+		"web":    `no group "web" in ` + cfg + ` (its groups: memory, files)`,
+	} {
+		if _, errOut, code := runCommand(t, "", "tools", "-c", cfg, arg); code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("tools %s: exit %d\n%s\nwant %s", arg, code, errOut, want)
+		}
+	}
+}
