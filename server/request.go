@@ -108,8 +108,8 @@ func (h *Hub) serve(ctx context.Context, sess client, msg *jsonrpc.Message) (jso
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
 		st := era.StateOf(req.call.Request, msg.Params)
 		req.call.Modern = st.Modern
-		sess.stated(st) // before anything reads the session's capabilities
-		if st.Modern {
+		if st.Served() { // a request refused for what it states leaves its client as it was
+			sess.stated(st)  // before anything reads the session's capabilities
 			sess.setModern() // told of changes on its listens alone (server/listen)
 		}
 	}

@@ -192,6 +192,14 @@ type Statement struct {
 	ClientInfo   []byte
 }
 
+// Served reports whether the hub serves what st states: a protocol
+// version of its own, and the client's capabilities, an object (what
+// CheckModern refuses first). A request that states anything else is
+// refused, and leaves its client as it was.
+func (st Statement) Served() bool {
+	return st.Modern && len(st.Capabilities) > 0 && st.Capabilities[0] == '{' && slices.Contains(mcp.ValidProtocolVersions, st.Version)
+}
+
 // StateOf reads what params' _meta states of the client: the request's
 // params, scanned already, and raw, the same params unscanned.
 func StateOf(params jsonrpc.Object, raw json.RawMessage) Statement {
