@@ -72,10 +72,28 @@ var SafeClient = sync.OnceValue(func() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = d.DialContext
 	tr.Proxy = nil
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	return &http.Client{Transport: replayable{tr}, Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
 			return fmt.Errorf("too many redirects")
 		}
 		return CheckURL(req.URL.String())
 	}}
 })
+
+// replayable lets Go's transport send a POST again on a new connection
+// when the kept-alive one it was sent on broke before any answer came, as
+// it does a GET (net/http's rule for a request with an Idempotency-Key
+// header; a nil value sends none). An authorization server that closes
+// idle connections (node's after 5 s) reset a token POST sent on one as
+// it closed it, after a sign-in that took a few seconds ("read: connection
+// reset by peer", the exchange lost); a POST the server answered is never
+// sent again.
+type replayable struct{ *http.Transport }
+
+func (t replayable) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.GetBody != nil && r.Header.Get("Idempotency-Key") == "" {
+		r = r.Clone(r.Context())
+		r.Header["Idempotency-Key"] = nil
+	}
+	return t.Transport.RoundTrip(r)
+}

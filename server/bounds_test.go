@@ -132,9 +132,34 @@ func TestRefusedVersionNotKept(t *testing.T) {
 	if err := request(huge, strings.Repeat("n", 100)); !errors.As(err, &refusal) || refusal.Code != -32022 {
 		t.Fatalf("a request of version %.20s...: %v, want -32022", huge, err)
 	}
+	// A request of a served version that states no capabilities is
+	// refused too (-32602), and leaves the session's as they were.
+	noCaps := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"second","version":"1"}}}`)
+	if _, err := s.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("2"), Method: "tools/list", Params: noCaps,
+		Raw: append(append([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":`), noCaps...), '}')}); !errors.As(err, &refusal) || refusal.Code != -32602 {
+		t.Fatalf("a request without capabilities: %v, want -32602", err)
+	}
 	info := h.Sessions().Info()
 	if len(info) != 1 || info[0].ProtocolVersion != "2026-07-28" || info[0].ClientName != "first" {
 		v := info[0].ProtocolVersion
-		t.Errorf("after the refused request the session's version is %d bytes (%.20s...), its client %q", len(v), v, info[0].ClientName)
+		t.Errorf("after the refused requests the session's version is %d bytes (%.20s...), its client %q", len(v), v, info[0].ClientName)
+	}
+	if caps, _ := s.sess.ClientCapabilities(); caps.Roots == nil {
+		t.Errorf("after the refused request without capabilities the session's are %+v, want the roots stated before", caps)
+	}
+	// A legacy session's request of a version that only sorts as modern
+	// is refused, and the session stays legacy (told of list changes).
+	l, err := h.Open("l", "stdio", facePeerStub{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	future := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`)
+	if _, err := l.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("1"), Method: "tools/list", Params: future,
+		Raw: append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":`), future...), '}')}); !errors.As(err, &refusal) || refusal.Code != -32022 {
+		t.Fatalf("a request of version 2099-01-01: %v, want -32022", err)
+	}
+	if l.sess.Modern() {
+		t.Error("a refused request of version 2099-01-01 made its legacy session a 2026-07-28 one (no more list_changed)")
 	}
 }

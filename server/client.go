@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,14 +232,14 @@ func (s *clientState) SetClientCapabilities(c mcp.ClientCapabilities) {
 	s.capsKnown, s.capsStated = true, nil
 }
 
-// stated makes what st says the session's: its capabilities (none when it
-// states none), its client info when given, and its protocol version.
-// Capabilities that do not decode count as none. A statement of a
-// version the hub does not serve changes nothing: its request is refused
-// (era.CheckModern), and the version, any string that sorts after
+// stated makes what st says the session's: its capabilities, its client
+// info when given, and its protocol version. Capabilities that do not
+// decode count as none. Only a statement the hub serves is made the
+// session's (era.Statement.Served): another's request is refused
+// (era.CheckModern), and its version, any string that sorts after
 // 2026-07-28, would be kept whole.
 func (s *clientState) stated(st era.Statement) {
-	if !st.Modern || !slices.Contains(mcp.ValidProtocolVersions, st.Version) {
+	if !st.Served() {
 		return
 	}
 	info := st.Info()

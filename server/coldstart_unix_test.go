@@ -70,6 +70,12 @@ func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
 			h, mgr, _ := startHub(t, tc.config+strings.TrimPrefix(yaml, "mode: flat\n"), true)
 			release = sync.OnceFunc(release)
 			t.Cleanup(func() { go release() }) // so that a failed test's hub can close
+			if tc.run == "stuck" {
+				// The list answered at startup_wait shows what was known
+				// by then: ready's tools, once it listed them (on a busy
+				// machine, maybe later than startup_wait).
+				waitFor(t, 10*time.Second, "the server ready", func() bool { _, ok := h.snapshot().view.FlatRoutes[tc.first]; return ok })
+			}
 			c := servePipes(t, h, StdioOptions{})
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":%s}}`, tc.client))
 			if tc.waits && tc.run != "stuck" { // stuck: the hub may have started startup_wait ago

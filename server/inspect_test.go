@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ func attachInspector(t testing.TB, h *Hub) (*inspect.Inspector, *httptest.Server
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := testClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestInspectorSeesTheHubsTraffic(t *testing.T) {
 	t.Parallel()
 	h, _, api := inspectedHub(t)
 	// A page watching from the start sees the rows live.
-	resp, err := http.Get(api.URL + inspect.Prefix + "api/events")
+	resp, err := testClient.Get(api.URL + inspect.Prefix + "api/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +118,7 @@ func TestInspectorSeesTheHubsTraffic(t *testing.T) {
 		}
 	}
 
-	resp2, err := http.Get(api.URL + inspect.Prefix + "api/export")
+	resp2, err := testClient.Get(api.URL + inspect.Prefix + "api/export")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +217,7 @@ func BenchmarkStdioToolCallInspected(b *testing.B) {
 func BenchmarkStdioToolCallWatched(b *testing.B) {
 	h := fakeHubB(b)
 	_, api := attachInspector(b, h)
-	resp, err := http.Get(api.URL + inspect.Prefix + "api/events")
+	resp, err := testClient.Get(api.URL + inspect.Prefix + "api/events")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,7 +244,7 @@ func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
 	if got := c.answer(`"ask"`); !strings.Contains(got, "Ada") {
 		t.Fatalf("ask: %s", got)
 	}
-	resp, err := http.Get(api.URL + inspect.Prefix + "api/export")
+	resp, err := testClient.Get(api.URL + inspect.Prefix + "api/export")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +296,7 @@ func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
 	c.answer(`"g"`)
 	c.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"get_dynamic_tools","arguments":{"group":"nope"}}}`)
 	c.answer(`"n"`)
-	resp, err := http.Get(api.URL + inspect.Prefix + "api/export")
+	resp, err := testClient.Get(api.URL + inspect.Prefix + "api/export")
 	if err != nil {
 		t.Fatal(err)
 	}

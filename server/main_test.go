@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"testing"
 
@@ -14,6 +15,12 @@ import (
 // fakeBin is the command of the fake upstream, testdata/fakeupstream built
 // by TestMain (fakeupstream.Build).
 var fakeBin string
+
+// testClient is the tests' client in place of http.DefaultClient (and
+// http.Get, http.Post), whose idle connections every httptest.Server.Close
+// closes: a parallel test's POST that had just taken one failed under load
+// ("http: CloseIdleConnections called"; a POST is not sent again).
+var testClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
 func TestMain(m *testing.M) {
 	fakeupstream.Run() // started as a fake upstream: serve, then exit
@@ -35,6 +42,7 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// Every test closes what it opened: a goroutine still running
 		// once they all have is one that outlived its owner's Close.
+		testClient.CloseIdleConnections()
 		if err := goleak.Find(leakIgnores...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -146,7 +145,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	// span and may be closed (flushing them).
 	rows := map[string]string{} // request id -> status
 	waitFor(t, time.Minute, "the inspector's row of each call, ended", func() bool {
-		resp, err := http.Get(inspectAPI.URL + inspect.Prefix + "api/export")
+		resp, err := testClient.Get(inspectAPI.URL + inspect.Prefix + "api/export")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/server/skills"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -108,8 +109,8 @@ func (h *Hub) serve(ctx context.Context, sess client, msg *jsonrpc.Message) (jso
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
 		st := era.StateOf(req.call.Request, msg.Params)
 		req.call.Modern = st.Modern
-		sess.stated(st) // before anything reads the session's capabilities
-		if st.Modern {
+		if st.Served() { // a request refused for what it states leaves its client as it was
+			sess.stated(st)  // before anything reads the session's capabilities
 			sess.setModern() // told of changes on its listens alone (server/listen)
 		}
 	}
@@ -343,7 +344,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		if !ok {
 			req.miss(name)
 			req.auditMiss(name, arguments)
-			return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+			return nil, errorf(codeMethodNotFound, "Tool not found: "+clip.Echo(name))
 		}
 		return h.callRoute(ctx, req, r, arguments)
 	}
@@ -367,7 +368,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		// offered is a tool like any other the client cannot see.
 		req.miss(name)
 		req.auditMiss(name, arguments)
-		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+clip.Echo(name))
 	}
 	args, err := views.ParseDynamicArgs(arguments)
 	if err != nil {
@@ -403,7 +404,7 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	if v.Search == nil { // gone while it waited (a reload turned it off)
 		req.miss(name)
 		req.auditMiss(name, arguments)
-		return nil, errorf(codeMethodNotFound, "Tool not found: "+name)
+		return nil, errorf(codeMethodNotFound, "Tool not found: "+clip.Echo(name))
 	}
 	req.askedGroup(v, args.Group)
 	return v.SearchDynamicTools(args), nil
@@ -430,7 +431,7 @@ func (h *Hub) promptsGet(ctx context.Context, req *request, v *view) (json.RawMe
 	v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[name]; return ok })
 	r, ok := v.PromptRoutes[name]
 	if !ok {
-		return nil, errorf(codeInvalidParams, "Prompt not found: "+name)
+		return nil, errorf(codeInvalidParams, "Prompt not found: "+clip.Echo(name))
 	}
 	return h.forward(ctx, req, policy.MethodPromptsGet, call.Route{Upstream: r.Server, Name: r.Name, Args: req.field("arguments"),
 		Params: req.call.Request, Rename: true})
@@ -477,7 +478,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 			if named {
 				req.miss(uri)
 			}
-			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+			return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": clip.Echo(uri)}}
 		}
 		page, err := r.Page(query)
 		if err == nil {
@@ -497,7 +498,7 @@ func (h *Hub) resourcesRead(ctx context.Context, req *request, v *view) (json.Ra
 	}
 	s := v.ResolveResource(uri)
 	if s == nil {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": clip.Echo(uri)}}
 	}
 	return h.forward(ctx, req, policy.MethodResourcesRead, call.Route{Upstream: s, Name: uri, Params: req.call.Request})
 }
@@ -577,7 +578,7 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 		v = h.awaitRoute(ctx, req, v, func(v *view) bool { _, ok := v.PromptRoutes[ref.Name]; return ok })
 		r, ok := v.PromptRoutes[ref.Name]
 		if !ok {
-			return nil, errorf(codeInvalidParams, "Prompt not found: "+ref.Name)
+			return nil, errorf(codeInvalidParams, "Prompt not found: "+clip.Echo(ref.Name))
 		}
 		s = r.Server
 		ref.Name = r.Name
@@ -585,10 +586,10 @@ func (h *Hub) complete(ctx context.Context, req *request, v *view) (json.RawMess
 	case "ref/resource":
 		v = h.awaitRoute(ctx, req, v, func(v *view) bool { return v.CompletionServer(ref.URI) != nil })
 		if s = v.CompletionServer(ref.URI); s == nil {
-			return nil, errorf(codeInvalidParams, "Resource template not found: "+ref.URI)
+			return nil, errorf(codeInvalidParams, "Resource template not found: "+clip.Echo(ref.URI))
 		}
 	default:
-		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+ref.Type)
+		return nil, errorf(codeInvalidParams, "invalid params: unknown ref type "+clip.Echo(ref.Type))
 	}
 	observe.Routed(req.call.Observed, s, cmp.Or(ref.Name, ref.URI), "", "")
 	return h.obs.Request(ctx, &req.call, req.sess, s, "completion/complete", p, req.snap.cfg.CallTimeoutFor(s.Config))

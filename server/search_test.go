@@ -424,7 +424,11 @@ func TestSearchWhileGroupsStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := filepath.Join(t.TempDir(), "gate")
-			h, c := searchClient(t, tc.settings, gatedGroups(tc.groups, gate))
+			// The search waits at most startup_wait for the groups, from
+			// when the gate opens: far longer than a loaded machine takes
+			// to start them, and a search that waits costs only the time
+			// they take.
+			h, c := searchClient(t, tc.settings+", startup_wait: 120s", gatedGroups(tc.groups, gate))
 			// The search is asked while the groups are held at initialize;
 			// once the hub is answering it, the gate opens. A search that
 			// did not wait would be answered from the view of starting

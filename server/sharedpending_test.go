@@ -166,7 +166,7 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 	if len(l.Pending) != 1 || l.Pending[0].ID != p.ID || l.Pending[0].Replica != a.Inbox().Replica() || l.Pending[0].Tool != "echo" {
 		t.Fatalf("b's inspector lists %+v, a has %+v", l.Pending, p)
 	}
-	resp, err := http.Post(api.URL+inspect.Prefix+"api/approvals/"+p.ID+"/deny", "", nil)
+	resp, err := testClient.Post(api.URL+inspect.Prefix+"api/approvals/"+p.ID+"/deny", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func scrape(t *testing.T, url, token string) (map[string]*dto.MetricFamily, stri
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestMetricsAfterCalls(t *testing.T) {
 	}
 
 	if req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil); true {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func readyz(t *testing.T, base, token string) (int, health.Report) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,7 +142,7 @@ func authLoginR(t *testing.T, env []string, cfg string) (string, error) {
 // visitURL plays the browser: it follows the authorization redirect to
 // the hub's loopback callback.
 func visitURL(u string) {
-	if resp, err := http.Get(u); err == nil {
+	if resp, err := testClient.Get(u); err == nil {
 		resp.Body.Close()
 	}
 }

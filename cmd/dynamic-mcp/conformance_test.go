@@ -210,7 +210,7 @@ func startConformanceUpstream(t *testing.T) string {
 			t.Fatalf("the conformance upstream exited: %s", upOut)
 		default:
 		}
-		resp, err := http.Get("http://" + upAddr + "/health")
+		resp, err := testClient.Get("http://" + upAddr + "/health")
 		if err != nil {
 			return false
 		}

@@ -227,7 +227,7 @@ func TestDockerfile(t *testing.T) {
 				return false
 			})
 			waitFor(t, 20*time.Second, "/readyz to answer 200", func() bool {
-				resp, err := http.Get("http://" + rec.Addr + "/readyz")
+				resp, err := testClient.Get("http://" + rec.Addr + "/readyz")
 				if err != nil {
 					return false
 				}

@@ -187,7 +187,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h {
 		r.Header.Set(k, v)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return testClient.Transport.RoundTrip(r)
 }
 
 // mcpGoClient is mcp-go's client.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,12 @@ const fakeTools = 19
 // buildFlags are passed to go build for the programs the tests build
 // (the conformance suite's auth client, the benchmark's proxy).
 var buildFlags []string
+
+// testClient is the tests' client in place of http.DefaultClient (and
+// http.Get, http.Post), whose idle connections every httptest.Server.Close
+// closes: a parallel test's POST that had just taken one failed under load
+// ("http: CloseIdleConnections called"; a POST is not sent again).
+var testClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
 // hubEnvVar, set to "1", makes this test binary run main, the hub, in
 // place of its tests. The hub keeps its DYNAMIC_MCP_* variables from its

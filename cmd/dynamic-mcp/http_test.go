@@ -125,7 +125,7 @@ http:
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ http:
 				req.Host = host
 				req.Header.Set("Authorization", h["Authorization"])
 				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := testClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -170,20 +170,20 @@ http:
 			}
 		})
 	}
-	resp, err := http.Get(base + "/healthz")
+	resp, err := testClient.Get(base + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("/healthz without a token: %v %v", resp, err)
 	}
 	// A request without a session, or with one that does not exist.
 	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
 	req.Header.Set("Authorization", bearer)
-	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 400 {
+	if resp, _ := testClient.Do(req); resp.StatusCode != 400 {
 		t.Errorf("no session: %d", resp.StatusCode)
 	}
 	req, _ = http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
 	req.Header.Set("Authorization", bearer)
 	req.Header.Set("Mcp-Session-Id", "gone")
-	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 404 {
+	if resp, _ := testClient.Do(req); resp.StatusCode != 404 {
 		t.Errorf("unknown session: %d", resp.StatusCode)
 	}
 }
@@ -218,7 +218,7 @@ func TestGeneratedTokenIsPrintedAndRequired(t *testing.T) {
 	})
 	c := httpClient(t, base, map[string]string{"Authorization": "Bearer " + token})
 	c.initialize("2025-06-18")
-	if _, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{}`)); err != nil {
+	if _, err := testClient.Post(base+"/mcp", "application/json", strings.NewReader(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if cmd2 := exec.Command(hubBin, "serve", "-c", path, "--http", "0.0.0.0:0", "--insecure-no-auth"); cmd2.Run() == nil {
@@ -401,7 +401,7 @@ func isEverything(transport, port string) bool {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return false
 	}

@@ -33,7 +33,7 @@ groups:
 
 	body, _ := json.Marshal(map[string]any{"client_name": "outsider", "grant_types": []string{"client_credentials"},
 		"response_types": []string{"token"}, "token_endpoint_auth_method": "client_secret_post", "audience": []string{audience}})
-	resp, err := http.Post(h.public+"/oauth2/register", "application/json", bytes.NewReader(body))
+	resp, err := testClient.Post(h.public+"/oauth2/register", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

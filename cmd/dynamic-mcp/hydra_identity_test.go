@@ -338,7 +338,7 @@ func kid(t *testing.T, jwt string) string {
 }
 
 func getJSON(t *testing.T, u string, out any) {
-	resp, err := http.Get(u)
+	resp, err := testClient.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func (c *bearerSession) do(body string) (*http.Response, string) {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -243,5 +243,5 @@ type personTransport string
 func (p personTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("X-Test-Person", string(p))
-	return http.DefaultTransport.RoundTrip(r)
+	return testClient.Transport.RoundTrip(r)
 }

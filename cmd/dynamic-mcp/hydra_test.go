@@ -333,7 +333,7 @@ func (h *hydra) run(t *testing.T, bin string, conf func(publicHost, adminHost st
 			t.Fatalf("hydra exited before it was ready:\n%s", logs)
 		default:
 		}
-		resp, err := http.Get(h.public + "/health/ready")
+		resp, err := testClient.Get(h.public + "/health/ready")
 		if err != nil {
 			return false
 		}
@@ -390,7 +390,7 @@ func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
 	}
 	req, _ := http.NewRequest(method, h.adminURL+path, rd)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Errorf("hydra %s %s: %v", method, path, err)
 		return

@@ -32,7 +32,7 @@ func TestInspectorOwnTokenOnHTTP(t *testing.T) {
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -457,7 +457,7 @@ func TestServeUI(t *testing.T) {
 				req.Header.Set(header[i], header[i+1])
 			}
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -513,7 +513,7 @@ func TestServeUI(t *testing.T) {
 	}
 	// The page carries nothing the token guards, and is not to be framed.
 	req, _ := http.NewRequest(http.MethodGet, page, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -311,6 +311,9 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
 	}
+	if client.Name == "codex" && clients.WroteCodexGrace(out) {
+		fmt.Fprintf(stdout, "  and sets %s for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n", clients.CodexStartupGrace)
+	}
 	if backup != "" {
 		fmt.Fprintf(stdout, "  the file as it was: %s\n", backup)
 	}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
 
 // installedHome is a home with cursor's fixture config (two servers of the
@@ -24,7 +27,13 @@ func installedHome(t *testing.T) (string, []byte, string) {
 // (runBinary), which can run beside the others.
 func fixtureHome(t *testing.T, home string) (string, []byte, string) {
 	t.Helper()
-	path, before := placeFixture(t, home, "cursor")
+	return clientHome(t, home, "cursor")
+}
+
+// clientHome is fixtureHome with client's fixture config.
+func clientHome(t *testing.T, home, client string) (string, []byte, string) {
+	t.Helper()
+	path, before := placeFixture(t, home, client)
 	cfg := filepath.Join(home, "hub.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q }\n", fakeBin)), 0o600); err != nil {
 		t.Fatal(err)
@@ -241,5 +250,55 @@ func TestInstallBeforeImportSaysImportFirst(t *testing.T) {
 	other := filepath.Join(home, "other.yaml")
 	if _, errOut, err = runBinary(t, home, "install", "cursor", "-c", other); err == nil || !strings.Contains(errOut, "(dynamic-mcp import cursor -o "+other+")") {
 		t.Errorf("install -c of a config not there: %v\n%s", err, errOut)
+	}
+}
+
+// install codex says it sets Codex's startup grace, a Codex-wide key,
+// when it writes it, and says nothing of it when the file sets the key.
+func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, before, cfg := clientHome(t, home, "codex")
+	out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+	want := "  and sets mcp_optional_startup_grace_ms = 0 for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n"
+	if err != nil || !strings.Contains(out, want) {
+		t.Errorf("install: %v; want %q in\n%s%s", err, want, out, errOut)
+	}
+	if _, errOut, err := runBinary(t, home, "uninstall", "codex"); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, errOut)
+	}
+	if err := os.WriteFile(path, append([]byte("mcp_optional_startup_grace_ms = 5000\n"), before...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+	if err != nil || strings.Contains(out, "startup_grace") {
+		t.Errorf("install over the user's own grace: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// A Codex config.toml with CRLF line endings and a byte order mark (as
+// Windows editors save it) installs, installs again and uninstalls, in
+// its own line endings, and comes back byte for byte.
+func TestInstallCodexCRLF(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path, lf, cfg := clientHome(t, home, "codex")
+	before := append([]byte("\xef\xbb\xbf"), bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n"))...)
+	if err := os.WriteFile(path, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"install", "install again"} {
+		out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+		now, _ := os.ReadFile(path)
+		if err != nil || !strings.Contains(out, "sets mcp_optional_startup_grace_ms = 0") ||
+			bytes.Count(now, []byte("\n")) != bytes.Count(now, []byte("\r\n")) || !bytes.HasPrefix(now, []byte("\xef\xbb\xbf"+clients.CodexStartupGrace)) {
+			t.Fatalf("%s: %v\n%s%s\nwrote %q", run, err, out, errOut, now)
+		}
+	}
+	if _, errOut, err := runBinary(t, home, "uninstall", "codex"); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, errOut)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, before) {
+		t.Errorf("uninstall wrote %q\nwant %q", now, before)
 	}
 }

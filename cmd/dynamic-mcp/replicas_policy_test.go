@@ -105,7 +105,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			t.Helper()
 			req, _ := http.NewRequest(method, "http://"+replicas[i].addr+"/ui/api/"+path, strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+uiTokens[i])
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 func metricByReplica(t *testing.T, replicas []*hubReplica, series string) []int {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^` + series + ` (\d+)`)
-	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
+	hc := &http.Client{Transport: authorized{testClient.Transport}}
 	out := make([]int, len(replicas))
 	for i, r := range replicas {
 		resp, err := hc.Get("http://" + r.addr + "/metrics")

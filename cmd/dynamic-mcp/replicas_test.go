@@ -84,7 +84,7 @@ func startReplicaAt(t testing.TB, path, level string) *hubReplica {
 
 // ready reports whether the replica's /readyz answers 200.
 func (r *hubReplica) ready() bool {
-	resp, err := http.Get("http://" + r.addr + "/readyz")
+	resp, err := testClient.Get("http://" + r.addr + "/readyz")
 	if err != nil {
 		return false
 	}
@@ -267,7 +267,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, replicaConfig(t, "  drain_timeout: 5m\n")) // bounds a hang: the call ends when the test opens its gate
 	waitFor(t, 20*time.Second, "the replica to be ready", r.ready)
-	hc := &http.Client{Transport: authorized{http.DefaultTransport}}
+	hc := &http.Client{Transport: authorized{testClient.Transport}}
 	s := &httpSession{url: "http://" + r.addr + "/mcp", hc: hc}
 	initialize := func() (http.Header, error) {
 		_, header, err := s.post("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
@@ -323,7 +323,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	}
 	signalled := time.Now()
 	waitFor(t, 2*time.Second, "/readyz to turn 503", func() bool {
-		resp, err := http.Get("http://" + r.addr + "/readyz")
+		resp, err := testClient.Get("http://" + r.addr + "/readyz")
 		if err != nil {
 			return false
 		}

@@ -69,7 +69,7 @@ func TestSharedHubUIShowsEveryClient(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func get(t *testing.T, url string, headers map[string]string) (int, string) {
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestServeHTTPMetricsAndHealth(t *testing.T) {
 			if bad.origin != "" {
 				req.Header.Set("Origin", bad.origin)
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 // is (GET /ui/token-hint, which needs no token).
 func tokenHint(t *testing.T, page string) string {
 	t.Helper()
-	resp, err := http.Get(page + "token-hint")
+	resp, err := testClient.Get(page + "token-hint")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestInspectorRootsListAtStartIsNoFailure(t *testing.T) {
 	waitFor(t, 30*time.Second, "a roots/list row", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, page+"api/export", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func initializeStatus(t *testing.T, base, token, forwarded string) int {
 // statusOf is the status of req, its body read and closed.
 func statusOf(t *testing.T, req *http.Request) int {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

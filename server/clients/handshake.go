@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -128,7 +129,7 @@ func setLevel(sess Session, level mcp.LoggingLevel) (json.RawMessage, error) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "session not properly initialized")
 	}
 	if !level.ShouldSendTo(level) { // mcp's own test: level is one of its eight
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid logging level '%s'", level))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid logging level '"+clip.Echo(string(level))+"'")
 	}
 	sess.SetLogLevel(level)
 	return jsonrpc.Marshal(mcp.EmptyResult{})
@@ -182,5 +183,5 @@ func unmarshalRequest(msg *jsonrpc.Message, v any) error {
 
 // methodNotFound answers a method that does not exist (-32601).
 func methodNotFound(method string) error {
-	return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, fmt.Sprintf("Method %s not found", method))
+	return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method "+clip.Echo(method)+" not found")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -56,8 +57,8 @@ func MetaVersion(params json.RawMessage) string {
 // mcp-go knows, newest first) and the one asked for.
 func unsupportedVersion(requested string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
-		Message: fmt.Sprintf("Unsupported protocol version: %q", requested),
-		Data:    mcp.UnsupportedProtocolVersionData{Supported: slices.Clone(mcp.ValidProtocolVersions), Requested: requested}}
+		Message: fmt.Sprintf("Unsupported protocol version: %q", clip.Echo(requested)),
+		Data:    mcp.UnsupportedProtocolVersionData{Supported: slices.Clone(mcp.ValidProtocolVersions), Requested: clip.Echo(requested)}}
 }
 
 // removedInModern are the methods 2026-07-28 removed (its changelog; tasks
@@ -190,6 +191,14 @@ type Statement struct {
 	Version      string
 	Capabilities []byte
 	ClientInfo   []byte
+}
+
+// Served reports whether the hub serves what st states: a protocol
+// version of its own, and the client's capabilities, an object (what
+// CheckModern refuses first). A request that states anything else is
+// refused, and leaves its client as it was.
+func (st Statement) Served() bool {
+	return st.Modern && len(st.Capabilities) > 0 && st.Capabilities[0] == '{' && slices.Contains(mcp.ValidProtocolVersions, st.Version)
 }
 
 // StateOf reads what params' _meta states of the client: the request's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -195,7 +196,7 @@ func (n *Notifier[S]) Serve(ctx context.Context, sess S, msg *jsonrpc.Message) (
 			continue
 		}
 		if err := subscribe(ctx, uri); err != nil {
-			n.opts.Logger.Debug("listen: resource not subscribed", "session", sess.ID(), "uri", uri, "err", err)
+			n.opts.Logger.Debug("listen: resource not subscribed", "session", sess.ID(), "uri", clip.Echo(uri), "err", err)
 			continue
 		}
 		l.mu.Lock()

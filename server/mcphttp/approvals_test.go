@@ -35,7 +35,7 @@ func TestApprovalSessionlessGrant(t *testing.T) {
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", "f__echo")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			done <- err.Error()
 			return
@@ -81,7 +81,7 @@ func TestApprovalInboxSharedByCredentials(t *testing.T) {
 		if session != "" {
 			req.Header.Set(headerSessionID, session)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			return "", "", err
 		}

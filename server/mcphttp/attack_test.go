@@ -51,7 +51,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAttackServerRequestWithNoStream(t *testing.T) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(headerSessionID, c.session)
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := testClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		}()
@@ -166,7 +166,7 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	// its own goroutine, not always before the call's end is counted
 	// (seen under load): one that stays is still a failure.
 	waitFor(t, 3*time.Second, "no POST stream left registered", func() bool { return hs.st.open() == 0 })
-	http.DefaultClient.CloseIdleConnections()
+	testClient.CloseIdleConnections()
 	waitGoroutines(t, before)
 }
 
@@ -227,7 +227,7 @@ func TestAttackLegacySSENotReadAnswersBounded(t *testing.T) {
 	}
 	refused, peak, ended := 0, 0, false
 	for i := range 1000 {
-		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, strings.Repeat("p", 2000))))
+		resp, err := testClient.Post(ts.URL+endpoint, "application/json", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"_meta":{"pad":"%s"}}}`, i, strings.Repeat("p", 2000))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +263,7 @@ func TestAttackLegacySSENotReadRefusalsBounded(t *testing.T) {
 	// session lives (see TestAttackLegacySSENotReadAnswersBounded).
 	peak := 0
 	post := func(body string) bool {
-		resp, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
+		resp, err := testClient.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatalf("POST: %v", err)
 		}

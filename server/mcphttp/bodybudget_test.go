@@ -37,7 +37,7 @@ func TestHTTPBodyBudgetReleasedOnceDecoded(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
 			req.Header.Set("Accept", "application/json")
 			req.Header.Set(headerSessionID, a.session)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Error(err)
 				return

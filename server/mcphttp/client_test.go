@@ -29,7 +29,7 @@ func (c *httpClient) post(body string) (*http.Response, string) {
 	if c.session != "" {
 		req.Header.Set(headerSessionID, c.session)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func (c *httpClient) send(body string) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (c *httpClient) stream(ctx context.Context) *http.Response {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

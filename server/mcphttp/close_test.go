@@ -50,7 +50,7 @@ func TestHTTPCloseWaitsForRequests(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"linger"}}}`))
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set(headerSessionID, c.session)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()

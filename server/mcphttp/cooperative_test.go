@@ -31,7 +31,7 @@ func TestCooperativeOverHTTP(t *testing.T) {
 		if session != "" {
 			req.Header.Set(headerSessionID, session)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

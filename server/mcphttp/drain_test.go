@@ -22,7 +22,7 @@ func TestDrain(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+tokenA)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, id)
-	stream, err := http.DefaultClient.Do(req)
+	stream, err := testClient.Do(req)
 	if err != nil || stream.StatusCode != http.StatusOK {
 		t.Fatalf("GET stream: %v %v", err, stream)
 	}

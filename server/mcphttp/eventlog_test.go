@@ -28,7 +28,7 @@ func resumeStream(ctx context.Context, c *httpClient, lastID string) <-chan sseE
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestGETStreamResumes(t *testing.T) {
 	for _, x := range []*httpClient{a, b, c} {
 		req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
 		req.Header.Set(headerSessionID, x.session)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func TestLegacySSE(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
-	resp, err := http.Get(ts.URL + "/sse")
+	resp, err := testClient.Get(ts.URL + "/sse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLegacySSE(t *testing.T) {
 		t.Fatalf("endpoint %q", endpoint)
 	}
 	post := func(body string) int {
-		resp, err := http.Post(u.String(), "application/json", strings.NewReader(body))
+		resp, err := testClient.Post(u.String(), "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestLegacySSE(t *testing.T) {
 	if e := next(); !strings.Contains(e, `"text":"legacy"`) {
 		t.Errorf("call: %s", e)
 	}
-	unknown, err := http.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`))
+	unknown, err := testClient.Post(ts.URL+"/message?sessionId=nope", "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestLegacySSEAnswerRightAfterEndpoint(t *testing.T) {
 	h := fakeHub(t)
 	_, ts := serveHTTP(t, h)
 	for i := range 30 {
-		resp, err := http.Get(ts.URL + "/sse")
+		resp, err := testClient.Get(ts.URL + "/sse")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestLegacySSEAnswerRightAfterEndpoint(t *testing.T) {
 				endpoint = data
 			}
 		}
-		post, err := http.Post(ts.URL+endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"p","method":"ping"}`))
+		post, err := testClient.Post(ts.URL+endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"p","method":"ping"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

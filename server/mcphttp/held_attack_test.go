@@ -60,7 +60,7 @@ func postAll(t *testing.T, n int, req func() *http.Request) <-chan heldAnswer {
 	out := make(chan heldAnswer, n)
 	for range n {
 		go func() {
-			resp, err := http.DefaultClient.Do(req())
+			resp, err := testClient.Do(req())
 			if err != nil {
 				out <- heldAnswer{body: err.Error()}
 				return

@@ -127,7 +127,7 @@ func (c *bearerClient) post(body string) (*http.Response, string) {
 	if c.session != "" {
 		req.Header.Set(headerSessionID, c.session)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCallersWithIdentities(t *testing.T) {
 	for token, want := range map[string]int{ci.token: http.StatusOK, alice.token: http.StatusForbidden} {
 		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestResourceServerChallenge(t *testing.T) {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestResourceServerChallenge(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-		resp, err := http.Get(base + path)
+		resp, err := testClient.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +350,7 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/list")
 	req.Header.Set("Authorization", "Bearer "+bob)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 	sreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
 	sreq.Header.Set("Accept", "text/event-stream")
 	sreq.Header.Set("Authorization", "Bearer "+is.token(t, "alice", "Alice", testAudience, "admins"))
-	sresp, err := http.DefaultClient.Do(sreq)
+	sresp, err := testClient.Do(sreq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestManyBigCallsBoundedPerSession(t *testing.T) {
 			req.ContentLength = int64(len(head) + len(big) + len(tail))
 			req.Header.Set("Accept", "application/json, text/event-stream") // the prompt comes down it
 			req.Header.Set(headerSessionID, a.session)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Error(err)
 				return
@@ -112,7 +112,7 @@ func (c *httpClient) delete() {
 	c.t.Helper()
 	req, _ := http.NewRequest(http.MethodDelete, c.base+"/mcp", nil)
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func askAnsweringWith(t *testing.T, c *httpClient, args, name string) string {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Error(err)
 		return ""
@@ -129,7 +129,7 @@ func TestIsolationPerSession(t *testing.T) {
 			}
 			req, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
 			req.Header.Set(headerSessionID, a.session)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := testClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
 			waitFor(t, 10*time.Second, "a's child to stop", func() bool { return mgr.Servers()[0].Isolated() == 1 && !processAlive(pidA) })

@@ -120,7 +120,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		c.stream(ctx)
 		waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
 	}
-	resp, err := http.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
+	resp, err := testClient.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestHTTPBodyMemoryBounded(t *testing.T) {
 				req.Header.Set("Accept", "application/json")
 				req.Header.Set(headerSessionID, c.session)
 				var err error
-				if resp, err = http.DefaultClient.Do(req); err != nil {
+				if resp, err = testClient.Do(req); err != nil {
 					t.Error(err)
 					failed.Add(1)
 					return
@@ -322,7 +322,7 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()

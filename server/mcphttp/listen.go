@@ -14,15 +14,20 @@ import (
 const methodListen = "subscriptions/listen"
 
 // listen answers subscriptions/listen on its POST: the response is an
-// event stream from the start (its headers go out at once, so that a
-// client waiting for them to go on is not held), carrying the hub's
-// acknowledgement, then each notification of the listen, with keep-alive
-// comments between, and the listen's result when the hub ends it. It
-// ends when the client closes it, the session ends or the server stops;
-// a client that stops reading is cut off by the write deadline, and the
+// event stream carrying the hub's acknowledgement, then each notification
+// of the listen, with keep-alive comments between, and the listen's
+// result when the hub ends it. Its headers go out with the first of these
+// (the acknowledgement comes as soon as the hub has subscribed to what
+// the listen names; a keep-alive comment at the latest), so that a client
+// waiting for them to go on is not held. A listen refused before it is
+// acknowledged (its params wrong, too many listens) is answered as any
+// request is: plain JSON, with the HTTP status status gives its error
+// (400 for -32602 in 2026-07-28, as for every other request). It ends
+// when the client closes it, the session ends or the server stops; a
+// client that stops reading is cut off by the write deadline, and the
 // hub's side of the listen is cancelled with it. Its POST counts against
 // the requests in flight, as any request's does, until it ends.
-func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func()) {
+func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, header http.Header, status func([]byte) int, release func()) {
 	if !acceptsSSE(r) {
 		release()
 		writeJSON(w, http.StatusNotAcceptable, header, jsonrpc.EncodeError(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
@@ -48,9 +53,15 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		return
 	}
 	sw := newSSEWriter(w, s.opts.writeTimeout)
-	if sw.start(header) != nil {
-		return
+	started := false
+	start := func() bool { // false: the client is gone
+		if started {
+			return true
+		}
+		started = true
+		return sw.start(header) == nil
 	}
+	defer func() { _ = start() }() // a listen the hub ends before its first message: an empty stream, as before
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
 	for {
@@ -58,20 +69,28 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		case resp := <-p.answer:
 			answered = true
 			batch := p.out.out().TakeNow()
+			if !started && len(batch) == 0 && resp != nil { // refused: nothing streamed yet
+				started = true
+				writeJSON(w, status(resp), header, resp)
+				return
+			}
 			if resp != nil {
 				batch = append(batch, resp)
 			}
-			_ = sw.events("message", batch, false)
+			if start() {
+				_ = sw.events("message", batch, false)
+			}
 			return
 		case <-p.out.out().Ready():
-			if batch := p.out.out().TakeNow(); len(batch) > 0 && sw.events("message", batch, false) != nil {
+			if batch := p.out.out().TakeNow(); len(batch) > 0 && (!start() || sw.events("message", batch, false) != nil) {
 				return // the client stopped reading
 			}
 		case <-t.C:
-			if sw.ping() != nil {
+			if !start() || sw.ping() != nil {
 				return
 			}
 		case <-r.Context().Done():
+			started = true // nobody to write to
 			return
 		case <-hs.st.Done():
 			return

@@ -22,25 +22,31 @@ type listenStream struct {
 	events chan map[string]json.RawMessage // closed when the stream ends
 }
 
+// listenRequest is the POST of a 2026-07-28 subscriptions/listen whose
+// message is body, with the headers that version asks for.
+func listenRequest(ctx context.Context, base, body string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocolVersion, "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	return req
+}
+
 // openListen POSTs a listen for notifications (the inside of
 // notifications: {...}), with the session's id when c has one, and
 // returns once the response's headers are in: within 10 s, or the test
 // fails. ctx ends the stream.
 func openListen(ctx context.Context, c *httpClient, id, notifications string) *listenStream {
 	c.t.Helper()
-	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{` + notifications + `}}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req := listenRequest(ctx, c.base, `{"jsonrpc":"2.0","id":`+id+`,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{`+notifications+`}}}`)
 	type result struct {
 		resp *http.Response
 		err  error
 	}
 	got := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		got <- result{resp, err}
 	}()
 	var r result
@@ -153,7 +159,7 @@ func TestHTTPListenEnds(t *testing.T) {
 	req.Header.Set("Mcp-Method", "subscriptions/listen")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +180,7 @@ func postModern(t *testing.T, base, tool, body string) string {
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +205,7 @@ func TestHTTPListensCapped(t *testing.T) {
 	for i := range 2 {
 		openListen(ctx, c, fmt.Sprint(i), `"toolsListChanged":true`).next() // the ack
 	}
-	body := `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(listenRequest(ctx, ts.URL, `{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"toolsListChanged":true}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +216,29 @@ func TestHTTPListensCapped(t *testing.T) {
 	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},`+modernMeta+`}}`); !strings.Contains(got, "hi") {
 		t.Errorf("a call beside the listens: %s", got)
 	}
+}
+
+// A 2026-07-28 listen refused before it is acknowledged (its params
+// wrong) is answered as any request of that version is: plain JSON, 400
+// for -32602, not an event stream of 200 with the error inside.
+func TestHTTPListenRefusedAs400(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	hs, ts := serveHTTP(t, h)
+	for _, params := range []string{
+		modernMeta,                        // no notifications
+		modernMeta + `,"notifications":7`, // not an object
+	} {
+		resp, err := testClient.Do(listenRequest(t.Context(), ts.URL, `{"jsonrpc":"2.0","id":"bad","method":"subscriptions/listen","params":{`+params+`}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+			!strings.Contains(string(b), `"code":-32602`) || !strings.Contains(string(b), `"id":"bad"`) {
+			t.Errorf("listen with params {%s}: %d %s %s", params, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	waitFor(t, 10*time.Second, "the refused listens' sessions to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 }

@@ -27,6 +27,12 @@ import (
 // by TestMain (fakeupstream.Build).
 var fakeBin string
 
+// testClient is the tests' client in place of http.DefaultClient (and
+// http.Get, http.Post), whose idle connections every httptest.Server.Close
+// closes: a parallel test's POST that had just taken one failed under load
+// ("http: CloseIdleConnections called"; a POST is not sent again).
+var testClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // TestMain runs the tests, and fails them if any goroutine outlives them:
 // every test closes what it started (the face, the hub, the upstreams),
 // so whatever is left leaked.
@@ -35,7 +41,7 @@ func TestMain(m *testing.M) {
 	fakeBin = fakeupstream.Build()
 	code := pgtest.Shared(m).Run()
 	if code == 0 {
-		http.DefaultClient.CloseIdleConnections()
+		testClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left after the tests: %v\n", err)
 			code = 1

@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -42,10 +43,10 @@ func checkHeaders(h http.Header, msg *jsonrpc.Message) *jsonrpc.Error {
 	case meta == "":
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta lacks "+mcp.MetaKeyProtocolVersion)
 	case header != meta:
-		return jsonrpc.Errorf(mcp.HEADER_MISMATCH, "Header mismatch: "+headerProtocolVersion+" header "+header+" does not match "+mcp.MetaKeyProtocolVersion+" "+meta)
+		return jsonrpc.Errorf(mcp.HEADER_MISMATCH, "Header mismatch: "+headerProtocolVersion+" header "+clip.Echo(header)+" does not match "+mcp.MetaKeyProtocolVersion+" "+clip.Echo(meta))
 	}
 	if err := mcp.ValidateStandardHeaders(h.Get, meta, mcp.MCPMethod(msg.Method), msg.Params); err != nil {
-		return jsonrpc.Errorf(mcp.HEADER_MISMATCH, "Header mismatch: "+err.Error())
+		return jsonrpc.Errorf(mcp.HEADER_MISMATCH, "Header mismatch: "+clip.EchoText(err.Error())) // quotes the method and name, of the body and of the headers
 	}
 	return nil
 }
@@ -80,6 +81,6 @@ func refuseModernStream(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	w.Header().Set("Allow", http.MethodPost)
-	http.Error(w, "Method Not Allowed: protocol version "+r.Header.Get(headerProtocolVersion)+" has no "+r.Method+" on /mcp; listen with subscriptions/listen", http.StatusMethodNotAllowed)
+	http.Error(w, "Method Not Allowed: protocol version "+clip.Echo(r.Header.Get(headerProtocolVersion))+" has no "+r.Method+" on /mcp; listen with subscriptions/listen", http.StatusMethodNotAllowed)
 	return true
 }

@@ -145,3 +145,39 @@ func TestSSEUnbuffered(t *testing.T) {
 		t.Fatalf("X-Accel-Buffering %q", got)
 	}
 }
+
+// What a 2026-07-28 request's refusal quotes of its headers and body (the
+// versions, the method and name that disagree) and a 404's of a profile's
+// name is a short prefix, marked as cut: 64 KiB headers were answered
+// whole.
+func TestHTTPRefusalsQuoteLittle(t *testing.T) {
+	t.Parallel()
+	h := fakeHub(t)
+	hs := New(h, Options{NoAuth: true, Loopback: true}, testLogger())
+	defer hs.Close()
+	long := strings.Repeat("z", 64<<10)
+	const caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	for _, tc := range []struct {
+		name, path, body string
+		header           map[string]string
+		status           int
+	}{
+		{"versions that disagree", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-` + long + `",` + caps + `}}}`,
+			map[string]string{"MCP-Protocol-Version": "2098-" + long, "Mcp-Method": "tools/list"}, 400},
+		{"names that disagree", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a` + long + `","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps + `}}}`,
+			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "b" + long}, 400},
+		{"no such profile", "/mcp/p/" + long, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, nil, 404},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1"+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		hs.ServeHTTP(w, req)
+		if body := w.Body.String(); w.Code != tc.status || len(body) > 2<<10 || !strings.Contains(body, "zzz…") {
+			t.Errorf("%s: %d, %d bytes: %.300s", tc.name, w.Code, len(body), body)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func postAs(ctx context.Context, base, token, method, body string) (int, string,
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -58,7 +58,7 @@ func TestModernNotificationsAccepted(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set(headerProtocolVersion, "2026-07-28")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

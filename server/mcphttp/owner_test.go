@@ -38,7 +38,7 @@ func call(t *testing.T, method, url, token, session, body string) (int, string, 
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := testClient.Do(req.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+tokenA)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, session)
-	stream, err := http.DefaultClient.Do(req)
+	stream, err := testClient.Do(req)
 	if err != nil || stream.StatusCode != http.StatusOK {
 		t.Fatalf("a's GET stream: %v %v", err, stream)
 	}
@@ -121,7 +121,7 @@ func TestHTTPLegacySessionBelongsToItsCredential(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/sse", nil)
 	req.Header.Set("Authorization", "Bearer "+tokenA)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("a's /sse: %v %v", err, resp)
 	}

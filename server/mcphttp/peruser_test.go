@@ -83,7 +83,7 @@ func hubSignIn(t *testing.T, a *authtest.Server) *auth.Record {
 	defer cancel()
 	rec, err := auth.Login(ctx, "docs", a.URL+"/mcp", auth.LoginOptions{Open: func(u string) error {
 		go func() {
-			if resp, err := http.Get(u); err == nil {
+			if resp, err := testClient.Get(u); err == nil {
 				resp.Body.Close()
 			}
 		}()
@@ -123,7 +123,7 @@ func TestPerUserSignIn(t *testing.T) {
 	// A link is opened as a person does: its page, then its button.
 	visit := func(u string) (int, string) { return newBrowser("someone").open(t, u) }
 	browse := func(u string) {
-		if resp, err := http.Get(u); err == nil {
+		if resp, err := testClient.Get(u); err == nil {
 			resp.Body.Close()
 		}
 	}
@@ -212,7 +212,7 @@ func TestPerUserSignIn(t *testing.T) {
 	greq.Header.Set("Accept", "text/event-stream")
 	greq.Header.Set("Authorization", "Bearer "+bob.token)
 	greq.Header.Set(headerSessionID, bob.session)
-	gresp, err := http.DefaultClient.Do(greq)
+	gresp, err := testClient.Do(greq)
 	if err != nil || gresp.StatusCode != http.StatusOK {
 		t.Fatalf("bob's GET stream: %v %v", gresp, err)
 	}
@@ -269,7 +269,7 @@ func TestPerUserSignIn(t *testing.T) {
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", "docs__whoami")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

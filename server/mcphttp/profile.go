@@ -3,6 +3,8 @@ package mcphttp
 import (
 	"context"
 	"net/http"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // profileKey carries the profile a request's URL names (/mcp/p/NAME).
@@ -22,7 +24,7 @@ func profileOf(r *http.Request) string {
 func (s *Server) profiled(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !s.hub.HasProfile(name) {
-		http.Error(w, "no such profile: "+name, http.StatusNotFound)
+		http.Error(w, "no such profile: "+clip.Echo(name), http.StatusNotFound)
 		return
 	}
 	s.streamable(w, r.WithContext(context.WithValue(r.Context(), profileKey{}, name)))

@@ -25,13 +25,13 @@ const promptPolicy = `    policy:
       - { name: ask-prompt, action: prompt, prompt: "prompt-1" }
 `
 
-// bearer adds a token to every request, on http.DefaultTransport.
+// bearer adds a token to every request, on testClient's transport.
 type bearer string
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
+	return testClient.Transport.RoundTrip(r)
 }
 
 // elicitor is a go-sdk client's elicitation handler that answers each
@@ -163,7 +163,7 @@ func TestPromptRuleRoundOverHTTPWithoutSession(t *testing.T) {
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", "f__echo")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -313,7 +313,7 @@ func TestRelayGETStormBounded(t *testing.T) {
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set(headerSessionID, a.session)
 		req.Header.Set("Last-Event-ID", stream+"-0")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +366,7 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 	req.Header.Set(headerSessionID, a.session)
 	req.Header.Set(headerProtocolVersion, "2025-11-25")
 	req.Header.Set("Last-Event-ID", last)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 	nextEvent(t, onB) // priming
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
 	req.Header.Set(headerSessionID, victim.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE: %v %v", err, resp)
 	}
@@ -643,7 +643,7 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	<-entered
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
 	req.Header.Set(headerSessionID, victim.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
@@ -698,7 +698,7 @@ func TestRelayDeleteMissedDuringResumeEndsIt(t *testing.T) {
 	<-entered
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
 	req.Header.Set(headerSessionID, victim.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
@@ -735,7 +735,7 @@ func TestRelayCancelHereNotHeldUpByTheStore(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set(headerSessionID, c.session)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testClient.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}

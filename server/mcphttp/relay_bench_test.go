@@ -49,7 +49,7 @@ func benchNotify(b *testing.B, face *Server, base string) {
 		if session != "" {
 			req.Header.Set(headerSessionID, session)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func benchNotify(b *testing.B, face *Server, base string) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		b.Fatalf("GET: %v %v", err, resp)
 	}

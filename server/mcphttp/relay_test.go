@@ -101,7 +101,7 @@ func (c *httpClient) ask(answer func(id string)) string {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func (c *httpClient) postAside(body string) <-chan int {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set(headerSessionID, c.session)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			status <- 0
 			return
@@ -249,7 +249,7 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodDelete, baseA+"/mcp", nil)
 	req.Header.Set(headerSessionID, a.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
@@ -406,7 +406,7 @@ func TestRelayRequestDownAGETStreamElsewhere(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json") // no stream for the hub's request here
 		req.Header.Set(headerSessionID, c.session)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			answered <- err.Error()
 			return

@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"net/http"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -31,7 +32,7 @@ func (c *inflight) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.M
 	if !hs.st.expect(msg.ID, p) {
 		p.release()
 		writeJSON(w, dupStatus, header, jsonrpc.EncodeError(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-			"Invalid Request: id "+string(msg.ID)+" is already in use by a request in flight")))
+			"Invalid Request: id "+clip.Echo(string(msg.ID))+" is already in use by a request in flight")))
 		return nil, false
 	}
 	return p, true

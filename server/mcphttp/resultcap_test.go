@@ -91,7 +91,7 @@ func TestMaxResultOverHTTP(t *testing.T) {
 				_ = json.Unmarshal([]byte(fmt.Sprintf(body, meta)), &m)
 				req.Header.Set("Mcp-Method", m.Method)
 				req.Header.Set("Mcp-Name", m.Params.Name+m.Params.URI)
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := testClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}

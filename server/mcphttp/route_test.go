@@ -86,12 +86,8 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s, session_inflight: 1", ""), nil)
 	face, ts := serveHTTP(t, h)
-	// The test server's own client: http.DefaultClient's idle connections
-	// are closed by any parallel test's httptest.Server.Close, and a POST
-	// that has just taken one fails ("http: CloseIdleConnections called").
-	hc := ts.Client()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
-	resp, err := hc.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +104,7 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	}
 	endpoint := next()
 	post := func(body string) int {
-		resp, err := hc.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
+		resp, err := testClient.Post(ts.URL+endpoint, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

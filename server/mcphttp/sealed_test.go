@@ -92,7 +92,7 @@ func TestSealedSessionResumesOnAnotherReplica(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+tokenA)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, id)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET stream at B: %v %v", err, resp)
 	}

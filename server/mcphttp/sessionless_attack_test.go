@@ -94,7 +94,7 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 	})
 	answered(qts.URL)
 	nc.Close()
-	http.DefaultClient.CloseIdleConnections()
+	testClient.CloseIdleConnections()
 	waitGoroutines(t, before)
 }
 
@@ -114,7 +114,7 @@ func TestAttackSessionlessWithAnotherSessionID(t *testing.T) {
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/list")
 	req.Header.Set(headerSessionID, victim.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestAttackSessionlessHostileAnswered(t *testing.T) {
 			req.Header.Set("Mcp-Name", c.name)
 		}
 		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatalf("%d: %v", i, err)
 		}

@@ -44,7 +44,7 @@ func (c *tokenClient) post(body string) (int, http.Header, string) {
 	if c.session != "" {
 		req.Header.Set(headerSessionID, c.session)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func (c *tokenClient) stream(ctx context.Context, face *Server) {
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("GET stream: %v %v", err, resp)
 	}

@@ -39,7 +39,7 @@ func newBrowser(person string) *browser {
 	b.client = &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Header.Set("X-Test-Person", person)
-		return http.DefaultTransport.RoundTrip(r)
+		return testClient.Transport.RoundTrip(r)
 	})}
 	return b
 }

@@ -231,7 +231,7 @@ func TestSignInWaitAcrossReplicas(t *testing.T) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+bob.token)
 	req.Header.Set(headerSessionID, bob.session)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

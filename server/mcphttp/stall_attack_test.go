@@ -141,6 +141,6 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 	if n := postWriters(); n != 0 {
 		t.Errorf("%d POST stream writers left", n)
 	}
-	http.DefaultClient.CloseIdleConnections()
+	testClient.CloseIdleConnections()
 	waitGoroutines(t, before)
 }

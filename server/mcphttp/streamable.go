@@ -141,7 +141,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		header = http.Header{headerSessionID: {hs.id}}
 	}
 	if msg.Method == methodListen {
-		s.listen(w, r, hs, msg, header, release)
+		s.listen(w, r, hs, msg, header, func([]byte) int { return http.StatusOK }, release) // before 2026-07-28 every answer is 200
 		return
 	}
 	if msg.Method == "logging/setLevel" && hs.stream != "" {
@@ -185,7 +185,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	defer s.sessions.drop(hs)
 	// For its cancellation (modernnotify.go): its Conn takes it.
 	defer s.modern.track(httpguard.CredentialOf(r.Context()), msg.ID, func(ctx context.Context, body []byte) { hs.st.deliver(ctx, body) })()
-	s.listen(w, r, hs, msg, http.Header{}, release) // the session lasts as long as the listen
+	s.listen(w, r, hs, msg, http.Header{}, modernStatus, release) // the session lasts as long as the listen
 }
 
 // oneSession opens a session for msg, a legacy initialize or a request of

@@ -19,6 +19,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -151,7 +152,7 @@ func inputResponses(raw []byte) (jsonrpc.Object, error) {
 	}
 	for k, v := range members {
 		if len(v) == 0 || v[0] != '{' {
-			return jsonrpc.Object{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid params: inputResponses[%q] must be an object", k))
+			return jsonrpc.Object{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("invalid params: inputResponses[%q] must be an object", clip.Echo(k)))
 		}
 	}
 	o, err := jsonrpc.ScanObject(raw)

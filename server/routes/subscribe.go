@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -99,7 +100,7 @@ func (t *Table[S]) SubscribeURI(ctx context.Context, sub Subscriber[S], uri stri
 	}
 	s := t.owner(ctx, sub, uri, on)
 	if s == nil || resultcap.IsURI(uri) { // a kept result never changes: nothing to watch (server/resultcap)
-		return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": clip.Echo(uri)}}
 	}
 	sub.Routed(s, uri)
 	t.mu.Lock()
@@ -348,6 +349,6 @@ func (t *Table[S]) unsubscribe(s *upstream.Server, uri string) {
 		return
 	}
 	if err := t.opts.Unsubscribe(s, uri); err != nil {
-		t.opts.Logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", uri, "err", err)
+		t.opts.Logger.Debug("unsubscribe upstream", "upstream", s.Config.ID(), "uri", clip.Echo(uri), "err", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/policy"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -94,7 +95,7 @@ func Get(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	if r == nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "No skill is served at "+uri)
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "No skill is served at "+clip.Echo(uri))
 	}
 	res, err := forward(ctx, req, r, policy.MethodSkillsGet, uri)
 	if err != nil {
@@ -122,7 +123,7 @@ func DirectoryRead(ctx context.Context, req Request) (json.RawMessage, error) {
 		return nil, err
 	}
 	if r == nil || !r.DirectoryRead {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, uri+" is not a directory resource")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, clip.Echo(uri)+" is not a directory resource")
 	}
 	res, err := forward(ctx, req, r, policy.MethodDirectoryRead, uri)
 	if err != nil {
@@ -149,7 +150,7 @@ func routed(ctx context.Context, req Request, method string, find func(*Table[*u
 func forward(ctx context.Context, req Request, r *Route[*upstream.Server], method, uri string) (json.RawMessage, error) {
 	up, ok := r.Upstream(uri)
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": uri}}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "Resource not found", Data: map[string]string{"uri": clip.Echo(uri)}}
 	}
 	q, _ := jsonrpc.Marshal(up) // a string always encodes
 	p, err := req.Params().With(jsonrpc.Member{Key: "uri", Value: q})

@@ -24,6 +24,7 @@ import (
 	"sync"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -149,13 +150,13 @@ func (t *Table[S]) task(sess S, params jsonrpc.Object) (string, *route[S], error
 	id := params.Field("taskId")
 	var hubID string
 	if json.Unmarshal(id, &hubID) != nil {
-		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("Task not found: %s", id))
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Task not found: "+clip.Echo(string(id)))
 	}
 	t.mu.Lock()
 	r := t.tasks[hubID]
 	t.mu.Unlock()
 	if r == nil || r.sess != sess {
-		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, fmt.Sprintf("Task not found: %s", id))
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Task not found: "+clip.Echo(string(id)))
 	}
 	return hubID, r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server/call"
 	"github.com/dynamic-mcp/dynamic-mcp/server/search"
 	"github.com/dynamic-mcp/dynamic-mcp/server/validateargs"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -126,7 +127,7 @@ func (v *View) LookupGroup(name string) (*GroupView, string) {
 		for _, g := range v.Groups {
 			names = append(names, g.Name)
 		}
-		return nil, fmt.Sprintf("Unknown group: %s (groups: %s)", name, strings.Join(names, ", "))
+		return nil, fmt.Sprintf("Unknown group: %s (groups: %s)", clip.Echo(name), strings.Join(names, ", "))
 	}
 	if g.State != upstream.StateReady {
 		return nil, fmt.Sprintf("Group %s is unavailable: %s", name, g.Reason)
@@ -234,7 +235,7 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	}
 	r, ok := g.ToolRoutes[args.Name]
 	if !ok {
-		return DynamicCall{Answer: call.ToolError("Tool not found: " + args.Name), Missed: true}
+		return DynamicCall{Answer: call.ToolError("Tool not found: " + clip.Echo(args.Name)), Missed: true}
 	}
 	schema := r.Tool.InputSchema
 	if given(args.Arguments) {

@@ -49,8 +49,16 @@ func Run() {
 	os.Exit(0)
 }
 
+// patience bounds each wait of the client (the sign-in's redirect,
+// connecting, a list, a call): a wait ends as soon as its answer comes, so
+// the bound only ends a hang. The suite runs its scenarios at once, and on
+// a loaded machine its servers took more than the hub's 10 s defaults to
+// answer initialize or tools/list; the suite's own --timeout (the tests
+// give it 4 minutes) ends a client that hangs first.
+const patience = 3 * time.Minute
+
 func run(serverURL string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
 	var cc struct {
 		ClientID     string `json:"client_id"`
@@ -70,7 +78,8 @@ groups:
     url: %q
     transport: streamable-http
     retry: { attempts: 1 }
-`, home, serverURL)))
+settings: { connect_timeout: %s, list_timeout: %s, call_timeout: %s }
+`, home, serverURL, patience, patience, patience)))
 	if err != nil {
 		return err
 	}
@@ -106,7 +115,7 @@ func (n *needScope) Error() string { return n.err.Error() }
 
 func signInAndCall(ctx context.Context, cfg *config.Config, serverURL, clientID, clientSecret string, scopes []string) error {
 	rec, err := auth.Login(ctx, "server", serverURL, auth.LoginOptions{
-		ClientID: clientID, ClientSecret: clientSecret, Scopes: scopes, Out: os.Stderr, Timeout: 30 * time.Second,
+		ClientID: clientID, ClientSecret: clientSecret, Scopes: scopes, Out: os.Stderr, Timeout: patience,
 		ClientMetadataURL: clientMetadataURL,
 		Open: func(u string) error {
 			go func() {
@@ -134,7 +143,7 @@ func signInAndCall(ctx context.Context, cfg *config.Config, serverURL, clientID,
 	}
 	for _, t := range s.Lists().Tools {
 		params := map[string]any{"name": t.Key, "arguments": map[string]any{}}
-		if _, err := s.Request(ctx, nil, "tools/call", params, 30*time.Second); err != nil {
+		if _, err := s.Request(ctx, nil, "tools/call", params, patience); err != nil {
 			// The scopes to add are those of the refusal itself: a
 			// second request to ask again may be lost, and a sign-in at
 			// the same scope would be refused again.

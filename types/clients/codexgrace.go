@@ -2,6 +2,7 @@ package clients
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -31,31 +32,44 @@ const codexGraceKey = "mcp_optional_startup_grace_ms"
 const codexGrace = CodexStartupGrace + " # dynamic-mcp install: Codex's first turn waits for its MCP servers to start\n"
 
 // withGrace is data with codexGrace at its top, before every table,
-// unless data sets the key already (the user's value stays).
-func withGrace(data []byte) []byte {
+// unless data sets the key already (the user's value stays); eol ends
+// the lines it adds.
+func withGrace(data []byte, eol string) []byte {
 	var top map[string]any
 	if toml.Unmarshal(data, &top) == nil {
 		if _, ok := top[codexGraceKey]; ok {
 			return data
 		}
 	}
-	out := []byte(codexGrace)
+	out := inLineEnd([]byte(codexGrace), eol)
 	if len(bytes.TrimSpace(data)) > 0 {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	return append(out, data...)
 }
 
-// withoutGrace is data without the codexGrace line install wrote, and a
-// blank line after it; a line the user changed stays.
+// withoutGrace is data without the codexGrace line install wrote, with
+// either line ending, and a blank line after it; a line the user changed
+// stays.
 func withoutGrace(data []byte) []byte {
-	i := bytes.Index(data, []byte(codexGrace))
+	line := []byte(strings.TrimSuffix(codexGrace, "\n"))
+	i := bytes.Index(data, line)
 	if i < 0 || i > 0 && data[i-1] != '\n' {
 		return data
 	}
-	end := i + len(codexGrace)
-	if bytes.HasPrefix(data[end:], []byte("\n")) {
-		end++
+	end := i + len(line)
+	n := lineBreak(data[end:])
+	if n == 0 && end < len(data) {
+		return data // the line goes on: the user's
 	}
+	end += n
+	end += lineBreak(data[end:])
 	return append(data[:i:i], data[end:]...)
+}
+
+// WroteCodexGrace reports whether data, a Codex config.toml, holds the
+// CodexStartupGrace line install writes (not one of the user's own).
+func WroteCodexGrace(data []byte) bool {
+	_, data = cutBOM(data)
+	return len(withoutGrace(data)) != len(data)
 }

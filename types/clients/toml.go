@@ -15,12 +15,14 @@ import (
 // tables. It is edited as text, table by table, so every other line and
 // comment stays as it was; go-toml checks the result. Install also puts
 // CodexStartupGrace at the top, which restore takes out (codexgrace.go).
+// The lines they add end as the file's do, after its byte order mark if
+// it has one (lineend.go).
 type tomlFormat struct{}
 
 // The patterns are compiled at first use, not at every start.
 var (
 	tableHeader = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?m)^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$`)
+		return regexp.MustCompile(`(?m)^[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(#[^\r\n]*)?\r?$`)
 	})
 	serverTableName = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^mcp_servers\.("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)`)
@@ -45,6 +47,7 @@ var codexCarried = map[string]bool{"command": true, "args": true, "env": true, "
 	"http_headers": true, "enabled": true, "enabled_tools": true, "disabled_tools": true}
 
 func (tomlFormat) read(data []byte) ([]Server, []string, error) {
+	_, data = cutBOM(data)
 	var doc struct {
 		MCPServers map[string]codexServer `toml:"mcp_servers"`
 	}
@@ -114,6 +117,8 @@ func serverTables(data []byte) [][2]int {
 }
 
 func (f tomlFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
+	bom, data := cutBOM(data)
+	eol := lineEnd(data)
 	if inlineMCPServers().Match(data) {
 		return nil, nil, fmt.Errorf("mcp_servers is written as inline keys, which install does not edit; move the servers into [mcp_servers.<name>] tables")
 	}
@@ -128,18 +133,21 @@ func (f tomlFormat) install(data []byte, e Entry) ([]byte, []byte, error) {
 		last = r[1]
 	}
 	out = append(out, data[last:]...)
-	if len(out) > 0 && !strings.HasSuffix(string(out), "\n") {
-		out = append(out, '\n')
+	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
+		out = append(out, eol...)
 	}
-	if len(strings.TrimSpace(string(out))) > 0 && !strings.HasSuffix(string(out), "\n\n") {
-		out = append(out, '\n')
+	if len(bytes.TrimSpace(out)) > 0 && !bytes.HasSuffix(out, []byte(eol+eol)) {
+		out = append(out, eol...)
 	}
-	out = withGrace(append(out, renderCodex(e)...))
+	out = withGrace(append(out, inLineEnd(renderCodex(e), eol)...), eol)
 	servers, _, err := f.read(out)
-	if err != nil || len(servers) != 1 || servers[0].Name != e.Name {
-		return nil, nil, fmt.Errorf("the rewritten config does not read back as one server: %v", err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the rewritten config does not parse: %w", err)
 	}
-	return out, orig, nil
+	if len(servers) != 1 || servers[0].Name != e.Name {
+		return nil, nil, fmt.Errorf("the rewritten config reads back as %d servers, not %s alone: install did not find each [mcp_servers] table", len(servers), e.Name)
+	}
+	return append(bom, out...), orig, nil
 }
 
 func renderCodex(e Entry) []byte {
@@ -156,6 +164,8 @@ func renderCodex(e Entry) []byte {
 }
 
 func (f tomlFormat) restore(data []byte, orig []byte, entry string) ([]byte, error) {
+	bom, data := cutBOM(data)
+	eol := lineEnd(data)
 	data = withoutGrace(data)
 	// The tables of the servers data holds now, but entry's.
 	var kept []byte
@@ -172,19 +182,20 @@ func (f tomlFormat) restore(data []byte, orig []byte, entry string) ([]byte, err
 	}
 	out = append(out, data[last:]...)
 	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
-	// The recorded tables, but those of servers data now defines.
+	// The recorded tables, but those of servers data now defines, with
+	// the line endings of data now.
 	for _, r := range serverTables(orig) {
 		if !keptNames[tableServer(orig[r[0]:r[1]])] {
-			out = appendTable(out, orig[r[0]:r[1]])
+			out = appendTable(out, inLineEnd(orig[r[0]:r[1]], eol), eol)
 		}
 	}
-	out = appendTable(out, kept)
+	out = appendTable(out, kept, eol)
 	if _, _, err := f.read(out); err != nil {
 		return nil, fmt.Errorf("the restored config does not parse: %w", err)
 	}
-	return out, nil
+	return append(bom, out...), nil
 }
 
 // tableServer is the server a [mcp_servers.<name>...] table belongs to.
@@ -199,17 +210,18 @@ func tableServer(table []byte) string {
 	return ""
 }
 
-// appendTable appends a table's text, on a line of its own.
-func appendTable(out, table []byte) []byte {
+// appendTable appends a table's text, on a line of its own; eol ends a
+// line it adds.
+func appendTable(out, table []byte, eol string) []byte {
 	if len(table) == 0 {
 		return out
 	}
 	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	out = append(out, table...)
 	if !bytes.HasSuffix(out, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	return out
 }

@@ -34,3 +34,22 @@ func Marked(s string, max int, mark string) string {
 	}
 	return String(s, max) + mark
 }
+
+// EchoMax is how much of a string a client sent the hub quotes back: in
+// an error's message or data, a log line or an audit record. Enough to
+// tell which tool, version or task was meant; not so much that a client
+// can make the hub write back (and keep) whatever it sent.
+const EchoMax = 128
+
+// EchoMark ends a quoted string that was cut, as the audit trail marks
+// what it clips.
+const EchoMark = "…"
+
+// Echo is s, a string a client sent, as the hub quotes it: at most
+// EchoMax bytes, then EchoMark when it was longer.
+func Echo(s string) string { return Marked(s, EchoMax, EchoMark) }
+
+// EchoText is a sentence a client wrote, or one quoting what it sent (an
+// error message of its, a library's error naming its values), as the hub
+// quotes it: at most four times EchoMax bytes, then EchoMark.
+func EchoText(s string) string { return Marked(s, 4*EchoMax, EchoMark) }

@@ -59,3 +59,13 @@ func TestStringCutIsACopy(t *testing.T) {
 		t.Error("the cut string points into the original: it keeps all 4 MiB alive")
 	}
 }
+
+func TestEcho(t *testing.T) {
+	if got := Echo("2025-06-18"); got != "2025-06-18" {
+		t.Errorf("a short string was cut: %q", got)
+	}
+	got := Echo(strings.Repeat("v", 64<<10))
+	if len(got) != EchoMax+len(EchoMark) || !strings.HasSuffix(got, EchoMark) {
+		t.Errorf("Echo of 64 KiB = %d bytes: %.40q", len(got), got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // Calls correlates the requests a side sends with the answers it gets:
@@ -369,7 +371,7 @@ func (f *Inflight) begin(id json.RawMessage, routes bool) (*inflightReq, *Error)
 	}
 	if _, dup := f.reqs[key]; dup {
 		f.mu.Unlock()
-		return nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+key+" is already in use by a request in flight")
+		return nil, Errorf(CodeInvalidRequest, "Invalid Request: id "+clip.Echo(key)+" is already in use by a request in flight")
 	}
 	if len(f.reqs)+f.answering >= f.max {
 		f.mu.Unlock()

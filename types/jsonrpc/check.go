@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // Errors Check reports; callers branch on them with errors.Is.
@@ -24,7 +26,7 @@ type CheckError struct {
 
 func (e *CheckError) Error() string {
 	if e.Key != "" {
-		return fmt.Sprintf("%v: %q (at byte %d)", e.Err, e.Key, e.Offset)
+		return fmt.Sprintf("%v: %q (at byte %d)", e.Err, clip.Echo(e.Key), e.Offset)
 	}
 	return fmt.Sprintf("%v (at byte %d)", e.Err, e.Offset)
 }

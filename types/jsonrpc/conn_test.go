@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -153,56 +154,59 @@ func TestConnOversizeReplyIDLast(t *testing.T) {
 // nothing blocks the sender.
 func TestConnPeerStopsReading(t *testing.T) {
 	for _, name := range []string{"socket", "pipe"} {
+		// In a bubble (testing/synctest): its clock moves only while every
+		// goroutine of it waits, so a sender that waited for the stuck
+		// write takes the write timeout, and one that does not takes no
+		// time at all, however busy the machine.
 		t.Run(name, func(t *testing.T) {
-			var r io.Reader
-			var w io.Writer
-			if name == "socket" {
-				a, b := net.Pipe()
-				defer b.Close()
-				go io.Copy(io.Discard, io.LimitReader(b, 100)) // reads a little, then stops
-				r, w = a, a
-			} else {
-				pr, pw := io.Pipe() // no deadlines: the timer path
-				defer pr.Close()
-				in, _ := io.Pipe() // nothing to read; closed by Close
-				r, w = in, pw
-			}
-			const writeTimeout = time.Second
-			c := NewConn(NewLineStream(r, w, 0), ConnOptions{WriteTimeout: writeTimeout, Outbox: 10})
-			c.Start()
-			defer c.Close()
-			start := time.Now()
-			dropped := 0
-			for range 1000 {
-				if errors.Is(c.Notify("notifications/message", json.RawMessage(`{"level":"info","data":"`+strings.Repeat("y", 100)+`"}`)), ErrDropped) {
-					dropped++
+			synctest.Test(t, func(t *testing.T) {
+				var r io.Reader
+				var w io.Writer
+				if name == "socket" {
+					a, b := net.Pipe()
+					defer b.Close()
+					go io.Copy(io.Discard, io.LimitReader(b, 100)) // reads a little, then stops
+					r, w = a, a
+				} else {
+					pr, pw := io.Pipe() // no deadlines: the timer path
+					defer pr.Close()
+					in, _ := io.Pipe() // nothing to read; closed by Close
+					r, w = in, pw
 				}
-			}
-			// A sender that waited for the stuck write would take the
-			// write timeout; one that does not takes far less, even on a
-			// loaded machine.
-			if time.Since(start) > writeTimeout/2 {
-				t.Errorf("1000 notifications took %v", time.Since(start))
-			}
-			if dropped == 0 || c.Dropped() != uint64(dropped) {
-				t.Errorf("dropped %d, counted %d", dropped, c.Dropped())
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-			defer cancel()
-			if _, err := c.Call(ctx, "x", nil); !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
-				t.Errorf("call err = %v", err)
-			}
-			select {
-			case <-c.Done():
-				if !errors.Is(c.Err(), ErrWriteTimeout) {
-					t.Errorf("done with %v", c.Err())
+				const writeTimeout = time.Second
+				c := NewConn(NewLineStream(r, w, 0), ConnOptions{WriteTimeout: writeTimeout, Outbox: 10})
+				c.Start()
+				defer c.Close()
+				start := time.Now()
+				dropped := 0
+				for range 1000 {
+					if errors.Is(c.Notify("notifications/message", json.RawMessage(`{"level":"info","data":"`+strings.Repeat("y", 100)+`"}`)), ErrDropped) {
+						dropped++
+					}
 				}
-			case <-time.After(time.Minute): // it never closes without the write timeout
-				t.Fatal("connection still open")
-			}
-			if _, err := c.Call(t.Context(), "x", nil); !errors.Is(err, ErrClosed) {
-				t.Errorf("call after the end: %v", err)
-			}
+				if time.Since(start) != 0 {
+					t.Errorf("1000 notifications took %v", time.Since(start))
+				}
+				if dropped == 0 || c.Dropped() != uint64(dropped) {
+					t.Errorf("dropped %d, counted %d", dropped, c.Dropped())
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				defer cancel()
+				if _, err := c.Call(ctx, "x", nil); !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrClosed) {
+					t.Errorf("call err = %v", err)
+				}
+				select {
+				case <-c.Done():
+					if !errors.Is(c.Err(), ErrWriteTimeout) {
+						t.Errorf("done with %v", c.Err())
+					}
+				case <-time.After(time.Minute): // it never closes without the write timeout
+					t.Fatal("connection still open")
+				}
+				if _, err := c.Call(t.Context(), "x", nil); !errors.Is(err, ErrClosed) {
+					t.Errorf("call after the end: %v", err)
+				}
+			})
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // inlineFor is how long the goroutine holding the turn at reading may
@@ -234,10 +236,10 @@ func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(
 		case c.calls.Resolve(m):
 		case c.calls.Abandoned(m.ID):
 			if m.Error != nil {
-				c.refused(fmt.Errorf("%w: %s", ErrLateAnswer, m.Error.Message), msg)
+				c.refused(fmt.Errorf("%w: %s", ErrLateAnswer, clip.EchoText(m.Error.Message)), msg)
 			}
 		case m.Error != nil:
-			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", m.Error.Message), msg)
+			c.refused(fmt.Errorf("the peer sent an error about no request of ours: %s", clip.EchoText(m.Error.Message)), msg)
 		}
 	case m.IsNotification():
 		// One at a time, in the order taken: the reader and Take's
