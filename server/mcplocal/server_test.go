@@ -424,3 +424,28 @@ func TestHelloQuotedLittle(t *testing.T) {
 		}
 	}
 }
+
+// A bridge that passes its own connection to the hub as the client's
+// stdin and stdout is refused: the hub would read what it writes to
+// itself, and, holding the bridge's end, never see the bridge go; the
+// session, and the three descriptors, were held for the hub's life (and
+// kept it from its idle stop).
+func TestPassedOwnConnectionRefused(t *testing.T) {
+	h := start(t, 0)
+	c, br, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpSession, Pass: true})
+	if reply.Error != "" {
+		t.Fatal(reply.Error)
+	}
+	f, err := c.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.SendFiles(c, f, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // bounds a hang, not a timing
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("the hub did not close the connection it was passed as stdio: %v", err)
+	}
+}
