@@ -240,7 +240,7 @@ func TestReadmeTestCommandIsCIs(t *testing.T) {
 	}
 	var cmd string
 	for _, line := range strings.Split(string(ci), "\n") {
-		if strings.Contains(line, "go test ") && strings.HasPrefix(line, "npm ci ") {
+		if strings.Contains(line, "go test ") && strings.HasPrefix(line, "npm install ") {
 			cmd = line
 		}
 	}

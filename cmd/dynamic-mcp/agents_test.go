@@ -18,7 +18,7 @@ import (
 )
 
 // npmAgentsDir is testdata/npm-agents, where the agent clients are
-// installed (npm ci --prefix testdata/npm-agents).
+// installed (npm install --prefix testdata/npm-agents).
 func npmAgentsDir() string { return filepath.Join(repoDir, "testdata", "npm-agents") }
 
 // agentClient is an agent client from npm that TestAgentClients runs
@@ -275,16 +275,16 @@ func autoRun(t *testing.T, client agentClient) agentRun {
 	return agentRun{client: client, bin: bin, mode: "auto", start: startFirst, shared: shared, state: state}
 }
 
-// agentBinary is client's command, installed by npm ci --prefix
+// agentBinary is client's command, installed by npm install --prefix
 // testdata/npm-agents; outside CI (CI unset) a test without it is
 // skipped.
 func agentBinary(t *testing.T, client agentClient) string {
 	bin := filepath.Join(npmAgentsDir(), "node_modules", ".bin", client.bin)
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-agents): %v", client.name, err)
+			t.Fatalf("%s is not installed (run: npm install --prefix testdata/npm-agents): %v", client.name, err)
 		}
-		t.Skipf("%s is not installed (run: npm ci --prefix testdata/npm-agents): %v", client.name, err)
+		t.Skipf("%s is not installed (run: npm install --prefix testdata/npm-agents): %v", client.name, err)
 	}
 	return bin
 }

@@ -180,7 +180,7 @@ func conformanceSuite(t *testing.T, pkg string) (node22, script string) {
 	script = filepath.Join(npmTestDir, "node_modules", filepath.FromSlash(pkg), "dist", "index.js")
 	for _, p := range []string{filepath.Join(node22, "node"), script} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", p, err)
+			t.Fatalf("%s is not installed (run: npm install --prefix testdata/npm-test): %v", p, err)
 		}
 	}
 	return node22, script

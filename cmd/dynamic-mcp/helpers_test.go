@@ -171,7 +171,7 @@ func referenceServer(t testing.TB, pkg string, args ...string) []string {
 	t.Helper()
 	path := filepath.Join(npmDir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("reference server %s is not installed (run: npm ci --prefix testdata/npm): %v", pkg, err)
+		t.Fatalf("reference server %s is not installed (run: npm install --prefix testdata/npm): %v", pkg, err)
 	}
 	return append([]string{referenceNode(), path}, args...)
 }

@@ -21,7 +21,7 @@ func npmTestTool(t testing.TB, rel ...string) string {
 	t.Helper()
 	path := filepath.Join(append([]string{npmTestDir, "node_modules"}, rel...)...)
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is not installed (run: npm ci --prefix testdata/npm-test): %v", path, err)
+		t.Fatalf("%s is not installed (run: npm install --prefix testdata/npm-test): %v", path, err)
 	}
 	return path
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // balancer.mjs drives dynamic-mcp through a balancer in front of it (the
 // nginx of examples/nginx) with the official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // over Streamable HTTP: initialize, tools/list, tools/call, and a
 // notification the hub sends on the session's GET stream.
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // calls.mjs is the official TypeScript SDK client (@modelcontextprotocol/sdk,
-// installed by `npm ci --prefix testdata/npm-test`) over Streamable HTTP,
+// installed by `npm install --prefix testdata/npm-test`) over Streamable HTTP,
 // making the tool calls a test asks for, as they are asked, without waiting
 // for one to be answered before starting the next (a call may wait for a
 // person's approval meanwhile). It declares no elicitation: a `prompt`

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // callthrough.mjs is the official TypeScript SDK client (@modelcontextprotocol/sdk,
-// installed by `npm ci --prefix testdata/npm-test`) starting the hub over
+// installed by `npm install --prefix testdata/npm-test`) starting the hub over
 // stdio, as a desktop client does, and calling one tool through it: the
 // client a conformance suite's client scenario runs, with the hub (and so
 // its upstream client) in the middle.

@@ -3,7 +3,7 @@
 // lists once does: it connects, sends one tools/list, and prints
 // {"tools": [names]} as one JSON line. --sdk v1 is
 // @modelcontextprotocol/sdk, v2 @modelcontextprotocol/client (both
-// installed by `npm ci --prefix testdata/npm-test`), each in its default
+// installed by `npm install --prefix testdata/npm-test`), each in its default
 // era and with its default request timeout (60 s): the test checks that
 // the hub answers inside it.
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // gemini.mjs connects to dynamic-mcp over stdio exactly as Gemini CLI does,
 // with Gemini CLI's own code (@google/gemini-cli-core, installed by
-// `npm ci --prefix testdata/npm-test`): its connectToMcpServer builds the
+// `npm install --prefix testdata/npm-test`): its connectToMcpServer builds the
 // TypeScript SDK Client (the SDK version Gemini CLI pins) and wraps the
 // SDK's StdioClientTransport in its McpComplianceTransport, whose
 // fixStructuredContent parses the first text of any tool result without

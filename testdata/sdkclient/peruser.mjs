@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // peruser.mjs is one user's official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // of a hub with a per-user server (server/mcphttp's
 // TestPerUserTSClientHearsItsOwn):
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // pollingserver.mjs is an MCP server over Streamable HTTP made with the
 // official TypeScript SDK (@modelcontextprotocol/sdk, installed by
-// `npm ci --prefix testdata/npm-test`) that polls, as SEP-1699 lets a
+// `npm install --prefix testdata/npm-test`) that polls, as SEP-1699 lets a
 // server do (2025-11-25, basic/transports, "Resumability and
 // Redelivery"): its tool test_reconnection, the one the conformance
 // suite's server-sse-polling scenario calls, closes the answer stream of

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // relay.mjs shows that the official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // is served by replicas behind a round-robin balancer with no sticky
 // sessions (store: with http.session_keys): every request may reach
 // another replica.

@@ -2,7 +2,7 @@
 // replicas.mjs drives several dynamic-mcp replicas behind a balancer (the
 // nginx of examples/nginx, round-robin over replicas that share
 // http.session_keys) with the official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // over Streamable HTTP, while the test kills a replica mid-session:
 //
 //   NODE_EXTRA_CA_CERTS=ca.pem node replicas.mjs --url https://127.0.0.1:8443/mcp \

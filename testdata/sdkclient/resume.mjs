@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // resume.mjs shows that the official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // loses no notification when its GET stream is cut: client A connects
 // through --url (a proxy the test cuts), client B directly at --direct and
 // calls the fake's flood tool, whose log messages reach every session.

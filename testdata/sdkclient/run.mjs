@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // run.mjs drives dynamic-mcp with the official TypeScript SDK client
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // and compares what it gets through the hub with what the same client gets
 // from the reference everything server directly.
 //

@@ -1,7 +1,7 @@
 // sdk.mjs is what the SDK client scripts (relay.mjs, resume.mjs,
 // calls.mjs, replicas.mjs, balancer.mjs) share: their flags, with --sdk
 // (where @modelcontextprotocol/sdk is, installed by
-// `npm ci --prefix testdata/npm-test`), and the SDK's modules.
+// `npm install --prefix testdata/npm-test`), and the SDK's modules.
 
 import path from "node:path";
 import readline from "node:readline";

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // shared.mjs is one client of the official TypeScript SDK
-// (@modelcontextprotocol/sdk, installed by `npm ci --prefix testdata/npm-test`)
+// (@modelcontextprotocol/sdk, installed by `npm install --prefix testdata/npm-test`)
 // that starts its server as a client does (StdioClientTransport) and does
 // what a Go test tells it, one JSON line at a time on stdin:
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // client.mjs is the official TypeScript SDK v2 client
 // (@modelcontextprotocol/client 2.4.0, installed by
-// `npm ci --prefix testdata/npm-test`) with its SkillsClient, the host side
+// `npm install --prefix testdata/npm-test`) with its SkillsClient, the host side
 // of the Skills extension (SEP-2640), reading every skill a server serves
 // and verifying every file against its entry (size, SHA-256 digest, and
 // for SKILL.md the frontmatter), as a host must before it loads a skill.

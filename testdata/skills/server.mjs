@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // server.mjs is a skills server made of the official TypeScript SDK v2's
 // own parts (@modelcontextprotocol/server 2.4.0, installed by
-// `npm ci --prefix testdata/npm-test`): its McpServer over stdio, with the
+// `npm install --prefix testdata/npm-test`): its McpServer over stdio, with the
 // Skills extension (io.modelcontextprotocol/skills, SEP-2640) serving every
 // skill folder under ROOT by the SDK's loadSkills: skills/list, skills/get,
 // the files as skill:// resources and resources/directory/read.
