@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -67,7 +68,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 	defer func() { _ = start() }() // a listen the hub ends before its first message: an empty stream, as before
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
-	headersBy := time.NewTimer(listenHeadersBy)
+	headersBy := time.NewTimer(cmp.Or(s.opts.listenHeadersBy, listenHeadersBy))
 	defer headersBy.Stop()
 	for {
 		select {
