@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,8 +27,8 @@ func TestLoadPathOfAClientsEntry(t *testing.T) {
 	t.Chdir(wd)
 	_, err = Load("pol.yaml")
 	want := "read config: open pol.yaml (relative to the working directory " + wd + ", which the client chose): no such file; give the config's absolute path in the client's entry"
-	if err == nil || err.Error() != want {
-		t.Fatalf("a relative path not there: %v\nwant %s", err, want)
+	if err == nil || err.Error() != want || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a relative path not there: %v\nwant %s, as fs.ErrNotExist", err, want)
 	}
 	if _, err := Load(filepath.Join(wd, "pol.yaml")); err == nil || err.Error() == want {
 		t.Fatalf("an absolute path not there: %v", err)
@@ -34,7 +36,7 @@ func TestLoadPathOfAClientsEntry(t *testing.T) {
 }
 
 // A config path that mistypes a file beside it (config.yml for
-// config.yaml) names that file.
+// config.yaml) names that file, and is fs.ErrNotExist all the same.
 func TestLoadPathMistyped(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -46,6 +48,9 @@ func TestLoadPathMistyped(t *testing.T) {
 		_, err := Load(path)
 		if want := "read config: open " + path + ": no such file; did you mean " + filepath.Join(dir, "quickstart.yaml") + "?"; err == nil || err.Error() != want {
 			t.Errorf("%s: %v\nwant %s", typo, err, want)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v is not fs.ErrNotExist, so a caller takes it for a config not valid", typo, err)
 		}
 	}
 	if _, err := Load(filepath.Join(dir, "other.yaml")); err == nil || strings.Contains(err.Error(), "did you mean") {
