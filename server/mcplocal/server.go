@@ -284,7 +284,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		if s.opts.UI == nil {
 			reply.Error = "this hub serves no inspector"
 		} else if ui, err := s.opts.UI(hello.Addr); err != nil {
-			reply.Error = err.Error()
+			reply.Error = clip.EchoText(err.Error()) // it may quote the Addr asked for
 		} else {
 			reply.UI = ui
 		}
@@ -355,7 +355,7 @@ func (s *Server) answerInbox(hello local.Hello, reply *local.Reply) {
 		err = s.hub.Inbox().Revoke(hello.ID, by)
 	}
 	if err != nil {
-		reply.Error = err.Error()
+		reply.Error = clip.EchoText(err.Error()) // it may quote the Hello's grant (its args' globs)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -397,18 +398,25 @@ func (l *logBuffer) String() string {
 }
 
 // What a bridge's Hello says (its version, op, profile, the names of the
-// variables it has otherwise) is quoted in the hub's log and its reply
-// cut, as what any client sends (clip.Echo): 64 KiB were quoted whole,
-// and a bridge could make every line of the hub's log a mebibyte.
+// variables it has otherwise; the address an inspector is asked for, a
+// grant's argument globs, which the errors of their refusals quote) is
+// quoted in the hub's log and its reply cut, as what any client sends
+// (clip.Echo, clip.EchoText): 64 KiB were quoted whole, and a bridge
+// could make every line of the hub's log a mebibyte.
 func TestHelloQuotedLittle(t *testing.T) {
 	logs := &logBuffer{}
-	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }}, "", slog.New(slog.NewTextHandler(logs, nil)))
+	// The inspector's refusal quotes the address asked for, as the
+	// command's (uiListenAddr, hubUI.serve) does.
+	ui := func(addr string) (*local.UI, error) { return nil, fmt.Errorf("bad --ui %q: not served here", addr) }
+	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }, UI: ui}, "", slog.New(slog.NewTextHandler(logs, nil)))
 	long := strings.Repeat("z", 64<<10)
 	for _, hello := range []local.Hello{
 		{Version: "v" + long, Op: local.OpSession},
 		{Version: "v1", Op: "op" + long},
 		{Version: "v1", Op: local.OpSession, Profile: "p" + long},
 		{Version: "v1", Op: local.OpSession, Env: map[string]string{"A" + long: "no such digest", "B" + long: "nor this"}},
+		{Version: "v1", Op: local.OpUI, Addr: "127.0.0.1:" + long},
+		{Version: "v1", Op: local.OpApprove, ID: "call", Grant: &approval.Options{Args: map[string]string{"path": "[" + long}}},
 	} {
 		if _, _, reply := h.dial(t, hello); reply.Error == "" || len(reply.Error) > 1<<10 {
 			t.Errorf("a Hello of 64 KiB fields: a reply error of %d bytes: %.200s", len(reply.Error), reply.Error)
