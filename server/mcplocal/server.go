@@ -299,8 +299,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			return
 		}
 		if differ := local.EnvDiffers(hello.Env, os.LookupEnv); len(differ) > 0 {
-			reply.Error = fmt.Sprintf("%v: %s", local.ErrEnv, strings.Join(differ, ", "))
-			s.logger.Warn("refused a bridge whose environment differs", "variables", differ)
+			// Each name is cut (EnvDiffers), and so is the list: a Hello
+			// may name 256.
+			names := clip.EchoText(strings.Join(differ, ", "))
+			reply.Error = fmt.Sprintf("%v: %s", local.ErrEnv, names)
+			s.logger.Warn("refused a bridge whose environment differs", "variables", names)
 			_ = local.WriteLine(c, reply)
 			return
 		}

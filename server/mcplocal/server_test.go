@@ -410,11 +410,16 @@ func TestHelloQuotedLittle(t *testing.T) {
 	ui := func(addr string) (*local.UI, error) { return nil, fmt.Errorf("bad --ui %q: not served here", addr) }
 	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }, UI: ui}, "", slog.New(slog.NewTextHandler(logs, nil)))
 	long := strings.Repeat("z", 64<<10)
+	many := map[string]string{} // as many names as a Hello may give, each long (the line is at most 1 MiB)
+	for i := range 256 {
+		many[fmt.Sprintf("V%d_%s", i, long[:2<<10])] = "no such digest"
+	}
 	for _, hello := range []local.Hello{
 		{Version: "v" + long, Op: local.OpSession},
 		{Version: "v1", Op: "op" + long},
 		{Version: "v1", Op: local.OpSession, Profile: "p" + long},
 		{Version: "v1", Op: local.OpSession, Env: map[string]string{"A" + long: "no such digest", "B" + long: "nor this"}},
+		{Version: "v1", Op: local.OpSession, Env: many},
 		{Version: "v1", Op: local.OpUI, Addr: "127.0.0.1:" + long},
 		{Version: "v1", Op: local.OpApprove, ID: "call", Grant: &approval.Options{Args: map[string]string{"path": "[" + long}}},
 	} {
