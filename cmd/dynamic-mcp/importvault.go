@@ -26,7 +26,11 @@ type literalSecret struct {
 func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
 	var out []literalSecret
 	for i, s := range servers {
-		for where, m := range map[string]map[string]string{"env": s.Env, "headers": s.Headers} {
+		for _, field := range []struct {
+			where string
+			m     map[string]string
+		}{{"env", s.Env}, {"headers", s.Headers}} { // in this order, every run
+			where, m := field.where, field.m
 			for _, k := range sortedKeys(m) {
 				if !clients.LiteralSecret(k, m[k]) {
 					continue
