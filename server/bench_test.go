@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/procuse"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 // BenchmarkStdioToolCall is one flat-mode tools/call through the hub's
@@ -35,9 +37,25 @@ func BenchmarkStdioToolCallMinimal(b *testing.B) {
 	benchToolCalls(b, fakeHubB(b, "-minimal"))
 }
 
+// BenchmarkStdioDynamicToolCallMinimal is BenchmarkStdioToolCallMinimal
+// in dynamic mode: the echo called through call_dynamic_tool, as
+// cmd/dynamic-mcp's BenchmarkStdioOverhead calls it in its dynamic lines.
+func BenchmarkStdioDynamicToolCallMinimal(b *testing.B) {
+	b.ReportAllocs()
+	yaml := strings.Replace(flatFakeYAML(b.TempDir(), "call_timeout: 5s", "    args: [\"-minimal\"]\n"), "mode: flat", "mode: dynamic", 1)
+	h, mgr := runHub(b, yaml, true)
+	waitFor(b, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	benchCalls(b, h, `{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"x"}}}`)
+}
+
 // benchToolCalls makes BenchmarkStdioToolCall's calls to h, whatever is
 // attached to it, so the variants measure only what they attach.
 func benchToolCalls(b *testing.B, h *Hub) {
+	benchCalls(b, h, `{"name":"f__echo","arguments":{"text":"x"}}`)
+}
+
+// benchCalls makes tools/call requests with params to h, one at a time.
+func benchCalls(b *testing.B, h *Hub, params string) {
 	c := servePipes(b, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
@@ -45,14 +63,16 @@ func benchToolCalls(b *testing.B, h *Hub) {
 	// One call before the loop: what a hub does once (the tool's schema
 	// compiled on its first call, about 20,000 allocations) is not a
 	// call's cost.
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
-	c.answer("1")
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+	if a := c.answer("1"); strings.Contains(a, `"isError":true`) || strings.Contains(a, `"error"`) {
+		b.Fatalf("the first call failed: %s", a)
+	}
 	i := 1
 	report := meterCalls(b)
 	for b.Loop() {
 		i++
 		id := fmt.Sprint(i)
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`)
 		c.answer(id)
 	}
 	report()

@@ -163,3 +163,42 @@ func TestRefusedVersionNotKept(t *testing.T) {
 		t.Error("a refused request of version 2099-01-01 made its legacy session a 2026-07-28 one (no more list_changed)")
 	}
 }
+
+// A subscriptions/listen is checked as any 2026-07-28 request is, though
+// it bypasses the request path: one without that version (a legacy
+// client's) is refused -32601, one stating a version the hub does not
+// serve -32022, one without capabilities -32602; and each leaves its
+// legacy session as it was, told of list changes unasked. Such listens
+// were served, and made the session a 2026-07-28 one for its life.
+func TestRefusedListenLeavesSession(t *testing.T) {
+	h := newTestHub(config.ModeFlat)
+	h.Run()
+	defer h.mgr.Close()
+	defer h.Close()
+	for i, tc := range []struct {
+		meta string
+		code int
+	}{
+		{``, -32601},
+		{`"_meta":{},`, -32601},
+		{`"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}},`, -32022},
+		{`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},`, -32602},
+	} {
+		l, err := h.Open(fmt.Sprintf("l%d", i), "stdio", facePeerStub{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing to listen for: a listen served ends at once.
+		params := json.RawMessage(`{` + tc.meta + `"notifications":{}}`)
+		res, err := l.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage(`"L"`), Method: "subscriptions/listen", Params: params,
+			Raw: append(append([]byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":`), params...), '}')})
+		var refusal *jsonrpc.Error
+		if !errors.As(err, &refusal) || refusal.Code != tc.code {
+			t.Errorf("a listen of params %s: %s %v, want %d", params, res, err, tc.code)
+		}
+		if l.sess.Modern() {
+			t.Errorf("a refused listen of params %s made its legacy session a 2026-07-28 one (no more list_changed)", params)
+		}
+		l.Close()
+	}
+}

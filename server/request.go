@@ -81,9 +81,28 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 	if msg.Method == listen.Method {
 		// Long-lived: served apart from the request path, which holds a
 		// snapshot (and its audit trail) until the request ends.
-		return s.hub.listens.Serve(ctx, s.sess, msg)
+		return s.hub.listen(ctx, s.sess, msg)
 	}
 	return s.hub.serve(ctx, s.sess, msg)
+}
+
+// listen serves a subscriptions/listen of sess once it is checked as the
+// request path checks a request of 2026-07-28 (era.Stage), which it
+// bypasses: a listen is that version's alone (-32601 in an older era, as
+// mcp-go's server answers), and one whose _meta states what the hub does
+// not serve is refused (era.CheckModern). A refused listen leaves its
+// session as it was: one of a legacy session, or of a version the hub
+// does not serve, made the session a 2026-07-28 one for its life (no more
+// list_changed outside listens).
+func (h *Hub) listen(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
+	params, _ := jsonrpc.ScanObject(msg.Params) // no object: refused below, stating nothing
+	if !era.StateOf(params, msg.Params).Modern {
+		return nil, clients.RequiresModern(msg.Method)
+	}
+	if err := era.CheckModern(msg.Method, params.Field("_meta")); err != nil {
+		return nil, err
+	}
+	return h.listens.Serve(ctx, sess, msg)
 }
 
 // recovered, deferred by a face's way into the hub (Session.Request,

@@ -98,7 +98,14 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, r := range renamed {
 		fmt.Fprintln(stderr, "note:", r)
 	}
-	if found := literalSecrets(servers, keys); len(found) > 0 {
+	cfg, err := readConfigDoc(out)
+	if err != nil {
+		return err
+	}
+	// A group the merge leaves alone keeps what it has: its server's
+	// secrets are not the config's, so they go nowhere.
+	kept := func(i int) bool { return force || cfg.group(keys[i]) < 0 }
+	if found := literalSecrets(servers, keys, kept); len(found) > 0 {
 		more, them := " ...", "them" // more follows the first secret's name when there are others
 		if len(found) == 1 {
 			more, them = "", "it"
@@ -121,7 +128,7 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				plural(len(found), "secret"), out, strings.Join(each, ", "))
 		}
 	}
-	added, skipped, backup, err := mergeIntoConfig(out, servers, keys, force)
+	added, skipped, backup, err := mergeIntoConfig(cfg, servers, keys, force)
 	if err != nil {
 		return err
 	}
@@ -384,52 +391,74 @@ func groupNode(s clients.Server) *yaml.Node {
 	return n
 }
 
-// mergeIntoConfig adds servers as groups named keys to the YAML config at
-// path, creating it if needed, after a backup of the file it changes. A
-// group already in the file is left alone, or replaced with force.
-func mergeIntoConfig(path string, servers []clients.Server, keys []string, force bool) (added, skipped []string, backup string, err error) {
-	var doc yaml.Node
+// configDoc is the YAML config import merges into, as read.
+type configDoc struct {
+	path   string
+	old    []byte     // the file as it was; nil when there was none
+	doc    yaml.Node  // old parsed, or a new config's start
+	groups *yaml.Node // doc's groups: map
+}
+
+// readConfigDoc reads the YAML config at path for mergeIntoConfig; a
+// missing file is a new config.
+func readConfigDoc(path string) (*configDoc, error) {
+	c := &configDoc{path: path}
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		old = nil
 	case err != nil:
-		return nil, nil, "", err
+		return nil, err
 	}
+	c.old = old
 	if len(old) > 0 {
-		if err := yaml.Unmarshal(old, &doc); err != nil {
-			return nil, nil, "", fmt.Errorf("%s is not YAML, so nothing was written: %w", path, err)
+		if err := yaml.Unmarshal(old, &c.doc); err != nil {
+			return nil, fmt.Errorf("%s is not YAML, so nothing was written: %w", path, err)
 		}
 	}
-	if len(doc.Content) == 0 {
+	if len(c.doc.Content) == 0 {
 		// A new config is in mode: auto (flat for a client that searches
 		// tools itself, dynamic for the rest); a config import adds to
 		// keeps its mode, or its lack of one (dynamic).
 		mode := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("mode"), scalar(string(config.ModeAuto))}}
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mode}}
+		c.doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mode}}
 	}
-	root := doc.Content[0]
+	root := c.doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, nil, "", fmt.Errorf("%s is not a dynamic-mcp config (its top level is not a map)", path)
+		return nil, fmt.Errorf("%s is not a dynamic-mcp config (its top level is not a map)", path)
 	}
-	var groups *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "groups" {
-			groups = root.Content[i+1]
+			c.groups = root.Content[i+1]
 		}
 	}
-	if groups == nil || groups.Kind != yaml.MappingNode {
-		groups = &yaml.Node{Kind: yaml.MappingNode}
-		root.Content = append(root.Content, scalar("groups"), groups)
+	if c.groups == nil || c.groups.Kind != yaml.MappingNode {
+		c.groups = &yaml.Node{Kind: yaml.MappingNode}
+		root.Content = append(root.Content, scalar("groups"), c.groups)
 	}
+	return c, nil
+}
+
+// group is where group key's name is in c.groups' Content, or -1.
+func (c *configDoc) group(key string) int {
+	at := -1
+	for i := 0; i+1 < len(c.groups.Content); i += 2 {
+		if c.groups.Content[i].Value == key {
+			at = i
+		}
+	}
+	return at
+}
+
+// mergeIntoConfig adds servers as groups named keys to the YAML config c
+// (readConfigDoc), creating its file if needed, after a backup of the
+// file it changes. A group already in the file is left alone (skipped),
+// or replaced with force.
+func mergeIntoConfig(c *configDoc, servers []clients.Server, keys []string, force bool) (added, skipped []string, backup string, err error) {
+	path, old, doc, groups := c.path, c.old, &c.doc, c.groups
 	for i, s := range servers {
 		key := keys[i]
-		at := -1
-		for i := 0; i+1 < len(groups.Content); i += 2 {
-			if groups.Content[i].Value == key {
-				at = i
-			}
-		}
+		at := c.group(key)
 		switch {
 		case at >= 0 && !force:
 			skipped = append(skipped, key)
@@ -447,7 +476,7 @@ func mergeIntoConfig(path string, servers []clients.Server, keys []string, force
 	var b strings.Builder
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, nil, "", err
 	}
 	out := []byte(b.String())

@@ -16,30 +16,40 @@ import (
 
 // literalSecret is one literal secret an import found.
 type literalSecret struct {
+	at                 int    // the server's index in the import
 	server, where, key string // where: "env" or "headers"
-	name               string // the vault's name for it
+	name               string // the vault's plain name for it (vaultName)
 }
 
 // literalSecrets finds the literal secrets of servers' env variables and
 // headers (clients.LiteralSecret: named like one, or looking like a
-// token; a ${VAR} is already out of the file).
-func literalSecrets(servers []clients.Server, keys []string) []literalSecret {
+// token; a ${VAR} is already out of the file), of the servers i the
+// config takes (take(i)).
+func literalSecrets(servers []clients.Server, keys []string, take func(i int) bool) []literalSecret {
 	var out []literalSecret
 	for i, s := range servers {
-		for _, field := range []struct {
-			where string
-			m     map[string]string
-		}{{"env", s.Env}, {"headers", s.Headers}} { // in this order, every run
-			where, m := field.where, field.m
+		if !take(i) {
+			continue
+		}
+		for _, where := range []string{"env", "headers"} {
+			m := secretsOf(&servers[i], where)
 			for _, k := range sortedKeys(m) {
 				if !clients.LiteralSecret(k, m[k]) {
 					continue
 				}
-				out = append(out, literalSecret{server: s.Name, where: where, key: k, name: vaultName(keys[i], k)})
+				out = append(out, literalSecret{at: i, server: s.Name, where: where, key: k, name: vaultName(keys[i], k)})
 			}
 		}
 	}
 	return out
+}
+
+// secretsOf is s's env ("env") or headers.
+func secretsOf(s *clients.Server, where string) map[string]string {
+	if where == "env" {
+		return s.Env
+	}
+	return s.Headers
 }
 
 // vaultName is the name a literal secret of a server is given in the
@@ -60,6 +70,9 @@ var nonName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 
 // moveSecrets keeps each literal secret of servers in the vault of the
 // config at out's state directory and puts ${secret:NAME} in its place.
+// No secret in the vault is overwritten: a name that holds another value
+// is passed over for the next free one (NAME_2, NAME_3 ...), and a name
+// that holds the same value is used as it is.
 func moveSecrets(servers []clients.Server, found []literalSecret, out string, stdout io.Writer) error {
 	var secrets *vault.Secrets
 	if _, err := os.Stat(out); err == nil {
@@ -81,24 +94,44 @@ func moveSecrets(servers []clients.Server, found []literalSecret, out string, st
 		}
 		secrets = vault.NewSecrets(config.Home(), v)
 	}
+	have, err := secrets.All()
+	if err != nil {
+		return err
+	}
 	for _, f := range found {
-		for i := range servers {
-			s := &servers[i]
-			if s.Name != f.server {
-				continue
-			}
-			m := s.Env
-			if f.where == "headers" {
-				m = s.Headers
-			}
-			// What the import read is escaped for the config ($ as $$);
-			// the vault keeps the value itself.
-			if err := secrets.Set(f.name, strings.ReplaceAll(m[f.key], "$$", "$")); err != nil {
+		m := secretsOf(&servers[f.at], f.where)
+		// What the import read is escaped for the config ($ as $$);
+		// the vault keeps the value itself.
+		value := strings.ReplaceAll(m[f.key], "$$", "$")
+		name, there := freeName(have, f.name, value)
+		if !there {
+			if err := secrets.Set(name, value); err != nil {
 				return err
 			}
-			m[f.key] = "${secret:" + f.name + "}"
-			fmt.Fprintf(stdout, "moved %s %s of %s into the vault as ${secret:%s}\n", f.where, f.key, f.server, f.name)
+			have[name] = value
 		}
+		m[f.key] = "${secret:" + name + "}"
+		var why string
+		switch {
+		case name != f.name:
+			why = fmt.Sprintf(" (not %s: the vault's %s is another secret)", f.name, f.name)
+		case there:
+			why = " (already there)"
+		}
+		fmt.Fprintf(stdout, "moved %s %s of %s into the vault as ${secret:%s}%s\n", f.where, f.key, f.server, name, why)
 	}
 	return nil
+}
+
+// freeName is the vault name for value: plain, or plain_2, plain_3 ...,
+// the first that is not in have or holds value there (there: it does).
+func freeName(have map[string]string, plain, value string) (name string, there bool) {
+	name = plain
+	for n := 2; ; n++ {
+		v, ok := have[name]
+		if !ok || v == value {
+			return name, ok
+		}
+		name = fmt.Sprintf("%s_%d", plain, n)
+	}
 }

@@ -166,7 +166,11 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 		if def, _ := filepath.Abs(config.ExpandHome(defaultConfigPath())); def != absCfg {
 			imp += " -o " + absCfg
 		}
-		return fmt.Errorf("no config at %s, so nothing was installed: import the client's servers into it first (%s), or name another config with -c FILE", absCfg, imp)
+		mean := "" // a -c that mistypes a file beside it (config.yml): that file first
+		if missing := (*config.MissingError)(nil); errors.As(err, &missing) && missing.Near != "" {
+			mean = "did you mean " + missing.Near + "? If not, "
+		}
+		return fmt.Errorf("no config at %s, so nothing was installed: %simport the client's servers into it first (%s), or name another config with -c FILE", absCfg, mean, imp)
 	}
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
@@ -310,7 +314,7 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "%s: %s now starts dynamic-mcp (serve -c %s)\n", client.Title, target, absCfg)
 	}
-	if client.Name == "codex" && clients.WroteCodexGrace(out) {
+	if client.Name == "codex" && clients.WroteCodexGrace(out) && !clients.WroteCodexGrace(old) { // not again on a reinstall
 		fmt.Fprintf(stdout, "  and sets %s for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n", clients.CodexStartupGrace)
 	}
 	if backup != "" {

@@ -253,8 +253,27 @@ func TestInstallBeforeImportSaysImportFirst(t *testing.T) {
 	}
 }
 
+// install -c of a path that mistypes a config beside it (config.yml)
+// says there is no config there, naming the one it likely meant, and to
+// import first; not that the config is not valid.
+func TestInstallMistypedConfigSaysNoConfig(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	there := filepath.Join(home, "config.yaml")
+	if err := os.WriteFile(there, []byte("groups:\n  a: {description: x, command: a}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(home, "config.yml")
+	_, errOut, err := runBinary(t, home, "install", "codex", "-c", typo, "--dry-run")
+	want := "no config at " + typo + ", so nothing was installed: did you mean " + there + "? If not, import the client's servers into it first (dynamic-mcp import codex -o " + typo + "), or name another config with -c FILE"
+	if err == nil || !strings.Contains(errOut, want) || strings.Contains(errOut, "not valid") {
+		t.Errorf("install -c %s: %v\n%s\nwant %s", typo, err, errOut, want)
+	}
+}
+
 // install codex says it sets Codex's startup grace, a Codex-wide key,
-// when it writes it, and says nothing of it when the file sets the key.
+// when it writes it, and says nothing of it when the file sets the key,
+// its own or an earlier install's line.
 func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -263,6 +282,11 @@ func TestInstallCodexSaysItSetsTheStartupGrace(t *testing.T) {
 	want := "  and sets mcp_optional_startup_grace_ms = 0 for all of Codex: its first turn waits for its MCP servers to start, each up to its startup_timeout_sec, not 1 s (see docs/troubleshooting.md)\n"
 	if err != nil || !strings.Contains(out, want) {
 		t.Errorf("install: %v; want %q in\n%s%s", err, want, out, errOut)
+	}
+	// Installed again, the line is the earlier install's: not said again.
+	out, errOut, err = runBinary(t, home, "install", "codex", "-c", cfg, "--force")
+	if err != nil || strings.Contains(out, "startup_grace") {
+		t.Errorf("install again: %v\n%s%s", err, out, errOut)
 	}
 	if _, errOut, err := runBinary(t, home, "uninstall", "codex"); err != nil {
 		t.Fatalf("uninstall: %v\n%s", err, errOut)
@@ -290,7 +314,7 @@ func TestInstallCodexCRLF(t *testing.T) {
 	for _, run := range []string{"install", "install again"} {
 		out, errOut, err := runBinary(t, home, "install", "codex", "-c", cfg, "--force")
 		now, _ := os.ReadFile(path)
-		if err != nil || !strings.Contains(out, "sets mcp_optional_startup_grace_ms = 0") ||
+		if err != nil || strings.Contains(out, "sets mcp_optional_startup_grace_ms = 0") != (run == "install") ||
 			bytes.Count(now, []byte("\n")) != bytes.Count(now, []byte("\r\n")) || !bytes.HasPrefix(now, []byte("\xef\xbb\xbf"+clients.CodexStartupGrace)) {
 			t.Fatalf("%s: %v\n%s%s\nwrote %q", run, err, out, errOut, now)
 		}

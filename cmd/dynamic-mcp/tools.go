@@ -149,7 +149,7 @@ func (l toolLines) print(w io.Writer) {
 }
 
 // noGroup is the error of a group name cfg has not: the one it most
-// likely meant, else the groups it has.
+// likely meant, else the groups it has, or that it has none.
 func noGroup(cfg *config.Config, name string) error {
 	var names []string
 	for _, g := range cfg.Groups {
@@ -157,6 +157,9 @@ func noGroup(cfg *config.Config, name string) error {
 	}
 	if near := config.Nearest(name, names); near != "" {
 		return fmt.Errorf("no group %q in %s: did you mean %s?", name, cfg.Path, near)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no group %q in %s: the config has no groups", name, cfg.Path)
 	}
 	return fmt.Errorf("no group %q in %s (its groups: %s)", name, cfg.Path, strings.Join(names, ", "))
 }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // tools lines up the descriptions of every group's tools in one column,
@@ -35,7 +37,7 @@ func TestToolsColumnsLineUpAcrossGroups(t *testing.T) {
 }
 
 // tools of a group the config has not names the one it most likely
-// meant, else the groups there are.
+// meant, else the groups there are, or says there are none.
 func TestToolsOfNoSuchGroup(t *testing.T) {
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
@@ -47,5 +49,10 @@ func TestToolsOfNoSuchGroup(t *testing.T) {
 		if _, errOut, code := runCommand(t, "", "tools", "-c", cfg, arg); code != 1 || !strings.Contains(errOut, want) {
 			t.Errorf("tools %s: exit %d\n%s\nwant %s", arg, code, errOut, want)
 		}
+	}
+	// A config that loads has a group; one narrowed to none (a view of
+	// it) is said to have none, not "(its groups: )".
+	if err := noGroup(&config.Config{Path: "c.yaml"}, "web"); err == nil || err.Error() != `no group "web" in c.yaml: the config has no groups` {
+		t.Errorf("no group of a config with none: %v", err)
 	}
 }

@@ -85,7 +85,7 @@ func (p *Protocol) Answer(req Request) (json.RawMessage, error) {
 		}
 		return setLevel(req.Session, r.Params.Level)
 	case string(mcp.MethodServerDiscover), string(mcp.MethodSubscriptionsListen):
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, fmt.Sprintf("%q requires protocol version %s or later", method, mcp.ProtocolVersion20260728))
+		return nil, RequiresModern(method)
 	}
 	return nil, methodNotFound(method)
 }
@@ -179,6 +179,13 @@ func unmarshalRequest(msg *jsonrpc.Message, v any) error {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unparsable %s request: %s", msg.Method, err))
 	}
 	return nil
+}
+
+// RequiresModern refuses method, one of 2026-07-28's own (server/discover,
+// subscriptions/listen), asked in an older era: as a method that does
+// not exist there, as mcp-go's server does.
+func RequiresModern(method string) *jsonrpc.Error {
+	return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, fmt.Sprintf("%q requires protocol version %s or later", method, mcp.ProtocolVersion20260728))
 }
 
 // methodNotFound answers a method that does not exist (-32601).

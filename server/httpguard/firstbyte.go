@@ -151,7 +151,10 @@ const (
 func (c *firstByteConn) SetReadDeadline(t time.Time) error {
 	if c.started.Load() {
 		state := int32(0)
-		if t.After(time.Now()) && c.deadlineSet.Load() && c.readSince.Load() {
+		// The clock is read last, only for a deadline that may be a
+		// header deadline: net/http sets eight or so a request, most of
+		// them zero or following a zero one.
+		if !t.IsZero() && c.deadlineSet.Load() && c.readSince.Load() && t.After(time.Now()) {
 			state = laterRequest
 			c.headerWait.Store(int64(time.Until(t)))
 		}

@@ -96,15 +96,26 @@ func (h *heldBytes) release() {
 // a client that trickles its body is cut off. The deadline is lifted
 // afterwards, so that a response stream is not cut by it. A body of known
 // length is read into a buffer of that size, without the doubling of
-// io.ReadAll.
+// io.ReadAll. A body read to its end is closed: net/http then has
+// nothing left to drain before the response (it copied the rest of an
+// open body to io.Discard, an allocation, a pooled buffer and one more
+// read each request, finding nothing). One read short of its end (over
+// the limit) is left open, for net/http to drain or to close the
+// connection over, as before.
 func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(b.timeout))
 	defer rc.SetReadDeadline(time.Time{})
+	var body []byte
+	var err error
 	if r.ContentLength >= 0 {
-		body := make([]byte, r.ContentLength)
-		_, err := io.ReadFull(r.Body, body)
-		return body, err
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	}
-	return io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if err == nil && len(body) <= limit {
+		_ = r.Body.Close()
+	}
+	return body, err
 }

@@ -224,7 +224,9 @@ func TestHTTPListensCapped(t *testing.T) {
 func TestHTTPListenRefusedAs400(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
-	hs, ts := serveHTTP(t, h)
+	// The refusal comes as soon as the hub takes the listen; the headers
+	// wait for it here however long a busy machine takes.
+	hs, ts := serveHTTPSmall(t, h, Options{listenHeadersBy: time.Hour}, nil)
 	for _, params := range []string{
 		modernMeta,                        // no notifications
 		modernMeta + `,"notifications":7`, // not an object
@@ -241,4 +243,53 @@ func TestHTTPListenRefusedAs400(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, "the refused listens' sessions to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+}
+
+// A listen whose acknowledgement waits (the resource it names is an
+// upstream's that is still starting) has its response headers while it
+// waits: go-sdk's client sends a listen (its Subscribe) and waits for
+// them, whatever its context. The upstream is let start only once the
+// headers are in, so its acknowledgement agrees to the resource only if
+// they came first: headers that waited for it came with an
+// acknowledgement that had given up on the upstream (at its connect
+// timeout) and agreed to nothing.
+func TestHTTPListenHeadersWhileAckWaits(t *testing.T) {
+	t.Parallel()
+	h, open := coldHub(t)
+	_, ts := serveHTTP(t, h)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := testClient.Do(listenRequest(ctx, ts.URL, `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"resourceSubscriptions":["mem://a"]}}}`))
+		got <- result{resp, err}
+	}()
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("no response headers to the listen")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.resp.Body.Close()
+	if ct := r.resp.Header.Get("Content-Type"); r.resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("listen answered %d %s", r.resp.StatusCode, ct)
+	}
+	open()
+	sc := bufio.NewScanner(r.resp.Body)
+	for sc.Scan() { // bounded by the upstream's start: startup_wait
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if !strings.Contains(data, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(data, `"resourceSubscriptions":["mem://a"]`) {
+				t.Errorf("the headers came with the acknowledgement, which did not wait for the upstream: %s", data)
+			}
+			return
+		}
+	}
+	t.Fatalf("the stream ended without the acknowledgement: %v", sc.Err())
 }

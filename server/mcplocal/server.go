@@ -26,6 +26,7 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
@@ -267,8 +268,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		s.mark(c, connControl)
 	}
 	if hello.Version != s.opts.Version {
-		reply.Error = fmt.Sprintf("%v: the hub is %s, the bridge %s", local.ErrVersion, s.opts.Version, hello.Version)
-		s.logger.Warn("refused a bridge of another version", "bridge", hello.Version)
+		reply.Error = fmt.Sprintf("%v: the hub is %s, the bridge %s", local.ErrVersion, s.opts.Version, clip.Echo(hello.Version))
+		s.logger.Warn("refused a bridge of another version", "bridge", clip.Echo(hello.Version))
 		_ = local.WriteLine(c, reply)
 		return
 	}
@@ -293,7 +294,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		_ = local.WriteLine(c, reply)
 	case local.OpSession:
 		if hello.Profile != "" && !s.hub.HasProfile(hello.Profile) {
-			reply.Error = fmt.Sprintf("the config has no profile %q", hello.Profile)
+			reply.Error = fmt.Sprintf("the config has no profile %q", clip.Echo(hello.Profile))
 			_ = local.WriteLine(c, reply)
 			return
 		}
@@ -326,7 +327,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 		s.logger.Info("client left", "session", id)
 	default:
-		reply.Error = fmt.Sprintf("unknown op %q", hello.Op)
+		reply.Error = fmt.Sprintf("unknown op %q", clip.Echo(hello.Op))
 		_ = local.WriteLine(c, reply)
 	}
 }

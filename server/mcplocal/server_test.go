@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,12 @@ func startWith(t *testing.T, opts Options) *harness { return startGroup(t, opts,
 // inside: "policy: [...]").
 func startGroup(t *testing.T, opts Options, more string) *harness {
 	t.Helper()
+	return startLogged(t, opts, more, slog.New(slog.DiscardHandler))
+}
+
+// startLogged is startGroup logging to logger.
+func startLogged(t *testing.T, opts Options, more string, logger *slog.Logger) *harness {
+	t.Helper()
 	state := t.TempDir()
 	if more != "" {
 		more = ", " + more
@@ -70,7 +77,6 @@ func startGroup(t *testing.T, opts Options, more string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
 	mgr := upstream.New(cfg, logger)
 	hub, err := server.New(cfg, mgr, logger)
 	if err != nil {
@@ -369,5 +375,77 @@ func TestIdleWaitsForHello(t *testing.T) {
 	io.WriteString(c, initialize("late"))
 	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, `"protocolVersion"`) {
 		t.Fatalf("initialize: %q %v", line, err)
+	}
+}
+
+// logBuffer is a log's text, written by any goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// What a bridge's Hello says (its version, op, profile, the names of the
+// variables it has otherwise) is quoted in the hub's log and its reply
+// cut, as what any client sends (clip.Echo): 64 KiB were quoted whole,
+// and a bridge could make every line of the hub's log a mebibyte.
+func TestHelloQuotedLittle(t *testing.T) {
+	logs := &logBuffer{}
+	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }}, "", slog.New(slog.NewTextHandler(logs, nil)))
+	long := strings.Repeat("z", 64<<10)
+	for _, hello := range []local.Hello{
+		{Version: "v" + long, Op: local.OpSession},
+		{Version: "v1", Op: "op" + long},
+		{Version: "v1", Op: local.OpSession, Profile: "p" + long},
+		{Version: "v1", Op: local.OpSession, Env: map[string]string{"A" + long: "no such digest", "B" + long: "nor this"}},
+	} {
+		if _, _, reply := h.dial(t, hello); reply.Error == "" || len(reply.Error) > 1<<10 {
+			t.Errorf("a Hello of 64 KiB fields: a reply error of %d bytes: %.200s", len(reply.Error), reply.Error)
+		}
+	}
+	// Each logged before its reply was written.
+	if s := logs.String(); !strings.Contains(s, "refused a bridge of another version") || !strings.Contains(s, "refused a bridge whose environment differs") {
+		t.Fatalf("the refusals are not logged:\n%.2000s", s)
+	}
+	for line := range strings.Lines(logs.String()) {
+		if len(line) > 2<<10 {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+}
+
+// A bridge that passes its own connection to the hub as the client's
+// stdin and stdout is refused: the hub would read what it writes to
+// itself, and, holding the bridge's end, never see the bridge go; the
+// session, and the three descriptors, were held for the hub's life (and
+// kept it from its idle stop).
+func TestPassedOwnConnectionRefused(t *testing.T) {
+	h := start(t, 0)
+	c, br, reply := h.dial(t, local.Hello{Version: "v1", Op: local.OpSession, Pass: true})
+	if reply.Error != "" {
+		t.Fatal(reply.Error)
+	}
+	f, err := c.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.SendFiles(c, f, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // bounds a hang, not a timing
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("the hub did not close the connection it was passed as stdio: %v", err)
 	}
 }

@@ -109,7 +109,15 @@ func (t *Traffic) Send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 // that owns its connections, or nil for the server's shared connection.
 // The hop is observed as c's, and its result noted on c (HopResult).
 func (t *Traffic) RequestOn(ctx context.Context, c *call.Call, owner call.Owner, s call.Upstream, on call.ConnID, method string, params any, timeout time.Duration) (json.RawMessage, call.ConnID, error) {
-	p := &observedHop{hp: call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}}
+	hp := call.Hop{Call: c, Owner: owner, Server: s, On: on, Method: method, Params: params, Timeout: timeout}
+	if t.Observer() == nil {
+		// None watches (a desktop's hub without --ui): the hop alone,
+		// without the room for what observers are shown.
+		alone := new(call.Hop)
+		*alone = hp
+		return t.hop(ctx, alone, nil)
+	}
+	p := &observedHop{hp: hp}
 	return t.hop(ctx, &p.hp, &p.seen)
 }
 

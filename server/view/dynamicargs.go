@@ -23,46 +23,63 @@ func ParseDynamicArgs(arguments json.RawMessage) (DynamicArgs, error) {
 	if scanDynamicArgs(arguments, &args) {
 		return args, nil
 	}
-	args = DynamicArgs{}
+	return unmarshalDynamicArgs(arguments)
+}
+
+// unmarshalDynamicArgs is ParseDynamicArgs through json.Unmarshal, apart
+// so that what Unmarshal is given (and so moves to the heap) is not
+// ParseDynamicArgs' own: the usual call allocates nothing for it.
+func unmarshalDynamicArgs(arguments json.RawMessage) (DynamicArgs, error) {
+	var args DynamicArgs
 	err := json.Unmarshal(arguments, &args)
 	return args, err
 }
 
-// scanDynamicArgs is ParseDynamicArgs' one scan; false when arguments are
-// not of the usual shape.
+// scanDynamicArgs is ParseDynamicArgs' one scan, which keeps nothing of
+// it (jsonrpc.EachMember); false when arguments are not of the usual
+// shape.
 func scanDynamicArgs(arguments json.RawMessage, args *DynamicArgs) bool {
-	o, err := jsonrpc.ScanObject(arguments)
-	if err != nil {
-		return false
-	}
-	found := 0
-	for _, s := range [...]struct {
+	strs := [...]struct {
 		key  string
 		into *string
-	}{{"group", &args.Group}, {"name", &args.Name}} {
-		switch v := o.Field(s.key); {
-		case v == nil:
-		case string(v) == "null": // leaves the string as it was, as Unmarshal does
-			found++
-		default:
-			str, ok := jsonrpc.StringValue(v)
-			if !ok {
-				return false // Unmarshal's error says which type it got
-			}
-			*s.into = str
-			found++
-		}
-	}
-	for _, r := range [...]struct {
+	}{{"group", &args.Group}, {"name", &args.Name}}
+	raws := [...]struct {
 		key  string
 		into *json.RawMessage
-	}{{"args", &args.Args}, {"arguments", &args.Arguments}, {"query", &args.Query}, {"limit", &args.Limit}} {
-		if v := o.Field(r.key); v != nil {
-			*r.into = json.RawMessage(v)
-			found++
+	}{{"args", &args.Args}, {"arguments", &args.Arguments}, {"query", &args.Query}, {"limit", &args.Limit}}
+	var seen [len(strs) + len(raws)]bool
+	usual := true
+	// usual stays true only while each member is one of these, once: a
+	// member that is none of them, one twice, or a name that is not a
+	// string is left to Unmarshal.
+	member := func(key, v []byte) bool {
+		for i, s := range strs {
+			if !jsonrpc.KeyEquals(key, s.key) {
+				continue
+			}
+			if usual = !seen[i]; !usual {
+				return false
+			}
+			seen[i] = true
+			if string(v) == "null" { // leaves the string as it was, as Unmarshal does
+				return true
+			}
+			*s.into, usual = jsonrpc.StringValue(v) // not ok: Unmarshal's error says which type it got
+			return usual
 		}
+		for i, r := range raws {
+			if !jsonrpc.KeyEquals(key, r.key) {
+				continue
+			}
+			if usual = !seen[len(strs)+i]; !usual {
+				return false
+			}
+			seen[len(strs)+i] = true
+			*r.into = json.RawMessage(v)
+			return true
+		}
+		usual = false
+		return false
 	}
-	// A member that is none of these, or one twice (Field gives nil for
-	// it), is left to Unmarshal.
-	return found == o.Len()
+	return jsonrpc.EachMember(arguments, member) == nil && usual
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"sort"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
 // ErrEnv is a hub's refusal of a bridge whose values of the variables the
@@ -41,7 +43,8 @@ func envDigest(v string, ok bool) string {
 }
 
 // EnvDiffers names the variables of digests (a bridge's EnvDigests) whose
-// values lookup has otherwise, sorted; nil when all agree.
+// values lookup has otherwise, sorted, each name cut as an echo of what a
+// client sent (clip.Echo: the hub logs them); nil when all agree.
 func EnvDiffers(digests map[string]string, lookup func(string) (string, bool)) []string {
 	if len(digests) > maxEnvNames {
 		return []string{"(too many variables)"}
@@ -49,7 +52,7 @@ func EnvDiffers(digests map[string]string, lookup func(string) (string, bool)) [
 	var out []string
 	for name, d := range digests {
 		if envDigest(lookup(name)) != d {
-			out = append(out, name)
+			out = append(out, clip.Echo(name))
 		}
 	}
 	sort.Strings(out)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -37,7 +38,8 @@ func SendFiles(c *net.UnixConn, files ...*os.File) error {
 // Close ends a read in progress. With own, a passed pipe is opened again
 // as the process's own (OwnPipe) and its descriptor closed, its flags
 // (the sender's too) left as they were; what cannot be is made
-// non-blocking as it is passed.
+// non-blocking as it is passed. A socket connected to c's own address (a
+// connection to this hub, see connectedTo) is refused.
 func ReceiveFiles(c *net.UnixConn, own bool, names ...string) ([]*os.File, error) {
 	oob := make([]byte, syscall.CmsgSpace(4*len(names)))
 	_, oobn, _, _, err := c.ReadMsgUnix(make([]byte, 1), oob)
@@ -62,6 +64,12 @@ func ReceiveFiles(c *net.UnixConn, own bool, names ...string) ([]*os.File, error
 		}
 		return nil, errors.New("receive files: the bridge passed " + fmt.Sprint(len(fds)) + ", want " + fmt.Sprint(len(names)))
 	}
+	if to := c.LocalAddr().String(); slices.ContainsFunc(fds, func(fd int) bool { return connectedTo(fd, to) }) {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return nil, errors.New("receive files: the bridge passed a connection to this hub, which would wait on itself")
+	}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {
 		if own {
@@ -76,6 +84,16 @@ func ReceiveFiles(c *net.UnixConn, own bool, names ...string) ([]*os.File, error
 		files[i] = os.NewFile(uintptr(fd), names[i])
 	}
 	return files, nil
+}
+
+// connectedTo reports whether fd is a socket connected to the Unix socket
+// at path: passed as a client's stdin or stdout, a connection to the hub
+// (the bridge's own, or another's) would have the hub wait on itself, and
+// hold that connection's session, and the one it came in, for ever.
+func connectedTo(fd int, path string) bool {
+	sa, err := unix.Getpeername(fd)
+	u, ok := sa.(*unix.SockaddrUnix)
+	return err == nil && ok && path != "" && u.Name == path
 }
 
 // ownPassedFD is the passed pipe fd opened again for the way it was

@@ -701,6 +701,19 @@ func nearFile(path string) string {
 	return ""
 }
 
+// MissingError is Load's error for a config that is not there, said
+// with what may help (a near name, what a relative path is relative
+// to); it wraps the open's error, so errors.Is(err, fs.ErrNotExist)
+// tells it from a config that is there and not valid.
+type MissingError struct {
+	Near string // the file beside it whose name the path most likely mistypes; "" for none
+	msg  string
+	err  error
+}
+
+func (e *MissingError) Error() string { return e.msg }
+func (e *MissingError) Unwrap() error { return e.err }
+
 // Load is Loader.Load without secrets.
 func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 
@@ -711,12 +724,16 @@ func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 func (l Loader) Load(path string) (*Config, error) {
 	path = expandHome(path)
 	f, err := os.Open(path)
-	if near := nearFile(path); errors.Is(err, fs.ErrNotExist) && near != "" {
-		return nil, fmt.Errorf("read config: open %s: no such file; did you mean %s?", path, near)
-	}
-	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
-		wd, _ := os.Getwd()
-		return nil, fmt.Errorf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory is read for a near name only now: a config
+		// that opens is loaded at every start and reload.
+		if near := nearFile(path); near != "" {
+			return nil, &MissingError{Near: near, err: err, msg: fmt.Sprintf("read config: open %s: no such file; did you mean %s?", path, near)}
+		}
+		if !filepath.IsAbs(path) {
+			wd, _ := os.Getwd()
+			return nil, &MissingError{err: err, msg: fmt.Sprintf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,8 +27,8 @@ func TestLoadPathOfAClientsEntry(t *testing.T) {
 	t.Chdir(wd)
 	_, err = Load("pol.yaml")
 	want := "read config: open pol.yaml (relative to the working directory " + wd + ", which the client chose): no such file; give the config's absolute path in the client's entry"
-	if err == nil || err.Error() != want {
-		t.Fatalf("a relative path not there: %v\nwant %s", err, want)
+	if err == nil || err.Error() != want || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a relative path not there: %v\nwant %s, as fs.ErrNotExist", err, want)
 	}
 	if _, err := Load(filepath.Join(wd, "pol.yaml")); err == nil || err.Error() == want {
 		t.Fatalf("an absolute path not there: %v", err)
@@ -33,7 +36,7 @@ func TestLoadPathOfAClientsEntry(t *testing.T) {
 }
 
 // A config path that mistypes a file beside it (config.yml for
-// config.yaml) names that file.
+// config.yaml) names that file, and is fs.ErrNotExist all the same.
 func TestLoadPathMistyped(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -46,8 +49,42 @@ func TestLoadPathMistyped(t *testing.T) {
 		if want := "read config: open " + path + ": no such file; did you mean " + filepath.Join(dir, "quickstart.yaml") + "?"; err == nil || err.Error() != want {
 			t.Errorf("%s: %v\nwant %s", typo, err, want)
 		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v is not fs.ErrNotExist, so a caller takes it for a config not valid", typo, err)
+		}
 	}
 	if _, err := Load(filepath.Join(dir, "other.yaml")); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("a name not close: %v", err)
+	}
+}
+
+// A config that opens is loaded without reading its directory: the
+// names beside it are looked at for a mistyped path only, not at every
+// start and reload (a config in a crowded home directory).
+//
+// Not parallel: AllocsPerRun counts the allocations of the whole process.
+func TestLoadReadsNoDirectoryOfAConfigThere(t *testing.T) {
+	const body = "groups:\n  a: { description: x, command: a }\n"
+	load := func(dir string) float64 {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(5, func() {
+			if _, err := Load(path); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	crowded := t.TempDir()
+	for i := range 300 {
+		if err := os.WriteFile(filepath.Join(crowded, "file-"+strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alone, among := load(t.TempDir()), load(crowded)
+	// Reading the directory allocates at least one name for each file.
+	if among-alone > 100 {
+		t.Errorf("a config among 300 files: %.0f allocations a load, %.0f alone", among, alone)
 	}
 }

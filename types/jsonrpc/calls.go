@@ -387,24 +387,25 @@ func (f *Inflight) begin(id json.RawMessage, routes bool) (*inflightReq, *Error)
 	return r, nil
 }
 
-// end ends the request r begin started, called once with what sends the
-// answer: that runs only if the answer is still wanted (the peer did not
-// cancel), and before the request stops counting as in flight, so that
-// Wait covers it; end reports whether it ran. (A method, not a func begin
-// returns: an allocation a request less.)
-func (f *Inflight) end(r *inflightReq, answer func()) bool {
-	wanted := !r.canceled.Load()
+// ending begins to end the request r begin started, before its answer
+// is sent: it reports whether the answer is still wanted (the peer did
+// not cancel). ended, once the answer is sent or not, ends it: the
+// request counts as in flight until then, so that Wait covers its answer.
+// (Methods, not a func begin returns nor one of the answer's given them:
+// an allocation a request less each.)
+func (f *Inflight) ending(r *inflightReq) (wanted bool) {
+	wanted = !r.canceled.Load()
 	// The id is free before its answer goes out: a peer that reuses an
 	// id the moment it has the answer must not find it still in use.
-	// The request counts as in flight until the answer is sent, so
-	// that Wait covers it.
 	f.mu.Lock()
 	delete(f.reqs, r.key)
 	f.answering++
 	f.mu.Unlock()
-	if wanted && answer != nil {
-		answer()
-	}
+	return wanted
+}
+
+// ended ends the request ending began to end.
+func (f *Inflight) ended(r *inflightReq) {
 	f.mu.Lock()
 	f.answering--
 	f.mu.Unlock()
@@ -413,7 +414,6 @@ func (f *Inflight) end(r *inflightReq, answer func()) bool {
 	case f.done <- struct{}{}:
 	default:
 	}
-	return wanted
 }
 
 // Cancel cancels the request a notifications/cancelled names.

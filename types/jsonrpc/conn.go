@@ -138,6 +138,7 @@ type Conn struct {
 	closeOnce sync.Once
 	startOnce sync.Once
 	wmu       sync.Mutex // held for a write: the writer's or a direct one
+	one       [1][]byte  // the message send writes itself; guarded by wmu
 	wctx      *writeCtx  // the ctx of every write
 	wtimer    *ownedTimer
 	turn      func() // c.readTurn, made once (a method value allocates)

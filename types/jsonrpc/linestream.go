@@ -48,6 +48,9 @@ type lineStream struct {
 	rawWrite func(fd uintptr) bool
 	rawN     int
 	rawErr   error
+	// nowWrite and now are writeNow's, guarded by wmu.
+	nowWrite func(fd uintptr)
+	now      []byte
 	wmu      sync.Mutex // held for a write; guards wbuf
 	wbuf     []byte
 	broken   atomic.Bool // a write failed or timed out: the stream is not written again
@@ -203,6 +206,14 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 	_, closes := ctx.(streamClosingCtx)
 	watch := ctx.Done() != nil && !closes
 	if d := s.deadlines; d != nil {
+		if s.ownedW && s.raw != nil && ctx.Err() == nil {
+			// What the pipe has room for goes at once, with no deadline
+			// set (each set is a change to the runtime's timers): only a
+			// write that must wait for room waits within one.
+			if b = s.writeNow(b); len(b) == 0 {
+				return nil
+			}
+		}
 		deadline, _ := ctx.Deadline() // none: the zero time, no deadline
 		if err := d.SetWriteDeadline(deadline); err != nil {
 			return err // closed
@@ -234,6 +245,32 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 		return ErrWriteTimeout
 	}
 	return err
+}
+
+// writeNow writes what of b the pipe, a file of this process's own
+// (rawio), takes without waiting, and returns the rest: all of b when the
+// pipe is full, or when the write fails (the write that waits for room
+// then fails as a write has always failed). s.wmu is held.
+func (s *lineStream) writeNow(b []byte) []byte {
+	if s.nowWrite == nil {
+		s.nowWrite = s.writeNowFD // once: a method value allocates
+	}
+	s.now = b
+	_ = s.raw.Control(s.nowWrite)
+	b, s.now = s.now, nil
+	return b
+}
+
+// writeNowFD is writeNow's writes of s.now to fd, leaving what is left
+// in s.now.
+func (s *lineStream) writeNowFD(fd uintptr) {
+	for len(s.now) > 0 {
+		n, err := rawio.Write(fd, s.now)
+		if err != nil {
+			return
+		}
+		s.now = s.now[n:]
+	}
 }
 
 // afterFunc is context.AfterFunc whose stop, when f has started, waits

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -96,4 +97,38 @@ func FuzzScanObject(f *testing.F) {
 			t.Fatalf("With(%q, %q, %q) = %q, %v; SetField gives %q, %v", obj, key, value, got, gerr, want, werr)
 		}
 	})
+}
+
+// EachMember gives the members ScanObject finds, in order, keys raw and
+// values as they lie, stops when told, and refuses what is no object.
+func TestEachMember(t *testing.T) {
+	obj := []byte(` { "a" : 1, "b":{"c":[2]} ,"\u0064":"x" } `)
+	o, err := ScanObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := EachMember(obj, func(k, v []byte) bool { got = append(got, string(k)+"="+string(v)); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`"a"=1`, `"b"={"c":[2]}`, `"\u0064"="x"`}
+	if !slices.Equal(got, want) || o.Len() != len(want) {
+		t.Fatalf("got %q (ScanObject: %d members), want %q", got, o.Len(), want)
+	}
+	if !KeyEquals([]byte(`"\u0064"`), "d") || KeyEquals([]byte(`"a"`), "b") {
+		t.Fatal("KeyEquals reads a raw key wrong")
+	}
+	got = nil
+	_ = EachMember(obj, func(k, v []byte) bool { got = append(got, string(k)); return false })
+	if len(got) != 1 {
+		t.Fatalf("went on after f returned false: %q", got)
+	}
+	for _, b := range []string{`[1]`, ``, `"x"`} {
+		if err := EachMember([]byte(b), func(k, v []byte) bool { t.Fatalf("called for %q", b); return true }); err != ErrNotObject {
+			t.Fatalf("%q: %v, want ErrNotObject", b, err)
+		}
+	}
+	if err := EachMember([]byte(`{}`), func(k, v []byte) bool { t.Fatal("called for {}"); return true }); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -36,14 +36,14 @@ func (c *Conn) readTurn() {
 		}
 	}()
 	for {
-		ctx, m, end := c.read()
+		ctx, m, a := c.read()
 		if m == nil {
 			return
 		}
 		c.inlineAt.Store(time.Now().UnixNano())
 		c.inline.Store(true)
 		c.armTurnTimer()
-		c.serve(ctx, m, end)
+		c.serve(ctx, m, a)
 		if !c.inline.CompareAndSwap(true, false) {
 			return // handTurnOn passed reading on
 		}
@@ -82,7 +82,7 @@ func (c *Conn) handTurnOn() {
 // admitted (returned, for the caller to answer with the turn) or the
 // stream ends (nil).
 // It never writes: what it answers itself is queued for the writer.
-func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
+func (c *Conn) read() (ctx context.Context, m *Message, a admitted) {
 	defer func() {
 		if v := recover(); v != nil { // a bug in a stream: the conversation cannot go on
 			c.panicked("", v, debug.Stack())
@@ -94,15 +94,15 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 	for {
 		msg, decoded, err := c.readMessage()
 		if err == nil {
-			ctx, m, end := c.receive(msg, decoded)
+			ctx, m, a := c.receive(msg, decoded)
 			switch {
 			case m == nil:
 			case c.buffered != nil && c.buffered.moreBuffered():
 				// More is already here: reading goes on at once on this
 				// goroutine, and a worker answers.
-				c.workers.Go(func() { c.serve(ctx, m, end) })
+				c.workers.Go(func() { c.serve(ctx, m, a) })
 			default:
-				return ctx, m, end
+				return ctx, m, a
 			}
 			continue
 		}
@@ -118,7 +118,7 @@ func (c *Conn) read() (ctx context.Context, m *Message, end func(func()) bool) {
 		default:
 			c.finish(err)
 			close(c.readDone)
-			return nil, nil, nil
+			return nil, nil, admitted{}
 		}
 	}
 }
@@ -146,20 +146,41 @@ func (c *Conn) Take(m *Message) (serve func(), ok bool) {
 		return nil, false
 	default:
 	}
-	ctx, req, end := c.receive(m.Raw, m)
+	ctx, req, a := c.receive(m.Raw, m)
 	if req == nil {
 		return nil, true
 	}
-	return func() { c.serve(ctx, req, end) }, true
+	return func() { c.serve(ctx, req, a) }, true
 }
 
-// serve answers a request the reader admitted.
-func (c *Conn) serve(ctx context.Context, m *Message, end func(func()) bool) {
+// serve answers a request the reader admitted (a).
+func (c *Conn) serve(ctx context.Context, m *Message, a admitted) {
 	res, err := c.handle(ctx, m)
 	rel := Relation{ID: m.ID, Answer: true}
-	if !end(func() { _ = c.send(Answer(m.ID, res, err), rel) }) && c.routes {
+	if !c.answer(a, rel, res, err) && c.routes {
 		_ = c.send(nil, rel) // the router closes what it kept for the answer
 	}
+}
+
+// answer sends the answer to the request a admitted, unless the peer
+// cancelled it, and ends it; it reports whether it sent the answer.
+func (c *Conn) answer(a admitted, rel Relation, res json.RawMessage, err error) (wanted bool) {
+	defer c.unhold(a.held, a.more) // the answer is written, the handler has returned: the body is dropped
+	wanted = c.inflight.ending(a.r)
+	if wanted {
+		_ = c.send(Answer(rel.ID, res, err), rel)
+	}
+	c.inflight.ended(a.r)
+	return wanted
+}
+
+// admitted is what receive took for a request it admitted, which serve
+// gives back once the request is answered: its place among those in
+// flight (Inflight.begin) and the bytes it holds (hold).
+type admitted struct {
+	r    *inflightReq
+	held int64
+	more func()
 }
 
 // tooLarge answers a message over the size limit: the call it answers
@@ -218,7 +239,7 @@ func (c *Conn) readMessage() ([]byte, *Message, error) {
 // receive takes one message, decoding it unless the stream did (m): an
 // answer resolves its call, a notification goes to Notify, a request
 // admitted is returned for the caller to serve.
-func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(func()) bool) {
+func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, admitted) {
 	var err error
 	if m == nil {
 		m, err = Decode(msg)
@@ -228,7 +249,7 @@ func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(
 		var de *DecodeError
 		errors.As(err, &de)
 		c.refuse(de.ID, fmt.Errorf("sent a message that is %w", de.Err), ToError(err))
-		return nil, nil, nil
+		return nil, nil, admitted{}
 	}
 	switch {
 	case m.IsResponse():
@@ -259,20 +280,17 @@ func (c *Conn) receive(msg []byte, m *Message) (context.Context, *Message, func(
 		held, more, refuse := c.hold(int64(len(msg)))
 		if refuse != nil {
 			c.reply(m.ID, nil, refuse)
-			return nil, nil, nil
+			return nil, nil, admitted{}
 		}
 		r, refuse := c.inflight.begin(m.ID, c.routes)
 		if refuse != nil {
 			c.unhold(held, more)
 			c.reply(m.ID, nil, refuse)
-			return nil, nil, nil
+			return nil, nil, admitted{}
 		}
-		return r, m, func(answer func()) bool {
-			defer c.unhold(held, more) // the answer is written, the handler has returned: the body is dropped
-			return c.inflight.end(r, answer)
-		}
+		return r, m, admitted{r: r, held: held, more: more}
 	}
-	return nil, nil, nil
+	return nil, nil, admitted{}
 }
 
 // handle runs the Handle option: a panic in it is the request's internal

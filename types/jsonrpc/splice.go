@@ -282,48 +282,91 @@ func scanObject(obj []byte) (object, error) {
 // over its bytes. Given bytes that are not valid JSON it returns an error
 // or offsets of no meaning, but never reads past obj.
 func scan(obj []byte) (object, error) {
-	i := SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return object{}, ErrNotObject
+	open, i, err := openObject(obj)
+	if err != nil {
+		return object{}, err
 	}
-	o := object{open: i}
-	i = SkipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
+	o := object{open: open}
+	for {
 		var m member
-		if obj[i] != '"' {
-			return object{}, ErrNotJSON
+		if m, i, err = nextMember(obj, i); err != nil || m.keyEnd == 0 {
+			break
 		}
-		m.keyStart = i
-		if i, _ = SkipString(obj, i); i < 0 {
-			return object{}, ErrNotJSON
-		}
-		m.keyEnd = i
-		i = SkipSpace(obj, i)
-		if i >= len(obj) || obj[i] != ':' {
-			return object{}, ErrNotJSON
-		}
-		i = SkipSpace(obj, i+1)
-		m.valStart = i
-		if i = SkipValue(obj, i); i < 0 {
-			return object{}, ErrNotJSON
-		}
-		m.valEnd = i
 		if o.members == nil {
 			// Room for a tool call's params (name, arguments, _meta):
 			// append's growth from one was an allocation each member.
 			o.members = make([]member, 0, 4)
 		}
 		o.members = append(o.members, m)
-		i = SkipSpace(obj, i)
-		if i < len(obj) && obj[i] == ',' {
-			i = SkipSpace(obj, i+1)
-		}
 	}
-	if i >= len(obj) {
-		return object{}, ErrNotJSON
+	if err != nil {
+		return object{}, err
 	}
 	o.close = i
 	return o, nil
+}
+
+// EachMember calls f with each top-level member of obj, in order, until
+// f returns false: its key raw, with its quotes (KeyEquals reads it), and
+// its value, which shares obj's memory and must not be modified. obj must
+// be valid JSON already, as for ScanObject; it returns ErrNotObject when
+// obj is some other value. Unlike ScanObject it keeps nothing, and so
+// allocates nothing: for a reader that looks at each member once.
+func EachMember(obj []byte, f func(key, value []byte) bool) error {
+	_, i, err := openObject(obj)
+	for err == nil {
+		var m member
+		if m, i, err = nextMember(obj, i); err != nil || m.keyEnd == 0 {
+			break
+		}
+		if !f(obj[m.keyStart:m.keyEnd], obj[m.valStart:m.valEnd:m.valEnd]) {
+			break
+		}
+	}
+	return err
+}
+
+// openObject finds the opening brace of the object obj holds: its offset
+// (open), and the offset past it and the white space after it (next).
+func openObject(obj []byte) (open, next int, err error) {
+	open = SkipSpace(obj, 0)
+	if open >= len(obj) || obj[open] != '{' {
+		return 0, 0, ErrNotObject
+	}
+	return open, SkipSpace(obj, open+1), nil
+}
+
+// nextMember reads the member at i, and returns it with the offset of
+// what follows it (past its comma and white space); at the closing brace
+// it returns the zero member and the brace's offset.
+func nextMember(obj []byte, i int) (member, int, error) {
+	var m member
+	if i < len(obj) && obj[i] == '}' {
+		return m, i, nil
+	}
+	if i >= len(obj) || obj[i] != '"' {
+		return m, i, ErrNotJSON
+	}
+	m.keyStart = i
+	if i, _ = SkipString(obj, i); i < 0 {
+		return m, i, ErrNotJSON
+	}
+	m.keyEnd = i
+	i = SkipSpace(obj, i)
+	if i >= len(obj) || obj[i] != ':' {
+		return m, i, ErrNotJSON
+	}
+	i = SkipSpace(obj, i+1)
+	m.valStart = i
+	if i = SkipValue(obj, i); i < 0 {
+		return m, i, ErrNotJSON
+	}
+	m.valEnd = i
+	i = SkipSpace(obj, i)
+	if i < len(obj) && obj[i] == ',' {
+		i = SkipSpace(obj, i+1)
+	}
+	return m, i, nil
 }
 
 // find returns the index of key's member, -1 when obj lacks it, or
@@ -331,7 +374,7 @@ func scan(obj []byte) (object, error) {
 func (o *object) find(obj []byte, key string) (int, error) {
 	found := -1
 	for i, m := range o.members {
-		if !keyEquals(obj[m.keyStart:m.keyEnd], key) {
+		if !KeyEquals(obj[m.keyStart:m.keyEnd], key) {
 			continue
 		}
 		if found >= 0 {
@@ -371,8 +414,8 @@ func (o *object) appendMembers(obj []byte, add []Member) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// keyEquals reports whether the raw key (with its quotes) decodes to key.
-func keyEquals(raw []byte, key string) bool {
+// KeyEquals reports whether the raw key (with its quotes) decodes to key.
+func KeyEquals(raw []byte, key string) bool {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner) == key

@@ -65,7 +65,9 @@ func (c *Conn) send(msg []byte, rel Relation) error {
 			if c.routes {
 				rels = []Relation{rel}
 			}
-			err := c.writeTimed(rels, msg)
+			c.one[0] = msg // not a slice of its own: an allocation a message
+			err := c.writeTimed(rels, c.one[:]...)
+			c.one[0] = nil
 			c.wmu.Unlock()
 			if err != nil {
 				return c.closedErr(ErrClosed)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
+)
+
+// importVaultSetup gives an in-process import a vault key and a state
+// directory (DYNAMIC_MCP_HOME); it returns the directory's secrets.
+func importVaultSetup(t *testing.T) (home string, secrets *vault.Secrets) {
+	t.Helper()
+	key := bytes.Repeat([]byte{9}, vault.KeySize)
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(key))
+	home = t.TempDir()
+	t.Setenv("DYNAMIC_MCP_HOME", home)
+	v, err := vault.New(key, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return home, vault.NewSecrets(home, v)
+}
+
+// importVault runs import --vault of the client file holding servers
+// (its mcpServers JSON) into out.
+func importVault(t *testing.T, servers, out string, more ...string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":`+servers+`}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), append([]string{"import", src, "-o", out, "--vault"}, more...), strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("import --vault: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// wantSecrets fails t unless the vault holds exactly want.
+func wantSecrets(t *testing.T, secrets *vault.Secrets, want map[string]string) {
+	t.Helper()
+	got, err := secrets.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("the vault holds %d secrets, want %d: %v", len(got), len(want), got)
+	}
+	for n, v := range want {
+		if got[n] != v {
+			t.Errorf("the vault's %s is %q, want %q", n, got[n], v)
+		}
+	}
+}
+
+// Two secrets of one import that make the same vault name (slack's
+// SLACK_BOT_TOKEN, slack-bot's TOKEN) are both kept, the second under a
+// numbered name that its group then uses, and import says so.
+func TestImportVaultNamesCollide(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	stdout := importVault(t, `{
+		"slack": {"command": "node", "args": ["a.js"], "env": {"SLACK_BOT_TOKEN": "xoxb-first-111"}},
+		"slack-bot": {"command": "node", "args": ["b.js"], "env": {"TOKEN": "xoxb-second-222"}}}`, out)
+	wantSecrets(t, secrets, map[string]string{"SLACK_BOT_TOKEN": "xoxb-first-111", "SLACK_BOT_TOKEN_2": "xoxb-second-222"})
+	if !strings.Contains(stdout, "moved env TOKEN of slack-bot into the vault as ${secret:SLACK_BOT_TOKEN_2} (not SLACK_BOT_TOKEN: the vault's SLACK_BOT_TOKEN is another secret)") {
+		t.Errorf("import's output does not name the second secret's name:\n%s", stdout)
+	}
+	cfg, err := configs.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range cfg.Groups {
+		env := g.Servers[0].Env
+		if g.Name == "slack" && env["SLACK_BOT_TOKEN"] != "xoxb-first-111" || g.Name == "slack-bot" && env["TOKEN"] != "xoxb-second-222" {
+			t.Errorf("group %s has env %v", g.Name, env)
+		}
+	}
+}
+
+// A secret set by hand before the import keeps its value when the
+// import's secret makes its name: the import's goes under the next free
+// name. One that holds the very value the import found is used as it is.
+func TestImportVaultKeepsSecretSetByHand(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	if err := secrets.Set("GITHUB_TOKEN", "ghp_setByHand0000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := secrets.Set("MIRROR_GITHUB_TOKEN", "ghp_imported11111"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(home, "config.yaml")
+	stdout := importVault(t, `{
+		"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_imported11111"}},
+		"mirror": {"command": "node", "args": ["b.js"], "env": {"GITHUB_TOKEN": "ghp_imported11111"}}}`, out)
+	wantSecrets(t, secrets, map[string]string{"GITHUB_TOKEN": "ghp_setByHand0000", "GITHUB_TOKEN_2": "ghp_imported11111", "MIRROR_GITHUB_TOKEN": "ghp_imported11111"})
+	for _, line := range []string{
+		"moved env GITHUB_TOKEN of github into the vault as ${secret:GITHUB_TOKEN_2} (not GITHUB_TOKEN: the vault's GITHUB_TOKEN is another secret)",
+		"moved env GITHUB_TOKEN of mirror into the vault as ${secret:MIRROR_GITHUB_TOKEN} (already there)",
+	} {
+		if !strings.Contains(stdout, line) {
+			t.Errorf("import's output lacks %q:\n%s", line, stdout)
+		}
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "${secret:GITHUB_TOKEN_2}") {
+		t.Errorf("the config does not use the name the secret got:\n%s", b)
+	}
+}
+
+// The secrets of a server whose group the config already has, which the
+// merge leaves alone without --force, are not written to the vault.
+func TestImportVaultSkipsSecretsOfGroupsLeftAlone(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	if err := os.WriteFile(out, []byte("groups:\n  github: {description: mine, command: node, args: [\"mine.js\"]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout := importVault(t, `{
+		"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_notTaken00000"}},
+		"linear": {"command": "node", "args": ["b.js"], "env": {"LINEAR_API_KEY": "lin_api_taken0000"}}}`, out)
+	wantSecrets(t, secrets, map[string]string{"LINEAR_API_KEY": "lin_api_taken0000"})
+	if strings.Contains(stdout, "of github") || !strings.Contains(stdout, "already there, left alone: github") {
+		t.Errorf("import's output:\n%s", stdout)
+	}
+}
