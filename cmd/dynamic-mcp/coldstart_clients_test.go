@@ -203,7 +203,7 @@ const heldProbe = `{"jsonrpc":"2.0","id":"held-probe","method":"ping"}`
 func (w *heldWire) stdioHub(t *testing.T, cfgPath string) eraEndpoint {
 	w.dir = t.TempDir()
 	probe := filepath.Join(w.dir, "probe")
-	if err := syscall.Mkfifo(probe, 0o600); err != nil {
+	if err := makeFIFO(probe); err != nil {
 		t.Fatal(err)
 	}
 	// Should the test not write the probe, its reader ends (a writer

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,25 +58,34 @@ func TestQuickstartFromAnyDirectory(t *testing.T) {
 
 // The quickstart's memory server keeps its file in the hub's directory
 // under the user's home, private to them, not in a temporary directory
-// every local user can read and write.
+// every local user can read and write; with $DYNAMIC_MCP_HOME set, in
+// the directory it names.
 func TestQuickstartMemoryIsPrivate(t *testing.T) {
 	home, tmp := t.TempDir(), t.TempDir()
 	withHome(t, home)
 	t.Setenv("TMPDIR", tmp)
-	cfg, err := configs.Load(filepath.Join(repoDir, "examples", "quickstart.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ name, hubHome, want string }{
+		{"DYNAMIC_MCP_HOME unset", "", filepath.Join(home, ".dynamic-mcp")},
+		{"DYNAMIC_MCP_HOME elsewhere", filepath.Join(tmp, "hub"), filepath.Join(tmp, "hub")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("DYNAMIC_MCP_HOME", tc.hubHome)
+			if tc.hubHome == "" {
+				os.Unsetenv("DYNAMIC_MCP_HOME")
+			}
+			cfg, err := configs.Load(filepath.Join(repoDir, "examples", "quickstart.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(cfg.Groups, func(g *config.Group) bool { return g.Name == "memory" })
+			if i < 0 {
+				t.Fatal("no memory group in the quickstart")
+			}
+			if got, want := cfg.Groups[i].Servers[0].Env["MEMORY_FILE_PATH"], filepath.Join(tc.want, "quickstart-memory.jsonl"); got != want {
+				t.Errorf("MEMORY_FILE_PATH %q, want %q", got, want)
+			}
+		})
 	}
-	for _, g := range cfg.Groups {
-		if g.Name != "memory" {
-			continue
-		}
-		if got, want := g.Servers[0].Env["MEMORY_FILE_PATH"], filepath.Join(config.Home(), "quickstart-memory.jsonl"); got != want {
-			t.Errorf("MEMORY_FILE_PATH %q, want %q", got, want)
-		}
-		return
-	}
-	t.Fatal("no memory group in the quickstart")
 }
 
 // A stdio server runs in its config file's directory: a relative command

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -225,10 +227,11 @@ func startConformanceUpstream(t *testing.T) string {
 // main.go, which binds CONFORMANCE_ADDR itself, with that one call
 // changed, is built as testdata/conformanceupstream, a package only go
 // build's -overlay has (the module cache's files may not be replaced).
+// The build is kept (cachedBuild) for the changed main.go, Go and the
+// modules (go.mod, go.sum): a run after the first links nothing.
 func buildConformanceUpstream() {
 	const pkg = "github.com/mark3labs/mcp-go/examples/conformance"
 	b := &conformanceBuild
-	b.bin = filepath.Join(filepath.Dir(testHome), "conformance-upstream")
 	dir := filepath.Join(filepath.Dir(testHome), "conformance-overlay")
 	virtual := filepath.Join(repoDir, "testdata", "conformanceupstream")
 	if b.out, b.err = exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output(); b.err != nil {
@@ -242,22 +245,36 @@ func buildConformanceUpstream() {
 		return
 	}
 	main = []byte(strings.Replace(string(main), binds, "http.Serve(inheritedListener(), mux)", 1))
-	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {
-		filepath.Join(virtual, "main.go"):      filepath.Join(dir, "main.go"),
-		filepath.Join(virtual, "inherited.go"): filepath.Join(dir, "inherited.go"),
-	}})
-	for name, data := range map[string][]byte{"main.go": main, "inherited.go": []byte(inheritedListenerGo), "overlay.json": overlay} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	digest := sha256.New()
+	for _, part := range [][]byte{main, []byte(inheritedListenerGo), []byte(runtime.Version())} {
+		digest.Write(part)
+		digest.Write([]byte{0})
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		mod, err := os.ReadFile(filepath.Join(repoDir, f))
+		if err != nil {
 			b.err = err
 			return
 		}
-		if b.err = os.WriteFile(filepath.Join(dir, name), data, 0o600); b.err != nil {
-			return
-		}
+		digest.Write(mod)
 	}
-	build := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", b.bin, "./testdata/conformanceupstream")
-	build.Dir = repoDir
-	b.out, b.err = build.CombinedOutput()
+	b.bin, b.out, b.err = cachedBuild("conformance-upstream", digest.Sum(nil), func(bin string) ([]byte, error) {
+		overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {
+			filepath.Join(virtual, "main.go"):      filepath.Join(dir, "main.go"),
+			filepath.Join(virtual, "inherited.go"): filepath.Join(dir, "inherited.go"),
+		}})
+		for name, data := range map[string][]byte{"main.go": main, "inherited.go": []byte(inheritedListenerGo), "overlay.json": overlay} {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		build := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", bin, "./testdata/conformanceupstream")
+		build.Dir = repoDir
+		return build.CombinedOutput()
+	})
 }
 
 // inheritedListenerGo is the file buildConformanceUpstream adds to the

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -297,7 +296,7 @@ func TestNoChildOutlivesTheHub(t *testing.T) {
 		t.Logf("hub exit: %v", err)
 	}
 	waitFor(t, 10*time.Second, "upstream child to exit", func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
+		return noSuchProcess(pid)
 	})
 }
 

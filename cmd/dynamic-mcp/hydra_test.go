@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -177,12 +176,7 @@ func buildHydra(t *testing.T) string {
 	return hydraBuild.bin
 }
 
-// cachedHydra is the hydra built from the module in dir: the one in the
-// user's cache directory if a run built it, else built there (or, with
-// no cache directory, in the tests' directory). It is built under a name
-// of this process's and renamed into place in one step, so that another
-// copy of the suite running at the same time finds it whole or not at
-// all.
+// cachedHydra is the hydra built from the module in dir (cachedBuild).
 func cachedHydra(dir string) (bin string, out []byte, err error) {
 	digest := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -193,36 +187,12 @@ func cachedHydra(dir string) (bin string, out []byte, err error) {
 		digest.Write(b)
 	}
 	digest.Write([]byte(runtime.Version() + " sqlite cgo"))
-	bin = filepath.Join(filepath.Dir(testHome), "hydra")
-	if cache, err := os.UserCacheDir(); err == nil {
-		if err := os.MkdirAll(filepath.Join(cache, "dynamic-mcp"), 0o700); err == nil {
-			bin = filepath.Join(cache, "dynamic-mcp", "hydra-"+hex.EncodeToString(digest.Sum(nil)[:8]))
-			// Builds of another go.sum that no run used for a week go.
-			old, _ := filepath.Glob(filepath.Join(cache, "dynamic-mcp", "hydra-*"))
-			for _, f := range old {
-				if fi, err := os.Stat(f); err == nil && f != bin && time.Since(fi.ModTime()) > 7*24*time.Hour {
-					os.Remove(f)
-				}
-			}
-		}
-	}
-	if _, err := os.Stat(bin); err == nil {
-		now := time.Now()
-		os.Chtimes(bin, now, now) // in use: kept
-		return bin, nil, nil
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", tmp, "github.com/ory/hydra/v2")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err = cmd.CombinedOutput(); err == nil {
-		err = os.Rename(tmp, bin)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", out, err
-	}
-	return bin, out, nil
+	return cachedBuild("hydra", digest.Sum(nil), func(path string) ([]byte, error) {
+		cmd := exec.Command("go", "build", "-tags", "sqlite", "-o", path, "github.com/ory/hydra/v2")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		return cmd.CombinedOutput()
+	})
 }
 
 // hydraBuild is buildHydra's one build.

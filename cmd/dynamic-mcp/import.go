@@ -120,8 +120,12 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				return err
 			}
 		} else {
-			fmt.Fprintf(stderr, "note: %s written literally into %s (%s of %s%s); import with --vault to keep secrets in the vault instead\n",
-				plural(len(found), "secret"), out, found[0].key, found[0].server, more)
+			var each []string
+			for _, f := range found {
+				each = append(each, f.key+" of "+f.server)
+			}
+			fmt.Fprintf(stderr, "note: %s written literally into %s (%s); import with --vault to keep secrets in the vault instead\n",
+				plural(len(found), "secret"), out, strings.Join(each, ", "))
 		}
 	}
 	added, skipped, backup, err := mergeIntoConfig(cfg, servers, keys, force)

@@ -98,13 +98,19 @@ func TestImportNotesSecretsAndInputsWithoutValues(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	dir := filepath.Join(repoDir, "testdata", "clients")
+	// One note of a literal secret, not one per secret and another of
+	// them all with other advice.
 	_, notes, err := runCLI(t, "import", filepath.Join(dir, "claude-desktop.json"), "-o", filepath.Join(home, "a.yaml"))
-	if err != nil || !strings.Contains(notes, "server github: env.GITHUB_PERSONAL_ACCESS_TOKEN holds a secret written literally") || strings.Contains(notes, "ghp_literal") {
+	if err != nil || !strings.Contains(notes, "note: 1 secret written literally into "+filepath.Join(home, "a.yaml")+" (GITHUB_PERSONAL_ACCESS_TOKEN of github);") ||
+		strings.Count(notes, "GITHUB_PERSONAL_ACCESS_TOKEN") != 1 || strings.Contains(notes, "ghp_literal") {
 		t.Errorf("secret note: %v\n%s", err, notes)
 	}
-	_, notes, _ = runCLI(t, "import", filepath.Join(dir, "vscode.json"), "-o", filepath.Join(home, "b.yaml"))
-	if !strings.Contains(notes, `input "perplexity-key" becomes ${PERPLEXITY_KEY}`) {
-		t.Errorf("input note:\n%s", notes)
+	// An input is a variable, which the list of what to set names once.
+	out, notes, _ := runCLI(t, "import", filepath.Join(dir, "vscode.json"), "-o", filepath.Join(home, "b.yaml"))
+	if !strings.Contains(notes, `input "perplexity-key" becomes ${PERPLEXITY_KEY}`) ||
+		!strings.Contains(out, "environment variable PERPLEXITY_KEY (group perplexity): export PERPLEXITY_KEY=...") ||
+		strings.Count(notes, "PERPLEXITY_KEY") != 1 {
+		t.Errorf("input note:\n%s%s", notes, out)
 	}
 	// Without a terminal, import never asks: a placeholder, which validate
 	// warns about.
@@ -113,7 +119,7 @@ func TestImportNotesSecretsAndInputsWithoutValues(t *testing.T) {
 		t.Errorf("validate warning: %v\n%s", err, warn)
 	}
 	// --describe gives one, and a second import merges, leaving what is there.
-	out, _, err := runCLI(t, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"), "--describe", `brave=Search the web with Brave`)
+	out, _, err = runCLI(t, "import", filepath.Join(dir, "windsurf.json"), "-o", filepath.Join(home, "a.yaml"), "--describe", `brave=Search the web with Brave`)
 	if err != nil || !strings.Contains(out, "2 servers imported") {
 		t.Errorf("merge: %v %s", err, out)
 	}

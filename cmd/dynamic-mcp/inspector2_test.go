@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -143,41 +144,62 @@ groups:
 		}
 	}
 
+	// One everything server over Streamable HTTP is the upstream of every
+	// hub here (each hub a session of its own) and the direct target over
+	// HTTP: what it answers a session does not depend on another's.
+	upstreamURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+	cfgPath := hubConfig(t, upstreamURL)
+	// What the server answers directly, once per transport, is what each
+	// era's run through the hub must give: directly, the auto era's
+	// server/discover is refused by the everything server and the
+	// Inspector falls back to initialize, the default era's handshake, so
+	// a direct run in each era would repeat the same requests. The direct
+	// runs go beside the hub runs (none shares a process with another),
+	// and a run is three Inspector starts one after another, this test's
+	// longest chain.
 	eras := map[string][]string{"default": nil, "auto": {"--protocol-era", "auto"}}
-	concurrently(t, []string{"default/stdio", "default/http", "auto/stdio", "auto/http"}, func(t *testing.T, name string) {
-		era, transport, _ := strings.Cut(name, "/")
-		args := eras[era]
-		upstreamURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
-		cfgPath := hubConfig(t, upstreamURL)
-		// The server directly and through the hub at once: neither
-		// shares a process with the other (over stdio the direct run
-		// starts its own, over HTTP it has a server of its own), and a
-		// run is three Inspector starts one after another, this test's
-		// longest chain.
-		var direct, hub answers
-		concurrently(t, []string{"direct", "hub"}, func(t *testing.T, side string) {
-			if side == "direct" {
-				target := func(*testing.T) []string { return everything }
-				if transport == "http" {
-					url := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
-					target = func(*testing.T) []string { return []string{url} }
-				}
-				direct = run(t, target, "", args)
-				return
-			}
-			target := stdioHub(cfgPath)
-			if transport == "http" {
-				// A hub of this run's own, so that prompts/get is the
-				// first request it is asked.
-				url := startHTTPHubAt(t, cfgPath) + "/mcp"
-				target = func(*testing.T) []string { return []string{url} }
-			}
-			hub = run(t, target, "everything__", args)
-		})
-		if !t.Failed() {
-			compare(t, hub, direct)
+	transports := []string{"stdio", "http"}
+	var names []string
+	for _, transport := range transports {
+		names = append(names, "direct/"+transport)
+	}
+	for _, era := range []string{"default", "auto"} {
+		for _, transport := range transports {
+			names = append(names, era+"/"+transport)
 		}
+	}
+	var mu sync.Mutex
+	got := map[string]answers{}
+	concurrently(t, names, func(t *testing.T, name string) {
+		era, transport, _ := strings.Cut(name, "/")
+		var a answers
+		switch {
+		case era == "direct" && transport == "stdio":
+			a = run(t, func(*testing.T) []string { return everything }, "", nil)
+		case era == "direct":
+			a = run(t, func(*testing.T) []string { return []string{upstreamURL} }, "", nil)
+		case transport == "stdio":
+			a = run(t, stdioHub(cfgPath), "everything__", eras[era])
+		default:
+			// A hub of this run's own, so that prompts/get is the first
+			// request it is asked.
+			url := startHTTPHubAt(t, cfgPath) + "/mcp"
+			a = run(t, func(*testing.T) []string { return []string{url} }, "everything__", eras[era])
+		}
+		mu.Lock()
+		got[name] = a
+		mu.Unlock()
 	})
+	if t.Failed() {
+		return
+	}
+	for _, era := range []string{"default", "auto"} {
+		for _, transport := range transports {
+			t.Run("as directly/"+era+"/"+transport, func(t *testing.T) {
+				compare(t, got[era+"/"+transport], got["direct/"+transport])
+			})
+		}
+	}
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

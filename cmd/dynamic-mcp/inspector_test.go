@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -275,7 +274,7 @@ groups:
 	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	down := `tr.server[data-server="victim"][data-state="failed"] .reason`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -243,9 +242,9 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if dryRun {
-		fmt.Fprint(stdout, unifiedDiff(target, old, out))
+		fmt.Fprint(stdout, dryRunDiff(target, old, out))
 		if settings != nil && string(settings.out) != string(settings.old) {
-			fmt.Fprint(stdout, unifiedDiff(settings.rec.Path, settings.old, settings.out))
+			fmt.Fprint(stdout, dryRunDiff(settings.rec.Path, settings.old, settings.out))
 		}
 		return nil
 	}
@@ -514,48 +513,4 @@ func uninstallCmd(args []string, stdout io.Writer) (err error) {
 func hasEntry(client *clients.Client, b []byte) bool {
 	servers, _, err := client.Read(b)
 	return err != nil || slices.ContainsFunc(servers, func(s clients.Server) bool { return s.Name == installName })
-}
-
-// unifiedDiff is a minimal unified diff of two texts, for --dry-run.
-func unifiedDiff(name string, a, b []byte) string {
-	x, y := splitLines(a), splitLines(b)
-	// Longest common subsequence, then walk it.
-	lcs := make([][]int, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out bytes.Buffer
-	fmt.Fprintf(&out, "--- %s\n+++ %s (after install)\n", name, name)
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && x[i] == y[j]:
-			fmt.Fprintf(&out, " %s\n", x[i])
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			fmt.Fprintf(&out, "+%s\n", y[j])
-			j++
-		default:
-			fmt.Fprintf(&out, "-%s\n", x[i])
-			i++
-		}
-	}
-	return out.String()
-}
-
-func splitLines(b []byte) []string {
-	s := string(bytes.TrimSuffix(b, []byte("\n")))
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
 }

@@ -68,7 +68,7 @@ groups:
 	waitFor(t, 15*time.Second, "removed server stopped", func() bool {
 		var pid int
 		fmt.Sscan(dropPID, &pid)
-		return syscall.Kill(pid, 0) == syscall.ESRCH || isZombie(pid)
+		return noSuchProcess(pid) || isZombie(pid)
 	})
 
 	// A broken config is logged and the old one keeps serving.

@@ -324,7 +324,7 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 	}
 	for _, p := range []int{pid, grandchild} {
 		waitFor(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
-			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
+			return noSuchProcess(p) || isZombie(p)
 		})
 	}
 	t.Logf("hub and stubborn child stopped after %s", time.Since(start).Round(100*time.Millisecond))
@@ -364,7 +364,7 @@ func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
 	}
 	for _, p := range []int{pid, grandchild} {
 		waitFor(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
-			return syscall.Kill(p, 0) == syscall.ESRCH || isZombie(p)
+			return noSuchProcess(p) || isZombie(p)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -41,17 +42,37 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if args[0] == "list" {
 		want = 0
 	}
+	cli := config.CLIFor(c.config)
 	if fs.NArg() != want {
+		// The names to choose from, where the config can be read.
+		if _, uses, err := config.ScanSecrets(c.config); err == nil && want == 1 && fs.NArg() == 0 && len(uses) > 0 {
+			return usageError{fmt.Sprintf("secret %s needs the secret's NAME: the config uses %s (%s says which are set)\n%s",
+				args[0], strings.Join(slices.Sorted(maps.Keys(uses)), ", "), cli.Command("secret", "list"), secretUsage)}
+		}
 		return usageError{secretUsage}
 	}
 	name := fs.Arg(0)
 	if want == 1 && !secretName().MatchString(name) {
-		return usageError{fmt.Sprintf("secret name %q: use letters, digits and _, not starting with a digit", name)}
+		msg := fmt.Sprintf("secret name %q: use letters, digits and _, not starting with a digit", name)
+		if _, uses, err := config.ScanSecrets(c.config); err == nil {
+			if near := nearestSecret(name, slices.Collect(maps.Keys(uses))); near != "" {
+				msg += fmt.Sprintf("; did you mean %s, which the config uses?", near)
+			}
+		}
+		return usageError{msg}
 	}
 	// The config is scanned, not loaded: it may name the secret being set.
 	stateDir, uses, err := config.ScanSecrets(c.config)
 	if err != nil {
 		return err
+	}
+	// A name the config does not use, near one it does, is a typo: set, it
+	// would leave the config waiting for the one it uses.
+	if args[0] == "set" && len(uses[name]) == 0 {
+		if near := nearestSecret(name, slices.Collect(maps.Keys(uses))); near != "" {
+			return fmt.Errorf("the config uses no secret %s: did you mean %s? (nothing was set: run %s; to keep %s for later, write ${secret:%s} in the config first)",
+				name, near, cli.Command("secret", "set", near), name, name)
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	secrets, v, closeStore, err := openSecrets(c.config, stateDir, name, uses, logger)
@@ -82,7 +103,11 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		if !had {
-			return fmt.Errorf("secret %s is not set", name)
+			names, _ := secrets.Names()
+			if near := nearestSecret(name, names); near != "" {
+				return fmt.Errorf("secret %s is not set: did you mean %s?", name, near)
+			}
+			return fmt.Errorf("secret %s is not set (%s lists those that are)", name, cli.Command("secret", "list"))
 		}
 		fmt.Fprintf(stdout, "secret %s removed%s\n", name, inStore(secrets))
 		if len(uses[name]) > 0 {
@@ -111,6 +136,21 @@ func secretCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// nearestSecret is the name of names that name, mistyped, most likely
+// meant, or "": secret names are upper case, compared here as config.Nearest
+// compares words, in lower case.
+func nearestSecret(name string, names []string) string {
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	near := config.Nearest(strings.ToLower(name), lower)
+	if i := slices.Index(lower, near); near != "" && i >= 0 {
+		return names[i]
+	}
+	return ""
 }
 
 func keyPlace(v *vault.Vault) string {

@@ -66,6 +66,54 @@ func TestSecretCommand(t *testing.T) {
 	}
 }
 
+// secret set and rm say what to do with a name missing, malformed or
+// mistyped: the names the config uses, the one it likely meant. A
+// mistyped name is not set (the config would go on waiting for the one
+// it uses); a name near none the config uses is, as before.
+func TestSecretCommandSaysWhatToDo(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv(vault.EnvKey, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, vault.KeySize)))
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	src := fmt.Sprintf("state_dir: %s\ngroups:\n  a: {description: x, command: srv, env: {KEY: \"${secret:API_KEY}\", GH: \"${secret:GITHUB_TOKEN}\"}}\n", state)
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What the user reads: the output, then the error main prints.
+	run1 := func(stdin string, args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+		if err != nil {
+			errb.WriteString(err.Error())
+		}
+		return out.String() + errb.String(), err
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"secret", "set", "-c", cfg}, "secret set needs the secret's NAME: the config uses API_KEY, GITHUB_TOKEN (dynamic-mcp secret list -c " + cfg + " says which are set)"},
+		{[]string{"secret", "set", "github-token", "-c", cfg}, `secret name "github-token": use letters, digits and _, not starting with a digit; did you mean GITHUB_TOKEN, which the config uses?`},
+		{[]string{"secret", "set", "GITHUB_TOKNE", "-c", cfg}, "the config uses no secret GITHUB_TOKNE: did you mean GITHUB_TOKEN? (nothing was set: run dynamic-mcp secret set GITHUB_TOKEN -c " + cfg + "; to keep GITHUB_TOKNE for later, write ${secret:GITHUB_TOKNE} in the config first)"},
+	} {
+		if out, err := run1("v-42\n", tc.args...); err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%q: %v\n%s\nwant %q", tc.args, err, out, tc.want)
+		}
+	}
+	if out, err := run1("v-42\n", "secret", "set", "API_KEY", "-c", cfg); err != nil {
+		t.Fatalf("secret set: %v\n%s", err, out)
+	}
+	if out, err := run1("", "secret", "rm", "API_KYE", "-c", cfg); err == nil || !strings.Contains(out, "secret API_KYE is not set: did you mean API_KEY?") {
+		t.Errorf("rm of a mistyped name: %v\n%s", err, out)
+	}
+	if out, err := run1("v-43\n", "secret", "set", "LATER_ONE", "-c", cfg); err != nil || !strings.Contains(out, "the config does not use it yet: write ${secret:LATER_ONE}") {
+		t.Errorf("set of a name for later: %v\n%s", err, out)
+	}
+	out, err := run1("", "secret", "list", "-c", cfg)
+	if err != nil || strings.Contains(out, "GITHUB_TOKNE") || !strings.Contains(out, "GITHUB_TOKEN\tNOT SET") {
+		t.Errorf("secret list: %v\n%s", err, out)
+	}
+}
+
 // loadProblem is the error of loading the config at path, or else why its
 // first server is unavailable (an unset variable or missing secret),
 // or nil.

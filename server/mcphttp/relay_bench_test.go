@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,15 +92,6 @@ func benchNotify(b *testing.B, face *Server, base string) {
 	if pg := postgresCPU() - pg0; pg > 0 {
 		b.ReportMetric(float64(pg.Microseconds())/float64(b.N), "pg-cpu-µs/op")
 	}
-}
-
-// selfCPU is the CPU time this process has used, user and system.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // postgresCPU is the CPU time used by the PostgreSQL servers this process

@@ -10,7 +10,9 @@ import (
 )
 
 // Read reads the servers of a client's config, in the file's order, with
-// notes for the user: variables rewritten, secrets written literally.
+// notes for the user: variables rewritten. A secret written literally is
+// left for the caller to note (LiteralSecret), once, with what it offers
+// to do about it.
 //
 // A config over MaxFileSize or nested deeper than MaxDepth is refused
 // before it is parsed.
@@ -78,9 +80,8 @@ var (
 )
 
 // normalize rewrites a client's variable references as the hub's
-// ${VAR}, writes every other $ as the hub's literal $$ (so that pa$$word
-// reaches the server as pa$$word), and reports secrets written as literal values (by key and
-// server, never the value).
+// ${VAR}, and writes every other $ as the hub's literal $$ (so that
+// pa$$word reaches the server as pa$$word).
 func normalize(s *Server) []string {
 	var notes []string
 	noted := map[string]bool{}
@@ -104,7 +105,7 @@ func normalize(s *Server) []string {
 		return inputRef().ReplaceAllStringFunc(v, func(m string) string {
 			id := inputRef().FindStringSubmatch(m)[1]
 			name := envName(id)
-			notes = append(notes, fmt.Sprintf("server %s: input %q becomes ${%s}: set %s in the hub's environment", s.Name, id, name, name))
+			notes = append(notes, fmt.Sprintf("server %s: input %q becomes ${%s}", s.Name, id, name))
 			return "${" + name + "}"
 		})
 	}
@@ -114,18 +115,11 @@ func normalize(s *Server) []string {
 	for i := range s.Args {
 		s.Args[i] = config.Escape(fix(s.Args[i]))
 	}
-	// env, then headers: the notes come out in the same order every run.
-	for _, field := range []struct {
-		what string
-		m    map[string]string
-	}{{"env", s.Env}, {"headers", s.Headers}} {
-		what, m := field.what, field.m
+	// env, then headers, in key order: the notes come out in the same
+	// order every run.
+	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for _, k := range sortedKeys(m) {
-			v := bareRef().ReplaceAllString(fix(m[k]), "$${$1}") // Gemini's $VAR
-			m[k] = config.Escape(v)
-			if LiteralSecret(k, v) {
-				notes = append(notes, fmt.Sprintf("server %s: %s.%s holds a secret written literally; put it in an environment variable and write ${%s} instead", s.Name, what, k, envName(k)))
-			}
+			m[k] = config.Escape(bareRef().ReplaceAllString(fix(m[k]), "$${$1}")) // Gemini's $VAR
 		}
 	}
 	return notes

@@ -77,6 +77,29 @@ func TestPathsWithoutAFile(t *testing.T) {
 	}
 }
 
+// ${DYNAMIC_MCP_HOME} names the hub's directory, set or not: a file kept
+// there (the quickstart's memory) follows the variable, and a config
+// that names it reads without it.
+func TestDynamicMCPHomeVariable(t *testing.T) {
+	t.Setenv("HOME", "/home/tester")
+	for _, tc := range []struct{ set, want string }{
+		{"", "/home/tester/.dynamic-mcp/m.jsonl"},
+		{"/srv/hub", "/srv/hub/m.jsonl"},
+	} {
+		t.Setenv("DYNAMIC_MCP_HOME", tc.set)
+		if tc.set == "" {
+			os.Unsetenv("DYNAMIC_MCP_HOME")
+		}
+		cfg, err := Parse("", strings.NewReader(`groups: { a: { description: x, command: s, env: { F: "${DYNAMIC_MCP_HOME}/m.jsonl" } } }`))
+		if err != nil {
+			t.Fatalf("DYNAMIC_MCP_HOME=%q: %v", tc.set, err)
+		}
+		if got := cfg.Groups[0].Servers[0].Env["F"]; got != tc.want {
+			t.Errorf("DYNAMIC_MCP_HOME=%q: ${DYNAMIC_MCP_HOME}/m.jsonl is %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}
+
 // The HTTP token is hidden from every child, whatever variable holds it.
 func TestHTTPTokenIsHiddenFromChildren(t *testing.T) {
 	t.Setenv("DMCP_TEST_HUB_TOKEN", "s3cret")

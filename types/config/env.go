@@ -10,6 +10,20 @@ import (
 
 func lookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
 
+// configVar is what ${name} reads in the config in directory dir:
+// ${CONFIG_DIR} is dir and ${DYNAMIC_MCP_HOME} the hub's directory (Home,
+// set or not), each whatever the environment says; any other name is
+// the environment's.
+func configVar(dir, name string) (string, bool) {
+	switch name {
+	case "CONFIG_DIR":
+		return dir, true
+	case "DYNAMIC_MCP_HOME":
+		return Home(), true
+	}
+	return lookupEnv(name)
+}
+
 // ExpandHome turns a leading ~/ of a path into the user's home directory
 // (the -c of a client's entry, which no shell expanded).
 func ExpandHome(path string) string { return expandHome(path) }

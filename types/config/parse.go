@@ -72,11 +72,10 @@ func (l Loader) Parse(path string, r io.Reader) (*Config, error) {
 	p := &parser{Loader: l, path: path, dir: configDir(path), cli: CLIFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
 	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
-		if name == "CONFIG_DIR" {
-			return p.dir, true
+		if name != "CONFIG_DIR" {
+			used[name] = true
 		}
-		used[name] = true
-		return lookupEnv(name)
+		return configVar(p.dir, name)
 	}
 	p.stateDir = prescanStateDir(data, p.env)
 	p.storeAt, p.storeBroken = prescanStore(data, p.env, func(name string) (string, bool) { return p.fileSecret(name, "store") })

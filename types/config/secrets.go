@@ -127,12 +127,7 @@ func ScanSecrets(path string) (stateDir string, uses map[string][]string, err er
 	}
 	walk(&root, "")
 	dir := configDir(path)
-	return prescanStateDir(data, func(name string) (string, bool) {
-		if name == "CONFIG_DIR" {
-			return dir, true
-		}
-		return lookupEnv(name)
-	}), uses, nil
+	return prescanStateDir(data, func(name string) (string, bool) { return configVar(dir, name) }), uses, nil
 }
 
 // RedactSecrets replaces, in text, the value of every ${secret:NAME} the

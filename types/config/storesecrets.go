@@ -59,12 +59,7 @@ func (l Loader) ScanStore(path, stateDir string) (string, error) {
 	dir := configDir(path)
 	var file map[string]string
 	var fileErr error
-	url, broken := prescanStore(data, func(name string) (string, bool) {
-		if name == "CONFIG_DIR" {
-			return dir, true
-		}
-		return lookupEnv(name)
-	}, func(name string) (string, bool) {
+	url, broken := prescanStore(data, func(name string) (string, bool) { return configVar(dir, name) }, func(name string) (string, bool) {
 		if file == nil {
 			if file, fileErr = l.readFile(stateDir); fileErr != nil {
 				file = map[string]string{}

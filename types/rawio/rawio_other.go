@@ -3,6 +3,7 @@
 package rawio
 
 import (
+	"errors"
 	"os"
 	"time"
 )
@@ -10,6 +11,10 @@ import (
 // File is f's own reads and writes: raw system calls are used on Linux
 // only, where they were measured (OpenBSD refuses RawSyscall).
 type File struct{ f *os.File }
+
+// Write writes nothing here (raw system calls are Linux's alone): the
+// caller writes p through the file instead.
+func Write(fd uintptr, p []byte) (int, error) { return 0, errors.ErrUnsupported }
 
 // NewFile is a File of f.
 func NewFile(f *os.File) *File { return &File{f: f} }
