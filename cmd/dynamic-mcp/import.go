@@ -439,6 +439,19 @@ func readConfigDoc(path string) (*configDoc, error) {
 	return c, nil
 }
 
+// reread is c, or the config read again when its file is no longer
+// what c read.
+func (c *configDoc) reread() (*configDoc, error) {
+	now, err := os.ReadFile(c.path)
+	if errors.Is(err, os.ErrNotExist) {
+		now, err = nil, nil
+	}
+	if err == nil && bytes.Equal(now, c.old) {
+		return c, nil
+	}
+	return readConfigDoc(c.path)
+}
+
 // group is where group key's name is in c.groups' Content, or -1.
 func (c *configDoc) group(key string) int {
 	at := -1
@@ -451,10 +464,15 @@ func (c *configDoc) group(key string) int {
 }
 
 // mergeIntoConfig adds servers as groups named keys to the YAML config c
-// (readConfigDoc), creating its file if needed, after a backup of the
-// file it changes. A group already in the file is left alone (skipped),
-// or replaced with force.
+// (readConfigDoc; read again if its file changed since), creating its
+// file if needed, after a backup of the file it changes. A group already
+// in the file is left alone (skipped), or replaced with force.
 func mergeIntoConfig(c *configDoc, servers []clients.Server, keys []string, force bool) (added, skipped []string, backup string, err error) {
+	// Import may have asked at the terminal since it read the file: a
+	// change made meanwhile is merged into, not written over.
+	if c, err = c.reread(); err != nil {
+		return nil, nil, "", err
+	}
 	path, old, doc, groups := c.path, c.old, &c.doc, c.groups
 	for i, s := range servers {
 		key := keys[i]

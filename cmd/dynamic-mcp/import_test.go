@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
@@ -378,6 +382,50 @@ func TestImportAsksToMoveOneSecret(t *testing.T) {
 	b, err := importAtTerminal(t, home, src, filepath.Join(home, "config.yaml"), "Read GitHub\nn\n")
 	if err != nil || !strings.Contains(string(b), "found 1 secret written literally (GITHUB_TOKEN); move it into the vault? [y/N]") {
 		t.Errorf("import of one literal secret on a terminal: %v\n%s", err, b)
+	}
+}
+
+// A config changed while import waits for an answer at the terminal
+// (whether to move the secrets into the vault) keeps the change: import
+// merges into the file as it is then, not into the one it read before
+// asking, which wrote the change over without a backup of it.
+func TestImportKeepsAConfigChangedWhileItAsks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("DYNAMIC_MCP_HOME", home)
+	src := filepath.Join(home, "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"node","args":["x.js"],"env":{"GITHUB_TOKEN":"ghp_0123456789abcdef"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(home, "config.yaml")
+	if err := os.WriteFile(out, []byte("groups:\n  mine: {description: mine, command: node, args: [mine.js]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ptm, pts := openPTY(t)
+	defer ptm.Close()
+	defer pts.Close()
+	go io.Copy(io.Discard, ptm) // the terminal's echo
+	var stdout bytes.Buffer
+	stderr := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"import", src, "-o", out, "--describe", "gh=Read GitHub"}, pts, &stdout, stderr)
+	}()
+	waitFor(t, 10*time.Second, "the question", func() bool { return strings.Contains(stderr.String(), "move it into the vault? [y/N] ") })
+	edited := "groups:\n  mine: {description: mine, command: node, args: [mine.js]}\n  added: {description: added by hand meanwhile, command: node, args: [added.js]}\n"
+	if err := os.WriteFile(out, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ptm.WriteString("n\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("import: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	cfg, _ := os.ReadFile(out)
+	for _, want := range []string{"added by hand meanwhile", "gh:", "mine:"} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("the config after import lacks %q:\n%s", want, cfg)
+		}
 	}
 }
 
