@@ -711,12 +711,16 @@ func Load(path string) (*Config, error) { return Loader{}.Load(path) }
 func (l Loader) Load(path string) (*Config, error) {
 	path = expandHome(path)
 	f, err := os.Open(path)
-	if near := nearFile(path); errors.Is(err, fs.ErrNotExist) && near != "" {
-		return nil, fmt.Errorf("read config: open %s: no such file; did you mean %s?", path, near)
-	}
-	if errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(path) {
-		wd, _ := os.Getwd()
-		return nil, fmt.Errorf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory is read for a near name only now: a config
+		// that opens is loaded at every start and reload.
+		if near := nearFile(path); near != "" {
+			return nil, fmt.Errorf("read config: open %s: no such file; did you mean %s?", path, near)
+		}
+		if !filepath.IsAbs(path) {
+			wd, _ := os.Getwd()
+			return nil, fmt.Errorf("read config: open %s (relative to the working directory %s, which the client chose): no such file; give the config's absolute path in the client's entry", path, wd)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)

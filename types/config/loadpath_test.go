@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,36 @@ func TestLoadPathMistyped(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "other.yaml")); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("a name not close: %v", err)
+	}
+}
+
+// A config that opens is loaded without reading its directory: the
+// names beside it are looked at for a mistyped path only, not at every
+// start and reload (a config in a crowded home directory).
+//
+// Not parallel: AllocsPerRun counts the allocations of the whole process.
+func TestLoadReadsNoDirectoryOfAConfigThere(t *testing.T) {
+	const body = "groups:\n  a: { description: x, command: a }\n"
+	load := func(dir string) float64 {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(5, func() {
+			if _, err := Load(path); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	crowded := t.TempDir()
+	for i := range 300 {
+		if err := os.WriteFile(filepath.Join(crowded, "file-"+strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alone, among := load(t.TempDir()), load(crowded)
+	// Reading the directory allocates at least one name for each file.
+	if among-alone > 100 {
+		t.Errorf("a config among 300 files: %.0f allocations a load, %.0f alone", among, alone)
 	}
 }
