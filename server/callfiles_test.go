@@ -102,9 +102,9 @@ func TestOneCallEntersFewFiles(t *testing.T) {
 		t.Fatalf("go build -cover: %v\n%s", err, out.Bytes())
 	}
 	// covdata's own program, run directly: `go tool covdata` looks its
-	// build up at each run, 2-3 s of a loaded machine each of the twelve
-	// conversions below (most of this test's time), where the program
-	// takes a few milliseconds.
+	// build up at each run, 0.2 s of CPU (0.3-2.5 s on a loaded machine)
+	// for each of the twelve conversions below, where the program takes
+	// a few milliseconds.
 	where, err := exec.Command("go", "tool", "-n", "covdata").Output()
 	if err != nil {
 		t.Fatalf("go tool -n covdata: %v", err)
