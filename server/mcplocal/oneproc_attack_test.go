@@ -250,7 +250,7 @@ func testAttackOneProcessorStalledReader(t *testing.T, h *harness) {
 	oneProcessor(t)
 	stopWhenDone(t, stalled, other)
 
-	const calls, size = stalltest.Calls, stalltest.Size // far more than the hub may hold for a session
+	const calls, size = 2048, 16 << 10 // 32 MiB of calls, far more than the hub may hold for a session
 	text := strings.Repeat("s", size)
 	heap := stalltest.Mark()
 	written := make(chan error, 1)
@@ -268,8 +268,8 @@ func testAttackOneProcessorStalledReader(t *testing.T, h *harness) {
 	for i := range 20 {
 		other.echo(t, 2+i, fmt.Sprintf("other-%d", i))
 	}
-	h.passed(t, "late").echo(t, 2, "late")               // a client that joins meanwhile
-	heap.HeldBack(t, written, stalltest.Limit, "16 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
+	h.passed(t, "late").echo(t, 2, "late")      // a client that joins meanwhile
+	heap.HeldBack(t, written, 24<<20, "32 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
 	// It reads again: every call is answered.
 	stalled.answers(t, 0, calls)
 	if err := <-written; err != nil {

@@ -9,20 +9,6 @@ import (
 	"testing"
 )
 
-// The flood of the attacks: Calls calls of Size bytes each, 16 MiB, four
-// times what the hub may hold for a session (jsonrpc's DefaultMaxInflight,
-// 256 calls, 4 MiB of them at this size): a hub that takes them all lets
-// the writer end, and its heap grows past Limit. Limit is the bound of the
-// heap's growth while the client does not read: the 4 MiB of calls the
-// hub may hold and their answers, about 8 MiB, with room (32 MiB of calls
-// and a bound of 24 MiB showed the same bound, at twice the CPU under
-// -race).
-const (
-	Calls = 1024
-	Size  = 16 << 10
-	Limit = 12 << 20
-)
-
 // Heap is the heap as an attack began.
 type Heap struct{ base runtime.MemStats }
 
