@@ -178,9 +178,14 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	hctx, cancel := context.WithTimeout(ctx, connect)
 	defer cancel()
 	if err := c.handshake(hctx, caps); err != nil {
-		if hctx.Err() != nil && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+			// The hub stops the server: the child is not dying of itself,
+			// and explain would wait its 2 s for nothing (every stop of a
+			// hub whose upstream was still in its handshake took them).
+		case hctx.Err() != nil:
 			err = connectTimeoutError(cfg, connect)
-		} else {
+		default:
 			err = c.explain(err)
 		}
 		c.close()

@@ -57,7 +57,8 @@ func binDir() string {
 //
 // The cluster is started by the first test that asks for one: initdb
 // alone takes seconds on a loaded machine, a database in a running
-// cluster milliseconds. It is stopped (a fast shutdown) and its files
+// cluster milliseconds; and its data directory is a copy of the one
+// initdb made the first time (makeData). It is stopped (a fast shutdown) and its files
 // removed when no test uses it any more, or, in a package whose TestMain
 // runs its tests through Shared, when they have all run. What tests of
 // one cluster share: its roles and settings (the tests create neither)
@@ -238,8 +239,8 @@ func startCluster(t testing.TB) *cluster {
 		return cmd
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := command("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
+	if err := makeData(command, bin, data, cred); err != nil {
+		t.Fatal(err)
 	}
 	gone, stop, err := serve(t, command, data, dir)
 	if err != nil {
