@@ -248,9 +248,9 @@ func (s *lineStream) writeWithin(ctx context.Context, b []byte) error {
 }
 
 // writeNow writes what of b the pipe, a file of this process's own
-// (rawio), takes without waiting, and returns the rest: all of b when the
-// pipe is full, or when the write fails (the write that waits for room
-// then fails as a write has always failed). s.wmu is held.
+// (rawio), takes without waiting, and returns the rest: what a full pipe
+// or a failed write left (the write that waits for room then writes it,
+// or fails as a write has always failed). s.wmu is held.
 func (s *lineStream) writeNow(b []byte) []byte {
 	if s.nowWrite == nil {
 		s.nowWrite = s.writeNowFD // once: a method value allocates
