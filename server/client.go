@@ -96,6 +96,10 @@ func (s *clientState) transportName() string { return s.transport }
 // Notify sends the client a notification encoded whole.
 func (s *clientState) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
 
+// Listening tells the client's face that the hub has taken the listen
+// whose request ctx is (see Peer).
+func (s *clientState) Listening(ctx context.Context) { s.peer.Listening(ctx) }
+
 // oneRequest is the client of one request over HTTP that came without
 // Mcp-Session-Id (Hub.Answer): what the request itself carries (its
 // caller, its profile, what its _meta states) and its Peer, the
