@@ -40,7 +40,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 	if !ok {
 		return
 	}
-	taken := make(chan struct{}, 1) // before the hub can take it: read under the Conn's delivery
+	taken := make(chan struct{}, 1) // set before the Conn has the listen: the hub signals it (Listening) once it takes it
 	p.taken = taken
 	delivered, answered := false, false
 	defer func() {
