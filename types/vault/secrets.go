@@ -83,7 +83,8 @@ func (s *Secrets) Set(name, value string) error {
 // are one step, so that a secret set meanwhile by another process (a
 // `secret set`, another import) is never overwritten: on file, under the
 // secrets' file lock; in a shared store, under the lock of the name,
-// which Set takes too.
+// which Set takes too. (The OS keychain holds the vault's key alone,
+// never a secret: it has no part in this.)
 func (s *Secrets) Add(name, value string) (held string, taken bool, err error) {
 	if s.db != nil {
 		return s.sharedAdd(name, value)
