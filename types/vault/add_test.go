@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
@@ -32,16 +31,8 @@ func TestSecretsAdd(t *testing.T) {
 			} else {
 				url := pgtest.Start(t)
 				open = func() *Secrets {
-					db, err := pgstore.Open(t.Context(), url)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(db.Close)
-					v, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(key)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return NewSharedSecrets(db, v)
+					s, _ := openSharedSecrets(t, url, key)
+					return s
 				}
 			}
 			a, b := open(), open()
@@ -108,16 +99,7 @@ func TestSecretsAdd(t *testing.T) {
 // Add would overwrite it.
 func TestSharedSetTakesTheNamesLock(t *testing.T) {
 	url := pgtest.Start(t)
-	db, err := pgstore.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	v, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(bytes.Repeat([]byte{9}, KeySize))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSharedSecrets(db, v)
+	s, db := openSharedSecrets(t, url, bytes.Repeat([]byte{9}, KeySize))
 	unlock, err := db.Lock(t.Context(), SecretNS, "TOKEN", time.Minute)
 	if err != nil {
 		t.Fatal(err)
