@@ -131,9 +131,11 @@ func (b *byteBudget) release(n int64, client string) {
 }
 
 // takeShare counts n bytes against client's share, unless it holds some
-// already and n would take it past its share.
+// already and n would take it past its share. No bytes (an empty body)
+// count nothing and leave no entry, which release, given none, would not
+// remove.
 func (b *byteBudget) takeShare(client string, n int64) bool {
-	if b.share == 0 {
+	if b.share == 0 || n == 0 {
 		return true
 	}
 	b.mu.Lock()

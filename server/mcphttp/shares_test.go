@@ -249,3 +249,22 @@ func TestHTTPClientShareOfBodies(t *testing.T) {
 		}
 	}
 }
+
+// An empty body counts nothing against its client's share, and leaves no
+// trace of the client in the budget: with http.auth every user a token
+// names is a client of its own, and an entry kept for each that ever
+// sent an empty POST would grow without end.
+func TestHTTPClientShareOfBodiesEmptyBody(t *testing.T) {
+	t.Parallel()
+	face, base := shareFace(t, fakeHub(t), Options{MaxBodyMemory: 1 << 20})
+	a := &tokenClient{t: t, base: base, token: shareTokenA}
+	if code, _, body := a.post(""); code != http.StatusBadRequest {
+		t.Fatalf("an empty POST: %d %s, want 400", code, body)
+	}
+	face.bodies.mu.Lock()
+	held := len(face.bodies.held)
+	face.bodies.mu.Unlock()
+	if held != 0 || face.bodies.used.Load() != 0 {
+		t.Errorf("after an empty body the budget keeps %d clients, %d bytes", held, face.bodies.used.Load())
+	}
+}
