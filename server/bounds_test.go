@@ -21,9 +21,10 @@ func (facePeerStub) Notify(context.Context, []byte) {}
 func (facePeerStub) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	return nil, ErrClientGone
 }
-func (facePeerStub) Dropped() uint64 { return 0 }
-func (facePeerStub) Answering() int  { return 0 }
-func (facePeerStub) Client() string  { return "" }
+func (facePeerStub) Listening(context.Context) {}
+func (facePeerStub) Dropped() uint64           { return 0 }
+func (facePeerStub) Answering() int            { return 0 }
+func (facePeerStub) Client() string            { return "" }
 
 // hugeInitialize is an initialize of about 1 MiB: 23,000 members in
 // capabilities.experimental and a 512 KiB client name. Kept whole, they

@@ -96,6 +96,10 @@ func (s *clientState) transportName() string { return s.transport }
 // Notify sends the client a notification encoded whole.
 func (s *clientState) Notify(ctx context.Context, msg []byte) { s.peer.Notify(ctx, msg) }
 
+// Listening tells the client's face that the hub has taken the listen
+// whose request ctx is (see Peer).
+func (s *clientState) Listening(ctx context.Context) { s.peer.Listening(ctx) }
+
 // oneRequest is the client of one request over HTTP that came without
 // Mcp-Session-Id (Hub.Answer): what the request itself carries (its
 // caller, its profile, what its _meta states) and its Peer, the
@@ -235,9 +239,9 @@ func (s *clientState) SetClientCapabilities(c mcp.ClientCapabilities) {
 // stated makes what st says the session's: its capabilities, its client
 // info when given, and its protocol version. Capabilities that do not
 // decode count as none. Only a statement the hub serves is made the
-// session's (era.Statement.Served): another's request is refused
-// (era.CheckModern), and its version, any string that sorts after
-// 2026-07-28, would be kept whole.
+// session's (era.Statement.Served, decided once when the request was
+// read): another's request is refused (era.CheckModern), and its
+// version, any string that sorts after 2026-07-28, would be kept whole.
 func (s *clientState) stated(st era.Statement) {
 	if !st.Served() {
 		return

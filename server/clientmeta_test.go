@@ -99,9 +99,10 @@ func (p *answeringPeer) Call(context.Context, string, json.RawMessage) (json.Raw
 	p.calls.Add(1)
 	return json.RawMessage(`{}`), nil
 }
-func (p *answeringPeer) Dropped() uint64 { return 0 }
-func (p *answeringPeer) Answering() int  { return 0 }
-func (p *answeringPeer) Client() string  { return "" }
+func (p *answeringPeer) Listening(context.Context) {}
+func (p *answeringPeer) Dropped() uint64           { return 0 }
+func (p *answeringPeer) Answering() int            { return 0 }
+func (p *answeringPeer) Client() string            { return "" }
 
 // An upstream's elicitation in url mode reaches only a client that
 // declared that mode, one in form mode only a client that answers forms

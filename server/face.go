@@ -40,6 +40,13 @@ type Peer interface {
 	// picking the stream by ctx. The client's error answer comes back as
 	// *jsonrpc.Error; a client that has left fails it with ErrClientGone.
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Listening tells the face that the hub has taken the client's
+	// subscriptions/listen whose request ctx is: it will not be refused,
+	// and what follows is its stream, the acknowledgement first, which
+	// may wait for an upstream's start. A face that holds a listen's
+	// response back until the hub takes or refuses it (HTTP: a refusal is
+	// plain JSON, a listen an event stream) opens it now.
+	Listening(ctx context.Context)
 	// Dropped is how many notifications were dropped for the client.
 	Dropped() uint64
 	// Answering is how many of the client's requests are being answered.

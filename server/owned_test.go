@@ -37,9 +37,10 @@ func (p *recordingPeer) Call(context.Context, string, json.RawMessage) (json.Raw
 	return nil, ErrClientGone
 }
 
-func (p *recordingPeer) Dropped() uint64 { return 0 }
-func (p *recordingPeer) Answering() int  { return 0 }
-func (p *recordingPeer) Client() string  { return "" }
+func (p *recordingPeer) Listening(context.Context) {}
+func (p *recordingPeer) Dropped() uint64           { return 0 }
+func (p *recordingPeer) Answering() int            { return 0 }
+func (p *recordingPeer) Client() string            { return "" }
 
 // count is how many messages sent to the peer contain s.
 func (p *recordingPeer) count(s string) int {

@@ -96,10 +96,11 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 // list_changed outside listens).
 func (h *Hub) listen(ctx context.Context, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	params, _ := jsonrpc.ScanObject(msg.Params) // no object: refused below, stating nothing
-	if !era.StateOf(params, msg.Params).Modern {
+	st := era.StateOf(params, msg.Params)
+	if !st.Modern {
 		return nil, clients.RequiresModern(msg.Method)
 	}
-	if err := era.CheckModern(msg.Method, params.Field("_meta")); err != nil {
+	if err := st.Check(msg.Method); err != nil {
 		return nil, err
 	}
 	return h.listens.Serve(ctx, sess, msg)
@@ -128,7 +129,7 @@ func (h *Hub) serve(ctx context.Context, sess client, msg *jsonrpc.Message) (jso
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
 		st := era.StateOf(req.call.Request, msg.Params)
 		req.call.Modern = st.Modern
-		if st.Served() { // a request refused for what it states leaves its client as it was
+		if st.Served() { // decided by StateOf; a request refused for what it states leaves its client as it was
 			sess.stated(st)  // before anything reads the session's capabilities
 			sess.setModern() // told of changes on its listens alone (server/listen)
 		}

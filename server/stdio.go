@@ -120,6 +120,9 @@ func (p *connPeer) Call(ctx context.Context, method string, params json.RawMessa
 	return res, err
 }
 
+// Listening does nothing: a listen's messages go down the one stream.
+func (p *connPeer) Listening(context.Context) {}
+
 func (p *connPeer) Dropped() uint64 { return p.conn.Dropped() }
 
 func (p *connPeer) Answering() int { return p.conn.Inflight() }

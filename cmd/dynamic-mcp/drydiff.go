@@ -16,7 +16,9 @@ const diffContext = 3
 // dryRunDiff is what install --dry-run prints of a client's file about to
 // change from old to new: a unified diff. A JSON file written on one line
 // (minified) is shown indented on both sides: its diff would be the
-// whole file as one line removed and another added.
+// whole file as one line removed and another added. A secret written
+// literally in the file is masked on every line the diff shows
+// (maskSecrets).
 func dryRunDiff(name string, old, new []byte) string {
 	label := "after install"
 	if a, b, ok := indentedOneLine(old, new); ok {
@@ -97,7 +99,7 @@ func unifiedDiff(name, label string, a, b []byte) string {
 		start := max(first-diffContext, k)
 		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(at[start][0], at[end][0]), hunkRange(at[start][1], at[end][1]))
 		for _, op := range ops[start:end] {
-			fmt.Fprintf(&out, "%c%s\n", op.kind, op.line)
+			fmt.Fprintf(&out, "%c%s\n", op.kind, maskSecrets(op.line))
 		}
 		k = end
 	}

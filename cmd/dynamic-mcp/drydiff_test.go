@@ -89,3 +89,92 @@ func TestDryRunShowsTheChangeNotTheWholeFile(t *testing.T) {
 		t.Errorf("the diff shows more than the change and three lines around it:\n%s", out)
 	}
 }
+
+// The dry run's diff masks the secrets written literally in the client's
+// file, on the lines removed (the servers install replaces: an env
+// token, an Authorization header, a token as an arg) as on the lines
+// added and around them, in JSON as in Codex's TOML; what is no secret (a
+// ${VAR}, a command) is shown as it is.
+func TestDryRunMasksSecrets(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, old, new string
+		want, hidden   []string
+	}{{
+		name: "json",
+		old: `{
+  "mcpServers": {
+    "gh": {
+      "command": "npx",
+      "args": ["-y", "gh-server", "--token", "ghp_argToken000000000000000"],
+      "env": {"GITHUB_TOKEN": "ghp_envToken000000000000000", "HOME_DIR": "/home/me", "FROM_ENV": "${MY_TOKEN}"},
+      "headers": {
+        "Authorization": "Bearer abc.def.ghi-123",
+        "X-Api-Key": "plainvalue123"
+      }
+    }
+  }
+}`,
+		new: `{
+  "mcpServers": {
+    "dynamic-mcp": {"command": "dynamic-mcp", "env": {"SLACK_TOKEN": "xoxb-added-1234567890"}}
+  }
+}`,
+		want: []string{
+			`-      "args": ["-y", "gh-server", "--token", "[redacted]"],`,
+			`-      "env": {"GITHUB_TOKEN": "[redacted]", "HOME_DIR": "/home/me", "FROM_ENV": "${MY_TOKEN}"},`,
+			`-        "Authorization": "[redacted]",`,
+			`-        "X-Api-Key": "[redacted]"`,
+			`+    "dynamic-mcp": {"command": "dynamic-mcp", "env": {"SLACK_TOKEN": "[redacted]"}}`,
+		},
+		hidden: []string{"ghp_argToken", "ghp_envToken", "abc.def.ghi-123", "plainvalue123", "xoxb-added"},
+	}, {
+		name: "toml",
+		old: `model = "o3"
+[mcp_servers.gh]
+command = "npx"
+env = { GITHUB_TOKEN = "ghp_envToken000000000000000", "PATH_X" = '/usr/bin' }
+[mcp_servers.gh.http_headers]
+'Authorization' = 'Bearer abc.def.ghi-123'
+`,
+		new: `model = "o3"
+[mcp_servers.dynamic-mcp]
+command = "dynamic-mcp"
+`,
+		want: []string{
+			` model = "o3"`,
+			`-env = { GITHUB_TOKEN = "[redacted]", "PATH_X" = '/usr/bin' }`,
+			`-'Authorization' = '[redacted]'`,
+			`+command = "dynamic-mcp"`,
+		},
+		hidden: []string{"ghp_envToken", "abc.def.ghi-123"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			out := dryRunDiff("file", []byte(c.old), []byte(c.new))
+			for _, h := range c.hidden {
+				if strings.Contains(out, h) {
+					t.Errorf("the diff shows the secret %q:\n%s", h, out)
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w+"\n") {
+					t.Errorf("want the line %q in the diff:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// install --dry-run masks a token of the server entry it replaces.
+func TestDryRunOfInstallMasksSecrets(t *testing.T) {
+	t.Parallel()
+	file := `{"mcpServers":{"gh":{"command":"npx","env":{"GITHUB_TOKEN":"ghp_envToken000000000000000"}}}}`
+	home, cfg := dryRunHome(t, ".cursor/mcp.json", file)
+	out, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--dry-run")
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, errOut)
+	}
+	if strings.Contains(out, "ghp_envToken") || !strings.Contains(out, `-        "GITHUB_TOKEN": "[redacted]"`+"\n") {
+		t.Errorf("the diff does not mask the token:\n%s", out)
+	}
+}

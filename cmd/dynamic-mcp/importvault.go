@@ -70,11 +70,7 @@ var nonName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 
 // moveSecrets keeps each literal secret of servers in the vault of the
 // config at out's state directory and puts ${secret:NAME} in its place.
-// No secret in the vault is overwritten: a name that holds another value
-// is passed over for the next free one (NAME_2, NAME_3 ...), and a name
-// that holds the same value is used as it is.
 func moveSecrets(servers []clients.Server, found []literalSecret, out string, stdout io.Writer) error {
-	var secrets *vault.Secrets
 	if _, err := os.Stat(out); err == nil {
 		// The config's vault: with store:, the store's.
 		stateDir, uses, err := config.ScanSecrets(out)
@@ -86,14 +82,27 @@ func moveSecrets(servers []clients.Server, found []literalSecret, out string, st
 			return err
 		}
 		defer closeStore()
-		secrets = s
-	} else {
-		v, err := vault.Open(context.Background(), vault.Options{Dir: config.Home()})
-		if err != nil {
-			return err
-		}
-		secrets = vault.NewSecrets(config.Home(), v)
+		return moveSecretsInto(s, servers, found, stdout)
 	}
+	v, err := vault.Open(context.Background(), vault.Options{Dir: config.Home()})
+	if err != nil {
+		return err
+	}
+	return moveSecretsInto(vault.NewSecrets(config.Home(), v), servers, found, stdout)
+}
+
+// vaultWriter is the vault as import writes it (*vault.Secrets).
+type vaultWriter interface {
+	All() (map[string]string, error)
+	Add(name, value string) (held string, taken bool, err error)
+}
+
+// moveSecretsInto is moveSecrets into secrets. No secret in the vault is
+// overwritten: a name that holds another value is passed over for the
+// next free one (NAME_2, NAME_3 ...), and a name that holds the same
+// value is used as it is; that holds too of a name another process sets
+// while the import runs (Add sets only a name that is free).
+func moveSecretsInto(secrets vaultWriter, servers []clients.Server, found []literalSecret, stdout io.Writer) error {
 	have, err := secrets.All()
 	if err != nil {
 		return err
@@ -104,11 +113,18 @@ func moveSecrets(servers []clients.Server, found []literalSecret, out string, st
 		// the vault keeps the value itself.
 		value := strings.ReplaceAll(m[f.key], "$$", "$")
 		name, there := freeName(have, f.name, value)
-		if !there {
-			if err := secrets.Set(name, value); err != nil {
+		for !there {
+			held, taken, err := secrets.Add(name, value)
+			if err != nil {
 				return err
 			}
-			have[name] = value
+			if !taken {
+				have[name] = value
+				break
+			}
+			// Set since the vault was read: what was set is kept.
+			have[name] = held
+			name, there = freeName(have, f.name, value)
 		}
 		m[f.key] = "${secret:" + name + "}"
 		var why string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -128,5 +129,51 @@ func TestImportVaultSkipsSecretsOfGroupsLeftAlone(t *testing.T) {
 	wantSecrets(t, secrets, map[string]string{"LINEAR_API_KEY": "lin_api_taken0000"})
 	if strings.Contains(stdout, "of github") || !strings.Contains(stdout, "already there, left alone: github") {
 		t.Errorf("import's output:\n%s", stdout)
+	}
+}
+
+// vaultSetMeanwhile is a vault whose every read is followed by another
+// writer's set of name (another process's `secret set`, on the same
+// file), done before the read returns: that set lands between the
+// import's read of the vault and its write.
+type vaultSetMeanwhile struct {
+	*vault.Secrets
+	other       *vault.Secrets
+	name, value string
+}
+
+func (s vaultSetMeanwhile) All() (map[string]string, error) {
+	m, err := s.Secrets.All()
+	done := make(chan error, 1)
+	go func() { done <- s.other.Set(s.name, s.value) }()
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return m, err
+}
+
+// A secret another process sets after the import read the vault, under
+// the name the import chose, is kept: the import's goes under the next
+// free name, as for a secret set before.
+func TestImportVaultKeepsSecretSetMeanwhile(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	v, err := vault.Open(t.Context(), vault.Options{Dir: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := vault.NewSecrets(home, v)
+	servers := []clients.Server{{Name: "github", Command: "node", Env: map[string]string{"GITHUB_TOKEN": "ghp_imported11111"}}}
+	found := literalSecrets(servers, []string{"github"}, func(int) bool { return true })
+	var stdout bytes.Buffer
+	racing := vaultSetMeanwhile{Secrets: secrets, other: other, name: "GITHUB_TOKEN", value: "ghp_setMeanwhile0"}
+	if err := moveSecretsInto(racing, servers, found, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	wantSecrets(t, secrets, map[string]string{"GITHUB_TOKEN": "ghp_setMeanwhile0", "GITHUB_TOKEN_2": "ghp_imported11111"})
+	if got := servers[0].Env["GITHUB_TOKEN"]; got != "${secret:GITHUB_TOKEN_2}" {
+		t.Errorf("the server's env is %q, want the name the secret got", got)
+	}
+	if want := "as ${secret:GITHUB_TOKEN_2} (not GITHUB_TOKEN: the vault's GITHUB_TOKEN is another secret)"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("import's output lacks %q:\n%s", want, stdout.String())
 	}
 }

@@ -73,19 +73,26 @@ var removedInModern = map[string]bool{
 
 // CheckModern refuses a 2026-07-28 request of method whose params' _meta
 // is meta, where the hub cannot serve it as asked, in the order mcp-go's
-// server checks the same: _meta without the client's capabilities
-// (-32602), a version the hub does not serve (-32022), a method that
-// version removed (-32601). nil lets it through.
+// server checks the same: what the request states of its client first
+// (refusal: _meta without the client's capabilities, -32602; a version
+// the hub does not serve, -32022), then a method that version removed
+// (-32601). nil lets it through. A request whose statement StateOf read
+// already is checked by Statement.Check, without scanning _meta again.
 func CheckModern(method string, meta json.RawMessage) *jsonrpc.Error {
 	m, _ := jsonrpc.ScanObject(meta)
-	if caps := m.Field(mcp.MetaKeyClientCapabilities); len(caps) == 0 || caps[0] != '{' {
+	return statedIn(m).Check(method)
+}
+
+// refusal is why the hub does not serve a 2026-07-28 request stating
+// version and caps (the raw value of its client's capabilities) in its
+// _meta, nil when it does: the one place both CheckModern and
+// Statement.Served decide it.
+func refusal(version string, caps []byte) *jsonrpc.Error {
+	if len(caps) == 0 || caps[0] != '{' {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta lacks "+mcp.MetaKeyClientCapabilities+", an object")
 	}
-	if v, _ := jsonrpc.StringValue(m.Field(mcp.MetaKeyProtocolVersion)); !slices.Contains(mcp.ValidProtocolVersions, v) {
-		return unsupportedVersion(v)
-	}
-	if removedInModern[method] {
-		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: "+method+" was removed in protocol version "+mcp.ProtocolVersion20260728)
+	if !slices.Contains(mcp.ValidProtocolVersions, version) {
+		return unsupportedVersion(version)
 	}
 	return nil
 }
@@ -184,21 +191,35 @@ func (Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.
 const maxKeptStatement = 4 << 10
 
 // Statement is what a 2026-07-28 request's _meta says of its client, as
-// raw JSON values; Modern is false for a request of an older era (or one
-// that states no such version).
+// raw JSON values, and whether the hub serves it; Modern is false for a
+// request of an older era (or one that states no such version).
 type Statement struct {
 	Modern       bool
 	Version      string
 	Capabilities []byte
 	ClientInfo   []byte
+	// refused is why the hub does not serve what is stated (refusal),
+	// decided once where the statement is read (StateOf); nil when it
+	// serves it.
+	refused *jsonrpc.Error
 }
 
 // Served reports whether the hub serves what st states: a protocol
 // version of its own, and the client's capabilities, an object (what
 // CheckModern refuses first). A request that states anything else is
 // refused, and leaves its client as it was.
-func (st Statement) Served() bool {
-	return st.Modern && len(st.Capabilities) > 0 && st.Capabilities[0] == '{' && slices.Contains(mcp.ValidProtocolVersions, st.Version)
+func (st Statement) Served() bool { return st.Modern && st.refused == nil }
+
+// Check is CheckModern of st's request, of method, as StateOf decided
+// it: nil lets it through.
+func (st Statement) Check(method string) *jsonrpc.Error {
+	if st.refused != nil {
+		return st.refused
+	}
+	if removedInModern[method] {
+		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: "+method+" was removed in protocol version "+mcp.ProtocolVersion20260728)
+	}
+	return nil
 }
 
 // StateOf reads what params' _meta states of the client: the request's
@@ -212,12 +233,19 @@ func StateOf(params jsonrpc.Object, raw json.RawMessage) Statement {
 	if err != nil {
 		return Statement{}
 	}
-	version, ok := jsonrpc.StringValue(meta.Field(mcp.MetaKeyProtocolVersion))
-	if !ok || !mcp.IsModernProtocol(version) {
-		return Statement{}
+	if st := statedIn(meta); st.Modern {
+		return st
 	}
-	return Statement{Modern: true, Version: version,
-		Capabilities: meta.Field(mcp.MetaKeyClientCapabilities), ClientInfo: meta.Field(mcp.MetaKeyClientInfo)}
+	return Statement{}
+}
+
+// statedIn is what meta, a request's _meta scanned, states, whatever
+// version it names, and whether the hub serves it.
+func statedIn(meta jsonrpc.Object) Statement {
+	version, ok := jsonrpc.StringValue(meta.Field(mcp.MetaKeyProtocolVersion))
+	caps := meta.Field(mcp.MetaKeyClientCapabilities)
+	return Statement{Modern: ok && mcp.IsModernProtocol(version), Version: version,
+		Capabilities: caps, ClientInfo: meta.Field(mcp.MetaKeyClientInfo), refused: refusal(version, caps)}
 }
 
 // Info is the client info st states, bounded; nil when it states none or

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/dynamic-mcp/dynamic-mcp/server/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -67,5 +69,50 @@ func TestStatementCapsAndInfo(t *testing.T) {
 	}
 	if (Statement{ClientInfo: []byte(`7`)}).Info() != nil {
 		t.Error("client info that does not decode: want none")
+	}
+}
+
+// What the hub serves of a request's statement (Served, which decides
+// whether it becomes the session's) and what refuses the request
+// (CheckModern) are one decision: over every kind of _meta, a statement
+// is served exactly when CheckModern lets a method of its era through,
+// and each is refused with the code its first failing check gives.
+func TestServedAgreesWithCheckModern(t *testing.T) {
+	const v, c = `"io.modelcontextprotocol/protocolVersion":`, `"io.modelcontextprotocol/clientCapabilities":`
+	for _, tc := range []struct {
+		name, meta string
+		code       int // CheckModern's of tools/list, 0 when it passes
+	}{
+		{"served", `{` + v + `"2026-07-28",` + c + `{}}`, 0},
+		{"no capabilities", `{` + v + `"2026-07-28"}`, jsonrpc.CodeInvalidParams},
+		{"capabilities no object", `{` + v + `"2026-07-28",` + c + `[]}`, jsonrpc.CodeInvalidParams},
+		{"capabilities null", `{` + v + `"2026-07-28",` + c + `null}`, jsonrpc.CodeInvalidParams},
+		{"escaped version", `{` + v + `"2026\u002d07-28",` + c + `{}}`, 0},
+		{"future version", `{` + v + `"2099-01-01",` + c + `{}}`, mcp.UNSUPPORTED_PROTOCOL_VERSION},
+		{"future version, no capabilities", `{` + v + `"2099-01-01"}`, jsonrpc.CodeInvalidParams},
+		{"draft version", `{` + v + `"DRAFT-2026-v1",` + c + `{}}`, mcp.UNSUPPORTED_PROTOCOL_VERSION},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := `{"_meta":` + tc.meta + `}`
+			params, err := jsonrpc.ScanObject([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := StateOf(params, json.RawMessage(raw))
+			if !st.Modern {
+				t.Fatalf("%s states no 2026-07-28 version", tc.meta)
+			}
+			e := CheckModern("tools/list", json.RawMessage(tc.meta))
+			code := 0
+			if e != nil {
+				code = e.Code
+			}
+			if code != tc.code {
+				t.Errorf("CheckModern: code %d (%v), want %d", code, e, tc.code)
+			}
+			if st.Served() != (e == nil) {
+				t.Errorf("Served() %v, but CheckModern refuses with %v", st.Served(), e)
+			}
+		})
 	}
 }

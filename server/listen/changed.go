@@ -49,6 +49,10 @@ type Session interface {
 	// Notify sends the client a notification encoded whole; ctx picks
 	// the stream it goes down (see the hub's Peer). It never blocks.
 	Notify(ctx context.Context, msg []byte)
+	// Listening tells the client's face that the hub has taken the
+	// listen whose request ctx is (see the hub's Peer): what follows is
+	// its stream. Never called for a listen refused.
+	Listening(ctx context.Context)
 	// Gone is closed when the session ends.
 	Gone() <-chan struct{}
 }

@@ -179,6 +179,9 @@ func (n *Notifier[S]) Serve(ctx context.Context, sess S, msg *jsonrpc.Message) (
 		st.remove(l)
 		n.unsubscribe(sess, l)
 	}()
+	// Taken: refused no more. Its acknowledgement may wait for upstreams
+	// (subscribe, below); the face need not (over HTTP its stream opens).
+	sess.Listening(ctx)
 	// A change told to the sessions between the snapshot and the
 	// listen's registration is not lost: it is the view now.
 	now, subscribe := n.opts.View(sess, msg)

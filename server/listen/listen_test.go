@@ -28,6 +28,11 @@ func newFakeSession() *fakeSession {
 func (s *fakeSession) ID() string            { return "a" }
 func (s *fakeSession) Lists() *State         { return s.lists }
 func (s *fakeSession) Gone() <-chan struct{} { return s.gone }
+func (s *fakeSession) Listening(context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, "listening")
+}
 func (s *fakeSession) Notify(_ context.Context, msg []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +65,8 @@ func newNotifier(t *testing.T) *Notifier[*fakeSession] {
 
 // A listen asking for nothing is acknowledged and answered at once; one
 // without notifications is refused; a session holds maxSessionListens at
-// most.
+// most. The face is told of each listen taken (Listening), before its
+// acknowledgement, and of none refused.
 func TestListenRefusalsAndBounds(t *testing.T) {
 	n := newNotifier(t)
 	sess := newFakeSession()
@@ -72,11 +78,15 @@ func TestListenRefusalsAndBounds(t *testing.T) {
 		return m
 	}
 	res, err := n.Serve(t.Context(), sess, listenReq(1, `,"notifications":{}`))
-	if err != nil || !strings.Contains(string(res), `"io.modelcontextprotocol/subscriptionId":1`) || strings.Count(sess.messages(), "acknowledged") != 1 {
+	if err != nil || !strings.Contains(string(res), `"io.modelcontextprotocol/subscriptionId":1`) || strings.Count(sess.messages(), "acknowledged") != 1 ||
+		!strings.HasPrefix(sess.messages(), "listening\n") {
 		t.Errorf("empty listen: %s, %v; sent %s", res, err, sess.messages())
 	}
 	if _, err := n.Serve(t.Context(), sess, listenReq(2, ``)); jsonrpc.ToError(err).Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("listen without notifications: %v", err)
+	}
+	if got := strings.Count(sess.messages(), "listening"); got != 1 {
+		t.Errorf("the face was told of %d listens taken, want 1: a refused one too", got)
 	}
 	if !sess.lists.Modern() {
 		t.Error("a session that listened is not told on its listens alone")
@@ -101,6 +111,9 @@ func TestListenRefusalsAndBounds(t *testing.T) {
 	cancel()
 	for range maxSessionListens {
 		<-done
+	}
+	if got := strings.Count(sess.messages(), "listening"); got != 1+maxSessionListens {
+		t.Errorf("the face was told of %d listens taken, want %d", got, 1+maxSessionListens)
 	}
 	if n := sess.lists.Len(); n != 0 {
 		t.Errorf("%d listens left after they were cancelled", n)

@@ -1,7 +1,6 @@
 package mcphttp
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -17,16 +16,15 @@ const methodListen = "subscriptions/listen"
 // listen answers subscriptions/listen on its POST: the response is an
 // event stream carrying the hub's acknowledgement, then each notification
 // of the listen, with keep-alive comments between, and the listen's
-// result when the hub ends it. Its headers go out with the first of these
-// or listenHeadersBy after the hub took the listen, whichever comes
-// first: the acknowledgement comes once the hub has subscribed to what
-// the listen names, which may wait for an upstream's start or answer, and
-// a client may wait for the headers to go on (go-sdk's Subscribe does,
-// whatever its context). A listen refused before its headers went out
-// (its params wrong, too many listens) is answered as any request is:
-// plain JSON, with the HTTP status status gives its error (400 for
-// -32602 in 2026-07-28, as for every other request); one refused later,
-// in its stream. It ends
+// result when the hub ends it. Its headers go out as soon as the hub has
+// taken the listen (server.Peer's Listening), before its acknowledgement:
+// that comes once the hub has subscribed to what the listen names, which
+// may wait for an upstream's start or answer, and a client may wait for
+// the headers to go on (go-sdk's Subscribe does, whatever its context).
+// A listen the hub refuses (its params wrong, too many listens) is
+// answered as any request is: plain JSON, with the HTTP status status
+// gives its error (400 for -32602 in 2026-07-28, as for every other
+// request). It ends
 // when the client closes it, the session ends or the server stops; a
 // client that stops reading is cut off by the write deadline, and the
 // hub's side of the listen is cancelled with it. Its POST counts against
@@ -42,6 +40,8 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 	if !ok {
 		return
 	}
+	taken := make(chan struct{}, 1) // set before the Conn has the listen: the hub signals it (Listening) once it takes it
+	p.taken = taken
 	delivered, answered := false, false
 	defer func() {
 		if delivered && !answered {
@@ -68,11 +68,10 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 	defer func() { _ = start() }() // a listen the hub ends before its first message: an empty stream, as before
 	t := time.NewTicker(keepAlive)
 	defer t.Stop()
-	headersBy := time.NewTimer(cmp.Or(s.opts.listenHeadersBy, listenHeadersBy))
-	defer headersBy.Stop()
 	for {
 		select {
-		case <-headersBy.C:
+		case <-taken:
+			taken = nil
 			if !start() {
 				return
 			}
@@ -111,10 +110,6 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 		}
 	}
 }
-
-// listenHeadersBy is how long a listen's headers wait for its first
-// message: the hub refuses a listen as soon as it takes it, long before.
-const listenHeadersBy = time.Second
 
 // cancelListen cancels the hub's side of a listen whose stream ended
 // before the hub answered it, as the client's notifications/cancelled

@@ -144,6 +144,7 @@ func (nopPeer) Notify(context.Context, []byte) {}
 func (nopPeer) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	return nil, server.ErrClientGone
 }
-func (nopPeer) Dropped() uint64 { return 0 }
-func (nopPeer) Answering() int  { return 0 }
-func (nopPeer) Client() string  { return "" }
+func (nopPeer) Listening(context.Context) {}
+func (nopPeer) Dropped() uint64           { return 0 }
+func (nopPeer) Answering() int            { return 0 }
+func (nopPeer) Client() string            { return "" }

@@ -83,10 +83,6 @@ type Options struct {
 	// writeTimeout bounds one write of an event stream (a POST's, the GET
 	// stream, a listen's, legacy SSE's); 0: writeTimeout. Tests set it.
 	writeTimeout time.Duration
-	// listenHeadersBy bounds how long a listen's headers wait for its
-	// first message; 0: listenHeadersBy. Tests of a refused listen
-	// lengthen it, so that a slow machine's refusal still comes first.
-	listenHeadersBy time.Duration
 }
 
 // UserSignIns are the sign-ins of each user to the servers with auth

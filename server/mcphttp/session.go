@@ -144,6 +144,10 @@ func (hs *httpSession) Call(ctx context.Context, method string, params json.RawM
 	return res, err
 }
 
+// Listening opens the response of the listen whose request ctx is
+// (server.Peer): the hub has taken it (see Server.listen).
+func (hs *httpSession) Listening(ctx context.Context) { hs.st.listening(jsonrpc.RelatedID(ctx)) }
+
 // Dropped is how many notifications were lost for the client (server.Peer).
 func (hs *httpSession) Dropped() uint64 { return hs.conn.Dropped() + hs.st.lost.Load() }
 

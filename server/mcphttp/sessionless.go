@@ -188,6 +188,10 @@ func oneRequestRefusal(method string) error {
 	return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "dynamic-mcp: "+method+" cannot reach a client whose request came without a session (Mcp-Session-Id): only tools/call, prompts/get and resources/read ask it, by input_required")
 }
 
+// Listening does nothing (server.Peer): a listen is answered in a
+// session of its own (Server.postModern), never here.
+func (c *oneCall) Listening(context.Context) {}
+
 // Dropped is how many notifications were lost for the client (server.Peer).
 func (c *oneCall) Dropped() uint64 {
 	if c.out != nil {

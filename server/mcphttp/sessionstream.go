@@ -44,6 +44,9 @@ type post struct {
 	out    *stream // its POST's stream (stream); nil over legacy SSE or a JSON-only POST
 	stream stream  // out's, in the post: an allocation a request less
 	answer chan []byte
+	// taken, a listen's alone, is signalled when the hub has taken it
+	// (listening); set before the session's Conn has the request.
+	taken chan struct{}
 
 	// What release gives back, once: the request's place among those in
 	// flight (inflight.begin, for client) and its body's bytes (body).
@@ -337,6 +340,21 @@ func (ss *sessionStream) Write(ctx context.Context, msg []byte) error {
 		}
 	}
 	return nil
+}
+
+// listening signals the listen whose request's id is id that the hub has
+// taken it (post.taken).
+func (ss *sessionStream) listening(id []byte) {
+	ss.mu.Lock()
+	p := ss.posts[string(id)]
+	ss.mu.Unlock()
+	if p == nil || p.taken == nil {
+		return
+	}
+	select {
+	case p.taken <- struct{}{}:
+	default: // signalled already
+	}
 }
 
 // reachable reports whether a request of the hub's sent in relation to

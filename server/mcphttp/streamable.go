@@ -98,6 +98,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	var hs *httpSession
 	initialize := msg.Method == "initialize"
 	fresh := r.Header.Get(headerSessionID) == "" && initialize // a session made for this initialize
+	if fresh && !msg.IsRequest() {
+		// An initialize sent as a notification: nothing answers it, and
+		// no session is made for it (nobody would be told its id).
+		release()
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	if fresh {
 		if hs, ok = s.oneSession(w, r, msg, release); !ok {
 			return
@@ -147,9 +154,18 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if msg.Method == "logging/setLevel" && hs.stream != "" {
 		s.relay.Level(hs.st.relayed, body) // every replica that holds the session logs at it
 	}
-	if !s.request(w, r, hs, msg, body, header, release) && fresh {
-		s.sessions.drop(hs) // refused: its client was not told of it
+	if answer, taken := s.request(w, r, hs, msg, body, header, release); fresh && (!taken || !succeeded(answer)) {
+		// Refused, failed or never answered: its client was not told of
+		// the session (an initialize's error names none, answerHeader),
+		// which would otherwise live on unused until the idle sweep.
+		s.sessions.drop(hs)
 	}
+}
+
+// succeeded reports whether answer, a response written, is a result.
+func succeeded(answer []byte) bool {
+	o, err := jsonrpc.ScanObject(answer)
+	return err == nil && o.Field("result") != nil
 }
 
 // postModern serves a request of 2026-07-28, which has no handshake and no
@@ -226,11 +242,13 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // the message, not when it is answered: a long call does not hold the
 // budget of bodies being read. The request counts against the cap in all
 // until it is answered. taken is false when the Conn did not take it
-// (refused: too many in flight, its id in use, the session ended).
-func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) (taken bool) {
+// (refused: too many in flight, its id in use, the session ended);
+// answer is the answer written, nil when none was (cancelled, the client
+// gone).
+func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) (answer []byte, taken bool) {
 	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
 	if !ok {
-		return false
+		return nil, false
 	}
 	// A 2026-07-28 answer's status says what its error is.
 	status := func([]byte) int { return http.StatusOK }
@@ -246,14 +264,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession
 	release() // the Conn has the message: its bytes are the call's, not a body being read
 	if !delivered {
 		writeJSONError(w, http.StatusNotFound, id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Session not found"))
-		return false
+		return nil, false
 	}
-	respond := func() { s.respond(w, r, hs, p, header, status) }
+	respond := func() { answer = s.respond(w, r, hs, p, header, status) }
 	if serve != nil && p.serveHere(serve, respond, s.hub.Panics()) {
-		return true // the goroutine serveHere started has responded
+		return answer, true // the goroutine serveHere started has responded, and is done
 	}
 	respond()
-	return true
+	return answer, true
 }
 
 // serveHere answers the request on this goroutine (serve), and reports
@@ -305,8 +323,9 @@ func (p *post) wake() {
 
 // respond writes the response to a request the session's Conn has: its
 // answer as plain JSON, or what was sent down the POST's stream before it
-// and then the answer, as an event stream.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession, p *post, header http.Header, status func([]byte) int) {
+// and then the answer, as an event stream. It returns the answer it
+// wrote, nil when none (cancelled by the client, or the client gone).
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession, p *post, header http.Header, status func([]byte) int) []byte {
 	if p.out == nil || p.out.queued() == 0 {
 		// Most often the answer is there already, and nothing came
 		// before it (serveHere served the request on this goroutine): it
@@ -315,11 +334,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 		case resp := <-p.answer:
 			if resp == nil {
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
-				return
+				return nil
 			}
 			if p.out == nil || p.out.queued() == 0 {
-				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
-				return
+				writeJSON(w, status(resp), s.answerHeader(hs, header, resp), resp)
+				return resp
 			}
 			p.answer <- resp // something came after all: below, as an event stream
 		default:
@@ -341,12 +360,12 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 			case resp == nil && sw == nil:
 				w.WriteHeader(http.StatusAccepted) // cancelled by the client: no answer
 			case sw == nil && len(early) == 0:
-				writeJSON(w, status(resp), s.sealer.sessionHeader(hs, header, s.now, s.logger), resp)
+				writeJSON(w, status(resp), s.answerHeader(hs, header, resp), resp)
 			default:
 				if sw == nil {
 					sw = newSSEWriter(w, s.opts.writeTimeout)
-					if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
-						return
+					if sw.start(s.answerHeader(hs, header, resp)) != nil {
+						return nil
 					}
 				}
 				if resp != nil {
@@ -354,7 +373,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 				}
 				_ = sw.events("message", early, false)
 			}
-			return
+			return resp
 		case <-ready:
 			batch := p.out.out().TakeNow()
 			if len(batch) == 0 {
@@ -363,20 +382,34 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, hs *httpSession
 			if sw == nil {
 				sw = newSSEWriter(w, s.opts.writeTimeout)
 				if sw.start(s.sealer.sessionHeader(hs, header, s.now, s.logger)) != nil {
-					return
+					return nil
 				}
 			}
 			if sw.events("message", batch, false) != nil {
-				return // the client stopped reading this stream
+				return nil // the client stopped reading this stream
 			}
 		case <-r.Context().Done():
-			return
+			return nil
 		case <-hs.st.Done():
-			return
+			return nil
 		case <-s.stop:
-			return
+			return nil
 		}
 	}
+}
+
+// answerHeader is the header of a response whose answer is resp, nil
+// before it (an event stream that opens first): header, with the
+// session's id sealed in it (sealer.sessionHeader), except that an
+// initialize answered with an error names no session (post ends the one
+// made for it).
+func (s *Server) answerHeader(hs *httpSession, header http.Header, resp []byte) http.Header {
+	if resp != nil && header.Get(headerSessionID) != "" && !succeeded(resp) {
+		header = header.Clone()
+		header.Del(headerSessionID)
+		return header
+	}
+	return s.sealer.sessionHeader(hs, header, s.now, s.logger)
 }
 
 func acceptsSSE(r *http.Request) bool {

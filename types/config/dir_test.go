@@ -79,7 +79,9 @@ func TestPathsWithoutAFile(t *testing.T) {
 
 // ${DYNAMIC_MCP_HOME} names the hub's directory, set or not: a file kept
 // there (the quickstart's memory) follows the variable, and a config
-// that names it reads without it.
+// that names it reads without it. Always defined, it never takes the
+// default of ${DYNAMIC_MCP_HOME:-...}, the environment's variable unset
+// or not.
 func TestDynamicMCPHomeVariable(t *testing.T) {
 	t.Setenv("HOME", "/home/tester")
 	for _, tc := range []struct{ set, want string }{
@@ -90,12 +92,14 @@ func TestDynamicMCPHomeVariable(t *testing.T) {
 		if tc.set == "" {
 			os.Unsetenv("DYNAMIC_MCP_HOME")
 		}
-		cfg, err := Parse("", strings.NewReader(`groups: { a: { description: x, command: s, env: { F: "${DYNAMIC_MCP_HOME}/m.jsonl" } } }`))
-		if err != nil {
-			t.Fatalf("DYNAMIC_MCP_HOME=%q: %v", tc.set, err)
-		}
-		if got := cfg.Groups[0].Servers[0].Env["F"]; got != tc.want {
-			t.Errorf("DYNAMIC_MCP_HOME=%q: ${DYNAMIC_MCP_HOME}/m.jsonl is %q, want %q", tc.set, got, tc.want)
+		for _, ref := range []string{"${DYNAMIC_MCP_HOME}/m.jsonl", "${DYNAMIC_MCP_HOME:-/srv/other}/m.jsonl"} {
+			cfg, err := Parse("", strings.NewReader(`groups: { a: { description: x, command: s, env: { F: "`+ref+`" } } }`))
+			if err != nil {
+				t.Fatalf("DYNAMIC_MCP_HOME=%q: %v", tc.set, err)
+			}
+			if got := cfg.Groups[0].Servers[0].Env["F"]; got != tc.want {
+				t.Errorf("DYNAMIC_MCP_HOME=%q: %s is %q, want %q", tc.set, ref, got, tc.want)
+			}
 		}
 	}
 }

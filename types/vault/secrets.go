@@ -75,7 +75,29 @@ func (s *Secrets) Set(name, value string) error {
 	if s.db != nil {
 		return s.sharedPut(name, Entry{Value: value, Set: time.Now()})
 	}
-	return s.change(func(m map[string]string) { m[name] = value })
+	return s.change(func(m map[string]string) bool { m[name] = value; return true })
+}
+
+// Add sets name to value unless name is set already: then it writes
+// nothing and returns the value name holds (taken). The look and the set
+// are one step, so that a secret set meanwhile by another process (a
+// `secret set`, another import) is never overwritten: on file, under the
+// secrets' file lock; in a shared store, under the lock of the name,
+// which Set takes too. (The OS keychain holds the vault's key alone,
+// never a secret: it has no part in this.)
+func (s *Secrets) Add(name, value string) (held string, taken bool, err error) {
+	if s.db != nil {
+		return s.sharedAdd(name, value)
+	}
+	err = s.change(func(m map[string]string) bool {
+		held, taken = m[name]
+		if taken {
+			return false
+		}
+		m[name] = value
+		return true
+	})
+	return held, taken, err
 }
 
 // Delete removes name; it reports whether there was one.
@@ -84,13 +106,14 @@ func (s *Secrets) Delete(name string) (bool, error) {
 		return s.sharedDelete(name)
 	}
 	var had bool
-	err := s.change(func(m map[string]string) { _, had = m[name]; delete(m, name) })
+	err := s.change(func(m map[string]string) bool { _, had = m[name]; delete(m, name); return true })
 	return had, err
 }
 
 // change applies f to the secrets under a file lock, so two processes
-// changing secrets do not lose either change.
-func (s *Secrets) change(f func(map[string]string)) error {
+// changing secrets do not lose either change; f returns false when it
+// changed nothing, and nothing is written.
+func (s *Secrets) change(f func(map[string]string) bool) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
@@ -103,7 +126,9 @@ func (s *Secrets) change(f func(map[string]string)) error {
 	if err != nil {
 		return err
 	}
-	f(m)
+	if !f(m) {
+		return nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err

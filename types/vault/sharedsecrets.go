@@ -184,13 +184,9 @@ func (s *Secrets) sharedEntries() (map[string]Entry, error) {
 	}
 	out := make(map[string]Entry, len(all))
 	for _, name := range slices.Sorted(maps.Keys(all)) {
-		plain, err := s.vault.Open(all[name], secretLabel(name))
+		e, err := s.openEntry(name, all[name])
 		if err != nil {
-			return nil, fmt.Errorf("the store's secret %s: %w", name, err)
-		}
-		var e Entry
-		if err := json.Unmarshal(plain, &e); err != nil {
-			return nil, fmt.Errorf("the store's secret %s: %w", name, err)
+			return nil, err
 		}
 		out[name] = e
 	}
@@ -209,18 +205,71 @@ func (s *Secrets) sharedAll() (map[string]string, error) {
 	return out, nil
 }
 
-// sharedPut seals e for name, writes it and tells the replicas.
+// sharedPut seals e for name, writes it and tells the replicas. It
+// writes under the lock of the name, so that it never lands between the
+// look and the write of an Add (sharedAdd).
 func (s *Secrets) sharedPut(name string, e Entry) error {
-	b, err := json.Marshal(e)
+	sealed, err := s.sealEntry(name, e)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
 	defer cancel()
-	if err := s.db.Put(ctx, SecretNS, name, s.vault.Seal(b, secretLabel(name))); err != nil {
+	if err := s.db.Locked(ctx, SecretNS, name, sharedWait, func(tx shared.Tx) error {
+		return tx.Put(ctx, SecretNS, name, sealed)
+	}); err != nil {
 		return err
 	}
 	return s.db.Notify(ctx, SecretsChannel)
+}
+
+// sharedAdd is Add in the store: under the lock of the name, which
+// sharedPut takes too, it writes value unless the name holds one.
+func (s *Secrets) sharedAdd(name, value string) (held string, taken bool, err error) {
+	sealed, err := s.sealEntry(name, Entry{Value: value, Set: time.Now()})
+	if err != nil {
+		return "", false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedWait)
+	defer cancel()
+	err = s.db.Locked(ctx, SecretNS, name, sharedWait, func(tx shared.Tx) error {
+		b, err := tx.Get(ctx, SecretNS, name)
+		if errors.Is(err, shared.ErrNotFound) {
+			return tx.Put(ctx, SecretNS, name, sealed)
+		}
+		if err != nil {
+			return err
+		}
+		e, err := s.openEntry(name, b)
+		held, taken = e.Value, true
+		return err
+	})
+	if err != nil || taken {
+		return held, taken, err
+	}
+	return "", false, s.db.Notify(ctx, SecretsChannel)
+}
+
+// sealEntry is e sealed for name, as the store keeps it.
+func (s *Secrets) sealEntry(name string, e Entry) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	return s.vault.Seal(b, secretLabel(name)), nil
+}
+
+// openEntry opens what the store keeps for name.
+func (s *Secrets) openEntry(name string, b []byte) (Entry, error) {
+	var e Entry
+	plain, err := s.vault.Open(b, secretLabel(name))
+	if err != nil {
+		return e, fmt.Errorf("the store's secret %s: %w", name, err)
+	}
+	if err := json.Unmarshal(plain, &e); err != nil {
+		return e, fmt.Errorf("the store's secret %s: %w", name, err)
+	}
+	return e, nil
 }
 
 // sharedDelete removes name and tells the replicas; it reports whether

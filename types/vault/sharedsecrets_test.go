@@ -25,6 +25,23 @@ func envOf(key []byte) func(string) string {
 	}
 }
 
+// openSharedSecrets is a replica's secrets in the store at url, sealed
+// under key (its DYNAMIC_MCP_VAULT_KEY), and the store, closed when t
+// ends.
+func openSharedSecrets(t *testing.T, url string, key []byte) (*Secrets, *pgstore.Store) {
+	t.Helper()
+	db, err := pgstore.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	v, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSharedSecrets(db, v), db
+}
+
 // Secrets on a shared store: one replica sets, another (its own state
 // directory, the same DYNAMIC_MCP_VAULT_KEY) reads; no row of the
 // database holds a value in plaintext; a removal is seen by both; each
@@ -32,19 +49,8 @@ func envOf(key []byte) func(string) string {
 func TestSharedSecretsAcrossReplicas(t *testing.T) {
 	url := pgtest.Start(t)
 	key := bytes.Repeat([]byte{9}, KeySize)
-	open := func() *Secrets {
-		db, err := pgstore.Open(t.Context(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		v, err := OpenShared(t.Context(), db, Options{Dir: t.TempDir(), Getenv: envOf(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return NewSharedSecrets(db, v)
-	}
-	a, b := open(), open()
+	a, _ := openSharedSecrets(t, url, key)
+	b, _ := openSharedSecrets(t, url, key)
 	notified := make(chan struct{}, 8)
 	watchDB, err := pgstore.Open(t.Context(), url)
 	if err != nil {
