@@ -76,8 +76,9 @@ var removedInModern = map[string]bool{
 // server checks the same: what the request states of its client first
 // (refusal: _meta without the client's capabilities, -32602; a version
 // the hub does not serve, -32022), then a method that version removed
-// (-32601). nil lets it through. A request whose statement StateOf read
-// already is checked by Statement.Check, without scanning _meta again.
+// (-32601). nil lets it through. The era stage checks each 2026-07-28
+// call with it, scanning the call's _meta once more; Hub.listen, which
+// read the statement already (StateOf), checks with Statement.Check.
 func CheckModern(method string, meta json.RawMessage) *jsonrpc.Error {
 	m, _ := jsonrpc.ScanObject(meta)
 	return statedIn(m).Check(method)

@@ -114,11 +114,15 @@ func TestSharedSetTakesTheNamesLock(t *testing.T) {
 	go func() { set <- s.Set("TOKEN", "x") }()
 	// Until the Set is seen waiting for an advisory lock; a Set that
 	// returns first did not wait.
+	// Polled every 10 ms, not in a tight loop that keeps a core and the
+	// database busy on a shared machine.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for waiting := 0; waiting == 0; {
 		select {
 		case err := <-set:
 			t.Fatalf("Set returned (%v) while another held the lock of the name", err)
-		default:
+		case <-tick.C:
 		}
 		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
