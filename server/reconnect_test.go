@@ -78,7 +78,7 @@ func TestReconnectingGroupIsNotNotFound(t *testing.T) {
 	u := &blinkingUpstream{gate: make(chan struct{})}
 	ts := httptest.NewServer(u)
 	t.Cleanup(ts.Close)
-	cfg, err := config.Parse("test.yaml", strings.NewReader(fmt.Sprintf(`mode: flat
+	yaml := fmt.Sprintf(`mode: flat
 state_dir: %q
 audit: {path: "off"}
 settings: {startup_wait: 300ms, call_timeout: 10s}
@@ -88,7 +88,8 @@ groups:
     url: %q
     deny: ["^secret$"]
     retry: {initial_interval: 10ms}
-`, t.TempDir(), ts.URL+"/mcp")))
+`, t.TempDir(), ts.URL+"/mcp")
+	cfg, err := config.Parse("test.yaml", strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,20 @@ groups:
 		t.Errorf("a denied tool while the group reconnects: %s", got)
 	}
 
-	// A call made while it reconnects is answered by the new session.
+	// A call made while it reconnects is answered by the new session:
+	// startup_wait now bounds a hang, not the new session's handshake,
+	// which the call waits for (300 ms, after the gate opens, were not
+	// enough on a busy machine). The reload keeps the group's server, and
+	// so its reconnection.
+	long, err := config.Parse("test.yaml", strings.NewReader(strings.Replace(yaml, "startup_wait: 300ms, call_timeout: 10s", "startup_wait: 2m, call_timeout: 2m", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Apply(long)
+	h.SetConfig(long)
+	if mgr.Servers()[0] != s || !s.Status().Reconnecting {
+		t.Fatalf("the reload replaced the server, or it is no longer reconnecting (%+v)", s.Status())
+	}
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"g__echo","arguments":{}}}`)
 	close(u.gate)
 	if got := reply(c, "4"); !strings.Contains(got, "echoed") {

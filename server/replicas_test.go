@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,23 +122,41 @@ func TestRateLimitSharedByReplicas(t *testing.T) {
 	a := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
 	b := replicaHub(t, url, rateYAML(t.TempDir(), "off", "flat", rules, ""))
 	ca, cb := rateSession(t, a, "s", "", `{}`), rateSession(t, b, "s", "", `{}`)
+	first := time.Now() // the hub's bucket fills from its first call on, on the store's clock
 	if got := echo(t, ca, 1, "hub"); !got.passed() {
 		t.Fatalf("per: hub, on a: %+v", got.Error)
 	}
 	if got := echo(t, cb, 1, "hub"); !got.passed() {
 		t.Fatalf("per: hub, on b: %+v", got.Error)
 	}
-	echo(t, ca, 2, "hub").refused(t, "per: hub, the 3rd call, on a", "hub", 30)
-	echo(t, cb, 2, "hub").refused(t, "per: hub, the 4th call, on b", "hub", 30)
+	echo(t, ca, 2, "hub").refusedSince(t, "per: hub, the 3rd call, on a", "hub", 30, first)
+	echo(t, cb, 2, "hub").refusedSince(t, "per: hub, the 4th call, on b", "hub", 30, first)
 	if n := b.RateLimited()["f"]["hub"]; n != 1 {
 		t.Errorf("b counted %d calls over the limit, want 1", n)
 	}
 	for _, c := range []*pipeClient{ca, cb} {
+		first := time.Now()
 		if got := echo(t, c, 3, "session"); !got.passed() {
 			t.Fatalf("per: session, each replica's own: %+v", got.Error)
 		}
-		echo(t, c, 4, "session").refused(t, "per: session, the 2nd", "session", 60)
+		echo(t, c, 4, "session").refusedSince(t, "per: session, the 2nd", "session", 60, first)
 	}
+}
+
+// refusedSince is refused for a bucket on the store's clock, which a test
+// cannot move: it fills again from its first call on (at since or
+// later), so the wait it tells is retryAfter seconds less at most the
+// seconds gone since (on a busy machine, calls a second apart made it 29
+// where 30 was wanted).
+func (a rateAnswer) refusedSince(t *testing.T, what, rule string, retryAfter int, since time.Time) {
+	t.Helper()
+	gone := int(math.Ceil(time.Since(since).Seconds()))
+	if a.Error != nil {
+		if got, err := strconv.Atoi(string(a.Error.Data.RetryAfter)); err == nil && got <= retryAfter && got >= retryAfter-gone {
+			retryAfter = got
+		}
+	}
+	a.refused(t, what, rule, retryAfter)
 }
 
 // A grant made on one replica releases the calls it covers that wait on

@@ -46,6 +46,14 @@ import (
 //	                                    wait as that is the load's; without
 //	                                    it, a stall of the hub's
 //
+// With DYNAMIC_MCP_BENCH_BASE naming another build of the hub (say main's,
+// built with go build ./cmd/dynamic-mcp), each line also measures that
+// build, reached the same way, in the same rounds, as "base":
+//
+//	p50-base-µs, base-calls/s, base-cpu-µs/call, base-cs/call, ...
+//	hub/base-cpu-ratio, hub/base-cs-ratio   this build's spending a call
+//	                                        over the base's (below 1: cheaper)
+//
 // The audit trail is off: both paths only carry the call.
 func BenchmarkStdioOverhead(b *testing.B) {
 	direct := startProcess(b, nil, fakeBin, "-minimal")
@@ -56,11 +64,18 @@ func BenchmarkStdioOverhead(b *testing.B) {
 			// A benchmark that runs others runs once: the hub serves
 			// every line under it.
 			b.Run(mode+"/"+path, func(b *testing.B) {
-				hub := startMinimalHub(b, mode, path, minimalConfig(mode))
-				warmUp(b, directPath.call, hub.call)
+				hub := startMinimalHub(b, hubBin, mode, path, minimalConfig(mode))
+				calls := []func() error{directPath.call, hub.call}
+				var base *minimalPath
+				if bin := os.Getenv(baseEnvVar); bin != "" {
+					p := startMinimalHub(b, bin, mode, path, minimalConfig(mode))
+					base = &p
+					calls = append(calls, base.call)
+				}
+				warmUp(b, calls...)
 				for _, inflight := range benchInflight {
 					b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-						reportOverhead(b, inflight, directPath, hub)
+						reportOverhead(b, inflight, directPath, hub, base)
 					})
 				}
 			})
@@ -82,16 +97,17 @@ func minimalConfig(mode string) string {
 	return fmt.Sprintf("mode: %s\naudit: { path: off }\ngroups:\n  f: { description: fast, command: %q, args: [\"-minimal\"] }\n", mode, fakeBin)
 }
 
-// startMinimalHub starts the hub on cfg, standalone or through the bridge
-// to a shared hub, and returns its echo call once the echo answers.
-func startMinimalHub(b *testing.B, mode, path, cfg string) minimalPath {
+// startMinimalHub starts the hub binary bin (hubBin, or a base build) on
+// cfg, standalone or through the bridge to a shared hub of its own, and
+// returns its echo call once the echo answers.
+func startMinimalHub(b *testing.B, bin, mode, path, cfg string) minimalPath {
 	var c *client
 	var s *sharedSetup
 	if path == "shared" {
 		s = newShared(b, cfg)
-		c = startProcess(b, s.env, hubBin, "serve", "-c", s.path, "--log-level", "error")
+		c = startProcess(b, s.env, bin, "serve", "-c", s.path, "--log-level", "error")
 	} else {
-		c = startHub(b, cfg, "--standalone", "--log-level", "error")
+		c = startProcess(b, []string{"DYNAMIC_MCP_HOME=" + b.TempDir()}, bin, "serve", "-c", writeConfig(b, cfg), "--standalone", "--log-level", "error")
 	}
 	c.initialize("2025-06-18")
 	call := stdioCaller(c, "f__echo")
@@ -105,15 +121,24 @@ func startMinimalHub(b *testing.B, mode, path, cfg string) minimalPath {
 	return minimalPath{call: call, pids: []int{c.cmd.Process.Pid}}
 }
 
-// reportOverhead measures b.N calls of direct and of hub, inflight at a
-// time, and reports the figures BenchmarkStdioOverhead describes.
-func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
+// reportOverhead measures b.N calls of direct, of hub and of base (nil:
+// none), inflight at a time, and reports the figures
+// BenchmarkStdioOverhead describes.
+func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath, base *minimalPath) {
 	// What each path's processes spent over its own rounds (the bridge:
 	// over the hub's), from /proc (useOf).
-	pids := [][]int{direct.pids, hub.pids}
+	paths := []minimalPath{direct, hub}
+	if base != nil {
+		paths = append(paths, *base)
+	}
+	pids := make([][]int, len(paths))
+	calls := make([]func() error, len(paths))
+	for i, p := range paths {
+		pids[i], calls[i] = p.pids, p.call
+	}
 	spent := make([]procUse, len(pids))
 	var bridge procUse
-	s, err := measureRoundsMetered(b.N, inflight, []func() error{direct.call, hub.call}, nil, func(i int) func() {
+	s, err := measureRoundsMetered(b.N, inflight, calls, nil, func(i int) func() {
 		start, bridgeStart := useOf(pids[i]...), useOf(hub.bridge)
 		return func() {
 			spent[i] = spent[i].add(useOf(pids[i]...).sub(start))
@@ -135,6 +160,14 @@ func reportOverhead(b *testing.B, inflight int, direct, hub minimalPath) {
 	}
 	if hub.bridge != 0 {
 		b.ReportMetric(float64(bridge.slices)/float64(b.N), "bridge-cs/call")
+	}
+	if base != nil {
+		s[2].report(b, "base")
+		b.ReportMetric(micros(spent[2].cpu)/float64(b.N), "base-cpu-µs/call")
+		b.ReportMetric(float64(spent[2].slices)/float64(b.N), "base-cs/call")
+		b.ReportMetric(micros(spent[2].wait)/float64(b.N), "base-cpuwait-µs/call")
+		b.ReportMetric(float64(spent[1].cpu)/float64(spent[2].cpu), "hub/base-cpu-ratio")
+		b.ReportMetric(float64(spent[1].slices)/float64(spent[2].slices), "hub/base-cs-ratio")
 	}
 	added := h.quantile(0.50) - d.quantile(0.50)
 	b.ReportMetric(micros(added), "p50-added-µs")

@@ -56,13 +56,19 @@ func secretsOf(s *clients.Server, where string) map[string]string {
 // vault: the server's name and the key (env variable or header) the
 // secret is under, upper case, OWNER_KEY; the key alone when it already
 // starts with the server's name (GITHUB_TOKEN of github, not
-// GITHUB_GITHUB_TOKEN).
+// GITHUB_GITHUB_TOKEN). A name that would start with a digit (a server
+// named 1password) starts with _ instead: ${secret:1PASSWORD_TOKEN} is no
+// name in the config, nor for secret set.
 func vaultName(owner, key string) string {
 	o, k := strings.ToUpper(nonName().ReplaceAllString(owner, "_")), strings.ToUpper(nonName().ReplaceAllString(key, "_"))
+	name := o + "_" + k
 	if k == o || strings.HasPrefix(k, o+"_") {
-		return k
+		name = k
 	}
-	return o + "_" + k
+	if name != "" && name[0] >= '0' && name[0] <= '9' {
+		name = "_" + name
+	}
+	return name
 }
 
 // nonName is what a name may not hold; compiled at first use, not at every start.

@@ -177,3 +177,34 @@ func TestImportVaultKeepsSecretSetMeanwhile(t *testing.T) {
 		t.Errorf("import's output lacks %q:\n%s", want, stdout.String())
 	}
 }
+
+// A server whose name starts with a digit (1password's, 2fa) gets a vault
+// name the config reads: ${secret:1PASSWORD_OP_TOKEN} is no name there,
+// and the config import wrote refused to load, its secret in the vault
+// under a name no command takes.
+func TestImportVaultNameOfAServerStartingWithADigit(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	stdout := importVault(t, `{
+		"1password": {"command": "node", "args": ["a.js"], "env": {"OP_SERVICE_ACCOUNT_TOKEN": "ops_first111111"}},
+		"2fa": {"command": "node", "args": ["b.js"], "env": {"2FA_SECRET": "otp-second-222"}}}`, out)
+	cfg, err := configs.Load(out)
+	if err != nil {
+		t.Fatalf("the config import wrote does not load: %v\n%s", err, stdout)
+	}
+	got, err := secrets.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range got {
+		if !secretName().MatchString(name) {
+			t.Errorf("the vault holds %s, a name secret set refuses", name)
+		}
+	}
+	for _, g := range cfg.Groups {
+		env := g.Servers[0].Env
+		if g.Name == "1password" && env["OP_SERVICE_ACCOUNT_TOKEN"] != "ops_first111111" || g.Name == "2fa" && env["2FA_SECRET"] != "otp-second-222" {
+			t.Errorf("group %s has env %v", g.Name, env)
+		}
+	}
+}

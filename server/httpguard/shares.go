@@ -9,12 +9,14 @@ import (
 // Shares bound what one client holds of the HTTP face's caps: with more
 // than one credential each is a client of its own (see CredentialOf), and
 // none may hold more than its share (http.client_share, half by
-// default) of the sessions or of the requests in flight, so that one client cannot
+// default) of the sessions, of the requests in flight or of the bytes of
+// bodies being read (Of), so that one client cannot
 // turn the caps on the others. With one credential every caller is the
 // same party and there are no shares.
 type Shares struct {
-	sessions int // a client's share of the sessions; 0 when shares are off
-	inflight int // a client's share of the requests in flight
+	sessions int     // a client's share of the sessions; 0 when shares are off
+	inflight int     // a client's share of the requests in flight
+	part     float64 // the part of a cap a client's share is
 
 	mu   sync.Mutex     // guards busy
 	busy map[string]int // requests in flight, by client
@@ -30,7 +32,16 @@ func NewShares(maxSessions, maxInflight int, share float64, credentials int) *Sh
 	if credentials < 2 || share >= 1 {
 		return &Shares{}
 	}
-	return &Shares{sessions: config.ShareOf(maxSessions, share), inflight: config.ShareOf(maxInflight, share), busy: map[string]int{}}
+	return &Shares{sessions: config.ShareOf(maxSessions, share), inflight: config.ShareOf(maxInflight, share), part: share, busy: map[string]int{}}
+}
+
+// Of is a client's share of limit, another cap of the face's (the bytes
+// of bodies being read); 0 when shares are off.
+func (c *Shares) Of(limit int) int {
+	if c.sessions == 0 {
+		return 0
+	}
+	return config.ShareOf(limit, c.part)
 }
 
 // Sessions is a client's share of the sessions; 0 when shares are off.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -42,12 +43,13 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 	if r.ContentLength >= 0 {
 		want = r.ContentLength
 	}
-	held, err := b.acquire(r.Context(), b.timeout, want)
+	client := httpguard.CredentialOf(r.Context())
+	held, err := b.acquire(r.Context(), b.timeout, want, client)
 	if err != nil {
 		unavailable(w, "too many request bodies being read")
 		return nil, nil, nil, false
 	}
-	release = (&heldBytes{budget: b.byteBudget, n: held}).release
+	release = (&heldBytes{budget: b.byteBudget, n: held, client: client}).release
 	body, err = b.readBody(w, r, limit)
 	if err != nil {
 		release()
@@ -83,12 +85,13 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 type heldBytes struct {
 	budget *byteBudget
 	n      int64
+	client string // whose share they count against
 	given  atomic.Bool
 }
 
 func (h *heldBytes) release() {
 	if h.given.CompareAndSwap(false, true) {
-		h.budget.release(h.n)
+		h.budget.release(h.n, h.client)
 	}
 }
 

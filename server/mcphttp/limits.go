@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,28 +68,47 @@ func unavailable(w http.ResponseWriter, why string) {
 // The waiting is x/sync/semaphore's, first come first served: a large
 // body waiting for room is not passed over for ever by small ones. Its
 // peak is counted beside it, for the tests and the logs.
+//
+// With shares (several credentials, httpguard.Shares), a client reserves
+// at most its share of the budget, its first body whatever its size: a
+// client that declares large bodies and sends nothing would otherwise
+// hold the whole budget for the body timeout, and every other client's
+// request wait for room all that time.
 type byteBudget struct {
-	max  int64
-	sem  *semaphore.Weighted
-	used atomic.Int64 // bytes reserved now
-	peak atomic.Int64 // the most ever reserved at once
+	max   int64
+	share int64 // what one client may reserve; 0: no shares
+	sem   *semaphore.Weighted
+	used  atomic.Int64 // bytes reserved now
+	peak  atomic.Int64 // the most ever reserved at once
+
+	mu   sync.Mutex       // guards held
+	held map[string]int64 // bytes reserved, by client (with shares)
 }
 
-func newByteBudget(max int) *byteBudget {
-	return &byteBudget{max: int64(max), sem: semaphore.NewWeighted(int64(max))}
+func newByteBudget(max, share int) *byteBudget {
+	return &byteBudget{max: int64(max), share: int64(share), sem: semaphore.NewWeighted(int64(max)), held: map[string]int64{}}
 }
 
-// acquire reserves n bytes (at most the whole budget), waiting for others
-// to release until ctx ends, or for timeout after it. It returns what it
-// reserved. The timeout's ctx is made only for a reader that must wait: a
-// timer per body is a tenth of what reading it costs.
-func (b *byteBudget) acquire(ctx context.Context, timeout time.Duration, n int64) (int64, error) {
+// errBodyShare refuses a body of a client that holds its share of the
+// budget already.
+var errBodyShare = errors.New("the client's share of the bodies being read is taken")
+
+// acquire reserves n bytes (at most the whole budget) for client (a
+// credential), waiting for others to release until ctx ends, or for
+// timeout after it. It returns what it reserved. The timeout's ctx is
+// made only for a reader that must wait: a timer per body is a tenth of
+// what reading it costs.
+func (b *byteBudget) acquire(ctx context.Context, timeout time.Duration, n int64, client string) (int64, error) {
 	n = min(n, b.max)
+	if !b.takeShare(client, n) {
+		return 0, errBodyShare
+	}
 	if !b.sem.TryAcquire(n) { // refused while others wait: first come first served
 		wait, cancel := context.WithTimeout(ctx, timeout)
 		err := b.sem.Acquire(wait, n)
 		cancel()
 		if err != nil {
+			b.giveShare(client, n)
 			return 0, err
 		}
 	}
@@ -101,12 +121,40 @@ func (b *byteBudget) acquire(ctx context.Context, timeout time.Duration, n int64
 	}
 }
 
-func (b *byteBudget) release(n int64) {
+func (b *byteBudget) release(n int64, client string) {
 	if n == 0 {
 		return
 	}
+	b.giveShare(client, n)
 	b.used.Add(-n)
 	b.sem.Release(n)
+}
+
+// takeShare counts n bytes against client's share, unless it holds some
+// already and n would take it past its share.
+func (b *byteBudget) takeShare(client string, n int64) bool {
+	if b.share == 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if held := b.held[client]; held > 0 && held+n > b.share {
+		return false
+	}
+	b.held[client] += n
+	return true
+}
+
+// giveShare gives back n bytes takeShare counted.
+func (b *byteBudget) giveShare(client string, n int64) {
+	if b.share == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[client] -= n; b.held[client] <= 0 {
+		delete(b.held, client)
+	}
 }
 
 // high is the most bytes ever reserved at once.

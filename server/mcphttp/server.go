@@ -147,7 +147,7 @@ func New(hub server.Host, opts Options, logger *slog.Logger) *Server {
 			AllowedOrigins: opts.AllowedOrigins, Loopback: opts.Loopback, MaxAuthFailures: opts.MaxAuthFailures, Auth: opts.Auth, Logger: logger})}
 	s.shares = httpguard.NewShares(opts.MaxSessions, opts.MaxInflight, opts.ClientShare, s.guard.Credentials())
 	s.inflight.max, s.inflight.shares = int64(opts.MaxInflight), s.shares
-	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory), timeout: opts.BodyTimeout, hub: hub}
+	s.bodies = bodyReader{byteBudget: newByteBudget(opts.MaxBodyMemory, s.shares.Of(opts.MaxBodyMemory)), timeout: opts.BodyTimeout, hub: hub}
 	sl, err := newSealer(opts.SessionKeys)
 	if err != nil {
 		panic("mcphttp: Options.SessionKeys: each key must be 32 bytes: " + err.Error())

@@ -1,9 +1,11 @@
 package mcphttp
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -208,5 +210,42 @@ func TestHTTPClientShareOfSessionProcesses(t *testing.T) {
 	}
 	if n := mgr.SessionProcesses(); n != 2 {
 		t.Errorf("%d session processes, want 2", n)
+	}
+}
+
+// With two credentials a client reserves at most half of the bytes of
+// bodies being read (http.max_body_memory): a client that opens POSTs of
+// a large Content-Length and sends nothing holds its share, its next
+// such POST is refused 503 at once, and the other client's requests are
+// read meanwhile. Before, a's POSTs held the whole budget for the body
+// timeout, and each of b's requests waited for room all that time, then
+// got 503.
+func TestHTTPClientShareOfBodies(t *testing.T) {
+	t.Parallel() // its own hub and upstreams
+	const budget = 1 << 20
+	// The body timeout bounds how long a's silent bodies are held (and the
+	// test on the old code, which held them all).
+	face, base := shareFace(t, fakeHub(t), Options{MaxBodyMemory: budget, BodyTimeout: time.Minute})
+	b, _ := openAs(t, base, shareTokenB)
+	silent := func(length int) *bufio.Reader {
+		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n{", strings.TrimPrefix(base, "http://"), shareTokenA, length)
+		return bufio.NewReader(c)
+	}
+	silent(budget / 2)
+	waitFor(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
+	// The refusal comes at once: the body timeout bounds a hang.
+	if resp, err := http.ReadResponse(silent(budget/2), nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a's second silent body, past its share: %v %v, want 503", resp, err)
+	}
+	for range 2 {
+		start := time.Now()
+		if code := b.ping(); code != http.StatusOK {
+			t.Errorf("b's ping while a holds its share of the bodies: %d after %v", code, time.Since(start))
+		}
 	}
 }

@@ -259,7 +259,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			level = slog.LevelDebug // a bridge looking whether the hub listens
 		}
-		s.logger.Log(ctx, level, "a local connection said no hello", "err", err)
+		// Cut as an echo: a decoding error may quote what the line held
+		// (a grant's 1 MiB duration, which time.ParseDuration quotes).
+		s.logger.Log(ctx, level, "a local connection said no hello", "err", clip.EchoText(err.Error()))
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})

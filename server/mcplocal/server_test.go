@@ -462,3 +462,37 @@ func TestPassedOwnConnectionRefused(t *testing.T) {
 		t.Fatalf("the hub did not close the connection it was passed as stdio: %v", err)
 	}
 }
+
+// A Hello that does not decode is logged with an error that may quote
+// what the bridge sent (a grant's duration: time.ParseDuration quotes it
+// whole), cut as any echo: a 1 MiB Hello made a 1 MiB log line.
+func TestHelloNotDecodedQuotedLittle(t *testing.T) {
+	logs := &logBuffer{}
+	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }}, "", slog.New(slog.NewTextHandler(logs, nil)))
+	long := strings.Repeat("9", 512<<10)
+	for _, line := range []string{
+		`{"dynamic-mcp":"v1","op":"approve","id":"x","grant":{"for":"` + long + `h"}}`,
+		`{"dynamic-mcp":"v1","op":"approve","id":"x","grant":{"for":[` + long + `]}}`,
+	} {
+		c, err := local.Dial(t.Context(), h.paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(time.Minute)) // bounds a hang, not a timing
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	if s := logs.String(); strings.Count(s, "a local connection said no hello") != 2 {
+		t.Fatalf("the Hellos' refusals are not logged:\n%.2000s", s)
+	}
+	for line := range strings.Lines(logs.String()) {
+		if len(line) > 2<<10 {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+}

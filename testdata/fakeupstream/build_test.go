@@ -8,7 +8,7 @@ import (
 )
 
 // The fake is built in one place per checkout, which each
-// build replaces: builds leave one program behind, whole, whatever ended
+// build replaces when it changed: builds leave one program behind, whole, whatever ended
 // the runs that made them, and nothing else; a program no run has built
 // for a week (of a checkout deleted since) goes.
 func TestBuildLeavesOneProgram(t *testing.T) {
@@ -28,12 +28,21 @@ func TestBuildLeavesOneProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
 	second, err := buildIn(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first != second || filepath.Dir(first) != dir {
 		t.Errorf("built as %s, then as %s: want one place in %s", first, second, dir)
+	}
+	// Nothing changed: the second build kept the first's program (a link
+	// of it is seconds on a busy machine, in every package's TestMain).
+	if after, err := os.Stat(second); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the second build, of the same sources, wrote a new program (%v)", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

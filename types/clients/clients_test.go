@@ -184,3 +184,18 @@ func TestCodexToolListsAndDroppedKeys(t *testing.T) {
 		t.Errorf("notes:\n%s", joined)
 	}
 }
+
+// An input whose id starts with a digit (VS Code's ${input:1password-token})
+// becomes a variable the config reads as one: ${1PASSWORD_TOKEN} is no
+// name there, and was written escaped, as the literal text the server got.
+func TestNormalizeInputStartingWithADigit(t *testing.T) {
+	s := Server{Name: "op", Command: "srv", Args: []string{"--token=${input:1password-token}"},
+		Env: map[string]string{"OP_TOKEN": "${input:1password-token}"}}
+	notes := normalize(&s)
+	if s.Env["OP_TOKEN"] != "${_1PASSWORD_TOKEN}" || s.Args[0] != "--token=${_1PASSWORD_TOKEN}" {
+		t.Errorf("normalized: env %q, args %q", s.Env["OP_TOKEN"], s.Args)
+	}
+	if len(notes) == 0 || !strings.HasSuffix(notes[0], "becomes ${_1PASSWORD_TOKEN}") {
+		t.Errorf("notes: %q", notes)
+	}
+}

@@ -129,9 +129,14 @@ func normalize(s *Server) []string {
 // value is a secret (what import notes, and offers to move to the vault).
 func SecretName(name string) bool { return secretKey().MatchString(name) }
 
-// envName makes an environment variable name of an id.
+// envName makes an environment variable name of an id: _ first when
+// the id starts with a digit (1password-token), since a name that does
+// is none in the config.
 func envName(id string) string {
 	var b strings.Builder
+	if id != "" && id[0] >= '0' && id[0] <= '9' {
+		b.WriteByte('_')
+	}
 	for _, r := range strings.ToUpper(id) {
 		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '_' {
 			b.WriteRune(r)

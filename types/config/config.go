@@ -173,8 +173,8 @@ type HTTP struct {
 	// all sessions (each session has its own cap, settings.session_inflight); more get
 	// 503. Default 1024.
 	MaxInflight int
-	// ClientShare is the part of MaxInflight, of MaxSessions and of
-	// settings.max_session_processes (and each per-session server's 32)
+	// ClientShare is the part of MaxInflight, of MaxSessions, of
+	// MaxBodyMemory and of settings.max_session_processes (and each per-session server's 32)
 	// one credential may hold, when the hub has more than one: "50%" or
 	// 0.5 in the file. Default 0.5; 1 turns shares off.
 	ClientShare float64

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,32 @@ groups:
 	cfg, _ = Parse("", strings.NewReader("groups:\n  a: { description: x, command: y }"))
 	if got := cfg.Groups[0].Servers[0].Hide; got != nil {
 		t.Errorf("without http.token the server hides %q", got)
+	}
+}
+
+// A config that reads ${DYNAMIC_MCP_HOME} reads, where it is not set, the
+// user's home: the bridges of one shared hub agree on that variable too
+// (EnvUses), else a client with another HOME had its files where the
+// first client's home said.
+func TestDynamicMCPHomeVariableUses(t *testing.T) {
+	const yaml = `groups: { a: { description: x, command: s, env: { F: "${DYNAMIC_MCP_HOME}/m.jsonl" } } }`
+	for _, tc := range []struct {
+		set  string
+		want []string
+	}{
+		{"", []string{"DYNAMIC_MCP_HOME", homeVar()}},
+		{"/srv/hub", []string{"DYNAMIC_MCP_HOME"}},
+	} {
+		t.Setenv("DYNAMIC_MCP_HOME", tc.set)
+		if tc.set == "" {
+			os.Unsetenv("DYNAMIC_MCP_HOME")
+		}
+		cfg, err := Parse("", strings.NewReader(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.EnvUses, slices.Sorted(slices.Values(tc.want))) {
+			t.Errorf("DYNAMIC_MCP_HOME=%q: EnvUses %q, want %q", tc.set, cfg.EnvUses, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -22,6 +23,32 @@ func configVar(dir, name string) (string, bool) {
 		return Home(), true
 	}
 	return lookupEnv(name)
+}
+
+// varsRead are the environment variables configVar(dir, name) reads,
+// for the bridges of a shared hub to agree on (Config.EnvUses): name,
+// none for CONFIG_DIR, and for DYNAMIC_MCP_HOME unset the variable the
+// user's home directory is, which Home then reads (two clients with
+// other homes expand it otherwise).
+func varsRead(name string) []string {
+	switch {
+	case name == "CONFIG_DIR":
+		return nil
+	case name == "DYNAMIC_MCP_HOME" && os.Getenv(name) == "":
+		return []string{name, homeVar()}
+	}
+	return []string{name}
+}
+
+// homeVar is the variable os.UserHomeDir reads.
+func homeVar() string {
+	switch runtime.GOOS {
+	case "windows":
+		return "USERPROFILE"
+	case "plan9":
+		return "home"
+	}
+	return "HOME"
 }
 
 // ExpandHome turns a leading ~/ of a path into the user's home directory

@@ -72,8 +72,8 @@ func (l Loader) Parse(path string, r io.Reader) (*Config, error) {
 	p := &parser{Loader: l, path: path, dir: configDir(path), cli: CLIFor(path), nodes: map[*Server]map[string]*yaml.Node{}}
 	used := map[string]bool{}
 	p.env = func(name string) (string, bool) {
-		if name != "CONFIG_DIR" {
-			used[name] = true
+		for _, v := range varsRead(name) {
+			used[v] = true
 		}
 		return configVar(p.dir, name)
 	}

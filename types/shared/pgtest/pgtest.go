@@ -3,7 +3,8 @@
 // Package pgtest gives a test a PostgreSQL database of its own, in a
 // server from Debian's postgresql package (or initdb and postgres on
 // PATH) that the tests of a binary share: a cluster in a temporary
-// directory that listens on its unix socket there and on no TCP port.
+// directory, in memory where Linux has /dev/shm, that listens on its
+// unix socket there and on no TCP port.
 // A machine that runs the cluster of its package is not used. When
 // PostgreSQL is missing the test is skipped, but not in CI, where it
 // fails.
@@ -67,8 +68,8 @@ func binDir() string {
 //
 // PostgreSQL refuses to run as root: as root, the cluster belongs to the
 // postgres user and initdb and postgres run as that user, in a directory
-// of their own under the system's temporary directory (t.TempDir's
-// parent is closed to other users).
+// of their own under /dev/shm or the system's temporary directory
+// (makeClusterDir; t.TempDir's parent is closed to other users).
 func Start(t testing.TB) string {
 	t.Helper()
 	c, name := shared.use(t)
@@ -206,7 +207,7 @@ func startCluster(t testing.TB) *cluster {
 		}
 		t.Skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
 	}
-	dir, err := os.MkdirTemp("", "pgtest")
+	dir, err := makeClusterDir()
 	if err != nil {
 		t.Fatal(err)
 	}

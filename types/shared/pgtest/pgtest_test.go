@@ -4,7 +4,11 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,5 +48,48 @@ func TestDatabasesOfTheirOwnInOneCluster(t *testing.T) {
 	}
 	if err := exec(inner, "SELECT 1"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("the database of a test that ended (%s): %v, want gone", inner, err)
+	}
+}
+
+// A cluster is made in memory where there is room (memDir), and the
+// directories of clusters whose process no longer runs are removed: those
+// of this process and of a running one stay.
+func TestClusterDirInMemorySweptWhenLeft(t *testing.T) {
+	host, _ := url.Parse(Start(t))
+	dir := host.Query().Get("host")
+	if mem := memDir(); mem != "" && filepath.Dir(dir) != mem {
+		t.Errorf("the cluster is in %s, want under %s", dir, mem)
+	}
+	if !strings.HasPrefix(filepath.Base(dir), fmt.Sprintf("pgtest-%d-", os.Getpid())) {
+		t.Errorf("the cluster's directory %s is not named after this process", dir)
+	}
+
+	parent := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	names := map[string]bool{ // kept
+		fmt.Sprintf("pgtest-%d-1", gone.Process.Pid): false,
+		fmt.Sprintf("pgtest-%d-2", os.Getpid()):      true,
+		fmt.Sprintf("pgtest-%d-3", live.Process.Pid): true,
+		"pgtest-x-4": true,
+		"other":      true,
+	}
+	for name := range names {
+		if err := os.MkdirAll(filepath.Join(parent, name, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepLeft(parent)
+	for name, kept := range names {
+		if _, err := os.Stat(filepath.Join(parent, name)); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
 	}
 }
