@@ -71,6 +71,9 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("no server %q in %s (servers are named GROUP, or GROUP/SERVER in a group of several)", fs.Arg(0), cfg.Path)
 	}
 	if server.URL == "" {
+		if u := mcpRemoteURL(server.Args); u != "" {
+			return fmt.Errorf("%s runs mcp-remote, which signs in by itself; for the hub to sign in, once for every client, replace its command: and args: with url: %s", server.ID(), u)
+		}
 		return fmt.Errorf("%s is started as a process (command:); only url: servers sign in", server.ID())
 	}
 	if args[0] == "logout" {
@@ -101,6 +104,22 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "%s: signed in (issuer %s; client %s; %s)\n", server.ID(), rec.Issuer, rec.Registration, expiry(rec))
 	return nil
+}
+
+// mcpRemoteURL is the URL a stdio server's args give mcp-remote, the
+// proxy clients use to reach a remote server ("npx -y mcp-remote URL"),
+// or "" when they run no mcp-remote.
+func mcpRemoteURL(args []string) string {
+	for i, a := range args {
+		if a == "mcp-remote" || strings.HasPrefix(a, "mcp-remote@") {
+			for _, u := range args[i+1:] {
+				if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+					return u
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func findServer(cfg *config.Config, id string) *config.Server {

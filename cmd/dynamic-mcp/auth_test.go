@@ -146,3 +146,27 @@ func visitURL(u string) {
 		resp.Body.Close()
 	}
 }
+
+// auth login of a group that reaches its server through mcp-remote (as
+// clients' configs often do, and import keeps) says to make it url:.
+func TestAuthLoginOfMCPRemoteNamesItsURL(t *testing.T) {
+	home := t.TempDir()
+	withHome(t, home)
+	cfg := filepath.Join(home, "c.yaml")
+	os.WriteFile(cfg, []byte(`groups:
+  linear:
+    description: issues
+    command: `+fakeBin+`
+    args: ["-y", "mcp-remote", "https://mcp.linear.app/sse"]
+  local:
+    description: a local server
+    command: `+fakeBin+`
+`), 0o600)
+	_, errOut, err := runCLI(t, "auth", "login", "linear", "-c", cfg)
+	if err == nil || !strings.Contains(errOut, "linear runs mcp-remote, which signs in by itself") || !strings.Contains(errOut, "url: https://mcp.linear.app/sse") {
+		t.Errorf("auth login of mcp-remote: %v\n%s", err, errOut)
+	}
+	if _, errOut, err = runCLI(t, "auth", "login", "local", "-c", cfg); err == nil || !strings.Contains(errOut, "only url: servers sign in") {
+		t.Errorf("auth login of a process: %v\n%s", err, errOut)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // command's flags: its synopsis, what it does, and one example. Keyed by
 // the name of the command's FlagSet.
 var commandHelp = map[string]struct{ synopsis, about, example string }{
-	"serve": {"dynamic-mcp serve [-c FILE] [--standalone] [--profile NAME] [--http ADDR] [--ui ADDR]",
+	"serve": {"dynamic-mcp serve [-c FILE] [--standalone] [--profile NAME] [--http ADDR [--insecure-no-auth]] [--ui ADDR]",
 		"Serve the config's groups as one MCP server: on stdio a bridge to the config's shared hub\n(started if none runs), or over HTTP with --http.",
 		"dynamic-mcp serve -c ~/.dynamic-mcp/config.yaml"},
 	"validate": {"dynamic-mcp validate [-c FILE]",
@@ -32,7 +32,7 @@ var commandHelp = map[string]struct{ synopsis, about, example string }{
 	"import": {"dynamic-mcp import CLIENT|FILE [--project DIR] [-o FILE] [--force] [--probe] [--vault] [--describe NAME=\"...\"]",
 		"Move a client's MCP servers into the YAML config, one group per server, in the client's order.\nCLIENT: claude-desktop, claude-code, cursor, vscode, windsurf, cline, codex, gemini, opencode, zed.",
 		"dynamic-mcp import claude-desktop --describe github=\"Issues and pull requests\""},
-	"install": {"dynamic-mcp install CLIENT [--project DIR [--force-project]] [-c FILE] [--dry-run]",
+	"install": {"dynamic-mcp install CLIENT [--project DIR [--force-project]] [-c FILE] [--dry-run] [--force]",
 		"Replace the client's MCP servers with the one dynamic-mcp entry (the file is backed up first,\nunder ~/.dynamic-mcp/backups). --project: Claude Code serves the project from your local scope\nand leaves its .mcp.json as it is; other clients' project files inside a git work tree need\n--force-project, as the entry holds this machine's paths.",
 		"dynamic-mcp install claude-desktop --dry-run"},
 	"uninstall": {"dynamic-mcp uninstall CLIENT [--project DIR [--force-project]]",

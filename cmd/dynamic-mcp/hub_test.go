@@ -447,6 +447,13 @@ func TestCommandHelp(t *testing.T) {
 		if regexp.MustCompile(`(?m)^  -[a-z][a-z]|^  --config|^  --[a-z] `).MatchString(out) {
 			t.Errorf("%s -h: flags not as typed:\n%s", name, out)
 		}
+		// The synopsis names every flag the command takes, but -c and the
+		// log flags that many commands share.
+		for _, m := range regexp.MustCompile(`(?m)^  (?:-c, )?(--[a-z-]+)`).FindAllStringSubmatch(out, -1) {
+			if f := m[1]; f != "--config" && !strings.HasPrefix(f, "--log-") && !regexp.MustCompile(regexp.QuoteMeta(f)+`([\s\]|=]|$)`).MatchString(h.synopsis) {
+				t.Errorf("%s -h: the synopsis does not name %s:\n%s", name, f, out)
+			}
+		}
 	}
 	// What dynamic-mcp passes to itself is not offered to users.
 	if out, _, _ := runBinary(t, home, "serve", "-h"); strings.Contains(out, "--hub") || !strings.Contains(out, "--standalone") {

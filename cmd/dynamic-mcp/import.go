@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,6 +222,9 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if c.Name == "claude-code" && project == "" {
+		notes = append(notes, projectServers(data)...)
+	}
 	// Claude Code keeps a project's servers in ~/.claude.json too.
 	if perProject {
 		abs, _ := filepath.Abs(project)
@@ -235,6 +241,27 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 		}
 	}
 	return servers, path, notes, nil
+}
+
+// projectServers notes the projects of ~/.claude.json (data) that list
+// servers of their own: import without --project reads the user's
+// servers alone, and would otherwise leave these out unsaid.
+func projectServers(data []byte) []string {
+	var user struct {
+		Projects map[string]struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if json.Unmarshal(data, &user) != nil {
+		return nil
+	}
+	var notes []string
+	for _, dir := range slices.Sorted(maps.Keys(user.Projects)) {
+		if names := slices.Sorted(maps.Keys(user.Projects[dir].MCPServers)); len(names) > 0 {
+			notes = append(notes, fmt.Sprintf("project %s has servers of its own, not imported (%s): dynamic-mcp import claude-code --project %s", dir, strings.Join(names, ", "), dir))
+		}
+	}
+	return notes
 }
 
 // withoutHub drops the entries that run dynamic-mcp itself (install's

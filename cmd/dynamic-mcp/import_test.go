@@ -346,6 +346,28 @@ func TestImportClaudeCodeProjectAndProbe(t *testing.T) {
 	}
 }
 
+// Without --project, import reads the user's servers of ~/.claude.json
+// and names each project there that has servers of its own, with the
+// command that imports them.
+func TestImportClaudeCodeNamesProjectServers(t *testing.T) {
+	home := t.TempDir()
+	withHome(t, home)
+	project := filepath.Join(home, "work", "app")
+	user := map[string]any{"mcpServers": map[string]any{"global": map[string]any{"command": fakeBin}},
+		"projects": map[string]any{project: map[string]any{"mcpServers": map[string]any{"proj": map[string]any{"command": fakeBin}}},
+			filepath.Join(home, "bare"): map[string]any{"mcpServers": map[string]any{}}}}
+	b, _ := json.Marshal(user)
+	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600)
+	_, errOut, err := runCLI(t, "import", "claude-code", "-o", filepath.Join(home, "c.yaml"))
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "project "+project+" has servers of its own, not imported (proj): dynamic-mcp import claude-code --project "+project) ||
+		strings.Contains(errOut, "bare") {
+		t.Errorf("import did not name the project's servers:\n%s", errOut)
+	}
+}
+
 // importAtTerminal runs import of src into out with a terminal (script,
 // of util-linux) whose input is typed, and returns what it showed.
 func importAtTerminal(t *testing.T, home, src, out, typed string) ([]byte, error) {
