@@ -573,3 +573,30 @@ func TestImportKeepsExcludedToolsAndNotesDroppedKeys(t *testing.T) {
 		t.Errorf("loaded: %v", err)
 	}
 }
+
+// Codex's bearer_token_env_var and env_http_headers of a url server are
+// the group's headers, reading the same variables from the hub's
+// environment: the config loads with the headers Codex sent.
+func TestImportCodexHeadersFromTheEnvironment(t *testing.T) {
+	home := t.TempDir()
+	src := filepath.Join(home, "config.toml")
+	os.WriteFile(src, []byte("[mcp_servers.api]\nurl = \"https://api.example/mcp\"\nbearer_token_env_var = \"API_TOKEN\"\nenv_http_headers = { \"X-Org\" = \"API_ORG\" }\n"), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	_, errOut, err := runCLI(t, "import", src, "-o", cfg)
+	if err != nil || strings.Contains(errOut, "not imported") {
+		t.Errorf("import: %v\n%s", err, errOut)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), `Authorization: "Bearer ${API_TOKEN}"`) || !strings.Contains(string(b), `X-Org: "${API_ORG}"`) {
+		t.Errorf("config:\n%s", b)
+	}
+	t.Setenv("API_TOKEN", "tok")
+	t.Setenv("API_ORG", "org")
+	loaded, err := configs.Load(cfg)
+	if err != nil || len(loaded.Groups) != 1 {
+		t.Fatalf("load: %v", err)
+	}
+	if h := loaded.Groups[0].Servers[0].Headers; h["Authorization"] != "Bearer tok" || h["X-Org"] != "org" {
+		t.Errorf("loaded headers %q", h)
+	}
+}

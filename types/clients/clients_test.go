@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -180,8 +181,32 @@ func TestCodexToolListsAndDroppedKeys(t *testing.T) {
 		t.Errorf("deny %q allow %q", servers[0].Deny, servers[0].Allow)
 	}
 	joined := strings.Join(notes, "\n")
-	if len(notes) != 2 || !strings.Contains(joined, "server gh: bearer_token_env_var not imported: write headers:") || !strings.Contains(joined, "server gh: tool_timeout_sec not imported: set the group's timeout:") {
+	if len(notes) != 2 || !strings.Contains(joined, "server gh: bearer_token_env_var not imported: Codex sends it only to a url server") || !strings.Contains(joined, "server gh: tool_timeout_sec not imported: set the group's timeout:") {
 		t.Errorf("notes:\n%s", joined)
+	}
+}
+
+// Codex's headers of a url server are the group's headers: http_headers
+// as they are, env_http_headers and bearer_token_env_var as ${VAR}, each
+// replacing one of the same name before it, as Codex sends them; a
+// variable the config cannot name is a note.
+func TestCodexHeadersFromTheEnvironment(t *testing.T) {
+	c, _ := Find(Env{Home: t.TempDir(), OS: "linux"}, "codex")
+	servers, notes, err := c.Read([]byte(`[mcp_servers.api]
+url = "https://api.example/mcp"
+bearer_token_env_var = "API_TOKEN"
+http_headers = { "authorization" = "Basic old", "X-Static" = "v1" }
+env_http_headers = { "X-Org" = "API_ORG", "X-Static" = "STATIC", "X-Bad" = "not-a-name" }
+`))
+	if err != nil || len(servers) != 1 {
+		t.Fatal(servers, err)
+	}
+	want := map[string]string{"Authorization": "Bearer ${API_TOKEN}", "X-Org": "${API_ORG}", "X-Static": "${STATIC}"}
+	if !maps.Equal(servers[0].Headers, want) {
+		t.Errorf("headers %q, want %q", servers[0].Headers, want)
+	}
+	if strings.Join(notes, "\n") != `server api: env_http_headers X-Bad not imported: "not-a-name" is no variable name the config can refer to; write the header into headers: by hand` {
+		t.Errorf("notes:\n%s", strings.Join(notes, "\n"))
 	}
 }
 

@@ -287,7 +287,9 @@ var keyAdvice = map[string]string{
 	// Codex
 	"startup_timeout_sec":  "set settings.connect_timeout (a duration such as 60s) by hand",
 	"tool_timeout_sec":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
-	"bearer_token_env_var": "write headers: { Authorization: \"Bearer ${VAR}\" } with the variable it names",
+	"bearer_token_env_var": "Codex sends it only to a url server",
+	"env_http_headers":     "Codex sends them only to a url server",
+	"http_headers":         "Codex sends them only to a url server",
 }
 
 // droppedKeys notes each of a server entry's keys (in order) that import

@@ -3,6 +3,7 @@ package clients
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,14 +38,19 @@ type codexServer struct {
 	Cwd     string            `toml:"cwd"`
 	URL     string            `toml:"url"`
 	Headers map[string]string `toml:"http_headers"`
-	Enabled *bool             `toml:"enabled"`
-	Include []string          `toml:"enabled_tools"`
-	Exclude []string          `toml:"disabled_tools"`
+	// EnvHeaders and BearerVar name variables of the environment: a
+	// header's value, and the token of Authorization: Bearer.
+	EnvHeaders map[string]string `toml:"env_http_headers"`
+	BearerVar  string            `toml:"bearer_token_env_var"`
+	Enabled    *bool             `toml:"enabled"`
+	Include    []string          `toml:"enabled_tools"`
+	Exclude    []string          `toml:"disabled_tools"`
 }
 
-// codexCarried are the keys of a Codex server table import carries over.
+// codexCarried are the keys of a Codex server table import carries over
+// (and, of a url server, codexHeaderKeys).
 var codexCarried = map[string]bool{"command": true, "args": true, "env": true, "cwd": true, "url": true,
-	"http_headers": true, "enabled": true, "enabled_tools": true, "disabled_tools": true}
+	"enabled": true, "enabled_tools": true, "disabled_tools": true}
 
 func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 	_, data = cutBOM(data)
@@ -67,10 +73,18 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			return
 		}
 		seen[name] = true
-		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL, Headers: c.Headers,
+		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL,
 			Disabled: c.Enabled != nil && !*c.Enabled, Deny: exactNames(c.Exclude), Allow: exactNames(c.Include)}
+		carried := codexCarried
+		var headerNotes []string
+		if c.URL != "" && c.Command == "" { // what import writes as a url server
+			s.Headers, headerNotes = codexHeaders(name, c)
+			carried = maps.Clone(codexCarried)
+			maps.Copy(carried, codexHeaderKeys)
+		}
 		servers = append(servers, s)
-		notes = append(notes, droppedKeys(name, sortedKeys(keys.MCPServers[name]), codexCarried)...)
+		notes = append(notes, droppedKeys(name, sortedKeys(keys.MCPServers[name]), carried)...)
+		notes = append(notes, headerNotes...)
 	}
 	for _, m := range tableHeader().FindAllSubmatch(data, -1) {
 		if n := serverTableName().FindStringSubmatch(string(m[1])); n != nil {
