@@ -333,9 +333,17 @@ func pointer(path []string) string {
 }
 
 // setAt replaces (or adds) the value at path with value, written indented
-// to match its place, and returns the new file and the old value's text.
+// to match its place and in the file's line endings, and returns the new
+// file and the old value's text.
 // Like standard, it leaves checkLimits to its callers.
 func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
+	// A CRLF file is edited with LF line endings and given back its own:
+	// hujson, moving the line break before a closing brace when it adds
+	// a member, keeps only the LF of a CRLF.
+	eol := lineEnd(data)
+	if eol != "\n" {
+		data = inLineEnd(data, "\n")
+	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
@@ -371,7 +379,11 @@ func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
 	if err := v.Patch(patch); err != nil {
 		return nil, nil, err
 	}
-	return v.Pack(), old, nil
+	out := v.Pack()
+	if eol != "\n" {
+		out = inLineEnd(out, eol)
+	}
+	return out, old, nil
 }
 
 func compact(b []byte) []byte {
