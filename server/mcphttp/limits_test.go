@@ -364,7 +364,8 @@ func TestHTTPBodyOverLimitSilent(t *testing.T) {
 }
 
 // A request whose body the face never reads (a DELETE, another method,
-// a POST to a legacy session that does not exist) is answered at once
+// a POST to a legacy session or a profile that does not exist, or to a
+// path the mux redirects to its clean spelling) is answered at once
 // though its body never comes, and its connection closed: Go's server
 // otherwise read the body (chunked, or under 256 KiB) before answering,
 // with no deadline, and a client held the connection and a goroutine as
@@ -380,6 +381,7 @@ func TestHTTPBodyNeverReadAnsweredAtOnce(t *testing.T) {
 	for _, tc := range []struct{ name, head string }{
 		{"DELETE", "DELETE /mcp HTTP/1.1\r\nMcp-Session-Id: " + c.session + "\r\nTransfer-Encoding: chunked"},
 		{"PUT", "PUT /mcp HTTP/1.1\r\nContent-Length: 10"},
+		{"POST //mcp", "POST //mcp HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
 		{"POST to no profile", "POST /mcp/p/none HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 10"},
 		{"GET /sse", "GET /sse HTTP/1.1\r\nAccept: text/event-stream\r\nTransfer-Encoding: chunked"},
 		{"POST /message", "POST /message?sessionId=none HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
