@@ -87,7 +87,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	// A duplicate id is refused on the POST itself: a client that floods
 	// requests and does not read its stream cannot queue them there. The
 	// answer goes down the session's stream, and releases the request.
-	p, ok := s.inflight.expect(w, hs, msg, nil, release, http.StatusBadRequest, false)
+	p, ok := s.inflight.expect(w, hs, msg, nil, release, http.StatusBadRequest, noStream)
 	if !ok {
 		return
 	}
