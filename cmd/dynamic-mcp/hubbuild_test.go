@@ -71,9 +71,11 @@ func hubFor(t testing.TB) string {
 }
 
 // raceChecked reports whether bin, a command a test started, is a race
-// build, whose stderr the test checks for the race detector's reports.
+// build, whose stderr the test checks for the race detector's reports:
+// under -race, raceHubBin, testBin, and hubBin where plainTestBinary
+// could not be built.
 func raceChecked(bin string) bool {
-	return raceDetector && (bin == raceHubBin || bin == testBin)
+	return raceDetector && (bin == raceHubBin || bin == testBin || bin == hubBin && plainHubBuild == testBin)
 }
 
 // writeHubCommands writes the hub commands into dir: hubBin and
