@@ -34,7 +34,11 @@ type bodyReader struct {
 func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
 	limit := b.hub.Settings().MaxMessageSize
 	if r.ContentLength > int64(limit) {
-		// Not read: only its start, for the id of the refusal.
+		// Not read: only its start, for the id of the refusal, within
+		// the body timeout (a client that sends nothing held it without
+		// end); then the connection closes (the rest is never read).
+		httpguard.CloseUnread(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(b.timeout))
 		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
 		return nil, nil, nil, false
@@ -46,6 +50,7 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 	client := httpguard.CredentialOf(r.Context())
 	held, err := b.acquire(r.Context(), b.timeout, want, client)
 	if err != nil {
+		httpguard.CloseUnread(w, r) // refused unread: at once, whatever its length
 		unavailable(w, "too many request bodies being read")
 		return nil, nil, nil, false
 	}
@@ -58,7 +63,9 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 			status = http.StatusRequestTimeout
 			w.Header().Set("Connection", "close")
 		}
-		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		// The part read may hold the id, as an over-large body's start
+		// does: the client can then tell which request was cut.
+		writeJSONError(w, status, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
 		return nil, nil, nil, false
 	}
 	if len(body) > limit {
@@ -104,7 +111,8 @@ func (h *heldBytes) release() {
 // open body to io.Discard, an allocation, a pooled buffer and one more
 // read each request, finding nothing). One read short of its end (over
 // the limit) is left open, for net/http to drain or to close the
-// connection over, as before.
+// connection over, as before. On an error, the bytes are those read
+// before it.
 func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(b.timeout))
@@ -113,7 +121,9 @@ func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int)
 	var err error
 	if r.ContentLength >= 0 {
 		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
+		var n int
+		n, err = io.ReadFull(r.Body, body)
+		body = body[:n]
 	} else {
 		body, err = io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	}

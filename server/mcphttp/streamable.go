@@ -23,6 +23,9 @@ const headerSessionID = "Mcp-Session-Id"
 // messages, GET for the stream of messages the hub starts, DELETE to end a
 // session (MCP spec, basic/transports).
 func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		httpguard.CloseUnread(w, r) // only a POST's body is read
+	}
 	switch r.Method {
 	case http.MethodPost:
 		s.post(w, r)
