@@ -21,7 +21,7 @@ func BenchmarkSharedBridge(b *testing.B) {
 	s := newShared(b, flatConfig())
 	// The bridge starts the hub at its own log level: error, as the
 	// standalone hub's.
-	bridged := startProcess(b, s.env, hubBin, "serve", "-c", s.path, "--log-level", "error")
+	bridged := startProcess(b, s.env, raceHubBin, "serve", "-c", s.path, "--log-level", "error")
 	bridged.initialize("2025-06-18")
 	bridged.waitFlatTools(fakeTools)
 	directCall, bridgedCall := stdioCaller(direct, "f__echo"), stdioCaller(bridged, "f__echo")

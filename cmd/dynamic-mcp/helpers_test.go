@@ -31,7 +31,8 @@ import (
 // Paths the tests share, set up once by TestMain.
 var (
 	// hubBin is the dynamic-mcp command under test: a script that runs
-	// this test binary as the hub (see TestMain).
+	// a build of this test binary as the hub (see TestMain), without the
+	// race detector; raceHubBin is the race build (hubbuild_test.go).
 	hubBin string
 	// fakeBin is the fake upstream, testdata/fakeupstream built by
 	// TestMain (fakeupstream.Build).
@@ -70,10 +71,12 @@ const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 // TestMain runs the tests, or, in a child the tests started, the hub or
 // the conformance suite's auth client: the test binary is the one build of
 // both (go-sdk's mcp/cmd_test.go pattern), and of the fake upstream where
-// fakeupstream.Build could not build it apart. The hub's command is a script that sets
-// hubEnvVar, so that clients which start the hub with an environment of
-// their own (the TypeScript SDK passes only a few variables on) start
-// the hub too; it execs, so the hub keeps the script's process id.
+// fakeupstream.Build could not build it apart; under -race, most hubs are
+// a second build of it, without the race detector (hubbuild_test.go). The
+// hub's command is a script that sets hubEnvVar, so that clients which
+// start the hub with an environment of their own (the TypeScript SDK
+// passes only a few variables on) start the hub too; it execs, so the hub
+// keeps the script's process id.
 func TestMain(m *testing.M) {
 	if os.Getenv(hubEnvVar) == "1" {
 		servePprof()
@@ -116,7 +119,6 @@ func runTests(m *testing.M) int {
 	repoDir, _ = filepath.Abs("../..")
 	npmDir = filepath.Join(repoDir, "testdata", "npm")
 	npmTestDir = filepath.Join(repoDir, "testdata", "npm-test")
-	hubBin = filepath.Join(dir, "dynamic-mcp")
 	// Hubs the tests start serve in their own process unless a test asks
 	// for the shared hub (DYNAMIC_MCP_SHARED=auto): none is left behind.
 	os.Setenv(sharedEnvVar, "off")
@@ -136,8 +138,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	os.Setenv("SHELL", shell)
-	script := fmt.Sprintf("#!/bin/sh\nexport %s=1\nexport %s=\"${%s:-off}\"\nexport %s=\"${%s-text}\"\nexec %s \"$@\"\n", hubEnvVar, sharedEnvVar, sharedEnvVar, logFormatEnvVar, logFormatEnvVar, shellQuote(testBin))
-	if err := os.WriteFile(hubBin, []byte(script), 0o700); err != nil {
+	if err := writeHubCommands(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -276,7 +277,7 @@ func startProcess(t testing.TB, env []string, argv ...string) *client {
 	c.listen()
 	t.Cleanup(func() {
 		c.tr.Close()
-		if strings.Contains(c.stderr.String(), "WARNING: DATA RACE") {
+		if raceChecked(argv[0]) && strings.Contains(c.stderr.String(), "WARNING: DATA RACE") {
 			t.Errorf("the race detector found a data race in %s", filepath.Base(argv[0]))
 		}
 		if t.Failed() {
@@ -310,7 +311,7 @@ func startHubProcess(t testing.TB, cfg string, env ...string) (*client, *exec.Cm
 		t.Fatal(err)
 	}
 	c := &client{t: t, stderr: &lockedBuffer{}, noted: make(chan struct{}, 1)}
-	cmd := exec.Command(hubBin, "serve", "-c", path, "--log-level", "debug")
+	cmd := exec.Command(hubFor(t), "serve", "-c", path, "--log-level", "debug")
 	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = c.stderr
 	stdin, _ := cmd.StdinPipe()
@@ -348,7 +349,7 @@ func startHubEnv(t testing.TB, env []string, cfg string, extraArgs ...string) *c
 	}
 	// Each hub keeps its pins and audit trail apart: tests reuse group
 	// names for different servers, which pinning would rightly withhold.
-	return startProcess(t, append([]string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, env...), append([]string{hubBin, "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
+	return startProcess(t, append([]string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, env...), append([]string{hubFor(t), "serve", "-c", path, "--log-level", "debug"}, extraArgs...)...)
 }
 
 // signalHub sends sig to the process startProcess started.

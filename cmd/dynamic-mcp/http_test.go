@@ -40,7 +40,7 @@ func startHTTPHubEnv(t *testing.T, env []string, cfg string, extra ...string) (s
 		t.Fatal(err)
 	}
 	stderr := &lockedBuffer{}
-	cmd := exec.Command(hubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
+	cmd := exec.Command(raceHubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
 	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -51,6 +51,7 @@ groups:
 
 func TestFiftySlowCallsRunConcurrently(t *testing.T) {
 	t.Parallel()
+	raceHub(t) // fifty calls at once on one stdio session
 	c := startHub(t, fmt.Sprintf("mode: flat\ngroups:\n  f: { description: fake, command: %q }\n", fakeBin))
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)

@@ -15,7 +15,7 @@ func TestSharedHubProfiles(t *testing.T) {
 	t.Parallel() // its shared hub and state dir are its own
 	body := strings.Replace(profilesConfig(), `settings: {shared: "off"}`, "settings: { shared_idle: 1s, stop_grace: 1s }", 1)
 	s := newShared(t, body)
-	flat := startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--profile", "flat")
+	flat := startProcess(t, s.env, raceHubBin, "serve", "-c", s.path, "--profile", "flat")
 	flat.initializeAs("flat-client")
 	var names []string
 	waitFor(t, 30*time.Second, "a and c listed", func() bool {
@@ -27,7 +27,7 @@ func TestSharedHubProfiles(t *testing.T) {
 			t.Errorf("profile flat lists %q", n)
 		}
 	}
-	dyn := startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--profile", "dyn")
+	dyn := startProcess(t, s.env, raceHubBin, "serve", "-c", s.path, "--profile", "dyn")
 	dyn.initializeAs("dyn-client")
 	dyn.waitGroupsReady("a", "c")
 	if n := len(s.status(t).Sessions); n != 2 {
@@ -59,7 +59,7 @@ func TestSharedHubProfileByClientName(t *testing.T) {
 	if names := toolNames(t, other.call("tools/list", nil)); !slices.Contains(names, "get_dynamic_tools") || slices.Contains(names, "a__a_echo") {
 		t.Errorf("a client no rule names lists %v, want the whole config's meta-tools", names)
 	}
-	chosen := startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--profile", "dyn")
+	chosen := startProcess(t, s.env, raceHubBin, "serve", "-c", s.path, "--profile", "dyn")
 	chosen.initializeAs("cursor-vscode")
 	if names := toolNames(t, chosen.call("tools/list", nil)); slices.Contains(names, "a__a_echo") {
 		t.Errorf("--profile dyn lost to the clients: rule: %v", names)

@@ -31,7 +31,9 @@ groups:
   change: { description: changes, command: %q }
   drop: { description: removed, command: %q }
 `, fakeBin, fakeBin, fakeBin))
-	c := startProcess(t, nil, hubBin, "serve", "-c", path, "--log-level", "debug")
+	// The race build: a reload restarts upstreams while the session's
+	// requests run, on the watcher's goroutine or on SIGHUP's.
+	c := startProcess(t, nil, raceHubBin, "serve", "-c", path, "--log-level", "debug")
 	c.initialize("2025-06-18")
 	c.waitFlatTools(3 * fakeTools)
 	keepPID, _ := c.callText("keep__pid", nil)

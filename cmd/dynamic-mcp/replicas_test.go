@@ -52,7 +52,7 @@ func startReplica(t testing.TB, path string) *hubReplica {
 func startReplicaAt(t testing.TB, path, level string) *hubReplica {
 	t.Helper()
 	r := &hubReplica{stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(hubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", level)
+	r.cmd = exec.Command(raceHubBin, "serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", level)
 	r.cmd.Env = append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir(), "DYNAMIC_MCP_SESSION_KEY="+testSessionKey)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {

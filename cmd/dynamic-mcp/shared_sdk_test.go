@@ -32,7 +32,7 @@ type sdkDriver struct {
 
 func startSDKDriver(t *testing.T, s *sharedSetup, name string) *sdkDriver {
 	t.Helper()
-	server, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
+	server, _ := json.Marshal([]string{raceHubBin, "serve", "-c", s.path})
 	d := &sdkDriver{name: name, stderr: &lockedBuffer{}}
 	d.cmd = exec.Command("node", filepath.Join(repoDir, "testdata", "sdkclient", "shared.mjs"), "--name", name, "--server", string(server))
 	d.cmd.Env = append(append(os.Environ(), clientTimeoutEnv()), s.env...)

@@ -61,11 +61,17 @@ func newSharedIn(t testing.TB, state, body string) *sharedSetup {
 				t.Errorf("stop the hub: %v", err)
 			}
 		}
+		var log []byte
+		if paths, err := local.PathsFor(path, state); err == nil {
+			log, _ = os.ReadFile(paths.Log)
+		}
+		// The shared hub is the race build (its bridges are raceHubBin),
+		// and its stderr is this log.
+		if raceDetector && bytes.Contains(log, []byte("WARNING: DATA RACE")) {
+			t.Error("the race detector found a data race in the shared hub")
+		}
 		if t.Failed() {
-			if paths, err := local.PathsFor(path, state); err == nil {
-				b, _ := os.ReadFile(paths.Log)
-				t.Logf("log of the shared hub:\n%s", b)
-			}
+			t.Logf("log of the shared hub:\n%s", log)
 		}
 	})
 	return s
@@ -103,7 +109,7 @@ func (s *sharedSetup) bridge(t testing.TB, name string, env ...string) *client {
 
 // tryBridge is bridge for a goroutine other than the test's.
 func (s *sharedSetup) tryBridge(t testing.TB, name string, env ...string) (*client, error) {
-	c := startProcess(t, append(append([]string{}, s.env...), env...), hubBin, "serve", "-c", s.path, "--log-level", "debug")
+	c := startProcess(t, append(append([]string{}, s.env...), env...), raceHubBin, "serve", "-c", s.path, "--log-level", "debug")
 	_, rpcErr := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": name, "version": "1.0"}})
 	if rpcErr != nil {
@@ -417,7 +423,7 @@ func TestSharedHubSDKClients(t *testing.T) {
 	cfg := strings.Replace(everythingConfig(t, "flat"), "settings: {", "settings: { shared_idle: 1s,", 1)
 	cfg = strings.Replace(cfg, "description: The reference server\n", "description: The reference server\n    isolation: per-session\n", 1)
 	s := newShared(t, cfg)
-	hub, _ := json.Marshal([]string{hubBin, "serve", "-c", s.path})
+	hub, _ := json.Marshal([]string{raceHubBin, "serve", "-c", s.path})
 	var wg sync.WaitGroup
 	for i, level := range []string{"debug", "info", "notice"} {
 		wg.Go(func() {
@@ -519,7 +525,7 @@ func TestSharedHubReloads(t *testing.T) {
 func TestSharedHubDiesBridgeExits(t *testing.T) {
 	t.Parallel()
 	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1s, stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
-	cmd := exec.Command(hubBin, "serve", "-c", s.path)
+	cmd := exec.Command(raceHubBin, "serve", "-c", s.path)
 	cmd.Env = append(os.Environ(), s.env...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

@@ -24,7 +24,7 @@ import (
 // token the bridge printed to its stderr.
 func (s *sharedSetup) uiBridge(t *testing.T, name, addr string) (c *client, page, token string) {
 	t.Helper()
-	c = startProcess(t, s.env, hubBin, "serve", "-c", s.path, "--log-level", "debug", "--ui", addr)
+	c = startProcess(t, s.env, raceHubBin, "serve", "-c", s.path, "--log-level", "debug", "--ui", addr)
 	if _, rpcErr := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": name, "version": "1.0"}}); rpcErr != nil {
 		t.Fatalf("initialize %s: %v", name, rpcErr.Message)
