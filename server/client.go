@@ -240,7 +240,7 @@ func (s *clientState) SetClientCapabilities(c mcp.ClientCapabilities) {
 // info when given, and its protocol version. Capabilities that do not
 // decode count as none. Only a statement the hub serves is made the
 // session's (era.Statement.Served, decided once when the request was
-// read): another's request is refused (era.CheckModern), and its
+// read): another's request is refused (era.Statement.Check), and its
 // version, any string that sorts after 2026-07-28, would be kept whole.
 func (s *clientState) stated(st era.Statement) {
 	if !st.Served() {

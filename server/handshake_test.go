@@ -48,9 +48,10 @@ func mcpgoHub() *mcpserver.MCPServer {
 func mcpgoAnswer(srv *mcpserver.MCPServer, sess *session, msg *jsonrpc.Message) (json.RawMessage, error) {
 	if len(msg.Params) > 0 {
 		params, _ := jsonrpc.ScanObject(msg.Params)
-		sess.stated(era.StateOf(params, msg.Params))
-		if era.Modern(msg.Params) {
-			if err := era.CheckModern(msg.Method, params.Field("_meta")); err != nil {
+		st := era.StateOf(params, msg.Params)
+		sess.stated(st)
+		if st.Modern {
+			if err := st.Check(msg.Method); err != nil {
 				return nil, err
 			}
 		}

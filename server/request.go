@@ -90,7 +90,7 @@ func (s *Session) Request(ctx context.Context, msg *jsonrpc.Message) (res json.R
 // request path checks a request of 2026-07-28 (era.Stage), which it
 // bypasses: a listen is that version's alone (-32601 in an older era, as
 // mcp-go's server answers), and one whose _meta states what the hub does
-// not serve is refused (era.CheckModern). A refused listen leaves its
+// not serve is refused (era.Statement.Check). A refused listen leaves its
 // session as it was: one of a legacy session, or of a version the hub
 // does not serve, made the session a 2026-07-28 one for its life (no more
 // list_changed outside listens).
@@ -128,8 +128,10 @@ func (h *Hub) serve(ctx context.Context, sess client, msg *jsonrpc.Message) (jso
 	if len(msg.Params) > 0 {
 		req.call.Request, _ = jsonrpc.ScanObject(msg.Params) // no object: the handlers refuse it
 		st := era.StateOf(req.call.Request, msg.Params)
-		req.call.Modern = st.Modern
-		if st.Served() { // decided by StateOf; a request refused for what it states leaves its client as it was
+		// Decided once, by StateOf: the era stage refuses by it, and a
+		// request refused for what it states leaves its client as it was.
+		req.call.Modern, req.call.Refusal = st.Modern, st.Refusal()
+		if st.Served() {
 			sess.stated(st)  // before anything reads the session's capabilities
 			sess.setModern() // told of changes on its listens alone (server/listen)
 		}

@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/tailscale/hujson"
 )
 
 // diffContext is how many unchanged lines a hunk of the dry run's diff
@@ -14,42 +11,13 @@ import (
 const diffContext = 3
 
 // dryRunDiff is what install --dry-run prints of a client's file about to
-// change from old to new: a unified diff. A JSON file written on one line
-// (minified) is shown indented on both sides: its diff would be the
-// whole file as one line removed and another added. A secret written
-// literally in the file is masked on every line the diff shows
-// (maskSecrets).
+// change from old to new, new being the bytes the install writes: a
+// unified diff. A JSON file written on one line (minified) shows that
+// line removed and the lines written in its place, the new server list
+// indented as the install writes it. A secret written literally in the
+// file is masked on every line the diff shows (maskSecrets).
 func dryRunDiff(name string, old, new []byte) string {
-	label := "after install"
-	if a, b, ok := indentedOneLine(old, new); ok {
-		old, new, label = a, b, label+"; both shown indented: the file is on one line"
-	}
-	return unifiedDiff(name, label, old, new)
-}
-
-// indentedOneLine is a and b indented by two spaces a level, when a is a
-// JSON file (with comments, as hujson reads it) on one line.
-func indentedOneLine(a, b []byte) ([]byte, []byte, bool) {
-	if len(splitLines(a)) != 1 {
-		return nil, nil, false
-	}
-	x, errA := indentJSON(a)
-	y, errB := indentJSON(b)
-	return x, y, errA == nil && errB == nil
-}
-
-// indentJSON is b, JSON with comments, as standard JSON indented by two
-// spaces a level (the comments left out).
-func indentJSON(b []byte) ([]byte, error) {
-	std, err := hujson.Standardize(bytes.Clone(b))
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, std, "", "  "); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return unifiedDiff(name, "after install", old, new)
 }
 
 // unifiedDiff is a unified diff of the texts a and b, b labelled label:

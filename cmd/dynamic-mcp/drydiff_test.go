@@ -27,32 +27,52 @@ func dryRunHome(t *testing.T, rel, data string) (string, string) {
 	return home, cfg
 }
 
-// A client file written on one line (minified JSON) is diffed indented:
-// the servers removed and the entry added, each on lines of its own, not
-// the whole file as one line removed and another added.
-func TestDryRunOfAOneLineFileIsIndented(t *testing.T) {
+// The dry run's diff shows what install then writes, byte for byte: of a
+// file written on one line (minified JSON), that line removed and the
+// lines written in its place; of a file with CRLF line endings, its lines
+// with them.
+func TestDryRunShowsWhatInstallWrites(t *testing.T) {
 	t.Parallel()
-	file := `{"theme":"dark","mcpServers":{"gh":{"command":"npx","args":["-y","gh-server"]},"fs":{"command":"npx","args":["-y","fs-server"]}}}`
-	home, cfg := dryRunHome(t, ".cursor/mcp.json", file)
-	out, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--dry-run")
-	if err != nil {
-		t.Fatalf("dry run: %v\n%s", err, errOut)
-	}
-	for _, want := range []string{
-		"(after install; both shown indented: the file is on one line)\n",
-		`   "theme": "dark",` + "\n",
-		`-    "gh": {` + "\n",
-		`-        "gh-server"` + "\n",
-		`-    "fs": {` + "\n",
-		`+    "dynamic-mcp": {` + "\n",
-		`+        "` + cfg + `"` + "\n",
+	for _, tc := range []struct{ name, file string }{
+		{"one line", `{"theme":"dark","mcpServers":{"gh":{"command":"npx","args":["-y","gh-server"]},"fs":{"command":"npx","args":["-y","fs-server"]}}}`},
+		{"CRLF", "{\r\n  \"theme\": \"dark\",\r\n  \"mcpServers\": {\r\n    \"gh\": {\"command\": \"npx\"}\r\n  }\r\n}\r\n"},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("want %q in the diff:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, file) {
-		t.Errorf("the diff has the file's one line:\n%s", out)
+		t.Run(tc.name, func(t *testing.T) {
+			home, cfg := dryRunHome(t, ".cursor/mcp.json", tc.file)
+			out, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--dry-run")
+			if err != nil {
+				t.Fatalf("dry run: %v\n%s", err, errOut)
+			}
+			if _, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg, "--force"); err != nil {
+				t.Fatalf("install: %v\n%s", err, errOut)
+			}
+			written, err := os.ReadFile(filepath.Join(home, ".cursor/mcp.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The file is small: its one hunk holds every line of it.
+			var old, new strings.Builder
+			_, hunk, _ := strings.Cut(out, "@@\n")
+			for _, l := range strings.SplitAfter(hunk, "\n") {
+				if l == "" {
+					continue
+				}
+				if l[0] != '+' {
+					old.WriteString(l[1:])
+				}
+				if l[0] != '-' {
+					new.WriteString(l[1:])
+				}
+			}
+			if strings.Contains(tc.file, "\r\n") && strings.Count(string(written), "\n") != strings.Count(string(written), "\r\n") {
+				t.Errorf("a CRLF file written with LF lines:\n%q", written)
+			}
+			// (Whether the file ends in a line break the diff does not say.)
+			lf := func(s string) string { return strings.TrimSuffix(s, "\n") }
+			if lf(old.String()) != lf(tc.file) || lf(new.String()) != lf(string(written)) {
+				t.Errorf("the diff:\n%q\nthe file before:\n%q\nwritten:\n%q", out, tc.file, written)
+			}
+		})
 	}
 }
 
@@ -174,7 +194,7 @@ func TestDryRunOfInstallMasksSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s", err, errOut)
 	}
-	if strings.Contains(out, "ghp_envToken") || !strings.Contains(out, `-        "GITHUB_TOKEN": "[redacted]"`+"\n") {
+	if strings.Contains(out, "ghp_envToken") || !strings.Contains(out, `-{"mcpServers":{"gh":{"command":"npx","env":{"GITHUB_TOKEN":"[redacted]"}}}}`+"\n") {
 		t.Errorf("the diff does not mask the token:\n%s", out)
 	}
 }

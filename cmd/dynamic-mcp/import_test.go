@@ -600,3 +600,26 @@ func TestImportCodexHeadersFromTheEnvironment(t *testing.T) {
 		t.Errorf("loaded headers %q", h)
 	}
 }
+
+// A command (stdio) server has no headers in the hub's config: import
+// leaves a JSON client's headers of one out with a note naming the
+// server, and offers no secret among them to the vault; a url server's
+// headers are carried.
+func TestImportNotesHeadersOfACommandServer(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	src := filepath.Join(home, "mcp.json")
+	os.WriteFile(src, []byte(`{"mcpServers":{
+		"sh":{"command":"node","args":["x.js"],"headers":{"Authorization":"Bearer ghp_cmdToken000000000000000"}},
+		"api":{"url":"https://api.example/mcp","headers":{"X-Org":"acme"}}}}`), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	out, errOut, err := runBinary(t, home, "import", src, "-o", cfg)
+	if err != nil || !strings.Contains(errOut, "note: server sh: headers not imported: a command (stdio) server is sent no headers") ||
+		strings.Contains(errOut, "server api: headers") || strings.Contains(errOut, "Authorization") {
+		t.Errorf("import: %v\n%s%s", err, out, errOut)
+	}
+	b, _ := os.ReadFile(cfg)
+	if strings.Contains(string(b), "ghp_cmdToken") || strings.Contains(string(b), "Authorization") || !strings.Contains(string(b), `X-Org: "acme"`) {
+		t.Errorf("config:\n%s", b)
+	}
+}

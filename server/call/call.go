@@ -158,6 +158,11 @@ type Asked struct {
 	Method string
 	// Modern is true for a request of 2026-07-28 or later.
 	Modern bool
+	// Refusal is why the hub does not serve what such a request states
+	// in its _meta (a version it does not serve, no client capabilities),
+	// decided once where the hub read the request (era.StateOf); nil when
+	// it serves it, and for a request of an older era.
+	Refusal *jsonrpc.Error
 }
 
 // Route is where a call goes: set once the view routed it upstream.

@@ -1,6 +1,6 @@
 // Package era is the 2026-07-28 era's stage of the request chain: a
 // request that states that version in its _meta is checked before the
-// hub serves it (CheckModern) and its answer told as that version tells
+// hub serves it (Statement.Check) and its answer told as that version tells
 // it (ModernError, DecorateModern). Every request passes it, not only the
 // calls that go upstream: the era changes how tools/list and the rest are
 // answered too. What such a request states of its client (StateOf) is
@@ -71,23 +71,10 @@ var removedInModern = map[string]bool{
 	"tasks/list": true, "tasks/result": true,
 }
 
-// CheckModern refuses a 2026-07-28 request of method whose params' _meta
-// is meta, where the hub cannot serve it as asked, in the order mcp-go's
-// server checks the same: what the request states of its client first
-// (refusal: _meta without the client's capabilities, -32602; a version
-// the hub does not serve, -32022), then a method that version removed
-// (-32601). nil lets it through. The era stage checks each 2026-07-28
-// call with it, scanning the call's _meta once more; Hub.listen, which
-// read the statement already (StateOf), checks with Statement.Check.
-func CheckModern(method string, meta json.RawMessage) *jsonrpc.Error {
-	m, _ := jsonrpc.ScanObject(meta)
-	return statedIn(m).Check(method)
-}
-
 // refusal is why the hub does not serve a 2026-07-28 request stating
 // version and caps (the raw value of its client's capabilities) in its
-// _meta, nil when it does: the one place both CheckModern and
-// Statement.Served decide it.
+// _meta, nil when it does: decided once, by StateOf, for Statement.Served
+// and Check, and for the era stage (call.Asked.Refusal).
 func refusal(version string, caps []byte) *jsonrpc.Error {
 	if len(caps) == 0 || caps[0] != '{' {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta lacks "+mcp.MetaKeyClientCapabilities+", an object")
@@ -163,7 +150,8 @@ func (Stage) Handle(ctx context.Context, c *call.Call, next call.Handler) (json.
 		return next.Handle(ctx, c)
 	}
 	method := c.Method // the client's: the stages after it route the call under the upstream's
-	if err := CheckModern(method, c.Request.Field("_meta")); err != nil {
+	// What its _meta states was decided where the hub read it (StateOf).
+	if err := check(c.Refusal, method); err != nil {
 		return nil, err
 	}
 	res, err := next.Handle(ctx, c)
@@ -207,15 +195,28 @@ type Statement struct {
 
 // Served reports whether the hub serves what st states: a protocol
 // version of its own, and the client's capabilities, an object (what
-// CheckModern refuses first). A request that states anything else is
-// refused, and leaves its client as it was.
+// Check refuses first). A request that states anything else is refused,
+// and leaves its client as it was.
 func (st Statement) Served() bool { return st.Modern && st.refused == nil }
 
-// Check is CheckModern of st's request, of method, as StateOf decided
-// it: nil lets it through.
-func (st Statement) Check(method string) *jsonrpc.Error {
-	if st.refused != nil {
-		return st.refused
+// Refusal is why the hub does not serve what st states, as StateOf
+// decided it: nil when it serves it. The hub carries it on the call
+// (call.Asked.Refusal) for the era stage.
+func (st Statement) Refusal() *jsonrpc.Error { return st.refused }
+
+// Check refuses st's request, of method, where the hub cannot serve it as
+// asked, in the order mcp-go's server checks the same: what the request
+// states of its client first (Refusal: _meta without the client's
+// capabilities, -32602; a version the hub does not serve, -32022), then
+// a method that version removed (-32601). nil lets it through.
+func (st Statement) Check(method string) *jsonrpc.Error { return check(st.refused, method) }
+
+// check is Check of a request of method that StateOf refused with
+// refused (nil when it serves what the request states): the one check of
+// Check and the era stage.
+func check(refused *jsonrpc.Error, method string) *jsonrpc.Error {
+	if refused != nil {
+		return refused
 	}
 	if removedInModern[method] {
 		return jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: "+method+" was removed in protocol version "+mcp.ProtocolVersion20260728)

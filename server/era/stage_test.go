@@ -11,9 +11,14 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
+// modernCall is a call of method whose _meta is meta, as the hub makes
+// it: whether the hub serves what meta states decided where it read the
+// request (StateOf).
 func modernCall(method, meta string) *call.Call {
-	p, _ := jsonrpc.ScanObject(json.RawMessage(`{"_meta":` + meta + `}`))
-	return &call.Call{Asked: call.Asked{Method: method, Request: p, Modern: true}}
+	raw := json.RawMessage(`{"_meta":` + meta + `}`)
+	p, _ := jsonrpc.ScanObject(raw)
+	st := StateOf(p, raw)
+	return &call.Call{Asked: call.Asked{Method: method, Request: p, Modern: st.Modern, Refusal: st.Refusal()}}
 }
 
 const okMeta = `{"` + mcp.MetaKeyProtocolVersion + `":"` + mcp.ProtocolVersion20260728 + `","` + mcp.MetaKeyClientCapabilities + `":{}}`
@@ -50,8 +55,20 @@ func TestStage(t *testing.T) {
 	if _, err := (Stage{}).Handle(t.Context(), modernCall("resources/read", okMeta), answer("", notFound, "")); err.(*jsonrpc.Error).Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("not found told as %v", err)
 	}
-	if _, err := (Stage{}).Handle(t.Context(), modernCall("tools/list", `{}`), answer(`{}`, nil, "")); err == nil {
-		t.Fatal("_meta without capabilities passed")
+	noCaps := modernCall("tools/list", `{"`+mcp.MetaKeyProtocolVersion+`":"`+mcp.ProtocolVersion20260728+`"}`)
+	if _, err := (Stage{}).Handle(t.Context(), noCaps, answer(`{}`, nil, "")); err == nil || err.(*jsonrpc.Error).Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("_meta without capabilities: %v", err)
+	}
+	future := modernCall("tools/list", `{"`+mcp.MetaKeyProtocolVersion+`":"2099-01-01","`+mcp.MetaKeyClientCapabilities+`":{}}`)
+	if _, err := (Stage{}).Handle(t.Context(), future, answer(`{}`, nil, "")); err == nil || err.(*jsonrpc.Error).Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		t.Fatalf("a version the hub does not serve: %v", err)
+	}
+	// The stage refuses by the decision the call carries, made where the
+	// hub read the request, not by a scan of its _meta of its own.
+	decided := modernCall("tools/list", okMeta)
+	decided.Refusal = unsupportedVersion("2099-01-01")
+	if _, err := (Stage{}).Handle(t.Context(), decided, answer(`{}`, nil, "")); err != decided.Refusal {
+		t.Fatalf("a call the hub refused: %v", err)
 	}
 	old := &call.Call{Asked: call.Asked{Method: "tools/list"}}
 	if res, err := (Stage{}).Handle(t.Context(), old, answer(`{}`, nil, "")); err != nil || string(res) != `{}` {

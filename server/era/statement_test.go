@@ -73,15 +73,16 @@ func TestStatementCapsAndInfo(t *testing.T) {
 }
 
 // What the hub serves of a request's statement (Served, which decides
-// whether it becomes the session's) and what refuses the request
-// (CheckModern) are one decision: over every kind of _meta, a statement
-// is served exactly when CheckModern lets a method of its era through,
-// and each is refused with the code its first failing check gives.
-func TestServedAgreesWithCheckModern(t *testing.T) {
+// whether it becomes the session's) and what refuses the request (Check,
+// and the era stage with Refusal) are one decision: over every kind of
+// _meta, a statement is served exactly when Check lets a method of its
+// era through, and each is refused with the code its first failing check
+// gives.
+func TestServedAgreesWithCheck(t *testing.T) {
 	const v, c = `"io.modelcontextprotocol/protocolVersion":`, `"io.modelcontextprotocol/clientCapabilities":`
 	for _, tc := range []struct {
 		name, meta string
-		code       int // CheckModern's of tools/list, 0 when it passes
+		code       int // Check's of tools/list, 0 when it passes
 	}{
 		{"served", `{` + v + `"2026-07-28",` + c + `{}}`, 0},
 		{"no capabilities", `{` + v + `"2026-07-28"}`, jsonrpc.CodeInvalidParams},
@@ -102,16 +103,16 @@ func TestServedAgreesWithCheckModern(t *testing.T) {
 			if !st.Modern {
 				t.Fatalf("%s states no 2026-07-28 version", tc.meta)
 			}
-			e := CheckModern("tools/list", json.RawMessage(tc.meta))
+			e := st.Check("tools/list")
 			code := 0
 			if e != nil {
 				code = e.Code
 			}
 			if code != tc.code {
-				t.Errorf("CheckModern: code %d (%v), want %d", code, e, tc.code)
+				t.Errorf("Check: code %d (%v), want %d", code, e, tc.code)
 			}
 			if st.Served() != (e == nil) {
-				t.Errorf("Served() %v, but CheckModern refuses with %v", st.Served(), e)
+				t.Errorf("Served() %v, but Check refuses with %v", st.Served(), e)
 			}
 		})
 	}

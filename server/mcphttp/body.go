@@ -58,7 +58,9 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 			status = http.StatusRequestTimeout
 			w.Header().Set("Connection", "close")
 		}
-		writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
+		// The part read may hold the id, as an over-large body's start
+		// does: the client can then tell which request was cut.
+		writeJSONError(w, status, jsonrpc.IDOf(body), jsonrpc.Errorf(jsonrpc.CodeParseError, "read body: "+err.Error()))
 		return nil, nil, nil, false
 	}
 	if len(body) > limit {
@@ -104,7 +106,8 @@ func (h *heldBytes) release() {
 // open body to io.Discard, an allocation, a pooled buffer and one more
 // read each request, finding nothing). One read short of its end (over
 // the limit) is left open, for net/http to drain or to close the
-// connection over, as before.
+// connection over, as before. On an error, the bytes are those read
+// before it.
 func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(b.timeout))
@@ -113,7 +116,9 @@ func (b *bodyReader) readBody(w http.ResponseWriter, r *http.Request, limit int)
 	var err error
 	if r.ContentLength >= 0 {
 		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(r.Body, body)
+		var n int
+		n, err = io.ReadFull(r.Body, body)
+		body = body[:n]
 	} else {
 		body, err = io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	}

@@ -1,7 +1,11 @@
 package mcphttp
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -46,6 +50,44 @@ func TestReadBodyClosesABodyReadToItsEnd(t *testing.T) {
 			}
 			if closed := body.closed > 0; closed != tc.closed {
 				t.Fatalf("body closed: %v, want %v", closed, tc.closed)
+			}
+		})
+	}
+}
+
+// A POST cut short, its client stopping (the body timeout then passes) or
+// closing its side, is refused with the id of the part read: the client
+// can tell which request was cut, as it can for one over the size limit.
+func TestHTTPBodyCutShortCarriesItsID(t *testing.T) {
+	t.Parallel()
+	_, ts := serveHTTPWith(t, fakeHub(t), Options{BodyTimeout: time.Second})
+	const part = `{"jsonrpc":"2.0","id":"cut-7","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"`
+	for _, tc := range []struct {
+		name  string
+		close bool // the client closes its side after the part; else it stops
+		want  int
+	}{
+		{"stops", false, http.StatusRequestTimeout},
+		{"closes", true, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			fmt.Fprintf(nc, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n%s", part)
+			if tc.close {
+				nc.(*net.TCPConn).CloseWrite()
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || !strings.Contains(string(body), `"id":"cut-7"`) {
+				t.Errorf("%d %s, want %d with the id", resp.StatusCode, body, tc.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -185,12 +186,6 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 	s := Server{Name: name, Args: e.Args, Cwd: e.Cwd, Headers: e.Headers, Description: e.Description,
 		Disabled: e.Disabled || (e.Enabled != nil && !*e.Enabled),
 		Deny:     exactNames(append(exclude, e.Disabled2...)), Allow: exactNames(e.Include)}
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &keys)
-	notes := droppedKeys(name, sortedKeys(keys), jsonCarried)
-	if len(builtin) > 0 {
-		notes = append(notes, fmt.Sprintf("server %s: excludeTools %s not imported: Gemini CLI's own tools with an argument pattern, not this MCP server's (they stay in Gemini's settings)", name, strings.Join(builtin, ", ")))
-	}
 	s.Env = e.Env
 	if s.Env == nil {
 		s.Env = e.Environment
@@ -236,6 +231,20 @@ func parseEntry(name string, raw json.RawMessage) (Server, []string, error) {
 	}
 	if s.Command == "" && s.URL == "" {
 		return Server{}, nil, fmt.Errorf("has neither a command nor a URL")
+	}
+	carried := jsonCarried
+	if s.Command != "" && len(e.Headers) > 0 {
+		// Imported as a command server, which has no headers: they are
+		// neither written nor offered to the vault.
+		s.Headers = nil
+		carried = maps.Clone(jsonCarried)
+		delete(carried, "headers")
+	}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &keys)
+	notes := droppedKeys(name, sortedKeys(keys), carried)
+	if len(builtin) > 0 {
+		notes = append(notes, fmt.Sprintf("server %s: excludeTools %s not imported: Gemini CLI's own tools with an argument pattern, not this MCP server's (they stay in Gemini's settings)", name, strings.Join(builtin, ", ")))
 	}
 	return s, notes, nil
 }
@@ -284,6 +293,7 @@ var keyAdvice = map[string]string{
 	"autoApprove": "the client ran these tools without asking; the hub asks no one unless a policy rule says prompt",
 	"trust":       "the client ran this server's tools without asking; the hub asks no one unless a policy rule says prompt",
 	"oauth":       "set the group's oauth: by hand (see docs/auth.md)",
+	"headers":     "a command (stdio) server is sent no headers; pass what it needs in env: by hand",
 	// Codex
 	"startup_timeout_sec":  "set settings.connect_timeout (a duration such as 60s) by hand",
 	"tool_timeout_sec":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
@@ -333,9 +343,17 @@ func pointer(path []string) string {
 }
 
 // setAt replaces (or adds) the value at path with value, written indented
-// to match its place, and returns the new file and the old value's text.
+// to match its place and in the file's line endings, and returns the new
+// file and the old value's text.
 // Like standard, it leaves checkLimits to its callers.
 func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
+	// A CRLF file is edited with LF line endings and given back its own:
+	// hujson, moving the line break before a closing brace when it adds
+	// a member, keeps only the LF of a CRLF.
+	eol := lineEnd(data)
+	if eol != "\n" {
+		data = inLineEnd(data, "\n")
+	}
 	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
@@ -371,7 +389,11 @@ func setAt(data []byte, path []string, value any) ([]byte, []byte, error) {
 	if err := v.Patch(patch); err != nil {
 		return nil, nil, err
 	}
-	return v.Pack(), old, nil
+	out := v.Pack()
+	if eol != "\n" {
+		out = inLineEnd(out, eol)
+	}
+	return out, old, nil
 }
 
 func compact(b []byte) []byte {

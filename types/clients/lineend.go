@@ -4,7 +4,8 @@ import "bytes"
 
 // A config.toml saved on Windows may have CRLF line endings and a UTF-8
 // byte order mark, both of which Codex reads. What install and restore
-// add to such a file has its line endings, and the mark stays first.
+// add to such a file has its line endings, and the mark stays first. A
+// JSON client config with CRLF line endings keeps them likewise.
 
 const utf8BOM = "\xef\xbb\xbf"
 

@@ -58,3 +58,36 @@ func TestCodexInstallKeepsCRLFAndByteOrderMark(t *testing.T) {
 		})
 	}
 }
+
+// A JSON client config saved with CRLF line endings (Claude Desktop's,
+// Cursor's on Windows) keeps them: the lines install, install again and
+// uninstall write end in CRLF, as do those turning off a project's
+// servers in Claude Code's local settings.
+func TestJSONInstallKeepsCRLF(t *testing.T) {
+	entry := Entry{Name: "dynamic-mcp", Command: `C:\bin\d.exe`, Args: []string{"serve"}}
+	const src = "{\r\n  // mine\r\n  \"theme\": \"dark\",\r\n  \"mcpServers\": {\r\n    \"a\": {\r\n      \"command\": \"x\",\r\n      \"args\": [\"-y\", \"a\"]\r\n    }\r\n  }\r\n}\r\n"
+	bareLF := func(b []byte) bool { return bytes.Count(b, []byte("\n")) != bytes.Count(b, []byte("\r\n")) }
+	c := &Client{format: jsonFormat{path: []string{"mcpServers"}, entry: plainEntry}}
+	out, orig, err := c.Install([]byte(src), entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bareLF(out) || !strings.Contains(string(out), "\"dynamic-mcp\": {\r\n") || !strings.HasPrefix(string(out), "{\r\n  // mine\r\n") {
+		t.Errorf("install wrote:\n%q", out)
+	}
+	edited := bytes.Replace(out, []byte("// mine\r\n"), []byte("// mine\r\n  // edited\r\n"), 1)
+	back, err := c.Restore(edited, orig, entry.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bareLF(back) || strings.Contains(string(back), "dynamic-mcp") || !strings.Contains(string(back), "// edited\r\n") || !strings.Contains(string(back), "\"a\": {\r\n") {
+		t.Errorf("uninstall wrote:\n%q", back)
+	}
+	settings, _, err := DisableProjectServers([]byte("{\r\n  \"permissions\": {}\r\n}\r\n"), []string{"p", "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bareLF(settings) || !strings.Contains(string(settings), "\"p\",\r\n") {
+		t.Errorf("local settings written:\n%q", settings)
+	}
+}
