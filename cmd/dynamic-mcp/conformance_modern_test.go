@@ -25,11 +25,15 @@ var notYetThroughHub = map[string]string{}
 
 // TestConformance20260728 runs the newest pre-release of the official
 // conformance suite with its --requirements 2026-07-28 run (the scenarios
-// that revision requires, server-stateless among them, and the extension
-// and pending ones it runs beside them) against mcp-go's conformance
-// server directly and through the hub over HTTP, and expects every check
-// that passes directly to pass through the hub. The list is computed here,
-// from the suite's results; only notYetThroughHub is written down.
+// that revision requires, server-stateless and the input-required-result
+// ones among them, and the extension and pending ones it runs beside
+// them) against mcp-go's conformance server directly and through the hub
+// over HTTP, and expects every check that passes directly to pass through
+// the hub. The list is computed here, from the suite's results; only
+// notYetThroughHub is written down. The hub has a second group, the fake
+// upstream with the input-required-result scenarios' tools, which
+// mcp-go's server has not: those scenarios must pass whole through the
+// hub (checkInputRequired), in the same run of the suite.
 func TestConformance20260728(t *testing.T) {
 	t.Parallel() // starts its own processes only; overlaps the others' waiting
 	if testing.Short() {
@@ -47,10 +51,15 @@ groups:
     description: mcp-go's conformance server
     url: http://%s/mcp
     prefix: false
-`, upAddr), "--insecure-no-auth")
+  mrtr:
+    description: the suite's input-required-result tools, on 2026-07-28
+    command: %q
+    args: ["-modern"]
+    prefix: false
+`, upAddr, fakeBin), "--insecure-no-auth")
 	c := httpClient(t, base, map[string]string{})
 	c.initialize("2025-11-25")
-	c.waitFlatTools(10)
+	c.waitFlatTools(10 + fakeTools + 8) // mcp-go's, and the fake's with mrtrTools
 
 	start := time.Now()
 	var direct, hub conformanceResults
@@ -93,6 +102,7 @@ groups:
 		}
 		t.Errorf("%s passes directly, through the hub %s: %s", key, hub[key].Status, hub[key].ErrorMessage)
 	}
+	checkInputRequired(t, hub)
 	for key, why := range notYetThroughHub {
 		if hub[key].Status == "SUCCESS" {
 			t.Logf("%s passes through the hub now: remove it from notYetThroughHub (%s)", key, why)

@@ -204,8 +204,8 @@ func TestGeminiValidatorRefuses(t *testing.T) {
 // of which some break those rules, so the test is not vacuous.
 func TestGeminiSchemasOfEverythingServer(t *testing.T) {
 	t.Parallel() // its hubs are its own
-	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
-		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, url: %s}\n",
+		sharedEverythingURL(t))
 	// A hub of each client's own, the two at once.
 	lists := map[string][]map[string]any{}
 	var mu sync.Mutex

@@ -142,6 +142,8 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer stopBrowser() // the browser tests' one Chromium (browse)
+	// The tests' one server-everything over HTTP (sharedEverythingURL).
+	defer stopSharedEverything()
 	// The PostgreSQL tests share one cluster, each with a database of
 	// its own: an initdb is seconds of a loaded machine.
 	return pgtest.Shared(m).Run()

@@ -25,9 +25,8 @@ http:
 groups:
   everything:
     description: The reference server
-    command: node
-    args: %s
-`, tokenA, tokenB, yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+    url: %s
+`, tokenA, tokenB, sharedEverythingURL(t))
 	base, _ := startHTTPHub(t, cfg)
 	runSDKClient(t, []string{filepath.Join(repoDir, "testdata", "sdkclient", "hijack.mjs"), "--url", base, "--token-a", tokenA, "--token-b", tokenB})
 }

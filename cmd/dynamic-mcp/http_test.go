@@ -358,29 +358,55 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 }
 
 // startEverythingHTTP runs server-everything over one of its HTTP
-// transports until the test ends and returns its port: the port of a
-// listener the test made and handed over (startListening; the server
-// listens on it by testdata/sdkclient/listenfd.cjs), so whatever answers
-// there is this server. It is up once it answers as server-everything.
+// transports until the test ends and returns its port
+// (startEverythingProcess).
 func startEverythingHTTP(t *testing.T, transport string) string {
+	t.Helper()
+	p := startEverythingProcess(t, transport)
+	t.Cleanup(p.stop)
+	return p.port
+}
+
+// everythingProcess is a server-everything over one of its HTTP
+// transports (startEverythingProcess).
+type everythingProcess struct {
+	port   string
+	stop   func()        // kills it and waits for it to exit
+	exited chan struct{} // closed once it has exited
+	out    *lockedBuffer // what it wrote
+}
+
+// startEverythingProcess starts server-everything over transport and
+// waits until it answers as server-everything (isEverything). Its port is
+// that of a listener the test made and handed over (startListening; the
+// server listens on it by testdata/sdkclient/listenfd.cjs), so whatever
+// answers there is this server. The caller stops it; should the wait
+// fail, it is stopped here.
+func startEverythingProcess(t testing.TB, transport string) *everythingProcess {
 	t.Helper()
 	argv := referenceServer(t, "server-everything", transport)
 	cmd := exec.Command(argv[0], append([]string{"--require", filepath.Join(repoDir, "testdata", "sdkclient", "listenfd.cjs")}, argv[1:]...)...)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	port := startListening(t, cmd)
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	p := &everythingProcess{exited: make(chan struct{}), out: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	p.port = startListening(t, cmd)
+	go func() { cmd.Wait(); close(p.exited) }()
+	p.stop = func() { cmd.Process.Kill(); <-p.exited }
+	up := false
+	defer func() {
+		if !up { // the test failed waiting: nobody else stops it
+			p.stop()
+		}
+	}()
 	waitFor(t, 60*time.Second, "server-everything "+transport+" to answer", func() bool {
 		select {
-		case <-exited:
-			t.Fatalf("server-everything %s exited before it answered: %s", transport, out)
+		case <-p.exited:
+			t.Fatalf("server-everything %s exited before it answered: %s", transport, p.out)
 		default:
 		}
-		return isEverything(transport, port)
+		return isEverything(transport, p.port)
 	})
-	return port
+	up = true
+	return p
 }
 
 // isEverything reports whether server-everything answers on port over
@@ -423,14 +449,13 @@ func isEverything(transport, port string) bool {
 
 func TestEverythingAsStreamableHTTPAndSSEUpstream(t *testing.T) {
 	t.Parallel()
-	httpPort := startEverythingHTTP(t, "streamableHttp")
 	ssePort := startEverythingHTTP(t, "sse")
 	c := startHub(t, fmt.Sprintf(`
 mode: flat
 groups:
   web:
     description: over Streamable HTTP
-    url: http://127.0.0.1:%s/mcp
+    url: %s
   old:
     description: over legacy SSE
     url: http://127.0.0.1:%s/sse
@@ -438,7 +463,7 @@ groups:
   auto:
     description: no transport given, so Streamable HTTP first, then SSE
     url: http://127.0.0.1:%s/sse
-`, httpPort, ssePort, ssePort))
+`, sharedEverythingURL(t), ssePort, ssePort))
 	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
 		"capabilities": map[string]any{"sampling": map[string]any{}}})
 	answerClientRequests(c)

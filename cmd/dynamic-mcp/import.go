@@ -118,17 +118,32 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			line, _ := reader.ReadString('\n')
 			toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
 		}
-		if toVault {
-			if err := moveSecrets(servers, found, out, stdout); err != nil {
-				return err
-			}
-		} else {
+		if !toVault {
 			var each []string
 			for _, f := range found {
 				each = append(each, f.key+" of "+f.server)
 			}
 			fmt.Fprintf(stderr, "note: %s written literally into %s (%s); import with --vault to keep secrets in the vault instead\n",
 				plural(len(found), "secret"), out, strings.Join(each, ", "))
+		}
+	}
+	// From here to the write, one import into out at a time: another
+	// (a second terminal, a script) that read the config before this one
+	// wrote it would write over the groups this one added, or move the
+	// secrets of a group it then found there and left alone (into the
+	// vault, for nothing). The config is read again under the lock: the
+	// questions above may have waited on the user.
+	l, err := lockOf("import", samePath(out), importLockWait)
+	if err != nil {
+		return fmt.Errorf("another import into %s is under way: %w", out, err)
+	}
+	defer l.Unlock()
+	if cfg, err = cfg.reread(); err != nil {
+		return err
+	}
+	if found := literalSecrets(servers, keys, kept); len(found) > 0 && toVault {
+		if err := moveSecrets(servers, found, out, stdout); err != nil {
+			return err
 		}
 	}
 	added, skipped, backup, err := mergeIntoConfig(cfg, servers, keys, force)
@@ -416,6 +431,26 @@ func groupNode(s clients.Server) *yaml.Node {
 		add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
 	return n
+}
+
+// importLockWait bounds how long an import waits for another into the
+// same config, which reads and writes a few small files; tests shorten it.
+var importLockWait = 30 * time.Second
+
+// samePath is path as every spelling of it names it: absolute, its links
+// followed (a config reached through a link, or by ./ and ../, is one
+// file, with one lock).
+func samePath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if target, err := atomicfile.Target(path); err == nil { // a link to a config not written yet, too
+		path = target
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(dir, filepath.Base(path))
+	}
+	return path
 }
 
 // configDoc is the YAML config import merges into, as read.

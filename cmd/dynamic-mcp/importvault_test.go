@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -207,4 +208,41 @@ func TestImportVaultNameOfAServerStartingWithADigit(t *testing.T) {
 			t.Errorf("group %s has env %v", g.Name, env)
 		}
 	}
+}
+
+// An import into a config another import is writing waits for it, from
+// its read of the config to its write, whatever path names the config
+// (here a link to it): the two read the config before either wrote it,
+// and the second wrote over the groups the first added, or moved into the
+// vault (for nothing) the secrets of a group it then found there and left
+// alone, saying it had. The link leads to no file yet: one spelling of a
+// config to be, the lock the same. Here the other holds the lock throughout, so the
+// import gives up, having written nothing.
+func TestImportWaitsForAnotherIntoTheSameConfig(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	link := filepath.Join(t.TempDir(), "linked.yaml") // to a config not written yet
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lockOf("import", samePath(link), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Unlock()
+	defer func(w time.Duration) { importLockWait = w }(importLockWait)
+	importLockWait = 50 * time.Millisecond // how long it waits; the other holds on past it whatever the machine
+	src := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_waitsForTheOther0"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "another import into") {
+		t.Fatalf("import while another into the same config holds it: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if now, err := os.ReadFile(out); err == nil {
+		t.Errorf("the config was written meanwhile:\n%s", now)
+	}
+	wantSecrets(t, secrets, map[string]string{})
 }

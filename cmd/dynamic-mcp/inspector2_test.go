@@ -25,7 +25,7 @@ import (
 // directly.
 //
 // The hub's upstream is an everything server over Streamable HTTP that
-// answers already (startEverythingHTTP waits for it): the Inspector's
+// answers already (sharedEverythingURL waits for it): the Inspector's
 // requests time out at the TypeScript SDK's fixed 60 s, which no option
 // of its CLI changes, and node took longer than that to start on a loaded
 // machine, so no start of node may fall inside one of its requests. A
@@ -144,10 +144,10 @@ groups:
 		}
 	}
 
-	// One everything server over Streamable HTTP is the upstream of every
-	// hub here (each hub a session of its own) and the direct target over
+	// The tests' one everything server over Streamable HTTP is the
+	// upstream of every hub here (each hub a session of its own) and the direct target over
 	// HTTP: what it answers a session does not depend on another's.
-	upstreamURL := "http://127.0.0.1:" + startEverythingHTTP(t, "streamableHttp") + "/mcp"
+	upstreamURL := sharedEverythingURL(t)
 	cfgPath := hubConfig(t, upstreamURL)
 	// What the server answers directly, once per transport, is what each
 	// era's run through the hub must give: directly, the auto era's

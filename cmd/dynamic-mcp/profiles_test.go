@@ -173,8 +173,8 @@ func TestClientRuleMaxTools(t *testing.T) {
 // client gets them as the server wrote them.
 func TestClientRuleGeminiSchemas(t *testing.T) {
 	t.Parallel() // its hubs are its own
-	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
-		yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+	cfg := fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", "+nodeWaits+"}\nclients:\n  - {match: 'gemini*', schemas: gemini}\ngroups:\n  ev: {description: The reference server, url: %s}\n",
+		sharedEverythingURL(t))
 	for name, wantClean := range map[string]bool{"gemini-cli-mcp-client": true, "claude-code": false} {
 		t.Run(name, func(t *testing.T) {
 			c := startHub(t, cfg)

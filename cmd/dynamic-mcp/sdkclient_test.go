@@ -46,6 +46,20 @@ func everythingConfig(t testing.TB, mode string) string {
 // everythingConfigWaits is everythingConfig with waits (nodeWaits or
 // firstListWaits) for its settings' waits.
 func everythingConfigWaits(t testing.TB, mode, waits string) string {
+	return everythingConfigOf(mode, waits, "command: node\n    args: "+yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+}
+
+// everythingHTTPConfig is everythingConfig with the tests' one
+// server-everything over Streamable HTTP (sharedEverythingURL) in place
+// of a child of the hub's own, for a test of what the hub does in front
+// of it, not of how the hub runs it.
+func everythingHTTPConfig(t testing.TB, mode string) string {
+	return everythingConfigOf(mode, nodeWaits, "url: "+sharedEverythingURL(t))
+}
+
+// everythingConfigOf is everythingConfig with waits and the group's
+// source, its command or url.
+func everythingConfigOf(mode, waits, source string) string {
 	return fmt.Sprintf(`
 mode: %s
 settings: { stop_grace: 1s, search: on, `+waits+` }
@@ -53,9 +67,8 @@ groups:
   everything:
     description: The reference server
     expose: [echo]
-    command: node
-    args: %s
-`, mode, yamlList(referenceServer(t, "server-everything", "stdio")[1:]))
+    %s
+`, mode, source)
 }
 
 func writeConfig(t testing.TB, cfg string) string {
@@ -123,7 +136,7 @@ func TestGeminiCLITransport(t *testing.T) {
 		"default":        "",
 		"gemini schemas": "clients:\n  - { match: \"gemini-cli*\", schemas: gemini }\n",
 	} {
-		hubs[name] = []string{hubBin, "serve", "-c", writeConfig(t, everythingConfig(t, "dynamic")+more)}
+		hubs[name] = []string{hubBin, "serve", "-c", writeConfig(t, everythingHTTPConfig(t, "dynamic")+more)}
 	}
 	arg, _ := json.Marshal(hubs)
 	runSDKClientEnv(t, nil, []string{script, "--hubs", string(arg), "--group", "everything"})
@@ -240,7 +253,7 @@ func TestInspectorCLI(t *testing.T) {
 	}
 
 	flat := func(t *testing.T) {
-		config := writeConfig(t, everythingConfig(t, "flat"))
+		config := writeConfig(t, everythingHTTPConfig(t, "flat"))
 		t.Run("tools/list", func(t *testing.T) {
 			var names []string
 			for _, tool := range listed(t, inspect(t, config, "--method", "tools/list")) {
@@ -258,7 +271,7 @@ func TestInspectorCLI(t *testing.T) {
 		})
 	}
 	dynamic := func(t *testing.T) {
-		config := writeConfig(t, everythingConfig(t, "dynamic"))
+		config := writeConfig(t, everythingHTTPConfig(t, "dynamic"))
 		t.Run("tools/list", func(t *testing.T) {
 			tools := listed(t, inspect(t, config, "--method", "tools/list"))
 			for _, tool := range tools {

@@ -20,15 +20,14 @@ settings: { search: on, `+nodeWaits+` }
 groups:
   everything:
     description: The MCP reference test server
-    command: node
-    args: %s
+    url: %s
   filesystem:
     description: Read and write files in the project
     command: node
     args: %s
     deny: ["^write_file$"]
     expose: [list_allowed_directories]
-`, yamlList(referenceServer(t, "server-everything", "stdio")[1:]), yamlList(referenceServer(t, "server-filesystem", root)[1:])))
+`, sharedEverythingURL(t), yamlList(referenceServer(t, "server-filesystem", root)[1:])))
 	c.initialize("2025-06-18")
 	// get_dynamic_tools waits for a group still starting: then both are up.
 	for _, g := range []string{"everything", "filesystem"} {

@@ -16,8 +16,8 @@ func TestTasksThroughTheHub(t *testing.T) {
 	for _, mode := range []string{"flat", "dynamic"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			c := startHub(t, fmt.Sprintf("mode: %s\nsettings: {"+nodeWaits+"}\ngroups:\n  ev:\n    description: The reference server\n    command: node\n    args: %s\n",
-				mode, yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
+			c := startHub(t, fmt.Sprintf("mode: %s\nsettings: {"+nodeWaits+"}\ngroups:\n  ev:\n    description: The reference server\n    url: %s\n",
+				mode, sharedEverythingURL(t)))
 			init := string(c.initialize("2025-11-25"))
 			if !strings.Contains(init, `"tasks"`) {
 				t.Errorf("the hub does not declare tasks: %s", init)

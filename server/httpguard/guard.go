@@ -247,14 +247,21 @@ func loopbackHost(hostport string) bool {
 	return config.LoopbackHost(strings.Trim(host, "[]"))
 }
 
-// refuse answers r, refused before its body was read, with code and msg,
-// closing the connection after the answer when r has a body: else Go's
-// server would read up to 256 KiB of it before answering (to keep the
-// connection), and a client that trickles its body would hold the
-// refusal, and the connection, as long as it likes.
+// refuse answers r, refused before its body was read, with code and msg
+// (see CloseUnread).
 func refuse(w http.ResponseWriter, r *http.Request, msg string, code int) {
+	CloseUnread(w, r)
+	http.Error(w, msg, code)
+}
+
+// CloseUnread closes the connection after the response to r when r has a
+// body that is answered unread: else Go's server reads up to 256 KiB of
+// it before the response goes out (to keep the connection), with no
+// deadline, and a client that sends no more of its body (a length under
+// 256 KiB, or none: chunked) holds the response, the connection and a
+// goroutine as long as it likes. Called before the response is written.
+func CloseUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 	}
-	http.Error(w, msg, code)
 }

@@ -34,7 +34,11 @@ type bodyReader struct {
 func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *jsonrpc.Message, body []byte, release func(), ok bool) {
 	limit := b.hub.Settings().MaxMessageSize
 	if r.ContentLength > int64(limit) {
-		// Not read: only its start, for the id of the refusal.
+		// Not read: only its start, for the id of the refusal, within
+		// the body timeout (a client that sends nothing held it without
+		// end); then the connection closes (the rest is never read).
+		httpguard.CloseUnread(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(b.timeout))
 		prefix, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		writeJSONError(w, http.StatusRequestEntityTooLarge, jsonrpc.IDOf(prefix), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d byte limit", limit)))
 		return nil, nil, nil, false
@@ -46,6 +50,7 @@ func (b *bodyReader) readMessage(w http.ResponseWriter, r *http.Request) (msg *j
 	client := httpguard.CredentialOf(r.Context())
 	held, err := b.acquire(r.Context(), b.timeout, want, client)
 	if err != nil {
+		httpguard.CloseUnread(w, r) // refused unread: at once, whatever its length
 		unavailable(w, "too many request bodies being read")
 		return nil, nil, nil, false
 	}

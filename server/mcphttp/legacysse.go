@@ -13,6 +13,7 @@ import (
 // /sse opens a session whose every message from the hub goes down this
 // stream, which first names the endpoint to POST to.
 func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
+	httpguard.CloseUnread(w, r) // a body is never read here
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -50,12 +51,14 @@ func (s *Server) legacyStream(w http.ResponseWriter, r *http.Request) {
 // goes down the session's stream.
 func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
+		httpguard.CloseUnread(w, r)
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	hs := s.sessions.owned(r.URL.Query().Get("sessionId"), httpguard.CredentialOf(r.Context()))
 	if hs == nil || profileStale(s.opts.Auth, hs, r) {
+		httpguard.CloseUnread(w, r) // refused unread
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
@@ -84,7 +87,7 @@ func (s *Server) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	// A duplicate id is refused on the POST itself: a client that floods
 	// requests and does not read its stream cannot queue them there. The
 	// answer goes down the session's stream, and releases the request.
-	p, ok := s.inflight.expect(w, hs, msg, nil, release, http.StatusBadRequest, false)
+	p, ok := s.inflight.expect(w, hs, msg, nil, release, http.StatusBadRequest, noStream)
 	if !ok {
 		return
 	}

@@ -337,3 +337,70 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 		t.Errorf("after the dropped call ended: %d", resp.StatusCode)
 	}
 }
+
+// A body declared over the message limit that sends nothing more is
+// refused with 413 within the body timeout, and its connection closed:
+// the start of it read for the refusal's id had no deadline, and a
+// client held the connection and a goroutine without end (with no bytes
+// of the budget, so any number of them).
+func TestHTTPBodyOverLimitSilent(t *testing.T) {
+	t.Parallel()
+	_, ts := serveHTTPWith(t, fakeHub(t), Options{BodyTimeout: time.Second})
+	nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprintf(nc, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n{", 64<<20)
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // bounds the old code's hang, which had none
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	if err != nil {
+		t.Fatalf("a silent body over the limit: no answer (%v)", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Errorf("a silent body over the limit: %d, closing %v; want 413 and the connection closed", resp.StatusCode, resp.Close)
+	}
+}
+
+// A request whose body the face never reads (a DELETE, another method,
+// a POST to a legacy session or a profile that does not exist, or to a
+// path the mux redirects to its clean spelling) is answered at once
+// though its body never comes, and its connection closed: Go's server
+// otherwise read the body (chunked, or under 256 KiB) before answering,
+// with no deadline, and a client held the connection and a goroutine as
+// long as it liked, any number of times.
+func TestHTTPBodyNeverReadAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	face, ts := serveHTTPWith(t, fakeHub(t), Options{BodyTimeout: time.Hour})
+	// The face closes first, ending the GET /sse stream, which the test
+	// server's Close would wait for (no write finds its client gone
+	// before the keep-alive's).
+	t.Cleanup(func() { face.Close() })
+	c := newHTTPClient(t, ts.URL)
+	for _, tc := range []struct{ name, head string }{
+		{"DELETE", "DELETE /mcp HTTP/1.1\r\nMcp-Session-Id: " + c.session + "\r\nTransfer-Encoding: chunked"},
+		{"PUT", "PUT /mcp HTTP/1.1\r\nContent-Length: 10"},
+		{"POST //mcp", "POST //mcp HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
+		{"POST to no profile", "POST /mcp/p/none HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 10"},
+		{"GET /sse", "GET /sse HTTP/1.1\r\nAccept: text/event-stream\r\nTransfer-Encoding: chunked"},
+		{"POST /message", "POST /message?sessionId=none HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			fmt.Fprintf(nc, "%s\r\nHost: x\r\n\r\n", tc.head)
+			nc.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds the old code's hang, which had none
+			resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+			if err != nil {
+				t.Fatalf("no answer while its body does not come (%v)", err)
+			}
+			if !resp.Close {
+				t.Errorf("answered %d, keeping a connection whose body was not read", resp.StatusCode)
+			}
+		})
+	}
+}

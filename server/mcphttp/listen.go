@@ -36,12 +36,11 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, hs *httpSession,
 			"Not Acceptable: subscriptions/listen answers with text/event-stream")))
 		return
 	}
-	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, true)
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, listenOwnStream)
 	if !ok {
 		return
 	}
-	taken := make(chan struct{}, 1) // set before the Conn has the listen: the hub signals it (Listening) once it takes it
-	p.taken = taken
+	taken := p.taken // the hub signals it (Listening) once it takes the listen
 	delivered, answered := false, false
 	defer func() {
 		if delivered && !answered {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
 )
 
@@ -24,6 +25,7 @@ func profileOf(r *http.Request) string {
 func (s *Server) profiled(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !s.hub.HasProfile(name) {
+		httpguard.CloseUnread(w, r) // refused unread
 		http.Error(w, "no such profile: "+clip.Echo(name), http.StatusNotFound)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,13 +185,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A GET or DELETE skips the second lookup of its route.
 	if r.ContentLength != 0 {
-		if _, pattern := s.mux.Handler(r); pattern == "" {
-			// No route (404, 405): the body is never read; see refuse.
-			w.Header().Set("Connection", "close")
+		if h, pattern := s.mux.Handler(r); pattern == "" || reflect.TypeOf(h) == redirectType {
+			// No route (404, 405), or a redirect to the path cleaned
+			// (//mcp): the body is never read (httpguard.CloseUnread).
+			httpguard.CloseUnread(w, r)
 		}
 	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// redirectType is the type of the mux's redirects (http.RedirectHandler).
+var redirectType = reflect.TypeOf(http.RedirectHandler("/", http.StatusTemporaryRedirect))
 
 // Guard is the face's checks, for a handler that picks them itself (such
 // as /readyz, whose reasons only a request with the token sees).

@@ -45,7 +45,8 @@ type post struct {
 	stream stream  // out's, in the post: an allocation a request less
 	answer chan []byte
 	// taken, a listen's alone, is signalled when the hub has taken it
-	// (listening); set before the session's Conn has the request.
+	// (listening); made with the post (inflight.expect), before the
+	// session can find it, and never written after.
 	taken chan struct{}
 
 	// What release gives back, once: the request's place among those in

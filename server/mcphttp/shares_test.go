@@ -268,3 +268,43 @@ func TestHTTPClientShareOfBodiesEmptyBody(t *testing.T) {
 		t.Errorf("after an empty body the budget keeps %d clients, %d bytes", held, face.bodies.used.Load())
 	}
 }
+
+// A body refused before it is read (past its client's share of the
+// bodies being read) is refused at once whatever its length, and its
+// connection closed: a body under 256 KiB, or one without a length
+// (chunked), was otherwise read by Go's server before the refusal went
+// out (to keep the connection), and a client that sent nothing more held
+// the connection, a goroutine and its refusal with no deadline at all:
+// the body timeout bounds only a body the hub reads.
+func TestHTTPClientShareOfBodiesRefusedUnread(t *testing.T) {
+	t.Parallel()
+	const budget = 1 << 20
+	face, base := shareFace(t, fakeHub(t), Options{MaxBodyMemory: budget, BodyTimeout: time.Hour})
+	addr := strings.TrimPrefix(base, "http://")
+	silent := func(framing string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%s\r\n\r\n", addr, shareTokenA, framing)
+		return c
+	}
+	silent(fmt.Sprintf("Content-Length: %d", budget/2))
+	waitFor(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
+	for _, framing := range []string{"Content-Length: 100", "Transfer-Encoding: chunked"} {
+		t.Run(framing, func(t *testing.T) {
+			c := silent(framing)
+			// Bounds the hang of the old code, which had none.
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("a's body past its share, %s, sending nothing: no refusal (%v)", framing, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+				t.Errorf("a's body past its share, %s: %d, closing %v; want 503 and the connection closed", framing, resp.StatusCode, resp.Close)
+			}
+		})
+	}
+}

@@ -27,7 +27,9 @@ func (sw *sseWriter) start(extra http.Header) error {
 	}
 	sw.w.Header().Set("Content-Type", "text/event-stream")
 	sw.w.Header().Set("Cache-Control", "no-cache")
-	sw.w.Header().Set("Connection", "keep-alive")
+	if sw.w.Header().Get("Connection") != "close" { // closed after: a body left unread (httpguard.CloseUnread)
+		sw.w.Header().Set("Connection", "keep-alive")
+	}
 	// A proxy that buffers responses (nginx) passes each event on at once
 	// (2026-07-28, basic/transports/streamable-http: SHOULD).
 	sw.w.Header().Set("X-Accel-Buffering", "no")

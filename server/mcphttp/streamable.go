@@ -23,6 +23,9 @@ const headerSessionID = "Mcp-Session-Id"
 // messages, GET for the stream of messages the hub starts, DELETE to end a
 // session (MCP spec, basic/transports).
 func (s *Server) streamable(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		httpguard.CloseUnread(w, r) // only a POST's body is read
+	}
 	switch r.Method {
 	case http.MethodPost:
 		s.post(w, r)
@@ -246,7 +249,7 @@ func (s *Server) oneSession(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 // answer is the answer written, nil when none was (cancelled, the client
 // gone).
 func (s *Server) request(w http.ResponseWriter, r *http.Request, hs *httpSession, msg *jsonrpc.Message, body []byte, header http.Header, release func()) (answer []byte, taken bool) {
-	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, acceptsSSE(r))
+	p, ok := s.inflight.expect(w, hs, msg, header, release, http.StatusOK, streamOf(r))
 	if !ok {
 		return nil, false
 	}
@@ -414,6 +417,15 @@ func (s *Server) answerHeader(hs *httpSession, header http.Header, resp []byte) 
 
 func acceptsSSE(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// streamOf is the stream a request's answer may go down: its POST's own
+// when the client accepts an event stream.
+func streamOf(r *http.Request) streamKind {
+	if acceptsSSE(r) {
+		return ownStream
+	}
+	return noStream
 }
 
 // get opens the stream of messages the hub starts for a session.

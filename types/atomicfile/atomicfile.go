@@ -128,6 +128,10 @@ func WriteJSON(path string, v any, perm os.FileMode) error {
 	return Write(path, b, perm)
 }
 
+// Target is the file Write of path replaces: path with its symbolic
+// links followed, though the last may lead nowhere yet (see resolve).
+func Target(path string) (string, error) { return resolve(path) }
+
 // resolve follows path while it is a symbolic link and returns the path
 // of the file it ends at, which need not exist yet (a dangling link is
 // written through, as a shell's > would). A path that is no link comes
