@@ -73,8 +73,8 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 	before := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(before)
 
-	const calls, size = 2048, 16 << 10 // 32 MiB of calls, far more than the hub may hold for a session
-	text := strings.Repeat("s", size)
+	calls := stalltest.Calls
+	text := strings.Repeat("s", stalltest.CallSize)
 	quoted := strconv.Quote(text) // once: quoting it per call took a tenth of the test's CPU under -race
 	heap := stalltest.Mark()
 	written := make(chan error, 1)
@@ -88,14 +88,11 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 		written <- nil
 	}()
 	// The client's stdout fills: the hub's next write to it waits.
-	waitFor(t, time.Minute, "the client's stdout full", func() bool {
-		n, err := unix.IoctlGetInt(int(outR.Fd()), unix.TIOCINQ) // FIONREAD
-		return err == nil && n >= 48<<10
-	})
+	stalltest.WaitForPipe(t, outR, 48<<10)
 	if s := h.Sessions().Info(); len(s) != 1 {
 		t.Errorf("sessions: %+v", s)
 	}
-	heap.HeldBack(t, written, 24<<20, "32 MiB") // a session holds 256 calls at most, 4 MiB of them, and their answers
+	heap.HeldBack(t, written, inW)
 	// It reads again: every call is answered, once.
 	seen := map[string]bool{}
 	for len(seen) < calls {
