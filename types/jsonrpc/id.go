@@ -7,8 +7,9 @@ import (
 
 // IDOf finds the top-level "id" of a message, which may be cut short or
 // broken further on, so that a peer can still be answered about it. It
-// returns nil when no id comes before the message ends or breaks, or when
-// the id cannot be echoed (see echoable).
+// returns nil when no id comes before the message ends or breaks, when
+// a number id is the last of what was read (its digits may go on), or
+// when the id cannot be echoed (see echoable).
 func IDOf(msg []byte) json.RawMessage {
 	d := json.NewDecoder(bytes.NewReader(msg))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
@@ -25,7 +26,10 @@ func IDOf(msg []byte) json.RawMessage {
 			return nil
 		}
 		if key == "id" {
-			if !echoable(v) {
+			// A number the message ends on may be cut short itself
+			// ("id":12 read as far as "id":1): it would name another
+			// request. A string ends at its closing quote.
+			if !echoable(v) || v[0] != '"' && d.InputOffset() == int64(len(msg)) {
 				return nil
 			}
 			return v

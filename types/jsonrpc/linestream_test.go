@@ -130,8 +130,15 @@ func TestIDOf(t *testing.T) {
 		`{"result":{"x":[1,2]},"id":3}`:            `3`,
 		`{"jsonrpc":"2.0","id":12,"result":"trunc`: `12`,
 		`{"jsonrpc":"2.0","result":"trunc`:         ``,
-		`[1]`:                                      ``,
-		`garbage`:                                  ``,
+		// Cut within or right after a number id: its digits may go on
+		// ("id":12 cut to "id":1 would name another request).
+		`{"jsonrpc":"2.0","id":1`:   ``,
+		`{"jsonrpc":"2.0","id":12 `: `12`,
+		`{"jsonrpc":"2.0","id":12,`: `12`,
+		`{"jsonrpc":"2.0","id":"ab`: ``,
+		`{"jsonrpc":"2.0","id":"a"`: `"a"`,
+		`[1]`:                       ``,
+		`garbage`:                   ``,
 	} {
 		if got := string(IDOf([]byte(in))); got != want {
 			t.Errorf("IDOf(%s) = %q, want %q", in, got, want)
