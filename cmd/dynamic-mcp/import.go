@@ -133,8 +133,11 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// secrets of a group it then found there and left alone (into the
 	// vault, for nothing). The config is read again under the lock: the
 	// questions above may have waited on the user.
-	l, err := lockOf("import", samePath(out), importLockWait)
+	l, err := lockOf(ctx, "import", samePath(out), importLockWait)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("import into %s: %w", out, err)
+		}
 		return fmt.Errorf("another import into %s is under way: %w", out, err)
 	}
 	defer l.Unlock()

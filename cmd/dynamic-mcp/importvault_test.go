@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,7 +226,7 @@ func TestImportWaitsForAnotherIntoTheSameConfig(t *testing.T) {
 	if err := os.Symlink(out, link); err != nil {
 		t.Fatal(err)
 	}
-	other, err := lockOf("import", samePath(link), time.Second)
+	other, err := lockOf(t.Context(), "import", samePath(link), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +244,36 @@ func TestImportWaitsForAnotherIntoTheSameConfig(t *testing.T) {
 	}
 	if now, err := os.ReadFile(out); err == nil {
 		t.Errorf("the config was written meanwhile:\n%s", now)
+	}
+	wantSecrets(t, secrets, map[string]string{})
+}
+
+// An import waiting for another into the same config stops waiting when
+// it is interrupted (its context ends: a first Ctrl-C), rather than sit
+// out the whole wait, having written nothing.
+func TestImportWaitEndsWithItsContext(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	other, err := lockOf(t.Context(), "import", samePath(out), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Unlock()
+	defer func(w time.Duration) { importLockWait = w }(importLockWait)
+	importLockWait = 5 * time.Second // the old code waited it out: the test then fails by its error
+	src := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_interruptedWait00"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // interrupted while it waits
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("import interrupted while another held the config: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if now, err := os.ReadFile(out); err == nil {
+		t.Errorf("the config was written:\n%s", now)
 	}
 	wantSecrets(t, secrets, map[string]string{})
 }

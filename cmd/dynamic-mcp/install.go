@@ -103,7 +103,7 @@ const installLockWait = 30 * time.Second
 // (an unlocked file is no lock, and one left by a killed install never
 // blocks: the kernel let go of it).
 func lockTarget(target string) (*filelock.Lock, error) {
-	l, err := lockOf("install", target, installLockWait)
+	l, err := lockOf(context.Background(), "install", target, installLockWait)
 	if err != nil {
 		return nil, fmt.Errorf("another install or uninstall of %s is under way: %w", target, err)
 	}
@@ -111,15 +111,16 @@ func lockTarget(target string) (*filelock.Lock, error) {
 }
 
 // lockOf takes the lock of kind (a command: install, import) on the file
-// target, waiting up to wait for another process holding it. Its lock
-// file is in the state dir's locks/, named after kind and target.
-func lockOf(kind, target string, wait time.Duration) (*filelock.Lock, error) {
+// target, waiting up to wait for another process holding it, and no
+// longer than ctx (a first Ctrl-C ends the wait). Its lock file is in the
+// state dir's locks/, named after kind and target.
+func lockOf(ctx context.Context, kind, target string, wait time.Duration) (*filelock.Lock, error) {
 	sum := sha256.Sum256([]byte(target))
 	dir := filepath.Join(config.Home(), "locks")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return filelock.Acquire(context.Background(), filepath.Join(dir, kind+"-"+hex.EncodeToString(sum[:8])+".lock"), wait)
+	return filelock.Acquire(ctx, filepath.Join(dir, kind+"-"+hex.EncodeToString(sum[:8])+".lock"), wait)
 }
 
 func writeRecord(rec *installRecord) error {
