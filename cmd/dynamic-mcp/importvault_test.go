@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -274,6 +275,50 @@ func TestImportWaitEndsWithItsContext(t *testing.T) {
 	}
 	if now, err := os.ReadFile(out); err == nil {
 		t.Errorf("the config was written:\n%s", now)
+	}
+	wantSecrets(t, secrets, map[string]string{})
+}
+
+// An import that waited for another into the same config decides what it
+// moves into the vault on the config as the other left it: a group the
+// other added meanwhile is left alone, and its server's secret stays out
+// of the vault (the config as first read had no such group).
+func TestImportDecidesOnTheConfigTheOtherWrote(t *testing.T) {
+	home, secrets := importVaultSetup(t)
+	out := filepath.Join(home, "config.yaml")
+	other, err := lockOf(t.Context(), "import", samePath(out), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_decidedUnderLock0"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(t.Context(), []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	// It has read the config (there is none yet) and waits for the lock.
+	waitFor(t, time.Minute, "the import to wait for the lock", func() bool {
+		buf := make([]byte, 1<<20)
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "filelock.Acquire") && strings.Contains(g, ".importCmd(") {
+				return true
+			}
+		}
+		return false
+	})
+	const theOthers = "groups:\n  github:\n    description: the other's\n    command: node\n    args: [b.js]\n"
+	if err := os.WriteFile(out, []byte(theOthers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("import: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if now, _ := os.ReadFile(out); string(now) != theOthers {
+		t.Errorf("the other's config written over:\n%s", now)
 	}
 	wantSecrets(t, secrets, map[string]string{})
 }
