@@ -14,10 +14,10 @@ import (
 // directory, in the tests' directory). It is built under a name of this
 // process's and renamed into place in one step, so that another copy of
 // the suite running at the same time finds it whole or not at all. Builds
-// of other inputs that no run used for an hour go (a run touches its
-// build as it starts, and lasts at most the suite's -timeout of 30
-// minutes): the hub's test build is about 60 MB, one for every state of
-// the sources a developer runs the suite on.
+// of other inputs that no run used for a day go (a run touches its
+// build as it starts; a run of other sources in another checkout must
+// not remove it while it runs): the hub's test build is about 60 MB, one
+// for every state of the sources a developer runs the suite on.
 func cachedBuild(name string, digest []byte, build func(path string) ([]byte, error)) (bin string, out []byte, err error) {
 	bin = filepath.Join(filepath.Dir(testHome), name)
 	if cache, err := os.UserCacheDir(); err == nil {
@@ -25,7 +25,7 @@ func cachedBuild(name string, digest []byte, build func(path string) ([]byte, er
 			bin = filepath.Join(cache, "dynamic-mcp", name+"-"+hex.EncodeToString(digest[:8]))
 			old, _ := filepath.Glob(filepath.Join(cache, "dynamic-mcp", name+"-*"))
 			for _, f := range old {
-				if fi, err := os.Stat(f); err == nil && f != bin && time.Since(fi.ModTime()) > time.Hour {
+				if fi, err := os.Stat(f); err == nil && f != bin && time.Since(fi.ModTime()) > 24*time.Hour {
 					os.Remove(f)
 				}
 			}

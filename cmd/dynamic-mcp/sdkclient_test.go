@@ -194,8 +194,10 @@ func runSDKClientEnv(t *testing.T, env []string, args []string) {
 		t.Errorf("run.mjs: %v", runErr)
 	}
 	// The stderr of a stdio hub the script starts, when it is the race
-	// build (raceHubBin among args; an HTTP hub checks its own).
-	if raceDetector && strings.Contains(strings.Join(args, " "), raceHubBin) && strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+	// build (raceHubBin among args, or hubBin where it is one; an HTTP hub
+	// checks its own).
+	argv := strings.Join(args, " ")
+	if (strings.Contains(argv, raceHubBin) || raceChecked(hubBin) && strings.Contains(argv, hubBin)) && raceDetector && strings.Contains(stderr.String(), "WARNING: DATA RACE") {
 		t.Error("the race detector found a data race in the hub")
 	}
 	if t.Failed() {
