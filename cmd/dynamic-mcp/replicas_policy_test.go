@@ -134,22 +134,28 @@ func TestReplicasSharePolicyState(t *testing.T) {
 				}
 				p = q
 			}
+			// The replica where the call waits logs it; the others may list
+			// it from the store before that line reaches its stderr.
 			waits := regexp.MustCompile(`msg="policy: call waits for approval" id=` + regexp.QuoteMeta(p.ID) + ` `)
-			for i, r := range replicas {
-				if waits.MatchString(r.stderr.String()) {
-					return p, i
+			at := -1
+			waitFor(t, 10*time.Second, "a replica to log that "+p.ID+" waits on it", func() bool {
+				for i, r := range replicas {
+					if waits.MatchString(r.stderr.String()) {
+						at = i
+						return true
+					}
 				}
-			}
-			t.Fatalf("no replica logged that %s waits on it", p.ID)
-			return p, 0
+				return false
+			})
+			return p, at
 		}
 		// answeredElsewhere checks that replica i sent the answer to id to
 		// the replica where it waits.
 		answeredElsewhere := func(i int, id string) {
 			t.Helper()
-			if !strings.Contains(replicas[i].stderr.String(), `msg="approval: answer sent to the replica where the call waits" id=`+id) {
-				t.Errorf("replica %d did not send its answer to %s to another replica", i, id)
-			}
+			waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to log that it sent its answer to %s to another replica", i, id), func() bool {
+				return strings.Contains(replicas[i].stderr.String(), `msg="approval: answer sent to the replica where the call waits" id=`+id)
+			})
 		}
 
 		first := c.start(t, "ask one")
