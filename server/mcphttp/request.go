@@ -7,6 +7,16 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
+// streamKind is what a POST's answer goes down: its own stream or not,
+// and whether it is a listen's (whose stream opens on the hub's signal).
+type streamKind int
+
+const (
+	noStream streamKind = iota
+	ownStream
+	listenOwnStream
+)
+
 // expect takes on a client request of hs at the HTTP layer, before its
 // session's Conn sees it: it is counted against the face's cap of
 // requests in flight in all (over it w is answered 503), and registered
@@ -20,16 +30,6 @@ import (
 // bytes back: the caller calls it once the session's Conn has the
 // message; it runs at once when the request is refused here. ok is false
 // when w has been answered.
-// streamKind is what a POST's answer goes down: its own stream or not,
-// and whether it is a listen's (whose stream opens on the hub's signal).
-type streamKind int
-
-const (
-	noStream streamKind = iota
-	ownStream
-	listenOwnStream
-)
-
 func (c *inflight) expect(w http.ResponseWriter, hs *httpSession, msg *jsonrpc.Message, header http.Header, release func(),
 	dupStatus int, kind streamKind) (*post, bool) {
 	if !c.begin(hs.client) {
