@@ -227,26 +227,11 @@ func TestImportWaitsForAnotherIntoTheSameConfig(t *testing.T) {
 	if err := os.Symlink(out, link); err != nil {
 		t.Fatal(err)
 	}
-	other, err := lockOf(t.Context(), "import", samePath(link), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Unlock()
-	defer func(w time.Duration) { importLockWait = w }(importLockWait)
-	importLockWait = 50 * time.Millisecond // how long it waits; the other holds on past it whatever the machine
-	src := filepath.Join(t.TempDir(), "servers.json")
-	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_waitsForTheOther0"}}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	err = run(context.Background(), []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
+	// How long it waits; the other holds on past it whatever the machine.
+	err := importWhileLocked(t, t.Context(), secrets, link, out, 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "another import into") {
-		t.Fatalf("import while another into the same config holds it: %v\n%s%s", err, stdout.String(), stderr.String())
+		t.Fatalf("import while another into the same config holds it: %v", err)
 	}
-	if now, err := os.ReadFile(out); err == nil {
-		t.Errorf("the config was written meanwhile:\n%s", now)
-	}
-	wantSecrets(t, secrets, map[string]string{})
 }
 
 // An import waiting for another into the same config stops waiting when
@@ -255,28 +240,41 @@ func TestImportWaitsForAnotherIntoTheSameConfig(t *testing.T) {
 func TestImportWaitEndsWithItsContext(t *testing.T) {
 	home, secrets := importVaultSetup(t)
 	out := filepath.Join(home, "config.yaml")
-	other, err := lockOf(t.Context(), "import", samePath(out), time.Second)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // interrupted while it waits
+	// The old code waited it out: the test then fails by its error.
+	if err := importWhileLocked(t, ctx, secrets, out, out, 5*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("import interrupted while another held the config: %v", err)
+	}
+}
+
+// importWhileLocked runs import --vault into out with ctx while another
+// import holds the lock of lockAt (out, or another spelling of it), the
+// import waiting up to wait, and checks that it wrote neither the config
+// nor the vault (secrets); it returns import's error.
+func importWhileLocked(t *testing.T, ctx context.Context, secrets *vault.Secrets, lockAt, out string, wait time.Duration) error {
+	t.Helper()
+	other, err := lockOf(t.Context(), "import", samePath(lockAt), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Unlock()
 	defer func(w time.Duration) { importLockWait = w }(importLockWait)
-	importLockWait = 5 * time.Second // the old code waited it out: the test then fails by its error
+	importLockWait = wait
 	src := filepath.Join(t.TempDir(), "servers.json")
-	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_interruptedWait00"}}}}`), 0o600); err != nil {
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_waitsForTheOther0"}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel() // interrupted while it waits
 	var stdout, stderr bytes.Buffer
 	err = run(ctx, []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("import interrupted while another held the config: %v\n%s%s", err, stdout.String(), stderr.String())
-	}
-	if now, err := os.ReadFile(out); err == nil {
-		t.Errorf("the config was written:\n%s", now)
+	if now, rerr := os.ReadFile(out); rerr == nil {
+		t.Errorf("the config was written meanwhile:\n%s", now)
 	}
 	wantSecrets(t, secrets, map[string]string{})
+	if err != nil {
+		t.Logf("%s%s", stdout.String(), stderr.String())
+	}
+	return err
 }
 
 // An import that waited for another into the same config decides what it
