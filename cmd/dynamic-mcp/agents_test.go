@@ -289,10 +289,14 @@ func TestAgentClients(t *testing.T) {
 		state := t.TempDir()
 		shared := newSharedIn(t, state, agentsConfig(t, chain.mode))
 		for _, start := range chain.starts {
-			t.Run(start, func(t *testing.T) {
-				run := agentRun{client: chain.client, bin: bin, mode: chain.mode, start: start, shared: shared, state: state}
-				if start == startFirst && chain.mode == chain.client.auto {
-					run.mode, run.shared = "auto", newSharedIn(t, state, agentsConfig(t, "auto"))
+			run := agentRun{client: chain.client, bin: bin, mode: chain.mode, start: start, shared: shared, state: state}
+			name := start
+			if start == startFirst && chain.mode == chain.client.auto {
+				run.mode, name = "auto", start+"-auto"
+			}
+			t.Run(name, func(t *testing.T) {
+				if run.mode == "auto" {
+					run.shared = newSharedIn(t, state, agentsConfig(t, "auto"))
 				}
 				runAgent(t, run)
 			})
