@@ -34,6 +34,11 @@ func (s State) String() string {
 	return [...]string{"starting", "ready", "failed", "disabled", "stopped"}[s]
 }
 
+// LogUnavailable is the message of the record logged at each failed try
+// to connect: a command that prints each server's failure itself
+// (status, tools) leaves it out.
+const LogUnavailable = "upstream unavailable"
+
 // Status is a snapshot of a server for lists, errors and `status`.
 type Status struct {
 	State           State
@@ -239,7 +244,7 @@ func (s *Server) run(ctx context.Context) {
 			return nil
 		}, backoff.WithContext(sched, ctx), func(err error, wait time.Duration) {
 			s.setFailed(err)
-			s.logger.Error("upstream unavailable", "err", err, "retry_in", wait.Round(100*time.Millisecond))
+			s.logger.Error(LogUnavailable, "err", err, "retry_in", wait.Round(100*time.Millisecond))
 		})
 		if err != nil {
 			return // closed

@@ -162,13 +162,14 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 
 // connectAll starts every upstream of cfg for a command that has no client
 // of its own, so declares no client capabilities. The caller closes db
-// (closeStore) after the manager.
+// (closeStore) after the manager. Its caller prints why a server failed,
+// so each failed try is not logged too (withoutRetryErrors).
 func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *upstream.Manager, db shared.Store, _ error) {
 	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
+	mgr := upstream.NewWith(cfg, withoutRetryErrors(ctx, logger), upstream.Options{Store: db})
 	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
 	go answerWithoutClient(ctx, mgr)
 	mgr.Start(ctx)
