@@ -288,6 +288,17 @@ func TestNoSignInWhereTheServerAsksForNone(t *testing.T) {
 	}
 }
 
+// A server that does not answer at all is said to, not blamed on a
+// registration at a guessed endpoint.
+func TestLoginSaysTheServerDoesNotAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // its port now refuses connections
+	_, err := Login(t.Context(), "srv", srv.URL+"/mcp", LoginOptions{Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "the server does not answer") || strings.Contains(err.Error(), "oauth.client_id") {
+		t.Errorf("error: %v", err)
+	}
+}
+
 // A record written before records named their registration is read with
 // one inferred, and used as before.
 func TestStoreMigratesRecordsWithoutRegistration(t *testing.T) {

@@ -201,6 +201,9 @@ type challenge struct {
 	// answered says the server took the initialize without a token (a
 	// 2xx answer): it may need no sign-in at all.
 	answered bool
+	// unreachable is why no answer came at all (a name that does not
+	// resolve, a refused connection): nothing to sign in to.
+	unreachable error
 }
 
 // The challenge's parameters are read by pattern, not with oauthex's
@@ -233,7 +236,7 @@ func send(ctx context.Context, client *http.Client, serverURL string, headers ma
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return challenge{}
+		return challenge{unreachable: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
@@ -401,6 +404,11 @@ type loginPlan struct {
 // for redirect.
 func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) (loginPlan, error) {
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
+	if err := challenge.unreachable; err != nil {
+		// Each guess of discovery and registration would fail alike, the
+		// last with advice about oauth.client_id.
+		return loginPlan{}, fmt.Errorf("the server does not answer: %w", err)
+	}
 	prm, err := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
 	if err != nil {
 		return loginPlan{}, err
