@@ -484,13 +484,15 @@ func (s *Server) refreshLoop() {
 
 // refresh fetches the lists in which again from c and takes them, if c is
 // still the server's connection; the other lists stay as they are.
-func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
+func (s *Server) refresh(parent context.Context, c *conn, which listSet) {
 	s.refreshes.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, 4*s.settings.ListTimeout)
+	ctx, cancel := context.WithTimeout(parent, 4*s.settings.ListTimeout)
 	defer cancel()
 	lists, err := s.fetchLists(ctx, c, which)
 	if err != nil {
-		s.logger.Warn("refresh lists after list_changed", "err", err)
+		if parent.Err() == nil { // else the server is closing: nothing to warn of
+			s.logger.Warn("refresh lists after list_changed", "err", err)
+		}
 		return
 	}
 	var pins pinVerdict

@@ -46,7 +46,10 @@ func TestQuickstartFromAnyDirectory(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tools: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"\neverything ", "\n  echo ", "\nfiles ", "\n  read_text_file ", "\nmemory ", "\n  create_entities "} {
+	// trigger-sampling-request: the everything server offers it to a
+	// client that says it samples, as the hub says to it; tools shows
+	// what a client of the hub gets.
+	for _, want := range []string{"\neverything ", "\n  echo ", "\n  trigger-sampling-request ", "\nfiles ", "\n  read_text_file ", "\nmemory ", "\n  create_entities "} {
 		if !strings.Contains("\n"+out, want) {
 			t.Errorf("no %q in:\n%s", strings.TrimSpace(want), out)
 		}
