@@ -126,7 +126,12 @@ func TestSDKClient(t *testing.T) {
 // process (each hub's checks a subtest named after it): one as Gemini CLI
 // is served by default, one under a clients: rule that shapes its
 // schemas. Node reads some 700 packages of gemini-cli-core at start, 4 s
-// of CPU, which took 25 s on a loaded machine.
+// of CPU, which took 25 s on a loaded machine. It stays beside the real
+// Gemini CLI's runs (TestAgentClients), which pass its get_dynamic_tools
+// and call_dynamic_tool through the same transport: those runs call
+// neither search_dynamic_tools nor a hub under a clients: rule, nor check
+// the meta-tools' outputSchema, and a model turn cannot ask for them
+// without a run of its own, a start of the CLI's whole bundle.
 func TestGeminiCLITransport(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "gemini.mjs")
