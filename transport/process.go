@@ -282,7 +282,7 @@ func (p *Process) Close() error {
 			p.spare.Close() // ends the drain if a writer escaped the group
 		}
 		<-drained
-		if !p.waitStderr(p.grace) {
+		if !waitClosed(p.stderrDone, p.grace) {
 			p.stderr.Close() // a writer escaped the group: stop reading it
 			<-p.stderrDone
 		}
@@ -312,18 +312,6 @@ func (p *Process) drain() <-chan struct{} {
 	return done
 }
 
-// waitStderr reports whether the child's stderr reached its end within d.
-func (p *Process) waitStderr(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.stderrDone:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
 // reapGroup stops what is left of the child's process group once the child
 // itself is gone: grandchildren that a wrapper such as npx left behind.
 func (p *Process) reapGroup() {
@@ -338,11 +326,14 @@ func (p *Process) reapGroup() {
 	signalGroup(p.cmd, sigKill)
 }
 
-func (p *Process) waitFor(d time.Duration) bool {
+func (p *Process) waitFor(d time.Duration) bool { return waitClosed(p.done, d) }
+
+// waitClosed reports whether ch was closed within d.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-ch:
 		return true
 	case <-t.C:
 		return false
