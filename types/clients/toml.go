@@ -73,6 +73,7 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			return
 		}
 		seen[name] = true
+		c = literalCodex(c)
 		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL,
 			Disabled: c.Enabled != nil && !*c.Enabled, Deny: exactNames(c.Exclude), Allow: exactNames(c.Include)}
 		carried := codexCarried
@@ -100,6 +101,37 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 		}
 	}
 	return servers, notes, nil
+}
+
+// literalCodex is c with every $ of its values written as the hub's
+// literal $$. Codex expands no variable in any of them: it starts the
+// command with its args and env, and sends http_headers, byte for byte as
+// written (env_http_headers and bearer_token_env_var name variables
+// instead, which codexHeaders makes ${VAR}). So a ${VAR} in a Codex value
+// is text, and stays text in the hub, where every other client's is a
+// variable (normalize, which Read does not apply to Codex's).
+func literalCodex(c codexServer) codexServer {
+	lit := func(v string) string { return strings.ReplaceAll(v, "$", "$$") }
+	each := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[k] = lit(v)
+		}
+		return out
+	}
+	c.Command, c.Cwd, c.URL = lit(c.Command), lit(c.Cwd), lit(c.URL)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = lit(a)
+	}
+	if c.Args == nil {
+		args = nil
+	}
+	c.Args, c.Env, c.Headers = args, each(c.Env), each(c.Headers)
+	return c
 }
 
 func unquoteKey(k string) string {
