@@ -19,11 +19,9 @@ var tokenValue = sync.OnceValue(func() *regexp.Regexp {
 // URL named key ("" for an arg or URL), is a secret written literally: named
 // like one (SecretName), or looking like a token. A value that refers to a
 // ${VAR} or ${secret:NAME} is none. Import and validate both ask it: what
-// import would offer to move into the vault, validate warns about. value
-// is as the hub's config writes it: $${ is a literal ${ (an escaped $),
-// no reference, as import writes a Codex value's (Codex expands none).
+// import would offer to move into the vault, validate warns about.
 func LiteralSecret(key, value string) bool {
-	if value == "" || strings.Contains(strings.ReplaceAll(value, "$$", ""), "${") {
+	if value == "" || strings.Contains(value, "${") {
 		return false
 	}
 	return key != "" && SecretName(key) || tokenValue().MatchString(value)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +74,9 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			return
 		}
 		seen[name] = true
-		c = literalCodex(c)
+		var litNotes []string
+		c, litNotes = literalCodex(name, c)
+		notes = append(notes, litNotes...)
 		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL,
 			Disabled: c.Enabled != nil && !*c.Enabled, Deny: exactNames(c.Exclude), Allow: exactNames(c.Include)}
 		carried := codexCarried
@@ -109,29 +112,38 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 // written (env_http_headers and bearer_token_env_var name variables
 // instead, which codexHeaders makes ${VAR}). So a ${VAR} in a Codex value
 // is text, and stays text in the hub, where every other client's is a
-// variable (normalize, which Read does not apply to Codex's).
-func literalCodex(c codexServer) codexServer {
-	lit := func(v string) string { return strings.ReplaceAll(v, "$", "$$") }
-	each := func(m map[string]string) map[string]string {
+// variable (normalize, which Read does not apply to Codex's). A value
+// holding one gets a note (where, below): its author may have meant the
+// variable, which Codex never read.
+func literalCodex(name string, c codexServer) (codexServer, []string) {
+	var where []string
+	lit := func(what, v string) string {
+		if strings.Contains(v, "${") {
+			where = append(where, what)
+		}
+		return strings.ReplaceAll(v, "$", "$$")
+	}
+	each := func(what string, m map[string]string) map[string]string {
 		if m == nil {
 			return nil
 		}
 		out := make(map[string]string, len(m))
-		for k, v := range m {
-			out[k] = lit(v)
+		for _, k := range sortedKeys(m) {
+			out[k] = lit(what+" "+k, m[k])
 		}
 		return out
 	}
-	c.Command, c.Cwd, c.URL = lit(c.Command), lit(c.Cwd), lit(c.URL)
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = lit(a)
+	c.Command, c.Cwd, c.URL = lit("command", c.Command), lit("cwd", c.Cwd), lit("url", c.URL)
+	var args []string
+	for _, a := range c.Args {
+		args = append(args, lit("args", a))
 	}
-	if c.Args == nil {
-		args = nil
+	c.Args, c.Env, c.Headers = args, each("env", c.Env), each("http_headers", c.Headers)
+	if len(where) == 0 {
+		return c, nil
 	}
-	c.Args, c.Env, c.Headers = args, each(c.Env), each(c.Headers)
-	return c
+	return c, []string{fmt.Sprintf("server %s: imported as the text Codex sends, which expands no ${VAR}: %s; where the variable was meant, write ${NAME} for $${NAME} in the config",
+		name, strings.Join(slices.Compact(where), ", "))}
 }
 
 func unquoteKey(k string) string {
