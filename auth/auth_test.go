@@ -257,6 +257,48 @@ func TestNoRegistrationSaysWhatToConfigure(t *testing.T) {
 	}
 }
 
+// A server that takes the initialize without a token and publishes no
+// OAuth metadata needs no sign-in, and the error says so, not that a
+// registration at a guessed endpoint failed; one that publishes
+// authorization server metadata is still signed in to.
+func TestNoSignInWhereTheServerAsksForNone(t *testing.T) {
+	for _, withMetadata := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/mcp":
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"open","version":"1"}}}`)
+			case withMetadata && r.URL.Path == "/.well-known/oauth-authorization-server":
+				fmt.Fprintf(w, `{"issuer":"http://%s","authorization_endpoint":"http://%[1]s/a","token_endpoint":"http://%[1]s/t"}`, r.Host)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		_, err := Login(t.Context(), "srv", srv.URL+"/mcp", LoginOptions{Timeout: time.Second})
+		srv.Close()
+		if withMetadata {
+			if errors.Is(err, ErrNoSignIn) || err == nil || !strings.Contains(err.Error(), "set oauth.client_id") {
+				t.Errorf("with metadata: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNoSignIn) || !strings.Contains(err.Error(), "it needs none") {
+			t.Errorf("error: %v", err)
+		}
+	}
+}
+
+// A server that does not answer at all is said to, not blamed on a
+// registration at a guessed endpoint.
+func TestLoginSaysTheServerDoesNotAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // its port now refuses connections
+	_, err := Login(t.Context(), "srv", srv.URL+"/mcp", LoginOptions{Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "the server does not answer") || strings.Contains(err.Error(), "oauth.client_id") {
+		t.Errorf("error: %v", err)
+	}
+}
+
 // A record written before records named their registration is read with
 // one inferred, and used as before.
 func TestStoreMigratesRecordsWithoutRegistration(t *testing.T) {

@@ -22,6 +22,10 @@ import (
 	"golang.org/x/oauth2"
 )
 
+// ErrNoSignIn says a server answered without a token and publishes no
+// OAuth metadata: it asks for no sign-in.
+var ErrNoSignIn = errors.New("the server answered without a sign-in and publishes no OAuth metadata: it needs none (the hub connects to it as it is; a key it wants goes in the server's headers:)")
+
 // LoginOptions configure a sign-in.
 type LoginOptions struct {
 	ClientID     string // pre-registered client; "" registers one (RFC 7591)
@@ -194,6 +198,12 @@ func randomString() string {
 type challenge struct {
 	metadataURL string
 	scope       string
+	// answered says the server took the initialize without a token (a
+	// 2xx answer): it may need no sign-in at all.
+	answered bool
+	// unreachable is why no answer came at all (a name that does not
+	// resolve, a refused connection): nothing to sign in to.
+	unreachable error
 }
 
 // The challenge's parameters are read by pattern, not with oauthex's
@@ -226,11 +236,11 @@ func send(ctx context.Context, client *http.Client, serverURL string, headers ma
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return challenge{}
+		return challenge{unreachable: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		return challenge{}
+		return challenge{answered: resp.StatusCode >= 200 && resp.StatusCode < 300}
 	}
 	var c challenge
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
@@ -394,6 +404,11 @@ type loginPlan struct {
 // for redirect.
 func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) (loginPlan, error) {
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
+	if err := challenge.unreachable; err != nil {
+		// Each guess of discovery and registration would fail alike, the
+		// last with advice about oauth.client_id.
+		return loginPlan{}, fmt.Errorf("the server does not answer: %w", err)
+	}
 	prm, err := fetchResourceMetadata(ctx, o.HTTPClient, serverURL, challenge.metadataURL)
 	if err != nil {
 		return loginPlan{}, err
@@ -401,6 +416,13 @@ func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) 
 	md, err := discoverServer(ctx, o.HTTPClient, serverURL, prm, challenge.metadataURL != "", issuerCheck{expected: o.ExpectedIssuer, logger: o.Logger})
 	if err != nil {
 		return loginPlan{}, fmt.Errorf("discover the authorization server: %w", err)
+	}
+	if challenge.answered && md.lookedUp == "" && len(prm.AuthorizationServers) == 0 {
+		// No 401, no resource metadata, no authorization server
+		// metadata: the endpoints guessed (2025-03-26 defaults) would
+		// only fail, at registration, with an error that points at
+		// oauth.client_id.
+		return loginPlan{}, ErrNoSignIn
 	}
 	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {
 		if err := CheckURL(u); err != nil {

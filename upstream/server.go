@@ -34,6 +34,11 @@ func (s State) String() string {
 	return [...]string{"starting", "ready", "failed", "disabled", "stopped"}[s]
 }
 
+// LogUnavailable is the message of the record logged at each failed try
+// to connect: a command that prints each server's failure itself
+// (status, tools) leaves it out.
+const LogUnavailable = "upstream unavailable"
+
 // Status is a snapshot of a server for lists, errors and `status`.
 type Status struct {
 	State           State
@@ -239,7 +244,7 @@ func (s *Server) run(ctx context.Context) {
 			return nil
 		}, backoff.WithContext(sched, ctx), func(err error, wait time.Duration) {
 			s.setFailed(err)
-			s.logger.Error("upstream unavailable", "err", err, "retry_in", wait.Round(100*time.Millisecond))
+			s.logger.Error(LogUnavailable, "err", err, "retry_in", wait.Round(100*time.Millisecond))
 		})
 		if err != nil {
 			return // closed
@@ -479,13 +484,15 @@ func (s *Server) refreshLoop() {
 
 // refresh fetches the lists in which again from c and takes them, if c is
 // still the server's connection; the other lists stay as they are.
-func (s *Server) refresh(ctx context.Context, c *conn, which listSet) {
+func (s *Server) refresh(parent context.Context, c *conn, which listSet) {
 	s.refreshes.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, 4*s.settings.ListTimeout)
+	ctx, cancel := context.WithTimeout(parent, 4*s.settings.ListTimeout)
 	defer cancel()
 	lists, err := s.fetchLists(ctx, c, which)
 	if err != nil {
-		s.logger.Warn("refresh lists after list_changed", "err", err)
+		if parent.Err() == nil { // else the server is closing: nothing to warn of
+			s.logger.Warn("refresh lists after list_changed", "err", err)
+		}
 		return
 	}
 	var pins pinVerdict

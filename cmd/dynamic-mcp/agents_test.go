@@ -37,9 +37,22 @@ type agentClient struct {
 }
 
 // agentEnv is the environment of every client run: no variable of
-// whoever runs the tests (a real API key, a proxy) reaches a client.
+// whoever runs the tests (a real API key, a proxy) reaches a client. The
+// tests' node compile cache (testNode) does: Gemini CLI's bundle, some
+// 70 MB of JavaScript, took 3.3 s of CPU to print its version with the
+// cache warm against 4.1 without (three rounds interleaved, load 17).
 func agentEnv(home string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
+		"NODE_COMPILE_CACHE=" + os.Getenv("NODE_COMPILE_CACHE")}
+}
+
+// agentHubEnv is the environment a client gives the hub (its server's
+// env) on the state dir state: the tests' PATH and node compile cache
+// too, for the everything server the hub starts, since a client may give
+// its server little of its own (Codex passes a few variables, Gemini CLI
+// drops those that look secret).
+func agentHubEnv(state string) map[string]string {
+	return map[string]string{"DYNAMIC_MCP_HOME": state, "PATH": os.Getenv("PATH"), "NODE_COMPILE_CACHE": os.Getenv("NODE_COMPILE_CACHE")}
 }
 
 var agentClients = []agentClient{claudeCode, geminiCLI, codex}
@@ -191,77 +204,130 @@ const (
 // small machine. A run mostly waits (for its processes to start, for the
 // hub and the model server): four runs of mode: auto used 14 s of CPU in
 // all, each run taking 7-37 s at load 33, so that a third slot keeps the
-// 22 runs, the package's long pole, from leaving the cores idle.
+// runs, the package's long pole, from leaving the cores idle.
 var agentSlots = make(chan struct{}, 3)
+
+// agentChain is the runs of one client in one mode, in order on one
+// state dir.
+type agentChain struct {
+	client agentClient
+	mode   string
+	starts []string
+}
+
+// agentChains are the runs of TestAgentClients: each client's first
+// start in each mode, its cold start in flat mode and its warm start in
+// the mode auto gives it. Each run costs a start of the client's CLI (a
+// Gemini CLI start some 4 s of CPU), and a run that takes no hub path
+// another run does not proves nothing more, so that the runs are
+// those where the hub's paths differ, not every start in every mode:
+//
+//   - first, in both modes: a flat client's handshake waits for its
+//     upstream's tools, which are unknown (upstream.Server.LastTools), and
+//     a dynamic one lists the groups at once and waits in
+//     get_dynamic_tools. The first run in the mode auto gives the client
+//     runs in mode: auto, so that the hub must find the mode by the
+//     clientInfo the client sends (the other mode's first run is the
+//     config's mode as written).
+//   - cold, in flat mode only: a flat list is answered at once from the
+//     tools of the last run (view.listsOf); a dynamic view shows the
+//     groups alone until they are ready, as on a first start, so that a
+//     dynamic cold start is a first start over again.
+//   - warm, in one mode: the client's hub is a bridge, which passes the
+//     client's pipes to the shared hub whatever its mode (bridge.go), and
+//     the shared hub serves them as any client. Each client's, since each
+//     starts its server's process (and its pipes) its own way; in the mode
+//     auto gives it, so that both modes are among the warm runs
+//     (TestAgentClients checks that they are).
+func agentChains() []agentChain {
+	var chains []agentChain
+	for _, client := range agentClients {
+		for _, mode := range []string{"dynamic", "flat"} {
+			chain := agentChain{client: client, mode: mode, starts: []string{startFirst}}
+			if mode == "flat" {
+				chain.starts = append(chain.starts, startCold)
+			}
+			if mode == client.auto {
+				chain.starts = append(chain.starts, startWarm)
+			}
+			chains = append(chains, chain)
+		}
+	}
+	return chains
+}
 
 // TestAgentClients runs each agent client with the hub as its only MCP
 // server, in dynamic and flat mode, in front of the model server, whose
 // script has the model find the everything server's echo tool through
 // the hub and call it: the client must offer the model the hub's tools
 // in its first request, pass the calls to the hub and their results back
-// to the model, and print the model's last answer. Each client runs
-// three times on one state dir: first, cold and warm.
+// to the model, and print the model's last answer. Each client runs on
+// first, cold and warm starts (agentChains), its first in the mode auto
+// gives it in mode: auto: Claude Code 2.1.332 must offer the model the
+// hub's tools flat and Gemini CLI and Codex the two meta-tools, each by
+// the clientInfo it sends the hub (Claude Code with its tool search off,
+// which the hub cannot see: its clientInfo alone decides).
 func TestAgentClients(t *testing.T) {
 	t.Parallel()
+	chains := agentChains()
+	warm := map[string]bool{}
 	var names []string
-	for _, client := range agentClients {
-		for _, mode := range []string{"dynamic", "flat"} {
-			names = append(names, client.name+"/"+mode)
+	for _, chain := range chains {
+		names = append(names, chain.client.name+"/"+chain.mode)
+		if slices.Contains(chain.starts, startWarm) {
+			warm[chain.mode] = true
 		}
 	}
+	if !warm["dynamic"] || !warm["flat"] {
+		t.Errorf("the warm runs are in modes %v, want both: give one of them the other mode (agentChains)", warm)
+	}
 	concurrently(t, names, func(t *testing.T, name string) {
-		clientName, mode, _ := strings.Cut(name, "/")
-		client := agentClients[slices.IndexFunc(agentClients, func(c agentClient) bool { return c.name == clientName })]
-		bin := agentBinary(t, client)
+		chain := chains[slices.Index(names, name)]
+		bin := agentBinary(t, chain.client)
 		agentSlots <- struct{}{}
 		defer func() { <-agentSlots }()
 		state := t.TempDir()
-		shared := newSharedIn(t, state, agentsConfig(t, mode))
-		for _, start := range []string{startFirst, startCold, startWarm} {
-			t.Run(start, func(t *testing.T) {
-				runAgent(t, agentRun{client: client, bin: bin, mode: mode, start: start, shared: shared, state: state})
+		shared := newSharedIn(t, state, agentsConfig(t, chain.mode))
+		for _, start := range chain.starts {
+			run := agentRun{client: chain.client, bin: bin, mode: chain.mode, start: start, shared: shared, state: state}
+			name := start
+			if start == startFirst && chain.mode == chain.client.auto {
+				run.mode, name = "auto", start+"-auto"
+			}
+			t.Run(name, func(t *testing.T) {
+				if run.mode == "auto" {
+					run.shared = newSharedIn(t, state, agentsConfig(t, "auto"))
+				}
+				runAgent(t, run)
 			})
 		}
 	})
 }
 
-// TestAgentClientsModeAuto runs each agent client once, its turn
-// scripted as in TestAgentClients, in front of a hub in mode: auto that
-// it starts: Claude Code 2.1.332 must offer the model the hub's tools
-// flat and Gemini CLI and Codex the two meta-tools, each by the clientInfo
-// it sends the hub. Claude Code runs with its tool search off, as in
-// TestAgentClients, which the hub cannot see: its clientInfo alone
-// decides. Then once more with its tool search on, its default (the case
-// auto is for): its first request names the hub's tools, flat, among the
-// tools it defers, and the model answers at once.
+// TestAgentClientsModeAuto runs Claude Code, its turn scripted as in
+// TestAgentClients, in front of a hub in mode: auto that it starts, with
+// its tool search on, its default (the case auto is for): its first
+// request names the hub's tools, flat, among the tools it defers, and the
+// model answers at once. (Each client's run in mode: auto with its tool
+// search off is TestAgentClients'.)
 func TestAgentClientsModeAuto(t *testing.T) {
 	t.Parallel()
-	var names []string
-	for _, client := range agentClients {
-		names = append(names, client.name)
+	run := autoRun(t, claudeCode)
+	run.client.command = func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
+		args, env := claudeCode.command(t, home, hub, hubEnv, modelURL, prompt)
+		return args, slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ENABLE_TOOL_SEARCH=") })
 	}
-	concurrently(t, append(names, "claude-tool-search"), func(t *testing.T, name string) {
-		if i := slices.IndexFunc(agentClients, func(c agentClient) bool { return c.name == name }); i >= 0 {
-			runAgent(t, autoRun(t, agentClients[i]))
-			return
-		}
-		run := autoRun(t, claudeCode)
-		run.client.command = func(t *testing.T, home string, hub []string, hubEnv map[string]string, modelURL, prompt string) ([]string, []string) {
-			args, env := claudeCode.command(t, home, hub, hubEnv, modelURL, prompt)
-			return args, slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ENABLE_TOOL_SEARCH=") })
-		}
-		script := modelScript{group: "everything", message: "hello from claude", flat: true}
-		requests, out := runClient(t, run, script, map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")})
-		turns := turns(requests)
-		if len(turns) == 0 {
-			t.Fatalf("claude made no request of the model with tools; its output:\n%s", out)
-		}
-		deferred := turns[0].Deferred
-		t.Logf("claude deferred %d tools behind its ToolSearch: %v", len(deferred), deferred)
-		if !slices.Contains(deferred, "mcp__hub__everything__echo") || slices.ContainsFunc(deferred, func(name string) bool { return strings.Contains(name, "dynamic_tool") }) {
-			t.Errorf("claude's first request to the model deferred %v, want the hub's tools flat (mcp__hub__everything__echo) and no meta-tool", deferred)
-		}
-	})
+	script := modelScript{group: "everything", message: "hello from claude", flat: true}
+	requests, out := runClient(t, run, script, agentHubEnv(run.state))
+	turns := turns(requests)
+	if len(turns) == 0 {
+		t.Fatalf("claude made no request of the model with tools; its output:\n%s", out)
+	}
+	deferred := turns[0].Deferred
+	t.Logf("claude deferred %d tools behind its ToolSearch: %v", len(deferred), deferred)
+	if !slices.Contains(deferred, "mcp__hub__everything__echo") || slices.ContainsFunc(deferred, func(name string) bool { return strings.Contains(name, "dynamic_tool") }) {
+		t.Errorf("claude's first request to the model deferred %v, want the hub's tools flat (mcp__hub__everything__echo) and no meta-tool", deferred)
+	}
 }
 
 // autoRun is the first run of client (on its own hub) in mode: auto,
@@ -308,7 +374,7 @@ func runAgent(t *testing.T, run agentRun) {
 		run.mode = client.auto
 	}
 	script := modelScript{group: "everything", message: "hello from " + client.name, flat: run.mode == "flat"}
-	hubEnv := map[string]string{"DYNAMIC_MCP_HOME": run.state, "PATH": os.Getenv("PATH")}
+	hubEnv := agentHubEnv(run.state)
 	switch run.start {
 	case startCold:
 		// The first run may have ended before the hub heard its

@@ -44,7 +44,7 @@ func TestConformance20260728(t *testing.T) {
 	// the two runs go at once: scenarios change the server's tools, and
 	// what one run sees must not be the other's doing.
 	upAddr, directAddr := startConformanceUpstream(t), startConformanceUpstream(t)
-	base, _ := startHTTPHub(t, fmt.Sprintf(`
+	base, _ := startPlainHTTPHub(t, fmt.Sprintf(`
 mode: flat
 groups:
   conformance:

@@ -35,7 +35,7 @@ func TestConformanceSSEPollingThroughHub(t *testing.T) {
 
 	t.Run("server-sse-polling", func(t *testing.T) {
 		upstreamURL := startPollingServer(t, filepath.Join(node22, "node"), filepath.Join(scripts, "pollingserver.mjs"))
-		base, hubLog := startHTTPHub(t, fmt.Sprintf(`
+		base, hubLog := startPlainHTTPHub(t, fmt.Sprintf(`
 mode: flat
 groups:
   polling:

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/term"
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
@@ -161,15 +160,19 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 }
 
 // connectAll starts every upstream of cfg for a command that has no client
-// of its own, so declares no client capabilities. The caller closes db
-// (closeStore) after the manager.
+// of its own. It declares what the hub declares to shared connections
+// (upstream.DeclaredCapabilities), so that a server offers it the tools it
+// offers the hub's clients (the everything server's sampling, elicitation
+// and roots tools); what such a server asks is refused at once
+// (answerWithoutClient). The caller closes db (closeStore) after the
+// manager. Its caller prints why a server failed, so each failed try is
+// not logged too (withoutRetryErrors).
 func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *upstream.Manager, db shared.Store, _ error) {
 	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr := upstream.NewWith(cfg, logger, upstream.Options{Store: db})
-	mgr.SetClientCapabilities(mcp.ClientCapabilities{})
+	mgr := upstream.NewWith(cfg, withoutRetryErrors(ctx, logger), upstream.Options{Store: db})
 	go answerWithoutClient(ctx, mgr)
 	mgr.Start(ctx)
 	return mgr, db, nil

@@ -35,12 +35,32 @@ func startHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuf
 // environment.
 func startHTTPHubEnv(t *testing.T, env []string, cfg string, extra ...string) (string, *lockedBuffer) {
 	t.Helper()
+	return startHTTPHubBin(t, raceHubBin, env, cfg, extra...)
+}
+
+// startPlainHTTPHub is startHTTPHub with hubBin, the build without the
+// race detector, at about half the CPU (hubbuild_test.go), for a test of
+// what the hub answers or shows (a conformance suite's scenarios, the
+// inspector's redaction), not of sessions and requests at once: the race
+// detector watches those in process (server/mcphttp's and
+// server/inspect's tests) and in the HTTP hubs of this package's tests of
+// concurrent clients and of the inspector's live page.
+func startPlainHTTPHub(t *testing.T, cfg string, extra ...string) (string, *lockedBuffer) {
+	t.Helper()
+	return startHTTPHubBin(t, hubBin, nil, cfg, extra...)
+}
+
+// startHTTPHubBin is startHTTPHubEnv with bin for the hub command: its
+// stderr is checked for the race detector's reports where bin is a race
+// build (raceChecked).
+func startHTTPHubBin(t *testing.T, bin string, env []string, cfg string, extra ...string) (string, *lockedBuffer) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stderr := &lockedBuffer{}
-	cmd := exec.Command(raceHubBin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "-c", path, "--http", "127.0.0.1:0", "--log-level", "debug"}, extra...)...)
 	cmd.Env = append(append(os.Environ(), "DYNAMIC_MCP_TOKEN="+testToken, "DYNAMIC_MCP_HOME="+t.TempDir()), env...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -57,7 +77,7 @@ func startHTTPHubEnv(t *testing.T, env []string, cfg string, extra ...string) (s
 			<-done
 			t.Error("the HTTP hub did not stop on SIGINT")
 		}
-		if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+		if raceChecked(bin) && strings.Contains(stderr.String(), "WARNING: DATA RACE") {
 			t.Error("the race detector found a data race in the hub")
 		}
 		if t.Failed() {

@@ -28,7 +28,9 @@ import (
 //     processes, a bridge's signals and stdio, the hub's sessions of many
 //     bridges (every hub a sharedSetup's config starts);
 //   - HTTP hubs (startHTTPHub), whose clients' sessions and requests come
-//     at once, on goroutines of net/http;
+//     at once, on goroutines of net/http (but those of the tests of what
+//     the hub answers or shows, startPlainHTTPHub: the conformance
+//     suites, the inspector's redaction);
 //   - replicas of one store (startReplica), and the floods of relay and
 //     resume that they serve;
 //   - a stdio hub under a test that calls raceHub: a flood of concurrent

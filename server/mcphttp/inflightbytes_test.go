@@ -16,7 +16,7 @@ import (
 )
 
 // One session's many big slow calls hold at most its budget of bytes in
-// flight (64 MiB; scaled down here by 8, so that the test runs under
+// flight (64 MiB; scaled down here by 16, so that the test runs under
 // -race on a busy machine): of twelve 8 MiB calls that each wait seconds (at a
 // policy prompt the client leaves unanswered, so that no upstream need
 // read them), those past the budget are refused at once with a
@@ -26,7 +26,7 @@ import (
 // were counted).
 func TestManyBigCallsBoundedPerSession(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s, prompt_timeout: 30s", promptPolicy), nil)
-	const scale = 8 // bodies of 1 MiB, a budget of 8 MiB
+	const scale = 16 // bodies of 512 KiB, a budget of 4 MiB
 	_, ts := serveHTTPWith(t, h, Options{sessionBytes: jsonrpc.DefaultMaxInflightBytes / scale})
 	a, b := elicitingClient(t, ts.URL, "2025-06-18"), newHTTPClient(t, ts.URL)
 	const calls, bodySize = 12, 8 << 20 / scale

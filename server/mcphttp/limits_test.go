@@ -193,18 +193,18 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	}
 }
 
-// Twenty concurrent 2 MiB calls hold at most the body budget (room for
+// Twenty concurrent 512 KiB calls hold at most the body budget (room for
 // three and a half) at once while their bodies are read, and are all
 // answered. (At 9 MiB and a 32 MiB budget, the same proportions, the test
-// took 40-90 s under -race on two cores for no more certainty: the
-// budget's accounting is exact, and the heap bound scales with the
-// bodies.) A call taken by its session holds its params as its own, not
+// took 40-90 s under -race on two cores, and at 2 MiB 7 s of CPU, for no
+// more certainty: the budget's accounting is exact, and the heap bound
+// scales with the bodies.) A call taken by its session holds its params as its own, not
 // the budget's, until answered (bounded by max_inflight): the heap bound
 // counts them, twice (as decoded, and as sent upstream).
 func TestHTTPBodyMemoryBounded(t *testing.T) {
 	h := fakeHub(t)
-	const bodySize = 2 << 20
-	const budget = 7 << 20
+	const bodySize = 512 << 10
+	const budget = 7 * bodySize / 2
 	const calls = 20
 	// Far below the gigabyte of the unbounded case, with room for a busy
 	// machine's garbage collector running late (186 MiB was seen there).

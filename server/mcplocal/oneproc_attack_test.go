@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -27,14 +28,15 @@ import (
 // and another client's calls must still be answered, the first client's
 // too once it reads again, with the hub's memory bounded meanwhile.
 
-// eachPassedRead runs test on a hub that reads and writes its clients'
-// passed pipes through open files of its own (OwnPassed), and on one that
-// reads them as passed (local.WaitingReader), as it does a socket (a
-// Node client's stdio) or without OwnPassed.
-func eachPassedRead(t *testing.T, test func(*testing.T, *harness)) {
+// eachPassedRead runs test on a hub with settings (a flow mapping's
+// inside) that reads and writes its clients' passed pipes through open
+// files of its own (OwnPassed), and on one that reads them as passed
+// (local.WaitingReader), as it does a socket (a Node client's stdio) or
+// without OwnPassed.
+func eachPassedRead(t *testing.T, settings string, test func(*testing.T, *harness)) {
 	for _, own := range []bool{false, true} {
 		t.Run(fmt.Sprintf("OwnPassed=%v", own), func(t *testing.T) {
-			test(t, startWith(t, Options{WriteTimeout: time.Hour, OwnPassed: own}))
+			test(t, startLogged(t, Options{WriteTimeout: time.Hour, OwnPassed: own}, settings, "", slog.New(slog.DiscardHandler)))
 		})
 	}
 }
@@ -158,7 +160,7 @@ func stopWhenDone(t *testing.T, clients ...*passedClient) {
 // answering another client's calls, and a client's that joins meanwhile,
 // and gets an answer to each of its own (a result, or "too many in
 // flight").
-func TestAttackOneProcessorFlood(t *testing.T) { eachPassedRead(t, testAttackOneProcessorFlood) }
+func TestAttackOneProcessorFlood(t *testing.T) { eachPassedRead(t, "", testAttackOneProcessorFlood) }
 
 // testAttackOneProcessorFlood is TestAttackOneProcessorFlood on h.
 func testAttackOneProcessorFlood(t *testing.T, h *harness) {
@@ -213,7 +215,11 @@ func testAttackOneProcessorFlood(t *testing.T, h *harness) {
 	}()
 	answers := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
 	<-progress // the flood is under way
-	for i := range 20 {
+	// Five calls, one after another, each behind the flood's calls in
+	// flight: the flood lasts until they are answered, and each took
+	// about half a second of it under -race (twenty took 7 s of CPU).
+	const others = 5
+	for i := range others {
 		other.echo(t, 2+i, fmt.Sprintf("other-%d", i))
 	}
 	// A client that joins meanwhile (its bridge's hello is read within
@@ -233,7 +239,7 @@ func testAttackOneProcessorFlood(t *testing.T, h *harness) {
 	if got := answers(); got != n {
 		t.Errorf("the flooding client sent %d calls and got %d answers", n, got)
 	}
-	t.Logf("%d calls flooded while the other client made 20", n)
+	t.Logf("%d calls flooded while the other client made %d", n, others)
 }
 
 // A client that sends calls and stops reading (its stdout's pipe full,
@@ -242,7 +248,7 @@ func testAttackOneProcessorFlood(t *testing.T, h *harness) {
 // client's calls rather than holding them (its memory stays bounded);
 // and once the client reads again it is answered every call.
 func TestAttackOneProcessorStalledReader(t *testing.T) {
-	eachPassedRead(t, testAttackOneProcessorStalledReader)
+	eachPassedRead(t, stalltest.Setting, testAttackOneProcessorStalledReader)
 }
 
 // testAttackOneProcessorStalledReader is TestAttackOneProcessorStalledReader on h.

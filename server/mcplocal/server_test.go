@@ -63,17 +63,21 @@ func startWith(t *testing.T, opts Options) *harness { return startGroup(t, opts,
 // inside: "policy: [...]").
 func startGroup(t *testing.T, opts Options, more string) *harness {
 	t.Helper()
-	return startLogged(t, opts, more, slog.New(slog.DiscardHandler))
+	return startLogged(t, opts, "", more, slog.New(slog.DiscardHandler))
 }
 
-// startLogged is startGroup logging to logger.
-func startLogged(t *testing.T, opts Options, more string, logger *slog.Logger) *harness {
+// startLogged is startGroup with more settings (a flow mapping's inside:
+// "session_inflight: 64"), logging to logger.
+func startLogged(t *testing.T, opts Options, settings, more string, logger *slog.Logger) *harness {
 	t.Helper()
 	state := t.TempDir()
+	if settings != "" {
+		settings = ", " + settings
+	}
 	if more != "" {
 		more = ", " + more
 	}
-	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {prompt_timeout: 30s}\ngroups:\n  f: { description: fake, command: %q%s }\n", state, fakeBin, more)
+	yaml := fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {prompt_timeout: 30s%s}\ngroups:\n  f: { description: fake, command: %q%s }\n", state, settings, fakeBin, more)
 	cfg, err := config.Parse(filepath.Join(state, "c.yaml"), strings.NewReader(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +412,7 @@ func TestHelloQuotedLittle(t *testing.T) {
 	// The inspector's refusal quotes the address asked for, as the
 	// command's (uiListenAddr, hubUI.serve) does.
 	ui := func(addr string) (*local.UI, error) { return nil, fmt.Errorf("bad --ui %q: not served here", addr) }
-	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }, UI: ui}, "", slog.New(slog.NewTextHandler(logs, nil)))
+	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }, UI: ui}, "", "", slog.New(slog.NewTextHandler(logs, nil)))
 	long := strings.Repeat("z", 64<<10)
 	many := map[string]string{} // as many names as a Hello may give, each long (the line is at most 1 MiB)
 	for i := range 256 {
@@ -468,7 +472,7 @@ func TestPassedOwnConnectionRefused(t *testing.T) {
 // whole), cut as any echo: a 1 MiB Hello made a 1 MiB log line.
 func TestHelloNotDecodedQuotedLittle(t *testing.T) {
 	logs := &logBuffer{}
-	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }}, "", slog.New(slog.NewTextHandler(logs, nil)))
+	h := startLogged(t, Options{Idle: func() time.Duration { return 0 }}, "", "", slog.New(slog.NewTextHandler(logs, nil)))
 	long := strings.Repeat("9", 512<<10)
 	for _, line := range []string{
 		`{"dynamic-mcp":"v1","op":"approve","id":"x","grant":{"for":"` + long + `h"}}`,

@@ -295,7 +295,7 @@ var keyAdvice = map[string]string{
 	"oauth":       "set the group's oauth: by hand (see docs/auth.md)",
 	"headers":     "a command (stdio) server is sent no headers; pass what it needs in env: by hand",
 	// Codex
-	"startup_timeout_sec":  "set settings.connect_timeout (a duration such as 60s) by hand",
+	"startup_timeout_sec":  "the hub gives a server 10s to start (2m for npx, uvx, docker run ...); settings.connect_timeout, set by hand, is the time for every server, those too",
 	"tool_timeout_sec":     "set the group's timeout: (its call timeout, a duration such as 60s) by hand",
 	"bearer_token_env_var": "Codex sends it only to a url server",
 	"env_http_headers":     "Codex sends them only to a url server",
