@@ -9,7 +9,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"unicode/utf8"
+	"unicode"
 )
 
 // Distance is the optimal string alignment distance between a and b:
@@ -17,14 +17,15 @@ import (
 // their neighbour to turn one into the other.
 func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	return within(ra, rb, max(len(ra), len(rb)))
+	return within(ra, rb, max(len(ra), len(rb)), nil)
 }
 
 // within is Distance(a, b) when it is at most limit, else limit+1: only
 // the cells of the table within limit of its diagonal are computed, and
 // it stops at a row whose every cell is above limit, so its cost is
-// len(a) times 2*limit+1 cells at most.
-func within(a, b []rune, limit int) int {
+// len(a) times 2*limit+1 cells at most. rows is its table's room when it
+// holds 3*(len(b)+1) cells (Names passes one for all its comparisons).
+func within(a, b []rune, limit int, rows []int) int {
 	n, m := len(a), len(b)
 	over := limit + 1
 	if max(n-m, m-n) > limit {
@@ -33,7 +34,11 @@ func within(a, b []rune, limit int) int {
 	// prev2, prev and cur are the rows i-2, i-1 and i of the table whose
 	// cell [i][j] is the distance between a[:i] and b[:j]; in each, the
 	// cells just outside the band hold over, as every cell beyond would.
-	rows := make([]int, 3*(m+1))
+	if len(rows) < 3*(m+1) {
+		rows = make([]int, 3*(m+1))
+	}
+	rows = rows[:3*(m+1)]
+	clear(rows)
 	prev2, prev, cur := rows[:m+1], rows[m+1:2*(m+1)], rows[2*(m+1):]
 	for j := 0; j <= min(m, limit); j++ {
 		prev[j] = j
@@ -91,8 +96,7 @@ func Names(name string, names iter.Seq[string], n int) []string {
 	if n <= 0 || name == "" || len(name) > MaxName {
 		return nil
 	}
-	key := fold(name)
-	keyRunes := []rune(key)
+	keyRunes := fold(nil, name)
 	keyLen := len(keyRunes)
 	limit := max(1, min(2, keyLen/3))
 	type hit struct {
@@ -100,23 +104,20 @@ func Names(name string, names iter.Seq[string], n int) []string {
 		dist int
 	}
 	var hits []hit
-	var cr []rune // c's letters, folded: one buffer for every c
+	var cr []rune                           // c's letters, folded, and the table: one buffer each for every c
+	rows := make([]int, 3*(keyLen+limit+1)) // for any c within limit of name's length
 	for c := range names {
 		if len(c) > 4*MaxName {
 			continue // no tool's name: not worth folding
 		}
-		ck := fold(c)
-		cLen := utf8.RuneCountInString(ck)
+		cr = fold(cr[:0], c)
+		cLen := len(cr)
 		gap := max(keyLen-cLen, cLen-keyLen)
 		switch {
-		case min(keyLen, cLen) >= minPrefix && (strings.HasPrefix(ck, key) || strings.HasPrefix(key, ck)):
+		case min(keyLen, cLen) >= minPrefix && (hasPrefix(cr, keyRunes) || hasPrefix(keyRunes, cr)):
 			hits = append(hits, hit{c, gap})
 		case gap <= limit:
-			cr = cr[:0]
-			for _, r := range ck {
-				cr = append(cr, r)
-			}
-			if d := within(keyRunes, cr, limit); d <= limit {
+			if d := within(keyRunes, cr, limit, rows); d <= limit {
 				hits = append(hits, hit{c, d})
 			}
 		}
@@ -129,12 +130,18 @@ func Names(name string, names iter.Seq[string], n int) []string {
 	return out
 }
 
-// fold is s as Names compares it: lower case, without '_' and '-'.
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' {
-			return -1
+// fold appends to buf the letters of s as Names compares them: lower
+// case, without '_' and '-'.
+func fold(buf []rune, s string) []rune {
+	for _, r := range s {
+		if r != '_' && r != '-' {
+			buf = append(buf, unicode.ToLower(r))
 		}
-		return r
-	}, strings.ToLower(s))
+	}
+	return buf
+}
+
+// hasPrefix reports whether s begins with prefix.
+func hasPrefix(s, prefix []rune) bool {
+	return len(s) >= len(prefix) && slices.Equal(s[:len(prefix)], prefix)
 }

@@ -35,7 +35,7 @@ func TestWithinMatchesDistance(t *testing.T) {
 	}
 	for range 20000 {
 		a, b, limit := word(), word(), r.IntN(4)
-		if got, want := within(a, b, limit), min(Distance(string(a), string(b)), limit+1); got != want {
+		if got, want := within(a, b, limit, nil), min(Distance(string(a), string(b)), limit+1); got != want {
 			t.Fatalf("within(%q, %q, %d) = %d, want %d", string(a), string(b), limit, got, want)
 		}
 	}
