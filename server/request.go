@@ -392,10 +392,12 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	if name != views.GetToolsName && name != views.CallToolName && (name != views.SearchToolName || v.Search == nil) {
 		// Whatever its arguments: search_dynamic_tools when it is not
-		// offered is a tool like any other the client cannot see.
+		// offered is a tool like any other the client cannot see. A tool
+		// of a group, called as if it were listed, is answered with how
+		// to call it.
 		req.miss(name)
 		req.auditMiss(name, arguments)
-		return nil, errorf(codeMethodNotFound, "Tool not found: "+clip.Echo(name))
+		return nil, errorf(codeMethodNotFound, v.DynamicToolNotFound(name))
 	}
 	args, err := views.ParseDynamicArgs(arguments)
 	if err != nil {

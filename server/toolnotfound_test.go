@@ -92,3 +92,88 @@ func TestToolNotFoundSuggestsVisibleTools(t *testing.T) {
 		})
 	}
 }
+
+// In dynamic mode a group's tool called by tools/call, as if it were
+// listed, by its own name or as flat mode names it, is answered with the
+// groups that have it and the call_dynamic_tool arguments that call it,
+// under the same -32601 "Tool not found: NAME"; a tool the caller cannot
+// see (hidden by a deny list in every group, or in a group outside its
+// profile) and a name no group has are answered as before. The session
+// with the whole config is told of the group its profile leaves out, so
+// that group's tool is left out for being hidden, not for being absent.
+func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
+	t.Parallel()
+	const (
+		echo   = `Tool not found: %s (it is in groups f and g: call it with call_dynamic_tool, group "f", name "echo" or group "g", name "echo", its arguments in args)`
+		notes  = `Tool not found: %s (it is in group g: call it with call_dynamic_tool, group "g", name "notes", its arguments in args)`
+		secret = `Tool not found: secret (it is in group h: call it with call_dynamic_tool, group "h", name "secret", its arguments in args)`
+	)
+	fake := func(name, tools string) string {
+		return fmt.Sprintf("    description: fake\n    command: %q\n    args: [\"-name\", %q, \"-tools\", %q]\n    deny: [\"^stray$\"]\n", fakeBin, name, tools)
+	}
+	yaml := fmt.Sprintf("mode: dynamic\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\nprofiles:\n  p: {groups: [f, g]}\ngroups:\n  f:\n%s  g:\n%s  h:\n%s",
+		t.TempDir(), fake("f", "solo"), fake("g", "notes"), fake("h", "secret"))
+	h, _ := runHub(t, yaml, true)
+	waitFor(t, 10*time.Second, "the views", func() bool {
+		for _, p := range []string{"", "p"} {
+			v := h.snapshot().viewOf(p)
+			if v.Starting || len(v.Groups) == 0 {
+				return false
+			}
+			for _, g := range v.Groups {
+				if g.ToolRoutes["echo"].Server == nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for _, tc := range []struct {
+		profile string
+		want    map[string]string // name called -> the whole message
+	}{
+		{"p", map[string]string{
+			"echo":        fmt.Sprintf(echo, "echo"),
+			"notes":       fmt.Sprintf(notes, "notes"),
+			"g__notes":    fmt.Sprintf(notes, "g__notes"),
+			"f__notes":    "Tool not found: f__notes",
+			"stray":       "Tool not found: stray",    // denied in every group
+			"f__stray":    "Tool not found: f__stray", // the same, as flat mode would name it
+			"secret":      "Tool not found: secret",   // in h, outside the profile
+			"h__secret":   "Tool not found: h__secret",
+			"quux":        "Tool not found: quux",
+			"g__":         "Tool not found: g__",
+			"get_dynamic": "Tool not found: get_dynamic",
+		}},
+		{"", map[string]string{
+			"echo":   `Tool not found: echo (it is in groups f, g and h: call it with call_dynamic_tool, group "f", name "echo" or group "g", name "echo" or group "h", name "echo", its arguments in args)`,
+			"secret": secret,
+			"stray":  "Tool not found: stray",
+		}},
+	} {
+		t.Run("profile "+tc.profile, func(t *testing.T) {
+			c := servePipes(t, h, StdioOptions{Profile: tc.profile})
+			c.send(initializeMsg)
+			c.answer("0")
+			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			id := 0
+			for name, want := range tc.want {
+				id++
+				c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi"}}}`, id, name))
+				var answer struct {
+					Error struct {
+						Code    int
+						Message string
+					}
+				}
+				line := c.answer(fmt.Sprint(id))
+				if err := json.Unmarshal([]byte(line), &answer); err != nil || answer.Error.Code != -32601 {
+					t.Fatalf("%s: %v: %s", name, err, line)
+				}
+				if answer.Error.Message != want {
+					t.Errorf("%s answered\n  %q\nwant\n  %q", name, answer.Error.Message, want)
+				}
+			}
+		})
+	}
+}

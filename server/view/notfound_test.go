@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/clip"
+	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
 func TestToolNotFoundText(t *testing.T) {
@@ -27,5 +28,52 @@ func TestToolNotFoundText(t *testing.T) {
 	longTool := "read_" + strings.Repeat("y", 300)
 	if got, want := ToolNotFound("read_y", slices.Values([]string{longTool}), ""), "Tool not found: read_y (did you mean "+clip.Echo(longTool)+"?)"; got != want {
 		t.Errorf("a long tool's name: %q", got)
+	}
+}
+
+func TestDynamicToolNotFoundText(t *testing.T) {
+	v := New("dynamic")
+	for _, g := range []struct {
+		name  string
+		state upstream.State
+		tools []string
+	}{
+		{"a", upstream.StateReady, []string{"x", "only_a", "b__y"}},
+		{"down", upstream.StateFailed, []string{"x", "only_down"}}, // call_dynamic_tool refuses it
+		{"b", upstream.StateReady, []string{"x", "y"}},
+		{"c", upstream.StateReady, []string{"x"}},
+		{"d", upstream.StateReady, []string{"x"}},
+		{"d__e", upstream.StateReady, []string{"z"}},
+	} {
+		gv := &GroupView{Name: g.name, State: g.state, ToolRoutes: map[string]Route{}}
+		for _, tool := range g.tools {
+			gv.ToolRoutes[tool] = Route{Name: tool}
+		}
+		v.Groups = append(v.Groups, gv)
+		v.GroupIndex[g.name] = gv
+	}
+	const how = ": call it with call_dynamic_tool, "
+	for _, tc := range []struct{ name, want string }{
+		{"only_a", `Tool not found: only_a (it is in group a` + how + `group "a", name "only_a", its arguments in args)`},
+		{"a__only_a", `Tool not found: a__only_a (it is in group a` + how + `group "a", name "only_a", its arguments in args)`},
+		{"x", `Tool not found: x (it is in groups a, b, c and others` + how + `group "a", name "x" or group "b", name "x" or group "c", name "x", its arguments in args)`},
+		{"d__x", `Tool not found: d__x (it is in group d` + how + `group "d", name "x", its arguments in args)`},
+		{"d__e__z", `Tool not found: d__e__z (it is in group d__e` + how + `group "d__e", name "z", its arguments in args)`},
+		// a's own tool b__y, and b's y as flat mode names it.
+		{"b__y", `Tool not found: b__y (it is in groups a and b` + how + `group "a", name "b__y" or group "b", name "y", its arguments in args)`},
+		{"only_down", "Tool not found: only_down"},
+		{"down__x", "Tool not found: down__x"},
+		{"a__", "Tool not found: a__"},
+		{"a_x", "Tool not found: a_x"},
+		{"X", "Tool not found: X"},
+	} {
+		if got := v.DynamicToolNotFound(tc.name); got != tc.want {
+			t.Errorf("DynamicToolNotFound(%q)\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	long := strings.Repeat("x", 300)
+	v.Groups[0].ToolRoutes[long] = Route{Name: long}
+	if got, want := v.DynamicToolNotFound(long), "Tool not found: "+clip.Echo(long)+` (it is in group a`+how+`group "a", name "`+clip.Echo(long)+`", its arguments in args)`; got != want {
+		t.Errorf("a long name: %q", got)
 	}
 }
