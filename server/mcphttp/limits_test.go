@@ -286,16 +286,21 @@ func TestHTTPInflightCap(t *testing.T) {
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	// The calls last until their gate opens, after the refusal below.
+	gate := filepath.Join(t.TempDir(), "gate")
 	var wg sync.WaitGroup
 	for _, c := range []*httpClient{a, b} {
 		wg.Go(func() {
-			c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`)
+			c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 		})
 	}
 	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.load() == 2 })
 	resp, _ := a.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request in flight: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	if resp, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
