@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
 // maxDownFiles and maxBackFiles bound the files of this module one flat
@@ -84,23 +86,29 @@ func TestOneCallEntersFewFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program with -cover")
 	}
-	bin := filepath.Join(t.TempDir(), "callfiles")
-	build := exec.Command("go", "build", "-cover", "-covermode=atomic", "-coverpkg=github.com/dynamic-mcp/dynamic-mcp/...",
-		"-o", bin, "../testdata/callfiles")
-	var out bytes.Buffer
-	build.Stdout, build.Stderr = &out, &out
 	// The build starts before t.Parallel, so that it runs while the
 	// package's serial tests do: a parallel test resumes only once every
 	// serial one has ended, and this build (a link of the whole module
 	// with coverage, and its compile in a fresh clone) was the package's
-	// last minutes, alone, on a busy machine.
-	if err := build.Start(); err != nil {
-		t.Fatalf("go build -cover: %v", err)
+	// last minutes, alone, on a busy machine. It is kept between runs
+	// (fakeupstream.BuildProgram): the link, 5-7 s of CPU, is made again
+	// only when the sources changed.
+	type built struct {
+		bin string
+		err error
 	}
+	building := make(chan built, 1)
+	go func() {
+		bin, err := fakeupstream.BuildProgram("callfiles", "-cover", "-covermode=atomic", "-coverpkg=github.com/dynamic-mcp/dynamic-mcp/...",
+			"github.com/dynamic-mcp/dynamic-mcp/testdata/callfiles")
+		building <- built{bin, err}
+	}()
 	t.Parallel() // a program of its own, built and run
-	if err := build.Wait(); err != nil {
-		t.Fatalf("go build -cover: %v\n%s", err, out.Bytes())
+	b := <-building
+	if b.err != nil {
+		t.Fatalf("go build -cover: %v", b.err)
 	}
+	bin := b.bin
 	// covdata's own program, run directly: `go tool covdata` looks its
 	// build up at each run, 0.2 s of CPU (0.3-2.5 s on a loaded machine)
 	// for each of the twelve conversions below, where the program takes

@@ -15,7 +15,8 @@ const diffContext = 3
 // unified diff. A JSON file written on one line (minified) shows that
 // line removed and the lines written in its place, the new server list
 // indented as the install writes it. A secret written literally in the
-// file is masked on every line the diff shows (maskSecrets).
+// file is masked on every line the diff shows, found by where it is in
+// the file (maskedLines).
 func dryRunDiff(name string, old, new []byte) string {
 	return unifiedDiff(name, "after install", old, new)
 }
@@ -26,6 +27,8 @@ func dryRunDiff(name string, old, new []byte) string {
 // prints them.
 func unifiedDiff(name, label string, a, b []byte) string {
 	ops := diffLines(splitLines(a), splitLines(b))
+	// The lines shown, masked: the same lines, one for one.
+	shown := [2][]string{maskedLines(a), maskedLines(b)}
 	// at[k] is the line of a and the line of b that ops[k] comes after.
 	at := make([][2]int, len(ops)+1)
 	for k, op := range ops {
@@ -66,8 +69,12 @@ func unifiedDiff(name, label string, a, b []byte) string {
 		}
 		start := max(first-diffContext, k)
 		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(at[start][0], at[end][0]), hunkRange(at[start][1], at[end][1]))
-		for _, op := range ops[start:end] {
-			fmt.Fprintf(&out, "%c%s\n", op.kind, maskSecrets(op.line))
+		for i, op := range ops[start:end] {
+			side := 0 // the line of a, or of b when only b has it
+			if op.kind == '+' {
+				side = 1
+			}
+			fmt.Fprintf(&out, "%c%s\n", op.kind, shown[side][at[start+i][side]])
 		}
 		k = end
 	}

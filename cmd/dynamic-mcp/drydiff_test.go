@@ -168,6 +168,40 @@ command = "dynamic-mcp"
 			`+command = "dynamic-mcp"`,
 		},
 		hidden: []string{"ghp_envToken", "abc.def.ghi-123"},
+	}, {
+		// A value is masked by its key, wherever its line: the old code
+		// read each line alone, and showed these (no token by their look).
+		name: "json value on the line after its key",
+		old:  "{\r\n  \"mcpServers\": {\"gh\": {\"command\": \"npx\", \"env\": {\"API_KEY\":\r\n    \"plainSecret123\", \"HOME_DIR\":\r\n    \"/home/me\"}}}\r\n}\r\n",
+		new:  "{\r\n  \"mcpServers\": {\"dynamic-mcp\": {\"command\": \"dynamic-mcp\"}}\r\n}\r\n",
+		want: []string{
+			"-    \"[redacted]\", \"HOME_DIR\":\r",
+			"-    \"/home/me\"}}}\r",
+		},
+		hidden: []string{"plainSecret123"},
+	}, {
+		name: "toml multi-line string",
+		old: `[mcp_servers.gh]
+command = "npx"
+env = { "PATH_X" = '/usr/bin' }
+[mcp_servers.gh.http_headers]
+Authorization = """
+Basic plainSecret123
+second line"""
+X-Note = '''
+not secret'''
+`,
+		new: `[mcp_servers.dynamic-mcp]
+command = "dynamic-mcp"
+`,
+		want: []string{
+			`-Authorization = """`,
+			`-[redacted]`,
+			`-[redacted]"""`,
+			`-X-Note = '''`,
+			`-not secret'''`,
+		},
+		hidden: []string{"plainSecret123", "second line"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			out := dryRunDiff("file", []byte(c.old), []byte(c.new))
@@ -197,4 +231,18 @@ func TestDryRunOfInstallMasksSecrets(t *testing.T) {
 	if strings.Contains(out, "ghp_envToken") || !strings.Contains(out, `-{"mcpServers":{"gh":{"command":"npx","env":{"GITHUB_TOKEN":"[redacted]"}}}}`+"\n") {
 		t.Errorf("the diff does not mask the token:\n%s", out)
 	}
+}
+
+// Whatever a client's file holds, its masked lines are its lines one for
+// one (the diff prints them in their place), and a file is never cause
+// for a panic.
+func FuzzMaskedLines(f *testing.F) {
+	f.Add([]byte("{\"env\": {\"API_KEY\":\n \"plainSecret123\"}}\n"))
+	f.Add([]byte("[a]\nAuthorization = \"\"\"\r\nBasic x\r\ny\"\"\"\r\n"))
+	f.Add([]byte(`{"a":["ghp_argToken0000000000000000"],"b":{"TOKEN":"x"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := len(maskedLines(data)), len(splitLines(data)); got != want {
+			t.Errorf("%d masked lines of %d", got, want)
+		}
+	})
 }

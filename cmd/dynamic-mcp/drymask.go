@@ -15,8 +15,10 @@ const masked = "[redacted]"
 // (an env variable GITHUB_TOKEN, a header Authorization), or one that
 // looks like a token wherever it is (an arg). What is a secret is what
 // import offers to move into the vault (clients.LiteralSecret). The line
-// is read alone: a string that runs on to the next line (TOML's """) is
-// not looked into.
+// is read alone: a string that runs on to the next line (TOML's """), or
+// a value on the line after its key, is not looked into here but by
+// maskedLines, which parses the whole file and calls this on each line
+// besides.
 func maskSecrets(line string) string {
 	var b strings.Builder
 	last := 0 // line[last:] is still to be copied

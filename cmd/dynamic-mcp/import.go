@@ -108,24 +108,14 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// A group the merge leaves alone keeps what it has: its server's
 	// secrets are not the config's, so they go nowhere.
 	kept := func(i int) bool { return force || cfg.group(keys[i]) < 0 }
-	if found := literalSecrets(servers, keys, kept); len(found) > 0 {
+	if found := literalSecrets(servers, keys, kept); len(found) > 0 && !toVault && interactive {
 		more, them := " ...", "them" // more follows the first secret's name when there are others
 		if len(found) == 1 {
 			more, them = "", "it"
 		}
-		if !toVault && interactive {
-			fmt.Fprintf(stderr, "found %s written literally (%s%s); move %s into the vault? [y/N] ", plural(len(found), "secret"), found[0].key, more, them)
-			line, _ := reader.ReadString('\n')
-			toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
-		}
-		if !toVault {
-			var each []string
-			for _, f := range found {
-				each = append(each, f.key+" of "+f.server)
-			}
-			fmt.Fprintf(stderr, "note: %s written literally into %s (%s); import with --vault to keep secrets in the vault instead\n",
-				plural(len(found), "secret"), out, strings.Join(each, ", "))
-		}
+		fmt.Fprintf(stderr, "found %s written literally (%s%s); move %s into the vault? [y/N] ", plural(len(found), "secret"), found[0].key, more, them)
+		line, _ := reader.ReadString('\n')
+		toVault = strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
 	}
 	// From here to the write, one import into out at a time: another
 	// (a second terminal, a script) that read the config before this one
@@ -144,7 +134,10 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if cfg, err = cfg.reread(); err != nil {
 		return err
 	}
-	if found := literalSecrets(servers, keys, kept); len(found) > 0 && toVault {
+	// What is moved, or written literally, is what the config read under
+	// the lock takes (kept reads cfg), not what the first read would have.
+	found := literalSecrets(servers, keys, kept)
+	if len(found) > 0 && toVault {
 		if err := moveSecrets(servers, found, out, stdout); err != nil {
 			return err
 		}
@@ -152,6 +145,14 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	added, skipped, backup, err := mergeIntoConfig(cfg, servers, keys, force)
 	if err != nil {
 		return err
+	}
+	if len(found) > 0 && !toVault {
+		var each []string
+		for _, f := range found {
+			each = append(each, f.key+" of "+f.server)
+		}
+		fmt.Fprintf(stderr, "note: %s written literally into %s (%s); import with --vault to keep secrets in the vault instead\n",
+			plural(len(found), "secret"), out, strings.Join(each, ", "))
 	}
 	fmt.Fprintf(stdout, "%s: %s imported from %s into %s", pos[0], plural(len(added), "server"), source, out)
 	if len(renamed) > 0 {

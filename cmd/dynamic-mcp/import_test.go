@@ -601,6 +601,28 @@ func TestImportCodexHeadersFromTheEnvironment(t *testing.T) {
 	}
 }
 
+// A Codex http_headers value is sent as written (Codex expands nothing
+// in it): imported, the hub sends the same bytes, a ${c} and a $x in it
+// as text, whatever the hub's environment holds.
+func TestImportCodexHeadersAreLiteral(t *testing.T) {
+	home := t.TempDir()
+	src := filepath.Join(home, "config.toml")
+	os.WriteFile(src, []byte("[mcp_servers.api]\nurl = \"https://api.example/mcp\"\nhttp_headers = { \"X-Sig\" = \"a${c}b$x\" }\n"), 0o600)
+	cfg := filepath.Join(home, "config.yaml")
+	if _, errOut, err := runCLI(t, "import", src, "-o", cfg); err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	t.Setenv("c", "from-the-environment")
+	loaded, err := configs.Load(cfg)
+	if err != nil || len(loaded.Groups) != 1 {
+		b, _ := os.ReadFile(cfg)
+		t.Fatalf("load: %v\n%s", err, b)
+	}
+	if h := loaded.Groups[0].Servers[0].Headers; h["X-Sig"] != "a${c}b$x" {
+		t.Errorf("loaded header %q, want the bytes Codex sends, a${c}b$x", h["X-Sig"])
+	}
+}
+
 // A command (stdio) server has no headers in the hub's config: import
 // leaves a JSON client's headers of one out with a note naming the
 // server, and offers no secret among them to the vault; a url server's

@@ -278,12 +278,36 @@ func importWhileLocked(t *testing.T, ctx context.Context, secrets *vault.Secrets
 }
 
 // An import that waited for another into the same config decides what it
-// moves into the vault on the config as the other left it: a group the
-// other added meanwhile is left alone, and its server's secret stays out
-// of the vault (the config as first read had no such group).
+// moves into the vault, and what it says it wrote literally, on the
+// config as the other left it: a group the other added meanwhile is left
+// alone, and its server's secret is neither moved into the vault nor
+// counted among those written (the config as first read had no such
+// group).
 func TestImportDecidesOnTheConfigTheOtherWrote(t *testing.T) {
-	home, secrets := importVaultSetup(t)
-	out := filepath.Join(home, "config.yaml")
+	for _, flags := range [][]string{{"--vault"}, nil} {
+		t.Run(strings.Join(append([]string{"import"}, flags...), " "), func(t *testing.T) {
+			home, secrets := importVaultSetup(t)
+			out := filepath.Join(home, "config.yaml")
+			const theOthers = "groups:\n  github:\n    description: the other's\n    command: node\n    args: [b.js]\n"
+			stdout, stderr := importAfterTheOther(t, out, theOthers, flags...)
+			if now, _ := os.ReadFile(out); string(now) != theOthers {
+				t.Errorf("the other's config written over:\n%s", now)
+			}
+			wantSecrets(t, secrets, map[string]string{})
+			// The old code counted the secret of the config as first read.
+			if strings.Contains(stderr, "written literally") || strings.Contains(stdout, "moved") {
+				t.Errorf("a secret it did not write is reported:\n%s%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// importAfterTheOther runs import (with flags) of a server holding a
+// secret into out while another import holds the lock of out, and, once
+// it has read the config and waits, writes theOthers to out and lets it
+// go on; it returns what import printed.
+func importAfterTheOther(t *testing.T, out, theOthers string, flags ...string) (stdout, stderr string) {
+	t.Helper()
 	other, err := lockOf(t.Context(), "import", samePath(out), time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -292,31 +316,34 @@ func TestImportDecidesOnTheConfigTheOtherWrote(t *testing.T) {
 	if err := os.WriteFile(src, []byte(`{"mcpServers":{"github": {"command": "node", "args": ["a.js"], "env": {"GITHUB_TOKEN": "ghp_decidedUnderLock0"}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
+	var o, e bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(t.Context(), []string{"import", src, "-o", out, "--vault"}, strings.NewReader(""), &stdout, &stderr)
+		done <- run(t.Context(), append([]string{"import", src, "-o", out}, flags...), strings.NewReader(""), &o, &e)
 	}()
 	// It has read the config (there is none yet) and waits for the lock.
-	waitFor(t, time.Minute, "the import to wait for the lock", func() bool {
-		buf := make([]byte, 1<<20)
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if strings.Contains(g, "filelock.Acquire") && strings.Contains(g, ".importCmd(") {
-				return true
-			}
-		}
-		return false
-	})
-	const theOthers = "groups:\n  github:\n    description: the other's\n    command: node\n    args: [b.js]\n"
+	waitForLockWait(t, ".importCmd(")
 	if err := os.WriteFile(out, []byte(theOthers), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	other.Unlock()
 	if err := <-done; err != nil {
-		t.Fatalf("import: %v\n%s%s", err, stdout.String(), stderr.String())
+		t.Fatalf("import: %v\n%s%s", err, o.String(), e.String())
 	}
-	if now, _ := os.ReadFile(out); string(now) != theOthers {
-		t.Errorf("the other's config written over:\n%s", now)
-	}
-	wantSecrets(t, secrets, map[string]string{})
+	return o.String(), e.String()
+}
+
+// waitForLockWait waits until a goroutine of the function named by frame
+// (".importCmd(") waits for a lock.
+func waitForLockWait(t *testing.T, frame string) {
+	t.Helper()
+	waitFor(t, time.Minute, "a wait for the lock in "+frame, func() bool {
+		buf := make([]byte, 1<<20)
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "filelock.Acquire") && strings.Contains(g, frame) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -101,10 +101,15 @@ const installLockWait = 30 * time.Second
 // second would record the first's dynamic-mcp entry as the user's
 // servers, losing theirs. The lock file is kept apart from the records
 // (an unlocked file is no lock, and one left by a killed install never
-// blocks: the kernel let go of it).
-func lockTarget(target string) (*filelock.Lock, error) {
-	l, err := lockOf(context.Background(), "install", target, installLockWait)
+// blocks: the kernel let go of it). The wait ends with ctx (a first
+// Ctrl-C), as import's does. target is locked as every spelling of it
+// names it (samePath): a client config reached through a link is one file.
+func lockTarget(ctx context.Context, target string) (*filelock.Lock, error) {
+	l, err := lockOf(ctx, "install", samePath(target), installLockWait)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped waiting for another install or uninstall of %s: %w", target, err)
+		}
 		return nil, fmt.Errorf("another install or uninstall of %s is under way: %w", target, err)
 	}
 	return l, nil
@@ -138,7 +143,7 @@ func sha(b []byte) string {
 
 // installCmd rewrites a client's config so that its server list is the
 // one dynamic-mcp entry.
-func installCmd(args []string, stdout, stderr io.Writer) error {
+func installCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var project, cfgPath string
 	var dryRun, forceProject, force bool
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
@@ -195,7 +200,7 @@ func installCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	target := p.file
 	if !dryRun {
-		l, err := lockTarget(target)
+		l, err := lockTarget(ctx, target)
 		if err != nil {
 			return err
 		}
@@ -413,7 +418,7 @@ func projectFlag(project string) string {
 // when nothing has touched it since, else its recorded servers together
 // with every server the user added since (all but the dynamic-mcp entry),
 // and for a project's local scope the project's local settings too.
-func uninstallCmd(args []string, stdout io.Writer) (err error) {
+func uninstallCmd(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	var project string
 	var forceProject bool
 	fs := flag.NewFlagSet("uninstall", flag.ContinueOnError)
@@ -439,7 +444,7 @@ func uninstallCmd(args []string, stdout io.Writer) (err error) {
 		}
 	}
 	target := p.file
-	l, err := lockTarget(target)
+	l, err := lockTarget(ctx, target)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
@@ -324,5 +326,51 @@ func TestInstallCodexCRLF(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, before) {
 		t.Errorf("uninstall wrote %q\nwant %q", now, before)
+	}
+}
+
+// An install or uninstall waiting for another of the same client config
+// stops waiting when it is interrupted (its context ends: a first
+// Ctrl-C), rather than sit out the whole wait, having written nothing; a
+// client config reached through a link is the same file, with the same
+// lock, as its target.
+func TestInstallWaitEndsWithItsContext(t *testing.T) {
+	for _, linked := range []bool{false, true} {
+		for _, cmd := range []string{"install", "uninstall"} {
+			t.Run(fmt.Sprintf("%s linked=%v", cmd, linked), func(t *testing.T) {
+				path, before, cfg := installedHome(t)
+				lockAt := path
+				if linked { // the user's config kept elsewhere (a dotfiles repo)
+					lockAt = filepath.Join(t.TempDir(), "mcp.json")
+					if err := os.Rename(path, lockAt); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(lockAt, path); err != nil {
+						t.Fatal(err)
+					}
+				}
+				other, err := lockOf(t.Context(), "install", samePath(lockAt), time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer other.Unlock()
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel() // interrupted while it waits
+				args := []string{cmd, "cursor"}
+				if cmd == "install" {
+					args = append(args, "-c", cfg, "--force")
+				}
+				var stdout, stderr bytes.Buffer
+				// The old code waited it out (or, through a link, took
+				// another lock and wrote): the test then fails by its error.
+				err = run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("%s interrupted while another held the config: %v\n%s%s", cmd, err, stdout.String(), stderr.String())
+				}
+				if now, _ := os.ReadFile(lockAt); !bytes.Equal(now, before) {
+					t.Errorf("the client config was written meanwhile:\n%s", now)
+				}
+			})
+		}
 	}
 }

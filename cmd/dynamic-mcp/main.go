@@ -171,9 +171,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return importCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "install":
-		return installCmd(args[1:], stdout, stderr)
+		return installCmd(ctx, args[1:], stdout, stderr)
 	case "uninstall":
-		return uninstallCmd(args[1:], stdout)
+		return uninstallCmd(ctx, args[1:], stdout)
 	case "policy":
 		return policyCmd(args[1:], stdout, stderr)
 	case envDumpCommand: // hidden: the shared hub's login environment (hubenv.go)

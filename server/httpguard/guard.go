@@ -214,6 +214,7 @@ func (g *Guard) Check(next http.Handler) http.Handler {
 // token. Such a page holds no data; what it shows it fetches from
 // endpoints behind Check.
 func (g *Guard) CheckPage(next http.Handler) http.Handler {
+	next = UnreadGET(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
 			refuse(w, r, "Forbidden: origin not allowed", http.StatusForbidden)
@@ -264,4 +265,18 @@ func CloseUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 	}
+}
+
+// UnreadGET is next, a route that reads no body of a GET or HEAD (none
+// does: /metrics, /healthz, /readyz, the inspector's pages and API), with
+// such a request's body answered unread (CloseUnread): a GET to one with
+// a body that never comes is answered at once, its connection closed.
+// Every route behind the checks (CheckPage, Check, CheckOperator) has it.
+func UnreadGET(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			CloseUnread(w, r)
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -29,7 +29,7 @@ type shapedIssuer struct {
 
 func newShapedIssuer(t *testing.T, path string, docs []string, docIssuer func(doc, iss string) string) *shapedIssuer {
 	is := &shapedIssuer{issuer: &issuer{path: path}}
-	is.rotate(t, "k1")
+	is.rotate("k1")
 	serve := map[string]bool{}
 	for _, d := range docs {
 		serve[d] = true

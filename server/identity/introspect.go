@@ -32,6 +32,7 @@ type introspector struct {
 	client *http.Client  // the Verifier's, following no redirect
 	slots  chan struct{} // one per request under way to the endpoint
 	down   atomic.Bool   // the last request failed: logged once, until one succeeds
+	max    int           // answers kept at most: MaxIntrospectionCache (a test's fewer)
 
 	mu      sync.Mutex // guards cache and flights
 	cache   map[[sha256.Size]byte]answer
@@ -83,7 +84,7 @@ func newIntrospector(v *Verifier, conf config.AuthIntrospection) *introspector {
 	client := *v.client
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &introspector{v: v, conf: conf, client: &client, slots: make(chan struct{}, maxIntrospections),
-		cache: map[[sha256.Size]byte]answer{}, flights: map[[sha256.Size]byte]*flight{}}
+		max: MaxIntrospectionCache, cache: map[[sha256.Size]byte]answer{}, flights: map[[sha256.Size]byte]*flight{}}
 }
 
 // verify is Verify for a token checked by introspection.
@@ -133,7 +134,7 @@ func (in *introspector) verify(ctx context.Context, raw string) (*Identity, erro
 // place of an identity, so that a flood of guessed tokens pushes out
 // only its own refusals, never the team's answers. in.mu is held.
 func (in *introspector) put(sum [sha256.Size]byte, a answer) {
-	if len(in.cache) >= MaxIntrospectionCache {
+	if len(in.cache) >= in.max {
 		now := in.v.now()
 		for k, e := range in.cache {
 			if !now.Before(e.until) && (e.exp.IsZero() || !now.Before(e.exp.Add(expiredGrace))) {
@@ -141,7 +142,7 @@ func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 			}
 		}
 		for k, e := range in.cache {
-			if len(in.cache) < MaxIntrospectionCache {
+			if len(in.cache) < in.max {
 				break
 			}
 			if e.id == nil {
@@ -149,12 +150,12 @@ func (in *introspector) put(sum [sha256.Size]byte, a answer) {
 			}
 		}
 		for k := range in.cache {
-			if len(in.cache) < MaxIntrospectionCache || a.id == nil {
+			if len(in.cache) < in.max || a.id == nil {
 				break
 			}
 			delete(in.cache, k)
 		}
-		if len(in.cache) >= MaxIntrospectionCache {
+		if len(in.cache) >= in.max {
 			return // a refusal, and every answer kept an identity
 		}
 	}

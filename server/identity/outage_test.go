@@ -28,7 +28,7 @@ func TestKeysDownDuringRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	is.jwksDown.Store(true)
-	is.rotate(t, "k2")
+	is.rotate("k2")
 	rotated := is.token(t, is.claims(nil))
 	for range 3 { // the fetch that fails, and one that finds it failed
 		if _, err := v.Verify(ctx, rotated); !errors.Is(err, ErrUnavailable) {

@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -34,7 +34,7 @@ type issuer struct {
 
 func newIssuer(t testing.TB) *issuer {
 	is := &issuer{}
-	is.rotate(t, "k1")
+	is.rotate("k1")
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL + "/", "jwks_uri": is.srv.URL + "/jwks",
@@ -59,13 +59,10 @@ func newIssuer(t testing.TB) *issuer {
 	return is
 }
 
-// rotate makes a new signing key, kid, the one that signs from now on;
+// rotate makes the next test key, kid, the one that signs from now on;
 // the old ones stay published unless drop.
-func (is *issuer) rotate(t testing.TB, kid string, drop ...bool) {
-	pk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+func (is *issuer) rotate(kid string, drop ...bool) {
+	pk := testkeys.Next()
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	k := jose.JSONWebKey{Key: pk, KeyID: kid, Algorithm: "RS256", Use: "sig"}
@@ -146,7 +143,7 @@ func TestVerify(t *testing.T) {
 			t.Errorf("aud %v: %v", aud, err)
 		}
 	}
-	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	other := testkeys.Next()
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	good := is.token(t, is.claims(nil))
 	parts := strings.Split(good, ".")
@@ -204,7 +201,7 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := v.Verify(ctx, is.token(t, claims())); err != nil {
 		t.Fatal(err)
 	}
-	is.rotate(t, "k2") // at once: the token waits for the next fetch allowed
+	is.rotate("k2") // at once: the token waits for the next fetch allowed
 	if _, err := v.Verify(ctx, is.token(t, claims())); err != nil {
 		t.Fatalf("after rotation: %v", err)
 	}
@@ -218,7 +215,7 @@ func TestKeyRotation(t *testing.T) {
 	for i := range 20 {
 		v.Verify(ctx, sign(t, &jose.JSONWebKey{Key: ec, KeyID: "forged" + string(rune('a'+i)), Algorithm: "ES256"}, claims()))
 	}
-	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	other := testkeys.Next()
 	for range 20 {
 		v.Verify(ctx, sign(t, &jose.JSONWebKey{Key: other, KeyID: "k2", Algorithm: "RS256"}, claims()))
 	}
@@ -229,7 +226,7 @@ func TestKeyRotation(t *testing.T) {
 	// the keys are older than jwks_refresh, then not.
 	long := is.claims(map[string]any{"exp": time.Unix(0, clock.Load()).Add(3 * time.Hour).Unix()})
 	old := is.token(t, long)
-	is.rotate(t, "k3", true)
+	is.rotate("k3", true)
 	if _, err := v.Verify(ctx, old); err != nil {
 		t.Errorf("before jwks_refresh: %v", err)
 	}

@@ -399,20 +399,58 @@ func TestHTTPBodyNeverReadAnsweredAtOnce(t *testing.T) {
 		{"POST /message", "POST /message?sessionId=none HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nc, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			fmt.Fprintf(nc, "%s\r\nHost: x\r\n\r\n", tc.head)
-			nc.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds the old code's hang, which had none
-			resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
-			if err != nil {
-				t.Fatalf("no answer while its body does not come (%v)", err)
-			}
+			resp := sendHeadOnly(t, ts.URL, tc.head)
 			if !resp.Close {
 				t.Errorf("answered %d, keeping a connection whose body was not read", resp.StatusCode)
 			}
 		})
 	}
+}
+
+// A GET to an operator's route (/metrics behind the token, a page, a
+// probe) with a body that never comes is answered at once and its
+// connection closed, as one to /mcp is: no such route reads a body.
+func TestHTTPOperatorGETBodyNeverReadAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	const token = "operator-token-0123456789"
+	face := New(fakeHub(t), Options{Token: token, BodyTimeout: time.Hour}, testLogger())
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	face.Handle("/metrics", ok)
+	face.HandlePage("/page", ok)
+	face.HandlePublic("/healthz", ok)
+	ts := httptest.NewServer(face)
+	t.Cleanup(func() { ts.Close(); face.Close() })
+	for _, tc := range []struct{ name, head string }{
+		{"GET /metrics", "GET /metrics HTTP/1.1\r\nAuthorization: Bearer " + token + "\r\nTransfer-Encoding: chunked"},
+		{"GET /metrics, Content-Length", "GET /metrics HTTP/1.1\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 10"},
+		{"HEAD /metrics", "HEAD /metrics HTTP/1.1\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 10"},
+		{"GET /page", "GET /page HTTP/1.1\r\nTransfer-Encoding: chunked"},
+		{"GET /healthz", "GET /healthz HTTP/1.1\r\nContent-Length: 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := sendHeadOnly(t, ts.URL, tc.head)
+			if resp.StatusCode != http.StatusOK || !resp.Close {
+				t.Errorf("answered %d (close %v), keeping a connection whose body was not read", resp.StatusCode, resp.Close)
+			}
+		})
+	}
+}
+
+// sendHeadOnly sends head, a request's line and headers, to url and never
+// its body, and returns the answer, which must come within 20 s (the old
+// code's hang had no deadline).
+func sendHeadOnly(t *testing.T, url, head string) *http.Response {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	fmt.Fprintf(nc, "%s\r\nHost: x\r\n\r\n", head)
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), &http.Request{Method: strings.Fields(head)[0]})
+	if err != nil {
+		t.Fatalf("no answer while its body does not come (%v)", err)
+	}
+	return resp
 }

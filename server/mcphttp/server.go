@@ -218,9 +218,9 @@ func (s *Server) HandlePage(pattern string, next http.Handler) {
 
 // HandlePublic serves pattern with next behind no check at all: for a
 // load balancer's probes (/healthz, /readyz). It must be called before the
-// server serves.
+// server serves. A GET's body is left unread there too (UnreadGET).
 func (s *Server) HandlePublic(pattern string, next http.Handler) {
-	s.mux.Handle(pattern, next)
+	s.mux.Handle(pattern, httpguard.UnreadGET(next))
 }
 
 // Close ends every session, and with them their requests in flight and

@@ -98,11 +98,16 @@ func TestPaginate(t *testing.T) {
 // the cap, and says where the whole is.
 func TestFitResultWithinLimit(t *testing.T) {
 	for _, kind := range []string{"text", "structured", "image", "mixed", "blocks", "small"} {
-		// Larger than the largest cap, as small as that allows: under
-		// -race a cut of 300 KB took seconds.
-		whole := []byte(fakeupstream.LargeResult(kind, 120000))
+		// Larger than each cap, as small as that allows: under -race the
+		// CPU of a cut follows the bytes it reads (a cut of 300 KB took
+		// seconds), and 30 KB is still 20 times the smallest caps.
+		wholes := map[int][]byte{}
 		for _, limit := range []int{1500, 2000, 5000, 20000, 100000} {
-			res := bytes.Clone(whole) // the cut may reuse its input's room
+			size := max(30000, limit*6/5)
+			if wholes[size] == nil {
+				wholes[size] = []byte(fakeupstream.LargeResult(kind, size))
+			}
+			res := bytes.Clone(wholes[size]) // the cut may reuse its input's room
 			link := resultLink{uri: Scheme + strings.Repeat("x", 22), pages: 99, pageSize: limit, tool: "large", cap: limit}
 			out := fitResult(res, limit, link)
 			if len(out) > limit || !json.Valid(out) || !strings.Contains(string(out), `"uri":"`+link.uri+`"`) {
@@ -147,25 +152,34 @@ func FuzzFitResult(f *testing.F) {
 // that a busy machine, which stretches short runs on the clock more than
 // long ones, does not fail it. (A square at 10,000 blocks still takes
 // seconds beside milliseconds; 50,000 blocks on the clock cost the suite
-// minutes under -race.)
+// minutes under -race.) The large one is run again only while its least
+// time so far is over the bound: a run that passes is enough, the verdict
+// that of three runs, at a third of their CPU.
 func TestFitResultManyBlocksQuickly(t *testing.T) {
-	quickest := func(block string, n int) time.Duration {
+	cut := func(block string, n int) time.Duration {
 		res := []byte(`{"content":[` + strings.Repeat(block+",", n-1) + block + `]}`)
-		best := time.Duration(math.MaxInt64)
-		for range 3 {
-			runtime.GC() // the collection a run leaves is not the next one's
-			start := cpuTime()
-			out := fitResult(res, 2000, resultLink{uri: Scheme + "id", pages: 2})
-			best = min(best, cpuTime()-start)
-			if len(out) > 2000 || !strings.Contains(string(out), "content blocks (") {
-				t.Fatalf("%s x %d: %d bytes: %.300s", block, n, len(out), out)
-			}
+		runtime.GC() // the collection a run leaves is not the next one's
+		start := cpuTime()
+		out := fitResult(res, 2000, resultLink{uri: Scheme + "id", pages: 2})
+		took := cpuTime() - start
+		if len(out) > 2000 || !strings.Contains(string(out), "content blocks (") {
+			t.Fatalf("%s x %d: %d bytes: %.300s", block, n, len(out), out)
 		}
-		return best
+		return took
 	}
 	for _, block := range []string{`{}`, `{"type":"text","text":"a"}`, `{"type":"resource_link","uri":"x","name":"x"}`, `{"type":"image","data":"` + strings.Repeat("x", 60) + `"}`} {
-		small, large := quickest(block, 1000), quickest(block, 10000)
-		if ratio := float64(large) / float64(max(small, time.Microsecond)); ratio > 70 { // a square is 100x
+		small, large := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+		for range 3 {
+			small = min(small, cut(block, 1000))
+		}
+		ratio := 0.0
+		for range 3 {
+			large = min(large, cut(block, 10000))
+			if ratio = float64(large) / float64(max(small, time.Microsecond)); ratio <= 70 { // a square is 100x
+				break
+			}
+		}
+		if ratio > 70 {
 			t.Errorf("%s: 1,000 blocks in %v, 10,000 in %v: %.0fx for 10x the size", block, small, large, ratio)
 		}
 	}

@@ -54,7 +54,7 @@ func Build() string {
 		fmt.Fprintf(os.Stderr, "fakeupstream: no cache directory to build the fake in, the test binary runs as the fake: %v\n", err)
 		return test
 	}
-	bin, err := buildIn(filepath.Join(cache, "dynamic-mcp", "fakeupstream"))
+	bin, err := buildIn(filepath.Join(cache, "dynamic-mcp", "fakeupstream"), "fake-upstream", "github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream/fake")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fakeupstream: the fake could not be built, the test binary runs as the fake: %v\n", err)
 		return test
@@ -62,17 +62,30 @@ func Build() string {
 	return bin
 }
 
+// BuildProgram builds a program of this module for a test as Build
+// builds the fake (see buildIn), with go build's args (the package
+// last), as the program name in the user's cache directory: a run after
+// one of the same sources, Go and flags costs go build's look at them,
+// not a link. With no cache directory, the system's temporary one.
+func BuildProgram(name string, args ...string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return buildIn(filepath.Join(cache, "dynamic-mcp", "programs"), name, args...)
+}
+
 // staleAfter is how long a program in the build directory that no run
 // built again is kept (of a checkout deleted since, or a build killed
 // half way).
 const staleAfter = 7 * 24 * time.Hour
 
-// buildIn builds the fake in dir, as the program named after this
-// checkout: under a name of this process's, then renamed over the last
+// buildIn builds the fake in dir (go build's args; the program name),
+// as the program named after name and this checkout: under a name of this process's, then renamed over the last
 // build, in one step, so that the tests of other packages and of another
 // run of the suite at the same time, which start the program by that
 // name, find it whole. A last build that is up to date is kept as it is.
-func buildIn(dir string) (string, error) {
+func buildIn(dir, name string, args ...string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -83,7 +96,7 @@ func buildIn(dir string) (string, error) {
 			}
 		}
 	}
-	bin := filepath.Join(dir, programName())
+	bin := filepath.Join(dir, programName(name))
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	// The last build under tmp's name too (a hard link): go build leaves
 	// a program it would link the same as it is, where the link was 0.7 s
@@ -91,7 +104,7 @@ func buildIn(dir string) (string, error) {
 	// TestMain. A build that links writes a new file in tmp's place,
 	// never into the last build, which other tests may be starting.
 	_ = os.Link(bin, tmp)
-	out, err := exec.Command("go", "build", "-o", tmp, "github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream/fake").CombinedOutput()
+	out, err := exec.Command("go", append([]string{"build", "-o", tmp}, args...)...).CombinedOutput()
 	if err == nil {
 		// Built now, as far as the sweep above is concerned: a program in
 		// use is not removed as stale while a package's tests start it.
@@ -110,10 +123,10 @@ func buildIn(dir string) (string, error) {
 	return bin, nil
 }
 
-// programName names the fake after the checkout it is built from (the
-// directory of the module's go.mod, found from the test's working
-// directory, its package's).
-func programName() string {
+// programName names a program, name, after the checkout it is built
+// from (the directory of the module's go.mod, found from the test's
+// working directory, its package's).
+func programName(name string) string {
 	root, _ := os.Getwd()
 	for dir := root; filepath.Dir(dir) != dir; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -122,5 +135,5 @@ func programName() string {
 		}
 	}
 	sum := sha256.Sum256([]byte(root))
-	return "fake-upstream-" + hex.EncodeToString(sum[:8])
+	return name + "-" + hex.EncodeToString(sum[:8])
 }

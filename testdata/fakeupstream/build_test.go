@@ -24,7 +24,7 @@ func TestBuildLeavesOneProgram(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	first, err := buildIn(dir)
+	first, err := buildIn(dir, "fake-upstream", "github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream/fake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestBuildLeavesOneProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := buildIn(dir)
+	second, err := buildIn(dir, "fake-upstream", "github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream/fake")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,3 +224,39 @@ func TestNormalizeInputStartingWithADigit(t *testing.T) {
 		t.Errorf("notes: %q", notes)
 	}
 }
+
+// Codex expands no variable in its config's values: its http_headers,
+// env, args, command, cwd and url are sent or run byte for byte, so a
+// ${VAR} or $VAR in one is imported as literal text ($$), not as a
+// variable of the hub's environment.
+func TestCodexValuesAreLiteral(t *testing.T) {
+	c, _ := Find(Env{Home: t.TempDir(), OS: "linux"}, "codex")
+	servers, notes, err := c.Read([]byte(`[mcp_servers.api]
+url = "https://api.example/${PATH}/mcp"
+bearer_token_env_var = "API_TOKEN"
+http_headers = { "X-Key" = "a${c}b", "X-Bare" = "$HOME", "X-Env" = "${env:HOME}" }
+
+[mcp_servers.cmd]
+command = "${HOME}/bin/srv"
+args = ["--x=${HOME}", "$USER"]
+env = { "K" = "${HOME}" }
+cwd = "${HOME}"
+`))
+	if err != nil || len(servers) != 2 {
+		t.Fatal(servers, err)
+	}
+	api, cmd := servers[0], servers[1]
+	wantHeaders := map[string]string{"X-Key": "a$${c}b", "X-Bare": "$$HOME", "X-Env": "$${env:HOME}", "Authorization": "Bearer ${API_TOKEN}"}
+	if api.URL != "https://api.example/$${PATH}/mcp" || !maps.Equal(api.Headers, wantHeaders) {
+		t.Errorf("url %q headers %q, want headers %q", api.URL, api.Headers, wantHeaders)
+	}
+	if cmd.Command != "$${HOME}/bin/srv" || !slices.Equal(cmd.Args, []string{"--x=$${HOME}", "$$USER"}) || cmd.Env["K"] != "$${HOME}" || cmd.Cwd != "$${HOME}" {
+		t.Errorf("command %q args %q env %q cwd %q", cmd.Command, cmd.Args, cmd.Env, cmd.Cwd)
+	}
+	// A ${ in one is more likely a variable meant than a secret: a note
+	// says so, and it is not offered to the vault as a secret would be.
+	if len(notes) != 2 || !strings.Contains(notes[0], "server api: imported as the text Codex sends, which expands no ${VAR}: url, http_headers X-Env, http_headers X-Key;") ||
+		!strings.Contains(notes[1], "server cmd: imported as the text Codex sends, which expands no ${VAR}: command, cwd, args, env K;") {
+		t.Errorf("notes:\n%s", strings.Join(notes, "\n"))
+	}
+}

@@ -24,6 +24,9 @@ func (c *Client) Read(data []byte) ([]Server, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if c.isTOML() {
+		return servers, notes, nil // Codex's values are literal (literalCodex)
+	}
 	for i := range servers {
 		notes = append(notes, normalize(&servers[i])...)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,9 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 			return
 		}
 		seen[name] = true
+		var litNotes []string
+		c, litNotes = literalCodex(name, c)
+		notes = append(notes, litNotes...)
 		s := Server{Name: name, Command: c.Command, Args: c.Args, Env: c.Env, Cwd: c.Cwd, URL: c.URL,
 			Disabled: c.Enabled != nil && !*c.Enabled, Deny: exactNames(c.Exclude), Allow: exactNames(c.Include)}
 		carried := codexCarried
@@ -100,6 +104,46 @@ func (tomlFormat) read(data []byte) ([]Server, []string, error) {
 		}
 	}
 	return servers, notes, nil
+}
+
+// literalCodex is c with every $ of its values written as the hub's
+// literal $$. Codex expands no variable in any of them: it starts the
+// command with its args and env, and sends http_headers, byte for byte as
+// written (env_http_headers and bearer_token_env_var name variables
+// instead, which codexHeaders makes ${VAR}). So a ${VAR} in a Codex value
+// is text, and stays text in the hub, where every other client's is a
+// variable (normalize, which Read does not apply to Codex's). A value
+// holding one gets a note (where, below): its author may have meant the
+// variable, which Codex never read.
+func literalCodex(name string, c codexServer) (codexServer, []string) {
+	var where []string
+	lit := func(what, v string) string {
+		if strings.Contains(v, "${") {
+			where = append(where, what)
+		}
+		return strings.ReplaceAll(v, "$", "$$")
+	}
+	each := func(what string, m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		for _, k := range sortedKeys(m) {
+			out[k] = lit(what+" "+k, m[k])
+		}
+		return out
+	}
+	c.Command, c.Cwd, c.URL = lit("command", c.Command), lit("cwd", c.Cwd), lit("url", c.URL)
+	var args []string
+	for _, a := range c.Args {
+		args = append(args, lit("args", a))
+	}
+	c.Args, c.Env, c.Headers = args, each("env", c.Env), each("http_headers", c.Headers)
+	if len(where) == 0 {
+		return c, nil
+	}
+	return c, []string{fmt.Sprintf("server %s: imported as the text Codex sends, which expands no ${VAR}: %s; where the variable was meant, write ${NAME} for $${NAME} in the config",
+		name, strings.Join(slices.Compact(where), ", "))}
 }
 
 func unquoteKey(k string) string {
