@@ -180,6 +180,17 @@ command = "dynamic-mcp"
 		},
 		hidden: []string{"plainSecret123"},
 	}, {
+		// JSON with comments and a trailing comma (VS Code's mcp.json,
+		// Zed's settings): masked by key as JSON is, the comments and the
+		// comma read as the spaces they stand for.
+		name: "json with comments, a value on the line after its key",
+		old:  "{\n  // my servers\n  \"servers\": {\"gh\": {\"command\": \"npx\", \"env\": {\"API_KEY\": /* the key */\n    \"plainSecret123\",}}},\n}\n",
+		new:  "{\n  // my servers\n  \"servers\": {\"dynamic-mcp\": {\"command\": \"dynamic-mcp\"}},\n}\n",
+		want: []string{
+			"-    \"[redacted]\",}}},",
+		},
+		hidden: []string{"plainSecret123"},
+	}, {
 		name: "toml multi-line string",
 		old: `[mcp_servers.gh]
 command = "npx"

@@ -16,8 +16,9 @@ import (
 // in the file, not by the line it is on: the string value of a key named
 // like a secret on the line after its key (JSON written so), or a TOML
 // """ string running over several lines, each of its lines masked. The
-// file is parsed as JSON, else as TOML; one that is neither (JSON with
-// comments, a file cut short) is masked line by line alone, as before.
+// file is parsed as JSON (with comments and trailing commas, which
+// clients.Standard makes spaces, so that offsets stay), else as TOML;
+// one that is neither (a file cut short) is masked line by line alone.
 // maskSecrets runs on every line besides, for what the parse could not
 // tell (a token in a comment).
 func maskedLines(data []byte) []string {
@@ -53,11 +54,15 @@ func maskedLines(data []byte) []string {
 	return lines
 }
 
-// jsonSecrets are the byte ranges of data, a JSON document, inside the
-// quotes of each string that is a secret written literally: the value of
-// a key (clients.LiteralSecret with that key), or an element of an array
-// (with none). ok is false when data is not JSON.
+// jsonSecrets are the byte ranges of data, a JSON document (comments and
+// trailing commas allowed), inside the quotes of each string that is a
+// secret written literally: the value of a key (clients.LiteralSecret
+// with that key), or an element of an array (with none). ok is false when
+// data is not JSON.
 func jsonSecrets(data []byte) (ranges [][2]int, ok bool) {
+	if std, err := clients.Standard(data); err == nil && len(std) == len(data) {
+		data = std // the same offsets
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type level struct {
 		object bool

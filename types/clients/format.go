@@ -67,6 +67,17 @@ func standard(data []byte) ([]byte, error) {
 	return v.Pack(), nil
 }
 
+// Standard is data, JSON with comments and trailing commas within the
+// limits of Read, as standard JSON of the same bytes but for those: each
+// byte of a comment or trailing comma a space (a line break kept), so
+// that an offset or a line in one is the same in the other.
+func Standard(data []byte) ([]byte, error) {
+	if err := checkLimits(data, false); err != nil {
+		return nil, err
+	}
+	return standard(data)
+}
+
 func topKeys(data []byte) map[string]bool {
 	out := map[string]bool{}
 	std, err := standard(data)
