@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -285,6 +286,37 @@ func TestNoSignInWhereTheServerAsksForNone(t *testing.T) {
 		if !errors.Is(err, ErrNoSignIn) || !strings.Contains(err.Error(), "it needs none") {
 			t.Errorf("error: %v", err)
 		}
+	}
+}
+
+// A configured client is signed in at the 2025-03-26 default endpoints
+// of a server that answers without a sign-in and publishes no metadata
+// (the user asked for it), and a sign-in stopped is not said to be a
+// server that does not answer.
+func TestLoginWithAClientIDGoesOnWhereNoSignInIsAsked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/mcp" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"open","version":"1"}}}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var opened string
+	_, err := Login(ctx, "srv", srv.URL+"/mcp", LoginOptions{ClientID: "pre", Timeout: time.Minute, Out: io.Discard,
+		Open: func(u string) error { opened = u; cancel(); return nil }})
+	if errors.Is(err, ErrNoSignIn) || !strings.HasPrefix(opened, srv.URL+"/authorize?") {
+		t.Fatalf("opened %q, error %v", opened, err)
+	}
+
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	_, err = Login(stopped, "srv", srv.URL+"/mcp", LoginOptions{Timeout: time.Second})
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "does not answer") {
+		t.Errorf("a stopped sign-in: %v", err)
 	}
 }
 

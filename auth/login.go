@@ -405,6 +405,9 @@ type loginPlan struct {
 func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) (loginPlan, error) {
 	challenge := probe(ctx, o.HTTPClient, serverURL, o.Headers)
 	if err := challenge.unreachable; err != nil {
+		if ctx.Err() != nil {
+			return loginPlan{}, context.Cause(ctx) // stopped, not unanswered
+		}
 		// Each guess of discovery and registration would fail alike, the
 		// last with advice about oauth.client_id.
 		return loginPlan{}, fmt.Errorf("the server does not answer: %w", err)
@@ -417,11 +420,12 @@ func planLogin(ctx context.Context, o LoginOptions, serverURL, redirect string) 
 	if err != nil {
 		return loginPlan{}, fmt.Errorf("discover the authorization server: %w", err)
 	}
-	if challenge.answered && md.lookedUp == "" && len(prm.AuthorizationServers) == 0 {
+	if challenge.answered && md.lookedUp == "" && len(prm.AuthorizationServers) == 0 && o.ClientID == "" {
 		// No 401, no resource metadata, no authorization server
 		// metadata: the endpoints guessed (2025-03-26 defaults) would
 		// only fail, at registration, with an error that points at
-		// oauth.client_id.
+		// oauth.client_id. A configured client needs no registration:
+		// its sign-in goes on at those endpoints.
 		return loginPlan{}, ErrNoSignIn
 	}
 	for _, u := range []string{md.AuthorizationEndpoint, md.TokenEndpoint} {

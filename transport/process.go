@@ -283,8 +283,10 @@ func (p *Process) Close() error {
 		}
 		<-drained
 		if !waitClosed(p.stderrDone, p.grace) {
-			p.stderr.Close() // a writer escaped the group: stop reading it
-			<-p.stderrDone
+			// A writer escaped the group: stop reading it. Bounded too:
+			// on Windows a close does not end a read of the pipe.
+			p.stderr.Close()
+			waitClosed(p.stderrDone, p.grace)
 		}
 		// How the child ended is ExitError's to say; Close reports only
 		// a failure to wait for it.
