@@ -114,6 +114,7 @@ func TestRenewalSharedAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
+	t.Parallel() // it waits out its tokens' lives: others run meanwhile
 	const runFor = 7 * time.Second
 	a := authtest.NewServer(t)
 	a.AccessTTL, a.RevokeOnReplay = 2*time.Second, true

@@ -85,6 +85,7 @@ func TestSharedStoreRenewalSingleFlightAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
+	t.Parallel() // it waits out its tokens' lives: others run meanwhile
 	const runFor = 6 * time.Second
 	url := pgtest.Start(t)
 	a := authtest.NewServer(t)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,9 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	c.send(initializeMsg)
 	c.answer("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
+	// The call lasts until its gate opens, once the progress is sent.
+	gate := filepath.Join(t.TempDir(), "gate")
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))
 	var tok string
 	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
 		for k := range h.routes.Progress() {
@@ -45,6 +49,9 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	}
 	h.routes.Notification(upstream.Event{Context: context.Background(), Server: servers["g"], Method: "notifications/progress", Params: progress("spoofed by g")})
 	h.routes.Notification(upstream.Event{Context: context.Background(), Server: servers["f"], Method: "notifications/progress", Params: progress("from f")})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	all := c.answerAll("1")
 	if strings.Contains(all, "spoofed by g") {
 		t.Errorf("another upstream's progress reached the call:\n%s", all)
@@ -65,7 +72,9 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	a.send(initializeMsg)
 	a.answer("0")
 	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000},"_meta":{"progressToken":"mine"}}}`)
+	// The call lasts until its gate opens, once the progress is sent.
+	gate := filepath.Join(t.TempDir(), "gate")
+	a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))
 	var tok string
 	var sessA client
 	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
@@ -80,6 +89,9 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	}
 	h.routes.Notification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from b's connection"), Owner: sessB, OwnConn: true})
 	h.routes.Notification(upstream.Event{Context: context.Background(), Server: f, Method: "notifications/progress", Params: progress("from a's connection"), Owner: sessA, OwnConn: true})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	all := a.answerAll("1")
 	if strings.Contains(all, "from b's connection") {
 		t.Errorf("progress from another session's connection reached the call:\n%s", all)

@@ -343,7 +343,8 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 	}
 	arguments := req.field("arguments")
 	settings := req.snap.cfg.Settings
-	if req.sess.shownIn(req.snap.cfg).renames {
+	renames := req.sess.shownIn(req.snap.cfg).renames
+	if renames {
 		name = v.shaped.ToolName(req.snap.cfg, req.sess.GetClientInfo().Name, name, v.ToolsList) // as the client was shown it (see clients:)
 	}
 	if v.cooperative && cooperative.IsTool(name) {
@@ -366,7 +367,11 @@ func (h *Hub) toolsCall(ctx context.Context, req *request, v *view) (json.RawMes
 		if !ok {
 			req.miss(name)
 			req.auditMiss(name, arguments)
-			return nil, errorf(codeMethodNotFound, "Tool not found: "+clip.Echo(name))
+			msg := "Tool not found: " + clip.Echo(name) // the client knows the tools by other names (see clients:)
+			if !renames {
+				msg = v.FlatToolNotFound(name)
+			}
+			return nil, errorf(codeMethodNotFound, msg)
 		}
 		return h.callRoute(ctx, req, r, arguments)
 	}

@@ -53,6 +53,10 @@ type Process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
+	// spare is a second read end of the child's stdout, which the stream
+	// over stdout does not close (see Close); nil where there is none.
+	spare  *os.File
+	stderr *os.File
 	logger *slog.Logger
 	grace  time.Duration
 
@@ -97,6 +101,10 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
 	closeAll(inR, outW, errW)
+	spare, err := dupFile(outR)
+	if err != nil {
+		logger.Debug("no spare read end of the child's stdout: its writes during a stop may fail", "err", err)
+	}
 	// The ends left are this process's alone (the child has the others,
 	// and the pipes are close-on-exec): rawio may write and read them.
 	rawio.Own(inW)
@@ -106,6 +114,8 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		cmd:        cmd,
 		stdin:      inW,
 		stdout:     outR,
+		spare:      spare,
+		stderr:     errR,
 		logger:     logger,
 		grace:      cmp.Or(spec.Grace, DefaultGrace),
 		done:       make(chan struct{}),
@@ -244,9 +254,17 @@ func readCapped(br *bufio.Reader, max int) (string, error) {
 // then SIGTERM its process group and wait again, then SIGKILL the group.
 // Whatever is left of the group after the child exits is stopped too, so no
 // grandchild outlives the hub. Close is idempotent and returns once the
-// child is reaped.
+// child is reaped and its stderr read to the end (or the grace after).
+//
+// From its start Close reads what the child still writes on stdout, and
+// discards it: a stream over Stdout closes its read end when it closes,
+// and a child that answers what it read before its stdin ended (a Node.js
+// server does) would fail with EPIPE, and print its stack trace on stderr,
+// however cleanly it meant to exit. The ladder, not the reading, bounds
+// the stop: a child that writes without end is killed as any other.
 func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
+		drained := p.drain()
 		p.stdin.Close()
 		if !p.waitFor(p.grace) {
 			p.logger.Warn("child did not exit after stdin closed, sending SIGTERM", "grace", p.grace)
@@ -260,6 +278,14 @@ func (p *Process) Close() error {
 		p.reapGroup()
 		live.remove(p)
 		p.stdout.Close()
+		if p.spare != nil {
+			p.spare.Close() // ends the drain if a writer escaped the group
+		}
+		<-drained
+		if !waitClosed(p.stderrDone, p.grace) {
+			p.stderr.Close() // a writer escaped the group: stop reading it
+			<-p.stderrDone
+		}
 		// How the child ended is ExitError's to say; Close reports only
 		// a failure to wait for it.
 		var ee *exec.ExitError
@@ -268,6 +294,22 @@ func (p *Process) Close() error {
 		}
 	})
 	return p.closeErr
+}
+
+// drain reads the child's stdout through the spare read end and discards
+// it until the child and its group have closed it, or Close closes the
+// spare. The channel is closed when it is done.
+func (p *Process) drain() <-chan struct{} {
+	done := make(chan struct{})
+	if p.spare == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(io.Discard, p.spare)
+	}()
+	return done
 }
 
 // reapGroup stops what is left of the child's process group once the child
@@ -284,11 +326,14 @@ func (p *Process) reapGroup() {
 	signalGroup(p.cmd, sigKill)
 }
 
-func (p *Process) waitFor(d time.Duration) bool {
+func (p *Process) waitFor(d time.Duration) bool { return waitClosed(p.done, d) }
+
+// waitClosed reports whether ch was closed within d.
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-ch:
 		return true
 	case <-t.C:
 		return false

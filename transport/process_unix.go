@@ -4,8 +4,11 @@ package transport
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -35,4 +38,24 @@ func describeExit(ee *exec.ExitError) string {
 		return fmt.Sprintf("killed by signal %s", ws.Signal())
 	}
 	return fmt.Sprintf("exited (status %d)", ee.ExitCode())
+}
+
+// dupFile is a second descriptor of f's open file, close-on-exec, read
+// through the poller as f is (the duplicate shares f's non-blocking mode).
+func dupFile(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var fd int
+	var dupErr error
+	if err := rc.Control(func(orig uintptr) {
+		fd, dupErr = unix.FcntlInt(orig, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if dupErr != nil {
+		return nil, dupErr
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }

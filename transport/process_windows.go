@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -28,4 +29,10 @@ func describeExit(ee *exec.ExitError) string {
 		return fmt.Sprintf("exited: %v", errno)
 	}
 	return fmt.Sprintf("exited (status %d)", ee.ExitCode())
+}
+
+// dupFile has no duplicate on Windows, where closing a pipe does not end
+// a read of it: Close's drain is Unix's.
+func dupFile(*os.File) (*os.File, error) {
+	return nil, errors.New("no duplicate read end on Windows")
 }

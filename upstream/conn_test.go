@@ -14,7 +14,9 @@ import (
 // childConn is a conn over the pipes of sh -c script, with no handshake.
 func childConn(t *testing.T, script string, opts jsonrpc.ConnOptions) *conn {
 	t.Helper()
-	proc, err := transport.StartProcess(transport.ProcessSpec{Command: "sh", Args: []string{"-c", script}, Grace: time.Second}, testLogger(t))
+	// A child that does not read (sleep) is stopped by SIGTERM: the grace
+	// after its stdin closes is waited out whole, and is not what is tested.
+	proc, err := transport.StartProcess(transport.ProcessSpec{Command: "sh", Args: []string{"-c", script}, Grace: 50 * time.Millisecond}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

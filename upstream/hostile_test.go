@@ -70,6 +70,7 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits out its call's timeout, on an upstream of its own
 			u, srv := newHTTPUpstream(t)
 			hostile := true
 			u.onPost = func(w http.ResponseWriter, r *http.Request, body []byte) bool {

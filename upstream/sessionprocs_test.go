@@ -195,9 +195,11 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// b's call lasts until its gate opens, once a's connection is released.
+	gate := filepath.Join(t.TempDir(), "gate")
 	hung := make(chan error, 1)
 	go func() {
-		_, err := s.Request(context.Background(), testOwner("b"), "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3000}}, 10*time.Second)
+		_, err := s.Request(context.Background(), testOwner("b"), "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"gate": gate}}, time.Minute)
 		hung <- err
 	}()
 	waitFor(t, 10*time.Second, "b's connection", func() bool {
@@ -217,6 +219,9 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 		t.Errorf("%d connections after 6 minutes (a idle, b in a call), want 1", n)
 	}
 	waitFor(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 1 })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := <-hung; err != nil {
 		t.Errorf("b's call while a's connection was released: %v", err)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -25,6 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 )
 
 // hydraTTL is how long hydra's access tokens live in the test: short, so
@@ -318,19 +317,16 @@ func (h *hydra) run(t *testing.T, bin string, conf func(publicHost, adminHost st
 // them (the JWKS, a token, an ID token): two 4096-bit RSA keys at once,
 // 1-9 s of CPU, and its server closes a connection whose answer takes
 // longer than 10 s (ory/graceful's WriteTimeout): on a loaded machine
-// the request that made hydra generate them got EOF. 2048 bits take a
-// fraction of that, and once.
-var hydraKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+// the request that made hydra generate them got EOF. A key of testkeys,
+// made ahead of time, costs nothing.
+var hydraKey = sync.OnceValue(testkeys.Next)
 
 // importKeys gives hydra the keys it signs ID tokens and JWT access
 // tokens with, before anything asks for them, so that hydra never
 // generates its own while a request waits.
 func (h *hydra) importKeys(t *testing.T) {
 	t.Helper()
-	key, err := hydraKey()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := hydraKey()
 	for _, set := range []string{"hydra.openid.id-token", "hydra.jwt.access-token"} {
 		jwk := jose.JSONWebKey{Key: key, KeyID: set, Algorithm: "RS256", Use: "sig"}
 		h.admin(t, http.MethodPut, "/admin/keys/"+set, map[string]any{"keys": []jose.JSONWebKey{jwk}}, nil)
@@ -338,12 +334,13 @@ func (h *hydra) importKeys(t *testing.T) {
 }
 
 // rotateKey gives hydra a new key for set, kid, which it signs with from
-// then on (its newest); made here, not by hydra, for importKeys' reason.
+// then on (its newest); made here, not by hydra, for importKeys' reason,
+// and not hydraKey: a key the hub has not seen.
 func (h *hydra) rotateKey(t *testing.T, set, kid string) {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
+	key := testkeys.Next()
+	for key.Equal(hydraKey()) {
+		key = testkeys.Next()
 	}
 	h.admin(t, http.MethodPut, "/admin/keys/"+set+"/"+kid, jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: "RS256", Use: "sig"}, nil)
 }

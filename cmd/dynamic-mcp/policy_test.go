@@ -85,7 +85,7 @@ groups:
 				if rpcErr == nil || rpcErr.Code != -32601 || rpcErr.Message != "Tool not found: files__write_file" {
 					t.Errorf("write_file: %+v %s", rpcErr, res)
 				}
-			} else if text, isErr := toolText(t, res); !isErr || text != "Tool not found: write_file" {
+			} else if text, isErr := toolText(t, res); !isErr || text != "Tool not found: write_file (get_dynamic_tools with group files lists its tools)" {
 				t.Errorf("write_file: %q", text)
 			}
 			if _, err := os.Stat(filepath.Join(root, "x")); err == nil {

@@ -94,12 +94,15 @@ func TestServeProfileFlat(t *testing.T) {
 			t.Errorf("tool %q is not of group a or c", n)
 		}
 	}
+	// Answered as a tool that does not exist, the hint naming the
+	// profile's tools alone.
+	const hidden = "Tool not found: b__b_echo (did you mean a__a_echo or c__c_echo?)"
 	res, rpcErr := c.request("tools/call", map[string]any{"name": "b__b_echo", "arguments": map[string]any{"text": "hi"}})
 	if rpcErr == nil {
-		if text, isErr := toolText(t, res); !isErr || text != "Tool not found: b__b_echo" {
+		if text, isErr := toolText(t, res); !isErr || text != hidden {
 			t.Errorf("hidden tool answered %q (error %v)", text, isErr)
 		}
-	} else if rpcErr.Message != "Tool not found: b__b_echo" {
+	} else if rpcErr.Message != hidden {
 		t.Errorf("hidden tool: %d %s", rpcErr.Code, rpcErr.Message)
 	}
 }

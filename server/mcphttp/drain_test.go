@@ -3,8 +3,11 @@ package mcphttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +37,11 @@ func TestDrain(t *testing.T) {
 		code int
 		body string
 	}
+	// The call lasts until its gate opens, once Drain is seen waiting for it.
+	gate := filepath.Join(t.TempDir(), "gate")
 	slow := make(chan answer, 1)
 	go func() {
-		code, _, body := call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":700}}}`)
+		code, _, body := call(t, http.MethodPost, url, tokenA, id, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 		slow <- answer{code, body}
 	}()
 	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
@@ -64,7 +69,10 @@ func TestDrain(t *testing.T) {
 		t.Fatalf("Drain returned (%v) with a call in flight", err)
 	default:
 	}
-	if a := <-slow; a.code != http.StatusOK || !strings.Contains(a.body, "slept 700") {
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-slow; a.code != http.StatusOK || !strings.Contains(a.body, "slept 0") {
 		t.Errorf("the call in flight: %d %s", a.code, a.body)
 	}
 	if err := <-drained; err != nil {

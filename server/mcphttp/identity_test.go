@@ -2,8 +2,6 @@ package mcphttp
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -30,11 +29,7 @@ type testIssuer struct {
 }
 
 func newTestIssuer(t *testing.T) *testIssuer {
-	pk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &testIssuer{key: jose.JSONWebKey{Key: pk, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}
+	is := &testIssuer{key: jose.JSONWebKey{Key: testkeys.Next(), KeyID: "k1", Algorithm: "RS256", Use: "sig"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/jwks"})

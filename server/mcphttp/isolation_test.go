@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,11 @@ func TestIsolationPerSession(t *testing.T) {
 				t.Errorf("shared: a %s, b %s", pidA, pidB)
 			}
 
+			// b's call lasts until its gate opens, after a's elicitation.
+			gate := filepath.Join(t.TempDir(), "gate")
 			slept := make(chan string, 1)
 			go func() {
-				_, body := b.post(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`)
+				_, body := b.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 				slept <- body
 			}()
 			waitFor(t, 5*time.Second, "b's call in flight", func() bool {
@@ -118,7 +121,10 @@ func TestIsolationPerSession(t *testing.T) {
 					t.Errorf("shared: the elicitation was passed on or not refused clearly: %s", got)
 				}
 			}
-			if body := <-slept; !strings.Contains(body, "slept 1500") {
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if body := <-slept; !strings.Contains(body, "slept 0") {
 				t.Errorf("b's call: %s", body)
 			}
 			if isolation == "shared" {

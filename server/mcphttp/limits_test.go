@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -284,16 +286,21 @@ func TestHTTPInflightCap(t *testing.T) {
 	h := fakeHub(t)
 	hs, ts := serveHTTPWith(t, h, Options{MaxInflight: 2})
 	a, b := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
+	// The calls last until their gate opens, after the refusal below.
+	gate := filepath.Join(t.TempDir(), "gate")
 	var wg sync.WaitGroup
 	for _, c := range []*httpClient{a, b} {
 		wg.Go(func() {
-			c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1000}}}`)
+			c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 		})
 	}
 	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.load() == 2 })
 	resp, _ := a.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request in flight: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	if resp, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
@@ -313,9 +320,11 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	// initialize's answer reaches the client a moment before the face
 	// counts it done: wait for that, so that what answers below is the call.
 	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.load() == 0 })
+	// The call lasts until its gate opens, after the refusal below.
+	gate := filepath.Join(t.TempDir(), "gate")
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":3000}}}`))
+		strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(headerSessionID, a.session)
@@ -331,6 +340,9 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	<-done
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("another request while the dropped call runs: %d, want 503", resp.StatusCode)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.load() == 0 })
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {

@@ -2,7 +2,6 @@ package mcphttp
 
 import (
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -125,11 +125,7 @@ type loginCode struct{ person, nonce, challenge, redirect string }
 var people = map[string]string{"alice": "Alice", "bob": "Bob", "mallory": "Mallory"}
 
 func newLoginIssuer(t *testing.T, clientID string) *loginIssuer {
-	pk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	li := &loginIssuer{testIssuer: &testIssuer{key: jose.JSONWebKey{Key: pk, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}, clientID: clientID, codes: map[string]loginCode{}}
+	li := &loginIssuer{testIssuer: &testIssuer{key: jose.JSONWebKey{Key: testkeys.Next(), KeyID: "k1", Algorithm: "RS256", Use: "sig"}}, clientID: clientID, codes: map[string]loginCode{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		u := li.srv.URL

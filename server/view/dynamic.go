@@ -235,7 +235,7 @@ func (v *View) CallDynamicTool(args DynamicArgs, meta, task []byte) DynamicCall 
 	}
 	r, ok := g.ToolRoutes[args.Name]
 	if !ok {
-		return DynamicCall{Answer: call.ToolError("Tool not found: " + clip.Echo(args.Name)), Missed: true}
+		return DynamicCall{Answer: call.ToolError(g.toolNotFound(args.Name)), Missed: true}
 	}
 	schema := r.Tool.InputSchema
 	if given(args.Arguments) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/near"
 )
 
 // Nearest is the known word a mistyped one most likely meant, or "" when
@@ -33,7 +35,7 @@ func nearest(key string, known []string) string {
 	}
 	best, bestDist := "", max(1, min(2, len(key)/3))
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), k); d <= bestDist && (best == "" || d < bestDist) {
+		if d := near.Distance(strings.ToLower(key), k); d <= bestDist && (best == "" || d < bestDist) {
 			best, bestDist = k, d
 		}
 	}
@@ -54,35 +56,6 @@ var aliases = map[string]string{
 	"serverurl":        "url",
 	"mcpservers":       "groups",
 	"desc":             "description",
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// how many letters must be inserted, deleted, substituted or swapped with
-// their neighbour to turn one into the other.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	// d[i][j] is the distance between ra[:i] and rb[:j].
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // yamlErrorText is yaml.v3's syntax error: "yaml: line 4: mapping values

@@ -102,20 +102,6 @@ func TestNearest(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"mode", "mode", 0},
-		{"mdoe", "mode", 1}, {"setings", "settings", 1}, {"kitten", "sitting", 3}, {"é", "e", 1},
-	} {
-		if got := editDistance(tc.a, tc.b); got != tc.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 // A syntax error found in a long file still names its line.
 func TestSyntaxErrorLineInALongFile(t *testing.T) {
 	var b strings.Builder

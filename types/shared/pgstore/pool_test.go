@@ -297,9 +297,15 @@ func TestPoolClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The statement runs until adm lets go of the advisory lock it waits
+	// for, after the waiters are seen to fail.
+	const held = 7340033
+	if _, err := adm.pool.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(held)); err != nil {
+		t.Fatal(err)
+	}
 	ran := make(chan error, 1)
-	go func() { _, err := s.pool.Exec(ctx, `SELECT pg_sleep(3)`); ran <- err }()
-	eventually(t, "the statement runs", func() bool { return others(t, adm, "%pg_sleep(3)%") == 1 })
+	go func() { _, err := s.pool.Exec(ctx, `SELECT pg_advisory_xact_lock(7340033)`); ran <- err }()
+	eventually(t, "the statement runs", func() bool { return others(t, adm, "%pg_advisory_xact_lock(7340033)%") == 1 })
 	waited := make(chan error, 3)
 	for range 3 {
 		go func() { _, err := s.Get(ctx, "ns", "k"); waited <- err }()
@@ -312,9 +318,15 @@ func TestPoolClose(t *testing.T) {
 			if !errors.Is(err, errClosed) {
 				t.Errorf("a waiter: %v", err)
 			}
-		case <-ran: // the statement's 3 s
+		case <-ran:
 			t.Fatal("a caller waiting for a slot waited after Close until a connection came back")
+		case <-time.After(time.Minute): // bounds a hang, not a timing: the statement holds its connection
+			t.Fatal("a caller waiting for a slot still waits after Close")
 		}
+	}
+	var unlocked bool
+	if err := adm.pool.QueryRow(ctx, `SELECT pg_advisory_unlock($1)`, int64(held)).Scan(&unlocked); err != nil || !unlocked {
+		t.Fatalf("adm's advisory lock: unlocked %v, %v", unlocked, err)
 	}
 	if err := <-ran; err != nil {
 		t.Errorf("the statement running at Close: %v", err)
