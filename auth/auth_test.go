@@ -349,3 +349,30 @@ func TestStoreMigratesRecordsWithoutRegistration(t *testing.T) {
 		}
 	}
 }
+
+// A 2xx that is no MCP answer (a sign-in page a proxy redirects the
+// initialize to, a web page at a wrong URL) does not say the server needs
+// no sign-in.
+func TestNoSignInOnlyFromAnMCPAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			http.Redirect(w, r, "/sso/login", http.StatusFound)
+		case "/page":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<html>hello</html>")
+		case "/sso/login":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<html>sign in</html>")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/mcp", "/page"} {
+		_, err := Login(t.Context(), "srv", srv.URL+path, LoginOptions{Timeout: time.Second})
+		if err == nil || errors.Is(err, ErrNoSignIn) {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -199,11 +200,19 @@ type challenge struct {
 	metadataURL string
 	scope       string
 	// answered says the server took the initialize without a token (a
-	// 2xx answer): it may need no sign-in at all.
+	// 2xx answer in JSON or an event stream, as MCP answers; a sign-in
+	// page a proxy redirects to is none): it may need no sign-in at all.
 	answered bool
 	// unreachable is why no answer came at all (a name that does not
 	// resolve, a refused connection): nothing to sign in to.
 	unreachable error
+}
+
+// mcpAnswer reports whether contentType is one an MCP server answers a
+// POST with.
+func mcpAnswer(contentType string) bool {
+	t, _, _ := mime.ParseMediaType(contentType)
+	return t == "application/json" || t == "text/event-stream"
 }
 
 // The challenge's parameters are read by pattern, not with oauthex's
@@ -240,7 +249,7 @@ func send(ctx context.Context, client *http.Client, serverURL string, headers ma
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		return challenge{answered: resp.StatusCode >= 200 && resp.StatusCode < 300}
+		return challenge{answered: resp.StatusCode >= 200 && resp.StatusCode < 300 && mcpAnswer(resp.Header.Get("Content-Type"))}
 	}
 	var c challenge
 	for _, h := range resp.Header.Values("WWW-Authenticate") {

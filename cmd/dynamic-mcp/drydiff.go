@@ -27,8 +27,10 @@ func dryRunDiff(name string, old, new []byte) string {
 // prints them.
 func unifiedDiff(name, label string, a, b []byte) string {
 	ops := diffLines(splitLines(a), splitLines(b))
-	// The lines shown, masked: the same lines, one for one.
-	shown := [2][]string{maskedLines(a), maskedLines(b)}
+	// The lines shown, masked: the same lines, one for one. A secret of
+	// either file is masked in both.
+	texts := secretTexts(a, b)
+	shown := [2][]string{maskedLines(a, texts), maskedLines(b, texts)}
 	// at[k] is the line of a and the line of b that ops[k] comes after.
 	at := make([][2]int, len(ops)+1)
 	for k, op := range ops {

@@ -213,6 +213,34 @@ command = "dynamic-mcp"
 			`-not secret'''`,
 		},
 		hidden: []string{"plainSecret123", "second line"},
+	}, {
+		// A secret found by its name is masked where it is written again
+		// under a name that says nothing, in a comment, and on the lines
+		// of the other file: the old code showed each of these.
+		name: "secret written elsewhere too",
+		old:  "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"API_KEY\": \"hunter2secret\", \"NOTE\": \"hunter2secret\"}}},\n\"tips\": \"key hunter2secret\"}\n",
+		new:  "{\"mcpServers\": {\"dynamic-mcp\": {\"command\": \"dynamic-mcp\"}},\n\"tips\": \"key hunter2secret!\"}\n",
+		want: []string{
+			`-{"mcpServers": {"a": {"command": "x", "env": {"API_KEY": "[redacted]", "NOTE": "[redacted]"}}},`,
+			`-"tips": "key [redacted]"}`,
+			`+"tips": "key [redacted]!"}`,
+		},
+		hidden: []string{"hunter2secret"},
+	}, {
+		name: "toml secret written elsewhere too",
+		old: `# my key: plainSecret123
+[mcp_servers.gh]
+command = "npx"
+env = { API_KEY = "plainSecret123", OTHER = "plainSecret123" }
+`,
+		new: `[mcp_servers.dynamic-mcp]
+command = "dynamic-mcp"
+`,
+		want: []string{
+			`-# my key: [redacted]`,
+			`-env = { API_KEY = "[redacted]", OTHER = "[redacted]" }`,
+		},
+		hidden: []string{"plainSecret123"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			out := dryRunDiff("file", []byte(c.old), []byte(c.new))
@@ -252,7 +280,7 @@ func FuzzMaskedLines(f *testing.F) {
 	f.Add([]byte("[a]\nAuthorization = \"\"\"\r\nBasic x\r\ny\"\"\"\r\n"))
 	f.Add([]byte(`{"a":["ghp_argToken0000000000000000"],"b":{"TOKEN":"x"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := len(maskedLines(data)), len(splitLines(data)); got != want {
+		if got, want := len(maskedLines(data, secretTexts(data))), len(splitLines(data)); got != want {
 			t.Errorf("%d masked lines of %d", got, want)
 		}
 	})

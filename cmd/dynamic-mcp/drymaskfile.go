@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -20,15 +22,13 @@ import (
 // clients.Standard makes spaces, so that offsets stay), else as TOML;
 // one that is neither (a file cut short) is masked line by line alone.
 // maskSecrets runs on every line besides, for what the parse could not
-// tell (a token in a comment).
-func maskedLines(data []byte) []string {
-	ranges, ok := jsonSecrets(data)
-	if !ok {
-		ranges = tomlSecrets(data)
-	}
+// tell (a token in a comment). Each of texts (secretTexts), a secret as
+// written where it was found, is masked wherever else it is written: under
+// a name that says nothing, in a comment, in the other file of a diff.
+func maskedLines(data []byte, texts []string) []string {
 	var b strings.Builder
 	last := 0
-	for _, r := range ranges {
+	for _, r := range secretRanges(data) {
 		if r[0] < last || r[1] > len(data) { // never, but a mask is no place to panic
 			continue
 		}
@@ -47,11 +47,50 @@ func maskedLines(data []byte) []string {
 		last = r[1]
 	}
 	b.Write(data[last:])
+	var pairs []string // one pass over each line for all texts, not one a text
+	for _, t := range texts {
+		pairs = append(pairs, t, masked)
+	}
+	elsewhere := strings.NewReplacer(pairs...)
 	lines := splitLines([]byte(b.String()))
 	for i, l := range lines {
-		lines[i] = maskSecrets(l)
+		lines[i] = maskSecrets(elsewhere.Replace(l))
 	}
 	return lines
+}
+
+// minSecretText is the length below which a secret's text is not looked
+// for elsewhere: "abc" would mask every word that holds it.
+const minSecretText = 4
+
+// secretTexts are the secrets written literally in files (each parsed as
+// maskedLines does) as they are written there, one line of each, longest
+// first, so that one holding another is masked whole (a Replacer takes
+// the first of its texts that matches).
+func secretTexts(files ...[]byte) []string {
+	var texts []string
+	for _, data := range files {
+		for _, r := range secretRanges(data) {
+			for _, part := range strings.Split(string(data[r[0]:r[1]]), "\n") {
+				part = strings.TrimSpace(part)
+				if len(part) >= minSecretText && !strings.Contains(masked, part) {
+					texts = append(texts, part)
+				}
+			}
+		}
+	}
+	slices.SortFunc(texts, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(texts)
+}
+
+// secretRanges are the byte ranges of data inside the quotes of each
+// secret written literally: data parsed as JSON (jsonSecrets), else as
+// TOML (tomlSecrets); none when it is neither.
+func secretRanges(data []byte) [][2]int {
+	if ranges, ok := jsonSecrets(data); ok {
+		return ranges
+	}
+	return tomlSecrets(data)
 }
 
 // jsonSecrets are the byte ranges of data, a JSON document (comments and

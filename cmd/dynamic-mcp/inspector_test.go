@@ -499,6 +499,22 @@ func TestServeUI(t *testing.T) {
 			t.Errorf("GET %s from origin evil.example: %d, want 403", url, got)
 		}
 	}
+	// A request with a body that never comes, to a route or to none, is
+	// answered at once, its connection closed: the old listener waited
+	// for the body, with no deadline.
+	for _, head := range []string{"POST /healthz HTTP/1.1\r\nContent-Length: 10", "PUT /none HTTP/1.1\r\nTransfer-Encoding: chunked"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(root, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "%s\r\nHost: 127.0.0.1\r\n\r\n", head)
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || !resp.Close {
+			t.Errorf("%s, its body never sent: %v, no answer closing the connection", strings.Fields(head)[:2], err)
+		}
+		conn.Close()
+	}
 	// A client that sends its headers slowly (slow loris) is cut off.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(root, "http://"))
 	if err != nil {

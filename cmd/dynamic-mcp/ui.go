@@ -138,7 +138,9 @@ func serveUI(addr string, insp *inspect.Inspector, mgr *upstream.Manager, probes
 	m.HandlePage("/readyz", probeMux)
 	m.Handle("/metrics", metrics)
 	m.HandlePage("/{$}", http.RedirectHandler(inspect.Prefix, http.StatusFound))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	// No route here waits for a body (httpguard.UnreadBody), its 404s
+	// and 405s neither.
+	srv := &http.Server{Handler: httpguard.UnreadBody(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	url = "http://" + ln.Addr().String() + inspect.Prefix
 	logger.Info("serving the inspector", "url", url)
 	served := make(chan struct{})

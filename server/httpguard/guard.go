@@ -280,3 +280,18 @@ func UnreadGET(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// UnreadBody is next, an operator's route (/metrics, /healthz, /readyz,
+// the inspector), with the body of every request answered unread
+// (CloseUnread), whatever its method: such a route reads none, or a small
+// one (an approval's note), whose connection is then closed for nothing
+// but a reconnect. A POST to /healthz with a body that never comes is
+// answered at once, not held with its connection as long as its client
+// likes. An MCP route, which reads the bodies of its POSTs on a kept
+// connection, has UnreadGET only.
+func UnreadBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		CloseUnread(w, r)
+		next.ServeHTTP(w, r)
+	})
+}

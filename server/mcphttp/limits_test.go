@@ -407,9 +407,10 @@ func TestHTTPBodyNeverReadAnsweredAtOnce(t *testing.T) {
 	}
 }
 
-// A GET to an operator's route (/metrics behind the token, a page, a
-// probe) with a body that never comes is answered at once and its
-// connection closed, as one to /mcp is: no such route reads a body.
+// A request to an operator's route (/metrics behind the token, a page, a
+// probe), a GET or any other, with a body that never comes is answered at
+// once and its connection closed, as one to /mcp is: no such route waits
+// for a body.
 func TestHTTPOperatorGETBodyNeverReadAnsweredAtOnce(t *testing.T) {
 	t.Parallel()
 	const token = "operator-token-0123456789"
@@ -426,6 +427,10 @@ func TestHTTPOperatorGETBodyNeverReadAnsweredAtOnce(t *testing.T) {
 		{"HEAD /metrics", "HEAD /metrics HTTP/1.1\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 10"},
 		{"GET /page", "GET /page HTTP/1.1\r\nTransfer-Encoding: chunked"},
 		{"GET /healthz", "GET /healthz HTTP/1.1\r\nContent-Length: 10"},
+		// Nor with another method: the old code waited for these bodies.
+		{"POST /healthz", "POST /healthz HTTP/1.1\r\nContent-Length: 10"},
+		{"PUT /page", "PUT /page HTTP/1.1\r\nTransfer-Encoding: chunked"},
+		{"POST /metrics", "POST /metrics HTTP/1.1\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := sendHeadOnly(t, ts.URL, tc.head)

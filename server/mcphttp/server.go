@@ -204,23 +204,26 @@ func (s *Server) Guard() *httpguard.Guard { return s.guard }
 // Handle serves pattern (a ServeMux pattern, such as "/metrics") with
 // next, behind the same checks as /mcp: Origin, Host and the bearer
 // token, a static one (Guard.CheckOperator: a caller signed in by
-// http.auth is refused). It must be called before the server serves.
+// http.auth is refused). It must be called before the server serves. No
+// request's body is waited for there (httpguard.UnreadBody).
 func (s *Server) Handle(pattern string, next http.Handler) {
-	s.mux.Handle(pattern, s.guard.CheckOperator(next))
+	s.mux.Handle(pattern, httpguard.UnreadBody(s.guard.CheckOperator(next)))
 }
 
 // HandlePage serves pattern with next behind the Origin and Host checks
 // but not the token (see Guard.CheckPage): for a page a browser navigates
 // to, such as the inspector's. It must be called before the server serves.
+// No request's body is waited for there (httpguard.UnreadBody).
 func (s *Server) HandlePage(pattern string, next http.Handler) {
-	s.mux.Handle(pattern, s.guard.CheckPage(next))
+	s.mux.Handle(pattern, httpguard.UnreadBody(s.guard.CheckPage(next)))
 }
 
 // HandlePublic serves pattern with next behind no check at all: for a
 // load balancer's probes (/healthz, /readyz). It must be called before the
-// server serves. A GET's body is left unread there too (UnreadGET).
+// server serves. No request's body is waited for there
+// (httpguard.UnreadBody).
 func (s *Server) HandlePublic(pattern string, next http.Handler) {
-	s.mux.Handle(pattern, httpguard.UnreadGET(next))
+	s.mux.Handle(pattern, httpguard.UnreadBody(next))
 }
 
 // Close ends every session, and with them their requests in flight and
