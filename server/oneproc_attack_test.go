@@ -50,7 +50,7 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 	// call_timeout as long as a hang: the calls the hub holds wait while
 	// the client does not read, and beside the package's other tests on
 	// a busy machine that outlasted fakeHub's 5 s.
-	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m, "+stalltest.Setting, ""), true)
+	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
 	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	inR, inW := blockingPipe(t)

@@ -28,15 +28,14 @@ import (
 // and another client's calls must still be answered, the first client's
 // too once it reads again, with the hub's memory bounded meanwhile.
 
-// eachPassedRead runs test on a hub with settings (a flow mapping's
-// inside) that reads and writes its clients' passed pipes through open
-// files of its own (OwnPassed), and on one that reads them as passed
-// (local.WaitingReader), as it does a socket (a Node client's stdio) or
-// without OwnPassed.
-func eachPassedRead(t *testing.T, settings string, test func(*testing.T, *harness)) {
+// eachPassedRead runs test on a hub that reads and writes its clients'
+// passed pipes through open files of its own (OwnPassed), and on one that
+// reads them as passed (local.WaitingReader), as it does a socket (a Node
+// client's stdio) or without OwnPassed.
+func eachPassedRead(t *testing.T, test func(*testing.T, *harness)) {
 	for _, own := range []bool{false, true} {
 		t.Run(fmt.Sprintf("OwnPassed=%v", own), func(t *testing.T) {
-			test(t, startLogged(t, Options{WriteTimeout: time.Hour, OwnPassed: own}, settings, "", slog.New(slog.DiscardHandler)))
+			test(t, startLogged(t, Options{WriteTimeout: time.Hour, OwnPassed: own}, "", "", slog.New(slog.DiscardHandler)))
 		})
 	}
 }
@@ -160,7 +159,7 @@ func stopWhenDone(t *testing.T, clients ...*passedClient) {
 // answering another client's calls, and a client's that joins meanwhile,
 // and gets an answer to each of its own (a result, or "too many in
 // flight").
-func TestAttackOneProcessorFlood(t *testing.T) { eachPassedRead(t, "", testAttackOneProcessorFlood) }
+func TestAttackOneProcessorFlood(t *testing.T) { eachPassedRead(t, testAttackOneProcessorFlood) }
 
 // testAttackOneProcessorFlood is TestAttackOneProcessorFlood on h.
 func testAttackOneProcessorFlood(t *testing.T, h *harness) {
@@ -248,7 +247,7 @@ func testAttackOneProcessorFlood(t *testing.T, h *harness) {
 // client's calls rather than holding them (its memory stays bounded);
 // and once the client reads again it is answered every call.
 func TestAttackOneProcessorStalledReader(t *testing.T) {
-	eachPassedRead(t, stalltest.Setting, testAttackOneProcessorStalledReader)
+	eachPassedRead(t, testAttackOneProcessorStalledReader)
 }
 
 // testAttackOneProcessorStalledReader is TestAttackOneProcessorStalledReader on h.

@@ -6,31 +6,23 @@ package stalltest
 
 import "runtime"
 
-// Inflight is the session_inflight of the hub attacked (Setting): a
-// session holds at most Inflight calls in flight and Inflight answers
-// waiting for the client (jsonrpc's WaitRoom), whatever the number. A
-// quarter of the default's 256, so that the attack sends a quarter of the
-// bytes: under -race each call cost it about 7 ms of CPU, checked and
+// The attack: Calls calls of CallSize bytes each (16 MiB). A session
+// holds at most 256 calls in flight and 256 answers waiting for the
+// client (jsonrpc's DefaultMaxInflight and WaitRoom), about 8 MiB with
+// their copies; the pipes hold a few calls more. Calls is twice what the
+// hub may take of a client that does not read, so a hub that takes them
+// all ends the client's writes (HeldBack fails), and no more than that:
+// under -race each call cost the attack about 7 ms of CPU, checked and
 // copied at each step.
-const Inflight = 64
-
-// Setting is Inflight as the hub's setting, inside settings: {...}.
-const Setting = "session_inflight: 64"
-
-// The attack: Calls calls of CallSize bytes each (4 MiB). A session holds
-// at most 2*Inflight of them, about 2 MiB with their copies; the pipes
-// hold a few calls more. Calls is twice what the hub may take of a client
-// that does not read, so a hub that takes them all ends the client's
-// writes (HeldBack fails), and no more than that.
 const (
-	Calls    = 4 * Inflight
+	Calls    = 1024
 	CallSize = 16 << 10
-	sent     = "4 MiB"
+	sent     = "16 MiB"
 	// limit is how far the heap may grow while the client does not
-	// read: half again what a session holds, and three quarters of what
-	// the client sends, so that a hub which holds most of the calls
-	// fails too, not only one that holds them all.
-	limit = 3 << 20
+	// read: half again what a session holds (1.3-8.2 MiB measured), and
+	// three quarters of what the client sends, so that a hub which holds
+	// most of the calls fails too, not only one that holds them all.
+	limit = 12 << 20
 	// full is what a pipe (64 KiB) holds once its reader stops reading
 	// it: more than three calls.
 	full = 48 << 10
