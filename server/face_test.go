@@ -57,10 +57,28 @@ func servePipes(t testing.TB, h *Hub, opts StdioOptions) *pipeClient {
 	return c
 }
 
+// send writes s to the hub, or fails the test if the hub's session ended
+// (it returned, say refusing the session) before it read s: a write to
+// a pipe no one reads would wait for good.
 func (c *pipeClient) send(s string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.w, s+"\n"); err != nil {
-		c.t.Fatal(err)
+	wrote := make(chan error, 1)
+	go func() { _, err := io.WriteString(c.w, s+"\n"); wrote <- err }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			c.t.Fatal(err)
+		}
+	case err := <-c.done:
+		c.done <- err // for a test that waits for the session's end
+		select {
+		case werr := <-wrote: // read, then the session ended
+			if werr == nil {
+				return
+			}
+		default:
+		}
+		c.t.Fatalf("the session ended (%v) before the hub read %.200s", err, s)
 	}
 }
 

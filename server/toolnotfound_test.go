@@ -152,7 +152,9 @@ func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
 		}},
 	} {
 		t.Run("profile "+tc.profile, func(t *testing.T) {
-			c := servePipes(t, h, StdioOptions{Profile: tc.profile})
+			// A session id of its own: the last subtest's session may
+			// still be ending (its drain), and ids are unique.
+			c := servePipes(t, h, StdioOptions{Profile: tc.profile, SessionID: "notfound-" + tc.profile})
 			c.send(initializeMsg)
 			c.answer("0")
 			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
