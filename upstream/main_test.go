@@ -90,11 +90,16 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	// machine must not fail a test that waits for an event.
 	d *= slowMachine
 	deadline := time.Now().Add(d)
+	// The pause between looks doubles up to 50 ms: a look may be costly
+	// (some dump every goroutine's stack, which stops the world), and
+	// looks every 2 ms under load could starve what the test waits for.
+	pause := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 

@@ -90,7 +90,7 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, "the handler to end past the write deadline", func() bool {
-		return sessionlessHandlers() == 0 && quick.inflight.load() == 0
+		return quick.inflight.load() == 0 && sessionlessHandlers() == 0
 	})
 	answered(qts.URL)
 	nc.Close()

@@ -85,7 +85,7 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 		nc := stalledPOST(t, ts.URL, c.session, call)
 		hs := face.sessions.lookup(c.session)
 		waitFor(t, 10*time.Second, "the call answered, its POST's writer stuck in a write", func() bool {
-			return postWriters() == writers && hs.Answering() == 0 && hs.st.open() == 1
+			return hs.Answering() == 0 && hs.st.open() == 1 && postWriters() == writers
 		})
 		return nc, hs
 	}
