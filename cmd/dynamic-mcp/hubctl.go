@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
@@ -122,11 +123,23 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// Its clients, asked first (one round trip): their servers go away
 	// with it, and the one who stops it is told.
-	clients := -1
+	clients, pid := -1, 0
 	if st := askStatus(ctx, cfg); st != nil {
-		clients = len(st.Status.Sessions)
+		clients, pid = len(st.Status.Sessions), st.PID
 	}
 	reply, err := askHub(ctx, cfg, local.OpStop)
+	if dropped(err) {
+		// The hub closed the connection unanswered: it was stopping of
+		// itself (its idle period ended, a signal, another stop) as it
+		// was asked. It is gone once the process that answered the
+		// status is; without that one, ask again (a hub that has closed
+		// its socket is not running).
+		if pid != 0 {
+			reply, err = local.Reply{PID: pid}, nil
+		} else {
+			reply, err = askHub(ctx, cfg, local.OpStop)
+		}
+	}
 	if errors.Is(err, local.ErrNotRunning) {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
 		return nil
@@ -153,4 +166,11 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	return fmt.Errorf("the shared hub (pid %d) was asked to stop and is still running", reply.PID)
+}
+
+// dropped reports whether err is the hub closing the connection before
+// it answered (at the end of the reply, or resetting it under the hello).
+func dropped(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
