@@ -14,10 +14,11 @@ import (
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
-// discoverProbe bounds server/discover, the first thing a stdio server is
-// asked: a server of a version before 2026-07-28 answers "method not
-// found", but some ignore a method they do not know; and one that is
-// slow to start may answer it after the probe gave up (logged at debug: see
+// discoverProbe bounds the wait for server/discover, the first thing a
+// server is asked: a server of a version before 2026-07-28 answers
+// "method not found", but some ignore a method they do not know. Past it
+// a stdio server is sent initialize as well (see handshakeStdio), a remote
+// one instead; a late answer to a probe given up is logged at debug (see
 // conn.refused). A variable for the tests.
 var discoverProbe = 5 * time.Second
 
@@ -33,30 +34,135 @@ var discoverProbe = 5 * time.Second
 // (see server/rounds); over HTTP its requests carry the
 // standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*: see transport).
 func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
-	if !c.sse {
-		done, err := c.discover(ctx, caps)
-		if done || ctx.Err() != nil {
-			return err
-		}
+	switch {
+	case c.sse:
+		return c.initialize(ctx, caps)
+	case c.http == nil:
+		return c.handshakeStdio(ctx, caps)
+	}
+	pctx, cancel := context.WithTimeout(ctx, discoverProbe)
+	defer cancel()
+	s, done, err := c.discover(pctx, caps)
+	if done || ctx.Err() != nil {
+		c.settle(s)
+		return err
 	}
 	return c.initialize(ctx, caps)
 }
 
+// handshakeStdio is handshake with a stdio server. One slow to start (npx
+// fetching its package, a loaded machine) reads what the hub wrote
+// meanwhile in order, once it runs: a 2026-07-28 server answers the
+// server/discover whose probe had passed and takes an initialize sent
+// since for a second handshake (go-sdk's answers `duplicate "initialize"
+// received`). So past the probe initialize goes while discover's answer
+// is still awaited, and the first answer that settles the session
+// stands: a server/discover result (a 2026-07-28 session) or an
+// initialize result. An initialize refused while discover is unanswered
+// waits another probe for it.
+func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) error {
+	type discovered struct {
+		s    *session
+		done bool
+		err  error
+	}
+	dctx, cancelDiscover := context.WithCancel(ctx)
+	defer cancelDiscover() // an initialized server's discover, if unanswered: the server is told
+	dch := make(chan discovered, 1)
+	go func() {
+		s, done, err := c.discover(dctx, caps)
+		dch <- discovered{s, done, err}
+	}()
+	probe := time.NewTimer(discoverProbe)
+	defer probe.Stop()
+	select {
+	case d := <-dch:
+		if d.done || ctx.Err() != nil {
+			c.settle(d.s)
+			return d.err
+		}
+		return c.initialize(ctx, caps)
+	case <-probe.C:
+	}
+	c.logger.Debug("server/discover unanswered within the probe: initialize sent too", "probe", discoverProbe)
+	type initialized struct {
+		res *mcp.InitializeResult
+		err error
+	}
+	ich := make(chan initialized, 1)
+	go func() {
+		// initialize is not cancelled (MCP: a client must not) when
+		// discover settles the session first: its answer, if it comes,
+		// ends this call, or the connection's end does.
+		res, err := c.initializeCall(context.WithoutCancel(ctx), caps)
+		ich <- initialized{res, err}
+	}()
+	var initErr error
+	for dch != nil {
+		select {
+		case d := <-dch:
+			if d.done {
+				c.settle(d.s)
+				return d.err
+			}
+			if initErr != nil {
+				return initErr
+			}
+			dch = nil
+		case i := <-ich:
+			ich = nil
+			if i.err == nil {
+				return c.initialized(i.res)
+			}
+			initErr = i.err
+			probe.Reset(discoverProbe)
+		case <-probe.C:
+			return initErr // only set when initialize was refused (probe was reset)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case i := <-ich:
+		if i.err != nil {
+			return i.err
+		}
+		return c.initialized(i.res)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// session is what server/discover settled: a 2026-07-28 session.
+type session struct {
+	version string
+	meta    []jsonrpc.Member
+	init    *mcp.InitializeResult
+}
+
+// settle takes s (when not nil) as the connection's session.
+func (c *conn) settle(s *session) {
+	if s == nil {
+		return
+	}
+	c.version, c.meta, c.init = s.version, s.meta, s.init
+	c.setVersion()
+}
+
 // discover tries a 2026-07-28 session: done when the server answered
-// server/discover. A server that names the versions it supports is asked
-// once more in the newest of them the hub knows.
-func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, discoverProbe)
-	defer cancel()
+// server/discover, with the session it settled unless err. A server that
+// names the versions it supports is asked once more in the newest of
+// them the hub knows.
+func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (s *session, done bool, err error) {
 	version := mcp.LATEST_PROTOCOL_VERSION
 	for range 2 {
 		meta, err := requestMeta(version, caps)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		params, err := withMeta(nil, meta)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if c.http != nil {
 			// Over HTTP the version is in a header too, which must agree
@@ -73,27 +179,26 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 			// An answer that says nothing of a session (a lax server's {}
 			// to any method, as the conformance suite's test servers give)
 			// is not a 2026-07-28 server's: initialize.
-			return false, nil
+			return nil, false, nil
 		}
 		if err == nil {
 			var d mcp.DiscoverResult
 			if err := json.Unmarshal(res, &d); err != nil {
-				return true, fmt.Errorf("server/discover: %w", err)
+				return nil, true, fmt.Errorf("server/discover: %w", err)
 			}
 			if c.http != nil && offersLegacy(d.SupportedVersions) {
-				return false, nil // initialize, in the newest version before 2026-07-28
+				return nil, false, nil // initialize, in the newest version before 2026-07-28
 			}
-			c.version, c.meta = version, meta
-			c.init = &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: boundInstructions(d.Instructions)}
+			s := &session{version: version, meta: meta,
+				init: &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: boundInstructions(d.Instructions)}}
 			if info := d.GetResultMeta().ServerInfo(); info != nil {
-				c.init.ServerInfo = *info
+				s.init.ServerInfo = *info
 			}
-			c.setVersion()
-			return true, nil
+			return s, true, nil
 		}
 		var rpcErr *RPCError
 		if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
-			return false, err
+			return nil, false, err
 		}
 		var data mcp.UnsupportedProtocolVersionData
 		if b, err := json.Marshal(rpcErr.Data); err == nil {
@@ -101,11 +206,11 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (done 
 		}
 		next := mcp.NegotiateMutuallySupportedVersion(data.Supported)
 		if next == "" || !mcp.IsModernProtocol(next) || next == version {
-			return false, err
+			return nil, false, err
 		}
 		version = next
 	}
-	return false, nil
+	return nil, false, nil
 }
 
 // MaxInstructions bounds the instructions kept of a server: text from
@@ -142,27 +247,41 @@ func offersLegacy(supported []string) bool {
 // initialize runs the handshake of the versions before 2026-07-28:
 // initialize in the newest of them, then notifications/initialized.
 func (c *conn) initialize(ctx context.Context, caps mcp.ClientCapabilities) error {
+	init, err := c.initializeCall(ctx, caps)
+	if err != nil {
+		return err
+	}
+	return c.initialized(init)
+}
+
+// initializeCall asks initialize and checks its answer.
+func (c *conn) initializeCall(ctx context.Context, caps mcp.ClientCapabilities) (*mcp.InitializeResult, error) {
 	params, err := jsonrpc.Marshal(struct {
 		ProtocolVersion string                 `json:"protocolVersion"`
 		ClientInfo      mcp.Implementation     `json:"clientInfo"`
 		Capabilities    mcp.ClientCapabilities `json:"capabilities"`
 	}{mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo, caps})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := c.rpc.Call(ctx, string(mcp.MethodInitialize), params)
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(res, &init); err != nil {
-		return fmt.Errorf("initialize: the result: %w", err)
+		return nil, fmt.Errorf("initialize: the result: %w", err)
 	}
 	if !mcp.IsValidProtocolVersion(init.ProtocolVersion) {
-		return fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
+		return nil, fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
 	}
 	init.Instructions = boundInstructions(init.Instructions)
-	c.init, c.version = &init, init.ProtocolVersion
+	return &init, nil
+}
+
+// initialized takes init as the connection's session and tells the server.
+func (c *conn) initialized(init *mcp.InitializeResult) error {
+	c.init, c.version = init, init.ProtocolVersion
 	c.setVersion()
 	if err := c.rpc.Notify(string(mcp.MethodNotificationInitialized), nil); err != nil {
 		return fmt.Errorf("notifications/initialized: %w", err)

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -40,6 +41,7 @@ var (
 	delay    = flags.Duration("delay", 0, "wait this long before answering initialize")
 	gate     = flags.String("gate", "", "answer initialize only once this file exists (a barrier the test opens)")
 	lateDisc = flags.String("discover-gate", "", "answer server/discover only once this file exists: late, after the client's probe gave up")
+	readGate = flags.String("read-gate", "", "read stdin only once this file exists: a server slow to start, which reads what was sent meanwhile in order")
 	pageSize = flags.Int("page", 2, "items per list page")
 	name     = flags.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
 	prefix   = flags.Bool("prefix", false, "prefix tool names with -name")
@@ -68,6 +70,9 @@ var (
 func instructionsText() string {
 	return *instructions + strings.Repeat(" filler", *instructionsPad/7+1)[:*instructionsPad]
 }
+
+// discovered is set once a server/discover was read in -modern mode.
+var discovered atomic.Bool
 
 // state is what the fake has seen of its client, for the state tool.
 var state struct {
@@ -207,12 +212,16 @@ func Main() {
 			state.GrandchildPID = cmd.Process.Pid
 		}
 	}
+	waitFile(*readGate)
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
 			var req request
 			if json.Unmarshal(line, &req) == nil && req.Method != "" && len(req.ID) > 0 {
+				if req.Method == "server/discover" && *modern {
+					discovered.Store(true) // in the order read, as go-sdk's server
+				}
 				go handle(req)
 			} else if req.Method == "" && len(req.ID) > 0 {
 				answered(line)
@@ -498,6 +507,12 @@ func waitFile(path string) {
 func handle(req request) {
 	switch req.Method {
 	case "initialize":
+		if discovered.Load() {
+			// A 2026-07-28 session was settled by server/discover: as
+			// go-sdk's server, a later initialize is a second handshake.
+			fail(req.ID, -32600, `duplicate "initialize" received`, nil)
+			return
+		}
 		time.Sleep(*delay)
 		waitGate()
 		var p struct {
