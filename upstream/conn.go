@@ -208,9 +208,9 @@ func (c *conn) refused(err error, msg []byte) {
 		c.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
 		return
 	case errors.Is(err, jsonrpc.ErrLateAnswer):
-		// The answer to a request whose deadline passed, such as the
-		// server/discover probe of a server that does not speak
-		// 2026-07-28 and answered after discoverProbe: expected, harmless.
+		// The answer to a request given up, such as the server/discover
+		// of a server that does not speak 2026-07-28, answered after
+		// initialize settled the session: expected, harmless.
 		c.logger.Debug("upstream answered late; dropped", "err", err, "start", preview(msg))
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,8 +44,11 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 	pctx, cancel := context.WithTimeout(ctx, discoverProbe)
 	defer cancel()
 	s, done, err := c.discover(pctx, caps)
-	if done || ctx.Err() != nil {
+	if done {
 		c.settle(s)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return c.initialize(ctx, caps)
@@ -67,19 +71,29 @@ func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) 
 		err  error
 	}
 	dctx, cancelDiscover := context.WithCancel(ctx)
-	defer cancelDiscover() // an initialized server's discover, if unanswered: the server is told
+	var discovering sync.WaitGroup
+	defer func() {
+		// An initialized server's discover, if unanswered, is given up
+		// (the server is told) before the handshake returns, so that its
+		// late answer is one to a request given up (conn.refused).
+		cancelDiscover()
+		discovering.Wait()
+	}()
 	dch := make(chan discovered, 1)
-	go func() {
+	discovering.Go(func() {
 		s, done, err := c.discover(dctx, caps)
 		dch <- discovered{s, done, err}
-	}()
+	})
 	probe := time.NewTimer(discoverProbe)
 	defer probe.Stop()
 	select {
 	case d := <-dch:
-		if d.done || ctx.Err() != nil {
+		if d.done {
 			c.settle(d.s)
 			return d.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		return c.initialize(ctx, caps)
 	case <-probe.C:
@@ -119,6 +133,9 @@ func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) 
 		case <-probe.C:
 			return initErr // only set when initialize was refused (probe was reset)
 		case <-ctx.Done():
+			if initErr != nil {
+				return initErr
+			}
 			return ctx.Err()
 		}
 	}

@@ -171,33 +171,31 @@ func TestLateDiscoverAnswerIsDebug(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 stdio server slow to start (it reads nothing until then,
-// then what the hub sent in order) answers the server/discover whose probe
-// had passed, and refuses the initialize the hub sent since as a second
-// handshake, as go-sdk's server does: the hub takes the discover's answer,
-// and the server is ready in 2026-07-28 (it was "unavailable: duplicate
-// initialize" at every retry on a loaded machine).
+// A 2026-07-28 stdio server slow to start (it answers nothing until the
+// hub's second request has come, then both in order) answers the
+// server/discover whose probe had passed, and refuses the initialize the
+// hub sent since as a second handshake, as go-sdk's server does: the hub
+// takes the discover's answer, and the server is ready in 2026-07-28
+// (it was "unavailable: duplicate initialize" at every retry on a loaded
+// machine). The probe is a second, not the other tests' 100 ms: a
+// refused initialize waits a probe for the discover's answer, read just
+// before it.
 func TestSlowModernServerDiscoveredAfterTheProbe(t *testing.T) {
 	defer func(d time.Duration) { discoverProbe = d }(discoverProbe)
-	discoverProbe = 100 * time.Millisecond
-	gate := filepath.Join(t.TempDir(), "started")
-	cfg := fakeConfig(t, "", "-modern", "-read-gate", gate)
+	discoverProbe = time.Second
+	cfg := fakeConfig(t, "", "-modern", "-hold", "2")
 	logs := &recorded{}
 	m := New(cfg, slog.New(logs))
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(context.Background())
 	defer m.Close()
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "initialize sent past the probe", func() bool {
-		_, ok := logs.find("initialize sent too")
-		return ok
-	})
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, 10*time.Second, "the server to be ready", func() bool { return s.Status().State == StateReady })
 	if v := s.ProtocolVersion(); v != "2026-07-28" {
 		t.Errorf("protocol version %q, want 2026-07-28 (the discover's)", v)
+	}
+	if _, ok := logs.find("initialize sent too"); !ok {
+		t.Error("no initialize sent past the probe: the test did not test it")
 	}
 	if rec, ok := logs.find("duplicate"); ok && rec.Level > slog.LevelDebug {
 		t.Errorf("logged above debug: %s", rec.Message)
