@@ -130,6 +130,12 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 	return p, nil
 }
 
+// Unread is how many bytes written to the child's stdin it has not read
+// yet: more than none long after they were written, it has not begun to
+// read (still starting). ok is false where the OS does not tell (Linux
+// does) or once the pipe is closed.
+func (p *Process) Unread() (n int, ok bool) { return unread(p.stdin) }
+
 // live is every child whose process group may still hold processes.
 var live = registry{procs: map[*Process]struct{}{}}
 

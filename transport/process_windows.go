@@ -36,3 +36,7 @@ func describeExit(ee *exec.ExitError) string {
 func dupFile(*os.File) (*os.File, error) {
 	return nil, errors.New("no duplicate read end on Windows")
 }
+
+// unread cannot tell here: another OS's FIONREAD on a pipe's write end
+// does not count what its reader has not read.
+func unread(*os.File) (int, bool) { return 0, false }

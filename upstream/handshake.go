@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -18,9 +17,9 @@ import (
 // discoverProbe bounds the wait for server/discover, the first thing a
 // server is asked: a server of a version before 2026-07-28 answers
 // "method not found", but some ignore a method they do not know. Past it
-// a stdio server is sent initialize as well (see handshakeStdio), a remote
-// one instead; a late answer to a probe given up is logged at debug (see
-// conn.refused). A variable for the tests.
+// the server is sent initialize instead (a stdio server once it has read
+// the discover: see handshakeStdio); a late answer to a probe given up is
+// logged at debug (see conn.refused). A variable for the tests.
 var discoverProbe = 5 * time.Second
 
 // handshake settles the protocol version with the server and learns its
@@ -56,14 +55,13 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 
 // handshakeStdio is handshake with a stdio server. One slow to start (npx
 // fetching its package, a loaded machine) reads what the hub wrote
-// meanwhile in order, once it runs: a 2026-07-28 server answers the
-// server/discover whose probe had passed and takes an initialize sent
+// meanwhile in order, once it runs: a 2026-07-28 server would answer a
+// server/discover whose probe had passed and take the initialize sent
 // since for a second handshake (go-sdk's answers `duplicate "initialize"
-// received`). So past the probe initialize goes while discover's answer
-// is still awaited, and the first answer that settles the session
-// stands: a server/discover result (a 2026-07-28 session) or an
-// initialize result. An initialize refused while discover is unanswered
-// waits another probe for it.
+// received`). So while the server has not read the discover at all
+// (Process.Unread, where the OS tells), the probe does not pass: it
+// bounds how long a server that read it may take to answer, and ctx, the
+// connect timeout, how long one may take to start.
 func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) error {
 	type discovered struct {
 		s    *session
@@ -71,82 +69,36 @@ func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) 
 		err  error
 	}
 	dctx, cancelDiscover := context.WithCancel(ctx)
-	var discovering sync.WaitGroup
-	defer func() {
-		// An initialized server's discover, if unanswered, is given up
-		// (the server is told) before the handshake returns, so that its
-		// late answer is one to a request given up (conn.refused).
-		cancelDiscover()
-		discovering.Wait()
-	}()
+	defer cancelDiscover()
 	dch := make(chan discovered, 1)
-	discovering.Go(func() {
+	go func() {
 		s, done, err := c.discover(dctx, caps)
 		dch <- discovered{s, done, err}
-	})
+	}()
 	probe := time.NewTimer(discoverProbe)
 	defer probe.Stop()
-	select {
-	case d := <-dch:
-		if d.done {
-			c.settle(d.s)
-			return d.err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return c.initialize(ctx, caps)
-	case <-probe.C:
-	}
-	c.logger.Debug("server/discover unanswered within the probe: initialize sent too", "probe", discoverProbe)
-	type initialized struct {
-		res *mcp.InitializeResult
-		err error
-	}
-	ich := make(chan initialized, 1)
-	go func() {
-		// initialize is not cancelled (MCP: a client must not) when
-		// discover settles the session first: its answer, if it comes,
-		// ends this call, or the connection's end does.
-		res, err := c.initializeCall(context.WithoutCancel(ctx), caps)
-		ich <- initialized{res, err}
-	}()
-	var initErr error
-	for dch != nil {
+	for {
 		select {
+		case <-probe.C:
+			if n, ok := c.proc.Unread(); ok && n > 0 {
+				c.logger.Debug("the server has not read server/discover yet: still starting", "unread", n)
+				probe.Reset(discoverProbe)
+				continue
+			}
+			// Given up before initialize goes (the server is told), so
+			// that a late answer is one to a request given up
+			// (conn.refused); unless it was answered meanwhile.
+			cancelDiscover()
 		case d := <-dch:
 			if d.done {
 				c.settle(d.s)
 				return d.err
 			}
-			if initErr != nil {
-				return initErr
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			dch = nil
-		case i := <-ich:
-			ich = nil
-			if i.err == nil {
-				return c.initialized(i.res)
-			}
-			initErr = i.err
-			probe.Reset(discoverProbe)
-		case <-probe.C:
-			return initErr // only set when initialize was refused (probe was reset)
-		case <-ctx.Done():
-			if initErr != nil {
-				return initErr
-			}
-			return ctx.Err()
+			return c.initialize(ctx, caps)
 		}
-	}
-	select {
-	case i := <-ich:
-		if i.err != nil {
-			return i.err
-		}
-		return c.initialized(i.res)
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -41,7 +41,7 @@ var (
 	delay    = flags.Duration("delay", 0, "wait this long before answering initialize")
 	gate     = flags.String("gate", "", "answer initialize only once this file exists (a barrier the test opens)")
 	lateDisc = flags.String("discover-gate", "", "answer server/discover only once this file exists: late, after the client's probe gave up")
-	hold     = flags.Int("hold", 0, "hold the first N requests until N have come, then answer them one after another in order: a server slow to start, reading what was sent meanwhile")
+	readGate = flags.String("read-gate", "", "read stdin only once this file exists: a server slow to start, which then reads what was sent meanwhile, in order")
 	pageSize = flags.Int("page", 2, "items per list page")
 	name     = flags.String("name", "fake", "serverInfo name, and a prefix of tool names when -prefix")
 	prefix   = flags.Bool("prefix", false, "prefix tool names with -name")
@@ -212,8 +212,8 @@ func Main() {
 			state.GrandchildPID = cmd.Process.Pid
 		}
 	}
+	waitFile(*readGate)
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
-	var held []request
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
@@ -222,18 +222,7 @@ func Main() {
 				if req.Method == "server/discover" && *modern {
 					discovered.Store(true) // in the order read, as go-sdk's server
 				}
-				switch {
-				case len(held) < *hold-1:
-					held = append(held, req)
-				case len(held) == *hold-1:
-					for _, r := range append(held, req) {
-						handle(r)
-					}
-					held = held[:0:0]
-					*hold = 0
-				default:
-					go handle(req)
-				}
+				go handle(req)
 			} else if req.Method == "" && len(req.ID) > 0 {
 				answered(line)
 			} else {
