@@ -133,8 +133,13 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 // Unread is how many bytes written to the child's stdin it has not read
 // yet: more than none long after they were written, it has not begun to
 // read (still starting). ok is false where the OS does not tell (Linux
-// does) or once the pipe is closed.
-func (p *Process) Unread() (n int, ok bool) { return unread(p.stdin) }
+// does), once the pipe is closed, or for a nil p.
+func (p *Process) Unread() (n int, ok bool) {
+	if p == nil {
+		return 0, false
+	}
+	return unread(p.stdin)
+}
 
 // live is every child whose process group may still hold processes.
 var live = registry{procs: map[*Process]struct{}{}}

@@ -3,13 +3,14 @@ package transport
 import (
 	"bufio"
 	"testing"
+	"time"
 )
 
 // Unread counts what the child has not read of its stdin: all of it while
 // the child reads nothing, none once it has read it.
 func TestProcessUnread(t *testing.T) {
 	// sleep never reads its stdin; head -n 1 reads a line and echoes it.
-	idle, err := StartProcess(ProcessSpec{Command: "sleep", Args: []string{"600"}}, discard)
+	idle, err := StartProcess(ProcessSpec{Command: "sleep", Args: []string{"600"}, Grace: 100 * time.Millisecond}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func TestProcessUnread(t *testing.T) {
 		t.Errorf("a child that reads nothing: Unread = %d, %v; want 18, true", n, ok)
 	}
 
-	reader, err := StartProcess(ProcessSpec{Command: "head", Args: []string{"-n", "1"}}, discard)
+	reader, err := StartProcess(ProcessSpec{Command: "head", Args: []string{"-n", "1"}, Grace: 100 * time.Millisecond}, discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,10 +58,11 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 // meanwhile in order, once it runs: a 2026-07-28 server would answer a
 // server/discover whose probe had passed and take the initialize sent
 // since for a second handshake (go-sdk's answers `duplicate "initialize"
-// received`). So while the server has not read the discover at all
-// (Process.Unread, where the OS tells), the probe does not pass: it
-// bounds how long a server that read it may take to answer, and ctx, the
-// connect timeout, how long one may take to start.
+// received`). So the probe runs from when the server is first seen to
+// have read the discover (Process.Unread, looked at 20 times a probe;
+// from the start where the OS does not tell, or a wrapper such as
+// `docker run -i` reads for a child still starting), and ctx, the connect
+// timeout, bounds how long the server may take to start.
 func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) error {
 	type discovered struct {
 		s    *session
@@ -75,19 +76,36 @@ func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) 
 		s, done, err := c.discover(dctx, caps)
 		dch <- discovered{s, done, err}
 	}()
-	probe := time.NewTimer(discoverProbe)
-	defer probe.Stop()
+	look := time.NewTicker(max(discoverProbe/20, time.Millisecond))
+	defer look.Stop()
+	start := time.Now()
+	var readAt time.Time // when the server was seen to have read all the hub wrote; zero while not
+	said := false
 	for {
 		select {
-		case <-probe.C:
-			if n, ok := c.proc.Unread(); ok && n > 0 {
-				c.logger.Debug("the server has not read server/discover yet: still starting", "unread", n)
-				probe.Reset(discoverProbe)
+		case <-look.C:
+			now := time.Now()
+			n, ok := c.proc.Unread()
+			switch {
+			case !ok:
+				readAt = start
+			case n > 0:
+				readAt = time.Time{}
+				if !said && now.Sub(start) >= discoverProbe {
+					said = true
+					c.logger.Debug("the server has not read server/discover yet: still starting", "unread", n)
+				}
+				continue
+			case readAt.IsZero():
+				readAt = now
+			}
+			if now.Sub(readAt) < discoverProbe {
 				continue
 			}
 			// Given up before initialize goes (the server is told), so
 			// that a late answer is one to a request given up
 			// (conn.refused); unless it was answered meanwhile.
+			look.Stop()
 			cancelDiscover()
 		case d := <-dch:
 			if d.done {
