@@ -234,41 +234,27 @@ func offersLegacy(supported []string) bool {
 // initialize runs the handshake of the versions before 2026-07-28:
 // initialize in the newest of them, then notifications/initialized.
 func (c *conn) initialize(ctx context.Context, caps mcp.ClientCapabilities) error {
-	init, err := c.initializeCall(ctx, caps)
-	if err != nil {
-		return err
-	}
-	return c.initialized(init)
-}
-
-// initializeCall asks initialize and checks its answer.
-func (c *conn) initializeCall(ctx context.Context, caps mcp.ClientCapabilities) (*mcp.InitializeResult, error) {
 	params, err := jsonrpc.Marshal(struct {
 		ProtocolVersion string                 `json:"protocolVersion"`
 		ClientInfo      mcp.Implementation     `json:"clientInfo"`
 		Capabilities    mcp.ClientCapabilities `json:"capabilities"`
 	}{mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo, caps})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res, err := c.rpc.Call(ctx, string(mcp.MethodInitialize), params)
 	if err != nil {
-		return nil, fmt.Errorf("initialize: %w", err)
+		return fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(res, &init); err != nil {
-		return nil, fmt.Errorf("initialize: the result: %w", err)
+		return fmt.Errorf("initialize: the result: %w", err)
 	}
 	if !mcp.IsValidProtocolVersion(init.ProtocolVersion) {
-		return nil, fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
+		return fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
 	}
 	init.Instructions = boundInstructions(init.Instructions)
-	return &init, nil
-}
-
-// initialized takes init as the connection's session and tells the server.
-func (c *conn) initialized(init *mcp.InitializeResult) error {
-	c.init, c.version = init, init.ProtocolVersion
+	c.init, c.version = &init, init.ProtocolVersion
 	c.setVersion()
 	if err := c.rpc.Notify(string(mcp.MethodNotificationInitialized), nil); err != nil {
 		return fmt.Errorf("notifications/initialized: %w", err)
