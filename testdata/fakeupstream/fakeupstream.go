@@ -297,8 +297,6 @@ func notice(n request) {
 	switch n.Method {
 	case "notifications/initialized":
 		state.Initialized = true
-	default:
-		state.Notified = append(state.Notified, n.Method)
 	case "notifications/cancelled":
 		var p struct {
 			RequestID any `json:"requestId"`
@@ -306,6 +304,8 @@ func notice(n request) {
 		_ = json.Unmarshal(n.Params, &p)
 		state.Cancelled = append(state.Cancelled, p.RequestID)
 		fmt.Fprintf(os.Stderr, "fake: cancelled %v\n", p.RequestID)
+	default:
+		state.Notified = append(state.Notified, n.Method)
 	}
 }
 
