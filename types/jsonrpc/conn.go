@@ -251,7 +251,8 @@ func (c *Conn) fail(err error) {
 // connection. The peer's error answer comes back as *Error. Call returns
 // when ctx ends even while its request is queued or being written (a
 // peer that stopped reading): the writer goes on with it, within the
-// write timeout.
+// write timeout. The peer is told of a call given up with
+// notifications/cancelled, unless the call is an initialize.
 func (c *Conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	return c.CallSent(ctx, method, params, nil)
 }
@@ -291,8 +292,10 @@ func (c *Conn) CallSentBy(ctx context.Context, deadline time.Time, method string
 		return nil, c.closedErr(err)
 	}
 	res, err := c.calls.Wait(ctx, id, ch)
-	if err != nil && (ctx.Err() != nil || err == context.DeadlineExceeded) {
-		// The peer is told, as MCP asks, so it can stop the work.
+	if err != nil && (ctx.Err() != nil || err == context.DeadlineExceeded) && method != "initialize" {
+		// The peer is told, as MCP asks, so it can stop the work; but
+		// never of an initialize, which MCP says a client must not
+		// cancel (one given up ends with the connection).
 		why := err
 		if ctx.Err() != nil {
 			why = ctx.Err()

@@ -84,3 +84,25 @@ func TestCallSentByCancelled(t *testing.T) {
 		t.Errorf("the peer told %s", got)
 	}
 }
+
+// An initialize whose context ends is not cancelled: MCP says a client
+// must not cancel it (the connection is closed instead). The peer gets
+// no notifications/cancelled; the next thing it reads is the next request.
+func TestInitializeNotCancelled(t *testing.T) {
+	c, p := newPair(t, ConnOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, "initialize", nil)
+		done <- err
+	}()
+	p.recv()
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("initialize: %v", err)
+	}
+	go func() { _, _ = c.Call(t.Context(), "ping", nil) }()
+	if got := p.recv(); got != `{"jsonrpc":"2.0","id":2,"method":"ping"}` {
+		t.Errorf("after the initialize given up the peer read %s", got)
+	}
+}
