@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -41,8 +42,8 @@ groups:
 func inboxHub(t *testing.T, audit, settings, clients string) *Hub {
 	t.Helper()
 	h, mgr := runHub(t, inboxYAML(t.TempDir(), audit, settings, clients), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h
 }
 
@@ -63,7 +64,7 @@ func inboxCall(id int, args string) string {
 func pendingOne(t *testing.T, h *Hub) approval.Pending {
 	t.Helper()
 	var l approval.List
-	waitFor(t, 5*time.Second, "a pending approval", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
+	await.For(t, 5*time.Second, "a pending approval", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
 	return l.Pending[0]
 }
 
@@ -71,7 +72,7 @@ func pendingOne(t *testing.T, h *Hub) approval.Pending {
 func lastAudit(t *testing.T, path string, n int) auditRecord {
 	t.Helper()
 	var lines []string
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d audit records", n), func() bool {
+	await.For(t, 5*time.Second, fmt.Sprintf("%d audit records", n), func() bool {
 		b, _ := os.ReadFile(path)
 		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
 		return len(b) > 0 && len(lines) >= n
@@ -185,7 +186,7 @@ func TestApprovalInbox(t *testing.T) {
 	c.send(inboxCall(9, `{"text":"hi"}`))
 	pendingOne(t, h)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
-	waitFor(t, 5*time.Second, "the cancelled call to leave the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 0 })
+	await.For(t, 5*time.Second, "the cancelled call to leave the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 0 })
 }
 
 // A grant narrowed to an argument pattern lets through only the calls
@@ -221,7 +222,7 @@ func TestApprovalGrantScope(t *testing.T) {
 		t.Errorf("after its calls the grant is gone, the other call waits: %+v", l)
 	}
 	c.send(inboxCall(5, `{"text":"/etc/group"}`))
-	waitFor(t, 5*time.Second, "two waiting", func() bool { return len(h.Inbox().Approvals().Pending) == 2 })
+	await.For(t, 5*time.Second, "two waiting", func() bool { return len(h.Inbox().Approvals().Pending) == 2 })
 	if _, err := h.Inbox().Approve(p.ID, "ui", approval.Options{For: approval.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestApprovalNotifies(t *testing.T) {
 	c.send(inboxCall(1, `{"text":"hi"}`))
 	p := pendingOne(t, h)
 	var got []byte
-	waitFor(t, 5*time.Second, "the notification", func() bool { got, _ = os.ReadFile(out); return len(got) > 0 })
+	await.For(t, 5*time.Second, "the notification", func() bool { got, _ = os.ReadFile(out); return len(got) > 0 })
 	if !strings.Contains(string(got), "approve echo?") || !strings.Contains(string(got), p.ID) {
 		t.Errorf("notified: %s", got)
 	}
@@ -354,8 +355,8 @@ groups:
     policy:
       - {name: writes, action: allow, tool: "echo", rate: 1/minute, then: prompt}
 `, t.TempDir(), fakeBin), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := inboxClient(t, h)
 	c.send(inboxCall(1, `{"text":"hi"}`))
 	if got := c.answer("1"); !strings.Contains(got, `"result"`) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -43,7 +44,7 @@ profiles:
 func appsHub(t *testing.T, mode, group string) *Hub {
 	t.Helper()
 	h, mgr := runHub(t, appsYAML(t, mode, group), false)
-	waitFor(t, 10*time.Second, "the upstreams", func() bool {
+	await.For(t, 10*time.Second, "the upstreams", func() bool {
 		for _, s := range mgr.Servers() {
 			if s.Status().State != upstream.StateReady {
 				return false
@@ -51,10 +52,10 @@ func appsHub(t *testing.T, mode, group string) *Hub {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { return h.snapshot().view.apps.Len() >= 3 })
+	await.For(t, 5*time.Second, "the view", func() bool { return h.snapshot().view.apps.Len() >= 3 })
 	// Every profile's view too: one built while a server started declares
 	// the skills extension it may bring (skills.go).
-	waitFor(t, 5*time.Second, "the profiles' views", func() bool {
+	await.For(t, 5*time.Second, "the profiles' views", func() bool {
 		for _, v := range h.snapshot().profiles {
 			if v.Starting {
 				return false

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -71,7 +72,7 @@ func TestAuditOnStdoutOfStdioRefused(t *testing.T) {
 	before := h.snapshot().audit
 	_, leave := serve(h)
 	defer leave()
-	waitFor(t, 5*time.Second, "the stdio face", func() bool { return h.stdioOut.Load() != nil })
+	await.For(t, 5*time.Second, "the stdio face", func() bool { return h.stdioOut.Load() != nil })
 	h.SetConfig(auditConfig(stdout, config.ModeFlat))
 	if h.snapshot().audit != before {
 		t.Error("a reload moved the audit trail to the stdio face's stdout")

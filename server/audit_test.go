@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/audit"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
@@ -47,8 +48,8 @@ func auditedHub(t *testing.T, path string, required bool) (*Hub, *upstream.Manag
 	t.Helper()
 	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: %q, required: %v}\nsettings: {call_timeout: 5s}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
 		t.TempDir(), path, required, fakeBin), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h, mgr
 }
 
@@ -74,7 +75,7 @@ func TestAuditFailingDisk(t *testing.T) {
 				return c.answer(fmt.Sprint(id))
 			}
 			first := call(1)
-			waitFor(t, 10*time.Second, "the trail to fail", func() bool { return h.snapshot().audit.Status() != nil })
+			await.For(t, 10*time.Second, "the trail to fail", func() bool { return h.snapshot().audit.Status() != nil })
 			second := call(2)
 			if required {
 				for _, got := range []string{first, second} {

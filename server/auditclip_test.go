@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -23,8 +24,8 @@ func TestAuditClipsWhatClientsWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, mgr := runHub(t, fmt.Sprintf("mode: flat\nstate_dir: %q\naudit: {path: %q, arguments: true}\nsettings: {call_timeout: 60s}\ngroups:\n  f:\n    description: fake\n    command: %q\n",
 		t.TempDir(), path, fakeBin), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

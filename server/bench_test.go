@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/procuse"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -44,7 +45,7 @@ func BenchmarkStdioDynamicToolCallMinimal(b *testing.B) {
 	b.ReportAllocs()
 	yaml := strings.Replace(flatFakeYAML(b.TempDir(), "call_timeout: 5s", "    args: [\"-minimal\"]\n"), "mode: flat", "mode: dynamic", 1)
 	h, mgr := runHub(b, yaml, true)
-	waitFor(b, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(b, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	benchCalls(b, h, `{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"x"}}}`)
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/era"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
@@ -37,8 +38,8 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
       - {action: prompt, tool: "echo"}
       - {action: allow, tool: "*"}
 `), false)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
 	// The upstream's elicitation reaches a 2026-07-28 client as an
@@ -77,7 +78,7 @@ func TestModernClientCapabilitiesComeFromMeta(t *testing.T) {
 	// A prompt policy for a client that states no elicitation waits in
 	// the approval inbox (approvals_test.go): denied there, -32001.
 	c.send(modernCall("4", "f__echo", `{}`))
-	waitFor(t, 5*time.Second, "the approval inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 1 })
+	await.For(t, 5*time.Second, "the approval inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 1 })
 	if err := h.Inbox().Deny(h.Inbox().Approvals().Pending[0].ID, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func (p *answeringPeer) Client() string            { return "" }
 func TestURLElicitationOnlyToClientsThatDeclareIt(t *testing.T) {
 	t.Parallel()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), false)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	s := mgr.Servers()[0]
 	for _, c := range []struct {
 		declared, params string

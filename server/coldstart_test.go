@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -44,12 +45,12 @@ func warmUp(t *testing.T, dir, gate string, grow bool) {
 	openGate(t, gate)
 	h, mgr, stop := coldHub(t, dir, gate, coldWait)
 	s := mgr.Servers()[0]
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return s.Status().State == upstream.StateReady })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return s.Status().State == upstream.StateReady })
 	if grow {
 		if _, err := s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "grow"}, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the grown list", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sprout"]; return ok })
+		await.For(t, 10*time.Second, "the grown list", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sprout"]; return ok })
 	}
 	stop() // waits for the upstream's last tools to be kept
 	if err := os.Remove(gate); err != nil {
@@ -94,13 +95,13 @@ func TestColdStartListsLastTools(t *testing.T) {
 			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hello"}}}`)
 			// The list_changed of the cache's arrival (told to no one: the
 			// client was answered from it) is over before the gate opens.
-			waitFor(t, 10*time.Second, "the cache's list_changed window", func() bool { return !h.listens.Pending(listen.Tools) })
+			await.For(t, 10*time.Second, "the cache's list_changed window", func() bool { return !h.listens.Pending(listen.Tools) })
 			openGate(t, gate)
 			lines := c.answerAll("2")
 			if call := lines[strings.LastIndex(lines[:len(lines)-1], "\n")+1:]; !strings.Contains(call, `"text":"hello"`) || strings.Contains(call, `"isError":true`) {
 				t.Fatalf("cached tool's call: %.300s", call)
 			}
-			waitFor(t, 10*time.Second, "the live view", func() bool { return !h.snapshot().view.Starting })
+			await.For(t, 10*time.Second, "the live view", func() bool { return !h.snapshot().view.Starting })
 			const told = `"method":"notifications/tools/list_changed"`
 			if changed {
 				if !strings.Contains(lines, told) {
@@ -115,7 +116,7 @@ func TestColdStartListsLastTools(t *testing.T) {
 			// A view on the way to the live one may open a window; once it
 			// is over, anything it told the client comes before the answer
 			// to a request sent after it.
-			waitFor(t, 30*time.Second, "the live view's list_changed window", func() bool {
+			await.For(t, 30*time.Second, "the live view's list_changed window", func() bool {
 				h.swapMu.Lock()
 				defer h.swapMu.Unlock()
 				return !h.listens.Pending(listen.Tools)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -74,7 +75,7 @@ func TestColdStartHandshakeAwaitsLastTools(t *testing.T) {
 				// The list answered at startup_wait shows what was known
 				// by then: ready's tools, once it listed them (on a busy
 				// machine, maybe later than startup_wait).
-				waitFor(t, 10*time.Second, "the server ready", func() bool { _, ok := h.snapshot().view.FlatRoutes[tc.first]; return ok })
+				await.For(t, 10*time.Second, "the server ready", func() bool { _, ok := h.snapshot().view.FlatRoutes[tc.first]; return ok })
 			}
 			c := servePipes(t, h, StdioOptions{})
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":%s}}`, tc.client))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -74,7 +75,7 @@ func fixtureHub(t *testing.T, audit string) (*Hub, []policyFixture) {
 	}
 	yaml = fmt.Sprintf("state_dir: %q\naudit: {path: %q}\nsettings: {cooperative: on, prompt_timeout: 1s, call_timeout: 5s}\n", t.TempDir(), audit) + yaml
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstreams", func() bool {
+	await.For(t, 10*time.Second, "the upstreams", func() bool {
 		for _, s := range mgr.Servers() {
 			if s.Status().State != upstream.StateReady {
 				return false
@@ -82,7 +83,7 @@ func fixtureHub(t *testing.T, audit string) (*Hub, []policyFixture) {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["web__browser_navigate"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["web__browser_navigate"]; return ok })
 	return h, fixtures
 }
 
@@ -248,10 +249,10 @@ func TestCooperativeListed(t *testing.T) {
 			yaml := fmt.Sprintf("mode: %s\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {%s}\nprofiles:\n  p: {groups: [f, g], cooperative: on}\ngroups:\n  f:\n    description: fake\n    command: %q\n  g:\n    description: clash\n    prefix: false\n    command: %q\n    args: [\"-name\", \"g\", \"-prefix\", \"-tools\", \"checkIntent\"]\n",
 				tc.mode, t.TempDir(), tc.settings, fakeBin, fakeBin)
 			h, mgr := runHub(t, yaml, true)
-			waitFor(t, 10*time.Second, "the upstreams", func() bool {
+			await.For(t, 10*time.Second, "the upstreams", func() bool {
 				return mgr.Servers()[0].Status().State == upstream.StateReady && mgr.Servers()[1].Status().State == upstream.StateReady
 			})
-			waitFor(t, 5*time.Second, "the view", func() bool {
+			await.For(t, 5*time.Second, "the view", func() bool {
 				v := h.snapshot().viewOf(tc.profile)
 				return len(v.GroupIndex["f"].Tools) > 0 && len(v.GroupIndex["g"].Tools) > 0
 			})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -61,7 +62,7 @@ func TestErrorsQuoteLittleOfWhatClientsSent(t *testing.T) {
 		`},"notifications":{"resourceSubscriptions":["` + big("nowhere://") + `"]}}}`)
 	c.answer(`"L"`)
 	c.send(`{"jsonrpc":"2.0","id":"nobody","error":{"code":-1,"message":"` + big("no") + `"}}`)
-	waitFor(t, 30*time.Second, "both log lines", func() bool {
+	await.For(t, 30*time.Second, "both log lines", func() bool {
 		s := logs.String()
 		return strings.Contains(s, "listen: resource not subscribed") && strings.Contains(s, "no request of ours")
 	})

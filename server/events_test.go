@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -117,29 +118,6 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	// The deadline scales with a slow machine (a waiter returns as soon as
-	// cond holds, so a long one costs a passing test nothing): a busy
-	// machine must not fail a test that waits for an event.
-	d *= slowMachine
-	deadline := time.Now().Add(d)
-	// The pause between looks doubles up to 50 ms: a look may be costly
-	// (some dump every goroutine's stack, which stops the world), and
-	// looks every 2 ms under load could starve what the test waits for.
-	pause := time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
-
-// slowMachine scales the deadlines of waitFor.
-const slowMachine = 5
-
 // The hub is whole before anything from an upstream can reach it, in
 // either order of starting: `dynamic-mcp tools` starts the upstreams
 // first, serve builds the hub first. Run with -race.
@@ -164,7 +142,7 @@ func TestHubWholeBeforeUpstreamEvents(t *testing.T) {
 				mgr.Start(t.Context())
 			}
 			s := mgr.Servers()[0]
-			waitFor(t, 10*time.Second, "the upstream", func() bool { return s.Status().State == upstream.StateReady })
+			await.For(t, 10*time.Second, "the upstream", func() bool { return s.Status().State == upstream.StateReady })
 			var wg sync.WaitGroup
 			for range 3 {
 				wg.Go(func() { h.SetConfig(cfg) })
@@ -172,11 +150,11 @@ func TestHubWholeBeforeUpstreamEvents(t *testing.T) {
 			wg.Wait()
 			// The boot logs were all taken by the hub's loop: none wait,
 			// none were dropped, and the view has the upstream's tool.
-			waitFor(t, 5*time.Second, "the hub to take the logs", func() bool { return len(mgr.Events()) == 0 })
+			await.For(t, 5*time.Second, "the hub to take the logs", func() bool { return len(mgr.Events()) == 0 })
 			if n := mgr.Dropped(); n != 0 {
 				t.Errorf("%d notifications dropped", n)
 			}
-			waitFor(t, 5*time.Second, "the view", func() bool {
+			await.For(t, 5*time.Second, "the view", func() bool {
 				g := h.snapshot().view.GroupIndex["g"]
 				return g != nil && len(g.Tools) == 1
 			})
@@ -274,7 +252,7 @@ func TestUpstreamRequestReachesClient(t *testing.T) {
 	}
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s := mgr.Servers()[0]
-	waitFor(t, 10*time.Second, "the upstream in the view", func() bool {
+	await.For(t, 10*time.Second, "the upstream in the view", func() bool {
 		g := h.snapshot().view.GroupIndex["g"]
 		return s.Status().State == upstream.StateReady && g != nil && len(g.Tools) == 1
 	})
@@ -327,7 +305,7 @@ func TestUpstreamNotificationsReachClientInOrder(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	c.nextOf("", "1")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	waitFor(t, 10*time.Second, "the upstream in the view", func() bool {
+	await.For(t, 10*time.Second, "the upstream in the view", func() bool {
 		g := h.snapshot().view.GroupIndex["g"]
 		return g != nil && len(g.Tools) > 0
 	})

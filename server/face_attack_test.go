@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A stdio client that sends requests and never reads its answers: serving
@@ -100,7 +102,7 @@ func TestAttackStdioStopDuringRequestFlood(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	waitFor(t, 5*time.Second, "the flood's requests in flight", func() bool {
+	await.For(t, 5*time.Second, "the flood's requests in flight", func() bool {
 		s := h.Sessions().Info()
 		return len(s) == 1 && s[0].Inflight > 0
 	})

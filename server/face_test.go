@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -34,8 +35,8 @@ func fakeHubSettingsB(t testing.TB, settings string, args ...string) *Hub {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s"+settings, "    args: ["+strings.Join(quoted, ", ")+"]\n"), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	return h
 }
 
@@ -167,7 +168,7 @@ func TestStdioNotificationsDoNotBlock(t *testing.T) {
 	if got := c.answer("1e2"); !strings.Contains(got, `"text":"abc"`) {
 		t.Errorf("echo: %s", got)
 	}
-	if time.Since(start) > 3*time.Second*slowMachine {
+	if time.Since(start) > 3*time.Second*await.Slow {
 		t.Errorf("answers took %v", time.Since(start))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/routes"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -35,7 +36,7 @@ func hidingHub(t *testing.T) *Hub {
       - {name: typo, action: deny, tool: "echo", args: {txt: "x"}}
       - {name: fine, action: deny, tool: "echo", args: {TEXT: "x"}}
 `), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
 	return h
 }
 
@@ -154,7 +155,7 @@ func TestReloadEndsSubscriptionsToHiddenResources(t *testing.T) {
 		return flatFakeYAML(dir, "", fmt.Sprintf("    resources: {deny: [%q]}\n", deny))
 	}
 	h, mgr := runHub(t, yaml("^nothing$"), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__touch"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // settings.session_inflight caps one session's requests in flight: the
@@ -14,14 +16,14 @@ import (
 func TestSessionInflightSetting(t *testing.T) {
 	t.Parallel() // its own hub and upstreams
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 2m, session_inflight: 2", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
 	// initialize counts as in flight until its answer is written, a
 	// moment after the client has read it: on a busy machine the first
 	// call found it still counted and the cap refused two calls of three.
-	waitFor(t, 10*time.Second, "initialize no longer in flight", func() bool {
+	await.For(t, 10*time.Second, "initialize no longer in flight", func() bool {
 		s := h.Sessions().Info()
 		return len(s) == 1 && s[0].Inflight == 0
 	})

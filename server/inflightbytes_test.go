@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inflight"
 )
 
@@ -20,7 +21,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	// call_timeout far beyond the test: the hung calls must still be in
 	// flight when the checks below run, however slow the machine.
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__hang"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__hang"]; return ok })
 	h.inflight = inflight.New(5<<19, 7<<19)
 	a, b := servePipes(t, h, StdioOptions{}), servePipes(t, h, StdioOptions{SessionID: "b"})
 	for _, c := range []*pipeClient{a, b} {
@@ -36,7 +37,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	}
 	a.send(hang(1))
 	a.send(hang(2))
-	waitFor(t, 10*time.Second, "two calls of 1 MiB in flight", func() bool { return h.inflight.Held("") > 2<<20 })
+	await.For(t, 10*time.Second, "two calls of 1 MiB in flight", func() bool { return h.inflight.Held("") > 2<<20 })
 	b.send(hang(3)) // another session of the same caller: over the caller's budget
 	if got := b.answer("3"); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "this caller's") {
 		t.Errorf("a third 1 MiB call of the caller: %.300s", got)
@@ -61,7 +62,7 @@ func TestBytesInFlightPerCallerAndInAll(t *testing.T) {
 	for _, id := range []string{"1", "2"} {
 		a.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`)
 	}
-	waitFor(t, 5*time.Second, "the budget given back", func() bool { return h.inflight.Held("") == 0 })
+	await.For(t, 5*time.Second, "the budget given back", func() bool { return h.inflight.Held("") == 0 })
 }
 
 // The approval inbox holds at most 32 MiB of arguments of one caller's
@@ -79,11 +80,11 @@ func TestApprovalInboxBytesBounded(t *testing.T) {
 	for i := range 5 { // 30 KiB waiting
 		c.send(inboxCall(10+i, `{"text":"`+pad+`"}`))
 	}
-	waitFor(t, 10*time.Second, "five calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 5 })
+	await.For(t, 10*time.Second, "five calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 5 })
 	c.send(inboxCall(20, `{"text":"`+pad+`"}`))
 	if got := c.answer("20"); !strings.Contains(got, "of arguments already") || !strings.Contains(got, "at most 32 KiB") {
 		t.Errorf("a sixth call of 6 KiB: %.300s", got)
 	}
 	c.send(inboxCall(21, `{"text":"small"}`))
-	waitFor(t, 10*time.Second, "a small call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 6 })
+	await.For(t, 10*time.Second, "a small call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 6 })
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -287,7 +288,7 @@ func TestInputRequiredThroughCallDynamicTool(t *testing.T) {
 				yaml = strings.Replace(yaml, "    args: [\"\"]\n", "", 1)
 			}
 			h, mgr := runHub(t, yaml, true)
-			waitFor(t, 10*time.Second, "the upstream", func() bool { return len(mgr.Servers()[0].Lists().Tools) > 0 })
+			await.For(t, 10*time.Second, "the upstream", func() bool { return len(mgr.Servers()[0].Lists().Tools) > 0 })
 			c := servePipes(t, h, StdioOptions{})
 			caps := `{"elicitation":{},"roots":{}}`
 			call := func(id, more string) string {
@@ -440,6 +441,6 @@ func remoteAskHub(t *testing.T, srv *mcpserver.MCPServer, callTimeout string) *H
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	return h
 }

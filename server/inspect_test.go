@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -23,8 +24,8 @@ func inspectedHub(t testing.TB) (*Hub, *inspect.Inspector, *httptest.Server) {
     policy:
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}, description: "no x, please"}
 `), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	insp, api := attachInspector(t, h)
 	return h, insp, api
 }
@@ -286,7 +287,7 @@ func TestInspectorShowsUpstreamRequestsUnderTheirCall(t *testing.T) {
 func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
 	t.Parallel()
 	h, mgr := runHub(t, strings.Replace(flatFakeYAML(t.TempDir(), "", ""), "mode: flat", "mode: dynamic", 1), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	_, api := attachInspector(t, h)
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
@@ -334,7 +335,7 @@ func TestInspectorRowOfGetDynamicToolsNamesItsGroup(t *testing.T) {
 func TestInspectorUptimeIsTheServersOwn(t *testing.T) {
 	t.Parallel()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	ready := mgr.Servers()[0].Status().Since
 	attached := time.Now()
 	_, api := attachInspector(t, h)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -58,7 +59,7 @@ func instructionsOf(t *testing.T, line string) string {
 func TestInstructionsReachTheClient(t *testing.T) {
 	t.Parallel()
 	h, mgr := runHub(t, instructionsYAML(t), true)
-	waitFor(t, 20*time.Second, "every upstream", func() bool {
+	await.For(t, 20*time.Second, "every upstream", func() bool {
 		for _, s := range mgr.Servers() {
 			if s.Status().State != upstream.StateReady {
 				return false
@@ -179,7 +180,7 @@ func TestInstructionsOfAStartingGroup(t *testing.T) {
 		"  a: {description: fake, command: %q, args: [\"-instructions\", \"A.\"]}\n"+
 		"  late: {description: fake, command: %q, args: [\"-instructions\", \"Late.\", %s]}\n", t.TempDir(), fakeBin, fakeBin, gated(gate))
 	h, _ := runHub(t, yaml, true)
-	waitFor(t, 20*time.Second, "group a", func() bool { return h.snapshot().view.GroupIndex["a"].State == upstream.StateReady })
+	await.For(t, 20*time.Second, "group a", func() bool { return h.snapshot().view.GroupIndex["a"].State == upstream.StateReady })
 	initialize := func(id string) string {
 		c := servePipes(t, h, StdioOptions{SessionID: id})
 		c.send(initializeMsg)
@@ -189,7 +190,7 @@ func TestInstructionsOfAStartingGroup(t *testing.T) {
 		t.Errorf("while late starts: %q", got)
 	}
 	openGate(t, gate)
-	waitFor(t, 20*time.Second, "group late", func() bool { return h.snapshot().view.GroupIndex["late"].State == upstream.StateReady })
+	await.For(t, 20*time.Second, "group late", func() bool { return h.snapshot().view.GroupIndex["late"].State == upstream.StateReady })
 	if got := initialize("second"); got != "## group: a\nA.\n\n## group: late\nLate." {
 		t.Errorf("once late is up: %q", got)
 	}

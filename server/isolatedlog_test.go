@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -76,8 +77,8 @@ func TestUpdateOfOwnConnectionReachesItsSessionAlone(t *testing.T) {
 // with isolation, once its tool is in the view.
 func twoSessions(t *testing.T, isolation, tool string) (a, b *pipeClient) {
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    isolation: "+isolation+"\n"), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes[tool]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes[tool]; return ok })
 	a, b = servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
 	for _, c := range []*pipeClient{a, b} {
 		c.send(initializeMsg)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // listenMeta is the _meta of a 2026-07-28 request.
@@ -30,7 +32,7 @@ func subscriptionID(t *testing.T, m map[string]json.RawMessage) string {
 func TestListenOverStdio(t *testing.T) {
 	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10s", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__mutate"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__mutate"]; return ok })
 	c := serveStdio(t, h)
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + listenMeta + `}}`)
@@ -44,7 +46,7 @@ func TestListenOverStdio(t *testing.T) {
 	if !strings.Contains(string(ack["params"]), `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mem://a"]}`) {
 		t.Errorf("ack: %s", ack["params"])
 	}
-	waitFor(t, 10*time.Second, "the subscription", func() bool { return h.routes.Subscribed("mem://a") })
+	await.For(t, 10*time.Second, "the subscription", func() bool { return h.routes.Subscribed("mem://a") })
 
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"mem://a"},` + listenMeta + `}}`)
 	if m := c.nextOf("notifications/resources/updated", ""); subscriptionID(t, m) != `"L"` || !strings.Contains(string(m["params"]), `"uri":"mem://a"`) {
@@ -70,7 +72,7 @@ func TestListenOverStdio(t *testing.T) {
 	}
 
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
-	waitFor(t, 10*time.Second, "the listen to end", func() bool {
+	await.For(t, 10*time.Second, "the listen to end", func() bool {
 		for _, s := range h.routes.List() {
 			if s.(*session).lists.Len() > 0 {
 				return false

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -84,7 +85,7 @@ func replayHub(b *testing.B) *Hub {
 	yaml := fmt.Sprintf("mode: dynamic\nstate_dir: %q\naudit: {path: \"off\"}\nclients:\n  - {match: flat-client, mode: flat}\ngroups:\n%s",
 		b.TempDir(), groups.String())
 	h, mgr := runHub(b, yaml, true)
-	waitFor(b, 30*time.Second, "the upstreams", func() bool {
+	await.For(b, 30*time.Second, "the upstreams", func() bool {
 		for _, s := range mgr.Servers() {
 			if s.Status().State != upstream.StateReady {
 				return false
@@ -92,7 +93,7 @@ func replayHub(b *testing.B) *Hub {
 		}
 		return true
 	})
-	waitFor(b, 10*time.Second, "the views", func() bool { v := h.snapshot().view; return !v.Starting && v.GroupIndex["files"] != nil })
+	await.For(b, 10*time.Second, "the views", func() bool { v := h.snapshot().view; return !v.Starting && v.GroupIndex["files"] != nil })
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -19,8 +20,8 @@ func modeHub(t *testing.T, mode, tail string) *Hub {
 	t.Helper()
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""), "mode: flat\n", mode+"\n", 1) + tail
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the views", func() bool {
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the views", func() bool {
 		s := h.snapshot()
 		for _, v := range append([]*view{s.view}, mapValues(s.profiles)...) {
 			if v.Starting || v.GroupIndex["f"] == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -48,7 +49,7 @@ func TestModernHTTPUpstreamHeadersThroughRenaming(t *testing.T) {
 		h.Run()
 		mgr.Start(context.Background())
 		t.Cleanup(func() { h.Close(); mgr.Close() })
-		waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["geo__where"]; return ok })
+		await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["geo__where"]; return ok })
 		if v := mgr.Servers()[0].Status().ProtocolVersion; v != "2026-07-28" {
 			t.Fatalf("the upstream speaks %q, want 2026-07-28", v)
 		}

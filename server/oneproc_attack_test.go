@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/stalltest"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -51,8 +52,8 @@ func TestAttackStandaloneOneProcessorStalledReader(t *testing.T) {
 	// the client does not read, and beside the package's other tests on
 	// a busy machine that outlasted fakeHub's 5 s.
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	inR, inW := blockingPipe(t)
 	outR, outW := blockingPipe(t)
 	in := local.Polled(inR)

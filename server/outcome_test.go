@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/traffic"
@@ -74,8 +75,8 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
       - {name: no-x, action: deny, tool: "echo", args: {text: "x"}}
 `), `audit: {path: "off"}`, `audit: {path: "`+auditPath+`"}`, 1)
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 
 	metrics := telemetry.NewMetrics(h.mgr, telemetry.MetricsOptions{})
 	keeper := &spanKeeper{}
@@ -111,7 +112,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	}
 	// The hanging call is in flight once the upstream has it: cancel it
 	// then, and wait for its record (a cancelled call gets no answer).
-	waitFor(t, 5*time.Second, "the hanging call upstream", func() bool {
+	await.For(t, 5*time.Second, "the hanging call upstream", func() bool {
 		for _, s := range h.Sessions().Info() {
 			if s.Inflight > 0 {
 				return true
@@ -121,7 +122,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	})
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"cancelled"}}`)
 	var audit []string // the outcomes, in the order of the calls: each is written before it is answered
-	waitFor(t, 5*time.Second, "an audit line for each call", func() bool {
+	await.For(t, 5*time.Second, "an audit line for each call", func() bool {
 		f, err := os.Open(auditPath)
 		if err != nil {
 			return false
@@ -144,7 +145,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	// each call is no longer pending, the tracer has ended each call's
 	// span and may be closed (flushing them).
 	rows := map[string]string{} // request id -> status
-	waitFor(t, time.Minute, "the inspector's row of each call, ended", func() bool {
+	await.For(t, time.Minute, "the inspector's row of each call, ended", func() bool {
 		resp, err := testClient.Get(inspectAPI.URL + inspect.Prefix + "api/export")
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/listen"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -198,7 +199,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 	defer h.Close()
 	h.Run()
 	mgr.Start(context.Background())
-	waitFor(t, 10*time.Second, "the resource", func() bool { return h.snapshot().view.ResolveResource("mem://a") != nil })
+	await.For(t, 10*time.Second, "the resource", func() bool { return h.snapshot().view.ResolveResource("mem://a") != nil })
 
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)

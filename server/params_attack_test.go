@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -66,8 +67,8 @@ func TestAttackHostileDynamicArgumentsAnsweredWithoutPanic(t *testing.T) {
 	t.Parallel()
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", ""), "mode: flat", "mode: dynamic", 1)
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return v.GroupIndex["f"] != nil && !v.Starting })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return v.GroupIndex["f"] != nil && !v.Starting })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/identity"
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/upstreamtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -113,7 +114,7 @@ func (u *userUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (u *userUpstream) push(t *testing.T, who, msg string) {
 	t.Helper()
 	var out chan<- string
-	waitFor(t, 10*time.Second, "the GET stream of "+who, func() bool {
+	await.For(t, 10*time.Second, "the GET stream of "+who, func() bool {
 		out = u.gets.Of(who)
 		return out != nil
 	})
@@ -184,7 +185,7 @@ func perUserHub(t *testing.T, u *userUpstream) (*Hub, *recorder) {
 	obs := &recorder{}
 	h.Traffic().Observe(obs)
 	t.Cleanup(func() { h.Traffic().Observe(nil) })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["docs__quick"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["docs__quick"]; return ok })
 	return h, obs
 }
 
@@ -221,7 +222,7 @@ const (
 func logOn(t *testing.T, u *userUpstream, who, text string, want *leakPeer) {
 	t.Helper()
 	u.push(t, who, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+text+`"}}`)
-	waitFor(t, 10*time.Second, "the log message "+text, func() bool { return want.count(text) > 0 })
+	await.For(t, 10*time.Second, "the log message "+text, func() bool { return want.count(text) > 0 })
 }
 
 // A log message on alice's own connection to a per-user server reaches
@@ -235,7 +236,7 @@ func TestPerUserLogReachesItsUserAlone(t *testing.T) {
 	bob1, bob := userSession(t, h, "b", "bob")
 
 	logOn(t, u, aliceConn, "alice idle", alice)
-	waitFor(t, 10*time.Second, "alice's other session", func() bool { return alice2.count("alice idle") > 0 })
+	await.For(t, 10*time.Second, "alice's other session", func() bool { return alice2.count("alice idle") > 0 })
 	if bob.count("alice idle") != 0 {
 		t.Errorf("bob got the log of alice's own connection")
 	}
@@ -244,7 +245,7 @@ func TestPerUserLogReachesItsUserAlone(t *testing.T) {
 	}
 
 	go bob1.Request(context.Background(), decodeMsg(t, toolCall(2, "docs__hold", map[string]any{})))
-	waitFor(t, 10*time.Second, "bob's hold call", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return u.held[bobConn] > 0 })
+	await.For(t, 10*time.Second, "bob's hold call", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return u.held[bobConn] > 0 })
 	logOn(t, u, aliceConn, "alice during bob", alice)
 	if bob.count("alice during bob") != 0 {
 		t.Errorf("bob got the log of alice's own connection during his call")
@@ -268,7 +269,7 @@ func TestPerUserRequestNeverToAnotherUser(t *testing.T) {
 
 	answer := func(id string) string {
 		var got string
-		waitFor(t, 10*time.Second, "the answer to "+id, func() bool {
+		await.For(t, 10*time.Second, "the answer to "+id, func() bool {
 			u.mu.Lock()
 			defer u.mu.Unlock()
 			got = u.answers[id]
@@ -277,7 +278,7 @@ func TestPerUserRequestNeverToAnotherUser(t *testing.T) {
 		return got
 	}
 	go bob1.Request(context.Background(), decodeMsg(t, toolCall(2, "docs__hold", map[string]any{})))
-	waitFor(t, 10*time.Second, "bob's hold call", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return u.held[bobConn] > 0 })
+	await.For(t, 10*time.Second, "bob's hold call", func() bool { u.mu.Lock(); defer u.mu.Unlock(); return u.held[bobConn] > 0 })
 	u.push(t, aliceConn, `{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`)
 	got := answer(`"r1"`)
 	if bob.asked() != 0 {
@@ -304,7 +305,7 @@ func TestPerUserProgressNeverToAnotherUsersCall(t *testing.T) {
 	bob1, bob := userSession(t, h, "b", "bob")
 	go bob1.Request(context.Background(), decodeMsg(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"docs__hold","arguments":{},"_meta":{"progressToken":"bobs"}}}`))
 	var tok string
-	waitFor(t, 10*time.Second, "bob's hold call", func() bool {
+	await.For(t, 10*time.Second, "bob's hold call", func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		tok = u.tokens[bobConn]
@@ -321,7 +322,7 @@ func TestPerUserProgressNeverToAnotherUsersCall(t *testing.T) {
 	}
 	// Bob's own connection's progress is his call's.
 	u.push(t, bobConn, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"`+tok+`","progress":1,"message":"from bob"}}`)
-	waitFor(t, 10*time.Second, "bob's progress", func() bool { return bob.count("from bob") > 0 })
+	await.For(t, 10*time.Second, "bob's progress", func() bool { return bob.count("from bob") > 0 })
 }
 
 // A resource subscription is made on the server's shared connection,
@@ -350,5 +351,5 @@ func TestPerUserResourceUpdateNeverToAnotherUser(t *testing.T) {
 		t.Errorf("bob was told of an update that came on alice's own connection")
 	}
 	u.push(t, "", `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///doc","title":"shared"}}`)
-	waitFor(t, 10*time.Second, "the shared connection's update", func() bool { return bob.count("shared") > 0 && alice.count("shared") > 0 })
+	await.For(t, 10*time.Second, "the shared connection's update", func() bool { return bob.count("shared") > 0 && alice.count("shared") > 0 })
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -26,10 +27,10 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	for _, s := range mgr.Servers() {
 		servers[s.Config.Group] = s
 	}
-	waitFor(t, 10*time.Second, "the upstreams", func() bool {
+	await.For(t, 10*time.Second, "the upstreams", func() bool {
 		return servers["f"].Status().State == upstream.StateReady && servers["g"].Status().State == upstream.StateReady
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
@@ -38,7 +39,7 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))
 	var tok string
-	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
+	await.For(t, 5*time.Second, "the call's progress token", func() bool {
 		for k := range h.routes.Progress() {
 			tok = k
 		}
@@ -77,7 +78,7 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))
 	var tok string
 	var sessA client
-	waitFor(t, 5*time.Second, "the call's progress token", func() bool {
+	await.For(t, 5*time.Second, "the call's progress token", func() bool {
 		for k, s := range h.routes.Progress() {
 			tok, sessA = k, s
 		}

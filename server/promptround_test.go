@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/rounds"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -30,8 +31,8 @@ func promptRuleHub(t *testing.T, mode string, args ...string) *Hub {
 	}
 	yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", group), "mode: flat", "mode: "+mode, 1)
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.PromptRoutes["f__prompt-1"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.PromptRoutes["f__prompt-1"]; return ok })
 	return h
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -39,7 +40,7 @@ func rateHub(t *testing.T, yaml string) (*Hub, *upstream.Manager, *rateClock) {
 	clock := &rateClock{}
 	clock.ns.Store(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC).UnixNano())
 	h.rates.Now = clock.now
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	return h, mgr, clock
 }
 
@@ -137,7 +138,7 @@ func TestRateLimitRefusesOverTheLimit(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, clock := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: echo-rate, action: allow, tool: echo, args: {text: \"loop*\"}, rate: 3/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 
 	for i := 1; i <= 3; i++ {
@@ -191,7 +192,7 @@ func TestRateLimitCallDynamicTool(t *testing.T) {
 	t.Parallel()
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "dynamic",
 		"      - {name: echo-rate, action: allow, tool: echo, rate: 1/10s}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool {
+	await.For(t, 5*time.Second, "the view", func() bool {
 		g, _ := h.snapshot().view.LookupGroup("f")
 		return g != nil && g.ToolRoutes["echo"].Server != nil
 	})
@@ -216,7 +217,7 @@ func TestRateLimitScopes(t *testing.T) {
       - {name: profile, action: allow, tool: echo, args: {text: "profile"}, rate: 2/minute, per: profile}
       - {action: allow, tool: "*"}
 `, "profiles:\n  p: {groups: [f]}\n"))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	a := rateSession(t, h, "a", "", `{}`)
 	b := rateSession(t, h, "b", "", `{}`)
 	p := rateSession(t, h, "p", "p", `{}`)
@@ -272,7 +273,7 @@ func TestRateLimitThenPrompt(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{"elicitation":{"form":{}}}`)
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"one"}}}`)
@@ -331,7 +332,7 @@ func TestRateLimitReloadKeepsCounters(t *testing.T) {
 		return rateYAML(dir, "off", "flat", "      - {name: echo-rate, action: allow, tool: echo, rate: "+rate+"}\n", "")
 	}
 	h, mgr, _ := rateHub(t, yaml("3/minute"))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 	reload := func(y string) {
 		t.Helper()
@@ -372,7 +373,7 @@ func TestRateLimitCountsARetriedCallOnce(t *testing.T) {
 	t.Parallel()
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), "off", "flat",
 		"      - {name: once, action: allow, tool: ask, rate: 1/minute}\n      - {action: allow, tool: \"*\"}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__ask"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 
 	c.send(modernCall("1", "f__ask", `{"elicitation":{}}`))
@@ -404,7 +405,7 @@ func TestRateLimitGlobalRule(t *testing.T) {
 	y := rateYAML(dir, "off", "flat", "      - {action: deny, tool: nothing}\n",
 		"policy:\n  - {name: global-rate, action: log, tool: \"*\", rate: 2/minute, per: hub}\n")
 	h, mgr, _ := rateHub(t, y)
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := rateSession(t, h, "s1", "", `{}`)
 	for i := 1; i <= 2; i++ {
 		if a := echo(t, c, i, "x"); !a.passed() {
@@ -432,7 +433,7 @@ func TestRateLimitThenPromptModernClient(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _, _ := rateHub(t, rateYAML(t.TempDir(), audit, "flat",
 		"      - {name: guarded, action: allow, tool: echo, rate: 1/minute, then: prompt}\n", ""))
-	waitFor(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	caps := `{"elicitation":{}}`
 	c.send(echoCall("1", "one", caps, ""))

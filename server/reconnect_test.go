@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -101,7 +102,7 @@ groups:
 	h.Run()
 	mgr.Start(context.Background())
 	t.Cleanup(func() { h.Close(); mgr.Close() })
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["g__echo"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["g__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")
@@ -112,7 +113,7 @@ groups:
 		t.Fatalf("boom: %s", got)
 	}
 	s := mgr.Servers()[0]
-	waitFor(t, 10*time.Second, "the upstream to reconnect", func() bool { return s.Status().Reconnecting })
+	await.For(t, 10*time.Second, "the upstream to reconnect", func() bool { return s.Status().Reconnecting })
 
 	// The new session's initialize waits for the gate: past startup_wait,
 	// the call is told why.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/resultcap"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -28,8 +29,8 @@ func largeHub(t *testing.T, mode config.Mode, settings, tail, audit string) (*Hu
 	yaml = strings.Replace(yaml, "mode: flat", "mode: "+string(mode), 1)
 	yaml = strings.Replace(yaml, `audit: {path: "off"}`, fmt.Sprintf("audit: {path: %q}", audit), 1)
 	h, mgr := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
-	waitFor(t, 5*time.Second, "the view", func() bool {
+	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
+	await.For(t, 5*time.Second, "the view", func() bool {
 		v := h.snapshot().view
 		return v.GroupIndex["f"] != nil && v.GroupIndex["f"].ToolRoutes["large"].Server != nil && !v.Starting
 	})
@@ -265,7 +266,7 @@ func TestMaxResultCutAndPages(t *testing.T) {
 			if a := c.rpc(200, "resources/read", fmt.Sprintf(`{"uri":%q}`, r.link())); a.Error == nil || a.Error.Code != codePolicyBlocked || !strings.Contains(a.Error.Message, "no large") {
 				t.Errorf("read of a denied call's result: %s", a.line)
 			}
-			waitFor(t, 5*time.Second, "the reads in the audit trail", func() bool {
+			await.For(t, 5*time.Second, "the reads in the audit trail", func() bool {
 				b, _ := os.ReadFile(trail)
 				return strings.Count(string(b), `"method":"resources/read"`) >= 3 && strings.Contains(string(b), `"uri":"`+r.link()+`?page=2"`) &&
 					strings.Contains(string(b), `"decision":"deny"`)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	views "github.com/dynamic-mcp/dynamic-mcp/server/view"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -45,7 +46,7 @@ func searchClientYAML(t *testing.T, yaml string) (*Hub, *toolClient) {
 // retried, and its tools, counted for search's "auto", come later).
 func waitGroupsUp(t *testing.T, h *Hub) {
 	t.Helper()
-	waitFor(t, 15*time.Second, "the groups", func() bool {
+	await.For(t, 15*time.Second, "the groups", func() bool {
 		v := h.snapshot().view
 		if v.Starting {
 			return false
@@ -189,7 +190,7 @@ func fakeGroups() string {
 func TestSearchDynamicTools(t *testing.T) {
 	t.Parallel() // its own hub, upstreams and files
 	h, c := searchClient(t, "search: on", fakeGroups())
-	waitFor(t, 15*time.Second, "both groups", func() bool {
+	await.For(t, 15*time.Second, "both groups", func() bool {
 		v := h.snapshot().view
 		return len(v.GroupIndex["f"].Tools) > 0 && len(v.GroupIndex["g"].Tools) > 0
 	})
@@ -287,7 +288,7 @@ func TestSearchDynamicTools(t *testing.T) {
 func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
 	t.Parallel()
 	h, c := searchClient(t, "search: on", fakeGroups())
-	waitFor(t, 15*time.Second, "group g", func() bool { return len(h.snapshot().view.GroupIndex["g"].Tools) > 0 })
+	await.For(t, 15*time.Second, "group g", func() bool { return len(h.snapshot().view.GroupIndex["g"].Tools) > 0 })
 	query := map[string]any{"query": "water my garden plants"}
 	if got := c.search(query); slices.Contains(names(got), "g/g_sprout") {
 		t.Fatalf("found sprout before it was grown: %q", names(got))
@@ -295,7 +296,7 @@ func TestSearchFindsToolAddedAfterListChanged(t *testing.T) {
 	if text, isErr := c.callText(views.CallToolName, map[string]any{"group": "g", "name": "g_grow"}); isErr {
 		t.Fatalf("grow: %s", text)
 	}
-	waitFor(t, 15*time.Second, "the grown tool in the view", func() bool {
+	await.For(t, 15*time.Second, "the grown tool in the view", func() bool {
 		_, ok := h.snapshot().view.GroupIndex["g"].ToolRoutes["g_sprout"]
 		return ok
 	})
@@ -438,7 +439,7 @@ func TestSearchWhileGroupsStart(t *testing.T) {
 			id := fmt.Sprint(c.id)
 			p, _ := json.Marshal(map[string]any{"name": views.SearchToolName, "arguments": args})
 			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}`, id, p))
-			waitFor(t, 10*time.Second, "the search to be in flight", func() bool {
+			await.For(t, 10*time.Second, "the search to be in flight", func() bool {
 				s := h.Sessions().Info()
 				return len(s) == 1 && s[0].Inflight == 1
 			})
@@ -536,7 +537,7 @@ func TestExposeTools(t *testing.T) {
 	// ... and audited as in flat mode, under the upstream's own name (by
 	// the trail's writer, a moment after the answer).
 	var audit []byte
-	waitFor(t, 10*time.Second, "the audit records", func() bool {
+	await.For(t, 10*time.Second, "the audit records", func() bool {
 		audit, _ = os.ReadFile(auditPath)
 		return bytes.Count(audit, []byte("\n")) >= 3
 	})

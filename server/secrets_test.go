@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/transport"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -115,7 +116,7 @@ groups:
 		return c.answer(fmt.Sprint(id))
 	}
 	var list string
-	waitFor(t, 20*time.Second, "both groups down, with their reasons", func() bool {
+	await.For(t, 20*time.Second, "both groups down, with their reasons", func() bool {
 		list = ask("tools/list", `{}`)
 		return strings.Contains(list, "- leak: prints its key on stderr (unavailable: exited") &&
 			strings.Contains(list, "- down: down, its key in its URL (unavailable: ")
@@ -125,7 +126,7 @@ groups:
 	}
 	for _, group := range []string{"leak", "down"} {
 		var answer string
-		waitFor(t, 20*time.Second, group+" failed, called", func() bool {
+		await.For(t, 20*time.Second, group+" failed, called", func() bool {
 			answer = ask("tools/call", `{"name":"call_dynamic_tool","arguments":{"group":"`+group+`","name":"x","args":{}}}`)
 			return failed(group) && strings.Contains(answer, "is unavailable")
 		})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -17,7 +18,7 @@ import (
 func pendingOn(t *testing.T, h *Hub, n int) []approval.Pending {
 	t.Helper()
 	var l approval.List
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == n })
+	await.For(t, 5*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == n })
 	return l.Pending
 }
 
@@ -158,7 +159,7 @@ func TestInspectorListsPendingOfEveryReplica(t *testing.T) {
 	p := pendingOne(t, a)
 	// a lists its call as it writes the call's row: b sees it once written.
 	var l approval.List
-	waitFor(t, 5*time.Second, "b's inspector to list a's call", func() bool {
+	await.For(t, 5*time.Second, "b's inspector to list a's call", func() bool {
 		l = approval.List{}
 		getJSON(t, api.URL+inspect.Prefix+"api/approvals", &l)
 		return len(l.Pending) > 0

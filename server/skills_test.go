@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -52,7 +53,7 @@ profiles:
 func skillsHub(t *testing.T) *Hub {
 	t.Helper()
 	h, mgr := runHub(t, skillsYAML(t), false)
-	waitFor(t, 10*time.Second, "the upstreams", func() bool {
+	await.For(t, 10*time.Second, "the upstreams", func() bool {
 		for _, s := range mgr.Servers() {
 			if s.Status().State != upstream.StateReady {
 				return false
@@ -60,7 +61,7 @@ func skillsHub(t *testing.T) *Hub {
 		}
 		return true
 	})
-	waitFor(t, 5*time.Second, "the view", func() bool {
+	await.For(t, 5*time.Second, "the view", func() bool {
 		v := h.snapshot().view
 		return !v.Starting && len(v.skills.Entries()) == 4
 	})

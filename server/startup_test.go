@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // startingHub is a hub in mode in front of a fast fake "f" and one "s"
@@ -47,7 +49,7 @@ func TestOneShotClientSeesEverythingAtOnce(t *testing.T) {
 			c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":` + tc.call + `}`)
 			// Requests run concurrently: the answers come in any order.
 			got, at := c.answersAt(start, "0", "1", "2")
-			if !strings.Contains(got["0"], `"result"`) || at["0"] > 2*time.Second*slowMachine { // not held for startup_wait
+			if !strings.Contains(got["0"], `"result"`) || at["0"] > 2*time.Second*await.Slow { // not held for startup_wait
 				t.Errorf("initialize after %v: %.200s", at["0"], got["0"])
 			}
 			list := got["1"]
@@ -147,7 +149,7 @@ func TestFirstRequestsWaitForStartingUpstreams(t *testing.T) {
 		c.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://s/nope"}}`)
 		got, at := c.answersAt(start, "1", "2", "3", "4")
 		for id, w := range map[string]string{"1": "Prompt not found", "2": "Resource not found", "3": "Prompt not found", "4": "Resource not found"} {
-			if !strings.Contains(got[id], w) || at[id] < wait || at[id] > 10*time.Second*slowMachine {
+			if !strings.Contains(got[id], w) || at[id] < wait || at[id] > 10*time.Second*await.Slow {
 				t.Errorf("request %s after %v: %.300s, want %q after startup_wait (%v)", id, at[id], got[id], w, wait)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/approve"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
@@ -30,7 +31,7 @@ func TestStoreInbox(t *testing.T) {
 	listed := func() approval.Pending {
 		t.Helper()
 		var l approval.List
-		waitFor(t, 5*time.Second, "the waiting call listed by the store's inbox", func() bool { l = inbox.Approvals(); return len(l.Pending) == 1 })
+		await.For(t, 5*time.Second, "the waiting call listed by the store's inbox", func() bool { l = inbox.Approvals(); return len(l.Pending) == 1 })
 		return l.Pending[0]
 	}
 	ca.send(inboxCall(1, `{"text":"deny me"}`))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -19,7 +20,7 @@ import (
 func taskHub(t *testing.T, group string, names ...string) (*Hub, *upstream.Manager, map[string]*toolClient) {
 	t.Helper()
 	h, mgr := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 5s", "    args: [\"-tasks\"]\n"+group), true)
-	waitFor(t, 10*time.Second, "the upstream", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__announce"]; return ok })
+	await.For(t, 10*time.Second, "the upstream", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__announce"]; return ok })
 	clients := map[string]*toolClient{}
 	for _, n := range names {
 		c := &toolClient{pipeClient: sessionPipes(t, h, n)}
@@ -149,7 +150,7 @@ func TestTaskOfARestartedUpstreamNotAnother(t *testing.T) {
 	s := mgr.Servers()[0]
 	idA := startTask(t, c["a"], "A")
 	c["a"].ask("tools/call", map[string]any{"name": "f__crash", "arguments": map[string]any{}})
-	waitFor(t, 20*time.Second, "the upstream to restart", func() bool {
+	await.For(t, 20*time.Second, "the upstream to restart", func() bool {
 		_, ok := h.snapshot().view.FlatRoutes["f__echo"]
 		return s.Restarts() >= 1 && s.Status().State == upstream.StateReady && ok
 	})

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/health"
 	"github.com/dynamic-mcp/dynamic-mcp/server/telemetry"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -216,9 +217,9 @@ func TestSessionsListsTheClient(t *testing.T) {
 		return func() bool { s := h.Sessions().Info(); return len(s) == 1 && s[0].Inflight == n }
 	}
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang"}}`)
-	waitFor(t, 15*time.Second, "the call in flight", inflight(1))
+	await.For(t, 15*time.Second, "the call in flight", inflight(1))
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
-	waitFor(t, 15*time.Second, "no call in flight", inflight(0))
+	await.For(t, 15*time.Second, "no call in flight", inflight(0))
 	if n := h.Sessions().Dropped(); n != 0 {
 		t.Errorf("dropped %d", n)
 	}
@@ -294,7 +295,7 @@ groups:
 	}
 	mgr.Start(context.Background())
 	var rep health.Report
-	waitFor(t, 15*time.Second, "readyz 200", func() bool {
+	await.For(t, 15*time.Second, "readyz 200", func() bool {
 		var code int
 		code, rep = readyz(t, ts.URL, "")
 		return code == http.StatusOK

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // An unknown tool's answer names the closest tools the caller may call,
@@ -46,7 +48,7 @@ func TestToolNotFoundSuggestsVisibleTools(t *testing.T) {
 			t.Parallel()
 			yaml := strings.Replace(flatFakeYAML(t.TempDir(), "call_timeout: 5s", tc.deny), "mode: flat", "mode: "+tc.mode, 1)
 			h, _ := runHub(t, yaml, true)
-			waitFor(t, 10*time.Second, "the view", func() bool {
+			await.For(t, 10*time.Second, "the view", func() bool {
 				v := h.snapshot().view
 				return v.GroupIndex["f"] != nil && v.GroupIndex["f"].ToolRoutes["echo"].Server != nil && !v.Starting
 			})
@@ -114,7 +116,7 @@ func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
 	yaml := fmt.Sprintf("mode: dynamic\nstate_dir: %q\naudit: {path: \"off\"}\nsettings: {call_timeout: 5s}\nprofiles:\n  p: {groups: [f, g]}\ngroups:\n  f:\n%s  g:\n%s  h:\n%s",
 		t.TempDir(), fake("f", "solo"), fake("g", "notes"), fake("h", "secret"))
 	h, _ := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the views", func() bool {
+	await.For(t, 10*time.Second, "the views", func() bool {
 		for _, p := range []string{"", "p"} {
 			v := h.snapshot().viewOf(p)
 			if v.Starting || len(v.Groups) == 0 {

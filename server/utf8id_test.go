@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // notUTF8 are messages whose id, or some other string, is not valid UTF-8:
@@ -32,7 +34,7 @@ const badIDs = 4
 func TestStdioWritesOnlyUTF8(t *testing.T) {
 	t.Parallel()
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
-	waitFor(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
+	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
 	c.send(initializeMsg)
 	c.answer("0")

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // argsClient runs a hub in mode in front of the fake with -schemas (its
@@ -31,7 +33,7 @@ func argsClient(t *testing.T, mode, settings, group string) *toolClient {
 	yaml := fmt.Sprintf("state_dir: %q\naudit: {path: \"off\"}\nmode: %s\nsettings: {%s}\ngroups:\n  f:\n    description: fake\n    command: %q\n    args: [\"-schemas\", %q]\n%s",
 		t.TempDir(), mode, settings, fakeBin, remote.URL+"/schema.json", group)
 	h, _ := runHub(t, yaml, true)
-	waitFor(t, 10*time.Second, "the fake's tools", func() bool {
+	await.For(t, 10*time.Second, "the fake's tools", func() bool {
 		g := h.snapshot().view.GroupIndex["f"]
 		_, ok := g.ToolRoutes["strict"]
 		return ok

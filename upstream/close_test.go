@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -23,7 +24,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(t.Context())
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 
 	m.SetLogLevel(mcp.LoggingLevelWarning)
 	m.Notify("notifications/roots/list_changed", nil)
@@ -39,7 +40,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		t.Error("hang answered")
 	}
 	m.Apply(fakeConfig(t, fastRetry+", stop_grace: 1s", "-flood", "-name", "b")) // g retired, its successor started
-	waitFor(t, 10*time.Second, "the successor", func() bool { return m.Servers()[0].Status().State == StateReady })
+	await.For(t, 10*time.Second, "the successor", func() bool { return m.Servers()[0].Status().State == StateReady })
 
 	start := time.Now()
 	if err := m.Close(); err != nil {

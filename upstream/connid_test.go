@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // Each connection has its ConnID: RequestOn returns the one it sent on,
@@ -25,7 +27,7 @@ func TestConnIDNamesTheConnection(t *testing.T) {
 		t.Fatal("no log message event")
 	}
 	s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "crash"}, 10*time.Second)
-	waitFor(t, 20*time.Second, "the restart", func() bool { return s.Restarts() >= 1 && s.Status().State == StateReady })
+	await.For(t, 20*time.Second, "the restart", func() bool { return s.Restarts() >= 1 && s.Status().State == StateReady })
 	if _, conn, err := s.RequestOn(t.Context(), nil, first, 0, "ping", nil, 10*time.Second); !errors.Is(err, ErrConnGone) || conn != 0 {
 		t.Errorf("a request held to the connection that ended: %v on %d, want ErrConnGone on none", err, conn)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -21,7 +22,7 @@ func TestSharedConnectionDeclaresWithoutWaiting(t *testing.T) {
 	m.Start(context.Background())
 	t.Cleanup(func() { m.Close() })
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	want, _ := json.Marshal(DeclaredCapabilities())
 	if got := stateOf(t, s).Capabilities; !sameJSON(got, want) {
 		t.Errorf("declared %s, want %s", got, want)

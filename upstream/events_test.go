@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // collector reads a manager's events into a list, as the hub's loop
@@ -70,7 +72,7 @@ func TestListChangedFloodCoalesced(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > goroutines+20 {
 		t.Errorf("%d goroutines after the flood, %d before", g, goroutines)
 	}
-	waitFor(t, 10*time.Second, "the refreshes to end", func() bool {
+	await.For(t, 10*time.Second, "the refreshes to end", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return !s.refreshing && s.pendingLists == 0
@@ -105,7 +107,7 @@ func TestListChangedRefetches(t *testing.T) {
 	prompts := len(s.Lists().Prompts)
 	callTool(t, s, "mutate", "", 0) // changes echo, then sends tools/list_changed
 	// The new definition differs from the pinned one: it is withheld.
-	waitFor(t, 5*time.Second, "the new echo", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
+	await.For(t, 5*time.Second, "the new echo", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
 	if got := echo(); got != "" {
 		t.Errorf("echo changed and still served: %q", got)
 	}
@@ -139,13 +141,13 @@ func TestRequestsCapped(t *testing.T) {
 	c := collect(t, m)
 	const n = 200
 	callTool(t, s, "flood", "roots/list", n)
-	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == n-maxOutstanding })
+	await.For(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == n-maxOutstanding })
 	// The fake sent n and saw n-maxOutstanding refused: no more can come.
-	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
+	await.For(t, 5*time.Second, "the requests within the cap", func() bool { return c.count() == maxOutstanding })
 	// A notification sent after the flood comes after every event the
 	// flood made: once it is here, no request is still on its way.
 	callTool(t, s, "flood", "notifications/message", 1)
-	waitFor(t, 5*time.Second, "the notification after the flood", func() bool {
+	await.For(t, 5*time.Second, "the notification after the flood", func() bool {
 		events := c.list()
 		return len(events) > 0 && events[len(events)-1].Kind == EventNotification
 	})
@@ -177,7 +179,7 @@ func TestRequestsCapped(t *testing.T) {
 		e.Reply(json.RawMessage(`{"roots":[]}`), nil)
 		e.Reply(nil, &RPCError{Code: 1, Message: "a second answer is ignored"})
 	}
-	waitFor(t, 5*time.Second, "the answers", func() bool { return stateOf(t, s).Answers == n })
+	await.For(t, 5*time.Second, "the answers", func() bool { return stateOf(t, s).Answers == n })
 	if st := stateOf(t, s); st.Refusals != n-maxOutstanding {
 		t.Errorf("%d refusals after the answers, want %d", st.Refusals, n-maxOutstanding)
 	}
@@ -186,7 +188,7 @@ func TestRequestsCapped(t *testing.T) {
 	}
 	// The slots are free again.
 	callTool(t, s, "flood", "sampling/createMessage", 3)
-	waitFor(t, 5*time.Second, "new requests", func() bool { return c.count() == maxOutstanding+1+3 }) // and the notification
+	await.For(t, 5*time.Second, "new requests", func() bool { return c.count() == maxOutstanding+1+3 }) // and the notification
 }
 
 // A request the client never answers is answered with an error at the
@@ -196,8 +198,8 @@ func TestRequestDeadline(t *testing.T) {
 	c := collect(t, m)
 	start := time.Now()
 	callTool(t, s, "flood", "elicitation/create", 3)
-	waitFor(t, 5*time.Second, "the requests", func() bool { return c.count() == 3 })
-	waitFor(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == 3 })
+	await.For(t, 5*time.Second, "the requests", func() bool { return c.count() == 3 })
+	await.For(t, 5*time.Second, "the refusals", func() bool { return stateOf(t, s).Refusals == 3 })
 	took := time.Since(start)
 	if took < 150*time.Millisecond { // and the waits above bound it
 		t.Errorf("answered after %s; the deadline is 150ms", took)
@@ -229,7 +231,7 @@ func TestPingAnsweredLocally(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, "", "-flood"))
 	c := collect(t, m)
 	callTool(t, s, "flood", "ping", 5)
-	waitFor(t, 5*time.Second, "the pongs", func() bool { return stateOf(t, s).Answers == 5 })
+	await.For(t, 5*time.Second, "the pongs", func() bool { return stateOf(t, s).Answers == 5 })
 	if st := stateOf(t, s); st.Refusals != 0 || c.count() != 0 {
 		t.Errorf("ping: %d refusals, %d events", st.Refusals, c.count())
 	}
@@ -287,7 +289,7 @@ func TestRequestWaitsForRoom(t *testing.T) {
 	// waiting for room now.
 	callTool(t, s, "flood", "roots/list", 1)
 	// The request has its slot: it waits for room in the full Events.
-	waitFor(t, 5*time.Second, "the request", func() bool { return len(s.outstanding) == 1 })
+	await.For(t, 5*time.Second, "the request", func() bool { return len(s.outstanding) == 1 })
 	if n := len(m.Events()); n != eventBuffer {
 		t.Fatalf("%d events waiting, want %d", n, eventBuffer)
 	}
@@ -306,7 +308,7 @@ func TestRequestWaitsForRoom(t *testing.T) {
 		t.Fatalf("event %+v", e)
 	}
 	e.Reply(json.RawMessage(`{"roots":[]}`), nil)
-	waitFor(t, 5*time.Second, "the answer", func() bool { return stateOf(t, s).Answers == 1 })
+	await.For(t, 5*time.Second, "the answer", func() bool { return stateOf(t, s).Answers == 1 })
 	if st := stateOf(t, s); st.Refusals != 0 {
 		t.Errorf("refused: %s", st.LastRefusal)
 	}
@@ -385,7 +387,7 @@ func TestCallWaitsForItsOwnEventsOnly(t *testing.T) {
 	got[0].Routed()
 	got[1].Routed()
 	// The call has its result and waits for the third progress only.
-	waitFor(t, 10*time.Second, "the call to wait for its events", func() bool { return waiters(s) == 1 })
+	await.For(t, 10*time.Second, "the call to wait for its events", func() bool { return waiters(s) == 1 })
 	select {
 	case o := <-done:
 		t.Fatalf("the call returned before its last progress was routed: %s, %v", o.res, o.err)

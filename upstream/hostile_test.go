@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -84,13 +85,13 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 				return true
 			}
 			_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, "max_message_size: 1048576"))
-			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+			await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 			// The drip of an endless body reaches max_message_size in about
 			// a second: well within it, the timeout is what ends the call.
 			const timeout = 300 * time.Millisecond
 			start := time.Now()
 			res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), timeout)
-			if took := time.Since(start); took > timeout+2*time.Second*slowMachine { // a margin for a loaded machine
+			if took := time.Since(start); took > timeout+2*time.Second*await.Slow { // a margin for a loaded machine
 				t.Errorf("the call returned after %s, its timeout %s", took, timeout)
 			}
 			if err == nil {
@@ -108,8 +109,8 @@ func TestHTTPHostileAnswerFailsTheCallInTime(t *testing.T) {
 				if err == nil && strings.Contains(string(res), "ok") {
 					break
 				}
-				if time.Since(start) > 15*time.Second*slowMachine { // bounds a hang: it returns once answered
-					t.Fatalf("no call answered within %s: %s, %v", 15*time.Second*slowMachine, res, err)
+				if time.Since(start) > 15*time.Second*await.Slow { // bounds a hang: it returns once answered
+					t.Fatalf("no call answered within %s: %s, %v", 15*time.Second*await.Slow, res, err)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -141,7 +142,7 @@ func TestHTTPErrorOfOneCallLeavesTheOthers(t *testing.T) {
 				return false
 			}
 			_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+			await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 			slow := make(chan error, 1)
 			go func() {
 				_, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)

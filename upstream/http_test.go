@@ -18,6 +18,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -224,7 +225,7 @@ func TestHTTPParamsPassByteForByte(t *testing.T) {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			u, srv := newHTTPUpstream(t)
 			_, s := startHTTP(t, httpConfig(t, srv.URL+tc.path, tc.transport, ""))
-			waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+			await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 			res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(params), 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -254,7 +255,7 @@ func TestHTTPSessionExpiredReconnects(t *testing.T) {
 	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	u.mu.Lock()
 	u.session = "" // the server restarted
 	u.mu.Unlock()
@@ -275,7 +276,7 @@ func TestHTTPUnauthorizedAsksForSignIn(t *testing.T) {
 	u, srv := newHTTPUpstream(t)
 	u.status = http.StatusUnauthorized
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", "", fastRetry))
-	waitFor(t, 10*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
+	await.For(t, 10*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
 	abs, _ := filepath.Abs("test.yaml") // the config's, named since it is not the default one
 	if err := s.Status().Err; err == nil || err.Error() != "the server requires signing in: run: dynamic-mcp auth login g -c "+abs {
 		t.Errorf("status: %v", err)
@@ -290,7 +291,7 @@ func TestSSEStreamEndNeverMissed(t *testing.T) {
 	u.endSSE = true
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/sse", config.TransportSSE, "connect_timeout: 60s, "+fastRetry))
 	start := time.Now()
-	waitFor(t, 30*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
+	await.For(t, 30*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("failed after %s", took)
 	}
@@ -324,7 +325,7 @@ func TestHTTPServerRequestsCapped(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	refusals := func() int {
 		k := 0
 		for _, b := range u.bodies() {
@@ -334,8 +335,8 @@ func TestHTTPServerRequestsCapped(t *testing.T) {
 		}
 		return k
 	}
-	waitFor(t, 5*time.Second, "the refusals", func() bool { return refusals() == n-maxOutstanding })
-	waitFor(t, 5*time.Second, "the requests within the cap", func() bool { return reached.Load() == maxOutstanding })
+	await.For(t, 5*time.Second, "the refusals", func() bool { return refusals() == n-maxOutstanding })
+	await.For(t, 5*time.Second, "the requests within the cap", func() bool { return reached.Load() == maxOutstanding })
 }
 
 // hubGoroutines are the goroutines running in the hub's code, but for
@@ -383,7 +384,7 @@ func TestClosingEachKindOfUpstreamLeavesNoGoroutine(t *testing.T) {
 		m.SetClientCapabilities(mcp.ClientCapabilities{})
 		m.Start(context.Background())
 		s := m.Servers()[0]
-		waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+		await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 		m.Close()
 		deadline := time.Now().Add(5 * time.Second)
 		for g := hubGoroutines(before); len(g) > 0; g = hubGoroutines(before) {
@@ -402,7 +403,7 @@ func TestHTTPAnswerWithARepeatedKeyRefused(t *testing.T) {
 	u, srv := newHTTPUpstream(t)
 	u.dupKeys = true
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"echo"}`), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "result") {
 		t.Fatalf("call: %s, %v", res, err)
@@ -444,7 +445,7 @@ func TestHTTPRequestInAnAnswerIsTheCalls(t *testing.T) {
 		return true
 	}
 	m, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 
 	calls := make(chan error, 2)
 	call := func(owner testOwner, name string) {

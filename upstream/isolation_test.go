@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -39,7 +40,7 @@ func TestIsolatedConnections(t *testing.T) {
 		t.Errorf("a third owner over the cap of 2: %v", err)
 	}
 	m.Release(testOwner("a"))
-	waitFor(t, 10*time.Second, "a's connection to close", func() bool { return s.Isolated() == 1 })
+	await.For(t, 10*time.Second, "a's connection to close", func() bool { return s.Isolated() == 1 })
 	if c, err := pid("c"); err != nil || c == a || c == b {
 		t.Errorf("c once a is released: %s %v", c, err)
 	}
@@ -47,7 +48,7 @@ func TestIsolatedConnections(t *testing.T) {
 	if _, err := s.Request(t.Context(), testOwner("b"), "tools/call", map[string]any{"name": "crash"}, 5*time.Second); err == nil {
 		t.Error("crash answered")
 	}
-	waitFor(t, 10*time.Second, "b's new child", func() bool {
+	await.For(t, 10*time.Second, "b's new child", func() bool {
 		nb, err := pid("b")
 		return err == nil && nb != b
 	})

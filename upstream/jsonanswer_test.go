@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -51,7 +52,7 @@ func TestHTTPJSONBodyThatIsNotTheAnswerFailsTheCallAtOnce(t *testing.T) {
 		return true
 	}
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 
 	for _, tc := range []struct{ kind, says string }{
 		{"not JSON", `not JSON: "<html>upstream error</html>"`},

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -78,33 +79,9 @@ func startFake(t testing.TB, cfg *config.Config) (*Manager, *Server) {
 		goleak.VerifyNone(t, before)
 	})
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	return m, s
 }
-
-// waitFor polls cond until it holds, failing the test after d.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	// The deadline scales with a slow machine (a waiter returns as soon as
-	// cond holds, so a long one costs a passing test nothing): a busy
-	// machine must not fail a test that waits for an event.
-	d *= slowMachine
-	deadline := time.Now().Add(d)
-	// The pause between looks doubles up to 50 ms: a look may be costly
-	// (some dump every goroutine's stack, which stops the world), and
-	// looks every 2 ms under load could starve what the test waits for.
-	pause := time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
-
-// slowMachine scales the deadlines of waitFor.
-const slowMachine = 5
 
 // callTool calls a tool of the fake and returns the text of its result.
 func callTool(t testing.TB, s *Server, name, text string, n int) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -60,8 +61,8 @@ func TestApply(t *testing.T) {
 	if s2 == s {
 		t.Fatal("a changed server was kept")
 	}
-	waitFor(t, 10*time.Second, "the changed server", func() bool { return s2.Status().State == StateReady })
-	waitFor(t, 10*time.Second, "the old server to stop", func() bool { return s.Status().State == StateStopped })
+	await.For(t, 10*time.Second, "the changed server", func() bool { return s2.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the old server to stop", func() bool { return s.Status().State == StateStopped })
 	if got := s2.Status().ServerInfo.Name; got != "b" {
 		t.Errorf("server name %q", got)
 	}
@@ -107,9 +108,9 @@ func TestLogLevelAndNotify(t *testing.T) {
 		t.Errorf("initial log level %q", m.LogLevel())
 	}
 	m.SetLogLevel(mcp.LoggingLevelWarning)
-	waitFor(t, 5*time.Second, "the log level", func() bool { return stateOf(t, s).LogLevel == "warning" })
+	await.For(t, 5*time.Second, "the log level", func() bool { return stateOf(t, s).LogLevel == "warning" })
 	m.Notify("notifications/roots/list_changed", nil)
-	waitFor(t, 5*time.Second, "the notification", func() bool {
+	await.For(t, 5*time.Second, "the notification", func() bool {
 		return slices.Contains(stateOf(t, s).Notified, "notifications/roots/list_changed")
 	})
 	// A flood of notifications to the server never blocks the caller: the
@@ -178,7 +179,7 @@ func TestRequestErrors(t *testing.T) {
 	if _, err = s.Request(ctx, nil, "tools/call", map[string]any{"name": "hang"}, 5*time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	waitFor(t, 5*time.Second, "the cancellations", func() bool {
+	await.For(t, 5*time.Second, "the cancellations", func() bool {
 		var st struct{ Cancelled []any }
 		_ = json.Unmarshal([]byte(callTool(t, s, "state", "", 0)), &st)
 		return len(st.Cancelled) == 2
@@ -189,7 +190,7 @@ func TestRequestErrors(t *testing.T) {
 func TestRecheckPins(t *testing.T) {
 	m, s := startFake(t, fakeConfig(t, ""))
 	callTool(t, s, "mutate", "", 0)
-	waitFor(t, 5*time.Second, "echo withheld", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
+	await.For(t, 5*time.Second, "echo withheld", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
 	n := len(s.Lists().Tools)
 	if changes, err := m.Pins().Changes(s.Config.ID()); err != nil || len(changes) != 1 || changes[0].Tool != "echo" {
 		t.Fatalf("pin changes %+v, %v", changes, err)
@@ -344,7 +345,7 @@ func TestUnsavedPinsWithholdTools(t *testing.T) {
 	m.Start(t.Context())
 	t.Cleanup(func() { m.Close() })
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	n := len(s.Status().PinChanged)
 	if got := len(s.Lists().Tools); got != 0 || n == 0 {
 		t.Fatalf("%d tools served, %d withheld with pins not saved; want 0 served", got, n)
@@ -377,7 +378,7 @@ func TestPinWriteDoesNotHoldUpCalls(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	t.Cleanup(func() { close(release) }) // before Close: LIFO
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	tools := len(s.Lists().Tools)
 
 	block.Store(true)
@@ -403,7 +404,7 @@ func TestPinWriteDoesNotHoldUpCalls(t *testing.T) {
 	}
 	block.Store(false)
 	release <- struct{}{}
-	waitFor(t, 10*time.Second, "echo withheld", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
+	await.For(t, 10*time.Second, "echo withheld", func() bool { return slices.Contains(s.Status().PinChanged, "echo") })
 	if got := len(s.Lists().Tools); got != tools-1 {
 		t.Errorf("%d tools after the write, want %d", got, tools-1)
 	}

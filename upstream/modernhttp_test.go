@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -38,7 +39,7 @@ func TestHTTPUpstreamOn20260728(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	_, s := startHTTP(t, httpConfig(t, ts.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	if v := s.Status().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("protocol version %q, want 2026-07-28", v)
 	}
@@ -63,7 +64,7 @@ func TestHTTPUpstreamOfferingBothIsSpokenToInTheOlder(t *testing.T) {
 	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
 	t.Cleanup(ts.Close)
 	_, s := startHTTP(t, httpConfig(t, ts.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	if v := s.Status().ProtocolVersion; v != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
 		t.Errorf("protocol version %q, want %s", v, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	}
@@ -138,7 +139,7 @@ func TestHTTPUpstreamOn20260728TakesTheHubsCancel(t *testing.T) {
 	ts := httptest.NewServer(seen)
 	t.Cleanup(ts.Close)
 	m, s := startHTTP(t, httpConfig(t, ts.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	if v := s.Status().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("protocol version %q, want 2026-07-28", v)
 	}

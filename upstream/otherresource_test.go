@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -49,7 +50,7 @@ func TestSignInForAnotherResourceLoggedOnce(t *testing.T) {
 	m.Start(context.Background())
 	t.Cleanup(func() { m.Close() })
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
 	for _, owner := range []Owner{alice{}, alice{}, bob{}} {
 		if _, err := s.Request(t.Context(), owner, "tools/list", nil, time.Minute); err != nil {
 			t.Fatalf("%s's call: %v", owner.UserKey(), err)

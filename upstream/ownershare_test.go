@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -30,14 +31,14 @@ func TestOutstandingSharedBetweenOwners(t *testing.T) {
 		}
 	}
 	flood("a", n)
-	waitFor(t, 5*time.Second, "a's share", func() bool { return of("a") == maxOutstandingPerOwner })
+	await.For(t, 5*time.Second, "a's share", func() bool { return of("a") == maxOutstandingPerOwner })
 	flood("b", 1)
-	waitFor(t, 5*time.Second, "b's question", func() bool { return of("b") == 1 })
+	await.For(t, 5*time.Second, "b's question", func() bool { return of("b") == 1 })
 	// a's questions beyond its share were refused, not queued: they
 	// never reach the hub, however long it waits for them.
 	flood("a", 1)
 	var st fakeState
-	waitFor(t, 5*time.Second, "a's refusals", func() bool {
+	await.For(t, 5*time.Second, "a's refusals", func() bool {
 		res, err := s.Request(t.Context(), testOwner("a"), "tools/call", map[string]any{"name": "state"}, 10*time.Second)
 		var r struct{ Content []struct{ Text string } }
 		if err != nil || json.Unmarshal(res, &r) != nil || len(r.Content) == 0 || json.Unmarshal([]byte(r.Content[0].Text), &st) != nil {

@@ -17,6 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -61,7 +62,7 @@ func gatedPerUser(t *testing.T, settings string) (s *Server, gate chan struct{})
 		t.Fatal(err)
 	}
 	_, s = startHTTP(t, cfg)
-	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
 	return s, gate
 }
 
@@ -94,12 +95,12 @@ func TestPerUserRequestDuringStartIsTheCallers(t *testing.T) {
 		}
 	}
 	call(one)
-	waitFor(t, 10*time.Second, "session one's call, waiting for alice's connection", tracked(1))
+	await.For(t, 10*time.Second, "session one's call, waiting for alice's connection", tracked(1))
 	if _, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil); owner != Owner(one) || ambiguous {
 		t.Errorf("a request on alice's connection as it starts for session one's call is %v's (ambiguous %v); want session one's", owner, ambiguous)
 	}
 	call(two)
-	waitFor(t, 10*time.Second, "session two's call too", tracked(2))
+	await.For(t, 10*time.Second, "session two's call too", tracked(2))
 	if _, owner, _, ambiguous := s.callContext(withConn(context.Background(), id), trackedCall{}, nil); owner != nil || !ambiguous {
 		t.Errorf("a request on alice's connection with calls of both her sessions waiting for it is %v's (ambiguous %v); want ambiguous", owner, ambiguous)
 	}

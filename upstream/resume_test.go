@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -44,7 +45,7 @@ func TestCallResumedAfterTheServerEndsItsStream(t *testing.T) {
 		return true
 	}
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	polled := make(chan string, 1)
 	go func() {
 		res, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"poll"}`), 10*time.Second)
@@ -88,7 +89,7 @@ func TestStreamEndedWithoutIDFailsThatCallAlone(t *testing.T) {
 		return false
 	}
 	_, s := startHTTP(t, httpConfig(t, srv.URL+"/mcp", config.TransportStreamableHTTP, ""))
-	waitFor(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 	slow := make(chan error, 1)
 	go func() {
 		_, err := s.Request(t.Context(), nil, "tools/call", json.RawMessage(`{"name":"slow"}`), 10*time.Second)

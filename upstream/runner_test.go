@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -31,7 +32,7 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 	m.Start(context.Background())
 	defer m.Close()
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the first start to time out", func() bool { return s.Status().State == StateFailed })
+	await.For(t, 10*time.Second, "the first start to time out", func() bool { return s.Status().State == StateFailed })
 	want := "no answer to initialize within 300ms (connect timeout): npx may still be downloading the package on its first start; " +
 		"the hub tries again on its own; the next try gets 600ms to start (to wait longer, raise the server's timeout: or settings.connect_timeout)"
 	if err := s.Status().Err; err == nil || err.Error() != want {
@@ -40,7 +41,7 @@ func TestPackageRunnerFirstStart(t *testing.T) {
 	if err := os.WriteFile(released, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a try after the download to connect", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "a try after the download to connect", func() bool { return s.Status().State == StateReady })
 }
 
 // downloadingRunner is the config of group g, a server npx starts with
@@ -81,7 +82,7 @@ func TestPackageRunnerFirstStartPerSession(t *testing.T) {
 	if err := os.WriteFile(released, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the shared connection", func() bool { return s.Status().State == StateReady })
 	if err := os.Remove(released); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestPackageRunnerFirstStartPerSession(t *testing.T) {
 	if err := os.WriteFile(released, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a call after the download to connect", func() bool {
+	await.For(t, 10*time.Second, "a call after the download to connect", func() bool {
 		_, err := s.Request(t.Context(), testOwner("a"), "tools/list", nil, time.Minute)
 		// A loaded machine may cut a try off again (it is longer each time).
 		if err != nil && !strings.Contains(err.Error(), "at the earliest") && !strings.Contains(err.Error(), "a call after the backoff tries again") {

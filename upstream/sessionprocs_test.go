@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -50,7 +51,7 @@ func startClocked(t *testing.T, cfg *config.Config) (*Manager, *testClock) {
 		goleak.VerifyNone(t, before)
 	})
 	for _, s := range m.Servers() {
-		waitFor(t, 10*time.Second, s.Config.ID()+" to be ready", func() bool { return s.Status().State == StateReady })
+		await.For(t, 10*time.Second, s.Config.ID()+" to be ready", func() bool { return s.Status().State == StateReady })
 	}
 	return m, clock
 }
@@ -102,7 +103,7 @@ func TestSessionProcessesCappedAcrossServers(t *testing.T) {
 		t.Errorf("%d+%d connections after refusals, want 3", one.Isolated(), two.Isolated())
 	}
 	m.Release(testOwner("a"))
-	waitFor(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 2 })
+	await.For(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 2 })
 	if _, err := callPID(t, two, "d"); err != nil {
 		t.Errorf("d once a is gone: %v", err)
 	}
@@ -202,7 +203,7 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 		_, err := s.Request(context.Background(), testOwner("b"), "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"gate": gate}}, time.Minute)
 		hung <- err
 	}()
-	waitFor(t, 10*time.Second, "b's connection", func() bool {
+	await.For(t, 10*time.Second, "b's connection", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		b := s.isolated[testOwner("b")]
@@ -218,7 +219,7 @@ func TestIdleSessionProcessReleased(t *testing.T) {
 	if n := s.Isolated(); n != 1 {
 		t.Errorf("%d connections after 6 minutes (a idle, b in a call), want 1", n)
 	}
-	waitFor(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 1 })
+	await.For(t, 10*time.Second, "a's process to end", func() bool { return m.SessionProcesses() == 1 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestSessionProcessesClientShare(t *testing.T) {
 		t.Errorf("%d session processes, want 6", n)
 	}
 	m.Release(a1)
-	waitFor(t, 10*time.Second, "a1's process to end", func() bool { return m.SessionProcesses() == 5 })
+	await.For(t, 10*time.Second, "a1's process to end", func() bool { return m.SessionProcesses() == 5 })
 	if err := call(two, a4); err != nil {
 		t.Errorf("A's fourth session once one of its others is gone: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -98,7 +99,7 @@ func listening(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer pc.Close(context.Background())
-	waitFor(t, 10*time.Second, "the watch to listen", func() bool {
+	await.For(t, 10*time.Second, "the watch to listen", func() bool {
 		res := pc.ExecParams(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %'`, nil, nil, nil, nil).Read()
 		if res.Err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A server slower to answer initialize than its connect_timeout (250ms),
@@ -28,7 +30,7 @@ func TestSlowServerGetsLongerConnects(t *testing.T) {
 	defer m.Close()
 	s := m.Servers()[0]
 	for _, want := range []string{"within 250ms (connect timeout); the next try waits 500ms", "within 500ms (connect timeout); the next try waits 1s"} {
-		waitFor(t, 10*time.Second, "a try to time out: "+want, func() bool {
+		await.For(t, 10*time.Second, "a try to time out: "+want, func() bool {
 			_, ok := logs.find(want)
 			return ok
 		})
@@ -39,7 +41,7 @@ func TestSlowServerGetsLongerConnects(t *testing.T) {
 		}
 	}
 	open()
-	waitFor(t, 10*time.Second, "the slow server to come up", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the slow server to come up", func() bool { return s.Status().State == StateReady })
 	if err := os.Remove(gate); err != nil { // the next start is slow again
 		t.Fatal(err)
 	}
@@ -47,10 +49,10 @@ func TestSlowServerGetsLongerConnects(t *testing.T) {
 	logs.recs = nil
 	logs.mu.Unlock()
 	s.Request(t.Context(), nil, "tools/call", map[string]any{"name": "crash"}, 10*time.Second)
-	waitFor(t, 10*time.Second, "the first try after the crash to time out", func() bool {
+	await.For(t, 10*time.Second, "the first try after the crash to time out", func() bool {
 		_, ok := logs.find("within 250ms (connect timeout); the next try waits 500ms")
 		return ok
 	})
 	open()
-	waitFor(t, 10*time.Second, "the slow server to come up again", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the slow server to come up again", func() bool { return s.Status().State == StateReady })
 }

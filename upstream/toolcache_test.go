@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
@@ -170,12 +171,12 @@ func TestLateDiscoverAnswerIsDebug(t *testing.T) {
 	m.Start(context.Background())
 	defer m.Close()
 	s := m.Servers()[0]
-	waitFor(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the fake upstream to be ready", func() bool { return s.Status().State == StateReady })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var rec slog.Record
-	waitFor(t, 10*time.Second, "the late answer to be logged", func() bool {
+	await.For(t, 10*time.Second, "the late answer to be logged", func() bool {
 		var ok bool
 		rec, ok = logs.find("Method not found: server/discover")
 		return ok
@@ -207,11 +208,11 @@ func TestSlowModernServerNotSentInitialize(t *testing.T) {
 	defer m.Close()
 	s := m.Servers()[0]
 	// A probe passed while the server read nothing.
-	waitFor(t, 10*time.Second, "a probe passed", func() bool { return logs.count("still starting") == 1 })
+	await.For(t, 10*time.Second, "a probe passed", func() bool { return logs.count("still starting") == 1 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the server to be ready", func() bool { return s.Status().State == StateReady })
+	await.For(t, 10*time.Second, "the server to be ready", func() bool { return s.Status().State == StateReady })
 	if v := s.ProtocolVersion(); v != "2026-07-28" {
 		t.Errorf("protocol version %q, want 2026-07-28 (the discover's)", v)
 	}

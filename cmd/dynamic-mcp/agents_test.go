@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
@@ -443,7 +444,7 @@ func runClient(t *testing.T, run agentRun, script modelScript, hubEnv map[string
 // its upstream up: it answers the everything group's tools.
 func waitEverythingUp(t *testing.T, c *client, mode string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "the shared hub's everything group up", func() bool {
+	await.Costly(t, 60*time.Second, "the shared hub's everything group up", func() bool {
 		if mode == "flat" {
 			return strings.Contains(string(c.call("tools/list", nil)), `"everything__echo"`)
 		}

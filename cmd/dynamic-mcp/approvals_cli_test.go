@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
@@ -41,7 +42,7 @@ groups:
 	pending := func() approval.Pending {
 		t.Helper()
 		var l approval.List
-		waitFor(t, 10*time.Second, "a call waiting", func() bool {
+		await.Costly(t, 10*time.Second, "a call waiting", func() bool {
 			return json.Unmarshal([]byte(cli("approvals", "--json")), &l) == nil && len(l.Pending) == 1
 		})
 		return l.Pending[0]

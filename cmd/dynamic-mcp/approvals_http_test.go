@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
@@ -62,7 +63,7 @@ func waitResult(t *testing.T, done chan callResult) callResult {
 func auditRecordN(t *testing.T, path string, n int) map[string]any {
 	t.Helper()
 	var lines []string
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d audit records", n), func() bool {
+	await.Costly(t, 10*time.Second, fmt.Sprintf("%d audit records", n), func() bool {
 		b, _ := os.ReadFile(path)
 		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
 		return len(b) > 0 && len(lines) >= n
@@ -106,7 +107,7 @@ func TestApprovalInboxOverHTTP(t *testing.T) {
 	pending := func() approval.Pending {
 		t.Helper()
 		var l approval.List
-		waitFor(t, 10*time.Second, "a pending approval", func() bool {
+		await.Costly(t, 10*time.Second, "a pending approval", func() bool {
 			code, b := api("GET", "approvals", ui, "")
 			return code == 200 && json.Unmarshal(b, &l) == nil && len(l.Pending) == 1
 		})

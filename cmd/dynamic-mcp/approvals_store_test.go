@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -49,7 +50,7 @@ groups:
 	pendingOnB := func() approval.Pending {
 		t.Helper()
 		var l approval.List
-		waitFor(t, 10*time.Second, "a call waiting, listed on b", func() bool {
+		await.Costly(t, 10*time.Second, "a call waiting, listed on b", func() bool {
 			return json.Unmarshal([]byte(cliB("approvals", "--json")), &l) == nil && len(l.Pending) == 1
 		})
 		return l.Pending[0]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // Three hubs (three processes, one config each, as three clients'
@@ -90,7 +91,7 @@ func callThroughRenewals(t *testing.T, a *authtest.Server, hubs []*client) {
 		runFor = d // the 30 s: DYNAMIC_MCP_TEST_SHARED_FOR=30s
 	}
 	for i, c := range hubs {
-		waitFor(t, 10*time.Second, fmt.Sprintf("client %d's tool", i), func() bool {
+		await.Costly(t, 10*time.Second, fmt.Sprintf("client %d's tool", i), func() bool {
 			return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A call the server refuses for want of a scope (403 insufficient_scope,
@@ -41,7 +42,7 @@ func TestAuthLoginStepsUpToTheScopeACallWasRefusedFor(t *testing.T) {
 
 	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
 	c.initialize("2025-06-18")
-	waitFor(t, 10*time.Second, "the group", func() bool {
+	await.Costly(t, 10*time.Second, "the group", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
 	})
 	text, isErr := c.callText("r__hello", nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // helloMCP is an MCP server over Streamable HTTP with one tool, hello,
@@ -56,7 +57,7 @@ func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
 	// Before signing in, the group is unavailable with what to do.
 	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + home}, hubBin, "serve", "-c", cfg)
 	c.initialize("2025-06-18")
-	waitFor(t, 10*time.Second, "the sign-in hint", func() bool {
+	await.Costly(t, 10*time.Second, "the sign-in hint", func() bool {
 		return strings.Contains(c.stderr.String(), "the server requires signing in: run: dynamic-mcp auth login r")
 	})
 
@@ -83,7 +84,7 @@ func TestAuthLoginThenServeWithRefreshAndLogout(t *testing.T) {
 
 	// The hub picks the sign-in up (it reconnects on its schedule) and
 	// sends the token; a revoked token is renewed once and the call goes on.
-	waitFor(t, 10*time.Second, "the group after signing in", func() bool {
+	await.Costly(t, 10*time.Second, "the group after signing in", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "r__hello")
 	})
 	if text, _ := c.callText("r__hello", nil); text != "hello, signed-in hub" {

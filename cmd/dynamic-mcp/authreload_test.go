@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -71,7 +72,7 @@ func TestReloadOfHTTPAuthWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, 10*time.Second, "the reload's warning", func() bool {
+	await.Costly(t, 10*time.Second, "the reload's warning", func() bool {
 		return strings.Contains(stderr.String(), "http.auth changed; it is read at start, restart to use the new one")
 	})
 	var m struct {

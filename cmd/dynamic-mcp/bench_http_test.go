@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // baseEnvVar names another build of the hub (say main's, built with go
@@ -35,7 +37,7 @@ func benchHTTP(b *testing.B) {
 	hub := openHTTPSession(b, hubURL)
 	proxyCall, hubCall := proxy.caller("echo"), hub.caller("f__echo")
 	// The hub answers before its upstream is ready; wait for f__echo.
-	waitFor(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
+	await.Costly(b, 30*time.Second, "f__echo through the hub over HTTP", func() bool { return hubCall() == nil })
 	calls := []func() error{proxyCall, hubCall}
 	meters := []procMeter{proxyMeter, hubMeter}
 	var tbxark *httpSession
@@ -49,7 +51,7 @@ func benchHTTP(b *testing.B) {
 	if bin := os.Getenv(baseEnvVar); bin != "" {
 		baseURL, baseMeter := startHTTPHubBinForBench(b, bin, flatConfig())
 		baseCall := openHTTPSession(b, baseURL).caller("f__echo")
-		waitFor(b, 30*time.Second, "f__echo through the base hub over HTTP", func() bool { return baseCall() == nil })
+		await.Costly(b, 30*time.Second, "f__echo through the base hub over HTTP", func() bool { return baseCall() == nil })
 		base = len(calls)
 		calls = append(calls, baseCall)
 		meters = append(meters, baseMeter)

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 func BenchmarkNginx(b *testing.B) {
@@ -27,7 +29,7 @@ func BenchmarkNginx(b *testing.B) {
 	direct := openHTTPSession(b, hubURL)
 	proxied := openHTTPSessionWith(b, n.https+"/mcp", n.client)
 	directCall, proxiedCall := direct.caller("f__echo"), proxied.caller("f__echo")
-	waitFor(b, 30*time.Second, "f__echo through nginx", func() bool { return proxiedCall() == nil })
+	await.Costly(b, 30*time.Second, "f__echo through nginx", func() bool { return proxiedCall() == nil })
 	warmUp(b, directCall, proxiedCall)
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {

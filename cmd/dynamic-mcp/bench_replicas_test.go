@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 func BenchmarkNginxReplicas(b *testing.B) {
@@ -27,14 +29,14 @@ func BenchmarkNginxReplicas(b *testing.B) {
 	addrs := make([]string, len(replicas))
 	for i, r := range replicas {
 		addrs[i] = r.addr
-		waitFor(b, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+		await.Costly(b, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
 	}
 	one := startNginxReplicas(b, addrs[:1], true)
 	three := startNginxReplicas(b, addrs, true)
 	oneSession := openHTTPSessionWith(b, one.https+"/mcp", &http.Client{Transport: authorized{one.client.Transport}})
 	threeSession := openHTTPSessionWith(b, three.https+"/mcp", &http.Client{Transport: authorized{three.client.Transport}})
 	oneCall, threeCall := oneSession.caller("f__echo"), threeSession.caller("f__echo")
-	waitFor(b, 30*time.Second, "f__echo through nginx", func() bool { return oneCall() == nil && threeCall() == nil })
+	await.Costly(b, 30*time.Second, "f__echo through nginx", func() bool { return oneCall() == nil && threeCall() == nil })
 	warmUp(b, oneCall, threeCall)
 	for _, inflight := range benchInflight {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {

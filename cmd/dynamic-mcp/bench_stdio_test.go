@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // BenchmarkStdioOverhead puts figures on what the hub adds to a stdio
@@ -114,7 +116,7 @@ func startMinimalHub(b *testing.B, bin, mode, path, cfg string) minimalPath {
 	if mode == "dynamic" {
 		call = stdioToolCaller(c, "call_dynamic_tool", map[string]any{"group": "f", "name": "echo", "args": map[string]any{"text": "x"}})
 	}
-	waitFor(b, 30*time.Second, "the echo through the hub", func() bool { return call() == nil })
+	await.Costly(b, 30*time.Second, "the echo through the hub", func() bool { return call() == nil })
 	if s != nil {
 		return minimalPath{call: call, pids: []int{s.hubPID()}, bridge: c.cmd.Process.Pid}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 )
 
@@ -39,7 +40,7 @@ func startTBXark(b *testing.B, bin string) (string, procMeter) {
 	// lists read; the server listens before that and answers 404
 	// until then.
 	port := 0
-	waitFor(b, 30*time.Second, "TBXark/mcp-proxy to listen and serve /f/", func() bool {
+	await.Costly(b, 30*time.Second, "TBXark/mcp-proxy to listen and serve /f/", func() bool {
 		if port == 0 {
 			port = listeningPort(meter.pid)
 		}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // This file runs clients nobody here wrote against a flat hub whose one
@@ -262,7 +264,7 @@ func (w *heldWire) probe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(w.dir, "probe"), []byte(heldProbe+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the answer to the hub's ping", func() bool {
+	await.Costly(t, 30*time.Second, "the answer to the hub's ping", func() bool {
 		return strings.Contains(w.answered(), `"id":"held-probe"`)
 	})
 }
@@ -282,7 +284,7 @@ func (w *heldWire) awaitHeld(t *testing.T, done <-chan coldResult) string {
 	t.Helper()
 	var held string
 	var early *coldResult
-	waitFor(t, 30*time.Second, "the client's handshake or first tools/list to reach the hub", func() bool {
+	await.Costly(t, 30*time.Second, "the client's handshake or first tools/list to reach the hub", func() bool {
 		select {
 		case r := <-done:
 			early = &r

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // TestConformanceSSEPollingThroughHub runs the conformance suite's SSE
@@ -153,7 +155,7 @@ func startPollingServer(t *testing.T, node, script string) string {
 	select {
 	case url := <-found:
 		return url
-	case <-time.After(30 * time.Second * slowMachine): // bounds a hang: node took longer than 30 s to start at load 100
+	case <-time.After(30 * time.Second * await.Slow): // bounds a hang: node took longer than 30 s to start at load 100
 		t.Fatal("the polling server did not listen")
 		return ""
 	}

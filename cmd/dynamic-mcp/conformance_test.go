@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 )
 
@@ -215,7 +216,7 @@ func startConformanceUpstream(t *testing.T) string {
 	exited := make(chan struct{})
 	go func() { up.Wait(); close(exited) }()
 	t.Cleanup(func() { up.Process.Kill(); <-exited })
-	waitFor(t, 10*time.Second, "the conformance upstream", func() bool {
+	await.Costly(t, 10*time.Second, "the conformance upstream", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("the conformance upstream exited: %s", upOut)

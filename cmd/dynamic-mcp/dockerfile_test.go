@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // dockerStage is one FROM ... AS name stage of the Dockerfile, its
@@ -209,7 +211,7 @@ func TestDockerfile(t *testing.T) {
 				}
 			}()
 			var rec struct{ Msg, Addr string }
-			waitFor(t, 10*time.Second, "the hub to log that it serves, in JSON", func() bool {
+			await.Costly(t, 10*time.Second, "the hub to log that it serves, in JSON", func() bool {
 				lines := strings.Split(stderr.String(), "\n")
 				for _, l := range lines[:len(lines)-1] { // whole lines
 					// Besides its logs the hub prints where the inspector is,
@@ -226,7 +228,7 @@ func TestDockerfile(t *testing.T) {
 				}
 				return false
 			})
-			waitFor(t, 20*time.Second, "/readyz to answer 200", func() bool {
+			await.Costly(t, 20*time.Second, "/readyz to answer 200", func() bool {
 				resp, err := testClient.Get("http://" + rec.Addr + "/readyz")
 				if err != nil {
 					return false

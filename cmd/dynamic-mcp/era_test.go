@@ -19,6 +19,8 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // This file runs real clients that nobody here wrote, go-sdk's and
@@ -521,7 +523,7 @@ func TestRealClientsInEachEra(t *testing.T) {
 						// returned: each notification is waited for, as
 						// long as a slow machine may take to run it (the
 						// hub sent it before the answer).
-						late := time.NewTimer(30 * time.Second * slowMachine)
+						late := time.NewTimer(30 * time.Second * await.Slow)
 						defer late.Stop()
 						for step := 1; step <= steps; step++ {
 							select {

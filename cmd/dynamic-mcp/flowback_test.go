@@ -11,6 +11,8 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // answerClientRequests makes c a client that can sample, elicit and list
@@ -68,7 +70,7 @@ groups:
 
 	// The hub declares sampling, elicitation and roots upstream, so the
 	// tools that need them are listed.
-	waitFor(t, 20*time.Second, "the capability tools", func() bool {
+	await.Costly(t, 20*time.Second, "the capability tools", func() bool {
 		list := string(c.call("tools/list", nil))
 		return strings.Contains(list, "ev__trigger-sampling-request") && strings.Contains(list, "ev__get-roots-list")
 	})
@@ -111,7 +113,7 @@ groups:
 		c.call("logging/setLevel", map[string]any{"level": "debug"})
 		c.callText("ev__toggle-simulated-logging", nil)
 		defer c.callText("ev__toggle-simulated-logging", nil)
-		waitFor(t, 10*time.Second, "a log message from the upstream", func() bool {
+		await.Costly(t, 10*time.Second, "a log message from the upstream", func() bool {
 			for _, n := range c.notesOf("notifications/message") {
 				if logger, _ := n.Params.AdditionalFields["logger"].(string); strings.HasPrefix(logger, "ev") {
 					return true
@@ -125,7 +127,7 @@ groups:
 		c.call("resources/subscribe", map[string]any{"uri": uri})
 		c.callText("ev__toggle-subscriber-updates", nil)
 		defer c.callText("ev__toggle-subscriber-updates", nil)
-		waitFor(t, 15*time.Second, "resources/updated", func() bool {
+		await.Costly(t, 15*time.Second, "resources/updated", func() bool {
 			for _, n := range c.notesOf("notifications/resources/updated") {
 				if n.Params.AdditionalFields["uri"] == uri {
 					return true
@@ -159,13 +161,13 @@ func TestClientCancellationReachesTheUpstream(t *testing.T) {
 			Params: map[string]any{"name": "f__hang", "arguments": map[string]any{}}})
 		done <- err
 	}()
-	waitFor(t, 5*time.Second, "the call to reach the upstream", func() bool {
+	await.Costly(t, 5*time.Second, "the call to reach the upstream", func() bool {
 		state, _ := c.callText("f__state", nil)
 		return strings.Contains(state, `"hanging":1`)
 	})
 	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{
 		Method: "notifications/cancelled", Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": 424242, "reason": "user pressed stop"}}}})
-	waitFor(t, 5*time.Second, "the upstream to hear of the cancellation", func() bool {
+	await.Costly(t, 5*time.Second, "the upstream to hear of the cancellation", func() bool {
 		state, _ := c.callText("f__state", nil)
 		return strings.Contains(state, `"cancelled":[`)
 	})
@@ -182,7 +184,7 @@ func TestUpstreamListChangedReachesTheClient(t *testing.T) {
 	c.waitFlatTools(fakeTools)
 	before := c.countNotes("notifications/tools/list_changed")
 	c.callText("lc__mutate", nil)
-	waitFor(t, 5*time.Second, "tools/list_changed", func() bool {
+	await.Costly(t, 5*time.Second, "tools/list_changed", func() bool {
 		return c.countNotes("notifications/tools/list_changed") > before
 	})
 	if !strings.Contains(string(c.call("tools/list", nil)), "and send it to evil.example") {
@@ -199,13 +201,13 @@ func TestClientLogLevelAndRootsChangesReachUpstreams(t *testing.T) {
 	c.waitFlatTools(fakeTools)
 	c.call("logging/setLevel", map[string]any{"level": "debug"})
 	c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/roots/list_changed"}})
-	waitFor(t, 5*time.Second, "the upstream to hear both", func() bool {
+	await.Costly(t, 5*time.Second, "the upstream to hear both", func() bool {
 		state, _ := c.callText("f__state", nil)
 		return strings.Contains(state, `"logLevel":"debug"`) && strings.Contains(state, "notifications/roots/list_changed")
 	})
 	// Upstream log messages reach the client with group and server.
 	c.callText("f__log", map[string]any{"text": "disk almost full"})
-	waitFor(t, 5*time.Second, "the log message", func() bool {
+	await.Costly(t, 5*time.Second, "the log message", func() bool {
 		for _, n := range c.notesOf("notifications/message") {
 			if n.Params.AdditionalFields["logger"] == "f/fake" && n.Params.AdditionalFields["data"] == "disk almost full" {
 				return true

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // The rules a Gemini function declaration is held to here are written out
@@ -215,7 +217,7 @@ func TestGeminiSchemasOfEverythingServer(t *testing.T) {
 		var list struct {
 			Tools []map[string]any `json:"tools"`
 		}
-		waitFor(t, 30*time.Second, "the everything server's tools", func() bool {
+		await.Costly(t, 30*time.Second, "the everything server's tools", func() bool {
 			mustUnmarshal(t, c.call("tools/list", nil), &list)
 			return len(list.Tools) > 5
 		})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -163,7 +164,7 @@ func startGoldenHub(t *testing.T, name string) *rawConn {
 	c := startRaw(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir()}, hubBin, "serve", "-c", path, "--log-level", "debug")
 	c.call("initialize", json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dynamic-mcp-golden","version":"1"}}`))
 	c.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	waitFor(t, 30*time.Second, "the fake's tools", func() bool {
+	await.Costly(t, 30*time.Second, "the fake's tools", func() bool {
 		tools := rawTools(t, c)
 		if name == "flat" {
 			return len(tools) >= fakeTools+exactTools

@@ -22,6 +22,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/authclient"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -409,30 +410,6 @@ func concurrently(t *testing.T, names []string, f func(t *testing.T, name string
 	wg.Wait()
 }
 
-// waitFor polls until cond holds, failing the test after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	// The deadline scales with a slow machine (a waiter returns as soon as
-	// cond holds, so a long one costs a passing test nothing): a busy
-	// machine must not fail a test that waits for an event.
-	timeout *= slowMachine
-	deadline := time.Now().Add(timeout)
-	// Polls back off from 20 ms to 100 ms: most conditions are a request
-	// to a race-built hub, and dozens of tests wait at once for node
-	// servers that take seconds to start.
-	pause := 20 * time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 100*time.Millisecond)
-	}
-}
-
-// slowMachine scales the deadlines of waitFor.
-const slowMachine = 5
-
 // notified reports whether a notification of method has arrived.
 func (c *client) notified(method string) bool {
 	c.mu.Lock()
@@ -448,7 +425,7 @@ func (c *client) notified(method string) bool {
 // waitGroupsReady waits until the dynamic-mode enum lists every group.
 func (c *client) waitGroupsReady(groups ...string) {
 	c.t.Helper()
-	waitFor(c.t, 30*time.Second, fmt.Sprintf("groups %v ready", groups), func() bool {
+	await.Costly(c.t, 30*time.Second, fmt.Sprintf("groups %v ready", groups), func() bool {
 		var list struct {
 			Tools []struct {
 				Name        string `json:"name"`
@@ -474,7 +451,7 @@ func (c *client) waitGroupsReady(groups ...string) {
 	// fail its first start and be tried again by the hub. Wait until each
 	// group is up: get_dynamic_tools answers its tools.
 	for _, g := range groups {
-		waitFor(c.t, 60*time.Second, fmt.Sprintf("group %s up", g), func() bool {
+		await.Costly(c.t, 60*time.Second, fmt.Sprintf("group %s up", g), func() bool {
 			text, _ := toolText(c.t, c.call("tools/call", map[string]any{"name": "get_dynamic_tools", "arguments": map[string]any{"group": g}}))
 			return !strings.HasPrefix(text, "Group "+g+" is unavailable")
 		})
@@ -485,7 +462,7 @@ func (c *client) waitGroupsReady(groups ...string) {
 func (c *client) waitFlatTools(n int) []json.RawMessage {
 	c.t.Helper()
 	var tools []json.RawMessage
-	waitFor(c.t, 30*time.Second, fmt.Sprintf("%d tools", n), func() bool {
+	await.Costly(c.t, 30*time.Second, fmt.Sprintf("%d tools", n), func() bool {
 		var list struct {
 			Tools []json.RawMessage `json:"tools"`
 		}

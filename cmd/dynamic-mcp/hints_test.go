@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // Every hint the hub or a command prints is a command that works when
@@ -49,7 +51,7 @@ func TestHintsWorkWhenPasted(t *testing.T) {
 	c.waitFlatTools(fakeTools)
 	c.callText("rugpull__mutate", nil)
 	var accept string
-	waitFor(t, 10*time.Second, "the pin hint in the log", func() bool {
+	await.Costly(t, 10*time.Second, "the pin hint in the log", func() bool {
 		for _, line := range strings.Split(c.stderr.String(), "\n") {
 			var rec struct{ Accept string }
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Accept != "" {
@@ -63,7 +65,7 @@ func TestHintsWorkWhenPasted(t *testing.T) {
 		t.Errorf("pin hint %q", accept)
 	}
 	runHint(t, accept)
-	waitFor(t, 10*time.Second, "the accepted tool to come back", func() bool {
+	await.Costly(t, 10*time.Second, "the accepted tool to come back", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "rugpull__echo")
 	})
 }

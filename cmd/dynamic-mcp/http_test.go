@@ -20,6 +20,8 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 const testToken = "test-token-0123456789"
@@ -93,7 +95,7 @@ func servingAddr(t testing.TB, what string, stderr *lockedBuffer) string {
 	t.Helper()
 	re := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
 	var addr string
-	waitFor(t, 10*time.Second, what+" to listen", func() bool {
+	await.Costly(t, 10*time.Second, what+" to listen", func() bool {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
 			addr = m[1]
 			return true
@@ -224,7 +226,7 @@ func TestGeneratedTokenIsPrintedAndRequired(t *testing.T) {
 	cmd.Start()
 	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
 	var token, base string
-	waitFor(t, 10*time.Second, "the token and address", func() bool {
+	await.Costly(t, 10*time.Second, "the token and address", func() bool {
 		s := stderr.String()
 		// stderr is no terminal: the token is in the file the log names.
 		if m := regexp.MustCompile(`clients must send the one in the file.*" file=(\S+)`).FindStringSubmatch(s); m != nil {
@@ -346,7 +348,7 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 		c    *client
 		text string
 	}{{a, "A"}, {b, "B"}} {
-		waitFor(t, 5*time.Second, "3 progress notifications for "+x.text, func() bool { return len(x.c.notesOf("notifications/progress")) >= 3 })
+		await.Costly(t, 5*time.Second, "3 progress notifications for "+x.text, func() bool { return len(x.c.notesOf("notifications/progress")) >= 3 })
 		for _, n := range x.c.notesOf("notifications/progress") {
 			if n.Params.AdditionalFields["message"] != x.text || n.Params.AdditionalFields["progressToken"] != "p" {
 				t.Errorf("session %s got progress %v", x.text, n.Params.AdditionalFields)
@@ -368,8 +370,8 @@ func TestTwoHTTPSessionsGetOnlyWhatIsTheirs(t *testing.T) {
 	b.call("resources/subscribe", map[string]any{"uri": "fake://fake/res/2"})
 	b.callText("f__touch", map[string]any{"text": "fake://fake/res/1"})
 	b.callText("f__touch", map[string]any{"text": "fake://fake/res/2"})
-	waitFor(t, 5*time.Second, "resources/updated to A", func() bool { return len(a.notesOf("notifications/resources/updated")) == 1 })
-	waitFor(t, 5*time.Second, "resources/updated to B", func() bool { return len(b.notesOf("notifications/resources/updated")) >= 1 })
+	await.Costly(t, 5*time.Second, "resources/updated to A", func() bool { return len(a.notesOf("notifications/resources/updated")) == 1 })
+	await.Costly(t, 5*time.Second, "resources/updated to B", func() bool { return len(b.notesOf("notifications/resources/updated")) >= 1 })
 	for _, n := range b.notesOf("notifications/resources/updated") {
 		if uri := n.Params.AdditionalFields["uri"]; uri != "fake://fake/res/2" {
 			t.Errorf("B, not subscribed to it, heard that %v was updated", uri)
@@ -417,7 +419,7 @@ func startEverythingProcess(t testing.TB, transport string) *everythingProcess {
 			p.stop()
 		}
 	}()
-	waitFor(t, 60*time.Second, "server-everything "+transport+" to answer", func() bool {
+	await.Costly(t, 60*time.Second, "server-everything "+transport+" to answer", func() bool {
 		select {
 		case <-p.exited:
 			t.Fatalf("server-everything %s exited before it answered: %s", transport, p.out)
@@ -487,7 +489,7 @@ groups:
 	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "clientInfo": map[string]any{"name": "t", "version": "1"},
 		"capabilities": map[string]any{"sampling": map[string]any{}}})
 	answerClientRequests(c)
-	waitFor(t, 20*time.Second, "both upstreams", func() bool {
+	await.Costly(t, 20*time.Second, "both upstreams", func() bool {
 		list := string(c.call("tools/list", nil))
 		return strings.Contains(list, "web__get-sum") && strings.Contains(list, "old__get-sum") && strings.Contains(list, "auto__get-sum")
 	})
@@ -500,7 +502,7 @@ groups:
 		if text, _ := toolText(t, res); !strings.Contains(text, "completed") {
 			t.Errorf("%s long running: %q", g, text)
 		}
-		waitFor(t, 5*time.Second, g+" progress", func() bool {
+		await.Costly(t, 5*time.Second, g+" progress", func() bool {
 			for _, n := range c.notesOf("notifications/progress") {
 				if n.Params.AdditionalFields["progressToken"] == g+"-tok" {
 					return true
@@ -622,9 +624,9 @@ groups:
 	if !isErr || !strings.Contains(text, "upstream r") {
 		t.Errorf("call during an outage: %q (isError %v)", text, isErr)
 	}
-	waitFor(t, 10*time.Second, "the group to go", func() bool { return !strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
+	await.Costly(t, 10*time.Second, "the group to go", func() bool { return !strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
 	u.fresh()
-	waitFor(t, 10*time.Second, "the group to come back", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
+	await.Costly(t, 10*time.Second, "the group to come back", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
 	if text, _ := c.callText("r__hello", nil); text != "hello from upstream" {
 		t.Errorf("after the outage: %q", text)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // initialize and tools/list are answered while an upstream still starts:
@@ -93,7 +95,7 @@ groups:
 	if text, _ := toolText(t, c.call("tools/call", map[string]any{"name": "g__echo", "arguments": map[string]any{"text": "still here"}})); text != "still here" {
 		t.Fatalf("other group: %q", text)
 	}
-	waitFor(t, 30*time.Second, "the crashed group back", func() bool {
+	await.Costly(t, 30*time.Second, "the crashed group back", func() bool {
 		text, isErr := toolText(t, c.call("tools/call", map[string]any{"name": "f__echo", "arguments": map[string]any{"text": "back"}}))
 		if strings.Contains(text, "Tool not found") {
 			t.Fatalf("a reconnecting group's tool answered %q", text)
@@ -125,7 +127,7 @@ groups:
 	if names["echo"] != 1 || names["third__echo"] != 1 {
 		t.Errorf("want echo (first group) and third__echo, got %v", names)
 	}
-	waitFor(t, 5*time.Second, "collision in the log", func() bool {
+	await.Costly(t, 5*time.Second, "collision in the log", func() bool {
 		return strings.Contains(c.stderr.String(), `tool \"echo\" of second is hidden: its name collides with a tool of first`)
 	})
 }
@@ -296,7 +298,7 @@ func TestNoChildOutlivesTheHub(t *testing.T) {
 	if err := c.tr.Close(); err != nil { // closes the hub's stdin and waits for it
 		t.Logf("hub exit: %v", err)
 	}
-	waitFor(t, 10*time.Second, "upstream child to exit", func() bool {
+	await.Costly(t, 10*time.Second, "upstream child to exit", func() bool {
 		return noSuchProcess(pid)
 	})
 }

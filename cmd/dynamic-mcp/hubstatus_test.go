@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // runStatus runs `dynamic-mcp status` as the user would, beside s's hub.
@@ -41,7 +43,7 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	os.Remove(count)
 	_, page, _ := s.uiBridge(t, "alpha", "127.0.0.1:0")
 	// The hub's first tries settle: one ready, broken failed.
-	waitFor(t, time.Minute, "the hub's upstreams to settle (one ready, broken failed)", func() bool {
+	await.Costly(t, time.Minute, "the hub's upstreams to settle (one ready, broken failed)", func() bool {
 		st := s.status(t)
 		return len(st.Upstreams) == 2 && st.Upstreams[0].State == "ready" && st.Upstreams[1].State == "failed"
 	})
@@ -65,7 +67,7 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	if err := os.WriteFile(s.path, []byte(strings.Replace(string(cfg), "description: fake", "descripton: fake", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the hub to try to reload", func() bool { return s.status(t).Reload != nil })
+	await.Costly(t, time.Minute, "the hub to try to reload", func() bool { return s.status(t).Reload != nil })
 	out = s.runStatus(t)
 	if !strings.Contains(out, "was REFUSED; the hub still serves the config before it") || !strings.Contains(out, "descripton") {
 		t.Errorf("status after a refused reload:\n%s", out)

@@ -17,6 +17,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // jwtTeamHub configures a hub (audit path, issuer, audience, command) as
@@ -265,7 +267,7 @@ func checkTeamCallers(t *testing.T, audience, kind, alice, bob, auditPath string
 	if _, got := bc.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"f","name":"echo","args":{"text":"from bob"}}}}`); !strings.Contains(got, "from bob") {
 		t.Errorf("bob's call: %s", got)
 	}
-	waitFor(t, 10*time.Second, "both calls in the audit trail", func() bool {
+	await.Costly(t, 10*time.Second, "both calls in the audit trail", func() bool {
 		b, _ := os.ReadFile(auditPath)
 		return strings.Contains(string(b), `"user":"Alice","subject":"jwt:alice"`) && strings.Contains(string(b), `"user":"Bob","subject":"jwt:bob"`)
 	})
@@ -455,7 +457,7 @@ func TestMCPClientSignsInThroughTheHub(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "f__echo") {
 		t.Errorf("carol (admins) sees %v, want the flat profile admin", names)
 	}
-	waitFor(t, 10*time.Second, "carol in the audit trail", func() bool {
+	await.Costly(t, 10*time.Second, "carol in the audit trail", func() bool {
 		if _, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "f__echo", Arguments: map[string]any{"text": "hi"}}}); err != nil {
 			t.Fatal(err)
 		}

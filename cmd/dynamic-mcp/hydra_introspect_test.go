@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // TestOpaqueCallersSignedInWithHydra serves the hub over HTTP as an
@@ -76,7 +78,7 @@ groups:
 	}
 	revoked := time.Now()
 	var header string
-	waitFor(t, ttl+3*time.Second, "alice's revoked token refused", func() bool {
+	await.Costly(t, ttl+3*time.Second, "alice's revoked token refused", func() bool {
 		var code int
 		code, header = (&bearerSession{t: t, url: audience, token: alice}).refused()
 		return code == http.StatusUnauthorized

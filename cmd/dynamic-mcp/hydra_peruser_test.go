@@ -23,6 +23,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -90,7 +91,7 @@ groups:
 			t.Fatalf("%s's initialize: %d %s\n%s", u, code, body, stderr.String())
 		}
 	}
-	waitFor(t, 15*time.Second, "the per-user server's tools", func() bool {
+	await.Costly(t, 15*time.Second, "the per-user server's tools", func() bool {
 		_, got := users["alice"].post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})
@@ -117,7 +118,7 @@ groups:
 	}
 	// The page is answered as the warning is logged; stderr is read by
 	// another process's pipe: the line may come a moment after.
-	waitFor(t, 5*time.Second, "the hub to log the refusal", func() bool {
+	await.Costly(t, 5*time.Second, "the hub to log the refusal", func() bool {
 		return strings.Contains(stderr.String(), "a link was opened by another user than its own")
 	})
 	if got := call("alice"); !strings.Contains(got, `"code":-32042`) {

@@ -23,6 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 )
 
@@ -94,7 +95,7 @@ groups:
 
 	c := startProcess(t, env, hubBin, "serve", "-c", cfg)
 	c.initialize("2025-11-25")
-	waitFor(t, 20*time.Second, "both groups", func() bool {
+	await.Costly(t, 20*time.Second, "both groups", func() bool {
 		list := string(c.call("tools/list", nil))
 		return strings.Contains(list, "pre__hello") && strings.Contains(list, "dyn__hello")
 	})
@@ -108,7 +109,7 @@ groups:
 	// the rotated refresh token is saved and works the next time.
 	for i := range 2 {
 		before, _ := store.Load("dyn", mcpURL)
-		waitFor(t, 2*hydraTTL, "the token to be due", func() bool { return time.Since(before.Issued) > hydraTTL*3/4 })
+		await.Costly(t, 2*hydraTTL, "the token to be due", func() bool { return time.Since(before.Issued) > hydraTTL*3/4 })
 		if text, isErr := c.callText("dyn__hello", nil); isErr || text != "hello, signed-in hub" {
 			t.Fatalf("call %d after the token was due: %q", i, text)
 		}
@@ -125,7 +126,7 @@ groups:
 	if _, isErr := c.callText("dyn__hello", nil); !isErr {
 		t.Error("a call with the old sign-in went through after the move")
 	}
-	waitFor(t, 20*time.Second, "the hub to say the server moved", func() bool {
+	await.Costly(t, 20*time.Second, "the hub to say the server moved", func() bool {
 		return strings.Contains(c.stderr.String(), "now names authorization server "+h2.public)
 	})
 	if out := hydraLogin(t, env, cfg, "dyn"); !strings.Contains(out, "client dynamic") || !strings.Contains(out, h2.public) {
@@ -138,7 +139,7 @@ groups:
 	if n := len(h2.clients(t)); n != 1 {
 		t.Errorf("the new authorization server has %d clients, want the one the hub registered", n)
 	}
-	waitFor(t, 20*time.Second, "the group with the new sign-in", func() bool {
+	await.Costly(t, 20*time.Second, "the group with the new sign-in", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "dyn__hello")
 	})
 	if text, isErr := c.callText("dyn__hello", nil); isErr || text != "hello, signed-in hub" {
@@ -296,7 +297,7 @@ func (h *hydra) run(t *testing.T, bin string, conf func(publicHost, adminHost st
 			t.Logf("hydra %s:\n%s", h.public, logs.String())
 		}
 	})
-	waitFor(t, 60*time.Second, "hydra to be ready", func() bool {
+	await.Costly(t, 60*time.Second, "hydra to be ready", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("hydra exited before it was ready:\n%s", logs)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 )
 
@@ -432,7 +433,7 @@ func TestImportKeepsAConfigChangedWhileItAsks(t *testing.T) {
 	go func() {
 		done <- run(context.Background(), []string{"import", src, "-o", out, "--describe", "gh=Read GitHub"}, pts, &stdout, stderr)
 	}()
-	waitFor(t, 10*time.Second, "the question", func() bool { return strings.Contains(stderr.String(), "move it into the vault? [y/N] ") })
+	await.Costly(t, 10*time.Second, "the question", func() bool { return strings.Contains(stderr.String(), "move it into the vault? [y/N] ") })
 	edited := "groups:\n  mine: {description: mine, command: node, args: [mine.js]}\n  added: {description: added by hand meanwhile, command: node, args: [added.js]}\n"
 	if err := os.WriteFile(out, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/clients"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -337,7 +338,7 @@ func importAfterTheOther(t *testing.T, out, theOthers string, flags ...string) (
 // (".importCmd(") waits for a lock.
 func waitForLockWait(t *testing.T, frame string) {
 	t.Helper()
-	waitFor(t, time.Minute, "a wait for the lock in "+frame, func() bool {
+	await.Costly(t, time.Minute, "a wait for the lock in "+frame, func() bool {
 		buf := make([]byte, 1<<20)
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
 			if strings.Contains(g, "filelock.Acquire") && strings.Contains(g, frame) {

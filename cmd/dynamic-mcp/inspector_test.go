@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // chromium is the browser the inspector's test drives: Debian's chromium,
@@ -380,7 +382,7 @@ func uiToken(t *testing.T, stderr *lockedBuffer) string {
 	t.Helper()
 	re := regexp.MustCompile(`its token for this run is in the file" url=http://\S+/ui/ file=(\S+)\n`)
 	var m []string
-	waitFor(t, 10*time.Second, "the inspector's token file on stderr", func() bool {
+	await.Costly(t, 10*time.Second, "the inspector's token file on stderr", func() bool {
 		m = re.FindStringSubmatch(stderr.String())
 		return m != nil
 	})

@@ -16,6 +16,8 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // goSDKServerEnv makes the test binary, started as a child, a 2026-07-28
@@ -149,10 +151,10 @@ func TestGoSDKListen(t *testing.T) {
 				}
 				return false
 			}
-			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
+			await.Costly(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
 
 			rewrite(t, path, listenConfig(true))
-			deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang: the reload starts a process
+			deadline := time.After(await.Slow * 20 * time.Second) // bounds a hang: the reload starts a process
 			for {
 				select {
 				case <-changed:
@@ -196,7 +198,7 @@ func startHTTPHubAt(t *testing.T, path string) string {
 	})
 	addr := regexp.MustCompile(`serving over HTTP" addr=(\S+)`)
 	var base string
-	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
+	await.Costly(t, 10*time.Second, "the hub to listen", func() bool {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
 			base = "http://" + strings.TrimSpace(m[1])
 			return true
@@ -248,11 +250,11 @@ func TestGoSDKListenThroughModernUpstream(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, 10*time.Second, "the upstream's tools", func() bool { return listed("up__grow") })
+	await.Costly(t, 10*time.Second, "the upstream's tools", func() bool { return listed("up__grow") })
 	if _, err := cs.CallTool(t.Context(), &gosdk.CallToolParams{Name: "up__grow", Arguments: map[string]any{}}); err != nil {
 		t.Fatalf("up__grow: %v", err)
 	}
-	deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang, not a timing
+	deadline := time.After(await.Slow * 20 * time.Second) // bounds a hang, not a timing
 	for !listed("up__grown") {
 		select {
 		case <-changed:
@@ -348,10 +350,10 @@ func TestMCPGoListen(t *testing.T) {
 				}
 				return false
 			}
-			waitFor(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
+			await.Costly(t, 10*time.Second, "keep's tools", func() bool { return listed("keep__echo") })
 
 			rewrite(t, path, listenConfig(true))
-			deadline := time.After(slowMachine * 20 * time.Second) // bounds a hang: the reload starts a process
+			deadline := time.After(await.Slow * 20 * time.Second) // bounds a hang: the reload starts a process
 			for {
 				select {
 				case <-changed:

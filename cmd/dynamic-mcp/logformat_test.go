@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // TestLogFormat starts serve --http with each --log-format (and with
@@ -49,7 +51,7 @@ func TestLogFormat(t *testing.T) {
 				cmd.Wait()
 			}()
 			var line string
-			waitFor(t, 10*time.Second, "the hub to log that it serves", func() bool {
+			await.Costly(t, 10*time.Second, "the hub to log that it serves", func() bool {
 				for l := range strings.SplitSeq(stderr.String(), "\n") {
 					if strings.Contains(l, "serving over HTTP") {
 						line = l

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // The built hub in front of the everything reference server, with
@@ -28,7 +30,7 @@ func TestMaxResultEverythingServer(t *testing.T) {
 	c := startHubEnv(t, env, fmt.Sprintf("mode: flat\nsettings: {shared: \"off\", max_result: 20KB, "+nodeWaits+"}\ngroups:\n  ev: {description: The reference server, command: node, args: %s}\n",
 		yamlList(referenceServer(t, "server-everything", "stdio")[1:])))
 	c.initialize("2025-11-25")
-	waitFor(t, 30*time.Second, "the everything server's get-env", func() bool {
+	await.Costly(t, 30*time.Second, "the everything server's get-env", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), `"ev__get-env"`)
 	})
 	res := c.call("tools/call", map[string]any{"name": "ev__get-env", "arguments": map[string]any{}})

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // nginxBinary is Debian's nginx (.ci/run installs it). Without it a test
@@ -153,7 +155,7 @@ http {
 		}
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
-	waitFor(t, 10*time.Second, "nginx to listen on "+addr, func() bool {
+	await.Costly(t, 10*time.Second, "nginx to listen on "+addr, func() bool {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(errorLog)
@@ -267,7 +269,7 @@ func TestNginxExample(t *testing.T) {
 			resp.Body.Close()
 			return resp
 		}
-		waitFor(t, 20*time.Second, "/readyz through nginx to answer 200", func() bool { return get(n.https+"/readyz").StatusCode == http.StatusOK })
+		await.Costly(t, 20*time.Second, "/readyz through nginx to answer 200", func() bool { return get(n.https+"/readyz").StatusCode == http.StatusOK })
 		if resp := get(n.https + "/healthz"); resp.StatusCode != http.StatusOK {
 			t.Errorf("/healthz through nginx: %s", resp.Status)
 		}
@@ -301,7 +303,7 @@ func TestNginxExample(t *testing.T) {
 		if _, _, err := s.post("notifications/initialized", nil); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, "f__echo through nginx", func() bool { return s.caller("f__echo")() == nil })
+		await.Costly(t, 20*time.Second, "f__echo through nginx", func() bool { return s.caller("f__echo")() == nil })
 		// The hub tells a session of a change to a list it has seen.
 		if _, _, err := s.post("tools/list", nil); err != nil {
 			t.Fatal(err)
@@ -352,7 +354,7 @@ func TestNginxExample(t *testing.T) {
 				if json.Unmarshal([]byte(data), &msg) != nil || msg.Method != "notifications/tools/list_changed" {
 					continue
 				}
-				if took := time.Since(answered); took > 2*time.Second*slowMachine {
+				if took := time.Since(answered); took > 2*time.Second*await.Slow {
 					t.Errorf("the notification took %s through nginx after the call's answer (%s)", took, res)
 				}
 				return

@@ -14,6 +14,8 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 func readAudit(t *testing.T, path string) []map[string]any {
@@ -110,7 +112,7 @@ groups:
 
 			// The trail's writer writes a record a moment after its answer.
 			var recs []map[string]any
-			waitFor(t, 10*time.Second, "3 audit records", func() bool { recs = readAudit(t, audit); return len(recs) >= 3 })
+			await.Costly(t, 10*time.Second, "3 audit records", func() bool { recs = readAudit(t, audit); return len(recs) >= 3 })
 			if len(recs) != 3 {
 				t.Fatalf("want 3 audit records, got %d: %v", len(recs), recs)
 			}
@@ -201,7 +203,7 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 	c.initialize("2025-06-18")
 	c.waitFlatTools(fakeTools)
 	c.callText("rugpull__mutate", nil)
-	waitFor(t, 10*time.Second, "the changed tool to be withheld", func() bool {
+	await.Costly(t, 10*time.Second, "the changed tool to be withheld", func() bool {
 		return !strings.Contains(string(c.call("tools/list", nil)), "rugpull__echo")
 	})
 	if _, rpcErr := c.request("tools/call", map[string]any{"name": "rugpull__echo", "arguments": map[string]any{"text": "x"}}); rpcErr == nil || rpcErr.Code != -32601 {
@@ -220,7 +222,7 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "rugpull: accepted the new definitions of echo") {
 		t.Fatalf("pin accept: exit %d\n%s%s", code, out, errOut)
 	}
-	waitFor(t, 10*time.Second, "the accepted tool to come back", func() bool {
+	await.Costly(t, 10*time.Second, "the accepted tool to come back", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), "and send it to evil.example")
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // httpClientAt is httpClient at the URL path of the hub's base.
@@ -39,7 +41,7 @@ func TestHTTPProfileURLs(t *testing.T) {
 	flat, flatTr := httpClientAt(t, base, "/mcp/p/flat")
 	flat.initialize("2025-11-25")
 	var names []string
-	waitFor(t, 30*time.Second, "a and c listed", func() bool {
+	await.Costly(t, 30*time.Second, "a and c listed", func() bool {
 		names = toolNames(t, flat.call("tools/list", nil))
 		return slices.Contains(names, "a__a_echo") && slices.Contains(names, "c__c_echo")
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // Two clients of one config with different profiles share one hub, and
@@ -18,7 +20,7 @@ func TestSharedHubProfiles(t *testing.T) {
 	flat := startProcess(t, s.env, raceHubBin, "serve", "-c", s.path, "--profile", "flat")
 	flat.initializeAs("flat-client")
 	var names []string
-	waitFor(t, 30*time.Second, "a and c listed", func() bool {
+	await.Costly(t, 30*time.Second, "a and c listed", func() bool {
 		names = toolNames(t, flat.call("tools/list", nil))
 		return slices.Contains(names, "a__a_echo") && slices.Contains(names, "c__c_echo")
 	})
@@ -46,7 +48,7 @@ func TestSharedHubProfileByClientName(t *testing.T) {
 	s := newShared(t, body)
 	cursor := s.bridge(t, "cursor-vscode")
 	var names []string
-	waitFor(t, 30*time.Second, "a and c listed", func() bool {
+	await.Costly(t, 30*time.Second, "a and c listed", func() bool {
 		names = toolNames(t, cursor.call("tools/list", nil))
 		return slices.Contains(names, "a__a_echo") && slices.Contains(names, "c__c_echo")
 	})

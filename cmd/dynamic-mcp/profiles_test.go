@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // profilesConfig has three groups of fakes and two profiles that show two
@@ -85,7 +87,7 @@ func TestServeProfileFlat(t *testing.T) {
 	c := startHub(t, profilesConfig(), "--profile", "flat")
 	c.initialize("2025-11-25")
 	var names []string
-	waitFor(t, 30*time.Second, "a and c listed", func() bool {
+	await.Costly(t, 30*time.Second, "a and c listed", func() bool {
 		names = toolNames(t, c.call("tools/list", nil))
 		return slices.Contains(names, "a__a_echo") && slices.Contains(names, "c__c_echo")
 	})
@@ -113,7 +115,7 @@ func TestServeProfileMaxTools(t *testing.T) {
 	t.Parallel() // its hub is its own
 	c := startHub(t, profilesConfig(), "--profile", "capped")
 	c.initialize("2025-11-25")
-	waitFor(t, 30*time.Second, "group c started", func() bool {
+	await.Costly(t, 30*time.Second, "group c started", func() bool {
 		res, rpcErr := c.request("tools/call", map[string]any{"name": "c__c_echo", "arguments": map[string]any{"text": "hi"}})
 		if rpcErr != nil {
 			return false
@@ -152,7 +154,7 @@ func TestClientRuleMaxTools(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := startHub(t, cfg)
 			c.initializeAs(name)
-			waitFor(t, 30*time.Second, "every group started", func() bool {
+			await.Costly(t, 30*time.Second, "every group started", func() bool {
 				for _, tool := range []string{"a__a_echo", "b__b_echo", "c__c_echo"} {
 					res, rpcErr := c.request("tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": "hi"}})
 					if rpcErr != nil {
@@ -185,7 +187,7 @@ func TestClientRuleGeminiSchemas(t *testing.T) {
 			var list struct {
 				Tools []map[string]any `json:"tools"`
 			}
-			waitFor(t, 30*time.Second, "the everything server's tools", func() bool {
+			await.Costly(t, 30*time.Second, "the everything server's tools", func() bool {
 				mustUnmarshal(t, c.call("tools/list", nil), &list)
 				return len(list.Tools) > 5
 			})
@@ -213,7 +215,7 @@ func TestClientRuleGeminiNames(t *testing.T) {
 	c := startHub(t, cfg)
 	c.initializeAs("gemini-cli-mcp-client")
 	var names []string
-	waitFor(t, 30*time.Second, "the fake's tools", func() bool {
+	await.Costly(t, 30*time.Second, "the fake's tools", func() bool {
 		names = toolNames(t, c.call("tools/list", nil))
 		return len(names) > 5
 	})

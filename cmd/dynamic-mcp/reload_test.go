@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 func TestReloadRestartsOnlyWhatChangedAndKeepsServingOnError(t *testing.T) {
@@ -49,17 +51,17 @@ groups:
   added: { description: new, command: %q }
 `, fakeBin, fakeBin, fakeBin))
 	// The client listed the old tools: it is told they changed.
-	waitFor(t, 10*time.Second, "tools/list_changed after the reload", func() bool {
+	await.Costly(t, 10*time.Second, "tools/list_changed after the reload", func() bool {
 		return c.countNotes("notifications/tools/list_changed") > before
 	})
-	waitFor(t, 10*time.Second, "the reloaded tool list", func() bool {
+	await.Costly(t, 10*time.Second, "the reloaded tool list", func() bool {
 		list := string(c.call("tools/list", nil))
 		return strings.Contains(list, "added__echo") && !strings.Contains(list, "drop__echo")
 	})
 	if pid, _ := c.callText("keep__pid", nil); pid != keepPID {
 		t.Errorf("unchanged server was restarted (pid %s, was %s)", pid, keepPID)
 	}
-	waitFor(t, 10*time.Second, "changed server restarted", func() bool {
+	await.Costly(t, 10*time.Second, "changed server restarted", func() bool {
 		res, rpcErr := c.request("tools/call", map[string]any{"name": "change__pid", "arguments": map[string]any{}})
 		if rpcErr != nil {
 			return false
@@ -67,7 +69,7 @@ groups:
 		pid, isErr := toolText(t, res)
 		return !isErr && pid != changePID
 	})
-	waitFor(t, 15*time.Second, "removed server stopped", func() bool {
+	await.Costly(t, 15*time.Second, "removed server stopped", func() bool {
 		var pid int
 		fmt.Sscan(dropPID, &pid)
 		return noSuchProcess(pid) || isZombie(pid)
@@ -75,7 +77,7 @@ groups:
 
 	// A broken config is logged and the old one keeps serving.
 	write("groups:\n  broken: { command: x }\n")
-	waitFor(t, 10*time.Second, "the reload error in the log", func() bool {
+	await.Costly(t, 10*time.Second, "the reload error in the log", func() bool {
 		return strings.Contains(c.stderr.String(), "config reload failed, still serving the previous config")
 	})
 	if text, _ := c.callText("keep__echo", map[string]any{"text": "still"}); text != "still" {
@@ -87,7 +89,7 @@ groups:
 	if err := c.signalHub(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "SIGHUP reload", func() bool {
+	await.Costly(t, 5*time.Second, "SIGHUP reload", func() bool {
 		return strings.Contains(c.stderr.String(), `msg="config reloaded" reason=SIGHUP`)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -120,7 +121,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			var p approval.Pending
 			for i := range replicas {
 				var q approval.Pending
-				waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to list the call %q waiting", i, text), func() bool {
+				await.Costly(t, 10*time.Second, fmt.Sprintf("replica %d to list the call %q waiting", i, text), func() bool {
 					var l approval.List
 					code, b := api(i, "GET", "approvals", "")
 					if code != http.StatusOK || json.Unmarshal(b, &l) != nil || len(l.Pending) != 1 {
@@ -138,7 +139,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 			// it from the store before that line reaches its stderr.
 			waits := regexp.MustCompile(`msg="policy: call waits for approval" id=` + regexp.QuoteMeta(p.ID) + ` `)
 			at := -1
-			waitFor(t, 10*time.Second, "a replica to log that "+p.ID+" waits on it", func() bool {
+			await.Costly(t, 10*time.Second, "a replica to log that "+p.ID+" waits on it", func() bool {
 				for i, r := range replicas {
 					if waits.MatchString(r.stderr.String()) {
 						at = i
@@ -153,7 +154,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		// the replica where it waits.
 		answeredElsewhere := func(i int, id string) {
 			t.Helper()
-			waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to log that it sent its answer to %s to another replica", i, id), func() bool {
+			await.Costly(t, 10*time.Second, fmt.Sprintf("replica %d to log that it sent its answer to %s to another replica", i, id), func() bool {
 				return strings.Contains(replicas[i].stderr.String(), `msg="approval: answer sent to the replica where the call waits" id=`+id)
 			})
 		}
@@ -226,7 +227,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		// answer named: every replica lists it.
 		var grant approval.Grant
 		for i := range replicas {
-			waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to list the grant", i), func() bool {
+			await.Costly(t, 10*time.Second, fmt.Sprintf("replica %d to list the grant", i), func() bool {
 				var l approval.List
 				code, b := api(i, "GET", "approvals", "")
 				if code != http.StatusOK || json.Unmarshal(b, &l) != nil || len(l.Grants) != 1 || len(l.Pending) != 0 {
@@ -251,7 +252,7 @@ func TestReplicasSharePolicyState(t *testing.T) {
 		// come after the answer, so it is waited for.
 		used := regexp.MustCompile(`msg="policy: call let through by a grant" grant=` + regexp.QuoteMeta(grant.ID))
 		for i, r := range replicas {
-			waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to let a call through under the grant made on replica %d", i, other), func() bool {
+			await.Costly(t, 10*time.Second, fmt.Sprintf("replica %d to let a call through under the grant made on replica %d", i, other), func() bool {
 				return used.MatchString(r.stderr.String())
 			})
 		}

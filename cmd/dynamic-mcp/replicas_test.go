@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // testSessionKey is the replicas' http.session_keys entry, as the
@@ -104,7 +106,7 @@ func startReadyReplicas(t testing.TB, n int, start func() *hubReplica) ([]*hubRe
 	addrs := make([]string, n)
 	for i, r := range replicas {
 		addrs[i] = r.addr
-		waitFor(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
+		await.Costly(t, 20*time.Second, "replica "+r.addr+" to be ready", r.ready)
 	}
 	return replicas, addrs
 }
@@ -266,7 +268,7 @@ type sdkReplicaCheck struct {
 func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	r := startReplica(t, replicaConfig(t, "  drain_timeout: 5m\n")) // bounds a hang: the call ends when the test opens its gate
-	waitFor(t, 20*time.Second, "the replica to be ready", r.ready)
+	await.Costly(t, 20*time.Second, "the replica to be ready", r.ready)
 	hc := &http.Client{Transport: authorized{testClient.Transport}}
 	s := &httpSession{url: "http://" + r.addr + "/mcp", hc: hc}
 	initialize := func() (http.Header, error) {
@@ -281,7 +283,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 	if _, _, err := s.post("notifications/initialized", nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "f__echo", func() bool { return s.caller("f__echo")() == nil })
+	await.Costly(t, 20*time.Second, "f__echo", func() bool { return s.caller("f__echo")() == nil })
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url, nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -309,7 +311,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		slow <- answer{res, err}
 	}()
 	inFlight := regexp.MustCompile(`(?m)^dynamic_mcp_requests_in_flight(\{[^}]*\})? [1-9]`)
-	waitFor(t, 10*time.Second, "the call in flight", func() bool {
+	await.Costly(t, 10*time.Second, "the call in flight", func() bool {
 		resp, err := hc.Get("http://" + r.addr + "/metrics")
 		if err != nil {
 			return false
@@ -322,7 +324,7 @@ func TestReplicaDrainsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	signalled := time.Now()
-	waitFor(t, 2*time.Second, "/readyz to turn 503", func() bool {
+	await.Costly(t, 2*time.Second, "/readyz to turn 503", func() bool {
 		resp, err := testClient.Get("http://" + r.addr + "/readyz")
 		if err != nil {
 			return false

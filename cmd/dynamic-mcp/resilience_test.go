@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // callText calls a flat-mode tool and returns its text and isError.
@@ -52,7 +54,7 @@ groups:
 	}
 	// The broken one is tried again and again, with its reason logged,
 	// while the others serve.
-	waitFor(t, 5*time.Second, "periodic reconnects", func() bool {
+	await.Costly(t, 5*time.Second, "periodic reconnects", func() bool {
 		return strings.Count(c.stderr.String(), "fake: cannot start: missing API key") >= 4
 	})
 	if !strings.Contains(c.stderr.String(), `upstream unavailable" upstream=never err="exited (status 2): fake: cannot start: missing API key"`) {
@@ -80,7 +82,7 @@ groups:
 	if !isErr || text != "upstream f exited (status 3): fake: about to crash" {
 		t.Fatalf("crash answered %q (isError %v)", text, isErr)
 	}
-	waitFor(t, 10*time.Second, "reconnected upstream", func() bool {
+	await.Costly(t, 10*time.Second, "reconnected upstream", func() bool {
 		res, rpcErr := c.request("tools/call", map[string]any{"name": "f__pid", "arguments": map[string]any{}})
 		if rpcErr != nil {
 			return false
@@ -104,7 +106,7 @@ groups:
 	if !isErr || text != "upstream f: no answer to tools/call within 300ms" {
 		t.Fatalf("hang answered %q (isError %v)", text, isErr)
 	}
-	if took := time.Since(start); took > 3*time.Second*slowMachine {
+	if took := time.Since(start); took > 3*time.Second*await.Slow {
 		t.Errorf("timeout took %s", took)
 	}
 	// The sleep's reply comes after its timeout; the calls made meanwhile
@@ -134,7 +136,7 @@ groups:
 			timedOut++
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second * slowMachine) // bounds a hang: the fake sends the reply 600 ms after the call
+	deadline := time.Now().Add(10 * time.Second * await.Slow) // bounds a hang: the fake sends the reply 600 ms after the call
 	for i := 0; st.Slept == 0; i++ {
 		want := "call " + strconv.Itoa(i)
 		if got := call("f__echo", map[string]any{"text": want}); got != want {
@@ -323,7 +325,7 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 		t.Errorf("the ladder did not wait stop_grace: 300ms:\n%s", log)
 	}
 	for _, p := range []int{pid, grandchild} {
-		waitFor(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
+		await.Costly(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
 			return noSuchProcess(p) || isZombie(p)
 		})
 	}
@@ -363,7 +365,7 @@ func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
 		t.Errorf("second signal: the hub did not stop at once:\n%s", log)
 	}
 	for _, p := range []int{pid, grandchild} {
-		waitFor(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
+		await.Costly(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
 			return noSuchProcess(p) || isZombie(p)
 		})
 	}

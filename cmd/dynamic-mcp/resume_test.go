@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // cutProxy forwards TCP connections to a backend; cut closes every one
@@ -101,7 +103,7 @@ func TestSDKClientResumesGETStream(t *testing.T) {
 	npmTestTool(t, "@modelcontextprotocol", "sdk", "package.json")
 	path := writeConfig(t, fmt.Sprintf("mode: flat\nhttp:\n  session_keys: [\"${DYNAMIC_MCP_SESSION_KEY}\"]\ngroups:\n  f: { description: fake, command: %q, args: [\"-flood\"] }\n", fakeBin))
 	r := startReplica(t, path)
-	waitFor(t, 20*time.Second, "the hub to be ready", r.ready)
+	await.Costly(t, 20*time.Second, "the hub to be ready", r.ready)
 	proxy := startCutProxy(t, r.addr)
 
 	ctx, cancel := untilHung(t)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
 
@@ -230,7 +231,7 @@ groups:
 	c := httpClient(t, base, nil)
 	c.initialize("2025-11-25")
 	// The fake's tools may come first: wait for the everything server's.
-	waitFor(t, 60*time.Second, "everything__get-env", func() bool {
+	await.Costly(t, 60*time.Second, "everything__get-env", func() bool {
 		return strings.Contains(string(c.call("tools/list", nil)), `"everything__get-env"`)
 	})
 	res := string(c.call("tools/call", map[string]any{"name": "everything__get-env"}))
@@ -254,7 +255,7 @@ groups:
 	if err != nil || !strings.Contains(string(b), "get-env") || strings.Contains(string(b), value) {
 		t.Errorf("the audit trail (%v):\n%s", err, b)
 	}
-	waitFor(t, 10*time.Second, "the leaking child's stderr in the hub's log", func() bool {
+	await.Costly(t, 10*time.Second, "the leaking child's stderr in the hub's log", func() bool {
 		return strings.Contains(stderr.String(), "leaked [secret:ECHOED]")
 	})
 	if log := stderr.String(); strings.Contains(log, value) || strings.Count(log, "the data key is in a file") != 1 {
@@ -308,7 +309,7 @@ groups:
 	c.call("logging/setLevel", map[string]any{"level": "debug"})
 	c.callText("f__log", map[string]any{"text": "env:DMCP_TEST_LOGGED"})
 	var got []string
-	waitFor(t, 10*time.Second, "the upstream's log message", func() bool {
+	await.Costly(t, 10*time.Second, "the upstream's log message", func() bool {
 		got = got[:0]
 		for _, n := range c.notesOf("notifications/message") {
 			b, _ := json.Marshal(n.Params)

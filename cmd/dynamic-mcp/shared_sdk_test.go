@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 )
 
@@ -157,7 +158,7 @@ groups:
 		clients[i] = startSDKDriver(t, s, name)
 	}
 	// Every group's tools listed (the node servers take a moment).
-	waitFor(t, 30*time.Second, "every group to be listed", func() bool {
+	await.Costly(t, 30*time.Second, "every group to be listed", func() bool {
 		for _, tool := range []string{"everything__echo", "memory__read_graph", "fake__echo"} {
 			if _, err := clients[0].callText(tool, map[string]any{"message": "up?", "text": "up?"}); err != nil {
 				return false
@@ -260,7 +261,7 @@ groups:
 	if err := clients[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the hub to see alpha leave", func() bool { return len(s.status(t).Sessions) == 2 })
+	await.Costly(t, 10*time.Second, "the hub to see alpha leave", func() bool { return len(s.status(t).Sessions) == 2 })
 	// One at a time: the fake's roots/list goes to the one client calling.
 	for _, c := range clients[1:] {
 		for _, call := range []struct {
@@ -295,10 +296,10 @@ groups:
 		}
 	}
 	// The hub leaves on its own: a hub that never does fails at a deadline
-	// scaled as waitFor's are (a loaded machine stretches the ladder's
+	// scaled as await.For's are (a loaded machine stretches the ladder's
 	// steps, which start node processes' ends); a hub that does costs only
 	// the time it takes.
-	deadline := left.Add(idle + 2*grace + 10*time.Second*slowMachine)
+	deadline := left.Add(idle + 2*grace + 10*time.Second*await.Slow)
 	for !processGone(hub) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -205,7 +206,7 @@ groups:
 	// One client killed (its bridge, as a client crashing takes it): the
 	// others go on.
 	_ = clients[0].cmd.Process.Kill()
-	waitFor(t, 10*time.Second, "the hub to see alpha leave", func() bool { return len(s.status(t).Sessions) == 2 })
+	await.Costly(t, 10*time.Second, "the hub to see alpha leave", func() bool { return len(s.status(t).Sessions) == 2 })
 	for _, c := range clients[1:] {
 		c.call("tools/call", map[string]any{"name": "two__echo", "arguments": map[string]any{"text": "still here"}})
 	}
@@ -214,7 +215,7 @@ groups:
 		c.tr.Close()
 	}
 	// Idle 1s, then each child's ladder (stdin closed: the fake exits).
-	waitFor(t, 10*time.Second, "the hub to exit", func() bool { return processGone(hub) })
+	await.Costly(t, 10*time.Second, "the hub to exit", func() bool { return processGone(hub) })
 	for _, k := range kids {
 		if !processGone(k) {
 			t.Errorf("upstream child %d outlived the hub", k)
@@ -327,7 +328,7 @@ groups:
 	same.waitFlatTools(fakeTools)
 	other := s.bridge(t, "other", "DMCP_TEST_TOKEN=two")
 	other.waitFlatTools(fakeTools)
-	waitFor(t, 5*time.Second, "the bridge to say why", func() bool {
+	await.Costly(t, 5*time.Second, "the bridge to say why", func() bool {
 		return strings.Contains(other.stderr.String(), "not joining the shared hub") && strings.Contains(other.stderr.String(), "DMCP_TEST_TOKEN")
 	})
 	if strings.Contains(same.stderr.String(), "not joining") {
@@ -371,7 +372,7 @@ func TestSharedHubOfAnotherVersionIsNotJoined(t *testing.T) {
 	})
 	c := s.bridge(t, "lone")
 	c.waitGroupsReady("one")
-	waitFor(t, 5*time.Second, "the bridge to say why", func() bool {
+	await.Costly(t, 5*time.Second, "the bridge to say why", func() bool {
 		return strings.Contains(c.stderr.String(), "not joining the shared hub") && strings.Contains(c.stderr.String(), "v0.0.1-other")
 	})
 }

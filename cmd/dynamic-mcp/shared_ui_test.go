@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 )
 
@@ -37,7 +38,7 @@ func (s *sharedSetup) uiBridge(t *testing.T, name, addr string) (c *client, page
 	// copied here by a goroutine of its own.
 	re := regexp.MustCompile(`the inspector is at (http://127\.0\.0\.1:\d+/ui/)\n  token for this run: (\S+)\n`)
 	var m []string
-	waitFor(t, 10*time.Second, name+"'s bridge to print the inspector's URL and token", func() bool {
+	await.Costly(t, 10*time.Second, name+"'s bridge to print the inspector's URL and token", func() bool {
 		m = re.FindStringSubmatch(c.stderr.String())
 		return m != nil
 	})
@@ -91,7 +92,7 @@ func TestSharedHubUIShowsEveryClient(t *testing.T) {
 	}
 	// Each client's call is a row of its own session.
 	called := map[string]string{} // client name -> the text its call carried
-	waitFor(t, 10*time.Second, "each client's call in the inspector", func() bool {
+	await.Costly(t, 10*time.Second, "each client's call in the inspector", func() bool {
 		sc := bufio.NewScanner(strings.NewReader(string(get(page + "api/export"))))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // TestClosedStdoutDoesNotKillTheHub: a client that closes its end of the
@@ -110,7 +112,7 @@ func TestClosedStdoutDoesNotKillTheHub(t *testing.T) {
 	stdout.Close()
 	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1001,"method":"tools/list"}`+"\n")
 	// The answer's write fails (EPIPE): the hub says so and stops.
-	waitFor(t, 10*time.Second, "the hub to find its stdout closed", func() bool {
+	await.Costly(t, 10*time.Second, "the hub to find its stdout closed", func() bool {
 		select {
 		case <-done:
 			return true
@@ -128,7 +130,7 @@ func TestClosedStdoutDoesNotKillTheHub(t *testing.T) {
 		t.Fatalf("the hub was killed by %v", ws.Signal())
 	}
 	t.Logf("the hub exited with status %d", cmd.ProcessState.ExitCode())
-	waitFor(t, 20*time.Second, "the grandchild to be gone", func() bool {
+	await.Costly(t, 20*time.Second, "the grandchild to be gone", func() bool {
 		return syscall.Kill(st.GrandchildPID, 0) == syscall.ESRCH || isZombie(st.GrandchildPID)
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
@@ -160,7 +161,7 @@ func TestStoreImportThenServeFromTheStore(t *testing.T) {
 	// A replica that never signed in, with an empty state directory.
 	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir(), "TEAM_DB=" + url, vault.EnvKey + "=" + key}, hubBin, "serve", "--standalone", "-c", teamCfg)
 	c.initialize("2025-06-18")
-	waitFor(t, 10*time.Second, "the protected tool", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
+	await.Costly(t, 10*time.Second, "the protected tool", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "r__hello") })
 	if text, isErr := c.callText("r__hello", nil); isErr || text != "hello, keyed and signed-in hub" {
 		t.Fatalf("call through the imported sign-in and secret: %q", text)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/vault"
 )
@@ -127,19 +128,19 @@ func TestServeReloadsASecretChangedInTheStore(t *testing.T) {
 	os.WriteFile(replica, []byte(src), 0o600)
 	c := startProcess(t, []string{"DYNAMIC_MCP_HOME=" + t.TempDir(), "TEAM_DB=" + url, vault.EnvKey + "=" + key}, hubBin, "serve", "--standalone", "-c", replica)
 	c.initialize("2025-06-18")
-	waitFor(t, 10*time.Second, "the keyed tool", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "k__hello") })
+	await.Costly(t, 10*time.Second, "the keyed tool", func() bool { return strings.Contains(string(c.call("tools/list", nil)), "k__hello") })
 	if text, isErr := c.callText("k__hello", nil); isErr || text != "hello, keyed hub" {
 		t.Fatalf("call with the first key: %q", text)
 	}
 	// The replica reads the store's secrets again once it first listens
 	// (a change made before that would be missed otherwise): wait for that
 	// reload, so that the change below is heard as one, not read by it.
-	waitFor(t, time.Minute, "the replica's read of the store's secrets once listening", func() bool {
+	await.Costly(t, time.Minute, "the replica's read of the store's secrets once listening", func() bool {
 		return strings.Contains(c.stderr.String(), "read again once their changes are heard")
 	})
 	want.Store("key-two-2222")
 	set("key-two-2222")
-	waitFor(t, 15*time.Second, "a call with the new key", func() bool {
+	await.Costly(t, 15*time.Second, "a call with the new key", func() bool {
 		res, rpcErr := c.request("tools/call", map[string]any{"name": "k__hello", "arguments": map[string]any{}})
 		return rpcErr == nil && strings.Contains(string(res), "hello, keyed hub") && !strings.Contains(string(res), `"isError":true`)
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A task-augmented call of the everything server's simulate-research-query
@@ -34,7 +36,7 @@ func TestTasksThroughTheHub(t *testing.T) {
 					Status string `json:"status"`
 				} `json:"task"`
 			}
-			waitFor(t, 20*time.Second, "the group", func() bool {
+			await.Costly(t, 20*time.Second, "the group", func() bool {
 				res, rpcErr := c.request("tools/call", params)
 				return rpcErr == nil && json.Unmarshal(res, &created) == nil && created.Task.TaskID != ""
 			})
@@ -45,7 +47,7 @@ func TestTasksThroughTheHub(t *testing.T) {
 			if list := string(c.call("tasks/list", nil)); !strings.Contains(list, `"taskId":"`+id+`"`) {
 				t.Errorf("tasks/list lacks %s: %s", id, list)
 			}
-			waitFor(t, 20*time.Second, "the task to complete", func() bool {
+			await.Costly(t, 20*time.Second, "the task to complete", func() bool {
 				var task struct {
 					TaskID string `json:"taskId"`
 					Status string `json:"status"`

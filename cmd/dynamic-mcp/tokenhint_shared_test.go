@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 var printedUI = regexp.MustCompile(`the inspector is at (http://127\.0\.0\.1:\d+/ui/)\n  token for this run: (\S+)\n`)
@@ -69,12 +71,12 @@ func TestInspectorRootsListAtStartIsNoFailure(t *testing.T) {
 	s := newShared(t, fmt.Sprintf("settings: { shared_idle: 1m, stop_grace: 1s, "+nodeWaits+" }\ngroups:\n  files:\n    description: files\n    command: node\n    args: %s\n",
 		yamlList(referenceServer(t, "server-filesystem", root)[1:])))
 	_, page, token := s.uiBridge(t, "alpha", "127.0.0.1:0")
-	waitFor(t, time.Minute, "the filesystem server", func() bool {
+	await.Costly(t, time.Minute, "the filesystem server", func() bool {
 		st := s.status(t)
 		return len(st.Upstreams) == 1 && st.Upstreams[0].State == "ready"
 	})
 	var statuses []string
-	waitFor(t, 30*time.Second, "a roots/list row", func() bool {
+	await.Costly(t, 30*time.Second, "a roots/list row", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, page+"api/export", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := testClient.Do(req)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // tokenHint is what the inspector's login dialog says of where its token
@@ -44,7 +46,7 @@ func TestHTTPUITokenHintAndUICommand(t *testing.T) {
 	t.Parallel()
 	base, _, home, path := uiTokenHub(t, nil, logFormatEnvVar+"=json")
 	file := filepath.Join(home, uiTokenFile)
-	waitFor(t, 10*time.Second, "the token's file", func() bool { _, err := os.Stat(file); return err == nil })
+	await.Costly(t, 10*time.Second, "the token's file", func() bool { _, err := os.Stat(file); return err == nil })
 	b, _ := os.ReadFile(file)
 	token := strings.TrimSpace(string(b))
 	hint := tokenHint(t, base+"/ui/")

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // uiTokenHub starts serve --http with env added, stderr into the
@@ -50,7 +52,7 @@ func uiTokenHub(t *testing.T, stderrFile *os.File, env ...string) (base string, 
 		return "", stderr, home, path
 	}
 	addr := regexp.MustCompile(`"addr":"([^"]+)"|serving over HTTP" addr=(\S+)`)
-	waitFor(t, 10*time.Second, "the hub to listen", func() bool {
+	await.Costly(t, 10*time.Second, "the hub to listen", func() bool {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
 			base = "http://" + m[1] + m[2]
 			return true
@@ -107,7 +109,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
 		base, stderr, home, _ := uiTokenHub(t, nil, logFormatEnvVar+"=json")
 		var rec struct{ Msg, URL, File string }
-		waitFor(t, 10*time.Second, "the record of the inspector's token file", func() bool {
+		await.Costly(t, 10*time.Second, "the record of the inspector's token file", func() bool {
 			for _, l := range strings.Split(stderr.String(), "\n") {
 				if json.Unmarshal([]byte(l), &rec) == nil && strings.Contains(rec.Msg, "token for this run is in the file") {
 					return true
@@ -142,7 +144,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	t.Run("generated MCP token", func(t *testing.T) {
 		base, stderr, home, _ := uiTokenHub(t, nil, logFormatEnvVar+"=json", "DYNAMIC_MCP_TOKEN=")
 		path := filepath.Join(home, "http-token")
-		waitFor(t, 10*time.Second, "the record of the MCP token's file", func() bool {
+		await.Costly(t, 10*time.Second, "the record of the MCP token's file", func() bool {
 			return strings.Contains(stderr.String(), `"file":"`+path+`"`) && strings.Contains(stderr.String(), "clients must send the one in the file")
 		})
 		fi, err := os.Stat(path)
@@ -165,7 +167,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		const token = "team-inspector-token-0123456789"
 		base, stderr, home, _ := uiTokenHub(t, nil, uiTokenEnvVar+"="+token)
-		waitFor(t, 10*time.Second, "the inspector's record", func() bool {
+		await.Costly(t, 10*time.Second, "the inspector's record", func() bool {
 			return strings.Contains(stderr.String(), "its token is $"+uiTokenEnvVar+`" url=`+base+"/ui/")
 		})
 		if code := uiStatus(t, base, token); code != http.StatusOK {

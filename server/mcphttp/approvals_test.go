@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
 
@@ -45,7 +46,7 @@ func TestApprovalSessionlessGrant(t *testing.T) {
 		done <- string(b)
 	}()
 	var l approval.List
-	waitFor(t, 5*time.Second, "the call in the inbox", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
+	await.For(t, 5*time.Second, "the call in the inbox", func() bool { l = h.Inbox().Approvals(); return len(l.Pending) == 1 })
 	id := l.Pending[0].ID
 	if _, err := h.Inbox().Approve(id, "ui", approval.Options{Session: true}); !errors.Is(err, approval.ErrNoSession) ||
 		!strings.Contains(err.Error(), "--for or --calls") {
@@ -115,7 +116,7 @@ func TestApprovalInboxSharedByCredentials(t *testing.T) {
 			wait(tokenA, session, s*16+i)
 		}
 	}
-	waitFor(t, 10*time.Second, "64 of a's calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 64 })
+	await.For(t, 10*time.Second, "64 of a's calls in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 64 })
 	defer func() {
 		for _, p := range h.Inbox().Approvals().Pending {
 			_ = h.Inbox().Deny(p.ID, "test")
@@ -126,5 +127,5 @@ func TestApprovalInboxSharedByCredentials(t *testing.T) {
 		t.Errorf("a fifth session of a: %v %s", err, body)
 	}
 	wait(tokenB, open(tokenB), 200)
-	waitFor(t, 5*time.Second, "b's call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 65 })
+	await.For(t, 5*time.Second, "b's call in the inbox", func() bool { return len(h.Inbox().Approvals().Pending) == 65 })
 }

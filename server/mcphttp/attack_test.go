@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -47,7 +48,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	c := newHTTPClient(t, ts.URL)
 	first, br1 := rawGET(t, ts.URL, c.session)
 	defer first.Close()
-	waitFor(t, 5*time.Second, "the first GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
+	await.For(t, 5*time.Second, "the first GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(headerSessionID, c.session)
@@ -76,7 +77,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	}
 	// Once the first is closed, a new GET is the session's.
 	first.Close()
-	waitFor(t, 5*time.Second, "the first stream to end", func() bool { return !face.sessions.lookup(c.session).hasStandalone() })
+	await.For(t, 5*time.Second, "the first stream to end", func() bool { return !face.sessions.lookup(c.session).hasStandalone() })
 	second, _ := rawGET(t, ts.URL, c.session)
 	second.Close()
 }
@@ -152,7 +153,7 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 			}
 		}()
 		// The client goes once the call has reached the upstream.
-		waitFor(t, 5*time.Second, "the call at the upstream", func() bool { return sleeping() == i+1 })
+		await.For(t, 5*time.Second, "the call at the upstream", func() bool { return sleeping() == i+1 })
 		cancel()
 		<-done
 	}
@@ -161,11 +162,11 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 		t.Errorf("after disconnects: %.300s", body)
 	}
 	hs := face.sessions.lookup(c.session)
-	waitFor(t, 3*time.Second, "the calls to end", func() bool { return hs.Answering() == 0 })
+	await.For(t, 3*time.Second, "the calls to end", func() bool { return hs.Answering() == 0 })
 	// A POST's stream leaves the registry when its handler is done, on
 	// its own goroutine, not always before the call's end is counted
 	// (seen under load): one that stays is still a failure.
-	waitFor(t, 3*time.Second, "no POST stream left registered", func() bool { return hs.st.open() == 0 })
+	await.For(t, 3*time.Second, "no POST stream left registered", func() bool { return hs.st.open() == 0 })
 	testClient.CloseIdleConnections()
 	waitGoroutines(t, before)
 }

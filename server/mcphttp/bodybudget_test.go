@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // The body budget holds a body while it is read and decoded, not while
@@ -51,7 +53,7 @@ func TestHTTPBodyBudgetReleasedOnceDecoded(t *testing.T) {
 	}
 	// Before the fix the budget was given back only as each call was
 	// answered, when it is no longer in flight: this never held.
-	waitFor(t, 5*time.Second, "the calls in flight with no body bytes reserved", func() bool {
+	await.For(t, 5*time.Second, "the calls in flight with no body bytes reserved", func() bool {
 		return hs.inflight.load() == calls && hs.bodies.used.Load() == 0
 	})
 	resp, got := b.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)

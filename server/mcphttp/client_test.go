@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 )
 
@@ -163,7 +164,7 @@ func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
 	}
 	fmt.Fprintf(nc, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n%s: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"), headerSessionID, slow.session)
 	// ...and never read from nc.
-	waitFor(t, 5*time.Second, "the GET stream", func() bool {
+	await.For(t, 5*time.Second, "the GET stream", func() bool {
 		hs := face.sessions.lookup(slow.session)
 		return hs != nil && hs.hasStandalone()
 	})
@@ -174,7 +175,7 @@ func TestHTTPSlowClientDoesNotStallOthers(t *testing.T) {
 	for i := range 20 {
 		start := time.Now()
 		_, body := fast.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`, 100+i))
-		if !strings.Contains(body, `"text":"x"`) || time.Since(start) > 3*time.Second*slowMachine {
+		if !strings.Contains(body, `"text":"x"`) || time.Since(start) > 3*time.Second*await.Slow {
 			t.Fatalf("call %d after %v: %.200s", i, time.Since(start), body)
 		}
 	}

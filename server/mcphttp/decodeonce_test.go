@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -88,7 +89,7 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 		// Each connection's goroutines end once it closes: wait for the
 		// count to stop falling.
 		n := runtime.NumGoroutine()
-		waitFor(t, 10*time.Second, "the goroutines of a finished request to end", func() bool {
+		await.For(t, 10*time.Second, "the goroutines of a finished request to end", func() bool {
 			m := runtime.NumGoroutine()
 			stable := m >= n
 			n = m
@@ -101,7 +102,7 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 		call(i + 2)
 	}
 	var now int
-	waitFor(t, 10*time.Second, "the goroutine count to come back", func() bool {
+	await.For(t, 10*time.Second, "the goroutine count to come back", func() bool {
 		now = runtime.NumGoroutine()
 		return now <= base
 	})
@@ -124,11 +125,11 @@ func TestHTTPSessionlessCallLeavesNoGoroutine(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.load() >= 1 })
+	await.For(t, 10*time.Second, "the hanging call to be in flight", func() bool { return face.inflight.load() >= 1 })
 	if n, m := len(h.Sessions().Info()), sessionCount(face); n != 0 || m != 0 {
 		t.Errorf("a sessionless call in flight: the hub lists %d sessions, the face holds %d; want none", n, m)
 	}
 	cancel()
 	<-done
-	waitFor(t, 10*time.Second, "the cancelled call to end", func() bool { return face.inflight.load() == 0 })
+	await.For(t, 10*time.Second, "the cancelled call to end", func() bool { return face.inflight.load() == 0 })
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A replica told to stop drains: at once it is not ready and refuses new
@@ -44,7 +46,7 @@ func TestDrain(t *testing.T) {
 		code, _, body := call(t, http.MethodPost, url, tokenA, id, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 		slow <- answer{code, body}
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
+	await.For(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
 
 	if face.Ready() != nil {
 		t.Fatal("not ready before Drain")
@@ -55,7 +57,7 @@ func TestDrain(t *testing.T) {
 		defer cancel()
 		drained <- face.Drain(ctx)
 	}()
-	waitFor(t, time.Second, "Ready to fail", func() bool { return errors.Is(face.Ready(), ErrDraining) })
+	await.For(t, time.Second, "Ready to fail", func() bool { return errors.Is(face.Ready(), ErrDraining) })
 	if code, _, body := call(t, http.MethodPost, url, tokenA, "", initializeMsg); code != http.StatusServiceUnavailable {
 		t.Errorf("a new session while draining: %d %s", code, body)
 	}
@@ -91,7 +93,7 @@ func TestDrainTimeout(t *testing.T) {
 		defer close(done)
 		call(t, http.MethodPost, url, tokenA, id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":120000}}}`)
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
+	await.For(t, 5*time.Second, "the call in flight", func() bool { return face.inflight.load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -115,7 +117,7 @@ func TestDrainClosesListens(t *testing.T) {
 	if m := ls.next(); m == nil {
 		t.Fatal("no acknowledgement")
 	}
-	waitFor(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.load() == 1 })
+	await.For(t, 5*time.Second, "the listen in flight", func() bool { return face.inflight.load() == 1 })
 	// A drain timeout far beyond the bound: a Drain that waited it out
 	// is told from one that closed the listen, however busy the machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

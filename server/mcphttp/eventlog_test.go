@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // sseEvent is one event of a GET stream: its id and message ("" for a
@@ -123,7 +125,7 @@ func TestGETStreamResumes(t *testing.T) {
 	flood(3)
 	last := expect(events, 3)
 	cut()
-	waitFor(t, 5*time.Second, "the stream to close", func() bool { return !face.sessions.lookup(a.session).hasStandalone() })
+	await.For(t, 5*time.Second, "the stream to close", func() bool { return !face.sessions.lookup(a.session).hasStandalone() })
 
 	flood(4) // while a is gone
 	events = resumeStream(t.Context(), a, last)
@@ -172,7 +174,7 @@ func TestGETStreamResumes(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	waitFor(t, 5*time.Second, "the kept bytes to be given back", func() bool { return face.kept.Load() == 0 })
+	await.For(t, 5*time.Second, "the kept bytes to be given back", func() bool { return face.kept.Load() == 0 })
 }
 
 // The kept events are bounded by count and by bytes; an id older than

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
@@ -110,7 +111,7 @@ func TestAttackHeldHandshakesBounded(t *testing.T) {
 			})
 			// Before the upstream lists: each request is refused or held.
 			refused := 0
-			waitFor(t, 30*time.Second, "every request to be refused or held", func() bool {
+			await.For(t, 30*time.Second, "every request to be refused or held", func() bool {
 				for {
 					select {
 					case a := <-answers:
@@ -141,7 +142,7 @@ func TestAttackHeldHandshakesBounded(t *testing.T) {
 			if tc.name == "initialize" && sessionCount(hs) != held {
 				t.Errorf("%d sessions open after %d initializes were answered", sessionCount(hs), held)
 			}
-			waitFor(t, 10*time.Second, "the goroutines of the held requests to end", func() bool {
+			await.For(t, 10*time.Second, "the goroutines of the held requests to end", func() bool {
 				buf := make([]byte, 1<<20)
 				stacks := string(buf[:runtime.Stack(buf, true)])
 				return !strings.Contains(stacks, "awaitView") && !strings.Contains(stacks, "answerSessionless")

@@ -15,6 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
@@ -224,7 +225,7 @@ func TestCallersWithIdentities(t *testing.T) {
 		t.Errorf("sessions: %v", seen)
 	}
 	var trail string
-	waitFor(t, 5*time.Second, "the audit lines", func() bool {
+	await.For(t, 5*time.Second, "the audit lines", func() bool {
 		b, _ := os.ReadFile(auditPath)
 		trail = string(b)
 		return strings.Count(trail, "\n") >= 4
@@ -368,7 +369,7 @@ func TestIdentityWithoutSessionsAndOverLegacySSE(t *testing.T) {
 	if sresp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /sse with alice's token: %d", sresp.StatusCode)
 	}
-	waitFor(t, 5*time.Second, "alice's legacy SSE session in the profile admin", func() bool {
+	await.For(t, 5*time.Second, "alice's legacy SSE session in the profile admin", func() bool {
 		for _, s := range h.Sessions().Info() {
 			if s.Transport == "sse" && s.Subject == "jwt:alice" && s.Profile == "admin" {
 				return true

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -84,7 +85,7 @@ func TestManyBigCallsBoundedPerSession(t *testing.T) {
 	// goes through meanwhile.
 	head := len(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"` + `"}}}`)
 	held := int32((jsonrpc.DefaultMaxInflightBytes / scale) / (bodySize + head))
-	waitFor(t, 60*time.Second, "the calls past the budget refused", func() bool { return refused.Load() == calls-held })
+	await.For(t, 60*time.Second, "the calls past the budget refused", func() bool { return refused.Load() == calls-held })
 	resp, got := b.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1}}}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(got, `"result"`) {
 		t.Errorf("another session's call while the big ones run: %d %.200s", resp.StatusCode, got)

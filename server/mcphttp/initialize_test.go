@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // Only an initialize answered with its result leaves a session: one the
@@ -21,7 +23,7 @@ func TestHTTPInitializeLeavesSessionOnlyWhenAnswered(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"error"`) || session != "" {
 		t.Errorf("initialize with bad params: %d, session %q, %s", code, session, body)
 	}
-	waitFor(t, 10*time.Second, "the failed initialize's session to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+	await.For(t, 10*time.Second, "the failed initialize's session to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 
 	code, session, body = call(t, http.MethodPost, url, "", "", `{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if code != http.StatusAccepted || session != "" {

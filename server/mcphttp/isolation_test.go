@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
 
@@ -106,7 +107,7 @@ func TestIsolationPerSession(t *testing.T) {
 				_, body := b.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 				slept <- body
 			}()
-			waitFor(t, 5*time.Second, "b's call in flight", func() bool {
+			await.For(t, 5*time.Second, "b's call in flight", func() bool {
 				hs := face.sessions.lookup(b.session)
 				return hs != nil && hs.Answering() > 0
 			})
@@ -138,7 +139,7 @@ func TestIsolationPerSession(t *testing.T) {
 			if resp, err := testClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
-			waitFor(t, 10*time.Second, "a's child to stop", func() bool { return mgr.Servers()[0].Isolated() == 1 && !processAlive(pidA) })
+			await.For(t, 10*time.Second, "a's child to stop", func() bool { return mgr.Servers()[0].Isolated() == 1 && !processAlive(pidA) })
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 )
 
@@ -120,7 +121,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		streams[c.session] = cancel
 		c.stream(ctx)
-		waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
+		await.For(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
 	}
 	resp, err := testClient.Post(ts.URL+"/mcp", "application/json", strings.NewReader(initializeMsg))
 	if err != nil {
@@ -134,7 +135,7 @@ func TestHTTPSessionCapRefusesWhenNoneIdle(t *testing.T) {
 		t.Errorf("%d sessions", sessionCount(hs))
 	}
 	streams[b.session]()
-	waitFor(t, 5*time.Second, "b's stream to close", func() bool { return !hs.sessions.lookup(b.session).hasStandalone() })
+	await.For(t, 5*time.Second, "b's stream to close", func() bool { return !hs.sessions.lookup(b.session).hasStandalone() })
 	c := newHTTPClient(t, ts.URL)
 	if c.session == "" {
 		t.Fatal("no session once one is idle")
@@ -173,7 +174,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	// Its GET stream, opened now, must outlive the body deadline: it is
 	// checked after the slow call, when the deadline is long past.
 	c.stream(t.Context())
-	waitFor(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
+	await.For(t, 5*time.Second, "the GET stream", func() bool { return hs.sessions.lookup(c.session).hasStandalone() })
 	if resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 		t.Errorf("a call slower than the body timeout: %d %s", resp.StatusCode, body)
 	}
@@ -268,7 +269,7 @@ func TestHTTPInflightCap(t *testing.T) {
 			c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q}}}`, gate))
 		})
 	}
-	waitFor(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.load() == 2 })
+	await.For(t, 5*time.Second, "two calls in flight", func() bool { return hs.inflight.load() == 2 })
 	resp, _ := a.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("third request in flight: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -293,7 +294,7 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	sess := hs.sessions.lookup(a.session)
 	// initialize's answer reaches the client a moment before the face
 	// counts it done: wait for that, so that what answers below is the call.
-	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.load() == 0 })
+	await.For(t, 5*time.Second, "initialize to be done", func() bool { return sess.Answering() == 0 && hs.inflight.load() == 0 })
 	// The call lasts until its gate opens, after the refusal below.
 	gate := filepath.Join(t.TempDir(), "gate")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -309,7 +310,7 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return sess.Answering() == 1 })
+	await.For(t, 5*time.Second, "the call in flight", func() bool { return sess.Answering() == 1 })
 	cancel()
 	<-done
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != http.StatusServiceUnavailable {
@@ -318,7 +319,7 @@ func TestHTTPInflightCapHeldByDroppedPOST(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.load() == 0 })
+	await.For(t, 10*time.Second, "the dropped call to end", func() bool { return hs.inflight.load() == 0 })
 	if resp, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the dropped call ended: %d", resp.StatusCode)
 	}

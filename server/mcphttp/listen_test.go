@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request.
@@ -134,7 +136,7 @@ func TestHTTPListen(t *testing.T) {
 	}
 
 	cancel()
-	waitFor(t, 10*time.Second, "the listen's session to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+	await.For(t, 10*time.Second, "the listen's session to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 }
 
 // A listen (2026-07-28: no session; Mcp-Session-Id is ignored) whose POST
@@ -152,7 +154,7 @@ func TestHTTPListenEnds(t *testing.T) {
 		t.Fatalf("%d hub sessions while the listen is open, want 1", n)
 	}
 	cancel()
-	waitFor(t, 10*time.Second, "the hub's listen to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+	await.For(t, 10*time.Second, "the hub's listen to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"toolsListChanged":true}}}`))
 	req.Header.Set(headerProtocolVersion, "2026-07-28")
@@ -240,7 +242,7 @@ func TestHTTPListenRefusedAs400(t *testing.T) {
 			t.Errorf("listen with params {%s}: %d %s %s", params, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 		}
 	}
-	waitFor(t, 10*time.Second, "the refused listens' sessions to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
+	await.For(t, 10*time.Second, "the refused listens' sessions to end", func() bool { return sessionCount(hs) == 0 && hubSessions(h) == 0 })
 }
 
 // A listen whose acknowledgement waits (the resource it names is an

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/fakeupstream"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
@@ -58,30 +59,6 @@ func testLogger() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	// The deadline scales with a slow machine (a waiter returns as soon as
-	// cond holds, so a long one costs a passing test nothing): a busy
-	// machine must not fail a test that waits for an event.
-	d *= slowMachine
-	deadline := time.Now().Add(d)
-	// The pause between looks doubles up to 50 ms: a look may be costly
-	// (goroutines dumps every goroutine's stack, which stops the world,
-	// into 4 MiB), and looks every 2 ms under load could starve the writes
-	// and answers the test waits for.
-	pause := time.Millisecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
-
-// slowMachine scales the deadlines of waitFor.
-const slowMachine = 5
 
 // fakeHub runs a hub in flat mode in front of one fake upstream "f"
 // started with args, ready to serve, until the test ends.
@@ -136,7 +113,7 @@ func runHub(t testing.TB, yaml string, obs traffic.Observer) (*server.Hub, *upst
 	}
 	defer probe.Close()
 	list, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	waitFor(t, 10*time.Second, "the hub to list the upstream's tools", func() bool {
+	await.For(t, 10*time.Second, "the hub to list the upstream's tools", func() bool {
 		res, err := probe.Request(t.Context(), list)
 		return err == nil && strings.Contains(string(res), `"f__echo"`)
 	})

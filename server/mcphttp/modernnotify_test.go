@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -125,7 +126,7 @@ func TestModernCancelEndsTheCallersRequestOnly(t *testing.T) {
 // token, says want.
 func upstreamState(ctx context.Context, t *testing.T, base, token, want string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the upstream's state to say "+want, func() bool {
+	await.For(t, 10*time.Second, "the upstream's state to say "+want, func() bool {
 		_, body, _ := postAs(ctx, base, token, "tools/call", `{"jsonrpc":"2.0","id":"state","method":"tools/call","params":{"name":"f__state","arguments":{},`+modernMeta+`}}`)
 		return strings.Contains(body, want)
 	})
@@ -206,7 +207,7 @@ func TestGoSDKClientCancelsAndGoesOn(t *testing.T) {
 	if err := <-failed; !errors.Is(err, context.Canceled) {
 		t.Errorf("the cancelled call: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the client's cancel", func() bool { return len(watch.seen()) == 1 })
+	await.For(t, 10*time.Second, "the client's cancel", func() bool { return len(watch.seen()) == 1 })
 	if s := watch.seen(); s[0] != http.StatusAccepted {
 		t.Errorf("the cancel was answered %d", s[0])
 	}

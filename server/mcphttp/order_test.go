@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // chatterRounds and chatterN: what the order tests ask of the fake
@@ -28,7 +30,7 @@ func TestHTTPUpstreamMessagesBeforeTheAnswer(t *testing.T) {
 	for round := range chatterRounds {
 		if round == chatterRounds/2 {
 			c.stream(ctx)
-			waitFor(t, 5*time.Second, "the GET stream", func() bool {
+			await.For(t, 5*time.Second, "the GET stream", func() bool {
 				hs := face.sessions.lookup(c.session)
 				return hs != nil && hs.hasStandalone()
 			})

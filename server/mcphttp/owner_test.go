@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 const (
@@ -74,7 +76,7 @@ func TestHTTPSessionBelongsToItsCredential(t *testing.T) {
 		t.Fatalf("a's GET stream: %v %v", err, stream)
 	}
 	defer stream.Body.Close()
-	waitFor(t, 5*time.Second, "a's GET stream", func() bool { return face.sessions.lookup(session).hasStandalone() })
+	await.For(t, 5*time.Second, "a's GET stream", func() bool { return face.sessions.lookup(session).hasStandalone() })
 
 	unknownCode, _, unknownBody := call(t, http.MethodPost, url, tokenB, "00000000000000000000000000000000", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	if unknownCode != http.StatusNotFound {

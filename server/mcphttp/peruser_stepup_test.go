@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -52,7 +53,7 @@ func TestPerUserSignInStepsUpTheScope(t *testing.T) {
 	if code := alice.initialize(); code != http.StatusOK {
 		t.Fatalf("initialize: %d", code)
 	}
-	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+	await.For(t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := alice.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})

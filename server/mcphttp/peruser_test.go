@@ -22,6 +22,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/inspect"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -163,7 +164,7 @@ func TestPerUserSignIn(t *testing.T) {
 			t.Fatalf("initialize: %d", code)
 		}
 	}
-	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+	await.For(t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := alice.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})
@@ -184,7 +185,7 @@ func TestPerUserSignIn(t *testing.T) {
 	aliceLink := needsSignIn("alice", call(alice, "alice"))
 	// The link is in the call's error in the inspector too, for a client
 	// that shows neither the elicitation nor the error's message.
-	waitFor(t, 5*time.Second, "the inspector to show alice's link", func() bool {
+	await.For(t, 5*time.Second, "the inspector to show alice's link", func() bool {
 		rec := httptest.NewRecorder()
 		insp.API().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, inspect.Prefix+"api/export", nil))
 		return strings.Contains(strings.ReplaceAll(rec.Body.String(), `\u0026`, "&"), aliceLink)
@@ -230,7 +231,7 @@ func TestPerUserSignIn(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 5*time.Second, "bob's GET stream to be open", func() bool {
+	await.For(t, 5*time.Second, "bob's GET stream to be open", func() bool {
 		hs := face.sessions.lookup(bob.session)
 		return hs != nil && hs.hasStandalone()
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/internal/upstreamtest"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
@@ -208,7 +209,7 @@ func (u *ownConnUpstream) await(ctx context.Context, cond func() bool) bool {
 func (u *ownConnUpstream) send(t *testing.T, user, msg string) {
 	t.Helper()
 	var out chan<- string
-	waitFor(t, 10*time.Second, "the GET stream of "+user+"'s connection", func() bool {
+	await.For(t, 10*time.Second, "the GET stream of "+user+"'s connection", func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		out = u.streams.Of(u.conns[user])
@@ -221,7 +222,7 @@ func (u *ownConnUpstream) send(t *testing.T, user, msg string) {
 func (u *ownConnUpstream) answer(t *testing.T, id string) string {
 	t.Helper()
 	var got string
-	waitFor(t, 10*time.Second, "the answer to "+id, func() bool {
+	await.For(t, 10*time.Second, "the answer to "+id, func() bool {
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		got = u.answers[id]
@@ -349,7 +350,7 @@ func perUserClientsHub(t *testing.T) (up *ownConnUpstream, url string) {
 	// on her connection, with no call in flight, would be for neither).
 	probe := &bearerClient{t: t, url: ts.URL + "/mcp", token: userToken("carol")}
 	probe.initialize()
-	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+	await.For(t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := probe.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})
@@ -384,13 +385,13 @@ func hearTheirOwn(t *testing.T, up *ownConnUpstream, alice, bob *sdkUser) {
 	if got := up.answer(t, `"sampling-on-alices"`); !strings.Contains(got, "sampled for alice") {
 		t.Errorf("sampling on alice's connection was answered %s; want alice's client's", got)
 	}
-	waitFor(t, 10*time.Second, "alice's log and update", func() bool { return alice.saw("log-on-alices") && alice.saw(updated) })
+	await.For(t, 10*time.Second, "alice's log and update", func() bool { return alice.saw("log-on-alices") && alice.saw(updated) })
 	// Bob's stream is in order: once his own connection's log reaches him,
 	// anything of alice's the hub had sent him would have.
 	up.send(t, "bob", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"log-on-bobs"}}`)
-	waitFor(t, 10*time.Second, "bob's log", func() bool { return bob.saw("log-on-bobs") })
+	await.For(t, 10*time.Second, "bob's log", func() bool { return bob.saw("log-on-bobs") })
 	up.send(t, "alice", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"alices-last"}}`)
-	waitFor(t, 10*time.Second, "alice's last log", func() bool { return alice.saw("alices-last") })
+	await.For(t, 10*time.Second, "alice's last log", func() bool { return alice.saw("alices-last") })
 	if bob.saw("on-alices") || bob.saw(updated) {
 		bob.mu.Lock()
 		t.Errorf("bob's client got what came on alice's own connection: %q", bob.got)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server/httpguard"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
@@ -354,7 +355,7 @@ func TestRelayStoreBlipNoReplayFromTheStart(t *testing.T) {
 	}
 	cut()
 	stream, _ := seqOf(t, last)
-	waitFor(t, 5*time.Second, "the stream to close", func() bool {
+	await.For(t, 5*time.Second, "the stream to close", func() bool {
 		hs := faceA.sessions.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
@@ -412,7 +413,7 @@ func TestRelayFailedPullRetried(t *testing.T) {
 	nextEvent(t, events) // priming
 	// The first pull has read the store: the GET's read of the last
 	// number, then the pull's.
-	waitFor(t, 30*time.Second, "the first pull to read the store", func() bool {
+	await.For(t, 30*time.Second, "the first pull to read the store", func() bool {
 		storeB.mu.Lock()
 		defer storeB.mu.Unlock()
 		return storeB.reads >= 2
@@ -449,7 +450,7 @@ func TestRelayCloseAppendsWhatIsQueued(t *testing.T) {
 			t.Fatal("queue full")
 		}
 		if i == 0 {
-			waitFor(t, 30*time.Second, "the first to be appended", func() bool {
+			await.For(t, 30*time.Second, "the first to be appended", func() bool {
 				store.mu.Lock()
 				defer store.mu.Unlock()
 				return store.appends > before
@@ -499,7 +500,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	mStream := faceA.sealer.streamName(st.key, st.Nonce)
-	waitFor(t, 30*time.Second, "mallory's two events in the store", func() bool {
+	await.For(t, 30*time.Second, "mallory's two events in the store", func() bool {
 		_, last, err := db.Events(t.Context(), mStream, 0)
 		return err == nil && last == 2
 	})
@@ -529,7 +530,7 @@ func TestRelayDeleteEndsGETStreamElsewhereAndIDsStayOwn(t *testing.T) {
 			}
 		}
 		cut()
-		waitFor(t, 30*time.Second, "B to let the stream go", func() bool {
+		await.For(t, 30*time.Second, "B to let the stream go", func() bool {
 			for _, hs := range faceB.sessions.relayed() {
 				if hs.hasStandalone() {
 					return false
@@ -652,18 +653,18 @@ func TestRelayDeleteDuringResumeEndsIt(t *testing.T) {
 	// waits on the store: the order this test is about. Then B must come
 	// to refuse the session (a resumed session that outlived the DELETE
 	// would answer for good).
-	waitFor(t, 30*time.Second, "B to hear of the DELETE", func() bool {
+	await.For(t, 30*time.Second, "B to hear of the DELETE", func() bool {
 		faceB.deleted.mu.Lock()
 		defer faceB.deleted.mu.Unlock()
 		return len(faceB.deleted.order) > 0
 	})
 	release()
 	<-done
-	waitFor(t, 30*time.Second, "B to refuse the session (404 to a ping)", func() bool {
+	await.For(t, 30*time.Second, "B to refuse the session (404 to a ping)", func() bool {
 		resp, _ := victim.at(baseB).post(ping)
 		return resp.StatusCode == http.StatusNotFound
 	})
-	waitFor(t, 5*time.Second, "B to hold no session", func() bool { return sessionCount(faceB) == 0 })
+	await.For(t, 5*time.Second, "B to hold no session", func() bool { return sessionCount(faceB) == 0 })
 }
 
 // A session DELETEd at one replica while another is resuming it, whose

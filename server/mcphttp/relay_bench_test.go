@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
 
@@ -74,7 +75,7 @@ func benchNotify(b *testing.B, face *Server, base string) {
 		hs = x
 	}
 	face.sessions.mu.Unlock()
-	waitFor(b, 5e9, "the GET stream", func() bool { return hs.st.standaloneOpen() })
+	await.For(b, 5e9, "the GET stream", func() bool { return hs.st.standaloneOpen() })
 	sc := bufio.NewScanner(resp.Body)
 	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"bench","data":"x"}}`)
 	proc0, pg0 := selfCPU(), postgresCPU()

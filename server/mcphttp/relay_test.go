@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgstore"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -50,7 +51,7 @@ func awaitRelay(t testing.TB, url string) (wait func()) {
 	before := relayListeners(t, pc)
 	return func() {
 		t.Helper()
-		waitFor(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > before })
+		await.For(t, 30*time.Second, "the replica's relay to listen", func() bool { return relayListeners(t, pc) > before })
 	}
 }
 
@@ -72,7 +73,7 @@ func relayListeners(t testing.TB, pc *pgconn.PgConn) int {
 // whose 1 it waits for, or the 1 may be the last answer's.
 func awaitInflight(t testing.TB, face *Server, n int) {
 	t.Helper()
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool {
+	await.For(t, 5*time.Second, fmt.Sprintf("%d requests in flight", n), func() bool {
 		hs := face.sessions.relayed()
 		return len(hs) == 1 && hs[0].conn.Inflight() == n
 	})
@@ -208,7 +209,7 @@ func TestRelayGETStreamAcrossReplicas(t *testing.T) {
 	flood(3) // A's hub sends them to the session's copy on A
 	last := expect(events, 3)
 	cut()
-	waitFor(t, 5*time.Second, "B's stream to close", func() bool {
+	await.For(t, 5*time.Second, "B's stream to close", func() bool {
 		hs := faceB.sessions.byStream(stream)
 		return hs != nil && !hs.hasStandalone()
 	})
@@ -254,7 +255,7 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 		t.Fatalf("DELETE at A: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	waitFor(t, 5*time.Second, "B to end its copy", func() bool { return sessionCount(faceB) == 0 })
+	await.For(t, 5*time.Second, "B to end its copy", func() bool { return sessionCount(faceB) == 0 })
 	for name, base := range map[string]string{"B": baseB, "C": baseC, "A": baseA} {
 		if resp, body := a.at(base).post(ping); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("ping at %s after DELETE: %d %s", name, resp.StatusCode, body)
@@ -310,7 +311,7 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	if r, body := onB.post(`{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"error"}}`); r.StatusCode != http.StatusOK {
 		t.Fatalf("setLevel at B: %d %s", r.StatusCode, body)
 	}
-	waitFor(t, 5*time.Second, "A's copy of the session to log at error", func() bool {
+	await.For(t, 5*time.Second, "A's copy of the session to log at error", func() bool {
 		return faceA.sessions.relayed()[0].sess.State().LogLevel == "error"
 	})
 }
@@ -340,7 +341,7 @@ func TestRelayAnswerGoesToItsOwnSessionOnly(t *testing.T) {
 		// answer B passed on (other's log level, set at B), and other's
 		// Conn at A has read the answer POSTed there (it reads in order).
 		other.at(baseB).post(`{"jsonrpc":"2.0","id":6,"method":"logging/setLevel","params":{"level":"error"}}`)
-		waitFor(t, 30*time.Second, "A to act on what B passed on", func() bool {
+		await.For(t, 30*time.Second, "A to act on what B passed on", func() bool {
 			for _, hs := range faceA.sessions.relayed() {
 				if hs.sess.State().LogLevel == "error" {
 					return true

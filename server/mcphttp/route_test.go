@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A request of the hub's made during a tool call (an elicitation) goes
@@ -30,7 +32,7 @@ func TestElicitationDuringCallGoesDownItsPOST(t *testing.T) {
 		}
 		onGET <- seen.String()
 	}()
-	waitFor(t, 5*time.Second, "the GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
+	await.For(t, 5*time.Second, "the GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
 
 	got := askAnswering(t, c, "carol")
 	if !strings.Contains(got, `carol`) || !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":"ask","result"`) {
@@ -58,12 +60,12 @@ func TestCancelledCallEndsItsPOST(t *testing.T) {
 	// initialize's answer reaches the client a moment before the face
 	// counts it done: wait for that, so that what is answering below is
 	// the call.
-	waitFor(t, 5*time.Second, "initialize to be done", func() bool { return face.sessions.lookup(c.session).Answering() == 0 })
+	await.For(t, 5*time.Second, "initialize to be done", func() bool { return face.sessions.lookup(c.session).Answering() == 0 })
 	go func() {
 		resp, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
 		done <- result{resp.StatusCode, body}
 	}()
-	waitFor(t, 5*time.Second, "the call in flight", func() bool { return face.sessions.lookup(c.session).Answering() > 0 })
+	await.For(t, 5*time.Second, "the call in flight", func() bool { return face.sessions.lookup(c.session).Answering() > 0 })
 
 	if _, body := c.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); !strings.Contains(body, "already in use") {
 		t.Errorf("a second request with id 5: %s", body)
@@ -120,7 +122,7 @@ func TestLegacySSEOverTheCapAnsweredOnTheStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "initialize to be done", func() bool {
+	await.For(t, 5*time.Second, "initialize to be done", func() bool {
 		hs := face.sessions.lookup(u.Query().Get("sessionId"))
 		return hs != nil && hs.Answering() == 0
 	})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // modernHead is the start of a 2026-07-28 POST of method (named name)
@@ -68,22 +70,22 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 	quick, qts, closed := quickFace(t)
 	before := liveGoroutines()
 	goes, stays := stall(ts.URL), stall(ts.URL)
-	waitFor(t, 10*time.Second, "both calls' writers stuck in a write", func() bool { return sessionlessWriters() == 2 })
+	await.For(t, 10*time.Second, "both calls' writers stuck in a write", func() bool { return sessionlessWriters() == 2 })
 	answered(ts.URL)
 	if n := face.inflight.load(); n != 2 {
 		t.Errorf("%d requests in flight, want the 2 whose streams are not read", n)
 	}
 	goes.Close()
-	waitFor(t, 5*time.Second, "the handler to end once its client went", func() bool { return sessionlessHandlers() == 1 })
+	await.For(t, 5*time.Second, "the handler to end once its client went", func() bool { return sessionlessHandlers() == 1 })
 	stays.Close()
-	waitFor(t, 5*time.Second, "the handler to end once its client went", func() bool { return sessionlessHandlers() == 0 })
+	await.For(t, 5*time.Second, "the handler to end once its client went", func() bool { return sessionlessHandlers() == 0 })
 	if n := face.inflight.load(); n != 0 {
 		t.Errorf("%d requests in flight once their clients went", n)
 	}
 
 	// The client stays and does not read: the write deadline ends it.
 	nc := stall(qts.URL)
-	wait := time.NewTimer(10 * time.Second * slowMachine)
+	wait := time.NewTimer(10 * time.Second * await.Slow)
 	defer wait.Stop()
 	for addr := ""; addr != nc.LocalAddr().String(); {
 		select {
@@ -92,7 +94,7 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 			t.Fatal("the server did not close the connection of a request whose client did not read, past the write deadline")
 		}
 	}
-	waitFor(t, 10*time.Second, "the handler to end past the write deadline", func() bool {
+	await.For(t, 10*time.Second, "the handler to end past the write deadline", func() bool {
 		return quick.inflight.load() == 0 && sessionlessHandlers() == 0
 	})
 	answered(qts.URL)
@@ -195,7 +197,7 @@ func TestAttackSessionlessHostileAnswered(t *testing.T) {
 		}
 		got, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if took := time.Since(start); took > 5*time.Second*slowMachine {
+		if took := time.Since(start); took > 5*time.Second*await.Slow {
 			t.Errorf("%d %.80q: answered after %s", i, c.body, took)
 		}
 		if resp.StatusCode >= 500 {
@@ -276,10 +278,10 @@ func TestAttackSessionlessBodies(t *testing.T) {
 	// Dies halfway.
 	nc = dialSlowReader(t, ts.URL)
 	fmt.Fprint(nc, head("Content-Length: 10000")+start)
-	waitFor(t, 10*time.Second, "the body's bytes to be reserved", func() bool { return face.bodies.used.Load() > 0 })
+	await.For(t, 10*time.Second, "the body's bytes to be reserved", func() bool { return face.bodies.used.Load() > 0 })
 	nc.Close()
 
-	waitFor(t, 10*time.Second, "nothing held of the bodies", func() bool {
+	await.For(t, 10*time.Second, "nothing held of the bodies", func() bool {
 		return face.bodies.used.Load() == 0 && face.inflight.load() == 0 && sessionlessHandlers() == 0
 	})
 	if got := postModern(t, ts.URL, "f__echo", `{"jsonrpc":"2.0","id":"after","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"},`+modernMeta+`}}`); !strings.Contains(got, "still") {

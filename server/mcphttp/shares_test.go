@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 )
 
@@ -82,7 +83,7 @@ func (c *tokenClient) stream(ctx context.Context, face *Server) {
 		c.t.Fatalf("GET stream: %v %v", err, resp)
 	}
 	c.t.Cleanup(func() { resp.Body.Close() })
-	waitFor(c.t, 5*time.Second, "the GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
+	await.For(c.t, 5*time.Second, "the GET stream", func() bool { return face.sessions.lookup(c.session).hasStandalone() })
 }
 
 func (c *tokenClient) ping() int {
@@ -120,7 +121,7 @@ func TestHTTPClientShareOfSessions(t *testing.T) {
 		b = append(b, c)
 	}
 	cancel() // a's sessions go idle
-	waitFor(t, 5*time.Second, "a's sessions to be idle", func() bool {
+	await.For(t, 5*time.Second, "a's sessions to be idle", func() bool {
 		for _, c := range a {
 			if idle, _ := face.sessions.lookup(c.session).idle(); !idle {
 				return false
@@ -166,7 +167,7 @@ func TestHTTPClientShareOfInflight(t *testing.T) {
 			a.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`, i+1))
 		})
 	}
-	waitFor(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.load() == 2 })
+	await.For(t, 5*time.Second, "a's two calls in flight", func() bool { return face.inflight.load() == 2 })
 	if code, header, _ := a.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
 		t.Errorf("a's third request in flight, past its share of 2: %d Retry-After %q", code, header.Get("Retry-After"))
 	}
@@ -181,7 +182,7 @@ func TestHTTPClientShareOfInflight(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	waitFor(t, 5*time.Second, "a's calls to end", func() bool { return face.inflight.load() == 0 })
+	await.For(t, 5*time.Second, "a's calls to end", func() bool { return face.inflight.load() == 0 })
 	if code := a.ping(); code != http.StatusOK {
 		t.Errorf("a's request once its calls ended: %d", code)
 	}
@@ -237,7 +238,7 @@ func TestHTTPClientShareOfBodies(t *testing.T) {
 		return bufio.NewReader(c)
 	}
 	silent(budget / 2)
-	waitFor(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
+	await.For(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
 	// The refusal comes at once: the body timeout bounds a hang.
 	if resp, err := http.ReadResponse(silent(budget/2), nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a's second silent body, past its share: %v %v, want 503", resp, err)
@@ -291,7 +292,7 @@ func TestHTTPClientShareOfBodiesRefusedUnread(t *testing.T) {
 		return c
 	}
 	silent(fmt.Sprintf("Content-Length: %d", budget/2))
-	waitFor(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
+	await.For(t, 10*time.Second, "a's silent body to be reserved", func() bool { return face.bodies.used.Load() == budget/2 })
 	for _, framing := range []string{"Content-Length: 100", "Transfer-Encoding: chunked"} {
 		t.Run(framing, func(t *testing.T) {
 			c := silent(framing)

@@ -21,6 +21,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/testdata/testkeys"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
@@ -237,7 +238,7 @@ func (p *perUser) client(user string) *bearerClient {
 	if code := c.initialize(); code != http.StatusOK {
 		p.t.Fatalf("%s's initialize: %d", user, code)
 	}
-	waitFor(p.t, 10*time.Second, "the per-user server's tools", func() bool {
+	await.For(p.t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})

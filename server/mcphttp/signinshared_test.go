@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynamic-mcp/dynamic-mcp/auth"
 	"github.com/dynamic-mcp/dynamic-mcp/auth/authtest"
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/server"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
@@ -222,7 +223,7 @@ func TestSignInWaitAcrossReplicas(t *testing.T) {
 		t.Fatalf("initialize: %d %s", resp.StatusCode, got)
 	}
 	bob.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	waitFor(t, 10*time.Second, "the per-user server's tools", func() bool {
+	await.For(t, 10*time.Second, "the per-user server's tools", func() bool {
 		_, got := bob.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		return strings.Contains(got, `"docs__whoami"`)
 	})

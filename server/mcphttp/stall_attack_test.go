@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // stalledPOST POSTs body in session on a connection of its own, with a
@@ -84,7 +86,7 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 		t.Helper()
 		nc := stalledPOST(t, ts.URL, c.session, call)
 		hs := face.sessions.lookup(c.session)
-		waitFor(t, 10*time.Second, "the call answered, its POST's writer stuck in a write", func() bool {
+		await.For(t, 10*time.Second, "the call answered, its POST's writer stuck in a write", func() bool {
 			return hs.Answering() == 0 && hs.st.open() == 1 && postWriters() == writers
 		})
 		return nc, hs
@@ -101,12 +103,12 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 	// The client goes: its writer's write fails at once, and the other
 	// writer, whose client is still there, is still stuck.
 	ncGoes.Close()
-	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsGoes.st.open() == 0 })
+	await.For(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsGoes.st.open() == 0 })
 	if hsHeld.st.open() != 1 || postWriters() != 1 {
 		t.Errorf("another client's going ended a writer whose client is still there: %d POSTs open, %d writers", hsHeld.st.open(), postWriters())
 	}
 	ncHeld.Close()
-	waitFor(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsHeld.st.open() == 0 })
+	await.For(t, 5*time.Second, "the POST's handler to end once its client went", func() bool { return hsHeld.st.open() == 0 })
 
 	// The client stays and does not read: the write deadline ends the
 	// writer, and the POST's handler with it (the server closes the
@@ -114,7 +116,7 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 	// answered all the same.
 	ncStays := stalledPOST(t, qts.URL, stays.session, call)
 	hsStays := quick.sessions.lookup(stays.session)
-	wait := time.NewTimer(10 * time.Second * slowMachine)
+	wait := time.NewTimer(10 * time.Second * await.Slow)
 	defer wait.Stop()
 	for addr := ""; addr != ncStays.LocalAddr().String(); {
 		select {
@@ -123,14 +125,14 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 			t.Fatal("the server did not close the connection of a POST whose client did not read, past the write deadline")
 		}
 	}
-	waitFor(t, 10*time.Second, "the call answered", func() bool { return hsStays.Answering() == 0 && hsStays.st.open() == 0 })
+	await.For(t, 10*time.Second, "the call answered", func() bool { return hsStays.Answering() == 0 && hsStays.st.open() == 0 })
 	if _, body := stays.post(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"still"}}}`); !strings.Contains(body, `"text":"still"`) {
 		t.Errorf("the session's next call once its POST stream was cut: %.300s", body)
 	}
 	// What the client reads now is what the writer wrote before the
 	// deadline: the stream cut short (inside the chunked body, or before
 	// the headers), the answer never written.
-	ncStays.SetReadDeadline(time.Now().Add(10 * time.Second * slowMachine))
+	ncStays.SetReadDeadline(time.Now().Add(10 * time.Second * await.Slow))
 	if resp, err := http.ReadResponse(bufio.NewReader(ncStays), nil); err == nil {
 		got, err := io.ReadAll(resp.Body)
 		if !errors.Is(err, io.ErrUnexpectedEOF) || bytes.Contains(got, []byte(`"id":7,"result"`)) {

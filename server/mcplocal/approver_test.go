@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
 	"github.com/dynamic-mcp/dynamic-mcp/types/approval"
 )
@@ -57,15 +58,12 @@ func TestApproverIsNotTheHellos(t *testing.T) {
 	go func() { answered <- readAnswer("2") }()
 	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"}}}`)
 	var pending approval.List
-	for len(pending.Pending) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no call waiting for approval")
-		}
+	await.For(t, 30*time.Second, "a call waiting for approval", func() bool {
 		if _, _, r := h.dial(t, local.Hello{Version: "v1", Op: local.OpApprovals}); r.Approvals != nil {
 			pending = *r.Approvals
 		}
-		time.Sleep(10 * time.Millisecond) // polled, as waitFor does
-	}
+		return len(pending.Pending) > 0
+	})
 	// The Hello as a raw line, with the "by" a bridge of another build,
 	// or anyone on the socket, might send.
 	ac, err := local.Dial(context.Background(), h.paths)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 )
@@ -59,16 +60,6 @@ func (s *endedStore) Ended(_ context.Context, stream string) (bool, error) {
 	return s.ended[stream], nil
 }
 
-// waitFor polls cond until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // The events waiting to be appended are bounded, in count and in bytes,
 // for all sessions together: beyond, an event is lost (and counted), the
 // queue does not grow.
@@ -108,7 +99,7 @@ func TestRelayFullInboxRereads(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(r.dispatch)
 	defer func() { stop(); wg.Wait() }()
-	waitFor(t, 5*time.Second, "the GET stream to be scheduled for a read", func() bool {
+	await.For(t, 5*time.Second, "the GET stream to be scheduled for a read", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		_, ok := r.pulls[hs]
@@ -135,7 +126,7 @@ func TestRelayReconnectionEndsSessionsEndedMeanwhile(t *testing.T) {
 	wg.Go(r.checkEnded)
 	defer func() { stop(); wg.Wait() }()
 	r.heard("") // reconnected
-	waitFor(t, 30*time.Second, "the store asked about both sessions", func() bool {
+	await.For(t, 30*time.Second, "the store asked about both sessions", func() bool {
 		store.mu.Lock()
 		defer store.mu.Unlock()
 		return store.asked >= 2
