@@ -50,9 +50,7 @@ func inboxHub(t *testing.T, audit, settings, clients string) *Hub {
 // inboxClient is a client session that declares no elicitation.
 func inboxClient(t *testing.T, h *Hub) *pipeClient {
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	return c
 }
 

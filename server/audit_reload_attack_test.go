@@ -19,9 +19,7 @@ func TestAuditRequiredMovedUnderLoad(t *testing.T) {
 	paths := []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}
 	h, _ := auditedHub(t, paths[0], true)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	// Fewer than the 256 requests a client may have in flight: the calls
 	// are written without waiting, and on a loaded machine 400 of them
 	// met that cap (refused -32000), which is not what this test is about.

@@ -67,9 +67,7 @@ func TestAuditFailingDisk(t *testing.T) {
 		t.Run(fmt.Sprintf("required %v", required), func(t *testing.T) {
 			h, mgr := auditedHub(t, "/dev/full", required)
 			c := servePipes(t, h, StdioOptions{})
-			c.send(initializeMsg)
-			c.answer("0")
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c.initialize()
 			call := func(id int) string {
 				c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"}}}`, id))
 				return c.answer(fmt.Sprint(id))
@@ -141,9 +139,7 @@ func TestAuditConcurrentCallsAllLand(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	h, _ := auditedHub(t, path, false)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	const n = 64
 	ids := make([]string, n)
 	for i := range n {

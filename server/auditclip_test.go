@@ -27,9 +27,7 @@ func TestAuditClipsWhatClientsWrite(t *testing.T) {
 	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	// Each several times a line's bound (16 KiB) and the arguments' (4
 	// KiB): megabytes cost minutes under -race and show the same clip.

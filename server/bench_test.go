@@ -58,9 +58,7 @@ func benchToolCalls(b *testing.B, h *Hub) {
 // benchCalls makes tools/call requests with params to h, one at a time.
 func benchCalls(b *testing.B, h *Hub, params string) {
 	c := servePipes(b, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	// One call before the loop: what a hub does once (the tool's schema
 	// compiled on its first call, about 20,000 allocations) is not a
 	// call's cost.

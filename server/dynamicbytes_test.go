@@ -20,9 +20,7 @@ func TestCallDynamicToolPassesArgsBytes(t *testing.T) {
 	await.For(t, 10*time.Second, "the upstream", func() bool { return mgr.Servers()[0].Status().State == upstream.StateReady })
 	await.For(t, 5*time.Second, "the view", func() bool { v := h.snapshot().view; return v.GroupIndex["f"] != nil && !v.Starting })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	const args = `{ "text" : "<b> & \u00e9",  "n": 1.50e1 }`
 	const meta = `{"x-trace": "a&b" }`

@@ -31,9 +31,7 @@ func TestErrorsQuoteLittleOfWhatClientsSent(t *testing.T) {
 	h.Run()
 	t.Cleanup(func() { h.Close(); h.mgr.Close() })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	big := func(start string) string { return start + strings.Repeat("z", 64<<10) }
 	const modern = `"io.modelcontextprotocol/clientCapabilities":{}`
@@ -82,9 +80,7 @@ func TestErrorsQuoteLittleOfWhatClientsSent(t *testing.T) {
 	d.Run()
 	t.Cleanup(func() { d.Close(); d.mgr.Close() })
 	c = servePipes(t, d, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_dynamic_tool","arguments":{"group":"` + big("g") + `","name":"t","args":{}}}}`)
 	if got := c.answer("1"); !strings.Contains(got, "Unknown group") || len(got) > 1<<10 || !strings.Contains(got, "zzz…") {
 		t.Errorf("a 64 KiB group is answered with %d bytes: %.300s", len(got), got)

@@ -83,6 +83,14 @@ func (c *pipeClient) send(s string) {
 	}
 }
 
+// initialize makes the handshake of 2025-06-18 (initializeMsg, id 0).
+func (c *pipeClient) initialize() {
+	c.t.Helper()
+	c.send(initializeMsg)
+	c.answer("0")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
 // answer reads until the answer to id, skipping notifications.
 func (c *pipeClient) answer(id string) string {
 	all := c.answerAll(id)
@@ -153,9 +161,7 @@ func TestStdioNotificationsDoNotBlock(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	for range 5000 {
 		c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
 	}
@@ -180,9 +186,7 @@ func TestStdioClientStopsReading(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t, "-flood")
 	c := servePipes(t, h, StdioOptions{WriteTimeout: 300 * time.Millisecond})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__flood","arguments":{"text":"notifications/message","ms":50000}}}`)
 	// Now read nothing more.
 	select {

@@ -13,9 +13,7 @@ func TestFlatNonObjectArgumentsRefused(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	for _, args := range []any{"rm -rf /", []any{"x", 1}, 42, true} {
 		res := c.ask("tools/call", map[string]any{"name": "f__echo", "arguments": args})
 		if !strings.Contains(res, `"code":-32602`) || !strings.Contains(res, "arguments must be an object") {

@@ -58,9 +58,7 @@ func TestHiddenIsHiddenEverywhere(t *testing.T) {
 	t.Parallel()
 	h := hidingHub(t)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
 	if got := c.answer("1"); strings.Contains(got, "res/1") || strings.Contains(got, "res/2") || !strings.Contains(got, "fake://fake/res/3") {

@@ -81,9 +81,7 @@ func twoSessions(t *testing.T, isolation, tool string) (a, b *pipeClient) {
 	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes[tool]; return ok })
 	a, b = servePipes(t, h, StdioOptions{SessionID: "a"}), servePipes(t, h, StdioOptions{SessionID: "b"})
 	for _, c := range []*pipeClient{a, b} {
-		c.send(initializeMsg)
-		c.answer("0")
-		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.initialize()
 	}
 	return a, b
 }

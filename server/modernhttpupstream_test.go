@@ -64,9 +64,7 @@ func TestModernHTTPUpstreamHeadersThroughRenaming(t *testing.T) {
 	})
 	t.Run("2025-06-18", func(t *testing.T) {
 		c := servePipes(t, hub(t), StdioOptions{})
-		c.send(initializeMsg)
-		c.answer("0")
-		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.initialize()
 		c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"geo__where","arguments":{"region":"us-east-2"}}}`)
 		if got := reply(c, "2"); !strings.Contains(got, "region us-east-2") {
 			t.Errorf("2025-06-18 client: %s", got)

@@ -67,9 +67,7 @@ func TestObserverSeesEachCall(t *testing.T) {
 	rec := &recorder{}
 	h.Traffic().Observe(rec)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"}}}`)
 	c.answer(`"a"`)
 	c.send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"x"}}}`)

@@ -14,9 +14,7 @@ func TestStdioUpstreamMessagesBeforeTheAnswer(t *testing.T) {
 	const rounds, n = 200, 5
 	h := fakeHub(t, "-flood")
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	for round := range rounds {
 		id := 100 + round
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"f__chatter","arguments":{"ms":%d},"_meta":{"progressToken":"p%d"}}}`, id, n, round))

@@ -87,9 +87,7 @@ func TestOutcomeAgreesEverywhere(t *testing.T) {
 	t.Cleanup(func() { h.Traffic().Observe(nil); insp.Close(); metricsAPI.Close(); inspectAPI.Close() })
 
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	cases := []struct {
 		id, params string

@@ -202,9 +202,7 @@ func TestSessionEndDoesNotWaitForUnsubscribe(t *testing.T) {
 	await.For(t, 10*time.Second, "the resource", func() bool { return h.snapshot().view.ResolveResource("mem://a") != nil })
 
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"mem://a"}}`)
 	if got := c.answer("1"); !strings.Contains(got, `"result":{}`) {
 		t.Fatalf("subscribe: %s", got)

@@ -32,9 +32,7 @@ func TestAttackProgressFromAnotherUpstreamDropped(t *testing.T) {
 	})
 	await.For(t, 5*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__sleep"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	// The call lasts until its gate opens, once the progress is sent.
 	gate := filepath.Join(t.TempDir(), "gate")
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))
@@ -70,9 +68,7 @@ func TestAttackProgressFromAnotherSessionsConnectionDropped(t *testing.T) {
 	h := fakeHub(t)
 	f := h.mgr.Servers()[0]
 	a := servePipes(t, h, StdioOptions{})
-	a.send(initializeMsg)
-	a.answer("0")
-	a.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	a.initialize()
 	// The call lasts until its gate opens, once the progress is sent.
 	gate := filepath.Join(t.TempDir(), "gate")
 	a.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"gate":%q},"_meta":{"progressToken":"mine"}}}`, gate))

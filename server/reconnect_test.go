@@ -104,9 +104,7 @@ groups:
 	t.Cleanup(func() { h.Close(); mgr.Close() })
 	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["g__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"g__boom","arguments":{}}}`)
 	if got := reply(c, "1"); !strings.Contains(got, "503") {

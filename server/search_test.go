@@ -35,9 +35,7 @@ func searchClientYAML(t *testing.T, yaml string) (*Hub, *toolClient) {
 	t.Helper()
 	h, _ := runHub(t, yaml, true)
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	return h, c
 }
 

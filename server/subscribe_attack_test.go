@@ -19,9 +19,7 @@ func TestAttackSubscriptionsBoundedPerSession(t *testing.T) {
 	t.Parallel()
 	h := fakeHub(t)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	n := routes.MaxSessionSubscriptions + 10
 	// Sent 100 at a time, within the session's in-flight cap, so that
 	// every refusal is the subscriptions' own.

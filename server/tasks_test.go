@@ -24,9 +24,7 @@ func taskHub(t *testing.T, group string, names ...string) (*Hub, *upstream.Manag
 	clients := map[string]*toolClient{}
 	for _, n := range names {
 		c := &toolClient{pipeClient: sessionPipes(t, h, n)}
-		c.send(initializeMsg)
-		c.answer("0")
-		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		c.initialize()
 		clients[n] = c
 	}
 	return h, mgr, clients

@@ -89,9 +89,7 @@ func metricsHub(t *testing.T, token string) (*pipeClient, string) {
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	return c, ts.URL
 }
 

@@ -53,9 +53,7 @@ func TestToolNotFoundSuggestsVisibleTools(t *testing.T) {
 				return v.GroupIndex["f"] != nil && v.GroupIndex["f"].ToolRoutes["echo"].Server != nil && !v.Starting
 			})
 			c := servePipes(t, h, StdioOptions{})
-			c.send(initializeMsg)
-			c.answer("0")
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c.initialize()
 			id := 0
 			for name, want := range tc.want {
 				id++
@@ -100,7 +98,8 @@ func TestToolNotFoundSuggestsVisibleTools(t *testing.T) {
 // groups that have it and the call_dynamic_tool arguments that call it,
 // under the same -32601 "Tool not found: NAME"; a tool the caller cannot
 // see (hidden by a deny list in every group, or in a group outside its
-// profile) and a name no group has are answered as before. The session
+// profile) and a name no group has are answered as before; a name close
+// to tools the caller may call is answered "did you mean" them. The session
 // with the whole config is told of the group its profile leaves out, so
 // that group's tool is left out for being hidden, not for being absent.
 func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
@@ -146,6 +145,11 @@ func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
 			"quux":        "Tool not found: quux",
 			"g__":         "Tool not found: g__",
 			"get_dynamic": "Tool not found: get_dynamic",
+			// Misspelled: the close tools the caller may call, never a hidden one.
+			"note":   `Tool not found: note (did you mean g__notes? call it with call_dynamic_tool, group "g", name "notes", its arguments in args)`,
+			"f__ech": `Tool not found: f__ech (did you mean f__echo? call it with call_dynamic_tool, group "f", name "echo", its arguments in args)`,
+			"secre":  "Tool not found: secre", // in h, outside the profile
+			"stra":   "Tool not found: stra",  // denied in every group
 		}},
 		{"", map[string]string{
 			"echo":   `Tool not found: echo (it is in groups f, g and h: call it with call_dynamic_tool, group "f", name "echo" or group "g", name "echo" or group "h", name "echo", its arguments in args)`,
@@ -157,9 +161,7 @@ func TestDynamicToolNotFoundSaysHowToCall(t *testing.T) {
 			// A session id of its own: the last subtest's session may
 			// still be ending (its drain), and ids are unique.
 			c := servePipes(t, h, StdioOptions{Profile: tc.profile, SessionID: "notfound-" + tc.profile})
-			c.send(initializeMsg)
-			c.answer("0")
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			c.initialize()
 			id := 0
 			for name, want := range tc.want {
 				id++

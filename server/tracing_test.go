@@ -99,9 +99,7 @@ func TestTracesOfACall(t *testing.T) {
 	h := fakeHub(t)
 	h.Traffic().Observe(tracer)
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	c.send(`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hi"},` +

@@ -36,9 +36,7 @@ func TestStdioWritesOnlyUTF8(t *testing.T) {
 	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "", ""), true)
 	await.For(t, 10*time.Second, "the view", func() bool { _, ok := h.snapshot().view.FlatRoutes["f__echo"]; return ok })
 	c := servePipes(t, h, StdioOptions{})
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	for _, m := range notUTF8 {
 		c.send(m)
 	}

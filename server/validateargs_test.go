@@ -39,9 +39,7 @@ func argsClient(t *testing.T, mode, settings, group string) *toolClient {
 		return ok
 	})
 	c := &toolClient{pipeClient: servePipes(t, h, StdioOptions{})}
-	c.send(initializeMsg)
-	c.answer("0")
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.initialize()
 	return c
 }
 

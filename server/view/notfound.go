@@ -32,11 +32,7 @@ func ToolNotFound(name string, tools iter.Seq[string], otherwise string) string 
 	for i, c := range hits {
 		hits[i] = clip.Echo(c)
 	}
-	said := hits[0]
-	if n := len(hits); n > 1 {
-		said = strings.Join(hits[:n-1], ", ") + " or " + hits[n-1]
-	}
-	return msg + " (did you mean " + said + "?)"
+	return msg + " (did you mean " + joinAlternatives(hits) + "?)"
 }
 
 // toolNotFound is call_dynamic_tool's answer to name, which g has no
@@ -58,20 +54,19 @@ func (v *View) FlatToolNotFound(name string) string {
 // group's name for it or as flat mode names it (<group>__<tool>), which
 // groups have it (maxSuggested at most, in config order) and the
 // call_dynamic_tool arguments that call it (its own field names: group,
-// name, args); else "Tool not found: NAME".
+// name, args); else, when tools of those groups are close to name (see
+// nearTools), "did you mean" them and the arguments that call them; else
+// "Tool not found: NAME".
 // Only the view's ready groups are searched, and only for the tools they
 // show the caller: a tool its profile, a deny- or allow-list or a pin
 // hides is answered as one that does not exist. name is the client's:
-// each group costs one map lookup (two when its name and "__" begin name).
+// each group costs one map lookup (two when its name and "__" begin name),
+// and a name no group has one near.Names over the groups' tools.
 func (v *View) DynamicToolNotFound(name string) string {
 	msg := "Tool not found: " + clip.Echo(name)
-	type hit struct{ group, tool string }
-	var hits []hit
+	var hits []groupTool
 	more := false
-	for _, g := range v.Groups {
-		if g.State != upstream.StateReady { // call_dynamic_tool refuses it (LookupGroup)
-			continue
-		}
+	for g := range v.readyGroups() {
 		tool, ok := g.toolCalled(name)
 		if !ok {
 			continue
@@ -80,26 +75,29 @@ func (v *View) DynamicToolNotFound(name string) string {
 			more = true
 			break
 		}
-		hits = append(hits, hit{g.Name, tool})
+		hits = append(hits, groupTool{g.Name, tool})
 	}
 	if len(hits) == 0 {
-		return msg
+		hits = v.nearTools(name)
+		if len(hits) == 0 {
+			return msg
+		}
+		said := make([]string, len(hits))
+		for i, h := range hits {
+			said[i] = clip.Echo(h.group + separator + h.tool)
+		}
+		return msg + " (did you mean " + joinAlternatives(said) + "? " + callWith(hits) + ")"
 	}
-	var in, how strings.Builder
-	how.WriteString(": call it with " + CallToolName + ", ")
+	var in strings.Builder
 	for i, h := range hits {
 		switch {
 		case i == 0:
 		case i == len(hits)-1 && !more:
 			in.WriteString(" and ")
-			how.WriteString(" or ")
 		default:
 			in.WriteString(", ")
-			how.WriteString(" or ")
 		}
 		in.WriteString(h.group)
-		how.Write(jsonrpc.AppendString([]byte(`group `), h.group))
-		how.Write(jsonrpc.AppendString([]byte(`, name `), clip.Echo(h.tool)))
 	}
 	if more {
 		in.WriteString(" and others")
@@ -108,7 +106,101 @@ func (v *View) DynamicToolNotFound(name string) string {
 	if len(hits) > 1 {
 		group = " (it is in groups "
 	}
-	return msg + group + in.String() + how.String() + ", its arguments in args)"
+	return msg + group + in.String() + ": " + callWith(hits) + ")"
+}
+
+// groupTool is a tool as call_dynamic_tool names it.
+type groupTool struct{ group, tool string }
+
+// readyGroups are the view's groups call_dynamic_tool may call, in config
+// order: those ready (LookupGroup refuses the others).
+func (v *View) readyGroups() iter.Seq[*GroupView] {
+	return func(yield func(*GroupView) bool) {
+		for _, g := range v.Groups {
+			if g.State == upstream.StateReady && !yield(g) {
+				return
+			}
+		}
+	}
+}
+
+// nearTools are the tools of the ready groups close to name (near.Names),
+// maxSuggested at most, the closest first: when name begins with a ready
+// group's name and "__", as flat mode names the group's tools, those of
+// that group close to the rest of it; else the tools whose own names are
+// close to name, each in the groups that have it, in config order.
+func (v *View) nearTools(name string) []groupTool {
+	var hits []groupTool
+	prefixed := false
+	for g := range v.readyGroups() {
+		rest, ok := strings.CutPrefix(name, g.Name+separator)
+		if !ok {
+			continue
+		}
+		prefixed = true
+		for _, tool := range near.Names(rest, maps.Keys(g.ToolRoutes), maxSuggested) {
+			hits = append(hits, groupTool{g.Name, tool})
+		}
+	}
+	if prefixed {
+		return hits[:min(len(hits), maxSuggested)]
+	}
+	// Each tool's name once, though several groups have it.
+	tools := func(yield func(string) bool) {
+		for g := range v.readyGroups() {
+			for tool := range g.ToolRoutes {
+				if v.firstWith(tool) == g && !yield(tool) {
+					return
+				}
+			}
+		}
+	}
+	for _, tool := range near.Names(name, tools, maxSuggested) {
+		for g := range v.readyGroups() {
+			if _, ok := g.ToolRoutes[tool]; !ok {
+				continue
+			}
+			if hits = append(hits, groupTool{g.Name, tool}); len(hits) == maxSuggested {
+				return hits
+			}
+		}
+	}
+	return hits
+}
+
+// firstWith is the first ready group that has tool.
+func (v *View) firstWith(tool string) *GroupView {
+	for g := range v.readyGroups() {
+		if _, ok := g.ToolRoutes[tool]; ok {
+			return g
+		}
+	}
+	return nil
+}
+
+// joinAlternatives is "a", "a or b", "a, b or c".
+func joinAlternatives(s []string) string {
+	if n := len(s); n > 1 {
+		return strings.Join(s[:n-1], ", ") + " or " + s[n-1]
+	}
+	return s[0]
+}
+
+// callWith says how call_dynamic_tool calls hits: "call it with
+// call_dynamic_tool, group "g", name "t" or group ..., its arguments in
+// args".
+func callWith(hits []groupTool) string {
+	var how strings.Builder
+	how.WriteString("call it with " + CallToolName + ", ")
+	for i, h := range hits {
+		if i > 0 {
+			how.WriteString(" or ")
+		}
+		how.Write(jsonrpc.AppendString([]byte(`group `), h.group))
+		how.Write(jsonrpc.AppendString([]byte(`, name `), clip.Echo(h.tool)))
+	}
+	how.WriteString(", its arguments in args")
+	return how.String()
 }
 
 // toolCalled is the name g knows the tool called name by, when g shows

@@ -64,8 +64,17 @@ func TestDynamicToolNotFoundText(t *testing.T) {
 		{"only_down", "Tool not found: only_down"},
 		{"down__x", "Tool not found: down__x"},
 		{"a__", "Tool not found: a__"},
-		{"a_x", "Tool not found: a_x"},
-		{"X", "Tool not found: X"},
+		// Close to tools of ready groups: "did you mean" them, named as
+		// flat mode names them, and how call_dynamic_tool calls them.
+		{"a_x", `Tool not found: a_x (did you mean a__x, b__x or c__x? call it with call_dynamic_tool, group "a", name "x" or group "b", name "x" or group "c", name "x", its arguments in args)`},
+		{"X", `Tool not found: X (did you mean a__x, b__x or c__x? call it with call_dynamic_tool, group "a", name "x" or group "b", name "x" or group "c", name "x", its arguments in args)`},
+		{"onlya", `Tool not found: onlya (did you mean a__only_a? call it with call_dynamic_tool, group "a", name "only_a", its arguments in args)`},
+		// After a group's name and "__", that group's tools only.
+		{"a__only_b", `Tool not found: a__only_b (did you mean a__only_a? call it with call_dynamic_tool, group "a", name "only_a", its arguments in args)`},
+		{"d__e__zz", `Tool not found: d__e__zz (did you mean d__e__z? call it with call_dynamic_tool, group "d__e", name "z", its arguments in args)`},
+		{"b__only_a", "Tool not found: b__only_a"},
+		{"only_dow", "Tool not found: only_dow"}, // a failed group's tool is none
+		{"delete_everything", "Tool not found: delete_everything"},
 	} {
 		if got := v.DynamicToolNotFound(tc.name); got != tc.want {
 			t.Errorf("DynamicToolNotFound(%q)\n got %q\nwant %q", tc.name, got, tc.want)
