@@ -32,22 +32,21 @@ func sessionlessWriters() int {
 	return goroutines(func(g string) bool { return strings.Contains(g, "mcphttp.(*oneCall).write(") })
 }
 
-// logFaceGoroutinesIfFailed logs, when t has failed by its end, the stacks
-// of the goroutines in this package's code: what a wait that timed out
-// waited on, for a failure that shows only on a loaded machine.
+// logFaceGoroutinesIfFailed logs, when t has failed, the stacks of the
+// goroutines in this package's code: what a wait that timed out waited
+// on, for a failure that shows only on a loaded machine. Deferred by the
+// test, so that it runs before the cleanups close its connections.
 func logFaceGoroutinesIfFailed(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
+	if !t.Failed() {
+		return
+	}
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "mcphttp.") {
+			t.Logf("%s\n", g)
 		}
-		buf := make([]byte, 1<<22)
-		buf = buf[:runtime.Stack(buf, true)]
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "mcphttp.") {
-				t.Logf("%s\n", g)
-			}
-		}
-	})
+	}
 }
 
 // sessionlessHandlers counts the handlers of requests without a session
@@ -85,7 +84,7 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 
 	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
 	quick, qts, closed := quickFace(t)
-	logFaceGoroutinesIfFailed(t) // before the faces' cleanups: their goroutines as they were
+	defer logFaceGoroutinesIfFailed(t) // runs before the cleanups: the goroutines as they were
 	before := liveGoroutines()
 	goes, stays := stall(ts.URL), stall(ts.URL)
 	await.For(t, 10*time.Second, "both calls' writers stuck in a write", func() bool { return sessionlessWriters() == 2 })

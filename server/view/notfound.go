@@ -125,10 +125,12 @@ func (v *View) readyGroups() iter.Seq[*GroupView] {
 }
 
 // nearTools are the tools of the ready groups close to name (near.Names),
-// maxSuggested at most, the closest first: when name begins with a ready
-// group's name and "__", as flat mode names the group's tools, those of
-// that group close to the rest of it; else the tools whose own names are
-// close to name, each in the groups that have it, in config order.
+// maxSuggested at most: when name begins with a ready group's name and
+// "__", as flat mode names the group's tools, those of that group close
+// to the rest of it (of each such group in config order, the closest
+// first); else the tools whose own names are close to name, the closest
+// first, each in the groups that have it, in config order. Its cost is
+// one near.Names over the ready groups' tools.
 func (v *View) nearTools(name string) []groupTool {
 	var hits []groupTool
 	prefixed := false
@@ -146,10 +148,15 @@ func (v *View) nearTools(name string) []groupTool {
 		return hits[:min(len(hits), maxSuggested)]
 	}
 	// Each tool's name once, though several groups have it.
+	seen := map[string]struct{}{}
 	tools := func(yield func(string) bool) {
 		for g := range v.readyGroups() {
 			for tool := range g.ToolRoutes {
-				if v.firstWith(tool) == g && !yield(tool) {
+				if _, ok := seen[tool]; ok {
+					continue
+				}
+				seen[tool] = struct{}{}
+				if !yield(tool) {
 					return
 				}
 			}
@@ -166,16 +173,6 @@ func (v *View) nearTools(name string) []groupTool {
 		}
 	}
 	return hits
-}
-
-// firstWith is the first ready group that has tool.
-func (v *View) firstWith(tool string) *GroupView {
-	for g := range v.readyGroups() {
-		if _, ok := g.ToolRoutes[tool]; ok {
-			return g
-		}
-	}
-	return nil
 }
 
 // joinAlternatives is "a", "a or b", "a, b or c".

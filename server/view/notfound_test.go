@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,22 @@ func TestDynamicToolNotFoundText(t *testing.T) {
 	v.Groups[0].ToolRoutes[long] = Route{Name: long}
 	if got, want := v.DynamicToolNotFound(long), "Tool not found: "+clip.Echo(long)+` (it is in group a`+how+`group "a", name "`+clip.Echo(long)+`", its arguments in args)`; got != want {
 		t.Errorf("a long name: %q", got)
+	}
+}
+
+// The answer to a name no group has costs one near.Names over the ready
+// groups' tools: -bench DynamicToolNotFound, 400 groups of 50 tools.
+func BenchmarkDynamicToolNotFound(b *testing.B) {
+	v := New("dynamic")
+	for i := range 400 {
+		gv := &GroupView{Name: fmt.Sprintf("group%d", i), State: upstream.StateReady, ToolRoutes: map[string]Route{}}
+		for j := range 50 {
+			tool := fmt.Sprintf("tool_%d_%d", i%7, j)
+			gv.ToolRoutes[tool] = Route{Name: tool}
+		}
+		v.Groups = append(v.Groups, gv)
+	}
+	for b.Loop() {
+		v.DynamicToolNotFound("tool_3_4x")
 	}
 }
