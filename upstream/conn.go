@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,6 +47,7 @@ type conn struct {
 	version string           // the negotiated protocol version
 	meta    []jsonrpc.Member // _meta every request carries on a 2026-07-28 session
 	logger  *slog.Logger
+	junk    atomic.Uint64 // lines or messages refused as not JSON-RPC (see refused)
 
 	lostMu      sync.Mutex // guards lostErr and lostExpired
 	lostErr     error      // why the hub gave up on a remote session (lose)
@@ -198,14 +200,30 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	return c, nil
 }
 
+// maxJunkLogged bounds the warnings of what is not JSON-RPC that one
+// connection logs: a server that writes its own log to stdout, or floods
+// it, would otherwise write a warning a line into the hub's log (the
+// shared hub's is a file) as fast as it writes. The rest are logged at
+// debug.
+const maxJunkLogged = 10
+
 // refused logs what the connection refused of the server's.
 func (c *conn) refused(err error, msg []byte) {
 	switch {
-	case errors.Is(err, jsonrpc.ErrNotJSON) && c.http != nil:
-		c.logger.Warn("upstream sent a message that is not JSON-RPC; skipped", "message", preview(msg))
-		return
 	case errors.Is(err, jsonrpc.ErrNotJSON):
-		c.logger.Warn("upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
+		level := slog.LevelWarn
+		switch n := c.junk.Add(1); {
+		case n == maxJunkLogged+1:
+			c.logger.Warn("upstream keeps writing what is not JSON-RPC; skipped, and logged at debug from now on")
+			fallthrough
+		case n > maxJunkLogged:
+			level = slog.LevelDebug
+		}
+		if c.http != nil {
+			c.logger.Log(context.Background(), level, "upstream sent a message that is not JSON-RPC; skipped", "message", preview(msg))
+		} else {
+			c.logger.Log(context.Background(), level, "upstream wrote a line that is not JSON-RPC; skipped", "line", preview(msg))
+		}
 		return
 	case errors.Is(err, jsonrpc.ErrLateAnswer):
 		// The answer to a request given up, such as the server/discover
