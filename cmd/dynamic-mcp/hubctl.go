@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -69,12 +70,18 @@ func askStatus(ctx context.Context, cfg *config.Config) *local.Reply {
 
 // looseConfig is as much of the config at path as finds its hub (the
 // path and the state dir), for a file that does not read as a whole: a
-// hub that runs serves the config it read before. nil when not even
-// that reads.
+// hub that runs serves the config it read before. A file that is not
+// even YAML (an edit half done) names no state_dir that can be read: its
+// hub is looked for in the default one, config.Home (where a config that
+// set another keeps it, it is not found). nil when the file cannot be
+// read.
 func looseConfig(path string) *config.Config {
 	stateDir, _, err := config.ScanSecrets(path)
 	if err != nil {
-		return nil
+		if _, statErr := os.Stat(path); statErr != nil {
+			return nil
+		}
+		stateDir = config.Home()
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

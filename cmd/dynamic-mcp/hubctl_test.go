@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // `dynamic-mcp stop` asked as the hub stops of itself (its idle period
@@ -32,11 +34,7 @@ func TestStopMeetsAHubStoppingOfItself(t *testing.T) {
 	defer ln.Close()
 	// The hub's process, which the test ends once it has dropped the
 	// stop's connection.
-	hub := exec.Command("sleep", "600")
-	if err := hub.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Process.Kill()
+	hub := hubProcess(t)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -58,11 +56,71 @@ func TestStopMeetsAHubStoppingOfItself(t *testing.T) {
 			return
 		}
 	}()
+	stopsHub(t, path, hub)
+}
+
+// stopsHub runs `dynamic-mcp stop -c path` and checks that it said it
+// stopped the hub whose process is hub.
+func stopsHub(t *testing.T, path string, hub *exec.Cmd) {
+	t.Helper()
 	var out bytes.Buffer
 	if err := stopCmd(t.Context(), []string{"-c", path}, &out); err != nil {
-		t.Fatalf("stop while the hub stops of itself: %v", err)
+		t.Fatalf("stop: %v", err)
 	}
 	if want := "stopped the shared hub (pid " + strconv.Itoa(hub.Process.Pid) + ")"; !strings.Contains(out.String(), want) {
 		t.Errorf("stop said %q, want %q", out.String(), want)
 	}
+}
+
+// hubProcess is a process standing for the hub, which the test ends as
+// the hub would end.
+func hubProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	hub := exec.Command("sleep", "600")
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Process.Kill() }) // reaped where the test ends it
+	return hub
+}
+
+// `dynamic-mcp stop` of a config whose YAML was broken since its hub
+// started (an edit half done) stops that hub, found in the default state
+// dir, rather than failing on the parse error and leaving it running.
+func TestStopAHubWhoseConfigIsNoLongerYAML(t *testing.T) {
+	if !local.Supported {
+		t.Skip("no shared hub on this OS")
+	}
+	path := writeConfig(t, "groups: [\n") // no state_dir that reads: config.Home, the tests' DYNAMIC_MCP_HOME
+	paths, err := local.PathsFor(path, config.Home())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := local.Listen(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hub := hubProcess(t) // ended when it is asked to stop
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var hello local.Hello
+			_ = local.ReadLine(bufio.NewReader(c), &hello)
+			_ = local.WriteLine(c, local.Reply{Version: version, PID: hub.Process.Pid, Status: &local.Status{Config: path}})
+			c.Close()
+			if hello.Op == local.OpStop {
+				hub.Process.Kill()
+				hub.Wait()
+				return
+			}
+		}
+	}()
+	stopsHub(t, path, hub)
 }
