@@ -23,18 +23,44 @@ func TestStopMeetsAHubStoppingOfItself(t *testing.T) {
 	}
 	state := t.TempDir()
 	path := writeConfig(t, "state_dir: "+state+"\ngroups: {}\n")
-	paths, err := local.PathsFor(path, state)
+	stopsHub(t, path, standInHub(t, path, state, false))
+}
+
+// `dynamic-mcp stop` of a config whose YAML was broken since its hub
+// started (an edit half done) stops that hub, found in the default state
+// dir, rather than failing on the parse error and leaving it running.
+func TestStopAHubWhoseConfigIsNoLongerYAML(t *testing.T) {
+	if !local.Supported {
+		t.Skip("no shared hub on this OS")
+	}
+	path := writeConfig(t, "groups: [\n") // no state_dir that reads: config.Home, the tests' DYNAMIC_MCP_HOME
+	stopsHub(t, path, standInHub(t, path, config.Home(), true))
+}
+
+// standInHub listens on the socket of the config at path's hub (in
+// stateDir) as that hub, a process that stands for it, and returns that
+// process. A status is answered as a hub answers it; a stop is answered
+// (answersStop) or closed unanswered, as a closing hub's accept loop
+// closes what it accepts; then the process ends.
+func standInHub(t *testing.T, path, stateDir string, answersStop bool) *exec.Cmd {
+	t.Helper()
+	paths, err := local.PathsFor(path, stateDir)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := local.Listen(paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	// The hub's process, which the test ends once it has dropped the
-	// stop's connection.
-	hub := hubProcess(t)
+	t.Cleanup(func() { ln.Close() })
+	hub := exec.Command("sleep", "600")
+	if err := hub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Process.Kill() }) // reaped below when the test ends it
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -42,21 +68,20 @@ func TestStopMeetsAHubStoppingOfItself(t *testing.T) {
 				return
 			}
 			var hello local.Hello
-			if err := local.ReadLine(bufio.NewReader(c), &hello); err != nil || hello.Op != local.OpStop {
-				// A status is answered as a hub answers it.
+			err = local.ReadLine(bufio.NewReader(c), &hello)
+			stop := err == nil && hello.Op == local.OpStop
+			if !stop || answersStop {
 				_ = local.WriteLine(c, local.Reply{Version: version, PID: hub.Process.Pid, Status: &local.Status{Config: path}})
-				c.Close()
-				continue
 			}
-			// The stop is closed unanswered, as a closing hub's accept
-			// loop closes what it accepts; then the hub exits.
 			c.Close()
-			hub.Process.Kill()
-			hub.Wait()
-			return
+			if stop {
+				hub.Process.Kill()
+				hub.Wait()
+				return
+			}
 		}
 	}()
-	stopsHub(t, path, hub)
+	return hub
 }
 
 // stopsHub runs `dynamic-mcp stop -c path` and checks that it said it
@@ -70,57 +95,4 @@ func stopsHub(t *testing.T, path string, hub *exec.Cmd) {
 	if want := "stopped the shared hub (pid " + strconv.Itoa(hub.Process.Pid) + ")"; !strings.Contains(out.String(), want) {
 		t.Errorf("stop said %q, want %q", out.String(), want)
 	}
-}
-
-// hubProcess is a process standing for the hub, which the test ends as
-// the hub would end.
-func hubProcess(t *testing.T) *exec.Cmd {
-	t.Helper()
-	hub := exec.Command("sleep", "600")
-	if err := hub.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hub.Process.Kill() }) // reaped where the test ends it
-	return hub
-}
-
-// `dynamic-mcp stop` of a config whose YAML was broken since its hub
-// started (an edit half done) stops that hub, found in the default state
-// dir, rather than failing on the parse error and leaving it running.
-func TestStopAHubWhoseConfigIsNoLongerYAML(t *testing.T) {
-	if !local.Supported {
-		t.Skip("no shared hub on this OS")
-	}
-	path := writeConfig(t, "groups: [\n") // no state_dir that reads: config.Home, the tests' DYNAMIC_MCP_HOME
-	paths, err := local.PathsFor(path, config.Home())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := local.Listen(paths)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	hub := hubProcess(t) // ended when it is asked to stop
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			var hello local.Hello
-			_ = local.ReadLine(bufio.NewReader(c), &hello)
-			_ = local.WriteLine(c, local.Reply{Version: version, PID: hub.Process.Pid, Status: &local.Status{Config: path}})
-			c.Close()
-			if hello.Op == local.OpStop {
-				hub.Process.Kill()
-				hub.Wait()
-				return
-			}
-		}
-	}()
-	stopsHub(t, path, hub)
 }
