@@ -18,7 +18,7 @@ import (
 // server is asked: a server of a version before 2026-07-28 answers
 // "method not found", but some ignore a method they do not know. Past it
 // the server is sent initialize instead (a stdio server once it has read
-// the discover: see handshakeStdio); a late answer to a probe given up is
+// the discover: see discoverFirst); a late answer to a probe given up is
 // logged at debug (see conn.refused). A variable for the tests.
 var discoverProbe = 5 * time.Second
 
@@ -34,36 +34,25 @@ var discoverProbe = 5 * time.Second
 // (see server/rounds); over HTTP its requests carry the
 // standard headers (Mcp-Method, Mcp-Name, Mcp-Param-*: see transport).
 func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error {
-	switch {
-	case c.sse:
+	if c.sse {
 		return c.initialize(ctx, caps)
-	case c.http == nil:
-		return c.handshakeStdio(ctx, caps)
 	}
-	pctx, cancel := context.WithTimeout(ctx, discoverProbe)
-	defer cancel()
-	s, done, err := c.discover(pctx, caps)
-	if done {
-		c.settle(s)
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return c.initialize(ctx, caps)
+	return c.discoverFirst(ctx, caps)
 }
 
-// handshakeStdio is handshake with a stdio server. One slow to start (npx
+// discoverFirst asks server/discover, then initialize when the server does
+// not answer it within the probe. A stdio server slow to start (npx
 // fetching its package, a loaded machine) reads what the hub wrote
 // meanwhile in order, once it runs: a 2026-07-28 server would answer a
 // server/discover whose probe had passed and take the initialize sent
 // since for a second handshake (go-sdk's answers `duplicate "initialize"
 // received`). So the probe runs from when the server is first seen to
-// have read the discover (Process.Unread, looked at 20 times a probe;
-// from the start where the OS does not tell, or a wrapper such as
-// `docker run -i` reads for a child still starting), and ctx, the connect
-// timeout, bounds how long the server may take to start.
-func (c *conn) handshakeStdio(ctx context.Context, caps mcp.ClientCapabilities) error {
+// have read the discover (Process.Unread, looked at 20 times a probe);
+// from the start where that cannot be seen: a remote server, an OS that
+// does not tell, or a wrapper such as `docker run -i` that reads for a
+// child still starting. ctx, the connect timeout, bounds how long the
+// server may take to start.
+func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) error {
 	type discovered struct {
 		s    *session
 		done bool
