@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -51,7 +52,7 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 // from the start where that cannot be seen: a remote server, an OS that
 // does not tell, or a wrapper such as `docker run -i` that reads for a
 // child still starting. ctx, the connect timeout, bounds how long the
-// server may take to start.
+// server may take to start, and the probe to half of what is left of it.
 func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) error {
 	type discovered struct {
 		s    *session
@@ -88,7 +89,14 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 			case readAt.IsZero():
 				readAt = now
 			}
-			if now.Sub(readAt) < discoverProbe {
+			// Half of what is left of the connect timeout at most, so
+			// that a server that ignores the discover gets initialize in
+			// time when that timeout is short.
+			probe := discoverProbe
+			if dl, ok := ctx.Deadline(); ok {
+				probe = min(probe, dl.Sub(readAt)/2)
+			}
+			if now.Sub(readAt) < probe {
 				continue
 			}
 			// Given up before initialize goes (the server is told), so
@@ -164,6 +172,20 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (s *se
 			}
 			if c.http != nil && offersLegacy(d.SupportedVersions) {
 				return nil, false, nil // initialize, in the newest version before 2026-07-28
+			}
+			if len(d.SupportedVersions) > 0 && !slices.Contains(d.SupportedVersions, version) {
+				// The server answered in a session of a version it does
+				// not name: ask again in the newest modern one in common,
+				// or initialize when only an older one is.
+				next := mcp.NegotiateMutuallySupportedVersion(d.SupportedVersions)
+				switch {
+				case next == "":
+					return nil, true, fmt.Errorf("server/discover: no protocol version in common: the server supports %q, the hub %q", d.SupportedVersions, mcp.ValidProtocolVersions)
+				case !mcp.IsModernProtocol(next):
+					return nil, false, nil
+				}
+				version = next
+				continue
 			}
 			s := &session{version: version, meta: meta,
 				init: &mcp.InitializeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: boundInstructions(d.Instructions)}}

@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,5 +162,81 @@ func TestLegacySessionDropsModernMeta(t *testing.T) {
 	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(`{}`)))+"\n")
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A server/discover answer is a 2026-07-28 session only when its
+// supportedVersions has the version asked in (or names none): a server
+// that names other versions is asked again in the newest modern one the
+// hub knows of them, gets initialize when only older ones are common, and
+// fails with the versions it named when none is.
+func TestDiscoverVersionNotOffered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		supported string
+		then      string // the next request, "" when none
+		err       string
+	}{
+		{"none in common", `["2099-01-01"]`, "", `no protocol version in common: the server supports ["2099-01-01"]`},
+		{"older only", `["2025-06-18","2099-01-01"]`, "initialize", ""},
+		{"ours among others", `["2099-01-01","2026-07-28"]`, "", ""},
+		{"none named", `[]`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, lines, w := peerConn(t)
+			done := make(chan error, 1)
+			go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+			msg := expect(t, lines, "server/discover")
+			io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
+				json.RawMessage(`{"supportedVersions":`+tc.supported+`,"capabilities":{}}`)))+"\n")
+			if tc.then != "" {
+				msg = expect(t, lines, tc.then)
+				io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
+					json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+				expect(t, lines, "notifications/initialized")
+			}
+			err := <-done
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("handshake: %v; want %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && tc.then == "" && c.version != mcp.LATEST_PROTOCOL_VERSION:
+				t.Fatalf("version %q", c.version)
+			case tc.then != "" && c.version != "2025-06-18":
+				t.Fatalf("version %q", c.version)
+			}
+		})
+	}
+}
+
+// A connect timeout shorter than the discover probe still leaves
+// initialize its time: the probe takes half of what is left of it, so a
+// server that ignores server/discover connects on the first try.
+func TestDiscoverProbeCappedByConnectTimeout(t *testing.T) {
+	t.Parallel()
+	// Under the 5 s probe; the 2.2 s left after it are for the answer.
+	ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+	defer cancel()
+	c, lines, w := peerConn(t)
+	done := make(chan error, 1)
+	go func() {
+		err := c.handshake(ctx, mcp.ClientCapabilities{})
+		if err != nil {
+			t.Logf("handshake: %v", err)
+			c.close() // ends the wait for initialize below
+		}
+		done <- err
+	}()
+	expect(t, lines, "server/discover") // never answered
+	expect(t, lines, "notifications/cancelled")
+	msg := expect(t, lines, "initialize")
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
+		json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+	expect(t, lines, "notifications/initialized")
+	if err := <-done; err != nil || c.version != "2025-06-18" {
+		t.Fatalf("handshake: %v, version %q", err, c.version)
 	}
 }
