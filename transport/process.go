@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/dynamic-mcp/dynamic-mcp/types/rawio"
 )
 
@@ -213,14 +215,38 @@ func (p *Process) Tail() []string {
 	return slices.Clone(p.tail)
 }
 
+// A child's stderr lines are logged up to stderrLogBurst at once, then
+// stderrLogRate a second; the rest are counted, and the count is logged
+// with the next line logged or when stderr ends. A server that floods
+// stderr (a debug switch left on, a loop) would otherwise fill the shared
+// hub's log file.
+const (
+	stderrLogBurst = 1000
+	stderrLogRate  = 10
+)
+
 func (p *Process) readStderr(r *os.File) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, maxStderrLine)
+	limit := rate.NewLimiter(stderrLogRate, stderrLogBurst)
+	notLogged := 0
+	said := func() {
+		if notLogged > 0 {
+			p.logger.Warn(fmt.Sprintf("stderr lines not logged: the server wrote more than %d at once or %d a second (its last lines are kept for the error if it exits)", stderrLogBurst, stderrLogRate), "not_logged", notLogged)
+			notLogged = 0
+		}
+	}
+	defer said()
 	for {
 		line, err := readCapped(br, maxStderrLine)
 		if line = strings.TrimRight(line, "\r\n"); line != "" {
-			p.logger.Info("stderr", "line", line)
+			if limit.Allow() {
+				said()
+				p.logger.Info("stderr", "line", line)
+			} else {
+				notLogged++
+			}
 			p.keep(line)
 		}
 		if err != nil {

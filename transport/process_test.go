@@ -3,12 +3,14 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -154,4 +156,54 @@ func TestStderrTailBounds(t *testing.T) {
 	if tail := p.Tail(); len(tail) != stderrTailLines || tail[0] != "80" || tail[19] != "99" {
 		t.Errorf("kept %q", tail)
 	}
+}
+
+// A child that floods stderr does not flood the hub's log: a burst of
+// lines is logged, then a few a second, and the count of those not logged
+// is said (at the latest when stderr ends). The tail still has the last.
+func TestStderrFloodLogBounded(t *testing.T) {
+	t.Parallel()
+	var log countingHandler
+	const lines = 5000
+	start := time.Now()
+	p, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", fmt.Sprintf("i=0; while [ $i -lt %d ]; do echo line $i; i=$((i+1)); done >&2", lines)}}, slog.New(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	select {
+	case <-p.stderrDone:
+	case <-time.After(time.Minute): // bounds a hang, not a timing
+		t.Fatal("stderr did not end")
+	}
+	elapsed := time.Since(start)
+	logged, dropped := log.stderr.Load(), log.dropped.Load()
+	if logged+dropped != lines || logged < stderrLogBurst || float64(logged) > stderrLogBurst+stderrLogRate*elapsed.Seconds()+1 {
+		t.Errorf("%d lines logged, %d said not logged, in %s", logged, dropped, elapsed)
+	}
+	if tail := p.Tail(); tail[len(tail)-1] != fmt.Sprintf("line %d", lines-1) {
+		t.Errorf("tail %q", tail)
+	}
+}
+
+// countingHandler counts the stderr lines logged and adds up the counts
+// of those said not logged.
+type countingHandler struct {
+	stderr, dropped atomic.Int64
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "line":
+			h.stderr.Add(1)
+		case "not_logged":
+			h.dropped.Add(a.Value.Int64())
+		}
+		return true
+	})
+	return nil
 }

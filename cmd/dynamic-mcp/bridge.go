@@ -258,6 +258,23 @@ func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
 	return reply, br, nil
 }
 
+// maxHubLog is the size of the shared hub's log file past which a hub
+// starting moves it to path.1 (replacing the one before): a hub started on
+// demand and stopped when idle, for months, keeps at most about twice it.
+const maxHubLog = 10 << 20
+
+// moveLargeLog moves the log file at path aside when it is over maxHubLog.
+// Called under the start lock, before the new hub opens it.
+func moveLargeLog(path string, logger *slog.Logger) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() <= maxHubLog {
+		return
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		logger.Warn("the shared hub's log file is large and could not be moved aside: appending to it", "log", path, "err", err)
+	}
+}
+
 // startSharedHub starts the shared hub for cfg in the background, detached from
 // this process (its own session, its stdin and stdout /dev/null, its log
 // appended to paths.Log), and waits until it answers on the socket.
@@ -269,6 +286,7 @@ func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, 
 	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
 		return fmt.Errorf("start the hub: %w", err)
 	}
+	moveLargeLog(paths.Log, logger)
 	logFile, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("start the hub: %w", err)

@@ -403,6 +403,35 @@ func TestSharedHubStaleSocketRecovered(t *testing.T) {
 	}
 }
 
+// A hub that starts on a log file grown over maxHubLog moves it to .1
+// first, replacing the one before, so that the log of a hub started again
+// and again stays bounded.
+func TestSharedHubLogMovedAsideWhenLarge(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("groups:\n  one: %s\n", fakeGroup()))
+	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	large := bytes.Repeat([]byte("an old line\n"), maxHubLog/12+1)
+	if err := os.WriteFile(paths.Log, large, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.Log+".1", []byte("older\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.bridge(t, "c").waitGroupsReady("one")
+	if moved, _ := os.ReadFile(paths.Log + ".1"); !bytes.Equal(moved, large) {
+		t.Errorf("%s.1 has %d bytes, want the %d of the large log", paths.Log, len(moved), len(large))
+	}
+	if log, _ := os.ReadFile(paths.Log); bytes.Contains(log, []byte("an old line")) || !bytes.Contains(log, []byte(`"msg":"serving as the shared hub"`)) {
+		t.Errorf("the new log has %d bytes, and the old lines or not the new hub's", len(log))
+	}
+}
+
 // fakeGroup is a group of one fake upstream.
 func fakeGroup() string { return fmt.Sprintf("{ description: fake, command: %q }", fakeBin) }
 
