@@ -122,6 +122,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.armIdle()
 	s.mu.Unlock()
 
+	if k, ok := ln.(keeper); ok {
+		wg.Go(func() { s.keepSocket(ctx, k) })
+	}
 	accepted := make(chan error, 1)
 	wg.Go(func() {
 		for {

@@ -205,3 +205,88 @@ func TestReadLine(t *testing.T) {
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
 
 func errUnexpectedEOF() error { return io.ErrUnexpectedEOF }
+
+// Keep listens again when the socket file is deleted or replaced by
+// another file, and leaves a hub that took the path since be: Close then
+// does not remove that hub's socket.
+func TestListenKeep(t *testing.T) {
+	p := testPaths(t)
+	ln, err := Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	k := ln.(*listener)
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	reach := func(what string) {
+		t.Helper()
+		c, err := Dial(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		c.Close()
+		if s, ok := <-accepted; !ok {
+			t.Fatalf("%s: Accept ended", what)
+		} else {
+			s.Close()
+		}
+	}
+	if again, err := k.Keep(); again || err != nil {
+		t.Fatalf("Keep of a socket in place: %v, %v", again, err)
+	}
+	if err := os.Remove(p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Keep(); !again || err != nil {
+		t.Fatalf("Keep of a deleted socket: %v, %v", again, err)
+	}
+	reach("after the file was deleted")
+	if err := os.Remove(p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Socket, []byte("not a socket"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Keep(); !again || err != nil {
+		t.Fatalf("Keep of a socket replaced by a file: %v, %v", again, err)
+	}
+	reach("after the file was replaced")
+
+	// Another hub took the path: it is left be, and closing this one
+	// leaves its socket.
+	if err := os.Remove(p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if again, err := k.Keep(); again || !errors.Is(err, ErrRunning) {
+		t.Fatalf("Keep where another hub listens: %v, %v", again, err)
+	}
+	ln.Close()
+	if _, ok := <-accepted; ok {
+		t.Fatal("Accept did not end with Close")
+	}
+	go func() {
+		if c, err := other.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	if c, err := Dial(context.Background(), p); err != nil {
+		t.Fatalf("the other hub after this one closed: %v", err)
+	} else {
+		c.Close()
+	}
+}

@@ -57,55 +57,6 @@ func checkPeer(c *net.UnixConn, uid int) error {
 	return nil
 }
 
-// Listen listens on p.Socket, in its private directory, and admits only
-// peers of this user's uid (where the OS tells the peer's uid). A socket
-// file already there is removed only when nothing answers on it: a hub
-// that is listening is not displaced, and Listen fails with ErrRunning.
-func Listen(p Paths) (net.Listener, error) {
-	if err := privateDir(p.Dir); err != nil {
-		return nil, err
-	}
-	if c, err := net.DialTimeout("unix", p.Socket, time.Second); err == nil {
-		c.Close()
-		return nil, ErrRunning
-	}
-	if err := os.Remove(p.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket: %w", err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Socket, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", p.Socket, err)
-	}
-	// The directory already keeps others out; the socket's own mode says
-	// the same where a system honours it.
-	if err := os.Chmod(p.Socket, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("listen on %s: %w", p.Socket, err)
-	}
-	return &listener{UnixListener: ln}, nil
-}
-
-// ErrRunning is Listen's answer when a hub already listens on the socket.
-var ErrRunning = errors.New("a hub is already running for this config")
-
-// listener refuses connections from other users.
-type listener struct{ *net.UnixListener }
-
-func (l *listener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.AcceptUnix()
-		if err != nil {
-			return nil, err
-		}
-		uid, known := peerUID(c)
-		if known && uid != os.Getuid() {
-			c.Close()
-			continue
-		}
-		return c, nil
-	}
-}
-
 // Dial connects to the hub on p.Socket. It fails with an error that
 // errors.Is ErrNotRunning when no hub listens there, and ErrNotTrusted
 // when the socket is not surely this user's hub: its directory is not
