@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // fillHistory clears i's history and fills it with calls of params of
@@ -119,9 +121,5 @@ func TestStuckExportEndsAtDeadline(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for deadline := time.Now().Add(10 * time.Second); exported() != http.StatusOK; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no export served 10 s after the stuck ones' write deadline")
-		}
-	}
+	await.Costly(t, 10*time.Second, "an export served after the stuck ones' write deadline", func() bool { return exported() == http.StatusOK })
 }

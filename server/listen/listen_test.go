@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
 
@@ -100,11 +101,7 @@ func TestListenRefusalsAndBounds(t *testing.T) {
 			done <- err
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); sess.lists.Len() != maxSessionListens; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d listens open, want %d", sess.lists.Len(), maxSessionListens)
-		}
-	}
+	await.For(t, 10*time.Second, fmt.Sprintf("%d listens open", maxSessionListens), func() bool { return sess.lists.Len() == maxSessionListens })
 	if _, err := n.Serve(t.Context(), sess, listenReq(99, `,"notifications":{"toolsListChanged":true}`)); err == nil {
 		t.Errorf("listen %d of a session was not refused", maxSessionListens+1)
 	}

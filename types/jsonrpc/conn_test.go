@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // peer is the far end of a Conn under test: it reads lines and writes raw.
@@ -227,11 +229,7 @@ func TestConnCancelAndLimit(t *testing.T) {
 		t.Errorf("over the limit: %s", got)
 	}
 	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	for deadline := time.Now().Add(30 * time.Second); c.Inflight() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the cancelled request still counts as in flight")
-		}
-	}
+	await.For(t, 30*time.Second, "the cancelled request to count no more as in flight", func() bool { return c.Inflight() == 1 })
 	p.send(`{"jsonrpc":"2.0","id":4,"method":"slow"}`)
 	<-started // 1 was cancelled, so 4 got its slot, and 1 got no answer
 	p.send(`{"jsonrpc":"2.0","id":5,"method":"slow"}`)
