@@ -51,6 +51,11 @@ func peerConn(t *testing.T) (c *conn, lines *bufio.Scanner, w io.Writer) {
 	return c, bufio.NewScanner(fromConn), fromTest
 }
 
+// answerPeer writes the result of the request msg, as the server.
+func answerPeer(w io.Writer, msg []byte, result string) {
+	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(result)))+"\n")
+}
+
 // expect reads the conn's next message and checks its method.
 func expect(t *testing.T, lines *bufio.Scanner, method string) []byte {
 	t.Helper()
@@ -72,8 +77,7 @@ func TestHandshakeDiscovers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
 	msg := expect(t, lines, "server/discover")
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-		json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}`)))+"\n")
+	answerPeer(w, msg, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}`)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +94,7 @@ func TestHandshakeDiscovers(t *testing.T) {
 	if params != want {
 		t.Errorf("params\n got: %s\nwant: %s", params, want)
 	}
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(`{}`)))+"\n")
+	answerPeer(w, msg, `{}`)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +113,7 @@ func TestHandshakeFallsBackToInitialize(t *testing.T) {
 	if v := string(jsonrpc.Field(jsonrpc.Field(msg, "params"), "protocolVersion")); v != `"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`"` {
 		t.Errorf("initialize asks for %s", v)
 	}
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-		json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+	answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
 	expect(t, lines, "notifications/initialized")
 	select {
 	case err := <-done:
@@ -159,7 +162,7 @@ func TestLegacySessionDropsModernMeta(t *testing.T) {
 	if params := string(jsonrpc.Field(msg, "params")); params != `{"name":"x","_meta":{}}` {
 		t.Errorf("params %s", params)
 	}
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"), json.RawMessage(`{}`)))+"\n")
+	answerPeer(w, msg, `{}`)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -189,12 +192,10 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
 			msg := expect(t, lines, "server/discover")
-			io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-				json.RawMessage(`{"supportedVersions":`+tc.supported+`,"capabilities":{}}`)))+"\n")
+			answerPeer(w, msg, `{"supportedVersions":`+tc.supported+`,"capabilities":{}}`)
 			if tc.then != "" {
 				msg = expect(t, lines, tc.then)
-				io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-					json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+				answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
 				expect(t, lines, "notifications/initialized")
 			}
 			err := <-done
@@ -233,8 +234,7 @@ func TestDiscoverProbeCappedByConnectTimeout(t *testing.T) {
 	expect(t, lines, "server/discover") // never answered
 	expect(t, lines, "notifications/cancelled")
 	msg := expect(t, lines, "initialize")
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-		json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)))+"\n")
+	answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
 	expect(t, lines, "notifications/initialized")
 	if err := <-done; err != nil || c.version != "2025-06-18" {
 		t.Fatalf("handshake: %v, version %q", err, c.version)

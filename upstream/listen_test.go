@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
@@ -23,8 +21,7 @@ func TestListenOnModernSession(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
 	msg := expect(t, lines, "server/discover")
-	io.WriteString(w, string(jsonrpc.EncodeResult(jsonrpc.Field(msg, "id"),
-		json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{"listChanged":true}}}`)))+"\n")
+	answerPeer(w, msg, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{"listChanged":true}}}`)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
