@@ -215,14 +215,19 @@ func (p *Process) Tail() []string {
 	return slices.Clone(p.tail)
 }
 
-// A child's stderr lines are logged up to stderrLogBurst at once, then
-// stderrLogRate a second; the rest are counted, and the count is logged
-// with the next line logged or when stderr ends. A server that floods
-// stderr (a debug switch left on, a loop) would otherwise fill the shared
-// hub's log file.
+// A child's stderr is logged at most stderrLogBurst units at once, then
+// stderrLogRate a second, a line costing one unit per started
+// stderrLogUnit bytes (so a burst is 1,000 short lines or about 250 KiB);
+// the lines past that are counted, and the count is logged at most every
+// stderrLogSaid and when stderr ends. Bytes that are not UTF-8 are logged
+// as one replacement character a run (JSON would spell each as six bytes).
+// A server that floods stderr (a debug switch left on, a loop) would
+// otherwise fill the shared hub's log file.
 const (
 	stderrLogBurst = 1000
 	stderrLogRate  = 10
+	stderrLogUnit  = 256
+	stderrLogSaid  = 10 * time.Second
 )
 
 func (p *Process) readStderr(r *os.File) {
@@ -231,19 +236,24 @@ func (p *Process) readStderr(r *os.File) {
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	limit := rate.NewLimiter(stderrLogRate, stderrLogBurst)
 	notLogged := 0
-	said := func() {
+	var saidAt time.Time
+	say := func(now time.Time) {
 		if notLogged > 0 {
-			p.logger.Warn(fmt.Sprintf("stderr lines not logged: the server wrote more than %d at once or %d a second (its last lines are kept for the error if it exits)", stderrLogBurst, stderrLogRate), "not_logged", notLogged)
-			notLogged = 0
+			p.logger.Warn(fmt.Sprintf("stderr lines not logged: the server writes more than %d lines (or %d KiB) at once or %d a second (its last lines are kept for the error if it exits)",
+				stderrLogBurst, stderrLogBurst*stderrLogUnit>>10, stderrLogRate), "not_logged", notLogged)
+			notLogged, saidAt = 0, now
 		}
 	}
-	defer said()
+	defer func() { say(time.Now()) }()
 	for {
 		line, err := readCapped(br, maxStderrLine)
 		if line = strings.TrimRight(line, "\r\n"); line != "" {
-			if limit.Allow() {
-				said()
-				p.logger.Info("stderr", "line", line)
+			now, logged := time.Now(), strings.ToValidUTF8(line, "\uFFFD")
+			if limit.AllowN(now, 1+len(logged)/stderrLogUnit) {
+				if now.Sub(saidAt) >= stderrLogSaid {
+					say(now)
+				}
+				p.logger.Info("stderr", "line", logged)
 			} else {
 				notLogged++
 			}

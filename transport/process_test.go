@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -159,37 +160,55 @@ func TestStderrTailBounds(t *testing.T) {
 }
 
 // A child that floods stderr does not flood the hub's log: a burst of
-// lines is logged, then a few a second, and the count of those not logged
-// is said (at the latest when stderr ends). The tail still has the last.
+// lines (or of bytes, for long ones) is logged, then a few a second, and
+// the count of those not logged is said (at the latest when stderr ends);
+// bytes that are not UTF-8 are one replacement character a run. The tail
+// still has the last line.
 func TestStderrFloodLogBounded(t *testing.T) {
 	t.Parallel()
-	var log countingHandler
-	const lines = 5000
-	start := time.Now()
-	p, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", fmt.Sprintf("i=0; while [ $i -lt %d ]; do echo line $i; i=$((i+1)); done >&2", lines)}}, slog.New(&log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	select {
-	case <-p.stderrDone:
-	case <-time.After(time.Minute): // bounds a hang, not a timing
-		t.Fatal("stderr did not end")
-	}
-	elapsed := time.Since(start)
-	logged, dropped := log.stderr.Load(), log.dropped.Load()
-	if logged+dropped != lines || logged < stderrLogBurst || float64(logged) > stderrLogBurst+stderrLogRate*elapsed.Seconds()+1 {
-		t.Errorf("%d lines logged, %d said not logged, in %s", logged, dropped, elapsed)
-	}
-	if tail := p.Tail(); tail[len(tail)-1] != fmt.Sprintf("line %d", lines-1) {
-		t.Errorf("tail %q", tail)
+	for _, tc := range []struct {
+		name, flood string
+		lines       int64
+		last        string
+	}{
+		{"short lines", `i=0; while [ $i -lt 5000 ]; do echo line $i; i=$((i+1)); done`, 5000, "line 4999"},
+		{"long lines", `yes "$(head -c 4000 /dev/zero | tr '\0' x)" | head -n 2000`, 2000, strings.Repeat("x", 4000)},
+		{"not UTF-8", `yes "$(head -c 4000 /dev/zero | tr '\0' '\377')" | head -n 2000`, 2000, strings.Repeat("\xff", 4000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var log countingHandler
+			start := time.Now()
+			p, err := StartProcess(ProcessSpec{Command: "sh", Args: []string{"-c", tc.flood + " >&2"}}, slog.New(&log))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			select {
+			case <-p.stderrDone:
+			case <-time.After(time.Minute): // bounds a hang, not a timing
+				t.Fatal("stderr did not end")
+			}
+			units := stderrLogBurst + stderrLogRate*time.Since(start).Seconds() + 1
+			logged, dropped, bytes := log.stderr.Load(), log.dropped.Load(), log.bytes.Load()
+			if logged+dropped != tc.lines || logged == 0 || float64(logged) > units || float64(bytes) > units*stderrLogUnit {
+				t.Errorf("%d lines logged (%d bytes), %d said not logged, of %d", logged, bytes, dropped, tc.lines)
+			}
+			if log.invalid.Load() {
+				t.Error("a line logged is not UTF-8")
+			}
+			if tail := p.Tail(); tail[len(tail)-1] != tc.last {
+				t.Errorf("tail ends %.40q", tail[len(tail)-1])
+			}
+		})
 	}
 }
 
-// countingHandler counts the stderr lines logged and adds up the counts
-// of those said not logged.
+// countingHandler counts the stderr lines logged and their bytes, adds up
+// the counts of those said not logged, and notes a line not UTF-8.
 type countingHandler struct {
-	stderr, dropped atomic.Int64
+	stderr, bytes, dropped atomic.Int64
+	invalid                atomic.Bool
 }
 
 func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -200,6 +219,10 @@ func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
 		switch a.Key {
 		case "line":
 			h.stderr.Add(1)
+			h.bytes.Add(int64(len(a.Value.String())))
+			if !utf8.ValidString(a.Value.String()) {
+				h.invalid.Store(true)
+			}
 		case "not_logged":
 			h.dropped.Add(a.Value.Int64())
 		}

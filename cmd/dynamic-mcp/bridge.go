@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dynamic-mcp/dynamic-mcp/transport/local"
@@ -266,8 +267,8 @@ const maxHubLog = 10 << 20
 // moveLargeLog moves the log file at path aside when it is over maxHubLog.
 // Called under the start lock, before the new hub opens it.
 func moveLargeLog(path string, logger *slog.Logger) {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() <= maxHubLog {
+	fi, err := os.Lstat(path) // a symlink is the user's: left as it is
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() <= maxHubLog {
 		return
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -287,7 +288,9 @@ func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, 
 		return fmt.Errorf("start the hub: %w", err)
 	}
 	moveLargeLog(paths.Log, logger)
-	logFile, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// O_NONBLOCK: a FIFO at the path with no reader fails the open at
+	// once, where it would hold the bridge (and the start lock) for ever.
+	logFile, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fmt.Errorf("start the hub: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -429,6 +430,49 @@ func TestSharedHubLogMovedAsideWhenLarge(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(paths.Log); bytes.Contains(log, []byte("an old line")) || !bytes.Contains(log, []byte(`"msg":"serving as the shared hub"`)) {
 		t.Errorf("the new log has %d bytes, and the old lines or not the new hub's", len(log))
+	}
+}
+
+// A log file that is a symlink is the user's: it is not moved aside,
+// however large its target.
+func TestLargeLogSymlinkKept(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "elsewhere.log"), filepath.Join(dir, "hub.log")
+	if err := os.WriteFile(target, make([]byte, maxHubLog+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	moveLargeLog(link, slog.New(slog.DiscardHandler))
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink: %v, %v", fi, err)
+	}
+	if _, err := os.Lstat(link + ".1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s.1: %v", link, err)
+	}
+}
+
+// A FIFO at the log's path (nothing reads it) does not hold the client:
+// the hub cannot start, and the bridge serves the client itself.
+func TestSharedHubLogIsAFIFO(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("groups:\n  one: %s\n", fakeGroup()))
+	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(paths.Log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(paths.Log) }) // before newShared's cleanup reads it
+	s.bridge(t, "c").waitGroupsReady("one")
+	if pid := s.hubPID(); pid != 0 {
+		t.Fatalf("a shared hub (pid %d) started on a FIFO log", pid)
 	}
 }
 
