@@ -19,9 +19,11 @@ type keeper interface {
 	Keep() (relistened bool, err error)
 }
 
-// keepSocket listens on the socket's path again, each socketCheck, when
-// its file is gone, until ctx is done or another hub has taken the path:
-// then this one serves its clients until they leave, and stops when idle.
+// keepSocket keeps the socket's directory private and listens on the
+// socket's path again, each socketCheck, when it no longer leads to the
+// hub, until ctx is done. While another process answers there (another
+// hub), this hub serves its clients until they leave, and stops when
+// idle, or listens there again once the path is free.
 func (s *Server) keepSocket(ctx context.Context, k keeper) {
 	t := time.NewTicker(socketCheck)
 	defer t.Stop()
@@ -37,10 +39,13 @@ func (s *Server) keepSocket(ctx context.Context, k keeper) {
 		case relistened:
 			s.logger.Warn("the hub's socket file was deleted or replaced: listening on it again")
 			said = ""
+		case err == nil:
+			said = ""
+		case err.Error() == said:
 		case errors.Is(err, local.ErrRunning):
-			s.logger.Warn("the hub's socket file was replaced by another hub's: this hub serves its clients until they leave")
-			return
-		case err != nil && err.Error() != said:
+			s.logger.Warn("the hub's socket file was replaced, and another process answers there: this hub serves its clients until they leave, and listens there again once the path is free")
+			said = err.Error()
+		default:
 			s.logger.Warn("the hub's socket file was deleted or replaced, and listening on it again failed: bridges cannot reach this hub", "err", err)
 			said = err.Error()
 		}

@@ -127,23 +127,30 @@ func (l *listener) SetUnlinkOnClose(unlink bool) {
 	l.unlink = unlink
 }
 
-// own reports whether the file at the socket's path is still the one the
-// listener made; l.mu held.
+// own reports whether the socket's path still leads to the file the
+// listener made (a symlink to it, where it was moved, does too); l.mu held.
 func (l *listener) own() bool {
-	fi, err := os.Lstat(l.paths.Socket)
+	fi, err := os.Stat(l.paths.Socket)
 	return err == nil && os.SameFile(fi, l.file)
 }
 
-// Keep listens on the socket's path again when the file there is no
-// longer the listener's (deleted, or replaced by another file: a cleanup
+// Keep makes the socket's directory private again (made anew, its mode
+// 0700), and listens on the socket's path again when it no longer leads
+// to the listener's file (deleted, or replaced by another file: a cleanup
 // of the directory, a user's mistake), so that bridges and `stop` find
-// the hub there again; it reports whether it did. Where another hub
-// answers on the path now, it leaves that hub be and fails with
-// ErrRunning. The connections open stay open.
+// the hub there again; it reports whether it listened again. Where
+// another process answers on the path now, it leaves that be and fails
+// with ErrRunning. The connections open stay open.
 func (l *listener) Keep() (relistened bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.own() {
+	if l.closed {
+		return false, nil
+	}
+	if err := privateDir(l.paths.Dir); err != nil {
+		return false, err
+	}
+	if l.own() {
 		return false, nil
 	}
 	ln, file, err := listenAt(l.paths)

@@ -262,8 +262,32 @@ func TestListenKeep(t *testing.T) {
 	}
 	reach("after the file was replaced")
 
-	// Another hub took the path: it is left be, and closing this one
-	// leaves its socket.
+	// Moved, with a symlink to it in its place: still the listener's.
+	moved := p.Socket + ".moved"
+	if err := os.Rename(p.Socket, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Keep(); again || err != nil {
+		t.Fatalf("Keep of a symlink to the moved socket: %v, %v", again, err)
+	}
+	reach("through a symlink to the moved socket")
+
+	// A directory opened to others is made private again.
+	if err := os.Chmod(p.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Keep(); again || err != nil {
+		t.Fatalf("Keep of a directory opened to others: %v, %v", again, err)
+	}
+	if fi, _ := os.Stat(p.Dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v after Keep, want 0700", fi.Mode().Perm())
+	}
+
+	// Another hub took the path: it is left be, and the path is taken
+	// again once it is free.
 	if err := os.Remove(p.Socket); err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +295,24 @@ func TestListenKeep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
 	if again, err := k.Keep(); again || !errors.Is(err, ErrRunning) {
 		t.Fatalf("Keep where another hub listens: %v, %v", again, err)
 	}
+	other.Close()
+	if again, err := k.Keep(); !again || err != nil {
+		t.Fatalf("Keep once the other hub is gone: %v, %v", again, err)
+	}
+	reach("after the other hub left")
+
+	// Closing this one leaves the socket of a hub that took the path.
+	if err := os.Remove(p.Socket); err != nil {
+		t.Fatal(err)
+	}
+	other, err = Listen(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
 	ln.Close()
 	if _, ok := <-accepted; ok {
 		t.Fatal("Accept did not end with Close")
