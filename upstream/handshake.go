@@ -53,10 +53,19 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 // does not tell, or a wrapper such as `docker run -i` that reads for a
 // child still starting. ctx, the connect timeout, bounds how long the
 // server may take to start, and the probe to half of what is left of it.
+//
+// The discover stays asked while initialize goes: the first of the two
+// answered settles the session, so a 2026-07-28 server that answers the
+// discover late (after a probe cut short by the connect timeout) still
+// gets its session, and its refusal of the initialize is not the end.
 func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) error {
 	type discovered struct {
 		s    *session
 		done bool
+		err  error
+	}
+	type initialized struct {
+		init *mcp.InitializeResult
 		err  error
 	}
 	dctx, cancelDiscover := context.WithCancel(ctx)
@@ -68,12 +77,28 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 	}()
 	look := time.NewTicker(max(discoverProbe/20, time.Millisecond))
 	defer look.Stop()
+	ictx, cancelInitialize := context.WithCancel(ctx)
+	defer cancelInitialize()
+	var ich chan initialized // made when initialize is sent, nil again once answered
+	sent := false
+	sendInitialize := func() {
+		look.Stop()
+		sent, ich = true, make(chan initialized, 1)
+		go func() {
+			init, err := c.askInitialize(ictx, caps)
+			ich <- initialized{init, err}
+		}()
+	}
 	start := time.Now()
 	var readAt time.Time // when the server was seen to have read all the hub wrote; zero while not
 	said := false
+	var initErr error // initialize's refusal, while the discover may still be answered
 	for {
 		select {
 		case <-look.C:
+			if sent {
+				continue // a tick from before the probe ended
+			}
 			now := time.Now()
 			n, ok := c.proc.Unread()
 			switch {
@@ -99,20 +124,41 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 			if now.Sub(readAt) < probe {
 				continue
 			}
-			// Given up before initialize goes (the server is told), so
-			// that a late answer is one to a request given up
-			// (conn.refused); unless it was answered meanwhile.
-			look.Stop()
-			cancelDiscover()
+			if c.http != nil {
+				// Over HTTP the discover's version header must be gone
+				// before initialize goes: it is given up (the server is
+				// told), and initialize sent once it has returned.
+				look.Stop()
+				cancelDiscover()
+				continue
+			}
+			sendInitialize()
 		case d := <-dch:
-			if d.done {
+			dch = nil
+			switch {
+			case d.done:
 				c.settle(d.s)
 				return d.err
+			case !sent:
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				sendInitialize()
+			case initErr != nil:
+				return initErr
 			}
-			if err := ctx.Err(); err != nil {
-				return err
+		case i := <-ich:
+			ich = nil
+			if i.err == nil {
+				// The discover is given up when this returns (the server
+				// is told): a late answer is one to a request given up
+				// (conn.refused).
+				return c.takeInitialize(i.init)
 			}
-			return c.initialize(ctx, caps)
+			if dch == nil { // the discover was not answered either
+				return i.err
+			}
+			initErr = i.err
 		}
 	}
 }
@@ -180,7 +226,7 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (s *se
 				next := mcp.NegotiateMutuallySupportedVersion(d.SupportedVersions)
 				switch {
 				case next == "":
-					return nil, true, fmt.Errorf("server/discover: no protocol version in common: the server supports %q, the hub %q", d.SupportedVersions, mcp.ValidProtocolVersions)
+					return nil, true, fmt.Errorf("server/discover: no protocol version in common: the server supports %s, the hub %q", clip.EchoText(fmt.Sprintf("%q", d.SupportedVersions)), mcp.ValidProtocolVersions)
 				case !mcp.IsModernProtocol(next):
 					return nil, false, nil
 				}
@@ -245,27 +291,42 @@ func offersLegacy(supported []string) bool {
 // initialize runs the handshake of the versions before 2026-07-28:
 // initialize in the newest of them, then notifications/initialized.
 func (c *conn) initialize(ctx context.Context, caps mcp.ClientCapabilities) error {
+	init, err := c.askInitialize(ctx, caps)
+	if err != nil {
+		return err
+	}
+	return c.takeInitialize(init)
+}
+
+// askInitialize sends initialize and checks its result.
+func (c *conn) askInitialize(ctx context.Context, caps mcp.ClientCapabilities) (*mcp.InitializeResult, error) {
 	params, err := jsonrpc.Marshal(struct {
 		ProtocolVersion string                 `json:"protocolVersion"`
 		ClientInfo      mcp.Implementation     `json:"clientInfo"`
 		Capabilities    mcp.ClientCapabilities `json:"capabilities"`
 	}{mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo, caps})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := c.rpc.Call(ctx, string(mcp.MethodInitialize), params)
 	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	var init mcp.InitializeResult
 	if err := json.Unmarshal(res, &init); err != nil {
-		return fmt.Errorf("initialize: the result: %w", err)
+		return nil, fmt.Errorf("initialize: the result: %w", err)
 	}
 	if !mcp.IsValidProtocolVersion(init.ProtocolVersion) {
-		return fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
+		return nil, fmt.Errorf("initialize: %w", mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion})
 	}
 	init.Instructions = boundInstructions(init.Instructions)
-	c.init, c.version = &init, init.ProtocolVersion
+	return &init, nil
+}
+
+// takeInitialize takes init as the connection's session and tells the
+// server with notifications/initialized.
+func (c *conn) takeInitialize(init *mcp.InitializeResult) error {
+	c.init, c.version = init, init.ProtocolVersion
 	c.setVersion()
 	if err := c.rpc.Notify(string(mcp.MethodNotificationInitialized), nil); err != nil {
 		return fmt.Errorf("notifications/initialized: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -185,6 +186,7 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 		{"older only", `["2025-06-18","2099-01-01"]`, "initialize", ""},
 		{"ours among others", `["2099-01-01","2026-07-28"]`, "", ""},
 		{"none named", `[]`, "", ""},
+		{"too many to say", `["` + strings.Repeat(`2099-01-01","`, 50000) + `2099-01-02"]`, "", `no protocol version in common: the server supports ["2099-01-01" "2099-01-01"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -200,8 +202,8 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 			}
 			err := <-done
 			switch {
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Fatalf("handshake: %v; want %q", err, tc.err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || len(err.Error()) > 1000):
+				t.Fatalf("handshake: %.2000v; want %q, in under 1000 bytes", err, tc.err)
 			case tc.err == "" && err != nil:
 				t.Fatal(err)
 			case tc.err == "" && tc.then == "" && c.version != mcp.LATEST_PROTOCOL_VERSION:
@@ -232,11 +234,43 @@ func TestDiscoverProbeCappedByConnectTimeout(t *testing.T) {
 		done <- err
 	}()
 	expect(t, lines, "server/discover") // never answered
-	expect(t, lines, "notifications/cancelled")
 	msg := expect(t, lines, "initialize")
 	answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
 	expect(t, lines, "notifications/initialized")
 	if err := <-done; err != nil || c.version != "2025-06-18" {
 		t.Fatalf("handshake: %v, version %q", err, c.version)
+	}
+	expect(t, lines, "notifications/cancelled") // the discover, given up
+}
+
+// A 2026-07-28 server that answers server/discover only after the probe
+// sent initialize (cut short by a short connect timeout) gets its
+// session, whether its refusal of the initialize comes before or after.
+func TestDiscoverAnsweredAfterInitializeSent(t *testing.T) {
+	t.Parallel()
+	for _, refuseFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("initialize refused first: ", refuseFirst), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+			defer cancel()
+			c, lines, w := peerConn(t)
+			done := make(chan error, 1)
+			go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
+			discover := expect(t, lines, "server/discover")
+			initialize := expect(t, lines, "initialize")
+			refuse := func() {
+				io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(initialize, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "initialize is not of 2026-07-28")))+"\n")
+			}
+			if refuseFirst {
+				refuse()
+			}
+			answerPeer(w, discover, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`)
+			if err := <-done; err != nil || c.version != mcp.LATEST_PROTOCOL_VERSION {
+				t.Fatalf("handshake: %v, version %q", err, c.version)
+			}
+			if !refuseFirst {
+				refuse() // to a request given up: nothing to see
+			}
+		})
 	}
 }
