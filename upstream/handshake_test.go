@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -220,27 +221,30 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 // server that ignores server/discover connects on the first try.
 func TestDiscoverProbeCappedByConnectTimeout(t *testing.T) {
 	t.Parallel()
-	// Under the 5 s probe; the 2.2 s left after it are for the answer.
-	ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
-	defer cancel()
-	c, lines, w := peerConn(t)
-	done := make(chan error, 1)
-	go func() {
-		err := c.handshake(ctx, mcp.ClientCapabilities{})
-		if err != nil {
-			t.Logf("handshake: %v", err)
-			c.close() // ends the wait for initialize below
+	synctest.Test(t, func(t *testing.T) {
+		// Under the 5 s probe (in the bubble's time: no machine is slow
+		// there).
+		ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+		defer cancel()
+		c, lines, w := peerConn(t)
+		done := make(chan error, 1)
+		go func() {
+			err := c.handshake(ctx, mcp.ClientCapabilities{})
+			if err != nil {
+				t.Logf("handshake: %v", err)
+				c.close() // ends the wait for initialize below
+			}
+			done <- err
+		}()
+		expect(t, lines, "server/discover") // never answered
+		msg := expect(t, lines, "initialize")
+		answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+		expect(t, lines, "notifications/initialized")
+		if err := <-done; err != nil || c.version != "2025-06-18" {
+			t.Fatalf("handshake: %v, version %q", err, c.version)
 		}
-		done <- err
-	}()
-	expect(t, lines, "server/discover") // never answered
-	msg := expect(t, lines, "initialize")
-	answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
-	expect(t, lines, "notifications/initialized")
-	if err := <-done; err != nil || c.version != "2025-06-18" {
-		t.Fatalf("handshake: %v, version %q", err, c.version)
-	}
-	expect(t, lines, "notifications/cancelled") // the discover, given up
+		expect(t, lines, "notifications/cancelled") // the discover, given up
+	})
 }
 
 // A 2026-07-28 server that answers server/discover only after the probe
@@ -251,26 +255,30 @@ func TestDiscoverAnsweredAfterInitializeSent(t *testing.T) {
 	for _, refuseFirst := range []bool{false, true} {
 		t.Run(fmt.Sprint("initialize refused first: ", refuseFirst), func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
-			defer cancel()
-			c, lines, w := peerConn(t)
-			done := make(chan error, 1)
-			go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
-			discover := expect(t, lines, "server/discover")
-			initialize := expect(t, lines, "initialize")
-			refuse := func() {
-				io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(initialize, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "initialize is not of 2026-07-28")))+"\n")
-			}
-			if refuseFirst {
-				refuse()
-			}
-			answerPeer(w, discover, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`)
-			if err := <-done; err != nil || c.version != mcp.LATEST_PROTOCOL_VERSION {
-				t.Fatalf("handshake: %v, version %q", err, c.version)
-			}
-			if !refuseFirst {
-				refuse() // to a request given up: nothing to see
-			}
+			synctest.Test(t, func(t *testing.T) { discoverAfterInitialize(t, refuseFirst) })
 		})
+	}
+}
+
+func discoverAfterInitialize(t *testing.T, refuseFirst bool) {
+	ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+	defer cancel()
+	c, lines, w := peerConn(t)
+	done := make(chan error, 1)
+	go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
+	discover := expect(t, lines, "server/discover")
+	initialize := expect(t, lines, "initialize")
+	refuse := func() {
+		io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(initialize, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "initialize is not of 2026-07-28")))+"\n")
+	}
+	if refuseFirst {
+		refuse()
+	}
+	answerPeer(w, discover, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`)
+	if err := <-done; err != nil || c.version != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("handshake: %v, version %q", err, c.version)
+	}
+	if !refuseFirst {
+		refuse() // to a request given up: nothing to see
 	}
 }
