@@ -217,9 +217,11 @@ func (p *Process) Tail() []string {
 
 // A child's stderr is logged at most stderrLogBurst units at once, then
 // stderrLogRate a second, a line costing one unit per started
-// stderrLogUnit bytes (so a burst is 1,000 short lines or about 250 KiB);
-// the lines past that are counted, and the count is logged at most every
-// stderrLogSaid and when stderr ends. Bytes that are not UTF-8 are logged
+// stderrLogUnit bytes (so a burst is 1,000 short lines or about 250 KiB,
+// and then 10 short lines or 2.5 KiB a second); the lines past that are
+// counted, and the count is logged with a line logged at most every
+// stderrLogSaid, and when stderr ends. Each start of the server has its
+// own burst. Bytes that are not UTF-8 are logged
 // as one replacement character a run (JSON would spell each as six bytes).
 // A server that floods stderr (a debug switch left on, a loop) would
 // otherwise fill the shared hub's log file.
@@ -248,12 +250,11 @@ func (p *Process) readStderr(r *os.File) {
 	for {
 		line, err := readCapped(br, maxStderrLine)
 		if line = strings.TrimRight(line, "\r\n"); line != "" {
-			now, logged := time.Now(), strings.ToValidUTF8(line, "\uFFFD")
-			if limit.AllowN(now, 1+len(logged)/stderrLogUnit) {
+			if now := time.Now(); limit.AllowN(now, 1+len(line)/stderrLogUnit) {
 				if now.Sub(saidAt) >= stderrLogSaid {
 					say(now)
 				}
-				p.logger.Info("stderr", "line", logged)
+				p.logger.Info("stderr", "line", strings.ToValidUTF8(line, "\uFFFD"))
 			} else {
 				notLogged++
 			}

@@ -54,27 +54,20 @@ func (c *conn) handshake(ctx context.Context, caps mcp.ClientCapabilities) error
 // child still starting. ctx, the connect timeout, bounds how long the
 // server may take to start, and the probe to half of what is left of it.
 //
-// The discover stays asked while initialize goes: the first of the two
-// answered settles the session, so a 2026-07-28 server that answers the
-// discover late (after a probe cut short by the connect timeout) still
-// gets its session, and its refusal of the initialize is not the end.
+// A stdio server's discover stays asked while initialize goes, so that a
+// 2026-07-28 server that answers it late (after a probe cut short by the
+// connect timeout) still gets its session, and its refusal of the
+// initialize is not the end: a discover answered by the time initialize
+// is settles the session. Over HTTP the discover is given up first: its
+// version header must not go with the initialize.
 func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) error {
-	type discovered struct {
-		s    *session
-		done bool
-		err  error
-	}
-	type initialized struct {
-		init *mcp.InitializeResult
-		err  error
-	}
 	dctx, cancelDiscover := context.WithCancel(ctx)
 	defer cancelDiscover()
 	dch := make(chan discovered, 1)
-	go func() {
+	go func(ch chan<- discovered) {
 		s, done, err := c.discover(dctx, caps)
-		dch <- discovered{s, done, err}
-	}()
+		ch <- discovered{s, done, err}
+	}(dch)
 	look := time.NewTicker(max(discoverProbe/20, time.Millisecond))
 	defer look.Stop()
 	ictx, cancelInitialize := context.WithCancel(ctx)
@@ -84,21 +77,19 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 	sendInitialize := func() {
 		look.Stop()
 		sent, ich = true, make(chan initialized, 1)
-		go func() {
+		go func(ch chan<- initialized) {
 			init, err := c.askInitialize(ictx, caps)
-			ich <- initialized{init, err}
-		}()
+			ch <- initialized{init, err}
+		}(ich)
 	}
 	start := time.Now()
 	var readAt time.Time // when the server was seen to have read all the hub wrote; zero while not
 	said := false
-	var initErr error // initialize's refusal, while the discover may still be answered
+	var initErr error          // initialize's refusal, while the discover may still be answered
+	var grace <-chan time.Time // how long a discover answer read before that refusal may take to come
 	for {
 		select {
 		case <-look.C:
-			if sent {
-				continue // a tick from before the probe ended
-			}
 			now := time.Now()
 			n, ok := c.proc.Unread()
 			switch {
@@ -125,9 +116,8 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 				continue
 			}
 			if c.http != nil {
-				// Over HTTP the discover's version header must be gone
-				// before initialize goes: it is given up (the server is
-				// told), and initialize sent once it has returned.
+				// Given up (the server is told); initialize goes once the
+				// discover has returned, its version header gone.
 				look.Stop()
 				cancelDiscover()
 				continue
@@ -149,19 +139,46 @@ func (c *conn) discoverFirst(ctx context.Context, caps mcp.ClientCapabilities) e
 			}
 		case i := <-ich:
 			ich = nil
-			if i.err == nil {
-				// The discover is given up when this returns (the server
-				// is told): a late answer is one to a request given up
-				// (conn.refused).
-				return c.takeInitialize(i.init)
+			if i.err != nil && dch != nil {
+				// A server that read in order answered the discover, if
+				// at all, before it refused the initialize: that answer
+				// may still be on its way to this loop.
+				initErr, grace = i.err, time.After(time.Second)
+				continue
 			}
-			if dch == nil { // the discover was not answered either
+			if i.err != nil {
 				return i.err
 			}
-			initErr = i.err
+			if dch != nil {
+				// The discover is given up (the server is told before it
+				// hears notifications/initialized), unless it was
+				// answered meanwhile: then it settles the session.
+				cancelDiscover()
+				if d := <-dch; d.done && d.err == nil {
+					c.settle(d.s)
+					return nil
+				}
+			}
+			return c.takeInitialize(i.init)
+		case <-grace:
+			return initErr
 		}
 	}
 }
+
+// discovered is what discover ended with, initialized what askInitialize
+// did.
+type (
+	discovered struct {
+		s    *session
+		done bool
+		err  error
+	}
+	initialized struct {
+		init *mcp.InitializeResult
+		err  error
+	}
+)
 
 // session is what server/discover settled: a 2026-07-28 session.
 type session struct {
@@ -221,8 +238,9 @@ func (c *conn) discover(ctx context.Context, caps mcp.ClientCapabilities) (s *se
 			}
 			if len(d.SupportedVersions) > 0 && !slices.Contains(d.SupportedVersions, version) {
 				// The server answered in a session of a version it does
-				// not name: ask again in the newest modern one in common,
-				// or initialize when only an older one is.
+				// not name: initialize when an older one is in common (or
+				// ask again in a modern one other than the one asked: none
+				// the hub knows yet).
 				next := mcp.NegotiateMutuallySupportedVersion(d.SupportedVersions)
 				switch {
 				case next == "":

@@ -2,9 +2,9 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -239,46 +239,77 @@ func TestDiscoverProbeCappedByConnectTimeout(t *testing.T) {
 		expect(t, lines, "server/discover") // never answered
 		msg := expect(t, lines, "initialize")
 		answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+		expect(t, lines, "notifications/cancelled") // the discover, given up
 		expect(t, lines, "notifications/initialized")
 		if err := <-done; err != nil || c.version != "2025-06-18" {
 			t.Fatalf("handshake: %v, version %q", err, c.version)
 		}
-		expect(t, lines, "notifications/cancelled") // the discover, given up
+	})
+}
+
+// A server that ignores server/discover and refuses the initialize the
+// probe sent fails with its refusal soon after, not with a connect
+// timeout at the end of it.
+func TestDiscoverIgnoredInitializeRefused(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+		defer cancel()
+		c, lines, w := peerConn(t)
+		done := make(chan error, 1)
+		go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
+		expect(t, lines, "server/discover") // never answered
+		msg := expect(t, lines, "initialize")
+		io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(msg, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "bad capabilities")))+"\n")
+		refused := time.Now()
+		if err := <-done; err == nil || !strings.Contains(err.Error(), "bad capabilities") || ctx.Err() != nil {
+			t.Fatalf("handshake: %v (the connect timeout: %v), %s after the refusal", err, ctx.Err(), time.Since(refused))
+		}
 	})
 }
 
 // A 2026-07-28 server that answers server/discover only after the probe
 // sent initialize (cut short by a short connect timeout) gets its
-// session, whether its refusal of the initialize comes before or after.
+// session, whether it refuses the initialize before or after, or answers
+// it too (a server of both versions, its answers read together).
 func TestDiscoverAnsweredAfterInitializeSent(t *testing.T) {
 	t.Parallel()
-	for _, refuseFirst := range []bool{false, true} {
-		t.Run(fmt.Sprint("initialize refused first: ", refuseFirst), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first bool // the initialize's answer comes before the discover's
+		init  string
+	}{
+		{"initialize refused after", false, ""},
+		{"initialize refused first", true, ""},
+		{"initialize answered first", true, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"both","version":"1"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			synctest.Test(t, func(t *testing.T) { discoverAfterInitialize(t, refuseFirst) })
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
+				defer cancel()
+				c, lines, w := peerConn(t)
+				done := make(chan error, 1)
+				go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
+				discover := expect(t, lines, "server/discover")
+				initialize := expect(t, lines, "initialize")
+				var answers bytes.Buffer
+				if tc.init != "" {
+					answers.Write(jsonrpc.EncodeResult(jsonrpc.Field(initialize, "id"), json.RawMessage(tc.init)))
+				} else {
+					answers.Write(jsonrpc.EncodeError(jsonrpc.Field(initialize, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "initialize is not of 2026-07-28")))
+				}
+				answers.WriteByte('\n')
+				discovered := string(jsonrpc.EncodeResult(jsonrpc.Field(discover, "id"), json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`))) + "\n"
+				if tc.first {
+					io.WriteString(w, answers.String()+discovered) // one write: read together
+				} else {
+					io.WriteString(w, discovered+answers.String())
+				}
+				if err := <-done; err != nil || c.version != mcp.LATEST_PROTOCOL_VERSION {
+					t.Fatalf("handshake: %v, version %q", err, c.version)
+				}
+			})
 		})
-	}
-}
-
-func discoverAfterInitialize(t *testing.T, refuseFirst bool) {
-	ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
-	defer cancel()
-	c, lines, w := peerConn(t)
-	done := make(chan error, 1)
-	go func() { done <- c.handshake(ctx, mcp.ClientCapabilities{}) }()
-	discover := expect(t, lines, "server/discover")
-	initialize := expect(t, lines, "initialize")
-	refuse := func() {
-		io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(initialize, "id"), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "initialize is not of 2026-07-28")))+"\n")
-	}
-	if refuseFirst {
-		refuse()
-	}
-	answerPeer(w, discover, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`)
-	if err := <-done; err != nil || c.version != mcp.LATEST_PROTOCOL_VERSION {
-		t.Fatalf("handshake: %v, version %q", err, c.version)
-	}
-	if !refuseFirst {
-		refuse() // to a request given up: nothing to see
 	}
 }

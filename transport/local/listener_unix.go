@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,9 +32,15 @@ func listenAt(p Paths) (*net.UnixListener, fs.FileInfo, error) {
 	if err := privateDir(p.Dir); err != nil {
 		return nil, nil, err
 	}
-	if c, err := net.DialTimeout("unix", p.Socket, time.Second); err == nil {
+	c, err := net.DialTimeout("unix", p.Socket, time.Second)
+	switch {
+	case err == nil:
 		c.Close()
 		return nil, nil, ErrRunning
+	case !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT):
+		// Not surely stale (a listener whose backlog is full, no file
+		// descriptor left): what is there is left as it is.
+		return nil, nil, fmt.Errorf("listen on %s: %w", p.Socket, err)
 	}
 	if err := os.Remove(p.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("remove stale socket: %w", err)
@@ -131,7 +138,12 @@ func (l *listener) SetUnlinkOnClose(unlink bool) {
 // listener made (a symlink to it, where it was moved, does too); l.mu held.
 func (l *listener) own() bool {
 	fi, err := os.Stat(l.paths.Socket)
-	return err == nil && os.SameFile(fi, l.file)
+	if err != nil {
+		// Only a path that leads nowhere is surely lost; on another
+		// error (a look refused for a moment) it is taken to be kept.
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return os.SameFile(fi, l.file)
 }
 
 // Keep makes the socket's directory private again (made anew, its mode

@@ -235,10 +235,14 @@ func TestListenKeep(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		c.Close()
-		if s, ok := <-accepted; !ok {
-			t.Fatalf("%s: Accept ended", what)
-		} else {
+		select {
+		case s, ok := <-accepted:
+			if !ok {
+				t.Fatalf("%s: Accept ended", what)
+			}
 			s.Close()
+		case <-time.After(time.Minute): // bounds a hang, not a timing
+			t.Fatalf("%s: nothing accepted", what)
 		}
 	}
 	if again, err := k.Keep(); again || err != nil {
@@ -314,7 +318,12 @@ func TestListenKeep(t *testing.T) {
 	}
 	defer other.Close()
 	ln.Close()
-	if _, ok := <-accepted; ok {
+	select {
+	case _, ok := <-accepted:
+		if ok {
+			t.Fatal("Accept took a connection after Close")
+		}
+	case <-time.After(time.Minute): // bounds a hang, not a timing
 		t.Fatal("Accept did not end with Close")
 	}
 	go func() {
