@@ -37,7 +37,7 @@ func listenAt(p Paths) (*net.UnixListener, fs.FileInfo, error) {
 	case err == nil:
 		c.Close()
 		return nil, nil, ErrRunning
-	case !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT):
+	case !stale(err):
 		// Not surely stale (a listener whose backlog is full, no file
 		// descriptor left): what is there is left as it is.
 		return nil, nil, fmt.Errorf("listen on %s: %w", p.Socket, err)
@@ -64,6 +64,18 @@ func listenAt(p Paths) (*net.UnixListener, fs.FileInfo, error) {
 		return nil, nil, fmt.Errorf("listen on %s: %w", p.Socket, err)
 	}
 	return ln, file, nil
+}
+
+// stale reports whether a dial's err says that nothing listens at the
+// path: nothing there, a socket file whose listener is gone, a file that
+// is no socket (a regular file: ECONNREFUSED on Linux), a symlink loop.
+func stale(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ENOENT, syscall.ENOTSOCK, syscall.ELOOP} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrRunning is Listen's answer when a hub already listens on the socket.

@@ -85,6 +85,14 @@ func TestListen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Listen over a stale socket: %v", err)
 	}
+	ln.Close()
+	if err := os.Symlink(p.Socket, p.Socket); err != nil { // a loop
+		t.Fatal(err)
+	}
+	ln, err = Listen(p)
+	if err != nil {
+		t.Fatalf("Listen over a symlink loop: %v", err)
+	}
 	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {
