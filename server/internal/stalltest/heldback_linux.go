@@ -20,7 +20,8 @@ const settle = 100 * time.Millisecond
 // write end is in (its pipe holds what the client wrote and the hub did
 // not read, for settle), and fails t if instead the client's writer of
 // Calls calls ended (written: the hub took them all), or the heap grew
-// by more than limit bytes since Mark. Waiting for the pipe, not a
+// by more than limit bytes since Mark and stays so (the calls it took
+// may still be on their way through it) until the 5-minute bound. Waiting for the pipe, not a
 // moment, makes the check hold whatever the machine's pace: a hub that
 // reads on takes every call before its client's stdin stays full.
 func (h *Heap) HeldBack(t testing.TB, written <-chan error, in *os.File) {
@@ -49,9 +50,6 @@ wait:
 		case <-time.After(time.Millisecond):
 		}
 	}
-	var held runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&held)
 	if !took {
 		select {
 		case err = <-written:
@@ -62,11 +60,28 @@ wait:
 	if took {
 		t.Errorf("the hub took every call of a client that does not read (%v): it holds them", err)
 	}
-	grown := int64(held.HeapAlloc) - int64(h.base.HeapAlloc)
-	t.Logf("heap grown by %d KiB while the client did not read", grown>>10)
-	if grown > limit {
-		t.Errorf("the hub's heap grew by %d MiB while a client did not read; want at most %d MiB (the client sends %s)", grown>>20, limit>>20, sent)
+	// The calls the hub took may still be on their way through it (on a
+	// busy machine the upstream lags: a call then holds its request, the
+	// upstream's copy and its answer at once): the heap is looked at
+	// until it is within the limit, which a hub that holds what it should
+	// not never is.
+	var grown int64
+	for {
+		var held runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&held)
+		grown = int64(held.HeapAlloc) - int64(h.base.HeapAlloc)
+		if grown <= limit {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("the hub's heap grew by %d MiB while a client did not read; want at most %d MiB (the client sends %s)", grown>>20, limit>>20, sent)
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+	t.Logf("heap grown by %d KiB while the client did not read", grown>>10)
 }
 
 // WaitForPipe waits until f's pipe holds at least n bytes unread: its
