@@ -410,13 +410,7 @@ func TestSharedHubStaleSocketRecovered(t *testing.T) {
 func TestSharedHubLogMovedAsideWhenLarge(t *testing.T) {
 	t.Parallel()
 	s := newShared(t, fmt.Sprintf("groups:\n  one: %s\n", fakeGroup()))
-	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	paths := s.logDir(t)
 	large := bytes.Repeat([]byte("an old line\n"), maxHubLog/12+1)
 	if err := os.WriteFile(paths.Log, large, 0o600); err != nil {
 		t.Fatal(err)
@@ -431,6 +425,20 @@ func TestSharedHubLogMovedAsideWhenLarge(t *testing.T) {
 	if log, _ := os.ReadFile(paths.Log); bytes.Contains(log, []byte("an old line")) || !bytes.Contains(log, []byte(`"msg":"serving as the shared hub"`)) {
 		t.Errorf("the new log has %d bytes, and the old lines or not the new hub's", len(log))
 	}
+}
+
+// logDir makes the directory of the hub's log, before any hub started,
+// and returns the hub's paths.
+func (s *sharedSetup) logDir(t *testing.T) local.Paths {
+	t.Helper()
+	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
 
 // A log file that is a symlink is the user's: it is not moved aside,
@@ -459,13 +467,7 @@ func TestLargeLogSymlinkKept(t *testing.T) {
 func TestSharedHubLogIsAFIFO(t *testing.T) {
 	t.Parallel()
 	s := newShared(t, fmt.Sprintf("groups:\n  one: %s\n", fakeGroup()))
-	paths, err := local.PathsFor(s.path, s.cfg.StateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(paths.Log), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	paths := s.logDir(t)
 	if err := syscall.Mkfifo(paths.Log, 0o600); err != nil {
 		t.Fatal(err)
 	}
