@@ -90,8 +90,7 @@ func TestAttackServerRequestWithNoStream(t *testing.T) {
 	t.Parallel()
 	// A call timeout far beyond "at once", so that a busy machine cannot
 	// pass for a hang.
-	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
-	_, ts := serveHTTP(t, h)
+	_, ts := serveHTTP(t, patientHub(t))
 	c := &httpClient{t: t, base: ts.URL}
 	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -66,6 +66,16 @@ func fakeHub(t *testing.T, args ...string) *server.Hub {
 	return observedHub(t, nil, args...)
 }
 
+// patientHub is fakeHub with a call timeout far beyond any test's wait:
+// for tests that make the hub answer large calls (its fake upstream sends
+// and the hub rewrites megabytes), which a loaded machine can slow past
+// fakeHub's 5 s; such a call then ends in a short error, and a test that
+// meant to stall its stream waits for a writer that never comes.
+func patientHub(t *testing.T) *server.Hub {
+	h, _ := runHub(t, flatFakeYAML(t.TempDir(), "call_timeout: 10m", ""), nil)
+	return h
+}
+
 // observedHub is fakeHub with obs (if not nil) watching the hub's traffic.
 func observedHub(t *testing.T, obs traffic.Observer, args ...string) *server.Hub {
 	t.Helper()

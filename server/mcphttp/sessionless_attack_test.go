@@ -82,7 +82,7 @@ func TestAttackSessionlessStreamNotRead(t *testing.T) {
 		}
 	}
 
-	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
+	face, ts := serveHTTPSmall(t, patientHub(t), Options{writeTimeout: beyond}, nil)
 	quick, qts, closed := quickFace(t)
 	defer logFaceGoroutinesIfFailed(t) // runs before the cleanups: the goroutines as they were
 	before := liveGoroutines()

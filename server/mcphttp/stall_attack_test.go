@@ -31,7 +31,7 @@ func stalledPOST(t *testing.T, base, session, body string) net.Conn {
 // address.
 func quickFace(t *testing.T) (face *Server, ts *httptest.Server, closed <-chan string) {
 	c := make(chan string, 64)
-	face, ts = serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
+	face, ts = serveHTTPSmall(t, patientHub(t), Options{writeTimeout: time.Millisecond}, func(s *http.Server) {
 		s.ConnState = func(conn net.Conn, state http.ConnState) {
 			if state == http.StateClosed {
 				select {
@@ -72,7 +72,7 @@ func TestAttackPOSTStreamNotRead(t *testing.T) {
 	if d, ok := t.Deadline(); ok {
 		beyond = time.Until(d) + time.Minute
 	}
-	face, ts := serveHTTPSmall(t, fakeHub(t), Options{writeTimeout: beyond}, nil)
+	face, ts := serveHTTPSmall(t, patientHub(t), Options{writeTimeout: beyond}, nil)
 	quick, qts, closed := quickFace(t)
 	goes, held, other := newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL), newHTTPClient(t, ts.URL)
 	stays := newHTTPClient(t, qts.URL)
