@@ -47,6 +47,10 @@ type ProcessSpec struct {
 	Dir  string
 	// Grace is each wait of the close ladder; DefaultGrace when 0.
 	Grace time.Duration
+	// Stderr is what the child's stderr may put in the log, shared by
+	// the starts of one server (NewStderrBudget); nil: a budget of the
+	// child's own.
+	Stderr *StderrBudget
 }
 
 // Process is a supervised child: its own process group, stdin and stdout
@@ -124,7 +128,7 @@ func StartProcess(spec ProcessSpec, logger *slog.Logger) (*Process, error) {
 		stderrDone: make(chan struct{}),
 	}
 	live.add(p)
-	go p.readStderr(errR)
+	go p.readStderr(errR, spec.Stderr)
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -220,8 +224,10 @@ func (p *Process) Tail() []string {
 // stderrLogUnit bytes (so a burst is 1,000 short lines or about 250 KiB,
 // and then 10 short lines or 2.5 KiB a second); the lines past that are
 // counted, and the count is logged with a line logged at most every
-// stderrLogSaid, and when stderr ends. Each start of the server has its
-// own burst. Bytes that are not UTF-8 are logged
+// stderrLogSaid, and when stderr ends. The budget is the server's, not
+// each start's (ProcessSpec.Stderr): a server that writes a burst and
+// exits, restarted every second or two, would otherwise log a burst each
+// time. Bytes that are not UTF-8 are logged
 // as one replacement character a run (JSON would spell each as six bytes).
 // A server that floods stderr (a debug switch left on, a loop) would
 // otherwise fill the shared hub's log file.
@@ -232,11 +238,23 @@ const (
 	stderrLogSaid  = 10 * time.Second
 )
 
-func (p *Process) readStderr(r *os.File) {
+// StderrBudget is what one server's stderr may put in the log, over all
+// its starts (see stderrLogBurst).
+type StderrBudget struct{ limit *rate.Limiter }
+
+// NewStderrBudget is a full budget, for a server's first start.
+func NewStderrBudget() *StderrBudget {
+	return &StderrBudget{rate.NewLimiter(stderrLogRate, stderrLogBurst)}
+}
+
+func (p *Process) readStderr(r *os.File, budget *StderrBudget) {
 	defer close(p.stderrDone)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, maxStderrLine)
-	limit := rate.NewLimiter(stderrLogRate, stderrLogBurst)
+	if budget == nil {
+		budget = NewStderrBudget()
+	}
+	limit := budget.limit
 	notLogged := 0
 	var saidAt time.Time
 	say := func(now time.Time) {

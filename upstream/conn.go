@@ -77,6 +77,9 @@ type serverHandlers struct {
 	// signInIgnored is told why a sign-in on file is not used
 	// (auth.ErrOtherResource); nil for no one.
 	signInIgnored func(err error)
+	// stderr is what a child's stderr may log, the server's over all
+	// its starts (Server.stderr); nil: each child's own.
+	stderr *transport.StderrBudget
 }
 
 // signInIgnored logs why a sign-in on file of user's ("" the hub's own)
@@ -129,7 +132,7 @@ func dial(ctx context.Context, cfg *config.Server, settings config.ServerSetting
 	switch cfg.Transport {
 	case config.TransportStdio:
 		proc, err := transport.StartProcess(transport.ProcessSpec{
-			Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Hide: cfg.Hide, Dir: cfg.Cwd, Grace: settings.StopGrace,
+			Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Hide: cfg.Hide, Dir: cfg.Cwd, Grace: settings.StopGrace, Stderr: h.stderr,
 		}, logger)
 		if err != nil {
 			return nil, err

@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -194,4 +197,44 @@ func TestScheduleLengthensTheConnectTimeout(t *testing.T) {
 			t.Errorf("configured %s: after Reset %s", tc.configured, s.connectTimeout())
 		}
 	}
+}
+
+// A server that writes a burst to stderr and exits as it starts, tried
+// again and again, logs one burst in all, not one each start: the
+// budget of its stderr in the log is the server's (transport.StderrBudget).
+func TestCrashLoopStderrLoggedOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := fakeConfig(t, "retry: {attempts: 5, initial_interval: 1s, reconnect_interval: 30s}")
+		srv := cfg.Groups[0].Servers[0]
+		srv.Command, srv.Args = "sh", []string{"-c", `i=0; while [ $i -lt 1500 ]; do echo line $i; i=$((i+1)); done >&2; exit 1`}
+		var logged stderrLines
+		m := New(cfg, slog.New(&logged))
+		m.SetClientCapabilities(mcp.ClientCapabilities{})
+		start := time.Now()
+		m.Start(t.Context())
+		for s := m.Servers()[0]; s.starts.Load() < 4; {
+			<-m.Changes() // three tries failed, their stderr read to its end
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// One burst (1,000 short lines) and 10 a second after it.
+		if n, most := logged.n.Load(), 1000+10*int64(time.Since(start).Seconds()+1); n > most {
+			t.Errorf("%d stderr lines logged over three starts of 1,500 each, want at most %d", n, most)
+		}
+	})
+}
+
+// stderrLines counts the stderr lines logged.
+type stderrLines struct{ n atomic.Int64 }
+
+func (h *stderrLines) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stderrLines) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *stderrLines) WithGroup(string) slog.Handler            { return h }
+func (h *stderrLines) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "stderr" {
+		h.n.Add(1)
+	}
+	return nil
 }

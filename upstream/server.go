@@ -98,6 +98,10 @@ type Server struct {
 	ownersMu    sync.Mutex    // guards owners
 	owners      map[Owner]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
 	notices     chan notice   // to send to the server; see notify
+	// stderr bounds what the server's children write to stderr in the
+	// log, over all their starts: a server that crashes as it starts
+	// gets no fresh burst at each restart.
+	stderr *transport.StderrBudget
 
 	mu           sync.Mutex // guards the fields below; never held across I/O
 	status       Status
@@ -149,6 +153,7 @@ func newServer(m *Manager, cfg *config.Server, settings config.Settings, onChang
 		outstanding: make(chan struct{}, maxOutstanding),
 		owners:      map[Owner]int{},
 		notices:     make(chan notice, noticeBuffer),
+		stderr:      transport.NewStderrBudget(),
 		events:      newEventLog(),
 		shared:      !cfg.PerUser() && cfg.Isolation != config.IsolationPerSession,
 	}
@@ -360,7 +365,7 @@ func (s *Server) connect(ctx context.Context, connect time.Duration) (*conn, Lis
 	s.starts.Add(1)
 	id := newConnID()
 	h := serverHandlers{id: id, notify: func(method string, params json.RawMessage) { s.notification(id, "", method, params) }, request: s.sharedRequest,
-		paramHeaders: s.paramHeaders, signInIgnored: s.signInIgnored("")}
+		paramHeaders: s.paramHeaders, signInIgnored: s.signInIgnored(""), stderr: s.stderr}
 	c, err := dial(ctx, cfg, s.settings, connect, caps, s.mgr.tokens, s.logger, h)
 	if err != nil && cfg.Transport == "" && ctx.Err() == nil && legacySSE(err) {
 		// No transport given, and the server answered the Streamable HTTP
