@@ -42,3 +42,29 @@ func TestCallChannelsCarryOnlyTheirOwnAnswer(t *testing.T) {
 		t.Errorf("a call when the connection ended: %s %v", res, err)
 	}
 }
+
+// An answer that had come by the time the caller's ctx ended stands, every
+// time (Wait's select would pick one of the two at random); one that had
+// not gives ctx's error, and its late answer goes nowhere.
+func TestWaitTakesAnAnswerThatCameBeforeTheEnd(t *testing.T) {
+	calls := NewCalls()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		id, _, ch, err := calls.StartRequest("m", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls.Resolve(&Message{ID: id, Result: json.RawMessage(`1`)})
+		if res, err := calls.Wait(ended, id, ch); err != nil || string(res) != "1" {
+			t.Fatalf("an answer that came before ctx ended: %s %v", res, err)
+		}
+	}
+	id, _, ch, _ := calls.StartRequest("m", nil)
+	if _, err := calls.Wait(ended, id, ch); err != context.Canceled {
+		t.Fatalf("no answer before ctx ended: %v", err)
+	}
+	if calls.Resolve(&Message{ID: id, Result: json.RawMessage(`1`)}) {
+		t.Error("the late answer was taken")
+	}
+}

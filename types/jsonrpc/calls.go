@@ -262,26 +262,43 @@ func (c *Calls) Err() error {
 // Wait waits for the answer on ch. A peer's error comes back as *Error;
 // when ctx ends first the call is forgotten and ctx's error returned; when
 // the call's deadline (StartRequestBy) passes first,
-// context.DeadlineExceeded.
+// context.DeadlineExceeded. An answer that had come by the time ctx ended
+// stands: which of the two Wait saw first is the scheduler's pick, and a
+// caller that gives a call up once another is answered (a handshake's
+// server/discover, given up once initialize is) gets the peer's answer
+// whenever the peer sent it first.
 func (c *Calls) Wait(ctx context.Context, id json.RawMessage, ch chan *Message) (json.RawMessage, error) {
 	select {
 	case m := <-ch:
-		// ch had its one send (whoever sends takes it out of pending
-		// first, under mu) and is empty again: the next call can have it.
-		c.chans.Put(ch)
-		switch {
-		case m == nil:
-			return nil, c.Err()
-		case m.failed != nil:
-			return nil, m.failed
-		case m.Error != nil:
-			return nil, m.Error
-		}
-		return m.Result, nil
+		return c.took(ch, m)
 	case <-ctx.Done():
-		c.abandon(id)
+		select {
+		case m := <-ch:
+			if m != nil && m.failed == nil {
+				return c.took(ch, m)
+			}
+			c.chans.Put(ch) // its one send taken
+		default:
+			c.abandon(id)
+		}
 		return nil, ctx.Err()
 	}
+}
+
+// took is what Wait returns for m, the one send on ch.
+func (c *Calls) took(ch chan *Message, m *Message) (json.RawMessage, error) {
+	// ch had its one send (whoever sends takes it out of pending
+	// first, under mu) and is empty again: the next call can have it.
+	c.chans.Put(ch)
+	switch {
+	case m == nil:
+		return nil, c.Err()
+	case m.failed != nil:
+		return nil, m.failed
+	case m.Error != nil:
+		return nil, m.Error
+	}
+	return m.Result, nil
 }
 
 // abandon forgets a call that stopped waiting for its answer, and records
