@@ -69,6 +69,10 @@ var testClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport)
 // upstream (fakeupstream.EnvVar, which the tests' environment carries).
 const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 
+// versionEnvVar, in a hub's environment, is the version the hub runs as:
+// a build other than the tests' (a hub from before an upgrade).
+const versionEnvVar = "DYNAMIC_MCP_TEST_VERSION"
+
 // TestMain runs the tests, or, in a child the tests started, the hub or
 // the conformance suite's auth client: the test binary is the one build of
 // both (go-sdk's mcp/cmd_test.go pattern), and of the fake upstream where
@@ -80,6 +84,9 @@ const hubEnvVar = "DYNAMIC_MCP_TEST_HUB"
 // keeps the script's process id.
 func TestMain(m *testing.M) {
 	if os.Getenv(hubEnvVar) == "1" {
+		if v := os.Getenv(versionEnvVar); v != "" {
+			version = v
+		}
 		servePprof()
 		main()
 		os.Exit(0)

@@ -48,7 +48,7 @@ func printHub(ctx context.Context, cfg *config.Config, w io.Writer) *local.Statu
 		fmt.Fprintf(w, "no hub runs for this config: %s\n\n", probing)
 		return nil
 	case errors.Is(err, local.ErrVersion):
-		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s): %s\n\n", reply.PID, reply.Version, version, probing)
+		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s; `dynamic-mcp stop` stops it): %s\n\n", reply.PID, reply.Version, version, probing)
 		return nil
 	case err != nil || reply.Status == nil:
 		fmt.Fprintf(w, "shared hub: not answering (%v): %s\n\n", err, probing)
@@ -150,6 +150,12 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if errors.Is(err, local.ErrNotRunning) {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
 		return nil
+	}
+	if errors.Is(err, local.ErrVersion) && reply.PID > 0 {
+		// A hub of another build (the one before an upgrade) refuses to
+		// be asked: it is sent SIGTERM, on which it stops as it would
+		// have (its clients told, its servers stopped by the ladder).
+		err = terminate(reply.PID)
 	}
 	if err != nil {
 		return fmt.Errorf("stop the shared hub: %w", err)

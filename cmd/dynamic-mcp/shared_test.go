@@ -378,6 +378,26 @@ func TestSharedHubOfAnotherVersionIsNotJoined(t *testing.T) {
 	})
 }
 
+// After an upgrade: `dynamic-mcp stop` of the new build stops the shared
+// hub of the build before (whose clients it does not join), so that every
+// client moves to the new build as it reconnects.
+func TestStopAHubOfAnotherVersion(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("settings: { stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+	s.bridge(t, "before-the-upgrade", versionEnvVar+"=v0.0.1-before").waitGroupsReady("one")
+	reply, err := askHub(t.Context(), s.cfg, local.OpStatus)
+	if !errors.Is(err, local.ErrVersion) || reply.Version != "v0.0.1-before" || reply.PID == 0 {
+		t.Fatalf("the hub of the build before: %+v, %v", reply, err)
+	}
+	var out bytes.Buffer
+	if err := stopCmd(t.Context(), []string{"-c", s.path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("stopped the shared hub (pid %d)", reply.PID); !strings.HasPrefix(out.String(), want) {
+		t.Errorf("stop said %q, want %q", out.String(), want)
+	}
+}
+
 // A socket left by a hub that crashed is replaced: the bridge starts a
 // hub and is served.
 func TestSharedHubStaleSocketRecovered(t *testing.T) {

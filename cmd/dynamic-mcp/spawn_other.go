@@ -15,6 +15,9 @@ func spawnDetached(string, []string, string, []string, *os.File) (<-chan error, 
 
 func processAlive(int) bool { return false }
 
+// terminate cannot signal a process here (no shared hub runs here).
+func terminate(int) error { return errors.ErrUnsupported }
+
 // ownSession leaves cmd as it is: nothing runs a login shell here.
 func ownSession(*exec.Cmd) {}
 

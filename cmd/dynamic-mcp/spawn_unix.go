@@ -33,6 +33,9 @@ func processAlive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
+// terminate sends pid SIGTERM.
+func terminate(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }
+
 // ownSession makes cmd start in a session of its own (it can take no
 // terminal) and be killed with its whole process group when its context
 // ends.
