@@ -196,7 +196,7 @@ func installCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		bin = resolved
 	}
 	if goRunBuild(bin) {
-		return fmt.Errorf("this binary (%s) is go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install %s", bin, strings.Join(args, " "))
+		return fmt.Errorf("this binary (%s) is a build of go run's, which go deletes (when it exits, or from its build cache); run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install %s", bin, strings.Join(args, " "))
 	}
 	target := p.file
 	if !dryRun {
@@ -384,12 +384,21 @@ func serves(g *config.Group, s clients.Server) bool {
 // config (a test gives another).
 var installExecutable = os.Executable
 
-// goRunBuild reports whether bin is a binary go run built: it lives in
-// .../go-build*/.../exe/, and go removes it when the command exits, so a
-// client config naming it would start nothing.
+// goRunBuild reports whether bin is a binary go run built: in
+// .../go-build*/.../exe/, which go removes when the command exits, or (Go
+// 1.24 on, from the second run of a build) in the build cache,
+// $GOCACHE/ab/ab...(64 hex digits)-d/, which go clean -cache and the
+// cache's trimming remove: a client config naming it would start nothing
+// one day, and names another build at each change.
 func goRunBuild(bin string) bool {
 	dir := filepath.ToSlash(filepath.Dir(bin))
-	return path.Base(dir) == "exe" && strings.Contains(dir, "/go-build")
+	if path.Base(dir) == "exe" && strings.Contains(dir, "/go-build") {
+		return true
+	}
+	entry, shard := path.Base(dir), path.Base(path.Dir(dir))
+	hash, ok := strings.CutSuffix(entry, "-d")
+	_, err := hex.DecodeString(hash)
+	return ok && err == nil && len(hash) == 64 && len(shard) == 2 && strings.HasPrefix(hash, shard)
 }
 
 // installName is the name of the one server install leaves.

@@ -160,18 +160,24 @@ func TestInstallsAtOnceTakeTurns(t *testing.T) {
 }
 
 // `go run ./cmd/dynamic-mcp install` is refused: the binary it would write
-// into the client's config is go run's temporary build, gone when it exits.
+// into the client's config is go run's build, gone when it exits (its
+// first run) or from Go's build cache (later runs, Go 1.24 on).
 func TestInstallRefusesGoRunBuild(t *testing.T) {
-	path, before, cfg := installedHome(t)
-	tmp := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "dynamic-mcp")
-	installExecutable = func() (string, error) { return tmp, nil }
-	t.Cleanup(func() { installExecutable = os.Executable })
-	_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
-	if err == nil || !strings.Contains(errOut, "go run's temporary build, deleted when it exits; run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install cursor") {
-		t.Errorf("install from go run: %v\n%s", err, errOut)
-	}
-	if now, _ := os.ReadFile(path); string(now) != string(before) {
-		t.Errorf("config changed:\n%s", now)
+	for _, bin := range []string{
+		filepath.Join("go-build1234", "b001", "exe", "dynamic-mcp"),
+		filepath.Join("go-build", "47", "47a2ee0ec90e480ec3b8b212189d9d082ac2001279113996941545a9793823a0-d", "dynamic-mcp"),
+	} {
+		path, before, cfg := installedHome(t)
+		bin := filepath.Join(t.TempDir(), bin)
+		installExecutable = func() (string, error) { return bin, nil }
+		t.Cleanup(func() { installExecutable = os.Executable })
+		_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--force")
+		if err == nil || !strings.Contains(errOut, "is a build of go run's, which go deletes (when it exits, or from its build cache); run go install ./cmd/dynamic-mcp and then $(go env GOPATH)/bin/dynamic-mcp install cursor") {
+			t.Errorf("install from %s: %v\n%s", bin, err, errOut)
+		}
+		if now, _ := os.ReadFile(path); string(now) != string(before) {
+			t.Errorf("config changed:\n%s", now)
+		}
 	}
 }
 
