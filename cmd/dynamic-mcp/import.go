@@ -151,8 +151,8 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		for _, f := range found {
 			each = append(each, f.key+" of "+f.server)
 		}
-		fmt.Fprintf(stderr, "note: %s written literally into %s (%s); import with --vault to keep secrets in the vault instead\n",
-			plural(len(found), "secret"), out, strings.Join(each, ", "))
+		fmt.Fprintf(stderr, "note: %s written literally into %s (%s); to keep secrets in the vault instead: dynamic-mcp import %s%s -o %s --vault --force (--force replaces the servers imported before)\n",
+			plural(len(found), "secret"), out, strings.Join(each, ", "), pos[0], projectFlag(project), out)
 	}
 	fmt.Fprintf(stdout, "%s: %s imported from %s into %s", pos[0], plural(len(added), "server"), source, out)
 	if len(renamed) > 0 {
@@ -220,7 +220,7 @@ func readClient(env clients.Env, name, project string) ([]clients.Server, string
 	case fileExists(name):
 		path = name
 	default:
-		return nil, "", nil, err
+		return nil, "", nil, fmt.Errorf("%w, or a config file's path (no file is at %s)", err, name)
 	}
 	perProject := c != nil && c.Name == "claude-code" && project != ""
 	data, err := clients.ReadFile(path)

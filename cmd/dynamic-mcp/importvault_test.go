@@ -348,3 +348,35 @@ func waitForLockWait(t *testing.T, frame string) {
 		return false
 	})
 }
+
+// The note after an import that wrote a secret literally gives the command
+// that moves it to the vault, and that command does: --vault alone would
+// leave the servers imported already as they are.
+func TestImportNoteMovesSecretsToTheVault(t *testing.T) {
+	_, secrets := importVaultSetup(t)
+	src := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"gh-mcp","env":{"GITHUB_TOKEN":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "config.yaml")
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"import", src, "-o", out}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	_, command, ok := strings.Cut(stderr.String(), "to keep secrets in the vault instead: dynamic-mcp ")
+	command, _, _ = strings.Cut(command, " (--force")
+	if !ok || command != "import "+src+" -o "+out+" --vault --force" {
+		t.Fatalf("the note: %s", stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if err := run(context.Background(), strings.Fields(command), strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "ghp_") {
+		t.Errorf("the secret is still in the config after %s:\n%s", command, b)
+	}
+	if got, err := secrets.All(); err != nil || len(got) != 1 {
+		t.Errorf("the vault after %s: %v, %v", command, got, err)
+	}
+}

@@ -380,3 +380,16 @@ func TestInstallWaitEndsWithItsContext(t *testing.T) {
 		}
 	}
 }
+
+// A client that is a file's path is import's alone: install's refusal of
+// one does not offer what it refuses, and import's names the file it
+// did not find.
+func TestClientOrPathRefusals(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "other.json")
+	if _, errOut, err := runCLI(t, "install", file, "--dry-run"); err == nil || !strings.Contains(errOut, "unknown client") || strings.Contains(errOut, "file path") {
+		t.Errorf("install of a path: %v\n%s", err, errOut)
+	}
+	if _, errOut, err := runCLI(t, "import", file); err == nil || !strings.Contains(errOut, "or a config file's path (no file is at "+file+")") {
+		t.Errorf("import of a path with no file: %v\n%s", err, errOut)
+	}
+}

@@ -130,7 +130,7 @@ func Find(env Env, name string) (*Client, error) {
 		names = append(names, c.Name)
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("unknown client %q; known: %s, or a file path", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown client %q; known: %s", name, strings.Join(names, ", "))
 }
 
 // Path is the client's config file: in project dir when given, else the
