@@ -18,7 +18,7 @@ var commandHelp = map[string]struct{ synopsis, about, example string }{
 		"Check a config without starting anything: every mistake with its file, line and key.",
 		"dynamic-mcp validate -c config.yaml"},
 	"tools": {"dynamic-mcp tools [-c FILE] [--client NAME[@VERSION]] [GROUP]",
-		"Connect to every upstream (or GROUP's) and print the tools the client gets, group by group,\nwhy a server failed, and what the first tools/list costs in each mode. --client names a\nclient as its clientInfo does (claude-code@2.1.332) and says which mode it gets and why.",
+		"Connect to every upstream (or GROUP's alone) and print the tools the client gets, group by\ngroup, why a server failed, and what the first tools/list costs in each mode (without GROUP). --client names a\nclient as its clientInfo does (claude-code@2.1.332) and says which mode it gets and why.",
 		"dynamic-mcp tools -c config.yaml files"},
 	"status": {"dynamic-mcp status [-c FILE]",
 		"How each upstream is doing, as the config's running shared hub sees it: its clients, the\ntools each server gives (after deny lists), the last reload and the inspector. With no hub\nrunning, connect to every upstream to check it.",

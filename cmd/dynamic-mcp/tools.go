@@ -38,6 +38,9 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if only != "" && !hasGroup(cfg, only) {
 		return noGroup(cfg, only)
 	}
+	if only != "" {
+		onlyGroup(cfg, only)
+	}
 	mgr, db, err := connectAll(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -107,8 +110,10 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, w := range hub.Warnings() {
 		fmt.Fprintln(stdout, "warning:", w)
 	}
-	dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
-	fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
+	if only == "" { // the config's whole listing: every group's tools
+		dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
+		fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
+	}
 	if *client != "" {
 		fmt.Fprintf(stdout, "client %s: %s mode (%s)\n", *client, mode, why)
 	}
@@ -162,6 +167,16 @@ func noGroup(cfg *config.Config, name string) error {
 		return fmt.Errorf("no group %q in %s: the config has no groups", name, cfg.Path)
 	}
 	return fmt.Errorf("no group %q in %s (its groups: %s)", name, cfg.Path, strings.Join(names, ", "))
+}
+
+// onlyGroup leaves the servers of every group but name unstarted: tools
+// GROUP connects to GROUP's alone.
+func onlyGroup(cfg *config.Config, name string) {
+	for _, g := range cfg.Groups {
+		for _, s := range g.Servers {
+			s.Disabled = s.Disabled || g.Name != name
+		}
+	}
 }
 
 func hasGroup(cfg *config.Config, name string) bool {
