@@ -218,8 +218,9 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 
 // shortHandshake starts a handshake under a connect timeout shorter than
 // the discover probe (4.4 s, in a synctest bubble's time: no machine is
-// slow there); done yields its end, which closes the conn when it failed
-// (so a wait for a message that will not come ends).
+// slow there); done yields its end, at the time the handshake returned,
+// and the conn is closed after it when it failed (so a wait for a message
+// that will not come ends).
 func shortHandshake(t *testing.T) (c *conn, lines *bufio.Scanner, w io.Writer, done <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 4400*time.Millisecond)
@@ -228,10 +229,10 @@ func shortHandshake(t *testing.T) (c *conn, lines *bufio.Scanner, w io.Writer, d
 	ended := make(chan error, 1)
 	go func() {
 		err := c.handshake(ctx, mcp.ClientCapabilities{})
+		ended <- err // before the close, which may wait for a write no one reads: not the handshake's time
 		if err != nil {
 			c.close()
 		}
-		ended <- err
 	}()
 	return c, lines, w, ended
 }
