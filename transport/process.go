@@ -333,7 +333,10 @@ func (p *Process) Close() error {
 		drained := p.drain()
 		p.stdin.Close()
 		if !p.waitFor(p.grace) {
-			p.logger.Warn("child did not exit after stdin closed, sending SIGTERM", "grace", p.grace)
+			// The ladder's next step, as the MCP spec's stdio shutdown
+			// has it: common (a Node.js server with a timer left), so
+			// no warning.
+			p.logger.Info("child did not exit after stdin closed, sending SIGTERM", "grace", p.grace)
 			signalGroup(p.cmd, sigTerm)
 			if !p.waitFor(p.grace) {
 				p.logger.Warn("child did not exit after SIGTERM, sending SIGKILL", "grace", p.grace)

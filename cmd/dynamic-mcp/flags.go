@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -168,6 +169,11 @@ func (c *common) open(stderr io.Writer) (*config.Config, *slog.Logger, func(), e
 // manager. Its caller prints why a server failed, so each failed try is
 // not logged too (withoutRetryErrors).
 func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_ *upstream.Manager, db shared.Store, _ error) {
+	// A command that only connects has asked the servers nothing that
+	// needs time to wind down: each wait of the stop ladder is a second
+	// at most, where a server that ignores the end of its stdin (the
+	// reference everything server) held every tools and status 5 s.
+	cfg.Settings.StopGrace = min(cfg.Settings.StopGrace, oneShotGrace)
 	db, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, nil, err
@@ -177,6 +183,10 @@ func connectAll(ctx context.Context, cfg *config.Config, logger *slog.Logger) (_
 	mgr.Start(ctx)
 	return mgr, db, nil
 }
+
+// oneShotGrace bounds the stop ladder's waits of a command that only
+// connects (connectAll).
+const oneShotGrace = time.Second
 
 // answerWithoutClient takes what upstreams send while no client is there
 // (a command that only connects): their requests are refused at once, so

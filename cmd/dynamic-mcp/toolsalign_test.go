@@ -56,3 +56,21 @@ func TestToolsOfNoSuchGroup(t *testing.T) {
 		t.Errorf("no group of a config with none: %v", err)
 	}
 }
+
+// tools stops a server that ignores the end of its stdin and SIGTERM with
+// the stop ladder's waits a second each, not the hub's 5 s: it asked the
+// server nothing that needs time to wind down.
+func TestToolsStopsServersWithinASecondAStep(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: fake, command: %q, args: [\"-ignore-term\"] }\n", fakeBin)), 0o600)
+	out, errOut, code := runCommand(t, "", "tools", "-c", cfg, "--log-level", "info", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("tools: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, step := range []string{"did not exit after stdin closed, sending SIGTERM", "did not exit after SIGTERM, sending SIGKILL"} {
+		if !strings.Contains(errOut, step+`","upstream":"f","grace":1000000000}`) {
+			t.Errorf("no %q with a 1 s grace:\n%s", step, errOut)
+		}
+	}
+}
