@@ -188,6 +188,7 @@ func installCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("the config the entry would serve is not valid, so nothing was installed:\n%w", err)
 	}
+	warnPlaceholders(cfg, stderr)
 	bin, err := installExecutable()
 	if err != nil {
 		return err

@@ -393,3 +393,16 @@ func TestClientOrPathRefusals(t *testing.T) {
 		t.Errorf("import of a path with no file: %v\n%s", err, errOut)
 	}
 }
+
+// install warns, as validate does, of a group whose description is still
+// the one import left: the client's model would read it from now on.
+func TestInstallWarnsOfPlaceholderDescriptions(t *testing.T) {
+	_, _, cfg := installedHome(t)
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("groups:\n  f: { description: \"TODO: describe what f is for (imported from mcp.json)\", command: %q }\n", fakeBin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runCLI(t, "install", "cursor", "-c", cfg, "--dry-run")
+	if err != nil || !strings.Contains(errOut, "warning: "+cfg+": group f has the description import left for it; say what it is for, the LLM reads it") {
+		t.Errorf("install of a config with a placeholder: %v\n%s", err, errOut)
+	}
+}

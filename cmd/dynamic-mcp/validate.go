@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
 // validateCmd checks a config without starting anything. It exits 1 for a
@@ -24,10 +26,8 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	servers := 0
 	for _, g := range cfg.Groups {
 		servers += len(g.Servers)
-		if strings.HasPrefix(g.Description, placeholderPrefix) {
-			fmt.Fprintf(stderr, "warning: %s: group %s has the description import left for it; say what it is for, the LLM reads it\n", cfg.Path, g.Name)
-		}
 	}
+	warnPlaceholders(cfg, stderr)
 	// An unset variable or missing secret in a group holds up that group
 	// alone (the hub serves the rest): a warning, not a failure.
 	for _, u := range unresolvedOf(cfg) {
@@ -45,4 +45,14 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: OK (%s mode, %s, %s)\n", cfg.Path, cfg.Mode, plural(len(cfg.Groups), "group"), plural(servers, "server"))
 	return nil
+}
+
+// warnPlaceholders warns of each group whose description is still the
+// one import left for it: the LLM reads it to choose a group.
+func warnPlaceholders(cfg *config.Config, stderr io.Writer) {
+	for _, g := range cfg.Groups {
+		if strings.HasPrefix(g.Description, placeholderPrefix) {
+			fmt.Fprintf(stderr, "warning: %s: group %s has the description import left for it; say what it is for, the LLM reads it\n", cfg.Path, g.Name)
+		}
+	}
 }
