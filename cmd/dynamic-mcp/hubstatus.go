@@ -79,6 +79,7 @@ func printHubStatus(w io.Writer, st *local.Status, cfgPath string) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSERVER\tTRANSPORT\tSTATE\tPROTOCOL\tTOOLS\tREADY IN\tLAST ERROR")
 	var details, notReady, pins []string
+	reasons := false
 	for _, u := range st.Upstreams {
 		id := u.Group + "/" + u.Server
 		if u.Server == u.Group {
@@ -90,6 +91,7 @@ func printHubStatus(w io.Writer, st *local.Status, cfgPath string) error {
 			ready = u.ReadyIn.Round(time.Millisecond).String()
 		} else if u.State != upstream.StateDisabled.String() {
 			notReady = append(notReady, id+" "+u.State)
+			reasons = reasons || u.Error != ""
 		}
 		lastErr, more := splitError(errorOf(u.Error))
 		if len(more) > 0 {
@@ -124,10 +126,7 @@ func printHubStatus(w io.Writer, st *local.Status, cfgPath string) error {
 	} else {
 		fmt.Fprintln(w, "inspector: not served (add --ui 127.0.0.1:7777 to a client's entry: serve -c ... --ui 7777)")
 	}
-	if len(notReady) > 0 {
-		return fmt.Errorf("%w: %s (the reasons are above)", errNotAllReady, strings.Join(notReady, ", "))
-	}
-	return nil
+	return notAllReady(notReady, reasons)
 }
 
 // configArg is " -c PATH" for a hint, "" for the default config.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,5 +72,19 @@ func TestStatusAsksTheRunningHub(t *testing.T) {
 	out = s.runStatus(t)
 	if !strings.Contains(out, "was REFUSED; the hub still serves the config before it") || !strings.Contains(out, "descripton") {
 		t.Errorf("status after a refused reload:\n%s", out)
+	}
+}
+
+// status says where the reasons a server is not ready are when one has a
+// reason, and to ask again when each is only still starting.
+func TestNotAllReadySaysWhy(t *testing.T) {
+	if err := notAllReady(nil, false); err != nil {
+		t.Errorf("all ready: %v", err)
+	}
+	if err := notAllReady([]string{"a starting"}, false); !errors.Is(err, errNotAllReady) || err.Error() != "not every upstream is ready: a starting (no error yet: ask again in a moment)" {
+		t.Errorf("only starting: %v", err)
+	}
+	if err := notAllReady([]string{"a starting", "b failed"}, true); !errors.Is(err, errNotAllReady) || err.Error() != "not every upstream is ready: a starting, b failed (the reasons are above)" {
+		t.Errorf("one failed: %v", err)
 	}
 }

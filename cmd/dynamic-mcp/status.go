@@ -23,13 +23,25 @@ var errNotAllReady = errors.New("not every upstream is ready")
 // not ready, or nil when they all are.
 func notReady(servers []*upstream.Server) error {
 	var names []string
+	reasons := false
 	for _, s := range servers {
 		if st := s.Status(); st.State != upstream.StateReady && st.State != upstream.StateDisabled {
 			names = append(names, fmt.Sprintf("%s %s", s.Config.ID(), st.State))
+			reasons = reasons || st.Err != nil
 		}
 	}
-	if len(names) == 0 {
+	return notAllReady(names, reasons)
+}
+
+// notAllReady is status's and tools' error for the servers named (each
+// with its state) not ready; nil for none. Their reasons, when some
+// have one, are printed above it.
+func notAllReady(names []string, reasons bool) error {
+	switch {
+	case len(names) == 0:
 		return nil
+	case !reasons:
+		return fmt.Errorf("%w: %s (no error yet: ask again in a moment)", errNotAllReady, strings.Join(names, ", "))
 	}
 	return fmt.Errorf("%w: %s (the reasons are above)", errNotAllReady, strings.Join(names, ", "))
 }
