@@ -172,7 +172,9 @@ func (s *Server) dialIsolated(life context.Context, owner Owner, iso *isolated, 
 		},
 		paramHeaders:  s.paramHeaders,
 		signInIgnored: s.signInIgnored(user), // "" but for a user's own connection
-		stderr:        s.stderr,
+		// stderr: each child its own budget, not the server's: one
+		// session's chatty child must not silence the others' (their
+		// restarts are held back by isoRetry).
 	}
 	if forUser { // shared by the user's sessions: routed as the shared connection's, to that user's sessions alone
 		h.notify = func(method string, params json.RawMessage) { s.notification(id, user, method, params) }

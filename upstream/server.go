@@ -98,9 +98,9 @@ type Server struct {
 	ownersMu    sync.Mutex    // guards owners
 	owners      map[Owner]int // the slots of outstanding each owner holds (see maxOutstandingPerOwner)
 	notices     chan notice   // to send to the server; see notify
-	// stderr bounds what the server's children write to stderr in the
-	// log, over all their starts: a server that crashes as it starts
-	// gets no fresh burst at each restart.
+	// stderr bounds what the server's shared connection's children
+	// write to stderr in the log, over all their starts: a server that
+	// crashes as it starts gets no fresh burst at each restart.
 	stderr *transport.StderrBudget
 
 	mu           sync.Mutex // guards the fields below; never held across I/O

@@ -32,6 +32,7 @@ func askHub(ctx context.Context, cfg *config.Config, op string) (local.Reply, er
 	}
 	defer c.Close()
 	reply, _, err := sayHello(c, local.Hello{Op: op})
+	reply.Peer, _ = local.PeerPID(c)
 	return reply, err
 }
 
@@ -48,7 +49,7 @@ func printHub(ctx context.Context, cfg *config.Config, w io.Writer) *local.Statu
 		fmt.Fprintf(w, "no hub runs for this config: %s\n\n", probing)
 		return nil
 	case errors.Is(err, local.ErrVersion):
-		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s; `dynamic-mcp stop` stops it): %s\n\n", reply.PID, reply.Version, version, probing)
+		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s; `dynamic-mcp stop%s` stops it): %s\n\n", reply.PID, reply.Version, version, configArg(cfg.Path), probing)
 		return nil
 	case err != nil || reply.Status == nil:
 		fmt.Fprintf(w, "shared hub: not answering (%v): %s\n\n", err, probing)
@@ -151,10 +152,16 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
 		return nil
 	}
-	if errors.Is(err, local.ErrVersion) && reply.PID > 0 {
+	if errors.Is(err, local.ErrVersion) {
 		// A hub of another build (the one before an upgrade) refuses to
 		// be asked: it is sent SIGTERM, on which it stops as it would
-		// have (its clients told, its servers stopped by the ladder).
+		// have (its clients told, its servers stopped by the ladder),
+		// when the OS says the pid it gave is the process that answered
+		// (not one of another PID namespace, a container sharing the
+		// home directory).
+		if reply.PID <= 0 || reply.Peer != reply.PID {
+			return fmt.Errorf("stop the shared hub: %w; the system does not confirm that pid %d is the hub, so it was not signalled: stop it with `dynamic-mcp stop` of its version (%s), or end that process", err, reply.PID, reply.Version)
+		}
 		err = terminate(reply.PID)
 	}
 	if err != nil {

@@ -96,3 +96,47 @@ func stopsHub(t *testing.T, path string, hub *exec.Cmd) {
 		t.Errorf("stop said %q, want %q", out.String(), want)
 	}
 }
+
+// A hub of another version that gives a pid the system does not confirm
+// as the process answering (one of another PID namespace, or one that
+// lies) is not signalled: stop says what to do instead, and the process
+// named lives on.
+func TestStopSignalsOnlyTheProcessThatAnswered(t *testing.T) {
+	if !local.Supported {
+		t.Skip("no shared hub on this OS")
+	}
+	state := t.TempDir()
+	path := writeConfig(t, "state_dir: "+state+"\ngroups:\n  one: { description: fake, command: "+strconv.Quote(fakeBin)+" }\n")
+	paths, err := local.PathsFor(path, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := local.Listen(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	bystander := exec.Command("sleep", "600")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = local.WriteLine(c, local.Reply{Version: "v0.0.1-other", PID: bystander.Process.Pid, Error: local.ErrVersion.Error()})
+			c.Close()
+		}
+	}()
+	var out bytes.Buffer
+	err = stopCmd(t.Context(), []string{"-c", path}, &out)
+	if err == nil || !strings.Contains(err.Error(), "the system does not confirm that pid "+strconv.Itoa(bystander.Process.Pid)+" is the hub, so it was not signalled") {
+		t.Errorf("stop: %v (%s)", err, out.String())
+	}
+	if !processAlive(bystander.Process.Pid) {
+		t.Error("stop signalled a process the system did not confirm as the hub")
+	}
+}

@@ -151,8 +151,12 @@ func importCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		for _, f := range found {
 			each = append(each, f.key+" of "+f.server)
 		}
-		fmt.Fprintf(stderr, "note: %s written literally into %s (%s); to keep secrets in the vault instead: dynamic-mcp import %s%s -o %s --vault --force (--force replaces the servers imported before)\n",
-			plural(len(found), "secret"), out, strings.Join(each, ", "), pos[0], projectFlag(project), out)
+		again := make([]string, len(args))
+		for i, a := range args {
+			again[i] = config.ShellQuote(a)
+		}
+		fmt.Fprintf(stderr, "note: %s written literally into %s (%s); to keep secrets in the vault instead: dynamic-mcp import %s --vault --force (--force replaces the config's groups of these names)\n",
+			plural(len(found), "secret"), out, strings.Join(each, ", "), strings.Join(again, " "))
 	}
 	fmt.Fprintf(stdout, "%s: %s imported from %s into %s", pos[0], plural(len(added), "server"), source, out)
 	if len(renamed) > 0 {

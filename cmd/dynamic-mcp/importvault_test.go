@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -350,31 +352,38 @@ func waitForLockWait(t *testing.T, frame string) {
 }
 
 // The note after an import that wrote a secret literally gives the command
-// that moves it to the vault, and that command does: --vault alone would
-// leave the servers imported already as they are.
+// that moves it to the vault, quoted for a shell, and that command does:
+// --vault alone would leave the servers imported already as they are.
 func TestImportNoteMovesSecretsToTheVault(t *testing.T) {
 	_, secrets := importVaultSetup(t)
-	src := filepath.Join(t.TempDir(), "servers.json")
+	dir := filepath.Join(t.TempDir(), "my servers")
+	os.Mkdir(dir, 0o700)
+	src := filepath.Join(dir, "servers.json")
 	if err := os.WriteFile(src, []byte(`{"mcpServers":{"gh":{"command":"gh-mcp","env":{"GITHUB_TOKEN":"ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "config.yaml")
+	out := filepath.Join(dir, "config.yaml")
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"import", src, "-o", out}, strings.NewReader(""), &stdout, &stderr); err != nil {
+	if err := run(context.Background(), []string{"import", src, "-o", out, "--describe", "gh=GitHub issues"}, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	_, command, ok := strings.Cut(stderr.String(), "to keep secrets in the vault instead: dynamic-mcp ")
 	command, _, _ = strings.Cut(command, " (--force")
-	if !ok || command != "import "+src+" -o "+out+" --vault --force" {
-		t.Fatalf("the note: %s", stderr.String())
+	words, err := exec.Command("sh", "-c", `eval "set -- $1"; for w in "$@"; do printf '%s\n' "$w"; done`, "sh", command).Output()
+	if !ok || err != nil {
+		t.Fatalf("the note: %s (%v)", stderr.String(), err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
+	if want := []string{"import", src, "-o", out, "--describe", "gh=GitHub issues", "--vault", "--force"}; !slices.Equal(args, want) {
+		t.Fatalf("the note's command %s is, to a shell, %q; want %q", command, args, want)
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if err := run(context.Background(), strings.Fields(command), strings.NewReader(""), &stdout, &stderr); err != nil {
+	if err := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); err != nil {
 		t.Fatalf("%s: %v\n%s", command, err, stderr.String())
 	}
-	if b, _ := os.ReadFile(out); strings.Contains(string(b), "ghp_") {
-		t.Errorf("the secret is still in the config after %s:\n%s", command, b)
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "ghp_") || !strings.Contains(string(b), "GitHub issues") {
+		t.Errorf("the config after %s:\n%s", command, b)
 	}
 	if got, err := secrets.All(); err != nil || len(got) != 1 {
 		t.Errorf("the vault after %s: %v, %v", command, got, err)

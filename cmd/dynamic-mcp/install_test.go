@@ -241,7 +241,7 @@ func TestInstallWarnsOfServersItWouldLose(t *testing.T) {
 	}
 	b, _ := os.ReadFile(cfg)
 	os.WriteFile(cfg, []byte(strings.Replace(string(b), "  everything:", "  renamed:", 1)), 0o600)
-	if _, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg); err != nil || strings.Contains(errOut, "warning") {
+	if _, errOut, err := runBinary(t, home, "install", "cursor", "-c", cfg); err != nil || strings.Contains(errOut, "has no group") {
 		t.Errorf("install after import: %v\n%s", err, errOut)
 	}
 }

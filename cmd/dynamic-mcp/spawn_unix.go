@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -33,8 +34,13 @@ func processAlive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// terminate sends pid SIGTERM.
-func terminate(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }
+// terminate sends pid SIGTERM; one gone already is no error.
+func terminate(pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
 
 // ownSession makes cmd start in a session of its own (it can take no
 // terminal) and be killed with its whole process group when its context

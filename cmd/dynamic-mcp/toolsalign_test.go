@@ -68,9 +68,10 @@ func TestToolsStopsServersWithinASecondAStep(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tools: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, step := range []string{"did not exit after stdin closed, sending SIGTERM", "did not exit after SIGTERM, sending SIGKILL"} {
-		if !strings.Contains(errOut, step+`","upstream":"f","grace":1000000000}`) {
-			t.Errorf("no %q with a 1 s grace:\n%s", step, errOut)
+	// The SIGTERM step is the ladder's (info), a SIGKILL a warning.
+	for _, step := range []string{`"INFO","msg":"child did not exit after stdin closed, sending SIGTERM"`, `"WARN","msg":"child did not exit after SIGTERM, sending SIGKILL"`} {
+		if !strings.Contains(errOut, `"level":`+step+`,"upstream":"f","grace":1000000000}`) {
+			t.Errorf("no %s with a 1 s grace:\n%s", step, errOut)
 		}
 	}
 }

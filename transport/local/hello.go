@@ -89,6 +89,9 @@ type Reply struct {
 	Approvals *approval.List `json:"approvals,omitempty"`
 	// Grant is the grant OpApprove made, if any.
 	Grant *approval.Grant `json:"grant,omitempty"`
+	// Peer is the process id of the process that answered, as the OS
+	// says (PeerPID; 0 where it does not): not sent, set by the asker.
+	Peer int `json:"-"`
 }
 
 // UI is where the hub serves its inspector, and the inspector's token

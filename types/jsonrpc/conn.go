@@ -292,7 +292,9 @@ func (c *Conn) CallSentBy(ctx context.Context, deadline time.Time, method string
 		return nil, c.closedErr(err)
 	}
 	res, err := c.calls.Wait(ctx, id, ch)
-	if err != nil && (ctx.Err() != nil || err == context.DeadlineExceeded) && method != "initialize" {
+	// A peer's error answer stands (Calls.Wait takes an answer that came
+	// by the time ctx ended): nothing is left to cancel.
+	if _, answered := err.(*Error); err != nil && !answered && (ctx.Err() != nil || err == context.DeadlineExceeded) && method != "initialize" {
 		// The peer is told, as MCP asks, so it can stop the work; but
 		// never of an initialize, which MCP says a client must not
 		// cancel (one given up ends with the connection).

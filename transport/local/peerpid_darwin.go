@@ -1,0 +1,22 @@
+package local
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// PeerPID is the process id of the process at the other end of c, as the
+// OS says.
+func PeerPID(c *net.UnixConn) (pid int, known bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	_ = raw.Control(func(fd uintptr) {
+		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID); err == nil && n > 0 {
+			pid, known = n, true
+		}
+	})
+	return pid, known
+}
