@@ -114,6 +114,26 @@ func TestAttackServerRequestWithNoStream(t *testing.T) {
 	t.Logf("%v: %.300s", time.Since(start), body)
 }
 
+// fakeSleeping is how many calls of sleep the fake upstream c's calls go
+// to has received (its state tool's count): a call counted there is in
+// flight at the upstream, past the hub.
+func fakeSleeping(t *testing.T, c *httpClient) int {
+	t.Helper()
+	_, body := c.post(`{"jsonrpc":"2.0","id":"state","method":"tools/call","params":{"name":"f__state"}}`)
+	var m struct {
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+		} `json:"result"`
+	}
+	var st struct {
+		Sleeping int `json:"sleeping"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || len(m.Result.Content) == 0 || json.Unmarshal([]byte(m.Result.Content[0].Text), &st) != nil {
+		t.Fatalf("state: %s", body)
+	}
+	return st.Sleeping
+}
+
 // A client that POSTs a call with an event stream accepted and
 // disconnects mid-call: the handler goroutine and the stream go away once
 // the call ends, and the session keeps working.
@@ -122,21 +142,7 @@ func TestAttackHTTPDisconnectMidCall(t *testing.T) {
 	face, ts := serveHTTP(t, h)
 	c := newHTTPClient(t, ts.URL)
 	before := liveGoroutines()
-	sleeping := func() int {
-		_, body := c.post(`{"jsonrpc":"2.0","id":"state","method":"tools/call","params":{"name":"f__state"}}`)
-		var m struct {
-			Result struct {
-				Content []struct{ Text string } `json:"content"`
-			} `json:"result"`
-		}
-		var st struct {
-			Sleeping int `json:"sleeping"`
-		}
-		if err := json.Unmarshal([]byte(body), &m); err != nil || len(m.Result.Content) == 0 || json.Unmarshal([]byte(m.Result.Content[0].Text), &st) != nil {
-			t.Fatalf("state: %s", body)
-		}
-		return st.Sleeping
-	}
+	sleeping := func() int { return fakeSleeping(t, c) }
 	for i := range 10 {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",

@@ -111,6 +111,11 @@ func TestIsolationPerSession(t *testing.T) {
 				hs := face.sessions.lookup(b.session)
 				return hs != nil && hs.Answering() > 0
 			})
+			if isolation == "shared" {
+				// At the upstream, too: a's elicitation must come while
+				// b's call is in flight there, or it is a's alone.
+				await.For(t, 5*time.Second, "b's call at the upstream", func() bool { return fakeSleeping(t, a) > 0 })
+			}
 			got := askAnswering(t, a, "alice")
 			switch isolation {
 			case "per-session":

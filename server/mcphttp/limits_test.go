@@ -91,12 +91,17 @@ func TestHTTPSessionCapClosesLeastRecentlyUsedIdle(t *testing.T) {
 		}
 	}
 	// Without the cap, 400 more sessions would cost four times what the
-	// first 100 did.
-	first, grown := int64(base)-int64(base0), int64(heapInUse())-int64(base)
+	// first 100 did. The heap is looked at until within its bound: the
+	// sessions closed may still be on their way out on a loaded machine
+	// (a stress run measured 48 KiB over once); one the hub holds on to
+	// never gets there.
+	first := int64(base) - int64(base0)
+	var grown int64
+	await.For(t, 10*time.Second, "the heap within the bound of the capped sessions", func() bool {
+		grown = int64(heapInUse()) - int64(base)
+		return grown <= max(first, 1<<20)
+	})
 	t.Logf("heap: %d KiB for the first 100 sessions, %d KiB more after 400 more", first/1024, grown/1024)
-	if grown > max(first, 1<<20) {
-		t.Errorf("heap grew by %d bytes with the session count capped (the first 100 took %d)", grown, first)
-	}
 	if n, m := sessionCount(hs), hubSessions(h); n != 100 || m != 100 {
 		t.Errorf("sessions: %d in the face, %d in the hub; want 100", n, m)
 	}
