@@ -330,7 +330,13 @@ func (h *hydra) importKeys(t *testing.T) {
 	key := hydraKey()
 	for _, set := range []string{"hydra.openid.id-token", "hydra.jwt.access-token"} {
 		jwk := jose.JSONWebKey{Key: key, KeyID: set, Algorithm: "RS256", Use: "sig"}
-		h.admin(t, http.MethodPut, "/admin/keys/"+set, map[string]any{"keys": []jose.JSONWebKey{jwk}}, nil)
+		// Asked again until taken: hydra may make its own set as it
+		// starts, and on a loaded machine the PUT that met it making
+		// one outlived its 10 s write timeout (502 from the front, a
+		// stress run). A PUT replaces the set: asking again is safe.
+		await.Costly(t, 60*time.Second, "hydra to take the key of "+set, func() bool {
+			return h.tryAdmin(http.MethodPut, "/admin/keys/"+set, map[string]any{"keys": []jose.JSONWebKey{jwk}}, nil) == nil
+		})
 	}
 }
 
@@ -349,6 +355,13 @@ func (h *hydra) rotateKey(t *testing.T, set, kid string) {
 // admin calls hydra's admin API with body as JSON, decoding the answer
 // into out.
 func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
+	if err := h.tryAdmin(method, path, body, out); err != nil {
+		t.Error(err)
+	}
+}
+
+// tryAdmin is admin, returning what went wrong.
+func (h *hydra) tryAdmin(method, path string, body, out any) error {
 	var rd *bytes.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -360,19 +373,18 @@ func (h *hydra) admin(t *testing.T, method, path string, body, out any) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := testClient.Do(req)
 	if err != nil {
-		t.Errorf("hydra %s %s: %v", method, path, err)
-		return
+		return fmt.Errorf("hydra %s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		var msg bytes.Buffer
 		msg.ReadFrom(resp.Body)
-		t.Errorf("hydra %s %s: %s: %s", method, path, resp.Status, msg.String())
-		return
+		return fmt.Errorf("hydra %s %s: %s: %s", method, path, resp.Status, msg.String())
 	}
 	if out != nil {
 		json.NewDecoder(resp.Body).Decode(out)
 	}
+	return nil
 }
 
 // clients are the clients hydra has.
