@@ -78,7 +78,13 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if !hubMode && httpAddr == "" && isTerminal(stdin) {
 		// A person ran serve by hand: it speaks MCP on stdin and stdout
 		// and prints nothing else, which looks like a hang.
-		fmt.Fprintf(stderr, "dynamic-mcp: serving MCP on stdin and stdout, for an MCP client that starts this command; a terminal shows nothing but its log (Ctrl-C stops it). To see the tools a client gets: %s\n", cfg.Command("tools"))
+		stops := "Ctrl-C stops it"
+		if wantShared(cfg, standalone) {
+			// Ctrl-C ends the bridge; the hub it started stays up
+			// for its next client, which a person may not expect.
+			stops = fmt.Sprintf("Ctrl-C stops it; the shared hub it uses stops %s after its last client, %s at once", cfg.Settings.SharedIdle, cfg.Command("stop"))
+		}
+		fmt.Fprintf(stderr, "dynamic-mcp: serving MCP on stdin and stdout, for an MCP client that starts this command; a terminal shows nothing but its log (%s). To see the tools a client gets: %s\n", stops, cfg.Command("tools"))
 	}
 	if !hubMode && httpAddr == "" && wantShared(cfg, standalone) {
 		// The client's entry: a bridge to the one hub for this config,
