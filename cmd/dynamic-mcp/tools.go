@@ -113,6 +113,10 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if only == "" { // the config's whole listing: every group's tools
 		dyn, flat := len(hub.ToolsListFor(config.ModeDynamic)), len(hub.ToolsListFor(config.ModeFlat))
 		fmt.Fprintf(stdout, "\ninitial tools/list: dynamic mode %d bytes, flat mode %d bytes (this config: %s)\n", dyn, flat, cfg.Mode)
+	} else if len(cfg.Groups) > 1 {
+		// The other groups were not started: what needs them all is
+		// not checked.
+		fmt.Fprintf(stdout, "\n%s alone: %s lists every group, with the size of the first tools/list and any clash of tool names between groups\n", only, cfg.Command("tools"))
 	}
 	if *client != "" {
 		fmt.Fprintf(stdout, "client %s: %s mode (%s)\n", *client, mode, why)
