@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,6 +45,28 @@ func TestStopAHubWhoseConfigIsNoLongerYAML(t *testing.T) {
 // closes what it accepts; then the process ends.
 func standInHub(t *testing.T, path, stateDir string, answersStop bool) *exec.Cmd {
 	t.Helper()
+	return standIn(t, path, stateDir, func(c net.Conn, hub *exec.Cmd) bool {
+		var hello local.Hello
+		err := local.ReadLine(bufio.NewReader(c), &hello)
+		stop := err == nil && hello.Op == local.OpStop
+		if !stop || answersStop {
+			_ = local.WriteLine(c, local.Reply{Version: version, PID: hub.Process.Pid, Status: &local.Status{Config: path}})
+		}
+		c.Close()
+		if stop {
+			hub.Process.Kill()
+			hub.Wait()
+		}
+		return stop
+	})
+}
+
+// standIn listens on the socket of the config at path's hub (in
+// stateDir), starts a process (sleep) and returns it, and answers each
+// connection with serve(connection, that process) until serve returns
+// true.
+func standIn(t *testing.T, path, stateDir string, serve func(net.Conn, *exec.Cmd) (done bool)) *exec.Cmd {
+	t.Helper()
 	paths, err := local.PathsFor(path, stateDir)
 	if err != nil {
 		t.Fatal(err)
@@ -56,32 +79,20 @@ func standInHub(t *testing.T, path, stateDir string, answersStop bool) *exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	hub := exec.Command("sleep", "600")
-	if err := hub.Start(); err != nil {
+	p := exec.Command("sleep", "600")
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { hub.Process.Kill() }) // reaped below when the test ends it
+	t.Cleanup(func() { p.Process.Kill() }) // reaped by serve, or the test, when it ends it
 	go func() {
 		for {
 			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			var hello local.Hello
-			err = local.ReadLine(bufio.NewReader(c), &hello)
-			stop := err == nil && hello.Op == local.OpStop
-			if !stop || answersStop {
-				_ = local.WriteLine(c, local.Reply{Version: version, PID: hub.Process.Pid, Status: &local.Status{Config: path}})
-			}
-			c.Close()
-			if stop {
-				hub.Process.Kill()
-				hub.Wait()
+			if err != nil || serve(c, p) {
 				return
 			}
 		}
 	}()
-	return hub
+	return p
 }
 
 // stopsHub runs `dynamic-mcp stop -c path` and checks that it said it
@@ -107,32 +118,18 @@ func TestStopSignalsOnlyTheProcessThatAnswered(t *testing.T) {
 	}
 	state := t.TempDir()
 	path := writeConfig(t, "state_dir: "+state+"\ngroups:\n  one: { description: fake, command: "+strconv.Quote(fakeBin)+" }\n")
-	paths, err := local.PathsFor(path, state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := local.Listen(paths)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	bystander := exec.Command("sleep", "600")
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
+	bystander := standIn(t, path, state, func(c net.Conn, p *exec.Cmd) bool {
+		// As a hub of another version: the hello read, then refused
+		// (a close before the hello is read fails its write).
+		var hello local.Hello
+		_ = local.ReadLine(bufio.NewReader(c), &hello)
+		_ = local.WriteLine(c, local.Reply{Version: "v0.0.1-other", PID: p.Process.Pid, Error: local.ErrVersion.Error()})
+		c.Close()
+		return false
+	})
 	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = local.WriteLine(c, local.Reply{Version: "v0.0.1-other", PID: bystander.Process.Pid, Error: local.ErrVersion.Error()})
-			c.Close()
-		}
-	}()
 	var out bytes.Buffer
-	err = stopCmd(t.Context(), []string{"-c", path}, &out)
+	err := stopCmd(t.Context(), []string{"-c", path}, &out)
 	if err == nil || !strings.Contains(err.Error(), "the system does not confirm that pid "+strconv.Itoa(bystander.Process.Pid)+" is the hub, so it was not signalled") {
 		t.Errorf("stop: %v (%s)", err, out.String())
 	}
