@@ -367,6 +367,8 @@ func TestSharedHubOfAnotherVersionIsNotJoined(t *testing.T) {
 			if err != nil {
 				return
 			}
+			var hello local.Hello // read, as a hub does before it refuses
+			_ = local.ReadLine(bufio.NewReader(c), &hello)
 			_ = local.WriteLine(c, local.Reply{Version: "v0.0.1-other", PID: 1})
 			c.Close()
 		}
