@@ -69,6 +69,13 @@ func askStatus(ctx context.Context, cfg *config.Config) *local.Reply {
 	return &reply
 }
 
+// hubAnswers reports whether a hub answers on cfg's socket, of this
+// version or of another.
+func hubAnswers(ctx context.Context, cfg *config.Config) bool {
+	_, err := askHub(ctx, cfg, local.OpStatus)
+	return err == nil || errors.Is(err, local.ErrVersion)
+}
+
 // looseConfig is as much of the config at path as finds its hub (the
 // path and the state dir), for a file that does not read as a whole: a
 // hub that runs serves the config it read before. A file that is not
@@ -124,7 +131,7 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		// The hub of a config broken since it started is stopped all
 		// the same.
-		if cfg = looseConfig(c.config); cfg == nil || askStatus(ctx, cfg) == nil {
+		if cfg = looseConfig(c.config); cfg == nil || !hubAnswers(ctx, cfg) {
 			return err
 		}
 		cfg.Settings.StopGrace = config.DefaultStopGrace

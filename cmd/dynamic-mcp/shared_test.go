@@ -383,20 +383,38 @@ func TestSharedHubOfAnotherVersionIsNotJoined(t *testing.T) {
 // After an upgrade: `dynamic-mcp stop` of the new build stops the shared
 // hub of the build before (whose clients it does not join), so that every
 // client moves to the new build as it reconnects.
+// So too when the config no longer loads (the upgrade's new build reads
+// it otherwise, or an edit is half done).
 func TestStopAHubOfAnotherVersion(t *testing.T) {
 	t.Parallel()
-	s := newShared(t, fmt.Sprintf("settings: { stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
-	s.bridge(t, "before-the-upgrade", versionEnvVar+"=v0.0.1-before").waitGroupsReady("one")
-	reply, err := askHub(t.Context(), s.cfg, local.OpStatus)
-	if !errors.Is(err, local.ErrVersion) || reply.Version != "v0.0.1-before" || reply.PID == 0 {
-		t.Fatalf("the hub of the build before: %+v, %v", reply, err)
-	}
-	var out bytes.Buffer
-	if err := stopCmd(t.Context(), []string{"-c", s.path}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("stopped the shared hub (pid %d)", reply.PID); !strings.HasPrefix(out.String(), want) {
-		t.Errorf("stop said %q, want %q", out.String(), want)
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprint("config broken ", broken), func(t *testing.T) {
+			t.Parallel()
+			s := newShared(t, fmt.Sprintf("settings: { stop_grace: 1s }\ngroups:\n  one: %s\n", fakeGroup()))
+			s.bridge(t, "before-the-upgrade", versionEnvVar+"=v0.0.1-before").waitGroupsReady("one")
+			reply, err := askHub(t.Context(), s.cfg, local.OpStatus)
+			if !errors.Is(err, local.ErrVersion) || reply.Version != "v0.0.1-before" || reply.PID == 0 {
+				t.Fatalf("the hub of the build before: %+v, %v", reply, err)
+			}
+			if broken {
+				f, err := os.OpenFile(s.path, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintln(f, "key_of_a_later_version: true")
+				f.Close()
+				if _, err := configs.Load(s.path); err == nil {
+					t.Fatal("the config still loads")
+				}
+			}
+			var out bytes.Buffer
+			if err := stopCmd(t.Context(), []string{"-c", s.path}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("stopped the shared hub (pid %d)", reply.PID); !strings.HasPrefix(out.String(), want) {
+				t.Errorf("stop said %q, want %q", out.String(), want)
+			}
+		})
 	}
 }
 
