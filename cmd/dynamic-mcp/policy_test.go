@@ -209,9 +209,10 @@ func TestChangedToolIsWithheldUntilAccepted(t *testing.T) {
 	if _, rpcErr := c.request("tools/call", map[string]any{"name": "rugpull__echo", "arguments": map[string]any{"text": "x"}}); rpcErr == nil || rpcErr.Code != -32601 {
 		t.Errorf("withheld tool answered: %+v", rpcErr)
 	}
-	if !strings.Contains(c.stderr.String(), "tool definitions changed since first seen; withheld until accepted") {
-		t.Errorf("the change is not in the log")
-	}
+	// Logged once the lock that changed the list is let go: waited for.
+	await.For(t, 10*time.Second, "the withheld change in the log", func() bool {
+		return strings.Contains(c.stderr.String(), "tool definitions changed since first seen; withheld until accepted")
+	})
 
 	// The pin commands, in this process, share the hub's home.
 	out, errOut, code := runCommand(t, "", "pin", "list", "-c", cfgPath)

@@ -231,7 +231,7 @@ func TestEveryRequestGetsExactlyOneAnswer(t *testing.T) {
 	}
 	send(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 	// Wait for the upstream, then fire calls that misbehave in every way.
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(20 * time.Second * await.Slow)
 	for ready := false; !ready; {
 		send(2, "tools/list", nil)
 		for line := range lines {
@@ -269,7 +269,7 @@ func TestEveryRequestGetsExactlyOneAnswer(t *testing.T) {
 		}
 		return true
 	}
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(20 * time.Second * await.Slow)
 	marked := false
 collect:
 	for {

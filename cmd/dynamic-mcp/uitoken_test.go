@@ -209,7 +209,7 @@ func TestInspectorTokenOffTheLogs(t *testing.T) {
 			close(lines)
 		}()
 		t.Cleanup(func() { ptm.Close(); <-read })
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(10 * time.Second * await.Slow)
 		for {
 			select {
 			case l, ok := <-lines:

@@ -28,7 +28,7 @@ func rawGET(t *testing.T, base, session string) (net.Conn, *bufio.Reader) {
 	}
 	fmt.Fprintf(nc, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n%s: %s\r\n\r\n", strings.TrimPrefix(base, "http://"), headerSessionID, session)
 	br := bufio.NewReader(nc)
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second * await.Slow))
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(status, "200") {
 		t.Fatalf("GET: %q %v", status, err)
@@ -65,7 +65,7 @@ func TestAttackSecondGETRefused(t *testing.T) {
 	// stream.
 	c.post(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"fake://fake/res/1"}}`)
 	c.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__touch","arguments":{"text":"fake://fake/res/1"}}}`)
-	first.SetReadDeadline(time.Now().Add(3 * time.Second))
+	first.SetReadDeadline(time.Now().Add(3 * time.Second * await.Slow))
 	for {
 		line, err := br1.ReadString('\n')
 		if err != nil {
@@ -187,7 +187,7 @@ func legacyNotReading(t *testing.T) (*Server, *httptest.Server, string) {
 	fmt.Fprintf(nc, "GET /sse HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
 	br := bufio.NewReader(nc)
 	var endpoint string
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second * await.Slow))
 	for endpoint == "" {
 		line, err := br.ReadString('\n')
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A 2026-07-28 request without Mcp-Session-Id gets a session for itself
@@ -18,7 +20,7 @@ import (
 func TestStatelessRequestCapabilitiesFromMeta(t *testing.T) {
 	t.Parallel()
 	_, _, base := isolationHub(t, "per-session")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // far below the call timeout of 10s
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second*await.Slow) // bounds a hang: an answer held for the call timeout is an elicitation, not input_required
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"f__ask","arguments":{},"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},` +

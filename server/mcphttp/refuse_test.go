@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A request refused before its body is read (a wrong token, a foreign
@@ -45,7 +47,7 @@ func TestRefusalNotHeldByATrickledBody(t *testing.T) {
 				}
 			}
 		}()
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second * await.Slow)) // the body would take hours
 		line, err := bufio.NewReader(conn).ReadString('\n')
 		if err != nil || !strings.Contains(line, " "+c.status+" ") {
 			t.Errorf("%s: %q %v; want %s at once, not after the body", c.name, line, err, c.status)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // queuedBytes is what waits in c's outbox, in bytes.
@@ -381,7 +383,7 @@ func TestAttackOversizeReplyIDLast(t *testing.T) {
 		fmt.Fprintf(b, `{"jsonrpc":"2.0","result":{"x":"%s"},"id":%s}`+"\n", strings.Repeat("a", 1<<17), m.ID)
 		io.Copy(io.Discard, br)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second*await.Slow)
 	defer cancel()
 	start := time.Now()
 	_, err := c.Call(ctx, "x", nil)
