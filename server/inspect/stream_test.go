@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // sseEvent is one server-sent event as read.
@@ -247,19 +249,11 @@ func TestExport(t *testing.T) {
 
 func waitSubscribed(t *testing.T, i *Inspector, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	await.For(t, 10*time.Second, fmt.Sprintf("%d pages watching", n), func() bool {
 		i.mu.Lock()
-		got := len(i.subs)
-		i.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pages watching, want %d", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer i.mu.Unlock()
+		return len(i.subs) == n
+	})
 }
 
 // A page that reads slowly holds up no more than maxQueued bytes of
