@@ -11,12 +11,8 @@ import (
 // peerUID is the uid of the process at the other end of c, from
 // LOCAL_PEERCRED (what getpeereid reads).
 func peerUID(c *net.UnixConn) (uid int, known bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	_ = raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED); err == nil {
+	onFD(c, func(fd int) {
+		if cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED); err == nil {
 			uid, known = int(cred.Uid), true
 		}
 	})

@@ -9,12 +9,8 @@ import (
 // peerUID is the uid of the process at the other end of c, from
 // SO_PEERCRED.
 func peerUID(c *net.UnixConn) (uid int, known bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	_ = raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+	onFD(c, func(fd int) {
+		if cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
 			uid, known = int(cred.Uid), true
 		}
 	})
@@ -24,12 +20,8 @@ func peerUID(c *net.UnixConn) (uid int, known bool) {
 // PeerPID is the process id of the process at the other end of c, as the
 // OS says (in this process's PID namespace; 0 where it is not seen there).
 func PeerPID(c *net.UnixConn) (pid int, known bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	_ = raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
+	onFD(c, func(fd int) {
+		if cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
 			pid, known = int(cred.Pid), true
 		}
 	})

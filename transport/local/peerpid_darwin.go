@@ -9,12 +9,8 @@ import (
 // PeerPID is the process id of the process at the other end of c, as the
 // OS says.
 func PeerPID(c *net.UnixConn) (pid int, known bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	_ = raw.Control(func(fd uintptr) {
-		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID); err == nil && n > 0 {
+	onFD(c, func(fd int) {
+		if n, err := unix.GetsockoptInt(fd, unix.SOL_LOCAL, unix.LOCAL_PEERPID); err == nil && n > 0 {
 			pid, known = n, true
 		}
 	})

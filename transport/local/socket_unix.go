@@ -120,3 +120,10 @@ func Lock(ctx context.Context, p Paths) (unlock func(), err error) {
 		}
 	}
 }
+
+// onFD runs f on c's descriptor; not at all when c has none (closed).
+func onFD(c *net.UnixConn, f func(fd int)) {
+	if raw, err := c.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { f(int(fd)) })
+	}
+}
