@@ -108,7 +108,7 @@ func TestLoginEnvNotHeldByABackgroundJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await.For(t, 10*time.Second, "the profile's background job ended", func() bool { return noSuchProcess(pid) || isZombie(pid) })
+	await.For(t, 10*time.Second, "the profile's background job ended", func() bool { return processGone(pid) })
 }
 
 // profileShell is a $SHELL whose profile exports FROM_PROFILE=yes and

@@ -7,7 +7,7 @@ package main
 import "syscall"
 
 // noSuchProcess reports whether no process pid exists (a zombie still
-// does: see isZombie).
+// does: see processGone).
 func noSuchProcess(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
 
 // killPID sends SIGKILL to process pid.

@@ -72,7 +72,7 @@ groups:
 	await.Costly(t, 15*time.Second, "removed server stopped", func() bool {
 		var pid int
 		fmt.Sscan(dropPID, &pid)
-		return noSuchProcess(pid) || isZombie(pid)
+		return processGone(pid)
 	})
 
 	// A broken config is logged and the old one keeps serving.

@@ -326,7 +326,7 @@ func TestStubbornChildAndGrandchildAreKilled(t *testing.T) {
 	}
 	for _, p := range []int{pid, grandchild} {
 		await.Costly(t, 20*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
-			return noSuchProcess(p) || isZombie(p)
+			return processGone(p)
 		})
 	}
 	t.Logf("hub and stubborn child stopped after %s", time.Since(start).Round(100*time.Millisecond))
@@ -366,7 +366,7 @@ func TestSecondSignalStopsAtOnceLeavingNoChild(t *testing.T) {
 	}
 	for _, p := range []int{pid, grandchild} {
 		await.Costly(t, 5*time.Second, fmt.Sprintf("process %d to be gone", p), func() bool {
-			return noSuchProcess(p) || isZombie(p)
+			return processGone(p)
 		})
 	}
 }
@@ -384,8 +384,13 @@ func fakePIDs(t *testing.T, c *client) (pid, grandchild int) {
 	return pid, st.GrandchildPID
 }
 
-// isZombie reports whether pid has exited but not been reaped by its
-// parent: for a grandchild re-parented to an init that reaps slowly.
+// processGone reports whether pid has exited: no such process, or a
+// zombie not yet reaped by its parent (a grandchild re-parented to an
+// init that reaps slowly).
+func processGone(pid int) bool {
+	return noSuchProcess(pid) || isZombie(pid)
+}
+
 func isZombie(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -153,19 +153,6 @@ func childrenOf(t *testing.T, pid int, want string) []int {
 	return out
 }
 
-func processGone(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return true
-	}
-	// A zombie (not yet reaped by whoever started it) is gone too.
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
-}
-
 // Three clients on one config share one hub and one set of upstream
 // children; each is a session of its own, named by its initialize; one
 // client killed, the others go on; the hub is gone with its children

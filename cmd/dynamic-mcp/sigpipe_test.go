@@ -131,6 +131,6 @@ func TestClosedStdoutDoesNotKillTheHub(t *testing.T) {
 	}
 	t.Logf("the hub exited with status %d", cmd.ProcessState.ExitCode())
 	await.Costly(t, 20*time.Second, "the grandchild to be gone", func() bool {
-		return syscall.Kill(st.GrandchildPID, 0) == syscall.ESRCH || isZombie(st.GrandchildPID)
+		return processGone(st.GrandchildPID)
 	})
 }
