@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/types/jsonrpc"
 )
@@ -644,7 +645,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	}
 	// A goroutine Close waited for may still be returning, as goleak
 	// allows for: give it a moment to be gone.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(await.Slow * 5 * time.Second)
 	for g := streamGoroutines(); len(g) > 0; g = streamGoroutines() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines left after Close:\n%s", len(g), strings.Join(g, "\n\n"))

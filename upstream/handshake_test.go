@@ -75,56 +75,64 @@ func expect(t *testing.T, lines *bufio.Scanner, method string) []byte {
 // every request then carries the _meta, spliced into the params.
 func TestHandshakeDiscovers(t *testing.T) {
 	t.Parallel()
-	c, lines, w := peerConn(t)
-	done := make(chan error, 1)
-	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
-	msg := expect(t, lines, "server/discover")
-	answerPeer(w, msg, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}`)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if c.version != mcp.LATEST_PROTOCOL_VERSION || c.init.Capabilities.Tools == nil {
-		t.Fatalf("version %q, init %+v", c.version, c.init)
-	}
-	go func() {
-		_, err := c.request(t.Context(), "tools/call", json.RawMessage(`{"name":"<x>"}`))
-		done <- err
-	}()
-	msg = expect(t, lines, "tools/call")
-	params := string(jsonrpc.Field(msg, "params"))
-	want := `{"name":"<x>","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"dynamic-mcp","version":"dev"}}}`
-	if params != want {
-		t.Errorf("params\n got: %s\nwant: %s", params, want)
-	}
-	answerPeer(w, msg, `{}`)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	// In a bubble: the discover probe (5 s) runs on its clock, which a
+	// busy machine does not move.
+	synctest.Test(t, func(t *testing.T) {
+		c, lines, w := peerConn(t)
+		done := make(chan error, 1)
+		go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+		msg := expect(t, lines, "server/discover")
+		answerPeer(w, msg, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"1"}}}`)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if c.version != mcp.LATEST_PROTOCOL_VERSION || c.init.Capabilities.Tools == nil {
+			t.Fatalf("version %q, init %+v", c.version, c.init)
+		}
+		go func() {
+			_, err := c.request(t.Context(), "tools/call", json.RawMessage(`{"name":"<x>"}`))
+			done <- err
+		}()
+		msg = expect(t, lines, "tools/call")
+		params := string(jsonrpc.Field(msg, "params"))
+		want := `{"name":"<x>","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"dynamic-mcp","version":"dev"}}}`
+		if params != want {
+			t.Errorf("params\n got: %s\nwant: %s", params, want)
+		}
+		answerPeer(w, msg, `{}`)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // A server that does not know server/discover gets initialize, in the
 // newest version that has it, then notifications/initialized.
 func TestHandshakeFallsBackToInitialize(t *testing.T) {
 	t.Parallel()
-	c, lines, w := peerConn(t)
-	done := make(chan error, 1)
-	go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
-	msg := expect(t, lines, "server/discover")
-	io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(msg, "id"), jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "no")))+"\n")
-	msg = expect(t, lines, "initialize")
-	if v := string(jsonrpc.Field(jsonrpc.Field(msg, "params"), "protocolVersion")); v != `"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`"` {
-		t.Errorf("initialize asks for %s", v)
-	}
-	answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
-	expect(t, lines, "notifications/initialized")
-	select {
-	case err := <-done:
-		if err != nil || c.version != "2025-06-18" || c.meta != nil {
-			t.Fatalf("handshake: %v, version %q", err, c.version)
+	// In a bubble: the discover probe (5 s) runs on its clock, which a
+	// busy machine does not move.
+	synctest.Test(t, func(t *testing.T) {
+		c, lines, w := peerConn(t)
+		done := make(chan error, 1)
+		go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+		msg := expect(t, lines, "server/discover")
+		io.WriteString(w, string(jsonrpc.EncodeError(jsonrpc.Field(msg, "id"), jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "no")))+"\n")
+		msg = expect(t, lines, "initialize")
+		if v := string(jsonrpc.Field(jsonrpc.Field(msg, "params"), "protocolVersion")); v != `"`+mcp.LATEST_LEGACY_PROTOCOL_VERSION+`"` {
+			t.Errorf("initialize asks for %s", v)
 		}
-	case <-time.After(time.Minute): // bounds a hang, not a timing
-		t.Fatal("the handshake did not end")
-	}
+		answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+		expect(t, lines, "notifications/initialized")
+		select {
+		case err := <-done:
+			if err != nil || c.version != "2025-06-18" || c.meta != nil {
+				t.Fatalf("handshake: %v, version %q", err, c.version)
+			}
+		case <-time.After(time.Minute): // bounds a hang, not a timing
+			t.Fatal("the handshake did not end")
+		}
+	})
 }
 
 // A request of 2026-07-28 forwarded to a server of an earlier version
@@ -191,27 +199,29 @@ func TestDiscoverVersionNotOffered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, lines, w := peerConn(t)
-			done := make(chan error, 1)
-			go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
-			msg := expect(t, lines, "server/discover")
-			answerPeer(w, msg, `{"supportedVersions":`+tc.supported+`,"capabilities":{}}`)
-			if tc.then != "" {
-				msg = expect(t, lines, tc.then)
-				answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
-				expect(t, lines, "notifications/initialized")
-			}
-			err := <-done
-			switch {
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || len(err.Error()) > 1000):
-				t.Fatalf("handshake: %.2000v; want %q, in under 1000 bytes", err, tc.err)
-			case tc.err == "" && err != nil:
-				t.Fatal(err)
-			case tc.err == "" && tc.then == "" && c.version != mcp.LATEST_PROTOCOL_VERSION:
-				t.Fatalf("version %q", c.version)
-			case tc.then != "" && c.version != "2025-06-18":
-				t.Fatalf("version %q", c.version)
-			}
+			synctest.Test(t, func(t *testing.T) { // the discover probe on the bubble's clock
+				c, lines, w := peerConn(t)
+				done := make(chan error, 1)
+				go func() { done <- c.handshake(t.Context(), mcp.ClientCapabilities{}) }()
+				msg := expect(t, lines, "server/discover")
+				answerPeer(w, msg, `{"supportedVersions":`+tc.supported+`,"capabilities":{}}`)
+				if tc.then != "" {
+					msg = expect(t, lines, tc.then)
+					answerPeer(w, msg, `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+					expect(t, lines, "notifications/initialized")
+				}
+				err := <-done
+				switch {
+				case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || len(err.Error()) > 1000):
+					t.Fatalf("handshake: %.2000v; want %q, in under 1000 bytes", err, tc.err)
+				case tc.err == "" && err != nil:
+					t.Fatal(err)
+				case tc.err == "" && tc.then == "" && c.version != mcp.LATEST_PROTOCOL_VERSION:
+					t.Fatalf("version %q", c.version)
+				case tc.then != "" && c.version != "2025-06-18":
+					t.Fatalf("version %q", c.version)
+				}
+			})
 		})
 	}
 }

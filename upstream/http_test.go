@@ -289,10 +289,11 @@ func TestSSEStreamEndNeverMissed(t *testing.T) {
 	t.Parallel()
 	u, srv := newHTTPUpstream(t)
 	u.endSSE = true
-	_, s := startHTTP(t, httpConfig(t, srv.URL+"/sse", config.TransportSSE, "connect_timeout: 60s, "+fastRetry))
+	// The connect timeout stays beyond the bound below, both scaled.
+	_, s := startHTTP(t, httpConfig(t, srv.URL+"/sse", config.TransportSSE, fmt.Sprintf("connect_timeout: %s, %s", await.Slow*time.Minute, fastRetry)))
 	start := time.Now()
 	await.For(t, 30*time.Second, "the upstream to fail", func() bool { return s.Status().State == StateFailed })
-	if took := time.Since(start); took > 20*time.Second {
+	if took := time.Since(start); took > await.Slow*20*time.Second {
 		t.Errorf("failed after %s", took)
 	}
 	if err := s.Status().Err; err == nil || !strings.Contains(err.Error(), "the server ended the event stream") {
@@ -386,7 +387,7 @@ func TestClosingEachKindOfUpstreamLeavesNoGoroutine(t *testing.T) {
 		s := m.Servers()[0]
 		await.For(t, 10*time.Second, "the upstream to be ready", func() bool { return s.Status().State == StateReady })
 		m.Close()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(await.Slow * 5 * time.Second)
 		for g := hubGoroutines(before); len(g) > 0; g = hubGoroutines(before) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %d goroutines left after Close:\n%s", cfg.Groups[0].Servers[0].ID(), len(g), strings.Join(g, "\n\n"))

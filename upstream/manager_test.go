@@ -142,7 +142,7 @@ func TestFailedServer(t *testing.T) {
 	m.SetClientCapabilities(mcp.ClientCapabilities{})
 	m.Start(t.Context())
 	defer m.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second*await.Slow) // bounds a hang
 	defer cancel()
 	m.WaitSettled(ctx)
 	s := m.Servers()[0]

@@ -131,14 +131,18 @@ func TestPerUserSlowServerGetsLongerConnects(t *testing.T) {
 	}
 	close(gate)
 	// A loaded machine may cut a try off before its answer; the next is
-	// longer still (up to 2s, 8x).
-	for try := 1; ; try++ {
+	// longer still (1s, then 2s: the cap, 8x). The deadline bounds a hang.
+	deadline := time.Now().Add(await.Slow * 10 * time.Second)
+	for within := time.Second; ; within = min(2*within, 2*time.Second) {
 		_, err := s.Request(t.Context(), alice{}, "tools/list", nil, time.Minute)
 		if err == nil {
 			break
 		}
-		var to *connectTimeout
-		if try == 4 || !errors.As(err, &to) {
+		to, ok := errors.AsType[*connectTimeout](err)
+		if !ok || to.within != within {
+			t.Fatalf("alice's call: %v, want a try within %s", err, within)
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("alice's connection never came up: %v", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 )
 
@@ -129,14 +130,15 @@ func TestStopKillsAChildThatFloodsStdout(t *testing.T) {
 	}()
 	const grace = 100 * time.Millisecond
 	settings := config.ServerSettings{StopGrace: grace, MaxMessageSize: 1 << 20}
+	// The connect timeout stays beyond the bound below, both scaled.
 	start := time.Now()
-	if _, err := dial(ctx, cfg, settings, time.Minute, mcp.ClientCapabilities{}, nil, slog.New(log), quietHandlers()); err == nil {
+	if _, err := dial(ctx, cfg, settings, await.Slow*time.Minute, mcp.ClientCapabilities{}, nil, slog.New(log), quietHandlers()); err == nil {
 		t.Fatal("dial succeeded")
 	}
 	took := time.Since(start)
 	t.Logf("the stop took %s", took)
 	// The ladder is 2 graces; the rest bounds a hang on a slow machine.
-	if took > 2*grace+20*time.Second {
+	if took > 2*grace+await.Slow*20*time.Second {
 		t.Errorf("the stop took %s", took)
 	}
 	killed := false

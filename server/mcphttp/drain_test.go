@@ -53,7 +53,7 @@ func TestDrain(t *testing.T) {
 	}
 	drained := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), await.Slow*10*time.Second)
 		defer cancel()
 		drained <- face.Drain(ctx)
 	}()

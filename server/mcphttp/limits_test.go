@@ -165,15 +165,43 @@ func TestHTTPBodyTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	start := time.Now()
 	fmt.Fprintf(nc, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: %d\r\n\r\n", len(initializeMsg))
+	// sent counts each byte before it is written: an answer to the whole
+	// body comes only once sent is the whole body.
+	var sent atomic.Int32
+	answered := make(chan struct{})
 	go func() {
 		for i := range len(initializeMsg) {
+			select {
+			case <-answered:
+				return
+			default:
+			}
+			sent.Add(1)
 			if _, err := nc.Write([]byte{initializeMsg[i]}); err != nil {
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}()
+	type answer struct {
+		code int
+		sent int32
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		defer close(answered)
+		// The whole trickle takes half a minute: this bounds a hang.
+		nc.SetReadDeadline(time.Now().Add(await.Slow * time.Duration(len(initializeMsg)) * 200 * time.Millisecond))
+		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+		n := sent.Load()
+		if err != nil {
+			got <- answer{err: err, sent: n}
+			return
+		}
+		resp.Body.Close()
+		got <- answer{code: resp.StatusCode, sent: n}
 	}()
 	c := newHTTPClient(t, ts.URL) // meanwhile, a normal client
 	// Its GET stream, opened now, must outlive the body deadline: it is
@@ -183,18 +211,15 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	if resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__sleep","arguments":{"ms":1500}}}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
 		t.Errorf("a call slower than the body timeout: %d %s", resp.StatusCode, body)
 	}
-	// The whole trickle takes half a minute: a 408 well before its end is
-	// the body deadline's, however busy the machine.
-	trickle := time.Duration(len(initializeMsg)) * 200 * time.Millisecond
-	nc.SetReadDeadline(start.Add(trickle))
-	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
-	elapsed := time.Since(start)
-	if err != nil {
-		t.Fatalf("after %v: %v", elapsed, err)
+	// A 408 before the whole body was sent is the body deadline's,
+	// however busy the machine: a server that read the body to its end
+	// answered only after the last byte.
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("after %d of %d bytes: %v", a.sent, len(initializeMsg), a.err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout || elapsed > trickle/2 {
-		t.Errorf("trickled body: %d after %v, want 408 after about 1s", resp.StatusCode, elapsed)
+	if a.code != http.StatusRequestTimeout || int(a.sent) >= len(initializeMsg) {
+		t.Errorf("trickled body: %d after %d of %d bytes, want 408 before the end", a.code, a.sent, len(initializeMsg))
 	}
 	if !hs.sessions.lookup(c.session).hasStandalone() {
 		t.Error("the GET stream was cut by the body deadline")

@@ -38,7 +38,7 @@ func call(t *testing.T, method, url, token, session, body string) (int, string, 
 	if session != "" {
 		req.Header.Set(headerSessionID, session)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), await.Slow*10*time.Second) // bounds a hang
 	defer cancel()
 	resp, err := testClient.Do(req.WithContext(ctx))
 	if err != nil {

@@ -270,15 +270,14 @@ func TestRelayDeleteEndsEverywhere(t *testing.T) {
 func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Start(t)
-	yaml := func() string {
-		return flatFakeYAML(t.TempDir(), "call_timeout: 10s", "    isolation: per-session\n")
+	yaml := func() string { // the call timeout bounds a hang, not a timing
+		return flatFakeYAML(t.TempDir(), fmt.Sprintf("call_timeout: %s", 10*time.Second*await.Slow), "    isolation: per-session\n")
 	}
 	faceA, baseA := relayReplica(t, url, yaml())
 	_, baseB := relayReplica(t, url, yaml())
 	c := elicitingClient(t, baseA, "2025-06-18")
 	onB := c.at(baseB)
 
-	start := time.Now()
 	result := c.ask(func(id string) {
 		if !strings.HasPrefix(id, `"dm-`) {
 			t.Errorf("the hub's request id %s names no replica", id)
@@ -287,8 +286,8 @@ func TestRelayAnswerReachesTheAskingReplica(t *testing.T) {
 			t.Fatalf("the answer at B: %d %s", r.StatusCode, body)
 		}
 	})
-	if !strings.Contains(result, "ada") || time.Since(start) > 5*time.Second {
-		t.Fatalf("the call's result after %s: %s", time.Since(start), result)
+	if !strings.Contains(result, "ada") {
+		t.Fatalf("the call's result: %s", result)
 	}
 
 	// A call in flight on A, cancelled at B.

@@ -40,7 +40,7 @@ func (p *peer) send(s string) {
 
 func (p *peer) recv() string {
 	p.t.Helper()
-	p.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	p.nc.SetReadDeadline(time.Now().Add(await.Slow * 5 * time.Second)) // bounds a hang
 	line, err := p.br.ReadString('\n')
 	if err != nil {
 		p.t.Fatalf("read: %v", err)

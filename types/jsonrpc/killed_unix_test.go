@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 )
 
 // A peer killed while its 5 MB answer is half written (a child SIGKILLed
@@ -30,7 +32,7 @@ kill -9 $$`)
 	}
 	c := NewConn(NewLineStream(stdout, stdin, 5<<20), ConnOptions{})
 	c.Start()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), await.Slow*10*time.Second) // bounds a hang
 	defer cancel()
 	start := time.Now()
 	res, err := c.Call(ctx, "tools/call", []byte(`{"name":"big"}`))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared"
 	"github.com/dynamic-mcp/dynamic-mcp/types/shared/pgtest"
 )
@@ -29,7 +30,7 @@ func TestRelayBetweenReplicas(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 	big := strings.Repeat("x", 20000)
 	// The listener may not be listening yet: publish until it hears.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(await.Slow * 10 * time.Second)
 	for got := ""; got != "hello"; {
 		if time.Now().After(deadline) {
 			t.Fatal("the subscriber heard nothing")
