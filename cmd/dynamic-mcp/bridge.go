@@ -178,6 +178,13 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			unlock()
 			return conn, br, err
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A hub holds the socket and answers nothing: one started
+			// now could not listen beside it, and more hellos would
+			// keep the client waiting past its own timeout.
+			unlock()
+			return nil, nil, fmt.Errorf("%w: the shared hub took the connection and did not answer within %s: it is stopped or stuck, or the machine is very busy; `dynamic-mcp stop%s` stops it", err, helloTimeout, configArg(cfg.Path))
+		}
 		logger.Info("starting the shared hub", "socket", paths.Socket, "log", paths.Log)
 		err = startSharedHub(ctx, cfg, paths, logLevel, logger)
 		unlock()
@@ -233,10 +240,13 @@ func hello(ctx context.Context, paths local.Paths, h local.Hello) (*net.UnixConn
 	return c, br, nil
 }
 
+// helloTimeout bounds a hello and the hub's reply to it.
+const helloTimeout = 5 * time.Second
+
 // sayHello says h (with this build's version) on c and reads the hub's
 // Reply.
 func sayHello(c net.Conn, h local.Hello) (local.Reply, *bufio.Reader, error) {
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(helloTimeout))
 	defer c.SetDeadline(time.Time{})
 	h.Version = version
 	if err := local.WriteLine(c, h); err != nil {

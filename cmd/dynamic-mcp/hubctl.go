@@ -51,6 +51,9 @@ func printHub(ctx context.Context, cfg *config.Config, w io.Writer) *local.Statu
 	case errors.Is(err, local.ErrVersion):
 		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s; `dynamic-mcp stop%s` stops it): %s\n\n", reply.PID, reply.Version, version, configArg(cfg.Path), probing)
 		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded) && reply.Peer > 0:
+		fmt.Fprintf(w, "shared hub: pid %d, not answering (stopped or stuck; `dynamic-mcp stop%s` stops it): %s\n\n", reply.Peer, configArg(cfg.Path), probing)
+		return nil
 	case err != nil || reply.Status == nil:
 		fmt.Fprintf(w, "shared hub: not answering (%v): %s\n\n", err, probing)
 		return nil
@@ -154,6 +157,12 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		} else {
 			reply, err = askHub(ctx, cfg, local.OpStop)
 		}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && reply.Peer > 0 {
+		// A hub that takes the connection and answers nothing (a stopped
+		// process, or a stuck one) is the process the OS says listens
+		// on the socket.
+		reply.PID, err = reply.Peer, terminate(reply.Peer)
 	}
 	if errors.Is(err, local.ErrNotRunning) {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)

@@ -695,3 +695,43 @@ func TestSharedHubStatusNamesIt(t *testing.T) {
 		t.Fatalf("status: up %s, want between 1s and %s", uptime, time.Since(before).Round(time.Second))
 	}
 }
+
+// A shared hub that takes connections and answers nothing (stopped,
+// stuck, or stalled by its machine) costs a client two hellos, not seven
+// and three hubs started in vain (35 s, past a client's own timeout for
+// a server's start): the bridge serves in its own process, saying why and
+// what stops that hub; `status` names it; and `stop` stops it (SIGTERM,
+// then SIGCONT for a stopped process).
+func TestSharedHubThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	s := newShared(t, fmt.Sprintf("groups:\n  one: %s\n", fakeGroup()))
+	s.bridge(t, "first").waitGroupsReady("one")
+	pid := s.hubPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before newShared's, which asks the hub
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	})
+	c := s.bridge(t, "second")
+	c.waitGroupsReady("one")
+	await.Costly(t, 5*time.Second, "the bridge to say why it serves alone", func() bool {
+		return strings.Contains(c.stderr.String(), "did not answer") && strings.Contains(c.stderr.String(), "dynamic-mcp stop -c "+s.path)
+	})
+	if strings.Contains(c.stderr.String(), "starting the shared hub") {
+		t.Errorf("the bridge started a hub beside one that holds the socket:\n%s", c.stderr.String())
+	}
+
+	var out bytes.Buffer
+	_ = statusCmd(t.Context(), []string{"-c", s.path}, &out, io.Discard)
+	if want := "shared hub: pid " + strconv.Itoa(pid) + ", not answering"; !strings.Contains(out.String(), want) {
+		t.Errorf("status said %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	if err := stopCmd(t.Context(), []string{"-c", s.path}, &out); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if want := "stopped the shared hub (pid " + strconv.Itoa(pid) + ")"; !strings.Contains(out.String(), want) {
+		t.Errorf("stop said %q, want %q", out.String(), want)
+	}
+}

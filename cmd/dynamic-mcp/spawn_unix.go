@@ -34,12 +34,18 @@ func processAlive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// terminate sends pid SIGTERM; one gone already is no error.
+// terminate sends pid SIGTERM, and SIGCONT for a stopped process; one
+// gone already is no error.
 func terminate(pid int) error {
-	if err := syscall.Kill(pid, syscall.SIGTERM); !errors.Is(err, syscall.ESRCH) {
-		return err
+	err := syscall.Kill(pid, syscall.SIGTERM)
+	if err == nil {
+		// A stopped process (SIGSTOP, a debugger) acts on it once woken.
+		err = syscall.Kill(pid, syscall.SIGCONT)
 	}
-	return nil
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
 }
 
 // ownSession makes cmd start in a session of its own (it can take no
