@@ -292,9 +292,7 @@ func (c *Conn) CallSentBy(ctx context.Context, deadline time.Time, method string
 		return nil, c.closedErr(err)
 	}
 	res, err := c.calls.Wait(ctx, id, ch)
-	// A peer's error answer stands (Calls.Wait takes an answer that came
-	// by the time ctx ended): nothing is left to cancel.
-	if _, answered := err.(*Error); err != nil && !answered && (ctx.Err() != nil || err == context.DeadlineExceeded) && method != "initialize" {
+	if givenUp(ctx, err) && method != "initialize" {
 		// The peer is told, as MCP asks, so it can stop the work; but
 		// never of an initialize, which MCP says a client must not
 		// cancel (one given up ends with the connection).
@@ -309,6 +307,20 @@ func (c *Conn) CallSentBy(ctx context.Context, deadline time.Time, method string
 		_ = c.out.SendRelated(EncodeNotification("notifications/cancelled", reason), c.relation(ctx, true))
 	}
 	return res, err
+}
+
+// givenUp reports whether a call's err is the caller giving up on it (ctx
+// ended, or the call's deadline passed). A peer's error answer is not:
+// Calls.Wait takes an answer that came by the time ctx ended, and nothing
+// is left to cancel.
+func givenUp(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, answered := err.(*Error); answered {
+		return false
+	}
+	return ctx.Err() != nil || err == context.DeadlineExceeded
 }
 
 // Notify sends a notification; ErrDropped when the peer is behind.
