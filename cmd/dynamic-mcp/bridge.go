@@ -178,10 +178,10 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			unlock()
 			return conn, br, err
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			// A hub holds the socket and answers nothing: one started
-			// now could not listen beside it, and more hellos would
-			// keep the client waiting past its own timeout.
+		if errors.Is(err, os.ErrDeadlineExceeded) && errors.Is(last, os.ErrDeadlineExceeded) {
+			// A hub holds the socket and answered nothing, twice: one
+			// started now could not listen beside it, and more hellos
+			// would keep the client waiting past its own timeout.
 			unlock()
 			return nil, nil, fmt.Errorf("%w: the shared hub took the connection and did not answer within %s: it is stopped or stuck, or the machine is very busy; `dynamic-mcp stop%s` stops it", err, helloTimeout, configArg(cfg.Path))
 		}
