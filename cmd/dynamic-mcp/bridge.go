@@ -24,7 +24,7 @@ import (
 const sharedEnvVar = "DYNAMIC_MCP_SHARED"
 
 // hubStartTimeout bounds how long a bridge waits for the hub it started
-// to listen (it opens no upstream before it listens).
+// to answer (it opens no upstream before it listens).
 const hubStartTimeout = 15 * time.Second
 
 // errStandalone tells serve to run the hub in this process after all: the
@@ -155,7 +155,10 @@ func waitPassed(ctx context.Context, conn *net.UnixConn, br *bufio.Reader, stdin
 // joinHub connects to the hub for paths and opens a session; when none
 // runs it takes the lock, looks again, and starts one. The lock makes
 // bridges started at once start one hub; a socket file left by a hub that
-// crashed answers nobody and is replaced by the new hub.
+// crashed answers nobody and is replaced by the new hub. A hub that takes
+// the connection and answers nothing is asked once more after any start
+// in progress (its starter holds the lock until it answers); a second
+// silence is a hub stopped or stuck, which no new hub could replace.
 func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bool, profile, logLevel string, logger *slog.Logger) (*net.UnixConn, *bufio.Reader, error) {
 	h := local.Hello{Op: local.OpSession, Pass: pass, Profile: profile, Env: local.EnvDigests(cfg.EnvUses, os.LookupEnv)}
 	var last error
@@ -165,6 +168,20 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		conn, br, err := hello(ctx, paths, h)
 		if err == nil || notJoinable(err) {
 			return conn, br, err
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Not under the lock: bridges that find a stuck hub at
+			// once do not queue on it.
+			if err := waitForStart(ctx, paths); err != nil {
+				return nil, nil, err
+			}
+			conn, br, err = hello(ctx, paths, h)
+			if err == nil || notJoinable(err) {
+				return conn, br, err
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, nil, fmt.Errorf("%w: the shared hub took the connection and did not answer within %s, twice: it is stopped or stuck, or the machine is very busy; `dynamic-mcp stop%s` stops it", err, helloTimeout, configArg(cfg.Path))
+			}
 		}
 		last = err
 		lockCtx, cancel := context.WithTimeout(ctx, hubStartTimeout)
@@ -178,13 +195,6 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 			unlock()
 			return conn, br, err
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && errors.Is(last, os.ErrDeadlineExceeded) {
-			// A hub holds the socket and answered nothing, twice: one
-			// started now could not listen beside it, and more hellos
-			// would keep the client waiting past its own timeout.
-			unlock()
-			return nil, nil, fmt.Errorf("%w: the shared hub took the connection and did not answer within %s: it is stopped or stuck, or the machine is very busy; `dynamic-mcp stop%s` stops it", err, helloTimeout, configArg(cfg.Path))
-		}
 		logger.Info("starting the shared hub", "socket", paths.Socket, "log", paths.Log)
 		err = startSharedHub(ctx, cfg, paths, logLevel, logger)
 		unlock()
@@ -197,6 +207,19 @@ func joinHub(ctx context.Context, cfg *config.Config, paths local.Paths, pass bo
 		return nil, nil, fmt.Errorf("%w (before: %w)", err, last)
 	}
 	return conn, br, err
+}
+
+// waitForStart waits until no bridge holds the start lock: a hub being
+// started answers once it is let go.
+func waitForStart(ctx context.Context, paths local.Paths) error {
+	ctx, cancel := context.WithTimeout(ctx, hubStartTimeout)
+	defer cancel()
+	unlock, err := local.Lock(ctx, paths)
+	if err != nil {
+		return err
+	}
+	unlock()
+	return nil
 }
 
 // notJoinable reports whether err is a running hub's refusal that
@@ -320,9 +343,15 @@ func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, 
 	deadline := time.NewTimer(hubStartTimeout)
 	defer deadline.Stop()
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		// Until it answers, not only listens: it listens before it
+		// opens a store (which may take seconds), and bridges that come
+		// meanwhile wait on the lock this one holds.
 		if c, err := local.Dial(ctx, paths); err == nil {
+			_, _, err = sayHello(c, local.Hello{Op: local.OpStatus})
 			c.Close()
-			return nil
+			if err == nil || notJoinable(err) {
+				return nil
+			}
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -332,7 +361,7 @@ func startSharedHub(ctx context.Context, cfg *config.Config, paths local.Paths, 
 			return fmt.Errorf("the hub exited at start (%v): see %s", err, paths.Log)
 		case <-deadline.C:
 			t.Stop()
-			return fmt.Errorf("the hub did not listen within %s: see %s", hubStartTimeout, paths.Log)
+			return fmt.Errorf("the hub did not answer within %s: see %s", hubStartTimeout, paths.Log)
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()

@@ -51,8 +51,8 @@ func printHub(ctx context.Context, cfg *config.Config, w io.Writer) *local.Statu
 	case errors.Is(err, local.ErrVersion):
 		fmt.Fprintf(w, "shared hub: pid %d, version %s (not this one's: %s; `dynamic-mcp stop%s` stops it): %s\n\n", reply.PID, reply.Version, version, configArg(cfg.Path), probing)
 		return nil
-	case errors.Is(err, os.ErrDeadlineExceeded) && reply.Peer > 0:
-		fmt.Fprintf(w, "shared hub: pid %d, not answering (stopped or stuck; `dynamic-mcp stop%s` stops it): %s\n\n", reply.Peer, configArg(cfg.Path), probing)
+	case silent(err, reply):
+		fmt.Fprintf(w, "shared hub: pid %d, not answering (stopped or stuck, or the machine is very busy; `dynamic-mcp stop%s` stops it): %s\n\n", reply.Peer, configArg(cfg.Path), probing)
 		return nil
 	case err != nil || reply.Status == nil:
 		fmt.Fprintf(w, "shared hub: not answering (%v): %s\n\n", err, probing)
@@ -73,10 +73,17 @@ func askStatus(ctx context.Context, cfg *config.Config) *local.Reply {
 }
 
 // hubAnswers reports whether a hub answers on cfg's socket, of this
-// version or of another.
+// version or of another, or takes the connection and answers nothing (a
+// process the system names).
 func hubAnswers(ctx context.Context, cfg *config.Config) bool {
-	_, err := askHub(ctx, cfg, local.OpStatus)
-	return err == nil || errors.Is(err, local.ErrVersion)
+	reply, err := askHub(ctx, cfg, local.OpStatus)
+	return err == nil || errors.Is(err, local.ErrVersion) || silent(err, reply)
+}
+
+// silent reports whether err is a hub that took the connection and did
+// not answer, whose process the system names (reply.Peer).
+func silent(err error, reply local.Reply) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) && reply.Peer > 0
 }
 
 // looseConfig is as much of the config at path as finds its hub (the
@@ -158,7 +165,7 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			reply, err = askHub(ctx, cfg, local.OpStop)
 		}
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) && reply.Peer > 0 {
+	if silent(err, reply) {
 		// A hub that takes the connection and answers nothing (a stopped
 		// process, or a stuck one) is the process the OS says listens
 		// on the socket.

@@ -93,7 +93,31 @@ func TestLoginEnvNotHeldByABackgroundJob(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "job.pid")
 	shell := profileShell(t, "sleep 3600 & echo \\$! > '"+pidFile+"'\n")
-	env, err := loginEnv(context.Background(), shell, testBin, []string{"PATH=" + basePATH, hubEnvVar + "=1"})
+	t.Cleanup(func() { // if the read did not end it
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
+		}
+	})
+	type read struct {
+		env map[string]string
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		env, err := loginEnv(context.Background(), shell, testBin, []string{"PATH=" + basePATH, hubEnvVar + "=1"})
+		done <- read{env, err}
+	}()
+	var r read
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute): // bounds a hang: the job lasts an hour
+		t.Fatal("the read waits for the profile's background job")
+	}
+	env, err := r.env, r.err
 	if err != nil {
 		t.Fatal(err)
 	}

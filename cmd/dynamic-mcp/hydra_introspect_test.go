@@ -85,7 +85,7 @@ groups:
 		var code int
 		sent := time.Now()
 		code, header = (&bearerSession{t: t, url: audience, token: alice}).refused()
-		if code != http.StatusUnauthorized && sent.After(expired) {
+		if code == http.StatusOK && sent.After(expired) { // a 503 of a slow hydra is asked again
 			t.Fatalf("the revoked token accepted (%d) %s after the TTL %s of the hub's last answer", code, sent.Sub(expired), ttl)
 		}
 		return code == http.StatusUnauthorized

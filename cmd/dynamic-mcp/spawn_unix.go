@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -37,9 +38,12 @@ func processAlive(pid int) bool {
 // terminate sends pid SIGTERM, and SIGCONT for a stopped process; one
 // gone already is no error.
 func terminate(pid int) error {
+	if pid <= 0 { // 0 and -1 would signal a group, or every process
+		return fmt.Errorf("no process %d", pid)
+	}
 	err := syscall.Kill(pid, syscall.SIGTERM)
 	if err == nil {
-		// A stopped process (SIGSTOP, a debugger) acts on it once woken.
+		// A stopped process (SIGSTOP, Ctrl-Z) acts on it once woken.
 		err = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	if errors.Is(err, syscall.ESRCH) {
