@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynamic-mcp/dynamic-mcp/internal/await"
 	"github.com/dynamic-mcp/dynamic-mcp/types/config"
 	"github.com/dynamic-mcp/dynamic-mcp/upstream"
 )
@@ -79,7 +80,7 @@ func TestAuditNamedPipeWithoutReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r.SetReadDeadline(time.Now().Add(5 * time.Second * await.Slow))
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil || !strings.Contains(line, "through-the-pipe") {
 		t.Errorf("read from the pipe: %q %v", line, err)

@@ -110,7 +110,7 @@ func (s *testStream) next(t *testing.T) read {
 // write writes msg, failing the test on an error.
 func (s *testStream) write(t *testing.T, msg string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second*await.Slow)
 	defer cancel()
 	if err := s.Write(ctx, []byte(msg)); err != nil {
 		t.Fatalf("write %s: %v", msg, err)

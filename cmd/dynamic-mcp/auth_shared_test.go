@@ -104,7 +104,7 @@ func callThroughRenewals(t *testing.T, a *authtest.Server, hubs []*client) {
 	for i, c := range hubs {
 		wg.Go(func() {
 			for end := time.Now().Add(runFor); time.Now().Before(end); {
-				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second*await.Slow) // bounds a hang
 				resp, err := c.tr.SendRequest(ctx, mcptransport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(c.nextID.Add(1)),
 					Method: "tools/call", Params: map[string]any{"name": "r__hello", "arguments": map[string]any{}}})
 				cancel()

@@ -187,7 +187,7 @@ func startHTTPHubAt(t *testing.T, path string) string {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(15 * time.Second):
+		case <-time.After(15 * time.Second * await.Slow):
 			cmd.Process.Kill()
 			<-done
 			t.Error("the HTTP hub did not stop on SIGINT")

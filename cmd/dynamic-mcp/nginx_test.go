@@ -144,7 +144,7 @@ http {
 		cmd.Process.Signal(os.Interrupt) // nginx's fast shutdown (SIGINT, as SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * time.Second * await.Slow):
 			cmd.Process.Kill()
 			<-exited
 			t.Error("nginx did not stop on SIGINT")

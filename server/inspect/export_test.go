@@ -37,7 +37,7 @@ func startExport(t *testing.T, addr string) (int, net.Conn) {
 		tc.SetReadBuffer(4096)
 	}
 	fmt.Fprintf(c, "GET %sapi/export HTTP/1.1\r\nHost: x\r\n\r\n", Prefix)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second * await.Slow))
 	line, err := bufio.NewReaderSize(c, 16).ReadString('\n')
 	if err != nil {
 		t.Fatalf("export: %v", err)

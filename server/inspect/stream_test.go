@@ -163,7 +163,7 @@ func TestStalledPageNeverBlocksTheHub(t *testing.T) {
 		select {
 		case took := <-done:
 			t.Logf("%d calls recorded in %s with a stalled page", 3*subscriberBuffer, took)
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * time.Second * await.Slow):
 			if n := recorded.Load(); n != last {
 				last = n
 				continue
@@ -175,7 +175,7 @@ func TestStalledPageNeverBlocksTheHub(t *testing.T) {
 	// Reading again, the page learns how many events it lost.
 	r := bufio.NewReaderSize(conn, 1<<20)
 	for {
-		conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // per line: a busy machine writes slowly
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second * await.Slow)) // per line: a busy machine writes slowly
 		line, err := r.ReadString('\n')
 		if err != nil {
 			t.Fatalf("no lost event: %v", err)
