@@ -170,6 +170,8 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		// process, or a stuck one) is the process the OS says listens
 		// on the socket.
 		reply.PID, err = reply.Peer, terminate(reply.Peer)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("the shared hub took the connection and did not answer, and this system does not say which process it is: end its `dynamic-mcp serve --hub` process (%w)", err)
 	}
 	if errors.Is(err, local.ErrNotRunning) {
 		fmt.Fprintln(stdout, "no shared hub is running for", cfg.Path)
