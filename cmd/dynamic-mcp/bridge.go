@@ -24,7 +24,7 @@ import (
 const sharedEnvVar = "DYNAMIC_MCP_SHARED"
 
 // hubStartTimeout bounds how long a bridge waits for the hub it started
-// to answer (it opens no upstream before it listens).
+// to answer (it listens before it opens a store or any upstream).
 const hubStartTimeout = 15 * time.Second
 
 // errStandalone tells serve to run the hub in this process after all: the
