@@ -149,10 +149,13 @@ func stopCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	// Its clients, asked first (one round trip): their servers go away
 	// with it, and the one who stops it is told.
 	clients, pid := -1, 0
-	if st := askStatus(ctx, cfg); st != nil {
-		clients, pid = len(st.Status.Sessions), st.PID
+	reply, err := askHub(ctx, cfg, local.OpStatus)
+	if err == nil && reply.Status != nil {
+		clients, pid = len(reply.Status.Sessions), reply.PID
 	}
-	reply, err := askHub(ctx, cfg, local.OpStop)
+	if !silent(err, reply) { // a hub silent to the status is not asked again
+		reply, err = askHub(ctx, cfg, local.OpStop)
+	}
 	if dropped(err) {
 		// The hub closed the connection unanswered: it was stopping of
 		// itself (its idle period ended, a signal, another stop) as it
