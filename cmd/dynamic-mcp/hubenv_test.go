@@ -85,20 +85,25 @@ func TestHubEnvOddProfiles(t *testing.T) {
 }
 
 // A background job of the profile that holds the shell's stdout does not
-// hold up the read: with no deadline at all, loginEnv returns once the
-// shell has exited (after cmd.WaitDelay), not when the job ends, which
-// here is never within the test; and the job does not outlive the read.
-// Before WaitDelay, this test hung until the suite's timeout.
+// hold up the read: with no deadline of its own, loginEnv returns once
+// the shell has exited (after cmd.WaitDelay), not when the job ends, an
+// hour later; and the job does not outlive the read. Without WaitDelay,
+// the read waits for the job.
 func TestLoginEnvNotHeldByABackgroundJob(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "job.pid")
 	shell := profileShell(t, "sleep 3600 & echo \\$! > '"+pidFile+"'\n")
+	jobPID := func() (int, error) {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(strings.TrimSpace(string(b)))
+	}
 	t.Cleanup(func() { // if the read did not end it
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				if p, err := os.FindProcess(pid); err == nil {
-					_ = p.Kill()
-				}
+		if pid, err := jobPID(); err == nil && pid > 0 {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
 			}
 		}
 	})
@@ -117,18 +122,13 @@ func TestLoginEnvNotHeldByABackgroundJob(t *testing.T) {
 	case <-time.After(time.Minute): // bounds a hang: the job lasts an hour
 		t.Fatal("the read waits for the profile's background job")
 	}
-	env, err := r.env, r.err
-	if err != nil {
-		t.Fatal(err)
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	if env["FROM_PROFILE"] != "yes" {
-		t.Errorf("the profile's environment was not read: %v", env)
+	if r.env["FROM_PROFILE"] != "yes" {
+		t.Errorf("the profile's environment was not read: %v", r.env)
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := jobPID()
 	if err != nil {
 		t.Fatal(err)
 	}
